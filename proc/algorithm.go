@@ -1,0 +1,70 @@
+package proc
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Assumptions are what an algorithm needs from its environment. A host or a
+// scenario that breaks one of them may break the algorithm; the checkers
+// then show how.
+type Assumptions struct {
+	// FIFO: messages between a pair of processes arrive in the order sent.
+	FIFO bool
+	// Reliable: every message sent to a live process arrives exactly once.
+	Reliable bool
+	// Synchronous: message delays and clock drift are bounded and known.
+	Synchronous bool
+	// Failures is the failure model tolerated: "none", "crash-stop" or
+	// "crash-recover".
+	Failures string
+	// Topology the algorithm runs on: "full", "ring", "graph" ...
+	Topology string
+}
+
+// String renders the assumptions compactly: "reliable fifo, failures=none".
+func (a Assumptions) String() string {
+	var parts []string
+	if a.Reliable {
+		parts = append(parts, "reliable")
+	}
+	if a.FIFO {
+		parts = append(parts, "fifo")
+	}
+	if a.Synchronous {
+		parts = append(parts, "synchronous")
+	}
+	s := strings.Join(parts, " ")
+	if s == "" {
+		s = "asynchronous"
+	}
+	f := a.Failures
+	if f == "" {
+		f = "none"
+	}
+	t := a.Topology
+	if t == "" {
+		t = "full"
+	}
+	return fmt.Sprintf("%s; failures=%s; topology=%s", s, f, t)
+}
+
+// Algorithm describes one registered algorithm. Each family package exports
+// one entry per algorithm, so the CLI, `cohort list`, the benchmarks and the
+// comparison tables are generated from one table.
+type Algorithm struct {
+	Family  string // "clocks", "mutex", "election" ...
+	Name    string // CLI name: "ricart-agrawala"
+	Summary string // one line
+	Source  string // where the specification is: "seed 003 §6.2"
+	Assumes Assumptions
+	// New builds process id of an n-process run. It must not fail for
+	// 0 <= id < n, n >= 1; an algorithm that needs more (a square n, say)
+	// reports it through Validate.
+	New func(id ID, n int) Process
+	// Validate reports whether the algorithm can run with n processes; nil
+	// means any n >= 1.
+	Validate func(n int) error
+	// Checks names the property checkers that apply to every run.
+	Checks []string
+}

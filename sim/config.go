@@ -1,0 +1,242 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Config describes one simulated run. The zero value of every optional
+// field means "off" or "the default" as its comment says; Validate reports
+// the first bad field by name.
+type Config struct {
+	// Nodes is the number of processes (at least 1).
+	Nodes int
+	// Seed seeds every random choice of the run: the network's and each
+	// process's. Same Config and Seed, same trace.
+	Seed uint64
+	// New builds process id; also called on recovery, for a fresh state.
+	New func(id proc.ID, n int) proc.Process
+	// Topology for Env.Neighbors; nil is the complete graph.
+	Topology Topology
+	// Network is the model of every link.
+	Network Network
+	// Faults are scheduled crashes, recoveries, pauses and slow spells.
+	Faults []Fault
+	// Clocks gives each process a hardware clock; nil means perfect clocks
+	// (local time = true time).
+	Clocks ClockModel
+	// Workload feeds the processes application inputs; nil means none.
+	Workload Workload
+	// Observe, if set, is called with every output as it happens.
+	Observe func(at time.Duration, node proc.ID, o proc.Output)
+	// Trace receives every event; nil records nothing (the fast path).
+	Trace trace.Sink
+	// VectorClocks adds vector timestamps to trace events (N words per
+	// event and per message: for small runs only).
+	VectorClocks bool
+	// Queue chooses which pending event fires next; nil orders by time,
+	// then by the order events were scheduled.
+	Queue Queue
+	// Deadline stops the run at this virtual time; 0 runs until quiescence.
+	Deadline time.Duration
+	// MaxEvents stops the run after this many events; 0 is unlimited.
+	MaxEvents int64
+	// Until, if set, is checked after every event; the run stops when it
+	// returns true.
+	Until func(s *Sim) bool
+}
+
+// Network models every link. Links override it per directed pair.
+type Network struct {
+	// Latency is the one-way delay; nil is Constant(1ms).
+	Latency Dist
+	// FIFO makes every channel deliver in send order (a message never
+	// overtakes an earlier one on the same directed link).
+	FIFO bool
+	// Loss is the probability that a message is lost.
+	Loss float64
+	// Duplicate is the probability that a message is delivered twice.
+	Duplicate float64
+	// Reorder is the probability that a message is held back by an extra
+	// delay drawn from Latency and exempted from FIFO: it may be overtaken.
+	Reorder float64
+	// Links override Latency and Loss for single directed links (asymmetric
+	// delay, one bad link).
+	Links []Link
+	// Partitions cut the network into groups for a span of time.
+	Partitions []Partition
+}
+
+// Link overrides the network model on the directed link From → To.
+type Link struct {
+	From, To proc.ID
+	Latency  Dist     // nil keeps the network's
+	Loss     *float64 // nil keeps the network's
+}
+
+// Partition splits the processes into Groups from From until To (To = 0:
+// for ever). Messages between different groups sent while the partition
+// holds are lost. Processes named in no group form one more group together.
+type Partition struct {
+	Groups   [][]proc.ID
+	From, To time.Duration
+}
+
+// FaultKind names a fault.
+type FaultKind uint8
+
+const (
+	// Crash stops a process: it loses its state, its timers and every
+	// message that arrives while it is down (crash-stop, or crash-recover
+	// when a Recover follows).
+	Crash FaultKind = iota + 1
+	// Recover restarts a crashed process with fresh state: New, then Start.
+	Recover
+	// Pause freezes a process from At until Until: messages, timers and
+	// inputs wait and are handled, in order, when it resumes.
+	Pause
+	// Slow makes every event a process handles from At until Until take
+	// Delay of virtual time; events arriving while it is busy wait.
+	Slow
+)
+
+func (k FaultKind) String() string {
+	switch k {
+	case Crash:
+		return "crash"
+	case Recover:
+		return "recover"
+	case Pause:
+		return "pause"
+	case Slow:
+		return "slow"
+	}
+	return fmt.Sprintf("fault(%d)", uint8(k))
+}
+
+// Fault is one scheduled fault.
+type Fault struct {
+	Kind  FaultKind
+	Node  proc.ID
+	At    time.Duration
+	Until time.Duration // Pause, Slow: the end (must be after At)
+	Delay time.Duration // Slow: processing time per event
+}
+
+// ClockModel gives process id its hardware clock. Skew(i, n, seed) is a
+// ready-made model with random offsets and drifts.
+type ClockModel func(id proc.ID) HWClock
+
+// HWClock is a hardware clock: it reads Offset + (1+Drift)·t at true time t.
+// Drift is the rate error ρ (1e-5 = 10 ppm fast; must be > -1).
+type HWClock struct {
+	Offset time.Duration
+	Drift  float64
+}
+
+// Read returns the clock's reading at true time t.
+func (c HWClock) Read(t time.Duration) time.Duration {
+	return c.Offset + t + time.Duration(c.Drift*float64(t))
+}
+
+// Validate reports the first invalid field of c.
+func (c *Config) Validate() error {
+	if c.Nodes < 1 {
+		return fmt.Errorf("nodes = %d: need at least 1", c.Nodes)
+	}
+	if c.Nodes > math.MaxInt32 {
+		return fmt.Errorf("nodes = %d: at most %d", c.Nodes, math.MaxInt32)
+	}
+	if c.New == nil {
+		return errors.New("no process constructor (Config.New is nil)")
+	}
+	if c.Deadline < 0 {
+		return fmt.Errorf("deadline = %v: must not be negative", c.Deadline)
+	}
+	if err := c.Network.validate(c.Nodes); err != nil {
+		return err
+	}
+	inRange := func(what string, id proc.ID) error {
+		if id < 0 || int(id) >= c.Nodes {
+			return fmt.Errorf("%s: node %d out of range 0..%d", what, id, c.Nodes-1)
+		}
+		return nil
+	}
+	for i, f := range c.Faults {
+		what := fmt.Sprintf("fault %d (%s)", i+1, f.Kind)
+		if f.Kind < Crash || f.Kind > Slow {
+			return fmt.Errorf("fault %d: unknown kind %d", i+1, f.Kind)
+		}
+		if err := inRange(what, f.Node); err != nil {
+			return err
+		}
+		if f.At < 0 {
+			return fmt.Errorf("%s: negative time %v", what, f.At)
+		}
+		if (f.Kind == Pause || f.Kind == Slow) && f.Until <= f.At {
+			return fmt.Errorf("%s: ends at %v, not after it starts at %v", what, f.Until, f.At)
+		}
+		if f.Kind == Slow && f.Delay <= 0 {
+			return fmt.Errorf("%s: delay %v must be positive", what, f.Delay)
+		}
+	}
+	if c.Clocks != nil {
+		for i := 0; i < c.Nodes && i < 1<<16; i++ {
+			if d := c.Clocks(proc.ID(i)).Drift; d <= -1 || math.IsNaN(d) || math.IsInf(d, 0) {
+				return fmt.Errorf("clock of node %d: drift %v must be a number above -1", i, d)
+			}
+		}
+	}
+	return nil
+}
+
+func (n *Network) validate(nodes int) error {
+	prob := func(name string, p float64) error {
+		if !(p >= 0 && p <= 1) {
+			return fmt.Errorf("network %s = %v: must be a probability in [0,1]", name, p)
+		}
+		return nil
+	}
+	if err := prob("loss", n.Loss); err != nil {
+		return err
+	}
+	if err := prob("duplicate", n.Duplicate); err != nil {
+		return err
+	}
+	if err := prob("reorder", n.Reorder); err != nil {
+		return err
+	}
+	for i, l := range n.Links {
+		if l.From < 0 || int(l.From) >= nodes || l.To < 0 || int(l.To) >= nodes {
+			return fmt.Errorf("link %d (%d→%d): node out of range 0..%d", i+1, l.From, l.To, nodes-1)
+		}
+		if l.Loss != nil {
+			if err := prob(fmt.Sprintf("link %d→%d loss", l.From, l.To), *l.Loss); err != nil {
+				return err
+			}
+		}
+	}
+	for i, p := range n.Partitions {
+		if p.To != 0 && p.To <= p.From {
+			return fmt.Errorf("partition %d: ends at %v, not after it starts at %v", i+1, p.To, p.From)
+		}
+		seen := map[proc.ID]bool{}
+		for _, g := range p.Groups {
+			for _, id := range g {
+				if id < 0 || int(id) >= nodes {
+					return fmt.Errorf("partition %d: node %d out of range 0..%d", i+1, id, nodes-1)
+				}
+				if seen[id] {
+					return fmt.Errorf("partition %d: node %d is in two groups", i+1, id)
+				}
+				seen[id] = true
+			}
+		}
+	}
+	return nil
+}

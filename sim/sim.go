@@ -1,0 +1,761 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Sim is one deterministic simulated run. It is not safe for concurrent use:
+// a run is one goroutine, by design.
+type Sim struct {
+	cfg     Config
+	n       int
+	topo    Topology
+	queue   Queue
+	now     int64
+	seq     uint64
+	items   []item   // pending events' contents, by slot
+	free    []uint32 // free slots
+	nodes   []node
+	clocks  []HWClock   // nil: perfect clocks
+	busy    []busyState // nil: no pause or slow faults
+	rngs    []*rand.Rand
+	netRand *rand.Rand
+	wlRand  *rand.Rand
+	env     env
+
+	timers    map[proc.TimerID]uint32 // live timers → slot
+	nextTimer proc.TimerID
+	nextMsg   uint64
+
+	latency  Dist
+	constLat bool // latency is Constant and no link overrides it: FIFO for free
+	links    map[uint64]*Link
+	fifo     map[uint64]int64 // last delivery time per directed link, when FIFO needs it
+	parts    []partition
+
+	vcs   [][]uint64          // per node, when VectorClocks
+	msgVC map[uint64][]uint64 // per message in flight, when VectorClocks
+
+	sink    trace.Sink
+	ev      trace.Event
+	evIndex int
+
+	kindIdx map[string]int
+	kinds   []string
+	sent    []int64 // per kind index
+	st      Result
+	stop    StopReason
+}
+
+type node struct {
+	p       proc.Process
+	lamport uint64 // the host's own Lamport clock, for the trace
+	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
+	up      bool
+}
+
+type busyState struct {
+	until  int64 // the node handles nothing before this time
+	slowBy int64 // extra virtual time each handled event takes
+}
+
+type partition struct {
+	from, to int64
+	group    []int32 // per node; -1 for "named in no group"
+}
+
+// Pending event kinds.
+const (
+	evDeliver uint8 = iota + 1
+	evTimer
+	evInput
+	evFault
+	evFaultEnd
+	evDead // a cancelled timer
+)
+
+// item is a pending event's contents. It is kept small (48 bytes) because
+// a million-node run has tens of millions of them in flight.
+type item struct {
+	val     any    // message, input, timer tag or *Fault
+	id      uint64 // message id or timer id
+	lamport uint64 // sender's Lamport timestamp, for deliveries
+	node    int32  // where it happens
+	from    int32  // sender, for deliveries
+	kind    uint8
+	inc     uint32 // the node's incarnation when a timer was set
+}
+
+// StopReason says why a run ended.
+type StopReason string
+
+const (
+	StopQuiescent StopReason = "quiescent" // nothing left to do
+	StopDeadline  StopReason = "deadline"  // virtual deadline reached
+	StopPredicate StopReason = "predicate" // Config.Until held
+	StopMaxEvents StopReason = "max-events"
+)
+
+// Result sums up a run.
+type Result struct {
+	Nodes       int
+	Events      int64 // events handled: deliveries, timers, inputs, faults
+	Sent        int64 // messages sent by processes
+	Delivered   int64 // messages handed to a process (a duplicate counts twice)
+	Dropped     int64 // lost, cut by a partition, or sent to a crashed process
+	Duplicated  int64
+	Inputs      int64
+	InputsLost  int64 // inputs addressed to a crashed process
+	Outputs     int64
+	ByKind      []KindCount // messages sent, per kind, sorted by kind
+	VirtualTime time.Duration
+	Stop        StopReason
+}
+
+// KindCount is the number of messages of one kind.
+type KindCount struct {
+	Kind  string
+	Count int64
+}
+
+// New checks cfg and prepares a run.
+func New(cfg Config) (*Sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := cfg.Nodes
+	s := &Sim{
+		cfg:     cfg,
+		n:       n,
+		topo:    cfg.Topology,
+		queue:   cfg.Queue,
+		nodes:   make([]node, n),
+		rngs:    make([]*rand.Rand, n),
+		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
+		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
+		timers:  map[proc.TimerID]uint32{},
+		nextMsg: 1,
+		sink:    cfg.Trace,
+		kindIdx: map[string]int{},
+		latency: cfg.Network.Latency,
+	}
+	s.env.s = s
+	if s.topo == nil {
+		s.topo = NewFull(n)
+	}
+	if s.queue == nil {
+		s.queue = &timeQueue{}
+	}
+	if s.latency == nil {
+		s.latency = Constant(time.Millisecond)
+	}
+	_, s.constLat = s.latency.(Constant)
+	if len(cfg.Network.Links) > 0 {
+		s.links = map[uint64]*Link{}
+		for i := range cfg.Network.Links {
+			l := &cfg.Network.Links[i]
+			s.links[linkKey(l.From, l.To)] = l
+			if l.Latency != nil {
+				if _, ok := l.Latency.(Constant); !ok {
+					s.constLat = false
+				}
+			}
+		}
+	}
+	if cfg.Network.FIFO && (!s.constLat || cfg.Network.Reorder > 0) {
+		s.fifo = map[uint64]int64{}
+	}
+	for _, p := range cfg.Network.Partitions {
+		ps := partition{from: int64(p.From), to: int64(p.To), group: make([]int32, n)}
+		for i := range ps.group {
+			ps.group[i] = -1
+		}
+		for g, ids := range p.Groups {
+			for _, id := range ids {
+				ps.group[id] = int32(g)
+			}
+		}
+		s.parts = append(s.parts, ps)
+	}
+	if cfg.Clocks != nil {
+		s.clocks = make([]HWClock, n)
+		for i := range s.clocks {
+			s.clocks[i] = cfg.Clocks(proc.ID(i))
+		}
+	}
+	if cfg.VectorClocks {
+		s.vcs = make([][]uint64, n)
+		for i := range s.vcs {
+			s.vcs[i] = make([]uint64, n)
+		}
+		s.msgVC = map[uint64][]uint64{}
+	}
+	for i := range cfg.Faults {
+		f := &cfg.Faults[i]
+		if f.Kind == Pause || f.Kind == Slow {
+			if s.busy == nil {
+				s.busy = make([]busyState, n)
+			}
+			s.push(int64(f.Until), item{kind: evFaultEnd, val: f, node: int32(f.Node)})
+		}
+		s.push(int64(f.At), item{kind: evFault, val: f, node: int32(f.Node)})
+	}
+	s.st.Nodes = n
+	return s, nil
+}
+
+// Run runs the simulation to its end. A panic in a process ends the run
+// with an error that names the process, the time and the seed.
+func (s *Sim) Run() (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("process p%d panicked at t=%s (seed %d): %v",
+				s.env.self, trace.FormatNS(s.now), s.cfg.Seed, r)
+		}
+	}()
+	s.begin()
+	for s.Step() {
+	}
+	return s.Result(), nil
+}
+
+// begin applies the faults due at time zero (a process crashed at 0 never
+// starts), starts every live process in ID order, then initialises the
+// workload.
+func (s *Sim) begin() {
+	for i := range s.nodes {
+		s.nodes[i].up = true
+	}
+	// Faults at time 0 come first in the queue (At 0, lowest Seq) except
+	// for deliveries, which cannot exist yet.
+	for s.queue.Len() > 0 {
+		k := s.queue.Pop()
+		if k.At != 0 || s.items[k.Slot].kind != evFault {
+			s.queue.Push(k)
+			break
+		}
+		s.handle(k)
+	}
+	for i := range s.nodes {
+		if s.nodes[i].up && s.nodes[i].p == nil {
+			s.startNode(proc.ID(i), trace.Start)
+		}
+	}
+	if s.cfg.Workload != nil {
+		s.cfg.Workload.Init(control{s})
+	}
+}
+
+// Step handles the next event and reports whether the run goes on.
+func (s *Sim) Step() bool {
+	if s.stop != "" {
+		return false
+	}
+	if s.queue.Len() == 0 {
+		s.stop = StopQuiescent
+		return false
+	}
+	if s.cfg.MaxEvents > 0 && s.st.Events >= s.cfg.MaxEvents {
+		s.stop = StopMaxEvents
+		return false
+	}
+	k := s.queue.Pop()
+	if s.cfg.Deadline > 0 && k.At > int64(s.cfg.Deadline) {
+		s.queue.Push(k)
+		s.now = int64(s.cfg.Deadline)
+		s.stop = StopDeadline
+		return false
+	}
+	s.handle(k)
+	if s.cfg.Until != nil && s.cfg.Until(s) {
+		s.stop = StopPredicate
+		return false
+	}
+	return true
+}
+
+func (s *Sim) handle(k Key) {
+	it := &s.items[k.Slot]
+	if it.kind == evDead {
+		s.release(k.Slot)
+		return
+	}
+	s.now = max(s.now, k.At)
+	var b *busyState
+	if s.busy != nil && it.kind != evFault && it.kind != evFaultEnd {
+		b = &s.busy[it.node]
+		if b.until > s.now {
+			// The process is paused or busy: the event waits, keeping its
+			// order among the others that wait.
+			s.seq++
+			s.queue.Push(Key{At: b.until, Seq: s.seq, Slot: k.Slot})
+			return
+		}
+	}
+	x := *it
+	if x.kind == evTimer {
+		delete(s.timers, proc.TimerID(x.id))
+	}
+	s.release(k.Slot)
+	s.st.Events++
+	switch x.kind {
+	case evDeliver:
+		s.deliver(&x)
+	case evTimer:
+		s.fire(&x)
+	case evInput:
+		s.input(&x)
+	case evFault:
+		s.fault(x.val.(*Fault))
+	case evFaultEnd:
+		if f := x.val.(*Fault); f.Kind == Slow {
+			s.busy[f.Node].slowBy = 0
+		}
+	}
+	if b != nil && b.slowBy > 0 {
+		b.until = s.now + b.slowBy
+	}
+}
+
+func (s *Sim) deliver(x *item) {
+	to := &s.nodes[x.node]
+	if !to.up {
+		s.st.Dropped++
+		if s.sink != nil {
+			s.record(trace.Drop, x.node, func(e *trace.Event) {
+				e.Msg, e.Peer, e.Reason = x.id, x.from, "receiver crashed"
+				e.Type, e.Label = x.val.(proc.Message).Kind(), label(x.val)
+			})
+		}
+		delete(s.msgVC, x.id)
+		return
+	}
+	to.lamport = max(to.lamport, x.lamport) + 1
+	if s.vcs != nil {
+		vc := s.vcs[x.node]
+		for i, v := range s.msgVC[x.id] {
+			vc[i] = max(vc[i], v)
+		}
+		vc[x.node]++
+	}
+	s.st.Delivered++
+	if s.sink != nil {
+		s.record(trace.Recv, x.node, func(e *trace.Event) {
+			e.Msg, e.Peer = x.id, x.from
+			e.Type, e.Label = x.val.(proc.Message).Kind(), label(x.val)
+		})
+	}
+	s.call(x.node, func(p proc.Process, env proc.Env) { p.Receive(env, proc.ID(x.from), x.val.(proc.Message)) })
+}
+
+func (s *Sim) fire(x *item) {
+	nd := &s.nodes[x.node]
+	if !nd.up || nd.inc != x.inc {
+		s.st.Events-- // a timer of a crashed incarnation is not an event
+		return
+	}
+	s.tick(x.node)
+	if s.sink != nil {
+		s.record(trace.Timer, x.node, func(e *trace.Event) { e.Type = tagName(x.val) })
+	}
+	s.call(x.node, func(p proc.Process, env proc.Env) { p.Timeout(env, x.val) })
+}
+
+func (s *Sim) input(x *item) {
+	if !s.nodes[x.node].up {
+		s.st.InputsLost++
+		return
+	}
+	s.st.Inputs++
+	s.tick(x.node)
+	if s.sink != nil {
+		s.record(trace.Input, x.node, func(e *trace.Event) {
+			e.Type, e.Label = x.val.(proc.Input).Kind(), label(x.val)
+			e.Data = marshal(x.val)
+		})
+	}
+	s.call(x.node, func(p proc.Process, env proc.Env) { p.Input(env, x.val.(proc.Input)) })
+}
+
+func (s *Sim) fault(f *Fault) {
+	nd := &s.nodes[f.Node]
+	switch f.Kind {
+	case Crash:
+		if !nd.up {
+			return
+		}
+		nd.up, nd.p = false, nil
+		nd.inc++
+		s.tick(int32(f.Node))
+		if s.sink != nil {
+			s.record(trace.Crash, int32(f.Node), nil)
+		}
+	case Recover:
+		if nd.up {
+			return
+		}
+		nd.up = true
+		nd.inc++
+		s.startNode(f.Node, trace.Recover)
+	case Pause:
+		b := &s.busy[f.Node]
+		b.until = max(b.until, int64(f.Until))
+	case Slow:
+		s.busy[f.Node].slowBy = int64(f.Delay)
+	}
+}
+
+func (s *Sim) startNode(id proc.ID, kind trace.Kind) {
+	nd := &s.nodes[id]
+	nd.p = s.cfg.New(id, s.n)
+	if nd.p == nil {
+		panic(fmt.Sprintf("constructor returned a nil process for p%d", id))
+	}
+	s.tick(int32(id))
+	if s.sink != nil {
+		s.record(kind, int32(id), nil)
+	}
+	s.call(int32(id), func(p proc.Process, env proc.Env) { p.Start(env) })
+}
+
+// call runs a handler of process id with the shared Env pointed at it.
+func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
+	prev := s.env.self
+	s.env.self = proc.ID(id)
+	f(s.nodes[id].p, &s.env)
+	s.env.self = prev
+}
+
+// tick is a process event for the host's clocks.
+func (s *Sim) tick(id int32) {
+	s.nodes[id].lamport++
+	if s.vcs != nil {
+		s.vcs[id][id]++
+	}
+}
+
+// record builds a trace event for node id and hands it to the sink.
+func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
+	e := &s.ev
+	*e = trace.Event{Index: s.evIndex, Time: s.now, Node: id, Kind: kind, Peer: -1}
+	s.evIndex++
+	e.Local = s.now
+	if s.clocks != nil {
+		e.Local = int64(s.clocks[id].Read(time.Duration(s.now)))
+	}
+	if kind.IsProcess() {
+		e.Lamport = s.nodes[id].lamport
+		if s.vcs != nil {
+			e.VC = slices.Clone(s.vcs[id])
+		}
+	}
+	if fill != nil {
+		fill(e)
+	}
+	s.sink.Record(e)
+}
+
+func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
+	if to < 0 || int(to) >= s.n {
+		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
+	}
+	if m == nil {
+		panic("send of a nil message")
+	}
+	f := int32(from)
+	s.tick(f)
+	id := s.nextMsg
+	s.nextMsg++
+	s.st.Sent++
+	s.countKind(m.Kind())
+	if s.vcs != nil {
+		s.msgVC[id] = slices.Clone(s.vcs[f])
+	}
+	if s.sink != nil {
+		s.record(trace.Send, f, func(e *trace.Event) {
+			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
+		})
+	}
+	it := item{kind: evDeliver, val: m, id: id, lamport: s.nodes[f].lamport, node: int32(to), from: f}
+
+	lat, loss := s.latency, s.cfg.Network.Loss
+	if s.links != nil {
+		if l := s.links[linkKey(from, to)]; l != nil {
+			if l.Latency != nil {
+				lat = l.Latency
+			}
+			if l.Loss != nil {
+				loss = *l.Loss
+			}
+		}
+	}
+	if s.partitioned(f, int32(to)) {
+		s.lose(&it, "partition")
+		return
+	}
+	if loss > 0 && s.netRand.Float64() < loss {
+		s.lose(&it, "loss")
+		return
+	}
+	copies := 1
+	if d := s.cfg.Network.Duplicate; d > 0 && s.netRand.Float64() < d {
+		copies = 2
+		s.st.Duplicated++
+		if s.sink != nil {
+			s.record(trace.Dup, f, func(e *trace.Event) { e.Msg, e.Peer, e.Type = id, int32(to), m.Kind() })
+		}
+	}
+	for c := 0; c < copies; c++ {
+		at := s.now + int64(lat.Sample(s.netRand))
+		exempt := false
+		if r := s.cfg.Network.Reorder; r > 0 && s.netRand.Float64() < r {
+			at += int64(lat.Sample(s.netRand))
+			exempt = true
+		}
+		if s.fifo != nil && !exempt {
+			k := linkKey(from, to)
+			if last := s.fifo[k]; at < last {
+				at = last
+			}
+			s.fifo[k] = at
+		}
+		s.push(at, it)
+	}
+}
+
+func (s *Sim) lose(it *item, why string) {
+	s.st.Dropped++
+	if s.sink != nil {
+		s.record(trace.Drop, it.node, func(e *trace.Event) {
+			e.Msg, e.Peer, e.Reason = it.id, it.from, why
+			e.Type, e.Label = it.val.(proc.Message).Kind(), label(it.val)
+		})
+	}
+	delete(s.msgVC, it.id)
+}
+
+func (s *Sim) partitioned(a, b int32) bool {
+	for i := range s.parts {
+		p := &s.parts[i]
+		if s.now >= p.from && (p.to == 0 || s.now < p.to) && p.group[a] != p.group[b] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sim) countKind(k string) {
+	i, ok := s.kindIdx[k]
+	if !ok {
+		i = len(s.kinds)
+		s.kindIdx[k] = i
+		s.kinds = append(s.kinds, k)
+		s.sent = append(s.sent, 0)
+	}
+	s.sent[i]++
+}
+
+func linkKey(from, to proc.ID) uint64 { return uint64(uint32(from))<<32 | uint64(uint32(to)) }
+
+// push schedules an event at virtual time at and returns its slot.
+func (s *Sim) push(at int64, it item) uint32 {
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.items[slot] = it
+	} else {
+		slot = uint32(len(s.items))
+		s.items = append(s.items, it)
+	}
+	s.seq++
+	s.queue.Push(Key{At: at, Seq: s.seq, Slot: slot})
+	return slot
+}
+
+func (s *Sim) release(slot uint32) {
+	s.items[slot] = item{}
+	s.free = append(s.free, slot)
+}
+
+// Now is the current virtual (true) time.
+func (s *Sim) Now() time.Duration { return time.Duration(s.now) }
+
+// Process returns the current state machine of process id (nil while it is
+// crashed), for predicates and tests to inspect.
+func (s *Sim) Process(id proc.ID) proc.Process { return s.nodes[id].p }
+
+// Up reports whether process id is running.
+func (s *Sim) Up(id proc.ID) bool { return s.nodes[id].up }
+
+// Pending describes a pending event, for a Queue that wants to choose
+// among them.
+type Pending struct {
+	Kind string // "deliver", "timer", "input", "fault"
+	Node proc.ID
+	From proc.ID // sender of a delivery; None otherwise
+	What string  // message, input or fault kind, or the timer tag
+}
+
+// Describe tells what the pending event in slot is.
+func (s *Sim) Describe(slot uint32) Pending {
+	it := &s.items[slot]
+	p := Pending{Node: proc.ID(it.node), From: proc.None}
+	switch it.kind {
+	case evDeliver:
+		p.Kind, p.From, p.What = "deliver", proc.ID(it.from), it.val.(proc.Message).Kind()
+	case evTimer:
+		p.Kind, p.What = "timer", tagName(it.val)
+	case evInput:
+		p.Kind, p.What = "input", it.val.(proc.Input).Kind()
+	case evFault, evFaultEnd:
+		p.Kind, p.What = "fault", it.val.(*Fault).Kind.String()
+	default:
+		p.Kind = "cancelled"
+	}
+	return p
+}
+
+// Result returns the run's figures so far.
+func (s *Sim) Result() Result {
+	r := s.st
+	r.VirtualTime = time.Duration(s.now)
+	r.Stop = s.stop
+	r.ByKind = make([]KindCount, len(s.kinds))
+	for i, k := range s.kinds {
+		r.ByKind[i] = KindCount{k, s.sent[i]}
+	}
+	slices.SortFunc(r.ByKind, func(a, b KindCount) int {
+		if a.Kind < b.Kind {
+			return -1
+		}
+		if a.Kind > b.Kind {
+			return 1
+		}
+		return 0
+	})
+	return r
+}
+
+// Messages returns the number of messages sent of the given kind.
+func (r Result) Messages(kind string) int64 {
+	for _, k := range r.ByKind {
+		if k.Kind == kind {
+			return k.Count
+		}
+	}
+	return 0
+}
+
+func label(v any) string {
+	if st, ok := v.(fmt.Stringer); ok {
+		return st.String()
+	}
+	return ""
+}
+
+func tagName(tag any) string {
+	if k, ok := tag.(proc.Kinded); ok {
+		return k.Kind()
+	}
+	return fmt.Sprint(tag)
+}
+
+func marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "{}" || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+// env is the Env of whichever process the simulator is calling; one value
+// serves all processes because only one runs at a time.
+type env struct {
+	s    *Sim
+	self proc.ID
+}
+
+func (e *env) Self() ID                   { return e.self }
+func (e *env) N() int                     { return e.s.n }
+func (e *env) Neighbors() []ID            { return e.s.topo.Neighbors(e.self) }
+func (e *env) Send(to ID, m proc.Message) { e.s.send(e.self, to, m) }
+func (e *env) Output(o proc.Output)       { e.s.output(e.self, o) }
+
+func (e *env) Now() time.Duration {
+	if e.s.clocks == nil {
+		return time.Duration(e.s.now)
+	}
+	return e.s.clocks[e.self].Read(time.Duration(e.s.now))
+}
+
+func (e *env) Rand() *rand.Rand {
+	r := e.s.rngs[e.self]
+	if r == nil {
+		r = rand.New(rand.NewPCG(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1))
+		e.s.rngs[e.self] = r
+	}
+	return r
+}
+
+func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
+	s := e.s
+	if s.clocks != nil {
+		// d is measured on the local clock, which runs at 1+ρ.
+		d = time.Duration(float64(d) / (1 + s.clocks[e.self].Drift))
+	}
+	s.nextTimer++
+	id := s.nextTimer
+	s.timers[id] = s.push(s.now+int64(max(d, 0)),
+		item{kind: evTimer, val: tag, id: uint64(id), node: int32(e.self), inc: s.nodes[e.self].inc})
+	return id
+}
+
+func (e *env) CancelTimer(id proc.TimerID) {
+	s := e.s
+	if slot, ok := s.timers[id]; ok {
+		s.items[slot].kind = evDead
+		delete(s.timers, id)
+	}
+}
+
+func (s *Sim) output(id proc.ID, o proc.Output) {
+	if o == nil {
+		panic("output of a nil value")
+	}
+	s.st.Outputs++
+	s.tick(int32(id))
+	if s.sink != nil {
+		s.record(trace.Output, int32(id), func(e *trace.Event) {
+			e.Type, e.Label, e.Data = o.Kind(), label(o), marshal(o)
+		})
+	}
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(time.Duration(s.now), id, o)
+	}
+	if s.cfg.Workload != nil {
+		s.cfg.Workload.Observe(control{s}, id, o)
+	}
+}
+
+// ID is proc.ID, for brevity in this file.
+type ID = proc.ID
+
+type control struct{ s *Sim }
+
+func (c control) Now() time.Duration { return time.Duration(c.s.now) }
+func (c control) N() int             { return c.s.n }
+func (c control) Rand() *rand.Rand   { return c.s.wlRand }
+func (c control) Schedule(d time.Duration, node proc.ID, in proc.Input) {
+	if node < 0 || int(node) >= c.s.n {
+		panic(fmt.Sprintf("workload input for p%d: no such process", node))
+	}
+	c.s.push(c.s.now+int64(max(d, 0)), item{kind: evInput, val: in, node: int32(node)})
+}

@@ -1,0 +1,435 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+)
+
+type num struct{ N int }
+
+func (num) Kind() string     { return "num" }
+func (m num) String() string { return fmt.Sprintf("NUM(%d)", m.N) }
+
+type ping struct{}
+
+func (ping) Kind() string { return "ping" }
+
+// counter sends `count` numbered messages to process 1 at start (if it is
+// process 0) and records what it receives.
+type counter struct {
+	count int
+	got   []int
+	times []time.Duration
+}
+
+func (c *counter) Start(env proc.Env) {
+	if env.Self() == 0 {
+		for i := 0; i < c.count; i++ {
+			env.Send(1, num{i})
+		}
+	}
+}
+func (c *counter) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	c.got = append(c.got, m.(num).N)
+	c.times = append(c.times, env.Now())
+}
+func (c *counter) Timeout(proc.Env, any)    {}
+func (c *counter) Input(proc.Env, proc.Input) {}
+
+func run(t *testing.T, cfg Config) (*Sim, Result) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res
+}
+
+func counters(n, count int) func(proc.ID, int) proc.Process {
+	return func(proc.ID, int) proc.Process { return &counter{count: count} }
+}
+
+func received(s *Sim, id proc.ID) []int { return s.Process(id).(*counter).got }
+
+func inOrder(xs []int) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFIFOHoldsUnderJitterAndBreaksWithout(t *testing.T) {
+	jitter := Uniform{Min: time.Millisecond, Max: 20 * time.Millisecond}
+	for _, fifo := range []bool{true, false} {
+		broken := 0
+		for seed := uint64(1); seed <= 50; seed++ {
+			s, _ := run(t, Config{Nodes: 2, Seed: seed, New: counters(2, 20),
+				Network: Network{Latency: jitter, FIFO: fifo}})
+			got := received(s, 1)
+			if len(got) != 20 {
+				t.Fatalf("fifo=%v seed %d: got %d messages, want 20", fifo, seed, len(got))
+			}
+			if !inOrder(got) {
+				broken++
+			}
+		}
+		if fifo && broken > 0 {
+			t.Errorf("FIFO on: %d of 50 seeds delivered out of order", broken)
+		}
+		if !fifo && broken == 0 {
+			t.Errorf("FIFO off with 1-20ms jitter: no seed of 50 reordered anything")
+		}
+	}
+}
+
+func TestReorderOvertakesEvenWithFIFO(t *testing.T) {
+	broken := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		s, _ := run(t, Config{Nodes: 2, Seed: seed, New: counters(2, 20),
+			Network: Network{FIFO: true, Reorder: 0.3}})
+		if !inOrder(received(s, 1)) {
+			broken++
+		}
+	}
+	if broken == 0 {
+		t.Error("reorder probability 0.3 never reordered anything in 20 seeds")
+	}
+}
+
+func TestLossAndDuplicationRates(t *testing.T) {
+	const sent = 20000
+	_, res := run(t, Config{Nodes: 2, Seed: 7, New: counters(2, sent),
+		Network: Network{Loss: 0.1, Duplicate: 0.05}})
+	lossRate := float64(res.Dropped) / sent
+	dupRate := float64(res.Duplicated) / float64(sent-res.Dropped)
+	if lossRate < 0.09 || lossRate > 0.11 {
+		t.Errorf("loss rate %.4f, want about 0.1", lossRate)
+	}
+	if dupRate < 0.04 || dupRate > 0.06 {
+		t.Errorf("duplication rate %.4f, want about 0.05", dupRate)
+	}
+	if res.Delivered != sent-res.Dropped+res.Duplicated {
+		t.Errorf("delivered %d, want sent-dropped+duplicated = %d", res.Delivered, sent-res.Dropped+res.Duplicated)
+	}
+}
+
+func TestAsymmetricLinkLatency(t *testing.T) {
+	s, _ := run(t, Config{Nodes: 2, Seed: 1, New: counters(2, 1),
+		Network: Network{Latency: Constant(time.Millisecond),
+			Links: []Link{{From: 0, To: 1, Latency: Constant(7 * time.Millisecond)}}}})
+	if got := s.Process(1).(*counter).times; len(got) != 1 || got[0] != 7*time.Millisecond {
+		t.Errorf("0→1 arrival times %v, want [7ms]", got)
+	}
+}
+
+// chatter sends one ping to everyone every millisecond until 10ms.
+type chatter struct{ got map[proc.ID]int }
+
+func (c *chatter) Start(env proc.Env) { c.got = map[proc.ID]int{}; env.SetTimer(0, "tick") }
+func (c *chatter) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	c.got[from]++
+}
+func (c *chatter) Timeout(env proc.Env, tag any) {
+	for _, p := range env.Neighbors() {
+		env.Send(p, ping{})
+	}
+	if env.Now() < 9*time.Millisecond {
+		env.SetTimer(time.Millisecond, "tick")
+	}
+}
+func (c *chatter) Input(proc.Env, proc.Input) {}
+
+func TestPartitionCutsOnlyAcrossGroupsAndOnlyWhileItHolds(t *testing.T) {
+	s, _ := run(t, Config{Nodes: 4, Seed: 1, New: func(proc.ID, int) proc.Process { return &chatter{} },
+		Network: Network{Latency: Constant(100 * time.Microsecond), Partitions: []Partition{
+			{Groups: [][]proc.ID{{0, 1}, {2}}, From: 2 * time.Millisecond, To: 6 * time.Millisecond}}}})
+	// Ticks at 0..9ms: ten pings per pair. Across the cut, the ticks at
+	// 2,3,4,5ms are lost. Node 3 is in no named group: it is cut from all.
+	c0 := s.Process(0).(*chatter)
+	if c0.got[1] != 10 {
+		t.Errorf("p0 got %d pings from p1 (same group), want 10", c0.got[1])
+	}
+	if c0.got[2] != 6 || c0.got[3] != 6 {
+		t.Errorf("p0 got %d from p2 and %d from p3 across the cut, want 6 and 6", c0.got[2], c0.got[3])
+	}
+}
+
+func TestCrashDropsAndRecoverRestartsFresh(t *testing.T) {
+	rec := &trace.Recorder{}
+	s, res := run(t, Config{Nodes: 2, Seed: 1, New: func(proc.ID, int) proc.Process { return &chatter{} },
+		Network: Network{Latency: Constant(100 * time.Microsecond)},
+		Faults: []Fault{{Kind: Crash, Node: 1, At: 3*time.Millisecond + 50*time.Microsecond},
+			{Kind: Recover, Node: 1, At: 7 * time.Millisecond}},
+		Trace: rec})
+	// p1 restarts at 7ms with a fresh state and a new tick chain: it sees
+	// p0's pings of 7, 8 and 9 ms only.
+	if got := s.Process(1).(*chatter).got[0]; got != 3 {
+		t.Errorf("recovered p1 counted %d pings, want 3 (fresh state)", got)
+	}
+	var kinds []string
+	for _, e := range rec.Trace.Events {
+		if e.Node == 1 && (e.Kind == trace.Crash || e.Kind == trace.Recover || e.Kind == trace.Start) {
+			kinds = append(kinds, e.Kind.String())
+		}
+	}
+	if strings.Join(kinds, ",") != "start,crash,recover" {
+		t.Errorf("p1 lifecycle %v, want start,crash,recover", kinds)
+	}
+	if res.Dropped == 0 {
+		t.Error("no message to the crashed p1 was dropped")
+	}
+}
+
+func TestCrashAtZeroNeverStarts(t *testing.T) {
+	s, res := run(t, Config{Nodes: 3, Seed: 1, New: func(proc.ID, int) proc.Process { return &chatter{} },
+		Faults: []Fault{{Kind: Crash, Node: 2, At: 0}}})
+	if s.Up(2) || s.Process(2) != nil {
+		t.Error("p2 crashed at 0 is up")
+	}
+	if got := res.Messages("ping"); got != 2*2*10 {
+		t.Errorf("sent %d pings, want 40 (only p0 and p1 tick, to both neighbours)", got)
+	}
+}
+
+func TestPauseDefersEventsInOrder(t *testing.T) {
+	s, _ := run(t, Config{Nodes: 2, Seed: 1, New: counters(2, 5),
+		Faults: []Fault{{Kind: Pause, Node: 1, At: 0, Until: 10 * time.Millisecond}}})
+	c := s.Process(1).(*counter)
+	if !inOrder(c.got) || len(c.got) != 5 {
+		t.Fatalf("paused p1 got %v, want 0..4 in order", c.got)
+	}
+	for _, at := range c.times {
+		if at != 10*time.Millisecond {
+			t.Errorf("paused p1 handled a message at %v, want 10ms (when it resumes)", at)
+		}
+	}
+}
+
+func TestSlowNodeTakesDelayPerEvent(t *testing.T) {
+	s, _ := run(t, Config{Nodes: 2, Seed: 1, New: counters(2, 3),
+		Faults: []Fault{{Kind: Slow, Node: 1, At: 0, Until: time.Second, Delay: 2 * time.Millisecond}}})
+	want := []time.Duration{1 * time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond}
+	if got := s.Process(1).(*counter).times; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("slow p1 handled messages at %v, want %v", got, want)
+	}
+}
+
+// sleeper sets a timer of 10ms on its local clock and reports when it fired.
+type sleeper struct{ firedLocal time.Duration }
+
+func (p *sleeper) Start(env proc.Env)                       { env.SetTimer(10*time.Millisecond, nil) }
+func (p *sleeper) Receive(proc.Env, proc.ID, proc.Message) {}
+func (p *sleeper) Timeout(env proc.Env, _ any)              { p.firedLocal = env.Now() }
+func (p *sleeper) Input(proc.Env, proc.Input)               {}
+
+func TestDriftingClocksMeasureTimersLocally(t *testing.T) {
+	clocks := func(id proc.ID) HWClock {
+		return []HWClock{{}, {Offset: 5 * time.Millisecond, Drift: 1e-1}}[id]
+	}
+	s, res := run(t, Config{Nodes: 2, Seed: 1, Clocks: clocks, New: func(proc.ID, int) proc.Process { return &sleeper{} }})
+	if got := s.Process(0).(*sleeper).firedLocal; got != 10*time.Millisecond {
+		t.Errorf("perfect clock: timer fired at local %v, want 10ms", got)
+	}
+	// The fast clock (ρ=0.1, offset 5ms) covers 10ms of local time in
+	// 10/1.1 ≈ 9.09ms of true time and then reads 5ms + 10ms.
+	got := s.Process(1).(*sleeper).firedLocal
+	if d := got - 15*time.Millisecond; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("drifting clock: timer fired at local %v, want 15ms", got)
+	}
+	if res.VirtualTime != 10*time.Millisecond {
+		t.Errorf("run ended at %v, want 10ms (the slower, perfect clock's timer)", res.VirtualTime)
+	}
+}
+
+// canceller sets two timers and cancels one.
+type canceller struct{ fired []string }
+
+func (p *canceller) Start(env proc.Env) {
+	a := env.SetTimer(time.Millisecond, "a")
+	env.SetTimer(2*time.Millisecond, "b")
+	env.CancelTimer(a)
+	env.CancelTimer(a) // twice is a no-op
+}
+func (p *canceller) Receive(proc.Env, proc.ID, proc.Message) {}
+func (p *canceller) Timeout(env proc.Env, tag any)           { p.fired = append(p.fired, tag.(string)) }
+func (p *canceller) Input(proc.Env, proc.Input)              {}
+
+func TestCancelledTimerNeverFires(t *testing.T) {
+	s, res := run(t, Config{Nodes: 1, New: func(proc.ID, int) proc.Process { return &canceller{} }})
+	if got := s.Process(0).(*canceller).fired; fmt.Sprint(got) != "[b]" {
+		t.Errorf("fired %v, want [b]", got)
+	}
+	if res.Events != 1 {
+		t.Errorf("events = %d, want 1 (a cancelled timer is not an event)", res.Events)
+	}
+}
+
+func TestDeadlineAndPredicateStop(t *testing.T) {
+	cfg := Config{Nodes: 3, New: func(proc.ID, int) proc.Process { return &chatter{} }, Deadline: 4 * time.Millisecond}
+	_, res := run(t, cfg)
+	if res.Stop != StopDeadline || res.VirtualTime != 4*time.Millisecond {
+		t.Errorf("stop %q at %v, want deadline at 4ms", res.Stop, res.VirtualTime)
+	}
+	cfg.Deadline = 0
+	cfg.Until = func(s *Sim) bool { return s.Now() >= 2*time.Millisecond }
+	_, res = run(t, cfg)
+	if res.Stop != StopPredicate || res.VirtualTime != 2*time.Millisecond {
+		t.Errorf("stop %q at %v, want predicate at 2ms", res.Stop, res.VirtualTime)
+	}
+	cfg.Until = nil
+	cfg.MaxEvents = 5
+	_, res = run(t, cfg)
+	if res.Stop != StopMaxEvents || res.Events != 5 {
+		t.Errorf("stop %q after %d events, want max-events after 5", res.Stop, res.Events)
+	}
+}
+
+type panicker struct{ chatter }
+
+func (p *panicker) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	panic("invariant broken")
+}
+
+func TestPanicBecomesAnErrorNamingNodeAndSeed(t *testing.T) {
+	s, err := New(Config{Nodes: 2, Seed: 42, New: func(proc.ID, int) proc.Process { return &panicker{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run()
+	if err == nil || !strings.Contains(err.Error(), "seed 42") || !strings.Contains(err.Error(), "invariant broken") {
+		t.Errorf("err = %v, want one naming the seed and the panic", err)
+	}
+}
+
+func TestValidateNamesTheBadField(t *testing.T) {
+	mk := func(proc.ID, int) proc.Process { return &chatter{} }
+	loss := 1.5
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Nodes: 0, New: mk}, "nodes = 0"},
+		{Config{Nodes: 2}, "constructor"},
+		{Config{Nodes: 2, New: mk, Network: Network{Loss: -0.1}}, "loss = -0.1"},
+		{Config{Nodes: 2, New: mk, Network: Network{Links: []Link{{From: 0, To: 1, Loss: &loss}}}}, "link 0→1 loss = 1.5"},
+		{Config{Nodes: 2, New: mk, Network: Network{Links: []Link{{From: 0, To: 5}}}}, "node out of range"},
+		{Config{Nodes: 2, New: mk, Faults: []Fault{{Kind: Crash, Node: 2}}}, "node 2 out of range"},
+		{Config{Nodes: 2, New: mk, Faults: []Fault{{Kind: Pause, Node: 1, At: 5, Until: 5}}}, "not after it starts"},
+		{Config{Nodes: 2, New: mk, Network: Network{Partitions: []Partition{{Groups: [][]proc.ID{{0, 1}, {1}}}}}}, "node 1 is in two groups"},
+		{Config{Nodes: 2, New: mk, Clocks: func(proc.ID) HWClock { return HWClock{Drift: -2} }}, "drift -2"},
+	}
+	for _, c := range cases {
+		_, err := New(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
+	}
+}
+
+func traceHash(t *testing.T, seed uint64) string {
+	h := trace.NewHasher(trace.Header{Nodes: 5, Seed: seed})
+	run(t, Config{Nodes: 5, Seed: seed, New: func(proc.ID, int) proc.Process { return &gossiper{} },
+		Network:      Network{Latency: Exponential{MeanD: time.Millisecond}, Loss: 0.05, Duplicate: 0.05},
+		Clocks:       Skew(time.Millisecond, 1e-4, seed),
+		VectorClocks: true,
+		Faults:       []Fault{{Kind: Crash, Node: 3, At: 2 * time.Millisecond}, {Kind: Recover, Node: 3, At: 4 * time.Millisecond}},
+		Trace:        h, Deadline: 20 * time.Millisecond})
+	return h.Sum()
+}
+
+// gossiper forwards a counter to a random process on every receipt, and
+// ticks a random timer.
+type gossiper struct{}
+
+func (g *gossiper) Start(env proc.Env) {
+	env.Send(proc.ID(env.Rand().IntN(env.N())), num{0})
+	env.SetTimer(time.Duration(env.Rand().IntN(1000))*time.Microsecond, "t")
+}
+func (g *gossiper) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	if n := m.(num).N; n < 50 {
+		env.Send(proc.ID(env.Rand().IntN(env.N())), num{n + 1})
+	}
+}
+func (g *gossiper) Timeout(env proc.Env, _ any) {
+	env.Output(proc.Stamp{C: uint64(env.Now())})
+	env.SetTimer(time.Millisecond, "t")
+}
+func (g *gossiper) Input(proc.Env, proc.Input) {}
+
+func TestSameSeedSameTraceHash(t *testing.T) {
+	a, b := traceHash(t, 11), traceHash(t, 11)
+	if a != b {
+		t.Fatalf("same seed, different traces: %s vs %s", a, b)
+	}
+	if c := traceHash(t, 12); c == a {
+		t.Fatalf("seeds 11 and 12 gave the same trace %s", a)
+	}
+}
+
+func TestTopologies(t *testing.T) {
+	cases := []struct {
+		g        *Graph
+		edges    int
+		diameter int
+	}{
+		{Ring(6), 6, 3},
+		{Line(5), 4, 4},
+		{Grid(9), 12, 4},
+		{Grid(10), 13, 5},
+	}
+	for _, c := range cases {
+		if c.g.Edges() != c.edges || c.g.Diameter() != c.diameter {
+			t.Errorf("%s: %d edges, diameter %d; want %d and %d", c.g, c.g.Edges(), c.g.Diameter(), c.edges, c.diameter)
+		}
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		g, err := RandomGraph(50, 3, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Diameter() < 0 {
+			t.Fatalf("seed %d: random graph is disconnected", seed)
+		}
+		for i := 0; i < 50; i++ {
+			if len(g.Neighbors(proc.ID(i))) < 3 {
+				t.Fatalf("seed %d: node %d has degree %d < 3", seed, i, len(g.Neighbors(proc.ID(i))))
+			}
+		}
+	}
+	if _, err := RandomGraph(5, 5, 1); err == nil {
+		t.Error("degree 5 on 5 nodes accepted")
+	}
+}
+
+func TestParseDist(t *testing.T) {
+	good := map[string]string{
+		"2ms": "const:2ms", "const:1ms": "const:1ms", "uniform:1ms,3ms": "uniform:1ms,3ms",
+		"exp:2ms": "exp:2ms", "normal:5ms,1ms": "normal:5ms,1ms", "lognormal:5ms,0.5": "lognormal:5ms,0.5",
+	}
+	for in, want := range good {
+		d, err := ParseDist(in)
+		if err != nil || d.String() != want {
+			t.Errorf("ParseDist(%q) = %v, %v; want %s", in, d, err, want)
+		}
+	}
+	bad := map[string]string{
+		"fast": `bad duration "fast"`, "uniform:3ms,1ms": "below min", "poisson:1ms": `unknown kind "poisson"`,
+		"exp:1ms,2ms": "takes 1 parameter", "lognormal:1ms,-1": "sigma", "-5ms": "negative",
+	}
+	for in, want := range bad {
+		if _, err := ParseDist(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseDist(%q) error %v, want one containing %q", in, err, want)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package trace
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+)
+
+// Trace is a whole run in memory.
+type Trace struct {
+	Header Header
+	Events []Event
+}
+
+// Sink receives events as a host produces them, in order. The event is only
+// valid during the call; a sink that keeps it must copy it (its VC and Data
+// slices are not reused by the simulator, so a shallow copy suffices).
+type Sink interface {
+	Record(e *Event)
+}
+
+// Recorder is a Sink that keeps every event in memory.
+type Recorder struct {
+	Trace Trace
+}
+
+// Record implements Sink.
+func (r *Recorder) Record(e *Event) { r.Trace.Events = append(r.Trace.Events, *e) }
+
+// Tee returns a Sink that records to every non-nil sink given, in order; nil
+// if there are none.
+func Tee(sinks ...Sink) Sink {
+	var live []Sink
+	for _, s := range sinks {
+		if s != nil {
+			live = append(live, s)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	return tee(live)
+}
+
+type tee []Sink
+
+func (t tee) Record(e *Event) {
+	for _, s := range t {
+		s.Record(e)
+	}
+}
+
+// Hasher is a Sink that computes the SHA-256 of the trace's canonical JSONL
+// encoding (the header line and every event line, as Writer writes them).
+// Two runs with equal hashes produced byte-identical traces.
+type Hasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// NewHasher starts a hash with the header line.
+func NewHasher(h Header) *Hasher {
+	x := &Hasher{h: sha256.New()}
+	x.h.Write(headerLine(h))
+	return x
+}
+
+// Record implements Sink.
+func (x *Hasher) Record(e *Event) {
+	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	x.h.Write(x.buf)
+}
+
+// Sum returns the hex SHA-256 of everything recorded so far.
+func (x *Hasher) Sum() string { return hex.EncodeToString(x.h.Sum(nil)) }
+
+func headerLine(h Header) []byte {
+	h.Format = FormatName
+	b, _ := json.Marshal(h) // a struct of strings and ints cannot fail
+	return append(b, '\n')
+}
+
+// Writer is a Sink that writes JSON Lines. Call Flush when the run ends and
+// check its error: Record cannot return one, so the first write error is
+// kept and reported by Flush.
+type Writer struct {
+	w   *bufio.Writer
+	buf []byte
+	err error
+}
+
+// NewWriter writes the header line and returns a Writer for the events.
+func NewWriter(w io.Writer, h Header) *Writer {
+	x := &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+	_, x.err = x.w.Write(headerLine(h))
+	return x
+}
+
+// Record implements Sink.
+func (x *Writer) Record(e *Event) {
+	if x.err != nil {
+		return
+	}
+	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	_, x.err = x.w.Write(x.buf)
+}
+
+// Flush writes buffered lines and returns the first error met.
+func (x *Writer) Flush() error {
+	if x.err != nil {
+		return x.err
+	}
+	return x.w.Flush()
+}
+
+// Write writes a whole trace as JSON Lines.
+func Write(w io.Writer, t *Trace) error {
+	x := NewWriter(w, t.Header)
+	for i := range t.Events {
+		x.Record(&t.Events[i])
+	}
+	return x.Flush()
+}
+
+// ErrFormat is wrapped by every error Read returns for a malformed trace.
+var ErrFormat = errors.New("malformed trace")
+
+// MaxLine is the longest line Read accepts (bytes).
+const MaxLine = 16 << 20
+
+// Read parses a JSONL trace. Errors name the line and what is wrong with it;
+// the events must be numbered 0, 1, 2 ... in order, name existing nodes, and
+// link receives to messages by id (that they do so correctly is for the
+// checkers to judge).
+func Read(r io.Reader) (*Trace, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	t := &Trace{}
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		if line == 1 {
+			if err := strictUnmarshal([]byte(text), &t.Header); err != nil {
+				return nil, fmt.Errorf("%w: line 1 (header): %v", ErrFormat, err)
+			}
+			if t.Header.Format != FormatName {
+				return nil, fmt.Errorf("%w: line 1: format %q, want %q", ErrFormat, t.Header.Format, FormatName)
+			}
+			if t.Header.Nodes < 1 {
+				return nil, fmt.Errorf("%w: line 1: nodes = %d, want at least 1", ErrFormat, t.Header.Nodes)
+			}
+			continue
+		}
+		e := Event{Peer: -1}
+		if err := strictUnmarshal([]byte(text), &e); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
+		}
+		if err := t.validate(&e); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
+		}
+		t.Events = append(t.Events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line+1, err)
+	}
+	if line == 0 {
+		return nil, fmt.Errorf("%w: empty input, want a header line", ErrFormat)
+	}
+	return t, nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+func (t *Trace) validate(e *Event) error {
+	if e.Index != len(t.Events) {
+		return fmt.Errorf("event index %d, want %d", e.Index, len(t.Events))
+	}
+	if e.Kind == 0 {
+		return errors.New(`missing field "kind"`)
+	}
+	n := int32(t.Header.Nodes)
+	if e.Node < 0 || e.Node >= n {
+		return fmt.Errorf("node %d out of range 0..%d", e.Node, n-1)
+	}
+	if e.Peer < -1 || e.Peer >= n {
+		return fmt.Errorf("peer %d out of range -1..%d", e.Peer, n-1)
+	}
+	if len(e.VC) != 0 && len(e.VC) != int(n) {
+		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
+	}
+	switch e.Kind {
+	case Send, Recv, Drop, Dup:
+		if e.Msg == 0 {
+			return fmt.Errorf("%s event without a message id", e.Kind)
+		}
+		if e.Peer < 0 {
+			return fmt.Errorf("%s event without a peer", e.Kind)
+		}
+	}
+	if len(t.Events) > 0 && e.Time < t.Events[len(t.Events)-1].Time {
+		return fmt.Errorf("time %d goes back from %d", e.Time, t.Events[len(t.Events)-1].Time)
+	}
+	return nil
+}
