@@ -38,7 +38,7 @@ func (c *counter) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	c.got = append(c.got, m.(num).N)
 	c.times = append(c.times, env.Now())
 }
-func (c *counter) Timeout(proc.Env, any)    {}
+func (c *counter) Timeout(proc.Env, any)      {}
 func (c *counter) Input(proc.Env, proc.Input) {}
 
 func run(t *testing.T, cfg Config) (*Sim, Result) {
@@ -228,10 +228,10 @@ func TestSlowNodeTakesDelayPerEvent(t *testing.T) {
 // sleeper sets a timer of 10ms on its local clock and reports when it fired.
 type sleeper struct{ firedLocal time.Duration }
 
-func (p *sleeper) Start(env proc.Env)                       { env.SetTimer(10*time.Millisecond, nil) }
+func (p *sleeper) Start(env proc.Env)                      { env.SetTimer(10*time.Millisecond, nil) }
 func (p *sleeper) Receive(proc.Env, proc.ID, proc.Message) {}
-func (p *sleeper) Timeout(env proc.Env, _ any)              { p.firedLocal = env.Now() }
-func (p *sleeper) Input(proc.Env, proc.Input)               {}
+func (p *sleeper) Timeout(env proc.Env, _ any)             { p.firedLocal = env.Now() }
+func (p *sleeper) Input(proc.Env, proc.Input)              {}
 
 func TestDriftingClocksMeasureTimersLocally(t *testing.T) {
 	clocks := func(id proc.ID) HWClock {
