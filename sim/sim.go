@@ -150,11 +150,11 @@ func New(cfg Config) (*Sim, error) {
 	if s.topo == nil {
 		s.topo = NewFull(n)
 	}
-	if s.queue == nil {
-		s.queue = &timeQueue{}
-	}
 	if s.latency == nil {
 		s.latency = Constant(time.Millisecond)
+	}
+	if s.queue == nil {
+		s.queue = newCalendar(int64(max(s.latency.Mean(), time.Microsecond)))
 	}
 	_, s.constLat = s.latency.(Constant)
 	if len(cfg.Network.Links) > 0 {
