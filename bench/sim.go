@@ -84,7 +84,7 @@ func PingPong(deliveries int64, seed uint64) (SimResult, error) {
 	left := deliveries
 	cfg := sim.Config{
 		Nodes: 2, Seed: seed,
-		New:   func(proc.ID, int) proc.Process { return &pinger{left: &left} },
+		New: func(proc.ID, int) proc.Process { return &pinger{left: &left} },
 	}
 	return measure("ping-pong", cfg)
 }

@@ -67,4 +67,8 @@ type Algorithm struct {
 	Validate func(n int) error
 	// Checks names the property checkers that apply to every run.
 	Checks []string
+	// Scenario is the run's default setting, in the scenario file format
+	// (nodes, network, faults, inputs), used unless the user gives one; ""
+	// means the host's defaults.
+	Scenario string
 }

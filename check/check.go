@@ -1,0 +1,215 @@
+package check
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Status is a checker's verdict.
+type Status int
+
+// The verdicts. Unknown means the trace cannot decide the property (it is
+// malformed, or a bound on the search was hit). It is the zero value, so a
+// Result whose status was never set does not claim that anything held.
+const (
+	Unknown Status = iota
+	OK
+	Violated
+)
+
+var statusNames = [...]string{"unknown", "ok", "violated"}
+
+// String returns "ok", "violated" or "unknown".
+func (s Status) String() string {
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", int(s))
+}
+
+// MarshalJSON encodes the status as its name.
+func (s Status) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON decodes a status name.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return fmt.Errorf("check status: %w", err)
+	}
+	i := slices.Index(statusNames[:], name)
+	if i < 0 {
+		return fmt.Errorf("unknown check status %q", name)
+	}
+	*s = Status(i)
+	return nil
+}
+
+// Result is what a checker found.
+type Result struct {
+	Name   string `json:"name"`   // the checker's name
+	Status Status `json:"status"` // the verdict
+	Detail string `json:"detail"` // what broke, or why the trace cannot tell; "" if OK
+	// Events are the indexes of the trace events that make up the
+	// counterexample, in trace order.
+	Events []int `json:"events,omitempty"`
+}
+
+// OK reports whether the property held.
+func (r Result) OK() bool { return r.Status == OK }
+
+// String renders the result on one line: "integrity: violated: ...".
+func (r Result) String() string {
+	s := r.Name + ": " + r.Status.String()
+	if r.Detail != "" {
+		s += ": " + r.Detail
+	}
+	return s
+}
+
+// Counterexample renders the result as String does, followed by each cited
+// event of t on its own line.
+func (r Result) Counterexample(t *trace.Trace) string {
+	var b strings.Builder
+	b.WriteString(r.String())
+	for _, i := range r.Events {
+		b.WriteString("\n  ")
+		if i >= 0 && i < len(t.Events) {
+			b.WriteString(t.Events[i].String())
+		} else {
+			fmt.Fprintf(&b, "#%d (not in the trace)", i)
+		}
+	}
+	return b.String()
+}
+
+// Checker judges one property of a trace.
+type Checker interface {
+	// Name is the registry name: lower case, stable ("clock-condition").
+	Name() string
+	// Doc states the property in one sentence.
+	Doc() string
+	// Check judges t. It must not modify t, and must not panic, however t
+	// is malformed: a trace it cannot judge gives Unknown.
+	Check(t *trace.Trace) Result
+}
+
+var registry = struct {
+	sync.Mutex
+	m map[string]Checker
+}{m: map[string]Checker{}}
+
+// Register adds c to the registry. It panics if c's name is empty or
+// already taken: registration happens in init functions, and two checkers
+// under one name is a programming error.
+func Register(c Checker) {
+	registry.Lock()
+	defer registry.Unlock()
+	name := c.Name()
+	if name == "" {
+		panic("check: Register of a checker with no name")
+	}
+	if _, dup := registry.m[name]; dup {
+		panic("check: Register called twice for " + name)
+	}
+	registry.m[name] = c
+}
+
+// Lookup returns the checker registered under name.
+func Lookup(name string) (Checker, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	c, ok := registry.m[name]
+	return c, ok
+}
+
+// All returns every registered checker, sorted by name.
+func All() []Checker {
+	registry.Lock()
+	defer registry.Unlock()
+	cs := make([]Checker, 0, len(registry.m))
+	for _, c := range registry.m {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b Checker) int { return strings.Compare(a.Name(), b.Name()) })
+	return cs
+}
+
+// ErrUnknownChecker is wrapped by Run's error for a name nobody registered.
+var ErrUnknownChecker = errors.New("unknown checker")
+
+// Run runs the named checkers on t and returns their results in the order
+// of names. If a name is not registered it runs nothing and returns an
+// error wrapping ErrUnknownChecker that names every unknown one. No names,
+// no results.
+func Run(t *trace.Trace, names ...string) ([]Result, error) {
+	cs := make([]Checker, len(names))
+	var unknown []string
+	for i, name := range names {
+		c, ok := Lookup(name)
+		if !ok {
+			unknown = append(unknown, fmt.Sprintf("%q", name))
+		}
+		cs[i] = c
+	}
+	if unknown != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChecker, strings.Join(unknown, ", "))
+	}
+	results := make([]Result, len(cs))
+	for i, c := range cs {
+		results[i] = c.Check(t)
+	}
+	return results, nil
+}
+
+// checker is a Checker made of a function. Its Check names the result, so
+// the function need not.
+type checker struct {
+	name, doc string
+	check     func(t *trace.Trace) Result
+}
+
+func (c checker) Name() string { return c.name }
+func (c checker) Doc() string  { return c.doc }
+
+func (c checker) Check(t *trace.Trace) Result {
+	r := c.check(t)
+	r.Name = c.name
+	return r
+}
+
+// finding is one place where a trace breaks a property.
+type finding struct {
+	detail string
+	events []int
+}
+
+// verdict turns a checker's findings into its Result: OK if there are none,
+// else Violated with the finding completed earliest in the trace (the one
+// whose last event comes first), and a count of the others.
+func verdict(fs []finding) Result {
+	if len(fs) == 0 {
+		return Result{Status: OK}
+	}
+	f := slices.MinFunc(fs, func(a, b finding) int { return slices.Max(a.events) - slices.Max(b.events) })
+	events := slices.Clone(f.events)
+	slices.Sort(events)
+	detail := f.detail
+	if len(fs) > 1 {
+		detail += fmt.Sprintf(" (and %d more)", len(fs)-1)
+	}
+	return Result{Status: Violated, Detail: detail, Events: slices.Compact(events)}
+}
+
+// unknown is the Result for a trace a checker cannot read.
+func unknown(err error) Result {
+	return Result{Status: Unknown, Detail: err.Error()}
+}
+
+// msgName names a message as the seeds do: "m3".
+func msgName(id uint64) string { return fmt.Sprintf("m%d", id) }
