@@ -67,6 +67,13 @@ type Algorithm struct {
 	Validate func(n int) error
 	// Checks names the property checkers that apply to every run.
 	Checks []string
+	// Breaks names the checkers this algorithm is built to violate: it is a
+	// demonstration of what goes wrong (uncorrected clocks, a deadlocking
+	// variant). A run that violates them is the expected outcome.
+	Breaks []string
+	// Inputs builds the algorithm's application inputs by name for scripted
+	// runs ("acquire", "multicast hello"); nil means it takes none.
+	Inputs func(name string, args []string) (Input, error)
 	// Scenario is the run's default setting, in the scenario file format
 	// (nodes, network, faults, inputs), used unless the user gives one; ""
 	// means the host's defaults.

@@ -1,0 +1,85 @@
+// Package catalog is the table of every algorithm Cohort has, by family.
+// The CLI, `cohort list`, the benchmarks and the comparison tables are all
+// generated from it. It is the one package that imports every family.
+package catalog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Family is a family of algorithms and what its runs report.
+type Family struct {
+	Name       string
+	Summary    string
+	Algorithms []proc.Algorithm
+	Metrics    run.MetricsFunc
+}
+
+var families = []Family{
+	{
+		Name:       "clocks",
+		Summary:    "logical clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2)",
+		Algorithms: clock.Algorithms,
+		Metrics:    clockMetrics,
+	},
+}
+
+// Families lists the families in the order of the seeds.
+func Families() []Family { return families }
+
+// Lookup finds a family by name; the error lists the known ones.
+func Lookup(family string) (Family, error) {
+	for _, f := range families {
+		if f.Name == family {
+			return f, nil
+		}
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.Name)
+	}
+	return Family{}, fmt.Errorf("unknown family %q (known: %s)", family, strings.Join(names, ", "))
+}
+
+// Algorithm finds an algorithm of the family by name; the error lists the
+// family's algorithms.
+func (f Family) Algorithm(name string) (proc.Algorithm, error) {
+	i := slices.IndexFunc(f.Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
+	if i < 0 {
+		return proc.Algorithm{}, fmt.Errorf("unknown %s algorithm %q (known: %s)", f.Name, name, strings.Join(f.Names(), ", "))
+	}
+	return f.Algorithms[i], nil
+}
+
+// Names lists the family's algorithm names.
+func (f Family) Names() []string {
+	var names []string
+	for _, a := range f.Algorithms {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// clockMetrics counts the timestamps the processes reported and the
+// corrections Lamport's rule made: receipts at which the clock had to jump
+// past the message's timestamp.
+func clockMetrics(t *trace.Trace, res sim.Result, _ string, _ int) (map[string]float64, map[string]*float64) {
+	m := map[string]float64{"messages": float64(res.Sent)}
+	var stamps float64
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Kind == trace.Output && (e.Type == "stamp" || e.Type == "vstamp") {
+			stamps++
+		}
+	}
+	m["stamps"] = stamps
+	return m, nil
+}

@@ -1,0 +1,189 @@
+package catalog
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/trace"
+)
+
+func simulate(t *testing.T, family, algo string, mod func(*run.Options)) (*run.Report, *trace.Trace) {
+	t.Helper()
+	f, err := Lookup(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := run.Options{Algo: a, Metrics: f.Metrics}
+	if mod != nil {
+		mod(&o)
+	}
+	r, tr, err := run.Sim(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, tr
+}
+
+func checkOf(r *run.Report, name string) run.Check {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return run.Check{Name: name, Status: "missing"}
+}
+
+// outputs returns the data of the outputs of a kind, in order.
+func outputs(tr *trace.Trace, kind string) []map[string]any {
+	var out []map[string]any
+	for _, e := range tr.Events {
+		if e.Kind == trace.Output && e.Type == kind {
+			var m map[string]any
+			_ = json.Unmarshal(e.Data, &m)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestLamportFigureIsCorrected(t *testing.T) {
+	r, tr := simulate(t, "clocks", "lamport-figure", nil)
+	if c := checkOf(r, "clock-condition"); !c.OK {
+		t.Fatalf("clock condition: %+v", c)
+	}
+	// The figure's corrected readings: P2 receives m3 at 61, P1 receives m4 at 70.
+	var got []string
+	for _, e := range tr.Events {
+		if e.Kind == trace.Recv {
+			got = append(got, e.Label)
+		}
+	}
+	stamps := map[int32][]float64{}
+	for _, e := range tr.Events {
+		if e.Kind == trace.Output && e.Type == "stamp" {
+			var s proc.Stamp
+			_ = json.Unmarshal(e.Data, &s)
+			stamps[e.Node] = append(stamps[e.Node], float64(s.C))
+		}
+	}
+	want := map[int32]string{0: "[6 70]", 1: "[16 24 61 69]", 2: "[40 60]"}
+	for node, w := range want {
+		if g := strings.Trim(strings.ReplaceAll(strings.TrimSpace(fmtFloats(stamps[node])), "  ", " "), " "); g != w {
+			t.Errorf("P%d stamps %s, want %s", node+1, g, w)
+		}
+	}
+	if r.Metrics["stamps"] != 8 || r.Messages.Total != 4 {
+		t.Errorf("metrics %v, %d messages; want 8 stamps, 4 messages", r.Metrics, r.Messages.Total)
+	}
+}
+
+func fmtFloats(xs []float64) string {
+	b, _ := json.Marshal(xs)
+	return strings.NewReplacer(",", " ").Replace(string(b))
+}
+
+func TestPhysicalFigureViolatesWithTheSeedsCounterexample(t *testing.T) {
+	r, _ := simulate(t, "clocks", "physical-figure", nil)
+	c := checkOf(r, "clock-condition")
+	if c.OK || c.Expected != "violated" {
+		t.Fatalf("clock-condition %+v, want an expected violation", c)
+	}
+	if !strings.Contains(c.Detail, "m3") || !strings.Contains(c.Detail, "C=60") || !strings.Contains(c.Detail, "C=56") {
+		t.Errorf("detail %q does not name m3 sent at 60 and received at 56", c.Detail)
+	}
+	if c.Counterexample == "" || len(c.Events) < 2 {
+		t.Errorf("no counterexample events: %+v", c)
+	}
+	if r.Failed() {
+		t.Error("an expected violation failed the run")
+	}
+}
+
+func TestVectorSituationsMatchTheSeedsTable(t *testing.T) {
+	cases := []struct {
+		algo, ta, tb, order, conclusion string
+	}{
+		{"vector-a", "[2 1 0]", "[4 3 0]", "before", "m2 may causally precede m4"},
+		{"vector-b", "[4 1 0]", "[2 3 0]", "concurrent", "m2 and m4 may conflict"},
+	}
+	for _, c := range cases {
+		r, tr := simulate(t, "clocks", c.algo, nil)
+		got := outputs(tr, "compared")
+		if len(got) != 1 {
+			t.Fatalf("%s: %d comparisons, want 1", c.algo, len(got))
+		}
+		g := got[0]
+		if fmtAny(g["TA"]) != c.ta || fmtAny(g["TB"]) != c.tb || g["order"] != c.order || g["conclusion"] != c.conclusion {
+			t.Errorf("%s: got %v, want ts(m2)=%s ts(m4)=%s %s: %s", c.algo, g, c.ta, c.tb, c.order, c.conclusion)
+		}
+		if r.Failed() {
+			t.Errorf("%s: checks failed: %+v", c.algo, r.Checks)
+		}
+	}
+}
+
+func fmtAny(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.NewReplacer(",", " ").Replace(string(b))
+}
+
+func TestRandomLamportHoldsAndPhysicalBreaksOverSeeds(t *testing.T) {
+	broken := 0
+	for seed := uint64(1); seed <= 30; seed++ {
+		s := seed
+		r, _ := simulate(t, "clocks", "lamport", func(o *run.Options) { o.Nodes = 6; o.Seed = &s })
+		if r.Failed() {
+			t.Fatalf("lamport seed %d: %+v", seed, r.Checks)
+		}
+		p, _ := simulate(t, "clocks", "physical", func(o *run.Options) { o.Nodes = 6; o.Seed = &s })
+		if !checkOf(p, "clock-condition").OK {
+			broken++
+		}
+	}
+	if broken < 25 {
+		t.Errorf("uncorrected clocks broke the clock condition in only %d of 30 seeds", broken)
+	}
+}
+
+func TestSameSeedSameTraceAcrossRuns(t *testing.T) {
+	seed := uint64(99)
+	mod := func(o *run.Options) { o.Nodes = 8; o.Seed = &seed }
+	a, _ := simulate(t, "clocks", "lamport", mod)
+	b, _ := simulate(t, "clocks", "lamport", mod)
+	if a.TraceSHA != b.TraceSHA || a.TraceSHA == "" {
+		t.Fatalf("same seed, hashes %s and %s", a.TraceSHA, b.TraceSHA)
+	}
+	seed = 100
+	c, _ := simulate(t, "clocks", "lamport", mod)
+	if c.TraceSHA == a.TraceSHA {
+		t.Fatal("different seeds, same trace hash")
+	}
+}
+
+func TestEveryAlgorithmIsWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Families() {
+		for _, a := range f.Algorithms {
+			key := f.Name + "/" + a.Name
+			if seen[key] || a.Family != f.Name || a.Name == "" || a.Summary == "" || a.Source == "" || a.New == nil {
+				t.Errorf("%s: malformed or duplicate entry", key)
+			}
+			seen[key] = true
+			// Every entry runs with its default scenario.
+			r, _ := simulate(t, f.Name, a.Name, nil)
+			if r.Failed() {
+				t.Errorf("%s: default run failed: %+v", key, r.Checks)
+			}
+		}
+	}
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "clocks") {
+		t.Errorf("Lookup(nope) = %v, want an error listing the families", err)
+	}
+}

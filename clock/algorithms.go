@@ -1,0 +1,68 @@
+package clock
+
+import "github.com/cohort-go/cohort/proc"
+
+// The checkers every clock demonstration is judged by.
+var clockChecks = []string{"integrity", "no-duplicates", "clock-condition"}
+
+// Algorithms are the clock family's registry entries.
+var Algorithms = []proc.Algorithm{
+	{
+		Family: "clocks", Name: "lamport-figure",
+		Summary:  "three clocks ticking 6, 8 and 10 per tick, corrected by Lamport's rule (the seed's figure)",
+		Source:   "seed 003 §6.2",
+		Assumes:  proc.Assumptions{Reliable: true},
+		New:      newFigure(true),
+		Validate: exactly(3),
+		Checks:   clockChecks,
+		Scenario: figureScenario,
+	},
+	{
+		Family: "clocks", Name: "physical-figure",
+		Summary:  "the same three clocks left uncorrected: m3 and m4 arrive before they were sent",
+		Source:   "seed 003 §6.2",
+		Assumes:  proc.Assumptions{Reliable: true},
+		New:      newFigure(false),
+		Validate: exactly(3),
+		Checks:   clockChecks,
+		Breaks:   []string{"clock-condition"},
+		Scenario: figureScenario,
+	},
+	{
+		Family: "clocks", Name: "lamport",
+		Summary: "N clocks at different rates exchanging random messages, corrected by Lamport's rule",
+		Source:  "seed 003 §6.2",
+		Assumes: proc.Assumptions{Reliable: true},
+		New:     newChatter(true),
+		Checks:  clockChecks,
+	},
+	{
+		Family: "clocks", Name: "physical",
+		Summary: "the same clocks without correction: the clock condition breaks",
+		Source:  "seed 003 §6.2",
+		Assumes: proc.Assumptions{Reliable: true},
+		New:     newChatter(false),
+		Checks:  clockChecks,
+		Breaks:  []string{"clock-condition"},
+	},
+	{
+		Family: "clocks", Name: "vector-a",
+		Summary:  "vector clocks, situation (a): ts(m2)=(2,1,0) < ts(m4)=(4,3,0), m2 may causally precede m4",
+		Source:   "seed 003 §6.2",
+		Assumes:  proc.Assumptions{Reliable: true},
+		New:      newVectorFigure("a"),
+		Validate: exactly(3),
+		Checks:   clockChecks,
+		Scenario: "nodes: 3\n",
+	},
+	{
+		Family: "clocks", Name: "vector-b",
+		Summary:  "vector clocks, situation (b): ts(m2)=(4,1,0) and ts(m4)=(2,3,0) are concurrent, m2 and m4 may conflict",
+		Source:   "seed 003 §6.2",
+		Assumes:  proc.Assumptions{Reliable: true},
+		New:      newVectorFigure("b"),
+		Validate: exactly(3),
+		Checks:   clockChecks,
+		Scenario: "nodes: 3\n",
+	},
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cohort-go/cohort/trace"
+)
+
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestSimJSONFollowsTheContract(t *testing.T) {
+	code, out, errs := cli(t, "sim", "clocks", "--algo", "lamport-figure", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"family", "algo", "nodes", "seed", "events", "virtual_ns", "messages", "metrics", "theory", "checks", "trace_sha256"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	msgs := r["messages"].(map[string]any)
+	if msgs["total"].(float64) != 4 || msgs["by_type"].(map[string]any)["msg"].(float64) != 4 {
+		t.Errorf("messages %v, want 4 of type msg", msgs)
+	}
+	for _, c := range r["checks"].([]any) {
+		c := c.(map[string]any)
+		if c["ok"] != true {
+			t.Errorf("check %v failed", c)
+		}
+	}
+}
+
+func TestSimWholeFamilyTable(t *testing.T) {
+	code, out, _ := cli(t, "sim", "clocks")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"lamport-figure", "vector-b", "violated (as expected)", "m3: sent at C=60 by p2, received at C=56 by p1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBadInputExitsTwoNamingTheValue(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("nodes: 3\nnetwork:\n  loss: 2\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "nope"}, `unknown family "nope"`},
+		{[]string{"sim", "clocks", "--algo", "lamprot"}, `unknown clocks algorithm "lamprot"`},
+		{[]string{"sim", "clocks", "--algo", "lamport", "--latency", "fast"}, `bad duration "fast"`},
+		{[]string{"sim", "clocks", "--algo", "lamport", "--loss", "1.5"}, "--loss 1.5"},
+		{[]string{"sim", "clocks", "--algo", "lamport-figure", "--nodes", "4"}, "exactly 3 processes, not 4"},
+		{[]string{"sim", "clocks", "--algo", "lamport", "--nodes", "0"}, "--nodes 0"},
+		{[]string{"sim", "clocks", "--algo", "lamport", "--vc", "maybe"}, `--vc "maybe"`},
+		{[]string{"sim", "clocks", "--scenario", bad}, "bad.yaml:3"},
+		{[]string{"sim", "clocks", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"trace", "check", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+		{[]string{"bench", "sim", "--workload", "zoom"}, `--workload "zoom"`},
+	}
+	for _, c := range cases {
+		code, _, errs := cli(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+func TestTraceRoundTripRenderAndCheck(t *testing.T) {
+	dir := t.TempDir()
+	jl, svg, sv := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "t.svg"), filepath.Join(dir, "t.log")
+	code, _, errs := cli(t, "sim", "clocks", "--algo", "vector-a", "--trace", jl, "--svg", svg, "--shiviz", sv)
+	if code != 0 {
+		t.Fatalf("sim exit %d: %s", code, errs)
+	}
+	for _, f := range []string{jl, svg, sv} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("%s not written: %v", f, err)
+		}
+	}
+	if code, out, _ := cli(t, "trace", "check", jl); code != 0 || !strings.Contains(out, "clock-condition") {
+		t.Fatalf("trace check of a good trace: exit %d\n%s", code, out)
+	}
+	if code, _, errs := cli(t, "trace", "render", jl, "--svg", svg); code != 0 {
+		t.Fatalf("render exit %d: %s", code, errs)
+	}
+
+	// Break the clock condition: a receive stamped before its send.
+	f, _ := os.Open(jl)
+	tr, err := trace.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.Recv {
+			tr.Events[i].Lamport = 0
+			break
+		}
+	}
+	broken := filepath.Join(dir, "broken.jsonl")
+	var buf bytes.Buffer
+	if err := trace.Write(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(broken, buf.Bytes(), 0o644)
+	code, out, _ := cli(t, "trace", "check", broken)
+	if code != 1 || !strings.Contains(out, "violated") || !strings.Contains(out, "recv") {
+		t.Fatalf("trace check of a broken trace: exit %d, want 1 with a counterexample\n%s", code, out)
+	}
+}
+
+func TestListAndVersion(t *testing.T) {
+	code, out, _ := cli(t, "list")
+	if code != 0 || !strings.Contains(out, "lamport-figure") || !strings.Contains(out, "reliable") {
+		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "list", "--json")
+	var l struct{ Algorithms []map[string]any }
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Algorithms) < 6 {
+		t.Errorf("list --json: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "list", "--checkers")
+	if code != 0 || !strings.Contains(out, "clock-condition") {
+		t.Errorf("list --checkers: exit %d\n%s", code, out)
+	}
+	if code, out, _ = cli(t, "version"); code != 0 || !strings.HasPrefix(out, "cohort ") {
+		t.Errorf("version: exit %d %q", code, out)
+	}
+}
+
+func TestBenchSimSmall(t *testing.T) {
+	code, out, errs := cli(t, "bench", "sim", "--nodes", "1000", "--messages", "5", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nodes", "deliveries", "wall_s", "deliveries_per_s", "peak_rss_bytes"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("bench JSON lacks %q: %s", k, out)
+		}
+	}
+	if r["deliveries"].(float64) != 5000 {
+		t.Errorf("deliveries %v, want 5000", r["deliveries"])
+	}
+}

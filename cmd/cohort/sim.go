@@ -1,0 +1,371 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/scenario"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+	"github.com/spf13/cobra"
+)
+
+type simFlags struct {
+	algo, scenario, latency, vc string
+	nodes                       int
+	seed                        uint64
+	fifo                        bool
+	loss, dup, reorder          float64
+	deadline                    time.Duration
+	traceOut, svgOut, shivizOut string
+	json, noCheck               bool
+	faults                      []string
+}
+
+func newSimCmd() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "sim FAMILY",
+		Short: "Run algorithms of a family in the deterministic simulator and check them",
+		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
+simulator, check the run against the algorithm's properties and report.
+
+Settings come from the algorithm's default scenario, then --scenario FILE,
+then the flags. The same seed and settings always give the same trace;
+its SHA-256 is in the report.`,
+		Example: `  cohort sim clocks
+  cohort sim clocks --algo lamport-figure --svg figure.svg
+  cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.algo, "algo", "", "algorithm to run (default: every algorithm of the family)")
+	fl.IntVar(&f.nodes, "nodes", 0, "number of processes (default: the scenario's)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fl.StringVar(&f.scenario, "scenario", "", "scenario file (YAML): nodes, network, faults, inputs")
+	fl.StringVar(&f.latency, "latency", "", "one-way latency: 1ms, uniform:1ms,3ms, exp:2ms, normal:5ms,1ms, lognormal:5ms,0.5")
+	fl.BoolVar(&f.fifo, "fifo", false, "FIFO channels")
+	fl.Float64Var(&f.loss, "loss", 0, "probability that a message is lost")
+	fl.Float64Var(&f.dup, "dup", 0, "probability that a message is delivered twice")
+	fl.Float64Var(&f.reorder, "reorder", 0, "probability that a message is held back and overtaken")
+	fl.StringArrayVar(&f.faults, "fault", nil, `add a fault, repeatable: "crash 3 at 10ms", "recover 3 at 50ms", "partition {0,1} | {2,3} from 20ms to 40ms", "pause 2 from 5ms to 9ms", "slow 1 by 2ms from 0ms to 1s"`)
+	fl.DurationVar(&f.deadline, "deadline", 0, "stop at this virtual time (default: the scenario's, or when nothing is left to do)")
+	fl.StringVar(&f.vc, "vc", "auto", "vector timestamps in the trace: on, off, or auto (on up to 64 nodes)")
+	fl.StringVar(&f.traceOut, "trace", "", "write the trace as JSON Lines to this file")
+	fl.StringVar(&f.svgOut, "svg", "", "write a space-time diagram (SVG) to this file")
+	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
+	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
+	return cmd
+}
+
+func runSim(cmd *cobra.Command, family string, f *simFlags) error {
+	fam, err := catalog.Lookup(family)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	algos := fam.Algorithms
+	if f.algo != "" {
+		a, err := fam.Algorithm(f.algo)
+		if err != nil {
+			return usageErr("--algo: %v", err)
+		}
+		algos = []proc.Algorithm{a}
+	}
+	base := run.Options{Metrics: fam.Metrics, NoCheck: f.noCheck}
+	if f.scenario != "" {
+		sc, err := scenario.Load(f.scenario)
+		if err != nil {
+			return usageErr("--scenario: %v", err)
+		}
+		base.Scenario = sc
+	}
+	fl := cmd.Flags()
+	if fl.Changed("nodes") {
+		if f.nodes < 1 {
+			return usageErr("--nodes %d: need at least 1", f.nodes)
+		}
+		base.Nodes = f.nodes
+	}
+	if fl.Changed("seed") || base.Scenario == nil {
+		seed := f.seed
+		base.Seed = &seed
+	}
+	if f.latency != "" {
+		d, err := sim.ParseDist(f.latency)
+		if err != nil {
+			return usageErr("--latency: %v", err)
+		}
+		base.Network.Latency = d
+	}
+	if fl.Changed("fifo") {
+		base.Network.FIFO = &f.fifo
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+		dst  **float64
+	}{{"loss", &f.loss, &base.Network.Loss}, {"dup", &f.dup, &base.Network.Duplicate}, {"reorder", &f.reorder, &base.Network.Reorder}} {
+		if fl.Changed(p.name) {
+			if !(*p.v >= 0 && *p.v <= 1) {
+				return usageErr("--%s %v: want a probability between 0 and 1", p.name, *p.v)
+			}
+			*p.dst = p.v
+		}
+	}
+	if f.deadline < 0 {
+		return usageErr("--deadline %v: must not be negative", f.deadline)
+	}
+	base.Deadline = f.deadline
+	base.Faults = f.faults
+	switch f.vc {
+	case "auto":
+	case "on":
+		base.VectorClocks = run.On
+	case "off":
+		base.VectorClocks = run.Off
+	default:
+		return usageErr("--vc %q: want on, off or auto", f.vc)
+	}
+	if f.noCheck && (f.svgOut != "" || f.shivizOut != "") {
+		return usageErr("--svg and --shiviz need the trace in memory: drop --no-check")
+	}
+
+	out := cmd.OutOrStdout()
+	var reports []*run.Report
+	failed := false
+	for _, a := range algos {
+		o := base
+		o.Algo = a
+		var closers []func() error
+		if f.traceOut != "" {
+			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
+			if err != nil {
+				return usageErr("--trace: %v", err)
+			}
+			o.Trace = file
+			closers = append(closers, file.Close)
+		}
+		prog := newProgress(cmd.ErrOrStderr())
+		o.Progress = prog.update
+		r, tr, err := run.Sim(o)
+		prog.done()
+		for _, c := range closers {
+			if cerr := c(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, run.ErrInput) {
+				return usageErr("%s: %v", a.Name, err)
+			}
+			return &exitError{1, fmt.Errorf("%s: %w", a.Name, err)}
+		}
+		if err := writeRenderings(tr, r, f, a.Name, len(algos)); err != nil {
+			return err
+		}
+		failed = failed || r.Failed()
+		reports = append(reports, r)
+		if f.json {
+			enc := json.NewEncoder(out)
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	if !f.json {
+		if len(reports) == 1 {
+			printReport(out, reports[0], tracesOf(f))
+		} else {
+			printTable(out, fam, reports)
+		}
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
+}
+
+func tracesOf(f *simFlags) []string {
+	var files []string
+	for _, s := range []string{f.traceOut, f.svgOut, f.shivizOut} {
+		if s != "" {
+			files = append(files, s)
+		}
+	}
+	return files
+}
+
+// perAlgo names the output file of one algorithm when several run:
+// out.svg becomes out-lamport.svg.
+func perAlgo(path, algo string, runs int) string {
+	if runs == 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + algo + ext
+}
+
+func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, runs int) error {
+	if tr == nil {
+		return nil
+	}
+	if f.svgOut != "" {
+		var mark []int
+		for _, c := range r.Checks {
+			if !c.OK {
+				mark = append(mark, c.Events...)
+			}
+		}
+		title := fmt.Sprintf("%s/%s — %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
+		if err := writeFile(perAlgo(f.svgOut, algo, runs), func(w io.Writer) error {
+			return trace.WriteSVG(w, tr, trace.SVGOptions{Mark: mark, Title: title})
+		}); err != nil {
+			return usageErr("--svg: %v", err)
+		}
+	}
+	if f.shivizOut != "" {
+		if err := writeFile(perAlgo(f.shivizOut, algo, runs), func(w io.Writer) error {
+			return trace.WriteShiViz(w, tr)
+		}); err != nil {
+			return usageErr("--shiviz: %v", err)
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(file); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+func printReport(w io.Writer, r *run.Report, files []string) {
+	fmt.Fprintf(w, "%s/%s   %d nodes   seed %d   %s\n", r.Family, r.Algo, r.Nodes, r.Seed, r.Network)
+	fmt.Fprintf(w, "  assumes      %s\n", r.Assumption)
+	fmt.Fprintf(w, "  events       %d in %s of virtual time (stopped: %s)\n", r.Events, trace.FormatNS(r.VirtualNS), r.Stop)
+	fmt.Fprintf(w, "  messages     %d%s", r.Messages.Total, byType(r.Messages.ByType))
+	if r.Messages.Dropped > 0 || r.Messages.Duplicated > 0 {
+		fmt.Fprintf(w, ", %d dropped, %d duplicated", r.Messages.Dropped, r.Messages.Duplicated)
+	}
+	fmt.Fprintln(w)
+	if len(r.Outputs) > 0 {
+		fmt.Fprintf(w, "  outputs      %s\n", strings.Trim(byType(r.Outputs), " ()"))
+	}
+	if len(r.Metrics) > 0 {
+		fmt.Fprintf(w, "  metrics      %s\n", metrics(r))
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CHECK\tRESULT")
+		for _, c := range r.Checks {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.Name, verdict(c))
+		}
+		tw.Flush()
+		for _, c := range r.Checks {
+			if !c.OK && c.Counterexample != "" {
+				fmt.Fprintf(w, "\n%s counterexample:\n%s\n", c.Name, indent(c.Counterexample))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n  trace sha256 %s\n", r.TraceSHA)
+	for _, f := range files {
+		fmt.Fprintf(w, "  wrote        %s\n", f)
+	}
+}
+
+func printTable(w io.Writer, fam catalog.Family, reports []*run.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var names []string
+	if len(reports) > 0 {
+		for _, c := range reports[0].Checks {
+			names = append(names, c.Name)
+		}
+	}
+	fmt.Fprintf(tw, "ALGORITHM\tNODES\tEVENTS\tMESSAGES\t%s\n", strings.ToUpper(strings.Join(names, "\t")))
+	for _, r := range reports {
+		var cols []string
+		for _, c := range r.Checks {
+			cols = append(cols, verdict(c))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", r.Algo, r.Nodes, r.Events, r.Messages.Total, strings.Join(cols, "\t"))
+	}
+	tw.Flush()
+	for _, r := range reports {
+		for _, c := range r.Checks {
+			if !c.OK {
+				fmt.Fprintf(w, "\n%s: %s %s: %s\n", r.Algo, c.Name, verdict(c), c.Detail)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nOne run per algorithm with its default scenario; --algo NAME for one run in detail.\n")
+}
+
+func verdict(c run.Check) string {
+	switch {
+	case c.OK && c.Expected != "":
+		return "ok (a violation was expected)"
+	case c.OK:
+		return "ok"
+	case c.Expected != "":
+		return c.Status + " (as expected)"
+	default:
+		return strings.ToUpper(c.Status)
+	}
+}
+
+func byType(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func metrics(r *run.Report) string {
+	keys := make([]string, 0, len(r.Metrics))
+	for k := range r.Metrics {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		s := fmt.Sprintf("%s %g", k, r.Metrics[k])
+		if th := r.Theory[k]; th != nil {
+			s += fmt.Sprintf(" (theory %g)", *th)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}

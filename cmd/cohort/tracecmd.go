@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/trace"
+	"github.com/spf13/cobra"
+)
+
+func newTraceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Render or check a recorded JSONL trace (from the simulator or a live cluster)",
+	}
+	cmd.AddCommand(newTraceRenderCmd(), newTraceCheckCmd())
+	return cmd
+}
+
+func readTrace(path string) (*trace.Trace, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	t, err := trace.Read(r)
+	if err != nil {
+		return nil, usageErr("%s: %v", path, err)
+	}
+	return t, nil
+}
+
+func newTraceRenderCmd() *cobra.Command {
+	var svgOut, shivizOut, title string
+	var mark bool
+	cmd := &cobra.Command{
+		Use:   "render FILE",
+		Short: "Render a trace as an SVG space-time diagram and/or a ShiViz log",
+		Example: `  cohort trace render run.jsonl --svg run.svg
+  cohort trace render run.jsonl --shiviz run.log --mark`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if svgOut == "" && shivizOut == "" {
+				return usageErr("nothing to do: give --svg FILE and/or --shiviz FILE")
+			}
+			t, err := readTrace(args[0])
+			if err != nil {
+				return err
+			}
+			if svgOut != "" {
+				var marks []int
+				if mark {
+					results, err := check.Run(t, checkersFor(t)...)
+					if err != nil {
+						return usageErr("%v", err)
+					}
+					for _, r := range results {
+						marks = append(marks, r.Events...)
+					}
+				}
+				if title == "" {
+					title = args[0]
+				}
+				if err := writeFile(svgOut, func(w io.Writer) error {
+					return trace.WriteSVG(w, t, trace.SVGOptions{Mark: marks, Title: title})
+				}); err != nil {
+					return usageErr("--svg: %v", err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "wrote", svgOut)
+			}
+			if shivizOut != "" {
+				if err := writeFile(shivizOut, func(w io.Writer) error { return trace.WriteShiViz(w, t) }); err != nil {
+					return usageErr("--shiviz: %v", err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "wrote", shivizOut)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&svgOut, "svg", "", "write a space-time diagram (SVG) to this file")
+	cmd.Flags().StringVar(&shivizOut, "shiviz", "", "write a ShiViz log to this file")
+	cmd.Flags().StringVar(&title, "title", "", "diagram title (default: the file name)")
+	cmd.Flags().BoolVar(&mark, "mark", false, "run the checkers and mark violating events in red")
+	return cmd
+}
+
+// checkersFor is the checkers of the algorithm named in the trace's header,
+// or the generic ones when it names none Cohort knows.
+func checkersFor(t *trace.Trace) []string {
+	if f, err := catalog.Lookup(t.Header.Family); err == nil {
+		if a, err := f.Algorithm(t.Header.Algo); err == nil {
+			return a.Checks
+		}
+	}
+	return []string{"integrity", "no-duplicates", "clock-condition"}
+}
+
+func newTraceCheckCmd() *cobra.Command {
+	var names string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Run property checkers over a trace and print counterexamples",
+		Long: `Run the checkers of the algorithm named in the trace's header (or the
+generic ones: integrity, no-duplicates, clock-condition), or those named
+with --checks. Exit status 1 if any property is violated. FILE may be - for
+standard input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := readTrace(args[0])
+			if err != nil {
+				return err
+			}
+			list := checkersFor(t)
+			if names != "" {
+				list = strings.Split(names, ",")
+			}
+			results, err := check.Run(t, list...)
+			if err != nil {
+				return usageErr("--checks: %v", err)
+			}
+			out := cmd.OutOrStdout()
+			failed := false
+			for _, r := range results {
+				failed = failed || !r.OK()
+			}
+			if asJSON {
+				type item struct {
+					check.Result
+					OK bool `json:"ok"`
+				}
+				var items []item
+				for _, r := range results {
+					items = append(items, item{r, r.OK()})
+				}
+				if err := json.NewEncoder(out).Encode(map[string]any{"file": args[0], "events": len(t.Events), "checks": items}); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintf(tw, "CHECK\tRESULT\t(%d events, %d nodes)\n", len(t.Events), t.Header.Nodes)
+				for _, r := range results {
+					fmt.Fprintf(tw, "%s\t%s\t\n", r.Name, r.Status)
+				}
+				tw.Flush()
+				for _, r := range results {
+					if !r.OK() {
+						fmt.Fprintf(out, "\n%s\n", r.Counterexample(t))
+					}
+				}
+			}
+			if failed {
+				return errChecksFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&names, "checks", "", "comma-separated checker names (see cohort list --checkers)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

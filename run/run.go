@@ -1,0 +1,300 @@
+// Package run runs one registered algorithm in the simulator the way the
+// CLI, the tests and the benchmarks all do: settings from the algorithm's
+// default scenario, a scenario file and flags, in that order; the trace kept
+// for the checkers and hashed; and a Report in the JSON contract of the
+// `cohort sim --json` command.
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/scenario"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Options are the settings of one run. Zero values keep what the scenario
+// says.
+type Options struct {
+	Algo     proc.Algorithm
+	Scenario *scenario.Scenario // nil: the algorithm's default scenario, else a 3-node default
+	Nodes    int                // processes; 0 keeps the scenario's
+	Seed     *uint64            // nil keeps the scenario's
+	Network  NetworkFlags
+	// Faults are extra faults in the scenario language ("crash 3 at
+	// 10ms"), added to the scenario's.
+	Faults   []string
+	Deadline time.Duration
+	// VectorClocks records vector timestamps; Auto turns them on for runs
+	// of at most 64 processes.
+	VectorClocks Toggle
+	// NoCheck skips the checkers and does not keep the trace in memory.
+	NoCheck bool
+	// Trace, if set, receives the JSONL trace as it is made.
+	Trace io.Writer
+	// Progress, if set, is called now and then with the virtual time and the
+	// number of events so far.
+	Progress func(virtual time.Duration, events int64)
+	// Metrics computes the family's metrics from the run; nil reports none.
+	Metrics MetricsFunc
+}
+
+// MetricsFunc computes a family's metrics, and the theory's figures for the
+// same quantities where the seeds give one (nil where they give none).
+type MetricsFunc func(t *trace.Trace, res sim.Result, algo string, n int) (metrics map[string]float64, theory map[string]*float64)
+
+// NetworkFlags override the scenario's network model.
+type NetworkFlags struct {
+	Latency   sim.Dist
+	FIFO      *bool
+	Loss      *float64
+	Duplicate *float64
+	Reorder   *float64
+}
+
+// Toggle is a three-way switch.
+type Toggle int
+
+const (
+	Auto Toggle = iota
+	On
+	Off
+)
+
+// Report is one run, as `cohort sim --json` prints it.
+type Report struct {
+	Family     string              `json:"family"`
+	Algo       string              `json:"algo"`
+	Nodes      int                 `json:"nodes"`
+	Seed       uint64              `json:"seed"`
+	Events     int64               `json:"events"`
+	VirtualNS  int64               `json:"virtual_ns"`
+	Stop       string              `json:"stop"`
+	Messages   Messages            `json:"messages"`
+	Outputs    map[string]int64    `json:"outputs"`
+	Metrics    map[string]float64  `json:"metrics"`
+	Theory     map[string]*float64 `json:"theory"`
+	Checks     []Check             `json:"checks"`
+	TraceSHA   string              `json:"trace_sha256"`
+	Network    string              `json:"network"`
+	Assumption string              `json:"assumes"`
+}
+
+// Messages counts the messages sent.
+type Messages struct {
+	Total      int64            `json:"total"`
+	ByType     map[string]int64 `json:"by_type"`
+	Dropped    int64            `json:"dropped"`
+	Duplicated int64            `json:"duplicated"`
+}
+
+// Check is one checker's verdict. Expected says the algorithm is built to
+// violate this property (a demonstration of what goes wrong); such a
+// violation does not fail the run.
+type Check struct {
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Status   string `json:"status"`
+	Expected string `json:"expected,omitempty"`
+	Detail   string `json:"detail"`
+	Events   []int  `json:"events,omitempty"`
+	// Counterexample is the violating events, one per line.
+	Counterexample string `json:"counterexample,omitempty"`
+}
+
+// Failed reports whether the check broke a property the algorithm claims.
+func (c Check) Failed() bool { return c.Expected == "" && c.Status != check.OK.String() }
+
+// Failed reports whether any check failed unexpectedly.
+func (r *Report) Failed() bool {
+	return slices.ContainsFunc(r.Checks, Check.Failed)
+}
+
+// ErrInput is wrapped by errors in the user's settings.
+var ErrInput = errors.New("bad input")
+
+// Sim runs the algorithm once. It returns the report and, unless NoCheck,
+// the trace in memory (for rendering).
+func Sim(o Options) (*Report, *trace.Trace, error) {
+	a := o.Algo
+	sc := o.Scenario
+	if sc == nil {
+		text := a.Scenario
+		if text == "" {
+			text = "nodes: 3\n"
+		}
+		var err error
+		if sc, err = scenario.Parse(a.Family+"/"+a.Name+" default scenario", []byte(text)); err != nil {
+			return nil, nil, fmt.Errorf("algorithm %s: %w", a.Name, err)
+		}
+	}
+	sc2 := *sc
+	if o.Nodes > 0 {
+		sc2.Nodes = o.Nodes
+	}
+	if o.Seed != nil {
+		sc2.Seed = *o.Seed
+	}
+	if a.Validate != nil {
+		if err := a.Validate(sc2.Nodes); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s with %d nodes: %v", ErrInput, a.Name, sc2.Nodes, err)
+		}
+	}
+	var mk scenario.InputMaker
+	if a.Inputs != nil {
+		mk = scenario.InputMaker(a.Inputs)
+	}
+	cfg, err := sc2.Config(mk)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	cfg.New = a.New
+	applyNetwork(&cfg.Network, o.Network)
+	for _, src := range o.Faults {
+		f, part, err := scenario.ParseFault(src, cfg.Nodes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: fault %q: %v", ErrInput, src, err)
+		}
+		if part != nil {
+			cfg.Network.Partitions = append(cfg.Network.Partitions, *part)
+		} else {
+			cfg.Faults = append(cfg.Faults, f)
+		}
+	}
+	if o.Deadline > 0 {
+		cfg.Deadline = o.Deadline
+	}
+	cfg.VectorClocks = o.VectorClocks == On || (o.VectorClocks == Auto && cfg.Nodes <= 64)
+
+	header := trace.Header{Nodes: cfg.Nodes, Family: a.Family, Algo: a.Name, Seed: cfg.Seed}
+	hasher := trace.NewHasher(header)
+	var rec *trace.Recorder
+	if !o.NoCheck {
+		rec = &trace.Recorder{Trace: trace.Trace{Header: header}}
+	}
+	var w *trace.Writer
+	if o.Trace != nil {
+		w = trace.NewWriter(o.Trace, header)
+	}
+	sinks := []trace.Sink{hasher}
+	if rec != nil {
+		sinks = append(sinks, rec)
+	}
+	if w != nil {
+		sinks = append(sinks, w)
+	}
+	cfg.Trace = trace.Tee(sinks...)
+	if o.Progress != nil {
+		var count int64
+		cfg.Until = func(s *sim.Sim) bool {
+			if count++; count&0xffff == 0 {
+				o.Progress(s.Now(), count)
+			}
+			return false
+		}
+	}
+	outputs := map[string]int64{}
+	cfg.Observe = func(_ time.Duration, _ proc.ID, out proc.Output) { outputs[out.Kind()]++ }
+
+	s, err := sim.New(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	res, err := s.Run()
+	if err != nil {
+		return nil, nil, err
+	}
+	if w != nil {
+		if err := w.Flush(); err != nil {
+			return nil, nil, fmt.Errorf("writing the trace: %w", err)
+		}
+	}
+	r := &Report{
+		Family: a.Family, Algo: a.Name, Nodes: cfg.Nodes, Seed: cfg.Seed,
+		Events: res.Events, VirtualNS: int64(res.VirtualTime), Stop: string(res.Stop),
+		Messages: Messages{Total: res.Sent, ByType: map[string]int64{},
+			Dropped: res.Dropped, Duplicated: res.Duplicated},
+		Outputs:    outputs,
+		Metrics:    map[string]float64{},
+		Theory:     map[string]*float64{},
+		Checks:     []Check{},
+		TraceSHA:   hasher.Sum(),
+		Network:    describeNetwork(cfg.Network),
+		Assumption: a.Assumes.String(),
+	}
+	for _, k := range res.ByKind {
+		r.Messages.ByType[k.Kind] = k.Count
+	}
+	if rec == nil {
+		return r, nil, nil
+	}
+	t := &rec.Trace
+	if o.Metrics != nil {
+		m, th := o.Metrics(t, res, a.Name, cfg.Nodes)
+		for k, v := range m {
+			r.Metrics[k] = v
+		}
+		for k, v := range th {
+			r.Theory[k] = v
+		}
+	}
+	results, err := check.Run(t, a.Checks...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("algorithm %s: %w", a.Name, err)
+	}
+	for _, c := range results {
+		item := Check{Name: c.Name, OK: c.OK(), Status: c.Status.String(), Detail: c.Detail, Events: c.Events}
+		if slices.Contains(a.Breaks, c.Name) {
+			item.Expected = check.Violated.String()
+		}
+		if !c.OK() {
+			item.Counterexample = c.Counterexample(t)
+		}
+		r.Checks = append(r.Checks, item)
+	}
+	return r, t, nil
+}
+
+func applyNetwork(n *sim.Network, f NetworkFlags) {
+	if f.Latency != nil {
+		n.Latency = f.Latency
+	}
+	if f.FIFO != nil {
+		n.FIFO = *f.FIFO
+	}
+	if f.Loss != nil {
+		n.Loss = *f.Loss
+	}
+	if f.Duplicate != nil {
+		n.Duplicate = *f.Duplicate
+	}
+	if f.Reorder != nil {
+		n.Reorder = *f.Reorder
+	}
+}
+
+func describeNetwork(n sim.Network) string {
+	s := "latency " + n.Latency.String()
+	if n.FIFO {
+		s += ", fifo"
+	}
+	if n.Loss > 0 {
+		s += fmt.Sprintf(", loss %g", n.Loss)
+	}
+	if n.Duplicate > 0 {
+		s += fmt.Sprintf(", duplicate %g", n.Duplicate)
+	}
+	if n.Reorder > 0 {
+		s += fmt.Sprintf(", reorder %g", n.Reorder)
+	}
+	if len(n.Partitions) > 0 {
+		s += fmt.Sprintf(", %d partition(s)", len(n.Partitions))
+	}
+	return s
+}

@@ -1,0 +1,94 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+)
+
+// FuzzRead checks that Read never panics, that it rejects input only with
+// ErrFormat, and that whatever it accepts is a well-formed trace that Write
+// encodes and Read reads back identically. The seed corpus is in
+// testdata/fuzz/FuzzRead; run the fuzzer with
+//
+//	go test -run='^$' -fuzz=FuzzRead ./trace
+func FuzzRead(f *testing.F) {
+	for seed := range uint64(3) {
+		f.Add(txWrite(f, txRandomTrace(seed, 3, 12, seed == 1)))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tr, err := Read(bytes.NewReader(in))
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error does not wrap ErrFormat: %v", err)
+			}
+			if tr != nil {
+				t.Fatalf("Read returned a trace with error %v", err)
+			}
+			return
+		}
+		if tr.Header.Format != FormatName || tr.Header.Nodes < 1 {
+			t.Fatalf("Read accepted a trace with header %+v", tr.Header)
+		}
+		for i := range tr.Events {
+			e := &tr.Events[i]
+			if e.Index != i || e.Node < 0 || int(e.Node) >= tr.Header.Nodes {
+				t.Fatalf("Read accepted event %d: %v", i, e)
+			}
+			if i > 0 && e.Time < tr.Events[i-1].Time {
+				t.Fatalf("Read accepted time going back at event %d", i)
+			}
+		}
+
+		var first bytes.Buffer
+		if err := Write(&first, tr); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		back, err := Read(bytes.NewReader(first.Bytes()))
+		if err != nil {
+			t.Fatalf("Read rejects what Write wrote: %v\n%s", err, first.Bytes())
+		}
+		if !reflect.DeepEqual(txNormalize(back), txNormalize(tr)) {
+			t.Fatalf("round trip changed the trace:\n%+v\n%+v", tr, back)
+		}
+		var second bytes.Buffer
+		if err := Write(&second, back); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		if !bytes.Equal(first.Bytes(), second.Bytes()) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", first.Bytes(), second.Bytes())
+		}
+
+		// The renderers take any trace Read accepts.
+		var log bytes.Buffer
+		if err := WriteShiViz(&log, tr); err != nil {
+			t.Fatalf("WriteShiViz: %v", err)
+		}
+		svCheckRules(t, tr, log.String(), !txHasVC(tr))
+		var svg bytes.Buffer
+		if err := WriteSVG(&svg, tr, SVGOptions{MaxEvents: 300, Mark: []int{0, 1}}); err != nil {
+			t.Fatalf("WriteSVG: %v", err)
+		}
+		dec := xml.NewDecoder(&svg)
+		for {
+			if _, err := dec.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("WriteSVG wrote invalid XML: %v", err)
+			}
+		}
+	})
+}
+
+// txHasVC reports whether any event of tr carries a vector timestamp.
+func txHasVC(tr *Trace) bool {
+	for i := range tr.Events {
+		if len(tr.Events[i].VC) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,911 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// SVGOptions controls WriteSVG.
+type SVGOptions struct {
+	// Width is the width of the picture in pixels; 0 chooses one from the
+	// number of events.
+	Width int
+	// Mark lists indices of events to highlight in red, such as a checker's
+	// counterexample.
+	Mark []int
+	// Title is drawn above the diagram; if empty, one is made from the
+	// trace header.
+	Title string
+	// MaxEvents is how many events are drawn at most (the first ones of the
+	// trace); 0 means DefaultSVGMaxEvents. A truncated diagram says so.
+	MaxEvents int
+}
+
+// DefaultSVGMaxEvents is the number of events WriteSVG draws when
+// SVGOptions.MaxEvents is 0.
+const DefaultSVGMaxEvents = 5000
+
+// Bounds of the drawing.
+const (
+	svgMaxRows      = 4096 // processes
+	svgLabelMsgs    = 200  // messages labelled in the diagram, not only in tooltips
+	svgMaxWidth     = 20000
+	svgMinPlotWidth = 560
+	svgMaxTitle     = 400 // runes in a tooltip line
+	svgMaxLabel     = 28  // runes in a label drawn in the diagram
+)
+
+// Colours.
+const (
+	svgInk     = "#333"
+	svgMsg     = "#2f6aa8"
+	svgDrop    = "#d97a0b"
+	svgPending = "#9aa3ad"
+	svgOutput  = "#1e9e5a"
+	svgInput   = "#8546b8"
+	svgMark    = "#d62728"
+	svgCrashed = "#dcdcdc"
+)
+
+// WriteSVG draws t as a space-time diagram: one horizontal line per process,
+// true time from left to right with a time axis, an arrow from each send to
+// each receipt of the message (two for a duplicated one), a dashed arrow
+// that stops short with a ✕ for a dropped message and a grey one running
+// off the right edge for a message still in flight at the end. Outputs are
+// labelled green dots, inputs purple triangles, timers small ticks, starts
+// small squares and crashes a ✕, after which the process's line is greyed
+// out until it recovers. Events listed in opt.Mark, and the messages they
+// send or receive, are drawn in red. Every element has a tooltip with the
+// full events; message labels are also drawn when there are few messages.
+//
+// The output is a standalone SVG document that depends on nothing else;
+// the same trace and options always give the same bytes.
+func WriteSVG(w io.Writer, t *Trace, opt SVGOptions) error {
+	d, err := newSVGDiagram(t, opt)
+	if err != nil {
+		return err
+	}
+	d.draw()
+	_, err = w.Write(d.out)
+	return err
+}
+
+// svgMessage is a message as drawn: its send and what became of it.
+type svgMessage struct {
+	send     int   // event index of the send; -1 if not in the trace
+	recvs    []int // receipts
+	drops    []int // losses
+	dups     []int // Dup events
+	from, to int32
+}
+
+type svgRect struct{ x0, y0, x1, y1 float64 }
+
+type svgDiagram struct {
+	t      *Trace
+	opt    SVGOptions
+	events []Event // the events drawn
+	total  int     // events in the trace
+	marked map[int]bool
+
+	rows        int
+	rowH        float64
+	width       float64
+	height      float64
+	top         float64 // y of the first row's band
+	x0, x1      float64 // x of the first and last times
+	edge        float64 // right edge of the plot
+	t0, t1      int64
+	msgs        []*svgMessage // in order of first appearance
+	byID        map[uint64]*svgMessage
+	labelled    bool
+	placed      map[[2]int][]svgRect // occupied label boxes by grid cell
+	outLabels   map[int][2]float64   // where outputs' labels go
+	title, info string
+
+	out []byte
+}
+
+func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
+	d := &svgDiagram{t: t, opt: opt, total: len(t.Events), marked: map[int]bool{}, byID: map[uint64]*svgMessage{}, placed: map[[2]int][]svgRect{}, outLabels: map[int][2]float64{}}
+	limit := opt.MaxEvents
+	if limit <= 0 {
+		limit = DefaultSVGMaxEvents
+	}
+	d.events = t.Events[:min(limit, len(t.Events))]
+	for _, i := range opt.Mark {
+		if i >= 0 && i < len(d.events) {
+			d.marked[i] = true
+		}
+	}
+
+	// Rows: every process named by an event, and those the header promises.
+	maxID := int32(-1)
+	for i := range d.events {
+		e := &d.events[i]
+		if e.Node < 0 || e.Node >= svgMaxRows || e.Peer >= svgMaxRows {
+			return nil, fmt.Errorf("trace: event %d: process out of range for a diagram (node %d, peer %d)", i, e.Node, e.Peer)
+		}
+		maxID = max(maxID, e.Node, e.Peer)
+	}
+	d.rows = int(maxID) + 1
+	if n := t.Header.Nodes; n > d.rows && n <= svgMaxRows {
+		d.rows = n
+	}
+	d.rows = max(d.rows, 1)
+	switch {
+	case d.rows <= 6:
+		d.rowH = 64
+	case d.rows <= 12:
+		d.rowH = 52
+	case d.rows <= 20:
+		d.rowH = 40
+	default:
+		d.rowH = 32
+	}
+
+	// Messages.
+	get := func(id uint64) *svgMessage {
+		m := d.byID[id]
+		if m == nil {
+			m = &svgMessage{send: -1, from: -1, to: -1}
+			d.byID[id] = m
+			d.msgs = append(d.msgs, m)
+		}
+		return m
+	}
+	times := map[int64]bool{}
+	perRow := make([]int, d.rows)
+	for i := range d.events {
+		e := &d.events[i]
+		times[e.Time] = true
+		perRow[e.Node]++
+		switch e.Kind {
+		case Send:
+			m := get(e.Msg)
+			if m.send < 0 {
+				m.send, m.from, m.to = i, e.Node, e.Peer
+			}
+		case Recv:
+			m := get(e.Msg)
+			m.recvs = append(m.recvs, i)
+			if m.from < 0 {
+				m.from, m.to = e.Peer, e.Node
+			}
+		case Drop:
+			m := get(e.Msg)
+			m.drops = append(m.drops, i)
+			if m.from < 0 {
+				m.from, m.to = e.Peer, e.Node
+			}
+		case Dup:
+			get(e.Msg).dups = append(get(e.Msg).dups, i)
+		}
+	}
+	d.labelled = len(d.msgs) < svgLabelMsgs
+
+	// Time range. Start the axis at 0, when the run began, unless the
+	// events start much later.
+	if len(d.events) > 0 {
+		d.t0, d.t1 = d.events[0].Time, d.events[len(d.events)-1].Time
+		for i := range d.events { // in case the trace is not in time order
+			d.t0 = min(d.t0, d.events[i].Time)
+			d.t1 = max(d.t1, d.events[i].Time)
+		}
+		if d.t0 > 0 && d.t0 <= (d.t1-d.t0)/4 {
+			d.t0 = 0
+		}
+	}
+	if d.t1 <= d.t0 {
+		d.t1 = d.t0 + 1
+	}
+
+	// Title.
+	d.title = opt.Title
+	if d.title == "" {
+		h := t.Header
+		switch {
+		case h.Algo != "" && h.Family != "":
+			d.title = h.Algo + " (" + h.Family + ")"
+		default:
+			d.title = h.Algo + h.Family
+		}
+		if d.title != "" && h.Seed != 0 {
+			d.title += ", seed " + strconv.FormatUint(h.Seed, 10)
+		}
+	}
+	d.info = fmt.Sprintf("%d processes · %d events", d.rows, d.total)
+	if len(d.events) > 0 {
+		d.info += " · " + svgTick(d.t1-d.t0, d.t1-d.t0)
+	}
+	if d.rows == 1 {
+		d.info = strings.Replace(d.info, "processes", "process", 1)
+	}
+
+	// Geometry.
+	const left, right = 64.0, 36.0
+	if opt.Width > 0 {
+		d.width = float64(opt.Width)
+	} else {
+		busiest := slices.Max(perRow)
+		plot := max(float64(len(times))*22, float64(busiest)*28, float64(len(d.msgs))*14, svgMinPlotWidth)
+		d.width = min(left+plot+right+40, svgMaxWidth)
+	}
+	d.width = max(d.width, 320)
+	d.x0 = left + 14
+	d.edge = d.width - right
+	d.x1 = d.edge - 26
+	d.top = 16
+	if d.title != "" || d.info != "" {
+		d.top = 44
+	}
+	_, last := d.legendLayout(d.top + float64(d.rows)*d.rowH + 62)
+	d.height = last + 16
+	if len(d.events) < d.total {
+		d.height += 22
+	}
+	return d, nil
+}
+
+// x is where time ns is drawn.
+func (d *svgDiagram) x(ns int64) float64 {
+	return d.x0 + (d.x1-d.x0)*(float64(ns)-float64(d.t0))/(float64(d.t1)-float64(d.t0))
+}
+
+// y is the height of process p's line.
+func (d *svgDiagram) y(p int32) float64 { return d.top + (float64(p)+0.5)*d.rowH }
+
+func (d *svgDiagram) draw() {
+	d.printf(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n",
+		svgF(d.width), svgF(d.height), svgF(d.width), svgF(d.height))
+	d.defs()
+	d.printf(`<rect class="background" width="100%%" height="100%%" fill="#fff"/>` + "\n")
+	d.header()
+	d.lanes()
+	d.grid()
+	d.crashes()
+	d.messages()
+	d.points()
+	d.axis()
+	d.legend()
+	d.printf("</svg>\n")
+}
+
+func (d *svgDiagram) defs() {
+	d.printf("<defs>\n")
+	for _, m := range []struct{ id, color string }{
+		{"arrow", svgMsg}, {"arrow-marked", svgMark}, {"arrow-pending", svgPending},
+	} {
+		d.printf(`<marker id="%s" viewBox="0 0 10 10" refX="10" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto"><path d="M0,1 L10,5 L0,9 z" fill="%s"/></marker>`+"\n", m.id, m.color)
+	}
+	d.printf("</defs>\n")
+}
+
+func (d *svgDiagram) header() {
+	x := 14.0
+	if d.title != "" {
+		d.printf(`<text class="title" x="%s" y="26" font-size="15" font-weight="bold" fill="%s">`, svgF(x), svgInk)
+		d.text(svgClip(d.title, 120))
+		d.printf("</text>\n")
+		x += svgTextWidth(svgClip(d.title, 120), 15) + 8
+		// Bold text is wider than the estimate; keep clear of it.
+		x += 0.08 * svgTextWidth(svgClip(d.title, 120), 15)
+	}
+	d.printf(`<text class="info" x="%s" y="26" font-size="11" fill="#777">`, svgF(x+6))
+	d.text(d.info)
+	d.printf("</text>\n")
+}
+
+// lanes draws each process's band and name.
+func (d *svgDiagram) lanes() {
+	for p := range int32(d.rows) {
+		y := d.y(p)
+		if p%2 == 1 {
+			d.printf(`<rect class="band" x="0" y="%s" width="%s" height="%s" fill="#f6f8fa"/>`+"\n",
+				svgF(y-d.rowH/2), svgF(d.width), svgF(d.rowH))
+		}
+	}
+	for p := range int32(d.rows) {
+		y := d.y(p)
+		d.printf(`<text class="proc-name" x="46" y="%s" text-anchor="end" font-size="12" font-weight="bold" fill="%s">p%d</text>`+"\n", svgF(y+4), svgInk, p)
+		d.printf(`<line class="proc" data-p="%d" x1="52" y1="%s" x2="%s" y2="%s" stroke="#8a939c" stroke-width="1.2"/>`+"\n",
+			p, svgF(y), svgF(d.edge), svgF(y))
+	}
+}
+
+// grid draws faint vertical lines at the time axis's ticks.
+func (d *svgDiagram) grid() {
+	bottom := d.top + float64(d.rows)*d.rowH
+	for _, tk := range d.ticks() {
+		x := d.x(tk)
+		d.printf(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e4e7eb" stroke-width="1"/>`+"\n",
+			svgF(x), svgF(d.top), svgF(x), svgF(bottom))
+	}
+}
+
+// crashes greys out each process's line from a crash to its recovery.
+func (d *svgDiagram) crashes() {
+	type span struct {
+		from    int // crash event
+		x0, x1  float64
+		to      int // recovery event, or -1
+		endText string
+	}
+	var spans []span
+	open := map[int32]int{}
+	for i := range d.events {
+		e := &d.events[i]
+		switch e.Kind {
+		case Crash:
+			if _, ok := open[e.Node]; !ok {
+				open[e.Node] = i
+			}
+		case Recover, Start:
+			if c, ok := open[e.Node]; ok {
+				spans = append(spans, span{from: c, to: i})
+				delete(open, e.Node)
+			}
+		}
+	}
+	for _, c := range open {
+		spans = append(spans, span{from: c, to: -1})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	for _, s := range spans {
+		c := &d.events[s.from]
+		y := d.y(c.Node)
+		x0, x1 := d.x(c.Time), d.edge
+		tip := fmt.Sprintf("p%d crashed at %s", c.Node, FormatNS(c.Time))
+		if s.to >= 0 {
+			r := &d.events[s.to]
+			x1 = d.x(r.Time)
+			tip += fmt.Sprintf(", recovered at %s", FormatNS(r.Time))
+		} else {
+			tip += ", down until the end"
+		}
+		h := min(d.rowH*0.42, 20)
+		d.printf(`<g class="crashed" data-i="%d"><title>`, s.from)
+		d.text(tip)
+		d.printf(`</title><rect x="%s" y="%s" width="%s" height="%s" rx="3" fill="%s" fill-opacity="0.85"/>`,
+			svgF(x0), svgF(y-h/2), svgF(max(x1-x0, 2)), svgF(h), svgCrashed)
+		d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#b5b5b5" stroke-width="1.2" stroke-dasharray="3 3"/></g>`+"\n",
+			svgF(x0), svgF(y), svgF(x0+max(x1-x0, 2)), svgF(y))
+	}
+}
+
+func (d *svgDiagram) messages() {
+	// Outputs have the first claim on label space, then the process lines.
+	d.layoutOutputs()
+	for p := range int32(d.rows) {
+		d.block(svgRect{d.x0 - 20, d.y(p) - 3.5, d.edge, d.y(p) + 3.5})
+	}
+	for i := range d.events {
+		if e := &d.events[i]; e.Kind.IsProcess() {
+			x, y := d.x(e.Time), d.y(e.Node)
+			d.block(svgRect{x - 5, y - 12, x + 5, y + 6})
+		}
+	}
+	type label struct {
+		text           string
+		x1, y1, x2, y2 float64
+		color          string
+	}
+	var labels []label
+	for _, m := range d.msgs {
+		name := ""
+		var sendEv *Event
+		if m.send >= 0 {
+			sendEv = &d.events[m.send]
+		}
+		for _, i := range append(append([]int{m.send}, m.recvs...), m.drops...) {
+			if i >= 0 && name == "" {
+				name = svgEventName(&d.events[i])
+			}
+		}
+		marked := m.send >= 0 && d.marked[m.send]
+		for _, i := range m.dups {
+			marked = marked || d.marked[i]
+		}
+
+		// Deliveries.
+		for k, r := range m.recvs {
+			re := &d.events[r]
+			if sendEv == nil {
+				// The send is not in the trace: a short stub into the receipt.
+				x, y := d.x(re.Time), d.y(re.Node)
+				d.printf(`<g class="msg orphan" data-recv="%d"><title>`, r)
+				d.text(svgClip(re.String(), svgMaxTitle) + "\n(its send is not in the trace)")
+				d.printf(`</title><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-dasharray="2 2" marker-end="url(#arrow)"/></g>`+"\n",
+					svgF(x-14), svgF(y-d.rowH*0.35), svgF(x), svgF(y), svgMsg)
+				continue
+			}
+			mk := marked || d.marked[r]
+			color, width, head := svgMsg, "1.3", "arrow"
+			class := "msg"
+			if k > 0 {
+				class = "msg dup"
+			}
+			if mk {
+				color, width, head = svgMark, "2.6", "arrow-marked"
+				class += " marked"
+			}
+			x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
+			x2, y2 := d.x(re.Time), d.y(re.Node)
+			tip := svgClip(sendEv.String(), svgMaxTitle) + "\n" + svgClip(re.String(), svgMaxTitle)
+			if k > 0 {
+				tip += "\n(duplicate delivery)"
+			}
+			d.printf(`<g class="%s" data-send="%d" data-recv="%d"><title>`, class, m.send, r)
+			d.text(tip)
+			d.printf("</title>")
+			dash := ""
+			if k > 0 {
+				dash = ` stroke-dasharray="6 3"`
+			}
+			if sendEv.Node == re.Node {
+				// A message to oneself: a loop above the line.
+				lift := d.rowH * 0.45
+				d.printf(`<path d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"/></g>`+"\n",
+					svgF(x1), svgF(y1), svgF(x1+4), svgF(y1-lift), svgF(max(x2-4, x1+8)), svgF(y2-lift), svgF(x2), svgF(y2), color, width, dash, head)
+				if d.labelled {
+					labels = append(labels, label{name, x1, y1 - lift*0.75, max(x2, x1+8), y2 - lift*0.75, color})
+				}
+				continue
+			}
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"/></g>`+"\n",
+				svgF(x1), svgF(y1), svgF(x2), svgF(y2), color, width, dash, head)
+			if d.labelled && k == 0 {
+				labels = append(labels, label{name, x1, y1, x2, y2, color})
+			}
+		}
+
+		// Losses: an arrow that stops short, with a ✕.
+		for _, r := range m.drops {
+			de := &d.events[r]
+			mk := marked || d.marked[r]
+			color, width := svgDrop, "1.3"
+			class := "drop"
+			if mk {
+				color, width = svgMark, "2.6"
+				class += " marked"
+			}
+			yt := d.y(de.Node)
+			x2, y2 := d.x(de.Time), yt
+			tip := svgClip(de.String(), svgMaxTitle)
+			if de.Reason != "" {
+				tip = "dropped: " + svgClip(de.Reason, svgMaxTitle) + "\n" + tip
+			} else {
+				tip = "dropped\n" + tip
+			}
+			if sendEv != nil {
+				tip = svgClip(sendEv.String(), svgMaxTitle) + "\n" + tip
+			}
+			d.printf(`<g class="%s" data-drop="%d"><title>`, class, r)
+			d.text(tip)
+			d.printf("</title>")
+			if sendEv != nil {
+				x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
+				if sendEv.Node == de.Node {
+					y1 -= d.rowH * 0.3
+				}
+				const f = 0.6
+				x2, y2 = x1+(x2-x1)*f, y1+(yt-y1)*f
+				d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s" stroke-dasharray="5 3"/>`,
+					svgF(x1), svgF(y1), svgF(x2), svgF(y2), color, width)
+			}
+			const s = 4.5
+			d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="%s" stroke-width="2.2" stroke-linecap="round"/></g>`+"\n",
+				svgF(x2-s), svgF(y2-s), svgF(x2+s), svgF(y2+s), svgF(x2-s), svgF(y2+s), svgF(x2+s), svgF(y2-s), color)
+		}
+
+		// Copies neither delivered nor lost by the end: still in flight.
+		if sendEv != nil && len(m.recvs)+len(m.drops) < 1+len(m.dups) {
+			x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
+			x2, y2 := d.edge, d.y(m.to)
+			if m.to < 0 || m.to >= int32(d.rows) {
+				y2 = y1
+			}
+			if sendEv.Node == m.to {
+				y2 = y1 - d.rowH*0.3
+			}
+			color, width, head, class := svgPending, "1.2", "arrow-pending", "pending"
+			if marked {
+				color, width, head, class = svgMark, "2.6", "arrow-marked", "pending marked"
+			}
+			d.printf(`<g class="%s" data-send="%d"><title>`, class, m.send)
+			d.text(svgClip(sendEv.String(), svgMaxTitle) + "\n(in flight at the end of the trace)")
+			d.printf(`</title><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s" stroke-dasharray="2 3" marker-end="url(#%s)"/></g>`+"\n",
+				svgF(x1), svgF(y1), svgF(x2), svgF(y2), color, width, head)
+		}
+	}
+
+	// Labels at the middle of their arrows, or nearby along them, if there
+	// is room; otherwise the tooltip has to do.
+	for _, l := range labels {
+		text := svgClip(l.text, svgMaxLabel)
+		if text == "" {
+			continue
+		}
+		w, h := svgTextWidth(text, 9), 10.0
+		for _, f := range []float64{0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8} {
+			cx, cy := l.x1+(l.x2-l.x1)*f, l.y1+(l.y2-l.y1)*f
+			if cx-w/2 < d.x0-10 || cx+w/2 > d.width-4 {
+				continue
+			}
+			if d.reserve(cx-w/2-1, cy-h/2-1, cx+w/2+1, cy+h/2+1) {
+				color := svgMsgText
+				if l.color == svgMark {
+					color = svgMark
+				}
+				d.printf(`<text class="msg-label" x="%s" y="%s" text-anchor="middle" font-size="9" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">`,
+					svgF(cx), svgF(cy+3.2), color)
+				d.text(text)
+				d.printf("</text>\n")
+				break
+			}
+		}
+	}
+}
+
+const svgMsgText = "#24507f"
+
+// points draws the events that are not messages, and a dot at each end of
+// a message.
+func (d *svgDiagram) points() {
+	for i := range d.events {
+		e := &d.events[i]
+		x, y := d.x(e.Time), d.y(e.Node)
+		mk := d.marked[i]
+		class := ""
+		switch e.Kind {
+		case Send, Recv:
+			class = "ev"
+		case Output:
+			class = "output"
+		case Input:
+			class = "input"
+		case Timer:
+			class = "timer"
+		case Start:
+			class = "start"
+		case Crash:
+			class = "crash"
+		case Recover:
+			class = "recover"
+		case Drop, Dup:
+			if !mk {
+				continue // drawn with their message
+			}
+			class = "net"
+		default:
+			class = "other"
+		}
+		if mk {
+			class += " marked"
+		}
+		d.printf(`<g class="%s" data-i="%d"><title>`, class, i)
+		d.text(svgClip(e.String(), svgMaxTitle))
+		d.printf("</title>")
+		if mk {
+			d.printf(`<circle cx="%s" cy="%s" r="8" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x), svgF(y), svgMark, svgMark)
+		}
+		ink := func(c string) string {
+			if mk {
+				return svgMark
+			}
+			return c
+		}
+		switch e.Kind {
+		case Send, Recv:
+			d.printf(`<circle cx="%s" cy="%s" r="2.3" fill="%s"/>`, svgF(x), svgF(y), ink(svgInk))
+		case Output:
+			d.printf(`<circle cx="%s" cy="%s" r="4.6" fill="%s" stroke="#fff" stroke-width="1.2"/>`, svgF(x), svgF(y), ink(svgOutput))
+		case Input:
+			d.printf(`<path d="M%s,%s L%s,%s L%s,%s z" fill="%s"/>`,
+				svgF(x-4.5), svgF(y-11), svgF(x+4.5), svgF(y-11), svgF(x), svgF(y-3), ink(svgInput))
+		case Timer:
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.6"/>`, svgF(x), svgF(y-6), svgF(x), svgF(y+6), ink("#7d8790"))
+		case Start:
+			d.printf(`<rect x="%s" y="%s" width="6" height="6" fill="%s"/>`, svgF(x-3), svgF(y-3), ink("#55606b"))
+		case Crash:
+			const s = 5.5
+			d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="%s" stroke-width="2.6" stroke-linecap="round"/>`,
+				svgF(x-s), svgF(y-s), svgF(x+s), svgF(y+s), svgF(x-s), svgF(y+s), svgF(x+s), svgF(y-s), ink("#111"))
+		case Recover:
+			d.printf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.8"/>`, svgF(x), svgF(y), ink(svgInk))
+		default:
+			d.printf(`<circle cx="%s" cy="%s" r="3" fill="%s"/>`, svgF(x), svgF(y), ink(svgInk))
+		}
+		d.printf("</g>\n")
+		if e.Kind == Output {
+			d.outputLabel(i, mk)
+		}
+	}
+}
+
+// layoutOutputs places the outputs' labels above their dots, or below, or
+// nowhere if both places are taken.
+func (d *svgDiagram) layoutOutputs() {
+	for i := range d.events {
+		e := &d.events[i]
+		if e.Kind != Output {
+			continue
+		}
+		x, y := d.x(e.Time), d.y(e.Node)
+		d.block(svgRect{x - 5, y - 5, x + 5, y + 5})
+	}
+	for i := range d.events {
+		e := &d.events[i]
+		text := svgClip(svgEventName(e), svgMaxLabel)
+		if e.Kind != Output || text == "" {
+			continue
+		}
+		x, y := d.x(e.Time), d.y(e.Node)
+		w := svgTextWidth(text, 10)
+		cx := min(max(x, d.x0-10+w/2), d.width-4-w/2)
+		for _, dy := range []float64{-9, 17, -20} {
+			if d.reserve(cx-w/2, y+dy-9, cx+w/2, y+dy+2) {
+				d.outLabels[i] = [2]float64{cx, y + dy}
+				break
+			}
+		}
+	}
+}
+
+// outputLabel writes an output's label where layoutOutputs put it.
+func (d *svgDiagram) outputLabel(i int, marked bool) {
+	at, ok := d.outLabels[i]
+	if !ok {
+		return
+	}
+	color := svgOutput
+	if marked {
+		color = svgMark
+	}
+	d.printf(`<text class="output-label" x="%s" y="%s" text-anchor="middle" font-size="10" font-weight="bold" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">`,
+		svgF(at[0]), svgF(at[1]), color)
+	d.text(svgClip(svgEventName(&d.events[i]), svgMaxLabel))
+	d.printf("</text>\n")
+}
+
+// ticks returns the times of the axis's ticks: round values (1, 2 or 5
+// times a power of ten) about every 110 pixels.
+func (d *svgDiagram) ticks() []int64 {
+	span := float64(d.t1) - float64(d.t0)
+	raw := span / max((d.x1-d.x0)/110, 2)
+	best, bestErr := 1.0, math.Inf(1)
+	for p := 1.0; p <= 1e18; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if e := math.Abs(math.Log(m * p / raw)); e < bestErr {
+				best, bestErr = m*p, e
+			}
+		}
+	}
+	step := int64(best)
+	var out []int64
+	first := d.t0 / step * step
+	if first < d.t0 {
+		first += step
+	}
+	for tk := first; tk <= d.t1 && len(out) < 1000; tk += step {
+		out = append(out, tk)
+	}
+	return out
+}
+
+func (d *svgDiagram) axis() {
+	y := d.top + float64(d.rows)*d.rowH + 12
+	d.printf(`<g class="axis" font-size="10" fill="#555">`+"\n"+`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#555" stroke-width="1"/>`+"\n",
+		svgF(d.x0), svgF(y), svgF(d.edge), svgF(y))
+	ticks := d.ticks()
+	var step int64
+	if len(ticks) > 1 {
+		step = ticks[1] - ticks[0]
+	}
+	for _, tk := range ticks {
+		x := d.x(tk)
+		d.printf(`<line class="tick" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#555" stroke-width="1"/>`, svgF(x), svgF(y), svgF(x), svgF(y+5))
+		d.printf(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", svgF(x), svgF(y+17), svgTick(tk, step))
+	}
+	d.printf(`<text x="%s" y="%s" text-anchor="end" fill="#888">true time</text>`+"\n", svgF(d.edge), svgF(y+31))
+	d.printf("</g>\n")
+}
+
+// legendItems are the entries of the legend, in order.
+func (d *svgDiagram) legendItems() []string {
+	items := []string{"message", "dropped", "in flight", "output", "input", "timer", "start", "crashed", "recovered"}
+	if len(d.marked) > 0 {
+		items = append(items, "marked")
+	}
+	return items
+}
+
+// legendLayout places the legend's entries in rows that fit the width,
+// starting at y; it returns where each entry goes and the y of the last row.
+func (d *svgDiagram) legendLayout(y float64) (pos [][2]float64, last float64) {
+	x := d.x0 - 10
+	for _, it := range d.legendItems() {
+		w := 26 + svgTextWidth(it, 10)
+		if x > d.x0-10 && x+w > d.width-12 {
+			x, y = d.x0-10, y+20
+		}
+		pos = append(pos, [2]float64{x, y})
+		x += w + 18
+	}
+	return pos, y
+}
+
+func (d *svgDiagram) legend() {
+	pos, last := d.legendLayout(d.top + float64(d.rows)*d.rowH + 62)
+	d.printf(`<g class="legend" font-size="10" fill="#555">` + "\n")
+	for k, it := range d.legendItems() {
+		x, y := pos[k][0], pos[k][1]
+		switch it {
+		case "message":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3" marker-end="url(#arrow)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgMsg)
+		case "dropped":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3" stroke-dasharray="5 3"/>`, svgF(x), svgF(y), svgF(x+14), svgF(y), svgDrop)
+			d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="%s" stroke-width="2.2" stroke-linecap="round"/>`,
+				svgF(x+12), svgF(y-4), svgF(x+20), svgF(y+4), svgF(x+12), svgF(y+4), svgF(x+20), svgF(y-4), svgDrop)
+		case "in flight":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-dasharray="2 3" marker-end="url(#arrow-pending)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgPending)
+		case "output":
+			d.printf(`<circle cx="%s" cy="%s" r="4.6" fill="%s"/>`, svgF(x+10), svgF(y), svgOutput)
+		case "input":
+			d.printf(`<path d="M%s,%s L%s,%s L%s,%s z" fill="%s"/>`, svgF(x+5.5), svgF(y-4), svgF(x+14.5), svgF(y-4), svgF(x+10), svgF(y+4), svgInput)
+		case "timer":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#7d8790" stroke-width="1.6"/>`, svgF(x+10), svgF(y-6), svgF(x+10), svgF(y+6))
+		case "start":
+			d.printf(`<rect x="%s" y="%s" width="6" height="6" fill="#55606b"/>`, svgF(x+7), svgF(y-3))
+		case "crashed":
+			d.printf(`<rect x="%s" y="%s" width="20" height="10" rx="2" fill="%s"/>`, svgF(x), svgF(y-5), svgCrashed)
+			d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="#111" stroke-width="2" stroke-linecap="round"/>`,
+				svgF(x-4), svgF(y-4), svgF(x+4), svgF(y+4), svgF(x-4), svgF(y+4), svgF(x+4), svgF(y-4))
+		case "recovered":
+			d.printf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.8"/>`, svgF(x+10), svgF(y), svgInk)
+		case "marked":
+			d.printf(`<circle cx="%s" cy="%s" r="6" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x+10), svgF(y), svgMark, svgMark)
+		}
+		d.printf(`<text x="%s" y="%s">%s</text>`+"\n", svgF(x+26), svgF(y+3.5), it)
+	}
+	d.printf("</g>\n")
+	if len(d.events) < d.total {
+		d.printf(`<text class="truncated" x="%s" y="%s" font-size="11" font-weight="bold" fill="%s">`, svgF(d.x0-10), svgF(last+24), svgMark)
+		d.text(fmt.Sprintf("Truncated: only the first %d of %d events are drawn.", len(d.events), d.total))
+		d.printf("</text>\n")
+	}
+}
+
+// reserve claims a rectangle for a label; false if it overlaps one already
+// claimed.
+func (d *svgDiagram) reserve(x0, y0, x1, y1 float64) bool {
+	const cell = 64
+	r := svgRect{x0, y0, x1, y1}
+	cx0, cy0 := int(math.Floor(x0/cell)), int(math.Floor(y0/cell))
+	cx1, cy1 := int(math.Floor(x1/cell)), int(math.Floor(y1/cell))
+	for cx := cx0; cx <= cx1; cx++ {
+		for cy := cy0; cy <= cy1; cy++ {
+			for _, o := range d.placed[[2]int{cx, cy}] {
+				if r.x0 < o.x1 && o.x0 < r.x1 && r.y0 < o.y1 && o.y0 < r.y1 {
+					return false
+				}
+			}
+		}
+	}
+	d.block(r)
+	return true
+}
+
+// block claims a rectangle whether or not it overlaps others.
+func (d *svgDiagram) block(r svgRect) {
+	const cell = 64
+	cx0, cy0 := int(math.Floor(r.x0/cell)), int(math.Floor(r.y0/cell))
+	cx1, cy1 := int(math.Floor(r.x1/cell)), int(math.Floor(r.y1/cell))
+	for cx := cx0; cx <= cx1; cx++ {
+		for cy := cy0; cy <= cy1; cy++ {
+			d.placed[[2]int{cx, cy}] = append(d.placed[[2]int{cx, cy}], r)
+		}
+	}
+}
+
+func (d *svgDiagram) printf(format string, args ...any) {
+	if len(args) == 0 {
+		d.out = append(d.out, format...)
+		return
+	}
+	d.out = fmt.Appendf(d.out, format, args...)
+}
+
+// text appends s escaped for XML character data or an attribute value.
+// Characters XML cannot carry at all (most control characters, invalid
+// UTF-8) become U+FFFD.
+func (d *svgDiagram) text(s string) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == '<':
+			d.out = append(d.out, "&lt;"...)
+		case r == '>':
+			d.out = append(d.out, "&gt;"...)
+		case r == '&':
+			d.out = append(d.out, "&amp;"...)
+		case r == '"':
+			d.out = append(d.out, "&quot;"...)
+		case r == '\'':
+			d.out = append(d.out, "&apos;"...)
+		case r == '\n':
+			d.out = append(d.out, "&#10;"...)
+		case r == '\t', r == '\r':
+			d.out = append(d.out, ' ')
+		case r == utf8.RuneError && n == 1, r < 0x20, r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r < 0xE000:
+			d.out = append(d.out, "\uFFFD"...)
+		default:
+			d.out = utf8.AppendRune(d.out, r)
+		}
+	}
+}
+
+// svgEventName is what an event is called in the diagram: its label, or
+// else its type.
+func svgEventName(e *Event) string {
+	if e.Label != "" {
+		return e.Label
+	}
+	return e.Type
+}
+
+// svgClip shortens s to at most n runes, ending with "…" if it was cut.
+func svgClip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	k := 0
+	for i := range s {
+		if k == n-1 {
+			return s[:i] + "…"
+		}
+		k++
+	}
+	return s
+}
+
+// svgTextWidth estimates the width of s in pixels at the given font size.
+func svgTextWidth(s string, size float64) float64 {
+	return float64(utf8.RuneCountInString(s)) * size * 0.6
+}
+
+// svgF formats a coordinate with at most one decimal.
+func svgF(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "0"
+	}
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+}
+
+// svgTick renders a tick's time as FormatNS does, without trailing zeros
+// (0, 500µs, 1ms, 1.5ms), and with more digits if FormatNS's three
+// decimals cannot tell ticks step apart.
+func svgTick(ns, step int64) string {
+	if ns == 0 {
+		return "0"
+	}
+	s := FormatNS(ns)
+	unit := strings.TrimLeft(s, "-0123456789.")
+	scale := map[string]float64{"s": 1e9, "ms": 1e6, "µs": 1e3}[unit]
+	if scale > 0 && step > 0 && float64(step) < scale/1000 {
+		digits := int(math.Ceil(math.Log10(scale / float64(step))))
+		s = strconv.FormatFloat(float64(ns)/scale, 'f', digits, 64) + unit
+	}
+	num := strings.TrimSuffix(s, unit)
+	if strings.Contains(num, ".") {
+		num = strings.TrimRight(strings.TrimRight(num, "0"), ".")
+	}
+	return num + unit
+}
