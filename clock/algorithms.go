@@ -32,7 +32,9 @@ var Algorithms = []proc.Algorithm{
 		Family: "clocks", Name: "lamport",
 		Summary: "N clocks at different rates exchanging random messages, corrected by Lamport's rule",
 		Source:  "seed 003 §6.2",
-		Assumes: proc.Assumptions{Reliable: true},
+		// Crash-stop is harmless; recovery with fresh state restarts the
+		// clock and breaks the clock condition (it needs stable storage).
+		Assumes: proc.Assumptions{Failures: "crash-stop"},
 		New:     newChatter(true),
 		Checks:  clockChecks,
 	},

@@ -29,7 +29,9 @@ type Options struct {
 	Network  NetworkFlags
 	// Faults are extra faults in the scenario language ("crash 3 at
 	// 10ms"), added to the scenario's.
-	Faults   []string
+	Faults []string
+	// Chaos, if set, adds a random fault schedule drawn from the run's seed.
+	Chaos    *sim.Chaos
 	Deadline time.Duration
 	// VectorClocks records vector timestamps; Auto turns them on for runs
 	// of at most 64 processes.
@@ -166,6 +168,11 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		} else {
 			cfg.Faults = append(cfg.Faults, f)
 		}
+	}
+	if o.Chaos != nil {
+		faults, parts := o.Chaos.Faults(cfg.Nodes, cfg.Seed)
+		cfg.Faults = append(cfg.Faults, faults...)
+		cfg.Network.Partitions = append(cfg.Network.Partitions, parts...)
 	}
 	if o.Deadline > 0 {
 		cfg.Deadline = o.Deadline

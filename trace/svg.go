@@ -87,8 +87,6 @@ type svgMessage struct {
 type svgRect struct{ x0, y0, x1, y1 float64 }
 
 type svgDiagram struct {
-	t      *Trace
-	opt    SVGOptions
 	events []Event // the events drawn
 	total  int     // events in the trace
 	marked map[int]bool
@@ -112,7 +110,13 @@ type svgDiagram struct {
 }
 
 func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
-	d := &svgDiagram{t: t, opt: opt, total: len(t.Events), marked: map[int]bool{}, byID: map[uint64]*svgMessage{}, placed: map[[2]int][]svgRect{}, outLabels: map[int][2]float64{}}
+	d := &svgDiagram{
+		total:     len(t.Events),
+		marked:    map[int]bool{},
+		byID:      map[uint64]*svgMessage{},
+		placed:    map[[2]int][]svgRect{},
+		outLabels: map[int][2]float64{},
+	}
 	limit := opt.MaxEvents
 	if limit <= 0 {
 		limit = DefaultSVGMaxEvents
@@ -202,6 +206,7 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		}
 	}
 	if d.t1 <= d.t0 {
+		d.t0 = min(d.t0, math.MaxInt64-1)
 		d.t1 = d.t0 + 1
 	}
 
@@ -220,8 +225,8 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		}
 	}
 	d.info = fmt.Sprintf("%d processes · %d events", d.rows, d.total)
-	if len(d.events) > 0 {
-		d.info += " · " + svgTick(d.t1-d.t0, d.t1-d.t0)
+	if span := d.t1 - d.t0; len(d.events) > 0 && span > 0 {
+		d.info += " · " + svgTick(span, span)
 	}
 	if d.rows == 1 {
 		d.info = strings.Replace(d.info, "processes", "process", 1)
@@ -453,7 +458,7 @@ func (d *svgDiagram) messages() {
 				lift := d.rowH * 0.45
 				d.printf(`<path d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"/></g>`+"\n",
 					svgF(x1), svgF(y1), svgF(x1+4), svgF(y1-lift), svgF(max(x2-4, x1+8)), svgF(y2-lift), svgF(x2), svgF(y2), color, width, dash, head)
-				if d.labelled {
+				if d.labelled && k == 0 {
 					labels = append(labels, label{name, x1, y1 - lift*0.75, max(x2, x1+8), y2 - lift*0.75, color})
 				}
 				continue

@@ -278,14 +278,20 @@ func svgRender(t *testing.T, tr *Trace, opt SVGOptions) []byte {
 	return b.Bytes()
 }
 
-func TestSVGSample(t *testing.T) {
+// svgSample is svSample with a message still in flight at the end and one
+// sent to oneself.
+func svgSample() *Trace {
 	tr := svSample()
-	// A message still in flight at the end, and one sent to oneself.
 	tr.Events = append(tr.Events,
 		Event{Index: 16, Time: 8e6, Node: 2, Kind: Send, Msg: 4, Peer: 0, Type: "LATE"},
 		Event{Index: 17, Time: 8e6, Node: 1, Kind: Send, Msg: 5, Peer: 1, Type: "SELF"},
 		Event{Index: 18, Time: 9e6, Node: 1, Kind: Recv, Msg: 5, Peer: 1, Type: "SELF"},
 	)
+	return tr
+}
+
+func TestSVGSample(t *testing.T) {
+	tr := svgSample()
 	b := svgRender(t, tr, SVGOptions{Title: "sample", Mark: []int{8, 13, 7}})
 	doc := svgParse(t, b)
 
@@ -484,6 +490,7 @@ func TestSVGExamples(t *testing.T) {
 		tr  *Trace
 		opt SVGOptions
 	}{
+		"sample":     {svgSample(), SVGOptions{Title: "sample", Mark: []int{8, 13, 7}}},
 		"ra4":        {svgRATrace(4, 1), SVGOptions{}},
 		"ra4-marked": {svgRATrace(4, 1), SVGOptions{Title: "mutual exclusion violated", Mark: []int{}}},
 		"ra8":        {svgRATrace(8, 2), SVGOptions{}},

@@ -190,6 +190,11 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			printReport(out, reports[0], tracesOf(f))
 		} else {
 			printTable(out, fam, reports)
+			for _, file := range tracesOf(f) {
+				for _, r := range reports {
+					fmt.Fprintf(out, "wrote %s\n", perAlgo(file, r.Algo, len(reports)))
+				}
+			}
 		}
 	}
 	if failed {
