@@ -23,7 +23,8 @@ type calendar struct {
 	base     int64 // start of the current bucket
 	idx      int   // index of the current bucket in buckets
 	buckets  [][]Key
-	inWindow int // keys in buckets (not counting cur)
+	occupied []uint64 // bit i set: buckets[i] is not empty
+	inWindow int      // keys in buckets (not counting cur)
 	cur      timeQueue
 	far      timeQueue
 }
@@ -32,10 +33,12 @@ type calendar struct {
 // events it causes (the mean latency): a few hundred buckets per mean
 // latency and a window of about thirty mean latencies.
 func newCalendar(typical int64) *calendar {
+	const n = 8192
 	width := max(typical/256, 1)
 	return &calendar{
-		shift:   uint(bits.Len64(uint64(width)) - 1),
-		buckets: make([][]Key, 8192),
+		shift:    uint(bits.Len64(uint64(width)) - 1),
+		buckets:  make([][]Key, n),
+		occupied: make([]uint64, n/64),
 	}
 }
 
@@ -49,6 +52,7 @@ func (c *calendar) Push(k Key) {
 	case d < int64(len(c.buckets)):
 		i := (c.idx + int(d)) % len(c.buckets)
 		c.buckets[i] = append(c.buckets[i], k)
+		c.occupied[i>>6] |= 1 << (i & 63)
 		c.inWindow++
 	default:
 		c.far.Push(k)
@@ -62,14 +66,16 @@ func (c *calendar) Pop() Key {
 	return c.cur.Pop()
 }
 
-// advance slides the window to the next non-empty bucket.
+// advance slides the window to the next non-empty bucket, skipping empty
+// ones through the occupancy bitmap, or jumps to the earliest far event
+// when the window is empty.
 func (c *calendar) advance() {
 	if c.inWindow == 0 {
-		// Nothing near: jump to the bucket of the earliest far event.
 		c.base = c.far.h[0].At >> c.shift << c.shift
 	} else {
-		c.base += 1 << c.shift
-		c.idx = (c.idx + 1) % len(c.buckets)
+		next := c.nextOccupied()
+		c.base += int64((next-c.idx+len(c.buckets))%len(c.buckets)) << c.shift
+		c.idx = next
 	}
 	b := c.buckets[c.idx]
 	c.inWindow -= len(b)
@@ -77,9 +83,28 @@ func (c *calendar) advance() {
 		c.cur.Push(k)
 	}
 	c.buckets[c.idx] = b[:0]
+	c.occupied[c.idx>>6] &^= 1 << (c.idx & 63)
 	// Far events that the slide brought inside the window.
 	end := c.base + int64(len(c.buckets))<<c.shift
 	for c.far.Len() > 0 && c.far.h[0].At < end {
 		c.Push(c.far.Pop())
 	}
+}
+
+// nextOccupied returns the index of the first non-empty bucket after the
+// current one, going round the ring. It must only be called when some
+// bucket is occupied.
+func (c *calendar) nextOccupied() int {
+	n := len(c.buckets)
+	start := (c.idx + 1) % n
+	w := start >> 6
+	word := c.occupied[w] &^ (1<<(start&63) - 1) // bits at or after start
+	for range len(c.occupied) + 1 {
+		if word != 0 {
+			return w<<6 + bits.TrailingZeros64(word)
+		}
+		w = (w + 1) % len(c.occupied)
+		word = c.occupied[w]
+	}
+	panic("calendar: no occupied bucket")
 }

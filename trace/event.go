@@ -226,7 +226,7 @@ func appendString(b []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
+			b = append(b, "\uFFFD"...)
 		} else {
 			b = append(b, s[i:i+size]...)
 		}

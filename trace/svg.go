@@ -44,6 +44,7 @@ const (
 const (
 	svgInk     = "#333"
 	svgMsg     = "#2f6aa8"
+	svgMsgText = "#24507f"
 	svgDrop    = "#d97a0b"
 	svgPending = "#9aa3ad"
 	svgOutput  = "#1e9e5a"
@@ -557,8 +558,6 @@ func (d *svgDiagram) messages() {
 		}
 	}
 }
-
-const svgMsgText = "#24507f"
 
 // points draws the events that are not messages, and a dot at each end of
 // a message.

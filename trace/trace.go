@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
+	"math"
 )
 
 // Trace is a whole run in memory.
@@ -145,50 +146,59 @@ func Read(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	t := &Trace{}
-	line := 0
+	line, header := 0, false
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
 			continue
 		}
-		if line == 1 {
-			if err := strictUnmarshal([]byte(text), &t.Header); err != nil {
-				return nil, fmt.Errorf("%w: line 1 (header): %v", ErrFormat, err)
+		if !header {
+			header = true
+			if err := strictUnmarshal(text, &t.Header); err != nil {
+				return nil, fmt.Errorf("%w: line %d (header): %v", ErrFormat, line, err)
 			}
 			if t.Header.Format != FormatName {
-				return nil, fmt.Errorf("%w: line 1: format %q, want %q", ErrFormat, t.Header.Format, FormatName)
+				return nil, fmt.Errorf("%w: line %d: format %q, want %q", ErrFormat, line, t.Header.Format, FormatName)
 			}
-			if t.Header.Nodes < 1 {
-				return nil, fmt.Errorf("%w: line 1: nodes = %d, want at least 1", ErrFormat, t.Header.Nodes)
+			if t.Header.Nodes < 1 || t.Header.Nodes > math.MaxInt32 {
+				return nil, fmt.Errorf("%w: line %d: nodes = %d, want 1..%d", ErrFormat, line, t.Header.Nodes, math.MaxInt32)
 			}
 			continue
 		}
 		e := Event{Peer: -1}
-		if err := strictUnmarshal([]byte(text), &e); err != nil {
+		if err := strictUnmarshal(text, &e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
 		}
 		if err := t.validate(&e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
+		}
+		if len(e.Data) > 0 {
+			// Keep Data canonical (compact), so a trace read back re-encodes
+			// to the same bytes and the same hash.
+			var c bytes.Buffer
+			if err := json.Compact(&c, e.Data); err == nil {
+				e.Data = c.Bytes()
+			}
 		}
 		t.Events = append(t.Events, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line+1, err)
 	}
-	if line == 0 {
+	if !header {
 		return nil, fmt.Errorf("%w: empty input, want a header line", ErrFormat)
 	}
 	return t, nil
 }
 
 func strictUnmarshal(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
+	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return err
 	}
-	if d.More() {
+	if _, err := d.Token(); err != io.EOF {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
