@@ -20,7 +20,8 @@ type Sim struct {
 	queue   Queue
 	now     int64
 	seq     uint64
-	items   []item   // pending events' contents, by slot
+	items   [][]item // pending events' contents, by slot, in fixed-size chunks
+	slots   uint32   // slots ever used
 	free    []uint32 // free slots
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
@@ -237,7 +238,7 @@ func (s *Sim) begin() {
 	// for deliveries, which cannot exist yet.
 	for s.queue.Len() > 0 {
 		k := s.queue.Pop()
-		if k.At != 0 || s.items[k.Slot].kind != evFault {
+		if k.At != 0 || s.item(k.Slot).kind != evFault {
 			s.queue.Push(k)
 			break
 		}
@@ -282,7 +283,7 @@ func (s *Sim) Step() bool {
 }
 
 func (s *Sim) handle(k Key) {
-	it := &s.items[k.Slot]
+	it := s.item(k.Slot)
 	if it.kind == evDead {
 		s.release(k.Slot)
 		return
@@ -564,24 +565,37 @@ func (s *Sim) countKind(k string) {
 
 func linkKey(from, to proc.ID) uint64 { return uint64(uint32(from))<<32 | uint64(uint32(to)) }
 
+// Events live in chunks of chunkSize, so that a run with tens of millions
+// of events in flight never copies (or makes the garbage collector wait
+// for) one huge array as it grows.
+const (
+	chunkBits = 14
+	chunkSize = 1 << chunkBits
+)
+
+func (s *Sim) item(slot uint32) *item { return &s.items[slot>>chunkBits][slot&(chunkSize-1)] }
+
 // push schedules an event at virtual time at and returns its slot.
 func (s *Sim) push(at int64, it item) uint32 {
 	var slot uint32
 	if n := len(s.free); n > 0 {
 		slot = s.free[n-1]
 		s.free = s.free[:n-1]
-		s.items[slot] = it
 	} else {
-		slot = uint32(len(s.items))
-		s.items = append(s.items, it)
+		slot = s.slots
+		s.slots++
+		if int(slot>>chunkBits) == len(s.items) {
+			s.items = append(s.items, make([]item, chunkSize))
+		}
 	}
+	*s.item(slot) = it
 	s.seq++
 	s.queue.Push(Key{At: at, Seq: s.seq, Slot: slot})
 	return slot
 }
 
 func (s *Sim) release(slot uint32) {
-	s.items[slot] = item{}
+	*s.item(slot) = item{}
 	s.free = append(s.free, slot)
 }
 
@@ -606,7 +620,7 @@ type Pending struct {
 
 // Describe tells what the pending event in slot is.
 func (s *Sim) Describe(slot uint32) Pending {
-	it := &s.items[slot]
+	it := s.item(slot)
 	p := Pending{Node: proc.ID(it.node), From: proc.None}
 	switch it.kind {
 	case evDeliver:
@@ -721,7 +735,7 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 func (e *env) CancelTimer(id proc.TimerID) {
 	s := e.s
 	if slot, ok := s.timers[id]; ok {
-		s.items[slot].kind = evDead
+		s.item(slot).kind = evDead
 		delete(s.timers, id)
 	}
 }
