@@ -651,7 +651,7 @@ func (d *svgDiagram) layoutOutputs() {
 			continue
 		}
 		x, y := d.x(e.Time), d.y(e.Node)
-		w := svgTextWidth(text, 10)
+		w := svgTextWidth(text, 10)*1.2 + 4 // bold, and a little air between labels
 		cx := min(max(x, d.x0-10+w/2), d.width-4-w/2)
 		for _, dy := range []float64{-9, 17, -20} {
 			if d.reserve(cx-w/2, y+dy-9, cx+w/2, y+dy+2) {

@@ -130,7 +130,7 @@ func TestTraceRoundTripRenderAndCheck(t *testing.T) {
 
 func TestListAndVersion(t *testing.T) {
 	code, out, _ := cli(t, "list")
-	if code != 0 || !strings.Contains(out, "lamport-figure") || !strings.Contains(out, "reliable") {
+	if code != 0 || !strings.Contains(out, "lamport-figure") || !strings.Contains(out, "failures=crash-stop") {
 		t.Errorf("list: exit %d\n%s", code, out)
 	}
 	code, out, _ = cli(t, "list", "--json")

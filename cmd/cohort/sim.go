@@ -288,7 +288,7 @@ func printReport(w io.Writer, r *run.Report, files []string) {
 		tw.Flush()
 		for _, c := range r.Checks {
 			if !c.OK && c.Counterexample != "" {
-				fmt.Fprintf(w, "\n%s counterexample:\n%s\n", c.Name, indent(c.Counterexample))
+				fmt.Fprintf(w, "\n%s\n", indent(c.Counterexample))
 			}
 		}
 	}
