@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/sim"
@@ -21,6 +23,23 @@ type Family struct {
 	Summary    string
 	Algorithms []proc.Algorithm
 	Metrics    run.MetricsFunc
+	// Workload makes the default workload of a run whose scenario scripts
+	// none; React makes what answers outputs in every run. Either may be nil.
+	Workload func() sim.Workload
+	React    func() sim.Workload
+}
+
+// Options returns run options for algorithm a of the family, with the
+// family's metrics and workloads in place.
+func (f Family) Options(a proc.Algorithm) run.Options {
+	o := run.Options{Algo: a, Metrics: f.Metrics}
+	if f.Workload != nil {
+		o.Workload = f.Workload()
+	}
+	if f.React != nil {
+		o.React = f.React()
+	}
+	return o
 }
 
 var families = []Family{
@@ -29,6 +48,14 @@ var families = []Family{
 		Summary:    "logical clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2)",
 		Algorithms: clock.Algorithms,
 		Metrics:    clockMetrics,
+	},
+	{
+		Name:       "mutex",
+		Summary:    "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)",
+		Algorithms: mutex.Algorithms,
+		Metrics:    mutexMetrics,
+		Workload:   func() sim.Workload { return DefaultMutexLoad() },
+		React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
 	},
 }
 
@@ -69,7 +96,8 @@ func (f Family) Names() []string {
 }
 
 // clockMetrics counts the timestamps the processes reported.
-func clockMetrics(t *trace.Trace, _ sim.Result, _ string, _ int) (map[string]float64, map[string]*float64) {
+func clockMetrics(r run.Finished) (map[string]float64, map[string]*float64) {
+	t := r.Trace
 	m := map[string]float64{}
 	var stamps float64
 	for i := range t.Events {

@@ -26,7 +26,7 @@ func simulate(t *testing.T, family, algo string, mod func(*run.Options)) (*run.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := run.Options{Algo: a, Metrics: f.Metrics}
+	o := f.Options(a)
 	if mod != nil {
 		mod(&o)
 	}

@@ -60,7 +60,9 @@ func TestScenarioReplaysExactly(t *testing.T) {
 	}
 	hash := func(seed *uint64) (string, *run.Report) {
 		var buf bytes.Buffer
-		r, _, err := run.Sim(run.Options{Algo: a, Scenario: sc, Seed: seed, Trace: &buf, Metrics: f.Metrics})
+		o := f.Options(a)
+		o.Scenario, o.Seed, o.Trace = sc, seed, &buf
+		r, _, err := run.Sim(o)
 		if err != nil {
 			t.Fatal(err)
 		}

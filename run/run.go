@@ -45,11 +45,26 @@ type Options struct {
 	Progress func(virtual time.Duration, events int64)
 	// Metrics computes the family's metrics from the run; nil reports none.
 	Metrics MetricsFunc
+	// Workload drives the run when the scenario scripts no inputs and no
+	// workload of its own; nil means no inputs.
+	Workload sim.Workload
+	// React runs beside any workload, scripted or not, to answer outputs
+	// (the mutex family releases the critical section after a hold time).
+	React sim.Workload
 }
 
 // MetricsFunc computes a family's metrics, and the theory's figures for the
 // same quantities where the seeds give one (nil where they give none).
-type MetricsFunc func(t *trace.Trace, res sim.Result, algo string, n int) (metrics map[string]float64, theory map[string]*float64)
+type MetricsFunc func(r Finished) (metrics map[string]float64, theory map[string]*float64)
+
+// Finished is a run as a family's metrics see it.
+type Finished struct {
+	Trace       *trace.Trace
+	Result      sim.Result
+	Algo        string
+	Nodes       int
+	MeanLatency time.Duration // the network's mean one-way latency: the unit of delays "in messages"
+}
 
 // NetworkFlags override the scenario's network model.
 type NetworkFlags struct {
@@ -157,6 +172,16 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	cfg.New = a.New
+	if len(sc2.Inputs) == 0 && sc2.Workload == nil && o.Workload != nil {
+		cfg.Workload = o.Workload
+	}
+	if o.React != nil {
+		if cfg.Workload == nil {
+			cfg.Workload = o.React
+		} else {
+			cfg.Workload = sim.Combine{cfg.Workload, o.React}
+		}
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		f, part, err := scenario.ParseFault(src, cfg.Nodes)
@@ -197,13 +222,16 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		sinks = append(sinks, w)
 	}
 	cfg.Trace = trace.Tee(sinks...)
-	if o.Progress != nil {
+	// A workload that knows when it is finished ends the run then, so that
+	// algorithms that never fall silent (an idle token ring) stop too.
+	done, _ := cfg.Workload.(interface{ Done() bool })
+	if o.Progress != nil || done != nil {
 		var count int64
 		cfg.Until = func(s *sim.Sim) bool {
-			if count++; count&0xffff == 0 {
+			if count++; o.Progress != nil && count&0xffff == 0 {
 				o.Progress(s.Now(), count)
 			}
-			return false
+			return done != nil && done.Done()
 		}
 	}
 	outputs := map[string]int64{}
@@ -243,7 +271,7 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}
 	t := &rec.Trace
 	if o.Metrics != nil {
-		m, th := o.Metrics(t, res, a.Name, cfg.Nodes)
+		m, th := o.Metrics(Finished{Trace: t, Result: res, Algo: a.Name, Nodes: cfg.Nodes, MeanLatency: cfg.Network.Latency.Mean()})
 		for k, v := range m {
 			r.Metrics[k] = v
 		}

@@ -75,7 +75,7 @@ diagram.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }
 

@@ -148,7 +148,8 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	failed := false
 	for _, a := range algos {
 		o := base
-		o.Algo = a
+		fo := fam.Options(a)
+		o.Algo, o.Workload, o.React = a, fo.Workload, fo.React
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))

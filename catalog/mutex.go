@@ -1,0 +1,207 @@
+package catalog
+
+import (
+	"math"
+	"time"
+
+	"github.com/cohort-go/cohort/mutex"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// MutexLoad is the mutex family's closed-loop workload: every process
+// thinks (Think), acquires, and once it has left the critical section
+// does it again, Rounds times. (Leaving is MutexHold's business.) A nil
+// Think keeps every process requesting again at once: saturation.
+type MutexLoad struct {
+	Rounds int
+	Think  sim.Dist
+	left   []int
+	issued int // acquires scheduled
+	exited int // exits seen
+}
+
+// Done reports that every round of every process has been served.
+func (w *MutexLoad) Done() bool {
+	return w.left != nil && w.exited == w.issued && w.issued == w.Rounds*len(w.left)
+}
+
+// DefaultMutexLoad: five rounds per process with an exponential think time
+// of 5 ms — contended, but not saturated, with the default 1 ms hold.
+func DefaultMutexLoad() *MutexLoad {
+	return &MutexLoad{Rounds: 5, Think: sim.Exponential{MeanD: 5 * time.Millisecond}}
+}
+
+func (w *MutexLoad) Init(c sim.Control) {
+	w.left = make([]int, c.N())
+	for id := range w.left {
+		w.left[id] = w.Rounds
+		w.next(c, proc.ID(id))
+	}
+}
+
+func (w *MutexLoad) next(c sim.Control, id proc.ID) {
+	if w.left[id] == 0 {
+		return
+	}
+	w.left[id]--
+	w.issued++
+	var think time.Duration
+	if w.Think != nil {
+		think = w.Think.Sample(c.Rand())
+	}
+	c.Schedule(think, id, mutex.Acquire{})
+}
+
+func (w *MutexLoad) Observe(c sim.Control, id proc.ID, o proc.Output) {
+	if _, ok := o.(mutex.Exit); ok {
+		w.exited++
+		w.next(c, id)
+	}
+}
+
+// MutexHold is the application inside the critical section: a process that
+// entered releases after Hold. It runs beside every workload, scripted or
+// generated.
+type MutexHold struct{ Hold time.Duration }
+
+func (MutexHold) Init(sim.Control) {}
+func (h MutexHold) Observe(c sim.Control, id proc.ID, o proc.Output) {
+	if _, ok := o.(mutex.Enter); ok {
+		c.Schedule(h.Hold, id, mutex.Release{})
+	}
+}
+
+// mutexMetrics measures a run against the seeds' evaluation criteria:
+// messages per entry, the client delay of uncontended requests and the
+// synchronization delay between an exit and the next entry when someone
+// was waiting (both in units of the mean one-way latency), and throughput.
+func mutexMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
+	t := f.Trace
+	lat := float64(f.MeanLatency)
+	type req struct {
+		node           int32
+		acquire, enter int64 // times; enter < 0 while pending
+		contended      bool
+	}
+	var reqs []*req
+	pending := map[int32]*req{} // requested, not yet entered
+	holding := int32(-1)
+	var entries, exits int
+	var first, last int64 = -1, 0
+	var syncDelays, clientDelays []float64
+	var lastExit int64 = -1
+	waitedAtExit := false
+	for i := range t.Events {
+		e := &t.Events[i]
+		switch {
+		case e.Kind == trace.Input && e.Type == "acquire":
+			r := &req{node: e.Node, acquire: e.Time, enter: -1}
+			r.contended = holding >= 0 || len(pending) > 0
+			for _, o := range pending {
+				o.contended = true
+			}
+			pending[e.Node] = r
+			reqs = append(reqs, r)
+			if first < 0 {
+				first = e.Time
+			}
+		case e.Kind == trace.Output && e.Type == "enter":
+			entries++
+			if r := pending[e.Node]; r != nil {
+				r.enter = e.Time
+				delete(pending, e.Node)
+				if !r.contended {
+					clientDelays = append(clientDelays, float64(r.enter-r.acquire)/lat)
+				}
+			}
+			if lastExit >= 0 && waitedAtExit {
+				syncDelays = append(syncDelays, float64(e.Time-lastExit)/lat)
+			}
+			lastExit = -1
+			holding = e.Node
+		case e.Kind == trace.Output && e.Type == "exit":
+			exits++
+			holding = -1
+			lastExit = e.Time
+			waitedAtExit = len(pending) > 0
+			last = e.Time
+		case e.Kind == trace.Crash:
+			delete(pending, e.Node)
+			if holding == e.Node {
+				holding = -1
+			}
+		}
+	}
+	m := map[string]float64{"entries": float64(entries)}
+	if entries > 0 {
+		m["messages_per_entry"] = float64(f.Result.Sent) / float64(entries)
+	}
+	if len(clientDelays) > 0 {
+		m["client_delay_msgs"] = mean(clientDelays)
+	}
+	if len(syncDelays) > 0 {
+		m["sync_delay_msgs"] = mean(syncDelays)
+	}
+	if exits > 0 && last > first {
+		m["throughput_per_s"] = float64(exits) / (float64(last-first) / 1e9)
+	}
+	return m, mutexTheory(f.Algo, f.Nodes)
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// MutexTheory is what the seeds (or, for the algorithms beyond them, their
+// papers) say each algorithm costs with n processes: messages per entry
+// (entry and exit together), client delay and synchronization delay in
+// message transmission times. nil where the source gives a range or none.
+func MutexTheory(algo string, n int) (messages, client, sync *float64) {
+	f := func(x float64) *float64 { return &x }
+	N := float64(n)
+	switch algo {
+	case "central", "central-failover":
+		return f(3), f(2), f(2)
+	case "token-ring":
+		return nil, nil, nil // 1..∞ per entry, 0..N−1 before entry, 1..N−1 between
+	case "lamport":
+		return f(3 * (N - 1)), f(2), f(1)
+	case "ricart-agrawala", "ricart-agrawala-jr":
+		// The seed's comparison table gives 2(N−1) for the delay too, counting
+		// the N−1 requests as sent one after another; sent in parallel they
+		// cost one round trip.
+		return f(2 * (N - 1)), f(2 * (N - 1)), f(1)
+	case "ricart-agrawala-majority":
+		q := math.Floor(N/2) + 1
+		return f(3 * (q - 1)), f(2), f(2)
+	case "maekawa", "maekawa-safe":
+		k := float64(maekawaK(n))
+		return f(3 * (k - 1)), f(2), f(2)
+	case "decentralized":
+		m := math.Floor(N/2) + 1
+		return f(3 * m), f(2 * m), nil // k = 1 attempt: 2mk + m messages, 2mk delay
+	case "suzuki-kasami":
+		return f(N), f(2), f(1)
+	case "raymond":
+		return nil, nil, nil // O(log N)
+	}
+	return nil, nil, nil
+}
+
+func mutexTheory(algo string, n int) map[string]*float64 {
+	msgs, client, sync := MutexTheory(algo, n)
+	return map[string]*float64{"messages_per_entry": msgs, "client_delay_msgs": client, "sync_delay_msgs": sync}
+}
+
+// maekawaK is the voting-set size the Maekawa algorithms use for n
+// processes.
+func maekawaK(n int) int {
+	return 2*int(math.Ceil(math.Sqrt(float64(n)))) - 1 // TODO(lead): the sets' real size, from mutex.GridQuorums
+}

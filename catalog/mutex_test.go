@@ -1,0 +1,111 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/sim"
+)
+
+// sweepOptions is a seeded run of algorithm a with n processes inside its
+// assumptions: jittery latency, FIFO only if it may assume FIFO (and
+// sometimes anyway), crashes only if its failure model tolerates them.
+func sweepOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options {
+	o := f.Options(a)
+	s := seed
+	o.Seed = &s
+	o.Nodes = n
+	o.Network.Latency = sim.Uniform{Min: 500 * time.Microsecond, Max: 3 * time.Millisecond}
+	fifo := a.Assumes.FIFO || seed%2 == 0
+	o.Network.FIFO = &fifo
+	o.Workload = &MutexLoad{Rounds: 4, Think: sim.Exponential{MeanD: 2 * time.Millisecond}}
+	o.Deadline = 10 * time.Second
+	switch {
+	case a.Assumes.Failures == "crash-stop" && n >= 3:
+		o.Chaos = &sim.Chaos{Horizon: 30 * time.Millisecond, Crashes: 1}
+	case a.Assumes.Failures == "crash-recover" && n >= 3:
+		o.Chaos = &sim.Chaos{Horizon: 30 * time.Millisecond, Crashes: 1, Recover: true}
+	}
+	return o
+}
+
+func TestMutexSweep(t *testing.T) {
+	f, _ := Lookup("mutex")
+	if len(f.Algorithms) == 0 {
+		t.Skip("no mutex algorithms registered")
+	}
+	seeds := 60
+	if testing.Short() {
+		seeds = 15
+	}
+	for _, a := range f.Algorithms {
+		t.Run(a.Name, func(t *testing.T) {
+			for _, n := range []int{2, 3, 5, 8} {
+				if a.Validate != nil && a.Validate(n) != nil {
+					continue
+				}
+				for seed := uint64(1); seed <= uint64(seeds); seed++ {
+					r, _, err := run.Sim(sweepOptions(f, a, n, seed))
+					if err != nil {
+						t.Fatalf("n=%d seed %d: %v", n, seed, err)
+					}
+					for _, c := range r.Checks {
+						if c.Failed() {
+							t.Fatalf("n=%d seed %d (%s): %s\n%s", n, seed, describe(sweepOptions(f, a, n, seed)), c.Detail, c.Counterexample)
+						}
+					}
+					if r.Stop != "predicate" && r.Stop != "quiescent" {
+						t.Fatalf("n=%d seed %d: the run ended by %s before its workload was done", n, seed, r.Stop)
+					}
+				}
+			}
+		})
+	}
+}
+
+func describe(o run.Options) string {
+	s := fmt.Sprintf("latency %s", o.Network.Latency)
+	if *o.Network.FIFO {
+		s += ", fifo"
+	}
+	if o.Chaos != nil {
+		s += fmt.Sprintf(", %d random crash", o.Chaos.Crashes)
+	}
+	return s
+}
+
+// What the seeds claim each algorithm does not guarantee must show up: over
+// the sweep, the checker finds a violation of every property in Breaks
+// (the claims are tested, not just recorded).
+func TestMutexBreaksAreReal(t *testing.T) {
+	f, _ := Lookup("mutex")
+	for _, a := range f.Algorithms {
+		for _, prop := range a.Breaks {
+			found := false
+			for seed := uint64(1); seed <= 200 && !found; seed++ {
+				for _, n := range []int{3, 4, 5, 8, 9} {
+					if a.Validate != nil && a.Validate(n) != nil {
+						continue
+					}
+					o := sweepOptions(f, a, n, seed)
+					o.Workload = &MutexLoad{Rounds: 4, Think: sim.Exponential{MeanD: 500 * time.Microsecond}}
+					r, _, err := run.Sim(o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i := slices.IndexFunc(r.Checks, func(c run.Check) bool { return c.Name == prop }); i >= 0 && !r.Checks[i].OK {
+						found = true
+						break
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s claims not to guarantee %s, but 200 seeds never broke it", a.Name, prop)
+			}
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/spf13/cobra"
+)
+
+func newCompareCmd() *cobra.Command {
+	var nodesFlag string
+	var seed uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "compare FAMILY",
+		Short: "Measure every algorithm of a family in constructed situations, beside the seeds' formulas",
+		Long: `Run every algorithm of FAMILY for each process count in constructed
+situations — "uncontended" (requests far apart) and "saturated" (every
+process asks again as soon as it leaves) — and print each measured figure
+beside the theory's, with a note where they differ and why. Delays are in
+units of the (constant, 1 ms) one-way latency.`,
+		Example: `  cohort compare mutex --nodes 4,8,16,32
+  cohort compare mutex --nodes 8 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var nodes []int
+			for _, s := range strings.Split(nodesFlag, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n < 1 || n > 4096 {
+					return usageErr("--nodes: %q is not a process count between 1 and 4096", s)
+				}
+				nodes = append(nodes, n)
+			}
+			rows, runs, err := catalog.Compare(args[0], nodes, seed)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			out := cmd.OutOrStdout()
+			failed := false
+			for _, r := range runs {
+				failed = failed || len(r.Failed) > 0
+			}
+			if asJSON {
+				if err := json.NewEncoder(out).Encode(map[string]any{"rows": rows, "runs": runs}); err != nil {
+					return err
+				}
+			} else {
+				printCompare(out, rows, runs, nodes)
+			}
+			if failed {
+				return errChecksFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&nodesFlag, "nodes", "4,8,16", "comma-separated process counts")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"rows\":[{algo,nodes,case,metric,measured,theory,note}], \"runs\":[...]}")
+	return cmd
+}
+
+var metricNames = map[string]string{
+	"messages_per_entry": "messages per entry",
+	"client_delay_msgs":  "client delay (msgs)",
+	"sync_delay_msgs":    "sync delay (msgs)",
+	"throughput_per_s":   "entries per second",
+}
+
+func printCompare(w io.Writer, rows []catalog.CompareRow, runs []catalog.CompareRun, nodes []int) {
+	fmt.Fprintln(w, "measured (theory); delays in one-way message times; — where the seeds give no single figure")
+	var algos []string
+	for _, r := range rows {
+		if len(algos) == 0 || algos[len(algos)-1] != r.Algo {
+			algos = append(algos, r.Algo)
+		}
+	}
+	for _, algo := range algos {
+		fmt.Fprintf(w, "\n%s\n", algo)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "  \t")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "N=%d\t", n)
+		}
+		fmt.Fprintln(tw)
+		type key struct{ c, m string }
+		var order []key
+		cells := map[key]map[int]string{}
+		notes := map[string]bool{}
+		var noteList []string
+		for _, r := range rows {
+			if r.Algo != algo {
+				continue
+			}
+			k := key{r.Case, r.Metric}
+			if cells[k] == nil {
+				cells[k] = map[int]string{}
+				order = append(order, k)
+			}
+			cells[k][r.Nodes] = fmt.Sprintf("%s (%s)", num(r.Measured), num(r.Theory))
+			if r.Note != "" && !notes[r.Note] {
+				notes[r.Note] = true
+				noteList = append(noteList, metricNames[r.Metric]+": "+r.Note)
+			}
+		}
+		for _, k := range order {
+			fmt.Fprintf(tw, "  %s, %s\t", metricNames[k.m], k.c)
+			for _, n := range nodes {
+				c := cells[k][n]
+				if c == "" {
+					c = "n/a"
+				}
+				fmt.Fprintf(tw, "%s\t", c)
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+		for _, r := range runs {
+			if r.Algo == algo && len(r.Failed) > 0 {
+				fmt.Fprintf(w, "  CHECKS FAILED with N=%d, %s: %s\n", r.Nodes, r.Case, strings.Join(r.Failed, ", "))
+			}
+			if r.Algo == algo && r.Skip != "" && r.Case == "uncontended" {
+				fmt.Fprintf(w, "  skipped N=%d: %s\n", r.Nodes, r.Skip)
+			}
+		}
+		for _, n := range noteList {
+			fmt.Fprintf(w, "  · %s\n", n)
+		}
+	}
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	v := *p
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v == float64(int64(v)):
+		return strconv.FormatInt(int64(v), 10)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}

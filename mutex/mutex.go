@@ -1,0 +1,134 @@
+package mutex
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Acquire asks to enter the critical section.
+type Acquire struct{}
+
+// Release leaves the critical section.
+type Release struct{}
+
+func (Acquire) Kind() string { return "acquire" }
+func (Release) Kind() string { return "release" }
+
+// Enter reports that the process entered the critical section.
+type Enter struct{}
+
+// Exit reports that the process left the critical section.
+type Exit struct{}
+
+func (Enter) Kind() string { return "enter" }
+func (Exit) Kind() string  { return "exit" }
+
+// Waiting reports whom a requesting process still waits for (replies,
+// votes, the token); an empty For means it waits for nobody.
+type Waiting struct {
+	For []proc.ID `json:"for"`
+}
+
+func (Waiting) Kind() string { return "waiting" }
+func (w Waiting) String() string {
+	parts := make([]string, len(w.For))
+	for i, id := range w.For {
+		parts[i] = id.String()
+	}
+	return "waiting for {" + strings.Join(parts, ",") + "}"
+}
+
+// Lent reports that this process's permission (its vote, grant or token)
+// is now held by To; To is None when it came back.
+type Lent struct {
+	To proc.ID `json:"to"`
+}
+
+func (Lent) Kind() string     { return "lent" }
+func (l Lent) String() string { return "lent to " + l.To.String() }
+
+// Inputs builds the family's inputs by name, for scenario files.
+func Inputs(name string, args []string) (proc.Input, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("input %q takes no arguments, got %q", name, strings.Join(args, " "))
+	}
+	switch name {
+	case "acquire":
+		return Acquire{}, nil
+	case "release":
+		return Release{}, nil
+	}
+	return nil, fmt.Errorf("unknown input %q (want acquire or release)", name)
+}
+
+// Stamp is a Lamport timestamp in pair form, (C, P), ordered by C and then
+// by process id: the total order the permission-based algorithms agree on.
+type Stamp struct {
+	C uint64  `json:"c"`
+	P proc.ID `json:"p"`
+}
+
+// Less orders stamps: (C, P) < (C', P') iff C < C' or C = C' and P < P'.
+func (s Stamp) Less(o Stamp) bool { return s.C < o.C || (s.C == o.C && s.P < o.P) }
+
+func (s Stamp) String() string { return fmt.Sprintf("%d.%d", s.C, s.P) }
+
+// others returns every process but self, in id order.
+func others(self proc.ID, n int) []proc.ID {
+	ids := make([]proc.ID, 0, n-1)
+	for i := 0; i < n; i++ {
+		if proc.ID(i) != self {
+			ids = append(ids, proc.ID(i))
+		}
+	}
+	return ids
+}
+
+// waitingFor returns the ids of want not yet in got, sorted.
+func waitingFor(want []proc.ID, got map[proc.ID]bool) []proc.ID {
+	var w []proc.ID
+	for _, id := range want {
+		if !got[id] {
+			w = append(w, id)
+		}
+	}
+	slices.Sort(w)
+	return w
+}
+
+// Algorithms is the family's registry, in the order of the seeds. Each
+// algorithm's file adds its entries in register calls.
+var Algorithms []proc.Algorithm
+
+var order = []string{
+	"central", "token-ring", "lamport", "ricart-agrawala", "ricart-agrawala-jr",
+	"ricart-agrawala-majority", "maekawa", "maekawa-safe", "decentralized",
+	"suzuki-kasami", "raymond",
+}
+
+// register adds entries to Algorithms, keeping the canonical order.
+func register(as ...proc.Algorithm) {
+	for _, a := range as {
+		a.Family = "mutex"
+		if a.Inputs == nil {
+			a.Inputs = Inputs
+		}
+		if a.Checks == nil {
+			a.Checks = []string{"integrity", "no-duplicates", "ME1", "ME2", "ME3"}
+		}
+		Algorithms = append(Algorithms, a)
+	}
+	slices.SortStableFunc(Algorithms, func(a, b proc.Algorithm) int {
+		return rank(a.Name) - rank(b.Name)
+	})
+}
+
+func rank(name string) int {
+	if i := slices.Index(order, name); i >= 0 {
+		return i
+	}
+	return len(order)
+}
