@@ -15,12 +15,13 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"clock"}
+var algorithmPackages = []string{"clock", "mutex"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
 	"proc":     {},
 	"clock":    {"proc"},
+	"mutex":    {"proc", "clock"},
 	"sim":      {"proc", "trace"},
 	"trace":    {"proc"},
 	"check":    {"trace", "proc", "clock"},

@@ -13,52 +13,99 @@ import (
 
 // MutexLoad is the mutex family's closed-loop workload: every process
 // thinks (Think), acquires, and once it has left the critical section
-// does it again, Rounds times. (Leaving is MutexHold's business.) A nil
+// thinks again, Rounds times. (Leaving is MutexHold's business.) A nil
 // Think keeps every process requesting again at once: saturation.
+//
+// With probability Tell a process that has just requested also tells a
+// random other process, which requests at once if it is idle — the seed's
+// counterexample to ME3 as a workload: A requests, then sends m to B; B
+// requests after receiving m.
 type MutexLoad struct {
 	Rounds int
 	Think  sim.Dist
-	left   []int
-	issued int // acquires scheduled
-	exited int // exits seen
-}
+	Tell   float64
 
-// Done reports that every round of every process has been served.
-func (w *MutexLoad) Done() bool {
-	return w.left != nil && w.exited == w.issued && w.issued == w.Rounds*len(w.left)
+	left []int  // rounds left per process
+	busy []bool // requesting or inside
+	gen  []int  // invalidates a pending think when a process requests early
 }
 
 // DefaultMutexLoad: five rounds per process with an exponential think time
-// of 5 ms — contended, but not saturated, with the default 1 ms hold.
+// of 5 ms and a one-in-four chance of telling another process — contended,
+// but not saturated, with the default 1 ms hold.
 func DefaultMutexLoad() *MutexLoad {
-	return &MutexLoad{Rounds: 5, Think: sim.Exponential{MeanD: 5 * time.Millisecond}}
+	return &MutexLoad{Rounds: 5, Think: sim.Exponential{MeanD: 5 * time.Millisecond}, Tell: 0.25}
+}
+
+// Done reports that every round of every process that is up has been
+// served (a crashed process will not ask again).
+func (w *MutexLoad) Done(up func(proc.ID) bool) bool {
+	if w.left == nil {
+		return false
+	}
+	for id := range w.left {
+		if up(proc.ID(id)) && (w.left[id] > 0 || w.busy[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Restarted forgets what a process that crashed was doing: its request
+// died with it; the recovered process thinks and asks anew.
+func (w *MutexLoad) Restarted(c sim.Control, id proc.ID) {
+	w.busy[id] = false
+	w.think(c, id)
 }
 
 func (w *MutexLoad) Init(c sim.Control) {
-	w.left = make([]int, c.N())
+	n := c.N()
+	w.left, w.busy, w.gen = make([]int, n), make([]bool, n), make([]int, n)
 	for id := range w.left {
 		w.left[id] = w.Rounds
-		w.next(c, proc.ID(id))
+		w.think(c, proc.ID(id))
 	}
 }
 
-func (w *MutexLoad) next(c sim.Control, id proc.ID) {
-	if w.left[id] == 0 {
+// think requests after a think time, unless the process requests earlier.
+func (w *MutexLoad) think(c sim.Control, id proc.ID) {
+	var d time.Duration
+	if w.Think != nil {
+		d = w.Think.Sample(c.Rand())
+	}
+	w.gen[id]++
+	g := w.gen[id]
+	c.After(d, func() {
+		if w.gen[id] == g {
+			w.request(c, id)
+		}
+	})
+}
+
+func (w *MutexLoad) request(c sim.Control, id proc.ID) {
+	if w.busy[id] || w.left[id] == 0 {
 		return
 	}
+	w.gen[id]++
 	w.left[id]--
-	w.issued++
-	var think time.Duration
-	if w.Think != nil {
-		think = w.Think.Sample(c.Rand())
+	w.busy[id] = true
+	c.Schedule(0, id, mutex.Acquire{})
+	if n := c.N(); w.Tell > 0 && n > 1 && c.Rand().Float64() < w.Tell {
+		to := proc.ID(c.Rand().IntN(n - 1))
+		if to >= id {
+			to++
+		}
+		c.Schedule(0, id, mutex.Tell{To: to})
 	}
-	c.Schedule(think, id, mutex.Acquire{})
 }
 
 func (w *MutexLoad) Observe(c sim.Control, id proc.ID, o proc.Output) {
-	if _, ok := o.(mutex.Exit); ok {
-		w.exited++
-		w.next(c, id)
+	switch o.(type) {
+	case mutex.Exit:
+		w.busy[id] = false
+		w.think(c, id)
+	case mutex.Told:
+		w.request(c, id)
 	}
 }
 
@@ -179,8 +226,7 @@ func MutexTheory(algo string, n int) (messages, client, sync *float64) {
 		// cost one round trip.
 		return f(2 * (N - 1)), f(2 * (N - 1)), f(1)
 	case "ricart-agrawala-majority":
-		q := math.Floor(N/2) + 1
-		return f(3 * (q - 1)), f(2), f(2)
+		return nil, f(2), f(2) // the seed gives no count for this variant
 	case "maekawa", "maekawa-safe":
 		k := float64(maekawaK(n))
 		return f(3 * (k - 1)), f(2), f(2)
@@ -203,5 +249,9 @@ func mutexTheory(algo string, n int) map[string]*float64 {
 // maekawaK is the voting-set size the Maekawa algorithms use for n
 // processes.
 func maekawaK(n int) int {
-	return 2*int(math.Ceil(math.Sqrt(float64(n)))) - 1 // TODO(lead): the sets' real size, from mutex.GridQuorums
+	k := 0
+	for _, q := range mutex.GridQuorums(n) {
+		k = max(k, len(q))
+	}
+	return k
 }

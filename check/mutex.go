@@ -139,8 +139,22 @@ func checkME2(t *trace.Trace) Result {
 		return Result{Status: OK}
 	}
 	g := waitFor(t)
+	flying := inFlight(t)
 	for _, r := range stuck {
 		if cycle := g.cycleFrom(r.node); cycle != nil {
+			var towards []int32
+			for _, p := range cycle[:len(cycle)-1] {
+				if flying[p] > 0 {
+					towards = append(towards, p)
+				}
+			}
+			if len(towards) > 0 {
+				// The run was cut off: what is still travelling may break
+				// the cycle. A deadlock cannot be told from a slow run.
+				return Result{Status: Unknown, Events: []int{r.acquire}, Detail: fmt.Sprintf(
+					"p%d's request at #%d was not granted when the run ended, with messages still in flight to %s: run longer to tell a deadlock from a slow run",
+					r.node, r.acquire, idList(towards))}
+			}
 			return deadlock(t, g, cycle, stuck)
 		}
 	}
@@ -204,10 +218,16 @@ func waitFor(t *trace.Trace) waitGraph {
 	return g
 }
 
-// next lists p's successors in the wait-for graph, in id order.
+// next lists p's successors in the wait-for graph, in id order. A process
+// that waits for itself (for its own vote, in Maekawa's sets) waits for
+// whoever holds that vote: the lent edge stands for it.
 func (g waitGraph) next(p int32) []int32 {
 	var out []int32
-	out = append(out, g.waiting[p].to...)
+	for _, q := range g.waiting[p].to {
+		if q != p {
+			out = append(out, q)
+		}
+	}
 	out = append(out, g.lent[p].to...)
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -272,6 +292,24 @@ func deadlock(t *trace.Trace, g waitGraph, cycle []int32, stuck []*request) Resu
 		Detail: "deadlock: " + strings.Join(steps, ", ") + fmt.Sprintf(" (%d request(s) never granted)", len(stuck)),
 		Events: slices.Compact(events),
 	}
+}
+
+// inFlight counts, per receiver, the messages sent but neither received
+// nor lost when the trace ends (a duplicated message counts twice).
+func inFlight(t *trace.Trace) map[int32]int {
+	n := map[int32]int{}
+	for i := range t.Events {
+		e := &t.Events[i]
+		switch e.Kind {
+		case trace.Send:
+			n[e.Peer]++
+		case trace.Dup:
+			n[e.Peer]++
+		case trace.Recv, trace.Drop:
+			n[e.Node]--
+		}
+	}
+	return n
 }
 
 func idList(ids []int32) string {

@@ -86,6 +86,16 @@ func TestMutexCheckers(t *testing.T) {
 			w1 := b.waiting(1, 3)
 			return []int{a0, a1, l2, l3, w0, w1}
 		}, "deadlock: p0 waits for p2, p2's permission is held by p1, p1 waits for p3, p3's permission is held by p0"},
+		{"a cycle with messages in flight is not called a deadlock", "ME2", func(b mx) []int {
+			a0 := b.acquire(0)
+			b.acquire(1)
+			b.lent(2, 1)
+			b.lent(3, 0)
+			b.waiting(0, 2)
+			b.waiting(1, 3)
+			b.Send(1, 2, "release") // on its way: it may free p2's vote
+			return []int{a0}
+		}, "with messages still in flight to {p2}"},
 		{"a vote given back breaks the cycle", "ME2", func(b mx) []int {
 			b.acquire(0)
 			b.acquire(1)
@@ -155,8 +165,11 @@ func TestMutexCheckers(t *testing.T) {
 			continue
 		}
 		slices.Sort(want)
-		if r.Status != check.Violated || !slices.Equal(r.Events, want) {
+		if r.OK() || !slices.Equal(r.Events, want) {
 			t.Errorf("%s: %s = %s citing %v, want violated citing %v (%s)", c.name, c.checker, r.Status, r.Events, want, r.Detail)
+		}
+		if strings.Contains(c.name, "in flight") != (r.Status == check.Unknown) {
+			t.Errorf("%s: status %s; unknown is for cut-off runs only", c.name, r.Status)
 		}
 		if !strings.Contains(r.Detail, c.detail) {
 			t.Errorf("%s: detail %q, want it to contain %q", c.name, r.Detail, c.detail)

@@ -67,9 +67,11 @@ type Algorithm struct {
 	Validate func(n int) error
 	// Checks names the property checkers that apply to every run.
 	Checks []string
-	// Breaks names the checkers this algorithm is built to violate: it is a
+	// Breaks names the checkers whose property this algorithm does not
+	// guarantee: the seeds say so (the central server and ME3), or it is a
 	// demonstration of what goes wrong (uncorrected clocks, a deadlocking
-	// variant). A run that violates them is the expected outcome.
+	// variant). Their violations are reported but do not fail a run, and a
+	// test shows that each one does happen.
 	Breaks []string
 	// Inputs builds the algorithm's application inputs by name for scripted
 	// runs ("acquire", "multicast hello"); nil means it takes none.

@@ -12,9 +12,12 @@ import (
 // check an algorithm under many schedules inside its failure model. Every
 // count is an upper bound on faults of that kind within Horizon.
 type Chaos struct {
-	Horizon    time.Duration
-	Crashes    int  // processes that crash (never process 0 if KeepOne)
-	Recover    bool // crashed processes recover later (crash-recover); else crash-stop
+	Horizon time.Duration
+	Crashes int  // processes that crash (never process 0 if KeepOne)
+	Recover bool // crashed processes recover later (crash-recover); else crash-stop
+	// Downtime, if set, is how long a recovering process stays down (a
+	// quick reset); otherwise it recovers at a random later time.
+	Downtime   time.Duration
 	KeepOne    bool // process 0 never crashes, so someone is always up
 	Partitions int  // spans during which the processes are split in two
 	Pauses     int  // spans during which one process is frozen
@@ -45,6 +48,9 @@ func (c Chaos) Faults(n int, seed uint64) ([]Fault, []Partition) {
 		for i := 0; i < c.Crashes && i < len(victims); i++ {
 			id := proc.ID(victims[i] + first)
 			at, back := span()
+			if c.Downtime > 0 {
+				back = at + c.Downtime
+			}
 			faults = append(faults, Fault{Kind: Crash, Node: id, At: at})
 			if c.Recover {
 				faults = append(faults, Fault{Kind: Recover, Node: id, At: back})

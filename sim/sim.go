@@ -79,6 +79,7 @@ const (
 	evInput
 	evFault
 	evFaultEnd
+	evCall // a workload's timer
 	evDead // a cancelled timer
 )
 
@@ -290,6 +291,13 @@ func (s *Sim) handle(k Key) {
 	}
 	s.now = max(s.now, k.At)
 	var b *busyState
+	if it.kind == evCall {
+		f := it.val.(func())
+		s.release(k.Slot)
+		s.now = max(s.now, k.At)
+		f()
+		return
+	}
 	if s.busy != nil && it.kind != evFault && it.kind != evFaultEnd {
 		b = &s.busy[it.node]
 		if b.until > s.now {
@@ -405,6 +413,9 @@ func (s *Sim) fault(f *Fault) {
 		nd.up = true
 		nd.inc++
 		s.startNode(f.Node, trace.Recover)
+		if r, ok := s.cfg.Workload.(Restarter); ok {
+			r.Restarted(control{s}, f.Node)
+		}
 	case Pause:
 		b := &s.busy[f.Node]
 		b.until = max(b.until, int64(f.Until))
@@ -581,14 +592,23 @@ func (s *Sim) push(at int64, it item) uint32 {
 	if n := len(s.free); n > 0 {
 		slot = s.free[n-1]
 		s.free = s.free[:n-1]
+		*s.item(slot) = it
 	} else {
+		// A fresh slot is the next one of the last chunk. The first chunk
+		// starts small and grows, so that small runs stay cheap; later
+		// chunks are made whole.
 		slot = s.slots
 		s.slots++
-		if int(slot>>chunkBits) == len(s.items) {
-			s.items = append(s.items, make([]item, chunkSize))
+		c := slot >> chunkBits
+		if int(c) == len(s.items) {
+			size := chunkSize
+			if c == 0 {
+				size = 64
+			}
+			s.items = append(s.items, make([]item, 0, size))
 		}
+		s.items[c] = append(s.items[c], it)
 	}
-	*s.item(slot) = it
 	s.seq++
 	s.queue.Push(Key{At: at, Seq: s.seq, Slot: slot})
 	return slot
@@ -631,6 +651,8 @@ func (s *Sim) Describe(slot uint32) Pending {
 		p.Kind, p.What = "input", it.val.(proc.Input).Kind()
 	case evFault, evFaultEnd:
 		p.Kind, p.What = "fault", it.val.(*Fault).Kind.String()
+	case evCall:
+		p.Kind = "workload"
 	default:
 		p.Kind = "cancelled"
 	}
@@ -767,6 +789,10 @@ type control struct{ s *Sim }
 func (c control) Now() time.Duration { return time.Duration(c.s.now) }
 func (c control) N() int             { return c.s.n }
 func (c control) Rand() *rand.Rand   { return c.s.wlRand }
+func (c control) After(d time.Duration, f func()) {
+	c.s.push(c.s.now+int64(max(d, 0)), item{kind: evCall, val: f})
+}
+
 func (c control) Schedule(d time.Duration, node proc.ID, in proc.Input) {
 	if node < 0 || int(node) >= c.s.n {
 		panic(fmt.Sprintf("workload input for p%d: no such process", node))

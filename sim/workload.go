@@ -16,6 +16,13 @@ type Workload interface {
 	Observe(c Control, node proc.ID, o proc.Output)
 }
 
+// Restarter is implemented by a workload that wants to know when a
+// crashed process recovers (with fresh state, it has forgotten any request
+// it had made).
+type Restarter interface {
+	Restarted(c Control, node proc.ID)
+}
+
 // Control is what a workload may do.
 type Control interface {
 	// Now is the current virtual (true) time.
@@ -24,6 +31,10 @@ type Control interface {
 	N() int
 	// Schedule delivers input in to node after delay d of true time.
 	Schedule(d time.Duration, node proc.ID, in proc.Input)
+	// After calls f after delay d of true time: the workload's own timer,
+	// for decisions best taken later (is that process still idle?). It is
+	// not an event of any process.
+	After(d time.Duration, f func())
 	// Rand is the workload's own random source, seeded from the run.
 	Rand() *rand.Rand
 }
@@ -87,6 +98,15 @@ func (ws Combine) Init(c Control) {
 func (ws Combine) Observe(c Control, node proc.ID, o proc.Output) {
 	for _, w := range ws {
 		w.Observe(c, node, o)
+	}
+}
+
+// Restarted passes a recovery on to the workloads that want it.
+func (ws Combine) Restarted(c Control, node proc.ID) {
+	for _, w := range ws {
+		if r, ok := w.(Restarter); ok {
+			r.Restarted(c, node)
+		}
 	}
 }
 

@@ -123,6 +123,9 @@ func printCompare(w io.Writer, rows []catalog.CompareRow, runs []catalog.Compare
 			if r.Algo == algo && len(r.Failed) > 0 {
 				fmt.Fprintf(w, "  CHECKS FAILED with N=%d, %s: %s\n", r.Nodes, r.Case, strings.Join(r.Failed, ", "))
 			}
+			if r.Algo == algo && len(r.Broken) > 0 {
+				fmt.Fprintf(w, "  N=%d, %s: %s violated (not guaranteed)\n", r.Nodes, r.Case, strings.Join(r.Broken, ", "))
+			}
 			if r.Algo == algo && r.Skip != "" && r.Case == "uncontended" {
 				fmt.Fprintf(w, "  skipped N=%d: %s\n", r.Nodes, r.Skip)
 			}

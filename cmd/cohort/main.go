@@ -75,7 +75,7 @@ diagram.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newCompareCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }
 

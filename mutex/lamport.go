@@ -1,0 +1,252 @@
+package mutex
+
+import (
+	"slices"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Lamport's algorithm (seed 000 "Lamport Algorithm: Using multicast and
+// logical clocks"): every process keeps a copy of one request queue,
+// ordered by the timestamps (C, pid) of Stamp.Less, and the copies agree
+// because every request is multicast and every message is FIFO.
+//
+//	To request:      C := C+1; put Request(C, i) in Q; send it to all others
+//	On Request(C_j, j):
+//	                 put it in Q; send Reply(C', i) to j
+//	Enter when:      (a) i's own request heads Q, and
+//	                 (b) i has received from every other process k a
+//	                     message (request, reply or release) whose
+//	                     timestamp (C_k, k) is larger than (C_req, i)
+//	To release:      remove i's request from Q; send Release(C', i) to all
+//	On Release(j):   remove j's request from Q
+//
+// The clock is Lamport's: a send takes C := C+1 and carries C; a receipt
+// sets C := max(C, C_msg)+1. A process handles its own request locally
+// instead of sending it to itself.
+//
+// The seed's worked example (its space-time diagram): P2 requests with
+// timestamp 34, and at its local time 44 it may enter. Its request heads
+// its queue (a), and it has already received from P1 a message stamped 41,
+// larger than its own 34 (b, for P1): P1's clock has passed 34, so any
+// request P1 makes from now on sorts after P2's, and FIFO guarantees that
+// no earlier one is still on its way. The third process's reply, stamped
+// higher still, completes (b). The tests replay that run.
+//
+// Assumptions: reliable FIFO channels, asynchronous, no failures. FIFO is
+// what makes (b) mean "no earlier request from k is still on its way"; the
+// tests show what breaks without it: a reply that overtakes the sender's
+// own earlier request lets two processes enter at once (ME1), and a
+// release that overtakes its request leaves a dead request heading every
+// queue for ever (ME2).
+//
+// Cost: 3(N−1) messages per entry (N−1 requests, N−1 replies, N−1
+// releases); a requester waits one round trip; the synchronisation delay
+// is one message (the release). ME1, ME2 and ME3 hold: a request that
+// happened after another carries a larger timestamp and is served later.
+// That takes every message to carry the clock, the application's too (the
+// seed's clock lives in the middleware): App messages (Tell) tick and
+// carry C like the algorithm's own.
+//
+// Every send and receive reports its timestamp as a proc.Stamp, so that
+// the clock-condition checker can judge the clock. Waiting lists the
+// processes that a request still waits for: those with no larger message
+// yet and those whose requests sort before it.
+type lamport struct {
+	self proc.ID
+	n    int
+
+	clock  uint64
+	queue  []Stamp  // the request queue Q, ordered by Stamp.Less
+	latest []uint64 // the largest timestamp received from each process
+
+	req        Stamp // this process's request, while requesting or in the CS
+	requesting bool
+	inCS       bool
+	waiting    []proc.ID // the last Waiting output
+}
+
+// lpRequest is Request(C, i).
+type lpRequest struct {
+	T Stamp `json:"t"`
+}
+
+// lpReply is Reply(C, j).
+type lpReply struct {
+	T Stamp `json:"t"`
+}
+
+// lpRelease is Release(C, i).
+type lpRelease struct {
+	T Stamp `json:"t"`
+}
+
+func (lpRequest) Kind() string     { return "request" }
+func (m lpRequest) String() string { return "REQ(" + m.T.String() + ")" }
+func (lpReply) Kind() string       { return "reply" }
+func (m lpReply) String() string   { return "REPLY(" + m.T.String() + ")" }
+func (lpRelease) Kind() string     { return "release" }
+func (m lpRelease) String() string { return "REL(" + m.T.String() + ")" }
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "lamport",
+		Summary: "Lamport: timestamped request to all, replies, release to all; replicated queue ordered by (C, pid) (3(N−1) messages)",
+		Source:  "seed 000",
+		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
+		New:     newLamport,
+		Scenario: `nodes: 3
+network:
+  fifo: true
+`,
+	})
+}
+
+func newLamport(id proc.ID, n int) proc.Process {
+	return &lamport{self: id, n: n, latest: make([]uint64, n)}
+}
+
+func (l *lamport) Start(proc.Env)        {}
+func (l *lamport) Timeout(proc.Env, any) {}
+
+func (l *lamport) Input(env proc.Env, in proc.Input) {
+	switch in.(type) {
+	case Acquire:
+		l.request(env)
+	case Release:
+		l.release(env)
+	}
+}
+
+func (l *lamport) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case lpRequest:
+		l.witness(from, m.T.C)
+		l.onRequest(env, from, m)
+	case lpReply:
+		l.witness(from, m.T.C)
+		l.stamp(env)
+	case lpRelease:
+		l.witness(from, m.T.C)
+		l.onRelease(env, from)
+	}
+	l.maybeEnter(env)
+}
+
+// witness is the receipt rule: C := max(C, C_msg)+1; and it remembers the
+// largest timestamp heard from the sender, for condition (b).
+func (l *lamport) witness(from proc.ID, c uint64) {
+	l.clock = max(l.clock, c) + 1
+	l.latest[from] = max(l.latest[from], c)
+}
+
+// appSend and appRecv run the clock for the application's messages
+// (clocked): a send ticks and carries C, a receipt witnesses it.
+func (l *lamport) appSend() uint64 {
+	l.clock++
+	return l.clock
+}
+
+func (l *lamport) appRecv(ts uint64) { l.clock = max(l.clock, ts) + 1 }
+
+// stamp reports the timestamp of the event just performed.
+func (l *lamport) stamp(env proc.Env) { env.Output(proc.Stamp{C: l.clock}) }
+
+// multicast sends m to every other process, as one event with one
+// timestamp.
+func (l *lamport) multicast(env proc.Env, m proc.Message) {
+	for _, p := range others(l.self, l.n) {
+		env.Send(p, m)
+	}
+	if l.n > 1 {
+		l.stamp(env)
+	}
+}
+
+// request is "P_i makes a request": into its own queue, and to all others.
+func (l *lamport) request(env proc.Env) {
+	if l.requesting || l.inCS {
+		return // a second Acquire breaks the contract; ignore it
+	}
+	l.clock++
+	l.req = Stamp{C: l.clock, P: l.self}
+	l.requesting = true
+	l.insert(l.req)
+	l.multicast(env, lpRequest{T: l.req})
+	l.maybeEnter(env)
+}
+
+// onRequest queues the request and replies.
+func (l *lamport) onRequest(env proc.Env, from proc.ID, m lpRequest) {
+	l.insert(Stamp{C: m.T.C, P: from})
+	l.clock++
+	env.Send(from, lpReply{T: Stamp{C: l.clock, P: l.self}})
+	l.stamp(env)
+}
+
+// onRelease removes the sender's request from the queue.
+func (l *lamport) onRelease(env proc.Env, from proc.ID) {
+	l.remove(from)
+	l.stamp(env)
+}
+
+// maybeEnter enters when conditions (a) and (b) hold; otherwise it
+// reports whom the request waits for, when that changes.
+func (l *lamport) maybeEnter(env proc.Env) {
+	if !l.requesting {
+		return
+	}
+	var wait []proc.ID
+	for _, s := range l.queue {
+		if !s.Less(l.req) {
+			break
+		}
+		wait = append(wait, s.P) // (a): an earlier request
+	}
+	for _, p := range others(l.self, l.n) {
+		if !l.req.Less(Stamp{C: l.latest[p], P: p}) && !slices.Contains(wait, p) {
+			wait = append(wait, p) // (b): nothing larger from p yet
+		}
+	}
+	slices.Sort(wait)
+	if len(wait) > 0 {
+		if !slices.Equal(wait, l.waiting) {
+			l.waiting = wait
+			env.Output(Waiting{For: wait})
+		}
+		return
+	}
+	l.requesting, l.inCS, l.waiting = false, true, nil
+	env.Output(Enter{})
+}
+
+// release is "P_i releases the resource".
+func (l *lamport) release(env proc.Env) {
+	if !l.inCS {
+		return // Release without Enter breaks the contract; ignore it
+	}
+	l.inCS = false
+	l.remove(l.self)
+	env.Output(Exit{})
+	l.clock++
+	l.multicast(env, lpRelease{T: Stamp{C: l.clock, P: l.self}})
+}
+
+// insert puts s into the queue in (C, pid) order.
+func (l *lamport) insert(s Stamp) {
+	i, _ := slices.BinarySearchFunc(l.queue, s, func(a, b Stamp) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
+	l.queue = slices.Insert(l.queue, i, s)
+}
+
+// remove takes p's request out of the queue (a process has at most one).
+func (l *lamport) remove(p proc.ID) {
+	l.queue = slices.DeleteFunc(l.queue, func(s Stamp) bool { return s.P == p })
+}

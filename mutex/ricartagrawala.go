@@ -1,0 +1,240 @@
+package mutex
+
+import (
+	"fmt"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Ricart–Agrawala (seed 000 "Ricart-Agrawala algorithm", seed 004, seed 003
+// §6.3): Lamport's algorithm without the release messages. A process that
+// wants the critical section multicasts a timestamped request ⟨T, pᵢ⟩ to
+// every other process and enters when all N−1 have replied. A process
+// defers its reply while it is in the critical section, or while it wants
+// it with an earlier request (smaller ⟨T, p⟩ in the total order of
+// Stamp.Less); it sends the deferred replies when it leaves. The seed's
+// pseudocode, at pⱼ:
+//
+//	On initialization:          state := RELEASED
+//	To enter:                   state := WANTED; multicast request ⟨T, pᵢ⟩;
+//	                            wait until N−1 replies; state := HELD
+//	On receipt of ⟨Tᵢ, pᵢ⟩:     if state = HELD or (state = WANTED and
+//	                               (T, pⱼ) < (Tᵢ, pᵢ)) then queue it
+//	                            else reply immediately
+//	To exit:                    state := RELEASED; reply to queued requests
+//
+// T is a Lamport clock L: every request and reply carries the sender's L,
+// the receiver moves its clock past it, and a request takes the next tick.
+// Replies carry the clock too, so that an Acquire that happened after
+// another (through any chain of messages) always gets the larger stamp:
+// that is what makes the order of entry respect happened-before (ME3).
+//
+// Assumptions: reliable channels, no failures (a crashed process never
+// replies, and everyone waits for it for ever). FIFO is not needed: a
+// reply always answers the one request its receiver has outstanding, and
+// the deferral rule compares stamps, not arrival order (the tests sweep
+// runs with FIFO off too).
+//
+// Cost: 2(N−1) messages per entry (N−1 requests, N−1 replies); the
+// synchronisation delay (from one exit to the next entry) is one message.
+//
+// The JUST-RELEASED variant (seed 004, "改进算法") adds a fourth state: a
+// process that leaves with no request queued keeps the permissions it was
+// given, and may re-enter without asking as long as no request arrives
+// meanwhile:
+//
+//	To enter:         if state ≠ JUST-RELEASED then (as above)
+//	                  else state := HELD
+//	On receipt:       as above, but when replying, if state = JUST-RELEASED
+//	                  then state := RELEASED
+//	To exit:          state := JUST-RELEASED;
+//	                  if Q is not empty then state := RELEASED;
+//	                  reply to queued requests
+//
+// It is safe because no other process can enter without this one's reply,
+// which it gives only on receiving a request, and that ends JUST-RELEASED.
+// A re-entry in JUST-RELEASED costs no message; otherwise the cost is that
+// of the base algorithm.
+//
+// The variant keeps ME1 and ME2 but not ME3, which the seed does not claim
+// for it: "nobody asked since I left" means "no request has arrived yet". A
+// request already on its way is not seen, even when the re-entering process
+// has heard from its sender since (the reply that overtook the request on a
+// non-FIFO channel) or from someone who had (p2's reply to this process,
+// sent after p1's request reached p2, with FIFO channels too). The process
+// then re-enters ahead of a request that happened before its own Acquire.
+// The tests show both.
+type ricartAgrawala struct {
+	justReleased bool // run the JUST-RELEASED variant
+
+	state   raState
+	clock   uint64 // the Lamport clock L
+	req     Stamp  // ⟨T, pᵢ⟩ of the current request, while WANTED or HELD
+	replied map[proc.ID]bool
+	queue   []proc.ID // deferred requests, in arrival order
+}
+
+// raState is the seed's state of a Ricart–Agrawala process.
+type raState uint8
+
+const (
+	raReleased raState = iota
+	raWanted
+	raHeld
+	raJustReleased
+)
+
+func (s raState) String() string {
+	switch s {
+	case raReleased:
+		return "RELEASED"
+	case raWanted:
+		return "WANTED"
+	case raHeld:
+		return "HELD"
+	case raJustReleased:
+		return "JUST-RELEASED"
+	}
+	return fmt.Sprintf("raState(%d)", uint8(s))
+}
+
+// raRequest is the request ⟨T, pᵢ⟩.
+type raRequest struct {
+	T Stamp `json:"t"`
+}
+
+// raReply grants the request it answers; T is the replier's clock and id.
+type raReply struct {
+	T Stamp `json:"t"`
+}
+
+func (raRequest) Kind() string     { return "request" }
+func (m raRequest) String() string { return "REQ(" + m.T.String() + ")" }
+func (raReply) Kind() string       { return "reply" }
+func (m raReply) String() string   { return "REPLY(" + m.T.String() + ")" }
+
+func newRicartAgrawala(justReleased bool) func(proc.ID, int) proc.Process {
+	return func(proc.ID, int) proc.Process {
+		return &ricartAgrawala{justReleased: justReleased}
+	}
+}
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "ricart-agrawala",
+		Summary: "timestamped request to all, enter after N−1 replies; replies deferred by earlier requesters (2(N−1) messages)",
+		Source:  "seed 000, seed 004, seed 003 §6.3",
+		Assumes: proc.Assumptions{Reliable: true},
+		New:     newRicartAgrawala(false),
+	}, proc.Algorithm{
+		Name:    "ricart-agrawala-jr",
+		Summary: "Ricart–Agrawala with JUST-RELEASED: re-entry without messages while nobody else asked",
+		Source:  "seed 004",
+		Assumes: proc.Assumptions{Reliable: true},
+		New:     newRicartAgrawala(true),
+		Breaks:  []string{"ME3"},
+	})
+}
+
+func (r *ricartAgrawala) Start(proc.Env) {}
+
+// The application's messages share the Lamport clock (see clocked).
+func (r *ricartAgrawala) appSend() uint64   { r.clock++; return r.clock }
+func (r *ricartAgrawala) appRecv(ts uint64) { r.clock = max(r.clock, ts) + 1 }
+
+func (r *ricartAgrawala) Timeout(proc.Env, any) {}
+
+func (r *ricartAgrawala) Input(env proc.Env, in proc.Input) {
+	switch in.(type) {
+	case Acquire:
+		r.acquire(env)
+	case Release:
+		r.release(env)
+	}
+}
+
+func (r *ricartAgrawala) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case raRequest:
+		r.onRequest(env, from, m)
+	case raReply:
+		r.onReply(env, from, m)
+	}
+}
+
+// acquire is "to enter the section".
+func (r *ricartAgrawala) acquire(env proc.Env) {
+	if r.state == raWanted || r.state == raHeld {
+		return // a second Acquire breaks the contract; ignore it
+	}
+	if r.justReleased && r.state == raJustReleased {
+		r.state = raHeld
+		env.Output(Enter{})
+		return
+	}
+	r.state = raWanted
+	r.clock++
+	r.req = Stamp{C: r.clock, P: env.Self()}
+	r.replied = map[proc.ID]bool{}
+	all := others(env.Self(), env.N())
+	for _, p := range all {
+		env.Send(p, raRequest{T: r.req})
+	}
+	r.maybeEnter(env)
+}
+
+// onRequest is "on receipt of a request ⟨Tᵢ, pᵢ⟩ at pⱼ".
+func (r *ricartAgrawala) onRequest(env proc.Env, from proc.ID, m raRequest) {
+	r.clock = max(r.clock, m.T.C) + 1
+	if r.state == raHeld || (r.state == raWanted && r.req.Less(m.T)) {
+		r.queue = append(r.queue, from)
+		return
+	}
+	r.reply(env, from)
+	if r.state == raJustReleased {
+		r.state = raReleased
+	}
+}
+
+// onReply counts a reply to the current request.
+func (r *ricartAgrawala) onReply(env proc.Env, from proc.ID, m raReply) {
+	r.clock = max(r.clock, m.T.C) + 1
+	if r.state != raWanted {
+		return // no request outstanding: a duplicate, outside the assumptions
+	}
+	r.replied[from] = true
+	r.maybeEnter(env)
+}
+
+// maybeEnter enters once every other process has replied, and otherwise
+// reports whom the request still waits for.
+func (r *ricartAgrawala) maybeEnter(env proc.Env) {
+	if wait := waitingFor(others(env.Self(), env.N()), r.replied); len(wait) > 0 {
+		env.Output(Waiting{For: wait})
+		return
+	}
+	r.state = raHeld
+	r.replied = nil
+	env.Output(Enter{})
+}
+
+// release is "to exit the critical section".
+func (r *ricartAgrawala) release(env proc.Env) {
+	if r.state != raHeld {
+		return // Release without Enter breaks the contract; ignore it
+	}
+	r.state = raReleased
+	if r.justReleased && len(r.queue) == 0 {
+		r.state = raJustReleased
+	}
+	env.Output(Exit{})
+	for _, p := range r.queue {
+		r.reply(env, p)
+	}
+	r.queue = nil
+}
+
+func (r *ricartAgrawala) reply(env proc.Env, to proc.ID) {
+	r.clock++
+	env.Send(to, raReply{T: Stamp{C: r.clock, P: env.Self()}})
+}

@@ -1,0 +1,138 @@
+package mutex
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// mkWorkload is a closed loop for the Maekawa and decentralized tests:
+// every process thinks, acquires, holds the critical section, releases,
+// and does it again, rounds times.
+type mkWorkload struct {
+	rounds      int
+	think, hold sim.Dist
+	clients     int // processes 0 .. clients−1 request; 0 means all
+	left        []int
+}
+
+func (w *mkWorkload) Init(c sim.Control) {
+	w.left = make([]int, c.N())
+	for id := range w.left {
+		if w.clients == 0 || id < w.clients {
+			w.left[id] = w.rounds
+		}
+		w.next(c, proc.ID(id))
+	}
+}
+
+func (w *mkWorkload) next(c sim.Control, id proc.ID) {
+	if w.left[id] == 0 {
+		return
+	}
+	w.left[id]--
+	c.Schedule(w.think.Sample(c.Rand()), id, Acquire{})
+}
+
+func (w *mkWorkload) Observe(c sim.Control, id proc.ID, o proc.Output) {
+	switch o.(type) {
+	case Enter:
+		c.Schedule(w.hold.Sample(c.Rand()), id, Release{})
+	case Exit:
+		w.next(c, id)
+	}
+}
+
+// mkLoad is a closed loop with think times uniform in [0, think] and holds
+// of 0.2–1 ms: with a few milliseconds of think, heavily contended.
+func mkLoad(rounds int, think time.Duration) *mkWorkload {
+	return &mkWorkload{
+		rounds: rounds,
+		think:  sim.Uniform{Min: 0, Max: think},
+		hold:   sim.Uniform{Min: 200 * time.Microsecond, Max: time.Millisecond},
+	}
+}
+
+// mkJitter is a network whose latencies range over 0.1–3 ms.
+func mkJitter(fifo bool) sim.Network {
+	return sim.Network{Latency: sim.Uniform{Min: 100 * time.Microsecond, Max: 3 * time.Millisecond}, FIFO: fifo}
+}
+
+// mkDeadline ends a run that does not come to rest: decentralized clients
+// that can never collect m grants retry for ever.
+const mkDeadline = 5 * time.Second
+
+// mkRun runs one simulation until quiescence or mkDeadline of virtual time,
+// recording its trace.
+func mkRun(t testing.TB, n int, seed uint64, newP func(proc.ID, int) proc.Process, net sim.Network, faults []sim.Fault, load sim.Workload) (*trace.Trace, sim.Result) {
+	t.Helper()
+	rec := &trace.Recorder{}
+	rec.Trace.Header = trace.Header{Format: trace.FormatName, Nodes: n, Family: "mutex", Seed: seed}
+	s, err := sim.New(sim.Config{Nodes: n, Seed: seed, New: newP, Network: net, Faults: faults, Workload: load, Trace: rec, Deadline: mkDeadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rec.Trace, res
+}
+
+// mkCheck runs the named checkers and returns their results by name.
+func mkCheck(t testing.TB, tr *trace.Trace, names ...string) map[string]check.Result {
+	t.Helper()
+	rs, err := check.Run(tr, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]check.Result{}
+	for _, r := range rs {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// mkCount counts a run's outputs of one kind.
+func mkCount(tr *trace.Trace, kind string) int {
+	c := 0
+	for _, e := range tr.Events {
+		if e.Kind == trace.Output && e.Type == kind {
+			c++
+		}
+	}
+	return c
+}
+
+// mkSweep is the outcome of a seed sweep: how many runs broke each
+// checker, and the first seed that did.
+type mkSweep struct {
+	runs, entries int
+	sent          int64
+	broke         map[string]int
+	first         map[string]uint64
+	example       map[string]string
+}
+
+func (s *mkSweep) add(seed uint64, tr *trace.Trace, res sim.Result, rs map[string]check.Result) {
+	if s.broke == nil {
+		s.broke, s.first, s.example = map[string]int{}, map[string]uint64{}, map[string]string{}
+	}
+	s.runs++
+	s.entries += mkCount(tr, "enter")
+	s.sent += res.Sent
+	for name, r := range rs {
+		if r.Status == check.Violated {
+			if s.broke[name] == 0 {
+				s.first[name], s.example[name] = seed, r.Counterexample(tr)
+			}
+			s.broke[name]++
+		}
+	}
+}
+
+func (s *mkSweep) perEntry() float64 { return float64(s.sent) / float64(max(s.entries, 1)) }
