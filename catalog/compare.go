@@ -203,6 +203,7 @@ var mutexNotes = map[string]string{
 	"decentralized/client_delay_msgs":             "the seed's 2mk counts the m requests as sent one after another; sent in parallel, one round trip per attempt",
 	"maekawa/messages_per_entry":                  "3(K−1) with voting sets of K = 2√N − 1 (the grid); more under contention",
 	"maekawa-safe/messages_per_entry":             "3(K−1) without contention; inquire, relinquish and failed messages add to it under contention",
+	"central-failover/messages_per_entry":         "as central, plus the coordinator's heartbeats to waiting processes every 10 ms: they grow with the queue under saturation",
 	"suzuki-kasami/messages_per_entry":            "N−1 requests and the token; 0 when the process already holds the token",
 	"raymond/messages_per_entry":                  "O(log N): requests and the token travel along the tree's paths",
 }

@@ -165,3 +165,88 @@ func TestBenchSimSmall(t *testing.T) {
 		t.Errorf("deliveries %v, want 5000", r["deliveries"])
 	}
 }
+
+func TestCompareMutexJSON(t *testing.T) {
+	code, out, errs := cli(t, "compare", "mutex", "--nodes", "4", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Rows []struct {
+			Algo     string
+			Nodes    int
+			Case     string
+			Metric   string
+			Measured *float64
+			Theory   *float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, row := range r.Rows {
+		if row.Algo == "ricart-agrawala" && row.Case == "uncontended" && row.Metric == "messages_per_entry" {
+			found = true
+			if row.Measured == nil || row.Theory == nil || *row.Measured != 6 || *row.Theory != 6 {
+				t.Errorf("ricart-agrawala with 4 nodes: %+v, want 6 messages per entry measured and in theory", row)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no ricart-agrawala row in %s", out)
+	}
+	if code, _, errs := cli(t, "compare", "mutex", "--nodes", "4,x"); code != 2 || !strings.Contains(errs, `"x"`) {
+		t.Errorf("bad --nodes: exit %d, %q", code, errs)
+	}
+	if code, _, errs := cli(t, "compare", "clocks"); code != 2 || !strings.Contains(errs, "no comparison") {
+		t.Errorf("compare clocks: exit %d, %q", code, errs)
+	}
+}
+
+func TestTheoryDecentralized(t *testing.T) {
+	code, out, errs := cli(t, "theory", "mutex-decentralized", "--coordinators", "5", "--quorum", "4", "--p", "0.3", "--simulate", "400", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r map[string]float64
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	// The exact condition (2m−N = 3 of the holder's 4 voters reset) gives
+	// 0.0837; the seed's formula (from m−N/2) gives far more.
+	if e := r["exact"]; e < 0.083 || e > 0.084 {
+		t.Errorf("exact = %v, want 0.0837", e)
+	}
+	if r["seed_formula"] < 0.3 || r["runs"] != 400 {
+		t.Errorf("seed_formula = %v, runs = %v", r["seed_formula"], r["runs"])
+	}
+	if mc := r["monte_carlo"]; mc < 0.04 || mc > 0.14 {
+		t.Errorf("monte_carlo = %v, want near the exact 0.084", mc)
+	}
+	if code, _, errs := cli(t, "theory", "mutex-decentralized", "--coordinators", "8", "--quorum", "3"); code != 2 || !strings.Contains(errs, "--quorum 3") {
+		t.Errorf("minority quorum: exit %d, %q", code, errs)
+	}
+}
+
+func TestSimMutexWithScenario(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "s.yaml")
+	os.WriteFile(sc, []byte("nodes: 4\nnetwork:\n  latency: 1ms\ninputs:\n  - at 1ms node 1 acquire\n  - at 1ms node 2 acquire\n  - at 2ms node 3 tell 0\n"), 0o644)
+	code, out, errs := cli(t, "sim", "mutex", "--algo", "ricart-agrawala", "--scenario", sc, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Metrics  map[string]float64
+		Messages struct {
+			ByType map[string]int64 `json:"by_type"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Metrics["entries"] != 2 || r.Messages.ByType["app"] != 1 || r.Messages.ByType["request"] != 6 {
+		t.Errorf("metrics %v, messages %v: want 2 entries, 1 app message, 6 requests", r.Metrics, r.Messages.ByType)
+	}
+}

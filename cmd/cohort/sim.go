@@ -363,9 +363,9 @@ func metrics(r *run.Report) string {
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		s := fmt.Sprintf("%s %g", k, r.Metrics[k])
+		s := fmt.Sprintf("%s %.4g", k, r.Metrics[k])
 		if th := r.Theory[k]; th != nil {
-			s += fmt.Sprintf(" (theory %g)", *th)
+			s += fmt.Sprintf(" (theory %.4g)", *th)
 		}
 		parts = append(parts, s)
 	}
