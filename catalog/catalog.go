@@ -27,6 +27,9 @@ type Family struct {
 	// none; React makes what answers outputs in every run. Either may be nil.
 	Workload func() sim.Workload
 	React    func() sim.Workload
+	// Diagram says how the family's runs are best drawn: which outputs are
+	// bookkeeping, which pairs of outputs delimit intervals.
+	Diagram trace.SVGOptions
 }
 
 // Options returns run options for algorithm a of the family, with the
@@ -56,6 +59,10 @@ var families = []Family{
 		Metrics:    mutexMetrics,
 		Workload:   func() sim.Workload { return DefaultMutexLoad() },
 		React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
+		Diagram: trace.SVGOptions{
+			Quiet: []string{"waiting", "lent", "told"},
+			Spans: []trace.Span{{Open: "enter", Close: "exit", Label: "critical section"}},
+		},
 	},
 }
 

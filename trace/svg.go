@@ -24,6 +24,19 @@ type SVGOptions struct {
 	// MaxEvents is how many events are drawn at most (the first ones of the
 	// trace); 0 means DefaultSVGMaxEvents. A truncated diagram says so.
 	MaxEvents int
+	// Quiet lists output kinds drawn as small dots without a label (the
+	// text stays in the tooltip): bookkeeping that would crowd the picture.
+	Quiet []string
+	// Spans are drawn as bars on a process's line, from each output of
+	// kind Open to the next of kind Close (or a crash, or the end): the
+	// critical sections of a mutual exclusion run, say.
+	Spans []Span
+}
+
+// Span is a kind of interval between two outputs of one process.
+type Span struct {
+	Open, Close string // output kinds
+	Label       string // for the legend and tooltips: "critical section"
 }
 
 // DefaultSVGMaxEvents is the number of events WriteSVG draws when
@@ -88,6 +101,7 @@ type svgMessage struct {
 type svgRect struct{ x0, y0, x1, y1 float64 }
 
 type svgDiagram struct {
+	opt    SVGOptions
 	events []Event // the events drawn
 	total  int     // events in the trace
 	marked map[int]bool
@@ -112,6 +126,7 @@ type svgDiagram struct {
 
 func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	d := &svgDiagram{
+		opt:       opt,
 		total:     len(t.Events),
 		marked:    map[int]bool{},
 		byID:      map[uint64]*svgMessage{},
@@ -276,6 +291,7 @@ func (d *svgDiagram) draw() {
 	d.lanes()
 	d.grid()
 	d.crashes()
+	d.spans()
 	d.messages()
 	d.points()
 	d.axis()
@@ -383,6 +399,56 @@ func (d *svgDiagram) crashes() {
 		d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#b5b5b5" stroke-width="1.2" stroke-dasharray="3 3"/></g>`+"\n",
 			svgF(x0), svgF(y), svgF(x0+max(x1-x0, 2)), svgF(y))
 	}
+}
+
+// spans draws the intervals of SVGOptions.Spans as bars on the lines.
+func (d *svgDiagram) spans() {
+	for k, sp := range d.opt.Spans {
+		open := map[int32]int{}
+		draw := func(from int, endTime int64, endText string) {
+			e := &d.events[from]
+			x0, x1 := d.x(e.Time), d.x(endTime)
+			y := d.y(e.Node)
+			h := min(d.rowH*0.34, 14)
+			d.printf(`<g class="span span-%d" data-i="%d"><title>`, k, from)
+			d.text(fmt.Sprintf("p%d in the %s from %s %s", e.Node, sp.Label, FormatNS(e.Time), endText))
+			d.printf(`</title><rect x="%s" y="%s" width="%s" height="%s" rx="2" fill="%s" fill-opacity="0.5"/></g>`+"\n",
+				svgF(x0), svgF(y-h/2), svgF(max(x1-x0, 2)), svgF(h), svgSpanColors[k%len(svgSpanColors)])
+		}
+		for i := range d.events {
+			e := &d.events[i]
+			switch {
+			case e.Kind == Output && e.Type == sp.Open:
+				if _, ok := open[e.Node]; !ok {
+					open[e.Node] = i
+				}
+			case (e.Kind == Output && e.Type == sp.Close) || e.Kind == Crash:
+				if from, ok := open[e.Node]; ok {
+					end := "to " + FormatNS(e.Time)
+					if e.Kind == Crash {
+						end += " (crashed)"
+					}
+					draw(from, e.Time, end)
+					delete(open, e.Node)
+				}
+			}
+		}
+		var still []int
+		for _, from := range open {
+			still = append(still, from)
+		}
+		slices.Sort(still)
+		for _, from := range still {
+			draw(from, d.t1, "to the end")
+		}
+	}
+}
+
+// svgSpanColors colour the kinds of spans, in order.
+var svgSpanColors = []string{"#f0a830", "#7fb8e6", "#c39bd3"}
+
+func (d *svgDiagram) quiet(e *Event) bool {
+	return e.Kind == Output && slices.Contains(d.opt.Quiet, e.Type)
 }
 
 func (d *svgDiagram) messages() {
@@ -609,7 +675,11 @@ func (d *svgDiagram) points() {
 		case Send, Recv:
 			d.printf(`<circle cx="%s" cy="%s" r="2.3" fill="%s"/>`, svgF(x), svgF(y), ink(svgInk))
 		case Output:
-			d.printf(`<circle cx="%s" cy="%s" r="4.6" fill="%s" stroke="#fff" stroke-width="1.2"/>`, svgF(x), svgF(y), ink(svgOutput))
+			r := 4.6
+			if d.quiet(e) {
+				r = 2.4
+			}
+			d.printf(`<circle cx="%s" cy="%s" r="%s" fill="%s" stroke="#fff" stroke-width="1.2"/>`, svgF(x), svgF(y), svgF(r), ink(svgOutput))
 		case Input:
 			d.printf(`<path d="M%s,%s L%s,%s L%s,%s z" fill="%s"/>`,
 				svgF(x-4.5), svgF(y-11), svgF(x+4.5), svgF(y-11), svgF(x), svgF(y-3), ink(svgInput))
@@ -647,7 +717,7 @@ func (d *svgDiagram) layoutOutputs() {
 	for i := range d.events {
 		e := &d.events[i]
 		text := svgClip(svgEventName(e), svgMaxLabel)
-		if e.Kind != Output || text == "" {
+		if e.Kind != Output || text == "" || d.quiet(e) {
 			continue
 		}
 		x, y := d.x(e.Time), d.y(e.Node)
@@ -727,6 +797,9 @@ func (d *svgDiagram) legendItems() []string {
 	if len(d.marked) > 0 {
 		items = append(items, "marked")
 	}
+	for k := range d.opt.Spans {
+		items = append(items, "span:"+strconv.Itoa(k))
+	}
 	return items
 }
 
@@ -735,6 +808,10 @@ func (d *svgDiagram) legendItems() []string {
 func (d *svgDiagram) legendLayout(y float64) (pos [][2]float64, last float64) {
 	x := d.x0 - 10
 	for _, it := range d.legendItems() {
+		if k, ok := strings.CutPrefix(it, "span:"); ok {
+			i, _ := strconv.Atoi(k)
+			it = d.opt.Spans[i].Label
+		}
 		w := 26 + svgTextWidth(it, 10)
 		if x > d.x0-10 && x+w > d.width-12 {
 			x, y = d.x0-10, y+20
@@ -776,7 +853,15 @@ func (d *svgDiagram) legend() {
 		case "marked":
 			d.printf(`<circle cx="%s" cy="%s" r="6" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x+10), svgF(y), svgMark, svgMark)
 		}
-		d.printf(`<text x="%s" y="%s">%s</text>`+"\n", svgF(x+26), svgF(y+3.5), it)
+		label := it
+		if k, ok := strings.CutPrefix(it, "span:"); ok {
+			i, _ := strconv.Atoi(k)
+			d.printf(`<rect x="%s" y="%s" width="20" height="9" rx="2" fill="%s" fill-opacity="0.5"/>`, svgF(x), svgF(y-4.5), svgSpanColors[i%len(svgSpanColors)])
+			label = d.opt.Spans[i].Label
+		}
+		d.printf(`<text x="%s" y="%s">`, svgF(x+26), svgF(y+3.5))
+		d.text(label)
+		d.printf("</text>\n")
 	}
 	d.printf("</g>\n")
 	if len(d.events) < d.total {

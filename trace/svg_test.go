@@ -525,3 +525,36 @@ func TestSVGExamples(t *testing.T) {
 		}
 	}
 }
+
+func TestSVGSpansAndQuietOutputs(t *testing.T) {
+	tr := &Trace{Header: Header{Nodes: 2}}
+	add := func(node int32, kind Kind, typ string) {
+		tr.Events = append(tr.Events, Event{Index: len(tr.Events), Time: int64(len(tr.Events)+1) * 1e6, Node: node, Kind: kind, Type: typ, Peer: -1})
+	}
+	add(0, Output, "waiting")
+	add(0, Output, "enter")
+	add(0, Output, "exit")
+	add(1, Output, "enter")
+	add(1, Crash, "")
+	add(0, Output, "enter") // still inside at the end
+	var b strings.Builder
+	opt := SVGOptions{Quiet: []string{"waiting"}, Spans: []Span{{Open: "enter", Close: "exit", Label: "critical section"}}}
+	if err := WriteSVG(&b, tr, opt); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if n := strings.Count(svg, `class="span span-0"`); n != 3 {
+		t.Errorf("%d spans, want 3 (closed by exit, by a crash, and by the end)", n)
+	}
+	for _, want := range []string{"from 2.000ms to 3.000ms", "(crashed)", "to the end", ">critical section</text>"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, ">waiting</text>") {
+		t.Error("a quiet output got a label")
+	}
+	if n := strings.Count(svg, `class="output-label"`); n != 4 {
+		t.Errorf("%d output labels, want 4 (every output but the quiet one)", n)
+	}
+}

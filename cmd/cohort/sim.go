@@ -174,7 +174,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 			return &exitError{1, fmt.Errorf("%s: %w", a.Name, err)}
 		}
-		if err := writeRenderings(tr, r, f, a.Name, len(algos)); err != nil {
+		if err := writeRenderings(tr, r, f, a.Name, len(algos), fam.Diagram); err != nil {
 			return err
 		}
 		failed = failed || r.Failed()
@@ -224,7 +224,7 @@ func perAlgo(path, algo string, runs int) string {
 	return strings.TrimSuffix(path, ext) + "-" + algo + ext
 }
 
-func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, runs int) error {
+func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, runs int, diagram trace.SVGOptions) error {
 	if tr == nil {
 		return nil
 	}
@@ -237,7 +237,9 @@ func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, r
 		}
 		title := fmt.Sprintf("%s/%s — %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
 		if err := writeFile(perAlgo(f.svgOut, algo, runs), func(w io.Writer) error {
-			return trace.WriteSVG(w, tr, trace.SVGOptions{Mark: mark, Title: title})
+			opt := diagram
+			opt.Mark, opt.Title = mark, title
+			return trace.WriteSVG(w, tr, opt)
 		}); err != nil {
 			return usageErr("--svg: %v", err)
 		}

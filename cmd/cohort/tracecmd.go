@@ -71,8 +71,13 @@ func newTraceRenderCmd() *cobra.Command {
 				if title == "" {
 					title = args[0]
 				}
+				var opt trace.SVGOptions
+				if f, err := catalog.Lookup(t.Header.Family); err == nil {
+					opt = f.Diagram
+				}
+				opt.Mark, opt.Title = marks, title
 				if err := writeFile(svgOut, func(w io.Writer) error {
-					return trace.WriteSVG(w, t, trace.SVGOptions{Mark: marks, Title: title})
+					return trace.WriteSVG(w, t, opt)
 				}); err != nil {
 					return usageErr("--svg: %v", err)
 				}
