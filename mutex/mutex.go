@@ -194,6 +194,9 @@ func register(as ...proc.Algorithm) {
 		if a.Inputs == nil {
 			a.Inputs = Inputs
 		}
+		// Every algorithm also carries the application's messages (withApp),
+		// tagged after its own.
+		a.Messages = append(slices.Clone(a.Messages), App{})
 		if inner := a.New; inner != nil {
 			a.New = func(id proc.ID, n int) proc.Process { return withApp{inner(id, n)} }
 		}

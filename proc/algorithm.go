@@ -73,6 +73,11 @@ type Algorithm struct {
 	// variant). Their violations are reported but do not fail a run, and a
 	// test shows that each one does happen.
 	Breaks []string
+	// Messages lists a value of every message type the algorithm sends, in
+	// a fixed order: a type's position (from 1) is its tag on the wire, so
+	// the list is append-only. Hosts that serialize messages (the live
+	// runtime) need it; the simulator does not.
+	Messages []Message
 	// Inputs builds the algorithm's application inputs by name for scripted
 	// runs ("acquire", "multicast hello"); nil means it takes none.
 	Inputs func(name string, args []string) (Input, error)
