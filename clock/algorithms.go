@@ -16,6 +16,9 @@ var Algorithms = []proc.Algorithm{
 		Validate: exactly(3),
 		Checks:   clockChecks,
 		Scenario: figureScenario,
+		Messages: []proc.Message{
+			Stamped{},
+		},
 	},
 	{
 		Family: "clocks", Name: "physical-figure",
@@ -27,6 +30,9 @@ var Algorithms = []proc.Algorithm{
 		Checks:   clockChecks,
 		Breaks:   []string{"clock-condition"},
 		Scenario: figureScenario,
+		Messages: []proc.Message{
+			Stamped{},
+		},
 	},
 	{
 		Family: "clocks", Name: "lamport",
@@ -37,6 +43,9 @@ var Algorithms = []proc.Algorithm{
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
 		New:     newChatter(true),
 		Checks:  clockChecks,
+		Messages: []proc.Message{
+			Stamped{},
+		},
 	},
 	{
 		Family: "clocks", Name: "physical",
@@ -46,6 +55,9 @@ var Algorithms = []proc.Algorithm{
 		New:     newChatter(false),
 		Checks:  clockChecks,
 		Breaks:  []string{"clock-condition"},
+		Messages: []proc.Message{
+			Stamped{},
+		},
 	},
 	{
 		Family: "clocks", Name: "vector-a",
@@ -56,6 +68,9 @@ var Algorithms = []proc.Algorithm{
 		Validate: exactly(3),
 		Checks:   clockChecks,
 		Scenario: "nodes: 3\n",
+		Messages: []proc.Message{
+			VStamped{},
+		},
 	},
 	{
 		Family: "clocks", Name: "vector-b",
@@ -66,5 +81,8 @@ var Algorithms = []proc.Algorithm{
 		Validate: exactly(3),
 		Checks:   clockChecks,
 		Scenario: "nodes: 3\n",
+		Messages: []proc.Message{
+			VStamped{},
+		},
 	},
 }

@@ -97,6 +97,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true},
 		New:     newCentral,
 		Breaks:  []string{"ME3"},
+		Messages: []proc.Message{
+			cenRequest{}, cenGrant{}, cenRelease{},
+		},
 	}, proc.Algorithm{
 		Name:    "central-failover",
 		Summary: "central server that survives the coordinator's crash: heartbeats, bully election of the highest live id, queue rebuilt from every process's state",
@@ -104,6 +107,10 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true, Synchronous: true, Failures: "crash-stop"},
 		New:     newCentralFailoverDefault,
 		Breaks:  []string{"ME3"},
+		Messages: []proc.Message{
+			cenRequest{}, cenGrant{}, cenRelease{},
+			cfoHeartbeat{}, cfoHeld{}, cfoElection{}, cfoOK{}, cfoCoordinator{}, cfoState{},
+		},
 		Scenario: `nodes: 5
 network:
   latency: uniform:500us,2ms

@@ -227,6 +227,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-recover"},
 		New:     NewDecentralized(0),
 		Breaks:  []string{"ME1", "ME3"},
+		Messages: []proc.Message{
+			decRequest{}, decGrant{}, decDeny{}, decRelease{}, decNotice{}, decInquire{}, decRelinquish{},
+		},
 	})
 }
 

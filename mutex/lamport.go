@@ -95,6 +95,9 @@ func init() {
 		Source:  "seed 000",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
 		New:     newLamport,
+		Messages: []proc.Message{
+			lpRequest{}, lpReply{}, lpRelease{},
+		},
 		Scenario: `nodes: 3
 network:
   fifo: true
@@ -217,7 +220,7 @@ func (l *lamport) maybeEnter(env proc.Env) {
 		return
 	}
 	l.requesting, l.inCS, l.waiting = false, true, nil
-	env.Output(Enter{})
+	env.Output(Enter{Token: l.req.Fencing()}) // entries follow the stamps' total order
 }
 
 // release is "P_i releases the resource".

@@ -101,6 +101,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true},
 		New:     newMaekawa,
 		Breaks:  []string{"ME2", "ME3"},
+		Messages: []proc.Message{
+			mkRequest{}, mkVote{}, mkRelease{},
+		},
 	})
 }
 

@@ -153,6 +153,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
 		New:     newMaekawaSafe,
 		Breaks:  []string{"ME3"},
+		Messages: []proc.Message{
+			mksRequest{}, mksVote{}, mksFailed{}, mksInquire{}, mksRelinquish{}, mksRelease{},
+		},
 	})
 }
 

@@ -17,8 +17,13 @@ type Release struct{}
 func (Acquire) Kind() string { return "acquire" }
 func (Release) Kind() string { return "release" }
 
-// Enter reports that the process entered the critical section.
-type Enter struct{}
+// Enter reports that the process entered the critical section. Token is
+// the grant's fencing token when the algorithm provides one (0 if not):
+// it strictly increases across the grants of a run, so a resource can
+// refuse a holder whose token is older than one it has seen.
+type Enter struct {
+	Token uint64 `json:"token,omitempty"`
+}
 
 // Exit reports that the process left the critical section.
 type Exit struct{}
@@ -153,6 +158,12 @@ type Stamp struct {
 func (s Stamp) Less(o Stamp) bool { return s.C < o.C || (s.C == o.C && s.P < o.P) }
 
 func (s Stamp) String() string { return fmt.Sprintf("%d.%d", s.C, s.P) }
+
+// Fencing packs the stamp into a fencing token that keeps its order:
+// C in the high bits, the process id (below 2^16) in the low ones. An
+// algorithm that grants requests in stamp order hands out increasing
+// tokens.
+func (s Stamp) Fencing() uint64 { return s.C<<16 | uint64(uint16(s.P)) }
 
 // others returns every process but self, in id order.
 func others(self proc.ID, n int) []proc.ID {

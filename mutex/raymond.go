@@ -93,6 +93,9 @@ func init() {
 			return r
 		},
 		Breaks: []string{"ME3"},
+		Messages: []proc.Message{
+			rayRequest{}, rayToken{},
+		},
 	})
 }
 

@@ -126,6 +126,9 @@ func init() {
 		Source:  "seed 000, seed 004, seed 003 §6.3",
 		Assumes: proc.Assumptions{Reliable: true},
 		New:     newRicartAgrawala(false),
+		Messages: []proc.Message{
+			raRequest{}, raReply{},
+		},
 	}, proc.Algorithm{
 		Name:    "ricart-agrawala-jr",
 		Summary: "Ricart–Agrawala with JUST-RELEASED: re-entry without messages while nobody else asked",
@@ -133,6 +136,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true},
 		New:     newRicartAgrawala(true),
 		Breaks:  []string{"ME3"},
+		Messages: []proc.Message{
+			raRequest{}, raReply{},
+		},
 	})
 }
 
@@ -215,7 +221,13 @@ func (r *ricartAgrawala) maybeEnter(env proc.Env) {
 	}
 	r.state = raHeld
 	r.replied = nil
-	env.Output(Enter{})
+	// Requests are granted in stamp order, so the stamp is a fencing token
+	// — but not with JUST-RELEASED, whose re-entries reuse an old request.
+	var token uint64
+	if !r.justReleased {
+		token = r.req.Fencing()
+	}
+	env.Output(Enter{Token: token})
 }
 
 // release is "to exit the critical section".

@@ -104,6 +104,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true},
 		New:     func(proc.ID, int) proc.Process { return &raMajority{} },
 		Breaks:  []string{"ME2", "ME3"},
+		Messages: []proc.Message{
+			majRequest{}, majVote{}, majRelease{},
+		},
 	})
 }
 

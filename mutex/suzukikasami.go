@@ -96,6 +96,9 @@ func init() {
 			return s
 		},
 		Breaks: []string{"ME3"},
+		Messages: []proc.Message{
+			skRequest{}, skToken{},
+		},
 	})
 }
 

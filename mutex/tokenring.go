@@ -210,6 +210,9 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Failures: "crash-stop", Topology: "ring"},
 		New:     newTokenRingDefault,
 		Breaks:  []string{"ME3"},
+		Messages: []proc.Message{
+			trToken{}, trAck{}, trClaim{},
+		},
 		Scenario: `nodes: 5
 topology: ring
 network:

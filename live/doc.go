@@ -1,0 +1,19 @@
+// Package live runs Cohort's algorithms as a real cluster: the same state
+// machines the simulator checks, driven by real time and a network.
+//
+// A Node is one process of the cluster (one proc.ID). It hosts services:
+// named instances of registered algorithms (a lock named "db-migrations"
+// is one Ricart–Agrawala instance on every node). Each service runs in its
+// own actor goroutine: messages, timer firings and application inputs all
+// enter through the actor's inbox, so the algorithm's code stays
+// single-threaded exactly as in the simulator. Env.Now is the monotonic
+// clock since the node started; timers are real.
+//
+// Outputs go to whoever waits for them — Lock returns when the service
+// outputs Enter — and to an optional trace in the simulator's JSONL format.
+//
+// The network is a Transport (package live/transport: TCP with an
+// authenticating handshake, or in-process channels); messages are
+// serialized by a Codec (package wire). The host never imports an
+// algorithm: it takes proc.Algorithm values from the catalog.
+package live

@@ -1,0 +1,219 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Transport moves opaque payloads between cluster members; see package
+// live/transport.
+type Transport interface {
+	Send(to proc.ID, payload []byte) error
+	Start(handler func(from proc.ID, payload []byte)) error
+	Close() error
+}
+
+// Codec serializes an algorithm's messages; see package wire.
+type Codec interface {
+	Append(dst []byte, m proc.Message) ([]byte, error)
+	Decode(b []byte) (proc.Message, error)
+}
+
+// NewCodec builds the codec for an algorithm's message types.
+type NewCodec func(msgs []proc.Message) (Codec, error)
+
+// Config configures a Node.
+type Config struct {
+	Self      proc.ID
+	N         int // cluster size
+	Transport Transport
+	NewCodec  NewCodec
+	Logger    *slog.Logger
+	// Seed seeds the services' random sources (with the node id and the
+	// service name); 0 is fine.
+	Seed uint64
+	// InboxLen bounds each service's inbox; 0 means 4096.
+	InboxLen int
+	// Resolve names the algorithm of a service this node has not started
+	// yet, when a message for it arrives (every lock "lock/..." runs the
+	// cluster's mutex algorithm, say); nil, or false, drops such messages.
+	Resolve func(service string) (proc.Algorithm, bool)
+}
+
+// Node is one member of a live cluster.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	start time.Time
+
+	mu       sync.Mutex
+	services map[string]*Service
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// NewNode checks cfg and returns a node; Start connects it.
+func NewNode(cfg Config) (*Node, error) {
+	switch {
+	case cfg.N < 1:
+		return nil, fmt.Errorf("cluster size %d: need at least 1", cfg.N)
+	case cfg.Self < 0 || int(cfg.Self) >= cfg.N:
+		return nil, fmt.Errorf("node id %d out of range 0..%d", cfg.Self, cfg.N-1)
+	case cfg.Transport == nil:
+		return nil, errors.New("no transport")
+	case cfg.NewCodec == nil:
+		return nil, errors.New("no codec")
+	}
+	if cfg.InboxLen == 0 {
+		cfg.InboxLen = 4096
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{}}, nil
+}
+
+// Start begins receiving from the transport.
+func (n *Node) Start() error { return n.cfg.Transport.Start(n.deliver) }
+
+// MaxServiceName bounds a service's name, which travels with every message.
+const MaxServiceName = 200
+
+// Service returns the named instance of algorithm a, starting it on first
+// use. Every node of the cluster must run the same algorithm under the same
+// name; a node starts a service when a message for it arrives, if
+// Config.Resolve names its algorithm.
+func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
+	if name == "" || len(name) > MaxServiceName {
+		return nil, fmt.Errorf("service name %q: want 1 to %d bytes", name, MaxServiceName)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	if s, ok := n.services[name]; ok {
+		if s.algo.Name != a.Name {
+			return nil, fmt.Errorf("service %q runs %s, not %s", name, s.algo.Name, a.Name)
+		}
+		return s, nil
+	}
+	if a.Validate != nil {
+		if err := a.Validate(n.cfg.N); err != nil {
+			return nil, fmt.Errorf("service %q: %s with %d nodes: %w", name, a.Name, n.cfg.N, err)
+		}
+	}
+	codec, err := n.cfg.NewCodec(a.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("service %q: %w", name, err)
+	}
+	s := &Service{
+		node: n, name: name, algo: a, codec: codec,
+		inbox:  make(chan event, n.cfg.InboxLen),
+		timers: map[proc.TimerID]*time.Timer{},
+		rng:    rand.New(rand.NewPCG(n.cfg.Seed^nameSeed(name), uint64(n.cfg.Self)+1)),
+		subs:   map[int]chan proc.Output{},
+		done:   make(chan struct{}),
+	}
+	s.proc = a.New(n.cfg.Self, n.cfg.N)
+	n.services[name] = s
+	n.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// ErrClosed is returned by a closed node or service.
+var ErrClosed = errors.New("node closed")
+
+// deliver is the transport's handler: it routes a payload to its service's
+// inbox. Garbage from an authenticated peer is dropped and logged, never a
+// crash.
+func (n *Node) deliver(from proc.ID, payload []byte) {
+	name, body, err := splitService(payload)
+	if err != nil {
+		n.log.Warn("dropping a malformed payload", "from", int(from), "err", err)
+		return
+	}
+	n.mu.Lock()
+	s := n.services[name]
+	n.mu.Unlock()
+	if s == nil {
+		a, ok := proc.Algorithm{}, false
+		if n.cfg.Resolve != nil {
+			a, ok = n.cfg.Resolve(name)
+		}
+		if !ok {
+			n.log.Warn("dropping a message for an unknown service", "from", int(from), "service", name)
+			return
+		}
+		if s, err = n.Service(name, a); err != nil {
+			n.log.Warn("dropping a message: cannot start its service", "from", int(from), "service", name, "err", err)
+			return
+		}
+	}
+	m, err := s.codec.Decode(body)
+	if err != nil {
+		n.log.Warn("dropping an undecodable message", "from", int(from), "service", s.name, "err", err)
+		return
+	}
+	s.post(event{kind: evMessage, from: from, msg: m})
+}
+
+// Close stops every service and the transport.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	services := make([]*Service, 0, len(n.services))
+	for _, s := range n.services {
+		services = append(services, s)
+	}
+	n.mu.Unlock()
+	for _, s := range services {
+		s.stop()
+	}
+	n.wg.Wait()
+	return n.cfg.Transport.Close()
+}
+
+// nameSeed mixes a service name into the seed of its random source.
+func nameSeed(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// now is the node's monotonic clock.
+func (n *Node) now() time.Duration { return time.Since(n.start) }
+
+// Wait blocks until ctx ends or the service outputs something accepted by
+// match, which it returns.
+func (s *Service) Wait(ctx context.Context, match func(proc.Output) bool) (proc.Output, error) {
+	ch, cancel := s.Subscribe(64)
+	defer cancel()
+	for {
+		select {
+		case o, ok := <-ch:
+			if !ok {
+				return nil, ErrClosed
+			}
+			if match(o) {
+				return o, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package live
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Service is one algorithm instance on a node, run by an actor goroutine.
+type Service struct {
+	node  *Node
+	name  string
+	algo  proc.Algorithm
+	codec Codec
+	proc  proc.Process
+
+	inbox chan event
+	done  chan struct{}
+	once  sync.Once
+
+	// Owned by the actor goroutine.
+	timers    map[proc.TimerID]*time.Timer
+	nextTimer proc.TimerID
+	rng       *rand.Rand
+	self      []event // messages to itself, handled after the current event
+	buf       []byte
+
+	subMu sync.Mutex
+	subs  map[int]chan proc.Output
+	nsub  int
+
+	statsMu sync.Mutex
+	stats   ServiceStats
+}
+
+// ServiceStats counts what a service did.
+type ServiceStats struct {
+	Sent, Received, Dropped int64
+	ByKind                  map[string]int64 // messages sent, by kind
+	Outputs                 int64
+}
+
+type eventKind uint8
+
+const (
+	evMessage eventKind = iota + 1
+	evTimer
+	evInput
+	evStop
+)
+
+type event struct {
+	kind  eventKind
+	from  proc.ID
+	msg   proc.Message
+	input proc.Input
+	timer proc.TimerID
+	tag   any
+}
+
+// Name is the service's name.
+func (s *Service) Name() string { return s.name }
+
+// Algorithm is what the service runs.
+func (s *Service) Algorithm() proc.Algorithm { return s.algo }
+
+// Input hands the algorithm an application input (Acquire, Multicast ...).
+// It blocks while the inbox is full, and fails once the service stopped.
+func (s *Service) Input(in proc.Input) error {
+	return s.post(event{kind: evInput, input: in})
+}
+
+func (s *Service) post(e event) error {
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case s.inbox <- e:
+		return nil
+	case <-s.done:
+		return ErrClosed
+	}
+}
+
+// Subscribe returns a channel of the service's outputs (buffered to size;
+// outputs that find it full are dropped and logged) and a cancel function.
+func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
+	ch := make(chan proc.Output, size)
+	s.subMu.Lock()
+	id := s.nsub
+	s.nsub++
+	s.subs[id] = ch
+	s.subMu.Unlock()
+	return ch, func() {
+		s.subMu.Lock()
+		if _, ok := s.subs[id]; ok {
+			delete(s.subs, id)
+			close(ch)
+		}
+		s.subMu.Unlock()
+	}
+}
+
+// Stats returns a copy of the service's counters.
+func (s *Service) Stats() ServiceStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	st := s.stats
+	st.ByKind = make(map[string]int64, len(s.stats.ByKind))
+	for k, v := range s.stats.ByKind {
+		st.ByKind[k] = v
+	}
+	return st
+}
+
+func (s *Service) stop() {
+	s.once.Do(func() { close(s.done) })
+}
+
+// run is the actor: one event at a time, exactly as the simulator calls a
+// process.
+func (s *Service) run() {
+	defer s.node.wg.Done()
+	defer func() {
+		for _, t := range s.timers {
+			t.Stop()
+		}
+		s.subMu.Lock()
+		for id, ch := range s.subs {
+			delete(s.subs, id)
+			close(ch)
+		}
+		s.subMu.Unlock()
+	}()
+	env := &env{s: s}
+	s.call(func() { s.proc.Start(env) })
+	for {
+		for len(s.self) > 0 {
+			e := s.self[0]
+			s.self = s.self[1:]
+			s.handle(env, e)
+		}
+		select {
+		case e := <-s.inbox:
+			s.handle(env, e)
+		case <-s.done:
+			return
+		}
+	}
+}
+
+func (s *Service) handle(env *env, e event) {
+	switch e.kind {
+	case evMessage:
+		s.count(func(st *ServiceStats) { st.Received++ })
+		s.call(func() { s.proc.Receive(env, e.from, e.msg) })
+	case evTimer:
+		if _, live := s.timers[e.timer]; !live {
+			return // cancelled after it fired
+		}
+		delete(s.timers, e.timer)
+		s.call(func() { s.proc.Timeout(env, e.tag) })
+	case evInput:
+		s.call(func() { s.proc.Input(env, e.input) })
+	}
+}
+
+// call runs a handler; a panic is a bug in the algorithm: it is logged with
+// the service and node, and the service stops rather than the node.
+func (s *Service) call(f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.node.log.Error("algorithm panicked; stopping the service", "service", s.name, "algo", s.algo.Name, "panic", fmt.Sprint(r))
+			s.stop()
+		}
+	}()
+	f()
+}
+
+func (s *Service) count(f func(*ServiceStats)) {
+	s.statsMu.Lock()
+	f(&s.stats)
+	s.statsMu.Unlock()
+}
+
+func (s *Service) send(to proc.ID, m proc.Message) {
+	n := s.node
+	if to < 0 || int(to) >= n.cfg.N {
+		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, n.cfg.N))
+	}
+	s.count(func(st *ServiceStats) {
+		st.Sent++
+		if st.ByKind == nil {
+			st.ByKind = map[string]int64{}
+		}
+		st.ByKind[m.Kind()]++
+	})
+	if to == n.cfg.Self {
+		s.self = append(s.self, event{kind: evMessage, from: to, msg: m})
+		return
+	}
+	b := binary.AppendUvarint(s.buf[:0], uint64(len(s.name)))
+	b = append(b, s.name...)
+	b, err := s.codec.Append(b, m)
+	if err != nil {
+		panic(fmt.Sprintf("encoding %T: %v", m, err))
+	}
+	s.buf = b
+	payload := append([]byte(nil), b...)
+	if err := n.cfg.Transport.Send(to, payload); err != nil {
+		// The transport's queue to that peer is full (or the node is
+		// closing): the message is lost, as on a network that drops it.
+		s.count(func(st *ServiceStats) { st.Dropped++ })
+		n.log.Warn("message not sent", "service", s.name, "to", int(to), "kind", m.Kind(), "err", err)
+	}
+}
+
+func (s *Service) output(o proc.Output) {
+	s.count(func(st *ServiceStats) { st.Outputs++ })
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	for _, ch := range s.subs {
+		select {
+		case ch <- o:
+		default:
+			s.node.log.Warn("output dropped: a subscriber is not keeping up", "service", s.name, "kind", o.Kind())
+		}
+	}
+}
+
+// splitService reads the service name in front of a payload.
+func splitService(payload []byte) (string, []byte, error) {
+	n, k := binary.Uvarint(payload)
+	if k <= 0 || n == 0 || n > MaxServiceName || uint64(len(payload)-k) < n {
+		return "", nil, errors.New("bad service name")
+	}
+	return string(payload[k : k+int(n)]), payload[k+int(n):], nil
+}
+
+// env is the Env of a live service.
+type env struct{ s *Service }
+
+func (e *env) Self() proc.ID { return e.s.node.cfg.Self }
+func (e *env) N() int        { return e.s.node.cfg.N }
+func (e *env) Neighbors() []proc.ID {
+	var ids []proc.ID
+	for i := 0; i < e.s.node.cfg.N; i++ {
+		if proc.ID(i) != e.s.node.cfg.Self {
+			ids = append(ids, proc.ID(i))
+		}
+	}
+	return ids
+}
+func (e *env) Now() time.Duration              { return e.s.node.now() }
+func (e *env) Send(to proc.ID, m proc.Message) { e.s.send(to, m) }
+func (e *env) Rand() *rand.Rand                { return e.s.rng }
+func (e *env) Output(o proc.Output)            { e.s.output(o) }
+
+func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
+	s := e.s
+	s.nextTimer++
+	id := s.nextTimer
+	s.timers[id] = time.AfterFunc(max(d, 0), func() {
+		_ = s.post(event{kind: evTimer, timer: id, tag: tag})
+	})
+	return id
+}
+
+func (e *env) CancelTimer(id proc.TimerID) {
+	if t, ok := e.s.timers[id]; ok {
+		t.Stop()
+		delete(e.s.timers, id)
+	}
+}

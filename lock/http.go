@@ -1,0 +1,254 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The HTTP API of a node's locks (JSON bodies):
+//
+//	POST   /v1/locks/{name}?ttl=10s         wait for the lock (long poll); 200 {"name","token","lease","ttl_ms"}
+//	POST   /v1/locks/{name}/keepalive?lease=ID   renew the lease; 404 if it expired
+//	DELETE /v1/locks/{name}?lease=ID        release; 404 if the lease is unknown
+//	GET    /v1/locks/{name}                 {"name","held","token"} as this node sees it
+//	GET    /v1/health                       {"node":id,"nodes":n}
+//
+// A lock taken over HTTP is a lease: unless the client renews it within
+// its ttl, the node releases it, so a client that dies cannot keep it for
+// ever. If a token is configured, every request must carry
+// "Authorization: Bearer <token>".
+
+// Server serves the locks of one node.
+type Server struct {
+	node    *live.Node
+	algo    proc.Algorithm
+	token   string
+	log     *slog.Logger
+	self, n int
+
+	mu     sync.Mutex
+	locks  map[string]*Lock
+	leases map[string]*lease // by lock name: the lease of the HTTP holder
+}
+
+type lease struct {
+	id    string
+	ttl   time.Duration
+	timer *time.Timer
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	Node      *live.Node
+	Self, N   int
+	Algorithm proc.Algorithm // the mutex algorithm behind every lock
+	Token     string         // required bearer token; "" for none
+	Logger    *slog.Logger
+}
+
+// NewServer returns the lock API of a node.
+func NewServer(c ServerConfig) *Server {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{node: c.Node, algo: c.Algorithm, token: c.Token, log: log, self: c.Self, n: c.N,
+		locks: map[string]*Lock{}, leases: map[string]*lease{}}
+}
+
+// MaxTTL bounds a lease.
+const MaxTTL = 10 * time.Minute
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/locks/{name}", s.acquire)
+	mux.HandleFunc("POST /v1/locks/{name}/keepalive", s.keepalive)
+	mux.HandleFunc("DELETE /v1/locks/{name}", s.release)
+	mux.HandleFunc("GET /v1/locks/{name}", s.status)
+	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusOK, map[string]any{"node": s.self, "nodes": s.n})
+	})
+	return s.auth(mux)
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.token != "" {
+			got := r.Header.Get("Authorization")
+			if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+s.token)) != 1 {
+				reply(w, http.StatusUnauthorized, apiError("missing or wrong bearer token"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) lock(name string) (*Lock, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.locks[name]; ok {
+		return l, nil
+	}
+	l, err := New(s.node, name, s.algo)
+	if err != nil {
+		return nil, err
+	}
+	s.locks[name] = l
+	return l, nil
+}
+
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return
+	}
+	ttl := 10 * time.Second
+	if v := r.URL.Query().Get("ttl"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxTTL {
+			reply(w, http.StatusBadRequest, apiError(fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL)))
+			return
+		}
+		ttl = d
+	}
+	l, err := s.lock(name)
+	if err != nil {
+		reply(w, http.StatusInternalServerError, apiError(err.Error()))
+		return
+	}
+	token, err := l.Lock(r.Context())
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return // the client went away; the grant, if it comes, is given back
+		}
+		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		return
+	}
+	le := &lease{id: newLeaseID(), ttl: ttl}
+	s.mu.Lock()
+	s.leases[name] = le
+	le.timer = time.AfterFunc(ttl, func() { s.expire(name, le) })
+	s.mu.Unlock()
+	reply(w, http.StatusOK, map[string]any{"name": name, "token": token, "lease": le.id, "ttl_ms": ttl.Milliseconds()})
+}
+
+// expire releases a lock whose holder stopped renewing its lease.
+func (s *Server) expire(name string, le *lease) {
+	s.mu.Lock()
+	cur := s.leases[name]
+	if cur != le {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.leases, name)
+	l := s.locks[name]
+	s.mu.Unlock()
+	s.log.Warn("lease expired: releasing the lock", "lock", name, "lease", le.id)
+	_ = l.Unlock()
+}
+
+func (s *Server) holder(w http.ResponseWriter, r *http.Request) (string, *lease, bool) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	id := r.URL.Query().Get("lease")
+	s.mu.Lock()
+	le := s.leases[name]
+	s.mu.Unlock()
+	if le == nil || le.id != id {
+		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of lock %q is not held here (expired, released, or another node's)", id, name)))
+		return "", nil, false
+	}
+	return name, le, true
+}
+
+func (s *Server) keepalive(w http.ResponseWriter, r *http.Request) {
+	name, le, ok := s.holder(w, r)
+	if !ok {
+		return
+	}
+	if !le.timer.Reset(le.ttl) {
+		// It fired already: the lock is being released.
+		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of lock %q expired", le.id, name)))
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"name": name, "lease": le.id, "ttl_ms": le.ttl.Milliseconds()})
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	name, le, ok := s.holder(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	if s.leases[name] != le {
+		s.mu.Unlock()
+		reply(w, http.StatusNotFound, apiError("lease expired"))
+		return
+	}
+	le.timer.Stop()
+	delete(s.leases, name)
+	l := s.locks[name]
+	s.mu.Unlock()
+	if err := l.Unlock(); err != nil {
+		reply(w, http.StatusConflict, apiError(err.Error()))
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"name": name, "released": true})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	l := s.locks[name]
+	s.mu.Unlock()
+	held, token := false, uint64(0)
+	if l != nil {
+		held, token = l.Held()
+	}
+	reply(w, http.StatusOK, map[string]any{"name": name, "held": held, "token": token})
+}
+
+func lockName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if !validName.MatchString(name) {
+		reply(w, http.StatusBadRequest, apiError(fmt.Sprintf("lock name %q: want 1 to 128 of A-Z a-z 0-9 . _ -", name)))
+		return "", false
+	}
+	return name, true
+}
+
+func apiError(msg string) map[string]string { return map[string]string{"error": msg} }
+
+func reply(w http.ResponseWriter, code int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func newLeaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,152 @@
+// Package lock is Cohort's distributed lock for applications: a named lock
+// backed by one of the mutual exclusion algorithms, running on a live
+// cluster node.
+//
+//	l, err := lock.New(node, "db-migrations", algo)
+//	token, err := l.Lock(ctx)   // blocks until this node holds the lock
+//	defer l.Unlock()
+//
+// Every grant carries a fencing token that strictly increases across the
+// grants of the lock (when the algorithm provides one, as Ricart–Agrawala
+// and Lamport do: the request's Lamport timestamp), so a resource can
+// refuse a stale holder.
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/mutex"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Lock is a named distributed lock on one node. Its methods are safe for
+// concurrent use; goroutines of the same node queue for it locally.
+type Lock struct {
+	svc  *live.Service
+	name string
+	sem  chan struct{} // full while a local goroutine holds or is acquiring the lock
+
+	mu    sync.Mutex
+	held  bool
+	token uint64
+}
+
+// New returns the lock called name on node n, backed by algorithm a (one
+// of the mutex family). Every node of the cluster must use the same
+// algorithm for the same name.
+func New(n *live.Node, name string, a proc.Algorithm) (*Lock, error) {
+	if a.Family != "mutex" {
+		return nil, fmt.Errorf("lock %q: %s is not a mutual exclusion algorithm", name, a.Name)
+	}
+	s, err := n.Service("lock/"+name, a)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{svc: s, name: name, sem: make(chan struct{}, 1)}, nil
+}
+
+// Resolver is a live.Config.Resolve for a cluster whose locks all run
+// algorithm a: a node starts lock "lock/x" when the first message for it
+// arrives.
+func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
+	return func(service string) (proc.Algorithm, bool) {
+		name, ok := strings.CutPrefix(service, "lock/")
+		return a, ok && validName.MatchString(name)
+	}
+}
+
+// ErrNotHeld is returned by Unlock when this node does not hold the lock.
+var ErrNotHeld = errors.New("lock not held by this node")
+
+// Lock blocks until this node holds the lock, or ctx ends. It returns the
+// grant's fencing token (0 if the algorithm provides none). If ctx ends
+// while the request is under way, the request is not withdrawn — the
+// algorithms cannot take one back — so the lock, once granted, is released
+// at once in the background.
+func (l *Lock) Lock(ctx context.Context) (uint64, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	outs, cancel := l.svc.Subscribe(64)
+	if err := l.svc.Input(mutex.Acquire{}); err != nil {
+		cancel()
+		<-l.sem
+		return 0, err
+	}
+	for {
+		select {
+		case o, ok := <-outs:
+			if !ok {
+				<-l.sem
+				return 0, live.ErrClosed
+			}
+			if e, ok := o.(mutex.Enter); ok {
+				cancel()
+				l.mu.Lock()
+				l.held, l.token = true, e.Token
+				l.mu.Unlock()
+				return e.Token, nil
+			}
+		case <-ctx.Done():
+			go l.abandon(outs, cancel)
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// abandon waits for a grant nobody wants any more and gives it back.
+func (l *Lock) abandon(outs <-chan proc.Output, cancel func()) {
+	defer cancel()
+	for o := range outs {
+		if _, ok := o.(mutex.Enter); ok {
+			_ = l.release()
+			return
+		}
+	}
+	<-l.sem // the service stopped
+}
+
+// Unlock releases the lock held by this node.
+func (l *Lock) Unlock() error {
+	l.mu.Lock()
+	held := l.held
+	l.held = false
+	l.mu.Unlock()
+	if !held {
+		return ErrNotHeld
+	}
+	return l.release()
+}
+
+// Held reports whether this node holds the lock, and the grant's token.
+func (l *Lock) Held() (bool, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held, l.token
+}
+
+// Name is the lock's name.
+func (l *Lock) Name() string { return l.name }
+
+// release sends Release, waits for Exit and frees the local slot.
+func (l *Lock) release() error {
+	defer func() { <-l.sem }()
+	outs, cancel := l.svc.Subscribe(64)
+	defer cancel()
+	if err := l.svc.Input(mutex.Release{}); err != nil {
+		return err
+	}
+	for o := range outs {
+		if _, ok := o.(mutex.Exit); ok {
+			return nil
+		}
+	}
+	return live.ErrClosed
+}
