@@ -50,7 +50,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee != errChecksFailed {
+		if ee != errChecksFailed && ee.err != errSilent {
 			fmt.Fprintln(stderr, "cohort:", ee.err)
 		}
 		return ee.code
@@ -75,7 +75,7 @@ diagram.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }
 
