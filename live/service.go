@@ -43,6 +43,8 @@ type ServiceStats struct {
 	Sent, Received, Dropped int64
 	ByKind                  map[string]int64 // messages sent, by kind
 	Outputs                 int64
+	Handled                 int64         // events handled
+	HandlerTime             time.Duration // total time in the algorithm's handlers
 }
 
 type eventKind uint8
@@ -157,6 +159,11 @@ func (s *Service) run() {
 }
 
 func (s *Service) handle(env *env, e event) {
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		s.count(func(st *ServiceStats) { st.Handled++; st.HandlerTime += d })
+	}()
 	switch e.kind {
 	case evMessage:
 		s.count(func(st *ServiceStats) { st.Received++ })

@@ -275,3 +275,28 @@ func TestHTTPLeasesAndTokens(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestMetricsCountTheLocksMessages(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := cluster(t, 2, a)
+	l, _ := New(nodes[0], "m", a)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	nodes[0].WriteMetrics(&b)
+	for _, want := range []string{
+		`cohort_messages_sent_total{service="lock/m",algo="ricart-agrawala",kind="request"} 1`,
+		`cohort_messages_received_total{service="lock/m",algo="ricart-agrawala"} 1`,
+		`# TYPE cohort_handler_seconds summary`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package transport
+
+import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Defaults used for zero Config fields.
+const (
+	DefaultQueueLen         = 4096
+	DefaultQueueBytes       = 16 << 20
+	DefaultMaxFrame         = 1 << 20
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultPingInterval     = time.Second
+	DefaultIdleTimeout      = 5 * time.Second
+	DefaultDialBackoffMin   = 50 * time.Millisecond
+	DefaultDialBackoffMax   = 5 * time.Second
+	DefaultCloseTimeout     = 2 * time.Second
+
+	// MaxMaxFrame is the largest MaxFrame the frame header can express.
+	MaxMaxFrame = 1<<30 - 1
+	// MinSecretLen is the shortest Secret accepted, in bytes.
+	MinSecretLen = 16
+)
+
+// Config configures a TCP transport. Zero values of the optional fields mean
+// the defaults above. NewTCP copies the Config; changing it afterwards has no
+// effect.
+type Config struct {
+	// Self is this member's ID.
+	Self proc.ID
+	// Listen is the address to accept connections on, "host:port";
+	// "127.0.0.1:0" picks a free port (see Addr). Ignored if Listener is set.
+	Listen string
+	// Listener, if not nil, is used instead of listening on Listen. The
+	// transport owns it and closes it on Close. Tests use it to learn every
+	// member's address before creating any transport.
+	Listener net.Listener
+	// Peers maps every other member to the address it listens on. It must
+	// not contain Self.
+	Peers map[proc.ID]string
+
+	// Exactly one of Secret and TLS authenticates members.
+	//
+	// Secret is a shared cluster secret of at least MinSecretLen bytes.
+	// Both ends of a connection prove they know it (HMAC-SHA256 over fresh
+	// nonces and both IDs). It authenticates connection set-up only: the
+	// frames that follow are neither encrypted nor authenticated, so it
+	// keeps strangers and misconfigured members out but does not defend
+	// against an attacker on the path. Use TLS for that.
+	Secret []byte
+	// TLS is this member's TLS configuration: Certificates holds its own
+	// certificate, which must carry CertName(Self) as a DNS name, and
+	// RootCAs the cluster CA. Connections use mutual TLS: the acceptor
+	// requires and verifies a client certificate (against ClientCAs, or
+	// RootCAs if ClientCAs is nil) and checks that it names the ID the
+	// dialer claims; the dialer verifies that the acceptor's certificate
+	// names the member it dialed. See LoadTLS and GenerateCerts.
+	TLS *tls.Config
+
+	// QueueLen bounds, in frames, what Send accepts for one member and the
+	// transport has not yet handed to the connection. 0 means
+	// DefaultQueueLen.
+	QueueLen int
+	// QueueBytes bounds the same queue in bytes. 0 means DefaultQueueBytes.
+	// It must be at least MaxFrame.
+	QueueBytes int
+	// MaxFrame is the largest payload, in bytes, that may be sent or
+	// received; a peer announcing a longer frame is disconnected before the
+	// body is read. 0 means DefaultMaxFrame; at most MaxMaxFrame.
+	MaxFrame int
+
+	// HandshakeTimeout bounds connection set-up (TCP connect, TLS,
+	// authentication). 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// PingInterval is how long a connection may be idle before a ping is
+	// sent on it. 0 means DefaultPingInterval.
+	PingInterval time.Duration
+	// IdleTimeout: a connection on which no complete frame (data or ping)
+	// arrives for this long is closed. It must exceed PingInterval. 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// DialBackoffMin and DialBackoffMax bound the delay between attempts to
+	// connect to a member: it doubles from Min up to Max, and each delay
+	// is drawn uniformly from its upper half. 0 means the defaults.
+	DialBackoffMin, DialBackoffMax time.Duration
+	// CloseTimeout bounds how long Close flushes queued frames. 0 means
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
+
+	// Logger receives connection events and the reason every rejected or
+	// dropped connection was closed. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports the first problem with c, naming the field. Errors wrap
+// ErrConfig.
+func (c *Config) Validate() error {
+	if c.Self < 0 {
+		return configErr("Self = %d: must be >= 0", c.Self)
+	}
+	if c.Listener == nil {
+		if c.Listen == "" {
+			return configErr("Listen is empty and Listener is nil")
+		}
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return configErr("Listen = %q: %v", c.Listen, err)
+		}
+	}
+	for id, addr := range c.Peers {
+		if id == c.Self {
+			return configErr("Peers contains Self (%v)", id)
+		}
+		if id < 0 {
+			return configErr("Peers[%d]: IDs must be >= 0", id)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return configErr("Peers[%v] = %q: %v", id, addr, err)
+		}
+	}
+	switch {
+	case c.Secret == nil && c.TLS == nil:
+		return configErr("Secret and TLS are both unset: one is required")
+	case c.Secret != nil && c.TLS != nil:
+		return configErr("Secret and TLS are both set: use one")
+	case c.Secret != nil && len(c.Secret) < MinSecretLen:
+		return configErr("Secret is %d bytes: at least %d are required", len(c.Secret), MinSecretLen)
+	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil:
+		return configErr("TLS.Certificates is empty: this member needs its certificate")
+	case c.TLS != nil && c.TLS.RootCAs == nil:
+		return configErr("TLS.RootCAs is nil: the cluster CA is needed to verify members")
+	}
+	if err := nonNegative("QueueLen", c.QueueLen); err != nil {
+		return err
+	}
+	if err := nonNegative("QueueBytes", c.QueueBytes); err != nil {
+		return err
+	}
+	if err := nonNegative("MaxFrame", c.MaxFrame); err != nil {
+		return err
+	}
+	if c.MaxFrame > MaxMaxFrame {
+		return configErr("MaxFrame = %d: at most %d", c.MaxFrame, MaxMaxFrame)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HandshakeTimeout", c.HandshakeTimeout},
+		{"PingInterval", c.PingInterval},
+		{"IdleTimeout", c.IdleTimeout},
+		{"DialBackoffMin", c.DialBackoffMin},
+		{"DialBackoffMax", c.DialBackoffMax},
+		{"CloseTimeout", c.CloseTimeout},
+	} {
+		if d.v < 0 {
+			return configErr("%s = %v: must be >= 0", d.name, d.v)
+		}
+	}
+	d := c.withDefaults()
+	if d.QueueBytes < d.MaxFrame {
+		return configErr("QueueBytes = %d is less than MaxFrame = %d", d.QueueBytes, d.MaxFrame)
+	}
+	if d.IdleTimeout <= d.PingInterval {
+		return configErr("IdleTimeout = %v must exceed PingInterval = %v", d.IdleTimeout, d.PingInterval)
+	}
+	if d.DialBackoffMax < d.DialBackoffMin {
+		return configErr("DialBackoffMax = %v is less than DialBackoffMin = %v", d.DialBackoffMax, d.DialBackoffMin)
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with defaults filled in and Peers and
+// Secret copied.
+func (c *Config) withDefaults() Config {
+	d := *c
+	d.Peers = make(map[proc.ID]string, len(c.Peers))
+	for id, a := range c.Peers {
+		d.Peers[id] = a
+	}
+	d.Secret = bytes.Clone(c.Secret)
+	setDefault(&d.QueueLen, DefaultQueueLen)
+	setDefault(&d.QueueBytes, DefaultQueueBytes)
+	setDefault(&d.MaxFrame, DefaultMaxFrame)
+	setDefault(&d.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDefault(&d.PingInterval, DefaultPingInterval)
+	setDefault(&d.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&d.DialBackoffMin, DefaultDialBackoffMin)
+	setDefault(&d.DialBackoffMax, DefaultDialBackoffMax)
+	setDefault(&d.CloseTimeout, DefaultCloseTimeout)
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return d
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+func nonNegative(field string, v int) error {
+	if v < 0 {
+		return configErr("%s = %d: must be >= 0", field, v)
+	}
+	return nil
+}
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: Config.%s", ErrConfig, fmt.Sprintf(format, args...))
+}

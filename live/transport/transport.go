@@ -1,0 +1,105 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Transport moves opaque payloads between the members of a cluster. TCP and
+// InProc implement it with the same ordering and backpressure semantics.
+type Transport interface {
+	// Start begins delivery: handler is called once for every payload that
+	// arrives from an authenticated member. Calls carrying payloads from one
+	// sender are sequential and in the order that sender sent them; calls
+	// for different senders may run concurrently, on the transport's own
+	// goroutines. The handler owns the payload it is given. It should
+	// return quickly (the host puts the payload into its inbox): while it
+	// runs, nothing more is read from that sender, and once the sender's
+	// queue is full its Sends fail with ErrBackpressure.
+	//
+	// Start may be called once. Sends made before it are queued.
+	Start(handler Handler) error
+
+	// Send queues a copy of payload for member to and returns at once; it
+	// never blocks. If to's queue is full (QueueLen frames or QueueBytes
+	// bytes not yet handed to the connection) it returns ErrBackpressure
+	// and the caller decides whether to drop or retry later: a slow or
+	// unreachable member can never make this node run out of memory.
+	// Sending to Self is allowed and is delivered to this node's own
+	// handler. Send is safe for concurrent use; payloads sent from one
+	// goroutine are delivered in order.
+	Send(to proc.ID, payload []byte) error
+
+	// Addr is the address other members dial.
+	Addr() net.Addr
+
+	// Stats reports counters for each member other than Self.
+	Stats() Stats
+
+	// Close stops the transport gracefully: Send fails with ErrClosed from
+	// now on, queued frames are flushed to connected members for at most
+	// CloseTimeout, connections are closed, and Close waits for every
+	// goroutine, including handler calls in progress. After Close returns
+	// the handler is not called again. Close is idempotent.
+	Close() error
+}
+
+// Handler receives a payload from an authenticated member; see Start.
+type Handler func(from proc.ID, payload []byte)
+
+// Errors returned by Send (test with errors.Is).
+var (
+	// ErrBackpressure: the destination's queue is full; nothing was queued.
+	ErrBackpressure = errors.New("transport: peer queue full")
+	// ErrUnknownPeer: the destination is not a member of the cluster.
+	ErrUnknownPeer = errors.New("transport: unknown peer")
+	// ErrTooLarge: the payload is longer than MaxFrame.
+	ErrTooLarge = errors.New("transport: payload exceeds MaxFrame")
+	// ErrClosed: the transport has been closed.
+	ErrClosed = errors.New("transport: closed")
+	// ErrConfig wraps every configuration error.
+	ErrConfig = errors.New("transport: invalid config")
+)
+
+// Stats is a snapshot of a transport's counters.
+type Stats struct {
+	// Peers has one entry for each member other than Self.
+	Peers map[proc.ID]PeerStats
+	// Rejected counts inbound connections closed during the handshake,
+	// whatever (if anything) they claimed to be.
+	Rejected uint64
+}
+
+// PeerStats are the counters for one member. Bytes are wire bytes, frame
+// headers included, for TCP, and payload bytes for InProc.
+type PeerStats struct {
+	// Connected: this node's outbound connection to the member is up and
+	// authenticated (InProc: the member's endpoint is started and open).
+	Connected bool
+	// Queued: frames accepted by Send and not yet handed to the connection
+	// (InProc: not yet delivered). Never more than QueueLen.
+	Queued int
+	// Sent and SentBytes: frames handed to the connection (to the kernel).
+	Sent, SentBytes uint64
+	// Received and ReceivedBytes: frames from the member delivered to the
+	// handler.
+	Received, ReceivedBytes uint64
+	// Backpressured: Sends refused with ErrBackpressure.
+	Backpressured uint64
+	// Reconnects: outbound connections established after the first.
+	Reconnects uint64
+	// Rejected: handshakes with a connection claiming to be this member, or
+	// with this member's address, that failed.
+	Rejected uint64
+	// Dropped: frames discarded without being sent: queued when Close gave
+	// up, or (InProc) sent to a closed endpoint.
+	Dropped uint64
+}
+
+// CertName is the name a member's certificate must carry, as a DNS subject
+// alternative name, for the member to be accepted as id under mutual TLS:
+// "node-3" for process 3.
+func CertName(id proc.ID) string { return "node-" + strconv.Itoa(int(id)) }
