@@ -10,16 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Transport moves opaque payloads between cluster members; see package
-// live/transport.
-type Transport interface {
-	Send(to proc.ID, payload []byte) error
-	Start(handler func(from proc.ID, payload []byte)) error
-	Close() error
-}
+// Transport moves opaque payloads between cluster members: TCP with an
+// authenticating handshake, or in-process channels.
+type Transport = transport.Transport
 
 // Codec serializes an algorithm's messages; see package wire.
 type Codec interface {

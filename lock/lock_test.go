@@ -2,9 +2,7 @@ package lock
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -14,94 +12,25 @@ import (
 
 	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
 )
-
-// chanNet is a minimal in-process network for these tests: FIFO per pair,
-// one goroutine per receiver.
-type chanNet struct {
-	inbox []chan [2]any // per node: (from, payload)
-}
-
-type chanTransport struct {
-	net  *chanNet
-	self proc.ID
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func newChanNet(n int) *chanNet {
-	c := &chanNet{}
-	for i := 0; i < n; i++ {
-		c.inbox = append(c.inbox, make(chan [2]any, 1<<16))
-	}
-	return c
-}
-
-func (c *chanNet) endpoint(id proc.ID) *chanTransport {
-	return &chanTransport{net: c, self: id, stop: make(chan struct{})}
-}
-
-func (t *chanTransport) Send(to proc.ID, p []byte) error {
-	select {
-	case t.net.inbox[to] <- [2]any{t.self, p}:
-		return nil
-	default:
-		return errors.New("queue full")
-	}
-}
-
-func (t *chanTransport) Start(h func(proc.ID, []byte)) error {
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		for {
-			select {
-			case m := <-t.net.inbox[t.self]:
-				h(m[0].(proc.ID), m[1].([]byte))
-			case <-t.stop:
-				return
-			}
-		}
-	}()
-	return nil
-}
-
-func (t *chanTransport) Close() error { close(t.stop); t.wg.Wait(); return nil }
-
-// refCodec passes messages by reference through a shared table: enough to
-// test the host in one process, without the wire format.
-type refCodec struct {
-	mu   *sync.Mutex
-	msgs *[]proc.Message
-}
-
-func (c refCodec) Append(dst []byte, m proc.Message) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	*c.msgs = append(*c.msgs, m)
-	return binary.AppendUvarint(dst, uint64(len(*c.msgs)-1)), nil
-}
-
-func (c refCodec) Decode(b []byte) (proc.Message, error) {
-	i, k := binary.Uvarint(b)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k <= 0 || int(i) >= len(*c.msgs) {
-		return nil, fmt.Errorf("bad reference")
-	}
-	return (*c.msgs)[i], nil
-}
 
 func cluster(t *testing.T, n int, a proc.Algorithm) []*live.Node {
 	t.Helper()
-	net := newChanNet(n)
-	var mu sync.Mutex
-	var table []proc.Message
-	codec := func([]proc.Message) (live.Codec, error) { return refCodec{&mu, &table}, nil }
+	net, err := transport.NewInProc(n, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
 	var nodes []*live.Node
 	for i := 0; i < n; i++ {
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: net.endpoint(proc.ID(i)), NewCodec: codec,
+		ep, err := net.Endpoint(proc.ID(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, NewCodec: codec,
 			Resolve: Resolver(a)})
 		if err != nil {
 			t.Fatal(err)

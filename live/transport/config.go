@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -113,7 +115,8 @@ func (c *Config) Validate() error {
 			return configErr("Listen = %q: %v", c.Listen, err)
 		}
 	}
-	for id, addr := range c.Peers {
+	for _, id := range slices.Sorted(maps.Keys(c.Peers)) {
+		addr := c.Peers[id]
 		if id == c.Self {
 			return configErr("Peers contains Self (%v)", id)
 		}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+)
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Run a local Cohort cluster"}
+	cmd.AddCommand(newClusterUpCmd())
+	return cmd
+}
+
+func newClusterUpCmd() *cobra.Command {
+	var nodes int
+	var algo, dir string
+	var inproc, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start N nodes on 127.0.0.1 and run until interrupted",
+		Long: `Start a cluster of N nodes on 127.0.0.1: N processes running
+"cohort node" (or, with --inproc, N nodes inside this process over an
+in-process transport), with a fresh cluster secret. Print how to reach them
+— with --json, a first line {"endpoints":[...],"pids":[...]} — and run until
+SIGINT or SIGTERM, then stop every node cleanly.`,
+		Example: `  cohort cluster up --nodes 5 --algo mutex/ricart-agrawala
+  cohort lock demo --endpoints 127.0.0.1:PORT -- sleep 1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodes < 1 || nodes > 64 {
+				return usageErr("--nodes %d: want 1 to 64", nodes)
+			}
+			fam, name, ok := strings.Cut(algo, "/")
+			if !ok || fam != "mutex" {
+				return usageErr("--algo %q: want mutex/NAME (the lock service is the one live service so far)", algo)
+			}
+			f, _ := catalog.Lookup("mutex")
+			a, err := f.Algorithm(name)
+			if err != nil {
+				return usageErr("--algo: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if inproc {
+				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
+			}
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, asJSON)
+		},
+	}
+	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
+	cmd.Flags().StringVar(&algo, "algo", "mutex/ricart-agrawala", "FAMILY/NAME of the algorithm behind the locks")
+	cmd.Flags().BoolVar(&inproc, "inproc", false, "run every node inside this process")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files (default: a temporary one)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
+	return cmd
+}
+
+func announce(out io.Writer, endpoints []string, pids []int, asJSON bool) {
+	if asJSON {
+		_ = json.NewEncoder(out).Encode(map[string]any{"endpoints": endpoints, "pids": pids})
+		return
+	}
+	fmt.Fprintf(out, "%d nodes up; API endpoints:\n", len(endpoints))
+	for i, ep := range endpoints {
+		fmt.Fprintf(out, "  node %d  http://%s\n", i, ep)
+	}
+	fmt.Fprintf(out, "\ntry: COHORT_ENDPOINTS=%s cohort lock demo -- echo held\n", strings.Join(endpoints, ","))
+	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
+}
+
+// clusterInProc runs n nodes in this process.
+func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algorithm, asJSON bool) error {
+	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	net, err := transport.NewInProc(n, transport.InProcConfig{})
+	if err != nil {
+		return &exitError{1, err}
+	}
+	var endpoints []string
+	var servers []*http.Server
+	var nodes []*live.Node
+	defer func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+		for _, node := range nodes {
+			_ = node.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		ep, err := net.Endpoint(proc.ID(i))
+		if err != nil {
+			return &exitError{1, err}
+		}
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, Logger: log,
+			NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
+			Resolve:  lock.Resolver(a)})
+		if err != nil {
+			return &exitError{1, err}
+		}
+		if err := node.Start(); err != nil {
+			return &exitError{1, err}
+		}
+		nodes = append(nodes, node)
+		ln, err := netListen()
+		if err != nil {
+			return &exitError{1, err}
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{Node: node, Self: i, N: n, Algorithm: a, Logger: log}).Handler())
+		mux.Handle("GET /metrics", node.MetricsHandler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+		endpoints = append(endpoints, ln.Addr().String())
+	}
+	announce(out, endpoints, []int{os.Getpid()}, asJSON)
+	<-ctx.Done()
+	return nil
+}
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// freePorts reserves n loopback ports by listening and closing again.
+func freePorts(n int) ([]string, error) {
+	var addrs []string
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := netListen()
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, l)
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
+}
+
+// clusterProcs runs n "cohort node" processes.
+func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir string, asJSON bool) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "cohort-cluster-")
+		if err != nil {
+			return &exitError{1, err}
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usageErr("--dir: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return &exitError{1, err}
+	}
+	peersAddr, err := freePorts(n)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	apis, err := freePorts(n)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	var secret [24]byte
+	_, _ = rand.Read(secret[:])
+	peers := map[int]string{}
+	for i, a := range peersAddr {
+		peers[i] = a
+	}
+	var children []*exec.Cmd
+	stopAll := func() {
+		for _, c := range children {
+			_ = c.Process.Signal(syscall.SIGTERM)
+		}
+		done := make(chan struct{})
+		go func() {
+			for _, c := range children {
+				_ = c.Wait()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			for _, c := range children {
+				_ = c.Process.Kill()
+			}
+			<-done
+		}
+	}
+	defer stopAll()
+	var pids []int
+	for i := 0; i < n; i++ {
+		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo}
+		b, err := yaml.Marshal(cfg)
+		if err != nil {
+			return &exitError{1, err}
+		}
+		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return &exitError{1, err}
+		}
+		c := exec.Command(self, "node", "--config", path)
+		c.Stdout, c.Stderr = errw, errw
+		if err := c.Start(); err != nil {
+			return &exitError{1, err}
+		}
+		children = append(children, c)
+		pids = append(pids, c.Process.Pid)
+	}
+	if err := waitHealthy(ctx, apis, 15*time.Second); err != nil {
+		return &exitError{1, err}
+	}
+	announce(out, apis, pids, asJSON)
+	<-ctx.Done()
+	return nil
+}
+
+// waitHealthy polls every node's /v1/health until all answer.
+func waitHealthy(ctx context.Context, apis []string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for _, api := range apis {
+		for {
+			resp, err := http.Get("http://" + api + "/v1/health")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node at %s did not come up within %v", api, limit)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func newCertsCmd() *cobra.Command {
+	var nodes int
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "certs --nodes N --dir DIR",
+		Short: "Create a development CA and a certificate for each node (mutual TLS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodes < 1 || dir == "" {
+				return usageErr("need --nodes N (at least 1) and --dir DIR")
+			}
+			if err := transport.GenerateCerts(dir, nodes); err != nil {
+				return &exitError{1, err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote a CA and %d node certificates to %s (use tls_dir: %s in node.yaml)\n", nodes, dir, dir)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
+	cmd.Flags().StringVar(&dir, "dir", "", "output directory")
+	return cmd
+}

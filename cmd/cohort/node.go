@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+)
+
+// nodeConfig is the file `cohort node --config` reads.
+type nodeConfig struct {
+	ID         int            `yaml:"id"`
+	Listen     string         `yaml:"listen"`      // cluster transport address
+	API        string         `yaml:"api"`         // HTTP API address
+	Peers      map[int]string `yaml:"peers"`       // every member's transport address, by id (itself included)
+	Secret     string         `yaml:"secret"`      // shared cluster secret, or
+	SecretFile string         `yaml:"secret_file"` // a file holding it
+	TLSDir     string         `yaml:"tls_dir"`     // or mutual TLS: a directory written by cohort certs
+	Lock       string         `yaml:"lock"`        // the mutex algorithm behind locks: "ricart-agrawala"
+	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
+}
+
+func loadNodeConfig(path string) (*nodeConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c nodeConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, args...))
+	}
+	n := len(c.Peers)
+	switch {
+	case n < 1:
+		return nil, bad("peers", "list every member's address by id, this node's included")
+	case c.ID < 0 || c.ID >= n:
+		return nil, bad("id", "%d is not one of the peers' ids 0..%d", c.ID, n-1)
+	case c.Listen == "":
+		return nil, bad("listen", "missing (the address peers connect to)")
+	case c.API == "":
+		return nil, bad("api", "missing (the HTTP API's address)")
+	}
+	for i := 0; i < n; i++ {
+		if _, ok := c.Peers[i]; !ok {
+			return nil, bad("peers", "ids must be 0..%d; %d is missing", n-1, i)
+		}
+	}
+	if c.SecretFile != "" {
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return nil, bad("secret_file", "%v", err)
+		}
+		c.Secret = strings.TrimSpace(string(b))
+	}
+	if (c.Secret == "") == (c.TLSDir == "") {
+		return nil, bad("secret", "give exactly one of secret (or secret_file) and tls_dir")
+	}
+	if c.Secret != "" && len(c.Secret) < 16 {
+		return nil, bad("secret", "%d bytes is too short to authenticate a cluster: use at least 16", len(c.Secret))
+	}
+	if c.Lock == "" {
+		c.Lock = "ricart-agrawala"
+	}
+	return &c, nil
+}
+
+func newNodeCmd() *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "node --config node.yaml",
+		Short: "Run one member of a live Cohort cluster",
+		Long: `Run one node of a live cluster: the transport to its peers (authenticated by
+a shared secret or mutual TLS), the lock service and its HTTP API. SIGTERM
+or SIGINT stop it gracefully.
+
+node.yaml:
+  id: 0
+  listen: 127.0.0.1:7000        # transport address
+  api: 127.0.0.1:7100           # HTTP API
+  peers: {0: 127.0.0.1:7000, 1: 127.0.0.1:7001, 2: 127.0.0.1:7002}
+  secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
+  lock: ricart-agrawala         # the mutex algorithm behind every lock
+  api_token: ...                # optional bearer token for the API`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfgPath == "" {
+				return usageErr("--config: missing")
+			}
+			c, err := loadNodeConfig(cfgPath)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return runNode(ctx, c, log, nil)
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "node configuration file (YAML)")
+	return cmd
+}
+
+// runNode runs a node until ctx ends. ready, if set, receives the API
+// address once the node serves.
+func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(api string)) error {
+	fam, _ := catalog.Lookup("mutex")
+	algo, err := fam.Algorithm(c.Lock)
+	if err != nil {
+		return usageErr("lock: %v", err)
+	}
+	peers := map[proc.ID]string{}
+	for id, addr := range c.Peers {
+		if id != c.ID {
+			peers[proc.ID(id)] = addr
+		}
+	}
+	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log}
+	if c.Secret != "" {
+		tc.Secret = []byte(c.Secret)
+	} else {
+		tlsc, err := transport.LoadTLS(c.TLSDir, proc.ID(c.ID))
+		if err != nil {
+			return usageErr("tls_dir: %v", err)
+		}
+		tc.TLS = tlsc
+	}
+	tr, err := transport.NewTCP(tc)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	node, err := live.NewNode(live.Config{
+		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
+		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
+		Resolve:  lock.Resolver(algo),
+	})
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if err := node.Start(); err != nil {
+		return &exitError{1, err}
+	}
+	defer node.Close()
+	ln, err := net.Listen("tcp", c.API)
+	if err != nil {
+		return &exitError{1, fmt.Errorf("api: %w", err)}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
+		Node: node, Self: c.ID, N: len(c.Peers), Algorithm: algo, Token: c.APIToken, Logger: log,
+	}).Handler())
+	mux.Handle("GET /metrics", node.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return &exitError{1, err}
+		}
+	}
+	log.Info("shutting down", "id", c.ID)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}

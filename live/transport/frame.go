@@ -1,0 +1,157 @@
+package transport
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"time"
+)
+
+// After the handshake a connection carries frames. A frame is a header, the
+// unsigned varint len<<2 | kind, followed by len bytes of payload:
+//
+//	kind 0  data: the payload goes to the handler
+//	kind 1  ping: len is 0; keeps an idle connection alive
+//
+// Kinds 2 and 3 are reserved. A 32-byte payload costs 34 bytes on the wire;
+// a ping, one byte.
+const (
+	kindData = 0
+	kindPing = 1
+
+	maxHeaderLen = 5 // the varint of (MaxMaxFrame<<2 | 3) < 1<<32
+)
+
+// pingFrame is the whole encoding of a ping.
+var pingFrame = []byte{kindPing}
+
+// appendFrame appends a data frame carrying payload to dst.
+func appendFrame(dst []byte, payload []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(payload))<<2|kindData)
+	return append(dst, payload...)
+}
+
+// frameLen is the encoded length of a data frame carrying n bytes.
+func frameLen(n int) int {
+	h := 1
+	for x := uint64(n) << 2; x >= 0x80; x >>= 7 {
+		h++
+	}
+	return h + n
+}
+
+// splitFrame returns the length of the first frame encoded in b and its
+// payload. b must hold whole frames written by appendFrame.
+func splitFrame(b []byte) (n int, payload []byte) {
+	x, h := binary.Uvarint(b)
+	end := h + int(x>>2)
+	return end, b[h:end]
+}
+
+// Reasons a frame reader gives up on a connection.
+var (
+	errTruncated = errors.New("truncated frame")
+	errIdle      = errors.New("read timeout")
+)
+
+// frameReader reads frames from a connection. Every frame must arrive
+// completely within idle of the moment the reader starts waiting for it, so
+// a peer that goes silent, or trickles a frame in a byte at a time, is
+// disconnected. The deadline is renewed only when the reader may block (the
+// buffer does not hold the whole frame), which keeps it off the fast path.
+type frameReader struct {
+	conn net.Conn
+	br   *bufio.Reader
+	idle time.Duration
+	max  int
+	slab []byte
+}
+
+// Payloads up to slabMax bytes are carved from shared slabs of slabSize
+// bytes: one allocation per several hundred small frames instead of one per
+// frame. A slab is freed once the handler has dropped every payload in it.
+const (
+	slabSize = 32 << 10
+	slabMax  = 1 << 10
+)
+
+func newFrameReader(conn net.Conn, idle time.Duration, max int) *frameReader {
+	return &frameReader{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), idle: idle, max: max}
+}
+
+// next returns the next frame. At a frame boundary a closed connection gives
+// io.EOF; anything else wrong gives an error whose text is the reason the
+// connection is closed.
+func (r *frameReader) next() (kind byte, payload []byte, err error) {
+	armed := false
+	if r.br.Buffered() < maxHeaderLen {
+		runtime.Gosched()
+		if err := r.arm(); err != nil {
+			return 0, nil, err
+		}
+		armed = true
+	}
+	x, err := binary.ReadUvarint(r.br)
+	if err != nil {
+		return 0, nil, r.readErr(err, false)
+	}
+	kind, n := byte(x&3), x>>2
+	if n > uint64(r.max) {
+		return 0, nil, fmt.Errorf("frame of %d bytes exceeds MaxFrame %d", n, r.max)
+	}
+	switch kind {
+	case kindData:
+	case kindPing:
+		if n != 0 {
+			return 0, nil, fmt.Errorf("ping frame with %d bytes of payload", n)
+		}
+		return kindPing, nil, nil
+	default:
+		return 0, nil, fmt.Errorf("unknown frame kind %d", kind)
+	}
+	if !armed && r.br.Buffered() < int(n) {
+		if err := r.arm(); err != nil {
+			return 0, nil, err
+		}
+	}
+	payload = r.alloc(int(n))
+	if _, err := io.ReadFull(r.br, payload); err != nil {
+		return 0, nil, r.readErr(err, true)
+	}
+	return kindData, payload, nil
+}
+
+func (r *frameReader) arm() error {
+	return r.conn.SetReadDeadline(time.Now().Add(r.idle))
+}
+
+// readErr names a read error. inFrame reports whether part of a frame had
+// been read.
+func (r *frameReader) readErr(err error, inFrame bool) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w: no complete frame within %v", errIdle, r.idle)
+	case err == io.EOF && !inFrame:
+		return io.EOF
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return errTruncated
+	}
+	return err
+}
+
+func (r *frameReader) alloc(n int) []byte {
+	if n > slabMax {
+		return make([]byte, n)
+	}
+	if len(r.slab) < n {
+		r.slab = make([]byte, slabSize)
+	}
+	p := r.slab[:n:n]
+	r.slab = r.slab[n:]
+	return p
+}

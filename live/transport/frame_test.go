@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// bytesConn is a net.Conn that reads from a byte slice, for frame readers.
+type bytesConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bytesConn) Read(p []byte) (int, error)      { return c.r.Read(p) }
+func (c *bytesConn) SetReadDeadline(time.Time) error { return nil }
+
+func readerOver(b []byte, max int) *frameReader {
+	return newFrameReader(&bytesConn{r: bytes.NewReader(b)}, time.Second, max)
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	sizes := []int{0, 1, 31, 32, 33, 127, 128, 1024, 1025, 4095, 16383, 16384, 100_000}
+	var wire []byte
+	for _, n := range sizes {
+		before := len(wire)
+		wire = appendFrame(wire, bytes.Repeat([]byte{byte(n)}, n))
+		if got := len(wire) - before; got != frameLen(n) {
+			t.Errorf("frameLen(%d) = %d, encoded %d bytes", n, frameLen(n), got)
+		}
+		wire = append(wire, pingFrame...)
+	}
+	r := readerOver(wire, 100_000)
+	for _, n := range sizes {
+		kind, p, err := r.next()
+		if err != nil || kind != kindData || len(p) != n || n > 0 && p[n-1] != byte(n) {
+			t.Fatalf("frame of %d bytes: kind %d, %d bytes, %v", n, kind, len(p), err)
+		}
+		if kind, _, err := r.next(); kind != kindPing || err != nil {
+			t.Fatalf("after %d: kind %d, %v; want a ping", n, kind, err)
+		}
+	}
+	if _, _, err := r.next(); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+	if frameLen(32) != 34 {
+		t.Errorf("a 32-byte payload costs %d bytes on the wire, want 34", frameLen(32))
+	}
+	// splitFrame walks a batch.
+	var batch []byte
+	for _, n := range sizes {
+		batch = appendFrame(batch, make([]byte, n))
+	}
+	for i := 0; len(batch) > 0; i++ {
+		size, p := splitFrame(batch)
+		if len(p) != sizes[i] {
+			t.Fatalf("splitFrame: frame %d has %d bytes, want %d", i, len(p), sizes[i])
+		}
+		batch = batch[size:]
+	}
+}
+
+func TestFrameReaderErrors(t *testing.T) {
+	hdr := func(n, kind uint64) []byte { return binary.AppendUvarint(nil, n<<2|kind) }
+	for _, tc := range []struct {
+		name string
+		wire []byte
+		want string
+	}{
+		{"too-large", hdr(101, kindData), "frame of 101 bytes exceeds MaxFrame 100"},
+		{"huge-length", hdr(1<<40, kindData), "exceeds MaxFrame"},
+		{"varint-overflow", bytes.Repeat([]byte{0xff}, 11), "overflow"},
+		{"truncated-body", append(hdr(10, kindData), "12345"...), "truncated frame"},
+		{"truncated-header", []byte{0x80}, "truncated frame"},
+		{"unknown-kind", hdr(0, 2), "unknown frame kind 2"},
+		{"ping-with-payload", append(hdr(1, kindPing), 'x'), "ping frame with 1 bytes of payload"},
+	} {
+		_, _, err := readerOver(tc.wire, 100).next()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestFrameReaderTimeout: a frame trickled in over a connection must be
+// complete within the idle timeout.
+func TestFrameReaderTimeout(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	r := newFrameReader(server, 50*time.Millisecond, 1000)
+	go client.Write(binary.AppendUvarint(nil, 10<<2)) // and nothing more
+	_, _, err := r.next()
+	if !errors.Is(err, errIdle) {
+		t.Fatalf("got %v, want a read timeout", err)
+	}
+}
+
+// FuzzFrameReader: whatever a peer sends, the reader neither panics nor
+// returns a payload longer than the limit, and it stops at the first error.
+func FuzzFrameReader(f *testing.F) {
+	f.Add(appendFrame(append([]byte(nil), pingFrame...), []byte("hello")))
+	f.Add(binary.AppendUvarint(nil, 1<<40))
+	f.Add([]byte{0x80, 0x80, 0x80})
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		r := readerOver(wire, 64)
+		for range len(wire) + 1 {
+			kind, p, err := r.next()
+			if err != nil {
+				return
+			}
+			if len(p) > 64 || kind != kindData && kind != kindPing {
+				t.Fatalf("kind %d, %d bytes", kind, len(p))
+			}
+		}
+		t.Fatal("reader did not stop")
+	})
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := 10*time.Millisecond, time.Second
+	for attempt := 1; attempt <= 20; attempt++ {
+		ceil := min(lo<<(attempt-1), hi)
+		if attempt > 10 {
+			ceil = hi
+		}
+		for range 50 {
+			if d := backoff(attempt, lo, hi); d < ceil/2 || d > ceil {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, ceil/2, ceil)
+			}
+		}
+	}
+}
+
+func TestHelloEncoding(t *testing.T) {
+	h := hello{version: protocolVersion, mode: modeTLS, from: 3, to: 1234567}
+	h.nonce[0], h.nonce[31] = 1, 2
+	b := h.marshal()
+	if len(b) != helloLen || !bytes.HasPrefix(b, helloMagic) {
+		t.Fatalf("hello is %d bytes: %q", len(b), b)
+	}
+	if got := parseHello(b); got != h {
+		t.Errorf("round trip: %+v, want %+v", got, h)
+	}
+}
+
+func TestCertName(t *testing.T) {
+	if got := CertName(proc.ID(3)); got != "node-3" {
+		t.Errorf("CertName(3) = %q", got)
+	}
+}
+
+// TestInProcLatency: each payload arrives no earlier than the latency after
+// it was sent, and in order.
+func TestInProcLatency(t *testing.T) {
+	const latency = 30 * time.Millisecond
+	nw, err := NewInProc(2, InProcConfig{Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	a, _ := nw.Endpoint(0)
+	b, _ := nw.Endpoint(1)
+	box := newInbox()
+	arrived := make(chan time.Time, 10)
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(func(from proc.ID, p []byte) {
+		box.handle(from, p)
+		arrived <- time.Now()
+	})
+	sentAt := time.Now()
+	for i := range uint64(10) {
+		if err := a.Send(1, seqPayload(i, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		select {
+		case at := <-arrived:
+			if d := at.Sub(sentAt); d < latency {
+				t.Errorf("delivered after %v, before the latency %v", d, latency)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("payload not delivered")
+		}
+	}
+	box.check(t)
+}
+
+// TestInProcClosedEndpoint: payloads to a closed endpoint are dropped and
+// counted; the sender is not blocked.
+func TestInProcClosedEndpoint(t *testing.T) {
+	nw, err := NewInProc(2, InProcConfig{QueueLen: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	if _, err := nw.Endpoint(2); !errors.Is(err, ErrUnknownPeer) {
+		t.Errorf("Endpoint(2) of 2: %v", err)
+	}
+	a, _ := nw.Endpoint(0)
+	b, _ := nw.Endpoint(1)
+	a.Send(1, []byte("queued, then dropped by Close"))
+	b.Close()
+	for range 10 {
+		if err := a.Send(1, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := a.Stats().Peers[1]; s.Dropped != 11 || s.Connected || s.Queued != 0 {
+		t.Errorf("stats %+v: want 11 dropped", s)
+	}
+	if _, err := NewInProc(0, InProcConfig{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("NewInProc(0): %v", err)
+	}
+}

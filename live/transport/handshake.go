@@ -1,0 +1,261 @@
+package transport
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The handshake, dialer D to acceptor A. Nothing D sends reaches A's handler
+// before A has sent welcome.
+//
+//	D → A  hello     "cohort" | version u8 | mode u8 | from i32 | to i32 | nonceD [32]   (48 bytes)
+//	with a shared secret K:
+//	A → D  challenge nonceA [32] | HMAC-SHA256(K, "cohort acceptor" | hello | nonceA)
+//	D → A  proof     HMAC-SHA256(K, "cohort dialer" | hello | nonceA)
+//	A → D  welcome   0x01
+//
+// The MACs cover both IDs and both nonces. A's nonce is fresh, so a
+// recorded proof is useless on a new connection; D's nonce is fresh, so a
+// recorded challenge cannot fool D; the labels differ, so neither side's MAC
+// can be reflected as the other's. With mutual TLS the challenge and proof
+// are skipped: TLS has authenticated both certificates, D has checked that
+// A's names the member it dialed, and A checks that D's names the member
+// hello claims (CertName). A rejects a connection by closing it, and logs
+// why; it tells D nothing.
+const (
+	protocolVersion = 1
+	modeSecret      = 1
+	modeTLS         = 2
+
+	helloLen  = 48
+	nonceLen  = 32
+	macLen    = sha256.Size
+	welcomeOK = 1
+)
+
+var (
+	helloMagic    = []byte("cohort")
+	labelAcceptor = []byte("cohort acceptor")
+	labelDialer   = []byte("cohort dialer")
+)
+
+type hello struct {
+	version, mode byte
+	from, to      proc.ID
+	nonce         [nonceLen]byte
+}
+
+func (h *hello) marshal() []byte {
+	b := make([]byte, 0, helloLen)
+	b = append(b, helloMagic...)
+	b = append(b, h.version, h.mode)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.from))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.to))
+	return append(b, h.nonce[:]...)
+}
+
+func parseHello(b []byte) hello {
+	h := hello{
+		version: b[6],
+		mode:    b[7],
+		from:    proc.ID(binary.BigEndian.Uint32(b[8:])),
+		to:      proc.ID(binary.BigEndian.Uint32(b[12:])),
+	}
+	copy(h.nonce[:], b[16:])
+	return h
+}
+
+// auth is how a transport authenticates members: a shared secret, or TLS.
+type auth struct {
+	secret    []byte
+	clientTLS *tls.Config // for dialing; ServerName is set per member
+	serverTLS *tls.Config // for accepting; requires and verifies client certificates
+}
+
+func newAuth(c *Config) *auth {
+	if c.TLS == nil {
+		return &auth{secret: c.Secret}
+	}
+	client := c.TLS.Clone()
+	if client.MinVersion < tls.VersionTLS12 {
+		client.MinVersion = tls.VersionTLS12
+	}
+	server := client.Clone()
+	server.ClientAuth = tls.RequireAndVerifyClientCert
+	if server.ClientCAs == nil {
+		server.ClientCAs = server.RootCAs
+	}
+	return &auth{clientTLS: client, serverTLS: server}
+}
+
+func (a *auth) mode() byte {
+	if a.secret != nil {
+		return modeSecret
+	}
+	return modeTLS
+}
+
+func modeName(m byte) string {
+	switch m {
+	case modeSecret:
+		return "a shared secret"
+	case modeTLS:
+		return "TLS"
+	}
+	return fmt.Sprintf("unknown mode %d", m)
+}
+
+func (a *auth) mac(label, hello, nonce []byte) []byte {
+	m := hmac.New(sha256.New, a.secret)
+	m.Write(label)
+	m.Write(hello)
+	m.Write(nonce)
+	return m.Sum(nil)
+}
+
+// Handshake failures. The text of the error is the reason that is logged.
+var (
+	errHandshakeTimeout = errors.New("handshake timeout")
+	errClosedEarly      = errors.New("connection closed during handshake")
+)
+
+// handshakeIOErr names an I/O error met during the handshake.
+func handshakeIOErr(err error) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return errHandshakeTimeout
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return errClosedEarly
+	}
+	return err
+}
+
+// dial authenticates this member (self) to member to over raw, which the
+// caller has given a deadline. It returns the connection to use (raw, or
+// TLS over it).
+func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, error) {
+	conn := raw
+	if a.clientTLS != nil {
+		cfg := a.clientTLS.Clone()
+		cfg.ServerName = CertName(to)
+		tc := tls.Client(raw, cfg)
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
+		}
+		conn = tc
+	}
+	h := hello{version: protocolVersion, mode: a.mode(), from: self, to: to}
+	rand.Read(h.nonce[:])
+	hb := h.marshal()
+	if _, err := conn.Write(hb); err != nil {
+		return nil, handshakeIOErr(err)
+	}
+	if a.secret != nil {
+		var ch [nonceLen + macLen]byte
+		if _, err := io.ReadFull(conn, ch[:]); err != nil {
+			return nil, rejectedBy(err)
+		}
+		if !hmac.Equal(ch[nonceLen:], a.mac(labelAcceptor, hb, ch[:nonceLen])) {
+			return nil, errors.New("peer failed authentication (wrong secret)")
+		}
+		if _, err := conn.Write(a.mac(labelDialer, hb, ch[:nonceLen])); err != nil {
+			return nil, handshakeIOErr(err)
+		}
+	}
+	var w [1]byte
+	if _, err := io.ReadFull(conn, w[:]); err != nil {
+		return nil, rejectedBy(err)
+	}
+	if w[0] != welcomeOK {
+		return nil, fmt.Errorf("unexpected handshake reply %#x", w[0])
+	}
+	return conn, nil
+}
+
+// rejectedBy names a failure to read the acceptor's reply.
+func rejectedBy(err error) error {
+	if err = handshakeIOErr(err); err == errClosedEarly {
+		return errors.New("rejected by peer (its log says why)")
+	}
+	return err
+}
+
+// accept authenticates the dialer of raw, which the caller has given a
+// deadline, to this member (self). member reports whether an ID belongs to
+// the cluster. It returns the connection to use and the dialer's ID; on
+// failure, claimed is the member the dialer claimed to be (proc.None if
+// it claimed none), and the error's text is the reason.
+func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (conn net.Conn, claimed proc.ID, err error) {
+	claimed = proc.None
+	conn = raw
+	var tc *tls.Conn
+	if a.serverTLS != nil {
+		tc = tls.Server(raw, a.serverTLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, claimed, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
+		}
+		conn = tc
+	}
+	var hb [helloLen]byte
+	if _, err := io.ReadFull(conn, hb[:len(helloMagic)]); err != nil {
+		return nil, claimed, handshakeIOErr(err)
+	}
+	if !bytes.Equal(hb[:len(helloMagic)], helloMagic) {
+		return nil, claimed, errors.New("not a cohort connection (bad magic)")
+	}
+	if _, err := io.ReadFull(conn, hb[len(helloMagic):]); err != nil {
+		return nil, claimed, handshakeIOErr(err)
+	}
+	h := parseHello(hb[:])
+	if member(h.from) {
+		claimed = h.from
+	}
+	switch {
+	case h.version != protocolVersion:
+		return nil, claimed, fmt.Errorf("unsupported protocol version %d (this node speaks %d)", h.version, protocolVersion)
+	case h.mode != a.mode():
+		return nil, claimed, fmt.Errorf("peer authenticates with %s, this node with %s", modeName(h.mode), modeName(a.mode()))
+	case h.from == self:
+		return nil, claimed, fmt.Errorf("peer claims to be this node (%v)", self)
+	case !member(h.from):
+		return nil, claimed, fmt.Errorf("unknown member %v", h.from)
+	case h.to != self:
+		return nil, claimed, fmt.Errorf("hello addressed to %v, this node is %v", h.to, self)
+	}
+	if tc != nil {
+		leaf := tc.ConnectionState().PeerCertificates[0]
+		if err := leaf.VerifyHostname(CertName(h.from)); err != nil {
+			return nil, claimed, fmt.Errorf("impostor: claims to be %v but %v", h.from, err)
+		}
+	}
+	if a.secret != nil {
+		var ch [nonceLen + macLen]byte
+		rand.Read(ch[:nonceLen])
+		copy(ch[nonceLen:], a.mac(labelAcceptor, hb[:], ch[:nonceLen]))
+		if _, err := conn.Write(ch[:]); err != nil {
+			return nil, claimed, handshakeIOErr(err)
+		}
+		var proof [macLen]byte
+		if _, err := io.ReadFull(conn, proof[:]); err != nil {
+			return nil, claimed, handshakeIOErr(err)
+		}
+		if !hmac.Equal(proof[:], a.mac(labelDialer, hb[:], ch[:nonceLen])) {
+			return nil, claimed, errors.New("authentication failed (wrong secret or replayed handshake)")
+		}
+	}
+	if _, err := conn.Write([]byte{welcomeOK}); err != nil {
+		return nil, claimed, handshakeIOErr(err)
+	}
+	return conn, h.from, nil
+}

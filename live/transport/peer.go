@@ -1,0 +1,302 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// peer is the sending side of one member: its queue and the goroutine that
+// dials it and writes the queue to the connection. It also holds the
+// member's counters, including those of the receiving side.
+type peer struct {
+	t    *TCP
+	id   proc.ID
+	addr string
+	q    *sendQueue
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	conn     net.Conn  // the current outbound connection, if any
+	deadline time.Time // set by Close: flush by then
+
+	// Owned by the run goroutine.
+	carry  []byte // frames of a failed write that may not have reached the kernel
+	nCarry int
+	spare  []byte
+
+	connected                     atomic.Bool
+	sent, sentBytes               atomic.Uint64
+	received, receivedBytes       atomic.Uint64
+	reconnects, rejected, dropped atomic.Uint64
+	writes                        atomic.Uint64 // write calls carrying frames (batches), for benchmarks
+}
+
+func (p *peer) stats() PeerStats {
+	return PeerStats{
+		Connected:     p.connected.Load(),
+		Queued:        p.q.len(),
+		Sent:          p.sent.Load(),
+		SentBytes:     p.sentBytes.Load(),
+		Received:      p.received.Load(),
+		ReceivedBytes: p.receivedBytes.Load(),
+		Backpressured: p.q.backpressured.Load(),
+		Reconnects:    p.reconnects.Load(),
+		Rejected:      p.rejected.Load(),
+		Dropped:       p.dropped.Load(),
+	}
+}
+
+// errClosing ends a connection that Close has flushed.
+var errClosing = errors.New("transport closing")
+
+// run connects to the member, serves the connection until it fails,
+// and reconnects, until Close.
+func (p *peer) run() {
+	ctx := p.t.ctx
+	established := false
+	for attempt := 0; ; {
+		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
+			break
+		}
+		conn, fr, err := p.dial(ctx)
+		if ctx.Err() != nil {
+			if conn != nil {
+				conn.Close()
+			}
+			break
+		}
+		if err != nil {
+			attempt++
+			continue
+		}
+		if established {
+			p.reconnects.Add(1)
+		}
+		established = true
+		p.log.Info("transport: connected")
+		err = p.serve(conn, fr)
+		if err == errClosing {
+			break
+		}
+		p.log.Info("transport: disconnected", "reason", err.Error())
+		attempt = 1
+	}
+	p.nCarry, p.carry = 0, nil
+	if n := p.q.discard(); n > 0 {
+		p.dropped.Add(uint64(n))
+		p.log.Warn("transport: closed with frames unsent", "frames", n)
+	}
+}
+
+// dial connects and authenticates. Handshake failures are logged and
+// counted; connection failures (nobody listening yet) are only logged at
+// debug level, since they are routine while a cluster starts.
+func (p *peer) dial(ctx context.Context) (net.Conn, *frameReader, error) {
+	cfg := &p.t.cfg
+	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
+	raw, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		p.log.Debug("transport: dial failed", "err", err)
+		return nil, nil, err
+	}
+	setNoDelay(raw)
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	defer stop()
+	raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	conn, err := p.t.auth.dial(raw, cfg.Self, p.id)
+	if err != nil {
+		raw.Close()
+		if ctx.Err() == nil {
+			p.rejected.Add(1)
+			p.log.Warn("transport: handshake failed", "remote", raw.RemoteAddr().String(), "reason", err.Error())
+		}
+		return nil, nil, err
+	}
+	raw.SetDeadline(time.Time{})
+	return conn, newFrameReader(conn, cfg.IdleTimeout, cfg.MaxFrame), nil
+}
+
+// serve writes the queue to conn until the connection fails (returning
+// why) or Close has flushed it (returning errClosing). A second goroutine
+// reads the acceptor's pings, and closes conn if they stop.
+func (p *peer) serve(conn net.Conn, fr *frameReader) error {
+	p.mu.Lock()
+	p.conn = conn
+	if !p.deadline.IsZero() {
+		conn.SetWriteDeadline(p.deadline)
+	}
+	p.mu.Unlock()
+	p.connected.Store(true)
+	defer func() {
+		p.connected.Store(false)
+		p.mu.Lock()
+		p.conn = nil
+		p.mu.Unlock()
+	}()
+
+	readErr := make(chan error, 1)
+	go func() {
+		err := readPings(fr)
+		conn.Close() // unblocks a write to a peer that has gone
+		readErr <- err
+	}()
+	fail := func(err error) error {
+		conn.Close()
+		if rerr := <-readErr; errors.Is(err, net.ErrClosed) {
+			err = rerr // the reader closed conn: its reason is the real one
+		}
+		return err
+	}
+
+	if p.nCarry > 0 {
+		batch, n := p.carry, p.nCarry
+		p.carry, p.nCarry = nil, 0
+		if err := p.write(conn, batch, n); err != nil {
+			return fail(err)
+		}
+	}
+	ping := time.NewTimer(p.t.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		if batch, n := p.q.take(p.spare); n > 0 {
+			if err := p.write(conn, batch, n); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		if p.q.isClosed() {
+			return p.finish(conn, readErr)
+		}
+		if !p.q.park() {
+			continue
+		}
+		ping.Reset(p.t.cfg.PingInterval)
+		select {
+		case <-p.q.wake:
+		case <-ping.C:
+			if _, err := conn.Write(pingFrame); err != nil {
+				return fail(err)
+			}
+		case err := <-readErr:
+			return err
+		}
+	}
+}
+
+// write writes a batch of n frames. If the write fails part way, the frames
+// wholly written count as sent (they reached the kernel; whether they reach
+// the peer depends on the connection surviving long enough), and the rest
+// are kept to be written first on the next connection.
+func (p *peer) write(conn net.Conn, batch []byte, n int) error {
+	w, err := conn.Write(batch)
+	p.writes.Add(1)
+	if err == nil {
+		p.q.release(n, len(batch))
+		p.sent.Add(uint64(n))
+		p.sentBytes.Add(uint64(len(batch)))
+		p.spare = recycle(batch)
+		return nil
+	}
+	off, k := 0, 0
+	for off < len(batch) {
+		size, _ := splitFrame(batch[off:])
+		if off+size > w {
+			break
+		}
+		off += size
+		k++
+	}
+	p.q.release(k, off)
+	p.sent.Add(uint64(k))
+	p.sentBytes.Add(uint64(off))
+	p.carry, p.nCarry = batch[off:], n-k
+	return err
+}
+
+// finish ends a flushed connection gracefully: it shuts down the sending
+// direction and waits (until Close's deadline) for the acceptor to read
+// everything and close its end. Closing first could reset the connection
+// and discard frames the acceptor has not read yet.
+func (p *peer) finish(conn net.Conn, readErr <-chan error) error {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	p.mu.Lock()
+	wait := time.Until(p.deadline)
+	p.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-readErr:
+	case <-t.C:
+		conn.Close()
+		<-readErr
+	}
+	conn.Close()
+	return errClosing
+}
+
+// shutdown is called by Close: the writer flushes what is queued, with
+// writes bounded by deadline, and stops.
+func (p *peer) shutdown(deadline time.Time, started bool) {
+	p.mu.Lock()
+	p.deadline = deadline
+	if p.conn != nil {
+		p.conn.SetWriteDeadline(deadline)
+	}
+	p.mu.Unlock()
+	p.q.close()
+	if !started {
+		if n := p.q.discard(); n > 0 {
+			p.dropped.Add(uint64(n))
+		}
+	}
+}
+
+// readPings reads what the acceptor sends on an outbound connection: pings
+// only.
+func readPings(fr *frameReader) error {
+	for {
+		kind, _, err := fr.next()
+		if err != nil {
+			return err
+		}
+		if kind == kindData {
+			return errors.New("data frame on an outbound connection")
+		}
+	}
+}
+
+// backoff is the delay before the attempt-th retry (attempt >= 1):
+// lo·2^(attempt-1), at most hi, drawn uniformly from its upper half so
+// that members restarted together do not dial in lockstep.
+func backoff(attempt int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < attempt && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// sleep waits for d, or until ctx is done, and reports whether it slept
+// the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

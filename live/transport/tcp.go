@@ -1,0 +1,327 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// TCP is a Transport over TCP (optionally TLS). Each member dials one
+// connection to every other member and sends only on it; what it receives
+// arrives on the connections the others dialed to it. See the package
+// documentation.
+type TCP struct {
+	cfg    Config // with defaults
+	log    *slog.Logger
+	ln     net.Listener
+	auth   *auth
+	peers  map[proc.ID]*peer
+	self   *sendQueue // Sends to Self
+	ctx    context.Context
+	cancel context.CancelFunc // stops dialing and backoff waits; called by Close
+
+	mu          sync.Mutex
+	handler     Handler
+	started     bool
+	closed      bool
+	inbound     map[proc.ID]*inbound  // the live inbound connection of each member
+	conns       map[net.Conn]struct{} // accepted connections, closed by Close
+	connsClosed bool
+
+	rejected  atomic.Uint64
+	closeOnce sync.Once
+	peerWG    sync.WaitGroup // one dialer/writer per member
+	wg        sync.WaitGroup // accept loop, accepted connections, self delivery
+}
+
+var _ Transport = (*TCP)(nil)
+
+// inbound is an accepted, authenticated connection.
+type inbound struct {
+	conn net.Conn
+	done chan struct{} // closed when its reader has stopped calling the handler
+}
+
+// NewTCP validates cfg and listens; Start begins dialing and accepting.
+// Configuration errors wrap ErrConfig and name the field.
+func NewTCP(cfg Config) (*TCP, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	ln := c.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", c.Listen); err != nil {
+			return nil, fmt.Errorf("transport: listen on %q: %w", c.Listen, err)
+		}
+	}
+	t := &TCP{
+		cfg:     c,
+		log:     c.Logger.With("self", c.Self.String()),
+		ln:      ln,
+		auth:    newAuth(&c),
+		peers:   make(map[proc.ID]*peer, len(c.Peers)),
+		self:    newSendQueue(c.QueueLen, c.QueueBytes),
+		inbound: make(map[proc.ID]*inbound),
+		conns:   make(map[net.Conn]struct{}),
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	for id, addr := range c.Peers {
+		t.peers[id] = &peer{t: t, id: id, addr: addr, q: newSendQueue(c.QueueLen, c.QueueBytes),
+			log: t.log.With("peer", id.String(), "addr", addr)}
+	}
+	return t, nil
+}
+
+// Start implements Transport.
+func (t *TCP) Start(handler Handler) error {
+	if handler == nil {
+		return errors.New("transport: Start: nil handler")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed:
+		return ErrClosed
+	case t.started:
+		return errors.New("transport: Start called twice")
+	}
+	t.started, t.handler = true, handler
+	t.wg.Go(t.acceptLoop)
+	t.wg.Go(t.deliverToSelf)
+	for _, p := range t.peers {
+		t.peerWG.Go(p.run)
+	}
+	return nil
+}
+
+// Send implements Transport.
+func (t *TCP) Send(to proc.ID, payload []byte) error {
+	if len(payload) > t.cfg.MaxFrame {
+		return fmt.Errorf("%w: %d bytes, MaxFrame %d", ErrTooLarge, len(payload), t.cfg.MaxFrame)
+	}
+	if p := t.peers[to]; p != nil {
+		return p.q.push(payload)
+	}
+	if to == t.cfg.Self {
+		return t.self.push(payload)
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownPeer, to)
+}
+
+// Addr implements Transport.
+func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
+
+// Stats implements Transport.
+func (t *TCP) Stats() Stats {
+	s := Stats{Peers: make(map[proc.ID]PeerStats, len(t.peers)), Rejected: t.rejected.Load()}
+	for id, p := range t.peers {
+		s.Peers[id] = p.stats()
+	}
+	return s
+}
+
+// Close implements Transport. It first flushes every outbound queue (for at
+// most CloseTimeout) and only then closes the accepted connections, so the
+// members this one is leaving can finish sending to it meanwhile.
+func (t *TCP) Close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		started := t.started
+		t.mu.Unlock()
+		t.ln.Close()
+		deadline := time.Now().Add(t.cfg.CloseTimeout)
+		for _, p := range t.peers {
+			p.shutdown(deadline, started)
+		}
+		t.self.close()
+		t.cancel()
+		t.peerWG.Wait()
+		t.mu.Lock()
+		t.connsClosed = true
+		for c := range t.conns {
+			c.Close()
+		}
+		t.mu.Unlock()
+		t.wg.Wait()
+	})
+	return nil
+}
+
+func (t *TCP) isMember(id proc.ID) bool { return t.peers[id] != nil }
+
+func (t *TCP) acceptLoop() {
+	for {
+		raw, err := t.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, say: back off briefly rather
+			// than spin.
+			t.log.Warn("transport: accept failed", "err", err)
+			select {
+			case <-t.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		t.mu.Lock()
+		if t.connsClosed {
+			t.mu.Unlock()
+			raw.Close()
+			continue
+		}
+		t.conns[raw] = struct{}{}
+		t.mu.Unlock()
+		t.wg.Go(func() { t.serveInbound(raw) })
+	}
+}
+
+// serveInbound authenticates an accepted connection and delivers what
+// arrives on it.
+func (t *TCP) serveInbound(raw net.Conn) {
+	defer func() {
+		raw.Close()
+		t.mu.Lock()
+		delete(t.conns, raw)
+		t.mu.Unlock()
+	}()
+	setNoDelay(raw)
+	remote := raw.RemoteAddr().String()
+	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	conn, from, err := t.auth.accept(raw, t.cfg.Self, t.isMember)
+	if err != nil {
+		t.rejected.Add(1)
+		attrs := []any{"remote", remote, "reason", err.Error()}
+		if p := t.peers[from]; p != nil {
+			p.rejected.Add(1)
+			attrs = append(attrs, "peer", from.String())
+		}
+		t.log.Warn("transport: handshake rejected", attrs...)
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	p := t.peers[from]
+	log := t.log.With("peer", from.String(), "remote", remote)
+
+	// One inbound connection per member: a newer one replaces an older
+	// one, which is closed, and delivery from the newer starts only once
+	// the older's reader has stopped, so the handler sees the member's
+	// frames in order.
+	in := &inbound{conn: conn, done: make(chan struct{})}
+	t.mu.Lock()
+	old := t.inbound[from]
+	t.inbound[from] = in
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.inbound[from] == in {
+			delete(t.inbound, from)
+		}
+		t.mu.Unlock()
+		close(in.done)
+	}()
+	if old != nil {
+		old.conn.Close()
+		<-old.done
+	}
+	log.Debug("transport: accepted")
+
+	stop := make(chan struct{})
+	var pinger sync.WaitGroup
+	pinger.Go(func() { t.pingLoop(conn, stop) })
+	err = t.readFrames(newFrameReader(conn, t.cfg.IdleTimeout, t.cfg.MaxFrame), p)
+	close(stop)
+	conn.Close()
+	pinger.Wait()
+
+	t.mu.Lock()
+	closing := t.connsClosed
+	t.mu.Unlock()
+	switch {
+	case err == io.EOF:
+		log.Debug("transport: peer closed its connection")
+	case closing || errors.Is(err, net.ErrClosed):
+		// Closed by this node: Close, or replaced by a newer connection.
+	default:
+		log.Warn("transport: closed connection", "reason", err.Error())
+	}
+}
+
+// readFrames delivers the data frames from p until the connection fails.
+func (t *TCP) readFrames(fr *frameReader, p *peer) error {
+	for {
+		kind, payload, err := fr.next()
+		if err != nil {
+			return err
+		}
+		if kind == kindData {
+			p.received.Add(1)
+			p.receivedBytes.Add(uint64(frameLen(len(payload))))
+			t.handler(p.id, payload)
+		}
+	}
+}
+
+// pingLoop keeps an accepted connection's other direction alive, so its
+// dialer notices if this node goes away.
+func (t *TCP) pingLoop(conn net.Conn, stop <-chan struct{}) {
+	tick := time.NewTicker(t.cfg.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
+			if _, err := conn.Write(pingFrame); err != nil {
+				conn.Close()
+				return
+			}
+		}
+	}
+}
+
+// deliverToSelf hands Sends addressed to Self to the handler, in order.
+func (t *TCP) deliverToSelf() {
+	q := t.self
+	var spare []byte
+	for {
+		batch, n := q.take(spare)
+		if n == 0 {
+			if q.isClosed() {
+				return
+			}
+			if q.park() {
+				<-q.wake
+			}
+			continue
+		}
+		for b := batch; len(b) > 0; {
+			size, payload := splitFrame(b)
+			t.handler(t.cfg.Self, bytes.Clone(payload))
+			q.release(1, size)
+			b = b[size:]
+		}
+		spare = recycle(batch)
+	}
+}
+
+func setNoDelay(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+}

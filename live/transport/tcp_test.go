@@ -1,0 +1,422 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// recordingConn remembers what is written to it.
+type recordingConn struct {
+	net.Conn
+	written bytes.Buffer
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	c.written.Write(p)
+	return c.Conn.Write(p)
+}
+
+// hostile is a client that misbehaves against member 0. start runs the
+// first part of the attack, up to where it waits to be disconnected; the
+// rest, if any, it returns to run in the background.
+type hostile struct {
+	name      string
+	start     func(conn net.Conn) (rest func())
+	reason    string // expected in the log line
+	handshake bool   // rejected during the handshake
+}
+
+// handshakeAs authenticates conn to member 0 as member from, with the test
+// secret.
+func handshakeAs(conn net.Conn, from proc.ID) bool {
+	_, err := (&auth{secret: testSecret}).dial(conn, from, 0)
+	return err == nil
+}
+
+// sendHello returns an attack that sends h and waits.
+func sendHello(h hello) func(net.Conn) func() {
+	return func(c net.Conn) func() {
+		c.Write(h.marshal())
+		return nil
+	}
+}
+
+// asMember returns an attack that authenticates as member id, then writes
+// frames.
+func asMember(id proc.ID, frames []byte) func(net.Conn) func() {
+	return func(c net.Conn) func() {
+		if handshakeAs(c, id) {
+			c.Write(frames)
+		}
+		return nil
+	}
+}
+
+// trickle writes b one byte every 20ms.
+func trickle(conn net.Conn, b []byte) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := range b {
+		if _, err := conn.Write(b[i : i+1]); err != nil {
+			return
+		}
+		<-tick.C
+	}
+}
+
+// TestHostileConnections: connections that fail the handshake or break the
+// framing are closed and the reason logged, nothing they send reaches the
+// handler, and a healthy member keeps exchanging messages meanwhile.
+//
+// Member 0 is attacked; member 1 is healthy; members 2-9 never run, and the
+// clients that pass the handshake use their identities, as a buggy member
+// would (one each, since a member's newer connection replaces its older).
+func TestHostileConnections(t *testing.T) {
+	logs := newLogBuffer()
+	lnA, lnB := listen(t), listen(t)
+	dead := deadAddr(t)
+	peersOf := func(self proc.ID, other string) map[proc.ID]string {
+		m := map[proc.ID]string{}
+		for id := proc.ID(1); id < 10; id++ {
+			m[id] = dead
+		}
+		delete(m, self)
+		if self == 0 {
+			m[1] = other
+		} else {
+			m[0] = other
+		}
+		return m
+	}
+	cfgA := fastConfig(0, lnA, peersOf(0, lnB.Addr().String()), logs.logger())
+	cfgB := fastConfig(1, lnB, peersOf(1, lnA.Addr().String()), testLogger(t))
+	for _, c := range []*Config{&cfgA, &cfgB} {
+		c.HandshakeTimeout, c.PingInterval, c.IdleTimeout = 500*time.Millisecond, 50*time.Millisecond, 500*time.Millisecond
+	}
+	a, err := NewTCP(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewTCP(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("member 0's log:\n%s", logs)
+		}
+	})
+
+	// Healthy traffic both ways, all through the attacks.
+	boxA, boxB := newInbox(), newInbox()
+	var intruded atomic.Value
+	a.Start(func(from proc.ID, p []byte) {
+		if from != 1 || bytes.Contains(p, []byte("EVIL")) {
+			intruded.Store(from.String() + ": " + string(p))
+			return
+		}
+		boxA.handle(from, p)
+	})
+	b.Start(boxB.handle)
+	stop := make(chan struct{})
+	var sent [2]uint64
+	var traffic sync.WaitGroup
+	for i, pair := range [][2]Transport{{a, b}, {b, a}} {
+		traffic.Go(func() {
+			// 50 messages a millisecond: steady traffic that leaves the
+			// CPU to the attacks.
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			to := proc.ID(1 - i)
+			for seq := uint64(0); ; {
+				select {
+				case <-stop:
+					sent[i] = seq
+					return
+				case <-tick.C:
+				}
+				for range 50 {
+					if pair[0].Send(to, seqPayload(seq, 16)) != nil {
+						break
+					}
+					seq++
+				}
+			}
+		})
+	}
+
+	// A legitimate handshake by member 2, recorded for the replay attack.
+	rec := &recordingConn{Conn: dial(t, a.Addr())}
+	if !handshakeAs(rec, 2) {
+		t.Fatal("legitimate handshake failed")
+	}
+	rec.Close()
+	recorded := rec.written.Bytes()
+
+	frame := func(n, kind uint64, body string) []byte {
+		return append(binary.AppendUvarint(nil, n<<2|kind), body...)
+	}
+	attacks := []hostile{
+		{"garbage", func(c net.Conn) func() {
+			c.Write([]byte("GET / HTTP/1.1\r\nHost: EVIL\r\n\r\n"))
+			return nil
+		}, "not a cohort connection (bad magic)", true},
+		{"silent", func(net.Conn) func() { return nil }, "handshake timeout", true},
+		{"slow-loris-handshake", func(c net.Conn) func() {
+			return func() { trickle(c, (&hello{version: protocolVersion, mode: modeSecret, from: 1, to: 0}).marshal()) }
+		}, "handshake timeout", true},
+		{"wrong-secret", func(c net.Conn) func() {
+			// Answer the challenge with a MAC under the wrong key (a
+			// well-behaved dialer would hang up on the acceptor first).
+			wrong := &auth{secret: []byte("not the cluster secret, 32 bytes")}
+			hb := (&hello{version: protocolVersion, mode: modeSecret, from: 1, to: 0}).marshal()
+			c.Write(hb)
+			var ch [nonceLen + macLen]byte
+			if _, err := io.ReadFull(c, ch[:]); err == nil {
+				c.Write(wrong.mac(labelDialer, hb, ch[:nonceLen]))
+			}
+			return nil
+		}, "authentication failed", true},
+		{"replayed-handshake", func(c net.Conn) func() {
+			c.Write(recorded)
+			return nil
+		}, "authentication failed (wrong secret or replayed handshake)", true},
+		{"impostor-self", sendHello(hello{version: protocolVersion, mode: modeSecret, from: 0, to: 0}),
+			"peer claims to be this node (p0)", true},
+		{"unknown-id", sendHello(hello{version: protocolVersion, mode: modeSecret, from: 42, to: 0}),
+			"unknown member p42", true},
+		{"misaddressed", sendHello(hello{version: protocolVersion, mode: modeSecret, from: 3, to: 5}),
+			"hello addressed to p5, this node is p0", true},
+		{"wrong-version", sendHello(hello{version: 9, mode: modeSecret, from: 3, to: 0}),
+			"unsupported protocol version 9", true},
+		{"wrong-mode", sendHello(hello{version: protocolVersion, mode: modeTLS, from: 3, to: 0}),
+			"peer authenticates with TLS, this node with a shared secret", true},
+		{"oversized-frame", asMember(4, frame(DefaultMaxFrame+1, kindData, "EVIL")),
+			"frame of 1048577 bytes exceeds MaxFrame 1048576", false},
+		{"truncated-frame", func(c net.Conn) func() {
+			asMember(5, frame(100, kindData, "EVIL EVIL!"))(c)
+			c.(*net.TCPConn).CloseWrite()
+			return nil
+		}, "truncated frame", false},
+		{"slow-loris-frame", func(c net.Conn) func() {
+			if !handshakeAs(c, 6) {
+				return nil
+			}
+			return func() { trickle(c, frame(40, kindData, strings.Repeat("EVIL", 10))) }
+		}, "read timeout: no complete frame within 500ms", false},
+		{"unknown-frame-kind", asMember(7, frame(4, 3, "EVIL")), "unknown frame kind 3", false},
+	}
+	// All at once, on their own connections.
+	var clients sync.WaitGroup
+	for _, h := range attacks {
+		clients.Go(func() {
+			conn, err := net.DialTimeout("tcp", a.Addr().String(), time.Second)
+			if err != nil {
+				t.Errorf("%s: %v", h.name, err)
+				return
+			}
+			defer conn.Close()
+			local := conn.LocalAddr().String()
+			var rest sync.WaitGroup
+			if f := h.start(conn); f != nil {
+				rest.Go(f)
+			}
+			err = waitEOF(conn, 3*time.Second)
+			conn.Close()
+			rest.Wait()
+			if err != nil {
+				t.Errorf("%s: %v", h.name, err)
+				return
+			}
+			msg := "transport: closed connection"
+			if h.handshake {
+				msg = "transport: handshake rejected"
+			}
+			if _, err := logs.waitLine(3*time.Second, msg, "remote="+local, h.reason); err != nil {
+				t.Errorf("%s: %v", h.name, err)
+			}
+		})
+	}
+	clients.Wait()
+
+	close(stop)
+	traffic.Wait()
+	waitClosed(t, boxB.expect(0, sent[0]), 5*time.Second, "healthy traffic p0→p1")
+	waitClosed(t, boxA.expect(1, sent[1]), 5*time.Second, "healthy traffic p1→p0")
+	boxA.check(t)
+	boxB.check(t)
+	if v := intruded.Load(); v != nil {
+		t.Errorf("a hostile client's frame reached the handler: %v", v)
+	}
+	if sent[0] == 0 || sent[1] == 0 {
+		t.Errorf("healthy traffic stalled: sent %v", sent)
+	}
+	handshakes := 0
+	for _, h := range attacks {
+		if h.handshake {
+			handshakes++
+		}
+	}
+	st := a.Stats()
+	if st.Rejected != uint64(handshakes) {
+		t.Errorf("Stats.Rejected = %d, want %d", st.Rejected, handshakes)
+	}
+	if st.Peers[1].Rejected != 1 || st.Peers[1].Reconnects != 0 || b.Stats().Peers[0].Reconnects != 0 {
+		t.Errorf("member 1: p0's stats %+v, p1's %+v; want 1 rejection (wrong secret) and no reconnects", st.Peers[1], b.Stats().Peers[0])
+	}
+	t.Logf("healthy traffic during the attacks: %d and %d messages", sent[0], sent[1])
+}
+
+func dial(t *testing.T, addr net.Addr) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr.String(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitEOF reads (and discards: pings, a challenge) until the other end
+// closes conn.
+func waitEOF(conn net.Conn, timeout time.Duration) error {
+	conn.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 512)
+	for {
+		_, err := conn.Read(buf)
+		var ne net.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ne) && ne.Timeout():
+			return fmt.Errorf("connection still open after %v", timeout)
+		default:
+			return nil
+		}
+	}
+}
+
+// TestReconnect: a member's process goes away and comes back on the same
+// address; the sender queues meanwhile (up to the bound), reconnects and
+// delivers the queue.
+func TestReconnect(t *testing.T) {
+	const queueLen = 256
+	lnA, lnB := listen(t), listen(t)
+	addrB := lnB.Addr().String()
+	logger := testLogger(t)
+	cfgA := fastConfig(0, lnA, map[proc.ID]string{1: addrB}, logger)
+	cfgA.QueueLen = queueLen
+	a, err := NewTCP(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	boxA := newInbox()
+	a.Start(boxA.handle)
+
+	startB := func(ln net.Listener) (*TCP, *inbox) {
+		cfg := fastConfig(1, ln, map[proc.ID]string{0: lnA.Addr().String()}, logger)
+		if ln == nil {
+			cfg.Listen = addrB
+		}
+		b, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		box := newInbox()
+		b.Start(box.handle)
+		return b, box
+	}
+
+	b1, box1 := startB(lnB)
+	if err := sendAll(a, 1, 0, 1000, 16, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, box1.expect(0, 1000), 5*time.Second, "delivery before the outage")
+	b1.Close()
+	waitUntil(t, 5*time.Second, "p0 notices p1 is gone", func() bool { return !a.Stats().Peers[1].Connected })
+
+	// During the outage the queue fills to its bound, then Send refuses.
+	var accepted, refused uint64
+	for i := range uint64(queueLen + 100) {
+		switch err := a.Send(1, seqPayload(1000+i, 16)); {
+		case err == nil:
+			accepted++
+		case errors.Is(err, ErrBackpressure):
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if accepted != queueLen || refused != 100 || a.Stats().Peers[1].Queued != queueLen {
+		t.Fatalf("during the outage: %d accepted, %d refused, %d queued; want %d, 100, %d", accepted, refused, a.Stats().Peers[1].Queued, queueLen, queueLen)
+	}
+
+	b2, box2 := startB(nil)
+	defer b2.Close()
+	box2.mu.Lock()
+	box2.next[0] = 1000 // the new incarnation picks up where the old left off
+	box2.mu.Unlock()
+	waitClosed(t, box2.expect(0, 1000+queueLen), 5*time.Second, "the queue delivered after reconnecting")
+	box2.check(t)
+	if s := a.Stats().Peers[1]; s.Reconnects < 1 || !s.Connected || s.Queued != 0 {
+		t.Errorf("after reconnecting: %+v", s)
+	}
+
+	// And the other direction: p1's new incarnation reaches p0.
+	boxA.mu.Lock()
+	boxA.next[1] = 0
+	boxA.mu.Unlock()
+	if err := sendAll(b2, 0, 0, 100, 16, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxA.expect(1, 100), 5*time.Second, "delivery from the restarted member")
+}
+
+// TestSecretMismatchDialSide: the dialer also refuses an acceptor that does
+// not know the secret.
+func TestSecretMismatchDialSide(t *testing.T) {
+	logs := newLogBuffer()
+	lnC := listen(t)
+	cfg := fastConfig(1, lnC, map[proc.ID]string{0: deadAddr(t)}, testLogger(t))
+	cfg.Secret = []byte("another cluster's secret, 32 b.")
+	c, err := NewTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Start(func(proc.ID, []byte) {})
+
+	// Member 0 of the test cluster dials c, believing it is member 1.
+	cfgA := fastConfig(0, listen(t), map[proc.ID]string{1: lnC.Addr().String()}, logs.logger())
+	a, err := NewTCP(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Start(func(proc.ID, []byte) {})
+	line, err := logs.waitLine(3*time.Second, "transport: handshake failed", "peer failed authentication (wrong secret)")
+	if err != nil {
+		t.Fatalf("%v; log:\n%s", err, logs)
+	}
+	if !strings.Contains(line, "peer=p1") {
+		t.Errorf("log line does not name the peer: %s", line)
+	}
+	if s := a.Stats().Peers[1]; s.Connected || s.Rejected == 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if a.Send(1, []byte("x")) != nil {
+		t.Error("Send to an unreachable member must queue")
+	}
+}

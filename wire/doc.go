@@ -1,0 +1,63 @@
+// Package wire is how Cohort's messages cross a network: a codec that turns
+// an algorithm's messages into bytes and back, and the frames that carry
+// them on a stream.
+//
+// # Messages
+//
+// An algorithm lists a value of every message type it sends
+// (proc.Algorithm.Messages); NewCodec builds, once, an encoding plan for
+// each by reflection, and a type's position in the list, from 1, is its
+// tag. Tags are append-only: a new message type goes at the end, so that
+// peers with an older list still agree on the old tags, and refuse the new
+// one with ErrUnknownTag.
+//
+// A message is its tag as a uvarint, then its fields in declaration order,
+// nested structs inline:
+//
+//	bool                 one byte, 0 or 1
+//	uint8 … uint64, uint uvarint
+//	int8 … int64, int    zigzag varint (−1 → 1, 1 → 2, −2 → 3 …)
+//	float32, float64     4 or 8 bytes, little-endian IEEE 754 bits
+//	string, []byte       length as a uvarint, then the bytes (any bytes:
+//	                     invalid UTF-8 is kept as it is)
+//	[N]byte              the N bytes
+//	other slices         length as a uvarint, then each element
+//	other arrays         each element
+//	pointer              0 for nil; 1, then the value it points to
+//
+// So raRequest{T: Stamp{C: 42, P: 3}}, tag 1, is the three bytes 01 2a 06,
+// and a zero-field message is its tag alone.
+//
+// Every field must be exported, so that the decoder may set it; maps
+// (whose order would make the encoding nondeterministic), interfaces,
+// channels and functions are refused, with an error naming the type and
+// the field.
+//
+// The encoding is canonical: one value has one encoding, and Decode refuses
+// any other spelling (a varint that is not in its shortest form, a bool
+// byte of 2, an int8 field of 300), so that whatever decodes re-encodes to
+// the same bytes. An empty slice and a nil one encode alike and decode as
+// nil. Decode checks every length against the remaining input before it
+// allocates: a ten-byte message cannot ask for a gigabyte.
+//
+// Decode returns the message as the Go type registered — a value if the
+// prototype was a value — so that the algorithm's type switch sees what
+// the simulator would have delivered. Encoding and decoding a small
+// message takes one allocation, the decoded value itself; the plan's
+// field offsets are used with package unsafe to get there (see codec.go).
+//
+// # Frames
+//
+// A connection carries frames:
+//
+//	length    uvarint: the number of bytes that follow
+//	version   one byte, Version
+//	type      one byte, a FrameType
+//	body      the rest
+//
+// Hello and Auth open a connection (their bodies belong to the runtime's
+// handshake); Data carries a message (see Data for its body); Ping asks
+// for a Pong with the same body; Close ends the connection with its
+// reason as the body. AppendFrame writes a frame; a Reader reads them with
+// a size limit that it enforces before reading a body.
+package wire
