@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/lock"
+)
+
+const (
+	project   = "cohorte2e"
+	nodes     = 5
+	apiBase   = 17100
+	imageName = "cohort:e2e"
+)
+
+func run(t *testing.T, timeout time.Duration, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(wd)
+}
+
+func endpoints() []string {
+	var eps []string
+	for i := 0; i < nodes; i++ {
+		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", apiBase+i))
+	}
+	return eps
+}
+
+// up builds the image, writes the nodes' configuration and starts the
+// cluster; it is taken down when the test ends.
+func up(t *testing.T) (compose func(args ...string) string) {
+	root := repoRoot(t)
+	build := t.TempDir()
+	run(t, 3*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-C", root, "-o", filepath.Join(build, "cohort"), "./cmd/cohort")
+	df, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(build, "Dockerfile"), df, 0o644)
+	run(t, 3*time.Minute, nil, "docker", "build", "-q", "-t", imageName, build)
+
+	cfg := t.TempDir()
+	os.Chmod(cfg, 0o755)
+	var peers []string
+	for i := 0; i < nodes; i++ {
+		peers = append(peers, fmt.Sprintf("  %d: node%d:7000", i, i))
+	}
+	for i := 0; i < nodes; i++ {
+		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\nlock: ricart-agrawala\npeers:\n%s\n",
+			i, strings.Join(peers, "\n"))
+		if err := os.WriteFile(filepath.Join(cfg, fmt.Sprintf("node%d.yaml", i)), []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(root, "deploy", "compose.yaml")
+	env := []string{"COHORT_CONFIG_DIR=" + cfg}
+	compose = func(args ...string) string {
+		return run(t, 2*time.Minute, env, "docker-compose", append([]string{"-p", project, "-f", file}, args...)...)
+	}
+	compose("down", "-v", "--remove-orphans")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(compose("logs", "--tail", "40"))
+		}
+		compose("down", "-v", "--remove-orphans", "-t", "10")
+	})
+	compose("up", "-d")
+	waitHealthy(t, endpoints()...)
+	return compose
+}
+
+func waitHealthy(t *testing.T, eps ...string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, ep := range eps {
+		for {
+			resp, err := http.Get("http://" + ep + "/v1/health")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node at %s not healthy within 60s", ep)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// lockRound has a client on every node take the lock three times: every
+// grant must come, none may overlap another, and the fencing tokens must
+// rise in the order of the grants.
+func lockRound(t *testing.T, step string, eps []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var tokens []uint64
+	inside := 0
+	var wg sync.WaitGroup
+	for _, ep := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &lock.Client{Endpoints: []string{ep}}
+			for r := 0; r < 3; r++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+				h, err := c.Acquire(ctx, "e2e", 10*time.Second)
+				cancel()
+				if err != nil {
+					t.Errorf("%s: acquire via %s: %v", step, ep, err)
+					return
+				}
+				mu.Lock()
+				inside++
+				if inside > 1 {
+					t.Errorf("%s: two holders at once", step)
+				}
+				tokens = append(tokens, h.Token)
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				if err := h.Release(context.Background()); err != nil {
+					t.Errorf("%s: release via %s: %v", step, ep, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Errorf("%s: token %d after %d", step, tokens[i], tokens[i-1])
+		}
+	}
+	if len(tokens) != 3*len(eps) && !t.Failed() {
+		t.Errorf("%s: %d grants, want %d", step, len(tokens), 3*len(eps))
+	}
+}
+
+func TestDockerCluster(t *testing.T) {
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		t.Skip("docker-compose is not installed")
+	}
+	compose := up(t)
+	eps := endpoints()
+	lockRound(t, "healthy cluster", eps)
+
+	// kill -9 a node and restart it: it comes back with fresh state.
+	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", "cohort-node3")
+	compose("start", "node3")
+	waitHealthy(t, eps[3])
+	lockRound(t, "after kill -9 and restart of node3", eps)
+
+	// Cut node4 off the network: Ricart–Agrawala needs every process's
+	// reply, so nobody gets the lock; reconnect it and everyone does.
+	net := project + "_cohortnet"
+	run(t, time.Minute, nil, "docker", "network", "disconnect", net, "cohort-node4")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := (&lock.Client{Endpoints: eps[:1]}).Acquire(ctx, "partitioned", 10*time.Second)
+	cancel()
+	if err == nil {
+		t.Error("a lock was granted while node4 was cut off: Ricart-Agrawala needs its reply")
+	}
+	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node4", net, "cohort-node4")
+	// The request made during the partition was not lost: once node4 is
+	// back, that lock too is granted (and given back, its caller having
+	// left), so another node gets it.
+	ctx, cancel = context.WithTimeout(context.Background(), 45*time.Second)
+	h, err := (&lock.Client{Endpoints: eps[1:2]}).Acquire(ctx, "partitioned", 10*time.Second)
+	cancel()
+	if err != nil {
+		t.Errorf("after the partition healed, the lock requested during it is stuck: %v", err)
+	} else {
+		h.Release(context.Background())
+	}
+	lockRound(t, "after node4 is reconnected", eps)
+
+	// Restart the whole cluster.
+	compose("restart", "-t", "10")
+	waitHealthy(t, eps...)
+	lockRound(t, "after restarting the cluster", eps)
+}
