@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -43,6 +44,12 @@ type Config struct {
 	// yet, when a message for it arrives (every lock "lock/..." runs the
 	// cluster's mutex algorithm, say); nil, or false, drops such messages.
 	Resolve func(service string) (proc.Algorithm, bool)
+	// Trace, if set, receives this node's events in Cohort's JSONL trace
+	// format, with vector timestamps carried on the messages; merge the
+	// nodes' traces with Merge (cohort trace merge) to check or draw them.
+	Trace io.Writer
+	// TraceFamily and TraceAlgo name the run in the trace's header.
+	TraceFamily, TraceAlgo string
 }
 
 // Node is one member of a live cluster.
@@ -50,6 +57,8 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	start time.Time
+
+	tr *tracer // nil unless tracing
 
 	mu       sync.Mutex
 	services map[string]*Service
@@ -76,7 +85,11 @@ func NewNode(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{}}, nil
+	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{}}
+	if cfg.Trace != nil {
+		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo)
+	}
+	return n, nil
 }
 
 // Start begins receiving from the transport.
@@ -136,6 +149,11 @@ var ErrClosed = errors.New("node closed")
 // crash.
 func (n *Node) deliver(from proc.ID, payload []byte) {
 	name, body, err := splitService(payload)
+	var id uint64
+	var vc []uint64
+	if err == nil {
+		id, vc, body, err = readTrailer(body, n.cfg.N)
+	}
 	if err != nil {
 		n.log.Warn("dropping a malformed payload", "from", int(from), "err", err)
 		return
@@ -162,7 +180,7 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 		n.log.Warn("dropping an undecodable message", "from", int(from), "service", s.name, "err", err)
 		return
 	}
-	s.post(event{kind: evMessage, from: from, msg: m})
+	s.post(event{kind: evMessage, from: from, msg: m, id: id, vc: vc})
 }
 
 // Close stops every service and the transport.
@@ -182,7 +200,11 @@ func (n *Node) Close() error {
 		s.stop()
 	}
 	n.wg.Wait()
-	return n.cfg.Transport.Close()
+	err := n.cfg.Transport.Close()
+	if n.tr != nil {
+		err = errors.Join(err, n.tr.flush())
+	}
+	return err
 }
 
 // nameSeed mixes a service name into the seed of its random source.

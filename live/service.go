@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
 )
 
 // Service is one algorithm instance on a node, run by an actor goroutine.
@@ -63,6 +64,8 @@ type event struct {
 	input proc.Input
 	timer proc.TimerID
 	tag   any
+	id    uint64   // traced message: its id
+	vc    []uint64 // and the sender's vector clock
 }
 
 // Name is the service's name.
@@ -167,14 +170,25 @@ func (s *Service) handle(env *env, e event) {
 	switch e.kind {
 	case evMessage:
 		s.count(func(st *ServiceStats) { st.Received++ })
+		if tr := s.node.tr; tr != nil {
+			tr.recv(e.from, e.id, e.vc, e.msg)
+		}
 		s.call(func() { s.proc.Receive(env, e.from, e.msg) })
 	case evTimer:
 		if _, live := s.timers[e.timer]; !live {
 			return // cancelled after it fired
 		}
 		delete(s.timers, e.timer)
+		if tr := s.node.tr; tr != nil {
+			tr.record(trace.Timer, func(ev *trace.Event) { ev.Type = fmt.Sprint(e.tag) })
+		}
 		s.call(func() { s.proc.Timeout(env, e.tag) })
 	case evInput:
+		if tr := s.node.tr; tr != nil {
+			tr.record(trace.Input, func(ev *trace.Event) {
+				ev.Type, ev.Label, ev.Data = e.input.Kind(), label(e.input), data(e.input)
+			})
+		}
 		s.call(func() { s.proc.Input(env, e.input) })
 	}
 }
@@ -209,12 +223,22 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		}
 		st.ByKind[m.Kind()]++
 	})
+	var id uint64
+	var vc []uint64
+	if n.tr != nil {
+		id, vc = n.tr.send(to, m)
+	}
 	if to == n.cfg.Self {
-		s.self = append(s.self, event{kind: evMessage, from: to, msg: m})
+		s.self = append(s.self, event{kind: evMessage, from: to, msg: m, id: id, vc: vc})
 		return
 	}
 	b := binary.AppendUvarint(s.buf[:0], uint64(len(s.name)))
 	b = append(b, s.name...)
+	if n.tr != nil {
+		b = appendTrailer(b, id, vc)
+	} else {
+		b = append(b, 0)
+	}
 	b, err := s.codec.Append(b, m)
 	if err != nil {
 		panic(fmt.Sprintf("encoding %T: %v", m, err))
@@ -231,6 +255,9 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 
 func (s *Service) output(o proc.Output) {
 	s.count(func(st *ServiceStats) { st.Outputs++ })
+	if tr := s.node.tr; tr != nil {
+		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data = o.Kind(), label(o), data(o) })
+	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
 	for _, ch := range s.subs {

@@ -36,7 +36,7 @@ func newClusterCmd() *cobra.Command {
 
 func newClusterUpCmd() *cobra.Command {
 	var nodes int
-	var algo, dir string
+	var algo, dir, traceDir string
 	var inproc, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -67,13 +67,14 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, asJSON)
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, traceDir, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
 	cmd.Flags().StringVar(&algo, "algo", "mutex/ricart-agrawala", "FAMILY/NAME of the algorithm behind the locks")
 	cmd.Flags().BoolVar(&inproc, "inproc", false, "run every node inside this process")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files (default: a temporary one)")
+	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
 	return cmd
 }
@@ -164,7 +165,7 @@ func freePorts(n int) ([]string, error) {
 }
 
 // clusterProcs runs n "cohort node" processes.
-func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir string, asJSON bool) error {
+func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, asJSON bool) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "cohort-cluster-")
 		if err != nil {
@@ -218,6 +219,12 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir str
 	var pids []int
 	for i := 0; i < n; i++ {
 		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo}
+		if traceDir != "" {
+			if err := os.MkdirAll(traceDir, 0o755); err != nil {
+				return usageErr("--trace-dir: %v", err)
+			}
+			cfg.Trace = filepath.Join(traceDir, fmt.Sprintf("node%d.jsonl", i))
+		}
 		b, err := yaml.Marshal(cfg)
 		if err != nil {
 			return &exitError{1, err}

@@ -57,7 +57,7 @@ func startCluster(t *testing.T, args ...string) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -70,7 +70,12 @@ func startCluster(t *testing.T, args ...string) []string {
 			_ = cmd.Process.Kill()
 			t.Error("cluster did not stop within 20s of SIGTERM")
 		}
-	})
+	}
+	var once sync.Once
+	clusters.Lock()
+	clusters.stop = append(clusters.stop, func() { once.Do(stop) })
+	clusters.Unlock()
+	t.Cleanup(func() { once.Do(stop) })
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -142,8 +147,25 @@ func testLockedCounter(t *testing.T, endpoints []string) {
 }
 
 func TestClusterOfProcessesLocks(t *testing.T) {
-	endpoints := startCluster(t, "--nodes", "3", "--algo", "mutex/ricart-agrawala")
+	traces := t.TempDir()
+	endpoints := startCluster(t, "--nodes", "3", "--algo", "mutex/ricart-agrawala", "--trace-dir", traces)
 	testLockedCounter(t, endpoints)
+	t.Run("its merged trace passes the checkers", func(t *testing.T) {
+		stopClusters(t)
+		bin := cohortBinary(t)
+		merged := filepath.Join(t.TempDir(), "run.jsonl")
+		args := []string{"trace", "merge", "-o", merged}
+		for i := 0; i < 3; i++ {
+			args = append(args, filepath.Join(traces, "node"+strconv.Itoa(i)+".jsonl"))
+		}
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("merge: %v\n%s", err, out)
+		}
+		out, err := exec.Command(bin, "trace", "check", merged).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ME1") {
+			t.Fatalf("trace check of the live run: %v\n%s", err, out)
+		}
+	})
 }
 
 func TestClusterInProcLocks(t *testing.T) {
@@ -172,4 +194,20 @@ func errorsAs(err error, target **exec.ExitError) bool {
 		*target = e
 	}
 	return ok
+}
+
+// clusters stops the clusters a test started before its end, so that
+// their nodes flush their traces.
+var clusters struct {
+	sync.Mutex
+	stop []func()
+}
+
+func stopClusters(t *testing.T) {
+	clusters.Lock()
+	defer clusters.Unlock()
+	for _, f := range clusters.stop {
+		f()
+	}
+	clusters.stop = nil
 }

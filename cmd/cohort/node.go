@@ -35,6 +35,7 @@ type nodeConfig struct {
 	TLSDir     string         `yaml:"tls_dir"`     // or mutual TLS: a directory written by cohort certs
 	Lock       string         `yaml:"lock"`        // the mutex algorithm behind locks: "ricart-agrawala"
 	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
+	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
 }
 
 func loadNodeConfig(path string) (*nodeConfig, error) {
@@ -150,11 +151,20 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	node, err := live.NewNode(live.Config{
+	lc := live.Config{
 		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
 		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
 		Resolve:  lock.Resolver(algo),
-	})
+	}
+	if c.Trace != "" {
+		f, err := os.Create(c.Trace)
+		if err != nil {
+			return usageErr("trace: %v", err)
+		}
+		defer f.Close()
+		lc.Trace, lc.TraceFamily, lc.TraceAlgo = f, "mutex", algo.Name
+	}
+	node, err := live.NewNode(lc)
 	if err != nil {
 		return usageErr("%v", err)
 	}

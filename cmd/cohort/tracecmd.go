@@ -10,6 +10,7 @@ import (
 
 	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/spf13/cobra"
 )
@@ -19,7 +20,7 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Render or check a recorded JSONL trace (from the simulator or a live cluster)",
 	}
-	cmd.AddCommand(newTraceRenderCmd(), newTraceCheckCmd())
+	cmd.AddCommand(newTraceRenderCmd(), newTraceCheckCmd(), newTraceMergeCmd())
 	return cmd
 }
 
@@ -172,5 +173,41 @@ standard input.`,
 	}
 	cmd.Flags().StringVar(&names, "checks", "", "comma-separated checker names (see cohort list --checkers)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTraceMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge -o OUT NODE.jsonl...",
+		Short: "Merge the traces of a live cluster's nodes into one",
+		Long: `Merge the JSONL traces that the nodes of a live cluster wrote (node.yaml's
+trace, cluster up --trace-dir) into one trace, ordered by the nodes' clocks,
+for cohort trace check and render.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr("-o: missing (the merged trace's file)")
+			}
+			var ts []*trace.Trace
+			for _, f := range args {
+				t, err := readTrace(f)
+				if err != nil {
+					return err
+				}
+				ts = append(ts, t)
+			}
+			m, err := live.Merge(ts...)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if err := writeFile(out, func(w io.Writer) error { return trace.Write(w, m) }); err != nil {
+				return usageErr("-o: %v", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d events from %d nodes\n", out, len(m.Events), len(ts))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the merged trace")
 	return cmd
 }

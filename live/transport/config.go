@@ -81,11 +81,13 @@ type Config struct {
 	// HandshakeTimeout bounds connection set-up (TCP connect, TLS,
 	// authentication). 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// PingInterval is how long a connection may be idle before a ping is
-	// sent on it. 0 means DefaultPingInterval.
+	// PingInterval: a connection on which nothing has been written for
+	// about this long (between 1 and 1.5 times it) gets a ping. 0 means
+	// DefaultPingInterval.
 	PingInterval time.Duration
 	// IdleTimeout: a connection on which no complete frame (data or ping)
-	// arrives for this long is closed. It must exceed PingInterval. 0 means
+	// arrives within this long of the reader starting to wait for it is
+	// closed. It must be at least twice PingInterval. 0 means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// DialBackoffMin and DialBackoffMax bound the delay between attempts to
@@ -170,8 +172,8 @@ func (c *Config) Validate() error {
 	if d.QueueBytes < d.MaxFrame {
 		return configErr("QueueBytes = %d is less than MaxFrame = %d", d.QueueBytes, d.MaxFrame)
 	}
-	if d.IdleTimeout <= d.PingInterval {
-		return configErr("IdleTimeout = %v must exceed PingInterval = %v", d.IdleTimeout, d.PingInterval)
+	if d.IdleTimeout < 2*d.PingInterval {
+		return configErr("IdleTimeout = %v must be at least twice PingInterval = %v", d.IdleTimeout, d.PingInterval)
 	}
 	if d.DialBackoffMax < d.DialBackoffMin {
 		return configErr("DialBackoffMax = %v is less than DialBackoffMin = %v", d.DialBackoffMax, d.DialBackoffMin)

@@ -79,8 +79,14 @@ const (
 	slabMax  = 1 << 10
 )
 
-func newFrameReader(conn net.Conn, idle time.Duration, max int) *frameReader {
-	return &frameReader{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), idle: idle, max: max}
+// Read buffer sizes: large where data arrives, small where only pings do.
+const (
+	dataReadBuf = 64 << 10
+	pingReadBuf = 256
+)
+
+func newFrameReader(conn net.Conn, bufSize int, idle time.Duration, max int) *frameReader {
+	return &frameReader{conn: conn, br: bufio.NewReaderSize(conn, bufSize), idle: idle, max: max}
 }
 
 // next returns the next frame. At a frame boundary a closed connection gives

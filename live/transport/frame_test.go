@@ -23,7 +23,7 @@ func (c *bytesConn) Read(p []byte) (int, error)      { return c.r.Read(p) }
 func (c *bytesConn) SetReadDeadline(time.Time) error { return nil }
 
 func readerOver(b []byte, max int) *frameReader {
-	return newFrameReader(&bytesConn{r: bytes.NewReader(b)}, time.Second, max)
+	return newFrameReader(&bytesConn{r: bytes.NewReader(b)}, dataReadBuf, time.Second, max)
 }
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -95,7 +95,7 @@ func TestFrameReaderTimeout(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
 	defer server.Close()
-	r := newFrameReader(server, 50*time.Millisecond, 1000)
+	r := newFrameReader(server, dataReadBuf, 50*time.Millisecond, 1000)
 	go client.Write(binary.AppendUvarint(nil, 10<<2)) // and nothing more
 	_, _, err := r.next()
 	if !errors.Is(err, errIdle) {

@@ -33,18 +33,16 @@ type peer struct {
 	spare  []byte
 
 	connected                     atomic.Bool
-	sent, sentBytes               atomic.Uint64
 	received, receivedBytes       atomic.Uint64
 	reconnects, rejected, dropped atomic.Uint64
-	writes                        atomic.Uint64 // write calls carrying frames (batches), for benchmarks
 }
 
 func (p *peer) stats() PeerStats {
 	return PeerStats{
 		Connected:     p.connected.Load(),
 		Queued:        p.q.len(),
-		Sent:          p.sent.Load(),
-		SentBytes:     p.sentBytes.Load(),
+		Sent:          p.q.sent.Load(),
+		SentBytes:     p.q.sentBytes.Load(),
 		Received:      p.received.Load(),
 		ReceivedBytes: p.receivedBytes.Load(),
 		Backpressured: p.q.backpressured.Load(),
@@ -121,13 +119,14 @@ func (p *peer) dial(ctx context.Context) (net.Conn, *frameReader, error) {
 		return nil, nil, err
 	}
 	raw.SetDeadline(time.Time{})
-	return conn, newFrameReader(conn, cfg.IdleTimeout, cfg.MaxFrame), nil
+	return conn, newFrameReader(conn, pingReadBuf, cfg.IdleTimeout, cfg.MaxFrame), nil
 }
 
 // serve writes the queue to conn until the connection fails (returning
 // why) or Close has flushed it (returning errClosing). A second goroutine
 // reads the acceptor's pings, and closes conn if they stop.
 func (p *peer) serve(conn net.Conn, fr *frameReader) error {
+	q := p.q
 	p.mu.Lock()
 	p.conn = conn
 	if !p.deadline.IsZero() {
@@ -136,6 +135,7 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 	p.mu.Unlock()
 	p.connected.Store(true)
 	defer func() {
+		q.detach()
 		p.connected.Store(false)
 		p.mu.Lock()
 		p.conn = nil
@@ -149,6 +149,7 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 		readErr <- err
 	}()
 	fail := func(err error) error {
+		q.detach()
 		conn.Close()
 		if rerr := <-readErr; errors.Is(err, net.ErrClosed) {
 			err = rerr // the reader closed conn: its reason is the real one
@@ -156,34 +157,42 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 		return err
 	}
 
+	// What a failed connection may not have delivered goes first; then
+	// Sends may write directly.
 	if p.nCarry > 0 {
 		batch, n := p.carry, p.nCarry
 		p.carry, p.nCarry = nil, 0
-		if err := p.write(conn, batch, n); err != nil {
+		if err := p.write(conn, batch, n, 0); err != nil {
 			return fail(err)
 		}
 	}
-	ping := time.NewTimer(p.t.cfg.PingInterval)
+	q.attach(rawConnOf(conn))
+
+	interval := p.t.cfg.PingInterval
+	ping := time.NewTicker(interval / 2)
 	defer ping.Stop()
 	for {
-		if batch, n := p.q.take(p.spare); n > 0 {
-			if err := p.write(conn, batch, n); err != nil {
+		if batch, n, from := q.take(p.spare); n > 0 {
+			if err := p.write(conn, batch, n, from); err != nil {
 				return fail(err)
 			}
 			continue
 		}
-		if p.q.isClosed() {
+		if q.drained() {
 			return p.finish(conn, readErr)
 		}
-		if !p.q.park() {
+		if !q.park() {
 			continue
 		}
-		ping.Reset(p.t.cfg.PingInterval)
 		select {
-		case <-p.q.wake:
+		case <-q.wake:
 		case <-ping.C:
-			if _, err := conn.Write(pingFrame); err != nil {
-				return fail(err)
+			if q.acquireIdle(interval) {
+				_, err := conn.Write(pingFrame)
+				q.written(0, 0)
+				if err != nil {
+					return fail(err)
+				}
 			}
 		case err := <-readErr:
 			return err
@@ -191,20 +200,21 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 	}
 }
 
-// write writes a batch of n frames. If the write fails part way, the frames
-// wholly written count as sent (they reached the kernel; whether they reach
-// the peer depends on the connection surviving long enough), and the rest
-// are kept to be written first on the next connection.
-func (p *peer) write(conn net.Conn, batch []byte, n int) error {
-	w, err := conn.Write(batch)
-	p.writes.Add(1)
+// write writes a batch of n frames, the first from bytes of which a direct
+// Send has already written to this connection. If the write fails part
+// way, the frames wholly written count as sent (they reached the kernel;
+// whether they reach the peer depends on the connection surviving long
+// enough), and the rest are kept to be written first, whole, on the next
+// connection.
+func (p *peer) write(conn net.Conn, batch []byte, n, from int) error {
+	w, err := conn.Write(batch[from:])
+	p.q.nWrites.Add(1)
 	if err == nil {
-		p.q.release(n, len(batch))
-		p.sent.Add(uint64(n))
-		p.sentBytes.Add(uint64(len(batch)))
+		p.q.written(n, len(batch))
 		p.spare = recycle(batch)
 		return nil
 	}
+	w += from
 	off, k := 0, 0
 	for off < len(batch) {
 		size, _ := splitFrame(batch[off:])
@@ -214,9 +224,7 @@ func (p *peer) write(conn net.Conn, batch []byte, n int) error {
 		off += size
 		k++
 	}
-	p.q.release(k, off)
-	p.sent.Add(uint64(k))
-	p.sentBytes.Add(uint64(off))
+	p.q.written(k, off)
 	p.carry, p.nCarry = batch[off:], n-k
 	return err
 }

@@ -3,35 +3,74 @@ package transport
 import (
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // sendQueue holds, for one destination, the frames Send accepted that have
-// not yet been written. Send encodes each frame straight into pending; the
-// writer takes all of pending at once (swapping in an empty buffer) and
+// not yet been written, and arbitrates who writes to the connection.
+//
+// Batching. Send encodes each frame straight into pending; the writer
+// goroutine takes all of pending at once (swapping in an empty buffer) and
 // writes it with one call, so while one write is in the kernel the next
 // batch collects behind it, and a burst of Sends leaves in a few large
 // writes. Frames the writer has taken still count against the bound until
 // they are written, so the bound covers all the memory the queue holds.
+//
+// Direct writes. Handing a lone frame to the writer costs a goroutine
+// wake-up, often a thread wake-up too, which on loopback is as much as the
+// system call itself. So when the connection is idle (nothing queued or
+// being written, and nothing written for directGap) Send writes the frame
+// itself with one non-blocking system call. If the socket takes only part
+// of it, the writer writes the rest; if the socket takes none (its buffer is
+// full, or the connection has failed), the frame goes to the head of the
+// queue. Only plain TCP connections on Unix offer direct writes; a burst
+// (Sends closer together than directGap) is always batched.
+//
+// Who writes. At most one party writes to the connection at a time: writing
+// is set by the writer for each batch or ping, and by a Send for its direct
+// write.
 type sendQueue struct {
 	maxFrames, maxBytes int
 	wake                chan struct{} // capacity 1; signalled when a parked writer has work
 
 	mu        sync.Mutex
-	pending   []byte // encoded frames not yet taken by the writer
+	idle      sync.Cond // L is &mu; broadcast when writing ends
+	pending   []byte    // encoded frames not yet taken by the writer
 	nPending  int
-	nHeld     int // frames taken by the writer and not yet written
+	nHeld     int // frames taken by the writer or a direct Send, not yet written
 	heldBytes int
+	writing   bool // the connection's write side is taken
 	parked    bool // the writer waits on wake
 	closed    bool
 
-	backpressured atomic.Uint64
+	raw       syscall.RawConn // while set, Sends may write directly
+	lastWrite time.Time       // when the last write to the connection ended
+	scratch   []byte          // a direct Send encodes its frame here
+	resume    []byte          // a frame a direct Send wrote only part of
+	resumeAt  int             // how much of resume was written
+
+	backpressured            atomic.Uint64
+	sent, sentBytes, nWrites atomic.Uint64
+	// Direct writes that the socket took whole, in part, or not at all.
+	directWhole, directPart, directNone atomic.Uint64
 }
+
+// directGap: a Send at least this long after the connection's last write
+// may write directly; closer Sends are batched by the writer.
+const directGap = 5 * time.Microsecond
+
+// directMax is the largest payload written directly.
+const directMax = 16 << 10
 
 func newSendQueue(maxFrames, maxBytes int) *sendQueue {
-	return &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
+	q := &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
+	q.idle.L = &q.mu
+	return q
 }
 
-// push appends a frame carrying payload, or reports why it cannot.
+// push queues a frame carrying payload (or writes it directly), or reports
+// why it cannot.
 func (q *sendQueue) push(payload []byte) error {
 	q.mu.Lock()
 	if q.closed {
@@ -39,6 +78,10 @@ func (q *sendQueue) push(payload []byte) error {
 		return ErrClosed
 	}
 	n := q.nPending + q.nHeld
+	if q.raw != nil && n == 0 && !q.writing && len(payload) <= directMax && time.Since(q.lastWrite) >= directGap {
+		q.writeDirect(payload) // unlocks
+		return nil
+	}
 	if n >= q.maxFrames || n > 0 && len(q.pending)+q.heldBytes+frameLen(len(payload)) > q.maxBytes {
 		q.mu.Unlock()
 		q.backpressured.Add(1)
@@ -55,6 +98,52 @@ func (q *sendQueue) push(payload []byte) error {
 	return nil
 }
 
+// writeDirect writes a frame carrying payload to the idle connection. It is
+// called with mu held and returns with it released.
+func (q *sendQueue) writeDirect(payload []byte) {
+	q.writing = true
+	frame := appendFrame(q.scratch[:0], payload)
+	q.nHeld, q.heldBytes = 1, len(frame)
+	raw := q.raw
+	q.mu.Unlock()
+
+	w := writeNow(raw, frame)
+	q.nWrites.Add(1)
+
+	q.mu.Lock()
+	switch {
+	case w == len(frame):
+		q.directWhole.Add(1)
+		q.nHeld, q.heldBytes = 0, 0
+		q.sent.Add(1)
+		q.sentBytes.Add(uint64(len(frame)))
+	case w == 0:
+		q.directNone.Add(1)
+		// To the head of the queue, ahead of frames queued meanwhile.
+		p := make([]byte, 0, len(frame)+len(q.pending))
+		q.pending = append(append(p, frame...), q.pending...)
+		q.nPending++
+		q.nHeld, q.heldBytes = 0, 0
+	default:
+		q.directPart.Add(1)
+		q.resume, q.resumeAt = append([]byte(nil), frame...), w
+	}
+	if cap(frame) <= 1<<10 {
+		q.scratch = frame[:0]
+	}
+	q.writing = false
+	q.lastWrite = time.Now()
+	q.idle.Broadcast()
+	wake := q.parked && (q.nPending > 0 || q.resume != nil || q.closed)
+	if wake {
+		q.parked = false
+	}
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
 func (q *sendQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
@@ -62,41 +151,106 @@ func (q *sendQueue) signal() {
 	}
 }
 
-// take hands the pending frames to the writer, which now holds them, and
-// gives the queue spare (emptied) as its next buffer. n is 0 if nothing is
-// pending.
-func (q *sendQueue) take(spare []byte) (batch []byte, n int) {
+// take gives the writer the connection and what to write next: the rest of
+// a frame a direct Send left unfinished (from is where to continue), or all
+// pending frames, giving the queue spare (emptied) as its next buffer. n is
+// 0 if there is nothing to write, or a direct Send is writing.
+func (q *sendQueue) take(spare []byte) (batch []byte, n, from int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nPending == 0 {
-		return nil, 0
+	switch {
+	case q.writing:
+		return nil, 0, 0
+	case q.resume != nil:
+		batch, from = q.resume, q.resumeAt
+		q.resume = nil
+		q.writing = true
+		return batch, 1, from
+	case q.nPending == 0:
+		return nil, 0, 0
 	}
 	batch, n = q.pending, q.nPending
 	q.pending, q.nPending = spare[:0], 0
 	q.nHeld += n
 	q.heldBytes += len(batch)
-	return batch, n
+	q.writing = true
+	return batch, n, 0
 }
 
-// park arranges for the next push to signal wake. It returns false, without
-// parking, when there is something to do: frames are pending or the queue
-// has been closed.
+// written is the writer's report that n frames it held, size bytes, reached
+// the kernel; it gives the connection back.
+func (q *sendQueue) written(n, size int) {
+	q.sent.Add(uint64(n))
+	q.sentBytes.Add(uint64(size))
+	q.mu.Lock()
+	q.nHeld -= n
+	q.heldBytes -= size
+	q.writing = false
+	q.lastWrite = time.Now()
+	q.idle.Broadcast()
+	q.mu.Unlock()
+}
+
+// acquireIdle gives the writer the connection for a ping if nothing has
+// been written to it for at least d and nothing is waiting to be.
+func (q *sendQueue) acquireIdle(d time.Duration) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || q.nPending > 0 || q.resume != nil || time.Since(q.lastWrite) < d {
+		return false
+	}
+	q.writing = true
+	return true
+}
+
+// park arranges for the next push (or the end of a direct write that leaves
+// work) to signal wake. It returns false, without parking, if the writer
+// has something to do: frames to write, or the queue closed and no direct
+// write in progress.
 func (q *sendQueue) park() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nPending > 0 || q.closed {
+	if !q.writing && (q.nPending > 0 || q.resume != nil || q.closed) {
 		return false
 	}
 	q.parked = true
 	return true
 }
 
-// release gives back n frames, size bytes, that the writer held.
-func (q *sendQueue) release(n, size int) {
+// drained reports whether the queue is closed and everything in it written.
+func (q *sendQueue) drained() bool {
 	q.mu.Lock()
-	q.nHeld -= n
-	q.heldBytes -= size
+	defer q.mu.Unlock()
+	return q.closed && !q.writing && q.nPending == 0 && q.resume == nil
+}
+
+// attach makes Sends write directly to raw (nil: they may not). The
+// writer calls it once the connection is up and it holds no frames.
+func (q *sendQueue) attach(raw syscall.RawConn) {
+	q.mu.Lock()
+	q.raw = raw
 	q.mu.Unlock()
+}
+
+// detach stops direct writes to the connection, which is going away, and
+// waits for one in progress. A frame a direct Send wrote only part of goes
+// back to the head of the queue whole: the peer discards a partial frame.
+// The writer must not hold the connection.
+func (q *sendQueue) detach() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.raw = nil
+	for q.writing {
+		q.idle.Wait()
+	}
+	if q.resume != nil {
+		p := make([]byte, 0, len(q.resume)+len(q.pending))
+		q.pending = append(append(p, q.resume...), q.pending...)
+		q.nPending++
+		q.nHeld--
+		q.heldBytes -= len(q.resume)
+		q.resume = nil
+	}
 }
 
 // close makes push fail with ErrClosed and wakes the writer, which then
@@ -122,12 +276,12 @@ func (q *sendQueue) len() int {
 }
 
 // discard drops everything queued or held and returns how many frames that
-// was. The writer must not be running.
+// was. Nothing may be writing.
 func (q *sendQueue) discard() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := q.nPending + q.nHeld
-	q.pending, q.nPending, q.nHeld, q.heldBytes = nil, 0, 0, 0
+	q.pending, q.nPending, q.nHeld, q.heldBytes, q.resume = nil, 0, 0, 0, nil
 	return n
 }
 

@@ -243,7 +243,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	stop := make(chan struct{})
 	var pinger sync.WaitGroup
 	pinger.Go(func() { t.pingLoop(conn, stop) })
-	err = t.readFrames(newFrameReader(conn, t.cfg.IdleTimeout, t.cfg.MaxFrame), p)
+	err = t.readFrames(newFrameReader(conn, dataReadBuf, t.cfg.IdleTimeout, t.cfg.MaxFrame), p)
 	close(stop)
 	conn.Close()
 	pinger.Wait()
@@ -300,9 +300,9 @@ func (t *TCP) deliverToSelf() {
 	q := t.self
 	var spare []byte
 	for {
-		batch, n := q.take(spare)
+		batch, n, _ := q.take(spare)
 		if n == 0 {
-			if q.isClosed() {
+			if q.drained() {
 				return
 			}
 			if q.park() {
@@ -313,9 +313,9 @@ func (t *TCP) deliverToSelf() {
 		for b := batch; len(b) > 0; {
 			size, payload := splitFrame(b)
 			t.handler(t.cfg.Self, bytes.Clone(payload))
-			q.release(1, size)
 			b = b[size:]
 		}
+		q.written(n, len(batch))
 		spare = recycle(batch)
 	}
 }

@@ -420,3 +420,90 @@ func TestSecretMismatchDialSide(t *testing.T) {
 		t.Error("Send to an unreachable member must queue")
 	}
 }
+
+// TestDirectWrites: a Send to an idle connection writes its frame itself.
+// When the socket's buffer fills, a frame the socket takes only part of is
+// finished by the writer, one it refuses goes back to the head of the
+// queue, and the receiver gets every payload whole and in order.
+func TestDirectWrites(t *testing.T) {
+	trs := newTCPCluster(t, 2, nil)
+	a, b := trs[0], trs[1]
+	const size = 16 << 10 // directMax
+	payload := func(seq uint64) []byte {
+		p := bytes.Repeat([]byte{byte(seq)}, size)
+		binary.BigEndian.PutUint64(p, seq)
+		return p
+	}
+	var block atomic.Bool
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	box := newInbox()
+	var corrupt atomic.Int64
+	corrupt.Store(-1)
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(func(from proc.ID, p []byte) {
+		if block.CompareAndSwap(true, false) {
+			<-release
+		}
+		seq := binary.BigEndian.Uint64(p)
+		if !bytes.Equal(p, payload(seq)) {
+			corrupt.CompareAndSwap(-1, int64(seq))
+		}
+		box.handle(from, p)
+	})
+	waitUntil(t, 5*time.Second, "p0 is connected to p1", func() bool { return a.Stats().Peers[1].Connected })
+	q := a.peers[1].q
+
+	// Idle: each Send writes directly.
+	var seq uint64
+	for ; seq < 10; seq++ {
+		done := box.expect(0, seq+1)
+		if err := a.Send(1, payload(seq)); err != nil {
+			t.Fatal(err)
+		}
+		waitClosed(t, done, 5*time.Second, "a payload sent to an idle connection")
+	}
+	if n := q.directWhole.Load(); n < 5 {
+		t.Errorf("%d of 10 Sends to an idle connection were written directly", n)
+	}
+
+	// The receiver stops reading; Send until the socket is full and a
+	// frame stays queued.
+	block.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for q.directPart.Load()+q.directNone.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the socket never filled: %d payloads sent", seq)
+		}
+		if err := a.Send(1, payload(seq)); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+		// Wait for the writer to empty the queue (so the next Send finds
+		// the connection idle), or for the queue to stay full.
+		for i := 0; i < 20 && a.Stats().Peers[1].Queued > 0; i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for range 5 { // these queue behind
+		if err := a.Send(1, payload(seq)); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+	}
+	done := box.expect(0, seq)
+	close(release)
+	waitClosed(t, done, 5*time.Second, "everything sent to arrive")
+	box.check(t)
+	if c := corrupt.Load(); c >= 0 {
+		t.Errorf("payload %d arrived corrupted", c)
+	}
+	t.Logf("%d payloads; direct writes: %d whole, %d partial, %d refused", seq,
+		q.directWhole.Load(), q.directPart.Load(), q.directNone.Load())
+}

@@ -236,7 +236,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.MaxFrame = MaxMaxFrame + 1 }, "Config.MaxFrame = 1073741824"},
 		{func(c *Config) { c.QueueBytes = 100 }, "Config.QueueBytes = 100 is less than MaxFrame = 1048576"},
 		{func(c *Config) { c.IdleTimeout = -time.Second }, "Config.IdleTimeout = -1s"},
-		{func(c *Config) { c.PingInterval = 10 * time.Second }, "Config.IdleTimeout = 5s must exceed PingInterval = 10s"},
+		{func(c *Config) { c.PingInterval = 3 * time.Second }, "Config.IdleTimeout = 5s must be at least twice PingInterval = 3s"},
 		{func(c *Config) { c.DialBackoffMin = time.Minute }, "Config.DialBackoffMax = 5s is less than DialBackoffMin = 1m0s"},
 	} {
 		c := good()

@@ -1,0 +1,200 @@
+package live
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// A traced payload carries, after the service name, a flag byte and, when
+// the flag says so, the message's id and the sender's vector clock — so the
+// receiver can record the receipt with the id that links it to its send,
+// and both can keep vector timestamps:
+//
+//	name-length name flags [msg-id vc-length vc...] codec-bytes
+const flagTraced = 1
+
+// tracer records a node's events in Cohort's JSONL trace format. Its clocks
+// are the node's: one Lamport counter and one vector clock for all the
+// node's services.
+type tracer struct {
+	mu      sync.Mutex
+	w       *trace.Writer
+	self    proc.ID
+	vc      []uint64
+	index   int
+	nextMsg uint64
+	err     error
+}
+
+func newTracer(w io.Writer, self proc.ID, n int, family, algo string) *tracer {
+	return &tracer{w: trace.NewWriter(w, trace.Header{Nodes: n, Family: family, Algo: algo}), self: self, vc: make([]uint64, n)}
+}
+
+// record writes one event of this node, after fill sets its particulars;
+// the clocks tick first (a receipt merges the sender's clocks first). It
+// returns the event's vector timestamp.
+func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.vc[t.self]++
+	e := trace.Event{Index: t.index, Time: time.Now().UnixNano(), Node: int32(t.self), Kind: kind, Peer: -1}
+	if fill != nil {
+		fill(&e)
+	}
+	// The sum of a vector clock's entries is a Lamport clock: it grows
+	// strictly along every happened-before edge, and needs nothing more on
+	// the wire.
+	var sum uint64
+	for _, v := range t.vc {
+		sum += v
+	}
+	e.Local, e.Lamport, e.VC = e.Time, sum, slices.Clone(t.vc)
+	t.index++
+	t.w.Record(&e)
+	return e.VC
+}
+
+// send records a send and returns the message's id and the vector clock
+// the message carries.
+func (t *tracer) send(to proc.ID, m proc.Message) (uint64, []uint64) {
+	t.mu.Lock()
+	t.nextMsg++
+	// Ids are unique in the cluster: the sender in the high bits.
+	id := uint64(t.self)<<40 | t.nextMsg
+	t.mu.Unlock()
+	vc := t.record(trace.Send, func(e *trace.Event) {
+		e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
+	})
+	return id, vc
+}
+
+func (t *tracer) recv(from proc.ID, id uint64, vc []uint64, m proc.Message) {
+	t.mu.Lock()
+	for i := range t.vc {
+		if i < len(vc) {
+			t.vc[i] = max(t.vc[i], vc[i])
+		}
+	}
+	t.mu.Unlock()
+	t.record(trace.Recv, func(e *trace.Event) {
+		e.Msg, e.Peer, e.Type, e.Label = id, int32(from), m.Kind(), label(m)
+	})
+}
+
+func (t *tracer) flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.w.Flush()
+}
+
+func label(v any) string {
+	if s, ok := v.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
+}
+
+func data(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "{}" || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+// appendTrailer appends a traced payload's flag, id and clock.
+func appendTrailer(b []byte, id uint64, vc []uint64) []byte {
+	b = append(b, flagTraced)
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, uint64(len(vc)))
+	for _, v := range vc {
+		b = binary.AppendUvarint(b, v)
+	}
+	return b
+}
+
+// readTrailer reads the flag byte and, if present, the id and clock; n is
+// the cluster size, which bounds the clock's length.
+func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err error) {
+	if len(b) == 0 {
+		return 0, nil, nil, errors.New("no flag byte")
+	}
+	flags, b := b[0], b[1:]
+	if flags&^flagTraced != 0 {
+		return 0, nil, nil, fmt.Errorf("unknown flags %#x", flags)
+	}
+	if flags&flagTraced == 0 {
+		return 0, nil, b, nil
+	}
+	id, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, nil, nil, errors.New("bad message id")
+	}
+	b = b[k:]
+	l, k := binary.Uvarint(b)
+	if k <= 0 || l > uint64(n) {
+		return 0, nil, nil, fmt.Errorf("vector clock of %d entries in a cluster of %d", l, n)
+	}
+	b = b[k:]
+	vc = make([]uint64, l)
+	for i := range vc {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, nil, nil, errors.New("truncated vector clock")
+		}
+		vc[i], b = v, b[k:]
+	}
+	return id, vc, b, nil
+}
+
+// Merge combines the traces of a cluster's nodes into one, ordered by the
+// nodes' wall clocks (on one machine, or with synchronized clocks, that is
+// the real order) and renumbered. Each node's own order is kept.
+func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
+	if len(ts) == 0 {
+		return nil, errors.New("no traces")
+	}
+	out := &trace.Trace{Header: ts[0].Header}
+	for _, t := range ts[1:] {
+		if t.Header.Nodes != out.Header.Nodes {
+			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", out.Header.Nodes, t.Header.Nodes)
+		}
+	}
+	type ref struct{ t, i int }
+	var all []ref
+	for ti, t := range ts {
+		for i := range t.Events {
+			all = append(all, ref{ti, i})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b ref) int {
+		ea, eb := &ts[a.t].Events[a.i], &ts[b.t].Events[b.i]
+		switch {
+		case ea.Time != eb.Time:
+			return int(min(max(ea.Time-eb.Time, -1), 1))
+		case a.t != b.t:
+			return a.t - b.t
+		}
+		return a.i - b.i
+	})
+	for k, r := range all {
+		e := ts[r.t].Events[r.i]
+		e.Index = k
+		out.Events = append(out.Events, e)
+	}
+	// A receipt stamped (by another node's clock) before its send would
+	// read as time going backwards; keep the merged trace monotone.
+	for i := 1; i < len(out.Events); i++ {
+		out.Events[i].Time = max(out.Events[i].Time, out.Events[i-1].Time)
+	}
+	return out, nil
+}
