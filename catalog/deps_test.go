@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"trace":    {"proc"},
 	"check":    {"trace", "proc", "clock"},
 	"scenario": {"proc", "sim"},
+	"wire":     {"proc"},
 }
 
 // Standard packages a state machine must not use: they would make a run

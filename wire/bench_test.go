@@ -102,7 +102,6 @@ func BenchmarkDataFrame(b *testing.B) {
 		body = AppendData(body[:0], Data{Service: 1, From: 2, Payload: payload})
 		out = AppendFrame(out[:0], Frame{Type: FrameData, Body: body})
 		src.Reset(out)
-		r.err = nil
 		f, err := r.Next()
 		if err != nil {
 			b.Fatal(err)

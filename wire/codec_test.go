@@ -137,6 +137,21 @@ func mustAppend(t testing.TB, c *Codec, m proc.Message) []byte {
 	return b
 }
 
+func TestMutuallyRecursiveStructs(t *testing.T) {
+	c := testCodec(t)
+	m := msg[outer]{V: outer{P: &around{O: outer{P: &around{Y: 5}, X: 2}, Y: 3}, X: 1}}
+	b := mustAppend(t, c, m)
+	// tag 11; P present; O.P present; O.P.O.P nil, O.P.O.X 0; O.P.Y 5;
+	// O.X 2; Y 3; X 1.
+	if want := "0b" + "01" + "01" + "0000" + "0a" + "04" + "06" + "02"; hex.EncodeToString(b) != want {
+		t.Errorf("encoding %x, want %s", b, want)
+	}
+	back, err := c.Decode(b)
+	if err != nil || !reflect.DeepEqual(back, m) {
+		t.Errorf("came back as %#v, %v", back, err)
+	}
+}
+
 // Unsupported types are refused with an error naming the type and field.
 func TestNewCodecRefusesWhatItCannotEncode(t *testing.T) {
 	type (
@@ -254,7 +269,7 @@ func TestDecodeRefusesMalformedInput(t *testing.T) {
 	}{
 		{"empty", "", ErrMalformed, "truncated"},
 		{"tag 0", "00", ErrUnknownTag, "tag 0"},
-		{"tag too big", "0b", ErrUnknownTag, "tag 11"},
+		{"tag too big", "0c", ErrUnknownTag, "tag 12 (this codec knows 1 to 11)"},
 		{"truncated field", "012a", ErrMalformed, "truncated"},
 		{"trailing bytes", "012a0600", ErrMalformed, "1 bytes after"},
 		{"overlong varint", "01aa0006", ErrMalformed, "shortest form"},

@@ -37,8 +37,11 @@
 // any other spelling (a varint that is not in its shortest form, a bool
 // byte of 2, an int8 field of 300), so that whatever decodes re-encodes to
 // the same bytes. An empty slice and a nil one encode alike and decode as
-// nil. Decode checks every length against the remaining input before it
-// allocates: a ten-byte message cannot ask for a gigabyte.
+// nil. Decode checks every length against the remaining input, and the
+// lengths of nested slices together against the whole input, before it
+// allocates: a ten-byte message cannot ask for a gigabyte, and nested
+// slices cannot each claim the rest of the input anew. Nesting deeper than
+// 100 levels is refused on both sides (a cyclic value fails to encode).
 //
 // Decode returns the message as the Go type registered — a value if the
 // prototype was a value — so that the algorithm's type switch sees what

@@ -76,9 +76,9 @@ func AppendFrame(dst []byte, f Frame) []byte {
 
 // Reader reads frames from a stream.
 //
-// It holds one buffer, which grows to the largest frame read and never
-// beyond the limit plus the length prefix; a length prefix above the limit
-// is refused before any of the body is read. The Body of a returned Frame
+// It holds one buffer, which grows, as bytes arrive, to the largest frame
+// read, and never beyond the limit plus the length prefix; a length prefix
+// above the limit is refused before any of the body is read. The Body of a returned Frame
 // is a view of that buffer, valid until the next call to Next: copy what
 // must outlive it (Codec.Decode copies).
 //
@@ -183,25 +183,23 @@ func (r *Reader) cut(err error) error {
 }
 
 // fill reads until buf[start:end] holds at least need bytes (need is at
-// most the limit plus MaxVarintLen64), moving or growing the buffer as
-// needed. This is where the previous frame's Body is overwritten.
+// most the limit plus MaxVarintLen64). When the buffer is full it moves
+// the unread bytes to its front, which is where the previous frame's Body
+// is overwritten, or doubles it, up to the limit: the buffer grows with the
+// bytes that actually arrive, not with what a length prefix announces.
 func (r *Reader) fill(need int) error {
 	for r.end-r.start < need {
 		if r.rerr != nil {
 			return r.rerr
 		}
-		if len(r.buf)-r.start < need {
-			if len(r.buf) >= need {
-				copy(r.buf, r.buf[r.start:r.end])
+		if r.end == len(r.buf) {
+			if r.start > 0 {
+				r.end = copy(r.buf, r.buf[r.start:r.end])
+				r.start = 0
 			} else {
-				limit := r.max + binary.MaxVarintLen64
-				size := max(need, min(readAhead, limit))
-				buf := make([]byte, size)
-				copy(buf, r.buf[r.start:r.end])
-				r.buf = buf
+				size := min(max(2*len(r.buf), readAhead), r.max+binary.MaxVarintLen64)
+				r.buf = append(make([]byte, 0, size), r.buf...)[:size]
 			}
-			r.end -= r.start
-			r.start = 0
 		}
 		k, err := r.readSome()
 		r.end += k

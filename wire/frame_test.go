@@ -163,6 +163,20 @@ func TestReaderRefusesBeforeReadingTheBody(t *testing.T) {
 	}
 }
 
+// A frame announced large but cut short costs a buffer the size of what
+// arrived, not of the announcement.
+func TestReaderBufferGrowsWithTheBytesThatArrive(t *testing.T) {
+	in := append(binary.AppendUvarint(nil, 1<<20), Version, byte(FrameData))
+	in = append(in, make([]byte, 10000)...)
+	r := NewReader(bytes.NewReader(in), 1<<20)
+	if _, err := r.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Next: %v", err)
+	}
+	if len(r.buf) > 16384 {
+		t.Errorf("10 kB of a 1 MB frame took a buffer of %d bytes", len(r.buf))
+	}
+}
+
 // The buffer never outgrows the limit (plus a length prefix), however
 // the frames are sized.
 func TestReaderBufferStaysWithinTheLimit(t *testing.T) {

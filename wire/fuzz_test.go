@@ -25,6 +25,7 @@ func FuzzDecode(f *testing.F) {
 		node{V: 1, Next: &node{V: -2}, Kids: []node{{V: 3}}},
 		boxed{P: &inner{Name: "x", Tags: []string{"a\xff"}}},
 		&pointed{X: -7, S: "s"},
+		msg[outer]{V: outer{P: &around{O: outer{X: 2}, Y: 3}, X: 1}},
 	} {
 		b, err := fuzzCodec.Append(nil, m)
 		if err != nil {

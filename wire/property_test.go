@@ -96,6 +96,16 @@ func genNode(depth int) *rapid.Generator[node] {
 	})
 }
 
+func genOuter(depth int) *rapid.Generator[outer] {
+	return rapid.Custom(func(t *rapid.T) outer {
+		o := outer{X: rapid.Int().Draw(t, "X")}
+		if depth > 0 && rapid.Bool().Draw(t, "P") {
+			o.P = &around{O: genOuter(depth-1).Draw(t, "O"), Y: rapid.Int().Draw(t, "Y")}
+		}
+		return o
+	})
+}
+
 func genMessage() *rapid.Generator[proc.Message] {
 	return rapid.OneOf(
 		rapid.Map(genStamp(), func(s stamp) proc.Message { return request{T: s} }),
@@ -125,6 +135,7 @@ func genMessage() *rapid.Generator[proc.Message] {
 		rapid.Custom(func(t *rapid.T) proc.Message {
 			return &pointed{X: rapid.Int64().Draw(t, "X"), S: oddString.Draw(t, "S")}
 		}),
+		rapid.Map(genOuter(3), func(o outer) proc.Message { return msg[outer]{V: o} }),
 	)
 }
 

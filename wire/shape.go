@@ -52,7 +52,8 @@ type shape struct {
 	// min is the fewest bytes a value encodes to. A decoder bounds every
 	// length it reads by the remaining input divided by the element's min,
 	// so that no untrusted length allocates more than the input justifies.
-	min int
+	min  int
+	done bool // the plan is complete (a struct's is not while its fields are planned)
 }
 
 // field is one leaf of a struct's plan: where it is and how to encode it.
@@ -89,39 +90,39 @@ func (b *builder) shapeOf(t reflect.Type, path string) (*shape, error) {
 	if s, ok := b.shapes[t]; ok {
 		return s, nil
 	}
-	s := &shape{typ: t}
+	s := &shape{typ: t, min: minOf(t)}
 	s.fields = []field{{op: 0, shape: s}} // op filled below; structs replace fields
 	switch t.Kind() {
 	case reflect.Bool:
-		s.op, s.min = opBool, 1
+		s.op = opBool
 	case reflect.Int8:
-		s.op, s.min = opInt8, 1
+		s.op = opInt8
 	case reflect.Int16:
-		s.op, s.min = opInt16, 1
+		s.op = opInt16
 	case reflect.Int32:
-		s.op, s.min = opInt32, 1
+		s.op = opInt32
 	case reflect.Int64:
-		s.op, s.min = opInt64, 1
+		s.op = opInt64
 	case reflect.Int:
-		s.op, s.min = sized(t, opInt32, opInt64), 1
+		s.op = sized(t, opInt32, opInt64)
 	case reflect.Uint8:
-		s.op, s.min = opUint8, 1
+		s.op = opUint8
 	case reflect.Uint16:
-		s.op, s.min = opUint16, 1
+		s.op = opUint16
 	case reflect.Uint32:
-		s.op, s.min = opUint32, 1
+		s.op = opUint32
 	case reflect.Uint64:
-		s.op, s.min = opUint64, 1
+		s.op = opUint64
 	case reflect.Uint:
-		s.op, s.min = sized(t, opUint32, opUint64), 1
+		s.op = sized(t, opUint32, opUint64)
 	case reflect.Float32:
-		s.op, s.min = opFloat32, 4
+		s.op = opFloat32
 	case reflect.Float64:
-		s.op, s.min = opFloat64, 8
+		s.op = opFloat64
 	case reflect.String:
-		s.op, s.min = opString, 1
+		s.op = opString
 	case reflect.Slice:
-		s.op, s.min = opSlice, 1
+		s.op = opSlice
 		if t.Elem().Kind() == reflect.Uint8 {
 			s.op = opBytes
 			break
@@ -135,16 +136,16 @@ func (b *builder) shapeOf(t reflect.Type, path string) (*shape, error) {
 	case reflect.Array:
 		s.n = t.Len()
 		if t.Elem().Kind() == reflect.Uint8 {
-			s.op, s.min = opByteArray, s.n
+			s.op = opByteArray
 			break
 		}
 		e, err := b.shapeOf(t.Elem(), path+"[]")
 		if err != nil {
 			return nil, err
 		}
-		s.op, s.elem, s.min = opArray, e, s.n*e.min
+		s.op, s.elem = opArray, e
 	case reflect.Pointer:
-		s.op, s.min = opPtr, 1
+		s.op = opPtr
 		s.fields[0].op = opPtr
 		// A pointer may lead back to a type being planned (a list node
 		// pointing to the next): register this one first.
@@ -171,16 +172,21 @@ func (b *builder) shapeOf(t reflect.Type, path string) (*shape, error) {
 			if err != nil {
 				return nil, err
 			}
-			if fs.op == opStruct {
+			if fs.op == opStruct && fs.done {
 				for _, g := range fs.fields {
 					g.off += f.Offset
 					s.fields = append(s.fields, g)
 				}
-			} else {
-				s.fields = append(s.fields, field{off: f.Offset, op: fs.op, shape: fs})
+				continue
 			}
-			s.min += fs.min
+			// A leaf, or a struct whose plan is still being made: one
+			// that holds, through a pointer or a slice, the struct
+			// being planned here (type S struct{ P *T }; type T
+			// struct{ S S }). It is encoded by its own plan, complete
+			// by then.
+			s.fields = append(s.fields, field{off: f.Offset, op: fs.op, shape: fs})
 		}
+		s.done = true
 		return s, nil
 	case reflect.Map:
 		return nil, b.errorf(path, "map type %s: maps have no order, so their encoding would not be deterministic", t)
@@ -192,8 +198,35 @@ func (b *builder) shapeOf(t reflect.Type, path string) (*shape, error) {
 		return nil, b.errorf(path, "%s type %s is not supported", t.Kind(), t)
 	}
 	s.fields[0].op = s.op
+	s.done = true
 	b.shapes[t] = s
 	return s, nil
+}
+
+// minOf is the fewest bytes a value of type t encodes to: a byte for a
+// number, a bool, a length or a presence byte, more for floats, arrays and
+// structs. It looks only at what a value holds inline (fields, array
+// elements), which cannot cycle, and counts only bytes of the value's own,
+// never those of what its slices and pointers lead to.
+func minOf(t reflect.Type) int {
+	switch t.Kind() {
+	case reflect.Float32:
+		return 4
+	case reflect.Float64:
+		return 8
+	case reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return t.Len()
+		}
+		return t.Len() * minOf(t.Elem())
+	case reflect.Struct:
+		n := 0
+		for i := 0; i < t.NumField(); i++ {
+			n += minOf(t.Field(i).Type)
+		}
+		return n
+	}
+	return 1
 }
 
 func sized(t reflect.Type, small, large op) op {
@@ -277,6 +310,11 @@ func appendFields(dst []byte, fs []field, p unsafe.Pointer, depth int) ([]byte, 
 				if dst, err = appendFields(dst, e.fields, unsafe.Add(q, uintptr(j)*size), depth+1); err != nil {
 					return dst, err
 				}
+			}
+		case opStruct:
+			var err error
+			if dst, err = appendFields(dst, f.shape.fields, q, depth); err != nil {
+				return dst, err
 			}
 		case opPtr:
 			ptr := *(*unsafe.Pointer)(q)
@@ -458,6 +496,11 @@ func decodeFields(b []byte, fs []field, p unsafe.Pointer, depth int, budget *int
 				if b, err = decodeFields(b, e.fields, unsafe.Add(q, uintptr(j)*size), depth+1, budget); err != nil {
 					return b, err
 				}
+			}
+		case opStruct:
+			var err error
+			if b, err = decodeFields(b, f.shape.fields, q, depth, budget); err != nil {
+				return b, err
 			}
 		case opPtr:
 			if len(b) == 0 {

@@ -120,6 +120,7 @@ func (*pointed) Kind() string { return "pointed" }
 // testMessages is the list the tests register, in tag order.
 var testMessages = []proc.Message{
 	request{}, flat{}, empty{}, token{}, vstamped{}, state{}, kitchen{}, node{}, boxed{}, (*pointed)(nil),
+	msg[outer]{},
 }
 
 func testCodec(tb interface{ Fatal(...any) }) *Codec {
@@ -128,4 +129,16 @@ func testCodec(tb interface{ Fatal(...any) }) *Codec {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// outer holds, through a pointer, a struct that holds an outer by value:
+// planning outer meets outer again before its plan is complete.
+type outer struct {
+	P *around
+	X int
+}
+
+type around struct {
+	O outer
+	Y int
 }
