@@ -87,31 +87,3 @@ func zeroOf(m proc.Message) any {
 	}
 	panic("zeroOf: add the type")
 }
-
-// BenchmarkDataFrame writes and reads back a Data frame carrying the
-// request message: the whole path of a message between two processes.
-func BenchmarkDataFrame(b *testing.B) {
-	c := testCodec(b)
-	var m proc.Message = request{T: stamp{C: 42, P: 3}}
-	var payload, body, out []byte
-	var src bytes.Reader
-	r := NewReader(&src, 0)
-	b.ReportAllocs()
-	for b.Loop() {
-		payload, _ = c.Append(payload[:0], m)
-		body = AppendData(body[:0], Data{Service: 1, From: 2, Payload: payload})
-		out = AppendFrame(out[:0], Frame{Type: FrameData, Body: body})
-		src.Reset(out)
-		f, err := r.Next()
-		if err != nil {
-			b.Fatal(err)
-		}
-		d, err := ParseData(f.Body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Decode(d.Payload); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -1,6 +1,7 @@
 // Package wire is how Cohort's messages cross a network: a codec that turns
-// an algorithm's messages into bytes and back, and the frames that carry
-// them on a stream.
+// an algorithm's messages into bytes and back. (The frames that carry the
+// bytes between nodes are the transport's business: package
+// live/transport.)
 //
 // # Messages
 //
@@ -48,19 +49,4 @@
 // the simulator would have delivered. Encoding and decoding a small
 // message takes one allocation, the decoded value itself; the plan's
 // field offsets are used with package unsafe to get there (see codec.go).
-//
-// # Frames
-//
-// A connection carries frames:
-//
-//	length    uvarint: the number of bytes that follow
-//	version   one byte, Version
-//	type      one byte, a FrameType
-//	body      the rest
-//
-// Hello and Auth open a connection (their bodies belong to the runtime's
-// handshake); Data carries a message (see Data for its body); Ping asks
-// for a Pong with the same body; Close ends the connection with its
-// reason as the body. AppendFrame writes a frame; a Reader reads them with
-// a size limit that it enforces before reading a body.
 package wire

@@ -2,10 +2,7 @@ package wire
 
 import (
 	"bytes"
-	"encoding/binary"
-	"io"
 	"testing"
-	"testing/iotest"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -44,64 +41,6 @@ func FuzzDecode(f *testing.F) {
 		}
 		if !bytes.Equal(out, in) {
 			t.Fatalf("%x decoded to %#v, which encodes to %x", in, m, out)
-		}
-	})
-}
-
-// Random streams never make a Reader panic or grow its buffer beyond the
-// limit plus a length prefix, and every frame read re-encodes to the bytes
-// it was read from (so does every Data body that parses). The first byte
-// of the input sets the limit, the second how the stream is cut into
-// reads; the rest is the stream.
-func FuzzReadFrame(f *testing.F) {
-	var stream []byte
-	for _, fr := range sampleFrames()[:5] {
-		stream = AppendFrame(stream, fr)
-	}
-	f.Add(append([]byte{255, 0}, stream...))
-	f.Add(append([]byte{20, 1}, stream...))
-	f.Add([]byte{4, 2, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) < 2 {
-			return
-		}
-		limit := 2 + int(in[0])
-		stream := in[2:]
-		var src io.Reader = bytes.NewReader(stream)
-		switch in[1] % 3 {
-		case 1:
-			src = iotest.OneByteReader(src)
-		case 2:
-			src = iotest.HalfReader(src)
-		}
-		r := NewReader(src, limit)
-		off := 0
-		for {
-			fr, err := r.Next()
-			if len(r.buf) > limit+binary.MaxVarintLen64 {
-				t.Fatalf("buffer of %d bytes for a limit of %d", len(r.buf), limit)
-			}
-			if err == io.EOF {
-				if off != len(stream) {
-					t.Fatalf("io.EOF after %d of %d bytes", off, len(stream))
-				}
-				return
-			}
-			if err != nil {
-				return
-			}
-			out := AppendFrame(nil, fr)
-			if !bytes.HasPrefix(stream[off:], out) {
-				t.Fatalf("frame at %d re-encodes to %x; the stream has %x", off, out, stream[off:min(len(stream), off+len(out))])
-			}
-			off += len(out)
-			if fr.Type == FrameData {
-				if d, err := ParseData(fr.Body); err == nil {
-					if body := AppendData(nil, d); !bytes.Equal(body, fr.Body) {
-						t.Fatalf("data body %x parses to %+v, which encodes to %x", fr.Body, d, body)
-					}
-				}
-			}
 		}
 	})
 }

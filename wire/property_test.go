@@ -178,52 +178,6 @@ func TestRoundTripProperty(t *testing.T) {
 	})
 }
 
-// Any sequence of frames, read in any pieces, comes back as written.
-func TestFrameStreamProperty(t *testing.T) {
-	genFrame := rapid.Custom(func(t *rapid.T) Frame {
-		ft := FrameType(rapid.IntRange(int(FrameHello), int(FrameClose)).Draw(t, "type"))
-		if ft == FrameData {
-			d := Data{
-				Service: rapid.Uint64().Draw(t, "service"),
-				From:    proc.ID(rapid.Int32().Draw(t, "from")),
-				Payload: rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(t, "payload"),
-			}
-			if rapid.Bool().Draw(t, "clock") {
-				d.Clock = rapid.SliceOfN(rapid.Uint64(), 0, 6).Draw(t, "clock")
-			}
-			return Frame{Type: ft, Body: AppendData(nil, d)}
-		}
-		return Frame{Type: ft, Body: rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(t, "body")}
-	})
-	rapid.Check(t, func(t *rapid.T) {
-		frames := rapid.SliceOfN(genFrame, 0, 12).Draw(t, "frames")
-		var stream []byte
-		for _, f := range frames {
-			stream = AppendFrame(stream, f)
-		}
-		pieces := rapid.SliceOfN(rapid.IntRange(1, 64), 1, 20).Draw(t, "pieces")
-		r := NewReader(&chunked{data: stream, sizes: pieces}, 400)
-		for i, want := range frames {
-			got, err := r.Next()
-			if err != nil {
-				t.Fatalf("frame %d: %v", i, err)
-			}
-			if got.Type != want.Type || !bytes.Equal(got.Body, want.Body) {
-				t.Fatalf("frame %d: %v %x, want %v %x", i, got.Type, got.Body, want.Type, want.Body)
-			}
-			if got.Type == FrameData {
-				d, err := ParseData(got.Body)
-				if err != nil || !bytes.Equal(AppendData(nil, d), got.Body) {
-					t.Fatalf("frame %d: data body %x does not round-trip: %v", i, got.Body, err)
-				}
-			}
-		}
-		if _, err := r.Next(); err != io.EOF {
-			t.Fatalf("after the frames: %v", err)
-		}
-	})
-}
-
 // chunked serves data in pieces of the given sizes, cycling through them.
 type chunked struct {
 	data  []byte

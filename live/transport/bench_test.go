@@ -15,13 +15,19 @@ const benchPayload = 32
 
 // BenchmarkPingPong measures a round trip per op: a payload to the other
 // member, which sends it back. bare-tcp is the floor: the same exchange
-// written and read directly on a loopback net.Conn.
+// written and read directly on a loopback net.Conn by one goroutine, which
+// writes the next ping as soon as it has read the pong. tcp, tls and inproc
+// do the same from the handler that receives the pong; tcp-caller instead
+// has the benchmark goroutine wait for each pong on a channel, as a host
+// does, which adds a goroutine wake-up per round trip.
 func BenchmarkPingPong(b *testing.B) {
-	b.Run("bare-tcp", benchBarePingPong)
-	b.Run("tcp", func(b *testing.B) {
+	tcp := func(b *testing.B) [2]Transport {
 		trs := newTCPCluster(b, 2, nil)
-		benchPingPong(b, trs[0], trs[1])
-	})
+		return [2]Transport{trs[0], trs[1]}
+	}
+	b.Run("bare-tcp", benchBarePingPong)
+	b.Run("tcp", func(b *testing.B) { benchPingPong(b, tcp(b)) })
+	b.Run("tcp-caller", func(b *testing.B) { benchPingPongCaller(b, tcp(b)) })
 	b.Run("tls", func(b *testing.B) {
 		dir := b.TempDir()
 		if err := GenerateCerts(dir, 2); err != nil {
@@ -34,7 +40,7 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 			c.Secret, c.TLS = nil, cfg
 		})
-		benchPingPong(b, trs[0], trs[1])
+		benchPingPong(b, [2]Transport{trs[0], trs[1]})
 	})
 	b.Run("inproc", func(b *testing.B) {
 		nw, err := NewInProc(2, InProcConfig{})
@@ -44,7 +50,7 @@ func BenchmarkPingPong(b *testing.B) {
 		defer nw.Close()
 		a, _ := nw.Endpoint(0)
 		c, _ := nw.Endpoint(1)
-		benchPingPong(b, a, c)
+		benchPingPong(b, [2]Transport{a, c})
 	})
 }
 
@@ -83,20 +89,53 @@ func benchBarePingPong(b *testing.B) {
 	}
 }
 
-func benchPingPong(b *testing.B, a, c Transport) {
+// benchPingPong runs b.N round trips, each ping sent by the handler that
+// received the previous pong.
+func benchPingPong(b *testing.B, trs [2]Transport) {
+	a, c := trs[0], trs[1]
+	var left atomic.Int64
+	done := make(chan struct{}, 1)
+	p := make([]byte, benchPayload)
+	a.Start(func(proc.ID, []byte) {
+		if left.Add(-1) <= 0 {
+			done <- struct{}{}
+			return
+		}
+		a.Send(1, p)
+	})
+	c.Start(func(from proc.ID, p []byte) { c.Send(from, p) })
+	run := func(n int) {
+		left.Store(int64(n))
+		if err := a.Send(1, p); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			b.Fatalf("%d round trips left", left.Load())
+		}
+	}
+	run(10) // both connections are up
+	b.ResetTimer()
+	run(b.N)
+}
+
+// benchPingPongCaller runs b.N round trips from the benchmark goroutine,
+// which waits for each pong on a channel.
+func benchPingPongCaller(b *testing.B, trs [2]Transport) {
+	a, c := trs[0], trs[1]
 	pong := make(chan struct{}, 1)
 	a.Start(func(proc.ID, []byte) { pong <- struct{}{} })
 	c.Start(func(from proc.ID, p []byte) { c.Send(from, p) })
 	p := make([]byte, benchPayload)
-	roundTrip := func() {
+	for i := range b.N + 10 {
+		if i == 10 { // both connections are up
+			b.ResetTimer()
+		}
 		if err := a.Send(1, p); err != nil {
 			b.Fatal(err)
 		}
 		<-pong
-	}
-	roundTrip() // both connections are up
-	for b.Loop() {
-		roundTrip()
 	}
 }
 
@@ -127,10 +166,13 @@ func BenchmarkThroughput(b *testing.B) {
 func benchThroughput(b *testing.B, a, c Transport) {
 	var got atomic.Int64
 	target := int64(b.N) + 1
-	done := make(chan struct{})
+	first, done := make(chan struct{}), make(chan struct{})
 	a.Start(func(proc.ID, []byte) {})
 	c.Start(func(proc.ID, []byte) {
-		if got.Add(1) == target {
+		switch got.Add(1) {
+		case 1:
+			close(first)
+		case target:
 			close(done)
 		}
 	})
@@ -139,12 +181,10 @@ func benchThroughput(b *testing.B, a, c Transport) {
 	if err := a.Send(1, p); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for got.Load() == 0 {
-		if time.Now().After(deadline) {
-			b.Fatal("no connection")
-		}
-		runtime.Gosched()
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		b.Fatal("no connection")
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -127,12 +127,6 @@ func (b *inbox) handle(from proc.ID, p []byte) {
 	}
 }
 
-func (b *inbox) count(from proc.ID) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.next[from]
-}
-
 func (b *inbox) check(t *testing.T) {
 	t.Helper()
 	b.mu.Lock()

@@ -28,7 +28,8 @@
 // # What can be lost
 //
 // While a connection lives, delivery is reliable: TCP retransmits, and the
-// transport never drops a frame it has accepted. When a connection fails
+// transport drops no frame it has accepted (Close aside: what it cannot
+// flush in time is dropped and counted). When a connection fails
 // (the member crashed or restarted, the network broke, pings stopped), the
 // sender redials with exponential backoff and jitter, and everything still
 // queued, including frames of a write cut short, is sent on the new
@@ -60,7 +61,8 @@
 // each side then proves it knows the secret with an HMAC-SHA256 over the
 // hello (both IDs, the dialer's nonce) and a fresh nonce of the acceptor,
 // so a recorded handshake cannot be replayed and neither side can be
-// impersonated without the secret. With TLS, both sides present
+// impersonated without the secret (the frames that follow are not
+// authenticated: see Config.Secret). With TLS, both sides present
 // certificates from the cluster CA; a member's certificate names it as
 // CertName(id) ("node-3"), the dialer checks the acceptor's against the
 // member it dialed, and the acceptor checks the dialer's against the ID its

@@ -95,6 +95,11 @@ func newFrameReader(conn net.Conn, bufSize int, idle time.Duration, max int) *fr
 func (r *frameReader) next() (kind byte, payload []byte, err error) {
 	armed := false
 	if r.br.Buffered() < maxHeaderLen {
+		// About to read the socket, which will likely find it empty
+		// and park: first let a goroutine the handler woke (the host
+		// taking the payload from its inbox) run on this thread; it
+		// would otherwise wait out that system call, or be taken over
+		// by another thread.
 		runtime.Gosched()
 		if err := r.arm(); err != nil {
 			return 0, nil, err

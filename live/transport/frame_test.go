@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cohort-go/cohort/proc"
 )
 
 // bytesConn is a net.Conn that reads from a byte slice, for frame readers.
@@ -122,102 +120,4 @@ func FuzzFrameReader(f *testing.F) {
 		}
 		t.Fatal("reader did not stop")
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	lo, hi := 10*time.Millisecond, time.Second
-	for attempt := 1; attempt <= 20; attempt++ {
-		ceil := min(lo<<(attempt-1), hi)
-		if attempt > 10 {
-			ceil = hi
-		}
-		for range 50 {
-			if d := backoff(attempt, lo, hi); d < ceil/2 || d > ceil {
-				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, ceil/2, ceil)
-			}
-		}
-	}
-}
-
-func TestHelloEncoding(t *testing.T) {
-	h := hello{version: protocolVersion, mode: modeTLS, from: 3, to: 1234567}
-	h.nonce[0], h.nonce[31] = 1, 2
-	b := h.marshal()
-	if len(b) != helloLen || !bytes.HasPrefix(b, helloMagic) {
-		t.Fatalf("hello is %d bytes: %q", len(b), b)
-	}
-	if got := parseHello(b); got != h {
-		t.Errorf("round trip: %+v, want %+v", got, h)
-	}
-}
-
-func TestCertName(t *testing.T) {
-	if got := CertName(proc.ID(3)); got != "node-3" {
-		t.Errorf("CertName(3) = %q", got)
-	}
-}
-
-// TestInProcLatency: each payload arrives no earlier than the latency after
-// it was sent, and in order.
-func TestInProcLatency(t *testing.T) {
-	const latency = 30 * time.Millisecond
-	nw, err := NewInProc(2, InProcConfig{Latency: latency})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nw.Close()
-	a, _ := nw.Endpoint(0)
-	b, _ := nw.Endpoint(1)
-	box := newInbox()
-	arrived := make(chan time.Time, 10)
-	a.Start(func(proc.ID, []byte) {})
-	b.Start(func(from proc.ID, p []byte) {
-		box.handle(from, p)
-		arrived <- time.Now()
-	})
-	sentAt := time.Now()
-	for i := range uint64(10) {
-		if err := a.Send(1, seqPayload(i, 8)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 10 {
-		select {
-		case at := <-arrived:
-			if d := at.Sub(sentAt); d < latency {
-				t.Errorf("delivered after %v, before the latency %v", d, latency)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("payload not delivered")
-		}
-	}
-	box.check(t)
-}
-
-// TestInProcClosedEndpoint: payloads to a closed endpoint are dropped and
-// counted; the sender is not blocked.
-func TestInProcClosedEndpoint(t *testing.T) {
-	nw, err := NewInProc(2, InProcConfig{QueueLen: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nw.Close()
-	if _, err := nw.Endpoint(2); !errors.Is(err, ErrUnknownPeer) {
-		t.Errorf("Endpoint(2) of 2: %v", err)
-	}
-	a, _ := nw.Endpoint(0)
-	b, _ := nw.Endpoint(1)
-	a.Send(1, []byte("queued, then dropped by Close"))
-	b.Close()
-	for range 10 {
-		if err := a.Send(1, []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s := a.Stats().Peers[1]; s.Dropped != 11 || s.Connected || s.Queued != 0 {
-		t.Errorf("stats %+v: want 11 dropped", s)
-	}
-	if _, err := NewInProc(0, InProcConfig{}); !errors.Is(err, ErrConfig) {
-		t.Errorf("NewInProc(0): %v", err)
-	}
 }

@@ -224,9 +224,9 @@ func (e *InProc) deliver() {
 				return
 			}
 		}
-		e.handler(m.from, m.payload)
 		e.received[m.from].Add(1)
 		e.receivedBytes[m.from].Add(uint64(len(m.payload)))
+		e.handler(m.from, m.payload)
 		e.mu.Lock()
 		e.fromFrames[m.from]--
 		e.fromBytes[m.from] -= len(m.payload)

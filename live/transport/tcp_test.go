@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,10 +55,10 @@ func sendHello(h hello) func(net.Conn) func() {
 
 // asMember returns an attack that authenticates as member id, then writes
 // frames.
-func asMember(id proc.ID, frames []byte) func(net.Conn) func() {
+func asMember(id proc.ID, wire []byte) func(net.Conn) func() {
 	return func(c net.Conn) func() {
 		if handshakeAs(c, id) {
-			c.Write(frames)
+			c.Write(wire)
 		}
 		return nil
 	}
@@ -370,9 +371,12 @@ func TestReconnect(t *testing.T) {
 	box2.mu.Unlock()
 	waitClosed(t, box2.expect(0, 1000+queueLen), 5*time.Second, "the queue delivered after reconnecting")
 	box2.check(t)
-	if s := a.Stats().Peers[1]; s.Reconnects < 1 || !s.Connected || s.Queued != 0 {
-		t.Errorf("after reconnecting: %+v", s)
-	}
+	// The writer counts what it wrote once the write returns, which may be
+	// after the receiver has handled it.
+	waitUntil(t, 5*time.Second, "p0's stats show the queue written after a reconnection", func() bool {
+		s := a.Stats().Peers[1]
+		return s.Reconnects >= 1 && s.Connected && s.Queued == 0 && s.Sent == 1000+queueLen
+	})
 
 	// And the other direction: p1's new incarnation reaches p0.
 	boxA.mu.Lock()
@@ -506,4 +510,76 @@ func TestDirectWrites(t *testing.T) {
 	}
 	t.Logf("%d payloads; direct writes: %d whole, %d partial, %d refused", seq,
 		q.directWhole.Load(), q.directPart.Load(), q.directNone.Load())
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := 10*time.Millisecond, time.Second
+	for attempt := 1; attempt <= 20; attempt++ {
+		ceil := min(lo<<(attempt-1), hi)
+		if attempt > 10 {
+			ceil = hi
+		}
+		for range 50 {
+			if d := backoff(attempt, lo, hi); d < ceil/2 || d > ceil {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, ceil/2, ceil)
+			}
+		}
+	}
+}
+
+// TestCloseLeavesNoGoroutines: Close waits for everything the transports
+// started, including after reconnections and rejected connections.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	trs := newTCPCluster(t, 3, nil)
+	all := []Transport{trs[0], trs[1], trs[2]}
+	exchange(t, all, 1000)
+	// A rejected connection and a replaced one.
+	c := dial(t, trs[0].Addr())
+	c.Write([]byte("not a hello at all, but long enough to read"))
+	waitEOF(c, 3*time.Second)
+	c.Close()
+	for _, tr := range trs {
+		tr.Close()
+	}
+	// A goroutine that has signalled Close takes a moment to exit.
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after Close:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestCloseGivesUp: Close flushes for at most CloseTimeout, even when the
+// peer has stopped reading and the writer is stuck in a write; what it
+// could not send is counted as dropped.
+func TestCloseGivesUp(t *testing.T) {
+	trs := newTCPCluster(t, 2, func(c *Config) { c.CloseTimeout = 200 * time.Millisecond })
+	a, b := trs[0], trs[1]
+	release := make(chan struct{})
+	defer close(release)
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(func(proc.ID, []byte) { <-release })
+	payload := make([]byte, 1024)
+	deadline := time.Now().Add(5 * time.Second)
+	for refused := 0; refused < 100; {
+		if time.Now().After(deadline) {
+			t.Fatal("the queue never filled")
+		}
+		if a.Send(1, payload) != nil {
+			refused++
+			runtime.Gosched()
+		}
+	}
+	start := time.Now()
+	a.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %v with CloseTimeout 200ms", d)
+	}
+	if s := a.Stats().Peers[1]; s.Dropped == 0 || s.Queued != 0 {
+		t.Errorf("after Close: %+v; want frames dropped, none queued", s)
+	}
 }
