@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
 )
 
 // WriteMetrics writes the node's counters in the Prometheus text format.
@@ -58,10 +61,39 @@ func (n *Node) WriteMetrics(w io.Writer) {
 			}
 		}
 	}
-	if m, ok := n.cfg.Transport.(interface{ WriteMetrics(io.Writer) }); ok {
-		m.WriteMetrics(w)
-	}
+	n.writeTransportMetrics(w)
 }
+
+// writeTransportMetrics exports the transport's per-peer counters:
+// connection state, queue depth, traffic, backpressure, reconnects.
+func (n *Node) writeTransportMetrics(w io.Writer) {
+	st := n.cfg.Transport.Stats()
+	peers := make([]int, 0, len(st.Peers))
+	for id := range st.Peers {
+		peers = append(peers, int(id))
+	}
+	slices.Sort(peers)
+	gauge := func(name, help string, v func(ps transportPeer) float64, typ string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+		for _, id := range peers {
+			fmt.Fprintf(w, "%s{peer=\"%d\"} %g\n", name, id, v(st.Peers[proc.ID(id)]))
+		}
+	}
+	gauge("cohort_peer_connected", "1 if the outbound connection to the peer is up and authenticated.", func(p transportPeer) float64 {
+		if p.Connected {
+			return 1
+		}
+		return 0
+	}, "gauge")
+	gauge("cohort_peer_queue_depth", "Frames queued for the peer, not yet handed to the connection.", func(p transportPeer) float64 { return float64(p.Queued) }, "gauge")
+	gauge("cohort_peer_sent_bytes_total", "Bytes handed to the connection to the peer.", func(p transportPeer) float64 { return float64(p.SentBytes) }, "counter")
+	gauge("cohort_peer_received_bytes_total", "Bytes received from the peer.", func(p transportPeer) float64 { return float64(p.ReceivedBytes) }, "counter")
+	gauge("cohort_peer_backpressured_total", "Sends to the peer refused because its queue was full.", func(p transportPeer) float64 { return float64(p.Backpressured) }, "counter")
+	gauge("cohort_peer_reconnects_total", "Connections to the peer established after the first (frames in a dead connection may have been lost).", func(p transportPeer) float64 { return float64(p.Reconnects) }, "counter")
+	fmt.Fprintf(w, "# HELP cohort_handshakes_rejected_total Inbound connections closed during the handshake.\n# TYPE cohort_handshakes_rejected_total counter\ncohort_handshakes_rejected_total %d\n", st.Rejected)
+}
+
+type transportPeer = transport.PeerStats
 
 // MetricsHandler serves WriteMetrics at /metrics.
 func (n *Node) MetricsHandler() http.Handler {

@@ -223,6 +223,8 @@ func TestMetricsCountTheLocksMessages(t *testing.T) {
 		`cohort_messages_sent_total{service="lock/m",algo="ricart-agrawala",kind="request"} 1`,
 		`cohort_messages_received_total{service="lock/m",algo="ricart-agrawala"} 1`,
 		`# TYPE cohort_handler_seconds summary`,
+		`cohort_peer_connected{peer="1"} 1`,
+		`cohort_peer_queue_depth{peer="1"} 0`,
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())

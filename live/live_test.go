@@ -1,0 +1,158 @@
+package live_test
+
+import (
+	"bytes"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/wire"
+)
+
+// transports makes n connected transports: over TCP on loopback, or
+// in-process.
+func transports(t *testing.T, n int, tcp bool) []transport.Transport {
+	t.Helper()
+	var out []transport.Transport
+	if !tcp {
+		nw, err := transport.NewInProc(n, transport.InProcConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			ep, _ := nw.Endpoint(proc.ID(i))
+			out = append(out, ep)
+		}
+		return out
+	}
+	var lns []net.Listener
+	addrs := map[proc.ID]string{}
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		addrs[proc.ID(i)] = ln.Addr().String()
+	}
+	for i := 0; i < n; i++ {
+		peers := map[proc.ID]string{}
+		for id, a := range addrs {
+			if id != proc.ID(i) {
+				peers[id] = a
+			}
+		}
+		tr, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: lns[i], Peers: peers,
+			Secret: []byte("a test cluster's shared secret")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+// runClocks runs a clock demonstration on n live nodes, traced, until it
+// falls silent, and returns the merged trace.
+func runClocks(t *testing.T, algo string, n int, tcp bool) *trace.Trace {
+	f, _ := catalog.Lookup("clocks")
+	a, err := f.Algorithm(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := transports(t, n, tcp)
+	bufs := make([]*bytes.Buffer, n)
+	var nodes []*live.Node
+	var services []*live.Service
+	for i := 0; i < n; i++ {
+		bufs[i] = &bytes.Buffer{}
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: trs[i],
+			NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
+			// Every node runs the service "clocks": one whose peer starts
+			// first must not drop its messages.
+			Resolve: func(name string) (proc.Algorithm, bool) { return a, name == "clocks" },
+			Trace:   bufs[i], TraceFamily: "clocks", TraceAlgo: algo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.Start(); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, node)
+	}
+	for _, node := range nodes {
+		s, err := node.Service("clocks", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		services = append(services, s)
+	}
+	// The demonstration ticks 20 times a millisecond apart and then falls
+	// silent: wait until every message sent has arrived and nothing has
+	// happened for a while, within a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	var last int64 = -1
+	for {
+		var sent, received, handled int64
+		for _, s := range services {
+			st := s.Stats()
+			sent, received, handled = sent+st.Sent, received+st.Received, handled+st.Handled
+		}
+		if sent == received && handled == last && handled >= int64(20*n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not settle: sent %d, received %d, handled %d", sent, received, handled)
+		}
+		last = handled
+		time.Sleep(30 * time.Millisecond)
+	}
+	var ts []*trace.Trace
+	for i, node := range nodes {
+		if err := node.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := trace.Read(bufs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	merged, err := live.Merge(ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return merged
+}
+
+// The clocks family runs live as in the simulator, and its checkers judge
+// the live trace the same way: Lamport's correction holds the clock
+// condition; uncorrected clocks break it.
+func TestClocksLive(t *testing.T) {
+	for _, tcp := range []bool{true, false} {
+		name := map[bool]string{true: "tcp", false: "inproc"}[tcp]
+		t.Run(name, func(t *testing.T) {
+			tr := runClocks(t, "lamport", 5, tcp)
+			res, err := check.Run(tr, "integrity", "no-duplicates", "clock-condition")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if !r.OK() {
+					t.Errorf("lamport, live: %s", r.Counterexample(tr))
+				}
+			}
+			tr = runClocks(t, "physical", 5, tcp)
+			res, _ = check.Run(tr, "clock-condition")
+			if res[0].OK() {
+				t.Error("physical clocks, live: the checker found no violation")
+			}
+		})
+	}
+}
