@@ -148,7 +148,7 @@ func findViolation(f Family, a proc.Algorithm, prop string, tries int) (uint64, 
 // algorithms that hand them out, over a sweep with jittery latency.
 func TestFencingTokensIncrease(t *testing.T) {
 	f, _ := Lookup("mutex")
-	for _, name := range []string{"ricart-agrawala", "lamport"} {
+	for _, name := range []string{"ricart-agrawala", "lamport", "central", "central-failover"} {
 		a, _ := f.Algorithm(name)
 		for seed := uint64(1); seed <= 40; seed++ {
 			o := sweepOptions(f, a, 2+int(seed%6), seed)
@@ -171,6 +171,40 @@ func TestFencingTokensIncrease(t *testing.T) {
 				}
 				last = enter.Token
 			}
+		}
+	}
+}
+
+// Across a change of coordinator too: central-failover's default scenario
+// crashes the coordinator mid-run; the new one's tokens carry a larger
+// epoch.
+func TestFencingTokensIncreaseAcrossFailover(t *testing.T) {
+	f, _ := Lookup("mutex")
+	a, _ := f.Algorithm("central-failover")
+	for seed := uint64(1); seed <= 20; seed++ {
+		s := seed
+		o := f.Options(a)
+		o.Seed = &s
+		_, tr, err := run.Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last uint64
+		epochs := map[uint64]bool{}
+		for _, e := range tr.Events {
+			if e.Kind != trace.Output || e.Type != "enter" {
+				continue
+			}
+			var enter mutex.Enter
+			_ = json.Unmarshal(e.Data, &enter)
+			if enter.Token <= last {
+				t.Fatalf("seed %d: token %#x at #%d after %#x", seed, enter.Token, e.Index, last)
+			}
+			last = enter.Token
+			epochs[enter.Token>>32] = true
+		}
+		if len(epochs) < 2 {
+			t.Fatalf("seed %d: grants in %d epoch(s); the scenario's crash should force a new coordinator", seed, len(epochs))
 		}
 	}
 }

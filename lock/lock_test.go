@@ -111,7 +111,7 @@ func TestLockIsMutuallyExclusiveAcrossNodes(t *testing.T) {
 			if len(tokens) != 90 {
 				t.Fatalf("%d grants, want 90", len(tokens))
 			}
-			if name == "ricart-agrawala" || name == "lamport" {
+			if name != "suzuki-kasami" {
 				for i := 1; i < len(tokens); i++ {
 					if tokens[i] <= tokens[i-1] {
 						t.Fatalf("token %d after %d", tokens[i], tokens[i-1])

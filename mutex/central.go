@@ -54,8 +54,9 @@ type central struct {
 	inCS       bool
 
 	// The server side (at the coordinator only).
-	holder proc.ID   // who holds the permission; None when free
-	queue  []proc.ID // waiting requesters, in arrival order
+	holder  proc.ID   // who holds the permission; None when free
+	queue   []proc.ID // waiting requesters, in arrival order
+	granted uint64    // grants so far: the next grant's fencing token is one more
 }
 
 // cenRequest asks the coordinator for the permission.
@@ -66,7 +67,13 @@ type cenRequest struct {
 // cenGrant hands the permission to a client.
 type cenGrant struct {
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Seq numbers the coordinator's grants: with the epoch, the fencing
+	// token (epoch<<32 | seq) that rises with every grant, across
+	// coordinators too, since each new one starts a larger epoch.
+	Seq uint64 `json:"seq,omitempty"`
 }
+
+func (g cenGrant) token() uint64 { return g.Epoch<<32 | g.Seq }
 
 // cenRelease gives the permission back.
 type cenRelease struct {
@@ -138,11 +145,11 @@ func (c *central) Input(env proc.Env, in proc.Input) {
 }
 
 func (c *central) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	switch m.(type) {
+	switch m := m.(type) {
 	case cenRequest:
 		c.onRequest(env, from)
 	case cenGrant:
-		c.onGrant(env)
+		c.onGrant(env, m)
 	case cenRelease:
 		c.onRelease(env, from)
 	}
@@ -180,24 +187,26 @@ func (c *central) onRequest(env proc.Env, from proc.ID) {
 // grant hands the permission to p.
 func (c *central) grant(env proc.Env, p proc.ID) {
 	c.holder = p
+	c.granted++
+	g := cenGrant{Seq: c.granted}
 	env.Output(Lent{To: p})
 	if p == c.self {
-		c.onGrant(env)
+		c.onGrant(env, g)
 		return
 	}
 	if slices.Contains(c.queue, c.self) {
 		env.Output(Waiting{For: []proc.ID{p}}) // the coordinator's own request now waits for p
 	}
-	env.Send(p, cenGrant{})
+	env.Send(p, g)
 }
 
 // onGrant is the client's "on GRANT": enter.
-func (c *central) onGrant(env proc.Env) {
+func (c *central) onGrant(env proc.Env, g cenGrant) {
 	if !c.requesting {
 		return // no request outstanding: outside the assumptions
 	}
 	c.requesting, c.inCS = false, true
-	env.Output(Enter{})
+	env.Output(Enter{Token: g.token()})
 }
 
 // release is "to exit": give the permission back.
@@ -293,11 +302,12 @@ func (c *central) onRelease(env proc.Env, from proc.ID) {
 // worst case), N−1 COORDINATOR and N−1 STATE messages, and Suspect +
 // Election + Collect of time without grants.
 type centralFailover struct {
-	cfg   FailoverConfig
-	self  proc.ID
-	n     int
-	coord proc.ID // the coordinator this process follows
-	epoch uint64  // its epoch
+	cfg     FailoverConfig
+	self    proc.ID
+	n       int
+	coord   proc.ID // the coordinator this process follows
+	epoch   uint64  // its epoch
+	granted uint64  // grants in this epoch (the fencing token's low bits)
 
 	// The client side.
 	requesting bool
@@ -555,7 +565,7 @@ func (f *centralFailover) onGrant(env proc.Env, from proc.ID, m cenGrant) {
 	}
 	f.cancel(env, &f.suspectT)
 	f.requesting, f.inCS = false, true
-	env.Output(Enter{})
+	env.Output(Enter{Token: m.token()})
 }
 
 // release is "to exit": give the permission back to the current coordinator.
@@ -629,14 +639,16 @@ func (f *centralFailover) enqueue(env proc.Env, p proc.ID) {
 func (f *centralFailover) grant(env proc.Env, p proc.ID) {
 	f.holder, f.heard = p, env.Now()
 	env.Output(Lent{To: p})
+	f.granted++
+	g := cenGrant{Epoch: f.epoch, Seq: f.granted}
 	if p == f.self {
-		f.onGrant(env, f.self, cenGrant{Epoch: f.epoch})
+		f.onGrant(env, f.self, g)
 		return
 	}
 	if slices.Contains(f.queue, f.self) {
 		env.Output(Waiting{For: []proc.ID{p}})
 	}
-	env.Send(p, cenGrant{Epoch: f.epoch})
+	env.Send(p, g)
 }
 
 // onRelease is the seed's "on RELEASE": grant to the head of the queue.
