@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/trace"
 )
 
 const (
@@ -71,14 +75,16 @@ func up(t *testing.T) (compose func(args ...string) string) {
 		peers = append(peers, fmt.Sprintf("  %d: node%d:7000", i, i))
 	}
 	for i := 0; i < nodes; i++ {
-		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\nlock: ricart-agrawala\npeers:\n%s\n",
-			i, strings.Join(peers, "\n"))
+		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\nlock: ricart-agrawala\ntrace: /traces/node%d.jsonl\npeers:\n%s\n",
+			i, i, strings.Join(peers, "\n"))
 		if err := os.WriteFile(filepath.Join(cfg, fmt.Sprintf("node%d.yaml", i)), []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	traceDir = t.TempDir()
+	os.Chmod(traceDir, 0o777)
 	file := filepath.Join(root, "deploy", "compose.yaml")
-	env := []string{"COHORT_CONFIG_DIR=" + cfg}
+	env := []string{"COHORT_CONFIG_DIR=" + cfg, "COHORT_TRACE_DIR=" + traceDir}
 	compose = func(args ...string) string {
 		return run(t, 2*time.Minute, env, "docker-compose", append([]string{"-p", project, "-f", file}, args...)...)
 	}
@@ -92,6 +98,43 @@ func up(t *testing.T) (compose func(args ...string) string) {
 	compose("up", "-d")
 	waitHealthy(t, endpoints()...)
 	return compose
+}
+
+// traceDir holds the nodes' traces (one file per node, continued across
+// restarts).
+var traceDir string
+
+// checkTraces merges the nodes' traces so far and runs the lock's checkers
+// over them.
+func checkTraces(t *testing.T, step string) {
+	t.Helper()
+	var ts []*trace.Trace
+	for i := 0; i < nodes; i++ {
+		data, err := os.ReadFile(filepath.Join(traceDir, fmt.Sprintf("node%d.jsonl", i)))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		end := bytes.LastIndexByte(data, '\n') + 1 // a node may be mid-write
+		tr, err := trace.Read(bytes.NewReader(data[:end]))
+		if err != nil {
+			t.Fatalf("%s: node %d's trace: %v", step, i, err)
+		}
+		ts = append(ts, tr)
+	}
+	merged, err := live.Merge(ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := check.Run(merged, "integrity", "no-duplicates", "clock-condition", "ME1", "ME2", "ME3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !r.OK() {
+			t.Errorf("%s: %s", step, r.Counterexample(merged))
+		}
+	}
+	t.Logf("%s: the checkers hold on %d recorded events", step, len(merged.Events))
 }
 
 func waitHealthy(t *testing.T, eps ...string) {
@@ -172,12 +215,14 @@ func TestDockerCluster(t *testing.T) {
 	compose := up(t)
 	eps := endpoints()
 	lockRound(t, "healthy cluster", eps)
+	checkTraces(t, "healthy cluster")
 
 	// kill -9 a node and restart it: it comes back with fresh state.
 	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", "cohort-node3")
 	compose("start", "node3")
 	waitHealthy(t, eps[3])
 	lockRound(t, "after kill -9 and restart of node3", eps)
+	checkTraces(t, "after kill -9 and restart of node3")
 
 	// Cut node4 off the network: Ricart–Agrawala needs every process's
 	// reply, so nobody gets the lock; reconnect it and everyone does.
@@ -202,9 +247,11 @@ func TestDockerCluster(t *testing.T) {
 		h.Release(context.Background())
 	}
 	lockRound(t, "after node4 is reconnected", eps)
+	checkTraces(t, "after the partition")
 
 	// Restart the whole cluster.
 	compose("restart", "-t", "10")
 	waitHealthy(t, eps...)
 	lockRound(t, "after restarting the cluster", eps)
+	checkTraces(t, "after restarting the cluster")
 }

@@ -156,3 +156,29 @@ func TestClocksLive(t *testing.T) {
 		})
 	}
 }
+
+// A node killed mid-write leaves a torn last line: resuming cuts it off and
+// continues the numbering, the clocks and the message ids, after recording
+// that the previous incarnation stopped.
+func TestResumeATornTrace(t *testing.T) {
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf, trace.Header{Nodes: 2})
+	w.Record(&trace.Event{Index: 0, Time: 10, Node: 1, Kind: trace.Start, Peer: -1, VC: []uint64{0, 1}})
+	w.Record(&trace.Event{Index: 1, Time: 20, Node: 1, Kind: trace.Send, Msg: 1<<40 | 7, Peer: 0, VC: []uint64{0, 2}})
+	w.Flush()
+	whole := buf.Len()
+	buf.WriteString(`{"i":2,"t":30,"no`) // torn
+	r, end, err := live.ResumeFrom(buf.Bytes(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end != whole || r.Next != 2 || r.LastTime != 20 || r.NextMsg != 7 || r.VC[1] != 2 {
+		t.Fatalf("resume %+v, end %d (whole %d)", r, end, whole)
+	}
+	if _, _, err := live.ResumeFrom(buf.Bytes()[:whole], 0); err == nil {
+		t.Error("node 0 resumed node 1's trace")
+	}
+	if r, end, err := live.ResumeFrom(nil, 1); r != nil || end != 0 || err != nil {
+		t.Errorf("an empty file: %v %d %v, want a fresh trace", r, end, err)
+	}
+}

@@ -50,6 +50,9 @@ type Config struct {
 	Trace io.Writer
 	// TraceFamily and TraceAlgo name the run in the trace's header.
 	TraceFamily, TraceAlgo string
+	// TraceResume, if set, continues a trace this node wrote before a
+	// restart (see ResumeFrom) instead of starting one.
+	TraceResume *TraceResume
 }
 
 // Node is one member of a live cluster.
@@ -87,7 +90,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{}}
 	if cfg.Trace != nil {
-		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo)
+		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume)
 	}
 	return n, nil
 }

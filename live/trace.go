@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -35,8 +36,62 @@ type tracer struct {
 	err     error
 }
 
-func newTracer(w io.Writer, self proc.ID, n int, family, algo string) *tracer {
-	return &tracer{w: trace.NewWriter(w, trace.Header{Nodes: n, Family: family, Algo: algo}), self: self, vc: make([]uint64, n)}
+func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *TraceResume) *tracer {
+	t := &tracer{self: self, vc: make([]uint64, n)}
+	if resume == nil {
+		t.w = trace.NewWriter(w, trace.Header{Nodes: n, Family: family, Algo: algo})
+		return t
+	}
+	// Continue a trace a previous incarnation of this node wrote: its
+	// events keep their numbers and clocks, and the trace says that the
+	// incarnation stopped (when, it cannot tell: just after its last event)
+	// and that this one starts afresh.
+	t.w = trace.NewEventWriter(w)
+	t.index = resume.Next
+	copy(t.vc, resume.VC)
+	t.nextMsg = resume.NextMsg
+	t.record(trace.Crash, func(e *trace.Event) { e.Time = resume.LastTime + 1 })
+	t.record(trace.Recover, nil)
+	return t
+}
+
+// TraceResume continues a node's trace file after a restart: the next event
+// index, the node's last vector clock and the time of its last event, and
+// the next message number (so message ids stay unique).
+type TraceResume struct {
+	Next     int
+	VC       []uint64
+	LastTime int64
+	NextMsg  uint64
+}
+
+// ResumeFrom reads what a trace file of this node already holds and
+// returns how to continue it, and the file's length up to its last whole
+// line (a node killed mid-write leaves a torn line, to be cut off). A
+// missing or empty file gives nil: start a new trace.
+func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
+	end := bytes.LastIndexByte(data, '\n') + 1
+	if end == 0 {
+		return nil, 0, nil
+	}
+	t, err := trace.Read(bytes.NewReader(data[:end]))
+	if err != nil {
+		return nil, 0, err
+	}
+	r := &TraceResume{VC: make([]uint64, t.Header.Nodes)}
+	for _, e := range t.Events {
+		if e.Node != int32(self) {
+			return nil, 0, fmt.Errorf("event %d is node %d's, not node %d's", e.Index, e.Node, self)
+		}
+		r.Next, r.LastTime = e.Index+1, e.Time
+		if len(e.VC) == len(r.VC) {
+			copy(r.VC, e.VC)
+		}
+		if e.Kind == trace.Send && e.Msg&(1<<40-1) >= r.NextMsg {
+			r.NextMsg = e.Msg & (1<<40 - 1)
+		}
+	}
+	return r, end, nil
 }
 
 // record writes one event of this node, after fill sets its particulars;
@@ -46,7 +101,7 @@ func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.vc[t.self]++
-	e := trace.Event{Index: t.index, Time: time.Now().UnixNano(), Node: int32(t.self), Kind: kind, Peer: -1}
+	e := trace.Event{Index: t.index, Node: int32(t.self), Kind: kind, Peer: -1}
 	if fill != nil {
 		fill(&e)
 	}
@@ -57,9 +112,15 @@ func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	for _, v := range t.vc {
 		sum += v
 	}
+	if e.Time == 0 {
+		e.Time = time.Now().UnixNano()
+	}
 	e.Local, e.Lamport, e.VC = e.Time, sum, slices.Clone(t.vc)
 	t.index++
 	t.w.Record(&e)
+	// Every event reaches the file at once: a node may be killed at any
+	// moment, and the trace must then hold all it did.
+	_ = t.w.Flush()
 	return e.VC
 }
 

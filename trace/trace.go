@@ -106,6 +106,12 @@ func NewWriter(w io.Writer, h Header) *Writer {
 	return x
 }
 
+// NewEventWriter returns a Writer that appends events to a trace whose
+// header is already written (a node continuing its trace after a restart).
+func NewEventWriter(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+}
+
 // Record implements Sink.
 func (x *Writer) Record(e *Event) {
 	if x.err != nil {

@@ -157,12 +157,12 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		Resolve:  lock.Resolver(algo),
 	}
 	if c.Trace != "" {
-		f, err := os.Create(c.Trace)
+		f, resume, err := openTrace(c.Trace, proc.ID(c.ID))
 		if err != nil {
 			return usageErr("trace: %v", err)
 		}
 		defer f.Close()
-		lc.Trace, lc.TraceFamily, lc.TraceAlgo = f, "mutex", algo.Name
+		lc.Trace, lc.TraceFamily, lc.TraceAlgo, lc.TraceResume = f, "mutex", algo.Name, resume
 	}
 	node, err := live.NewNode(lc)
 	if err != nil {
@@ -200,4 +200,31 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// openTrace opens a node's trace file, continuing it if an earlier
+// incarnation of the node wrote it (cut back to its last whole line, if
+// that one was killed mid-write).
+func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	resume, end, err := live.ResumeFrom(data, self)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot continue it (%v); move it away", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.Truncate(int64(end)); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(int64(end), 0); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, resume, nil
 }
