@@ -37,6 +37,7 @@ func newClusterCmd() *cobra.Command {
 func newClusterUpCmd() *cobra.Command {
 	var nodes int
 	var algo, dir, traceDir string
+	var runs []string
 	var inproc, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -67,13 +68,14 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, traceDir, asJSON)
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, traceDir, runs, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
 	cmd.Flags().StringVar(&algo, "algo", "mutex/ricart-agrawala", "FAMILY/NAME of the algorithm behind the locks")
 	cmd.Flags().BoolVar(&inproc, "inproc", false, "run every node inside this process")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files (default: a temporary one)")
+	cmd.Flags().StringArrayVar(&runs, "run", nil, "also run this algorithm (FAMILY/NAME) as a service on every node from the start, repeatable (processes only)")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
 	return cmd
@@ -165,7 +167,7 @@ func freePorts(n int) ([]string, error) {
 }
 
 // clusterProcs runs n "cohort node" processes.
-func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, asJSON bool) error {
+func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON bool) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "cohort-cluster-")
 		if err != nil {
@@ -218,7 +220,7 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	defer stopAll()
 	var pids []int
 	for i := 0; i < n; i++ {
-		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo}
+		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs}
 		if traceDir != "" {
 			if err := os.MkdirAll(traceDir, 0o755); err != nil {
 				return usageErr("--trace-dir: %v", err)

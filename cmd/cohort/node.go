@@ -36,6 +36,7 @@ type nodeConfig struct {
 	Lock       string         `yaml:"lock"`        // the mutex algorithm behind locks: "ricart-agrawala"
 	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
 	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
+	Run        []string       `yaml:"run"`         // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
 }
 
 func loadNodeConfig(path string) (*nodeConfig, error) {
@@ -151,10 +152,31 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	// Services named in run: start at boot on every node, under their
+	// FAMILY/NAME; a peer's message for one starts it here too.
+	extra := map[string]proc.Algorithm{}
+	for _, name := range c.Run {
+		fam, an, _ := strings.Cut(name, "/")
+		f, err := catalog.Lookup(fam)
+		if err != nil {
+			return usageErr("run: %q: %v", name, err)
+		}
+		a, err := f.Algorithm(an)
+		if err != nil {
+			return usageErr("run: %q: %v", name, err)
+		}
+		extra[name] = a
+	}
+	locks := lock.Resolver(algo)
 	lc := live.Config{
 		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
 		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
-		Resolve:  lock.Resolver(algo),
+		Resolve: func(service string) (proc.Algorithm, bool) {
+			if a, ok := extra[service]; ok {
+				return a, true
+			}
+			return locks(service)
+		},
 	}
 	if c.Trace != "" {
 		f, resume, err := openTrace(c.Trace, proc.ID(c.ID))
@@ -163,6 +185,10 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		}
 		defer f.Close()
 		lc.Trace, lc.TraceFamily, lc.TraceAlgo, lc.TraceResume = f, "mutex", algo.Name, resume
+		if len(c.Run) > 0 { // the trace is named after the first service run at boot
+			a := extra[c.Run[0]]
+			lc.TraceFamily, lc.TraceAlgo = a.Family, a.Name
+		}
 	}
 	node, err := live.NewNode(lc)
 	if err != nil {
@@ -172,6 +198,11 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		return &exitError{1, err}
 	}
 	defer node.Close()
+	for _, name := range c.Run {
+		if _, err := node.Service(name, extra[name]); err != nil {
+			return usageErr("run: %v", err)
+		}
+	}
 	ln, err := net.Listen("tcp", c.API)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
