@@ -250,3 +250,30 @@ func TestSimMutexWithScenario(t *testing.T) {
 		t.Errorf("metrics %v, messages %v: want 2 entries, 1 app message, 6 requests", r.Metrics, r.Messages.ByType)
 	}
 }
+
+func TestNodeConfigErrorsNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"id: 0\nlisten: x:1\napi: x:2\n":                                                      "peers",
+		"id: 5\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":           "id: 5 is not one of the peers' ids",
+		"id: 0\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":                        "listen: missing",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: short\n":                      "too short",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\n":                                     "give exactly one of secret",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nbogus: 1\n": "field bogus not found",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1, 2: b:1}\nsecret: 0123456789abcdef\n":   "1 is missing",
+	}
+	for text, want := range cases {
+		p := filepath.Join(dir, "node.yaml")
+		os.WriteFile(p, []byte(text), 0o644)
+		code, _, errs := cli(t, "node", "--config", p)
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", text, code, errs, want)
+		}
+	}
+	p := filepath.Join(dir, "node.yaml")
+	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\ndata_dir: "+filepath.Join(dir, "d")+"\ntrace: t.jsonl\n"), 0o644)
+	c, err := loadNodeConfig(p)
+	if err != nil || c.Trace != filepath.Join(dir, "d", "t.jsonl") {
+		t.Errorf("data_dir: %v, trace %q", err, c.Trace)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ type nodeConfig struct {
 	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
 	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
 	Run        []string       `yaml:"run"`         // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
+	DataDir    string         `yaml:"data_dir"`    // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
 }
 
 func loadNodeConfig(path string) (*nodeConfig, error) {
@@ -67,6 +69,16 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	for i := 0; i < n; i++ {
 		if _, ok := c.Peers[i]; !ok {
 			return nil, bad("peers", "ids must be 0..%d; %d is missing", n-1, i)
+		}
+	}
+	if c.DataDir != "" {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return nil, bad("data_dir", "%v", err)
+		}
+		for _, p := range []*string{&c.Trace, &c.TLSDir, &c.SecretFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(c.DataDir, *p)
+			}
 		}
 	}
 	if c.SecretFile != "" {
@@ -104,6 +116,9 @@ node.yaml:
   peers: {0: 127.0.0.1:7000, 1: 127.0.0.1:7001, 2: 127.0.0.1:7002}
   secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
   lock: ricart-agrawala         # the mutex algorithm behind every lock
+  run: [clocks/lamport]         # optional: more algorithms to run as services
+  data_dir: /var/lib/cohort     # optional: relative paths are taken from here
+  trace: trace.jsonl            # optional: record this node's events
   api_token: ...                # optional bearer token for the API`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
