@@ -75,30 +75,25 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 
 // KeepAlive renews the lease; ErrLeaseLost means the lock was released.
 func (h *Held) KeepAlive(ctx context.Context) error {
-	u := fmt.Sprintf("%s/v1/locks/%s/keepalive?lease=%s", h.base, url.PathEscape(h.Name), url.QueryEscape(h.Lease))
-	code, msg, err := h.c.do(ctx, http.MethodPost, u, nil)
-	switch {
-	case err != nil:
-		return err
-	case code == http.StatusNotFound:
-		return ErrLeaseLost
-	case code != http.StatusOK:
-		return fmt.Errorf("keepalive: HTTP %d: %s", code, msg)
-	}
-	return nil
+	return h.lease(ctx, http.MethodPost, "/keepalive", "keepalive")
 }
 
 // Release gives the lock back.
 func (h *Held) Release(ctx context.Context) error {
-	u := fmt.Sprintf("%s/v1/locks/%s?lease=%s", h.base, url.PathEscape(h.Name), url.QueryEscape(h.Lease))
-	code, msg, err := h.c.do(ctx, http.MethodDelete, u, nil)
+	return h.lease(ctx, http.MethodDelete, "", "release")
+}
+
+// lease sends a request about the held lease to the node that granted it.
+func (h *Held) lease(ctx context.Context, method, suffix, what string) error {
+	u := fmt.Sprintf("%s/v1/locks/%s%s?lease=%s", h.base, url.PathEscape(h.Name), suffix, url.QueryEscape(h.Lease))
+	code, msg, err := h.c.do(ctx, method, u, nil)
 	switch {
 	case err != nil:
 		return err
 	case code == http.StatusNotFound:
 		return ErrLeaseLost
 	case code != http.StatusOK:
-		return fmt.Errorf("release: HTTP %d: %s", code, msg)
+		return fmt.Errorf("%s: HTTP %d: %s", what, code, msg)
 	}
 	return nil
 }
