@@ -95,6 +95,10 @@ type LockResult struct {
 	RAHandoffP50us    float64     `json:"ra_handoff_p50_us"`
 	OneWayP50us       float64     `json:"one_way_p50_us"`
 	HandoffOverOneWay float64     `json:"handoff_over_one_way"`
+	// The same one-way latency with the receiver idle before each message
+	// (1 ms apart), as a waiting node is when the lock comes to it.
+	OneWayIdleP50us       float64 `json:"one_way_idle_p50_us"`
+	HandoffOverIdleOneWay float64 `json:"handoff_over_idle_one_way"`
 }
 
 // Rounds of the node-to-node measurements, after a few of warm-up.
@@ -158,16 +162,24 @@ func RunLock(ctx context.Context, cfg LockConfig) (LockResult, error) {
 		return res, fmt.Errorf("ricart-agrawala handoff: %w", err)
 	}
 	say("TCP transport one-way latency, %d round trips", oneWayRounds)
-	ow, err := oneWayLatencies(ctx, cl.secret, log, oneWayRounds)
+	ow, err := oneWayLatencies(ctx, cl.secret, log, oneWayRounds, 0)
 	if err != nil {
 		return res, fmt.Errorf("one-way latency: %w", err)
 	}
+	idle, err := oneWayLatencies(ctx, cl.secret, log, min(oneWayRounds, 500), time.Millisecond)
+	if err != nil {
+		return res, fmt.Errorf("idle one-way latency: %w", err)
+	}
 	slices.Sort(ra)
 	slices.Sort(ow)
-	raP50, owP50 := percentile(ra, 50), percentile(ow, 50)
-	res.RAHandoffP50us, res.OneWayP50us = micros(raP50), micros(owP50)
+	slices.Sort(idle)
+	raP50, owP50, idleP50 := percentile(ra, 50), percentile(ow, 50), percentile(idle, 50)
+	res.RAHandoffP50us, res.OneWayP50us, res.OneWayIdleP50us = micros(raP50), micros(owP50), micros(idleP50)
 	if owP50 > 0 {
 		res.HandoffOverOneWay = float64(raP50) / float64(owP50)
+	}
+	if idleP50 > 0 {
+		res.HandoffOverIdleOneWay = float64(raP50) / float64(idleP50)
 	}
 
 	if e == nil {
@@ -552,8 +564,9 @@ func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Dur
 }
 
 // oneWayLatencies measures half the round trip of a 32-byte payload between
-// two TCP transports set up as the cluster's are, back to back.
-func oneWayLatencies(ctx context.Context, secret []byte, log *slog.Logger, rounds int) ([]time.Duration, error) {
+// two TCP transports set up as the cluster's are: back to back, or with gap
+// between round trips so that both ends are idle when a message comes.
+func oneWayLatencies(ctx context.Context, secret []byte, log *slog.Logger, rounds int, gap time.Duration) ([]time.Duration, error) {
 	trs, err := loopbackTransports(2, secret, log)
 	if err != nil {
 		return nil, err
@@ -571,6 +584,9 @@ func oneWayLatencies(ctx context.Context, secret []byte, log *slog.Logger, round
 	payload := make([]byte, 32)
 	var samples []time.Duration
 	for i := range warmRounds + rounds {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		start := time.Now()
 		if err := trs[0].Send(1, payload); err != nil {
 			return nil, err
