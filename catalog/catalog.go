@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/run"
@@ -63,6 +64,13 @@ var families = []Family{
 			Quiet: []string{"waiting", "lent", "told"},
 			Spans: []trace.Span{{Open: "enter", Close: "exit", Label: "critical section"}},
 		},
+	},
+	{
+		Name:       "election",
+		Summary:    "leader election: bully, ring, flooding, echo (seeds 000-004)",
+		Algorithms: election.Algorithms,
+		Metrics:    electionMetrics,
+		Workload:   electAtStart,
 	},
 }
 

@@ -15,13 +15,14 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"clock", "mutex"}
+var algorithmPackages = []string{"clock", "mutex", "election"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
 	"proc":     {},
 	"clock":    {"proc"},
 	"mutex":    {"proc", "clock"},
+	"election": {"proc"},
 	"sim":      {"proc", "trace"},
 	"trace":    {"proc"},
 	"check":    {"trace", "proc", "clock"},
