@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/mutex"
@@ -49,14 +50,18 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.Name != "mutex" {
-		return nil, nil, fmt.Errorf("family %s has no comparison yet (mutex has)", f.Name)
+	cases, ok := familyCases[f.Name]
+	if !ok {
+		return nil, nil, fmt.Errorf("family %s has no comparison yet (mutex and election have)", f.Name)
 	}
 	var rows []CompareRow
 	var runs []CompareRun
 	for _, a := range f.Algorithms {
 		for _, n := range nodes {
-			for _, c := range mutexCases {
+			for _, c := range cases {
+				if c.algos != nil && !slices.Contains(c.algos, a.Name) {
+					continue
+				}
 				cr := CompareRun{Algo: a.Name, Nodes: n, Case: c.name}
 				if a.Validate != nil {
 					if err := a.Validate(n); err != nil {
@@ -86,13 +91,19 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 					if c.name == "repeated" {
 						row.Theory = repeatedTheory(a.Name, n)
 					}
+					if c.theory != nil {
+						row.Theory = c.theory(a.Name, n, metric)
+					}
 					if metric == "throughput_per_s" {
 						if s := r.Theory["sync_delay_msgs"]; s != nil {
 							th := 1 / (CompareHold.Seconds() + *s*compareLatency.Seconds())
 							row.Theory = &th
 						}
 					}
-					row.Note = mutexNotes[a.Name+"/"+metric]
+					row.Note = compareNotes[a.Name+"/"+metric]
+					if c.notes != nil && c.notes[metric] != "" {
+						row.Note = c.notes[metric]
+					}
 					rows = append(rows, row)
 				}
 			}
@@ -105,6 +116,18 @@ type compareCase struct {
 	name    string
 	metrics []string
 	run     func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error)
+	// algos limits the case to some algorithms; nil means all.
+	algos []string
+	// theory, if set, gives the theory's figure for a metric of this case.
+	theory func(algo string, n int, metric string) *float64
+	// notes explain differences, by metric.
+	notes map[string]string
+}
+
+// familyCases are the constructed situations each family is compared in.
+var familyCases = map[string][]compareCase{
+	"mutex":    mutexCases,
+	"election": electionCases,
 }
 
 var mutexCases = []compareCase{
@@ -186,8 +209,8 @@ func compareOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options 
 	return o
 }
 
-// mutexNotes explain where a measured figure and the seed's differ.
-var mutexNotes = map[string]string{
+// compareNotes explain where a measured figure and the seed's differ.
+var compareNotes = map[string]string{
 	"central/messages_per_entry":                  "request, grant, release; entries of the coordinator itself cost none, so the average over all processes is 3(N−1)/N",
 	"central/client_delay_msgs":                   "request and grant: one round trip; the coordinator itself enters at once",
 	"central/sync_delay_msgs":                     "the release reaches the coordinator, then the grant reaches the next process",

@@ -2,10 +2,13 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -77,4 +80,62 @@ func Turnaround(t *trace.Trace) int {
 // an election at 1 ms.
 func electAtStart() sim.Workload {
 	return sim.Script{{At: time.Millisecond, Node: 0, Input: election.Elect{}}}
+}
+
+// electionCases are the seeds' constructed cases for elections.
+var electionCases = []compareCase{
+	{
+		// The ring's worst case: the starter's anticlockwise neighbour holds
+		// the largest id; N−1 messages reach it, N go round with its id,
+		// N announce it.
+		name: "worst", algos: []string{"ring"}, metrics: []string{"messages", "turnaround_msgs"},
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+			return electionRun(f, a, n, seed, nil, 0)
+		},
+		theory: func(_ string, n int, metric string) *float64 {
+			v := float64(3*n - 1)
+			return &v
+		},
+		notes: map[string]string{"messages": "3N − 1 (seed 000): the election message goes N − 1 hops to the largest id, N more with it, and the elected message N"},
+	},
+	{
+		// Bully, best case: the highest crashed and the second highest
+		// notices: it sends COORDINATOR to the N − 2 others at once.
+		name: "best", algos: []string{"bully"}, metrics: []string{"messages", "turnaround_msgs"},
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+			return electionRun(f, a, n, seed, []string{fmt.Sprintf("crash %d at 0ms", n-1)}, proc.ID(n-2))
+		},
+		theory: func(_ string, n int, metric string) *float64 {
+			v := float64(n - 2)
+			if metric == "turnaround_msgs" {
+				v = 1
+			}
+			return &v
+		},
+		notes: map[string]string{"messages": "N − 2 COORDINATOR messages, sent in parallel: one message of turnaround (seed 000)"},
+	},
+	{
+		// Bully, worst case: the lowest notices; every process above it
+		// holds an election of its own: O(N²) messages.
+		name: "worst", algos: []string{"bully"}, metrics: []string{"messages", "turnaround_msgs"},
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+			return electionRun(f, a, n, seed, []string{fmt.Sprintf("crash %d at 0ms", n-1)}, 0)
+		},
+		notes: map[string]string{"messages": "O(N²) (seed 000): each process above the starter holds its own election"},
+	},
+}
+
+// electionRun elects with n processes on a constant-latency network, with
+// the given faults, starter asking at 1 ms.
+func electionRun(f Family, a proc.Algorithm, n int, seed uint64, faults []string, starter proc.ID) (*run.Report, error) {
+	o := f.Options(a)
+	sc, err := scenario.Parse("comparison", []byte(fmt.Sprintf("nodes: %d\nnetwork:\n  latency: %s\n  fifo: true\n", n, compareLatency)))
+	if err != nil {
+		return nil, err
+	}
+	o.Scenario, o.Seed, o.Faults = sc, &seed, faults
+	o.Workload = sim.Script{{At: time.Millisecond, Node: starter, Input: election.Elect{}}}
+	o.Deadline = time.Duration(20*n*n+1000) * compareLatency
+	r, _, err := run.Sim(o)
+	return r, err
 }
