@@ -69,6 +69,8 @@ var metricNames = map[string]string{
 	"client_delay_msgs":  "client delay (msgs)",
 	"sync_delay_msgs":    "sync delay (msgs)",
 	"throughput_per_s":   "entries per second",
+	"messages":           "messages",
+	"turnaround_msgs":    "turnaround (msgs)",
 }
 
 func printCompare(w io.Writer, rows []catalog.CompareRow, runs []catalog.CompareRun, nodes []int) {
