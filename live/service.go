@@ -243,9 +243,8 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	if err != nil {
 		panic(fmt.Sprintf("encoding %T: %v", m, err))
 	}
-	s.buf = b
-	payload := append([]byte(nil), b...)
-	if err := n.cfg.Transport.Send(to, payload); err != nil {
+	s.buf = b // reused: the transport's Send queues a copy
+	if err := n.cfg.Transport.Send(to, b); err != nil {
 		// The transport's queue to that peer is full (or the node is
 		// closing): the message is lost, as on a network that drops it.
 		s.count(func(st *ServiceStats) { st.Dropped++ })
