@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -219,23 +218,3 @@ func nameSeed(name string) uint64 {
 
 // now is the node's monotonic clock.
 func (n *Node) now() time.Duration { return time.Since(n.start) }
-
-// Wait blocks until ctx ends or the service outputs something accepted by
-// match, which it returns.
-func (s *Service) Wait(ctx context.Context, match func(proc.Output) bool) (proc.Output, error) {
-	ch, cancel := s.Subscribe(64)
-	defer cancel()
-	for {
-		select {
-		case o, ok := <-ch:
-			if !ok {
-				return nil, ErrClosed
-			}
-			if match(o) {
-				return o, nil
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}

@@ -135,7 +135,7 @@ func Inputs(name string, args []string) (proc.Input, error) {
 	return nil, fmt.Errorf("unknown input %q (want acquire or release)", name)
 }
 
-// TellInput builds "tell N" for scenario files.
+// tellInput builds "tell N" for scenario files.
 func tellInput(args []string) (proc.Input, error) {
 	var to int
 	if len(args) != 1 {

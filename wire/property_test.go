@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"io"
 	"math"
 	"reflect"
 	"testing"
@@ -176,22 +175,4 @@ func TestRoundTripProperty(t *testing.T) {
 			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
 		}
 	})
-}
-
-// chunked serves data in pieces of the given sizes, cycling through them.
-type chunked struct {
-	data  []byte
-	sizes []int
-	i     int
-}
-
-func (c *chunked) Read(p []byte) (int, error) {
-	if len(c.data) == 0 {
-		return 0, io.EOF
-	}
-	n := min(len(p), len(c.data), c.sizes[c.i%len(c.sizes)])
-	c.i++
-	copy(p, c.data[:n])
-	c.data = c.data[n:]
-	return n, nil
 }

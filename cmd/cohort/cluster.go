@@ -131,10 +131,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{Node: node, Self: i, N: n, Algorithm: a, Logger: log}).Handler())
-		mux.Handle("GET /metrics", node.MetricsHandler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: apiHandler(node, i, n, a, "", log), ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		endpoints = append(endpoints, ln.Addr().String())

@@ -222,12 +222,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
-		Node: node, Self: c.ID, N: len(c.Peers), Algorithm: algo, Token: c.APIToken, Logger: log,
-	}).Handler())
-	mux.Handle("GET /metrics", node.MetricsHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
@@ -273,4 +268,15 @@ func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
 		return nil, nil, err
 	}
 	return f, resume, nil
+}
+
+// apiHandler serves a node's HTTP API: the locks under /v1/ and the
+// Prometheus metrics at /metrics.
+func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, token string, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
+		Node: node, Self: self, N: n, Algorithm: algo, Token: token, Logger: log,
+	}).Handler())
+	mux.Handle("GET /metrics", node.MetricsHandler())
+	return mux
 }

@@ -262,12 +262,6 @@ func (q *sendQueue) close() {
 	q.signal()
 }
 
-func (q *sendQueue) isClosed() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.closed
-}
-
 // len is the number of frames queued or held.
 func (q *sendQueue) len() int {
 	q.mu.Lock()
