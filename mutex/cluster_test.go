@@ -31,14 +31,20 @@ type closedLoop struct {
 	// stopping at once, so that every message sent gets delivered (for
 	// algorithms that do quiesce).
 	Drain bool
+	// Clients limits the requesters to processes 0 .. Clients−1; 0 means
+	// every process.
+	Clients int
 
 	done []int // rounds finished, per process
 }
 
+// client reports whether p requests at all.
+func (w *closedLoop) client(p int) bool { return w.Clients == 0 || p < w.Clients }
+
 func (w *closedLoop) Init(c sim.Control) {
 	w.done = make([]int, c.N())
 	for p := 0; p < c.N(); p++ {
-		if w.Rounds > 0 {
+		if w.Rounds > 0 && w.client(p) {
 			w.acquire(c, proc.ID(p))
 		}
 	}
@@ -73,7 +79,7 @@ func (w *closedLoop) Observe(c sim.Control, p proc.ID, o proc.Output) {
 // finished reports whether every process that is up has done its rounds.
 func (w *closedLoop) finished(s *sim.Sim) bool {
 	for p, d := range w.done {
-		if d < w.Rounds && s.Up(proc.ID(p)) {
+		if w.client(p) && d < w.Rounds && s.Up(proc.ID(p)) {
 			return false
 		}
 	}

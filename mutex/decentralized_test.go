@@ -76,7 +76,7 @@ func TestDecentralizedMessageCount(t *testing.T) {
 		for id := range n {
 			script = append(script, sim.TimedInput{At: time.Duration(id) * 10 * time.Millisecond, Node: proc.ID(id), Input: Acquire{}})
 		}
-		tr, res := mkRun(t, n, 1, decDefault, sim.Network{}, nil, sim.Combine{script, &mkWorkload{hold: sim.Constant(time.Millisecond)}})
+		tr, res := mkRun(t, n, 1, decDefault, sim.Network{}, nil, sim.Combine{script, &closedLoop{Hold: sim.Constant(time.Millisecond)}})
 		if got := mkCount(tr, "exit"); got != n {
 			t.Fatalf("n = %d: %d exits, want %d", n, got, n)
 		}
@@ -124,7 +124,7 @@ func decResetRun(t *testing.T, resets ...proc.ID) (*trace.Trace, map[string]chec
 		faults = append(faults, sim.Fault{Kind: sim.Crash, Node: c, At: 5 * ms}, sim.Fault{Kind: sim.Recover, Node: c, At: 6 * ms})
 	}
 	script := sim.Script{{At: 0, Node: 0, Input: Acquire{}}, {At: 7 * ms, Node: 4, Input: Acquire{}}}
-	hold := &mkWorkload{hold: sim.Constant(18 * ms)}
+	hold := &closedLoop{Hold: sim.Constant(18 * ms)}
 	net := sim.Network{Latency: sim.Constant(ms), Links: []sim.Link{{From: 0, To: 0, Latency: sim.Constant(1500 * time.Microsecond)}}}
 	tr, _ := mkRun(t, 5, 1, decDefault, net, faults, sim.Combine{script, hold})
 	return tr, mkCheck(t, tr, "ME1", "ME2")
@@ -165,7 +165,7 @@ func TestDecentralizedResetsBreakME1(t *testing.T) {
 				faults = append(faults, sim.Fault{Kind: sim.Crash, Node: c, At: at}, sim.Fault{Kind: sim.Recover, Node: c, At: at + time.Millisecond})
 			}
 		}
-		load := &mkWorkload{clients: 2, rounds: 5, think: sim.Uniform{Max: 4 * time.Millisecond}, hold: sim.Uniform{Min: 2 * time.Millisecond, Max: 10 * time.Millisecond}}
+		load := &closedLoop{Clients: 2, Rounds: 5, Think: sim.Uniform{Max: 4 * time.Millisecond}, Hold: sim.Uniform{Min: 2 * time.Millisecond, Max: 10 * time.Millisecond}}
 		tr, res := mkRun(t, 5, seed, decDefault, mkJitter(false), faults, load)
 		rs := mkCheck(t, tr, "ME1", "ME2")
 		if !rs["ME2"].OK() {
@@ -190,7 +190,7 @@ func TestDecentralizedClientCrashRecovers(t *testing.T) {
 	script := sim.Script{{At: 0, Node: 0, Input: Acquire{}}, {At: 5 * ms, Node: 4, Input: Acquire{}}}
 	faults := []sim.Fault{{Kind: sim.Crash, Node: 0, At: 3 * ms}, {Kind: sim.Recover, Node: 0, At: 4 * ms}}
 	net := sim.Network{Latency: sim.Constant(ms), Links: []sim.Link{{From: 0, To: 0, Latency: sim.Constant(1500 * time.Microsecond)}}}
-	tr, res := mkRun(t, 5, 1, decDefault, net, faults, sim.Combine{script, &mkWorkload{hold: sim.Constant(10 * ms)}})
+	tr, res := mkRun(t, 5, 1, decDefault, net, faults, sim.Combine{script, &closedLoop{Hold: sim.Constant(10 * ms)}})
 	rs := mkCheck(t, tr, "ME1", "ME2")
 	if !rs["ME1"].OK() || !rs["ME2"].OK() || mkCount(tr, "exit") != 1 {
 		t.Fatalf("ME1 %v; ME2 %v; %d exits, want p4's", rs["ME1"], rs["ME2"], mkCount(tr, "exit"))
@@ -231,7 +231,7 @@ func TestDecentralizedNoticeEndsBackoff(t *testing.T) {
 	ms := time.Millisecond
 	for seed := uint64(1); seed <= 20; seed++ {
 		script := sim.Script{{At: 0, Node: 0, Input: Acquire{}}, {At: 3 * ms, Node: 1, Input: Acquire{}}}
-		tr, res := mkRun(t, 5, seed, decDefault, sim.Network{}, nil, sim.Combine{script, &mkWorkload{hold: sim.Constant(100 * ms)}})
+		tr, res := mkRun(t, 5, seed, decDefault, sim.Network{}, nil, sim.Combine{script, &closedLoop{Hold: sim.Constant(100 * ms)}})
 		var exit0, enter1 int64 = -1, -1
 		for _, e := range tr.Events {
 			if e.Kind == trace.Output && e.Type == "exit" && e.Node == 0 {

@@ -122,7 +122,7 @@ func mkDeadlockRun(t *testing.T, newP func(proc.ID, int) proc.Process) (map[stri
 		{At: 0, Node: 1, Input: Acquire{}},
 		{At: 0, Node: 2, Input: Acquire{}},
 	}
-	hold := &mkWorkload{rounds: 0, hold: sim.Constant(time.Millisecond)}
+	hold := &closedLoop{Rounds: 0, Hold: sim.Constant(time.Millisecond)}
 	tr, _ := mkRun(t, 4, 1, newP, sim.Network{}, nil, sim.Combine{script, hold})
 	rs := mkCheck(t, tr, "ME1", "ME2", "ME3")
 	return rs, rs["ME2"].Counterexample(tr)
@@ -160,7 +160,7 @@ func mkOutOfOrderRun(t *testing.T, newP func(proc.ID, int) proc.Process) (map[st
 		{At: 3 * ms, Node: 8, Input: Acquire{}},
 		{At: 11500 * time.Microsecond, Node: 3, Input: Acquire{}},
 	}
-	hold := &mkWorkload{hold: sim.Constant(3 * ms)}
+	hold := &closedLoop{Hold: sim.Constant(3 * ms)}
 	net := sim.Network{Latency: sim.Constant(ms), FIFO: true, Links: []sim.Link{
 		{From: 8, To: 5, Latency: sim.Constant(20 * ms)},
 		{From: 8, To: 6, Latency: sim.Constant(20 * ms)},
@@ -226,7 +226,7 @@ func TestMaekawaUncontendedCost(t *testing.T) {
 			for id := range n {
 				script = append(script, sim.TimedInput{At: time.Duration(id) * 10 * time.Millisecond, Node: proc.ID(id), Input: Acquire{}})
 			}
-			hold := &mkWorkload{hold: sim.Constant(time.Millisecond)}
+			hold := &closedLoop{Hold: sim.Constant(time.Millisecond)}
 			tr, res := mkRun(t, n, 1, newP, sim.Network{}, nil, sim.Combine{script, hold})
 			if got := mkCount(tr, "exit"); got != n {
 				t.Fatalf("n = %d: %d exits, want %d", n, got, n)

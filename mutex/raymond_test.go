@@ -86,7 +86,7 @@ func TestRaymondCostIsLogarithmic(t *testing.T) {
 		light := raScript(t, a, n, sim.Network{}, script)
 		saturated := raSimulate(t, sim.Config{Nodes: n, Seed: 1, New: a.New,
 			Network:  sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 10 * time.Millisecond}},
-			Workload: &raWorkload{Rounds: 10, Think: sim.Constant(0), Hold: sim.Uniform{Max: 3 * time.Millisecond}}})
+			Workload: &closedLoop{Rounds: 10, Think: sim.Constant(0), Hold: sim.Uniform{Max: 3 * time.Millisecond}}})
 		lightPer := float64(light.res.Sent) / float64(light.entries)
 		satPer := float64(saturated.res.Sent) / float64(saturated.entries)
 		log := math.Log2(float64(n))

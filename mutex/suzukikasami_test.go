@@ -30,7 +30,7 @@ func TestSuzukiKasamiContended(t *testing.T) {
 	for _, n := range raSizes {
 		run := raSimulate(t, sim.Config{Nodes: n, Seed: 1, New: raAlgorithm(t, "suzuki-kasami").New,
 			Network:  sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 5 * time.Millisecond}},
-			Workload: &raWorkload{Rounds: 1, Think: sim.Constant(0), Hold: sim.Constant(time.Millisecond)}})
+			Workload: &closedLoop{Rounds: 1, Think: sim.Constant(0), Hold: sim.Constant(time.Millisecond)}})
 		if run.entries != n || run.res.Sent != int64(n*(n-1)) || run.res.Messages("token") != int64(n-1) {
 			t.Errorf("n=%d: %d entries, %d messages (%d token), want %d, N(N−1) = %d, N−1",
 				n, run.entries, run.res.Sent, run.res.Messages("token"), n, n*(n-1))

@@ -10,50 +10,13 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// mkWorkload is a closed loop for the Maekawa and decentralized tests:
-// every process thinks, acquires, holds the critical section, releases,
-// and does it again, rounds times.
-type mkWorkload struct {
-	rounds      int
-	think, hold sim.Dist
-	clients     int // processes 0 .. clients−1 request; 0 means all
-	left        []int
-}
-
-func (w *mkWorkload) Init(c sim.Control) {
-	w.left = make([]int, c.N())
-	for id := range w.left {
-		if w.clients == 0 || id < w.clients {
-			w.left[id] = w.rounds
-		}
-		w.next(c, proc.ID(id))
-	}
-}
-
-func (w *mkWorkload) next(c sim.Control, id proc.ID) {
-	if w.left[id] == 0 {
-		return
-	}
-	w.left[id]--
-	c.Schedule(w.think.Sample(c.Rand()), id, Acquire{})
-}
-
-func (w *mkWorkload) Observe(c sim.Control, id proc.ID, o proc.Output) {
-	switch o.(type) {
-	case Enter:
-		c.Schedule(w.hold.Sample(c.Rand()), id, Release{})
-	case Exit:
-		w.next(c, id)
-	}
-}
-
 // mkLoad is a closed loop with think times uniform in [0, think] and holds
 // of 0.2–1 ms: with a few milliseconds of think, heavily contended.
-func mkLoad(rounds int, think time.Duration) *mkWorkload {
-	return &mkWorkload{
-		rounds: rounds,
-		think:  sim.Uniform{Min: 0, Max: think},
-		hold:   sim.Uniform{Min: 200 * time.Microsecond, Max: time.Millisecond},
+func mkLoad(rounds int, think time.Duration) *closedLoop {
+	return &closedLoop{
+		Rounds: rounds,
+		Think:  sim.Uniform{Min: 0, Max: think},
+		Hold:   sim.Uniform{Min: 200 * time.Microsecond, Max: time.Millisecond},
 	}
 }
 

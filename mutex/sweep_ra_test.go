@@ -13,40 +13,6 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// raWorkload is a closed loop: every process thinks, acquires, holds the
-// critical section for a while once it entered, releases, and starts over,
-// Rounds times. Think and Hold are drawn from the workload's random source.
-type raWorkload struct {
-	Rounds      int
-	Think, Hold sim.Dist
-	left        []int // acquires each process has still to make
-}
-
-func (w *raWorkload) Init(c sim.Control) {
-	w.left = make([]int, c.N())
-	for i := range w.left {
-		w.left[i] = w.Rounds
-		w.next(c, proc.ID(i))
-	}
-}
-
-func (w *raWorkload) next(c sim.Control, p proc.ID) {
-	if w.left[p] == 0 {
-		return
-	}
-	w.left[p]--
-	c.Schedule(w.Think.Sample(c.Rand()), p, Acquire{})
-}
-
-func (w *raWorkload) Observe(c sim.Control, p proc.ID, o proc.Output) {
-	switch o.(type) {
-	case Enter:
-		c.Schedule(w.Hold.Sample(c.Rand()), p, Release{})
-	case Exit:
-		w.next(c, p)
-	}
-}
-
 // raRun is one recorded run.
 type raRun struct {
 	tr      *trace.Trace
@@ -83,7 +49,7 @@ func raLoop(t *testing.T, a proc.Algorithm, n int, seed uint64, fifo bool, round
 	return raSimulate(t, sim.Config{
 		Nodes: n, Seed: seed, New: a.New,
 		Network: sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 10 * time.Millisecond}, FIFO: fifo},
-		Workload: &raWorkload{Rounds: rounds,
+		Workload: &closedLoop{Rounds: rounds,
 			Think: sim.Uniform{Max: 8 * time.Millisecond},
 			Hold:  sim.Uniform{Max: 3 * time.Millisecond}},
 	})
