@@ -25,6 +25,10 @@ type electionRun struct {
 	Faults   []sim.Fault
 	Inputs   sim.Script   // scripted Elect inputs
 	Workload sim.Workload // instead of Inputs
+	FIFO     bool
+	Cuts     []sim.Partition
+	Deadline time.Duration // 0: 10 s
+	Clocks   sim.ClockModel
 }
 
 // run runs r in the simulator until quiescence (at most 10 s of virtual
@@ -34,8 +38,11 @@ func (r electionRun) run(t *testing.T) (*trace.Trace, sim.Result) {
 	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{
 		Format: trace.FormatName, Nodes: r.Nodes, Family: "election", Seed: r.Seed}}}
 	cfg := sim.Config{Nodes: r.Nodes, Seed: r.Seed, New: r.New, Faults: r.Faults,
-		Network: sim.Network{Latency: r.Latency, Links: r.Links},
-		Trace:   rec, Deadline: 10 * time.Second}
+		Network: sim.Network{Latency: r.Latency, Links: r.Links, FIFO: r.FIFO, Partitions: r.Cuts},
+		Trace:   rec, Deadline: 10 * time.Second, Clocks: r.Clocks}
+	if r.Deadline > 0 {
+		cfg.Deadline = r.Deadline
+	}
 	if r.Ring {
 		cfg.Topology = sim.Ring(r.Nodes)
 	}
