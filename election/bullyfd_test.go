@@ -221,7 +221,7 @@ func TestBullyFDPartitionHeals(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		heal := 600 * time.Millisecond
 		r := electionRun{Nodes: 8, Seed: seed, New: NewBullyFD(SimLeader), FIFO: true,
-			Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond},
+			Latency:  sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond},
 			Deadline: time.Second}
 		r.Cuts = []sim.Partition{{Groups: [][]proc.ID{ids(0, 3), ids(4, 7)}, From: 100 * time.Millisecond, To: heal}}
 		tr, _ := r.run(t)
