@@ -132,14 +132,18 @@ func NewBullyFD(cfg LeaderConfig) func(proc.ID, int) proc.Process {
 }
 
 // Campaign makes the process a candidate; Resign makes it an observer
-// again (a leader that resigns steps down).
+// again (a leader that resigns steps down). Report asks the process to
+// output its elected variable as it stands (a service that starts watching
+// late learns the current leader).
 type (
 	Campaign struct{}
 	Resign   struct{}
+	Report   struct{}
 )
 
 func (Campaign) Kind() string { return "campaign" }
 func (Resign) Kind() string   { return "resign" }
+func (Report) Kind() string   { return "report" }
 
 // fdBeat is a heartbeat: the sender's candidacy and the leader it follows.
 type fdBeat struct {
@@ -231,6 +235,9 @@ func (b *bullyFD) Input(env proc.Env, in proc.Input) {
 		if b.elected != env.Self() {
 			b.setElected(env, proc.None)
 		}
+	case Report:
+		env.Output(Elected{Leader: b.elected})
+		return
 	}
 	b.review(env)
 }

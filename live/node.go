@@ -97,6 +97,10 @@ func NewNode(cfg Config) (*Node, error) {
 // Start begins receiving from the transport.
 func (n *Node) Start() error { return n.cfg.Transport.Start(n.deliver) }
 
+// Self is this node's id; N the cluster's size.
+func (n *Node) Self() proc.ID { return n.cfg.Self }
+func (n *Node) N() int        { return n.cfg.N }
+
 // MaxServiceName bounds a service's name, which travels with every message.
 const MaxServiceName = 200
 

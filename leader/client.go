@@ -1,0 +1,276 @@
+package leader
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client follows and campaigns in elections through the HTTP API of a
+// cluster's nodes.
+type Client struct {
+	// Endpoints are nodes' API addresses, "host:port" or URLs; a call uses
+	// the first that answers.
+	Endpoints []string
+	// Token is the bearer token the nodes require, if any.
+	Token string
+	// HTTP is the client to use; nil means one without a timeout.
+	HTTP *http.Client
+}
+
+// Term is a campaign this client won: it leads while it renews the lease.
+type Term struct {
+	Name  string
+	Lease string
+	TTL   time.Duration
+	Node  int // the node that leads on the client's behalf
+	base  string
+	c     *Client
+}
+
+// ErrLeaseLost is returned when a campaign's lease expired or is unknown.
+var ErrLeaseLost = errors.New("lease lost")
+
+// ErrNotLeader is returned by KeepAlive when the node is still a candidate
+// but no longer leads (a higher candidate came back).
+var ErrNotLeader = errors.New("no longer the leader")
+
+// Get returns an election as the first node that answers sees it.
+func (c *Client) Get(ctx context.Context, name string) (View, error) {
+	var v View
+	err := c.first(ctx, func(base string) (int, string, error) {
+		return c.do(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name), &v)
+	})
+	return v, err
+}
+
+// Campaign makes a node a candidate on this client's behalf and waits
+// until it leads, with a lease of ttl that KeepAlive must renew.
+func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration) (*Term, error) {
+	var t *Term
+	err := c.first(ctx, func(base string) (int, string, error) {
+		var out struct {
+			Name   string `json:"name"`
+			Leader int    `json:"leader"`
+			Lease  string `json:"lease"`
+			TTLms  int64  `json:"ttl_ms"`
+		}
+		u := fmt.Sprintf("%s/v1/elections/%s/campaign?ttl=%s", base, url.PathEscape(name), ttl)
+		code, msg, err := c.do(ctx, http.MethodPost, u, &out)
+		if err == nil && code == http.StatusOK {
+			t = &Term{Name: out.Name, Lease: out.Lease, TTL: time.Duration(out.TTLms) * time.Millisecond, Node: out.Leader, base: base, c: c}
+		}
+		return code, msg, err
+	})
+	return t, err
+}
+
+// KeepAlive renews the lease: ErrLeaseLost means the node resigned,
+// ErrNotLeader that it no longer leads.
+func (t *Term) KeepAlive(ctx context.Context) error {
+	u := fmt.Sprintf("%s/v1/elections/%s/keepalive?lease=%s", t.base, url.PathEscape(t.Name), url.QueryEscape(t.Lease))
+	code, msg, err := t.c.do(ctx, http.MethodPost, u, nil)
+	switch {
+	case err != nil:
+		return err
+	case code == http.StatusNotFound:
+		return ErrLeaseLost
+	case code == http.StatusConflict:
+		return fmt.Errorf("%w: %s", ErrNotLeader, msg)
+	case code != http.StatusOK:
+		return fmt.Errorf("keepalive: HTTP %d: %s", code, msg)
+	}
+	return nil
+}
+
+// Resign gives the leadership (or the candidacy) up.
+func (t *Term) Resign(ctx context.Context) error {
+	u := fmt.Sprintf("%s/v1/elections/%s?lease=%s", t.base, url.PathEscape(t.Name), url.QueryEscape(t.Lease))
+	code, msg, err := t.c.do(ctx, http.MethodDelete, u, nil)
+	switch {
+	case err != nil:
+		return err
+	case code == http.StatusNotFound:
+		return ErrLeaseLost
+	case code != http.StatusOK:
+		return fmt.Errorf("resign: HTTP %d: %s", code, msg)
+	}
+	return nil
+}
+
+// Watch streams an election's views from the first node that answers,
+// until ctx ends or the stream breaks; then the channel closes and the
+// returned function reports why (nil once ctx ended).
+func (c *Client) Watch(ctx context.Context, name string) (<-chan View, func() error, error) {
+	var resp *http.Response
+	err := c.first(ctx, func(base string) (int, string, error) {
+		req, err := c.request(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name)+"/watch")
+		if err != nil {
+			return 0, "", err
+		}
+		r, err := c.client().Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		if r.StatusCode != http.StatusOK {
+			defer r.Body.Close()
+			return r.StatusCode, errorMessage(r.Body), nil
+		}
+		resp = r
+		return r.StatusCode, "", nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan View)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		err := ReadEvents(resp.Body, func(v View) bool {
+			select {
+			case ch <- v:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+		if ctx.Err() != nil {
+			err = nil
+		}
+		errc <- err
+	}()
+	return ch, func() error { return <-errc }, nil
+}
+
+// MaxEvent bounds one server-sent event's line.
+const MaxEvent = 64 << 10
+
+// ReadEvents reads server-sent events of election views from r and hands
+// each to f until f returns false or the stream ends (nil error at EOF).
+// Lines other than "data:" lines (comments, event names) are skipped; a
+// data line that is not a view is an error that quotes it.
+func ReadEvents(r io.Reader, f func(View) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), MaxEvent)
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
+		if !ok {
+			continue
+		}
+		var v View
+		if err := json.Unmarshal(bytes.TrimSpace(data), &v); err != nil {
+			q := string(data)
+			if len(q) > 80 {
+				q = q[:80] + "..."
+			}
+			return fmt.Errorf("bad event %q: %v", q, err)
+		}
+		if !f(v) {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// first runs call against each endpoint until one answers; an answer that
+// is an error is about the request, and another node would give the same.
+func (c *Client) first(ctx context.Context, call func(base string) (code int, msg string, err error)) error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("no endpoints")
+	}
+	var errs []error
+	for _, ep := range c.Endpoints {
+		base, err := baseURL(ep)
+		if err != nil {
+			return err
+		}
+		code, msg, err := call(base)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			return fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+}
+
+func (c *Client) client() *http.Client {
+	if c.HTTP == nil {
+		return http.DefaultClient
+	}
+	return c.HTTP
+}
+
+func (c *Client) request(ctx context.Context, method, u string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	return req, nil
+}
+
+// do sends a request and returns the reply's status code and, for an
+// error reply, the node's message; err is a failure to talk to the node.
+func (c *Client) do(ctx context.Context, method, u string, out any) (code int, msg string, err error) {
+	req, err := c.request(ctx, method, u)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, errorMessage(resp.Body), nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, "", err
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return resp.StatusCode, "", fmt.Errorf("bad reply: %w", err)
+		}
+	}
+	return resp.StatusCode, "", nil
+}
+
+func errorMessage(r io.Reader) string {
+	body, _ := io.ReadAll(io.LimitReader(r, 1<<20))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		return strings.TrimSpace(string(body))
+	}
+	return e.Error
+}
+
+func baseURL(ep string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		ep = "http://" + ep
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("endpoint %q: want host:port or a URL", ep)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
