@@ -195,7 +195,7 @@ func (c *Client) sample(ctx context.Context, conn net.Conn, addr string) (Sample
 
 	t1 := clock()
 	if _, err := conn.Write(out); err != nil {
-		return Sample{}, fmt.Errorf("ntp: %w", err)
+		return Sample{}, fmt.Errorf("ntp: %s: %w", addr, err)
 	}
 	buf := make([]byte, 2048)
 	ignored := 0
@@ -215,7 +215,7 @@ func (c *Client) sample(ctx context.Context, conn net.Conn, addr string) (Sample
 				}
 				return Sample{}, fmt.Errorf("ntp: %w", err)
 			}
-			return Sample{}, fmt.Errorf("ntp: %w", err)
+			return Sample{}, fmt.Errorf("ntp: %s: %w", addr, err)
 		}
 		reply, err := Decode(buf[:n])
 		if err == nil && reply.Origin != nonce {

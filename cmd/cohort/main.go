@@ -75,7 +75,7 @@ diagram.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
 	return root
 }
 
