@@ -73,6 +73,9 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration) (
 	return t, err
 }
 
+// Endpoint is the base URL of the node that leads for the client.
+func (t *Term) Endpoint() string { return t.base }
+
 // KeepAlive renews the lease: ErrLeaseLost means the node resigned,
 // ErrNotLeader that it no longer leads.
 func (t *Term) KeepAlive(ctx context.Context) error {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
@@ -119,7 +121,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		}
 		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, Logger: log,
 			NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
-			Resolve:  lock.Resolver(a)})
+			Resolve:  anyOf(leader.Resolver(election.DefaultLeader), lock.Resolver(a))})
 		if err != nil {
 			return &exitError{1, err}
 		}
@@ -131,7 +133,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		srv := &http.Server{Handler: apiHandler(node, i, n, a, "", log), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: apiHandler(node, i, n, a, leader.NewServer(node, election.DefaultLeader, log), "", log), ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		endpoints = append(endpoints, ln.Addr().String())
@@ -139,6 +141,18 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 	announce(out, endpoints, []int{os.Getpid()}, asJSON)
 	<-ctx.Done()
 	return nil
+}
+
+// anyOf asks each resolver in turn.
+func anyOf(rs ...func(string) (proc.Algorithm, bool)) func(string) (proc.Algorithm, bool) {
+	return func(service string) (proc.Algorithm, bool) {
+		for _, r := range rs {
+			if a, ok := r(service); ok {
+				return a, true
+			}
+		}
+		return proc.Algorithm{}, false
+	}
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
@@ -38,7 +42,20 @@ type nodeConfig struct {
 	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
 	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
 	Run        []string       `yaml:"run"`         // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
+	Campaign   []string       `yaml:"campaign"`    // elections this node stands in from boot
+	Election   electionConfig `yaml:"election"`    // the failure detector of every election (the same on every node)
 	DataDir    string         `yaml:"data_dir"`    // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
+}
+
+// electionConfig tunes the leader service's failure detector.
+type electionConfig struct {
+	Heartbeat time.Duration `yaml:"heartbeat"` // default 50ms
+	Timeout   time.Duration `yaml:"timeout"`   // default 300ms
+	Phi       float64       `yaml:"phi"`       // > 0: phi-accrual with this threshold
+}
+
+func (e electionConfig) leaderConfig() election.LeaderConfig {
+	return election.LeaderConfig{Heartbeat: e.Heartbeat, Timeout: e.Timeout, Phi: e.Phi}
 }
 
 func loadNodeConfig(path string) (*nodeConfig, error) {
@@ -97,6 +114,20 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	if c.Lock == "" {
 		c.Lock = "ricart-agrawala"
 	}
+	e := c.Election
+	switch {
+	case e.Heartbeat < 0 || (e.Heartbeat > 0 && e.Heartbeat < time.Millisecond):
+		return nil, bad("election.heartbeat", "%v: want at least 1ms", e.Heartbeat)
+	case e.Timeout < 0 || (e.Timeout > 0 && e.Timeout <= max(e.Heartbeat, election.DefaultLeader.Heartbeat)):
+		return nil, bad("election.timeout", "%v: want more than the heartbeat interval", e.Timeout)
+	case e.Phi < 0 || math.IsNaN(e.Phi) || math.IsInf(e.Phi, 0):
+		return nil, bad("election.phi", "%v: want a positive threshold (e.g. 8), or 0 for the plain timeout", e.Phi)
+	}
+	for _, name := range c.Campaign {
+		if err := leader.ValidName(name); err != nil {
+			return nil, bad("campaign", "%v", err)
+		}
+	}
 	return &c, nil
 }
 
@@ -116,6 +147,8 @@ node.yaml:
   peers: {0: 127.0.0.1:7000, 1: 127.0.0.1:7001, 2: 127.0.0.1:7002}
   secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
   lock: ricart-agrawala         # the mutex algorithm behind every lock
+  campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
+  election: {heartbeat: 50ms, timeout: 300ms, phi: 0}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
   data_dir: /var/lib/cohort     # optional: relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
@@ -183,6 +216,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		extra[name] = a
 	}
 	locks := lock.Resolver(algo)
+	elections := leader.Resolver(c.Election.leaderConfig())
 	lc := live.Config{
 		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
 		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
@@ -190,7 +224,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			if a, ok := extra[service]; ok {
 				return a, true
 			}
-			return locks(service)
+			return anyOf(elections, locks)(service)
 		},
 	}
 	if c.Trace != "" {
@@ -218,11 +252,23 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			return usageErr("run: %v", err)
 		}
 	}
+	leaders := leader.NewServer(node, c.Election.leaderConfig(), log)
+	for _, name := range c.Campaign {
+		e, err := leaders.Election(name)
+		if err != nil {
+			return usageErr("campaign: %v", err)
+		}
+		go func() {
+			if err := e.Campaign(ctx); err == nil {
+				log.Info("leading", "election", name)
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", c.API)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
 	}
-	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, leaders, c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
@@ -272,11 +318,30 @@ func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
 
 // apiHandler serves a node's HTTP API: the locks under /v1/ and the
 // Prometheus metrics at /metrics.
-func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, token string, log *slog.Logger) http.Handler {
+func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *leader.Server, token string, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
 		Node: node, Self: self, N: n, Algorithm: algo, Token: token, Logger: log,
 	}).Handler())
+	mux.Handle("/v1/elections/", requireToken(token, leaders.Handler()))
 	mux.Handle("GET /metrics", node.MetricsHandler())
 	return mux
+}
+
+// requireToken lets through only requests that carry the API's bearer
+// token, when one is set.
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintln(w, `{"error":"missing or wrong bearer token"}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

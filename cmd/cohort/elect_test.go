@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cohort elect: a campaign runs the command while leading and passes its
+// exit status on; a watcher sees the leader come and go; --get prints the
+// view; bad usage names the problem.
+func TestElectCommand(t *testing.T) {
+	endpoints := startCluster(t, "--nodes", "3", "--inproc")
+	bin := cohortBinary(t)
+
+	watch := exec.Command(bin, "elect", "jobs", "--endpoints", endpoints[0], "--json", "--timeout", "4s")
+	var watched strings.Builder
+	watch.Stdout = &watched
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	cmd := exec.Command(bin, "elect", "jobs", "--campaign", "--endpoints", endpoints[2], "--",
+		"sh", "-c", `echo "leader=$COHORT_LEADER election=$COHORT_ELECTION"; sleep 0.5; exit 3`)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("campaign: %v, want the command's status 3", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "leader=2 election=jobs" {
+		t.Fatalf("command saw %q", got)
+	}
+	get, err := exec.Command(bin, "elect", "jobs", "--get", "--json", "--endpoints", endpoints[1]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Leader int `json:"leader"`
+		Node   int `json:"node"`
+	}
+	if err := json.Unmarshal(get, &v); err != nil || v.Leader != -1 || v.Node != 1 {
+		t.Fatalf("--get after the campaign ended: %s (%v), want no leader", get, err)
+	}
+	_ = watch.Wait()
+	var leaders []int
+	for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n") {
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("watch printed %q", line)
+		}
+		leaders = append(leaders, v.Leader)
+	}
+	if len(leaders) < 3 || leaders[0] != -1 || !contains(leaders, 2) || leaders[len(leaders)-1] != -1 {
+		t.Fatalf("watch saw leaders %v, want -1 … 2 … -1", leaders)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"elect", "a b", "--endpoints", endpoints[0]}, `election name "a b"`},
+		{[]string{"elect", "x", "--endpoints", endpoints[0], "--", "true"}, "needs --campaign"},
+		{[]string{"elect", "x", "--campaign", "--endpoints", endpoints[0]}, "usage"},
+		{[]string{"elect", "x", "--campaign", "--ttl", "1ms", "--endpoints", endpoints[0], "--", "true"}, "--ttl 1ms"},
+		{[]string{"elect", "x", "--get", "--endpoints", "127.0.0.1:1"}, "127.0.0.1:1"},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("cohort %s: %v %s, want an error naming %s", strings.Join(c.args, " "), err, out, c.want)
+		}
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
