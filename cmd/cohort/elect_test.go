@@ -81,3 +81,41 @@ func contains(xs []int, x int) bool {
 	}
 	return false
 }
+
+// cohort bench elect on real processes: kill -9 of the leader, failover
+// measured on every survivor, side by side with etcd. The figures are the
+// benchmark's to report; the test checks that they are failovers: no
+// faster than the failure detector can notice a death, and complete.
+func TestBenchElect(t *testing.T) {
+	bin := cohortBinary(t)
+	out, err := exec.Command(bin, "bench", "elect", "--nodes", "3", "--runs", "2", "--json").Output()
+	if err != nil {
+		t.Fatalf("bench elect: %v\n%s", err, out)
+	}
+	var r struct {
+		Nodes     int     `json:"nodes"`
+		TimeoutMs float64 `json:"timeout_ms"`
+		Cohort    struct {
+			Runs int       `json:"runs"`
+			Ms   []float64 `json:"ms"`
+		} `json:"cohort"`
+		Etcd *struct {
+			Ms []float64 `json:"ms"`
+		} `json:"etcd"`
+		Ratio float64 `json:"etcd_over_cohort"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if r.Nodes != 3 || r.Cohort.Runs != 2 || len(r.Cohort.Ms) != 2 || r.Etcd == nil || len(r.Etcd.Ms) != 2 || r.Ratio <= 0 {
+		t.Fatalf("report %s", out)
+	}
+	for _, ms := range r.Cohort.Ms {
+		// The survivors stop hearing the leader at the kill; they cannot
+		// notice before the timeout, less one heartbeat of slack.
+		if ms < r.TimeoutMs-50 {
+			t.Errorf("failover in %.1f ms, before the %v ms timeout could expire: a false suspicion", ms, r.TimeoutMs)
+		}
+	}
+	t.Logf("failover ms: cohort %v, etcd %v", r.Cohort.Ms, r.Etcd.Ms)
+}
