@@ -85,4 +85,121 @@ var Algorithms = []proc.Algorithm{
 			VStamped{},
 		},
 	},
+	{
+		Family: "clocks", Name: "cristian",
+		Summary: "Cristian's algorithm: clients ask a time server, correct by θ of each exchange (steps forward, slews back)",
+		Source:  "seed 003 §6.1",
+		// A recovered client starts again from its hardware clock.
+		Assumes:  proc.Assumptions{Failures: "crash-recover"},
+		New:      must(NewTimeSync(DefaultCristian)),
+		Checks:   syncChecks,
+		Scenario: timeServerScenario,
+		Messages: []proc.Message{TimeRequest{}, TimeReply{}},
+	},
+	{
+		Family: "clocks", Name: "ntp",
+		Summary: "NTP's clock filter: the same exchange; of the last 8 samples (θ, δ), correct by the θ of the smallest δ",
+		Source:  "seed 003 §6.1",
+		Assumes: proc.Assumptions{Failures: "crash-recover"},
+		New:     must(NewTimeSync(DefaultNTP)),
+		Checks:  syncChecks,
+		// The same network and clocks as Cristian's, to compare them.
+		Scenario: timeServerScenario,
+		Messages: []proc.Message{TimeRequest{}, TimeReply{}},
+	},
+	{
+		Family: "clocks", Name: "berkeley",
+		Summary:  "the Berkeley algorithm: a daemon polls every clock, averages those near the median, sends each its adjustment",
+		Source:   "seed 003 §6.1",
+		Assumes:  proc.Assumptions{Failures: "crash-stop"},
+		New:      must(NewBerkeley(DefaultBerkeley)),
+		Checks:   syncChecks,
+		Scenario: berkeleyScenario,
+		Messages: []proc.Message{Poll{}, ClockValue{}, Adjust{}},
+	},
+	{
+		Family: "clocks", Name: "rbs",
+		Summary:  "reference broadcast synchronization: receivers compare beacon arrival times, offsets and drift by regression over 8 beacons",
+		Source:   "seed 003 §6.1",
+		Assumes:  proc.Assumptions{Failures: "crash-stop"},
+		New:      must(NewRBS(DefaultRBS)),
+		Checks:   syncChecks,
+		Scenario: rbsScenario,
+		Messages: []proc.Message{Beacon{}, Observation{}},
+	},
+	{
+		Family: "clocks", Name: "hlc",
+		Summary: "hybrid logical clocks (l, c): respect happened-before and stay within ε of physical time",
+		Source:  "Kulkarni et al., Logical Physical Clocks (2014); beyond the seeds",
+		// A recovered process would forget the l it had heard of.
+		Assumes:  proc.Assumptions{Failures: "crash-stop"},
+		New:      must(NewHLCDemo(DefaultHLC)),
+		Checks:   append(clockChecks[:len(clockChecks):len(clockChecks)], "hlc"),
+		Scenario: hlcScenario,
+		Messages: []proc.Message{HLCMsg{}},
+	},
 }
+
+// The checkers the physical clock synchronizations are judged by.
+var syncChecks = append(clockChecks[:len(clockChecks):len(clockChecks)], "monotonic-clock")
+
+// must returns the constructor of a registered configuration, which is
+// valid by construction.
+func must(f func(proc.ID, int) proc.Process, err error) func(proc.ID, int) proc.Process {
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// The default settings of the physical clock algorithms: every hardware
+// clock drifts by up to ρ = 1e-4 and starts up to 5 ms off, latency is
+// jittery (lognormal, median 1 ms), and the link from p1 to p0 is twice as
+// slow as the way back (asymmetric delay). A time server (p0) has a
+// perfect clock; Berkeley has none.
+const (
+	timeServerScenario = `nodes: 4
+network:
+  latency: lognormal:1ms,0.5
+  links:
+    - {from: 1, to: 0, latency: "lognormal:2ms,0.5"}
+clocks:
+  max_offset: 5ms
+  max_drift: 1e-4
+  nodes:
+    - {node: 0, offset: 0, drift: 0}
+stop:
+  deadline: 10s
+`
+	berkeleyScenario = `nodes: 5
+network:
+  latency: lognormal:1ms,0.5
+  links:
+    - {from: 1, to: 0, latency: "lognormal:2ms,0.5"}
+clocks:
+  max_offset: 5ms
+  max_drift: 1e-4
+stop:
+  deadline: 10s
+`
+	// RBS's beacons share one medium: the same propagation to every
+	// receiver, and a little receive-side jitter (σ = 20 µs).
+	rbsScenario = `nodes: 5
+network:
+  latency: normal:1ms,20us
+clocks:
+  max_offset: 5ms
+  max_drift: 1e-4
+stop:
+  deadline: 10s
+`
+	hlcScenario = `nodes: 4
+network:
+  latency: lognormal:1ms,0.5
+  links:
+    - {from: 1, to: 0, latency: "lognormal:2ms,0.5"}
+clocks:
+  max_offset: 2ms
+  max_drift: 1e-4
+`
+)
