@@ -1,0 +1,114 @@
+package multicast
+
+import "github.com/cohort-go/cohort/proc"
+
+// Reliable multicast, R-multicast over B-multicast (seed 000: validity,
+// integrity and agreement; the construction is the textbook one the seed's
+// "ordered multicast does not imply reliability" contrasts with):
+//
+//	To R-multicast(g, m):      B-multicast(g, m)
+//	On B-deliver(m) at q:      if m ∉ Received:
+//	                               Received := Received ∪ {m}
+//	                               if q ≠ sender(m): B-multicast(g, m)
+//	                               R-deliver(m)
+//
+// Every member that receives a message for the first time passes it on to
+// every other member before delivering it, so if any correct member
+// delivers m, every correct member receives it — even when the sender
+// crashed after reaching only some of them (agreement). The relays go to
+// every member but the relaying one and the origin.
+//
+// Assumptions: reliable channels (no acknowledgements: a copy sent to a
+// correct process arrives); processes fail by crashing. No order is kept.
+//
+// Cost: (N − 1) copies from the sender and N − 2 relays from each of the
+// N − 1 others: (N − 1)² messages per multicast; one message of latency.
+type reliable struct {
+	groups   groupTable
+	seq      counters
+	received map[msgKey]bool
+}
+
+// rData is a copy of a multicast message, from its origin or relayed.
+type rData struct {
+	Group  string
+	Origin proc.ID
+	Seq    uint64
+	Body   string
+}
+
+func (rData) Kind() string     { return "data" }
+func (d rData) String() string { return "DATA " + d.key().String() }
+func (d rData) key() msgKey    { return msgKey{d.Group, d.Origin, d.Seq} }
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "reliable",
+		Summary: "R-multicast: every member relays a message on first receipt ((N−1)² messages; agreement even if the sender crashes)",
+		Source:  "seed 000, seed 004",
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
+		New: func(_ proc.ID, n int) proc.Process {
+			return &reliable{groups: Groups(n), seq: counters{}, received: map[msgKey]bool{}}
+		},
+		Breaks:   []string{"fifo-order", "causal-order", "total-order"},
+		Messages: []proc.Message{rData{}},
+		// Process 0 crashes early, and its copies never reach process 1:
+		// the others relay them.
+		Scenario: `nodes: 4
+network:
+  latency: uniform:500us,3ms
+  links:
+    - {from: 0, to: 1, loss: 1}
+faults:
+  - crash 0 at 4ms
+`,
+	})
+}
+
+func (r *reliable) Start(proc.Env)        {}
+func (r *reliable) Timeout(proc.Env, any) {}
+func (r *reliable) Input(env proc.Env, in proc.Input) {
+	if m, ok := in.(Multicast); ok {
+		r.multicast(env, m)
+	}
+}
+
+func (r *reliable) Receive(env proc.Env, _ proc.ID, m proc.Message) {
+	if d, ok := m.(rData); ok {
+		r.onData(env, d)
+	}
+}
+
+func (r *reliable) multicast(env proc.Env, in Multicast) {
+	g, ok := r.groups.accept(env, in, false)
+	if !ok {
+		return
+	}
+	k := sent(env, g, r.seq.next(g.Name), in.Body)
+	d := rData{Group: k.Group, Origin: k.Origin, Seq: k.Seq, Body: in.Body}
+	r.received[k] = true
+	g.others(env.Self(), func(q proc.ID) { env.Send(q, d) })
+	if g.Has(env.Self()) {
+		deliver(env, k, in.Body)
+	}
+}
+
+// onData relays the first copy of a message to the other members, then
+// delivers it.
+func (r *reliable) onData(env proc.Env, d rData) {
+	k := d.key()
+	if r.received[k] {
+		return
+	}
+	r.received[k] = true
+	g, ok := r.groups.lookup(d.Group)
+	if !ok {
+		return
+	}
+	g.others(env.Self(), func(q proc.ID) {
+		if q != d.Origin {
+			env.Send(q, d)
+		}
+	})
+	deliver(env, k, d.Body)
+}
