@@ -25,14 +25,15 @@ import (
 //     between their coordinates: no measurement needed.
 //
 // The paper minimises with the downhill simplex method; this file uses
-// Levenberg–Marquardt (Gauss–Newton with damping) on the same objective,
-// which converges in tens of steps and is deterministic. The landmarks'
-// problem has local minima, so it starts from the classical
-// multidimensional scaling of the landmarks' times (exact when they are
-// Euclidean distances) and from Restarts−1 seeded random placements, and
-// keeps the best; a host starts from the landmarks' centroid
-// and from beside its nearest landmark, and from the linearised
-// trilateration of its distances, and keeps the best.
+// Levenberg–Marquardt (Gauss–Newton with damping) on the same objectives,
+// which converges in tens of steps and is deterministic. The landmarks
+// relax one at a time, each fitted like a host to the others, sweep after
+// sweep until the error stops falling. Both problems have local minima, so
+// the landmarks start from the classical multidimensional scaling of their
+// times (exact when the times are Euclidean distances) and from
+// Restarts−1 seeded random placements; a host starts from the landmarks'
+// centroid, from beside its nearest landmark and from the linearised
+// trilateration of its times; each keeps its best result.
 //
 // Assumptions: latencies nearly fit a low-dimensional Euclidean space
 // (they do not exactly: access links add to every path, and routes break
@@ -45,13 +46,13 @@ import (
 type GNPConfig struct {
 	Landmarks int    // number of landmarks, at least Dims+1; default 15
 	Dims      int    // dimensions of the coordinate space; default 7
-	Restarts  int    // starts of the landmarks' embedding: one from scaling, the rest random; default 4
+	Restarts  int    // starts of the landmarks' embedding: one from scaling, the rest random; default 2
 	Seed      uint64 // chooses the landmarks and the starts
 }
 
 // DefaultGNP is GNP's configuration from the paper's experiments: 15
 // landmarks in 7 dimensions.
-var DefaultGNP = GNPConfig{Landmarks: 15, Dims: 7, Restarts: 4, Seed: 1}
+var DefaultGNP = GNPConfig{Landmarks: 15, Dims: 7, Restarts: 2, Seed: 1}
 
 // ErrTooFewLandmarks reports landmarks that cannot span the space.
 var ErrTooFewLandmarks = errors.New("too few landmarks")
@@ -102,82 +103,72 @@ func EmbedGNP(m *Matrix, cfg GNPConfig) (*GNP, error) {
 }
 
 // embedLandmarks solves step 1: coordinates for the landmarks from their
-// pairwise round-trip times.
+// pairwise round-trip times. From each start it relaxes the landmarks one
+// at a time — each moves to its best place given the others, by the same
+// fit a host makes — and sweeps until the total error stops falling.
 func embedLandmarks(m *Matrix, landmarks []int, cfg GNPConfig, rng *rand.Rand) [][]float64 {
 	L, d := len(landmarks), cfg.Dims
-	type pair struct {
-		i, j int
-		rtt  float64
-	}
-	var pairs []pair
 	mean := 0.0
 	for i := range L {
 		for j := i + 1; j < L; j++ {
-			rtt := m.RTT(landmarks[i], landmarks[j])
-			pairs = append(pairs, pair{i, j, rtt})
-			mean += rtt
+			mean += m.RTT(landmarks[i], landmarks[j]) / float64(L*(L-1)/2)
 		}
 	}
-	mean /= float64(len(pairs))
-	// rᵢⱼ = (‖cᵢ − cⱼ‖ − dᵢⱼ)/dᵢⱼ; ∂r/∂cᵢ = u/dᵢⱼ and ∂r/∂cⱼ = −u/dᵢⱼ, with u
-	// the unit vector from cⱼ to cᵢ.
-	f := func(x, r, jac []float64) {
-		clear(jac)
-		for p, pr := range pairs {
-			ci, cj := x[pr.i*d:(pr.i+1)*d], x[pr.j*d:(pr.j+1)*d]
-			dist := distance(ci, cj)
-			r[p] = (dist - pr.rtt) / pr.rtt
-			if dist == 0 {
-				continue
-			}
-			row := jac[p*L*d : (p+1)*L*d]
-			for k := range d {
-				u := (ci[k] - cj[k]) / dist / pr.rtt
-				row[pr.i*d+k] = u
-				row[pr.j*d+k] = -u
-			}
-		}
-	}
-	var best []float64
+	var best [][]float64
 	bestCost := math.Inf(1)
 	for r := range cfg.Restarts {
-		var x []float64
+		x := make([][]float64, L)
+		var flat []float64
 		if r == 0 {
-			x = classicalMDS(m, landmarks, d)
+			flat = classicalMDS(m, landmarks, d)
 		} else {
-			x = make([]float64, L*d)
-			for k := range x {
-				x[k] = mean * rng.Float64()
+			flat = make([]float64, L*d)
+			for k := range flat {
+				flat[k] = mean * rng.Float64()
 			}
 		}
-		if cost := levenbergMarquardt(f, x, len(pairs), 200); cost < bestCost {
+		for i := range x {
+			x[i] = flat[i*d : (i+1)*d]
+		}
+		if cost := relaxLandmarks(m, landmarks, x); cost < bestCost {
 			best, bestCost = x, cost
 		}
 	}
-	coords := make([][]float64, L)
-	for i := range coords {
-		coords[i] = best[i*d : (i+1)*d]
+	return best
+}
+
+// relaxLandmarks improves the landmark coordinates x in place, one landmark
+// at a time, and returns the final error Σᵢ<ⱼ rᵢⱼ².
+func relaxLandmarks(m *Matrix, landmarks []int, x [][]float64) float64 {
+	L := len(landmarks)
+	others := make([][]float64, 0, L-1)
+	rtt := make([]float64, 0, L-1)
+	prev := math.Inf(1)
+	for range 500 {
+		total := 0.0
+		for i := range L {
+			others, rtt = others[:0], rtt[:0]
+			for j := range L {
+				if j != i {
+					others = append(others, x[j])
+					rtt = append(rtt, m.RTT(landmarks[i], landmarks[j]))
+				}
+			}
+			total += fitPoint(x[i], others, rtt, 10)
+		}
+		total /= 2 // every pair was counted from both ends
+		if prev-total <= 1e-8*total {
+			return total
+		}
+		prev = total
 	}
-	return coords
+	return prev
 }
 
 // embedHost solves step 2: a host's coordinates from its round-trip times
 // to the landmarks at land.
 func embedHost(land [][]float64, rtt []float64, rng *rand.Rand) []float64 {
 	d := len(land[0])
-	f := func(x, r, jac []float64) {
-		for k, c := range land {
-			dist := distance(x, c)
-			r[k] = (dist - rtt[k]) / rtt[k]
-			for q := range d {
-				if dist == 0 {
-					jac[k*d+q] = 0
-				} else {
-					jac[k*d+q] = (x[q] - c[q]) / dist / rtt[k]
-				}
-			}
-		}
-	}
 	centroid := make([]float64, d)
 	nearest := 0
 	for k, c := range land {
@@ -209,11 +200,32 @@ func embedHost(land [][]float64, rtt []float64, rng *rand.Rand) []float64 {
 	var best []float64
 	bestCost := math.Inf(1)
 	for _, x := range starts {
-		if cost := levenbergMarquardt(f, x, len(land), 100); cost < bestCost {
+		if cost := fitPoint(x, land, rtt, 100); cost < bestCost {
 			best, bestCost = x, cost
 		}
 	}
 	return best
+}
+
+// fitPoint moves x, in place, to minimise Σₖ ((‖x − anchorₖ‖ − rttₖ) /
+// rttₖ)² and returns that sum. The residual's gradient is the unit vector
+// from the anchor to x, over rttₖ.
+func fitPoint(x []float64, anchors [][]float64, rtt []float64, maxIter int) float64 {
+	d := len(x)
+	f := func(x, r, jac []float64) {
+		for k, c := range anchors {
+			dist := distance(x, c)
+			r[k] = (dist - rtt[k]) / rtt[k]
+			for q := range d {
+				if dist == 0 {
+					jac[k*d+q] = 0
+				} else {
+					jac[k*d+q] = (x[q] - c[q]) / dist / rtt[k]
+				}
+			}
+		}
+	}
+	return levenbergMarquardt(f, x, len(anchors), maxIter)
 }
 
 // trilaterate solves ‖x − cₖ‖ = dₖ in the least-squares sense after

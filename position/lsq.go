@@ -71,9 +71,7 @@ type residuals func(x, r, jac []float64)
 // term λ: each step solves (JᵀJ + λI)·δ = −Jᵀr; a step that lowers the
 // cost is taken and λ shrinks (towards Gauss–Newton), a step that does not
 // is refused and λ grows (towards short gradient steps). The damping also
-// makes the step well defined when the problem has directions the
-// residuals do not see, as an embedding has (it can be shifted and rotated
-// freely). It stops after maxIter steps, or when a step improves the cost
+// keeps the step defined where JᵀJ is singular. It stops after maxIter steps, or when a step improves the cost
 // by less than one part in 10⁸. Deterministic: no randomness.
 func levenbergMarquardt(f residuals, x []float64, m, maxIter int) float64 {
 	n := len(x)
@@ -84,28 +82,19 @@ func levenbergMarquardt(f residuals, x []float64, m, maxIter int) float64 {
 	xTry := make([]float64, n)
 	a := make([]float64, n*n)
 	g := make([]float64, n)
-	nz := make([]int, 0, n)
 	damped := make([]float64, n*n)
 
 	f(x, r, jac)
 	cost := sumSquares(r)
-	lambda := -1.0
+	lambda, floor := -1.0, 0.0
 	for range maxIter {
-		// Normal equations, skipping the zeros of each row: a residual of
-		// an embedding touches the coordinates of two points only.
 		clear(a)
 		clear(g)
 		for i := range m {
 			row := jac[i*n : (i+1)*n]
-			nz = nz[:0]
-			for j, v := range row {
-				if v != 0 {
-					nz = append(nz, j)
-				}
-			}
-			for _, j := range nz {
+			for j := range n {
 				g[j] += row[j] * r[i]
-				for _, k := range nz {
+				for k := range n {
 					a[j*n+k] += row[j] * row[k]
 				}
 			}
@@ -119,6 +108,8 @@ func levenbergMarquardt(f residuals, x []float64, m, maxIter int) float64 {
 			if lambda == 0 {
 				return cost
 			}
+			// Never below this, so that a singular JᵀJ still factors.
+			floor = 1e-9 * trace / float64(n)
 		}
 		improved := false
 		for range 30 {
@@ -146,7 +137,7 @@ func levenbergMarquardt(f residuals, x []float64, m, maxIter int) float64 {
 				r, rTry = rTry, r
 				jac, jacTry = jacTry, jac
 				cost = c
-				lambda = math.Max(lambda/3, 1e-12)
+				lambda = math.Max(lambda/3, floor)
 				improved = true
 				if gain <= 1e-8*c {
 					return cost

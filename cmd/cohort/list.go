@@ -51,6 +51,9 @@ func newListCmd() *cobra.Command {
 					entries = append(entries, listEntry{a.Family, a.Name, a.Summary, a.Source, a.Assumes.String(), a.Checks, a.Breaks})
 				}
 			}
+			if len(args) == 0 {
+				entries = append(entries, positionListEntries()...) // position.go
+			}
 			if asJSON {
 				return json.NewEncoder(out).Encode(map[string]any{"algorithms": entries})
 			}

@@ -68,10 +68,14 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
+	addPositionFlags(cmd) // position.go
 	return cmd
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
+	if handled, err := simPosition(cmd, family, f); handled { // position.go
+		return err
+	}
 	fam, err := catalog.Lookup(family)
 	if err != nil {
 		return usageErr("%v", err)
