@@ -110,7 +110,8 @@ func (f Family) Names() []string {
 	return names
 }
 
-// clockMetrics counts the timestamps the processes reported.
+// clockMetrics counts the timestamps the processes reported, and measures
+// the synchronization of physical clocks.
 func clockMetrics(r run.Finished) (map[string]float64, map[string]*float64) {
 	t := r.Trace
 	m := map[string]float64{}
@@ -122,5 +123,6 @@ func clockMetrics(r run.Finished) (map[string]float64, map[string]*float64) {
 		}
 	}
 	m["stamps"] = stamps
+	addSyncMetrics(r, m) // clocksync.go: the physical clocks' precision and accuracy
 	return m, nil
 }

@@ -134,7 +134,7 @@ var Algorithms = []proc.Algorithm{
 		// A recovered process would forget the l it had heard of.
 		Assumes:  proc.Assumptions{Failures: "crash-stop"},
 		New:      must(NewHLCDemo(DefaultHLC)),
-		Checks:   append(clockChecks[:len(clockChecks):len(clockChecks)], "hlc"),
+		Checks:   append(syncChecks[:len(syncChecks):len(syncChecks)], "hlc"),
 		Scenario: hlcScenario,
 		Messages: []proc.Message{HLCMsg{}},
 	},

@@ -37,7 +37,8 @@ import (
 // 2ρ·M·Period/2, and between beacons the clocks drift apart again.
 // Regression follows the drift: it extrapolates the offset to now, and the
 // receiver's software clock takes the slope as a frequency correction, so
-// that it keeps pace between beacons too.
+// that it keeps pace between beacons too. A receiver averages until it
+// has M pairs with a peer: a line through fewer points is mostly noise.
 //
 // The sender's broadcast is modelled as one send per receiver, all at the
 // same instant after a random wait uniform in [0, SendJitter) (medium
@@ -173,7 +174,7 @@ type rbsPoint struct {
 type rbsReceiver struct {
 	cfg   RBSConfig
 	k     keeper
-	own   []rbsPoint   // the last M beacons this receiver heard, oldest first
+	own   []rbsPoint   // the last 2M beacons this receiver heard, oldest first
 	peers [][]rbsPoint // per receiver: its last 2M observations, oldest first
 }
 
@@ -188,7 +189,7 @@ func (r *rbsReceiver) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			return // not the sender's, a duplicate, or overtaken
 		}
 		t := env.Now()
-		r.own = keepLast(r.own, rbsPoint{m.Seq, t}, r.cfg.M)
+		r.own = keepLast(r.own, rbsPoint{m.Seq, t}, 2*r.cfg.M)
 		for i := range env.N() {
 			if id := proc.ID(i); id != env.Self() && id != r.cfg.Sender {
 				env.Send(id, Observation{Seq: m.Seq, T: t})
@@ -225,12 +226,13 @@ func (r *rbsReceiver) synchronize(env proc.Env) {
 	var slope, offset float64 // summed over the receivers heard from
 	receivers := 1            // this one, with offset 0
 	for q := range r.peers {
+		// The last M beacons both heard.
 		xs, ys = xs[:0], ys[:0]
-		for _, p := range r.own {
+		for k := len(r.own) - 1; k >= 0 && len(xs) < r.cfg.M; k-- {
 			for _, o := range r.peers[q] {
-				if o.seq == p.seq {
-					xs = append(xs, float64(p.t))
-					ys = append(ys, float64(o.t-p.t))
+				if o.seq == r.own[k].seq {
+					xs = append(xs, float64(r.own[k].t))
+					ys = append(ys, float64(o.t-r.own[k].t))
 				}
 			}
 		}
@@ -238,7 +240,10 @@ func (r *rbsReceiver) synchronize(env proc.Env) {
 			continue
 		}
 		receivers++
-		if r.cfg.Regression {
+		// A line through fewer points than the window is mostly noise (two
+		// beacons 100 ms apart with 20µs of jitter: a slope of ±2e-4):
+		// average until the window is full.
+		if r.cfg.Regression && len(xs) >= r.cfg.M {
 			a, b := LeastSquares(xs, ys)
 			slope += a
 			offset += a*float64(hw) + b

@@ -29,6 +29,7 @@ type simFlags struct {
 	loss, dup, reorder          float64
 	deadline                    time.Duration
 	traceOut, svgOut, shivizOut string
+	plotOut                     string
 	json, noCheck               bool
 	faults                      []string
 }
@@ -66,6 +67,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.traceOut, "trace", "", "write the trace as JSON Lines to this file")
 	fl.StringVar(&f.svgOut, "svg", "", "write a space-time diagram (SVG) to this file")
 	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
+	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
 	addPositionFlags(cmd) // position.go
@@ -143,8 +145,8 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	default:
 		return usageErr("--vc %q: want on, off or auto", f.vc)
 	}
-	if f.noCheck && (f.svgOut != "" || f.shivizOut != "") {
-		return usageErr("--svg and --shiviz need the trace in memory: drop --no-check")
+	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
+		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
 	}
 
 	out := cmd.OutOrStdout()
@@ -210,7 +212,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 
 func tracesOf(f *simFlags) []string {
 	var files []string
-	for _, s := range []string{f.traceOut, f.svgOut, f.shivizOut} {
+	for _, s := range []string{f.traceOut, f.svgOut, f.shivizOut, f.plotOut} {
 		if s != "" {
 			files = append(files, s)
 		}
@@ -246,6 +248,11 @@ func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, r
 			return trace.WriteSVG(w, tr, opt)
 		}); err != nil {
 			return usageErr("--svg: %v", err)
+		}
+	}
+	if f.plotOut != "" {
+		if err := writePlot(tr, r, perAlgo(f.plotOut, algo, runs), runs); err != nil { // plot.go
+			return err
 		}
 	}
 	if f.shivizOut != "" {
@@ -307,17 +314,25 @@ func printReport(w io.Writer, r *run.Report, files []string) {
 
 func printTable(w io.Writer, fam catalog.Family, reports []*run.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// One column per checker any run has; "—" where a run has not that one.
 	var names []string
-	if len(reports) > 0 {
-		for _, c := range reports[0].Checks {
-			names = append(names, c.Name)
+	col := map[string]int{}
+	for _, r := range reports {
+		for _, c := range r.Checks {
+			if _, ok := col[c.Name]; !ok {
+				col[c.Name] = len(names)
+				names = append(names, c.Name)
+			}
 		}
 	}
 	fmt.Fprintf(tw, "ALGORITHM\tNODES\tEVENTS\tMESSAGES\t%s\n", strings.ToUpper(strings.Join(names, "\t")))
 	for _, r := range reports {
-		var cols []string
+		cols := make([]string, len(names))
+		for i := range cols {
+			cols[i] = "—"
+		}
 		for _, c := range r.Checks {
-			cols = append(cols, verdict(c))
+			cols[col[c.Name]] = verdict(c)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", r.Algo, r.Nodes, r.Events, r.Messages.Total, strings.Join(cols, "\t"))
 	}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// writePlot writes the chart of `cohort sim --plot`: every process's clock
+// offset from true time, C(t) − t, against true time. A run whose
+// processes output no clock readings is an error when it is the only run,
+// and an empty chart that says so when the whole family runs.
+func writePlot(tr *trace.Trace, r *run.Report, path string, runs int) error {
+	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
+	p, ok := catalog.OffsetPlot(tr, title)
+	if !ok && runs == 1 {
+		return usageErr("--plot: %s/%s outputs no clock readings (the clock synchronization algorithms do: cristian, ntp, berkeley, rbs, hlc)", r.Family, r.Algo)
+	}
+	if err := writeFile(path, func(w io.Writer) error { return trace.WriteLinePlot(w, p) }); err != nil {
+		return usageErr("--plot: %v", err)
+	}
+	return nil
+}
