@@ -2,6 +2,7 @@ package position
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -28,19 +29,47 @@ func TestGNPPredictsTheThousandNodeInternet(t *testing.T) {
 	}
 }
 
-// Latencies that are exactly Euclidean distances in the plane embed
-// exactly in the plane: GNP's error is rounding only.
-func TestGNPRecoversAnEuclideanPlane(t *testing.T) {
-	m, err := SyntheticLatency(LatencyConfig{Nodes: 300, Dims: 2, Clusters: 4, Width: 150, Spread: 15, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
+// Latencies that are exactly Euclidean distances embed exactly in a space
+// of the same dimension: GNP's error is rounding only.
+func TestGNPRecoversEuclideanSpace(t *testing.T) {
+	for _, dims := range []int{2, 3} {
+		m, err := SyntheticLatency(LatencyConfig{Nodes: 300, Dims: dims, Clusters: 4, Width: 150, Spread: 15, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := EmbedGNP(m, GNPConfig{Landmarks: 8, Dims: dims, Restarts: 2, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acc := Evaluate(m, g); acc.P90 > 1e-4 {
+			t.Errorf("Euclidean %d-D space embedded in %d-D: %+v, want errors below 1e-4", dims, dims, acc)
+		}
 	}
-	g, err := EmbedGNP(m, GNPConfig{Landmarks: 8, Dims: 2, Restarts: 4, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
+}
+
+func TestJacobiEigen(t *testing.T) {
+	a := []float64{
+		4, 1, 2,
+		1, 3, 0,
+		2, 0, 5,
 	}
-	if acc := Evaluate(m, g); acc.P90 > 1e-4 {
-		t.Errorf("Euclidean plane embedded in 2-D: %+v, want errors below 1e-4", acc)
+	orig := slices.Clone(a)
+	values, vectors := jacobiEigen(a, 3)
+	sum := 0.0
+	for e := range 3 {
+		sum += values[e]
+		for i := range 3 {
+			av := 0.0
+			for k := range 3 {
+				av += orig[i*3+k] * vectors[k*3+e]
+			}
+			if math.Abs(av-values[e]*vectors[i*3+e]) > 1e-12 {
+				t.Errorf("eigenpair %d: (A·v)[%d] = %v, λ·v[%d] = %v", e, i, av, i, values[e]*vectors[i*3+e])
+			}
+		}
+	}
+	if math.Abs(sum-12) > 1e-12 {
+		t.Errorf("eigenvalues %v sum to %v, want the trace 12", values, sum)
 	}
 }
 

@@ -71,8 +71,9 @@ type residuals func(x, r, jac []float64)
 // term λ: each step solves (JᵀJ + λI)·δ = −Jᵀr; a step that lowers the
 // cost is taken and λ shrinks (towards Gauss–Newton), a step that does not
 // is refused and λ grows (towards short gradient steps). The damping also
-// keeps the step defined where JᵀJ is singular. It stops after maxIter steps, or when a step improves the cost
-// by less than one part in 10⁸. Deterministic: no randomness.
+// keeps the step defined where JᵀJ is singular. It stops after maxIter
+// steps, or when a step improves the cost by less than one part in 10⁸.
+// Deterministic: no randomness.
 func levenbergMarquardt(f residuals, x []float64, m, maxIter int) float64 {
 	n := len(x)
 	r := make([]float64, m)
