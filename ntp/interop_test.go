@@ -186,16 +186,29 @@ func TestInteropOurClientQueriesChronyd(t *testing.T) {
 // would need to agree with the servers, positive if it is behind.
 var chronydSays = regexp.MustCompile(`System clock wrong by (-?[0-9.]+) seconds`)
 
-// chronydQuery runs chronyd -Q against the NTP server at port and returns
-// the clock error it prints, in seconds.
-func chronydQuery(t *testing.T, port int) float64 {
+// chronydMeasurement is a line of chronyd's measurements.log: one reply
+// from a server, as chronyd judged it.
+type chronydMeasurement struct {
+	Stratum   string
+	Tests     string // the results of chronyd's tests 1-3, 5-7 and A-D: "111 111 1111" is all passed
+	Offset    string // seconds
+	PeerDelay string // the round trip, seconds
+	RefID     string // hex
+}
+
+// chronydQuery runs chronyd -Q against the NTP server at port. It returns
+// the clock error chronyd prints, in seconds, and the measurements it
+// logged.
+func chronydQuery(t *testing.T, port int) (float64, []chronydMeasurement) {
 	t.Helper()
 	bin := chronydPath(t)
-	_, conf := writeConfig(t,
+	dir, conf := writeConfig(t,
 		fmt.Sprintf("server 127.0.0.1 port %d iburst minpoll -6 maxpoll -6", port),
 		"cmdport 0",
 		"bindcmdaddress /",
 		"pidfile $DIR/chronyd.pid",
+		"logdir $DIR",
+		"log measurements",
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -215,7 +228,22 @@ func chronydQuery(t *testing.T, port int) float64 {
 		t.Fatalf("chronyd -Q: %q: %v", m[1], err)
 	}
 	t.Logf("chronyd -Q against 127.0.0.1:%d: %s", port, m[0])
-	return v
+
+	log, err := os.ReadFile(filepath.Join(dir, "measurements.log"))
+	if err != nil {
+		t.Fatalf("chronyd logged no measurements: %v", err)
+	}
+	var ms []chronydMeasurement
+	for _, line := range strings.Split(string(log), "\n") {
+		f := strings.Fields(line)
+		// date time address leap stratum 123 567 ABCD LP RP score offset delay dispersion ...
+		if len(f) < 17 || f[2] != "127.0.0.1" {
+			continue
+		}
+		ms = append(ms, chronydMeasurement{Stratum: f[4], Tests: strings.Join(f[5:8], " "), Offset: f[11], PeerDelay: f[12], RefID: f[16]})
+		t.Logf("chronyd measured: stratum %s, tests %s, offset %s s, round trip %s s, refid %s", f[4], strings.Join(f[5:8], " "), f[11], f[12], f[16])
+	}
+	return v, ms
 }
 
 // chronyd against our server, on the same clock and on one 250 ms ahead.
@@ -229,7 +257,15 @@ func TestInteropChronydQueriesOurServer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			addr, srv := startServer(t, ServerConfig{Clock: func() time.Time { return time.Now().Add(c.ahead) }})
 			port := must(net.ResolveUDPAddr("udp", addr)).Port
-			wrong := chronydQuery(t, port)
+			wrong, ms := chronydQuery(t, port)
+			if len(ms) == 0 {
+				t.Fatal("chronyd logged no measurement of our server")
+			}
+			for _, m := range ms {
+				if m.Stratum != "10" || m.Tests != "111 111 1111" || m.RefID != "4C4F434C" {
+					t.Errorf("chronyd's measurement %+v: want stratum 10, every test passed (111 111 1111), refid 4C4F434C (LOCL)", m)
+				}
+			}
 			// chronyd reports the correction the system clock would need:
 			// a server ahead by d makes the clock wrong by +d, as θ.
 			if got := time.Duration(wrong * float64(time.Second)); (got - c.ahead).Abs() > time.Millisecond {
