@@ -11,6 +11,7 @@ import (
 
 	"github.com/cohort-go/cohort/clock"
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/run"
@@ -71,6 +72,14 @@ var families = []Family{
 		Algorithms: election.Algorithms,
 		Metrics:    electionMetrics,
 		Workload:   electAtStart,
+	},
+	{
+		Name:       "multicast",
+		Summary:    "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)",
+		Algorithms: multicast.Algorithms,
+		Metrics:    multicastMetrics,
+		Workload:   DefaultMulticastLoad,
+		Diagram:    trace.SVGOptions{Quiet: []string{"holdback"}},
 	},
 }
 

@@ -126,8 +126,9 @@ type compareCase struct {
 
 // familyCases are the constructed situations each family is compared in.
 var familyCases = map[string][]compareCase{
-	"mutex":    mutexCases,
-	"election": electionCases,
+	"mutex":     mutexCases,
+	"election":  electionCases,
+	"multicast": multicastCases,
 }
 
 var mutexCases = []compareCase{

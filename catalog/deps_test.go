@@ -15,19 +15,20 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"clock", "mutex", "election"}
+var algorithmPackages = []string{"clock", "mutex", "election", "multicast"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
-	"proc":     {},
-	"clock":    {"proc"},
-	"mutex":    {"proc", "clock"},
-	"election": {"proc"},
-	"sim":      {"proc", "trace"},
-	"trace":    {"proc"},
-	"check":    {"trace", "proc", "clock"},
-	"scenario": {"proc", "sim"},
-	"wire":     {"proc"},
+	"proc":      {},
+	"clock":     {"proc"},
+	"mutex":     {"proc", "clock"},
+	"election":  {"proc"},
+	"multicast": {"proc", "clock"},
+	"sim":       {"proc", "trace"},
+	"trace":     {"proc"},
+	"check":     {"trace", "proc", "clock"},
+	"scenario":  {"proc", "sim"},
+	"wire":      {"proc"},
 }
 
 // Standard packages a state machine must not use: they would make a run

@@ -473,11 +473,11 @@ func checkCausalOrder(t *trace.Trace) Result {
 				}
 				why := fmt.Sprintf("though multicast(%s) → multicast(%s)", m1.key, m2.key)
 				cite := []int{m1.sent, m2.sent}
-				if d, ok := m1.at[m2.node]; ok && d < m2.sent {
+				if m1.node == m2.node {
+					why += fmt.Sprintf(": p%d multicast both", m1.node)
+				} else if d, ok := m1.at[m2.node]; ok && d < m2.sent {
 					why += fmt.Sprintf(": p%d delivered %s (#%d) before multicasting %s", m2.node, m1.key, d, m2.key)
 					cite = append(cite, d)
-				} else if m1.node == m2.node {
-					why += fmt.Sprintf(": p%d multicast both", m1.node)
 				}
 				fs = append(fs, orderFinding(q, m1, m2, why, cite...))
 			})

@@ -149,38 +149,3 @@ func TestClaimsMatchTheRegistry(t *testing.T) {
 		}
 	}
 }
-
-// What each algorithm does not guarantee, some seeded run breaks — the
-// weaker orders break the stronger ones, as the seeds state: basic
-// multicast keeps no order; FIFO is not causal; causal is not total;
-// total order is not FIFO (nor causal) over channels that reorder; and an
-// ordered multicast whose sender crashes is not reliable.
-func TestSweepBreaksAreReal(t *testing.T) {
-	for _, a := range Algorithms {
-		for _, prop := range a.Breaks {
-			found := false
-			for _, c := range conditions {
-				if (prop == "mc-agreement" || prop == "mc-validity") && c.name != "crash" {
-					continue
-				}
-				if c.name == "loss" && a.Assumes.Reliable {
-					continue
-				}
-				for seed := uint64(1); seed <= 100 && !found; seed++ {
-					r := sweepRun(a, c, seed)
-					tr := r.run(t)
-					if v := verdicts(t, tr)[prop]; v.Status == check.Violated {
-						found = true
-						t.Logf("%s breaks %s: %s\n%s", a.Name, prop, describe(r), v.Counterexample(tr))
-					}
-				}
-				if found {
-					break
-				}
-			}
-			if !found {
-				t.Errorf("%s claims not to guarantee %s, but no seeded run broke it", a.Name, prop)
-			}
-		}
-	}
-}

@@ -52,15 +52,20 @@ func init() {
 		},
 		Breaks:   []string{"fifo-order", "causal-order", "total-order"},
 		Messages: []proc.Message{rData{}},
-		// Process 0 crashes early, and its copies never reach process 1:
-		// the others relay them.
+		// Process 0 multicasts and crashes half a millisecond later; its
+		// copy to process 1 is lost, but the others relay it.
 		Scenario: `nodes: 4
 network:
   latency: uniform:500us,3ms
   links:
     - {from: 0, to: 1, loss: 1}
 faults:
-  - crash 0 at 4ms
+  - crash 0 at 1500us
+inputs:
+  - at 1ms node 0 multicast last words
+  - at 2ms node 1 multicast one
+  - at 2ms node 2 multicast two
+  - at 3ms node 1 multicast three
 `,
 	})
 }

@@ -65,12 +65,15 @@ units of the (constant, 1 ms) one-way latency.`,
 }
 
 var metricNames = map[string]string{
-	"messages_per_entry": "messages per entry",
-	"client_delay_msgs":  "client delay (msgs)",
-	"sync_delay_msgs":    "sync delay (msgs)",
-	"throughput_per_s":   "entries per second",
-	"messages":           "messages",
-	"turnaround_msgs":    "turnaround (msgs)",
+	"messages_per_entry":     "messages per entry",
+	"client_delay_msgs":      "client delay (msgs)",
+	"sync_delay_msgs":        "sync delay (msgs)",
+	"throughput_per_s":       "entries per second",
+	"messages":               "messages",
+	"turnaround_msgs":        "turnaround (msgs)",
+	"messages_per_multicast": "messages per multicast",
+	"latency_msgs":           "latency (msgs)",
+	"holdback_max":           "largest hold-back queue",
 }
 
 func printCompare(w io.Writer, rows []catalog.CompareRow, runs []catalog.CompareRun, nodes []int) {

@@ -32,6 +32,7 @@ type simFlags struct {
 	plotOut                     string
 	json, noCheck               bool
 	faults                      []string
+	order, demo                 string // the multicast family's (simmulticast.go)
 }
 
 func newSimCmd() *cobra.Command {
@@ -70,12 +71,17 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
+	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
+	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": seed 003's replicated account, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
 	return cmd
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if handled, err := simPosition(cmd, family, f); handled { // position.go
+		return err
+	}
+	if handled, err := simMulticast(cmd, family, f); handled { // simmulticast.go
 		return err
 	}
 	fam, err := catalog.Lookup(family)
