@@ -244,15 +244,25 @@ func addSyncMetrics(r run.Finished, m map[string]float64) {
 }
 
 // OffsetPlot is the line chart of every process's offset from true time,
-// C(t) − t, against true time; false if the run output no clock readings.
-// The units follow the figures: seconds or milliseconds of true time;
-// milliseconds, microseconds or nanoseconds of offset.
-func OffsetPlot(t *trace.Trace, title string) (trace.LinePlot, bool) {
+// C(t) − t, against true time, from true time from (ns) on; false if the
+// run output no clock readings. The units follow the figures: seconds or
+// milliseconds of true time; milliseconds, microseconds or nanoseconds of
+// offset.
+func OffsetPlot(t *trace.Trace, title string, from int64) (trace.LinePlot, bool) {
 	series := ClockOffsets(t)
+	for i, s := range series {
+		k := 0
+		for k < len(s.T) && s.T[k] < from {
+			k++
+		}
+		series[i].T, series[i].Offset, series[i].Break = s.T[k:], s.Offset[k:], s.Break[k:]
+	}
 	p := trace.LinePlot{Title: title}
 	var span, big int64
 	for _, s := range series {
-		span = max(span, s.T[len(s.T)-1])
+		if len(s.T) > 0 {
+			span = max(span, s.T[len(s.T)-1])
+		}
 		for _, o := range s.Offset {
 			big = max(big, o, -o)
 		}
@@ -292,9 +302,8 @@ func unitOf(v int64) (float64, string) {
 	return 1, "ns"
 }
 
-// describeSync is a one-line summary of a run's synchronization, for test
-// logs and figures' titles.
+// describeSync sums up a run's synchronization in a few words, for test
+// logs and figures' titles: "π = 66.4µs, α = 207.8µs".
 func describeSync(q SyncQuality) string {
-	return fmt.Sprintf("precision %s, accuracy %s, converged at %s",
-		trace.FormatNS(q.Precision), trace.FormatNS(q.Accuracy), trace.FormatNS(q.Converged))
+	return fmt.Sprintf("π = %.1fµs, α = %.1fµs", float64(q.Precision)/1e3, float64(q.Accuracy)/1e3)
 }

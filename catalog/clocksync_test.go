@@ -244,7 +244,7 @@ func TestSyncCristianAccuracyFollowsAsymmetry(t *testing.T) {
 		mean, half, acc = append(mean, msOf(int64(m))), append(half, msOf(int64(a/2))), append(acc, msOf(q.Accuracy))
 	}
 	figure(t, "cristian-asymmetry", trace.LinePlot{
-		Title:  "Cristian: the error follows half the asymmetry (jitter ±0.5ms each way, ρ ≤ 1e-4)",
+		Title:  "Cristian: the error is half the asymmetry (jitter ±0.5ms each way)",
 		XLabel: "asymmetry A = mean(d_request) − mean(d_reply) (ms)", YLabel: "error (ms)",
 		Series: []trace.Series{{Name: "A/2", X: xs, Y: half}, {Name: "mean θ error", X: xs, Y: mean}, {Name: "accuracy α", X: xs, Y: acc}},
 	})
@@ -274,7 +274,7 @@ func TestSyncNTPFilterBeatsAveraging(t *testing.T) {
 			q, _, tr := syncRun(t, "ntp", scen, seed, mustNew(t)(clock.NewTimeSync(f.cfg)))
 			acc[i] = append(acc[i], usOf(q.Accuracy))
 			if seed == 1 {
-				p, _ := OffsetPlot(tr, "clients' offsets, "+f.name+" — "+describeSync(q))
+				p, _ := OffsetPlot(tr, f.name+": offsets in the steady state — "+describeSync(q), q.From)
 				figure(t, "ntp-filter-"+strings.Fields(f.name)[0], p)
 			}
 		}
@@ -288,7 +288,7 @@ func TestSyncNTPFilterBeatsAveraging(t *testing.T) {
 		series = append(series, trace.Series{Name: f.name, X: xs, Y: acc[i]})
 	}
 	figure(t, "ntp-filter", trace.LinePlot{
-		Title:  "Accuracy under lognormal jitter (median 1ms, σ = 1): min-delay vs average vs last",
+		Title:  "Accuracy under lognormal jitter (median 1ms, σ = 1)",
 		XLabel: "seed", YLabel: "accuracy α = max |C(t) − t| (µs)", Series: series,
 	})
 	if m0, m1, m2 := meanOf(acc[0]), meanOf(acc[1]), meanOf(acc[2]); !(m2 < m1 && m1 < m0) || wins < seeds-1 {
@@ -345,7 +345,7 @@ func TestSyncRBSRemovesSenderJitter(t *testing.T) {
 		xs, ntpP, rbsP = append(xs, msOf(int64(j))), append(ntpP, np), append(rbsP, rp)
 	}
 	figure(t, "rbs-sender-jitter", trace.LinePlot{
-		Title:  "Sender-side jitter: it hurts NTP, RBS does not see it (receive jitter σ = 20µs, ρ ≤ 1e-4)",
+		Title:  "Sender-side jitter hurts NTP; RBS does not see it",
 		XLabel: "sender's random wait before sending, up to J (ms)", YLabel: "precision π = max |Cp − Cq| (µs)",
 		Series: []trace.Series{{Name: "NTP (8 samples, min δ)", X: xs, Y: ntpP}, {Name: "RBS (regression, M = 8)", X: xs, Y: rbsP}},
 	})
@@ -390,7 +390,7 @@ func TestSyncRBSRegressionBeatsAveraging(t *testing.T) {
 				}
 				if seed == 1 && rho == 1e-4 {
 					name := map[bool]string{false: "averaging", true: "regression"}[regression]
-					p, _ := OffsetPlot(tr, "RBS receivers' offsets, "+name+", ρ ≤ 1e-4 — "+describeSync(q))
+					p, _ := OffsetPlot(tr, "RBS, "+name+", ρ ≤ 1e-4: steady state — "+describeSync(q), q.From)
 					figure(t, "rbs-"+name, p)
 				}
 			}
@@ -401,7 +401,7 @@ func TestSyncRBSRegressionBeatsAveraging(t *testing.T) {
 		avgMean, regMean, avgMax, regMax = append(avgMean, am), append(regMean, rm), append(avgMax, ax), append(regMax, rx)
 	}
 	figure(t, "rbs-drift", trace.LinePlot{
-		Title:  "RBS under drift (M = 8, receive jitter σ = 20µs): averaging lags, regression follows",
+		Title:  "RBS under drift (M = 8, receive jitter σ = 20µs)",
 		XLabel: "largest drift ρ (ppm)", YLabel: "precision π (µs)",
 		Series: []trace.Series{{Name: "averaging, mean", X: xs, Y: avgMean}, {Name: "regression, mean", X: xs, Y: regMean},
 			{Name: "averaging, max", X: xs, Y: avgMax}, {Name: "regression, max", X: xs, Y: regMax}},
@@ -458,7 +458,7 @@ stop:
 			}
 		}
 		series = append(series, s)
-		t.Logf("%s: the good clocks' mean offset reaches %.2fms after 1s; their %s", s.Name, worst/1e6, describeSync(q))
+		t.Logf("%s: the good clocks' mean offset reaches %.2fms after 1s; among them %s", s.Name, worst/1e6, describeSync(q))
 		if bound > 0 && (worst > 5e6 || q.Precision > 5e6) {
 			t.Errorf("with the broken clock left out, the good clocks are %.2fms off true time, %v apart", worst/1e6, time.Duration(q.Precision))
 		}
@@ -469,7 +469,7 @@ stop:
 		}
 	}
 	figure(t, "berkeley-broken-clock", trace.LinePlot{
-		Title:  "Berkeley with one clock 1s ahead among five: the good clocks' mean offset",
+		Title:  "Berkeley, one clock 1s ahead among five",
 		XLabel: "true time t (s)", YLabel: "mean offset of the four good clocks (ms)", Series: series,
 	})
 }

@@ -35,6 +35,11 @@ import (
 // slewed (SoftClock). The server is the reference (a UTC receiver): its
 // clock is never corrected.
 //
+// NTP's filter ignores a sample's age: the sample it picks may be up to
+// eight polls old, and a clock drifting at ρ has moved ρ·age since (200µs
+// for ρ = 1e-4 and 2 s). Real NTP also disciplines the clock's frequency,
+// which removes most of that; these clients do not.
+//
 // Sender-side nondeterminism is modelled by ReplyHold: after stamping T3
 // the server's reply waits a random time, uniform in [0, ReplyHold), before
 // it leaves — as a reply waits in the kernel, the interface queue or for

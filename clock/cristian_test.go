@@ -7,6 +7,7 @@ import (
 
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -96,21 +97,27 @@ func TestCristianErrorIsHalfTheAsymmetry(t *testing.T) {
 	}
 }
 
-// Under jittery, asymmetric delays, drift, loss, duplication and
-// reordering, over many seeds, every sample's error is within its δ — the
-// bound the client can compute for itself — up to the drift's share.
+// Under jittery, asymmetric delays, drift, loss, duplication, reordering
+// and a client's crash and recovery, over many seeds, every sample's error
+// is within its δ — the bound the client can compute for itself — up to
+// the drift's share; and no clock runs backwards, Cristian's or NTP's.
 func TestCristianErrorWithinDelay(t *testing.T) {
-	loss := 0.05
 	worst := 0.0
 	for seed := uint64(1); seed <= 60; seed++ {
 		up := sim.LogNormal{Median: time.Duration(500+seed*37%2000) * us, Sigma: 0.6}
 		down := sim.Uniform{Min: 200 * us, Max: time.Duration(400+seed*53%3000) * us}
 		cfg := clock.DefaultCristian
+		if seed%2 == 0 {
+			cfg = clock.DefaultNTP
+		}
 		cfg.Poll = 50 * ms
+		client := proc.ID(1 + seed%3)
 		tr := simulate(t, sim.Config{
 			Nodes: 4, Seed: seed, New: must(t)(clock.NewTimeSync(cfg)),
-			Clocks:   withServer(5*ms, 1e-4, seed),
-			Network:  sim.Network{Links: asymmetric(4, up, down), Loss: loss, Duplicate: 0.05, Reorder: 0.1},
+			Clocks:  withServer(5*ms, 1e-4, seed),
+			Network: sim.Network{Links: asymmetric(4, up, down), Loss: 0.05, Duplicate: 0.05, Reorder: 0.1},
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: client, At: time.Duration(seed%7) * 100 * ms},
+				{Kind: sim.Recover, Node: client, At: time.Duration(seed%7)*100*ms + 150*ms}},
 			Deadline: time.Second,
 		})
 		events, samples := outputsOf[clock.Sample](t, tr, "sample")

@@ -101,7 +101,7 @@ func WriteLinePlot(w io.Writer, p LinePlot) error {
 	d.printf(`<rect class="background" width="100%%" height="100%%" fill="#fff"/>` + "\n")
 	if p.Title != "" {
 		d.printf(`<text class="title" x="%s" y="24" font-size="15" font-weight="bold" fill="%s">`, svgF(left), svgInk)
-		d.text(svgClip(p.Title, 110))
+		d.text(svgClip(p.Title, int((width-left-8)/(15*0.6)))) // what fits, at the title's size
 		d.printf("</text>\n")
 	}
 	// Grid and tick labels.

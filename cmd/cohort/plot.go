@@ -15,7 +15,7 @@ import (
 // and an empty chart that says so when the whole family runs.
 func writePlot(tr *trace.Trace, r *run.Report, path string, runs int) error {
 	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
-	p, ok := catalog.OffsetPlot(tr, title)
+	p, ok := catalog.OffsetPlot(tr, title, 0)
 	if !ok && runs == 1 {
 		return usageErr("--plot: %s/%s outputs no clock readings (the clock synchronization algorithms do: cristian, ntp, berkeley, rbs, hlc)", r.Family, r.Algo)
 	}
