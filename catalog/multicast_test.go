@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
 )
 
 // multicastBreakOptions is a seeded run of multicast algorithm a with n
@@ -203,5 +205,77 @@ func TestBankDemo(t *testing.T) {
 	}
 	if _, err := BankDemo("bogus", 2, 1); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
 		t.Errorf("unknown algorithm: %v", err)
+	}
+}
+
+// The multicast checkers catch a violation planted in a real run and cite
+// the planted event.
+func TestMulticastCheckersCatchTamperedRealRuns(t *testing.T) {
+	seed := uint64(2)
+	_, tr := simulate(t, "multicast", "total-sequencer", func(o *run.Options) {
+		o.Nodes, o.Seed = 4, &seed
+		fifo := true
+		o.Network.FIFO = &fifo
+	})
+	names := []string{"mc-integrity", "mc-validity", "mc-agreement", "fifo-order", "causal-order", "total-order"}
+	if res, _ := check.Run(tr, names...); !allOK(res) {
+		t.Fatalf("untampered run fails: %+v", res)
+	}
+	// delivery returns the index of p's k-th delivery.
+	delivery := func(tr *trace.Trace, p int32, k int) int {
+		for i, e := range tr.Events {
+			if e.Kind == trace.Output && e.Type == "deliver" && e.Node == p {
+				if k == 0 {
+					return i
+				}
+				k--
+			}
+		}
+		t.Fatalf("p%d has no such delivery", p)
+		return -1
+	}
+	cases := []struct {
+		checker string
+		tamper  func(tr *trace.Trace) int // returns the index that must be cited
+	}{
+		{"mc-integrity", func(tr *trace.Trace) int {
+			// A body changed on the way.
+			i := delivery(tr, 2, 1)
+			tr.Events[i].Data = []byte(strings.Replace(string(tr.Events[i].Data), `"body":"m`, `"body":"forged m`, 1))
+			return i
+		}},
+		{"mc-validity", func(tr *trace.Trace) int {
+			// p3 forgets to deliver its last message: nothing is in flight
+			// to it when the run ends.
+			i := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Kind == trace.Output && e.Type == "sent" })
+			for j := len(tr.Events) - 1; j >= 0; j-- {
+				e := &tr.Events[j]
+				if e.Kind == trace.Output && e.Type == "deliver" && e.Node == 3 && strings.Contains(string(e.Data), fmt.Sprintf(`"origin":%d,"seq":1,`, tr.Events[i].Node)) {
+					e.Kind, e.Type, e.Data, e.Label = trace.Timer, "t", nil, ""
+					return i
+				}
+			}
+			return -1
+		}},
+		{"total-order", func(tr *trace.Trace) int {
+			// p1 delivers its first two messages the other way round.
+			a, b := delivery(tr, 1, 0), delivery(tr, 1, 1)
+			tr.Events[a].Data, tr.Events[b].Data = tr.Events[b].Data, tr.Events[a].Data
+			return b
+		}},
+	}
+	for _, c := range cases {
+		broken := &trace.Trace{Header: tr.Header, Events: slices.Clone(tr.Events)}
+		want := c.tamper(broken)
+		if want < 0 {
+			t.Fatalf("%s: nothing to tamper with", c.checker)
+		}
+		res, err := check.Run(broken, c.checker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Status != check.Violated || !slices.Contains(res[0].Events, want) {
+			t.Errorf("%s: %s citing %v, want a violation citing event %d", c.checker, res[0], res[0].Events, want)
+		}
 	}
 }
