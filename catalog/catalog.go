@@ -50,7 +50,7 @@ func (f Family) Options(a proc.Algorithm) run.Options {
 var families = []Family{
 	{
 		Name:       "clocks",
-		Summary:    "logical clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2)",
+		Summary:    "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)",
 		Algorithms: clock.Algorithms,
 		Metrics:    clockMetrics,
 	},
