@@ -57,8 +57,8 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // ValidName checks an election's name.
 func ValidName(name string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("election name %q: want 1 to 128 of A-Z a-z 0-9 . _ -", name)
+	if !validName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("election name %q: want 1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)", name)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type Service struct {
 
 	subMu sync.Mutex
 	subs  map[int]chan proc.Output
+	hooks map[int]func(proc.Output)
 	nsub  int
 
 	statsMu sync.Mutex
@@ -112,6 +113,29 @@ func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 		s.subMu.Unlock()
 	}
 }
+
+// OnOutput calls f with every output of the service from now on, in the
+// service's goroutine, before the next event is handled: nothing is
+// dropped, so f must be quick (append to a queue, signal a waiter). The
+// returned function stops the calls.
+func (s *Service) OnOutput(f func(proc.Output)) (cancel func()) {
+	s.subMu.Lock()
+	id := s.nsub
+	s.nsub++
+	if s.hooks == nil {
+		s.hooks = map[int]func(proc.Output){}
+	}
+	s.hooks[id] = f
+	s.subMu.Unlock()
+	return func() {
+		s.subMu.Lock()
+		delete(s.hooks, id)
+		s.subMu.Unlock()
+	}
+}
+
+// Done is closed once the service has stopped.
+func (s *Service) Done() <-chan struct{} { return s.done }
 
 // Stats returns a copy of the service's counters.
 func (s *Service) Stats() ServiceStats {
@@ -259,6 +283,9 @@ func (s *Service) output(o proc.Output) {
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
+	for _, f := range s.hooks {
+		f(o)
+	}
 	for _, ch := range s.subs {
 		select {
 		case ch <- o:

@@ -75,9 +75,12 @@ campaigner's campaign call returning.
 					return &exitError{1, err}
 				}
 				if asJSON {
-					return json.NewEncoder(out).Encode(r)
+					if err := json.NewEncoder(out).Encode(r); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(out, "idle soak of %d nodes for %.0f s: leader %d, %d leader changes seen\n", r.Nodes, r.Seconds, r.Leader, r.Changes)
 				}
-				fmt.Fprintf(out, "idle soak of %d nodes for %.0f s: leader %d, %d leader changes seen\n", r.Nodes, r.Seconds, r.Leader, r.Changes)
 				if r.Changes > 0 || r.StreamErr != "" {
 					return &exitError{1, fmt.Errorf("the leader changed %d times in a healthy cluster %s", r.Changes, r.StreamErr)}
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
@@ -98,6 +99,10 @@ func announce(out io.Writer, endpoints []string, pids []int, asJSON bool) {
 
 // clusterInProc runs n nodes in this process.
 func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algorithm, asJSON bool) error {
+	galgo, err := group.Algorithm(group.DefaultAlgorithm)
+	if err != nil {
+		return &exitError{1, err}
+	}
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	net, err := transport.NewInProc(n, transport.InProcConfig{})
 	if err != nil {
@@ -121,7 +126,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		}
 		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, Logger: log,
 			NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
-			Resolve:  anyOf(leader.Resolver(election.DefaultLeader), lock.Resolver(a))})
+			Resolve:  anyOf(leader.Resolver(election.DefaultLeader), group.Resolver(galgo), lock.Resolver(a))})
 		if err != nil {
 			return &exitError{1, err}
 		}
@@ -133,7 +138,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		srv := &http.Server{Handler: apiHandler(node, i, n, a, leader.NewServer(node, election.DefaultLeader, log), "", log), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: apiHandler(node, i, n, a, leader.NewServer(node, election.DefaultLeader, log), group.NewServer(node, galgo, log), "", log), ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		endpoints = append(endpoints, ln.Addr().String())

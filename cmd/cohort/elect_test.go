@@ -52,7 +52,7 @@ func TestElectCommand(t *testing.T) {
 		}
 		leaders = append(leaders, v.Leader)
 	}
-	if len(leaders) < 3 || leaders[0] != -1 || !contains(leaders, 2) || leaders[len(leaders)-1] != -1 {
+	if len(leaders) < 3 || leaders[0] != -1 || !containsInt(leaders, 2) || leaders[len(leaders)-1] != -1 {
 		t.Fatalf("watch saw leaders %v, want -1 … 2 … -1", leaders)
 	}
 
@@ -73,7 +73,7 @@ func TestElectCommand(t *testing.T) {
 	}
 }
 
-func contains(xs []int, x int) bool {
+func containsInt(xs []int, x int) bool {
 	for _, y := range xs {
 		if y == x {
 			return true

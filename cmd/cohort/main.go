@@ -75,7 +75,7 @@ diagram.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
 	return root
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
@@ -42,6 +43,7 @@ type nodeConfig struct {
 	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
 	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
 	Run        []string       `yaml:"run"`         // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
+	Group      string         `yaml:"group"`       // the multicast algorithm behind groups: "total-sequencer"
 	Campaign   []string       `yaml:"campaign"`    // elections this node stands in from boot
 	Election   electionConfig `yaml:"election"`    // the failure detector of every election (the same on every node)
 	DataDir    string         `yaml:"data_dir"`    // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
@@ -114,6 +116,9 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	if c.Lock == "" {
 		c.Lock = "ricart-agrawala"
 	}
+	if c.Group == "" {
+		c.Group = group.DefaultAlgorithm
+	}
 	e := c.Election
 	switch {
 	case e.Heartbeat < 0 || (e.Heartbeat > 0 && e.Heartbeat < time.Millisecond):
@@ -147,6 +152,7 @@ node.yaml:
   peers: {0: 127.0.0.1:7000, 1: 127.0.0.1:7001, 2: 127.0.0.1:7002}
   secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
   lock: ricart-agrawala         # the mutex algorithm behind every lock
+  group: total-sequencer        # the multicast algorithm behind every group
   campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
   election: {heartbeat: 50ms, timeout: 300ms, phi: 0}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
@@ -215,7 +221,12 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		}
 		extra[name] = a
 	}
+	galgo, err := group.Algorithm(c.Group)
+	if err != nil {
+		return usageErr("group: %v", err)
+	}
 	locks := lock.Resolver(algo)
+	groups := group.Resolver(galgo)
 	elections := leader.Resolver(c.Election.leaderConfig())
 	lc := live.Config{
 		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
@@ -224,7 +235,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			if a, ok := extra[service]; ok {
 				return a, true
 			}
-			return anyOf(elections, locks)(service)
+			return anyOf(elections, groups, locks)(service)
 		},
 	}
 	if c.Trace != "" {
@@ -268,7 +279,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
 	}
-	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, leaders, c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, leaders, group.NewServer(node, galgo, log), c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
@@ -318,12 +329,13 @@ func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
 
 // apiHandler serves a node's HTTP API: the locks under /v1/ and the
 // Prometheus metrics at /metrics.
-func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *leader.Server, token string, log *slog.Logger) http.Handler {
+func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *leader.Server, groups *group.Server, token string, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
 		Node: node, Self: self, N: n, Algorithm: algo, Token: token, Logger: log,
 	}).Handler())
 	mux.Handle("/v1/elections/", requireToken(token, leaders.Handler()))
+	mux.Handle("/v1/groups/", requireToken(token, groups.Handler()))
 	mux.Handle("GET /metrics", node.MetricsHandler())
 	return mux
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cohort-go/cohort/group"
+	"github.com/spf13/cobra"
+)
+
+func newMulticastCmd() *cobra.Command {
+	var endpoints, token, send string
+	var listen, asJSON bool
+	var count int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "multicast NAME (--send TEXT | --send - | --listen)",
+		Short: "Multicast to a cluster's group, or print what a node delivers",
+		Long: `Send to the group NAME on a Cohort cluster, or follow it. Every node of the
+cluster is a member; the node's configuration chooses the ordering
+algorithm (group: in node.yaml, total-sequencer unless set), so listeners on
+different nodes print the same messages in the same order.
+
+--send TEXT multicasts TEXT; --send - multicasts each line of standard
+input. Each message's identity (origin node and its number) is printed.
+--listen prints every message the first answering node delivers from now
+on: "p2#7 TEXT", or JSON with --json; --count N stops after N.`,
+		Example: `  cohort multicast accounts --listen --endpoints 127.0.0.1:7100
+  cohort multicast accounts --send "deposit 100" --endpoints 127.0.0.1:7101
+  seq 1 100 | cohort multicast numbers --send - --endpoints 127.0.0.1:7102`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := group.ValidName(name); err != nil {
+				return usageErr("%v", err)
+			}
+			if endpoints == "" {
+				return usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+			}
+			if (send != "") == listen {
+				return usageErr("give one of --send TEXT, --send - and --listen")
+			}
+			if count < 0 {
+				return usageErr("--count %d: want 0 (no limit) or more", count)
+			}
+			if token == "" {
+				token = os.Getenv("COHORT_TOKEN")
+			}
+			client := &group.Client{Endpoints: strings.Split(endpoints, ","), Token: token}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			out := cmd.OutOrStdout()
+			if listen {
+				return listenGroup(ctx, out, client, name, count, asJSON)
+			}
+			if send != "-" {
+				return sendOne(ctx, out, client, name, []byte(send), asJSON)
+			}
+			sc := bufio.NewScanner(cmd.InOrStdin())
+			sc.Buffer(make([]byte, 64<<10), group.MaxBody)
+			for sc.Scan() {
+				if err := sendOne(ctx, out, client, name, sc.Bytes(), asJSON); err != nil {
+					return err
+				}
+			}
+			if err := sc.Err(); err != nil {
+				return usageErr("standard input: %v", err)
+			}
+			return nil
+		},
+	}
+	endpointsFlag(cmd, &endpoints)
+	fl := cmd.Flags()
+	fl.StringVar(&token, "token", "", "API bearer token (or COHORT_TOKEN)")
+	fl.StringVar(&send, "send", "", `multicast this text ("-": each line of standard input)`)
+	fl.BoolVar(&listen, "listen", false, "print what the node delivers")
+	fl.IntVar(&count, "count", 0, "with --listen: stop after this many messages (0: no limit)")
+	fl.DurationVar(&timeout, "timeout", 0, "stop after this long (0: no limit)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON, one object per line")
+	return cmd
+}
+
+func sendOne(ctx context.Context, out io.Writer, c *group.Client, name string, body []byte, asJSON bool) error {
+	id, err := c.Multicast(ctx, name, body)
+	if err != nil {
+		return &exitError{1, fmt.Errorf("group %q: %w", name, err)}
+	}
+	if asJSON {
+		return json.NewEncoder(out).Encode(id)
+	}
+	fmt.Fprintf(out, "sent p%d#%d\n", id.Origin, id.Seq)
+	return nil
+}
+
+func listenGroup(ctx context.Context, out io.Writer, c *group.Client, name string, count int, asJSON bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ds, wait, err := c.Deliveries(ctx, name)
+	if err != nil {
+		return &exitError{1, fmt.Errorf("group %q: %w", name, err)}
+	}
+	n := 0
+	for d := range ds {
+		if asJSON {
+			b, _ := json.Marshal(struct {
+				Origin int    `json:"origin"`
+				Seq    uint64 `json:"seq"`
+				Body   string `json:"body"`
+			}{int(d.Origin), d.Seq, string(d.Body)})
+			fmt.Fprintln(out, string(b))
+		} else {
+			fmt.Fprintf(out, "p%d#%d %s\n", d.Origin, d.Seq, d.Body)
+		}
+		if n++; count > 0 && n == count {
+			cancel()
+			break
+		}
+	}
+	if err := wait(); err != nil {
+		return &exitError{1, fmt.Errorf("group %q: %w", name, err)}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+// Package group is Cohort's group communication for applications: a named
+// group on a live cluster, every node a member, whose multicasts are
+// delivered in the order of one of the multicast family's algorithms
+// (total-sequencer and total-isis give every member the same order).
+//
+//	g, err := group.New(node, "accounts", algo)
+//	id, err := g.Multicast(ctx, []byte("deposit 100"))
+//	ds, wait := g.Deliveries(ctx)
+//	for d := range ds { apply(d.Body) } // the same order on every node
+//
+// Deliveries are never dropped: a stream buffers what its reader has not
+// taken yet, up to MaxBacklog messages, and ends with ErrSlowReader
+// beyond that rather than skip one.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/multicast"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// DefaultAlgorithm is the algorithm behind a node's groups unless its
+// configuration names another.
+const DefaultAlgorithm = "total-sequencer"
+
+// Algorithm finds a multicast algorithm by name; the error lists them.
+func Algorithm(name string) (proc.Algorithm, error) {
+	var names []string
+	for _, a := range multicast.Algorithms {
+		if a.Name == name {
+			return a, nil
+		}
+		names = append(names, a.Name)
+	}
+	return proc.Algorithm{}, fmt.Errorf("unknown multicast algorithm %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Resolver is a live.Config.Resolve for a cluster whose groups all run
+// algorithm a: a node joins group "group/x" when the first message for it
+// arrives.
+func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
+	return func(service string) (proc.Algorithm, bool) {
+		name, ok := strings.CutPrefix(service, "group/")
+		return a, ok && ValidName(name) == nil
+	}
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// ValidName checks a group's name.
+func ValidName(name string) error {
+	if !validName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("group name %q: want 1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)", name)
+	}
+	return nil
+}
+
+// MaxBody bounds a multicast's payload.
+const MaxBody = 1 << 20
+
+// MaxBacklog bounds the deliveries a stream holds for a slow reader.
+const MaxBacklog = 1 << 20
+
+// ErrSlowReader ends a delivery stream whose reader fell MaxBacklog
+// messages behind.
+var ErrSlowReader = errors.New("delivery stream ended: the reader fell too far behind")
+
+// ID identifies a multicast: its origin node and that node's number for it.
+type ID struct {
+	Origin proc.ID `json:"origin"`
+	Seq    uint64  `json:"seq"`
+}
+
+// Delivery is a message delivered to this node.
+type Delivery struct {
+	ID
+	Body []byte `json:"body"`
+}
+
+// Group is a named group on one node. Its methods are safe for concurrent
+// use.
+type Group struct {
+	svc  *live.Service
+	name string
+
+	inMu    sync.Mutex // orders Multicast inputs with their waiters
+	pendMu  sync.Mutex
+	pending []chan result // one per Multicast input, in input order
+
+	subMu sync.Mutex
+	subs  map[*stream]struct{}
+}
+
+type result struct {
+	id  ID
+	err error
+}
+
+// New joins the group called name on node n, run by algorithm a of the
+// multicast family. Every node must use the same algorithm for a group.
+func New(n *live.Node, name string, a proc.Algorithm) (*Group, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if a.Family != "multicast" {
+		return nil, fmt.Errorf("group %q: %s is not a multicast algorithm", name, a.Name)
+	}
+	svc, err := n.Service("group/"+name, a)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{svc: svc, name: name, subs: map[*stream]struct{}{}}
+	svc.OnOutput(g.output)
+	return g, nil
+}
+
+// Name is the group's name.
+func (g *Group) Name() string { return g.name }
+
+// output runs in the service's goroutine for every output.
+func (g *Group) output(o proc.Output) {
+	switch o := o.(type) {
+	case multicast.Sent:
+		g.resolve(result{id: ID{o.Origin, o.Seq}})
+	case multicast.Refused:
+		g.resolve(result{err: fmt.Errorf("group %q: multicast refused: %s", g.name, o.Reason)})
+	case multicast.Delivered:
+		d := Delivery{ID: ID{o.Origin, o.Seq}, Body: []byte(o.Body)}
+		g.subMu.Lock()
+		for s := range g.subs {
+			s.push(d)
+		}
+		g.subMu.Unlock()
+	}
+}
+
+func (g *Group) resolve(r result) {
+	g.pendMu.Lock()
+	if len(g.pending) == 0 {
+		g.pendMu.Unlock()
+		return
+	}
+	ch := g.pending[0]
+	g.pending = g.pending[1:]
+	g.pendMu.Unlock()
+	ch <- r
+}
+
+// Multicast sends body to every member of the group, this node included,
+// and returns the message's identity once the algorithm has taken it.
+func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
+	if len(body) > MaxBody {
+		return ID{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", g.name, len(body), MaxBody)
+	}
+	ch := make(chan result, 1)
+	g.inMu.Lock()
+	g.pendMu.Lock()
+	g.pending = append(g.pending, ch)
+	g.pendMu.Unlock()
+	err := g.svc.Input(multicast.Multicast{Group: "all", Body: string(body)})
+	if err != nil {
+		g.pendMu.Lock()
+		g.pending = g.pending[:len(g.pending)-1]
+		g.pendMu.Unlock()
+	}
+	g.inMu.Unlock()
+	if err != nil {
+		return ID{}, err
+	}
+	select {
+	case r := <-ch:
+		return r.id, r.err
+	case <-g.svc.Done():
+		return ID{}, live.ErrClosed
+	case <-ctx.Done():
+		return ID{}, ctx.Err()
+	}
+}
+
+// Deliveries streams the messages this node delivers from now on, in
+// delivery order, until ctx ends or the node closes; then the channel
+// closes, and the returned function says why (nil when ctx ended).
+func (g *Group) Deliveries(ctx context.Context) (<-chan Delivery, func() error) {
+	s := &stream{wake: make(chan struct{}, 1)}
+	g.subMu.Lock()
+	g.subs[s] = struct{}{}
+	g.subMu.Unlock()
+	out := make(chan Delivery, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(out)
+		defer func() {
+			g.subMu.Lock()
+			delete(g.subs, s)
+			g.subMu.Unlock()
+		}()
+		for {
+			batch, err := s.take()
+			for _, d := range batch {
+				select {
+				case out <- d:
+				case <-ctx.Done():
+					errc <- nil
+					return
+				}
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			if len(batch) > 0 {
+				continue
+			}
+			select {
+			case <-s.wake:
+			case <-ctx.Done():
+				errc <- nil
+				return
+			case <-g.svc.Done():
+				errc <- live.ErrClosed
+				return
+			}
+		}
+	}()
+	return out, func() error { return <-errc }
+}
+
+// stream is one reader's backlog.
+type stream struct {
+	mu       sync.Mutex
+	backlog  []Delivery
+	overflow bool
+	wake     chan struct{}
+}
+
+func (s *stream) push(d Delivery) {
+	s.mu.Lock()
+	if len(s.backlog) >= MaxBacklog {
+		s.overflow = true
+	} else if !s.overflow {
+		s.backlog = append(s.backlog, d)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *stream) take() ([]Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.backlog
+	s.backlog = nil
+	if s.overflow && len(b) == 0 {
+		return nil, ErrSlowReader
+	}
+	return b, nil
+}

@@ -1,0 +1,226 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/multicast"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+)
+
+func algo(t testing.TB, name string) proc.Algorithm {
+	for _, a := range multicast.Algorithms {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no multicast algorithm %q", name)
+	return proc.Algorithm{}
+}
+
+func inprocCluster(t testing.TB, n int, a proc.Algorithm) []*live.Node {
+	t.Helper()
+	net, err := transport.NewInProc(n, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trs []live.Transport
+	for i := range n {
+		ep, err := net.Endpoint(proc.ID(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, ep)
+	}
+	return nodes(t, trs, a)
+}
+
+func nodes(t testing.TB, trs []live.Transport, a proc.Algorithm) []*live.Node {
+	t.Helper()
+	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
+	var ns []*live.Node
+	for i, tr := range trs {
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: len(trs), Transport: tr, NewCodec: codec, Resolve: Resolver(a)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, node)
+	}
+	t.Cleanup(func() {
+		for _, node := range ns {
+			node.Close()
+		}
+	})
+	return ns
+}
+
+// exchange has every node multicast k messages at once and collects what
+// every node delivers, until each has n·k deliveries.
+func exchange(t *testing.T, ns []*live.Node, a proc.Algorithm, k int) [][]Delivery {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var gs []*Group
+	for _, node := range ns {
+		g, err := New(node, "g", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	got := make([][]Delivery, len(ns))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		ds, _ := g.Deliveries(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range ds {
+				got[i] = append(got[i], d)
+				if len(got[i]) == len(ns)*k {
+					return
+				}
+			}
+		}()
+	}
+	var send sync.WaitGroup
+	for i, g := range gs {
+		send.Add(1)
+		go func() {
+			defer send.Done()
+			for j := 1; j <= k; j++ {
+				id, err := g.Multicast(ctx, []byte(fmt.Sprintf("m%d.%d", i, j)))
+				if err != nil {
+					t.Errorf("node %d multicast %d: %v", i, j, err)
+					return
+				}
+				if id.Origin != proc.ID(i) || id.Seq != uint64(j) {
+					t.Errorf("node %d multicast %d got id %+v", i, j, id)
+				}
+			}
+		}()
+	}
+	send.Wait()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("not every node delivered %d messages: %v", len(ns)*k, lens(got))
+	}
+	return got
+}
+
+func lens(got [][]Delivery) []int {
+	var l []int
+	for _, g := range got {
+		l = append(l, len(g))
+	}
+	return l
+}
+
+// Every node delivers every message once, with the body that was sent, and
+// each origin's messages in the order it sent them (TCP and in-process
+// channels are FIFO, and these algorithms keep it); total orders give every
+// node the same sequence.
+func TestGroupsDeliverInOrder(t *testing.T) {
+	for _, name := range []string{"total-sequencer", "total-isis", "total-lamport", "fifo", "causal", "reliable"} {
+		t.Run(name, func(t *testing.T) {
+			a := algo(t, name)
+			got := exchange(t, inprocCluster(t, 5, a), a, 40)
+			for i, ds := range got {
+				seen := map[ID]bool{}
+				next := map[proc.ID]uint64{}
+				for _, d := range ds {
+					if seen[d.ID] {
+						t.Fatalf("node %d delivered %+v twice", i, d.ID)
+					}
+					seen[d.ID] = true
+					if want := fmt.Sprintf("m%d.%d", d.Origin, d.Seq); string(d.Body) != want {
+						t.Fatalf("node %d: %+v carries %q, want %q", i, d.ID, d.Body, want)
+					}
+					if next[d.Origin]++; next[d.Origin] != d.Seq && name != "reliable" {
+						t.Fatalf("node %d delivered %+v out of its sender's order", i, d.ID)
+					}
+				}
+			}
+			if strings.HasPrefix(name, "total") {
+				for i := 1; i < len(got); i++ {
+					if !slices.EqualFunc(got[0], got[i], func(a, b Delivery) bool { return a.ID == b.ID }) {
+						t.Fatalf("nodes 0 and %d delivered in different orders", i)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The same over the TCP transport on loopback, with its handshake.
+func TestGroupOverTCP(t *testing.T) {
+	a := algo(t, "total-isis")
+	secret := []byte("a cluster secret of 32 bytes....")
+	const n = 3
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		ln.Close()
+	}
+	var trs []live.Transport
+	for i := range n {
+		peers := map[proc.ID]string{}
+		for j, addr := range addrs {
+			if j != i {
+				peers[proc.ID(j)] = addr
+			}
+		}
+		tr, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listen: addrs[i], Peers: peers, Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, tr)
+	}
+	got := exchange(t, nodes(t, trs, a), a, 30)
+	for i := 1; i < n; i++ {
+		if !slices.EqualFunc(got[0], got[i], func(a, b Delivery) bool { return a.ID == b.ID }) {
+			t.Fatalf("nodes 0 and %d delivered in different orders over TCP", i)
+		}
+	}
+}
+
+func TestGroupBadInput(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 1, a)
+	if _, err := New(ns[0], "a/b", a); err == nil {
+		t.Error("bad name accepted")
+	}
+	mutexAlgo := a
+	mutexAlgo.Family = "mutex"
+	if _, err := New(ns[0], "x", mutexAlgo); err == nil {
+		t.Error("a non-multicast algorithm accepted")
+	}
+	g, err := New(ns[0], "x", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Multicast(context.Background(), make([]byte, MaxBody+1)); err == nil {
+		t.Error("an oversized message accepted")
+	}
+	ns[0].Close()
+	if _, err := g.Multicast(context.Background(), []byte("x")); !errors.Is(err, live.ErrClosed) {
+		t.Errorf("multicast on a closed node: %v", err)
+	}
+}

@@ -1,0 +1,326 @@
+package group
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The HTTP API of a node's groups:
+//
+//	POST /v1/groups/{name}/messages     the request body is the message; 200 {"origin","seq"}
+//	GET  /v1/groups/{name}/deliveries   server-sent events: one "data: {"origin","seq","body"}" per delivery,
+//	                                    body in base64, from the moment of the request on
+//
+// Authentication (the bearer token) is the caller's: the node wraps this
+// handler with its API's.
+
+// Server serves the groups of one node.
+type Server struct {
+	node *live.Node
+	algo proc.Algorithm
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	groups map[string]*Group
+}
+
+// NewServer returns the group API of node n; every group runs algorithm a.
+func NewServer(n *live.Node, a proc.Algorithm, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{node: n, algo: a, log: log, groups: map[string]*Group{}}
+}
+
+// Group returns the node's group called name, joining it on first use.
+func (s *Server) Group(name string) (*Group, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.groups[name]; ok {
+		return g, nil
+	}
+	g, err := New(s.node, name, s.algo)
+	if err != nil {
+		return nil, err
+	}
+	s.groups[name] = g
+	return g, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/groups/{name}/messages", s.multicast)
+	mux.HandleFunc("GET /v1/groups/{name}/deliveries", s.deliveries)
+	return mux
+}
+
+func (s *Server) group(w http.ResponseWriter, r *http.Request) (*Group, bool) {
+	name := r.PathValue("name")
+	if err := ValidName(name); err != nil {
+		reply(w, http.StatusBadRequest, apiError(err.Error()))
+		return nil, false
+	}
+	g, err := s.Group(name)
+	if err != nil {
+		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		return nil, false
+	}
+	return g, true
+}
+
+func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.group(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		reply(w, http.StatusBadRequest, apiError(err.Error()))
+		return
+	}
+	if len(body) > MaxBody {
+		reply(w, http.StatusRequestEntityTooLarge, apiError(fmt.Sprintf("message over the %d-byte limit", MaxBody)))
+		return
+	}
+	id, err := g.Multicast(r.Context(), body)
+	if err != nil {
+		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		return
+	}
+	reply(w, http.StatusOK, id)
+}
+
+func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.group(w, r)
+	if !ok {
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		reply(w, http.StatusInternalServerError, apiError("streaming unsupported"))
+		return
+	}
+	ds, wait := g.Deliveries(r.Context())
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	bw := bufio.NewWriter(w)
+	for d := range ds {
+		b, _ := json.Marshal(d)
+		bw.WriteString("data: ")
+		bw.Write(b)
+		bw.WriteString("\n\n")
+		// Flush when nothing more is waiting, so a burst goes out in
+		// few writes.
+		if len(ds) == 0 {
+			if bw.Flush() != nil {
+				break
+			}
+			flusher.Flush()
+		}
+	}
+	if err := wait(); err != nil {
+		fmt.Fprintf(bw, "event: error\ndata: %q\n\n", err.Error())
+		bw.Flush()
+		s.log.Warn("delivery stream ended", "group", g.Name(), "err", err)
+	}
+}
+
+func apiError(msg string) map[string]string { return map[string]string{"error": msg} }
+
+func reply(w http.ResponseWriter, code int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// Client multicasts and listens through the HTTP API of a cluster's nodes.
+type Client struct {
+	// Endpoints are nodes' API addresses, "host:port" or URLs; a call uses
+	// the first that answers.
+	Endpoints []string
+	// Token is the bearer token the nodes require, if any.
+	Token string
+	// HTTP is the client to use; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+// Multicast sends body to group name.
+func (c *Client) Multicast(ctx context.Context, name string, body []byte) (ID, error) {
+	var id ID
+	err := c.first(ctx, func(base string) error {
+		resp, err := c.do(ctx, http.MethodPost, base+"/v1/groups/"+url.PathEscape(name)+"/messages", body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&id)
+	})
+	return id, err
+}
+
+// Deliveries streams what the first node that answers delivers from now
+// on, until ctx ends or the stream breaks; then the channel closes and the
+// returned function says why (nil once ctx ended).
+func (c *Client) Deliveries(ctx context.Context, name string) (<-chan Delivery, func() error, error) {
+	var resp *http.Response
+	err := c.first(ctx, func(base string) error {
+		r, err := c.do(ctx, http.MethodGet, base+"/v1/groups/"+url.PathEscape(name)+"/deliveries", nil)
+		resp = r
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan Delivery, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		err := ReadDeliveries(resp.Body, func(d Delivery) bool {
+			select {
+			case ch <- d:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+		if ctx.Err() != nil {
+			err = nil
+		}
+		errc <- err
+	}()
+	return ch, func() error { return <-errc }, nil
+}
+
+// MaxEvent bounds one server-sent event's line: a largest message in
+// base64 and its identity.
+const MaxEvent = MaxBody*4/3 + 1024
+
+// ReadDeliveries reads a delivery stream from r and hands each delivery to
+// f until f returns false or the stream ends (nil at EOF). An "error"
+// event from the node ends it with that error; a data line that is not a
+// delivery is an error that quotes it.
+func ReadDeliveries(r io.Reader, f func(Delivery) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), MaxEvent)
+	event := ""
+	for sc.Scan() {
+		line := sc.Bytes()
+		if ev, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			event = string(bytes.TrimSpace(ev))
+			continue
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			if len(line) == 0 {
+				event = ""
+			}
+			continue
+		}
+		data = bytes.TrimSpace(data)
+		if event == "error" {
+			return fmt.Errorf("the node ended the stream: %s", data)
+		}
+		var d Delivery
+		if err := json.Unmarshal(data, &d); err != nil {
+			q := string(data)
+			if len(q) > 80 {
+				q = q[:80] + "..."
+			}
+			return fmt.Errorf("bad delivery %q: %v", q, err)
+		}
+		if !f(d) {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// first runs call against each endpoint until one answers.
+func (c *Client) first(ctx context.Context, call func(base string) error) error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("no endpoints")
+	}
+	var errs []error
+	for _, ep := range c.Endpoints {
+		base := ep
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		u, err := url.Parse(base)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("endpoint %q: want host:port or a URL", ep)
+		}
+		err = call(strings.TrimSuffix(u.String(), "/"))
+		var ae *apiErr
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &ae):
+			return fmt.Errorf("%s: %w", ep, err) // the node answered: another would say the same
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+}
+
+// apiErr is an error reply of a node.
+type apiErr struct {
+	code int
+	msg  string
+}
+
+func (e *apiErr) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
+
+// do sends a request; a reply other than 200 is an *apiErr.
+func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return nil, &apiErr{resp.StatusCode, e.Error}
+	}
+	return resp, nil
+}
