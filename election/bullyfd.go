@@ -57,6 +57,8 @@ type bullyFD struct {
 	timer     proc.TimerID
 	started   time.Duration
 	graceOver bool // every peer heard from, or Timeout passed since Start
+	ticked    bool
+	lastTick  time.Duration
 
 	peers []fdPeer
 }
@@ -302,9 +304,17 @@ func (b *bullyFD) Timeout(env proc.Env, tag any) {
 }
 
 // tick sends the heartbeats, updates suspicions and reviews the leader.
+//
+// A tick that comes much later than due means this process itself was
+// stalled (descheduled on a busy machine, paused by a debugger): the
+// heartbeats that arrived meanwhile may still wait behind the tick, so the
+// silence it sees is its own. Such a tick suspects nobody; the next one,
+// after the backlog, decides.
 func (b *bullyFD) tick(env proc.Env) {
 	b.beat(env)
 	now := env.Now()
+	stalled := b.ticked && now-b.lastTick > 2*b.cfg.Heartbeat
+	b.ticked, b.lastTick = true, now
 	all := true
 	for q := range b.peers {
 		if proc.ID(q) == env.Self() {
@@ -312,7 +322,7 @@ func (b *bullyFD) tick(env proc.Env) {
 		}
 		p := &b.peers[q]
 		all = all && p.heard
-		if !p.suspected && b.silentTooLong(p, now) {
+		if !stalled && !p.suspected && b.silentTooLong(p, now) {
 			p.suspected = true
 			if b.elected == proc.ID(q) {
 				b.setElected(env, proc.None)

@@ -277,3 +277,54 @@ func TestLeaderInputs(t *testing.T) {
 		t.Error("vote: no error")
 	}
 }
+
+// fakeEnv drives one process by hand.
+type fakeEnv struct {
+	self proc.ID
+	n    int
+	now  time.Duration
+	outs []proc.Output
+}
+
+func (e *fakeEnv) Self() proc.ID                            { return e.self }
+func (e *fakeEnv) N() int                                   { return e.n }
+func (e *fakeEnv) Neighbors() []proc.ID                     { return nil }
+func (e *fakeEnv) Now() time.Duration                       { return e.now }
+func (e *fakeEnv) Send(proc.ID, proc.Message)               {}
+func (e *fakeEnv) SetTimer(time.Duration, any) proc.TimerID { return 1 }
+func (e *fakeEnv) CancelTimer(proc.TimerID)                 {}
+func (e *fakeEnv) Rand() *rand.Rand                         { return rand.New(rand.NewPCG(1, 2)) }
+func (e *fakeEnv) Output(o proc.Output)                     { e.outs = append(e.outs, o) }
+
+// A process that was itself stalled does not blame its leader for the
+// silence: the tick that comes late suspects nobody, and the heartbeats
+// that waited behind it clear the leader. A leader that stays silent after
+// the stall is suspected at the next tick.
+func TestBullyFDStalledObserverSuspectsNobody(t *testing.T) {
+	cfg := SimLeader
+	for _, leaderAlive := range []bool{true, false} {
+		env := &fakeEnv{self: 0, n: 2}
+		b := NewBullyFD(cfg)(0, 2).(*bullyFD)
+		b.Start(env)
+		env.now = cfg.Heartbeat
+		b.Receive(env, 1, bullyCoordinator{})
+		b.Timeout(env, fdTick{})
+		if b.elected != 1 {
+			t.Fatalf("elected %s, want p1", b.elected)
+		}
+		// Stalled for 10 timeouts: the overdue tick comes first.
+		env.now += 10 * cfg.Timeout
+		b.Timeout(env, fdTick{})
+		if b.elected != 1 {
+			t.Fatalf("the overdue tick dropped the leader")
+		}
+		if leaderAlive {
+			b.Receive(env, 1, fdBeat{Candidate: true, Leader: 1})
+		}
+		env.now += cfg.Heartbeat
+		b.Timeout(env, fdTick{})
+		if got := b.elected == 1; got != leaderAlive {
+			t.Errorf("leader alive %v: after the next tick elected = %s", leaderAlive, b.elected)
+		}
+	}
+}
