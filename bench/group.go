@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+)
+
+// The group benchmark measures totally ordered multicast on a cluster of
+// GroupNodes live nodes in this process, connected by the TCP transport on
+// loopback with the wire codec, through the Go API (group.Group). Every
+// node multicasts in a closed loop, keeping Window of its own messages in
+// flight (multicast and not yet delivered back to itself). Measured per
+// algorithm and window:
+//
+//   - throughput: messages delivered at every member, per second;
+//   - latency: from the Multicast call to the delivery at the last member,
+//     p50 and p99.
+
+// GroupNodes is the size of the benchmark's cluster.
+const GroupNodes = 5
+
+// GroupConfig configures RunGroup.
+type GroupConfig struct {
+	Algorithms []proc.Algorithm
+	Windows    []int // messages in flight per sender, one configuration each
+	Duration   time.Duration
+	Size       int // payload bytes; default 64
+	Logger     *slog.Logger
+	Progress   io.Writer
+}
+
+// GroupPoint is one algorithm's figures at one window.
+type GroupPoint struct {
+	Algorithm    string  `json:"algorithm"`
+	Window       int     `json:"window"`
+	Delivered    int     `json:"delivered"`      // messages delivered at every member
+	PerSecond    float64 `json:"per_second"`     // of those
+	LatencyP50Ms float64 `json:"latency_p50_ms"` // multicast to the last member's delivery
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+}
+
+// RunGroup runs every algorithm at every window, one after the other, each
+// on a fresh cluster.
+func RunGroup(ctx context.Context, cfg GroupConfig) ([]GroupPoint, error) {
+	if cfg.Size == 0 {
+		cfg.Size = 64
+	}
+	switch {
+	case cfg.Duration <= 0:
+		return nil, fmt.Errorf("duration %v: want more than 0", cfg.Duration)
+	case cfg.Size < 0 || cfg.Size > group.MaxBody:
+		return nil, fmt.Errorf("size %d: want 0 to %d bytes", cfg.Size, group.MaxBody)
+	case len(cfg.Algorithms) == 0 || len(cfg.Windows) == 0:
+		return nil, errors.New("no algorithm or no window")
+	}
+	var out []GroupPoint
+	for _, a := range cfg.Algorithms {
+		for _, w := range cfg.Windows {
+			if w < 1 {
+				return out, fmt.Errorf("window %d: want at least 1", w)
+			}
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "%s: window %d for %v\n", a.Name, w, cfg.Duration)
+			}
+			p, err := runGroupOnce(ctx, cfg, a, w)
+			if err != nil {
+				return out, fmt.Errorf("%s, window %d: %w", a.Name, w, err)
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window int) (GroupPoint, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	trs, err := loopbackTransports(GroupNodes, secret, log)
+	if err != nil {
+		return GroupPoint{}, err
+	}
+	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
+	var nodes []*live.Node
+	defer func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}()
+	var groups []*group.Group
+	for i, tr := range trs {
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, NewCodec: codec, Logger: log,
+			Resolve: group.Resolver(a), InboxLen: 1 << 16})
+		if err != nil {
+			tr.Close()
+			return GroupPoint{}, err
+		}
+		nodes = append(nodes, node)
+		if err := node.Start(); err != nil {
+			return GroupPoint{}, err
+		}
+		g, err := group.New(node, "bench", a)
+		if err != nil {
+			return GroupPoint{}, err
+		}
+		groups = append(groups, g)
+	}
+
+	// Bookkeeping: when each message was multicast, how many members have
+	// delivered it, and when the last one did.
+	type msg struct {
+		sent  time.Time
+		count int
+	}
+	var mu sync.Mutex
+	msgs := map[group.ID]*msg{}
+	var latencies []time.Duration
+	complete := 0
+	measuring := false
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Each sender's window: a slot is taken at Multicast and given back
+	// when the sender delivers its own message.
+	slots := make([]chan struct{}, GroupNodes)
+	for i := range slots {
+		slots[i] = make(chan struct{}, window)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 2*GroupNodes)
+	for i, g := range groups {
+		ds, wait := g.Deliveries(rctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range ds {
+				now := time.Now()
+				mu.Lock()
+				m := msgs[d.ID]
+				if m == nil { // delivered before Multicast returned its identity
+					m = &msg{}
+					msgs[d.ID] = m
+				}
+				m.count++
+				if m.count == GroupNodes {
+					if measuring {
+						complete++
+						if !m.sent.IsZero() {
+							latencies = append(latencies, now.Sub(m.sent))
+						}
+					}
+					delete(msgs, d.ID)
+				}
+				mu.Unlock()
+				if d.Origin == proc.ID(i) {
+					<-slots[i]
+				}
+			}
+			if err := wait(); err != nil {
+				errc <- fmt.Errorf("node %d's deliveries: %w", i, err)
+			}
+		}()
+	}
+	body := make([]byte, cfg.Size)
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case slots[i] <- struct{}{}:
+				case <-rctx.Done():
+					return
+				}
+				// The message is registered before it can be delivered:
+				// the identity comes back only from Multicast, so the
+				// time is taken just before the call.
+				sent := time.Now()
+				id, err := g.Multicast(rctx, body)
+				if err != nil {
+					if rctx.Err() == nil {
+						errc <- fmt.Errorf("node %d: %w", i, err)
+					}
+					return
+				}
+				mu.Lock()
+				if m := msgs[id]; m != nil {
+					m.sent = sent // deliveries overtook the bookkeeping
+				} else {
+					msgs[id] = &msg{sent: sent}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	// Warm up, then measure.
+	warm := min(cfg.Duration/5, time.Second)
+	select {
+	case <-time.After(warm):
+	case <-ctx.Done():
+		return GroupPoint{}, ctx.Err()
+	}
+	mu.Lock()
+	measuring = true
+	start := time.Now()
+	mu.Unlock()
+	select {
+	case <-time.After(cfg.Duration):
+	case <-ctx.Done():
+		return GroupPoint{}, ctx.Err()
+	case err := <-errc:
+		return GroupPoint{}, err
+	}
+	mu.Lock()
+	measuring = false
+	elapsed := time.Since(start)
+	n := complete
+	lat := slices.Clone(latencies)
+	mu.Unlock()
+	cancel()
+	wg.Wait()
+	if n == 0 {
+		return GroupPoint{}, errors.New("no message reached every member")
+	}
+	slices.Sort(lat)
+	return GroupPoint{Algorithm: a.Name, Window: window, Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
+		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99))}, nil
+}
