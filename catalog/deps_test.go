@@ -29,6 +29,8 @@ var allowed = map[string][]string{
 	"check":     {"trace", "proc", "clock"},
 	"scenario":  {"proc", "sim"},
 	"wire":      {"proc"},
+	"ntp":       {},
+	"position":  {},
 }
 
 // Standard packages a state machine must not use: they would make a run
