@@ -57,7 +57,7 @@ func endpoints() []string {
 
 // up builds the image, writes the nodes' configuration and starts the
 // cluster; it is taken down when the test ends.
-func up(t *testing.T) (compose func(args ...string) string) {
+func up(t *testing.T, extra string) (compose func(args ...string) string) {
 	root := repoRoot(t)
 	build := t.TempDir()
 	run(t, 3*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-C", root, "-o", filepath.Join(build, "cohort"), "./cmd/cohort")
@@ -75,8 +75,8 @@ func up(t *testing.T) (compose func(args ...string) string) {
 		peers = append(peers, fmt.Sprintf("  %d: node%d:7000", i, i))
 	}
 	for i := 0; i < nodes; i++ {
-		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\nlock: ricart-agrawala\ntrace: /traces/node%d.jsonl\npeers:\n%s\n",
-			i, i, strings.Join(peers, "\n"))
+		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\npeers:\n%s\n%s",
+			i, strings.Join(peers, "\n"), strings.ReplaceAll(extra, "{id}", fmt.Sprint(i)))
 		if err := os.WriteFile(filepath.Join(cfg, fmt.Sprintf("node%d.yaml", i)), []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestDockerCluster(t *testing.T) {
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		t.Skip("docker-compose is not installed")
 	}
-	compose := up(t)
+	compose := up(t, "lock: ricart-agrawala\ntrace: /traces/node{id}.jsonl\n")
 	eps := endpoints()
 	lockRound(t, "healthy cluster", eps)
 	checkTraces(t, "healthy cluster")
