@@ -32,7 +32,7 @@ type basic struct {
 	cfg       BasicConfig
 	groups    groupTable
 	seq       counters
-	delivered map[msgKey]bool
+	delivered seen
 	pending   map[msgKey]*basicPending // my multicasts not yet acknowledged by every member
 }
 
@@ -89,7 +89,7 @@ func NewBasic(cfg BasicConfig) func(proc.ID, int) proc.Process {
 		cfg.Retries = DefaultBasic.Retries
 	}
 	return func(_ proc.ID, n int) proc.Process {
-		return &basic{cfg: cfg, groups: Groups(n), seq: counters{}, delivered: map[msgKey]bool{}, pending: map[msgKey]*basicPending{}}
+		return &basic{cfg: cfg, groups: Groups(n), seq: counters{}, delivered: seen{}, pending: map[msgKey]*basicPending{}}
 	}
 }
 
@@ -140,7 +140,7 @@ func (b *basic) multicast(env proc.Env, in Multicast) {
 	k := sent(env, g, b.seq.next(g.Name), in.Body)
 	d := bData{Group: k.Group, Origin: k.Origin, Seq: k.Seq, Body: in.Body}
 	if g.Has(env.Self()) {
-		b.delivered[k] = true
+		b.delivered.Add(k)
 		deliver(env, k, in.Body)
 	}
 	p := &basicPending{data: d}
@@ -160,8 +160,7 @@ func (b *basic) onData(env proc.Env, from proc.ID, d bData) {
 		return // not a message of this run
 	}
 	env.Send(from, bAck{Group: d.Group, Origin: d.Origin, Seq: d.Seq})
-	if k := d.key(); !b.delivered[k] {
-		b.delivered[k] = true
+	if k := d.key(); b.delivered.Add(k) {
 		deliver(env, k, d.Body)
 	}
 }

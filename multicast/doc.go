@@ -48,6 +48,20 @@
 // group, say, two processes in both groups may deliver a message of g1 and
 // one of g2 in opposite orders. The tests show it.
 //
+// # Memory in a long run
+//
+// A live group may carry millions of messages, so no algorithm keeps
+// anything per message once every process is done with it. The sets of
+// messages a process has delivered, received or numbered (basic,
+// reliable, total-sequencer and its hybrids, total-isis) are seen sets: a
+// watermark per origin and the numbers above it, which compact as the
+// gaps fill, because every origin numbers its messages to a group 1, 2,
+// 3 .... Hold-back queues, proposals being collected and unacknowledged
+// copies are deleted when their message is delivered, agreed or
+// acknowledged; reliable-nack's retransmission buffer is trimmed by the
+// receivers' reports (see its comment). What a process holds is then set
+// by the messages in flight, not by the messages carried.
+//
 // # Delivery is local
 //
 // A member that multicasts delivers its own message without sending it to

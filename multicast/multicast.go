@@ -153,6 +153,13 @@ func (t groupTable) lookup(name string) (Group, bool) {
 	return Group{}, false
 }
 
+// process reports whether p is one of the run's processes (a member of
+// "all"): a possible origin of a message to any group, open ones too.
+func (t groupTable) process(p proc.ID) bool {
+	all, ok := t.lookup("all")
+	return ok && all.Has(p)
+}
+
 // accept resolves a Multicast input at process self: the group to send to,
 // or false after a Refused output. closedOnly treats every group as closed.
 func (t groupTable) accept(env proc.Env, in Multicast, closedOnly bool) (Group, bool) {

@@ -26,7 +26,7 @@ import "github.com/cohort-go/cohort/proc"
 type reliable struct {
 	groups   groupTable
 	seq      counters
-	received map[msgKey]bool
+	received seen
 }
 
 // rData is a copy of a multicast message, from its origin or relayed.
@@ -48,7 +48,7 @@ func init() {
 		Source:  "seed 000, seed 004",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
 		New: func(_ proc.ID, n int) proc.Process {
-			return &reliable{groups: Groups(n), seq: counters{}, received: map[msgKey]bool{}}
+			return &reliable{groups: Groups(n), seq: counters{}, received: seen{}}
 		},
 		Breaks:   []string{"fifo-order", "causal-order", "total-order"},
 		Messages: []proc.Message{rData{}},
@@ -91,7 +91,7 @@ func (r *reliable) multicast(env proc.Env, in Multicast) {
 	}
 	k := sent(env, g, r.seq.next(g.Name), in.Body)
 	d := rData{Group: k.Group, Origin: k.Origin, Seq: k.Seq, Body: in.Body}
-	r.received[k] = true
+	r.received.Add(k)
 	g.others(env.Self(), func(q proc.ID) { env.Send(q, d) })
 	if g.Has(env.Self()) {
 		deliver(env, k, in.Body)
@@ -101,19 +101,14 @@ func (r *reliable) multicast(env proc.Env, in Multicast) {
 // onData relays the first copy of a message to the other members, then
 // delivers it.
 func (r *reliable) onData(env proc.Env, d rData) {
-	k := d.key()
-	if r.received[k] {
-		return
-	}
-	r.received[k] = true
 	g, ok := r.groups.lookup(d.Group)
-	if !ok {
-		return
+	if !ok || !r.groups.process(d.Origin) || !r.received.Add(d.key()) {
+		return // not a message of this run, or received already
 	}
 	g.others(env.Self(), func(q proc.ID) {
 		if q != d.Origin {
 			env.Send(q, d)
 		}
 	})
-	deliver(env, k, d.Body)
+	deliver(env, d.key(), d.Body)
 }

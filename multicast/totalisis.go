@@ -43,8 +43,8 @@ type isis struct {
 	n       int
 	seq     counters
 	A, P    map[string]uint64
-	queue   map[string][]isisEntry // the hold-back queue of each group, smallest number first
-	done    map[msgKey]bool
+	queue   map[string][]isisEntry  // the hold-back queue of each group, smallest number first
+	done    seen                    // delivered
 	pending map[msgKey]*isisPending // my multicasts, collecting proposals
 	hb      holdback
 }
@@ -108,7 +108,7 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &isis{groups: Groups(n), n: n, seq: counters{}, A: map[string]uint64{}, P: map[string]uint64{},
-				queue: map[string][]isisEntry{}, done: map[msgKey]bool{}, pending: map[msgKey]*isisPending{}}
+				queue: map[string][]isisEntry{}, done: seen{}, pending: map[msgKey]*isisPending{}}
 		},
 		Breaks:   []string{"fifo-order", "causal-order"},
 		Messages: []proc.Message{iData{}, iPropose{}, iAgreed{}},
@@ -153,7 +153,7 @@ func (s *isis) multicast(env proc.Env, in Multicast) {
 func (s *isis) onData(env proc.Env, d iData) {
 	k := msgKey{d.Group, d.Origin, d.Seq}
 	g, ok := s.groups.lookup(d.Group)
-	if !ok || !g.Has(env.Self()) || s.done[k] || slices.ContainsFunc(s.queue[d.Group], func(e isisEntry) bool { return e.key == k }) {
+	if !ok || !g.Has(env.Self()) || s.done.Has(k) || slices.ContainsFunc(s.queue[d.Group], func(e isisEntry) bool { return e.key == k }) {
 		return
 	}
 	p := max(s.A[d.Group], s.P[d.Group]) + 1
@@ -210,7 +210,7 @@ func (s *isis) onAgreed(env proc.Env, a iAgreed) {
 	q[i].num, q[i].by, q[i].agreed = a.A, a.By, true
 	s.sort(a.Group)
 	for q = s.queue[a.Group]; len(q) > 0 && q[0].agreed; q = q[1:] {
-		s.done[q[0].key] = true
+		s.done.Add(q[0].key)
 		deliver(env, q[0].key, q[0].body)
 	}
 	s.queue[a.Group] = q

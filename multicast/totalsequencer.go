@@ -45,13 +45,13 @@ type sequencer struct {
 	r      map[string]uint64            // the next order number to deliver, per group
 	held   map[msgKey]string            // the hold-back queue: data waiting for its turn
 	orders map[string]map[uint64]msgKey // order numbers received, per group
-	done   map[msgKey]bool              // delivered
+	done   seen                         // delivered
 	V      map[string]clock.Vector      // causal-total: per group, messages delivered per origin (own: sent)
 	hb     holdback
 
 	// As the sequencer of a group.
 	s        map[string]uint64       // the next order number to give, per group
-	numbered map[msgKey]bool         // messages given a number
+	numbered seen                    // messages given a number
 	waiting  []sData                 // messages not yet admitted (fifo-total, causal-total)
 	A        map[string]clock.Vector // per group, messages numbered per origin
 }
@@ -100,8 +100,8 @@ func newSequencer(admit admission) func(proc.ID, int) proc.Process {
 	return func(_ proc.ID, n int) proc.Process {
 		return &sequencer{groups: Groups(n), n: n, admit: admit, seq: counters{},
 			r: map[string]uint64{}, held: map[msgKey]string{}, orders: map[string]map[uint64]msgKey{},
-			done: map[msgKey]bool{}, V: map[string]clock.Vector{},
-			s: map[string]uint64{}, numbered: map[msgKey]bool{}, A: map[string]clock.Vector{}}
+			done: seen{}, V: map[string]clock.Vector{},
+			s: map[string]uint64{}, numbered: seen{}, A: map[string]clock.Vector{}}
 	}
 }
 
@@ -174,10 +174,10 @@ func (s *sequencer) onData(env proc.Env, d sData) {
 		return // not a message of this run
 	}
 	k := d.key()
-	if g.Has(env.Self()) && !s.done[k] {
+	if g.Has(env.Self()) && !s.done.Has(k) {
 		s.held[k] = d.Body
 	}
-	if g.Members[0] == env.Self() && !s.numbered[k] &&
+	if g.Members[0] == env.Self() && !s.numbered.Has(k) &&
 		!slices.ContainsFunc(s.waiting, func(w sData) bool { return w.key() == k }) {
 		s.waiting = append(s.waiting, d)
 		s.number(env, g)
@@ -196,7 +196,7 @@ func (s *sequencer) number(env proc.Env, g Group) {
 		s.waiting = slices.Delete(s.waiting, i, i+1)
 		i = -1
 		k := d.key()
-		s.numbered[k] = true
+		s.numbered.Add(k)
 		vector(s.A, g.Name, s.n)[d.Origin]++
 		o := sOrder{Group: k.Group, Origin: k.Origin, Seq: k.Seq, S: s.s[g.Name]}
 		s.s[g.Name]++
@@ -245,7 +245,7 @@ func (s *sequencer) deliver(env proc.Env, group string) {
 		delete(s.held, k)
 		delete(s.orders[group], s.r[group])
 		s.r[group]++
-		s.done[k] = true
+		s.done.Add(k)
 		if s.admit == inCausalOrder && k.Origin != env.Self() {
 			vector(s.V, group, s.n)[k.Origin]++
 		}
