@@ -90,6 +90,9 @@ func (f *fifo) multicast(env proc.Env, in Multicast) {
 }
 
 func (f *fifo) onData(env proc.Env, d fData) {
+	if g, ok := f.groups.lookup(d.Group); !ok || !g.Has(env.Self()) || !f.groups.process(d.Origin) {
+		return // not a message of this run: keep no queue for it
+	}
 	src := source{d.Group, d.Origin}
 	q := f.queue[src]
 	if q == nil {

@@ -153,7 +153,7 @@ func (s *isis) multicast(env proc.Env, in Multicast) {
 func (s *isis) onData(env proc.Env, d iData) {
 	k := msgKey{d.Group, d.Origin, d.Seq}
 	g, ok := s.groups.lookup(d.Group)
-	if !ok || !g.Has(env.Self()) || s.done.Has(k) || slices.ContainsFunc(s.queue[d.Group], func(e isisEntry) bool { return e.key == k }) {
+	if !ok || !g.Has(env.Self()) || !s.groups.process(d.Origin) || s.done.Has(k) || slices.ContainsFunc(s.queue[d.Group], func(e isisEntry) bool { return e.key == k }) {
 		return
 	}
 	p := max(s.A[d.Group], s.P[d.Group]) + 1

@@ -216,8 +216,8 @@ func (s *sequencer) admissible(d sData) bool {
 }
 
 func (s *sequencer) onOrder(env proc.Env, o sOrder) {
-	if o.Origin < 0 || int(o.Origin) >= s.n {
-		return
+	if g, ok := s.groups.lookup(o.Group); !ok || !g.Has(env.Self()) || o.Origin < 0 || int(o.Origin) >= s.n {
+		return // not an order of this run
 	}
 	byNum := s.orders[o.Group]
 	if byNum == nil {
