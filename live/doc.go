@@ -3,11 +3,14 @@
 //
 // A Node is one process of the cluster (one proc.ID). It hosts services:
 // named instances of registered algorithms (a lock named "db-migrations"
-// is one Ricart–Agrawala instance on every node). Each service runs in its
-// own actor goroutine: messages, timer firings and application inputs all
-// enter through the actor's inbox, so the algorithm's code stays
-// single-threaded exactly as in the simulator. Env.Now is the monotonic
-// clock since the node started; timers are real.
+// is one Ricart–Agrawala instance on every node). Each service handles one
+// event at a time — a message, a timer firing, an application input — so
+// the algorithm's code stays single-threaded exactly as in the simulator.
+// An event that finds the service idle is handled at once by the goroutine
+// that brings it (the transport's reader, the application calling Input);
+// otherwise it waits in the service's inbox for the service's own actor
+// goroutine, in order. Env.Now is the monotonic clock since the node
+// started; timers are real.
 //
 // Outputs go to whoever waits for them — Lock returns when the service
 // outputs Enter — and to an optional trace in the simulator's JSONL format.

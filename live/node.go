@@ -140,7 +140,9 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 		subs:   map[int]chan proc.Output{},
 		done:   make(chan struct{}),
 	}
+	s.env = &env{s: s}
 	s.proc = a.New(n.cfg.Self, n.cfg.N)
+	s.turn.Lock() // run unlocks it once the algorithm has started
 	n.services[name] = s
 	n.wg.Add(1)
 	go s.run()

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
 
-// Service is one algorithm instance on a node, run by an actor goroutine.
+// Service is one algorithm instance on a node. Its events are handled one
+// at a time: by the goroutine that posts one to an idle service, or else
+// by the service's actor goroutine, from its inbox (see post).
 type Service struct {
 	node  *Node
 	name  string
@@ -24,7 +27,15 @@ type Service struct {
 	done  chan struct{}
 	once  sync.Once
 
-	// Owned by the actor goroutine.
+	// turn is held by whoever runs the algorithm: the actor goroutine, or
+	// a poster that found the service idle (see post). queued counts the
+	// events in the inbox and the one the actor has taken and not yet
+	// handled; while it is not 0, every event goes through the inbox.
+	turn   sync.Mutex
+	queued atomic.Int64
+
+	// Owned by the holder of turn.
+	env       *env
 	timers    map[proc.TimerID]*time.Timer
 	nextTimer proc.TimerID
 	rng       *rand.Rand
@@ -76,21 +87,46 @@ func (s *Service) Name() string { return s.name }
 func (s *Service) Algorithm() proc.Algorithm { return s.algo }
 
 // Input hands the algorithm an application input (Acquire, Multicast ...).
-// It blocks while the inbox is full, and fails once the service stopped.
+// If the service is idle, the algorithm handles it before Input returns;
+// otherwise it is queued. Input blocks while the inbox is full, and fails
+// once the service stopped.
 func (s *Service) Input(in proc.Input) error {
 	return s.post(event{kind: evInput, input: in})
 }
 
+// post hands the algorithm an event. If the service is idle — nothing in
+// its inbox, nothing being handled — the caller handles the event itself,
+// at once, instead of waking the actor goroutine: a message then goes from
+// the transport's reader, and an input from the application's goroutine,
+// straight into the algorithm, which saves two goroutine hand-offs on the
+// way from one node's Unlock to the next node's Lock returning. Otherwise
+// the event joins the inbox, behind those already there, so events posted
+// one after another by one goroutine are handled in that order.
 func (s *Service) post(e event) error {
 	select {
 	case <-s.done:
 		return ErrClosed
 	default:
 	}
+	if s.queued.Load() == 0 && s.turn.TryLock() {
+		if s.queued.Load() == 0 {
+			defer s.turn.Unlock()
+			select {
+			case <-s.done:
+				return ErrClosed
+			default:
+			}
+			s.handle(e)
+			return nil
+		}
+		s.turn.Unlock()
+	}
+	s.queued.Add(1)
 	select {
 	case s.inbox <- e:
 		return nil
 	case <-s.done:
+		s.queued.Add(-1)
 		return ErrClosed
 	}
 }
@@ -115,9 +151,12 @@ func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 }
 
 // OnOutput calls f with every output of the service from now on, in the
-// service's goroutine, before the next event is handled: nothing is
-// dropped, so f must be quick (append to a queue, signal a waiter). The
-// returned function stops the calls.
+// goroutine handling the event that produced it (the service's own, or
+// one that posted an event to the idle service — see Input), before the
+// next event is handled: nothing is dropped, so f must be quick (append to
+// a queue, signal a waiter), and must not block on anything an Input
+// caller may hold. The returned function stops the calls; f must not call
+// it.
 func (s *Service) OnOutput(f func(proc.Output)) (cancel func()) {
 	s.subMu.Lock()
 	id := s.nsub
@@ -153,39 +192,57 @@ func (s *Service) stop() {
 	s.once.Do(func() { close(s.done) })
 }
 
-// run is the actor: one event at a time, exactly as the simulator calls a
-// process.
+// run is the actor: it starts the algorithm, then handles the events of
+// the inbox one at a time, exactly as the simulator calls a process. The
+// service is created with turn held, so that nothing is handled before
+// Start.
 func (s *Service) run() {
 	defer s.node.wg.Done()
-	defer func() {
-		for _, t := range s.timers {
-			t.Stop()
-		}
-		s.subMu.Lock()
-		for id, ch := range s.subs {
-			delete(s.subs, id)
-			close(ch)
-		}
-		s.subMu.Unlock()
-	}()
-	env := &env{s: s}
-	s.call(func() { s.proc.Start(env) })
+	s.call(func() { s.proc.Start(s.env) })
+	s.handleSelf()
+	s.turn.Unlock()
 	for {
-		for len(s.self) > 0 {
-			e := s.self[0]
-			s.self = s.self[1:]
-			s.handle(env, e)
-		}
 		select {
 		case e := <-s.inbox:
-			s.handle(env, e)
+			s.turn.Lock()
+			s.handle(e)
+			s.queued.Add(-1)
+			s.turn.Unlock()
 		case <-s.done:
+			s.turn.Lock() // waits for a poster handling an event
+			defer s.turn.Unlock()
+			for _, t := range s.timers {
+				t.Stop()
+			}
+			s.subMu.Lock()
+			for id, ch := range s.subs {
+				delete(s.subs, id)
+				close(ch)
+			}
+			s.subMu.Unlock()
 			return
 		}
 	}
 }
 
-func (s *Service) handle(env *env, e event) {
+// handle handles an event and then the messages the algorithm sent itself
+// meanwhile. The caller holds turn.
+func (s *Service) handle(e event) {
+	s.handle1(e)
+	s.handleSelf()
+}
+
+// handleSelf handles the messages the algorithm sent itself, in order.
+func (s *Service) handleSelf() {
+	for len(s.self) > 0 {
+		e := s.self[0]
+		s.self = s.self[1:]
+		s.handle1(e)
+	}
+}
+
+func (s *Service) handle1(e event) {
+	env := s.env
 	start := time.Now()
 	defer func() {
 		d := time.Since(start)

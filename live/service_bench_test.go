@@ -1,0 +1,122 @@
+package live
+
+import (
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/mutex"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+)
+
+// pumped is a transport whose Sends wait in a queue shared by the cluster
+// until the benchmark pumps them to their destination's handler, in the
+// benchmark's goroutine: the host's own work per message, without a
+// network or goroutine switches.
+type pumped struct {
+	self     proc.ID
+	handler  transport.Handler
+	queue    *[]pumpedMsg
+	nodes    []*pumped
+	accepted int
+}
+
+type pumpedMsg struct {
+	from, to proc.ID
+	payload  []byte
+}
+
+func (p *pumped) Start(h transport.Handler) error { p.handler = h; return nil }
+func (p *pumped) Send(to proc.ID, payload []byte) error {
+	*p.queue = append(*p.queue, pumpedMsg{p.self, to, append([]byte(nil), payload...)})
+	return nil
+}
+func (p *pumped) Addr() net.Addr         { return nil }
+func (p *pumped) Stats() transport.Stats { return transport.Stats{} }
+func (p *pumped) Close() error           { return nil }
+func pump(nodes []*pumped, q *[]pumpedMsg) int {
+	n := 0
+	for len(*q) > 0 {
+		m := (*q)[0]
+		*q = (*q)[1:]
+		nodes[m.to].handler(m.from, m.payload)
+		n++
+	}
+	*q = (*q)[:0]
+	return n
+}
+
+// BenchmarkRicartAgrawalaRound is one acquire and release of a
+// Ricart–Agrawala lock on a node of a five-node cluster: 4 requests and 4
+// replies through the hosts (encoding, routing, decoding, the handlers,
+// the outputs), with the network taken out. Reported per message.
+func BenchmarkRicartAgrawalaRound(b *testing.B) {
+	f, err := catalog.Lookup("mutex")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ra, err := f.Algorithm("ricart-agrawala")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 5
+	var queue []pumpedMsg
+	trs := make([]*pumped, n)
+	var svcs []*Service
+	for i := range trs {
+		trs[i] = &pumped{self: proc.ID(i), queue: &queue, nodes: trs}
+		node, err := NewNode(Config{Self: proc.ID(i), N: n, Transport: trs[i],
+			NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := node.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer node.Close()
+		s, err := node.Service("lock/bench", ra)
+		if err != nil {
+			b.Fatal(err)
+		}
+		svcs = append(svcs, s)
+	}
+	// Every service has started (and takes its events at once) when its
+	// turn is free.
+	for _, s := range svcs {
+		for !s.turn.TryLock() {
+			runtime.Gosched()
+		}
+		s.turn.Unlock()
+	}
+	svc0 := svcs[0]
+	entered, exited := 0, 0
+	svc0.OnOutput(func(o proc.Output) {
+		switch o.(type) {
+		case mutex.Enter:
+			entered++
+		case mutex.Exit:
+			exited++
+		}
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	msgs := 0
+	for range b.N {
+		if err := svc0.Input(mutex.Acquire{}); err != nil {
+			b.Fatal(err)
+		}
+		msgs += pump(trs, &queue)
+		if err := svc0.Input(mutex.Release{}); err != nil {
+			b.Fatal(err)
+		}
+		msgs += pump(trs, &queue)
+	}
+	b.StopTimer()
+	if entered != b.N || exited != b.N {
+		b.Fatalf("%d entries and %d exits in %d rounds", entered, exited, b.N)
+	}
+	b.ReportMetric(float64(msgs)/float64(b.N), "msgs/round")
+}
