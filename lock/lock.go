@@ -74,43 +74,71 @@ func (l *Lock) Lock(ctx context.Context) (uint64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	outs, cancel := l.svc.Subscribe(64)
+	entered, stop := l.watch(isEnter)
 	if err := l.svc.Input(mutex.Acquire{}); err != nil {
-		cancel()
+		stop()
 		<-l.sem
 		return 0, err
 	}
-	for {
+	select {
+	case o := <-entered:
+		stop()
+		return l.granted(o), nil
+	case <-ctx.Done():
+		go l.abandon(entered, stop)
+		return 0, ctx.Err()
+	case <-l.svc.Done():
+		stop()
 		select {
-		case o, ok := <-outs:
-			if !ok {
-				<-l.sem
-				return 0, live.ErrClosed
-			}
-			if e, ok := o.(mutex.Enter); ok {
-				cancel()
-				l.mu.Lock()
-				l.held, l.token = true, e.Token
-				l.mu.Unlock()
-				return e.Token, nil
-			}
-		case <-ctx.Done():
-			go l.abandon(outs, cancel)
-			return 0, ctx.Err()
+		case o := <-entered: // it came just before the service stopped
+			return l.granted(o), nil
+		default:
 		}
+		<-l.sem
+		return 0, live.ErrClosed
 	}
 }
 
-// abandon waits for a grant nobody wants any more and gives it back.
-func (l *Lock) abandon(outs <-chan proc.Output, cancel func()) {
-	defer cancel()
-	for o := range outs {
-		if _, ok := o.(mutex.Enter); ok {
-			_ = l.release()
-			return
+// granted records the grant that Enter o reports and returns its token.
+func (l *Lock) granted(o proc.Output) uint64 {
+	token := o.(mutex.Enter).Token
+	l.mu.Lock()
+	l.held, l.token = true, token
+	l.mu.Unlock()
+	return token
+}
+
+// watch returns a channel that receives the first output of the service
+// that match accepts, from now on, and the function that stops watching.
+// The service calls the hook in the goroutine that handles the event
+// (often the one that gave the input, or the transport's reader), so the
+// output reaches the waiter with one goroutine wake-up at most.
+func (l *Lock) watch(match func(proc.Output) bool) (<-chan proc.Output, func()) {
+	ch := make(chan proc.Output, 1)
+	stop := l.svc.OnOutput(func(o proc.Output) {
+		if match(o) {
+			select {
+			case ch <- o:
+			default: // only the first one counts
+			}
 		}
+	})
+	return ch, stop
+}
+
+func isEnter(o proc.Output) bool { _, ok := o.(mutex.Enter); return ok }
+func isExit(o proc.Output) bool  { _, ok := o.(mutex.Exit); return ok }
+
+// abandon waits for a grant nobody wants any more and gives it back.
+func (l *Lock) abandon(entered <-chan proc.Output, stop func()) {
+	select {
+	case <-entered:
+		stop()
+		_ = l.release()
+	case <-l.svc.Done():
+		stop()
+		<-l.sem
 	}
-	<-l.sem // the service stopped
 }
 
 // Unlock releases the lock held by this node.
@@ -138,15 +166,20 @@ func (l *Lock) Name() string { return l.name }
 // release sends Release, waits for Exit and frees the local slot.
 func (l *Lock) release() error {
 	defer func() { <-l.sem }()
-	outs, cancel := l.svc.Subscribe(64)
-	defer cancel()
+	exited, stop := l.watch(isExit)
+	defer stop()
 	if err := l.svc.Input(mutex.Release{}); err != nil {
 		return err
 	}
-	for o := range outs {
-		if _, ok := o.(mutex.Exit); ok {
+	select {
+	case <-exited:
+		return nil
+	case <-l.svc.Done():
+		select {
+		case <-exited:
 			return nil
+		default:
+			return live.ErrClosed
 		}
 	}
-	return live.ErrClosed
 }
