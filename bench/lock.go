@@ -492,9 +492,11 @@ func (k *cohortClient) close()                            { k.c.HTTP.CloseIdleCo
 // raHandoffs measures Ricart–Agrawala's handoff between the first two
 // nodes of a cluster (every node of which answers requests): one holds the
 // lock, the other asks for it; once the holder has received that request
-// (and so deferred its reply), the holder unlocks. The sample is the time
-// from the Unlock call to the waiter's Lock returning: one reply message,
-// plus the work of both nodes around it. The roles alternate.
+// (and so deferred its reply) and the waiter has the replies of all the
+// other nodes (so that it waits for the holder alone), the holder unlocks.
+// The sample is the time from the Unlock call to the waiter's Lock
+// returning: one reply message, plus the work of both nodes around it.
+// The roles alternate.
 func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Duration, error) {
 	f, err := catalog.Lookup("mutex")
 	if err != nil {
@@ -535,15 +537,15 @@ func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Dur
 	var samples []time.Duration
 	for i := range warmRounds + rounds {
 		waiter := 1 - holder
-		received := svcs[holder].Stats().Received
+		received, replies := svcs[holder].Stats().Received, svcs[waiter].Stats().Received
 		go func() {
 			_, err := locks[waiter].Lock(ctx)
 			got <- granted{time.Now(), err}
 		}()
-		for svcs[holder].Stats().Received == received {
+		for svcs[holder].Stats().Received == received || svcs[waiter].Stats().Received < replies+int64(len(nodes)-2) {
 			select {
 			case <-ctx.Done():
-				return nil, fmt.Errorf("the request did not reach the holder: %w", ctx.Err())
+				return nil, fmt.Errorf("the request did not reach the holder, or the other replies the waiter: %w", ctx.Err())
 			case <-time.After(20 * time.Microsecond):
 			}
 		}
