@@ -53,6 +53,8 @@ type bullyFD struct {
 
 	candidate bool
 	elected   proc.ID
+	term      uint64 // the term of the leader followed (or led)
+	maxTerm   uint64 // the largest term heard of
 	phase     bullyPhase
 	timer     proc.TimerID
 	started   time.Duration
@@ -99,10 +101,21 @@ type LeaderConfig struct {
 	// Candidate makes every process a candidate from the start (the
 	// simulator's runs); the live service starts observers, which Campaign.
 	Candidate bool
+	// Quorum makes leadership need a majority: a candidate becomes leader
+	// only while it hears from more than N/2 processes (itself included),
+	// and a leader that has not heard from a majority for StepDown steps
+	// down. With StepDown below Timeout, a leader cut off in a minority
+	// steps down before the majority's candidates suspect it, so two
+	// leaders never overlap (given a symmetric partition and clocks that
+	// run at nearly the same rate); the price is no leader at all while no
+	// majority is up.
+	Quorum   bool
+	StepDown time.Duration // default Timeout − 2·Heartbeat
 }
 
-// DefaultLeader is the live service's configuration.
-var DefaultLeader = LeaderConfig{Heartbeat: 50 * time.Millisecond, Timeout: 300 * time.Millisecond}
+// DefaultLeader is the live service's configuration: 50 ms heartbeats, a
+// 300 ms timeout, and a majority needed to lead.
+var DefaultLeader = LeaderConfig{Heartbeat: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Quorum: true}
 
 func (c LeaderConfig) withDefaults() LeaderConfig {
 	if c.Heartbeat <= 0 {
@@ -122,6 +135,9 @@ func (c LeaderConfig) withDefaults() LeaderConfig {
 	}
 	if c.TPrime <= 0 {
 		c.TPrime = 3 * c.T
+	}
+	if c.StepDown <= 0 {
+		c.StepDown = max(c.Timeout-2*c.Heartbeat, c.Heartbeat)
 	}
 	return c
 }
@@ -149,13 +165,23 @@ func (Campaign) Kind() string { return "campaign" }
 func (Resign) Kind() string   { return "resign" }
 func (Report) Kind() string   { return "report" }
 
-// fdBeat is a heartbeat: the sender's candidacy and the leader it follows.
+// fdBeat is a heartbeat: the sender's candidacy, the leader it follows
+// and that leader's term.
 type fdBeat struct {
 	Candidate bool    `json:"candidate"`
 	Leader    proc.ID `json:"leader"`
+	Term      uint64  `json:"term"`
 }
 
 func (fdBeat) Kind() string { return "heartbeat" }
+
+// fdCoordinator announces the sender as leader for Term.
+type fdCoordinator struct {
+	Term uint64 `json:"term"`
+}
+
+func (fdCoordinator) Kind() string     { return "coordinator" }
+func (m fdCoordinator) String() string { return fmt.Sprintf("COORDINATOR(term %d)", m.Term) }
 
 // fdTick is the heartbeat timer's tag.
 type fdTick struct{}
@@ -175,7 +201,7 @@ func init() {
 		New:     NewBullyFD(SimLeader),
 		Inputs:  leaderInputs,
 		Messages: []proc.Message{
-			bullyElection{}, bullyAnswer{}, bullyCoordinator{}, fdBeat{},
+			bullyElection{}, bullyAnswer{}, bullyCoordinator{}, fdBeat{}, fdCoordinator{},
 		},
 		Scenario: bullyFDScenario,
 	})
@@ -232,16 +258,16 @@ func (b *bullyFD) Input(env proc.Env, in proc.Input) {
 			b.candidate = false
 			b.stop(env)
 			if b.elected == env.Self() {
-				b.setElected(env, proc.None)
+				b.setElected(env, proc.None, 0)
 			}
 			b.beat(env)
 		}
 	case Elect:
 		if b.elected != env.Self() {
-			b.setElected(env, proc.None)
+			b.setElected(env, proc.None, 0)
 		}
 	case Report:
-		env.Output(Elected{Leader: b.elected})
+		env.Output(Elected{Leader: b.elected, Term: b.term})
 		return
 	}
 	b.review(env)
@@ -253,14 +279,17 @@ func (b *bullyFD) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case fdBeat:
 		p.candidate, p.claims = m.Candidate, m.Leader
+		b.maxTerm = max(b.maxTerm, m.Term)
 		switch {
 		case from == b.elected && (!m.Candidate || m.Leader != from):
-			b.setElected(env, proc.None) // our leader resigned or follows another
+			b.setElected(env, proc.None, 0) // our leader resigned or follows another
 		case m.Candidate && m.Leader == from && (b.elected == proc.None || from > b.elected):
 			if !(b.candidate && env.Self() > from) {
 				b.stop(env)
-				b.setElected(env, from)
+				b.setElected(env, from, m.Term)
 			}
+		case from == b.elected && m.Term > b.term:
+			b.setElected(env, from, m.Term) // our leader took a new term
 		}
 	case bullyElection:
 		p.candidate = true
@@ -273,15 +302,27 @@ func (b *bullyFD) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			b.wait(env, bullyWaitCoord, b.cfg.TPrime)
 		}
 	case bullyCoordinator:
-		p.candidate, p.claims = true, from
-		if b.candidate && from < env.Self() {
-			b.elect(env)
-		} else {
-			b.stop(env)
-			b.setElected(env, from)
-		}
+		b.onCoordinator(env, from, 0)
+	case fdCoordinator:
+		b.maxTerm = max(b.maxTerm, m.Term)
+		b.onCoordinator(env, from, m.Term)
+	}
+	if b.elected == env.Self() && b.maxTerm > b.term {
+		b.becomeLeader(env) // a term above ours exists: lead under a newer one
 	}
 	b.review(env)
+}
+
+// onCoordinator adopts a new leader, or bullies a lower one.
+func (b *bullyFD) onCoordinator(env proc.Env, from proc.ID, term uint64) {
+	p := &b.peers[from]
+	p.candidate, p.claims = true, from
+	if b.candidate && from < env.Self() {
+		b.elect(env)
+		return
+	}
+	b.stop(env)
+	b.setElected(env, from, term)
 }
 
 func (b *bullyFD) Timeout(env proc.Env, tag any) {
@@ -325,12 +366,16 @@ func (b *bullyFD) tick(env proc.Env) {
 		if !stalled && !p.suspected && b.silentTooLong(p, now) {
 			p.suspected = true
 			if b.elected == proc.ID(q) {
-				b.setElected(env, proc.None)
+				b.setElected(env, proc.None, 0)
 			}
 		}
 	}
 	if all || now-b.started >= b.cfg.Timeout {
 		b.graceOver = true
+	}
+	if b.cfg.Quorum && b.elected == env.Self() && !stalled && !b.majority(now, b.cfg.StepDown) {
+		b.setElected(env, proc.None, 0) // cut off from a majority: step down
+		b.beat(env)
 	}
 	b.review(env)
 	env.SetTimer(b.cfg.Heartbeat, fdTick{})
@@ -339,7 +384,7 @@ func (b *bullyFD) tick(env proc.Env) {
 func (b *bullyFD) beat(env proc.Env) {
 	for q := range b.peers {
 		if proc.ID(q) != env.Self() {
-			env.Send(proc.ID(q), fdBeat{Candidate: b.candidate, Leader: b.elected})
+			env.Send(proc.ID(q), fdBeat{Candidate: b.candidate, Leader: b.elected, Term: b.term})
 		}
 	}
 }
@@ -394,14 +439,38 @@ func (b *bullyFD) elect(env proc.Env) {
 	b.wait(env, bullyWaitAnswer, b.cfg.T)
 }
 
+// becomeLeader takes a term above every term heard of (or keeps its own,
+// if it leads already and no higher term exists) and announces it, unless
+// leadership needs a majority this process does not hear.
 func (b *bullyFD) becomeLeader(env proc.Env) {
 	b.stop(env)
-	b.setElected(env, env.Self())
+	if b.cfg.Quorum && !b.majority(env.Now(), b.cfg.StepDown) {
+		if b.elected == env.Self() {
+			b.setElected(env, proc.None, 0)
+		}
+		return // review tries again at the next tick
+	}
+	if b.elected != env.Self() || b.maxTerm > b.term {
+		b.maxTerm++ // a new leadership: a term above every one heard of
+		b.setElected(env, env.Self(), b.maxTerm)
+	}
 	for q := range b.peers {
 		if proc.ID(q) != env.Self() {
-			env.Send(proc.ID(q), bullyCoordinator{})
+			env.Send(proc.ID(q), fdCoordinator{Term: b.term})
 		}
 	}
+}
+
+// majority reports whether this process heard from more than half of the
+// processes, itself included, within the last d.
+func (b *bullyFD) majority(now, d time.Duration) bool {
+	n := 1
+	for q := range b.peers {
+		if p := &b.peers[q]; p.heard && !p.suspected && now-p.last < d {
+			n++
+		}
+	}
+	return 2*n > len(b.peers)
 }
 
 func (b *bullyFD) wait(env proc.Env, phase bullyPhase, d time.Duration) {
@@ -418,10 +487,10 @@ func (b *bullyFD) stop(env proc.Env) {
 	b.phase = bullyIdle
 }
 
-func (b *bullyFD) setElected(env proc.Env, leader proc.ID) {
-	if b.elected != leader {
-		b.elected = leader
-		env.Output(Elected{Leader: leader})
+func (b *bullyFD) setElected(env proc.Env, leader proc.ID, term uint64) {
+	if b.elected != leader || b.term != term {
+		b.elected, b.term = leader, term
+		env.Output(Elected{Leader: leader, Term: term})
 	}
 }
 

@@ -328,3 +328,152 @@ func TestBullyFDStalledObserverSuspectsNobody(t *testing.T) {
 		}
 	}
 }
+
+// leaderships lists, in true time, each interval in which a process
+// believed itself the leader, with its term; an open interval ends at the
+// end of the trace (or the process's crash).
+type leadership struct {
+	node       proc.ID
+	term       uint64
+	from, till time.Duration
+}
+
+func leaderships(tr *trace.Trace) []leadership {
+	var out []leadership
+	open := map[proc.ID]int{}
+	var end time.Duration
+	closeAt := func(p proc.ID, at time.Duration) {
+		if i, ok := open[p]; ok {
+			out[i].till = at
+			delete(open, p)
+		}
+	}
+	for _, e := range tr.Events {
+		at, p := time.Duration(e.Time), proc.ID(e.Node)
+		end = at
+		switch {
+		case e.Kind == trace.Crash:
+			closeAt(p, at)
+		case e.Kind == trace.Output && e.Type == "elected":
+			var o Elected
+			if json.Unmarshal(e.Data, &o) != nil {
+				continue
+			}
+			closeAt(p, at)
+			if o.Leader == p {
+				open[p] = len(out)
+				out = append(out, leadership{node: p, term: o.Term, from: at, till: -1})
+			}
+		}
+	}
+	for p := range open {
+		closeAt(p, end)
+	}
+	return out
+}
+
+// With Quorum, a leader cut off in a minority steps down before the
+// majority elects another: while the partition lasts, no two processes
+// lead at once. When it heals, the highest process bullies its way back
+// under a higher term; the leader it deposes learns it one message later,
+// and that moment of overlap is all there is, told apart by the terms.
+// Terms rise with every new leadership.
+func TestBullyFDQuorumNoOverlap(t *testing.T) {
+	cfg := SimLeader
+	cfg.Quorum = true
+	for seed := uint64(1); seed <= 20; seed++ {
+		heal := 900 * time.Millisecond
+		r := electionRun{Nodes: 5, Seed: seed, New: NewBullyFD(cfg), FIFO: true,
+			Latency:  sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond},
+			Cuts:     []sim.Partition{{Groups: [][]proc.ID{ids(0, 2), ids(3, 4)}, From: 300 * time.Millisecond, To: heal}},
+			Deadline: 1500 * time.Millisecond}
+		tr, _ := r.run(t)
+		ls := leaderships(tr)
+		for i, a := range ls {
+			for _, b := range ls[i+1:] {
+				if a.node == b.node || !(a.from < b.till && b.from < a.till) {
+					continue
+				}
+				lo, hi := max(a.from, b.from), min(a.till, b.till)
+				if lo < heal || hi-lo > 10*time.Millisecond {
+					t.Fatalf("seed %d: %s (term %d, %v–%v) and %s (term %d, %v–%v) led at once",
+						seed, a.node, a.term, a.from, a.till, b.node, b.term, b.from, b.till)
+				}
+			}
+		}
+		var last uint64
+		for _, l := range ls {
+			if l.term <= last {
+				t.Fatalf("seed %d: term %d of %s at %v after term %d: terms must rise", seed, l.term, l.node, l.from, last)
+			}
+			last = l.term
+		}
+		mid := &trace.Trace{Header: tr.Header}
+		for _, e := range tr.Events {
+			if e.Time < int64(heal) {
+				mid.Events = append(mid.Events, e)
+			}
+		}
+		if _, ok := agreedAt(mid, ids(0, 2), 2); !ok {
+			t.Fatalf("seed %d: the majority did not elect p2: %v", seed, changes(mid, 300*time.Millisecond))
+		}
+		if _, ok := agreedAt(mid, ids(3, 4), proc.None); !ok {
+			t.Fatalf("seed %d: the minority kept a leader: %v", seed, changes(mid, 300*time.Millisecond))
+		}
+		if _, ok := agreedAt(tr, ids(0, 4), 4); !ok {
+			t.Fatalf("seed %d: no agreement on p4 after the heal: %v", seed, changes(tr, heal))
+		}
+	}
+}
+
+// Without Quorum the minority keeps its leader: the same partition shows
+// two leaders at once, which is what the quorum rule prevents.
+func TestBullyFDWithoutQuorumTwoLeaders(t *testing.T) {
+	r := electionRun{Nodes: 5, Seed: 1, New: NewBullyFD(SimLeader), FIFO: true,
+		Latency:  sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond},
+		Cuts:     []sim.Partition{{Groups: [][]proc.ID{ids(0, 2), ids(3, 4)}, From: 300 * time.Millisecond, To: 900 * time.Millisecond}},
+		Deadline: 1500 * time.Millisecond}
+	tr, _ := r.run(t)
+	ls := leaderships(tr)
+	overlap := false
+	for i, a := range ls {
+		for _, b := range ls[i+1:] {
+			overlap = overlap || (a.node != b.node && a.from < b.till && b.from < a.till)
+		}
+	}
+	if !overlap {
+		t.Fatalf("no two leaders at once without a quorum: %+v", ls)
+	}
+}
+
+// Terms rise across every leadership in runs with random crashes and
+// recoveries, with and without a quorum.
+func TestBullyFDTermsRise(t *testing.T) {
+	for _, quorum := range []bool{false, true} {
+		cfg := SimLeader
+		cfg.Quorum = quorum
+		for seed := uint64(1); seed <= 40; seed++ {
+			rng := rand.New(rand.NewPCG(seed, 9))
+			n := 3 + rng.IntN(5)
+			var faults []sim.Fault
+			for _, p := range rng.Perm(n)[:rng.IntN(n/2+1)] {
+				at := time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
+				faults = append(faults, sim.Fault{Kind: sim.Crash, Node: proc.ID(p), At: at},
+					sim.Fault{Kind: sim.Recover, Node: proc.ID(p), At: at + time.Duration(rng.Int64N(int64(300*time.Millisecond)))})
+			}
+			r := electionRun{Nodes: n, Seed: seed, New: NewBullyFD(cfg), FIFO: true,
+				Latency: sim.Exponential{MeanD: time.Millisecond}, Faults: faults, Deadline: 1200 * time.Millisecond}
+			tr, _ := r.run(t)
+			if bad := judge(t, tr); len(bad) > 0 {
+				t.Fatalf("quorum %v seed %d: %v", quorum, seed, bad)
+			}
+			var last uint64
+			for _, l := range leaderships(tr) {
+				if l.term <= last {
+					t.Fatalf("quorum %v seed %d, faults %v: term %d of %s at %v after term %d", quorum, seed, faults, l.term, l.node, l.from, last)
+				}
+				last = l.term
+			}
+		}
+	}
+}

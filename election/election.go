@@ -17,6 +17,10 @@ func (Elect) Kind() string { return "elect" }
 // Elected reports that the process's elected variable is now Leader.
 type Elected struct {
 	Leader proc.ID `json:"leader"`
+	// Term numbers leaderships, for algorithms that keep one (bully-fd):
+	// a new leader takes a term above every term it has heard of, so a
+	// resource can refuse a deposed leader's late requests.
+	Term uint64 `json:"term,omitempty"`
 }
 
 func (Elected) Kind() string     { return "elected" }

@@ -28,7 +28,10 @@ type Client struct {
 
 // Term is a campaign this client won: it leads while it renews the lease.
 type Term struct {
-	Name  string
+	Name string
+	// Term is the leadership's term: higher than every term before it,
+	// so a resource can refuse a deposed leader (a fencing token).
+	Term  uint64
 	Lease string
 	TTL   time.Duration
 	Node  int // the node that leads on the client's behalf
@@ -60,13 +63,14 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration) (
 		var out struct {
 			Name   string `json:"name"`
 			Leader int    `json:"leader"`
+			Term   uint64 `json:"term"`
 			Lease  string `json:"lease"`
 			TTLms  int64  `json:"ttl_ms"`
 		}
 		u := fmt.Sprintf("%s/v1/elections/%s/campaign?ttl=%s", base, url.PathEscape(name), ttl)
 		code, msg, err := c.do(ctx, http.MethodPost, u, &out)
 		if err == nil && code == http.StatusOK {
-			t = &Term{Name: out.Name, Lease: out.Lease, TTL: time.Duration(out.TTLms) * time.Millisecond, Node: out.Leader, base: base, c: c}
+			t = &Term{Name: out.Name, Term: out.Term, Lease: out.Lease, TTL: time.Duration(out.TTLms) * time.Millisecond, Node: out.Leader, base: base, c: c}
 		}
 		return code, msg, err
 	})

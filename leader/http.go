@@ -18,9 +18,9 @@ import (
 
 // The HTTP API of a node's elections (JSON bodies):
 //
-//	GET    /v1/elections/{name}                   {"name","leader","is_leader","since","changes","node"}
+//	GET    /v1/elections/{name}                   {"name","leader","term","is_leader","since","changes","node"}
 //	GET    /v1/elections/{name}/watch             server-sent events: one "data: {view}" per change, the current view first
-//	POST   /v1/elections/{name}/campaign?ttl=10s  wait until this node leads (long poll); 200 {"name","leader","lease","ttl_ms"}
+//	POST   /v1/elections/{name}/campaign?ttl=10s  wait until this node leads (long poll); 200 {"name","leader","term","lease","ttl_ms"}
 //	POST   /v1/elections/{name}/keepalive?lease=ID   renew the campaign's lease; 404 if it expired
 //	DELETE /v1/elections/{name}?lease=ID          resign; 404 if the lease is unknown
 //
@@ -176,7 +176,7 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 		le.timer = time.AfterFunc(ttl, func() { s.expire(e, le) })
 	}
 	s.mu.Unlock()
-	reply(w, http.StatusOK, map[string]any{"name": e.Name(), "leader": e.self, "lease": le.id, "ttl_ms": ttl.Milliseconds()})
+	reply(w, http.StatusOK, map[string]any{"name": e.Name(), "leader": e.self, "term": e.Current().Term, "lease": le.id, "ttl_ms": ttl.Milliseconds()})
 }
 
 // drop forgets lease le of election name, if it is still the current one.

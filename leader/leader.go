@@ -9,7 +9,11 @@
 //
 // Every node of the cluster takes part in every election it hears of, as an
 // observer; Campaign makes this node a candidate, and the highest candidate
-// that the failure detector does not suspect leads. A leader that crashes
+// that the failure detector does not suspect leads — with the default
+// configuration, only while it hears from a majority of the cluster, so a
+// leader cut off in a minority steps down before the others elect anew.
+// Each leadership has a term, higher than every term before it that its
+// leader heard of: hand it to a resource as a fencing token. A leader that crashes
 // is replaced once the survivors stop hearing its heartbeats (Timeout,
 // 300 ms by default); when it comes back it leads again, as the bully
 // algorithm wants.
@@ -66,6 +70,7 @@ func ValidName(name string) error {
 // Leadership is a node's view of an election.
 type Leadership struct {
 	Leader  proc.ID   `json:"leader"`    // proc.None (-1) while there is none
+	Term    uint64    `json:"term"`      // the leadership's term: rises with every new leader (a fencing token)
 	Self    bool      `json:"is_leader"` // this node leads
 	Since   time.Time `json:"since"`     // when this view began
 	Changes uint64    `json:"changes"`   // how many times the view changed on this node
@@ -116,8 +121,8 @@ func (e *Election) follow(outs <-chan proc.Output) {
 			continue
 		}
 		e.mu.Lock()
-		if el.Leader != e.cur.Leader {
-			e.cur = Leadership{Leader: el.Leader, Self: el.Leader == e.self, Since: time.Now(), Changes: e.cur.Changes + 1}
+		if el.Leader != e.cur.Leader || el.Term != e.cur.Term {
+			e.cur = Leadership{Leader: el.Leader, Term: el.Term, Self: el.Leader == e.self, Since: time.Now(), Changes: e.cur.Changes + 1}
 			close(e.changed)
 			e.changed = make(chan struct{})
 		}

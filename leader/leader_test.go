@@ -14,7 +14,7 @@ import (
 )
 
 // fast are timeouts for tests: failover in well under a second.
-var fast = election.LeaderConfig{Heartbeat: 10 * time.Millisecond, Timeout: 80 * time.Millisecond}
+var fast = election.LeaderConfig{Heartbeat: 10 * time.Millisecond, Timeout: 80 * time.Millisecond, Quorum: true}
 
 func cluster(t *testing.T, n int) []*live.Node {
 	t.Helper()
@@ -100,6 +100,7 @@ func TestCampaignFailoverResign(t *testing.T) {
 	default:
 	}
 
+	before := es[0].Current().Term
 	start := time.Now()
 	nodes[3].Close()
 	es[3] = nil
@@ -108,6 +109,9 @@ func TestCampaignFailoverResign(t *testing.T) {
 	}
 	agree(t, es, 2, 2*time.Second)
 	t.Logf("failover after the leader's node closed: %v", time.Since(start))
+	if after := es[2].Current().Term; before == 0 || after <= before {
+		t.Errorf("term %d after the failover, %d before: terms must rise", after, before)
+	}
 
 	if err := es[2].Resign(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,9 @@ every change (--get: print it once and exit).
 
 With --campaign, stand as a candidate through the first node that answers,
 wait until that node leads, run CMD, and resign when CMD exits; exit with
-CMD's status. CMD sees COHORT_ELECTION and COHORT_LEADER (the node's id).
+CMD's status. CMD sees COHORT_ELECTION, COHORT_LEADER (the node's id) and
+COHORT_FENCING_TOKEN (the leadership's term, higher than every earlier
+leadership's: pass it to resources so they can refuse a deposed leader).
 The candidacy is a lease of --ttl renewed every third of it; if the node
 stops leading (a higher candidate came back) or the lease is lost, CMD is
 sent SIGTERM and cohort exits with status 1.
@@ -103,6 +105,9 @@ func printView(w io.Writer, v leader.View, asJSON bool) {
 	if v.Leader != proc.None {
 		who = "node " + strconv.Itoa(int(v.Leader))
 	}
+	if v.Leader != proc.None {
+		who += fmt.Sprintf(", term %d", v.Term)
+	}
 	fmt.Fprintf(w, "%s  election %s: leader %s (seen by node %d, change %d)\n",
 		v.Since.Format("15:04:05.000"), v.Name, who, v.Node, v.Changes)
 }
@@ -155,7 +160,8 @@ func runLeading(cmd *cobra.Command, client *leader.Client, name string, argv []s
 
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-	child.Env = append(os.Environ(), "COHORT_ELECTION="+name, "COHORT_LEADER="+strconv.Itoa(term.Node))
+	child.Env = append(os.Environ(), "COHORT_ELECTION="+name, "COHORT_LEADER="+strconv.Itoa(term.Node),
+		"COHORT_FENCING_TOKEN="+strconv.FormatUint(term.Term, 10))
 	if err := child.Start(); err != nil {
 		_ = term.Resign(context.Background())
 		return usageErr("%s: %v", argv[0], err)
@@ -189,8 +195,8 @@ loop:
 				views = nil // the stream broke: the renewals still guard us
 				continue
 			}
-			if v.Leader != proc.ID(term.Node) {
-				lose(fmt.Errorf("node %d no longer leads (leader now %d)", term.Node, v.Leader))
+			if v.Leader != proc.ID(term.Node) || v.Term != term.Term {
+				lose(fmt.Errorf("node %d no longer leads under term %d (leader now %d, term %d)", term.Node, term.Term, v.Leader, v.Term))
 			}
 		case <-renew.C:
 			kctx, cancel := context.WithTimeout(context.Background(), f.ttl/3)

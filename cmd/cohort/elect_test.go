@@ -24,13 +24,13 @@ func TestElectCommand(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 
 	cmd := exec.Command(bin, "elect", "jobs", "--campaign", "--endpoints", endpoints[2], "--",
-		"sh", "-c", `echo "leader=$COHORT_LEADER election=$COHORT_ELECTION"; sleep 0.5; exit 3`)
+		"sh", "-c", `echo "leader=$COHORT_LEADER election=$COHORT_ELECTION token=$COHORT_FENCING_TOKEN"; sleep 0.5; exit 3`)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if !errorsAs(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("campaign: %v, want the command's status 3", err)
 	}
-	if got := strings.TrimSpace(string(out)); got != "leader=2 election=jobs" {
+	if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, "leader=2 election=jobs token=") || strings.HasSuffix(got, "token=") || strings.HasSuffix(got, "token=0") {
 		t.Fatalf("command saw %q", got)
 	}
 	get, err := exec.Command(bin, "elect", "jobs", "--get", "--json", "--endpoints", endpoints[1]).Output()

@@ -54,10 +54,11 @@ type electionConfig struct {
 	Heartbeat time.Duration `yaml:"heartbeat"` // default 50ms
 	Timeout   time.Duration `yaml:"timeout"`   // default 300ms
 	Phi       float64       `yaml:"phi"`       // > 0: phi-accrual with this threshold
+	Quorum    *bool         `yaml:"quorum"`    // lead only while hearing a majority; default true
 }
 
 func (e electionConfig) leaderConfig() election.LeaderConfig {
-	return election.LeaderConfig{Heartbeat: e.Heartbeat, Timeout: e.Timeout, Phi: e.Phi}
+	return election.LeaderConfig{Heartbeat: e.Heartbeat, Timeout: e.Timeout, Phi: e.Phi, Quorum: e.Quorum == nil || *e.Quorum}
 }
 
 func loadNodeConfig(path string) (*nodeConfig, error) {
@@ -154,7 +155,7 @@ node.yaml:
   lock: ricart-agrawala         # the mutex algorithm behind every lock
   group: total-sequencer        # the multicast algorithm behind every group
   campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
-  election: {heartbeat: 50ms, timeout: 300ms, phi: 0}   # optional: the failure detector
+  election: {heartbeat: 50ms, timeout: 300ms, phi: 0, quorum: true}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
   data_dir: /var/lib/cohort     # optional: relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
