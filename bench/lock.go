@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -48,6 +50,9 @@ import (
 // node-to-node handoff (one node's Unlock to a waiting node's Lock
 // returning) and the one-way message latency of the same TCP transport
 // (half a ping-pong round trip): the floor the handoff is compared with.
+// Both are measured back to back (the next message, or Unlock, as soon as
+// the previous step is done) and to a node left idle for a millisecond,
+// which costs the time to wake it.
 
 // LockNodes is the size of the benchmark's Cohort cluster.
 const LockNodes = 5
@@ -89,23 +94,36 @@ type LockRatio struct {
 // LockResult is the JSON contract of `cohort bench lock`. Etcd and Ratio
 // are empty when etcd was left out.
 type LockResult struct {
-	Cohort            []LockPoint `json:"cohort"`
-	Etcd              []LockPoint `json:"etcd"`
-	Ratio             []LockRatio `json:"ratio"`
-	RAHandoffP50us    float64     `json:"ra_handoff_p50_us"`
-	OneWayP50us       float64     `json:"one_way_p50_us"`
-	HandoffOverOneWay float64     `json:"handoff_over_one_way"`
+	Cohort []LockPoint `json:"cohort"`
+	Etcd   []LockPoint `json:"etcd"`
+	Ratio  []LockRatio `json:"ratio"`
+	// Ricart–Agrawala's node-to-node handoff, the holder unlocking as soon
+	// as the waiter waits for it alone, and the one-way latency of the
+	// transport measured back to back.
+	RAHandoffP50us    float64 `json:"ra_handoff_p50_us"`
+	OneWayP50us       float64 `json:"one_way_p50_us"`
+	HandoffOverOneWay float64 `json:"handoff_over_one_way"`
 	// The same one-way latency with the receiver idle before each message
-	// (1 ms apart), as a waiting node is when the lock comes to it.
+	// (1 ms apart), as a waiting node is when the lock comes to it after a
+	// long critical section; HandoffOverIdleOneWay compares the handoff
+	// above with it.
 	OneWayIdleP50us       float64 `json:"one_way_idle_p50_us"`
 	HandoffOverIdleOneWay float64 `json:"handoff_over_idle_one_way"`
+	// The handoff when the holder unlocks 1 ms after the waiter started
+	// waiting for it alone (the waiter idle meanwhile), over the idle
+	// one-way latency: the two measured alike.
+	RAIdleHandoffP50us        float64 `json:"ra_idle_handoff_p50_us"`
+	IdleHandoffOverIdleOneWay float64 `json:"idle_handoff_over_idle_one_way"`
 }
 
-// Rounds of the node-to-node measurements, after a few of warm-up.
+// Rounds of the node-to-node measurements, after a few of warm-up; those
+// with a pause of idleGap before each message run fewer.
 const (
 	raRounds     = 1000
 	oneWayRounds = 2000
+	idleRounds   = 500
 	warmRounds   = 20
+	idleGap      = time.Millisecond
 )
 
 // RunLock runs the lock benchmark.
@@ -156,30 +174,36 @@ func RunLock(ctx context.Context, cfg LockConfig) (LockResult, error) {
 		res.Cohort = append(res.Cohort, run.point(c))
 	}
 
-	say("Ricart–Agrawala node-to-node handoff, %d rounds", raRounds)
-	ra, err := raHandoffs(ctx, cl.nodes, raRounds)
+	say("Ricart–Agrawala node-to-node handoff, %d rounds back to back and %d after %v idle", raRounds, idleRounds, idleGap)
+	ra, err := raHandoffs(ctx, cl.nodes, raRounds, 0)
 	if err != nil {
 		return res, fmt.Errorf("ricart-agrawala handoff: %w", err)
 	}
-	say("TCP transport one-way latency, %d round trips", oneWayRounds)
+	raIdle, err := raHandoffs(ctx, cl.nodes, idleRounds, idleGap)
+	if err != nil {
+		return res, fmt.Errorf("ricart-agrawala handoff to an idle node: %w", err)
+	}
+	say("TCP transport one-way latency, %d round trips back to back and %d after %v idle", oneWayRounds, idleRounds, idleGap)
 	ow, err := oneWayLatencies(ctx, cl.secret, log, oneWayRounds, 0)
 	if err != nil {
 		return res, fmt.Errorf("one-way latency: %w", err)
 	}
-	idle, err := oneWayLatencies(ctx, cl.secret, log, min(oneWayRounds, 500), time.Millisecond)
+	idle, err := oneWayLatencies(ctx, cl.secret, log, idleRounds, idleGap)
 	if err != nil {
 		return res, fmt.Errorf("idle one-way latency: %w", err)
 	}
-	slices.Sort(ra)
-	slices.Sort(ow)
-	slices.Sort(idle)
-	raP50, owP50, idleP50 := percentile(ra, 50), percentile(ow, 50), percentile(idle, 50)
+	for _, s := range [][]time.Duration{ra, raIdle, ow, idle} {
+		slices.Sort(s)
+	}
+	raP50, raIdleP50, owP50, idleP50 := percentile(ra, 50), percentile(raIdle, 50), percentile(ow, 50), percentile(idle, 50)
 	res.RAHandoffP50us, res.OneWayP50us, res.OneWayIdleP50us = micros(raP50), micros(owP50), micros(idleP50)
+	res.RAIdleHandoffP50us = micros(raIdleP50)
 	if owP50 > 0 {
 		res.HandoffOverOneWay = float64(raP50) / float64(owP50)
 	}
 	if idleP50 > 0 {
 		res.HandoffOverIdleOneWay = float64(raP50) / float64(idleP50)
+		res.IdleHandoffOverIdleOneWay = float64(raIdleP50) / float64(idleP50)
 	}
 
 	if e == nil {
@@ -491,13 +515,18 @@ func (k *cohortClient) close()                            { k.c.HTTP.CloseIdleCo
 
 // raHandoffs measures Ricart–Agrawala's handoff between the first two
 // nodes of a cluster (every node of which answers requests): one holds the
-// lock, the other asks for it; once the holder has received that request
+// lock, the other asks for it. Once the holder has received that request
 // (and so deferred its reply) and the waiter has the replies of all the
-// other nodes (so that it waits for the holder alone), the holder unlocks.
-// The sample is the time from the Unlock call to the waiter's Lock
-// returning: one reply message, plus the work of both nodes around it.
-// The roles alternate.
-func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Duration, error) {
+// other nodes (it reports that it waits for the holder alone), the holder
+// pauses for pause and unlocks. The sample is the time from the Unlock
+// call to the waiter's Lock returning: one reply message, plus the work of
+// both nodes around it. The roles alternate.
+//
+// With no pause the holder unlocks at once, while both nodes are busy,
+// as the one-way latency is measured back to back; with a pause of a
+// millisecond, the waiter has been idle, as the receiver of the idle
+// one-way latency has.
+func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int, pause time.Duration) ([]time.Duration, error) {
 	f, err := catalog.Lookup("mutex")
 	if err != nil {
 		return nil, err
@@ -512,7 +541,7 @@ func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Dur
 	// algorithm the cluster resolves unknown locks to.
 	const name = "ra-handoff"
 	var locks [2]*lock.Lock
-	var svcs [2]*live.Service // their services, whose counters show a request arrived
+	var svcs [2]*live.Service // their services: counters show a request arrived, outputs whom the waiter waits for
 	for i, n := range nodes {
 		l, err := lock.New(n, name, ra)
 		if err != nil {
@@ -537,17 +566,37 @@ func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int) ([]time.Dur
 	var samples []time.Duration
 	for i := range warmRounds + rounds {
 		waiter := 1 - holder
-		received, replies := svcs[holder].Stats().Received, svcs[waiter].Stats().Received
+		alone := make(chan struct{}, 1) // the waiter waits for the holder alone
+		stop := svcs[waiter].OnOutput(func(o proc.Output) {
+			if w, ok := o.(mutex.Waiting); ok && len(w.For) == 1 && w.For[0] == proc.ID(holder) {
+				select {
+				case alone <- struct{}{}:
+				default:
+				}
+			}
+		})
+		received := svcs[holder].Stats().Received
 		go func() {
 			_, err := locks[waiter].Lock(ctx)
 			got <- granted{time.Now(), err}
 		}()
-		for svcs[holder].Stats().Received == received || svcs[waiter].Stats().Received < replies+int64(len(nodes)-2) {
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("the request did not reach the holder, or the other replies the waiter: %w", ctx.Err())
-			case <-time.After(20 * time.Microsecond):
+		select {
+		case <-alone:
+		case <-ctx.Done():
+			stop()
+			return nil, fmt.Errorf("the waiter never waited for the holder alone: %w", ctx.Err())
+		}
+		stop()
+		// The holder has the request too, unless it is still on its way
+		// (it was sent first, so it is rarely).
+		for svcs[holder].Stats().Received == received {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("the request did not reach the holder: %w", ctx.Err())
 			}
+			runtime.Gosched()
+		}
+		if pause > 0 {
+			time.Sleep(pause)
 		}
 		start := time.Now()
 		if err := locks[holder].Unlock(); err != nil {

@@ -170,7 +170,8 @@ func TestRunLockWithoutEtcd(t *testing.T) {
 			t.Errorf("no acquisitions with %d clients", p.Clients)
 		}
 	}
-	if r.RAHandoffP50us <= 0 || r.OneWayP50us <= 0 || r.HandoffOverOneWay <= 0 {
+	if r.RAHandoffP50us <= 0 || r.OneWayP50us <= 0 || r.HandoffOverOneWay <= 0 || r.OneWayIdleP50us <= 0 ||
+		r.HandoffOverIdleOneWay <= 0 || r.RAIdleHandoffP50us <= 0 || r.IdleHandoffOverIdleOneWay <= 0 {
 		t.Errorf("node-to-node figures missing: %+v", r)
 	}
 	b, err := json.Marshal(r)
@@ -178,7 +179,8 @@ func TestRunLockWithoutEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"etcd":[]`, `"ratio":[]`, `"acquisitions_per_s":`, `"handoff_p50_ms":`, `"handoff_p99_ms":`,
-		`"ra_handoff_p50_us":`, `"one_way_p50_us":`, `"handoff_over_one_way":`} {
+		`"ra_handoff_p50_us":`, `"one_way_p50_us":`, `"handoff_over_one_way":`, `"one_way_idle_p50_us":`,
+		`"handoff_over_idle_one_way":`, `"ra_idle_handoff_p50_us":`, `"idle_handoff_over_idle_one_way":`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s: %s", want, b)
 		}
