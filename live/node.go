@@ -6,8 +6,10 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/live/transport"
@@ -66,6 +68,10 @@ type Node struct {
 	services map[string]*Service
 	closed   bool
 	wg       sync.WaitGroup
+
+	// A copy of services, replaced at every change, for finding the
+	// service of every arriving message without a lock.
+	byName atomic.Pointer[map[string]*Service]
 }
 
 // NewNode checks cfg and returns a node; Start connects it.
@@ -137,13 +143,18 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 		inbox:  make(chan event, n.cfg.InboxLen),
 		timers: map[proc.TimerID]*time.Timer{},
 		rng:    rand.New(rand.NewPCG(n.cfg.Seed^nameSeed(name), uint64(n.cfg.Self)+1)),
-		subs:   map[int]chan proc.Output{},
 		done:   make(chan struct{}),
+		byKind: map[string]*atomic.Int64{},
+	}
+	for _, m := range a.Messages {
+		s.byKind[m.Kind()] = new(atomic.Int64)
 	}
 	s.env = &env{s: s}
 	s.proc = a.New(n.cfg.Self, n.cfg.N)
 	s.turn.Lock() // run unlocks it once the algorithm has started
 	n.services[name] = s
+	byName := maps.Clone(n.services)
+	n.byName.Store(&byName)
 	n.wg.Add(1)
 	go s.run()
 	return s, nil
@@ -156,7 +167,7 @@ var ErrClosed = errors.New("node closed")
 // inbox. Garbage from an authenticated peer is dropped and logged, never a
 // crash.
 func (n *Node) deliver(from proc.ID, payload []byte) {
-	name, body, err := splitService(payload)
+	rawName, body, err := splitService(payload)
 	var id uint64
 	var vc []uint64
 	if err == nil {
@@ -166,10 +177,12 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 		n.log.Warn("dropping a malformed payload", "from", int(from), "err", err)
 		return
 	}
-	n.mu.Lock()
-	s := n.services[name]
-	n.mu.Unlock()
+	var s *Service
+	if byName := n.byName.Load(); byName != nil {
+		s = (*byName)[string(rawName)] // no copy of the name
+	}
 	if s == nil {
+		name := string(rawName)
 		a, ok := proc.Algorithm{}, false
 		if n.cfg.Resolve != nil {
 			a, ok = n.cfg.Resolve(name)

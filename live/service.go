@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,13 +43,24 @@ type Service struct {
 	self      []event // messages to itself, handled after the current event
 	buf       []byte
 
+	// Where outputs go, in the order they were registered.
 	subMu sync.Mutex
-	subs  map[int]chan proc.Output
-	hooks map[int]func(proc.Output)
-	nsub  int
+	sinks []sink
+	nsink int
 
-	statsMu sync.Mutex
-	stats   ServiceStats
+	// Counters, kept without a lock on the paths every message takes.
+	sent, received, dropped, outputs, handled atomic.Int64
+	handlerNanos                              atomic.Int64
+	byKind                                    map[string]*atomic.Int64 // one per message type of the algorithm; read-only
+	otherMu                                   sync.Mutex
+	otherKinds                                map[string]int64 // sent messages of other kinds, if any
+}
+
+// A sink receives the outputs: a hook (OnOutput) or a channel (Subscribe).
+type sink struct {
+	id   int
+	hook func(proc.Output)
+	ch   chan proc.Output
 }
 
 // ServiceStats counts what a service did.
@@ -135,18 +147,11 @@ func (s *Service) post(e event) error {
 // outputs that find it full are dropped and logged) and a cancel function.
 func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 	ch := make(chan proc.Output, size)
-	s.subMu.Lock()
-	id := s.nsub
-	s.nsub++
-	s.subs[id] = ch
-	s.subMu.Unlock()
+	id := s.addSink(sink{ch: ch})
 	return ch, func() {
-		s.subMu.Lock()
-		if _, ok := s.subs[id]; ok {
-			delete(s.subs, id)
+		if s.removeSink(id) {
 			close(ch)
 		}
-		s.subMu.Unlock()
 	}
 }
 
@@ -158,19 +163,30 @@ func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 // caller may hold. The returned function stops the calls; f must not call
 // it.
 func (s *Service) OnOutput(f func(proc.Output)) (cancel func()) {
+	id := s.addSink(sink{hook: f})
+	return func() { s.removeSink(id) }
+}
+
+func (s *Service) addSink(k sink) int {
 	s.subMu.Lock()
-	id := s.nsub
-	s.nsub++
-	if s.hooks == nil {
-		s.hooks = map[int]func(proc.Output){}
+	defer s.subMu.Unlock()
+	k.id = s.nsink
+	s.nsink++
+	s.sinks = append(s.sinks, k)
+	return k.id
+}
+
+// removeSink removes a sink and reports whether it was there.
+func (s *Service) removeSink(id int) bool {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	for i, k := range s.sinks {
+		if k.id == id {
+			s.sinks = slices.Delete(s.sinks, i, i+1)
+			return true
+		}
 	}
-	s.hooks[id] = f
-	s.subMu.Unlock()
-	return func() {
-		s.subMu.Lock()
-		delete(s.hooks, id)
-		s.subMu.Unlock()
-	}
+	return false
 }
 
 // Done is closed once the service has stopped.
@@ -178,13 +194,21 @@ func (s *Service) Done() <-chan struct{} { return s.done }
 
 // Stats returns a copy of the service's counters.
 func (s *Service) Stats() ServiceStats {
-	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	st := s.stats
-	st.ByKind = make(map[string]int64, len(s.stats.ByKind))
-	for k, v := range s.stats.ByKind {
-		st.ByKind[k] = v
+	st := ServiceStats{
+		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
+		Outputs: s.outputs.Load(), Handled: s.handled.Load(), HandlerTime: time.Duration(s.handlerNanos.Load()),
+		ByKind: map[string]int64{},
 	}
+	for k, n := range s.byKind {
+		if v := n.Load(); v > 0 {
+			st.ByKind[k] = v
+		}
+	}
+	s.otherMu.Lock()
+	for k, v := range s.otherKinds {
+		st.ByKind[k] += v
+	}
+	s.otherMu.Unlock()
 	return st
 }
 
@@ -215,10 +239,12 @@ func (s *Service) run() {
 				t.Stop()
 			}
 			s.subMu.Lock()
-			for id, ch := range s.subs {
-				delete(s.subs, id)
-				close(ch)
+			for _, k := range s.sinks {
+				if k.ch != nil {
+					close(k.ch)
+				}
 			}
+			s.sinks = nil
 			s.subMu.Unlock()
 			return
 		}
@@ -245,12 +271,12 @@ func (s *Service) handle1(e event) {
 	env := s.env
 	start := time.Now()
 	defer func() {
-		d := time.Since(start)
-		s.count(func(st *ServiceStats) { st.Handled++; st.HandlerTime += d })
+		s.handled.Add(1)
+		s.handlerNanos.Add(int64(time.Since(start)))
 	}()
 	switch e.kind {
 	case evMessage:
-		s.count(func(st *ServiceStats) { st.Received++ })
+		s.received.Add(1)
 		if tr := s.node.tr; tr != nil {
 			tr.recv(e.from, e.id, e.vc, e.msg)
 		}
@@ -286,24 +312,22 @@ func (s *Service) call(f func()) {
 	f()
 }
 
-func (s *Service) count(f func(*ServiceStats)) {
-	s.statsMu.Lock()
-	f(&s.stats)
-	s.statsMu.Unlock()
-}
-
 func (s *Service) send(to proc.ID, m proc.Message) {
 	n := s.node
 	if to < 0 || int(to) >= n.cfg.N {
 		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, n.cfg.N))
 	}
-	s.count(func(st *ServiceStats) {
-		st.Sent++
-		if st.ByKind == nil {
-			st.ByKind = map[string]int64{}
+	s.sent.Add(1)
+	if c := s.byKind[m.Kind()]; c != nil {
+		c.Add(1)
+	} else {
+		s.otherMu.Lock()
+		if s.otherKinds == nil {
+			s.otherKinds = map[string]int64{}
 		}
-		st.ByKind[m.Kind()]++
-	})
+		s.otherKinds[m.Kind()]++
+		s.otherMu.Unlock()
+	}
 	var id uint64
 	var vc []uint64
 	if n.tr != nil {
@@ -328,24 +352,25 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	if err := n.cfg.Transport.Send(to, b); err != nil {
 		// The transport's queue to that peer is full (or the node is
 		// closing): the message is lost, as on a network that drops it.
-		s.count(func(st *ServiceStats) { st.Dropped++ })
+		s.dropped.Add(1)
 		n.log.Warn("message not sent", "service", s.name, "to", int(to), "kind", m.Kind(), "err", err)
 	}
 }
 
 func (s *Service) output(o proc.Output) {
-	s.count(func(st *ServiceStats) { st.Outputs++ })
+	s.outputs.Add(1)
 	if tr := s.node.tr; tr != nil {
 		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data = o.Kind(), label(o), data(o) })
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	for _, f := range s.hooks {
-		f(o)
-	}
-	for _, ch := range s.subs {
+	for _, k := range s.sinks {
+		if k.hook != nil {
+			k.hook(o)
+			continue
+		}
 		select {
-		case ch <- o:
+		case k.ch <- o:
 		default:
 			s.node.log.Warn("output dropped: a subscriber is not keeping up", "service", s.name, "kind", o.Kind())
 		}
@@ -353,12 +378,12 @@ func (s *Service) output(o proc.Output) {
 }
 
 // splitService reads the service name in front of a payload.
-func splitService(payload []byte) (string, []byte, error) {
+func splitService(payload []byte) (name, rest []byte, err error) {
 	n, k := binary.Uvarint(payload)
 	if k <= 0 || n == 0 || n > MaxServiceName || uint64(len(payload)-k) < n {
-		return "", nil, errors.New("bad service name")
+		return nil, nil, errors.New("bad service name")
 	}
-	return string(payload[k : k+int(n)]), payload[k+int(n):], nil
+	return payload[k : k+int(n)], payload[k+int(n):], nil
 }
 
 // env is the Env of a live service.

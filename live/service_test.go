@@ -258,3 +258,44 @@ func TestClosedServiceHandlesNothing(t *testing.T) {
 		t.Errorf("%d events handled after Close returned", now-handled)
 	}
 }
+
+// Hooks and subscriptions get every output, in the order they were
+// registered; a cancelled one gets no more, and Close closes the
+// subscriptions left.
+func TestOutputsReachHooksAndSubscriptions(t *testing.T) {
+	node, service := echoNode(t, false, 0)
+	s, _ := service("sinks")
+	var order []string
+	first := s.OnOutput(func(proc.Output) { order = append(order, "first") })
+	s.OnOutput(func(proc.Output) { order = append(order, "second") })
+	sub, cancelSub := s.Subscribe(4)
+	kept, _ := s.Subscribe(4)
+	for i := range 2 {
+		if err := s.Input(num{I: i}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-kept: // the sinks before it have had the output
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the subscription missed output %d", i)
+		}
+		if i == 0 {
+			first()
+			cancelSub()
+			cancelSub() // a second cancel does nothing
+		}
+	}
+	if got := fmt.Sprint(order); got != "[first second second]" {
+		t.Errorf("hooks called %v, want [first second second]", got)
+	}
+	if o, ok := <-sub; !ok || o.(num).I != 0 {
+		t.Errorf("cancelled subscription: %v %v, want output 0 and then closed", o, ok)
+	}
+	if _, ok := <-sub; ok {
+		t.Error("cancelled subscription still open")
+	}
+	node.Close()
+	if _, ok := <-kept; ok {
+		t.Error("subscription open after Close")
+	}
+}
