@@ -97,6 +97,12 @@
 // this saves about a quarter of the CPU time of a request–response
 // exchange. TLS connections always go through the writer.
 //
+// TCP.SendBatch queues several payloads for one member at once, all or
+// none; to an idle connection they leave together in one direct write. The
+// host sends with it what one event (or a run of inputs given together)
+// addressed to one member, so that, say, a lock's reply to a node and the
+// request that follows it to the same node cost one system call.
+//
 // # Certificates
 //
 // GenerateCerts writes a development CA and a certificate per member;

@@ -47,8 +47,9 @@ type sendQueue struct {
 	raw       syscall.RawConn // while set, Sends may write directly
 	lastWrite time.Time       // when the last write to the connection ended
 	scratch   []byte          // a direct Send encodes its frame here
-	resume    []byte          // a frame a direct Send wrote only part of
+	resume    []byte          // the frames a direct Send wrote only part of
 	resumeAt  int             // how much of resume was written
+	resumeN   int             // how many frames resume holds
 
 	backpressured            atomic.Uint64
 	sent, sentBytes, nWrites atomic.Uint64
@@ -69,26 +70,35 @@ func newSendQueue(maxFrames, maxBytes int) *sendQueue {
 	return q
 }
 
-// push queues a frame carrying payload (or writes it directly), or reports
-// why it cannot.
-func (q *sendQueue) push(payload []byte) error {
+// push queues frames carrying payloads, in order (or writes them
+// directly), or reports why it cannot: it takes all of them or none.
+func (q *sendQueue) push(payloads ...[]byte) error {
+	k, size, bytes := len(payloads), 0, 0
+	for _, p := range payloads {
+		size += frameLen(len(p))
+		bytes += len(p)
+	}
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return ErrClosed
 	}
 	n := q.nPending + q.nHeld
-	if q.raw != nil && n == 0 && !q.writing && len(payload) <= directMax && time.Since(q.lastWrite) >= directGap {
-		q.writeDirect(payload) // unlocks
+	if q.raw != nil && n == 0 && !q.writing && bytes <= directMax && time.Since(q.lastWrite) >= directGap {
+		q.writeDirect(payloads) // unlocks
 		return nil
 	}
-	if n >= q.maxFrames || n > 0 && len(q.pending)+q.heldBytes+frameLen(len(payload)) > q.maxBytes {
+	// One frame may exceed the byte bound if it is alone (it is at most
+	// MaxFrame, which the bound allows for).
+	if n+k > q.maxFrames || (n > 0 || k > 1) && len(q.pending)+q.heldBytes+size > q.maxBytes {
 		q.mu.Unlock()
 		q.backpressured.Add(1)
 		return ErrBackpressure
 	}
-	q.pending = appendFrame(q.pending, payload)
-	q.nPending++
+	for _, p := range payloads {
+		q.pending = appendFrame(q.pending, p)
+	}
+	q.nPending += k
 	wake := q.parked
 	q.parked = false
 	q.mu.Unlock()
@@ -98,38 +108,42 @@ func (q *sendQueue) push(payload []byte) error {
 	return nil
 }
 
-// writeDirect writes a frame carrying payload to the idle connection. It is
-// called with mu held and returns with it released.
-func (q *sendQueue) writeDirect(payload []byte) {
+// writeDirect writes frames carrying payloads to the idle connection, with
+// one system call. It is called with mu held and returns with it released.
+func (q *sendQueue) writeDirect(payloads [][]byte) {
 	q.writing = true
-	frame := appendFrame(q.scratch[:0], payload)
-	q.nHeld, q.heldBytes = 1, len(frame)
+	frames := q.scratch[:0]
+	for _, p := range payloads {
+		frames = appendFrame(frames, p)
+	}
+	k := len(payloads)
+	q.nHeld, q.heldBytes = k, len(frames)
 	raw := q.raw
 	q.mu.Unlock()
 
-	w := writeNow(raw, frame)
+	w := writeNow(raw, frames)
 	q.nWrites.Add(1)
 
 	q.mu.Lock()
 	switch {
-	case w == len(frame):
+	case w == len(frames):
 		q.directWhole.Add(1)
 		q.nHeld, q.heldBytes = 0, 0
-		q.sent.Add(1)
-		q.sentBytes.Add(uint64(len(frame)))
+		q.sent.Add(uint64(k))
+		q.sentBytes.Add(uint64(len(frames)))
 	case w == 0:
 		q.directNone.Add(1)
 		// To the head of the queue, ahead of frames queued meanwhile.
-		p := make([]byte, 0, len(frame)+len(q.pending))
-		q.pending = append(append(p, frame...), q.pending...)
-		q.nPending++
+		p := make([]byte, 0, len(frames)+len(q.pending))
+		q.pending = append(append(p, frames...), q.pending...)
+		q.nPending += k
 		q.nHeld, q.heldBytes = 0, 0
 	default:
 		q.directPart.Add(1)
-		q.resume, q.resumeAt = append([]byte(nil), frame...), w
+		q.resume, q.resumeAt, q.resumeN = append([]byte(nil), frames...), w, k
 	}
-	if cap(frame) <= 1<<10 {
-		q.scratch = frame[:0]
+	if cap(frames) <= 1<<10 {
+		q.scratch = frames[:0]
 	}
 	q.writing = false
 	q.lastWrite = time.Now()
@@ -162,10 +176,10 @@ func (q *sendQueue) take(spare []byte) (batch []byte, n, from int) {
 	case q.writing:
 		return nil, 0, 0
 	case q.resume != nil:
-		batch, from = q.resume, q.resumeAt
+		batch, n, from = q.resume, q.resumeN, q.resumeAt
 		q.resume = nil
 		q.writing = true
-		return batch, 1, from
+		return batch, n, from
 	case q.nPending == 0:
 		return nil, 0, 0
 	}
@@ -246,8 +260,8 @@ func (q *sendQueue) detach() {
 	if q.resume != nil {
 		p := make([]byte, 0, len(q.resume)+len(q.pending))
 		q.pending = append(append(p, q.resume...), q.pending...)
-		q.nPending++
-		q.nHeld--
+		q.nPending += q.resumeN
+		q.nHeld -= q.resumeN
 		q.heldBytes -= len(q.resume)
 		q.resume = nil
 	}

@@ -59,7 +59,7 @@ func TestQueueDetachRequeuesPartialFrame(t *testing.T) {
 	q := newSendQueue(10, 1<<20)
 	whole := appendFrame(nil, []byte("partly written"))
 	// As a direct Send leaves it when the socket took 3 bytes.
-	q.resume, q.resumeAt, q.nHeld, q.heldBytes = whole, 3, 1, len(whole)
+	q.resume, q.resumeAt, q.resumeN, q.nHeld, q.heldBytes = whole, 3, 1, 1, len(whole)
 	q.pending, q.nPending = appendFrame(nil, []byte("queued after")), 1
 	q.detach()
 	batch, n, from := q.take(nil)
@@ -98,5 +98,28 @@ func TestQueueBounds(t *testing.T) {
 	}
 	if q.backpressured.Load() != 3 {
 		t.Errorf("backpressured = %d, want 3", q.backpressured.Load())
+	}
+}
+
+func TestQueueBatchTakesAllOrNone(t *testing.T) {
+	q := newSendQueue(3, 100)
+	if err := q.push(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.push(make([]byte, 10), make([]byte, 10), make([]byte, 10)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("three frames behind one, bound 3: %v, want ErrBackpressure", err)
+	}
+	if err := q.push(make([]byte, 40), make([]byte, 50)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("beyond the byte bound: %v, want ErrBackpressure", err)
+	}
+	if q.len() != 1 {
+		t.Fatalf("%d frames queued after refused batches, want 1", q.len())
+	}
+	if err := q.push([]byte("a"), []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	batch, n, _ := q.take(nil)
+	if got := frames(batch); n != 3 || len(got) != 3 || got[1] != "a" || got[2] != "b" {
+		t.Fatalf("take: %q (n=%d)", got, n)
 	}
 }

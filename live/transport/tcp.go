@@ -119,6 +119,24 @@ func (t *TCP) Send(to proc.ID, payload []byte) error {
 	return fmt.Errorf("%w: %v", ErrUnknownPeer, to)
 }
 
+// SendBatch queues copies of payloads for member to, in order, as many
+// Sends would, except that it takes all of them or none (ErrBackpressure)
+// and that, to an idle connection, they leave together in one write.
+func (t *TCP) SendBatch(to proc.ID, payloads [][]byte) error {
+	for _, p := range payloads {
+		if len(p) > t.cfg.MaxFrame {
+			return fmt.Errorf("%w: %d bytes, MaxFrame %d", ErrTooLarge, len(p), t.cfg.MaxFrame)
+		}
+	}
+	if p := t.peers[to]; p != nil {
+		return p.q.push(payloads...)
+	}
+	if to == t.cfg.Self {
+		return t.self.push(payloads...)
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownPeer, to)
+}
+
 // Addr implements Transport.
 func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
 

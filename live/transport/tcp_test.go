@@ -583,3 +583,47 @@ func TestCloseGivesUp(t *testing.T) {
 		t.Errorf("after Close: %+v; want frames dropped, none queued", s)
 	}
 }
+
+// A batch to an idle connection leaves in one write and arrives whole and
+// in order; batches sent while the connection is busy queue in order
+// behind it.
+func TestSendBatch(t *testing.T) {
+	trs := newTCPCluster(t, 2, nil)
+	a, b := trs[0], trs[1]
+	box := newInbox()
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(box.handle)
+	waitUntil(t, 5*time.Second, "p0 is connected to p1", func() bool { return a.Stats().Peers[1].Connected })
+	q := a.peers[1].q
+	seqs := func(from, to uint64) [][]byte {
+		var ps [][]byte
+		for s := from; s < to; s++ {
+			ps = append(ps, binary.BigEndian.AppendUint64(nil, s))
+		}
+		return ps
+	}
+	time.Sleep(time.Millisecond) // idle
+	writes := q.nWrites.Load()
+	done := box.expect(0, 3)
+	if err := a.SendBatch(1, seqs(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, done, 5*time.Second, "a batch")
+	if w := q.nWrites.Load() - writes; w != 1 || q.directWhole.Load() == 0 {
+		t.Errorf("a batch to an idle connection took %d writes (direct %d), want 1 direct", w, q.directWhole.Load())
+	}
+	done = box.expect(0, 300)
+	for s := uint64(3); s < 300; s += 3 {
+		if err := a.SendBatch(1, seqs(s, s+3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitClosed(t, done, 5*time.Second, "100 batches")
+	box.check(t)
+	if st := a.Stats().Peers[1]; st.Sent != 300 {
+		t.Errorf("Sent = %d, want 300", st.Sent)
+	}
+	if err := a.SendBatch(7, seqs(0, 1)); !errors.Is(err, ErrUnknownPeer) {
+		t.Errorf("batch to p7: %v, want ErrUnknownPeer", err)
+	}
+}
