@@ -41,7 +41,7 @@ type Service struct {
 	nextTimer proc.TimerID
 	rng       *rand.Rand
 	self      []event // messages to itself, handled after the current event
-	buf       []byte
+	out       outbox  // messages to others, sent when the event is handled
 
 	// Where outputs go, in the order they were registered.
 	subMu sync.Mutex
@@ -106,6 +106,22 @@ func (s *Service) Input(in proc.Input) error {
 	return s.post(event{kind: evInput, input: in})
 }
 
+// Inputs hands the algorithm several inputs, one after another, as Input
+// would each. If the service is idle it handles them all before Inputs
+// returns, and the messages they send leave together at the end: those to
+// one member in one write, when the connection is idle. A lock handed from
+// one local caller to the next takes one write per member with
+// Inputs(Release, Acquire), instead of a write for each reply and another
+// for each request.
+func (s *Service) Inputs(ins ...proc.Input) error {
+	var buf [4]event
+	es := buf[:0]
+	for _, in := range ins {
+		es = append(es, event{kind: evInput, input: in})
+	}
+	return s.post(es...)
+}
+
 // post hands the algorithm an event. If the service is idle — nothing in
 // its inbox, nothing being handled — the caller handles the event itself,
 // at once, instead of waking the actor goroutine: a message then goes from
@@ -114,7 +130,10 @@ func (s *Service) Input(in proc.Input) error {
 // way from one node's Unlock to the next node's Lock returning. Otherwise
 // the event joins the inbox, behind those already there, so events posted
 // one after another by one goroutine are handled in that order.
-func (s *Service) post(e event) error {
+//
+// Several events posted at once (Inputs) are handled one after another,
+// and their messages sent together at the end.
+func (s *Service) post(es ...event) error {
 	select {
 	case <-s.done:
 		return ErrClosed
@@ -128,19 +147,35 @@ func (s *Service) post(e event) error {
 				return ErrClosed
 			default:
 			}
-			s.handle(e)
+			s.out.batching++
+			defer func() {
+				s.out.batching--
+				s.flush()
+			}()
+			for i, e := range es {
+				if i > 0 {
+					select {
+					case <-s.done: // the algorithm panicked
+						return ErrClosed
+					default:
+					}
+				}
+				s.handle(e)
+			}
 			return nil
 		}
 		s.turn.Unlock()
 	}
-	s.queued.Add(1)
-	select {
-	case s.inbox <- e:
-		return nil
-	case <-s.done:
-		s.queued.Add(-1)
-		return ErrClosed
+	for _, e := range es {
+		s.queued.Add(1)
+		select {
+		case s.inbox <- e:
+		case <-s.done:
+			s.queued.Add(-1)
+			return ErrClosed
+		}
 	}
+	return nil
 }
 
 // Subscribe returns a channel of the service's outputs (buffered to size;
@@ -224,6 +259,7 @@ func (s *Service) run() {
 	defer s.node.wg.Done()
 	s.call(func() { s.proc.Start(s.env) })
 	s.handleSelf()
+	s.flush()
 	s.turn.Unlock()
 	for {
 		select {
@@ -252,10 +288,11 @@ func (s *Service) run() {
 }
 
 // handle handles an event and then the messages the algorithm sent itself
-// meanwhile. The caller holds turn.
+// meanwhile, and sends the messages for others. The caller holds turn.
 func (s *Service) handle(e event) {
 	s.handle1(e)
 	s.handleSelf()
+	s.flush()
 }
 
 // handleSelf handles the messages the algorithm sent itself, in order.
@@ -337,7 +374,8 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		s.self = append(s.self, event{kind: evMessage, from: to, msg: m, id: id, vc: vc})
 		return
 	}
-	b := binary.AppendUvarint(s.buf[:0], uint64(len(s.name)))
+	start := len(s.out.buf)
+	b := binary.AppendUvarint(s.out.buf, uint64(len(s.name)))
 	b = append(b, s.name...)
 	if n.tr != nil {
 		b = appendTrailer(b, id, vc)
@@ -348,12 +386,87 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	if err != nil {
 		panic(fmt.Sprintf("encoding %T: %v", m, err))
 	}
-	s.buf = b // reused: the transport's Send queues a copy
-	if err := n.cfg.Transport.Send(to, b); err != nil {
-		// The transport's queue to that peer is full (or the node is
-		// closing): the message is lost, as on a network that drops it.
-		s.dropped.Add(1)
-		n.log.Warn("message not sent", "service", s.name, "to", int(to), "kind", m.Kind(), "err", err)
+	s.out.buf = b
+	s.out.msgs = append(s.out.msgs, outMsg{to: to, start: start, end: len(b), kind: m.Kind()})
+}
+
+// outbox holds the messages an event sends to others, encoded back to back
+// in buf, until the event has been handled. Then flush hands them to the
+// transport: the messages to one member together (in one write, when the
+// connection is idle and the transport can), the members in the order of
+// their first message. An event that sends one message to each of several
+// members loses nothing by the wait (the handler is done in microseconds);
+// a Release that replies to a member and the Acquire after it, which asks
+// the same member, cost one write instead of two (see Inputs).
+type outbox struct {
+	buf      []byte
+	msgs     []outMsg
+	batch    [][]byte // scratch for flush
+	sentTo   []bool   // scratch for flush, by member
+	batching int      // Inputs is handling a sequence: flush at its end
+}
+
+type outMsg struct {
+	to         proc.ID
+	start, end int
+	kind       string
+}
+
+// batchSender is a transport that takes several payloads for one member at
+// once (transport.TCP).
+type batchSender interface {
+	SendBatch(to proc.ID, payloads [][]byte) error
+}
+
+// flush sends what the outbox holds. The caller holds turn.
+func (s *Service) flush() {
+	o := &s.out
+	if len(o.msgs) == 0 || o.batching > 0 {
+		return
+	}
+	n := s.node
+	bs, _ := n.cfg.Transport.(batchSender)
+	if len(o.sentTo) < n.cfg.N {
+		o.sentTo = make([]bool, n.cfg.N)
+	}
+	for i, first := range o.msgs {
+		if o.sentTo[first.to] {
+			continue
+		}
+		o.sentTo[first.to] = true
+		o.batch = o.batch[:0]
+		for _, m := range o.msgs[i:] {
+			if m.to == first.to {
+				o.batch = append(o.batch, o.buf[m.start:m.end])
+			}
+		}
+		var err error
+		if bs != nil && len(o.batch) > 1 {
+			err = bs.SendBatch(first.to, o.batch)
+		} else {
+			for _, p := range o.batch {
+				if err = n.cfg.Transport.Send(first.to, p); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			// The transport's queue to that peer is full (or the node is
+			// closing): the messages are lost, as on a network that
+			// drops them.
+			for _, m := range o.msgs[i:] {
+				if m.to == first.to {
+					s.dropped.Add(1)
+					n.log.Warn("message not sent", "service", s.name, "to", int(m.to), "kind", m.kind, "err", err)
+				}
+			}
+		}
+	}
+	clear(o.sentTo)
+	clear(o.batch)
+	o.msgs, o.buf = o.msgs[:0], o.buf[:0] // reused: the transport queues copies
+	if cap(o.buf) > 1<<16 {
+		o.buf = nil
 	}
 }
 

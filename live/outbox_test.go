@@ -1,0 +1,116 @@
+package live
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+)
+
+// note is the test algorithm's message; fan is its input: send note i to
+// To[i], for every i.
+type note struct{ I int }
+type fan struct{ To []proc.ID }
+
+func (note) Kind() string { return "note" }
+func (fan) Kind() string  { return "fan" }
+
+type fanner struct{}
+
+func (fanner) Start(proc.Env)                          {}
+func (fanner) Receive(proc.Env, proc.ID, proc.Message) {}
+func (fanner) Timeout(proc.Env, any)                   {}
+func (fanner) Input(env proc.Env, in proc.Input) {
+	for i, to := range in.(fan).To {
+		env.Send(to, note{I: i})
+	}
+}
+
+// batching records what the host hands it: each Send or SendBatch, as
+// "to:notes".
+type batching struct {
+	mu     sync.Mutex
+	calls  []string
+	decode func([]byte) int
+}
+
+func (b *batching) Start(transport.Handler) error { return nil }
+func (b *batching) Addr() net.Addr                { return nil }
+func (b *batching) Stats() transport.Stats        { return transport.Stats{} }
+func (b *batching) Close() error                  { return nil }
+func (b *batching) Send(to proc.ID, p []byte) error {
+	return b.SendBatch(to, [][]byte{p})
+}
+func (b *batching) SendBatch(to proc.ID, ps [][]byte) error {
+	var notes []string
+	for _, p := range ps {
+		notes = append(notes, fmt.Sprint(b.decode(p)))
+	}
+	b.mu.Lock()
+	b.calls = append(b.calls, fmt.Sprintf("%d:%s", to, strings.Join(notes, ",")))
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *batching) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.Join(b.calls, " ")
+	b.calls = nil
+	return s
+}
+
+// The messages an event sends go out when it has been handled: those to one
+// member together, the members in the order of their first message. With
+// Inputs, the messages of all the inputs go out together.
+func TestMessagesLeaveTogetherPerMember(t *testing.T) {
+	tr := &batching{}
+	node, err := NewNode(Config{Self: 0, N: 4, Transport: tr,
+		NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	s, err := node.Service("fan", proc.Algorithm{Family: "test", Name: "fan", Messages: []proc.Message{note{}},
+		New: func(proc.ID, int) proc.Process { return fanner{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.decode = func(p []byte) int {
+		_, body, err := splitService(p)
+		if err == nil {
+			_, _, body, err = readTrailer(body, 4)
+		}
+		var m proc.Message
+		if err == nil {
+			m, err = s.codec.Decode(body)
+		}
+		if err != nil {
+			t.Errorf("undecodable payload: %v", err)
+			return -1
+		}
+		return m.(note).I
+	}
+	for !s.turn.TryLock() { // started, and idle
+		runtime.Gosched()
+	}
+	s.turn.Unlock()
+	if err := s.Input(fan{To: []proc.ID{2, 1, 2, 3, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tr.take(), "2:0,2 1:1,4 3:3"; got != want {
+		t.Errorf("one event: sent %q, want %q", got, want)
+	}
+	if err := s.Inputs(fan{To: []proc.ID{1}}, fan{To: []proc.ID{2, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tr.take(), "1:0,1 2:0"; got != want {
+		t.Errorf("two inputs given together: sent %q, want %q", got, want)
+	}
+}
