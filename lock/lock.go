@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,15 +26,27 @@ import (
 )
 
 // Lock is a named distributed lock on one node. Its methods are safe for
-// concurrent use; goroutines of the same node queue for it locally.
+// concurrent use; goroutines of the same node queue for it locally, in
+// order, and the algorithm sees one request at a time from the node: a
+// goroutine that finds the lock free here asks for it; one that finds it
+// busy waits its turn, and the goroutine that releases the lock asks for
+// it on the next one's behalf, in the same breath (see release).
 type Lock struct {
 	svc  *live.Service
 	name string
-	sem  chan struct{} // full while a local goroutine holds or is acquiring the lock
 
 	mu    sync.Mutex
+	busy  bool      // a local goroutine holds the lock, or a request is under way for one
+	queue []*waiter // local goroutines waiting for their turn, in order
 	held  bool
 	token uint64
+}
+
+// A waiter is one Lock call: the Enter of the request made for it arrives
+// on entered.
+type waiter struct {
+	entered chan proc.Output
+	stop    func() // stops watching for that Enter; set, under mu, with the request
 }
 
 // New returns the lock called name on node n, backed by algorithm a (one
@@ -47,7 +60,7 @@ func New(n *live.Node, name string, a proc.Algorithm) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{svc: s, name: name, sem: make(chan struct{}, 1)}, nil
+	return &Lock{svc: s, name: name}, nil
 }
 
 // Resolver is a live.Config.Resolve for a cluster whose locks all run
@@ -69,34 +82,78 @@ var ErrNotHeld = errors.New("lock not held by this node")
 // algorithms cannot take one back — so the lock, once granted, is released
 // at once in the background.
 func (l *Lock) Lock(ctx context.Context) (uint64, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	entered, stop := l.watch(isEnter)
-	if err := l.svc.Input(mutex.Acquire{}); err != nil {
-		stop()
-		<-l.sem
+	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	w := &waiter{entered: make(chan proc.Output, 1)}
+	l.mu.Lock()
+	if l.busy {
+		l.queue = append(l.queue, w)
+		l.mu.Unlock()
+	} else {
+		l.busy = true
+		l.mu.Unlock()
+		if err := l.request(w, mutex.Acquire{}); err != nil {
+			return 0, err
+		}
+	}
 	select {
-	case o := <-entered:
-		stop()
+	case o := <-w.entered:
+		l.stopWatching(w)
 		return l.granted(o), nil
 	case <-ctx.Done():
-		go l.abandon(entered, stop)
+		if !l.leave(w) {
+			go l.abandon(w)
+		}
 		return 0, ctx.Err()
 	case <-l.svc.Done():
-		stop()
+		l.leave(w)
+		l.stopWatching(w)
 		select {
-		case o := <-entered: // it came just before the service stopped
+		case o := <-w.entered: // it came just before the service stopped
 			return l.granted(o), nil
 		default:
 		}
-		<-l.sem
 		return 0, live.ErrClosed
 	}
+}
+
+// request gives the algorithm ins — Acquire, or Release then Acquire — the
+// Acquire made for w.
+func (l *Lock) request(w *waiter, ins ...proc.Input) error {
+	stop := l.svc.OnOutput(func(o proc.Output) {
+		if _, ok := o.(mutex.Enter); ok {
+			select {
+			case w.entered <- o:
+			default: // only the first one counts
+			}
+		}
+	})
+	l.mu.Lock()
+	w.stop = stop
+	l.mu.Unlock()
+	return l.svc.Inputs(ins...)
+}
+
+func (l *Lock) stopWatching(w *waiter) {
+	l.mu.Lock()
+	stop := w.stop
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// leave takes w out of the local queue and reports whether it was there;
+// if not, a request is under way for it.
+func (l *Lock) leave(w *waiter) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.queue, w); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		return true
+	}
+	return false
 }
 
 // granted records the grant that Enter o reports and returns its token.
@@ -108,36 +165,14 @@ func (l *Lock) granted(o proc.Output) uint64 {
 	return token
 }
 
-// watch returns a channel that receives the first output of the service
-// that match accepts, from now on, and the function that stops watching.
-// The service calls the hook in the goroutine that handles the event
-// (often the one that gave the input, or the transport's reader), so the
-// output reaches the waiter with one goroutine wake-up at most.
-func (l *Lock) watch(match func(proc.Output) bool) (<-chan proc.Output, func()) {
-	ch := make(chan proc.Output, 1)
-	stop := l.svc.OnOutput(func(o proc.Output) {
-		if match(o) {
-			select {
-			case ch <- o:
-			default: // only the first one counts
-			}
-		}
-	})
-	return ch, stop
-}
-
-func isEnter(o proc.Output) bool { _, ok := o.(mutex.Enter); return ok }
-func isExit(o proc.Output) bool  { _, ok := o.(mutex.Exit); return ok }
-
 // abandon waits for a grant nobody wants any more and gives it back.
-func (l *Lock) abandon(entered <-chan proc.Output, stop func()) {
+func (l *Lock) abandon(w *waiter) {
 	select {
-	case <-entered:
-		stop()
+	case <-w.entered:
+		l.stopWatching(w)
 		_ = l.release()
 	case <-l.svc.Done():
-		stop()
-		<-l.sem
+		l.stopWatching(w)
 	}
 }
 
@@ -163,23 +198,62 @@ func (l *Lock) Held() (bool, uint64) {
 // Name is the lock's name.
 func (l *Lock) Name() string { return l.name }
 
-// release sends Release, waits for Exit and frees the local slot.
+// release gives the lock back: it sends Release and waits for Exit. If a
+// local goroutine waits for the lock, it asks for the lock again on its
+// behalf along with the Release, so that the algorithm's messages for both
+// leave together (a reply and a request to the same node in one write,
+// for Ricart–Agrawala); otherwise, or if one comes while the Release is
+// under way, the next turn starts once Exit is out.
 func (l *Lock) release() error {
-	defer func() { <-l.sem }()
-	exited, stop := l.watch(isExit)
+	exited := make(chan struct{}, 1)
+	stop := l.svc.OnOutput(func(o proc.Output) {
+		if _, ok := o.(mutex.Exit); ok {
+			select {
+			case exited <- struct{}{}:
+			default:
+			}
+		}
+	})
 	defer stop()
-	if err := l.svc.Input(mutex.Release{}); err != nil {
+	next := l.next(false)
+	var err error
+	if next != nil {
+		err = l.request(next, mutex.Release{}, mutex.Acquire{})
+	} else {
+		err = l.svc.Input(mutex.Release{})
+	}
+	if err != nil {
 		return err
 	}
 	select {
 	case <-exited:
-		return nil
 	case <-l.svc.Done():
 		select {
 		case <-exited:
-			return nil
 		default:
 			return live.ErrClosed
 		}
 	}
+	if next == nil {
+		if next = l.next(true); next != nil {
+			return l.request(next, mutex.Acquire{})
+		}
+	}
+	return nil
+}
+
+// next takes the first local waiter off the queue. If there is none and
+// idle is true, the lock is free here from now on.
+func (l *Lock) next(idle bool) *waiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		if idle {
+			l.busy = false
+		}
+		return nil
+	}
+	w := l.queue[0]
+	l.queue = l.queue[1:]
+	return w
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -228,6 +229,117 @@ func TestMetricsCountTheLocksMessages(t *testing.T) {
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// Goroutines of one node that wait for the lock get it in the order they
+// asked; one whose context ends while it waits leaves the queue, and the
+// lock passes over it.
+func TestLocalWaitersInOrder(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := cluster(t, 3, a)
+	l, err := New(nodes[0], "q", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	queued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			l.mu.Lock()
+			k := len(l.queue)
+			l.mu.Unlock()
+			if k == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiters queued, want %d", k, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var order []int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	gone, leave := context.WithCancel(ctx)
+	for i := range 4 {
+		c := ctx
+		if i == 1 {
+			c = gone
+		}
+		wg.Go(func() {
+			if _, err := l.Lock(c); err != nil {
+				if i != 1 || !errors.Is(err, context.Canceled) {
+					t.Errorf("waiter %d: %v", i, err)
+				}
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Unlock(); err != nil {
+				t.Error(err)
+			}
+		})
+		queued(i + 1)
+	}
+	leave()
+	queued(3)
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if fmt.Sprint(order) != "[0 2 3]" {
+		t.Errorf("waiters got the lock in order %v, want [0 2 3]", order)
+	}
+	// The lock is free again.
+	if _, err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.busy || len(l.queue) != 0 {
+		t.Errorf("after everyone left: busy %v, %d queued", l.busy, len(l.queue))
+	}
+}
+
+// Closing the node fails the goroutines that wait for the lock.
+func TestLockFailsWhenTheNodeCloses(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := cluster(t, 2, a)
+	l0, _ := New(nodes[0], "c", a)
+	l1, _ := New(nodes[1], "c", a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l1.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 { // one asks node 1, which never answers; one waits behind it
+		go func() {
+			_, err := l0.Lock(ctx)
+			errs <- err
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	nodes[0].Close()
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, live.ErrClosed) {
+				t.Errorf("Lock on a closed node: %v, want ErrClosed", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Lock still waiting after the node closed")
 		}
 	}
 }
