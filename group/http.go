@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -71,12 +72,12 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) group(w http.ResponseWriter, r *http.Request) (*Group, bool) {
 	name := r.PathValue("name")
 	if err := ValidName(name); err != nil {
-		reply(w, http.StatusBadRequest, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
 	g, err := s.Group(name)
 	if err != nil {
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return nil, false
 	}
 	return g, true
@@ -89,19 +90,19 @@ func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
-		reply(w, http.StatusBadRequest, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if len(body) > MaxBody {
-		reply(w, http.StatusRequestEntityTooLarge, apiError(fmt.Sprintf("message over the %d-byte limit", MaxBody)))
+		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("message over the %d-byte limit", MaxBody))
 		return
 	}
 	id, err := g.Multicast(r.Context(), body)
 	if err != nil {
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	reply(w, http.StatusOK, id)
+	httpapi.Reply(w, http.StatusOK, id)
 }
 
 func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +112,7 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		reply(w, http.StatusInternalServerError, apiError("streaming unsupported"))
+		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
 	ds, wait := g.Deliveries(r.Context())
@@ -139,14 +140,6 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		bw.Flush()
 		s.log.Warn("delivery stream ended", "group", g.Name(), "err", err)
 	}
-}
-
-func apiError(msg string) map[string]string { return map[string]string{"error": msg} }
-
-func reply(w http.ResponseWriter, code int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(body)
 }
 
 // Client multicasts and listens through the HTTP API of a cluster's nodes.

@@ -10,8 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
 )
 
 // Client follows and campaigns in elections through the HTTP API of a
@@ -129,7 +130,7 @@ func (c *Client) Watch(ctx context.Context, name string) (<-chan View, func() er
 		}
 		if r.StatusCode != http.StatusOK {
 			defer r.Body.Close()
-			return r.StatusCode, errorMessage(r.Body), nil
+			return r.StatusCode, httpapi.ErrorMessage(r.Body), nil
 		}
 		resp = r
 		return r.StatusCode, "", nil
@@ -196,7 +197,7 @@ func (c *Client) first(ctx context.Context, call func(base string) (code int, ms
 	}
 	var errs []error
 	for _, ep := range c.Endpoints {
-		base, err := baseURL(ep)
+		base, err := httpapi.BaseURL(ep)
 		if err != nil {
 			return err
 		}
@@ -246,7 +247,7 @@ func (c *Client) do(ctx context.Context, method, u string, out any) (code int, m
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, errorMessage(resp.Body), nil
+		return resp.StatusCode, httpapi.ErrorMessage(resp.Body), nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
@@ -258,26 +259,4 @@ func (c *Client) do(ctx context.Context, method, u string, out any) (code int, m
 		}
 	}
 	return resp.StatusCode, "", nil
-}
-
-func errorMessage(r io.Reader) string {
-	body, _ := io.ReadAll(io.LimitReader(r, 1<<20))
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Error == "" {
-		return strings.TrimSpace(string(body))
-	}
-	return e.Error
-}
-
-func baseURL(ep string) (string, error) {
-	if !strings.Contains(ep, "://") {
-		ep = "http://" + ep
-	}
-	u, err := url.Parse(ep)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("endpoint %q: want host:port or a URL", ep)
-	}
-	return strings.TrimSuffix(u.String(), "/"), nil
 }

@@ -2,8 +2,6 @@ package leader
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 )
 
@@ -100,12 +99,12 @@ func (s *Server) view(e *Election) View {
 func (s *Server) election(w http.ResponseWriter, r *http.Request) (*Election, bool) {
 	name := r.PathValue("name")
 	if err := ValidName(name); err != nil {
-		reply(w, http.StatusBadRequest, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
 	e, err := s.Election(name)
 	if err != nil {
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return nil, false
 	}
 	return e, true
@@ -113,7 +112,7 @@ func (s *Server) election(w http.ResponseWriter, r *http.Request) (*Election, bo
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if e, ok := s.election(w, r); ok {
-		reply(w, http.StatusOK, s.view(e))
+		httpapi.Reply(w, http.StatusOK, s.view(e))
 	}
 }
 
@@ -124,7 +123,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		reply(w, http.StatusInternalServerError, apiError("streaming unsupported"))
+		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -149,16 +148,16 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("ttl"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Millisecond || d > MaxTTL {
-			reply(w, http.StatusBadRequest, apiError(fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL)))
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL))
 			return
 		}
 		ttl = d
 	}
-	le := &lease{id: newLeaseID(), ttl: ttl}
+	le := &lease{id: httpapi.NewLeaseID(), ttl: ttl}
 	s.mu.Lock()
 	if cur := s.leases[e.Name()]; cur != nil {
 		s.mu.Unlock()
-		reply(w, http.StatusConflict, apiError(fmt.Sprintf("election %q: this node already campaigns (lease %s)", e.Name(), cur.id)))
+		httpapi.Fail(w, http.StatusConflict, fmt.Sprintf("election %q: this node already campaigns (lease %s)", e.Name(), cur.id))
 		return
 	}
 	s.leases[e.Name()] = le
@@ -168,7 +167,7 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return // the client went away; Campaign resigned
 		}
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -176,7 +175,7 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 		le.timer = time.AfterFunc(ttl, func() { s.expire(e, le) })
 	}
 	s.mu.Unlock()
-	reply(w, http.StatusOK, map[string]any{"name": e.Name(), "leader": e.self, "term": e.Current().Term, "lease": le.id, "ttl_ms": ttl.Milliseconds()})
+	httpapi.Reply(w, http.StatusOK, map[string]any{"name": e.Name(), "leader": e.self, "term": e.Current().Term, "lease": le.id, "ttl_ms": ttl.Milliseconds()})
 }
 
 // drop forgets lease le of election name, if it is still the current one.
@@ -211,7 +210,7 @@ func (s *Server) holder(w http.ResponseWriter, r *http.Request) (*Election, *lea
 	le := s.leases[e.Name()]
 	s.mu.Unlock()
 	if le == nil || le.id != id || le.timer == nil {
-		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of election %q is not held here (expired, resigned, or another node's)", id, e.Name())))
+		httpapi.Fail(w, http.StatusNotFound, fmt.Sprintf("lease %q of election %q is not held here (expired, resigned, or another node's)", id, e.Name()))
 		return nil, nil, false
 	}
 	return e, le, true
@@ -223,17 +222,17 @@ func (s *Server) keepalive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !le.timer.Reset(le.ttl) {
-		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of election %q expired", le.id, e.Name())))
+		httpapi.Fail(w, http.StatusNotFound, fmt.Sprintf("lease %q of election %q expired", le.id, e.Name()))
 		return
 	}
 	v := s.view(e)
 	if !v.Self {
 		// Still a candidate, but no longer the leader (a higher one came
 		// back): the client must stop acting as the leader.
-		reply(w, http.StatusConflict, apiError(fmt.Sprintf("election %q: this node no longer leads (leader %s)", e.Name(), v.Leader)))
+		httpapi.Fail(w, http.StatusConflict, fmt.Sprintf("election %q: this node no longer leads (leader %s)", e.Name(), v.Leader))
 		return
 	}
-	reply(w, http.StatusOK, map[string]any{"name": e.Name(), "lease": le.id, "ttl_ms": le.ttl.Milliseconds()})
+	httpapi.Reply(w, http.StatusOK, map[string]any{"name": e.Name(), "lease": le.id, "ttl_ms": le.ttl.Milliseconds()})
 }
 
 func (s *Server) resign(w http.ResponseWriter, r *http.Request) {
@@ -242,26 +241,12 @@ func (s *Server) resign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.drop(e.Name(), le) {
-		reply(w, http.StatusNotFound, apiError("lease expired"))
+		httpapi.Fail(w, http.StatusNotFound, "lease expired")
 		return
 	}
 	if err := e.Resign(); err != nil {
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	reply(w, http.StatusOK, map[string]any{"name": e.Name(), "resigned": true})
-}
-
-func apiError(msg string) map[string]string { return map[string]string{"error": msg} }
-
-func reply(w http.ResponseWriter, code int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-func newLeaseID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	httpapi.Reply(w, http.StatusOK, map[string]any{"name": e.Name(), "resigned": true})
 }

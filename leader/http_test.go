@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -158,7 +159,7 @@ func TestHTTPBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg := errorMessage(resp.Body)
+		msg := httpapi.ErrorMessage(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode < 400 || !strings.Contains(msg, c.want) {
 			t.Errorf("%s %s: %d %q, want an error naming %s", c.method, c.path, resp.StatusCode, msg, c.want)

@@ -8,8 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
 )
 
 // Client takes locks through the HTTP API of a cluster's nodes.
@@ -45,7 +46,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 	}
 	var errs []error
 	for _, ep := range c.Endpoints {
-		base, err := baseURL(ep)
+		base, err := httpapi.BaseURL(ep)
 		if err != nil {
 			return nil, err
 		}
@@ -134,15 +135,4 @@ func (c *Client) do(ctx context.Context, method, u string, out any) (code int, m
 		}
 	}
 	return resp.StatusCode, "", nil
-}
-
-func baseURL(ep string) (string, error) {
-	if !strings.Contains(ep, "://") {
-		ep = "http://" + ep
-	}
-	u, err := url.Parse(ep)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("endpoint %q: want host:port or a URL", ep)
-	}
-	return strings.TrimSuffix(u.String(), "/"), nil
 }

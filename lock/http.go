@@ -2,10 +2,6 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -82,22 +79,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/locks/{name}", s.release)
 	mux.HandleFunc("GET /v1/locks/{name}", s.status)
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, http.StatusOK, health{Node: s.self, Nodes: s.n})
+		httpapi.Reply(w, http.StatusOK, health{Node: s.self, Nodes: s.n})
 	})
-	return s.auth(mux)
-}
-
-func (s *Server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.token != "" {
-			got := r.Header.Get("Authorization")
-			if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+s.token)) != 1 {
-				reply(w, http.StatusUnauthorized, apiError("missing or wrong bearer token"))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return httpapi.RequireToken(s.token, mux)
 }
 
 func (s *Server) lock(name string) (*Lock, error) {
@@ -123,14 +107,14 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("ttl"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > MaxTTL {
-			reply(w, http.StatusBadRequest, apiError(fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL)))
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL))
 			return
 		}
 		ttl = d
 	}
 	l, err := s.lock(name)
 	if err != nil {
-		reply(w, http.StatusInternalServerError, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	token, err := l.Lock(r.Context())
@@ -138,15 +122,15 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return // the client went away; the grant, if it comes, is given back
 		}
-		reply(w, http.StatusServiceUnavailable, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	le := &lease{id: newLeaseID(), ttl: ttl}
+	le := &lease{id: httpapi.NewLeaseID(), ttl: ttl}
 	s.mu.Lock()
 	s.leases[name] = le
 	le.timer = time.AfterFunc(ttl, func() { s.expire(name, le) })
 	s.mu.Unlock()
-	reply(w, http.StatusOK, leaseReply{Name: name, Token: token, Lease: le.id, TTLms: ttl.Milliseconds()})
+	httpapi.Reply(w, http.StatusOK, leaseReply{Name: name, Token: token, Lease: le.id, TTLms: ttl.Milliseconds()})
 }
 
 // expire releases a lock whose holder stopped renewing its lease.
@@ -174,7 +158,7 @@ func (s *Server) holder(w http.ResponseWriter, r *http.Request) (string, *lease,
 	le := s.leases[name]
 	s.mu.Unlock()
 	if le == nil || le.id != id {
-		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of lock %q is not held here (expired, released, or another node's)", id, name)))
+		httpapi.Fail(w, http.StatusNotFound, fmt.Sprintf("lease %q of lock %q is not held here (expired, released, or another node's)", id, name))
 		return "", nil, false
 	}
 	return name, le, true
@@ -187,10 +171,10 @@ func (s *Server) keepalive(w http.ResponseWriter, r *http.Request) {
 	}
 	if !le.timer.Reset(le.ttl) {
 		// It fired already: the lock is being released.
-		reply(w, http.StatusNotFound, apiError(fmt.Sprintf("lease %q of lock %q expired", le.id, name)))
+		httpapi.Fail(w, http.StatusNotFound, fmt.Sprintf("lease %q of lock %q expired", le.id, name))
 		return
 	}
-	reply(w, http.StatusOK, renewed{Name: name, Lease: le.id, TTLms: le.ttl.Milliseconds()})
+	httpapi.Reply(w, http.StatusOK, renewed{Name: name, Lease: le.id, TTLms: le.ttl.Milliseconds()})
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +185,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.leases[name] != le {
 		s.mu.Unlock()
-		reply(w, http.StatusNotFound, apiError("lease expired"))
+		httpapi.Fail(w, http.StatusNotFound, "lease expired")
 		return
 	}
 	le.timer.Stop()
@@ -209,10 +193,10 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	l := s.locks[name]
 	s.mu.Unlock()
 	if err := l.Unlock(); err != nil {
-		reply(w, http.StatusConflict, apiError(err.Error()))
+		httpapi.Fail(w, http.StatusConflict, err.Error())
 		return
 	}
-	reply(w, http.StatusOK, released{Name: name, Released: true})
+	httpapi.Reply(w, http.StatusOK, released{Name: name, Released: true})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -227,13 +211,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if l != nil {
 		held, token = l.Held()
 	}
-	reply(w, http.StatusOK, lockStatus{Name: name, Held: held, Token: token})
+	httpapi.Reply(w, http.StatusOK, lockStatus{Name: name, Held: held, Token: token})
 }
 
 func lockName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
 	if !validName.MatchString(name) {
-		reply(w, http.StatusBadRequest, apiError(fmt.Sprintf("lock name %q: want 1 to 128 of A-Z a-z 0-9 . _ -", name)))
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("lock name %q: want 1 to 128 of A-Z a-z 0-9 . _ -", name))
 		return "", false
 	}
 	return name, true
@@ -265,21 +249,4 @@ type (
 		Node  int `json:"node"`
 		Nodes int `json:"nodes"`
 	}
-	errorReply struct {
-		Error string `json:"error"`
-	}
 )
-
-func apiError(msg string) errorReply { return errorReply{Error: msg} }
-
-func reply(w http.ResponseWriter, code int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-func newLeaseID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
@@ -335,26 +335,8 @@ func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *lead
 	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
 		Node: node, Self: self, N: n, Algorithm: algo, Token: token, Logger: log,
 	}).Handler())
-	mux.Handle("/v1/elections/", requireToken(token, leaders.Handler()))
-	mux.Handle("/v1/groups/", requireToken(token, groups.Handler()))
+	mux.Handle("/v1/elections/", httpapi.RequireToken(token, leaders.Handler()))
+	mux.Handle("/v1/groups/", httpapi.RequireToken(token, groups.Handler()))
 	mux.Handle("GET /metrics", node.MetricsHandler())
 	return mux
-}
-
-// requireToken lets through only requests that carry the API's bearer
-// token, when one is set.
-func requireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintln(w, `{"error":"missing or wrong bearer token"}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

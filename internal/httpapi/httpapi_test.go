@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestRequireToken(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Reply(w, 200, map[string]bool{"ok": true}) })
+	h := RequireToken("s3cret", ok)
+	for _, c := range []struct {
+		auth string
+		code int
+	}{{"", 401}, {"Bearer nope", 401}, {"s3cret", 401}, {"Bearer s3cret", 200}} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.code {
+			t.Errorf("Authorization %q: %d, want %d", c.auth, rec.Code, c.code)
+		}
+		if c.code == 401 && ErrorMessage(rec.Body) != "missing or wrong bearer token" {
+			t.Errorf("Authorization %q: body %q", c.auth, rec.Body.String())
+		}
+	}
+	if RequireToken("", ok) == nil {
+		t.Error("no token: no handler")
+	}
+}
+
+func TestBaseURLAndErrors(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1:7100": "http://127.0.0.1:7100", "https://n1:8/": "https://n1:8"} {
+		if got, err := BaseURL(in); err != nil || got != want {
+			t.Errorf("BaseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := BaseURL("http://"); err == nil || !strings.Contains(err.Error(), `"http://"`) {
+		t.Errorf("BaseURL(http://): %v", err)
+	}
+	if got := ErrorMessage(strings.NewReader(`{"error":"boom"}`)); got != "boom" {
+		t.Errorf("ErrorMessage = %q", got)
+	}
+	if got := ErrorMessage(strings.NewReader(" plain text \n")); got != "plain text" {
+		t.Errorf("ErrorMessage of text = %q", got)
+	}
+	if a, b := NewLeaseID(), NewLeaseID(); len(a) != 24 || a == b {
+		t.Errorf("lease ids %q %q", a, b)
+	}
+}
