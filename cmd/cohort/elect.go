@@ -215,16 +215,5 @@ loop:
 	if lostWhy != nil {
 		return &exitError{1, fmt.Errorf("election %q was lost while the command ran", name)}
 	}
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		code := ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-		return &exitError{code, errSilent}
-	}
-	if waitErr != nil {
-		return &exitError{1, waitErr}
-	}
-	return nil
+	return commandStatus(waitErr)
 }

@@ -124,6 +124,12 @@ loop:
 	if lost {
 		return &exitError{1, fmt.Errorf("lock %q was lost while the command ran", name)}
 	}
+	return commandStatus(waitErr)
+}
+
+// commandStatus passes a child command's exit on: its status, or 128 +
+// the signal that killed it, with no message of cohort's own.
+func commandStatus(waitErr error) error {
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) {
 		code := ee.ExitCode()
