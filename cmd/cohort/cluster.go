@@ -59,7 +59,7 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			}
 			fam, name, ok := strings.Cut(algo, "/")
 			if !ok || fam != "mutex" {
-				return usageErr("--algo %q: want mutex/NAME (the lock service is the one live service so far)", algo)
+				return usageErr("--algo %q: want mutex/NAME, the algorithm behind the locks (elections run bully-fd, groups total-sequencer)", algo)
 			}
 			f, _ := catalog.Lookup("mutex")
 			a, err := f.Algorithm(name)
@@ -93,7 +93,10 @@ func announce(out io.Writer, endpoints []string, pids []int, asJSON bool) {
 	for i, ep := range endpoints {
 		fmt.Fprintf(out, "  node %d  http://%s\n", i, ep)
 	}
-	fmt.Fprintf(out, "\ntry: COHORT_ENDPOINTS=%s cohort lock demo -- echo held\n", strings.Join(endpoints, ","))
+	eps := strings.Join(endpoints, ",")
+	fmt.Fprintf(out, "\ntry: COHORT_ENDPOINTS=%s cohort lock demo -- echo held\n", eps)
+	fmt.Fprintf(out, "     COHORT_ENDPOINTS=%s cohort elect demo --campaign -- echo leading\n", eps)
+	fmt.Fprintf(out, "     COHORT_ENDPOINTS=%s cohort multicast demo --listen   (and --send TEXT)\n", eps)
 	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 }
 

@@ -143,7 +143,8 @@ func newNodeCmd() *cobra.Command {
 		Use:   "node --config node.yaml",
 		Short: "Run one member of a live Cohort cluster",
 		Long: `Run one node of a live cluster: the transport to its peers (authenticated by
-a shared secret or mutual TLS), the lock service and its HTTP API. SIGTERM
+a shared secret or mutual TLS), the lock, election and group services and
+their HTTP API. SIGTERM
 or SIGINT stop it gracefully.
 
 node.yaml:
