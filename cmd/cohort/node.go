@@ -144,8 +144,7 @@ func newNodeCmd() *cobra.Command {
 		Short: "Run one member of a live Cohort cluster",
 		Long: `Run one node of a live cluster: the transport to its peers (authenticated by
 a shared secret or mutual TLS), the lock, election and group services and
-their HTTP API. SIGTERM
-or SIGINT stop it gracefully.
+their HTTP API. SIGTERM or SIGINT stop it gracefully.
 
 node.yaml:
   id: 0
