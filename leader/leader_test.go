@@ -14,7 +14,7 @@ import (
 )
 
 // fast are timeouts for tests: failover in well under a second.
-var fast = election.LeaderConfig{Heartbeat: 10 * time.Millisecond, Timeout: 80 * time.Millisecond, Quorum: true}
+var fast = election.LeaderConfig{Heartbeat: 20 * time.Millisecond, Timeout: 250 * time.Millisecond, Quorum: true}
 
 func cluster(t *testing.T, n int) []*live.Node {
 	t.Helper()
