@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -156,13 +154,8 @@ type Client struct {
 // Multicast sends body to group name.
 func (c *Client) Multicast(ctx context.Context, name string, body []byte) (ID, error) {
 	var id ID
-	err := c.first(ctx, func(base string) error {
-		resp, err := c.do(ctx, http.MethodPost, base+"/v1/groups/"+url.PathEscape(name)+"/messages", body)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		return json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&id)
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodPost, base+"/v1/groups/"+url.PathEscape(name)+"/messages", body, &id)
 	})
 	return id, err
 }
@@ -172,10 +165,10 @@ func (c *Client) Multicast(ctx context.Context, name string, body []byte) (ID, e
 // returned function says why (nil once ctx ended).
 func (c *Client) Deliveries(ctx context.Context, name string) (<-chan Delivery, func() error, error) {
 	var resp *http.Response
-	err := c.first(ctx, func(base string) error {
-		r, err := c.do(ctx, http.MethodGet, base+"/v1/groups/"+url.PathEscape(name)+"/deliveries", nil)
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		r, code, msg, err := c.api().Open(ctx, http.MethodGet, base+"/v1/groups/"+url.PathEscape(name)+"/deliveries", nil)
 		resp = r
-		return err
+		return code, msg, err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -245,75 +238,6 @@ func ReadDeliveries(r io.Reader, f func(Delivery) bool) error {
 	return sc.Err()
 }
 
-// first runs call against each endpoint until one answers.
-func (c *Client) first(ctx context.Context, call func(base string) error) error {
-	if len(c.Endpoints) == 0 {
-		return errors.New("no endpoints")
-	}
-	var errs []error
-	for _, ep := range c.Endpoints {
-		base := ep
-		if !strings.Contains(base, "://") {
-			base = "http://" + base
-		}
-		u, err := url.Parse(base)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("endpoint %q: want host:port or a URL", ep)
-		}
-		err = call(strings.TrimSuffix(u.String(), "/"))
-		var ae *apiErr
-		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.As(err, &ae):
-			return fmt.Errorf("%s: %w", ep, err) // the node answered: another would say the same
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
-	}
-	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
-}
-
-// apiErr is an error reply of a node.
-type apiErr struct {
-	code int
-	msg  string
-}
-
-func (e *apiErr) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
-
-// do sends a request; a reply other than 200 is an *apiErr.
-func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, err
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return nil, &apiErr{resp.StatusCode, e.Error}
-	}
-	return resp, nil
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.HTTP}
 }

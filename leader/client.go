@@ -50,8 +50,8 @@ var ErrNotLeader = errors.New("no longer the leader")
 // Get returns an election as the first node that answers sees it.
 func (c *Client) Get(ctx context.Context, name string) (View, error) {
 	var v View
-	err := c.first(ctx, func(base string) (int, string, error) {
-		return c.do(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name), &v)
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name), nil, &v)
 	})
 	return v, err
 }
@@ -60,7 +60,7 @@ func (c *Client) Get(ctx context.Context, name string) (View, error) {
 // until it leads, with a lease of ttl that KeepAlive must renew.
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration) (*Term, error) {
 	var t *Term
-	err := c.first(ctx, func(base string) (int, string, error) {
+	err := c.api().First(ctx, func(base string) (int, string, error) {
 		var out struct {
 			Name   string `json:"name"`
 			Leader int    `json:"leader"`
@@ -69,7 +69,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration) (
 			TTLms  int64  `json:"ttl_ms"`
 		}
 		u := fmt.Sprintf("%s/v1/elections/%s/campaign?ttl=%s", base, url.PathEscape(name), ttl)
-		code, msg, err := c.do(ctx, http.MethodPost, u, &out)
+		code, msg, err := c.api().Call(ctx, http.MethodPost, u, nil, &out)
 		if err == nil && code == http.StatusOK {
 			t = &Term{Name: out.Name, Term: out.Term, Lease: out.Lease, TTL: time.Duration(out.TTLms) * time.Millisecond, Node: out.Leader, base: base, c: c}
 		}
@@ -85,7 +85,7 @@ func (t *Term) Endpoint() string { return t.base }
 // ErrNotLeader that it no longer leads.
 func (t *Term) KeepAlive(ctx context.Context) error {
 	u := fmt.Sprintf("%s/v1/elections/%s/keepalive?lease=%s", t.base, url.PathEscape(t.Name), url.QueryEscape(t.Lease))
-	code, msg, err := t.c.do(ctx, http.MethodPost, u, nil)
+	code, msg, err := t.c.api().Call(ctx, http.MethodPost, u, nil, nil)
 	switch {
 	case err != nil:
 		return err
@@ -102,7 +102,7 @@ func (t *Term) KeepAlive(ctx context.Context) error {
 // Resign gives the leadership (or the candidacy) up.
 func (t *Term) Resign(ctx context.Context) error {
 	u := fmt.Sprintf("%s/v1/elections/%s?lease=%s", t.base, url.PathEscape(t.Name), url.QueryEscape(t.Lease))
-	code, msg, err := t.c.do(ctx, http.MethodDelete, u, nil)
+	code, msg, err := t.c.api().Call(ctx, http.MethodDelete, u, nil, nil)
 	switch {
 	case err != nil:
 		return err
@@ -119,21 +119,10 @@ func (t *Term) Resign(ctx context.Context) error {
 // returned function reports why (nil once ctx ended).
 func (c *Client) Watch(ctx context.Context, name string) (<-chan View, func() error, error) {
 	var resp *http.Response
-	err := c.first(ctx, func(base string) (int, string, error) {
-		req, err := c.request(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name)+"/watch")
-		if err != nil {
-			return 0, "", err
-		}
-		r, err := c.client().Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		if r.StatusCode != http.StatusOK {
-			defer r.Body.Close()
-			return r.StatusCode, httpapi.ErrorMessage(r.Body), nil
-		}
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		r, code, msg, err := c.api().Open(ctx, http.MethodGet, base+"/v1/elections/"+url.PathEscape(name)+"/watch", nil)
 		resp = r
-		return r.StatusCode, "", nil
+		return code, msg, err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -189,74 +178,6 @@ func ReadEvents(r io.Reader, f func(View) bool) error {
 	return sc.Err()
 }
 
-// first runs call against each endpoint until one answers; an answer that
-// is an error is about the request, and another node would give the same.
-func (c *Client) first(ctx context.Context, call func(base string) (code int, msg string, err error)) error {
-	if len(c.Endpoints) == 0 {
-		return errors.New("no endpoints")
-	}
-	var errs []error
-	for _, ep := range c.Endpoints {
-		base, err := httpapi.BaseURL(ep)
-		if err != nil {
-			return err
-		}
-		code, msg, err := call(base)
-		if err == nil && code == http.StatusOK {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err == nil {
-			return fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
-	}
-	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
-}
-
-func (c *Client) client() *http.Client {
-	if c.HTTP == nil {
-		return http.DefaultClient
-	}
-	return c.HTTP
-}
-
-func (c *Client) request(ctx context.Context, method, u string) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	return req, nil
-}
-
-// do sends a request and returns the reply's status code and, for an
-// error reply, the node's message; err is a failure to talk to the node.
-func (c *Client) do(ctx context.Context, method, u string, out any) (code int, msg string, err error) {
-	req, err := c.request(ctx, method, u)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := c.client().Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, httpapi.ErrorMessage(resp.Body), nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, "", err
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return resp.StatusCode, "", fmt.Errorf("bad reply: %w", err)
-		}
-	}
-	return resp.StatusCode, "", nil
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.HTTP}
 }

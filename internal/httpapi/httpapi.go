@@ -4,10 +4,13 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,4 +80,93 @@ func ErrorMessage(r io.Reader) string {
 		return strings.TrimSpace(string(body))
 	}
 	return e.Error
+}
+
+// Client sends requests to a cluster's nodes: the first endpoint that
+// answers serves a call. The services' Go clients (lock, leader, group)
+// are built on it.
+type Client struct {
+	Endpoints []string
+	Token     string       // bearer token, if the nodes require one
+	HTTP      *http.Client // nil: http.DefaultClient
+}
+
+// First runs call with the base URL of each endpoint in turn until one
+// answers 200. A node that answers with an error ends the search — the
+// answer is about the request, and another node would give the same — as
+// does the end of ctx; a node that cannot be reached is skipped.
+func (c *Client) First(ctx context.Context, call func(base string) (code int, msg string, err error)) error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("no endpoints")
+	}
+	var errs []error
+	for _, ep := range c.Endpoints {
+		base, err := BaseURL(ep)
+		if err != nil {
+			return err
+		}
+		code, msg, err := call(base)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			return fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+}
+
+// Open sends a request and, on a 200 reply, returns it unread (the caller
+// closes its body); otherwise the reply's status code and the node's
+// message. err is a failure to talk to the node.
+func (c *Client) Open(ctx context.Context, method, u string, body []byte) (resp *http.Response, code int, msg string, err error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err = hc.Do(req)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, resp.StatusCode, ErrorMessage(resp.Body), nil
+	}
+	return resp, http.StatusOK, "", nil
+}
+
+// Call sends a request and decodes a 200 reply's JSON into out (nil:
+// ignore it); otherwise it returns the status code and the node's message.
+// err is a failure to talk to the node or a reply that is not JSON.
+func (c *Client) Call(ctx context.Context, method, u string, body []byte, out any) (code int, msg string, err error) {
+	resp, code, msg, err := c.Open(ctx, method, u, body)
+	if resp == nil {
+		return code, msg, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, "", err
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return code, "", fmt.Errorf("bad reply: %w", err)
+		}
+	}
+	return code, "", nil
 }

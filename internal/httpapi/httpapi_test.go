@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,5 +50,35 @@ func TestBaseURLAndErrors(t *testing.T) {
 	}
 	if a, b := NewLeaseID(), NewLeaseID(); len(a) != 24 || a == b {
 		t.Errorf("lease ids %q %q", a, b)
+	}
+}
+
+// First skips nodes it cannot reach, stops at the first that answers, and
+// stops too at a node that answers with an error, naming it.
+func TestClientFirst(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" {
+			Fail(w, http.StatusUnauthorized, "no token")
+			return
+		}
+		Reply(w, http.StatusOK, map[string]int{"n": 7})
+	}))
+	defer ok.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Fail(w, http.StatusConflict, "taken") }))
+	defer bad.Close()
+	ctx := context.Background()
+	c := &Client{Endpoints: []string{"127.0.0.1:1", ok.URL}, Token: "t"}
+	var out struct{ N int }
+	if err := c.First(ctx, func(base string) (int, string, error) { return c.Call(ctx, "GET", base, nil, &out) }); err != nil || out.N != 7 {
+		t.Fatalf("First: %v, %+v", err, out)
+	}
+	c.Endpoints = []string{bad.URL, ok.URL}
+	err := c.First(ctx, func(base string) (int, string, error) { return c.Call(ctx, "GET", base, nil, nil) })
+	if err == nil || !strings.Contains(err.Error(), "HTTP 409: taken") || !strings.Contains(err.Error(), bad.URL) {
+		t.Fatalf("an error reply: %v", err)
+	}
+	c.Endpoints = []string{"127.0.0.1:1"}
+	if err := c.First(ctx, func(base string) (int, string, error) { return c.Call(ctx, "GET", base, nil, nil) }); err == nil || !strings.Contains(err.Error(), "no endpoint answered") {
+		t.Fatalf("nobody up: %v", err)
 	}
 }
