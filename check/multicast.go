@@ -392,7 +392,6 @@ func checkFIFOOrder(t *trace.Trace) Result {
 // bitset is a set of message indexes.
 type bitset []uint64
 
-func (b bitset) has(i int) bool { return i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
 func (b *bitset) add(i int) {
 	for i/64 >= len(*b) {
 		*b = append(*b, 0)

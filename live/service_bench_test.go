@@ -17,11 +17,10 @@ import (
 // benchmark's goroutine: the host's own work per message, without a
 // network or goroutine switches.
 type pumped struct {
-	self     proc.ID
-	handler  transport.Handler
-	queue    *[]pumpedMsg
-	nodes    []*pumped
-	accepted int
+	self    proc.ID
+	handler transport.Handler
+	queue   *[]pumpedMsg
+	nodes   []*pumped
 }
 
 type pumpedMsg struct {

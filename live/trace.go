@@ -33,7 +33,6 @@ type tracer struct {
 	vc      []uint64
 	index   int
 	nextMsg uint64
-	err     error
 }
 
 func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *TraceResume) *tracer {

@@ -354,10 +354,8 @@ func (d *svgDiagram) grid() {
 // crashes greys out each process's line from a crash to its recovery.
 func (d *svgDiagram) crashes() {
 	type span struct {
-		from    int // crash event
-		x0, x1  float64
-		to      int // recovery event, or -1
-		endText string
+		from int // crash event
+		to   int // recovery event, or -1
 	}
 	var spans []span
 	open := map[int32]int{}
