@@ -61,7 +61,7 @@ func ClockOffsets(t *trace.Trace) []OffsetSeries {
 	for i := range t.Events {
 		e := &t.Events[i]
 		switch {
-		case e.Kind == trace.Crash || e.Kind == trace.Recover:
+		case e.Kind.Stops() || e.Kind == trace.Recover || e.Kind == trace.Join:
 			broken[e.Node] = true
 		case e.Kind == trace.Output && e.Type == (clock.Reading{}).Kind():
 			var r clock.Reading

@@ -46,9 +46,9 @@ func electionMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
 	}
 	for _, e := range t.Events {
 		switch {
-		case e.Kind == trace.Crash:
+		case e.Kind.Stops():
 			live[e.Node], last[e.Node] = false, -1
-		case e.Kind == trace.Recover:
+		case e.Kind == trace.Recover || e.Kind == trace.Join:
 			live[e.Node] = true
 		case e.Kind == trace.Output && e.Type == "elected":
 			var o election.Elected

@@ -175,7 +175,7 @@ func mutexMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
 			lastExit = e.Time
 			waitedAtExit = len(pending) > 0
 			last = e.Time
-		case e.Kind == trace.Crash:
+		case e.Kind.Stops():
 			delete(pending, e.Node)
 			if holding == e.Node {
 				holding = -1

@@ -64,9 +64,9 @@ func electionState(t *trace.Trace) electionEnd {
 			s.lastSeen[p] = i
 		}
 		switch {
-		case e.Kind == trace.Crash:
+		case e.Kind.Stops():
 			s.live[p], s.elected[p], s.at[p], s.crash[p] = false, -1, -1, i
-		case e.Kind == trace.Recover:
+		case e.Kind == trace.Recover || e.Kind == trace.Join:
 			s.live[p] = true
 		case e.Kind == trace.Input && e.Type == "elect":
 			s.started = true

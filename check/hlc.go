@@ -161,7 +161,7 @@ func checkMonotonic(t *trace.Trace) Result {
 			return unknown(fmt.Errorf("%w: event %d: node %d out of range 0..%d", trace.ErrFormat, i, e.Node, n-1))
 		}
 		switch {
-		case e.Kind == trace.Crash || e.Kind == trace.Recover:
+		case e.Kind.Stops() || e.Kind == trace.Recover || e.Kind == trace.Join:
 			prev[e.Node] = -1
 		case e.Kind == trace.Output && e.Type == (clock.Reading{}).Kind():
 			var r clock.Reading

@@ -172,7 +172,7 @@ func readMulticast(t *trace.Trace) (*mcRun, error) {
 		if e.Kind.IsProcess() {
 			r.last[p] = i
 		}
-		if e.Kind == trace.Crash && r.crashed[p] < 0 {
+		if e.Kind.Stops() && r.crashed[p] < 0 {
 			r.crashed[p] = i
 		}
 		if e.Kind != trace.Output || (e.Type != "sent" && e.Type != "deliver") {
@@ -439,7 +439,7 @@ func checkCausalOrder(t *trace.Trace) Result {
 	for i := range t.Events {
 		e := &t.Events[i]
 		switch {
-		case e.Kind == trace.Recover:
+		case e.Kind == trace.Recover || e.Kind == trace.Join:
 			for k := range past {
 				if k.p == e.Node {
 					delete(past, k) // fresh state: it remembers nothing

@@ -77,7 +77,7 @@ func requests(t *trace.Trace) []*request {
 				r.exit = i
 				delete(open, e.Node)
 			}
-		case e.Kind == trace.Crash:
+		case e.Kind.Stops():
 			if r != nil {
 				if r.enter >= 0 {
 					r.exit = i
@@ -208,9 +208,9 @@ func waitFor(t *trace.Trace) waitGraph {
 					g.lent[e.Node] = edgeSet{[]int32{l.To}, i}
 				}
 			}
-		case e.Kind == trace.Output && e.Type == "enter", e.Kind == trace.Crash:
+		case e.Kind == trace.Output && e.Type == "enter", e.Kind.Stops():
 			delete(g.waiting, e.Node)
-			if e.Kind == trace.Crash {
+			if e.Kind.Stops() {
 				delete(g.lent, e.Node)
 			}
 		}

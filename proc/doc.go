@@ -32,6 +32,15 @@
 //     Multicast ...). Output is how the world learns what the process did
 //     (EnteredCS, Elected, Delivered ...): the simulator records outputs for
 //     checkers; the live host routes them to waiting callers.
+//   - Membership may change during a run. A process absent at the start
+//     joins later: the host builds it and, if it implements Joiner, calls
+//     Join(env, contact) instead of Start, naming one member that is
+//     present (a Pastry node, a SWIM or gossip member enters a running
+//     system exactly so: through any one node it knows). A process that
+//     leaves gracefully gets the Leave input, may send its goodbyes while
+//     handling it, and then the host calls it no more. Algorithms written
+//     for a fixed group need not care: a joining process that is not a
+//     Joiner is simply started, and unknown inputs are ignored.
 //   - Randomness comes only from Env.Rand, which the simulator seeds per
 //     process from the run's seed, so a run can be replayed exactly.
 //

@@ -44,7 +44,10 @@ type Output = Kinded
 type Env interface {
 	// Self is this process's ID.
 	Self() ID
-	// N is the number of processes in the run.
+	// N is the size of the run's ID space: every process that is, was or
+	// may become a member has an ID in 0 .. N-1. Without churn every one of
+	// them is present from the start; with it, some join later and some
+	// leave (see Joiner and Leave).
 	N() int
 	// Neighbors are the processes this one may send to directly in the
 	// run's topology (all others for a full mesh). The slice must not be

@@ -25,8 +25,15 @@ type Config struct {
 	Topology Topology
 	// Network is the model of every link.
 	Network Network
-	// Faults are scheduled crashes, recoveries, pauses and slow spells.
+	// Faults are scheduled crashes, recoveries, pauses, slow spells, joins
+	// and leaves.
 	Faults []Fault
+	// Initial, if above 0, is how many processes are present at the start:
+	// 0 .. Initial-1. The others are absent until a Join brings them in.
+	// 0 means all of them (less those whose first fault is a Join).
+	Initial int
+	// Churn adds seeded random joins, failures and leaves (see Churn).
+	Churn []Churn
 	// Clocks gives each process a hardware clock; nil means perfect clocks
 	// (local time = true time).
 	Clocks ClockModel
@@ -103,6 +110,15 @@ const (
 	// Slow makes every event a process handles from At until Until take
 	// Delay of virtual time; events arriving while it is busy wait.
 	Slow
+	// Join brings a process into the running system with fresh state: New,
+	// then Join(env, contact) if it is a proc.Joiner (contact: a present
+	// member drawn at random with the run's seed), else Start. A process
+	// whose first join, leave or crash is a Join
+	// is absent until then. A Join of a present process does nothing.
+	Join
+	// Leave makes a process leave gracefully: it gets the proc.Leave input,
+	// and is gone once it has handled it.
+	Leave
 )
 
 func (k FaultKind) String() string {
@@ -115,6 +131,10 @@ func (k FaultKind) String() string {
 		return "pause"
 	case Slow:
 		return "slow"
+	case Join:
+		return "join"
+	case Leave:
+		return "leave"
 	}
 	return fmt.Sprintf("fault(%d)", uint8(k))
 }
@@ -169,7 +189,7 @@ func (c *Config) Validate() error {
 	}
 	for i, f := range c.Faults {
 		what := fmt.Sprintf("fault %d (%s)", i+1, f.Kind)
-		if f.Kind < Crash || f.Kind > Slow {
+		if f.Kind < Crash || f.Kind > Leave {
 			return fmt.Errorf("fault %d: unknown kind %d", i+1, f.Kind)
 		}
 		if err := inRange(what, f.Node); err != nil {
@@ -183,6 +203,14 @@ func (c *Config) Validate() error {
 		}
 		if f.Kind == Slow && f.Delay <= 0 {
 			return fmt.Errorf("%s: delay %v must be positive", what, f.Delay)
+		}
+	}
+	if c.Initial < 0 || c.Initial > c.Nodes {
+		return fmt.Errorf("initial = %d: must be in 0..%d (nodes)", c.Initial, c.Nodes)
+	}
+	for i := range c.Churn {
+		if err := c.Churn[i].validate(); err != nil {
+			return fmt.Errorf("churn %d: %w", i+1, err)
 		}
 	}
 	if c.Clocks != nil {

@@ -31,6 +31,11 @@ type Sim struct {
 	wlRand  *rand.Rand
 	env     env
 
+	// Changing membership (members.go); nil unless the run has joins,
+	// leaves or churn.
+	present *idSet
+	memRand *rand.Rand
+
 	timers    map[proc.TimerID]uint32 // live timers → slot
 	nextTimer proc.TimerID
 	nextMsg   uint64
@@ -60,6 +65,7 @@ type node struct {
 	lamport uint64 // the host's own Lamport clock, for the trace
 	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
 	up      bool
+	state   uint8 // membership: stMember, stAbsent or stLeft (members.go)
 }
 
 type busyState struct {
@@ -114,7 +120,9 @@ type Result struct {
 	Dropped     int64 // lost, cut by a partition, or sent to a crashed process
 	Duplicated  int64
 	Inputs      int64
-	InputsLost  int64 // inputs addressed to a crashed process
+	InputsLost  int64 // inputs addressed to a crashed, absent or departed process
+	Joins       int64 // processes that joined the running system
+	Leaves      int64 // processes that left gracefully
 	Outputs     int64
 	ByKind      []KindCount // messages sent, per kind, sorted by kind
 	VirtualTime time.Duration
@@ -199,8 +207,13 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.msgVC = map[uint64][]uint64{}
 	}
-	for i := range cfg.Faults {
-		f := &cfg.Faults[i]
+	faults := cfg.Faults
+	if churn := s.membership(&cfg); len(churn) > 0 {
+		faults = append(slices.Clip(faults), churn...)
+		s.cfg.Faults = faults
+	}
+	for i := range faults {
+		f := &faults[i]
 		if f.Kind == Pause || f.Kind == Slow {
 			if s.busy == nil {
 				s.busy = make([]busyState, n)
@@ -233,7 +246,10 @@ func (s *Sim) Run() (res Result, err error) {
 // workload.
 func (s *Sim) begin() {
 	for i := range s.nodes {
-		s.nodes[i].up = true
+		s.nodes[i].up = s.nodes[i].state == stMember
+		if s.present != nil && s.nodes[i].up {
+			s.present.add(int32(i))
+		}
 	}
 	// Faults at time 0 come first in the queue (At 0, lowest Seq) except
 	// for deliveries, which cannot exist yet.
@@ -339,7 +355,7 @@ func (s *Sim) deliver(x *item) {
 		s.st.Dropped++
 		if s.sink != nil {
 			s.record(trace.Drop, x.node, func(e *trace.Event) {
-				e.Msg, e.Peer, e.Reason = x.id, x.from, "receiver crashed"
+				e.Msg, e.Peer, e.Reason = x.id, x.from, s.goneReason(x.node)
 				e.Type, e.Label = x.val.(proc.Message).Kind(), label(x.val)
 			})
 		}
@@ -402,16 +418,22 @@ func (s *Sim) fault(f *Fault) {
 		}
 		nd.up, nd.p = false, nil
 		nd.inc++
+		if s.present != nil {
+			s.present.remove(int32(f.Node))
+		}
 		s.tick(int32(f.Node))
 		if s.sink != nil {
 			s.record(trace.Crash, int32(f.Node), nil)
 		}
 	case Recover:
-		if nd.up {
-			return
+		if nd.up || nd.state != stMember {
+			return // only a crashed member recovers
 		}
 		nd.up = true
 		nd.inc++
+		if s.present != nil {
+			s.present.add(int32(f.Node))
+		}
 		s.startNode(f.Node, trace.Recover)
 		if r, ok := s.cfg.Workload.(Restarter); ok {
 			r.Restarted(control{s}, f.Node)
@@ -421,6 +443,10 @@ func (s *Sim) fault(f *Fault) {
 		b.until = max(b.until, int64(f.Until))
 	case Slow:
 		s.busy[f.Node].slowBy = int64(f.Delay)
+	case Join:
+		s.join(f.Node)
+	case Leave:
+		s.leave(f.Node)
 	}
 }
 
@@ -626,7 +652,7 @@ func (s *Sim) Now() time.Duration { return time.Duration(s.now) }
 // crashed), for predicates and tests to inspect.
 func (s *Sim) Process(id proc.ID) proc.Process { return s.nodes[id].p }
 
-// Up reports whether process id is running.
+// Up reports whether process id is running: present, not crashed.
 func (s *Sim) Up(id proc.ID) bool { return s.nodes[id].up }
 
 // Pending describes a pending event, for a Queue that wants to choose

@@ -25,9 +25,11 @@ const (
 	Crash                   // Node crashed
 	Recover                 // Node recovered with fresh state
 	Start                   // Node started (Start was called)
+	Join                    // Node joined a running system (absent until now)
+	Leave                   // Node left gracefully (after its Leave input)
 )
 
-var kindNames = [...]string{"", "send", "recv", "drop", "dup", "timer", "input", "output", "crash", "recover", "start"}
+var kindNames = [...]string{"", "send", "recv", "drop", "dup", "timer", "input", "output", "crash", "recover", "start", "join", "leave"}
 
 // String returns the kind's JSON name.
 func (k Kind) String() string {
@@ -63,6 +65,14 @@ func (k *Kind) UnmarshalJSON(b []byte) error {
 	*k = v
 	return nil
 }
+
+// Stops reports whether the event ends a process's participation: a crash
+// or a graceful leave. Checkers treat both as "no longer a member".
+func (k Kind) Stops() bool { return k == Crash || k == Leave }
+
+// Begins reports whether the event begins a process's participation with
+// fresh state: a start, a recovery or a join.
+func (k Kind) Begins() bool { return k == Start || k == Recover || k == Join }
 
 // IsProcess reports whether events of this kind belong to a process history.
 func (k Kind) IsProcess() bool { return k != Drop && k != Dup && k != 0 }

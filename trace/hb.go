@@ -55,7 +55,7 @@ func NewHB(t *Trace) (*HB, error) {
 		switch {
 		case e.Index != i:
 			return nil, fmt.Errorf("%w: event %d has index %d", ErrFormat, i, e.Index)
-		case e.Kind == 0 || e.Kind > Start:
+		case e.Kind == 0 || e.Kind > Leave:
 			return nil, fmt.Errorf("%w: event %d: unknown kind %d", ErrFormat, i, e.Kind)
 		case e.Node < 0 || int(e.Node) >= n:
 			return nil, fmt.Errorf("%w: event %d: node %d out of range 0..%d", ErrFormat, i, e.Node, n-1)

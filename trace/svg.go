@@ -362,11 +362,11 @@ func (d *svgDiagram) crashes() {
 	for i := range d.events {
 		e := &d.events[i]
 		switch e.Kind {
-		case Crash:
+		case Crash, Leave:
 			if _, ok := open[e.Node]; !ok {
 				open[e.Node] = i
 			}
-		case Recover, Start:
+		case Recover, Start, Join:
 			if c, ok := open[e.Node]; ok {
 				spans = append(spans, span{from: c, to: i})
 				delete(open, e.Node)
@@ -420,11 +420,14 @@ func (d *svgDiagram) spans() {
 				if _, ok := open[e.Node]; !ok {
 					open[e.Node] = i
 				}
-			case (e.Kind == Output && e.Type == sp.Close) || e.Kind == Crash:
+			case (e.Kind == Output && e.Type == sp.Close) || e.Kind.Stops():
 				if from, ok := open[e.Node]; ok {
 					end := "to " + FormatNS(e.Time)
-					if e.Kind == Crash {
+					switch e.Kind {
+					case Crash:
 						end += " (crashed)"
+					case Leave:
+						end += " (left)"
 					}
 					draw(from, e.Time, end)
 					delete(open, e.Node)
@@ -646,6 +649,10 @@ func (d *svgDiagram) points() {
 			class = "crash"
 		case Recover:
 			class = "recover"
+		case Join:
+			class = "join"
+		case Leave:
+			class = "leave"
 		case Drop, Dup:
 			if !mk {
 				continue // drawn with their message
@@ -691,6 +698,11 @@ func (d *svgDiagram) points() {
 				svgF(x-s), svgF(y-s), svgF(x+s), svgF(y+s), svgF(x-s), svgF(y+s), svgF(x+s), svgF(y-s), ink("#111"))
 		case Recover:
 			d.printf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.8"/>`, svgF(x), svgF(y), ink(svgInk))
+		case Join: // a triangle pointing into the lane
+			d.printf(`<path d="M%s,%s L%s,%s L%s,%s z" fill="%s"/>`,
+				svgF(x-4), svgF(y-5), svgF(x+4), svgF(y), svgF(x-4), svgF(y+5), ink("#2e7d32"))
+		case Leave: // a bar closing the lane
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="3"/>`, svgF(x), svgF(y-6), svgF(x), svgF(y+6), ink("#111"))
 		default:
 			d.printf(`<circle cx="%s" cy="%s" r="3" fill="%s"/>`, svgF(x), svgF(y), ink(svgInk))
 		}
