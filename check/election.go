@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cohort-go/cohort/trace"
 )
@@ -51,8 +52,12 @@ type electionEnd struct {
 func electionState(t *trace.Trace) electionEnd {
 	n := t.Header.Nodes
 	s := electionEnd{n: n, live: make([]bool, n), elected: make([]int32, n), at: make([]int, n), crash: make([]int, n), lastSeen: make([]int, n)}
+	// In a run whose membership changes (it has joins or leaves), a process
+	// is live from its start, recovery or join; otherwise every process is
+	// live from the beginning (traces of live clusters start mid-way).
+	dynamic := slices.ContainsFunc(t.Events, func(e trace.Event) bool { return e.Kind == trace.Join || e.Kind == trace.Leave })
 	for i := range s.live {
-		s.live[i], s.elected[i], s.at[i], s.crash[i], s.lastSeen[i] = true, -1, -1, -1, -1
+		s.live[i], s.elected[i], s.at[i], s.crash[i], s.lastSeen[i] = !dynamic, -1, -1, -1, -1
 	}
 	for i := range t.Events {
 		e := &t.Events[i]
@@ -66,7 +71,7 @@ func electionState(t *trace.Trace) electionEnd {
 		switch {
 		case e.Kind.Stops():
 			s.live[p], s.elected[p], s.at[p], s.crash[p] = false, -1, -1, i
-		case e.Kind == trace.Recover || e.Kind == trace.Join:
+		case e.Kind.Begins():
 			s.live[p] = true
 		case e.Kind == trace.Input && e.Type == "elect":
 			s.started = true
@@ -105,7 +110,11 @@ func checkE1(t *trace.Trace) Result {
 		why := ""
 		switch {
 		case l >= 0 && int(l) < s.n && !s.live[l]:
-			why = fmt.Sprintf(", which crashed (#%d)", s.crash[l])
+			verb := "crashed"
+			if t.Events[s.crash[l]].Kind == trace.Leave {
+				verb = "left"
+			}
+			why = fmt.Sprintf(", which %s (#%d)", verb, s.crash[l])
 			events = append(events, s.crash[l])
 		case l > best:
 			why = ", which does not exist"

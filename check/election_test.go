@@ -100,6 +100,48 @@ func TestElectionCheckers(t *testing.T) {
 			b.Local(0, trace.Timer)
 			return nil
 		}, ""},
+		{"churn: a process that never joined need not decide", "E2", func(b el) []int {
+			for p := int32(0); p < 3; p++ {
+				b.Local(p, trace.Start)
+			}
+			b.elect(0)
+			b.Local(2, trace.Leave)
+			b.elected(0, 1)
+			b.elected(1, 1)
+			return nil
+		}, ""},
+		{"churn: the largest id is that of the present processes", "E1", func(b el) []int {
+			for p := int32(0); p < 3; p++ {
+				b.Local(p, trace.Start)
+			}
+			b.elect(0)
+			b.Local(2, trace.Leave)
+			b.elected(0, 1)
+			b.elected(1, 1)
+			return nil
+		}, ""},
+		{"churn: a process that joined must decide", "E2", func(b el) []int {
+			for p := int32(0); p < 3; p++ {
+				b.Local(p, trace.Start)
+			}
+			b.elect(0)
+			for p := int32(0); p < 3; p++ {
+				b.elected(p, 2)
+			}
+			j := b.Local(3, trace.Join)
+			return []int{j}
+		}, "p3 is live but its elected is still ⊥"},
+		{"churn: a leader that left", "E1", func(b el) []int {
+			for p := int32(0); p < 3; p++ {
+				b.Local(p, trace.Start)
+			}
+			b.elect(0)
+			first := b.elected(0, 2)
+			b.elected(1, 2)
+			b.elected(2, 2)
+			l := b.Local(2, trace.Leave)
+			return []int{first, l}
+		}, "p0 ended with elected = p2, which left"},
 		{"two leaders", "agreement", func(b el) []int {
 			b.elect(0)
 			a := b.elected(0, 3)

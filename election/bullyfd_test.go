@@ -124,6 +124,34 @@ func TestBullyFDSweepUnderCrashes(t *testing.T) {
 	}
 }
 
+// Under churn — processes joining, failing and leaving at random for
+// 400 ms — bully with a failure detector still ends with every present
+// process agreeing on the largest present id once membership settles.
+func TestBullyFDSweepUnderChurn(t *testing.T) {
+	var joins, leaves, crashes int64
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 8))
+		n := 4 + rng.IntN(12)
+		r := electionRun{Nodes: n, Seed: seed, New: NewBullyFD(SimLeader), FIFO: true,
+			Latency: sim.Exponential{MeanD: time.Millisecond}, Initial: 2 + rng.IntN(n-2),
+			Churn:    []sim.Churn{{Join: 20, Fail: 5, Leave: 10, Until: 400 * time.Millisecond}},
+			Deadline: 1400 * time.Millisecond}
+		tr, res := r.run(t)
+		if bad := judge(t, tr); len(bad) > 0 {
+			t.Fatalf("seed %d, %d nodes, %d joins, %d leaves: %v", seed, n, res.Joins, res.Leaves, bad)
+		}
+		joins, leaves = joins+res.Joins, leaves+res.Leaves
+		for _, e := range tr.Events {
+			if e.Kind == trace.Crash {
+				crashes++
+			}
+		}
+	}
+	if joins < 100 || leaves < 40 || crashes < 20 {
+		t.Errorf("churn too thin to mean anything: %d joins, %d leaves, %d crashes over 40 runs", joins, leaves, crashes)
+	}
+}
+
 // A healthy cluster with jittery latency well inside the timeout never
 // changes its leader after the first election: no false suspicions. Both
 // detectors.

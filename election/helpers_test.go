@@ -23,6 +23,8 @@ type electionRun struct {
 	Latency  sim.Dist   // nil: 1 ms
 	Links    []sim.Link // per-link overrides
 	Faults   []sim.Fault
+	Initial  int          // processes present at the start; 0: all
+	Churn    []sim.Churn  // random joins, failures and leaves
 	Inputs   sim.Script   // scripted Elect inputs
 	Workload sim.Workload // instead of Inputs
 	FIFO     bool
@@ -39,7 +41,7 @@ func (r electionRun) run(t *testing.T) (*trace.Trace, sim.Result) {
 		Format: trace.FormatName, Nodes: r.Nodes, Family: "election", Seed: r.Seed}}}
 	cfg := sim.Config{Nodes: r.Nodes, Seed: r.Seed, New: r.New, Faults: r.Faults,
 		Network: sim.Network{Latency: r.Latency, Links: r.Links, FIFO: r.FIFO, Partitions: r.Cuts},
-		Trace:   rec, Deadline: 10 * time.Second, Clocks: r.Clocks}
+		Trace:   rec, Deadline: 10 * time.Second, Clocks: r.Clocks, Initial: r.Initial, Churn: r.Churn}
 	if r.Deadline > 0 {
 		cfg.Deadline = r.Deadline
 	}

@@ -192,15 +192,11 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
-		f, part, err := scenario.ParseFault(src, cfg.Nodes)
+		e, err := scenario.ParseFault(src, cfg.Nodes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: fault %q: %v", ErrInput, src, err)
 		}
-		if part != nil {
-			cfg.Network.Partitions = append(cfg.Network.Partitions, *part)
-		} else {
-			cfg.Faults = append(cfg.Faults, f)
-		}
+		e.AddTo(&cfg)
 	}
 	if o.Chaos != nil {
 		faults, parts := o.Chaos.Faults(cfg.Nodes, cfg.Seed)

@@ -81,7 +81,7 @@ func join(path, name string) string {
 
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-var topFields = []string{"family", "algo", "nodes", "seed", "topology", "degree", "network", "clocks", "faults", "inputs", "workload", "stop"}
+var topFields = []string{"family", "algo", "nodes", "initial", "seed", "topology", "degree", "network", "clocks", "faults", "inputs", "workload", "stop"}
 
 func (d *decoder) scenario(root *yaml.Node) (*Scenario, error) {
 	m, err := d.mapping(root, "", topFields)
@@ -117,6 +117,12 @@ func (d *decoder) scenario(root *yaml.Node) (*Scenario, error) {
 			s.Family, err = d.str(v, "family", "a family name")
 		case "algo":
 			s.Algo, err = d.str(v, "algo", "an algorithm name")
+		case "initial":
+			var k int64
+			if k, err = d.integer(v, "initial"); err == nil && (k < 1 || k > n) {
+				err = d.errf(v, "initial", "want 1..%d (nodes), got %d", n, k)
+			}
+			s.Initial = int(k)
 		case "seed":
 			s.Seed, err = d.uinteger(v, "seed")
 		case "topology":
@@ -329,14 +335,17 @@ func (d *decoder) faults(n *yaml.Node, s *Scenario) error {
 		if err != nil {
 			return err
 		}
-		f, part, err := parseFault(src, d.nodes)
+		e, err := parseFault(src, d.nodes)
 		if err != nil {
 			return d.wrap(item, at, err)
 		}
-		if part != nil {
-			s.Network.Partitions = append(s.Network.Partitions, *part)
-		} else {
-			s.Faults = append(s.Faults, f)
+		switch {
+		case e.Partition != nil:
+			s.Network.Partitions = append(s.Network.Partitions, *e.Partition)
+		case e.Churn != nil:
+			s.Churn = append(s.Churn, *e.Churn)
+		default:
+			s.Faults = append(s.Faults, e.Fault)
 		}
 	}
 	return nil

@@ -35,6 +35,7 @@
 //	family: mutex            # optional: the family the scenario is for
 //	algo: ricart-agrawala    # optional: the algorithm (command-line flags may override both)
 //	nodes: 8                 # required: 1 .. 10,000,000 processes, ids 0 .. nodes-1
+//	initial: 6               # optional: only 0 .. initial-1 are present at the start; the rest join later
 //	seed: 1                  # optional, default 1: seeds every random choice of the run
 //	topology: random         # full | ring | line | grid | random (default full)
 //	degree: 3                # random only, and required: every process gets at least this many neighbours
@@ -62,6 +63,9 @@
 //	  - partition {0,1} | {2,3} from 20ms to 40ms
 //	  - pause 3 from 10ms to 20ms
 //	  - slow 3 by 2ms from 0ms to 100ms
+//	  - join 7 at 10ms
+//	  - leave 2 at 30ms
+//	  - churn join 2/s fail 1/s leave 1/s from 1s to 10s
 //
 //	inputs:                  # scripted application inputs
 //	  - at 10ms node 4 acquire
@@ -105,6 +109,10 @@
 //	slow N by D from T1 to T2         every event N handles in [T1, T2) takes D
 //	partition G | G ... [from T1] [to T2]
 //	                                  messages between groups are lost
+//	join N at T                       N joins the running system (fresh state)
+//	leave N at T                      N gets the leave input, then is gone
+//	churn [join R/s] [fail R/s] [leave R/s] [from T1] to T2
+//	                                  random joins, crashes and leaves
 //
 // N is a process id (0 .. nodes-1) and T a time; pause and slow need T2
 // after T1, and slow a positive D. A group G is a brace-delimited list of
@@ -113,6 +121,17 @@
 // given and lasts for ever unless to is given. Whether a fault makes sense
 // — recovering a process that never crashed, say — is the simulator's
 // business: it ignores such faults.
+//
+// Membership may change during a run. A process named in a join whose
+// first join, leave or crash is that join is absent until it; with
+// initial: K, processes K .. nodes-1 are absent at the start too. An
+// absent or departed process receives nothing (messages to it are lost). A
+// joining process is introduced to one present member, drawn with the
+// run's seed (proc.Joiner). A churn entry adds joins, crashes and leaves as
+// Poisson processes with the given rates (events per second of virtual
+// time) between T1 (default 0) and T2: a join picks an absent process, a
+// crash or leave a present one, uniformly with the run's seed. One churn
+// entry may expect at most 10,000,000 events (rates × duration).
 //
 // Write faults and inputs as block list items (one "- " per line), and quote
 // an entry that contains " #" or ": ", which YAML would read otherwise.

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,9 +16,13 @@ import (
 
 // This file reads the one-line languages of fault and input entries:
 //
-//	fault     = crash | recover | pause | slow | partition
+//	fault     = crash | recover | pause | slow | partition | join | leave | churn
 //	crash     = "crash" node "at" time
 //	recover   = "recover" node "at" time
+//	join      = "join" node "at" time
+//	leave     = "leave" node "at" time
+//	churn     = "churn" [ "join" rate ] [ "fail" rate ] [ "leave" rate ] [ "from" time ] "to" time
+//	rate      = number "/s"
 //	pause     = "pause" node "from" time "to" time
 //	slow      = "slow" node "by" time "from" time "to" time
 //	partition = "partition" group { "|" group } [ "from" time ] [ "to" time ]
@@ -178,19 +183,38 @@ func (p *parser) done(what string) {
 	}
 }
 
-var faultKinds = []string{"crash", "recover", "pause", "slow", "partition"}
+var faultKinds = []string{"crash", "recover", "pause", "slow", "partition", "join", "leave", "churn"}
 
-// parseFault reads one fault entry. A partition comes back as part, any
-// other fault as f.
-func parseFault(src string, nodes int) (f sim.Fault, part *sim.Partition, err error) {
+// FaultEntry is one parsed entry of the fault language: a fault, a
+// partition or a churn — exactly one of the three.
+type FaultEntry struct {
+	Fault     sim.Fault      // set unless Partition or Churn is
+	Partition *sim.Partition // a partition entry
+	Churn     *sim.Churn     // a churn entry
+}
+
+// AddTo adds the entry to cfg: a fault to Faults, a partition to
+// Network.Partitions, a churn to Churn.
+func (e FaultEntry) AddTo(cfg *sim.Config) {
+	switch {
+	case e.Partition != nil:
+		cfg.Network.Partitions = append(cfg.Network.Partitions, *e.Partition)
+	case e.Churn != nil:
+		cfg.Churn = append(cfg.Churn, *e.Churn)
+	default:
+		cfg.Faults = append(cfg.Faults, e.Fault)
+	}
+}
+
+// parseFault reads one fault entry.
+func parseFault(src string, nodes int) (FaultEntry, error) {
+	var e FaultEntry
+	f := &e.Fault
 	p := newParser(src, "{},|", nodes)
 	kw := p.next()
 	switch kw.text {
-	case "crash", "recover":
-		f.Kind = sim.Crash
-		if kw.text == "recover" {
-			f.Kind = sim.Recover
-		}
+	case "crash", "recover", "join", "leave":
+		f.Kind = map[string]sim.FaultKind{"crash": sim.Crash, "recover": sim.Recover, "join": sim.Join, "leave": sim.Leave}[kw.text]
 		f.Node = p.node()
 		p.keyword("at")
 		f.At = p.duration()
@@ -208,7 +232,9 @@ func parseFault(src string, nodes int) (f sim.Fault, part *sim.Partition, err er
 			p.fail("slow by %v: the delay must be positive", f.Delay)
 		}
 	case "partition":
-		part = p.partition()
+		e.Partition = p.partition()
+	case "churn":
+		e.Churn = p.churn()
 	case "":
 		p.syntax(kw, "empty fault (want %s)", orList(faultKinds))
 	default:
@@ -216,9 +242,61 @@ func parseFault(src string, nodes int) (f sim.Fault, part *sim.Partition, err er
 	}
 	p.done("fault")
 	if p.err != nil {
-		return sim.Fault{}, nil, p.err
+		return FaultEntry{}, p.err
 	}
-	return f, part, nil
+	return e, nil
+}
+
+// churn reads "[join R/s] [fail R/s] [leave R/s] [from T1] to T2": at least
+// one rate, each at most once, in that order.
+func (p *parser) churn() *sim.Churn {
+	c := &sim.Churn{}
+	rates := 0
+	for _, r := range []struct {
+		word string
+		v    *float64
+	}{{"join", &c.Join}, {"fail", &c.Fail}, {"leave", &c.Leave}} {
+		if p.accept(r.word) {
+			*r.v = p.rate(r.word)
+			rates++
+		}
+	}
+	if p.err == nil && rates == 0 {
+		p.syntax(p.peek(), "want a rate (join R/s, fail R/s or leave R/s), got %s", got(p.peek()))
+	}
+	if p.accept("from") {
+		c.From = p.duration()
+	}
+	p.keyword("to")
+	c.Until = p.duration()
+	if p.err == nil && c.Until <= c.From {
+		p.fail("ends at %v, not after it starts at %v", c.Until, c.From)
+	}
+	if p.err == nil {
+		if n := (c.Join + c.Fail + c.Leave) * (c.Until - c.From).Seconds(); n > maxChurnEvents {
+			p.fail("churn of %.0f expected events (rates × duration): at most %d", n, maxChurnEvents)
+		}
+	}
+	return c
+}
+
+// maxChurnEvents bounds the expected number of events of one churn entry.
+const maxChurnEvents = 10_000_000
+
+// rate reads an event rate, "2/s" or "0.5/s": a finite number >= 0 per
+// second of virtual time.
+func (p *parser) rate(what string) float64 {
+	if p.err != nil {
+		return 0
+	}
+	t := p.next()
+	num, ok := strings.CutSuffix(t.text, "/s")
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || !(v >= 0) || math.IsInf(v, 0) {
+		p.syntax(t, "%s rate: want events per second such as 2/s or 0.5/s, got %s", what, got(t))
+		return 0
+	}
+	return v
 }
 
 // span reads "from T1 to T2", T2 after T1.
@@ -412,10 +490,9 @@ func editDistance(a, b string) int {
 	return prev[len(y)]
 }
 
-// ParseFault reads one fault in the scenario language ("crash 3 at 10ms",
-// "partition {0,1} | {2,3} from 20ms to 40ms") for a run of nodes
-// processes. A partition comes back as the second result, any other fault
-// as the first.
-func ParseFault(src string, nodes int) (sim.Fault, *sim.Partition, error) {
+// ParseFault reads one entry of the fault language ("crash 3 at 10ms",
+// "partition {0,1} | {2,3} from 20ms to 40ms", "churn join 2/s to 10s")
+// for a run of nodes processes.
+func ParseFault(src string, nodes int) (FaultEntry, error) {
 	return parseFault(src, nodes)
 }

@@ -35,7 +35,10 @@ type Scenario struct {
 	// Family and Algo name what the scenario is for; either may be empty.
 	Family, Algo string
 	Nodes        int
-	Seed         uint64
+	// Initial, if above 0, is how many processes are present at the start
+	// (0 .. Initial-1); the others join later (see sim.Config.Initial).
+	Initial int
+	Seed    uint64
 	// Topology is full, ring, line, grid or random; Degree is the minimum
 	// degree of a random one (0 otherwise).
 	Topology string
@@ -45,9 +48,11 @@ type Scenario struct {
 	Network sim.Network
 	// Clocks are the hardware clocks; nil means perfect clocks.
 	Clocks *Clocks
-	// Faults are the crashes, recoveries, pauses and slow spells, in file
-	// order.
+	// Faults are the crashes, recoveries, pauses, slow spells, joins and
+	// leaves, in file order.
 	Faults []sim.Fault
+	// Churn are the churn entries of the fault list, in file order.
+	Churn []sim.Churn
 	// Inputs are the scripted inputs, in file order.
 	Inputs []Input
 	// Workload generates inputs; nil means none.
@@ -178,6 +183,8 @@ func (s *Scenario) Config(mk InputMaker) (sim.Config, error) {
 		Topology:  topo,
 		Network:   s.Network,
 		Faults:    slices.Clone(s.Faults),
+		Initial:   s.Initial,
+		Churn:     slices.Clone(s.Churn),
 		Deadline:  s.Deadline,
 		MaxEvents: s.MaxEvents,
 	}

@@ -120,7 +120,7 @@ func TestErrors(t *testing.T) {
 		{"unknown key", "nodez: 8\n",
 			`run.yaml:1: unknown field "nodez" (did you mean "nodes"?)`},
 		{"unknown key without a near miss", "nodes: 8\ncolour: blue\n",
-			`run.yaml:2: unknown field "colour" (want family, algo, nodes, seed, topology, degree, network, clocks, faults, inputs, workload or stop)`},
+			`run.yaml:2: unknown field "colour" (want family, algo, nodes, initial, seed, topology, degree, network, clocks, faults, inputs, workload or stop)`},
 		{"unknown nested key", "nodes: 8\nnetwork:\n  latency: 1ms\n  lossy: 0.1\n",
 			`run.yaml:4: network: unknown field "lossy" (did you mean "loss"?)`},
 		{"swapped letters", "nodes: 8\nclocks:\n  max_ofsfet: 1ms\n",
@@ -184,7 +184,7 @@ func TestErrors(t *testing.T) {
 		{"group without braces", "nodes: 8\nfaults:\n  - partition 0,1 | 2\n",
 			`run.yaml:3: faults[0]: "partition 0,1 | 2": column 11: want "{" to open a group of nodes, got "0"`},
 		{"empty fault", "nodes: 8\nfaults:\n  - \"  \"\n",
-			`run.yaml:3: faults[0]: "  ": column 3: empty fault (want crash, recover, pause, slow or partition)`},
+			`run.yaml:3: faults[0]: "  ": column 3: empty fault (want crash, recover, pause, slow, partition, join, leave or churn)`},
 		{"fault not a string", "nodes: 8\nfaults:\n  - {crash: 1}\n",
 			`run.yaml:3: faults[0]: want a fault such as "crash 3 at 10ms", got a mapping`},
 		{"overlapping groups", "nodes: 8\nfaults:\n  - partition {0,1} | {1,2} from 5ms\n",
@@ -197,6 +197,20 @@ func TestErrors(t *testing.T) {
 			`run.yaml:3: faults[0]: ends at 10ms, not after it starts at 20ms`},
 		{"slow by nothing", "nodes: 8\nfaults:\n  - slow 1 by 0ms from 0ms to 10ms\n",
 			`run.yaml:3: faults[0]: slow by 0s: the delay must be positive`},
+		{"join out of range", "nodes: 8\nfaults:\n  - join 8 at 10ms\n",
+			`run.yaml:3: faults[0]: node 8 out of range 0..7`},
+		{"churn without rate", "nodes: 8\nfaults:\n  - churn to 1s\n",
+			`run.yaml:3: faults[0]: "churn to 1s": column 7: want a rate (join R/s, fail R/s or leave R/s), got "to"`},
+		{"churn bad rate", "nodes: 8\nfaults:\n  - churn join 2 to 1s\n",
+			`run.yaml:3: faults[0]: "churn join 2 to 1s": column 12: join rate: want events per second such as 2/s or 0.5/s, got "2"`},
+		{"churn negative rate", "nodes: 8\nfaults:\n  - churn fail -1/s to 1s\n",
+			`run.yaml:3: faults[0]: "churn fail -1/s to 1s": column 12: fail rate: want events per second such as 2/s or 0.5/s, got "-1/s"`},
+		{"churn without end", "nodes: 8\nfaults:\n  - churn leave 1/s from 1s\n",
+			`run.yaml:3: faults[0]: "churn leave 1/s from 1s": column 24: want "to", got end of text`},
+		{"churn too much", "nodes: 8\nfaults:\n  - churn join 1e9/s to 1h\n",
+			`run.yaml:3: faults[0]: churn of 3600000000000 expected events (rates × duration): at most 10000000`},
+		{"initial above nodes", "nodes: 8\ninitial: 9\n",
+			`run.yaml:2: initial: want 1..8 (nodes), got 9`},
 		{"bad distribution", "nodes: 8\nnetwork:\n  latency: fast\n",
 			`run.yaml:3: network.latency: distribution "fast": bad duration "fast" (want e.g. 250us, 1ms, 2s)`},
 		{"bad distribution kind", "nodes: 8\nworkload:\n  input: acquire\n  think: poisson:1ms\n  count: 1\n",
@@ -309,7 +323,8 @@ func TestFaultSpelling(t *testing.T) {
 		"  partition  { 0 , 1 }  |  { 2 ,3 }  from 1ms  to 2ms ",
 		"partition\t{0,1} | {2,3}\tfrom 1000us to 0.002s",
 	} {
-		_, part, err := parseFault(src, 4)
+		e, err := parseFault(src, 4)
+		part := e.Partition
 		if err != nil {
 			t.Errorf("%q: %v", src, err)
 			continue
@@ -319,8 +334,8 @@ func TestFaultSpelling(t *testing.T) {
 			t.Errorf("%q: %+v, want %+v", src, *part, want)
 		}
 	}
-	if _, part, _ := parseFault("partition {3} to 7ms", 4); part == nil || part.From != 0 || part.To != 7*ms {
-		t.Errorf("partition without from: %+v", part)
+	if e, _ := parseFault("partition {3} to 7ms", 4); e.Partition == nil || e.Partition.From != 0 || e.Partition.To != 7*ms {
+		t.Errorf("partition without from: %+v", e.Partition)
 	}
 }
 
@@ -368,7 +383,9 @@ type echo struct{}
 
 func (echo) Start(env proc.Env) { env.Output(started{}) }
 func (echo) Input(env proc.Env, in proc.Input) {
-	env.Output(in.(call))
+	if c, ok := in.(call); ok { // not proc.Leave
+		env.Output(c)
+	}
 	for _, nb := range env.Neighbors() {
 		env.Send(nb, hello{})
 	}
@@ -378,7 +395,7 @@ func (echo) Timeout(proc.Env, any)                   {}
 
 func newEcho(proc.ID, int) proc.Process { return echo{} }
 
-var callNames = []string{"acquire", "release", "multicast", "ping"}
+var callNames = []string{"acquire", "release", "multicast", "ping", "elect"}
 
 func makeCall(name string, args []string) (proc.Input, error) {
 	if !slices.Contains(callNames, name) {
@@ -454,6 +471,34 @@ inputs:
 	}
 }
 
+func TestMembershipEntries(t *testing.T) {
+	s, err := Parse("run.yaml", []byte(`
+nodes: 10
+initial: 6
+faults:
+  - join 7 at 10ms
+  - leave 3 at 20ms
+  - churn join 2/s fail 0.5/s leave 1/s from 1s to 10s
+  - churn fail 3/s to 2s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFaults := []sim.Fault{{Kind: sim.Join, Node: 7, At: 10 * ms}, {Kind: sim.Leave, Node: 3, At: 20 * ms}}
+	wantChurn := []sim.Churn{{Join: 2, Fail: 0.5, Leave: 1, From: time.Second, Until: 10 * time.Second},
+		{Fail: 3, Until: 2 * time.Second}}
+	if !reflect.DeepEqual(s.Faults, wantFaults) || !reflect.DeepEqual(s.Churn, wantChurn) || s.Initial != 6 {
+		t.Fatalf("faults %+v churn %+v initial %d", s.Faults, s.Churn, s.Initial)
+	}
+	cfg, err := s.Config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Initial != 6 || !reflect.DeepEqual(cfg.Churn, wantChurn) || !reflect.DeepEqual(cfg.Faults, wantFaults) {
+		t.Errorf("config: initial %d churn %+v faults %+v", cfg.Initial, cfg.Churn, cfg.Faults)
+	}
+}
+
 func TestConfigWorkload(t *testing.T) {
 	s, err := Parse("run.yaml", []byte(`
 nodes: 4
@@ -486,7 +531,7 @@ func TestConfigInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Config(makeCall)
-	want := `run.yaml:4: inputs[1]: unknown input "aquire" (want acquire, release, multicast or ping)`
+	want := `run.yaml:4: inputs[1]: unknown input "aquire" (want acquire, release, multicast, ping or elect)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
@@ -501,7 +546,7 @@ func TestConfigInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Config(makeCall)
-	want = `run.yaml:3: workload.input: unknown input "relase" (want acquire, release, multicast or ping)`
+	want = `run.yaml:3: workload.input: unknown input "relase" (want acquire, release, multicast, ping or elect)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
@@ -622,7 +667,7 @@ func TestDocExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v in\n%s", err, example.String())
 	}
-	if s.Nodes != 8 || len(s.Faults) != 4 || len(s.Network.Partitions) != 1 || len(s.Inputs) != 2 || s.Workload == nil || s.Clocks == nil {
+	if s.Nodes != 8 || s.Initial != 6 || len(s.Faults) != 6 || len(s.Churn) != 1 || len(s.Network.Partitions) != 1 || len(s.Inputs) != 2 || s.Workload == nil || s.Clocks == nil {
 		t.Errorf("parsed %+v", s)
 	}
 	if _, _, err := run(t, s); err != nil {

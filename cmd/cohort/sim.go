@@ -62,7 +62,7 @@ its SHA-256 is in the report.`,
 	fl.Float64Var(&f.loss, "loss", 0, "probability that a message is lost")
 	fl.Float64Var(&f.dup, "dup", 0, "probability that a message is delivered twice")
 	fl.Float64Var(&f.reorder, "reorder", 0, "probability that a message is held back and overtaken")
-	fl.StringArrayVar(&f.faults, "fault", nil, `add a fault, repeatable: "crash 3 at 10ms", "recover 3 at 50ms", "partition {0,1} | {2,3} from 20ms to 40ms", "pause 2 from 5ms to 9ms", "slow 1 by 2ms from 0ms to 1s"`)
+	fl.StringArrayVar(&f.faults, "fault", nil, `add a fault, repeatable: "crash 3 at 10ms", "recover 3 at 50ms", "partition {0,1} | {2,3} from 20ms to 40ms", "pause 2 from 5ms to 9ms", "slow 1 by 2ms from 0ms to 1s", "join 7 at 10ms", "leave 2 at 30ms", "churn join 2/s fail 1/s leave 1/s to 10s"`)
 	fl.DurationVar(&f.deadline, "deadline", 0, "stop at this virtual time (default: the scenario's, or when nothing is left to do)")
 	fl.StringVar(&f.vc, "vc", "auto", "vector timestamps in the trace: on, off, or auto (on up to 64 nodes)")
 	fl.StringVar(&f.traceOut, "trace", "", "write the trace as JSON Lines to this file")
