@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
 )
 
 func TestFloodDeliversEverything(t *testing.T) {
@@ -96,4 +98,89 @@ func BenchmarkSimIdleNodeBytes(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 	b.ReportMetric(perNode, "bytes/node")
+}
+
+func TestPHOLDKeepsItsPopulationAndIsDeterministic(t *testing.T) {
+	p := PHOLD{Processes: 500, Events: 4, Lookahead: 100 * time.Microsecond, Mean: time.Millisecond, Deliveries: 20_000, Seed: 9}
+	cfg, err := p.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(cfg sim.Config) (string, sim.Result) {
+		h := trace.NewHasher(trace.Header{Nodes: p.Processes})
+		cfg.Trace = h
+		s, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Sum(), res
+	}
+	a, res := hash(cfg)
+	cfg2, _ := p.Config()
+	b, _ := hash(cfg2)
+	if a != b {
+		t.Error("same seed, different PHOLD traces")
+	}
+	// Every delivery sends one more: sent = initial population + delivered.
+	if res.Delivered != 20_000 || res.Sent != 2000+res.Delivered {
+		t.Errorf("delivered %d, sent %d; want 20000 and 2000 + delivered", res.Delivered, res.Sent)
+	}
+	if res.Stop != sim.StopMaxEvents {
+		t.Errorf("stopped: %s, want max-events", res.Stop)
+	}
+	// Remote 0.5: about half of the events stay home.
+	p.Remote, p.Deliveries = 0.5, 0
+	rec := &trace.Recorder{}
+	cfg, _ = p.Config()
+	cfg.Trace = rec
+	s, _ := sim.New(cfg)
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var home, all float64
+	for _, e := range rec.Trace.Events {
+		if e.Kind == trace.Send {
+			all++
+			if e.Peer == e.Node {
+				home++
+			}
+		}
+	}
+	// Staying home: 1 - 0.5 + 0.5/500 of the sends.
+	if f := home / all; f < 0.45 || f > 0.55 {
+		t.Errorf("%.3f of the events stayed home, want about 0.5", f)
+	}
+	for _, bad := range []PHOLD{{Processes: 0, Events: 1, Mean: 1}, {Processes: 1, Events: 0, Mean: 1},
+		{Processes: 1, Events: 1, Remote: 2, Mean: 1}, {Processes: 1, Events: 1}} {
+		if _, err := bad.Config(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// BenchmarkPHOLD: the standard PHOLD workload (10 events per process, all
+// remote, 0.1 ms lookahead + exp 1 ms) at 10³ and 10⁵ processes; each
+// iteration delivers every event of the population once on average.
+// Reports deliveries/s.
+func BenchmarkPHOLD(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("processes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var delivered int64
+			for i := 0; i < b.N; i++ {
+				p := DefaultPHOLD()
+				p.Processes, p.Deliveries, p.Seed = n, int64(n)*10*4, uint64(i+1)
+				r, err := p.Run()
+				if err != nil {
+					b.Fatal(err)
+				}
+				delivered += r.Deliveries
+			}
+			b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
 }

@@ -24,15 +24,22 @@ func newBenchSimCmd() *cobra.Command {
 	var workload string
 	var asJSON bool
 	var gcPercent int
+	phold := bench.DefaultPHOLD()
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulator throughput and scale: deliveries per second, peak memory",
 		Long: `flood: every node sends --messages messages to random peers at start
 (exponential 1ms latency, no tracing); the default is the scale run of a
 million nodes sending ten messages each. ping-pong: two nodes bounce one
-message --messages times (per-event cost with a short queue).`,
+message --messages times (per-event cost with a short queue). phold: the
+standard benchmark of discrete-event simulators (Fujimoto 1990): --nodes
+logical processes start with --messages events each; every event, on
+arrival, schedules one more to a random process (--remote of the time;
+otherwise to itself) --lookahead plus exp(--mean) later, so the population
+stays constant; the run stops after --deliveries (default: the population).`,
 		Example: `  cohort bench sim --json
-  cohort bench sim --workload ping-pong --messages 20000000`,
+  cohort bench sim --workload ping-pong --messages 20000000
+  cohort bench sim --workload phold --nodes 100000 --messages 10 --deliveries 4000000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if gcPercent != 0 {
@@ -51,8 +58,14 @@ message --messages times (per-event cost with a short queue).`,
 					return usageErr("--messages %d: need at least 1", messages)
 				}
 				r, err = bench.PingPong(int64(messages), seed)
+			case "phold":
+				phold.Processes, phold.Events, phold.Seed = nodes, messages, seed
+				if !cmd.Flags().Changed("nodes") {
+					phold.Processes = bench.DefaultPHOLD().Processes
+				}
+				r, err = phold.Run()
 			default:
-				return usageErr("--workload %q: want flood or ping-pong", workload)
+				return usageErr("--workload %q: want flood, ping-pong or phold", workload)
 			}
 			if err != nil {
 				return usageErr("%v", err)
@@ -66,9 +79,13 @@ message --messages times (per-event cost with a short queue).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workload, "workload", "flood", "flood or ping-pong")
-	cmd.Flags().IntVar(&nodes, "nodes", 1_000_000, "processes (flood)")
-	cmd.Flags().IntVar(&messages, "messages", 10, "messages per node (flood) or in all (ping-pong)")
+	cmd.Flags().StringVar(&workload, "workload", "flood", "flood, ping-pong or phold")
+	cmd.Flags().IntVar(&nodes, "nodes", 1_000_000, "processes (flood; phold's default is 100000)")
+	cmd.Flags().IntVar(&messages, "messages", 10, "messages per node (flood), events per process (phold) or messages in all (ping-pong)")
+	cmd.Flags().Int64Var(&phold.Deliveries, "deliveries", 0, "phold: stop after this many deliveries (0: one per event of the population)")
+	cmd.Flags().Float64Var(&phold.Remote, "remote", phold.Remote, "phold: probability that an event goes to a random process rather than its own")
+	cmd.Flags().DurationVar(&phold.Lookahead, "lookahead", phold.Lookahead, "phold: minimum delay of an event")
+	cmd.Flags().DurationVar(&phold.Mean, "mean", phold.Mean, "phold: mean of the exponential part of an event's delay")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&gcPercent, "gc-percent", 0, "set the garbage collector's GOGC for the run (0 keeps the default)")
