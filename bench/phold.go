@@ -77,8 +77,8 @@ func (l *lp) Start(env proc.Env) {
 
 // Receive handles an event by scheduling the next one.
 func (l *lp) Receive(env proc.Env, _ proc.ID, m proc.Message) { env.Send(l.dest(env), m) }
-func (*lp) Timeout(proc.Env, any)                            {}
-func (*lp) Input(proc.Env, proc.Input)                       {}
+func (*lp) Timeout(proc.Env, any)                             {}
+func (*lp) Input(proc.Env, proc.Input)                        {}
 
 func (l *lp) dest(env proc.Env) proc.ID {
 	r := env.Rand()
