@@ -21,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
@@ -527,11 +526,7 @@ func (k *cohortClient) close()                            { k.c.HTTP.CloseIdleCo
 // millisecond, the waiter has been idle, as the receiver of the idle
 // one-way latency has.
 func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int, pause time.Duration) ([]time.Duration, error) {
-	f, err := catalog.Lookup("mutex")
-	if err != nil {
-		return nil, err
-	}
-	ra, err := f.Algorithm("ricart-agrawala")
+	ra, err := mutex.Lookup("ricart-agrawala")
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -68,11 +68,7 @@ func TestPointCountsGrantsWithinTheRun(t *testing.T) {
 
 func mutexAlgorithm(t *testing.T, name string) proc.Algorithm {
 	t.Helper()
-	f, err := catalog.Lookup("mutex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f.Algorithm(name)
+	a, err := mutex.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ var families = []Family{
 	{
 		Name:       "mutex",
 		Summary:    "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)",
-		Algorithms: mutex.Algorithms,
+		Algorithms: mutex.WithApps(mutex.Algorithms), // the workload tells: ME3's application messages
 		Metrics:    mutexMetrics,
 		Workload:   func() sim.Workload { return DefaultMutexLoad() },
 		React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },

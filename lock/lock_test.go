@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -50,11 +50,7 @@ func cluster(t *testing.T, n int, a proc.Algorithm) []*live.Node {
 }
 
 func algo(t *testing.T, name string) proc.Algorithm {
-	f, err := catalog.Lookup("mutex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f.Algorithm(name)
+	a, err := mutex.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,20 +220,19 @@ func clAt(ms float64, p proc.ID, in proc.Input) sim.TimedInput {
 	return sim.TimedInput{At: time.Duration(ms * float64(time.Millisecond)), Node: p, Input: in}
 }
 
-// clAlgo finds a registered algorithm by name.
+// clAlgo finds a registered algorithm by name, with the application's
+// messages beside it, as the simulator's workloads run it.
 func clAlgo(t testing.TB, name string) proc.Algorithm {
 	t.Helper()
-	for _, a := range Algorithms {
-		if a.Name == name {
-			return a
-		}
+	a, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no mutex algorithm %q registered", name)
-	return proc.Algorithm{}
+	return WithApp(a)
 }
 
 // withTell makes a constructor's processes carry application messages
-// (Tell), as the registered constructors do.
+// (Tell), as WithApp does.
 func withTell(mk func(proc.ID, int) proc.Process) func(proc.ID, int) proc.Process {
 	return func(id proc.ID, n int) proc.Process { return withApp{mk(id, n)} }
 }
@@ -257,3 +256,23 @@ func eachSize(t *testing.T, f func(t *testing.T, n int)) {
 
 // clName names a sweep run in failures.
 func clName(n int, seed uint64) string { return fmt.Sprintf("n=%d seed=%d", n, seed) }
+
+// The registered entries are the algorithms alone: no application
+// messages on their wire or in their processes. WithApp adds them, tagged
+// after the algorithm's own.
+func TestRegisteredAlgorithmsCarryNoApplicationMessages(t *testing.T) {
+	for _, a := range Algorithms {
+		for _, m := range a.Messages {
+			if _, ok := m.(App); ok {
+				t.Errorf("%s: App among its messages", a.Name)
+			}
+		}
+		if _, ok := a.New(0, 4).(withApp); ok {
+			t.Errorf("%s: its processes carry the application's messages", a.Name)
+		}
+		w := WithApp(a)
+		if len(w.Messages) != len(a.Messages)+1 || w.Messages[len(a.Messages)] != (App{}) {
+			t.Errorf("%s: WithApp's messages %v, want the algorithm's then App", a.Name, w.Messages)
+		}
+	}
+}

@@ -250,8 +250,7 @@ func Decentralized(m int) proc.Algorithm {
 		}
 		return nil
 	}
-	inner := NewDecentralized(m)
-	a.New = func(id proc.ID, n int) proc.Process { return withApp{inner(id, n)} } // as register does
+	a.New = NewDecentralized(m)
 	return a
 }
 

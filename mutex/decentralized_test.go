@@ -321,11 +321,14 @@ func TestDecentralizedQuorumChoice(t *testing.T) {
 	if d := Decentralized(4); d.Family != "mutex" || d.Breaks == nil || len(d.Checks) == 0 {
 		t.Errorf("Decentralized(4) lacks the family's defaults: %+v", d)
 	}
-	// Both entries carry the application's messages (mutex.Tell) like every
-	// registered one.
+	// Neither entry carries the application's messages (a live service
+	// never sends them); WithApp adds them for the simulator's workloads.
 	for _, a := range []proc.Algorithm{Decentralized(0), Decentralized(4)} {
-		if _, ok := a.New(0, 5).(withApp); !ok {
-			t.Errorf("%s: New does not carry the application's messages", a.Summary)
+		if _, ok := a.New(0, 5).(withApp); ok {
+			t.Errorf("%s: New carries the application's messages", a.Summary)
+		}
+		if _, ok := WithApp(a).New(0, 5).(withApp); !ok {
+			t.Errorf("%s: WithApp's New does not carry the application's messages", a.Summary)
 		}
 	}
 	if got := fmt.Sprint(decRequest{T: decTicket{Req: Stamp{C: 4, P: 2}, Try: 3}}); got != "REQ(4.2#3)" {

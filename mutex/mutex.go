@@ -55,69 +55,6 @@ type Lent struct {
 func (Lent) Kind() string     { return "lent" }
 func (l Lent) String() string { return "lent to " + l.To.String() }
 
-// Tell asks a process to send an application message to To. The
-// application's own messages are what can order two requests by
-// happened-before — the seed's ME3 counterexample: A requests, then tells
-// B, and B requests after hearing from A — so the family carries them for
-// every algorithm (see withApp).
-type Tell struct {
-	To proc.ID `json:"to"`
-}
-
-// App is an application message sent on a Tell. TS carries the
-// algorithm's Lamport clock, if it keeps one (see clocked).
-type App struct {
-	TS uint64 `json:"ts,omitempty"`
-}
-
-// Told reports that an application message from From arrived.
-type Told struct {
-	From proc.ID `json:"from"`
-}
-
-func (Tell) Kind() string     { return "tell" }
-func (App) Kind() string      { return "app" }
-func (Told) Kind() string     { return "told" }
-func (t Tell) String() string { return "tell " + t.To.String() }
-
-// clocked is implemented by the algorithms that order requests by Lamport
-// timestamps. The application's messages must advance the same clock — the
-// seed's Lamport clock lives in the middleware and stamps every message —
-// or a request that happened after another could carry the smaller
-// timestamp, and ME3 would break.
-type clocked interface {
-	appSend() uint64   // a send event: tick, and return the timestamp to carry
-	appRecv(ts uint64) // a receive event: C = max(C, ts) + 1
-}
-
-// withApp carries the application's messages beside an algorithm: a Tell
-// input becomes an App message, an arriving App becomes a Told output; all
-// else goes to the algorithm.
-type withApp struct{ proc.Process }
-
-func (w withApp) Input(env proc.Env, in proc.Input) {
-	if t, ok := in.(Tell); ok {
-		var m App
-		if c, ok := w.Process.(clocked); ok {
-			m.TS = c.appSend()
-		}
-		env.Send(t.To, m)
-		return
-	}
-	w.Process.Input(env, in)
-}
-
-func (w withApp) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	if app, ok := m.(App); ok {
-		if c, ok := w.Process.(clocked); ok {
-			c.appRecv(app.TS)
-		}
-		env.Output(Told{From: from})
-		return
-	}
-	w.Process.Receive(env, from, m)
-}
-
 // Inputs builds the family's inputs by name, for scenario files.
 func Inputs(name string, args []string) (proc.Input, error) {
 	if name == "tell" {
@@ -133,18 +70,6 @@ func Inputs(name string, args []string) (proc.Input, error) {
 		return Release{}, nil
 	}
 	return nil, fmt.Errorf("unknown input %q (want acquire or release)", name)
-}
-
-// tellInput builds "tell N" for scenario files.
-func tellInput(args []string) (proc.Input, error) {
-	var to int
-	if len(args) != 1 {
-		return nil, fmt.Errorf("input \"tell\" takes one process id, got %q", strings.Join(args, " "))
-	}
-	if _, err := fmt.Sscanf(args[0], "%d", &to); err != nil || to < 0 {
-		return nil, fmt.Errorf("input \"tell\": %q is not a process id", args[0])
-	}
-	return Tell{To: proc.ID(to)}, nil
 }
 
 // Stamp is a Lamport timestamp in pair form, (C, P), ordered by C and then
@@ -198,18 +123,27 @@ var order = []string{
 	"suzuki-kasami", "raymond",
 }
 
+// Lookup finds a registered algorithm by name; the error lists the known
+// ones. The entries are the algorithms alone, as a live service runs them
+// (the simulator's workloads add the application's messages: WithApp).
+func Lookup(name string) (proc.Algorithm, error) {
+	i := slices.IndexFunc(Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
+	if i < 0 {
+		var names []string
+		for _, a := range Algorithms {
+			names = append(names, a.Name)
+		}
+		return proc.Algorithm{}, fmt.Errorf("unknown mutex algorithm %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	return Algorithms[i], nil
+}
+
 // register adds entries to Algorithms, keeping the canonical order.
 func register(as ...proc.Algorithm) {
 	for _, a := range as {
 		a.Family = "mutex"
 		if a.Inputs == nil {
 			a.Inputs = Inputs
-		}
-		// Every algorithm also carries the application's messages (withApp),
-		// tagged after its own.
-		a.Messages = append(slices.Clone(a.Messages), App{})
-		if inner := a.New; inner != nil {
-			a.New = func(id proc.ID, n int) proc.Process { return withApp{inner(id, n)} }
 		}
 		if a.Checks == nil {
 			a.Checks = []string{"integrity", "no-duplicates", "ME1", "ME2", "ME3"}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/bench"
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/spf13/cobra"
 )
 
@@ -47,8 +47,7 @@ etcd comes from Debian's etcd-server package (apt-get install etcd-server);
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := strings.CutPrefix(algo, "mutex/")
-			f, _ := catalog.Lookup("mutex")
-			a, err := f.Algorithm(name)
+			a, err := mutex.Lookup(name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}

@@ -18,13 +18,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
@@ -61,8 +61,7 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if !ok || fam != "mutex" {
 				return usageErr("--algo %q: want mutex/NAME, the algorithm behind the locks (elections run bully-fd, groups total-sequencer)", algo)
 			}
-			f, _ := catalog.Lookup("mutex")
-			a, err := f.Algorithm(name)
+			a, err := mutex.Lookup(name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
@@ -182,8 +183,7 @@ node.yaml:
 // runNode runs a node until ctx ends. ready, if set, receives the API
 // address once the node serves.
 func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(api string)) error {
-	fam, _ := catalog.Lookup("mutex")
-	algo, err := fam.Algorithm(c.Lock)
+	algo, err := mutex.Lookup(c.Lock)
 	if err != nil {
 		return usageErr("lock: %v", err)
 	}
