@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version may be set at build time with -ldflags "-X main.version=...";
+// otherwise it comes from the build information Go records in the binary.
+var version = ""
 
 // exitError carries an exit status out of a command.
 type exitError struct {
@@ -76,7 +79,43 @@ diagram.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	return root
+}
+
+// requireSubcommand makes every command that only groups others (cluster,
+// trace, bench ...) reject a missing or unknown subcommand with exit
+// status 2, naming it, instead of printing its help and succeeding.
+func requireSubcommand(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommand(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		want := strings.Join(names, ", ")
+		if len(args) == 0 {
+			return usageErr("%s: missing subcommand (want %s; see %s --help)", cmd.CommandPath(), want, cmd.CommandPath())
+		}
+		msg := fmt.Sprintf("%s: unknown subcommand %q (want %s)", cmd.CommandPath(), args[0], want)
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return usageErr("%s", msg)
+	}
 }
 
 func newVersionCmd() *cobra.Command {
@@ -85,8 +124,52 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print Cohort's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "cohort", version)
+			fmt.Fprintln(cmd.OutOrStdout(), "cohort", versionString(version, readBuildInfo()))
 			return nil
 		},
 	}
+}
+
+func readBuildInfo() *debug.BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return bi
+}
+
+// versionString is the version to print: the one set at link time if any;
+// else the module's version (set by go install module@version), then the
+// VCS revision and time Go stamps into a build from a checkout, with
+// "+dirty" when the tree had uncommitted changes; "devel" when the binary
+// says nothing (go run, go test).
+func versionString(linked string, bi *debug.BuildInfo) string {
+	if linked != "" {
+		return linked
+	}
+	if bi == nil {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v == "(devel)" {
+		v = ""
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		rev = rev[:min(len(rev), 12)]
+		if settings["vcs.modified"] == "true" {
+			rev += "+dirty"
+		}
+		if t := settings["vcs.time"]; t != "" {
+			rev += " " + t
+		}
+		if v == "" {
+			v = "devel"
+		}
+		v += " (" + rev + ")"
+	}
+	if v == "" {
+		v = "devel"
+	}
+	return v + " " + bi.GoVersion
 }
