@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -54,7 +55,14 @@ type Client struct {
 	Timeout time.Duration
 	// Clock reads the local time: T1 and T4. Nil means time.Now.
 	Clock func() time.Time
+	// Wait is how long to keep asking a server that refuses the request
+	// (nothing listens on its port yet: a server that is still starting)
+	// before counting the sample lost. Zero means no retry.
+	Wait time.Duration
 }
+
+// refusedRetry is the pause between requests to a server that refuses.
+const refusedRetry = 20 * time.Millisecond
 
 // Sample is one request and its reply, as seed 003 §6.1 draws them:
 // the client sends at T1 by its clock, the server receives at T2 and
@@ -64,12 +72,12 @@ type Sample struct {
 	// Offset is θ = ((T2−T1) + (T3−T4)) / 2: how far the server's clock is
 	// ahead of the client's, if the two legs take equally long.
 	Offset time.Duration
-	// Delay is the seed's δ = ((T4−T1) − (T3−T2)) / 2: the one-way
-	// network delay, half the round trip.
+	// Delay is δ = (T4−T1) − (T3−T2), the round trip less the server's
+	// time, as RFC 5905 and chrony define it.
 	Delay time.Duration
-	// RoundTrip is (T4−T1) − (T3−T2), what RFC 5905 and chrony call the
-	// delay.
-	RoundTrip time.Duration
+	// OneWay is δ/2, the one-way delay if the two legs take equally long
+	// (the estimate of the textbook's presentation of Cristian and NTP).
+	OneWay time.Duration
 	// Reply is the server's packet.
 	Reply Packet
 }
@@ -80,8 +88,8 @@ type Sample struct {
 type Result struct {
 	Server         string // the address queried
 	Offset         time.Duration
-	Delay          time.Duration
-	RoundTrip      time.Duration
+	Delay          time.Duration // δ, the round trip (RFC 5905)
+	OneWay         time.Duration // δ/2
 	Stratum        uint8
 	RefID          RefID
 	Leap           Leap
@@ -129,6 +137,7 @@ func (c *Client) Query(ctx context.Context, addr string) (Result, error) {
 	samples := max(c.Samples, 1)
 	r := Result{Server: addr}
 	var lastErr error
+	waitUntil := time.Now().Add(c.Wait)
 	for i := range samples {
 		if i > 0 && c.Interval > 0 {
 			select {
@@ -140,6 +149,16 @@ func (c *Client) Query(ctx context.Context, addr string) (Result, error) {
 			return Result{}, fmt.Errorf("ntp: %s: %w", addr, ctx.Err())
 		}
 		s, err := c.sample(ctx, conn, addr)
+		for errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(waitUntil) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(refusedRetry):
+			}
+			if ctx.Err() != nil {
+				return Result{}, fmt.Errorf("ntp: %s: %w", addr, ctx.Err())
+			}
+			s, err = c.sample(ctx, conn, addr)
+		}
 		var kiss *KissError
 		switch {
 		case errors.As(err, &kiss) || ctx.Err() != nil:
@@ -160,7 +179,7 @@ func (c *Client) Query(ctx context.Context, addr string) (Result, error) {
 		}
 	}
 	b := r.Samples[r.Best]
-	r.Offset, r.Delay, r.RoundTrip = b.Offset, b.Delay, b.RoundTrip
+	r.Offset, r.Delay, r.OneWay = b.Offset, b.Delay, b.OneWay
 	r.Stratum, r.RefID, r.Leap, r.Precision = b.Reply.Stratum, b.Reply.RefID, b.Reply.Leap, b.Reply.Precision
 	r.RootDelay, r.RootDispersion = b.Reply.RootDelay.Duration(), b.Reply.RootDispersion.Duration()
 	return r, nil
@@ -263,7 +282,7 @@ func newSample(t1, t4 time.Time, p Packet) Sample {
 	rtt := t4.Sub(t1) - p.Transmit.Sub(p.Receive)
 	return Sample{
 		T1: t1, T2: p.Receive.Time(t1), T3: p.Transmit.Time(t1), T4: t4,
-		Offset: offset, Delay: rtt / 2, RoundTrip: rtt,
+		Offset: offset, Delay: rtt, OneWay: rtt / 2,
 		Reply: p,
 	}
 }

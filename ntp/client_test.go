@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// The seed's formulas, worked on exchanges whose answers are known.
+// The exchange's formulas (θ, and δ as RFC 5905 defines it: the round
+// trip less the server's time), worked on exchanges whose answers are known.
 func TestSampleOffsetAndDelay(t *testing.T) {
 	at := func(s string) time.Time { return date("2026-01-01T00:00:" + s + "Z") }
 	cases := []struct {
@@ -17,18 +18,18 @@ func TestSampleOffsetAndDelay(t *testing.T) {
 		t1, t2, t3, t4 string
 		offset, delay  time.Duration
 	}{
-		{"server ahead", "10.000", "10.503", "10.504", "10.007", 500 * time.Millisecond, 3 * time.Millisecond},
-		{"server behind", "10.000", "09.004", "09.005", "10.009", -1000 * time.Millisecond, 4 * time.Millisecond},
-		{"same clock", "10.000", "10.002", "10.003", "10.005", 0, 2 * time.Millisecond},
+		{"server ahead", "10.000", "10.503", "10.504", "10.007", 500 * time.Millisecond, 6 * time.Millisecond},
+		{"server behind", "10.000", "09.004", "09.005", "10.009", -1000 * time.Millisecond, 8 * time.Millisecond},
+		{"same clock", "10.000", "10.002", "10.003", "10.005", 0, 4 * time.Millisecond},
 		// The request takes 1 ms and the answer 9: θ is off by
-		// their half-difference, 4 ms, within δ = 5 ms of the truth (0).
-		{"asymmetric legs", "10.000", "10.001", "10.001", "10.010", -4 * time.Millisecond, 5 * time.Millisecond},
+		// their half-difference, 4 ms, within δ/2 = 5 ms of the truth (0).
+		{"asymmetric legs", "10.000", "10.001", "10.001", "10.010", -4 * time.Millisecond, 10 * time.Millisecond},
 	}
 	for _, c := range cases {
 		p := Packet{Version: 4, Mode: ModeServer, Stratum: 2, Receive: TimestampOf(at(c.t2)), Transmit: TimestampOf(at(c.t3))}
 		s := newSample(at(c.t1), at(c.t4), p)
-		if s.Offset != c.offset || s.Delay != c.delay || s.RoundTrip != 2*c.delay {
-			t.Errorf("%s: θ %v δ %v round trip %v, want θ %v δ %v", c.name, s.Offset, s.Delay, s.RoundTrip, c.offset, c.delay)
+		if s.Offset != c.offset || s.Delay != c.delay || s.OneWay != c.delay/2 {
+			t.Errorf("%s: θ %v δ %v one way %v, want θ %v δ %v", c.name, s.Offset, s.Delay, s.OneWay, c.offset, c.delay)
 		}
 		if !s.T2.Equal(at(c.t2)) || !s.T3.Equal(at(c.t3)) {
 			t.Errorf("%s: T2 %s T3 %s, want %s and %s", c.name, s.T2, s.T3, c.t2, c.t3)

@@ -6,23 +6,23 @@
 //
 // # Offset and delay
 //
-// Seed 003 §6.1 gives the exchange. The client sends a request at T1 by
-// its own clock; the server receives it at T2 and answers at T3 by the
-// server's clock; the client receives the answer at T4:
+// The exchange of Cristian's algorithm and NTP (Tanenbaum and van Steen,
+// "Distributed Systems", §6.1; RFC 5905 §8): the client sends a request
+// at T1 by its own clock; the server receives it at T2 and answers at T3
+// by the server's clock; the client receives the answer at T4:
 //
 //	offset θ = ((T2−T1) + (T3−T4)) / 2
-//	delay  δ = ((T4−T1) − (T3−T2)) / 2
+//	delay  δ = (T4−T1) − (T3−T2)
 //
-// θ is the server's clock minus the client's, exact when the request and
-// the answer take equally long; an asymmetry between the two legs puts θ
-// off by up to δ. So from several samples NTP keeps the θ of the least δ.
-// For example, T1 = 10.000, T2 = 10.503, T3 = 10.504 and T4 = 10.007
-// (seconds) give θ = (0.503 + 0.497)/2 = 0.500 and δ = (0.007 − 0.001)/2
-// = 0.003: the server is half a second ahead, 3 ms away.
-//
-// Note the seed's δ is one way, half the round trip; RFC 5905 and chrony
-// report the whole round trip (T4−T1) − (T3−T2) as "delay". Sample and
-// Result carry both, as Delay and RoundTrip.
+// δ is the round trip less the time the server held the request, as RFC
+// 5905 and chrony define and report it; the textbook's one-way estimate is
+// δ/2 (Sample.OneWay). θ is the server's clock minus the client's, exact
+// when the request and the answer take equally long; an asymmetry between
+// the two legs puts θ off by up to δ/2. So from several samples NTP keeps
+// the θ of the least δ. For example, T1 = 10.000, T2 = 10.503, T3 = 10.504
+// and T4 = 10.007 (seconds) give θ = (0.503 + 0.497)/2 = 0.500 and
+// δ = 0.007 − 0.001 = 0.006: the server is half a second ahead, 3 ms away
+// each way.
 //
 // # Packets and timestamps
 //

@@ -163,10 +163,10 @@ func TestInteropOurClientQueriesChronyd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range r.Samples {
-		t.Logf("sample %d: θ %v, δ %v (round trip %v)", i, s.Offset, s.Delay, s.RoundTrip)
+		t.Logf("sample %d: θ %v, δ %v (one way %v)", i, s.Offset, s.Delay, s.OneWay)
 	}
-	t.Logf("cohort ntp query %s: stratum %d, refid %s, offset %v, delay %v (round trip %v), best of %d",
-		addr, r.Stratum, r.RefID.Format(r.Stratum), r.Offset, r.Delay, r.RoundTrip, len(r.Samples))
+	t.Logf("cohort ntp query %s: stratum %d, refid %s, offset %v, delay %v (one way %v), best of %d",
+		addr, r.Stratum, r.RefID.Format(r.Stratum), r.Offset, r.Delay, r.OneWay, len(r.Samples))
 	if r.Stratum != 10 || r.RefID != (RefID{127, 127, 1, 1}) || r.Leap != LeapNone {
 		t.Errorf("stratum %d, refid %s, leap %d; want chronyd's local reference: 10, 127.127.1.1, 0",
 			r.Stratum, r.RefID.Format(r.Stratum), r.Leap)

@@ -2,8 +2,10 @@ package ntp
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -83,12 +85,12 @@ func TestServerOffsetIsMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("offset %v, delay %v, round trip %v", r.Offset, r.Delay, r.RoundTrip)
+	t.Logf("offset %v, delay %v, one way %v", r.Offset, r.Delay, r.OneWay)
 	if err := (r.Offset - ahead).Abs(); err > r.Delay+time.Millisecond {
 		t.Errorf("offset %v, want %v ± δ (%v) + 1ms", r.Offset, ahead, r.Delay)
 	}
-	if r.Delay < 0 || r.Delay > 100*time.Millisecond || r.RoundTrip != 2*r.Delay+r.RoundTrip%2 {
-		t.Errorf("delay %v, round trip %v: want 0 ≤ δ ≤ 100ms on loopback, δ = round trip / 2", r.Delay, r.RoundTrip)
+	if r.Delay < 0 || r.Delay > 100*time.Millisecond || r.OneWay != r.Delay/2 {
+		t.Errorf("delay %v, one way %v: want 0 ≤ δ ≤ 100ms on loopback, one way δ/2", r.Delay, r.OneWay)
 	}
 	if r.Stratum != DefaultStratum || r.RefID != DefaultRefID || r.Precision != DefaultPrecision || r.Leap != LeapNone {
 		t.Errorf("stratum %d refid %v precision %d leap %d, want the defaults 10, LOCL, -20, 0", r.Stratum, r.RefID.Format(r.Stratum), r.Precision, r.Leap)
@@ -203,5 +205,52 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A query started before its server listens (cohort ntp serve & cohort ntp
+// query) waits for it: refused requests are repeated for up to Wait.
+// Without Wait the refusal is reported at once.
+func TestQueryWaitsForAServerThatIsStarting(t *testing.T) {
+	probe, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := probe.LocalAddr().String()
+	probe.Close() // nothing listens on addr now: requests are refused
+
+	if _, err := (&Client{Timeout: 2 * time.Second}).Query(context.Background(), addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("without Wait: %v, want connection refused", err)
+	}
+
+	srv, err := NewServer(ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	var calls int
+	c := Client{Wait: 10 * time.Second, Timeout: 2 * time.Second, Clock: func() time.Time {
+		// The first exchange (T1, then T4 of its refusal) is over: start
+		// the server, on the port the client keeps asking.
+		if calls++; calls == 2 {
+			conn, err := net.ListenPacket("udp", addr)
+			started <- err
+			if err == nil {
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel)
+				go srv.Serve(ctx, conn)
+			}
+		}
+		return time.Now()
+	}}
+	r, err := c.Query(context.Background(), addr)
+	if serr := <-started; serr != nil {
+		t.Fatalf("listening on %s again: %v", addr, serr)
+	}
+	if err != nil || len(r.Samples) != 1 || r.Lost != 0 {
+		t.Fatalf("with Wait: %+v, %v; want one sample, none lost", r, err)
+	}
+	if calls < 4 {
+		t.Errorf("clock read %d times: the refused request was not repeated", calls)
 	}
 }

@@ -101,6 +101,9 @@ type Report struct {
 	TraceSHA   string              `json:"trace_sha256"`
 	Network    string              `json:"network"`
 	Assumption string              `json:"assumes"`
+	// Outside says how the run breaks the algorithm's assumptions (see
+	// Outside); when it does, no check is guaranteed.
+	Outside []string `json:"outside_assumptions,omitempty"`
 }
 
 // Messages counts the messages sent.
@@ -152,8 +155,12 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		}
 	}
 	sc2 := *sc
-	if o.Nodes > 0 {
-		sc2.Nodes = o.Nodes
+	if o.Nodes > 0 && o.Nodes != sc.Nodes {
+		r, err := sc.Resize(o.Nodes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: its scenario does not fit %d nodes: %v", ErrInput, a.Name, o.Nodes, err)
+		}
+		sc2 = *r
 	}
 	if o.Seed != nil {
 		sc2.Seed = *o.Seed
@@ -263,6 +270,7 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		TraceSHA:   hasher.Sum(),
 		Network:    describeNetwork(cfg.Network),
 		Assumption: a.Assumes.String(),
+		Outside:    Outside(a.Assumes, &cfg),
 	}
 	for _, k := range res.ByKind {
 		r.Messages.ByType[k.Kind] = k.Count
@@ -286,7 +294,7 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}
 	for _, c := range results {
 		item := Check{Name: c.Name, OK: c.OK(), Status: c.Status.String(), Detail: c.Detail, Events: c.Events,
-			Guaranteed: !slices.Contains(a.Breaks, c.Name)}
+			Guaranteed: !slices.Contains(a.Breaks, c.Name) && len(r.Outside) == 0}
 		if !c.OK() {
 			item.Counterexample = c.Counterexample(t)
 		}

@@ -258,3 +258,56 @@ func (s *Scenario) topology() (sim.Topology, error) {
 
 // topologies are the names the topology field takes.
 var topologies = []string{"full", "ring", "line", "grid", "random"}
+
+// Resize returns a copy of s for n processes, or an error naming the first
+// process that s refers to (in a fault, an input, a link, a partition, an
+// explicit clock) and that n processes would leave out, or an initial
+// count above n. It is how a command-line --nodes overrides a scenario.
+func (s *Scenario) Resize(n int) (*Scenario, error) {
+	if n < 1 || n > MaxNodes {
+		return nil, fmt.Errorf("%d nodes: want 1..%d", n, MaxNodes)
+	}
+	out := *s
+	out.Nodes = n
+	bad := func(what string, id proc.ID) error {
+		return fmt.Errorf("%s names process %d, which %d nodes leave out", what, id, n)
+	}
+	for _, f := range s.Faults {
+		if int(f.Node) >= n {
+			return nil, bad("fault "+f.Kind.String(), f.Node)
+		}
+	}
+	for _, in := range s.Inputs {
+		if int(in.Node) >= n {
+			return nil, bad(fmt.Sprintf("input %q (line %d)", in.Name, in.Line), in.Node)
+		}
+	}
+	for _, l := range s.Network.Links {
+		if int(max(l.From, l.To)) >= n {
+			return nil, bad(fmt.Sprintf("link %d→%d", l.From, l.To), max(l.From, l.To))
+		}
+	}
+	for _, p := range s.Network.Partitions {
+		for _, g := range p.Groups {
+			for _, id := range g {
+				if int(id) >= n {
+					return nil, bad("a partition", id)
+				}
+			}
+		}
+	}
+	if s.Clocks != nil {
+		for _, id := range slices.Sorted(maps.Keys(s.Clocks.Nodes)) {
+			if int(id) >= n {
+				return nil, bad("an explicit clock", id)
+			}
+		}
+	}
+	if s.Initial > n {
+		return nil, fmt.Errorf("initial %d is more than %d nodes", s.Initial, n)
+	}
+	if s.Topology == "random" && s.Degree >= n {
+		return nil, fmt.Errorf("a random topology of degree %d needs more than %d nodes", s.Degree, n)
+	}
+	return &out, nil
+}

@@ -61,7 +61,7 @@ func TestParseFullExample(t *testing.T) {
 		},
 		Inputs: []Input{
 			{At: 10 * ms, Node: 4, Name: "acquire", Line: 34},
-			{At: 12 * ms, Node: 2, Name: "multicast", Args: []string{"hello", "world"}, Line: 35},
+			{At: 12 * ms, Node: 2, Name: "tell", Args: []string{"5"}, Line: 35},
 		},
 		Workload:  &Workload{Input: "acquire", Think: sim.Exponential{MeanD: 10 * ms}, Count: 5, Line: 38},
 		Deadline:  time.Second,
@@ -100,7 +100,7 @@ func TestParseFullExample(t *testing.T) {
 	}
 	script := sim.Script{
 		{At: 10 * ms, Node: 4, Input: call{Name: "acquire"}},
-		{At: 12 * ms, Node: 2, Input: call{Name: "multicast", Args: []string{"hello", "world"}}},
+		{At: 12 * ms, Node: 2, Input: call{Name: "tell", Args: []string{"5"}}},
 	}
 	if !reflect.DeepEqual(wl[0], script) {
 		t.Errorf("script %v, want %v", wl[0], script)
@@ -395,7 +395,7 @@ func (echo) Timeout(proc.Env, any)                   {}
 
 func newEcho(proc.ID, int) proc.Process { return echo{} }
 
-var callNames = []string{"acquire", "release", "multicast", "ping", "elect"}
+var callNames = []string{"acquire", "release", "multicast", "ping", "elect", "tell"}
 
 func makeCall(name string, args []string) (proc.Input, error) {
 	if !slices.Contains(callNames, name) {
@@ -531,7 +531,7 @@ func TestConfigInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Config(makeCall)
-	want := `run.yaml:4: inputs[1]: unknown input "aquire" (want acquire, release, multicast, ping or elect)`
+	want := `run.yaml:4: inputs[1]: unknown input "aquire" (want acquire, release, multicast, ping, elect or tell)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
@@ -546,7 +546,7 @@ func TestConfigInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Config(makeCall)
-	want = `run.yaml:3: workload.input: unknown input "relase" (want acquire, release, multicast, ping or elect)`
+	want = `run.yaml:3: workload.input: unknown input "relase" (want acquire, release, multicast, ping, elect or tell)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
@@ -672,5 +672,25 @@ func TestDocExample(t *testing.T) {
 	}
 	if _, _, err := run(t, s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestResizeChecksEveryNodeReference(t *testing.T) {
+	s, err := Load("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Resize(9); err != nil || r.Nodes != 9 || s.Nodes != 8 {
+		t.Fatalf("resize to 9: %v (nodes %d; original %d)", err, r.Nodes, s.Nodes)
+	}
+	if _, err := s.Resize(5); err == nil || !strings.Contains(err.Error(), "fault crash names process 7, which 5 nodes leave out") {
+		t.Errorf("resize to 5: %v", err)
+	}
+	s.Faults = nil
+	if _, err := s.Resize(4); err == nil || !strings.Contains(err.Error(), `input "acquire" (line 34) names process 4`) {
+		t.Errorf("resize to 4 without faults: %v", err)
+	}
+	if _, err := s.Resize(0); err == nil {
+		t.Error("resize to 0 accepted")
 	}
 }

@@ -21,8 +21,8 @@ func newNTPCmd() *cobra.Command {
 		Use:   "ntp",
 		Short: "Serve and query time over NTP (RFC 5905), interoperable with chrony",
 		Long: `Serve this machine's clock over NTP, or measure how far an NTP server's
-clock is from this machine's: seed 003 §6.1's offset θ and delay δ, on the
-wire. Works with chrony, ntpd and any other NTP implementation.`,
+clock is from this machine's: the offset θ and delay δ of Cristian's
+algorithm and NTP, on the wire. Works with chrony, ntpd and any other NTP implementation.`,
 	}
 	cmd.AddCommand(newNTPServeCmd(), newNTPQueryCmd())
 	return cmd
@@ -113,9 +113,9 @@ func newNTPQueryCmd() *cobra.Command {
 		Short: "Measure an NTP server's clock offset and the network delay",
 		Long: `Send --samples NTP requests to ADDR (host:port, or host for port 123) and
 print, for each, the offset θ = ((T2−T1)+(T3−T4))/2 of the server's clock
-from this machine's (positive: the server is ahead) and the one-way delay
-δ = ((T4−T1)−(T3−T2))/2 of seed 003 §6.1, with the round trip 2δ that
-chrony and RFC 5905 call "delay". The sample of least delay is the answer,
+from this machine's (positive: the server is ahead) and the delay
+δ = (T4−T1)−(T3−T2), the round trip as RFC 5905 and chrony report it, with
+its half, the one-way estimate. The sample of least delay is the answer,
 NTP's rule: its θ is the least distorted by unequal legs. This machine's
 clock is never changed.
 
@@ -130,6 +130,9 @@ kiss-o'-death.`,
 			}
 			if c.Timeout <= 0 {
 				return usageErr("--timeout %v: want a positive duration", c.Timeout)
+			}
+			if c.Wait < 0 {
+				return usageErr("--wait %v: want 0 or more", c.Wait)
 			}
 			if c.Interval < 0 {
 				return usageErr("--interval %v: want 0 or more", c.Interval)
@@ -150,6 +153,7 @@ kiss-o'-death.`,
 	cmd.Flags().IntVar(&c.Samples, "samples", 4, "requests to send; the least delay wins")
 	cmd.Flags().DurationVar(&c.Interval, "interval", 0, "pause between requests (public servers may rate-limit: 2s is polite)")
 	cmd.Flags().DurationVar(&c.Timeout, "timeout", ntp.DefaultTimeout, "wait for each reply at most this long")
+	cmd.Flags().DurationVar(&c.Wait, "wait", 2*time.Second, "keep asking a server that refuses (still starting) for up to this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -167,9 +171,9 @@ func printNTPResult(w io.Writer, r ntp.Result) {
 	fmt.Fprintf(w, "server %s  stratum %d  refid %s  leap %d  precision 2^%d s  root delay %v  root dispersion %v\n\n",
 		r.Server, r.Stratum, r.RefID.Format(r.Stratum), r.Leap, r.Precision, r.RootDelay, r.RootDispersion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SAMPLE\tOFFSET θ\tDELAY δ\tROUND TRIP")
+	fmt.Fprintln(tw, "SAMPLE\tOFFSET θ\tDELAY δ\tONE WAY δ/2")
 	for i, s := range r.Samples {
-		fmt.Fprintf(tw, "%d\t%s\t%v\t%v", i+1, signed(s.Offset), s.Delay, s.RoundTrip)
+		fmt.Fprintf(tw, "%d\t%s\t%v\t%v", i+1, signed(s.Offset), s.Delay, s.OneWay)
 		if i == r.Best {
 			fmt.Fprint(tw, "\tleast delay")
 		}
@@ -180,20 +184,20 @@ func printNTPResult(w io.Writer, r ntp.Result) {
 	if r.Lost > 0 {
 		lost = fmt.Sprintf(", %d lost", r.Lost)
 	}
-	fmt.Fprintf(w, "\noffset %s  delay %v (round trip %v)  from %d sample(s)%s\n",
-		signed(r.Offset), r.Delay, r.RoundTrip, len(r.Samples), lost)
+	fmt.Fprintf(w, "\noffset %s  delay %v (one way %v)  from %d sample(s)%s\n",
+		signed(r.Offset), r.Delay, r.OneWay, len(r.Samples), lost)
 }
 
 // ntpJSONSample and ntpJSON are the --json output: durations in
 // nanoseconds, times in RFC 3339.
 type ntpJSONSample struct {
-	OffsetNS    int64     `json:"offset_ns"`
-	DelayNS     int64     `json:"delay_ns"`
-	RoundTripNS int64     `json:"round_trip_ns"`
-	T1          time.Time `json:"t1"`
-	T2          time.Time `json:"t2"`
-	T3          time.Time `json:"t3"`
-	T4          time.Time `json:"t4"`
+	OffsetNS int64     `json:"offset_ns"`
+	DelayNS  int64     `json:"delay_ns"`   // δ, the round trip (RFC 5905)
+	OneWayNS int64     `json:"one_way_ns"` // δ/2
+	T1       time.Time `json:"t1"`
+	T2       time.Time `json:"t2"`
+	T3       time.Time `json:"t3"`
+	T4       time.Time `json:"t4"`
 }
 
 type ntpJSON struct {
@@ -206,7 +210,7 @@ type ntpJSON struct {
 	RootDispersionNS int64           `json:"root_dispersion_ns"`
 	OffsetNS         int64           `json:"offset_ns"`
 	DelayNS          int64           `json:"delay_ns"`
-	RoundTripNS      int64           `json:"round_trip_ns"`
+	OneWayNS         int64           `json:"one_way_ns"`
 	Best             int             `json:"best"`
 	Lost             int             `json:"lost"`
 	Samples          []ntpJSONSample `json:"samples"`
@@ -216,12 +220,12 @@ func printNTPJSON(w io.Writer, r ntp.Result) error {
 	j := ntpJSON{
 		Server: r.Server, Stratum: r.Stratum, RefID: r.RefID.Format(r.Stratum), Leap: uint8(r.Leap), Precision: r.Precision,
 		RootDelayNS: int64(r.RootDelay), RootDispersionNS: int64(r.RootDispersion),
-		OffsetNS: int64(r.Offset), DelayNS: int64(r.Delay), RoundTripNS: int64(r.RoundTrip),
+		OffsetNS: int64(r.Offset), DelayNS: int64(r.Delay), OneWayNS: int64(r.OneWay),
 		Best: r.Best, Lost: r.Lost,
 	}
 	for _, s := range r.Samples {
 		j.Samples = append(j.Samples, ntpJSONSample{
-			OffsetNS: int64(s.Offset), DelayNS: int64(s.Delay), RoundTripNS: int64(s.RoundTrip),
+			OffsetNS: int64(s.Offset), DelayNS: int64(s.Delay), OneWayNS: int64(s.OneWay),
 			T1: s.T1.UTC(), T2: s.T2, T3: s.T3, T4: s.T4.UTC(),
 		})
 	}

@@ -55,14 +55,14 @@ func TestNTPServeAndQuery(t *testing.T) {
 		t.Fatalf("query: exit %d: %s", code, stderr)
 	}
 	var r struct {
-		Server      string `json:"server"`
-		Stratum     int    `json:"stratum"`
-		RefID       string `json:"refid"`
-		OffsetNS    int64  `json:"offset_ns"`
-		DelayNS     int64  `json:"delay_ns"`
-		RoundTripNS int64  `json:"round_trip_ns"`
-		Best        int    `json:"best"`
-		Samples     []struct {
+		Server   string `json:"server"`
+		Stratum  int    `json:"stratum"`
+		RefID    string `json:"refid"`
+		OffsetNS int64  `json:"offset_ns"`
+		DelayNS  int64  `json:"delay_ns"`
+		OneWayNS int64  `json:"one_way_ns"`
+		Best     int    `json:"best"`
+		Samples  []struct {
 			OffsetNS int64     `json:"offset_ns"`
 			DelayNS  int64     `json:"delay_ns"`
 			T1       time.Time `json:"t1"`
@@ -76,6 +76,9 @@ func TestNTPServeAndQuery(t *testing.T) {
 	t.Logf("cohort ntp query %s: offset %v, delay %v", addr, off, delay)
 	if (off - 250*time.Millisecond).Abs() > delay+time.Millisecond {
 		t.Errorf("offset %v, want 250ms ± δ (%v) + 1ms", off, delay)
+	}
+	if d := r.DelayNS - 2*r.OneWayNS; d < 0 || d > 1 {
+		t.Errorf("delay %d ns, one way %d ns: want δ = the round trip, twice the one-way estimate", r.DelayNS, r.OneWayNS)
 	}
 	if r.Server != addr || r.Stratum != 7 || r.RefID != "76.79.67.76 (LOCL)" || len(r.Samples) != 3 {
 		t.Errorf("server %q stratum %d refid %q, %d samples; want %s, 7, LOCL, 3", r.Server, r.Stratum, r.RefID, len(r.Samples), addr)
