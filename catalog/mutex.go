@@ -184,7 +184,10 @@ func mutexMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
 	}
 	m := map[string]float64{"entries": float64(entries)}
 	if entries > 0 {
-		m["messages_per_entry"] = float64(f.Result.Sent) / float64(entries)
+		// The algorithm's messages only: the workload's application
+		// messages (mutex.App, sent on Tell) are not its cost.
+		algo := f.Result.Sent - f.Result.Messages(mutex.App{}.Kind())
+		m["messages_per_entry"] = float64(algo) / float64(entries)
 	}
 	if len(clientDelays) > 0 {
 		m["client_delay_msgs"] = mean(clientDelays)

@@ -208,3 +208,29 @@ func TestFencingTokensIncreaseAcrossFailover(t *testing.T) {
 		}
 	}
 }
+
+// messages_per_entry is the algorithm's cost: the workload's application
+// messages (Tell → App) are not counted. Ricart–Agrawala spends exactly
+// 2(N−1) per entry, whatever the workload tells.
+func TestMessagesPerEntryCountsTheAlgorithmsMessagesOnly(t *testing.T) {
+	f, _ := Lookup("mutex")
+	a, err := f.Algorithm("ricart-agrawala")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{3, 7} {
+		o := f.Options(a)
+		o.Nodes = n
+		o.Workload = &MutexLoad{Rounds: 3, Think: sim.Exponential{MeanD: 2 * time.Millisecond}, Tell: 0.9}
+		r, _, err := run.Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Messages.ByType["app"] == 0 {
+			t.Fatalf("N=%d: the workload sent no application message; the test shows nothing", n)
+		}
+		if got, want := r.Metrics["messages_per_entry"], float64(2*(n-1)); got != want {
+			t.Errorf("N=%d: messages_per_entry %v, want 2(N−1) = %v (messages %v)", n, got, want, r.Messages.ByType)
+		}
+	}
+}
