@@ -28,9 +28,9 @@ func TestReadmeExamplesRun(t *testing.T) {
 		"cohort bench elect": {test: "TestBenchElect", why: "kills real processes, several runs; the test runs it with 3 nodes and 2 runs"},
 		"cohort ntp serve --listen 127.0.0.1:1123 & cohort ntp query 127.0.0.1:1123": {test: "TestNTPServeAndQuery",
 			why: "a server until interrupted, on a fixed port; the query's wait for a starting server is ntp's TestQueryWaitsForAServerThatIsStarting"},
-		"cohort cluster up --nodes 3 --json": {test: "TestClusterOfProcessesLocks", why: "runs until Ctrl-C"},
-		"cohort lock NAME --endpoints HOST:PORT -- CMD": {test: "TestClusterOfProcessesLocks", why: "needs a running cluster"},
-		"cohort elect NAME --endpoints HOST:PORT":       {test: "TestElectCommand", why: "needs a running cluster"},
+		"cohort cluster up --nodes 3 --json":                   {test: "TestClusterOfProcessesLocks", why: "runs until Ctrl-C"},
+		"cohort lock NAME --endpoints HOST:PORT -- CMD":        {test: "TestClusterOfProcessesLocks", why: "needs a running cluster"},
+		"cohort elect NAME --endpoints HOST:PORT":              {test: "TestElectCommand", why: "needs a running cluster"},
 		"cohort multicast NAME --listen --endpoints HOST:PORT": {test: "TestMulticastCommand", why: "needs a running cluster"},
 	}
 	readme, err := os.ReadFile("../../README.md")
