@@ -26,7 +26,8 @@ beside the theory's, with a note where they differ and why. Delays are in
 units of the (constant, 1 ms) one-way latency.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
   cohort compare mutex --nodes 8 --json`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var nodes []int
 			for _, s := range strings.Split(nodesFlag, ",") {

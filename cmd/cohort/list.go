@@ -65,7 +65,7 @@ func newListCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "\nRun one with: cohort sim FAMILY --algo NAME   (checkers: cohort list --checkers; families: %s)\n", familyNames())
+			fmt.Fprintf(out, "\nRun one with: cohort sim FAMILY --algo NAME   (checkers: cohort list --checkers; families: %s)\n", strings.Join(familyNames(), ", "))
 			return nil
 		},
 	}
@@ -74,10 +74,3 @@ func newListCmd() *cobra.Command {
 	return cmd
 }
 
-func familyNames() string {
-	var names []string
-	for _, f := range catalog.Families() {
-		names = append(names, f.Name)
-	}
-	return strings.Join(names, ", ")
-}

@@ -42,6 +42,8 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
+FAMILY is clocks, mutex, election, multicast or position; cohort sim FAMILY
+--help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
 then the flags. The same seed and settings always give the same trace;
@@ -49,9 +51,11 @@ its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFamilies,
+		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
 	}
+	installSimHelp(cmd) // cohort sim FAMILY --help: the family's algorithms and flags
 	fl := cmd.Flags()
 	fl.StringVar(&f.algo, "algo", "", "algorithm to run (default: every algorithm of the family)")
 	fl.IntVar(&f.nodes, "nodes", 0, "number of processes (default: the scenario's)")
@@ -74,6 +78,8 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": seed 003's replicated account, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
+	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
+	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
 }
 

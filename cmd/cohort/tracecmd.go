@@ -172,6 +172,7 @@ standard input.`,
 		},
 	}
 	cmd.Flags().StringVar(&names, "checks", "", "comma-separated checker names (see cohort list --checkers)")
+	cmd.RegisterFlagCompletionFunc("checks", completeCheckers)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

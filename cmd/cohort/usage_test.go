@@ -58,3 +58,58 @@ func TestVersionComesFromTheBuild(t *testing.T) {
 		}
 	}
 }
+
+// cohort sim FAMILY --help is the family's: its algorithms with summaries
+// and assumptions, and only the flags that apply.
+func TestPerFamilyHelp(t *testing.T) {
+	_, general, _ := cli(t, "sim", "--help")
+	for _, c := range []struct {
+		family       string
+		want, absent []string
+	}{
+		{"mutex", []string{"ricart-agrawala", "assumes reliable fifo; failures=none", "Checkers: integrity, no-duplicates, ME1, ME2, ME3", "--scenario", "--loss"},
+			[]string{"--order", "--demo", "--plot", "--clock-error"}},
+		{"multicast", []string{"total-isis", "--order", "--demo"}, []string{"--plot", "--clock-error"}},
+		{"clocks", []string{"lamport-figure", "--plot"}, []string{"--order", "--clock-error"}},
+		{"position", []string{"vivaldi", "--clock-error", "--nodes"}, []string{"--scenario", "--loss", "--order"}},
+	} {
+		code, out, _ := cli(t, "sim", c.family, "--help")
+		if code != 0 || out == general {
+			t.Errorf("sim %s --help: exit %d, or the general help", c.family, code)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("sim %s --help lacks %q", c.family, w)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(out, a) {
+				t.Errorf("sim %s --help shows %s, which does not apply", c.family, a)
+			}
+		}
+	}
+}
+
+// Shell completion knows the families, each family's algorithms and the
+// checkers.
+func TestCompletion(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "sim", ""}, "election"},
+		{[]string{"__complete", "compare", ""}, "multicast"},
+		{[]string{"__complete", "sim", "mutex", "--algo", ""}, "ricart-agrawala\t"},
+		{[]string{"__complete", "sim", "multicast", "--order", ""}, "total-isis"},
+		{[]string{"__complete", "trace", "check", "x.jsonl", "--checks", ""}, "clock-condition"},
+	} {
+		code, out, _ := cli(t, c.args...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("cohort %s: exit %d\n%s\nwant %q among the completions", strings.Join(c.args, " "), code, out, c.want)
+		}
+	}
+	if code, out, _ := cli(t, "completion", "bash"); code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
+	}
+}
