@@ -73,4 +73,3 @@ func newListCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&checkers, "checkers", false, "list the property checkers instead")
 	return cmd
 }
-
