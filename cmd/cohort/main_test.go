@@ -254,13 +254,15 @@ func TestSimMutexWithScenario(t *testing.T) {
 func TestNodeConfigErrorsNameTheField(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
-		"id: 0\nlisten: x:1\napi: x:2\n":                                                      "peers",
-		"id: 5\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":           "id: 5 is not one of the peers' ids",
-		"id: 0\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":                        "listen: missing",
-		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: short\n":                      "too short",
-		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\n":                                     "give exactly one of secret",
-		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nbogus: 1\n": "field bogus not found",
-		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1, 2: b:1}\nsecret: 0123456789abcdef\n":   "1 is missing",
+		"id: 0\nlisten: x:1\napi: x:2\n":                                                          "peers",
+		"id: 5\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":               "id: 5 is not one of the peers' ids",
+		"id: 0\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n":                            "listen: missing",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: short\n":                          "too short",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\n":                                         "give exactly one of secret",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nbogus: 1\n":     `node.yaml:6: unknown field "bogus" (want one of id, listen, api, peers,`,
+		"id: 0\nlisten: x:1\napi: x:2\npeerz: {0: a:1}\nsecret: 0123456789abcdef\n":               `node.yaml:4: unknown field "peerz" (did you mean "peers"?)`,
+		"id: 0\nlisten: x:1\npeers: {0: a:1}\nsecret: 0123456789abcdef\nelection: {timout: 1s}\n": `node.yaml:5: unknown field "timout" (did you mean "timeout"?)`,
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1, 2: b:1}\nsecret: 0123456789abcdef\n":       "1 is missing",
 	}
 	for text, want := range cases {
 		p := filepath.Join(dir, "node.yaml")

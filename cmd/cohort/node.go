@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/internal/suggest"
 	"log/slog"
 	"math"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -71,7 +74,7 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, explainYAML(path, err, reflect.TypeOf(c))
 	}
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, args...))
@@ -339,4 +342,61 @@ func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *lead
 	mux.Handle("/v1/groups/", httpapi.RequireToken(token, groups.Handler()))
 	mux.Handle("GET /metrics", node.MetricsHandler())
 	return mux
+}
+
+var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type [\w.]*?(\w+)$`)
+
+// explainYAML rewrites the YAML decoder's report of an unknown field —
+// "line 3: field peerz not found in type main.nodeConfig" — as Cohort's
+// errors read: "node.yaml:3: unknown field "peerz" (did you mean
+// "peers"?)", listing the known fields when none is close.
+func explainYAML(path string, err error, root reflect.Type) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	fields := map[string][]string{} // Go type name → its YAML field names
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || fields[t.Name()] != nil {
+			return
+		}
+		names := []string{}
+		fields[t.Name()] = names
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = strings.ToLower(f.Name)
+			}
+			names = append(names, name)
+			walk(f.Type)
+		}
+		fields[t.Name()] = names
+	}
+	walk(root)
+	var msgs []string
+	for _, e := range te.Errors {
+		m := yamlUnknownField.FindStringSubmatch(e)
+		var known []string
+		if m != nil {
+			known = fields[m[3]]
+		}
+		if known == nil {
+			msgs = append(msgs, fmt.Sprintf("%s: %s", path, e))
+			continue
+		}
+		hint := suggest.DidYouMean(m[2], known)
+		if hint == "" {
+			hint = fmt.Sprintf(" (want one of %s)", strings.Join(known, ", "))
+		}
+		msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q%s", path, m[1], m[2], hint))
+	}
+	return errors.New(strings.Join(msgs, "\n"))
 }
