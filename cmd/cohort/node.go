@@ -37,20 +37,21 @@ import (
 // nodeConfig is the file `cohort node --config` reads.
 type nodeConfig struct {
 	ID         int            `yaml:"id"`
-	Listen     string         `yaml:"listen"`      // cluster transport address
-	API        string         `yaml:"api"`         // HTTP API address
-	Peers      map[int]string `yaml:"peers"`       // every member's transport address, by id (itself included)
-	Secret     string         `yaml:"secret"`      // shared cluster secret, or
-	SecretFile string         `yaml:"secret_file"` // a file holding it
-	TLSDir     string         `yaml:"tls_dir"`     // or mutual TLS: a directory written by cohort certs
-	Lock       string         `yaml:"lock"`        // the mutex algorithm behind locks: "ricart-agrawala"
-	APIToken   string         `yaml:"api_token"`   // bearer token required by the HTTP API
-	Trace      string         `yaml:"trace"`       // write this node's events here (JSONL); merge with cohort trace merge
-	Run        []string       `yaml:"run"`         // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
-	Group      string         `yaml:"group"`       // the multicast algorithm behind groups: "total-sequencer"
-	Campaign   []string       `yaml:"campaign"`    // elections this node stands in from boot
-	Election   electionConfig `yaml:"election"`    // the failure detector of every election (the same on every node)
-	DataDir    string         `yaml:"data_dir"`    // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
+	Listen     string         `yaml:"listen"`         // cluster transport address
+	API        string         `yaml:"api"`            // HTTP API address
+	Peers      map[int]string `yaml:"peers"`          // every member's transport address, by id (itself included)
+	Secret     string         `yaml:"secret"`         // shared cluster secret, or
+	SecretFile string         `yaml:"secret_file"`    // a file holding it
+	TLSDir     string         `yaml:"tls_dir"`        // or mutual TLS: a directory written by cohort certs
+	Lock       string         `yaml:"lock"`           // the mutex algorithm behind locks: "ricart-agrawala"
+	APIToken   string         `yaml:"api_token"`      // bearer token required by the HTTP API, or
+	TokenFile  string         `yaml:"api_token_file"` // a file holding it
+	Trace      string         `yaml:"trace"`          // write this node's events here (JSONL); merge with cohort trace merge
+	Run        []string       `yaml:"run"`            // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
+	Group      string         `yaml:"group"`          // the multicast algorithm behind groups: "total-sequencer"
+	Campaign   []string       `yaml:"campaign"`       // elections this node stands in from boot
+	Election   electionConfig `yaml:"election"`       // the failure detector of every election (the same on every node)
+	DataDir    string         `yaml:"data_dir"`       // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
 }
 
 // electionConfig tunes the leader service's failure detector.
@@ -99,7 +100,7 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, bad("data_dir", "%v", err)
 		}
-		for _, p := range []*string{&c.Trace, &c.TLSDir, &c.SecretFile} {
+		for _, p := range []*string{&c.Trace, &c.TLSDir, &c.SecretFile, &c.TokenFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(c.DataDir, *p)
 			}
@@ -111,6 +112,18 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 			return nil, bad("secret_file", "%v", err)
 		}
 		c.Secret = strings.TrimSpace(string(b))
+	}
+	if c.TokenFile != "" {
+		if c.APIToken != "" {
+			return nil, bad("api_token_file", "give api_token or api_token_file, not both")
+		}
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return nil, bad("api_token_file", "%v", err)
+		}
+		if c.APIToken = strings.TrimSpace(string(b)); c.APIToken == "" {
+			return nil, bad("api_token_file", "%s is empty", c.TokenFile)
+		}
 	}
 	if (c.Secret == "") == (c.TLSDir == "") {
 		return nil, bad("secret", "give exactly one of secret (or secret_file) and tls_dir")
@@ -163,7 +176,7 @@ node.yaml:
   run: [clocks/lamport]         # optional: more algorithms to run as services
   data_dir: /var/lib/cohort     # optional: relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
-  api_token: ...                # optional bearer token for the API`,
+  api_token: ...                # optional bearer token for the API (or api_token_file: FILE)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
