@@ -1,0 +1,53 @@
+package leader_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/leader"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
+)
+
+// Three nodes in one process stand in an election named "scheduler";
+// bully with a failure detector makes the highest live candidate lead, and
+// every node learns it.
+func Example() {
+	cfg := election.LeaderConfig{Heartbeat: 20 * time.Millisecond, Timeout: 250 * time.Millisecond, Quorum: true}
+	net, _ := transport.NewInProc(3, transport.InProcConfig{})
+	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
+	var es []*leader.Election
+	for i := range 3 {
+		ep, _ := net.Endpoint(proc.ID(i))
+		n, _ := live.NewNode(live.Config{Self: proc.ID(i), N: 3, Transport: ep, NewCodec: codec, Resolve: leader.Resolver(cfg)})
+		n.Start()
+		defer n.Close()
+		e, err := leader.New(n, "scheduler", cfg)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		es = append(es, e)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, i := range []int{0, 2} { // nodes 0 and 2 are candidates
+		go es[i].Campaign(ctx)
+	}
+	for i, e := range es {
+		l, err := e.WaitFor(ctx, func(l leader.Leadership) bool { return l.Leader == 2 })
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("node %d sees leader %v\n", i, l.Leader)
+	}
+	// Output:
+	// node 0 sees leader p2
+	// node 1 sees leader p2
+	// node 2 sees leader p2
+}
