@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -206,10 +207,10 @@ func MeasureSync(series []OffsetSeries) SyncQuality {
 func HLCDivergence(t *trace.Trace) (ahead int64, maxC uint32, stamps int) {
 	for i := range t.Events {
 		e := &t.Events[i]
-		if e.Kind != trace.Output || e.Type != (clock.HLCTime{}).Kind() {
+		if e.Kind != trace.Output || e.Type != (logical.HLCTime{}).Kind() {
 			continue
 		}
-		var ts clock.HLCTime
+		var ts logical.HLCTime
 		if json.Unmarshal(e.Data, &ts) != nil {
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -99,7 +99,7 @@ func vectorFindings(t *trace.Trace, h *trace.HB, preds [][]int) []finding {
 		ordered := true
 		for _, a := range ps {
 			va := t.Events[a].VC
-			if len(va) > 0 && !clock.Vector(va).Before(vb) {
+			if len(va) > 0 && !logical.Vector(va).Before(vb) {
 				ordered = false
 				fs = append(fs, finding{
 					pairDetail(t, a, b, "VC="+trace.FormatVC(va), "VC="+trace.FormatVC(vb)),

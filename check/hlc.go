@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -14,7 +15,7 @@ import (
 // synchronization algorithms (seed 003 §6.1) and hybrid logical clocks.
 
 // hlcCheck judges hybrid logical clocks by the timestamps processes report
-// with clock.HLCTime outputs. An "hlc" output stamps the last send or
+// with logical.HLCTime outputs. An "hlc" output stamps the last send or
 // receive of the same process before it, as a proc.Stamp does. Two
 // properties:
 //
@@ -54,7 +55,7 @@ func init() {
 type hlcStamp struct {
 	event, output int
 	pos           int // the event's position in its process's history
-	ts            clock.HLCTime
+	ts            logical.HLCTime
 }
 
 func checkHLC(t *trace.Trace) Result {
@@ -82,8 +83,8 @@ func checkHLC(t *trace.Trace) Result {
 		switch {
 		case e.Kind == trace.Send || e.Kind == trace.Recv:
 			last[e.Node] = i
-		case e.Kind == trace.Output && e.Type == (clock.HLCTime{}).Kind():
-			var ts clock.HLCTime
+		case e.Kind == trace.Output && e.Type == (logical.HLCTime{}).Kind():
+			var ts logical.HLCTime
 			if err := json.Unmarshal(e.Data, &ts); err != nil {
 				fs = append(fs, finding{fmt.Sprintf("#%d: p%d hlc output %s: %v", i, e.Node, e.Data, err), []int{i}})
 				continue

@@ -8,6 +8,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/check/checktest"
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -15,7 +16,7 @@ import (
 
 // The builder's local clocks read the true time: 1 ms per event, event i
 // at (i+1) ms.
-func hlc(l time.Duration, c uint32) clock.HLCTime { return clock.HLCTime{L: l, C: c} }
+func hlc(l time.Duration, c uint32) logical.HLCTime { return logical.HLCTime{L: l, C: c} }
 
 const ms = time.Millisecond
 
@@ -23,10 +24,10 @@ const ms = time.Millisecond
 // stamp them: p0's clock is 5 ms ahead of true time, p1's is right.
 // tamper may change a stamp before it is recorded (by the index of the
 // event it stamps).
-func exchange(tamper func(event int, ts *clock.HLCTime)) (*trace.Trace, map[string]int) {
+func exchange(tamper func(event int, ts *logical.HLCTime)) (*trace.Trace, map[string]int) {
 	b := checktest.New(2)
 	idx := map[string]int{}
-	stamp := func(name string, event int, node int32, ts clock.HLCTime) {
+	stamp := func(name string, event int, node int32, ts logical.HLCTime) {
 		if tamper != nil {
 			tamper(event, &ts)
 		}
@@ -64,7 +65,7 @@ func TestHLCChecker(t *testing.T) {
 			return &b.Trace, nil
 		}},
 		{name: "a receive stamped before its send", detail: "m1: sent at (l,c)=(6ms,0) by p0, received at (l,c)=(5ms,0) by p1", build: func() (*trace.Trace, []int) {
-			tr, idx := exchange(func(event int, ts *clock.HLCTime) {
+			tr, idx := exchange(func(event int, ts *logical.HLCTime) {
 				if event == 2 {
 					*ts = hlc(5*ms, 0) // p1 took its own physical time and ignored l_m
 				}
@@ -72,7 +73,7 @@ func TestHLCChecker(t *testing.T) {
 			return tr, []int{idx["send1"], idx["send1-out"], idx["recv1"], idx["recv1-out"]}
 		}},
 		{name: "a counter that does not rise", detail: "p1: (l,c)=(6ms,1) at #2 (recv m1), then (l,c)=(6ms,1) at #4 (send m2)", build: func() (*trace.Trace, []int) {
-			tr, idx := exchange(func(event int, ts *clock.HLCTime) {
+			tr, idx := exchange(func(event int, ts *logical.HLCTime) {
 				if event == 4 {
 					ts.C = 1
 				}
@@ -81,7 +82,7 @@ func TestHLCChecker(t *testing.T) {
 			return tr, []int{idx["recv1"], idx["recv1-out"], idx["send2"], idx["send2-out"]}
 		}},
 		{name: "l ahead of every clock in the causal past", detail: "#2 (p1 recv m1): l=9ms is ahead of every physical clock in its causal past (the latest reads 6ms, at #0)", build: func() (*trace.Trace, []int) {
-			tr, idx := exchange(func(event int, ts *clock.HLCTime) {
+			tr, idx := exchange(func(event int, ts *logical.HLCTime) {
 				switch event {
 				case 2:
 					*ts = hlc(9*ms, 0)
@@ -142,13 +143,13 @@ func (p *stampPhysical) Timeout(env proc.Env, _ any) {
 		return
 	}
 	to := proc.ID((int(env.Self()) + 1) % env.N())
-	ts := clock.HLCTime{L: env.Now()}
+	ts := logical.HLCTime{L: env.Now()}
 	env.Send(to, clock.HLCMsg{Name: "m", TS: ts})
 	env.Output(ts)
 	env.SetTimer(ms, nil)
 }
 func (p *stampPhysical) Receive(env proc.Env, _ proc.ID, _ proc.Message) {
-	env.Output(clock.HLCTime{L: env.Now()})
+	env.Output(logical.HLCTime{L: env.Now()})
 }
 func (p *stampPhysical) Input(proc.Env, proc.Input) {}
 

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 )
 
 // benchVectors returns a < b differing only in the last entry, so Compare
 // must read every entry.
-func benchVectors(n int) (a, b clock.Vector) {
-	a, b = clock.New(n), clock.New(n)
+func benchVectors(n int) (a, b logical.Vector) {
+	a, b = logical.New(n), logical.New(n)
 	for k := range n {
 		a[k], b[k] = uint64(k), uint64(k)
 	}
@@ -24,7 +24,7 @@ func BenchmarkVectorCompare(b *testing.B) {
 			x, y := benchVectors(n)
 			b.ReportAllocs()
 			for b.Loop() {
-				clock.Compare(x, y)
+				logical.Compare(x, y)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -25,8 +26,8 @@ func (m Stamped) String() string { return fmt.Sprintf("%s(ts=%d)", m.Name, m.TS)
 
 // VStamped is a message that carries a vector timestamp.
 type VStamped struct {
-	Name string `json:"name"`
-	TS   Vector `json:"ts"`
+	Name string         `json:"name"`
+	TS   logical.Vector `json:"ts"`
 }
 
 func (VStamped) Kind() string     { return "msg" }
@@ -35,7 +36,7 @@ func (m VStamped) String() string { return m.Name + m.TS.String() }
 // VStamp is an output reporting the vector timestamp a process gave the
 // event it just performed.
 type VStamp struct {
-	V Vector `json:"v"`
+	V logical.Vector `json:"v"`
 }
 
 func (VStamp) Kind() string     { return "vstamp" }
@@ -45,7 +46,7 @@ func (s VStamp) String() string { return s.V.String() }
 // seed's table row: "m2 may causally precede m4".
 type Compared struct {
 	A, B       string
-	TA, TB     Vector
+	TA, TB     logical.Vector
 	Order      string `json:"order"`
 	Conclusion string `json:"conclusion"`
 }
@@ -67,7 +68,7 @@ type send struct {
 // is reported as a proc.Stamp, so the clock-condition checker can judge the
 // clock.
 type drifter struct {
-	clock   Lamport
+	clock   logical.Lamport
 	correct bool
 	ticks   int // how many ticks to run
 	tick    int
@@ -141,13 +142,13 @@ var figureScript = [3][]send{
 
 func newFigure(correct bool) func(proc.ID, int) proc.Process {
 	return func(id proc.ID, _ int) proc.Process {
-		return &drifter{clock: NewLamport(0, figureRates[id]), correct: correct, ticks: 10, script: figureScript[id]}
+		return &drifter{clock: logical.NewLamport(0, figureRates[id]), correct: correct, ticks: 10, script: figureScript[id]}
 	}
 }
 
 func newChatter(correct bool) func(proc.ID, int) proc.Process {
 	return func(id proc.ID, n int) proc.Process {
-		return &drifter{clock: NewLamport(0, uint64(6+2*(int(id)%8))), correct: correct, ticks: 20, chatty: 0.4}
+		return &drifter{clock: logical.NewLamport(0, uint64(6+2*(int(id)%8))), correct: correct, ticks: 20, chatty: 0.4}
 	}
 }
 

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -17,17 +18,17 @@ type action struct {
 // timestamp of every event. The process given compare compares the
 // timestamps of the two named messages once it has received both.
 type vscript struct {
-	vc      Vector
+	vc      logical.Vector
 	script  []action
 	next    int
 	waiting bool
-	got     map[string]Vector
+	got     map[string]logical.Vector
 	compare [2]string
 }
 
 func (p *vscript) Start(env proc.Env) {
-	p.vc = New(env.N())
-	p.got = map[string]Vector{}
+	p.vc = logical.New(env.N())
+	p.got = map[string]logical.Vector{}
 	env.SetTimer(Tick, "step")
 }
 
@@ -82,14 +83,14 @@ func (p *vscript) Input(proc.Env, proc.Input) {}
 
 // compare states what the timestamps of two messages tell, in the words of
 // the seed's table.
-func compare(a, b string, ta, tb Vector) Compared {
-	c := Compared{A: a, B: b, TA: ta, TB: tb, Order: Compare(ta, tb).String()}
-	switch Compare(ta, tb) {
-	case Before:
+func compare(a, b string, ta, tb logical.Vector) Compared {
+	c := Compared{A: a, B: b, TA: ta, TB: tb, Order: logical.Compare(ta, tb).String()}
+	switch logical.Compare(ta, tb) {
+	case logical.Before:
 		c.Conclusion = a + " may causally precede " + b
-	case After:
+	case logical.After:
 		c.Conclusion = b + " may causally precede " + a
-	case Equal:
+	case logical.Equal:
 		c.Conclusion = a + " and " + b + " have equal timestamps"
 	default:
 		c.Conclusion = a + " and " + b + " may conflict"

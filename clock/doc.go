@@ -1,38 +1,7 @@
-// Package clock provides the logical clocks of seed 003 §6.2: Lamport
-// clocks and vector clocks.
-//
-// Both clocks timestamp the events of a run so that timestamps respect the
-// happens-before relation →, defined as the smallest transitive relation
-// with a → b when
-//
-//   - a and b occur at the same process and a comes before b, or
-//   - a is the send of a message and b is its receipt.
-//
-// Two events are concurrent when neither a → b nor b → a.
-//
-// A Lamport clock is one counter per process. It satisfies the clock
-// condition
-//
-//	a → b  ⇒  C(a) < C(b)
-//
-// but not its converse: C(a) < C(b) says nothing when a and b are
-// concurrent. Breaking ties by process id (Timestamp, or the scalar form
-// Scalar) turns the timestamps into a total order that extends →, which is
-// what algorithms such as Lamport's mutual exclusion need.
-//
-// A vector clock keeps one counter per process; entry j of Pi's vector is
-// the number of events at Pj that Pi knows of. Vector timestamps satisfy the
-// strong clock condition
-//
-//	a → b  ⇔  V(a) < V(b)
-//
-// where V(a) < V(b) means every entry of V(a) is at most the matching entry
-// of V(b) and at least one is smaller. Vectors that are incomparable belong
-// to concurrent events. Deliverable is the delivery test of causal
-// multicast.
-//
-// The package is deterministic: it reads no time, draws no random numbers
-// and does no I/O, so it can be used inside the state machines of package
-// proc. Nothing in it is safe for concurrent use; each clock belongs to one
-// process.
+// Package clock is the clocks family: the demonstrations of logical clocks
+// (Lamport's correction of drifting clocks, vector clocks, hybrid logical
+// clocks) and physical clock synchronization — Cristian, NTP-style
+// filtering, Berkeley, reference broadcast — as state machines for the
+// simulator and the live runtime. The timestamps themselves (Lamport,
+// vector, HLC) are in package logical, which hosts and checkers use too.
 package clock

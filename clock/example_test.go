@@ -3,14 +3,14 @@ package clock_test
 import (
 	"fmt"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 )
 
 // Two processes exchange one message; P1 stamps its events with a Lamport
 // clock and a vector clock by the three rules of seed 003 §6.2.
 func Example() {
-	var l0, l1 clock.Lamport
-	v0, v1 := clock.New(2), clock.New(2)
+	var l0, l1 logical.Lamport
+	v0, v1 := logical.New(2), logical.New(2)
 
 	// P0: a local event, then a send.
 	l0.Tick()
@@ -22,11 +22,11 @@ func Example() {
 	// P1: a local event, then the receipt.
 	l1.Tick()
 	v1.Increment(1)
-	fmt.Println("P1 before receipt:", l1.Now(), v1, clock.Compare(vts, v1))
+	fmt.Println("P1 before receipt:", l1.Now(), v1, logical.Compare(vts, v1))
 	l1.Recv(lts)
 	v1.Merge(vts)
 	v1.Increment(1)
-	fmt.Println("P1 after receipt:", l1.Now(), v1, clock.Compare(vts, v1))
+	fmt.Println("P1 after receipt:", l1.Now(), v1, logical.Compare(vts, v1))
 	// Output:
 	// P1 before receipt: 1 (0,1) concurrent
 	// P1 after receipt: 3 (2,2) before
@@ -34,8 +34,8 @@ func Example() {
 
 func ExampleScalar() {
 	// T(e) = 10·L(e) + id for processes 1..3.
-	for _, ts := range []clock.Timestamp{{C: 42, P: 1}, {C: 11, P: 2}, {C: 14, P: 3}} {
-		fmt.Println(ts, clock.Scalar(ts.C, ts.P, 10))
+	for _, ts := range []logical.Timestamp{{C: 42, P: 1}, {C: 11, P: 2}, {C: 14, P: 3}} {
+		fmt.Println(ts, logical.Scalar(ts.C, ts.P, 10))
 	}
 	// Output:
 	// (42,p1) 421

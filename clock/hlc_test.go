@@ -7,37 +7,38 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 )
 
 // The rules of Kulkarni et al., case by case.
 func TestHLCRules(t *testing.T) {
-	var h clock.HLC
-	if got := h.Now(); got != (clock.HLCTime{}) {
+	var h logical.HLC
+	if got := h.Now(); got != (logical.HLCTime{}) {
 		t.Fatalf("a fresh clock reads %v", got)
 	}
 	steps := []struct {
 		what string
-		do   func() clock.HLCTime
-		want clock.HLCTime
+		do   func() logical.HLCTime
+		want logical.HLCTime
 	}{
-		{"first event, clock behind the run's start", func() clock.HLCTime { return h.Send(-5) }, clock.HLCTime{L: -5}},
-		{"send, physical time moved on", func() clock.HLCTime { return h.Send(10) }, clock.HLCTime{L: 10}},
-		{"send, physical time stands still", func() clock.HLCTime { return h.Send(10) }, clock.HLCTime{L: 10, C: 1}},
-		{"send, physical time behind l", func() clock.HLCTime { return h.Send(8) }, clock.HLCTime{L: 10, C: 2}},
-		{"receive from ahead: l := l_m, c := c_m + 1", func() clock.HLCTime { return h.Recv(12, clock.HLCTime{L: 20, C: 4}) }, clock.HLCTime{L: 20, C: 5}},
-		{"receive, l = l' = l_m: c := max(c, c_m) + 1", func() clock.HLCTime { return h.Recv(12, clock.HLCTime{L: 20, C: 9}) }, clock.HLCTime{L: 20, C: 10}},
-		{"receive from behind: l = l', c + 1", func() clock.HLCTime { return h.Recv(15, clock.HLCTime{L: 3, C: 50}) }, clock.HLCTime{L: 20, C: 11}},
-		{"receive, physical time ahead of both: c := 0", func() clock.HLCTime { return h.Recv(30, clock.HLCTime{L: 25, C: 7}) }, clock.HLCTime{L: 30}},
+		{"first event, clock behind the run's start", func() logical.HLCTime { return h.Send(-5) }, logical.HLCTime{L: -5}},
+		{"send, physical time moved on", func() logical.HLCTime { return h.Send(10) }, logical.HLCTime{L: 10}},
+		{"send, physical time stands still", func() logical.HLCTime { return h.Send(10) }, logical.HLCTime{L: 10, C: 1}},
+		{"send, physical time behind l", func() logical.HLCTime { return h.Send(8) }, logical.HLCTime{L: 10, C: 2}},
+		{"receive from ahead: l := l_m, c := c_m + 1", func() logical.HLCTime { return h.Recv(12, logical.HLCTime{L: 20, C: 4}) }, logical.HLCTime{L: 20, C: 5}},
+		{"receive, l = l' = l_m: c := max(c, c_m) + 1", func() logical.HLCTime { return h.Recv(12, logical.HLCTime{L: 20, C: 9}) }, logical.HLCTime{L: 20, C: 10}},
+		{"receive from behind: l = l', c + 1", func() logical.HLCTime { return h.Recv(15, logical.HLCTime{L: 3, C: 50}) }, logical.HLCTime{L: 20, C: 11}},
+		{"receive, physical time ahead of both: c := 0", func() logical.HLCTime { return h.Recv(30, logical.HLCTime{L: 25, C: 7}) }, logical.HLCTime{L: 30}},
 	}
 	for _, s := range steps {
 		if got := s.do(); got != s.want {
 			t.Fatalf("%s: got %v, want %v", s.what, got, s.want)
 		}
 	}
-	var fresh clock.HLC
-	if got := fresh.Recv(-3, clock.HLCTime{L: -1, C: 2}); got != (clock.HLCTime{L: -1, C: 3}) {
+	var fresh logical.HLC
+	if got := fresh.Recv(-3, logical.HLCTime{L: -1, C: 2}); got != (logical.HLCTime{L: -1, C: 3}) {
 		t.Errorf("a fresh clock receiving from ahead: %v, want (-1ns,3)", got)
 	}
 }
@@ -49,20 +50,20 @@ func TestHLCRules(t *testing.T) {
 func TestHLCProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 4).Draw(t, "n")
-		clocks := make([]clock.HLC, n)
-		last := make([]clock.HLCTime, n)
+		clocks := make([]logical.HLC, n)
+		last := make([]logical.HLCTime, n)
 		started := make([]bool, n)
 		pt := make([]time.Duration, n)
 		for i := range pt {
 			pt[i] = time.Duration(rapid.Int64Range(-1e6, 1e6).Draw(t, "pt0"))
 		}
-		var inFlight []clock.HLCTime
+		var inFlight []logical.HLCTime
 		top := time.Duration(-1 << 62) // the largest physical time read so far
 		for range rapid.IntRange(1, 60).Draw(t, "events") {
 			p := rapid.IntRange(0, n-1).Draw(t, "p")
 			pt[p] += time.Duration(rapid.Int64Range(0, 1000).Draw(t, "tick"))
 			top = max(top, pt[p])
-			var ts clock.HLCTime
+			var ts logical.HLCTime
 			if len(inFlight) > 0 && rapid.Bool().Draw(t, "receive") {
 				k := rapid.IntRange(0, len(inFlight)-1).Draw(t, "which")
 				m := inFlight[k]
@@ -111,7 +112,7 @@ func TestHLCBoundedDivergence(t *testing.T) {
 			VectorClocks: true,
 		})
 		checkRun(t, tr, seed, "integrity", "no-duplicates", "clock-condition", "hlc", "monotonic-clock")
-		events, stamps := outputsOf[clock.HLCTime](t, tr, "hlc")
+		events, stamps := outputsOf[logical.HLCTime](t, tr, "hlc")
 		if len(stamps) == 0 {
 			t.Fatalf("seed %d: no stamps", seed)
 		}

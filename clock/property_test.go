@@ -6,18 +6,18 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
 // vectorGen draws vectors of 0 to 6 small entries, so that equal and
 // ordered pairs are common.
-var vectorGen = rapid.Custom(func(t *rapid.T) clock.Vector {
-	return clock.Vector(rapid.SliceOfN(rapid.Uint64Range(0, 4), 0, 6).Draw(t, "entries"))
+var vectorGen = rapid.Custom(func(t *rapid.T) logical.Vector {
+	return logical.Vector(rapid.SliceOfN(rapid.Uint64Range(0, 4), 0, 6).Draw(t, "entries"))
 })
 
 // leq reports whether a[k] <= b[k] for every k, missing entries being 0.
-func leq(a, b clock.Vector) bool {
+func leq(a, b logical.Vector) bool {
 	for k := range max(len(a), len(b)) {
 		if entry(a, k) > entry(b, k) {
 			return false
@@ -26,7 +26,7 @@ func leq(a, b clock.Vector) bool {
 	return true
 }
 
-func entry(v clock.Vector, k int) uint64 {
+func entry(v logical.Vector, k int) uint64 {
 	if k < len(v) {
 		return v[k]
 	}
@@ -36,29 +36,29 @@ func entry(v clock.Vector, k int) uint64 {
 func TestCompareProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		a, b := vectorGen.Draw(t, "a"), vectorGen.Draw(t, "b")
-		ab, ba := clock.Compare(a, b), clock.Compare(b, a)
+		ab, ba := logical.Compare(a, b), logical.Compare(b, a)
 		// The definition: a < b iff a <= b entry-wise and a != b.
-		want := clock.Concurrent
+		want := logical.Concurrent
 		switch le, ge := leq(a, b), leq(b, a); {
 		case le && ge:
-			want = clock.Equal
+			want = logical.Equal
 		case le:
-			want = clock.Before
+			want = logical.Before
 		case ge:
-			want = clock.After
+			want = logical.After
 		}
 		if ab != want {
 			t.Fatalf("Compare(%v, %v) = %v, want %v", a, b, ab, want)
 		}
 		// Antisymmetry: a < b iff b > a; Equal and Concurrent are symmetric.
-		if (ab == clock.Before) != (ba == clock.After) || (ab == clock.After) != (ba == clock.Before) {
+		if (ab == logical.Before) != (ba == logical.After) || (ab == logical.After) != (ba == logical.Before) {
 			t.Fatalf("Compare(%v, %v) = %v but Compare(b, a) = %v", a, b, ab, ba)
 		}
-		if (ab == clock.Equal) != (ba == clock.Equal) || (ab == clock.Concurrent) != (ba == clock.Concurrent) {
+		if (ab == logical.Equal) != (ba == logical.Equal) || (ab == logical.Concurrent) != (ba == logical.Concurrent) {
 			t.Fatalf("Compare(%v, %v) = %v but Compare(b, a) = %v", a, b, ab, ba)
 		}
-		if clock.Compare(a, a) != clock.Equal {
-			t.Fatalf("Compare(%v, itself) = %v", a, clock.Compare(a, a))
+		if logical.Compare(a, a) != logical.Equal {
+			t.Fatalf("Compare(%v, itself) = %v", a, logical.Compare(a, a))
 		}
 	})
 }
@@ -101,23 +101,23 @@ func TestMergeProperties(t *testing.T) {
 func TestScalarProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := rapid.Uint64Range(1, 1000).Draw(t, "m")
-		draw := func(label string) clock.Timestamp {
-			return clock.Timestamp{
+		draw := func(label string) logical.Timestamp {
+			return logical.Timestamp{
 				C: rapid.Uint64Range(0, 1<<40).Draw(t, label+".C"),
 				P: proc.ID(rapid.Uint64Range(0, m-1).Draw(t, label+".P")),
 			}
 		}
 		x, y := draw("x"), draw("y")
-		sx, err := clock.CheckedScalar(x.C, x.P, m)
-		if err != nil || sx != clock.Scalar(x.C, x.P, m) {
-			t.Fatalf("CheckedScalar(%v, %d) = %d, %v; Scalar = %d", x, m, sx, err, clock.Scalar(x.C, x.P, m))
+		sx, err := logical.CheckedScalar(x.C, x.P, m)
+		if err != nil || sx != logical.Scalar(x.C, x.P, m) {
+			t.Fatalf("CheckedScalar(%v, %d) = %d, %v; Scalar = %d", x, m, sx, err, logical.Scalar(x.C, x.P, m))
 		}
-		sy := clock.Scalar(y.C, y.P, m)
+		sy := logical.Scalar(y.C, y.P, m)
 		if got, want := cmp(sx, sy), x.Compare(y); got != want {
 			t.Fatalf("scalars %d, %d compare %d; pairs %v, %v compare %d", sx, sy, got, x, y, want)
 		}
-		c, p, err := clock.SplitScalar(sx, m)
-		if err != nil || (clock.Timestamp{C: c, P: p}) != x {
+		c, p, err := logical.SplitScalar(sx, m)
+		if err != nil || (logical.Timestamp{C: c, P: p}) != x {
 			t.Fatalf("SplitScalar(%d, %d) = %d, %v, %v; want %v", sx, m, c, p, err, x)
 		}
 	})
@@ -148,26 +148,26 @@ func TestClockConditions(t *testing.T) {
 
 		type event struct {
 			p    proc.ID
-			vc   clock.Vector
+			vc   logical.Vector
 			lc   uint64
 			pred []int // events with an edge to this one
 		}
 		type message struct {
 			to   proc.ID
 			send int // index of the send event
-			vc   clock.Vector
+			vc   logical.Vector
 			lc   uint64
 		}
 		var (
 			events   []event
 			inFlight []message
-			vcs      = make([]clock.Vector, n)
-			lcs      = make([]clock.Lamport, n)
+			vcs      = make([]logical.Vector, n)
+			lcs      = make([]logical.Lamport, n)
 			last     = make([]int, n) // last event at each process, or -1
 		)
 		for i := range n {
-			vcs[i] = clock.New(n)
-			lcs[i] = clock.NewLamport(0, rapid.Uint64Range(1, 4).Draw(t, "rate"))
+			vcs[i] = logical.New(n)
+			lcs[i] = logical.NewLamport(0, rapid.Uint64Range(1, 4).Draw(t, "rate"))
 			last[i] = -1
 		}
 		record := func(p proc.ID, from int) int {
@@ -258,7 +258,7 @@ func TestClockConditions(t *testing.T) {
 					t.Fatalf("events %d, %d: Concurrent(%v, %v) = %v, want %v", a, b, ea.vc, eb.vc, got, concurrent)
 				}
 				// Clock condition: a → b ⇒ C(a) < C(b).
-				ta, tb := clock.Timestamp{C: ea.lc, P: ea.p}, clock.Timestamp{C: eb.lc, P: eb.p}
+				ta, tb := logical.Timestamp{C: ea.lc, P: ea.p}, logical.Timestamp{C: eb.lc, P: eb.p}
 				if hb[a][b] && !(ea.lc < eb.lc) {
 					t.Fatalf("events %d → %d but C = %d, %d", a, b, ea.lc, eb.lc)
 				}
@@ -284,7 +284,7 @@ func TestCausalDelivery(t *testing.T) {
 		type message struct {
 			id     int
 			sender proc.ID
-			vc     clock.Vector
+			vc     logical.Vector
 		}
 		type arrival struct {
 			to proc.ID
@@ -293,13 +293,13 @@ func TestCausalDelivery(t *testing.T) {
 		var (
 			deps     [][]bool // deps[id][x]: message x causally precedes message id
 			inFlight []arrival
-			vcs      = make([]clock.Vector, n) // entry k: messages of k delivered
+			vcs      = make([]logical.Vector, n) // entry k: messages of k delivered
 			pending  = make([][]message, n)
 			has      = make([][]bool, n) // has[p][id]: p sent or delivered id
 			sent     = 0
 		)
 		for p := range n {
-			vcs[p] = clock.New(n)
+			vcs[p] = logical.New(n)
 		}
 		grow := func() {
 			for p := range n {
@@ -310,7 +310,7 @@ func TestCausalDelivery(t *testing.T) {
 			for progress := true; progress; {
 				progress = false
 				for i, m := range pending[p] {
-					if !clock.Deliverable(vcs[p], m.vc, m.sender) {
+					if !logical.Deliverable(vcs[p], m.vc, m.sender) {
 						continue
 					}
 					for x, before := range deps[m.id] {

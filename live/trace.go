@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/logical"
 	"io"
 	"slices"
 	"sync"
@@ -139,11 +140,7 @@ func (t *tracer) send(to proc.ID, m proc.Message) (uint64, []uint64) {
 
 func (t *tracer) recv(from proc.ID, id uint64, vc []uint64, m proc.Message) {
 	t.mu.Lock()
-	for i := range t.vc {
-		if i < len(vc) {
-			t.vc[i] = max(t.vc[i], vc[i])
-		}
-	}
+	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))]) // a longer vector from a peer is cut to this cluster's size
 	t.mu.Unlock()
 	t.record(trace.Recv, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label = id, int32(from), m.Kind(), label(m)

@@ -3,7 +3,7 @@ package multicast
 import (
 	"slices"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -20,7 +20,7 @@ import (
 //	                                           p_j had when it sent m)
 //	    CO-deliver(m); V_g^i[j] := V_g^i[j] + 1
 //
-// The wait is clock.Deliverable. A message's number is its origin's entry
+// The wait is logical.Deliverable. A message's number is its origin's entry
 // in the vector it carries.
 //
 // Causal order here is the seed's: multicast(g, m) → multicast(g, m′) when
@@ -41,7 +41,7 @@ import (
 type causal struct {
 	groups groupTable
 	n      int
-	V      map[string]clock.Vector
+	V      map[string]logical.Vector
 	queue  []cData // the hold-back queue, in order of arrival
 	hb     holdback
 }
@@ -56,7 +56,7 @@ type cData struct {
 
 func (cData) Kind() string { return "data" }
 func (d cData) String() string {
-	return "DATA " + d.key().String() + " " + clock.Vector(d.V).String()
+	return "DATA " + d.key().String() + " " + logical.Vector(d.V).String()
 }
 func (d cData) key() msgKey {
 	var seq uint64
@@ -73,7 +73,7 @@ func init() {
 		Source:  "seed 000, seed 003, seed 004",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
 		New: func(_ proc.ID, n int) proc.Process {
-			return &causal{groups: Groups(n), n: n, V: map[string]clock.Vector{}}
+			return &causal{groups: Groups(n), n: n, V: map[string]logical.Vector{}}
 		},
 		Breaks:   []string{"mc-validity", "mc-agreement", "total-order"},
 		Messages: []proc.Message{cData{}},
@@ -95,10 +95,10 @@ func (c *causal) Receive(env proc.Env, _ proc.ID, m proc.Message) {
 	}
 }
 
-func (c *causal) vector(group string) clock.Vector {
+func (c *causal) vector(group string) logical.Vector {
 	v, ok := c.V[group]
 	if !ok {
-		v = clock.New(c.n)
+		v = logical.New(c.n)
 		c.V[group] = v
 	}
 	return v
@@ -131,7 +131,7 @@ func (c *causal) onData(env proc.Env, d cData) {
 	for i := 0; i < len(c.queue); i++ {
 		h := c.queue[i]
 		v := c.vector(h.Group)
-		if !clock.Deliverable(v, h.V, h.Origin) {
+		if !logical.Deliverable(v, h.V, h.Origin) {
 			continue
 		}
 		c.queue = slices.Delete(c.queue, i, i+1)

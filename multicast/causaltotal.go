@@ -1,7 +1,7 @@
 package multicast
 
 import (
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -17,7 +17,7 @@ import (
 //	    V[q] = A_g[q] + 1 and V[k] ≤ A_g[k] (k ≠ q):
 //	        B-multicast(g, ⟨"order", i, s_g⟩); s_g := s_g + 1; A_g[q] := A_g[q] + 1
 //
-// where A_g counts the messages numbered per origin (clock.Deliverable).
+// where A_g counts the messages numbered per origin (logical.Deliverable).
 //
 // What the vector buys over fifo-total: nothing, with one sequencer. A
 // member delivers in the numbering, so whatever a sender had delivered
@@ -28,8 +28,8 @@ import (
 //
 // Assumptions, cost: those of total-sequencer, and N integers per data
 // message.
-func causalAdmissible(numbered clock.Vector, d sData) bool {
-	return clock.Deliverable(numbered, d.V, d.Origin)
+func causalAdmissible(numbered logical.Vector, d sData) bool {
+	return logical.Deliverable(numbered, d.V, d.Origin)
 }
 
 func init() {

@@ -1,7 +1,7 @@
 package multicast
 
 import (
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -26,7 +26,7 @@ import (
 // vector per message to get the same — see its comment).
 //
 // Assumptions, cost: those of total-sequencer.
-func fifoAdmissible(numbered clock.Vector, d sData) bool {
+func fifoAdmissible(numbered logical.Vector, d sData) bool {
 	return d.Seq == numbered[d.Origin]+1
 }
 

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -43,7 +43,7 @@ type lamportTO struct {
 	groups groupTable
 	n      int
 	seq    counters
-	clock  clock.Lamport
+	clock  logical.Lamport
 	latest []uint64 // per process: the timestamp of the last message from it
 	queue  map[string][]lEntry
 	hb     holdback

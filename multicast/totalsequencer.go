@@ -3,7 +3,7 @@ package multicast
 import (
 	"slices"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -46,14 +46,14 @@ type sequencer struct {
 	held   map[msgKey]string            // the hold-back queue: data waiting for its turn
 	orders map[string]map[uint64]msgKey // order numbers received, per group
 	done   seen                         // delivered
-	V      map[string]clock.Vector      // causal-total: per group, messages delivered per origin (own: sent)
+	V      map[string]logical.Vector    // causal-total: per group, messages delivered per origin (own: sent)
 	hb     holdback
 
 	// As the sequencer of a group.
-	s        map[string]uint64       // the next order number to give, per group
-	numbered seen                    // messages given a number
-	waiting  []sData                 // messages not yet admitted (fifo-total, causal-total)
-	A        map[string]clock.Vector // per group, messages numbered per origin
+	s        map[string]uint64         // the next order number to give, per group
+	numbered seen                      // messages given a number
+	waiting  []sData                   // messages not yet admitted (fifo-total, causal-total)
+	A        map[string]logical.Vector // per group, messages numbered per origin
 }
 
 // admission is when the sequencer may number a message it holds.
@@ -87,7 +87,7 @@ func (sData) Kind() string { return "data" }
 func (d sData) String() string {
 	s := "DATA " + d.key().String()
 	if d.V != nil {
-		s += " " + clock.Vector(d.V).String()
+		s += " " + logical.Vector(d.V).String()
 	}
 	return s
 }
@@ -100,8 +100,8 @@ func newSequencer(admit admission) func(proc.ID, int) proc.Process {
 	return func(_ proc.ID, n int) proc.Process {
 		return &sequencer{groups: Groups(n), n: n, admit: admit, seq: counters{},
 			r: map[string]uint64{}, held: map[msgKey]string{}, orders: map[string]map[uint64]msgKey{},
-			done: seen{}, V: map[string]clock.Vector{},
-			s: map[string]uint64{}, numbered: seen{}, A: map[string]clock.Vector{}}
+			done: seen{}, V: map[string]logical.Vector{},
+			s: map[string]uint64{}, numbered: seen{}, A: map[string]logical.Vector{}}
 	}
 }
 
@@ -137,10 +137,10 @@ func (s *sequencer) Receive(env proc.Env, _ proc.ID, m proc.Message) {
 
 // vector is this process's vector for a group (causal-total), or the
 // sequencer's count of numbered messages per origin.
-func vector(vs map[string]clock.Vector, group string, n int) clock.Vector {
+func vector(vs map[string]logical.Vector, group string, n int) logical.Vector {
 	v, ok := vs[group]
 	if !ok {
-		v = clock.New(n)
+		v = logical.New(n)
 		vs[group] = v
 	}
 	return v

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cohort-go/cohort/logical"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -365,9 +366,7 @@ func (s *Sim) deliver(x *item) {
 	to.lamport = max(to.lamport, x.lamport) + 1
 	if s.vcs != nil {
 		vc := s.vcs[x.node]
-		for i, v := range s.msgVC[x.id] {
-			vc[i] = max(vc[i], v)
-		}
+		logical.MergeInto(vc, s.msgVC[x.id])
 		vc[x.node]++
 	}
 	s.st.Delivered++

@@ -1,6 +1,10 @@
 package trace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cohort-go/cohort/logical"
+)
 
 // HB is the happened-before relation → of a trace (seed 003 §6.2): a → b if
 // a and b are events of the same process and a comes first, if a is the send
@@ -83,9 +87,7 @@ func NewHB(t *Trace) (*HB, error) {
 				break
 			}
 			h.send[i] = s
-			for k, x := range h.row(s) {
-				v[k] = max(v[k], x)
-			}
+			logical.MergeInto(v, h.row(s))
 		}
 		v[p]++
 		h.history[p] = append(h.history[p], i)

@@ -17,6 +17,7 @@ package checktest
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cohort-go/cohort/logical"
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
@@ -68,9 +69,7 @@ func (b *Builder) Add(e trace.Event) int {
 			send := &b.Trace.Events[s]
 			b.lamport[p] = max(b.lamport[p], send.Lamport)
 			if b.vc != nil {
-				for k, x := range send.VC {
-					b.vc[p][k] = max(b.vc[p][k], x)
-				}
+				logical.MergeInto(b.vc[p], send.VC)
 			}
 		}
 		b.lamport[p]++

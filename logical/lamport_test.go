@@ -1,16 +1,16 @@
-package clock_test
+package logical_test
 
 import (
 	"errors"
 	"math"
 	"testing"
 
-	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 )
 
 func TestLamportRules(t *testing.T) {
-	var l clock.Lamport // zero value: reads 0, steps by 1
+	var l logical.Lamport // zero value: reads 0, steps by 1
 	if got := l.Now(); got != 0 {
 		t.Fatalf("zero clock reads %d, want 0", got)
 	}
@@ -37,21 +37,21 @@ func TestLamportRules(t *testing.T) {
 }
 
 func TestLamportRate(t *testing.T) {
-	l := clock.NewLamport(100, 7)
+	l := logical.NewLamport(100, 7)
 	if got := l.Tick(); got != 107 {
 		t.Errorf("Tick = %d, want 107", got)
 	}
 	if got := l.Recv(200); got != 207 {
 		t.Errorf("Recv(200) = %d, want 207", got)
 	}
-	z := clock.NewLamport(0, 0)
+	z := logical.NewLamport(0, 0)
 	if z.Rate() != 1 || z.Tick() != 1 {
 		t.Errorf("rate 0 should step by 1")
 	}
 }
 
 func TestLamportWitness(t *testing.T) {
-	l := clock.NewLamport(50, 8)
+	l := logical.NewLamport(50, 8)
 	if got := l.Witness(10); got != 50 {
 		t.Errorf("Witness of an earlier send moved the clock to %d, want 50", got)
 	}
@@ -69,10 +69,10 @@ func TestLamportWitness(t *testing.T) {
 // and 10 units per tick. Each message is sent at the reading of the sender's
 // clock and, on arrival, the receiver's clock is moved past it with Witness.
 func TestLamportDriftingClocks(t *testing.T) {
-	clocks := []clock.Lamport{
-		clock.NewLamport(0, 6),  // P1: 0, 6, 12, 18, ...
-		clock.NewLamport(0, 8),  // P2: 0, 8, 16, 24, ...
-		clock.NewLamport(0, 10), // P3: 0, 10, 20, 30, ...
+	clocks := []logical.Lamport{
+		logical.NewLamport(0, 6),  // P1: 0, 6, 12, 18, ...
+		logical.NewLamport(0, 8),  // P2: 0, 8, 16, 24, ...
+		logical.NewLamport(0, 10), // P3: 0, 10, 20, 30, ...
 	}
 	type message struct {
 		name       string
@@ -129,14 +129,14 @@ func TestLamportDriftingClocks(t *testing.T) {
 
 func TestTimestampOrder(t *testing.T) {
 	tests := []struct {
-		a, b clock.Timestamp
+		a, b logical.Timestamp
 		want int
 	}{
-		{clock.Timestamp{C: 1, P: 0}, clock.Timestamp{C: 2, P: 0}, -1},
-		{clock.Timestamp{C: 3, P: 0}, clock.Timestamp{C: 2, P: 5}, +1},
-		{clock.Timestamp{C: 4, P: 1}, clock.Timestamp{C: 4, P: 2}, -1}, // tie broken by id
-		{clock.Timestamp{C: 4, P: 2}, clock.Timestamp{C: 4, P: 1}, +1},
-		{clock.Timestamp{C: 4, P: 2}, clock.Timestamp{C: 4, P: 2}, 0},
+		{logical.Timestamp{C: 1, P: 0}, logical.Timestamp{C: 2, P: 0}, -1},
+		{logical.Timestamp{C: 3, P: 0}, logical.Timestamp{C: 2, P: 5}, +1},
+		{logical.Timestamp{C: 4, P: 1}, logical.Timestamp{C: 4, P: 2}, -1}, // tie broken by id
+		{logical.Timestamp{C: 4, P: 2}, logical.Timestamp{C: 4, P: 1}, +1},
+		{logical.Timestamp{C: 4, P: 2}, logical.Timestamp{C: 4, P: 2}, 0},
 	}
 	for _, tt := range tests {
 		if got := tt.a.Compare(tt.b); got != tt.want {
@@ -146,7 +146,7 @@ func TestTimestampOrder(t *testing.T) {
 			t.Errorf("%v.Less(%v) = %v", tt.a, tt.b, got)
 		}
 	}
-	if got := (clock.Timestamp{C: 4, P: 2}).String(); got != "(4,p2)" {
+	if got := (logical.Timestamp{C: 4, P: 2}).String(); got != "(4,p2)" {
 		t.Errorf("String = %q, want %q", got, "(4,p2)")
 	}
 }
@@ -165,14 +165,14 @@ func TestScalarSeed(t *testing.T) {
 		{14, 3, 143},
 	}
 	for _, s := range seed {
-		if got := clock.Scalar(s.l, s.id, m); got != s.ts {
+		if got := logical.Scalar(s.l, s.id, m); got != s.ts {
 			t.Errorf("Scalar(%d, %d, %d) = %d, want %d", s.l, s.id, m, got, s.ts)
 		}
-		got, err := clock.CheckedScalar(s.l, s.id, m)
+		got, err := logical.CheckedScalar(s.l, s.id, m)
 		if err != nil || got != s.ts {
 			t.Errorf("CheckedScalar(%d, %d, %d) = %d, %v; want %d", s.l, s.id, m, got, err, s.ts)
 		}
-		c, p, err := clock.SplitScalar(s.ts, m)
+		c, p, err := logical.SplitScalar(s.ts, m)
 		if err != nil || c != s.l || p != s.id {
 			t.Errorf("SplitScalar(%d, %d) = %d, %v, %v; want %d, %v", s.ts, m, c, p, err, s.l, s.id)
 		}
@@ -193,20 +193,20 @@ func TestScalarErrors(t *testing.T) {
 		{math.MaxUint64/10 + 1, 0, 10}, // overflows by the product
 	}
 	for _, b := range bad {
-		if s, err := clock.CheckedScalar(b.c, b.p, b.m); !errors.Is(err, clock.ErrScalarRange) {
+		if s, err := logical.CheckedScalar(b.c, b.p, b.m); !errors.Is(err, logical.ErrScalarRange) {
 			t.Errorf("CheckedScalar(%d, %d, %d) = %d, %v; want ErrScalarRange", b.c, b.p, b.m, s, err)
 		}
-		clock.Scalar(b.c, b.p, b.m) // meaningless but must not panic
+		logical.Scalar(b.c, b.p, b.m) // meaningless but must not panic
 	}
-	if _, err := clock.CheckedScalar(math.MaxUint64/10, 5, 10); err != nil {
+	if _, err := logical.CheckedScalar(math.MaxUint64/10, 5, 10); err != nil {
 		t.Errorf("largest scalar rejected: %v", err)
 	}
 	for _, m := range []uint64{0, math.MaxInt32 + 2, math.MaxUint64} {
-		if _, _, err := clock.SplitScalar(12345, m); !errors.Is(err, clock.ErrScalarRange) {
+		if _, _, err := logical.SplitScalar(12345, m); !errors.Is(err, logical.ErrScalarRange) {
 			t.Errorf("SplitScalar(12345, %d): err = %v, want ErrScalarRange", m, err)
 		}
 	}
-	c, p, err := clock.SplitScalar(math.MaxUint64, math.MaxInt32+1)
+	c, p, err := logical.SplitScalar(math.MaxUint64, math.MaxInt32+1)
 	if err != nil || p != math.MaxInt32 || c*(math.MaxInt32+1)+uint64(p) != math.MaxUint64 {
 		t.Errorf("SplitScalar with the largest multiplier = %d, %d, %v", c, p, err)
 	}

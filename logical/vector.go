@@ -1,4 +1,4 @@
-package clock
+package logical
 
 import (
 	"slices"
@@ -56,9 +56,18 @@ func (v *Vector) Increment(i proc.ID) {
 // Afterwards v is the least upper bound of the two.
 func (v *Vector) Merge(o Vector) {
 	v.grow(len(o))
-	w := *v
-	for k, x := range o {
-		w[k] = max(w[k], x)
+	MergeInto(*v, o)
+}
+
+// MergeInto is Merge for vectors of a fixed size, as hosts keep them:
+// dst[k] = max(dst[k], src[k]) for every entry of src. dst must be at
+// least as long as src. Every vector merge in Cohort — the simulator's, the
+// live runtime's, the trace's happened-before relation, the checkers' test
+// traces — is this one.
+func MergeInto(dst, src []uint64) {
+	dst = dst[:len(src)] // one bounds check, and a clear panic if dst is short
+	for k, x := range src {
+		dst[k] = max(dst[k], x)
 	}
 }
 
