@@ -30,7 +30,7 @@ type PHOLD struct {
 	Remote     float64       // probability that an event goes to another process; 1 if 0
 	Lookahead  time.Duration // the minimum delay of an event
 	Mean       time.Duration // the mean of the exponential part of the delay
-	Deliveries int64         // stop after this many; 0: Processes × Events (each event once, on average)
+	Deliveries int64         // stop after this many; 0: 4 × Processes × Events (each event four times, on average)
 	Seed       uint64
 }
 
@@ -97,7 +97,7 @@ func (p PHOLD) Config() (sim.Config, error) {
 		return sim.Config{}, err
 	}
 	if p.Deliveries == 0 {
-		p.Deliveries = int64(p.Processes) * int64(p.Events)
+		p.Deliveries = 4 * int64(p.Processes) * int64(p.Events)
 	}
 	params := p
 	lps := make([]lp, p.Processes) // one allocation for all processes

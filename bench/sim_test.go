@@ -133,7 +133,7 @@ func TestPHOLDKeepsItsPopulationAndIsDeterministic(t *testing.T) {
 		t.Errorf("stopped: %s, want max-events", res.Stop)
 	}
 	// Remote 0.5: about half of the events stay home.
-	p.Remote, p.Deliveries = 0.5, 0
+	p.Remote, p.Deliveries = 0.5, 0 // the default: 4 × 500 × 4 deliveries
 	rec := &trace.Recorder{}
 	cfg, _ = p.Config()
 	cfg.Trace = rec
@@ -173,7 +173,7 @@ func BenchmarkPHOLD(b *testing.B) {
 			var delivered int64
 			for i := 0; i < b.N; i++ {
 				p := DefaultPHOLD()
-				p.Processes, p.Deliveries, p.Seed = n, int64(n)*10*4, uint64(i+1)
+				p.Processes, p.Seed = n, uint64(i+1) // four deliveries per event of the population
 				r, err := p.Run()
 				if err != nil {
 					b.Fatal(err)

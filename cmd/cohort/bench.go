@@ -36,10 +36,11 @@ standard benchmark of discrete-event simulators (Fujimoto 1990): --nodes
 logical processes start with --messages events each; every event, on
 arrival, schedules one more to a random process (--remote of the time;
 otherwise to itself) --lookahead plus exp(--mean) later, so the population
-stays constant; the run stops after --deliveries (default: the population).`,
+stays constant; the run stops after --deliveries (default: four per event
+of the population, so that the start is a small part of the run).`,
 		Example: `  cohort bench sim --json
   cohort bench sim --workload ping-pong --messages 20000000
-  cohort bench sim --workload phold --nodes 100000 --messages 10 --deliveries 4000000`,
+  cohort bench sim --workload phold --nodes 100000 --messages 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if gcPercent != 0 {
@@ -82,7 +83,7 @@ stays constant; the run stops after --deliveries (default: the population).`,
 	cmd.Flags().StringVar(&workload, "workload", "flood", "flood, ping-pong or phold")
 	cmd.Flags().IntVar(&nodes, "nodes", 1_000_000, "processes (flood; phold's default is 100000)")
 	cmd.Flags().IntVar(&messages, "messages", 10, "messages per node (flood), events per process (phold) or messages in all (ping-pong)")
-	cmd.Flags().Int64Var(&phold.Deliveries, "deliveries", 0, "phold: stop after this many deliveries (0: one per event of the population)")
+	cmd.Flags().Int64Var(&phold.Deliveries, "deliveries", 0, "phold: stop after this many deliveries (0: four per event of the population)")
 	cmd.Flags().Float64Var(&phold.Remote, "remote", phold.Remote, "phold: probability that an event goes to a random process rather than its own")
 	cmd.Flags().DurationVar(&phold.Lookahead, "lookahead", phold.Lookahead, "phold: minimum delay of an event")
 	cmd.Flags().DurationVar(&phold.Mean, "mean", phold.Mean, "phold: mean of the exponential part of an event's delay")
