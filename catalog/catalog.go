@@ -47,40 +47,45 @@ func (f Family) Options(a proc.Algorithm) run.Options {
 	return o
 }
 
-var families = []Family{
-	{
-		Name:       "clocks",
-		Summary:    "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)",
-		Algorithms: clock.Algorithms,
-		Metrics:    clockMetrics,
-	},
-	{
-		Name:       "mutex",
-		Summary:    "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)",
-		Algorithms: mutex.WithApps(mutex.Algorithms), // the workload tells: ME3's application messages
-		Metrics:    mutexMetrics,
-		Workload:   func() sim.Workload { return DefaultMutexLoad() },
-		React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
-		Diagram: trace.SVGOptions{
-			Quiet: []string{"waiting", "lent", "told"},
-			Spans: []trace.Span{{Open: "enter", Close: "exit", Label: "critical section"}},
+// families is filled in init: the families' metrics look their
+// algorithms' theory up in it.
+var families []Family
+
+func init() {
+	families = []Family{
+		{
+			Name:       "clocks",
+			Summary:    "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)",
+			Algorithms: clock.Algorithms,
+			Metrics:    clockMetrics,
 		},
-	},
-	{
-		Name:       "election",
-		Summary:    "leader election: bully, ring, flooding, echo (seeds 000-004)",
-		Algorithms: election.Algorithms,
-		Metrics:    electionMetrics,
-		Workload:   electAtStart,
-	},
-	{
-		Name:       "multicast",
-		Summary:    "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)",
-		Algorithms: multicast.Algorithms,
-		Metrics:    multicastMetrics,
-		Workload:   DefaultMulticastLoad,
-		Diagram:    trace.SVGOptions{Quiet: []string{"holdback"}},
-	},
+		{
+			Name:       "mutex",
+			Summary:    "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)",
+			Algorithms: mutex.WithApps(mutex.Algorithms), // the workload tells: ME3's application messages
+			Metrics:    mutexMetrics,
+			Workload:   func() sim.Workload { return DefaultMutexLoad() },
+			React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
+			Diagram: trace.SVGOptions{
+				Quiet: []string{"waiting", "lent", "told"},
+				Spans: []trace.Span{{Open: "enter", Close: "exit", Label: "critical section"}},
+			},
+		},
+		{
+			Name:       "election",
+			Summary:    "leader election: bully, ring, flooding, echo (seeds 000-004)",
+			Algorithms: election.Algorithms,
+			Metrics:    electionMetrics,
+			Workload:   electAtStart,
+		},
+		{
+			Name:       "multicast",
+			Summary:    "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)",
+			Algorithms: multicast.Algorithms,
+			Metrics:    multicastMetrics,
+			Workload:   DefaultMulticastLoad,
+			Diagram:    trace.SVGOptions{Quiet: []string{"holdback"}},
+		}}
 }
 
 // Families lists the families in the order of the seeds.
@@ -134,4 +139,29 @@ func clockMetrics(r run.Finished) (map[string]float64, map[string]*float64) {
 	m["stamps"] = stamps
 	addSyncMetrics(r, m) // clocksync.go: the physical clocks' precision and accuracy
 	return m, nil
+}
+
+// theoryOf is what algorithm algo of family says a run of n processes
+// costs, for each of the metrics (nil where its source gives no figure).
+// The figures are the algorithm's own (proc.Algorithm.Theory).
+func theoryOf(family, algo string, n int, metrics ...string) map[string]*float64 {
+	out := map[string]*float64{}
+	for _, m := range metrics {
+		out[m] = nil
+	}
+	f, err := Lookup(family)
+	if err != nil {
+		return out
+	}
+	a, err := f.Algorithm(algo)
+	if err != nil || a.Theory == nil {
+		return out
+	}
+	for m, v := range a.Theory(n) {
+		if _, ok := out[m]; ok {
+			v := v
+			out[m] = &v
+		}
+	}
+	return out
 }

@@ -100,7 +100,7 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 							row.Theory = &th
 						}
 					}
-					row.Note = compareNotes[a.Name+"/"+metric]
+					row.Note = a.Notes[metric]
 					if c.notes != nil && c.notes[metric] != "" {
 						row.Note = c.notes[metric]
 					}
@@ -187,18 +187,15 @@ var mutexCases = []compareCase{
 const repeatedEntries = 10
 
 // repeatedTheory is the messages per entry of the repeated case: what the
-// first entry costs, spread over all of them where later entries are free.
+// first entry costs, spread over all of them where the algorithm says later
+// entries are free (its "repeat_first_messages"), else its cost per entry.
 func repeatedTheory(algo string, n int) *float64 {
-	N, R := float64(n), float64(repeatedEntries)
-	f := func(x float64) *float64 { return &x }
-	switch algo {
-	case "ricart-agrawala-jr":
-		return f(2 * (N - 1) / R) // the first entry asks everyone; the rest are free
-	case "suzuki-kasami":
-		return f(N / R) // N−1 requests and the token, once
+	th := theoryOf("mutex", algo, n, "repeat_first_messages", "messages_per_entry")
+	if first := th["repeat_first_messages"]; first != nil {
+		v := *first / repeatedEntries
+		return &v
 	}
-	msgs, _, _ := MutexTheory(algo, n)
-	return msgs
+	return th["messages_per_entry"]
 }
 
 func compareOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options {
@@ -208,26 +205,4 @@ func compareOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options 
 	o.Seed = &seed
 	o.React = MutexHold{Hold: CompareHold}
 	return o
-}
-
-// compareNotes explain where a measured figure and the seed's differ.
-var compareNotes = map[string]string{
-	"central/messages_per_entry":                  "request, grant, release; entries of the coordinator itself cost none, so the average over all processes is 3(N−1)/N",
-	"central/client_delay_msgs":                   "request and grant: one round trip; the coordinator itself enters at once",
-	"central/sync_delay_msgs":                     "the release reaches the coordinator, then the grant reaches the next process",
-	"token-ring/messages_per_entry":               "the seed's 1..∞: under saturation about one pass per entry; an idle ring spends passes on nobody",
-	"token-ring/client_delay_msgs":                "the seed's 0..N−1: the wait for the token to come round, N/2 passes on average",
-	"token-ring/sync_delay_msgs":                  "the seed's 1..N−1: with every process waiting, the next one is the neighbour",
-	"ricart-agrawala/client_delay_msgs":           "the seed's table counts the N−1 requests as sent one after another, 2(N−1); sent in parallel the client waits one round trip, 2",
-	"ricart-agrawala-jr/client_delay_msgs":        "as Ricart–Agrawala; a process that re-enters with nobody else interested waits 0",
-	"ricart-agrawala-jr/messages_per_entry":       "as Ricart–Agrawala, but re-entries with nobody else interested cost nothing (the repeated case)",
-	"ricart-agrawala-majority/messages_per_entry": "requests and releases still go to all N−1 others (any majority may answer); only the votes are fewer, so nothing is saved",
-	"lamport/messages_per_entry":                  "request, reply and release to each of the N−1 others",
-	"decentralized/messages_per_entry":            "2mk + m with k attempts; k = 1 without contention, more when coordinators split their votes",
-	"decentralized/client_delay_msgs":             "the seed's 2mk counts the m requests as sent one after another; sent in parallel, one round trip per attempt",
-	"maekawa/messages_per_entry":                  "3(K−1) with voting sets of K = 2√N − 1 (the grid); more under contention",
-	"maekawa-safe/messages_per_entry":             "3(K−1) without contention; inquire, relinquish and failed messages add to it under contention",
-	"central-failover/messages_per_entry":         "as central, plus the coordinator's heartbeats to waiting processes every 10 ms: they grow with the queue under saturation",
-	"suzuki-kasami/messages_per_entry":            "N−1 requests and the token; 0 when the process already holds the token",
-	"raymond/messages_per_entry":                  "O(log N): requests and the token travel along the tree's paths",
 }

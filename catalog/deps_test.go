@@ -15,22 +15,24 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"clock", "mutex", "election", "multicast"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
-	"proc":      {},
-	"clock":     {"proc"},
-	"mutex":     {"proc", "clock"},
-	"election":  {"proc"},
-	"multicast": {"proc", "clock"},
-	"sim":       {"proc", "trace"},
-	"trace":     {"proc"},
-	"check":     {"trace", "proc", "clock"},
-	"scenario":  {"proc", "sim"},
-	"wire":      {"proc"},
-	"ntp":       {},
-	"position":  {},
+	"proc":             {},
+	"logical":          {"proc"},
+	"clock":            {"proc", "logical"},
+	"mutex":            {"proc", "logical"},
+	"election":         {"proc"},
+	"multicast":        {"proc", "logical"},
+	"sim":              {"proc", "trace", "logical"},
+	"trace":            {"proc", "logical"},
+	"check":            {"trace", "proc", "logical", "clock"},
+	"scenario":         {"proc", "sim", "internal/suggest"},
+	"internal/suggest": {},
+	"wire":             {"proc"},
+	"ntp":              {},
+	"position":         {},
 }
 
 // Standard packages a state machine must not use: they would make a run

@@ -109,36 +109,9 @@ func multicastMetrics(f run.Finished) (map[string]float64, map[string]*float64) 
 	}
 	th := map[string]*float64{}
 	if whole && multicasts > 0 {
-		msgs, latency := MulticastTheory(f.Algo, f.Nodes)
-		th["messages_per_multicast"], th["latency_msgs"] = msgs, latency
+		th = theoryOf("multicast", f.Algo, f.Nodes, "messages_per_multicast", "latency_msgs")
 	}
 	return m, th
-}
-
-// MulticastTheory is what the seeds' algorithms cost for a multicast from a
-// member to a group of n: messages (N − 1 copies, plus what the algorithm
-// adds) and latency in message transmissions. nil where there is no single
-// figure.
-func MulticastTheory(algo string, n int) (messages, latency *float64) {
-	f := func(x float64) *float64 { return &x }
-	N := float64(n)
-	switch algo {
-	case "basic":
-		return f(2 * (N - 1)), f(1) // N − 1 copies, N − 1 acknowledgements
-	case "reliable":
-		return f((N - 1) * (N - 1)), f(1) // N − 1 copies, N − 2 relays from each receiver
-	case "reliable-nack":
-		return nil, f(1) // N − 1 copies, and session messages that depend on timing (see the sparse case)
-	case "fifo", "causal":
-		return f(N - 1), f(1)
-	case "total-sequencer", "fifo-total", "causal-total":
-		return f(2 * (N - 1)), f(2) // data, then the sequencer's order
-	case "total-isis":
-		return f(3 * (N - 1)), f(3) // data, proposals, the agreed number
-	case "total-lamport":
-		return f((N - 1) + (N-1)*(N-1)), f(2) // data, then every member's acknowledgement
-	}
-	return nil, nil
 }
 
 // multicastOptions is a comparison run of a with n processes on a FIFO
@@ -177,15 +150,11 @@ var multicastCases = []compareCase{
 			return r, err
 		},
 		theory: func(algo string, n int, metric string) *float64 {
-			msgs, latency := MulticastTheory(algo, n)
-			if metric == "latency_msgs" {
-				return latency
+			th := theoryOf("multicast", algo, n, "messages_per_multicast", "latency_msgs", "messages_per_lone_multicast")
+			if lone := th["messages_per_lone_multicast"]; metric == "messages_per_multicast" && lone != nil {
+				return lone // a lone multicast: what the algorithm says it costs when nothing follows it
 			}
-			if algo == "reliable-nack" {
-				v := float64(n-1) * float64(1+multicast.DefaultNack.Linger)
-				return &v
-			}
-			return msgs
+			return th[metric]
 		},
 	},
 	{
@@ -203,29 +172,12 @@ var multicastCases = []compareCase{
 			return r, err
 		},
 		theory: func(algo string, n int, metric string) *float64 {
-			if msgs, _ := MulticastTheory(algo, n); metric == "messages_per_multicast" {
-				return msgs
+			if metric == "messages_per_multicast" {
+				return theoryOf("multicast", algo, n, metric)[metric]
 			}
 			return nil
 		},
 	},
-}
-
-func init() {
-	for algo, note := range map[string]string{
-		"basic/messages_per_multicast":           "N − 1 copies and N − 1 acknowledgements: the ack implosion at the sender",
-		"reliable/messages_per_multicast":        "N − 1 copies, and N − 2 relays from each of the N − 1 receivers",
-		"reliable-nack/messages_per_multicast":   "N − 1 copies without loss, and Linger (6) rounds of N − 1 SESSION messages after each sender's last multicast: 7(N − 1) for a lone multicast",
-		"total-sequencer/messages_per_multicast": "N − 1 copies (the sequencer among them) and N − 1 order messages; the seed's B-multicast(g ∪ {sequencer})",
-		"total-sequencer/latency_msgs":           "data, then the order: 2; the sequencer's own messages take 1, so the mean is (2N − 1)/N",
-		"fifo-total/latency_msgs":                "as total-sequencer: (2N − 1)/N with the sequencer's own messages",
-		"causal-total/latency_msgs":              "as total-sequencer: (2N − 1)/N with the sequencer's own messages",
-		"total-isis/messages_per_multicast":      "N − 1 copies, N − 1 proposals, N − 1 agreed numbers",
-		"total-isis/latency_msgs":                "data, proposals, agreed number; under concurrency a message also waits for earlier numbers to be agreed",
-		"total-lamport/messages_per_multicast":   "N − 1 copies and (N − 1)² acknowledgements (every receiver acknowledges to every other member)",
-	} {
-		compareNotes[algo] = note
-	}
 }
 
 // The replicated bank account of seed 003: $1000 on every replica; one

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"math"
 	"time"
 
 	"github.com/cohort-go/cohort/mutex"
@@ -209,52 +208,6 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// MutexTheory is what the seeds (or, for the algorithms beyond them, their
-// papers) say each algorithm costs with n processes: messages per entry
-// (entry and exit together), client delay and synchronization delay in
-// message transmission times. nil where the source gives a range or none.
-func MutexTheory(algo string, n int) (messages, client, sync *float64) {
-	f := func(x float64) *float64 { return &x }
-	N := float64(n)
-	switch algo {
-	case "central", "central-failover":
-		return f(3), f(2), f(2)
-	case "token-ring":
-		return nil, nil, nil // 1..∞ per entry, 0..N−1 before entry, 1..N−1 between
-	case "lamport":
-		return f(3 * (N - 1)), f(2), f(1)
-	case "ricart-agrawala", "ricart-agrawala-jr":
-		// The seed's comparison table gives 2(N−1) for the delay too, counting
-		// the N−1 requests as sent one after another; sent in parallel they
-		// cost one round trip.
-		return f(2 * (N - 1)), f(2 * (N - 1)), f(1)
-	case "ricart-agrawala-majority":
-		return nil, f(2), f(2) // the seed gives no count for this variant
-	case "maekawa", "maekawa-safe":
-		k := float64(maekawaK(n))
-		return f(3 * (k - 1)), f(2), f(2)
-	case "decentralized":
-		m := math.Floor(N/2) + 1
-		return f(3 * m), f(2 * m), nil // k = 1 attempt: 2mk + m messages, 2mk delay
-	case "suzuki-kasami":
-		return f(N), f(2), f(1)
-	case "raymond":
-		return nil, nil, nil // O(log N)
-	}
-	return nil, nil, nil
-}
-
 func mutexTheory(algo string, n int) map[string]*float64 {
-	msgs, client, sync := MutexTheory(algo, n)
-	return map[string]*float64{"messages_per_entry": msgs, "client_delay_msgs": client, "sync_delay_msgs": sync}
-}
-
-// maekawaK is the voting-set size the Maekawa algorithms use for n
-// processes.
-func maekawaK(n int) int {
-	k := 0
-	for _, q := range mutex.GridQuorums(n) {
-		k = max(k, len(q))
-	}
-	return k
+	return theoryOf("mutex", algo, n, "messages_per_entry", "client_delay_msgs", "sync_delay_msgs")
 }

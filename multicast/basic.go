@@ -99,8 +99,18 @@ func init() {
 		Summary: "B-multicast: a copy to every member, acknowledged (N−1 copies + N−1 acks; no agreement, no order)",
 		Source:  "seed 000, seed 004",
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
-		New:     NewBasic(DefaultBasic),
-		Breaks:  []string{"mc-agreement", "fifo-order", "causal-order", "total-order"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": 2 * (N - 1),
+				"latency_msgs":           1,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies and N − 1 acknowledgements: the ack implosion at the sender",
+		},
+		New:    NewBasic(DefaultBasic),
+		Breaks: []string{"mc-agreement", "fifo-order", "causal-order", "total-order"},
 		Messages: []proc.Message{
 			bData{}, bAck{},
 		},

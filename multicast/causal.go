@@ -72,6 +72,13 @@ func init() {
 		Summary: "CO-multicast: vector timestamps and the seed's delivery condition (N−1 messages, N integers each)",
 		Source:  "seed 000, seed 003, seed 004",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": N - 1,
+				"latency_msgs":           1,
+			}
+		},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &causal{groups: Groups(n), n: n, V: map[string]logical.Vector{}}
 		},

@@ -52,6 +52,13 @@ func init() {
 		Summary: "FO-multicast: per-sender numbers S and R and a hold-back queue (N−1 messages)",
 		Source:  "seed 000, seed 004",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": N - 1,
+				"latency_msgs":           1,
+			}
+		},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &fifo{groups: Groups(n), S: counters{}, R: map[source]uint64{}, queue: map[source]map[uint64]string{}}
 		},

@@ -32,10 +32,20 @@ func fifoAdmissible(numbered logical.Vector, d sData) bool {
 
 func init() {
 	register(proc.Algorithm{
-		Name:     "fifo-total",
-		Summary:  "FIFO-total order: a sequencer that numbers each sender's messages in the sender's order (2(N−1) messages)",
-		Source:   "seed 004",
-		Assumes:  proc.Assumptions{Reliable: true},
+		Name:    "fifo-total",
+		Summary: "FIFO-total order: a sequencer that numbers each sender's messages in the sender's order (2(N−1) messages)",
+		Source:  "seed 004",
+		Assumes: proc.Assumptions{Reliable: true},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": 2 * (N - 1),
+				"latency_msgs":           2,
+			}
+		},
+		Notes: map[string]string{
+			"latency_msgs": "as total-sequencer: (2N − 1)/N with the sequencer's own messages",
+		},
 		New:      newSequencer(inFIFOOrder),
 		Messages: []proc.Message{sData{}, sOrder{}},
 	})

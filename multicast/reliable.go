@@ -47,6 +47,16 @@ func init() {
 		Summary: "R-multicast: every member relays a message on first receipt ((N−1)² messages; agreement even if the sender crashes)",
 		Source:  "seed 000, seed 004",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": (N - 1) * (N - 1),
+				"latency_msgs":           1,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies, and N − 2 relays from each of the N − 1 receivers",
+		},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &reliable{groups: Groups(n), seq: counters{}, received: seen{}}
 		},

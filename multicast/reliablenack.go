@@ -217,8 +217,18 @@ func init() {
 		Summary: "reliable multicast over lossy channels: sequence numbers, gap detection, NACKs, repairs, session heartbeats (N−1 messages without loss)",
 		Source:  "seed 000 (ack implosion)",
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
-		New:     NewNack(DefaultNack),
-		Breaks:  []string{"mc-agreement", "causal-order", "total-order"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"latency_msgs":                1,
+				"messages_per_lone_multicast": (N - 1) * float64(1+DefaultNack.Linger),
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies without loss, and Linger (6) rounds of N − 1 SESSION messages after each sender's last multicast: 7(N − 1) for a lone multicast",
+		},
+		New:    NewNack(DefaultNack),
+		Breaks: []string{"mc-agreement", "causal-order", "total-order"},
 		Messages: []proc.Message{
 			nData{}, nSession{}, nNack{}, nRepair{}, nStable{},
 		},

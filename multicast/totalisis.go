@@ -106,6 +106,17 @@ func init() {
 		Summary: "TO-multicast by agreement (ISIS): proposals from every member, the largest agreed (3(N−1) messages)",
 		Source:  "seed 000 (figure 10), seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": 3 * (N - 1),
+				"latency_msgs":           3,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies, N − 1 proposals, N − 1 agreed numbers",
+			"latency_msgs":           "data, proposals, agreed number; under concurrency a message also waits for earlier numbers to be agreed",
+		},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &isis{groups: Groups(n), n: n, seq: counters{}, A: map[string]uint64{}, P: map[string]uint64{},
 				queue: map[string][]isisEntry{}, done: seen{}, pending: map[msgKey]*isisPending{}}

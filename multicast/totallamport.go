@@ -88,6 +88,16 @@ func init() {
 		Summary: "total order by Lamport timestamps: deliver the head of the queue once every member acknowledged it (N−1 + (N−1)² messages)",
 		Source:  "seed 001, seed 003",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": (N - 1) + (N-1)*(N-1),
+				"latency_msgs":           2,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies and (N − 1)² acknowledgements (every receiver acknowledges to every other member)",
+		},
 		New: func(_ proc.ID, n int) proc.Process {
 			return &lamportTO{groups: Groups(n), n: n, seq: counters{}, latest: make([]uint64, n), queue: map[string][]lEntry{}}
 		},

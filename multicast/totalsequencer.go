@@ -107,10 +107,21 @@ func newSequencer(admit admission) func(proc.ID, int) proc.Process {
 
 func init() {
 	register(proc.Algorithm{
-		Name:     "total-sequencer",
-		Summary:  "TO-multicast by a sequencer: data to the group and the sequencer, ⟨order, i, S⟩ from the sequencer (2(N−1) messages)",
-		Source:   "seed 000 (figure 9), seed 004",
-		Assumes:  proc.Assumptions{Reliable: true},
+		Name:    "total-sequencer",
+		Summary: "TO-multicast by a sequencer: data to the group and the sequencer, ⟨order, i, S⟩ from the sequencer (2(N−1) messages)",
+		Source:  "seed 000 (figure 9), seed 004",
+		Assumes: proc.Assumptions{Reliable: true},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_multicast": 2 * (N - 1),
+				"latency_msgs":           2,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_multicast": "N − 1 copies (the sequencer among them) and N − 1 order messages; the seed's B-multicast(g ∪ {sequencer})",
+			"latency_msgs":           "data, then the order: 2; the sequencer's own messages take 1, so the mean is (2N − 1)/N",
+		},
 		New:      newSequencer(onArrival),
 		Breaks:   []string{"fifo-order", "causal-order"},
 		Messages: []proc.Message{sData{}, sOrder{}},

@@ -99,8 +99,20 @@ func init() {
 		Summary: "central server: request, grant, release through coordinator p0, FIFO queue (3 messages per entry)",
 		Source:  "seed 000, seed 001, seed 003 §6.3",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     newCentral,
-		Breaks:  []string{"ME3"},
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"messages_per_entry": 3,
+				"client_delay_msgs":  2,
+				"sync_delay_msgs":    2,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "request, grant, release; entries of the coordinator itself cost none, so the average over all processes is 3(N−1)/N",
+			"client_delay_msgs":  "request and grant: one round trip; the coordinator itself enters at once",
+			"sync_delay_msgs":    "the release reaches the coordinator, then the grant reaches the next process",
+		},
+		New:    newCentral,
+		Breaks: []string{"ME3"},
 		Messages: []proc.Message{
 			cenRequest{}, cenGrant{}, cenRelease{},
 		},

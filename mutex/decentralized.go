@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -225,8 +226,19 @@ func init() {
 		Summary: "decentralized voting: m > N/2 of N coordinators grant; coordinators that reset forget their grants",
 		Source:  "seed 003 §6.3",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-recover"},
-		New:     NewDecentralized(0),
-		Breaks:  []string{"ME1", "ME3"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_entry": 3 * (math.Floor(N/2) + 1),
+				"client_delay_msgs":  2 * (math.Floor(N/2) + 1),
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "2mk + m with k attempts; k = 1 without contention, more when coordinators split their votes",
+			"client_delay_msgs":  "the seed's 2mk counts the m requests as sent one after another; sent in parallel, one round trip per attempt",
+		},
+		New:    NewDecentralized(0),
+		Breaks: []string{"ME1", "ME3"},
 		Messages: []proc.Message{
 			decRequest{}, decGrant{}, decDeny{}, decRelease{}, decNotice{}, decInquire{}, decRelinquish{},
 		},

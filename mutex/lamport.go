@@ -94,7 +94,18 @@ func init() {
 		Summary: "Lamport: timestamped request to all, replies, release to all; replicated queue ordered by (C, pid) (3(N−1) messages)",
 		Source:  "seed 000",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
-		New:     newLamport,
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_entry": 3 * (N - 1),
+				"client_delay_msgs":  2,
+				"sync_delay_msgs":    1,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "request, reply and release to each of the N−1 others",
+		},
+		New: newLamport,
 		Messages: []proc.Message{
 			lpRequest{}, lpReply{}, lpRelease{},
 		},

@@ -99,8 +99,18 @@ func init() {
 		Summary: "Maekawa's voting sets (√N×√N grid, row ∪ column), basic algorithm: first-come votes, can deadlock",
 		Source:  "seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     newMaekawa,
-		Breaks:  []string{"ME2", "ME3"},
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"messages_per_entry": 3 * float64(maekawaK(n)-1),
+				"client_delay_msgs":  2,
+				"sync_delay_msgs":    2,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "3(K−1) with voting sets of K = 2√N − 1 (the grid); more under contention",
+		},
+		New:    newMaekawa,
+		Breaks: []string{"ME2", "ME3"},
 		Messages: []proc.Message{
 			mkRequest{}, mkVote{}, mkRelease{},
 		},
@@ -289,4 +299,14 @@ func (p *maekawa) onRelease(env proc.Env, from proc.ID) {
 	next := p.queue[0]
 	p.queue = p.queue[1:]
 	p.vote(env, next)
+}
+
+// maekawaK is the size K of the largest voting set for n processes: the
+// cost 3(K−1) of an entry is counted with it.
+func maekawaK(n int) int {
+	k := 0
+	for _, q := range GridQuorums(n) {
+		k = max(k, len(q))
+	}
+	return k
 }

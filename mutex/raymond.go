@@ -85,6 +85,9 @@ func init() {
 		Summary: "token on a balanced binary tree: requests travel towards the token, queued at each node (O(log N) messages per entry)",
 		Source:  "Raymond 1989 (beyond the seeds)",
 		Assumes: proc.Assumptions{Reliable: true},
+		Notes: map[string]string{
+			"messages_per_entry": "O(log N): requests and the token travel along the tree's paths",
+		},
 		New: func(id proc.ID, _ int) proc.Process {
 			r := &raymond{holder: rayParent(id)}
 			if id == 0 {

@@ -125,7 +125,18 @@ func init() {
 		Summary: "timestamped request to all, enter after N−1 replies; replies deferred by earlier requesters (2(N−1) messages)",
 		Source:  "seed 000, seed 004, seed 003 §6.3",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     newRicartAgrawala(false),
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_entry": 2 * (N - 1),
+				"client_delay_msgs":  2 * (N - 1),
+				"sync_delay_msgs":    1,
+			}
+		},
+		Notes: map[string]string{
+			"client_delay_msgs": "the seed's table counts the N−1 requests as sent one after another, 2(N−1); sent in parallel the client waits one round trip, 2",
+		},
+		New: newRicartAgrawala(false),
 		Messages: []proc.Message{
 			raRequest{}, raReply{},
 		},
@@ -134,8 +145,21 @@ func init() {
 		Summary: "Ricart–Agrawala with JUST-RELEASED: re-entry without messages while nobody else asked",
 		Source:  "seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     newRicartAgrawala(true),
-		Breaks:  []string{"ME3"},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_entry":    2 * (N - 1),
+				"client_delay_msgs":     2 * (N - 1),
+				"sync_delay_msgs":       1,
+				"repeat_first_messages": 2 * (N - 1),
+			}
+		},
+		Notes: map[string]string{
+			"client_delay_msgs":  "as Ricart–Agrawala; a process that re-enters with nobody else interested waits 0",
+			"messages_per_entry": "as Ricart–Agrawala, but re-entries with nobody else interested cost nothing (the repeated case)",
+		},
+		New:    newRicartAgrawala(true),
+		Breaks: []string{"ME3"},
 		Messages: []proc.Message{
 			raRequest{}, raReply{},
 		},

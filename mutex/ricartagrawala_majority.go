@@ -102,8 +102,17 @@ func init() {
 		Summary: "Ricart–Agrawala where each process votes once and a majority of votes suffices; can deadlock",
 		Source:  "seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     func(proc.ID, int) proc.Process { return &raMajority{} },
-		Breaks:  []string{"ME2", "ME3"},
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"client_delay_msgs": 2,
+				"sync_delay_msgs":   2,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "requests and releases still go to all N−1 others (any majority may answer); only the votes are fewer, so nothing is saved",
+		},
+		New:    func(proc.ID, int) proc.Process { return &raMajority{} },
+		Breaks: []string{"ME2", "ME3"},
 		Messages: []proc.Message{
 			majRequest{}, majVote{}, majRelease{},
 		},

@@ -88,6 +88,18 @@ func init() {
 		Summary: "broadcast token: request numbers RN, token with LN and a queue (N messages per entry, 0 with the token)",
 		Source:  "Suzuki & Kasami 1985 (beyond the seeds)",
 		Assumes: proc.Assumptions{Reliable: true},
+		Theory: func(n int) map[string]float64 {
+			N := float64(n)
+			return map[string]float64{
+				"messages_per_entry":    N,
+				"client_delay_msgs":     2,
+				"sync_delay_msgs":       1,
+				"repeat_first_messages": N,
+			}
+		},
+		Notes: map[string]string{
+			"messages_per_entry": "N−1 requests and the token; 0 when the process already holds the token",
+		},
 		New: func(id proc.ID, n int) proc.Process {
 			s := &suzukiKasami{rn: make([]uint64, n)}
 			if id == 0 {

@@ -208,8 +208,13 @@ func init() {
 		Summary: "token ring: enter with the token, pass it on; acknowledged passes skip crashed successors, claims regenerate a lost token",
 		Source:  "seed 000, seed 001, seed 003 §6.3; fault handling beyond the seeds",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Failures: "crash-stop", Topology: "ring"},
-		New:     newTokenRingDefault,
-		Breaks:  []string{"ME3"},
+		Notes: map[string]string{
+			"messages_per_entry": "the seed's 1..∞: under saturation about one pass per entry; an idle ring spends passes on nobody",
+			"client_delay_msgs":  "the seed's 0..N−1: the wait for the token to come round, N/2 passes on average",
+			"sync_delay_msgs":    "the seed's 1..N−1: with every process waiting, the next one is the neighbour",
+		},
+		New:    newTokenRingDefault,
+		Breaks: []string{"ME3"},
 		Messages: []proc.Message{
 			trToken{}, trAck{}, trClaim{},
 		},

@@ -81,6 +81,15 @@ type Algorithm struct {
 	// Inputs builds the algorithm's application inputs by name for scripted
 	// runs ("acquire", "multicast hello"); nil means it takes none.
 	Inputs func(name string, args []string) (Input, error)
+	// Theory is what the algorithm's source says a run of n processes
+	// costs, by metric ("messages_per_entry", "client_delay_msgs",
+	// "latency_msgs" ...): the figures measured runs are compared with. A
+	// metric it leaves out has no single figure in the source (a range,
+	// O(log N), or none). nil: no figures.
+	Theory func(n int) map[string]float64
+	// Notes explain, by metric, where a measured figure departs from the
+	// source's and why; comparisons print them beside the figures.
+	Notes map[string]string
 	// Scenario is the run's default setting, in the scenario file format
 	// (nodes, network, faults, inputs), used unless the user gives one; ""
 	// means the host's defaults.
