@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"math"
@@ -526,7 +527,7 @@ func (k *cohortClient) close()                            { k.c.HTTP.CloseIdleCo
 // millisecond, the waiter has been idle, as the receiver of the idle
 // one-way latency has.
 func raHandoffs(ctx context.Context, nodes []*live.Node, rounds int, pause time.Duration) ([]time.Duration, error) {
-	ra, err := mutex.Lookup("ricart-agrawala")
+	ra, err := registry.Find("mutex", "ricart-agrawala")
 	if err != nil {
 		return nil, err
 	}

@@ -3,13 +3,13 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"github.com/cohort-go/cohort/registry"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -68,7 +68,7 @@ func TestPointCountsGrantsWithinTheRun(t *testing.T) {
 
 func mutexAlgorithm(t *testing.T, name string) proc.Algorithm {
 	t.Helper()
-	a, err := mutex.Lookup(name)
+	a, err := registry.Find("mutex", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,30 +1,29 @@
-// Package catalog is the table of every algorithm Cohort has, by family.
-// The CLI, `cohort list`, the benchmarks and the comparison tables are all
-// generated from it. It is the one package that imports every family.
+// Package catalog is the simulation harness of every family: the registry's
+// families (package registry) with what their simulated runs need and
+// report — default workloads, metrics, diagrams, the comparisons with the
+// sources' figures, demonstrations and Monte Carlo estimates. The CLI's
+// sim, compare and theory commands and the benchmarks are built on it; the
+// live runtime is not (it looks algorithms up in package registry).
 package catalog
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/cohort-go/cohort/clock"
-	"github.com/cohort-go/cohort/election"
-	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
 
-// Family is a family of algorithms and what its runs report.
+// Family is a family of algorithms (its registry entry) and what its
+// simulated runs need and report.
 type Family struct {
-	Name       string
-	Summary    string
-	Algorithms []proc.Algorithm
-	Metrics    run.MetricsFunc
+	registry.Family
+	Metrics run.MetricsFunc
 	// Workload makes the default workload of a run whose scenario scripts
 	// none; React makes what answers outputs in every run. Either may be nil.
 	Workload func() sim.Workload
@@ -53,39 +52,40 @@ var families []Family
 
 func init() {
 	families = []Family{
+		{Family: registered("clocks"), Metrics: clockMetrics},
 		{
-			Name:       "clocks",
-			Summary:    "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)",
-			Algorithms: clock.Algorithms,
-			Metrics:    clockMetrics,
-		},
-		{
-			Name:       "mutex",
-			Summary:    "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)",
-			Algorithms: mutex.WithApps(mutex.Algorithms), // the workload tells: ME3's application messages
-			Metrics:    mutexMetrics,
-			Workload:   func() sim.Workload { return DefaultMutexLoad() },
-			React:      func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
+			Family:   withApps(registered("mutex")), // the workload tells: ME3's application messages
+			Metrics:  mutexMetrics,
+			Workload: func() sim.Workload { return DefaultMutexLoad() },
+			React:    func() sim.Workload { return MutexHold{Hold: time.Millisecond} },
 			Diagram: trace.SVGOptions{
 				Quiet: []string{"waiting", "lent", "told"},
 				Spans: []trace.Span{{Open: "enter", Close: "exit", Label: "critical section"}},
 			},
 		},
+		{Family: registered("election"), Metrics: electionMetrics, Workload: electAtStart},
 		{
-			Name:       "election",
-			Summary:    "leader election: bully, ring, flooding, echo (seeds 000-004)",
-			Algorithms: election.Algorithms,
-			Metrics:    electionMetrics,
-			Workload:   electAtStart,
+			Family:   registered("multicast"),
+			Metrics:  multicastMetrics,
+			Workload: DefaultMulticastLoad,
+			Diagram:  trace.SVGOptions{Quiet: []string{"holdback"}},
 		},
-		{
-			Name:       "multicast",
-			Summary:    "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)",
-			Algorithms: multicast.Algorithms,
-			Metrics:    multicastMetrics,
-			Workload:   DefaultMulticastLoad,
-			Diagram:    trace.SVGOptions{Quiet: []string{"holdback"}},
-		}}
+	}
+}
+
+func registered(name string) registry.Family {
+	f, err := registry.Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// withApps gives the simulator's mutex runs the application's messages
+// beside every algorithm (mutex.WithApp).
+func withApps(f registry.Family) registry.Family {
+	f.Algorithms = mutex.WithApps(f.Algorithms)
+	return f
 }
 
 // Families lists the families in the order of the seeds.
@@ -103,25 +103,6 @@ func Lookup(family string) (Family, error) {
 		names = append(names, f.Name)
 	}
 	return Family{}, fmt.Errorf("unknown family %q (known: %s)", family, strings.Join(names, ", "))
-}
-
-// Algorithm finds an algorithm of the family by name; the error lists the
-// family's algorithms.
-func (f Family) Algorithm(name string) (proc.Algorithm, error) {
-	i := slices.IndexFunc(f.Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
-	if i < 0 {
-		return proc.Algorithm{}, fmt.Errorf("unknown %s algorithm %q (known: %s)", f.Name, name, strings.Join(f.Names(), ", "))
-	}
-	return f.Algorithms[i], nil
-}
-
-// Names lists the family's algorithm names.
-func (f Family) Names() []string {
-	var names []string
-	for _, a := range f.Algorithms {
-		names = append(names, a.Name)
-	}
-	return names
 }
 
 // clockMetrics counts the timestamps the processes reported, and measures

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,6 +31,7 @@ var allowed = map[string][]string{
 	"check":            {"trace", "proc", "logical", "clock"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},
@@ -125,5 +127,21 @@ func f() { go f(); _ = time.Now(); _ = time.Duration(1) }`
 	}
 	if got := strings.Join(nondeterminism(f), ", "); got != "import sync, go statement, time.Now" {
 		t.Errorf("found %q, want import sync, go statement, time.Now", got)
+	}
+}
+
+// The live path — the registry, the node host and the services — reaches no
+// part of the simulator or of this harness: a live node does not carry the
+// simulator, and the simulator's changes cannot break a running service.
+func TestLivePathImportsNoSimulator(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"registry", module+"live", module+"lock", module+"leader", module+"group").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		rest, ok := strings.CutPrefix(dep, module)
+		if ok && slices.Contains([]string{"sim", "catalog", "run", "scenario", "check"}, rest) {
+			t.Errorf("the live path imports %s", rest)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"regexp"
 	"strings"
 	"sync"
@@ -31,16 +32,7 @@ import (
 const DefaultAlgorithm = "total-sequencer"
 
 // Algorithm finds a multicast algorithm by name; the error lists them.
-func Algorithm(name string) (proc.Algorithm, error) {
-	var names []string
-	for _, a := range multicast.Algorithms {
-		if a.Name == name {
-			return a, nil
-		}
-		names = append(names, a.Name)
-	}
-	return proc.Algorithm{}, fmt.Errorf("unknown multicast algorithm %q (known: %s)", name, strings.Join(names, ", "))
-}
+func Algorithm(name string) (proc.Algorithm, error) { return registry.Find("multicast", name) }
 
 // Resolver is a live.Config.Resolve for a cluster whose groups all run
 // algorithm a: a node joins group "group/x" when the first message for it

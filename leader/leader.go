@@ -22,6 +22,7 @@ package leader
 import (
 	"context"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,14 +37,13 @@ import (
 // timeouts and every process an observer until it campaigns. Every node of
 // a cluster must use the same configuration.
 func Algorithm(cfg election.LeaderConfig) proc.Algorithm {
-	for _, a := range election.Algorithms {
-		if a.Name == "bully-fd" {
-			cfg.Candidate = false
-			a.New = election.NewBullyFD(cfg)
-			return a
-		}
+	a, err := registry.Find("election", "bully-fd")
+	if err != nil {
+		panic("leader: " + err.Error())
 	}
-	panic("leader: the election family has no bully-fd")
+	cfg.Candidate = false
+	a.New = election.NewBullyFD(cfg)
+	return a
 }
 
 // Resolver is a live.Config.Resolve for a cluster whose elections all run

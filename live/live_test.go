@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -61,7 +61,7 @@ func transports(t *testing.T, n int, tcp bool) []transport.Transport {
 // runClocks runs a clock demonstration on n live nodes, traced, until it
 // falls silent, and returns the merged trace.
 func runClocks(t *testing.T, algo string, n int, tcp bool) *trace.Trace {
-	f, _ := catalog.Lookup("clocks")
+	f, _ := registry.Lookup("clocks")
 	a, err := f.Algorithm(algo)
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,10 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/cohort-go/cohort/wire"
 )
 
@@ -53,7 +53,7 @@ func pump(nodes []*pumped, q *[]pumpedMsg) int {
 // replies through the hosts (encoding, routing, decoding, the handlers,
 // the outputs), with the network taken out. Reported per message.
 func BenchmarkRicartAgrawalaRound(b *testing.B) {
-	f, err := catalog.Lookup("mutex")
+	f, err := registry.Lookup("mutex")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,11 +3,11 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -17,7 +17,7 @@ import (
 // back, then node 2 does. A cluster of `cohort node` processes over TCP
 // works the same way; only the transport differs.
 func Example() {
-	ra, _ := mutex.Lookup("ricart-agrawala")
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
 	net, _ := transport.NewInProc(3, transport.InProcConfig{})
 	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
 	var nodes []*live.Node

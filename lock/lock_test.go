@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -50,7 +50,7 @@ func cluster(t *testing.T, n int, a proc.Algorithm) []*live.Node {
 }
 
 func algo(t *testing.T, name string) proc.Algorithm {
-	a, err := mutex.Lookup(name)
+	a, err := registry.Find("mutex", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,21 +123,6 @@ var order = []string{
 	"suzuki-kasami", "raymond",
 }
 
-// Lookup finds a registered algorithm by name; the error lists the known
-// ones. The entries are the algorithms alone, as a live service runs them
-// (the simulator's workloads add the application's messages: WithApp).
-func Lookup(name string) (proc.Algorithm, error) {
-	i := slices.IndexFunc(Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
-	if i < 0 {
-		var names []string
-		for _, a := range Algorithms {
-			names = append(names, a.Name)
-		}
-		return proc.Algorithm{}, fmt.Errorf("unknown mutex algorithm %q (known: %s)", name, strings.Join(names, ", "))
-	}
-	return Algorithms[i], nil
-}
-
 // register adds entries to Algorithms, keeping the canonical order.
 func register(as ...proc.Algorithm) {
 	for _, a := range as {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/bench"
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +47,7 @@ etcd comes from Debian's etcd-server package (apt-get install etcd-server);
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := strings.CutPrefix(algo, "mutex/")
-			a, err := mutex.Lookup(name)
+			a, err := registry.Find("mutex", name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}

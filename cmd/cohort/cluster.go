@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"net"
@@ -24,7 +25,6 @@ import (
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
@@ -61,7 +61,7 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if !ok || fam != "mutex" {
 				return usageErr("--algo %q: want mutex/NAME, the algorithm behind the locks (elections run bully-fd, groups total-sequencer)", algo)
 			}
-			a, err := mutex.Lookup(name)
+			a, err := registry.Find("mutex", name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}

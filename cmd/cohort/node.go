@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cohort-go/cohort/internal/suggest"
+	"github.com/cohort-go/cohort/registry"
 	"log/slog"
 	"math"
 	"net"
@@ -19,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -27,7 +27,6 @@ import (
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
-	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
@@ -199,7 +198,7 @@ node.yaml:
 // runNode runs a node until ctx ends. ready, if set, receives the API
 // address once the node serves.
 func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(api string)) error {
-	algo, err := mutex.Lookup(c.Lock)
+	algo, err := registry.Find("mutex", c.Lock)
 	if err != nil {
 		return usageErr("lock: %v", err)
 	}
@@ -228,11 +227,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	extra := map[string]proc.Algorithm{}
 	for _, name := range c.Run {
 		fam, an, _ := strings.Cut(name, "/")
-		f, err := catalog.Lookup(fam)
-		if err != nil {
-			return usageErr("run: %q: %v", name, err)
-		}
-		a, err := f.Algorithm(an)
+		a, err := registry.Find(fam, an)
 		if err != nil {
 			return usageErr("run: %q: %v", name, err)
 		}

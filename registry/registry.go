@@ -1,0 +1,79 @@
+// Package registry is the list of Cohort's algorithms, by family: where the
+// live runtime, the services and the CLI look an algorithm up by name. It
+// imports the algorithm packages and nothing else of Cohort: no simulator,
+// no harness. What runs, measures and compares algorithms in the simulator
+// (workloads, metrics, comparisons) is package catalog, built on this one.
+//
+// A new algorithm registers itself in its family's package (one file and
+// its test); a new family adds one line to families below.
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/multicast"
+	"github.com/cohort-go/cohort/mutex"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Family is a family of algorithms.
+type Family struct {
+	Name       string
+	Summary    string
+	Algorithms []proc.Algorithm
+}
+
+var families = []Family{
+	{"clocks", "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)", clock.Algorithms},
+	{"mutex", "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)", mutex.Algorithms},
+	{"election", "leader election: bully, ring, flooding, echo (seeds 000-004)", election.Algorithms},
+	{"multicast", "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)", multicast.Algorithms},
+}
+
+// Families lists the families in the order of the seeds.
+func Families() []Family { return families }
+
+// Lookup finds a family by name; the error lists the known ones.
+func Lookup(family string) (Family, error) {
+	i := slices.IndexFunc(families, func(f Family) bool { return f.Name == family })
+	if i < 0 {
+		var names []string
+		for _, f := range families {
+			names = append(names, f.Name)
+		}
+		return Family{}, fmt.Errorf("unknown family %q (known: %s)", family, strings.Join(names, ", "))
+	}
+	return families[i], nil
+}
+
+// Find finds algorithm name of family.
+func Find(family, name string) (proc.Algorithm, error) {
+	f, err := Lookup(family)
+	if err != nil {
+		return proc.Algorithm{}, err
+	}
+	return f.Algorithm(name)
+}
+
+// Algorithm finds an algorithm of the family by name; the error lists the
+// family's algorithms.
+func (f Family) Algorithm(name string) (proc.Algorithm, error) {
+	i := slices.IndexFunc(f.Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
+	if i < 0 {
+		return proc.Algorithm{}, fmt.Errorf("unknown %s algorithm %q (known: %s)", f.Name, name, strings.Join(f.Names(), ", "))
+	}
+	return f.Algorithms[i], nil
+}
+
+// Names lists the family's algorithm names.
+func (f Family) Names() []string {
+	var names []string
+	for _, a := range f.Algorithms {
+		names = append(names, a.Name)
+	}
+	return names
+}

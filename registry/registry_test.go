@@ -1,0 +1,34 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLookupAndFind(t *testing.T) {
+	for _, f := range Families() {
+		if len(f.Algorithms) == 0 {
+			t.Errorf("family %s has no algorithms", f.Name)
+		}
+		seen := map[string]bool{}
+		for _, a := range f.Algorithms {
+			if a.Family != f.Name {
+				t.Errorf("%s is registered in family %q but listed under %s", a.Name, a.Family, f.Name)
+			}
+			if seen[a.Name] {
+				t.Errorf("%s/%s listed twice", f.Name, a.Name)
+			}
+			seen[a.Name] = true
+			got, err := Find(f.Name, a.Name)
+			if err != nil || got.Name != a.Name {
+				t.Errorf("Find(%s, %s): %v", f.Name, a.Name, err)
+			}
+		}
+	}
+	if _, err := Lookup("gossip"); err == nil || !strings.Contains(err.Error(), `unknown family "gossip" (known: clocks, mutex, election, multicast)`) {
+		t.Errorf("Lookup(gossip): %v", err)
+	}
+	if _, err := Find("mutex", "bakery"); err == nil || !strings.Contains(err.Error(), `unknown mutex algorithm "bakery" (known: central, `) {
+		t.Errorf("Find(mutex, bakery): %v", err)
+	}
+}
