@@ -36,13 +36,7 @@ func init() {
 		Summary: "FIFO-total order: a sequencer that numbers each sender's messages in the sender's order (2(N−1) messages)",
 		Source:  "seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
-		Theory: func(n int) map[string]float64 {
-			N := float64(n)
-			return map[string]float64{
-				"messages_per_multicast": 2 * (N - 1),
-				"latency_msgs":           2,
-			}
-		},
+		Theory:  sequencerTheory,
 		Notes: map[string]string{
 			"latency_msgs": "as total-sequencer: (2N − 1)/N with the sequencer's own messages",
 		},

@@ -658,13 +658,7 @@ func init() {
 		Summary: "central server that survives the coordinator's crash: heartbeats, bully election of the highest live id, queue rebuilt from every process's state",
 		Source:  "seed 000, seed 003 §6.3; failover beyond the seeds (election: seed 001's bully rule)",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true, Synchronous: true, Failures: "crash-stop"},
-		Theory: func(n int) map[string]float64 {
-			return map[string]float64{
-				"messages_per_entry": 3,
-				"client_delay_msgs":  2,
-				"sync_delay_msgs":    2,
-			}
-		},
+		Theory:  centralTheory,
 		Notes: map[string]string{
 			"messages_per_entry": "as central, plus the coordinator's heartbeats to waiting processes every 10 ms: they grow with the queue under saturation",
 		},

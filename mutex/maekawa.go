@@ -99,13 +99,7 @@ func init() {
 		Summary: "Maekawa's voting sets (√N×√N grid, row ∪ column), basic algorithm: first-come votes, can deadlock",
 		Source:  "seed 004",
 		Assumes: proc.Assumptions{Reliable: true},
-		Theory: func(n int) map[string]float64 {
-			return map[string]float64{
-				"messages_per_entry": 3 * float64(maekawaK(n)-1),
-				"client_delay_msgs":  2,
-				"sync_delay_msgs":    2,
-			}
-		},
+		Theory:  maekawaTheory,
 		Notes: map[string]string{
 			"messages_per_entry": "3(K−1) with voting sets of K = 2√N − 1 (the grid); more under contention",
 		},
@@ -309,4 +303,11 @@ func maekawaK(n int) int {
 		k = max(k, len(q))
 	}
 	return k
+}
+
+// maekawaTheory is the seed's cost of an entry with voting sets of K:
+// request, vote and release to each of the K − 1 others; two message
+// times before entry and between entries.
+func maekawaTheory(n int) map[string]float64 {
+	return map[string]float64{"messages_per_entry": 3 * float64(maekawaK(n)-1), "client_delay_msgs": 2, "sync_delay_msgs": 2}
 }

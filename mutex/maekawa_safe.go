@@ -151,13 +151,7 @@ func init() {
 		Summary: "Maekawa with timestamped requests and inquire/relinquish/failed: deadlock-free",
 		Source:  "seed 004; Maekawa 1985, Sanders 1987",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
-		Theory: func(n int) map[string]float64 {
-			return map[string]float64{
-				"messages_per_entry": 3 * float64(maekawaK(n)-1),
-				"client_delay_msgs":  2,
-				"sync_delay_msgs":    2,
-			}
-		},
+		Theory:  maekawaTheory,
 		Notes: map[string]string{
 			"messages_per_entry": "3(K−1) without contention; inquire, relinquish and failed messages add to it under contention",
 		},
