@@ -7,9 +7,7 @@ import (
 
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
-	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
+	"github.com/cohort-go/cohort/live/livetest"
 )
 
 // Three nodes in one process form the group "accounts" under the default
@@ -17,17 +15,17 @@ import (
 // node delivers both messages, in the same order.
 func Example() {
 	a, _ := group.Algorithm(group.DefaultAlgorithm)
-	net, _ := transport.NewInProc(3, transport.InProcConfig{})
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	nodes, stop, err := livetest.New(3, live.Config{Resolve: group.Resolver(a)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
 	var gs []*group.Group
 	var feeds []<-chan group.Delivery
-	for i := range 3 {
-		ep, _ := net.Endpoint(proc.ID(i))
-		n, _ := live.NewNode(live.Config{Self: proc.ID(i), N: 3, Transport: ep, NewCodec: codec, Resolve: group.Resolver(a)})
-		n.Start()
-		defer n.Close()
+	for _, n := range nodes {
 		g, err := group.New(n, "accounts", a)
 		if err != nil {
 			fmt.Println(err)

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 func algo(t testing.TB, name string) proc.Algorithm {
@@ -30,27 +30,14 @@ func algo(t testing.TB, name string) proc.Algorithm {
 
 func inprocCluster(t testing.TB, n int, a proc.Algorithm) []*live.Node {
 	t.Helper()
-	net, err := transport.NewInProc(n, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trs []live.Transport
-	for i := range n {
-		ep, err := net.Endpoint(proc.ID(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, ep)
-	}
-	return nodes(t, trs, a)
+	return livetest.Start(t, n, live.Config{Resolve: Resolver(a)})
 }
 
 func nodes(t testing.TB, trs []live.Transport, a proc.Algorithm) []*live.Node {
 	t.Helper()
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
 	var ns []*live.Node
 	for i, tr := range trs {
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: len(trs), Transport: tr, NewCodec: codec, Resolve: Resolver(a)})
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: len(trs), Transport: tr, Resolve: Resolver(a)})
 		if err != nil {
 			t.Fatal(err)
 		}

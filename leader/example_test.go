@@ -8,9 +8,7 @@ import (
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
-	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
+	"github.com/cohort-go/cohort/live/livetest"
 )
 
 // Three nodes in one process stand in an election named "scheduler";
@@ -18,14 +16,14 @@ import (
 // every node learns it.
 func Example() {
 	cfg := election.LeaderConfig{Heartbeat: 20 * time.Millisecond, Timeout: 250 * time.Millisecond, Quorum: true}
-	net, _ := transport.NewInProc(3, transport.InProcConfig{})
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
+	nodes, stop, err := livetest.New(3, live.Config{Resolve: leader.Resolver(cfg)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
 	var es []*leader.Election
-	for i := range 3 {
-		ep, _ := net.Endpoint(proc.ID(i))
-		n, _ := live.NewNode(live.Config{Self: proc.ID(i), N: 3, Transport: ep, NewCodec: codec, Resolve: leader.Resolver(cfg)})
-		n.Start()
-		defer n.Close()
+	for _, n := range nodes {
 		e, err := leader.New(n, "scheduler", cfg)
 		if err != nil {
 			fmt.Println(err)

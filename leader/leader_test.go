@@ -8,9 +8,8 @@ import (
 
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 // fast are timeouts for tests: failover in well under a second.
@@ -18,32 +17,7 @@ var fast = election.LeaderConfig{Heartbeat: 20 * time.Millisecond, Timeout: 250 
 
 func cluster(t *testing.T, n int) []*live.Node {
 	t.Helper()
-	net, err := transport.NewInProc(n, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
-	var nodes []*live.Node
-	for i := 0; i < n; i++ {
-		ep, err := net.Endpoint(proc.ID(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, NewCodec: codec, Resolve: Resolver(fast)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := node.Start(); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, node)
-	}
-	t.Cleanup(func() {
-		for _, node := range nodes {
-			node.Close()
-		}
-	})
-	return nodes
+	return livetest.Start(t, n, live.Config{Resolve: Resolver(fast)})
 }
 
 func elections(t *testing.T, nodes []*live.Node, name string) []*Election {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/wire"
 )
 
 // Transport moves opaque payloads between cluster members: TCP with an
@@ -34,7 +35,7 @@ type Config struct {
 	Self      proc.ID
 	N         int // cluster size
 	Transport Transport
-	NewCodec  NewCodec
+	NewCodec  NewCodec // nil: Cohort's wire codec (package wire)
 	Logger    *slog.Logger
 	// Seed seeds the services' random sources (with the node id and the
 	// service name); 0 is fine.
@@ -83,8 +84,9 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node id %d out of range 0..%d", cfg.Self, cfg.N-1)
 	case cfg.Transport == nil:
 		return nil, errors.New("no transport")
-	case cfg.NewCodec == nil:
-		return nil, errors.New("no codec")
+	}
+	if cfg.NewCodec == nil {
+		cfg.NewCodec = func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }
 	}
 	if cfg.InboxLen == 0 {
 		cfg.InboxLen = 4096

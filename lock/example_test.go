@@ -6,10 +6,8 @@ import (
 	"github.com/cohort-go/cohort/registry"
 
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/lock"
-	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 // Three nodes in one process (in-process transport) run Ricart–Agrawala
@@ -18,16 +16,12 @@ import (
 // works the same way; only the transport differs.
 func Example() {
 	ra, _ := registry.Find("mutex", "ricart-agrawala")
-	net, _ := transport.NewInProc(3, transport.InProcConfig{})
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
-	var nodes []*live.Node
-	for i := range 3 {
-		ep, _ := net.Endpoint(proc.ID(i))
-		n, _ := live.NewNode(live.Config{Self: proc.ID(i), N: 3, Transport: ep, NewCodec: codec, Resolve: lock.Resolver(ra)})
-		n.Start()
-		defer n.Close()
-		nodes = append(nodes, n)
+	nodes, stop, err := livetest.New(3, live.Config{Resolve: lock.Resolver(ra)})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	defer stop()
 	for _, i := range []int{1, 2} {
 		l, err := lock.New(nodes[i], "jobs", ra)
 		if err != nil {

@@ -13,40 +13,13 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 func cluster(t *testing.T, n int, a proc.Algorithm) []*live.Node {
 	t.Helper()
-	net, err := transport.NewInProc(n, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
-	var nodes []*live.Node
-	for i := 0; i < n; i++ {
-		ep, err := net.Endpoint(proc.ID(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, NewCodec: codec,
-			Resolve: Resolver(a)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := node.Start(); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, node)
-	}
-	t.Cleanup(func() {
-		for _, node := range nodes {
-			node.Close()
-		}
-	})
-	return nodes
+	return livetest.Start(t, n, live.Config{Resolve: Resolver(a)})
 }
 
 func algo(t *testing.T, name string) proc.Algorithm {
