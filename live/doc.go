@@ -18,5 +18,5 @@
 // The network is a Transport (package live/transport: TCP with an
 // authenticating handshake, or in-process channels); messages are
 // serialized by a Codec (package wire). The host never imports an
-// algorithm: it takes proc.Algorithm values from the catalog.
+// algorithm: it takes proc.Algorithm values from the registry.
 package live

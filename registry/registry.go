@@ -2,7 +2,7 @@
 // live runtime, the services and the CLI look an algorithm up by name. It
 // imports the algorithm packages and nothing else of Cohort: no simulator,
 // no harness. What runs, measures and compares algorithms in the simulator
-// (workloads, metrics, comparisons) is package catalog, built on this one.
+// (workloads, metrics, comparisons) is package lab, built on this one.
 //
 // A new algorithm registers itself in its family's package (one file and
 // its test); a new family adds one line to families below.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +37,7 @@ units of the (constant, 1 ms) one-way latency.`,
 				}
 				nodes = append(nodes, n)
 			}
-			rows, runs, err := catalog.Compare(args[0], nodes, seed)
+			rows, runs, err := lab.Compare(args[0], nodes, seed)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -77,7 +77,7 @@ var metricNames = map[string]string{
 	"holdback_max":           "largest hold-back queue",
 }
 
-func printCompare(w io.Writer, rows []catalog.CompareRow, runs []catalog.CompareRun, nodes []int) {
+func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {
 	fmt.Fprintln(w, "measured (theory); delays in one-way message times; — where the seeds give no single figure")
 	var algos []string
 	for _, r := range rows {

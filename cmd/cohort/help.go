@@ -7,17 +7,17 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// familyNames lists every family `cohort sim` runs, in the catalog's order,
+// familyNames lists every family `cohort sim` runs, in the registry's order,
 // position last.
 func familyNames() []string {
 	var names []string
-	for _, f := range catalog.Families() {
+	for _, f := range lab.Families() {
 		names = append(names, f.Name)
 	}
 	return append(names, positionFamily)
@@ -51,7 +51,7 @@ func familyHelp(cmd *cobra.Command, family string, w io.Writer) error {
 			fmt.Fprintf(tw, "  %s\t%s\n", a.name, a.summary)
 		}
 	} else {
-		f, err := catalog.Lookup(family)
+		f, err := lab.Lookup(family)
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -118,7 +118,7 @@ func completeAlgos(_ *cobra.Command, args []string, _ string) ([]string, cobra.S
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
-	f, err := catalog.Lookup(args[0])
+	f, err := lab.Lookup(args[0])
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

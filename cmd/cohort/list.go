@@ -6,8 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
 )
 
@@ -37,13 +37,13 @@ func newListCmd() *cobra.Command {
 				}
 				return tw.Flush()
 			}
-			fams := catalog.Families()
+			fams := lab.Families()
 			if len(args) == 1 {
-				f, err := catalog.Lookup(args[0])
+				f, err := lab.Lookup(args[0])
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				fams = []catalog.Family{f}
+				fams = []lab.Family{f}
 			}
 			var entries []listEntry
 			for _, f := range fams {

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cohort-go/cohort/catalog"
-	"github.com/cohort-go/cohort/run"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -13,9 +12,9 @@ import (
 // offset from true time, C(t) − t, against true time. A run whose
 // processes output no clock readings is an error when it is the only run,
 // and an empty chart that says so when the whole family runs.
-func writePlot(tr *trace.Trace, r *run.Report, path string, runs int) error {
+func writePlot(tr *trace.Trace, r *lab.Report, path string, runs int) error {
 	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
-	p, ok := catalog.OffsetPlot(tr, title, 0)
+	p, ok := lab.OffsetPlot(tr, title, 0)
 	if !ok && runs == 1 {
 		return usageErr("--plot: %s/%s outputs no clock readings (the clock synchronization algorithms do: cristian, ntp, berkeley, rbs, hlc)", r.Family, r.Algo)
 	}

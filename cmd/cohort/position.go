@@ -19,7 +19,7 @@ import (
 // `cohort sim position` runs the positioning systems of package position.
 // They are numerical methods over a synthetic sky or latency matrix, not
 // message-passing state machines, so they have no trace, no checkers and
-// no place in the catalog; the command shares the sim command's --algo,
+// no place in the registry; the command shares the sim command's --algo,
 // --nodes, --seed and --json flags and adds --clock-error.
 
 const positionFamily = "position"

@@ -12,9 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -90,11 +89,11 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if handled, err := simMulticast(cmd, family, f); handled { // simmulticast.go
 		return err
 	}
-	fam, err := catalog.Lookup(family)
+	fam, err := lab.Lookup(family)
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	base := run.Options{Metrics: fam.Metrics, NoCheck: f.noCheck}
+	base := lab.Options{Metrics: fam.Metrics, NoCheck: f.noCheck}
 	algoName := f.algo
 	if f.scenario != "" {
 		sc, err := scenario.Load(f.scenario)
@@ -164,9 +163,9 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	switch f.vc {
 	case "auto":
 	case "on":
-		base.VectorClocks = run.On
+		base.VectorClocks = lab.On
 	case "off":
-		base.VectorClocks = run.Off
+		base.VectorClocks = lab.Off
 	default:
 		return usageErr("--vc %q: want on, off or auto", f.vc)
 	}
@@ -175,7 +174,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	}
 
 	out := cmd.OutOrStdout()
-	var reports []*run.Report
+	var reports []*lab.Report
 	failed := false
 	for _, a := range algos {
 		o := base
@@ -192,16 +191,16 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		prog := newProgress(cmd.ErrOrStderr())
 		o.Progress = prog.update
-		r, tr, err := run.Sim(o)
-		if err != nil && errors.Is(err, run.ErrInput) && o.Nodes > 0 && len(algos) > 1 && o.Scenario == nil {
+		r, tr, err := lab.Sim(o)
+		if err != nil && errors.Is(err, lab.ErrInput) && o.Nodes > 0 && len(algos) > 1 && o.Scenario == nil {
 			// A whole-family run: --nodes applies where it fits; an
 			// algorithm it does not fit (a fixed-size demonstration, a
 			// square-only grid) runs at its own size, and says so.
-			why := strings.TrimPrefix(err.Error(), run.ErrInput.Error()+": ")
+			why := strings.TrimPrefix(err.Error(), lab.ErrInput.Error()+": ")
 			fmt.Fprintf(cmd.ErrOrStderr(), "note: --nodes %d does not fit %s (%s); it runs with its own number of nodes\n",
 				o.Nodes, a.Name, why)
 			o.Nodes = 0
-			r, tr, err = run.Sim(o)
+			r, tr, err = lab.Sim(o)
 		}
 		prog.done()
 		for _, c := range closers {
@@ -210,7 +209,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, run.ErrInput) {
+			if errors.Is(err, lab.ErrInput) {
 				return usageErr("%s: %v", a.Name, err)
 			}
 			return &exitError{1, fmt.Errorf("%s: %w", a.Name, err)}
@@ -265,7 +264,7 @@ func perAlgo(path, algo string, runs int) string {
 	return strings.TrimSuffix(path, ext) + "-" + algo + ext
 }
 
-func writeRenderings(tr *trace.Trace, r *run.Report, f *simFlags, algo string, runs int, diagram trace.SVGOptions) error {
+func writeRenderings(tr *trace.Trace, r *lab.Report, f *simFlags, algo string, runs int, diagram trace.SVGOptions) error {
 	if tr == nil {
 		return nil
 	}
@@ -312,7 +311,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return file.Close()
 }
 
-func printReport(w io.Writer, r *run.Report, files []string) {
+func printReport(w io.Writer, r *lab.Report, files []string) {
 	fmt.Fprintf(w, "%s/%s   %d nodes   seed %d   %s\n", r.Family, r.Algo, r.Nodes, r.Seed, r.Network)
 	fmt.Fprintf(w, "  assumes      %s\n", r.Assumption)
 	for i, o := range r.Outside {
@@ -357,7 +356,7 @@ func printReport(w io.Writer, r *run.Report, files []string) {
 	}
 }
 
-func printTable(w io.Writer, fam catalog.Family, reports []*run.Report) {
+func printTable(w io.Writer, fam lab.Family, reports []*lab.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// One column per checker any run has; "—" where a run has not that one.
 	var names []string
@@ -397,7 +396,7 @@ func printTable(w io.Writer, fam catalog.Family, reports []*run.Report) {
 	fmt.Fprintf(w, "\nOne run per algorithm with its default scenario; --algo NAME for one run in detail.\n")
 }
 
-func verdict(r *run.Report, c run.Check) string {
+func verdict(r *lab.Report, c lab.Check) string {
 	switch {
 	case len(r.Outside) > 0 && c.OK:
 		return "ok"
@@ -430,7 +429,7 @@ func byType(m map[string]int64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-func metrics(r *run.Report) string {
+func metrics(r *lab.Report) string {
 	keys := make([]string, 0, len(r.Metrics))
 	for k := range r.Metrics {
 		keys = append(keys, k)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -75,13 +75,13 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	out := cmd.OutOrStdout()
 	if !f.json {
 		fmt.Fprintf(out, "bank demo (seed 003): %s replicated on %d nodes; at 1ms p0 multicasts %q and p1 %q (seed %d)\n",
-			catalog.Dollars(100_000), n, "deposit $100", "add 1% interest", f.seed)
+			lab.Dollars(100_000), n, "deposit $100", "add 1% interest", f.seed)
 	}
-	fam, _ := catalog.Lookup("multicast")
+	fam, _ := lab.Lookup("multicast")
 	failed := false
 	var wrote []string
 	for _, algo := range algos {
-		b, err := catalog.BankDemo(algo, n, f.seed)
+		b, err := lab.BankDemo(algo, n, f.seed)
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -113,14 +113,14 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	return nil
 }
 
-func printBank(w io.Writer, b *catalog.BankRun) {
+func printBank(w io.Writer, b *lab.BankRun) {
 	verdict := "the replicas agree"
 	if !b.Agree() {
 		verdict = "the replicas disagree"
 	}
 	fmt.Fprintf(w, "\nmulticast/%s: %s\n", b.Algo, verdict)
 	for p, cents := range b.Balances {
-		fmt.Fprintf(w, "  p%d  %s  %s\n", p, catalog.Dollars(cents), b.Describe(p))
+		fmt.Fprintf(w, "  p%d  %s  %s\n", p, lab.Dollars(cents), b.Describe(p))
 	}
 	for _, c := range b.Report.Checks {
 		if c.Failed() {
@@ -134,10 +134,10 @@ func printBank(w io.Writer, b *catalog.BankRun) {
 	}
 }
 
-func printBankJSON(w io.Writer, b *catalog.BankRun) error {
+func printBankJSON(w io.Writer, b *lab.BankRun) error {
 	balances := make([]string, len(b.Balances))
 	for p, c := range b.Balances {
-		balances[p] = catalog.Dollars(c)
+		balances[p] = lab.Dollars(c)
 	}
 	return json.NewEncoder(w).Encode(map[string]any{
 		"demo": "bank", "algo": b.Algo, "nodes": len(b.Balances), "seed": b.Report.Seed,
@@ -148,7 +148,7 @@ func printBankJSON(w io.Writer, b *catalog.BankRun) error {
 
 // writeBankRenderings writes the run's trace and space-time diagram, one
 // file per algorithm (bank.svg becomes bank-basic.svg ...).
-func writeBankRenderings(b *catalog.BankRun, f *simFlags, runs int, diagram trace.SVGOptions) ([]string, error) {
+func writeBankRenderings(b *lab.BankRun, f *simFlags, runs int, diagram trace.SVGOptions) ([]string, error) {
 	var files []string
 	if f.svgOut != "" {
 		var mark []int
@@ -160,7 +160,7 @@ func writeBankRenderings(b *catalog.BankRun, f *simFlags, runs int, diagram trac
 		path := perAlgo(f.svgOut, b.Algo, runs)
 		balances := make([]string, len(b.Balances))
 		for p, c := range b.Balances {
-			balances[p] = catalog.Dollars(c)
+			balances[p] = lab.Dollars(c)
 		}
 		opt := diagram
 		opt.Mark = mark

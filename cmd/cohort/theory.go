@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cohort-go/cohort/catalog"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/spf13/cobra"
 )
@@ -59,7 +59,7 @@ coordinators, a process needs m > N/2 votes, and a coordinator resets
 				"exact":        mutex.ExactViolation(n, m, p),
 			}
 			if runs > 0 {
-				est, hits := catalog.MonteCarloDecentralized(n, m, p, runs, seed)
+				est, hits := lab.MonteCarloDecentralized(n, m, p, runs, seed)
 				out["monte_carlo"], out["runs"], out["violations"] = est, runs, hits
 			}
 			w := cmd.OutOrStdout()

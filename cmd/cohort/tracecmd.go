@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cohort-go/cohort/catalog"
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/spf13/cobra"
@@ -73,7 +73,7 @@ func newTraceRenderCmd() *cobra.Command {
 					title = args[0]
 				}
 				var opt trace.SVGOptions
-				if f, err := catalog.Lookup(t.Header.Family); err == nil {
+				if f, err := lab.Lookup(t.Header.Family); err == nil {
 					opt = f.Diagram
 				}
 				opt.Mark, opt.Title = marks, title
@@ -103,7 +103,7 @@ func newTraceRenderCmd() *cobra.Command {
 // checkersFor is the checkers of the algorithm named in the trace's header,
 // or the generic ones when it names none Cohort knows.
 func checkersFor(t *trace.Trace) []string {
-	if f, err := catalog.Lookup(t.Header.Family); err == nil {
+	if f, err := lab.Lookup(t.Header.Family); err == nil {
 		if a, err := f.Algorithm(t.Header.Algo); err == nil {
 			return a.Checks
 		}

@@ -1,4 +1,4 @@
-package run
+package lab
 
 import (
 	"strings"

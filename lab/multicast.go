@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -48,7 +47,7 @@ func MulticastLoad(count int, think time.Duration) sim.Workload {
 //
 // The theory is given when every multicast went from a member to the
 // whole run (group "all"), the situation the seeds' formulas describe.
-func multicastMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
+func multicastMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	t := f.Trace
 	type msg struct {
 		sent, last int64
@@ -116,7 +115,7 @@ func multicastMetrics(f run.Finished) (map[string]float64, map[string]*float64) 
 
 // multicastOptions is a comparison run of a with n processes on a FIFO
 // network of the given latency (every multicast algorithm may assume FIFO).
-func multicastOptions(f Family, a proc.Algorithm, n int, seed uint64, latency string) (run.Options, error) {
+func multicastOptions(f Family, a proc.Algorithm, n int, seed uint64, latency string) (Options, error) {
 	o := f.Options(a)
 	sc, err := scenario.Parse("comparison", []byte(fmt.Sprintf("nodes: %d\nnetwork:\n  latency: %s\n  fifo: true\n", n, latency)))
 	if err != nil {
@@ -134,7 +133,7 @@ var multicastCases = []compareCase{
 		// Every process multicasts once, far apart from the others, on a
 		// constant 1 ms network: the cost and latency of one multicast.
 		name: "sparse", metrics: []string{"messages_per_multicast", "latency_msgs"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			o, err := multicastOptions(f, a, n, seed, compareLatency.String())
 			if err != nil {
 				return nil, err
@@ -146,7 +145,7 @@ var multicastCases = []compareCase{
 					Input: multicast.Multicast{Group: "all", Body: fmt.Sprintf("m%d", p)}})
 			}
 			o.Workload = script
-			r, _, err := run.Sim(o)
+			r, _, err := Sim(o)
 			return r, err
 		},
 		theory: func(algo string, n int, metric string) *float64 {
@@ -162,13 +161,13 @@ var multicastCases = []compareCase{
 		// time of 2 ms, on a jittery FIFO network (0.5–1.5 ms): concurrent
 		// multicasts, and hold-back queues.
 		name: "concurrent", metrics: []string{"messages_per_multicast", "latency_msgs", "holdback_max"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			o, err := multicastOptions(f, a, n, seed, "uniform:500us,1500us")
 			if err != nil {
 				return nil, err
 			}
 			o.Workload = MulticastLoad(5, 2*time.Millisecond)
-			r, _, err := run.Sim(o)
+			r, _, err := Sim(o)
 			return r, err
 		},
 		theory: func(algo string, n int, metric string) *float64 {
@@ -192,7 +191,7 @@ const (
 // BankRun is one run of the bank demonstration.
 type BankRun struct {
 	Algo   string
-	Report *run.Report
+	Report *Report
 	Trace  *trace.Trace
 	// Balances is each replica's final balance, in cents.
 	Balances []int64
@@ -220,7 +219,7 @@ func Dollars(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cen
 // order of the copies.
 func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
 	if n < 2 {
-		return nil, fmt.Errorf("%w: the bank demo needs at least 2 replicas, not %d", run.ErrInput, n)
+		return nil, fmt.Errorf("%w: the bank demo needs at least 2 replicas, not %d", ErrInput, n)
 	}
 	f, err := Lookup("multicast")
 	if err != nil {
@@ -228,7 +227,7 @@ func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
 	}
 	a, err := f.Algorithm(algo)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", run.ErrInput, err)
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	o, err := multicastOptions(f, a, n, seed, "uniform:500us,3ms")
 	if err != nil {
@@ -238,7 +237,7 @@ func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
 		{At: time.Millisecond, Node: 0, Input: multicast.Multicast{Group: "all", Body: bankDeposit}},
 		{At: time.Millisecond, Node: 1, Input: multicast.Multicast{Group: "all", Body: bankInterest}},
 	}
-	r, tr, err := run.Sim(o)
+	r, tr, err := Sim(o)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"go/ast"
@@ -140,7 +140,7 @@ func TestLivePathImportsNoSimulator(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		rest, ok := strings.CutPrefix(dep, module)
-		if ok && slices.Contains([]string{"sim", "catalog", "run", "scenario", "check"}, rest) {
+		if ok && slices.Contains([]string{"sim", "lab", "scenario", "check"}, rest) {
 			t.Errorf("the live path imports %s", rest)
 		}
 	}

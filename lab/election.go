@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -21,7 +20,7 @@ import (
 // The election measured is the one the first Elect input starts: messages
 // before it (an algorithm that elects when it starts, as bully does) are
 // not counted.
-func electionMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
+func electionMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	t := f.Trace
 	from := 0
 	for i, e := range t.Events {
@@ -107,7 +106,7 @@ var electionCases = []compareCase{
 		// the largest id; N−1 messages reach it, N go round with its id,
 		// N announce it.
 		name: "worst", algos: []string{"ring"}, metrics: []string{"messages", "turnaround_msgs"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			return electionRun(f, a, n, seed, nil, 0)
 		},
 		theory: func(_ string, n int, metric string) *float64 {
@@ -120,7 +119,7 @@ var electionCases = []compareCase{
 		// Bully, best case: the highest crashed and the second highest
 		// notices: it sends COORDINATOR to the N − 2 others at once.
 		name: "best", algos: []string{"bully"}, metrics: []string{"messages", "turnaround_msgs"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			return electionRun(f, a, n, seed, []string{fmt.Sprintf("crash %d at %v", n-1, crashAfterStart)}, proc.ID(n-2))
 		},
 		theory: func(_ string, n int, metric string) *float64 {
@@ -136,7 +135,7 @@ var electionCases = []compareCase{
 		// Bully, worst case: the lowest notices; every process above it
 		// holds an election of its own: O(N²) messages.
 		name: "worst", algos: []string{"bully"}, metrics: []string{"messages", "turnaround_msgs"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			return electionRun(f, a, n, seed, []string{fmt.Sprintf("crash %d at %v", n-1, crashAfterStart)}, 0)
 		},
 		notes: map[string]string{"messages": "O(N²) (seed 000): each process above the starter holds its own election"},
@@ -152,7 +151,7 @@ const (
 
 // electionRun elects with n processes on a constant-latency network, with
 // the given faults, starter asking at electAt.
-func electionRun(f Family, a proc.Algorithm, n int, seed uint64, faults []string, starter proc.ID) (*run.Report, error) {
+func electionRun(f Family, a proc.Algorithm, n int, seed uint64, faults []string, starter proc.ID) (*Report, error) {
 	o := f.Options(a)
 	sc, err := scenario.Parse("comparison", []byte(fmt.Sprintf("nodes: %d\nnetwork:\n  latency: %s\n  fifo: true\n", n, compareLatency)))
 	if err != nil {
@@ -161,6 +160,6 @@ func electionRun(f Family, a proc.Algorithm, n int, seed uint64, faults []string
 	o.Scenario, o.Seed, o.Faults = sc, &seed, faults
 	o.Workload = sim.Script{{At: electAt, Node: starter, Input: election.Elect{}}}
 	o.Deadline = time.Duration(20*n*n+1000) * compareLatency
-	r, _, err := run.Sim(o)
+	r, _, err := Sim(o)
 	return r, err
 }

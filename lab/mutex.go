@@ -1,11 +1,10 @@
-package catalog
+package lab
 
 import (
 	"time"
 
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -124,7 +123,7 @@ func (h MutexHold) Observe(c sim.Control, id proc.ID, o proc.Output) {
 // messages per entry, the client delay of uncontended requests and the
 // synchronization delay between an exit and the next entry when someone
 // was waiting (both in units of the mean one-way latency), and throughput.
-func mutexMetrics(f run.Finished) (map[string]float64, map[string]*float64) {
+func mutexMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	t := f.Trace
 	lat := float64(f.MeanLatency)
 	type req struct {

@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/cohort-go/cohort/clock"
 	"github.com/cohort-go/cohort/logical"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -225,7 +224,7 @@ func HLCDivergence(t *trace.Trace) (ahead int64, maxC uint32, stamps int) {
 // output clock readings: precision_ns, accuracy_ns, converged_ns and
 // messages; and for hybrid clocks hlc_ahead_ns (the largest l − pt) and
 // hlc_max_c.
-func addSyncMetrics(r run.Finished, m map[string]float64) {
+func addSyncMetrics(r Finished, m map[string]float64) {
 	series := ClockOffsets(r.Trace)
 	if len(series) == 0 {
 		return

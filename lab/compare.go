@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 )
@@ -115,7 +114,7 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 type compareCase struct {
 	name    string
 	metrics []string
-	run     func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error)
+	run     func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error)
 	// algos limits the case to some algorithms; nil means all.
 	algos []string
 	// theory, if set, gives the theory's figure for a metric of this case.
@@ -137,7 +136,7 @@ var mutexCases = []compareCase{
 		// client delay of a request nobody competes with.
 		name:    "uncontended",
 		metrics: []string{"messages_per_entry", "client_delay_msgs"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			gap := time.Duration(4*n+20) * compareLatency
 			var script sim.Script
 			for i := 0; i < n; i++ {
@@ -146,7 +145,7 @@ var mutexCases = []compareCase{
 			o := compareOptions(f, a, n, seed)
 			o.Workload = script
 			o.Deadline = gap * time.Duration(n+2)
-			r, _, err := run.Sim(o)
+			r, _, err := Sim(o)
 			return r, err
 		},
 	},
@@ -155,7 +154,7 @@ var mutexCases = []compareCase{
 		// where JUST-RELEASED and the token algorithms save messages.
 		name:    "repeated",
 		metrics: []string{"messages_per_entry"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			var script sim.Script
 			gap := time.Duration(4*n+20) * compareLatency
 			for i := 0; i < repeatedEntries; i++ {
@@ -164,7 +163,7 @@ var mutexCases = []compareCase{
 			o := compareOptions(f, a, n, seed)
 			o.Workload = script
 			o.Deadline = gap * time.Duration(repeatedEntries+2)
-			r, _, err := run.Sim(o)
+			r, _, err := Sim(o)
 			return r, err
 		},
 	},
@@ -173,11 +172,11 @@ var mutexCases = []compareCase{
 		// synchronization delay and the throughput under saturation.
 		name:    "saturated",
 		metrics: []string{"messages_per_entry", "sync_delay_msgs", "throughput_per_s"},
-		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*run.Report, error) {
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			o := compareOptions(f, a, n, seed)
 			o.Workload = &MutexLoad{Rounds: 10}
 			o.Deadline = time.Duration(100*n+1000) * compareLatency
-			r, _, err := run.Sim(o)
+			r, _, err := Sim(o)
 			return r, err
 		},
 	},
@@ -198,7 +197,7 @@ func repeatedTheory(algo string, n int) *float64 {
 	return th["messages_per_entry"]
 }
 
-func compareOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options {
+func compareOptions(f Family, a proc.Algorithm, n int, seed uint64) Options {
 	o := f.Options(a)
 	sc, _ := scenario.Parse("comparison", []byte(fmt.Sprintf("nodes: %d\nnetwork:\n  latency: %s\n  fifo: true\n", n, compareLatency)))
 	o.Scenario = sc

@@ -1,10 +1,15 @@
-// Package catalog is the simulation harness of every family: the registry's
-// families (package registry) with what their simulated runs need and
-// report — default workloads, metrics, diagrams, the comparisons with the
-// sources' figures, demonstrations and Monte Carlo estimates. The CLI's
-// sim, compare and theory commands and the benchmarks are built on it; the
-// live runtime is not (it looks algorithms up in package registry).
-package catalog
+// Package lab is the simulation harness of every family. It runs one
+// registered algorithm in the simulator the way the CLI, the tests and the
+// benchmarks all do (Sim: settings from the algorithm's default scenario, a
+// scenario file and flags, in that order; the trace kept for the checkers
+// and hashed; a Report in the JSON contract of `cohort sim --json`; whether
+// the run is outside the algorithm's assumptions), and adds to the
+// registry's families what their simulated runs need and report: default
+// workloads, metrics, diagrams, the comparisons with the sources' figures,
+// demonstrations and Monte Carlo estimates. The CLI's sim, compare and
+// theory commands and the benchmarks are built on it; the live runtime is
+// not (it looks algorithms up in package registry).
+package lab
 
 import (
 	"fmt"
@@ -14,7 +19,6 @@ import (
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -23,7 +27,7 @@ import (
 // simulated runs need and report.
 type Family struct {
 	registry.Family
-	Metrics run.MetricsFunc
+	Metrics MetricsFunc
 	// Workload makes the default workload of a run whose scenario scripts
 	// none; React makes what answers outputs in every run. Either may be nil.
 	Workload func() sim.Workload
@@ -35,8 +39,8 @@ type Family struct {
 
 // Options returns run options for algorithm a of the family, with the
 // family's metrics and workloads in place.
-func (f Family) Options(a proc.Algorithm) run.Options {
-	o := run.Options{Algo: a, Metrics: f.Metrics}
+func (f Family) Options(a proc.Algorithm) Options {
+	o := Options{Algo: a, Metrics: f.Metrics}
 	if f.Workload != nil {
 		o.Workload = f.Workload()
 	}
@@ -107,7 +111,7 @@ func Lookup(family string) (Family, error) {
 
 // clockMetrics counts the timestamps the processes reported, and measures
 // the synchronization of physical clocks.
-func clockMetrics(r run.Finished) (map[string]float64, map[string]*float64) {
+func clockMetrics(r Finished) (map[string]float64, map[string]*float64) {
 	t := r.Trace
 	m := map[string]float64{}
 	var stamps float64

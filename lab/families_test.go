@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -12,11 +12,10 @@ import (
 	"github.com/cohort-go/cohort/sim"
 
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/trace"
 )
 
-func simulate(t *testing.T, family, algo string, mod func(*run.Options)) (*run.Report, *trace.Trace) {
+func simulate(t *testing.T, family, algo string, mod func(*Options)) (*Report, *trace.Trace) {
 	t.Helper()
 	f, err := Lookup(family)
 	if err != nil {
@@ -30,20 +29,20 @@ func simulate(t *testing.T, family, algo string, mod func(*run.Options)) (*run.R
 	if mod != nil {
 		mod(&o)
 	}
-	r, tr, err := run.Sim(o)
+	r, tr, err := Sim(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r, tr
 }
 
-func checkOf(r *run.Report, name string) run.Check {
+func checkOf(r *Report, name string) Check {
 	for _, c := range r.Checks {
 		if c.Name == name {
 			return c
 		}
 	}
-	return run.Check{Name: name, Status: "missing"}
+	return Check{Name: name, Status: "missing"}
 }
 
 // outputs returns the data of the outputs of a kind, in order.
@@ -144,11 +143,11 @@ func TestRandomLamportHoldsAndPhysicalBreaksOverSeeds(t *testing.T) {
 	broken := 0
 	for seed := uint64(1); seed <= 30; seed++ {
 		s := seed
-		r, _ := simulate(t, "clocks", "lamport", func(o *run.Options) { o.Nodes = 6; o.Seed = &s })
+		r, _ := simulate(t, "clocks", "lamport", func(o *Options) { o.Nodes = 6; o.Seed = &s })
 		if r.Failed() {
 			t.Fatalf("lamport seed %d: %+v", seed, r.Checks)
 		}
-		p, _ := simulate(t, "clocks", "physical", func(o *run.Options) { o.Nodes = 6; o.Seed = &s })
+		p, _ := simulate(t, "clocks", "physical", func(o *Options) { o.Nodes = 6; o.Seed = &s })
 		if !checkOf(p, "clock-condition").OK {
 			broken++
 		}
@@ -160,7 +159,7 @@ func TestRandomLamportHoldsAndPhysicalBreaksOverSeeds(t *testing.T) {
 
 func TestSameSeedSameTraceAcrossRuns(t *testing.T) {
 	seed := uint64(99)
-	mod := func(o *run.Options) { o.Nodes = 8; o.Seed = &seed }
+	mod := func(o *Options) { o.Nodes = 8; o.Seed = &seed }
 	a, _ := simulate(t, "clocks", "lamport", mod)
 	b, _ := simulate(t, "clocks", "lamport", mod)
 	if a.TraceSHA != b.TraceSHA || a.TraceSHA == "" {
@@ -205,10 +204,10 @@ func TestLamportSweepUnderRandomFaults(t *testing.T) {
 	loss, dup, reorder := 0.1, 0.1, 0.2
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		s := seed
-		r, _ := simulate(t, "clocks", "lamport", func(o *run.Options) {
+		r, _ := simulate(t, "clocks", "lamport", func(o *Options) {
 			o.Nodes = 2 + int(seed%7)
 			o.Seed = &s
-			o.Network = run.NetworkFlags{Loss: &loss, Duplicate: &dup, Reorder: &reorder}
+			o.Network = NetworkFlags{Loss: &loss, Duplicate: &dup, Reorder: &reorder}
 			o.Chaos = &sim.Chaos{Horizon: 20 * time.Millisecond, Crashes: 2, Partitions: 1, Pauses: 1}
 		})
 		if r.Failed() {
@@ -227,7 +226,7 @@ func TestLamportSweepUnderRandomFaults(t *testing.T) {
 func TestCheckersCatchTamperedRealRuns(t *testing.T) {
 	dup := 0.5
 	seed := uint64(3)
-	_, tr := simulate(t, "clocks", "lamport", func(o *run.Options) {
+	_, tr := simulate(t, "clocks", "lamport", func(o *Options) {
 		o.Nodes = 4
 		o.Seed = &seed
 		o.Network.Duplicate = &dup
@@ -314,7 +313,7 @@ func TestLamportBreaksUnderCrashRecoveryWithoutStableStorage(t *testing.T) {
 	broke := 0
 	for seed := uint64(1); seed <= 20; seed++ {
 		s := seed
-		r, _ := simulate(t, "clocks", "lamport", func(o *run.Options) {
+		r, _ := simulate(t, "clocks", "lamport", func(o *Options) {
 			o.Nodes = 4
 			o.Seed = &s
 			o.Faults = []string{"crash 1 at 10500us", "recover 1 at 11500us"}

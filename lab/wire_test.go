@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/wire"
 	"pgregory.net/rapid"
@@ -80,8 +79,8 @@ func (r recordingProcess) Receive(env proc.Env, from proc.ID, m proc.Message) {
 // run, and for the mutex family the seeded runs of the sweep — with the
 // crashes its failure model allows, so that failover, token regeneration
 // and recovery send their messages too.
-func wireRuns(f Family, a proc.Algorithm, seeds int) []run.Options {
-	runs := []run.Options{f.Options(a)}
+func wireRuns(f Family, a proc.Algorithm, seeds int) []Options {
+	runs := []Options{f.Options(a)}
 	for _, n := range []int{3, 5, 8} {
 		if a.Validate != nil && a.Validate(n) != nil {
 			continue
@@ -124,7 +123,7 @@ func TestEverySentMessageIsListed(t *testing.T) {
 					o.Algo.New = func(id proc.ID, n int) proc.Process {
 						return recordingProcess{inner(id, n), sent}
 					}
-					_, tr, err := run.Sim(o)
+					_, tr, err := Sim(o)
 					if err != nil {
 						t.Fatal(err)
 					}

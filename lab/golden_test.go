@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 )
 
@@ -15,7 +14,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden traces in testdata
 
 // The demonstrations' traces are kept as golden files: any change to what
 // the simulator records, or to the order in which it does things, shows up
-// as a diff to review. Regenerate with: go test ./catalog -run Golden -rewrite
+// as a diff to review. Regenerate with: go test ./lab -run Golden -rewrite
 func TestGoldenTraces(t *testing.T) {
 	f, _ := Lookup("clocks")
 	for _, a := range f.Algorithms {
@@ -23,7 +22,7 @@ func TestGoldenTraces(t *testing.T) {
 			continue
 		}
 		var buf bytes.Buffer
-		if _, _, err := run.Sim(run.Options{Algo: a, Trace: &buf}); err != nil {
+		if _, _, err := Sim(Options{Algo: a, Trace: &buf}); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join("testdata", "golden", "clocks-"+a.Name+".jsonl")
@@ -58,11 +57,11 @@ func TestScenarioReplaysExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash := func(seed *uint64) (string, *run.Report) {
+	hash := func(seed *uint64) (string, *Report) {
 		var buf bytes.Buffer
 		o := f.Options(a)
 		o.Scenario, o.Seed, o.Trace = sc, seed, &buf
-		r, _, err := run.Sim(o)
+		r, _, err := Sim(o)
 		if err != nil {
 			t.Fatal(err)
 		}

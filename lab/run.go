@@ -1,9 +1,4 @@
-// Package run runs one registered algorithm in the simulator the way the
-// CLI, the tests and the benchmarks all do: settings from the algorithm's
-// default scenario, a scenario file and flags, in that order; the trace kept
-// for the checkers and hashed; and a Report in the JSON contract of the
-// `cohort sim --json` command.
-package run
+package lab
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -21,7 +20,7 @@ import (
 // reordering, or with a process that crashes in the middle of its
 // multicasts (its copies reach each other process with probability one
 // half while it lives).
-func multicastBreakOptions(t *testing.T, f Family, a proc.Algorithm, n int, seed uint64, reorder, crash bool) run.Options {
+func multicastBreakOptions(t *testing.T, f Family, a proc.Algorithm, n int, seed uint64, reorder, crash bool) Options {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "nodes: %d\nseed: %d\nnetwork:\n  latency: uniform:500us,3ms\n  fifo: %v\n", n, seed, a.Assumes.FIFO)
@@ -65,7 +64,7 @@ func TestMulticastBreaksAreReal(t *testing.T) {
 			for seed := uint64(1); seed <= 100 && !found; seed++ {
 				n := sizes[int(seed)%len(sizes)]
 				o := multicastBreakOptions(t, f, a, n, seed, seed%2 == 0, crash)
-				r, _, err := run.Sim(o)
+				r, _, err := Sim(o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,7 +140,7 @@ func TestMulticastCompareMatchesTheory(t *testing.T) {
 // multicast, the ack implosion of seed 000.
 func TestBasicMulticastAckImplosion(t *testing.T) {
 	for _, n := range []int{2, 5, 9} {
-		r, _ := simulate(t, "multicast", "basic", func(o *run.Options) {
+		r, _ := simulate(t, "multicast", "basic", func(o *Options) {
 			o.Nodes = n
 			o.Network.Latency = sim.Constant(time.Millisecond)
 		})
@@ -212,7 +211,7 @@ func TestBankDemo(t *testing.T) {
 // the planted event.
 func TestMulticastCheckersCatchTamperedRealRuns(t *testing.T) {
 	seed := uint64(2)
-	_, tr := simulate(t, "multicast", "total-sequencer", func(o *run.Options) {
+	_, tr := simulate(t, "multicast", "total-sequencer", func(o *Options) {
 		o.Nodes, o.Seed = 4, &seed
 		fifo := true
 		o.Network.FIFO = &fifo

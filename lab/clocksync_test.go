@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -14,7 +14,6 @@ import (
 	"github.com/cohort-go/cohort/check/checktest"
 	"github.com/cohort-go/cohort/clock"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/scenario"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -22,7 +21,7 @@ import (
 // The comparisons of seed 003 §6.1 in simulation. Each test asserts what
 // the seed claims and, with -figures DIR, draws it:
 //
-//	go test ./catalog -run 'Sync' -v -figures /tmp/figures
+//	go test ./lab -run 'Sync' -v -figures /tmp/figures
 var figures = flag.String("figures", "", "write the clock synchronization comparisons' charts (SVG) to this directory")
 
 const (
@@ -52,13 +51,13 @@ func figure(t *testing.T, name string, p trace.LinePlot) {
 
 // syncRun runs a clocks algorithm with the scenario text, the seed and,
 // if newf is set, another configuration of it; every check must hold.
-func syncRun(t *testing.T, algo, scen string, seed uint64, newf func(proc.ID, int) proc.Process) (SyncQuality, *run.Report, *trace.Trace) {
+func syncRun(t *testing.T, algo, scen string, seed uint64, newf func(proc.ID, int) proc.Process) (SyncQuality, *Report, *trace.Trace) {
 	t.Helper()
 	sc, err := scenario.Parse(algo+" test scenario", []byte(scen))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, tr := simulate(t, "clocks", algo, func(o *run.Options) {
+	r, tr := simulate(t, "clocks", algo, func(o *Options) {
 		o.Scenario, o.Seed = sc, &seed
 		if newf != nil {
 			o.Algo.New = newf

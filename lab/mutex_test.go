@@ -1,4 +1,4 @@
-package catalog
+package lab
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/run"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -17,7 +16,7 @@ import (
 // sweepOptions is a seeded run of algorithm a with n processes inside its
 // assumptions: jittery latency, FIFO only if it may assume FIFO (and
 // sometimes anyway), crashes only if its failure model tolerates them.
-func sweepOptions(f Family, a proc.Algorithm, n int, seed uint64) run.Options {
+func sweepOptions(f Family, a proc.Algorithm, n int, seed uint64) Options {
 	o := f.Options(a)
 	s := seed
 	o.Seed = &s
@@ -52,7 +51,7 @@ func TestMutexSweep(t *testing.T) {
 					continue
 				}
 				for seed := uint64(1); seed <= uint64(seeds); seed++ {
-					r, _, err := run.Sim(sweepOptions(f, a, n, seed))
+					r, _, err := Sim(sweepOptions(f, a, n, seed))
 					if err != nil {
 						t.Fatalf("n=%d seed %d: %v", n, seed, err)
 					}
@@ -70,7 +69,7 @@ func TestMutexSweep(t *testing.T) {
 	}
 }
 
-func describe(o run.Options) string {
+func describe(o Options) string {
 	s := fmt.Sprintf("latency %s", o.Network.Latency)
 	if *o.Network.FIFO {
 		s += ", fifo"
@@ -133,11 +132,11 @@ func findViolation(f Family, a proc.Algorithm, prop string, tries int) (uint64, 
 			o.Chaos = &sim.Chaos{Horizon: 30 * time.Millisecond, Crashes: n / 2, Recover: true, Downtime: time.Millisecond}
 			o.React = MutexHold{Hold: 5 * time.Millisecond}
 		}
-		r, _, err := run.Sim(o)
+		r, _, err := Sim(o)
 		if err != nil {
 			continue
 		}
-		if i := slices.IndexFunc(r.Checks, func(c run.Check) bool { return c.Name == prop }); i >= 0 && !r.Checks[i].OK {
+		if i := slices.IndexFunc(r.Checks, func(c Check) bool { return c.Name == prop }); i >= 0 && !r.Checks[i].OK {
 			return seed, n, true
 		}
 	}
@@ -153,7 +152,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 		for seed := uint64(1); seed <= 40; seed++ {
 			o := sweepOptions(f, a, 2+int(seed%6), seed)
 			o.Chaos = nil
-			_, tr, err := run.Sim(o)
+			_, tr, err := Sim(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +184,7 @@ func TestFencingTokensIncreaseAcrossFailover(t *testing.T) {
 		s := seed
 		o := f.Options(a)
 		o.Seed = &s
-		_, tr, err := run.Sim(o)
+		_, tr, err := Sim(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +221,7 @@ func TestMessagesPerEntryCountsTheAlgorithmsMessagesOnly(t *testing.T) {
 		o := f.Options(a)
 		o.Nodes = n
 		o.Workload = &MutexLoad{Rounds: 3, Think: sim.Exponential{MeanD: 2 * time.Millisecond}, Tell: 0.9}
-		r, _, err := run.Sim(o)
+		r, _, err := Sim(o)
 		if err != nil {
 			t.Fatal(err)
 		}
