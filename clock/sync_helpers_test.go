@@ -7,22 +7,14 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
 // simulate runs cfg in the simulator and returns its trace.
 func simulate(t testing.TB, cfg sim.Config) *trace.Trace {
 	t.Helper()
-	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: cfg.Nodes, Seed: cfg.Seed}}}
-	cfg.Trace = rec
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return &rec.Trace
+	return simtest.Run(t, "clocks", cfg).Trace
 }
 
 // must returns a function that returns a constructor, or fails the test

@@ -11,6 +11,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -37,11 +38,9 @@ type electionRun struct {
 // time) and returns the trace and the figures.
 func (r electionRun) run(t *testing.T) (*trace.Trace, sim.Result) {
 	t.Helper()
-	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{
-		Format: trace.FormatName, Nodes: r.Nodes, Family: "election", Seed: r.Seed}}}
 	cfg := sim.Config{Nodes: r.Nodes, Seed: r.Seed, New: r.New, Faults: r.Faults,
-		Network: sim.Network{Latency: r.Latency, Links: r.Links, FIFO: r.FIFO, Partitions: r.Cuts},
-		Trace:   rec, Deadline: 10 * time.Second, Clocks: r.Clocks, Initial: r.Initial, Churn: r.Churn}
+		Network:  sim.Network{Latency: r.Latency, Links: r.Links, FIFO: r.FIFO, Partitions: r.Cuts},
+		Deadline: 10 * time.Second, Clocks: r.Clocks, Initial: r.Initial, Churn: r.Churn}
 	if r.Deadline > 0 {
 		cfg.Deadline = r.Deadline
 	}
@@ -52,15 +51,8 @@ func (r electionRun) run(t *testing.T) (*trace.Trace, sim.Result) {
 	if cfg.Workload == nil && r.Inputs != nil {
 		cfg.Workload = r.Inputs
 	}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rec.Trace, res
+	run := simtest.Run(t, "election", cfg)
+	return run.Trace, run.Result
 }
 
 // electAt is a scripted Elect input.

@@ -11,6 +11,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -65,8 +66,6 @@ func algorithm(t testing.TB, name string) proc.Algorithm {
 func (r simRun) run(t testing.TB) *trace.Trace {
 	t.Helper()
 	a := algorithm(t, r.Algo)
-	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{
-		Format: trace.FormatName, Nodes: r.Nodes, Family: "multicast", Algo: r.Algo, Seed: r.Seed}}}
 	nw := r.Network
 	if nw.Latency == nil {
 		nw.Latency = sim.Uniform{Min: 500 * time.Microsecond, Max: 3 * time.Millisecond}
@@ -83,30 +82,16 @@ func (r simRun) run(t testing.TB) *trace.Trace {
 		}
 		inputs = l.script(r.Nodes, r.Seed)
 	}
-	cfg := sim.Config{Nodes: r.Nodes, Seed: r.Seed, New: mk, Faults: r.Faults, Network: nw,
-		Trace: rec, Deadline: 10 * time.Second, VectorClocks: r.Nodes <= 16, Workload: inputs}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return &rec.Trace
+	run := simtest.Run(t, "multicast", sim.Config{Nodes: r.Nodes, Seed: r.Seed, New: mk, Faults: r.Faults, Network: nw,
+		Deadline: 10 * time.Second, VectorClocks: r.Nodes <= 16, Workload: inputs})
+	run.Trace.Header.Algo = r.Algo
+	return run.Trace
 }
 
 // verdicts runs every checker of the family on tr.
 func verdicts(t testing.TB, tr *trace.Trace) map[string]check.Result {
 	t.Helper()
-	res, err := check.Run(tr, Checks...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]check.Result{}
-	for _, r := range res {
-		m[r.Name] = r
-	}
-	return m
+	return simtest.Verdicts(t, tr, Checks...)
 }
 
 // deliveries returns each process's deliveries, as "p0#1" labels, in order.

@@ -8,6 +8,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -116,13 +117,6 @@ type mutexRun struct {
 // 10s of virtual time, so that nothing spins without end.
 func runMutex(t testing.TB, cfg sim.Config) *mutexRun {
 	t.Helper()
-	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{
-		Format: trace.FormatName, Nodes: cfg.Nodes, Family: "mutex", Seed: cfg.Seed}}}
-	if cfg.Trace != nil {
-		cfg.Trace = trace.Tee(cfg.Trace, rec)
-	} else {
-		cfg.Trace = rec
-	}
 	if cfg.Workload == nil {
 		cfg.Workload = defaultLoop()
 	}
@@ -132,15 +126,8 @@ func runMutex(t testing.TB, cfg sim.Config) *mutexRun {
 	if cfg.Deadline == 0 {
 		cfg.Deadline = 10 * time.Second
 	}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatalf("seed %d: %v", cfg.Seed, err)
-	}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatalf("seed %d: %v", cfg.Seed, err)
-	}
-	r := &mutexRun{Trace: &rec.Trace, Result: res, Sim: s, Seed: cfg.Seed,
+	run := simtest.Run(t, "mutex", cfg)
+	r := &mutexRun{Trace: run.Trace, Result: run.Result, Sim: run.Sim, Seed: cfg.Seed,
 		Acquires: make([]int, cfg.Nodes), Enters: make([]int, cfg.Nodes)}
 	for i := range r.Trace.Events {
 		e := &r.Trace.Events[i]
@@ -157,15 +144,7 @@ func runMutex(t testing.TB, cfg sim.Config) *mutexRun {
 // verdicts runs the named checkers on the run's trace.
 func (r *mutexRun) verdicts(t testing.TB, names ...string) map[string]check.Result {
 	t.Helper()
-	rs, err := check.Run(r.Trace, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]check.Result{}
-	for _, res := range rs {
-		m[res.Name] = res
-	}
-	return m
+	return simtest.Verdicts(t, r.Trace, names...)
 }
 
 // holds fails the test for every named property the run violates, with the

@@ -7,6 +7,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -33,31 +34,14 @@ const mkDeadline = 5 * time.Second
 // recording its trace.
 func mkRun(t testing.TB, n int, seed uint64, newP func(proc.ID, int) proc.Process, net sim.Network, faults []sim.Fault, load sim.Workload) (*trace.Trace, sim.Result) {
 	t.Helper()
-	rec := &trace.Recorder{}
-	rec.Trace.Header = trace.Header{Format: trace.FormatName, Nodes: n, Family: "mutex", Seed: seed}
-	s, err := sim.New(sim.Config{Nodes: n, Seed: seed, New: newP, Network: net, Faults: faults, Workload: load, Trace: rec, Deadline: mkDeadline})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rec.Trace, res
+	r := simtest.Run(t, "mutex", sim.Config{Nodes: n, Seed: seed, New: newP, Network: net, Faults: faults, Workload: load, Deadline: mkDeadline})
+	return r.Trace, r.Result
 }
 
 // mkCheck runs the named checkers and returns their results by name.
 func mkCheck(t testing.TB, tr *trace.Trace, names ...string) map[string]check.Result {
 	t.Helper()
-	rs, err := check.Run(tr, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]check.Result{}
-	for _, r := range rs {
-		out[r.Name] = r
-	}
-	return out
+	return simtest.Verdicts(t, tr, names...)
 }
 
 // mkCount counts a run's outputs of one kind.

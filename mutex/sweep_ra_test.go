@@ -10,6 +10,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -22,22 +23,8 @@ type raRun struct {
 
 func raSimulate(t *testing.T, cfg sim.Config) raRun {
 	t.Helper()
-	rec := &trace.Recorder{Trace: trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: cfg.Nodes, Family: "mutex", Seed: cfg.Seed}}}
-	cfg.Trace = rec
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := raRun{tr: &rec.Trace, res: res}
-	for _, e := range run.tr.Events {
-		if e.Kind == trace.Output && e.Type == "enter" {
-			run.entries++
-		}
-	}
+	r := simtest.Run(t, "mutex", cfg)
+	run := raRun{tr: r.Trace, res: r.Result, entries: r.Count("enter")}
 	return run
 }
 
