@@ -413,7 +413,7 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 			return nil, err
 		}
 		srv := &http.Server{
-			Handler:           lock.NewServer(lock.ServerConfig{Node: node, Self: i, N: n, Algorithm: a, Logger: log}).Handler(),
+			Handler:           lock.NewServer(lock.ServerConfig{Node: node, Algorithm: a, Logger: log}).Handler(),
 			ReadHeaderTimeout: 5 * time.Second,
 		}
 		c.servers = append(c.servers, srv)

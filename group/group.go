@@ -17,8 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/registry"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -44,15 +44,8 @@ func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
 	}
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-
 // ValidName checks a group's name.
-func ValidName(name string) error {
-	if !validName.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("group name %q: want 1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)", name)
-	}
-	return nil
-}
+func ValidName(name string) error { return httpapi.ValidName("group", name) }
 
 // MaxBody bounds a multicast's payload.
 const MaxBody = 1 << 20

@@ -21,9 +21,8 @@ package leader
 
 import (
 	"context"
-	"fmt"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/registry"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -57,15 +56,8 @@ func Resolver(cfg election.LeaderConfig) func(string) (proc.Algorithm, bool) {
 	}
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-
 // ValidName checks an election's name.
-func ValidName(name string) error {
-	if !validName.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("election name %q: want 1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)", name)
-	}
-	return nil
-}
+func ValidName(name string) error { return httpapi.ValidName("election", name) }
 
 // Leadership is a node's view of an election.
 type Leadership struct {

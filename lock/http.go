@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"sync"
 	"time"
 
@@ -21,20 +20,17 @@ import (
 //	POST   /v1/locks/{name}/keepalive?lease=ID   renew the lease; 404 if it expired
 //	DELETE /v1/locks/{name}?lease=ID        release; 404 if the lease is unknown
 //	GET    /v1/locks/{name}                 {"name","held","token"} as this node sees it
-//	GET    /v1/health                       {"node":id,"nodes":n}
 //
 // A lock taken over HTTP is a lease: unless the client renews it within
 // its ttl, the node releases it, so a client that dies cannot keep it for
-// ever. If a token is configured, every request must carry
-// "Authorization: Bearer <token>".
+// ever. The node serving the API checks the bearer token, for every
+// service at once (httpapi.RequireToken).
 
 // Server serves the locks of one node.
 type Server struct {
-	node    *live.Node
-	algo    proc.Algorithm
-	token   string
-	log     *slog.Logger
-	self, n int
+	node *live.Node
+	algo proc.Algorithm
+	log  *slog.Logger
 
 	mu     sync.Mutex
 	locks  map[string]*Lock
@@ -50,9 +46,7 @@ type lease struct {
 // ServerConfig configures a Server.
 type ServerConfig struct {
 	Node      *live.Node
-	Self, N   int
 	Algorithm proc.Algorithm // the mutex algorithm behind every lock
-	Token     string         // required bearer token; "" for none
 	Logger    *slog.Logger
 }
 
@@ -62,14 +56,12 @@ func NewServer(c ServerConfig) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: c.Node, algo: c.Algorithm, token: c.Token, log: log, self: c.Self, n: c.N,
+	return &Server{node: c.Node, algo: c.Algorithm, log: log,
 		locks: map[string]*Lock{}, leases: map[string]*lease{}}
 }
 
 // MaxTTL bounds a lease.
 const MaxTTL = 10 * time.Minute
-
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
@@ -78,10 +70,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/locks/{name}/keepalive", s.keepalive)
 	mux.HandleFunc("DELETE /v1/locks/{name}", s.release)
 	mux.HandleFunc("GET /v1/locks/{name}", s.status)
-	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.Reply(w, http.StatusOK, health{Node: s.self, Nodes: s.n})
-	})
-	return httpapi.RequireToken(s.token, mux)
+	return mux
 }
 
 func (s *Server) lock(name string) (*Lock, error) {
@@ -216,8 +205,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 func lockName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
-	if !validName.MatchString(name) {
-		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("lock name %q: want 1 to 128 of A-Z a-z 0-9 . _ -", name))
+	if err := ValidName(name); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
 	return name, true
@@ -244,9 +233,5 @@ type (
 		Name  string `json:"name"`
 		Held  bool   `json:"held"`
 		Token uint64 `json:"token"`
-	}
-	health struct {
-		Node  int `json:"node"`
-		Nodes int `json:"nodes"`
 	}
 )

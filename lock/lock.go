@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"slices"
 	"strings"
 	"sync"
@@ -63,13 +64,16 @@ func New(n *live.Node, name string, a proc.Algorithm) (*Lock, error) {
 	return &Lock{svc: s, name: name}, nil
 }
 
+// ValidName checks a lock's name (httpapi.ValidName).
+func ValidName(name string) error { return httpapi.ValidName("lock", name) }
+
 // Resolver is a live.Config.Resolve for a cluster whose locks all run
 // algorithm a: a node starts lock "lock/x" when the first message for it
 // arrives.
 func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
 	return func(service string) (proc.Algorithm, bool) {
 		name, ok := strings.CutPrefix(service, "lock/")
-		return a, ok && validName.MatchString(name)
+		return a, ok && ValidName(name) == nil
 	}
 }
 

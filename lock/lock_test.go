@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/registry"
 	"net/http/httptest"
 	"strings"
@@ -128,8 +129,8 @@ func TestHTTPLeasesAndTokens(t *testing.T) {
 	a := algo(t, "ricart-agrawala")
 	nodes := cluster(t, 3, a)
 	var eps []string
-	for i, node := range nodes {
-		srv := httptest.NewServer(NewServer(ServerConfig{Node: node, Self: i, N: 3, Algorithm: a, Token: "s3cret"}).Handler())
+	for _, node := range nodes {
+		srv := httptest.NewServer(httpapi.RequireToken("s3cret", NewServer(ServerConfig{Node: node, Algorithm: a}).Handler()))
 		t.Cleanup(srv.Close)
 		eps = append(eps, srv.URL)
 	}

@@ -341,13 +341,22 @@ func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
 
 // apiHandler serves a node's HTTP API: the locks under /v1/ and the
 // Prometheus metrics at /metrics.
+// apiHandler is a node's HTTP API: every service under /v1/, behind one
+// bearer-token check, a health probe, and the Prometheus metrics. A
+// service for a new family is one more line here.
 func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *leader.Server, groups *group.Server, token string, log *slog.Logger) http.Handler {
+	api := http.NewServeMux()
+	api.Handle("/v1/locks/", lock.NewServer(lock.ServerConfig{Node: node, Algorithm: algo, Logger: log}).Handler())
+	api.Handle("/v1/elections/", leaders.Handler())
+	api.Handle("/v1/groups/", groups.Handler())
+	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.Reply(w, http.StatusOK, struct {
+			Node  int `json:"node"`
+			Nodes int `json:"nodes"`
+		}{self, n})
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", lock.NewServer(lock.ServerConfig{
-		Node: node, Self: self, N: n, Algorithm: algo, Token: token, Logger: log,
-	}).Handler())
-	mux.Handle("/v1/elections/", httpapi.RequireToken(token, leaders.Handler()))
-	mux.Handle("/v1/groups/", httpapi.RequireToken(token, groups.Handler()))
+	mux.Handle("/v1/", httpapi.RequireToken(token, api))
 	mux.Handle("GET /metrics", node.MetricsHandler())
 	return mux
 }

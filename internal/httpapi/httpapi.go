@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -169,4 +170,17 @@ func (c *Client) Call(ctx context.Context, method, u string, body []byte, out an
 		}
 	}
 	return code, "", nil
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// ValidName checks the name of a lock, an election or a group (what names
+// it: "lock", "election", "group"): 1 to 128 of A-Z a-z 0-9 . _ -, and not
+// "." or "..", so that a name is safe in a URL path and a file name. Every
+// service checks its names with it.
+func ValidName(what, name string) error {
+	if !validName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("%s name %q: want 1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)", what, name)
+	}
+	return nil
 }

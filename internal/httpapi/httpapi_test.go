@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,5 +81,20 @@ func TestClientFirst(t *testing.T) {
 	c.Endpoints = []string{"127.0.0.1:1"}
 	if err := c.First(ctx, func(base string) (int, string, error) { return c.Call(ctx, "GET", base, nil, nil) }); err == nil || !strings.Contains(err.Error(), "no endpoint answered") {
 		t.Fatalf("nobody up: %v", err)
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"jobs": true, "db-migrations.v2_1": true, strings.Repeat("a", 128): true,
+		"": false, ".": false, "..": false, "a/b": false, "with space": false, strings.Repeat("a", 129): false, "é": false,
+	} {
+		err := ValidName("lock", name)
+		if (err == nil) != ok {
+			t.Errorf("ValidName(%q) = %v, want ok %v", name, err, ok)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), fmt.Sprintf("lock name %q", name)) {
+			t.Errorf("error %q does not name the lock", err)
+		}
 	}
 }
