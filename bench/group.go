@@ -14,7 +14,6 @@ import (
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 // The group benchmark measures totally ordered multicast on a cluster of
@@ -95,7 +94,6 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	if err != nil {
 		return GroupPoint{}, err
 	}
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
 	var nodes []*live.Node
 	defer func() {
 		for _, n := range nodes {
@@ -104,7 +102,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	}()
 	var groups []*group.Group
 	for i, tr := range trs {
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, NewCodec: codec, Logger: log,
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, Logger: log,
 			Resolve: group.Resolver(a), InboxLen: 1 << 16})
 		if err != nil {
 			tr.Close()

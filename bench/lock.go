@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
@@ -27,7 +29,6 @@ import (
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 )
 
 // The lock benchmark measures lock handoffs through Cohort's HTTP lock API
@@ -397,25 +398,21 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 			c.close()
 		}
 	}()
-	codec := func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }
+	seq, err := group.Algorithm(group.DefaultAlgorithm)
+	if err != nil {
+		return nil, err
+	}
 	for i, tr := range trs {
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: tr, NewCodec: codec, Logger: log,
-			Resolve: lock.Resolver(a)})
+		nd, err := node.New(node.Config{ID: proc.ID(i), N: n, Transport: tr, Lock: a, Group: seq, Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		c.nodes = append(c.nodes, node)
-		if err := node.Start(); err != nil {
-			return nil, err
-		}
+		c.nodes = append(c.nodes, nd.Live())
 		api, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
-		srv := &http.Server{
-			Handler:           lock.NewServer(lock.ServerConfig{Node: node, Algorithm: a, Logger: log}).Handler(),
-			ReadHeaderTimeout: 5 * time.Second,
-		}
+		srv := &http.Server{Handler: nd.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		c.servers = append(c.servers, srv)
 		c.endpoints = append(c.endpoints, api.Addr().String())
 		go func() { _ = srv.Serve(api) }()

@@ -134,7 +134,7 @@ func f() { go f(); _ = time.Now(); _ = time.Duration(1) }`
 // part of the simulator or of this harness: a live node does not carry the
 // simulator, and the simulator's changes cannot break a running service.
 func TestLivePathImportsNoSimulator(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", module+"registry", module+"live", module+"lock", module+"leader", module+"group").Output()
+	out, err := exec.Command("go", "list", "-deps", module+"registry", module+"live", module+"lock", module+"leader", module+"group", module+"node").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

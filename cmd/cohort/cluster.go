@@ -19,14 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
-	"github.com/cohort-go/cohort/leader"
-	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
-	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -112,13 +108,13 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 	}
 	var endpoints []string
 	var servers []*http.Server
-	var nodes []*live.Node
+	var nodes []*node.Node
 	defer func() {
 		for _, s := range servers {
 			_ = s.Close()
 		}
-		for _, node := range nodes {
-			_ = node.Close()
+		for _, n := range nodes {
+			_ = n.Close()
 		}
 	}()
 	for i := 0; i < n; i++ {
@@ -126,21 +122,16 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: ep, Logger: log,
-			NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
-			Resolve:  anyOf(leader.Resolver(election.DefaultLeader), group.Resolver(galgo), lock.Resolver(a))})
+		nd, err := node.New(node.Config{ID: proc.ID(i), N: n, Transport: ep, Lock: a, Group: galgo, Logger: log})
 		if err != nil {
 			return &exitError{1, err}
 		}
-		if err := node.Start(); err != nil {
-			return &exitError{1, err}
-		}
-		nodes = append(nodes, node)
+		nodes = append(nodes, nd)
 		ln, err := netListen()
 		if err != nil {
 			return &exitError{1, err}
 		}
-		srv := &http.Server{Handler: apiHandler(node, i, n, a, leader.NewServer(node, election.DefaultLeader, log), group.NewServer(node, galgo, log), "", log), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: nd.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		endpoints = append(endpoints, ln.Addr().String())

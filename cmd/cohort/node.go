@@ -22,13 +22,11 @@ import (
 
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
-	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
-	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/wire"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -237,47 +235,27 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return usageErr("group: %v", err)
 	}
-	locks := lock.Resolver(algo)
-	groups := group.Resolver(galgo)
-	elections := leader.Resolver(c.Election.leaderConfig())
-	lc := live.Config{
-		Self: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Logger: log,
-		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) },
-		Resolve: func(service string) (proc.Algorithm, bool) {
-			if a, ok := extra[service]; ok {
-				return a, true
-			}
-			return anyOf(elections, groups, locks)(service)
-		},
-	}
+	nc := node.Config{ID: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Lock: algo, Group: galgo,
+		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log}
 	if c.Trace != "" {
 		f, resume, err := openTrace(c.Trace, proc.ID(c.ID))
 		if err != nil {
 			return usageErr("trace: %v", err)
 		}
 		defer f.Close()
-		lc.Trace, lc.TraceFamily, lc.TraceAlgo, lc.TraceResume = f, "mutex", algo.Name, resume
+		nc.Trace, nc.TraceFamily, nc.TraceAlgo, nc.TraceResume = f, "mutex", algo.Name, resume
 		if len(c.Run) > 0 { // the trace is named after the first service run at boot
 			a := extra[c.Run[0]]
-			lc.TraceFamily, lc.TraceAlgo = a.Family, a.Name
+			nc.TraceFamily, nc.TraceAlgo = a.Family, a.Name
 		}
 	}
-	node, err := live.NewNode(lc)
+	n, err := node.New(nc)
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if err := node.Start(); err != nil {
-		return &exitError{1, err}
-	}
-	defer node.Close()
-	for _, name := range c.Run {
-		if _, err := node.Service(name, extra[name]); err != nil {
-			return usageErr("run: %v", err)
-		}
-	}
-	leaders := leader.NewServer(node, c.Election.leaderConfig(), log)
+	defer n.Close()
 	for _, name := range c.Campaign {
-		e, err := leaders.Election(name)
+		e, err := n.Elections().Election(name)
 		if err != nil {
 			return usageErr("campaign: %v", err)
 		}
@@ -291,7 +269,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
 	}
-	srv := &http.Server{Handler: apiHandler(node, c.ID, len(c.Peers), algo, leaders, group.NewServer(node, galgo, log), c.APIToken, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
@@ -341,26 +319,6 @@ func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
 
 // apiHandler serves a node's HTTP API: the locks under /v1/ and the
 // Prometheus metrics at /metrics.
-// apiHandler is a node's HTTP API: every service under /v1/, behind one
-// bearer-token check, a health probe, and the Prometheus metrics. A
-// service for a new family is one more line here.
-func apiHandler(node *live.Node, self, n int, algo proc.Algorithm, leaders *leader.Server, groups *group.Server, token string, log *slog.Logger) http.Handler {
-	api := http.NewServeMux()
-	api.Handle("/v1/locks/", lock.NewServer(lock.ServerConfig{Node: node, Algorithm: algo, Logger: log}).Handler())
-	api.Handle("/v1/elections/", leaders.Handler())
-	api.Handle("/v1/groups/", groups.Handler())
-	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.Reply(w, http.StatusOK, struct {
-			Node  int `json:"node"`
-			Nodes int `json:"nodes"`
-		}{self, n})
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", httpapi.RequireToken(token, api))
-	mux.Handle("GET /metrics", node.MetricsHandler())
-	return mux
-}
-
 var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type [\w.]*?(\w+)$`)
 
 // explainYAML rewrites the YAML decoder's report of an unknown field —

@@ -1,0 +1,143 @@
+// Package node assembles a live Cohort node: the live host (package live)
+// on a transport, the services — locks, elections, groups, and any
+// algorithm named to run at boot — and their HTTP API behind one
+// bearer-token check. `cohort node` and `cohort cluster up` are built on
+// it; so can any Go program.
+//
+//	n, err := node.New(node.Config{ID: 0, N: 3, Transport: tr, Lock: ra, Group: seq, Token: tok})
+//	defer n.Close()
+//	http.Serve(ln, n.Handler())
+//
+// A service for a new family is one package (its Server and Resolver) and
+// one line in each of New's resolver list and Handler's route list.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/leader"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Config configures a Node. Transport, Lock and Group are required.
+type Config struct {
+	ID        proc.ID
+	N         int            // cluster size
+	Transport live.Transport // TCP (transport.NewTCP) or in-process
+	Lock      proc.Algorithm // the mutex algorithm behind every lock
+	Group     proc.Algorithm // the multicast algorithm behind every group
+	Election  election.LeaderConfig
+	// Run names services to start at boot on every node (FAMILY/NAME →
+	// algorithm); a peer's message for one starts it here too.
+	Run   map[string]proc.Algorithm
+	Token string // bearer token the API requires; "" for none
+	// Trace, if set, records this node's events (see live.Config).
+	Trace                  io.Writer
+	TraceFamily, TraceAlgo string
+	TraceResume            *live.TraceResume
+	Logger                 *slog.Logger
+}
+
+// Node is a running node: the live host and its services.
+type Node struct {
+	cfg     Config
+	live    *live.Node
+	leaders *leader.Server
+	groups  *group.Server
+	locks   *lock.Server
+	log     *slog.Logger
+}
+
+// New starts a node: the live host on cfg.Transport, and the services.
+func New(cfg Config) (*Node, error) {
+	switch {
+	case cfg.Transport == nil:
+		return nil, errors.New("node: no transport")
+	case cfg.Lock.New == nil:
+		return nil, errors.New("node: no lock algorithm")
+	case cfg.Group.New == nil:
+		return nil, errors.New("node: no group algorithm")
+	}
+	if cfg.Election == (election.LeaderConfig{}) {
+		cfg.Election = election.DefaultLeader
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	resolvers := []func(string) (proc.Algorithm, bool){
+		leader.Resolver(cfg.Election),
+		group.Resolver(cfg.Group),
+		lock.Resolver(cfg.Lock),
+	}
+	ln, err := live.NewNode(live.Config{
+		Self: cfg.ID, N: cfg.N, Transport: cfg.Transport, Logger: log,
+		Resolve: func(service string) (proc.Algorithm, bool) {
+			if a, ok := cfg.Run[service]; ok {
+				return a, true
+			}
+			for _, r := range resolvers {
+				if a, ok := r(service); ok {
+					return a, true
+				}
+			}
+			return proc.Algorithm{}, false
+		},
+		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := ln.Start(); err != nil {
+		return nil, errors.Join(err, ln.Close())
+	}
+	for name, a := range cfg.Run {
+		if _, err := ln.Service(name, a); err != nil {
+			return nil, errors.Join(fmt.Errorf("run: %w", err), ln.Close())
+		}
+	}
+	return &Node{
+		cfg: cfg, live: ln, log: log,
+		leaders: leader.NewServer(ln, cfg.Election, log),
+		groups:  group.NewServer(ln, cfg.Group, log),
+		locks:   lock.NewServer(lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}),
+	}, nil
+}
+
+// Live is the node's host, for services used from Go.
+func (n *Node) Live() *live.Node { return n.live }
+
+// Elections is the node's election service (to campaign from Go).
+func (n *Node) Elections() *leader.Server { return n.leaders }
+
+// Handler is the node's HTTP API: every service under /v1/, behind the
+// bearer-token check, a health probe, and the Prometheus metrics (open to
+// a scraper).
+func (n *Node) Handler() http.Handler {
+	api := http.NewServeMux()
+	api.Handle("/v1/locks/", n.locks.Handler())
+	api.Handle("/v1/elections/", n.leaders.Handler())
+	api.Handle("/v1/groups/", n.groups.Handler())
+	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.Reply(w, http.StatusOK, struct {
+			Node  int `json:"node"`
+			Nodes int `json:"nodes"`
+		}{int(n.cfg.ID), n.cfg.N})
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
+	mux.Handle("GET /metrics", n.live.MetricsHandler())
+	return mux
+}
+
+// Close stops the services and the transport.
+func (n *Node) Close() error { return n.live.Close() }

@@ -1,0 +1,96 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
+)
+
+func start(t *testing.T, n int, token string) []*Node {
+	t.Helper()
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, err := transport.NewInProc(n, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*Node
+	for i := range n {
+		ep, _ := net.Endpoint(proc.ID(i))
+		nd, err := New(Config{ID: proc.ID(i), N: n, Transport: ep, Lock: ra, Group: seq, Token: token,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes = append(nodes, nd)
+	}
+	return nodes
+}
+
+// A node's API checks the bearer token once, for every service and the
+// health probe alike; the metrics stay open for a scraper.
+func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
+	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
+	defer srv.Close()
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"},
+	} {
+		for _, token := range []string{"", "wrong", "s3cret"} {
+			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if refused := resp.StatusCode == http.StatusUnauthorized; refused != (token != "s3cret") {
+				t.Errorf("%s %s with token %q: %d", c.method, c.path, token, resp.StatusCode)
+			}
+		}
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics without a token: %v %v", err, resp.Status)
+	}
+	resp.Body.Close()
+}
+
+// Three nodes assembled by New serve a lock across their APIs.
+func TestNodesServeALock(t *testing.T) {
+	nodes := start(t, 3, "")
+	var eps []string
+	for _, n := range nodes {
+		srv := httptest.NewServer(n.Handler())
+		t.Cleanup(srv.Close)
+		eps = append(eps, srv.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := (&lock.Client{Endpoints: eps[2:]}).Acquire(ctx, "jobs", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Token == 0 {
+		t.Error("no fencing token")
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "no transport") {
+		t.Errorf("New without a transport: %v", err)
+	}
+}
