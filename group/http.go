@@ -36,12 +36,20 @@ type Server struct {
 	groups map[string]*Group
 }
 
-// NewServer returns the group API of node n; every group runs algorithm a.
-func NewServer(n *live.Node, a proc.Algorithm, log *slog.Logger) *Server {
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	Node      *live.Node
+	Algorithm proc.Algorithm // the multicast algorithm behind every group
+	Logger    *slog.Logger   // nil: slog.Default()
+}
+
+// NewServer returns the group API of a node.
+func NewServer(c ServerConfig) *Server {
+	log := c.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: n, algo: a, log: log, groups: map[string]*Group{}}
+	return &Server{node: c.Node, algo: c.Algorithm, log: log, groups: map[string]*Group{}}
 }
 
 // Group returns the node's group called name, joining it on first use.

@@ -16,7 +16,7 @@ func TestHTTPMulticastAndDeliveries(t *testing.T) {
 	ns := inprocCluster(t, 3, a)
 	var urls []string
 	for _, n := range ns {
-		h := httptest.NewServer(NewServer(n, a, nil).Handler())
+		h := httptest.NewServer(NewServer(ServerConfig{Node: n, Algorithm: a}).Handler())
 		t.Cleanup(h.Close)
 		urls = append(urls, h.URL)
 	}
@@ -66,7 +66,7 @@ func TestHTTPMulticastAndDeliveries(t *testing.T) {
 func TestHTTPBadInput(t *testing.T) {
 	a := algo(t, "total-sequencer")
 	ns := inprocCluster(t, 1, a)
-	h := httptest.NewServer(NewServer(ns[0], a, nil).Handler())
+	h := httptest.NewServer(NewServer(ServerConfig{Node: ns[0], Algorithm: a}).Handler())
 	defer h.Close()
 	for _, c := range []struct {
 		method, path string

@@ -46,13 +46,20 @@ type lease struct {
 	timer *time.Timer
 }
 
-// NewServer returns the election API of node n; every election runs with
-// cfg.
-func NewServer(n *live.Node, cfg election.LeaderConfig, log *slog.Logger) *Server {
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	Node     *live.Node
+	Election election.LeaderConfig // every election runs with it
+	Logger   *slog.Logger          // nil: slog.Default()
+}
+
+// NewServer returns the election API of a node.
+func NewServer(c ServerConfig) *Server {
+	log := c.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: n, cfg: cfg, log: log, elections: map[string]*Election{}, leases: map[string]*lease{}}
+	return &Server{node: c.Node, cfg: c.Election, log: log, elections: map[string]*Election{}, leases: map[string]*lease{}}
 }
 
 // MaxTTL bounds a campaign's lease.

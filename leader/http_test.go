@@ -22,7 +22,7 @@ func servers(t *testing.T, n int) ([]*Server, []string) {
 	var ss []*Server
 	var urls []string
 	for _, node := range nodes {
-		s := NewServer(node, fast, nil)
+		s := NewServer(ServerConfig{Node: node, Election: fast})
 		h := httptest.NewServer(s.Handler())
 		t.Cleanup(h.Close)
 		ss = append(ss, s)

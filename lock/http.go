@@ -50,7 +50,9 @@ type ServerConfig struct {
 	Logger    *slog.Logger
 }
 
-// NewServer returns the lock API of a node.
+// NewServer returns the lock API of a node. (The lock, leader and group
+// services have this one shape: NewServer(ServerConfig{Node, the algorithm
+// or its settings, Logger}), Handler, and a Resolver for live.Config.)
 func NewServer(c ServerConfig) *Server {
 	log := c.Logger
 	if log == nil {

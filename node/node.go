@@ -107,8 +107,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg: cfg, live: ln, log: log,
-		leaders: leader.NewServer(ln, cfg.Election, log),
-		groups:  group.NewServer(ln, cfg.Group, log),
+		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
+		groups:  group.NewServer(group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}),
 		locks:   lock.NewServer(lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}),
 	}, nil
 }
