@@ -154,15 +154,7 @@ func holdAll(t *testing.T, r simRun, tr *trace.Trace, props []string) {
 	}
 }
 
-func sendsOf(tr *trace.Trace, kind string) int {
-	n := 0
-	for _, e := range tr.Events {
-		if e.Kind == trace.Send && e.Type == kind {
-			n++
-		}
-	}
-	return n
-}
+func sendsOf(tr *trace.Trace, kind string) int { return tr.Count(trace.Send, kind) }
 
 // A sender's buffer stays small in a long run over a lossy, duplicating,
 // reordering network — 400 multicasts per process, each trimmed once

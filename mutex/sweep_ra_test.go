@@ -178,15 +178,7 @@ func raCheckCost(t *testing.T, name string, n int, seed uint64, run raRun) {
 }
 
 // raCountInputs counts the inputs of a kind ("acquire").
-func raCountInputs(tr *trace.Trace, kind string) int {
-	k := 0
-	for _, e := range tr.Events {
-		if e.Kind == trace.Input && e.Type == kind {
-			k++
-		}
-	}
-	return k
-}
+func raCountInputs(tr *trace.Trace, kind string) int { return tr.Count(trace.Input, kind) }
 
 // raEnterOrder lists the processes in the order they entered.
 func raEnterOrder(tr *trace.Trace) []int32 {

@@ -241,3 +241,15 @@ func (t *Trace) validate(e *Event) error {
 	}
 	return nil
 }
+
+// Count is the number of events of the trace of a kind and, unless typ is
+// "", of that type: t.Count(Output, "enter") counts the entries.
+func (t *Trace) Count(kind Kind, typ string) int {
+	n := 0
+	for i := range t.Events {
+		if e := &t.Events[i]; e.Kind == kind && (typ == "" || e.Type == typ) {
+			n++
+		}
+	}
+	return n
+}

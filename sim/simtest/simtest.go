@@ -100,15 +100,7 @@ func (r *Recorded) Outputs(kind string) map[proc.ID][]trace.Event {
 func (r *Recorded) Count(kind string) int { return Count(r.Trace, kind) }
 
 // Count is the number of outputs of one kind in tr.
-func Count(tr *trace.Trace, kind string) int {
-	n := 0
-	for _, e := range tr.Events {
-		if e.Kind == trace.Output && e.Type == kind {
-			n++
-		}
-	}
-	return n
-}
+func Count(tr *trace.Trace, kind string) int { return tr.Count(trace.Output, kind) }
 
 // Within draws, from seed, a network and a fault schedule over the first
 // horizon of a run of n processes that an algorithm assuming as may be run
