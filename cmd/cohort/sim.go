@@ -230,7 +230,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		if len(reports) == 1 {
 			printReport(out, reports[0], tracesOf(f))
 		} else {
-			printTable(out, fam, reports)
+			printTable(out, fam, reports, f.scenario)
 			for _, file := range tracesOf(f) {
 				for _, r := range reports {
 					fmt.Fprintf(out, "wrote %s\n", perAlgo(file, r.Algo, len(reports)))
@@ -356,7 +356,7 @@ func printReport(w io.Writer, r *lab.Report, files []string) {
 	}
 }
 
-func printTable(w io.Writer, fam lab.Family, reports []*lab.Report) {
+func printTable(w io.Writer, fam lab.Family, reports []*lab.Report, scenarioFile string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// One column per checker any run has; "—" where a run has not that one.
 	var names []string
@@ -393,7 +393,11 @@ func printTable(w io.Writer, fam lab.Family, reports []*lab.Report) {
 			fmt.Fprintf(w, "\n%s runs outside its assumptions (%s): its violations are expected, not bugs\n", r.Algo, strings.Join(r.Outside, "; "))
 		}
 	}
-	fmt.Fprintf(w, "\nOne run per algorithm with its default scenario; --algo NAME for one run in detail.\n")
+	setting := "its default scenario"
+	if scenarioFile != "" {
+		setting = scenarioFile
+	}
+	fmt.Fprintf(w, "\nOne run per algorithm with %s; --algo NAME for one run in detail.\n", setting)
 }
 
 func verdict(r *lab.Report, c lab.Check) string {
