@@ -149,7 +149,7 @@ func BenchmarkThroughput(b *testing.B) {
 		benchThroughput(b, trs[0], trs[1])
 		st := trs[0].Stats().Peers[1]
 		b.ReportMetric(float64(st.SentBytes)/float64(st.Sent), "wire-B/msg")
-		b.ReportMetric(float64(st.Sent)/float64(trs[0].peers[1].q.nWrites.Load()), "msgs/write")
+		b.ReportMetric(float64(st.Sent)/float64(trs[0].peer(1).q.nWrites.Load()), "msgs/write")
 	})
 	b.Run("inproc", func(b *testing.B) {
 		nw, err := NewInProc(2, InProcConfig{})

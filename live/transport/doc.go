@@ -103,6 +103,15 @@
 // addressed to one member, so that, say, a lock's reply to a node and the
 // request that follows it to the same node cost one system call.
 //
+// # Members that join
+//
+// TCP.AddPeer makes a node known to a running transport, at its address, as
+// if it had been in Config.Peers: this transport dials it and accepts its
+// connections, authenticated as any member. Members reads the table back.
+// The protocol by which a newcomer announces itself through any one member
+// is built on these (not yet: today the operator, or a program, adds it on
+// every member).
+//
 // # Certificates
 //
 // GenerateCerts writes a development CA and a certificate per member;

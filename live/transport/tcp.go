@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -20,11 +21,13 @@ import (
 // arrives on the connections the others dialed to it. See the package
 // documentation.
 type TCP struct {
-	cfg    Config // with defaults
-	log    *slog.Logger
-	ln     net.Listener
-	auth   *auth
-	peers  map[proc.ID]*peer
+	cfg  Config // with defaults
+	log  *slog.Logger
+	ln   net.Listener
+	auth *auth
+	// peers is every other member, read without a lock on every Send and
+	// replaced, never changed, when AddPeer adds one (under mu).
+	peers  atomic.Pointer[map[proc.ID]*peer]
 	self   *sendQueue // Sends to Self
 	ctx    context.Context
 	cancel context.CancelFunc // stops dialing and backoff waits; called by Close
@@ -70,17 +73,70 @@ func NewTCP(cfg Config) (*TCP, error) {
 		log:     c.Logger.With("self", c.Self.String()),
 		ln:      ln,
 		auth:    newAuth(&c),
-		peers:   make(map[proc.ID]*peer, len(c.Peers)),
 		self:    newSendQueue(c.QueueLen, c.QueueBytes),
 		inbound: make(map[proc.ID]*inbound),
 		conns:   make(map[net.Conn]struct{}),
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	peers := make(map[proc.ID]*peer, len(c.Peers))
 	for id, addr := range c.Peers {
-		t.peers[id] = &peer{t: t, id: id, addr: addr, q: newSendQueue(c.QueueLen, c.QueueBytes),
-			log: t.log.With("peer", id.String(), "addr", addr)}
+		peers[id] = t.newPeer(id, addr)
 	}
+	t.peers.Store(&peers)
 	return t, nil
+}
+
+func (t *TCP) newPeer(id proc.ID, addr string) *peer {
+	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes),
+		log: t.log.With("peer", id.String(), "addr", addr)}
+}
+
+// peer is member id, or nil.
+func (t *TCP) peer(id proc.ID) *peer { return (*t.peers.Load())[id] }
+
+// AddPeer makes id, listening at addr, a member from now on, as if it had
+// been in Config.Peers: this transport dials it, accepts its connections,
+// and Send reaches it. It is how the members of a running cluster learn of
+// one that joins. Adding a member already known at the same address does
+// nothing; at another address, or adding Self, is an error that names
+// both. Safe for concurrent use with Send.
+func (t *TCP) AddPeer(id proc.ID, addr string) error {
+	if id < 0 || id == t.cfg.Self {
+		return fmt.Errorf("transport: AddPeer(%v, %q): not another member's id", id, addr)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("transport: AddPeer(%v, %q): %v", id, addr, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	cur := *t.peers.Load()
+	if p := cur[id]; p != nil {
+		if p.addr == addr {
+			return nil
+		}
+		return fmt.Errorf("transport: AddPeer(%v, %q): %v is a member at %q already", id, addr, id, p.addr)
+	}
+	next := maps.Clone(cur)
+	p := t.newPeer(id, addr)
+	next[id] = p
+	t.peers.Store(&next)
+	if t.started {
+		t.peerWG.Go(p.run)
+	}
+	t.log.Info("transport: member added", "peer", id.String(), "addr", addr)
+	return nil
+}
+
+// Members returns every member's address, this one's included.
+func (t *TCP) Members() map[proc.ID]string {
+	m := map[proc.ID]string{t.cfg.Self: t.ln.Addr().String()}
+	for id, p := range *t.peers.Load() {
+		m[id] = p.addr
+	}
+	return m
 }
 
 // Start implements Transport.
@@ -99,7 +155,7 @@ func (t *TCP) Start(handler Handler) error {
 	t.started, t.handler = true, handler
 	t.wg.Go(t.acceptLoop)
 	t.wg.Go(t.deliverToSelf)
-	for _, p := range t.peers {
+	for _, p := range *t.peers.Load() {
 		t.peerWG.Go(p.run)
 	}
 	return nil
@@ -110,7 +166,7 @@ func (t *TCP) Send(to proc.ID, payload []byte) error {
 	if len(payload) > t.cfg.MaxFrame {
 		return fmt.Errorf("%w: %d bytes, MaxFrame %d", ErrTooLarge, len(payload), t.cfg.MaxFrame)
 	}
-	if p := t.peers[to]; p != nil {
+	if p := t.peer(to); p != nil {
 		return p.q.push(payload)
 	}
 	if to == t.cfg.Self {
@@ -128,7 +184,7 @@ func (t *TCP) SendBatch(to proc.ID, payloads [][]byte) error {
 			return fmt.Errorf("%w: %d bytes, MaxFrame %d", ErrTooLarge, len(p), t.cfg.MaxFrame)
 		}
 	}
-	if p := t.peers[to]; p != nil {
+	if p := t.peer(to); p != nil {
 		return p.q.push(payloads...)
 	}
 	if to == t.cfg.Self {
@@ -142,8 +198,9 @@ func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
 
 // Stats implements Transport.
 func (t *TCP) Stats() Stats {
-	s := Stats{Peers: make(map[proc.ID]PeerStats, len(t.peers)), Rejected: t.rejected.Load()}
-	for id, p := range t.peers {
+	peers := *t.peers.Load()
+	s := Stats{Peers: make(map[proc.ID]PeerStats, len(peers)), Rejected: t.rejected.Load()}
+	for id, p := range peers {
 		s.Peers[id] = p.stats()
 	}
 	return s
@@ -160,7 +217,7 @@ func (t *TCP) Close() error {
 		t.mu.Unlock()
 		t.ln.Close()
 		deadline := time.Now().Add(t.cfg.CloseTimeout)
-		for _, p := range t.peers {
+		for _, p := range *t.peers.Load() { // AddPeer adds none once closed is set
 			p.shutdown(deadline, started)
 		}
 		t.self.close()
@@ -177,7 +234,7 @@ func (t *TCP) Close() error {
 	return nil
 }
 
-func (t *TCP) isMember(id proc.ID) bool { return t.peers[id] != nil }
+func (t *TCP) isMember(id proc.ID) bool { return t.peer(id) != nil }
 
 func (t *TCP) acceptLoop() {
 	for {
@@ -224,7 +281,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	if err != nil {
 		t.rejected.Add(1)
 		attrs := []any{"remote", remote, "reason", err.Error()}
-		if p := t.peers[from]; p != nil {
+		if p := t.peer(from); p != nil {
 			p.rejected.Add(1)
 			attrs = append(attrs, "peer", from.String())
 		}
@@ -232,7 +289,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		return
 	}
 	raw.SetDeadline(time.Time{})
-	p := t.peers[from]
+	p := t.peer(from)
 	log := t.log.With("peer", from.String(), "remote", remote)
 
 	// One inbound connection per member: a newer one replaces an older

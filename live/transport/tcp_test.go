@@ -462,7 +462,7 @@ func TestDirectWrites(t *testing.T) {
 		box.handle(from, p)
 	})
 	waitUntil(t, 5*time.Second, "p0 is connected to p1", func() bool { return a.Stats().Peers[1].Connected })
-	q := a.peers[1].q
+	q := a.peer(1).q
 
 	// Idle: each Send writes directly.
 	var seq uint64
@@ -594,7 +594,7 @@ func TestSendBatch(t *testing.T) {
 	a.Start(func(proc.ID, []byte) {})
 	b.Start(box.handle)
 	waitUntil(t, 5*time.Second, "p0 is connected to p1", func() bool { return a.Stats().Peers[1].Connected })
-	q := a.peers[1].q
+	q := a.peer(1).q
 	seqs := func(from, to uint64) [][]byte {
 		var ps [][]byte
 		for s := from; s < to; s++ {
