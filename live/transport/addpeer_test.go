@@ -123,3 +123,105 @@ func TestAddPeerRefusesWhatWouldConfuseMembership(t *testing.T) {
 		t.Errorf("AddPeer after Close: %v, want ErrClosed", err)
 	}
 }
+
+// A node joins a running cluster that takes joins by knowing one member:
+// that member answers with its table, the newcomer connects to every
+// member, each learns it as it connects, and all four exchange payloads
+// both ways — nobody restarted. A would-be joiner with the wrong secret is
+// refused and learnt by no one.
+func TestJoinThroughAnyMember(t *testing.T) {
+	trs := newTCPCluster(t, 3, func(c *Config) { c.Joins = true })
+	inbox := make([]chan string, 4)
+	for i := range inbox {
+		inbox[i] = make(chan string, 64)
+	}
+	for i, tr := range trs {
+		if err := tr.Start(func(_ proc.ID, p []byte) { inbox[i] <- string(p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln := listen(t)
+	cfg := fastConfig(3, ln, map[proc.ID]string{2: trs[2].Members()[2]}, testLogger(t)) // knows member 2 only
+	cfg.Joins = true
+	nc, err := NewTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if err := nc.Start(func(_ proc.ID, p []byte) { inbox[3] <- string(p) }); err != nil {
+		t.Fatal(err)
+	}
+	all := append(trs, nc)
+	waitUntil(t, 10*time.Second, "every member knows all four", func() bool {
+		for _, tr := range all {
+			if len(tr.Members()) != 4 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, from := range all {
+		for j := range all {
+			if i != j {
+				if err := from.Send(proc.ID(j), fmt.Appendf(nil, "%d→%d", i, j)); err != nil {
+					t.Fatalf("send %d→%d: %v", i, j, err)
+				}
+			}
+		}
+	}
+	for j := range all {
+		want := map[string]bool{}
+		for i := range all {
+			if i != j {
+				want[fmt.Sprintf("%d→%d", i, j)] = true
+			}
+		}
+		deadline := time.After(10 * time.Second)
+		for len(want) > 0 {
+			select {
+			case m := <-inbox[j]:
+				delete(want, m)
+			case <-deadline:
+				t.Fatalf("member %d never received %v", j, want)
+			}
+		}
+	}
+
+	// The wrong secret: refused at the handshake, learnt by no one.
+	bad := fastConfig(9, listen(t), map[proc.ID]string{0: trs[0].Members()[0]}, testLogger(t))
+	bad.Secret, bad.Joins = []byte("not the cluster secret, 32 bytes"), true
+	intruder, err := NewTCP(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { intruder.Close() })
+	before := trs[0].Stats().Rejected
+	intruder.Start(func(proc.ID, []byte) {})
+	waitUntil(t, 10*time.Second, "the intruder's handshake is refused", func() bool { return trs[0].Stats().Rejected > before })
+	for i, tr := range all {
+		if _, ok := tr.Members()[9]; ok {
+			t.Errorf("member %d learnt the intruder", i)
+		}
+	}
+}
+
+func FuzzParseMembers(f *testing.F) {
+	f.Add(appendMembers(nil, []member{{0, "127.0.0.1:7000"}, {12, "node12:7000"}})[1:])
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{1, 0, 200})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := parseMembers(b)
+		if err != nil {
+			return
+		}
+		// What parses re-encodes to a frame that parses the same.
+		_, payload := splitFrame(appendMembers(nil, ms))
+		again, err := parseMembers(payload)
+		if err != nil || fmt.Sprint(again) != fmt.Sprint(ms) {
+			t.Fatalf("%x parsed as %v; re-encoded, %v (%v)", b, ms, again, err)
+		}
+		if len(ms) > maxMembers {
+			t.Fatalf("%d members", len(ms))
+		}
+	})
+}

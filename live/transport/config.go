@@ -98,6 +98,19 @@ type Config struct {
 	// DefaultCloseTimeout.
 	CloseTimeout time.Duration
 
+	// Joins lets nodes join the running cluster: an authenticated member
+	// whose ID is not in Peers is accepted, and learnt, at the address it
+	// announces. A node joins by listing one member in Peers: that member
+	// answers with its member table, and the newcomer connects to every
+	// member, each of which learns it as it connects. Every member of a
+	// cluster that takes joins sets it; without it, unknown IDs are
+	// refused as before.
+	Joins bool
+	// Advertise is the address other members dial to reach this one, which
+	// it announces on every connection; "" means the listener's address
+	// (set it when listening on 0.0.0.0 or behind NAT).
+	Advertise string
+
 	// Logger receives connection events and the reason every rejected or
 	// dropped connection was closed. nil means slog.Default().
 	Logger *slog.Logger

@@ -105,12 +105,16 @@
 //
 // # Members that join
 //
-// TCP.AddPeer makes a node known to a running transport, at its address, as
-// if it had been in Config.Peers: this transport dials it and accepts its
-// connections, authenticated as any member. Members reads the table back.
-// The protocol by which a newcomer announces itself through any one member
-// is built on these (not yet: today the operator, or a program, adds it on
-// every member).
+// A dialer's first frame on every connection announces it: its ID and the
+// address it can be dialed at (Config.Advertise); the acceptor answers
+// with its member table. In a cluster that takes joins (Config.Joins on
+// every member), a node joins by listing any one member in Peers: it
+// authenticates as any member does (shared secret or a certificate naming
+// its ID), learns the table from that member's answer, connects to every
+// member, and each learns it — at the address it announced — when it
+// connects; nobody restarts. This is the "join through any seed" of SWIM
+// and memberlist, without their failure detection. TCP.AddPeer adds a
+// member by hand; TCP.Members reads the table.
 //
 // # Certificates
 //

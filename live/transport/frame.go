@@ -16,12 +16,14 @@ import (
 //
 //	kind 0  data: the payload goes to the handler
 //	kind 1  ping: len is 0; keeps an idle connection alive
+//	kind 2  members: (id, address) entries (members.go)
 //
-// Kinds 2 and 3 are reserved. A 32-byte payload costs 34 bytes on the wire;
-// a ping, one byte.
+// Kind 3 is reserved. A 32-byte payload costs 34 bytes on the wire; a
+// ping, one byte.
 const (
-	kindData = 0
-	kindPing = 1
+	kindData    = 0
+	kindPing    = 1
+	kindMembers = 2
 
 	maxHeaderLen = 5 // the varint of (MaxMaxFrame<<2 | 3) < 1<<32
 )
@@ -115,7 +117,7 @@ func (r *frameReader) next() (kind byte, payload []byte, err error) {
 		return 0, nil, fmt.Errorf("frame of %d bytes exceeds MaxFrame %d", n, r.max)
 	}
 	switch kind {
-	case kindData:
+	case kindData, kindMembers:
 	case kindPing:
 		if n != 0 {
 			return 0, nil, fmt.Errorf("ping frame with %d bytes of payload", n)
@@ -133,7 +135,7 @@ func (r *frameReader) next() (kind byte, payload []byte, err error) {
 	if _, err := io.ReadFull(r.br, payload); err != nil {
 		return 0, nil, r.readErr(err, true)
 	}
-	return kindData, payload, nil
+	return kind, payload, nil
 }
 
 func (r *frameReader) arm() error {

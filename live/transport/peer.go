@@ -118,6 +118,11 @@ func (p *peer) dial(ctx context.Context) (net.Conn, *frameReader, error) {
 		}
 		return nil, nil, err
 	}
+	// The first frame announces this member and the address to dial it at.
+	if _, err := conn.Write(appendMembers(nil, []member{{cfg.Self, p.t.advertised()}})); err != nil {
+		raw.Close()
+		return nil, nil, err
+	}
 	raw.SetDeadline(time.Time{})
 	return conn, newFrameReader(conn, pingReadBuf, cfg.IdleTimeout, cfg.MaxFrame), nil
 }
@@ -144,7 +149,7 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 
 	readErr := make(chan error, 1)
 	go func() {
-		err := readPings(fr)
+		err := p.readPings(fr)
 		conn.Close() // unblocks a write to a peer that has gone
 		readErr <- err
 	}()
@@ -269,16 +274,19 @@ func (p *peer) shutdown(deadline time.Time, started bool) {
 	}
 }
 
-// readPings reads what the acceptor sends on an outbound connection: pings
-// only.
-func readPings(fr *frameReader) error {
+// readPings reads what the acceptor sends on an outbound connection: pings,
+// and its member table (members.go).
+func (p *peer) readPings(fr *frameReader) error {
 	for {
-		kind, _, err := fr.next()
+		kind, payload, err := fr.next()
 		if err != nil {
 			return err
 		}
-		if kind == kindData {
+		switch kind {
+		case kindData:
 			return errors.New("data frame on an outbound connection")
+		case kindMembers:
+			p.t.learn(p.id, payload)
 		}
 	}
 }

@@ -277,7 +277,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	setNoDelay(raw)
 	remote := raw.RemoteAddr().String()
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
-	conn, from, err := t.auth.accept(raw, t.cfg.Self, t.isMember)
+	conn, from, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
 	if err != nil {
 		t.rejected.Add(1)
 		attrs := []any{"remote", remote, "reason", err.Error()}
@@ -288,8 +288,29 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: handshake rejected", attrs...)
 		return
 	}
-	raw.SetDeadline(time.Time{})
+	// The dialer's first frame announces it: a member not known yet (a
+	// node joining, Config.Joins) is learnt at the address it gives. The
+	// answer is this node's member table, so that a newcomer learns the
+	// cluster from any one member.
+	fr := newFrameReader(conn, dataReadBuf, t.cfg.HandshakeTimeout, t.cfg.MaxFrame)
+	kind, payload, err := fr.next()
+	if err != nil || kind != kindMembers {
+		t.rejected.Add(1)
+		t.log.Warn("transport: connection without its announcement", "remote", remote, "peer", from.String(), "err", err)
+		return
+	}
+	t.learn(from, payload)
 	p := t.peer(from)
+	if p == nil {
+		t.rejected.Add(1)
+		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
+		return
+	}
+	if _, err := conn.Write(appendMembers(nil, t.table())); err != nil {
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	fr.idle = t.cfg.IdleTimeout
 	log := t.log.With("peer", from.String(), "remote", remote)
 
 	// One inbound connection per member: a newer one replaces an older
@@ -318,7 +339,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	stop := make(chan struct{})
 	var pinger sync.WaitGroup
 	pinger.Go(func() { t.pingLoop(conn, stop) })
-	err = t.readFrames(newFrameReader(conn, dataReadBuf, t.cfg.IdleTimeout, t.cfg.MaxFrame), p)
+	err = t.readFrames(fr, p)
 	close(stop)
 	conn.Close()
 	pinger.Wait()
@@ -343,10 +364,13 @@ func (t *TCP) readFrames(fr *frameReader, p *peer) error {
 		if err != nil {
 			return err
 		}
-		if kind == kindData {
+		switch kind {
+		case kindData:
 			p.received.Add(1)
 			p.receivedBytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
+		case kindMembers:
+			t.learn(p.id, payload)
 		}
 	}
 }

@@ -42,6 +42,9 @@ type hostile struct {
 // secret.
 func handshakeAs(conn net.Conn, from proc.ID) bool {
 	_, err := (&auth{secret: testSecret}).dial(conn, from, 0)
+	if err == nil { // announce itself, as a member's first frame does
+		_, err = conn.Write(appendMembers(nil, []member{{from, "127.0.0.1:1"}}))
+	}
 	return err == nil
 }
 
