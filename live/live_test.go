@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"bytes"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -180,5 +181,39 @@ func TestResumeATornTrace(t *testing.T) {
 	}
 	if r, end, err := live.ResumeFrom(nil, 1); r != nil || end != 0 || err != nil {
 		t.Errorf("an empty file: %v %d %v, want a fresh trace", r, end, err)
+	}
+}
+
+// A node reports the membership its transport knows, a member that joined
+// the running cluster included.
+func TestNodeMembersFollowTheTransport(t *testing.T) {
+	lns := make([]net.Listener, 2)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+	}
+	secret := []byte("cohort test secret, 32 bytes...!")
+	tr, err := transport.NewTCP(transport.Config{Self: 0, Listener: lns[0], Secret: secret,
+		Peers: map[proc.ID]string{1: lns[1].Addr().String()}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := live.NewNode(live.Config{Self: 0, N: 2, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	lns[1].Close()
+	if m := n.Members(); len(m) != 2 || m[1] != lns[1].Addr().String() {
+		t.Fatalf("members %v", m)
+	}
+	if err := tr.AddPeer(2, "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if m := n.Members(); len(m) != 3 || m[2] != "127.0.0.1:1" {
+		t.Errorf("members after a join %v", m)
 	}
 }

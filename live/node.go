@@ -105,6 +105,19 @@ func NewNode(cfg Config) (*Node, error) {
 // Start begins receiving from the transport.
 func (n *Node) Start() error { return n.cfg.Transport.Start(n.deliver) }
 
+// Members returns every member's transport address, this node's included,
+// as the transport knows them now — members that joined the running
+// cluster among them (transport.Config.Joins) — or nil if the transport
+// does not say. Services of fixed-size algorithms keep the N they started
+// with; services for changing membership (gossip, failure detectors,
+// overlays) read this.
+func (n *Node) Members() map[proc.ID]string {
+	if m, ok := n.cfg.Transport.(interface{ Members() map[proc.ID]string }); ok {
+		return m.Members()
+	}
+	return nil
+}
+
 // Self is this node's id; N the cluster's size.
 func (n *Node) Self() proc.ID { return n.cfg.Self }
 func (n *Node) N() int        { return n.cfg.N }
