@@ -16,18 +16,14 @@ import (
 // sending to each other (race detector: AddPeer against Send).
 func TestAddPeerToARunningCluster(t *testing.T) {
 	trs := newTCPCluster(t, 3, nil)
-	type got struct {
-		from proc.ID
-		body string
-	}
-	inbox := make([]chan got, 4)
+	inbox := make([]chan string, 4)
 	for i := range inbox {
-		inbox[i] = make(chan got, 1024)
+		inbox[i] = make(chan string, 1024)
 	}
 	start := func(i int, tr *TCP) {
 		if err := tr.Start(func(from proc.ID, p []byte) {
 			if string(p) != "chatter" { // the background traffic is not collected
-				inbox[i] <- got{from, string(p)}
+				inbox[i] <- string(p)
 			}
 		}); err != nil {
 			t.Fatal(err)
@@ -66,32 +62,7 @@ func TestAddPeerToARunningCluster(t *testing.T) {
 	wg.Wait()
 
 	all := append(trs, nc)
-	for i, from := range all {
-		for j := range all {
-			if i != j {
-				if err := from.Send(proc.ID(j), fmt.Appendf(nil, "%d→%d", i, j)); err != nil {
-					t.Fatalf("send %d→%d: %v", i, j, err)
-				}
-			}
-		}
-	}
-	for j := range all {
-		want := map[string]bool{}
-		for i := range all {
-			if i != j {
-				want[fmt.Sprintf("%d→%d", i, j)] = true
-			}
-		}
-		deadline := time.After(10 * time.Second)
-		for len(want) > 0 {
-			select {
-			case g := <-inbox[j]:
-				delete(want, g.body)
-			case <-deadline:
-				t.Fatalf("member %d never received %v", j, want)
-			}
-		}
-	}
+	exchangeAll(t, all, inbox)
 	if m := trs[1].Members(); len(m) != 4 || m[3] != ln.Addr().String() {
 		t.Errorf("members after the join: %v", m)
 	}
@@ -160,32 +131,7 @@ func TestJoinThroughAnyMember(t *testing.T) {
 		}
 		return true
 	})
-	for i, from := range all {
-		for j := range all {
-			if i != j {
-				if err := from.Send(proc.ID(j), fmt.Appendf(nil, "%d→%d", i, j)); err != nil {
-					t.Fatalf("send %d→%d: %v", i, j, err)
-				}
-			}
-		}
-	}
-	for j := range all {
-		want := map[string]bool{}
-		for i := range all {
-			if i != j {
-				want[fmt.Sprintf("%d→%d", i, j)] = true
-			}
-		}
-		deadline := time.After(10 * time.Second)
-		for len(want) > 0 {
-			select {
-			case m := <-inbox[j]:
-				delete(want, m)
-			case <-deadline:
-				t.Fatalf("member %d never received %v", j, want)
-			}
-		}
-	}
+	exchangeAll(t, all, inbox)
 
 	// The wrong secret: refused at the handshake, learnt by no one.
 	bad := fastConfig(9, listen(t), map[proc.ID]string{0: trs[0].Members()[0]}, testLogger(t))
@@ -224,4 +170,37 @@ func FuzzParseMembers(f *testing.F) {
 			t.Fatalf("%d members", len(ms))
 		}
 	})
+}
+
+// exchangeAll has every member send a payload to every other, and waits
+// (10 s at most) until each has received, on its inbox, all of those
+// addressed to it.
+func exchangeAll(t *testing.T, all []*TCP, inbox []chan string) {
+	t.Helper()
+	for i, from := range all {
+		for j := range all {
+			if i != j {
+				if err := from.Send(proc.ID(j), fmt.Appendf(nil, "%d→%d", i, j)); err != nil {
+					t.Fatalf("send %d→%d: %v", i, j, err)
+				}
+			}
+		}
+	}
+	for j := range all {
+		want := map[string]bool{}
+		for i := range all {
+			if i != j {
+				want[fmt.Sprintf("%d→%d", i, j)] = true
+			}
+		}
+		deadline := time.After(10 * time.Second)
+		for len(want) > 0 {
+			select {
+			case m := <-inbox[j]:
+				delete(want, m)
+			case <-deadline:
+				t.Fatalf("member %d never received %v", j, want)
+			}
+		}
+	}
 }
