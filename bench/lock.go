@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cohort-go/cohort/group"
-	"github.com/cohort-go/cohort/node"
-	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"math"
@@ -24,11 +21,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/mutex"
+	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 // The lock benchmark measures lock handoffs through Cohort's HTTP lock API

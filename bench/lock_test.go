@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"github.com/cohort-go/cohort/registry"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 func TestPercentileIsNearestRank(t *testing.T) {

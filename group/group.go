@@ -17,14 +17,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-go/cohort/internal/httpapi"
-	"github.com/cohort-go/cohort/registry"
 	"strings"
 	"sync"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 // DefaultAlgorithm is the algorithm behind a node's groups unless its

@@ -21,15 +21,15 @@ package leader
 
 import (
 	"context"
-	"github.com/cohort-go/cohort/internal/httpapi"
-	"github.com/cohort-go/cohort/registry"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 // Algorithm is the bully-fd entry of the election family with cfg's

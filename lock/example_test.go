@@ -3,11 +3,11 @@ package lock_test
 import (
 	"context"
 	"fmt"
-	"github.com/cohort-go/cohort/registry"
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/registry"
 )
 
 // Three nodes in one process (in-process transport) run Ricart–Agrawala

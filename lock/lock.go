@@ -16,11 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-go/cohort/internal/httpapi"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"

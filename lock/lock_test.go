@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-go/cohort/internal/httpapi"
-	"github.com/cohort-go/cohort/registry"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -13,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 func cluster(t *testing.T, n int, a proc.Algorithm) []*live.Node {

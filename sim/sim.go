@@ -3,11 +3,11 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cohort-go/cohort/logical"
 	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )

@@ -17,8 +17,8 @@ package checktest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cohort-go/cohort/logical"
 
+	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/bench"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 )
 

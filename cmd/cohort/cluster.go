@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/cohort-go/cohort/registry"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-go/cohort/internal/suggest"
-	"github.com/cohort-go/cohort/registry"
 	"log/slog"
 	"math"
 	"net"
@@ -22,11 +20,13 @@ import (
 
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/suggest"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
