@@ -433,7 +433,9 @@ func TestSecretMismatchDialSide(t *testing.T) {
 // finished by the writer, one it refuses goes back to the head of the
 // queue, and the receiver gets every payload whole and in order.
 func TestDirectWrites(t *testing.T) {
-	trs := newTCPCluster(t, 2, nil)
+	// No pings: a ping the writer sends could be the write that fills the
+	// socket, and then no direct write would ever find it full.
+	trs := newTCPCluster(t, 2, func(c *Config) { c.PingInterval, c.IdleTimeout = time.Minute, 2*time.Minute })
 	a, b := trs[0], trs[1]
 	const size = 16 << 10 // directMax
 	payload := func(seq uint64) []byte {
@@ -492,11 +494,17 @@ func TestDirectWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		seq++
-		// Wait for the writer to empty the queue (so the next Send finds
-		// the connection idle), or for the queue to stay full.
-		for i := 0; i < 20 && a.Stats().Peers[1].Queued > 0; i++ {
-			time.Sleep(time.Millisecond)
-		}
+		// The next Send must find the connection idle, and its last write
+		// at least directGap ago, or it would queue its frame for the
+		// writer, which would block on the full socket instead.
+		waitUntil(t, 5*time.Second, "the connection to be idle", func() bool {
+			if q.directPart.Load()+q.directNone.Load() > 0 {
+				return true // the socket is full: done
+			}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			return q.nPending+q.nHeld == 0 && !q.writing && time.Since(q.lastWrite) >= directGap
+		})
 	}
 	for range 5 { // these queue behind
 		if err := a.Send(1, payload(seq)); err != nil {
