@@ -321,6 +321,7 @@ func (e *fakeEnv) Now() time.Duration                       { return e.now }
 func (e *fakeEnv) Send(proc.ID, proc.Message)               {}
 func (e *fakeEnv) SetTimer(time.Duration, any) proc.TimerID { return 1 }
 func (e *fakeEnv) CancelTimer(proc.TimerID)                 {}
+func (e *fakeEnv) Storage() proc.Storage                    { return nil }
 func (e *fakeEnv) Rand() *rand.Rand                         { return rand.New(rand.NewPCG(1, 2)) }
 func (e *fakeEnv) Output(o proc.Output)                     { e.outs = append(e.outs, o) }
 

@@ -55,6 +55,11 @@ type Config struct {
 	// TraceResume, if set, continues a trace this node wrote before a
 	// restart (see ResumeFrom) instead of starting one.
 	TraceResume *TraceResume
+	// DataDir, if set, is where services keep their stable storage
+	// (proc.Storage), one log file each (StoragePath); a node restarted on
+	// it recovers what its services synced. Without it their storage is
+	// in memory and lost when the node stops.
+	DataDir string
 }
 
 // Node is one member of a live cluster.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -42,6 +43,8 @@ type Service struct {
 	rng       *rand.Rand
 	self      []event // messages to itself, handled after the current event
 	out       outbox  // messages to others, sent when the event is handled
+	store     proc.Storage
+	wal       *wal.Log // store's file, when the node has a data directory
 
 	// Where outputs go, in the order they were registered.
 	subMu sync.Mutex
@@ -274,6 +277,9 @@ func (s *Service) run() {
 			for _, t := range s.timers {
 				t.Stop()
 			}
+			if s.wal != nil {
+				s.wal.Close()
+			}
 			s.subMu.Lock()
 			for _, k := range s.sinks {
 				if k.ch != nil {
@@ -342,8 +348,16 @@ func (s *Service) handle1(e event) {
 func (s *Service) call(f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.node.log.Error("algorithm panicked; stopping the service", "service", s.name, "algo", s.algo.Name, "panic", fmt.Sprint(r))
+			if f, ok := r.(storageFailure); ok {
+				s.node.log.Error("stopping the service: its stable storage failed", "service", s.name, "algo", s.algo.Name, "err", f.err)
+			} else {
+				s.node.log.Error("algorithm panicked; stopping the service", "service", s.name, "algo", s.algo.Name, "panic", fmt.Sprint(r))
+			}
 			s.stop()
+			// What the failed handler sent must not leave: it may depend on
+			// a write that did not happen.
+			s.self = nil
+			s.out.msgs, s.out.buf = s.out.msgs[:0], s.out.buf[:0]
 		}
 	}()
 	f()
@@ -517,6 +531,7 @@ func (e *env) Now() time.Duration              { return e.s.node.now() }
 func (e *env) Send(to proc.ID, m proc.Message) { e.s.send(to, m) }
 func (e *env) Rand() *rand.Rand                { return e.s.rng }
 func (e *env) Output(o proc.Output)            { e.s.output(o) }
+func (e *env) Storage() proc.Storage           { return e.s.storage() }
 
 func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 	s := e.s

@@ -345,6 +345,7 @@ func (e *stubEnv) Now() time.Duration                       { return 0 }
 func (e *stubEnv) Send(proc.ID, proc.Message)               {}
 func (e *stubEnv) SetTimer(time.Duration, any) proc.TimerID { return 1 }
 func (e *stubEnv) CancelTimer(proc.TimerID)                 {}
+func (e *stubEnv) Storage() proc.Storage                    { return nil }
 func (e *stubEnv) Rand() *rand.Rand                         { return rand.New(rand.NewPCG(1, 2)) }
 func (e *stubEnv) Output(o proc.Output)                     { e.out = append(e.out, o) }
 

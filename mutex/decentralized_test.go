@@ -353,6 +353,7 @@ func (e *decEnv) Send(to proc.ID, m proc.Message) {
 }
 func (e *decEnv) SetTimer(time.Duration, any) proc.TimerID { return 1 }
 func (e *decEnv) CancelTimer(proc.TimerID)                 {}
+func (e *decEnv) Storage() proc.Storage                    { return nil }
 func (e *decEnv) Rand() *rand.Rand                         { return rand.New(rand.NewPCG(1, 2)) }
 func (e *decEnv) Output(proc.Output)                       {}
 

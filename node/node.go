@@ -45,6 +45,9 @@ type Config struct {
 	TraceFamily, TraceAlgo string
 	TraceResume            *live.TraceResume
 	Logger                 *slog.Logger
+	// DataDir is where services keep their stable storage (see
+	// live.Config); "" keeps it in memory.
+	DataDir string
 }
 
 // Node is a running node: the live host and its services.
@@ -93,6 +96,7 @@ func New(cfg Config) (*Node, error) {
 			return proc.Algorithm{}, false
 		},
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
+		DataDir: cfg.DataDir,
 	})
 	if err != nil {
 		return nil, err

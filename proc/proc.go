@@ -69,6 +69,9 @@ type Env interface {
 	Rand() *rand.Rand
 	// Output reports an observable act.
 	Output(o Output)
+	// Storage is this process's stable storage (see Storage), or nil if
+	// the host has none.
+	Storage() Storage
 }
 
 // Process is an algorithm's state machine at one process.

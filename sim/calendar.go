@@ -2,92 +2,253 @@ package sim
 
 import "math/bits"
 
-// calendar is the default Queue: a calendar queue that fires events in
-// exactly the order of timeQueue — by At, then Seq — at a cost that does
-// not grow with the number of pending events.
+// event is a pending event with its contents: 64 bytes, one cache line.
+// The default queue (calendar) stores events whole, so that the event that
+// fires next is read from memory written in order, not fetched through a
+// handle from wherever it was allocated.
+type event struct {
+	at  int64  // due time, virtual ns
+	seq uint64 // schedule order; ties at equal at fire in seq order
+	item
+}
+
+func (e *event) before(o *event) bool { return e.at < o.at || (e.at == o.at && e.seq < o.seq) }
+
+// calendar is the simulator's default event queue (Brown, "Calendar
+// queues", CACM 1988, with the two-level opening of Tang, Goh and Thng's
+// ladder queue, 2005): it fires events in exactly the order of a heap — by
+// at, then seq — at a cost that does not grow with the number of pending
+// events.
 //
 // Time is cut into buckets of width 2^shift ns. A window of len(buckets)
-// buckets starting at base holds the near future; the bucket that contains
-// the present is kept in a small heap (cur), the others are unsorted lists
-// (append is all a push costs), and events beyond the window wait in a heap
-// (far). When cur runs dry the window slides one bucket: the next bucket
-// is heapified into cur and far events that now fall inside the window are
-// moved into their buckets. With a million events in flight, a pop touches
-// a heap of a few thousand keys instead of one of millions.
+// buckets starting at base holds the near future; the others are unsorted
+// lists of fixed-size blocks (append is all a push costs; blocks are
+// recycled, so a long run allocates nothing once warm), and events beyond
+// the window wait in a heap (far). When the current bucket runs dry the
+// window slides to the next occupied bucket, found through a bitmap, and
+// far events that now fall inside the window move into their buckets.
+//
+// Opening a bucket of many events distributes them by a counting sort
+// into sub-buckets of about eight (staged); a small heap (cur) takes one
+// sub-bucket at a time, so that popping costs a few comparisons whether a
+// thousand or a hundred million events are pending. An event scheduled
+// into the open bucket goes straight into cur; before cur's minimum fires,
+// every sub-bucket that could hold an earlier event is loaded.
 //
 // It relies on the simulator never scheduling an event before the present,
-// which holds for time order; a Queue that reorders (a model checker) brings
-// its own structure.
+// which holds for time order; a Queue that reorders (a model checker) is
+// driven through slots instead (see Sim.push).
 type calendar struct {
 	shift    uint
 	base     int64 // start of the current bucket
 	idx      int   // index of the current bucket in buckets
-	buckets  [][]Key
+	buckets  []bucket
 	occupied []uint64 // bit i set: buckets[i] is not empty
-	inWindow int      // keys in buckets (not counting cur)
-	cur      timeQueue
-	far      timeQueue
+	inWindow int      // events in buckets
+	blocks   blockPool
+
+	// The open bucket: its events by sub-bucket of width 2^subShift,
+	// sub-bucket j in staged[bounds[j]:bounds[j+1]], those before sub
+	// already in cur.
+	staged   []event
+	bounds   []int32
+	fill     []int32
+	subShift uint
+	sub      int
+	cur      eventHeap
+	far      eventHeap
+
+	// The only pending event, when there is one alone: a run with a single
+	// event in flight (a ping-pong) never touches the buckets.
+	single    event
+	hasSingle bool
+}
+
+// A bucket is a list of blocks: events are appended to the tail block,
+// and every block but the tail is full.
+type bucket struct {
+	head, tail int32 // block indexes; 0: empty (block 0 is never used)
+	n          int32 // events
 }
 
 // newCalendar sizes buckets from the typical delay between an event and the
 // events it causes (the mean latency): a few hundred buckets per mean
 // latency and a window of about thirty mean latencies.
-func newCalendar(typical int64) *calendar {
-	const n = 8192
-	width := max(typical/256, 1)
+func newCalendar(typical int64) *calendar { return newCalendarOf(typical, 8192) }
+
+// newCalendarOf has n buckets (a power of two, at least 64) of width
+// typical/(n/32).
+func newCalendarOf(typical int64, n int) *calendar {
+	width := max(typical/int64(n/32), 1)
 	return &calendar{
 		shift:    uint(bits.Len64(uint64(width)) - 1),
-		buckets:  make([][]Key, n),
+		buckets:  make([]bucket, n),
 		occupied: make([]uint64, n/64),
 	}
 }
 
-func (c *calendar) Len() int { return c.cur.Len() + c.inWindow + c.far.Len() }
+func (c *calendar) Len() int {
+	staged := 0
+	if c.sub < len(c.bounds)-1 {
+		staged = int(c.bounds[len(c.bounds)-1] - c.bounds[c.sub])
+	}
+	n := c.cur.Len() + staged + c.inWindow + c.far.Len()
+	if c.hasSingle {
+		n++
+	}
+	return n
+}
 
-func (c *calendar) Push(k Key) {
-	d := (k.At - c.base) >> c.shift
+func (c *calendar) Push(e event) {
+	if c.hasSingle {
+		c.hasSingle = false
+		c.push(c.single)
+	} else if c.inWindow == 0 && c.cur.Len() == 0 && c.far.Len() == 0 && c.sub >= len(c.bounds)-1 {
+		c.single, c.hasSingle = e, true
+		return
+	}
+	c.push(e)
+}
+
+func (c *calendar) push(e event) {
+	d := (e.at - c.base) >> c.shift
 	switch {
 	case d <= 0:
-		c.cur.Push(k)
+		c.cur.Push(e)
 	case d < int64(len(c.buckets)):
-		i := (c.idx + int(d)) % len(c.buckets)
-		c.buckets[i] = append(c.buckets[i], k)
-		c.occupied[i>>6] |= 1 << (i & 63)
-		c.inWindow++
+		c.add((c.idx+int(d))&(len(c.buckets)-1), e)
 	default:
-		c.far.Push(k)
+		c.far.Push(e)
 	}
 }
 
-func (c *calendar) Pop() Key {
-	for c.cur.Len() == 0 {
+// add appends e to bucket i.
+func (c *calendar) add(i int, e event) {
+	b := &c.buckets[i]
+	if b.n == 0 {
+		b.head = c.blocks.get()
+		b.tail = b.head
+		c.occupied[i>>6] |= 1 << (i & 63)
+	} else if b.n%blockLen == 0 {
+		nb := c.blocks.get()
+		*c.blocks.next(b.tail) = nb
+		b.tail = nb
+	}
+	c.blocks.at(b.tail)[b.n%blockLen] = e
+	b.n++
+	c.inWindow++
+}
+
+func (c *calendar) Pop() event {
+	if c.hasSingle {
+		// Nothing else is pending: move the window to the present, which
+		// costs nothing over empty buckets.
+		c.hasSingle = false
+		e := c.single
+		c.single = event{}
+		if d := (e.at - c.base) >> c.shift; d > 0 {
+			c.base = e.at >> c.shift << c.shift
+			c.idx = (c.idx + int(d&int64(len(c.buckets)-1))) & (len(c.buckets) - 1)
+		}
+		return e
+	}
+	for {
+		if c.sub < len(c.bounds)-1 {
+			// Sub-buckets remain: load the next one unless cur's minimum
+			// comes before anything it could hold.
+			start := c.base + int64(c.sub)<<c.subShift
+			if c.cur.Len() == 0 || c.cur.h[0].at >= start {
+				c.load()
+				continue
+			}
+		}
+		if c.cur.Len() > 0 {
+			return c.cur.Pop()
+		}
 		c.advance()
 	}
-	return c.cur.Pop()
 }
 
-// advance slides the window to the next non-empty bucket, skipping empty
-// ones through the occupancy bitmap, or jumps to the earliest far event
-// when the window is empty.
+// load moves the next sub-bucket into cur.
+func (c *calendar) load() {
+	evs := c.staged[c.bounds[c.sub]:c.bounds[c.sub+1]]
+	c.sub++
+	if c.cur.Len() == 0 {
+		c.cur.h = append(c.cur.h, evs...)
+		c.cur.heapify()
+	} else {
+		for _, e := range evs {
+			c.cur.Push(e)
+		}
+	}
+	clear(evs) // let their messages be collected once handled
+}
+
+// advance slides the window to the next non-empty bucket and opens it, or
+// jumps to the earliest far event when the window is empty. It is called
+// only when cur and staged are empty.
 func (c *calendar) advance() {
 	if c.inWindow == 0 {
-		c.base = c.far.h[0].At >> c.shift << c.shift
+		c.base = c.far.h[0].at >> c.shift << c.shift
 	} else {
 		next := c.nextOccupied()
-		c.base += int64((next-c.idx+len(c.buckets))%len(c.buckets)) << c.shift
+		c.base += int64((next-c.idx)&(len(c.buckets)-1)) << c.shift
 		c.idx = next
+		c.open(next)
 	}
-	b := c.buckets[c.idx]
-	c.inWindow -= len(b)
-	for _, k := range b {
-		c.cur.Push(k)
-	}
-	c.buckets[c.idx] = b[:0]
-	c.occupied[c.idx>>6] &^= 1 << (c.idx & 63)
 	// Far events that the slide brought inside the window.
 	end := c.base + int64(len(c.buckets))<<c.shift
-	for c.far.Len() > 0 && c.far.h[0].At < end {
-		c.Push(c.far.Pop())
+	for c.far.Len() > 0 && c.far.h[0].at < end {
+		c.push(c.far.Pop())
+	}
+}
+
+// open stages bucket i's events by sub-bucket, a counting sort on their
+// time, and recycles its blocks.
+func (c *calendar) open(i int) {
+	b := c.buckets[i]
+	c.buckets[i] = bucket{}
+	c.occupied[i>>6] &^= 1 << (i & 63)
+	c.inWindow -= int(b.n)
+	if b.n <= blockLen {
+		// One block: straight into the heap, which is empty.
+		c.cur.h = append(c.cur.h, c.blocks.at(b.head)[:b.n]...)
+		c.cur.heapify()
+		c.blocks.put(b.head, int(b.n))
+		c.bounds = c.bounds[:0]
+		c.sub = 0
+		return
+	}
+	// About eight events per sub-bucket, and no sub-bucket finer than 1 ns.
+	k := min(c.shift, uint(bits.Len32(uint32(b.n)/8)))
+	m := 1 << k
+	c.subShift = c.shift - k
+	c.sub = 0
+	c.bounds = append(c.bounds[:0], make([]int32, m+1)...)
+	for blk, left := b.head, b.n; blk != 0; blk, left = *c.blocks.next(blk), left-blockLen {
+		for _, e := range c.blocks.at(blk)[:min(left, blockLen)] {
+			c.bounds[(e.at-c.base)>>c.subShift+1]++
+		}
+	}
+	for j := 1; j <= m; j++ {
+		c.bounds[j] += c.bounds[j-1]
+	}
+	if cap(c.staged) < int(b.n) {
+		c.staged = make([]event, b.n)
+	}
+	c.staged = c.staged[:b.n]
+	c.fill = append(c.fill[:0], c.bounds[:m]...) // next free place in each sub-bucket
+	fill := c.fill
+	for blk, left := b.head, b.n; blk != 0; left -= blockLen {
+		x := c.blocks.at(blk)
+		for _, e := range x[:min(left, blockLen)] {
+			s := (e.at - c.base) >> c.subShift
+			c.staged[fill[s]] = e
+			fill[s]++
+		}
+		next := *c.blocks.next(blk)
+		c.blocks.put(blk, int(min(left, blockLen)))
+		blk = next
 	}
 }
 
@@ -96,15 +257,152 @@ func (c *calendar) advance() {
 // bucket is occupied.
 func (c *calendar) nextOccupied() int {
 	n := len(c.buckets)
-	start := (c.idx + 1) % n
+	start := (c.idx + 1) & (n - 1)
 	w := start >> 6
 	word := c.occupied[w] &^ (1<<(start&63) - 1) // bits at or after start
 	for range len(c.occupied) + 1 {
 		if word != 0 {
 			return w<<6 + bits.TrailingZeros64(word)
 		}
-		w = (w + 1) % len(c.occupied)
+		w = (w + 1) & (len(c.occupied) - 1) // a power of two
 		word = c.occupied[w]
 	}
 	panic("calendar: no occupied bucket")
+}
+
+// blockLen events make a block: 1 KiB, cache-line aligned (blocks live in
+// page-aligned chunks), so that no event straddles two lines.
+const blockLen = 16
+
+type block [blockLen]event
+
+// blockPool hands out blocks by index, in chunks that are never moved (a
+// run with a hundred million pending events never copies them), and
+// recycles freed blocks last-in first-out, so that a reused block is
+// likely still in cache. The links of the bucket lists and of the free
+// list are kept beside the blocks, in nexts.
+type blockPool struct {
+	chunks [][]block
+	nexts  [][]int32
+	used   int32 // blocks ever handed out, counting the unused block 0
+	free   int32 // head of the free list; 0: empty
+}
+
+const blockChunkBits = 12 // 4096 blocks (4 MiB) per chunk
+
+func (p *blockPool) at(i int32) *block {
+	return &p.chunks[i>>blockChunkBits][i&(1<<blockChunkBits-1)]
+}
+
+func (p *blockPool) next(i int32) *int32 {
+	return &p.nexts[i>>blockChunkBits][i&(1<<blockChunkBits-1)]
+}
+
+func (p *blockPool) get() int32 {
+	if i := p.free; i != 0 {
+		n := p.next(i)
+		p.free, *n = *n, 0
+		return i
+	}
+	if p.used == 0 {
+		p.used = 1 // block 0 stands for "none"
+	}
+	i := p.used
+	p.used++
+	c, j := int(i>>blockChunkBits), int(i&(1<<blockChunkBits-1))
+	if c == len(p.chunks) {
+		p.chunks = append(p.chunks, nil)
+		p.nexts = append(p.nexts, nil)
+	}
+	if j >= cap(p.chunks[c]) {
+		// The first chunk grows by doubling, so that small runs stay
+		// small; the others are made whole.
+		size := 1 << blockChunkBits
+		if c == 0 {
+			size = min(max(16, 2*cap(p.chunks[0])), size)
+		}
+		p.chunks[c] = append(make([]block, 0, size), p.chunks[c]...)
+		p.nexts[c] = append(make([]int32, 0, size), p.nexts[c]...)
+	}
+	p.chunks[c] = p.chunks[c][:j+1]
+	p.nexts[c] = p.nexts[c][:j+1]
+	return i
+}
+
+// put returns block i, whose first n events were in use, to the free
+// list. Those events are cleared so that the messages they refer to can
+// be collected.
+func (p *blockPool) put(i int32, n int) {
+	clear(p.at(i)[:n])
+	*p.next(i) = p.free
+	p.free = i
+}
+
+// eventHeap is a 4-ary min-heap of events on (at, seq). Four children per
+// node halve the depth of a binary heap.
+type eventHeap struct{ h []event }
+
+func (q *eventHeap) Len() int { return len(q.h) }
+
+func (q *eventHeap) Push(e event) {
+	q.h = append(q.h, e)
+	q.up(len(q.h) - 1)
+}
+
+func (q *eventHeap) up(i int) {
+	e := q.h[i]
+	for i > 0 {
+		p := (i - 1) / 4
+		if !e.before(&q.h[p]) {
+			break
+		}
+		q.h[i] = q.h[p]
+		i = p
+	}
+	q.h[i] = e
+}
+
+func (q *eventHeap) Pop() event {
+	top := q.h[0]
+	n := len(q.h) - 1
+	q.h[0] = q.h[n]
+	q.h[n] = event{} // let the message be collected
+	q.h = q.h[:n]
+	if n > 1 {
+		q.down(0)
+	}
+	return top
+}
+
+func (q *eventHeap) down(i int) {
+	n := len(q.h)
+	e := q.h[i]
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		best := c
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if q.h[j].before(&q.h[best]) {
+				best = j
+			}
+		}
+		if !q.h[best].before(&e) {
+			break
+		}
+		q.h[i] = q.h[best]
+		i = best
+	}
+	q.h[i] = e
+}
+
+// heapify restores the heap order of all of h (Floyd's method, linear).
+func (q *eventHeap) heapify() {
+	if len(q.h) < 2 {
+		return
+	}
+	for i := (len(q.h) - 2) / 4; i >= 0; i-- {
+		q.down(i)
+	}
 }

@@ -119,6 +119,12 @@ const (
 	// Leave makes a process leave gracefully: it gets the proc.Leave input,
 	// and is gone once it has handled it.
 	Leave
+	// CrashInSync crashes a process during its first Sync of stable
+	// storage at or after At — the worst moment for its disk: a random
+	// prefix of the writes that Sync was making durable survives, and
+	// nothing the process would have done after the Sync happens. If it
+	// is down at At, or never syncs, nothing happens.
+	CrashInSync
 )
 
 func (k FaultKind) String() string {
@@ -133,6 +139,8 @@ func (k FaultKind) String() string {
 		return "slow"
 	case Join:
 		return "join"
+	case CrashInSync:
+		return "crash-in-sync"
 	case Leave:
 		return "leave"
 	}
@@ -189,7 +197,7 @@ func (c *Config) Validate() error {
 	}
 	for i, f := range c.Faults {
 		what := fmt.Sprintf("fault %d (%s)", i+1, f.Kind)
-		if f.Kind < Crash || f.Kind > Leave {
+		if f.Kind < Crash || f.Kind > CrashInSync {
 			return fmt.Errorf("fault %d: unknown kind %d", i+1, f.Kind)
 		}
 		if err := inRange(what, f.Node); err != nil {

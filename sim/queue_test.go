@@ -7,61 +7,112 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The calendar queue must fire keys in exactly the heap's order, for any
-// mix of pushes and pops in which nothing is scheduled before the present.
+// The calendar queue must fire events in exactly the heap's order, for any
+// mix of pushes and pops in which nothing is scheduled before the present:
+// bursts at one instant, spreads wide and narrow, far futures, and enough
+// events to make it refine its grain and coarsen it again.
 func TestCalendarMatchesHeapOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		typical := rapid.Int64Range(1, 1<<20).Draw(t, "typical")
 		spread := rapid.Int64Range(1, 1<<24).Draw(t, "spread")
-		cal, heap := newCalendar(typical), &timeQueue{}
+		cal, heap := newCalendarOf(typical, 64<<rapid.IntRange(0, 3).Draw(t, "size")), &timeQueue{}
 		var now int64
 		var seq uint64
-		ops := rapid.IntRange(1, 400).Draw(t, "ops")
+		check := func(op int) {
+			a, b := cal.Pop(), heap.Pop()
+			if a.at != b.At || a.seq != b.Seq || a.id != uint64(b.Slot) {
+				t.Fatalf("op %d: calendar popped at=%d seq=%d, heap %+v", op, a.at, a.seq, b)
+			}
+			now = a.at
+		}
+		ops := rapid.IntRange(1, 3000).Draw(t, "ops")
 		for i := 0; i < ops; i++ {
-			if heap.Len() > 0 && rapid.Bool().Draw(t, "pop") {
-				a, b := cal.Pop(), heap.Pop()
-				if a != b {
-					t.Fatalf("op %d: calendar popped %+v, heap %+v", i, a, b)
-				}
-				now = a.At
+			if heap.Len() > 0 && rapid.IntRange(0, 2).Draw(t, "pop") == 0 {
+				check(i)
 				continue
 			}
+			var at int64
+			switch rapid.IntRange(0, 3).Draw(t, "shape") {
+			case 0: // a burst: many events at one instant
+				at = now + spread/2
+			case 1:
+				at = now + rapid.Int64Range(0, spread).Draw(t, "delay")
+			case 2:
+				at = now + rapid.Int64Range(0, 64).Draw(t, "near")
+			default:
+				at = now + rapid.Int64Range(0, 1<<40).Draw(t, "far")
+			}
 			seq++
-			k := Key{At: now + rapid.Int64Range(0, spread).Draw(t, "delay"), Seq: seq, Slot: uint32(seq)}
-			cal.Push(k)
-			heap.Push(k)
-		}
-		for heap.Len() > 0 {
-			if a, b := cal.Pop(), heap.Pop(); a != b {
-				t.Fatalf("drain: calendar popped %+v, heap %+v", a, b)
+			cal.Push(event{at: at, seq: seq, item: item{id: seq}})
+			heap.Push(Key{At: at, Seq: seq, Slot: uint32(seq)})
+			if cal.Len() != heap.Len() {
+				t.Fatalf("op %d: calendar holds %d events, heap %d", i, cal.Len(), heap.Len())
 			}
 		}
+		for i := 0; heap.Len() > 0; i++ {
+			check(ops + i)
+		}
 		if cal.Len() != 0 {
-			t.Fatalf("calendar has %d keys left", cal.Len())
+			t.Fatalf("calendar has %d events left", cal.Len())
 		}
 	})
 }
 
-func BenchmarkQueues(b *testing.B) {
-	for _, q := range []struct {
-		name string
-		mk   func() Queue
-	}{{"heap", func() Queue { return &timeQueue{} }}, {"calendar", func() Queue { return newCalendar(1e6) }}} {
-		b.Run(q.name, func(b *testing.B) {
-			const depth = 1 << 20
-			r := rand.New(rand.NewPCG(1, 2))
-			qu := q.mk()
-			var seq uint64
-			for i := 0; i < depth; i++ {
-				seq++
-				qu.Push(Key{At: int64(r.ExpFloat64() * 1e6), Seq: seq})
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k := qu.Pop()
-				seq++
-				qu.Push(Key{At: k.At + int64(r.ExpFloat64()*1e6), Seq: seq})
-			}
-		})
+// Opening a crowded bucket stages its events by sub-bucket, so that the
+// heap that orders them stays small however many events are pending.
+func TestCalendarKeepsItsHeapSmall(t *testing.T) {
+	cal := newCalendar(1e6)
+	r := rand.New(rand.NewPCG(1, 2))
+	var seq uint64
+	for range 1 << 20 {
+		seq++
+		cal.Push(event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
 	}
+	first := cal.cur.Len() // the present's bucket, filled before any opening
+	biggest := 0
+	for i := range 1 << 20 {
+		e := cal.Pop()
+		if i > first {
+			biggest = max(biggest, cal.cur.Len())
+		}
+		seq++
+		cal.Push(event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
+	}
+	if biggest > 100 {
+		t.Errorf("heap of the open bucket grew to %d events, want at most 100", biggest)
+	}
+}
+
+func BenchmarkQueues(b *testing.B) {
+	const depth = 1 << 20
+	b.Run("heap", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(1, 2))
+		q := &timeQueue{}
+		var seq uint64
+		for range depth {
+			seq++
+			q.Push(Key{At: int64(r.ExpFloat64() * 1e6), Seq: seq})
+		}
+		b.ResetTimer()
+		for range b.N {
+			k := q.Pop()
+			seq++
+			q.Push(Key{At: k.At + int64(r.ExpFloat64()*1e6), Seq: seq})
+		}
+	})
+	b.Run("calendar", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(1, 2))
+		q := newCalendar(1e6)
+		var seq uint64
+		for range depth {
+			seq++
+			q.Push(event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
+		}
+		b.ResetTimer()
+		for range b.N {
+			e := q.Pop()
+			seq++
+			q.Push(event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
+		}
+	})
 }

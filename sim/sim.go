@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -18,12 +19,13 @@ type Sim struct {
 	cfg     Config
 	n       int
 	topo    Topology
-	queue   Queue
+	cal     *calendar // the pending events, by default
+	queue   Queue     // or, when Config.Queue is set, their keys…
+	items   [][]item  // …and their contents, by slot, in fixed-size chunks
+	slots   uint32    // slots ever used
+	free    []uint32  // free slots
 	now     int64
 	seq     uint64
-	items   [][]item // pending events' contents, by slot, in fixed-size chunks
-	slots   uint32   // slots ever used
-	free    []uint32 // free slots
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
 	busy    []busyState // nil: no pause or slow faults
@@ -37,7 +39,12 @@ type Sim struct {
 	present *idSet
 	memRand *rand.Rand
 
-	timers    map[proc.TimerID]uint32 // live timers → slot
+	// Stable storage (storage.go): nil until a process first uses it.
+	disks    map[proc.ID]*disk
+	diskRand *rand.Rand
+	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
+
+	timers    map[proc.TimerID]struct{} // live timers; a cancelled one fires no more
 	nextTimer proc.TimerID
 	nextMsg   uint64
 
@@ -57,7 +64,6 @@ type Sim struct {
 	kindIdx map[string]int
 	kinds   []string
 	sent    []int64 // per kind index
-	touched uint8   // sink of the early read in Step
 	st      Result
 	stop    StopReason
 }
@@ -88,7 +94,6 @@ const (
 	evFault
 	evFaultEnd
 	evCall // a workload's timer
-	evDead // a cancelled timer
 )
 
 // item is a pending event's contents. It is kept small (48 bytes) because
@@ -126,6 +131,7 @@ type Result struct {
 	Joins       int64 // processes that joined the running system
 	Leaves      int64 // processes that left gracefully
 	Outputs     int64
+	WritesLost  int64       // unsynced storage writes lost at crashes
 	ByKind      []KindCount // messages sent, per kind, sorted by kind
 	VirtualTime time.Duration
 	Stop        StopReason
@@ -152,7 +158,7 @@ func New(cfg Config) (*Sim, error) {
 		rngs:    make([]*rand.Rand, n),
 		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
 		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
-		timers:  map[proc.TimerID]uint32{},
+		timers:  map[proc.TimerID]struct{}{},
 		nextMsg: 1,
 		sink:    cfg.Trace,
 		kindIdx: map[string]int{},
@@ -166,7 +172,7 @@ func New(cfg Config) (*Sim, error) {
 		s.latency = Constant(time.Millisecond)
 	}
 	if s.queue == nil {
-		s.queue = newCalendar(int64(max(s.latency.Mean(), time.Microsecond)))
+		s.cal = newCalendar(int64(max(s.latency.Mean(), time.Microsecond)))
 	}
 	_, s.constLat = s.latency.(Constant)
 	if len(cfg.Network.Links) > 0 {
@@ -255,13 +261,13 @@ func (s *Sim) begin() {
 	}
 	// Faults at time 0 come first in the queue (At 0, lowest Seq) except
 	// for deliveries, which cannot exist yet.
-	for s.queue.Len() > 0 {
-		k := s.queue.Pop()
-		if k.At != 0 || s.item(k.Slot).kind != evFault {
-			s.queue.Push(k)
+	for s.pending() > 0 {
+		e := s.pop()
+		if e.at != 0 || e.kind != evFault {
+			s.unpop(e)
 			break
 		}
-		s.handle(k)
+		s.handle(&e)
 	}
 	for i := range s.nodes {
 		if s.nodes[i].up && s.nodes[i].p == nil {
@@ -278,7 +284,7 @@ func (s *Sim) Step() bool {
 	if s.stop != "" {
 		return false
 	}
-	if s.queue.Len() == 0 {
+	if s.pending() == 0 {
 		s.stop = StopQuiescent
 		return false
 	}
@@ -286,20 +292,14 @@ func (s *Sim) Step() bool {
 		s.stop = StopMaxEvents
 		return false
 	}
-	k := s.queue.Pop()
-	if p, ok := s.queue.(*calendar); ok && p.cur.Len() > 0 {
-		// Read the next event's contents now: with a million events in
-		// flight they are rarely in cache, and the load's miss overlaps
-		// with handling this one instead of stalling the next.
-		s.touched += s.item(p.cur.h[0].Slot).kind
-	}
-	if s.cfg.Deadline > 0 && k.At > int64(s.cfg.Deadline) {
-		s.queue.Push(k)
+	e := s.pop()
+	if s.cfg.Deadline > 0 && e.at > int64(s.cfg.Deadline) {
+		s.unpop(e)
 		s.now = int64(s.cfg.Deadline)
 		s.stop = StopDeadline
 		return false
 	}
-	s.handle(k)
+	s.handle(&e)
 	if s.cfg.Until != nil && s.cfg.Until(s) {
 		s.stop = StopPredicate
 		return false
@@ -307,44 +307,39 @@ func (s *Sim) Step() bool {
 	return true
 }
 
-func (s *Sim) handle(k Key) {
-	it := s.item(k.Slot)
-	if it.kind == evDead {
-		s.release(k.Slot)
+func (s *Sim) handle(e *event) {
+	x := &e.item
+	if x.kind == evTimer {
+		if _, live := s.timers[proc.TimerID(x.id)]; !live {
+			return // cancelled
+		}
+	}
+	s.now = max(s.now, e.at)
+	if x.kind == evCall {
+		x.val.(func())()
 		return
 	}
-	s.now = max(s.now, k.At)
 	var b *busyState
-	if it.kind == evCall {
-		f := it.val.(func())
-		s.release(k.Slot)
-		s.now = max(s.now, k.At)
-		f()
-		return
-	}
-	if s.busy != nil && it.kind != evFault && it.kind != evFaultEnd {
-		b = &s.busy[it.node]
+	if s.busy != nil && x.kind != evFault && x.kind != evFaultEnd {
+		b = &s.busy[x.node]
 		if b.until > s.now {
 			// The process is paused or busy: the event waits, keeping its
 			// order among the others that wait.
-			s.seq++
-			s.queue.Push(Key{At: b.until, Seq: s.seq, Slot: k.Slot})
+			s.push(b.until, *x)
 			return
 		}
 	}
-	x := *it
 	if x.kind == evTimer {
 		delete(s.timers, proc.TimerID(x.id))
 	}
-	s.release(k.Slot)
 	s.st.Events++
 	switch x.kind {
 	case evDeliver:
-		s.deliver(&x)
+		s.deliver(x)
 	case evTimer:
-		s.fire(&x)
+		s.fire(x)
 	case evInput:
-		s.input(&x)
+		s.input(x)
 	case evFault:
 		s.fault(x.val.(*Fault))
 	case evFaultEnd:
@@ -424,6 +419,8 @@ func (s *Sim) fault(f *Fault) {
 		}
 		nd.up, nd.p = false, nil
 		nd.inc++
+		s.crashDisk(f.Node)
+		delete(s.armed, f.Node)
 		if s.present != nil {
 			s.present.remove(int32(f.Node))
 		}
@@ -440,6 +437,7 @@ func (s *Sim) fault(f *Fault) {
 		if s.present != nil {
 			s.present.add(int32(f.Node))
 		}
+		s.restartDisk(f.Node)
 		s.startNode(f.Node, trace.Recover)
 		if r, ok := s.cfg.Workload.(Restarter); ok {
 			r.Restarted(control{s}, f.Node)
@@ -453,6 +451,13 @@ func (s *Sim) fault(f *Fault) {
 		s.join(f.Node)
 	case Leave:
 		s.leave(f.Node)
+	case CrashInSync:
+		if nd.up {
+			if s.armed == nil {
+				s.armed = map[proc.ID]bool{}
+			}
+			s.armed[f.Node] = true
+		}
 	}
 }
 
@@ -473,8 +478,15 @@ func (s *Sim) startNode(id proc.ID, kind trace.Kind) {
 func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
 	prev := s.env.self
 	s.env.self = proc.ID(id)
+	defer func() {
+		s.env.self = prev
+		if r := recover(); r != nil {
+			if _, ok := r.(crashedInSync); !ok {
+				panic(r)
+			}
+		}
+	}()
 	f(s.nodes[id].p, &s.env)
-	s.env.self = prev
 }
 
 // tick is a process event for the host's clocks.
@@ -618,8 +630,41 @@ const (
 
 func (s *Sim) item(slot uint32) *item { return &s.items[slot>>chunkBits][slot&(chunkSize-1)] }
 
-// push schedules an event at virtual time at and returns its slot.
-func (s *Sim) push(at int64, it item) uint32 {
+// push schedules an event at virtual time at.
+func (s *Sim) push(at int64, it item) {
+	s.seq++
+	s.unpop(event{at: at, seq: s.seq, item: it})
+}
+
+// unpop puts e among the pending events, keeping its seq.
+func (s *Sim) unpop(e event) {
+	if s.cal != nil {
+		s.cal.Push(e)
+		return
+	}
+	s.queue.Push(Key{At: e.at, Seq: e.seq, Slot: s.alloc(e.item)})
+}
+
+// pop takes the next pending event.
+func (s *Sim) pop() event {
+	if s.cal != nil {
+		return s.cal.Pop()
+	}
+	k := s.queue.Pop()
+	e := event{at: k.At, seq: k.Seq, item: *s.item(k.Slot)}
+	s.release(k.Slot)
+	return e
+}
+
+func (s *Sim) pending() int {
+	if s.cal != nil {
+		return s.cal.Len()
+	}
+	return s.queue.Len()
+}
+
+// alloc stores it in a free slot, for a Queue given in Config.
+func (s *Sim) alloc(it item) uint32 {
 	var slot uint32
 	if n := len(s.free); n > 0 {
 		slot = s.free[n-1]
@@ -641,8 +686,6 @@ func (s *Sim) push(at int64, it item) uint32 {
 		}
 		s.items[c] = append(s.items[c], it)
 	}
-	s.seq++
-	s.queue.Push(Key{At: at, Seq: s.seq, Slot: slot})
 	return slot
 }
 
@@ -685,7 +728,8 @@ func (s *Sim) Describe(slot uint32) Pending {
 		p.Kind, p.What = "fault", it.val.(*Fault).Kind.String()
 	case evCall:
 		p.Kind = "workload"
-	default:
+	}
+	if _, live := s.timers[proc.TimerID(it.id)]; it.kind == evTimer && !live {
 		p.Kind = "cancelled"
 	}
 	return p
@@ -756,6 +800,7 @@ func (e *env) N() int                     { return e.s.n }
 func (e *env) Neighbors() []ID            { return e.s.topo.Neighbors(e.self) }
 func (e *env) Send(to ID, m proc.Message) { e.s.send(e.self, to, m) }
 func (e *env) Output(o proc.Output)       { e.s.output(e.self, o) }
+func (e *env) Storage() proc.Storage      { return e.s.storageOf(e.self) }
 
 func (e *env) Now() time.Duration {
 	if e.s.clocks == nil {
@@ -789,22 +834,22 @@ func newProcRand(seed1, seed2 uint64) *rand.Rand {
 func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 	s := e.s
 	if s.clocks != nil {
-		// d is measured on the local clock, which runs at 1+ρ.
-		d = time.Duration(float64(d) / (1 + s.clocks[e.self].Drift))
+		// d is measured on the local clock, which runs at 1+ρ. Rounded
+		// up: a timer must not fire before d has passed locally (a
+		// process that re-arms until its clock reads a deadline would
+		// otherwise spin at one instant).
+		d = time.Duration(math.Ceil(float64(d) / (1 + s.clocks[e.self].Drift)))
 	}
 	s.nextTimer++
 	id := s.nextTimer
-	s.timers[id] = s.push(s.now+int64(max(d, 0)),
+	s.timers[id] = struct{}{}
+	s.push(s.now+int64(max(d, 0)),
 		item{kind: evTimer, val: tag, id: uint64(id), node: int32(e.self), inc: s.nodes[e.self].inc})
 	return id
 }
 
 func (e *env) CancelTimer(id proc.TimerID) {
-	s := e.s
-	if slot, ok := s.timers[id]; ok {
-		s.item(slot).kind = evDead
-		delete(s.timers, id)
-	}
+	delete(e.s.timers, id)
 }
 
 func (s *Sim) output(id proc.ID, o proc.Output) {

@@ -433,3 +433,37 @@ func TestParseDist(t *testing.T) {
 		}
 	}
 }
+
+// deadliner re-arms its timer until its local clock reads its deadline.
+type deadliner struct {
+	deadline time.Duration
+	fires    int
+}
+
+func (p *deadliner) Start(env proc.Env) {
+	p.deadline = env.Now() + 10*time.Millisecond + 1
+	env.SetTimer(p.deadline-env.Now(), nil)
+}
+func (p *deadliner) Receive(proc.Env, proc.ID, proc.Message) {}
+func (p *deadliner) Input(proc.Env, proc.Input)              {}
+func (p *deadliner) Timeout(env proc.Env, _ any) {
+	p.fires++
+	if now := env.Now(); now < p.deadline {
+		env.SetTimer(p.deadline-now, nil)
+	}
+}
+
+// TestTimerNeverFiresEarlyOnADriftingClock: a timer of d fires once d has
+// passed on the local clock, even when the clock runs fast and d is a few
+// nanoseconds; a process waiting for a deadline is not woken at the same
+// instant for ever.
+func TestTimerNeverFiresEarlyOnADriftingClock(t *testing.T) {
+	for _, drift := range []float64{0.005, 0.01, -0.01, 1e-7} {
+		s, res := run(t, Config{Nodes: 1, Seed: 1, MaxEvents: 100,
+			New:    func(proc.ID, int) proc.Process { return &deadliner{} },
+			Clocks: func(proc.ID) HWClock { return HWClock{Offset: 3, Drift: drift} }})
+		if res.Stop != StopQuiescent || s.Process(0).(*deadliner).fires > 3 {
+			t.Errorf("drift %v: %d fires, stop %s", drift, s.Process(0).(*deadliner).fires, res.Stop)
+		}
+	}
+}

@@ -171,7 +171,8 @@ node.yaml:
   campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
   election: {heartbeat: 50ms, timeout: 300ms, phi: 0, quorum: true}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
-  data_dir: /var/lib/cohort     # optional: relative paths are taken from here
+  data_dir: /var/lib/cohort     # optional: relative paths are taken from here; services keep
+                                # their stable storage in data_dir/storage (in memory without)
   trace: trace.jsonl            # optional: record this node's events
   api_token: ...                # optional bearer token for the API (or api_token_file: FILE)`,
 		Args: cobra.NoArgs,
@@ -237,6 +238,9 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	}
 	nc := node.Config{ID: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Lock: algo, Group: galgo,
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log}
+	if c.DataDir != "" {
+		nc.DataDir = filepath.Join(c.DataDir, "storage") // the services' logs
+	}
 	if c.Trace != "" {
 		f, resume, err := openTrace(c.Trace, proc.ID(c.ID))
 		if err != nil {

@@ -1,0 +1,69 @@
+package live
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+
+	"github.com/cohort-go/cohort/live/wal"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Stable storage of a live service (proc.Storage). With Config.DataDir
+// set, each service that uses it has a log file there, named after the
+// service; without, it keeps its log in memory, which survives nothing.
+//
+// A write or sync that fails stops the service, as a crash would: after a
+// failed fsync what reached the disk is unknown, and an algorithm that
+// went on would act on writes it may have lost. Messages the failing
+// handler sent are dropped with it.
+
+// storageFailure is the panic value of a failed storage operation.
+type storageFailure struct{ err error }
+
+func (f storageFailure) String() string { return "stable storage failed: " + f.err.Error() }
+
+// fileStorage is proc.Storage on a wal.Log.
+type fileStorage struct{ l *wal.Log }
+
+func (f fileStorage) Recovered() [][]byte { return f.l.Recovered() }
+func (f fileStorage) Size() int           { return int(f.l.Size()) }
+func (f fileStorage) Append(rec []byte)   { check(f.l.Append(rec)) }
+func (f fileStorage) Replace(recs [][]byte) {
+	check(f.l.Replace(recs))
+}
+func (f fileStorage) Sync() { check(f.l.Sync()) }
+
+func check(err error) {
+	if err != nil {
+		panic(storageFailure{err})
+	}
+}
+
+// StoragePath is the file in which a node with data directory dir keeps
+// the log of service name.
+func StoragePath(dir, name string) string {
+	return filepath.Join(dir, url.PathEscape(name)+".wal")
+}
+
+// storage opens the service's storage on first use. The caller holds turn.
+func (s *Service) storage() proc.Storage {
+	if s.store != nil {
+		return s.store
+	}
+	dir := s.node.cfg.DataDir
+	if dir == "" {
+		s.store = proc.NewMemStorage(nil)
+		return s.store
+	}
+	l, err := wal.Open(StoragePath(dir, s.name))
+	if err != nil {
+		panic(storageFailure{fmt.Errorf("opening the log: %w", err)})
+	}
+	if t := l.Torn(); t > 0 {
+		s.node.log.Warn("stable storage: cut off a torn tail (writes never synced)", "service", s.name, "bytes", t)
+	}
+	s.wal = l
+	s.store = fileStorage{l}
+	return s.store
+}

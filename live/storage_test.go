@@ -1,0 +1,136 @@
+package live_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// ledger logs every input to its stable storage, syncs, and only then
+// outputs it; when it starts it hands the test what it recovered.
+type ledger struct{ got chan []string }
+
+func (l ledger) Start(env proc.Env) {
+	var r []string
+	for _, rec := range env.Storage().Recovered() {
+		r = append(r, string(rec))
+	}
+	l.got <- r
+}
+func (ledger) Receive(proc.Env, proc.ID, proc.Message) {}
+func (ledger) Timeout(proc.Env, any)                   {}
+func (ledger) Input(env proc.Env, in proc.Input) {
+	st := env.Storage()
+	st.Append([]byte(strconv.Itoa(in.(num).I)))
+	st.Sync()
+	env.Output(in)
+}
+
+// ledgerNode starts a one-node cluster on data directory dir and the
+// ledger service name on it; it returns the service and what it recovered.
+func ledgerNode(t *testing.T, dir, name string) (*live.Node, *live.Service, []string) {
+	t.Helper()
+	nw, err := transport.NewInProc(1, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := nw.Endpoint(0)
+	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	got := make(chan []string, 1)
+	a := proc.Algorithm{Family: "test", Name: "ledger", New: func(proc.ID, int) proc.Process { return ledger{got} }}
+	s, err := node.Service(name, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		return node, s, r
+	case <-s.Done():
+		return node, s, nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service never started")
+	}
+	return nil, nil, nil
+}
+
+// TestStorageSurvivesARestart: what a service synced, the same service on
+// a node restarted on the same data directory recovers; another service
+// has a log of its own.
+func TestStorageSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	node, s, rec := ledgerNode(t, dir, "ledger/a")
+	if len(rec) != 0 {
+		t.Fatalf("a first start recovered %q", rec)
+	}
+	for i := 1; i <= 5; i++ {
+		if err := s.Input(num{I: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node.Close()
+
+	node, s, rec = ledgerNode(t, dir, "ledger/a")
+	if want := []string{"1", "2", "3", "4", "5"}; !slices.Equal(rec, want) {
+		t.Fatalf("recovered %q, want %q", rec, want)
+	}
+	if _, err := os.Stat(live.StoragePath(dir, "ledger/a")); err != nil {
+		t.Errorf("no log file: %v", err)
+	}
+	s.Input(num{I: 6})
+	_, _, other := ledgerNode(t, dir, "ledger/b")
+	if len(other) != 0 {
+		t.Errorf("service ledger/b recovered ledger/a's records: %q", other)
+	}
+	node.Close()
+	_, _, rec = ledgerNode(t, dir, "ledger/a")
+	if want := []string{"1", "2", "3", "4", "5", "6"}; !slices.Equal(rec, want) {
+		t.Fatalf("after a second restart: recovered %q, want %q", rec, want)
+	}
+}
+
+// TestStorageInMemoryWithoutADataDirectory: no data directory, nothing
+// survives, and the service works.
+func TestStorageInMemoryWithoutADataDirectory(t *testing.T) {
+	node, s, rec := ledgerNode(t, "", "ledger/a")
+	if len(rec) != 0 {
+		t.Fatalf("recovered %q", rec)
+	}
+	if err := s.Input(num{I: 1}); err != nil {
+		t.Fatal(err)
+	}
+	node.Close()
+	if _, _, rec = ledgerNode(t, "", "ledger/a"); len(rec) != 0 {
+		t.Fatalf("an in-memory log survived a restart: %q", rec)
+	}
+}
+
+// TestStorageFailureStopsTheService: a service whose log cannot be opened
+// (here the data directory is a file) stops, as a crashed process would,
+// instead of running without the state it relies on.
+func TestStorageFailureStopsTheService(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, nil, 0o600)
+	_, s, _ := ledgerNode(t, file, "ledger/a")
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service runs without its storage")
+	}
+	if err := s.Input(num{I: 1}); err == nil {
+		t.Error("a stopped service took an input")
+	}
+}
