@@ -74,6 +74,13 @@ func init() {
 			Workload: DefaultMulticastLoad,
 			Diagram:  trace.SVGOptions{Quiet: []string{"holdback"}},
 		},
+		{
+			Family:   registered("consensus"),
+			Metrics:  consensusMetrics,
+			Workload: DefaultRaftClients,
+			React:    func() sim.Workload { return RaftRetry{Retry: 5 * time.Millisecond} },
+			Diagram:  trace.SVGOptions{Quiet: []string{"applied"}},
+		},
 	}
 }
 

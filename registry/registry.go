@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/cohort-go/cohort/clock"
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/mutex"
@@ -32,6 +33,7 @@ var families = []Family{
 	{"mutex", "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)", mutex.Algorithms},
 	{"election", "leader election: bully, ring, flooding, echo (seeds 000-004)", election.Algorithms},
 	{"multicast", "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)", multicast.Algorithms},
+	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 
 // Families lists the families in the order of the seeds.

@@ -25,7 +25,7 @@ func TestLookupAndFind(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Lookup("gossip"); err == nil || !strings.Contains(err.Error(), `unknown family "gossip" (known: clocks, mutex, election, multicast)`) {
+	if _, err := Lookup("gossip"); err == nil || !strings.Contains(err.Error(), `unknown family "gossip" (known: clocks, mutex, election, multicast, consensus)`) {
 		t.Errorf("Lookup(gossip): %v", err)
 	}
 	if _, err := Find("mutex", "bakery"); err == nil || !strings.Contains(err.Error(), `unknown mutex algorithm "bakery" (known: central, `) {

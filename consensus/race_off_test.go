@@ -1,0 +1,5 @@
+//go:build !race
+
+package consensus
+
+const raceEnabled = false

@@ -1,0 +1,803 @@
+package consensus
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Raft (Ongaro and Ousterhout, "In search of an understandable consensus
+// algorithm", USENIX ATC 2014; Ongaro's thesis, 2014, for PreVote,
+// CheckQuorum and leases): a replicated log that stays consistent while a
+// minority of servers crash, restart, pause or are cut off.
+//
+// Each server is a follower, a candidate or the leader of a term. In
+// outline (§5 of the paper; the handlers below carry the same names):
+//
+//	on election timeout:         prevote — ask a majority whether they would vote,
+//	                             without changing anyone's term (thesis §9.6);
+//	                             if they would, campaign: term++, vote for self,
+//	                             persist, RequestVote to all
+//	on RequestVote(term, last):  grant if term ≥ ours, we have not voted for
+//	                             another in it, the candidate's log is at least as
+//	                             up to date as ours, and we have not heard from a
+//	                             live leader within the election timeout
+//	on a majority of votes:      become leader; append a no-op of the new term
+//	on Propose (leader):         append to the log, persist, AppendEntries to all
+//	on AppendEntries(prev, es):  reject unless our log has prev with its term;
+//	                             else drop a conflicting suffix, append es,
+//	                             persist, then acknowledge
+//	on a majority's match ≥ i:   if entry i is of the current term, commit up to i
+//	                             and apply in order
+//	every heartbeat (leader):    AppendEntries to all; step down if a majority
+//	                             has not answered within an election timeout
+//	                             (CheckQuorum, thesis §6.2)
+//
+// Term, vote and log are written to the process's stable storage and
+// synced before anything that depends on them is sent: a vote is never
+// granted twice in a term, and an acknowledged entry survives a crash.
+// The log is compacted into a snapshot of the state machine (§7).
+//
+// Assumptions: asynchronous, unreliable network (messages may be lost,
+// duplicated, reordered); crash-recover processes with stable storage.
+// Leases additionally assume clock rates bounded by Config.MaxDrift.
+// Safety never depends on timing; liveness needs a majority that can talk
+// for longer than an election timeout.
+//
+// Cost: an entry takes one round trip from the leader to a majority
+// (2(n-1) messages, fewer when entries are batched); an election, 2(n-1)
+// messages for the prevote and 2(n-1) for the vote.
+
+// Config tunes a Raft server. Durations are on the server's local clock.
+type Config struct {
+	// Heartbeat is how often a leader sends AppendEntries to a follower
+	// that has nothing else to receive.
+	Heartbeat time.Duration
+	// ElectionTimeout is the least time a follower waits without hearing
+	// from a leader before it campaigns; each wait is drawn from
+	// [ElectionTimeout, 2·ElectionTimeout). It must exceed Heartbeat.
+	ElectionTimeout time.Duration
+	// MaxBatch bounds the entries in one AppendEntries; MaxInflight, the
+	// AppendEntries carrying entries a follower has not yet acknowledged
+	// (pipelining).
+	MaxBatch, MaxInflight int
+	// CompactEvery: once this many entries were applied since the last
+	// snapshot, take one and drop them from the log; 0 never compacts.
+	CompactEvery int
+	// MaxDrift bounds the rate error of any clock (0.01: 1%); the leader's
+	// lease is shortened by it.
+	MaxDrift float64
+}
+
+// DefaultConfig suits a LAN, or the simulator's default network.
+var DefaultConfig = Config{
+	Heartbeat:       20 * time.Millisecond,
+	ElectionTimeout: 150 * time.Millisecond,
+	MaxBatch:        256,
+	MaxInflight:     8,
+	CompactEvery:    4096,
+	MaxDrift:        0.01,
+}
+
+// Validate reports a Config that cannot work, naming the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Heartbeat <= 0:
+		return fmt.Errorf("raft: Heartbeat = %v must be positive", c.Heartbeat)
+	case c.ElectionTimeout <= c.Heartbeat:
+		return fmt.Errorf("raft: ElectionTimeout = %v must exceed Heartbeat = %v", c.ElectionTimeout, c.Heartbeat)
+	case c.MaxBatch < 1:
+		return fmt.Errorf("raft: MaxBatch = %d must be at least 1", c.MaxBatch)
+	case c.MaxInflight < 1:
+		return fmt.Errorf("raft: MaxInflight = %d must be at least 1", c.MaxInflight)
+	case c.CompactEvery < 0:
+		return fmt.Errorf("raft: CompactEvery = %d must not be negative", c.CompactEvery)
+	case c.MaxDrift < 0 || c.MaxDrift >= 0.5:
+		return fmt.Errorf("raft: MaxDrift = %v must be in [0, 0.5)", c.MaxDrift)
+	}
+	return nil
+}
+
+// StateMachine is what the log drives. Apply is called for every committed
+// entry, in index order, once per incarnation (a restarted server restores
+// its last snapshot and applies the entries after it again).
+type StateMachine interface {
+	// Apply applies entry index. data is nil for the no-op a new leader
+	// appends. env is the server's, for outputs.
+	Apply(env proc.Env, index uint64, data []byte)
+	// Snapshot encodes the state after every entry applied so far.
+	Snapshot() []byte
+	// Restore replaces the state by a snapshot's (nil: the initial state).
+	Restore(data []byte)
+}
+
+// Entry is one entry of the log.
+type Entry struct {
+	Term uint64 `json:"term"`
+	Data []byte `json:"data,omitempty"` // nil: a new leader's no-op
+}
+
+type role uint8
+
+const (
+	follower role = iota
+	precandidate
+	candidate
+	leader
+)
+
+func (r role) String() string {
+	return [...]string{"follower", "pre-candidate", "candidate", "leader"}[r]
+}
+
+// Raft is one server.
+type Raft struct {
+	cfg  Config
+	sm   StateMachine
+	self proc.ID
+	n    int
+
+	// Persistent (storage.go): term, vote and the log after the snapshot.
+	term     uint64
+	vote     proc.ID
+	log      []Entry // log[i] is entry first+i
+	first    uint64  // index of log[0]; the snapshot covers first-1 and before
+	snapTerm uint64  // term of entry first-1
+	snapshot []byte  // the state machine after entry first-1
+
+	// Volatile.
+	role     role
+	leader   proc.ID
+	commit   uint64
+	applied  uint64
+	synced   uint64 // our log is durable up to here
+	deadline time.Duration
+	timer    proc.TimerID  // the election timer; 0: none set
+	hbTimer  proc.TimerID  // the leader's heartbeat timer
+	heard    time.Duration // when we last heard from a current leader; -1: never
+	quiet    time.Duration // we grant no vote before this (see Start)
+	granted  []bool        // votes (or prevotes) received in this campaign
+	flushing bool          // a flush timer is set
+
+	// Leader only.
+	next, match []uint64
+	inflight    []int
+	sentCommit  []uint64
+	round       uint64          // heartbeat rounds sent
+	roundAt     []time.Duration // send time of recent rounds, by round % len
+	acked       []uint64        // per server: the latest round it answered
+	lastAck     []time.Duration // per server: when it last answered
+	quorumCheck time.Duration   // when CheckQuorum last ran
+}
+
+// New returns server id of an n-server group driving sm.
+func New(id proc.ID, n int, cfg Config, sm StateMachine) *Raft {
+	return &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1}
+}
+
+// Messages.
+
+// RequestVote asks for a vote (Pre: a prevote, which changes nothing).
+type RequestVote struct {
+	Term      uint64 `json:"term"`
+	LastIndex uint64 `json:"last_index"`
+	LastTerm  uint64 `json:"last_term"`
+	Pre       bool   `json:"pre,omitempty"`
+}
+
+// Vote answers a RequestVote.
+type Vote struct {
+	Term    uint64 `json:"term"`
+	Granted bool   `json:"granted"`
+	Pre     bool   `json:"pre,omitempty"`
+}
+
+// AppendEntries replicates entries after (Prev, PrevTerm) and tells the
+// leader's commit index; without entries it is a heartbeat.
+type AppendEntries struct {
+	Term     uint64  `json:"term"`
+	Prev     uint64  `json:"prev"`
+	PrevTerm uint64  `json:"prev_term"`
+	Entries  []Entry `json:"entries,omitempty"`
+	Commit   uint64  `json:"commit"`
+	Round    uint64  `json:"round"` // heartbeat round, echoed for leases and CheckQuorum
+}
+
+// AppendReply answers AppendEntries and InstallSnapshot. Match is the
+// last index known to match the leader's log; on a rejection Hint is
+// where the leader should retry from.
+type AppendReply struct {
+	Term    uint64 `json:"term"`
+	Success bool   `json:"success"`
+	Match   uint64 `json:"match"`
+	Hint    uint64 `json:"hint,omitempty"`
+	Round   uint64 `json:"round"`
+}
+
+// InstallSnapshot sends a follower that is behind the leader's snapshot.
+type InstallSnapshot struct {
+	Term  uint64 `json:"term"`
+	Index uint64 `json:"index"`
+	Last  uint64 `json:"last_term"`
+	Data  []byte `json:"data"`
+	Round uint64 `json:"round"`
+}
+
+func (RequestVote) Kind() string     { return "request-vote" }
+func (Vote) Kind() string            { return "vote" }
+func (AppendEntries) Kind() string   { return "append" }
+func (AppendReply) Kind() string     { return "append-reply" }
+func (InstallSnapshot) Kind() string { return "snapshot" }
+
+func (m RequestVote) String() string {
+	if m.Pre {
+		return fmt.Sprintf("PREVOTE?(t=%d,last=%d/%d)", m.Term, m.LastIndex, m.LastTerm)
+	}
+	return fmt.Sprintf("VOTE?(t=%d,last=%d/%d)", m.Term, m.LastIndex, m.LastTerm)
+}
+func (m Vote) String() string { return fmt.Sprintf("VOTE(t=%d,%v)", m.Term, m.Granted) }
+func (m AppendEntries) String() string {
+	return fmt.Sprintf("APPEND(t=%d,prev=%d/%d,n=%d,commit=%d)", m.Term, m.Prev, m.PrevTerm, len(m.Entries), m.Commit)
+}
+func (m AppendReply) String() string {
+	return fmt.Sprintf("ACK(t=%d,%v,match=%d)", m.Term, m.Success, m.Match)
+}
+func (m InstallSnapshot) String() string {
+	return fmt.Sprintf("SNAPSHOT(t=%d,index=%d)", m.Term, m.Index)
+}
+
+// Inputs and outputs.
+
+// Propose asks the leader to append Data to the log. A server that is not
+// the leader outputs NotLeader.
+type Propose struct {
+	Data []byte `json:"data"`
+}
+
+func (Propose) Kind() string { return "propose" }
+
+// NotLeader answers a Propose given to a server that is not the leader:
+// Leader is the one it knows (proc.None if none).
+type NotLeader struct {
+	Leader proc.ID `json:"leader"`
+	Data   []byte  `json:"data"`
+}
+
+func (NotLeader) Kind() string { return "not-leader" }
+
+// Elected is output by a server that becomes leader: its term and the last
+// index of its log then (checkers use both).
+type Elected struct {
+	Term      uint64 `json:"term"`
+	LastIndex uint64 `json:"last_index"`
+}
+
+func (Elected) Kind() string     { return "leader" }
+func (e Elected) String() string { return fmt.Sprintf("leader t=%d last=%d", e.Term, e.LastIndex) }
+
+// Process.
+
+func (r *Raft) Start(env proc.Env) {
+	r.recover(env)
+	// Before the crash we may have acknowledged a leader whose lease
+	// counts on our refusing votes for an election timeout; we do not
+	// remember when, so we refuse them for one election timeout now.
+	r.quiet = env.Now() + r.cfg.ElectionTimeout
+	r.resetElection(env)
+}
+
+func (r *Raft) Input(env proc.Env, in proc.Input) {
+	p, ok := in.(Propose)
+	if !ok {
+		return
+	}
+	if r.role != leader {
+		env.Output(NotLeader{Leader: r.leader, Data: p.Data})
+		return
+	}
+	r.appendLocal(env, Entry{Term: r.term, Data: p.Data})
+}
+
+func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case RequestVote:
+		r.onRequestVote(env, from, m)
+	case Vote:
+		r.onVote(env, from, m)
+	case AppendEntries:
+		r.onAppendEntries(env, from, m)
+	case AppendReply:
+		r.onAppendReply(env, from, m)
+	case InstallSnapshot:
+		r.onInstallSnapshot(env, from, m)
+	}
+}
+
+type timerTag uint8
+
+const (
+	tagElection timerTag = iota + 1
+	tagHeartbeat
+	tagFlush
+)
+
+func (t timerTag) String() string { return [...]string{"", "election", "heartbeat", "flush"}[t] }
+
+func (r *Raft) Timeout(env proc.Env, tag any) {
+	switch tag {
+	case tagElection:
+		r.timer = 0
+		if r.role == leader {
+			return
+		}
+		if now := env.Now(); now < r.deadline {
+			r.timer = env.SetTimer(r.deadline-now, tagElection)
+			return
+		}
+		r.prevote(env)
+	case tagHeartbeat:
+		if r.role != leader {
+			return
+		}
+		r.heartbeat(env)
+		if r.role == leader { // CheckQuorum may have deposed it
+			r.hbTimer = env.SetTimer(r.cfg.Heartbeat, tagHeartbeat)
+		}
+	case tagFlush:
+		r.flushing = false
+		if r.role == leader {
+			r.flush(env)
+		}
+	}
+}
+
+// Elections.
+
+func (r *Raft) majority() int { return r.n/2 + 1 }
+
+// resetElection waits a fresh random election timeout.
+func (r *Raft) resetElection(env proc.Env) {
+	d := r.cfg.ElectionTimeout + time.Duration(env.Rand().Int64N(int64(r.cfg.ElectionTimeout)))
+	r.deadline = env.Now() + d
+	if r.timer == 0 {
+		r.timer = env.SetTimer(d, tagElection)
+	}
+}
+
+// prevote asks whether a majority would vote for us in the next term,
+// before disturbing anyone: a server cut off from the others does not
+// come back with a higher term and depose a working leader.
+func (r *Raft) prevote(env proc.Env) {
+	r.role, r.leader = precandidate, proc.None
+	r.granted = make([]bool, r.n)
+	r.granted[r.self] = true
+	r.resetElection(env)
+	if r.n == 1 {
+		r.campaign(env)
+		return
+	}
+	li, lt := r.lastIndex(), r.lastTerm()
+	for p := range r.n {
+		if proc.ID(p) != r.self {
+			env.Send(proc.ID(p), RequestVote{Term: r.term + 1, LastIndex: li, LastTerm: lt, Pre: true})
+		}
+	}
+}
+
+// campaign starts an election for the next term.
+func (r *Raft) campaign(env proc.Env) {
+	r.role, r.leader = candidate, proc.None
+	r.term++
+	r.vote = r.self
+	r.persistState(env)
+	r.granted = make([]bool, r.n)
+	r.granted[r.self] = true
+	r.resetElection(env)
+	if r.n == 1 {
+		r.becomeLeader(env)
+		return
+	}
+	li, lt := r.lastIndex(), r.lastTerm()
+	for p := range r.n {
+		if proc.ID(p) != r.self {
+			env.Send(proc.ID(p), RequestVote{Term: r.term, LastIndex: li, LastTerm: lt})
+		}
+	}
+}
+
+func (r *Raft) onRequestVote(env proc.Env, from proc.ID, m RequestVote) {
+	// Leader stickiness: while we hear from a leader, we vote for no one,
+	// so that a server that merely lost touch cannot depose it.
+	// (A refusal carries our term: a candidate behind us learns it.)
+	now := env.Now()
+	if r.role == leader || now < r.quiet || r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout {
+		env.Send(from, Vote{Term: r.term, Pre: m.Pre})
+		return
+	}
+	upToDate := m.LastTerm > r.lastTerm() || m.LastTerm == r.lastTerm() && m.LastIndex >= r.lastIndex()
+	if m.Pre {
+		if m.Term > r.term && upToDate {
+			env.Send(from, Vote{Term: m.Term, Granted: true, Pre: true})
+		} else {
+			env.Send(from, Vote{Term: r.term, Pre: true})
+		}
+		return
+	}
+	if m.Term > r.term {
+		r.stepDown(env, m.Term, proc.None)
+	}
+	grant := m.Term == r.term && (r.vote == proc.None || r.vote == from) && upToDate
+	if grant && r.vote != from {
+		r.vote = from
+		r.persistState(env) // before the vote leaves
+		r.resetElection(env)
+	}
+	env.Send(from, Vote{Term: r.term, Granted: grant})
+}
+
+func (r *Raft) onVote(env proc.Env, from proc.ID, m Vote) {
+	if m.Term > r.term && !m.Granted {
+		r.stepDown(env, m.Term, proc.None)
+		return
+	}
+	switch {
+	case m.Pre && r.role == precandidate && m.Term == r.term+1 && m.Granted:
+		r.granted[from] = true
+		if r.count(r.granted) >= r.majority() {
+			r.campaign(env)
+		}
+	case !m.Pre && r.role == candidate && m.Term == r.term && m.Granted:
+		r.granted[from] = true
+		if r.count(r.granted) >= r.majority() {
+			r.becomeLeader(env)
+		}
+	}
+}
+
+func (r *Raft) count(v []bool) int {
+	c := 0
+	for _, b := range v {
+		if b {
+			c++
+		}
+	}
+	return c
+}
+
+// stepDown makes us a follower of term (of lead, if known).
+func (r *Raft) stepDown(env proc.Env, term uint64, lead proc.ID) {
+	if term > r.term {
+		r.term, r.vote = term, proc.None
+		r.persistState(env)
+	}
+	if r.role == leader {
+		env.CancelTimer(r.hbTimer)
+	}
+	r.role, r.leader = follower, lead
+	if r.timer == 0 {
+		r.resetElection(env)
+	}
+}
+
+func (r *Raft) becomeLeader(env proc.Env) {
+	r.role, r.leader = leader, r.self
+	r.next = make([]uint64, r.n)
+	r.match = make([]uint64, r.n)
+	r.inflight = make([]int, r.n)
+	r.sentCommit = make([]uint64, r.n)
+	r.acked = make([]uint64, r.n)
+	r.lastAck = make([]time.Duration, r.n)
+	r.roundAt = make([]time.Duration, 64)
+	now := env.Now()
+	for p := range r.next {
+		r.next[p] = r.lastIndex() + 1
+		r.lastAck[p] = now
+	}
+	r.quorumCheck = now
+	env.Output(Elected{Term: r.term, LastIndex: r.lastIndex()})
+	// A no-op of the new term commits, with it, every earlier entry
+	// (§5.4.2: a leader commits only entries of its own term by counting).
+	r.appendLocal(env, Entry{Term: r.term})
+	r.heartbeat(env)
+	r.hbTimer = env.SetTimer(r.cfg.Heartbeat, tagHeartbeat)
+}
+
+// Replication.
+
+// appendLocal appends e to the leader's log; a flush soon after persists
+// and sends it with whatever else arrives meanwhile.
+func (r *Raft) appendLocal(env proc.Env, e Entry) {
+	r.log = append(r.log, e)
+	r.persistEntries(env, r.lastIndex(), r.log[len(r.log)-1:])
+	if !r.flushing {
+		r.flushing = true
+		env.SetTimer(0, tagFlush)
+	}
+}
+
+// flush syncs the leader's new entries, counts them as matched here, and
+// sends them to every follower whose pipeline has room.
+func (r *Raft) flush(env proc.Env) {
+	r.sync(env)
+	r.match[r.self] = r.synced
+	r.maybeCommit(env)
+	for p := range r.n {
+		if proc.ID(p) != r.self {
+			r.sendEntries(env, proc.ID(p))
+		}
+	}
+}
+
+// heartbeat starts a round: every follower gets AppendEntries, with
+// entries if it lacks some and its pipeline has room. It also runs
+// CheckQuorum.
+func (r *Raft) heartbeat(env proc.Env) {
+	now := env.Now()
+	if now-r.quorumCheck >= r.cfg.ElectionTimeout {
+		r.quorumCheck = now
+		heard := 1
+		for p := range r.n {
+			if proc.ID(p) != r.self && now-r.lastAck[p] < r.cfg.ElectionTimeout {
+				heard++
+			}
+		}
+		if heard < r.majority() {
+			r.stepDown(env, r.term, proc.None) // cut off from a majority
+			return
+		}
+	}
+	r.round++
+	r.roundAt[r.round%uint64(len(r.roundAt))] = now
+	r.acked[r.self] = r.round
+	for p := range r.n {
+		if proc.ID(p) == r.self {
+			continue
+		}
+		if !r.sendEntries(env, proc.ID(p)) {
+			r.sendAppend(env, proc.ID(p), r.next[p], 0) // a heartbeat
+		}
+	}
+}
+
+// sendEntries sends follower p what it lacks, while its pipeline has room;
+// it reports whether it sent anything.
+func (r *Raft) sendEntries(env proc.Env, p proc.ID) bool {
+	sent := false
+	for r.inflight[p] < r.cfg.MaxInflight && r.next[p] <= r.synced {
+		if r.next[p] < r.first {
+			r.sendSnapshot(env, p)
+			return true
+		}
+		k := min(uint64(r.cfg.MaxBatch), r.synced-r.next[p]+1)
+		r.sendAppend(env, p, r.next[p], k)
+		r.next[p] += k
+		r.inflight[p]++
+		sent = true
+	}
+	if !sent && r.sentCommit[p] < r.commit && r.inflight[p] < r.cfg.MaxInflight {
+		r.sendAppend(env, p, r.next[p], 0) // the news of a commit
+		sent = true
+	}
+	return sent
+}
+
+// sendAppend sends p the k entries from index from.
+func (r *Raft) sendAppend(env proc.Env, p proc.ID, from, k uint64) {
+	if from < r.first {
+		r.sendSnapshot(env, p)
+		return
+	}
+	prev := from - 1
+	var es []Entry
+	if k > 0 {
+		es = r.log[from-r.first : from-r.first+k]
+	}
+	// A follower may commit only what it is known to hold: up to the
+	// last entry of this message.
+	commit := min(r.commit, prev+k)
+	if k == 0 {
+		commit = min(r.commit, max(prev, r.match[p]))
+	}
+	r.sentCommit[p] = max(r.sentCommit[p], commit)
+	env.Send(p, AppendEntries{Term: r.term, Prev: prev, PrevTerm: r.termAt(prev), Entries: es, Commit: commit, Round: r.round})
+}
+
+func (r *Raft) sendSnapshot(env proc.Env, p proc.ID) {
+	env.Send(p, InstallSnapshot{Term: r.term, Index: r.first - 1, Last: r.snapTerm, Data: r.snapshot, Round: r.round})
+	r.next[p] = r.first
+	r.inflight[p] = r.cfg.MaxInflight // wait for its answer
+}
+
+func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
+	if m.Term < r.term {
+		env.Send(from, AppendReply{Term: r.term, Round: m.Round})
+		return
+	}
+	r.heardFrom(env, from, m.Term)
+	reply := AppendReply{Term: r.term, Round: m.Round}
+	switch {
+	case m.Prev > r.lastIndex():
+		reply.Hint = r.lastIndex() + 1
+	case m.Prev+1 >= r.first && r.termAt(m.Prev) != m.PrevTerm:
+		// Retry from the first entry of the conflicting term (§5.3's
+		// optimization): one round trip per term instead of per entry.
+		t, i := r.termAt(m.Prev), m.Prev
+		for i > r.first && r.termAt(i-1) == t {
+			i--
+		}
+		reply.Hint = max(i, r.commit+1)
+	default:
+		last := r.accept(env, m.Prev, m.Entries)
+		reply.Success, reply.Match = true, last
+		if c := min(m.Commit, last); c > r.commit {
+			r.commit = c
+			r.apply(env)
+		}
+	}
+	env.Send(from, reply)
+}
+
+// accept stores the entries following prev that we lack, dropping any
+// conflicting suffix, syncs, and returns the index of the last one.
+func (r *Raft) accept(env proc.Env, prev uint64, es []Entry) uint64 {
+	last := prev + uint64(len(es))
+	for i, e := range es {
+		idx := prev + 1 + uint64(i)
+		if idx < r.first {
+			continue // covered by our snapshot: committed, so equal
+		}
+		if idx <= r.lastIndex() {
+			if r.termAt(idx) == e.Term {
+				continue
+			}
+			if idx <= r.commit {
+				panic(fmt.Sprintf("p%d: asked to overwrite committed entry %d (term %d with %d)", r.self, idx, r.termAt(idx), e.Term))
+			}
+			r.truncate(env, idx)
+		}
+		r.log = append(r.log, es[i:]...)
+		r.persistEntries(env, idx, es[i:])
+		break
+	}
+	r.sync(env)
+	return last
+}
+
+// heardFrom notes a message from the leader of term.
+func (r *Raft) heardFrom(env proc.Env, from proc.ID, term uint64) {
+	if term > r.term || r.role != follower || r.leader != from {
+		r.stepDown(env, term, from)
+	}
+	r.heard = env.Now()
+	r.resetElection(env)
+}
+
+func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) {
+	if m.Term < r.term {
+		env.Send(from, AppendReply{Term: r.term, Round: m.Round})
+		return
+	}
+	r.heardFrom(env, from, m.Term)
+	if m.Index > r.commit {
+		if m.Index < r.lastIndex() && m.Index >= r.first && r.termAt(m.Index) == m.Last {
+			r.log = r.log[m.Index+1-r.first:] // we hold its entries: keep the rest
+		} else {
+			r.log = nil
+		}
+		r.first, r.snapTerm, r.snapshot = m.Index+1, m.Last, m.Data
+		r.commit, r.applied = m.Index, m.Index
+		r.sm.Restore(m.Data)
+		r.rewrite(env)
+	}
+	env.Send(from, AppendReply{Term: r.term, Success: true, Match: max(m.Index, r.commit), Round: m.Round})
+}
+
+func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
+	if m.Term > r.term {
+		r.stepDown(env, m.Term, proc.None)
+		return
+	}
+	if r.role != leader || m.Term < r.term {
+		return
+	}
+	r.lastAck[from] = env.Now()
+	r.acked[from] = max(r.acked[from], m.Round)
+	r.inflight[from] = max(r.inflight[from]-1, 0)
+	if m.Success {
+		r.match[from] = max(r.match[from], m.Match)
+		r.next[from] = max(r.next[from], m.Match+1)
+		if r.next[from] == r.match[from]+1 {
+			// Nothing is outstanding: whatever the count says was lost.
+			r.inflight[from] = 0
+		}
+		r.maybeCommit(env)
+	} else if m.Hint > 0 {
+		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
+		r.inflight[from] = 0 // what was in flight will be rejected too
+	}
+	r.sendEntries(env, from)
+}
+
+// maybeCommit commits the highest entry of the current term that a
+// majority holds.
+func (r *Raft) maybeCommit(env proc.Env) {
+	ms := slices.Clone(r.match)
+	slices.Sort(ms)
+	n := ms[len(ms)-r.majority()] // a majority holds everything up to n
+	if n > r.commit && n >= r.first && r.termAt(n) == r.term {
+		r.commit = n
+		r.apply(env)
+		for p := range r.n {
+			if proc.ID(p) != r.self && r.inflight[p] == 0 {
+				r.sendEntries(env, proc.ID(p))
+			}
+		}
+	}
+}
+
+// apply hands the committed entries not yet applied to the state machine,
+// then compacts if it is time.
+func (r *Raft) apply(env proc.Env) {
+	for r.applied < r.commit {
+		r.applied++
+		r.sm.Apply(env, r.applied, r.log[r.applied-r.first].Data)
+	}
+	if r.cfg.CompactEvery > 0 && r.applied+1-r.first >= uint64(r.cfg.CompactEvery) {
+		r.compact(env)
+	}
+}
+
+// compact replaces the applied prefix of the log by a snapshot.
+func (r *Raft) compact(env proc.Env) {
+	r.snapTerm = r.termAt(r.applied)
+	r.snapshot = r.sm.Snapshot()
+	r.log = slices.Clone(r.log[r.applied+1-r.first:])
+	r.first = r.applied + 1
+	r.rewrite(env)
+}
+
+// Lease reports until when (on the local clock) this server is certainly
+// the leader: no other server can be elected before then, because a
+// majority heard from it after the start of a heartbeat round and will
+// refuse votes for an election timeout (measured on clocks that may run
+// MaxDrift fast) after that. It returns 0 when the server is not a leader
+// or holds no lease.
+func (r *Raft) Lease() time.Duration {
+	if r.role != leader {
+		return 0
+	}
+	rounds := slices.Clone(r.acked)
+	slices.Sort(rounds)
+	q := rounds[len(rounds)-r.majority()] // a majority answered round q or later
+	if q == 0 || r.round-q >= uint64(len(r.roundAt)) {
+		return 0
+	}
+	start := r.roundAt[q%uint64(len(r.roundAt))]
+	return start + time.Duration(float64(r.cfg.ElectionTimeout)*(1-r.cfg.MaxDrift)/(1+r.cfg.MaxDrift))
+}
+
+// Leader reports the leader this server knows and its term.
+func (r *Raft) Leader() (proc.ID, uint64) { return r.leader, r.term }
+
+// Commit is the highest index known committed here.
+func (r *Raft) Commit() uint64 { return r.commit }
+
+// Log access.
+
+func (r *Raft) lastIndex() uint64 { return r.first - 1 + uint64(len(r.log)) }
+
+func (r *Raft) lastTerm() uint64 { return r.termAt(r.lastIndex()) }
+
+// termAt is the term of entry i, which must be in the log or the
+// snapshot's last.
+func (r *Raft) termAt(i uint64) uint64 {
+	if i == r.first-1 {
+		return r.snapTerm
+	}
+	if i < r.first || i > r.lastIndex() {
+		panic(fmt.Sprintf("p%d: term of entry %d outside the log [%d, %d]", r.self, i, r.first, r.lastIndex()))
+	}
+	return r.log[i-r.first].Term
+}
