@@ -52,7 +52,7 @@ func (l *Log) Restore(b []byte) {
 }
 
 // Algorithms lists the family's algorithms.
-var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig)}
+var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(DefaultConfig)}
 
 func raftAlgorithm(cfg Config) proc.Algorithm {
 	return proc.Algorithm{
@@ -68,6 +68,16 @@ func raftAlgorithm(cfg Config) proc.Algorithm {
 		Messages: []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}},
 		Scenario: raftScenario,
 	}
+}
+
+func raftKVAlgorithm(cfg Config) proc.Algorithm {
+	a := raftAlgorithm(cfg)
+	a.Name = "raft-kv"
+	a.Summary = "a linearizable key-value store on Raft: every operation an entry, retries answered once per client"
+	a.Source = "Ongaro's thesis 2014, §6.3 (client sessions); Herlihy & Wing 1990 (linearizability)"
+	a.New = func(id proc.ID, n int) proc.Process { return New(id, n, cfg, NewKV()) }
+	a.Checks = append(a.Checks, "linearizable-kv")
+	return a
 }
 
 // raftScenario: five servers on a lossy network; one crashes at 400 ms,

@@ -1,5 +1,5 @@
 //go:build !race
 
-package consensus
+package consensus_test
 
 const raceEnabled = false

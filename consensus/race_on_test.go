@@ -1,6 +1,6 @@
 //go:build race
 
-package consensus
+package consensus_test
 
 // raceEnabled shortens the seed sweeps under the race detector (the
 // simulator is single-threaded: the detector finds nothing in it, and the

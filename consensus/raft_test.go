@@ -1,53 +1,29 @@
-package consensus
+package consensus_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/sim/simtest"
 )
 
-// Clients is a workload for the simulator: every Interval, a client
-// proposes a fresh value ("c<k>") to a random server; a server that is not
-// the leader answers NotLeader, and the client tries the leader it names
-// (or another random server) after Retry. It stops proposing at Stop.
-type Clients struct {
-	Interval, Retry, Stop time.Duration
-	next                  int
+var checks = []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness", "linearizable-kv"}
+
+// clients: five closed-loop clients of the key-value store on three keys.
+func clients(stop time.Duration) *lab.KVClients {
+	return &lab.KVClients{Clients: 5, Keys: 3, Think: time.Millisecond, Retry: 50 * time.Millisecond, Stop: stop}
 }
 
-func (w *Clients) Init(c sim.Control) {
-	var tick func()
-	tick = func() {
-		if c.Now() >= w.Stop {
-			return
-		}
-		w.next++
-		c.Schedule(0, proc.ID(c.Rand().IntN(c.N())), Propose{Data: []byte("c" + strconv.Itoa(w.next))})
-		c.After(w.Interval, tick)
-	}
-	c.After(w.Interval, tick)
-}
-
-func (w *Clients) Observe(c sim.Control, node proc.ID, o proc.Output) {
-	nl, ok := o.(NotLeader)
-	if !ok || c.Now() >= w.Stop {
-		return
-	}
-	to := nl.Leader
-	if to == proc.None || to == node {
-		to = proc.ID(c.Rand().IntN(c.N()))
-	}
-	c.Schedule(w.Retry, to, Propose{Data: nl.Data})
-}
-
-var checks = []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness"}
+// kv is the raft-kv algorithm: the store on Raft.
+var kv = consensus.Algorithms[1]
 
 // nemesis draws, from seed, a schedule of faults over the first horizon of
 // a run of n servers: crashes (most followed by a recovery, which loses a
@@ -113,15 +89,14 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 40
 	}
-	a := Algorithms[0]
 	var leaders, applied, lost, held int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		var leases leaseCheck
-		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: a.New,
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: kv.New,
 			Network: net, Faults: faults, Clocks: clocks,
-			Workload: &Clients{Interval: 2 * time.Millisecond, Retry: 5 * time.Millisecond, Stop: 3 * time.Second},
+			Workload: clients(3 * time.Second),
 			Deadline: 3500 * time.Millisecond, Until: leases.until(n, clocks)})
 		r.Hold(t, checks...)
 		if leases.err != nil {
@@ -189,16 +164,18 @@ func (l *leaseCheck) until(n int, clocks sim.ClockModel) func(*sim.Sim) bool {
 	}
 }
 
+func term(r *consensus.Raft) uint64 { _, t := r.Leader(); return t }
+
 // converged checks that, if a majority of the n servers is up, one of
 // them is the leader and every one has committed the leader's whole log.
 func converged(s *sim.Sim, n int) error {
-	var up []*Raft
-	var lead *Raft
+	var up []*consensus.Raft
+	var lead *consensus.Raft
 	for id := range proc.ID(n) {
 		if s.Up(id) {
-			r := s.Process(id).(*Raft)
+			r := s.Process(id).(*consensus.Raft)
 			up = append(up, r)
-			if r.role == leader && (lead == nil || r.term > lead.term) {
+			if r.IsLeader() && (lead == nil || term(r) > term(lead)) {
 				lead = r
 			}
 		}
@@ -210,28 +187,27 @@ func converged(s *sim.Sim, n int) error {
 		return fmt.Errorf("%d of %d servers up and no leader", len(up), n)
 	}
 	for _, r := range up {
-		if r.commit != lead.lastIndex() {
+		if r.Commit() != lead.LastIndex() {
 			return fmt.Errorf("p%d committed %d of the leader p%d's %d entries (term %d, p%d in term %d)",
-				r.self, r.commit, lead.self, lead.lastIndex(), lead.term, r.self, r.term)
+				r.Self(), r.Commit(), lead.Self(), lead.LastIndex(), term(lead), r.Self(), term(r))
 		}
 	}
 	return nil
 }
 
 func TestRaftCommitsWithoutFaults(t *testing.T) {
-	a := Algorithms[0]
-	r := simtest.Run(t, "consensus", sim.Config{Nodes: 5, Seed: 1, New: a.New,
+	r := simtest.Run(t, "consensus", sim.Config{Nodes: 5, Seed: 1, New: kv.New,
 		Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 2 * time.Millisecond}},
-		Workload: &Clients{Interval: time.Millisecond, Retry: 2 * time.Millisecond, Stop: time.Second},
+		Workload: clients(time.Second),
 		Deadline: 1200 * time.Millisecond})
 	r.Hold(t, checks...)
 	if n := r.Count("leader"); n != 1 {
 		t.Errorf("%d leaderships without faults, want 1", n)
 	}
-	per := r.Outputs("applied")
+	per := r.Outputs("kv-result")
 	for p := range proc.ID(5) {
-		if len(per[p]) < 500 {
-			t.Errorf("p%d applied %d entries", p, len(per[p]))
+		if len(per[p]) < 1000 {
+			t.Errorf("p%d answered %d operations, want at least 1000", p, len(per[p]))
 		}
 	}
 }
@@ -239,14 +215,14 @@ func TestRaftCommitsWithoutFaults(t *testing.T) {
 // amnesiac is a Raft server whose storage silently drops its term and
 // vote: the bug stable storage exists to prevent. After a restart it may
 // vote twice in a term.
-type amnesiac struct{ *Raft }
+type amnesiac struct{ *consensus.Raft }
 
 type amnesiacEnv struct{ proc.Env }
 
 type forgetful struct{ proc.Storage }
 
 func (f forgetful) Append(rec []byte) {
-	if rec[0] != recState {
+	if rec[0] != consensus.RecState {
 		f.Storage.Append(rec)
 	}
 }
@@ -268,9 +244,11 @@ func TestCheckersCatchAForgetfulServer(t *testing.T) {
 		n := 3
 		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
-			New:     func(id proc.ID, n int) proc.Process { return amnesiac{New(id, n, DefaultConfig, &Log{})} },
+			New: func(id proc.ID, n int) proc.Process {
+				return amnesiac{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
+			},
 			Network: net, Faults: faults, Clocks: clocks,
-			Workload: &Clients{Interval: 2 * time.Millisecond, Retry: 5 * time.Millisecond, Stop: 1500 * time.Millisecond},
+			Workload: clients(1500 * time.Millisecond),
 			Deadline: 2 * time.Second})
 		for _, name := range checks {
 			if v := r.Verdicts(t, name)[name]; !v.OK() {
@@ -286,13 +264,13 @@ func TestCheckersCatchAForgetfulServer(t *testing.T) {
 // followers' longest election timeout (2·ElectionTimeout) after the last
 // answer, rather than their shortest after the round was sent: the
 // mistake a lease invites.
-type greedy struct{ *Raft }
+type greedy struct{ *consensus.Raft }
 
 func (g greedy) Lease() time.Duration {
 	if g.Raft.Lease() == 0 {
 		return 0
 	}
-	return slices.Max(g.lastAck) + 2*g.cfg.ElectionTimeout
+	return slices.Max(g.LastAck()) + 2*g.Cfg().ElectionTimeout
 }
 
 // TestLeaseCheckCatchesAGreedyLeader: the lease check finds a deposed
@@ -303,9 +281,11 @@ func TestLeaseCheckCatchesAGreedyLeader(t *testing.T) {
 		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
 		var leases leaseCheck
 		simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
-			New:     func(id proc.ID, n int) proc.Process { return greedy{New(id, n, DefaultConfig, &Log{})} },
+			New: func(id proc.ID, n int) proc.Process {
+				return greedy{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
+			},
 			Network: net, Faults: faults, Clocks: clocks,
-			Workload: &Clients{Interval: 2 * time.Millisecond, Retry: 5 * time.Millisecond, Stop: 1500 * time.Millisecond},
+			Workload: clients(1500 * time.Millisecond),
 			Deadline: 2 * time.Second, Until: leases.until(n, clocks)})
 		if leases.err != nil {
 			t.Logf("seed %d: %v", seed, leases.err)
@@ -313,4 +293,42 @@ func TestLeaseCheckCatchesAGreedyLeader(t *testing.T) {
 		}
 	}
 	t.Error("300 runs of leaders that overestimate their leases: no two leases overlapped")
+}
+
+// staleReader is a raft-kv server that answers a get from its own copy at
+// once, without the log: the shortcut that makes reads stale.
+type staleReader struct {
+	*consensus.Raft
+	kv *consensus.KV
+}
+
+func (s staleReader) Input(env proc.Env, in proc.Input) {
+	var op consensus.KVOp
+	if p, ok := in.(consensus.Propose); ok && json.Unmarshal(p.Data, &op) == nil && op.Op == "get" {
+		v, found := s.kv.Get(op.Key)
+		env.Output(consensus.KVResult{Client: op.Client, Seq: op.Seq, Value: v, Found: found, OK: true})
+		return
+	}
+	s.Raft.Input(env, in)
+}
+
+// TestLinearizabilityCatchesStaleReads: servers that read their own copy
+// answer, under partitions and lagging followers, with values a
+// linearizable store could not have returned; the checker finds one.
+func TestLinearizabilityCatchesStaleReads(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		n := 3
+		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
+			New: func(id proc.ID, n int) proc.Process {
+				kv := consensus.NewKV()
+				return staleReader{consensus.New(id, n, consensus.DefaultConfig, kv), kv}
+			},
+			Network: net, Faults: faults, Clocks: clocks, Workload: clients(time.Second), Deadline: 1500 * time.Millisecond})
+		if v := r.Verdicts(t, "linearizable-kv")["linearizable-kv"]; !v.OK() {
+			t.Logf("seed %d: %s", seed, v)
+			return
+		}
+	}
+	t.Error("100 runs of servers that read their own copies: every history was linearizable")
 }

@@ -2,6 +2,8 @@ package lab
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,80 +13,194 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// RaftClients is the consensus family's default workload: every Interval
-// a client proposes a fresh value ("c<k>") to a random server, until Stop.
-// RaftRetry answers the servers that are not the leader.
-type RaftClients struct {
-	Interval, Stop time.Duration
-	next           int
+// KVClients are the consensus family's default workload: Clients
+// closed-loop clients of a replicated key-value store. Each proposes one
+// operation at a time (KVOp: get, put or cas on one of Keys keys) to a
+// server, waits for its result, thinks for Think and goes on, until Stop.
+// A server that is not the leader answers NotLeader and the client tries
+// the leader it names (or a random server); an operation unanswered for
+// Retry goes, with the same number, to a random server. Retries go on
+// until Stop + Retry·10, so that operations under way at Stop can end.
+//
+// Under the raft algorithm, whose state machine only logs entries, an
+// operation is answered when it is applied (an "applied" output carrying
+// it); under raft-kv, by its "kv-result".
+type KVClients struct {
+	Clients, Keys      int
+	Think, Retry, Stop time.Duration
+	cs                 []kvClient
 }
 
-// DefaultRaftClients proposes every 2 ms for a second.
-func DefaultRaftClients() sim.Workload {
-	return &RaftClients{Interval: 2 * time.Millisecond, Stop: time.Second}
+type kvClient struct {
+	op      consensus.KVOp
+	pending bool
+	leader  proc.ID           // the leader last named to this client; None: unknown
+	last    map[string]string // the last value this client saw per key (cas expects it)
 }
 
-func (w *RaftClients) Init(c sim.Control) {
-	var tick func()
-	tick = func() {
-		if c.Now() >= w.Stop {
-			return
-		}
-		w.next++
-		c.Schedule(0, proc.ID(c.Rand().IntN(c.N())), consensus.Propose{Data: []byte("c" + strconv.Itoa(w.next))})
-		c.After(w.Interval, tick)
+// DefaultKVClients: 5 clients on 3 keys, 1 ms of thought, retries after
+// 50 ms, for a second.
+func DefaultKVClients() sim.Workload {
+	return &KVClients{Clients: 5, Keys: 3, Think: time.Millisecond, Retry: 50 * time.Millisecond, Stop: time.Second}
+}
+
+func (w *KVClients) Init(c sim.Control) {
+	w.cs = make([]kvClient, w.Clients)
+	for i := range w.cs {
+		w.cs[i].last = map[string]string{}
+		w.cs[i].leader = proc.None
+		c.After(time.Duration(c.Rand().Int64N(int64(w.Think)+1)), func() { w.next(c, i) })
 	}
-	c.After(w.Interval, tick)
 }
 
-func (w *RaftClients) Observe(sim.Control, proc.ID, proc.Output) {}
-
-// RaftRetry answers a NotLeader: after Retry, the proposal goes to the
-// leader the server named, or else to another random server. It gives up
-// at Stop (0: never).
-type RaftRetry struct{ Retry, Stop time.Duration }
-
-func (w RaftRetry) Init(sim.Control) {}
-
-func (w RaftRetry) Observe(c sim.Control, node proc.ID, o proc.Output) {
-	nl, ok := o.(consensus.NotLeader)
-	if !ok || w.Stop > 0 && c.Now() >= w.Stop {
+// next starts client i's next operation.
+func (w *KVClients) next(c sim.Control, i int) {
+	if c.Now() >= w.Stop {
 		return
 	}
-	to := nl.Leader
-	if to == proc.None || to == node {
+	cl := &w.cs[i]
+	key := "k" + strconv.Itoa(c.Rand().IntN(w.Keys))
+	op := consensus.KVOp{Client: uint64(i + 1), Seq: cl.op.Seq + 1, Key: key}
+	switch x := c.Rand().IntN(10); {
+	case x < 4:
+		op.Op = "get"
+	case x < 7:
+		op.Op, op.Value = "put", fmt.Sprintf("v%d.%d", i+1, op.Seq)
+	default:
+		op.Op, op.Expect, op.Value = "cas", cl.last[key], fmt.Sprintf("v%d.%d", i+1, op.Seq)
+	}
+	cl.op, cl.pending = op, true
+	to := cl.leader
+	if to == proc.None {
 		to = proc.ID(c.Rand().IntN(c.N()))
 	}
-	c.Schedule(w.Retry, to, consensus.Propose{Data: nl.Data})
+	w.send(c, i, to)
+}
+
+// send proposes client i's operation to server to, and retries it later
+// if it is still unanswered.
+func (w *KVClients) send(c sim.Control, i int, to proc.ID) {
+	seq := w.cs[i].op.Seq
+	c.Schedule(0, to, consensus.Propose{Data: w.cs[i].op.Encode()})
+	c.After(w.Retry, func() {
+		if cl := &w.cs[i]; cl.pending && cl.op.Seq == seq && c.Now() < w.Stop+10*w.Retry {
+			cl.leader = proc.None // it did not answer: try another
+			w.send(c, i, proc.ID(c.Rand().IntN(c.N())))
+		}
+	})
+}
+
+func (w *KVClients) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	var op consensus.KVOp
+	switch o := o.(type) {
+	case consensus.KVResult:
+		op.Client, op.Seq = o.Client, o.Seq
+		if i := int(o.Client) - 1; i >= 0 && i < len(w.cs) && w.cs[i].pending && w.cs[i].op.Seq == o.Seq {
+			cl := &w.cs[i]
+			switch {
+			case cl.op.Op == "get":
+				cl.last[cl.op.Key] = o.Value
+			case o.OK:
+				cl.last[cl.op.Key] = cl.op.Value
+			default:
+				cl.last[cl.op.Key] = o.Value // the cas failed; the value it saw
+			}
+		}
+	case consensus.Applied:
+		if json.Unmarshal([]byte(o.Data), &op) != nil {
+			return
+		}
+	case consensus.NotLeader:
+		if json.Unmarshal(o.Data, &op) != nil {
+			return
+		}
+		i := int(op.Client) - 1
+		if i < 0 || i >= len(w.cs) || !w.cs[i].pending || w.cs[i].op.Seq != op.Seq {
+			return
+		}
+		to, wait := o.Leader, time.Duration(0)
+		if to == proc.None || to == node {
+			// Not straight away: a server that knows no leader yet
+			// would answer again at once.
+			to, wait = proc.ID(c.Rand().IntN(c.N())), w.Retry/10
+		}
+		w.cs[i].leader = o.Leader
+		seq := op.Seq
+		c.After(wait, func() {
+			if cl := &w.cs[i]; cl.pending && cl.op.Seq == seq && c.Now() < w.Stop+10*w.Retry {
+				c.Schedule(0, to, consensus.Propose{Data: cl.op.Encode()})
+			}
+		})
+		return
+	default:
+		return
+	}
+	i := int(op.Client) - 1
+	if i < 0 || i >= len(w.cs) || !w.cs[i].pending || w.cs[i].op.Seq != op.Seq {
+		return
+	}
+	w.cs[i].pending = false
+	c.After(w.Think, func() { w.next(c, i) })
 }
 
 // consensusMetrics: leaderships, entries committed (the highest index
-// applied anywhere), proposals made and redirected, and messages per
+// applied anywhere), client operations proposed, answered and redirected,
+// their latency from first proposal to first answer, and messages per
 // committed entry.
 func consensusMetrics(f Finished) (map[string]float64, map[string]*float64) {
-	var leaders, proposals, redirects, sends float64
+	var leaders, redirects, sends float64
 	var committed uint64
+	type opID struct{ client, seq uint64 }
+	called := map[opID]int64{}
+	answered := map[opID]bool{}
+	var lat []float64
+	answer := func(id opID, t int64) {
+		if at, ok := called[id]; ok && !answered[id] {
+			answered[id] = true
+			lat = append(lat, float64(t-at)/1e6)
+		}
+	}
 	for _, e := range f.Trace.Events {
 		switch {
 		case e.Kind == trace.Send:
 			sends++
 		case e.Kind == trace.Input && e.Type == "propose":
-			proposals++
+			var p consensus.Propose
+			var op consensus.KVOp
+			if json.Unmarshal(e.Data, &p) == nil && json.Unmarshal(p.Data, &op) == nil {
+				if _, ok := called[opID{op.Client, op.Seq}]; !ok {
+					called[opID{op.Client, op.Seq}] = e.Time
+				}
+			}
 		case e.Kind == trace.Output && e.Type == "leader":
 			leaders++
 		case e.Kind == trace.Output && e.Type == "not-leader":
 			redirects++
+		case e.Kind == trace.Output && e.Type == "kv-result":
+			var r consensus.KVResult
+			if json.Unmarshal(e.Data, &r) == nil {
+				answer(opID{r.Client, r.Seq}, e.Time)
+			}
 		case e.Kind == trace.Output && e.Type == "applied":
 			var a consensus.Applied
+			var op consensus.KVOp
 			if json.Unmarshal(e.Data, &a) == nil {
 				committed = max(committed, a.Index)
+				if json.Unmarshal([]byte(a.Data), &op) == nil {
+					answer(opID{op.Client, op.Seq}, e.Time)
+				}
 			}
 		}
 	}
 	m := map[string]float64{"leaderships": leaders, "committed": float64(committed),
-		"proposals": proposals, "redirected": redirects}
+		"operations": float64(len(called)), "answered": float64(len(answered)), "redirected": redirects}
 	if committed > 0 {
 		m["messages_per_entry"] = sends / float64(committed)
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		m["latency_ms_p50"] = lat[len(lat)/2]
+		m["latency_ms_p99"] = lat[len(lat)*99/100]
 	}
 	return m, map[string]*float64{}
 }

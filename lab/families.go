@@ -77,8 +77,7 @@ func init() {
 		{
 			Family:   registered("consensus"),
 			Metrics:  consensusMetrics,
-			Workload: DefaultRaftClients,
-			React:    func() sim.Workload { return RaftRetry{Retry: 5 * time.Millisecond} },
+			Workload: DefaultKVClients,
 			Diagram:  trace.SVGOptions{Quiet: []string{"applied"}},
 		},
 	}
