@@ -9,9 +9,11 @@ import (
 
 // The Raft checkers read the consensus family's contract from a trace:
 // "leader" outputs ({"term", "last_index"}) when a server becomes leader,
-// and "applied" outputs ({"index", "digest"}) for every entry a server
-// applies, the digest covering every entry up to it (Ongaro and
-// Ousterhout 2014, figure 3).
+// "applied" outputs ({"index", "digest"}) for every entry a server
+// applies, the digest covering every entry up to it, and "restored"
+// outputs (the same fields) when a server's state machine is replaced by
+// a snapshot covering every entry up to index (Ongaro and Ousterhout
+// 2014, figure 3 and §7).
 
 var raftElectionSafety = checker{
 	name:  "raft-election-safety",
@@ -75,14 +77,17 @@ func checkRaftStateMachineSafety(t *trace.Trace) Result {
 		if e.Kind.Begins() || e.Kind.Stops() {
 			delete(last, e.Node) // a new incarnation restarts from its snapshot
 		}
-		if e.Kind != trace.Output || e.Type != "applied" {
+		if e.Kind != trace.Output || e.Type != "applied" && e.Type != "restored" {
 			continue
 		}
 		var a raftApplied
 		if err := json.Unmarshal(e.Data, &a); err != nil {
-			return Result{Status: Unknown, Detail: fmt.Sprintf("event #%d: applied output %s: %v", i, e.Data, err)}
+			return Result{Status: Unknown, Detail: fmt.Sprintf("event #%d: %s output %s: %v", i, e.Type, e.Data, err)}
 		}
-		if prev, ok := last[e.Node]; ok && a.Index != prev+1 {
+		if prev, ok := last[e.Node]; ok && e.Type == "restored" && a.Index <= prev {
+			fs = append(fs, finding{fmt.Sprintf("p%d restored a snapshot up to entry %d after applying entry %d", e.Node, a.Index, prev), []int{i}})
+		}
+		if prev, ok := last[e.Node]; ok && e.Type == "applied" && a.Index != prev+1 {
 			fs = append(fs, finding{fmt.Sprintf("p%d applied entry %d after entry %d", e.Node, a.Index, prev), []int{i}})
 		}
 		last[e.Node] = a.Index

@@ -82,6 +82,28 @@ func TestRaftCheckers(t *testing.T) {
 			b.leader(1, 1, 0)   // elected in term 1, announced late (it was paused)
 			return nil
 		}, ""},
+		{"a follower that installs a snapshot goes on after it", "raft-state-machine-safety", func(b rb) []int {
+			b.applied(0, 1, 11)
+			b.applied(0, 2, 22)
+			b.applied(0, 3, 33)
+			b.applied(1, 1, 11)
+			b.Output(1, consensus.Restored{Index: 3, Digest: 33})
+			b.applied(1, 4, 44)
+			b.applied(0, 4, 44)
+			return nil
+		}, ""},
+		{"a snapshot of other entries", "raft-state-machine-safety", func(b rb) []int {
+			a := b.applied(0, 1, 11)
+			b.applied(0, 2, 22)
+			c := b.Output(1, consensus.Restored{Index: 1, Digest: 99})
+			return []int{a, c}
+		}, "p0 and p1 applied different entries at index 1"},
+		{"a snapshot that goes back", "raft-state-machine-safety", func(b rb) []int {
+			b.applied(0, 1, 11)
+			b.applied(0, 2, 22)
+			c := b.Output(0, consensus.Restored{Index: 1, Digest: 11})
+			return []int{c}
+		}, "p0 restored a snapshot up to entry 1 after applying entry 2"},
 		{"a leader missing a committed entry", "raft-leader-completeness", func(b rb) []int {
 			b.leader(0, 1, 0)
 			b.applied(0, 1, 11)

@@ -116,13 +116,13 @@ func (kv *KV) Snapshot() []byte {
 	return b
 }
 
-func (kv *KV) Restore(b []byte) {
+func (kv *KV) Restore(env proc.Env, b []byte) {
 	*kv = *NewKV()
 	var s kvSnapshot
 	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
 		return
 	}
-	kv.log.Restore(s.Log)
+	kv.log.Restore(env, s.Log)
 	maps.Copy(kv.data, s.Data)
 	maps.Copy(kv.sessions, s.Sessions)
 }

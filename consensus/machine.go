@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strconv"
+	"strings"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -44,12 +46,23 @@ func (l *Log) Snapshot() []byte {
 	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, l.index), l.digest)
 }
 
-func (l *Log) Restore(b []byte) {
+func (l *Log) Restore(env proc.Env, b []byte) {
 	*l = Log{}
 	if len(b) == 16 {
 		l.index, l.digest = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		env.Output(Restored{Index: l.index, Digest: l.digest})
 	}
 }
+
+// Restored is output when a server's state machine is restored from a
+// snapshot: the last entry it covers and the digest up to it. The next
+// entry applied follows it.
+type Restored struct {
+	Index  uint64 `json:"index"`
+	Digest uint64 `json:"digest"`
+}
+
+func (Restored) Kind() string { return "restored" }
 
 // Algorithms lists the family's algorithms.
 var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(DefaultConfig)}
@@ -67,7 +80,33 @@ func raftAlgorithm(cfg Config) proc.Algorithm {
 		Checks:   []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness"},
 		Messages: []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}},
 		Scenario: raftScenario,
+		Inputs:   raftInputs,
 	}
+}
+
+// raftInputs builds inputs for scenario files: "propose TEXT",
+// "add-server N", "remove-server N".
+func raftInputs(name string, args []string) (proc.Input, error) {
+	switch name {
+	case "propose":
+		if len(args) == 0 {
+			return nil, fmt.Errorf("input \"propose\" needs the data to propose")
+		}
+		return Propose{Data: []byte(strings.Join(args, " "))}, nil
+	case "add-server", "remove-server":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("input %q takes one server id, got %q", name, strings.Join(args, " "))
+		}
+		id, err := strconv.Atoi(args[0])
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("input %q: server id %q is not a process id", name, args[0])
+		}
+		if name == "add-server" {
+			return AddServer{ID: proc.ID(id)}, nil
+		}
+		return RemoveServer{ID: proc.ID(id)}, nil
+	}
+	return nil, fmt.Errorf("unknown input %q (known: propose, add-server, remove-server)", name)
 }
 
 func raftKVAlgorithm(cfg Config) proc.Algorithm {

@@ -34,6 +34,10 @@ import (
 //	every heartbeat (leader):    AppendEntries to all; step down if a majority
 //	                             has not answered within an election timeout
 //	                             (CheckQuorum, thesis §6.2)
+//	on Add/RemoveServer (leader): if the last change is committed, append a
+//	                             configuration one server larger or smaller;
+//	                             every server follows the last one in its log
+//	                             (thesis §4.1; see "Membership" below)
 //
 // Term, vote and log are written to the process's stable storage and
 // synced before anything that depends on them is sent: a vote is never
@@ -69,6 +73,10 @@ type Config struct {
 	// MaxDrift bounds the rate error of any clock (0.01: 1%); the leader's
 	// lease is shortened by it.
 	MaxDrift float64
+	// Members is the initial configuration: the servers that vote until
+	// the log says otherwise. nil: every process of the group. A process
+	// outside it waits, silent, until a configuration adds it.
+	Members []proc.ID
 }
 
 // DefaultConfig suits a LAN, or the simulator's default network.
@@ -96,6 +104,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("raft: CompactEvery = %d must not be negative", c.CompactEvery)
 	case c.MaxDrift < 0 || c.MaxDrift >= 0.5:
 		return fmt.Errorf("raft: MaxDrift = %v must be in [0, 0.5)", c.MaxDrift)
+	case c.Members != nil && len(c.Members) == 0:
+		return fmt.Errorf("raft: Members is empty")
 	}
 	return nil
 }
@@ -109,14 +119,18 @@ type StateMachine interface {
 	Apply(env proc.Env, index uint64, data []byte)
 	// Snapshot encodes the state after every entry applied so far.
 	Snapshot() []byte
-	// Restore replaces the state by a snapshot's (nil: the initial state).
-	Restore(data []byte)
+	// Restore replaces the state by a snapshot's (nil: the initial
+	// state), at a restart or when the leader sends one; env is the
+	// server's, for outputs.
+	Restore(env proc.Env, data []byte)
 }
 
-// Entry is one entry of the log.
+// Entry is one entry of the log: data for the state machine, a new
+// leader's no-op, or a configuration.
 type Entry struct {
-	Term uint64 `json:"term"`
-	Data []byte `json:"data,omitempty"` // nil: a new leader's no-op
+	Term    uint64    `json:"term"`
+	Data    []byte    `json:"data,omitempty"`    // nil: a no-op or a configuration
+	Members []proc.ID `json:"members,omitempty"` // non-nil: the servers of a new configuration
 }
 
 type role uint8
@@ -142,10 +156,18 @@ type Raft struct {
 	// Persistent (storage.go): term, vote and the log after the snapshot.
 	term     uint64
 	vote     proc.ID
-	log      []Entry // log[i] is entry first+i
-	first    uint64  // index of log[0]; the snapshot covers first-1 and before
-	snapTerm uint64  // term of entry first-1
-	snapshot []byte  // the state machine after entry first-1
+	log      []Entry   // log[i] is entry first+i
+	first    uint64    // index of log[0]; the snapshot covers first-1 and before
+	snapTerm uint64    // term of entry first-1
+	snapshot []byte    // the state machine after entry first-1
+	snapConf []proc.ID // the configuration at entry first-1
+
+	// The configuration: that of the last configuration entry in the log,
+	// committed or not (thesis §4.1), else the snapshot's, else the
+	// initial one. confIndex is the entry that set it (0: none in the log).
+	members   []proc.ID
+	member    []bool // by ID
+	confIndex uint64
 
 	// Volatile.
 	role     role
@@ -174,7 +196,15 @@ type Raft struct {
 
 // New returns server id of an n-server group driving sm.
 func New(id proc.ID, n int, cfg Config, sm StateMachine) *Raft {
-	return &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1}
+	r := &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1}
+	r.snapConf = cfg.Members
+	if r.snapConf == nil {
+		for p := range n {
+			r.snapConf = append(r.snapConf, proc.ID(p))
+		}
+	}
+	r.configure()
+	return r
 }
 
 // Messages.
@@ -218,11 +248,12 @@ type AppendReply struct {
 
 // InstallSnapshot sends a follower that is behind the leader's snapshot.
 type InstallSnapshot struct {
-	Term  uint64 `json:"term"`
-	Index uint64 `json:"index"`
-	Last  uint64 `json:"last_term"`
-	Data  []byte `json:"data"`
-	Round uint64 `json:"round"`
+	Term    uint64    `json:"term"`
+	Index   uint64    `json:"index"`
+	Last    uint64    `json:"last_term"`
+	Members []proc.ID `json:"members"` // the configuration at Index
+	Data    []byte    `json:"data"`
+	Round   uint64    `json:"round"`
 }
 
 func (RequestVote) Kind() string     { return "request-vote" }
@@ -289,15 +320,18 @@ func (r *Raft) Start(env proc.Env) {
 }
 
 func (r *Raft) Input(env proc.Env, in proc.Input) {
-	p, ok := in.(Propose)
-	if !ok {
-		return
+	switch in := in.(type) {
+	case Propose:
+		if r.role != leader {
+			env.Output(NotLeader{Leader: r.leader, Data: in.Data})
+			return
+		}
+		r.appendLocal(env, Entry{Term: r.term, Data: in.Data})
+	case AddServer:
+		r.change(env, in.ID, true)
+	case RemoveServer:
+		r.change(env, in.ID, false)
 	}
-	if r.role != leader {
-		env.Output(NotLeader{Leader: r.leader, Data: p.Data})
-		return
-	}
-	r.appendLocal(env, Entry{Term: r.term, Data: p.Data})
 }
 
 func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
@@ -336,6 +370,10 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 			r.timer = env.SetTimer(r.deadline-now, tagElection)
 			return
 		}
+		if !r.member[r.self] && !slices.Contains(r.committedMembers(), r.self) {
+			r.resetElection(env) // not a voter: wait to be added
+			return
+		}
 		r.prevote(env)
 	case tagHeartbeat:
 		if r.role != leader {
@@ -355,7 +393,7 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 
 // Elections.
 
-func (r *Raft) majority() int { return r.n/2 + 1 }
+func (r *Raft) majority() int { return len(r.members)/2 + 1 }
 
 // resetElection waits a fresh random election timeout.
 func (r *Raft) resetElection(env proc.Env) {
@@ -374,14 +412,14 @@ func (r *Raft) prevote(env proc.Env) {
 	r.granted = make([]bool, r.n)
 	r.granted[r.self] = true
 	r.resetElection(env)
-	if r.n == 1 {
+	if r.count(r.granted) >= r.majority() {
 		r.campaign(env)
 		return
 	}
 	li, lt := r.lastIndex(), r.lastTerm()
-	for p := range r.n {
-		if proc.ID(p) != r.self {
-			env.Send(proc.ID(p), RequestVote{Term: r.term + 1, LastIndex: li, LastTerm: lt, Pre: true})
+	for _, p := range r.members {
+		if p != r.self {
+			env.Send(p, RequestVote{Term: r.term + 1, LastIndex: li, LastTerm: lt, Pre: true})
 		}
 	}
 }
@@ -395,14 +433,14 @@ func (r *Raft) campaign(env proc.Env) {
 	r.granted = make([]bool, r.n)
 	r.granted[r.self] = true
 	r.resetElection(env)
-	if r.n == 1 {
+	if r.count(r.granted) >= r.majority() {
 		r.becomeLeader(env)
 		return
 	}
 	li, lt := r.lastIndex(), r.lastTerm()
-	for p := range r.n {
-		if proc.ID(p) != r.self {
-			env.Send(proc.ID(p), RequestVote{Term: r.term, LastIndex: li, LastTerm: lt})
+	for _, p := range r.members {
+		if p != r.self {
+			env.Send(p, RequestVote{Term: r.term, LastIndex: li, LastTerm: lt})
 		}
 	}
 }
@@ -456,10 +494,11 @@ func (r *Raft) onVote(env proc.Env, from proc.ID, m Vote) {
 	}
 }
 
+// count counts the members whose entry in v is true.
 func (r *Raft) count(v []bool) int {
 	c := 0
-	for _, b := range v {
-		if b {
+	for _, p := range r.members {
+		if v[p] {
 			c++
 		}
 	}
@@ -510,6 +549,9 @@ func (r *Raft) becomeLeader(env proc.Env) {
 // and sends it with whatever else arrives meanwhile.
 func (r *Raft) appendLocal(env proc.Env, e Entry) {
 	r.log = append(r.log, e)
+	if e.Members != nil {
+		r.configure()
+	}
 	r.persistEntries(env, r.lastIndex(), r.log[len(r.log)-1:])
 	if !r.flushing {
 		r.flushing = true
@@ -523,9 +565,9 @@ func (r *Raft) flush(env proc.Env) {
 	r.sync(env)
 	r.match[r.self] = r.synced
 	r.maybeCommit(env)
-	for p := range r.n {
-		if proc.ID(p) != r.self {
-			r.sendEntries(env, proc.ID(p))
+	for _, p := range r.members {
+		if p != r.self && r.role == leader {
+			r.sendEntries(env, p)
 		}
 	}
 }
@@ -537,9 +579,9 @@ func (r *Raft) heartbeat(env proc.Env) {
 	now := env.Now()
 	if now-r.quorumCheck >= r.cfg.ElectionTimeout {
 		r.quorumCheck = now
-		heard := 1
-		for p := range r.n {
-			if proc.ID(p) != r.self && now-r.lastAck[p] < r.cfg.ElectionTimeout {
+		heard := 0
+		for _, p := range r.members {
+			if p == r.self || now-r.lastAck[p] < r.cfg.ElectionTimeout {
 				heard++
 			}
 		}
@@ -551,12 +593,12 @@ func (r *Raft) heartbeat(env proc.Env) {
 	r.round++
 	r.roundAt[r.round%uint64(len(r.roundAt))] = now
 	r.acked[r.self] = r.round
-	for p := range r.n {
-		if proc.ID(p) == r.self {
+	for _, p := range r.members {
+		if p == r.self {
 			continue
 		}
-		if !r.sendEntries(env, proc.ID(p)) {
-			r.sendAppend(env, proc.ID(p), r.next[p], 0) // a heartbeat
+		if !r.sendEntries(env, p) {
+			r.sendAppend(env, p, r.next[p], 0) // a heartbeat
 		}
 	}
 }
@@ -605,7 +647,7 @@ func (r *Raft) sendAppend(env proc.Env, p proc.ID, from, k uint64) {
 }
 
 func (r *Raft) sendSnapshot(env proc.Env, p proc.ID) {
-	env.Send(p, InstallSnapshot{Term: r.term, Index: r.first - 1, Last: r.snapTerm, Data: r.snapshot, Round: r.round})
+	env.Send(p, InstallSnapshot{Term: r.term, Index: r.first - 1, Last: r.snapTerm, Members: r.snapConf, Data: r.snapshot, Round: r.round})
 	r.next[p] = r.first
 	r.inflight[p] = r.cfg.MaxInflight // wait for its answer
 }
@@ -659,6 +701,7 @@ func (r *Raft) accept(env proc.Env, prev uint64, es []Entry) uint64 {
 		}
 		r.log = append(r.log, es[i:]...)
 		r.persistEntries(env, idx, es[i:])
+		r.configure()
 		break
 	}
 	r.sync(env)
@@ -686,9 +729,10 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 		} else {
 			r.log = nil
 		}
-		r.first, r.snapTerm, r.snapshot = m.Index+1, m.Last, m.Data
+		r.first, r.snapTerm, r.snapshot, r.snapConf = m.Index+1, m.Last, m.Data, m.Members
 		r.commit, r.applied = m.Index, m.Index
-		r.sm.Restore(m.Data)
+		r.sm.Restore(env, m.Data)
+		r.configure()
 		r.rewrite(env)
 	}
 	env.Send(from, AppendReply{Term: r.term, Success: true, Match: max(m.Index, r.commit), Round: m.Round})
@@ -723,15 +767,27 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 // maybeCommit commits the highest entry of the current term that a
 // majority holds.
 func (r *Raft) maybeCommit(env proc.Env) {
-	ms := slices.Clone(r.match)
+	ms := make([]uint64, 0, len(r.members))
+	for _, p := range r.members {
+		ms = append(ms, r.match[p])
+	}
 	slices.Sort(ms)
 	n := ms[len(ms)-r.majority()] // a majority holds everything up to n
 	if n > r.commit && n >= r.first && r.termAt(n) == r.term {
+		if r.confIndex > r.commit && r.confIndex <= n {
+			env.Output(Configured{Index: r.confIndex, Members: r.members})
+		}
 		r.commit = n
 		r.apply(env)
-		for p := range r.n {
-			if proc.ID(p) != r.self && r.inflight[p] == 0 {
-				r.sendEntries(env, proc.ID(p))
+		if !r.member[r.self] && r.commit >= r.confIndex {
+			// A configuration without us is committed: our work is
+			// done (thesis §4.2.2).
+			r.stepDown(env, r.term, proc.None)
+			return
+		}
+		for _, p := range r.members {
+			if p != r.self && r.inflight[p] == 0 {
+				r.sendEntries(env, p)
 			}
 		}
 	}
@@ -753,9 +809,115 @@ func (r *Raft) apply(env proc.Env) {
 func (r *Raft) compact(env proc.Env) {
 	r.snapTerm = r.termAt(r.applied)
 	r.snapshot = r.sm.Snapshot()
+	for i := r.first; i <= r.applied; i++ {
+		if m := r.log[i-r.first].Members; m != nil {
+			r.snapConf = m
+		}
+	}
 	r.log = slices.Clone(r.log[r.applied+1-r.first:])
 	r.first = r.applied + 1
+	r.configure()
 	r.rewrite(env)
+}
+
+// Membership (thesis §4.1): one server added or removed at a time, so
+// that any majority of the old configuration and any majority of the new
+// one intersect. A configuration takes effect on each server as soon as
+// its entry is in the log; a leader starts a change only when the last
+// one is committed and it has committed an entry of its own term (the
+// no-op), which closes the hole Ongaro found in the thesis's first
+// version (raft-dev, 2015). A removed leader steps down once the
+// configuration without it is committed.
+
+// AddServer asks the leader to add server ID to the configuration, and
+// RemoveServer to remove it. Another server answers NotLeader; the leader
+// answers Refused when it cannot start the change now, or Configured once
+// the new configuration is committed.
+type AddServer struct {
+	ID proc.ID `json:"id"`
+}
+
+type RemoveServer struct {
+	ID proc.ID `json:"id"`
+}
+
+func (AddServer) Kind() string    { return "add-server" }
+func (RemoveServer) Kind() string { return "remove-server" }
+
+// Configured is output by the leader when a configuration is committed.
+type Configured struct {
+	Index   uint64    `json:"index"`
+	Members []proc.ID `json:"members"`
+}
+
+func (Configured) Kind() string { return "configured" }
+
+// Refused is output by the leader for a change it cannot start.
+type Refused struct {
+	Reason string `json:"reason"`
+}
+
+func (Refused) Kind() string { return "refused" }
+
+func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
+	refuse := func(why string, args ...any) { env.Output(Refused{Reason: fmt.Sprintf(why, args...)}) }
+	switch {
+	case r.role != leader:
+		env.Output(NotLeader{Leader: r.leader})
+	case id < 0 || int(id) >= r.n:
+		refuse("p%d is not a process of this group of %d", id, r.n)
+	case r.confIndex > r.commit:
+		refuse("the change at entry %d is not committed yet", r.confIndex)
+	case r.termAt(r.commit) != r.term:
+		refuse("no entry of term %d is committed yet", r.term)
+	case add && r.member[id]:
+		refuse("p%d is a member already", id)
+	case !add && !r.member[id]:
+		refuse("p%d is not a member", id)
+	case !add && len(r.members) == 1:
+		refuse("p%d is the last member", id)
+	default:
+		members := slices.DeleteFunc(slices.Clone(r.members), func(p proc.ID) bool { return p == id })
+		if add {
+			members = append(members, id)
+			slices.Sort(members)
+			// A newcomer is sent what it lacks from the end of the log
+			// back, and has a grace of an election timeout before
+			// CheckQuorum counts its silence.
+			r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
+			r.lastAck[id], r.acked[id] = env.Now(), 0
+		}
+		r.appendLocal(env, Entry{Term: r.term, Members: members})
+	}
+}
+
+// configure sets the configuration: the last one in the log, else the
+// snapshot's.
+func (r *Raft) configure() {
+	r.members, r.confIndex = r.snapConf, 0
+	for i := len(r.log) - 1; i >= 0; i-- {
+		if r.log[i].Members != nil {
+			r.members, r.confIndex = r.log[i].Members, r.first+uint64(i)
+			break
+		}
+	}
+	r.member = make([]bool, r.n)
+	for _, p := range r.members {
+		r.member[p] = true
+	}
+}
+
+// committedMembers is the last configuration known committed. A server
+// that the latest configuration leaves out but the committed one holds
+// still campaigns: it may hold the only log that can win, as a leader does
+// that stepped down before committing its own removal.
+func (r *Raft) committedMembers() []proc.ID {
+	for i := min(r.commit, r.lastIndex()); i >= r.first; i-- {
+		if m := r.log[i-r.first].Members; m != nil {
+			return m
+		}
+	}
+	return r.snapConf
 }
 
 // Lease reports until when (on the local clock) this server is certainly
@@ -768,7 +930,10 @@ func (r *Raft) Lease() time.Duration {
 	if r.role != leader {
 		return 0
 	}
-	rounds := slices.Clone(r.acked)
+	rounds := make([]uint64, 0, len(r.members))
+	for _, p := range r.members {
+		rounds = append(rounds, r.acked[p])
+	}
 	slices.Sort(rounds)
 	q := rounds[len(rounds)-r.majority()] // a majority answered round q or later
 	if q == 0 || r.round-q >= uint64(len(r.roundAt)) {
@@ -780,6 +945,9 @@ func (r *Raft) Lease() time.Duration {
 
 // Leader reports the leader this server knows and its term.
 func (r *Raft) Leader() (proc.ID, uint64) { return r.leader, r.term }
+
+// Members is the configuration this server follows: the servers that vote.
+func (r *Raft) Members() []proc.ID { return slices.Clone(r.members) }
 
 // Commit is the highest index known committed here.
 func (r *Raft) Commit() uint64 { return r.commit }

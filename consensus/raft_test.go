@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,7 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 		held += leases.held
 		if err := converged(r.Sim, n); err != nil {
 			t.Errorf("seed %d: liveness: %v", seed, err)
+			consensus.DumpRaft(t, r.Sim, n)
 		}
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
@@ -166,11 +168,12 @@ func (l *leaseCheck) until(n int, clocks sim.ClockModel) func(*sim.Sim) bool {
 
 func term(r *consensus.Raft) uint64 { _, t := r.Leader(); return t }
 
-// converged checks that, if a majority of the n servers is up, one of
-// them is the leader and every one has committed the leader's whole log.
+// converged checks that, if a majority of the latest configuration (that
+// of the up server with the longest log) is up, one of them is the leader
+// and every one has committed the leader's whole log.
 func converged(s *sim.Sim, n int) error {
 	var up []*consensus.Raft
-	var lead *consensus.Raft
+	var lead, latest *consensus.Raft
 	for id := range proc.ID(n) {
 		if s.Up(id) {
 			r := s.Process(id).(*consensus.Raft)
@@ -178,15 +181,28 @@ func converged(s *sim.Sim, n int) error {
 			if r.IsLeader() && (lead == nil || term(r) > term(lead)) {
 				lead = r
 			}
+			if latest == nil || r.LastIndex() > latest.LastIndex() {
+				latest = r
+			}
 		}
 	}
-	if len(up) < n/2+1 {
+	if latest == nil {
+		return nil
+	}
+	members := latest.Members()
+	var voters []*consensus.Raft
+	for _, r := range up {
+		if slices.Contains(members, proc.ID(r.Self())) {
+			voters = append(voters, r)
+		}
+	}
+	if len(voters) < len(members)/2+1 {
 		return nil // no majority: nothing is promised
 	}
 	if lead == nil {
-		return fmt.Errorf("%d of %d servers up and no leader", len(up), n)
+		return fmt.Errorf("%d of the %d members %v up and no leader", len(voters), len(members), members)
 	}
-	for _, r := range up {
+	for _, r := range voters {
 		if r.Commit() != lead.LastIndex() {
 			return fmt.Errorf("p%d committed %d of the leader p%d's %d entries (term %d, p%d in term %d)",
 				r.Self(), r.Commit(), lead.Self(), lead.LastIndex(), term(lead), r.Self(), term(r))
@@ -331,4 +347,112 @@ func TestLinearizabilityCatchesStaleReads(t *testing.T) {
 		}
 	}
 	t.Error("100 runs of servers that read their own copies: every history was linearizable")
+}
+
+// reconfigurer asks a random server, every Every until Stop, to add a
+// server or remove one, keeping between three and n members as far as it
+// knows (from the leaders' Configured outputs); it follows redirects.
+type reconfigurer struct {
+	Every, Stop time.Duration
+	members     []proc.ID
+	changes     int // configurations committed
+}
+
+func (w *reconfigurer) Init(c sim.Control) {
+	var tick func()
+	tick = func() {
+		if c.Now() >= w.Stop {
+			return
+		}
+		var in proc.Input
+		out := []proc.ID{}
+		for p := range proc.ID(c.N()) {
+			if !slices.Contains(w.members, p) {
+				out = append(out, p)
+			}
+		}
+		if len(out) > 0 && (len(w.members) <= 3 || c.Rand().IntN(2) == 0) {
+			in = consensus.AddServer{ID: out[c.Rand().IntN(len(out))]}
+		} else {
+			in = consensus.RemoveServer{ID: w.members[c.Rand().IntN(len(w.members))]}
+		}
+		c.Schedule(0, proc.ID(c.Rand().IntN(c.N())), in)
+		c.After(w.Every, tick)
+	}
+	c.After(w.Every, tick)
+}
+
+func (w *reconfigurer) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	if conf, ok := o.(consensus.Configured); ok {
+		w.members = conf.Members
+		w.changes++
+	}
+}
+
+// TestMembershipChangesUnderFaults: servers are added and removed one at
+// a time, every 60 ms, while the nemesis crashes, partitions and pauses
+// them; every checker holds, linearizability included, and the cluster
+// converges on its latest configuration.
+func TestMembershipChangesUnderFaults(t *testing.T) {
+	seeds := 200
+	if testing.Short() || raceEnabled {
+		seeds = 30
+	}
+	var changes, leaders int
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		n := 5
+		initial := []proc.ID{0, 1, 2}
+		cfg := consensus.DefaultConfig
+		cfg.Members = initial
+		cfg.CompactEvery = 512 // snapshots carry configurations too
+		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
+		re := &reconfigurer{Every: 60 * time.Millisecond, Stop: 2500 * time.Millisecond, members: initial}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
+			New:     func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) },
+			Network: net, Faults: faults, Clocks: clocks,
+			Workload: sim.Combine{clients(3 * time.Second), re},
+			Deadline: 3500 * time.Millisecond})
+		r.Hold(t, checks...)
+		if err := converged(r.Sim, n); err != nil {
+			t.Errorf("seed %d: liveness: %v", seed, err)
+			consensus.DumpRaft(t, r.Sim, n)
+		}
+		if t.Failed() {
+			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
+		}
+		changes += re.changes
+		leaders += r.Count("leader")
+	}
+	t.Logf("%d runs: %d configurations committed, %d leaderships", seeds, changes, leaders)
+	if changes < 3*seeds {
+		t.Errorf("only %d configurations committed in %d runs: the changes were not exercised", changes, seeds)
+	}
+}
+
+func TestScenarioInputs(t *testing.T) {
+	in := consensus.Algorithms[0].Inputs
+	if got, err := in("add-server", []string{"3"}); err != nil || got != (consensus.AddServer{ID: 3}) {
+		t.Errorf("add-server 3 = %v, %v", got, err)
+	}
+	if got, err := in("remove-server", []string{"0"}); err != nil || got != (consensus.RemoveServer{ID: 0}) {
+		t.Errorf("remove-server 0 = %v, %v", got, err)
+	}
+	if got, err := in("propose", []string{"x", "y"}); err != nil || string(got.(consensus.Propose).Data) != "x y" {
+		t.Errorf("propose x y = %v, %v", got, err)
+	}
+	for _, bad := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"add-server", []string{"-1"}, `server id "-1"`},
+		{"add-server", []string{"a"}, `server id "a"`},
+		{"remove-server", nil, `takes one server id`},
+		{"propose", nil, `needs the data`},
+		{"elect", nil, `unknown input "elect"`},
+	} {
+		if _, err := in(bad.name, bad.args); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s %v: error %v, want one with %q", bad.name, bad.args, err, bad.want)
+		}
+	}
 }

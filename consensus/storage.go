@@ -11,9 +11,11 @@ import (
 // A Raft server's stable storage is a log of records (proc.Storage):
 //
 //	'h' term vote+1           the term and the vote in it (0: none)
-//	'e' index count (term len data)*   entries from index on
+//	'e' index count entry*    entries from index on, each
+//	                          term 0 (a no-op) | term 1 len data | term 2 count id*
 //	't' index                 entries from index on are removed
-//	's' index term len data   a snapshot of everything up to index
+//	's' index term count id* len data   a snapshot of everything up to index,
+//	                          with the configuration then
 //
 // integers as unsigned varints. Replaying the records in order rebuilds
 // term, vote, snapshot and log; compaction rewrites the storage as one
@@ -44,15 +46,48 @@ func entriesRecord(index uint64, es []Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(es)))
 	for _, e := range es {
 		b = binary.AppendUvarint(b, e.Term)
-		b = binary.AppendUvarint(b, uint64(len(e.Data))+1) // 0: nil (a no-op)
-		b = append(b, e.Data...)
+		switch {
+		case e.Members != nil:
+			b = appendMembers(append(b, 2), e.Members)
+		case e.Data != nil:
+			b = binary.AppendUvarint(append(b, 1), uint64(len(e.Data)))
+			b = append(b, e.Data...)
+		default:
+			b = append(b, 0)
+		}
 	}
 	return b
+}
+
+func appendMembers(b []byte, ms []proc.ID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ms)))
+	for _, p := range ms {
+		b = binary.AppendUvarint(b, uint64(p))
+	}
+	return b
+}
+
+// members reads a configuration of servers of a group of n.
+func (d *decoder) members(n int) []proc.ID {
+	k := d.uint()
+	if d.err == nil && k > uint64(n) {
+		d.err = fmt.Errorf("a configuration of %d servers in a group of %d", k, n)
+	}
+	ms := make([]proc.ID, 0, k)
+	for range k {
+		p := d.uint()
+		if d.err == nil && p >= uint64(n) {
+			d.err = fmt.Errorf("server %d in a group of %d", p, n)
+		}
+		ms = append(ms, proc.ID(p))
+	}
+	return ms
 }
 
 func (r *Raft) snapshotRecord() []byte {
 	b := binary.AppendUvarint([]byte{recSnapshot}, r.first-1)
 	b = binary.AppendUvarint(b, r.snapTerm)
+	b = appendMembers(b, r.snapConf)
 	b = binary.AppendUvarint(b, uint64(len(r.snapshot)))
 	return append(b, r.snapshot...)
 }
@@ -107,7 +142,8 @@ func (r *Raft) recover(env proc.Env) {
 		}
 	}
 	r.commit, r.applied, r.synced = r.first-1, r.first-1, r.lastIndex()
-	r.sm.Restore(r.snapshot)
+	r.configure()
+	r.sm.Restore(env, r.snapshot)
 }
 
 var errShort = errors.New("record cut short")
@@ -129,8 +165,19 @@ func (r *Raft) replay(rec []byte) error {
 		r.log = r.log[:index-r.first]
 		for range n {
 			e := Entry{Term: d.uint()}
-			if l := d.uint(); l > 0 {
-				e.Data = d.bytes(l - 1)
+			switch tag := d.byte(); tag {
+			case 0:
+			case 1:
+				e.Data = d.bytes(d.uint())
+				if e.Data == nil && d.err == nil {
+					e.Data = []byte{}
+				}
+			case 2:
+				e.Members = d.members(r.n)
+			default:
+				if d.err == nil {
+					d.err = fmt.Errorf("entry of unknown kind %d", tag)
+				}
 			}
 			if d.err != nil {
 				break
@@ -145,9 +192,10 @@ func (r *Raft) replay(rec []byte) error {
 		r.log = r.log[:index-r.first]
 	case recSnapshot:
 		index, term := d.uint(), d.uint()
+		conf := d.members(r.n)
 		data := d.bytes(d.uint())
 		if d.err == nil {
-			r.first, r.snapTerm, r.snapshot, r.log = index+1, term, data, nil
+			r.first, r.snapTerm, r.snapConf, r.snapshot, r.log = index+1, term, conf, data, nil
 		}
 	default:
 		return fmt.Errorf("unknown record type %q", rec[0])
@@ -174,6 +222,19 @@ func (d *decoder) uint() uint64 {
 		return 0
 	}
 	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = errShort
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
 	return v
 }
 
