@@ -60,3 +60,20 @@ func runFixtures(t *testing.T, name string, fixtures []fixture) {
 		})
 	}
 }
+
+// expectVerdict checks checker's result r for a table case: OK when want
+// is nil, else Violated citing exactly want (in any order) with detail in
+// its Detail.
+func expectVerdict(t *testing.T, name, checker string, r check.Result, want []int, detail string) {
+	t.Helper()
+	if want == nil {
+		if !r.OK() {
+			t.Errorf("%s: %s says %s: %s", name, checker, r.Status, r.Detail)
+		}
+		return
+	}
+	want = slices.Sorted(slices.Values(want))
+	if r.Status != check.Violated || !slices.Equal(r.Events, want) || !strings.Contains(r.Detail, detail) {
+		t.Errorf("%s: %s = %s citing %v (%s); want violated citing %v with %q", name, checker, r.Status, r.Events, r.Detail, want, detail)
+	}
+}

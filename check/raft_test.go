@@ -1,8 +1,6 @@
 package check_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cohort-go/cohort/check"
@@ -119,16 +117,6 @@ func TestRaftCheckers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := res[0]
-		if want == nil {
-			if !r.OK() {
-				t.Errorf("%s: %s says %s: %s", c.name, c.checker, r.Status, r.Detail)
-			}
-			continue
-		}
-		slices.Sort(want)
-		if r.Status != check.Violated || !slices.Equal(r.Events, want) || !strings.Contains(r.Detail, c.detail) {
-			t.Errorf("%s: %s = %s citing %v (%s); want violated citing %v with %q", c.name, c.checker, r.Status, r.Events, r.Detail, want, c.detail)
-		}
+		expectVerdict(t, c.name, c.checker, res[0], want, c.detail)
 	}
 }

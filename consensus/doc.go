@@ -11,6 +11,8 @@
 // check read those outputs: at most one leader per term (election
 // safety), the same entry at every index on every server (state machine
 // safety, which with the digests also covers log matching), and a leader
-// elected after an entry was applied holds it (leader completeness). The
-// services (lock, leader, group) drive state machines of their own.
+// elected after an entry was applied holds it (leader completeness).
+// "consensus/raft-kv" drives KV (kv.go), a key-value store whose clients'
+// histories the checker linearizable-kv judges. The services (lock,
+// leader, group) are to drive state machines of their own.
 package consensus

@@ -409,19 +409,7 @@ func (r *Raft) resetElection(env proc.Env) {
 // come back with a higher term and depose a working leader.
 func (r *Raft) prevote(env proc.Env) {
 	r.role, r.leader = precandidate, proc.None
-	r.granted = make([]bool, r.n)
-	r.granted[r.self] = true
-	r.resetElection(env)
-	if r.count(r.granted) >= r.majority() {
-		r.campaign(env)
-		return
-	}
-	li, lt := r.lastIndex(), r.lastTerm()
-	for _, p := range r.members {
-		if p != r.self {
-			env.Send(p, RequestVote{Term: r.term + 1, LastIndex: li, LastTerm: lt, Pre: true})
-		}
-	}
+	r.askVotes(env, r.term+1)
 }
 
 // campaign starts an election for the next term.
@@ -430,18 +418,34 @@ func (r *Raft) campaign(env proc.Env) {
 	r.term++
 	r.vote = r.self
 	r.persistState(env)
+	r.askVotes(env, r.term)
+}
+
+// askVotes counts our own vote and asks the other members for theirs in
+// term (prevotes if we are a pre-candidate).
+func (r *Raft) askVotes(env proc.Env, term uint64) {
 	r.granted = make([]bool, r.n)
 	r.granted[r.self] = true
 	r.resetElection(env)
 	if r.count(r.granted) >= r.majority() {
-		r.becomeLeader(env)
+		r.won(env)
 		return
 	}
 	li, lt := r.lastIndex(), r.lastTerm()
 	for _, p := range r.members {
 		if p != r.self {
-			env.Send(p, RequestVote{Term: r.term, LastIndex: li, LastTerm: lt})
+			env.Send(p, RequestVote{Term: term, LastIndex: li, LastTerm: lt, Pre: r.role == precandidate})
 		}
+	}
+}
+
+// won moves on from a majority of votes: a pre-candidate campaigns, a
+// candidate leads.
+func (r *Raft) won(env proc.Env) {
+	if r.role == precandidate {
+		r.campaign(env)
+	} else {
+		r.becomeLeader(env)
 	}
 }
 
@@ -480,16 +484,12 @@ func (r *Raft) onVote(env proc.Env, from proc.ID, m Vote) {
 		r.stepDown(env, m.Term, proc.None)
 		return
 	}
-	switch {
-	case m.Pre && r.role == precandidate && m.Term == r.term+1 && m.Granted:
+	prevote := m.Pre && r.role == precandidate && m.Term == r.term+1
+	vote := !m.Pre && r.role == candidate && m.Term == r.term
+	if m.Granted && (prevote || vote) {
 		r.granted[from] = true
 		if r.count(r.granted) >= r.majority() {
-			r.campaign(env)
-		}
-	case !m.Pre && r.role == candidate && m.Term == r.term && m.Granted:
-		r.granted[from] = true
-		if r.count(r.granted) >= r.majority() {
-			r.becomeLeader(env)
+			r.won(env)
 		}
 	}
 }

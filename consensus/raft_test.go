@@ -252,20 +252,23 @@ func (a amnesiac) Receive(env proc.Env, f proc.ID, m proc.Message) {
 func (a amnesiac) Timeout(env proc.Env, tag any)     { a.Raft.Timeout(amnesiacEnv{env}, tag) }
 func (a amnesiac) Input(env proc.Env, in proc.Input) { a.Raft.Input(amnesiacEnv{env}, in) }
 
+// mutant is the run of a hunt for a planted bug: three servers made by
+// newServer under the nemesis of seed, with the key-value clients.
+func mutant(seed uint64, newServer func(id proc.ID, n int) proc.Process) (sim.Config, sim.ClockModel) {
+	net, faults, clocks := nemesis(3, seed, time.Second, 0.01)
+	return sim.Config{Nodes: 3, Seed: seed, New: newServer, Network: net, Faults: faults, Clocks: clocks,
+		Workload: clients(1500 * time.Millisecond), Deadline: 2 * time.Second}, clocks
+}
+
 // TestCheckersCatchAForgetfulServer: the same sweep with servers that do
 // not persist their vote finds two leaders in one term, and the checker
 // says so with the seed.
 func TestCheckersCatchAForgetfulServer(t *testing.T) {
 	for seed := uint64(1); seed <= 400; seed++ {
-		n := 3
-		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
-		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
-			New: func(id proc.ID, n int) proc.Process {
-				return amnesiac{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
-			},
-			Network: net, Faults: faults, Clocks: clocks,
-			Workload: clients(1500 * time.Millisecond),
-			Deadline: 2 * time.Second})
+		cfg, _ := mutant(seed, func(id proc.ID, n int) proc.Process {
+			return amnesiac{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
+		})
+		r := simtest.Run(t, "consensus", cfg)
 		for _, name := range checks {
 			if v := r.Verdicts(t, name)[name]; !v.OK() {
 				t.Logf("seed %d: %s", seed, v)
@@ -293,16 +296,12 @@ func (g greedy) Lease() time.Duration {
 // leader that still believes in its lease.
 func TestLeaseCheckCatchesAGreedyLeader(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
-		n := 3
-		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
+		cfg, clocks := mutant(seed, func(id proc.ID, n int) proc.Process {
+			return greedy{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
+		})
 		var leases leaseCheck
-		simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
-			New: func(id proc.ID, n int) proc.Process {
-				return greedy{consensus.New(id, n, consensus.DefaultConfig, consensus.NewKV())}
-			},
-			Network: net, Faults: faults, Clocks: clocks,
-			Workload: clients(1500 * time.Millisecond),
-			Deadline: 2 * time.Second, Until: leases.until(n, clocks)})
+		cfg.Until = leases.until(3, clocks)
+		simtest.Run(t, "consensus", cfg)
 		if leases.err != nil {
 			t.Logf("seed %d: %v", seed, leases.err)
 			return
@@ -333,14 +332,11 @@ func (s staleReader) Input(env proc.Env, in proc.Input) {
 // linearizable store could not have returned; the checker finds one.
 func TestLinearizabilityCatchesStaleReads(t *testing.T) {
 	for seed := uint64(1); seed <= 100; seed++ {
-		n := 3
-		net, faults, clocks := nemesis(n, seed, time.Second, 0.01)
-		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed,
-			New: func(id proc.ID, n int) proc.Process {
-				kv := consensus.NewKV()
-				return staleReader{consensus.New(id, n, consensus.DefaultConfig, kv), kv}
-			},
-			Network: net, Faults: faults, Clocks: clocks, Workload: clients(time.Second), Deadline: 1500 * time.Millisecond})
+		cfg, _ := mutant(seed, func(id proc.ID, n int) proc.Process {
+			kv := consensus.NewKV()
+			return staleReader{consensus.New(id, n, consensus.DefaultConfig, kv), kv}
+		})
+		r := simtest.Run(t, "consensus", cfg)
 		if v := r.Verdicts(t, "linearizable-kv")["linearizable-kv"]; !v.OK() {
 			t.Logf("seed %d: %s", seed, v)
 			return

@@ -80,66 +80,78 @@ func (w *KVClients) next(c sim.Control, i int) {
 // send proposes client i's operation to server to, and retries it later
 // if it is still unanswered.
 func (w *KVClients) send(c sim.Control, i int, to proc.ID) {
-	seq := w.cs[i].op.Seq
-	c.Schedule(0, to, consensus.Propose{Data: w.cs[i].op.Encode()})
+	op := w.cs[i].op
+	c.Schedule(0, to, consensus.Propose{Data: op.Encode()})
 	c.After(w.Retry, func() {
-		if cl := &w.cs[i]; cl.pending && cl.op.Seq == seq && c.Now() < w.Stop+10*w.Retry {
+		if cl := w.waiting(op); cl != nil && w.retrying(c) {
 			cl.leader = proc.None // it did not answer: try another
 			w.send(c, i, proc.ID(c.Rand().IntN(c.N())))
 		}
 	})
 }
 
+// waiting returns the client that still waits for op's answer, or nil.
+func (w *KVClients) waiting(op consensus.KVOp) *kvClient {
+	i := int(op.Client) - 1
+	if i < 0 || i >= len(w.cs) || !w.cs[i].pending || w.cs[i].op.Seq != op.Seq {
+		return nil
+	}
+	return &w.cs[i]
+}
+
+// retrying reports whether unanswered operations are still resent.
+func (w *KVClients) retrying(c sim.Control) bool { return c.Now() < w.Stop+10*w.Retry }
+
 func (w *KVClients) Observe(c sim.Control, node proc.ID, o proc.Output) {
 	var op consensus.KVOp
 	switch o := o.(type) {
 	case consensus.KVResult:
-		op.Client, op.Seq = o.Client, o.Seq
-		if i := int(o.Client) - 1; i >= 0 && i < len(w.cs) && w.cs[i].pending && w.cs[i].op.Seq == o.Seq {
-			cl := &w.cs[i]
-			switch {
-			case cl.op.Op == "get":
-				cl.last[cl.op.Key] = o.Value
-			case o.OK:
-				cl.last[cl.op.Key] = cl.op.Value
-			default:
-				cl.last[cl.op.Key] = o.Value // the cas failed; the value it saw
-			}
-		}
-	case consensus.Applied:
-		if json.Unmarshal([]byte(o.Data), &op) != nil {
+		cl := w.waiting(consensus.KVOp{Client: o.Client, Seq: o.Seq})
+		if cl == nil {
 			return
+		}
+		switch {
+		case cl.op.Op == "get":
+			cl.last[cl.op.Key] = o.Value
+		case o.OK:
+			cl.last[cl.op.Key] = cl.op.Value
+		default:
+			cl.last[cl.op.Key] = o.Value // the cas failed; the value it saw
+		}
+		w.answered(c, cl)
+	case consensus.Applied: // under raft, whose log answers nothing else
+		if json.Unmarshal([]byte(o.Data), &op) == nil {
+			if cl := w.waiting(op); cl != nil {
+				w.answered(c, cl)
+			}
 		}
 	case consensus.NotLeader:
 		if json.Unmarshal(o.Data, &op) != nil {
 			return
 		}
-		i := int(op.Client) - 1
-		if i < 0 || i >= len(w.cs) || !w.cs[i].pending || w.cs[i].op.Seq != op.Seq {
+		cl := w.waiting(op)
+		if cl == nil {
 			return
 		}
+		cl.leader = o.Leader
 		to, wait := o.Leader, time.Duration(0)
 		if to == proc.None || to == node {
 			// Not straight away: a server that knows no leader yet
 			// would answer again at once.
 			to, wait = proc.ID(c.Rand().IntN(c.N())), w.Retry/10
 		}
-		w.cs[i].leader = o.Leader
-		seq := op.Seq
 		c.After(wait, func() {
-			if cl := &w.cs[i]; cl.pending && cl.op.Seq == seq && c.Now() < w.Stop+10*w.Retry {
-				c.Schedule(0, to, consensus.Propose{Data: cl.op.Encode()})
+			if w.waiting(op) != nil && w.retrying(c) {
+				c.Schedule(0, to, consensus.Propose{Data: op.Encode()})
 			}
 		})
-		return
-	default:
-		return
 	}
-	i := int(op.Client) - 1
-	if i < 0 || i >= len(w.cs) || !w.cs[i].pending || w.cs[i].op.Seq != op.Seq {
-		return
-	}
-	w.cs[i].pending = false
+}
+
+// answered ends client cl's operation; it thinks, then goes on.
+func (w *KVClients) answered(c sim.Control, cl *kvClient) {
+	cl.pending = false
+	i := int(cl.op.Client) - 1
 	c.After(w.Think, func() { w.next(c, i) })
 }
 
