@@ -29,3 +29,25 @@ func DumpRaft(t *testing.T, s *sim.Sim, n int) {
 		t.Logf("p%d up=%v role=%v term=%d vote=%d leader=%d members=%v conf@%d last=%d/%d commit=%d heard=%v quiet=%v", id, s.Up(id), r.role, r.term, r.vote, r.leader, r.members, r.confIndex, r.lastIndex(), r.lastTerm(), r.commit, r.heard, r.quiet)
 	}
 }
+
+// Planted bugs for the lock checker's hunts.
+
+// RenewAnyway renews session id as touch does, minus the lease check.
+func (l *Locks) RenewAnyway(env proc.Env, id uint64) bool {
+	s, ok := l.sessions[id]
+	if !l.raft.IsLeader() || !ok {
+		return false
+	}
+	l.deadline[id] = env.Now() + s.TTL
+	return true
+}
+
+// ForgetDeadlines makes every session due now, as a leader that took over
+// without extending them would.
+func (l *Locks) ForgetDeadlines(env proc.Env) {
+	for id := range l.deadline {
+		l.deadline[id] = env.Now()
+	}
+}
+
+func (l *Locks) Leading() bool { return l.leading }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,7 +66,7 @@ type Restored struct {
 func (Restored) Kind() string { return "restored" }
 
 // Algorithms lists the family's algorithms.
-var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(DefaultConfig)}
+var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(DefaultConfig), raftLockAlgorithm(DefaultConfig)}
 
 func raftAlgorithm(cfg Config) proc.Algorithm {
 	return proc.Algorithm{
@@ -78,7 +79,7 @@ func raftAlgorithm(cfg Config) proc.Algorithm {
 			return New(id, n, cfg, &Log{})
 		},
 		Checks:   []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness"},
-		Messages: []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}},
+		Messages: []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}, Forward{}},
 		Scenario: raftScenario,
 		Inputs:   raftInputs,
 	}
@@ -132,3 +133,15 @@ faults:
   - crash 2 at 400ms
   - recover 2 at 700ms
 `
+
+func raftLockAlgorithm(cfg Config) proc.Algorithm {
+	a := raftAlgorithm(cfg)
+	a.Name = "raft-lock"
+	a.Summary = "a lock service on Raft: sessions kept alive at the leader, fencing tokens that are log indexes"
+	a.Source = "Burrows 2006 (Chubby: locks, sessions, sequencers); Ongaro's thesis 2014, §6.4 (leases) (beyond the lecture notes)"
+	a.New = func(id proc.ID, n int) proc.Process { return NewLocks(id, n, cfg) }
+	a.Checks = append(a.Checks, "lock-leases")
+	a.Messages = append(slices.Clone(a.Messages), Touch{}, Touched{})
+	a.Inputs = nil
+	return a
+}

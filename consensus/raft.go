@@ -77,6 +77,10 @@ type Config struct {
 	// the log says otherwise. nil: every process of the group. A process
 	// outside it waits, silent, until a configuration adds it.
 	Members []proc.ID
+	// Forward: a follower that knows the leader forwards a Propose to it
+	// (a Forward message, which the network may lose: clients retry)
+	// instead of answering NotLeader.
+	Forward bool
 }
 
 // DefaultConfig suits a LAN, or the simulator's default network.
@@ -184,6 +188,7 @@ type Raft struct {
 	flushing bool          // a flush timer is set
 
 	// Leader only.
+	termStart   uint64 // the index of this term's no-op
 	next, match []uint64
 	inflight    []int
 	sentCommit  []uint64
@@ -256,7 +261,13 @@ type InstallSnapshot struct {
 	Round   uint64    `json:"round"`
 }
 
+// Forward carries a proposal from a follower to the leader.
+type Forward struct {
+	Data []byte `json:"data"`
+}
+
 func (RequestVote) Kind() string     { return "request-vote" }
+func (Forward) Kind() string         { return "forward" }
 func (Vote) Kind() string            { return "vote" }
 func (AppendEntries) Kind() string   { return "append" }
 func (AppendReply) Kind() string     { return "append-reply" }
@@ -322,11 +333,14 @@ func (r *Raft) Start(env proc.Env) {
 func (r *Raft) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case Propose:
-		if r.role != leader {
+		switch {
+		case r.role == leader:
+			r.appendLocal(env, Entry{Term: r.term, Data: in.Data})
+		case r.cfg.Forward && r.leader != proc.None:
+			env.Send(r.leader, Forward{Data: in.Data})
+		default:
 			env.Output(NotLeader{Leader: r.leader, Data: in.Data})
-			return
 		}
-		r.appendLocal(env, Entry{Term: r.term, Data: in.Data})
 	case AddServer:
 		r.change(env, in.ID, true)
 	case RemoveServer:
@@ -346,6 +360,10 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		r.onAppendReply(env, from, m)
 	case InstallSnapshot:
 		r.onInstallSnapshot(env, from, m)
+	case Forward:
+		if r.role == leader { // else dropped: the client retries
+			r.appendLocal(env, Entry{Term: r.term, Data: m.Data})
+		}
 	}
 }
 
@@ -538,6 +556,7 @@ func (r *Raft) becomeLeader(env proc.Env) {
 	env.Output(Elected{Term: r.term, LastIndex: r.lastIndex()})
 	// A no-op of the new term commits, with it, every earlier entry
 	// (§5.4.2: a leader commits only entries of its own term by counting).
+	r.termStart = r.lastIndex() + 1
 	r.appendLocal(env, Entry{Term: r.term})
 	r.heartbeat(env)
 	r.hbTimer = env.SetTimer(r.cfg.Heartbeat, tagHeartbeat)
@@ -942,6 +961,11 @@ func (r *Raft) Lease() time.Duration {
 	start := r.roundAt[q%uint64(len(r.roundAt))]
 	return start + time.Duration(float64(r.cfg.ElectionTimeout)*(1-r.cfg.MaxDrift)/(1+r.cfg.MaxDrift))
 }
+
+// Ready reports whether this server is the leader and has committed an
+// entry of its term: its state machine then reflects every entry any
+// leader ever committed, and nothing it did not apply ever will be.
+func (r *Raft) Ready() bool { return r.role == leader && r.commit >= r.termStart }
 
 // Leader reports the leader this server knows and its term.
 func (r *Raft) Leader() (proc.ID, uint64) { return r.leader, r.term }

@@ -156,7 +156,8 @@ func (w *KVClients) answered(c sim.Control, cl *kvClient) {
 }
 
 // consensusMetrics: leaderships, entries committed (the highest index
-// applied anywhere), client operations proposed, answered and redirected,
+// applied anywhere), lock grants and sessions expired (raft-lock), client
+// operations proposed, answered and redirected,
 // their latency from first proposal to first answer, and messages per
 // committed entry.
 func consensusMetrics(f Finished) (map[string]float64, map[string]*float64) {
@@ -166,6 +167,7 @@ func consensusMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	called := map[opID]int64{}
 	answered := map[opID]bool{}
 	var lat []float64
+	grants, expired := map[uint64]bool{}, map[uint64]bool{}
 	answer := func(id opID, t int64) {
 		if at, ok := called[id]; ok && !answered[id] {
 			answered[id] = true
@@ -186,6 +188,16 @@ func consensusMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			}
 		case e.Kind == trace.Output && e.Type == "leader":
 			leaders++
+		case e.Kind == trace.Output && e.Type == "granted":
+			var g consensus.Granted
+			if json.Unmarshal(e.Data, &g) == nil {
+				grants[g.Token] = true
+			}
+		case e.Kind == trace.Output && e.Type == "closed":
+			var c consensus.Closed
+			if json.Unmarshal(e.Data, &c) == nil && c.Expired {
+				expired[c.Session] = true
+			}
 		case e.Kind == trace.Output && e.Type == "not-leader":
 			redirects++
 		case e.Kind == trace.Output && e.Type == "kv-result":
@@ -204,8 +216,13 @@ func consensusMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			}
 		}
 	}
-	m := map[string]float64{"leaderships": leaders, "committed": float64(committed),
-		"operations": float64(len(called)), "answered": float64(len(answered)), "redirected": redirects}
+	m := map[string]float64{"leaderships": leaders, "committed": float64(committed), "redirected": redirects}
+	if len(called) > 0 {
+		m["operations"], m["answered"] = float64(len(called)), float64(len(answered))
+	}
+	if len(grants) > 0 {
+		m["lock_grants"], m["sessions_expired"] = float64(len(grants)), float64(len(expired))
+	}
 	if committed > 0 {
 		m["messages_per_entry"] = sends / float64(committed)
 	}

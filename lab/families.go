@@ -32,6 +32,8 @@ type Family struct {
 	// none; React makes what answers outputs in every run. Either may be nil.
 	Workload func() sim.Workload
 	React    func() sim.Workload
+	// Workloads overrides Workload for the algorithms it names.
+	Workloads map[string]func() sim.Workload
 	// Diagram says how the family's runs are best drawn: which outputs are
 	// bookkeeping, which pairs of outputs delimit intervals.
 	Diagram trace.SVGOptions
@@ -41,7 +43,9 @@ type Family struct {
 // family's metrics and workloads in place.
 func (f Family) Options(a proc.Algorithm) Options {
 	o := Options{Algo: a, Metrics: f.Metrics}
-	if f.Workload != nil {
+	if w, ok := f.Workloads[a.Name]; ok {
+		o.Workload = w()
+	} else if f.Workload != nil {
 		o.Workload = f.Workload()
 	}
 	if f.React != nil {
@@ -75,10 +79,11 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"holdback"}},
 		},
 		{
-			Family:   registered("consensus"),
-			Metrics:  consensusMetrics,
-			Workload: DefaultKVClients,
-			Diagram:  trace.SVGOptions{Quiet: []string{"applied"}},
+			Family:    registered("consensus"),
+			Metrics:   consensusMetrics,
+			Workload:  DefaultKVClients,
+			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients},
+			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
 		},
 	}
 }

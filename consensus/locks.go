@@ -1,0 +1,522 @@
+package consensus
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Locks is a lock service on a Raft log, in the manner of Chubby (Burrows,
+// "The Chubby lock service", OSDI 2006) and of etcd's locks on leases:
+// every decision is an entry of the log, so it survives any minority of
+// crashes and every restart, and the fencing token of a grant is the index
+// of the entry that made it — it strictly increases for ever.
+//
+// Sessions. A client opens a session with a time to live; the session's
+// id is the index of its entry (ids never repeat). The client keeps it
+// alive by KeepAlive, which only the leader answers; a session the leader
+// has not heard of for its TTL is expired by an entry, which releases its
+// locks and withdraws its requests. A restarted client, or one cut off for
+// a TTL, has lost its session and everything it held.
+//
+//	on Open(ttl):                entry; session = its index; at the leader,
+//	                             deadline = now + ttl
+//	on Acquire(session, lock):   entry; free → granted, token = the entry's index;
+//	                             held → queued (FIFO)
+//	on Release(session, lock):   entry; the next in the queue is granted in the
+//	                             same entry (a handoff is one commit)
+//	on KeepAlive(session):       at the leader, if it holds its lease (Raft.Lease):
+//	                             deadline = now + ttl, answer ok
+//	every heartbeat (leader):    entry Expire(s) for each session past its deadline
+//	on becoming leader (Ready):  deadline = now + ttl for every session
+//
+// Why a client may trust a grant until its deadline. A client that sent a
+// KeepAlive at time s (on its clock) and got "ok" may act as the holder of
+// what its session holds until s + Valid, Valid = TTL·(1−ρ)/(1+ρ), ρ the
+// drift bound (Config.MaxDrift): the leader that answered received it
+// after s and set its deadline a TTL of its own clock later; a leader that
+// follows it can only be elected once its lease is over, after that
+// answer, and extends every session by a TTL when it takes over. So no
+// expiry — the only way a lock changes hands without its holder's
+// release — commits before s + Valid, on any clock within the bound. The
+// checker "lock-leases" verifies it on the traces: no two clients hold
+// one lock at once, by their own reckoning, and tokens increase.
+//
+// Retries. Operations carry a per-session sequence number; the table
+// ignores one it has applied (a retry that reached the log twice). Open
+// has no session yet: a retried Open may open two, and the one the client
+// does not use expires.
+type Locks struct {
+	raft *Raft
+	cfg  Config
+	log  Log // the digest of every entry, for the Raft checkers
+
+	sessions map[uint64]*session
+	locks    map[string]*lockState
+
+	// Leader only, volatile: each session's deadline on our clock.
+	leading  bool
+	leadTerm uint64
+	deadline map[uint64]time.Duration
+	expiring map[uint64]bool // an Expire entry is proposed
+	sweep    proc.TimerID
+}
+
+type session struct {
+	TTL   time.Duration `json:"ttl"`
+	Seq   uint64        `json:"seq"`   // the last operation applied
+	Locks []string      `json:"locks"` // held or waited for, in the order asked
+}
+
+type lockState struct {
+	Holder uint64   `json:"holder"` // a session; 0: free
+	Token  uint64   `json:"token"`  // the entry that granted it
+	Queue  []uint64 `json:"queue,omitempty"`
+}
+
+// Limits that keep the replicated state bounded.
+const (
+	MaxSessions        = 1 << 16
+	MaxLocksPerSession = 64
+)
+
+// NewLocks returns server id of an n-server lock service. Proposals are
+// forwarded to the leader whatever cfg.Forward says.
+func NewLocks(id proc.ID, n int, cfg Config) *Locks {
+	cfg.Forward = true
+	l := &Locks{cfg: cfg}
+	l.reset()
+	l.raft = New(id, n, cfg, l)
+	return l
+}
+
+func (l *Locks) reset() {
+	l.log = Log{}
+	l.sessions = map[uint64]*session{}
+	l.locks = map[string]*lockState{}
+	l.deadline = map[uint64]time.Duration{}
+	l.expiring = map[uint64]bool{}
+}
+
+// Raft is the server's replicated log.
+func (l *Locks) Raft() *Raft { return l.raft }
+
+// Valid is how long after sending a KeepAlive that was answered ok (or an
+// Open that was answered) a client may count on its session.
+func (l *Locks) Valid(ttl time.Duration) time.Duration { return validFor(ttl, l.cfg.MaxDrift) }
+
+func validFor(ttl time.Duration, drift float64) time.Duration {
+	return time.Duration(float64(ttl) * (1 - drift) / (1 + drift))
+}
+
+// Inputs.
+
+// OpenSession opens a session of the given TTL; Tag, chosen by the
+// client, finds the Opened answer.
+type OpenSession struct {
+	Tag uint64        `json:"tag"`
+	TTL time.Duration `json:"ttl"`
+}
+
+// Acquire asks for Lock on behalf of Session; Release gives it back, or
+// withdraws the request.
+type Acquire struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+	Lock    string `json:"lock"`
+}
+
+type Release struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+	Lock    string `json:"lock"`
+}
+
+// CloseSession ends a session, releasing everything it holds.
+type CloseSession struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+}
+
+// KeepAlive renews a session (Seq finds the answer).
+type KeepAlive struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+}
+
+func (OpenSession) Kind() string  { return "open-session" }
+func (Acquire) Kind() string      { return "acquire" }
+func (Release) Kind() string      { return "release" }
+func (CloseSession) Kind() string { return "close-session" }
+func (KeepAlive) Kind() string    { return "keepalive" }
+
+// Outputs: on every server that applies the entry, except KeptAlive,
+// which the server that was given the KeepAlive outputs.
+
+// Opened: a session is open. Valid as in KeptAlive, counted from the
+// sending of the OpenSession.
+type Opened struct {
+	Tag     uint64        `json:"tag"`
+	Session uint64        `json:"session"`
+	TTL     time.Duration `json:"ttl"`
+	Valid   time.Duration `json:"valid"`
+}
+
+// Granted: Session holds Lock; Token is the index of the granting entry.
+type Granted struct {
+	Lock    string `json:"lock"`
+	Session uint64 `json:"session"`
+	Token   uint64 `json:"token"`
+}
+
+// Released: Session no longer holds (Token > 0) or waits for (Token 0)
+// Lock, by its Release or because the session ended.
+type Released struct {
+	Lock    string `json:"lock"`
+	Session uint64 `json:"session"`
+	Token   uint64 `json:"token,omitempty"`
+}
+
+// Closed: a session ended, by CloseSession or, Expired, by the leader.
+type Closed struct {
+	Session uint64 `json:"session"`
+	Expired bool   `json:"expired,omitempty"`
+}
+
+// KeptAlive answers a KeepAlive. OK: renewed, and the session may be
+// counted on until Valid after the KeepAlive was sent. Gone: the session
+// is over (expired, closed, or never known). Neither: no leader could
+// answer; try again.
+type KeptAlive struct {
+	Session uint64        `json:"session"`
+	Seq     uint64        `json:"seq"`
+	OK      bool          `json:"ok,omitempty"`
+	Gone    bool          `json:"gone,omitempty"`
+	Valid   time.Duration `json:"valid,omitempty"`
+}
+
+// LockRefused answers an operation the table cannot apply.
+type LockRefused struct {
+	Tag     uint64 `json:"tag,omitempty"`
+	Session uint64 `json:"session,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+func (Opened) Kind() string      { return "opened" }
+func (Granted) Kind() string     { return "granted" }
+func (Released) Kind() string    { return "released" }
+func (Closed) Kind() string      { return "closed" }
+func (KeptAlive) Kind() string   { return "kept-alive" }
+func (LockRefused) Kind() string { return "lock-refused" }
+
+// Messages besides Raft's: a KeepAlive given to a follower goes to the
+// leader as Touch and comes back as Touched.
+type Touch struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+}
+
+type Touched struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
+	OK      bool   `json:"ok,omitempty"`
+	Gone    bool   `json:"gone,omitempty"`
+}
+
+func (Touch) Kind() string   { return "touch" }
+func (Touched) Kind() string { return "touched" }
+
+// LockOp is an operation as an entry's data (JSON).
+type LockOp struct {
+	Op      string        `json:"op"` // open, acquire, release, close, expire
+	Tag     uint64        `json:"tag,omitempty"`
+	TTL     time.Duration `json:"ttl,omitempty"`
+	Session uint64        `json:"session,omitempty"`
+	Seq     uint64        `json:"seq,omitempty"`
+	Lock    string        `json:"lock,omitempty"`
+}
+
+func (op LockOp) encode() []byte {
+	b, _ := json.Marshal(op)
+	return b
+}
+
+// Process.
+
+func (l *Locks) Start(env proc.Env) {
+	l.raft.Start(env)
+	l.lead(env)
+}
+
+func (l *Locks) Input(env proc.Env, in proc.Input) {
+	switch in := in.(type) {
+	case OpenSession:
+		l.propose(env, LockOp{Op: "open", Tag: in.Tag, TTL: in.TTL})
+	case Acquire:
+		l.propose(env, LockOp{Op: "acquire", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
+	case Release:
+		l.propose(env, LockOp{Op: "release", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
+	case CloseSession:
+		l.propose(env, LockOp{Op: "close", Session: in.Session, Seq: in.Seq})
+	case KeepAlive:
+		switch lead, _ := l.raft.Leader(); {
+		case l.leading:
+			ok, gone := l.touch(env, in.Session)
+			l.keptAlive(env, Touched{Session: in.Session, Seq: in.Seq, OK: ok, Gone: gone})
+		case lead != proc.None && lead != l.raft.self:
+			env.Send(lead, Touch(in))
+		default:
+			env.Output(KeptAlive{Session: in.Session, Seq: in.Seq})
+		}
+	default:
+		l.raft.Input(env, in) // Propose, AddServer, RemoveServer
+	}
+	l.lead(env)
+}
+
+func (l *Locks) propose(env proc.Env, op LockOp) {
+	l.raft.Input(env, Propose{Data: op.encode()})
+}
+
+func (l *Locks) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case Touch:
+		ok, gone := l.touch(env, m.Session)
+		env.Send(from, Touched{Session: m.Session, Seq: m.Seq, OK: ok, Gone: gone})
+	case Touched:
+		l.keptAlive(env, m)
+	default:
+		l.raft.Receive(env, from, m)
+	}
+	l.lead(env)
+}
+
+type locksTag struct{}
+
+func (locksTag) String() string { return "expire" }
+
+func (l *Locks) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(locksTag); ok {
+		l.sweep = 0
+		if l.leading {
+			l.expire(env)
+			l.sweep = env.SetTimer(l.cfg.Heartbeat, locksTag{})
+		}
+		return
+	}
+	l.raft.Timeout(env, tag)
+	l.lead(env)
+}
+
+// lead follows the leadership after every event. A server that becomes a
+// ready leader (Raft.Ready: it has applied everything ever committed)
+// gives every session a full TTL from now; one that stops leading forgets
+// the deadlines.
+func (l *Locks) lead(env proc.Env) {
+	ready := l.raft.Ready()
+	_, term := l.raft.Leader()
+	if ready && l.leading && term == l.leadTerm {
+		return
+	}
+	if !ready && !l.leading {
+		return
+	}
+	clear(l.deadline)
+	clear(l.expiring)
+	if l.sweep != 0 {
+		env.CancelTimer(l.sweep)
+		l.sweep = 0
+	}
+	l.leading, l.leadTerm = ready, term
+	if ready {
+		now := env.Now()
+		for id, s := range l.sessions {
+			l.deadline[id] = now + s.TTL
+		}
+		l.sweep = env.SetTimer(l.cfg.Heartbeat, locksTag{})
+	}
+}
+
+// touch renews a session at the leader: only under the leader's lease,
+// so that no other leader can have expired it meanwhile.
+func (l *Locks) touch(env proc.Env, id uint64) (ok, gone bool) {
+	if !l.leading || env.Now() >= l.raft.Lease() {
+		return false, false
+	}
+	s, known := l.sessions[id]
+	if !known || l.expiring[id] {
+		return false, true
+	}
+	l.deadline[id] = env.Now() + s.TTL
+	return true, false
+}
+
+func (l *Locks) keptAlive(env proc.Env, t Touched) {
+	k := KeptAlive{Session: t.Session, Seq: t.Seq, OK: t.OK, Gone: t.Gone}
+	if t.OK {
+		if s, ok := l.sessions[t.Session]; ok {
+			k.Valid = l.Valid(s.TTL)
+		} else {
+			k.OK = false // not applied here yet: the client asks again
+		}
+	}
+	env.Output(k)
+}
+
+// expire proposes the expiry of every session past its deadline.
+func (l *Locks) expire(env proc.Env) {
+	now := env.Now()
+	var due []uint64
+	for id, d := range l.deadline {
+		if now >= d && !l.expiring[id] {
+			due = append(due, id)
+		}
+	}
+	slices.Sort(due)
+	for _, id := range due {
+		l.expiring[id] = true
+		l.propose(env, LockOp{Op: "expire", Session: id})
+	}
+}
+
+// The replicated table: Apply, Snapshot, Restore.
+
+func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
+	l.log.Apply(env, index, data)
+	var op LockOp
+	if data == nil || json.Unmarshal(data, &op) != nil {
+		return
+	}
+	refuse := func(why string, args ...any) {
+		env.Output(LockRefused{Tag: op.Tag, Session: op.Session, Seq: op.Seq, Reason: fmt.Sprintf(why, args...)})
+	}
+	if op.Op == "open" {
+		switch {
+		case op.TTL <= 0:
+			refuse("ttl %v is not positive", op.TTL)
+		case len(l.sessions) >= MaxSessions:
+			refuse("%d sessions are open, the most there may be", len(l.sessions))
+		default:
+			l.sessions[index] = &session{TTL: op.TTL}
+			if l.leading {
+				l.deadline[index] = env.Now() + op.TTL
+			}
+			env.Output(Opened{Tag: op.Tag, Session: index, TTL: op.TTL, Valid: l.Valid(op.TTL)})
+		}
+		return
+	}
+	s, ok := l.sessions[op.Session]
+	if !ok {
+		if op.Op != "expire" {
+			refuse("session %d is not open", op.Session)
+		}
+		return
+	}
+	if op.Op != "expire" {
+		if op.Seq <= s.Seq {
+			return // a retry that reached the log again
+		}
+		s.Seq = op.Seq
+	}
+	switch op.Op {
+	case "acquire":
+		l.acquire(env, index, op.Session, s, op.Lock)
+	case "release":
+		if !slices.Contains(s.Locks, op.Lock) {
+			refuse("session %d neither holds nor waits for %q", op.Session, op.Lock)
+			return
+		}
+		s.Locks = slices.DeleteFunc(s.Locks, func(x string) bool { return x == op.Lock })
+		l.release(env, index, op.Session, op.Lock)
+	case "close", "expire":
+		for _, name := range s.Locks {
+			l.release(env, index, op.Session, name)
+		}
+		delete(l.sessions, op.Session)
+		delete(l.deadline, op.Session)
+		delete(l.expiring, op.Session)
+		env.Output(Closed{Session: op.Session, Expired: op.Op == "expire"})
+	default:
+		refuse("unknown operation %q", op.Op)
+	}
+}
+
+func (l *Locks) acquire(env proc.Env, index, id uint64, s *session, name string) {
+	lk := l.locks[name]
+	switch {
+	case name == "":
+		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: "no lock named"})
+	case lk != nil && lk.Holder == id:
+		env.Output(Granted{Lock: name, Session: id, Token: lk.Token}) // held already
+	case slices.Contains(s.Locks, name):
+		// Waiting for it already.
+	case len(s.Locks) >= MaxLocksPerSession:
+		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: fmt.Sprintf("session %d holds or waits for %d locks, the most there may be", id, len(s.Locks))})
+	case lk == nil:
+		l.locks[name] = &lockState{Holder: id, Token: index}
+		s.Locks = append(s.Locks, name)
+		env.Output(Granted{Lock: name, Session: id, Token: index})
+	default:
+		lk.Queue = append(lk.Queue, id)
+		s.Locks = append(s.Locks, name)
+	}
+}
+
+// release takes session id off lock name — as holder, handing the lock to
+// the next in line in this same entry, or as a waiter.
+func (l *Locks) release(env proc.Env, index, id uint64, name string) {
+	lk := l.locks[name]
+	if lk == nil {
+		return
+	}
+	if lk.Holder != id {
+		lk.Queue = slices.DeleteFunc(lk.Queue, func(x uint64) bool { return x == id })
+		env.Output(Released{Lock: name, Session: id})
+		return
+	}
+	env.Output(Released{Lock: name, Session: id, Token: lk.Token})
+	if len(lk.Queue) == 0 {
+		delete(l.locks, name)
+		return
+	}
+	lk.Holder, lk.Token, lk.Queue = lk.Queue[0], index, lk.Queue[1:]
+	env.Output(Granted{Lock: name, Session: lk.Holder, Token: index})
+}
+
+// Holder reports who holds lock name in this server's table, which may be
+// behind the leader's.
+func (l *Locks) Holder(name string) (session, token uint64) {
+	if lk := l.locks[name]; lk != nil {
+		return lk.Holder, lk.Token
+	}
+	return 0, 0
+}
+
+type locksSnapshot struct {
+	Log      []byte                `json:"log"`
+	Sessions map[uint64]*session   `json:"sessions"`
+	Locks    map[string]*lockState `json:"locks"`
+}
+
+func (l *Locks) Snapshot() []byte {
+	b, _ := json.Marshal(locksSnapshot{Log: l.log.Snapshot(), Sessions: l.sessions, Locks: l.locks})
+	return b
+}
+
+func (l *Locks) Restore(env proc.Env, b []byte) {
+	l.log = Log{}
+	l.sessions = map[uint64]*session{}
+	l.locks = map[string]*lockState{}
+	var s locksSnapshot
+	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
+		return
+	}
+	l.log.Restore(env, s.Log)
+	maps.Copy(l.sessions, s.Sessions)
+	maps.Copy(l.locks, s.Locks)
+}
