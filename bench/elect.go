@@ -280,8 +280,8 @@ func startProcCluster(ctx context.Context, cfg *ElectConfig) (_ *procCluster, er
 	}
 	for i := range n {
 		api := addrs[n+i]
-		conf := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\npeers: {%s}\nsecret: %s\ncampaign: [%s]\n%s",
-			i, addrs[i], api, strings.Join(peers, ", "), hex.EncodeToString(secret[:]), electionName, election)
+		conf := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\npeers: {%s}\nsecret: %s\ncampaign: [%s]\ndata_dir: %s\n%s",
+			i, addrs[i], api, strings.Join(peers, ", "), hex.EncodeToString(secret[:]), electionName, filepath.Join(dir, fmt.Sprintf("node%d", i)), election)
 		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			return nil, err

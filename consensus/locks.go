@@ -74,8 +74,14 @@ type session struct {
 
 type lockState struct {
 	Holder uint64   `json:"holder"` // a session; 0: free
+	Seq    uint64   `json:"seq"`    // the holder's Acquire
 	Token  uint64   `json:"token"`  // the entry that granted it
-	Queue  []uint64 `json:"queue,omitempty"`
+	Queue  []waiter `json:"queue,omitempty"`
+}
+
+type waiter struct {
+	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"` // its Acquire
 }
 
 // Limits that keep the replicated state bounded.
@@ -166,18 +172,21 @@ type Opened struct {
 	Valid   time.Duration `json:"valid"`
 }
 
-// Granted: Session holds Lock; Token is the index of the granting entry.
+// Granted: Session holds Lock, asked for by its Acquire Seq; Token is the
+// index of the granting entry.
 type Granted struct {
 	Lock    string `json:"lock"`
 	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq"`
 	Token   uint64 `json:"token"`
 }
 
 // Released: Session no longer holds (Token > 0) or waits for (Token 0)
-// Lock, by its Release or because the session ended.
+// Lock, by its Release Seq or, Seq 0, because the session ended.
 type Released struct {
 	Lock    string `json:"lock"`
 	Session uint64 `json:"session"`
+	Seq     uint64 `json:"seq,omitempty"`
 	Token   uint64 `json:"token,omitempty"`
 }
 
@@ -432,10 +441,10 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 			return
 		}
 		s.Locks = slices.DeleteFunc(s.Locks, func(x string) bool { return x == op.Lock })
-		l.release(env, index, op.Session, op.Lock)
+		l.release(env, index, op.Session, op.Seq, op.Lock)
 	case "close", "expire":
 		for _, name := range s.Locks {
-			l.release(env, index, op.Session, name)
+			l.release(env, index, op.Session, 0, name)
 		}
 		delete(l.sessions, op.Session)
 		delete(l.deadline, op.Session)
@@ -452,40 +461,42 @@ func (l *Locks) acquire(env proc.Env, index, id uint64, s *session, name string)
 	case name == "":
 		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: "no lock named"})
 	case lk != nil && lk.Holder == id:
-		env.Output(Granted{Lock: name, Session: id, Token: lk.Token}) // held already
+		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: lk.Token}) // held already
 	case slices.Contains(s.Locks, name):
 		// Waiting for it already.
 	case len(s.Locks) >= MaxLocksPerSession:
 		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: fmt.Sprintf("session %d holds or waits for %d locks, the most there may be", id, len(s.Locks))})
 	case lk == nil:
-		l.locks[name] = &lockState{Holder: id, Token: index}
+		l.locks[name] = &lockState{Holder: id, Seq: s.Seq, Token: index}
 		s.Locks = append(s.Locks, name)
-		env.Output(Granted{Lock: name, Session: id, Token: index})
+		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: index})
 	default:
-		lk.Queue = append(lk.Queue, id)
+		lk.Queue = append(lk.Queue, waiter{id, s.Seq})
 		s.Locks = append(s.Locks, name)
 	}
 }
 
-// release takes session id off lock name — as holder, handing the lock to
-// the next in line in this same entry, or as a waiter.
-func (l *Locks) release(env proc.Env, index, id uint64, name string) {
+// release takes session id off lock name, by its Release seq (0: the
+// session ended) — as holder, handing the lock to the next in line in this
+// same entry, or as a waiter.
+func (l *Locks) release(env proc.Env, index, id, seq uint64, name string) {
 	lk := l.locks[name]
 	if lk == nil {
 		return
 	}
 	if lk.Holder != id {
-		lk.Queue = slices.DeleteFunc(lk.Queue, func(x uint64) bool { return x == id })
-		env.Output(Released{Lock: name, Session: id})
+		lk.Queue = slices.DeleteFunc(lk.Queue, func(w waiter) bool { return w.Session == id })
+		env.Output(Released{Lock: name, Session: id, Seq: seq})
 		return
 	}
-	env.Output(Released{Lock: name, Session: id, Token: lk.Token})
+	env.Output(Released{Lock: name, Session: id, Seq: seq, Token: lk.Token})
 	if len(lk.Queue) == 0 {
 		delete(l.locks, name)
 		return
 	}
-	lk.Holder, lk.Token, lk.Queue = lk.Queue[0], index, lk.Queue[1:]
-	env.Output(Granted{Lock: name, Session: lk.Holder, Token: index})
+	next := lk.Queue[0]
+	lk.Holder, lk.Seq, lk.Token, lk.Queue = next.Session, next.Seq, index, lk.Queue[1:]
+	env.Output(Granted{Lock: name, Session: next.Session, Seq: next.Seq, Token: index})
 }
 
 // Holder reports who holds lock name in this server's table, which may be

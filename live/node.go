@@ -52,6 +52,9 @@ type Config struct {
 	Trace io.Writer
 	// TraceFamily and TraceAlgo name the run in the trace's header.
 	TraceFamily, TraceAlgo string
+	// TraceService, if set, says which services the trace records (every
+	// one, if nil).
+	TraceService func(service string) bool
 	// TraceResume, if set, continues a trace this node wrote before a
 	// restart (see ResumeFrom) instead of starting one.
 	TraceResume *TraceResume
@@ -168,6 +171,9 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 	}
 	for _, m := range a.Messages {
 		s.byKind[m.Kind()] = new(atomic.Int64)
+	}
+	if n.cfg.TraceService == nil || n.cfg.TraceService(name) {
+		s.tr = n.tr
 	}
 	s.env = &env{s: s}
 	s.proc = a.New(n.cfg.Self, n.cfg.N)

@@ -24,6 +24,7 @@ type Service struct {
 	algo  proc.Algorithm
 	codec Codec
 	proc  proc.Process
+	tr    *tracer // the node's, if this service is traced
 
 	inbox chan event
 	done  chan struct{}
@@ -320,7 +321,7 @@ func (s *Service) handle1(e event) {
 	switch e.kind {
 	case evMessage:
 		s.received.Add(1)
-		if tr := s.node.tr; tr != nil {
+		if tr := s.tr; tr != nil {
 			tr.recv(e.from, e.id, e.vc, e.msg)
 		}
 		s.call(func() { s.proc.Receive(env, e.from, e.msg) })
@@ -329,12 +330,12 @@ func (s *Service) handle1(e event) {
 			return // cancelled after it fired
 		}
 		delete(s.timers, e.timer)
-		if tr := s.node.tr; tr != nil {
+		if tr := s.tr; tr != nil {
 			tr.record(trace.Timer, func(ev *trace.Event) { ev.Type = fmt.Sprint(e.tag) })
 		}
 		s.call(func() { s.proc.Timeout(env, e.tag) })
 	case evInput:
-		if tr := s.node.tr; tr != nil {
+		if tr := s.tr; tr != nil {
 			tr.record(trace.Input, func(ev *trace.Event) {
 				ev.Type, ev.Label, ev.Data = e.input.Kind(), label(e.input), data(e.input)
 			})
@@ -381,8 +382,8 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	}
 	var id uint64
 	var vc []uint64
-	if n.tr != nil {
-		id, vc = n.tr.send(to, m)
+	if s.tr != nil {
+		id, vc = s.tr.send(to, m)
 	}
 	if to == n.cfg.Self {
 		s.self = append(s.self, event{kind: evMessage, from: to, msg: m, id: id, vc: vc})
@@ -391,7 +392,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	start := len(s.out.buf)
 	b := binary.AppendUvarint(s.out.buf, uint64(len(s.name)))
 	b = append(b, s.name...)
-	if n.tr != nil {
+	if s.tr != nil {
 		b = appendTrailer(b, id, vc)
 	} else {
 		b = append(b, 0)
@@ -486,7 +487,7 @@ func (s *Service) flush() {
 
 func (s *Service) output(o proc.Output) {
 	s.outputs.Add(1)
-	if tr := s.node.tr; tr != nil {
+	if tr := s.tr; tr != nil {
 		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data = o.Kind(), label(o), data(o) })
 	}
 	s.subMu.Lock()

@@ -32,6 +32,8 @@ type Server struct {
 	algo proc.Algorithm
 	log  *slog.Logger
 
+	rep *replicatedAPI // nil: the textbook algorithm's locks
+
 	mu     sync.Mutex
 	locks  map[string]*Lock
 	leases map[string]*lease // by lock name: the lease of the HTTP holder
@@ -47,7 +49,10 @@ type lease struct {
 type ServerConfig struct {
 	Node      *live.Node
 	Algorithm proc.Algorithm // the mutex algorithm behind every lock
-	Logger    *slog.Logger
+	// Replicated, if set, is the backend instead of Algorithm: the lock
+	// service on a replicated log, with sessions (see sessions.go).
+	Replicated *Replicated
+	Logger     *slog.Logger
 }
 
 // NewServer returns the lock API of a node. (The lock, leader and group
@@ -58,8 +63,12 @@ func NewServer(c ServerConfig) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: c.Node, algo: c.Algorithm, log: log,
+	s := &Server{node: c.Node, algo: c.Algorithm, log: log,
 		locks: map[string]*Lock{}, leases: map[string]*lease{}}
+	if c.Replicated != nil {
+		s.rep = &replicatedAPI{r: c.Replicated, sessions: map[uint64]*Session{}}
+	}
+	return s
 }
 
 // MaxTTL bounds a lease.
@@ -68,6 +77,10 @@ const MaxTTL = 10 * time.Minute
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if s.rep != nil {
+		s.rep.routes(mux)
+		return mux
+	}
 	mux.HandleFunc("POST /v1/locks/{name}", s.acquire)
 	mux.HandleFunc("POST /v1/locks/{name}/keepalive", s.keepalive)
 	mux.HandleFunc("DELETE /v1/locks/{name}", s.release)

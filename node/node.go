@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -33,14 +34,19 @@ type Config struct {
 	ID        proc.ID
 	N         int            // cluster size
 	Transport live.Transport // TCP (transport.NewTCP) or in-process
-	Lock      proc.Algorithm // the mutex algorithm behind every lock
-	Group     proc.Algorithm // the multicast algorithm behind every group
-	Election  election.LeaderConfig
+	// Lock is the algorithm behind every lock: consensus/raft-lock, the
+	// replicated lock service (lock.Replicated, configured by Raft), or a
+	// mutual exclusion algorithm of the textbook.
+	Lock     proc.Algorithm
+	Raft     consensus.Config // for raft-lock; zero: consensus.DefaultConfig
+	Group    proc.Algorithm   // the multicast algorithm behind every group
+	Election election.LeaderConfig
 	// Run names services to start at boot on every node (FAMILY/NAME →
 	// algorithm); a peer's message for one starts it here too.
 	Run   map[string]proc.Algorithm
 	Token string // bearer token the API requires; "" for none
-	// Trace, if set, records this node's events (see live.Config).
+	// Trace, if set, records this node's events (see live.Config): those
+	// of the services in Run if there are any, else every service's.
 	Trace                  io.Writer
 	TraceFamily, TraceAlgo string
 	TraceResume            *live.TraceResume
@@ -77,10 +83,26 @@ func New(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	replicated := cfg.Lock.Family == "consensus"
+	if cfg.Raft.Heartbeat == 0 {
+		cfg.Raft = consensus.DefaultConfig
+	}
 	resolvers := []func(string) (proc.Algorithm, bool){
 		leader.Resolver(cfg.Election),
 		group.Resolver(cfg.Group),
-		lock.Resolver(cfg.Lock),
+	}
+	if replicated {
+		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
+			return lock.ReplicatedAlgorithm(cfg.Raft), service == lock.ServiceName
+		})
+	} else {
+		resolvers = append(resolvers, lock.Resolver(cfg.Lock))
+	}
+	// With services run at boot, the trace is theirs (a trace is one
+	// run); else it records everything.
+	var traced func(string) bool
+	if len(cfg.Run) > 0 {
+		traced = func(service string) bool { _, ok := cfg.Run[service]; return ok }
 	}
 	ln, err := live.NewNode(live.Config{
 		Self: cfg.ID, N: cfg.N, Transport: cfg.Transport, Logger: log,
@@ -96,7 +118,8 @@ func New(cfg Config) (*Node, error) {
 			return proc.Algorithm{}, false
 		},
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
-		DataDir: cfg.DataDir,
+		TraceService: traced,
+		DataDir:      cfg.DataDir,
 	})
 	if err != nil {
 		return nil, err
@@ -109,11 +132,19 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), ln.Close())
 		}
 	}
+	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}
+	if replicated {
+		rep, err := lock.NewReplicated(ln, cfg.Raft)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("locks: %w", err), ln.Close())
+		}
+		lc.Replicated = rep
+	}
 	return &Node{
 		cfg: cfg, live: ln, log: log,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}),
-		locks:   lock.NewServer(lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}),
+		locks:   lock.NewServer(lc),
 	}, nil
 }
 
@@ -129,6 +160,8 @@ func (n *Node) Elections() *leader.Server { return n.leaders }
 func (n *Node) Handler() http.Handler {
 	api := http.NewServeMux()
 	api.Handle("/v1/locks/", n.locks.Handler())
+	api.Handle("/v1/sessions", n.locks.Handler())
+	api.Handle("/v1/sessions/", n.locks.Handler())
 	api.Handle("/v1/elections/", n.leaders.Handler())
 	api.Handle("/v1/groups/", n.groups.Handler())
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {

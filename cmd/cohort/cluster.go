@@ -22,7 +22,6 @@ import (
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -46,7 +45,8 @@ func newClusterUpCmd() *cobra.Command {
 in-process transport), with a fresh cluster secret. Print how to reach them
 — with --json, a first line {"endpoints":[...],"pids":[...]} — and run until
 SIGINT or SIGTERM, then stop every node cleanly.`,
-		Example: `  cohort cluster up --nodes 5 --algo mutex/ricart-agrawala
+		Example: `  cohort cluster up --nodes 5 --dir ./cluster
+  cohort cluster up --nodes 3 --algo mutex/ricart-agrawala
   cohort lock demo --endpoints 127.0.0.1:PORT -- sleep 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,10 +54,13 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 				return usageErr("--nodes %d: want 1 to 64", nodes)
 			}
 			fam, name, ok := strings.Cut(algo, "/")
-			if !ok || fam != "mutex" {
-				return usageErr("--algo %q: want mutex/NAME, the algorithm behind the locks (elections run bully-fd, groups total-sequencer)", algo)
+			if !ok || (fam != "mutex" && algo != "consensus/raft-lock") {
+				return usageErr("--algo %q: want consensus/raft-lock (the replicated log) or mutex/NAME, the algorithm behind the locks (elections run bully-fd, groups total-sequencer)", algo)
 			}
-			a, err := registry.Find("mutex", name)
+			if fam == "consensus" {
+				name = "raft"
+			}
+			a, err := lockAlgorithm(name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}
@@ -66,13 +69,13 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a.Name, dir, traceDir, runs, asJSON)
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
-	cmd.Flags().StringVar(&algo, "algo", "mutex/ricart-agrawala", "FAMILY/NAME of the algorithm behind the locks")
+	cmd.Flags().StringVar(&algo, "algo", "consensus/raft-lock", "FAMILY/NAME of the algorithm behind the locks: consensus/raft-lock, or mutex/NAME")
 	cmd.Flags().BoolVar(&inproc, "inproc", false, "run every node inside this process")
-	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files (default: a temporary one)")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files and data (node<i>/): a cluster started again on it recovers its state (default: a temporary one)")
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "also run this algorithm (FAMILY/NAME) as a service on every node from the start, repeatable (processes only)")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
@@ -187,6 +190,16 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return usageErr("--dir: %v", err)
 	}
+	// The nodes take relative paths from their data directories.
+	var err error
+	if dir, err = filepath.Abs(dir); err != nil {
+		return usageErr("--dir: %v", err)
+	}
+	if traceDir != "" {
+		if traceDir, err = filepath.Abs(traceDir); err != nil {
+			return usageErr("--trace-dir: %v", err)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return &exitError{1, err}
@@ -229,7 +242,8 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	defer stopAll()
 	var pids []int
 	for i := 0; i < n; i++ {
-		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs}
+		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs,
+			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		if traceDir != "" {
 			if err := os.MkdirAll(traceDir, 0o755); err != nil {
 				return usageErr("--trace-dir: %v", err)

@@ -47,6 +47,13 @@ func cohortBinary(t *testing.T) string {
 // cluster is stopped (SIGTERM) when the test ends.
 func startCluster(t *testing.T, args ...string) []string {
 	t.Helper()
+	eps, _ := startClusterPids(t, args...)
+	return eps
+}
+
+// startClusterPids is startCluster that also returns the nodes' pids.
+func startClusterPids(t *testing.T, args ...string) ([]string, []int) {
+	t.Helper()
 	bin := cohortBinary(t)
 	cmd := exec.Command(bin, append([]string{"cluster", "up", "--json"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
@@ -93,11 +100,11 @@ func startCluster(t *testing.T, args ...string) []string {
 		if err := json.Unmarshal([]byte(line), &up); err != nil || len(up.Endpoints) == 0 {
 			t.Fatalf("first line %q is not the announcement: %v", line, err)
 		}
-		return up.Endpoints
+		return up.Endpoints, up.Pids
 	case <-time.After(30 * time.Second):
 		t.Fatal("the cluster did not come up within 30s")
 	}
-	return nil
+	return nil, nil
 }
 
 // Concurrent "cohort lock" processes increment a counter file: with mutual

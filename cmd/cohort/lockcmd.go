@@ -22,7 +22,7 @@ func endpointsFlag(cmd *cobra.Command, p *string) {
 
 func newLockCmd() *cobra.Command {
 	var endpoints, token string
-	var ttl, timeout time.Duration
+	var ttl, timeout, margin time.Duration
 	cmd := &cobra.Command{
 		Use:   "lock NAME -- CMD [ARGS...]",
 		Short: "Run a command while holding a cluster-wide lock",
@@ -32,9 +32,17 @@ fencing token in COHORT_FENCING_TOKEN (strictly increasing across grants:
 pass it to the resource so it can refuse a stale holder) and the lock's
 name in COHORT_LOCK_NAME.
 
-The lock is a lease of --ttl, renewed every third of it while CMD runs.
-If a renewal fails (the node is gone, or the lease expired), the lock may
-be someone else's: CMD is sent SIGTERM and cohort exits with status 1.`,
+On the replicated lock service (lock: raft, the default) the lock is held
+by a session of --ttl, renewed every quarter of it. cohort counts on the
+session until the send time of its last successful renewal plus the TTL
+shortened by the clock drift bound — past that the cluster may give the
+lock to someone else — and stops CMD before: SIGTERM --margin before that
+deadline, SIGKILL at half the margin; then it exits with status 1. A
+session the cluster says is over stops CMD at once.
+
+On a textbook algorithm (lock: ricart-agrawala, ...) the lock is a lease
+of --ttl renewed every third of it; if a renewal fails CMD is sent SIGTERM
+and cohort exits with status 1.`,
 		Example: `  cohort lock db-migrations --endpoints 127.0.0.1:7101,127.0.0.1:7102 -- ./migrate up`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,18 +59,25 @@ be someone else's: CMD is sent SIGTERM and cohort exits with status 1.`,
 			if token == "" {
 				token = os.Getenv("COHORT_TOKEN")
 			}
+			if margin == 0 {
+				margin = ttl / 5
+			}
+			if margin < 0 || margin >= ttl/2 {
+				return usageErr("--margin %v: want a positive duration under half the ttl (%v)", margin, ttl/2)
+			}
 			client := &lock.Client{Endpoints: strings.Split(endpoints, ","), Token: token}
-			return runLocked(cmd, client, name, argv, ttl, timeout)
+			return runLocked(cmd, client, name, argv, ttl, timeout, margin)
 		},
 	}
 	endpointsFlag(cmd, &endpoints)
 	cmd.Flags().StringVar(&token, "token", "", "API bearer token (or COHORT_TOKEN)")
-	cmd.Flags().DurationVar(&ttl, "ttl", 10*time.Second, "lease length; renewed every ttl/3")
+	cmd.Flags().DurationVar(&ttl, "ttl", 10*time.Second, "session (or lease) length")
+	cmd.Flags().DurationVar(&margin, "margin", 0, "stop CMD this long before the session could expire (default ttl/5)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting for the lock after this long (0: wait for ever)")
 	return cmd
 }
 
-func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []string, ttl, timeout time.Duration) error {
+func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []string, ttl, timeout, margin time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	actx := ctx
@@ -70,6 +85,13 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+	}
+	s, err := client.OpenSession(actx, ttl)
+	switch {
+	case err == nil:
+		return runInSession(cmd, ctx, actx, stop, s, name, argv, margin)
+	case !errors.Is(err, lock.ErrNoSessions):
+		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
 	}
 	held, err := client.Acquire(actx, name, ttl)
 	if err != nil {
@@ -147,3 +169,110 @@ func commandStatus(waitErr error) error {
 // errSilent ends the CLI with a status and no message of its own (the
 // command has spoken).
 var errSilent = errors.New("")
+
+// runInSession runs argv while session s holds lock name. A goroutine
+// renews the session every quarter of its TTL, from before the lock is
+// asked for; the command is stopped margin before the session's
+// reckoning runs out (SIGTERM, then SIGKILL at margin/2), or at once if
+// the session is over.
+func runInSession(cmd *cobra.Command, ctx, actx context.Context, stopSignals func(), s *lock.ClientSession, name string, argv []string, margin time.Duration) error {
+	errw := cmd.ErrOrStderr()
+	rctx, stopRenewing := context.WithCancel(context.Background())
+	defer stopRenewing()
+	renewed := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(s.TTL / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				kctx, cancel := context.WithTimeout(rctx, s.TTL/4)
+				_, err := s.KeepAlive(kctx)
+				cancel()
+				if errors.Is(err, lock.ErrLeaseLost) || err == nil {
+					select {
+					case renewed <- err:
+					default:
+					}
+				}
+				if err != nil && rctx.Err() == nil && !errors.Is(err, lock.ErrLeaseLost) {
+					fmt.Fprintf(errw, "cohort: lock %q: renewing the session: %v (counting on it until %s)\n", name, err, s.Until().Format(time.TimeOnly))
+				}
+			}
+		}
+	}()
+	closeSession := func() {
+		stopRenewing()
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Close(cctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
+			fmt.Fprintf(errw, "cohort: lock %q: closing the session: %v (it expires by itself)\n", name, err)
+		}
+	}
+	token, err := s.Lock(actx, name)
+	if err != nil {
+		closeSession()
+		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
+	}
+	if time.Until(s.Until()) <= margin {
+		closeSession()
+		return &exitError{1, fmt.Errorf("lock %q: granted, but the session could not be renewed in time to use it", name)}
+	}
+	stopSignals() // from here on, signals go to the command
+
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), errw
+	child.Env = append(os.Environ(),
+		"COHORT_FENCING_TOKEN="+strconv.FormatUint(token, 10),
+		"COHORT_LOCK_NAME="+name)
+	if err := child.Start(); err != nil {
+		closeSession()
+		return usageErr("%s: %v", argv[0], err)
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+
+	deadline := time.NewTimer(time.Until(s.Until()) - margin)
+	defer deadline.Stop()
+	var lost string
+	var kill <-chan time.Time
+	var waitErr error
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case sig := <-sigs:
+			_ = child.Process.Signal(sig)
+		case err := <-renewed:
+			if err != nil && lost == "" {
+				lost = "the cluster ended the session"
+				_ = child.Process.Signal(syscall.SIGTERM)
+				kill = time.After(margin / 2)
+			}
+			if err == nil && lost == "" {
+				deadline.Reset(time.Until(s.Until()) - margin)
+			}
+		case <-deadline.C:
+			if lost == "" {
+				lost = fmt.Sprintf("the session could not be renewed; it may expire at %s", s.Until().Format("15:04:05.000"))
+				_ = child.Process.Signal(syscall.SIGTERM)
+				kill = time.After(margin / 2)
+			}
+		case <-kill:
+			_ = child.Process.Kill()
+			kill = nil
+		}
+	}
+	closeSession()
+	if lost != "" {
+		fmt.Fprintf(errw, "cohort: lock %q: %s; the command was stopped before anyone else could be granted the lock\n", name, lost)
+		return &exitError{1, fmt.Errorf("lock %q was lost while the command ran", name)}
+	}
+	return commandStatus(waitErr)
+}

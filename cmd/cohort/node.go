@@ -18,12 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/internal/suggest"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
@@ -40,7 +42,7 @@ type nodeConfig struct {
 	Secret     string         `yaml:"secret"`         // shared cluster secret, or
 	SecretFile string         `yaml:"secret_file"`    // a file holding it
 	TLSDir     string         `yaml:"tls_dir"`        // or mutual TLS: a directory written by cohort certs
-	Lock       string         `yaml:"lock"`           // the mutex algorithm behind locks: "ricart-agrawala"
+	Lock       string         `yaml:"lock"`           // what is behind the locks: "raft" (the replicated log), or a mutex algorithm: "ricart-agrawala"
 	APIToken   string         `yaml:"api_token"`      // bearer token required by the HTTP API, or
 	TokenFile  string         `yaml:"api_token_file"` // a file holding it
 	Trace      string         `yaml:"trace"`          // write this node's events here (JSONL); merge with cohort trace merge
@@ -129,7 +131,10 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 		return nil, bad("secret", "%d bytes is too short to authenticate a cluster: use at least 16", len(c.Secret))
 	}
 	if c.Lock == "" {
-		c.Lock = "ricart-agrawala"
+		c.Lock = "raft"
+	}
+	if c.Lock == "raft" && c.DataDir == "" {
+		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
 	if c.Group == "" {
 		c.Group = group.DefaultAlgorithm
@@ -166,13 +171,14 @@ node.yaml:
   api: 127.0.0.1:7100           # HTTP API
   peers: {0: 127.0.0.1:7000, 1: 127.0.0.1:7001, 2: 127.0.0.1:7002}
   secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
-  lock: ricart-agrawala         # the mutex algorithm behind every lock
+  lock: raft                    # behind every lock: raft (the replicated log, the default),
+                                # or a textbook mutex algorithm: ricart-agrawala, ...
   group: total-sequencer        # the multicast algorithm behind every group
   campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
   election: {heartbeat: 50ms, timeout: 300ms, phi: 0, quorum: true}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
-  data_dir: /var/lib/cohort     # optional: relative paths are taken from here; services keep
-                                # their stable storage in data_dir/storage (in memory without)
+  data_dir: /var/lib/cohort     # the node's state (required by lock: raft): services keep their
+                                # stable storage in data_dir/storage; relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
   api_token: ...                # optional bearer token for the API (or api_token_file: FILE)`,
 		Args: cobra.NoArgs,
@@ -197,7 +203,7 @@ node.yaml:
 // runNode runs a node until ctx ends. ready, if set, receives the API
 // address once the node serves.
 func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(api string)) error {
-	algo, err := registry.Find("mutex", c.Lock)
+	algo, err := lockAlgorithm(c.Lock)
 	if err != nil {
 		return usageErr("lock: %v", err)
 	}
@@ -247,7 +253,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			return usageErr("trace: %v", err)
 		}
 		defer f.Close()
-		nc.Trace, nc.TraceFamily, nc.TraceAlgo, nc.TraceResume = f, "mutex", algo.Name, resume
+		nc.Trace, nc.TraceFamily, nc.TraceAlgo, nc.TraceResume = f, algo.Family, algo.Name, resume
 		if len(c.Run) > 0 { // the trace is named after the first service run at boot
 			a := extra[c.Run[0]]
 			nc.TraceFamily, nc.TraceAlgo = a.Family, a.Name
@@ -378,4 +384,17 @@ func explainYAML(path string, err error, root reflect.Type) error {
 		msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q%s", path, m[1], m[2], hint))
 	}
 	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// lockAlgorithm is what node.yaml's lock names: "raft", the replicated
+// lock service, or a mutual exclusion algorithm.
+func lockAlgorithm(name string) (proc.Algorithm, error) {
+	if name == "raft" {
+		return lock.ReplicatedAlgorithm(consensus.DefaultConfig), nil
+	}
+	a, err := registry.Find("mutex", name)
+	if err != nil {
+		return a, fmt.Errorf("%w (or raft, the replicated log)", err)
+	}
+	return a, nil
 }

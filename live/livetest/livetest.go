@@ -9,6 +9,8 @@ package livetest
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/cohort-go/cohort/live"
@@ -17,7 +19,9 @@ import (
 )
 
 // New starts n nodes, each with cfg but for Self, N and Transport, which it
-// sets. It returns the nodes, started, and a function that closes them.
+// sets, and DataDir: if cfg has one, node i keeps its storage in
+// DataDir/node<i>. It returns the nodes, started, and a function that
+// closes them.
 func New(n int, cfg live.Config) ([]*live.Node, func(), error) {
 	net, err := transport.NewInProc(n, transport.InProcConfig{})
 	if err != nil {
@@ -37,6 +41,9 @@ func New(n int, cfg live.Config) ([]*live.Node, func(), error) {
 		}
 		c := cfg
 		c.Self, c.N, c.Transport = proc.ID(i), n, ep
+		if cfg.DataDir != "" {
+			c.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("node%d", i))
+		}
 		node, err := live.NewNode(c)
 		if err == nil {
 			err = node.Start()

@@ -1,0 +1,391 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Replicated is the lock service on a replicated log (consensus.Locks,
+// one Raft group for every lock of the cluster, named "locks"): grants
+// survive any minority of crashes and every restart, and a grant's fencing
+// token is the index of its log entry, so tokens strictly increase for
+// ever, across restarts of any node or of the whole cluster.
+//
+// Locks are held by sessions. A session is a lease the client keeps alive
+// (KeepAlive) and may count on until Until — the send time of its last
+// renewal that the leader answered, plus the TTL shortened by the clock
+// drift bound; past it, the leader may have expired the session and given
+// its locks to others. A client must stop using a lock before Until.
+type Replicated struct {
+	svc   *live.Service
+	cfg   consensus.Config
+	retry time.Duration
+
+	kaSeq atomic.Uint64
+
+	mu      sync.Mutex
+	opens   map[uint64]chan consensus.Opened
+	grants  map[opKey]chan consensus.Granted
+	frees   map[opKey]chan consensus.Released
+	kas     map[kaKey]chan consensus.KeptAlive
+	closes  map[uint64]chan struct{}
+	refused map[opKey]chan string
+	holders map[string]consensus.Granted // as this node's copy of the table says
+}
+
+type opKey struct {
+	lock         string
+	session, seq uint64
+}
+
+type kaKey struct{ session, seq uint64 }
+
+// ServiceName is the replicated lock service's name on every node.
+const ServiceName = "locks"
+
+// ReplicatedAlgorithm is the algorithm behind Replicated with cfg.
+func ReplicatedAlgorithm(cfg consensus.Config) proc.Algorithm {
+	for _, a := range consensus.Algorithms {
+		if a.Name == "raft-lock" {
+			a.New = func(id proc.ID, n int) proc.Process { return consensus.NewLocks(id, n, cfg) }
+			return a
+		}
+	}
+	panic("lock: consensus has no raft-lock")
+}
+
+// NewReplicated starts (or joins) the replicated lock service on node n.
+// Every node of the cluster must use the same cfg.
+func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(cfg))
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicated{svc: svc, cfg: cfg, retry: 2 * cfg.ElectionTimeout,
+		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
+		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
+		closes: map[uint64]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
+	svc.OnOutput(r.output)
+	return r, nil
+}
+
+// output routes the service's outputs to the calls waiting for them.
+func (r *Replicated) output(o proc.Output) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch o := o.(type) {
+	case consensus.Opened:
+		notify(r.opens[o.Tag], o)
+	case consensus.Granted:
+		r.holders[o.Lock] = o
+		notify(r.grants[opKey{o.Lock, o.Session, o.Seq}], o)
+	case consensus.Released:
+		if h, ok := r.holders[o.Lock]; ok && h.Session == o.Session && o.Token > 0 {
+			delete(r.holders, o.Lock)
+		}
+		notify(r.frees[opKey{o.Lock, o.Session, o.Seq}], o)
+		if o.Seq == 0 { // the session ended: its requests are over
+			for k, ch := range r.refused {
+				if k.session == o.Session && k.lock == o.Lock {
+					notify(ch, "the session ended")
+				}
+			}
+		}
+	case consensus.KeptAlive:
+		notify(r.kas[kaKey{o.Session, o.Seq}], o)
+	case consensus.Closed:
+		notify(r.closes[o.Session], struct{}{})
+		for k, ch := range r.refused {
+			if k.session == o.Session {
+				notify(ch, "the session ended")
+			}
+		}
+	case consensus.LockRefused:
+		for k, ch := range r.refused {
+			if k.session == o.Session && k.seq == o.Seq {
+				notify(ch, o.Reason)
+			}
+		}
+	}
+}
+
+func notify[T any](ch chan T, v T) {
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// Errors.
+var (
+	// ErrSessionGone: the session expired or was closed; its locks are
+	// released.
+	ErrSessionGone = errors.New("session expired or closed")
+	// ErrNoLeader: no leader answered (a majority is down or cut off);
+	// the call can be tried again.
+	ErrNoLeader = errors.New("no leader answered")
+)
+
+// await sends in, and again every retry (with the same number, which the
+// table applies once), until ch yields or ctx ends.
+func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T) (T, error) {
+	var zero T
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case v := <-ch:
+			return v, nil
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		case <-r.svc.Done():
+			return zero, live.ErrClosed
+		case <-t.C:
+			if err := r.svc.Input(in); err != nil {
+				return zero, err
+			}
+			t.Reset(r.retry)
+		}
+	}
+}
+
+// Session is a lease held by one client.
+type Session struct {
+	r   *Replicated
+	ID  uint64
+	TTL time.Duration
+
+	seq   atomic.Uint64
+	mu    sync.Mutex
+	until time.Time
+}
+
+// Open opens a session of ttl. Its reckoning (Until) counts from the
+// moment Open was called.
+func (r *Replicated) Open(ctx context.Context, ttl time.Duration) (*Session, error) {
+	if ttl <= 0 || ttl > MaxTTL {
+		return nil, fmt.Errorf("ttl %v: want a duration between 1ms and %v", ttl, MaxTTL)
+	}
+	sent := time.Now()
+	tag := rand.Uint64() | 1
+	ch := make(chan consensus.Opened, 1)
+	r.mu.Lock()
+	r.opens[tag] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.opens, tag)
+		r.mu.Unlock()
+	}()
+	o, err := await(ctx, r, consensus.OpenSession{Tag: tag, TTL: ttl}, ch)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{r: r, ID: o.Session, TTL: ttl, until: sent.Add(o.Valid)}
+	s.seq.Store(uint64(time.Now().UnixNano())) // above any number another node gave this session before
+	return s, nil
+}
+
+// Attach returns session id, opened elsewhere (through another node, or
+// by a client of the HTTP API), to act on it from this node. seq is the
+// number of its last operation (0: let this node number them, from its
+// clock).
+func (r *Replicated) Attach(id uint64, ttl time.Duration, seq uint64) *Session {
+	s := &Session{r: r, ID: id, TTL: ttl}
+	if seq == 0 {
+		seq = uint64(time.Now().UnixNano())
+	}
+	s.seq.Store(seq)
+	return s
+}
+
+// Until is the end of the session's reckoning: until then, no lock it
+// holds can have been given to anyone else.
+func (s *Session) Until() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.until
+}
+
+// KeepAlive renews the session. On success the reckoning moves to the
+// call's start plus the session's validity; ErrSessionGone means it is
+// over; ErrNoLeader, that no leader could answer in time (try again, and
+// stop using the locks at Until).
+func (s *Session) KeepAlive(ctx context.Context) (time.Time, error) {
+	r := s.r
+	sent := time.Now()
+	key := kaKey{s.ID, r.kaSeq.Add(1)}
+	ch := make(chan consensus.KeptAlive, 1)
+	r.mu.Lock()
+	r.kas[key] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.kas, key)
+		r.mu.Unlock()
+	}()
+	if err := r.svc.Input(consensus.KeepAlive{Session: s.ID, Seq: key.seq}); err != nil {
+		return s.Until(), err
+	}
+	t := time.NewTimer(r.retry)
+	defer t.Stop()
+	select {
+	case k := <-ch:
+		switch {
+		case k.OK:
+			s.mu.Lock()
+			if u := sent.Add(k.Valid); u.After(s.until) {
+				s.until = u
+			}
+			s.mu.Unlock()
+			return s.Until(), nil
+		case k.Gone:
+			return s.Until(), ErrSessionGone
+		}
+		return s.Until(), ErrNoLeader
+	case <-t.C:
+		return s.Until(), ErrNoLeader
+	case <-ctx.Done():
+		return s.Until(), ctx.Err()
+	case <-r.svc.Done():
+		return s.Until(), live.ErrClosed
+	}
+}
+
+// Lock waits until the session holds lock name, and returns the grant's
+// fencing token. If ctx ends first, the request is withdrawn.
+func (s *Session) Lock(ctx context.Context, name string) (uint64, error) {
+	if err := ValidName(name); err != nil {
+		return 0, err
+	}
+	r := s.r
+	key := opKey{name, s.ID, s.seq.Add(1)}
+	ch := make(chan consensus.Granted, 1)
+	refused := make(chan string, 1)
+	r.mu.Lock()
+	r.grants[key], r.refused[key] = ch, refused
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.grants, key)
+		delete(r.refused, key)
+		r.mu.Unlock()
+	}()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case why := <-refused:
+			cancel()
+			refused <- why
+		case <-rctx.Done():
+		}
+	}()
+	g, err := await(rctx, r, consensus.Acquire{Session: s.ID, Seq: key.seq, Lock: name}, ch)
+	if err != nil {
+		select {
+		case why := <-refused:
+			if why == "the session ended" {
+				return 0, ErrSessionGone
+			}
+			return 0, fmt.Errorf("lock %q: %s", name, why)
+		default:
+		}
+		// Withdraw the request (or give back a grant that came too late).
+		wctx, wcancel := context.WithTimeout(context.Background(), 4*r.retry)
+		defer wcancel()
+		_ = s.Unlock(wctx, name)
+		return 0, err
+	}
+	return g.Token, nil
+}
+
+// Unlock releases lock name, or withdraws the session's request for it.
+func (s *Session) Unlock(ctx context.Context, name string) error {
+	r := s.r
+	key := opKey{name, s.ID, s.seq.Add(1)}
+	ch := make(chan consensus.Released, 1)
+	refused := make(chan string, 1)
+	r.mu.Lock()
+	r.frees[key], r.refused[key] = ch, refused
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.frees, key)
+		delete(r.refused, key)
+		r.mu.Unlock()
+	}()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-refused:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	_, err := await(rctx, r, consensus.Release{Session: s.ID, Seq: key.seq, Lock: name}, ch)
+	if err != nil && ctx.Err() == nil {
+		return ErrNotHeld // refused: neither held nor asked for, or the session is gone
+	}
+	return err
+}
+
+// Close ends the session, releasing its locks. ErrSessionGone: it was
+// over already.
+func (s *Session) Close(ctx context.Context) error {
+	r := s.r
+	key := opKey{"", s.ID, s.seq.Add(1)}
+	ch := make(chan struct{}, 1)
+	refused := make(chan string, 1)
+	r.mu.Lock()
+	r.closes[s.ID], r.refused[key] = ch, refused
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.closes, s.ID)
+		delete(r.refused, key)
+		r.mu.Unlock()
+	}()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-refused:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	_, err := await(rctx, r, consensus.CloseSession{Session: s.ID, Seq: key.seq}, ch)
+	if err != nil && ctx.Err() == nil {
+		return ErrSessionGone
+	}
+	return err
+}
+
+// Holder reports who holds lock name as this node's copy of the table
+// says (it may lag the leader's).
+func (r *Replicated) Holder(name string) (session, token uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.holders[name]
+	return g.Session, g.Token
+}
+
+// Service is the replicated log's live service.
+func (r *Replicated) Service() *live.Service { return r.svc }

@@ -1,0 +1,281 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+)
+
+// The HTTP API of the replicated lock service (JSON bodies):
+//
+//	POST   /v1/sessions?ttl=10s                    open a session: 200 {"session","ttl_ms","valid_ms"}
+//	POST   /v1/sessions/{id}/keepalive             renew it: 200 {"session","valid_ms"}; 404 gone; 503 no leader
+//	DELETE /v1/sessions/{id}                       close it, releasing its locks
+//	POST   /v1/locks/{name}?session=ID&seq=N       wait for the lock (long poll): 200 {"name","token","session"}
+//	DELETE /v1/locks/{name}?session=ID&seq=N       release it, or withdraw the request
+//
+// A client counts on its session until the send time of its last renewal
+// answered 200 (or of the open) plus valid_ms, and stops using its locks
+// before then. seq numbers the session's lock operations (each above the
+// last; a retry repeats its number), so a request that reaches the log
+// twice is applied once; without it the node numbers them from its clock.
+//
+// The lease API of the textbook algorithms (POST /v1/locks/{name}?ttl=,
+// keepalive?lease=, DELETE ?lease=) works too: the node opens a session
+// for the lease, whose id is the lease's.
+
+type sessionReply struct {
+	Session uint64 `json:"session"`
+	TTLms   int64  `json:"ttl_ms,omitempty"`
+	Validms int64  `json:"valid_ms"`
+}
+
+type grantReply struct {
+	Name    string `json:"name"`
+	Token   uint64 `json:"token"`
+	Session uint64 `json:"session"`
+}
+
+// replicatedAPI serves the replicated backend.
+type replicatedAPI struct {
+	r *Replicated
+
+	mu       sync.Mutex
+	sessions map[uint64]*Session // opened or used through this node
+}
+
+// maxAttached bounds the sessions a node remembers for its HTTP clients.
+const maxAttached = 1 << 16
+
+func (a *replicatedAPI) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sessions", a.open)
+	mux.HandleFunc("POST /v1/sessions/{id}/keepalive", a.keepalive)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", a.close)
+	mux.HandleFunc("POST /v1/locks/{name}", a.acquire)
+	mux.HandleFunc("POST /v1/locks/{name}/keepalive", a.leaseKeepalive)
+	mux.HandleFunc("DELETE /v1/locks/{name}", a.release)
+	mux.HandleFunc("GET /v1/locks/{name}", a.status)
+}
+
+func ttlParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	ttl := 10 * time.Second
+	if v := r.URL.Query().Get("ttl"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > MaxTTL {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 100ms and %v", v, MaxTTL))
+			return 0, false
+		}
+		ttl = d
+	}
+	return ttl, true
+}
+
+// fail answers an error of the replicated service.
+func fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrSessionGone):
+		httpapi.Fail(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrNotHeld):
+		httpapi.Fail(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, context.Canceled):
+		// The client went away.
+	default:
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+	}
+}
+
+func (a *replicatedAPI) remember(s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.sessions) >= maxAttached {
+		for id := range a.sessions { // forget one; it can be attached again
+			delete(a.sessions, id)
+			break
+		}
+	}
+	a.sessions[s.ID] = s
+}
+
+// session finds the session a request names (?session=, ?lease=, or the
+// path's {id}), attaching it here if it was opened elsewhere.
+func (a *replicatedAPI) session(w http.ResponseWriter, r *http.Request, v string) (*Session, bool) {
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || id == 0 {
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("session %q: want a session id (a positive integer)", v))
+		return nil, false
+	}
+	var seq uint64
+	if q := r.URL.Query().Get("seq"); q != "" {
+		if seq, err = strconv.ParseUint(q, 10, 64); err != nil || seq == 0 {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("seq %q: want a positive integer", q))
+			return nil, false
+		}
+	}
+	a.mu.Lock()
+	s := a.sessions[id]
+	a.mu.Unlock()
+	if s == nil {
+		s = a.r.Attach(id, 0, 0)
+		a.remember(s)
+	}
+	if seq > 0 {
+		s.seq.Store(seq - 1) // the next operation takes seq
+	}
+	return s, true
+}
+
+func (a *replicatedAPI) open(w http.ResponseWriter, r *http.Request) {
+	ttl, ok := ttlParam(w, r)
+	if !ok {
+		return
+	}
+	s, err := a.r.Open(r.Context(), ttl)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	a.remember(s)
+	httpapi.Reply(w, http.StatusOK, sessionReply{Session: s.ID, TTLms: ttl.Milliseconds(), Validms: validFor(a.r, ttl).Milliseconds()})
+}
+
+func validFor(r *Replicated, ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl) * (1 - r.cfg.MaxDrift) / (1 + r.cfg.MaxDrift))
+}
+
+func (a *replicatedAPI) keepalive(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.session(w, r, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	a.renew(w, r, s)
+}
+
+func (a *replicatedAPI) renew(w http.ResponseWriter, r *http.Request, s *Session) {
+	sent := time.Now()
+	until, err := s.KeepAlive(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	httpapi.Reply(w, http.StatusOK, sessionReply{Session: s.ID, Validms: until.Sub(sent).Milliseconds()})
+}
+
+func (a *replicatedAPI) close(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.session(w, r, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	if err := s.Close(r.Context()); err != nil {
+		fail(w, err)
+		return
+	}
+	a.mu.Lock()
+	delete(a.sessions, s.ID)
+	a.mu.Unlock()
+	httpapi.Reply(w, http.StatusOK, struct {
+		Session uint64 `json:"session"`
+		Closed  bool   `json:"closed"`
+	}{s.ID, true})
+}
+
+func (a *replicatedAPI) acquire(w http.ResponseWriter, r *http.Request) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return
+	}
+	var s *Session
+	q := r.URL.Query()
+	if v := q.Get("session"); v != "" {
+		if s, ok = a.session(w, r, v); !ok {
+			return
+		}
+	} else { // the lease API: a session for this lease
+		ttl, ok := ttlParam(w, r)
+		if !ok {
+			return
+		}
+		var err error
+		if s, err = a.r.Open(r.Context(), ttl); err != nil {
+			fail(w, err)
+			return
+		}
+		a.remember(s)
+		token, err := s.Lock(r.Context(), name)
+		if err != nil {
+			_ = s.Close(context.Background())
+			fail(w, err)
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, leaseReply{Name: name, Token: token, Lease: strconv.FormatUint(s.ID, 10), TTLms: ttl.Milliseconds()})
+		return
+	}
+	token, err := s.Lock(r.Context(), name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	httpapi.Reply(w, http.StatusOK, grantReply{Name: name, Token: token, Session: s.ID})
+}
+
+func (a *replicatedAPI) leaseKeepalive(w http.ResponseWriter, r *http.Request) {
+	if _, ok := lockName(w, r); !ok {
+		return
+	}
+	s, ok := a.session(w, r, r.URL.Query().Get("lease"))
+	if !ok {
+		return
+	}
+	a.renew(w, r, s)
+}
+
+func (a *replicatedAPI) release(w http.ResponseWriter, r *http.Request) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	if v := q.Get("session"); v != "" {
+		s, ok := a.session(w, r, v)
+		if !ok {
+			return
+		}
+		if err := s.Unlock(r.Context(), name); err != nil {
+			fail(w, err)
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, released{Name: name, Released: true})
+		return
+	}
+	s, ok := a.session(w, r, q.Get("lease")) // the lease API: release, and end the lease
+	if !ok {
+		return
+	}
+	if err := s.Close(r.Context()); err != nil {
+		fail(w, err)
+		return
+	}
+	a.mu.Lock()
+	delete(a.sessions, s.ID)
+	a.mu.Unlock()
+	httpapi.Reply(w, http.StatusOK, released{Name: name, Released: true})
+}
+
+func (a *replicatedAPI) status(w http.ResponseWriter, r *http.Request) {
+	name, ok := lockName(w, r)
+	if !ok {
+		return
+	}
+	session, token := a.r.Holder(name)
+	httpapi.Reply(w, http.StatusOK, struct {
+		Name    string `json:"name"`
+		Held    bool   `json:"held"`
+		Token   uint64 `json:"token"`
+		Session uint64 `json:"session,omitempty"`
+	}{name, session != 0, token, session})
+}
