@@ -68,7 +68,9 @@ type LockConfig struct {
 	Clients []int
 	// Duration is how long each configuration runs.
 	Duration time.Duration
-	// Algorithm is the mutex algorithm behind Cohort's locks.
+	// Algorithm is behind Cohort's locks: the replicated lock service
+	// (lock.ReplicatedAlgorithm, family consensus; its nodes keep their
+	// logs in temporary directories, fsync on) or a mutex algorithm.
 	Algorithm proc.Algorithm
 	// Etcd is the etcd binary to compare with; "" leaves etcd out.
 	Etcd string
@@ -135,7 +137,7 @@ func RunLock(ctx context.Context, cfg LockConfig) (LockResult, error) {
 	if cfg.Duration <= 0 {
 		return LockResult{}, fmt.Errorf("duration %v: want more than 0", cfg.Duration)
 	}
-	if cfg.Algorithm.Family != "mutex" {
+	if cfg.Algorithm.Family != "mutex" && cfg.Algorithm.Name != "raft-lock" {
 		return LockResult{}, fmt.Errorf("%s is not a mutual exclusion algorithm", cfg.Algorithm.Name)
 	}
 	log := cfg.Logger
@@ -168,7 +170,11 @@ func RunLock(ctx context.Context, cfg LockConfig) (LockResult, error) {
 	defer cl.close()
 	for _, c := range cfg.Clients {
 		say("cohort: %d clients for %v", c, cfg.Duration)
-		run, err := contend(ctx, cl.contenders(c, fmt.Sprintf("bench-c%d", c)), cfg.Duration)
+		cs, err := cl.contenders(ctx, c, fmt.Sprintf("bench-c%d", c))
+		if err != nil {
+			return res, fmt.Errorf("cohort with %d clients: %w", c, err)
+		}
+		run, err := contend(ctx, cs, cfg.Duration)
 		if err != nil {
 			return res, fmt.Errorf("cohort with %d clients: %w", c, err)
 		}
@@ -372,10 +378,12 @@ func (r *contention) point(clients int) LockPoint {
 // by the TCP transport on loopback, each serving the lock HTTP API on its
 // own loopback port.
 type lockCluster struct {
-	nodes     []*live.Node
-	servers   []*http.Server
-	endpoints []string // the nodes' API addresses, host:port
-	secret    []byte
+	nodes      []*live.Node
+	servers    []*http.Server
+	endpoints  []string // the nodes' API addresses, host:port
+	secret     []byte
+	replicated bool   // sessions, not leases
+	dir        string // the replicated nodes' data, removed at close
 }
 
 // startLockCluster starts n nodes whose locks run algorithm a; log nil
@@ -384,8 +392,13 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &lockCluster{secret: make([]byte, 32)}
+	c := &lockCluster{secret: make([]byte, 32), replicated: a.Family == "consensus"}
 	_, _ = rand.Read(c.secret)
+	if c.replicated {
+		if c.dir, err = os.MkdirTemp("", "cohort-bench-lock-"); err != nil {
+			return nil, err
+		}
+	}
 	trs, err := loopbackTransports(n, c.secret, log)
 	if err != nil {
 		return nil, err
@@ -403,7 +416,11 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 		return nil, err
 	}
 	for i, tr := range trs {
-		nd, err := node.New(node.Config{ID: proc.ID(i), N: n, Transport: tr, Lock: a, Group: seq, Logger: log})
+		nc := node.Config{ID: proc.ID(i), N: n, Transport: tr, Lock: a, Group: seq, Logger: log}
+		if c.replicated {
+			nc.DataDir = filepath.Join(c.dir, fmt.Sprintf("node%d", i))
+		}
+		nd, err := node.New(nc)
 		if err != nil {
 			return nil, err
 		}
@@ -470,19 +487,45 @@ func (c *lockCluster) close() {
 	for _, n := range c.nodes {
 		_ = n.Close()
 	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
 }
 
 // contenders returns k HTTP clients of lock name, client i talking to node
-// i mod n, each with its own keep-alive connection.
-func (c *lockCluster) contenders(k int, name string) []contender {
+// i mod n, each with its own keep-alive connection. On the replicated
+// service each first opens a session (as etcd's clients grant a lease).
+func (c *lockCluster) contenders(ctx context.Context, k int, name string) ([]contender, error) {
 	cs := make([]contender, k)
 	for i := range cs {
-		cs[i] = &cohortClient{
-			c:    &lock.Client{Endpoints: []string{c.endpoints[i%len(c.endpoints)]}, HTTP: newHTTPClient()},
-			name: name,
+		lc := &lock.Client{Endpoints: []string{c.endpoints[i%len(c.endpoints)]}, HTTP: newHTTPClient()}
+		if !c.replicated {
+			cs[i] = &cohortClient{c: lc, name: name}
+			continue
 		}
+		s, err := lc.OpenSession(ctx, lock.MaxTTL)
+		if err != nil {
+			return nil, err
+		}
+		cs[i] = &sessionClient{c: lc, s: s, name: name}
 	}
-	return cs
+	return cs, nil
+}
+
+// sessionClient takes the lock under its session.
+type sessionClient struct {
+	c    *lock.Client
+	s    *lock.ClientSession
+	name string
+}
+
+func (k *sessionClient) acquire(ctx context.Context) (uint64, error) { return k.s.Lock(ctx, k.name) }
+func (k *sessionClient) release(ctx context.Context) error           { return k.s.Unlock(ctx, k.name) }
+func (k *sessionClient) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = k.s.Close(ctx)
+	k.c.HTTP.CloseIdleConnections()
 }
 
 func newHTTPClient() *http.Client {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
 )
@@ -111,17 +113,27 @@ func checkContention(t *testing.T, r *contention, clients int, everyClient bool)
 }
 
 func TestCohortContention(t *testing.T) {
-	cl, err := startLockCluster(LockNodes, mutexAlgorithm(t, "ricart-agrawala"), nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, a := range []proc.Algorithm{mutexAlgorithm(t, "ricart-agrawala"), lock.ReplicatedAlgorithm(consensus.DefaultConfig)} {
+		t.Run(a.Name, func(t *testing.T) {
+			cl, err := startLockCluster(LockNodes, a, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.close()
+			ctx := context.Background()
+			cs, err := cl.contenders(ctx, 4, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := contend(ctx, cs, 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Ricart–Agrawala grants in timestamp order, the replicated
+			// lock in the order of its queue: nobody starves.
+			checkContention(t, r, 4, true)
+		})
 	}
-	defer cl.close()
-	r, err := contend(context.Background(), cl.contenders(4, "test"), 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Ricart–Agrawala grants in timestamp order: nobody starves.
-	checkContention(t, r, 4, true)
 }
 
 // The etcd side runs where etcd is installed (apt-get install etcd-server).

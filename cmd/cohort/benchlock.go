@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/bench"
-	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -43,11 +42,11 @@ etcd comes from Debian's etcd-server package (apt-get install etcd-server);
 --etcd=false runs without it.`,
 		Example: `  cohort bench lock
   cohort bench lock --clients 4 --duration 10s --json
-  cohort bench lock --algo lamport --etcd=false`,
+  cohort bench lock --algo ricart-agrawala --etcd=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := strings.CutPrefix(algo, "mutex/")
-			a, err := registry.Find("mutex", name)
+			a, err := lockAlgorithm(name)
 			if err != nil {
 				return usageErr("--algo: %v", err)
 			}
@@ -88,7 +87,7 @@ etcd comes from Debian's etcd-server package (apt-get install etcd-server);
 	}
 	cmd.Flags().IntSliceVar(&clients, "clients", []int{1, 4, 16}, "contending clients, one configuration per count")
 	cmd.Flags().DurationVar(&duration, "duration", 5*time.Second, "how long each configuration runs")
-	cmd.Flags().StringVar(&algo, "algo", "ricart-agrawala", "mutex algorithm behind Cohort's locks")
+	cmd.Flags().StringVar(&algo, "algo", "raft", "behind Cohort's locks: raft (the replicated log, fsync on), or a mutex algorithm")
 	cmd.Flags().BoolVar(&withEtcd, "etcd", true, "compare with etcd")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
