@@ -37,7 +37,7 @@ type Replicated struct {
 	grants  map[opKey]chan consensus.Granted
 	frees   map[opKey]chan consensus.Released
 	kas     map[kaKey]chan consensus.KeptAlive
-	closes  map[uint64]chan struct{}
+	closes  map[opKey]chan struct{}
 	refused map[opKey]chan string
 	holders map[string]consensus.Granted // as this node's copy of the table says
 }
@@ -76,7 +76,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	r := &Replicated{svc: svc, cfg: cfg, retry: 2 * cfg.ElectionTimeout,
 		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
-		closes: map[uint64]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
+		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
 	svc.OnOutput(r.output)
 	return r, nil
 }
@@ -96,20 +96,17 @@ func (r *Replicated) output(o proc.Output) {
 			delete(r.holders, o.Lock)
 		}
 		notify(r.frees[opKey{o.Lock, o.Session, o.Seq}], o)
-		if o.Seq == 0 { // the session ended: its requests are over
-			for k, ch := range r.refused {
-				if k.session == o.Session && k.lock == o.Lock {
-					notify(ch, "the session ended")
-				}
-			}
-		}
 	case consensus.KeptAlive:
 		notify(r.kas[kaKey{o.Session, o.Seq}], o)
 	case consensus.Closed:
-		notify(r.closes[o.Session], struct{}{})
-		for k, ch := range r.refused {
+		for k, ch := range r.closes {
 			if k.session == o.Session {
-				notify(ch, "the session ended")
+				notify(ch, struct{}{})
+			}
+		}
+		for k, ch := range r.refused { // what else waits on it is over
+			if _, closing := r.closes[k]; k.session == o.Session && !closing {
+				notify(ch, string(sessionEnded))
 			}
 		}
 	case consensus.LockRefused:
@@ -142,8 +139,9 @@ var (
 )
 
 // await sends in, and again every retry (with the same number, which the
-// table applies once), until ch yields or ctx ends.
-func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T) (T, error) {
+// table applies once), until ch yields, the table refuses the operation
+// (refused: errRefused, with the reason), or ctx ends.
+func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, refused chan string) (T, error) {
 	var zero T
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -151,6 +149,8 @@ func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T) 
 		select {
 		case v := <-ch:
 			return v, nil
+		case why := <-refused:
+			return zero, refusal(why)
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		case <-r.svc.Done():
@@ -162,6 +162,27 @@ func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T) 
 			t.Reset(r.retry)
 		}
 	}
+}
+
+// refusal is the error of an operation the table refused.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// op runs the operation in, numbered key, on the table: it waits for its
+// answer in waiters (or a refusal) while sending it again every retry.
+func op[T any](ctx context.Context, r *Replicated, key opKey, waiters map[opKey]chan T, in proc.Input) (T, error) {
+	ch, refused := make(chan T, 1), make(chan string, 1)
+	r.mu.Lock()
+	waiters[key], r.refused[key] = ch, refused
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(waiters, key)
+		delete(r.refused, key)
+		r.mu.Unlock()
+	}()
+	return await(ctx, r, in, ch, refused)
 }
 
 // Session is a lease held by one client.
@@ -192,7 +213,7 @@ func (r *Replicated) Open(ctx context.Context, ttl time.Duration) (*Session, err
 		delete(r.opens, tag)
 		r.mu.Unlock()
 	}()
-	o, err := await(ctx, r, consensus.OpenSession{Tag: tag, TTL: ttl}, ch)
+	o, err := await(ctx, r, consensus.OpenSession{Tag: tag, TTL: ttl}, ch, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -269,79 +290,39 @@ func (s *Session) KeepAlive(ctx context.Context) (time.Time, error) {
 
 // Lock waits until the session holds lock name, and returns the grant's
 // fencing token. If ctx ends first, the request is withdrawn.
+// ErrSessionGone: the session ended.
 func (s *Session) Lock(ctx context.Context, name string) (uint64, error) {
 	if err := ValidName(name); err != nil {
 		return 0, err
 	}
-	r := s.r
 	key := opKey{name, s.ID, s.seq.Add(1)}
-	ch := make(chan consensus.Granted, 1)
-	refused := make(chan string, 1)
-	r.mu.Lock()
-	r.grants[key], r.refused[key] = ch, refused
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.grants, key)
-		delete(r.refused, key)
-		r.mu.Unlock()
-	}()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case why := <-refused:
-			cancel()
-			refused <- why
-		case <-rctx.Done():
-		}
-	}()
-	g, err := await(rctx, r, consensus.Acquire{Session: s.ID, Seq: key.seq, Lock: name}, ch)
-	if err != nil {
-		select {
-		case why := <-refused:
-			if why == "the session ended" {
-				return 0, ErrSessionGone
-			}
-			return 0, fmt.Errorf("lock %q: %s", name, why)
-		default:
-		}
+	g, err := op(ctx, s.r, key, s.r.grants, consensus.Acquire{Session: s.ID, Seq: key.seq, Lock: name})
+	var why refusal
+	switch {
+	case errors.As(err, &why) && why == sessionEnded:
+		return 0, ErrSessionGone
+	case errors.As(err, &why):
+		return 0, fmt.Errorf("lock %q: %w", name, err)
+	case err != nil:
 		// Withdraw the request (or give back a grant that came too late).
-		wctx, wcancel := context.WithTimeout(context.Background(), 4*r.retry)
-		defer wcancel()
+		wctx, cancel := context.WithTimeout(context.Background(), 4*s.r.retry)
+		defer cancel()
 		_ = s.Unlock(wctx, name)
 		return 0, err
 	}
 	return g.Token, nil
 }
 
+// sessionEnded is the refusal of an operation whose session ended.
+const sessionEnded refusal = "the session ended"
+
 // Unlock releases lock name, or withdraws the session's request for it.
+// ErrNotHeld: the session neither holds nor waits for it (or is gone).
 func (s *Session) Unlock(ctx context.Context, name string) error {
-	r := s.r
 	key := opKey{name, s.ID, s.seq.Add(1)}
-	ch := make(chan consensus.Released, 1)
-	refused := make(chan string, 1)
-	r.mu.Lock()
-	r.frees[key], r.refused[key] = ch, refused
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.frees, key)
-		delete(r.refused, key)
-		r.mu.Unlock()
-	}()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-refused:
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-	_, err := await(rctx, r, consensus.Release{Session: s.ID, Seq: key.seq, Lock: name}, ch)
-	if err != nil && ctx.Err() == nil {
-		return ErrNotHeld // refused: neither held nor asked for, or the session is gone
+	_, err := op(ctx, s.r, key, s.r.frees, consensus.Release{Session: s.ID, Seq: key.seq, Lock: name})
+	if _, refused := err.(refusal); refused {
+		return ErrNotHeld
 	}
 	return err
 }
@@ -349,30 +330,9 @@ func (s *Session) Unlock(ctx context.Context, name string) error {
 // Close ends the session, releasing its locks. ErrSessionGone: it was
 // over already.
 func (s *Session) Close(ctx context.Context) error {
-	r := s.r
 	key := opKey{"", s.ID, s.seq.Add(1)}
-	ch := make(chan struct{}, 1)
-	refused := make(chan string, 1)
-	r.mu.Lock()
-	r.closes[s.ID], r.refused[key] = ch, refused
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.closes, s.ID)
-		delete(r.refused, key)
-		r.mu.Unlock()
-	}()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-refused:
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-	_, err := await(rctx, r, consensus.CloseSession{Session: s.ID, Seq: key.seq}, ch)
-	if err != nil && ctx.Err() == nil {
+	_, err := op(ctx, s.r, key, s.r.closes, consensus.CloseSession{Session: s.ID, Seq: key.seq})
+	if _, refused := err.(refusal); refused {
 		return ErrSessionGone
 	}
 	return err

@@ -99,20 +99,12 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 	}
 	stop() // from here on, signals go to the command
 
-	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-	child.Env = append(os.Environ(),
-		"COHORT_FENCING_TOKEN="+strconv.FormatUint(held.Token, 10),
-		"COHORT_LOCK_NAME="+name)
-	if err := child.Start(); err != nil {
+	child, sigs, exited, err := startLocked(cmd, argv, name, held.Token)
+	if err != nil {
 		_ = held.Release(context.Background())
-		return usageErr("%s: %v", argv[0], err)
+		return err
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 
 	renew := time.NewTicker(ttl / 3)
 	defer renew.Stop()
@@ -222,20 +214,12 @@ func runInSession(cmd *cobra.Command, ctx, actx context.Context, stopSignals fun
 	}
 	stopSignals() // from here on, signals go to the command
 
-	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), errw
-	child.Env = append(os.Environ(),
-		"COHORT_FENCING_TOKEN="+strconv.FormatUint(token, 10),
-		"COHORT_LOCK_NAME="+name)
-	if err := child.Start(); err != nil {
+	child, sigs, exited, err := startLocked(cmd, argv, name, token)
+	if err != nil {
 		closeSession()
-		return usageErr("%s: %v", argv[0], err)
+		return err
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 
 	deadline := time.NewTimer(time.Until(s.Until()) - margin)
 	defer deadline.Stop()
@@ -275,4 +259,22 @@ loop:
 		return &exitError{1, fmt.Errorf("lock %q was lost while the command ran", name)}
 	}
 	return commandStatus(waitErr)
+}
+
+// startLocked starts argv, which holds lock name with token, and from then
+// on catches SIGINT and SIGTERM (sigs) for it; exited yields its end.
+func startLocked(cmd *cobra.Command, argv []string, name string, token uint64) (*exec.Cmd, chan os.Signal, chan error, error) {
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	child.Env = append(os.Environ(),
+		"COHORT_FENCING_TOKEN="+strconv.FormatUint(token, 10),
+		"COHORT_LOCK_NAME="+name)
+	if err := child.Start(); err != nil {
+		return nil, nil, nil, usageErr("%s: %v", argv[0], err)
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	return child, sigs, exited, nil
 }
