@@ -75,8 +75,10 @@ func up(t *testing.T, extra string) (compose func(args ...string) string) {
 		peers = append(peers, fmt.Sprintf("  %d: node%d:7000", i, i))
 	}
 	for i := 0; i < nodes; i++ {
-		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\npeers:\n%s\n%s",
-			i, strings.Join(peers, "\n"), strings.ReplaceAll(extra, "{id}", fmt.Sprint(i)))
+		// The node's state lives on the writable mount, so that it
+		// survives the container's restart.
+		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\ndata_dir: /traces/data%d\npeers:\n%s\n%s",
+			i, i, strings.Join(peers, "\n"), strings.ReplaceAll(extra, "{id}", fmt.Sprint(i)))
 		if err := os.WriteFile(filepath.Join(cfg, fmt.Sprintf("node%d.yaml", i)), []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}

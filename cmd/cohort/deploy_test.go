@@ -24,9 +24,6 @@ func TestDeployExampleCluster(t *testing.T) {
 	if len(files) != 3 {
 		t.Fatalf("deploy/machines has %d node files, want 3", len(files))
 	}
-	data := t.TempDir()
-	os.WriteFile(filepath.Join(data, "cluster.secret"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
-	os.WriteFile(filepath.Join(data, "api.token"), []byte("example-token\n"), 0o600)
 	dataDir := regexp.MustCompile(`(?m)^data_dir:.*$`)
 	var cfgs []*nodeConfig
 	for _, f := range files {
@@ -34,6 +31,9 @@ func TestDeployExampleCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		data := t.TempDir() // each machine's own /var/lib/cohort
+		os.WriteFile(filepath.Join(data, "cluster.secret"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+		os.WriteFile(filepath.Join(data, "api.token"), []byte("example-token\n"), 0o600)
 		local := filepath.Join(t.TempDir(), filepath.Base(f))
 		os.WriteFile(local, dataDir.ReplaceAll(src, []byte("data_dir: "+data)), 0o644)
 		c, err := loadNodeConfig(local)
