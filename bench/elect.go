@@ -51,6 +51,10 @@ type ElectConfig struct {
 	// 300 ms timeout; Phi > 0: phi-accrual).
 	Heartbeat, Timeout time.Duration
 	Phi                float64
+	// Replicated puts the elections on the replicated log (lock: raft):
+	// nodes hold the election by sessions of the timeout, and a run kills
+	// whichever node leads; else bully-fd, whose leader is the highest.
+	Replicated bool
 	// Etcd is the etcd binary to compare with; "" leaves etcd out.
 	Etcd string
 	// EtcdTTL is the etcd campaigners' lease; default 2 s.
@@ -74,6 +78,7 @@ type ElectResult struct {
 	HeartbeatMs float64    `json:"heartbeat_ms"`
 	TimeoutMs   float64    `json:"timeout_ms"`
 	Phi         float64    `json:"phi,omitempty"`
+	Backend     string     `json:"backend"` // raft or bully-fd
 	Cohort      Failovers  `json:"cohort"`
 	Etcd        *Failovers `json:"etcd,omitempty"`
 	EtcdTTLms   float64    `json:"etcd_ttl_ms,omitempty"`
@@ -134,7 +139,10 @@ func RunElect(ctx context.Context, cfg ElectConfig) (ElectResult, error) {
 	if to == 0 {
 		to = 6 * hb
 	}
-	res := ElectResult{Nodes: cfg.Nodes, HeartbeatMs: millis(hb), TimeoutMs: millis(to), Phi: cfg.Phi}
+	res := ElectResult{Nodes: cfg.Nodes, HeartbeatMs: millis(hb), TimeoutMs: millis(to), Phi: cfg.Phi, Backend: "bully-fd"}
+	if cfg.Replicated {
+		res.Backend = "raft"
+	}
 	cl, err := startProcCluster(ctx, &cfg)
 	if err != nil {
 		return res, err
@@ -155,8 +163,12 @@ func RunElect(ctx context.Context, cfg ElectConfig) (ElectResult, error) {
 		res.EtcdTTLms = millis(cfg.EtcdTTL)
 	}
 	var cohort, etcd []time.Duration
+	failover := cl.failover
+	if cfg.Replicated {
+		failover = cl.failoverReplicated
+	}
 	for r := 1; r <= cfg.Runs; r++ {
-		d, err := cl.failover(ctx)
+		d, err := failover(ctx)
 		if err != nil {
 			return res, fmt.Errorf("cohort run %d: %w", r, err)
 		}
@@ -192,7 +204,12 @@ func RunSoak(ctx context.Context, cfg ElectConfig, d time.Duration) (SoakResult,
 		return res, err
 	}
 	defer cl.stop()
-	top := proc.ID(cfg.Nodes - 1)
+	top := proc.ID(cfg.Nodes - 1) // bully-fd: the highest leads
+	if cfg.Replicated {
+		if top, err = cl.agreeAny(ctx, cl.all(), proc.None, 20*time.Second); err != nil {
+			return res, err
+		}
+	}
 	res.Leader = int(top)
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -280,8 +297,14 @@ func startProcCluster(ctx context.Context, cfg *ElectConfig) (_ *procCluster, er
 	}
 	for i := range n {
 		api := addrs[n+i]
-		conf := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\npeers: {%s}\nsecret: %s\ncampaign: [%s]\ndata_dir: %s\n%s",
-			i, addrs[i], api, strings.Join(peers, ", "), hex.EncodeToString(secret[:]), electionName, filepath.Join(dir, fmt.Sprintf("node%d", i)), election)
+		// lock: raft puts the elections on the replicated log; a textbook
+		// backend, on bully-fd.
+		backend := "lock: ricart-agrawala\n"
+		if cfg.Replicated {
+			backend = fmt.Sprintf("lock: raft\ndata_dir: %s\n", filepath.Join(dir, fmt.Sprintf("node%d", i)))
+		}
+		conf := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\npeers: {%s}\nsecret: %s\ncampaign: [%s]\n%s%s",
+			i, addrs[i], api, strings.Join(peers, ", "), hex.EncodeToString(secret[:]), electionName, backend, election)
 		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			return nil, err
@@ -299,10 +322,118 @@ func startProcCluster(ctx context.Context, cfg *ElectConfig) (_ *procCluster, er
 			return nil, err
 		}
 	}
+	if cfg.Replicated {
+		if _, err := cl.agreeAny(ctx, cl.all(), proc.None, 20*time.Second); err != nil {
+			return nil, fmt.Errorf("the cluster did not elect a leader: %w", err)
+		}
+		return cl, nil
+	}
 	if err := cl.agree(ctx, proc.ID(n-1), cl.all(), 20*time.Second); err != nil {
 		return nil, fmt.Errorf("the cluster did not elect node %d: %w", n-1, err)
 	}
 	return cl, nil
+}
+
+// agreeAny waits until every node in nodes sees the same leader, not
+// not, and returns it.
+func (cl *procCluster) agreeAny(ctx context.Context, nodes []int, not proc.ID, limit time.Duration) (proc.ID, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		lead, agreed := proc.None, true
+		for _, i := range nodes {
+			v, err := cl.client(i).Get(ctx, electionName)
+			if err != nil || v.Leader == proc.None || v.Leader == not || (lead != proc.None && v.Leader != lead) {
+				agreed = false
+				break
+			}
+			lead = v.Leader
+		}
+		if agreed {
+			return lead, nil
+		}
+		select {
+		case <-ctx.Done():
+			return proc.None, fmt.Errorf("nodes %v did not agree on a leader (other than %d) within %v", nodes, not, limit)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// failoverReplicated kills the node that leads (whichever it is),
+// measures until every survivor reports another leader, and brings the
+// killed node back (it follows the new one).
+func (cl *procCluster) failoverReplicated(ctx context.Context) (time.Duration, error) {
+	old, err := cl.agreeAny(ctx, cl.all(), proc.None, 20*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	var survivors []int
+	for _, i := range cl.all() {
+		if proc.ID(i) != old {
+			survivors = append(survivors, i)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	results := make(chan error, len(survivors))
+	at := make(chan time.Time, len(survivors))
+	ready := make(chan struct{}, len(survivors))
+	for _, i := range survivors {
+		views, _, err := cl.client(i).Watch(wctx, electionName)
+		if err != nil {
+			return 0, fmt.Errorf("watching node %d: %w", i, err)
+		}
+		go func() {
+			first := true
+			for v := range views {
+				if first {
+					first = false
+					ready <- struct{}{}
+					continue
+				}
+				if v.Leader != proc.None && v.Leader != old {
+					at <- time.Now()
+					results <- nil
+					return
+				}
+			}
+			results <- fmt.Errorf("node %d: its watch ended without a new leader", i)
+		}()
+	}
+	for range survivors {
+		select {
+		case <-ready:
+		case <-wctx.Done():
+			return 0, errors.New("watch streams did not start")
+		}
+	}
+	killed := time.Now()
+	if err := cl.cmds[old].Process.Signal(syscall.SIGKILL); err != nil {
+		return 0, err
+	}
+	<-cl.exited[old]
+	var last time.Time
+	for range survivors {
+		if err := <-results; err != nil {
+			return 0, err
+		}
+		if t := <-at; t.After(last) {
+			last = t
+		}
+	}
+	cancel()
+	d := last.Sub(killed)
+	if err := cl.start(int(old)); err != nil {
+		return d, err
+	}
+	if err := cl.ready(ctx, int(old)); err != nil {
+		return d, err
+	}
+	if _, err := cl.agreeAny(ctx, cl.all(), proc.None, 20*time.Second); err != nil {
+		return d, fmt.Errorf("node %d did not follow after its restart: %w", old, err)
+	}
+	return d, nil
 }
 
 func (cl *procCluster) all() []int {

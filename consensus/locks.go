@@ -68,6 +68,7 @@ type Locks struct {
 
 type session struct {
 	TTL   time.Duration `json:"ttl"`
+	Owner proc.ID       `json:"owner"` // the server it was opened through
 	Seq   uint64        `json:"seq"`   // the last operation applied
 	Locks []string      `json:"locks"` // held or waited for, in the order asked
 }
@@ -122,7 +123,8 @@ func validFor(ttl time.Duration, drift float64) time.Duration {
 // Inputs.
 
 // OpenSession opens a session of the given TTL; Tag, chosen by the
-// client, finds the Opened answer.
+// client, finds the Opened answer. The session's owner is the server it
+// is given to (elections report it as the leader).
 type OpenSession struct {
 	Tag uint64        `json:"tag"`
 	TTL time.Duration `json:"ttl"`
@@ -173,12 +175,14 @@ type Opened struct {
 }
 
 // Granted: Session holds Lock, asked for by its Acquire Seq; Token is the
-// index of the granting entry.
+// index of the granting entry; Owner, the server the session was opened
+// through.
 type Granted struct {
-	Lock    string `json:"lock"`
-	Session uint64 `json:"session"`
-	Seq     uint64 `json:"seq"`
-	Token   uint64 `json:"token"`
+	Lock    string  `json:"lock"`
+	Session uint64  `json:"session"`
+	Seq     uint64  `json:"seq"`
+	Token   uint64  `json:"token"`
+	Owner   proc.ID `json:"owner"`
 }
 
 // Released: Session no longer holds (Token > 0) or waits for (Token 0)
@@ -244,6 +248,7 @@ func (Touched) Kind() string { return "touched" }
 type LockOp struct {
 	Op      string        `json:"op"` // open, acquire, release, close, expire
 	Tag     uint64        `json:"tag,omitempty"`
+	Owner   proc.ID       `json:"owner,omitempty"`
 	TTL     time.Duration `json:"ttl,omitempty"`
 	Session uint64        `json:"session,omitempty"`
 	Seq     uint64        `json:"seq,omitempty"`
@@ -265,7 +270,7 @@ func (l *Locks) Start(env proc.Env) {
 func (l *Locks) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case OpenSession:
-		l.propose(env, LockOp{Op: "open", Tag: in.Tag, TTL: in.TTL})
+		l.propose(env, LockOp{Op: "open", Tag: in.Tag, TTL: in.TTL, Owner: l.raft.self})
 	case Acquire:
 		l.propose(env, LockOp{Op: "acquire", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
 	case Release:
@@ -411,7 +416,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		case len(l.sessions) >= MaxSessions:
 			refuse("%d sessions are open, the most there may be", len(l.sessions))
 		default:
-			l.sessions[index] = &session{TTL: op.TTL}
+			l.sessions[index] = &session{TTL: op.TTL, Owner: op.Owner}
 			if l.leading {
 				l.deadline[index] = env.Now() + op.TTL
 			}
@@ -461,7 +466,7 @@ func (l *Locks) acquire(env proc.Env, index, id uint64, s *session, name string)
 	case name == "":
 		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: "no lock named"})
 	case lk != nil && lk.Holder == id:
-		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: lk.Token}) // held already
+		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: lk.Token, Owner: s.Owner}) // held already
 	case slices.Contains(s.Locks, name):
 		// Waiting for it already.
 	case len(s.Locks) >= MaxLocksPerSession:
@@ -469,7 +474,7 @@ func (l *Locks) acquire(env proc.Env, index, id uint64, s *session, name string)
 	case lk == nil:
 		l.locks[name] = &lockState{Holder: id, Seq: s.Seq, Token: index}
 		s.Locks = append(s.Locks, name)
-		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: index})
+		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: index, Owner: s.Owner})
 	default:
 		lk.Queue = append(lk.Queue, waiter{id, s.Seq})
 		s.Locks = append(s.Locks, name)
@@ -496,7 +501,7 @@ func (l *Locks) release(env proc.Env, index, id, seq uint64, name string) {
 	}
 	next := lk.Queue[0]
 	lk.Holder, lk.Seq, lk.Token, lk.Queue = next.Session, next.Seq, index, lk.Queue[1:]
-	env.Output(Granted{Lock: name, Session: next.Session, Seq: next.Seq, Token: index})
+	env.Output(Granted{Lock: name, Session: next.Session, Seq: next.Seq, Token: index, Owner: l.sessions[next.Session].Owner})
 }
 
 // Holder reports who holds lock name in this server's table, which may be
@@ -530,4 +535,12 @@ func (l *Locks) Restore(env proc.Env, b []byte) {
 	l.log.Restore(env, s.Log)
 	maps.Copy(l.sessions, s.Sessions)
 	maps.Copy(l.locks, s.Locks)
+	// Who holds what, as the snapshot says: a server that starts from it
+	// tells its clients as if it had applied the grants.
+	for _, name := range slices.Sorted(maps.Keys(l.locks)) {
+		lk := l.locks[name]
+		if s, ok := l.sessions[lk.Holder]; ok {
+			env.Output(Granted{Lock: name, Session: lk.Holder, Seq: lk.Seq, Token: lk.Token, Owner: s.Owner})
+		}
+	}
 }

@@ -139,6 +139,16 @@ func (s *ClientSession) Until() time.Time {
 	return s.until
 }
 
+// Next numbers the session's next operation (for requests made with Do).
+func (s *ClientSession) Next() uint64 { return s.next() }
+
+// Do sends a request about the session (path: "/v1/...") to the first
+// node that answers and decodes its reply into out; 404 is ErrLeaseLost.
+// Services built on the lock table (elections) use it.
+func (s *ClientSession) Do(ctx context.Context, method, path string, out any) error {
+	return s.call(ctx, method, path, out)
+}
+
 func (s *ClientSession) next() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,5 +242,5 @@ func (s *ClientSession) Unlock(ctx context.Context, name string) error {
 
 // Close ends the session, releasing its locks.
 func (s *ClientSession) Close(ctx context.Context) error {
-	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/sessions/%d", s.ID), nil)
+	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/sessions/%d?seq=%d", s.ID, s.next()), nil)
 }

@@ -40,6 +40,7 @@ type Replicated struct {
 	closes  map[opKey]chan struct{}
 	refused map[opKey]chan string
 	holders map[string]consensus.Granted // as this node's copy of the table says
+	hooks   []func(lock string, h consensus.Granted, held bool)
 }
 
 type opKey struct {
@@ -89,11 +90,19 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Opened:
 		notify(r.opens[o.Tag], o)
 	case consensus.Granted:
-		r.holders[o.Lock] = o
+		if h, ok := r.holders[o.Lock]; !ok || h.Token != o.Token {
+			r.holders[o.Lock] = o
+			for _, f := range r.hooks {
+				f(o.Lock, o, true)
+			}
+		}
 		notify(r.grants[opKey{o.Lock, o.Session, o.Seq}], o)
 	case consensus.Released:
 		if h, ok := r.holders[o.Lock]; ok && h.Session == o.Session && o.Token > 0 {
 			delete(r.holders, o.Lock)
+			for _, f := range r.hooks {
+				f(o.Lock, h, false)
+			}
 		}
 		notify(r.frees[opKey{o.Lock, o.Session, o.Seq}], o)
 	case consensus.KeptAlive:
@@ -295,6 +304,13 @@ func (s *Session) Lock(ctx context.Context, name string) (uint64, error) {
 	if err := ValidName(name); err != nil {
 		return 0, err
 	}
+	return s.LockKey(ctx, name)
+}
+
+// LockKey is Lock for any key of the table: the services built on it
+// keep their own keys apart from the locks' names, which cannot contain
+// a "/" (elections take "election/NAME").
+func (s *Session) LockKey(ctx context.Context, name string) (uint64, error) {
 	key := opKey{name, s.ID, s.seq.Add(1)}
 	g, err := op(ctx, s.r, key, s.r.grants, consensus.Acquire{Session: s.ID, Seq: key.seq, Lock: name})
 	var why refusal
@@ -318,7 +334,10 @@ const sessionEnded refusal = "the session ended"
 
 // Unlock releases lock name, or withdraws the session's request for it.
 // ErrNotHeld: the session neither holds nor waits for it (or is gone).
-func (s *Session) Unlock(ctx context.Context, name string) error {
+func (s *Session) Unlock(ctx context.Context, name string) error { return s.UnlockKey(ctx, name) }
+
+// UnlockKey is Unlock for any key of the table (see LockKey).
+func (s *Session) UnlockKey(ctx context.Context, name string) error {
 	key := opKey{name, s.ID, s.seq.Add(1)}
 	_, err := op(ctx, s.r, key, s.r.frees, consensus.Release{Session: s.ID, Seq: key.seq, Lock: name})
 	if _, refused := err.(refusal); refused {
@@ -341,10 +360,26 @@ func (s *Session) Close(ctx context.Context) error {
 // Holder reports who holds lock name as this node's copy of the table
 // says (it may lag the leader's).
 func (r *Replicated) Holder(name string) (session, token uint64) {
+	g, _ := r.Grant(name)
+	return g.Session, g.Token
+}
+
+// Grant is the grant of key (a lock's name, or a key of another service
+// on the table) as this node's copy of the table says.
+func (r *Replicated) Grant(key string) (consensus.Granted, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.holders[name]
-	return g.Session, g.Token
+	g, ok := r.holders[key]
+	return g, ok
+}
+
+// OnHolder calls f, in the table's order, whenever a key changes hands
+// in this node's copy: granted (held) or released. f must not block or
+// call back into r.
+func (r *Replicated) OnHolder(f func(key string, g consensus.Granted, held bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hooks = append(r.hooks, f)
 }
 
 // Service is the replicated log's live service.

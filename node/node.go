@@ -13,11 +13,13 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
@@ -61,9 +63,12 @@ type Node struct {
 	cfg     Config
 	live    *live.Node
 	leaders *leader.Server
-	groups  *group.Server
-	locks   *lock.Server
-	log     *slog.Logger
+	// replicated serves the elections when the locks are replicated:
+	// elections are then keys of the same table.
+	replicated *leader.Replicated
+	groups     *group.Server
+	locks      *lock.Server
+	log        *slog.Logger
 }
 
 // New starts a node: the live host on cfg.Transport, and the services.
@@ -133,19 +138,48 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}
+	nd := &Node{cfg: cfg, live: ln, log: log,
+		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
+		groups:  group.NewServer(group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}),
+	}
 	if replicated {
 		rep, err := lock.NewReplicated(ln, cfg.Raft)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("locks: %w", err), ln.Close())
 		}
 		lc.Replicated = rep
+		nd.replicated = leader.NewReplicated(rep, cfg.ID, log)
 	}
-	return &Node{
-		cfg: cfg, live: ln, log: log,
-		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
-		groups:  group.NewServer(group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}),
-		locks:   lock.NewServer(lc),
-	}, nil
+	nd.locks = lock.NewServer(lc)
+	return nd, nil
+}
+
+// Campaign stands this node in election name for as long as ctx lasts
+// (campaign: in node.yaml). With the replicated lock it holds the
+// election by a session of the failure detector's timeout (Election.Timeout),
+// renewed every quarter of it; else it is a bully-fd candidate.
+func (n *Node) Campaign(ctx context.Context, name string) error {
+	if err := leader.ValidName(name); err != nil {
+		return err
+	}
+	if n.replicated != nil {
+		ttl := n.cfg.Election.Timeout
+		if ttl < 100*time.Millisecond {
+			ttl = max(election.DefaultLeader.Timeout, 100*time.Millisecond)
+		}
+		go n.replicated.Lead(ctx, name, ttl)
+		return nil
+	}
+	e, err := n.leaders.Election(name)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := e.Campaign(ctx); err == nil {
+			n.log.Info("leading", "election", name)
+		}
+	}()
+	return nil
 }
 
 // Live is the node's host, for services used from Go.
@@ -162,7 +196,11 @@ func (n *Node) Handler() http.Handler {
 	api.Handle("/v1/locks/", n.locks.Handler())
 	api.Handle("/v1/sessions", n.locks.Handler())
 	api.Handle("/v1/sessions/", n.locks.Handler())
-	api.Handle("/v1/elections/", n.leaders.Handler())
+	if n.replicated != nil {
+		api.Handle("/v1/elections/", n.replicated.Handler())
+	} else {
+		api.Handle("/v1/elections/", n.leaders.Handler())
+	}
 	api.Handle("/v1/groups/", n.groups.Handler())
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.Reply(w, http.StatusOK, struct {

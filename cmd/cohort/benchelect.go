@@ -18,16 +18,22 @@ import (
 func newBenchElectCmd() *cobra.Command {
 	var cfg bench.ElectConfig
 	var withEtcd, asJSON bool
+	var backend string
 	var soak time.Duration
 	cmd := &cobra.Command{
 		Use:   "elect",
 		Short: "Leader failover after kill -9 on a cluster of node processes, side by side with etcd",
 		Long: `Start a cluster of --nodes Cohort node processes on 127.0.0.1, each standing
-in one election (the bully algorithm driven by a heartbeat failure
-detector), and measure failover --runs times: kill -9 the leader's process
-and take the time until every survivor reports the new leader (through
-watch streams opened on each survivor before the kill). The killed node is
-restarted and leads again before the next run.
+in one election, and measure failover --runs times: kill -9 the leader's
+process and take the time until every survivor reports a new leader
+(through watch streams opened on each survivor before the kill), then
+restart the killed node.
+
+--backend raft (the default): the elections on the replicated log, each
+node holding its candidacy by a session of --timeout (300ms) renewed every
+quarter of it; the killed node, restarted, follows the new leader.
+--backend bully-fd: the bully algorithm driven by a heartbeat failure
+detector; the killed node, restarted, leads again before the next run.
 
 In the same run, etcd (` + bench.EtcdPath + `, one node on loopback) with as
 many campaigners, each on its own lease (--etcd-ttl) kept alive every third
@@ -39,7 +45,7 @@ campaigner's campaign call returning.
 (there should be none: no false suspicions).`,
 		Example: `  cohort bench elect
   cohort bench elect --runs 20 --json
-  cohort bench elect --phi 8 --etcd=false
+  cohort bench elect --backend bully-fd --phi 8 --etcd=false
   cohort bench elect --soak 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +54,13 @@ campaigner's campaign call returning.
 				return &exitError{1, err}
 			}
 			cfg.NodeCommand = func(config string) *exec.Cmd { return exec.Command(self, "node", "--config", config) }
+			switch backend {
+			case "raft":
+				cfg.Replicated = true
+			case "bully-fd":
+			default:
+				return usageErr("--backend %q: want raft or bully-fd", backend)
+			}
 			switch {
 			case cfg.Nodes < 2 || cfg.Nodes > 64:
 				return usageErr("--nodes %d: want 2 to 64", cfg.Nodes)
@@ -105,18 +118,24 @@ campaigner's campaign call returning.
 	fl.Float64Var(&cfg.Phi, "phi", 0, "phi-accrual threshold (0: the plain timeout)")
 	fl.DurationVar(&cfg.EtcdTTL, "etcd-ttl", 2*time.Second, "etcd campaigners' lease")
 	fl.BoolVar(&withEtcd, "etcd", true, "compare with etcd")
+	fl.StringVar(&backend, "backend", "raft", "the elections' backend: raft (the replicated log) or bully-fd")
 	fl.DurationVar(&soak, "soak", 0, "instead of failovers, watch a healthy cluster this long and count leader changes")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func printElectBench(out io.Writer, r bench.ElectResult) {
-	fmt.Fprintf(out, "leader failover after kill -9, %d nodes, %d runs: cohort = bully-fd (heartbeat %.0f ms, timeout %.0f ms",
-		r.Nodes, r.Cohort.Runs, r.HeartbeatMs, r.TimeoutMs)
-	if r.Phi > 0 {
-		fmt.Fprintf(out, ", phi %g", r.Phi)
+	if r.Backend == "raft" {
+		fmt.Fprintf(out, "leader failover after kill -9, %d nodes, %d runs: cohort = the replicated log (sessions of %.0f ms)",
+			r.Nodes, r.Cohort.Runs, r.TimeoutMs)
+	} else {
+		fmt.Fprintf(out, "leader failover after kill -9, %d nodes, %d runs: cohort = bully-fd (heartbeat %.0f ms, timeout %.0f ms",
+			r.Nodes, r.Cohort.Runs, r.HeartbeatMs, r.TimeoutMs)
+		if r.Phi > 0 {
+			fmt.Fprintf(out, ", phi %g", r.Phi)
+		}
+		fmt.Fprint(out, ")")
 	}
-	fmt.Fprint(out, ")")
 	if r.Etcd != nil {
 		fmt.Fprintf(out, ", etcd = election on %.0f ms leases", r.EtcdTTLms)
 	}

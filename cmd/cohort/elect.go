@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/leader"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/spf13/cobra"
 )
@@ -24,6 +27,7 @@ type electFlags struct {
 	campaign, get    bool
 	asJSON           bool
 	ttl, timeout     time.Duration
+	margin           time.Duration
 }
 
 func newElectCmd() *cobra.Command {
@@ -39,12 +43,22 @@ wait until that node leads, run CMD, and resign when CMD exits; exit with
 CMD's status. CMD sees COHORT_ELECTION, COHORT_LEADER (the node's id) and
 COHORT_FENCING_TOKEN (the leadership's term, higher than every earlier
 leadership's: pass it to resources so they can refuse a deposed leader).
-The candidacy is a lease of --ttl renewed every third of it; if the node
-stops leading (a higher candidate came back) or the lease is lost, CMD is
-sent SIGTERM and cohort exits with status 1.
+On a replicated cluster (lock: raft, the default) the leadership is held
+by a session of --ttl that cohort renews every quarter of it, through
+whichever node answers; the term is the log index of the grant, so it
+rises for ever. Candidates lead in the order they stood; a leadership ends
+when its session does. cohort stops CMD --margin (ttl/5) before the session
+could expire if it cannot renew it (SIGTERM, then SIGKILL at half the
+margin), so two leaders' commands never run at once, and exits 1.
 
-Nodes can also stand in elections from boot (campaign: in node.yaml): the
-leader is then the highest live node.`,
+On the textbook backend (bully-fd) the candidacy is a lease of --ttl
+renewed every third of it; if the node stops leading (a higher candidate
+came back) or the lease is lost, CMD is sent SIGTERM and cohort exits with
+status 1.
+
+Nodes can also stand in elections from boot (campaign: in node.yaml),
+holding them by a session of the election timeout (election.timeout,
+300ms) — or, under bully-fd, the highest live node leads.`,
 		Example: `  cohort elect scheduler --endpoints 127.0.0.1:7100
   cohort elect scheduler --get --json
   cohort elect scheduler --campaign --endpoints 127.0.0.1:7101 -- ./run-scheduler`,
@@ -69,6 +83,8 @@ leader is then the highest live node.`,
 				return usageErr("a command (%q) needs --campaign", strings.Join(args[1:], " "))
 			case f.campaign && (f.ttl < 100*time.Millisecond || f.ttl > leader.MaxTTL):
 				return usageErr("--ttl %v: want between 100ms and %v", f.ttl, leader.MaxTTL)
+			case f.campaign && (f.margin < 0 || f.margin >= f.ttl/2):
+				return usageErr("--margin %v: want a positive duration under half the ttl (%v)", f.margin, f.ttl/2)
 			case f.campaign:
 				return runLeading(cmd, client, name, args[1:], f)
 			case f.get:
@@ -90,7 +106,8 @@ leader is then the highest live node.`,
 	fl.BoolVar(&f.campaign, "campaign", false, "stand as a candidate and run the command after -- while leading")
 	fl.BoolVar(&f.get, "get", false, "print the current leader once and exit")
 	fl.BoolVar(&f.asJSON, "json", false, "print views as JSON, one per line")
-	fl.DurationVar(&f.ttl, "ttl", 10*time.Second, "candidacy lease; renewed every ttl/3")
+	fl.DurationVar(&f.ttl, "ttl", 10*time.Second, "candidacy session (or lease) length")
+	fl.DurationVar(&f.margin, "margin", 0, "stop CMD this long before the session could expire (default ttl/5; replicated clusters)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up waiting to lead (--campaign) or watching after this long (0: for ever)")
 	return cmd
 }
@@ -141,6 +158,31 @@ func runLeading(cmd *cobra.Command, client *leader.Client, name string, argv []s
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
+	}
+	// On a replicated cluster the candidacy is a session this command
+	// renews itself (see runInSession); else a lease the node keeps.
+	ls, err := (&lock.Client{Endpoints: client.Endpoints, Token: client.Token, HTTP: client.HTTP}).OpenSession(cctx, f.ttl)
+	switch {
+	case err == nil:
+		margin := f.margin
+		if margin == 0 {
+			margin = f.ttl / 5
+		}
+		acquire := func(ctx context.Context) ([]string, error) {
+			var out struct {
+				Leader int    `json:"leader"`
+				Term   uint64 `json:"term"`
+			}
+			path := fmt.Sprintf("/v1/elections/%s/campaign?session=%d&seq=%d", url.PathEscape(name), ls.ID, ls.Next())
+			if err := ls.Do(ctx, http.MethodPost, path, &out); err != nil {
+				return nil, err
+			}
+			return []string{"COHORT_ELECTION=" + name, "COHORT_LEADER=" + strconv.Itoa(out.Leader),
+				"COHORT_FENCING_TOKEN=" + strconv.FormatUint(out.Term, 10)}, nil
+		}
+		return runInSession(cmd, cctx, stop, ls, fmt.Sprintf("election %q", name), acquire, argv, margin)
+	case !errors.Is(err, lock.ErrNoSessions):
+		return &exitError{1, fmt.Errorf("election %q: %w", name, err)}
 	}
 	term, err := client.Campaign(cctx, name, f.ttl)
 	if err != nil {

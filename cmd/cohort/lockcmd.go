@@ -89,7 +89,11 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 	s, err := client.OpenSession(actx, ttl)
 	switch {
 	case err == nil:
-		return runInSession(cmd, ctx, actx, stop, s, name, argv, margin)
+		acquire := func(ctx context.Context) ([]string, error) {
+			token, err := s.Lock(ctx, name)
+			return lockEnv(name, token), err
+		}
+		return runInSession(cmd, actx, stop, s, fmt.Sprintf("lock %q", name), acquire, argv, margin)
 	case !errors.Is(err, lock.ErrNoSessions):
 		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
 	}
@@ -99,7 +103,7 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 	}
 	stop() // from here on, signals go to the command
 
-	child, sigs, exited, err := startLocked(cmd, argv, name, held.Token)
+	child, sigs, exited, err := startLocked(cmd, argv, lockEnv(name, held.Token)...)
 	if err != nil {
 		_ = held.Release(context.Background())
 		return err
@@ -167,7 +171,11 @@ var errSilent = errors.New("")
 // asked for; the command is stopped margin before the session's
 // reckoning runs out (SIGTERM, then SIGKILL at margin/2), or at once if
 // the session is over.
-func runInSession(cmd *cobra.Command, ctx, actx context.Context, stopSignals func(), s *lock.ClientSession, name string, argv []string, margin time.Duration) error {
+//
+// what names the hold in messages (`lock "x"`); acquire takes it under the
+// session and returns the command's environment.
+func runInSession(cmd *cobra.Command, actx context.Context, stopSignals func(), s *lock.ClientSession, what string,
+	acquire func(context.Context) ([]string, error), argv []string, margin time.Duration) error {
 	errw := cmd.ErrOrStderr()
 	rctx, stopRenewing := context.WithCancel(context.Background())
 	defer stopRenewing()
@@ -190,7 +198,7 @@ func runInSession(cmd *cobra.Command, ctx, actx context.Context, stopSignals fun
 					}
 				}
 				if err != nil && rctx.Err() == nil && !errors.Is(err, lock.ErrLeaseLost) {
-					fmt.Fprintf(errw, "cohort: lock %q: renewing the session: %v (counting on it until %s)\n", name, err, s.Until().Format(time.TimeOnly))
+					fmt.Fprintf(errw, "cohort: %s: renewing the session: %v (counting on it until %s)\n", what, err, s.Until().Format(time.TimeOnly))
 				}
 			}
 		}
@@ -200,21 +208,21 @@ func runInSession(cmd *cobra.Command, ctx, actx context.Context, stopSignals fun
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.Close(cctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
-			fmt.Fprintf(errw, "cohort: lock %q: closing the session: %v (it expires by itself)\n", name, err)
+			fmt.Fprintf(errw, "cohort: %s: closing the session: %v (it expires by itself)\n", what, err)
 		}
 	}
-	token, err := s.Lock(actx, name)
+	env, err := acquire(actx)
 	if err != nil {
 		closeSession()
-		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
+		return &exitError{1, fmt.Errorf("%s: %w", what, err)}
 	}
 	if time.Until(s.Until()) <= margin {
 		closeSession()
-		return &exitError{1, fmt.Errorf("lock %q: granted, but the session could not be renewed in time to use it", name)}
+		return &exitError{1, fmt.Errorf("%s: granted, but the session could not be renewed in time to use it", what)}
 	}
 	stopSignals() // from here on, signals go to the command
 
-	child, sigs, exited, err := startLocked(cmd, argv, name, token)
+	child, sigs, exited, err := startLocked(cmd, argv, env...)
 	if err != nil {
 		closeSession()
 		return err
@@ -255,20 +263,23 @@ loop:
 	}
 	closeSession()
 	if lost != "" {
-		fmt.Fprintf(errw, "cohort: lock %q: %s; the command was stopped before anyone else could be granted the lock\n", name, lost)
-		return &exitError{1, fmt.Errorf("lock %q was lost while the command ran", name)}
+		fmt.Fprintf(errw, "cohort: %s: %s; the command was stopped before anyone else could be granted it\n", what, lost)
+		return &exitError{1, fmt.Errorf("%s was lost while the command ran", what)}
 	}
 	return commandStatus(waitErr)
 }
 
-// startLocked starts argv, which holds lock name with token, and from then
-// on catches SIGINT and SIGTERM (sigs) for it; exited yields its end.
-func startLocked(cmd *cobra.Command, argv []string, name string, token uint64) (*exec.Cmd, chan os.Signal, chan error, error) {
+// lockEnv is the environment of a command that holds lock name.
+func lockEnv(name string, token uint64) []string {
+	return []string{"COHORT_FENCING_TOKEN=" + strconv.FormatUint(token, 10), "COHORT_LOCK_NAME=" + name}
+}
+
+// startLocked starts argv, with env added to its environment, and from
+// then on catches SIGINT and SIGTERM (sigs) for it; exited yields its end.
+func startLocked(cmd *cobra.Command, argv []string, env ...string) (*exec.Cmd, chan os.Signal, chan error, error) {
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-	child.Env = append(os.Environ(),
-		"COHORT_FENCING_TOKEN="+strconv.FormatUint(token, 10),
-		"COHORT_LOCK_NAME="+name)
+	child.Env = append(os.Environ(), env...)
 	if err := child.Start(); err != nil {
 		return nil, nil, nil, usageErr("%s: %v", argv[0], err)
 	}

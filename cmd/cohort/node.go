@@ -265,15 +265,9 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	}
 	defer n.Close()
 	for _, name := range c.Campaign {
-		e, err := n.Elections().Election(name)
-		if err != nil {
+		if err := n.Campaign(ctx, name); err != nil {
 			return usageErr("campaign: %v", err)
 		}
-		go func() {
-			if err := e.Campaign(ctx); err == nil {
-				log.Info("leading", "election", name)
-			}
-		}()
 	}
 	ln, err := net.Listen("tcp", c.API)
 	if err != nil {

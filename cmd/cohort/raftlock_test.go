@@ -197,3 +197,57 @@ func TestReplicatedLockSurvivesAPausedNode(t *testing.T) {
 		t.Fatalf("log %q: want the holder's command to end before the other's ran", lines)
 	}
 }
+
+// Two campaigners in one election; the leader's only node is paused
+// (SIGSTOP), so it cannot renew its session: its command is stopped
+// before the session can expire, and the other's command starts only
+// after — the two never run at once. (With bully-fd a stalled leader's
+// command ran for up to 2/3 of the TTL beside the next leader's.)
+func TestReplicatedElectionNeverOverlaps(t *testing.T) {
+	bin := cohortBinary(t)
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", t.TempDir())
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	// Each command logs its start and, on SIGTERM, its end, in ns.
+	script := `echo "start $1 $(date +%s%N)" >> "$2"; trap 'echo "end $1 $(date +%s%N)" >> "$2"; exit 0' TERM; while :; do sleep 0.01; done`
+	first := exec.Command(bin, "elect", "x", "--campaign", "--endpoints", endpoints[0], "--ttl", "1s", "--",
+		"sh", "-c", script, "sh", "first", log)
+	fout := &strings.Builder{}
+	first.Stdout, first.Stderr = fout, fout
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first command", func() bool { b, _ := os.ReadFile(log); return strings.Contains(string(b), "start first") })
+	second := exec.Command(bin, "elect", "x", "--campaign", "--endpoints", strings.Join(endpoints[1:], ","), "--ttl", "1s", "--",
+		"sh", "-c", script, "sh", "second", log)
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer second.Process.Kill()
+	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pids[0], syscall.SIGCONT)
+	err := first.Wait()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(fout.String(), "stopped before anyone else could be granted it") {
+		t.Fatalf("the first campaigner: %v, want exit 1 saying it stopped its command\n%s", err, fout)
+	}
+	waitUntil(t, "the second command", func() bool { b, _ := os.ReadFile(log); return strings.Contains(string(b), "start second") })
+	second.Process.Signal(syscall.SIGTERM)
+	second.Wait()
+	at := map[string]int64{}
+	b, _ := os.ReadFile(log)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 {
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			at[f[0]+" "+f[1]] = n
+		}
+	}
+	end, start := at["end first"], at["start second"]
+	if end == 0 || start == 0 || end >= start {
+		t.Fatalf("log %q: the first command must end before the second starts", b)
+	}
+	t.Logf("the first command ended %v before the second started", time.Duration(start-end))
+}
