@@ -51,3 +51,7 @@ func (l *Locks) ForgetDeadlines(env proc.Env) {
 }
 
 func (l *Locks) Leading() bool { return l.leading }
+
+// ForgetOrigins drops what the group service knows of its senders, as a
+// server without duplicate suppression would.
+func (g *Groups) ForgetOrigins() { clear(g.origins) }

@@ -82,7 +82,7 @@ func init() {
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,
-			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients},
+			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients, "raft-group": DefaultGroupSenders},
 			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
 		},
 	}

@@ -1,0 +1,249 @@
+package consensus
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Groups is totally ordered group multicast on a Raft log: a message is an
+// entry, so every member delivers every group's messages in the log's
+// order, and a send is acknowledged once its entry is committed — an
+// acknowledged message is never lost while a majority's disks survive. A
+// group numbers its messages 1, 2, … (the position a listener resumes
+// from); a member that restarts or lags replays the log, or a snapshot,
+// which keeps each group's last Retain messages.
+//
+//	on Send(group, origin, seq, body): entry
+//	on applying it:                     unless origin's seq was applied, pos = ++next[group];
+//	                                    deliver (group, pos, body); acknowledge (origin, seq, pos)
+//
+// Senders number their messages per origin (a random id per sender
+// incarnation), keep at most Window unacknowledged, and resend those that
+// go unacknowledged with the same number; the machine applies a number
+// once: it keeps, per origin, the highest number below which all are
+// applied and the applied ones above it (fewer than Window).
+type Groups struct {
+	raft   *Raft
+	retain int
+	log    Log
+
+	groups  map[string]*groupState
+	origins map[uint64]*origin
+}
+
+type groupState struct {
+	Next   uint64         `json:"next"`   // positions delivered so far
+	Recent []GroupMessage `json:"recent"` // the last Retain, oldest first
+}
+
+type origin struct {
+	Done  uint64          `json:"done"`  // every seq ≤ Done is applied
+	Above map[uint64]bool `json:"above"` // applied seqs > Done
+	Used  uint64          `json:"used"`  // the entry that last used it
+}
+
+// Window bounds a sender's unacknowledged messages.
+const Window = 4096
+
+// MaxOrigins bounds the senders remembered; the one unused longest is
+// forgotten first (a sender that resends after that may deliver twice).
+const MaxOrigins = 4096
+
+// NewGroups returns server id of an n-server group service that keeps
+// each group's last retain messages in its snapshots. Proposals are
+// forwarded to the leader.
+func NewGroups(id proc.ID, n int, cfg Config, retain int) *Groups {
+	cfg.Forward = true
+	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: map[uint64]*origin{}}
+	g.raft = New(id, n, cfg, g)
+	return g
+}
+
+// Raft is the server's replicated log.
+func (g *Groups) Raft() *Raft { return g.raft }
+
+// Send multicasts Body to Group: Origin and Seq number it for retries.
+type Send struct {
+	Group  string `json:"group"`
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	Body   []byte `json:"body"`
+}
+
+func (Send) Kind() string { return "group-send" }
+
+// GroupMessage is a delivery: output, in the log's order, by every
+// server that applies it.
+type GroupMessage struct {
+	Group  string `json:"group"`
+	Pos    uint64 `json:"pos"`
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	Body   []byte `json:"body"`
+}
+
+func (GroupMessage) Kind() string { return "group-message" }
+
+// Sent acknowledges (Origin, Seq): committed, at position Pos of Group
+// (0 for a copy of one applied before).
+type Sent struct {
+	Group  string `json:"group"`
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	Pos    uint64 `json:"pos"`
+}
+
+func (Sent) Kind() string { return "group-sent" }
+
+// An entry's data: 'g', then uvarints origin, seq and len(group), group,
+// body.
+func (s Send) encode() []byte {
+	b := append(make([]byte, 0, 16+len(s.Group)+len(s.Body)), 'g')
+	b = binary.AppendUvarint(b, s.Origin)
+	b = binary.AppendUvarint(b, s.Seq)
+	b = binary.AppendUvarint(b, uint64(len(s.Group)))
+	b = append(b, s.Group...)
+	return append(b, s.Body...)
+}
+
+var errNotSend = errors.New("not a group message")
+
+func decodeSend(b []byte) (Send, error) {
+	if len(b) == 0 || b[0] != 'g' {
+		return Send{}, errNotSend
+	}
+	b = b[1:]
+	var s Send
+	var v [3]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return Send{}, errNotSend
+		}
+		v[i], b = x, b[n:]
+	}
+	if v[2] > uint64(len(b)) {
+		return Send{}, errNotSend
+	}
+	s.Origin, s.Seq, s.Group, s.Body = v[0], v[1], string(b[:v[2]]), b[v[2]:]
+	return s, nil
+}
+
+func (g *Groups) Start(env proc.Env) { g.raft.Start(env) }
+
+func (g *Groups) Input(env proc.Env, in proc.Input) {
+	if s, ok := in.(Send); ok {
+		g.raft.Input(env, Propose{Data: s.encode()})
+		return
+	}
+	g.raft.Input(env, in)
+}
+
+func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
+func (g *Groups) Timeout(env proc.Env, tag any)                     { g.raft.Timeout(env, tag) }
+
+func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
+	g.log.applyDigest(env, index, data)
+	s, err := decodeSend(data)
+	if err != nil || s.Seq == 0 {
+		return
+	}
+	o := g.origins[s.Origin]
+	if o == nil {
+		if len(g.origins) >= MaxOrigins {
+			g.forgetOldestOrigin()
+		}
+		o = &origin{Above: map[uint64]bool{}}
+		g.origins[s.Origin] = o
+	}
+	o.Used = index
+	if s.Seq <= o.Done || o.Above[s.Seq] {
+		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
+		return
+	}
+	o.Above[s.Seq] = true
+	for o.Above[o.Done+1] {
+		delete(o.Above, o.Done+1)
+		o.Done++
+	}
+	if len(o.Above) > Window { // a sender past its window: give up on the gap
+		o.Done = slices.Min(slices.Collect(maps.Keys(o.Above)))
+		delete(o.Above, o.Done)
+		for o.Above[o.Done+1] {
+			delete(o.Above, o.Done+1)
+			o.Done++
+		}
+	}
+	gs := g.groups[s.Group]
+	if gs == nil {
+		gs = &groupState{}
+		g.groups[s.Group] = gs
+	}
+	gs.Next++
+	m := GroupMessage{Group: s.Group, Pos: gs.Next, Origin: s.Origin, Seq: s.Seq, Body: s.Body}
+	if g.retain > 0 {
+		if len(gs.Recent) >= g.retain {
+			gs.Recent = slices.Delete(gs.Recent, 0, len(gs.Recent)-g.retain+1)
+		}
+		gs.Recent = append(gs.Recent, m)
+	}
+	env.Output(m)
+	env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
+}
+
+func (g *Groups) forgetOldestOrigin() {
+	var oldest uint64
+	first := true
+	var at uint64
+	for id, o := range g.origins {
+		if first || o.Used < at || (o.Used == at && id < oldest) {
+			oldest, at, first = id, o.Used, false
+		}
+	}
+	delete(g.origins, oldest)
+}
+
+type groupsSnapshot struct {
+	Log     []byte                 `json:"log"`
+	Groups  map[string]*groupState `json:"groups"`
+	Origins map[uint64]*origin     `json:"origins"`
+}
+
+func (g *Groups) Snapshot() []byte {
+	b, _ := json.Marshal(groupsSnapshot{Log: g.log.Snapshot(), Groups: g.groups, Origins: g.origins})
+	return b
+}
+
+// Restore replaces the state by a snapshot's, and delivers again the
+// messages it retains, in order, so that a server that starts from it can
+// serve them to its listeners.
+func (g *Groups) Restore(env proc.Env, b []byte) {
+	g.log, g.groups, g.origins = Log{}, map[string]*groupState{}, map[uint64]*origin{}
+	var s groupsSnapshot
+	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
+		return
+	}
+	g.log.Restore(env, s.Log)
+	maps.Copy(g.groups, s.Groups)
+	for id, o := range s.Origins {
+		if o.Above == nil {
+			o.Above = map[uint64]bool{}
+		}
+		g.origins[id] = o
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
+		for _, m := range g.groups[name].Recent {
+			env.Output(m)
+		}
+	}
+}
+
+func (m GroupMessage) String() string {
+	return fmt.Sprintf("group %s #%d (%d bytes)", m.Group, m.Pos, len(m.Body))
+}
