@@ -146,7 +146,7 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 }
 
 func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
-func (g *Groups) Timeout(env proc.Env, tag any)                     { g.raft.Timeout(env, tag) }
+func (g *Groups) Timeout(env proc.Env, tag any)                      { g.raft.Timeout(env, tag) }
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	g.log.applyDigest(env, index, data)
