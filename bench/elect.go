@@ -299,7 +299,7 @@ func startProcCluster(ctx context.Context, cfg *ElectConfig) (_ *procCluster, er
 		api := addrs[n+i]
 		// lock: raft puts the elections on the replicated log; a textbook
 		// backend, on bully-fd.
-		backend := "lock: ricart-agrawala\n"
+		backend := "lock: ricart-agrawala\ngroup: total-sequencer\n"
 		if cfg.Replicated {
 			backend = fmt.Sprintf("lock: raft\ndata_dir: %s\n", filepath.Join(dir, fmt.Sprintf("node%d", i)))
 		}

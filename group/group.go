@@ -63,9 +63,11 @@ type ID struct {
 	Seq    uint64  `json:"seq"`
 }
 
-// Delivery is a message delivered to this node.
+// Delivery is a message delivered to this node. Pos is its position in
+// the group on the replicated backend (1, 2, …; 0 on the others).
 type Delivery struct {
 	ID
+	Pos  uint64 `json:"pos,omitempty"`
 	Body []byte `json:"body"`
 }
 
@@ -177,15 +179,23 @@ func (g *Group) Deliveries(ctx context.Context) (<-chan Delivery, func() error) 
 	g.subMu.Lock()
 	g.subs[s] = struct{}{}
 	g.subMu.Unlock()
+	return s.run(ctx, g.svc.Done(), func() {
+		g.subMu.Lock()
+		delete(g.subs, s)
+		g.subMu.Unlock()
+	})
+}
+
+// run hands the stream's deliveries to a channel until ctx ends (nil),
+// done closes (live.ErrClosed) or the reader falls too far behind
+// (ErrSlowReader); then it calls leave, closes the channel, and the
+// returned function says why.
+func (s *stream) run(ctx context.Context, done <-chan struct{}, leave func()) (<-chan Delivery, func() error) {
 	out := make(chan Delivery, 64)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(out)
-		defer func() {
-			g.subMu.Lock()
-			delete(g.subs, s)
-			g.subMu.Unlock()
-		}()
+		defer leave()
 		for {
 			batch, err := s.take()
 			for _, d := range batch {
@@ -208,7 +218,7 @@ func (g *Group) Deliveries(ctx context.Context) (<-chan Delivery, func() error) 
 			case <-ctx.Done():
 				errc <- nil
 				return
-			case <-g.svc.Done():
+			case <-done:
 				errc <- live.ErrClosed
 				return
 			}

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -19,9 +21,14 @@ import (
 
 // The HTTP API of a node's groups:
 //
-//	POST /v1/groups/{name}/messages     the request body is the message; 200 {"origin","seq"}
-//	GET  /v1/groups/{name}/deliveries   server-sent events: one "data: {"origin","seq","body"}" per delivery,
-//	                                    body in base64, from the moment of the request on
+//	POST /v1/groups/{name}/messages     the request body is the message; 200 {"origin","seq"} (and "pos")
+//	GET  /v1/groups/{name}/deliveries   server-sent events: one "data: {"origin","seq","pos","body"}" per delivery,
+//	                                    body in base64, from the moment of the request on — or, on the
+//	                                    replicated backend, with ?from=N, from position N (410 if the node
+//	                                    no longer keeps it)
+//
+// On the replicated backend a message's 200 means it is committed: it
+// will be delivered at every member, at position "pos".
 //
 // Authentication (the bearer token) is the caller's: the node wraps this
 // handler with its API's.
@@ -30,6 +37,7 @@ import (
 type Server struct {
 	node *live.Node
 	algo proc.Algorithm
+	rep  *Replicated // nil: the multicast algorithm's groups
 	log  *slog.Logger
 
 	mu     sync.Mutex
@@ -40,7 +48,10 @@ type Server struct {
 type ServerConfig struct {
 	Node      *live.Node
 	Algorithm proc.Algorithm // the multicast algorithm behind every group
-	Logger    *slog.Logger   // nil: slog.Default()
+	// Replicated, if set, is the backend instead of Algorithm: every
+	// group on the replicated log.
+	Replicated *Replicated
+	Logger     *slog.Logger // nil: slog.Default()
 }
 
 // NewServer returns the group API of a node.
@@ -49,7 +60,7 @@ func NewServer(c ServerConfig) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: c.Node, algo: c.Algorithm, log: log, groups: map[string]*Group{}}
+	return &Server{node: c.Node, algo: c.Algorithm, rep: c.Replicated, log: log, groups: map[string]*Group{}}
 }
 
 // Group returns the node's group called name, joining it on first use.
@@ -90,17 +101,38 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request) (*Group, bool) {
 }
 
 func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.group(w, r)
-	if !ok {
+	name := r.PathValue("name")
+	if err := ValidName(name); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	limit := MaxBody
+	if s.rep != nil {
+		limit = MaxReplicatedBody
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if len(body) > MaxBody {
-		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("message over the %d-byte limit", MaxBody))
+	if len(body) > limit {
+		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("message over the %d-byte limit", limit))
+		return
+	}
+	if s.rep != nil {
+		d, err := s.rep.Multicast(r.Context(), name, body)
+		if err != nil {
+			httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, struct {
+			ID
+			Pos uint64 `json:"pos"`
+		}{d.ID, d.Pos})
+		return
+	}
+	g, ok := s.group(w, r)
+	if !ok {
 		return
 	}
 	id, err := g.Multicast(r.Context(), body)
@@ -112,16 +144,48 @@ func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.group(w, r)
-	if !ok {
+	name := r.PathValue("name")
+	if err := ValidName(name); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	var from uint64
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("from %q: want a position (1, 2, ...)", v))
+			return
+		}
+		if s.rep == nil {
+			httpapi.Fail(w, http.StatusBadRequest, "from: positions are the replicated backend's (group: raft)")
+			return
+		}
+		from = n
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
-	ds, wait := g.Deliveries(r.Context())
+	var ds <-chan Delivery
+	var wait func() error
+	if s.rep != nil {
+		var err error
+		if ds, wait, err = s.rep.Deliveries(r.Context(), name, from); err != nil {
+			code := http.StatusServiceUnavailable
+			if errors.Is(err, ErrCompacted) {
+				code = http.StatusGone
+			}
+			httpapi.Fail(w, code, err.Error())
+			return
+		}
+	} else {
+		g, ok := s.group(w, r)
+		if !ok {
+			return
+		}
+		ds, wait = g.Deliveries(r.Context())
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -144,7 +208,7 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	if err := wait(); err != nil {
 		fmt.Fprintf(bw, "event: error\ndata: %q\n\n", err.Error())
 		bw.Flush()
-		s.log.Warn("delivery stream ended", "group", g.Name(), "err", err)
+		s.log.Warn("delivery stream ended", "group", name, "err", err)
 	}
 }
 
@@ -161,20 +225,40 @@ type Client struct {
 
 // Multicast sends body to group name.
 func (c *Client) Multicast(ctx context.Context, name string, body []byte) (ID, error) {
-	var id ID
-	err := c.api().First(ctx, func(base string) (int, string, error) {
-		return c.api().Call(ctx, http.MethodPost, base+"/v1/groups/"+url.PathEscape(name)+"/messages", body, &id)
-	})
+	id, _, err := c.Send(ctx, name, body)
 	return id, err
+}
+
+// Send is Multicast that also returns the message's position in the group
+// (0 but on the replicated backend, where the reply means committed).
+func (c *Client) Send(ctx context.Context, name string, body []byte) (ID, uint64, error) {
+	var out struct {
+		ID
+		Pos uint64 `json:"pos"`
+	}
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodPost, base+"/v1/groups/"+url.PathEscape(name)+"/messages", body, &out)
+	})
+	return out.ID, out.Pos, err
 }
 
 // Deliveries streams what the first node that answers delivers from now
 // on, until ctx ends or the stream breaks; then the channel closes and the
 // returned function says why (nil once ctx ended).
 func (c *Client) Deliveries(ctx context.Context, name string) (<-chan Delivery, func() error, error) {
+	return c.DeliveriesFrom(ctx, name, 0)
+}
+
+// DeliveriesFrom is Deliveries from position from of the group (0: from
+// now on), on the replicated backend.
+func (c *Client) DeliveriesFrom(ctx context.Context, name string, from uint64) (<-chan Delivery, func() error, error) {
 	var resp *http.Response
+	q := ""
+	if from > 0 {
+		q = "?from=" + strconv.FormatUint(from, 10)
+	}
 	err := c.api().First(ctx, func(base string) (int, string, error) {
-		r, code, msg, err := c.api().Open(ctx, http.MethodGet, base+"/v1/groups/"+url.PathEscape(name)+"/deliveries", nil)
+		r, code, msg, err := c.api().Open(ctx, http.MethodGet, base+"/v1/groups/"+url.PathEscape(name)+"/deliveries"+q, nil)
 		resp = r
 		return code, msg, err
 	})

@@ -92,9 +92,14 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Raft.Heartbeat == 0 {
 		cfg.Raft = consensus.DefaultConfig
 	}
-	resolvers := []func(string) (proc.Algorithm, bool){
-		leader.Resolver(cfg.Election),
-		group.Resolver(cfg.Group),
+	replicatedGroups := cfg.Group.Family == "consensus"
+	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
+	if replicatedGroups {
+		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
+			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName
+		})
+	} else {
+		resolvers = append(resolvers, group.Resolver(cfg.Group))
 	}
 	if replicated {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -138,9 +143,17 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}
+	gc := group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}
+	if replicatedGroups {
+		rg, err := group.NewReplicated(ln, cfg.Raft)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("groups: %w", err), ln.Close())
+		}
+		gc.Replicated = rg
+	}
 	nd := &Node{cfg: cfg, live: ln, log: log,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
-		groups:  group.NewServer(group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}),
+		groups:  group.NewServer(gc),
 	}
 	if replicated {
 		rep, err := lock.NewReplicated(ln, cfg.Raft)

@@ -20,20 +20,26 @@ func newMulticastCmd() *cobra.Command {
 	var endpoints, token, send string
 	var listen, asJSON bool
 	var count int
+	var from uint64
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "multicast NAME (--send TEXT | --send - | --listen)",
 		Short: "Multicast to a cluster's group, or print what a node delivers",
 		Long: `Send to the group NAME on a Cohort cluster, or follow it. Every node of the
 cluster is a member; the node's configuration chooses the ordering
-algorithm (group: in node.yaml, total-sequencer unless set), so listeners on
-different nodes print the same messages in the same order.
+algorithm (group: in node.yaml), so listeners on different nodes print the
+same messages in the same order. On the replicated log (group: raft, the
+default) a send returns once the message is committed — it will reach
+every member — and every message has a position in its group.
 
 --send TEXT multicasts TEXT; --send - multicasts each line of standard
-input. Each message's identity (origin node and its number) is printed.
---listen prints every message the first answering node delivers from now
-on: "p2#7 TEXT", or JSON with --json; --count N stops after N.`,
+input. Each message's identity (origin node and its number, and its
+position) is printed. --listen prints every message the first answering
+node delivers from now on — or, with --from N, from position N on —:
+"p2#7 TEXT" (with the position, "@12 p2#7 TEXT"), or JSON with --json;
+--count N stops after N.`,
 		Example: `  cohort multicast accounts --listen --endpoints 127.0.0.1:7100
+  cohort multicast accounts --listen --from 1 --endpoints 127.0.0.1:7100
   cohort multicast accounts --send "deposit 100" --endpoints 127.0.0.1:7101
   seq 1 100 | cohort multicast numbers --send - --endpoints 127.0.0.1:7102`,
 		Args: cobra.ExactArgs(1),
@@ -63,8 +69,11 @@ on: "p2#7 TEXT", or JSON with --json; --count N stops after N.`,
 				defer cancel()
 			}
 			out := cmd.OutOrStdout()
+			if from > 0 && !listen {
+				return usageErr("--from %d: a position to listen from, with --listen", from)
+			}
 			if listen {
-				return listenGroup(ctx, out, client, name, count, asJSON)
+				return listenGroup(ctx, out, client, name, count, from, asJSON)
 			}
 			if send != "-" {
 				return sendOne(ctx, out, client, name, []byte(send), asJSON)
@@ -88,27 +97,35 @@ on: "p2#7 TEXT", or JSON with --json; --count N stops after N.`,
 	fl.StringVar(&send, "send", "", `multicast this text ("-": each line of standard input)`)
 	fl.BoolVar(&listen, "listen", false, "print what the node delivers")
 	fl.IntVar(&count, "count", 0, "with --listen: stop after this many messages (0: no limit)")
+	fl.Uint64Var(&from, "from", 0, "with --listen: from this position of the group on (replicated groups; 0: from now on)")
 	fl.DurationVar(&timeout, "timeout", 0, "stop after this long (0: no limit)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON, one object per line")
 	return cmd
 }
 
 func sendOne(ctx context.Context, out io.Writer, c *group.Client, name string, body []byte, asJSON bool) error {
-	id, err := c.Multicast(ctx, name, body)
+	id, pos, err := c.Send(ctx, name, body)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("group %q: %w", name, err)}
 	}
 	if asJSON {
-		return json.NewEncoder(out).Encode(id)
+		return json.NewEncoder(out).Encode(struct {
+			group.ID
+			Pos uint64 `json:"pos,omitempty"`
+		}{id, pos})
+	}
+	if pos > 0 {
+		fmt.Fprintf(out, "sent p%d#%d at @%d\n", id.Origin, id.Seq, pos)
+		return nil
 	}
 	fmt.Fprintf(out, "sent p%d#%d\n", id.Origin, id.Seq)
 	return nil
 }
 
-func listenGroup(ctx context.Context, out io.Writer, c *group.Client, name string, count int, asJSON bool) error {
+func listenGroup(ctx context.Context, out io.Writer, c *group.Client, name string, count int, from uint64, asJSON bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ds, wait, err := c.Deliveries(ctx, name)
+	ds, wait, err := c.DeliveriesFrom(ctx, name, from)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("group %q: %w", name, err)}
 	}
@@ -118,9 +135,12 @@ func listenGroup(ctx context.Context, out io.Writer, c *group.Client, name strin
 			b, _ := json.Marshal(struct {
 				Origin int    `json:"origin"`
 				Seq    uint64 `json:"seq"`
+				Pos    uint64 `json:"pos,omitempty"`
 				Body   string `json:"body"`
-			}{int(d.Origin), d.Seq, string(d.Body)})
+			}{int(d.Origin), d.Seq, d.Pos, string(d.Body)})
 			fmt.Fprintln(out, string(b))
+		} else if d.Pos > 0 {
+			fmt.Fprintf(out, "@%d p%d#%d %s\n", d.Pos, d.Origin, d.Seq, d.Body)
 		} else {
 			fmt.Fprintf(out, "p%d#%d %s\n", d.Origin, d.Seq, d.Body)
 		}

@@ -47,7 +47,7 @@ type nodeConfig struct {
 	TokenFile  string         `yaml:"api_token_file"` // a file holding it
 	Trace      string         `yaml:"trace"`          // write this node's events here (JSONL); merge with cohort trace merge
 	Run        []string       `yaml:"run"`            // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
-	Group      string         `yaml:"group"`          // the multicast algorithm behind groups: "total-sequencer"
+	Group      string         `yaml:"group"`          // what is behind the groups: "raft" (the replicated log), or a multicast algorithm: "total-sequencer"
 	Campaign   []string       `yaml:"campaign"`       // elections this node stands in from boot
 	Election   electionConfig `yaml:"election"`       // the failure detector of every election (the same on every node)
 	DataDir    string         `yaml:"data_dir"`       // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
@@ -133,11 +133,14 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	if c.Lock == "" {
 		c.Lock = "raft"
 	}
+	if c.Group == "" {
+		c.Group = "raft"
+	}
 	if c.Lock == "raft" && c.DataDir == "" {
 		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
-	if c.Group == "" {
-		c.Group = group.DefaultAlgorithm
+	if c.Group == "raft" && c.DataDir == "" {
+		return nil, bad("data_dir", "none given: group: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. group: total-sequencer, which keeps no state)")
 	}
 	e := c.Election
 	switch {
@@ -173,7 +176,8 @@ node.yaml:
   secret_file: cluster.secret   # or secret: ..., or tls_dir: certs (from cohort certs)
   lock: raft                    # behind every lock: raft (the replicated log, the default),
                                 # or a textbook mutex algorithm: ricart-agrawala, ...
-  group: total-sequencer        # the multicast algorithm behind every group
+  group: raft                   # behind every group: raft (the replicated log, the default),
+                                # or a textbook multicast algorithm: total-sequencer, ...
   campaign: [scheduler]         # optional: elections this node stands in (cohort elect)
   election: {heartbeat: 50ms, timeout: 300ms, phi: 0, quorum: true}   # optional: the failure detector
   run: [clocks/lamport]         # optional: more algorithms to run as services
@@ -238,7 +242,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		}
 		extra[name] = a
 	}
-	galgo, err := group.Algorithm(c.Group)
+	galgo, err := groupAlgorithm(c.Group)
 	if err != nil {
 		return usageErr("group: %v", err)
 	}
@@ -387,6 +391,19 @@ func lockAlgorithm(name string) (proc.Algorithm, error) {
 		return lock.ReplicatedAlgorithm(consensus.DefaultConfig), nil
 	}
 	a, err := registry.Find("mutex", name)
+	if err != nil {
+		return a, fmt.Errorf("%w (or raft, the replicated log)", err)
+	}
+	return a, nil
+}
+
+// groupAlgorithm is what node.yaml's group names: "raft", the groups on
+// the replicated log, or a multicast algorithm.
+func groupAlgorithm(name string) (proc.Algorithm, error) {
+	if name == "raft" {
+		return group.ReplicatedAlgorithm(consensus.DefaultConfig), nil
+	}
+	a, err := group.Algorithm(name)
 	if err != nil {
 		return a, fmt.Errorf("%w (or raft, the replicated log)", err)
 	}

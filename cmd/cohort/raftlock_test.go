@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/group"
 )
 
 // lockedRuns runs workers × rounds "cohort lock counter" processes that
@@ -250,4 +253,73 @@ func TestReplicatedElectionNeverOverlaps(t *testing.T) {
 		t.Fatalf("log %q: the first command must end before the second starts", b)
 	}
 	t.Logf("the first command ended %v before the second started", time.Duration(start-end))
+}
+
+// The reproductions of the textbook group's failures, against the
+// replicated group (the default): messages sent through a node before and
+// after it is killed with SIGKILL and restarted from its data directory
+// are acknowledged, and every one of them is delivered, once, at the
+// position acknowledged, in the same order, to a listener on another node
+// and to one on the restarted node that asks for the group from position 1.
+func TestReplicatedGroupSurvivesKillAndRestart(t *testing.T) {
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	via := func(i int) *group.Client { return &group.Client{Endpoints: []string{endpoints[i]}} }
+	acked := map[uint64]string{} // position → body
+	send := func(i, n int, tag string) {
+		t.Helper()
+		for k := range n {
+			body := fmt.Sprintf("%s-%d", tag, k)
+			_, pos, err := via(i).Send(ctx, "g", []byte(body))
+			if err != nil || pos == 0 {
+				t.Fatalf("send %s through node %d: pos %d, %v", body, i, pos, err)
+			}
+			if prev, ok := acked[pos]; ok {
+				t.Fatalf("%s and %s both acknowledged at position %d", prev, body, pos)
+			}
+			acked[pos] = body
+		}
+	}
+	listen := func(i int, from uint64, want int) []group.Delivery {
+		t.Helper()
+		lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer lcancel()
+		ds, _, err := via(i).DeliveriesFrom(lctx, "g", from)
+		if err != nil {
+			t.Fatalf("listening on node %d: %v", i, err)
+		}
+		var got []group.Delivery
+		for d := range ds {
+			if got = append(got, d); len(got) == want {
+				break
+			}
+		}
+		return got
+	}
+	send(0, 100, "before")
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	send(1, 50, "meanwhile")
+	restarted := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
+	if err := restarted.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { restarted.Process.Signal(syscall.SIGTERM); restarted.Wait() }()
+	waitAPI(t, endpoints[0])
+	send(0, 100, "after")
+	for _, i := range []int{1, 0} {
+		got := listen(i, 1, len(acked))
+		if len(got) != len(acked) {
+			t.Fatalf("node %d delivered %d of the %d acknowledged messages", i, len(got), len(acked))
+		}
+		for k, d := range got {
+			if d.Pos != uint64(k+1) || string(d.Body) != acked[d.Pos] {
+				t.Fatalf("node %d: delivery %d is %q at position %d, want %q at %d", i, k, d.Body, d.Pos, acked[uint64(k+1)], k+1)
+			}
+		}
+	}
 }

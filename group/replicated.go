@@ -1,0 +1,222 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Replicated is the group service on a replicated log (consensus.Groups,
+// one Raft group for every group of the cluster, named "groups"): the
+// total order is the log's, a multicast returns once its entry is
+// committed — an acknowledged message is never lost while a majority's
+// disks survive — and every message has a position in its group (1, 2,
+// …) from which a listener can resume, on any node, as long as the node
+// still keeps it (the last LiveRetain messages of each group; a node
+// that restarted keeps what its snapshot retained and what it replayed).
+type Replicated struct {
+	svc    *live.Service
+	self   proc.ID
+	origin uint64 // this incarnation's sender id; its low 16 bits are the node's
+	retry  time.Duration
+	seq    atomic.Uint64
+	window chan struct{} // one token per unacknowledged multicast
+
+	mu     sync.Mutex
+	acks   map[uint64]chan consensus.Sent
+	groups map[string]*logGroup
+}
+
+// logGroup is what a node keeps of a group: its last messages and its
+// listeners.
+type logGroup struct {
+	recent []Delivery // consecutive positions, oldest first
+	bytes  int
+	subs   map[*stream]struct{}
+}
+
+// Bounds of the replicated backend.
+const (
+	// LiveRetain and LiveRetainBytes bound the messages a node keeps per
+	// group for listeners that resume from a position.
+	LiveRetain      = 4096
+	LiveRetainBytes = 8 << 20
+	// MaxReplicatedBody bounds a message: each is a log entry.
+	MaxReplicatedBody = 64 << 10
+	// MaxGroups bounds the groups a node keeps messages of.
+	MaxGroups = 4096
+)
+
+// ServiceName is the replicated group service's name on every node.
+const ServiceName = "groups"
+
+// ErrCompacted: a listener asked for a position this node no longer keeps.
+var ErrCompacted = errors.New("position no longer kept here")
+
+// ReplicatedAlgorithm is the algorithm behind Replicated with cfg.
+func ReplicatedAlgorithm(cfg consensus.Config) proc.Algorithm {
+	return consensus.RaftGroupAlgorithm(cfg, consensus.DefaultRetain)
+}
+
+// NewReplicated starts (or joins) the replicated group service on node n.
+// Every node of the cluster must use the same cfg.
+func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(cfg))
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicated{svc: svc, self: n.Self(), origin: rand.Uint64()<<16 | uint64(n.Self())&0xffff,
+		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
+		acks: map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
+	svc.OnOutput(r.output)
+	return r, nil
+}
+
+// output runs in the service's goroutine for every output, in log order.
+func (r *Replicated) output(o proc.Output) {
+	switch o := o.(type) {
+	case consensus.Sent:
+		if o.Origin == r.origin {
+			r.mu.Lock()
+			ch := r.acks[o.Seq]
+			r.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- o:
+				default:
+				}
+			}
+		}
+	case consensus.GroupMessage:
+		d := Delivery{ID: ID{Origin: proc.ID(o.Origin & 0xffff), Seq: o.Seq}, Pos: o.Pos, Body: o.Body}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		g := r.groups[o.Group]
+		if g == nil {
+			if len(r.groups) >= MaxGroups {
+				return
+			}
+			g = &logGroup{subs: map[*stream]struct{}{}}
+			r.groups[o.Group] = g
+		}
+		if n := len(g.recent); n > 0 && g.recent[n-1].Pos+1 != d.Pos {
+			// A snapshot replaced what we had (or replays it after a
+			// restart): start again from here.
+			g.recent, g.bytes = nil, 0
+		}
+		g.recent = append(g.recent, d)
+		g.bytes += len(d.Body)
+		drop := 0
+		for len(g.recent)-drop > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-drop > 1) {
+			g.bytes -= len(g.recent[drop].Body)
+			drop++
+		}
+		if drop > 0 {
+			g.recent = append(g.recent[:0:0], g.recent[drop:]...)
+		}
+		for s := range g.subs {
+			s.push(d)
+		}
+	}
+}
+
+// Multicast sends body to group name and returns once it is committed:
+// its identity and its position in the group. If ctx ends first the
+// message may or may not be delivered.
+func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (Delivery, error) {
+	if err := ValidName(name); err != nil {
+		return Delivery{}, err
+	}
+	if len(body) > MaxReplicatedBody {
+		return Delivery{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", name, len(body), MaxReplicatedBody)
+	}
+	select {
+	case r.window <- struct{}{}:
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	}
+	defer func() { <-r.window }()
+	seq := r.seq.Add(1)
+	ch := make(chan consensus.Sent, 1)
+	r.mu.Lock()
+	r.acks[seq] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.acks, seq)
+		r.mu.Unlock()
+	}()
+	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-ch:
+			return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		case <-r.svc.Done():
+			return Delivery{}, live.ErrClosed
+		case <-t.C:
+			if err := r.svc.Input(in); err != nil {
+				return Delivery{}, err
+			}
+			t.Reset(r.retry) // the same number: applied once
+		}
+	}
+}
+
+// Deliveries streams group name's messages as this node delivers them,
+// from position from (0: from the next one on), until ctx ends or the
+// node closes; then the channel closes and the returned function says why.
+// ErrCompacted: this node no longer keeps position from.
+func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (<-chan Delivery, func() error, error) {
+	if err := ValidName(name); err != nil {
+		return nil, nil, err
+	}
+	s := &stream{wake: make(chan struct{}, 1)}
+	r.mu.Lock()
+	g := r.groups[name]
+	if g == nil {
+		if len(r.groups) >= MaxGroups {
+			r.mu.Unlock()
+			return nil, nil, fmt.Errorf("this node keeps %d groups, the most it may", MaxGroups)
+		}
+		g = &logGroup{subs: map[*stream]struct{}{}}
+		r.groups[name] = g
+	}
+	if from > 0 {
+		switch {
+		case len(g.recent) > 0 && from < g.recent[0].Pos:
+			r.mu.Unlock()
+			return nil, nil, fmt.Errorf("group %q: %w (the oldest is %d)", name, ErrCompacted, g.recent[0].Pos)
+		case len(g.recent) == 0 && from > 1:
+			r.mu.Unlock()
+			return nil, nil, fmt.Errorf("group %q: %w (this node keeps none of its messages)", name, ErrCompacted)
+		}
+		for _, d := range g.recent {
+			if d.Pos >= from {
+				s.push(d)
+			}
+		}
+	}
+	g.subs[s] = struct{}{}
+	r.mu.Unlock()
+	out, wait := s.run(ctx, r.svc.Done(), func() {
+		r.mu.Lock()
+		delete(g.subs, s)
+		r.mu.Unlock()
+	})
+	return out, wait, nil
+}
