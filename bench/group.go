@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
@@ -100,10 +103,23 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 			n.Close()
 		}
 	}()
-	var groups []*group.Group
+	replicated := a.Family == "consensus"
+	var dir string
+	if replicated {
+		if dir, err = os.MkdirTemp("", "cohort-bench-group-"); err != nil {
+			return GroupPoint{}, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	var groups []member
 	for i, tr := range trs {
-		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, Logger: log,
-			Resolve: group.Resolver(a), InboxLen: 1 << 16})
+		lc := live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, Logger: log,
+			Resolve: group.Resolver(a), InboxLen: 1 << 16}
+		if replicated {
+			lc.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i))
+			lc.Resolve = func(service string) (proc.Algorithm, bool) { return a, service == group.ServiceName }
+		}
+		node, err := live.NewNode(lc)
 		if err != nil {
 			tr.Close()
 			return GroupPoint{}, err
@@ -111,6 +127,14 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		nodes = append(nodes, node)
 		if err := node.Start(); err != nil {
 			return GroupPoint{}, err
+		}
+		if replicated {
+			r, err := group.NewReplicated(node, consensus.DefaultConfig)
+			if err != nil {
+				return GroupPoint{}, err
+			}
+			groups = append(groups, logMember{r})
+			continue
 		}
 		g, err := group.New(node, "bench", a)
 		if err != nil {
@@ -189,20 +213,32 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 				// the identity comes back only from Multicast, so the
 				// time is taken just before the call.
 				sent := time.Now()
-				id, err := g.Multicast(rctx, body)
-				if err != nil {
-					if rctx.Err() == nil {
-						errc <- fmt.Errorf("node %d: %w", i, err)
+				send := func() error {
+					id, err := g.Multicast(rctx, body)
+					if err != nil {
+						if rctx.Err() == nil {
+							errc <- fmt.Errorf("node %d: %w", i, err)
+						}
+						return err
 					}
+					mu.Lock()
+					if m := msgs[id]; m != nil {
+						m.sent = sent // deliveries overtook the bookkeeping
+					} else {
+						msgs[id] = &msg{sent: sent}
+					}
+					mu.Unlock()
+					return nil
+				}
+				if replicated {
+					// A send returns once committed: the window's sends
+					// are under way at once.
+					go send()
+					continue
+				}
+				if send() != nil {
 					return
 				}
-				mu.Lock()
-				if m := msgs[id]; m != nil {
-					m.sent = sent // deliveries overtook the bookkeeping
-				} else {
-					msgs[id] = &msg{sent: sent}
-				}
-				mu.Unlock()
 			}
 		}()
 	}
@@ -238,4 +274,28 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	slices.Sort(lat)
 	return GroupPoint{Algorithm: a.Name, Window: window, Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
 		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99))}, nil
+}
+
+// member is a node's side of the benchmark's group.
+type member interface {
+	Multicast(ctx context.Context, body []byte) (group.ID, error)
+	Deliveries(ctx context.Context) (<-chan group.Delivery, func() error)
+}
+
+// logMember is a node of the replicated group service, in group "bench".
+type logMember struct{ r *group.Replicated }
+
+func (m logMember) Multicast(ctx context.Context, body []byte) (group.ID, error) {
+	d, err := m.r.Multicast(ctx, "bench", body)
+	return d.ID, err
+}
+
+func (m logMember) Deliveries(ctx context.Context) (<-chan group.Delivery, func() error) {
+	ds, wait, err := m.r.Deliveries(ctx, "bench", 0)
+	if err != nil {
+		ch := make(chan group.Delivery)
+		close(ch)
+		return ch, func() error { return err }
+	}
+	return ds, wait
 }

@@ -17,7 +17,7 @@ import (
 // acknowledged message is never lost while a majority's disks survive. A
 // group numbers its messages 1, 2, … (the position a listener resumes
 // from); a member that restarts or lags replays the log, or a snapshot,
-// which keeps each group's last Retain messages.
+// which keeps each group's last retain (to 2·retain) messages.
 //
 //	on Send(group, origin, seq, body): entry
 //	on applying it:                     unless origin's seq was applied, pos = ++next[group];
@@ -188,8 +188,8 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	gs.Next++
 	m := GroupMessage{Group: s.Group, Pos: gs.Next, Origin: s.Origin, Seq: s.Seq, Body: s.Body}
 	if g.retain > 0 {
-		if len(gs.Recent) >= g.retain {
-			gs.Recent = slices.Delete(gs.Recent, 0, len(gs.Recent)-g.retain+1)
+		if len(gs.Recent) >= 2*g.retain { // amortized: keep the last retain to 2·retain
+			gs.Recent = append(gs.Recent[:0:0], gs.Recent[len(gs.Recent)-g.retain:]...)
 		}
 		gs.Recent = append(gs.Recent, m)
 	}

@@ -38,10 +38,14 @@ type Replicated struct {
 // logGroup is what a node keeps of a group: its last messages and its
 // listeners.
 type logGroup struct {
-	recent []Delivery // consecutive positions, oldest first
+	recent []Delivery // consecutive positions, oldest first, from recent[head]
+	head   int
 	bytes  int
 	subs   map[*stream]struct{}
 }
+
+// kept is what the group keeps, oldest first.
+func (g *logGroup) kept() []Delivery { return g.recent[g.head:] }
 
 // Bounds of the replicated backend.
 const (
@@ -110,20 +114,21 @@ func (r *Replicated) output(o proc.Output) {
 			g = &logGroup{subs: map[*stream]struct{}{}}
 			r.groups[o.Group] = g
 		}
-		if n := len(g.recent); n > 0 && g.recent[n-1].Pos+1 != d.Pos {
+		if n := len(g.recent); n > g.head && g.recent[n-1].Pos+1 != d.Pos {
 			// A snapshot replaced what we had (or replays it after a
 			// restart): start again from here.
-			g.recent, g.bytes = nil, 0
+			g.recent, g.head, g.bytes = nil, 0, 0
 		}
 		g.recent = append(g.recent, d)
 		g.bytes += len(d.Body)
-		drop := 0
-		for len(g.recent)-drop > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-drop > 1) {
-			g.bytes -= len(g.recent[drop].Body)
-			drop++
+		for len(g.recent)-g.head > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-g.head > 1) {
+			g.bytes -= len(g.recent[g.head].Body)
+			g.recent[g.head] = Delivery{}
+			g.head++
 		}
-		if drop > 0 {
-			g.recent = append(g.recent[:0:0], g.recent[drop:]...)
+		if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
+			g.recent = append(g.recent[:0:0], g.recent[g.head:]...)
+			g.head = 0
 		}
 		for s := range g.subs {
 			s.push(d)
@@ -197,15 +202,16 @@ func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (
 		r.groups[name] = g
 	}
 	if from > 0 {
+		kept := g.kept()
 		switch {
-		case len(g.recent) > 0 && from < g.recent[0].Pos:
+		case len(kept) > 0 && from < kept[0].Pos:
 			r.mu.Unlock()
-			return nil, nil, fmt.Errorf("group %q: %w (the oldest is %d)", name, ErrCompacted, g.recent[0].Pos)
-		case len(g.recent) == 0 && from > 1:
+			return nil, nil, fmt.Errorf("group %q: %w (the oldest is %d)", name, ErrCompacted, kept[0].Pos)
+		case len(kept) == 0 && from > 1:
 			r.mu.Unlock()
 			return nil, nil, fmt.Errorf("group %q: %w (this node keeps none of its messages)", name, ErrCompacted)
 		}
-		for _, d := range g.recent {
+		for _, d := range kept {
 			if d.Pos >= from {
 				s.push(d)
 			}

@@ -29,11 +29,12 @@ multicasts in a closed loop with --window of its own messages in flight.
 Reported: messages delivered at every member per second, and the latency
 from the Multicast call to the last member's delivery (p50, p99).`,
 		Example: `  cohort bench multicast
+  cohort bench multicast --algo raft --window 64,256 --duration 5s
   cohort bench multicast --algo total-isis --window 1,64 --duration 10s --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, name := range algos {
-				a, err := group.Algorithm(name)
+				a, err := groupAlgorithm(name)
 				if err != nil {
 					return usageErr("--algo: %v", err)
 				}
@@ -74,7 +75,7 @@ from the Multicast call to the last member's delivery (p50, p99).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&algos, "algo", []string{"total-sequencer", "total-isis"}, "multicast algorithms to measure")
+	fl.StringSliceVar(&algos, "algo", []string{"raft", "total-sequencer", "total-isis"}, "what to measure: raft (the replicated log, fsync on) and multicast algorithms")
 	fl.IntSliceVar(&cfg.Windows, "window", []int{1, 16}, "messages each node keeps in flight, one configuration per value")
 	fl.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long each configuration is measured (after a warm-up)")
 	fl.IntVar(&cfg.Size, "size", 64, "payload bytes")
