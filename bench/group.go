@@ -143,6 +143,16 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		groups = append(groups, g)
 	}
 
+	if replicated {
+		// The log needs a leader first: one message through it.
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := groups[0].(logMember).r.Multicast(wctx, "warm-up", []byte("x"))
+		wcancel()
+		if err != nil {
+			return GroupPoint{}, fmt.Errorf("the replicated group did not start: %w", err)
+		}
+	}
+
 	// Bookkeeping: when each message was multicast, how many members have
 	// delivered it, and when the last one did.
 	type msg struct {

@@ -55,3 +55,8 @@ func (l *Locks) Leading() bool { return l.leading }
 // ForgetOrigins drops what the group service knows of its senders, as a
 // server without duplicate suppression would.
 func (g *Groups) ForgetOrigins() { clear(g.origins) }
+
+var DecodeSends = decodeSends
+
+func (sb SendBatch) Encode() []byte { return sb.encode() }
+func (s Send) Encode() []byte       { return s.encode() }

@@ -78,6 +78,14 @@ type Send struct {
 
 func (Send) Kind() string { return "group-send" }
 
+// SendBatch multicasts several messages in one entry (a sender's way to
+// amortize the log's cost under load); each is applied as a Send.
+type SendBatch struct {
+	Sends []Send `json:"sends"`
+}
+
+func (SendBatch) Kind() string { return "group-send-batch" }
+
 // GroupMessage is a delivery: output, in the log's order, by every
 // server that applies it.
 type GroupMessage struct {
@@ -101,48 +109,99 @@ type Sent struct {
 
 func (Sent) Kind() string { return "group-sent" }
 
-// An entry's data: 'g', then uvarints origin, seq and len(group), group,
-// body.
+// An entry's data: 'g' and one message, or 'G', a uvarint count and that
+// many messages; a message is uvarints origin, seq and len(group), group,
+// then the body — to the end of the entry ('g'), or after its uvarint
+// length ('G').
 func (s Send) encode() []byte {
 	b := append(make([]byte, 0, 16+len(s.Group)+len(s.Body)), 'g')
+	return append(s.appendHead(b), s.Body...)
+}
+
+func (s Send) appendHead(b []byte) []byte {
 	b = binary.AppendUvarint(b, s.Origin)
 	b = binary.AppendUvarint(b, s.Seq)
 	b = binary.AppendUvarint(b, uint64(len(s.Group)))
-	b = append(b, s.Group...)
-	return append(b, s.Body...)
+	return append(b, s.Group...)
+}
+
+func (sb SendBatch) encode() []byte {
+	b := binary.AppendUvarint([]byte{'G'}, uint64(len(sb.Sends)))
+	for _, s := range sb.Sends {
+		b = s.appendHead(b)
+		b = binary.AppendUvarint(b, uint64(len(s.Body)))
+		b = append(b, s.Body...)
+	}
+	return b
 }
 
 var errNotSend = errors.New("not a group message")
 
-func decodeSend(b []byte) (Send, error) {
-	if len(b) == 0 || b[0] != 'g' {
-		return Send{}, errNotSend
+// decodeSends decodes an entry's messages.
+func decodeSends(b []byte) ([]Send, error) {
+	if len(b) == 0 || (b[0] != 'g' && b[0] != 'G') {
+		return nil, errNotSend
 	}
+	batch := b[0] == 'G'
 	b = b[1:]
-	var s Send
-	var v [3]uint64
-	for i := range v {
+	uv := func() (uint64, bool) {
 		x, n := binary.Uvarint(b)
 		if n <= 0 {
-			return Send{}, errNotSend
+			return 0, false
 		}
-		v[i], b = x, b[n:]
+		b = b[n:]
+		return x, true
 	}
-	if v[2] > uint64(len(b)) {
-		return Send{}, errNotSend
+	count := uint64(1)
+	if batch {
+		var ok bool
+		if count, ok = uv(); !ok || count > uint64(len(b)) {
+			return nil, errNotSend
+		}
 	}
-	s.Origin, s.Seq, s.Group, s.Body = v[0], v[1], string(b[:v[2]]), b[v[2]:]
-	return s, nil
+	ss := make([]Send, 0, count)
+	for range count {
+		var s Send
+		var v [3]uint64
+		for i := range v {
+			x, ok := uv()
+			if !ok {
+				return nil, errNotSend
+			}
+			v[i] = x
+		}
+		if v[2] > uint64(len(b)) {
+			return nil, errNotSend
+		}
+		s.Origin, s.Seq, s.Group, b = v[0], v[1], string(b[:v[2]]), b[v[2]:]
+		if !batch {
+			s.Body, b = b, nil
+		} else {
+			n, ok := uv()
+			if !ok || n > uint64(len(b)) {
+				return nil, errNotSend
+			}
+			s.Body, b = b[:n], b[n:]
+		}
+		ss = append(ss, s)
+	}
+	if len(b) != 0 {
+		return nil, errNotSend
+	}
+	return ss, nil
 }
 
 func (g *Groups) Start(env proc.Env) { g.raft.Start(env) }
 
 func (g *Groups) Input(env proc.Env, in proc.Input) {
-	if s, ok := in.(Send); ok {
-		g.raft.Input(env, Propose{Data: s.encode()})
-		return
+	switch in := in.(type) {
+	case Send:
+		g.raft.Input(env, Propose{Data: in.encode()})
+	case SendBatch:
+		g.raft.Input(env, Propose{Data: in.encode()})
+	default:
+		g.raft.Input(env, in)
 	}
-	g.raft.Input(env, in)
 }
 
 func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
@@ -150,10 +209,19 @@ func (g *Groups) Timeout(env proc.Env, tag any)                      { g.raft.Ti
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	g.log.applyDigest(env, index, data)
-	s, err := decodeSend(data)
-	if err != nil || s.Seq == 0 {
+	ss, err := decodeSends(data)
+	if err != nil {
 		return
 	}
+	for _, s := range ss {
+		if s.Seq > 0 {
+			g.deliver(env, index, s)
+		}
+	}
+}
+
+// deliver applies one message of entry index.
+func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
 	o := g.origins[s.Origin]
 	if o == nil {
 		if len(g.origins) >= MaxOrigins {

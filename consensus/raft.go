@@ -819,9 +819,26 @@ func (r *Raft) apply(env proc.Env) {
 		r.applied++
 		r.sm.Apply(env, r.applied, r.log[r.applied-r.first].Data)
 	}
-	if r.cfg.CompactEvery > 0 && r.applied+1-r.first >= uint64(r.cfg.CompactEvery) {
+	if r.cfg.CompactEvery > 0 && r.applied+1-r.first >= uint64(r.cfg.CompactEvery) && r.mayCompact(env) {
 		r.compact(env)
 	}
+}
+
+// mayCompact: a leader keeps the entries a live follower still lacks
+// (one that answered within an election timeout), up to four times
+// CompactEvery, rather than send it a whole snapshot — a slow follower
+// catches up from the log, entry by entry.
+func (r *Raft) mayCompact(env proc.Env) bool {
+	if r.role != leader || r.applied+1-r.first >= 4*uint64(r.cfg.CompactEvery) {
+		return true
+	}
+	now := env.Now()
+	for _, p := range r.members {
+		if p != r.self && now-r.lastAck[p] < r.cfg.ElectionTimeout && r.match[p] < r.applied {
+			return false
+		}
+	}
+	return true
 }
 
 // compact replaces the applied prefix of the log by a snapshot.

@@ -232,14 +232,28 @@ type stream struct {
 	mu       sync.Mutex
 	backlog  []Delivery
 	overflow bool
+	failed   error // ends the stream once its backlog is read
 	wake     chan struct{}
+}
+
+// fail ends the stream with err after what it holds.
+func (s *stream) fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (s *stream) push(d Delivery) {
 	s.mu.Lock()
 	if len(s.backlog) >= MaxBacklog {
 		s.overflow = true
-	} else if !s.overflow {
+	} else if !s.overflow && s.failed == nil {
 		s.backlog = append(s.backlog, d)
 	}
 	s.mu.Unlock()
@@ -254,8 +268,12 @@ func (s *stream) take() ([]Delivery, error) {
 	defer s.mu.Unlock()
 	b := s.backlog
 	s.backlog = nil
-	if s.overflow && len(b) == 0 {
+	switch {
+	case len(b) > 0:
+	case s.overflow:
 		return nil, ErrSlowReader
+	case s.failed != nil:
+		return nil, s.failed
 	}
 	return b, nil
 }
