@@ -248,17 +248,12 @@ func (e *Replicated) watch(w http.ResponseWriter, r *http.Request) {
 
 // session is the session a request names (?session= or ?lease=).
 func (e *Replicated) session(w http.ResponseWriter, r *http.Request, v string) (*lock.Session, bool) {
-	id, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || id == 0 {
-		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("session %q: want a session id (a positive integer)", v))
+	id, seq, err := lock.SessionParams(v, r.URL.Query().Get("seq"))
+	if err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
-	var seq uint64
-	if q := r.URL.Query().Get("seq"); q != "" {
-		if seq, err = strconv.ParseUint(q, 10, 64); err != nil || seq == 0 {
-			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("seq %q: want a positive integer", q))
-			return nil, false
-		}
+	if seq > 0 {
 		seq-- // the next operation takes seq
 	}
 	return e.r.Attach(id, 0, seq), true

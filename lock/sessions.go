@@ -105,17 +105,10 @@ func (a *replicatedAPI) remember(s *Session) {
 // session finds the session a request names (?session=, ?lease=, or the
 // path's {id}), attaching it here if it was opened elsewhere.
 func (a *replicatedAPI) session(w http.ResponseWriter, r *http.Request, v string) (*Session, bool) {
-	id, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || id == 0 {
-		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("session %q: want a session id (a positive integer)", v))
+	id, seq, err := SessionParams(v, r.URL.Query().Get("seq"))
+	if err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
-	}
-	var seq uint64
-	if q := r.URL.Query().Get("seq"); q != "" {
-		if seq, err = strconv.ParseUint(q, 10, 64); err != nil || seq == 0 {
-			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("seq %q: want a positive integer", q))
-			return nil, false
-		}
 	}
 	a.mu.Lock()
 	s := a.sessions[id]
@@ -128,6 +121,22 @@ func (a *replicatedAPI) session(w http.ResponseWriter, r *http.Request, v string
 		s.seq.Store(seq - 1) // the next operation takes seq
 	}
 	return s, true
+}
+
+// SessionParams parses a request's session id and operation number (""
+// for none: 0), naming a bad value in the error.
+func SessionParams(id, seq string) (uint64, uint64, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return 0, 0, fmt.Errorf("session %q: want a session id (a positive integer)", id)
+	}
+	var q uint64
+	if seq != "" {
+		if q, err = strconv.ParseUint(seq, 10, 64); err != nil || q == 0 {
+			return 0, 0, fmt.Errorf("seq %q: want a positive integer", seq)
+		}
+	}
+	return n, q, nil
 }
 
 func (a *replicatedAPI) open(w http.ResponseWriter, r *http.Request) {
