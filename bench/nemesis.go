@@ -1,0 +1,367 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/lock"
+)
+
+// The nemesis runs a cluster of real node processes (cohort node, on
+// loopback, every service on the replicated log) while clients lock and
+// multicast, and injures it at random — kill -9 and restart, SIGSTOP and
+// SIGCONT — a seeded schedule that keeps a majority whole; afterwards it
+// checks the histories, as Jepsen does:
+//
+//   - lock: every client records when it held the lock — from the grant to
+//     its release, or to the end of its session's reckoning if that came
+//     first — and the grant's fencing token; no two holdings overlap, and
+//     tokens rise in the order of the grants;
+//   - group: every message acknowledged is delivered, at every member,
+//     once, at the position acknowledged, in one order (the check reads
+//     every node's group from a position all of them still keep).
+//
+// (Partitions need the container cluster: see package e2e.)
+
+// NemesisConfig configures RunNemesis.
+type NemesisConfig struct {
+	Nodes       int           // default 5
+	Duration    time.Duration // of the faults and the clients; default 30 s
+	Seed        uint64        // the faults' schedule
+	LockClients int           // default 4
+	Senders     int           // default 2
+	NodeCommand func(config string) *exec.Cmd
+	Progress    func(format string, args ...any) // nil: quiet
+}
+
+// NemesisResult counts what happened and what broke.
+type NemesisResult struct {
+	Nodes      int      `json:"nodes"`
+	Seconds    float64  `json:"seconds"`
+	Seed       uint64   `json:"seed"`
+	Kills      int      `json:"kills"`
+	Pauses     int      `json:"pauses"`
+	Grants     int      `json:"lock_grants"`
+	LockErrors int      `json:"lock_errors"` // operations that failed (and were retried): not anomalies
+	Sent       int      `json:"messages_acknowledged"`
+	Checked    int      `json:"messages_checked"` // deliveries compared, over every node
+	Anomalies  []string `json:"anomalies"`
+}
+
+type holding struct {
+	client     int
+	token      uint64
+	start, end time.Time
+}
+
+// RunNemesis runs the nemesis and checks the histories.
+func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 5
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.LockClients == 0 {
+		cfg.LockClients = 4
+	}
+	if cfg.Senders == 0 {
+		cfg.Senders = 2
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			cfg.Progress(format, args...)
+		}
+	}
+	res := NemesisResult{Nodes: cfg.Nodes, Seed: cfg.Seed, Anomalies: []string{}}
+	switch {
+	case cfg.Nodes < 3:
+		return res, fmt.Errorf("nodes %d: a nemesis needs at least 3 (a majority must survive a fault)", cfg.Nodes)
+	case cfg.NodeCommand == nil:
+		return res, errors.New("no node command")
+	}
+	ecfg := &ElectConfig{Nodes: cfg.Nodes, Runs: 1, NodeCommand: cfg.NodeCommand, Replicated: true, EtcdTTL: 2 * time.Second}
+	if cfg.Progress != nil {
+		ecfg.Progress = progressWriter(say)
+	}
+	say("starting %d node processes", cfg.Nodes)
+	cl, err := startProcCluster(ctx, ecfg)
+	if err != nil {
+		return res, err
+	}
+	defer cl.stop()
+	start := time.Now()
+	rctx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+
+	var mu sync.Mutex
+	var holdings []holding
+	acked := map[uint64]string{} // position → body
+	var wg sync.WaitGroup
+	for c := range cfg.LockClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lockClient(rctx, cl, c, func(h holding) {
+				mu.Lock()
+				holdings = append(holdings, h)
+				mu.Unlock()
+			}, func() {
+				mu.Lock()
+				res.LockErrors++
+				mu.Unlock()
+			})
+		}()
+	}
+	for s := range cfg.Senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gc := &group.Client{Endpoints: rotate(cl.apis, s), HTTP: cl.hc}
+			for k := 0; rctx.Err() == nil; k++ {
+				body := fmt.Sprintf("s%d-%d", s, k)
+				sctx, cancel := context.WithTimeout(rctx, 2*time.Second)
+				_, pos, err := gc.Send(sctx, "nemesis", []byte(body))
+				cancel()
+				if err == nil && pos > 0 {
+					mu.Lock()
+					if prev, dup := acked[pos]; dup {
+						res.Anomalies = append(res.Anomalies, fmt.Sprintf("group: %s and %s both acknowledged at position %d", prev, body, pos))
+					}
+					acked[pos] = body
+					mu.Unlock()
+				}
+				sleepCtx(rctx, 10*time.Millisecond)
+			}
+		}()
+	}
+
+	// The nemesis: at most ⌊(n-1)/2⌋ nodes injured at once.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65))
+	down := map[int]string{} // node → "killed" or "paused"
+	heal := func(i int) {
+		switch down[i] {
+		case "paused":
+			_ = cl.cmds[i].Process.Signal(syscall.SIGCONT)
+		case "killed":
+			if err := cl.start(i); err == nil {
+				_ = cl.ready(ctx, i)
+			}
+		}
+		delete(down, i)
+	}
+	for rctx.Err() == nil {
+		sleepCtx(rctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
+		if rctx.Err() != nil {
+			break
+		}
+		if len(down) > 0 && (len(down) >= (cfg.Nodes-1)/2 || rng.IntN(2) == 0) {
+			for i := range down {
+				say("heal node %d (%s)", i, down[i])
+				heal(i)
+				break
+			}
+			continue
+		}
+		i := rng.IntN(cfg.Nodes)
+		if _, ok := down[i]; ok {
+			continue
+		}
+		if rng.IntN(2) == 0 {
+			say("kill -9 node %d", i)
+			_ = cl.cmds[i].Process.Signal(syscall.SIGKILL)
+			<-cl.exited[i]
+			down[i] = "killed"
+			res.Kills++
+		} else {
+			say("SIGSTOP node %d", i)
+			_ = cl.cmds[i].Process.Signal(syscall.SIGSTOP)
+			down[i] = "paused"
+			res.Pauses++
+		}
+	}
+	for i := range down {
+		heal(i)
+	}
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	res.Grants = len(holdings)
+	res.Sent = len(acked)
+	say("checking %d holdings and %d messages", len(holdings), len(acked))
+	res.Anomalies = append(res.Anomalies, checkHoldings(holdings)...)
+	checked, anomalies := checkGroup(ctx, cl, acked)
+	res.Checked = checked
+	res.Anomalies = append(res.Anomalies, anomalies...)
+	return res, nil
+}
+
+func rotate(xs []string, k int) []string {
+	k %= len(xs)
+	return append(append([]string{}, xs[k:]...), xs[:k]...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// lockClient takes lock "nemesis" again and again under a session it
+// renews, holding it briefly, until ctx ends.
+func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding), failed func()) {
+	lc := &lock.Client{Endpoints: rotate(cl.apis, c), HTTP: cl.hc}
+	for ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		s, err := lc.OpenSession(octx, time.Second)
+		cancel()
+		if err != nil {
+			failed()
+			sleepCtx(ctx, 50*time.Millisecond)
+			continue
+		}
+		sctx, endSession := context.WithCancel(ctx)
+		go func() { // renewals
+			for sctx.Err() == nil {
+				kctx, cancel := context.WithTimeout(sctx, 250*time.Millisecond)
+				_, err := s.KeepAlive(kctx)
+				cancel()
+				if errors.Is(err, lock.ErrLeaseLost) {
+					endSession()
+					return
+				}
+				sleepCtx(sctx, 250*time.Millisecond)
+			}
+		}()
+		for sctx.Err() == nil {
+			lctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			token, err := s.Lock(lctx, "nemesis")
+			cancel()
+			if err != nil {
+				failed()
+				break
+			}
+			h := holding{client: c, token: token, start: time.Now()}
+			sleepCtx(sctx, time.Duration(2+rand.IntN(10))*time.Millisecond)
+			// The holding ends now, or when the reckoning ran out if that
+			// came first: a client stops using the lock then.
+			h.end = time.Now()
+			if u := s.Until(); u.Before(h.end) {
+				h.end = u
+			}
+			record(h)
+			uctx, cancel := context.WithTimeout(sctx, 3*time.Second)
+			err = s.Unlock(uctx, "nemesis")
+			cancel()
+			if err != nil {
+				failed()
+				break
+			}
+		}
+		endSession()
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.Close(cctx)
+		cancel()
+	}
+}
+
+// checkHoldings: no two holdings overlap; tokens rise with the grants. A
+// grant its client learned of after its session's reckoning ran out is no
+// holding: the client must not act on it (cohort lock does not).
+func checkHoldings(hs []holding) []string {
+	var out []string
+	hs = slices.DeleteFunc(hs, func(h holding) bool { return !h.end.After(h.start) })
+	slices.SortFunc(hs, func(a, b holding) int { return a.start.Compare(b.start) })
+	if len(hs) == 0 {
+		return []string{"lock: never granted"}
+	}
+	last := hs[0] // of the holdings so far, the one that ends last
+	for i := 1; i < len(hs); i++ {
+		p, c := hs[i-1], hs[i]
+		if c.token <= p.token {
+			out = append(out, fmt.Sprintf("lock: client %d was granted token %d after client %d had token %d", c.client, c.token, p.client, p.token))
+		}
+		if c.start.Before(last.end) {
+			out = append(out, fmt.Sprintf("lock: client %d (token %d) held the lock from %v, before client %d (token %d) let it go %v later",
+				c.client, c.token, c.start.Format("15:04:05.000000"), last.client, last.token, last.end.Sub(c.start)))
+		}
+		if c.end.After(last.end) {
+			last = c
+		}
+	}
+	return out
+}
+
+// checkGroup reads group "nemesis" on every node from the oldest position
+// all of them keep, and compares: the same message at every position on
+// every node, and each acknowledged one where it was acknowledged.
+func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (int, []string) {
+	if len(acked) == 0 {
+		return 0, []string{"group: nothing was acknowledged"}
+	}
+	last := slices.Max(slicesKeys(acked))
+	// A restarted node keeps at least what its snapshot retained (1,024
+	// messages) and what it replayed since.
+	from := uint64(1)
+	if last > 500 {
+		from = last - 500
+	}
+	var out []string
+	checked := 0
+	for i := range cl.cfg.Nodes {
+		gc := &group.Client{Endpoints: []string{cl.apis[i]}, HTTP: cl.hc}
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		ds, _, err := gc.DeliveriesFrom(lctx, "nemesis", from)
+		if err != nil {
+			cancel()
+			out = append(out, fmt.Sprintf("group: node %d: %v", i, err))
+			continue
+		}
+		want := from
+		for d := range ds {
+			checked++
+			if d.Pos != want {
+				out = append(out, fmt.Sprintf("group: node %d delivered position %d where %d was due", i, d.Pos, want))
+				break
+			}
+			if body, ok := acked[d.Pos]; ok && body != string(d.Body) {
+				out = append(out, fmt.Sprintf("group: node %d delivered %q at position %d, acknowledged for %q", i, d.Body, d.Pos, body))
+			}
+			if want == last {
+				break
+			}
+			want++
+		}
+		cancel()
+		if want != last {
+			out = append(out, fmt.Sprintf("group: node %d delivered up to %d of %d", i, want-1, last))
+		}
+	}
+	return checked, out
+}
+
+func slicesKeys[K comparable, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// progressWriter adapts say to the io.Writer ElectConfig.Progress wants.
+type progressWriter func(format string, args ...any)
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	p("%s", string(b[:len(b)-min(len(b), 1)]))
+	return len(b), nil
+}
