@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os/exec"
 	"slices"
 	"sync"
@@ -21,10 +22,11 @@ import (
 // SIGCONT — a seeded schedule that keeps a majority whole; afterwards it
 // checks the histories, as Jepsen does:
 //
-//   - lock: every client records when it held the lock — from the grant to
-//     its release, or to the end of its session's reckoning if that came
-//     first — and the grant's fencing token; no two holdings overlap, and
-//     tokens rise in the order of the grants;
+//   - lock and leader: every client records when it held the lock (or led
+//     the election) — from the grant to its release, or to the end of its
+//     session's reckoning if that came first — and the grant's fencing
+//     token (the term); no two holdings overlap, and tokens rise in the
+//     order of the grants;
 //   - group: every message acknowledged is delivered, at every member,
 //     once, at the position acknowledged, in one order (the check reads
 //     every node's group from a position all of them still keep).
@@ -37,6 +39,7 @@ type NemesisConfig struct {
 	Duration    time.Duration // of the faults and the clients; default 30 s
 	Seed        uint64        // the faults' schedule
 	LockClients int           // default 4
+	Campaigners int           // default 2: candidates in election "nemesis"
 	Senders     int           // default 2
 	NodeCommand func(config string) *exec.Cmd
 	Progress    func(format string, args ...any) // nil: quiet
@@ -50,6 +53,7 @@ type NemesisResult struct {
 	Kills      int      `json:"kills"`
 	Pauses     int      `json:"pauses"`
 	Grants     int      `json:"lock_grants"`
+	Terms      int      `json:"leader_terms"`
 	LockErrors int      `json:"lock_errors"` // operations that failed (and were retried): not anomalies
 	Sent       int      `json:"messages_acknowledged"`
 	Checked    int      `json:"messages_checked"` // deliveries compared, over every node
@@ -75,6 +79,9 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	}
 	if cfg.Senders == 0 {
 		cfg.Senders = 2
+	}
+	if cfg.Campaigners == 0 {
+		cfg.Campaigners = 2
 	}
 	say := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -103,22 +110,28 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	defer stop()
 
 	var mu sync.Mutex
-	var holdings []holding
+	var holdings, terms []holding
 	acked := map[uint64]string{} // position → body
 	var wg sync.WaitGroup
-	for c := range cfg.LockClients {
+	failed := func() {
+		mu.Lock()
+		res.LockErrors++
+		mu.Unlock()
+	}
+	for c := range cfg.LockClients + cfg.Campaigners {
+		campaign := c >= cfg.LockClients
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lockClient(rctx, cl, c, func(h holding) {
+			holder(rctx, cl, c, campaign, func(h holding) {
 				mu.Lock()
-				holdings = append(holdings, h)
+				if campaign {
+					terms = append(terms, h)
+				} else {
+					holdings = append(holdings, h)
+				}
 				mu.Unlock()
-			}, func() {
-				mu.Lock()
-				res.LockErrors++
-				mu.Unlock()
-			})
+			}, failed)
 		}()
 	}
 	for s := range cfg.Senders {
@@ -193,10 +206,11 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
-	res.Grants = len(holdings)
+	res.Grants, res.Terms = len(holdings), len(terms)
 	res.Sent = len(acked)
-	say("checking %d holdings and %d messages", len(holdings), len(acked))
-	res.Anomalies = append(res.Anomalies, checkHoldings(holdings)...)
+	say("checking %d holdings of the lock, %d leaderships and %d messages", len(holdings), len(terms), len(acked))
+	res.Anomalies = append(res.Anomalies, checkHoldings("lock", holdings)...)
+	res.Anomalies = append(res.Anomalies, checkHoldings("leader", terms)...)
 	checked, anomalies := checkGroup(ctx, cl, acked)
 	res.Checked = checked
 	res.Anomalies = append(res.Anomalies, anomalies...)
@@ -217,9 +231,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// lockClient takes lock "nemesis" again and again under a session it
-// renews, holding it briefly, until ctx ends.
-func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding), failed func()) {
+// holder takes lock "nemesis" again and again under a session it
+// renews, holding it briefly, until ctx ends — or, campaign, leads
+// election "nemesis" and resigns, again and again.
+func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record func(holding), failed func()) {
 	lc := &lock.Client{Endpoints: rotate(cl.apis, c), HTTP: cl.hc}
 	for ctx.Err() == nil {
 		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -229,6 +244,20 @@ func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding
 			failed()
 			sleepCtx(ctx, 50*time.Millisecond)
 			continue
+		}
+		acquire, release := func(ctx context.Context) (uint64, error) { return s.Lock(ctx, "nemesis") },
+			func(ctx context.Context) error { return s.Unlock(ctx, "nemesis") }
+		if campaign {
+			acquire = func(ctx context.Context) (uint64, error) {
+				var out struct {
+					Term uint64 `json:"term"`
+				}
+				err := s.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/elections/nemesis/campaign?session=%d&seq=%d", s.ID, s.Next()), &out)
+				return out.Term, err
+			}
+			release = func(ctx context.Context) error {
+				return s.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/elections/nemesis?session=%d&seq=%d", s.ID, s.Next()), nil)
+			}
 		}
 		sctx, endSession := context.WithCancel(ctx)
 		go func() { // renewals
@@ -245,7 +274,7 @@ func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding
 		}()
 		for sctx.Err() == nil {
 			lctx, cancel := context.WithTimeout(sctx, 5*time.Second)
-			token, err := s.Lock(lctx, "nemesis")
+			token, err := acquire(lctx)
 			cancel()
 			if err != nil {
 				failed()
@@ -254,14 +283,14 @@ func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding
 			h := holding{client: c, token: token, start: time.Now()}
 			sleepCtx(sctx, time.Duration(2+rand.IntN(10))*time.Millisecond)
 			// The holding ends now, or when the reckoning ran out if that
-			// came first: a client stops using the lock then.
+			// came first: a client stops acting then.
 			h.end = time.Now()
 			if u := s.Until(); u.Before(h.end) {
 				h.end = u
 			}
 			record(h)
 			uctx, cancel := context.WithTimeout(sctx, 3*time.Second)
-			err = s.Unlock(uctx, "nemesis")
+			err = release(uctx)
 			cancel()
 			if err != nil {
 				failed()
@@ -278,22 +307,22 @@ func lockClient(ctx context.Context, cl *procCluster, c int, record func(holding
 // checkHoldings: no two holdings overlap; tokens rise with the grants. A
 // grant its client learned of after its session's reckoning ran out is no
 // holding: the client must not act on it (cohort lock does not).
-func checkHoldings(hs []holding) []string {
+func checkHoldings(what string, hs []holding) []string {
 	var out []string
 	hs = slices.DeleteFunc(hs, func(h holding) bool { return !h.end.After(h.start) })
 	slices.SortFunc(hs, func(a, b holding) int { return a.start.Compare(b.start) })
 	if len(hs) == 0 {
-		return []string{"lock: never granted"}
+		return []string{what + ": never granted"}
 	}
 	last := hs[0] // of the holdings so far, the one that ends last
 	for i := 1; i < len(hs); i++ {
 		p, c := hs[i-1], hs[i]
 		if c.token <= p.token {
-			out = append(out, fmt.Sprintf("lock: client %d was granted token %d after client %d had token %d", c.client, c.token, p.client, p.token))
+			out = append(out, fmt.Sprintf("%s: client %d was granted token %d after client %d had token %d", what, c.client, c.token, p.client, p.token))
 		}
 		if c.start.Before(last.end) {
-			out = append(out, fmt.Sprintf("lock: client %d (token %d) held the lock from %v, before client %d (token %d) let it go %v later",
-				c.client, c.token, c.start.Format("15:04:05.000000"), last.client, last.token, last.end.Sub(c.start)))
+			out = append(out, fmt.Sprintf("%s: client %d (token %d) held it from %v, before client %d (token %d) let it go %v later",
+				what, c.client, c.token, c.start.Format("15:04:05.000000"), last.client, last.token, last.end.Sub(c.start)))
 		}
 		if c.end.After(last.end) {
 			last = c

@@ -22,11 +22,13 @@ func newBenchNemesisCmd() *cobra.Command {
 		Short: "Injure a cluster of node processes at random while clients lock and multicast, then check the histories",
 		Long: `Start --nodes cohort node processes on 127.0.0.1 (every service on the
 replicated log) and, for --duration, run lock clients (each under a session
-it renews, taking one lock again and again) and group senders, while a
+it renews, taking one lock again and again), candidates (leading one
+election and resigning, again and again) and group senders, while a
 nemesis seeded by --seed kills nodes with SIGKILL and restarts them, and
 pauses them with SIGSTOP and resumes them, never more than a minority at
 once. Then check the histories: no two clients held the lock at once by
 their own reckoning, fencing tokens rose with the grants, and every
+no two candidates led at once, terms rose, and every
 acknowledged message was delivered at every node, once, at its
 acknowledged position. Prints the counts; exits 1 on any anomaly.`,
 		Example: `  cohort bench nemesis --duration 10m
@@ -61,7 +63,7 @@ acknowledged position. Prints the counts; exits 1 on any anomaly.`,
 			} else {
 				fmt.Fprintf(out, "nemesis: %d nodes, %.0f s, seed %d: %d kills (kill -9, then restart), %d pauses (SIGSTOP, SIGCONT)\n",
 					r.Nodes, r.Seconds, r.Seed, r.Kills, r.Pauses)
-				fmt.Fprintf(out, "lock:  %d grants checked (%d operations failed and were retried)\n", r.Grants, r.LockErrors)
+				fmt.Fprintf(out, "lock:  %d grants checked; leader: %d leaderships checked (%d operations failed and were retried)\n", r.Grants, r.Terms, r.LockErrors)
 				fmt.Fprintf(out, "group: %d messages acknowledged, %d deliveries checked\n", r.Sent, r.Checked)
 				fmt.Fprintf(out, "anomalies: %d\n", len(r.Anomalies))
 				for _, a := range r.Anomalies {
