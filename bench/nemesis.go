@@ -350,7 +350,16 @@ func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (
 	for i := range cl.cfg.Nodes {
 		gc := &group.Client{Endpoints: []string{cl.apis[i]}, HTTP: cl.hc}
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		ds, _, err := gc.DeliveriesFrom(lctx, "nemesis", from)
+		// A node just restarted may still be replaying the log: it keeps
+		// a position once it has applied it.
+		var ds <-chan group.Delivery
+		var err error
+		for {
+			if ds, _, err = gc.DeliveriesFrom(lctx, "nemesis", from); err == nil || lctx.Err() != nil {
+				break
+			}
+			sleepCtx(lctx, 100*time.Millisecond)
+		}
 		if err != nil {
 			cancel()
 			out = append(out, fmt.Sprintf("group: node %d: %v", i, err))
