@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +58,8 @@ type NemesisResult struct {
 	LockErrors int      `json:"lock_errors"` // operations that failed (and were retried): not anomalies
 	Sent       int      `json:"messages_acknowledged"`
 	Checked    int      `json:"messages_checked"` // deliveries compared, over every node
+	Listened   int      `json:"deliveries_followed"` // deliveries the listeners on every node followed during the run
+	Skipped    int      `json:"positions_skipped"`   // positions a listener's node no longer kept when it came back (compacted while it was down)
 	Anomalies  []string `json:"anomalies"`
 }
 
@@ -132,6 +135,28 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 				}
 				mu.Unlock()
 			}, failed)
+		}()
+	}
+	// A listener on every node follows the group through the run,
+	// resuming where it stopped whenever its node dies or stalls.
+	seen := make([]map[uint64]string, cfg.Nodes)
+	var lwg sync.WaitGroup
+	lctx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	for i := range cfg.Nodes {
+		seen[i] = map[uint64]string{}
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			skipped, anomalies := follow(lctx, cl, i, func(pos uint64, body string) {
+				mu.Lock()
+				seen[i][pos] = body
+				mu.Unlock()
+			})
+			mu.Lock()
+			res.Skipped += skipped
+			res.Anomalies = append(res.Anomalies, anomalies...)
+			mu.Unlock()
 		}()
 	}
 	for s := range cfg.Senders {
@@ -214,7 +239,105 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	checked, anomalies := checkGroup(ctx, cl, acked)
 	res.Checked = checked
 	res.Anomalies = append(res.Anomalies, anomalies...)
+	// The listeners: let them catch up with the last acknowledged
+	// position, then compare what every node delivered.
+	last := uint64(0)
+	for p := range acked {
+		last = max(last, p)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		behind := false
+		for i := range seen {
+			if _, ok := seen[i][last]; !ok {
+				behind = true
+			}
+		}
+		mu.Unlock()
+		if !behind {
+			break
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	stopListening()
+	lwg.Wait()
+	for i := range seen {
+		res.Listened += len(seen[i])
+	}
+	res.Anomalies = append(res.Anomalies, compareListeners(seen, acked)...)
 	return res, nil
+}
+
+// follow listens to group "nemesis" on node i, recording each delivery,
+// until ctx ends, resuming after the last position whenever the
+// stream breaks. A position delivered out of turn is an anomaly; one the
+// node no longer keeps when the listener comes back (compacted while the
+// node was down) is counted as skipped.
+func follow(ctx context.Context, cl *procCluster, i int, record func(pos uint64, body string)) (skipped int, anomalies []string) {
+	gc := &group.Client{Endpoints: []string{cl.apis[i]}, HTTP: cl.hc}
+	next := uint64(1)
+	for ctx.Err() == nil {
+		ds, wait, err := gc.DeliveriesFrom(ctx, "nemesis", next)
+		if err != nil {
+			var oldest uint64
+			if _, err := fmt.Sscanf(errTail(err, "the oldest is "), "%d", &oldest); err == nil && oldest > next {
+				skipped += int(oldest - next)
+				next = oldest
+				continue
+			}
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		for d := range ds {
+			if d.Pos != next {
+				anomalies = append(anomalies, fmt.Sprintf("group: node %d delivered position %d where %d was due", i, d.Pos, next))
+				return skipped, anomalies
+			}
+			record(d.Pos, string(d.Body))
+			next++
+		}
+		_ = wait()
+	}
+	return skipped, anomalies
+}
+
+// errTail is what follows marker in err's message ("" if absent).
+func errTail(err error, marker string) string {
+	msg := err.Error()
+	if k := strings.Index(msg, marker); k >= 0 {
+		return msg[k+len(marker):]
+	}
+	return ""
+}
+
+// compareListeners: at every position, every node delivered the same
+// message, the one acknowledged there; every acknowledged message reached
+// some node.
+func compareListeners(seen []map[uint64]string, acked map[uint64]string) []string {
+	var out []string
+	for p, body := range acked {
+		reached := false
+		for i := range seen {
+			if b, ok := seen[i][p]; ok {
+				reached = true
+				if b != body {
+					out = append(out, fmt.Sprintf("group: node %d delivered %q at position %d, acknowledged for %q", i, b, p, body))
+				}
+			}
+		}
+		if !reached {
+			out = append(out, fmt.Sprintf("group: %q, acknowledged at position %d, reached no listener", body, p))
+		}
+	}
+	for i := 1; i < len(seen); i++ {
+		for p, b := range seen[i] {
+			if a, ok := seen[0][p]; ok && a != b {
+				out = append(out, fmt.Sprintf("group: at position %d node 0 delivered %q and node %d %q", p, a, i, b))
+			}
+		}
+	}
+	return out
 }
 
 func rotate(xs []string, k int) []string {

@@ -64,7 +64,8 @@ acknowledged position. Prints the counts; exits 1 on any anomaly.`,
 				fmt.Fprintf(out, "nemesis: %d nodes, %.0f s, seed %d: %d kills (kill -9, then restart), %d pauses (SIGSTOP, SIGCONT)\n",
 					r.Nodes, r.Seconds, r.Seed, r.Kills, r.Pauses)
 				fmt.Fprintf(out, "lock:  %d grants checked; leader: %d leaderships checked (%d operations failed and were retried)\n", r.Grants, r.Terms, r.LockErrors)
-				fmt.Fprintf(out, "group: %d messages acknowledged, %d deliveries checked\n", r.Sent, r.Checked)
+				fmt.Fprintf(out, "group: %d messages acknowledged; %d deliveries followed on every node through the faults (%d positions compacted while a node was down), %d compared at the end\n",
+					r.Sent, r.Listened, r.Skipped, r.Checked)
 				fmt.Fprintf(out, "anomalies: %d\n", len(r.Anomalies))
 				for _, a := range r.Anomalies {
 					fmt.Fprintf(out, "  %s\n", a)
