@@ -57,7 +57,7 @@ type NemesisResult struct {
 	Terms      int      `json:"leader_terms"`
 	LockErrors int      `json:"lock_errors"` // operations that failed (and were retried): not anomalies
 	Sent       int      `json:"messages_acknowledged"`
-	Checked    int      `json:"messages_checked"` // deliveries compared, over every node
+	Checked    int      `json:"messages_checked"`    // deliveries compared, over every node
 	Listened   int      `json:"deliveries_followed"` // deliveries the listeners on every node followed during the run
 	Skipped    int      `json:"positions_skipped"`   // positions a listener's node no longer kept when it came back (compacted while it was down)
 	Anomalies  []string `json:"anomalies"`
