@@ -86,6 +86,14 @@ type SendBatch struct {
 
 func (SendBatch) Kind() string { return "group-send-batch" }
 
+// Replay asks a server to output again what its state machine keeps for
+// its clients (Groups: each group's retained messages; Locks: every
+// holder): a host that subscribes to the outputs after the server started
+// catches up with it.
+type Replay struct{}
+
+func (Replay) Kind() string { return "replay" }
+
 // GroupMessage is a delivery: output, in the log's order, by every
 // server that applies it.
 type GroupMessage struct {
@@ -199,6 +207,8 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 		g.raft.Input(env, Propose{Data: in.encode()})
 	case SendBatch:
 		g.raft.Input(env, Propose{Data: in.encode()})
+	case Replay:
+		g.replay(env)
 	default:
 		g.raft.Input(env, in)
 	}
@@ -305,6 +315,11 @@ func (g *Groups) Restore(env proc.Env, b []byte) {
 		}
 		g.origins[id] = o
 	}
+	g.replay(env)
+}
+
+// replay outputs every group's retained messages, in order.
+func (g *Groups) replay(env proc.Env) {
 	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
 		for _, m := range g.groups[name].Recent {
 			env.Output(m)

@@ -277,6 +277,8 @@ func (l *Locks) Input(env proc.Env, in proc.Input) {
 		l.propose(env, LockOp{Op: "release", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
 	case CloseSession:
 		l.propose(env, LockOp{Op: "close", Session: in.Session, Seq: in.Seq})
+	case Replay:
+		l.replayHolders(env)
 	case KeepAlive:
 		switch lead, _ := l.raft.Leader(); {
 		case l.leading:
@@ -537,6 +539,11 @@ func (l *Locks) Restore(env proc.Env, b []byte) {
 	maps.Copy(l.locks, s.Locks)
 	// Who holds what, as the snapshot says: a server that starts from it
 	// tells its clients as if it had applied the grants.
+	l.replayHolders(env)
+}
+
+// replayHolders outputs a Granted for every lock held.
+func (l *Locks) replayHolders(env proc.Env) {
 	for _, name := range slices.Sorted(maps.Keys(l.locks)) {
 		lk := l.locks[name]
 		if s, ok := l.sessions[lk.Holder]; ok {

@@ -42,7 +42,7 @@ type logGroup struct {
 	recent []Delivery // consecutive positions, oldest first, from recent[head]
 	head   int
 	bytes  int
-	subs   map[*stream]struct{}
+	subs   map[*stream]uint64 // each listener's next position (0: the next delivered)
 }
 
 // kept is what the group keeps, oldest first.
@@ -86,6 +86,12 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 		queue: make(chan consensus.Send, 1024),
 		acks:  map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
+	// The service may have started before we subscribed (a peer's message
+	// starts it, and a restart replays its snapshot at once): ask it for
+	// what it keeps.
+	if err := svc.Input(consensus.Replay{}); err != nil {
+		return nil, err
+	}
 	go r.batch()
 	return r, nil
 }
@@ -153,7 +159,7 @@ func (r *Replicated) output(o proc.Output) {
 			if len(r.groups) >= MaxGroups {
 				return
 			}
-			g = &logGroup{subs: map[*stream]struct{}{}}
+			g = &logGroup{subs: map[*stream]uint64{}}
 			r.groups[o.Group] = g
 		}
 		if n := len(g.recent); n > g.head {
@@ -181,8 +187,16 @@ func (r *Replicated) output(o proc.Output) {
 			g.recent = append(g.recent[:0:0], g.recent[g.head:]...)
 			g.head = 0
 		}
-		for s := range g.subs {
-			s.push(d)
+		for s, next := range g.subs {
+			switch {
+			case next == 0 || d.Pos == next:
+				s.push(d)
+				g.subs[s] = d.Pos + 1
+			case d.Pos > next: // the node jumped past what the listener is owed
+				s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", o.Group, ErrCompacted, next, d.Pos-1))
+				delete(g.subs, s)
+			}
+			// d.Pos < next: a replay of what the listener has had
 		}
 	}
 }
@@ -253,9 +267,10 @@ func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (
 			r.mu.Unlock()
 			return nil, nil, fmt.Errorf("this node keeps %d groups, the most it may", MaxGroups)
 		}
-		g = &logGroup{subs: map[*stream]struct{}{}}
+		g = &logGroup{subs: map[*stream]uint64{}}
 		r.groups[name] = g
 	}
+	next := from
 	if from > 0 {
 		kept := g.kept()
 		switch {
@@ -269,10 +284,11 @@ func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (
 		for _, d := range kept {
 			if d.Pos >= from {
 				s.push(d)
+				next = d.Pos + 1
 			}
 		}
 	}
-	g.subs[s] = struct{}{}
+	g.subs[s] = next
 	r.mu.Unlock()
 	out, wait := s.run(ctx, r.svc.Done(), func() {
 		r.mu.Lock()

@@ -79,6 +79,12 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
 		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
 	svc.OnOutput(r.output)
+	// The service may have started before we subscribed (a peer's message
+	// starts it, and a restart replays its snapshot at once): ask it for
+	// who holds what.
+	if err := svc.Input(consensus.Replay{}); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
