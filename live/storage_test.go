@@ -67,6 +67,26 @@ func ledgerNode(t *testing.T, dir, name string) (*live.Node, *live.Service, []st
 	return nil, nil, nil
 }
 
+// synced gives the ledger service s the inputs is and waits until it has
+// synced the last (it outputs an input once synced): a node closed before
+// may stop the service with inputs still in its inbox.
+func synced(t *testing.T, s *live.Service, is ...int) {
+	t.Helper()
+	outs, cancel := s.Subscribe(len(is))
+	defer cancel()
+	for _, i := range is {
+		if err := s.Input(num{I: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for o := range outs {
+		if o.(num).I == is[len(is)-1] {
+			return
+		}
+	}
+	t.Fatal("the service stopped before syncing its inputs")
+}
+
 // TestStorageSurvivesARestart: what a service synced, the same service on
 // a node restarted on the same data directory recovers; another service
 // has a log of its own.
@@ -76,11 +96,7 @@ func TestStorageSurvivesARestart(t *testing.T) {
 	if len(rec) != 0 {
 		t.Fatalf("a first start recovered %q", rec)
 	}
-	for i := 1; i <= 5; i++ {
-		if err := s.Input(num{I: i}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	synced(t, s, 1, 2, 3, 4, 5)
 	node.Close()
 
 	node, s, rec = ledgerNode(t, dir, "ledger/a")
@@ -90,7 +106,7 @@ func TestStorageSurvivesARestart(t *testing.T) {
 	if _, err := os.Stat(live.StoragePath(dir, "ledger/a")); err != nil {
 		t.Errorf("no log file: %v", err)
 	}
-	s.Input(num{I: 6})
+	synced(t, s, 6)
 	_, _, other := ledgerNode(t, dir, "ledger/b")
 	if len(other) != 0 {
 		t.Errorf("service ledger/b recovered ledger/a's records: %q", other)
