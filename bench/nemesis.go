@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
@@ -241,9 +242,9 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	res.Anomalies = append(res.Anomalies, anomalies...)
 	// The listeners: let them catch up with the last acknowledged
 	// position, then compare what every node delivered.
-	last := uint64(0)
-	for p := range acked {
-		last = max(last, p)
+	var last uint64 // 0: nothing to wait for
+	if len(acked) > 0 {
+		last = slices.Max(slices.Collect(maps.Keys(acked)))
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -461,7 +462,7 @@ func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (
 	if len(acked) == 0 {
 		return 0, []string{"group: nothing was acknowledged"}
 	}
-	last := slices.Max(slicesKeys(acked))
+	last := slices.Max(slices.Collect(maps.Keys(acked)))
 	// A restarted node keeps at least what its snapshot retained (1,024
 	// messages) and what it replayed since.
 	from := uint64(1)
@@ -509,14 +510,6 @@ func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (
 		}
 	}
 	return checked, out
-}
-
-func slicesKeys[K comparable, V any](m map[K]V) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
 }
 
 // progressWriter adapts say to the io.Writer ElectConfig.Progress wants.

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -275,15 +276,11 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
 	env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
 }
 
+// forgetOldestOrigin forgets the sender unused longest (the lowest id
+// among equals, for determinism).
 func (g *Groups) forgetOldestOrigin() {
-	var oldest uint64
-	first := true
-	var at uint64
-	for id, o := range g.origins {
-		if first || o.Used < at || (o.Used == at && id < oldest) {
-			oldest, at, first = id, o.Used, false
-		}
-	}
+	ids := slices.Sorted(maps.Keys(g.origins))
+	oldest := slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(g.origins[a].Used, g.origins[b].Used) })
 	delete(g.origins, oldest)
 }
 

@@ -114,9 +114,11 @@ func (l *Locks) Raft() *Raft { return l.raft }
 
 // Valid is how long after sending a KeepAlive that was answered ok (or an
 // Open that was answered) a client may count on its session.
-func (l *Locks) Valid(ttl time.Duration) time.Duration { return validFor(ttl, l.cfg.MaxDrift) }
+func (l *Locks) Valid(ttl time.Duration) time.Duration { return ValidFor(ttl, l.cfg.MaxDrift) }
 
-func validFor(ttl time.Duration, drift float64) time.Duration {
+// ValidFor is how long a lease of ttl may be counted on by a client whose
+// clock, like the leader's, may drift by up to drift: ttl·(1−drift)/(1+drift).
+func ValidFor(ttl time.Duration, drift float64) time.Duration {
 	return time.Duration(float64(ttl) * (1 - drift) / (1 + drift))
 }
 

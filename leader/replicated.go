@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,8 +66,8 @@ func NewReplicated(r *lock.Replicated, self proc.ID, log *slog.Logger) *Replicat
 
 // changed follows the table: called by r, in its order.
 func (e *Replicated) changed(key string, g consensus.Granted, held bool) {
-	name, ok := cutElection(key)
-	if !ok {
+	name, ok := strings.CutPrefix(key, "election/")
+	if !ok || name == "" {
 		return
 	}
 	e.mu.Lock()
@@ -82,14 +83,6 @@ func (e *Replicated) changed(key string, g consensus.Granted, held bool) {
 	v.cur = l
 	close(v.changed)
 	v.changed = make(chan struct{})
-}
-
-func cutElection(key string) (string, bool) {
-	const prefix = "election/"
-	if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-		return key[len(prefix):], true
-	}
-	return "", false
 }
 
 // view is election name's view, made on first use from the grant g (if

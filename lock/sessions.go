@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 )
 
@@ -150,11 +151,7 @@ func (a *replicatedAPI) open(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.remember(s)
-	httpapi.Reply(w, http.StatusOK, sessionReply{Session: s.ID, TTLms: ttl.Milliseconds(), Validms: validFor(a.r, ttl).Milliseconds()})
-}
-
-func validFor(r *Replicated, ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl) * (1 - r.cfg.MaxDrift) / (1 + r.cfg.MaxDrift))
+	httpapi.Reply(w, http.StatusOK, sessionReply{Session: s.ID, TTLms: ttl.Milliseconds(), Validms: consensus.ValidFor(ttl, a.r.cfg.MaxDrift).Milliseconds()})
 }
 
 func (a *replicatedAPI) keepalive(w http.ResponseWriter, r *http.Request) {
