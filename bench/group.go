@@ -98,18 +98,20 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		return GroupPoint{}, err
 	}
 	var nodes []*live.Node
+	var dir string
 	defer func() {
 		for _, n := range nodes {
 			n.Close()
 		}
+		if dir != "" { // once no node writes there
+			os.RemoveAll(dir)
+		}
 	}()
 	replicated := a.Family == "consensus"
-	var dir string
 	if replicated {
 		if dir, err = os.MkdirTemp("", "cohort-bench-group-"); err != nil {
 			return GroupPoint{}, err
 		}
-		defer os.RemoveAll(dir)
 	}
 	var groups []member
 	for i, tr := range trs {

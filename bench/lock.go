@@ -100,6 +100,10 @@ type LockResult struct {
 	Cohort []LockPoint `json:"cohort"`
 	Etcd   []LockPoint `json:"etcd"`
 	Ratio  []LockRatio `json:"ratio"`
+	// On the replicated backend: the disk under the nodes' logs, measured
+	// in the same run (DiskSync, one writer per node): the floor of a
+	// commit.
+	DiskSyncP50us float64 `json:"disk_sync_p50_us,omitempty"`
 	// Ricart–Agrawala's node-to-node handoff, the holder unlocking as soon
 	// as the waiter waits for it alone, and the one-way latency of the
 	// transport measured back to back.
@@ -168,6 +172,14 @@ func RunLock(ctx context.Context, cfg LockConfig) (LockResult, error) {
 		return res, err
 	}
 	defer cl.close()
+	if cl.replicated {
+		say("the disk: %d writers syncing at once", LockNodes)
+		d, err := DiskSync(cl.dir, LockNodes, 200)
+		if err != nil {
+			return res, err
+		}
+		res.DiskSyncP50us = micros(d)
+	}
 	for _, c := range cfg.Clients {
 		say("cohort: %d clients for %v", c, cfg.Duration)
 		cs, err := cl.contenders(ctx, c, fmt.Sprintf("bench-c%d", c))

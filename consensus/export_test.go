@@ -60,3 +60,6 @@ var DecodeSends = decodeSends
 
 func (sb SendBatch) Encode() []byte { return sb.encode() }
 func (s Send) Encode() []byte       { return s.encode() }
+
+// FlushTag is the tag of the flush timer.
+const FlushTag = tagFlush

@@ -28,7 +28,9 @@ import (
 //	on Propose (leader):         append to the log, persist, AppendEntries to all
 //	on AppendEntries(prev, es):  reject unless our log has prev with its term;
 //	                             else drop a conflicting suffix, append es,
-//	                             persist, then acknowledge
+//	                             persist, then acknowledge (soon: the
+//	                             AppendEntries that wait meanwhile share
+//	                             one sync)
 //	on a majority's match ≥ i:   if entry i is of the current term, commit up to i
 //	                             and apply in order
 //	every heartbeat (leader):    AppendEntries to all; step down if a majority
@@ -42,6 +44,10 @@ import (
 // Term, vote and log are written to the process's stable storage and
 // synced before anything that depends on them is sent: a vote is never
 // granted twice in a term, and an acknowledged entry survives a crash.
+// The leader sends new entries before it syncs them, and counts itself
+// towards their majority only after: its disk and its followers' work at
+// once (thesis §10.2.1), and an entry it loses at a crash is one it never
+// counted.
 // The log is compacted into a snapshot of the state machine (§7).
 //
 // Assumptions: asynchronous, unreliable network (messages may be lost,
@@ -174,18 +180,21 @@ type Raft struct {
 	confIndex uint64
 
 	// Volatile.
-	role     role
-	leader   proc.ID
-	commit   uint64
-	applied  uint64
-	synced   uint64 // our log is durable up to here
-	deadline time.Duration
-	timer    proc.TimerID  // the election timer; 0: none set
-	hbTimer  proc.TimerID  // the leader's heartbeat timer
-	heard    time.Duration // when we last heard from a current leader; -1: never
-	quiet    time.Duration // we grant no vote before this (see Start)
-	granted  []bool        // votes (or prevotes) received in this campaign
-	flushing bool          // a flush timer is set
+	role         role
+	leader       proc.ID
+	commit       uint64
+	applied      uint64
+	synced       uint64 // our log is durable up to here
+	deadline     time.Duration
+	timer        proc.TimerID  // the election timer; 0: none set
+	hbTimer      proc.TimerID  // the leader's heartbeat timer
+	heard        time.Duration // when we last heard from a current leader; -1: never
+	quiet        time.Duration // we grant no vote before this (see Start)
+	granted      []bool        // votes (or prevotes) received in this campaign
+	flushing     bool          // a flush timer is set
+	acks         []ack         // a follower's answers that wait for its next sync
+	forwards     [][]byte      // a follower's proposals that wait for the flush
+	forwardBytes int
 
 	// Leader only.
 	termStart   uint64 // the index of this term's no-op
@@ -261,9 +270,10 @@ type InstallSnapshot struct {
 	Round   uint64    `json:"round"`
 }
 
-// Forward carries a proposal from a follower to the leader.
+// Forward carries proposals from a follower to the leader: those its
+// clients made while it handled one batch of events.
 type Forward struct {
-	Data []byte `json:"data"`
+	Data [][]byte `json:"data"`
 }
 
 func (RequestVote) Kind() string     { return "request-vote" }
@@ -337,7 +347,12 @@ func (r *Raft) Input(env proc.Env, in proc.Input) {
 		case r.role == leader:
 			r.appendLocal(env, Entry{Term: r.term, Data: in.Data})
 		case r.cfg.Forward && r.leader != proc.None:
-			env.Send(r.leader, Forward{Data: in.Data})
+			if r.forwardBytes+len(in.Data) > maxForward {
+				r.forward(env)
+			}
+			r.forwards = append(r.forwards, in.Data)
+			r.forwardBytes += len(in.Data)
+			r.flushSoon(env)
 		default:
 			env.Output(NotLeader{Leader: r.leader, Data: in.Data})
 		}
@@ -362,7 +377,9 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		r.onInstallSnapshot(env, from, m)
 	case Forward:
 		if r.role == leader { // else dropped: the client retries
-			r.appendLocal(env, Entry{Term: r.term, Data: m.Data})
+			for _, d := range m.Data {
+				r.appendLocal(env, Entry{Term: r.term, Data: d})
+			}
 		}
 	}
 }
@@ -402,9 +419,15 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 			r.hbTimer = env.SetTimer(r.cfg.Heartbeat, tagHeartbeat)
 		}
 	case tagFlush:
-		r.flushing = false
 		if r.role == leader {
+			r.acks = r.acks[:0] // answers of a term that is over
+			r.forward(env)      // proposals gathered as a follower
+			r.flushing = false
 			r.flush(env)
+		} else {
+			r.flushing = false
+			r.forward(env)
+			r.acknowledge(env)
 		}
 	}
 }
@@ -572,23 +595,30 @@ func (r *Raft) appendLocal(env proc.Env, e Entry) {
 		r.configure()
 	}
 	r.persistEntries(env, r.lastIndex(), r.log[len(r.log)-1:])
+	r.flushSoon(env)
+}
+
+// flushSoon sets the flush timer, unless it is set: a leader then sends
+// and syncs its new entries, a follower syncs and acknowledges those it
+// accepted — in one batch with whatever else arrives first.
+func (r *Raft) flushSoon(env proc.Env) {
 	if !r.flushing {
 		r.flushing = true
 		env.SetTimer(0, tagFlush)
 	}
 }
 
-// flush syncs the leader's new entries, counts them as matched here, and
-// sends them to every follower whose pipeline has room.
+// flush sends the leader's new entries to every follower whose pipeline
+// has room, then syncs them and counts them as matched here.
 func (r *Raft) flush(env proc.Env) {
-	r.sync(env)
-	r.match[r.self] = r.synced
-	r.maybeCommit(env)
 	for _, p := range r.members {
-		if p != r.self && r.role == leader {
+		if p != r.self {
 			r.sendEntries(env, p)
 		}
 	}
+	r.sync(env)
+	r.match[r.self] = r.synced
+	r.maybeCommit(env)
 }
 
 // heartbeat starts a round: every follower gets AppendEntries, with
@@ -626,12 +656,13 @@ func (r *Raft) heartbeat(env proc.Env) {
 // it reports whether it sent anything.
 func (r *Raft) sendEntries(env proc.Env, p proc.ID) bool {
 	sent := false
-	for r.inflight[p] < r.cfg.MaxInflight && r.next[p] <= r.synced {
+	last := r.lastIndex()
+	for r.inflight[p] < r.cfg.MaxInflight && r.next[p] <= last {
 		if r.next[p] < r.first {
 			r.sendSnapshot(env, p)
 			return true
 		}
-		k := min(uint64(r.cfg.MaxBatch), r.synced-r.next[p]+1)
+		k := min(uint64(r.cfg.MaxBatch), last-r.next[p]+1)
 		r.sendAppend(env, p, r.next[p], k)
 		r.next[p] += k
 		r.inflight[p]++
@@ -692,16 +723,77 @@ func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
 	default:
 		last := r.accept(env, m.Prev, m.Entries)
 		reply.Success, reply.Match = true, last
-		if c := min(m.Commit, last); c > r.commit {
-			r.commit = c
-			r.apply(env)
-		}
+		r.acks = append(r.acks, ack{to: from, reply: reply, commit: min(m.Commit, last)})
+		r.flushSoon(env)
+		return
 	}
 	env.Send(from, reply)
 }
 
+// maxForward bounds the proposals' bytes in one Forward message.
+const maxForward = 256 << 10
+
+// forward sends the leader the proposals gathered since the last flush;
+// a follower that became leader meanwhile appends them itself, one that
+// lost its leader says so for each.
+func (r *Raft) forward(env proc.Env) {
+	fs := r.forwards
+	r.forwards, r.forwardBytes = nil, 0
+	switch {
+	case len(fs) == 0:
+	case r.role == leader:
+		for _, d := range fs {
+			r.appendLocal(env, Entry{Term: r.term, Data: d})
+		}
+	case r.leader != proc.None:
+		env.Send(r.leader, Forward{Data: fs})
+	default:
+		for _, d := range fs {
+			env.Output(NotLeader{Data: d})
+		}
+	}
+}
+
+// An ack is a follower's answer to an AppendEntries it accepted, and the
+// commit index it learned, waiting for the sync that makes the entries
+// durable. Answers wait together: AppendEntries that queued while the
+// disk worked share one sync (group commit).
+type ack struct {
+	to     proc.ID
+	reply  AppendReply
+	commit uint64 // at most the reply's Match
+}
+
+// acknowledge syncs the entries accepted since the last sync, then
+// applies what they let us commit and answers. Answers of an earlier
+// term, or for entries dropped since (truncate forgets them), are not
+// sent; the leader asks again.
+func (r *Raft) acknowledge(env proc.Env) {
+	if len(r.acks) == 0 {
+		return
+	}
+	r.sync(env)
+	commit := r.commit
+	for _, a := range r.acks {
+		if a.reply.Term == r.term && r.role == follower {
+			commit = max(commit, a.commit)
+		}
+	}
+	if commit > r.commit {
+		r.commit = commit
+		r.apply(env)
+	}
+	for _, a := range r.acks {
+		if a.reply.Term == r.term && r.role == follower {
+			env.Send(a.to, a.reply)
+		}
+	}
+	r.acks = r.acks[:0]
+}
+
 // accept stores the entries following prev that we lack, dropping any
-// conflicting suffix, syncs, and returns the index of the last one.
+// conflicting suffix, and returns the index of the last one. They are
+// durable after the next sync.
 func (r *Raft) accept(env proc.Env, prev uint64, es []Entry) uint64 {
 	last := prev + uint64(len(es))
 	for i, e := range es {
@@ -723,7 +815,6 @@ func (r *Raft) accept(env proc.Env, prev uint64, es []Entry) uint64 {
 		r.configure()
 		break
 	}
-	r.sync(env)
 	return last
 }
 
@@ -743,6 +834,7 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 	}
 	r.heardFrom(env, from, m.Term)
 	if m.Index > r.commit {
+		r.acks = r.acks[:0] // the log they counted is replaced
 		if m.Index < r.lastIndex() && m.Index >= r.first && r.termAt(m.Index) == m.Last {
 			r.log = r.log[m.Index+1-r.first:] // we hold its entries: keep the rest
 		} else {

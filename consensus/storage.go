@@ -110,6 +110,7 @@ func (r *Raft) persistEntries(env proc.Env, index uint64, es []Entry) {
 func (r *Raft) truncate(env proc.Env, index uint64) {
 	r.log = r.log[:index-r.first]
 	r.synced = min(r.synced, index-1)
+	r.acks = r.acks[:0] // they may count entries dropped here
 	r.storage(env).Append(binary.AppendUvarint([]byte{recTruncate}, index))
 }
 

@@ -43,6 +43,7 @@ type Service struct {
 	nextTimer proc.TimerID
 	rng       *rand.Rand
 	self      []event // messages to itself, handled after the current event
+	soon      []event // timers set to fire at once: handled when the inbox is empty
 	out       outbox  // messages to others, sent when the event is handled
 	store     proc.Storage
 	wal       *wal.Log // store's file, when the node has a data directory
@@ -83,6 +84,7 @@ const (
 	evTimer
 	evInput
 	evStop
+	evWake // nothing: its handling is a moment to run the soon timers
 )
 
 type event struct {
@@ -166,6 +168,7 @@ func (s *Service) post(es ...event) error {
 				}
 				s.handle(e)
 			}
+			s.handleSoon()
 			return nil
 		}
 		s.turn.Unlock()
@@ -264,6 +267,7 @@ func (s *Service) run() {
 	s.call(func() { s.proc.Start(s.env) })
 	s.handleSelf()
 	s.flush()
+	s.handleSoon()
 	s.turn.Unlock()
 	for {
 		select {
@@ -271,12 +275,15 @@ func (s *Service) run() {
 			s.turn.Lock()
 			s.handle(e)
 			s.queued.Add(-1)
+			s.handleSoon()
 			s.turn.Unlock()
 		case <-s.done:
 			s.turn.Lock() // waits for a poster handling an event
 			defer s.turn.Unlock()
 			for _, t := range s.timers {
-				t.Stop()
+				if t != nil {
+					t.Stop()
+				}
 			}
 			if s.wal != nil {
 				s.wal.Close()
@@ -300,6 +307,24 @@ func (s *Service) handle(e event) {
 	s.handle1(e)
 	s.handleSelf()
 	s.flush()
+}
+
+// handleSoon fires the timers set to fire at once, if no event waits in
+// the inbox: an algorithm that sets one to gather what arrives meanwhile
+// (a Raft leader flushing its new entries as one batch) gets everything
+// that was queued first, without a hop through a timer goroutine when
+// nothing was. Timers set by those handled here wait for the next turn;
+// a wake-up event makes sure there is one. The caller holds turn.
+func (s *Service) handleSoon() {
+	n := len(s.soon)
+	for i := 0; i < n && s.queued.Load() == 0; i++ {
+		e := s.soon[0]
+		s.soon = s.soon[1:]
+		s.handle(e)
+	}
+	if len(s.soon) > 0 && s.queued.Load() == 0 {
+		go func() { _ = s.post(event{kind: evWake}) }()
+	}
 }
 
 // handleSelf handles the messages the algorithm sent itself, in order.
@@ -433,10 +458,19 @@ type batchSender interface {
 	SendBatch(to proc.ID, payloads [][]byte) error
 }
 
-// flush sends what the outbox holds. The caller holds turn.
+// flush sends what the outbox holds, unless Inputs is handling a
+// sequence. The caller holds turn.
 func (s *Service) flush() {
+	if s.out.batching > 0 {
+		return
+	}
+	s.flushNow()
+}
+
+// flushNow sends what the outbox holds. The caller holds turn.
+func (s *Service) flushNow() {
 	o := &s.out
-	if len(o.msgs) == 0 || o.batching > 0 {
+	if len(o.msgs) == 0 {
 		return
 	}
 	n := s.node
@@ -538,7 +572,12 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 	s := e.s
 	s.nextTimer++
 	id := s.nextTimer
-	s.timers[id] = time.AfterFunc(max(d, 0), func() {
+	if d <= 0 {
+		s.timers[id] = nil
+		s.soon = append(s.soon, event{kind: evTimer, timer: id, tag: tag})
+		return id
+	}
+	s.timers[id] = time.AfterFunc(d, func() {
 		_ = s.post(event{kind: evTimer, timer: id, tag: tag})
 	})
 	return id
@@ -546,7 +585,9 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 
 func (e *env) CancelTimer(id proc.TimerID) {
 	if t, ok := e.s.timers[id]; ok {
-		t.Stop()
+		if t != nil {
+			t.Stop()
+		}
 		delete(e.s.timers, id)
 	}
 }

@@ -16,7 +16,13 @@ import (
 // A write or sync that fails stops the service, as a crash would: after a
 // failed fsync what reached the disk is unknown, and an algorithm that
 // went on would act on writes it may have lost. Messages the failing
-// handler sent are dropped with it.
+// handler sent after its last successful Sync are dropped with it.
+//
+// Sync first sends the messages the handler sent before it, then writes
+// and syncs: by proc.Storage's contract they do not depend on what is
+// being synced, so the network and the disk work at once. A Raft leader
+// that sends its new entries and then syncs them has them on the
+// followers' disks while they reach its own (Ongaro's thesis, §10.2.1).
 
 // storageFailure is the panic value of a failed storage operation.
 type storageFailure struct{ err error }
@@ -24,7 +30,10 @@ type storageFailure struct{ err error }
 func (f storageFailure) String() string { return "stable storage failed: " + f.err.Error() }
 
 // fileStorage is proc.Storage on a wal.Log.
-type fileStorage struct{ l *wal.Log }
+type fileStorage struct {
+	l *wal.Log
+	s *Service
+}
 
 func (f fileStorage) Recovered() [][]byte { return f.l.Recovered() }
 func (f fileStorage) Size() int           { return int(f.l.Size()) }
@@ -32,7 +41,10 @@ func (f fileStorage) Append(rec []byte)   { check(f.l.Append(rec)) }
 func (f fileStorage) Replace(recs [][]byte) {
 	check(f.l.Replace(recs))
 }
-func (f fileStorage) Sync() { check(f.l.Sync()) }
+func (f fileStorage) Sync() {
+	f.s.flushNow()
+	check(f.l.Sync())
+}
 
 func check(err error) {
 	if err != nil {
@@ -64,6 +76,6 @@ func (s *Service) storage() proc.Storage {
 		s.node.log.Warn("stable storage: cut off a torn tail (writes never synced)", "service", s.name, "bytes", t)
 	}
 	s.wal = l
-	s.store = fileStorage{l}
+	s.store = fileStorage{l, s}
 	return s.store
 }

@@ -150,3 +150,70 @@ func TestStorageFailureStopsTheService(t *testing.T) {
 		t.Error("a stopped service took an input")
 	}
 }
+
+// ping is the message of the herald test algorithm.
+type ping struct{ N int }
+
+func (ping) Kind() string { return "ping" }
+
+// herald: process 0, on an input, sends process 1 a ping, appends a record
+// and syncs it, and then — still inside the handler — waits for process
+// 1 to say it got the ping. Process 1 closes got on the ping.
+type herald struct {
+	got     chan struct{}
+	waited  chan bool // process 0 reports whether the ping arrived during its handler
+	timeout time.Duration
+}
+
+func (h herald) Start(proc.Env) {}
+func (h herald) Receive(proc.Env, proc.ID, proc.Message) {
+	close(h.got)
+}
+func (h herald) Timeout(proc.Env, any) {}
+func (h herald) Input(env proc.Env, in proc.Input) {
+	env.Send(1, ping{1})
+	st := env.Storage()
+	st.Append([]byte("after the ping"))
+	st.Sync()
+	select {
+	case <-h.got:
+		h.waited <- true
+	case <-time.After(h.timeout):
+		h.waited <- false
+	}
+}
+
+// TestSyncSendsWhatCameBefore: messages a handler sent before it syncs
+// leave before the sync (the proc.Storage contract lets them: they cannot
+// depend on it), so the network and the disk work at once — the ping
+// reaches process 1 while process 0's handler is still running.
+func TestSyncSendsWhatCameBefore(t *testing.T) {
+	nw, err := transport.NewInProc(2, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := herald{got: make(chan struct{}), waited: make(chan bool, 1), timeout: 10 * time.Second}
+	a := proc.Algorithm{Family: "test", Name: "herald", Messages: []proc.Message{ping{}},
+		New: func(proc.ID, int) proc.Process { return h }}
+	var ss []*live.Service
+	for i := range 2 {
+		ep, _ := nw.Endpoint(proc.ID(i))
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: 2, Transport: ep, DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer node.Close()
+		s, err := node.Service("herald", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, s)
+	}
+	go ss[0].Input(num{I: 1})
+	if !<-h.waited {
+		t.Fatal("the ping sent before the sync had not left when the handler ended its wait: messages wait for the end of the handler")
+	}
+}

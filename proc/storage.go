@@ -15,7 +15,9 @@ package proc
 //     if an operation survives, every earlier one does.
 //   - Sync returns once everything before it is durable. A process that
 //     sends a message or reports an output that depends on a write must
-//     Sync first.
+//     Sync first. Messages sent before a Sync do not wait for it: a host
+//     may send them while it syncs (the live host does; the simulator's
+//     CrashInSync delivers them though the Sync never returns).
 //   - Replace swaps the whole log for recs atomically (compaction): after
 //     a crash the log is either the old one, plus what survived of the
 //     appends before Replace, or recs.

@@ -114,6 +114,10 @@ func printLockBench(out io.Writer, r bench.LockResult, cfg bench.LockConfig) {
 		}
 	}
 	tw.Flush()
+	if r.DiskSyncP50us > 0 {
+		fmt.Fprintf(out, "\nthe disk under the logs: append+fdatasync p50 %.0f µs with %d writers at once (a commit waits for the leader's and a majority's)\n",
+			r.DiskSyncP50us, bench.LockNodes)
+	}
 	fmt.Fprintf(out, "\nnode to node, no HTTP: Ricart–Agrawala handoff p50 %.1f µs against TCP one-way p50 %.1f µs, back to back (ratio %.2f);\n",
 		r.RAHandoffP50us, r.OneWayP50us, r.HandoffOverOneWay)
 	fmt.Fprintf(out, "to a node idle for 1 ms: handoff p50 %.1f µs against one-way p50 %.1f µs (ratio %.2f)\n",

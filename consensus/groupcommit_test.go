@@ -1,0 +1,138 @@
+package consensus_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// recorder is an Env that records what a server sends and how often it
+// syncs, and fires nothing by itself: the test calls the handlers.
+type recorder struct {
+	syncs int
+	sent  []sentMsg
+	outs  []proc.Output
+	timer []any
+	store *proc.MemStorage
+	self  proc.ID
+}
+
+type sentMsg struct {
+	to    proc.ID
+	m     proc.Message
+	syncs int // syncs done when it was sent
+}
+
+type countingStorage struct {
+	*proc.MemStorage
+	r *recorder
+}
+
+func (c countingStorage) Sync() { c.r.syncs++ }
+
+func (e *recorder) Self() proc.ID            { return e.self }
+func (e *recorder) N() int                   { return 3 }
+func (e *recorder) Neighbors() []proc.ID     { return nil }
+func (e *recorder) Now() time.Duration       { return time.Second }
+func (e *recorder) Rand() *rand.Rand         { return rand.New(rand.NewPCG(1, 2)) }
+func (e *recorder) Output(o proc.Output)     { e.outs = append(e.outs, o) }
+func (e *recorder) CancelTimer(proc.TimerID) {}
+func (e *recorder) Storage() proc.Storage    { return countingStorage{e.store, e} }
+func (e *recorder) Send(to proc.ID, m proc.Message) {
+	e.sent = append(e.sent, sentMsg{to, m, e.syncs})
+}
+func (e *recorder) SetTimer(_ time.Duration, tag any) proc.TimerID {
+	e.timer = append(e.timer, tag)
+	return proc.TimerID(len(e.timer))
+}
+
+func (e *recorder) replies() []consensus.AppendReply {
+	var rs []consensus.AppendReply
+	for _, s := range e.sent {
+		if r, ok := s.m.(consensus.AppendReply); ok {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// TestFollowerGroupCommit: AppendEntries that arrive before the follower's
+// flush share one sync, and none is acknowledged before it; an answer
+// counting entries a new leader's AppendEntries then replaced is never
+// sent.
+func TestFollowerGroupCommit(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	r := consensus.New(1, 3, consensus.DefaultConfig, consensus.NewKV())
+	r.Start(env)
+	entry := func(term uint64) consensus.Entry { return consensus.Entry{Term: term, Data: []byte("x")} }
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Prev: 0, Entries: []consensus.Entry{entry(1)}, Round: 1})
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Prev: 1, PrevTerm: 1, Entries: []consensus.Entry{entry(1), entry(1)}, Round: 2})
+	if rs := env.replies(); len(rs) != 0 {
+		t.Fatalf("acknowledged before the sync: %+v", rs)
+	}
+	before := env.syncs
+	r.Timeout(env, consensus.FlushTag)
+	if env.syncs != before+1 {
+		t.Fatalf("%d syncs for two AppendEntries, want 1", env.syncs-before)
+	}
+	rs := env.replies()
+	if len(rs) != 2 || !rs[0].Success || rs[0].Match != 1 || rs[1].Match != 3 {
+		t.Fatalf("replies %+v, want successes matching 1 and 3", rs)
+	}
+	for _, s := range env.sent {
+		if _, ok := s.m.(consensus.AppendReply); ok && s.syncs != before+1 {
+			t.Fatalf("a reply was sent before the sync")
+		}
+	}
+
+	// Entry 4 of term 1 waits for its sync; then the leader of term 2
+	// replaces it. The answer for it must not go out.
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Prev: 3, PrevTerm: 1, Entries: []consensus.Entry{entry(1)}, Round: 3})
+	r.Receive(env, 2, consensus.AppendEntries{Term: 2, Prev: 3, PrevTerm: 1, Entries: []consensus.Entry{entry(2)}, Round: 1})
+	env.sent = nil
+	r.Timeout(env, consensus.FlushTag)
+	rs = env.replies()
+	if len(rs) != 1 || rs[0].Term != 2 || rs[0].Match != 4 {
+		t.Fatalf("after the new leader's AppendEntries: replies %+v, want one, of term 2, matching 4", rs)
+	}
+	for _, s := range env.sent {
+		if s.to == 0 {
+			t.Errorf("answered the deposed leader: %+v", s.m)
+		}
+	}
+}
+
+// TestFollowerForwardsInBatches: proposals a follower's clients make
+// before its flush reach the leader in one Forward.
+func TestFollowerForwardsInBatches(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	cfg := consensus.DefaultConfig
+	cfg.Forward = true
+	r := consensus.New(1, 3, cfg, consensus.NewKV())
+	r.Start(env)
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0
+	r.Input(env, consensus.Propose{Data: []byte("a")})
+	r.Input(env, consensus.Propose{Data: []byte("b")})
+	var fws []consensus.Forward
+	collect := func() {
+		fws = nil
+		for _, s := range env.sent {
+			if f, ok := s.m.(consensus.Forward); ok {
+				if s.to != 0 {
+					t.Fatalf("forwarded to %d, not the leader", s.to)
+				}
+				fws = append(fws, f)
+			}
+		}
+	}
+	if collect(); len(fws) != 0 {
+		t.Fatalf("forwarded before the flush: %+v", fws)
+	}
+	r.Timeout(env, consensus.FlushTag)
+	if collect(); len(fws) != 1 || len(fws[0].Data) != 2 || string(fws[0].Data[1]) != "b" {
+		t.Fatalf("forwards %+v, want one carrying a and b", fws)
+	}
+}
