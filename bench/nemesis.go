@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/lock"
 )
@@ -29,6 +30,9 @@ import (
 //     session's reckoning if that came first — and the grant's fencing
 //     token (the term); no two holdings overlap, and tokens rise in the
 //     order of the grants;
+//   - lock, again: the clients' operations (acquire, release, the end of a
+//     session) are linearizable against a sequential lock with fencing
+//     tokens (Porcupine; check.LinearizableLock);
 //   - group: every message acknowledged is delivered, at every member,
 //     once, at the position acknowledged, in one order (the check reads
 //     every node's group from a position all of them still keep).
@@ -49,19 +53,21 @@ type NemesisConfig struct {
 
 // NemesisResult counts what happened and what broke.
 type NemesisResult struct {
-	Nodes      int      `json:"nodes"`
-	Seconds    float64  `json:"seconds"`
-	Seed       uint64   `json:"seed"`
-	Kills      int      `json:"kills"`
-	Pauses     int      `json:"pauses"`
-	Grants     int      `json:"lock_grants"`
-	Terms      int      `json:"leader_terms"`
-	LockErrors int      `json:"lock_errors"` // operations that failed (and were retried): not anomalies
-	Sent       int      `json:"messages_acknowledged"`
-	Checked    int      `json:"messages_checked"`    // deliveries compared, over every node
-	Listened   int      `json:"deliveries_followed"` // deliveries the listeners on every node followed during the run
-	Skipped    int      `json:"positions_skipped"`   // positions a listener's node no longer kept when it came back (compacted while it was down)
-	Anomalies  []string `json:"anomalies"`
+	Nodes        int      `json:"nodes"`
+	Seconds      float64  `json:"seconds"`
+	Seed         uint64   `json:"seed"`
+	Kills        int      `json:"kills"`
+	Pauses       int      `json:"pauses"`
+	Grants       int      `json:"lock_grants"`
+	Terms        int      `json:"leader_terms"`
+	LockErrors   int      `json:"lock_errors"`       // operations that failed (and were retried): not anomalies
+	LockOps      int      `json:"lock_operations"`   // in the history checked for linearizability
+	Linearizable string   `json:"lock_linearizable"` // the verdict: ok, violated, or unknown (the search timed out)
+	Sent         int      `json:"messages_acknowledged"`
+	Checked      int      `json:"messages_checked"`    // deliveries compared, over every node
+	Listened     int      `json:"deliveries_followed"` // deliveries the listeners on every node followed during the run
+	Skipped      int      `json:"positions_skipped"`   // positions a listener's node no longer kept when it came back (compacted while it was down)
+	Anomalies    []string `json:"anomalies"`
 }
 
 type holding struct {
@@ -115,6 +121,7 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 
 	var mu sync.Mutex
 	var holdings, terms []holding
+	var lockOps []check.LockOp
 	acked := map[uint64]string{} // position → body
 	var wg sync.WaitGroup
 	failed := func() {
@@ -127,6 +134,14 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var op func(check.LockOp)
+			if !campaign {
+				op = func(o check.LockOp) {
+					mu.Lock()
+					lockOps = append(lockOps, o)
+					mu.Unlock()
+				}
+			}
 			holder(rctx, cl, c, campaign, func(h holding) {
 				mu.Lock()
 				if campaign {
@@ -135,7 +150,7 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 					holdings = append(holdings, h)
 				}
 				mu.Unlock()
-			}, failed)
+			}, failed, op)
 		}()
 	}
 	// A listener on every node follows the group through the run,
@@ -237,7 +252,22 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	say("checking %d holdings of the lock, %d leaderships and %d messages", len(holdings), len(terms), len(acked))
 	res.Anomalies = append(res.Anomalies, checkHoldings("lock", holdings)...)
 	res.Anomalies = append(res.Anomalies, checkHoldings("leader", terms)...)
-	checked, anomalies := checkGroup(ctx, cl, acked)
+	say("checking the linearizability of %d lock operations", len(lockOps))
+	res.LockOps = len(lockOps)
+	status, detail := check.LinearizableLock(lockOps, time.Minute)
+	res.Linearizable = status.String()
+	if status != check.OK {
+		res.Anomalies = append(res.Anomalies, fmt.Sprintf("lock: the history is not linearizable (%v): %s", status, detail))
+	}
+	var from uint64 = 1
+	if len(acked) > 0 {
+		// A restarted node keeps at least what its snapshot retained
+		// (1,024 messages) and what it replayed since.
+		if last := slices.Max(slices.Collect(maps.Keys(acked))); last > 500 {
+			from = last - 500
+		}
+	}
+	checked, anomalies := checkGroup(ctx, cl, "nemesis", acked, from)
 	res.Checked = checked
 	res.Anomalies = append(res.Anomalies, anomalies...)
 	// The listeners: let them catch up with the last acknowledged
@@ -358,9 +388,19 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // holder takes lock "nemesis" again and again under a session it
 // renews, holding it briefly, until ctx ends — or, campaign, leads
 // election "nemesis" and resigns, again and again.
-func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record func(holding), failed func()) {
+//
+// A lock client also records its operations for the linearizability
+// check (op; nil for a candidate): each acquire and release with its
+// outcome, or none if it never learned it, and the end of each session —
+// from its last renewal known to have been applied (it may have expired
+// since) to its close.
+func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record func(holding), failed func(), op func(check.LockOp)) {
 	lc := &lock.Client{Endpoints: rotate(cl.apis, c), HTTP: cl.hc}
+	if op == nil {
+		op = func(check.LockOp) {}
+	}
 	for ctx.Err() == nil {
+		opened := time.Now()
 		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		s, err := lc.OpenSession(octx, time.Second)
 		cancel()
@@ -368,6 +408,15 @@ func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record f
 			failed()
 			sleepCtx(ctx, 50*time.Millisecond)
 			continue
+		}
+		var aliveMu sync.Mutex
+		alive := opened // a renewal sent then was answered: the session lived then
+		lockOp := func(kind check.LockOpKind, call time.Time, err error, token uint64) {
+			o := check.LockOp{Kind: kind, Client: c, Session: s.ID, Call: call, Known: err == nil, OK: err == nil, Token: token}
+			if err == nil {
+				o.Return = time.Now()
+			}
+			op(o)
 		}
 		acquire, release := func(ctx context.Context) (uint64, error) { return s.Lock(ctx, "nemesis") },
 			func(ctx context.Context) error { return s.Unlock(ctx, "nemesis") }
@@ -387,8 +436,14 @@ func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record f
 		go func() { // renewals
 			for sctx.Err() == nil {
 				kctx, cancel := context.WithTimeout(sctx, 250*time.Millisecond)
+				sent := time.Now()
 				_, err := s.KeepAlive(kctx)
 				cancel()
+				if err == nil {
+					aliveMu.Lock()
+					alive = sent
+					aliveMu.Unlock()
+				}
 				if errors.Is(err, lock.ErrLeaseLost) {
 					endSession()
 					return
@@ -398,8 +453,10 @@ func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record f
 		}()
 		for sctx.Err() == nil {
 			lctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			called := time.Now()
 			token, err := acquire(lctx)
 			cancel()
+			lockOp(check.LockAcquire, called, err, token)
 			if err != nil {
 				failed()
 				break
@@ -414,8 +471,10 @@ func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record f
 			}
 			record(h)
 			uctx, cancel := context.WithTimeout(sctx, 3*time.Second)
+			called = time.Now()
 			err = release(uctx)
 			cancel()
+			lockOp(check.LockRelease, called, err, 0)
 			if err != nil {
 				failed()
 				break
@@ -423,8 +482,15 @@ func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record f
 		}
 		endSession()
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = s.Close(cctx)
+		err = s.Close(cctx)
 		cancel()
+		aliveMu.Lock()
+		end := check.LockOp{Kind: check.LockEnd, Client: c, Session: s.ID, Call: alive, Known: true, OK: true}
+		aliveMu.Unlock()
+		if err == nil { // else it ends when it expires: some time later
+			end.Return = time.Now()
+		}
+		op(end)
 	}
 }
 
@@ -455,20 +521,15 @@ func checkHoldings(what string, hs []holding) []string {
 	return out
 }
 
-// checkGroup reads group "nemesis" on every node from the oldest position
-// all of them keep, and compares: the same message at every position on
-// every node, and each acknowledged one where it was acknowledged.
-func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (int, []string) {
+// checkGroup reads group name on every node from position from (which
+// all of them must keep) to the last acknowledged, and compares: the
+// same message at every position on every node, and each acknowledged
+// one where it was acknowledged.
+func checkGroup(ctx context.Context, cl *procCluster, name string, acked map[uint64]string, from uint64) (int, []string) {
 	if len(acked) == 0 {
 		return 0, []string{"group: nothing was acknowledged"}
 	}
 	last := slices.Max(slices.Collect(maps.Keys(acked)))
-	// A restarted node keeps at least what its snapshot retained (1,024
-	// messages) and what it replayed since.
-	from := uint64(1)
-	if last > 500 {
-		from = last - 500
-	}
 	var out []string
 	checked := 0
 	for i := range cl.cfg.Nodes {
@@ -479,7 +540,7 @@ func checkGroup(ctx context.Context, cl *procCluster, acked map[uint64]string) (
 		var ds <-chan group.Delivery
 		var err error
 		for {
-			if ds, _, err = gc.DeliveriesFrom(lctx, "nemesis", from); err == nil || lctx.Err() != nil {
+			if ds, _, err = gc.DeliveriesFrom(lctx, name, from); err == nil || lctx.Err() != nil {
 				break
 			}
 			sleepCtx(lctx, 100*time.Millisecond)

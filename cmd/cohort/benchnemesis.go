@@ -27,10 +27,11 @@ election and resigning, again and again) and group senders, while a
 nemesis seeded by --seed kills nodes with SIGKILL and restarts them, and
 pauses them with SIGSTOP and resumes them, never more than a minority at
 once. Then check the histories: no two clients held the lock at once by
-their own reckoning, fencing tokens rose with the grants, and every
-no two candidates led at once, terms rose, and every
-acknowledged message was delivered at every node, once, at its
-acknowledged position. Prints the counts; exits 1 on any anomaly.`,
+their own reckoning and fencing tokens rose with the grants; the lock
+clients' operations are linearizable (Porcupine, against a sequential
+lock with fencing tokens); no two
+candidates led at once and terms rose; every acknowledged message was
+delivered at every node, once, at its acknowledged position. Prints the counts; exits 1 on any anomaly.`,
 		Example: `  cohort bench nemesis --duration 10m
   cohort bench nemesis --duration 30s --seed 7 --json`,
 		Args: cobra.NoArgs,
@@ -64,6 +65,7 @@ acknowledged position. Prints the counts; exits 1 on any anomaly.`,
 				fmt.Fprintf(out, "nemesis: %d nodes, %.0f s, seed %d: %d kills (kill -9, then restart), %d pauses (SIGSTOP, SIGCONT)\n",
 					r.Nodes, r.Seconds, r.Seed, r.Kills, r.Pauses)
 				fmt.Fprintf(out, "lock:  %d grants checked; leader: %d leaderships checked (%d operations failed and were retried)\n", r.Grants, r.Terms, r.LockErrors)
+				fmt.Fprintf(out, "lock:  %d operations, linearizable: %s\n", r.LockOps, r.Linearizable)
 				fmt.Fprintf(out, "group: %d messages acknowledged; %d deliveries followed on every node through the faults (%d positions compacted while a node was down), %d compared at the end\n",
 					r.Sent, r.Listened, r.Skipped, r.Checked)
 				fmt.Fprintf(out, "anomalies: %d\n", len(r.Anomalies))
