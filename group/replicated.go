@@ -254,7 +254,9 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 // Deliveries streams group name's messages as this node delivers them,
 // from position from (0: from the next one on), until ctx ends or the
 // node closes; then the channel closes and the returned function says why.
-// ErrCompacted: this node no longer keeps position from.
+// A position not yet delivered here is waited for. ErrCompacted: this
+// node no longer keeps position from (at once, or when the first delivery
+// shows it, on a node that kept nothing of the group when asked).
 func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (<-chan Delivery, func() error, error) {
 	if err := ValidName(name); err != nil {
 		return nil, nil, err
@@ -277,10 +279,11 @@ func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (
 		case len(kept) > 0 && from < kept[0].Pos:
 			r.mu.Unlock()
 			return nil, nil, fmt.Errorf("group %q: %w (the oldest is %d)", name, ErrCompacted, kept[0].Pos)
-		case len(kept) == 0 && from > 1:
-			r.mu.Unlock()
-			return nil, nil, fmt.Errorf("group %q: %w (this node keeps none of its messages)", name, ErrCompacted)
 		}
+		// Nothing kept: the group is new here, or the node has just
+		// restarted and not yet replayed it. The listener waits for from;
+		// if the first delivery comes after it, the positions between
+		// were compacted, and it is told so then (see output).
 		for _, d := range kept {
 			if d.Pos >= from {
 				s.push(d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func replicatedGroups(t *testing.T, n int) []*group.Replicated {
 // Senders on every node of three multicast at once; every node delivers
 // every acknowledged message once, at the position acknowledged, in one
 // order; a listener that joins late resumes from position 1; one that
-// asks for a position already dropped is told so.
+// asks for a position not yet delivered waits for it.
 func TestReplicatedGroupOrder(t *testing.T) {
 	rs := replicatedGroups(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,7 +91,72 @@ func TestReplicatedGroupOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a late listener from 1", late)
-	if _, _, err := rs[0].Deliveries(ctx, "other", 5); !errors.Is(err, group.ErrCompacted) {
-		t.Errorf("from a position never kept: %v, want ErrCompacted", err)
+	// A listener that asks for a position not yet delivered — here, of a
+	// group nothing was sent to — waits for it, as one does on a node
+	// that has just restarted and not yet replayed the log.
+	ahead, _, err := rs[1].Deliveries(ctx, "other", 3)
+	if err != nil {
+		t.Fatalf("from a position not yet delivered: %v", err)
+	}
+	for k := range 4 {
+		if _, err := rs[k%3].Multicast(ctx, "other", []byte(fmt.Sprint(k+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []uint64{3, 4} {
+		select {
+		case d := <-ahead:
+			if d.Pos != want || string(d.Body) != fmt.Sprint(want) {
+				t.Fatalf("a listener from 3: got %q at %d, want %q at %d", d.Body, d.Pos, fmt.Sprint(want), want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("a listener from 3: position %d never came", want)
+		}
+	}
+}
+
+// A listener that asks for a position the node no longer keeps (only the
+// last LiveRetain messages of a group are) is told so, and which is the
+// oldest it keeps.
+func TestReplicatedGroupCompacted(t *testing.T) {
+	rs := replicatedGroups(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := group.LiveRetain + 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 64 {
+		wg.Go(func() {
+			for k := w; k < n; k += 64 {
+				if _, err := rs[k%3].Multicast(ctx, "big", []byte("x")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Every node has delivered all n once a listener from n gets it.
+	for i, r := range rs {
+		ds, _, err := r.Deliveries(ctx, "big", uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-ds:
+			if d.Pos != uint64(n) {
+				t.Fatalf("node %d: got position %d, want %d", i, d.Pos, n)
+			}
+		case <-ctx.Done():
+			t.Fatalf("node %d never delivered position %d", i, n)
+		}
+	}
+	_, _, err := rs[0].Deliveries(ctx, "big", 1)
+	if !errors.Is(err, group.ErrCompacted) || !strings.Contains(err.Error(), "the oldest is 11") {
+		t.Fatalf("from position 1 of %d: %v, want ErrCompacted naming the oldest kept, 11", n, err)
 	}
 }

@@ -27,6 +27,7 @@ func TestReadmeExamplesRun(t *testing.T) {
 			why: "3 s per configuration by default"},
 		"cohort bench elect":                  {test: "TestBenchElect", why: "kills real processes, several runs; the test runs it with 3 nodes and 2 runs"},
 		"cohort bench nemesis --duration 30s": {test: "TestBenchNemesis", why: "kills and pauses real processes for 30 s; the test runs it for 8 s"},
+		"cohort bench restart":                {test: "TestBenchRestart", why: "kills every process of a cluster 5 times; the test does it twice"},
 		"cohort ntp serve --listen 127.0.0.1:1123 & cohort ntp query 127.0.0.1:1123": {test: "TestNTPServeAndQuery",
 			why: "a server until interrupted, on a fixed port; the query's wait for a starting server is ntp's TestQueryWaitsForAServerThatIsStarting"},
 		"cohort cluster up --nodes 3 --json":                   {test: "TestClusterOfProcessesLocks", why: "runs until Ctrl-C"},
