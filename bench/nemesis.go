@@ -37,7 +37,9 @@ import (
 //     once, at the position acknowledged, in one order (the check reads
 //     every node's group from a position all of them still keep).
 //
-// (Partitions need the container cluster: see package e2e.)
+// The faults go through a NemesisCluster: RunNemesis's processes on
+// loopback are killed, restarted, paused and resumed; the container
+// cluster of package e2e (through RunNemesisOn) is also partitioned.
 
 // NemesisConfig configures RunNemesis.
 type NemesisConfig struct {
@@ -58,6 +60,7 @@ type NemesisResult struct {
 	Seed         uint64   `json:"seed"`
 	Kills        int      `json:"kills"`
 	Pauses       int      `json:"pauses"`
+	Cuts         int      `json:"cuts"` // partitions: a node cut off from the others, then reconnected
 	Grants       int      `json:"lock_grants"`
 	Terms        int      `json:"leader_terms"`
 	LockErrors   int      `json:"lock_errors"`       // operations that failed (and were retried): not anomalies
@@ -98,12 +101,11 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 			cfg.Progress(format, args...)
 		}
 	}
-	res := NemesisResult{Nodes: cfg.Nodes, Seed: cfg.Seed, Anomalies: []string{}}
 	switch {
 	case cfg.Nodes < 3:
-		return res, fmt.Errorf("nodes %d: a nemesis needs at least 3 (a majority must survive a fault)", cfg.Nodes)
+		return NemesisResult{}, fmt.Errorf("nodes %d: a nemesis needs at least 3 (a majority must survive a fault)", cfg.Nodes)
 	case cfg.NodeCommand == nil:
-		return res, errors.New("no node command")
+		return NemesisResult{}, errors.New("no node command")
 	}
 	ecfg := &ElectConfig{Nodes: cfg.Nodes, Runs: 1, NodeCommand: cfg.NodeCommand, Replicated: true, EtcdTTL: 2 * time.Second}
 	if cfg.Progress != nil {
@@ -112,9 +114,84 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	say("starting %d node processes", cfg.Nodes)
 	cl, err := startProcCluster(ctx, ecfg)
 	if err != nil {
-		return res, err
+		return NemesisResult{}, err
 	}
 	defer cl.stop()
+	return RunNemesisOn(ctx, cfg, procNemesis{cl})
+}
+
+// A NemesisCluster is a running cluster (every service on the replicated
+// log) whose nodes the nemesis can injure. Each method returns once the
+// fault is in place or undone: Kill once the node is dead, Restart and
+// Reconnect once its API answers.
+type NemesisCluster interface {
+	Endpoints() []string // the nodes' API addresses, host:port
+	HTTP() *http.Client
+	Kill(i int) error // SIGKILL
+	Restart(ctx context.Context, i int) error
+	Pause(i int) error // SIGSTOP, or the container's freezer
+	Resume(i int) error
+	// Partitions says whether Cut and Reconnect work: Cut cuts node i off
+	// the network (its API too), Reconnect joins it again.
+	Partitions() bool
+	Cut(i int) error
+	Reconnect(ctx context.Context, i int) error
+}
+
+// procNemesis is a cluster of processes on loopback, which cannot be cut
+// apart.
+type procNemesis struct{ cl *procCluster }
+
+func (p procNemesis) Endpoints() []string { return p.cl.apis }
+func (p procNemesis) HTTP() *http.Client  { return p.cl.hc }
+func (p procNemesis) Kill(i int) error {
+	err := p.cl.cmds[i].Process.Signal(syscall.SIGKILL)
+	<-p.cl.exited[i]
+	return err
+}
+func (p procNemesis) Restart(ctx context.Context, i int) error {
+	if err := p.cl.start(i); err != nil {
+		return err
+	}
+	return p.cl.ready(ctx, i)
+}
+func (p procNemesis) Pause(i int) error  { return p.cl.cmds[i].Process.Signal(syscall.SIGSTOP) }
+func (p procNemesis) Resume(i int) error { return p.cl.cmds[i].Process.Signal(syscall.SIGCONT) }
+func (p procNemesis) Partitions() bool   { return false }
+func (p procNemesis) Cut(int) error      { return errors.ErrUnsupported }
+func (p procNemesis) Reconnect(context.Context, int) error {
+	return errors.ErrUnsupported
+}
+
+// endpoints is how the clients reach a cluster.
+type endpoints struct {
+	apis []string
+	hc   *http.Client
+}
+
+// RunNemesisOn runs the clients and the nemesis on a running cluster
+// (cfg.Nodes and cfg.NodeCommand are not used) and checks the histories.
+func RunNemesisOn(ctx context.Context, cfg NemesisConfig, nc NemesisCluster) (NemesisResult, error) {
+	if cfg.Duration == 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.LockClients == 0 {
+		cfg.LockClients = 4
+	}
+	if cfg.Senders == 0 {
+		cfg.Senders = 2
+	}
+	if cfg.Campaigners == 0 {
+		cfg.Campaigners = 2
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			cfg.Progress(format, args...)
+		}
+	}
+	cfg.Nodes = len(nc.Endpoints())
+	res := NemesisResult{Nodes: cfg.Nodes, Seed: cfg.Seed, Anomalies: []string{}}
+	cl := endpoints{apis: nc.Endpoints(), hc: nc.HTTP()}
 	start := time.Now()
 	rctx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
@@ -200,15 +277,19 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 
 	// The nemesis: at most ⌊(n-1)/2⌋ nodes injured at once.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65))
-	down := map[int]string{} // node → "killed" or "paused"
+	down := map[int]string{} // node → "killed", "paused" or "cut"
 	heal := func(i int) {
+		var err error
 		switch down[i] {
 		case "paused":
-			_ = cl.cmds[i].Process.Signal(syscall.SIGCONT)
+			err = nc.Resume(i)
 		case "killed":
-			if err := cl.start(i); err == nil {
-				_ = cl.ready(ctx, i)
-			}
+			err = nc.Restart(ctx, i)
+		case "cut":
+			err = nc.Reconnect(ctx, i)
+		}
+		if err != nil {
+			say("healing node %d (%s): %v", i, down[i], err)
 		}
 		delete(down, i)
 	}
@@ -229,17 +310,30 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 		if _, ok := down[i]; ok {
 			continue
 		}
-		if rng.IntN(2) == 0 {
+		kinds := 2
+		if nc.Partitions() {
+			kinds = 3
+		}
+		var err error
+		switch rng.IntN(kinds) {
+		case 0:
 			say("kill -9 node %d", i)
-			_ = cl.cmds[i].Process.Signal(syscall.SIGKILL)
-			<-cl.exited[i]
+			err = nc.Kill(i)
 			down[i] = "killed"
 			res.Kills++
-		} else {
-			say("SIGSTOP node %d", i)
-			_ = cl.cmds[i].Process.Signal(syscall.SIGSTOP)
+		case 1:
+			say("pause node %d", i)
+			err = nc.Pause(i)
 			down[i] = "paused"
 			res.Pauses++
+		case 2:
+			say("cut node %d off the network", i)
+			err = nc.Cut(i)
+			down[i] = "cut"
+			res.Cuts++
+		}
+		if err != nil {
+			return res, fmt.Errorf("injuring node %d (%s): %w", i, down[i], err)
 		}
 	}
 	for i := range down {
@@ -305,7 +399,7 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 // stream breaks. A position delivered out of turn is an anomaly; one the
 // node no longer keeps when the listener comes back (compacted while the
 // node was down) is counted as skipped.
-func follow(ctx context.Context, cl *procCluster, i int, record func(pos uint64, body string)) (skipped int, anomalies []string) {
+func follow(ctx context.Context, cl endpoints, i int, record func(pos uint64, body string)) (skipped int, anomalies []string) {
 	gc := &group.Client{Endpoints: []string{cl.apis[i]}, HTTP: cl.hc}
 	next := uint64(1)
 	for ctx.Err() == nil {
@@ -394,7 +488,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // outcome, or none if it never learned it, and the end of each session —
 // from its last renewal known to have been applied (it may have expired
 // since) to its close.
-func holder(ctx context.Context, cl *procCluster, c int, campaign bool, record func(holding), failed func(), op func(check.LockOp)) {
+func holder(ctx context.Context, cl endpoints, c int, campaign bool, record func(holding), failed func(), op func(check.LockOp)) {
 	lc := &lock.Client{Endpoints: rotate(cl.apis, c), HTTP: cl.hc}
 	if op == nil {
 		op = func(check.LockOp) {}
@@ -525,14 +619,14 @@ func checkHoldings(what string, hs []holding) []string {
 // all of them must keep) to the last acknowledged, and compares: the
 // same message at every position on every node, and each acknowledged
 // one where it was acknowledged.
-func checkGroup(ctx context.Context, cl *procCluster, name string, acked map[uint64]string, from uint64) (int, []string) {
+func checkGroup(ctx context.Context, cl endpoints, name string, acked map[uint64]string, from uint64) (int, []string) {
 	if len(acked) == 0 {
 		return 0, []string{"group: nothing was acknowledged"}
 	}
 	last := slices.Max(slices.Collect(maps.Keys(acked)))
 	var out []string
 	checked := 0
-	for i := range cl.cfg.Nodes {
+	for i := range cl.apis {
 		gc := &group.Client{Endpoints: []string{cl.apis[i]}, HTTP: cl.hc}
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		// A node just restarted may still be replaying the log: it keeps

@@ -165,7 +165,7 @@ func RunRestart(ctx context.Context, cfg RestartConfig) (RestartResult, error) {
 	}
 	res.Acknowledged = len(acked)
 	say("checking %d messages at every node", len(acked))
-	checked, anomalies := checkGroup(ctx, cl, "restart", acked, 1)
+	checked, anomalies := checkGroup(ctx, endpoints{cl.apis, cl.hc}, "restart", acked, 1)
 	res.CheckedAtNodes = checked
 	res.Lost = len(anomalies)
 	res.Anomalies = append(res.Anomalies, anomalies...)

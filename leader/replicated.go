@@ -246,10 +246,10 @@ func (e *Replicated) session(w http.ResponseWriter, r *http.Request, v string) (
 		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
-	if seq > 0 {
-		seq-- // the next operation takes seq
+	if seq > 0 { // the client numbers its operations (see lock.AttachNumbered)
+		return e.r.AttachNumbered(id, seq), true
 	}
-	return e.r.Attach(id, 0, seq), true
+	return e.r.Attach(id, 0, 0), true
 }
 
 func (e *Replicated) campaign(w http.ResponseWriter, r *http.Request) {

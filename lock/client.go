@@ -227,13 +227,26 @@ func (s *ClientSession) KeepAlive(ctx context.Context) (time.Time, error) {
 
 // Lock waits until the session holds lock name and returns the fencing
 // token. ErrLeaseLost: the session ended.
+//
+// If the wait fails (ctx ends, no node answers), the request may still be
+// granted later: Lock withdraws it, as Unlock would, before it returns
+// the error. (The nodes leave that to the client: it may be retrying the
+// same operation through another node.)
 func (s *ClientSession) Lock(ctx context.Context, name string) (uint64, error) {
 	var out struct {
 		Token uint64 `json:"token"`
 	}
 	err := s.call(ctx, http.MethodPost, fmt.Sprintf("/v1/locks/%s?session=%d&seq=%d", url.PathEscape(name), s.ID, s.next()), &out)
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		wctx, cancel := context.WithTimeout(context.Background(), withdrawWithin)
+		_ = s.Unlock(wctx, name)
+		cancel()
+	}
 	return out.Token, err
 }
+
+// withdrawWithin bounds the withdrawal of a lock request that failed.
+const withdrawWithin = 2 * time.Second
 
 // Unlock releases lock name (or withdraws the request for it).
 func (s *ClientSession) Unlock(ctx context.Context, name string) error {

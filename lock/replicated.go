@@ -209,6 +209,12 @@ type Session struct {
 	seq   atomic.Uint64
 	mu    sync.Mutex
 	until time.Time
+
+	// numbered: the client numbers the operations (AttachNumbered). A
+	// wait that fails here leaves the operation to it: it may be retrying
+	// the same number through another node, and a withdrawal sent from
+	// here would take back the lock that retry is granted.
+	numbered bool
 }
 
 // Open opens a session of ttl. Its reckoning (Until) counts from the
@@ -247,6 +253,17 @@ func (r *Replicated) Attach(id uint64, ttl time.Duration, seq uint64) *Session {
 		seq = uint64(time.Now().UnixNano())
 	}
 	s.seq.Store(seq)
+	return s
+}
+
+// AttachNumbered returns session id for one operation a client numbered
+// seq (an HTTP request with ?seq=): the next operation takes that number.
+// If its wait fails (the client went away, or moved on to another node),
+// the operation is the client's to retry or withdraw; nothing is
+// withdrawn for it here.
+func (r *Replicated) AttachNumbered(id, seq uint64) *Session {
+	s := &Session{r: r, ID: id, numbered: true}
+	s.seq.Store(seq - 1)
 	return s
 }
 
@@ -325,6 +342,8 @@ func (s *Session) LockKey(ctx context.Context, name string) (uint64, error) {
 		return 0, ErrSessionGone
 	case errors.As(err, &why):
 		return 0, fmt.Errorf("lock %q: %w", name, err)
+	case err != nil && s.numbered:
+		return 0, err
 	case err != nil:
 		// Withdraw the request (or give back a grant that came too late).
 		wctx, cancel := context.WithTimeout(context.Background(), 4*s.r.retry)

@@ -111,15 +111,17 @@ func (a *replicatedAPI) session(w http.ResponseWriter, r *http.Request, v string
 		httpapi.Fail(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
+	if seq > 0 {
+		// The client numbers its operations: this request's is seq, and
+		// if its wait fails the client retries or withdraws it.
+		return a.r.AttachNumbered(id, seq), true
+	}
 	a.mu.Lock()
 	s := a.sessions[id]
 	a.mu.Unlock()
 	if s == nil {
 		s = a.r.Attach(id, 0, 0)
 		a.remember(s)
-	}
-	if seq > 0 {
-		s.seq.Store(seq - 1) // the next operation takes seq
 	}
 	return s, true
 }
