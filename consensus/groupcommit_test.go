@@ -136,3 +136,28 @@ func TestFollowerForwardsInBatches(t *testing.T) {
 		t.Fatalf("forwards %+v, want one carrying a and b", fws)
 	}
 }
+
+// TestFollowerAppliesBeforeItsSync: what the leader says is committed, a
+// follower applies when the news arrives, before its own sync (a majority
+// holds it already); its acknowledgement still waits for the sync.
+func TestFollowerAppliesBeforeItsSync(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	r := consensus.New(1, 3, consensus.DefaultConfig, consensus.NewKV())
+	r.Start(env)
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0, term 1 (synced)
+	r.Timeout(env, consensus.FlushTag)
+	env.sent = nil
+	before := env.syncs
+	e := consensus.Entry{Term: 1, Data: []byte("x")}
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Prev: 0, Entries: []consensus.Entry{e, e, e}, Commit: 2, Round: 2})
+	if env.syncs != before || r.Commit() != 2 {
+		t.Fatalf("after %d syncs: commit %d, want 2 before the sync", env.syncs-before, r.Commit())
+	}
+	if rs := env.replies(); len(rs) != 0 {
+		t.Fatalf("acknowledged before the sync: %+v", rs)
+	}
+	r.Timeout(env, consensus.FlushTag)
+	if rs := env.replies(); env.syncs != before+1 || len(rs) != 1 || rs[0].Match != 3 {
+		t.Fatalf("after the flush: %d syncs, replies %+v; want 1 sync, one reply matching 3", env.syncs-before, rs)
+	}
+}

@@ -47,7 +47,9 @@ import (
 // The leader sends new entries before it syncs them, and counts itself
 // towards their majority only after: its disk and its followers' work at
 // once (thesis §10.2.1), and an entry it loses at a crash is one it never
-// counted.
+// counted. A follower answers the AppendEntries that queued while it
+// synced with one sync (group commit), and applies what the leader says
+// is committed before that sync: a majority holds it already.
 // The log is compacted into a snapshot of the state machine (§7).
 //
 // Assumptions: asynchronous, unreliable network (messages may be lost,
@@ -722,8 +724,16 @@ func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
 		reply.Hint = max(i, r.commit+1)
 	default:
 		last := r.accept(env, m.Prev, m.Entries)
+		// What a majority holds is applied now, before our own copy is
+		// synced: the sync makes our log count for the leader's next
+		// commits, but these are durable already (and our log matches
+		// the leader's up to last).
+		if c := min(m.Commit, last); c > r.commit {
+			r.commit = c
+			r.apply(env)
+		}
 		reply.Success, reply.Match = true, last
-		r.acks = append(r.acks, ack{to: from, reply: reply, commit: min(m.Commit, last)})
+		r.acks = append(r.acks, ack{to: from, reply: reply})
 		r.flushSoon(env)
 		return
 	}
@@ -754,35 +764,23 @@ func (r *Raft) forward(env proc.Env) {
 	}
 }
 
-// An ack is a follower's answer to an AppendEntries it accepted, and the
-// commit index it learned, waiting for the sync that makes the entries
-// durable. Answers wait together: AppendEntries that queued while the
-// disk worked share one sync (group commit).
+// An ack is a follower's answer to an AppendEntries it accepted, waiting
+// for the sync that makes the entries durable. Answers wait together:
+// AppendEntries that queued while the disk worked share one sync (group
+// commit).
 type ack struct {
-	to     proc.ID
-	reply  AppendReply
-	commit uint64 // at most the reply's Match
+	to    proc.ID
+	reply AppendReply
 }
 
 // acknowledge syncs the entries accepted since the last sync, then
-// applies what they let us commit and answers. Answers of an earlier
-// term, or for entries dropped since (truncate forgets them), are not
-// sent; the leader asks again.
+// answers. Answers of an earlier term, or for entries dropped since
+// (truncate forgets them), are not sent; the leader asks again.
 func (r *Raft) acknowledge(env proc.Env) {
 	if len(r.acks) == 0 {
 		return
 	}
 	r.sync(env)
-	commit := r.commit
-	for _, a := range r.acks {
-		if a.reply.Term == r.term && r.role == follower {
-			commit = max(commit, a.commit)
-		}
-	}
-	if commit > r.commit {
-		r.commit = commit
-		r.apply(env)
-	}
 	for _, a := range r.acks {
 		if a.reply.Term == r.term && r.role == follower {
 			env.Send(a.to, a.reply)
