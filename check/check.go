@@ -211,5 +211,5 @@ func unknown(err error) Result {
 	return Result{Status: Unknown, Detail: err.Error()}
 }
 
-// msgName names a message as the seeds do: "m3".
+// msgName names a message as the textbooks do: "m3".
 func msgName(id uint64) string { return fmt.Sprintf("m%d", id) }

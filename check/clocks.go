@@ -10,7 +10,7 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// clockCondition is the clock condition of seed 003 §6.2, a → b ⇒ C(a) <
+// clockCondition is the clock condition of Lamport 1978, a → b ⇒ C(a) <
 // C(b), for every timestamp a trace carries:
 //
 //   - the recorded Lamport timestamps;

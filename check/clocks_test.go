@@ -8,12 +8,13 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// drifting is the seed's example of three processes whose clocks tick 6, 8
-// and 10 units (seed 003 §6.2): P1, P2, P3 are p0, p1, p2, and each send and
-// receive is stamped with the clock reading. Without Lamport's correction
-// m3 is sent at 60 and received at 56; with it, the receiving clock moves to
-// 61 and keeps ticking from there. It returns the trace and the indexes of
-// m3's send and receive and of their stamp outputs.
+// drifting is the textbook example of three processes whose clocks tick 6,
+// 8 and 10 units (Tanenbaum & van Steen §6.2): P1, P2, P3 are p0, p1, p2,
+// and each send and receive is stamped with the clock reading. Without
+// Lamport's correction m3 is sent at 60 and received at 56; with it, the
+// receiving clock moves to 61 and keeps ticking from there. It returns the
+// trace and the indexes of m3's send and receive and of their stamp
+// outputs.
 func drifting(corrected bool) (*trace.Trace, []int) {
 	recv3, send4, recv4 := uint64(56), uint64(64), uint64(54)
 	if corrected {

@@ -43,7 +43,7 @@ func TestElectionCheckers(t *testing.T) {
 			c := b.Local(3, trace.Crash)
 			return []int{first, c} // the earliest finding: p0's, with p3's crash
 		}, "p0 ended with elected = p3, which crashed"},
-		{"the seed's unreliable timeout: p3 slow, not crashed", "E1", func(b el) []int {
+		{"the bully algorithm's unreliable timeout: p3 slow, not crashed", "E1", func(b el) []int {
 			// p2 thinks p3 crashed and announces itself; p3 announces too.
 			// p2 receives p3's message after sending its own (elected2 =
 			// p3); p1 receives p3's first, then p2's (elected1 = p2).

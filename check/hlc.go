@@ -12,7 +12,8 @@ import (
 )
 
 // Checkers of clocks that follow physical time: the software clocks of the
-// synchronization algorithms (seed 003 §6.1) and hybrid logical clocks.
+// synchronization algorithms (Tanenbaum & van Steen §6.1) and hybrid
+// logical clocks.
 
 // hlcCheck judges hybrid logical clocks by the timestamps processes report
 // with logical.HLCTime outputs. An "hlc" output stamps the last send or
@@ -38,8 +39,8 @@ var hlcCheck = checker{
 
 // monotonicClock judges the software clocks of clock synchronization by
 // their clock.Reading outputs: a process's readings never decrease — a
-// clock that is ahead is slewed, never set back (seed 003 §6.1). A crash
-// or recovery starts the process's clock afresh.
+// clock that is ahead is slewed, never set back (Tanenbaum & van Steen
+// §6.1). A crash or recovery starts the process's clock afresh.
 var monotonicClock = checker{
 	name:  "monotonic-clock",
 	doc:   "a process's clock readings never decrease (a clock ahead is slowed down, not set back)",

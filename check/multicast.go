@@ -20,7 +20,7 @@ import (
 //
 // A process is correct if it never crashes in the trace (crash-stop: one
 // that crashed and recovered is not correct either). The properties are
-// those of seeds 000 and 004, per group:
+// those of Coulouris et al.'s group communication, per group:
 //
 //   - mc-integrity: a process delivers a message at most once, only if it
 //     was multicast (before, in the trace), only as a member of its group,
@@ -39,17 +39,19 @@ import (
 // The orders are judged at every process, correct or not: an algorithm
 // that orders does so up to a crash. Skipping counts as disorder: a
 // process that delivers m′ without m breaks FIFO, causal and total order
-// as the seeds state them ("will deliver m before m′"), while one that
-// stops early keeps them — ordered multicast does not imply reliability.
+// as Coulouris et al. state them ("will deliver m before m′"), while one
+// that stops early keeps them — ordered multicast does not imply
+// reliability.
 //
-// Happened-before for causal-order is the seed's, over multicast and
-// deliver events: multicast(m) → multicast(m′) when one process multicast
-// both, in that order, or the process that multicast m′ had delivered m,
-// or a message that m precedes, before it did — following only messages of
-// the group ("只由 g 的成员之间发送的消息引起"). The receipt of a message that
-// a process holds back does not count: the process has not seen it yet.
-// (The trace's happened-before, which counts every receipt, would blame
-// CO-multicast itself for a message it correctly held back.)
+// Happened-before for causal-order is Coulouris et al.'s, over multicast
+// and deliver events: multicast(m) → multicast(m′) when one process
+// multicast both, in that order, or the process that multicast m′ had
+// delivered m, or a message that m precedes, before it did — following only
+// messages of the group (happened-before "induced only by messages sent
+// between the members of g"). The receipt of a message that a process holds
+// back does not count: the process has not seen it yet. (The trace's
+// happened-before, which counts every receipt, would blame CO-multicast
+// itself for a message it correctly held back.)
 //
 // mc-validity and mc-agreement are liveness properties. A correct member
 // that has not delivered a message it should is a violation only if the

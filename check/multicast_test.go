@@ -305,7 +305,7 @@ func TestTotalOrder(t *testing.T) {
 			c2 := b.deliver(3, 1, 1)
 			return []int{a1, a2, c2}
 		}), "p3 delivered p1#1 (#4) without ever delivering p0#1"},
-		{"a prefix (seed 000, figure 8)", mcFixtures(func(b mcb) []int {
+		{"a prefix (ordering does not imply reliability)", mcFixtures(func(b mcb) []int {
 			b.sent(0, 1)
 			b.sent(1, 1)
 			b.deliver(0, 0, 1)

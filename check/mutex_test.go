@@ -138,8 +138,9 @@ func TestMutexCheckers(t *testing.T) {
 			return nil
 		}, ""},
 		{"priority inversion", "ME3", func(b mx) []int {
-			// The seed's counterexample for the central server: A requests,
-			// then tells B; B requests; B's request reaches the server first.
+			// The textbook counterexample for the central server: A
+			// requests, then tells B; B requests; B's request reaches the
+			// server first.
 			a := b.acquire(0)
 			s := b.Send(0, 1, "note")
 			b.Recv(s)

@@ -9,8 +9,8 @@ var clockChecks = []string{"integrity", "no-duplicates", "clock-condition"}
 var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "lamport-figure",
-		Summary:  "three clocks ticking 6, 8 and 10 per tick, corrected by Lamport's rule (the seed's figure)",
-		Source:   "seed 003 §6.2",
+		Summary:  "three clocks ticking 6, 8 and 10 per tick, corrected by Lamport's rule (the textbook figure)",
+		Source:   "Lamport 1978; Tanenbaum & van Steen §6.2",
 		Assumes:  proc.Assumptions{},
 		New:      newFigure(true),
 		Validate: exactly(3),
@@ -23,7 +23,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "physical-figure",
 		Summary:  "the same three clocks left uncorrected: m3 and m4 arrive before they were sent",
-		Source:   "seed 003 §6.2",
+		Source:   "Lamport 1978; Tanenbaum & van Steen §6.2",
 		Assumes:  proc.Assumptions{},
 		New:      newFigure(false),
 		Validate: exactly(3),
@@ -37,7 +37,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "lamport",
 		Summary: "N clocks at different rates exchanging random messages, corrected by Lamport's rule",
-		Source:  "seed 003 §6.2",
+		Source:  "Lamport 1978; Tanenbaum & van Steen §6.2",
 		// Crash-stop is harmless; recovery with fresh state restarts the
 		// clock and breaks the clock condition (it needs stable storage).
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
@@ -50,7 +50,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "physical",
 		Summary: "the same clocks without correction: the clock condition breaks",
-		Source:  "seed 003 §6.2",
+		Source:  "Lamport 1978; Tanenbaum & van Steen §6.2",
 		Assumes: proc.Assumptions{},
 		New:     newChatter(false),
 		Checks:  clockChecks,
@@ -62,7 +62,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "vector-a",
 		Summary:  "vector clocks, situation (a): ts(m2)=(2,1,0) < ts(m4)=(4,3,0), m2 may causally precede m4",
-		Source:   "seed 003 §6.2",
+		Source:   "Fidge 1988, Mattern 1989; Tanenbaum & van Steen §6.2",
 		Assumes:  proc.Assumptions{},
 		New:      newVectorFigure("a"),
 		Validate: exactly(3),
@@ -75,7 +75,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "vector-b",
 		Summary:  "vector clocks, situation (b): ts(m2)=(4,1,0) and ts(m4)=(2,3,0) are concurrent, m2 and m4 may conflict",
-		Source:   "seed 003 §6.2",
+		Source:   "Fidge 1988, Mattern 1989; Tanenbaum & van Steen §6.2",
 		Assumes:  proc.Assumptions{},
 		New:      newVectorFigure("b"),
 		Validate: exactly(3),
@@ -88,7 +88,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "cristian",
 		Summary: "Cristian's algorithm: clients ask a time server, correct by θ of each exchange (steps forward, slews back)",
-		Source:  "seed 003 §6.1",
+		Source:  "Cristian 1989; Tanenbaum & van Steen §6.1",
 		// A recovered client starts again from its hardware clock.
 		Assumes:  proc.Assumptions{Failures: "crash-recover"},
 		New:      must(NewTimeSync(DefaultCristian)),
@@ -99,7 +99,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "ntp",
 		Summary: "NTP's clock filter: the same exchange; of the last 8 samples (θ, δ), correct by the θ of the smallest δ",
-		Source:  "seed 003 §6.1",
+		Source:  "Mills, RFC 5905; Tanenbaum & van Steen §6.1",
 		Assumes: proc.Assumptions{Failures: "crash-recover"},
 		New:     must(NewTimeSync(DefaultNTP)),
 		Checks:  syncChecks,
@@ -110,7 +110,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "berkeley",
 		Summary:  "the Berkeley algorithm: a daemon polls every clock, averages those near the median, sends each its adjustment",
-		Source:   "seed 003 §6.1",
+		Source:   "Gusella & Zatti 1989; Tanenbaum & van Steen §6.1",
 		Assumes:  proc.Assumptions{Failures: "crash-stop"},
 		New:      must(NewBerkeley(DefaultBerkeley)),
 		Checks:   syncChecks,
@@ -120,7 +120,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "rbs",
 		Summary:  "reference broadcast synchronization: receivers compare beacon arrival times, offsets and drift by regression over 8 beacons",
-		Source:   "seed 003 §6.1",
+		Source:   "Elson, Girod & Estrin 2002; Tanenbaum & van Steen §6.1",
 		Assumes:  proc.Assumptions{Failures: "crash-stop"},
 		New:      must(NewRBS(DefaultRBS)),
 		Checks:   syncChecks,
@@ -130,7 +130,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family: "clocks", Name: "hlc",
 		Summary: "hybrid logical clocks (l, c): respect happened-before and stay within ε of physical time",
-		Source:  "Kulkarni et al., Logical Physical Clocks (2014); beyond the seeds",
+		Source:  "Kulkarni et al., Logical Physical Clocks (2014); beyond the textbooks",
 		// A recovered process would forget the l it had heard of.
 		Assumes:  proc.Assumptions{Failures: "crash-stop"},
 		New:      must(NewHLCDemo(DefaultHLC)),

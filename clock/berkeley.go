@@ -8,10 +8,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// The Berkeley algorithm (seed 003 §6.1, "没有UTC的情况下": without UTC).
-// A time daemon keeps a group of machines together, with no reference
-// clock: it polls them all, averages their clocks and tells each one how to
-// adjust.
+// The Berkeley algorithm (Gusella & Zatti 1989; Tanenbaum & van Steen §6.1:
+// synchronization without a UTC source). A time daemon keeps a group of
+// machines together, with no reference clock: it polls them all, averages
+// their clocks and tells each one how to adjust.
 //
 //	daemon, every Period:  T1 := now; send POLL(T1) to every machine
 //	machine, on POLL(T1):  send CLOCK(T1, C) with its clock C
@@ -29,12 +29,13 @@ import (
 // Berkeley synchronizes internally (precision), and the group's clock
 // drifts with the average of its members. Each machine gets its own
 // adjustment, not a time, so the delay of the ADJUST message does not
-// matter. Clocks are slewed both ways, as the seed says ("跳至新时间或者减速
-// 等待对齐", jump or slow down until aligned: here the gentler one always).
-// A clock far from the others — a broken one — would drag the average: a
-// clock 1 s ahead in a group of five pulls everyone 200 ms ahead. With
-// Bound > 0 it is left out of the average (it is still told to adjust, and
-// slews back towards the group); Bound = 0 averages every clock.
+// matter. Clocks are slewed both ways: Tanenbaum & van Steen let a clock
+// jump to the new time or slow down until aligned; here it is always the
+// gentler one. A clock far from the others — a broken one — would drag the
+// average: a clock 1 s ahead in a group of five pulls everyone 200 ms
+// ahead. With Bound > 0 it is left out of the average (it is still told to
+// adjust, and slews back towards the group); Bound = 0 averages every
+// clock.
 //
 // Estimating D_i has the error of Cristian's θ: half the difference of the
 // poll's and the answer's delays.

@@ -7,9 +7,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Cristian's algorithm and NTP's clock filter (seed 003 §6.1): clients ask
-// a time server for its time and correct their clocks by the offset they
-// estimate from the four timestamps of one exchange.
+// Cristian's algorithm and NTP's clock filter (Cristian 1989; Mills,
+// RFC 5905; Tanenbaum & van Steen §6.1): clients ask a time server for its
+// time and correct their clocks by the offset they estimate from the four
+// timestamps of one exchange.
 //
 //	A (client):  T1 := now; send REQ(T1) to B
 //	B (server):  on REQ(T1): T2 := now; ... T3 := now; send REPLY(T1, T2, T3)
@@ -23,10 +24,11 @@ import (
 // T2 − T1 ≈ T4 − T3 = δTres. If the request takes d1 and the reply d2, θ is
 // off by exactly (d1 − d2)/2: asymmetry biases it by half the difference,
 // and since both delays are positive the error is at most (d1 + d2)/2 = δ
-// (the seed's δ is half the round trip; NTP's δ is the whole round trip,
-// whence the textbook's "error ≤ δ/2"). A sample with a small δ has little
-// room for error, which is why NTP prefers the smallest δ of its last eight
-// samples to their average when delays are jittery.
+// (Tanenbaum & van Steen's δ is half the round trip; NTP's δ is the whole
+// round trip, whence the "error ≤ δ/2" usually stated for NTP). A sample
+// with a small δ has little room for error, which is why NTP prefers the
+// smallest δ of its last eight samples to their average when delays are
+// jittery.
 //
 // The client takes T1 and T4 from its hardware clock, so θ is the server's
 // offset from the hardware clock: samples taken before a correction stay

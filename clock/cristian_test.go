@@ -14,10 +14,10 @@ import (
 
 const us = time.Microsecond
 
-// The seed's formulas, θ = ((T2−T1) + (T3−T4))/2 and δ = ((T4−T1) −
-// (T3−T2))/2, on exchanges whose true offset and delays are known: the
-// server is ahead by off; the request takes d1, the reply d2, the server
-// holds it s.
+// The textbook formulas (Tanenbaum & van Steen §6.1),
+// θ = ((T2−T1) + (T3−T4))/2 and δ = ((T4−T1) − (T3−T2))/2, on exchanges
+// whose true offset and delays are known: the server is ahead by off; the
+// request takes d1, the reply d2, the server holds it s.
 func TestThetaAndDelay(t *testing.T) {
 	cases := []struct{ off, d1, s, d2, theta, delta time.Duration }{
 		{off: 10 * ms, d1: 5 * ms, s: 1 * ms, d2: 5 * ms, theta: 10 * ms, delta: 5 * ms}, // symmetric: exact

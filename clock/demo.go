@@ -8,8 +8,8 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// This file holds the logical-clock demonstrations of seed 003 §6.2 as
-// state machines, so that they run in the simulator (and on a real
+// This file holds the logical-clock demonstrations of Tanenbaum & van Steen
+// §6.2 as state machines, so that they run in the simulator (and on a real
 // cluster) like any other algorithm and are judged by the same checkers.
 
 // Tick is the period of the demonstrations' clock ticks.
@@ -43,7 +43,8 @@ func (VStamp) Kind() string     { return "vstamp" }
 func (s VStamp) String() string { return s.V.String() }
 
 // Compared is the outcome of comparing the timestamps of two messages, the
-// seed's table row: "m2 may causally precede m4".
+// words of a row of Tanenbaum & van Steen's table (§6.2): "m2 may causally
+// precede m4".
 type Compared struct {
 	A, B       string
 	TA, TB     logical.Vector

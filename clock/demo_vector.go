@@ -14,9 +14,9 @@ type action struct {
 }
 
 // vscript is a process that follows its script one action per tick,
-// keeping a vector clock by the seed's three rules, and reports the vector
-// timestamp of every event. The process given compare compares the
-// timestamps of the two named messages once it has received both.
+// keeping a vector clock by the three rules of logical.Vector, and reports
+// the vector timestamp of every event. The process given compare compares
+// the timestamps of the two named messages once it has received both.
 type vscript struct {
 	vc      logical.Vector
 	script  []action
@@ -82,7 +82,7 @@ func (p *vscript) Receive(env proc.Env, _ proc.ID, m proc.Message) {
 func (p *vscript) Input(proc.Env, proc.Input) {}
 
 // compare states what the timestamps of two messages tell, in the words of
-// the seed's table.
+// Tanenbaum & van Steen's table (§6.2).
 func compare(a, b string, ta, tb logical.Vector) Compared {
 	c := Compared{A: a, B: b, TA: ta, TB: tb, Order: logical.Compare(ta, tb).String()}
 	switch logical.Compare(ta, tb) {
@@ -98,8 +98,8 @@ func compare(a, b string, ta, tb logical.Vector) Compared {
 	return c
 }
 
-// The two situations of the seed's table, as scripts for P1, P2, P3
-// (processes 0, 1, 2). Following the three rules:
+// The two situations of Tanenbaum & van Steen's table (§6.2), as scripts
+// for P1, P2, P3 (processes 0, 1, 2). Following the three rules:
 //
 // (a) P2 sends m1 (0,1,0); P1 receives it (1,1,0) and sends m2 (2,1,0);
 // P2 has a local event (0,2,0) and sends m3 (0,3,0); P1 receives it

@@ -7,7 +7,8 @@ import (
 )
 
 // Two processes exchange one message; P1 stamps its events with a Lamport
-// clock and a vector clock by the three rules of seed 003 §6.2.
+// clock and a vector clock by the rules of Lamport 1978 and Fidge/Mattern
+// (Tanenbaum & van Steen §6.2).
 func Example() {
 	var l0, l1 logical.Lamport
 	v0, v1 := logical.New(2), logical.New(2)

@@ -134,10 +134,11 @@ func cmp(a, b uint64) int {
 }
 
 // TestClockConditions runs random message passing among 2 to 5 processes,
-// stamps every event with both clocks following the rules of seed 003 §6.2,
-// and checks the stamps against happens-before computed from the run's
-// graph: the strong clock condition for vectors, the clock condition for
-// Lamport clocks, and that the (C, pid) pairs order all events totally.
+// stamps every event with both clocks following the rules of
+// Tanenbaum & van Steen §6.2, and checks the stamps against happens-before
+// computed from the run's graph: the strong clock condition for vectors,
+// the clock condition for Lamport clocks, and that the (C, pid) pairs order
+// all events totally.
 func TestClockConditions(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 5).Draw(t, "n")

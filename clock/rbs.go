@@ -8,10 +8,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Reference Broadcast Synchronization, RBS (seed 003 §6.1, clock
-// synchronization in wireless networks). A sender broadcasts reference
-// messages that carry no time at all; every receiver notes when each one
-// arrived on its own clock, and receivers compare notes.
+// Reference Broadcast Synchronization, RBS (Elson, Girod & Estrin 2002;
+// Tanenbaum & van Steen §6.1, clock synchronization in wireless networks).
+// A sender broadcasts reference messages that carry no time at all; every
+// receiver notes when each one arrived on its own clock, and receivers
+// compare notes.
 //
 //	sender, every Period:     broadcast BEACON(k)
 //	receiver p, on BEACON(k): T_{p,k} := now; send OBS(k, T_{p,k}) to every other receiver
@@ -22,11 +23,11 @@ import (
 //	                          correct p's clock to the receivers' average:
 //	                            C_p(t) := t + Σ_q Offset[p,q](t) / R   (R receivers, q = p adds 0)
 //
-// (The seed writes Offset[p,q] = Σ (T_{p,k} − T_{q,k}) / M, p's clock minus
-// q's; here it is q's minus p's, the amount p adds to reach q.) A beacon
-// reaches all receivers at nearly the same moment, so the time a sender
-// spends preparing and sending it — its send-side nondeterminism, which
-// hurts Cristian and NTP because it lies between T3 and the reply's
+// (Tanenbaum & van Steen write Offset[p,q] = Σ (T_{p,k} − T_{q,k}) / M, p's
+// clock minus q's; here it is q's minus p's, the amount p adds to reach q.)
+// A beacon reaches all receivers at nearly the same moment, so the time a
+// sender spends preparing and sending it — its send-side nondeterminism,
+// which hurts Cristian and NTP because it lies between T3 and the reply's
 // departure — cancels out: RBS only compares receive times. What remains
 // is the receivers' nondeterminism (propagation, interrupt handling),
 // averaged over M beacons. The sender does not synchronize itself, and

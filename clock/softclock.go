@@ -9,10 +9,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Physical clocks (seed 003 §6.1). A machine's hardware clock H runs at
-// 1 ± ρ of true time t; what programs read is a software clock C kept over
-// it. Synchronization moves C, never H, and the seed asks what to do when a
-// clock is found fast or slow:
+// Physical clocks (Tanenbaum & van Steen §6.1). A machine's hardware clock
+// H runs at 1 ± ρ of true time t; what programs read is a software clock C
+// kept over it. Synchronization moves C, never H, and Tanenbaum & van Steen
+// ask what to do when a clock is found fast or slow:
 //
 //   - a clock that is behind may be stepped forward: time jumps, but never
 //     back;
@@ -49,10 +49,10 @@ type Discipline struct {
 	// StepForward lets a clock that is behind jump forward at once; without
 	// it every correction is slewed.
 	StepForward bool
-	// StepBack breaks the seed's rule: a clock that is ahead is set back at
-	// once, and time runs backwards. It is there to show what slewing
-	// avoids (the monotonic-clock checker catches it); no registered
-	// algorithm uses it.
+	// StepBack breaks the textbook's rule: a clock that is ahead is set
+	// back at once, and time runs backwards. It is there to show what
+	// slewing avoids (the monotonic-clock checker catches it); no
+	// registered algorithm uses it.
 	StepBack bool
 }
 

@@ -22,8 +22,9 @@ func softClock(t testing.TB, d clock.Discipline) *clock.SoftClock {
 	return c
 }
 
-// The seed's rule: a clock that is behind steps forward at once; one that
-// is ahead is slowed down until the correction is absorbed, never set back.
+// The textbook's rule (Tanenbaum & van Steen §6.1): a clock that is behind
+// steps forward at once; one that is ahead is slowed down until the
+// correction is absorbed, never set back.
 func TestSoftClockStepsForwardAndSlewsBack(t *testing.T) {
 	c := softClock(t, clock.Discipline{SlewRate: 0.01, StepForward: true})
 	if got := c.Read(10 * ms); got != 10*ms {

@@ -85,7 +85,7 @@ func raftAlgorithm(cfg Config) proc.Algorithm {
 		Family:  "consensus",
 		Name:    "raft",
 		Summary: "Raft with PreVote, CheckQuorum, pipelining, snapshots and leader leases, on stable storage",
-		Source:  "Ongaro & Ousterhout 2014; Ongaro's thesis 2014 (beyond the lecture notes)",
+		Source:  "Ongaro & Ousterhout 2014; Ongaro's thesis 2014",
 		Assumes: proc.Assumptions{Failures: "crash-recover"},
 		New: func(id proc.ID, n int) proc.Process {
 			return New(id, n, cfg, &Log{})
@@ -150,7 +150,7 @@ func raftLockAlgorithm(cfg Config) proc.Algorithm {
 	a := raftAlgorithm(cfg)
 	a.Name = "raft-lock"
 	a.Summary = "a lock service on Raft: sessions kept alive at the leader, fencing tokens that are log indexes"
-	a.Source = "Burrows 2006 (Chubby: locks, sessions, sequencers); Ongaro's thesis 2014, §6.4 (leases) (beyond the lecture notes)"
+	a.Source = "Burrows 2006 (Chubby: locks, sessions, sequencers); Ongaro's thesis 2014, §6.4 (leases)"
 	a.New = func(id proc.ID, n int) proc.Process { return NewLocks(id, n, cfg) }
 	a.Checks = append(a.Checks, "lock-leases")
 	a.Messages = append(slices.Clone(a.Messages), Touch{}, Touched{})
@@ -168,7 +168,7 @@ func RaftGroupAlgorithm(cfg Config, retain int) proc.Algorithm {
 	a := raftAlgorithm(cfg)
 	a.Name = "raft-group"
 	a.Summary = "totally ordered group multicast on Raft: every message an entry, acknowledged once committed, positions to resume from"
-	a.Source = "Birman's virtual synchrony and Spread compared; Ongaro's thesis 2014 (beyond the lecture notes)"
+	a.Source = "Birman's virtual synchrony and Spread compared; Ongaro's thesis 2014"
 	a.New = func(id proc.ID, n int) proc.Process { return NewGroups(id, n, cfg, retain) }
 	a.Checks = append(a.Checks, "group-order")
 	a.Inputs = nil

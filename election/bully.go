@@ -7,10 +7,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// The bully algorithm (seed 000 "霸道 (Bully) 算法", seeds 001–002 and the
-// example of seed 003: 7 crashes, 4 notices). Every process knows every
-// identifier; a process that notices the coordinator is gone starts an
-// election:
+// The bully algorithm (Garcia-Molina 1982; Coulouris et al.; the example of
+// Tanenbaum & van Steen §6.5: 7 crashes, 4 notices). Every process knows
+// every identifier; a process that notices the coordinator is gone starts
+// an election:
 //
 //	To elect:            send ELECTION to every process with a higher id;
 //	                     wait T for an ANSWER. None: become coordinator and
@@ -22,21 +22,21 @@ import (
 //
 // The Elect input means the process suspects its coordinator. When that
 // coordinator is the only process with a higher id, there is nobody left to
-// ask, and the process elects itself at once: the seed's best case, the
-// second-highest noticing the highest's failure. Otherwise it asks every
-// higher process, the suspect included, as in the example of seeds 001–003
-// (4 sends ELECTION to 5, 6 and 7). A process elects on
-// Start too, so a process that recovers with a high id bullies its way back,
-// and one that receives COORDINATOR from a process with a lower id (which
-// thought it was gone) answers with an election of its own.
+// ask, and the process elects itself at once: Coulouris et al.'s best case,
+// the second-highest noticing the highest's failure. Otherwise it asks
+// every higher process, the suspect included, as in Tanenbaum & van Steen's
+// example (4 sends ELECTION to 5, 6 and 7). A process elects on Start too,
+// so a process that recovers with a high id bullies its way back, and one
+// that receives COORDINATOR from a process with a lower id (which thought
+// it was gone) answers with an election of its own.
 //
 // Assumptions: reliable channels and a synchronous system (T bounds a round
 // trip, T' the time to the new coordinator's message); failures crash-stop,
-// or crash-recover where a recovered process rejoins by election. The seed
-// shows both assumptions are needed for E1: a slow but live process (an
-// unreliable timeout) and a crashed process replaced by one with the same id
-// may each announce itself while another process does, and the receivers
-// then disagree on who won. The tests show both.
+// or crash-recover where a recovered process rejoins by election.
+// Coulouris et al. show both assumptions are needed for E1: a slow but live
+// process (an unreliable timeout) and a crashed process replaced by one
+// with the same id may each announce itself while another process does, and
+// the receivers then disagree on who won. The tests show both.
 //
 // Cost: best case N−2 messages and one message of turnaround (the
 // second-highest notices); worst case O(N²) (the lowest notices: every
@@ -120,7 +120,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "bully",
 		Summary: "ELECTION to higher ids, ANSWER, COORDINATOR to lower ids; timeouts T and T' (best N−2 messages, worst O(N²))",
-		Source:  "seed 000, seeds 001–002, seed 003 §6.4",
+		Source:  "Garcia-Molina 1982; Coulouris et al.; Tanenbaum & van Steen §6.5",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Failures: "crash-recover"},
 		New:     NewBully(DefaultBully),
 		Messages: []proc.Message{

@@ -12,11 +12,12 @@ import (
 	"github.com/cohort-go/cohort/sim"
 )
 
-// The example of seeds 001–003: processes 0–7, the coordinator 7 crashes, 4
-// notices first and sends ELECTION to 5, 6 and 7; 5 and 6 answer OK; 5 and
-// 6 hold elections; 6 answers 5; 6 wins and tells everyone. The run starts
-// with the start-up election (7 wins), 7 crashes at 10 ms, and 4 gets Elect
-// at 20 ms; the messages counted are those sent from then on.
+// The example of Tanenbaum & van Steen §6.5: processes 0–7, the coordinator
+// 7 crashes, 4 notices first and sends ELECTION to 5, 6 and 7; 5 and 6
+// answer OK; 5 and 6 hold elections; 6 answers 5; 6 wins and tells
+// everyone. The run starts with the start-up election (7 wins), 7 crashes
+// at 10 ms, and 4 gets Elect at 20 ms; the messages counted are those sent
+// from then on.
 func TestBullyFigureExample(t *testing.T) {
 	const notice = 20 * time.Millisecond
 	tr, _ := electionRun{Nodes: 8, Seed: 1, New: NewBully(BullyConfig{}),
@@ -76,7 +77,7 @@ func bullyAfterCrash(t *testing.T, n int, notice proc.ID) (int, time.Duration) {
 	return total(byKind), lastElected(tr) - at
 }
 
-// Seed 000: in the best case the second-highest process notices the
+// Coulouris et al.: in the best case the second-highest process notices the
 // failure, elects itself at once and sends N−2 COORDINATOR messages; the
 // turnaround is one message.
 func TestBullyBestCase(t *testing.T) {
@@ -91,8 +92,8 @@ func TestBullyBestCase(t *testing.T) {
 	}
 }
 
-// Seed 000: in the worst case the lowest process notices, and every process
-// holds an election: O(N²) messages.
+// Coulouris et al.: in the worst case the lowest process notices, and every
+// process holds an election: O(N²) messages.
 func TestBullyWorstCaseQuadratic(t *testing.T) {
 	m8, _ := bullyAfterCrash(t, 8, 0)
 	m16, _ := bullyAfterCrash(t, 16, 0)
@@ -123,10 +124,10 @@ func TestBullySweep(t *testing.T) {
 	}
 }
 
-// Seed 000: if the timeout is unreliable (p3 is live but its messages to p2
-// may take longer than T), p2 declares itself coordinator while p3 does too.
-// p2 gets p3's COORDINATOR after sending its own and elects p3; p0 and p1
-// get p3's first and end with p2: E1 is violated.
+// Coulouris et al.: if the timeout is unreliable (p3 is live but its
+// messages to p2 may take longer than T), p2 declares itself coordinator
+// while p3 does too. p2 gets p3's COORDINATOR after sending its own and
+// elects p3; p0 and p1 get p3's first and end with p2: E1 is violated.
 func TestBullySlowProcessBreaksE1(t *testing.T) {
 	slow := sim.Uniform{Min: time.Millisecond, Max: 12 * time.Millisecond}
 	links := []sim.Link{{From: 3, To: 2, Latency: slow}}
@@ -146,8 +147,8 @@ func TestBullySlowProcessBreaksE1(t *testing.T) {
 	}
 }
 
-// Seed 000: a crashed process replaced by one with the same id can also
-// violate E1: p2 notices p3's crash and declares itself while p3's
+// Coulouris et al.: a crashed process replaced by one with the same id can
+// also violate E1: p2 notices p3's crash and declares itself while p3's
 // replacement, starting, declares itself too; the COORDINATOR messages
 // reach p0 and p1 in either order.
 func TestBullyReplacedProcessBreaksE1(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 )
 
 // The bully algorithm driven by a heartbeat failure detector: the algorithm
-// behind Cohort's live leader service. It is the seed's bully (ELECTION to
-// higher ids, ANSWER, COORDINATOR) with the two things a running system
-// needs that the seed leaves to "a process notices the coordinator is
+// behind Cohort's live leader service. It is the textbook bully (ELECTION
+// to higher ids, ANSWER, COORDINATOR) with the two things a running system
+// needs that the textbooks leave to "a process notices the coordinator is
 // gone":
 //
 //   - a failure detector. Every process sends a heartbeat to every other
@@ -44,10 +44,10 @@ import (
 // E1 and agreement hold once no process is wrongly suspected — when
 // heartbeats arrive within Timeout. A slow but live process (a long pause)
 // is suspected and replaced, and bullies its way back when it resumes, as
-// in the seed. Cost: N(N−1) heartbeats per Heartbeat; a failover takes
-// detection (Timeout after the last heartbeat, plus up to a tick) and one
-// round of messages: N−1 COORDINATOR messages when the next-highest notices
-// first.
+// in the textbook algorithm. Cost: N(N−1) heartbeats per Heartbeat; a
+// failover takes detection (Timeout after the last heartbeat, plus up to a
+// tick) and one round of messages: N−1 COORDINATOR messages when the
+// next-highest notices first.
 type bullyFD struct {
 	cfg LeaderConfig
 
@@ -196,7 +196,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "bully-fd",
 		Summary: "bully driven by a heartbeat failure detector (timeout or phi-accrual), with candidates and observers: the live leader service",
-		Source:  "seed 000 and seed 003 §6.4 (bully); the failure detector is beyond the seeds",
+		Source:  "Garcia-Molina 1982; Coulouris et al.; Tanenbaum & van Steen §6.5 (bully); the failure detector is beyond the textbooks",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true, Failures: "crash-recover"},
 		New:     NewBullyFD(SimLeader),
 		Inputs:  leaderInputs,

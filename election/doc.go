@@ -4,9 +4,11 @@
 // graphs, the echo/wave election of wireless networks, and super-peer
 // selection.
 //
-// The specification is seed 000 (requirements E1 and E2; the ring and bully
-// algorithms; flooding), seeds 001–002 (the bully example: 7 crashes, 4
-// notices), seed 003 §6.4 and seed 004.
+// The algorithms follow Coulouris et al. (requirements E1 and E2; the ring
+// and bully algorithms; flooding), the original papers (Garcia-Molina 1982
+// for the bully algorithm, Chang & Roberts 1979 for the ring) and Tanenbaum
+// & van Steen §6.5 (the bully example: 7 crashes, 4 notices; the ring that
+// circulates a list; elections in wireless and in large-scale systems).
 //
 // # The contract every algorithm keeps
 //
@@ -14,7 +16,7 @@
 // failure detector) asks a process to start an election with the Elect
 // input. A process reports every change of its elected variable with an
 // Elected output naming the leader. The checkers in package check judge a
-// run by these outputs, in the seed's words:
+// run by these outputs, in Coulouris et al.'s words:
 //
 //   - E1 (safety): every participating process has elected = ⊥ or
 //     elected = P, where P is the non-crashed process with the largest

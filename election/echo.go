@@ -6,10 +6,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Echo (seed 003 §6.4 "Elections in wireless environments", seed 004
-// "MANET tree election"): the source floods an ELECTION message and builds
-// a spanning tree as it goes; the best node is collected back up the tree
-// in the acknowledgements (the echo) and announced by the source.
+// Echo (Tanenbaum & van Steen §6.5, elections in wireless environments: the
+// tree election of mobile ad hoc networks): the source floods an ELECTION
+// message and builds a spanning tree as it goes; the best node is collected
+// back up the tree in the acknowledgements (the echo) and announced by the
+// source.
 //
 //	Source (gets Elect):  send ELECTION to every neighbour
 //	On first ELECTION:    parent := sender; send ELECTION to every other
@@ -25,13 +26,13 @@ import (
 // ELECTION again has always sent ELECTION to that neighbour itself (it did
 // so to every neighbour but its parent when it joined, and its parent sends
 // it ELECTION only once), so the two ELECTIONs cross on the edge and each
-// end takes the other's as its empty ack. That saves the seed's two
+// end takes the other's as its empty ack. That saves the textbook's two
 // empty acks on every edge off the tree.
 //
 // Capacity is what the election maximises; ties are broken by id. A real
 // deployment would use battery level, bandwidth or uptime; Cohort derives
 // it from the id (capacity = id), so the best node is the largest id and
-// requirement E1 holds as the seed states it.
+// requirement E1 holds as Coulouris et al. state it.
 //
 // Several sources may start elections at once, or one after another. Each
 // election is named by (seq, source), where seq is one more than the
@@ -44,8 +45,8 @@ import (
 // visits every process).
 //
 // Assumptions: reliable channels, no failures, a connected graph; FIFO is
-// not needed. A crash during an election blocks its echo (the seed's MANET
-// version uses timeouts for that: not modelled here).
+// not needed. A crash during an election blocks its echo (the textbook's
+// MANET version uses timeouts for that: not modelled here).
 //
 // Cost of one election: ELECTION crosses every tree edge once and every
 // other edge twice, 2|E| − (N−1); one ACK per tree edge, N−1; one
@@ -124,7 +125,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "echo",
 		Summary: "the source floods ELECTION building a tree; acks carry the best capacity up; the source announces it (2|E| + N − 1 messages)",
-		Source:  "seed 003 §6.4, seed 004",
+		Source:  "Tanenbaum & van Steen §6.5",
 		Assumes: proc.Assumptions{Reliable: true, Topology: "graph"},
 		New:     newEcho,
 		Messages: []proc.Message{

@@ -37,7 +37,7 @@ func Inputs(name string, args []string) (proc.Input, error) {
 	return nil, fmt.Errorf("unknown input %q (want elect)", name)
 }
 
-// Algorithms is the family's registry, in the order of the seeds; each
+// Algorithms is the family's registry, in the textbooks' order; each
 // algorithm's file adds its entries with register.
 var Algorithms []proc.Algorithm
 

@@ -7,9 +7,9 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Flooding (seed 000 "Election in arbitrary networks", seed 004): max-id
-// flooding in synchronous rounds, on any connected graph. In the seed's
-// words:
+// Flooding (election in arbitrary networks: Coulouris et al.; FloodMax in
+// Lynch 1996): max-id flooding in synchronous rounds, on any connected
+// graph. As pseudocode:
 //
 //	Initially:     ∀i: L(i) = i
 //	Each round:    every node sends L(i) to all its neighbours; i sets
@@ -39,7 +39,7 @@ import (
 // reliable channels, no failures, a connected graph. FIFO is not needed.
 //
 // Cost: every process sends its L to each neighbour in each of the D
-// rounds: 2|E|·D messages, at most N·δ·D, the seed's O(δD) per process
+// rounds: 2|E|·D messages, at most N·δ·D, the textbook's O(δD) per process
 // (δ the largest degree). Time: D round periods, plus the time the wake-up
 // takes to cross the graph.
 type flooding struct {
@@ -89,7 +89,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "flooding",
 		Summary: "max-id flooding in synchronous rounds for D = N−1 rounds on any connected graph (2|E|·D messages)",
-		Source:  "seed 000, seed 004",
+		Source:  "Coulouris et al.; Lynch 1996 (FloodMax)",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Topology: "graph"},
 		New:     newFlooding(0, 0),
 		Messages: []proc.Message{

@@ -21,7 +21,7 @@ func TestFloodingElectsTheLargestIDOnEveryGraph(t *testing.T) {
 			for _, p := range starters {
 				elects = append(elects, elect(0, p))
 			}
-			if starters == nil { // everyone starts at once, as in the seed's synchronous model
+			if starters == nil { // everyone starts at once, as in the textbook's synchronous model
 				for p := range tg.n {
 					elects = append(elects, elect(0, proc.ID(p)))
 				}

@@ -9,9 +9,9 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Chang–Roberts (seed 000 "基于环的选举算法"): the processes form a
-// unidirectional ring, pᵢ sending only to p₍ᵢ₊₁₎ mod N. Every process is a
-// non-participant at first.
+// Chang–Roberts (Chang & Roberts 1979; Coulouris et al., a ring-based
+// election algorithm): the processes form a unidirectional ring, pᵢ sending
+// only to p₍ᵢ₊₁₎ mod N. Every process is a non-participant at first.
 //
 //	To elect:              mark participant; send ELECTION(self) on.
 //	On ELECTION(id):       id > self: forward it, mark participant;
@@ -25,8 +25,8 @@ import (
 //
 // The participant marking is what extinguishes concurrent elections: of two
 // ELECTION messages circulating at once, the one carrying the smaller id
-// meets a participant that has seen the larger and goes no further (seed
-// 003, exercise 3).
+// meets a participant that has seen the larger and goes no further (Chang
+// & Roberts 1979).
 //
 // Assumptions: reliable channels, no failures during an election (a crashed
 // process breaks the ring); asynchronous is fine. Topology: ring.
@@ -108,17 +108,17 @@ func (c *changRoberts) setElected(env proc.Env, leader proc.ID) {
 	}
 }
 
-// The ring algorithm of seed 003 §6.4: the ELECTION message carries the
-// list of live processes. Each process appends its id and passes the
-// message to its successor; if the successor has crashed (no acknowledgement
-// within the ack timeout) it tries the one after, and so on round the ring.
-// When the message comes back to a process already in the list (the
-// initiator, or the first to see it again if the initiator has crashed),
-// the part of the list from that process on is one full turn of the live
-// ring: the process elects its largest id and sends a COORDINATOR message
-// with the leader and the list once round the ring, with the same skipping.
-// Concurrent elections each complete and elect the same process when no
-// process crashes meanwhile.
+// The ring algorithm of Tanenbaum & van Steen §6.5: the ELECTION message
+// carries the list of live processes. Each process appends its id and
+// passes the message to its successor; if the successor has crashed (no
+// acknowledgement within the ack timeout) it tries the one after, and so on
+// round the ring. When the message comes back to a process already in the
+// list (the initiator, or the first to see it again if the initiator has
+// crashed), the part of the list from that process on is one full turn of
+// the live ring: the process elects its largest id and sends a COORDINATOR
+// message with the leader and the list once round the ring, with the same
+// skipping. Concurrent elections each complete and elect the same process
+// when no process crashes meanwhile.
 //
 // A process holding the message may crash before passing it on; the
 // initiator therefore restarts its election if neither its list nor any
@@ -230,7 +230,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "ring",
 		Summary: "Chang–Roberts: the largest id circulates, participants drop smaller ones, ELECTED goes round once (worst 3N−1 messages)",
-		Source:  "seed 000, seed 003 exercise 3",
+		Source:  "Chang & Roberts 1979; Coulouris et al.",
 		Assumes: proc.Assumptions{Reliable: true, Topology: "ring"},
 		New:     func(proc.ID, int) proc.Process { return &changRoberts{elected: proc.None} },
 		Messages: []proc.Message{
@@ -239,7 +239,7 @@ func init() {
 	}, proc.Algorithm{
 		Name:    "ring-list",
 		Summary: "the list of live ids circulates, crashed successors skipped by ack timeout; the initiator elects the largest and circulates COORDINATOR",
-		Source:  "seed 003 §6.4",
+		Source:  "Tanenbaum & van Steen §6.5",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Failures: "crash-stop", Topology: "ring"},
 		New:     NewRingList(DefaultRingListAck),
 		Messages: []proc.Message{

@@ -13,7 +13,7 @@ import (
 
 func newChangRoberts(proc.ID, int) proc.Process { return &changRoberts{elected: proc.None} }
 
-// Seed 000: the worst case of the ring algorithm is a starter whose
+// Coulouris et al.: the worst case of the ring algorithm is a starter whose
 // anticlockwise neighbour holds the largest id: N−1 messages to reach it, N
 // to take its id round, N for the ELECTED message: 3N−1.
 func TestRingWorstCase(t *testing.T) {
@@ -32,7 +32,7 @@ func TestRingWorstCase(t *testing.T) {
 			t.Errorf("n=%d: %d messages, want 3N−1 = %d", n, got, 3*n-1)
 		}
 		// The last process elects after 3N−2 message delays; the ELECTED
-		// message's return to the coordinator makes the seed's 3N−1.
+		// message's return to the coordinator makes the textbook's 3N−1.
 		if turn := lastElected(tr); turn != time.Duration(3*n-2)*time.Millisecond {
 			t.Errorf("n=%d: last elected at %v, want 3N−2 messages", n, turn)
 		}
@@ -42,7 +42,7 @@ func TestRingWorstCase(t *testing.T) {
 	}
 }
 
-// Seed 003, exercise 3: two elections circulating at once. p0 and p4 of 8
+// Two elections circulating at once (Chang & Roberts 1979). p0 and p4 of 8
 // start together. p0's message (carrying 1, 2, 3 as it goes) reaches p4, a
 // participant that has sent a larger id, and is dropped there: 4 messages.
 // p4's is replaced by 7 at p7 and goes round to p7: 3 + 8 messages. Then 8

@@ -9,14 +9,14 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Super-peer selection (seed 003 §6.4 "Elections in large-scale systems"):
-// a large system elects many coordinators, not one. The seed asks that
-// normal nodes reach a super-peer with low latency, that super-peers be
-// spread evenly over the overlay, that there be a predefined proportion of
-// them, and that none serve more than a fixed number of nodes. It gives two
-// ways; each is an entry here. Neither elects a single leader, so they keep
-// neither E1 nor agreement: each process outputs one SuperPeer naming the
-// super-peer it belongs to.
+// Super-peer selection (Tanenbaum & van Steen §6.5, elections in
+// large-scale systems): a large system elects many coordinators, not one.
+// Tanenbaum & van Steen ask that normal nodes reach a super-peer with low
+// latency, that super-peers be spread evenly over the overlay, that there
+// be a predefined proportion of them, and that none serve more than a fixed
+// number of nodes. They give two ways; each is an entry here. Neither
+// elects a single leader, so they keep neither E1 nor agreement: each
+// process outputs one SuperPeer naming the super-peer it belongs to.
 
 // SuperPeer reports the super-peer of the process's group: itself (Self)
 // or another process (Of). ID is the process's m-bit identifier when the
@@ -37,15 +37,15 @@ func (s SuperPeer) String() string {
 	return "super-peer " + s.Of.String() + " (" + strconv.Itoa(s.Hops) + " hops)"
 }
 
-// Prefix (seed 003 §6.4 "Super-peers in a DHT"): every node draws a random,
-// uniformly distributed m-bit identifier; the leftmost k bits name its
-// group, and the super-peer of group g is the node responsible for the key
-// g·2^(m−k) — the first identifier at or after the key on the identifier
-// ring, as a DHT such as Chord routes a lookup. The seed's example: m = 8,
-// k = 3, and the super-peer of a node is found by looking up
-// ID ∧ 11100000. There are at most 2^k super-peers, and a group's
-// super-peer is one of its own members (the node's own identifier is at or
-// after the key, so the successor is no larger than it).
+// Prefix (Tanenbaum & van Steen §6.5, super-peers in a DHT): every node
+// draws a random, uniformly distributed m-bit identifier; the leftmost k
+// bits name its group, and the super-peer of group g is the node
+// responsible for the key g·2^(m−k) — the first identifier at or after the
+// key on the identifier ring, as a DHT such as Chord routes a lookup. The
+// textbook's example: m = 8, k = 3, and the super-peer of a node is found
+// by looking up ID ∧ 11100000. There are at most 2^k super-peers, and a
+// group's super-peer is one of its own members (the node's own identifier
+// is at or after the key, so the successor is no larger than it).
 //
 //	Start:               draw ID uniformly from [0, 2^m)
 //	Elect, or first ID:  send ID to every other process
@@ -117,7 +117,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "superpeer-prefix",
 		Summary: "random m-bit ids; the super-peer of a group is the successor of its k-bit prefix followed by zeros (N(N−1) messages)",
-		Source:  "seed 003 §6.4",
+		Source:  "Tanenbaum & van Steen §6.5",
 		Assumes: proc.Assumptions{Reliable: true, Topology: "full"},
 		New:     newPrefix(32, 3),
 		Checks:  []string{"integrity", "no-duplicates"},
@@ -129,7 +129,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "superpeer-tokens",
 		Summary: "max(1, N/8) tokens placed at random repel each other by gossip for N rounds; their holders become super-peers",
-		Source:  "seed 003 §6.4",
+		Source:  "Tanenbaum & van Steen §6.5",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Topology: "graph"},
 		New:     newTokens(0, 0, 0),
 		Checks:  []string{"integrity", "no-duplicates"},
@@ -191,14 +191,14 @@ func (p *prefix) maybeDecide(env proc.Env) {
 	env.Output(SuperPeer{Self: sp == env.Self(), Of: sp, ID: p.id})
 }
 
-// Tokens (seed 003 §6.4 "Super-peers in an overlay space"): T tokens are
-// placed at random nodes; each token repels the others, the force being
-// spread by gossip, and a token moves in the direction the forces push it.
-// A node that has held a token for long enough promotes itself to
-// super-peer. Cohort measures the force as the hop distance to the nearest
-// other token and moves a token to the neighbour where that distance is
-// largest, if it is larger than where the token is — a token climbs away
-// from its nearest rival, so the tokens spread over the graph.
+// Tokens (Tanenbaum & van Steen §6.5, super-peers in an overlay space): T
+// tokens are placed at random nodes; each token repels the others, the
+// force being spread by gossip, and a token moves in the direction the
+// forces push it. A node that has held a token for long enough promotes
+// itself to super-peer. Cohort measures the force as the hop distance to
+// the nearest other token and moves a token to the neighbour where that
+// distance is largest, if it is larger than where the token is — a token
+// climbs away from its nearest rival, so the tokens spread over the graph.
 //
 // Rounds are driven by timers, as in flooding, and the source of the Elect
 // input draws the placement (T distinct nodes) and floods it with the

@@ -12,9 +12,10 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// The metrics of physical clock synchronization (seed 003 §6.1), from the
-// clock.Reading outputs of a run. Every process that outputs readings
-// counts (an RBS sender outputs none: it does not synchronize).
+// The metrics of physical clock synchronization (Tanenbaum & van Steen
+// §6.1), from the clock.Reading outputs of a run. Every process that
+// outputs readings counts (an RBS sender outputs none: it does not
+// synchronize).
 //
 // A process's offset is its clock minus true time, C(t) − t. Processes
 // output a reading at every corner of their clock's course (clock.keeper),

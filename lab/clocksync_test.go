@@ -18,8 +18,8 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// The comparisons of seed 003 §6.1 in simulation. Each test asserts what
-// the seed claims and, with -figures DIR, draws it:
+// The comparisons of Tanenbaum & van Steen §6.1 in simulation. Each test
+// asserts what the textbook claims and, with -figures DIR, draws it:
 //
 //	go test ./lab -run 'Sync' -v -figures /tmp/figures
 var figures = flag.String("figures", "", "write the clock synchronization comparisons' charts (SVG) to this directory")

@@ -12,7 +12,8 @@ import (
 )
 
 // CompareRow is one measured figure beside the theory's, the JSON contract
-// of `cohort compare`. Theory is nil where the seeds give no single figure.
+// of `cohort compare`. Theory is nil where the textbooks give no single
+// figure.
 type CompareRow struct {
 	Algo     string   `json:"algo"`
 	Nodes    int      `json:"nodes"`

@@ -32,8 +32,9 @@ import (
 //
 // It should agree with ExactViolation(N, m, p) within sampling error — and
 // not with SeedViolation where the two differ (N = 5, m = 4, p = 0.3: the
-// exact 0.084 against the seed's 0.348). For probabilities like the
-// seed's table, 1e-15 and below, it finds nothing: 0 hits.
+// exact 0.084 against the textbook formula's 0.348). For probabilities
+// like those of Tanenbaum & van Steen's table, 1e-15 and below, it finds
+// nothing: 0 hits.
 func MonteCarloDecentralized(N, m int, p float64, runs int, seed uint64) (estimate float64, hits int) {
 	if N < 1 || 2*m <= N || m >= N || !(p >= 0 && p <= 1) || runs < 1 {
 		return math.NaN(), 0

@@ -12,9 +12,9 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// electionMetrics measures a run against the seeds' figures: messages, the
-// turnaround (the longest chain of messages sent one after another, from
-// the start to the end of the election), the leader the live processes
+// electionMetrics measures a run against the textbooks' figures: messages,
+// the turnaround (the longest chain of messages sent one after another,
+// from the start to the end of the election), the leader the live processes
 // agree on (-1 if they do not), and for flooding the rounds it took.
 //
 // The election measured is the one the first Elect input starts: messages
@@ -73,8 +73,8 @@ func electionMetrics(f Finished) (map[string]float64, map[string]*float64) {
 
 // Turnaround is the length of the longest chain of messages in a trace in
 // which each message is sent after the previous one was received (at the
-// same process, or further along its causal past): the seed's "turnaround
-// time" in message transmissions.
+// same process, or further along its causal past): Coulouris et al.'s
+// "turnaround time" in message transmissions.
 func Turnaround(t *trace.Trace) int {
 	depth := map[int32]int{} // per process: the longest chain ending at its latest event
 	sent := map[uint64]int{} // per message: the chain length it carries
@@ -99,7 +99,7 @@ func electAtStart() sim.Workload {
 	return sim.Script{{At: time.Millisecond, Node: 0, Input: election.Elect{}}}
 }
 
-// electionCases are the seeds' constructed cases for elections.
+// electionCases are the textbooks' constructed cases for elections.
 var electionCases = []compareCase{
 	{
 		// The ring's worst case: the starter's anticlockwise neighbour holds
@@ -113,7 +113,7 @@ var electionCases = []compareCase{
 			v := float64(3*n - 1)
 			return &v
 		},
-		notes: map[string]string{"messages": "3N − 1 (seed 000): the election message goes N − 1 hops to the largest id, N more with it, and the elected message N"},
+		notes: map[string]string{"messages": "3N − 1 (Coulouris et al.): the election message goes N − 1 hops to the largest id, N more with it, and the elected message N"},
 	},
 	{
 		// Bully, best case: the highest crashed and the second highest
@@ -129,7 +129,7 @@ var electionCases = []compareCase{
 			}
 			return &v
 		},
-		notes: map[string]string{"messages": "N − 2 COORDINATOR messages, sent in parallel: one message of turnaround (seed 000)"},
+		notes: map[string]string{"messages": "N − 2 COORDINATOR messages, sent in parallel: one message of turnaround (Coulouris et al.)"},
 	},
 	{
 		// Bully, worst case: the lowest notices; every process above it
@@ -138,7 +138,7 @@ var electionCases = []compareCase{
 		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			return electionRun(f, a, n, seed, []string{fmt.Sprintf("crash %d at %v", n-1, crashAfterStart)}, 0)
 		},
-		notes: map[string]string{"messages": "O(N²) (seed 000): each process above the starter holds its own election"},
+		notes: map[string]string{"messages": "O(N²) (Coulouris et al.): each process above the starter holds its own election"},
 	},
 }
 

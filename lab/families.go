@@ -103,7 +103,7 @@ func withApps(f registry.Family) registry.Family {
 	return f
 }
 
-// Families lists the families in the order of the seeds.
+// Families lists the families in the order of the textbooks' chapters.
 func Families() []Family { return families }
 
 // Lookup finds a family by name; the error lists the known ones.

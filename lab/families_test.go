@@ -94,7 +94,7 @@ func fmtFloats(xs []float64) string {
 	return strings.NewReplacer(",", " ").Replace(string(b))
 }
 
-func TestPhysicalFigureViolatesWithTheSeedsCounterexample(t *testing.T) {
+func TestPhysicalFigureViolatesWithTheTextbookCounterexample(t *testing.T) {
 	r, _ := simulate(t, "clocks", "physical-figure", nil)
 	c := checkOf(r, "clock-condition")
 	if c.OK || c.Guaranteed {
@@ -111,7 +111,7 @@ func TestPhysicalFigureViolatesWithTheSeedsCounterexample(t *testing.T) {
 	}
 }
 
-func TestVectorSituationsMatchTheSeedsTable(t *testing.T) {
+func TestVectorSituationsMatchTheTextbookTable(t *testing.T) {
 	cases := []struct {
 		algo, ta, tb, order, conclusion string
 	}{

@@ -32,7 +32,7 @@ func MulticastLoad(count int, think time.Duration) sim.Workload {
 	}
 }
 
-// multicastMetrics measures a run against the seeds' costs:
+// multicastMetrics measures a run against the textbooks' costs:
 //
 //   - multicasts and delivered: the "sent" and "deliver" outputs;
 //   - messages_per_multicast: every message sent (copies, acknowledgements,
@@ -46,7 +46,7 @@ func MulticastLoad(count int, think time.Duration) sim.Workload {
 //     ("holdback" outputs; 0 for algorithms that never hold back).
 //
 // The theory is given when every multicast went from a member to the
-// whole run (group "all"), the situation the seeds' formulas describe.
+// whole run (group "all"), the situation the textbooks' formulas describe.
 func multicastMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	t := f.Trace
 	type msg struct {
@@ -179,9 +179,9 @@ var multicastCases = []compareCase{
 	},
 }
 
-// The replicated bank account of seed 003: $1000 on every replica; one
-// process deposits $100 while another adds 1% interest. Applied in
-// different orders the replicas end at $1111 and $1110.
+// The replicated bank account of Tanenbaum & van Steen §6.2: $1000 on every
+// replica; one process deposits $100 while another adds 1% interest.
+// Applied in different orders the replicas end at $1111 and $1110.
 const (
 	bankStart    = 100_000 // cents
 	bankDeposit  = "deposit $100"

@@ -49,8 +49,8 @@ func multicastBreakOptions(t *testing.T, f Family, a proc.Algorithm, n int, seed
 }
 
 // What each multicast algorithm claims not to guarantee, some seeded run
-// breaks: the weaker orders break the stronger ones as the seeds state
-// (basic multicast keeps no order; FIFO is not causal; causal is not
+// breaks: the weaker orders break the stronger ones as Coulouris et al.
+// state (basic multicast keeps no order; FIFO is not causal; causal is not
 // total; total order is not FIFO, nor causal, where channels reorder), and
 // a sender that crashes mid-multicast breaks agreement — for the ordered
 // multicasts too: ordered multicast does not imply reliability.
@@ -137,7 +137,7 @@ func TestMulticastCompareMatchesTheory(t *testing.T) {
 }
 
 // Basic multicast's acknowledgements converge on the sender: N − 1 per
-// multicast, the ack implosion of seed 000.
+// multicast, the ack implosion Coulouris et al. describe.
 func TestBasicMulticastAckImplosion(t *testing.T) {
 	for _, n := range []int{2, 5, 9} {
 		r, _ := simulate(t, "multicast", "basic", func(o *Options) {
@@ -153,10 +153,10 @@ func TestBasicMulticastAckImplosion(t *testing.T) {
 	}
 }
 
-// Seed 003's replicated bank account. Under basic multicast each replica
-// applies its own update first: $1111 at p0, $1110 at p1. Under a total
-// order every replica applies the two in the same order, whatever the
-// seed.
+// Tanenbaum & van Steen's replicated bank account (§6.2). Under basic
+// multicast each replica applies its own update first: $1111 at p0, $1110
+// at p1. Under a total order every replica applies the two in the same
+// order, whatever the seed.
 func TestBankDemo(t *testing.T) {
 	b, err := BankDemo("basic", 2, 1)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 // Think keeps every process requesting again at once: saturation.
 //
 // With probability Tell a process that has just requested also tells a
-// random other process, which requests at once if it is idle — the seed's
-// counterexample to ME3 as a workload: A requests, then sends m to B; B
-// requests after receiving m.
+// random other process, which requests at once if it is idle —
+// Coulouris et al.'s counterexample to ME3 as a workload: A requests, then
+// sends m to B; B requests after receiving m.
 type MutexLoad struct {
 	Rounds int
 	Think  sim.Dist
@@ -119,10 +119,11 @@ func (h MutexHold) Observe(c sim.Control, id proc.ID, o proc.Output) {
 	}
 }
 
-// mutexMetrics measures a run against the seeds' evaluation criteria:
-// messages per entry, the client delay of uncontended requests and the
-// synchronization delay between an exit and the next entry when someone
-// was waiting (both in units of the mean one-way latency), and throughput.
+// mutexMetrics measures a run against Coulouris et al.'s evaluation
+// criteria: messages per entry, the client delay of uncontended requests
+// and the synchronization delay between an exit and the next entry when
+// someone was waiting (both in units of the mean one-way latency), and
+// throughput.
 func mutexMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	t := f.Trace
 	lat := float64(f.MeanLatency)

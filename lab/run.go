@@ -49,7 +49,7 @@ type Options struct {
 }
 
 // MetricsFunc computes a family's metrics, and the theory's figures for the
-// same quantities where the seeds give one (nil where they give none).
+// same quantities where the textbooks give one (nil where they give none).
 type MetricsFunc func(r Finished) (metrics map[string]float64, theory map[string]*float64)
 
 // Finished is a run as a family's metrics see it.

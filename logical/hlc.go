@@ -7,12 +7,12 @@ import (
 )
 
 // Hybrid logical clocks (Kulkarni, Demirbas et al., "Logical Physical
-// Clocks", 2014), beyond the seeds: a timestamp (l, c) whose l is the
-// largest physical clock reading the process has heard of and c counts
-// events that share that l. It respects happened-before like a Lamport
-// clock, e → f ⇒ (l, c)(e) < (l, c)(f) in lexicographic order, and stays
-// close to physical time: l − pt ≤ ε, where ε bounds the difference of
-// the processes' physical clocks, because l is always some physical
+// Clocks", 2014), beyond the textbook algorithms: a timestamp (l, c) whose
+// l is the largest physical clock reading the process has heard of and c
+// counts events that share that l. It respects happened-before like a
+// Lamport clock, e → f ⇒ (l, c)(e) < (l, c)(f) in lexicographic order, and
+// stays close to physical time: l − pt ≤ ε, where ε bounds the difference
+// of the processes' physical clocks, because l is always some physical
 // clock's reading in the event's causal past. Given the rules,
 //
 //	send or local event:       l' := l; l := max(l', pt)

@@ -12,9 +12,9 @@ import (
 // Lamport is a Lamport logical clock: the counter Ci of one process Pi.
 //
 // The zero value reads 0 and advances by 1 per event, which is the clock of
-// seed 003 §6.2. NewLamport makes a clock that starts elsewhere or advances
-// by a larger step, as the drifting physical clocks of the Lamport-correction
-// example do.
+// Lamport 1978 (Tanenbaum & van Steen §6.2). NewLamport makes a clock that
+// starts elsewhere or advances by a larger step, as the drifting physical
+// clocks of the Lamport-correction example do.
 //
 // Counters are assumed never to reach 2⁶⁴; arithmetic wraps silently if they
 // do.

@@ -63,11 +63,12 @@ func TestLamportWitness(t *testing.T) {
 	}
 }
 
-// TestLamportDriftingClocks reproduces the figure of seed 003 §6.2 in which
-// Lamport's rule corrects three clocks that run at different rates. P1, P2
-// and P3 of the figure are processes 0, 1 and 2; their clocks advance 6, 8
-// and 10 units per tick. Each message is sent at the reading of the sender's
-// clock and, on arrival, the receiver's clock is moved past it with Witness.
+// TestLamportDriftingClocks reproduces the figure of Tanenbaum & van Steen
+// §6.2 in which Lamport's rule corrects three clocks that run at different
+// rates. P1, P2 and P3 of the figure are processes 0, 1 and 2; their clocks
+// advance 6, 8 and 10 units per tick. Each message is sent at the reading
+// of the sender's clock and, on arrival, the receiver's clock is moved past
+// it with Witness.
 func TestLamportDriftingClocks(t *testing.T) {
 	clocks := []logical.Lamport{
 		logical.NewLamport(0, 6),  // P1: 0, 6, 12, 18, ...
@@ -151,11 +152,12 @@ func TestTimestampOrder(t *testing.T) {
 	}
 }
 
-// TestScalarSeed uses the scalar form T(e) = 10·L(e) + id of seed 003 §6.2,
-// with processes 1..3 and initial timestamps P1: 421, P2: 112, P3: 143.
-func TestScalarSeed(t *testing.T) {
+// TestScalarForm uses the scalar form T(e) = 10·L(e) + id of Lamport
+// timestamps (ties broken by process id, Lamport 1978), with processes 1..3
+// and initial timestamps P1: 421, P2: 112, P3: 143.
+func TestScalarForm(t *testing.T) {
 	const m = 10
-	seed := []struct {
+	cases := []struct {
 		l  uint64
 		id proc.ID
 		ts uint64
@@ -164,7 +166,7 @@ func TestScalarSeed(t *testing.T) {
 		{11, 2, 112},
 		{14, 3, 143},
 	}
-	for _, s := range seed {
+	for _, s := range cases {
 		if got := logical.Scalar(s.l, s.id, m); got != s.ts {
 			t.Errorf("Scalar(%d, %d, %d) = %d, want %d", s.l, s.id, m, got, s.ts)
 		}

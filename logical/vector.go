@@ -9,8 +9,8 @@ import (
 )
 
 // Vector is a vector clock or a vector timestamp: entry i counts the events
-// of process i that its owner knows of. The rules of seed 003 §6.2, for
-// process i holding v, are
+// of process i that its owner knows of. The rules (Fidge 1988, Mattern
+// 1989; Tanenbaum & van Steen §6.2), for process i holding v, are
 //
 //  1. before each event: v.Increment(i)
 //  2. on send: v.Increment(i), then the message carries ts := v.Copy()

@@ -8,8 +8,9 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// TestCompareSeedTable is the example table of seed 003 §6.2.
-func TestCompareSeedTable(t *testing.T) {
+// TestCompareTable is the example table of vector-timestamp comparisons of
+// Tanenbaum & van Steen §6.2.
+func TestCompareTable(t *testing.T) {
 	conclude := func(m2, m4 logical.Vector) string {
 		switch logical.Compare(m2, m4) {
 		case logical.Before:

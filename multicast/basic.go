@@ -6,20 +6,20 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Basic multicast, B-multicast (seed 000 "Basic multicast primitive",
-// seed 004 "基本组播"): a correct process eventually delivers the message,
+// Basic multicast, B-multicast (Coulouris et al., the basic multicast
+// primitive): a correct process eventually delivers the message,
 // as long as the multicaster does not crash.
 //
 //	To B-multicast(g, m):   for each p ∈ g: send(p, m)
 //	On receive(m) at p:     B-deliver(m)
 //
-// send is the seed's reliable one-to-one operation, built here the usual
-// way: the receiver acknowledges every copy, and the sender sends again,
-// every RTO, to the members that have not acknowledged, up to Retries
-// times (then it gives the member up for crashed). A receiver delivers the
-// first copy and acknowledges every copy. The acknowledgements are what
-// the seed calls ack implosion: N − 1 of them converge on the sender of
-// every multicast.
+// send is Coulouris et al.'s reliable one-to-one operation, built here the
+// usual way: the receiver acknowledges every copy, and the sender sends
+// again, every RTO, to the members that have not acknowledged, up to
+// Retries times (then it gives the member up for crashed). A receiver
+// delivers the first copy and acknowledges every copy. The acknowledgements
+// are what Coulouris et al. call ack implosion: N − 1 of them converge on
+// the sender of every multicast.
 //
 // Assumptions: channels may lose messages (the acknowledgements repair
 // that); processes fail by crashing. A sender that crashes while some
@@ -97,7 +97,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "basic",
 		Summary: "B-multicast: a copy to every member, acknowledged (N−1 copies + N−1 acks; no agreement, no order)",
-		Source:  "seed 000, seed 004",
+		Source:  "Coulouris et al. (B-multicast)",
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

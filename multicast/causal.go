@@ -7,10 +7,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Causally ordered multicast, CO-multicast (seed 000 "实现因果排序组播",
-// seed 003 "因果有序多播", seed 004 "因果序组播"). Process p_i keeps, per
-// group, a vector V_g^i whose entry j counts the messages from p_j to g
-// that p_i has delivered (its own entry: the messages it has sent):
+// Causally ordered multicast, CO-multicast (Coulouris et al., causal
+// ordering with vector timestamps; Tanenbaum & van Steen §6.2, causally
+// ordered multicasting). Process p_i keeps, per group, a vector V_g^i whose
+// entry j counts the messages from p_j to g that p_i has delivered (its own
+// entry: the messages it has sent):
 //
 //	To CO-multicast(g, m):            V_g^i[i] := V_g^i[i] + 1
 //	                                  B-multicast(g, ⟨V_g^i, m⟩)
@@ -23,10 +24,10 @@ import (
 // The wait is logical.Deliverable. A message's number is its origin's entry
 // in the vector it carries.
 //
-// Causal order here is the seed's: multicast(g, m) → multicast(g, m′) when
-// the sender of m′ had delivered m (or something m precedes) before
-// multicasting m′, or sent both. A receipt still held back does not count:
-// the process has not seen the message yet.
+// Causal order here is Coulouris et al.'s:
+// multicast(g, m) → multicast(g, m′) when the sender of m′ had delivered m
+// (or something m precedes) before multicasting m′, or sent both. A receipt
+// still held back does not count: the process has not seen the message yet.
 //
 // Assumptions: reliable channels, in any order; processes fail by
 // crashing; groups need not be closed (an outsider's vector counts only its
@@ -69,8 +70,8 @@ func (d cData) key() msgKey {
 func init() {
 	register(proc.Algorithm{
 		Name:    "causal",
-		Summary: "CO-multicast: vector timestamps and the seed's delivery condition (N−1 messages, N integers each)",
-		Source:  "seed 000, seed 003, seed 004",
+		Summary: "CO-multicast: vector timestamps and the textbook delivery condition (N−1 messages, N integers each)",
+		Source:  "Coulouris et al. (CO-multicast); Tanenbaum & van Steen §6.2",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

@@ -5,12 +5,12 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Causal-total order (seed 004 "混合排序: 因果-全排序"): a total order that
-// is also causal. It is total-sequencer whose sequencer runs CO-multicast's
-// rule before numbering. Every sender stamps its message with its vector
-// V_g (its own entry: messages it has sent; entry k: messages of p_k it has
-// delivered), and the sequencer numbers a message only when it has
-// numbered everything the vector names:
+// Causal-total order (one of Coulouris et al.'s hybrid orderings): a total
+// order that is also causal. It is total-sequencer whose sequencer runs
+// CO-multicast's rule before numbering. Every sender stamps its message
+// with its vector V_g (its own entry: messages it has sent; entry k:
+// messages of p_k it has delivered), and the sequencer numbers a message
+// only when it has numbered everything the vector names:
 //
 //	Sequencer, on B-deliver(⟨m, i, V⟩) from origin q:
 //	    place it among the waiting; while some waiting message satisfies
@@ -23,8 +23,9 @@ import (
 // member delivers in the numbering, so whatever a sender had delivered
 // when it sent m was numbered before m could reach the sequencer: only the
 // sender's own entry can ever make the sequencer wait, and that is the
-// FIFO rule. The seed names the hybrid, so it is here, with its cost of N
-// integers per message measured; the causal-order checker holds for both.
+// FIFO rule. Coulouris et al. name the hybrid, so it is here, with its cost
+// of N integers per message measured; the causal-order checker holds for
+// both.
 //
 // Assumptions, cost: those of total-sequencer, and N integers per data
 // message.
@@ -36,7 +37,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "causal-total",
 		Summary: "causal-total order: a sequencer that numbers messages in causal order, by vector timestamps (2(N−1) messages)",
-		Source:  "seed 004",
+		Source:  "Coulouris et al. (hybrid orderings)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  sequencerTheory,
 		Notes: map[string]string{

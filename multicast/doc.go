@@ -1,16 +1,16 @@
 // Package multicast holds Cohort's multicast algorithms as state machines:
 // basic multicast (B-multicast) with acknowledgements, reliable multicast
 // (R-multicast, and a negative-acknowledgement variant for lossy
-// channels), and the ordered multicasts of the seeds — FIFO (FO-multicast),
-// causal (CO-multicast with vector timestamps), total (by a sequencer, by
-// ISIS-style distributed agreement, by Lamport timestamps and
+// channels), and the ordered multicasts of the textbooks — FIFO
+// (FO-multicast), causal (CO-multicast with vector timestamps), total (by a
+// sequencer, by ISIS-style distributed agreement, by Lamport timestamps and
 // acknowledgements) and the hybrids FIFO-total and causal-total.
 //
-// The specification is seed 000 ("排序组播": groups, B-multicast, FIFO,
-// total and causal order, and the remark that ordered multicast does not
-// imply reliability), seeds 001 and 003 (totally ordered multicast with
-// Lamport timestamps and acknowledgements; the replicated bank account) and
-// seed 004 (the same, and the hybrid orders).
+// The algorithms follow Coulouris et al.'s treatment of group communication
+// (groups, B-multicast, FIFO, total and causal order, the hybrid orders,
+// and the remark that ordered multicast does not imply reliability) and
+// Tanenbaum & van Steen §6.2 (totally ordered multicast with Lamport
+// timestamps and acknowledgements; the replicated bank account).
 //
 // # The contract every algorithm keeps
 //
@@ -67,5 +67,5 @@
 // A member that multicasts delivers its own message without sending it to
 // itself (where the order allows: a total order puts its own message in
 // its own hold-back queue like any other), so message counts are those of
-// the seeds' formulas with N − 1 copies per multicast.
+// the textbooks' formulas with N − 1 copies per multicast.
 package multicast

@@ -2,10 +2,10 @@ package multicast
 
 import "github.com/cohort-go/cohort/proc"
 
-// FIFO-ordered multicast, FO-multicast (seed 000 "实现 FIFO 排序组播",
-// seed 004 "FIFO 组播"). Process p keeps S_g^p, the number of messages it
-// has sent to group g, and R_g^q, the number of the latest message from q
-// to g that it has delivered:
+// FIFO-ordered multicast, FO-multicast (Coulouris et al., FIFO ordering).
+// Process p keeps S_g^p, the number of messages it has sent to group g, and
+// R_g^q, the number of the latest message from q to g that it has
+// delivered:
 //
 //	To FO-multicast(g, m):        S_g^p := S_g^p + 1; B-multicast(g, ⟨m, S_g^p⟩)
 //	On B-deliver(⟨m, S⟩) from q:  if S = R_g^q + 1: FO-deliver(m); R_g^q := S,
@@ -13,7 +13,7 @@ import "github.com/cohort-go/cohort/proc"
 //	                                  that are next in turn
 //	                              if S > R_g^q + 1: place ⟨m, S⟩ in the hold-back queue
 //
-// (The seed piggybacks S before incrementing it and starts R at −1;
+// (The textbook piggybacks S before incrementing it and starts R at −1;
 // numbering from 1 is the same rule.)
 //
 // Assumptions: reliable channels, in any order; processes fail by
@@ -50,7 +50,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "fifo",
 		Summary: "FO-multicast: per-sender numbers S and R and a hold-back queue (N−1 messages)",
-		Source:  "seed 000, seed 004",
+		Source:  "Coulouris et al. (FO-multicast)",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

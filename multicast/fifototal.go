@@ -5,10 +5,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// FIFO-total order (seed 004 "混合排序: FIFO-全排序"): a total order that is
-// also FIFO. It is total-sequencer whose sequencer runs FO-multicast's
-// rule before numbering: it numbers a sender's message S only once it has
-// numbered the sender's S − 1, holding back what arrives early.
+// FIFO-total order (one of Coulouris et al.'s hybrid orderings): a total
+// order that is also FIFO. It is total-sequencer whose sequencer runs
+// FO-multicast's rule before numbering: it numbers a sender's message S
+// only once it has numbered the sender's S − 1, holding back what arrives
+// early.
 //
 //	Sequencer, on B-deliver(⟨m, i⟩) with i = (q, S):
 //	    place it among the waiting; while some waiting ⟨m, (q, S)⟩ has
@@ -22,7 +23,7 @@ import (
 // Causal order comes free: a member that delivered m before multicasting
 // m′ delivered it in the numbering, so m was numbered before m′ reached the
 // sequencer. With the sender's own messages in FIFO order, every chain of
-// the seed's happened-before is numbered in order (causal-total costs a
+// the group's happened-before is numbered in order (causal-total costs a
 // vector per message to get the same — see its comment).
 //
 // Assumptions, cost: those of total-sequencer.
@@ -34,7 +35,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "fifo-total",
 		Summary: "FIFO-total order: a sequencer that numbers each sender's messages in the sender's order (2(N−1) messages)",
-		Source:  "seed 004",
+		Source:  "Coulouris et al. (hybrid orderings)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  sequencerTheory,
 		Notes: map[string]string{

@@ -220,7 +220,7 @@ func TestTotalOrderIsPerGroup(t *testing.T) {
 	}
 }
 
-// Seed 000, figure 8: ordered multicast does not imply reliability. The
+// Coulouris et al.: ordered multicast does not imply reliability. The
 // origin of a message crashes after its copy reached the sequencer but not
 // p3; p3 blocks at that message's number and delivers only a prefix of
 // what the others deliver: agreement breaks, total order does not.

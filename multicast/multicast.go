@@ -227,7 +227,7 @@ func (h *holdback) note(env proc.Env, n int) {
 	}
 }
 
-// Algorithms is the family's registry, in the order of the seeds; each
+// Algorithms is the family's registry, in the textbooks' order; each
 // algorithm's file adds its entry with register.
 var Algorithms []proc.Algorithm
 

@@ -2,9 +2,10 @@ package multicast
 
 import "github.com/cohort-go/cohort/proc"
 
-// Reliable multicast, R-multicast over B-multicast (seed 000: validity,
-// integrity and agreement; the construction is the textbook one the seed's
-// "ordered multicast does not imply reliability" contrasts with):
+// Reliable multicast, R-multicast over B-multicast (Coulouris et al.:
+// validity, integrity and agreement; the construction is the textbook one
+// their remark "ordered multicast does not imply reliability" contrasts
+// with):
 //
 //	To R-multicast(g, m):      B-multicast(g, m)
 //	On B-deliver(m) at q:      if m ∉ Received:
@@ -45,7 +46,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "reliable",
 		Summary: "R-multicast: every member relays a message on first receipt ((N−1)² messages; agreement even if the sender crashes)",
-		Source:  "seed 000, seed 004",
+		Source:  "Coulouris et al. (R-multicast)",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

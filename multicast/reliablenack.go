@@ -8,10 +8,10 @@ import (
 )
 
 // Reliable multicast with negative acknowledgements, for lossy channels
-// (seed 000's "Ack & Ack-implosion": instead of every receiver
-// acknowledging every message, receivers speak up only about what they
-// miss). Each sender numbers its messages per group and keeps them in a
-// retransmission buffer; each receiver delivers a sender's messages in
+// (the remedy for ack implosion, Coulouris et al.: instead of every
+// receiver acknowledging every message, receivers speak up only about what
+// they miss). Each sender numbers its messages per group and keeps them in
+// a retransmission buffer; each receiver delivers a sender's messages in
 // sequence and notices a gap when a later one arrives:
 //
 //	To multicast m to g:     S := S + 1; buffer[S] := m; send ⟨m, S⟩ to every member
@@ -215,7 +215,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "reliable-nack",
 		Summary: "reliable multicast over lossy channels: sequence numbers, gap detection, NACKs, repairs, session heartbeats (N−1 messages without loss)",
-		Source:  "seed 000 (ack implosion)",
+		Source:  "Coulouris et al. (ack implosion)",
 		Assumes: proc.Assumptions{Failures: "crash-stop"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

@@ -7,10 +7,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Totally ordered multicast by distributed agreement, ISIS style (seed 000
-// "分布式协商", figure 10; seed 004). Every member q keeps A_g^q, the largest
-// agreed number it has seen in group g, and P_g^q, the largest it has
-// proposed:
+// Totally ordered multicast by distributed agreement, ISIS style (Birman &
+// Joseph 1987; Coulouris et al., total ordering by distributed agreement).
+// Every member q keeps A_g^q, the largest agreed number it has seen in
+// group g, and P_g^q, the largest it has proposed:
 //
 //	To TO-multicast(g, m):  p B-multicasts ⟨m, i⟩ to g (i: a unique id)
 //	On B-deliver(⟨m, i⟩) at q:
@@ -104,7 +104,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "total-isis",
 		Summary: "TO-multicast by agreement (ISIS): proposals from every member, the largest agreed (3(N−1) messages)",
-		Source:  "seed 000 (figure 10), seed 004",
+		Source:  "Birman & Joseph 1987; Coulouris et al. (ISIS total ordering)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

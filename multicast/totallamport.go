@@ -9,8 +9,8 @@ import (
 )
 
 // Totally ordered multicast with Lamport timestamps and acknowledgements
-// (seed 001 "Totally-Ordered Multicasting", seed 003 "全序多播"; the
-// replicated bank account is its application):
+// (Lamport 1978; Tanenbaum & van Steen §6.2, totally ordered multicasting;
+// the replicated bank account is its application):
 //
 //	To multicast m:     stamp m with the Lamport clock; put it in my
 //	                    queue; send it to every other member
@@ -18,8 +18,8 @@ import (
 //	                    sender id); multicast an ACK, itself stamped, to
 //	                    every other member
 //	Deliver the head of the queue once every member has acknowledged it —
-//	or, as seed 003 allows instead, once a message with a larger timestamp
-//	has come from every member.
+//	or, as Tanenbaum & van Steen allow instead, once a message with a
+//	larger timestamp has come from every member.
 //
 // The second form is the rule here, and covers the first: an ACK of m is a
 // message stamped later than m. With FIFO channels, once member k has sent
@@ -86,7 +86,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "total-lamport",
 		Summary: "total order by Lamport timestamps: deliver the head of the queue once every member acknowledged it (N−1 + (N−1)² messages)",
-		Source:  "seed 001, seed 003",
+		Source:  "Lamport 1978; Tanenbaum & van Steen §6.2",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

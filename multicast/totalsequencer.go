@@ -7,10 +7,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Totally ordered multicast by a sequencer (seed 000 "全排序组播", figure
-// 9; seed 004 "定序者"). One member of each group, the sequencer (here its
-// lowest-numbered member), numbers the messages; every member delivers in
-// the sequencer's numbering:
+// Totally ordered multicast by a sequencer (Coulouris et al., total
+// ordering using a sequencer). One member of each group, the sequencer
+// (here its lowest-numbered member), numbers the messages; every member
+// delivers in the sequencer's numbering:
 //
 //	Member p:     On initialization: r_g := 0
 //	              To TO-multicast(g, m): B-multicast(g ∪ {sequencer(g)}, ⟨m, i⟩)
@@ -25,11 +25,11 @@ import (
 // Assumptions: reliable channels, in any order; no failures — the
 // sequencer is a single point of failure (if it crashes nothing more is
 // delivered), and a member that misses a message blocks at its number:
-// it delivers a prefix of what the others deliver (seed 000, figure 8:
+// it delivers a prefix of what the others deliver (Coulouris et al.:
 // ordered multicast does not imply reliability). The sequencer numbers
 // messages as they reach it, so over channels that reorder, two messages of
 // one sender can be numbered out of the order they were sent in: total
-// order is not FIFO (nor causal) order — seed 004: "全排序未必是 FIFO 或因果排序".
+// order is not FIFO (nor causal) order, as Coulouris et al. point out.
 // fifo-total and causal-total are this algorithm with a sequencer that
 // admits messages in FIFO or causal order.
 //
@@ -109,11 +109,11 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "total-sequencer",
 		Summary: "TO-multicast by a sequencer: data to the group and the sequencer, ⟨order, i, S⟩ from the sequencer (2(N−1) messages)",
-		Source:  "seed 000 (figure 9), seed 004",
+		Source:  "Coulouris et al. (total ordering using a sequencer)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  sequencerTheory,
 		Notes: map[string]string{
-			"messages_per_multicast": "N − 1 copies (the sequencer among them) and N − 1 order messages; the seed's B-multicast(g ∪ {sequencer})",
+			"messages_per_multicast": "N − 1 copies (the sequencer among them) and N − 1 order messages; the textbook's B-multicast(g ∪ {sequencer})",
 			"latency_msgs":           "data, then the order: 2; the sequencer's own messages take 1, so the mean is (2N − 1)/N",
 		},
 		New:      newSequencer(onArrival),

@@ -17,9 +17,9 @@ import (
 
 // Tell asks a process to send an application message to To. The
 // application's own messages are what can order two requests by
-// happened-before — the seed's ME3 counterexample: A requests, then tells
-// B, and B requests after hearing from A — so the family carries them for
-// every algorithm (see withApp).
+// happened-before — Coulouris et al.'s ME3 counterexample: A requests, then
+// tells B, and B requests after hearing from A — so the family carries them
+// for every algorithm (see withApp).
 type Tell struct {
 	To proc.ID `json:"to"`
 }
@@ -41,10 +41,10 @@ func (Told) Kind() string     { return "told" }
 func (t Tell) String() string { return "tell " + t.To.String() }
 
 // clocked is implemented by the algorithms that order requests by Lamport
-// timestamps. The application's messages must advance the same clock — the
-// seed's Lamport clock lives in the middleware and stamps every message —
-// or a request that happened after another could carry the smaller
-// timestamp, and ME3 would break.
+// timestamps. The application's messages must advance the same clock — in
+// Tanenbaum & van Steen's picture the Lamport clock lives in the middleware
+// and stamps every message — or a request that happened after another could
+// carry the smaller timestamp, and ME3 would break.
 type clocked interface {
 	appSend() uint64   // a send event: tick, and return the timestamp to carry
 	appRecv(ts uint64) // a receive event: C = max(C, ts) + 1

@@ -7,8 +7,8 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Central server (seed 000 "中央服务器互斥算法", seed 001 "Centralized
-// Algorithm", seed 003 §6.3 "集中式算法"): one process, the coordinator,
+// Central server (Coulouris et al., the central server algorithm; Tanenbaum
+// & van Steen §6.3, a centralized algorithm): one process, the coordinator,
 // hands out the permission to enter. Here the coordinator is process 0.
 //
 //	To enter (client):     send REQUEST to the server; wait for GRANT
@@ -21,23 +21,24 @@ import (
 // The coordinator is also a client: its own requests go through the same
 // server logic as a local call, with no message to itself.
 //
-// Assumptions (seed 000): asynchronous, reliable channels (every message
-// arrives exactly once), no failures. FIFO is not needed: a client's next
-// REQUEST may overtake its RELEASE, and then the server just queues the
-// holder's new request behind the section it is still in.
+// Assumptions (Coulouris et al.): asynchronous, reliable channels (every
+// message arrives exactly once), no failures. FIFO is not needed: a
+// client's next REQUEST may overtake its RELEASE, and then the server just
+// queues the holder's new request behind the section it is still in.
 //
-// Cost (seed 003's table): 3 messages per entry and exit of a client (2 to
-// enter: REQUEST and GRANT; 1 to exit: RELEASE), 0 for the coordinator's own
-// entries. A client waits 2 message times before it enters (the round trip)
-// and none to exit; the synchronisation delay, from one exit to the next
-// entry, is 2 message times (RELEASE to the server, GRANT to the next). The
-// server is a bottleneck and a single point of failure: when it crashes,
-// the queued requests are never granted (see central-failover below).
+// Cost (Tanenbaum & van Steen's table, §6.3): 3 messages per entry and exit
+// of a client (2 to enter: REQUEST and GRANT; 1 to exit: RELEASE), 0 for
+// the coordinator's own entries. A client waits 2 message times before it
+// enters (the round trip) and none to exit; the synchronisation delay, from
+// one exit to the next entry, is 2 message times (RELEASE to the server,
+// GRANT to the next). The server is a bottleneck and a single point of
+// failure: when it crashes, the queued requests are never granted (see
+// central-failover below).
 //
-// ME1 and ME2 hold when nothing fails. ME3 does not (seed 000): A requests
-// and then tells B something; B, having heard, requests too; B's request can
-// reach the server before A's, and B is served first. The tests build that
-// counterexample.
+// ME1 and ME2 hold when nothing fails. ME3 does not (Coulouris et al.): A
+// requests and then tells B something; B, having heard, requests too; B's
+// request can reach the server before A's, and B is served first. The tests
+// build that counterexample.
 //
 // Waiting and Lent: a client waits for the coordinator (Waiting{p0}); the
 // coordinator's own request waits for whoever holds the permission. The
@@ -85,7 +86,7 @@ func (cenRelease) Kind() string     { return "release" }
 func (m cenRelease) String() string { return "REL" + epochSuffix(m.Epoch) }
 
 // epochSuffix labels messages of central-failover with the coordinator's
-// epoch: "GRANT(e2)". The seed's algorithm runs in epoch 0, unlabelled.
+// epoch: "GRANT(e2)". The textbook algorithm runs in epoch 0, unlabelled.
 func epochSuffix(e uint64) string {
 	if e == 0 {
 		return ""
@@ -97,7 +98,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "central",
 		Summary: "central server: request, grant, release through coordinator p0, FIFO queue (3 messages per entry)",
-		Source:  "seed 000, seed 001, seed 003 §6.3",
+		Source:  "Coulouris et al.; Tanenbaum & van Steen §6.3",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  centralTheory,
 		Notes: map[string]string{
@@ -222,7 +223,7 @@ func (c *central) onRelease(env proc.Env, from proc.ID) {
 	}
 }
 
-// centralTheory is the seed's cost of the central server: request, grant
+// centralTheory is the textbook cost of the central server: request, grant
 // and release; a round trip before entry, two messages between entries.
 func centralTheory(int) map[string]float64 {
 	return map[string]float64{"messages_per_entry": 3, "client_delay_msgs": 2, "sync_delay_msgs": 2}

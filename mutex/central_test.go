@@ -19,8 +19,8 @@ func TestCentralSweep(t *testing.T) {
 				Network: sim.Network{Latency: clJitter}})
 			r.allGranted(t)
 			r.holds(t, "integrity", "ME1", "ME2", "ME3")
-			// Seed 003's table: 3 messages per entry and exit, one of each
-			// kind; the coordinator's own entries cost nothing.
+			// Tanenbaum & van Steen's table: 3 messages per entry and exit,
+			// one of each kind; the coordinator's own entries cost nothing.
 			want := clientEntries(r)
 			for _, kind := range []string{"request", "grant", "release"} {
 				if got := r.sent(kind); got != want {
@@ -34,9 +34,9 @@ func TestCentralSweep(t *testing.T) {
 	})
 }
 
-// TestCentralBreaksME3 is seed 000's counterexample: A asks and then tells
-// B; B asks after hearing it; B's request reaches the server first (A's
-// link to the server is slow), and B is served first.
+// TestCentralBreaksME3 is Coulouris et al.'s counterexample: A asks and
+// then tells B; B asks after hearing it; B's request reaches the server
+// first (A's link to the server is slow), and B is served first.
 func TestCentralBreaksME3(t *testing.T) {
 	const a, b = 1, 2
 	slow := sim.Constant(10 * time.Millisecond)
@@ -75,7 +75,7 @@ func TestCentralBreaksME3InASweep(t *testing.T) {
 		}
 	}
 	if broken == 0 {
-		t.Errorf("no seed of %d broke ME3: the seed says the central server does not keep happened-before order", clSeeds)
+		t.Errorf("no seed of %d broke ME3: the textbook says the central server does not keep happened-before order", clSeeds)
 	}
 	t.Logf("ME3 violated on %d of %d seeds", broken, clSeeds)
 }
@@ -101,7 +101,7 @@ func crashMidRun(n int, seed uint64, mk func(proc.ID, int) proc.Process) sim.Con
 	}
 }
 
-// TestCentralStallsWhenTheServerCrashes: the seed's algorithm assumes no
+// TestCentralStallsWhenTheServerCrashes: the textbook algorithm assumes no
 // failures; when the coordinator crashes in a contended run, the queued
 // requests are never granted (ME2 fails with no wait-for cycle: p0 is gone).
 func TestCentralStallsWhenTheServerCrashes(t *testing.T) {

@@ -10,11 +10,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Central server with failover (beyond the seeds; seed 000 names the
-// problem: "服务器会造成单点失败, 需要后备节点"). The server logic is the
-// seed's, above; what is added is how the processes notice that the
-// coordinator crashed, agree on a new one, and let it rebuild the state the
-// old one took with it.
+// Central server with failover (beyond the textbooks; Coulouris et al. name
+// the problem: the server is a single point of failure, and a backup is
+// needed). The server logic is the textbook's, above; what is added is how
+// the processes notice that the coordinator crashed, agree on a new one,
+// and let it rebuild the state the old one took with it.
 //
 // Detection. While its queue is not empty the coordinator sends HEARTBEAT
 // every Heartbeat to every queued client and to the client that holds the
@@ -29,17 +29,18 @@ import (
 // arrived, would otherwise keep it for ever).
 //
 // Election. The live process with the highest id becomes the coordinator,
-// by the bully rule of seed 001. Cohort has no election family yet; this is
-// the minimal form of the rule that the failover needs, and it stays here so
-// that the algorithm stands alone. A process that calls an election sends
-// ELECTION to every higher id; a higher process answers OK and calls its own
-// election; a process that hears no OK within Election wins, and a process
-// that heard OK but no COORDINATOR within Announce calls the election again.
-// The winner starts a new epoch (one more than the epoch it knew) and sends
-// COORDINATOR(epoch) to all; a coordinator in office that gets an ELECTION
-// (several clients suspected its predecessor at once) repeats its
-// announcement to the caller rather than starting yet another epoch. Process 0 is the first coordinator, in epoch
-// 0, so that the failure-free run is exactly the seed's algorithm.
+// by the bully rule (Garcia-Molina 1982). Cohort has no election family
+// yet; this is the minimal form of the rule that the failover needs, and it
+// stays here so that the algorithm stands alone. A process that calls an
+// election sends ELECTION to every higher id; a higher process answers OK
+// and calls its own election; a process that hears no OK within Election
+// wins, and a process that heard OK but no COORDINATOR within Announce
+// calls the election again. The winner starts a new epoch (one more than
+// the epoch it knew) and sends COORDINATOR(epoch) to all; a coordinator in
+// office that gets an ELECTION (several clients suspected its predecessor
+// at once) repeats its announcement to the caller rather than starting yet
+// another epoch. Process 0 is the first coordinator, in epoch 0, so that
+// the failure-free run is exactly the textbook algorithm.
 //
 // Rebuilding. The new coordinator grants nothing until it knows the state:
 // every process answers COORDINATOR with STATE (requesting since when,
@@ -68,7 +69,7 @@ import (
 // again; either way ME1 can fail. The coordinator's own client requests go
 // through the same logic as a local call.
 //
-// Cost. Without failures: the seed's 3 messages per client entry, plus,
+// Cost. Without failures: the textbook's 3 messages per client entry, plus,
 // every Heartbeat while someone waits, one HEARTBEAT per waiting client and
 // a HEARTBEAT and a HELD for the holder. A failover
 // costs at most N·(N−1)/2 ELECTION and as many OK messages (the bully
@@ -370,7 +371,7 @@ func (f *centralFailover) onHeartbeat(env proc.Env, from proc.ID, m cfoHeartbeat
 
 // --- the server ---
 
-// onRequest is the seed's "on REQUEST from p", at the current coordinator.
+// onRequest is central's "On REQUEST from p", at the current coordinator.
 func (f *centralFailover) onRequest(env proc.Env, from proc.ID) {
 	if f.coord != f.self {
 		return // not the coordinator (any more): drop it
@@ -424,7 +425,7 @@ func (f *centralFailover) grant(env proc.Env, p proc.ID) {
 	env.Send(p, g)
 }
 
-// onRelease is the seed's "on RELEASE": grant to the head of the queue.
+// onRelease is central's "On RELEASE": grant to the head of the queue.
 func (f *centralFailover) onRelease(env proc.Env, from proc.ID) {
 	if f.coord != f.self {
 		return
@@ -656,7 +657,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "central-failover",
 		Summary: "central server that survives the coordinator's crash: heartbeats, bully election of the highest live id, queue rebuilt from every process's state",
-		Source:  "seed 000, seed 003 §6.3; failover beyond the seeds (election: seed 001's bully rule)",
+		Source:  "Coulouris et al.; Tanenbaum & van Steen §6.3; failover beyond the textbooks (election: the bully rule, Garcia-Molina 1982)",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true, Synchronous: true, Failures: "crash-stop"},
 		Theory:  centralTheory,
 		Notes: map[string]string{

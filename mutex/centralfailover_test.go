@@ -154,7 +154,7 @@ func TestCentralFailoverSurvivesAnyCrash(t *testing.T) {
 }
 
 // TestCentralFailoverCostsNothingWithoutFailures: with no crash the
-// failover is the seed's algorithm plus heartbeats to waiting clients.
+// failover is the textbook algorithm plus heartbeats to waiting clients.
 func TestCentralFailoverCostsNothingWithoutFailures(t *testing.T) {
 	t.Parallel()
 	for _, n := range clSizes {

@@ -26,7 +26,7 @@ type closedLoop struct {
 	// Tell is the probability that a process, right after it asks, tells a
 	// random other process so (a Tell input: an application message).
 	// That orders requests by happened-before outside the algorithm, as in
-	// seed 000's counterexamples to ME3.
+	// Coulouris et al.'s counterexamples to ME3.
 	Tell float64
 	// Drain runs on to quiescence after the last round, instead of
 	// stopping at once, so that every message sent gets delivered (for

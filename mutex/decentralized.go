@@ -9,12 +9,13 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// The decentralized voting algorithm of seed 003 §6.3 ("非集中式算法"): the
-// resource has N replicas, each guarded by its own coordinator; a process
-// may use the resource once it has the votes of m > N/2 coordinators; a
-// coordinator always answers at once. Coordinators may crash and recover
-// quickly, forgetting the permissions they gave — which is how mutual
-// exclusion can fail (see decentralized_theory.go for how likely that is).
+// The decentralized voting algorithm (Lin et al. 2004, as presented by
+// Tanenbaum & van Steen §6.3): the resource has N replicas, each guarded by
+// its own coordinator; a process may use the resource once it has the votes
+// of m > N/2 coordinators; a coordinator always answers at once.
+// Coordinators may crash and recover quickly, forgetting the permissions
+// they gave — which is how mutual exclusion can fail (see
+// decentralized_theory.go for how likely that is).
 //
 // Here every process is both a client and one of the N coordinators:
 //
@@ -42,19 +43,19 @@ import (
 //	                   to the oldest request in its queue, whose client
 //	                   retries at once if it is backing off.
 //
-// The NOTICE is this implementation's answer to starvation, which the seed
-// leaves open: a client that keeps losing is told as soon as a coordinator
-// it lost at becomes free because the holder left, before newer clients
-// whose backoff has not yet expired, so the oldest waiter tends to win the
-// next round. It is a hint, not a reservation — the freed coordinator
-// grants whoever asks first — so it shortens the long waits without
-// excluding starvation. Grants returned unused (a lost attempt, a surplus)
-// send no notice: they free a coordinator for a moment only, and notices
-// for them set off rounds of simultaneous retries that lose again. The
-// tests measure the trade: with notices the slowest 1% of entries wait
+// The NOTICE is this implementation's answer to starvation, which the
+// textbook leaves open: a client that keeps losing is told as soon as a
+// coordinator it lost at becomes free because the holder left, before newer
+// clients whose backoff has not yet expired, so the oldest waiter tends to
+// win the next round. It is a hint, not a reservation — the freed
+// coordinator grants whoever asks first — so it shortens the long waits
+// without excluding starvation. Grants returned unused (a lost attempt, a
+// surplus) send no notice: they free a coordinator for a moment only, and
+// notices for them set off rounds of simultaneous retries that lose again.
+// The tests measure the trade: with notices the slowest 1% of entries wait
 // 40–50% less; under saturation, entries take more attempts.
 //
-// Crashes. The seed lets coordinators fail; here a crash takes a client
+// Crashes. The textbook lets coordinators fail; here a crash takes a client
 // down with its coordinator, and two more rules keep requests moving:
 //
 //   - A request or reply to a process that is down is lost, so an attempt
@@ -87,13 +88,13 @@ import (
 // attempt, returned as surplus, or released on leaving), and the notices:
 // 2Nk + G + notices, where m ≤ G ≤ Nk (INQUIRE and RELINQUISH only after
 // crashes or very long critical sections). Uncontended (k = 1, all N
-// grant): 3N. The seed's table says 2mk + m: it counts m requests and m
-// replies per attempt and the m releases on leaving — as if a client asked
-// exactly m coordinators and returned nothing after a lost attempt; asking
-// all N replaces m by N in the first term, and returning what a lost
-// attempt collected adds the rest of G. Delay before entry: 2k message
-// times plus the backoffs (the seed: 2mk, counting messages sent one after
-// another).
+// grant): 3N. Tanenbaum & van Steen's table says 2mk + m: it counts m
+// requests and m replies per attempt and the m releases on leaving — as if
+// a client asked exactly m coordinators and returned nothing after a lost
+// attempt; asking all N replaces m by N in the first term, and returning
+// what a lost attempt collected adds the rest of G. Delay before entry: 2k
+// message times plus the backoffs (the table: 2mk, counting messages sent
+// one after another).
 type decentralized struct {
 	m       int    // grants needed
 	inc     uint64 // this incarnation's random tag, for the tickets
@@ -224,7 +225,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "decentralized",
 		Summary: "decentralized voting: m > N/2 of N coordinators grant; coordinators that reset forget their grants",
-		Source:  "seed 003 §6.3",
+		Source:  "Lin et al. 2004; Tanenbaum & van Steen §6.3",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-recover"},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)
@@ -235,7 +236,7 @@ func init() {
 		},
 		Notes: map[string]string{
 			"messages_per_entry": "2mk + m with k attempts; k = 1 without contention, more when coordinators split their votes",
-			"client_delay_msgs":  "the seed's 2mk counts the m requests as sent one after another; sent in parallel, one round trip per attempt",
+			"client_delay_msgs":  "Tanenbaum & van Steen's 2mk counts the m requests as sent one after another; sent in parallel, one round trip per attempt",
 		},
 		New:    NewDecentralized(0),
 		Breaks: []string{"ME1", "ME3"},

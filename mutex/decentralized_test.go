@@ -65,11 +65,12 @@ func decKinds(res sim.Result) map[string]int64 {
 	return k
 }
 
-// The message count, against the seed's 2mk + m. This implementation asks
-// all N coordinators per attempt (N requests, N replies) and sends one
-// RELEASE per grant it received (returned after a lost attempt, returned
-// as surplus, or on leaving), plus the notices: 2Nk + G + notices. Without
-// contention k = 1 and all N grant: 3N per entry.
+// The message count, against Tanenbaum & van Steen's 2mk + m. This
+// implementation asks all N coordinators per attempt (N requests, N
+// replies) and sends one RELEASE per grant it received (returned after a
+// lost attempt, returned as surplus, or on leaving), plus the notices:
+// 2Nk + G + notices. Without contention k = 1 and all N grant: 3N per
+// entry.
 func TestDecentralizedMessageCount(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 8} {
 		var script sim.Script
@@ -106,12 +107,12 @@ func TestDecentralizedMessageCount(t *testing.T) {
 		notices := float64(total["notice"]) / e
 		perEntry := 2*float64(n)*attempts + grants + notices
 		t.Logf("decentralized n = %d, m = %d, contended: k = %.2f attempts per entry, G = %.2f grants, %.2f notices: "+
-			"2Nk + G + notices = %.1f messages per entry; the seed's 2mk + m with this k = %.1f",
+			"2Nk + G + notices = %.1f messages per entry; the textbook's 2mk + m with this k = %.1f",
 			n, m, attempts, grants, notices, perEntry, 2*float64(m)*attempts+float64(m))
 	}
 }
 
-// decResetRun is the violation the seed warns about: N = 5, m = 3. p0
+// decResetRun is the violation the textbook warns about: N = 5, m = 3. p0
 // gets its grants from p1, p2, p3 (its own request travels a slower link)
 // and holds the critical section from 2 to 20 ms; p1 and p2 crash at 5 ms
 // and recover at 6 ms with no memory of their grants; p4 asks at 7 ms and

@@ -4,12 +4,13 @@ import (
 	"math"
 )
 
-// How robust is decentralized voting? Seed 003 §6.3 answers: let p = Δt/T
-// be the probability that a coordinator resets during an interval Δt, with
-// lifetime T; the probability that k of m coordinators reset in the same
-// interval is P[k] = C(m,k) p^k (1−p)^(m−k); correctness is violated when
-// only a minority of the holder's coordinators remain, m − f ≤ N/2, i.e.
-// f ≥ m − N/2; so a violation has probability Σ_{k=m−N/2}^{N} P[k].
+// How robust is decentralized voting? Tanenbaum & van Steen §6.3 answer:
+// let p = Δt/T be the probability that a coordinator resets during an
+// interval Δt, with lifetime T; the probability that k of m coordinators
+// reset in the same interval is P[k] = C(m,k) p^k (1−p)^(m−k); correctness
+// is violated when only a minority of the holder's coordinators remain,
+// m − f ≤ N/2, i.e. f ≥ m − N/2; so a violation has probability
+// Σ_{k=m−N/2}^{N} P[k].
 //
 // That condition says the coordinators that still remember the holder are
 // no longer a majority; but a second client needs more than that to get
@@ -17,19 +18,20 @@ import (
 // are free; with f of the holder's coordinators reset there are N−m+f,
 // and a second client can enter only if N−m+f ≥ m: f ≥ 2m−N. Since
 // m > N/2, 2m−N ≥ ⌈m−N/2⌉ (equal only for odd N and m = (N+1)/2), so the
-// exact probability is never above the seed's.
+// exact probability is never above the textbook's.
 //
-// Neither formula reproduces the seed's table: for N = 8, m = 5 and
-// p = 3 s/h = 1/1200, the seed's sum is 4.2e-3 and the exact one 6.9e-6,
-// where the table says < 1e-15; for N = 32, m = 24 they are 1.7e-19 and
-// 4.0e-44 against < 1e-73 (the tests print every row). The table follows
-// p^m instead, the single term k = m (all m of the holder's coordinators
-// reset): each bound is the next power of ten above it — (1/1200)^5 =
-// 4.0e-16 < 1e-15, (1/1200)^24 = 1.3e-74 < 1e-73, (1/120)^17 = 4.5e-36 <
-// 1e-35 — except N = 8, m = 6 at 30 s/h, two powers above ((1/120)^6 =
-// 3.3e-13 < 1e-11). The table was computed as if the sum started at k = m.
+// Neither formula reproduces Tanenbaum & van Steen's table: for N = 8,
+// m = 5 and p = 3 s/h = 1/1200, the textbook's sum is 4.2e-3 and the exact
+// one 6.9e-6, where the table says < 1e-15; for N = 32, m = 24 they are
+// 1.7e-19 and 4.0e-44 against < 1e-73 (the tests print every row). The
+// table follows p^m instead, the single term k = m (all m of the holder's
+// coordinators reset): each bound is the next power of ten above it —
+// (1/1200)^5 = 4.0e-16 < 1e-15, (1/1200)^24 = 1.3e-74 < 1e-73,
+// (1/120)^17 = 4.5e-36 < 1e-35 — except N = 8, m = 6 at 30 s/h, two powers
+// above ((1/120)^6 = 3.3e-13 < 1e-11). The table was computed as if the sum
+// started at k = m.
 
-// SeedViolation is the seed's violation probability, Σ_{k=⌈m−N/2⌉}^{N}
+// SeedViolation is the textbook's violation probability, Σ_{k=⌈m−N/2⌉}^{N}
 // C(m,k) p^k (1−p)^(m−k): the chance that at least m − N/2 of the holder's
 // m coordinators reset (for odd N, m − N/2 is not whole and f ≥ m − N/2
 // means f ≥ ⌈m − N/2⌉). Terms with k > m are 0 (C(m,k) = 0). It returns NaN

@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// decSeedRows are the rows of seed 003's table of violation probabilities,
-// with the bound the seed gives for p = 3 s/h and for p = 30 s/h.
-var decSeedRows = []struct {
-	N, m          int
-	seed3, seed30 float64 // the table's "< 10^-x"
+// decTableRows are the rows of Tanenbaum & van Steen's table of violation
+// probabilities (§6.3), with the bound the table gives for p = 3 s/h and
+// for p = 30 s/h.
+var decTableRows = []struct {
+	N, m            int
+	table3, table30 float64 // the table's "< 10^-x"
 }{
 	{8, 5, 1e-15, 1e-10},
 	{8, 6, 1e-18, 1e-11},
@@ -41,21 +42,21 @@ func decRatTail(m, lo int, p *big.Rat) *big.Rat {
 	return sum
 }
 
-// The seed's table cannot be reproduced from its formula with p = Δt/T:
+// The textbook's table cannot be reproduced from its formula with p = Δt/T:
 // the values are printed here, and every property that must hold is
 // checked.
-func TestSeedTableDiscrepancy(t *testing.T) {
+func TestTextbookTableDiscrepancy(t *testing.T) {
 	ps := []*big.Rat{big.NewRat(3, 3600), big.NewRat(30, 3600)}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-3s %-3s %-7s %-12s %-12s %-12s %-12s\n", "N", "m", "p", "seed table", "seed formula", "exact", "p^m")
-	for _, r := range decSeedRows {
+	fmt.Fprintf(&b, "%-3s %-3s %-7s %-12s %-12s %-12s %-12s\n", "N", "m", "p", "book table", "book formula", "exact", "p^m")
+	for _, r := range decTableRows {
 		for i, pr := range ps {
 			p, _ := pr.Float64()
-			seed, exact := SeedViolation(r.N, r.m, p), ExactViolation(r.N, r.m, p)
-			table := []float64{r.seed3, r.seed30}[i]
-			fmt.Fprintf(&b, "%-3d %-3d %-7s < %-10.0e %-12.3e %-12.3e %-12.3e\n", r.N, r.m, []string{"3s/h", "30s/h"}[i], table, seed, exact, math.Pow(p, float64(r.m)))
+			book, exact := SeedViolation(r.N, r.m, p), ExactViolation(r.N, r.m, p)
+			table := []float64{r.table3, r.table30}[i]
+			fmt.Fprintf(&b, "%-3d %-3d %-7s < %-10.0e %-12.3e %-12.3e %-12.3e\n", r.N, r.m, []string{"3s/h", "30s/h"}[i], table, book, exact, math.Pow(p, float64(r.m)))
 
-			for name, v := range map[string]float64{"seed": seed, "exact": exact} {
+			for name, v := range map[string]float64{"textbook": book, "exact": exact} {
 				if !(v >= 0 && v <= 1) {
 					t.Errorf("N=%d m=%d p=%v: %s = %v, not a probability", r.N, r.m, p, name, v)
 				}
@@ -63,15 +64,15 @@ func TestSeedTableDiscrepancy(t *testing.T) {
 			if 2*r.m-r.N < r.m-r.N/2 {
 				t.Fatalf("N=%d m=%d: 2m−N < ⌈m−N/2⌉", r.N, r.m)
 			}
-			if exact > seed {
-				t.Errorf("N=%d m=%d p=%v: exact %v above the seed's %v, though it sums fewer terms", r.N, r.m, p, exact, seed)
+			if exact > book {
+				t.Errorf("N=%d m=%d p=%v: exact %v above the textbook's %v, though it sums fewer terms", r.N, r.m, p, exact, book)
 			}
 			// Both sums, against exact rational arithmetic.
 			for _, c := range []struct {
 				name string
 				got  float64
 				lo   int
-			}{{"seed", seed, r.m - r.N/2}, {"exact", exact, 2*r.m - r.N}} {
+			}{{"textbook", book, r.m - r.N/2}, {"exact", exact, 2*r.m - r.N}} {
 				want, _ := decRatTail(r.m, c.lo, pr).Float64()
 				if rel := math.Abs(c.got-want) / want; rel > 1e-12 {
 					t.Errorf("N=%d m=%d p=%v: %s = %.15e, exact arithmetic gives %.15e (relative error %.1e)", r.N, r.m, p, c.name, c.got, want, rel)
@@ -95,7 +96,7 @@ func TestSeedTableDiscrepancy(t *testing.T) {
 			t.Errorf("N=%d m=%d: not increasing in p", r.N, r.m)
 		}
 	}
-	t.Logf("seed 003's violation table against its formula (p = Δt/T) and the exact condition f ≥ 2m−N:\n%s", b.String())
+	t.Logf("Tanenbaum & van Steen's violation table against its formula (p = Δt/T) and the exact condition f ≥ 2m−N:\n%s", b.String())
 }
 
 func TestViolationEdges(t *testing.T) {
@@ -110,7 +111,8 @@ func TestViolationEdges(t *testing.T) {
 	if SeedViolation(8, 5, 0) != 0 || ExactViolation(8, 5, 0) != 0 || SeedViolation(8, 5, 1) != 1 || ExactViolation(8, 5, 1) != 1 {
 		t.Error("p = 0 or 1: want 0 and 1")
 	}
-	// m = N: both need all N to reset... the seed only N − N/2 of them.
+	// m = N: both need all N to reset... the textbook formula only N − N/2
+	// of them.
 	if got, want := ExactViolation(6, 6, 0.5), math.Pow(0.5, 6); math.Abs(got-want) > 1e-15 {
 		t.Errorf("ExactViolation(6, 6, 0.5) = %v, want 0.5^6", got)
 	}

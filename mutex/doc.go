@@ -3,10 +3,11 @@
 // its JUST-RELEASED and majority variants), Maekawa (basic and
 // deadlock-free), decentralized voting, Suzuki–Kasami and Raymond.
 //
-// The specification is seed 000 (central server, ring, Lamport,
-// Ricart–Agrawala; the requirements ME1–ME3), seed 001, seed 003 §6.3
-// (decentralized voting and the comparison table) and seed 004
-// (JUST-RELEASED, the majority variant, Maekawa's voting sets).
+// The algorithms follow Coulouris et al. (central server, ring, Lamport,
+// Ricart–Agrawala with its JUST-RELEASED and majority variants, Maekawa's
+// voting sets; the requirements ME1–ME3) and Tanenbaum & van Steen §6.3
+// (centralized, token ring, decentralized voting and the comparison
+// table).
 //
 // # The contract every algorithm keeps
 //

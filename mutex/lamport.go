@@ -6,10 +6,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Lamport's algorithm (seed 000 "Lamport Algorithm: Using multicast and
-// logical clocks"): every process keeps a copy of one request queue,
-// ordered by the timestamps (C, pid) of Stamp.Less, and the copies agree
-// because every request is multicast and every message is FIFO.
+// Lamport's algorithm (Lamport 1978; Coulouris et al., mutual exclusion
+// using multicast and logical clocks): every process keeps a copy of one
+// request queue, ordered by the timestamps (C, pid) of Stamp.Less, and the
+// copies agree because every request is multicast and every message is
+// FIFO.
 //
 //	To request:      C := C+1; put Request(C, i) in Q; send it to all others
 //	On Request(C_j, j):
@@ -25,7 +26,7 @@ import (
 // sets C := max(C, C_msg)+1. A process handles its own request locally
 // instead of sending it to itself.
 //
-// The seed's worked example (its space-time diagram): P2 requests with
+// The textbook's worked example (its space-time diagram): P2 requests with
 // timestamp 34, and at its local time 44 it may enter. Its request heads
 // its queue (a), and it has already received from P1 a message stamped 41,
 // larger than its own 34 (b, for P1): P1's clock has passed 34, so any
@@ -44,9 +45,9 @@ import (
 // releases); a requester waits one round trip; the synchronisation delay
 // is one message (the release). ME1, ME2 and ME3 hold: a request that
 // happened after another carries a larger timestamp and is served later.
-// That takes every message to carry the clock, the application's too (the
-// seed's clock lives in the middleware): App messages (Tell) tick and
-// carry C like the algorithm's own.
+// That takes every message to carry the clock, the application's too (in
+// Tanenbaum & van Steen's picture the clock lives in the middleware): App
+// messages (Tell) tick and carry C like the algorithm's own.
 //
 // Every send and receive reports its timestamp as a proc.Stamp, so that
 // the clock-condition checker can judge the clock. Waiting lists the
@@ -92,7 +93,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "lamport",
 		Summary: "Lamport: timestamped request to all, replies, release to all; replicated queue ordered by (C, pid) (3(N−1) messages)",
-		Source:  "seed 000",
+		Source:  "Lamport 1978; Coulouris et al.",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

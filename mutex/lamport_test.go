@@ -114,7 +114,7 @@ func TestLamportClocksApplicationMessages(t *testing.T) {
 	}
 }
 
-// TestLamportFigure replays seed 000's space-time example: P2
+// TestLamportFigure replays the textbook's space-time example: P2
 // requests with timestamp 34 and may enter at its local time 44, having
 // received from P1 a message stamped 41. The clocks start where the
 // figure's processes stand: P1 at 39, P2 at 33, and the third process (p0

@@ -6,7 +6,8 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Maekawa's voting algorithm, the basic form of seed 004 ("Maekawa 投票算法").
+// Maekawa's voting algorithm (Maekawa 1985), in the basic form of Coulouris
+// et al.
 //
 // Each process pᵢ has a voting set Vᵢ with pᵢ ∈ Vᵢ, and every two voting
 // sets intersect (GridQuorums builds them). Every process has one vote:
@@ -24,14 +25,14 @@ import (
 // and any two sets share a voter whose one vote cannot be in both, so ME1
 // holds. ME2 does not: votes go first come, first served, so requesters
 // that start together can split a set between them and wait for each other
-// for ever ("满足 ME1,不满足 ME2(容易死锁)", says the seed). With N = 4
-// (V₀ = {0,1,2}, V₁ = {0,1,3}, V₂ = {0,2,3}) and p0, p1, p2 requesting at
-// once, each first votes for itself; p3 votes for p1; now p0 waits for
-// p1's vote, which p1 keeps, and p1 waits for p0's. Nor is ME3 kept: a
-// request that happened before another can reach a shared voter after it
-// (TestMaekawaOutOfOrder builds such a run). In random runs the deadlocks
-// come first: nearly every contended run deadlocks. See "maekawa-safe"
-// for the deadlock-free form.
+// for ever (it satisfies ME1 but not ME2, and is deadlock-prone, as
+// Coulouris et al. say). With N = 4 (V₀ = {0,1,2}, V₁ = {0,1,3},
+// V₂ = {0,2,3}) and p0, p1, p2 requesting at once, each first votes for
+// itself; p3 votes for p1; now p0 waits for p1's vote, which p1 keeps, and
+// p1 waits for p0's. Nor is ME3 kept: a request that happened before
+// another can reach a shared voter after it (TestMaekawaOutOfOrder builds
+// such a run). In random runs the deadlocks come first: nearly every
+// contended run deadlocks. See "maekawa-safe" for the deadlock-free form.
 //
 // A process's request to itself, its vote for itself and its release to
 // itself are handled locally, without a message, but in the order they
@@ -48,9 +49,9 @@ import (
 // release).
 //
 // Cost, with K = |Vᵢ| (2√N − 1 on the √N×√N grid): K−1 requests, K−1 votes
-// and K−1 releases, 3(K−1) messages per entry; the seed counts 2√N to
-// enter and √N to leave. Client delay and synchronization delay: one round
-// trip (2 message times).
+// and K−1 releases, 3(K−1) messages per entry; Coulouris et al. count 2√N
+// to enter and √N to leave. Client delay and synchronization delay: one
+// round trip (2 message times).
 type maekawa struct {
 	voters []proc.ID // Vᵢ
 
@@ -77,13 +78,13 @@ const (
 // mkLocal is a message to oneself, waiting in the local FIFO.
 type mkLocal struct{ m proc.Message }
 
-// mkRequest asks for the receiver's vote: the seed's reqᵢ.
+// mkRequest asks for the receiver's vote: the textbook's reqᵢ.
 type mkRequest struct{}
 
-// mkVote is the seed's reply: the sender's vote.
+// mkVote is the textbook's reply: the sender's vote.
 type mkVote struct{}
 
-// mkRelease gives the vote back: the seed's releaseᵢ.
+// mkRelease gives the vote back: the textbook's releaseᵢ.
 type mkRelease struct{}
 
 func (mkRequest) Kind() string   { return "request" }
@@ -97,7 +98,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "maekawa",
 		Summary: "Maekawa's voting sets (√N×√N grid, row ∪ column), basic algorithm: first-come votes, can deadlock",
-		Source:  "seed 004",
+		Source:  "Maekawa 1985; Coulouris et al.",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  maekawaTheory,
 		Notes: map[string]string{
@@ -119,13 +120,13 @@ func newMaekawa(id proc.ID, n int) proc.Process {
 // otherwise), each sorted by id: process i's set is its row and its column
 // in a grid that holds the processes row by row.
 //
-// For a perfect square n the grid is the seed's √N×√N one, and every set
-// has K = 2√N − 1 members. Otherwise the grid has c columns and r = ⌈n/c⌉
-// rows, every row full but the last, and c is chosen to make the largest
-// set, c + r − 1 members, as small as possible (min over c of c + ⌈n/c⌉ is
-// ⌈2√n⌉, so K = ⌈2√n⌉ − 1, less than one above 2√n − 1); among such c the
-// one that fills the last row best. The sets of the last row, and of the
-// columns that stop short of it, are smaller than K.
+// For a perfect square n the grid is the textbook's √N×√N one, and every
+// set has K = 2√N − 1 members. Otherwise the grid has c columns and
+// r = ⌈n/c⌉ rows, every row full but the last, and c is chosen to make the
+// largest set, c + r − 1 members, as small as possible (min over c of
+// c + ⌈n/c⌉ is ⌈2√n⌉, so K = ⌈2√n⌉ − 1, less than one above 2√n − 1); among
+// such c the one that fills the last row best. The sets of the last row,
+// and of the columns that stop short of it, are smaller than K.
 //
 // Every two sets intersect: two processes in one row share it; of two
 // processes in different rows, at most one is in the partial last row, so
@@ -305,7 +306,7 @@ func maekawaK(n int) int {
 	return k
 }
 
-// maekawaTheory is the seed's cost of an entry with voting sets of K:
+// maekawaTheory is the textbook cost of an entry with voting sets of K:
 // request, vote and release to each of the K − 1 others; two message
 // times before entry and between entries.
 func maekawaTheory(n int) map[string]float64 {

@@ -7,9 +7,10 @@ import (
 )
 
 // Maekawa's algorithm made deadlock-free (Maekawa 1985, as presented by
-// Sanders 1987), the remedy seed 004 names: "如果进程按照发生在先的顺序对队列排序,
-// 那么满足 ME2". Voting sets are GridQuorums'; requests carry Lamport
-// timestamps ⟨C, p⟩ (a Stamp); every message carries the sender's clock.
+// Sanders 1987), the remedy Coulouris et al. name: if processes queue
+// outstanding requests in happened-before order, ME2 holds. Voting sets are
+// GridQuorums'; requests carry Lamport timestamps ⟨C, p⟩ (a Stamp); every
+// message carries the sender's clock.
 //
 // The voter pⱼ holds one vote, LOCKED for one request at a time, and a queue
 // of the other requests, smallest timestamp first:
@@ -50,10 +51,10 @@ import (
 // requester think it cannot win when it can, and an INQUIRE must not
 // overtake the VOTE it is about.
 //
-// ME3 is not guaranteed, whatever the seed says of sorting the queues: a
-// request that happened before another can reach a shared voter later, on
-// a slower link, after the later one has collected all its votes and left
-// (TestMaekawaSafeOutOfOrder builds such a run; seed sweeps whose
+// ME3 is not guaranteed, whatever Coulouris et al. say of sorting the
+// queues: a request that happened before another can reach a shared voter
+// later, on a slower link, after the later one has collected all its votes
+// and left (TestMaekawaSafeOutOfOrder builds such a run; seed sweeps whose
 // processes tell each other of their requests find them too), hence
 // Breaks.
 //
@@ -149,7 +150,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "maekawa-safe",
 		Summary: "Maekawa with timestamped requests and inquire/relinquish/failed: deadlock-free",
-		Source:  "seed 004; Maekawa 1985, Sanders 1987",
+		Source:  "Maekawa 1985, Sanders 1987; Coulouris et al.",
 		Assumes: proc.Assumptions{Reliable: true, FIFO: true},
 		Theory:  maekawaTheory,
 		Notes: map[string]string{

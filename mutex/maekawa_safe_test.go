@@ -10,7 +10,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 )
 
-// The seed's deadlock scenario runs to the end: p0 has the earliest
+// The textbook's deadlock scenario runs to the end: p0 has the earliest
 // request, so p1 relinquishes p1's vote to it.
 func TestMaekawaSafeNoDeadlock(t *testing.T) {
 	rs, _ := mkDeadlockRun(t, newMaekawaSafe)

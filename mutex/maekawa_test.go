@@ -74,7 +74,7 @@ func TestGridQuorumsIntersect(t *testing.T) {
 	}
 }
 
-// For a perfect square the sets are the seed's grid: K = M = 2√N − 1.
+// For a perfect square the sets are the textbook's grid: K = M = 2√N − 1.
 func TestGridQuorumsSquare(t *testing.T) {
 	for s := 1; s <= 10; s++ {
 		n := s * s
@@ -112,7 +112,7 @@ func TestGridQuorumsSizes(t *testing.T) {
 	t.Logf("voting set sizes:\n%s", b.String())
 }
 
-// mkDeadlockRun is the seed's deadlock: N = 4, p0, p1 and p2 request at
+// mkDeadlockRun is the textbook's deadlock: N = 4, p0, p1 and p2 request at
 // once; each votes for itself, p3 votes for p1; p0 waits for p1's vote and
 // p1 for p0's.
 func mkDeadlockRun(t *testing.T, newP func(proc.ID, int) proc.Process) (map[string]check.Result, string) {
@@ -138,7 +138,7 @@ func TestMaekawaDeadlocks(t *testing.T) {
 		!strings.Contains(me2.Detail, "p0 waits for p1") || !strings.Contains(me2.Detail, "p1 waits for p0") {
 		t.Fatalf("ME2 = %v, want the deadlock p0 → p1 → p0", me2)
 	}
-	t.Logf("the seed's deadlock, as the checker reports it:\n%s", ce)
+	t.Logf("the textbook's deadlock, as the checker reports it:\n%s", ce)
 }
 
 // mkOutOfOrderRun is a run in which a request that happened before another

@@ -113,7 +113,7 @@ func waitingFor(want []proc.ID, got map[proc.ID]bool) []proc.ID {
 	return w
 }
 
-// Algorithms is the family's registry, in the order of the seeds. Each
+// Algorithms is the family's registry, in the textbooks' order. Each
 // algorithm's file adds its entries in register calls.
 var Algorithms []proc.Algorithm
 

@@ -5,8 +5,9 @@ import (
 )
 
 // Raymond's tree algorithm (K. Raymond, "A tree-based algorithm for
-// distributed mutual exclusion", ACM TOCS 7(1), 1989; beyond the seeds):
-// one token, and requests that travel along a spanning tree towards it.
+// distributed mutual exclusion", ACM TOCS 7(1), 1989; beyond the
+// textbooks): one token, and requests that travel along a spanning tree
+// towards it.
 //
 // The tree is the balanced binary tree over the ids: the parent of i > 0 is
 // (i−1)/2, so the children of i are 2i+1 and 2i+2, and its height is
@@ -83,7 +84,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "raymond",
 		Summary: "token on a balanced binary tree: requests travel towards the token, queued at each node (O(log N) messages per entry)",
-		Source:  "Raymond 1989 (beyond the seeds)",
+		Source:  "Raymond 1989 (beyond the textbooks)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Notes: map[string]string{
 			"messages_per_entry": "O(log N): requests and the token travel along the tree's paths",

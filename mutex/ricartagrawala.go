@@ -6,14 +6,14 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Ricart–Agrawala (seed 000 "Ricart-Agrawala algorithm", seed 004, seed 003
-// §6.3): Lamport's algorithm without the release messages. A process that
-// wants the critical section multicasts a timestamped request ⟨T, pᵢ⟩ to
-// every other process and enters when all N−1 have replied. A process
-// defers its reply while it is in the critical section, or while it wants
-// it with an earlier request (smaller ⟨T, p⟩ in the total order of
-// Stamp.Less); it sends the deferred replies when it leaves. The seed's
-// pseudocode, at pⱼ:
+// Ricart–Agrawala (Ricart & Agrawala 1981; Coulouris et al.;
+// Tanenbaum & van Steen §6.3): Lamport's algorithm without the release
+// messages. A process that wants the critical section multicasts a
+// timestamped request ⟨T, pᵢ⟩ to every other process and enters when all
+// N−1 have replied. A process defers its reply while it is in the critical
+// section, or while it wants it with an earlier request (smaller ⟨T, p⟩ in
+// the total order of Stamp.Less); it sends the deferred replies when it
+// leaves. Coulouris et al.'s pseudocode, at pⱼ:
 //
 //	On initialization:          state := RELEASED
 //	To enter:                   state := WANTED; multicast request ⟨T, pᵢ⟩;
@@ -38,10 +38,10 @@ import (
 // Cost: 2(N−1) messages per entry (N−1 requests, N−1 replies); the
 // synchronisation delay (from one exit to the next entry) is one message.
 //
-// The JUST-RELEASED variant (seed 004, "改进算法") adds a fourth state: a
-// process that leaves with no request queued keeps the permissions it was
-// given, and may re-enter without asking as long as no request arrives
-// meanwhile:
+// The JUST-RELEASED variant (an improved algorithm, after Coulouris et al.)
+// adds a fourth state: a process that leaves with no request queued keeps
+// the permissions it was given, and may re-enter without asking as long as
+// no request arrives meanwhile:
 //
 //	To enter:         if state ≠ JUST-RELEASED then (as above)
 //	                  else state := HELD
@@ -56,10 +56,10 @@ import (
 // A re-entry in JUST-RELEASED costs no message; otherwise the cost is that
 // of the base algorithm.
 //
-// The variant keeps ME1 and ME2 but not ME3, which the seed does not claim
-// for it: "nobody asked since I left" means "no request has arrived yet". A
-// request already on its way is not seen, even when the re-entering process
-// has heard from its sender since (the reply that overtook the request on a
+// The variant keeps ME1 and ME2 but not ME3, which is not claimed for it:
+// "nobody asked since I left" means "no request has arrived yet". A request
+// already on its way is not seen, even when the re-entering process has
+// heard from its sender since (the reply that overtook the request on a
 // non-FIFO channel) or from someone who had (p2's reply to this process,
 // sent after p1's request reached p2, with FIFO channels too). The process
 // then re-enters ahead of a request that happened before its own Acquire.
@@ -74,7 +74,8 @@ type ricartAgrawala struct {
 	queue   []proc.ID // deferred requests, in arrival order
 }
 
-// raState is the seed's state of a Ricart–Agrawala process.
+// raState is the state of a Ricart–Agrawala process in Coulouris et al.'s
+// pseudocode.
 type raState uint8
 
 const (
@@ -123,11 +124,11 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "ricart-agrawala",
 		Summary: "timestamped request to all, enter after N−1 replies; replies deferred by earlier requesters (2(N−1) messages)",
-		Source:  "seed 000, seed 004, seed 003 §6.3",
+		Source:  "Ricart & Agrawala 1981; Coulouris et al.; Tanenbaum & van Steen §6.3",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory:  raTheory,
 		Notes: map[string]string{
-			"client_delay_msgs": "the seed's table counts the N−1 requests as sent one after another, 2(N−1); sent in parallel the client waits one round trip, 2",
+			"client_delay_msgs": "Tanenbaum & van Steen's table counts the N−1 requests as sent one after another, 2(N−1); sent in parallel the client waits one round trip, 2",
 		},
 		New: newRicartAgrawala(false),
 		Messages: []proc.Message{
@@ -136,7 +137,7 @@ func init() {
 	}, proc.Algorithm{
 		Name:    "ricart-agrawala-jr",
 		Summary: "Ricart–Agrawala with JUST-RELEASED: re-entry without messages while nobody else asked",
-		Source:  "seed 004",
+		Source:  "Coulouris et al. (JUST-RELEASED)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory: func(n int) map[string]float64 {
 			t := raTheory(n)
@@ -264,9 +265,9 @@ func (r *ricartAgrawala) reply(env proc.Env, to proc.ID) {
 	env.Send(to, raReply{T: Stamp{C: r.clock, P: env.Self()}})
 }
 
-// raTheory is the seed's cost of Ricart–Agrawala: a request to and a reply
-// from each of the N−1 others; its table counts the client's delay as the
-// N−1 requests sent one after another.
+// raTheory is the textbook cost of Ricart–Agrawala: a request to and a
+// reply from each of the N−1 others; Tanenbaum & van Steen's table counts
+// the client's delay as the N−1 requests sent one after another.
 func raTheory(n int) map[string]float64 {
 	N := float64(n)
 	return map[string]float64{"messages_per_entry": 2 * (N - 1), "client_delay_msgs": 2 * (N - 1), "sync_delay_msgs": 1}

@@ -6,11 +6,11 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// The majority variant of Ricart–Agrawala (seed 004, after the
-// JUST-RELEASED variant): "if each process votes only once — a vote given
-// to one process cannot be given to another — it suffices to collect
-// (N+1)/2 majority replies". The seed says no more; this file makes it
-// precise as follows.
+// The majority variant of Ricart–Agrawala (after Coulouris et al.,
+// following the JUST-RELEASED variant): "if each process votes only once —
+// a vote given to one process cannot be given to another — it suffices to
+// collect (N+1)/2 majority replies". The textbook says no more; this file
+// makes it precise as follows.
 //
 //   - Every process has one vote. A reply is that vote: a process whose vote
 //     is free gives it to the first request that reaches it (first come,
@@ -20,8 +20,8 @@ import (
 //   - A requester multicasts ⟨T, pᵢ⟩ to the N−1 others and also asks its own
 //     vote (locally, without a message): its own vote counts like any other
 //     if it is free. It enters with a strict majority, ⌊N/2⌋+1 votes
-//     (⌈(N+1)/2⌉: the seed's (N+1)/2 for odd N; for even N, N/2 votes would
-//     not be a majority and two requesters could both collect them).
+//     (⌈(N+1)/2⌉: the textbook's (N+1)/2 for odd N; for even N, N/2 votes
+//     would not be a majority and two requesters could both collect them).
 //   - Leaving, it sends release ⟨T, pᵢ⟩ to all N−1 others: a voter whose
 //     vote is with that request takes it back; one that queued the request
 //     forgets it; one that has not seen the request yet (the release
@@ -35,7 +35,7 @@ import (
 // since nobody gives back a vote it did not use, they wait for ever. Two
 // processes (majority 2) that request at once each vote for themselves and
 // deadlock at once; the sweep in the tests finds such cycles for N = 3, 5
-// and 8 too. The seed's sentence is incomplete: majority voting needs a
+// and 8 too. The textbook's sentence is incomplete: majority voting needs a
 // deadlock-avoidance rule, such as Maekawa's inquire/relinquish (see
 // "maekawa-safe"), where a voter asks for its vote back when an earlier
 // request arrives. Nor does first-come voting respect happened-before
@@ -76,7 +76,7 @@ type majRequest struct {
 	T Stamp `json:"t"`
 }
 
-// majVote is the reply of the seed: the voter's one vote, for request Req.
+// majVote is the textbook's reply: the voter's one vote, for request Req.
 // C is the voter's clock.
 type majVote struct {
 	Req Stamp  `json:"req"`
@@ -100,7 +100,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "ricart-agrawala-majority",
 		Summary: "Ricart–Agrawala where each process votes once and a majority of votes suffices; can deadlock",
-		Source:  "seed 004",
+		Source:  "Coulouris et al. (majority variant)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory: func(n int) map[string]float64 {
 			return map[string]float64{

@@ -41,8 +41,8 @@ func TestMajorityUncontended(t *testing.T) {
 }
 
 // Two processes that request at once each vote for themselves and wait
-// for the other's vote for ever: the seed's majority rule alone deadlocks.
-// The Waiting and Lent outputs show the cycle p0 → p1 → p0.
+// for the other's vote for ever: the textbook's majority rule alone
+// deadlocks. The Waiting and Lent outputs show the cycle p0 → p1 → p0.
 func TestMajorityDeadlocks(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		var script sim.Script

@@ -11,11 +11,12 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-// The worked example of seed 001 (FIGURES.md): processes P1, P2, P3 stamp
-// events T(e) = 10·L(e) + id, and request with T = 421, 112 and 143. Here
-// P1, P2, P3 are p0, p1, p2, and a request's stamp (L, p) is T = 10·L + p+1;
-// the clocks start one tick before L = 42, 11, 14. All three request at
-// once; they must enter in the order of the stamps: P2, P3, P1.
+// A worked example with scalar Lamport timestamps: processes P1, P2, P3
+// stamp events T(e) = 10·L(e) + id, and request with T = 421, 112 and 143.
+// Here P1, P2, P3 are p0, p1, p2, and a request's stamp (L, p) is
+// T = 10·L + p+1; the clocks start one tick before L = 42, 11, 14. All
+// three request at once; they must enter in the order of the stamps: P2,
+// P3, P1.
 func TestRicartAgrawalaFigureExample(t *testing.T) {
 	start := []uint64{41, 10, 13}
 	a := raAlgorithm(t, "ricart-agrawala")
@@ -48,10 +49,10 @@ func TestRicartAgrawalaFigureExample(t *testing.T) {
 	raMust(t, run, "ME3", true)
 }
 
-// Seed 003 §6.3, three processes: P0 and P2 want the resource at the same
-// moment; P0 has the lower timestamp and wins; when it is done it sends its
-// OK to P2, which goes ahead. P1 is not interested and answers both at
-// once.
+// Tanenbaum & van Steen §6.3, three processes: P0 and P2 want the resource
+// at the same moment; P0 has the lower timestamp and wins; when it is done
+// it sends its OK to P2, which goes ahead. P1 is not interested and answers
+// both at once.
 func TestRicartAgrawalaThreeProcesses(t *testing.T) {
 	a := raAlgorithm(t, "ricart-agrawala")
 	run := raScript(t, a, 3, sim.Network{}, sim.Script{

@@ -10,8 +10,8 @@ import (
 )
 
 // Suzuki–Kasami (I. Suzuki and T. Kasami, "A distributed mutual exclusion
-// algorithm", ACM TOCS 3(4), 1985; beyond the seeds): one token, requests
-// broadcast. Process 0 holds the token at the start.
+// algorithm", ACM TOCS 3(4), 1985; beyond the textbooks): one token,
+// requests broadcast. Process 0 holds the token at the start.
 //
 // Every process keeps RN[1..N], the highest request number it has heard of
 // from each process. The token carries LN[1..N], the number of the last
@@ -86,7 +86,7 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "suzuki-kasami",
 		Summary: "broadcast token: request numbers RN, token with LN and a queue (N messages per entry, 0 with the token)",
-		Source:  "Suzuki & Kasami 1985 (beyond the seeds)",
+		Source:  "Suzuki & Kasami 1985 (beyond the textbooks)",
 		Assumes: proc.Assumptions{Reliable: true},
 		Theory: func(n int) map[string]float64 {
 			N := float64(n)

@@ -9,10 +9,10 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Token ring (seed 000 "基于环的互斥算法", seed 001 "Token Ring Algorithm",
-// seed 003 §6.3 "令牌环算法"): the processes form a ring, p_i → p_(i+1) mod N
-// (in id order, whatever the run's topology), and one token circulates on
-// it. Whoever holds the token may enter.
+// Token ring (Coulouris et al., the ring-based algorithm;
+// Tanenbaum & van Steen §6.3, a token ring algorithm): the processes form a
+// ring, p_i → p_(i+1) mod N (in id order, whatever the run's topology), and
+// one token circulates on it. Whoever holds the token may enter.
 //
 //	On the token:   if this process wants the critical section: enter,
 //	                keeping the token
@@ -20,24 +20,26 @@ import (
 //	To exit:        pass the token to the next process
 //
 // Process 0 holds the token at the start. An idle ring passes the token on
-// for ever, as the seed says ("该算法连续地消耗网络带宽"): a run of it ends
-// at its deadline, not by quiescence. IdleHold, if set, makes a process
-// that does not want the token keep it that long before passing it, which
-// slows the idle circulation down without changing the algorithm.
+// for ever, consuming network bandwidth continuously, as Coulouris et al.
+// note: a run of it ends at its deadline, not by quiescence. IdleHold, if
+// set, makes a process that does not want the token keep it that long
+// before passing it, which slows the idle circulation down without changing
+// the algorithm.
 //
-// Cost (seed 000, seed 003's table): 1 to ∞ messages per entry (1 under
-// saturation, when every process wants the token as it arrives; an idle
-// ring sends messages with no entry at all); a requester waits 0 message
-// times (the token is just arriving) to N (it has just passed the token
-// on; seed 003's table says N−1, counting from the next hop); exit costs 1
-// message; the synchronisation delay is 1 message time (the next process
-// wants it) to N (only the process that just left wants it again). ME1 and ME2 hold; ME3 does not (seed 000): p1 asks and
-// then tells p3, p3 asks, and the token, now at p2, reaches p3 first. The
-// tests build that counterexample.
+// Cost (Coulouris et al.; Tanenbaum & van Steen's table, §6.3): 1 to ∞
+// messages per entry (1 under saturation, when every process wants the
+// token as it arrives; an idle ring sends messages with no entry at all); a
+// requester waits 0 message times (the token is just arriving) to N (it has
+// just passed the token on; Tanenbaum & van Steen's table says N−1,
+// counting from the next hop); exit costs 1 message; the synchronisation
+// delay is 1 message time (the next process wants it) to N (only the
+// process that just left wants it again). ME1 and ME2 hold; ME3 does not
+// (Coulouris et al.): p1 asks and then tells p3, p3 asks, and the token,
+// now at p2, reaches p3 first. The tests build that counterexample.
 //
-// Beyond the seed: seed 000 names the faults of the ring, "进程崩溃，消息
-// (token) 丢失", and this implementation handles them for crash-stop
-// processes.
+// Beyond the textbooks: Coulouris et al. name the faults of the ring, a
+// crashed process and a lost token message, and this implementation
+// handles them for crash-stop processes.
 //
 // Skipping crashed successors. Every token (and every claim, below) a
 // process sends is acknowledged by its receiver. With no ACK within
@@ -125,7 +127,8 @@ type RingConfig struct {
 	// that the holder kills, not safety. Default 3·N·AckTimeout.
 	LostAfter time.Duration
 	// IdleHold is how long a process that does not want the token keeps
-	// it before passing it on. Default 0: at once, as in the seed.
+	// it before passing it on. Default 0: at once, as in the textbook
+	// algorithm.
 	IdleHold time.Duration
 }
 
@@ -206,12 +209,12 @@ func init() {
 	register(proc.Algorithm{
 		Name:    "token-ring",
 		Summary: "token ring: enter with the token, pass it on; acknowledged passes skip crashed successors, claims regenerate a lost token",
-		Source:  "seed 000, seed 001, seed 003 §6.3; fault handling beyond the seeds",
+		Source:  "Coulouris et al.; Tanenbaum & van Steen §6.3; fault handling beyond the textbooks",
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Failures: "crash-stop", Topology: "ring"},
 		Notes: map[string]string{
-			"messages_per_entry": "the seed's 1..∞: under saturation about one pass per entry; an idle ring spends passes on nobody",
-			"client_delay_msgs":  "the seed's 0..N−1: the wait for the token to come round, N/2 passes on average",
-			"sync_delay_msgs":    "the seed's 1..N−1: with every process waiting, the next one is the neighbour",
+			"messages_per_entry": "the textbook range 1..∞: under saturation about one pass per entry; an idle ring spends passes on nobody",
+			"client_delay_msgs":  "the textbook range 0..N−1: the wait for the token to come round, N/2 passes on average",
+			"sync_delay_msgs":    "the textbook range 1..N−1: with every process waiting, the next one is the neighbour",
 		},
 		New:    newTokenRingDefault,
 		Breaks: []string{"ME3"},

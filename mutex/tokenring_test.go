@@ -32,8 +32,8 @@ func TestTokenRingSweep(t *testing.T) {
 }
 
 // TestTokenRingCostUnderSaturation: when every process wants the token as
-// it arrives, each pass is an entry: about 1 token message per entry (seed
-// 003's table, the lower end of 1..∞), plus its ACK.
+// it arrives, each pass is an entry: about 1 token message per entry
+// (Tanenbaum & van Steen's table, the lower end of 1..∞), plus its ACK.
 func TestTokenRingCostUnderSaturation(t *testing.T) {
 	for _, n := range []int{3, 5, 8} {
 		r := runMutex(t, sim.Config{Nodes: n, Seed: 1, New: newTokenRingDefault,
@@ -89,9 +89,10 @@ func TestTokenRingSingleProcess(t *testing.T) {
 	}
 }
 
-// TestTokenRingBreaksME3 is seed 000's counterexample, with P1, P2, P3 as
-// p0, p1, p2: the token is at P2 (p1, in the critical section); P1 asks and
-// then tells P3; P3 asks; when P2 leaves, the token reaches P3 first.
+// TestTokenRingBreaksME3 is Coulouris et al.'s counterexample, with P1, P2,
+// P3 as p0, p1, p2: the token is at P2 (p1, in the critical section); P1
+// asks and then tells P3; P3 asks; when P2 leaves, the token reaches P3
+// first.
 func TestTokenRingBreaksME3(t *testing.T) {
 	r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: withTell(newTokenRingDefault),
 		Network: sim.Network{Latency: sim.Constant(time.Millisecond)}, Deadline: 30 * time.Millisecond,
@@ -125,7 +126,7 @@ func TestTokenRingBreaksME3InASweep(t *testing.T) {
 		}
 	}
 	if broken == 0 {
-		t.Errorf("no seed of %d broke ME3: the seed says the ring does not keep happened-before order", clSeeds)
+		t.Errorf("no seed of %d broke ME3: the textbook says the ring does not keep happened-before order", clSeeds)
 	}
 	t.Logf("ME3 violated on %d of %d seeds", broken, clSeeds)
 }

@@ -64,8 +64,8 @@ type Client struct {
 // refusedRetry is the pause between requests to a server that refuses.
 const refusedRetry = 20 * time.Millisecond
 
-// Sample is one request and its reply, as seed 003 §6.1 draws them:
-// the client sends at T1 by its clock, the server receives at T2 and
+// Sample is one request and its reply, as Tanenbaum & van Steen §6.1 draw
+// them: the client sends at T1 by its clock, the server receives at T2 and
 // answers at T3 by its clock, the client receives at T4.
 type Sample struct {
 	T1, T2, T3, T4 time.Time

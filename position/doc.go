@@ -1,8 +1,8 @@
-// Package position holds the positioning systems of seed 003 §6.5: GPS,
-// which finds a receiver's place and clock error from satellites' positions
-// and timestamps, and network coordinates, which give every node of a
-// wide-area system a point in a space whose distances predict round-trip
-// times — with landmarks (GNP) or without (Vivaldi).
+// Package position holds the positioning systems of Tanenbaum & van Steen
+// §6.4: GPS, which finds a receiver's place and clock error from
+// satellites' positions and timestamps, and network coordinates, which give
+// every node of a wide-area system a point in a space whose distances
+// predict round-trip times — with landmarks (GNP) or without (Vivaldi).
 //
 // Large systems care where their nodes are: to build an overlay of near
 // neighbours, to send a client to a close replica, to place replicas, to

@@ -10,8 +10,8 @@ import (
 )
 
 // Global Network Positioning (GNP; Ng and Zhang, 2002), the landmark
-// method of seed 003 §6.5 ("Landmark节点（类似GPS卫星）"): a few landmark
-// nodes play the satellites' part.
+// method of Tanenbaum & van Steen §6.4: a few landmark nodes play the
+// satellites' part.
 //
 //  1. The L landmarks measure the round-trip times dᵢⱼ among themselves
 //     and choose coordinates cᵢ in a d-dimensional Euclidean space that

@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 )
 
-// GPS positioning (seed 003 §6.5 "GPS系统"; the textbook's treatment of GPS
-// under physical clocks). A satellite broadcasts its position and stamps
-// each message with the time on its atomic clock. A receiver that hears
-// satellite i at time T on its own clock knows the signal travelled
+// GPS positioning (Tanenbaum & van Steen §6.4; the textbook also treats GPS
+// under physical clocks, §6.1). A satellite broadcasts its position and
+// stamps each message with the time on its atomic clock. A receiver that
+// hears satellite i at time T on its own clock knows the signal travelled
 //
 //	ρᵢ = c·(T − Tᵢ)
 //
@@ -52,8 +52,8 @@ const SpeedOfLight = 299_792_458.0
 const EarthRadius = 6_371_000.0
 
 // OrbitRadius is the radius, in metres, of the satellites' orbits: about
-// 20,200 km above the surface, as in the GPS constellation (the seed: "a
-// height of approximately 20,000 km").
+// 20,200 km above the surface, as in the GPS constellation (Tanenbaum &
+// van Steen: "a height of approximately 20,000 km").
 const OrbitRadius = EarthRadius + 20_200_000.0
 
 // Vec3 is a point or a vector in an Earth-centred frame, in metres.

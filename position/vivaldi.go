@@ -7,11 +7,11 @@ import (
 )
 
 // Vivaldi (Dabek, Cox, Kaashoek and Morris, 2004), the decentralised method
-// of seed 003 §6.5 ("非集中的方法（基于相互距离）"): no landmarks; every node
-// keeps a coordinate and moves it a little after each round-trip time it
-// measures, as if the nodes were joined by springs whose rest lengths are
-// the measured times. A node i that measures rtt to a node j, which reports
-// its coordinate xⱼ and its error estimate eⱼ, does:
+// of Tanenbaum & van Steen §6.4, based on the nodes' mutual distances: no
+// landmarks; every node keeps a coordinate and moves it a little after each
+// round-trip time it measures, as if the nodes were joined by springs whose
+// rest lengths are the measured times. A node i that measures rtt to a node
+// j, which reports its coordinate xⱼ and its error estimate eⱼ, does:
 //
 //	w  = eᵢ / (eᵢ + eⱼ)                      // trust in this sample
 //	eₛ = |‖xᵢ − xⱼ‖ − rtt| / rtt              // this sample's relative error

@@ -56,7 +56,7 @@ type Algorithm struct {
 	Family  string // "clocks", "mutex", "election" ...
 	Name    string // CLI name: "ricart-agrawala"
 	Summary string // one line
-	Source  string // where the specification is: "seed 003 §6.2"
+	Source  string // where it comes from: "Ricart & Agrawala 1981; Tanenbaum & van Steen §6.3"
 	Assumes Assumptions
 	// New builds process id of an n-process run. It must not fail for
 	// 0 <= id < n, n >= 1; an algorithm that needs more (a square n, say)
@@ -68,7 +68,7 @@ type Algorithm struct {
 	// Checks names the property checkers that apply to every run.
 	Checks []string
 	// Breaks names the checkers whose property this algorithm does not
-	// guarantee: the seeds say so (the central server and ME3), or it is a
+	// guarantee: the textbooks say so (the central server and ME3), or it is a
 	// demonstration of what goes wrong (uncorrected clocks, a deadlocking
 	// variant). Their violations are reported but do not fail a run, and a
 	// test shows that each one does happen.

@@ -29,14 +29,14 @@ type Family struct {
 }
 
 var families = []Family{
-	{"clocks", "clocks: Lamport's correction of drifting clocks, vector clocks (seed 003 §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS — and hybrid logical clocks (§6.1)", clock.Algorithms},
-	{"mutex", "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (seeds 000, 001, 003 §6.3, 004)", mutex.Algorithms},
-	{"election", "leader election: bully, ring, flooding, echo (seeds 000-004)", election.Algorithms},
-	{"multicast", "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (seeds 000, 001, 003, 004)", multicast.Algorithms},
+	{"clocks", "clocks: Lamport's correction of drifting clocks, vector clocks (Tanenbaum & van Steen §6.2); physical clock synchronization — Cristian, NTP, Berkeley, RBS (§6.1) — and hybrid logical clocks (Kulkarni et al. 2014)", clock.Algorithms},
+	{"mutex", "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (Coulouris et al.; Tanenbaum & van Steen §6.3)", mutex.Algorithms},
+	{"election", "leader election: bully, ring, flooding, echo (Coulouris et al.; Tanenbaum & van Steen §6.5)", election.Algorithms},
+	{"multicast", "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (Coulouris et al.; Tanenbaum & van Steen §6.2)", multicast.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 
-// Families lists the families in the order of the seeds.
+// Families lists the families in the order of the textbooks' chapters.
 func Families() []Family { return families }
 
 // Lookup finds a family by name; the error lists the known ones.

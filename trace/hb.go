@@ -6,7 +6,7 @@ import (
 	"github.com/cohort-go/cohort/logical"
 )
 
-// HB is the happened-before relation → of a trace (seed 003 §6.2): a → b if
+// HB is the happened-before relation → of a trace (Lamport 1978): a → b if
 // a and b are events of the same process and a comes first, if a is the send
 // of a message and b a receipt of it, or by transitivity. Only process
 // events take part (Kind.IsProcess); Drop and Dup are the network's and are
@@ -150,10 +150,11 @@ func (h *HB) History(node int) []int {
 	return append([]int(nil), h.history[node]...)
 }
 
-// A Cut is a prefix of every process's history (seed 000): Cut[p] is how
-// many of process p's events it contains. Its frontier is the last event of
-// each prefix. A cut is consistent if, for every event it contains, it
-// contains every event that happened before it.
+// A Cut is a prefix of every process's history (Chandy & Lamport 1985;
+// Coulouris et al. on global states): Cut[p] is how many of process p's
+// events it contains. Its frontier is the last event of each prefix. A cut
+// is consistent if, for every event it contains, it contains every event
+// that happened before it.
 //
 // Methods that take a Cut read a missing or negative entry as 0 and an entry
 // beyond the end of a history as the whole history.

@@ -18,7 +18,7 @@ func newCompareCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "compare FAMILY",
-		Short: "Measure every algorithm of a family in constructed situations, beside the seeds' formulas",
+		Short: "Measure every algorithm of a family in constructed situations, beside the textbooks' formulas",
 		Long: `Run every algorithm of FAMILY for each process count in constructed
 situations — "uncontended" (requests far apart) and "saturated" (every
 process asks again as soon as it leaves) — and print each measured figure
@@ -78,7 +78,7 @@ var metricNames = map[string]string{
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {
-	fmt.Fprintln(w, "measured (theory); delays in one-way message times; — where the seeds give no single figure")
+	fmt.Fprintln(w, "measured (theory); delays in one-way message times; — where the textbooks give no single figure")
 	var algos []string
 	for _, r := range rows {
 		if len(algos) == 0 || algos[len(algos)-1] != r.Algo {

@@ -214,12 +214,12 @@ func TestTheoryDecentralized(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The exact condition (2m−N = 3 of the holder's 4 voters reset) gives
-	// 0.0837; the seed's formula (from m−N/2) gives far more.
+	// 0.0837; the textbook's formula (from m−N/2) gives far more.
 	if e := r["exact"]; e < 0.083 || e > 0.084 {
 		t.Errorf("exact = %v, want 0.0837", e)
 	}
-	if r["seed_formula"] < 0.3 || r["runs"] != 400 {
-		t.Errorf("seed_formula = %v, runs = %v", r["seed_formula"], r["runs"])
+	if r["textbook_formula"] < 0.3 || r["runs"] != 400 {
+		t.Errorf("textbook_formula = %v, runs = %v", r["textbook_formula"], r["runs"])
 	}
 	if mc := r["monte_carlo"]; mc < 0.04 || mc > 0.14 {
 		t.Errorf("monte_carlo = %v, want near the exact 0.084", mc)

@@ -336,7 +336,7 @@ func printPositionTable(w io.Writer, reports []*positionReport) {
 func positionListEntries() []listEntry {
 	var entries []listEntry
 	for _, a := range positionAlgos {
-		entries = append(entries, listEntry{Family: positionFamily, Name: a.name, Summary: a.summary, Source: "seed 003 §6.5", Assumes: "numerical (no messages)"})
+		entries = append(entries, listEntry{Family: positionFamily, Name: a.name, Summary: a.summary, Source: "Tanenbaum & van Steen §6.4", Assumes: "numerical (no messages)"})
 	}
 	return entries
 }

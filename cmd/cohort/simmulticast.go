@@ -48,8 +48,9 @@ func simMulticast(cmd *cobra.Command, family string, f *simFlags) (bool, error) 
 // network and inputs.
 var bankFlags = []string{"demo", "order", "algo", "nodes", "seed", "svg", "trace", "json"}
 
-// runBankDemo runs seed 003's replicated account under basic multicast and
-// under the chosen order, and prints each replica's balance.
+// runBankDemo runs Tanenbaum & van Steen's replicated bank account (§6.2)
+// under basic multicast and under the chosen order, and prints each
+// replica's balance.
 func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	var stray []string
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
@@ -74,7 +75,7 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
-		fmt.Fprintf(out, "bank demo (seed 003): %s replicated on %d nodes; at 1ms p0 multicasts %q and p1 %q (seed %d)\n",
+		fmt.Fprintf(out, "bank demo (Tanenbaum & van Steen §6.2): %s replicated on %d nodes; at 1ms p0 multicasts %q and p1 %q (seed %d)\n",
 			lab.Dollars(100_000), n, "deposit $100", "add 1% interest", f.seed)
 	}
 	fam, _ := lab.Lookup("multicast")

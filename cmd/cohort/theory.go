@@ -12,7 +12,7 @@ import (
 func newTheoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "theory",
-		Short: "Evaluate the seeds' formulas (and estimate them by simulation)",
+		Short: "Evaluate the textbooks' formulas (and estimate them by simulation)",
 	}
 	cmd.AddCommand(newTheoryDecentralizedCmd())
 	return cmd
@@ -26,17 +26,19 @@ func newTheoryDecentralizedCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mutex-decentralized",
 		Short: "Probability that decentralized voting breaks mutual exclusion when coordinators reset",
-		Long: `The seed's robustness analysis of decentralized mutual exclusion: N
-coordinators, a process needs m > N/2 votes, and a coordinator resets
-(forgetting its vote) during the critical section with probability p.
+		Long: `The robustness analysis of decentralized mutual exclusion in Tanenbaum &
+van Steen §6.3: N coordinators, a process needs m > N/2 votes, and a
+coordinator resets (forgetting its vote) during the critical section with
+probability p.
 
-  seed_formula  Σ_{k=m−N/2}^{N} C(m,k) p^k (1−p)^(m−k), as the seed writes it
-  exact         Σ_{k=2m−N}^{m} C(m,k) p^k (1−p)^(m−k): a second process can
-                collect m votes only if at least 2m − N of the holder's
-                voters reset
-  monte_carlo   (with --simulate RUNS) the fraction of simulated runs, with
-                resetting coordinators, in which the ME1 checker catches two
-                processes in the critical section`,
+  textbook_formula  Σ_{k=m−N/2}^{N} C(m,k) p^k (1−p)^(m−k), as the textbook
+                    writes it
+  exact             Σ_{k=2m−N}^{m} C(m,k) p^k (1−p)^(m−k): a second process
+                    can collect m votes only if at least 2m − N of the
+                    holder's voters reset
+  monte_carlo       (with --simulate RUNS) the fraction of simulated runs,
+                    with resetting coordinators, in which the ME1 checker
+                    catches two processes in the critical section`,
 		Example: `  cohort theory mutex-decentralized --coordinators 8 --quorum 5 --p 0.000833
   cohort theory mutex-decentralized --coordinators 5 --quorum 3 --p 0.3 --simulate 2000 --json`,
 		Args: cobra.NoArgs,
@@ -55,8 +57,8 @@ coordinators, a process needs m > N/2 votes, and a coordinator resets
 			}
 			out := map[string]any{
 				"coordinators": n, "quorum": m, "p": p,
-				"seed_formula": mutex.SeedViolation(n, m, p),
-				"exact":        mutex.ExactViolation(n, m, p),
+				"textbook_formula": mutex.SeedViolation(n, m, p),
+				"exact":            mutex.ExactViolation(n, m, p),
 			}
 			if runs > 0 {
 				est, hits := lab.MonteCarloDecentralized(n, m, p, runs, seed)
@@ -67,7 +69,7 @@ coordinators, a process needs m > N/2 votes, and a coordinator resets
 				return json.NewEncoder(w).Encode(out)
 			}
 			fmt.Fprintf(w, "N=%d coordinators, quorum m=%d, reset probability p=%g\n", n, m, p)
-			fmt.Fprintf(w, "  seed's formula   %.6g\n", out["seed_formula"])
+			fmt.Fprintf(w, "  textbook formula %.6g\n", out["textbook_formula"])
 			fmt.Fprintf(w, "  exact condition  %.6g\n", out["exact"])
 			if runs > 0 {
 				fmt.Fprintf(w, "  simulated        %.6g  (%d violations in %d runs)\n", out["monte_carlo"], out["violations"], runs)
