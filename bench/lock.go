@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
@@ -391,7 +392,7 @@ func (r *contention) point(clients int) LockPoint {
 // own loopback port.
 type lockCluster struct {
 	nodes      []*live.Node
-	servers    []*http.Server
+	servers    []*httpapi.Server
 	endpoints  []string // the nodes' API addresses, host:port
 	secret     []byte
 	replicated bool   // sessions, not leases
@@ -441,7 +442,7 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 		if err != nil {
 			return nil, err
 		}
-		srv := &http.Server{Handler: nd.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := httpapi.NewServer(nd.Handler(), httpapi.Limits{})
 		c.servers = append(c.servers, srv)
 		c.endpoints = append(c.endpoints, api.Addr().String())
 		go func() { _ = srv.Serve(api) }()

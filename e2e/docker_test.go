@@ -47,6 +47,22 @@ func repoRoot(t *testing.T) string {
 	return filepath.Dir(wd)
 }
 
+// apiToken is the container cluster's API token: the API listens on every
+// interface of its container, which a node allows only with a token.
+const apiToken = "e2e-api-token-0123456789"
+
+// bearer adds the token to every request.
+type bearer struct{ base http.RoundTripper }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+apiToken)
+	return b.base.RoundTrip(r)
+}
+
+// api is an HTTP client of the cluster's API.
+var api = &http.Client{Transport: bearer{&http.Transport{DisableCompression: true}}}
+
 func endpoints() []string {
 	var eps []string
 	for i := 0; i < nodes; i++ {
@@ -77,8 +93,8 @@ func up(t *testing.T, extra string) (compose func(args ...string) string) {
 	for i := 0; i < nodes; i++ {
 		// The node's state lives on the writable mount, so that it
 		// survives the container's restart.
-		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\nsecret: e2e-cluster-secret-0123456789\ndata_dir: /traces/data%d\npeers:\n%s\n%s",
-			i, i, strings.Join(peers, "\n"), strings.ReplaceAll(extra, "{id}", fmt.Sprint(i)))
+		y := fmt.Sprintf("id: %d\nlisten: 0.0.0.0:7000\napi: 0.0.0.0:7100\napi_token: %s\nsecret: e2e-cluster-secret-0123456789\ndata_dir: /traces/data%d\npeers:\n%s\n%s",
+			i, apiToken, i, strings.Join(peers, "\n"), strings.ReplaceAll(extra, "{id}", fmt.Sprint(i)))
 		if err := os.WriteFile(filepath.Join(cfg, fmt.Sprintf("node%d.yaml", i)), []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +160,7 @@ func waitHealthy(t *testing.T, eps ...string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for _, ep := range eps {
 		for {
-			resp, err := http.Get("http://" + ep + "/v1/health")
+			resp, err := api.Get("http://" + ep + "/v1/health")
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -172,7 +188,7 @@ func lockRound(t *testing.T, step string, eps []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &lock.Client{Endpoints: []string{ep}}
+			c := &lock.Client{Endpoints: []string{ep}, Token: apiToken}
 			for r := 0; r < 3; r++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 				h, err := c.Acquire(ctx, "e2e", 10*time.Second)
@@ -231,7 +247,7 @@ func TestDockerCluster(t *testing.T) {
 	net := project + "_cohortnet"
 	run(t, time.Minute, nil, "docker", "network", "disconnect", net, "cohort-node4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	_, err := (&lock.Client{Endpoints: eps[:1]}).Acquire(ctx, "partitioned", 10*time.Second)
+	_, err := (&lock.Client{Endpoints: eps[:1], Token: apiToken}).Acquire(ctx, "partitioned", 10*time.Second)
 	cancel()
 	if err == nil {
 		t.Error("a lock was granted while node4 was cut off: Ricart-Agrawala needs its reply")
@@ -241,7 +257,7 @@ func TestDockerCluster(t *testing.T) {
 	// back, that lock too is granted (and given back, its caller having
 	// left), so another node gets it.
 	ctx, cancel = context.WithTimeout(context.Background(), 45*time.Second)
-	h, err := (&lock.Client{Endpoints: eps[1:2]}).Acquire(ctx, "partitioned", 10*time.Second)
+	h, err := (&lock.Client{Endpoints: eps[1:2], Token: apiToken}).Acquire(ctx, "partitioned", 10*time.Second)
 	cancel()
 	if err != nil {
 		t.Errorf("after the partition healed, the lock requested during it is stuck: %v", err)

@@ -19,7 +19,7 @@ func agreeOn(t *testing.T, step string, eps []string, which []int, want proc.ID,
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	for _, i := range which {
-		c := &leader.Client{Endpoints: []string{eps[i]}}
+		c := &leader.Client{Endpoints: []string{eps[i]}, Token: apiToken}
 		for {
 			v, err := c.Get(ctx, "e2e")
 			if err == nil && v.Leader == want {
@@ -74,7 +74,7 @@ func agreeOnAny(t *testing.T, step string, eps []string, which []int, not []proc
 	for {
 		var views []leader.View
 		for _, i := range which {
-			v, err := (&leader.Client{Endpoints: []string{eps[i]}}).Get(ctx, "e2e")
+			v, err := (&leader.Client{Endpoints: []string{eps[i]}, Token: apiToken}).Get(ctx, "e2e")
 			if err != nil {
 				break
 			}

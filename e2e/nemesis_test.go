@@ -76,7 +76,7 @@ func healthy(ctx context.Context, ep string) error {
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ep+"/v1/health", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := api.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -124,7 +124,7 @@ func TestDockerNemesis(t *testing.T) {
 	compose := up(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*time.Minute)
 	defer cancel()
-	c := containers{compose: compose, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	c := containers{compose: compose, hc: api}
 	r, err := bench.RunNemesisOn(ctx, cfg, c)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,12 @@ type Config struct {
 	Seed uint64
 	// InboxLen bounds each service's inbox; 0 means 4096.
 	InboxLen int
+	// MaxServices bounds the services the node runs at once (each costs
+	// a goroutine and its inbox: about 0.4 MB with the default InboxLen);
+	// 0 means DefaultMaxServices. Beyond it, Service fails with
+	// ErrTooManyServices, and a peer's message for a new service is
+	// dropped.
+	MaxServices int
 	// Resolve names the algorithm of a service this node has not started
 	// yet, when a message for it arrives (every lock "lock/..." runs the
 	// cluster's mutex algorithm, say); nil, or false, drops such messages.
@@ -99,6 +105,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.InboxLen == 0 {
 		cfg.InboxLen = 4096
 	}
+	if cfg.MaxServices <= 0 {
+		cfg.MaxServices = DefaultMaxServices
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -152,6 +161,9 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 		}
 		return s, nil
 	}
+	if len(n.services) >= n.cfg.MaxServices {
+		return nil, fmt.Errorf("service %q: %w (%d run, the most there may be)", name, ErrTooManyServices, len(n.services))
+	}
 	if a.Validate != nil {
 		if err := a.Validate(n.cfg.N); err != nil {
 			return nil, fmt.Errorf("service %q: %s with %d nodes: %w", name, a.Name, n.cfg.N, err)
@@ -188,6 +200,12 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 
 // ErrClosed is returned by a closed node or service.
 var ErrClosed = errors.New("node closed")
+
+// ErrTooManyServices: the node runs Config.MaxServices services already.
+var ErrTooManyServices = errors.New("too many services on this node")
+
+// DefaultMaxServices is Config.MaxServices's default.
+const DefaultMaxServices = 512
 
 // deliver is the transport's handler: it routes a payload to its service's
 // inbox. Garbage from an authenticated peer is dropped and logged, never a

@@ -110,15 +110,15 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	ttl := 10 * time.Second
 	if v := r.URL.Query().Get("ttl"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > MaxTTL {
+		if err != nil || d < time.Millisecond || d > MaxTTL {
 			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL))
 			return
 		}
 		ttl = d
 	}
 	l, err := s.lock(name)
-	if err != nil {
-		httpapi.Fail(w, http.StatusInternalServerError, err.Error())
+	if err != nil { // the node cannot start the lock's service (too many)
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	token, err := l.Lock(r.Context())

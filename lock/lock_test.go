@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -310,6 +312,58 @@ func TestLockFailsWhenTheNodeCloses(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("Lock still waiting after the node closed")
+		}
+	}
+}
+
+// TestServicesAreCapped: on a textbook algorithm every lock name is a
+// service on every node; past the node's cap, a new name is refused with
+// 503 and the reason, and the locks already there keep working.
+func TestServicesAreCapped(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := livetest.Start(t, 2, live.Config{Resolve: Resolver(a), MaxServices: 3})
+	srv := httptest.NewServer(NewServer(ServerConfig{Node: nodes[0], Algorithm: a}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := &Client{Endpoints: []string{srv.URL}}
+	for _, name := range []string{"a", "b", "c"} {
+		h, err := c.Acquire(ctx, name, time.Second)
+		if err != nil {
+			t.Fatalf("lock %s: %v", name, err)
+		}
+		h.Release(ctx)
+	}
+	_, err := c.Acquire(ctx, "d", time.Second)
+	if err == nil || !contains(err.Error(), "503") || !contains(err.Error(), "too many services") {
+		t.Fatalf("a fourth lock name: %v, want 503, too many services", err)
+	}
+	if _, err := nodes[0].Service("lock/e", a); !errors.Is(err, live.ErrTooManyServices) {
+		t.Errorf("Service past the cap: %v, want ErrTooManyServices", err)
+	}
+	h, err := c.Acquire(ctx, "a", time.Second)
+	if err != nil {
+		t.Fatalf("an existing lock past the cap: %v", err)
+	}
+	h.Release(ctx)
+}
+
+// TestLeaseTTLBounds: a lease shorter than 1 ms (or longer than MaxTTL)
+// is refused, naming the value, as the error text says.
+func TestLeaseTTLBounds(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := cluster(t, 1, a)
+	srv := httptest.NewServer(NewServer(ServerConfig{Node: nodes[0], Algorithm: a}).Handler())
+	t.Cleanup(srv.Close)
+	for _, ttl := range []string{"1ns", "999us", "11m", "-1s", "x"} {
+		resp, err := http.Post(srv.URL+"/v1/locks/x?ttl="+ttl, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !contains(string(body), ttl) {
+			t.Errorf("ttl=%s: HTTP %d %s, want 400 naming the value", ttl, resp.StatusCode, body)
 		}
 	}
 }

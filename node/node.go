@@ -56,6 +56,9 @@ type Config struct {
 	// DataDir is where services keep their stable storage (see
 	// live.Config); "" keeps it in memory.
 	DataDir string
+	// MaxServices bounds the services the node runs (live.Config); 0:
+	// live.DefaultMaxServices.
+	MaxServices int
 }
 
 // Node is a running node: the live host and its services.
@@ -130,6 +133,7 @@ func New(cfg Config) (*Node, error) {
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
 		TraceService: traced,
 		DataDir:      cfg.DataDir,
+		MaxServices:  cfg.MaxServices,
 	})
 	if err != nil {
 		return nil, err

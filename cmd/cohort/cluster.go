@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
@@ -110,7 +111,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		return &exitError{1, err}
 	}
 	var endpoints []string
-	var servers []*http.Server
+	var servers []*httpapi.Server
 	var nodes []*node.Node
 	defer func() {
 		for _, s := range servers {
@@ -134,7 +135,7 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		srv := &http.Server{Handler: nd.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := httpapi.NewServer(nd.Handler(), httpapi.Limits{})
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		endpoints = append(endpoints, ln.Addr().String())

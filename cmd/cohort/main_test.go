@@ -263,6 +263,11 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		"id: 0\nlisten: x:1\napi: x:2\npeerz: {0: a:1}\nsecret: 0123456789abcdef\n":               `node.yaml:4: unknown field "peerz" (did you mean "peers"?)`,
 		"id: 0\nlisten: x:1\npeers: {0: a:1}\nsecret: 0123456789abcdef\nelection: {timout: 1s}\n": `node.yaml:5: unknown field "timout" (did you mean "timeout"?)`,
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1, 2: b:1}\nsecret: 0123456789abcdef\n":       "1 is missing",
+		// An API other machines can reach needs a token.
+		"id: 0\nlisten: x:1\napi: 0.0.0.0:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n":                      "api: 0.0.0.0:7100 is reachable from other machines: set api_token",
+		"id: 0\nlisten: x:1\napi: :7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n":                             "api: :7100 is reachable",
+		"id: 0\nlisten: x:1\napi: 10.1.2.3:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n":                     "api: 10.1.2.3:7100 is reachable",
+		"id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\napi_max_conns: -1\n": "api_max_conns: -1",
 	}
 	for text, want := range cases {
 		p := filepath.Join(dir, "node.yaml")
@@ -273,9 +278,15 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 	p := filepath.Join(dir, "node.yaml")
-	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\ndata_dir: "+filepath.Join(dir, "d")+"\ntrace: t.jsonl\n"), 0o644)
+	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: x:2\napi_token: t0123\npeers: {0: a:1}\nsecret: 0123456789abcdef\ndata_dir: "+filepath.Join(dir, "d")+"\ntrace: t.jsonl\n"), 0o644)
 	c, err := loadNodeConfig(p)
 	if err != nil || c.Trace != filepath.Join(dir, "d", "t.jsonl") {
 		t.Errorf("data_dir: %v, trace %q", err, c.Trace)
+	}
+	for _, api := range []string{"127.0.0.1:7100", "localhost:7100", `"[::1]:7100"`} {
+		os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: "+api+"\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n"), 0o644)
+		if _, err := loadNodeConfig(p); err != nil {
+			t.Errorf("api %s, no token: %v", api, err)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/internal/suggest"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
@@ -51,6 +52,8 @@ type nodeConfig struct {
 	Campaign   []string       `yaml:"campaign"`       // elections this node stands in from boot
 	Election   electionConfig `yaml:"election"`       // the failure detector of every election (the same on every node)
 	DataDir    string         `yaml:"data_dir"`       // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
+	APIConns   int            `yaml:"api_max_conns"`  // connections the API takes at once (default 4096, fewer if the descriptor limit is low)
+	Services   int            `yaml:"max_services"`   // services the node runs at once (default 512: with a textbook lock, election or group algorithm, each name is one)
 }
 
 // electionConfig tunes the leader service's failure detector.
@@ -156,7 +159,30 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 			return nil, bad("campaign", "%v", err)
 		}
 	}
+	if c.APIToken == "" && !loopback(c.API) {
+		return nil, bad("api", "%s is reachable from other machines: set api_token (or api_token_file), which clients send as a bearer token — or bind 127.0.0.1", c.API)
+	}
+	if c.Services < 0 {
+		return nil, bad("max_services", "%d: want a positive number, or 0 for the default", c.Services)
+	}
+	if c.APIConns < 0 {
+		return nil, bad("api_max_conns", "%d: want a positive number of connections, or 0 for the default", c.APIConns)
+	}
 	return &c, nil
+}
+
+// loopback reports whether API address addr is reachable from this
+// machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func newNodeCmd() *cobra.Command {
@@ -184,7 +210,11 @@ node.yaml:
   data_dir: /var/lib/cohort     # the node's state (required by lock: raft): services keep their
                                 # stable storage in data_dir/storage; relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
-  api_token: ...                # optional bearer token for the API (or api_token_file: FILE)`,
+  api_token: ...                # bearer token for the API (or api_token_file: FILE); required
+                                # when api: is not a loopback address
+  api_max_conns: 4096           # optional: connections the API takes at once (the next get 503)
+  max_services: 512             # optional: services the node runs at once (each textbook lock,
+                                # election or group name is one; the next is refused with 503)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
@@ -247,7 +277,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		return usageErr("group: %v", err)
 	}
 	nc := node.Config{ID: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Lock: algo, Group: galgo,
-		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log}
+		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services}
 	if c.DataDir != "" {
 		nc.DataDir = filepath.Join(c.DataDir, "storage") // the services' logs
 	}
@@ -277,7 +307,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return &exitError{1, fmt.Errorf("api: %w", err)}
 	}
-	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := httpapi.NewServer(n.Handler(), httpapi.Limits{MaxConns: c.APIConns})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("node up", "id", c.ID, "listen", c.Listen, "api", ln.Addr().String(), "lock", algo.Name)
