@@ -9,8 +9,8 @@
 //	for d := range ds { apply(d.Body) } // the same order on every node
 //
 // Deliveries are never dropped: a stream buffers what its reader has not
-// taken yet, up to MaxBacklog messages, and ends with ErrSlowReader
-// beyond that rather than skip one.
+// taken yet, up to MaxBacklog messages and MaxBacklogBytes, and ends with
+// ErrSlowReader beyond that rather than skip one.
 package group
 
 import (
@@ -50,11 +50,15 @@ func ValidName(name string) error { return httpapi.ValidName("group", name) }
 // MaxBody bounds a multicast's payload.
 const MaxBody = 1 << 20
 
-// MaxBacklog bounds the deliveries a stream holds for a slow reader.
-const MaxBacklog = 1 << 20
+// MaxBacklog bounds the deliveries a stream holds for a slow reader, and
+// MaxBacklogBytes their bodies' bytes.
+const (
+	MaxBacklog      = 1 << 20
+	MaxBacklogBytes = 64 << 20
+)
 
 // ErrSlowReader ends a delivery stream whose reader fell MaxBacklog
-// messages behind.
+// messages (or MaxBacklogBytes) behind.
 var ErrSlowReader = errors.New("delivery stream ended: the reader fell too far behind")
 
 // ID identifies a multicast: its origin node and that node's number for it.
@@ -231,6 +235,7 @@ func (s *stream) run(ctx context.Context, done <-chan struct{}, leave func()) (<
 type stream struct {
 	mu       sync.Mutex
 	backlog  []Delivery
+	bytes    int // of the backlog's bodies
 	overflow bool
 	failed   error // ends the stream once its backlog is read
 	wake     chan struct{}
@@ -251,10 +256,11 @@ func (s *stream) fail(err error) {
 
 func (s *stream) push(d Delivery) {
 	s.mu.Lock()
-	if len(s.backlog) >= MaxBacklog {
+	if len(s.backlog) >= MaxBacklog || s.bytes+len(d.Body) > MaxBacklogBytes {
 		s.overflow = true
 	} else if !s.overflow && s.failed == nil {
 		s.backlog = append(s.backlog, d)
+		s.bytes += len(d.Body)
 	}
 	s.mu.Unlock()
 	select {
@@ -267,7 +273,7 @@ func (s *stream) take() ([]Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.backlog
-	s.backlog = nil
+	s.backlog, s.bytes = nil, 0
 	switch {
 	case len(b) > 0:
 	case s.overflow:

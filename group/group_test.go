@@ -211,3 +211,24 @@ func TestGroupBadInput(t *testing.T) {
 		t.Errorf("multicast on a closed node: %v", err)
 	}
 }
+
+// TestBacklogIsBoundedInBytes: a stream whose reader does not read holds
+// at most MaxBacklogBytes of bodies; past it, the stream ends with
+// ErrSlowReader instead of growing (or skipping a message).
+func TestBacklogIsBoundedInBytes(t *testing.T) {
+	s := &stream{wake: make(chan struct{}, 1)}
+	body := make([]byte, 1<<20)
+	for i := range MaxBacklogBytes>>20 + 10 {
+		s.push(Delivery{ID: ID{Origin: 0, Seq: uint64(i + 1)}, Body: body})
+	}
+	if s.bytes > MaxBacklogBytes || !s.overflow {
+		t.Fatalf("holding %d bytes (overflow %v), want at most %d and overflow", s.bytes, s.overflow, MaxBacklogBytes)
+	}
+	b, err := s.take()
+	if len(b) != MaxBacklogBytes>>20 || err != nil {
+		t.Fatalf("took %d deliveries, %v; want the %d that fit", len(b), err, MaxBacklogBytes>>20)
+	}
+	if _, err := s.take(); !errors.Is(err, ErrSlowReader) {
+		t.Fatalf("after the backlog: %v, want ErrSlowReader", err)
+	}
+}

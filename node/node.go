@@ -227,7 +227,9 @@ func (n *Node) Handler() http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
-	mux.Handle("GET /metrics", n.live.MetricsHandler())
+	// The metrics name the locks, elections and groups: a scraper sends
+	// the token too (Prometheus: authorization: {credentials: TOKEN}).
+	mux.Handle("GET /metrics", httpapi.RequireToken(n.cfg.Token, n.live.MetricsHandler()))
 	return mux
 }
 

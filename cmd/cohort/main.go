@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -54,13 +55,13 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errChecksFailed && ee.err != errSilent {
-			fmt.Fprintln(stderr, "cohort:", ee.err)
+			fmt.Fprintln(stderr, "cohort:", httpapi.Clip(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// Errors from cobra itself are usage errors: unknown flag, command or
 	// argument count.
-	fmt.Fprintln(stderr, "cohort:", err)
+	fmt.Fprintln(stderr, "cohort:", httpapi.Clip(err.Error()))
 	return 2
 }
 

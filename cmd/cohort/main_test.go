@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -288,5 +289,14 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		if _, err := loadNodeConfig(p); err != nil {
 			t.Errorf("api %s, no token: %v", api, err)
 		}
+	}
+}
+
+// TestHugeBadValueIsNotEchoedWhole: a 10 MB bad value gets exit 2 and an
+// error of bounded size that still says what was wrong.
+func TestHugeBadValueIsNotEchoedWhole(t *testing.T) {
+	code, _, errs := cli(t, "sim", "mutex", "--algo", strings.Repeat("x", 10<<20))
+	if code != 2 || len(errs) > 2*httpapi.MaxEcho || !strings.Contains(errs, "bytes cut") {
+		t.Fatalf("exit %d, %d bytes of error: %.300q", code, len(errs), errs)
 	}
 }

@@ -33,7 +33,21 @@ func Reply(w http.ResponseWriter, code int, body any) {
 
 // Fail writes an error reply.
 func Fail(w http.ResponseWriter, code int, msg string) {
-	Reply(w, code, ErrorReply{Error: msg})
+	Reply(w, code, ErrorReply{Error: Clip(msg)})
+}
+
+// MaxEcho bounds an error message that echoes what it was given.
+const MaxEcho = 1000
+
+// Clip cuts the middle out of a message longer than MaxEcho (a huge bad
+// value it quotes), saying how much: the start and the end, which say
+// what was wrong and what was wanted, stay.
+func Clip(msg string) string {
+	if len(msg) <= MaxEcho {
+		return msg
+	}
+	head, tail := msg[:MaxEcho/2], msg[len(msg)-MaxEcho/2:]
+	return fmt.Sprintf("%s…[%d bytes cut]…%s", strings.ToValidUTF8(head, ""), len(msg)-MaxEcho, strings.ToValidUTF8(tail, ""))
 }
 
 // RequireToken lets through only requests that carry "Authorization:

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRequireToken(t *testing.T) {
@@ -96,5 +97,19 @@ func TestValidName(t *testing.T) {
 		if err != nil && !strings.HasPrefix(err.Error(), fmt.Sprintf("lock name %q", name)) {
 			t.Errorf("error %q does not name the lock", err)
 		}
+	}
+}
+
+// TestClip: a message quoting a huge value keeps its start and end and
+// says how much was cut; a short one is left alone.
+func TestClip(t *testing.T) {
+	if got := Clip("lock name \"x\": want 1 to 128"); got != "lock name \"x\": want 1 to 128" {
+		t.Errorf("a short message changed: %q", got)
+	}
+	msg := "lock name \"" + strings.Repeat("é", 5<<20) + "\": want 1 to 128 of A-Z"
+	got := Clip(msg)
+	if len(got) > MaxEcho+100 || !strings.HasPrefix(got, "lock name \"") || !strings.HasSuffix(got, "want 1 to 128 of A-Z") ||
+		!strings.Contains(got, "bytes cut") || !utf8.ValidString(got) {
+		t.Errorf("clipped to %d bytes: %.200q…", len(got), got)
 	}
 }

@@ -41,6 +41,7 @@ type TCP struct {
 	connsClosed bool
 
 	rejected  atomic.Uint64
+	warns     warnLimit // of rejected handshakes
 	closeOnce sync.Once
 	peerWG    sync.WaitGroup // one dialer/writer per member
 	wg        sync.WaitGroup // accept loop, accepted connections, self delivery
@@ -285,7 +286,12 @@ func (t *TCP) serveInbound(raw net.Conn) {
 			p.rejected.Add(1)
 			attrs = append(attrs, "peer", from.String())
 		}
-		t.log.Warn("transport: handshake rejected", attrs...)
+		if ok, unlogged := t.warns.allow(time.Now()); ok {
+			if unlogged > 0 {
+				attrs = append(attrs, "unlogged_before", unlogged)
+			}
+			t.log.Warn("transport: handshake rejected", attrs...)
+		}
 		return
 	}
 	// The dialer's first frame announces it: a member not known yet (a
@@ -423,4 +429,32 @@ func setNoDelay(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+}
+
+// maxWarnsPerSecond bounds the WARN lines of rejected handshakes: a flood
+// of bad connections must not flood the log. (Stats counts every one.)
+const maxWarnsPerSecond = 20
+
+// warnLimit lets maxWarnsPerSecond lines through per second, and counts
+// the others for the next line that goes through.
+type warnLimit struct {
+	mu       sync.Mutex
+	window   time.Time
+	n        int
+	unlogged int
+}
+
+func (w *warnLimit) allow(now time.Time) (ok bool, unlogged int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.window) >= time.Second {
+		w.window, w.n = now, 0
+	}
+	if w.n >= maxWarnsPerSecond {
+		w.unlogged++
+		return false, 0
+	}
+	w.n++
+	unlogged, w.unlogged = w.unlogged, 0
+	return true, unlogged
 }

@@ -639,3 +639,47 @@ func TestSendBatch(t *testing.T) {
 		t.Errorf("batch to p7: %v, want ErrUnknownPeer", err)
 	}
 }
+
+// TestRejectedHandshakesDoNotFloodTheLog: a flood of connections that fail
+// the handshake is counted whole (Stats.Rejected) but logged at most
+// maxWarnsPerSecond times a second; a later line says how many went
+// unlogged.
+func TestRejectedHandshakesDoNotFloodTheLog(t *testing.T) {
+	logs := newLogBuffer()
+	trs := newTCPCluster(t, 2, func(c *Config) { c.Logger = logs.logger() })
+	if err := trs[0].Start(func(proc.ID, []byte) {}); err != nil {
+		t.Fatal(err)
+	}
+	const flood = 200
+	start := time.Now()
+	for range flood {
+		c, err := net.DialTimeout("tcp", trs[0].Addr().String(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("GET / HTTP/1.1\r\n\r\n")) // not a cohort connection
+		waitEOF(c, 3*time.Second)
+		c.Close()
+	}
+	elapsed := time.Since(start)
+	waitUntil(t, 10*time.Second, "every connection is counted", func() bool { return trs[0].Stats().Rejected == flood })
+	lines := strings.Count(logs.String(), "transport: handshake rejected")
+	if most := maxWarnsPerSecond * (int(elapsed/time.Second) + 2); lines > most || lines == 0 {
+		t.Errorf("%d connections rejected in %v: %d log lines, want 1 to %d", flood, elapsed, lines, most)
+	}
+	// After a quiet second, the next rejection is logged with the count
+	// of those that were not.
+	time.Sleep(1100 * time.Millisecond) // the limiter's window, on the wall clock
+	c, err := net.DialTimeout("tcp", trs[0].Addr().String(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	waitEOF(c, 3*time.Second)
+	c.Close()
+	if lines < flood {
+		if _, err := logs.waitLine(5*time.Second, "transport: handshake rejected", "unlogged_before="); err != nil {
+			t.Error(err)
+		}
+	}
+}
