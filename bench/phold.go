@@ -100,6 +100,9 @@ func (p PHOLD) Config() (sim.Config, error) {
 		p.Deliveries = 4 * int64(p.Processes) * int64(p.Events)
 	}
 	params := p
+	if err := sim.CheckMemory(p.Processes, func(proc.ID, int) proc.Process { return &lp{p: &params} }); err != nil {
+		return sim.Config{}, err
+	}
 	lps := make([]lp, p.Processes) // one allocation for all processes
 	return sim.Config{
 		Nodes: p.Processes, Seed: p.Seed,

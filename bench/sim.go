@@ -64,6 +64,9 @@ func Flood(nodes, perNode int, seed uint64) (SimResult, error) {
 	if nodes < 1 || perNode < 0 {
 		return SimResult{}, fmt.Errorf("flood: nodes %d, messages per node %d: need nodes >= 1 and messages >= 0", nodes, perNode)
 	}
+	if err := sim.CheckMemory(nodes, func(proc.ID, int) proc.Process { return &flooder{} }); err != nil {
+		return SimResult{}, err
+	}
 	procs := make([]flooder, nodes) // one allocation for all processes
 	cfg := sim.Config{
 		Nodes: nodes, Seed: seed,

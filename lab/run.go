@@ -245,6 +245,9 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	res, err := s.Run()
+	if errors.Is(err, sim.ErrTooBig) { // too many processes or messages for this machine
+		return nil, nil, fmt.Errorf("%w: %s with %d nodes: %v", ErrInput, a.Name, cfg.Nodes, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -56,6 +56,11 @@ type Config struct {
 	// Until, if set, is checked after every event; the run stops when it
 	// returns true.
 	Until func(s *Sim) bool
+	// MemoryBudget bounds the live heap during Run, in bytes: beyond it
+	// the run ends with an error wrapping ErrTooBig instead of exhausting
+	// the machine. 0: 80% of the memory available when the run starts;
+	// negative: none.
+	MemoryBudget int64
 }
 
 // Network models every link. Links override it per directed pair.

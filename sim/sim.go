@@ -148,6 +148,9 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := CheckMemory(cfg.Nodes, cfg.New); err != nil {
+		return nil, err
+	}
 	n := cfg.Nodes
 	s := &Sim{
 		cfg:     cfg,
@@ -244,7 +247,19 @@ func (s *Sim) Run() (res Result, err error) {
 		}
 	}()
 	s.begin()
-	for s.Step() {
+	budget := s.cfg.MemoryBudget
+	if budget == 0 {
+		if avail, ok := availableMemory(); ok {
+			budget = int64(budgetOfAvail * float64(avail))
+		}
+	}
+	for steps := 1; s.Step(); steps++ {
+		if budget > 0 && steps&(1<<16-1) == 0 {
+			if live := liveHeap(); live > uint64(budget) {
+				return s.Result(), fmt.Errorf("after %d events, at t=%s: %w: it holds %s (its trace and its messages in flight included), over its budget of %s — run fewer processes or messages, or without a trace",
+					s.st.Events, trace.FormatNS(s.now), ErrTooBig, bytesString(float64(live)), bytesString(float64(budget)))
+			}
+		}
 	}
 	return s.Result(), nil
 }

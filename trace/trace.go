@@ -195,8 +195,18 @@ func Read(r io.Reader) (*Trace, error) {
 	if !header {
 		return nil, fmt.Errorf("%w: empty input, want a header line", ErrFormat)
 	}
+	// The checkers keep state per process: a header may not claim more
+	// processes than the trace can be about, so that what a reader
+	// allocates for them is bounded by the trace's own size.
+	if t.Header.Nodes > len(t.Events)+MaxIdleNodes {
+		return nil, fmt.Errorf("%w: header: nodes = %d, but the trace holds %d events (a trace may claim at most %d more processes than it has events)",
+			ErrFormat, t.Header.Nodes, len(t.Events), MaxIdleNodes)
+	}
 	return t, nil
 }
+
+// MaxIdleNodes is how many processes without an event a trace may have.
+const MaxIdleNodes = 1 << 16
 
 func strictUnmarshal(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -521,5 +522,23 @@ func TestFormatNS(t *testing.T) {
 		if got := FormatNS(ns); got != want {
 			t.Errorf("FormatNS(%d) = %q, want %q", ns, got, want)
 		}
+	}
+}
+
+// TestHeaderCannotClaimMoreThanTheTraceHolds: a small trace whose header
+// claims billions of processes is refused, naming the value, before any
+// reader allocates for them.
+func TestHeaderCannotClaimMoreThanTheTraceHolds(t *testing.T) {
+	for _, nodes := range []int{math.MaxInt32, 1_000_000_000, MaxIdleNodes + 2} {
+		in := fmt.Sprintf(`{"format":"cohort-trace/1","nodes":%d,"family":"clocks","algo":"lamport","seed":1}`+"\n"+
+			`{"i":0,"t":0,"node":0,"kind":"start","peer":-1}`+"\n", nodes)
+		_, err := Read(strings.NewReader(in))
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), fmt.Sprintf("nodes = %d", nodes)) {
+			t.Errorf("nodes %d: %v, want ErrFormat naming the value", nodes, err)
+		}
+	}
+	in := fmt.Sprintf(`{"format":"cohort-trace/1","nodes":%d,"family":"clocks","algo":"lamport","seed":1}`+"\n", MaxIdleNodes)
+	if _, err := Read(strings.NewReader(in)); err != nil {
+		t.Errorf("%d idle processes: %v", MaxIdleNodes, err)
 	}
 }

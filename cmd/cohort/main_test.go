@@ -300,3 +300,22 @@ func TestHugeBadValueIsNotEchoedWhole(t *testing.T) {
 		t.Fatalf("exit %d, %d bytes of error: %.300q", code, len(errs), errs)
 	}
 }
+
+// TestRunsThatCannotFitAreRefused: sizes that would exhaust memory or run
+// for days are refused at once with exit 2, naming the value.
+func TestRunsThatCannotFitAreRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "sim", "--nodes", "2000000000"},
+		{"theory", "mutex-decentralized", "--simulate", "2000000000"},
+	} {
+		code, _, errs := cli(t, args...)
+		if code != 2 || !strings.Contains(errs, "2000000000") {
+			t.Errorf("%v: exit %d, %q; want 2 naming the value", args, code, errs)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "big.jsonl")
+	os.WriteFile(p, []byte(`{"format":"cohort-trace/1","nodes":2147483647,"family":"clocks","algo":"lamport","seed":1}`+"\n"), 0o644)
+	if code, _, errs := cli(t, "trace", "check", p); code != 2 || !strings.Contains(errs, "nodes = 2147483647") {
+		t.Errorf("a trace claiming 2^31 processes: exit %d, %q; want 2 naming the value", code, errs)
+	}
+}

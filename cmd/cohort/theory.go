@@ -9,6 +9,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// maxSimulate bounds --simulate: at about 20 µs a run (each a small
+// simulation), the most takes minutes, not days.
+const maxSimulate = 10_000_000
+
 func newTheoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "theory",
@@ -52,8 +56,8 @@ probability p.
 			if !(p >= 0 && p <= 1) {
 				return usageErr("--p %v: want a probability between 0 and 1", p)
 			}
-			if runs < 0 {
-				return usageErr("--simulate %d: must not be negative", runs)
+			if runs < 0 || runs > maxSimulate {
+				return usageErr("--simulate %d: want 0..%d runs (each is a simulation)", runs, maxSimulate)
 			}
 			out := map[string]any{
 				"coordinators": n, "quorum": m, "p": p,

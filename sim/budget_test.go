@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// relay sends its neighbour a message on every message, for ever.
+type relay struct{}
+
+func (relay) Start(env proc.Env) { env.Send((env.Self()+1)%proc.ID(env.N()), ping{}) }
+func (relay) Receive(env proc.Env, _ proc.ID, _ proc.Message) {
+	env.Send((env.Self()+1)%proc.ID(env.N()), ping{})
+}
+func (relay) Timeout(proc.Env, any)      {}
+func (relay) Input(proc.Env, proc.Input) {}
+
+// TestRunStopsAtItsMemoryBudget: a run whose trace grows without end stops
+// with ErrTooBig once its live heap passes the budget, instead of
+// exhausting the machine.
+func TestRunStopsAtItsMemoryBudget(t *testing.T) {
+	rec := &trace.Recorder{}
+	s, err := New(Config{Nodes: 4, Seed: 1, New: func(proc.ID, int) proc.Process { return relay{} },
+		Trace: rec, MemoryBudget: 32 << 20, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run()
+	if !errors.Is(err, ErrTooBig) {
+		t.Fatalf("a run with an endless trace: %v, want ErrTooBig", err)
+	}
+	t.Log(err)
+}
+
+// TestCheckMemory: a run whose processes' state grows with n is refused
+// at a size that cannot fit, naming it; a small one is not estimated.
+func TestCheckMemory(t *testing.T) {
+	vector := func(_ proc.ID, n int) proc.Process { return &vectorProc{v: make([]uint64, n)} }
+	if err := CheckMemory(budgetFrom, vector); err != nil {
+		t.Fatalf("%d processes: %v", budgetFrom, err)
+	}
+	err := CheckMemory(10_000_000, vector) // 8·10¹⁴ bytes
+	if !errors.Is(err, ErrTooBig) {
+		t.Fatalf("10⁷ processes with 10⁷ clocks each: %v, want ErrTooBig", err)
+	}
+	t.Log(err)
+	if b, ok := EstimateBytes(1_000_000, vector); !ok || b < 8e12 || b > 1.2e13 {
+		t.Errorf("estimate for 10⁶ vectors of 10⁶: %.3g bytes, want about 8e12", b)
+	}
+}
+
+type vectorProc struct {
+	relay
+	v []uint64
+}
