@@ -219,11 +219,13 @@ func (n *Node) Handler() http.Handler {
 		api.Handle("/v1/elections/", n.leaders.Handler())
 	}
 	api.Handle("/v1/groups/", n.groups.Handler())
+	elections := "raft-lock" // keys of the replicated lock table
+	if n.replicated == nil {
+		elections = "bully-fd"
+	}
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.Reply(w, http.StatusOK, struct {
-			Node  int `json:"node"`
-			Nodes int `json:"nodes"`
-		}{int(n.cfg.ID), n.cfg.N})
+		httpapi.Reply(w, http.StatusOK, Health{Node: int(n.cfg.ID), Nodes: n.cfg.N,
+			Lock: n.cfg.Lock.Name, Elections: elections, Group: n.cfg.Group.Name})
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
@@ -231,6 +233,17 @@ func (n *Node) Handler() http.Handler {
 	// the token too (Prometheus: authorization: {credentials: TOKEN}).
 	mux.Handle("GET /metrics", httpapi.RequireToken(n.cfg.Token, n.live.MetricsHandler()))
 	return mux
+}
+
+// Health is the answer of GET /v1/health: the node, and the algorithms
+// behind its services (clients warn when they are textbook ones, which
+// keep no state across a restart).
+type Health struct {
+	Node      int    `json:"node"`
+	Nodes     int    `json:"nodes"`
+	Lock      string `json:"lock"`
+	Elections string `json:"elections"`
+	Group     string `json:"group"`
 }
 
 // Close stops the services and the transport.

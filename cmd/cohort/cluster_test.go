@@ -267,3 +267,20 @@ func bytesContain(path, s string) bool {
 	b, _ := os.ReadFile(path)
 	return strings.Contains(string(b), s)
 }
+
+// TestTextbookLockWarns: on a cluster whose locks run a textbook
+// algorithm, cohort lock says so before it acts, naming the algorithm and
+// what it does not survive; the command still runs.
+func TestTextbookLockWarns(t *testing.T) {
+	endpoints := startCluster(t, "--nodes", "2", "--inproc", "--algo", "mutex/lamport")
+	bin := cohortBinary(t)
+	var stderr strings.Builder
+	cmd := exec.Command(bin, "lock", "x", "--endpoints", strings.Join(endpoints, ","), "--", "true")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cohort lock: %v\n%s", err, stderr.String())
+	}
+	if want := "warning: the cluster's locks run on lamport, a textbook algorithm: it keeps no state across a restart"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}

@@ -16,8 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/spf13/cobra"
 )
@@ -184,6 +186,8 @@ func runLeading(cmd *cobra.Command, client *leader.Client, name string, argv []s
 	case !errors.Is(err, lock.ErrNoSessions):
 		return &exitError{1, fmt.Errorf("election %q: %w", name, err)}
 	}
+	warnTextbook(cctx, cmd.ErrOrStderr(), &httpapi.Client{Endpoints: client.Endpoints, Token: client.Token, HTTP: client.HTTP},
+		"elections", func(h node.Health) string { return h.Elections })
 	term, err := client.Campaign(cctx, name, f.ttl)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("election %q: %w", name, err)}

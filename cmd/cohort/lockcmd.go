@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/node"
 	"github.com/spf13/cobra"
 )
 
@@ -97,6 +101,8 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 	case !errors.Is(err, lock.ErrNoSessions):
 		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
 	}
+	warnTextbook(actx, cmd.ErrOrStderr(), &httpapi.Client{Endpoints: client.Endpoints, Token: client.Token, HTTP: client.HTTP},
+		"locks", func(h node.Health) string { return h.Lock })
 	held, err := client.Acquire(actx, name, ttl)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("lock %q: %w", name, err)}
@@ -288,4 +294,24 @@ func startLocked(cmd *cobra.Command, argv []string, env ...string) (*exec.Cmd, c
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	return child, sigs, exited, nil
+}
+
+// warnTextbook tells the user, before it acts, that service (lock,
+// elections, group) of the cluster at api runs a textbook algorithm,
+// which keeps no state across a restart: which one, and what it does not
+// survive. It asks a node's /v1/health; if none answers it says nothing
+// more than that the algorithm is a textbook one.
+func warnTextbook(ctx context.Context, w io.Writer, api *httpapi.Client, service string, name func(node.Health) string) {
+	var h node.Health
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	algo := "a textbook algorithm"
+	if api.First(ctx, func(base string) (int, string, error) {
+		return api.Call(ctx, http.MethodGet, base+"/v1/health", nil, &h)
+	}) == nil && name(h) != "" {
+		algo = name(h) + ", a textbook algorithm"
+	}
+	fmt.Fprintf(w, "cohort: warning: the cluster's %s run on %s: it keeps no state across a restart of a node, "+
+		"and a node that crashes, restarts or stalls can block it or break it (see the guarantees table in the README); "+
+		"the replicated log (lock: raft in node.yaml) survives them\n", service, algo)
 }
