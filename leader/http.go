@@ -13,6 +13,7 @@ import (
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
 )
 
 // The HTTP API of a node's elections (JSON bodies):
@@ -118,6 +119,16 @@ func (s *Server) election(w http.ResponseWriter, r *http.Request) (*Election, bo
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	s.mu.Lock()
+	_, known := s.elections[name]
+	s.mu.Unlock()
+	if ValidName(name) == nil && !known && !s.node.Running("leader/"+name) {
+		// Nobody stands in it that this node knows of (a candidate's
+		// heartbeats would have started it here): a read creates nothing.
+		httpapi.Reply(w, http.StatusOK, View{Name: name, Node: int(s.node.Self()), Leadership: Leadership{Leader: proc.None}})
+		return
+	}
 	if e, ok := s.election(w, r); ok {
 		httpapi.Reply(w, http.StatusOK, s.view(e))
 	}

@@ -203,3 +203,53 @@ func FuzzReadEvents(f *testing.F) {
 		}
 	})
 }
+
+// TestReadsCreateNothing: asking about an election nobody stands in
+// answers "no leader" and starts nothing, on any node; once a candidate
+// stands, every node answers with its view.
+func TestReadsCreateNothing(t *testing.T) {
+	ss, urls := servers(t, 3)
+	for i := range 50 {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/elections/nobody-%d", urls[i%3], i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v View
+		json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || v.Leader != proc.None {
+			t.Fatalf("GET of an unknown election: HTTP %d %+v, want 200 and no leader", resp.StatusCode, v)
+		}
+	}
+	for i, s := range ss {
+		if s.node.Running("leader/nobody-0") || len(s.elections) != 0 {
+			t.Fatalf("node %d: reads started elections", i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := ss[1].Election("sched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(urls[0] + "/v1/elections/sched")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v View
+		json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if v.Leader == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 never reported node 1's leadership: %+v", v)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

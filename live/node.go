@@ -137,6 +137,15 @@ func (n *Node) Members() map[proc.ID]string {
 
 // Self is this node's id; N the cluster's size.
 func (n *Node) Self() proc.ID { return n.cfg.Self }
+
+// Running reports whether the node runs service name (started here, or
+// by a peer's message for it).
+func (n *Node) Running(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.services[name]
+	return ok
+}
 func (n *Node) N() int        { return n.cfg.N }
 
 // MaxServiceName bounds a service's name, which travels with every message.
