@@ -146,6 +146,7 @@ func (n *Node) Running(name string) bool {
 	_, ok := n.services[name]
 	return ok
 }
+
 func (n *Node) N() int { return n.cfg.N }
 
 // MaxServiceName bounds a service's name, which travels with every message.
