@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -435,7 +437,28 @@ func TestSecretMismatchDialSide(t *testing.T) {
 func TestDirectWrites(t *testing.T) {
 	// No pings: a ping the writer sends could be the write that fills the
 	// socket, and then no direct write would ever find it full.
-	trs := newTCPCluster(t, 2, func(c *Config) { c.PingInterval, c.IdleTimeout = time.Minute, 2*time.Minute })
+	//
+	// The receiver's socket buffer is small and fixed (SO_RCVBUF on its
+	// listener, which its connections inherit), so that the socket fills
+	// after a few hundred KiB whatever the kernel's autotuning allows
+	// (tcp_rmem can let it grow to 32 MiB).
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.PingInterval, c.IdleTimeout = time.Minute, 2*time.Minute
+		if c.Self == 1 {
+			addr := c.Listener.Addr().String()
+			c.Listener.Close()
+			lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+				var err error
+				rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+				return err
+			}}
+			ln, err := lc.Listen(context.Background(), "tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Listener = ln
+		}
+	})
 	a, b := trs[0], trs[1]
 	const size = 16 << 10 // directMax
 	payload := func(seq uint64) []byte {
