@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,12 +20,38 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-const (
-	project   = "cohorte2e"
-	nodes     = 5
-	apiBase   = 17100
-	imageName = "cohort:e2e"
+const nodes = 5
+
+// project names this run's containers and network: two runs on one
+// machine (two checkouts, a test and a CI job) do not collide; apiPorts
+// are the host's loopback ports of the nodes' APIs, free when the run
+// began and the same through container restarts.
+var (
+	project   = fmt.Sprintf("cohorte2e%d", os.Getpid())
+	imageName = "cohort:" + project
+	apiPorts  = freePorts(nodes)
 )
+
+// container is node i's container.
+func container(i int) string { return fmt.Sprintf("%s-node%d", project, i) }
+
+// freePorts returns n loopback ports nobody listens on.
+func freePorts(n int) []int {
+	var ps []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		lns = append(lns, ln)
+		ps = append(ps, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ps
+}
 
 func run(t *testing.T, timeout time.Duration, env []string, name string, args ...string) string {
 	t.Helper()
@@ -66,7 +93,7 @@ var api = &http.Client{Transport: bearer{&http.Transport{DisableCompression: tru
 func endpoints() []string {
 	var eps []string
 	for i := 0; i < nodes; i++ {
-		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", apiBase+i))
+		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", apiPorts[i]))
 	}
 	return eps
 }
@@ -102,7 +129,10 @@ func up(t *testing.T, extra string) (compose func(args ...string) string) {
 	traceDir = t.TempDir()
 	os.Chmod(traceDir, 0o777)
 	file := filepath.Join(root, "deploy", "compose.yaml")
-	env := []string{"COHORT_CONFIG_DIR=" + cfg, "COHORT_TRACE_DIR=" + traceDir}
+	env := []string{"COHORT_CONFIG_DIR=" + cfg, "COHORT_TRACE_DIR=" + traceDir, "COHORT_PROJECT=" + project, "COHORT_IMAGE=" + imageName}
+	for i, p := range apiPorts {
+		env = append(env, fmt.Sprintf("COHORT_API%d=%d", i, p))
+	}
 	compose = func(args ...string) string {
 		return run(t, 2*time.Minute, env, "docker-compose", append([]string{"-p", project, "-f", file}, args...)...)
 	}
@@ -112,6 +142,7 @@ func up(t *testing.T, extra string) (compose func(args ...string) string) {
 			t.Log(compose("logs", "--tail", "40"))
 		}
 		compose("down", "-v", "--remove-orphans", "-t", "10")
+		_ = exec.Command("docker", "rmi", "-f", imageName).Run() // this run's own tag
 	})
 	compose("up", "-d")
 	waitHealthy(t, endpoints()...)
@@ -236,7 +267,7 @@ func TestDockerCluster(t *testing.T) {
 	checkTraces(t, "healthy cluster")
 
 	// kill -9 a node and restart it: it comes back with fresh state.
-	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", "cohort-node3")
+	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", container(3))
 	compose("start", "node3")
 	waitHealthy(t, eps[3])
 	lockRound(t, "after kill -9 and restart of node3", eps)
@@ -245,14 +276,14 @@ func TestDockerCluster(t *testing.T) {
 	// Cut node4 off the network: Ricart–Agrawala needs every process's
 	// reply, so nobody gets the lock; reconnect it and everyone does.
 	net := project + "_cohortnet"
-	run(t, time.Minute, nil, "docker", "network", "disconnect", net, "cohort-node4")
+	run(t, time.Minute, nil, "docker", "network", "disconnect", net, container(4))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_, err := (&lock.Client{Endpoints: eps[:1], Token: apiToken}).Acquire(ctx, "partitioned", 10*time.Second)
 	cancel()
 	if err == nil {
 		t.Error("a lock was granted while node4 was cut off: Ricart-Agrawala needs its reply")
 	}
-	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node4", net, "cohort-node4")
+	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node4", net, container(4))
 	// The request made during the partition was not lost: once node4 is
 	// back, that lock too is granted (and given back, its caller having
 	// left), so another node gets it.

@@ -48,16 +48,16 @@ func TestDockerElection(t *testing.T) {
 	all := []int{0, 1, 2, 3, 4}
 	agreeOn(t, "healthy cluster", eps, all, 4, 30*time.Second)
 
-	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", "cohort-node4")
+	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", container(4))
 	d := agreeOn(t, "after kill -9 of the leader", eps, []int{0, 1, 2, 3}, 3, 10*time.Second)
 	t.Logf("failover after kill -9 of node4 (as seen by polling): %v", d)
 
 	net := project + "_cohortnet"
-	run(t, time.Minute, nil, "docker", "network", "disconnect", net, "cohort-node3")
+	run(t, time.Minute, nil, "docker", "network", "disconnect", net, container(3))
 	agreeOn(t, "while the leader node3 is cut off", eps, []int{0, 1, 2}, 2, 10*time.Second)
 	// (node3's API is unreachable too: its published port goes through
 	// the network it was cut from.)
-	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node3", net, "cohort-node3")
+	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node3", net, container(3))
 	agreeOn(t, "after node3 is reconnected", eps, []int{0, 1, 2, 3}, 3, 15*time.Second)
 
 	compose("start", "node4")
@@ -131,14 +131,14 @@ func TestDockerReplicatedElection(t *testing.T) {
 	first, t1 := agreeOnAny(t, "healthy cluster", eps, all, nil, 30*time.Second)
 
 	start := time.Now()
-	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", "cohort-node"+itoa(first))
+	run(t, time.Minute, nil, "docker", "kill", "-s", "KILL", container(int(first)))
 	second, t2 := agreeOnAny(t, "after kill -9 of the leader", eps, others(all, first), []proc.ID{first}, 10*time.Second)
 	t.Logf("failover after kill -9 of node%d: node%d leads after %v (as seen by polling)", first, second, time.Since(start))
 
 	net := project + "_cohortnet"
-	run(t, time.Minute, nil, "docker", "network", "disconnect", net, "cohort-node"+itoa(second))
+	run(t, time.Minute, nil, "docker", "network", "disconnect", net, container(int(second)))
 	third, t3 := agreeOnAny(t, "while the leader is cut off", eps, others(all, first, second), []proc.ID{first, second}, 15*time.Second)
-	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node"+itoa(second), net, "cohort-node"+itoa(second))
+	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node"+itoa(second), net, container(int(second)))
 	if l, _ := agreeOnAny(t, "after the reconnection", eps, others(all, first), nil, 15*time.Second); l != third {
 		t.Fatalf("after the reconnection node%d leads, want node%d still", l, third)
 	}

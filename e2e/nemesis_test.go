@@ -35,17 +35,17 @@ func docker(args ...string) error {
 
 func (c containers) Endpoints() []string { return endpoints() }
 func (c containers) HTTP() *http.Client  { return c.hc }
-func (c containers) Pause(i int) error   { return docker("pause", fmt.Sprintf("cohort-node%d", i)) }
-func (c containers) Resume(i int) error  { return docker("unpause", fmt.Sprintf("cohort-node%d", i)) }
+func (c containers) Pause(i int) error   { return docker("pause", container(i)) }
+func (c containers) Resume(i int) error  { return docker("unpause", container(i)) }
 func (c containers) Partitions() bool    { return true }
 func (c containers) Cut(i int) error {
-	return docker("network", "disconnect", project+"_cohortnet", fmt.Sprintf("cohort-node%d", i))
+	return docker("network", "disconnect", project+"_cohortnet", container(i))
 }
 
 // Kill sends SIGKILL and waits for the container to stop (docker kill
 // returns once the signal is sent).
 func (c containers) Kill(i int) error {
-	name := fmt.Sprintf("cohort-node%d", i)
+	name := container(i)
 	if err := docker("kill", "-s", "KILL", name); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (c containers) Restart(ctx context.Context, i int) error {
 }
 
 func (c containers) Reconnect(ctx context.Context, i int) error {
-	if err := docker("network", "connect", "--alias", fmt.Sprintf("node%d", i), project+"_cohortnet", fmt.Sprintf("cohort-node%d", i)); err != nil {
+	if err := docker("network", "connect", "--alias", fmt.Sprintf("node%d", i), project+"_cohortnet", container(i)); err != nil {
 		return err
 	}
 	return healthy(ctx, endpoints()[i])
