@@ -79,11 +79,8 @@ type holding struct {
 	start, end time.Time
 }
 
-// RunNemesis runs the nemesis and checks the histories.
-func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 5
-	}
+// defaults fills in what cfg leaves at zero (but Nodes).
+func (cfg *NemesisConfig) defaults() {
 	if cfg.Duration == 0 {
 		cfg.Duration = 30 * time.Second
 	}
@@ -96,11 +93,22 @@ func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
 	if cfg.Campaigners == 0 {
 		cfg.Campaigners = 2
 	}
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			cfg.Progress(format, args...)
-		}
+}
+
+// say reports progress, if cfg asks for it.
+func (cfg NemesisConfig) say(format string, args ...any) {
+	if cfg.Progress != nil {
+		cfg.Progress(format, args...)
 	}
+}
+
+// RunNemesis runs the nemesis and checks the histories.
+func RunNemesis(ctx context.Context, cfg NemesisConfig) (NemesisResult, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 5
+	}
+	cfg.defaults()
+	say := cfg.say
 	switch {
 	case cfg.Nodes < 3:
 		return NemesisResult{}, fmt.Errorf("nodes %d: a nemesis needs at least 3 (a majority must survive a fault)", cfg.Nodes)
@@ -172,23 +180,8 @@ type endpoints struct {
 // RunNemesisOn runs the clients and the nemesis on a running cluster
 // (cfg.Nodes and cfg.NodeCommand are not used) and checks the histories.
 func RunNemesisOn(ctx context.Context, cfg NemesisConfig, nc NemesisCluster) (NemesisResult, error) {
-	if cfg.Duration == 0 {
-		cfg.Duration = 30 * time.Second
-	}
-	if cfg.LockClients == 0 {
-		cfg.LockClients = 4
-	}
-	if cfg.Senders == 0 {
-		cfg.Senders = 2
-	}
-	if cfg.Campaigners == 0 {
-		cfg.Campaigners = 2
-	}
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			cfg.Progress(format, args...)
-		}
-	}
+	cfg.defaults()
+	say := cfg.say
 	cfg.Nodes = len(nc.Endpoints())
 	res := NemesisResult{Nodes: cfg.Nodes, Seed: cfg.Seed, Anomalies: []string{}}
 	cl := endpoints{apis: nc.Endpoints(), hc: nc.HTTP()}

@@ -30,6 +30,10 @@ const (
 	sampleSize    = 1_000
 	sampleBuilds  = 8
 	budgetOfAvail = 0.8
+	// runOfAvail is a running run's budget: half of what is available, as
+	// a slice that doubles (a trace's events) briefly needs three times
+	// what it held.
+	runOfAvail = 0.5
 )
 
 // ErrTooBig wraps the error of a run that would not fit in memory.
@@ -90,14 +94,16 @@ func perProcess(mk func(proc.ID, int) proc.Process, n int) (per float64, ok bool
 	return float64(ms.TotalAlloc-before) / sampleBuilds, true
 }
 
-// liveHeap is the heap the last garbage collection found live.
+// liveHeap is the memory the Go runtime holds for the process (all it has
+// mapped, less what it gave back to the system): close to the resident
+// size, garbage not yet collected included.
 func liveHeap() uint64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
+	if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return sample[0].Value.Uint64()
+	return sample[0].Value.Uint64() - sample[1].Value.Uint64()
 }
 
 // availableMemory is what this process may still use: MemAvailable of

@@ -58,7 +58,7 @@ type Config struct {
 	Until func(s *Sim) bool
 	// MemoryBudget bounds the live heap during Run, in bytes: beyond it
 	// the run ends with an error wrapping ErrTooBig instead of exhausting
-	// the machine. 0: 80% of the memory available when the run starts;
+	// the machine. 0: half the memory available when the run starts;
 	// negative: none.
 	MemoryBudget int64
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -250,11 +251,21 @@ func (s *Sim) Run() (res Result, err error) {
 	budget := s.cfg.MemoryBudget
 	if budget == 0 {
 		if avail, ok := availableMemory(); ok {
-			budget = int64(budgetOfAvail * float64(avail))
+			budget = int64(runOfAvail * float64(avail))
 		}
 	}
+	if budget > 0 && debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		// Collect harder as the heap nears the budget, so that garbage
+		// does not end a run that would fit.
+		debug.SetMemoryLimit(budget)
+		defer debug.SetMemoryLimit(math.MaxInt64)
+	}
+	// The heap is looked at every 65,536 events, and after every million
+	// messages (one event may send many: a broadcast to a million peers).
+	var sentAtCheck int64
 	for steps := 1; s.Step(); steps++ {
-		if budget > 0 && steps&(1<<16-1) == 0 {
+		if budget > 0 && (steps&(1<<16-1) == 0 || s.st.Sent-sentAtCheck > 1<<20) {
+			sentAtCheck = s.st.Sent
 			if live := liveHeap(); live > uint64(budget) {
 				return s.Result(), fmt.Errorf("after %d events, at t=%s: %w: it holds %s (its trace and its messages in flight included), over its budget of %s — run fewer processes or messages, or without a trace",
 					s.st.Events, trace.FormatNS(s.now), ErrTooBig, bytesString(float64(live)), bytesString(float64(budget)))
