@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,20 +37,25 @@ var (
 // container is node i's container.
 func container(i int) string { return fmt.Sprintf("%s-node%d", project, i) }
 
-// freePorts returns n loopback ports nobody listens on.
+// freePorts returns n loopback ports nobody listens on, below the
+// kernel's range of ephemeral ports (32768 and up on Linux): docker binds
+// them only when the cluster starts, and a port the kernel could hand to
+// another test's listener meanwhile would collide. Two runs pick at
+// random among 12,000.
 func freePorts(n int) []int {
+	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	var ps []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
+	for len(ps) < n {
+		p := 20000 + rng.IntN(12000)
+		if slices.Contains(ps, p) {
+			continue
 		}
-		lns = append(lns, ln)
-		ps = append(ps, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue // taken
+		}
 		ln.Close()
+		ps = append(ps, p)
 	}
 	return ps
 }

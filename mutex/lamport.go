@@ -65,6 +65,7 @@ type lamport struct {
 	requesting bool
 	inCS       bool
 	waiting    []proc.ID // the last Waiting output
+	durable    durableClock
 }
 
 // lpRequest is Request(C, i).
@@ -121,7 +122,7 @@ func newLamport(id proc.ID, n int) proc.Process {
 	return &lamport{self: id, n: n, latest: make([]uint64, n)}
 }
 
-func (l *lamport) Start(proc.Env)        {}
+func (l *lamport) Start(env proc.Env)    { l.clock = max(l.clock, l.durable.start(env)) }
 func (l *lamport) Timeout(proc.Env, any) {}
 
 func (l *lamport) Input(env proc.Env, in proc.Input) {
@@ -184,6 +185,7 @@ func (l *lamport) request(env proc.Env) {
 		return // a second Acquire breaks the contract; ignore it
 	}
 	l.clock++
+	l.durable.send(env, l.clock)
 	l.req = Stamp{C: l.clock, P: l.self}
 	l.requesting = true
 	l.insert(l.req)
@@ -195,6 +197,7 @@ func (l *lamport) request(env proc.Env) {
 func (l *lamport) onRequest(env proc.Env, from proc.ID, m lpRequest) {
 	l.insert(Stamp{C: m.T.C, P: from})
 	l.clock++
+	l.durable.send(env, l.clock)
 	env.Send(from, lpReply{T: Stamp{C: l.clock, P: l.self}})
 	l.stamp(env)
 }
@@ -244,6 +247,7 @@ func (l *lamport) release(env proc.Env) {
 	l.remove(l.self)
 	env.Output(Exit{})
 	l.clock++
+	l.durable.send(env, l.clock)
 	l.multicast(env, lpRelease{T: Stamp{C: l.clock, P: l.self}})
 }
 

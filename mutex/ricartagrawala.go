@@ -72,6 +72,7 @@ type ricartAgrawala struct {
 	req     Stamp  // ⟨T, pᵢ⟩ of the current request, while WANTED or HELD
 	replied map[proc.ID]bool
 	queue   []proc.ID // deferred requests, in arrival order
+	durable durableClock
 }
 
 // raState is the state of a Ricart–Agrawala process in Coulouris et al.'s
@@ -156,7 +157,7 @@ func init() {
 	})
 }
 
-func (r *ricartAgrawala) Start(proc.Env) {}
+func (r *ricartAgrawala) Start(env proc.Env) { r.clock = max(r.clock, r.durable.start(env)) }
 
 // The application's messages share the Lamport clock (see clocked).
 func (r *ricartAgrawala) appSend() uint64   { r.clock++; return r.clock }
@@ -194,6 +195,7 @@ func (r *ricartAgrawala) acquire(env proc.Env) {
 	}
 	r.state = raWanted
 	r.clock++
+	r.durable.send(env, r.clock)
 	r.req = Stamp{C: r.clock, P: env.Self()}
 	r.replied = map[proc.ID]bool{}
 	all := others(env.Self(), env.N())
@@ -262,6 +264,7 @@ func (r *ricartAgrawala) release(env proc.Env) {
 
 func (r *ricartAgrawala) reply(env proc.Env, to proc.ID) {
 	r.clock++
+	r.durable.send(env, r.clock)
 	env.Send(to, raReply{T: Stamp{C: r.clock, P: env.Self()}})
 }
 
