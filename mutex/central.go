@@ -52,9 +52,10 @@ type central struct {
 	inCS       bool
 
 	// The server side (at the coordinator only).
-	holder  proc.ID   // who holds the permission; None when free
-	queue   []proc.ID // waiting requesters, in arrival order
-	granted uint64    // grants so far: the next grant's fencing token is one more
+	holder  proc.ID      // who holds the permission; None when free
+	queue   []proc.ID    // waiting requesters, in arrival order
+	granted uint64       // grants so far: the next grant's fencing token is one more
+	durable durableClock // a bound on granted, kept across restarts
 }
 
 // cenRequest asks the coordinator for the permission.
@@ -118,7 +119,11 @@ func newCentral(id proc.ID, _ int) proc.Process {
 	return &central{self: id, coord: 0, holder: proc.None}
 }
 
-func (c *central) Start(proc.Env)        {}
+func (c *central) Start(env proc.Env) {
+	if c.self == c.coord { // its tokens keep rising across its restarts
+		c.granted = max(c.granted, c.durable.start(env))
+	}
+}
 func (c *central) Timeout(proc.Env, any) {}
 
 func (c *central) Input(env proc.Env, in proc.Input) {
@@ -174,6 +179,7 @@ func (c *central) onRequest(env proc.Env, from proc.ID) {
 func (c *central) grant(env proc.Env, p proc.ID) {
 	c.holder = p
 	c.granted++
+	c.durable.send(env, c.granted)
 	g := cenGrant{Seq: c.granted}
 	env.Output(Lent{To: p})
 	if p == c.self {

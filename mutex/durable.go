@@ -6,13 +6,15 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// durableClock keeps a bound on a Lamport clock in the process's stable
-// storage, so that a restarted process's clock starts above every value it
-// sent before. The fencing tokens derived from request stamps then keep
-// rising across restarts: a request is granted only once every other
-// process has sent something stamped above it (a reply, or a later
-// message), so a process that restarts with a clock above all it ever sent
-// stamps its next request above every request granted before it crashed.
+// durableClock keeps a bound on a counter that only rises — a Lamport
+// clock, the central server's count of grants — in the process's stable
+// storage, so that a restarted process's counter starts above every value
+// it sent before, and the fencing tokens derived from it keep rising
+// across restarts. For a Lamport clock: a request is granted only once
+// every other process has sent something stamped above it (a reply, or a
+// later message), so a process that restarts with a clock above all it
+// ever sent stamps its next request above every request granted before it
+// crashed.
 //
 // Bounds are reserved in blocks: one synced write per clockBlock ticks,
 // made before a message with a clock beyond the last bound leaves. A host

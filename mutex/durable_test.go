@@ -10,12 +10,13 @@ import (
 
 // TestTokensRiseAcrossARestart: Ricart–Agrawala and Lamport's algorithm
 // stamp their requests with a Lamport clock, and the stamp is the fencing
-// token. Others take the lock many times, so the clocks run far ahead; then
+// token; the central server counts its grants, p0 being the server. Others take the lock many times, so the clocks run far ahead; then
 // p0 crashes and restarts (idle, so the lock is not stuck), and takes the
-// lock: its token must exceed every earlier one. (Its clock restarted at 0
-// before it kept a bound on stable storage: tokens went back.)
+// lock: its token must exceed every earlier one. (Its clock, or count,
+// restarted at 0 before it kept a bound on stable storage: tokens went
+// back, or repeated.)
 func TestTokensRiseAcrossARestart(t *testing.T) {
-	for _, name := range []string{"ricart-agrawala", "lamport"} {
+	for _, name := range []string{"ricart-agrawala", "lamport", "central"} {
 		t.Run(name, func(t *testing.T) {
 			var script sim.Script
 			for k := range 30 { // p1 and p2 take turns: the clocks run up
