@@ -193,22 +193,15 @@ func checkTraces(t *testing.T, step string) {
 	t.Logf("%s: the checkers hold on %d recorded events", step, len(merged.Events))
 }
 
+// waitHealthy waits, up to 60 s in all, until every node at eps answers
+// /v1/health (see healthy).
 func waitHealthy(t *testing.T, eps ...string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	for _, ep := range eps {
-		for {
-			resp, err := api.Get("http://" + ep + "/v1/health")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node at %s not healthy within 60s", ep)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := healthy(ctx, ep); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

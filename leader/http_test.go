@@ -222,7 +222,10 @@ func TestReadsCreateNothing(t *testing.T) {
 		}
 	}
 	for i, s := range ss {
-		if s.node.Running("leader/nobody-0") || len(s.elections) != 0 {
+		s.mu.Lock()
+		started := len(s.elections)
+		s.mu.Unlock()
+		if s.node.Running("leader/nobody-0") || started != 0 {
 			t.Fatalf("node %d: reads started elections", i)
 		}
 	}

@@ -52,10 +52,10 @@ type central struct {
 	inCS       bool
 
 	// The server side (at the coordinator only).
-	holder  proc.ID      // who holds the permission; None when free
-	queue   []proc.ID    // waiting requesters, in arrival order
-	granted uint64       // grants so far: the next grant's fencing token is one more
-	durable durableClock // a bound on granted, kept across restarts
+	holder  proc.ID        // who holds the permission; None when free
+	queue   []proc.ID      // waiting requesters, in arrival order
+	granted uint64         // grants so far: the next grant's fencing token is one more
+	durable durableCounter // a bound on granted, kept across restarts
 }
 
 // cenRequest asks the coordinator for the permission.

@@ -6,7 +6,7 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// durableClock keeps a bound on a counter that only rises — a Lamport
+// durableCounter keeps a bound on a counter that only rises — a Lamport
 // clock, the central server's count of grants — in the process's stable
 // storage, so that a restarted process's counter starts above every value
 // it sent before, and the fencing tokens derived from it keep rising
@@ -20,13 +20,13 @@ import (
 // made before a message with a clock beyond the last bound leaves. A host
 // without stable storage (a test's stub) keeps nothing; a live node keeps
 // it in its data directory.
-type durableClock struct{ reserved uint64 }
+type durableCounter struct{ reserved uint64 }
 
 const clockBlock = 1 << 16
 
 // start is the clock a process begins at: above anything it sent in an
 // earlier incarnation.
-func (d *durableClock) start(env proc.Env) uint64 {
+func (d *durableCounter) start(env proc.Env) uint64 {
 	st := env.Storage()
 	if st == nil {
 		return 0
@@ -40,7 +40,7 @@ func (d *durableClock) start(env proc.Env) uint64 {
 }
 
 // send is called with the clock a message is about to carry.
-func (d *durableClock) send(env proc.Env, c uint64) {
+func (d *durableCounter) send(env proc.Env, c uint64) {
 	if c < d.reserved {
 		return
 	}

@@ -65,7 +65,7 @@ type lamport struct {
 	requesting bool
 	inCS       bool
 	waiting    []proc.ID // the last Waiting output
-	durable    durableClock
+	durable    durableCounter
 }
 
 // lpRequest is Request(C, i).

@@ -72,7 +72,7 @@ type ricartAgrawala struct {
 	req     Stamp  // ⟨T, pᵢ⟩ of the current request, while WANTED or HELD
 	replied map[proc.ID]bool
 	queue   []proc.ID // deferred requests, in arrival order
-	durable durableClock
+	durable durableCounter
 }
 
 // raState is the state of a Ricart–Agrawala process in Coulouris et al.'s

@@ -19,7 +19,10 @@ type Config struct {
 	// Seed seeds every random choice of the run: the network's and each
 	// process's. Same Config and Seed, same trace.
 	Seed uint64
-	// New builds process id; also called on recovery, for a fresh state.
+	// New builds process id; also called on recovery, for a fresh state,
+	// and, for a run of more than 10,000 processes, a few times at small
+	// sizes before the run to measure what a process costs (CheckMemory):
+	// it should have no side effects beyond the process it returns.
 	New func(id proc.ID, n int) proc.Process
 	// Topology for Env.Neighbors; nil is the complete graph.
 	Topology Topology

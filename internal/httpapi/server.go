@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -105,8 +106,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-const tooMany = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 50\r\n\r\n" +
-	`{"error":"too many connections open to this node"}`
+// tooMany is the whole answer to a connection beyond the limit.
+var tooMany = func() string {
+	body := `{"error":"too many connections open to this node"}`
+	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
 
 // refuse answers a connection beyond the limit, then closes it, having
 // read what the client sent (a close with unread data would reset the
