@@ -512,7 +512,7 @@ func holder(ctx context.Context, cl endpoints, c int, campaign bool, record func
 				var out struct {
 					Term uint64 `json:"term"`
 				}
-				err := s.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/elections/nemesis/campaign?session=%d&seq=%d", s.ID, s.Next()), &out)
+				err := s.Poll(ctx, http.MethodPost, fmt.Sprintf("/v1/elections/nemesis/campaign?session=%d&seq=%d", s.ID, s.Next()), &out)
 				return out.Term, err
 			}
 			release = func(ctx context.Context) error {

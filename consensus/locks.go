@@ -436,8 +436,12 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		return
 	}
 	if op.Op != "expire" {
-		if op.Seq <= s.Seq {
-			return // a retry that reached the log again
+		if op.Seq < s.Seq {
+			return // a retry of an operation the session has moved past
+		}
+		if op.Seq == s.Seq {
+			l.reanswer(env, op, s)
+			return
 		}
 		s.Seq = op.Seq
 	}
@@ -461,6 +465,26 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		env.Output(Closed{Session: op.Session, Expired: op.Op == "expire"})
 	default:
 		refuse("unknown operation %q", op.Op)
+	}
+}
+
+// reanswer answers again the session's latest operation, which reached the
+// log again: its client retried it, through this node or another, after
+// an answer it never got (the node it asked first paused or was cut off).
+// Applied once, answered as often as asked: an acquire the session holds
+// is granted again with the same token, a release whose lock it no longer
+// holds nor waits for is released again; a waiting acquire gets its
+// answer when the lock comes to it, as the first one would have.
+func (l *Locks) reanswer(env proc.Env, op LockOp, s *session) {
+	switch op.Op {
+	case "acquire":
+		if lk := l.locks[op.Lock]; lk != nil && lk.Holder == op.Session {
+			env.Output(Granted{Lock: op.Lock, Session: op.Session, Seq: op.Seq, Token: lk.Token, Owner: s.Owner})
+		}
+	case "release":
+		if !slices.Contains(s.Locks, op.Lock) {
+			env.Output(Released{Lock: op.Lock, Session: op.Session, Seq: op.Seq})
+		}
 	}
 }
 

@@ -30,8 +30,10 @@ import (
 //
 // The HTTP API is the one of the bully elections (see Server), with
 // sessions: POST /v1/elections/{name}/campaign?session=ID&seq=N campaigns
-// under a session the client opened (POST /v1/sessions) and renews; with
-// ?ttl= instead, the node opens one and its id is the lease.
+// under a session the client opened (POST /v1/sessions) and renews (with
+// &wait=, a long poll that answers 202 when the wait ends first, as a
+// lock's does: see lock.PollContext); with ?ttl= instead, the node opens
+// one and its id is the lease.
 
 // ElectionKey is an election's key in the table.
 func ElectionKey(name string) string { return "election/" + name }
@@ -280,12 +282,19 @@ func (e *Replicated) campaign(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	term, err := e.Campaign(r.Context(), s, name)
+	ctx, cancel, ok := lock.PollContext(w, r)
+	if !ok {
+		return
+	}
+	defer cancel()
+	term, err := e.Campaign(ctx, s, name)
 	if err != nil {
 		if q.Get("session") == "" {
 			_ = s.Close(context.Background())
 		}
 		switch {
+		case lock.Pending(r, err):
+			httpapi.Reply(w, http.StatusAccepted, map[string]any{"name": name, "session": s.ID, "pending": true})
 		case errors.Is(err, context.Canceled):
 		case errors.Is(err, lock.ErrSessionGone):
 			httpapi.Fail(w, http.StatusNotFound, err.Error())

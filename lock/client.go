@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,29 +107,24 @@ type ClientSession struct {
 var ErrNoSessions = errors.New("the cluster's locks have no sessions (a textbook algorithm: use Acquire)")
 
 // OpenSession opens a session of ttl; it counts from the moment of the
-// call.
+// call. A node that does not answer within the bound of one request (see
+// ClientSession) is passed over for the next; if it had opened a session
+// all the same, that session holds nothing and expires after ttl.
 func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (*ClientSession, error) {
 	sent := time.Now()
-	var s *ClientSession
-	err := c.api().First(ctx, func(base string) (int, string, error) {
-		var out struct {
-			Session uint64 `json:"session"`
-			Validms int64  `json:"valid_ms"`
-		}
-		code, msg, err := c.api().Call(ctx, http.MethodPost, fmt.Sprintf("%s/v1/sessions?ttl=%s", base, ttl), nil, &out)
-		if err == nil && code == http.StatusOK {
-			s = &ClientSession{c: c, ID: out.Session, TTL: ttl, seq: uint64(time.Now().UnixNano()),
-				until: sent.Add(time.Duration(out.Validms) * time.Millisecond)}
-		}
-		if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
-			return code, msg, ErrNoSessions
-		}
-		return code, msg, err
-	})
-	if errors.Is(err, ErrNoSessions) {
-		return nil, ErrNoSessions
+	var out struct {
+		Session uint64 `json:"session"`
+		Validms int64  `json:"valid_ms"`
 	}
-	return s, err
+	good, err := c.rotate(ctx, 0, attemptBound(ttl), 2, http.MethodPost, "/v1/sessions?ttl="+ttl.String(), 0, &out)
+	switch {
+	case errors.Is(err, errNotFound) || errors.Is(err, errNotAllowed):
+		return nil, ErrNoSessions
+	case err != nil:
+		return nil, err
+	}
+	return &ClientSession{c: c, ID: out.Session, TTL: ttl, seq: uint64(time.Now().UnixNano()), good: good,
+		until: sent.Add(time.Duration(out.Validms) * time.Millisecond)}, nil
 }
 
 // Until is the end of the session's reckoning: the client must stop using
@@ -142,11 +138,18 @@ func (s *ClientSession) Until() time.Time {
 // Next numbers the session's next operation (for requests made with Do).
 func (s *ClientSession) Next() uint64 { return s.next() }
 
-// Do sends a request about the session (path: "/v1/...") to the first
-// node that answers and decodes its reply into out; 404 is ErrLeaseLost.
-// Services built on the lock table (elections) use it.
+// Do sends a request about the session (path: "/v1/...") and decodes its
+// reply into out; 404 is ErrLeaseLost. Services built on the lock table
+// (elections) use it.
 func (s *ClientSession) Do(ctx context.Context, method, path string, out any) error {
-	return s.call(ctx, method, path, out)
+	return s.call(ctx, method, path, 0, out)
+}
+
+// Poll is Do for a long poll (an acquire: path names its seq): the
+// request carries wait= and is sent again, with the same number, while the
+// node answers 202 (still waiting), to another node if it stops answering.
+func (s *ClientSession) Poll(ctx context.Context, method, path string, out any) error {
+	return s.call(ctx, method, path, attemptBound(s.TTL), out)
 }
 
 func (s *ClientSession) next() uint64 {
@@ -156,73 +159,143 @@ func (s *ClientSession) next() uint64 {
 	return s.seq
 }
 
-// call sends a request about the session to the first node that answers;
-// 404 is ErrLeaseLost.
-func (s *ClientSession) call(ctx context.Context, method, path string, out any) error {
-	err := s.c.api().First(ctx, func(base string) (int, string, error) {
-		code, msg, err := s.c.api().Call(ctx, method, base+path, nil, out)
-		if code == http.StatusNotFound {
-			return code, msg, ErrLeaseLost
-		}
-		return code, msg, err
-	})
-	if errors.Is(err, ErrLeaseLost) {
+// call sends a request about the session, numbered or idempotent, to the
+// nodes in turn (see rotate), from the one that last answered; wait > 0
+// makes it a long poll. 404 is ErrLeaseLost.
+func (s *ClientSession) call(ctx context.Context, method, path string, wait time.Duration, out any) error {
+	s.mu.Lock()
+	start := s.good
+	s.mu.Unlock()
+	good, err := s.c.rotate(ctx, start, attemptBound(s.TTL), 2, method, path, wait, out)
+	if errors.Is(err, errNotFound) {
 		return ErrLeaseLost
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.good = good
+		s.mu.Unlock()
 	}
 	return err
 }
 
 // KeepAlive renews the session and returns its new reckoning.
 // ErrLeaseLost: the session is over. A node that does not answer within
-// an eighth of the TTL (paused, or cut off) is passed over for the next.
+// an eighth of the TTL (paused, or cut off) is passed over for the next;
+// each node is asked once.
 func (s *ClientSession) KeepAlive(ctx context.Context) (time.Time, error) {
 	sent := time.Now()
 	var out struct {
 		Validms int64 `json:"valid_ms"`
 	}
-	path := fmt.Sprintf("/v1/sessions/%d/keepalive", s.ID)
 	s.mu.Lock()
-	good := s.good
+	start := s.good
 	s.mu.Unlock()
-	var err error
-	for i := range s.c.Endpoints {
-		ep := s.c.Endpoints[(good+i)%len(s.c.Endpoints)]
-		var base string
-		if base, err = httpapi.BaseURL(ep); err != nil {
-			return s.Until(), err
-		}
-		actx, cancel := context.WithTimeout(ctx, s.TTL/8)
-		var code int
-		var msg string
-		code, msg, err = s.c.api().Call(actx, http.MethodPost, base+path, nil, &out)
-		cancel()
-		switch {
-		case err == nil && code == http.StatusOK:
-			s.mu.Lock()
-			s.good = (good + i) % len(s.c.Endpoints)
-			s.mu.Unlock()
-		case err == nil && code == http.StatusNotFound:
-			return s.Until(), ErrLeaseLost
-		case err == nil:
-			err = fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
-			continue
-		default:
-			if ctx.Err() != nil {
-				return s.Until(), ctx.Err()
-			}
-			continue
-		}
-		break
-	}
-	if err != nil {
+	good, err := s.c.rotate(ctx, start, s.TTL/8, 1, http.MethodPost, fmt.Sprintf("/v1/sessions/%d/keepalive", s.ID), 0, &out)
+	switch {
+	case errors.Is(err, errNotFound):
+		return s.Until(), ErrLeaseLost
+	case err != nil:
 		return s.Until(), err
 	}
 	s.mu.Lock()
+	s.good = good
 	if u := sent.Add(time.Duration(out.Validms) * time.Millisecond); u.After(s.until) {
 		s.until = u
 	}
 	s.mu.Unlock()
 	return s.Until(), nil
+}
+
+// attemptBound is how long one request about a session of ttl may go
+// unanswered before the client passes over its node: a quarter of the TTL,
+// between 250 ms and 5 s. A long poll's wait is as long, and its request
+// is bounded by twice that.
+func attemptBound(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, 250*time.Millisecond), 5*time.Second)
+}
+
+var (
+	errNotFound   = errors.New("HTTP 404")
+	errNotAllowed = errors.New("HTTP 405")
+)
+
+// rotate sends a request (path: "/v1/...") to the endpoints in turn, from
+// start, and returns the index of the one that answered 200, with out
+// decoded. A node that does not answer within bound — paused, cut off —
+// or cannot be reached, or answers 503, is passed over for the next; the
+// search gives up after rounds rounds without an answer, resting between
+// rounds. Any other answer ends it: 404 and 405 as errNotFound and
+// errNotAllowed, the rest as an error naming the node — the answer is
+// about the request, and another node would give the same.
+//
+// With wait > 0 the request is a long poll: it carries wait=, may take
+// wait+bound, and a 202 (still waiting) sends it again to the same node.
+// Only numbered or idempotent requests may be sent again.
+func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rounds int, method, path string, wait time.Duration, out any) (int, error) {
+	n := len(c.Endpoints)
+	if n == 0 {
+		return 0, errors.New("no endpoints")
+	}
+	if wait > 0 {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "wait=" + wait.String()
+	}
+	api := c.api()
+	errs := make([]error, n) // each node's last failure
+	misses := 0              // requests in a row that no node answered
+	for i := start % n; ; {
+		ep := c.Endpoints[i]
+		base, err := httpapi.BaseURL(ep)
+		if err != nil {
+			return 0, err
+		}
+		actx, cancel := context.WithTimeout(ctx, wait+bound)
+		code, msg, err := api.Call(actx, method, base+path, nil, out)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case err == nil && code == http.StatusOK:
+			return i, nil
+		case err == nil && code == http.StatusAccepted && wait > 0:
+			misses = 0
+			continue // still waiting: ask the same node again
+		case err == nil && code == http.StatusNotFound:
+			return 0, fmt.Errorf("%w: %s", errNotFound, msg)
+		case err == nil && code == http.StatusMethodNotAllowed:
+			return 0, fmt.Errorf("%w: %s", errNotAllowed, msg)
+		case err == nil && code != http.StatusServiceUnavailable:
+			return 0, fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+		case err == nil:
+			errs[i] = fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+		default:
+			errs[i] = fmt.Errorf("%s: %w", ep, err)
+		}
+		misses++
+		if misses >= rounds*n {
+			return 0, fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+		}
+		if i = (i + 1) % n; misses%n == 0 {
+			if err := rest(ctx, min(time.Duration(misses/n)*100*time.Millisecond, bound)); err != nil {
+				return 0, err
+			}
+		}
+	}
+}
+
+// rest waits d, or until ctx ends.
+func rest(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Lock waits until the session holds lock name and returns the fencing
@@ -236,7 +309,7 @@ func (s *ClientSession) Lock(ctx context.Context, name string) (uint64, error) {
 	var out struct {
 		Token uint64 `json:"token"`
 	}
-	err := s.call(ctx, http.MethodPost, fmt.Sprintf("/v1/locks/%s?session=%d&seq=%d", url.PathEscape(name), s.ID, s.next()), &out)
+	err := s.call(ctx, http.MethodPost, fmt.Sprintf("/v1/locks/%s?session=%d&seq=%d", url.PathEscape(name), s.ID, s.next()), attemptBound(s.TTL), &out)
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		wctx, cancel := context.WithTimeout(context.Background(), withdrawWithin)
 		_ = s.Unlock(wctx, name)
@@ -250,10 +323,10 @@ const withdrawWithin = 2 * time.Second
 
 // Unlock releases lock name (or withdraws the request for it).
 func (s *ClientSession) Unlock(ctx context.Context, name string) error {
-	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/locks/%s?session=%d&seq=%d", url.PathEscape(name), s.ID, s.next()), nil)
+	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/locks/%s?session=%d&seq=%d", url.PathEscape(name), s.ID, s.next()), 0, nil)
 }
 
 // Close ends the session, releasing its locks.
 func (s *ClientSession) Close(ctx context.Context) error {
-	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/sessions/%d?seq=%d", s.ID, s.next()), nil)
+	return s.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/sessions/%d?seq=%d", s.ID, s.next()), 0, nil)
 }

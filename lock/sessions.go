@@ -19,6 +19,7 @@ import (
 //	POST   /v1/sessions/{id}/keepalive             renew it: 200 {"session","valid_ms"}; 404 gone; 503 no leader
 //	DELETE /v1/sessions/{id}                       close it, releasing its locks
 //	POST   /v1/locks/{name}?session=ID&seq=N       wait for the lock (long poll): 200 {"name","token","session"}
+//	       ...&wait=5s                             wait at most 5s: 202 {"name","session","pending":true} if not granted by then
 //	DELETE /v1/locks/{name}?session=ID&seq=N       release it, or withdraw the request
 //
 // A client counts on its session until the send time of its last renewal
@@ -26,6 +27,13 @@ import (
 // before then. seq numbers the session's lock operations (each above the
 // last; a retry repeats its number), so a request that reaches the log
 // twice is applied once; without it the node numbers them from its clock.
+//
+// A long poll with wait= ends after that long with 202 if the lock is
+// not granted yet; the request stays in the queue, and the client asks
+// again with the same seq — through this node, or through another if this
+// one stops answering (a paused or cut-off node holds no client for
+// longer than one wait). A numbered request asked again is answered again:
+// granted with the same token if its session holds the lock.
 //
 // The lease API of the textbook algorithms (POST /v1/locks/{name}?ttl=,
 // keepalive?lease=, DELETE ?lease=) works too: the node opens a session
@@ -223,12 +231,60 @@ func (a *replicatedAPI) acquire(w http.ResponseWriter, r *http.Request) {
 		httpapi.Reply(w, http.StatusOK, leaseReply{Name: name, Token: token, Lease: strconv.FormatUint(s.ID, 10), TTLms: ttl.Milliseconds()})
 		return
 	}
-	token, err := s.Lock(r.Context(), name)
-	if err != nil {
-		fail(w, err)
+	ctx, cancel, ok := PollContext(w, r)
+	if !ok {
 		return
 	}
-	httpapi.Reply(w, http.StatusOK, grantReply{Name: name, Token: token, Session: s.ID})
+	defer cancel()
+	token, err := s.Lock(ctx, name)
+	switch {
+	case Pending(r, err):
+		httpapi.Reply(w, http.StatusAccepted, pendingReply{Name: name, Session: s.ID, Pending: true})
+	case err != nil:
+		fail(w, err)
+	default:
+		httpapi.Reply(w, http.StatusOK, grantReply{Name: name, Token: token, Session: s.ID})
+	}
+}
+
+// pendingReply answers a long poll whose wait ended first (202).
+type pendingReply struct {
+	Name    string `json:"name"`
+	Session uint64 `json:"session"`
+	Pending bool   `json:"pending"`
+}
+
+// MaxWait bounds a long poll's wait=.
+const MaxWait = 10 * time.Minute
+
+// PollContext is the context of a long poll (a lock's or an election's
+// acquire): the request's, ended after ?wait= if the request has one. A
+// wait needs a numbered request (?seq=), which the client resumes with the
+// same number; a bad value is answered 400, naming it (ok false).
+func PollContext(w http.ResponseWriter, r *http.Request) (ctx context.Context, cancel context.CancelFunc, ok bool) {
+	q := r.URL.Query()
+	v := q.Get("wait")
+	if v == "" {
+		ctx, cancel = context.WithCancel(r.Context())
+		return ctx, cancel, true
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil || d < time.Millisecond || d > MaxWait:
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("wait %q: want a duration between 1ms and %v", httpapi.Clip(v), MaxWait))
+		return nil, nil, false
+	case q.Get("seq") == "":
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("wait %q needs seq (a numbered request, resumed with the same number)", v))
+		return nil, nil, false
+	}
+	ctx, cancel = context.WithTimeout(r.Context(), d)
+	return ctx, cancel, true
+}
+
+// Pending reports whether err ended a long poll because its wait did
+// (answer 202: still waiting), not because of the request or its client.
+func Pending(r *http.Request, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil
 }
 
 func (a *replicatedAPI) leaseKeepalive(w http.ResponseWriter, r *http.Request) {

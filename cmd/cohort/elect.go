@@ -176,7 +176,7 @@ func runLeading(cmd *cobra.Command, client *leader.Client, name string, argv []s
 				Term   uint64 `json:"term"`
 			}
 			path := fmt.Sprintf("/v1/elections/%s/campaign?session=%d&seq=%d", url.PathEscape(name), ls.ID, ls.Next())
-			if err := ls.Do(ctx, http.MethodPost, path, &out); err != nil {
+			if err := ls.Poll(ctx, http.MethodPost, path, &out); err != nil {
 				return nil, err
 			}
 			return []string{"COHORT_ELECTION=" + name, "COHORT_LEADER=" + strconv.Itoa(out.Leader),
