@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -287,4 +288,30 @@ func TestClientPassesOverAPausedNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestBadWait: a long poll's wait= out of bounds, or without seq= to
+// resume it by, is refused with 400 naming the value.
+func TestBadWait(t *testing.T) {
+	rs := replicated(t, 1)
+	srv := httptest.NewServer(lock.NewServer(lock.ServerConfig{Replicated: rs[0]}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := rs[0].Open(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"&seq=5&wait=1ns", "&seq=5&wait=11m", "&seq=5&wait=soon", "&wait=1s"} {
+		resp, err := http.Post(fmt.Sprintf("%s/v1/locks/x?session=%d%s", srv.URL, s.ID, q), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wait := q[strings.Index(q, "wait=")+5:]
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), wait) {
+			t.Errorf("%s: HTTP %d %s, want 400 naming %q", q, resp.StatusCode, body, wait)
+		}
+	}
 }
