@@ -1,9 +1,14 @@
 package live
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/proc"
@@ -56,6 +61,36 @@ func check(err error) {
 // the log of service name.
 func StoragePath(dir, name string) string {
 	return filepath.Join(dir, url.PathEscape(name)+".wal")
+}
+
+// Stored lists the services that have a log in the node's data directory
+// (none without one), sorted: what an earlier run of the node kept. A node
+// that restarts resumes those whose algorithms must tell their peers they
+// restarted (a Ricart–Agrawala lock), instead of waiting for a peer's
+// message to start them.
+func (n *Node) Stored() ([]string, error) {
+	if n.cfg.DataDir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(n.cfg.DataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a first start
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".wal")
+		if !ok || e.IsDir() {
+			continue
+		}
+		if name, err := url.PathUnescape(base); err == nil && StoragePath(n.cfg.DataDir, name) == filepath.Join(n.cfg.DataDir, e.Name()) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // storage opens the service's storage on first use. The caller holds turn.

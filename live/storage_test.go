@@ -112,9 +112,13 @@ func TestStorageSurvivesARestart(t *testing.T) {
 		t.Errorf("service ledger/b recovered ledger/a's records: %q", other)
 	}
 	node.Close()
-	_, _, rec = ledgerNode(t, dir, "ledger/a")
+	node, _, rec = ledgerNode(t, dir, "ledger/a")
 	if want := []string{"1", "2", "3", "4", "5", "6"}; !slices.Equal(rec, want) {
 		t.Fatalf("after a second restart: recovered %q, want %q", rec, want)
+	}
+	// What a restarted node finds it ran before.
+	if stored, err := node.Stored(); err != nil || !slices.Equal(stored, []string{"ledger/a", "ledger/b"}) {
+		t.Errorf("Stored() = %q, %v; want [ledger/a ledger/b]", stored, err)
 	}
 }
 

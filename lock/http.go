@@ -121,7 +121,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	token, err := l.Lock(r.Context())
+	token, err := l.LockFor(r.Context(), ttl)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return // the client went away; the grant, if it comes, is given back

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
@@ -46,6 +47,7 @@ type Lock struct {
 // A waiter is one Lock call: the Enter of the request made for it arrives
 // on entered.
 type waiter struct {
+	hold    time.Duration // see LockFor
 	entered chan proc.Output
 	stop    func() // stops watching for that Enter; set, under mu, with the request
 }
@@ -85,11 +87,19 @@ var ErrNotHeld = errors.New("lock not held by this node")
 // while the request is under way, the request is not withdrawn — the
 // algorithms cannot take one back — so the lock, once granted, is released
 // at once in the background.
-func (l *Lock) Lock(ctx context.Context) (uint64, error) {
+func (l *Lock) Lock(ctx context.Context) (uint64, error) { return l.LockFor(ctx, 0) }
+
+// LockFor is Lock for a holder that may act for up to hold without this
+// node: a remote client under a lease of that TTL. An algorithm that
+// survives restarts keeps the hold on stable storage while the node holds
+// the lock for it, and if the node crashes then, on its restart, lets
+// nobody else in until the hold has passed (see mutex.Acquire). A holder
+// in this process needs none: it dies with the node.
+func (l *Lock) LockFor(ctx context.Context, hold time.Duration) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	w := &waiter{entered: make(chan proc.Output, 1)}
+	w := &waiter{hold: hold, entered: make(chan proc.Output, 1)}
 	l.mu.Lock()
 	if l.busy {
 		l.queue = append(l.queue, w)
@@ -97,7 +107,7 @@ func (l *Lock) Lock(ctx context.Context) (uint64, error) {
 	} else {
 		l.busy = true
 		l.mu.Unlock()
-		if err := l.request(w, mutex.Acquire{}); err != nil {
+		if err := l.request(w, mutex.Acquire{Hold: w.hold}); err != nil {
 			return 0, err
 		}
 	}
@@ -222,7 +232,7 @@ func (l *Lock) release() error {
 	next := l.next(false)
 	var err error
 	if next != nil {
-		err = l.request(next, mutex.Release{}, mutex.Acquire{})
+		err = l.request(next, mutex.Release{}, mutex.Acquire{Hold: next.hold})
 	} else {
 		err = l.svc.Input(mutex.Release{})
 	}
@@ -240,7 +250,7 @@ func (l *Lock) release() error {
 	}
 	if next == nil {
 		if next = l.next(true); next != nil {
-			return l.request(next, mutex.Acquire{})
+			return l.request(next, mutex.Acquire{Hold: next.hold})
 		}
 	}
 	return nil

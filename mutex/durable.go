@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -20,22 +21,31 @@ import (
 // made before a message with a clock beyond the last bound leaves. A host
 // without stable storage (a test's stub) keeps nothing; a live node keeps
 // it in its data directory.
-type durableCounter struct{ reserved uint64 }
+type durableCounter struct {
+	reserved  uint64
+	hold      time.Duration // a hold on record (see mark); 0: none
+	restarted bool          // the storage had records at start
+}
 
 const clockBlock = 1 << 16
 
 // start is the clock a process begins at: above anything it sent in an
-// earlier incarnation.
+// earlier incarnation. It also reads whether this is a restart, and the
+// hold an earlier incarnation left on record (held).
 func (d *durableCounter) start(env proc.Env) uint64 {
 	st := env.Storage()
 	if st == nil {
 		return 0
 	}
 	for _, rec := range st.Recovered() {
-		if len(rec) == 8 {
+		switch {
+		case len(rec) == 8:
 			d.reserved = max(d.reserved, binary.BigEndian.Uint64(rec))
+		case len(rec) == 9 && rec[0] == 'H':
+			d.hold = time.Duration(binary.BigEndian.Uint64(rec[1:]))
 		}
 	}
+	d.restarted = len(st.Recovered()) > 0
 	return d.reserved
 }
 
@@ -44,11 +54,36 @@ func (d *durableCounter) send(env proc.Env, c uint64) {
 	if c < d.reserved {
 		return
 	}
+	d.reserved = c + clockBlock
+	d.write(env, true)
+}
+
+// mark puts hold on record (0 takes it off), synced if sync: a process
+// marks a hold before it reports entering the section, and takes it off,
+// unsynced, when it leaves (a lost unmarking only makes a restart wait).
+func (d *durableCounter) mark(env proc.Env, hold time.Duration, sync bool) {
+	if hold == d.hold && !sync {
+		return
+	}
+	d.hold = hold
+	d.write(env, sync)
+}
+
+// held is the hold the previous incarnation left on record: it crashed
+// inside the section.
+func (d *durableCounter) held() time.Duration { return d.hold }
+
+func (d *durableCounter) write(env proc.Env, sync bool) {
 	st := env.Storage()
 	if st == nil {
 		return
 	}
-	d.reserved = c + clockBlock
-	st.Replace([][]byte{binary.BigEndian.AppendUint64(nil, d.reserved)})
-	st.Sync()
+	recs := [][]byte{binary.BigEndian.AppendUint64(nil, d.reserved)}
+	if d.hold > 0 {
+		recs = append(recs, binary.BigEndian.AppendUint64([]byte{'H'}, uint64(d.hold)))
+	}
+	st.Replace(recs)
+	if sync {
+		st.Sync()
+	}
 }

@@ -4,12 +4,20 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Acquire asks to enter the critical section.
-type Acquire struct{}
+// Acquire asks to enter the critical section. Hold, if not zero, is how
+// long the holder may go on acting in the section without hearing from
+// this process — the lease a live node granted a remote client. An
+// algorithm that survives restarts (Ricart–Agrawala) keeps it on stable
+// storage while it holds the section, and a process restarted from
+// inside the section takes part again only after it has passed.
+type Acquire struct {
+	Hold time.Duration `json:"hold,omitempty"`
+}
 
 // Release leaves the critical section.
 type Release struct{}

@@ -2,6 +2,8 @@ package mutex
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -30,13 +32,32 @@ import (
 // that is what makes the order of entry respect happened-before (ME3).
 //
 // Assumptions: reliable channels, no failures (a crashed process never
-// replies, and everyone waits for it for ever). FIFO is not needed: a
+// replies, and everyone waits for it for ever) — but a process restarted
+// from stable storage rejoins (beyond the textbooks; see Restarts below). FIFO is not needed: a
 // reply always answers the one request its receiver has outstanding, and
 // the deferral rule compares stamps, not arrival order (the tests sweep
 // runs with FIFO off too).
 //
 // Cost: 2(N−1) messages per entry (N−1 requests, N−1 replies); the
 // synchronisation delay (from one exit to the next entry) is one message.
+//
+// Restarts. A process that crashes loses the requests it deferred and its
+// own; the others wait for its replies for ever. Restarted with its stable
+// storage (a live node's data directory), it rejoins:
+//
+//	On restart:            multicast HELLO (I owe nobody, want nothing)
+//	On receipt of HELLO
+//	from pᵢ at pⱼ:          drop pᵢ's deferred request (it died with pᵢ);
+//	                       if WANTED and pᵢ has not replied, send pᵢ the
+//	                       request again
+//
+// A reply names the request it answers (For), so a reply to a request of
+// an earlier incarnation is never counted for a later one; a restarted
+// process's clock starts above anything it sent before (durableCounter),
+// so its requests never repeat an old stamp. A process that crashed inside
+// the section (a hold on record: see Acquire.Hold) defers every request
+// for that hold after its restart, so a remote holder that outlived it
+// has stopped before anyone else enters.
 //
 // The JUST-RELEASED variant (an improved algorithm, after Coulouris et al.)
 // adds a fourth state: a process that leaves with no request queued keeps
@@ -71,8 +92,10 @@ type ricartAgrawala struct {
 	clock   uint64 // the Lamport clock L
 	req     Stamp  // ⟨T, pᵢ⟩ of the current request, while WANTED or HELD
 	replied map[proc.ID]bool
-	queue   []proc.ID // deferred requests, in arrival order
+	queue   []Stamp // deferred requests ⟨T, p⟩, in arrival order
 	durable durableCounter
+	hold    time.Duration // the current request's Acquire.Hold
+	wants   *Acquire      // an Acquire made while RECOVERING
 }
 
 // raState is the state of a Ricart–Agrawala process in Coulouris et al.'s
@@ -84,6 +107,7 @@ const (
 	raWanted
 	raHeld
 	raJustReleased
+	raRecovering // restarted from inside the section: waiting out its hold
 )
 
 func (s raState) String() string {
@@ -96,6 +120,8 @@ func (s raState) String() string {
 		return "HELD"
 	case raJustReleased:
 		return "JUST-RELEASED"
+	case raRecovering:
+		return "RECOVERING"
 	}
 	return fmt.Sprintf("raState(%d)", uint8(s))
 }
@@ -105,10 +131,22 @@ type raRequest struct {
 	T Stamp `json:"t"`
 }
 
-// raReply grants the request it answers; T is the replier's clock and id.
+// raReply grants the request For; T is the replier's clock and id.
 type raReply struct {
-	T Stamp `json:"t"`
+	T   Stamp `json:"t"`
+	For Stamp `json:"for"`
 }
+
+// raHello announces a restart: its sender lost the requests it deferred
+// and its own.
+type raHello struct{}
+
+// raRejoin is the timer that ends RECOVERING.
+type raRejoin struct{}
+
+func (raHello) Kind() string    { return "hello" }
+func (raHello) String() string  { return "HELLO" }
+func (raRejoin) String() string { return "rejoin" }
 
 func (raRequest) Kind() string     { return "request" }
 func (m raRequest) String() string { return "REQ(" + m.T.String() + ")" }
@@ -133,7 +171,7 @@ func init() {
 		},
 		New: newRicartAgrawala(false),
 		Messages: []proc.Message{
-			raRequest{}, raReply{},
+			raRequest{}, raReply{}, raHello{},
 		},
 	}, proc.Algorithm{
 		Name:    "ricart-agrawala-jr",
@@ -152,23 +190,59 @@ func init() {
 		New:    newRicartAgrawala(true),
 		Breaks: []string{"ME3"},
 		Messages: []proc.Message{
-			raRequest{}, raReply{},
+			raRequest{}, raReply{}, raHello{},
 		},
 	})
 }
 
-func (r *ricartAgrawala) Start(env proc.Env) { r.clock = max(r.clock, r.durable.start(env)) }
+// Start begins an incarnation. The first one puts a record on stable
+// storage, so that a restart knows it is one; a restart says HELLO, and
+// after a crash inside the section waits out the hold first.
+func (r *ricartAgrawala) Start(env proc.Env) {
+	r.clock = max(r.clock, r.durable.start(env))
+	if env.Storage() == nil {
+		return
+	}
+	if !r.durable.restarted {
+		r.durable.write(env, true)
+		return
+	}
+	for _, p := range others(env.Self(), env.N()) {
+		env.Send(p, raHello{})
+	}
+	if hold := r.durable.held(); hold > 0 {
+		r.state = raRecovering
+		env.SetTimer(hold, raRejoin{})
+	}
+}
 
 // The application's messages share the Lamport clock (see clocked).
 func (r *ricartAgrawala) appSend() uint64   { r.clock++; return r.clock }
 func (r *ricartAgrawala) appRecv(ts uint64) { r.clock = max(r.clock, ts) + 1 }
 
-func (r *ricartAgrawala) Timeout(proc.Env, any) {}
+// Timeout ends RECOVERING: the hold of the incarnation that crashed in the
+// section has passed. The deferred requests are answered, and an Acquire
+// made meanwhile is carried out.
+func (r *ricartAgrawala) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(raRejoin); !ok || r.state != raRecovering {
+		return
+	}
+	r.state = raReleased
+	r.durable.mark(env, 0, false)
+	for _, t := range r.queue {
+		r.reply(env, t)
+	}
+	r.queue = nil
+	if a := r.wants; a != nil {
+		r.wants = nil
+		r.acquire(env, *a)
+	}
+}
 
 func (r *ricartAgrawala) Input(env proc.Env, in proc.Input) {
-	switch in.(type) {
+	switch in := in.(type) {
 	case Acquire:
-		r.acquire(env)
+		r.acquire(env, in)
 	case Release:
 		r.release(env)
 	}
@@ -180,16 +254,24 @@ func (r *ricartAgrawala) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		r.onRequest(env, from, m)
 	case raReply:
 		r.onReply(env, from, m)
+	case raHello:
+		r.onHello(env, from)
 	}
 }
 
 // acquire is "to enter the section".
-func (r *ricartAgrawala) acquire(env proc.Env) {
-	if r.state == raWanted || r.state == raHeld {
+func (r *ricartAgrawala) acquire(env proc.Env, a Acquire) {
+	switch {
+	case r.state == raWanted || r.state == raHeld:
 		return // a second Acquire breaks the contract; ignore it
+	case r.state == raRecovering:
+		r.wants = &a
+		return
 	}
+	r.hold = a.Hold
 	if r.justReleased && r.state == raJustReleased {
 		r.state = raHeld
+		r.durable.mark(env, r.hold, r.hold > 0)
 		env.Output(Enter{})
 		return
 	}
@@ -208,11 +290,11 @@ func (r *ricartAgrawala) acquire(env proc.Env) {
 // onRequest is "on receipt of a request ⟨Tᵢ, pᵢ⟩ at pⱼ".
 func (r *ricartAgrawala) onRequest(env proc.Env, from proc.ID, m raRequest) {
 	r.clock = max(r.clock, m.T.C) + 1
-	if r.state == raHeld || (r.state == raWanted && r.req.Less(m.T)) {
-		r.queue = append(r.queue, from)
+	if r.state == raHeld || r.state == raRecovering || (r.state == raWanted && r.req.Less(m.T)) {
+		r.queue = append(r.queue, m.T)
 		return
 	}
-	r.reply(env, from)
+	r.reply(env, m.T)
 	if r.state == raJustReleased {
 		r.state = raReleased
 	}
@@ -221,11 +303,20 @@ func (r *ricartAgrawala) onRequest(env proc.Env, from proc.ID, m raRequest) {
 // onReply counts a reply to the current request.
 func (r *ricartAgrawala) onReply(env proc.Env, from proc.ID, m raReply) {
 	r.clock = max(r.clock, m.T.C) + 1
-	if r.state != raWanted {
-		return // no request outstanding: a duplicate, outside the assumptions
+	if r.state != raWanted || m.For != r.req {
+		return // not for the request outstanding: an earlier incarnation's, or a duplicate
 	}
 	r.replied[from] = true
 	r.maybeEnter(env)
+}
+
+// onHello: process from restarted. Its deferred request died with it, and
+// it no longer knows ours: ask it again if it has not replied.
+func (r *ricartAgrawala) onHello(env proc.Env, from proc.ID) {
+	r.queue = slices.DeleteFunc(r.queue, func(t Stamp) bool { return t.P == from })
+	if r.state == raWanted && !r.replied[from] {
+		env.Send(from, raRequest{T: r.req})
+	}
 }
 
 // maybeEnter enters once every other process has replied, and otherwise
@@ -237,6 +328,7 @@ func (r *ricartAgrawala) maybeEnter(env proc.Env) {
 	}
 	r.state = raHeld
 	r.replied = nil
+	r.durable.mark(env, r.hold, r.hold > 0)
 	// Requests are granted in stamp order, so the stamp is a fencing token
 	// — but not with JUST-RELEASED, whose re-entries reuse an old request.
 	var token uint64
@@ -255,17 +347,19 @@ func (r *ricartAgrawala) release(env proc.Env) {
 	if r.justReleased && len(r.queue) == 0 {
 		r.state = raJustReleased
 	}
+	r.durable.mark(env, 0, false)
 	env.Output(Exit{})
-	for _, p := range r.queue {
-		r.reply(env, p)
+	for _, t := range r.queue {
+		r.reply(env, t)
 	}
 	r.queue = nil
 }
 
-func (r *ricartAgrawala) reply(env proc.Env, to proc.ID) {
+// reply grants request req.
+func (r *ricartAgrawala) reply(env proc.Env, req Stamp) {
 	r.clock++
 	r.durable.send(env, r.clock)
-	env.Send(to, raReply{T: Stamp{C: r.clock, P: env.Self()}})
+	env.Send(req.P, raReply{T: Stamp{C: r.clock, P: env.Self()}, For: req})
 }
 
 // raTheory is the textbook cost of Ricart–Agrawala: a request to and a

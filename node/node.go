@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
@@ -144,6 +145,21 @@ func New(cfg Config) (*Node, error) {
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), ln.Close())
+		}
+	}
+	if !replicated {
+		// A textbook lock that ran here before restarts at once, so that
+		// it can tell its peers it lost its state (see mutex.Acquire).
+		stored, err := ln.Stored()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("data_dir: %w", err), ln.Close())
+		}
+		for _, name := range stored {
+			if lock.ValidName(strings.TrimPrefix(name, "lock/")) == nil && strings.HasPrefix(name, "lock/") {
+				if _, err := ln.Service(name, cfg.Lock); err != nil {
+					log.Warn("resuming a lock kept in data_dir", "service", name, "err", err)
+				}
+			}
 		}
 	}
 	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}

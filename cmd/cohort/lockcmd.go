@@ -298,8 +298,8 @@ func startLocked(cmd *cobra.Command, argv []string, env ...string) (*exec.Cmd, c
 
 // warnTextbook tells the user, before it acts, that service (lock,
 // elections, group) of the cluster at api runs a textbook algorithm,
-// which keeps no state across a restart: which one, and what it does not
-// survive. It asks a node's /v1/health; if none answers it says nothing
+// which a crash, a restart or a stall can block or break: which one, and
+// what it does not survive. It asks a node's /v1/health; if none answers it says nothing
 // more than that the algorithm is a textbook one.
 func warnTextbook(ctx context.Context, w io.Writer, api *httpapi.Client, service string, name func(node.Health) string) {
 	var h node.Health
@@ -311,7 +311,7 @@ func warnTextbook(ctx context.Context, w io.Writer, api *httpapi.Client, service
 	}) == nil && name(h) != "" {
 		algo = name(h) + ", a textbook algorithm"
 	}
-	fmt.Fprintf(w, "cohort: warning: the cluster's %s run on %s: it keeps no state across a restart of a node, "+
-		"and a node that crashes, restarts or stalls can block it or break it (see the guarantees table in the README); "+
+	fmt.Fprintf(w, "cohort: warning: the cluster's %s run on %s: "+
+		"a node that crashes, restarts or stalls can block it or break it (see the guarantees table in the README); "+
 		"the replicated log (lock: raft in node.yaml) survives them\n", service, algo)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -224,6 +225,79 @@ func TestClientsPassOverAPausedFirstEndpoint(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "ran ") {
 			t.Fatalf("cohort %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// Ricart–Agrawala under a restart (found by hand: the lock stuck for good
+// on every node). Node 0 holds the lock for a client and defers node 1's
+// request; node 0 is killed with SIGKILL and restarted from its data
+// directory. The holder's cohort lock stops its command when its renewal
+// fails; the restarted node says it lost its state and, having crashed
+// inside the section, lets nobody in until the holder's lease has passed;
+// then the waiter's command runs — after the holder's ended, with a
+// larger token.
+func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/ricart-agrawala")
+	work := t.TempDir()
+	started, log := filepath.Join(work, "started"), filepath.Join(work, "log")
+	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--ttl", "2s", "--",
+		"sh", "-c", `trap 'echo "holder-end $COHORT_FENCING_TOKEN" >> "$2"; exit 0' TERM; touch "$1"; while :; do sleep 0.05; done`, "sh", started, log)
+	hout := &strings.Builder{}
+	holder.Stdout, holder.Stderr = hout, hout
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
+	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[1], "--ttl", "2s", "--",
+		"sh", "-c", `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, "sh", log)
+	wout := &strings.Builder{}
+	waiter.Stdout, waiter.Stderr = wout, wout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Process.Kill()
+	waitUntil(t, "node 1 to wait for node 0's reply", func() bool {
+		resp, err := http.Get("http://" + endpoints[1] + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `kind="request"`)
+	})
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	if err := holder.Wait(); err == nil {
+		t.Fatalf("the holder's cohort lock exited 0 though its node died:\n%s", hout)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the waiter: %v\n%s", err, wout)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the waiter never got the lock after node 0's restart (stuck)\n%s", wout)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "holder-end") || !strings.HasPrefix(lines[1], "waiter") {
+		t.Fatalf("log %q: want the holder's command to end before the waiter's ran", lines)
+	}
+	h, _ := strconv.ParseUint(strings.Fields(lines[0])[1], 10, 64)
+	w, _ := strconv.ParseUint(strings.Fields(lines[1])[1], 10, 64)
+	if w <= h {
+		t.Errorf("tokens: holder %d, waiter %d; want the waiter's larger", h, w)
 	}
 }
 
