@@ -3,6 +3,7 @@ package mutex
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -40,6 +41,25 @@ import (
 // request can reach the server before A's, and B is served first. The tests
 // build that counterexample.
 //
+// Restarts (beyond the textbooks). A process restarted from its stable
+// storage (a live node's data directory) rejoins instead of leaving the
+// lock stuck or granting it twice:
+//
+//	Coordinator:  a grant is on record (synced) before it leaves, so a
+//	              restarted coordinator knows who may hold the permission.
+//	              It multicasts HELLO; each client answers STATE (holding?
+//	              requesting, and which request?), which rebuilds the queue
+//	              and frees the permission if its holder no longer holds it.
+//	              Until the holder on record answers, nobody else is granted.
+//	Client:       a restarted client sends HELLO; the coordinator drops its
+//	              dead request and takes the permission back if it held it —
+//	              after a crash inside the section for a remote holder
+//	              (Acquire.Hold), only once that hold has passed.
+//
+// Requests are numbered, above every number of an earlier incarnation, and
+// a grant names the request it answers, so a grant meant for a crashed
+// incarnation is never taken by the next.
+//
 // Waiting and Lent: a client waits for the coordinator (Waiting{p0}); the
 // coordinator's own request waits for whoever holds the permission. The
 // coordinator outputs Lent{To: p} when it grants to p and Lent{To: None}
@@ -48,19 +68,32 @@ type central struct {
 	self, coord proc.ID
 
 	// The client side.
-	requesting bool // asked, not yet granted
-	inCS       bool
+	requesting bool   // asked, not yet granted
+	inCS       bool   //
+	req        uint64 // the number of the current request
+	hold       time.Duration
+	rejoining  bool     // restarted from inside the section: waiting out its hold
+	wants      *Acquire // an Acquire made meanwhile
 
 	// The server side (at the coordinator only).
-	holder  proc.ID        // who holds the permission; None when free
-	queue   []proc.ID      // waiting requesters, in arrival order
-	granted uint64         // grants so far: the next grant's fencing token is one more
-	durable durableCounter // a bound on granted, kept across restarts
+	holder  proc.ID            // who holds the permission; None when free
+	holderN uint64             // the number of the request it was granted for
+	queue   []cenWaiter        // waiting requests, in arrival order
+	floor   map[proc.ID]uint64 // restarted clients: their requests numbered below are dead
+	granted uint64             // grants so far: the next grant's fencing token is one more
+	durable durableCounter     // a bound on granted (at a client: on its request numbers), the holder, kept across restarts
+}
+
+// cenWaiter is a queued request: its process and number.
+type cenWaiter struct {
+	P proc.ID
+	N uint64
 }
 
 // cenRequest asks the coordinator for the permission.
 type cenRequest struct {
 	Epoch uint64 `json:"epoch,omitempty"` // central-failover: the sender's coordinator epoch
+	N     uint64 `json:"n,omitempty"`     // central: the request's number
 }
 
 // cenGrant hands the permission to a client.
@@ -70,6 +103,38 @@ type cenGrant struct {
 	// token (epoch<<32 | seq) that rises with every grant, across
 	// coordinators too, since each new one starts a larger epoch.
 	Seq uint64 `json:"seq,omitempty"`
+	For uint64 `json:"for,omitempty"` // central: the number of the request granted
+}
+
+// cenHello announces a restart of its sender. A client's Floor is above
+// every number its earlier incarnations gave a request.
+type cenHello struct {
+	Floor uint64 `json:"floor,omitempty"`
+}
+
+// cenState answers a restarted coordinator's HELLO.
+type cenState struct {
+	Holding    bool   `json:"holding,omitempty"`
+	Requesting bool   `json:"requesting,omitempty"`
+	N          uint64 `json:"n,omitempty"` // the request's number
+}
+
+// cenRejoin is the timer that ends a restarted holder's hold.
+type cenRejoin struct{}
+
+func (cenHello) Kind() string    { return "hello" }
+func (cenHello) String() string  { return "HELLO" }
+func (cenState) Kind() string    { return "state" }
+func (cenRejoin) String() string { return "rejoin" }
+
+func (m cenState) String() string {
+	switch {
+	case m.Holding:
+		return "STATE(holding)"
+	case m.Requesting:
+		return fmt.Sprintf("STATE(requesting #%d)", m.N)
+	}
+	return "STATE(idle)"
 }
 
 func (g cenGrant) token() uint64 { return g.Epoch<<32 | g.Seq }
@@ -110,7 +175,7 @@ func init() {
 		New:    newCentral,
 		Breaks: []string{"ME3"},
 		Messages: []proc.Message{
-			cenRequest{}, cenGrant{}, cenRelease{},
+			cenRequest{}, cenGrant{}, cenRelease{}, cenHello{}, cenState{},
 		},
 	})
 }
@@ -119,17 +184,73 @@ func newCentral(id proc.ID, _ int) proc.Process {
 	return &central{self: id, coord: 0, holder: proc.None}
 }
 
+// Start begins an incarnation. The first puts a record on stable storage,
+// so that a restart knows it is one; a restart rejoins (see Restarts).
 func (c *central) Start(env proc.Env) {
+	n := c.durable.start(env)
 	if c.self == c.coord { // its tokens keep rising across its restarts
-		c.granted = max(c.granted, c.durable.start(env))
+		c.granted = max(c.granted, n)
+	} else {
+		c.req = max(c.req, n)
+	}
+	if env.Storage() == nil {
+		return
+	}
+	if !c.durable.restarted {
+		c.durable.write(env, true)
+		return
+	}
+	if c.self != c.coord {
+		if hold := c.durable.held(); hold > 0 {
+			c.rejoining = true
+			env.SetTimer(hold, cenRejoin{})
+			return
+		}
+		c.durable.mark(env, 0, false)
+		env.Send(c.coord, cenHello{Floor: c.req + 1})
+		return
+	}
+	// The coordinator: the holder on record may still hold the permission.
+	c.holder, c.holderN = c.durable.holder()
+	if c.holder == c.self {
+		if hold := c.durable.held(); hold > 0 {
+			c.rejoining = true
+			env.SetTimer(hold, cenRejoin{})
+		} else {
+			c.holder = proc.None // its holder died with it
+		}
+	}
+	for p := range proc.ID(env.N()) {
+		if p != c.self {
+			env.Send(p, cenHello{})
+		}
 	}
 }
-func (c *central) Timeout(proc.Env, any) {}
+
+// Timeout ends a restarted holder's hold: it gives the permission back
+// (a client says HELLO; the coordinator frees it), then makes the Acquire
+// asked for meanwhile.
+func (c *central) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(cenRejoin); !ok || !c.rejoining {
+		return
+	}
+	c.rejoining = false
+	c.durable.mark(env, 0, false)
+	if c.self == c.coord {
+		c.onRelease(env, c.self)
+	} else {
+		env.Send(c.coord, cenHello{Floor: c.req + 1})
+	}
+	if a := c.wants; a != nil {
+		c.wants = nil
+		c.acquire(env, *a)
+	}
+}
 
 func (c *central) Input(env proc.Env, in proc.Input) {
-	switch in.(type) {
+	switch in := in.(type) {
 	case Acquire:
-		c.acquire(env)
+		c.acquire(env, in)
 	case Release:
 		c.release(env)
 	}
@@ -138,55 +259,71 @@ func (c *central) Input(env proc.Env, in proc.Input) {
 func (c *central) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case cenRequest:
-		c.onRequest(env, from)
+		c.onRequest(env, cenWaiter{from, m.N})
 	case cenGrant:
 		c.onGrant(env, m)
 	case cenRelease:
 		c.onRelease(env, from)
+	case cenHello:
+		c.onHello(env, from, m)
+	case cenState:
+		c.onState(env, from, m)
 	}
 }
 
 // acquire is "to enter": ask the server.
-func (c *central) acquire(env proc.Env) {
+func (c *central) acquire(env proc.Env, a Acquire) {
 	if c.requesting || c.inCS {
 		return // a second Acquire breaks the contract; ignore it
 	}
-	c.requesting = true
-	if c.self == c.coord {
-		c.onRequest(env, c.self)
+	if c.rejoining {
+		c.wants = &a
 		return
 	}
+	c.requesting, c.hold = true, a.Hold
+	if c.self == c.coord {
+		c.onRequest(env, cenWaiter{c.self, 0})
+		return
+	}
+	c.req++
+	c.durable.send(env, c.req)
 	env.Output(Waiting{For: []proc.ID{c.coord}})
-	env.Send(c.coord, cenRequest{})
+	env.Send(c.coord, cenRequest{N: c.req})
 }
 
 // onRequest is the server's "on REQUEST from p".
-func (c *central) onRequest(env proc.Env, from proc.ID) {
+func (c *central) onRequest(env proc.Env, w cenWaiter) {
 	if c.self != c.coord {
 		return // not the server: drop it
 	}
+	if w.P != c.self && (w.N < c.floor[w.P] || (c.holder == w.P && c.holderN == w.N) || slices.Contains(c.queue, w)) {
+		return // from a crashed incarnation, or a request known already
+	}
 	if c.holder == proc.None {
-		c.grant(env, from)
+		c.grant(env, w)
 		return
 	}
-	c.queue = append(c.queue, from)
-	if from == c.self {
+	c.queue = append(c.queue, w)
+	if w.P == c.self {
 		env.Output(Waiting{For: []proc.ID{c.holder}})
 	}
 }
 
-// grant hands the permission to p.
-func (c *central) grant(env proc.Env, p proc.ID) {
-	c.holder = p
+// grant hands the permission to w's process; the grant is on record
+// before it leaves.
+func (c *central) grant(env proc.Env, w cenWaiter) {
+	p := w.P
+	c.holder, c.holderN = p, w.N
 	c.granted++
 	c.durable.send(env, c.granted)
-	g := cenGrant{Seq: c.granted}
+	c.durable.setHolder(env, p, w.N, true)
+	g := cenGrant{Seq: c.granted, For: w.N}
 	env.Output(Lent{To: p})
 	if p == c.self {
 		c.onGrant(env, g)
 		return
 	}
-	if slices.Contains(c.queue, c.self) {
+	if slices.ContainsFunc(c.queue, func(q cenWaiter) bool { return q.P == c.self }) {
 		env.Output(Waiting{For: []proc.ID{p}}) // the coordinator's own request now waits for p
 	}
 	env.Send(p, g)
@@ -194,10 +331,11 @@ func (c *central) grant(env proc.Env, p proc.ID) {
 
 // onGrant is the client's "on GRANT": enter.
 func (c *central) onGrant(env proc.Env, g cenGrant) {
-	if !c.requesting {
-		return // no request outstanding: outside the assumptions
+	if !c.requesting || (c.self != c.coord && g.For != c.req) {
+		return // not for the request outstanding: an earlier incarnation's, or outside the assumptions
 	}
 	c.requesting, c.inCS = false, true
+	c.durable.mark(env, c.hold, c.hold > 0)
 	env.Output(Enter{Token: g.token()})
 }
 
@@ -207,6 +345,7 @@ func (c *central) release(env proc.Env) {
 		return // Release without Enter breaks the contract; ignore it
 	}
 	c.inCS = false
+	c.durable.mark(env, 0, false)
 	env.Output(Exit{})
 	if c.self == c.coord {
 		c.onRelease(env, c.self)
@@ -221,11 +360,51 @@ func (c *central) onRelease(env proc.Env, from proc.ID) {
 		return // a release by a process that does not hold the permission
 	}
 	c.holder = proc.None
+	c.durable.setHolder(env, proc.None, 0, false)
 	env.Output(Lent{To: proc.None})
 	if len(c.queue) > 0 {
 		next := c.queue[0]
 		c.queue = c.queue[1:]
 		c.grant(env, next)
+	}
+}
+
+// onHello: from restarted. At a client, from the coordinator: tell it
+// what this client holds or asks for. At the coordinator, from a client:
+// its request died with it, and so did its hold on the permission (it
+// says HELLO only once its own hold has passed).
+func (c *central) onHello(env proc.Env, from proc.ID, m cenHello) {
+	if c.self != c.coord {
+		if from == c.coord {
+			env.Send(from, cenState{Holding: c.inCS, Requesting: c.requesting, N: c.req})
+		}
+		return
+	}
+	if c.floor == nil {
+		c.floor = map[proc.ID]uint64{}
+	}
+	c.floor[from] = max(c.floor[from], m.Floor)
+	c.queue = slices.DeleteFunc(c.queue, func(w cenWaiter) bool { return w.P == from })
+	c.onRelease(env, from)
+}
+
+// onState rebuilds a restarted coordinator's view from a client's answer.
+func (c *central) onState(env proc.Env, from proc.ID, m cenState) {
+	if c.self != c.coord {
+		return
+	}
+	switch {
+	case m.Holding || c.holder != from:
+	case m.Requesting && m.N == c.holderN:
+		// Granted before the restart, and the grant has not arrived: it
+		// may be lost. Grant again; the client takes whichever comes first.
+		c.grant(env, cenWaiter{from, m.N})
+		return
+	default:
+		c.onRelease(env, from) // its release was lost with the coordinator
+	}
+	if m.Requesting {
+		c.onRequest(env, cenWaiter{from, m.N})
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 type durableCounter struct {
 	reserved  uint64
 	hold      time.Duration // a hold on record (see mark); 0: none
+	lentTo    uint32        // a central server's holder on record, plus one (see setHolder); 0: none
+	lentFor   uint64        // the number of the request it was granted for
 	restarted bool          // the storage had records at start
 }
 
@@ -39,6 +41,8 @@ func (d *durableCounter) start(env proc.Env) uint64 {
 	}
 	for _, rec := range st.Recovered() {
 		switch {
+		case len(rec) == 13 && rec[0] == 'P':
+			d.lentTo, d.lentFor = binary.BigEndian.Uint32(rec[1:]), binary.BigEndian.Uint64(rec[5:])
 		case len(rec) == 8:
 			d.reserved = max(d.reserved, binary.BigEndian.Uint64(rec))
 		case len(rec) == 9 && rec[0] == 'H':
@@ -73,6 +77,18 @@ func (d *durableCounter) mark(env proc.Env, hold time.Duration, sync bool) {
 // inside the section.
 func (d *durableCounter) held() time.Duration { return d.hold }
 
+// setHolder puts a central server's holder on record, synced if sync: a
+// grant is on record before it leaves; a release may be lost (the server
+// then asks the holder, after a restart, whether it still holds).
+func (d *durableCounter) setHolder(env proc.Env, p proc.ID, n uint64, sync bool) {
+	d.lentTo, d.lentFor = uint32(p+1), n // None is -1: 0
+	d.write(env, sync)
+}
+
+// holder is the holder on record at start (None if none), and the number
+// of the request it was granted for.
+func (d *durableCounter) holder() (proc.ID, uint64) { return proc.ID(d.lentTo) - 1, d.lentFor }
+
 func (d *durableCounter) write(env proc.Env, sync bool) {
 	st := env.Storage()
 	if st == nil {
@@ -81,6 +97,9 @@ func (d *durableCounter) write(env proc.Env, sync bool) {
 	recs := [][]byte{binary.BigEndian.AppendUint64(nil, d.reserved)}
 	if d.hold > 0 {
 		recs = append(recs, binary.BigEndian.AppendUint64([]byte{'H'}, uint64(d.hold)))
+	}
+	if d.lentTo != 0 {
+		recs = append(recs, binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32([]byte{'P'}, d.lentTo), d.lentFor))
 	}
 	st.Replace(recs)
 	if sync {

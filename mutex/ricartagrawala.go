@@ -138,8 +138,10 @@ type raReply struct {
 }
 
 // raHello announces a restart: its sender lost the requests it deferred
-// and its own.
-type raHello struct{}
+// and its own. Floor is above the stamp of every request it made before.
+type raHello struct {
+	Floor uint64 `json:"floor"`
+}
 
 // raRejoin is the timer that ends RECOVERING.
 type raRejoin struct{}
@@ -208,7 +210,7 @@ func (r *ricartAgrawala) Start(env proc.Env) {
 		return
 	}
 	for _, p := range others(env.Self(), env.N()) {
-		env.Send(p, raHello{})
+		env.Send(p, raHello{Floor: r.clock})
 	}
 	if hold := r.durable.held(); hold > 0 {
 		r.state = raRecovering
@@ -255,7 +257,7 @@ func (r *ricartAgrawala) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case raReply:
 		r.onReply(env, from, m)
 	case raHello:
-		r.onHello(env, from)
+		r.onHello(env, from, m)
 	}
 }
 
@@ -310,10 +312,12 @@ func (r *ricartAgrawala) onReply(env proc.Env, from proc.ID, m raReply) {
 	r.maybeEnter(env)
 }
 
-// onHello: process from restarted. Its deferred request died with it, and
-// it no longer knows ours: ask it again if it has not replied.
-func (r *ricartAgrawala) onHello(env proc.Env, from proc.ID) {
-	r.queue = slices.DeleteFunc(r.queue, func(t Stamp) bool { return t.P == from })
+// onHello: process from restarted. Its deferred request died with it (a
+// new one, stamped above Floor, may have overtaken the HELLO), and it no
+// longer knows ours: ask it again if it has not replied.
+func (r *ricartAgrawala) onHello(env proc.Env, from proc.ID, m raHello) {
+	r.clock = max(r.clock, m.Floor) + 1
+	r.queue = slices.DeleteFunc(r.queue, func(t Stamp) bool { return t.P == from && t.C < m.Floor })
 	if r.state == raWanted && !r.replied[from] {
 		env.Send(from, raRequest{T: r.req})
 	}

@@ -301,6 +301,80 @@ func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
 	}
 }
 
+// The central server under a restart of its coordinator (found by hand:
+// the restarted coordinator granted the lock to a second client while the
+// first was inside). A client on node 1 holds the lock, one on node 2
+// waits; the coordinator, node 0, is killed with SIGKILL and restarted from
+// its data directory. It knows from its record who holds the lock, asks the
+// clients what they hold and want, and grants the waiter only after the
+// holder's command has ended — with a larger token.
+func TestCentralLockSurvivesACoordinatorRestart(t *testing.T) {
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/central")
+	work := t.TempDir()
+	started, killed, log := filepath.Join(work, "started"), filepath.Join(work, "killed"), filepath.Join(work, "log")
+	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[1], "--ttl", "2s", "--",
+		"sh", "-c", `touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; sleep 1; echo "holder-end $COHORT_FENCING_TOKEN" >> "$3"`, "sh", started, killed, log)
+	hout := &strings.Builder{}
+	holder.Stdout, holder.Stderr = hout, hout
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
+	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[2], "--ttl", "2s", "--",
+		"sh", "-c", `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, "sh", log)
+	wout := &strings.Builder{}
+	waiter.Stdout, waiter.Stderr = wout, wout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Process.Kill()
+	waitUntil(t, "node 2 to ask the coordinator", func() bool {
+		resp, err := http.Get("http://" + endpoints[2] + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `kind="request"`)
+	})
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	waitAPI(t, endpoints[0])
+	os.WriteFile(killed, nil, 0o644)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("the holder: %v\n%s", err, hout)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the waiter: %v\n%s", err, wout)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the waiter never got the lock after the coordinator's restart\n%s", wout)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "holder-end") || !strings.HasPrefix(lines[1], "waiter") {
+		t.Fatalf("log %q: want the holder's command to end before the waiter's ran", lines)
+	}
+	h, _ := strconv.ParseUint(strings.Fields(lines[0])[1], 10, 64)
+	w, _ := strconv.ParseUint(strings.Fields(lines[1])[1], 10, 64)
+	if w <= h {
+		t.Errorf("tokens: holder %d, waiter %d; want the waiter's larger", h, w)
+	}
+}
+
 // Two campaigners in one election; the leader's only node is paused
 // (SIGSTOP), so it cannot renew its session: its command is stopped
 // before the session can expire, and the other's command starts only

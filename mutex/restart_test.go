@@ -1,0 +1,146 @@
+package mutex
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// TestRejoinAfterARestart: one process crashes at a random moment —
+// while it defers replies, waits, holds the section, or (central) is the
+// coordinator — and restarts from its stable storage a little later, then
+// asks for the section again. Every other process still finishes its
+// rounds, and mutual exclusion holds, with FIFO channels and without.
+// Without the rejoin (HELLO), the others wait for ever in most of these
+// runs; without requests and grants naming each other, an answer to the
+// crashed incarnation's request, delivered after the restart, lets the
+// new one in beside a holder.
+func TestRejoinAfterARestart(t *testing.T) {
+	for _, name := range []string{"ricart-agrawala", "ricart-agrawala-jr", "central"} {
+		a := raAlgorithm(t, name)
+		stuck := 0
+		for seed := uint64(1); seed <= 200; seed++ {
+			n := 3 + int(seed%3)
+			crash := proc.ID(seed / 2 % uint64(n))
+			at := time.Duration(2+seed%23) * time.Millisecond
+			back := at + time.Duration(1+seed%7)*time.Millisecond
+			latency := sim.Dist(clJitter)
+			if seed%4 < 2 { // answers to the old incarnation still in flight after the restart
+				latency, back = sim.Uniform{Min: time.Millisecond, Max: 15 * time.Millisecond}, at+time.Millisecond
+			}
+			fifo := seed%2 == 0
+			w := &closedLoop{Rounds: 15, Think: sim.Uniform{Max: 4 * time.Millisecond}, Hold: sim.Uniform{Max: 2 * time.Millisecond}}
+			r := runMutex(t, sim.Config{Nodes: n, Seed: seed, New: a.New,
+				Network:  sim.Network{Latency: latency, FIFO: fifo},
+				Workload: &rejoining{w, crash, max(back, at+5*time.Millisecond)}, Deadline: 5 * time.Second,
+				Faults: []sim.Fault{{Kind: sim.Crash, Node: crash, At: at}, {Kind: sim.Recover, Node: crash, At: back}},
+				Until: func(s *sim.Sim) bool {
+					for p, d := range w.done {
+						if proc.ID(p) != crash && d < w.Rounds {
+							return false
+						}
+					}
+					return true
+				}})
+			for _, res := range raCheck(t, r.Trace, "ME1") {
+				if !res.OK() {
+					t.Fatalf("%s seed %d (p%d down %v–%v, fifo %v): %s", name, seed, crash, at, back, fifo, res)
+				}
+			}
+			for p, d := range w.done {
+				if proc.ID(p) != crash && d < w.Rounds {
+					stuck++
+					t.Errorf("%s seed %d (p%d down %v–%v, fifo %v): p%d did %d of %d rounds", name, seed, crash, at, back, fifo, p, d, w.Rounds)
+					break
+				}
+			}
+		}
+		if stuck > 0 {
+			t.Errorf("%s: %d of 200 runs stuck after a restart", name, stuck)
+		}
+	}
+}
+
+// rejoining is a closed loop in which the restarted process starts asking
+// again at back: after its restart, and once the inputs its loop had
+// scheduled before the crash (think 4 ms, hold 2 ms at most) are past.
+type rejoining struct {
+	*closedLoop
+	p    proc.ID
+	back time.Duration
+}
+
+func (w *rejoining) Init(c sim.Control) {
+	w.closedLoop.Init(c)
+	c.After(w.back+time.Microsecond, func() { w.done[w.p] = 0; w.acquire(c, w.p) })
+}
+
+// holdLoop: holder asks for the section with a hold, waiter 5 ms later.
+type holdLoop struct {
+	hold           time.Duration
+	holder, waiter proc.ID
+	enter          []time.Duration // when each process entered (0: not yet)
+}
+
+func (w *holdLoop) Init(c sim.Control) {
+	w.enter = make([]time.Duration, c.N())
+	c.Schedule(time.Millisecond, w.holder, Acquire{Hold: w.hold})
+	c.Schedule(5*time.Millisecond, w.waiter, Acquire{})
+}
+
+func (w *holdLoop) Observe(c sim.Control, p proc.ID, o proc.Output) {
+	if _, ok := o.(Enter); ok && w.enter[p] == 0 {
+		w.enter[p] = c.Now()
+		if p == w.waiter {
+			c.Schedule(time.Millisecond, p, Release{})
+		}
+	}
+}
+
+// TestWaitsOutTheHoldOfACrashedHolder: a process enters with a hold of
+// 200 ms (a lease a remote client may still act under), crashes inside
+// the section, and restarts at once. The waiter enters only after the
+// hold has passed since the restart — not as soon as the holder is back.
+func TestWaitsOutTheHoldOfACrashedHolder(t *testing.T) {
+	const hold = 200 * time.Millisecond
+	for _, c := range []struct {
+		algo           string
+		holder, waiter proc.ID
+		hellos         int // sent by the restarted holder
+	}{
+		{"ricart-agrawala", 0, 1, 2},
+		{"central", 0, 1, 2}, // the coordinator holds
+		{"central", 1, 2, 1}, // a client holds
+	} {
+		w := &holdLoop{hold: hold, holder: c.holder, waiter: c.waiter}
+		crash, back := 20*time.Millisecond, 21*time.Millisecond
+		r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: raAlgorithm(t, c.algo).New,
+			Network:  sim.Network{Latency: sim.Constant(time.Millisecond), FIFO: true},
+			Workload: w, Deadline: time.Second,
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: c.holder, At: crash}, {Kind: sim.Recover, Node: c.holder, At: back}},
+			Until:  func(*sim.Sim) bool { return w.enter[c.waiter] > 0 }})
+		switch {
+		case w.enter[c.holder] == 0 || w.enter[c.holder] > crash:
+			t.Fatalf("%s: p%d entered at %v, want before its crash at %v", c.algo, c.holder, w.enter[c.holder], crash)
+		case w.enter[c.waiter] == 0:
+			t.Fatalf("%s: p%d never entered after p%d's restart", c.algo, c.waiter, c.holder)
+		case w.enter[c.waiter] < back+hold:
+			t.Fatalf("%s: p%d entered at %v, before p%d's hold ran out (restart %v + %v)", c.algo, c.waiter, w.enter[c.waiter], c.holder, back, hold)
+		}
+		if res := raCheck(t, r.Trace, "ME1"); !res[0].OK() {
+			t.Fatalf("%s: %s", c.algo, res[0])
+		}
+		var hellos int
+		for _, e := range r.Trace.Events {
+			if e.Kind == trace.Send && e.Type == "hello" && proc.ID(e.Node) == c.holder {
+				hellos++
+			}
+		}
+		if hellos != c.hellos {
+			t.Errorf("%s: %d HELLOs sent by the restarted p%d, want %d", c.algo, hellos, c.holder, c.hellos)
+		}
+	}
+}
