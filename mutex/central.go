@@ -94,6 +94,9 @@ type cenWaiter struct {
 type cenRequest struct {
 	Epoch uint64 `json:"epoch,omitempty"` // central-failover: the sender's coordinator epoch
 	N     uint64 `json:"n,omitempty"`     // central: the request's number
+	// central-failover: the request's Acquire.Hold, which a coordinator
+	// waits out before it takes the permission back from a silent holder.
+	Hold time.Duration `json:"hold,omitempty"`
 }
 
 // cenGrant hands the permission to a client.

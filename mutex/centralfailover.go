@@ -59,6 +59,18 @@ import (
 // client has already reported "requesting" to the new one (otherwise it is
 // taken, and the client then reports "holding").
 //
+// Restarts (beyond the textbooks). A process restarted from stable storage
+// (a live node's data directory) does not believe it coordinates: it
+// calls an election. Epochs are on record (synced before a new one is
+// announced), so a restarted coordinator's epoch, and its fencing tokens,
+// start above every earlier one; a process that gets an announcement of
+// an older epoch answers with its own, and the announcer, if the bully
+// rule still makes it the winner, starts an epoch above that one. A
+// process that crashed holding the permission for a remote holder (a hold
+// on record: Acquire.Hold) reports itself holding until the hold has
+// passed, and a coordinator takes the permission back from a silent
+// holder only after the holder's hold, not after Suspect alone.
+//
 // Assumptions. Reliable FIFO channels (a STATE precedes the RELEASE the same
 // process sends after it; TCP gives this), crash-stop processes, and timeouts
 // that match the network: Suspect longer than Heartbeat plus a round trip,
@@ -87,7 +99,11 @@ type centralFailover struct {
 	requesting bool
 	since      time.Duration // local time of the current request
 	inCS       bool
-	suspectT   proc.TimerID // running while waiting for a grant
+	suspectT   proc.TimerID   // running while waiting for a grant
+	hold       time.Duration  // the current request's Acquire.Hold
+	phantom    bool           // restarted holding for a remote holder: holding until the hold passes
+	wants      *Acquire       // an Acquire made meanwhile
+	durable    durableCounter // the epoch bound and the hold, across restarts
 
 	// The election.
 	electing bool         // sent ELECTION, waiting for OK
@@ -99,7 +115,8 @@ type centralFailover struct {
 	states     map[proc.ID]cfoState // STATE replies while collecting
 	collectT   proc.TimerID
 	holder     proc.ID
-	heard      time.Duration // local time the holder last showed signs of life
+	heard      time.Duration             // local time the holder last showed signs of life
+	holds      map[proc.ID]time.Duration // the holds of requests, by requester
 	queue      []proc.ID
 	beatT      proc.TimerID // Heartbeat, while the queue is not empty
 }
@@ -175,7 +192,7 @@ func NewCentralFailover(cfg FailoverConfig) (func(proc.ID, int) proc.Process, er
 	}
 	cfg = cfg.withDefaults()
 	return func(id proc.ID, n int) proc.Process {
-		return &centralFailover{cfg: cfg, self: id, n: n, coord: 0, holder: proc.None}
+		return &centralFailover{cfg: cfg, self: id, n: n, coord: 0, holder: proc.None, durable: durableCounter{block: 1}}
 	}, nil
 }
 
@@ -210,6 +227,7 @@ type (
 		Requesting bool          `json:"requesting,omitempty"`
 		Since      time.Duration `json:"since,omitempty"` // local time of the request
 		Holding    bool          `json:"holding,omitempty"`
+		Hold       time.Duration `json:"hold,omitempty"` // the request's or the holding's Acquire.Hold
 	}
 )
 
@@ -244,27 +262,52 @@ const (
 	cfoAwait
 	cfoCollect
 	cfoBeat
+	cfoUnhold // a restarted holder's hold has passed
 )
 
 func (t cfoTimer) String() string {
-	return [...]string{"", "suspect", "election", "await-coordinator", "collect", "heartbeat"}[t]
+	return [...]string{"", "suspect", "election", "await-coordinator", "collect", "heartbeat", "unhold"}[t]
 }
 
-func (f *centralFailover) Start(proc.Env) {}
+// Start begins an incarnation: the first as the textbook's (process 0
+// coordinates epoch 0); a restart follows nobody and calls an election
+// (see Restarts).
+func (f *centralFailover) Start(env proc.Env) {
+	f.epoch = max(f.epoch, f.durable.start(env))
+	if env.Storage() == nil {
+		return
+	}
+	if !f.durable.restarted {
+		f.durable.write(env, true)
+		return
+	}
+	f.coord = proc.None
+	if hold := f.durable.held(); hold > 0 {
+		f.inCS, f.phantom, f.hold = true, true, hold
+		env.SetTimer(hold, cfoUnhold)
+	}
+	f.startElection(env)
+}
 
 func (f *centralFailover) Input(env proc.Env, in proc.Input) {
-	switch in.(type) {
+	switch in := in.(type) {
 	case Acquire:
-		f.acquire(env)
+		if f.phantom {
+			f.wants = &in
+			return
+		}
+		f.acquire(env, in)
 	case Release:
-		f.release(env)
+		if !f.phantom {
+			f.release(env)
+		}
 	}
 }
 
 func (f *centralFailover) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case cenRequest:
-		f.onRequest(env, from)
+		f.onRequest(env, from, m.Hold)
 	case cenGrant:
 		f.onGrant(env, from, m)
 	case cenRelease:
@@ -304,23 +347,35 @@ func (f *centralFailover) Timeout(env proc.Env, tag any) {
 	case cfoBeat:
 		f.beatT = 0
 		f.onBeat(env)
+	case cfoUnhold:
+		if f.phantom {
+			f.release(env) // no Exit: this incarnation never entered
+			f.phantom = false
+			if a := f.wants; a != nil {
+				f.wants = nil
+				f.acquire(env, *a)
+			}
+		}
 	}
 }
 
 // --- the client ---
 
 // acquire is "to enter": ask the coordinator and watch it.
-func (f *centralFailover) acquire(env proc.Env) {
+func (f *centralFailover) acquire(env proc.Env, a Acquire) {
 	if f.requesting || f.inCS {
 		return // a second Acquire breaks the contract; ignore it
 	}
-	f.requesting, f.since = true, env.Now()
-	if f.coord == f.self {
-		f.onRequest(env, f.self)
+	f.requesting, f.since, f.hold = true, env.Now(), a.Hold
+	switch f.coord {
+	case f.self:
+		f.onRequest(env, f.self, a.Hold)
+		return
+	case proc.None: // restarted, no coordinator yet: the STATE it asks for says so
 		return
 	}
 	env.Output(Waiting{For: []proc.ID{f.coord}})
-	env.Send(f.coord, cenRequest{Epoch: f.epoch})
+	env.Send(f.coord, cenRequest{Epoch: f.epoch, Hold: a.Hold})
 	f.watch(env)
 }
 
@@ -339,6 +394,7 @@ func (f *centralFailover) onGrant(env proc.Env, from proc.ID, m cenGrant) {
 	}
 	f.cancel(env, &f.suspectT)
 	f.requesting, f.inCS = false, true
+	f.durable.mark(env, f.hold, f.hold > 0)
 	env.Output(Enter{Token: m.token()})
 }
 
@@ -348,12 +404,17 @@ func (f *centralFailover) release(env proc.Env) {
 		return // Release without Enter breaks the contract; ignore it
 	}
 	f.inCS = false
-	env.Output(Exit{})
-	if f.coord == f.self {
-		f.onRelease(env, f.self)
-		return
+	f.durable.mark(env, 0, false)
+	if !f.phantom {
+		env.Output(Exit{})
 	}
-	env.Send(f.coord, cenRelease{Epoch: f.epoch})
+	switch f.coord {
+	case f.self:
+		f.onRelease(env, f.self)
+	case proc.None:
+	default:
+		env.Send(f.coord, cenRelease{Epoch: f.epoch})
+	}
 }
 
 // onHeartbeat: the coordinator lives; wait on, or say that this process
@@ -372,7 +433,7 @@ func (f *centralFailover) onHeartbeat(env proc.Env, from proc.ID, m cfoHeartbeat
 // --- the server ---
 
 // onRequest is central's "On REQUEST from p", at the current coordinator.
-func (f *centralFailover) onRequest(env proc.Env, from proc.ID) {
+func (f *centralFailover) onRequest(env proc.Env, from proc.ID, hold time.Duration) {
 	if f.coord != f.self {
 		return // not the coordinator (any more): drop it
 	}
@@ -380,7 +441,7 @@ func (f *centralFailover) onRequest(env proc.Env, from proc.ID) {
 		// The requester answered COORDINATOR before it asked (FIFO), and
 		// its STATE is here; the self reads its own state at the end.
 		if st, ok := f.states[from]; ok && from != f.self {
-			st.Requesting, st.Since = true, env.Now()
+			st.Requesting, st.Since, st.Hold = true, env.Now(), hold
 			f.states[from] = st
 		}
 		return
@@ -388,6 +449,7 @@ func (f *centralFailover) onRequest(env proc.Env, from proc.ID) {
 	if from == f.holder || slices.Contains(f.queue, from) {
 		return
 	}
+	f.setHold(from, hold)
 	if f.holder == proc.None {
 		f.grant(env, from)
 		return
@@ -406,6 +468,18 @@ func (f *centralFailover) enqueue(env proc.Env, p proc.ID) {
 	if f.beatT == 0 {
 		f.heard = env.Now()
 		f.beatT = env.SetTimer(f.cfg.Heartbeat, cfoBeat)
+	}
+}
+
+// setHold notes the hold of p's request (see onBeat).
+func (f *centralFailover) setHold(p proc.ID, hold time.Duration) {
+	if f.holds == nil {
+		f.holds = map[proc.ID]time.Duration{}
+	}
+	if hold > 0 {
+		f.holds[p] = hold
+	} else {
+		delete(f.holds, p)
 	}
 }
 
@@ -460,7 +534,7 @@ func (f *centralFailover) onBeat(env proc.Env) {
 	if f.coord != f.self || f.collecting || len(f.queue) == 0 {
 		return
 	}
-	if f.holder != proc.None && f.holder != f.self && env.Now()-f.heard > f.cfg.Suspect {
+	if f.holder != proc.None && f.holder != f.self && env.Now()-f.heard > max(f.cfg.Suspect, f.holds[f.holder]) {
 		f.holder = proc.None // crashed inside, or before its grant arrived
 		env.Output(Lent{To: proc.None})
 		f.grantNext(env)
@@ -535,6 +609,7 @@ func (f *centralFailover) becomeCoordinator(env proc.Env) {
 	f.cancel(env, &f.suspectT)
 	f.cancel(env, &f.beatT)
 	f.epoch++
+	f.durable.send(env, f.epoch) // on record before it is announced
 	f.coord = f.self
 	f.collecting = true
 	f.states = map[proc.ID]cfoState{}
@@ -553,7 +628,13 @@ func (f *centralFailover) becomeCoordinator(env proc.Env) {
 // state. Announcements are ordered by (epoch, id): two winners of one
 // epoch (timeouts too short for the network) resolve to the higher id.
 func (f *centralFailover) onCoordinator(env proc.Env, from proc.ID, m cfoCoordinator) {
-	if m.Epoch < f.epoch || (m.Epoch == f.epoch && from < f.coord) {
+	if m.Epoch < f.epoch {
+		// Stale: its sender restarted behind the times. Tell it the
+		// epoch; if it still wins by the bully rule, it starts a later one.
+		env.Send(from, f.state())
+		return
+	}
+	if m.Epoch == f.epoch && from < f.coord {
 		return // stale
 	}
 	f.electing = false
@@ -571,6 +652,7 @@ func (f *centralFailover) onCoordinator(env proc.Env, from proc.ID, m cfoCoordin
 		f.holder, f.queue = proc.None, nil
 	}
 	f.coord, f.epoch = from, m.Epoch
+	f.durable.send(env, f.epoch)
 	env.Send(from, f.state())
 	if f.requesting {
 		env.Output(Waiting{For: []proc.ID{f.coord}})
@@ -579,11 +661,18 @@ func (f *centralFailover) onCoordinator(env proc.Env, from proc.ID, m cfoCoordin
 }
 
 func (f *centralFailover) state() cfoState {
-	return cfoState{Epoch: f.epoch, Requesting: f.requesting, Since: f.since, Holding: f.inCS}
+	return cfoState{Epoch: f.epoch, Requesting: f.requesting, Since: f.since, Holding: f.inCS, Hold: f.hold}
 }
 
 // onState collects a STATE for the rebuild, or merges a late one.
 func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
+	if f.coord == f.self && m.Epoch > f.epoch {
+		// This coordinator announced an epoch older than one in use: it
+		// restarted behind the times. Start a later one.
+		f.epoch = m.Epoch
+		f.becomeCoordinator(env)
+		return
+	}
 	if f.coord != f.self || m.Epoch != f.epoch {
 		return
 	}
@@ -597,9 +686,11 @@ func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
 	// A process taken for crashed was only slow: merge what it says.
 	switch {
 	case m.Holding && f.holder == proc.None:
+		f.setHold(from, m.Hold)
 		f.holder, f.heard = from, env.Now()
 		env.Output(Lent{To: from})
 	case m.Requesting && f.holder != from && !slices.Contains(f.queue, from):
+		f.setHold(from, m.Hold)
 		if f.holder == proc.None {
 			f.grant(env, from)
 		} else {
@@ -625,7 +716,9 @@ func (f *centralFailover) finishCollect(env proc.Env) {
 	slices.Sort(ids)
 	var waiting []proc.ID
 	for _, p := range ids {
-		switch st := f.states[p]; {
+		st := f.states[p]
+		f.setHold(p, st.Hold)
+		switch {
 		case st.Holding && f.holder == proc.None:
 			f.holder, f.heard = p, env.Now()
 			env.Output(Lent{To: p})

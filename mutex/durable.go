@@ -22,6 +22,7 @@ import (
 // without stable storage (a test's stub) keeps nothing; a live node keeps
 // it in its data directory.
 type durableCounter struct {
+	block     uint64 // the size of a reserved block; 0: clockBlock
 	reserved  uint64
 	hold      time.Duration // a hold on record (see mark); 0: none
 	lentTo    uint32        // a central server's holder on record, plus one (see setHolder); 0: none
@@ -58,7 +59,11 @@ func (d *durableCounter) send(env proc.Env, c uint64) {
 	if c < d.reserved {
 		return
 	}
-	d.reserved = c + clockBlock
+	block := d.block
+	if block == 0 {
+		block = clockBlock
+	}
+	d.reserved = c + block
 	d.write(env, true)
 }
 

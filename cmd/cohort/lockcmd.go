@@ -45,8 +45,12 @@ deadline, SIGKILL at half the margin; then it exits with status 1. A
 session the cluster says is over stops CMD at once.
 
 On a textbook algorithm (lock: ricart-agrawala, ...) the lock is a lease
-of --ttl renewed every third of it; if a renewal fails CMD is sent SIGTERM
-and cohort exits with status 1.`,
+of --ttl renewed every third of it; if a renewal fails CMD is sent SIGTERM,
+SIGKILL half the margin later, and cohort exits with status 1. A node that
+crashes holding the lock for cohort lets nobody else in for --ttl after it
+restarts (Ricart–Agrawala, central, central-failover), nor does
+central-failover's coordinator take the lock back from a silent holder
+sooner.`,
 		Example: `  cohort lock db-migrations --endpoints 127.0.0.1:7101,127.0.0.1:7102 -- ./migrate up`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -119,6 +123,7 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 	renew := time.NewTicker(ttl / 3)
 	defer renew.Stop()
 	lost := false
+	var kill <-chan time.Time // after SIGTERM, SIGKILL at half the margin
 	var waitErr error
 loop:
 	for {
@@ -127,6 +132,8 @@ loop:
 			break loop
 		case s := <-sigs:
 			_ = child.Process.Signal(s)
+		case <-kill:
+			_ = child.Process.Kill()
 		case <-renew.C:
 			kctx, cancel := context.WithTimeout(context.Background(), ttl/3)
 			err := held.KeepAlive(kctx)
@@ -135,6 +142,7 @@ loop:
 				lost = true
 				fmt.Fprintf(cmd.ErrOrStderr(), "cohort: lock %q: renewing the lease failed (%v); stopping the command\n", name, err)
 				_ = child.Process.Signal(syscall.SIGTERM)
+				kill = time.After(margin / 2)
 			}
 		}
 	}

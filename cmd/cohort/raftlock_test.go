@@ -302,16 +302,27 @@ func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
 }
 
 // The central server under a restart of its coordinator (found by hand:
-// the restarted coordinator granted the lock to a second client while the
-// first was inside). A client on node 1 holds the lock, one on node 2
-// waits; the coordinator, node 0, is killed with SIGKILL and restarted from
-// its data directory. It knows from its record who holds the lock, asks the
-// clients what they hold and want, and grants the waiter only after the
-// holder's command has ended — with a larger token.
+// central-failover's restarted coordinator granted the lock to its own
+// client while another was inside, with a token handed out before;
+// central's stayed stuck). A client on node 1 holds the lock; the
+// coordinator, node 0, is killed with SIGKILL and restarted from its data
+// directory; a client of node 0 and one of node 2 ask for the lock.
+// central's coordinator knows from its record who holds the lock and asks
+// the clients what they hold and want (node 2's asked before the kill);
+// central-failover's restarted node 0 calls an election, and node 2 takes
+// over in a new epoch, learning who holds the lock. Either way the two
+// waiters run one after the other once the holder's command has ended,
+// with rising tokens.
 func TestCentralLockSurvivesACoordinatorRestart(t *testing.T) {
+	for _, algo := range []string{"central", "central-failover"} {
+		t.Run(algo, func(t *testing.T) { centralRestart(t, algo) })
+	}
+}
+
+func centralRestart(t *testing.T, algo string) {
 	bin := cohortBinary(t)
 	dir := t.TempDir()
-	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/central")
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/"+algo)
 	work := t.TempDir()
 	started, killed, log := filepath.Join(work, "started"), filepath.Join(work, "killed"), filepath.Join(work, "log")
 	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[1], "--ttl", "2s", "--",
@@ -323,23 +334,36 @@ func TestCentralLockSurvivesACoordinatorRestart(t *testing.T) {
 	}
 	defer holder.Process.Kill()
 	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
-	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[2], "--ttl", "2s", "--",
-		"sh", "-c", `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, "sh", log)
+	// A waiter's command logs its start and end, 0.3 s apart.
+	script := `echo "$2-start $COHORT_FENCING_TOKEN" >> "$1"; sleep 0.3; echo "$2-end" >> "$1"`
+	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[2], "--ttl", "2s", "--", "sh", "-c", script, "sh", log, "waiter")
 	wout := &strings.Builder{}
 	waiter.Stdout, waiter.Stderr = wout, wout
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer waiter.Process.Kill()
-	waitUntil(t, "node 2 to ask the coordinator", func() bool {
-		resp, err := http.Get("http://" + endpoints[2] + "/metrics")
-		if err != nil {
-			return false
+	startWaiter := func() {
+		if err := waiter.Start(); err != nil {
+			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `kind="request"`)
-	})
+	}
+	defer func() {
+		if waiter.Process != nil {
+			waiter.Process.Kill()
+		}
+	}()
+	// central: the waiter is queued at the coordinator when it dies.
+	// central-failover: nobody waits, so nobody suspects the coordinator
+	// before it is back (a waiter would have elected another already).
+	if algo == "central" {
+		startWaiter()
+		waitUntil(t, "node 2 to ask the coordinator", func() bool {
+			resp, err := http.Get("http://" + endpoints[2] + "/metrics")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), `kind="request"`)
+		})
+	}
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -349,29 +373,67 @@ func TestCentralLockSurvivesACoordinatorRestart(t *testing.T) {
 	}
 	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
 	waitAPI(t, endpoints[0])
+	// A client of the restarted node asks too, while the holder holds.
+	third := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--ttl", "2s", "--", "sh", "-c", script, "sh", log, "third")
+	tout := &strings.Builder{}
+	third.Stdout, third.Stderr = tout, tout
+	if err := third.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer third.Process.Kill()
+	waitUntil(t, "the restarted node's client to ask", func() bool {
+		resp, err := http.Get("http://" + endpoints[0] + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") { // its Waiting output
+			if strings.HasPrefix(line, `cohort_outputs_total{service="lock/x"`) && !strings.HasSuffix(line, " 0") {
+				return true
+			}
+		}
+		return false
+	})
+	if algo != "central" {
+		startWaiter()
+	}
 	os.WriteFile(killed, nil, 0o644)
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("the holder: %v\n%s", err, hout)
 	}
-	done := make(chan error, 1)
-	go func() { done <- waiter.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the waiter: %v\n%s", err, wout)
+	for _, c := range []struct {
+		cmd *exec.Cmd
+		out *strings.Builder
+	}{{waiter, wout}, {third, tout}} {
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", c.cmd.Args, err, c.out)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%v never got the lock after the coordinator's restart\n%s", c.cmd.Args, c.out)
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the waiter never got the lock after the coordinator's restart\n%s", wout)
 	}
 	b, _ := os.ReadFile(log)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "holder-end") || !strings.HasPrefix(lines[1], "waiter") {
-		t.Fatalf("log %q: want the holder's command to end before the waiter's ran", lines)
+	ok := len(lines) == 5 && strings.HasPrefix(lines[0], "holder-end")
+	for i := 1; ok && i < 5; i += 2 {
+		who, _, _ := strings.Cut(lines[i], "-")
+		ok = strings.HasPrefix(lines[i], who+"-start ") && lines[i+1] == who+"-end"
 	}
-	h, _ := strconv.ParseUint(strings.Fields(lines[0])[1], 10, 64)
-	w, _ := strconv.ParseUint(strings.Fields(lines[1])[1], 10, 64)
-	if w <= h {
-		t.Errorf("tokens: holder %d, waiter %d; want the waiter's larger", h, w)
+	if !ok {
+		t.Fatalf("log %q: want the holder's command to end, then the other two's to run one after the other", lines)
+	}
+	last := uint64(0)
+	for _, i := range []int{0, 1, 3} {
+		tok, _ := strconv.ParseUint(strings.Fields(lines[i])[1], 10, 64)
+		if tok <= last {
+			t.Errorf("log %q: tokens must rise", lines)
+		}
+		last = tok
 	}
 }
 
