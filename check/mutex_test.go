@@ -183,3 +183,38 @@ func TestMutexCheckers(t *testing.T) {
 		}
 	}
 }
+
+// TestPerServiceJudging: in a live node's trace, events name their service
+// (a lock). One node holding two different locks at once breaks nothing;
+// two nodes in one lock at once breaks ME1, and the verdict names the
+// lock. The cited events are indexes of the whole trace.
+func TestPerServiceJudging(t *testing.T) {
+	b := newMX(2)
+	in := func(svc string, i int) int { b.Trace.Events[i].Service = svc; return i }
+	in("lock/a", b.acquire(0))
+	in("lock/a", b.enter(0))
+	in("lock/b", b.acquire(0))
+	in("lock/b", b.enter(0))
+	in("lock/b", b.acquire(1))
+	in("lock/b", b.exit(0))
+	in("lock/b", b.enter(1))
+	in("lock/a", b.exit(0))
+	in("lock/b", b.exit(1))
+	tr := &b.Trace
+	if got := check.Services(tr); !slices.Equal(got, []string{"lock/a", "lock/b"}) {
+		t.Fatalf("Services = %q", got)
+	}
+	rs, err := check.Run(tr, "ME1")
+	if err != nil || !rs[0].OK() {
+		t.Fatalf("two locks held by one node: %v %v", rs, err)
+	}
+
+	in("lock/a", b.acquire(1))
+	e := in("lock/a", b.enter(1)) // p1 in lock/a; then p0 enters it too
+	in("lock/a", b.acquire(0))
+	e0 := in("lock/a", b.enter(0))
+	rs, err = check.Run(&b.Trace, "ME1")
+	if err != nil || rs[0].OK() || !strings.HasPrefix(rs[0].Detail, "lock/a: ") || !slices.Equal(rs[0].Events, []int{e, e0}) {
+		t.Fatalf("two nodes in lock/a: %+v %v, want violated, naming lock/a, citing #%d and #%d", rs, err, e, e0)
+	}
+}

@@ -347,7 +347,7 @@ func (s *Service) handle1(e event) {
 	case evMessage:
 		s.received.Add(1)
 		if tr := s.tr; tr != nil {
-			tr.recv(e.from, e.id, e.vc, e.msg)
+			tr.recv(s.name, e.from, e.id, e.vc, e.msg)
 		}
 		s.call(func() { s.proc.Receive(env, e.from, e.msg) })
 	case evTimer:
@@ -356,13 +356,13 @@ func (s *Service) handle1(e event) {
 		}
 		delete(s.timers, e.timer)
 		if tr := s.tr; tr != nil {
-			tr.record(trace.Timer, func(ev *trace.Event) { ev.Type = fmt.Sprint(e.tag) })
+			tr.record(trace.Timer, func(ev *trace.Event) { ev.Type, ev.Service = fmt.Sprint(e.tag), s.name })
 		}
 		s.call(func() { s.proc.Timeout(env, e.tag) })
 	case evInput:
 		if tr := s.tr; tr != nil {
 			tr.record(trace.Input, func(ev *trace.Event) {
-				ev.Type, ev.Label, ev.Data = e.input.Kind(), label(e.input), data(e.input)
+				ev.Type, ev.Label, ev.Data, ev.Service = e.input.Kind(), label(e.input), data(e.input), s.name
 			})
 		}
 		s.call(func() { s.proc.Input(env, e.input) })
@@ -408,7 +408,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	var id uint64
 	var vc []uint64
 	if s.tr != nil {
-		id, vc = s.tr.send(to, m)
+		id, vc = s.tr.send(s.name, to, m)
 	}
 	if to == n.cfg.Self {
 		s.self = append(s.self, event{kind: evMessage, from: to, msg: m, id: id, vc: vc})
@@ -522,7 +522,7 @@ func (s *Service) flushNow() {
 func (s *Service) output(o proc.Output) {
 	s.outputs.Add(1)
 	if tr := s.tr; tr != nil {
-		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data = o.Kind(), label(o), data(o) })
+		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data, e.Service = o.Kind(), label(o), data(o), s.name })
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()

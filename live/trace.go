@@ -126,24 +126,24 @@ func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 
 // send records a send and returns the message's id and the vector clock
 // the message carries.
-func (t *tracer) send(to proc.ID, m proc.Message) (uint64, []uint64) {
+func (t *tracer) send(service string, to proc.ID, m proc.Message) (uint64, []uint64) {
 	t.mu.Lock()
 	t.nextMsg++
 	// Ids are unique in the cluster: the sender in the high bits.
 	id := uint64(t.self)<<40 | t.nextMsg
 	t.mu.Unlock()
 	vc := t.record(trace.Send, func(e *trace.Event) {
-		e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
+		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(to), m.Kind(), label(m), service
 	})
 	return id, vc
 }
 
-func (t *tracer) recv(from proc.ID, id uint64, vc []uint64, m proc.Message) {
+func (t *tracer) recv(service string, from proc.ID, id uint64, vc []uint64, m proc.Message) {
 	t.mu.Lock()
 	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))]) // a longer vector from a peer is cut to this cluster's size
 	t.mu.Unlock()
 	t.record(trace.Recv, func(e *trace.Event) {
-		e.Msg, e.Peer, e.Type, e.Label = id, int32(from), m.Kind(), label(m)
+		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(from), m.Kind(), label(m), service
 	})
 }
 

@@ -92,6 +92,11 @@ type Event struct {
 	Label   string          `json:"label,omitempty"`
 	Reason  string          `json:"reason,omitempty"` // why a message was dropped
 	Data    json.RawMessage `json:"data,omitempty"`   // the input or output value as JSON
+	// Service is the live service the event belongs to ("lock/x",
+	// "election/e"), in the trace of a live node that runs several; ""
+	// in a simulated run, and for events of the whole node (crash,
+	// recover). Checkers judge each service's events apart.
+	Service string `json:"svc,omitempty"`
 }
 
 // Header is the first line of a JSONL trace.
@@ -153,6 +158,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, e.Data...)
+	}
+	if e.Service != "" {
+		b = append(b, `,"svc":`...)
+		b = appendString(b, e.Service)
 	}
 	return append(b, '}')
 }
