@@ -81,9 +81,10 @@ type Group struct {
 	svc  *live.Service
 	name string
 
-	inMu    sync.Mutex // orders Multicast inputs with their waiters
-	pendMu  sync.Mutex
-	pending []chan result // one per Multicast input, in input order
+	inMu     sync.Mutex // orders Multicast inputs with their waiters
+	pendMu   sync.Mutex
+	pending  []*sending      // one per Multicast input, in input order, until the algorithm takes it (Sent)
+	awaiting map[ID]*sending // taken, until this node delivers it
 
 	subMu sync.Mutex
 	subs  map[*stream]struct{}
@@ -92,6 +93,13 @@ type Group struct {
 type result struct {
 	id  ID
 	err error
+}
+
+// sending is one Multicast call's wait.
+type sending struct {
+	ch   chan result // buffered: one result
+	id   ID          // set once Sent names it
+	gone bool        // the call returned; nothing waits any more
 }
 
 // New joins the group called name on node n, run by algorithm a of the
@@ -107,7 +115,7 @@ func New(n *live.Node, name string, a proc.Algorithm) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{svc: svc, name: name, subs: map[*stream]struct{}{}}
+	g := &Group{svc: svc, name: name, subs: map[*stream]struct{}{}, awaiting: map[ID]*sending{}}
 	svc.OnOutput(g.output)
 	return g, nil
 }
@@ -119,11 +127,17 @@ func (g *Group) Name() string { return g.name }
 func (g *Group) output(o proc.Output) {
 	switch o := o.(type) {
 	case multicast.Sent:
-		g.resolve(result{id: ID{o.Origin, o.Seq}})
+		g.taken(ID{o.Origin, o.Seq})
 	case multicast.Refused:
 		g.resolve(result{err: fmt.Errorf("group %q: multicast refused: %s", g.name, o.Reason)})
 	case multicast.Delivered:
 		d := Delivery{ID: ID{o.Origin, o.Seq}, Body: []byte(o.Body)}
+		g.pendMu.Lock()
+		if w := g.awaiting[d.ID]; w != nil {
+			delete(g.awaiting, d.ID)
+			w.ch <- result{id: d.ID}
+		}
+		g.pendMu.Unlock()
 		g.subMu.Lock()
 		for s := range g.subs {
 			s.push(d)
@@ -132,28 +146,49 @@ func (g *Group) output(o proc.Output) {
 	}
 }
 
+// resolve answers the oldest Multicast input the algorithm has not taken.
 func (g *Group) resolve(r result) {
 	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
 	if len(g.pending) == 0 {
-		g.pendMu.Unlock()
 		return
 	}
-	ch := g.pending[0]
+	w := g.pending[0]
 	g.pending = g.pending[1:]
-	g.pendMu.Unlock()
-	ch <- r
+	w.ch <- r
+}
+
+// taken: the algorithm took the oldest Multicast input as message id (its
+// Sent always comes before the message's delivery here); it is answered
+// once this node delivers it.
+func (g *Group) taken(id ID) {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	if len(g.pending) == 0 {
+		return
+	}
+	w := g.pending[0]
+	g.pending = g.pending[1:]
+	if !w.gone {
+		w.id = id
+		g.awaiting[id] = w
+	}
 }
 
 // Multicast sends body to every member of the group, this node included,
-// and returns the message's identity once the algorithm has taken it.
+// and returns the message's identity once this node has delivered it —
+// not merely once the algorithm took it: a message the group cannot
+// deliver (its sequencer is dead, this member restarted and lost the
+// group's state) is never acknowledged, and the call ends with ctx.
+// Ending that way, the message may still be delivered later.
 func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 	if len(body) > MaxBody {
 		return ID{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", g.name, len(body), MaxBody)
 	}
-	ch := make(chan result, 1)
+	w := &sending{ch: make(chan result, 1)}
 	g.inMu.Lock()
 	g.pendMu.Lock()
-	g.pending = append(g.pending, ch)
+	g.pending = append(g.pending, w)
 	g.pendMu.Unlock()
 	err := g.svc.Input(multicast.Multicast{Group: "all", Body: string(body)})
 	if err != nil {
@@ -166,12 +201,24 @@ func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 		return ID{}, err
 	}
 	select {
-	case r := <-ch:
+	case r := <-w.ch:
 		return r.id, r.err
 	case <-g.svc.Done():
+		g.forget(w)
 		return ID{}, live.ErrClosed
 	case <-ctx.Done():
-		return ID{}, ctx.Err()
+		g.forget(w)
+		return ID{}, fmt.Errorf("group %q: not delivered here yet (%w); it may still be", g.name, ctx.Err())
+	}
+}
+
+// forget stops waiting for w's message.
+func (g *Group) forget(w *sending) {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	w.gone = true
+	if g.awaiting[w.id] == w {
+		delete(g.awaiting, w.id)
 	}
 }
 

@@ -232,3 +232,43 @@ func TestBacklogIsBoundedInBytes(t *testing.T) {
 		t.Fatalf("after the backlog: %v, want ErrSlowReader", err)
 	}
 }
+
+// TestNoAcknowledgementWithoutDelivery: a multicast is acknowledged once
+// this node delivered it. With the sequencer (node 0) closed, a message
+// sent through node 1 is never ordered: Multicast ends with its context
+// and an error, instead of acknowledging a message the group will never
+// deliver (it did before).
+func TestNoAcknowledgementWithoutDelivery(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 3, a)
+	g1, err := New(ns[1], "g", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := g1.Deliveries(t.Context())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := g1.Multicast(ctx, []byte("first"))
+	if err != nil {
+		t.Fatalf("with every member up: %v", err)
+	}
+	select {
+	case d := <-ds:
+		if d.ID != id {
+			t.Fatalf("delivered %+v, acknowledged %+v", d.ID, id)
+		}
+	case <-ctx.Done():
+		t.Fatal("acknowledged, never delivered here")
+	}
+	ns[0].Close()
+	short, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if id, err := g1.Multicast(short, []byte("second")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with the sequencer gone: %+v, %v; want no acknowledgement", id, err)
+	}
+	g1.pendMu.Lock()
+	defer g1.pendMu.Unlock()
+	if len(g1.awaiting) != 0 {
+		t.Errorf("%d waits left behind", len(g1.awaiting))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
@@ -28,7 +29,10 @@ import (
 //	                                    no longer keeps it)
 //
 // On the replicated backend a message's 200 means it is committed: it
-// will be delivered at every member, at position "pos".
+// will be delivered at every member, at position "pos". On a textbook
+// algorithm it means this node delivered it; a message it has not
+// delivered within DeliveryWait is answered 504, not acknowledged (it may
+// still be delivered).
 //
 // Authentication (the bearer token) is the caller's: the node wraps this
 // handler with its API's.
@@ -135,13 +139,22 @@ func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, err := g.Multicast(r.Context(), body)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), DeliveryWait)
+	defer cancel()
+	id, err := g.Multicast(ctx, body)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		httpapi.Fail(w, http.StatusGatewayTimeout, fmt.Sprintf("%v: not acknowledged (the group's algorithm may have lost its sequencer, or this node restarted and lost the group's state)", err))
+	case err != nil:
 		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
-		return
+	default:
+		httpapi.Reply(w, http.StatusOK, id)
 	}
-	httpapi.Reply(w, http.StatusOK, id)
 }
+
+// DeliveryWait bounds how long a multicast through the HTTP API of a
+// textbook group waits for this node to deliver it: the acknowledgement.
+const DeliveryWait = 10 * time.Second
 
 func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
