@@ -37,9 +37,11 @@ import (
 //	                             has not answered within an election timeout
 //	                             (CheckQuorum, thesis §6.2)
 //	on Add/RemoveServer (leader): if the last change is committed, append a
-//	                             configuration one server larger or smaller;
-//	                             every server follows the last one in its log
-//	                             (thesis §4.1; see "Membership" below)
+//	                             configuration one server larger or smaller —
+//	                             a newcomer only once it has caught up, as a
+//	                             learner (§4.2.1); every server follows the
+//	                             last one in its log (thesis §4.1; see
+//	                             "Membership" below)
 //
 // Term, vote and log are written to the process's stable storage and
 // synced before anything that depends on them is sent: a vote is never
@@ -208,11 +210,31 @@ type Raft struct {
 	acked       []uint64        // per server: the latest round it answered
 	lastAck     []time.Duration // per server: when it last answered
 	quorumCheck time.Duration   // when CheckQuorum last ran
+	catching    catchUp         // a newcomer catching up before it is added
 }
+
+// catchUp follows a server being added while it catches up as a learner
+// (thesis §4.2.1): it gets the log like a follower but counts for nothing;
+// in rounds, each until it holds what the leader's log held when the round
+// began, it is added once a round takes less than an election timeout.
+type catchUp struct {
+	id    proc.ID       // None: nobody
+	round int           // from 1
+	end   uint64        // the round ends when the learner holds this index
+	start time.Duration // when the round began
+}
+
+// Catch-up bounds: a learner is refused after this many rounds, or after
+// this many election timeouts in one round (it is down or cut off).
+const (
+	catchUpRounds   = 10
+	catchUpTimeouts = 10
+)
 
 // New returns server id of an n-server group driving sm.
 func New(id proc.ID, n int, cfg Config, sm StateMachine) *Raft {
-	r := &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1}
+	r := &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1,
+		catching: catchUp{id: proc.None}}
 	r.snapConf = cfg.Members
 	if r.snapConf == nil {
 		for p := range n {
@@ -556,6 +578,7 @@ func (r *Raft) stepDown(env proc.Env, term uint64, lead proc.ID) {
 	}
 	if r.role == leader {
 		env.CancelTimer(r.hbTimer)
+		r.catching.id = proc.None
 	}
 	r.role, r.leader = follower, lead
 	if r.timer == 0 {
@@ -618,6 +641,9 @@ func (r *Raft) flush(env proc.Env) {
 			r.sendEntries(env, p)
 		}
 	}
+	if l := r.catching.id; l != proc.None {
+		r.sendEntries(env, l)
+	}
 	r.sync(env)
 	r.match[r.self] = r.synced
 	r.maybeCommit(env)
@@ -650,6 +676,14 @@ func (r *Raft) heartbeat(env proc.Env) {
 		}
 		if !r.sendEntries(env, p) {
 			r.sendAppend(env, p, r.next[p], 0) // a heartbeat
+		}
+	}
+	if c := &r.catching; c.id != proc.None {
+		if now-c.start > catchUpTimeouts*r.cfg.ElectionTimeout {
+			env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up: round %d took over %d election timeouts (down, or cut off?)", c.id, c.round, catchUpTimeouts)})
+			c.id = proc.None
+		} else if !r.sendEntries(env, c.id) {
+			r.sendAppend(env, c.id, r.next[c.id], 0)
 		}
 	}
 }
@@ -866,11 +900,37 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 			r.inflight[from] = 0
 		}
 		r.maybeCommit(env)
+		if from == r.catching.id {
+			r.caughtUp(env)
+		}
 	} else if m.Hint > 0 {
 		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
 		r.inflight[from] = 0 // what was in flight will be rejected too
 	}
 	r.sendEntries(env, from)
+}
+
+// caughtUp ends a learner's round once it holds the round's last entry:
+// a round shorter than an election timeout adds it (its lag would not
+// stall the cluster for longer than an election would); a longer one
+// starts another, up to catchUpRounds.
+func (r *Raft) caughtUp(env proc.Env) {
+	c := &r.catching
+	if r.match[c.id] < c.end || r.role != leader {
+		return
+	}
+	now := env.Now()
+	switch {
+	case now-c.start <= r.cfg.ElectionTimeout:
+		id := c.id
+		c.id = proc.None
+		r.appendConfig(env, id, true)
+	case c.round >= catchUpRounds:
+		env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up in %d rounds: the log grows faster than it follows", c.id, catchUpRounds)})
+		c.id = proc.None
+	default:
+		c.round, c.end, c.start = c.round+1, r.lastIndex(), now
+	}
 }
 
 // maybeCommit commits the highest entry of the current term that a
@@ -998,23 +1058,35 @@ func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
 		refuse("no entry of term %d is committed yet", r.term)
 	case add && r.member[id]:
 		refuse("p%d is a member already", id)
+	case r.catching.id != proc.None:
+		refuse("p%d is catching up to be added", r.catching.id)
 	case !add && !r.member[id]:
 		refuse("p%d is not a member", id)
 	case !add && len(r.members) == 1:
 		refuse("p%d is the last member", id)
+	case add:
+		// A newcomer is sent what it lacks from the end of the log back,
+		// as a learner, until it has caught up.
+		r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
+		r.lastAck[id], r.acked[id] = env.Now(), 0
+		r.catching = catchUp{id: id, round: 1, end: r.lastIndex(), start: env.Now()}
+		r.sendAppend(env, id, r.next[id], 0)
 	default:
-		members := slices.DeleteFunc(slices.Clone(r.members), func(p proc.ID) bool { return p == id })
-		if add {
-			members = append(members, id)
-			slices.Sort(members)
-			// A newcomer is sent what it lacks from the end of the log
-			// back, and has a grace of an election timeout before
-			// CheckQuorum counts its silence.
-			r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
-			r.lastAck[id], r.acked[id] = env.Now(), 0
-		}
-		r.appendLocal(env, Entry{Term: r.term, Members: members})
+		r.appendConfig(env, id, false)
 	}
+}
+
+// appendConfig appends the configuration with id added or removed.
+func (r *Raft) appendConfig(env proc.Env, id proc.ID, add bool) {
+	members := slices.DeleteFunc(slices.Clone(r.members), func(p proc.ID) bool { return p == id })
+	if add {
+		members = append(members, id)
+		slices.Sort(members)
+		// It has a grace of an election timeout before CheckQuorum counts
+		// its silence.
+		r.lastAck[id] = env.Now()
+	}
+	r.appendLocal(env, Entry{Term: r.term, Members: members})
 }
 
 // configure sets the configuration: the last one in the log, else the

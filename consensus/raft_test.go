@@ -14,6 +14,7 @@ import (
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/sim/simtest"
+	"github.com/cohort-go/cohort/trace"
 )
 
 var checks = []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness", "linearizable-kv"}
@@ -451,4 +452,79 @@ func TestScenarioInputs(t *testing.T) {
 			t.Errorf("%s %v: error %v, want one with %q", bad.name, bad.args, err, bad.want)
 		}
 	}
+}
+
+// adder asks every server, at At, to add server ID, and records what the
+// leader answers.
+type adder struct {
+	At       time.Duration
+	ID       proc.ID
+	refused  []string
+	configed [][]proc.ID
+	at       []time.Duration // when each configuration was committed
+	index    uint64          // the last one's entry
+}
+
+func (w *adder) Init(c sim.Control) {
+	for p := range proc.ID(c.N()) {
+		c.Schedule(w.At, p, consensus.AddServer{ID: w.ID})
+	}
+}
+
+func (w *adder) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case consensus.Refused:
+		w.refused = append(w.refused, o.Reason)
+	case consensus.Configured:
+		w.configed = append(w.configed, o.Members)
+		w.at = append(w.at, c.Now())
+		w.index = o.Index
+	}
+}
+
+// TestNewServerCatchesUpFirst: a server is added only once it has caught
+// up with the leader's log as a learner (thesis §4.2.1). Added while it is
+// down, it is refused, and the configuration stays as it was — before, it
+// became a member at once, and a fourth member that never answers makes
+// every commit need all three others. Added while it is up, behind by
+// the whole log, it is added, and by the time the configuration commits
+// it holds the log, but for what a round shorter than an election timeout
+// adds.
+func TestNewServerCatchesUpFirst(t *testing.T) {
+	cfg := consensus.DefaultConfig
+	cfg.Members = []proc.ID{0, 1, 2}
+	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
+	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
+
+	down := &adder{At: time.Second, ID: 3}
+	simtest.Run(t, "consensus", sim.Config{Nodes: 4, Seed: 1, New: mk, Network: net,
+		Faults:   []sim.Fault{{Kind: sim.Crash, Node: 3, At: 0}},
+		Workload: sim.Combine{clients(3 * time.Second), down}, Deadline: 3 * time.Second})
+	if len(down.configed) != 0 || len(down.refused) == 0 || !strings.Contains(down.refused[len(down.refused)-1], "p3 did not catch up") {
+		t.Fatalf("p3 down: configured %v, refused %q; want refused, nothing configured", down.configed, down.refused)
+	}
+
+	up := &adder{At: time.Second, ID: 3}
+	r := simtest.Run(t, "consensus", sim.Config{Nodes: 4, Seed: 1, New: mk, Network: net,
+		Workload: sim.Combine{clients(3 * time.Second), up}, Deadline: 3 * time.Second})
+	if len(up.configed) != 1 || !slices.Equal(up.configed[0], []proc.ID{0, 1, 2, 3}) {
+		t.Fatalf("p3 up: configured %v, refused %q; want [0 1 2 3] once", up.configed, up.refused)
+	}
+	// What p3 held, by its acknowledgements, when the configuration that
+	// adds it committed.
+	var held uint64
+	for _, e := range r.Trace.Events {
+		var term, match uint64
+		var ok bool
+		if e.Kind == trace.Send && e.Node == 3 && e.Time < int64(up.at[0]) {
+			if _, err := fmt.Sscanf(e.Label, "ACK(t=%d,%t,match=%d)", &term, &ok, &match); err == nil && ok {
+				held = max(held, match)
+			}
+		}
+	}
+	t.Logf("p3 held %d entries when the configuration at %v committed: index %d", held, up.at[0], up.index)
+	if held+200 < up.index {
+		t.Errorf("p3 held %d entries when it was added at entry %d: it had not caught up", held, up.index)
+	}
+	r.Hold(t, checks...)
 }
