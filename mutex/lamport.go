@@ -1,7 +1,9 @@
 package mutex
 
 import (
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -41,6 +43,21 @@ import (
 // release that overtakes its request leaves a dead request heading every
 // queue for ever (ME2).
 //
+// Restarts (beyond the textbooks). A process restarted from its stable
+// storage has lost its queue and its request; the others keep its dead
+// request at the head of theirs for ever. It rejoins:
+//
+//	On restart:        multicast HELLO(Floor), Floor above every stamp it
+//	                   sent before (its clock starts there: durableCounter)
+//	On HELLO(F) from j: remove j's requests stamped below F; if requesting
+//	                   or in the section, send j the request again, so that
+//	                   j's queue holds it before anything else from here
+//	                   (FIFO)
+//
+// A process that crashed inside the section for a remote holder (a hold
+// on record: Acquire.Hold) says HELLO only once that hold has passed:
+// until then its dead request keeps everyone else out.
+//
 // Cost: 3(N−1) messages per entry (N−1 requests, N−1 replies, N−1
 // releases); a requester waits one round trip; the synchronisation delay
 // is one message (the release). ME1, ME2 and ME3 hold: a request that
@@ -66,7 +83,23 @@ type lamport struct {
 	inCS       bool
 	waiting    []proc.ID // the last Waiting output
 	durable    durableCounter
+	hold       time.Duration // the current request's Acquire.Hold
+	rejoining  bool          // restarted from inside the section: waiting out its hold
+	wants      *Acquire      // an Acquire made meanwhile
 }
+
+// lpHello announces a restart; Floor is above every stamp its sender sent
+// before.
+type lpHello struct {
+	Floor uint64 `json:"floor"`
+}
+
+// lpRejoin is the timer that ends a restarted holder's hold.
+type lpRejoin struct{}
+
+func (lpHello) Kind() string     { return "hello" }
+func (m lpHello) String() string { return fmt.Sprintf("HELLO(%d)", m.Floor) }
+func (lpRejoin) String() string  { return "rejoin" }
 
 // lpRequest is Request(C, i).
 type lpRequest struct {
@@ -109,7 +142,7 @@ func init() {
 		},
 		New: newLamport,
 		Messages: []proc.Message{
-			lpRequest{}, lpReply{}, lpRelease{},
+			lpRequest{}, lpReply{}, lpRelease{}, lpHello{},
 		},
 		Scenario: `nodes: 3
 network:
@@ -122,13 +155,52 @@ func newLamport(id proc.ID, n int) proc.Process {
 	return &lamport{self: id, n: n, latest: make([]uint64, n)}
 }
 
-func (l *lamport) Start(env proc.Env)    { l.clock = max(l.clock, l.durable.start(env)) }
-func (l *lamport) Timeout(proc.Env, any) {}
+// Start begins an incarnation. The first puts a record on stable storage,
+// so that a restart knows it is one; a restart says HELLO, at once or
+// after the hold it crashed under.
+func (l *lamport) Start(env proc.Env) {
+	l.clock = max(l.clock, l.durable.start(env))
+	switch {
+	case env.Storage() == nil:
+	case !l.durable.restarted:
+		l.durable.write(env, true)
+	case l.durable.held() > 0:
+		l.rejoining = true
+		env.SetTimer(l.durable.held(), lpRejoin{})
+	default:
+		l.hello(env)
+	}
+}
+
+func (l *lamport) hello(env proc.Env) {
+	l.clock++
+	l.durable.send(env, l.clock)
+	l.multicast(env, lpHello{Floor: l.clock})
+}
+
+// Timeout ends a restarted holder's hold: HELLO, then the Acquire asked
+// for meanwhile.
+func (l *lamport) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(lpRejoin); !ok || !l.rejoining {
+		return
+	}
+	l.rejoining = false
+	l.durable.mark(env, 0, false)
+	l.hello(env)
+	if a := l.wants; a != nil {
+		l.wants = nil
+		l.request(env, *a)
+	}
+}
 
 func (l *lamport) Input(env proc.Env, in proc.Input) {
-	switch in.(type) {
+	switch in := in.(type) {
 	case Acquire:
-		l.request(env)
+		if l.rejoining {
+			l.wants = &in
+			return
+		}
+		l.request(env, in)
 	case Release:
 		l.release(env)
 	}
@@ -145,8 +217,22 @@ func (l *lamport) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case lpRelease:
 		l.witness(from, m.T.C)
 		l.onRelease(env, from)
+	case lpHello:
+		l.witness(from, m.Floor)
+		l.onHello(env, from, m)
 	}
 	l.maybeEnter(env)
+}
+
+// onHello: j restarted. Its request died with it; ours it no longer knows.
+func (l *lamport) onHello(env proc.Env, from proc.ID, m lpHello) {
+	l.queue = slices.DeleteFunc(l.queue, func(s Stamp) bool { return s.P == from && s.C < m.Floor })
+	if l.requesting || l.inCS {
+		l.clock++
+		l.durable.send(env, l.clock)
+		env.Send(from, lpRequest{T: l.req})
+	}
+	l.stamp(env)
 }
 
 // witness is the receipt rule: C := max(C, C_msg)+1; and it remembers the
@@ -180,10 +266,11 @@ func (l *lamport) multicast(env proc.Env, m proc.Message) {
 }
 
 // request is "P_i makes a request": into its own queue, and to all others.
-func (l *lamport) request(env proc.Env) {
+func (l *lamport) request(env proc.Env, a Acquire) {
 	if l.requesting || l.inCS {
 		return // a second Acquire breaks the contract; ignore it
 	}
+	l.hold = a.Hold
 	l.clock++
 	l.durable.send(env, l.clock)
 	l.req = Stamp{C: l.clock, P: l.self}
@@ -235,6 +322,7 @@ func (l *lamport) maybeEnter(env proc.Env) {
 		return
 	}
 	l.requesting, l.inCS, l.waiting = false, true, nil
+	l.durable.mark(env, l.hold, l.hold > 0)
 	env.Output(Enter{Token: l.req.Fencing()}) // entries follow the stamps' total order
 }
 
@@ -245,6 +333,7 @@ func (l *lamport) release(env proc.Env) {
 	}
 	l.inCS = false
 	l.remove(l.self)
+	l.durable.mark(env, 0, false)
 	env.Output(Exit{})
 	l.clock++
 	l.durable.send(env, l.clock)

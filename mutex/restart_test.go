@@ -19,7 +19,7 @@ import (
 // crashed incarnation's request, delivered after the restart, lets the
 // new one in beside a holder.
 func TestRejoinAfterARestart(t *testing.T) {
-	for _, name := range []string{"ricart-agrawala", "ricart-agrawala-jr", "central", "central-failover"} {
+	for _, name := range []string{"ricart-agrawala", "ricart-agrawala-jr", "lamport", "central", "central-failover"} {
 		a := raAlgorithm(t, name)
 		stuck := 0
 		for seed := uint64(1); seed <= 200; seed++ {
@@ -32,8 +32,11 @@ func TestRejoinAfterARestart(t *testing.T) {
 				latency, back = sim.Uniform{Min: time.Millisecond, Max: 15 * time.Millisecond}, at+time.Millisecond
 			}
 			fifo := seed%2 == 0
-			if name == "central-failover" { // it assumes FIFO, and round trips well under its timeouts
+			switch name {
+			case "central-failover": // it assumes FIFO, and round trips well under its timeouts
 				latency, fifo = clJitter, true
+			case "lamport": // it assumes FIFO
+				fifo = true
 			}
 			w := &closedLoop{Rounds: 15, Think: sim.Uniform{Max: 4 * time.Millisecond}, Hold: sim.Uniform{Max: 2 * time.Millisecond}}
 			r := runMutex(t, sim.Config{Nodes: n, Seed: seed, New: a.New,
@@ -115,6 +118,7 @@ func TestWaitsOutTheHoldOfACrashedHolder(t *testing.T) {
 		hellos         int // sent by the restarted holder (-1: it sends none)
 	}{
 		{"ricart-agrawala", 0, 1, 2},
+		{"lamport", 0, 1, 2},
 		{"central", 0, 1, 2}, // the coordinator holds
 		{"central", 1, 2, 1}, // a client holds
 		{"central-failover", 1, 2, -1},

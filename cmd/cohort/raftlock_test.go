@@ -228,8 +228,8 @@ func TestClientsPassOverAPausedFirstEndpoint(t *testing.T) {
 	}
 }
 
-// Ricart–Agrawala under a restart (found by hand: the lock stuck for good
-// on every node). Node 0 holds the lock for a client and defers node 1's
+// Ricart–Agrawala (and Lamport's algorithm) under a restart (found by
+// hand: the lock stuck for good on every node). Node 0 holds the lock for a client and defers node 1's
 // request; node 0 is killed with SIGKILL and restarted from its data
 // directory. The holder's cohort lock stops its command when its renewal
 // fails; the restarted node says it lost its state and, having crashed
@@ -237,9 +237,15 @@ func TestClientsPassOverAPausedFirstEndpoint(t *testing.T) {
 // then the waiter's command runs — after the holder's ended, with a
 // larger token.
 func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
+	for _, algo := range []string{"ricart-agrawala", "lamport"} {
+		t.Run(algo, func(t *testing.T) { holderRestart(t, algo) })
+	}
+}
+
+func holderRestart(t *testing.T, algo string) {
 	bin := cohortBinary(t)
 	dir := t.TempDir()
-	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/ricart-agrawala")
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/"+algo)
 	work := t.TempDir()
 	started, log := filepath.Join(work, "started"), filepath.Join(work, "log")
 	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--ttl", "2s", "--",
