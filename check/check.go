@@ -211,13 +211,16 @@ func perService(c Checker, t *trace.Trace, services []string) Result {
 	return Result{Name: c.Name(), Status: OK}
 }
 
-// Only is t with the events of services other than service made inert:
-// local events with no type, in their places, so that event indexes still
-// point into t. Events of the whole node (no service) stay.
+// Only is t with the inputs, outputs and timers of services other than
+// service made inert: local events with no type, in their places, so that
+// event indexes still point into t. Messages stay, whatever their service:
+// the node's clocks (vector, Lamport) count them all, and happened-before
+// runs through them. Events of the whole node (no service) stay.
 func Only(t *trace.Trace, service string) *trace.Trace {
 	u := &trace.Trace{Header: t.Header, Events: make([]trace.Event, len(t.Events))}
 	for i, e := range t.Events {
-		if e.Service != "" && e.Service != service {
+		local := e.Kind == trace.Input || e.Kind == trace.Output || e.Kind == trace.Timer
+		if local && e.Service != "" && e.Service != service {
 			e = trace.Event{Index: e.Index, Time: e.Time, Node: e.Node, Kind: trace.Timer,
 				Local: e.Local, Lamport: e.Lamport, VC: e.VC, Peer: -1, Service: e.Service}
 		}
