@@ -150,12 +150,9 @@ func (g *Group) output(o proc.Output) {
 func (g *Group) resolve(r result) {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
-	if len(g.pending) == 0 {
-		return
+	if w := g.oldest(); w != nil {
+		w.ch <- r
 	}
-	w := g.pending[0]
-	g.pending = g.pending[1:]
-	w.ch <- r
 }
 
 // taken: the algorithm took the oldest Multicast input as message id (its
@@ -164,15 +161,21 @@ func (g *Group) resolve(r result) {
 func (g *Group) taken(id ID) {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
-	if len(g.pending) == 0 {
-		return
-	}
-	w := g.pending[0]
-	g.pending = g.pending[1:]
-	if !w.gone {
+	if w := g.oldest(); w != nil && !w.gone {
 		w.id = id
 		g.awaiting[id] = w
 	}
+}
+
+// oldest takes the oldest pending Multicast input off the list (nil if
+// none). The caller holds pendMu.
+func (g *Group) oldest() *sending {
+	if len(g.pending) == 0 {
+		return nil
+	}
+	w := g.pending[0]
+	g.pending = g.pending[1:]
+	return w
 }
 
 // Multicast sends body to every member of the group, this node included,

@@ -24,22 +24,10 @@ import (
 // still holds the lock afterwards.
 func TestLockRetriedThroughAnotherNode(t *testing.T) {
 	rs := replicated(t, 3)
-	base := make([]string, 3)
-	for i, r := range rs {
-		srv := httptest.NewServer(lock.NewServer(lock.ServerConfig{Replicated: r}).Handler())
-		t.Cleanup(srv.Close)
-		base[i] = srv.URL
-	}
+	base := serve(t, rs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := rs[2].Open(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := h.Lock(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, held := holding(ctx, t, rs[2], "x")
 	c, err := rs[0].Open(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +93,30 @@ func TestLockRetriedThroughAnotherNode(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// holding opens a session through r that holds lock name.
+func holding(ctx context.Context, t *testing.T, r *lock.Replicated, name string) (*lock.Session, uint64) {
+	s, err := r.Open(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := s.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, token
+}
+
+// serve serves each node's lock API over HTTP; it returns their URLs.
+func serve(t *testing.T, rs []*lock.Replicated) []string {
+	base := make([]string, len(rs))
+	for i, r := range rs {
+		srv := httptest.NewServer(lock.NewServer(lock.ServerConfig{Replicated: r}).Handler())
+		t.Cleanup(srv.Close)
+		base[i] = srv.URL
+	}
+	return base
 }
 
 // waitFor waits, up to 10 s, until cond holds.
@@ -200,12 +212,7 @@ func (p *pausable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ever).
 func TestClientPassesOverAPausedNode(t *testing.T) {
 	rs := replicated(t, 3)
-	base := make([]string, 3)
-	for i, r := range rs {
-		srv := httptest.NewServer(lock.NewServer(lock.ServerConfig{Replicated: r}).Handler())
-		t.Cleanup(srv.Close)
-		base[i] = srv.URL
-	}
+	base := serve(t, rs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -236,14 +243,7 @@ func TestClientPassesOverAPausedNode(t *testing.T) {
 	})
 
 	t.Run("paused while it holds the long poll", func(t *testing.T) {
-		h, err := rs[2].Open(ctx, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held, err := h.Lock(ctx, "x")
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, held := holding(ctx, t, rs[2], "x")
 		p, front := newPausable(t, base[0])
 		c := &lock.Client{Endpoints: []string{front, base[1], base[2]}}
 		s, err := c.OpenSession(ctx, 2*time.Second)
@@ -294,8 +294,7 @@ func TestClientPassesOverAPausedNode(t *testing.T) {
 // resume it by, is refused with 400 naming the value.
 func TestBadWait(t *testing.T) {
 	rs := replicated(t, 1)
-	srv := httptest.NewServer(lock.NewServer(lock.ServerConfig{Replicated: rs[0]}).Handler())
-	t.Cleanup(srv.Close)
+	url := serve(t, rs)[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := rs[0].Open(ctx, 10*time.Second)
@@ -303,7 +302,7 @@ func TestBadWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"&seq=5&wait=1ns", "&seq=5&wait=11m", "&seq=5&wait=soon", "&wait=1s"} {
-		resp, err := http.Post(fmt.Sprintf("%s/v1/locks/x?session=%d%s", srv.URL, s.ID, q), "", nil)
+		resp, err := http.Post(fmt.Sprintf("%s/v1/locks/x?session=%d%s", url, s.ID, q), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,14 +229,97 @@ func TestClientsPassOverAPausedFirstEndpoint(t *testing.T) {
 	}
 }
 
+// lockProc is a cohort lock process of a test, and what it printed.
+type lockProc struct {
+	cmd *exec.Cmd
+	out *strings.Builder
+}
+
+// lockRun prepares "cohort lock x --endpoints ep --ttl 2s -- sh -c script
+// sh args...": the script gets args as $1, $2, ...
+func lockRun(t *testing.T, ep, script string, args ...string) *lockProc {
+	argv := append([]string{"lock", "x", "--endpoints", ep, "--ttl", "2s", "--", "sh", "-c", script, "sh"}, args...)
+	p := &lockProc{cmd: exec.Command(cohortBinary(t), argv...), out: &strings.Builder{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	t.Cleanup(func() {
+		if p.cmd.Process != nil {
+			p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+func (p *lockProc) start(t *testing.T) *lockProc {
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wait waits for the process to exit 0, failing the test after 60 s.
+func (p *lockProc) wait(t *testing.T, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, p.out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s never got the lock (stuck)\n%s", what, p.out)
+	}
+}
+
+// metricsHas reports whether a line of node ep's /metrics passes ok.
+func metricsHas(ep string, ok func(line string) bool) bool {
+	resp, err := http.Get("http://" + ep + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return slices.ContainsFunc(strings.Split(string(b), "\n"), ok)
+}
+
+// sentRequest: node ep's lock has sent a request (to its peers or its
+// coordinator).
+func sentRequest(ep string) bool {
+	return metricsHas(ep, func(l string) bool { return strings.Contains(l, `kind="request"`) })
+}
+
+// restartNode kills node i of a cluster on dir with SIGKILL and starts it
+// again from its configuration and data; it stops when the test ends.
+func restartNode(t *testing.T, dir string, pids []int, i int) {
+	if err := syscall.Kill(pids[i], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(cohortBinary(t), "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Signal(syscall.SIGTERM); c.Wait() })
+}
+
+// logLines reads a test's log file, and the token its line i ends with.
+func logLines(t *testing.T, path string) (lines []string, token func(i int) uint64) {
+	b, _ := os.ReadFile(path)
+	lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines, func(i int) uint64 {
+		f := strings.Fields(lines[i])
+		tok, _ := strconv.ParseUint(f[len(f)-1], 10, 64)
+		return tok
+	}
+}
+
 // Ricart–Agrawala (and Lamport's algorithm) under a restart (found by
-// hand: the lock stuck for good on every node). Node 0 holds the lock for a client and defers node 1's
-// request; node 0 is killed with SIGKILL and restarted from its data
-// directory. The holder's cohort lock stops its command when its renewal
-// fails; the restarted node says it lost its state and, having crashed
-// inside the section, lets nobody in until the holder's lease has passed;
-// then the waiter's command runs — after the holder's ended, with a
-// larger token.
+// hand: the lock stuck for good on every node). Node 0 holds the lock for
+// a client and defers node 1's request; node 0 is killed with SIGKILL and
+// restarted from its data directory. The holder's cohort lock stops its
+// command when its renewal fails; the restarted node says it lost its
+// state and, having crashed inside the section, lets nobody in until the
+// holder's lease has passed; then the waiter's command runs — after the
+// holder's ended, with a larger token.
 func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
 	for _, algo := range []string{"ricart-agrawala", "lamport"} {
 		t.Run(algo, func(t *testing.T) { holderRestart(t, algo) })
@@ -243,67 +327,25 @@ func TestRicartAgrawalaLockSurvivesARestart(t *testing.T) {
 }
 
 func holderRestart(t *testing.T, algo string) {
-	bin := cohortBinary(t)
 	dir := t.TempDir()
 	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/"+algo)
 	work := t.TempDir()
 	started, log := filepath.Join(work, "started"), filepath.Join(work, "log")
-	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--ttl", "2s", "--",
-		"sh", "-c", `trap 'echo "holder-end $COHORT_FENCING_TOKEN" >> "$2"; exit 0' TERM; touch "$1"; while :; do sleep 0.05; done`, "sh", started, log)
-	hout := &strings.Builder{}
-	holder.Stdout, holder.Stderr = hout, hout
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Process.Kill()
+	holder := lockRun(t, endpoints[0], `trap 'echo "holder-end $COHORT_FENCING_TOKEN" >> "$2"; exit 0' TERM; touch "$1"; while :; do sleep 0.05; done`, started, log).start(t)
 	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
-	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[1], "--ttl", "2s", "--",
-		"sh", "-c", `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, "sh", log)
-	wout := &strings.Builder{}
-	waiter.Stdout, waiter.Stderr = wout, wout
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
+	waiter := lockRun(t, endpoints[1], `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, log).start(t)
+	waitUntil(t, "node 1 to wait for node 0's reply", func() bool { return sentRequest(endpoints[1]) })
+	restartNode(t, dir, pids, 0)
+	if err := holder.cmd.Wait(); err == nil {
+		t.Fatalf("the holder's cohort lock exited 0 though its node died:\n%s", holder.out)
 	}
-	defer waiter.Process.Kill()
-	waitUntil(t, "node 1 to wait for node 0's reply", func() bool {
-		resp, err := http.Get("http://" + endpoints[1] + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `kind="request"`)
-	})
-	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
-	if err := holder.Wait(); err == nil {
-		t.Fatalf("the holder's cohort lock exited 0 though its node died:\n%s", hout)
-	}
-	done := make(chan error, 1)
-	go func() { done <- waiter.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the waiter: %v\n%s", err, wout)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the waiter never got the lock after node 0's restart (stuck)\n%s", wout)
-	}
-	b, _ := os.ReadFile(log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	waiter.wait(t, "the waiter, after node 0's restart,")
+	lines, token := logLines(t, log)
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "holder-end") || !strings.HasPrefix(lines[1], "waiter") {
 		t.Fatalf("log %q: want the holder's command to end before the waiter's ran", lines)
 	}
-	h, _ := strconv.ParseUint(strings.Fields(lines[0])[1], 10, 64)
-	w, _ := strconv.ParseUint(strings.Fields(lines[1])[1], 10, 64)
-	if w <= h {
-		t.Errorf("tokens: holder %d, waiter %d; want the waiter's larger", h, w)
+	if token(1) <= token(0) {
+		t.Errorf("log %q: want the waiter's token larger", lines)
 	}
 }
 
@@ -326,105 +368,41 @@ func TestCentralLockSurvivesACoordinatorRestart(t *testing.T) {
 }
 
 func centralRestart(t *testing.T, algo string) {
-	bin := cohortBinary(t)
 	dir := t.TempDir()
 	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/"+algo)
 	work := t.TempDir()
 	started, killed, log := filepath.Join(work, "started"), filepath.Join(work, "killed"), filepath.Join(work, "log")
-	holder := exec.Command(bin, "lock", "x", "--endpoints", endpoints[1], "--ttl", "2s", "--",
-		"sh", "-c", `touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; sleep 1; echo "holder-end $COHORT_FENCING_TOKEN" >> "$3"`, "sh", started, killed, log)
-	hout := &strings.Builder{}
-	holder.Stdout, holder.Stderr = hout, hout
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Process.Kill()
+	holder := lockRun(t, endpoints[1], `touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; sleep 1; echo "holder-end $COHORT_FENCING_TOKEN" >> "$3"`, started, killed, log).start(t)
 	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
 	// A waiter's command logs its start and end, 0.3 s apart.
 	script := `echo "$2-start $COHORT_FENCING_TOKEN" >> "$1"; sleep 0.3; echo "$2-end" >> "$1"`
-	waiter := exec.Command(bin, "lock", "x", "--endpoints", endpoints[2], "--ttl", "2s", "--", "sh", "-c", script, "sh", log, "waiter")
-	wout := &strings.Builder{}
-	waiter.Stdout, waiter.Stderr = wout, wout
-	startWaiter := func() {
-		if err := waiter.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func() {
-		if waiter.Process != nil {
-			waiter.Process.Kill()
-		}
-	}()
+	waiter := lockRun(t, endpoints[2], script, log, "waiter")
 	// central: the waiter is queued at the coordinator when it dies.
 	// central-failover: nobody waits, so nobody suspects the coordinator
 	// before it is back (a waiter would have elected another already).
 	if algo == "central" {
-		startWaiter()
-		waitUntil(t, "node 2 to ask the coordinator", func() bool {
-			resp, err := http.Get("http://" + endpoints[2] + "/metrics")
-			if err != nil {
-				return false
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return strings.Contains(string(b), `kind="request"`)
-		})
+		waiter.start(t)
+		waitUntil(t, "node 2 to ask the coordinator", func() bool { return sentRequest(endpoints[2]) })
 	}
-	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	restartNode(t, dir, pids, 0)
 	waitAPI(t, endpoints[0])
 	// A client of the restarted node asks too, while the holder holds.
-	third := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--ttl", "2s", "--", "sh", "-c", script, "sh", log, "third")
-	tout := &strings.Builder{}
-	third.Stdout, third.Stderr = tout, tout
-	if err := third.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer third.Process.Kill()
-	waitUntil(t, "the restarted node's client to ask", func() bool {
-		resp, err := http.Get("http://" + endpoints[0] + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(b), "\n") { // its Waiting output
-			if strings.HasPrefix(line, `cohort_outputs_total{service="lock/x"`) && !strings.HasSuffix(line, " 0") {
-				return true
-			}
-		}
-		return false
+	third := lockRun(t, endpoints[0], script, log, "third").start(t)
+	waitUntil(t, "the restarted node's client to ask", func() bool { // its Waiting output
+		return metricsHas(endpoints[0], func(l string) bool {
+			return strings.HasPrefix(l, `cohort_outputs_total{service="lock/x"`) && !strings.HasSuffix(l, " 0")
+		})
 	})
 	if algo != "central" {
-		startWaiter()
+		waiter.start(t)
 	}
 	os.WriteFile(killed, nil, 0o644)
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("the holder: %v\n%s", err, hout)
+	if err := holder.cmd.Wait(); err != nil {
+		t.Fatalf("the holder: %v\n%s", err, holder.out)
 	}
-	for _, c := range []struct {
-		cmd *exec.Cmd
-		out *strings.Builder
-	}{{waiter, wout}, {third, tout}} {
-		done := make(chan error, 1)
-		go func() { done <- c.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%v: %v\n%s", c.cmd.Args, err, c.out)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%v never got the lock after the coordinator's restart\n%s", c.cmd.Args, c.out)
-		}
-	}
-	b, _ := os.ReadFile(log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	waiter.wait(t, "the waiter")
+	third.wait(t, "the restarted node's client")
+	lines, token := logLines(t, log)
 	ok := len(lines) == 5 && strings.HasPrefix(lines[0], "holder-end")
 	for i := 1; ok && i < 5; i += 2 {
 		who, _, _ := strings.Cut(lines[i], "-")
@@ -433,13 +411,8 @@ func centralRestart(t *testing.T, algo string) {
 	if !ok {
 		t.Fatalf("log %q: want the holder's command to end, then the other two's to run one after the other", lines)
 	}
-	last := uint64(0)
-	for _, i := range []int{0, 1, 3} {
-		tok, _ := strconv.ParseUint(strings.Fields(lines[i])[1], 10, 64)
-		if tok <= last {
-			t.Errorf("log %q: tokens must rise", lines)
-		}
-		last = tok
+	if !(token(0) < token(1) && token(1) < token(3)) {
+		t.Errorf("log %q: tokens must rise", lines)
 	}
 }
 
