@@ -600,3 +600,28 @@ func TestBenchRestart(t *testing.T) {
 		}
 	}
 }
+
+// A command that ignores SIGTERM, under a textbook lock whose node dies:
+// cohort lock's renewal fails, it sends SIGTERM, then SIGKILL half the
+// margin later, and exits 1 (before, it waited for the command however
+// long it ran, the lock long given to others).
+func TestTextbookLockKillsAStubbornCommand(t *testing.T) {
+	endpoints, pids := startClusterPids(t, "--nodes", "3", "--algo", "mutex/ricart-agrawala")
+	started := filepath.Join(t.TempDir(), "started")
+	p := lockRun(t, endpoints[0], `trap "" TERM; touch "$1"; exec sleep 600`, started).start(t)
+	waitUntil(t, "the command", func() bool { _, err := os.Stat(started); return err == nil })
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(p.out.String(), "renewing the lease failed") {
+			t.Fatalf("cohort lock: %v, want exit 1 after a failed renewal\n%s", err, p.out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("cohort lock still waits for a command that ignores SIGTERM, 60 s after its node died\n%s", p.out)
+	}
+}
