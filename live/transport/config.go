@@ -67,7 +67,9 @@ type Config struct {
 	TLS *tls.Config
 
 	// QueueLen bounds, in frames, what Send accepts for one member and the
-	// transport has not yet handed to the connection. 0 means
+	// member has not yet acknowledged: frames queued, and frames written
+	// and kept to be written again should the connection fail. It is also
+	// the most a sender has in flight (its window). 0 means
 	// DefaultQueueLen.
 	QueueLen int
 	// QueueBytes bounds the same queue in bytes. 0 means DefaultQueueBytes.

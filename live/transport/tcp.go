@@ -53,6 +53,11 @@ var _ Transport = (*TCP)(nil)
 type inbound struct {
 	conn net.Conn
 	done chan struct{} // closed when its reader has stopped calling the handler
+
+	// The reader asks the acknowledging goroutine (ackLoop) for an ack
+	// now (the dialer asked), or soon (frames were delivered).
+	ackNow, ackSoon chan struct{}
+	armed           atomic.Bool // an ack is due: ackSoon need not be signalled
 }
 
 // NewTCP validates cfg and listens; Start begins dialing and accepting.
@@ -74,10 +79,11 @@ func NewTCP(cfg Config) (*TCP, error) {
 		log:     c.Logger.With("self", c.Self.String()),
 		ln:      ln,
 		auth:    newAuth(&c),
-		self:    newSendQueue(c.QueueLen, c.QueueBytes),
+		self:    newSendQueue(c.QueueLen, c.QueueBytes, false),
 		inbound: make(map[proc.ID]*inbound),
 		conns:   make(map[net.Conn]struct{}),
 	}
+	t.auth.incarnation = newIncarnation()
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	peers := make(map[proc.ID]*peer, len(c.Peers))
 	for id, addr := range c.Peers {
@@ -88,7 +94,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 }
 
 func (t *TCP) newPeer(id proc.ID, addr string) *peer {
-	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes),
+	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes, true),
 		log: t.log.With("peer", id.String(), "addr", addr)}
 }
 
@@ -278,7 +284,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	setNoDelay(raw)
 	remote := raw.RemoteAddr().String()
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
-	conn, from, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
+	conn, from, inc, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
 	if err != nil {
 		t.rejected.Add(1)
 		attrs := []any{"remote", remote, "reason", err.Error()}
@@ -297,7 +303,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	// The dialer's first frame announces it: a member not known yet (a
 	// node joining, Config.Joins) is learnt at the address it gives. The
 	// answer is this node's member table, so that a newcomer learns the
-	// cluster from any one member.
+	// cluster from any one member, and an ack saying where to resume.
 	fr := newFrameReader(conn, dataReadBuf, t.cfg.HandshakeTimeout, t.cfg.MaxFrame)
 	kind, payload, err := fr.next()
 	if err != nil || kind != kindMembers {
@@ -312,18 +318,14 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
 		return
 	}
-	if _, err := conn.Write(appendMembers(nil, t.table())); err != nil {
-		return
-	}
-	raw.SetDeadline(time.Time{})
-	fr.idle = t.cfg.IdleTimeout
 	log := t.log.With("peer", from.String(), "remote", remote)
 
 	// One inbound connection per member: a newer one replaces an older
 	// one, which is closed, and delivery from the newer starts only once
 	// the older's reader has stopped, so the handler sees the member's
-	// frames in order.
-	in := &inbound{conn: conn, done: make(chan struct{})}
+	// frames in order, and the ack that tells the dialer where to resume
+	// counts every frame the older delivered.
+	in := &inbound{conn: conn, done: make(chan struct{}), ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1)}
 	t.mu.Lock()
 	old := t.inbound[from]
 	t.inbound[from] = in
@@ -340,15 +342,34 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		old.conn.Close()
 		<-old.done
 	}
+	if p.recvInc != inc {
+		if p.recvInc != 0 {
+			log.Info("transport: the member restarted", "delivered_from_previous", p.recvNext.Load())
+		}
+		p.recvInc = inc
+		p.recvNext.Store(0)
+	}
+	if _, err := conn.Write(appendAck(appendMembers(nil, t.table()), p.recvNext.Load())); err != nil {
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	fr.idle = t.cfg.IdleTimeout
 	log.Debug("transport: accepted")
 
 	stop := make(chan struct{})
-	var pinger sync.WaitGroup
-	pinger.Go(func() { t.pingLoop(conn, stop) })
-	err = t.readFrames(fr, p)
+	var acker sync.WaitGroup
+	acker.Go(func() { t.ackLoop(conn, p, in, stop) })
+	err = t.readFrames(fr, p, in)
 	close(stop)
+	if err == io.EOF {
+		// The dialer has finished sending (Close): a last ack tells it
+		// that everything arrived.
+		acker.Wait()
+		conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
+		conn.Write(appendAck(nil, p.recvNext.Load()))
+	}
 	conn.Close()
-	pinger.Wait()
+	acker.Wait()
 
 	t.mu.Lock()
 	closing := t.connsClosed
@@ -363,8 +384,12 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	}
 }
 
-// readFrames delivers the data frames from p until the connection fails.
-func (t *TCP) readFrames(fr *frameReader, p *peer) error {
+// readFrames delivers the data frames from p until the connection fails,
+// and has them acknowledged (ack.go): at the end of each batch (when the
+// reader is about to wait on the socket), at once if the dialer asked with
+// a ping, else soon.
+func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
+	delivered, asked := false, false
 	for {
 		kind, payload, err := fr.next()
 		if err != nil {
@@ -375,28 +400,66 @@ func (t *TCP) readFrames(fr *frameReader, p *peer) error {
 			p.received.Add(1)
 			p.receivedBytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
+			p.recvNext.Add(1)
+			delivered = true
+		case kindPing:
+			asked = true
 		case kindMembers:
 			t.learn(p.id, payload)
+		case kindAck:
+			return errors.New("ack frame on an inbound connection")
 		}
+		if fr.br.Buffered() > 0 {
+			continue
+		}
+		switch {
+		case asked:
+			signal(in.ackNow)
+		case delivered && !in.armed.Load() && in.armed.CompareAndSwap(false, true):
+			signal(in.ackSoon)
+		}
+		delivered, asked = false, false
 	}
 }
 
-// pingLoop keeps an accepted connection's other direction alive, so its
-// dialer notices if this node goes away.
-func (t *TCP) pingLoop(conn net.Conn, stop <-chan struct{}) {
+// ackLoop writes what goes back on an accepted connection: acks, when the
+// reader asks for them and every PingInterval, so that the dialer also
+// notices if this node goes away.
+func (t *TCP) ackLoop(conn net.Conn, p *peer, in *inbound, stop <-chan struct{}) {
 	tick := time.NewTicker(t.cfg.PingInterval)
 	defer tick.Stop()
+	delay := time.NewTimer(ackDelay)
+	delay.Stop()
+	var buf []byte
 	for {
 		select {
 		case <-stop:
 			return
+		case <-in.ackSoon:
+			delay.Reset(ackDelay)
+			continue
+		case <-in.ackNow:
+		case <-delay.C:
 		case <-tick.C:
-			conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
-			if _, err := conn.Write(pingFrame); err != nil {
-				conn.Close()
-				return
-			}
 		}
+		// Disarm before reading the count: a frame delivered after the
+		// read arms the next ack.
+		in.armed.Store(false)
+		buf = appendAck(buf[:0], p.recvNext.Load())
+		conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
+		if _, err := conn.Write(buf); err != nil {
+			conn.Close()
+			return
+		}
+	}
+}
+
+// signal wakes the receiver of ch (capacity 1), if it is not already due
+// to wake.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -420,7 +483,7 @@ func (t *TCP) deliverToSelf() {
 			t.handler(t.cfg.Self, bytes.Clone(payload))
 			b = b[size:]
 		}
-		q.written(n, len(batch))
+		q.written(batch, n)
 		spare = recycle(batch)
 	}
 }
