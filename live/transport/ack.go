@@ -24,13 +24,15 @@ import (
 // next: cumulative, as TCP's are. It acknowledges a batch of frames
 // (everything read before its reader waits on the socket again) ackDelay
 // after the batch, so that request-response traffic does not answer every
-// frame with an ack segment (the delayed ACK of RFC 1122, 4.2.3.2), at
-// once when the dialer asks with a ping, and with every keepalive. The
-// dialer asks when half its bound is taken by frames not acknowledged, so
-// that the window never closes while acknowledgements are delayed.
+// frame with an ack segment (the delayed ACK of RFC 1122, 4.2.3.2); at
+// the end of the batch when many frames or bytes have come since the last
+// (as TCP acknowledges every second full segment), or when the dialer asks
+// with a ping; and with every keepalive. The dialer asks when half its
+// QueueBytes is taken by frames not acknowledged, so that the window never
+// closes while acknowledgements are delayed.
 //
 // Resending. The sender keeps each frame from the moment it is written
-// until it is acknowledged (sendQueue.unacked, within the queue's bound).
+// until it is acknowledged (sendQueue.unacked, within QueueBytes).
 // A new connection starts, after the handshake, with an ack: the acceptor
 // sends it only once the reader of the connection it replaces has stopped,
 // so it says exactly which frames were delivered. The dialer drops those
@@ -47,8 +49,14 @@ import (
 // frames from 0 again.
 
 // ackDelay is how long after a batch of frames the acceptor acknowledges
-// it, unless asked sooner.
-const ackDelay = 10 * time.Millisecond
+// it, unless asked sooner, or unless the frames not acknowledged reach
+// ackFrames or ackBytes: then it acknowledges at the end of the batch, so
+// that a fast stream's window keeps opening.
+const (
+	ackDelay  = 10 * time.Millisecond
+	ackFrames = 128
+	ackBytes  = 64 << 10
+)
 
 // appendAck appends an ack frame carrying next to dst.
 func appendAck(dst []byte, next uint64) []byte {
@@ -82,6 +90,7 @@ func newIncarnation() uint64 {
 // ack drops the frames the member has acknowledged: those numbered below
 // next. An acknowledgement of frames not sent is an error.
 func (q *sendQueue) ack(next uint64) error {
+	q.acks.Add(1)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.asked = false
@@ -92,18 +101,30 @@ func (q *sendQueue) ack(next uint64) error {
 	return nil
 }
 
+// unackedBytes is the size of the frames not acknowledged. mu is held.
+func (q *sendQueue) unackedBytes() int { return len(q.unacked) - q.acked }
+
 // dropUnacked drops the first k unacknowledged frames. mu is held.
 func (q *sendQueue) dropUnacked(k int) {
-	off := 0
 	for range k {
-		size, _ := splitFrame(q.unacked[off:])
-		off += size
+		size, _ := splitFrame(q.unacked[q.acked:])
+		q.acked += size
 	}
-	q.unacked = q.unacked[off:]
 	q.nUnacked -= k
 	q.base += uint64(k)
-	if q.nUnacked == 0 {
-		q.unacked = recycle(q.unacked)
+	// The buffer is reused rather than outgrown: emptied when everything
+	// is acknowledged, and what remains moved to its front once at least
+	// half of it is acknowledged (so at most one byte is copied per byte
+	// acknowledged).
+	switch {
+	case q.nUnacked == 0:
+		q.unacked, q.acked = q.unacked[:0], 0
+		if cap(q.unacked) > q.maxBytes {
+			q.unacked = nil
+		}
+	case q.acked >= q.unackedBytes():
+		n := copy(q.unacked, q.unacked[q.acked:])
+		q.unacked, q.acked = q.unacked[:n], 0
 	}
 }
 
@@ -120,7 +141,7 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
 	q.asked = false
 	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
 		dropped = q.nUnacked
-		q.unacked, q.nUnacked = recycle(q.unacked), 0
+		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
 		q.peerInc, q.base = inc, next
 		q.droppedRestart.Add(uint64(dropped))
 	} else {
@@ -128,10 +149,10 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
 	}
 	resent = q.nUnacked
 	if resent > 0 {
-		p := make([]byte, 0, len(q.unacked)+len(q.pending))
-		q.pending = append(append(p, q.unacked...), q.pending...)
+		p := make([]byte, 0, q.unackedBytes()+len(q.pending))
+		q.pending = append(append(p, q.unacked[q.acked:]...), q.pending...)
 		q.nPending += resent
-		q.unacked, q.nUnacked = recycle(q.unacked), 0
+		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
 		q.resent.Add(uint64(resent))
 	}
 	return resent, dropped

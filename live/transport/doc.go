@@ -37,9 +37,9 @@
 // the receiver acknowledges it, and the new connection starts where the
 // receiver's delivery stopped: what the receiver lacks, including frames
 // lost in the failed connection's kernel buffers, is written again, and
-// what it already has is not. The frames kept count against QueueLen and
-// QueueBytes, so the bound still caps the memory a member can cost its
-// senders (PeerStats.Unacked; Resent counts the frames written again).
+// what it already has is not. The frames kept count against QueueBytes,
+// so the bound still caps the memory a member can cost its senders
+// (PeerStats.Unacked; Resent counts the frames written again).
 // See ack.go for the protocol.
 //
 // What is lost is what a process takes with it. A member that crashes

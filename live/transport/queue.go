@@ -33,12 +33,15 @@ import (
 //
 // Keeping what was sent. A member's queue (keep set) moves frames, as they
 // are taken to be written, to unacked, where they stay until the member
-// acknowledges them, and still count against the bound: the bound covers
-// what the member has not confirmed, as a TCP send buffer does. When a
-// connection fails, what is unacknowledged is written again on the next
-// one, from where the member says it stopped (ack.go). They enter unacked
-// before the write, since the member may acknowledge them before the
-// write returns.
+// acknowledges them. They count against the bound in bytes, which thus
+// covers all the memory the queue holds, as a TCP send buffer does; the
+// bound in frames is on those not yet written, as before, so that the
+// window (what may be in flight) is as large as the bytes allow: on
+// loopback, 4096 small frames in flight are not enough to keep a stream
+// going. When a connection fails, what is unacknowledged is written again
+// on the next one, from where the member says it stopped (ack.go). Frames
+// enter unacked before the write, since the member may acknowledge them
+// before the write returns.
 type sendQueue struct {
 	maxFrames, maxBytes int
 	wake                chan struct{} // capacity 1; signalled when a parked writer has work
@@ -61,7 +64,8 @@ type sendQueue struct {
 	resumeN   int             // how many frames resume holds
 
 	keep     bool
-	unacked  []byte // frames taken to be written and not acknowledged, oldest first
+	unacked  []byte // from acked on: frames taken to be written and not acknowledged, oldest first
+	acked    int    // bytes at the head of unacked acknowledged, kept until compacted
 	nUnacked int
 	base     uint64 // the number of the first frame of unacked (or of pending, if unacked is empty)
 	peerInc  uint64 // the member's incarnation, 0 before the first connection
@@ -70,6 +74,7 @@ type sendQueue struct {
 	backpressured            atomic.Uint64
 	sent, sentBytes, nWrites atomic.Uint64
 	resent, droppedRestart   atomic.Uint64
+	acks                     atomic.Uint64 // ack frames received
 	// Direct writes that the socket took whole, in part, or not at all.
 	directWhole, directPart, directNone atomic.Uint64
 }
@@ -104,14 +109,13 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 	}
 	queued := q.nPending + q.nHeld
 	if q.raw != nil && queued == 0 && q.resume == nil && !q.writing && bytes <= directMax && time.Since(q.lastWrite) >= directGap &&
-		q.nUnacked+k <= q.maxFrames && len(q.unacked)+size <= q.maxBytes {
+		k <= q.maxFrames && q.unackedBytes()+size <= q.maxBytes {
 		q.writeDirect(payloads) // unlocks
 		return nil
 	}
 	// One frame may exceed the byte bound if it is alone (it is at most
 	// MaxFrame, which the bound allows for).
-	n := queued + q.nUnacked
-	if n+k > q.maxFrames || (n > 0 || k > 1) && len(q.pending)+q.heldBytes+len(q.unacked)+size > q.maxBytes {
+	if queued+k > q.maxFrames || (queued > 0 || k > 1 || q.nUnacked > 0) && len(q.pending)+q.heldBytes+q.unackedBytes()+size > q.maxBytes {
 		q.mu.Unlock()
 		q.backpressured.Add(1)
 		return ErrBackpressure
@@ -285,8 +289,8 @@ func (q *sendQueue) acquireIdle(d time.Duration) bool {
 }
 
 // acquireAsk gives the writer the connection to ask the member for an
-// acknowledgement (with a ping), if half the bound is taken by frames not
-// acknowledged and none has been asked for since the last came.
+// acknowledgement (with a ping), if half the bound in bytes is taken by
+// frames not acknowledged and none has been asked for since the last came.
 func (q *sendQueue) acquireAsk() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -299,7 +303,7 @@ func (q *sendQueue) acquireAsk() bool {
 
 // wantAck reports whether to ask for an acknowledgement. mu is held.
 func (q *sendQueue) wantAck() bool {
-	return q.keep && !q.asked && q.nUnacked > 0 && (2*q.nUnacked >= q.maxFrames || 2*len(q.unacked) >= q.maxBytes)
+	return q.keep && !q.asked && q.nUnacked > 0 && 2*q.unackedBytes() >= q.maxBytes
 }
 
 // park arranges for the next push (or the end of a direct write that leaves
@@ -373,7 +377,7 @@ func (q *sendQueue) discard() int {
 	defer q.mu.Unlock()
 	n := q.nPending + q.nHeld + q.nUnacked
 	q.pending, q.nPending, q.nHeld, q.heldBytes, q.resume = nil, 0, 0, 0, nil
-	q.unacked, q.nUnacked = nil, 0
+	q.unacked, q.acked, q.nUnacked = nil, 0, 0
 	return n
 }
 

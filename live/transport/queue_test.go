@@ -63,8 +63,8 @@ func TestQueueDirectWriteRefused(t *testing.T) {
 	if err := q.ack(3); err == nil {
 		t.Error("an ack of a frame not sent was accepted")
 	}
-	if err := q.ack(2); err != nil || q.nUnacked != 0 || len(q.unacked) != 0 || q.base != 2 {
-		t.Errorf("ack(2): %v; unacked %d frames, %d bytes, base %d", err, q.nUnacked, len(q.unacked), q.base)
+	if err := q.ack(2); err != nil || q.nUnacked != 0 || q.unackedBytes() != 0 || q.base != 2 {
+		t.Errorf("ack(2): %v; unacked %d frames, %d bytes, base %d", err, q.nUnacked, q.unackedBytes(), q.base)
 	}
 }
 
@@ -174,34 +174,42 @@ func TestQueueBounds(t *testing.T) {
 	}
 }
 
-// Frames written and not acknowledged count against the bound.
+// Frames written and not acknowledged count against the bound in bytes;
+// the bound in frames is on those not yet written.
 func TestQueueBoundsCountUnacked(t *testing.T) {
 	q := newSendQueue(3, 100, true)
-	for range 3 {
-		if err := q.push(make([]byte, 10)); err != nil {
+	for range 2 {
+		if err := q.push(make([]byte, 40)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	batch, n, _ := q.take(nil)
-	q.written(batch, n)
+	q.written(batch, n) // 82 bytes unacknowledged
+	if err := q.push(make([]byte, 20)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("82 bytes unacknowledged, 21 more, bound 100: %v, want ErrBackpressure", err)
+	}
+	for range 3 {
+		if err := q.push(nil); err != nil {
+			t.Fatalf("three empty frames: %v", err)
+		}
+	}
 	if err := q.push(nil); !errors.Is(err, ErrBackpressure) {
-		t.Fatalf("3 frames unacknowledged, bound 3: %v, want ErrBackpressure", err)
+		t.Fatalf("a fourth frame queued, bound 3: %v, want ErrBackpressure", err)
 	}
 	if !q.acquireAsk() {
-		t.Fatal("the window is full and no ack was asked for")
+		t.Fatal("half the bytes are unacknowledged and no ack was asked for")
 	}
 	q.pinged()
 	if q.acquireAsk() {
 		t.Fatal("asked for an ack twice")
 	}
-	if err := q.ack(2); err != nil {
+	if err := q.ack(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.push(make([]byte, 60)); err != nil {
-		t.Fatalf("after an ack of 2: %v", err)
-	}
-	if err := q.push(make([]byte, 30)); !errors.Is(err, ErrBackpressure) {
-		t.Fatalf("beyond the byte bound with one frame unacknowledged: %v, want ErrBackpressure", err)
+	batch, n, _ = q.take(nil)
+	q.written(batch, n)
+	if err := q.push(make([]byte, 20)); err != nil {
+		t.Fatalf("after an ack of one 40-byte frame: %v", err)
 	}
 }
 

@@ -357,13 +357,12 @@ func TestResendRandomCuts(t *testing.T) {
 // the new process, nor do they keep the sender's queue full: they are
 // dropped and counted, and the stream to the new process flows.
 func TestReceiverRestartDropsStaleFrames(t *testing.T) {
-	const queueLen = 64
 	lnA, lnB := listen(t), listen(t)
 	addrB := lnB.Addr().String()
 	toB := newCutProxy(t, addrB)
 	logger := testLogger(t)
 	cfgA := fastConfig(0, lnA, map[proc.ID]string{1: toB.addr()}, logger)
-	cfgA.QueueLen = queueLen
+	cfgA.MaxFrame, cfgA.QueueBytes = 64, 2048 // some hundred frames in flight
 	a, err := NewTCP(cfgA)
 	if err != nil {
 		t.Fatal(err)
@@ -383,19 +382,20 @@ func TestReceiverRestartDropsStaleFrames(t *testing.T) {
 	var first sync.Once
 	b1.Start(func(proc.ID, []byte) { first.Do(func() { <-release }) })
 	old := func(seq uint64) []byte { p := seqPayload(seq, 16); p[8] = 'O'; return p }
-	var accepted uint64
-	for ; accepted < queueLen; accepted++ {
-		if err := a.Send(1, old(accepted)); err != nil {
-			t.Fatalf("send %d: %v", accepted, err)
+	var sent uint64
+	for ; ; sent++ {
+		if err := a.Send(1, old(sent)); errors.Is(err, ErrBackpressure) {
+			break
+		} else if err != nil {
+			t.Fatalf("send %d: %v", sent, err)
 		}
+		// Let the writer take each frame, so that all are written.
+		waitUntil(t, 5*time.Second, "the frame written", func() bool { return a.Stats().Peers[1].Queued == 0 })
 	}
 	waitUntil(t, 5*time.Second, "every frame written, none acknowledged", func() bool {
 		s := a.Stats().Peers[1]
-		return s.Queued == 0 && s.Unacked == queueLen
+		return s.Queued == 0 && s.Unacked == int(sent)
 	})
-	if err := a.Send(1, old(accepted)); !errors.Is(err, ErrBackpressure) {
-		t.Fatalf("Send with %d frames unacknowledged, QueueLen %d: %v, want ErrBackpressure", queueLen, queueLen, err)
-	}
 
 	// The member dies: the network to it first, then the process.
 	toB.setRefuse(true)
@@ -430,7 +430,7 @@ func TestReceiverRestartDropsStaleFrames(t *testing.T) {
 		t.Errorf("the new incarnation got %d frames sent to the old one", k)
 	}
 	s := a.Stats().Peers[1]
-	if s.DroppedRestart != queueLen || s.Resent != 0 {
-		t.Errorf("stats %+v: want %d dropped for the restart, none resent", s, queueLen)
+	if s.DroppedRestart != sent || s.Resent != 0 {
+		t.Errorf("stats %+v: want %d dropped for the restart, none resent", s, sent)
 	}
 }

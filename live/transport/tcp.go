@@ -54,10 +54,13 @@ type inbound struct {
 	conn net.Conn
 	done chan struct{} // closed when its reader has stopped calling the handler
 
-	// The reader asks the acknowledging goroutine (ackLoop) for an ack
-	// now (the dialer asked), or soon (frames were delivered).
-	ackNow, ackSoon chan struct{}
-	armed           atomic.Bool // an ack is due: ackSoon need not be signalled
+	// Acks are written by the reader when they are due at once, and by
+	// ackLoop when they are due soon (the reader signals ackSoon) and
+	// every PingInterval. wmu orders their writes.
+	ackSoon chan struct{}
+	armed   atomic.Bool // an ack is due: ackSoon need not be signalled
+	wmu     sync.Mutex
+	ackBuf  []byte
 }
 
 // NewTCP validates cfg and listens; Start begins dialing and accepting.
@@ -325,7 +328,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	// the older's reader has stopped, so the handler sees the member's
 	// frames in order, and the ack that tells the dialer where to resume
 	// counts every frame the older delivered.
-	in := &inbound{conn: conn, done: make(chan struct{}), ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1)}
+	in := &inbound{conn: conn, done: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
 	t.mu.Lock()
 	old := t.inbound[from]
 	t.inbound[from] = in
@@ -358,15 +361,13 @@ func (t *TCP) serveInbound(raw net.Conn) {
 
 	stop := make(chan struct{})
 	var acker sync.WaitGroup
-	acker.Go(func() { t.ackLoop(conn, p, in, stop) })
+	acker.Go(func() { t.ackLoop(p, in, stop) })
 	err = t.readFrames(fr, p, in)
 	close(stop)
 	if err == io.EOF {
 		// The dialer has finished sending (Close): a last ack tells it
 		// that everything arrived.
-		acker.Wait()
-		conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
-		conn.Write(appendAck(nil, p.recvNext.Load()))
+		t.writeAck(in, p)
 	}
 	conn.Close()
 	acker.Wait()
@@ -385,11 +386,12 @@ func (t *TCP) serveInbound(raw net.Conn) {
 }
 
 // readFrames delivers the data frames from p until the connection fails,
-// and has them acknowledged (ack.go): at the end of each batch (when the
-// reader is about to wait on the socket), at once if the dialer asked with
-// a ping, else soon.
+// and has them acknowledged (ack.go) at the end of each batch (when the
+// reader is about to wait on the socket): at once if the dialer asked with
+// a ping or many have arrived since the last ack, else soon.
 func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 	delivered, asked := false, false
+	frames, bytes := 0, 0 // since the last ack asked for at once
 	for {
 		kind, payload, err := fr.next()
 		if err != nil {
@@ -402,6 +404,8 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 			t.handler(p.id, payload)
 			p.recvNext.Add(1)
 			delivered = true
+			frames++
+			bytes += len(payload)
 		case kindPing:
 			asked = true
 		case kindMembers:
@@ -413,8 +417,14 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 			continue
 		}
 		switch {
-		case asked:
-			signal(in.ackNow)
+		case asked || frames >= ackFrames || bytes >= ackBytes:
+			// Written here rather than by ackLoop: waking a goroutine
+			// would delay the ack, and a sender whose window is full
+			// waits for it.
+			if err := t.writeAck(in, p); err != nil {
+				return err
+			}
+			frames, bytes = 0, 0
 		case delivered && !in.armed.Load() && in.armed.CompareAndSwap(false, true):
 			signal(in.ackSoon)
 		}
@@ -422,15 +432,13 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 	}
 }
 
-// ackLoop writes what goes back on an accepted connection: acks, when the
-// reader asks for them and every PingInterval, so that the dialer also
-// notices if this node goes away.
-func (t *TCP) ackLoop(conn net.Conn, p *peer, in *inbound, stop <-chan struct{}) {
+// ackLoop writes the acks that are due soon, and one every PingInterval,
+// so that the dialer also notices if this node goes away.
+func (t *TCP) ackLoop(p *peer, in *inbound, stop <-chan struct{}) {
 	tick := time.NewTicker(t.cfg.PingInterval)
 	defer tick.Stop()
 	delay := time.NewTimer(ackDelay)
 	delay.Stop()
-	var buf []byte
 	for {
 		select {
 		case <-stop:
@@ -438,20 +446,27 @@ func (t *TCP) ackLoop(conn net.Conn, p *peer, in *inbound, stop <-chan struct{})
 		case <-in.ackSoon:
 			delay.Reset(ackDelay)
 			continue
-		case <-in.ackNow:
 		case <-delay.C:
 		case <-tick.C:
 		}
-		// Disarm before reading the count: a frame delivered after the
-		// read arms the next ack.
-		in.armed.Store(false)
-		buf = appendAck(buf[:0], p.recvNext.Load())
-		conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
-		if _, err := conn.Write(buf); err != nil {
-			conn.Close()
+		if t.writeAck(in, p) != nil {
+			in.conn.Close()
 			return
 		}
 	}
+}
+
+// writeAck acknowledges every frame from p delivered so far.
+func (t *TCP) writeAck(in *inbound, p *peer) error {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	// Disarm before reading the count: a frame delivered after the read
+	// arms the next ack.
+	in.armed.Store(false)
+	in.ackBuf = appendAck(in.ackBuf[:0], p.recvNext.Load())
+	in.conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
+	_, err := in.conn.Write(in.ackBuf)
+	return err
 }
 
 // signal wakes the receiver of ch (capacity 1), if it is not already due

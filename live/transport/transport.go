@@ -24,11 +24,11 @@ type Transport interface {
 	Start(handler Handler) error
 
 	// Send queues a copy of payload for member to and returns at once; it
-	// never blocks. If to's queue is full (QueueLen frames or QueueBytes
-	// bytes that to has not yet acknowledged, or InProc delivered) it
-	// returns ErrBackpressure and the caller decides whether to drop or
-	// retry later: a slow or unreachable member can never make this node
-	// run out of memory.
+	// never blocks. If to's queue is full (QueueLen frames not yet handed
+	// to the connection, or QueueBytes bytes not yet acknowledged by to;
+	// InProc: not yet delivered) it returns ErrBackpressure and the caller
+	// decides whether to drop or retry later: a slow or unreachable member
+	// can never make this node run out of memory.
 	// Sending to Self is allowed and is delivered to this node's own
 	// handler. Send is safe for concurrent use; payloads sent from one
 	// goroutine are delivered in order.
@@ -81,12 +81,12 @@ type PeerStats struct {
 	// authenticated (InProc: the member's endpoint is started and open).
 	Connected bool
 	// Queued: frames accepted by Send and not yet handed to the connection
-	// (InProc: not yet delivered).
+	// (InProc: not yet delivered). Never more than QueueLen.
 	Queued int
 	// Unacked: frames handed to the connection that the member has not
 	// acknowledged yet; they are written again on the next connection if
-	// this one fails. Queued+Unacked is never more than QueueLen. (TCP
-	// only.)
+	// this one fails. The bytes of the frames queued and unacknowledged
+	// are never more than QueueBytes. (TCP only.)
 	Unacked int
 	// Sent and SentBytes: frames handed to the connection (to the kernel),
 	// frames written again after a reconnection included.
