@@ -61,6 +61,9 @@ type inbound struct {
 	armed   atomic.Bool // an ack is due: ackSoon need not be signalled
 	wmu     sync.Mutex
 	ackBuf  []byte
+	// What the last ack acknowledged: frames, and the member's received
+	// bytes then.
+	ackedFrames, ackedBytes atomic.Uint64
 }
 
 // NewTCP validates cfg and listens; Start begins dialing and accepting.
@@ -352,7 +355,10 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		p.recvInc = inc
 		p.recvNext.Store(0)
 	}
-	if _, err := conn.Write(appendAck(appendMembers(nil, t.table()), p.recvNext.Load())); err != nil {
+	next := p.recvNext.Load()
+	in.ackedFrames.Store(next)
+	in.ackedBytes.Store(p.receivedBytes.Load())
+	if _, err := conn.Write(appendAck(appendMembers(nil, t.table()), next)); err != nil {
 		return
 	}
 	raw.SetDeadline(time.Time{})
@@ -391,7 +397,6 @@ func (t *TCP) serveInbound(raw net.Conn) {
 // a ping or many have arrived since the last ack, else soon.
 func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 	delivered, asked := false, false
-	frames, bytes := 0, 0 // since the last ack asked for at once
 	for {
 		kind, payload, err := fr.next()
 		if err != nil {
@@ -404,8 +409,6 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 			t.handler(p.id, payload)
 			p.recvNext.Add(1)
 			delivered = true
-			frames++
-			bytes += len(payload)
 		case kindPing:
 			asked = true
 		case kindMembers:
@@ -417,14 +420,13 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 			continue
 		}
 		switch {
-		case asked || frames >= ackFrames || bytes >= ackBytes:
+		case asked || p.recvNext.Load()-in.ackedFrames.Load() >= ackFrames || p.receivedBytes.Load()-in.ackedBytes.Load() >= ackBytes:
 			// Written here rather than by ackLoop: waking a goroutine
 			// would delay the ack, and a sender whose window is full
 			// waits for it.
 			if err := t.writeAck(in, p); err != nil {
 				return err
 			}
-			frames, bytes = 0, 0
 		case delivered && !in.armed.Load() && in.armed.CompareAndSwap(false, true):
 			signal(in.ackSoon)
 		}
@@ -463,7 +465,10 @@ func (t *TCP) writeAck(in *inbound, p *peer) error {
 	// Disarm before reading the count: a frame delivered after the read
 	// arms the next ack.
 	in.armed.Store(false)
-	in.ackBuf = appendAck(in.ackBuf[:0], p.recvNext.Load())
+	next := p.recvNext.Load()
+	in.ackedFrames.Store(next)
+	in.ackedBytes.Store(p.receivedBytes.Load())
+	in.ackBuf = appendAck(in.ackBuf[:0], next)
 	in.conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
 	_, err := in.conn.Write(in.ackBuf)
 	return err
