@@ -435,3 +435,41 @@ func TestReceiverRestartDropsStaleFrames(t *testing.T) {
 		t.Errorf("stats %+v: want %d dropped for the restart, none resent", s, sent)
 	}
 }
+
+// TestAcksAreDelayed: request-response traffic is acknowledged a batch at
+// a time (ackFrames, ackDelay), not frame by frame, so the acks do not
+// double the segments of an exchange.
+func TestAcksAreDelayed(t *testing.T) {
+	const rounds = 2000
+	trs := newTCPCluster(t, 2, nil)
+	a, b := trs[0], trs[1]
+	pong := make(chan struct{}, 1)
+	a.Start(func(proc.ID, []byte) { pong <- struct{}{} })
+	b.Start(func(from proc.ID, p []byte) { b.Send(from, p) })
+	waitUntil(t, 5*time.Second, "both connected", func() bool {
+		return a.Stats().Peers[1].Connected && b.Stats().Peers[0].Connected
+	})
+	q := a.peer(1).q
+	before := q.acks.Load()
+	start := time.Now()
+	for i := range rounds {
+		if err := a.Send(1, seqPayload(uint64(i), 32)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-pong:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: no answer", i)
+		}
+	}
+	elapsed := time.Since(start)
+	acks := q.acks.Load() - before
+	// At most one ack per ackFrames frames, one per ackDelay, and one per
+	// keepalive (PingInterval, 100 ms here), with some slack for timers.
+	most := rounds/ackFrames + 2*int(elapsed/ackDelay) + 2*int(elapsed/(100*time.Millisecond)) + 4
+	t.Logf("%d round trips in %v: %d acks (at most %d allowed)", rounds, elapsed, acks, most)
+	if acks > uint64(most) || acks > rounds/4 {
+		t.Errorf("%d acks for %d frames in %v: not delayed", acks, rounds, elapsed)
+	}
+	waitUntil(t, 5*time.Second, "everything acknowledged", func() bool { return a.Stats().Peers[1].Unacked == 0 })
+}
