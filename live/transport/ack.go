@@ -44,9 +44,9 @@ import (
 // Restarts. If the acceptor's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
 // (PeerStats.DroppedRestart), and the link starts again from what the new
-// process says (0). Frames never written are sent to the new process, as
-// before. If the dialer's incarnation has changed, the acceptor counts its
-// frames from 0 again.
+// process says (0). Frames never written go to the new process. If the
+// dialer's incarnation has changed, the acceptor counts its frames from 0
+// again.
 
 // ackDelay is how long after a batch of frames the acceptor acknowledges
 // it, unless asked sooner, or unless the frames not acknowledged reach
