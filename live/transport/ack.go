@@ -27,7 +27,9 @@ import (
 // frame with an ack segment (the delayed ACK of RFC 1122, 4.2.3.2); at
 // the end of the batch when many frames or bytes have come since the last
 // (as TCP acknowledges every second full segment), or when the dialer asks
-// with a ping; and with every keepalive. The dialer asks when half its
+// with a ping; within a batch when eight times as many have (a stream the
+// reader never catches up with has no end of batch); and with every
+// keepalive. The dialer asks when half its
 // QueueBytes is taken by frames not acknowledged, so that the window never
 // closes while acknowledgements are delayed.
 //

@@ -242,8 +242,27 @@ func waitProgress(timeout time.Duration, cond func() bool) bool {
 // exactly once, in order, whole. Without acknowledgements and resending,
 // the frames in flight at each cut are lost.
 func TestResendAcrossCuts(t *testing.T) {
-	const n, cuts = 60_000, 25
-	a, b, toB, _ := proxiedPair(t, nil)
+	t.Run("secret", func(t *testing.T) { testResendAcrossCuts(t, 60_000, nil) })
+	// TLS: no direct writes, and the frames lost include those in the
+	// TLS records cut short.
+	t.Run("tls", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := GenerateCerts(dir, 2); err != nil {
+			t.Fatal(err)
+		}
+		testResendAcrossCuts(t, 20_000, func(c *Config) {
+			cfg, err := LoadTLS(dir, c.Self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Secret, c.TLS = nil, cfg
+		})
+	})
+}
+
+func testResendAcrossCuts(t *testing.T, n uint64, edit func(*Config)) {
+	const cuts = 25
+	a, b, toB, _ := proxiedPair(t, edit)
 	size := func(seq uint64) int { return 16 + int(seq%7)*40 }
 	v := newVerifier(size)
 	a.Start(func(proc.ID, []byte) {})

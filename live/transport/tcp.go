@@ -394,7 +394,8 @@ func (t *TCP) serveInbound(raw net.Conn) {
 // readFrames delivers the data frames from p until the connection fails,
 // and has them acknowledged (ack.go) at the end of each batch (when the
 // reader is about to wait on the socket): at once if the dialer asked with
-// a ping or many have arrived since the last ack, else soon.
+// a ping or many have arrived since the last ack, else soon; and within a
+// batch once very many have.
 func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 	delivered, asked := false, false
 	for {
@@ -416,11 +417,14 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 		case kindAck:
 			return errors.New("ack frame on an inbound connection")
 		}
-		if fr.br.Buffered() > 0 {
+		// Within a batch, only a long run of frames is acknowledged, so
+		// that a stream the reader never catches up with still opens
+		// its sender's window.
+		if fr.br.Buffered() > 0 && !ackDue(p, in, 8) {
 			continue
 		}
 		switch {
-		case asked || p.recvNext.Load()-in.ackedFrames.Load() >= ackFrames || p.receivedBytes.Load()-in.ackedBytes.Load() >= ackBytes:
+		case asked || ackDue(p, in, 1):
 			// Written here rather than by ackLoop: waking a goroutine
 			// would delay the ack, and a sender whose window is full
 			// waits for it.
@@ -432,6 +436,12 @@ func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
 		}
 		delivered, asked = false, false
 	}
+}
+
+// ackDue reports whether k times ackFrames frames, or k times ackBytes
+// bytes, have come from p since the last ack on in.
+func ackDue(p *peer, in *inbound, k uint64) bool {
+	return p.recvNext.Load()-in.ackedFrames.Load() >= k*ackFrames || p.receivedBytes.Load()-in.ackedBytes.Load() >= k*ackBytes
 }
 
 // ackLoop writes the acks that are due soon, and one every PingInterval,
