@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +195,42 @@ func checkTraces(t *testing.T, step string) {
 	t.Logf("%s: the checkers hold on %d recorded events", step, len(merged.Events))
 }
 
+// peerMetric reads the value of node ep's metric name for peer.
+func peerMetric(ep, name string, peer int) (float64, error) {
+	resp, err := api.Get("http://" + ep + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	prefix := fmt.Sprintf("%s{peer=\"%d\"} ", name, peer)
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s for peer %d", ep, name, peer)
+}
+
+// waitPeerMetric waits until node ep's metric name for peer satisfies ok.
+func waitPeerMetric(t *testing.T, ep, name string, peer int, ok func(float64) bool, timeout time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v, err := peerMetric(ep, name, peer)
+		if err == nil && ok(v) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %v until %s: %s = %v (%v)", timeout, what, name, v, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the node's metrics
+	}
+}
+
 // waitHealthy waits, up to 60 s in all, until every node at eps answers
 // /v1/health (see healthy).
 func waitHealthy(t *testing.T, eps ...string) {
@@ -297,6 +335,46 @@ func TestDockerCluster(t *testing.T) {
 	}
 	lockRound(t, "after node4 is reconnected", eps)
 	checkTraces(t, "after the partition")
+
+	// Cut node4 off for longer than the transport's idle timeout (5 s),
+	// so that the connections to and from it are closed, with node0's
+	// Ricart-Agrawala request to node4 in the kernel buffer of the dead
+	// one. The transport keeps what node4 has not acknowledged and
+	// resends it on the next connection, so once node4 is back, the
+	// lock requested during the partition is granted.
+	run(t, time.Minute, nil, "docker", "network", "disconnect", net, container(4))
+	reconnects, err := peerMetric(eps[0], "cohort_peer_reconnects_total", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type acquired struct {
+		h   *lock.Held
+		err error
+	}
+	got := make(chan acquired, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		h, err := (&lock.Client{Endpoints: eps[:1], Token: apiToken}).Acquire(ctx, "long-partition", 10*time.Second)
+		got <- acquired{h, err}
+	}()
+	waitPeerMetric(t, eps[0], "cohort_peer_connected", 4, func(v float64) bool { return v == 0 }, 30*time.Second,
+		"node0's connection to node4 is closed by the idle timeout")
+	select {
+	case r := <-got:
+		t.Errorf("the lock was granted (or failed: %v) while node4 was cut off", r.err)
+	default:
+	}
+	run(t, time.Minute, nil, "docker", "network", "connect", "--alias", "node4", net, container(4))
+	waitPeerMetric(t, eps[0], "cohort_peer_reconnects_total", 4, func(v float64) bool { return v > reconnects }, 30*time.Second,
+		"node0 reconnects to node4")
+	if r := <-got; r.err != nil {
+		t.Errorf("after a partition longer than the idle timeout, the lock requested during it is stuck: %v", r.err)
+	} else {
+		r.h.Release(context.Background())
+	}
+	lockRound(t, "after a partition longer than the idle timeout", eps)
+	checkTraces(t, "after the long partition")
 
 	// Restart the whole cluster.
 	compose("restart", "-t", "10")

@@ -65,7 +65,8 @@ func (n *Node) WriteMetrics(w io.Writer) {
 }
 
 // writeTransportMetrics exports the transport's per-peer counters:
-// connection state, queue depth, traffic, backpressure, reconnects.
+// connection state, queue depth, traffic, backpressure, reconnects and
+// what they cost (frames resent, frames dropped for a restart).
 func (n *Node) writeTransportMetrics(w io.Writer) {
 	st := n.cfg.Transport.Stats()
 	peers := make([]int, 0, len(st.Peers))
@@ -89,7 +90,10 @@ func (n *Node) writeTransportMetrics(w io.Writer) {
 	gauge("cohort_peer_sent_bytes_total", "Bytes handed to the connection to the peer.", func(p transportPeer) float64 { return float64(p.SentBytes) }, "counter")
 	gauge("cohort_peer_received_bytes_total", "Bytes received from the peer.", func(p transportPeer) float64 { return float64(p.ReceivedBytes) }, "counter")
 	gauge("cohort_peer_backpressured_total", "Sends to the peer refused because its queue was full.", func(p transportPeer) float64 { return float64(p.Backpressured) }, "counter")
-	gauge("cohort_peer_reconnects_total", "Connections to the peer established after the first (frames in a dead connection may have been lost).", func(p transportPeer) float64 { return float64(p.Reconnects) }, "counter")
+	gauge("cohort_peer_unacked", "Frames handed to the connection to the peer and not yet acknowledged by it.", func(p transportPeer) float64 { return float64(p.Unacked) }, "gauge")
+	gauge("cohort_peer_reconnects_total", "Connections to the peer established after the first.", func(p transportPeer) float64 { return float64(p.Reconnects) }, "counter")
+	gauge("cohort_peer_resent_total", "Frames written again on a new connection to the peer because it had not acknowledged them.", func(p transportPeer) float64 { return float64(p.Resent) }, "counter")
+	gauge("cohort_peer_dropped_restart_total", "Frames sent to the peer and dropped unacknowledged because it restarted.", func(p transportPeer) float64 { return float64(p.DroppedRestart) }, "counter")
 	fmt.Fprintf(w, "# HELP cohort_handshakes_rejected_total Inbound connections closed during the handshake.\n# TYPE cohort_handshakes_rejected_total counter\ncohort_handshakes_rejected_total %d\n", st.Rejected)
 }
 

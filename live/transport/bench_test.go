@@ -116,6 +116,12 @@ func benchPingPong(b *testing.B, trs [2]Transport) {
 		}
 	}
 	run(10) // both connections are up
+	var acks func() uint64
+	if t, ok := a.(*TCP); ok {
+		acks = t.peer(1).q.acks.Load
+		before := acks()
+		defer func() { b.ReportMetric(float64(acks()-before)/float64(b.N), "acks/msg") }()
+	}
 	b.ResetTimer()
 	run(b.N)
 }
@@ -150,6 +156,7 @@ func BenchmarkThroughput(b *testing.B) {
 		st := trs[0].Stats().Peers[1]
 		b.ReportMetric(float64(st.SentBytes)/float64(st.Sent), "wire-B/msg")
 		b.ReportMetric(float64(st.Sent)/float64(trs[0].peer(1).q.nWrites.Load()), "msgs/write")
+		b.ReportMetric(float64(trs[0].peer(1).q.acks.Load())/float64(st.Sent), "acks/msg")
 	})
 	b.Run("inproc", func(b *testing.B) {
 		nw, err := NewInProc(2, InProcConfig{})

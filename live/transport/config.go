@@ -70,8 +70,11 @@ type Config struct {
 	// transport has not yet handed to the connection. 0 means
 	// DefaultQueueLen.
 	QueueLen int
-	// QueueBytes bounds the same queue in bytes. 0 means DefaultQueueBytes.
-	// It must be at least MaxFrame.
+	// QueueBytes bounds in bytes what Send accepts for one member and the
+	// member has not yet acknowledged: frames queued, and frames written
+	// and kept to be written again should the connection fail. It is thus
+	// also the most a sender has in flight (its window). 0 means
+	// DefaultQueueBytes. It must be at least MaxFrame.
 	QueueBytes int
 	// MaxFrame is the largest payload, in bytes, that may be sent or
 	// received; a peer announcing a longer frame is disconnected before the

@@ -27,23 +27,35 @@
 //
 // # What can be lost
 //
-// While a connection lives, delivery is reliable: TCP retransmits, and the
-// transport drops no frame it has accepted (Close aside: what it cannot
-// flush in time is dropped and counted). When a connection fails
-// (the member crashed or restarted, the network broke, pings stopped), the
-// sender redials with exponential backoff and jitter, and everything still
-// queued, including frames of a write cut short, is sent on the new
-// connection. Frames already handed to the kernel on the failed connection
-// may have been lost with it: the transport cannot tell which, and does not
-// resend them (that would risk duplicates). Sends made while a member is
-// unreachable queue up to the bound, then fail with ErrBackpressure.
+// Nothing, while both processes live: a link (a pair of processes, each in
+// one incarnation) loses and duplicates no payload, however often its
+// connections fail, as TCP loses and duplicates nothing within one
+// connection. When a connection fails (the network broke, pings stopped,
+// a partition outlasted IdleTimeout), the sender redials with exponential
+// backoff and jitter; meanwhile Sends queue up to the bound, then fail
+// with ErrBackpressure. The sender keeps every frame it has written until
+// the receiver acknowledges it, and the new connection starts where the
+// receiver's delivery stopped: what the receiver lacks, including frames
+// lost in the failed connection's kernel buffers, is written again, and
+// what it already has is not. The frames kept count against QueueBytes,
+// so the bound still caps the memory a member can cost its senders
+// (PeerStats.Unacked; Resent counts the frames written again).
+// See ack.go for the protocol.
 //
-// The algorithms Cohort runs mostly assume reliable FIFO channels. A host
-// should therefore treat a reconnection (PeerStats.Reconnects growing) as a
-// possible loss of messages on that channel — the fault the simulator calls
-// a message drop — and report it with the run, rather than assume the
-// channel stayed reliable. InProc loses nothing unless the destination
-// endpoint is closed.
+// What is lost is what a process takes with it. A member that crashes
+// loses what it had received and not yet handled, and what it had queued
+// to send. When a member restarts, its senders drop the frames they had
+// sent to the previous process and it had not acknowledged
+// (PeerStats.DroppedRestart): they may have reached it or not, and the
+// new process starts afresh. Frames queued and never written are sent to
+// the new process. Close flushes for at most CloseTimeout; what it has not
+// seen acknowledged by then is dropped and counted (PeerStats.Dropped).
+// InProc loses nothing unless the destination endpoint is closed.
+//
+// The algorithms Cohort runs assume reliable FIFO channels between live
+// processes, and recover from crashes and restarts by their own means;
+// that is what the transport provides. A host may treat a growing DroppedRestart as the
+// message losses that come with a restart, and report them with the run.
 //
 // # Connections
 //
@@ -51,13 +63,21 @@
 // frames only on it; what it receives arrives on the connections the others
 // dialed. Each direction is thus one TCP stream, FIFO by construction, and
 // the two members need not agree on who dials. If a member dials again
-// (after a restart), its new connection replaces the old one, which is
-// closed; frames from the new one reach the handler only after the old
-// one's reader has stopped.
+// (after a failure or a restart), its new connection replaces the old one,
+// which is closed; frames from the new one reach the handler only after the
+// old one's reader has stopped. Only then does the acceptor tell the dialer
+// how many of its frames it has delivered, and the dialer resumes from
+// there. On the way back, a connection carries the acceptor's
+// acknowledgements, cumulative and delayed a little (as TCP's), so that
+// request–response traffic does not double its segments; they double as
+// the acceptor's pings.
 //
 // A connection starts with a handshake (see handshake.go for the messages):
 // the dialer sends a hello naming the protocol version, the authentication
-// mode, its ID, the ID it means to reach and a nonce. With a shared Secret,
+// mode, its ID, the ID it means to reach, its incarnation and a nonce; the
+// acceptor's welcome names its incarnation. A process draws its
+// incarnation at random when its transport is created, so a restarted
+// member is told apart from a reconnected one. With a shared Secret,
 // each side then proves it knows the secret with an HMAC-SHA256 over the
 // hello (both IDs, the dialer's nonce) and a fresh nonce of the acceptor,
 // so a recorded handshake cannot be replayed and neither side can be
@@ -74,15 +94,17 @@
 // sent reaches the handler.
 //
 // After the handshake a connection carries frames: a varint header
-// (length<<2 | kind) and the payload. A 32-byte payload costs 34 bytes. A
+// (length<<2 | kind) and the payload. A 32-byte payload costs 34 bytes:
+// frames are numbered by their place in the stream, not on the wire. A
 // frame announcing more than MaxFrame bytes closes the connection before
 // its body is read; so does a frame cut short by the end of the
-// connection, or an unknown kind. Every frame must arrive whole within
-// IdleTimeout of the reader starting to wait for it, so a silent peer, or
-// one that trickles bytes, is disconnected. The dialer pings when it has
-// written nothing for about PingInterval, the acceptor every PingInterval,
-// so a quiet but healthy connection stays up and a dead one is noticed from
-// either end.
+// connection, a malformed ping or ack, or an ack of frames never sent.
+// Every frame must arrive whole within IdleTimeout of the reader starting
+// to wait for it, so a silent peer, or one that trickles bytes, is
+// disconnected. The dialer pings when it has written nothing for about
+// PingInterval, the acceptor sends an ack every PingInterval, so a quiet
+// but healthy connection stays up and a dead one is noticed from either
+// end.
 //
 // # Writing
 //

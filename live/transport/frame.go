@@ -15,15 +15,19 @@ import (
 // unsigned varint len<<2 | kind, followed by len bytes of payload:
 //
 //	kind 0  data: the payload goes to the handler
-//	kind 1  ping: len is 0; keeps an idle connection alive
+//	kind 1  ping: len is 0; keeps an idle connection alive, and asks the
+//	        acceptor for an acknowledgement
 //	kind 2  members: (id, address) entries (members.go)
+//	kind 3  ack: a uvarint, the number of data frames of the link the
+//	        acceptor has delivered (ack.go); only acceptor to dialer
 //
-// Kind 3 is reserved. A 32-byte payload costs 34 bytes on the wire; a
-// ping, one byte.
+// A 32-byte payload costs 34 bytes on the wire; a ping, one byte; an ack,
+// two to twelve.
 const (
 	kindData    = 0
 	kindPing    = 1
 	kindMembers = 2
+	kindAck     = 3
 
 	maxHeaderLen = 5 // the varint of (MaxMaxFrame<<2 | 3) < 1<<32
 )
@@ -123,8 +127,10 @@ func (r *frameReader) next() (kind byte, payload []byte, err error) {
 			return 0, nil, fmt.Errorf("ping frame with %d bytes of payload", n)
 		}
 		return kindPing, nil, nil
-	default:
-		return 0, nil, fmt.Errorf("unknown frame kind %d", kind)
+	case kindAck:
+		if n == 0 || n > binary.MaxVarintLen64 {
+			return 0, nil, fmt.Errorf("ack frame with %d bytes of payload", n)
+		}
 	}
 	if !armed && r.br.Buffered() < int(n) {
 		if err := r.arm(); err != nil {

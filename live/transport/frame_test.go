@@ -77,7 +77,8 @@ func TestFrameReaderErrors(t *testing.T) {
 		{"varint-overflow", bytes.Repeat([]byte{0xff}, 11), "overflow"},
 		{"truncated-body", append(hdr(10, kindData), "12345"...), "truncated frame"},
 		{"truncated-header", []byte{0x80}, "truncated frame"},
-		{"unknown-kind", hdr(0, 3), "unknown frame kind 3"},
+		{"empty-ack", hdr(0, kindAck), "ack frame with 0 bytes of payload"},
+		{"long-ack", append(hdr(11, kindAck), bytes.Repeat([]byte{0x80}, 11)...), "ack frame with 11 bytes of payload"},
 		{"ping-with-payload", append(hdr(1, kindPing), 'x'), "ping frame with 1 bytes of payload"},
 	} {
 		_, _, err := readerOver(tc.wire, 100).next()
@@ -107,6 +108,8 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add(appendFrame(append([]byte(nil), pingFrame...), []byte("hello")))
 	f.Add(binary.AppendUvarint(nil, 1<<40))
 	f.Add([]byte{0x80, 0x80, 0x80})
+	f.Add(appendAck(appendAck(nil, 0), 1<<63))
+	f.Add(append(binary.AppendUvarint(nil, 3<<2|kindAck), 0x80, 0x80, 0x00))
 	f.Fuzz(func(t *testing.T, wire []byte) {
 		r := readerOver(wire, 64)
 		for range len(wire) + 1 {
@@ -114,10 +117,54 @@ func FuzzFrameReader(f *testing.F) {
 			if err != nil {
 				return
 			}
-			if len(p) > 64 || kind != kindData && kind != kindPing && kind != kindMembers {
+			if len(p) > 64 || kind > kindAck || kind == kindAck && (len(p) == 0 || len(p) > binary.MaxVarintLen64) {
 				t.Fatalf("kind %d, %d bytes", kind, len(p))
+			}
+			if kind == kindAck {
+				parseAck(p) // must not panic
 			}
 		}
 		t.Fatal("reader did not stop")
+	})
+}
+
+func TestAckRoundTrip(t *testing.T) {
+	for _, next := range []uint64{0, 1, 127, 128, 1 << 32, 1<<64 - 1} {
+		r := readerOver(appendAck(nil, next), 64)
+		kind, p, err := r.next()
+		if err != nil || kind != kindAck {
+			t.Fatalf("ack of %d: kind %d, %v", next, kind, err)
+		}
+		if got, err := parseAck(p); err != nil || got != next {
+			t.Errorf("ack of %d: parsed %d, %v", next, got, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {0x80}, {0x01, 0x02}, bytes.Repeat([]byte{0xff}, 10)} {
+		if _, err := parseAck(bad); err == nil {
+			t.Errorf("parseAck(%x): no error", bad)
+		}
+	}
+}
+
+// FuzzParseAck: whatever an ack frame carries, parseAck neither panics nor
+// accepts trailing bytes, and what it accepts encodes back to the same
+// number.
+func FuzzParseAck(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{0x80, 0x01})
+	f.Add([]byte{0x80, 0x00})
+	f.Add(bytes.Repeat([]byte{0xff}, 10))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		next, err := parseAck(b)
+		if err != nil {
+			return
+		}
+		if _, k := binary.Uvarint(b); k != len(b) {
+			t.Fatalf("accepted %x with trailing bytes", b)
+		}
+		frame := appendAck(nil, next)
+		if got, err := parseAck(frame[1:]); err != nil || got != next {
+			t.Fatalf("%x: %d re-encodes as %x, parsed %d, %v", b, next, frame, got, err)
+		}
 	})
 }

@@ -18,11 +18,11 @@ import (
 // The handshake, dialer D to acceptor A. Nothing D sends reaches A's handler
 // before A has sent welcome.
 //
-//	D → A  hello     "cohort" | version u8 | mode u8 | from i32 | to i32 | nonceD [32]   (48 bytes)
+//	D → A  hello     "cohort" | version u8 | mode u8 | from i32 | to i32 | incD u64 | nonceD [32]   (56 bytes)
 //	with a shared secret K:
 //	A → D  challenge nonceA [32] | HMAC-SHA256(K, "cohort acceptor" | hello | nonceA)
 //	D → A  proof     HMAC-SHA256(K, "cohort dialer" | hello | nonceA)
-//	A → D  welcome   0x01
+//	A → D  welcome   0x01 | incA u64
 //
 // The MACs cover both IDs and both nonces. A's nonce is fresh, so a
 // recorded proof is useless on a new connection; D's nonce is fresh, so a
@@ -32,15 +32,22 @@ import (
 // A's names the member it dialed, and A checks that D's names the member
 // hello claims (CertName). A rejects a connection by closing it, and logs
 // why; it tells D nothing.
+//
+// incD and incA are the incarnations of the two processes: random numbers
+// drawn when a transport is created, so that each side can tell a member
+// that restarted from one that reconnected (ack.go). The acceptor reads the
+// version before the rest of the hello, so a dialer of another version is
+// told apart from a slow one whatever the length of its hello.
 const (
-	protocolVersion = 1
+	protocolVersion = 2
 	modeSecret      = 1
 	modeTLS         = 2
 
-	helloLen  = 48
-	nonceLen  = 32
-	macLen    = sha256.Size
-	welcomeOK = 1
+	helloLen   = 56
+	nonceLen   = 32
+	macLen     = sha256.Size
+	welcomeOK  = 1
+	welcomeLen = 9
 )
 
 var (
@@ -52,6 +59,7 @@ var (
 type hello struct {
 	version, mode byte
 	from, to      proc.ID
+	incarnation   uint64
 	nonce         [nonceLen]byte
 }
 
@@ -61,25 +69,28 @@ func (h *hello) marshal() []byte {
 	b = append(b, h.version, h.mode)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.from))
 	b = binary.BigEndian.AppendUint32(b, uint32(h.to))
+	b = binary.BigEndian.AppendUint64(b, h.incarnation)
 	return append(b, h.nonce[:]...)
 }
 
 func parseHello(b []byte) hello {
 	h := hello{
-		version: b[6],
-		mode:    b[7],
-		from:    proc.ID(binary.BigEndian.Uint32(b[8:])),
-		to:      proc.ID(binary.BigEndian.Uint32(b[12:])),
+		version:     b[6],
+		mode:        b[7],
+		from:        proc.ID(binary.BigEndian.Uint32(b[8:])),
+		to:          proc.ID(binary.BigEndian.Uint32(b[12:])),
+		incarnation: binary.BigEndian.Uint64(b[16:]),
 	}
-	copy(h.nonce[:], b[16:])
+	copy(h.nonce[:], b[24:])
 	return h
 }
 
 // auth is how a transport authenticates members: a shared secret, or TLS.
 type auth struct {
-	secret    []byte
-	clientTLS *tls.Config // for dialing; ServerName is set per member
-	serverTLS *tls.Config // for accepting; requires and verifies client certificates
+	incarnation uint64 // this process's, sent in hello and welcome
+	secret      []byte
+	clientTLS   *tls.Config // for dialing; ServerName is set per member
+	serverTLS   *tls.Config // for accepting; requires and verifies client certificates
 }
 
 func newAuth(c *Config) *auth {
@@ -143,44 +154,47 @@ func handshakeIOErr(err error) error {
 
 // dial authenticates this member (self) to member to over raw, which the
 // caller has given a deadline. It returns the connection to use (raw, or
-// TLS over it).
-func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, error) {
+// TLS over it) and the acceptor's incarnation.
+func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, uint64, error) {
 	conn := raw
 	if a.clientTLS != nil {
 		cfg := a.clientTLS.Clone()
 		cfg.ServerName = CertName(to)
 		tc := tls.Client(raw, cfg)
 		if err := tc.Handshake(); err != nil {
-			return nil, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
+			return nil, 0, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
 		}
 		conn = tc
 	}
-	h := hello{version: protocolVersion, mode: a.mode(), from: self, to: to}
+	h := hello{version: protocolVersion, mode: a.mode(), from: self, to: to, incarnation: a.incarnation}
 	rand.Read(h.nonce[:])
 	hb := h.marshal()
 	if _, err := conn.Write(hb); err != nil {
-		return nil, handshakeIOErr(err)
+		return nil, 0, handshakeIOErr(err)
 	}
 	if a.secret != nil {
 		var ch [nonceLen + macLen]byte
 		if _, err := io.ReadFull(conn, ch[:]); err != nil {
-			return nil, rejectedBy(err)
+			return nil, 0, rejectedBy(err)
 		}
 		if !hmac.Equal(ch[nonceLen:], a.mac(labelAcceptor, hb, ch[:nonceLen])) {
-			return nil, errors.New("peer failed authentication (wrong secret)")
+			return nil, 0, errors.New("peer failed authentication (wrong secret)")
 		}
 		if _, err := conn.Write(a.mac(labelDialer, hb, ch[:nonceLen])); err != nil {
-			return nil, handshakeIOErr(err)
+			return nil, 0, handshakeIOErr(err)
 		}
 	}
-	var w [1]byte
-	if _, err := io.ReadFull(conn, w[:]); err != nil {
-		return nil, rejectedBy(err)
+	var w [welcomeLen]byte
+	if _, err := io.ReadFull(conn, w[:1]); err != nil {
+		return nil, 0, rejectedBy(err)
 	}
 	if w[0] != welcomeOK {
-		return nil, fmt.Errorf("unexpected handshake reply %#x", w[0])
+		return nil, 0, fmt.Errorf("unexpected handshake reply %#x", w[0])
 	}
-	return conn, nil
+	if _, err := io.ReadFull(conn, w[1:]); err != nil {
+		return nil, 0, handshakeIOErr(err)
+	}
+	return conn, binary.BigEndian.Uint64(w[1:]), nil
 }
 
 // rejectedBy names a failure to read the acceptor's reply.
@@ -193,50 +207,52 @@ func rejectedBy(err error) error {
 
 // accept authenticates the dialer of raw, which the caller has given a
 // deadline, to this member (self). member reports whether an ID belongs to
-// the cluster. It returns the connection to use and the dialer's ID; on
-// failure, claimed is the member the dialer claimed to be (proc.None if
-// it claimed none), and the error's text is the reason.
-func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (conn net.Conn, claimed proc.ID, err error) {
+// the cluster. It returns the connection to use, the dialer's ID and its
+// incarnation; on failure, claimed is the member the dialer claimed to be
+// (proc.None if it claimed none), and the error's text is the reason.
+func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (conn net.Conn, claimed proc.ID, incarnation uint64, err error) {
 	claimed = proc.None
 	conn = raw
 	var tc *tls.Conn
 	if a.serverTLS != nil {
 		tc = tls.Server(raw, a.serverTLS)
 		if err := tc.Handshake(); err != nil {
-			return nil, claimed, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
+			return nil, claimed, 0, fmt.Errorf("tls handshake: %w", handshakeIOErr(err))
 		}
 		conn = tc
 	}
 	var hb [helloLen]byte
-	if _, err := io.ReadFull(conn, hb[:len(helloMagic)]); err != nil {
-		return nil, claimed, handshakeIOErr(err)
+	v := len(helloMagic) // where the version is
+	if _, err := io.ReadFull(conn, hb[:v+1]); err != nil {
+		return nil, claimed, 0, handshakeIOErr(err)
 	}
-	if !bytes.Equal(hb[:len(helloMagic)], helloMagic) {
-		return nil, claimed, errors.New("not a cohort connection (bad magic)")
+	if !bytes.Equal(hb[:v], helloMagic) {
+		return nil, claimed, 0, errors.New("not a cohort connection (bad magic)")
 	}
-	if _, err := io.ReadFull(conn, hb[len(helloMagic):]); err != nil {
-		return nil, claimed, handshakeIOErr(err)
+	if hb[v] != protocolVersion {
+		return nil, claimed, 0, fmt.Errorf("unsupported protocol version %d (this node speaks %d)", hb[v], protocolVersion)
+	}
+	if _, err := io.ReadFull(conn, hb[v+1:]); err != nil {
+		return nil, claimed, 0, handshakeIOErr(err)
 	}
 	h := parseHello(hb[:])
 	if member(h.from) {
 		claimed = h.from
 	}
 	switch {
-	case h.version != protocolVersion:
-		return nil, claimed, fmt.Errorf("unsupported protocol version %d (this node speaks %d)", h.version, protocolVersion)
 	case h.mode != a.mode():
-		return nil, claimed, fmt.Errorf("peer authenticates with %s, this node with %s", modeName(h.mode), modeName(a.mode()))
+		return nil, claimed, 0, fmt.Errorf("peer authenticates with %s, this node with %s", modeName(h.mode), modeName(a.mode()))
 	case h.from == self:
-		return nil, claimed, fmt.Errorf("peer claims to be this node (%v)", self)
+		return nil, claimed, 0, fmt.Errorf("peer claims to be this node (%v)", self)
 	case !member(h.from):
-		return nil, claimed, fmt.Errorf("unknown member %v", h.from)
+		return nil, claimed, 0, fmt.Errorf("unknown member %v", h.from)
 	case h.to != self:
-		return nil, claimed, fmt.Errorf("hello addressed to %v, this node is %v", h.to, self)
+		return nil, claimed, 0, fmt.Errorf("hello addressed to %v, this node is %v", h.to, self)
 	}
 	if tc != nil {
 		leaf := tc.ConnectionState().PeerCertificates[0]
 		if err := leaf.VerifyHostname(CertName(h.from)); err != nil {
-			return nil, claimed, fmt.Errorf("impostor: claims to be %v but %v", h.from, err)
+			return nil, claimed, 0, fmt.Errorf("impostor: claims to be %v but %v", h.from, err)
 		}
 	}
 	if a.secret != nil {
@@ -244,18 +260,19 @@ func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (co
 		rand.Read(ch[:nonceLen])
 		copy(ch[nonceLen:], a.mac(labelAcceptor, hb[:], ch[:nonceLen]))
 		if _, err := conn.Write(ch[:]); err != nil {
-			return nil, claimed, handshakeIOErr(err)
+			return nil, claimed, 0, handshakeIOErr(err)
 		}
 		var proof [macLen]byte
 		if _, err := io.ReadFull(conn, proof[:]); err != nil {
-			return nil, claimed, handshakeIOErr(err)
+			return nil, claimed, 0, handshakeIOErr(err)
 		}
 		if !hmac.Equal(proof[:], a.mac(labelDialer, hb[:], ch[:nonceLen])) {
-			return nil, claimed, errors.New("authentication failed (wrong secret or replayed handshake)")
+			return nil, claimed, 0, errors.New("authentication failed (wrong secret or replayed handshake)")
 		}
 	}
-	if _, err := conn.Write([]byte{welcomeOK}); err != nil {
-		return nil, claimed, handshakeIOErr(err)
+	w := binary.BigEndian.AppendUint64([]byte{welcomeOK}, a.incarnation)
+	if _, err := conn.Write(w); err != nil {
+		return nil, claimed, 0, handshakeIOErr(err)
 	}
-	return conn, h.from, nil
+	return conn, h.from, h.incarnation, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestHelloEncoding(t *testing.T) {
-	h := hello{version: protocolVersion, mode: modeTLS, from: 3, to: 1234567}
+	h := hello{version: protocolVersion, mode: modeTLS, from: 3, to: 1234567, incarnation: 1<<64 - 2}
 	h.nonce[0], h.nonce[31] = 1, 2
 	b := h.marshal()
 	if len(b) != helloLen || !bytes.HasPrefix(b, helloMagic) {

@@ -27,10 +27,13 @@ type peer struct {
 	conn     net.Conn  // the current outbound connection, if any
 	deadline time.Time // set by Close: flush by then
 
-	// Owned by the run goroutine.
-	carry  []byte // frames of a failed write that may not have reached the kernel
-	nCarry int
-	spare  []byte
+	spare []byte // owned by the run goroutine
+
+	// The receiving side of the link from the member (ack.go), used by
+	// one inbound connection at a time: the member's incarnation, and how
+	// many of its data frames the handler has been given.
+	recvInc  uint64
+	recvNext atomic.Uint64
 
 	connected                     atomic.Bool
 	received, receivedBytes       atomic.Uint64
@@ -38,17 +41,21 @@ type peer struct {
 }
 
 func (p *peer) stats() PeerStats {
+	queued, unacked := p.q.len()
 	return PeerStats{
-		Connected:     p.connected.Load(),
-		Queued:        p.q.len(),
-		Sent:          p.q.sent.Load(),
-		SentBytes:     p.q.sentBytes.Load(),
-		Received:      p.received.Load(),
-		ReceivedBytes: p.receivedBytes.Load(),
-		Backpressured: p.q.backpressured.Load(),
-		Reconnects:    p.reconnects.Load(),
-		Rejected:      p.rejected.Load(),
-		Dropped:       p.dropped.Load(),
+		Connected:      p.connected.Load(),
+		Queued:         queued,
+		Unacked:        unacked,
+		Sent:           p.q.sent.Load(),
+		SentBytes:      p.q.sentBytes.Load(),
+		Received:       p.received.Load(),
+		ReceivedBytes:  p.receivedBytes.Load(),
+		Backpressured:  p.q.backpressured.Load(),
+		Reconnects:     p.reconnects.Load(),
+		Rejected:       p.rejected.Load(),
+		Dropped:        p.dropped.Load(),
+		Resent:         p.q.resent.Load(),
+		DroppedRestart: p.q.droppedRestart.Load(),
 	}
 }
 
@@ -64,7 +71,7 @@ func (p *peer) run() {
 		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
 			break
 		}
-		conn, fr, err := p.dial(ctx)
+		conn, fr, inc, next, err := p.dial(ctx)
 		if ctx.Err() != nil {
 			if conn != nil {
 				conn.Close()
@@ -79,7 +86,11 @@ func (p *peer) run() {
 			p.reconnects.Add(1)
 		}
 		established = true
-		p.log.Info("transport: connected")
+		resent, dropped := p.q.reconnected(inc, next)
+		p.log.Info("transport: connected", "resent", resent)
+		if dropped > 0 {
+			p.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
+		}
 		err = p.serve(conn, fr)
 		if err == errClosing {
 			break
@@ -87,44 +98,70 @@ func (p *peer) run() {
 		p.log.Info("transport: disconnected", "reason", err.Error())
 		attempt = 1
 	}
-	p.nCarry, p.carry = 0, nil
 	if n := p.q.discard(); n > 0 {
 		p.dropped.Add(uint64(n))
-		p.log.Warn("transport: closed with frames unsent", "frames", n)
+		p.log.Warn("transport: closed with frames unsent or unacknowledged", "frames", n)
 	}
 }
 
-// dial connects and authenticates. Handshake failures are logged and
-// counted; connection failures (nobody listening yet) are only logged at
-// debug level, since they are routine while a cluster starts.
-func (p *peer) dial(ctx context.Context) (net.Conn, *frameReader, error) {
+// dial connects and authenticates. It returns the connection, its reader,
+// the member's incarnation and the number of the first frame it expects
+// (ack.go). Handshake failures are logged and counted; connection failures
+// (nobody listening yet) are only logged at debug level, since they are
+// routine while a cluster starts.
+func (p *peer) dial(ctx context.Context) (conn net.Conn, fr *frameReader, inc, next uint64, err error) {
 	cfg := &p.t.cfg
 	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
 	raw, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		p.log.Debug("transport: dial failed", "err", err)
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
 	setNoDelay(raw)
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
 	raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
-	conn, err := p.t.auth.dial(raw, cfg.Self, p.id)
+	conn, inc, err = p.t.auth.dial(raw, cfg.Self, p.id)
 	if err != nil {
 		raw.Close()
 		if ctx.Err() == nil {
 			p.rejected.Add(1)
 			p.log.Warn("transport: handshake failed", "remote", raw.RemoteAddr().String(), "reason", err.Error())
 		}
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
 	// The first frame announces this member and the address to dial it at.
 	if _, err := conn.Write(appendMembers(nil, []member{{cfg.Self, p.t.advertised()}})); err != nil {
 		raw.Close()
-		return nil, nil, err
+		return nil, nil, 0, 0, err
+	}
+	// The acceptor answers with its member table and an ack saying where
+	// to resume.
+	fr = newFrameReader(conn, pingReadBuf, cfg.HandshakeTimeout, cfg.MaxFrame)
+	for {
+		kind, payload, err := fr.next()
+		if err == nil && kind == kindData {
+			err = errors.New("data frame on an outbound connection")
+		}
+		if err != nil {
+			raw.Close()
+			p.log.Info("transport: no acknowledgement after the handshake", "reason", err.Error())
+			return nil, nil, 0, 0, err
+		}
+		if kind == kindMembers {
+			p.t.learn(p.id, payload)
+		}
+		if kind == kindAck {
+			if next, err = parseAck(payload); err != nil {
+				raw.Close()
+				return nil, nil, 0, 0, err
+			}
+			break
+		}
 	}
 	raw.SetDeadline(time.Time{})
-	return conn, newFrameReader(conn, pingReadBuf, cfg.IdleTimeout, cfg.MaxFrame), nil
+	fr.idle = cfg.IdleTimeout
+	return conn, fr, inc, next, nil
 }
 
 // serve writes the queue to conn until the connection fails (returning
@@ -162,15 +199,8 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 		return err
 	}
 
-	// What a failed connection may not have delivered goes first; then
-	// Sends may write directly.
-	if p.nCarry > 0 {
-		batch, n := p.carry, p.nCarry
-		p.carry, p.nCarry = nil, 0
-		if err := p.write(conn, batch, n, 0); err != nil {
-			return fail(err)
-		}
-	}
+	// What the member has not acknowledged is at the head of the queue
+	// (reconnected), so Sends queue behind it rather than write directly.
 	q.attach(rawConnOf(conn))
 
 	interval := p.t.cfg.PingInterval
@@ -179,6 +209,14 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 	for {
 		if batch, n, from := q.take(p.spare); n > 0 {
 			if err := p.write(conn, batch, n, from); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		if q.acquireAsk() {
+			_, err := conn.Write(pingFrame)
+			q.pinged()
+			if err != nil {
 				return fail(err)
 			}
 			continue
@@ -194,7 +232,7 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 		case <-ping.C:
 			if q.acquireIdle(interval) {
 				_, err := conn.Write(pingFrame)
-				q.written(0, 0)
+				q.pinged()
 				if err != nil {
 					return fail(err)
 				}
@@ -206,38 +244,21 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 }
 
 // write writes a batch of n frames, the first from bytes of which a direct
-// Send has already written to this connection. If the write fails part
-// way, the frames wholly written count as sent (they reached the kernel;
-// whether they reach the peer depends on the connection surviving long
-// enough), and the rest are kept to be written first, whole, on the next
-// connection.
+// Send has already written to this connection. Whether the write succeeds
+// or fails part way, the frames are kept until the member acknowledges
+// them, and those it did not get are written again on the next connection.
 func (p *peer) write(conn net.Conn, batch []byte, n, from int) error {
-	w, err := conn.Write(batch[from:])
+	_, err := conn.Write(batch[from:])
 	p.q.nWrites.Add(1)
-	if err == nil {
-		p.q.written(n, len(batch))
-		p.spare = recycle(batch)
-		return nil
-	}
-	w += from
-	off, k := 0, 0
-	for off < len(batch) {
-		size, _ := splitFrame(batch[off:])
-		if off+size > w {
-			break
-		}
-		off += size
-		k++
-	}
-	p.q.written(k, off)
-	p.carry, p.nCarry = batch[off:], n-k
+	p.q.written(batch, n)
+	p.spare = recycle(batch)
 	return err
 }
 
 // finish ends a flushed connection gracefully: it shuts down the sending
 // direction and waits (until Close's deadline) for the acceptor to read
-// everything and close its end. Closing first could reset the connection
-// and discard frames the acceptor has not read yet.
+// everything, acknowledge it and close its end. Closing first could reset
+// the connection and discard frames the acceptor has not read yet.
 func (p *peer) finish(conn net.Conn, readErr <-chan error) error {
 	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
@@ -274,8 +295,9 @@ func (p *peer) shutdown(deadline time.Time, started bool) {
 	}
 }
 
-// readPings reads what the acceptor sends on an outbound connection: pings,
-// and its member table (members.go).
+// readPings reads what the acceptor sends on an outbound connection:
+// acknowledgements, which also keep the connection alive, pings, and its
+// member table (members.go).
 func (p *peer) readPings(fr *frameReader) error {
 	for {
 		kind, payload, err := fr.next()
@@ -287,6 +309,14 @@ func (p *peer) readPings(fr *frameReader) error {
 			return errors.New("data frame on an outbound connection")
 		case kindMembers:
 			p.t.learn(p.id, payload)
+		case kindAck:
+			next, err := parseAck(payload)
+			if err == nil {
+				err = p.q.ack(next)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 }

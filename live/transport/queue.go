@@ -30,6 +30,18 @@ import (
 // Who writes. At most one party writes to the connection at a time: writing
 // is set by the writer for each batch or ping, and by a Send for its direct
 // write.
+//
+// Keeping what was sent. A member's queue (keep set) moves frames, as they
+// are taken to be written, to unacked, where they stay until the member
+// acknowledges them. They count against the bound in bytes, which thus
+// covers all the memory the queue holds, as a TCP send buffer does; the
+// bound in frames is on those not yet written, as before, so that the
+// window (what may be in flight) is as large as the bytes allow: on
+// loopback, 4096 small frames in flight are not enough to keep a stream
+// going. When a connection fails, what is unacknowledged is written again
+// on the next one, from where the member says it stopped (ack.go). Frames
+// enter unacked before the write, since the member may acknowledge them
+// before the write returns.
 type sendQueue struct {
 	maxFrames, maxBytes int
 	wake                chan struct{} // capacity 1; signalled when a parked writer has work
@@ -51,8 +63,18 @@ type sendQueue struct {
 	resumeAt  int             // how much of resume was written
 	resumeN   int             // how many frames resume holds
 
+	keep     bool
+	unacked  []byte // from acked on: frames taken to be written and not acknowledged, oldest first
+	acked    int    // bytes at the head of unacked acknowledged, kept until compacted
+	nUnacked int
+	base     uint64 // the number of the first frame of unacked (or of pending, if unacked is empty)
+	peerInc  uint64 // the member's incarnation, 0 before the first connection
+	asked    bool   // an acknowledgement was asked for since the last one came
+
 	backpressured            atomic.Uint64
 	sent, sentBytes, nWrites atomic.Uint64
+	resent, droppedRestart   atomic.Uint64
+	acks                     atomic.Uint64 // ack frames received
 	// Direct writes that the socket took whole, in part, or not at all.
 	directWhole, directPart, directNone atomic.Uint64
 }
@@ -64,8 +86,10 @@ const directGap = 5 * time.Microsecond
 // directMax is the largest payload written directly.
 const directMax = 16 << 10
 
-func newSendQueue(maxFrames, maxBytes int) *sendQueue {
-	q := &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
+// newSendQueue returns a queue bounded by maxFrames and maxBytes; keep says
+// whether it keeps written frames until they are acknowledged.
+func newSendQueue(maxFrames, maxBytes int, keep bool) *sendQueue {
+	q := &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, keep: keep, wake: make(chan struct{}, 1)}
 	q.idle.L = &q.mu
 	return q
 }
@@ -83,14 +107,15 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	n := q.nPending + q.nHeld
-	if q.raw != nil && n == 0 && !q.writing && bytes <= directMax && time.Since(q.lastWrite) >= directGap {
+	queued := q.nPending + q.nHeld
+	if q.raw != nil && queued == 0 && q.resume == nil && !q.writing && bytes <= directMax && time.Since(q.lastWrite) >= directGap &&
+		k <= q.maxFrames && q.unackedBytes()+size <= q.maxBytes {
 		q.writeDirect(payloads) // unlocks
 		return nil
 	}
 	// One frame may exceed the byte bound if it is alone (it is at most
 	// MaxFrame, which the bound allows for).
-	if n+k > q.maxFrames || (n > 0 || k > 1) && len(q.pending)+q.heldBytes+size > q.maxBytes {
+	if queued+k > q.maxFrames || (queued > 0 || k > 1 || q.nUnacked > 0) && len(q.pending)+q.heldBytes+q.unackedBytes()+size > q.maxBytes {
 		q.mu.Unlock()
 		q.backpressured.Add(1)
 		return ErrBackpressure
@@ -117,7 +142,7 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 		frames = appendFrame(frames, p)
 	}
 	k := len(payloads)
-	q.nHeld, q.heldBytes = k, len(frames)
+	q.hold(frames, k)
 	raw := q.raw
 	q.mu.Unlock()
 
@@ -128,16 +153,16 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 	switch {
 	case w == len(frames):
 		q.directWhole.Add(1)
-		q.nHeld, q.heldBytes = 0, 0
+		q.release(frames, k)
 		q.sent.Add(uint64(k))
 		q.sentBytes.Add(uint64(len(frames)))
 	case w == 0:
 		q.directNone.Add(1)
 		// To the head of the queue, ahead of frames queued meanwhile.
+		q.unhold(frames, k)
 		p := make([]byte, 0, len(frames)+len(q.pending))
 		q.pending = append(append(p, frames...), q.pending...)
 		q.nPending += k
-		q.nHeld, q.heldBytes = 0, 0
 	default:
 		q.directPart.Add(1)
 		q.resume, q.resumeAt, q.resumeN = append([]byte(nil), frames...), w, k
@@ -148,7 +173,7 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 	q.writing = false
 	q.lastWrite = time.Now()
 	q.idle.Broadcast()
-	wake := q.parked && (q.nPending > 0 || q.resume != nil || q.closed)
+	wake := q.parked && (q.nPending > 0 || q.resume != nil || q.closed || q.wantAck())
 	if wake {
 		q.parked = false
 	}
@@ -156,6 +181,40 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 	if wake {
 		q.signal()
 	}
+}
+
+// hold records that frames, k of them, are being written: a keeping
+// queue moves them to unacked at once (the member may acknowledge them
+// before the write returns); another counts them as held. mu is held.
+func (q *sendQueue) hold(frames []byte, k int) {
+	if q.keep {
+		q.unacked = append(q.unacked, frames...)
+		q.nUnacked += k
+		return
+	}
+	q.nHeld += k
+	q.heldBytes += len(frames)
+}
+
+// release records that frames, k of them, held for writing, have been
+// written (or that their write failed, when the connection did: what was
+// kept is written again on the next). mu is held.
+func (q *sendQueue) release(frames []byte, k int) {
+	if !q.keep {
+		q.nHeld -= k
+		q.heldBytes -= len(frames)
+	}
+}
+
+// unhold undoes hold for frames that no connection took: the last held.
+// mu is held.
+func (q *sendQueue) unhold(frames []byte, k int) {
+	if q.keep {
+		q.unacked = q.unacked[:len(q.unacked)-len(frames)]
+		q.nUnacked -= k
+		return
+	}
+	q.release(frames, k)
 }
 
 func (q *sendQueue) signal() {
@@ -185,23 +244,35 @@ func (q *sendQueue) take(spare []byte) (batch []byte, n, from int) {
 	}
 	batch, n = q.pending, q.nPending
 	q.pending, q.nPending = spare[:0], 0
-	q.nHeld += n
-	q.heldBytes += len(batch)
+	q.hold(batch, n)
 	q.writing = true
 	return batch, n, 0
 }
 
-// written is the writer's report that n frames it held, size bytes, reached
-// the kernel; it gives the connection back.
-func (q *sendQueue) written(n, size int) {
+// written is the writer's report that it has written batch, the n frames
+// take gave it, or failed to (the connection broke); it gives the
+// connection back.
+func (q *sendQueue) written(batch []byte, n int) {
 	q.sent.Add(uint64(n))
-	q.sentBytes.Add(uint64(size))
+	q.sentBytes.Add(uint64(len(batch)))
 	q.mu.Lock()
-	q.nHeld -= n
-	q.heldBytes -= size
+	q.release(batch, n)
+	q.done()
+	q.mu.Unlock()
+}
+
+// done gives the connection back. mu is held.
+func (q *sendQueue) done() {
 	q.writing = false
 	q.lastWrite = time.Now()
 	q.idle.Broadcast()
+}
+
+// pinged is the writer's report that it has written a ping; it gives the
+// connection back.
+func (q *sendQueue) pinged() {
+	q.mu.Lock()
+	q.done()
 	q.mu.Unlock()
 }
 
@@ -217,14 +288,32 @@ func (q *sendQueue) acquireIdle(d time.Duration) bool {
 	return true
 }
 
+// acquireAsk gives the writer the connection to ask the member for an
+// acknowledgement (with a ping), if half the bound in bytes is taken by
+// frames not acknowledged and none has been asked for since the last came.
+func (q *sendQueue) acquireAsk() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || !q.wantAck() {
+		return false
+	}
+	q.writing, q.asked = true, true
+	return true
+}
+
+// wantAck reports whether to ask for an acknowledgement. mu is held.
+func (q *sendQueue) wantAck() bool {
+	return q.keep && !q.asked && q.nUnacked > 0 && 2*q.unackedBytes() >= q.maxBytes
+}
+
 // park arranges for the next push (or the end of a direct write that leaves
 // work) to signal wake. It returns false, without parking, if the writer
-// has something to do: frames to write, or the queue closed and no direct
-// write in progress.
+// has something to do: frames to write, an acknowledgement to ask for, or
+// the queue closed and no direct write in progress.
 func (q *sendQueue) park() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.writing && (q.nPending > 0 || q.resume != nil || q.closed) {
+	if !q.writing && (q.nPending > 0 || q.resume != nil || q.closed || q.wantAck()) {
 		return false
 	}
 	q.parked = true
@@ -247,9 +336,10 @@ func (q *sendQueue) attach(raw syscall.RawConn) {
 }
 
 // detach stops direct writes to the connection, which is going away, and
-// waits for one in progress. A frame a direct Send wrote only part of goes
-// back to the head of the queue whole: the peer discards a partial frame.
-// The writer must not hold the connection.
+// waits for one in progress. The frames a direct Send wrote only part of
+// are unacknowledged: the next connection writes them again, whole (the
+// member discards a partial frame). The writer must not hold the
+// connection.
 func (q *sendQueue) detach() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -258,11 +348,7 @@ func (q *sendQueue) detach() {
 		q.idle.Wait()
 	}
 	if q.resume != nil {
-		p := make([]byte, 0, len(q.resume)+len(q.pending))
-		q.pending = append(append(p, q.resume...), q.pending...)
-		q.nPending += q.resumeN
-		q.nHeld -= q.resumeN
-		q.heldBytes -= len(q.resume)
+		q.release(q.resume, q.resumeN)
 		q.resume = nil
 	}
 }
@@ -276,20 +362,22 @@ func (q *sendQueue) close() {
 	q.signal()
 }
 
-// len is the number of frames queued or held.
-func (q *sendQueue) len() int {
+// len is the number of frames queued or held, and of those written and
+// not acknowledged.
+func (q *sendQueue) len() (queued, unacked int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.nPending + q.nHeld
+	return q.nPending + q.nHeld, q.nUnacked
 }
 
-// discard drops everything queued or held and returns how many frames that
-// was. Nothing may be writing.
+// discard drops everything queued, held or unacknowledged and returns how
+// many frames that was. Nothing may be writing.
 func (q *sendQueue) discard() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := q.nPending + q.nHeld
+	n := q.nPending + q.nHeld + q.nUnacked
 	q.pending, q.nPending, q.nHeld, q.heldBytes, q.resume = nil, 0, 0, 0, nil
+	q.unacked, q.acked, q.nUnacked = nil, 0, 0
 	return n
 }
 

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -27,8 +28,14 @@ func frames(batch []byte) []string {
 	return out
 }
 
+// queued is the number of frames q holds that no connection has taken.
+func queued(q *sendQueue) int {
+	n, _ := q.len()
+	return n
+}
+
 func TestQueueDirectWriteRefused(t *testing.T) {
-	q := newSendQueue(10, 1<<20)
+	q := newSendQueue(10, 1<<20, true)
 	q.attach(refusingConn{meanwhile: func() {
 		if err := q.push([]byte("second")); err != nil {
 			t.Error(err)
@@ -37,8 +44,8 @@ func TestQueueDirectWriteRefused(t *testing.T) {
 	if err := q.push([]byte("first")); err != nil {
 		t.Fatal(err)
 	}
-	if q.directNone.Load() != 1 || q.len() != 2 {
-		t.Fatalf("direct refused %d, queued %d; want 1, 2", q.directNone.Load(), q.len())
+	if q.directNone.Load() != 1 || queued(q) != 2 || q.nUnacked != 0 {
+		t.Fatalf("direct refused %d, queued %d, unacked %d; want 1, 2, 0", q.directNone.Load(), queued(q), q.nUnacked)
 	}
 	// Back at the head of the queue, ahead of what was queued meanwhile.
 	batch, n, from := q.take(nil)
@@ -49,30 +56,96 @@ func TestQueueDirectWriteRefused(t *testing.T) {
 	if err := q.push([]byte("third")); err != nil {
 		t.Fatal(err)
 	}
-	q.written(n, len(batch))
-	if q.nHeld != 0 || q.writing || q.sent.Load() != 2 || q.directNone.Load() != 1 {
-		t.Fatalf("after written: held %d, writing %v, sent %d", q.nHeld, q.writing, q.sent.Load())
+	q.written(batch, n)
+	if q.nHeld != 0 || q.writing || q.sent.Load() != 2 || q.directNone.Load() != 1 || q.nUnacked != 2 {
+		t.Fatalf("after written: held %d, writing %v, sent %d, unacked %d", q.nHeld, q.writing, q.sent.Load(), q.nUnacked)
+	}
+	if err := q.ack(3); err == nil {
+		t.Error("an ack of a frame not sent was accepted")
+	}
+	if err := q.ack(2); err != nil || q.nUnacked != 0 || q.unackedBytes() != 0 || q.base != 2 {
+		t.Errorf("ack(2): %v; unacked %d frames, %d bytes, base %d", err, q.nUnacked, q.unackedBytes(), q.base)
 	}
 }
 
+// A frame a direct Send wrote only part of is unacknowledged: the next
+// connection to the same incarnation writes it again, whole, first.
 func TestQueueDetachRequeuesPartialFrame(t *testing.T) {
-	q := newSendQueue(10, 1<<20)
+	q := newSendQueue(10, 1<<20, true)
+	q.peerInc = 7
 	whole := appendFrame(nil, []byte("partly written"))
 	// As a direct Send leaves it when the socket took 3 bytes.
-	q.resume, q.resumeAt, q.resumeN, q.nHeld, q.heldBytes = whole, 3, 1, 1, len(whole)
+	q.unacked, q.nUnacked = bytes.Clone(whole), 1
+	q.resume, q.resumeAt, q.resumeN = whole, 3, 1
 	q.pending, q.nPending = appendFrame(nil, []byte("queued after")), 1
 	q.detach()
+	if resent, dropped := q.reconnected(7, 0); resent != 1 || dropped != 0 {
+		t.Fatalf("reconnected: %d resent, %d dropped; want 1, 0", resent, dropped)
+	}
 	batch, n, from := q.take(nil)
 	if got := frames(batch); n != 2 || from != 0 || len(got) != 2 || got[0] != "partly written" || got[1] != "queued after" {
 		t.Fatalf("after detach, take: %q (n=%d, from=%d)", got, n, from)
 	}
-	if q.len() != 2 {
-		t.Errorf("queued %d, want 2", q.len())
+	if _, unacked := q.len(); unacked != 2 {
+		t.Errorf("unacked %d, want 2", unacked)
+	}
+}
+
+// On a new connection, the frames the member acknowledged in its first
+// ack are dropped and the rest resent; if it is another incarnation, the
+// unacknowledged frames are dropped and counted, and frames never sent go
+// to it.
+func TestQueueReconnected(t *testing.T) {
+	q := newSendQueue(10, 1<<20, true)
+	q.reconnected(7, 0)
+	for _, p := range []string{"a", "b", "c", "d"} {
+		if err := q.push([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, n, _ := q.take(nil)
+	q.written(batch, n)
+	if err := q.ack(1); err != nil {
+		t.Fatal(err)
+	}
+	// The connection fails; the member had delivered a and b.
+	if resent, dropped := q.reconnected(7, 2); resent != 2 || dropped != 0 {
+		t.Fatalf("same incarnation: %d resent, %d dropped; want 2, 0", resent, dropped)
+	}
+	if err := q.push([]byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	batch, n, _ = q.take(nil)
+	if got := frames(batch); n != 3 || len(got) != 3 || got[0] != "c" || got[2] != "e" || q.base != 2 {
+		t.Fatalf("take after reconnecting: %q, base %d", got, q.base)
+	}
+	q.written(batch, n)
+	if err := q.push([]byte("f")); err != nil {
+		t.Fatal(err)
+	}
+	// The member restarts: c, d, e are dropped; f, never sent, goes to it.
+	if resent, dropped := q.reconnected(8, 0); resent != 0 || dropped != 3 {
+		t.Fatalf("new incarnation: %d resent, %d dropped; want 0, 3", resent, dropped)
+	}
+	batch, _, _ = q.take(nil)
+	if got := frames(batch); len(got) != 1 || got[0] != "f" || q.base != 0 {
+		t.Fatalf("take after the restart: %q, base %d", got, q.base)
+	}
+	// An acknowledgement outside what was sent is refused; a first ack
+	// outside it is taken as a new start.
+	if err := q.ack(5); err == nil {
+		t.Error("ack(5) of 1 frame sent: accepted")
+	}
+	if resent, dropped := q.reconnected(8, 9); resent != 0 || dropped != 1 || q.base != 9 {
+		t.Errorf("resuming at 9 with frame 0 unacknowledged: %d resent, %d dropped, base %d", resent, dropped, q.base)
+	}
+	if q.resent.Load() != 2 || q.droppedRestart.Load() != 4 {
+		t.Errorf("counters: resent %d, dropped %d; want 2, 4", q.resent.Load(), q.droppedRestart.Load())
 	}
 }
 
 func TestQueueBounds(t *testing.T) {
-	q := newSendQueue(3, 100)
+	q := newSendQueue(3, 100, false)
 	for i := range 3 {
 		if err := q.push(make([]byte, 10)); err != nil {
 			t.Fatalf("push %d: %v", i, err)
@@ -85,7 +158,7 @@ func TestQueueBounds(t *testing.T) {
 	if err := q.push(nil); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("while held: %v, want ErrBackpressure", err)
 	}
-	q.written(n, len(batch))
+	q.written(batch, n)
 	if err := q.push(make([]byte, 90)); err != nil {
 		t.Fatalf("after written: %v", err)
 	}
@@ -101,8 +174,47 @@ func TestQueueBounds(t *testing.T) {
 	}
 }
 
+// Frames written and not acknowledged count against the bound in bytes;
+// the bound in frames is on those not yet written.
+func TestQueueBoundsCountUnacked(t *testing.T) {
+	q := newSendQueue(3, 100, true)
+	for range 2 {
+		if err := q.push(make([]byte, 40)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, n, _ := q.take(nil)
+	q.written(batch, n) // 82 bytes unacknowledged
+	if err := q.push(make([]byte, 20)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("82 bytes unacknowledged, 21 more, bound 100: %v, want ErrBackpressure", err)
+	}
+	for range 3 {
+		if err := q.push(nil); err != nil {
+			t.Fatalf("three empty frames: %v", err)
+		}
+	}
+	if err := q.push(nil); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("a fourth frame queued, bound 3: %v, want ErrBackpressure", err)
+	}
+	if !q.acquireAsk() {
+		t.Fatal("half the bytes are unacknowledged and no ack was asked for")
+	}
+	q.pinged()
+	if q.acquireAsk() {
+		t.Fatal("asked for an ack twice")
+	}
+	if err := q.ack(1); err != nil {
+		t.Fatal(err)
+	}
+	batch, n, _ = q.take(nil)
+	q.written(batch, n)
+	if err := q.push(make([]byte, 20)); err != nil {
+		t.Fatalf("after an ack of one 40-byte frame: %v", err)
+	}
+}
+
 func TestQueueBatchTakesAllOrNone(t *testing.T) {
-	q := newSendQueue(3, 100)
+	q := newSendQueue(3, 100, true)
 	if err := q.push(make([]byte, 10)); err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +224,8 @@ func TestQueueBatchTakesAllOrNone(t *testing.T) {
 	if err := q.push(make([]byte, 40), make([]byte, 50)); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("beyond the byte bound: %v, want ErrBackpressure", err)
 	}
-	if q.len() != 1 {
-		t.Fatalf("%d frames queued after refused batches, want 1", q.len())
+	if queued(q) != 1 {
+		t.Fatalf("%d frames queued after refused batches, want 1", queued(q))
 	}
 	if err := q.push([]byte("a"), []byte("b")); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,17 @@ var _ Transport = (*TCP)(nil)
 type inbound struct {
 	conn net.Conn
 	done chan struct{} // closed when its reader has stopped calling the handler
+
+	// Acks are written by the reader when they are due at once, and by
+	// ackLoop when they are due soon (the reader signals ackSoon) and
+	// every PingInterval. wmu orders their writes.
+	ackSoon chan struct{}
+	armed   atomic.Bool // an ack is due: ackSoon need not be signalled
+	wmu     sync.Mutex
+	ackBuf  []byte
+	// What the last ack acknowledged: frames, and the member's received
+	// bytes then.
+	ackedFrames, ackedBytes atomic.Uint64
 }
 
 // NewTCP validates cfg and listens; Start begins dialing and accepting.
@@ -74,10 +85,11 @@ func NewTCP(cfg Config) (*TCP, error) {
 		log:     c.Logger.With("self", c.Self.String()),
 		ln:      ln,
 		auth:    newAuth(&c),
-		self:    newSendQueue(c.QueueLen, c.QueueBytes),
+		self:    newSendQueue(c.QueueLen, c.QueueBytes, false),
 		inbound: make(map[proc.ID]*inbound),
 		conns:   make(map[net.Conn]struct{}),
 	}
+	t.auth.incarnation = newIncarnation()
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	peers := make(map[proc.ID]*peer, len(c.Peers))
 	for id, addr := range c.Peers {
@@ -88,7 +100,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 }
 
 func (t *TCP) newPeer(id proc.ID, addr string) *peer {
-	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes),
+	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes, true),
 		log: t.log.With("peer", id.String(), "addr", addr)}
 }
 
@@ -278,7 +290,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	setNoDelay(raw)
 	remote := raw.RemoteAddr().String()
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
-	conn, from, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
+	conn, from, inc, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
 	if err != nil {
 		t.rejected.Add(1)
 		attrs := []any{"remote", remote, "reason", err.Error()}
@@ -297,7 +309,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	// The dialer's first frame announces it: a member not known yet (a
 	// node joining, Config.Joins) is learnt at the address it gives. The
 	// answer is this node's member table, so that a newcomer learns the
-	// cluster from any one member.
+	// cluster from any one member, and an ack saying where to resume.
 	fr := newFrameReader(conn, dataReadBuf, t.cfg.HandshakeTimeout, t.cfg.MaxFrame)
 	kind, payload, err := fr.next()
 	if err != nil || kind != kindMembers {
@@ -312,18 +324,14 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
 		return
 	}
-	if _, err := conn.Write(appendMembers(nil, t.table())); err != nil {
-		return
-	}
-	raw.SetDeadline(time.Time{})
-	fr.idle = t.cfg.IdleTimeout
 	log := t.log.With("peer", from.String(), "remote", remote)
 
 	// One inbound connection per member: a newer one replaces an older
 	// one, which is closed, and delivery from the newer starts only once
 	// the older's reader has stopped, so the handler sees the member's
-	// frames in order.
-	in := &inbound{conn: conn, done: make(chan struct{})}
+	// frames in order, and the ack that tells the dialer where to resume
+	// counts every frame the older delivered.
+	in := &inbound{conn: conn, done: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
 	t.mu.Lock()
 	old := t.inbound[from]
 	t.inbound[from] = in
@@ -340,15 +348,35 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		old.conn.Close()
 		<-old.done
 	}
+	if p.recvInc != inc {
+		if p.recvInc != 0 {
+			log.Info("transport: the member restarted", "delivered_from_previous", p.recvNext.Load())
+		}
+		p.recvInc = inc
+		p.recvNext.Store(0)
+	}
+	next := p.recvNext.Load()
+	in.ackedFrames.Store(next)
+	in.ackedBytes.Store(p.receivedBytes.Load())
+	if _, err := conn.Write(appendAck(appendMembers(nil, t.table()), next)); err != nil {
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	fr.idle = t.cfg.IdleTimeout
 	log.Debug("transport: accepted")
 
 	stop := make(chan struct{})
-	var pinger sync.WaitGroup
-	pinger.Go(func() { t.pingLoop(conn, stop) })
-	err = t.readFrames(fr, p)
+	var acker sync.WaitGroup
+	acker.Go(func() { t.ackLoop(p, in, stop) })
+	err = t.readFrames(fr, p, in)
 	close(stop)
+	if err == io.EOF {
+		// The dialer has finished sending (Close): a last ack tells it
+		// that everything arrived.
+		t.writeAck(in, p)
+	}
 	conn.Close()
-	pinger.Wait()
+	acker.Wait()
 
 	t.mu.Lock()
 	closing := t.connsClosed
@@ -363,8 +391,13 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	}
 }
 
-// readFrames delivers the data frames from p until the connection fails.
-func (t *TCP) readFrames(fr *frameReader, p *peer) error {
+// readFrames delivers the data frames from p until the connection fails,
+// and has them acknowledged (ack.go) at the end of each batch (when the
+// reader is about to wait on the socket): at once if the dialer asked with
+// a ping or many have arrived since the last ack, else soon; and within a
+// batch once very many have.
+func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
+	delivered, asked := false, false
 	for {
 		kind, payload, err := fr.next()
 		if err != nil {
@@ -375,28 +408,88 @@ func (t *TCP) readFrames(fr *frameReader, p *peer) error {
 			p.received.Add(1)
 			p.receivedBytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
+			p.recvNext.Add(1)
+			delivered = true
+		case kindPing:
+			asked = true
 		case kindMembers:
 			t.learn(p.id, payload)
+		case kindAck:
+			return errors.New("ack frame on an inbound connection")
 		}
+		// Within a batch, only a long run of frames is acknowledged, so
+		// that a stream the reader never catches up with still opens
+		// its sender's window.
+		if fr.br.Buffered() > 0 && !ackDue(p, in, 8) {
+			continue
+		}
+		switch {
+		case asked || ackDue(p, in, 1):
+			// Written here rather than by ackLoop: waking a goroutine
+			// would delay the ack, and a sender whose window is full
+			// waits for it.
+			if err := t.writeAck(in, p); err != nil {
+				return err
+			}
+		case delivered && !in.armed.Load() && in.armed.CompareAndSwap(false, true):
+			signal(in.ackSoon)
+		}
+		delivered, asked = false, false
 	}
 }
 
-// pingLoop keeps an accepted connection's other direction alive, so its
-// dialer notices if this node goes away.
-func (t *TCP) pingLoop(conn net.Conn, stop <-chan struct{}) {
+// ackDue reports whether k times ackFrames frames, or k times ackBytes
+// bytes, have come from p since the last ack on in.
+func ackDue(p *peer, in *inbound, k uint64) bool {
+	return p.recvNext.Load()-in.ackedFrames.Load() >= k*ackFrames || p.receivedBytes.Load()-in.ackedBytes.Load() >= k*ackBytes
+}
+
+// ackLoop writes the acks that are due soon, and one every PingInterval,
+// so that the dialer also notices if this node goes away.
+func (t *TCP) ackLoop(p *peer, in *inbound, stop <-chan struct{}) {
 	tick := time.NewTicker(t.cfg.PingInterval)
 	defer tick.Stop()
+	delay := time.NewTimer(ackDelay)
+	delay.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-in.ackSoon:
+			delay.Reset(ackDelay)
+			continue
+		case <-delay.C:
 		case <-tick.C:
-			conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
-			if _, err := conn.Write(pingFrame); err != nil {
-				conn.Close()
-				return
-			}
 		}
+		if t.writeAck(in, p) != nil {
+			in.conn.Close()
+			return
+		}
+	}
+}
+
+// writeAck acknowledges every frame from p delivered so far.
+func (t *TCP) writeAck(in *inbound, p *peer) error {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	// Disarm before reading the count: a frame delivered after the read
+	// arms the next ack.
+	in.armed.Store(false)
+	next := p.recvNext.Load()
+	in.ackedFrames.Store(next)
+	in.ackedBytes.Store(p.receivedBytes.Load())
+	in.ackBuf = appendAck(in.ackBuf[:0], next)
+	in.conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
+	_, err := in.conn.Write(in.ackBuf)
+	return err
+}
+
+// signal wakes the receiver of ch (capacity 1), if it is not already due
+// to wake.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -420,7 +513,7 @@ func (t *TCP) deliverToSelf() {
 			t.handler(t.cfg.Self, bytes.Clone(payload))
 			b = b[size:]
 		}
-		q.written(n, len(batch))
+		q.written(batch, n)
 		spare = recycle(batch)
 	}
 }

@@ -114,9 +114,9 @@ func TestTLS(t *testing.T) {
 			local := conn.LocalAddr().String()
 			var err error
 			if in.cfg != nil {
-				_, err = newAuth(&Config{TLS: in.cfg}).dial(conn, in.claim, 0)
+				_, _, err = newAuth(&Config{TLS: in.cfg}).dial(conn, in.claim, 0)
 			} else {
-				_, err = (&auth{secret: testSecret}).dial(conn, in.claim, 0)
+				_, _, err = (&auth{secret: testSecret}).dial(conn, in.claim, 0)
 			}
 			if err == nil {
 				t.Fatal("handshake succeeded")

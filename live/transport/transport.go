@@ -24,10 +24,11 @@ type Transport interface {
 	Start(handler Handler) error
 
 	// Send queues a copy of payload for member to and returns at once; it
-	// never blocks. If to's queue is full (QueueLen frames or QueueBytes
-	// bytes not yet handed to the connection) it returns ErrBackpressure
-	// and the caller decides whether to drop or retry later: a slow or
-	// unreachable member can never make this node run out of memory.
+	// never blocks. If to's queue is full (QueueLen frames not yet handed
+	// to the connection, or QueueBytes bytes not yet acknowledged by to;
+	// InProc: not yet delivered) it returns ErrBackpressure and the caller
+	// decides whether to drop or retry later: a slow or unreachable member
+	// can never make this node run out of memory.
 	// Sending to Self is allowed and is delivered to this node's own
 	// handler. Send is safe for concurrent use; payloads sent from one
 	// goroutine are delivered in order.
@@ -82,7 +83,13 @@ type PeerStats struct {
 	// Queued: frames accepted by Send and not yet handed to the connection
 	// (InProc: not yet delivered). Never more than QueueLen.
 	Queued int
-	// Sent and SentBytes: frames handed to the connection (to the kernel).
+	// Unacked: frames handed to the connection that the member has not
+	// acknowledged yet; they are written again on the next connection if
+	// this one fails. The bytes of the frames queued and unacknowledged
+	// are never more than QueueBytes. (TCP only.)
+	Unacked int
+	// Sent and SentBytes: frames handed to the connection (to the kernel),
+	// frames written again after a reconnection included.
 	Sent, SentBytes uint64
 	// Received and ReceivedBytes: frames from the member delivered to the
 	// handler.
@@ -94,9 +101,19 @@ type PeerStats struct {
 	// Rejected: handshakes with a connection claiming to be this member, or
 	// with this member's address, that failed.
 	Rejected uint64
-	// Dropped: frames discarded without being sent: queued when Close gave
-	// up, or (InProc) sent to a closed endpoint.
+	// Dropped: frames discarded without being delivered for sure: queued,
+	// or sent and not acknowledged, when Close gave up, or (InProc) sent
+	// to a closed endpoint.
 	Dropped uint64
+	// Resent: frames written again on a new connection because the member
+	// had not acknowledged them when the previous one failed (it had not
+	// received them, or its acknowledgement was lost with the connection;
+	// it gets each frame once either way). (TCP only.)
+	Resent uint64
+	// DroppedRestart: frames sent but not acknowledged when the member
+	// restarted, dropped since the process they were sent to is gone.
+	// (TCP only.)
+	DroppedRestart uint64
 }
 
 // CertName is the name a member's certificate must carry, as a DNS subject

@@ -1,0 +1,161 @@
+package transport
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Acknowledgement and resending: what TCP gives within one connection,
+// across the connections of a link. A link is a pair of incarnations, the
+// sender's and the receiver's (handshake.go); while both processes live,
+// nothing sent on it is lost or delivered twice, however often its
+// connections break.
+//
+// Numbering. The data frames a member sends over a link are numbered 0, 1,
+// 2 ... The numbers are not written on the wire: as TCP numbers bytes by
+// their place in the stream, a frame's number is the number the connection
+// started from plus its place among the data frames on it. The receiver
+// counts, per sender, the data frames it has handed to the handler (next).
+//
+// Acknowledgement. On the way back, the acceptor sends ack frames carrying
+// next: cumulative, as TCP's are. It acknowledges a batch of frames
+// (everything read before its reader waits on the socket again) ackDelay
+// after the batch, so that request-response traffic does not answer every
+// frame with an ack segment (the delayed ACK of RFC 1122, 4.2.3.2); at
+// the end of the batch when many frames or bytes have come since the last
+// (as TCP acknowledges every second full segment), or when the dialer asks
+// with a ping; within a batch when eight times as many have (a stream the
+// reader never catches up with has no end of batch); and with every
+// keepalive. The dialer asks when half its
+// QueueBytes is taken by frames not acknowledged, so that the window never
+// closes while acknowledgements are delayed.
+//
+// Resending. The sender keeps each frame from the moment it is written
+// until it is acknowledged (sendQueue.unacked, within QueueBytes).
+// A new connection starts, after the handshake, with an ack: the acceptor
+// sends it only once the reader of the connection it replaces has stopped,
+// so it says exactly which frames were delivered. The dialer drops those
+// and writes the others again, first, on the new connection, numbered from
+// there: nothing is delivered twice, and nothing is skipped. This is the
+// resumption etcd's rafthttp leaves to raft; here the transport does it,
+// for algorithms that assume reliable channels.
+//
+// Restarts. If the acceptor's incarnation has changed, the process the
+// unacknowledged frames were sent to is gone; they are dropped and counted
+// (PeerStats.DroppedRestart), and the link starts again from what the new
+// process says (0). Frames never written go to the new process. If the
+// dialer's incarnation has changed, the acceptor counts its frames from 0
+// again.
+
+// ackDelay is how long after a batch of frames the acceptor acknowledges
+// it, unless asked sooner, or unless the frames not acknowledged reach
+// ackFrames or ackBytes: then it acknowledges at the end of the batch, so
+// that a fast stream's window keeps opening.
+const (
+	ackDelay  = 10 * time.Millisecond
+	ackFrames = 128
+	ackBytes  = 64 << 10
+)
+
+// appendAck appends an ack frame carrying next to dst.
+func appendAck(dst []byte, next uint64) []byte {
+	var v [binary.MaxVarintLen64]byte
+	body := binary.AppendUvarint(v[:0], next)
+	dst = binary.AppendUvarint(dst, uint64(len(body))<<2|kindAck)
+	return append(dst, body...)
+}
+
+// parseAck decodes an ack frame's payload: exactly one uvarint.
+func parseAck(b []byte) (uint64, error) {
+	next, k := binary.Uvarint(b)
+	if k <= 0 || k != len(b) {
+		return 0, errors.New("malformed ack frame")
+	}
+	return next, nil
+}
+
+// newIncarnation draws a process's incarnation: random, never 0 (which
+// stands for none yet).
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		crand.Read(b[:])
+		if inc := binary.BigEndian.Uint64(b[:]); inc != 0 {
+			return inc
+		}
+	}
+}
+
+// ack drops the frames the member has acknowledged: those numbered below
+// next. An acknowledgement of frames not sent is an error.
+func (q *sendQueue) ack(next uint64) error {
+	q.acks.Add(1)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.asked = false
+	if next < q.base || next-q.base > uint64(q.nUnacked) {
+		return fmt.Errorf("ack of frames up to %d, but %d to %d are those sent and not acknowledged", next, q.base, q.base+uint64(q.nUnacked))
+	}
+	q.dropUnacked(int(next - q.base))
+	return nil
+}
+
+// unackedBytes is the size of the frames not acknowledged. mu is held.
+func (q *sendQueue) unackedBytes() int { return len(q.unacked) - q.acked }
+
+// dropUnacked drops the first k unacknowledged frames. mu is held.
+func (q *sendQueue) dropUnacked(k int) {
+	for range k {
+		size, _ := splitFrame(q.unacked[q.acked:])
+		q.acked += size
+	}
+	q.nUnacked -= k
+	q.base += uint64(k)
+	// The buffer is reused rather than outgrown: emptied when everything
+	// is acknowledged, and what remains moved to its front once at least
+	// half of it is acknowledged (so at most one byte is copied per byte
+	// acknowledged).
+	switch {
+	case q.nUnacked == 0:
+		q.unacked, q.acked = q.unacked[:0], 0
+		if cap(q.unacked) > q.maxBytes {
+			q.unacked = nil
+		}
+	case q.acked >= q.unackedBytes():
+		n := copy(q.unacked, q.unacked[q.acked:])
+		q.unacked, q.acked = q.unacked[:n], 0
+	}
+}
+
+// reconnected prepares the queue for a new connection to the member's
+// incarnation inc, which expects the frame numbered next: the frames it
+// has are dropped, and those it lacks go back to the head of the queue to
+// be written again. If inc is not the incarnation the frames were sent to,
+// or next is not among them, they are dropped and counted instead. It
+// returns how many frames are resent and how many dropped. Nothing may be
+// writing.
+func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.asked = false
+	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
+		dropped = q.nUnacked
+		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
+		q.peerInc, q.base = inc, next
+		q.droppedRestart.Add(uint64(dropped))
+	} else {
+		q.dropUnacked(int(next - q.base))
+	}
+	resent = q.nUnacked
+	if resent > 0 {
+		p := make([]byte, 0, q.unackedBytes()+len(q.pending))
+		q.pending = append(append(p, q.unacked[q.acked:]...), q.pending...)
+		q.nPending += resent
+		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
+		q.resent.Add(uint64(resent))
+	}
+	return resent, dropped
+}

@@ -1,0 +1,494 @@
+package transport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// cutProxy forwards loopback connections to a member and cuts them on
+// demand, with a reset (SO_LINGER 0), so that whatever the kernels and the
+// proxy hold in between is lost, as in a network failure.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	refuse  bool // close new connections at once
+	cuts    int
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	p := &cutProxy{ln: listen(t), target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		refuse := p.refuse || p.stopped
+		p.mu.Unlock()
+		if refuse {
+			reset(c)
+			continue
+		}
+		s, err := net.DialTimeout("tcp", p.target, time.Second)
+		if err != nil {
+			reset(c)
+			continue
+		}
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			reset(c)
+			reset(s)
+			return
+		}
+		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Go(func() { p.pipe(c, s) })
+		p.wg.Go(func() { p.pipe(s, c) })
+	}
+}
+
+// pipe copies from one end to the other until either fails.
+func (p *cutProxy) pipe(from, to net.Conn) {
+	io.Copy(to, from)
+	reset(from)
+	reset(to)
+	p.mu.Lock()
+	delete(p.conns, from)
+	delete(p.conns, to)
+	p.mu.Unlock()
+}
+
+// cut resets every connection through the proxy.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cuts++
+	for c := range p.conns {
+		reset(c)
+	}
+}
+
+// setRefuse makes the proxy close new connections (true), or forward
+// them again.
+func (p *cutProxy) setRefuse(refuse bool) {
+	p.mu.Lock()
+	p.refuse = refuse
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) close() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.ln.Close()
+	p.cut()
+	p.wg.Wait()
+}
+
+// reset closes c with a TCP reset: data not yet read is discarded.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// proxiedPair creates members 0 and 1, each reaching the other through a
+// cutProxy (nil where direct is set), not started.
+func proxiedPair(t *testing.T, edit func(*Config)) (a, b *TCP, toB, toA *cutProxy) {
+	lnA, lnB := listen(t), listen(t)
+	toB, toA = newCutProxy(t, lnB.Addr().String()), newCutProxy(t, lnA.Addr().String())
+	logger := testLogger(t)
+	mk := func(self proc.ID, ln net.Listener, peer proc.ID, addr string) *TCP {
+		cfg := fastConfig(self, ln, map[proc.ID]string{peer: addr}, logger)
+		if edit != nil {
+			edit(&cfg)
+		}
+		tr, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	return mk(0, lnA, 1, toB.addr()), mk(1, lnB, 0, toA.addr()), toB, toA
+}
+
+// checkedPayload is the seq-th payload of a stream whose sizes sizeOf
+// gives: seq, then bytes the receiver can check.
+func checkedPayload(seq uint64, size int) []byte {
+	p := seqPayload(seq, size)
+	for i := 8; i < len(p); i++ {
+		p[i] = byte(seq) + byte(i)
+	}
+	return p
+}
+
+// verifier checks a stream of checkedPayloads: each once, in order,
+// whole, with the size sizeOf gives.
+type verifier struct {
+	box    *inbox
+	sizeOf func(seq uint64) int
+	bad    atomic.Value // string: the first corrupted payload
+}
+
+func newVerifier(sizeOf func(uint64) int) *verifier {
+	return &verifier{box: newInbox(), sizeOf: sizeOf}
+}
+
+func (v *verifier) handle(from proc.ID, p []byte) {
+	if len(p) >= 8 {
+		seq := binary.BigEndian.Uint64(p)
+		want := checkedPayload(seq, v.sizeOf(seq))
+		if string(p) != string(want) {
+			v.bad.CompareAndSwap(nil, fmt.Sprintf("payload %d: %d bytes, corrupted or resized (want %d)", seq, len(p), len(want)))
+		}
+	} else {
+		v.bad.CompareAndSwap(nil, fmt.Sprintf("a payload of %d bytes", len(p)))
+	}
+	v.box.handle(from, p)
+}
+
+func (v *verifier) check(t *testing.T) {
+	t.Helper()
+	v.box.check(t)
+	if s := v.bad.Load(); s != nil {
+		t.Error(s)
+	}
+}
+
+// delivered is how many payloads from member from have arrived.
+func (v *verifier) delivered(from proc.ID) uint64 {
+	v.box.mu.Lock()
+	defer v.box.mu.Unlock()
+	return v.box.next[from]
+}
+
+// sendStream sends payloads from..n-1 of sizes sizeOf to member to,
+// retrying on backpressure; batch, if not nil, says how many to give one
+// SendBatch.
+func sendStream(tr *TCP, to proc.ID, n uint64, sizeOf func(uint64) int, batch func() int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for seq := uint64(0); seq < n; {
+		k := uint64(1)
+		if batch != nil {
+			k = min(uint64(batch()), n-seq)
+		}
+		ps := make([][]byte, k)
+		for i := range ps {
+			ps[i] = checkedPayload(seq+uint64(i), sizeOf(seq+uint64(i)))
+		}
+		var err error
+		if k == 1 {
+			err = tr.Send(to, ps[0])
+		} else {
+			err = tr.SendBatch(to, ps)
+		}
+		switch {
+		case err == nil:
+			seq += k
+		case errors.Is(err, ErrBackpressure):
+			if time.Now().After(deadline) {
+				return fmt.Errorf("send to %v: still backpressured after %v at seq %d", to, timeout, seq)
+			}
+			time.Sleep(20 * time.Microsecond) // pace retries; Send offers nothing to wait on
+		default:
+			return fmt.Errorf("send to %v: %w", to, err)
+		}
+	}
+	return nil
+}
+
+// waitProgress waits until cond holds, or for at most timeout; it reports
+// whether cond held.
+func waitProgress(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
+}
+
+// TestResendAcrossCuts: the connection carrying a stream is reset again
+// and again while thousands of frames are in flight (in the sender's
+// socket, the proxy and the receiver's socket); every payload arrives
+// exactly once, in order, whole. Without acknowledgements and resending,
+// the frames in flight at each cut are lost.
+func TestResendAcrossCuts(t *testing.T) {
+	t.Run("secret", func(t *testing.T) { testResendAcrossCuts(t, 60_000, nil) })
+	// TLS: no direct writes, and the frames lost include those in the
+	// TLS records cut short.
+	t.Run("tls", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := GenerateCerts(dir, 2); err != nil {
+			t.Fatal(err)
+		}
+		testResendAcrossCuts(t, 20_000, func(c *Config) {
+			cfg, err := LoadTLS(dir, c.Self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Secret, c.TLS = nil, cfg
+		})
+	})
+}
+
+func testResendAcrossCuts(t *testing.T, n uint64, edit func(*Config)) {
+	const cuts = 25
+	a, b, toB, _ := proxiedPair(t, edit)
+	size := func(seq uint64) int { return 16 + int(seq%7)*40 }
+	v := newVerifier(size)
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(v.handle)
+	done := v.box.expect(0, n)
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- sendStream(a, 1, n, size, nil, 30*time.Second) }()
+
+	// Cut whenever another share of the stream has arrived on a new
+	// connection, so that every cut finds frames in flight.
+	for i := range uint64(cuts) {
+		target := (i + 1) * n / (cuts + 2)
+		if !waitProgress(10*time.Second, func() bool { return v.delivered(0) >= target && a.Stats().Peers[1].Reconnects >= i }) {
+			t.Fatalf("cut %d: stuck at %d of %d payloads delivered; %+v", i, v.delivered(0), n, a.Stats().Peers[1])
+		}
+		toB.cut()
+	}
+	if err := <-sendErr; err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, done, 20*time.Second, "every payload to arrive")
+	v.check(t)
+	waitUntil(t, 5*time.Second, "p0 reconnects after the last cut", func() bool { return a.Stats().Peers[1].Reconnects == cuts })
+	s := a.Stats().Peers[1]
+	t.Logf("%d cuts: %+v", cuts, s)
+	if s.Resent == 0 || s.DroppedRestart != 0 {
+		t.Errorf("stats %+v: want frames resent, none dropped", s)
+	}
+	if r := b.Stats().Peers[0].Received; r != n {
+		t.Errorf("p1 counts %d received, want %d", r, n)
+	}
+}
+
+// TestResendRandomCuts: seeded random schedules of cuts, either
+// direction or both, across streams both ways of random sizes, sent
+// alone or in batches, through queues of random bounds (so that the
+// window, the backpressure and the direct writes all take part): every
+// payload arrives once, in order, whole.
+func TestResendRandomCuts(t *testing.T) {
+	seeds := 6
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			queueLen := 16 << rng.IntN(7) // 16 .. 1024
+			maxSize := []int{8, 200, 4 << 10, 40 << 10}[rng.IntN(4)]
+			n := uint64(3000 + rng.IntN(20_000))
+			if maxSize > 1<<10 {
+				n /= 8 // some 40 MB each way at most
+			}
+			cuts := 5 + rng.IntN(15)
+			sizeSeed := rng.Uint64()
+			size := func(seq uint64) int {
+				return 8 + int((seq*0x9e3779b97f4a7c15^sizeSeed)>>33)%maxSize
+			}
+			t.Logf("queue %d, %d payloads each way up to %d bytes, %d cuts", queueLen, n, maxSize, cuts)
+			a, b, toB, toA := proxiedPair(t, func(c *Config) { c.QueueLen = queueLen })
+			va, vb := newVerifier(size), newVerifier(size)
+			a.Start(va.handle)
+			b.Start(vb.handle)
+			doneA, doneB := va.box.expect(1, n), vb.box.expect(0, n)
+			var senders sync.WaitGroup
+			for i, pair := range [][2]*TCP{{a, b}, {b, a}} {
+				batchRng := rand.New(rand.NewPCG(seed, uint64(i)+2))
+				senders.Go(func() {
+					batch := func() int { return 1 + batchRng.IntN(8) }
+					if err := sendStream(pair[0], proc.ID(1-i), n, size, batch, 60*time.Second); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			progress := func() uint64 { return va.delivered(1) + vb.delivered(0) }
+			for i := range cuts {
+				// A cut after a random share of the traffic, sometimes
+				// at once (during or right after a reconnection).
+				target := progress()
+				if rng.IntN(4) > 0 {
+					target += uint64(rng.IntN(int(2 * n / uint64(cuts))))
+				}
+				if !waitProgress(10*time.Second, func() bool { return progress() >= min(target, 2*n) }) {
+					t.Fatalf("cut %d: stuck at %d of %d payloads; p0 %+v; p1 %+v", i, progress(), 2*n, a.Stats().Peers[1], b.Stats().Peers[0])
+				}
+				switch rng.IntN(3) {
+				case 0:
+					toB.cut()
+				case 1:
+					toA.cut()
+				default:
+					toB.cut()
+					toA.cut()
+				}
+			}
+			senders.Wait()
+			waitClosed(t, doneA, 30*time.Second, "every payload p1→p0")
+			waitClosed(t, doneB, 30*time.Second, "every payload p0→p1")
+			va.check(t)
+			vb.check(t)
+			for _, s := range []PeerStats{a.Stats().Peers[1], b.Stats().Peers[0]} {
+				if s.DroppedRestart != 0 {
+					t.Errorf("frames dropped for a restart that did not happen: %+v", s)
+				}
+			}
+			t.Logf("p0→p1 %+v", a.Stats().Peers[1])
+		})
+	}
+}
+
+// TestReceiverRestartDropsStaleFrames: frames sent to a member that then
+// restarts (a new incarnation, on the same address) are not delivered to
+// the new process, nor do they keep the sender's queue full: they are
+// dropped and counted, and the stream to the new process flows.
+func TestReceiverRestartDropsStaleFrames(t *testing.T) {
+	lnA, lnB := listen(t), listen(t)
+	addrB := lnB.Addr().String()
+	toB := newCutProxy(t, addrB)
+	logger := testLogger(t)
+	cfgA := fastConfig(0, lnA, map[proc.ID]string{1: toB.addr()}, logger)
+	cfgA.MaxFrame, cfgA.QueueBytes = 64, 2048 // some hundred frames in flight
+	a, err := NewTCP(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Start(func(proc.ID, []byte) {})
+
+	// The first incarnation takes one frame and hangs in its handler:
+	// everything else A sends stays unacknowledged.
+	release := make(chan struct{})
+	var stale atomic.Uint64
+	cfgB := fastConfig(1, lnB, map[proc.ID]string{0: lnA.Addr().String()}, logger)
+	b1, err := NewTCP(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first sync.Once
+	b1.Start(func(proc.ID, []byte) { first.Do(func() { <-release }) })
+	old := func(seq uint64) []byte { p := seqPayload(seq, 16); p[8] = 'O'; return p }
+	var sent uint64
+	for ; ; sent++ {
+		if err := a.Send(1, old(sent)); errors.Is(err, ErrBackpressure) {
+			break
+		} else if err != nil {
+			t.Fatalf("send %d: %v", sent, err)
+		}
+		// Let the writer take each frame, so that all are written.
+		waitUntil(t, 5*time.Second, "the frame written", func() bool { return a.Stats().Peers[1].Queued == 0 })
+	}
+	waitUntil(t, 5*time.Second, "every frame written, none acknowledged", func() bool {
+		s := a.Stats().Peers[1]
+		return s.Queued == 0 && s.Unacked == int(sent)
+	})
+
+	// The member dies: the network to it first, then the process.
+	toB.setRefuse(true)
+	toB.cut()
+	close(release)
+	b1.Close()
+
+	// Its next incarnation, at the same address.
+	cfgB.Listener, cfgB.Listen = nil, addrB
+	b2, err := NewTCP(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	box := newInbox()
+	b2.Start(func(from proc.ID, p []byte) {
+		if p[8] == 'O' {
+			stale.Add(1)
+			return
+		}
+		box.handle(from, p)
+	})
+	toB.setRefuse(false)
+	const n = 2000
+	done := box.expect(0, n)
+	if err := sendAll(a, 1, 0, n, 16, 10*time.Second); err != nil {
+		t.Fatalf("the sender hangs after the restart: %v", err)
+	}
+	waitClosed(t, done, 10*time.Second, "the stream to the new incarnation")
+	box.check(t)
+	if k := stale.Load(); k != 0 {
+		t.Errorf("the new incarnation got %d frames sent to the old one", k)
+	}
+	s := a.Stats().Peers[1]
+	if s.DroppedRestart != sent || s.Resent != 0 {
+		t.Errorf("stats %+v: want %d dropped for the restart, none resent", s, sent)
+	}
+}
+
+// TestAcksAreDelayed: request-response traffic is acknowledged a batch at
+// a time (ackFrames, ackDelay), not frame by frame, so the acks do not
+// double the segments of an exchange.
+func TestAcksAreDelayed(t *testing.T) {
+	const rounds = 2000
+	trs := newTCPCluster(t, 2, nil)
+	a, b := trs[0], trs[1]
+	pong := make(chan struct{}, 1)
+	a.Start(func(proc.ID, []byte) { pong <- struct{}{} })
+	b.Start(func(from proc.ID, p []byte) { b.Send(from, p) })
+	waitUntil(t, 5*time.Second, "both connected", func() bool {
+		return a.Stats().Peers[1].Connected && b.Stats().Peers[0].Connected
+	})
+	q := a.peer(1).q
+	before := q.acks.Load()
+	start := time.Now()
+	for i := range rounds {
+		if err := a.Send(1, seqPayload(uint64(i), 32)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-pong:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: no answer", i)
+		}
+	}
+	elapsed := time.Since(start)
+	acks := q.acks.Load() - before
+	// At most one ack per ackFrames frames, one per ackDelay, and one per
+	// keepalive (PingInterval, 100 ms here), with some slack for timers.
+	most := rounds/ackFrames + 2*int(elapsed/ackDelay) + 2*int(elapsed/(100*time.Millisecond)) + 4
+	t.Logf("%d round trips in %v: %d acks (at most %d allowed)", rounds, elapsed, acks, most)
+	if acks > uint64(most) || acks > rounds/4 {
+		t.Errorf("%d acks for %d frames in %v: not delayed", acks, rounds, elapsed)
+	}
+	waitUntil(t, 5*time.Second, "everything acknowledged", func() bool { return a.Stats().Peers[1].Unacked == 0 })
+}
