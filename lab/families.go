@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
@@ -37,12 +38,15 @@ type Family struct {
 	// Diagram says how the family's runs are best drawn: which outputs are
 	// bookkeeping, which pairs of outputs delimit intervals.
 	Diagram trace.SVGOptions
+	// Streamed: Metrics reads the workload and the result only, never the
+	// trace (see Options.Streamed).
+	Streamed bool
 }
 
 // Options returns run options for algorithm a of the family, with the
 // family's metrics and workloads in place.
 func (f Family) Options(a proc.Algorithm) Options {
-	o := Options{Algo: a, Metrics: f.Metrics}
+	o := Options{Algo: a, Metrics: f.Metrics, Streamed: f.Streamed}
 	if w, ok := f.Workloads[a.Name]; ok {
 		o.Workload = w()
 	} else if f.Workload != nil {
@@ -84,6 +88,16 @@ func init() {
 			Workload:  DefaultKVClients,
 			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients, "raft-group": DefaultGroupSenders},
 			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
+		},
+		{
+			Family:   registered("gossip"),
+			Metrics:  gossipMetrics,
+			Streamed: true,
+			Workload: func() sim.Workload { return NewGossipLoad(epidemic.Params{}) },
+			Workloads: map[string]func() sim.Workload{
+				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
+			},
+			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
 		},
 	}
 }

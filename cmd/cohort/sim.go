@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -77,6 +77,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
+	addGossipFlags(cmd)   // simgossip.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -87,6 +88,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	if handled, err := simMulticast(cmd, family, f); handled { // simmulticast.go
+		return err
+	}
+	params, err := gossipParams(cmd, family) // simgossip.go
+	if err != nil {
 		return err
 	}
 	fam, err := lab.Lookup(family)
@@ -179,7 +184,12 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	for _, a := range algos {
 		o := base
 		fo := fam.Options(a)
-		o.Algo, o.Workload, o.React = a, fo.Workload, fo.React
+		o.Algo, o.Workload, o.React, o.Streamed = a, fo.Workload, fo.React, fo.Streamed
+		if params != nil {
+			if err := configureGossip(fam, a, params, &o); err != nil {
+				return err
+			}
+		}
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))

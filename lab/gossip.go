@@ -1,0 +1,458 @@
+package lab
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// GossipLoad is the gossip family's default workload for dissemination:
+// one Put of Key at Node at time At, half a round before the first round,
+// so that round i's exchanges (at i·Period) are over by At + i·Period. It
+// watches the outputs as they happen — which node adopted the update
+// when, how many nodes are still mongering it — so that the family's
+// metrics need no trace (a million-node run keeps none), and it ends the
+// run when every present node holds the newest version and no rumor is
+// hot any more (or, with UntilCold, as soon as no rumor is hot: pull
+// rumor mongering without backup never falls silent by itself).
+type GossipLoad struct {
+	Key, Value string
+	Node       proc.ID
+	At         time.Duration
+	// Params are the algorithm's: the round length and fanout for the
+	// metrics and the theory.
+	Params    epidemic.Params
+	UntilCold bool
+
+	n        int
+	version  uint64
+	first    []int64 // per node: true time it first adopted the newest version; −1: never
+	has      []bool  // per node: holds the newest version now
+	have     int
+	hotBy    []int32
+	hot      int
+	injected bool
+	missing  []proc.ID // nodes that may lack the newest version (a superset)
+	changes  int
+	calls    int
+}
+
+// NewGossipLoad is the family's default dissemination workload under
+// params p: key "x" written at p0, half a round into the run.
+func NewGossipLoad(p epidemic.Params) *GossipLoad {
+	return &GossipLoad{Key: "x", Value: "v1", Node: 0, At: period(p) / 2, Params: p, UntilCold: p.Pull && !p.Backup}
+}
+
+func period(p epidemic.Params) time.Duration {
+	if p.Period > 0 {
+		return p.Period
+	}
+	return epidemic.DefaultPeriod
+}
+
+func fanout(p epidemic.Params) int { return max(p.Fanout, 1) }
+
+func (w *GossipLoad) init(n int) {
+	w.n = n
+	w.first = make([]int64, n)
+	for i := range w.first {
+		w.first[i] = -1
+	}
+	w.has = make([]bool, n)
+	w.hotBy = make([]int32, n)
+	w.missing = make([]proc.ID, n)
+	for i := range w.missing {
+		w.missing[i] = proc.ID(i)
+	}
+}
+
+// Init schedules the Put.
+func (w *GossipLoad) Init(c sim.Control) {
+	w.init(c.N())
+	c.Schedule(w.At-c.Now(), w.Node, epidemic.Put{Key: w.Key, Value: w.Value})
+}
+
+// Observe follows the update's spread.
+func (w *GossipLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	w.observe(int64(c.Now()), node, o)
+}
+
+func (w *GossipLoad) observe(now int64, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case epidemic.Applied:
+		if o.Key != w.Key {
+			return
+		}
+		w.injected = true
+		if o.Version > w.version { // a newer write: nobody holds it yet
+			w.version = o.Version
+			clear(w.has)
+			w.have = 0
+			for i := range w.first {
+				w.first[i] = -1
+			}
+			w.missing = w.missing[:0]
+			for i := range w.n {
+				w.missing = append(w.missing, proc.ID(i))
+			}
+		}
+		if o.Version == w.version && !w.has[node] {
+			w.has[node] = true
+			w.have++
+			w.changes++
+			if w.first[node] < 0 {
+				w.first[node] = now
+			}
+		}
+	case epidemic.Infective:
+		w.hotBy[node]++
+		w.hot++
+	case epidemic.Removed:
+		w.hotBy[node]--
+		w.hot--
+	}
+}
+
+// Restarted forgets what a recovered node held: it starts empty.
+func (w *GossipLoad) Restarted(_ sim.Control, node proc.ID) {
+	if w.has[node] {
+		w.has[node] = false
+		w.have--
+		w.missing = append(w.missing, node)
+	}
+	w.hot -= int(w.hotBy[node])
+	w.hotBy[node] = 0
+}
+
+// Done reports whether every present node holds the newest version and no
+// rumor is hot. Checking presence costs a pass over the nodes that may
+// lack it, so it is made when some adopted it since the last pass, when
+// few may lack it, or every 1024 events.
+func (w *GossipLoad) Done(up func(proc.ID) bool) bool {
+	if !w.injected || w.hot > 0 {
+		return false
+	}
+	if w.UntilCold || w.have == w.n {
+		return true
+	}
+	w.calls++
+	if w.changes == 0 && len(w.missing) > 64 && w.calls%1024 != 0 {
+		return false
+	}
+	if w.changes*4 < len(w.missing) && len(w.missing) > 64 && w.calls%1024 != 0 {
+		return false
+	}
+	w.changes = 0
+	w.missing = slices.DeleteFunc(w.missing, func(p proc.ID) bool { return w.has[p] })
+	for _, p := range w.missing {
+		if up(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// Susceptible is the fraction of the n nodes that had not adopted the
+// update after each round: element i is the fraction at At + i·Period.
+// The series ends at the first round after which nothing changed any
+// more.
+func (w *GossipLoad) Susceptible() []float64 {
+	if w.n == 0 {
+		return nil
+	}
+	T := int64(period(w.Params))
+	at := int64(w.At)
+	counts := []int{}
+	for _, t := range w.first {
+		if t < 0 {
+			continue
+		}
+		r := 0
+		if t > at {
+			r = int((t - at + T - 1) / T)
+		}
+		for len(counts) <= r {
+			counts = append(counts, 0)
+		}
+		counts[r]++
+	}
+	out := make([]float64, len(counts))
+	left := w.n
+	for i, c := range counts {
+		left -= c
+		out[i] = float64(left) / float64(w.n)
+	}
+	return out
+}
+
+// gossipMetrics measures a dissemination: for anti-entropy and rumor
+// mongering,
+//
+//   - rounds_to_all: the rounds until every node had the update (absent
+//     if some never had it);
+//   - rounds_to_final: the rounds until the last node that ever had it
+//     got it;
+//   - residue: the fraction of nodes that never had it;
+//   - messages_per_node: every message sent, over the nodes;
+//   - updates_per_node: rumor mongering's RUMOR messages over the nodes,
+//     Demers et al.'s "traffic";
+//   - pull_ratio (pull): the mean over the rounds of pᵢ₊₁/pᵢ², whose
+//     theory is 1 (only rounds with pᵢ ≤ 0.9 and at least 30 nodes left
+//     after, so that it measures the law and not the noise);
+//   - push_tail_ratio (push): the mean of pᵢ₊₁/pᵢ over the rounds with
+//     pᵢ ≤ 0.1 and at least 30 nodes left, beside the mean of
+//     (1 − 1/(n−1))^{f·n(1−pᵢ)} over the same rounds (≈ e^{−f});
+//
+// and the series "susceptible", pᵢ after each round. Push-sum runs get
+// max_error (the largest relative error of any node's estimate at the
+// end), rounds and messages_per_node_round, and the series "max_error"
+// after each round.
+func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
+	if f.Algo == "push-sum" {
+		return pushSumMetrics(f)
+	}
+	w, _ := f.Workload.(*GossipLoad)
+	if w == nil || w.n == 0 {
+		w = replayGossip(f.Trace)
+	}
+	m := map[string]float64{}
+	th := map[string]*float64{}
+	n := float64(f.Nodes)
+	m["messages_per_node"] = float64(f.Result.Sent) / n
+	if f.Result.Messages("rumor") > 0 {
+		m["updates_per_node"] = float64(f.Result.Messages("rumor")) / n
+	}
+	if w == nil || w.n == 0 {
+		return m, th
+	}
+	s := w.Susceptible()
+	f.Series["susceptible"] = s
+	if len(s) > 0 {
+		last := s[len(s)-1]
+		m["residue"] = last
+		m["rounds_to_final"] = float64(len(s) - 1)
+		if last == 0 {
+			m["rounds_to_all"] = float64(len(s) - 1)
+		}
+	}
+	fan := fanout(w.Params)
+	switch f.Algo {
+	case "push", "pull", "push-pull":
+		th["rounds_to_all"] = ptr(epidemic.RoundsToAll(f.Nodes, fan))
+	case "rumor":
+		if !w.Params.Pull {
+			k := max(w.Params.K, 1)
+			if !w.Params.Counter && !w.Params.Blind && fan == 1 {
+				th["residue"] = ptr(epidemic.Residue(k))
+				// Demers et al.: with feedback and a coin, s = e^{−m}.
+				th["updates_per_node"] = ptr(-math.Log(epidemic.Residue(k)))
+			}
+			if !!w.Params.Counter && !w.Params.Blind && fan == 1 && f.Nodes == 1000 && k <= len(DemersTable1) {
+				th["residue"] = ptr(DemersTable1[k-1].Residue)
+				th["updates_per_node"] = ptr(DemersTable1[k-1].Traffic)
+			}
+		}
+	}
+	if f.Algo == "pull" {
+		var sum float64
+		var count int
+		for i := 0; i+1 < len(s); i++ {
+			if s[i] <= 0.9 && s[i+1]*n >= 30 {
+				sum += s[i+1] / (s[i] * s[i])
+				count++
+			}
+		}
+		if count > 0 {
+			m["pull_ratio"] = sum / float64(count)
+			th["pull_ratio"] = ptr(1)
+		}
+	}
+	if f.Algo == "push" {
+		var sum, want float64
+		var count int
+		for i := 0; i+1 < len(s); i++ {
+			if s[i] <= 0.1 && s[i+1]*n >= 30 {
+				sum += s[i+1] / s[i]
+				want += math.Pow(1-1/(n-1), float64(fan)*n*(1-s[i]))
+				count++
+			}
+		}
+		if count > 0 {
+			m["push_tail_ratio"] = sum / float64(count)
+			th["push_tail_ratio"] = ptr(want / float64(count))
+		}
+	}
+	return m, th
+}
+
+func ptr(x float64) *float64 { return &x }
+
+// replayGossip rebuilds the dissemination workload's record from a
+// trace, for runs whose inputs a scenario scripted: the update followed
+// is the first key written.
+func replayGossip(t *trace.Trace) *GossipLoad {
+	if t == nil {
+		return nil
+	}
+	var w *GossipLoad
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Kind != trace.Output {
+			continue
+		}
+		var o proc.Output
+		switch e.Type {
+		case "applied":
+			var a epidemic.Applied
+			if json.Unmarshal(e.Data, &a) != nil {
+				continue
+			}
+			if w == nil {
+				w = &GossipLoad{Key: a.Key, At: time.Duration(e.Time)}
+				w.init(t.Header.Nodes)
+			}
+			o = a
+		case "infective":
+			var x epidemic.Infective
+			json.Unmarshal(e.Data, &x)
+			o = x
+		case "removed":
+			var x epidemic.Removed
+			json.Unmarshal(e.Data, &x)
+			o = x
+		default:
+			continue
+		}
+		if w != nil {
+			w.observe(e.Time, proc.ID(e.Node), o)
+		}
+	}
+	return w
+}
+
+// DemersTable1 is Demers et al.'s Table 1: rumor mongering on 1000
+// sites, push, feedback and counters, k = 1 .. 5 — the residue and the
+// traffic (updates sent per site).
+var DemersTable1 = []struct{ Residue, Traffic float64 }{
+	{0.176, 1.74}, {0.037, 3.30}, {0.011, 4.53}, {0.0036, 5.64}, {0.0012, 6.68},
+}
+
+// PushSumLoad gives push-sum node i the value X(i) at the start and
+// records, after every round, the largest relative error of any node's
+// estimate.
+type PushSumLoad struct {
+	X      func(i int) float64
+	Params epidemic.Params
+
+	s, w   []float64
+	truth  float64
+	errors []float64
+}
+
+// NewPushSumLoad gives node i the value i+1 (the average is (n+1)/2).
+func NewPushSumLoad(p epidemic.Params) *PushSumLoad {
+	return &PushSumLoad{X: func(i int) float64 { return float64(i + 1) }, Params: p}
+}
+
+// Init schedules the values and the per-round measurement.
+func (l *PushSumLoad) Init(c sim.Control) {
+	n := c.N()
+	l.ensure(n)
+	var sum float64
+	for i := range n {
+		x := l.X(i)
+		sum += x
+		if l.Params.Aggregate != "count" {
+			c.Schedule(time.Microsecond, proc.ID(i), epidemic.Value{X: x})
+		}
+	}
+	switch l.Params.Aggregate {
+	case "sum":
+		l.truth = sum
+	case "count":
+		l.truth = float64(n)
+	default:
+		l.truth = sum / float64(n)
+	}
+	T := period(l.Params)
+	var measure func()
+	measure = func() {
+		l.errors = append(l.errors, l.maxError())
+		c.After(T, measure)
+	}
+	c.After(T+T/2, measure)
+}
+
+// Observe records each node's mass.
+func (l *PushSumLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	if st, ok := o.(epidemic.State); ok {
+		l.ensure(c.N())
+		l.s[node], l.w[node] = st.S, st.W
+	}
+}
+
+// ensure allocates the record: the processes start, and output their
+// first state, before the workload's Init.
+func (l *PushSumLoad) ensure(n int) {
+	if l.s == nil {
+		l.s, l.w = make([]float64, n), make([]float64, n)
+	}
+}
+
+func (l *PushSumLoad) maxError() float64 {
+	var worst float64
+	for i := range l.s {
+		if l.w[i] == 0 {
+			return math.Inf(1)
+		}
+		worst = max(worst, math.Abs(l.s[i]/l.w[i]-l.truth)/math.Abs(l.truth))
+	}
+	return worst
+}
+
+func pushSumMetrics(f Finished) (map[string]float64, map[string]*float64) {
+	m := map[string]float64{}
+	l, _ := f.Workload.(*PushSumLoad)
+	if l == nil || len(l.s) == 0 {
+		return m, nil
+	}
+	rounds := float64(len(l.errors))
+	m["max_error"] = l.maxError()
+	m["rounds"] = rounds
+	if rounds > 0 {
+		m["messages_per_node_round"] = float64(f.Result.Sent) / float64(f.Nodes) / rounds
+	}
+	capped := make([]float64, len(l.errors))
+	for i, e := range l.errors {
+		capped[i] = min(e, math.MaxFloat32) // JSON has no infinity
+	}
+	f.Series["max_error"] = capped
+	return m, map[string]*float64{"messages_per_node_round": ptr(1)}
+}
+
+// gossipWorkload is the default workload of gossip algorithm a under
+// params p.
+func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
+	if algo == "push-sum" {
+		return NewPushSumLoad(p)
+	}
+	return NewGossipLoad(p)
+}
+
+// ConfigureGossip returns the run options of gossip algorithm a with
+// params p: its processes and its workload built from them.
+func ConfigureGossip(f Family, a proc.Algorithm, p epidemic.Params) (Options, error) {
+	a, err := epidemic.Configure(a, p)
+	if err != nil {
+		return Options{}, err
+	}
+	o := f.Options(a)
+	o.Workload = gossipWorkload(a.Name, p)
+	return o, nil
+}
