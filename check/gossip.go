@@ -311,30 +311,30 @@ func checkPushSumError(t *trace.Trace) Result {
 	last := map[int32]int{}
 	live := map[int32]bool{}
 	rounds := map[int32]int{}
-	var given mass
+	var given mass    // the mass given: state changes in start and input calls
+	creating := false // the current call may give mass
 	var busiest int
 	for i := range t.Events {
 		e := &t.Events[i]
+		if e.Kind.IsProcess() && e.Kind != trace.Send && e.Kind != trace.Output {
+			creating = e.Kind.Begins() || e.Kind == trace.Input
+		}
 		switch {
 		case e.Kind.Begins():
 			live[e.Node] = true
+			delete(state, e.Node)
 		case e.Kind.Stops():
 			delete(live, e.Node)
 		case e.Kind == trace.Timer && e.Type == "round":
 			rounds[e.Node]++
 			busiest = max(busiest, rounds[e.Node])
-		case e.Kind == trace.Input && e.Type == "value":
-			var v struct{ X float64 }
-			if json.Unmarshal(e.Data, &v) == nil {
-				given.s += v.X
-			}
 		case e.Kind == trace.Output && e.Type == "state":
 			var st struct{ S, W float64 }
 			if json.Unmarshal(e.Data, &st) != nil {
 				continue
 			}
-			if _, seen := last[e.Node]; !seen || t.Events[i-1].Kind.Begins() && t.Events[i-1].Node == e.Node {
-				given.s += st.S - state[e.Node].s // the mass a start gives
+			if creating {
+				given.s += st.S - state[e.Node].s
 				given.w += st.W - state[e.Node].w
 			}
 			state[e.Node] = mass{st.S, st.W}
