@@ -78,11 +78,11 @@ func (Pull) Kind() string   { return "pull" }
 func (Digest) Kind() string { return "digest" }
 func (Reply) Kind() string  { return "reply" }
 
-func (u Update) String() string { return "UPDATE" + listString(u.Entries) }
-func (p Pull) String() string   { return "PULL" + listString(p.Digest) }
-func (d Digest) String() string { return "DIGEST" + listString(d.Digest) }
+func (u Update) String() string { return label("UPDATE", u.Entries) }
+func (p Pull) String() string   { return label("PULL", p.Digest) }
+func (d Digest) String() string { return label("DIGEST", d.Digest) }
 func (r Reply) String() string {
-	return "REPLY" + listString(r.Entries) + " want" + listString(r.Want)
+	return label("REPLY", r.Entries) + " want" + label("", r.Want)
 }
 
 // aeMessages are anti-entropy's messages, in wire-tag order (append-only).

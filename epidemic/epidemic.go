@@ -189,11 +189,21 @@ type Entry struct {
 	Deleted bool
 }
 
-func (e Entry) String() string {
-	if e.Deleted {
-		return e.Key + "@" + versionString(e.Version) + "†"
+func (e Entry) String() string { return string(e.appendTo(nil)) }
+
+// appendTo appends "k=v@3.1", or "k@3.1†" for a tombstone.
+func (e Entry) appendTo(b []byte) []byte {
+	b = append(b, e.Key...)
+	if !e.Deleted {
+		b = append(b, '=')
+		b = append(b, e.Value...)
 	}
-	return e.Key + "=" + e.Value + "@" + versionString(e.Version)
+	b = append(b, '@')
+	b = appendVersion(b, e.Version)
+	if e.Deleted {
+		b = append(b, "†"...)
+	}
+	return b
 }
 
 // Sum is one key of a digest: the key and the version a node has.
@@ -202,18 +212,36 @@ type Sum struct {
 	Version Version
 }
 
-func (s Sum) String() string { return s.Key + "@" + versionString(s.Version) }
+func (s Sum) String() string { return string(s.appendTo(nil)) }
 
-func versionString(v Version) string {
-	return strconv.FormatUint(v>>32, 10) + "." + strconv.FormatUint(v&0xffffffff, 10)
+func (s Sum) appendTo(b []byte) []byte {
+	b = append(b, s.Key...)
+	b = append(b, '@')
+	return appendVersion(b, s.Version)
 }
 
-func listString[T fmt.Stringer](xs []T) string {
-	parts := make([]string, len(xs))
+// appendVersion appends "3.1": sequence number 3, written by p1.
+func appendVersion(b []byte, v Version) []byte {
+	b = strconv.AppendUint(b, v>>32, 10)
+	b = append(b, '.')
+	return strconv.AppendUint(b, v&0xffffffff, 10)
+}
+
+func versionString(v Version) string { return string(appendVersion(nil, v)) }
+
+// label renders a message as NAME{x,y,...}: every message's String, one
+// allocation (the simulator labels every message it records or hashes).
+func label[T interface{ appendTo([]byte) []byte }](name string, xs []T) string {
+	b := make([]byte, 0, len(name)+2+len(xs)*16)
+	b = append(b, name...)
+	b = append(b, '{')
 	for i, x := range xs {
-		parts[i] = x.String()
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = x.appendTo(b)
 	}
-	return "{" + strings.Join(parts, ",") + "}"
+	return string(append(b, '}'))
 }
 
 // Applied reports that a node adopted an entry newer than what it had.

@@ -77,7 +77,7 @@ func init() {
 		},
 		Checks:   []string{"integrity", "push-sum-mass", "push-sum-error"},
 		Messages: []proc.Message{Share{}},
-		Scenario: "nodes: 32\nstop:\n  deadline: 600ms\n",
+		Scenario: "nodes: 32\nstop:\n  deadline: 10s\n",
 	})
 }
 

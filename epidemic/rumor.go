@@ -82,9 +82,9 @@ func (Rumor) Kind() string     { return "rumor" }
 func (Feedback) Kind() string  { return "feedback" }
 func (RumorPull) Kind() string { return "rumor-pull" }
 
-func (r Rumor) String() string     { return "RUMOR" + listString(r.Entries) }
-func (f Feedback) String() string  { return "KNEW" + listString(f.Known) }
-func (r RumorPull) String() string { return "RPULL" + listString(r.Digest) }
+func (r Rumor) String() string     { return label("RUMOR", r.Entries) }
+func (f Feedback) String() string  { return label("KNEW", f.Known) }
+func (r RumorPull) String() string { return label("RPULL", r.Digest) }
 
 // Infective reports that a node became active for a rumor; Removed that
 // it lost interest in it.

@@ -2,10 +2,12 @@ package lab
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
@@ -132,8 +134,9 @@ func (w *GossipLoad) Restarted(_ sim.Control, node proc.ID) {
 
 // Done reports whether every present node holds the newest version and no
 // rumor is hot. Checking presence costs a pass over the nodes that may
-// lack it, so it is made when some adopted it since the last pass, when
-// few may lack it, or every 1024 events.
+// lack it, so a pass is made only when a quarter of them adopted it since
+// the last, or as many events as they are have passed (a crash may have
+// settled it): O(1) per event, amortized.
 func (w *GossipLoad) Done(up func(proc.ID) bool) bool {
 	if !w.injected || w.hot > 0 {
 		return false
@@ -142,13 +145,10 @@ func (w *GossipLoad) Done(up func(proc.ID) bool) bool {
 		return true
 	}
 	w.calls++
-	if w.changes == 0 && len(w.missing) > 64 && w.calls%1024 != 0 {
+	if w.changes*4 < len(w.missing) && w.calls < len(w.missing) {
 		return false
 	}
-	if w.changes*4 < len(w.missing) && len(w.missing) > 64 && w.calls%1024 != 0 {
-		return false
-	}
-	w.changes = 0
+	w.changes, w.calls = 0, 0
 	w.missing = slices.DeleteFunc(w.missing, func(p proc.ID) bool { return w.has[p] })
 	for _, p := range w.missing {
 		if up(p) {
@@ -345,10 +345,13 @@ var DemersTable1 = []struct{ Residue, Traffic float64 }{
 
 // PushSumLoad gives push-sum node i the value X(i) at the start and
 // records, after every round, the largest relative error of any node's
-// estimate.
+// estimate. It ends the run after Rounds rounds (0: the rounds after
+// which check's push-sum-error expects every estimate within its bound,
+// and five more).
 type PushSumLoad struct {
 	X      func(i int) float64
 	Params epidemic.Params
+	Rounds int
 
 	s, w   []float64
 	truth  float64
@@ -380,6 +383,9 @@ func (l *PushSumLoad) Init(c sim.Control) {
 	default:
 		l.truth = sum / float64(n)
 	}
+	if l.Rounds == 0 {
+		l.Rounds = check.PushSumRounds(n) + 5
+	}
 	T := period(l.Params)
 	var measure func()
 	measure = func() {
@@ -388,6 +394,9 @@ func (l *PushSumLoad) Init(c sim.Control) {
 	}
 	c.After(T+T/2, measure)
 }
+
+// Done ends the run after the rounds.
+func (l *PushSumLoad) Done(func(proc.ID) bool) bool { return len(l.errors) >= l.Rounds }
 
 // Observe records each node's mass.
 func (l *PushSumLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
@@ -456,3 +465,117 @@ func ConfigureGossip(f Family, a proc.Algorithm, p epidemic.Params) (Options, er
 	o.Workload = gossipWorkload(a.Name, p)
 	return o, nil
 }
+
+// gossipCheckedUpTo is the largest comparison run that keeps its trace
+// for the checkers; larger ones are measured only.
+const gossipCheckedUpTo = 10_000
+
+// gossipRuns runs a of the gossip family with params p on n nodes, once
+// per seed from seed on — as many seeds as it takes for about 10^4 node
+// runs in all (10 at 1000 nodes, 1 from 10^4 on), so that the figures of
+// small runs are means and not one draw — and returns a report whose
+// metrics are the means, and whose checks are every run's.
+func gossipRuns(f Family, a proc.Algorithm, p epidemic.Params, n int, seed uint64) (*Report, error) {
+	o, err := ConfigureGossip(f, a, p)
+	if err != nil {
+		return nil, err
+	}
+	reps := min(10, max(1, gossipCheckedUpTo/n))
+	var out *Report
+	sums, counts := map[string]float64{}, map[string]int{}
+	theory, tcounts := map[string]float64{}, map[string]int{}
+	for i := range reps {
+		o.Workload = gossipWorkload(a.Name, p)
+		s := seed + uint64(i)
+		o.Nodes, o.Seed, o.NoCheck = n, &s, n > gossipCheckedUpTo
+		r, _, err := Sim(o)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range r.Metrics {
+			sums[k] += v
+			counts[k]++
+		}
+		for k, v := range r.Theory {
+			if v != nil {
+				theory[k] += *v
+				tcounts[k]++
+			}
+		}
+		if out == nil {
+			out = r
+		} else {
+			out.Checks = append(out.Checks, r.Checks...)
+		}
+	}
+	// Means over the runs that have the figure (a run with too few tail
+	// rounds has no push_tail_ratio); rounds_to_all only if every run
+	// reached every node.
+	for k, v := range sums {
+		out.Metrics[k] = v / float64(counts[k])
+	}
+	for k, v := range theory {
+		out.Theory[k] = ptr(v / float64(tcounts[k]))
+	}
+	if counts["rounds_to_all"] < reps {
+		delete(out.Metrics, "rounds_to_all")
+	}
+	return out, nil
+}
+
+// gossipCases are the constructed situations of `cohort compare gossip`.
+var gossipCases = func() []compareCase {
+	oneUpdate := func(algo string, metrics ...string) compareCase {
+		return compareCase{
+			// One update written at p0; anti-entropy spreads it to every node.
+			name: "one update", metrics: append([]string{"rounds_to_all"}, append(metrics, "messages_per_node")...),
+			algos: []string{algo},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				return gossipRuns(f, a, epidemic.Params{}, n, seed)
+			},
+			notes: map[string]string{
+				"rounds_to_all":   "log₂(n) + ln(n) is the notes' (and Pittel's) count for push; pull and push-pull finish sooner, since once most nodes have the update each round squares what is left",
+				"pull_ratio":      "Σpᵢ₊₁/Σpᵢ² over the rounds with ≥ 30 nodes left: the notes' pᵢ₊₁ = pᵢ² gives 1 (the finite-n law pᵢ(npᵢ−1)/(n−1) is below it by < 1% there)",
+				"push_tail_ratio": "mean pᵢ₊₁/pᵢ in the tail (pᵢ ≤ 0.1, ≥ 30 nodes left) beside the notes' (1−1/n)^{n(1−pᵢ)}, about 1/e",
+			},
+		}
+	}
+	cases := []compareCase{oneUpdate("push", "push_tail_ratio"), oneUpdate("pull", "pull_ratio"), oneUpdate("push-pull")}
+	for k := 1; k <= 5; k++ {
+		cases = append(cases, compareCase{
+			// The notes' model: feedback and a coin.
+			name: fmt.Sprintf("k=%d feedback coin", k), metrics: []string{"residue", "updates_per_node"},
+			algos: []string{"rumor"},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				return gossipRuns(f, a, epidemic.Params{K: k}, n, seed)
+			},
+			notes: map[string]string{
+				"residue":          "the notes' s = e^{−(k+1)(1−s)}: the limit of the rumor ODE (ds/dt = −si, di/dt = si − (1−s)i/k) for an infinite population; this variant is exactly that model, so it matches at every n within the noise",
+				"updates_per_node": "Demers et al.: with feedback and a coin the residue and the traffic m obey s = e^{−m}, so m = −ln s",
+			},
+		}, compareCase{
+			// Demers et al.'s Table 1: feedback and counters, 1000 sites.
+			name: fmt.Sprintf("k=%d feedback counter", k), metrics: []string{"residue", "updates_per_node"},
+			algos: []string{"rumor"},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				return gossipRuns(f, a, epidemic.Params{K: k, Counter: true}, n, seed)
+			},
+			notes: map[string]string{
+				"residue":          "Demers et al.'s Table 1 (theory at n = 1000 only): their simulation of 1000 sites with feedback and counters. Counter and coin remove a monger after k useless contacts on average, so both obey the same final-size law s = e^{−(k+1)(1−s)} here, and k = 1 is the same rule; Table 1 has less residue because its mongers send more (next row) — its figures obey s = e^{−m} too (e^{−1.74} = 0.176). Our reading: their sites exchange in synchronous cycles, so two mongers reaching one site in the same cycle both find it susceptible; here deliveries are handled one at a time, as in the ODE",
+				"updates_per_node": "Demers et al.'s Table 1 traffic, updates sent per site (n = 1000)",
+			},
+		})
+	}
+	cases = append(cases, compareCase{
+		// Push-sum of the values 1 .. n.
+		name: "average of 1..n", metrics: []string{"max_error", "messages_per_node_round"},
+		algos: []string{"push-sum"},
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+			return gossipRuns(f, a, epidemic.Params{}, n, seed)
+		},
+		notes: map[string]string{
+			"max_error": "the largest relative error of any node's estimate at the end, after 2·log₂ n + 3·log₂ 1000 + 5 rounds; Kempe et al. bound the rounds to reach ε by O(log n + log 1/ε), with no constant to compare",
+		},
+	})
+	return cases
+}()
