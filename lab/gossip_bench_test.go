@@ -7,21 +7,25 @@ import (
 
 // BenchmarkGossipDissemination spreads one update to every node of a
 // 10^5-node run, without a trace (the way a million-node run goes), per
-// anti-entropy algorithm: the simulator's cost per process and message.
+// anti-entropy algorithm, and push-pull's to 10^6 nodes: the simulator's
+// cost per process and message.
 func BenchmarkGossipDissemination(b *testing.B) {
 	f, err := Lookup("gossip")
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, algo := range []string{"push", "pull", "push-pull"} {
-		a, err := f.Algorithm(algo)
+	for _, c := range []struct {
+		algo string
+		n    int
+	}{{"push", 100_000}, {"pull", 100_000}, {"push-pull", 100_000}, {"push-pull", 1_000_000}} {
+		a, err := f.Algorithm(c.algo)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("%s/n=1e5", algo), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/n=%d", c.algo, c.n), func(b *testing.B) {
 			for range b.N {
 				o := f.Options(a)
-				o.Nodes, o.NoCheck = 100_000, true
+				o.Nodes, o.NoCheck = c.n, true
 				r, _, err := Sim(o)
 				if err != nil {
 					b.Fatal(err)
