@@ -43,6 +43,7 @@ type GossipLoad struct {
 	missing  []proc.ID // nodes that may lack the newest version (a superset)
 	changes  int
 	calls    int
+	replay   bool // rebuilt from a trace: rounds count from the newest write
 }
 
 // NewGossipLoad is the family's default dissemination workload under
@@ -94,6 +95,9 @@ func (w *GossipLoad) observe(now int64, node proc.ID, o proc.Output) {
 		w.injected = true
 		if o.Version > w.version { // a newer write: nobody holds it yet
 			w.version = o.Version
+			if w.replay {
+				w.At = time.Duration(now)
+			}
 			clear(w.has)
 			w.have = 0
 			for i := range w.first {
@@ -294,8 +298,8 @@ func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
 func ptr(x float64) *float64 { return &x }
 
 // replayGossip rebuilds the dissemination workload's record from a
-// trace, for runs whose inputs a scenario scripted: the update followed
-// is the first key written.
+// trace, for runs whose inputs a scenario scripted: the key followed is
+// the first key written, and the rounds count from its newest write.
 func replayGossip(t *trace.Trace) *GossipLoad {
 	if t == nil {
 		return nil
@@ -314,7 +318,7 @@ func replayGossip(t *trace.Trace) *GossipLoad {
 				continue
 			}
 			if w == nil {
-				w = &GossipLoad{Key: a.Key, At: time.Duration(e.Time)}
+				w = &GossipLoad{Key: a.Key, replay: true}
 				w.init(t.Header.Nodes)
 			}
 			o = a
