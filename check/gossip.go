@@ -284,22 +284,22 @@ func checkPushSumMass(t *trace.Trace) Result {
 				scale.w += math.Abs(st.W - old.w)
 			}
 			call = append(call, i)
-		case e.Type == "share" && (e.Kind == trace.Send || e.Kind == trace.Recv || e.Kind == trace.Drop):
+		case e.Type == "share" && e.Kind == trace.Send:
 			m, ok := parseShare(e.Label)
 			if !ok {
 				return Result{Status: Unknown, Detail: fmt.Sprintf("event #%d: share label %q is not SHARE(s=…,w=…)", i, e.Label)}
 			}
-			switch e.Kind {
-			case trace.Send:
-				flight[e.Msg] = m
-				total.s += m.s
-				total.w += m.w
-			default: // received or lost: out of flight (a duplicate was never in it)
-				if f, ok := flight[e.Msg]; ok {
-					delete(flight, e.Msg)
-					total.s -= f.s
-					total.w -= f.w
-				}
+			flight[e.Msg] = m
+			total.s += m.s
+			total.w += m.w
+			call = append(call, i)
+		case e.Type == "share" && (e.Kind == trace.Recv || e.Kind == trace.Drop):
+			// Received or lost: out of flight. A duplicate was never in
+			// it: the receiver's state shows the mass it adds.
+			if f, ok := flight[e.Msg]; ok {
+				delete(flight, e.Msg)
+				total.s -= f.s
+				total.w -= f.w
 			}
 			call = append(call, i)
 		case e.Kind == trace.Crash:
