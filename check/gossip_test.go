@@ -26,7 +26,7 @@ type psState struct {
 
 func (applied) Kind() string { return "applied" }
 func (reaped) Kind() string  { return "reaped" }
-func (psState) Kind() string   { return "state" }
+func (psState) Kind() string { return "state" }
 
 const v1, v2, v3 = 1 << 32, 2<<32 | 1, 3 << 32
 
