@@ -50,6 +50,12 @@ type Params struct {
 	// al.'s counter) instead of with probability 1/k at each (the coin,
 	// the default, as in the notes' model).
 	Counter bool
+	// Cycles: a node that learned a rumor during the current round still
+	// counts as not having known it when told it again in the same round
+	// (feedback is judged against the state at the round's start), as in
+	// a simulation in synchronous cycles; the default judges each contact
+	// against the state at the moment it is handled.
+	Cycles bool
 	// Pull: every node asks a random peer for its hot rumors each round,
 	// instead of the infective nodes pushing them (push, the default).
 	Pull bool

@@ -28,6 +28,10 @@ import (
 //     its hot rumors with its digest; the asked node sends those the
 //     asker lacks, and applies the loss-of-interest rule to each hot
 //     rumor the asker already had (feedback) or to each it sent (blind);
+//   - cycles (Params.Cycles): feedback judged against the state at the
+//     start of the round, as in a simulation by synchronous cycles: two
+//     mongers that reach a node in the same round both hear that it did
+//     not know;
 //   - backup (Params.Backup): push-pull anti-entropy every BackupEvery
 //     rounds too, so the nodes the rumor missed get it in the end. A
 //     node with a hot rumor ticks every round; without backup or pull an
@@ -261,7 +265,7 @@ func (r *rumor) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		for _, e := range m.Entries {
 			if r.db.apply(env, e) {
 				r.infect(env, e)
-			} else {
+			} else if !r.p.Cycles || r.knewBefore(env, e) {
 				known = append(known, Sum{e.Key, e.Version})
 			}
 		}
@@ -306,6 +310,17 @@ func (r *rumor) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case Update:
 		r.adopt(env, m.Entries)
 	}
+}
+
+// knewBefore reports whether the node had e (or newer) before the current
+// round began on its clock.
+func (r *rumor) knewBefore(env proc.Env, e Entry) bool {
+	i, ok := r.db.find(e.Key)
+	if !ok {
+		return true // reaped: known long ago
+	}
+	now := env.Now()
+	return r.db.items[i].since < now-now%r.p.Period
 }
 
 // adopt applies entries learned by anti-entropy: each news is a rumor.

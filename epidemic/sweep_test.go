@@ -61,6 +61,7 @@ func TestGossipSweep(t *testing.T) {
 		{"push-pull", epidemic.Params{Fanout: 3}, 2 * time.Second},
 		{"rumor", epidemic.Params{Backup: true, BackupEvery: 3}, 3 * time.Second},
 		{"rumor", epidemic.Params{Backup: true, Pull: true, Counter: true, K: 2}, 3 * time.Second},
+		{"rumor", epidemic.Params{Backup: true, Cycles: true, Counter: true, K: 3}, 3 * time.Second},
 	} {
 		a := algorithm(t, c.algo, c.p)
 		t.Run(fmt.Sprintf("%s%+v", c.algo, c.p), func(t *testing.T) {
