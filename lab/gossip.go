@@ -474,6 +474,11 @@ func ConfigureGossip(f Family, a proc.Algorithm, p epidemic.Params) (Options, er
 // for the checkers; larger ones are measured only.
 const gossipCheckedUpTo = 10_000
 
+// gossipCompareNodeRuns is how many node-runs a comparison case spends
+// at small n: its runs are as many seeds as make this many nodes in all,
+// 1 to 10 (a variable so that tests may spend less).
+var gossipCompareNodeRuns = 10_000
+
 // gossipRuns runs a of the gossip family with params p on n nodes, once
 // per seed from seed on — as many seeds as it takes for about 10^4 node
 // runs in all (10 at 1000 nodes, 1 from 10^4 on), so that the figures of
@@ -484,7 +489,7 @@ func gossipRuns(f Family, a proc.Algorithm, p epidemic.Params, n int, seed uint6
 	if err != nil {
 		return nil, err
 	}
-	reps := min(10, max(1, gossipCheckedUpTo/n))
+	reps := min(10, max(1, gossipCompareNodeRuns/n))
 	var out *Report
 	sums, counts := map[string]float64{}, map[string]int{}
 	theory, tcounts := map[string]float64{}, map[string]int{}

@@ -152,6 +152,8 @@ func TestGossipMetricsNeedNoTrace(t *testing.T) {
 // cohort compare gossip: every run's checks hold, and the rows carry
 // the theory where the sources give one.
 func TestGossipCompare(t *testing.T) {
+	defer func(old int) { gossipCompareNodeRuns = old }(gossipCompareNodeRuns)
+	gossipCompareNodeRuns = 600 // two seeds per case
 	rows, runs, err := Compare("gossip", []int{300}, 1)
 	if err != nil {
 		t.Fatal(err)
