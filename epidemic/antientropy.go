@@ -24,7 +24,8 @@ import (
 // nothing; Q does not answer a digest it has nothing newer for).
 //
 // Deletions are versioned tombstones (death certificates), spread like
-// any write and dropped Params.ReapAfter after a node adopted them.
+// any write and dropped when they are Params.ReapAfter old; one that
+// arrives older than that deletes what it is newer than and is not kept.
 //
 // A node that joins a running system pulls from its contact at once, then
 // gossips like the others; one that recovers from a crash starts empty and
@@ -99,7 +100,9 @@ func init() {
 	} {
 		v := v
 		builders[v.name] = func(p Params) func(proc.ID, int) proc.Process {
-			return func(proc.ID, int) proc.Process { return &antiEntropy{mode: v.mode, p: p} }
+			return func(proc.ID, int) proc.Process {
+				return &antiEntropy{mode: v.mode, p: p, db: store{reapAfter: p.ReapAfter}}
+			}
 		}
 		register(proc.Algorithm{
 			Name:    v.name,
@@ -151,7 +154,7 @@ func (a *antiEntropy) Timeout(env proc.Env, tag any) {
 	if _, ok := tag.(round); !ok {
 		return
 	}
-	a.db.reap(env, a.p.ReapAfter)
+	a.db.reap(env)
 	for _, q := range peers(env, a.p.Fanout) {
 		a.exchange(env, q)
 	}

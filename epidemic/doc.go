@@ -33,8 +33,8 @@
 // takes a version above every version the node has seen for the key,
 // with the writer's ID in the low bits (Version), so versions are
 // totally ordered and the newest wins everywhere. A deletion is a
-// versioned tombstone (Demers et al.'s death certificate), kept for
-// Params.ReapAfter of local time after the node learned it, then dropped.
+// versioned tombstone (Demers et al.'s death certificate), dropped when it
+// is Params.ReapAfter old, counted from its writing.
 // Every adoption of a newer entry is output as Applied, every dropped
 // tombstone as Reaped; the checkers in package check judge convergence and
 // resurrection by these outputs alone.

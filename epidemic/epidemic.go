@@ -33,11 +33,12 @@ type Params struct {
 	// 10 ms (ten times the simulator's default latency, so that a round's
 	// exchanges finish within it, as the round model assumes).
 	Period time.Duration
-	// ReapAfter is how long a node keeps a tombstone after it learned it.
-	// It must exceed the time a deletion takes to reach every node that
-	// still holds the deleted value (with anti-entropy, a few times
-	// log₂ n rounds, plus the longest pause or partition to be survived);
-	// otherwise the old value may come back. 0 means 100 rounds.
+	// ReapAfter is the age at which a tombstone is dropped, from its
+	// writing. It must exceed the time a deletion takes to reach every
+	// node that still holds the deleted value (with anti-entropy, a few
+	// times log₂ n rounds, plus the longest pause or partition to be
+	// survived); otherwise the old value may come back. 0 means 100
+	// rounds.
 	ReapAfter time.Duration
 	// K is rumor mongering's loss of interest: the 1/k of the coin or the
 	// k of the counter. 0 means 1.
@@ -158,6 +159,10 @@ func (Put) Kind() string    { return "put" }
 func (Delete) Kind() string { return "delete" }
 func (Value) Kind() string  { return "value" }
 
+func (p Put) String() string    { return "put " + p.Key + "=" + p.Value }
+func (d Delete) String() string { return "delete " + d.Key }
+func (v Value) String() string  { return "value " + strconv.FormatFloat(v.X, 'g', -1, 64) }
+
 // Inputs builds the family's inputs by name, for scenario files: "put KEY
 // VALUE", "delete KEY", "value X".
 func Inputs(name string, args []string) (proc.Input, error) {
@@ -187,12 +192,16 @@ func nextVersion(seen Version, self proc.ID) Version {
 }
 
 // Entry is one key of the replicated map as it travels: a value, or a
-// tombstone (Deleted), with its version.
+// tombstone (Deleted), with its version. A tombstone carries Born, its
+// writer's local time when it deleted the key: Demers et al.'s death
+// certificates are dropped by their age, measured from it (so nodes' clocks
+// are assumed to agree to well within ReapAfter).
 type Entry struct {
 	Key     string
 	Value   string
 	Version Version
 	Deleted bool
+	Born    time.Duration
 }
 
 func (e Entry) String() string { return string(e.appendTo(nil)) }
@@ -268,16 +277,23 @@ type Reaped struct {
 func (Applied) Kind() string { return "applied" }
 func (Reaped) Kind() string  { return "reaped" }
 func (a Applied) String() string {
-	return Entry{a.Key, a.Value, a.Version, a.Deleted}.String()
+	return Entry{Key: a.Key, Value: a.Value, Version: a.Version, Deleted: a.Deleted}.String()
 }
 func (r Reaped) String() string { return "reaped " + Sum{r.Key, r.Version}.String() }
 
 // store is a node's replica of the map: its entries sorted by key, each
-// with the local time at which the node adopted it (a tombstone's age).
-// A sorted slice, not a map: the maps are small, a million replicas must
-// fit, and iteration is deterministic for free.
+// with the local time at which the node adopted it. A sorted slice, not a
+// map: the maps are small, a million replicas must fit, and iteration is
+// deterministic for free.
+//
+// A tombstone is kept until it is reapAfter old (from its Born), then
+// dropped. One that arrives older than that is not kept: it deletes the
+// older value it finds, if any, and is forgotten at once. So a death
+// certificate dies everywhere at about the same time, instead of being
+// handed back and forth by nodes that reaped it at different moments.
 type store struct {
-	items []item
+	items     []item
+	reapAfter time.Duration
 }
 
 type item struct {
@@ -304,6 +320,14 @@ func (s *store) apply(env proc.Env, e Entry) bool {
 	if ok && s.items[i].Version >= e.Version {
 		return false
 	}
+	if e.Deleted && env.Now()-e.Born >= s.reapAfter {
+		if ok { // an expired certificate still deletes what it is newer than
+			env.Output(Applied{Key: e.Key, Version: e.Version, Deleted: true})
+			env.Output(Reaped{Key: e.Key, Version: e.Version})
+			s.items = slices.Delete(s.items, i, i+1)
+		}
+		return false
+	}
 	it := item{Entry: e, since: env.Now()}
 	if ok {
 		s.items[i] = it
@@ -317,6 +341,9 @@ func (s *store) apply(env proc.Env, e Entry) bool {
 // write is a local Put or Delete: a version above the node's.
 func (s *store) write(env proc.Env, key, value string, deleted bool) Entry {
 	e := Entry{Key: key, Value: value, Version: nextVersion(s.version(key), env.Self()), Deleted: deleted}
+	if deleted {
+		e.Born = env.Now()
+	}
 	s.apply(env, e)
 	return e
 }
@@ -374,11 +401,11 @@ func (s *store) pick(want []Sum) []Entry {
 	return out
 }
 
-// reap drops the tombstones adopted at least age ago (local time).
-func (s *store) reap(env proc.Env, age time.Duration) {
+// reap drops the tombstones at least reapAfter old.
+func (s *store) reap(env proc.Env) {
 	now := env.Now()
 	s.items = slices.DeleteFunc(s.items, func(it item) bool {
-		if it.Deleted && now-it.since >= age {
+		if it.Deleted && now-it.Born >= s.reapAfter {
 			env.Output(Reaped{Key: it.Key, Version: it.Version})
 			return true
 		}

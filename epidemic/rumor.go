@@ -106,9 +106,12 @@ type Removed struct {
 func (Infective) Kind() string { return "infective" }
 func (Removed) Kind() string   { return "removed" }
 
+func (i Infective) String() string { return "infective " + Sum{i.Key, i.Version}.String() }
+func (r Removed) String() string   { return "removed " + Sum{r.Key, r.Version}.String() }
+
 func init() {
 	builders["rumor"] = func(p Params) func(proc.ID, int) proc.Process {
-		return func(proc.ID, int) proc.Process { return &rumor{p: p} }
+		return func(proc.ID, int) proc.Process { return &rumor{p: p, db: store{reapAfter: p.ReapAfter}} }
 	}
 	register(proc.Algorithm{
 		Name:    "rumor",
@@ -191,7 +194,7 @@ func (r *rumor) Timeout(env proc.Env, tag any) {
 	}
 	r.timer = false
 	r.rounds++
-	r.db.reap(env, r.p.ReapAfter)
+	r.db.reap(env)
 	for _, q := range peers(env, r.p.Fanout) {
 		switch {
 		case r.p.Pull:

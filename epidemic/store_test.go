@@ -114,3 +114,50 @@ func TestRoundsToAll(t *testing.T) {
 }
 
 func procID(i int32) proc.ID { return proc.ID(i) }
+
+// stubEnv is the Env of a store test: a clock and a record of outputs.
+type stubEnv struct {
+	proc.Env
+	now time.Duration
+	out []proc.Output
+}
+
+func (e *stubEnv) Now() time.Duration   { return e.now }
+func (e *stubEnv) Self() proc.ID        { return 0 }
+func (e *stubEnv) Output(o proc.Output) { e.out = append(e.out, o) }
+
+// A death certificate older than ReapAfter is not kept: it deletes an
+// older value it finds and is forgotten; where there is nothing to delete
+// it does nothing — so reaped certificates are not handed back and forth.
+func TestExpiredCertificates(t *testing.T) {
+	tomb := Entry{Key: "x", Version: 2 << 32, Deleted: true, Born: time.Second}
+	for _, c := range []struct {
+		name string
+		have []item
+		now  time.Duration
+		kept bool
+		outs []string
+	}{
+		{"fresh: adopted", []item{{Entry: Entry{Key: "x", Value: "1", Version: 1 << 32}}}, 1500 * time.Millisecond, true, []string{"x@2.0†"}},
+		{"expired over an old value: deletes it", []item{{Entry: Entry{Key: "x", Value: "1", Version: 1 << 32}}}, 3 * time.Second, false, []string{"x@2.0†", "reaped x@2.0"}},
+		{"expired, nothing held: ignored", nil, 3 * time.Second, false, nil},
+		{"expired, newer value held: ignored", []item{{Entry: Entry{Key: "x", Value: "3", Version: 3 << 32}}}, 3 * time.Second, true, nil},
+	} {
+		s := store{items: slices.Clone(c.have), reapAfter: time.Second}
+		env := &stubEnv{now: c.now}
+		s.apply(env, tomb)
+		var outs []string
+		for _, o := range env.out {
+			outs = append(outs, o.(interface{ String() string }).String())
+		}
+		if _, ok := s.find("x"); ok != c.kept || !slices.Equal(outs, c.outs) {
+			t.Errorf("%s: key kept %v, outputs %q; want %v, %q", c.name, ok, outs, c.kept, c.outs)
+		}
+	}
+	// Reaping counts from Born, not from the adoption.
+	s := store{items: []item{{Entry: tomb, since: 1900 * time.Millisecond}}, reapAfter: time.Second}
+	s.reap(&stubEnv{now: 2 * time.Second})
+	if len(s.items) != 0 {
+		t.Errorf("a tombstone born at 1s, adopted at 1.9s, is kept at 2s with ReapAfter 1s")
+	}
+}
