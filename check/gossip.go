@@ -151,7 +151,9 @@ func checkGossipConvergence(t *trace.Trace) Result {
 	newest := map[string]held{}
 	for _, n := range nodes {
 		for k, h := range maps[n] {
-			if h.Version > newest[k].Version {
+			// The earliest adoption of the newest version: the same
+			// citation whatever the maps' order.
+			if w, ok := newest[k]; !ok || h.Version > w.Version || h.Version == w.Version && h.at < w.at {
 				newest[k] = h
 			}
 		}
