@@ -63,7 +63,7 @@ var (
 	}
 	pushSumError = checker{
 		name:  "push-sum-error",
-		doc:   "every live push-sum node's last estimate is within PushSumEpsilon of the aggregate",
+		doc:   "every live push-sum node's last estimate is within 10⁻³ (relative) of the aggregate of the mass given",
 		check: checkPushSumError,
 	}
 )

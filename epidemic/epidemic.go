@@ -15,12 +15,19 @@ import (
 // Algorithms lists the family's algorithms, in the order of the sources.
 var Algorithms []proc.Algorithm
 
+// order is the order of Algorithms: the sources', whatever the order in
+// which the files register.
+var order = []string{"push", "pull", "push-pull", "rumor", "push-sum"}
+
 func register(a proc.Algorithm) {
 	a.Family = "gossip"
 	if a.Inputs == nil {
 		a.Inputs = Inputs
 	}
 	Algorithms = append(Algorithms, a)
+	slices.SortStableFunc(Algorithms, func(x, y proc.Algorithm) int {
+		return slices.Index(order, x.Name) - slices.Index(order, y.Name)
+	})
 }
 
 // Params are the tunable settings of every algorithm of the family. The

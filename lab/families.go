@@ -83,13 +83,6 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"holdback"}},
 		},
 		{
-			Family:    registered("consensus"),
-			Metrics:   consensusMetrics,
-			Workload:  DefaultKVClients,
-			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients, "raft-group": DefaultGroupSenders},
-			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
-		},
-		{
 			Family:   registered("gossip"),
 			Metrics:  gossipMetrics,
 			Streamed: true,
@@ -98,6 +91,13 @@ func init() {
 				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
 			},
 			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
+		},
+		{
+			Family:    registered("consensus"),
+			Metrics:   consensusMetrics,
+			Workload:  DefaultKVClients,
+			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients, "raft-group": DefaultGroupSenders},
+			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
 		},
 	}
 }
