@@ -11,8 +11,8 @@ import (
 // becomes active (infective) and spreads it as a "hot rumor":
 //
 //  1. a node becomes active and starts the protocol;
-//  2. every round, each active node picks a random node and tells it
-//     the rumor:
+//  2. every round, each active node picks a random node (f of them, with
+//     fanout f) and tells it the rumor:
 //     a. if that node is inactive, it becomes active too;
 //     b. if it is active or removed (it knew), the teller becomes
 //     removed — stops spreading — with probability 1/k.
@@ -47,8 +47,8 @@ import (
 // and only backup anti-entropy repairs that). Rumor mongering does not
 // guarantee that every node gets the update — the residue s of nodes
 // never infected satisfies s = e^{−(k+1)(1−s)} in the notes' model
-// (s ≈ 0.203, 0.060, 0.020 for k = 1, 2, 3) — so convergence is checked
-// only with backup.
+// (s ≈ 0.203, 0.060, 0.020 for k = 1, 2, 3) — so gossip-convergence is
+// not among its checks; the tests judge it on runs with backup.
 //
 // Cost: per active node and round one RUMOR message, plus one FEEDBACK
 // when the peer knew (feedback variants); pull costs every node one
