@@ -75,3 +75,22 @@ func TestCompareGossip(t *testing.T) {
 		t.Errorf("compare mutex --nodes 10000: exit %d, want 2", code)
 	}
 }
+
+// Past streamedTraceLimit nodes a gossip run keeps no trace unless told
+// to, and says so; its metrics are there all the same.
+func TestSimGossipLargeRunsKeepNoTrace(t *testing.T) {
+	defer func(old int) { streamedTraceLimit = old }(streamedTraceLimit)
+	streamedTraceLimit = 100
+	code, out, errs := cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json")
+	var r struct {
+		Checks  []any              `json:"checks"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) != 0 || r.Metrics["rounds_to_all"] == 0 || !strings.Contains(errs, "keeps no trace") {
+		t.Errorf("exit %d, checks %v, metrics %v, stderr %q", code, r.Checks, r.Metrics, errs)
+	}
+	code, out, _ = cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json", "--no-check=false")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) == 0 {
+		t.Errorf("--no-check=false: exit %d, checks %v", code, r.Checks)
+	}
+}

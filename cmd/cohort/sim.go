@@ -174,6 +174,14 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	default:
 		return usageErr("--vc %q: want on, off or auto", f.vc)
 	}
+	// A family whose metrics need no trace (gossip) runs past
+	// streamedTraceLimit processes without one unless told otherwise: a
+	// million-node dissemination's trace would not fit in memory.
+	if fam.Streamed && base.Nodes > streamedTraceLimit && !fl.Changed("no-check") &&
+		f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+		base.NoCheck = true
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it); its metrics do not need one\n", base.Nodes)
+	}
 	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
 		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
 	}
@@ -253,6 +261,11 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	}
 	return nil
 }
+
+// streamedTraceLimit is the largest run of a streamed family
+// (lab.Family.Streamed) that keeps its trace for the checkers by default
+// (a variable, for the tests).
+var streamedTraceLimit = 100_000
 
 func tracesOf(f *simFlags) []string {
 	var files []string
