@@ -45,7 +45,7 @@ import (
 // after about log_{f+1}(n) + ln(n)/f + O(1) rounds.
 type antiEntropy struct {
 	mode mode
-	p    Params
+	p    *Params // shared by every process of the run
 	db   store
 }
 
@@ -101,7 +101,7 @@ func init() {
 		v := v
 		builders[v.name] = func(p Params) func(proc.ID, int) proc.Process {
 			return func(proc.ID, int) proc.Process {
-				return &antiEntropy{mode: v.mode, p: p, db: store{reapAfter: p.ReapAfter}}
+				return &antiEntropy{mode: v.mode, p: &p, db: store{reapAfter: p.ReapAfter}}
 			}
 		}
 		register(proc.Algorithm{

@@ -36,7 +36,7 @@ import (
 //
 // Cost: one message per node and round, of two numbers.
 type pushSum struct {
-	p    Params
+	p    *Params // shared by every process of the run
 	s, w float64
 }
 
@@ -64,7 +64,7 @@ func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 func init() {
 	builders["push-sum"] = func(p Params) func(proc.ID, int) proc.Process {
-		return func(proc.ID, int) proc.Process { return &pushSum{p: p} }
+		return func(proc.ID, int) proc.Process { return &pushSum{p: &p} }
 	}
 	register(proc.Algorithm{
 		Name:    "push-sum",

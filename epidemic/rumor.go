@@ -57,7 +57,7 @@ import (
 // 0.0012 at a traffic of 1.74, 3.30, 4.53, 5.64, 6.68 updates sent per
 // node.
 type rumor struct {
-	p      Params
+	p      *Params // shared by every process of the run
 	db     store
 	hot    []hotRumor // sorted by key
 	rounds int
@@ -111,7 +111,7 @@ func (r Removed) String() string   { return "removed " + Sum{r.Key, r.Version}.S
 
 func init() {
 	builders["rumor"] = func(p Params) func(proc.ID, int) proc.Process {
-		return func(proc.ID, int) proc.Process { return &rumor{p: p, db: store{reapAfter: p.ReapAfter}} }
+		return func(proc.ID, int) proc.Process { return &rumor{p: &p, db: store{reapAfter: p.ReapAfter}} }
 	}
 	register(proc.Algorithm{
 		Name:    "rumor",
