@@ -23,7 +23,9 @@ import (
 //   - blind (Params.Blind): interest is lost on every contact, whether
 //     the peer knew or not, and no feedback is sent;
 //   - counter (Params.Counter): interest is lost after k qualifying
-//     contacts instead of with probability 1/k at each;
+//     contacts in a row instead of with probability 1/k at each: a useful
+//     contact (the peer did not know) restarts the count, so with
+//     feedback the receiver answers every contact;
 //   - pull (Params.Pull): every node, each round, asks a random node for
 //     its hot rumors with its digest; the asked node sends those the
 //     asker lacks, and applies the loss-of-interest rule to each hot
@@ -51,11 +53,11 @@ import (
 // not among its checks; the tests judge it on runs with backup.
 //
 // Cost: per active node and round one RUMOR message, plus one FEEDBACK
-// when the peer knew (feedback variants); pull costs every node one
-// request per round. Demers et al.'s Table 1 (1000 nodes, push, feedback,
-// counter, k = 1..5) measures a residue of 0.176, 0.037, 0.011, 0.0036,
-// 0.0012 at a traffic of 1.74, 3.30, 4.53, 5.64, 6.68 updates sent per
-// node.
+// when the peer knew (feedback variants; every time with a counter);
+// pull costs every node one request per round. Demers et al.'s Table 1
+// (1000 nodes, push, feedback, counter, k = 1..5) measures a residue of
+// 0.176, 0.037, 0.011, 0.0036, 0.0012 at a traffic of 1.74, 3.30, 4.53,
+// 5.64, 6.68 updates sent per node; counter with cycles reproduces it.
 type rumor struct {
 	p      *Params // shared by every process of the run
 	db     store
@@ -76,8 +78,12 @@ type hotRumor struct {
 type Rumor struct{ Entries []Entry }
 
 // Feedback tells a monger which of the rumors it sent the receiver knew
-// already.
-type Feedback struct{ Known []Sum }
+// already and, for the counter, which it did not: those contacts were
+// useful.
+type Feedback struct {
+	Known  []Sum
+	Useful []Sum
+}
 
 // RumorPull asks for the hot rumors newer than the digest.
 type RumorPull struct{ Digest []Sum }
@@ -86,8 +92,13 @@ func (Rumor) Kind() string     { return "rumor" }
 func (Feedback) Kind() string  { return "feedback" }
 func (RumorPull) Kind() string { return "rumor-pull" }
 
-func (r Rumor) String() string     { return label("RUMOR", r.Entries) }
-func (f Feedback) String() string  { return label("KNEW", f.Known) }
+func (r Rumor) String() string { return label("RUMOR", r.Entries) }
+func (f Feedback) String() string {
+	if len(f.Useful) == 0 {
+		return label("KNEW", f.Known)
+	}
+	return label("KNEW", f.Known) + " " + label("NEW", f.Useful)
+}
 func (r RumorPull) String() string { return label("RPULL", r.Digest) }
 
 // Infective reports that a node became active for a rumor; Removed that
@@ -115,7 +126,7 @@ func init() {
 	}
 	register(proc.Algorithm{
 		Name:    "rumor",
-		Summary: "rumor mongering: an active node loses interest with probability 1/k when it tells a node that knew (variants: blind, counter, pull, anti-entropy backup)",
+		Summary: "rumor mongering: an active node loses interest with probability 1/k when it tells a node that knew (variants: blind, counter, pull, cycles, anti-entropy backup)",
 		Source:  "Demers et al. 1987 (rumor mongering); Tanenbaum & van Steen §4.5",
 		Assumes: proc.Assumptions{Failures: "crash-recover"},
 		New:     builders["rumor"](Params{}.withDefaults()),
@@ -261,22 +272,46 @@ func (r *rumor) loseInterest(env proc.Env, rumors []Sum) {
 	}
 }
 
+// resetCounters restarts the counters of the rumors named: a useful
+// contact. Demers et al.'s counter counts the useless contacts since the
+// last useful one ("each unnecessary message was sent by a site that,
+// within the last k cycles, sent a necessary message").
+func (r *rumor) resetCounters(rumors []Sum) {
+	if !r.p.Counter {
+		return
+	}
+	for _, s := range rumors {
+		i, ok := slices.BinarySearchFunc(r.hot, s.Key, func(h hotRumor, k string) int { return cmpString(h.key, k) })
+		if ok && r.hot[i].version == s.Version {
+			r.hot[i].count = 0
+		}
+	}
+}
+
 func (r *rumor) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case Rumor:
-		var known []Sum
+		var known, useful []Sum
 		for _, e := range m.Entries {
-			if r.db.apply(env, e) {
+			switch {
+			case r.db.apply(env, e):
 				r.infect(env, e)
-			} else if !r.p.Cycles || r.knewBefore(env, e) {
+				useful = append(useful, Sum{e.Key, e.Version})
+			case !r.p.Cycles || r.knewBefore(env, e):
 				known = append(known, Sum{e.Key, e.Version})
+			default: // learned this round: still news, as of the round's start
+				useful = append(useful, Sum{e.Key, e.Version})
 			}
 		}
-		if len(known) > 0 && !r.p.Blind && !r.p.Pull {
-			env.Send(from, Feedback{Known: known})
+		if !r.p.Counter {
+			useful = nil // only a counter needs to hear of useful contacts
+		}
+		if (len(known) > 0 || len(useful) > 0) && !r.p.Blind && !r.p.Pull {
+			env.Send(from, Feedback{Known: known, Useful: useful})
 		}
 	case Feedback:
 		r.loseInterest(env, m.Known)
+		r.resetCounters(m.Useful)
 	case RumorPull:
 		es := r.hotEntries(m.Digest)
 		if len(es) > 0 {
@@ -285,6 +320,7 @@ func (r *rumor) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		if r.p.Blind {
 			r.loseInterest(env, sumsOf(es))
 		} else {
+			r.resetCounters(sumsOf(es))
 			// The asker already had every hot rumor not sent.
 			var knew []Sum
 			for _, h := range r.hot {
