@@ -274,8 +274,8 @@ func (r *rumor) loseInterest(env proc.Env, rumors []Sum) {
 
 // resetCounters restarts the counters of the rumors named: a useful
 // contact. Demers et al.'s counter counts the useless contacts since the
-// last useful one ("each unnecessary message was sent by a site that,
-// within the last k cycles, sent a necessary message").
+// last useful one: their bound on the traffic charges every useless
+// message to a useful one at most k cycles before it.
 func (r *rumor) resetCounters(rumors []Sum) {
 	if !r.p.Counter {
 		return
