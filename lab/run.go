@@ -91,27 +91,27 @@ const (
 
 // Report is one run, as `cohort sim --json` prints it.
 type Report struct {
-	Family    string              `json:"family"`
-	Algo      string              `json:"algo"`
-	Nodes     int                 `json:"nodes"`
-	Seed      uint64              `json:"seed"`
-	Events    int64               `json:"events"`
-	VirtualNS int64               `json:"virtual_ns"`
-	Stop      string              `json:"stop"`
-	Messages  Messages            `json:"messages"`
-	Outputs   map[string]int64    `json:"outputs"`
-	Metrics   map[string]float64  `json:"metrics"`
-	Theory    map[string]*float64 `json:"theory"`
-	// Series are the metrics that are sequences, by name (the gossip
-	// family's susceptible fraction after each round).
-	Series     map[string][]float64 `json:"series,omitempty"`
-	Checks     []Check              `json:"checks"`
-	TraceSHA   string               `json:"trace_sha256"`
-	Network    string               `json:"network"`
-	Assumption string               `json:"assumes"`
+	Family     string              `json:"family"`
+	Algo       string              `json:"algo"`
+	Nodes      int                 `json:"nodes"`
+	Seed       uint64              `json:"seed"`
+	Events     int64               `json:"events"`
+	VirtualNS  int64               `json:"virtual_ns"`
+	Stop       string              `json:"stop"`
+	Messages   Messages            `json:"messages"`
+	Outputs    map[string]int64    `json:"outputs"`
+	Metrics    map[string]float64  `json:"metrics"`
+	Theory     map[string]*float64 `json:"theory"`
+	Checks     []Check             `json:"checks"`
+	TraceSHA   string              `json:"trace_sha256"`
+	Network    string              `json:"network"`
+	Assumption string              `json:"assumes"`
 	// Outside says how the run breaks the algorithm's assumptions (see
 	// Outside); when it does, no check is guaranteed.
 	Outside []string `json:"outside_assumptions,omitempty"`
+	// Series are the metrics that are sequences, by name (the gossip
+	// family's susceptible fraction after each round).
+	Series map[string][]float64 `json:"series,omitempty"`
 }
 
 // Messages counts the messages sent.
