@@ -111,10 +111,13 @@ func init() {
 			Assumes: proc.Assumptions{Failures: "crash-recover"},
 			New:     builders[v.name](Params{}.withDefaults()),
 			Theory: func(n int) map[string]float64 {
+				if v.mode != push {
+					return nil // the notes' count of rounds is push's
+				}
 				return map[string]float64{"rounds_to_all": RoundsToAll(n, 1)}
 			},
 			Notes: map[string]string{
-				"rounds_to_all": "log_{f+1}(n) + ln(n)/f is the notes' estimate for push, up to O(1); pull and push-pull finish faster once most nodes have the update (p ← p²)",
+				"rounds_to_all": "log_{f+1}(n) + ln(n)/f is the notes' estimate for push (an infective node tries f random nodes a round), up to O(1); pull and push-pull have no such figure in the sources and finish sooner, since once most nodes have the update each round squares what is left (p ← p²)",
 			},
 			Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection"},
 			Messages: aeMessages,

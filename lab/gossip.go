@@ -247,7 +247,7 @@ func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	}
 	fan := fanout(w.Params)
 	switch f.Algo {
-	case "push", "pull", "push-pull":
+	case "push": // the notes' count: infective nodes each try f others a round
 		th["rounds_to_all"] = ptr(epidemic.RoundsToAll(f.Nodes, fan))
 	case "rumor":
 		if !w.Params.Pull {
@@ -543,7 +543,7 @@ var gossipCases = func() []compareCase {
 				return gossipRuns(f, a, epidemic.Params{}, n, seed)
 			},
 			notes: map[string]string{
-				"rounds_to_all":   "log₂(n) + ln(n) is the notes' (and Pittel's) count for push; pull and push-pull finish sooner, since once most nodes have the update each round squares what is left",
+				"rounds_to_all":   "log₂(n) + ln(n) is the notes' (and Pittel's) count for push, an infective node trying one random node a round; the sources give none for pull and push-pull, which finish sooner: once most nodes have the update each round squares what is left",
 				"pull_ratio":      "Σpᵢ₊₁/Σpᵢ² over the rounds with ≥ 30 nodes left: the notes' pᵢ₊₁ = pᵢ² gives 1 (the finite-n law pᵢ(npᵢ−1)/(n−1) is below it by < 1% there)",
 				"push_tail_ratio": "mean pᵢ₊₁/pᵢ in the tail (pᵢ ≤ 0.1, ≥ 30 nodes left) beside the notes' (1−1/n)^{n(1−pᵢ)}, about 1/e",
 			},
