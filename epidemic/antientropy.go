@@ -80,8 +80,18 @@ func (Digest) Kind() string { return "digest" }
 func (Reply) Kind() string  { return "reply" }
 
 func (u Update) String() string { return label("UPDATE", u.Entries) }
-func (p Pull) String() string   { return label("PULL", p.Digest) }
-func (d Digest) String() string { return label("DIGEST", d.Digest) }
+func (p Pull) String() string {
+	if len(p.Digest) == 0 {
+		return "PULL{}" // most of a dissemination's messages: no allocation
+	}
+	return label("PULL", p.Digest)
+}
+func (d Digest) String() string {
+	if len(d.Digest) == 0 {
+		return "DIGEST{}"
+	}
+	return label("DIGEST", d.Digest)
+}
 func (r Reply) String() string {
 	return label("REPLY", r.Entries) + " want" + label("", r.Want)
 }
