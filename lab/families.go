@@ -41,6 +41,10 @@ type Family struct {
 	// Streamed: Metrics reads the workload and the result only, never the
 	// trace (see Options.Streamed).
 	Streamed bool
+	// Wrap, if set, returns the algorithm a run with workload w runs: a
+	// with its processes instrumented for that run (the gossip family
+	// meters the bytes they send). Options applies it.
+	Wrap func(a proc.Algorithm, w sim.Workload) proc.Algorithm
 }
 
 // Options returns run options for algorithm a of the family, with the
@@ -54,6 +58,9 @@ func (f Family) Options(a proc.Algorithm) Options {
 	}
 	if f.React != nil {
 		o.React = f.React()
+	}
+	if f.Wrap != nil {
+		o.Algo = f.Wrap(a, o.Workload)
 	}
 	return o
 }
@@ -86,6 +93,7 @@ func init() {
 			Family:   registered("gossip"),
 			Metrics:  gossipMetrics,
 			Streamed: true,
+			Wrap:     meterGossip,
 			Workload: func() sim.Workload { return NewGossipLoad(epidemic.Params{}) },
 			Workloads: map[string]func() sim.Workload{
 				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },

@@ -12,6 +12,7 @@ import (
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/wire"
 )
 
 // GossipLoad is the gossip family's default workload for dissemination:
@@ -43,7 +44,8 @@ type GossipLoad struct {
 	missing  []proc.ID // nodes that may lack the newest version (a superset)
 	changes  int
 	calls    int
-	replay   bool // rebuilt from a trace: rounds count from the newest write
+	replay   bool       // rebuilt from a trace: rounds count from the newest write
+	meter    *wireMeter // the bytes sent, if the processes are metered
 }
 
 // NewGossipLoad is the family's default dissemination workload under
@@ -204,6 +206,9 @@ func (w *GossipLoad) Susceptible() []float64 {
 //     got it;
 //   - residue: the fraction of nodes that never had it;
 //   - messages_per_node: every message sent, over the nodes;
+//   - bytes_per_node: the bytes of those messages as package wire encodes
+//     them for the live runtime, over the nodes (the simulator counts
+//     messages only; the family's workloads meter the processes' sends);
 //   - updates_per_node: rumor mongering's RUMOR messages over the nodes,
 //     Demers et al.'s "traffic";
 //   - pull_ratio (pull): the mean over the rounds of pᵢ₊₁/pᵢ², whose
@@ -215,8 +220,8 @@ func (w *GossipLoad) Susceptible() []float64 {
 //
 // and the series "susceptible", pᵢ after each round. Push-sum runs get
 // max_error (the largest relative error of any node's estimate at the
-// end), rounds and messages_per_node_round, and the series "max_error"
-// after each round.
+// end), rounds, messages_per_node_round and bytes_per_node, and the
+// series "max_error" after each round.
 func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if f.Algo == "push-sum" {
 		return pushSumMetrics(f)
@@ -229,6 +234,11 @@ func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	th := map[string]*float64{}
 	n := float64(f.Nodes)
 	m["messages_per_node"] = float64(f.Result.Sent) / n
+	if w != nil {
+		if b, ok := bytesPerNode(w.meter, f.Nodes); ok {
+			m["bytes_per_node"] = b
+		}
+	}
 	if f.Result.Messages("rumor") > 0 {
 		m["updates_per_node"] = float64(f.Result.Messages("rumor")) / n
 	}
@@ -360,6 +370,7 @@ type PushSumLoad struct {
 	s, w   []float64
 	truth  float64
 	errors []float64
+	meter  *wireMeter
 }
 
 // NewPushSumLoad gives node i the value i+1 (the average is (n+1)/2).
@@ -437,6 +448,9 @@ func pushSumMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	}
 	rounds := float64(len(l.errors))
 	m["max_error"] = l.maxError()
+	if b, ok := bytesPerNode(l.meter, f.Nodes); ok {
+		m["bytes_per_node"] = b
+	}
 	m["rounds"] = rounds
 	if rounds > 0 {
 		m["messages_per_node_round"] = float64(f.Result.Sent) / float64(f.Nodes) / rounds
@@ -459,14 +473,15 @@ func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
 }
 
 // ConfigureGossip returns the run options of gossip algorithm a with
-// params p: its processes and its workload built from them.
+// params p: its processes and its workload built from them, the bytes
+// they send metered.
 func ConfigureGossip(f Family, a proc.Algorithm, p epidemic.Params) (Options, error) {
 	a, err := epidemic.Configure(a, p)
 	if err != nil {
 		return Options{}, err
 	}
-	o := f.Options(a)
-	o.Workload = gossipWorkload(a.Name, p)
+	o := Options{Algo: a, Metrics: f.Metrics, Streamed: f.Streamed, Workload: gossipWorkload(a.Name, p)}
+	o.Algo = meterGossip(a, o.Workload)
 	return o, nil
 }
 
@@ -485,16 +500,15 @@ var gossipCompareNodeRuns = 10_000
 // small runs are means and not one draw — and returns a report whose
 // metrics are the means, and whose checks are every run's.
 func gossipRuns(f Family, a proc.Algorithm, p epidemic.Params, n int, seed uint64) (*Report, error) {
-	o, err := ConfigureGossip(f, a, p)
-	if err != nil {
-		return nil, err
-	}
 	reps := min(10, max(1, gossipCompareNodeRuns/n))
 	var out *Report
 	sums, counts := map[string]float64{}, map[string]int{}
 	theory, tcounts := map[string]float64{}, map[string]int{}
 	for i := range reps {
-		o.Workload = gossipWorkload(a.Name, p)
+		o, err := ConfigureGossip(f, a, p) // a fresh workload and meter per run
+		if err != nil {
+			return nil, err
+		}
 		s := seed + uint64(i)
 		o.Nodes, o.Seed, o.NoCheck = n, &s, n > gossipCheckedUpTo
 		r, _, err := Sim(o)
@@ -599,3 +613,86 @@ var gossipCases = func() []compareCase {
 	})
 	return cases
 }()
+
+// wireMeter counts the bytes a run's processes send, each message encoded
+// as the live runtime would put it on the wire (package wire): the
+// simulator counts messages, not bytes. One per run; the simulator calls
+// one process at a time, so one Env wrapper serves them all.
+type wireMeter struct {
+	codec *wire.Codec
+	buf   []byte
+	bytes int64
+	env   meteredEnv
+}
+
+// meteredEnv is the host's Env with Send measured.
+type meteredEnv struct {
+	proc.Env
+	m *wireMeter
+}
+
+func (e *meteredEnv) Send(to proc.ID, msg proc.Message) {
+	if b, err := e.m.codec.Append(e.m.buf[:0], msg); err == nil {
+		e.m.buf = b
+		e.m.bytes += int64(len(b))
+	}
+	e.Env.Send(to, msg)
+}
+
+// meteredProcess hands its process the meter's Env in every call.
+type meteredProcess struct {
+	p proc.Process
+	m *wireMeter
+}
+
+func (w meteredProcess) env(env proc.Env) proc.Env {
+	w.m.env.Env, w.m.env.m = env, w.m
+	return &w.m.env
+}
+func (w meteredProcess) Start(env proc.Env)            { w.p.Start(w.env(env)) }
+func (w meteredProcess) Timeout(env proc.Env, tag any) { w.p.Timeout(w.env(env), tag) }
+func (w meteredProcess) Input(env proc.Env, in proc.Input) {
+	w.p.Input(w.env(env), in)
+}
+func (w meteredProcess) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	w.p.Receive(w.env(env), from, m)
+}
+func (w meteredProcess) Join(env proc.Env, contact proc.ID) {
+	if j, ok := w.p.(proc.Joiner); ok {
+		j.Join(w.env(env), contact)
+	} else {
+		w.p.Start(w.env(env))
+	}
+}
+
+// meterGossip returns a with its processes' sends measured by the
+// workload's meter (a gossip workload has one; anything else: a as it is).
+func meterGossip(a proc.Algorithm, w sim.Workload) proc.Algorithm {
+	var m **wireMeter
+	switch w := w.(type) {
+	case *GossipLoad:
+		m = &w.meter
+	case *PushSumLoad:
+		m = &w.meter
+	default:
+		return a
+	}
+	codec, err := wire.NewCodec(a.Messages)
+	if err != nil {
+		return a // a message list the codec refuses: the wire tests say so
+	}
+	*m = &wireMeter{codec: codec}
+	meter, newProc := *m, a.New
+	a.New = func(id proc.ID, n int) proc.Process {
+		return meteredProcess{p: newProc(id, n), m: meter}
+	}
+	return a
+}
+
+// bytesPerNode is what the meter counted, over the nodes.
+func bytesPerNode(m *wireMeter, n int) (float64, bool) {
+	if m == nil || n == 0 {
+		return 0, false
+	}
+	return float64(m.bytes) / float64(n), true
+}

@@ -146,6 +146,10 @@ func TestGossipMetricsNeedNoTrace(t *testing.T) {
 		if algo != "push-sum" && len(got[1].Series["susceptible"]) == 0 {
 			t.Errorf("%s: no susceptible series", algo)
 		}
+		// Every message is at least its tag and a length: bytes ≥ messages.
+		if b, m := got[1].Metrics["bytes_per_node"], got[1].Metrics["messages_per_node"]; !(b >= m && m > 0) && !(algo == "push-sum" && b > 0) {
+			t.Errorf("%s: %v bytes and %v messages per node", algo, b, m)
+		}
 	}
 }
 

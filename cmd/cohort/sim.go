@@ -192,7 +192,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	for _, a := range algos {
 		o := base
 		fo := fam.Options(a)
-		o.Algo, o.Workload, o.React, o.Streamed = a, fo.Workload, fo.React, fo.Streamed
+		o.Algo, o.Workload, o.React, o.Streamed = fo.Algo, fo.Workload, fo.React, fo.Streamed
 		if params != nil {
 			if err := configureGossip(fam, a, params, &o); err != nil {
 				return err
