@@ -551,7 +551,7 @@ var gossipCases = func() []compareCase {
 	oneUpdate := func(algo string, metrics ...string) compareCase {
 		return compareCase{
 			// One update written at p0; anti-entropy spreads it to every node.
-			name: "one update", metrics: append([]string{"rounds_to_all"}, append(metrics, "messages_per_node")...),
+			name: "one update", metrics: append([]string{"rounds_to_all"}, append(metrics, "messages_per_node", "bytes_per_node")...),
 			algos: []string{algo},
 			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 				return gossipRuns(f, a, epidemic.Params{}, n, seed)
@@ -560,6 +560,7 @@ var gossipCases = func() []compareCase {
 				"rounds_to_all":   "log₂(n) + ln(n) is the notes' (and Pittel's) count for push, an infective node trying one random node a round; the sources give none for pull and push-pull, which finish sooner: once most nodes have the update each round squares what is left",
 				"pull_ratio":      "Σpᵢ₊₁/Σpᵢ² over the rounds with ≥ 30 nodes left: the notes' pᵢ₊₁ = pᵢ² gives 1 (the finite-n law pᵢ(npᵢ−1)/(n−1) is below it by < 1% there)",
 				"push_tail_ratio": "mean pᵢ₊₁/pᵢ in the tail (pᵢ ≤ 0.1, ≥ 30 nodes left) beside the notes' (1−1/n)^{n(1−pᵢ)}, about 1/e",
+				"bytes_per_node":  "every message sent, as the wire codec encodes it: pull and push-pull send a digest from every node every round, news or not, and the update only where it is missing; push sends whole maps, from the nodes that have one",
 			},
 		}
 	}
@@ -602,7 +603,7 @@ var gossipCases = func() []compareCase {
 	}
 	cases = append(cases, compareCase{
 		// Push-sum of the values 1 .. n.
-		name: "average of 1..n", metrics: []string{"max_error", "messages_per_node_round"},
+		name: "average of 1..n", metrics: []string{"max_error", "messages_per_node_round", "bytes_per_node"},
 		algos: []string{"push-sum"},
 		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			return gossipRuns(f, a, epidemic.Params{}, n, seed)

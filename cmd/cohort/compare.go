@@ -79,6 +79,7 @@ var metricNames = map[string]string{
 	"pull_ratio":              "Σpᵢ₊₁/Σpᵢ²",
 	"push_tail_ratio":         "tail pᵢ₊₁/pᵢ",
 	"messages_per_node":       "messages per node",
+	"bytes_per_node":          "bytes per node",
 	"residue":                 "residue",
 	"updates_per_node":        "updates per node",
 	"max_error":               "largest relative error",
