@@ -129,6 +129,17 @@ var familyCases = map[string][]compareCase{
 	"mutex":     mutexCases,
 	"election":  electionCases,
 	"multicast": multicastCases,
+	"gossip":    gossipCases,
+}
+
+// CompareMaxNodes is the largest process count `cohort compare` runs a
+// family with: the gossip family's runs keep no trace past 10^4 nodes
+// and go to a million; the others keep theirs.
+func CompareMaxNodes(family string) int {
+	if family == "gossip" {
+		return 1_000_000
+	}
+	return 4096
 }
 
 var mutexCases = []compareCase{

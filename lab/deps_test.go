@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -27,12 +27,13 @@ var allowed = map[string][]string{
 	"election":         {"proc"},
 	"multicast":        {"proc", "logical"},
 	"consensus":        {"proc"},
+	"epidemic":         {"proc"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
 	"check":            {"trace", "proc", "logical", "clock"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

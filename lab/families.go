@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
@@ -37,12 +38,19 @@ type Family struct {
 	// Diagram says how the family's runs are best drawn: which outputs are
 	// bookkeeping, which pairs of outputs delimit intervals.
 	Diagram trace.SVGOptions
+	// Streamed: Metrics reads the workload and the result only, never the
+	// trace (see Options.Streamed).
+	Streamed bool
+	// Wrap, if set, returns the algorithm a run with workload w runs: a
+	// with its processes instrumented for that run (the gossip family
+	// meters the bytes they send). Options applies it.
+	Wrap func(a proc.Algorithm, w sim.Workload) proc.Algorithm
 }
 
 // Options returns run options for algorithm a of the family, with the
 // family's metrics and workloads in place.
 func (f Family) Options(a proc.Algorithm) Options {
-	o := Options{Algo: a, Metrics: f.Metrics}
+	o := Options{Algo: a, Metrics: f.Metrics, Streamed: f.Streamed}
 	if w, ok := f.Workloads[a.Name]; ok {
 		o.Workload = w()
 	} else if f.Workload != nil {
@@ -50,6 +58,9 @@ func (f Family) Options(a proc.Algorithm) Options {
 	}
 	if f.React != nil {
 		o.React = f.React()
+	}
+	if f.Wrap != nil {
+		o.Algo = f.Wrap(a, o.Workload)
 	}
 	return o
 }
@@ -77,6 +88,17 @@ func init() {
 			Metrics:  multicastMetrics,
 			Workload: DefaultMulticastLoad,
 			Diagram:  trace.SVGOptions{Quiet: []string{"holdback"}},
+		},
+		{
+			Family:   registered("gossip"),
+			Metrics:  gossipMetrics,
+			Streamed: true,
+			Wrap:     meterGossip,
+			Workload: func() sim.Workload { return NewGossipLoad(epidemic.Params{}) },
+			Workloads: map[string]func() sim.Workload{
+				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
+			},
+			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
 		},
 		{
 			Family:    registered("consensus"),

@@ -40,6 +40,10 @@ type Options struct {
 	Progress func(virtual time.Duration, events int64)
 	// Metrics computes the family's metrics from the run; nil reports none.
 	Metrics MetricsFunc
+	// Streamed says that Metrics reads the run's result and its workload
+	// (which saw every output as it happened), never the trace: it then
+	// runs with NoCheck too, and Finished.Trace may be nil.
+	Streamed bool
 	// Workload drives the run when the scenario scripts no inputs and no
 	// workload of its own; nil means no inputs.
 	Workload sim.Workload
@@ -59,6 +63,12 @@ type Finished struct {
 	Algo        string
 	Nodes       int
 	MeanLatency time.Duration // the network's mean one-way latency: the unit of delays "in messages"
+	// Workload is the run's workload (Options.Workload, if the run used
+	// it; nil otherwise): a closed-loop workload saw every output.
+	Workload sim.Workload
+	// Series receives the metrics that are sequences (the susceptible
+	// fraction after each round ...), by name, for Report.Series.
+	Series map[string][]float64
 }
 
 // NetworkFlags override the scenario's network model.
@@ -99,6 +109,9 @@ type Report struct {
 	// Outside says how the run breaks the algorithm's assumptions (see
 	// Outside); when it does, no check is guaranteed.
 	Outside []string `json:"outside_assumptions,omitempty"`
+	// Series are the metrics that are sequences, by name (the gossip
+	// family's susceptible fraction after each round).
+	Series map[string][]float64 `json:"series,omitempty"`
 }
 
 // Messages counts the messages sent.
@@ -179,8 +192,10 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	var done interface {
 		Done(up func(proc.ID) bool) bool
 	}
+	var used sim.Workload
 	if len(sc2.Inputs) == 0 && sc2.Workload == nil && o.Workload != nil {
 		cfg.Workload = o.Workload
+		used = o.Workload
 		done, _ = o.Workload.(interface {
 			Done(up func(proc.ID) bool) bool
 		})
@@ -273,18 +288,26 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	for _, k := range res.ByKind {
 		r.Messages.ByType[k.Kind] = k.Count
 	}
-	if rec == nil {
-		return r, nil, nil
+	var t *trace.Trace
+	if rec != nil {
+		t = &rec.Trace
 	}
-	t := &rec.Trace
-	if o.Metrics != nil {
-		m, th := o.Metrics(Finished{Trace: t, Result: res, Algo: a.Name, Nodes: cfg.Nodes, MeanLatency: cfg.Network.Latency.Mean()})
+	if o.Metrics != nil && (t != nil || o.Streamed) {
+		fin := Finished{Trace: t, Result: res, Algo: a.Name, Nodes: cfg.Nodes, MeanLatency: cfg.Network.Latency.Mean(),
+			Workload: used, Series: map[string][]float64{}}
+		m, th := o.Metrics(fin)
 		for k, v := range m {
 			r.Metrics[k] = v
 		}
 		for k, v := range th {
 			r.Theory[k] = v
 		}
+		if len(fin.Series) > 0 {
+			r.Series = fin.Series
+		}
+	}
+	if t == nil {
+		return r, nil, nil
 	}
 	results, err := check.Run(t, a.Checks...)
 	if err != nil {

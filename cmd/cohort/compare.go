@@ -32,8 +32,8 @@ units of the (constant, 1 ms) one-way latency.`,
 			var nodes []int
 			for _, s := range strings.Split(nodesFlag, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n < 1 || n > 4096 {
-					return usageErr("--nodes: %q is not a process count between 1 and 4096", s)
+				if limit := lab.CompareMaxNodes(args[0]); err != nil || n < 1 || n > limit {
+					return usageErr("--nodes: %q is not a process count between 1 and %d", s, limit)
 				}
 				nodes = append(nodes, n)
 			}
@@ -66,15 +66,24 @@ units of the (constant, 1 ms) one-way latency.`,
 }
 
 var metricNames = map[string]string{
-	"messages_per_entry":     "messages per entry",
-	"client_delay_msgs":      "client delay (msgs)",
-	"sync_delay_msgs":        "sync delay (msgs)",
-	"throughput_per_s":       "entries per second",
-	"messages":               "messages",
-	"turnaround_msgs":        "turnaround (msgs)",
-	"messages_per_multicast": "messages per multicast",
-	"latency_msgs":           "latency (msgs)",
-	"holdback_max":           "largest hold-back queue",
+	"messages_per_entry":      "messages per entry",
+	"client_delay_msgs":       "client delay (msgs)",
+	"sync_delay_msgs":         "sync delay (msgs)",
+	"throughput_per_s":        "entries per second",
+	"messages":                "messages",
+	"turnaround_msgs":         "turnaround (msgs)",
+	"messages_per_multicast":  "messages per multicast",
+	"latency_msgs":            "latency (msgs)",
+	"holdback_max":            "largest hold-back queue",
+	"rounds_to_all":           "rounds to all",
+	"pull_ratio":              "Σpᵢ₊₁/Σpᵢ²",
+	"push_tail_ratio":         "tail pᵢ₊₁/pᵢ",
+	"messages_per_node":       "messages per node",
+	"bytes_per_node":          "bytes per node",
+	"residue":                 "residue",
+	"updates_per_node":        "updates per node",
+	"max_error":               "largest relative error",
+	"messages_per_node_round": "messages per node and round",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {
@@ -152,6 +161,8 @@ func num(p *float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v == float64(int64(v)):
 		return strconv.FormatInt(int64(v), 10)
+	case v > -0.1 && v < 0.1: // a residue, an error: significant digits, not 0.00
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}

@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -77,6 +77,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
+	addGossipFlags(cmd)   // simgossip.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -87,6 +88,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	if handled, err := simMulticast(cmd, family, f); handled { // simmulticast.go
+		return err
+	}
+	params, err := gossipParams(cmd, family) // simgossip.go
+	if err != nil {
 		return err
 	}
 	fam, err := lab.Lookup(family)
@@ -169,6 +174,14 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	default:
 		return usageErr("--vc %q: want on, off or auto", f.vc)
 	}
+	// A family whose metrics need no trace (gossip) runs past
+	// streamedTraceLimit processes without one unless told otherwise: a
+	// million-node dissemination's trace would not fit in memory.
+	if fam.Streamed && base.Nodes > streamedTraceLimit && !fl.Changed("no-check") &&
+		f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+		base.NoCheck = true
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it); its metrics do not need one\n", base.Nodes)
+	}
 	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
 		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
 	}
@@ -179,7 +192,12 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	for _, a := range algos {
 		o := base
 		fo := fam.Options(a)
-		o.Algo, o.Workload, o.React = a, fo.Workload, fo.React
+		o.Algo, o.Workload, o.React, o.Streamed = fo.Algo, fo.Workload, fo.React, fo.Streamed
+		if params != nil {
+			if err := configureGossip(fam, a, params, &o); err != nil {
+				return err
+			}
+		}
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
@@ -243,6 +261,11 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	}
 	return nil
 }
+
+// streamedTraceLimit is the largest run of a streamed family
+// (lab.Family.Streamed) that keeps its trace for the checkers by default
+// (a variable, for the tests).
+var streamedTraceLimit = 100_000
 
 func tracesOf(f *simFlags) []string {
 	var files []string

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestSimGossipFlags(t *testing.T) {
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, errs := cli(t, append([]string{"sim", "gossip", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return r
+	}
+	metric := func(r map[string]any, name string) float64 {
+		v, _ := r["metrics"].(map[string]any)[name].(float64)
+		return v
+	}
+	// A larger fanout reaches every node in fewer rounds.
+	one := run("--algo", "push", "--nodes", "500")
+	four := run("--algo", "push", "--nodes", "500", "--fanout", "4")
+	if !(metric(four, "rounds_to_all") < metric(one, "rounds_to_all")) {
+		t.Errorf("rounds to all: fanout 4 %v, fanout 1 %v", metric(four, "rounds_to_all"), metric(one, "rounds_to_all"))
+	}
+	if s, ok := one["series"].(map[string]any)["susceptible"].([]any); !ok || len(s) < 5 {
+		t.Errorf("no susceptible series: %v", one["series"])
+	}
+	// A larger k leaves a smaller residue; backup anti-entropy none.
+	k1 := run("--algo", "rumor", "--nodes", "2000", "--k", "1")
+	k4 := run("--algo", "rumor", "--nodes", "2000", "--k", "4")
+	if !(metric(k4, "residue") < metric(k1, "residue")) {
+		t.Errorf("residue: k=4 %v, k=1 %v", metric(k4, "residue"), metric(k1, "residue"))
+	}
+	if b := run("--algo", "rumor", "--nodes", "200", "--variant", "backup,counter"); metric(b, "residue") != 0 {
+		t.Errorf("rumor with backup: residue %v", metric(b, "residue"))
+	}
+	if c := run("--algo", "push-sum", "--nodes", "50", "--variant", "count"); metric(c, "max_error") > 1e-3 {
+		t.Errorf("push-sum count: error %v", metric(c, "max_error"))
+	}
+	for _, bad := range [][]string{
+		{"sim", "mutex", "--fanout", "2"},
+		{"sim", "gossip", "--variant", "loud"},
+		{"sim", "gossip", "--k", "0"},
+	} {
+		if code, _, errs := cli(t, bad...); code != 2 || errs == "" {
+			t.Errorf("%v: exit %d (%s), want 2 and a message", bad, code, errs)
+		}
+	}
+	if code, out, _ := cli(t, "sim", "gossip", "--help"); code != 0 || !strings.Contains(out, "--fanout") || !strings.Contains(out, "push-sum") {
+		t.Errorf("sim gossip --help: exit %d\n%s", code, out)
+	}
+	if _, out, _ := cli(t, "sim", "mutex", "--help"); strings.Contains(out, "--fanout") {
+		t.Errorf("sim mutex --help shows --fanout")
+	}
+}
+
+func TestCompareGossip(t *testing.T) {
+	code, out, errs := cli(t, "compare", "gossip", "--nodes", "200")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"rounds to all, one update", "residue, k=3 feedback counter", "Table 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare gossip lacks %q", want)
+		}
+	}
+	if code, _, _ := cli(t, "compare", "mutex", "--nodes", "10000"); code != 2 {
+		t.Errorf("compare mutex --nodes 10000: exit %d, want 2", code)
+	}
+}
+
+// Past streamedTraceLimit nodes a gossip run keeps no trace unless told
+// to, and says so; its metrics are there all the same.
+func TestSimGossipLargeRunsKeepNoTrace(t *testing.T) {
+	defer func(old int) { streamedTraceLimit = old }(streamedTraceLimit)
+	streamedTraceLimit = 100
+	code, out, errs := cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json")
+	var r struct {
+		Checks  []any              `json:"checks"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) != 0 || r.Metrics["rounds_to_all"] == 0 || !strings.Contains(errs, "keeps no trace") {
+		t.Errorf("exit %d, checks %v, metrics %v, stderr %q", code, r.Checks, r.Metrics, errs)
+	}
+	code, out, _ = cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json", "--no-check=false")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) == 0 {
+		t.Errorf("--no-check=false: exit %d, checks %v", code, r.Checks)
+	}
+}

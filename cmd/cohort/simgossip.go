@@ -1,0 +1,84 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/spf13/cobra"
+)
+
+// The gossip family's flags of `cohort sim`: the algorithms' parameters
+// (epidemic.Params), which build the processes and the workload anew.
+var gossipOnlyFlags = []string{"fanout", "k", "variant"}
+
+func addGossipFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Int("fanout", 1, "gossip: peers each node contacts per round (f)")
+	fl.Int("k", 1, "gossip rumor: a monger loses interest with probability 1/k (or after k contacts, with --variant counter)")
+	fl.String("variant", "", `gossip: comma-separated variants — rumor: "blind" (no feedback), "counter" (instead of the coin), "pull" (instead of push), "cycles" (feedback as of the round's start), "backup" (anti-entropy beside); push-sum: "sum" or "count" (instead of the average)`)
+	for _, name := range gossipOnlyFlags {
+		familyOnlyFlags[name] = "gossip"
+	}
+}
+
+// gossipParams reads the gossip flags: nil if none was given. For another
+// family, any of them is a usage error.
+func gossipParams(cmd *cobra.Command, family string) (*epidemic.Params, error) {
+	fl := cmd.Flags()
+	changed := false
+	for _, name := range gossipOnlyFlags {
+		if fl.Changed(name) {
+			if family != "gossip" {
+				return nil, usageErr("--%s is a flag of the gossip family, not of %s", name, family)
+			}
+			changed = true
+		}
+	}
+	if !changed {
+		return nil, nil
+	}
+	var p epidemic.Params
+	p.Fanout, _ = fl.GetInt("fanout")
+	p.K, _ = fl.GetInt("k")
+	if p.Fanout < 1 {
+		return nil, usageErr("--fanout %d: need at least 1", p.Fanout)
+	}
+	if p.K < 1 {
+		return nil, usageErr("--k %d: need at least 1", p.K)
+	}
+	variants, _ := fl.GetString("variant")
+	for _, v := range strings.Split(variants, ",") {
+		switch strings.TrimSpace(v) {
+		case "":
+		case "feedback", "coin", "push", "average":
+			// the defaults
+		case "blind":
+			p.Blind = true
+		case "counter":
+			p.Counter = true
+		case "pull":
+			p.Pull = true
+		case "backup":
+			p.Backup = true
+		case "cycles":
+			p.Cycles = true
+		case "sum", "count":
+			p.Aggregate = strings.TrimSpace(v)
+		default:
+			return nil, usageErr("--variant %q: want blind, counter, pull, cycles, backup, sum or count", v)
+		}
+	}
+	return &p, nil
+}
+
+// configureGossip applies params p to the run of gossip algorithm a.
+func configureGossip(fam lab.Family, a proc.Algorithm, p *epidemic.Params, o *lab.Options) error {
+	c, err := lab.ConfigureGossip(fam, a, *p)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	o.Algo, o.Workload = c.Algo, c.Workload
+	return nil
+}

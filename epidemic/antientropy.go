@@ -1,0 +1,216 @@
+package epidemic
+
+import (
+	"math"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Anti-entropy (Demers et al. 1987; Tanenbaum & van Steen §4.5): every
+// round, node P picks a random node Q and the two resolve their
+// differences, in one of three ways:
+//
+//	push:       P → (key, value, version) of everything it has → Q
+//	pull:       P → (key, version) digest → Q
+//	            Q → (key, value, version) newer than the digest → P
+//	push-pull:  P → (key, version) digest → Q
+//	            Q → (key, value, version) newer than the digest,
+//	                (key, version) of what P has newer than Q → P
+//	            P → (key, value, version) Q asked for → Q
+//
+// and Q adopts, key by key, whatever is newer than what it has. With
+// fanout f, P does so with f distinct random nodes per round. A message
+// that would carry nothing is not sent (a node with an empty map pushes
+// nothing; Q does not answer a digest it has nothing newer for).
+//
+// Deletions are versioned tombstones (death certificates), spread like
+// any write and dropped when they are Params.ReapAfter old; one that
+// arrives older than that deletes what it is newer than and is not kept.
+//
+// A node that joins a running system pulls from its contact at once, then
+// gossips like the others; one that recovers from a crash starts empty and
+// catches up the same way, in its rounds.
+//
+// Assumptions: none on the channels (a lost message is a lost exchange;
+// the next round repairs it), crash-recover failures (a recovered node has
+// forgotten everything and pulls it back; a write made at a node that
+// crashes before its first exchange is lost with it). Every node knows the
+// names of all. A deletion survives only if every node holding the old
+// value hears of it within ReapAfter.
+//
+// Cost: per node and round, f messages for push, up to 2f for pull, up to
+// 3f for push-pull; every message carries the map, or its digest, or the
+// difference. With pᵢ the susceptible fraction after round i, pull gives
+// pᵢ₊₁ = pᵢ², push pᵢ₊₁ ≈ pᵢ/e in the tail; every node has an update
+// after about log_{f+1}(n) + ln(n)/f + O(1) rounds.
+type antiEntropy struct {
+	mode mode
+	p    *Params // shared by every process of the run
+	db   store
+}
+
+type mode uint8
+
+const (
+	push mode = iota
+	pull
+	pushPull
+)
+
+// Update carries entries: a push, the answer to a pull, push-pull's third
+// step.
+type Update struct{ Entries []Entry }
+
+// Pull asks for what is newer than the digest.
+type Pull struct{ Digest []Sum }
+
+// Digest opens a push-pull exchange: the answer is a Reply.
+type Digest struct{ Digest []Sum }
+
+// Reply answers a Digest: the entries newer than it, and what its sender
+// has that is newer than the replier's.
+type Reply struct {
+	Entries []Entry
+	Want    []Sum
+}
+
+func (Update) Kind() string { return "update" }
+func (Pull) Kind() string   { return "pull" }
+func (Digest) Kind() string { return "digest" }
+func (Reply) Kind() string  { return "reply" }
+
+func (u Update) String() string { return label("UPDATE", u.Entries) }
+func (p Pull) String() string {
+	if len(p.Digest) == 0 {
+		return "PULL{}" // most of a dissemination's messages: no allocation
+	}
+	return label("PULL", p.Digest)
+}
+func (d Digest) String() string {
+	if len(d.Digest) == 0 {
+		return "DIGEST{}"
+	}
+	return label("DIGEST", d.Digest)
+}
+func (r Reply) String() string {
+	return label("REPLY", r.Entries) + " want" + label("", r.Want)
+}
+
+// aeMessages are anti-entropy's messages, in wire-tag order (append-only).
+var aeMessages = []proc.Message{Update{}, Pull{}, Digest{}, Reply{}}
+
+func init() {
+	for _, v := range []struct {
+		name, summary string
+		mode          mode
+	}{
+		{"push", "anti-entropy by push: each round a node sends its map to f random nodes (p ← p/e per round in the tail)", push},
+		{"pull", "anti-entropy by pull: each round a node sends its digest to f random nodes and gets what is newer (p ← p² per round)", pull},
+		{"push-pull", "anti-entropy by push-pull: digest, then both directions' differences (three messages per exchange)", pushPull},
+	} {
+		v := v
+		builders[v.name] = func(p Params) func(proc.ID, int) proc.Process {
+			return func(proc.ID, int) proc.Process {
+				return &antiEntropy{mode: v.mode, p: &p, db: store{reapAfter: p.ReapAfter}}
+			}
+		}
+		register(proc.Algorithm{
+			Name:    v.name,
+			Summary: v.summary,
+			Source:  "Demers et al. 1987 (anti-entropy); Tanenbaum & van Steen §4.5",
+			Assumes: proc.Assumptions{Failures: "crash-recover"},
+			New:     builders[v.name](Params{}.withDefaults()),
+			Theory: func(n int) map[string]float64 {
+				if v.mode != push {
+					return nil // the notes' count of rounds is push's
+				}
+				return map[string]float64{"rounds_to_all": RoundsToAll(n, 1)}
+			},
+			Notes: map[string]string{
+				"rounds_to_all": "log_{f+1}(n) + ln(n)/f is the notes' estimate for push (an infective node tries f random nodes a round), up to O(1); pull and push-pull have no such figure in the sources and finish sooner, since once most nodes have the update each round squares what is left (p ← p²)",
+			},
+			Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection"},
+			Messages: aeMessages,
+			Scenario: "nodes: 16\nstop:\n  deadline: 2s\n",
+		})
+	}
+}
+
+// RoundsToAll is the notes' estimate of the rounds an update takes to
+// reach all n nodes with fanout f: log_{f+1}(n) + ln(n)/f (the O(1) left
+// out).
+func RoundsToAll(n, f int) float64 {
+	N, F := float64(n), float64(f)
+	return math.Log(N)/math.Log(F+1) + math.Log(N)/F
+}
+
+func (a *antiEntropy) Start(env proc.Env) { env.SetTimer(nextRound(env, a.p.Period), round{}) }
+
+// Join starts the node and pulls from its contact at once.
+func (a *antiEntropy) Join(env proc.Env, contact proc.ID) {
+	a.Start(env)
+	if contact != proc.None {
+		env.Send(contact, Pull{Digest: a.db.digest()})
+	}
+}
+
+func (a *antiEntropy) Input(env proc.Env, in proc.Input) {
+	switch in := in.(type) {
+	case Put:
+		a.db.write(env, in.Key, in.Value, false)
+	case Delete:
+		a.db.write(env, in.Key, "", true)
+	}
+}
+
+func (a *antiEntropy) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(round); !ok {
+		return
+	}
+	a.db.reap(env)
+	for _, q := range peers(env, a.p.Fanout) {
+		a.exchange(env, q)
+	}
+	env.SetTimer(nextRound(env, a.p.Period), round{})
+}
+
+// exchange opens one exchange with q.
+func (a *antiEntropy) exchange(env proc.Env, q proc.ID) {
+	switch a.mode {
+	case push:
+		if len(a.db.items) > 0 {
+			env.Send(q, Update{Entries: a.db.entries()})
+		}
+	case pull:
+		env.Send(q, Pull{Digest: a.db.digest()})
+	case pushPull:
+		env.Send(q, Digest{Digest: a.db.digest()})
+	}
+}
+
+func (a *antiEntropy) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case Update:
+		a.onUpdate(env, m.Entries)
+	case Pull:
+		if es := a.db.newer(m.Digest); len(es) > 0 {
+			env.Send(from, Update{Entries: es})
+		}
+	case Digest:
+		es, want := a.db.newer(m.Digest), a.db.wants(m.Digest)
+		if len(es) > 0 || len(want) > 0 {
+			env.Send(from, Reply{Entries: es, Want: want})
+		}
+	case Reply:
+		a.onUpdate(env, m.Entries)
+		if es := a.db.pick(m.Want); len(es) > 0 {
+			env.Send(from, Update{Entries: es})
+		}
+	}
+}
+
+func (a *antiEntropy) onUpdate(env proc.Env, es []Entry) {
+	for _, e := range es {
+		a.db.apply(env, e)
+	}
+}
