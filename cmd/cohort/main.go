@@ -70,10 +70,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "cohort",
 		Short: "Classic distributed-coordination algorithms: simulated, checked, measured",
 		Long: `Cohort runs the classic coordination algorithms of distributed systems —
-clocks, mutual exclusion, election, ordered multicast — as deterministic
-state machines in a seeded simulator, checks every run against the
-properties the algorithms promise, and shows each run as a space-time
-diagram.`,
+clocks, mutual exclusion, election, ordered multicast, a replicated log,
+epidemic protocols — as deterministic state machines in a seeded simulator,
+checks every run against the properties the algorithms promise, shows each
+run as a space-time diagram, and runs the lock, leader and group services
+on a live cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
