@@ -242,15 +242,10 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 					mu.Unlock()
 					return nil
 				}
-				if replicated {
-					// A send returns once committed: the window's sends
-					// are under way at once.
-					go send()
-					continue
-				}
-				if send() != nil {
-					return
-				}
+				// A send returns once committed (the log) or delivered
+				// here (the textbook groups): the window's sends are
+				// under way at once.
+				go send()
 			}
 		}()
 	}
