@@ -290,7 +290,7 @@ func TestTextbookLockWarns(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cohort lock: %v\n%s", err, stderr.String())
 	}
-	if want := "warning: the cluster's locks run on lamport, a textbook algorithm: a node that crashes, restarts or stalls can block it"; !strings.Contains(stderr.String(), want) {
+	if want := "warning: the cluster's locks run on lamport, a textbook algorithm: a restarted node rejoins, but while a node is down or cut off the lock waits for it"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }

@@ -305,21 +305,35 @@ func startLocked(cmd *cobra.Command, argv []string, env ...string) (*exec.Cmd, c
 }
 
 // warnTextbook tells the user, before it acts, that service (lock,
-// elections, group) of the cluster at api runs a textbook algorithm,
-// which a crash, a restart or a stall can block or break: which one, and
-// what it does not survive. It asks a node's /v1/health; if none answers it says nothing
-// more than that the algorithm is a textbook one.
+// elections, group) of the cluster at api runs a textbook algorithm:
+// which one, and which faults it does not survive (textbookFaults). It
+// asks a node's /v1/health; if none answers it says nothing more than
+// that the algorithm is a textbook one.
 func warnTextbook(ctx context.Context, w io.Writer, api *httpapi.Client, service string, name func(node.Health) string) {
 	var h node.Health
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	algo := "a textbook algorithm"
+	algo, faults := "a textbook algorithm", textbookFaults[""]
 	if api.First(ctx, func(base string) (int, string, error) {
 		return api.Call(ctx, http.MethodGet, base+"/v1/health", nil, &h)
 	}) == nil && name(h) != "" {
 		algo = name(h) + ", a textbook algorithm"
+		if f, ok := textbookFaults[name(h)]; ok {
+			faults = f
+		}
 	}
-	fmt.Fprintf(w, "cohort: warning: the cluster's %s run on %s: "+
-		"a node that crashes, restarts or stalls can block it or break it (see the guarantees table in the README); "+
-		"the replicated log (lock: raft in node.yaml) survives them\n", service, algo)
+	fmt.Fprintf(w, "cohort: warning: the cluster's %s run on %s: %s (see the guarantees table in the README); "+
+		"the replicated log (raft in node.yaml) survives them\n", service, algo, faults)
+}
+
+// textbookFaults says what each textbook algorithm behind a service does
+// not survive, as the README's guarantees table does; "" for the others.
+var textbookFaults = map[string]string{
+	"":                 "a node that crashes, restarts or stalls can block it or break it",
+	"ricart-agrawala":  "a restarted node rejoins, but while a node is down or cut off the lock waits for it, and a holder's lease can lapse while its command runs",
+	"lamport":          "a restarted node rejoins, but while a node is down or cut off the lock waits for it, and a holder's lease can lapse while its command runs",
+	"central":          "a restart is survived, but while the coordinator (node 0) is down or cut off the lock waits for it",
+	"central-failover": "the coordinator's crash and restarts are survived, but a partition can make two coordinators, each granting the lock",
+	"bully-fd":         "a stalled leader's command can run beside the next leader's, and after a restart two leaderships can carry one term",
+	"total-sequencer":  "a dead sequencer stops every delivery (sends get 504), and a restarted member holds messages back for ever",
 }
