@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
@@ -85,6 +86,7 @@ type Group struct {
 	pendMu   sync.Mutex
 	pending  []*sending      // one per Multicast input, in input order, until the algorithm takes it (Sent)
 	awaiting map[ID]*sending // taken, until this node delivers it
+	window   int             // multicasts under way at most (see admit)
 
 	subMu sync.Mutex
 	subs  map[*stream]struct{}
@@ -97,9 +99,10 @@ type result struct {
 
 // sending is one Multicast call's wait.
 type sending struct {
-	ch   chan result // buffered: one result
-	id   ID          // set once Sent names it
-	gone bool        // the call returned; nothing waits any more
+	ch   chan result   // buffered: one result
+	took chan struct{} // closed once the algorithm took the input (or refused it)
+	id   ID            // set once Sent names it
+	gone bool          // the call returned; nothing waits any more
 }
 
 // New joins the group called name on node n, run by algorithm a of the
@@ -115,7 +118,7 @@ func New(n *live.Node, name string, a proc.Algorithm) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{svc: svc, name: name, subs: map[*stream]struct{}{}, awaiting: map[ID]*sending{}}
+	g := &Group{svc: svc, name: name, subs: map[*stream]struct{}{}, awaiting: map[ID]*sending{}, window: svc.Window()}
 	svc.OnOutput(g.output)
 	return g, nil
 }
@@ -151,6 +154,7 @@ func (g *Group) resolve(r result) {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
 	if w := g.oldest(); w != nil {
+		close(w.took)
 		w.ch <- r
 	}
 }
@@ -161,7 +165,12 @@ func (g *Group) resolve(r result) {
 func (g *Group) taken(id ID) {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
-	if w := g.oldest(); w != nil && !w.gone {
+	w := g.oldest()
+	if w == nil {
+		return
+	}
+	close(w.took)
+	if !w.gone {
 		w.id = id
 		g.awaiting[id] = w
 	}
@@ -188,8 +197,10 @@ func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 	if len(body) > MaxBody {
 		return ID{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", g.name, len(body), MaxBody)
 	}
-	w := &sending{ch: make(chan result, 1)}
-	g.inMu.Lock()
+	if err := g.admit(ctx); err != nil { // holds inMu on success
+		return ID{}, err
+	}
+	w := &sending{ch: make(chan result, 1), took: make(chan struct{})}
 	g.pendMu.Lock()
 	g.pending = append(g.pending, w)
 	g.pendMu.Unlock()
@@ -198,6 +209,12 @@ func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 		g.pendMu.Lock()
 		g.pending = g.pending[:len(g.pending)-1]
 		g.pendMu.Unlock()
+	} else {
+		// The next admission looks once this message's sends are queued.
+		select {
+		case <-w.took:
+		case <-g.svc.Done():
+		}
 	}
 	g.inMu.Unlock()
 	if err != nil {
@@ -213,6 +230,45 @@ func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 		g.forget(w)
 		return ID{}, fmt.Errorf("group %q: not delivered here yet (%w); it may still be", g.name, ctx.Err())
 	}
+}
+
+// admit waits while this node has a window of multicasts under way
+// (live.Service.Window), or is congested (live.Node.Congested): the
+// textbook algorithms assume reliable channels, and a message a full
+// queue refuses would stall the group. It is how a sender that outruns
+// the group — the sequencer's own node, which delivers its messages at
+// once — is slowed to the pace of the slowest connected member.
+//
+// On success it returns holding inMu, so that the multicast it admits is
+// counted before anyone else's admission looks.
+func (g *Group) admit(ctx context.Context) error {
+	wait := 100 * time.Microsecond
+	for {
+		g.inMu.Lock()
+		if g.underWay() < g.window && !g.svc.Congested() {
+			return nil
+		}
+		g.inMu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("group %q: the node is congested (%w)", g.name, ctx.Err())
+		case <-g.svc.Done():
+			t.Stop()
+			return live.ErrClosed
+		}
+		wait = min(2*wait, 10*time.Millisecond)
+	}
+}
+
+// underWay counts the multicasts under way: given to the algorithm and
+// not yet delivered here.
+func (g *Group) underWay() int {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	return len(g.pending) + len(g.awaiting)
 }
 
 // forget stops waiting for w's message.

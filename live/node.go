@@ -138,6 +138,27 @@ func (n *Node) Members() map[proc.ID]string {
 // Self is this node's id; N the cluster's size.
 func (n *Node) Self() proc.ID { return n.cfg.Self }
 
+// Congested reports whether the transport's queue to some connected member
+// is a quarter full or more (in frames): that member, or the way to it,
+// does not keep up. A full queue refuses messages, and an algorithm that assumes
+// reliable channels stalls on a lost one; services that admit clients'
+// requests (a group's Multicast) wait while the node is congested, so that
+// what they admit does not overflow the queues. A member that is not
+// connected does not count: its queue fills while it is down.
+func (n *Node) Congested() bool {
+	st := n.cfg.Transport.Stats()
+	bound := st.QueueLen
+	if bound <= 0 {
+		bound = transport.DefaultQueueLen
+	}
+	for _, p := range st.Peers {
+		if p.Connected && 4*p.Queued >= bound {
+			return true
+		}
+	}
+	return false
+}
+
 // Running reports whether the node runs service name (started here, or
 // by a peer's message for it).
 func (n *Node) Running(name string) bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live/wal"
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -100,6 +101,23 @@ type event struct {
 
 // Name is the service's name.
 func (s *Service) Name() string { return s.name }
+
+// Congested reports whether the service's node is congested (see
+// Node.Congested).
+func (s *Service) Congested() bool { return s.node.Congested() }
+
+// Window is how many client requests a service whose every request sends
+// a message to every member (a multicast) may have under way at once: if
+// every node has that many, the messages they cause at one node fill at
+// most half of a queue to a member. Services that admit clients'
+// requests wait beyond it.
+func (s *Service) Window() int {
+	bound := s.node.cfg.Transport.Stats().QueueLen
+	if bound <= 0 {
+		bound = transport.DefaultQueueLen
+	}
+	return max(1, bound/(2*s.node.cfg.N))
+}
 
 // Algorithm is what the service runs.
 func (s *Service) Algorithm() proc.Algorithm { return s.algo }

@@ -244,7 +244,7 @@ func (a inprocAddr) String() string { return "inproc/" + proc.ID(a).String() }
 
 // Stats implements Transport.
 func (e *InProc) Stats() Stats {
-	s := Stats{Peers: make(map[proc.ID]PeerStats, len(e.nw.eps)-1)}
+	s := Stats{Peers: make(map[proc.ID]PeerStats, len(e.nw.eps)-1), QueueLen: e.nw.cfg.QueueLen}
 	for i, r := range e.nw.eps {
 		if r == e {
 			continue

@@ -212,7 +212,7 @@ func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
 // Stats implements Transport.
 func (t *TCP) Stats() Stats {
 	peers := *t.peers.Load()
-	s := Stats{Peers: make(map[proc.ID]PeerStats, len(peers)), Rejected: t.rejected.Load()}
+	s := Stats{Peers: make(map[proc.ID]PeerStats, len(peers)), Rejected: t.rejected.Load(), QueueLen: t.cfg.QueueLen}
 	for id, p := range peers {
 		s.Peers[id] = p.stats()
 	}

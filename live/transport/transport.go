@@ -69,6 +69,9 @@ var (
 type Stats struct {
 	// Peers has one entry for each member other than Self.
 	Peers map[proc.ID]PeerStats
+	// QueueLen is the bound, in frames, of the queue to each member
+	// (PeerStats.Queued).
+	QueueLen int
 	// Rejected counts inbound connections closed during the handshake,
 	// whatever (if anything) they claimed to be.
 	Rejected uint64
