@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
