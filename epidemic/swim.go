@@ -1,0 +1,782 @@
+package epidemic
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// SWIM: scalable weakly-consistent infection-style process group
+// membership (Das, Gupta and Motivala, DSN 2002), with the Lifeguard
+// refinements (Dadgar, Phillips and Currey, "Lifeguard: Local Health
+// Awareness for More Accurate Failure Detection", 2018) that
+// hashicorp/memberlist implements. Every member M_i, each protocol period
+// T (Params.Period, on its local clock):
+//
+//  1. picks a target M_j: the next member of a list of the others in
+//     random order, reshuffled after every pass (the paper's round-robin
+//     variant, §4.3, which bounds the time to a first probe of a failed
+//     member by 2n−1 periods);
+//  2. sends ping(M_j) and waits ProbeTimeout for ack(M_j);
+//  3. without one, sends ping-req(M_j) to k members chosen at random
+//     (Params.IndirectK); each pings M_j and forwards its ack;
+//  4. at the end of the period, without any ack, marks M_j suspected —
+//     suspect{M_j, inc} — and disseminates that;
+//  5. a suspected member not refuted within the suspicion timeout is
+//     declared faulty — confirm{M_j, inc}, here dead — everywhere.
+//
+// Incarnations (§4.2): a member that hears it is suspected (or declared
+// dead) in its current incarnation increments it and disseminates
+// alive{self, inc}. The precedence of the updates about M_l:
+//
+//   - alive{inc=i} overrides suspect{inc=j} and alive{inc=j} iff i > j;
+//   - suspect{inc=i} overrides suspect{inc=j} iff i > j, and alive{inc=j}
+//     iff i ≥ j;
+//   - dead{inc=i} overrides alive and suspect of any incarnation ≤ i;
+//   - and, as memberlist has it for members that come back (a recovered
+//     or rejoining process), alive{inc=i} overrides dead{inc=j} iff i > j.
+//
+// Updates travel piggybacked on the pings, ping-reqs and acks (§4.1,
+// infection-style dissemination): a member keeps a buffer of recent
+// updates, at most one per member, and adds the least-sent ones, up to
+// eight, to every message it sends; each goes out Retransmit·⌈log₁₀(n+1)⌉
+// times (memberlist's λ·log n). A member that receives a message from one
+// it holds suspected or dead puts that verdict first in its reply, so that
+// a recovered process learns its obituary and refutes it.
+//
+// Lifeguard's refinements, each of which a Params flag switches off:
+//
+//   - local health multiplier (NoLHM): a saturating counter 0..7, raised
+//     by a failed probe (by the nacks missing, when ping-reqs went out),
+//     and by having to refute a suspicion of oneself, lowered by a
+//     successful probe; the probe timeout and the period are multiplied by
+//     LHM+1, so that a slow member probes less and waits longer before it
+//     blames others. Intermediaries of a ping-req send a nack after 80% of
+//     the probe timeout if the target has not answered them: a missing
+//     nack says the fault may be the requester's own;
+//   - dynamic suspicion timeout (NoDynamicSuspicion): the timeout starts
+//     at Max = 6·Min and falls with log(C+1)/log(K+1) towards Min as C of
+//     K = SuspicionMult−2 expected independent suspicions confirm it
+//     (Min = SuspicionMult·max(1, log₁₀ n)·T, memberlist's); without it,
+//     the timeout is Min;
+//   - buddy system (NoBuddy): a ping to a member held suspected carries the
+//     suspicion first, so the member can refute at once.
+//
+// A process that joins sends its alive{self} to its contact, which
+// answers with every membership fact it holds that differs from "alive,
+// incarnation 0" (memberlist's state sync on join); a process that leaves
+// sends left{self} to k members, which disseminate it.
+//
+// Each member knows the run's ID space 0 .. N−1 (as the family's contract
+// says) and starts holding every other member alive at incarnation 0; it
+// stores only the facts that differ from that, so that 10⁵ members fit in
+// memory. The shuffled list of step 1 is a random affine permutation
+// x = (a·k + b) mod p over the smallest prime p ≥ N, skipping IDs ≥ N,
+// itself and members held dead: O(1) memory, a fresh (a, b) every pass.
+//
+// Outputs, at the observing member: Suspect when it comes to suspect a
+// member (by its own probe or by hearsay), Dead when it holds a member
+// dead (Left, if the member said goodbye), Alive when a member it held
+// suspected or dead is shown alive (Member = itself: it refuted).
+//
+// Assumptions: none on the channels (loss and delay only make probes fail
+// and suspicions rise), crash-recover failures; accuracy is
+// probabilistic: a member slower than the timeouts, or cut off, may be
+// declared dead. Cost: per member and period, one ping and on average one
+// ack (it is some member's target once a period on average) — 2 messages
+// sent, whatever n (Das et al. §3.1: the load is constant) — plus
+// k ping-reqs, k pings, k acks and up to k nacks when a target does not
+// answer. The expected time from a member's crash to its first detection
+// is T/(1 − (1 − 1/(n−1))^{n−1}) → e/(e−1)·T ≈ 1.58 T (§3.1).
+type swim struct {
+	p     *Params
+	self  proc.ID
+	n     int
+	inc   uint32
+	left  bool
+	view  map[proc.ID]*member // the facts that differ from "alive at incarnation 0"
+	lhm   int
+	queue []bcast
+	made  uint64 // bcasts queued so far: their order
+
+	// The shuffled probe order: x = (a·k + b) mod prime.
+	prime, a, b, k uint64
+
+	seq    uint64
+	probe  probe
+	relays []relay // ping-reqs this member is serving
+}
+
+// member is what a member holds about another.
+type member struct {
+	state      uint8
+	inc        uint32
+	suspecters []proc.ID // who suspected it, first the first (Lifeguard's confirmations)
+	since      time.Duration
+	timer      proc.TimerID
+}
+
+// probe is the member's probe of the current period.
+type probe struct {
+	active, acked, indirect bool
+	seq                     uint64
+	target                  proc.ID
+	nacks, expect           int
+	timer                   proc.TimerID
+}
+
+// relay is a ping-req being served: the ping sent to the target under
+// seq, for requester's probe reqSeq.
+type relay struct {
+	seq, reqSeq uint64
+	requester   proc.ID
+}
+
+type bcast struct {
+	u    Fact
+	sent int
+	id   uint64
+}
+
+// The states of a member, as updates carry them.
+const (
+	StateAlive uint8 = iota + 1
+	StateSuspect
+	StateDead
+	StateLeft
+)
+
+// Fact is one membership update: Member is alive, suspected, dead or left
+// in incarnation Inc. From is who suspected it (suspect only).
+type Fact struct {
+	State  uint8
+	Member proc.ID
+	Inc    uint32
+	From   proc.ID
+}
+
+func (u Fact) String() string { return string(u.appendTo(nil)) }
+
+// appendTo appends "alive p3@2", "suspect p3@1 by p5", "dead p3@1".
+func (u Fact) appendTo(b []byte) []byte {
+	switch u.State {
+	case StateAlive:
+		b = append(b, "alive "...)
+	case StateSuspect:
+		b = append(b, "suspect "...)
+	case StateDead:
+		b = append(b, "dead "...)
+	case StateLeft:
+		b = append(b, "left "...)
+	default:
+		b = append(b, "? "...)
+	}
+	b = append(b, u.Member.String()...)
+	b = append(b, '@')
+	b = strconv.AppendUint(b, uint64(u.Inc), 10)
+	if u.State == StateSuspect {
+		b = append(b, " by "...)
+		b = append(b, u.From.String()...)
+	}
+	return b
+}
+
+// Ping asks Target for an ack; Seq names the probe (of the sender).
+type Ping struct {
+	Seq     uint64
+	Target  proc.ID
+	Updates []Fact
+}
+
+// PingReq asks an intermediary to ping Target for the sender's probe Seq.
+type PingReq struct {
+	Seq     uint64
+	Target  proc.ID
+	Updates []Fact
+}
+
+// Ack answers a Ping (or, forwarded, a PingReq) of probe Seq.
+type Ack struct {
+	Seq     uint64
+	Updates []Fact
+}
+
+// Nack tells a ping-req's requester that the target did not answer the
+// intermediary in time (Lifeguard): the intermediary is alive and hears
+// the requester.
+type Nack struct{ Seq uint64 }
+
+// JoinReq announces a joining member to its contact.
+type JoinReq struct{ Updates []Fact }
+
+// JoinAck answers a JoinReq with the facts the contact holds.
+type JoinAck struct{ Updates []Fact }
+
+// Goodbye is a leaving member's last word.
+type Goodbye struct{ Inc uint32 }
+
+func (Ping) Kind() string    { return "ping" }
+func (PingReq) Kind() string { return "ping-req" }
+func (Ack) Kind() string     { return "ack" }
+func (Nack) Kind() string    { return "nack" }
+func (JoinReq) Kind() string { return "join-req" }
+func (JoinAck) Kind() string { return "join-ack" }
+func (Goodbye) Kind() string { return "goodbye" }
+
+func (m Ping) String() string {
+	return "PING(" + strconv.FormatUint(m.Seq, 10) + "→" + m.Target.String() + ")" + label("", m.Updates)
+}
+func (m PingReq) String() string {
+	return "PINGREQ(" + strconv.FormatUint(m.Seq, 10) + "→" + m.Target.String() + ")" + label("", m.Updates)
+}
+func (m Ack) String() string {
+	return "ACK(" + strconv.FormatUint(m.Seq, 10) + ")" + label("", m.Updates)
+}
+func (m Nack) String() string    { return "NACK(" + strconv.FormatUint(m.Seq, 10) + ")" }
+func (m JoinReq) String() string { return label("JOIN", m.Updates) }
+func (m JoinAck) String() string { return label("JOINACK", m.Updates) }
+func (m Goodbye) String() string { return "GOODBYE@" + strconv.FormatUint(uint64(m.Inc), 10) }
+
+// Suspect reports that the observing node came to suspect Member in
+// incarnation Inc (From suspected it first).
+type Suspect struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+	From   proc.ID `json:"from"`
+}
+
+// Dead reports that the observing node holds Member dead (faulty) in
+// incarnation Inc; Left if it left gracefully.
+type Dead struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+	Left   bool    `json:"left,omitempty"`
+}
+
+// Alive reports that the observing node holds Member alive again in
+// incarnation Inc after it had suspected it or held it dead; Member is
+// the node itself when it refuted a suspicion.
+type Alive struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+}
+
+func (Suspect) Kind() string { return "suspect" }
+func (Dead) Kind() string    { return "dead" }
+func (Alive) Kind() string   { return "alive" }
+
+func (s Suspect) String() string {
+	return "suspect " + s.Member.String() + "@" + strconv.FormatUint(uint64(s.Inc), 10)
+}
+func (d Dead) String() string {
+	if d.Left {
+		return "left " + d.Member.String() + "@" + strconv.FormatUint(uint64(d.Inc), 10)
+	}
+	return "dead " + d.Member.String() + "@" + strconv.FormatUint(uint64(d.Inc), 10)
+}
+func (a Alive) String() string {
+	return "alive " + a.Member.String() + "@" + strconv.FormatUint(uint64(a.Inc), 10)
+}
+
+// Timer tags.
+type (
+	swimTick     struct{}
+	probeTimeout struct{ Seq uint64 }
+	relayTimeout struct{ Seq uint64 }
+	suspicion    struct {
+		Member proc.ID
+		Inc    uint32
+	}
+)
+
+func (swimTick) String() string     { return "period" }
+func (probeTimeout) String() string { return "probe-timeout" }
+func (relayTimeout) String() string { return "nack-timeout" }
+func (suspicion) String() string    { return "suspicion" }
+
+// lhmMax is Lifeguard's saturation S: the multiplier is 0 .. S−1.
+const lhmMax = 8
+
+// maxPiggyback is how many updates a message carries at most.
+const maxPiggyback = 8
+
+func init() {
+	builders["swim"] = func(p Params) func(proc.ID, int) proc.Process {
+		return func(id proc.ID, n int) proc.Process { return newSwim(&p, id, n) }
+	}
+	register(proc.Algorithm{
+		Name:    "swim",
+		Summary: "SWIM membership and failure detection: ping, ping-req through k members, suspicion with incarnations, piggybacked dissemination; Lifeguard's local health, dynamic suspicion timeout and buddy system",
+		Source:  "Das, Gupta & Motivala, DSN 2002 (SWIM); Dadgar, Phillips & Currey 2018 (Lifeguard); hashicorp/memberlist",
+		Assumes: proc.Assumptions{Failures: "crash-recover"},
+		New:     builders["swim"](Params{}.withDefaults()),
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"first_detection_periods":        FirstDetectionPeriods(n),
+				"messages_per_member_per_period": 2,
+			}
+		},
+		Notes: map[string]string{
+			"first_detection_periods":        "Das et al. §3.1: a failed member is first pinged after 1/(1−(1−1/(n−1))^{n−1}) periods on average, e/(e−1) ≈ 1.58 for large n; measured from a crash just before the period's start to the first suspicion, which the pinger raises at the end of the period of its ping",
+			"messages_per_member_per_period": "a ping and, on average, one ack per member and period (Das et al.: constant in n); ping-reqs, nacks and the pings they cause add a little when members fail",
+			"false_positives":                "members that never failed, declared dead by some member",
+		},
+		Checks:   []string{"integrity", "swim-completeness", "swim-accuracy"},
+		Messages: []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}},
+		Scenario: "nodes: 32\nstop:\n  deadline: 1500ms\n",
+	})
+}
+
+// FirstDetectionPeriods is Das et al.'s expected time, in periods, from a
+// member's failure to its first detection in a group of n:
+// 1/(1 − (1 − 1/(n−1))^{n−1}), which tends to e/(e−1).
+func FirstDetectionPeriods(n int) float64 {
+	if n <= 2 {
+		return 1
+	}
+	m := float64(n - 1)
+	return 1 / (1 - math.Pow(1-1/m, m))
+}
+
+func newSwim(p *Params, id proc.ID, n int) *swim {
+	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2)))}
+}
+
+func primeAtLeast(x uint64) uint64 {
+	for ; ; x++ {
+		prime := x >= 2
+		for d := uint64(2); d*d <= x && prime; d++ {
+			prime = x%d != 0
+		}
+		if prime {
+			return x
+		}
+	}
+}
+
+func (s *swim) Start(env proc.Env) {
+	env.SetTimer(nextRound(env, s.period()), swimTick{})
+}
+
+// Join starts the member and announces it to its contact.
+func (s *swim) Join(env proc.Env, contact proc.ID) {
+	s.Start(env)
+	if contact != proc.None {
+		env.Send(contact, JoinReq{Updates: []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}})
+	}
+}
+
+func (s *swim) Input(env proc.Env, in proc.Input) {
+	if _, ok := in.(proc.Leave); !ok || s.left {
+		return
+	}
+	s.left = true
+	for _, q := range s.randomMembers(env, max(s.p.IndirectK, 1), proc.None) {
+		env.Send(q, Goodbye{Inc: s.inc})
+	}
+}
+
+// scaled is d multiplied by the local health: LHM+1.
+func (s *swim) scaled(d time.Duration) time.Duration {
+	if s.p.NoLHM {
+		return d
+	}
+	return d * time.Duration(s.lhm+1)
+}
+
+func (s *swim) period() time.Duration { return s.scaled(s.p.Period) }
+
+func (s *swim) health(delta int) {
+	if !s.p.NoLHM {
+		s.lhm = min(max(s.lhm+delta, 0), lhmMax-1)
+	}
+}
+
+func (s *swim) Timeout(env proc.Env, tag any) {
+	if s.left {
+		return
+	}
+	switch t := tag.(type) {
+	case swimTick:
+		s.endProbe(env)
+		s.startProbe(env)
+		env.SetTimer(nextRound(env, s.period()), swimTick{})
+	case probeTimeout:
+		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {
+			s.pingReq(env)
+		}
+	case relayTimeout:
+		i := slices.IndexFunc(s.relays, func(r relay) bool { return r.seq == t.Seq })
+		if i < 0 {
+			return
+		}
+		if !s.p.NoLHM {
+			env.Send(s.relays[i].requester, Nack{Seq: s.relays[i].reqSeq})
+		}
+		s.relays = slices.Delete(s.relays, i, i+1)
+	case suspicion:
+		m := s.view[t.Member]
+		if m != nil && m.state == StateSuspect && m.inc == t.Inc {
+			s.apply(env, Fact{State: StateDead, Member: t.Member, Inc: t.Inc})
+		}
+	}
+}
+
+// endProbe concludes the period's probe: an ack means the target is
+// alive; none, that it is suspected (step 4).
+func (s *swim) endProbe(env proc.Env) {
+	pr := s.probe
+	s.probe.active = false
+	if !pr.active {
+		return
+	}
+	if pr.acked {
+		s.health(-1)
+		return
+	}
+	if pr.expect > 0 {
+		s.health(pr.expect - pr.nacks)
+	} else {
+		s.health(1)
+	}
+	inc := uint32(0)
+	if m := s.view[pr.target]; m != nil {
+		if m.state == StateDead || m.state == StateLeft {
+			return
+		}
+		inc = m.inc
+	}
+	s.apply(env, Fact{State: StateSuspect, Member: pr.target, Inc: inc, From: s.self})
+}
+
+// startProbe pings the next member of the shuffled list (steps 1–2).
+func (s *swim) startProbe(env proc.Env) {
+	target := s.nextTarget(env)
+	if target == proc.None {
+		return
+	}
+	s.seq++
+	s.probe = probe{active: true, seq: s.seq, target: target}
+	env.Send(target, Ping{Seq: s.seq, Target: target, Updates: s.piggyback(s.buddy(target))})
+	s.probe.timer = env.SetTimer(s.scaled(s.p.ProbeTimeout), probeTimeout{Seq: s.seq})
+}
+
+// buddy is the suspicion of target to put first on a ping to it (the
+// buddy system), if it is suspected and the system is on.
+func (s *swim) buddy(target proc.ID) *Fact {
+	if s.p.NoBuddy {
+		return nil
+	}
+	if m := s.view[target]; m != nil && m.state == StateSuspect {
+		return &Fact{State: StateSuspect, Member: target, Inc: m.inc, From: m.suspecters[0]}
+	}
+	return nil
+}
+
+// verdict is what this member holds against peer, if it holds it
+// suspected or dead: the first update of a reply to it.
+func (s *swim) verdict(peer proc.ID) *Fact {
+	m := s.view[peer]
+	if m == nil || m.state == StateAlive {
+		return nil
+	}
+	u := &Fact{State: m.state, Member: peer, Inc: m.inc}
+	if m.state == StateSuspect {
+		u.From = m.suspecters[0]
+	}
+	return u
+}
+
+// pingReq asks k random members to probe the target (step 3).
+func (s *swim) pingReq(env proc.Env) {
+	s.probe.indirect = true
+	for _, q := range s.randomMembers(env, s.p.IndirectK, s.probe.target) {
+		env.Send(q, PingReq{Seq: s.probe.seq, Target: s.probe.target, Updates: s.piggyback(nil)})
+		if !s.p.NoLHM {
+			s.probe.expect++
+		}
+	}
+}
+
+// nextTarget is the next member of the shuffled list, skipping those held
+// dead; a new pass draws a new order. None if there is no other member.
+func (s *swim) nextTarget(env proc.Env) proc.ID {
+	for range 2*s.prime + 2 {
+		if s.a == 0 || s.k >= s.prime {
+			s.a = 1 + env.Rand().Uint64N(s.prime-1)
+			s.b = env.Rand().Uint64N(s.prime)
+			s.k = 0
+		}
+		x := (s.a*s.k + s.b) % s.prime
+		s.k++
+		if x >= uint64(s.n) || proc.ID(x) == s.self {
+			continue
+		}
+		if m := s.view[proc.ID(x)]; m != nil && (m.state == StateDead || m.state == StateLeft) {
+			continue
+		}
+		return proc.ID(x)
+	}
+	return proc.None
+}
+
+// randomMembers draws up to k distinct members other than self and not,
+// held dead or left.
+func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
+	var out []proc.ID
+	for range 4*k + 8 {
+		if len(out) == k || s.n <= 1 {
+			break
+		}
+		q := proc.ID(env.Rand().IntN(s.n))
+		if q == s.self || q == not || slices.Contains(out, q) {
+			continue
+		}
+		if m := s.view[q]; m != nil && (m.state == StateDead || m.state == StateLeft) {
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
+	if s.left {
+		return
+	}
+	switch m := msg.(type) {
+	case Ping:
+		s.applyAll(env, m.Updates)
+		env.Send(from, Ack{Seq: m.Seq, Updates: s.piggyback(s.verdict(from))})
+	case PingReq:
+		s.applyAll(env, m.Updates)
+		s.seq++
+		s.relays = append(s.relays, relay{seq: s.seq, reqSeq: m.Seq, requester: from})
+		env.Send(m.Target, Ping{Seq: s.seq, Target: m.Target, Updates: s.piggyback(s.buddy(m.Target))})
+		env.SetTimer(s.scaled(s.p.ProbeTimeout)*4/5, relayTimeout{Seq: s.seq})
+	case Ack:
+		s.applyAll(env, m.Updates)
+		if s.probe.active && m.Seq == s.probe.seq {
+			if !s.probe.acked {
+				s.probe.acked = true
+				env.CancelTimer(s.probe.timer)
+			}
+			return
+		}
+		if i := slices.IndexFunc(s.relays, func(r relay) bool { return r.seq == m.Seq }); i >= 0 {
+			r := s.relays[i]
+			s.relays = slices.Delete(s.relays, i, i+1)
+			env.Send(r.requester, Ack{Seq: r.reqSeq, Updates: s.piggyback(nil)})
+		}
+	case Nack:
+		if s.probe.active && m.Seq == s.probe.seq {
+			s.probe.nacks++
+		}
+	case JoinReq:
+		s.applyAll(env, m.Updates)
+		env.Send(from, JoinAck{Updates: s.facts()})
+	case JoinAck:
+		s.applyAll(env, m.Updates)
+	case Goodbye:
+		s.apply(env, Fact{State: StateLeft, Member: from, Inc: m.Inc})
+	}
+}
+
+// facts are every fact this member holds that differs from "alive at
+// incarnation 0", in ID order, and its own incarnation.
+func (s *swim) facts() []Fact {
+	ids := make([]proc.ID, 0, len(s.view))
+	for id := range s.view {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
+	for _, id := range ids {
+		m := s.view[id]
+		u := Fact{State: m.state, Member: id, Inc: m.inc}
+		if m.state == StateSuspect {
+			u.From = m.suspecters[0]
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func (s *swim) applyAll(env proc.Env, us []Fact) {
+	for _, u := range us {
+		s.apply(env, u)
+	}
+}
+
+// apply merges one update into the view by the precedence rules, and
+// disseminates it if it was news.
+func (s *swim) apply(env proc.Env, u Fact) {
+	if u.Member < 0 || int(u.Member) >= s.n {
+		return // bad input from a peer: dropped
+	}
+	if u.Member == s.self {
+		s.aboutSelf(env, u)
+		return
+	}
+	m := s.view[u.Member]
+	state, inc := StateAlive, uint32(0)
+	if m != nil {
+		state, inc = m.state, m.inc
+	}
+	gone := state == StateDead || state == StateLeft
+	switch u.State {
+	case StateAlive:
+		if u.Inc <= inc {
+			return
+		}
+		if state != StateAlive {
+			env.Output(Alive{Member: u.Member, Inc: u.Inc})
+		}
+		if m != nil && m.state == StateSuspect {
+			env.CancelTimer(m.timer)
+		}
+		if u.Inc == 0 {
+			delete(s.view, u.Member)
+		} else {
+			s.set(u.Member, &member{state: StateAlive, inc: u.Inc})
+		}
+	case StateSuspect:
+		if gone || u.Inc < inc {
+			return
+		}
+		if state == StateSuspect && u.Inc == inc {
+			s.confirm(env, m, u)
+			return
+		}
+		m = &member{state: StateSuspect, inc: u.Inc, suspecters: []proc.ID{u.From}, since: env.Now()}
+		s.set(u.Member, m)
+		m.timer = env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})
+		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
+	case StateDead, StateLeft:
+		if gone || u.Inc < inc {
+			return
+		}
+		if state == StateSuspect {
+			env.CancelTimer(m.timer)
+		}
+		s.set(u.Member, &member{state: u.State, inc: u.Inc})
+		env.Output(Dead{Member: u.Member, Inc: u.Inc, Left: u.State == StateLeft})
+	default:
+		return
+	}
+	s.enqueue(u)
+}
+
+// confirm counts an independent suspicion of a member already suspected
+// in the same incarnation: with the dynamic timeout, the timer is set
+// anew to the shorter timeout, from the first suspicion (Lifeguard).
+func (s *swim) confirm(env proc.Env, m *member, u Fact) {
+	if s.p.NoDynamicSuspicion || slices.Contains(m.suspecters, u.From) || len(m.suspecters) > s.expectedConfirmations() {
+		return
+	}
+	m.suspecters = append(m.suspecters, u.From)
+	env.CancelTimer(m.timer)
+	left := m.since + s.suspicionTimeout(len(m.suspecters)-1) - env.Now()
+	m.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
+	s.enqueue(u) // memberlist re-broadcasts a new confirmation
+}
+
+func (s *swim) set(id proc.ID, m *member) {
+	if s.view == nil {
+		s.view = map[proc.ID]*member{}
+	}
+	s.view[id] = m
+}
+
+// aboutSelf refutes a suspicion or obituary of this member's current
+// incarnation: a new incarnation, alive (§4.2).
+func (s *swim) aboutSelf(env proc.Env, u Fact) {
+	if (u.State != StateSuspect && u.State != StateDead) || u.Inc < s.inc {
+		return
+	}
+	s.inc = u.Inc + 1
+	s.health(1)
+	env.Output(Alive{Member: s.self, Inc: s.inc})
+	s.enqueue(Fact{State: StateAlive, Member: s.self, Inc: s.inc})
+}
+
+// expectedConfirmations is Lifeguard's K: SuspicionMult−2 independent
+// suspicions, fewer in a group too small to give them.
+func (s *swim) expectedConfirmations() int {
+	return max(0, min(s.p.SuspicionMult-2, s.n-2))
+}
+
+// SuspicionTimeouts are the shortest and longest suspicion timeouts of a
+// group of n under p: Min = SuspicionMult·max(1, log₁₀ n)·Period, Max =
+// 6·Min (Lifeguard's); without the dynamic timeout both are Min.
+func SuspicionTimeouts(p Params, n int) (lo, hi time.Duration) {
+	p = p.withDefaults()
+	lo = time.Duration(float64(p.SuspicionMult) * max(1, math.Log10(float64(n))) * float64(p.Period))
+	if p.NoDynamicSuspicion {
+		return lo, lo
+	}
+	return lo, 6 * lo
+}
+
+// suspicionTimeout is the timeout after c confirmations beyond the first
+// suspicion: Max − (Max−Min)·log(c+1)/log(K+1), at least Min.
+func (s *swim) suspicionTimeout(c int) time.Duration {
+	lo, hi := SuspicionTimeouts(*s.p, s.n)
+	k := s.expectedConfirmations()
+	if hi == lo || k < 1 {
+		return lo
+	}
+	frac := math.Log(float64(c)+1) / math.Log(float64(k)+1)
+	return max(lo, hi-time.Duration(frac*float64(hi-lo)))
+}
+
+// enqueue puts u in the dissemination buffer, replacing any older update
+// about the same member.
+func (s *swim) enqueue(u Fact) {
+	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.u.Member == u.Member })
+	s.made++
+	s.queue = append(s.queue, bcast{u: u, id: s.made})
+}
+
+// retransmits is λ·⌈log₁₀(n+1)⌉.
+func (s *swim) retransmits() int {
+	return s.p.Retransmit * int(math.Ceil(math.Log10(float64(s.n+1))))
+}
+
+// piggyback takes up to maxPiggyback updates from the buffer, the least
+// sent first (newest first among equals), after first if it is set.
+func (s *swim) piggyback(first *Fact) []Fact {
+	if len(s.queue) == 0 && first == nil {
+		return nil
+	}
+	slices.SortFunc(s.queue, func(x, y bcast) int {
+		if x.sent != y.sent {
+			return x.sent - y.sent
+		}
+		if x.id > y.id {
+			return -1
+		}
+		return 1
+	})
+	out := make([]Fact, 0, min(len(s.queue)+1, maxPiggyback))
+	if first != nil {
+		out = append(out, *first)
+	}
+	limit := s.retransmits()
+	for i := range s.queue {
+		if len(out) == maxPiggyback {
+			break
+		}
+		b := &s.queue[i]
+		if first != nil && b.u.Member == first.Member {
+			continue
+		}
+		out = append(out, b.u)
+		b.sent++
+	}
+	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.sent >= limit })
+	return out
+}
