@@ -1,10 +1,13 @@
 package epidemic_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
@@ -39,5 +42,118 @@ func TestSwimDetectsCrashes(t *testing.T) {
 				r.Hold(t, "integrity", "swim-completeness", "swim-accuracy")
 			}
 		})
+	}
+}
+
+// TestSwimSweep runs SWIM, with and without Lifeguard, over many seeds
+// under the faults its assumptions allow — loss, duplication,
+// reordering, crashes and recoveries, pauses (simtest.Within) — with
+// members joining late and one leaving: completeness and accuracy are
+// never violated (each may be unknown: a false positive after loss or a
+// pause is within SWIM's probabilistic accuracy).
+func TestSwimSweep(t *testing.T) {
+	seeds := 30
+	if testing.Short() {
+		seeds = 6
+	}
+	for _, c := range []struct {
+		name string
+		p    epidemic.Params
+	}{
+		{"lifeguard", epidemic.Params{}},
+		{"nolifeguard", epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true}},
+	} {
+		a := algorithm(t, "swim", c.p)
+		t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				n := 8 + int(seed%13)
+				net, faults := simtest.Within(a.Assumes, n, seed, 300*time.Millisecond)
+				rng := rand.New(rand.NewPCG(seed, 7))
+				touched := func(p int) bool {
+					return slices.ContainsFunc(faults, func(f sim.Fault) bool { return int(f.Node) == p })
+				}
+				for _, p := range []int{n - 2, n - 3} {
+					if !touched(p) {
+						faults = append(faults, sim.Fault{Kind: sim.Join, Node: proc.ID(p), At: time.Duration(rng.Int64N(int64(400 * time.Millisecond)))})
+					}
+				}
+				if !touched(n - 4) {
+					faults = append(faults, sim.Fault{Kind: sim.Leave, Node: proc.ID(n - 4), At: 350 * time.Millisecond})
+				}
+				r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Network: net, Faults: faults, Deadline: 3 * time.Second})
+				for _, v := range r.Verdicts(t, "integrity", "swim-completeness", "swim-accuracy") {
+					if v.Status == check.Violated || v.Name == "integrity" && !v.OK() {
+						t.Errorf("seed %d, %d nodes (%s): %s %s: %s\n%s", seed, n, simtest.Describe(net, faults), v.Name, v.Status, v.Detail, v.Counterexample(r.Trace))
+					}
+				}
+			}
+		})
+	}
+}
+
+// broken wraps a SWIM process with a deliberate bug.
+type broken struct {
+	proc.Process
+	deaf    bool // drops acks, and every alive fact: no probe succeeds, no refutation is heard
+	noTimer bool // loses its suspicion timers: never declares anyone dead
+}
+
+func (b broken) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	if b.deaf {
+		switch x := m.(type) {
+		case epidemic.Ack:
+			return
+		case epidemic.Ping:
+			x.Updates = slices.DeleteFunc(slices.Clone(x.Updates), func(f epidemic.Fact) bool { return f.State == epidemic.StateAlive })
+			m = x
+		}
+	}
+	b.Process.Receive(env, from, m)
+}
+
+func (b broken) Timeout(env proc.Env, tag any) {
+	if s, ok := tag.(fmt.Stringer); ok && b.noTimer && s.String() == "suspicion" {
+		return
+	}
+	b.Process.Timeout(env, tag)
+}
+
+func (b broken) Join(env proc.Env, contact proc.ID) { b.Process.(proc.Joiner).Join(env, contact) }
+
+// TestSwimCheckersCatchBrokenVariants: a member deaf to acks and
+// refutations declares healthy members dead on a clean network
+// (swim-accuracy violated); members that lose their suspicion timers
+// never declare a crashed member dead (swim-completeness violated).
+func TestSwimCheckersCatchBrokenVariants(t *testing.T) {
+	a := algorithm(t, "swim", epidemic.Params{})
+	n := 10
+	deaf := func(id proc.ID, n int) proc.Process { return broken{Process: a.New(id, n), deaf: id == 0} }
+	r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: 1, New: deaf, Deadline: time.Second})
+	if v := r.Verdicts(t, "swim-accuracy")["swim-accuracy"]; v.Status != check.Violated {
+		t.Errorf("deaf member: swim-accuracy %s (%s), want violated", v.Status, v.Detail)
+	}
+	forgetful := func(id proc.ID, n int) proc.Process { return broken{Process: a.New(id, n), noTimer: true} }
+	r = simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: 1, New: forgetful, Faults: crashes(n, 1, 1), Deadline: 2 * time.Second})
+	if v := r.Verdicts(t, "swim-completeness")["swim-completeness"]; v.Status != check.Violated {
+		t.Errorf("no suspicion timers: swim-completeness %s (%s), want violated", v.Status, v.Detail)
+	}
+	// The same runs with the real processes hold.
+	r = simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: 1, New: a.New, Faults: crashes(n, 1, 1), Deadline: 2 * time.Second})
+	r.Hold(t, "swim-completeness", "swim-accuracy")
+}
+
+// The same seed gives the same trace; another seed another one.
+func TestSwimIsDeterministic(t *testing.T) {
+	a := algorithm(t, "swim", epidemic.Params{})
+	run := func(seed uint64) string {
+		net, faults := simtest.Within(a.Assumes, 12, seed, 200*time.Millisecond)
+		r := simtest.Run(t, "gossip", sim.Config{Nodes: 12, Seed: seed, New: a.New, Network: net, Faults: faults, Deadline: 500 * time.Millisecond})
+		return fmt.Sprint(r.Trace.Events)
+	}
+	if x, y := run(3), run(3); x != y {
+		t.Error("two runs of seed 3 differ")
+	}
+	if x, y := run(3), run(4); x == y {
+		t.Error("seeds 3 and 4 give the same trace")
 	}
 }
