@@ -223,8 +223,11 @@ func (w *GossipLoad) Susceptible() []float64 {
 // end), rounds, messages_per_node_round and bytes_per_node, and the
 // series "max_error" after each round.
 func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
-	if f.Algo == "push-sum" {
+	switch f.Algo {
+	case "push-sum":
 		return pushSumMetrics(f)
+	case "swim":
+		return swimMetrics(f)
 	}
 	w, _ := f.Workload.(*GossipLoad)
 	if w == nil || w.n == 0 {
@@ -466,8 +469,11 @@ func pushSumMetrics(f Finished) (map[string]float64, map[string]*float64) {
 // gossipWorkload is the default workload of gossip algorithm a under
 // params p.
 func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
-	if algo == "push-sum" {
+	switch algo {
+	case "push-sum":
 		return NewPushSumLoad(p)
+	case "swim":
+		return NewSwimLoad(p)
 	}
 	return NewGossipLoad(p)
 }

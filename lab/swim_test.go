@@ -1,0 +1,73 @@
+package lab
+
+import (
+	"math"
+	"testing"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/proc"
+)
+
+func swimAlgo(t *testing.T) (Family, proc.Algorithm) {
+	t.Helper()
+	f, err := Lookup("gossip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range f.Algorithms {
+		if a.Name == "swim" {
+			return f, a
+		}
+	}
+	t.Fatal("swim is not registered")
+	return f, proc.Algorithm{}
+}
+
+// swimRun runs SWIM with params p on n members, unchecked, and returns
+// its metrics.
+func swimRun(t *testing.T, p epidemic.Params, n int, seed uint64) map[string]float64 {
+	t.Helper()
+	f, a := swimAlgo(t)
+	o, err := ConfigureGossip(f, a, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Nodes, o.Seed, o.NoCheck = n, &seed, true
+	r, _, err := Sim(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Metrics
+}
+
+// TestSwimFirstDetectionMatchesTheory: over 100 crashes at n = 1000, the
+// mean time from a crash to its first suspicion is within 20% of Das et
+// al.'s e/(e−1) periods (the standard error of the mean of 100
+// geometric draws with q = 1 − 1/e is about 0.1 period, 6%).
+func TestSwimFirstDetectionMatchesTheory(t *testing.T) {
+	var sum float64
+	seeds := 5
+	for seed := range uint64(seeds) {
+		m := swimRun(t, epidemic.Params{}, 1000, seed+1)
+		if m["detected"] != 1 {
+			t.Errorf("seed %d: detected %v, want every crash", seed+1, m["detected"])
+		}
+		sum += m["first_detection_periods"]
+	}
+	got, want := sum/float64(seeds), epidemic.FirstDetectionPeriods(1000)
+	if math.Abs(got-want) > 0.2*want {
+		t.Errorf("first detection after %.3f periods on average, want %.3f ± 20%%", got, want)
+	}
+	t.Logf("first detection %.3f periods (theory %.3f)", got, want)
+}
+
+// TestSwimMessageLoadIsConstant: the messages sent per member and period
+// are about 2 (a ping and an ack) whatever n.
+func TestSwimMessageLoadIsConstant(t *testing.T) {
+	for _, n := range []int{30, 300, 1000} {
+		got := swimRun(t, epidemic.Params{}, n, 1)["messages_per_member_per_period"]
+		if math.Abs(got-2) > 0.1 {
+			t.Errorf("n = %d: %.3f messages per member and period, want 2 ± 0.1", n, got)
+		}
+	}
+}
