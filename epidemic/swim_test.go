@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/sim/simtest"
+	"github.com/cohort-go/cohort/trace"
 )
 
 // crashes is a fault schedule: c members crash at staggered moments.
@@ -155,5 +157,51 @@ func TestSwimIsDeterministic(t *testing.T) {
 	}
 	if x, y := run(3), run(4); x == y {
 		t.Error("seeds 3 and 4 give the same trace")
+	}
+}
+
+// slowRun runs n members, member 0 slowed to delay per event from 100 ms
+// to 1.1 s, and counts the suspicions and the dead verdicts about the
+// other, healthy members.
+func slowRun(t *testing.T, p epidemic.Params, n int, delay time.Duration, seed uint64) (suspicions, deaths int) {
+	a := algorithm(t, "swim", p)
+	r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Deadline: 1500 * time.Millisecond,
+		Faults: []sim.Fault{{Kind: sim.Slow, Node: 0, At: 100 * time.Millisecond, Until: 1100 * time.Millisecond, Delay: delay}}})
+	for _, e := range r.Trace.Events {
+		if e.Kind == trace.Output && (e.Type == "suspect" || e.Type == "dead") && !strings.Contains(e.Label, " p0@") {
+			if e.Type == "suspect" {
+				suspicions++
+			} else {
+				deaths++
+			}
+		}
+	}
+	return suspicions, deaths
+}
+
+// TestSwimLifeguardRefinements: with one member slowed to 2.5 ms per
+// event (its pings' acks wait behind its backlog), its local health
+// multiplier keeps it from blaming the healthy members it probes, and the
+// dynamic suspicion timeout gives them time to refute what it does
+// blame: Lifeguard's two main claims (Dadgar et al. 2018 §V), measured
+// over four seeds against the same run with each refinement off.
+func TestSwimLifeguardRefinements(t *testing.T) {
+	count := func(p epidemic.Params) (s, d int) {
+		for seed := uint64(1); seed <= 4; seed++ {
+			a, b := slowRun(t, p, 24, 2500*time.Microsecond, seed)
+			s, d = s+a, d+b
+		}
+		return s, d
+	}
+	ls, ld := count(epidemic.Params{})
+	ns, _ := count(epidemic.Params{NoLHM: true})
+	_, dd := count(epidemic.Params{NoDynamicSuspicion: true})
+	_, nd := count(epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true})
+	t.Logf("healthy members suspected: %d with Lifeguard, %d without the LHM; declared dead: %d with Lifeguard, %d without the dynamic timeout, %d without Lifeguard", ls, ns, ld, dd, nd)
+	if ns < 2*ls {
+		t.Errorf("local health: %d suspicions without it, %d with it; want at least twice as many without", ns, ls)
+	}
+	if dd < 3*max(ld, 1) || nd < 3*max(ld, 1) {
+		t.Errorf("dynamic suspicion: %d false deaths with Lifeguard, %d without the dynamic timeout, %d without Lifeguard; want three times as many without", ld, dd, nd)
 	}
 }

@@ -618,6 +618,29 @@ var gossipCases = func() []compareCase {
 			"max_error": "the largest relative error of any node's estimate at the end, after 2·log₂ n + 3·log₂ 1000 + 5 rounds; Kempe et al. bound the rounds to reach ε by O(log n + log 1/ε), with no constant to compare",
 		},
 	})
+	for _, c := range []struct {
+		name string
+		p    epidemic.Params
+	}{
+		{"crashes and a pause", epidemic.Params{}},
+		{"crashes and a pause, no lifeguard", epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true}},
+	} {
+		cases = append(cases, compareCase{
+			// SWIM: n/50 members crash, each just before a period; one
+			// is paused for three periods.
+			name: c.name, metrics: []string{"first_detection_periods", "first_declared_periods", "messages_per_member_per_period", "false_positives"},
+			algos: []string{"swim"},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				return gossipRuns(f, a, c.p, n, seed)
+			},
+			notes: map[string]string{
+				"first_detection_periods":        "Das et al. §3.1: 1/(1−(1−1/(n−1))^{n−1}) periods from a crash to the first ping of the crashed member that goes unanswered, e/(e−1) ≈ 1.58 for large n; the crashes fall just before a period starts, so the suspicion raised at the end of that period counts one period",
+				"first_declared_periods":         "the first suspicion plus the suspicion timeout: 4·max(1, log₁₀ n) periods without Lifeguard, up to six times that with its dynamic timeout, shortened by each independent confirmation",
+				"messages_per_member_per_period": "a ping and on average one ack per member and period (Das et al.: constant in n), plus the ping-reqs, their pings, acks and nacks around the crashed members, over the periods each member was up",
+				"false_positives":                "members that never crashed declared dead by someone (the paused member included): its pause of three periods is shorter than the suspicion timeout, so it refutes in time",
+			},
+		})
+	}
 	return cases
 }()
 

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -70,4 +71,37 @@ func TestSwimMessageLoadIsConstant(t *testing.T) {
 			t.Errorf("n = %d: %.3f messages per member and period, want 2 ± 0.1", n, got)
 		}
 	}
+}
+
+// BenchmarkSwim runs SWIM on 10^5 members for 100 protocol periods, with
+// the default workload's crashes (n/50) and pause, unchecked: the
+// simulator's cost per member and period.
+func BenchmarkSwim(b *testing.B) {
+	f, err := Lookup("gossip")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := f.Algorithm("swim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 100_000
+	b.Run(fmt.Sprintf("n=%d/periods=100", n), func(b *testing.B) {
+		for range b.N {
+			o, err := ConfigureGossip(f, a, epidemic.Params{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.Workload.(*SwimLoad).Periods = 100
+			o.Nodes, o.NoCheck = n, true
+			r, _, err := Sim(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, k := range []string{"first_detection_periods", "messages_per_member_per_period", "false_positives", "detected"} {
+				b.ReportMetric(r.Metrics[k], k)
+			}
+			b.ReportMetric(float64(r.Events), "events")
+		}
+	})
 }
