@@ -1,6 +1,7 @@
 package epidemic_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -203,5 +204,67 @@ func TestSwimLifeguardRefinements(t *testing.T) {
 	}
 	if dd < 3*max(ld, 1) || nd < 3*max(ld, 1) {
 		t.Errorf("dynamic suspicion: %d false deaths with Lifeguard, %d without the dynamic timeout, %d without Lifeguard; want three times as many without", ld, dd, nd)
+	}
+}
+
+// TestSwimMembershipChanges: members absent at the start (probed and
+// declared dead meanwhile) join through a contact and refute their
+// obituary; a crashed member that recovers refutes its own; a member
+// that leaves is held left by everyone. At the end every live member
+// holds the joiners and the recovered member alive, and the leaver left.
+func TestSwimMembershipChanges(t *testing.T) {
+	a := algorithm(t, "swim", epidemic.Params{})
+	n := 12
+	for seed := uint64(1); seed <= 5; seed++ {
+		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Initial: 10, Seed: seed, New: a.New, Deadline: 2 * time.Second,
+			Faults: []sim.Fault{
+				{Kind: sim.Join, Node: 10, At: 300 * time.Millisecond},
+				{Kind: sim.Join, Node: 11, At: 420 * time.Millisecond},
+				{Kind: sim.Crash, Node: 3, At: 100 * time.Millisecond},
+				{Kind: sim.Recover, Node: 3, At: 700 * time.Millisecond},
+				{Kind: sim.Leave, Node: 5, At: 800 * time.Millisecond},
+			}})
+		last := map[[2]int32]string{} // (observer, member) → its last verdict
+		for _, e := range r.Trace.Events {
+			if e.Kind.Begins() {
+				for k := range last {
+					if k[0] == e.Node {
+						delete(last, k)
+					}
+				}
+			}
+			if e.Kind != trace.Output || (e.Type != "dead" && e.Type != "alive") {
+				continue
+			}
+			var f struct {
+				Member int32 `json:"member"`
+				Left   bool  `json:"left"`
+			}
+			if err := json.Unmarshal(e.Data, &f); err != nil {
+				t.Fatal(err)
+			}
+			v := e.Type
+			if f.Left {
+				v = "left"
+			}
+			last[[2]int32{e.Node, f.Member}] = v
+		}
+		for o := range int32(n) {
+			if o == 5 {
+				continue
+			}
+			for _, m := range []int32{10, 11, 3} {
+				if m != o && last[[2]int32{o, m}] == "dead" {
+					t.Errorf("seed %d: p%d ends holding p%d dead", seed, o, m)
+				}
+			}
+			if last[[2]int32{o, 5}] != "left" {
+				t.Errorf("seed %d: p%d ends holding p5 %q, want left", seed, o, last[[2]int32{o, 5}])
+			}
+		}
+		if r.Count("alive") == 0 {
+			t.Errorf("seed %d: no member was ever held alive again: nothing was refuted", seed)
+		}
+		r.Hold(t, "integrity", "swim-completeness")
 	}
 }
