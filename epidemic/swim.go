@@ -97,7 +97,8 @@ type swim struct {
 	n     int
 	inc   uint32
 	left  bool
-	view  map[proc.ID]*member // the facts that differ from "alive at incarnation 0"
+	view  []held      // the facts that differ from "alive at incarnation 0", by ID
+	susp  []suspected // the members suspected now
 	lhm   int
 	queue []bcast
 	made  uint64 // bcasts queued so far: their order
@@ -110,13 +111,21 @@ type swim struct {
 	relays []relay // ping-reqs this member is serving
 }
 
-// member is what a member holds about another.
-type member struct {
-	state      uint8
-	inc        uint32
-	suspecters []proc.ID // who suspected it, first the first (Lifeguard's confirmations)
+// held is what a member holds about another: 12 bytes, for a view of
+// 10⁵ members that holds hundreds dead must fit 10⁵ times.
+type held struct {
+	id    proc.ID
+	inc   uint32
+	state uint8
+}
+
+// suspected is an open suspicion: since when, its timer, and who
+// suspected the member, the first first (Lifeguard's confirmations).
+type suspected struct {
+	id         proc.ID
 	since      time.Duration
 	timer      proc.TimerID
+	suspecters []proc.ID
 }
 
 // probe is the member's probe of the current period.
@@ -418,8 +427,7 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 		}
 		s.relays = slices.Delete(s.relays, i, i+1)
 	case suspicion:
-		m := s.view[t.Member]
-		if m != nil && m.state == StateSuspect && m.inc == t.Inc {
+		if st, inc := s.lookup(t.Member); st == StateSuspect && inc == t.Inc {
 			s.apply(env, Fact{State: StateDead, Member: t.Member, Inc: t.Inc})
 		}
 	}
@@ -442,13 +450,10 @@ func (s *swim) endProbe(env proc.Env) {
 	} else {
 		s.health(1)
 	}
-	inc := uint32(0)
-	if m := s.view[pr.target]; m != nil {
-		if m.state == StateDead || m.state == StateLeft {
-			return
-		}
-		inc = m.inc
+	if s.gone(pr.target) {
+		return
 	}
+	_, inc := s.lookup(pr.target)
 	s.apply(env, Fact{State: StateSuspect, Member: pr.target, Inc: inc, From: s.self})
 }
 
@@ -470,24 +475,31 @@ func (s *swim) buddy(target proc.ID) *Fact {
 	if s.p.NoBuddy {
 		return nil
 	}
-	if m := s.view[target]; m != nil && m.state == StateSuspect {
-		return &Fact{State: StateSuspect, Member: target, Inc: m.inc, From: m.suspecters[0]}
-	}
-	return nil
+	return s.suspicionFact(target)
 }
 
 // verdict is what this member holds against peer, if it holds it
 // suspected or dead: the first update of a reply to it.
 func (s *swim) verdict(peer proc.ID) *Fact {
-	m := s.view[peer]
-	if m == nil || m.state == StateAlive {
+	st, inc := s.lookup(peer)
+	switch st {
+	case StateAlive:
+		return nil
+	case StateSuspect:
+		return s.suspicionFact(peer)
+	}
+	return &Fact{State: st, Member: peer, Inc: inc}
+}
+
+// suspicionFact is the suspicion of id as it travels, or nil if id is not
+// suspected.
+func (s *swim) suspicionFact(id proc.ID) *Fact {
+	st, inc := s.lookup(id)
+	x := s.suspicionOf(id)
+	if st != StateSuspect || x == nil {
 		return nil
 	}
-	u := &Fact{State: m.state, Member: peer, Inc: m.inc}
-	if m.state == StateSuspect {
-		u.From = m.suspecters[0]
-	}
-	return u
+	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
 }
 
 // pingReq asks k random members to probe the target (step 3).
@@ -515,7 +527,7 @@ func (s *swim) nextTarget(env proc.Env) proc.ID {
 		if x >= uint64(s.n) || proc.ID(x) == s.self {
 			continue
 		}
-		if m := s.view[proc.ID(x)]; m != nil && (m.state == StateDead || m.state == StateLeft) {
+		if s.gone(proc.ID(x)) {
 			continue
 		}
 		return proc.ID(x)
@@ -535,7 +547,7 @@ func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
 		if q == s.self || q == not || slices.Contains(out, q) {
 			continue
 		}
-		if m := s.view[q]; m != nil && (m.state == StateDead || m.state == StateLeft) {
+		if s.gone(q) {
 			continue
 		}
 		out = append(out, q)
@@ -588,19 +600,13 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 // facts are every fact this member holds that differs from "alive at
 // incarnation 0", in ID order, and its own incarnation.
 func (s *swim) facts() []Fact {
-	ids := make([]proc.ID, 0, len(s.view))
-	for id := range s.view {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
-	for _, id := range ids {
-		m := s.view[id]
-		u := Fact{State: m.state, Member: id, Inc: m.inc}
-		if m.state == StateSuspect {
-			u.From = m.suspecters[0]
+	for _, h := range s.view {
+		if f := s.suspicionFact(h.id); f != nil {
+			out = append(out, *f)
+		} else {
+			out = append(out, Fact{State: h.state, Member: h.id, Inc: h.inc})
 		}
-		out = append(out, u)
 	}
 	return out
 }
@@ -621,11 +627,7 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		s.aboutSelf(env, u)
 		return
 	}
-	m := s.view[u.Member]
-	state, inc := StateAlive, uint32(0)
-	if m != nil {
-		state, inc = m.state, m.inc
-	}
+	state, inc := s.lookup(u.Member)
 	gone := state == StateDead || state == StateLeft
 	switch u.State {
 	case StateAlive:
@@ -635,34 +637,27 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		if state != StateAlive {
 			env.Output(Alive{Member: u.Member, Inc: u.Inc})
 		}
-		if m != nil && m.state == StateSuspect {
-			env.CancelTimer(m.timer)
-		}
-		if u.Inc == 0 {
-			delete(s.view, u.Member)
-		} else {
-			s.set(u.Member, &member{state: StateAlive, inc: u.Inc})
-		}
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, StateAlive, u.Inc)
 	case StateSuspect:
 		if gone || u.Inc < inc {
 			return
 		}
 		if state == StateSuspect && u.Inc == inc {
-			s.confirm(env, m, u)
+			s.confirm(env, u)
 			return
 		}
-		m = &member{state: StateSuspect, inc: u.Inc, suspecters: []proc.ID{u.From}, since: env.Now()}
-		s.set(u.Member, m)
-		m.timer = env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, StateSuspect, u.Inc)
+		s.susp = append(s.susp, suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
+			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})})
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
 		if gone || u.Inc < inc {
 			return
 		}
-		if state == StateSuspect {
-			env.CancelTimer(m.timer)
-		}
-		s.set(u.Member, &member{state: u.State, inc: u.Inc})
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, u.State, u.Inc)
 		env.Output(Dead{Member: u.Member, Inc: u.Inc, Left: u.State == StateLeft})
 	default:
 		return
@@ -673,22 +668,68 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // confirm counts an independent suspicion of a member already suspected
 // in the same incarnation: with the dynamic timeout, the timer is set
 // anew to the shorter timeout, from the first suspicion (Lifeguard).
-func (s *swim) confirm(env proc.Env, m *member, u Fact) {
-	if s.p.NoDynamicSuspicion || slices.Contains(m.suspecters, u.From) || len(m.suspecters) > s.expectedConfirmations() {
+func (s *swim) confirm(env proc.Env, u Fact) {
+	x := s.suspicionOf(u.Member)
+	if x == nil || s.p.NoDynamicSuspicion || slices.Contains(x.suspecters, u.From) || len(x.suspecters) > s.expectedConfirmations() {
 		return
 	}
-	m.suspecters = append(m.suspecters, u.From)
-	env.CancelTimer(m.timer)
-	left := m.since + s.suspicionTimeout(len(m.suspecters)-1) - env.Now()
-	m.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
+	x.suspecters = append(x.suspecters, u.From)
+	env.CancelTimer(x.timer)
+	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
+	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
 
-func (s *swim) set(id proc.ID, m *member) {
-	if s.view == nil {
-		s.view = map[proc.ID]*member{}
+// lookup is what the member holds about id: its state and incarnation.
+func (s *swim) lookup(id proc.ID) (state uint8, inc uint32) {
+	if i, ok := s.find(id); ok {
+		return s.view[i].state, s.view[i].inc
 	}
-	s.view[id] = m
+	return StateAlive, 0
+}
+
+func (s *swim) find(id proc.ID) (int, bool) {
+	return slices.BinarySearchFunc(s.view, id, func(h held, id proc.ID) int { return int(h.id) - int(id) })
+}
+
+// gone reports whether id is held dead or left.
+func (s *swim) gone(id proc.ID) bool {
+	st, _ := s.lookup(id)
+	return st == StateDead || st == StateLeft
+}
+
+// set records a fact about id; alive at incarnation 0 is the default and
+// takes no room.
+func (s *swim) set(id proc.ID, state uint8, inc uint32) {
+	i, ok := s.find(id)
+	switch {
+	case state == StateAlive && inc == 0:
+		if ok {
+			s.view = slices.Delete(s.view, i, i+1)
+		}
+	case ok:
+		s.view[i] = held{id, inc, state}
+	default:
+		s.view = slices.Insert(s.view, i, held{id, inc, state})
+	}
+}
+
+// suspicionOf is the open suspicion of id, or nil.
+func (s *swim) suspicionOf(id proc.ID) *suspected {
+	for i := range s.susp {
+		if s.susp[i].id == id {
+			return &s.susp[i]
+		}
+	}
+	return nil
+}
+
+// closeSuspicion ends the open suspicion of id, if any.
+func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
+	if x := s.suspicionOf(id); x != nil {
+		env.CancelTimer(x.timer)
+		s.susp = slices.DeleteFunc(s.susp, func(x suspected) bool { return x.id == id })
+	}
 }
 
 // aboutSelf refutes a suspicion or obituary of this member's current
