@@ -333,7 +333,15 @@ func init() {
 			"messages_per_member_per_period": "a ping and, on average, one ack per member and period (Das et al.: constant in n); ping-reqs, nacks and the pings they cause add a little when members fail",
 			"false_positives":                "members that never failed, declared dead by some member",
 		},
-		Checks:   []string{"integrity", "swim-completeness", "swim-accuracy"},
+		Checks: []string{"integrity", "swim-completeness", "swim-accuracy"},
+		// Das et al. promise strong completeness and only a probability
+		// of false positives: a member paused or cut off for longer than
+		// the refutation of its suspicion takes to spread may be declared
+		// dead. swim-accuracy is violated only without loss, delay or a
+		// pause to justify it (TestSwimCheckersCatchBrokenVariants);
+		// otherwise unknown, which is what a run of the default workload,
+		// whose pause is such a fault, may give.
+		Breaks:   []string{"swim-accuracy"},
 		Messages: []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}},
 		Scenario: "nodes: 32\nstop:\n  deadline: 1500ms\n",
 	})

@@ -637,7 +637,7 @@ var gossipCases = func() []compareCase {
 				"first_detection_periods":        "Das et al. §3.1: 1/(1−(1−1/(n−1))^{n−1}) periods from a crash to the first ping of the crashed member that goes unanswered, e/(e−1) ≈ 1.58 for large n; the crashes fall just before a period starts, so the suspicion raised at the end of that period counts one period",
 				"first_declared_periods":         "the first suspicion plus the suspicion timeout: 4·max(1, log₁₀ n) periods without Lifeguard, up to six times that with its dynamic timeout, shortened by each independent confirmation",
 				"messages_per_member_per_period": "a ping and on average one ack per member and period (Das et al.: constant in n), plus the ping-reqs, their pings, acks and nacks around the crashed members, over the periods each member was up",
-				"false_positives":                "members that never crashed declared dead by someone (the paused member included): its pause of three periods is shorter than the suspicion timeout, so it refutes in time",
+				"false_positives":                "members that never crashed declared dead by someone, per run (the paused member included): its pause of three periods is shorter than the suspicion timeout, so it refutes, but the refutation travels by piggyback alone, O(log n) periods to most members and longer to the last; a member it has not reached when its suspicion timer expires declares the paused member dead",
 			},
 		})
 	}
