@@ -89,7 +89,7 @@ type Params struct {
 	// starts at 6 times that and falls to it. 0 means 4.
 	SuspicionMult int
 	// Retransmit is SWIM's λ: each membership update is piggybacked
-	// λ·⌈log₂(n+1)⌉ times. 0 means 3.
+	// λ·⌈log₁₀(n+1)⌉ times (memberlist's rule; it uses λ = 4). 0 means 3.
 	Retransmit int
 	// NoLHM, NoDynamicSuspicion and NoBuddy switch off Lifeguard's three
 	// refinements (Dadgar et al. 2018): the local health multiplier, the

@@ -183,12 +183,13 @@ func (u Fact) appendTo(b []byte) []byte {
 	default:
 		b = append(b, "? "...)
 	}
-	b = append(b, u.Member.String()...)
+	b = append(b, 'p')
+	b = strconv.AppendInt(b, int64(u.Member), 10)
 	b = append(b, '@')
 	b = strconv.AppendUint(b, uint64(u.Inc), 10)
 	if u.State == StateSuspect {
-		b = append(b, " by "...)
-		b = append(b, u.From.String()...)
+		b = append(b, " by p"...)
+		b = strconv.AppendInt(b, int64(u.From), 10)
 	}
 	return b
 }
@@ -235,14 +236,28 @@ func (JoinReq) Kind() string { return "join-req" }
 func (JoinAck) Kind() string { return "join-ack" }
 func (Goodbye) Kind() string { return "goodbye" }
 
-func (m Ping) String() string {
-	return "PING(" + strconv.FormatUint(m.Seq, 10) + "→" + m.Target.String() + ")" + label("", m.Updates)
-}
-func (m PingReq) String() string {
-	return "PINGREQ(" + strconv.FormatUint(m.Seq, 10) + "→" + m.Target.String() + ")" + label("", m.Updates)
-}
-func (m Ack) String() string {
-	return "ACK(" + strconv.FormatUint(m.Seq, 10) + ")" + label("", m.Updates)
+func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
+func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
+func (m Ack) String() string     { return probeLabel("ACK(", m.Seq, proc.None, m.Updates) }
+
+// probeLabel renders "PING(7→p3){alive p2@1,…}" in one allocation: the
+// simulator labels every message it records or hashes.
+func probeLabel(name string, seq uint64, target proc.ID, fs []Fact) string {
+	b := make([]byte, 0, 24+len(fs)*20)
+	b = append(b, name...)
+	b = strconv.AppendUint(b, seq, 10)
+	if target != proc.None {
+		b = append(b, "→p"...)
+		b = strconv.AppendInt(b, int64(target), 10)
+	}
+	b = append(b, "){"...)
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = f.appendTo(b)
+	}
+	return string(append(b, '}'))
 }
 func (m Nack) String() string    { return "NACK(" + strconv.FormatUint(m.Seq, 10) + ")" }
 func (m JoinReq) String() string { return label("JOIN", m.Updates) }
@@ -678,7 +693,7 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // anew to the shorter timeout, from the first suspicion (Lifeguard).
 func (s *swim) confirm(env proc.Env, u Fact) {
 	x := s.suspicionOf(u.Member)
-	if x == nil || s.p.NoDynamicSuspicion || slices.Contains(x.suspecters, u.From) || len(x.suspecters) > s.expectedConfirmations() {
+	if x == nil || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
 		return
 	}
 	x.suspecters = append(x.suspecters, u.From)
@@ -783,11 +798,17 @@ func (s *swim) suspicionTimeout(c int) time.Duration {
 }
 
 // enqueue puts u in the dissemination buffer, replacing any older update
-// about the same member.
+// about the same member. The buffer is kept in piggyback order — the least
+// sent first, the newest first among equals — so a new update goes first.
 func (s *swim) enqueue(u Fact) {
 	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.u.Member == u.Member })
 	s.made++
-	s.queue = append(s.queue, bcast{u: u, id: s.made})
+	s.queue = slices.Insert(s.queue, 0, bcast{u: u, id: s.made})
+}
+
+// before is the buffer's order.
+func (x bcast) before(y bcast) bool {
+	return x.sent < y.sent || x.sent == y.sent && x.id > y.id
 }
 
 // retransmits is λ·⌈log₁₀(n+1)⌉.
@@ -796,35 +817,39 @@ func (s *swim) retransmits() int {
 }
 
 // piggyback takes up to maxPiggyback updates from the buffer, the least
-// sent first (newest first among equals), after first if it is set.
+// sent first (newest first among equals), after first if it is set. The
+// updates taken are sent once more, and move back by insertion into the
+// order (O(maxPiggyback·len), where a sort per message would cost more:
+// every message of a 10⁵-member run goes through here).
 func (s *swim) piggyback(first *Fact) []Fact {
 	if len(s.queue) == 0 && first == nil {
 		return nil
 	}
-	slices.SortFunc(s.queue, func(x, y bcast) int {
-		if x.sent != y.sent {
-			return x.sent - y.sent
-		}
-		if x.id > y.id {
-			return -1
-		}
-		return 1
-	})
 	out := make([]Fact, 0, min(len(s.queue)+1, maxPiggyback))
 	if first != nil {
 		out = append(out, *first)
 	}
 	limit := s.retransmits()
+	var taken [maxPiggyback]int
+	k := 0
 	for i := range s.queue {
 		if len(out) == maxPiggyback {
 			break
 		}
-		b := &s.queue[i]
-		if first != nil && b.u.Member == first.Member {
+		if first != nil && s.queue[i].u.Member == first.Member {
 			continue
 		}
-		out = append(out, b.u)
-		b.sent++
+		out = append(out, s.queue[i].u)
+		s.queue[i].sent++
+		taken[k] = i
+		k++
+	}
+	// Re-sort: only the taken entries may be out of place, each now
+	// too far forward; move them back, the last first.
+	for j := k - 1; j >= 0; j-- {
+		for i := taken[j]; i+1 < len(s.queue) && s.queue[i+1].before(s.queue[i]); i++ {
+			s.queue[i], s.queue[i+1] = s.queue[i+1], s.queue[i]
+		}
 	}
 	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.sent >= limit })
 	return out

@@ -20,9 +20,10 @@ import (
 type SwimLoad struct {
 	Params epidemic.Params
 	// Crashes is how many members crash; 0 means n/50, at least 2 and
-	// at most 100 (every member holds every crashed one dead: 10⁵
-	// members holding 2000 verdicts each would be 2·10⁸ facts); at most
-	// n/2.
+	// at most 20 (every member holds every crashed one dead, and every
+	// verdict is piggybacked λ·log n times by every member: with 2000
+	// crashes a 10⁵-member run would carry 2·10⁸ facts and little else);
+	// at most n/2.
 	Crashes int
 	// PauseFor is how long one member is paused; 0 means 3 periods,
 	// negative none.
@@ -68,7 +69,7 @@ func (w *SwimLoad) Faults(n int, seed uint64) []sim.Fault {
 	rng := rand.New(rand.NewPCG(seed, 0x7377696d)) // "swim"
 	c := w.Crashes
 	if c == 0 {
-		c = max(2, min(n/50, 100))
+		c = max(2, min(n/50, 20))
 	}
 	c = min(c, n/2)
 	w.n = n
