@@ -7,6 +7,7 @@ import (
 
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
 )
 
 func swimAlgo(t *testing.T) (Family, proc.Algorithm) {
@@ -74,8 +75,9 @@ func TestSwimMessageLoadIsConstant(t *testing.T) {
 }
 
 // BenchmarkSwim runs SWIM on 10^5 members for 100 protocol periods, with
-// the default workload's crashes (n/50) and pause, unchecked: the
-// simulator's cost per member and period.
+// the default workload's crashes and pause, unchecked: through lab.Sim,
+// as `cohort sim` runs it (every event hashed into the trace's digest),
+// and on the simulator alone with no trace sink (its fast path).
 func BenchmarkSwim(b *testing.B) {
 	f, err := Lookup("gossip")
 	if err != nil {
@@ -86,7 +88,13 @@ func BenchmarkSwim(b *testing.B) {
 		b.Fatal(err)
 	}
 	n := 100_000
-	b.Run(fmt.Sprintf("n=%d/periods=100", n), func(b *testing.B) {
+	report := func(b *testing.B, m map[string]float64, events int64) {
+		for _, k := range []string{"first_detection_periods", "messages_per_member_per_period", "false_positives", "detected"} {
+			b.ReportMetric(m[k], k)
+		}
+		b.ReportMetric(float64(events), "events")
+	}
+	b.Run(fmt.Sprintf("lab/n=%d/periods=100", n), func(b *testing.B) {
 		for range b.N {
 			o, err := ConfigureGossip(f, a, epidemic.Params{})
 			if err != nil {
@@ -98,10 +106,28 @@ func BenchmarkSwim(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, k := range []string{"first_detection_periods", "messages_per_member_per_period", "false_positives", "detected"} {
-				b.ReportMetric(r.Metrics[k], k)
+			report(b, r.Metrics, r.Events)
+		}
+	})
+	b.Run(fmt.Sprintf("sim/n=%d/periods=100", n), func(b *testing.B) {
+		for range b.N {
+			a, err := epidemic.Configure(a, epidemic.Params{})
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(r.Events), "events")
+			w := NewSwimLoad(epidemic.Params{})
+			w.Periods = 100
+			s, err := sim.New(sim.Config{Nodes: n, Seed: 1, New: a.New, Workload: w, Faults: w.Faults(n, 1),
+				Until: func(*sim.Sim) bool { return w.done }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := s.Run()
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, _ := swimMetrics(Finished{Result: res, Algo: "swim", Nodes: n, Workload: w, Series: map[string][]float64{}})
+			report(b, m, res.Events)
 		}
 	})
 }
