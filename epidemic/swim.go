@@ -558,8 +558,8 @@ func (s *swim) nextTarget(env proc.Env) proc.ID {
 	return proc.None
 }
 
-// randomMembers draws up to k distinct members other than self and not,
-// held dead or left.
+// randomMembers draws up to k distinct members, neither self nor not, and
+// none held dead or left.
 func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
 	var out []proc.ID
 	for range 4*k + 8 {

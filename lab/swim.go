@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -43,7 +44,7 @@ type SwimLoad struct {
 // NewSwimLoad is the default SWIM workload under params p.
 func NewSwimLoad(p epidemic.Params) *SwimLoad { return &SwimLoad{Params: p} }
 
-func (w *SwimLoad) periods() int { return cmpOr(w.Periods, 60) }
+func (w *SwimLoad) periods() int { return cmp.Or(w.Periods, 60) }
 
 func sortedKeys(m map[proc.ID]time.Duration) []proc.ID {
 	ks := make([]proc.ID, 0, len(m))
@@ -52,13 +53,6 @@ func sortedKeys(m map[proc.ID]time.Duration) []proc.ID {
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-func cmpOr(x, def int) int {
-	if x == 0 {
-		return def
-	}
-	return x
 }
 
 // Faults are the crashes and the pause of a run of n members with seed:
