@@ -19,9 +19,11 @@ import (
 //   - swim-completeness (Das et al.'s strong completeness): every member
 //     that crashed and stayed down is eventually held dead by every live
 //     member. Judged for each pair (crashed m, observer o live at the
-//     end): o's last verdict on m, after m's crash and o's last start,
-//     must be dead, if the run went on for at least CompletenessBound(n,
-//     T) after both; a pair with less time left is unknown. The bound
+//     end): o's last verdict on m since o's last start must be dead (a
+//     verdict from before the crash counts: o holds m dead; that it was
+//     premature is swim-accuracy's business), if the run went on for at
+//     least CompletenessBound(n, T) after both the crash and that start;
+//     a pair without the verdict and with less time left is unknown. The bound
 //     is the round-robin worst case of a first probe by o itself, 2n−1
 //     periods (Das et al. §4.3), plus the longest suspicion timeout of the
 //     default settings (Lifeguard's 6·4·max(1, log₁₀ n) periods) and ten
@@ -152,8 +154,8 @@ func checkSwimCompleteness(t *trace.Trace) Result {
 		for _, o := range live {
 			from := max(c, lastBegin[o])
 			v, ok := last[key{o, m}]
-			if ok && v > from && t.Events[v].Type == "dead" {
-				continue
+			if ok && v > lastBegin[o] && t.Events[v].Type == "dead" {
+				continue // held dead, since the crash or (wrongly) before
 			}
 			if end-t.Events[from].Time < bound {
 				undecided++

@@ -74,6 +74,16 @@ func TestSwimCompleteness(t *testing.T) {
 			r.periods(60)
 			return &r.Trace, nil
 		}},
+		{name: "a member held dead since before its crash", build: func() (*trace.Trace, []int) {
+			r := newSwimRun(3)
+			r.periods(2)
+			r.Output(0, swimDead{Member: 2})
+			r.Output(1, swimDead{Member: 2})
+			r.periods(2)
+			r.crash(2)
+			r.periods(60)
+			return &r.Trace, nil
+		}},
 		{name: "a member that recovered is not judged", build: func() (*trace.Trace, []int) {
 			r := newSwimRun(3)
 			r.crash(2)

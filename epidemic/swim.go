@@ -43,9 +43,9 @@ import (
 // infection-style dissemination): a member keeps a buffer of recent
 // updates, at most one per member, and adds the least-sent ones, up to
 // eight, to every message it sends; each goes out Retransmit·⌈log₁₀(n+1)⌉
-// times (memberlist's λ·log n). A member that receives a message from one
-// it holds suspected or dead puts that verdict first in its reply, so that
-// a recovered process learns its obituary and refutes it.
+// times (memberlist's λ·log n). A member that receives a ping from one it
+// holds dead puts that verdict first in its ack, so that a recovered
+// process learns its obituary and refutes it.
 //
 // Lifeguard's refinements, each of which a Params flag switches off:
 //
@@ -62,8 +62,9 @@ import (
 //     K = SuspicionMult−2 expected independent suspicions confirm it
 //     (Min = SuspicionMult·max(1, log₁₀ n)·T, memberlist's); without it,
 //     the timeout is Min;
-//   - buddy system (NoBuddy): a ping to a member held suspected carries the
-//     suspicion first, so the member can refute at once.
+//   - buddy system (NoBuddy): a ping to a member held suspected, and an
+//     ack to one, carry the suspicion first, so the member can refute at
+//     once.
 //
 // A process that joins sends its alive{self} to its contact, which
 // answers with every membership fact it holds that differs from "alive,
@@ -501,15 +502,16 @@ func (s *swim) buddy(target proc.ID) *Fact {
 	return s.suspicionFact(target)
 }
 
-// verdict is what this member holds against peer, if it holds it
-// suspected or dead: the first update of a reply to it.
+// verdict is what this member holds against peer, if it holds it dead
+// (always: a recovered member must learn its obituary to refute it) or
+// suspected (with the buddy system): the first update of a reply to it.
 func (s *swim) verdict(peer proc.ID) *Fact {
 	st, inc := s.lookup(peer)
 	switch st {
 	case StateAlive:
 		return nil
 	case StateSuspect:
-		return s.suspicionFact(peer)
+		return s.buddy(peer)
 	}
 	return &Fact{State: st, Member: peer, Inc: inc}
 }

@@ -268,3 +268,46 @@ func TestSwimMembershipChanges(t *testing.T) {
 		r.Hold(t, "integrity", "swim-completeness")
 	}
 }
+
+// refutation runs n members, member 0 paused from 100 ms to 140 ms while
+// crashes crowd the dissemination buffers, and returns how long after
+// its pause member 0 refuted its suspicion (−1: never).
+func refutation(t *testing.T, p epidemic.Params, n int, seed uint64) time.Duration {
+	a := algorithm(t, "swim", p)
+	faults := []sim.Fault{{Kind: sim.Pause, Node: 0, At: 100 * time.Millisecond, Until: 160 * time.Millisecond}}
+	for i := 1; i <= 12; i++ {
+		faults = append(faults, sim.Fault{Kind: sim.Crash, Node: proc.ID(n - i), At: time.Duration(80+2*i) * time.Millisecond})
+	}
+	r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Deadline: 600 * time.Millisecond, Faults: faults})
+	for _, e := range r.Trace.Events {
+		if e.Kind == trace.Output && e.Node == 0 && e.Type == "alive" && strings.HasPrefix(e.Label, "alive p0@") {
+			return time.Duration(e.Time) - 160*time.Millisecond
+		}
+	}
+	return -1
+}
+
+// TestSwimBuddySystem: with updates piggybacked only twice (λ = 1 at
+// n = 64), the suspicion of a member paused for six periods has mostly
+// died out of the buffers when it resumes. With the buddy system the
+// first ping it gets carries the suspicion, and it refutes within a
+// period; without, it hears of it late or never (counted as the rest of
+// the run, 440 ms).
+func TestSwimBuddySystem(t *testing.T) {
+	mean := func(p epidemic.Params) time.Duration {
+		var sum time.Duration
+		for seed := uint64(1); seed <= 10; seed++ {
+			d := refutation(t, p, 64, seed)
+			if d < 0 {
+				d = 440 * time.Millisecond
+			}
+			sum += d
+		}
+		return sum / 10
+	}
+	with, without := mean(epidemic.Params{Retransmit: 1}), mean(epidemic.Params{Retransmit: 1, NoBuddy: true})
+	t.Logf("refuted %v after the pause with the buddy system, %v without", with, without)
+	if with > 60*time.Millisecond || without < 3*with {
+		t.Errorf("refuted %v after the pause with the buddy system, %v without: want within 60 ms with, and three times as long without", with, without)
+	}
+}
