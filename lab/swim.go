@@ -11,7 +11,8 @@ import (
 	"github.com/cohort-go/cohort/sim"
 )
 
-// SwimLoad is the SWIM workload: it crashes Crashes members, each just
+// SwimLoad is the SWIM workload: unless the scenario schedules faults of
+// its own, it crashes Crashes members, each just
 // before the start of a protocol period (at k·T − T/100, the members'
 // periods being aligned on multiples of T), so that the time to the first
 // suspicion measures Das et al.'s e/(e−1)·T; it pauses one other member
@@ -33,6 +34,7 @@ type SwimLoad struct {
 	Periods int
 
 	n         int
+	faulted   bool // the faults are the workload's (Faults was called)
 	crashAt   map[proc.ID]time.Duration
 	paused    proc.ID
 	suspected map[proc.ID]time.Duration // crashed member → first suspicion after its crash
@@ -66,7 +68,7 @@ func (w *SwimLoad) Faults(n int, seed uint64) []sim.Fault {
 		c = max(2, min(n/50, 20))
 	}
 	c = min(c, n/2)
-	w.n = n
+	w.n, w.faulted = n, true
 	w.crashAt = map[proc.ID]time.Duration{}
 	last := max(w.periods()-30, 6)
 	var fs []sim.Fault
@@ -152,6 +154,12 @@ func swimMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		return m, th
 	}
 	T := float64(period(w.Params))
+	if !w.faulted {
+		// A scenario's own faults: the workload does not know when
+		// whom crashed; the messages only, over all the member-periods.
+		m["messages_per_member_per_period"] = float64(f.Result.Sent) / float64(f.Nodes) / float64(w.periods())
+		return m, th
+	}
 	var sum, dsum float64
 	for _, p := range sortedKeys(w.suspected) { // sorted: the same sum every time
 		sum += float64(w.suspected[p]-w.crashAt[p]) / T
