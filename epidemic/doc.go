@@ -1,7 +1,8 @@
 // Package epidemic holds Cohort's epidemic (gossip) protocols as state
 // machines: anti-entropy over a versioned key-value map by push, pull and
-// push-pull; rumor mongering with the variants of Demers et al.; and
-// push-sum aggregation.
+// push-pull; rumor mongering with the variants of Demers et al.;
+// push-sum aggregation; and SWIM membership and failure detection with
+// Lifeguard's refinements (swim.go).
 //
 // The sources are Demers, Greene, Hauser, Irish, Larson, Shenker, Sturgis,
 // Swinehart and Terry, "Epidemic algorithms for replicated database
@@ -42,4 +43,9 @@
 // Push-sum outputs State after every change of its (sum, weight) pair;
 // the checkers follow the mass through those outputs and the labels of
 // the Share messages.
+//
+// SWIM (Das, Gupta and Motivala, DSN 2002; with Dadgar, Phillips and
+// Currey's Lifeguard, 2018) outputs Suspect, Dead and Alive at the member
+// that comes to hold each fact about another; check's swim-completeness
+// and swim-accuracy judge who was declared dead, by whom and when.
 package epidemic

@@ -17,7 +17,7 @@ var Algorithms []proc.Algorithm
 
 // order is the order of Algorithms: the sources', whatever the order in
 // which the files register.
-var order = []string{"push", "pull", "push-pull", "rumor", "push-sum"}
+var order = []string{"push", "pull", "push-pull", "rumor", "push-sum", "swim"}
 
 func register(a proc.Algorithm) {
 	a.Family = "gossip"
@@ -75,6 +75,27 @@ type Params struct {
 	// Aggregate is what push-sum computes: "average" (the default), "sum"
 	// or "count".
 	Aggregate string
+
+	// SWIM (swim.go). Period is SWIM's protocol period T.
+
+	// IndirectK is SWIM's k: the members asked to ping-req a target that
+	// did not answer the direct ping. 0 means 3.
+	IndirectK int
+	// ProbeTimeout is the wait for a direct ack before the ping-reqs go
+	// out, before the local health multiplier scales it. 0 means Period/2.
+	ProbeTimeout time.Duration
+	// SuspicionMult sets the suspicion timeout: SuspicionMult·max(1,
+	// log₁₀ n)·Period (memberlist's rule); Lifeguard's dynamic timeout
+	// starts at 6 times that and falls to it. 0 means 4.
+	SuspicionMult int
+	// Retransmit is SWIM's λ: each membership update is piggybacked
+	// λ·⌈log₁₀(n+1)⌉ times (memberlist's rule; it uses λ = 4). 0 means 3.
+	Retransmit int
+	// NoLHM, NoDynamicSuspicion and NoBuddy switch off Lifeguard's three
+	// refinements (Dadgar et al. 2018): the local health multiplier, the
+	// dynamic suspicion timeout, the buddy system. All three off is the
+	// SWIM of Das et al. with memberlist's suspicion timeout.
+	NoLHM, NoDynamicSuspicion, NoBuddy bool
 }
 
 // ErrParams is wrapped by the errors of Params.Validate.
@@ -93,6 +114,14 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: k %d: must not be negative", ErrParams, p.K)
 	case p.BackupEvery < 0:
 		return fmt.Errorf("%w: backup-every %d: must not be negative", ErrParams, p.BackupEvery)
+	case p.IndirectK < 0:
+		return fmt.Errorf("%w: indirect-k %d: must not be negative", ErrParams, p.IndirectK)
+	case p.ProbeTimeout < 0:
+		return fmt.Errorf("%w: probe-timeout %v: must not be negative", ErrParams, p.ProbeTimeout)
+	case p.SuspicionMult < 0:
+		return fmt.Errorf("%w: suspicion-mult %d: must not be negative", ErrParams, p.SuspicionMult)
+	case p.Retransmit < 0:
+		return fmt.Errorf("%w: retransmit %d: must not be negative", ErrParams, p.Retransmit)
 	}
 	switch p.Aggregate {
 	case "", "average", "sum", "count":
@@ -121,6 +150,18 @@ func (p Params) withDefaults() Params {
 	}
 	if p.Aggregate == "" {
 		p.Aggregate = "average"
+	}
+	if p.IndirectK == 0 {
+		p.IndirectK = 3
+	}
+	if p.ProbeTimeout == 0 {
+		p.ProbeTimeout = p.Period / 2
+	}
+	if p.SuspicionMult == 0 {
+		p.SuspicionMult = 4
+	}
+	if p.Retransmit == 0 {
+		p.Retransmit = 3
 	}
 	return p
 }

@@ -2,6 +2,7 @@ package epidemic
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,11 @@ func TestParamsValidate(t *testing.T) {
 		{Params{Period: -time.Millisecond}, "period"},
 		{Params{ReapAfter: -1}, "reap-after"},
 		{Params{Aggregate: "median"}, "aggregate"},
+		{Params{IndirectK: 5, NoLHM: true, NoBuddy: true, NoDynamicSuspicion: true}, ""},
+		{Params{IndirectK: -1}, "indirect-k"},
+		{Params{ProbeTimeout: -1}, "probe-timeout"},
+		{Params{SuspicionMult: -1}, "suspicion-mult"},
+		{Params{Retransmit: -3}, "retransmit"},
 	} {
 		err := c.p.Validate()
 		switch {
@@ -159,5 +165,36 @@ func TestExpiredCertificates(t *testing.T) {
 	s.reap(&stubEnv{now: 2 * time.Second})
 	if len(s.items) != 0 {
 		t.Errorf("a tombstone born at 1s, adopted at 1.9s, is kept at 2s with ReapAfter 1s")
+	}
+}
+
+// Das et al.'s expected first detection, and the suspicion timeouts.
+func TestSwimFormulas(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want float64
+	}{
+		{2, 1},
+		{3, 1 / (1 - 0.25)},
+		{1_000_000, math.E / (math.E - 1)},
+	} {
+		if got := FirstDetectionPeriods(c.n); math.Abs(got-c.want) > 1e-5 {
+			t.Errorf("FirstDetectionPeriods(%d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		p      Params
+		n      int
+		lo, hi time.Duration
+	}{
+		{Params{}, 10, 40 * time.Millisecond, 240 * time.Millisecond},
+		{Params{}, 1000, 120 * time.Millisecond, 720 * time.Millisecond},
+		{Params{NoDynamicSuspicion: true}, 1000, 120 * time.Millisecond, 120 * time.Millisecond},
+		{Params{SuspicionMult: 5, Period: time.Second}, 5, 5 * time.Second, 30 * time.Second},
+	} {
+		lo, hi := SuspicionTimeouts(c.p, c.n)
+		if lo != c.lo || hi != c.hi {
+			t.Errorf("SuspicionTimeouts(%+v, %d) = %v, %v; want %v, %v", c.p, c.n, lo, hi, c.lo, c.hi)
+		}
 	}
 }

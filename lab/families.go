@@ -97,6 +97,7 @@ func init() {
 			Workload: func() sim.Workload { return NewGossipLoad(epidemic.Params{}) },
 			Workloads: map[string]func() sim.Workload{
 				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
+				"swim":     func() sim.Workload { return NewSwimLoad(epidemic.Params{}) },
 			},
 			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
 		},

@@ -223,8 +223,11 @@ func (w *GossipLoad) Susceptible() []float64 {
 // end), rounds, messages_per_node_round and bytes_per_node, and the
 // series "max_error" after each round.
 func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
-	if f.Algo == "push-sum" {
+	switch f.Algo {
+	case "push-sum":
 		return pushSumMetrics(f)
+	case "swim":
+		return swimMetrics(f)
 	}
 	w, _ := f.Workload.(*GossipLoad)
 	if w == nil || w.n == 0 {
@@ -466,8 +469,11 @@ func pushSumMetrics(f Finished) (map[string]float64, map[string]*float64) {
 // gossipWorkload is the default workload of gossip algorithm a under
 // params p.
 func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
-	if algo == "push-sum" {
+	switch algo {
+	case "push-sum":
 		return NewPushSumLoad(p)
+	case "swim":
+		return NewSwimLoad(p)
 	}
 	return NewGossipLoad(p)
 }
@@ -612,6 +618,29 @@ var gossipCases = func() []compareCase {
 			"max_error": "the largest relative error of any node's estimate at the end, after 2·log₂ n + 3·log₂ 1000 + 5 rounds; Kempe et al. bound the rounds to reach ε by O(log n + log 1/ε), with no constant to compare",
 		},
 	})
+	for _, c := range []struct {
+		name string
+		p    epidemic.Params
+	}{
+		{"crashes and a pause", epidemic.Params{}},
+		{"crashes and a pause, no lifeguard", epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true}},
+	} {
+		cases = append(cases, compareCase{
+			// SWIM: n/50 members crash, each just before a period; one
+			// is paused for three periods.
+			name: c.name, metrics: []string{"first_detection_periods", "first_declared_periods", "messages_per_member_per_period", "false_positives"},
+			algos: []string{"swim"},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				return gossipRuns(f, a, c.p, n, seed)
+			},
+			notes: map[string]string{
+				"first_detection_periods":        "Das et al. §3.1: 1/(1−(1−1/(n−1))^{n−1}) periods from a crash to the first ping of the crashed member that goes unanswered, e/(e−1) ≈ 1.58 for large n; the crashes fall just before a period starts, so the suspicion raised at the end of that period counts one period",
+				"first_declared_periods":         "the first suspicion plus the suspicion timeout: 4·max(1, log₁₀ n) periods without Lifeguard, up to six times that with its dynamic timeout, shortened by each independent confirmation",
+				"messages_per_member_per_period": "a ping and on average one ack per member and period (Das et al.: constant in n), plus the ping-reqs, their pings, acks and nacks around the crashed members, over the periods each member was up",
+				"false_positives":                "members that never crashed declared dead by someone, per run (the paused member included): its pause of three periods is shorter than the suspicion timeout, so it refutes, but the refutation travels by piggyback alone, O(log n) periods to most members and longer to the last; a member it has not reached when its suspicion timer expires declares the paused member dead",
+			},
+		})
+	}
 	return cases
 }()
 

@@ -207,6 +207,13 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 			cfg.Workload = sim.Combine{cfg.Workload, o.React}
 		}
 	}
+	// A workload that brings its own faults (SWIM's crashes) adds them,
+	// unless the scenario or the options schedule faults of their own.
+	if fw, ok := used.(interface {
+		Faults(n int, seed uint64) []sim.Fault
+	}); ok && len(cfg.Faults) == 0 && len(o.Faults) == 0 && o.Chaos == nil && len(cfg.Churn) == 0 {
+		cfg.Faults = append(cfg.Faults, fw.Faults(cfg.Nodes, cfg.Seed)...)
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		e, err := scenario.ParseFault(src, cfg.Nodes)

@@ -34,7 +34,7 @@ var families = []Family{
 	{"mutex", "mutual exclusion: central, token ring, Lamport, Ricart–Agrawala, Maekawa, decentralized, Suzuki–Kasami, Raymond (Coulouris et al.; Tanenbaum & van Steen §6.3)", mutex.Algorithms},
 	{"election", "leader election: bully, ring, flooding, echo (Coulouris et al.; Tanenbaum & van Steen §6.5)", election.Algorithms},
 	{"multicast", "ordered multicast: basic, reliable (+ NACK), FIFO, causal, total (sequencer, ISIS, Lamport), FIFO-total, causal-total (Coulouris et al.; Tanenbaum & van Steen §6.2)", multicast.Algorithms},
-	{"gossip", "epidemic protocols: anti-entropy by push, pull and push-pull, rumor mongering, push-sum aggregation (Demers et al. 1987; Kempe et al. 2003; Tanenbaum & van Steen §4.5)", epidemic.Algorithms},
+	{"gossip", "epidemic protocols: anti-entropy by push, pull and push-pull, rumor mongering, push-sum aggregation, SWIM membership with Lifeguard (Demers et al. 1987; Kempe et al. 2003; Das et al. 2002; Dadgar et al. 2018; Tanenbaum & van Steen §4.5)", epidemic.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 

@@ -84,6 +84,11 @@ var metricNames = map[string]string{
 	"updates_per_node":        "updates per node",
 	"max_error":               "largest relative error",
 	"messages_per_node_round": "messages per node and round",
+
+	"first_detection_periods":        "first detection (periods)",
+	"first_declared_periods":         "first declared dead (periods)",
+	"messages_per_member_per_period": "messages per member and period",
+	"false_positives":                "false positives",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

@@ -71,6 +71,9 @@ func TestCompareGossip(t *testing.T) {
 			t.Errorf("compare gossip lacks %q", want)
 		}
 	}
+	if !strings.Contains(out, "first detection (periods), crashes and a pause") {
+		t.Errorf("compare gossip lacks SWIM's case")
+	}
 	if code, _, _ := cli(t, "compare", "mutex", "--nodes", "10000"); code != 2 {
 		t.Errorf("compare mutex --nodes 10000: exit %d, want 2", code)
 	}
@@ -92,5 +95,21 @@ func TestSimGossipLargeRunsKeepNoTrace(t *testing.T) {
 	code, out, _ = cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json", "--no-check=false")
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) == 0 {
 		t.Errorf("--no-check=false: exit %d, checks %v", code, r.Checks)
+	}
+}
+
+// cohort sim gossip --algo swim runs the SWIM workload and reports its
+// metrics; --variant nolifeguard is accepted.
+func TestSimSwim(t *testing.T) {
+	for _, args := range [][]string{{}, {"--variant", "nolifeguard"}, {"--variant", "nolhm,nobuddy"}} {
+		code, out, errs := cli(t, append([]string{"sim", "gossip", "--algo", "swim", "--nodes", "100"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		for _, want := range []string{"first_detection_periods", "messages_per_member_per_period", "false_positives", "swim-completeness  ok"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
 	}
 }

@@ -17,7 +17,7 @@ func addGossipFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int("fanout", 1, "gossip: peers each node contacts per round (f)")
 	fl.Int("k", 1, "gossip rumor: a monger loses interest with probability 1/k (or after k contacts, with --variant counter)")
-	fl.String("variant", "", `gossip: comma-separated variants — rumor: "blind" (no feedback), "counter" (instead of the coin), "pull" (instead of push), "cycles" (feedback as of the round's start), "backup" (anti-entropy beside); push-sum: "sum" or "count" (instead of the average)`)
+	fl.String("variant", "", `gossip: comma-separated variants — rumor: "blind" (no feedback), "counter" (instead of the coin), "pull" (instead of push), "cycles" (feedback as of the round's start), "backup" (anti-entropy beside); push-sum: "sum" or "count" (instead of the average); swim: "nolifeguard" (Das et al.'s SWIM), or one of Lifeguard's refinements off: "nolhm", "nodynamic", "nobuddy"`)
 	for _, name := range gossipOnlyFlags {
 		familyOnlyFlags[name] = "gossip"
 	}
@@ -66,8 +66,18 @@ func gossipParams(cmd *cobra.Command, family string) (*epidemic.Params, error) {
 			p.Cycles = true
 		case "sum", "count":
 			p.Aggregate = strings.TrimSpace(v)
+		case "lifeguard":
+			// the default
+		case "nolifeguard":
+			p.NoLHM, p.NoDynamicSuspicion, p.NoBuddy = true, true, true
+		case "nolhm":
+			p.NoLHM = true
+		case "nodynamic":
+			p.NoDynamicSuspicion = true
+		case "nobuddy":
+			p.NoBuddy = true
 		default:
-			return nil, usageErr("--variant %q: want blind, counter, pull, cycles, backup, sum or count", v)
+			return nil, usageErr("--variant %q: want blind, counter, pull, cycles, backup, sum, count, nolifeguard, nolhm, nodynamic or nobuddy", v)
 		}
 	}
 	return &p, nil

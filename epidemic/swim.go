@@ -1,0 +1,858 @@
+package epidemic
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// SWIM: scalable weakly-consistent infection-style process group
+// membership (Das, Gupta and Motivala, DSN 2002), with the Lifeguard
+// refinements (Dadgar, Phillips and Currey, "Lifeguard: Local Health
+// Awareness for More Accurate Failure Detection", 2018) that
+// hashicorp/memberlist implements. Every member M_i, each protocol period
+// T (Params.Period, on its local clock):
+//
+//  1. picks a target M_j: the next member of a list of the others in
+//     random order, reshuffled after every pass (the paper's round-robin
+//     variant, §4.3, which bounds the time to a first probe of a failed
+//     member by 2n−1 periods);
+//  2. sends ping(M_j) and waits ProbeTimeout for ack(M_j);
+//  3. without one, sends ping-req(M_j) to k members chosen at random
+//     (Params.IndirectK); each pings M_j and forwards its ack;
+//  4. at the end of the period, without any ack, marks M_j suspected —
+//     suspect{M_j, inc} — and disseminates that;
+//  5. a suspected member not refuted within the suspicion timeout is
+//     declared faulty — confirm{M_j, inc}, here dead — everywhere.
+//
+// Incarnations (§4.2): a member that hears it is suspected (or declared
+// dead) in its current incarnation increments it and disseminates
+// alive{self, inc}. The precedence of the updates about M_l:
+//
+//   - alive{inc=i} overrides suspect{inc=j} and alive{inc=j} iff i > j;
+//   - suspect{inc=i} overrides suspect{inc=j} iff i > j, and alive{inc=j}
+//     iff i ≥ j;
+//   - dead{inc=i} overrides alive and suspect of any incarnation ≤ i;
+//   - and, as memberlist has it for members that come back (a recovered
+//     or rejoining process), alive{inc=i} overrides dead{inc=j} iff i > j.
+//
+// Updates travel piggybacked on the pings, ping-reqs and acks (§4.1,
+// infection-style dissemination): a member keeps a buffer of recent
+// updates, at most one per member, and adds the least-sent ones, up to
+// eight, to every message it sends; each goes out Retransmit·⌈log₁₀(n+1)⌉
+// times (memberlist's λ·log n). A member that receives a ping from one it
+// holds dead puts that verdict first in its ack, so that a recovered
+// process learns its obituary and refutes it.
+//
+// Lifeguard's refinements, each of which a Params flag switches off:
+//
+//   - local health multiplier (NoLHM): a saturating counter 0..7, raised
+//     by a failed probe (by the nacks missing, when ping-reqs went out),
+//     and by having to refute a suspicion of oneself, lowered by a
+//     successful probe; the probe timeout and the period are multiplied by
+//     LHM+1, so that a slow member probes less and waits longer before it
+//     blames others. Intermediaries of a ping-req send a nack after 80% of
+//     the probe timeout if the target has not answered them: a missing
+//     nack says the fault may be the requester's own;
+//   - dynamic suspicion timeout (NoDynamicSuspicion): the timeout starts
+//     at Max = 6·Min and falls with log(C+1)/log(K+1) towards Min as C of
+//     K = SuspicionMult−2 expected independent suspicions confirm it
+//     (Min = SuspicionMult·max(1, log₁₀ n)·T, memberlist's); without it,
+//     the timeout is Min;
+//   - buddy system (NoBuddy): a ping to a member held suspected, and an
+//     ack to one, carry the suspicion first, so the member can refute at
+//     once.
+//
+// A process that joins sends its alive{self} to its contact, which
+// answers with every membership fact it holds that differs from "alive,
+// incarnation 0" (memberlist's state sync on join); a process that leaves
+// sends left{self} to k members, which disseminate it.
+//
+// Each member knows the run's ID space 0 .. N−1 (as the family's contract
+// says) and starts holding every other member alive at incarnation 0; it
+// stores only the facts that differ from that, so that 10⁵ members fit in
+// memory. The shuffled list of step 1 is a random affine permutation
+// x = (a·k + b) mod p over the smallest prime p ≥ N, skipping IDs ≥ N,
+// itself and members held dead: O(1) memory, a fresh (a, b) every pass.
+//
+// Outputs, at the observing member: Suspect when it comes to suspect a
+// member (by its own probe or by hearsay), Dead when it holds a member
+// dead (Left, if the member said goodbye), Alive when a member it held
+// suspected or dead is shown alive (Member = itself: it refuted).
+//
+// Assumptions: none on the channels (loss and delay only make probes fail
+// and suspicions rise), crash-recover failures; accuracy is
+// probabilistic: a member slower than the timeouts, or cut off, may be
+// declared dead. Cost: per member and period, one ping and on average one
+// ack (it is some member's target once a period on average) — 2 messages
+// sent, whatever n (Das et al. §3.1: the load is constant) — plus
+// k ping-reqs, k pings, k acks and up to k nacks when a target does not
+// answer. The expected time from a member's crash to its first detection
+// is T/(1 − (1 − 1/(n−1))^{n−1}) → e/(e−1)·T ≈ 1.58 T (§3.1).
+type swim struct {
+	p     *Params
+	self  proc.ID
+	n     int
+	inc   uint32
+	left  bool
+	view  []held      // the facts that differ from "alive at incarnation 0", by ID
+	susp  []suspected // the members suspected now
+	lhm   int
+	queue []bcast
+	made  uint64 // bcasts queued so far: their order
+
+	// The shuffled probe order: x = (a·k + b) mod prime.
+	prime, a, b, k uint64
+
+	seq    uint64
+	probe  probe
+	relays []relay // ping-reqs this member is serving
+}
+
+// held is what a member holds about another: 12 bytes, for a view of
+// 10⁵ members that holds hundreds dead must fit 10⁵ times.
+type held struct {
+	id    proc.ID
+	inc   uint32
+	state uint8
+}
+
+// suspected is an open suspicion: since when, its timer, and who
+// suspected the member, the first first (Lifeguard's confirmations).
+type suspected struct {
+	id         proc.ID
+	since      time.Duration
+	timer      proc.TimerID
+	suspecters []proc.ID
+}
+
+// probe is the member's probe of the current period.
+type probe struct {
+	active, acked, indirect bool
+	seq                     uint64
+	target                  proc.ID
+	nacks, expect           int
+	timer                   proc.TimerID
+}
+
+// relay is a ping-req being served: the ping sent to the target under
+// seq, for requester's probe reqSeq.
+type relay struct {
+	seq, reqSeq uint64
+	requester   proc.ID
+}
+
+type bcast struct {
+	u    Fact
+	sent int
+	id   uint64
+}
+
+// The states of a member, as updates carry them.
+const (
+	StateAlive uint8 = iota + 1
+	StateSuspect
+	StateDead
+	StateLeft
+)
+
+// Fact is one membership update: Member is alive, suspected, dead or left
+// in incarnation Inc. From is who suspected it (suspect only).
+type Fact struct {
+	State  uint8
+	Member proc.ID
+	Inc    uint32
+	From   proc.ID
+}
+
+func (u Fact) String() string { return string(u.appendTo(nil)) }
+
+// appendTo appends "alive p3@2", "suspect p3@1 by p5", "dead p3@1".
+func (u Fact) appendTo(b []byte) []byte {
+	switch u.State {
+	case StateAlive:
+		b = append(b, "alive "...)
+	case StateSuspect:
+		b = append(b, "suspect "...)
+	case StateDead:
+		b = append(b, "dead "...)
+	case StateLeft:
+		b = append(b, "left "...)
+	default:
+		b = append(b, "? "...)
+	}
+	b = append(b, 'p')
+	b = strconv.AppendInt(b, int64(u.Member), 10)
+	b = append(b, '@')
+	b = strconv.AppendUint(b, uint64(u.Inc), 10)
+	if u.State == StateSuspect {
+		b = append(b, " by p"...)
+		b = strconv.AppendInt(b, int64(u.From), 10)
+	}
+	return b
+}
+
+// Ping asks Target for an ack; Seq names the probe (of the sender).
+type Ping struct {
+	Seq     uint64
+	Target  proc.ID
+	Updates []Fact
+}
+
+// PingReq asks an intermediary to ping Target for the sender's probe Seq.
+type PingReq struct {
+	Seq     uint64
+	Target  proc.ID
+	Updates []Fact
+}
+
+// Ack answers a Ping (or, forwarded, a PingReq) of probe Seq.
+type Ack struct {
+	Seq     uint64
+	Updates []Fact
+}
+
+// Nack tells a ping-req's requester that the target did not answer the
+// intermediary in time (Lifeguard): the intermediary is alive and hears
+// the requester.
+type Nack struct{ Seq uint64 }
+
+// JoinReq announces a joining member to its contact.
+type JoinReq struct{ Updates []Fact }
+
+// JoinAck answers a JoinReq with the facts the contact holds.
+type JoinAck struct{ Updates []Fact }
+
+// Goodbye is a leaving member's last word.
+type Goodbye struct{ Inc uint32 }
+
+func (Ping) Kind() string    { return "ping" }
+func (PingReq) Kind() string { return "ping-req" }
+func (Ack) Kind() string     { return "ack" }
+func (Nack) Kind() string    { return "nack" }
+func (JoinReq) Kind() string { return "join-req" }
+func (JoinAck) Kind() string { return "join-ack" }
+func (Goodbye) Kind() string { return "goodbye" }
+
+func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
+func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
+func (m Ack) String() string     { return probeLabel("ACK(", m.Seq, proc.None, m.Updates) }
+
+// probeLabel renders "PING(7→p3){alive p2@1,…}" in one allocation: the
+// simulator labels every message it records or hashes.
+func probeLabel(name string, seq uint64, target proc.ID, fs []Fact) string {
+	b := make([]byte, 0, 24+len(fs)*20)
+	b = append(b, name...)
+	b = strconv.AppendUint(b, seq, 10)
+	if target != proc.None {
+		b = append(b, "→p"...)
+		b = strconv.AppendInt(b, int64(target), 10)
+	}
+	b = append(b, "){"...)
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = f.appendTo(b)
+	}
+	return string(append(b, '}'))
+}
+func (m Nack) String() string    { return "NACK(" + strconv.FormatUint(m.Seq, 10) + ")" }
+func (m JoinReq) String() string { return label("JOIN", m.Updates) }
+func (m JoinAck) String() string { return label("JOINACK", m.Updates) }
+func (m Goodbye) String() string { return "GOODBYE@" + strconv.FormatUint(uint64(m.Inc), 10) }
+
+// Suspect reports that the observing node came to suspect Member in
+// incarnation Inc (From suspected it first).
+type Suspect struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+	From   proc.ID `json:"from"`
+}
+
+// Dead reports that the observing node holds Member dead (faulty) in
+// incarnation Inc; Left if it left gracefully.
+type Dead struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+	Left   bool    `json:"left,omitempty"`
+}
+
+// Alive reports that the observing node holds Member alive again in
+// incarnation Inc after it had suspected it or held it dead; Member is
+// the node itself when it refuted a suspicion.
+type Alive struct {
+	Member proc.ID `json:"member"`
+	Inc    uint32  `json:"inc"`
+}
+
+func (Suspect) Kind() string { return "suspect" }
+func (Dead) Kind() string    { return "dead" }
+func (Alive) Kind() string   { return "alive" }
+
+func (s Suspect) String() string {
+	return "suspect " + s.Member.String() + "@" + strconv.FormatUint(uint64(s.Inc), 10)
+}
+func (d Dead) String() string {
+	if d.Left {
+		return "left " + d.Member.String() + "@" + strconv.FormatUint(uint64(d.Inc), 10)
+	}
+	return "dead " + d.Member.String() + "@" + strconv.FormatUint(uint64(d.Inc), 10)
+}
+func (a Alive) String() string {
+	return "alive " + a.Member.String() + "@" + strconv.FormatUint(uint64(a.Inc), 10)
+}
+
+// Timer tags.
+type (
+	swimTick     struct{}
+	probeTimeout struct{ Seq uint64 }
+	relayTimeout struct{ Seq uint64 }
+	suspicion    struct {
+		Member proc.ID
+		Inc    uint32
+	}
+)
+
+func (swimTick) String() string     { return "period" }
+func (probeTimeout) String() string { return "probe-timeout" }
+func (relayTimeout) String() string { return "nack-timeout" }
+func (suspicion) String() string    { return "suspicion" }
+
+// lhmMax is Lifeguard's saturation S: the multiplier is 0 .. S−1.
+const lhmMax = 8
+
+// maxPiggyback is how many updates a message carries at most.
+const maxPiggyback = 8
+
+func init() {
+	builders["swim"] = func(p Params) func(proc.ID, int) proc.Process {
+		return func(id proc.ID, n int) proc.Process { return newSwim(&p, id, n) }
+	}
+	register(proc.Algorithm{
+		Name:    "swim",
+		Summary: "SWIM membership and failure detection: ping, ping-req through k members, suspicion with incarnations, piggybacked dissemination; Lifeguard's local health, dynamic suspicion timeout and buddy system",
+		Source:  "Das, Gupta & Motivala, DSN 2002 (SWIM); Dadgar, Phillips & Currey 2018 (Lifeguard); hashicorp/memberlist",
+		Assumes: proc.Assumptions{Failures: "crash-recover"},
+		New:     builders["swim"](Params{}.withDefaults()),
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"first_detection_periods":        FirstDetectionPeriods(n),
+				"messages_per_member_per_period": 2,
+			}
+		},
+		Notes: map[string]string{
+			"first_detection_periods":        "Das et al. §3.1: a failed member is first pinged after 1/(1−(1−1/(n−1))^{n−1}) periods on average, e/(e−1) ≈ 1.58 for large n; measured from a crash just before the period's start to the first suspicion, which the pinger raises at the end of the period of its ping",
+			"messages_per_member_per_period": "a ping and, on average, one ack per member and period (Das et al.: constant in n); ping-reqs, nacks and the pings they cause add a little when members fail",
+			"false_positives":                "members that never failed, declared dead by some member",
+		},
+		Checks: []string{"integrity", "swim-completeness", "swim-accuracy"},
+		// Das et al. promise strong completeness and only a probability
+		// of false positives: a member paused or cut off for longer than
+		// the refutation of its suspicion takes to spread may be declared
+		// dead. swim-accuracy is violated only without loss, delay or a
+		// pause to justify it (TestSwimCheckersCatchBrokenVariants);
+		// otherwise unknown, which is what a run of the default workload,
+		// whose pause is such a fault, may give.
+		Breaks:   []string{"swim-accuracy"},
+		Messages: []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}},
+		Scenario: "nodes: 32\nstop:\n  deadline: 1500ms\n",
+	})
+}
+
+// FirstDetectionPeriods is Das et al.'s expected time, in periods, from a
+// member's failure to its first detection in a group of n:
+// 1/(1 − (1 − 1/(n−1))^{n−1}), which tends to e/(e−1).
+func FirstDetectionPeriods(n int) float64 {
+	if n <= 2 {
+		return 1
+	}
+	m := float64(n - 1)
+	return 1 / (1 - math.Pow(1-1/m, m))
+}
+
+func newSwim(p *Params, id proc.ID, n int) *swim {
+	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2)))}
+}
+
+func primeAtLeast(x uint64) uint64 {
+	for ; ; x++ {
+		prime := x >= 2
+		for d := uint64(2); d*d <= x && prime; d++ {
+			prime = x%d != 0
+		}
+		if prime {
+			return x
+		}
+	}
+}
+
+func (s *swim) Start(env proc.Env) {
+	env.SetTimer(nextRound(env, s.period()), swimTick{})
+}
+
+// Join starts the member and announces it to its contact.
+func (s *swim) Join(env proc.Env, contact proc.ID) {
+	s.Start(env)
+	if contact != proc.None {
+		env.Send(contact, JoinReq{Updates: []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}})
+	}
+}
+
+func (s *swim) Input(env proc.Env, in proc.Input) {
+	if _, ok := in.(proc.Leave); !ok || s.left {
+		return
+	}
+	s.left = true
+	for _, q := range s.randomMembers(env, max(s.p.IndirectK, 1), proc.None) {
+		env.Send(q, Goodbye{Inc: s.inc})
+	}
+}
+
+// scaled is d multiplied by the local health: LHM+1.
+func (s *swim) scaled(d time.Duration) time.Duration {
+	if s.p.NoLHM {
+		return d
+	}
+	return d * time.Duration(s.lhm+1)
+}
+
+func (s *swim) period() time.Duration { return s.scaled(s.p.Period) }
+
+func (s *swim) health(delta int) {
+	if !s.p.NoLHM {
+		s.lhm = min(max(s.lhm+delta, 0), lhmMax-1)
+	}
+}
+
+func (s *swim) Timeout(env proc.Env, tag any) {
+	if s.left {
+		return
+	}
+	switch t := tag.(type) {
+	case swimTick:
+		s.endProbe(env)
+		s.startProbe(env)
+		env.SetTimer(nextRound(env, s.period()), swimTick{})
+	case probeTimeout:
+		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {
+			s.pingReq(env)
+		}
+	case relayTimeout:
+		i := slices.IndexFunc(s.relays, func(r relay) bool { return r.seq == t.Seq })
+		if i < 0 {
+			return
+		}
+		if !s.p.NoLHM {
+			env.Send(s.relays[i].requester, Nack{Seq: s.relays[i].reqSeq})
+		}
+		s.relays = slices.Delete(s.relays, i, i+1)
+	case suspicion:
+		if st, inc := s.lookup(t.Member); st == StateSuspect && inc == t.Inc {
+			s.apply(env, Fact{State: StateDead, Member: t.Member, Inc: t.Inc})
+		}
+	}
+}
+
+// endProbe concludes the period's probe: an ack means the target is
+// alive; none, that it is suspected (step 4).
+func (s *swim) endProbe(env proc.Env) {
+	pr := s.probe
+	s.probe.active = false
+	if !pr.active {
+		return
+	}
+	if pr.acked {
+		s.health(-1)
+		return
+	}
+	if pr.expect > 0 {
+		s.health(pr.expect - pr.nacks)
+	} else {
+		s.health(1)
+	}
+	if s.gone(pr.target) {
+		return
+	}
+	_, inc := s.lookup(pr.target)
+	s.apply(env, Fact{State: StateSuspect, Member: pr.target, Inc: inc, From: s.self})
+}
+
+// startProbe pings the next member of the shuffled list (steps 1–2).
+func (s *swim) startProbe(env proc.Env) {
+	target := s.nextTarget(env)
+	if target == proc.None {
+		return
+	}
+	s.seq++
+	s.probe = probe{active: true, seq: s.seq, target: target}
+	env.Send(target, Ping{Seq: s.seq, Target: target, Updates: s.piggyback(s.buddy(target))})
+	s.probe.timer = env.SetTimer(s.scaled(s.p.ProbeTimeout), probeTimeout{Seq: s.seq})
+}
+
+// buddy is the suspicion of target to put first on a ping to it (the
+// buddy system), if it is suspected and the system is on.
+func (s *swim) buddy(target proc.ID) *Fact {
+	if s.p.NoBuddy {
+		return nil
+	}
+	return s.suspicionFact(target)
+}
+
+// verdict is what this member holds against peer, if it holds it dead
+// (always: a recovered member must learn its obituary to refute it) or
+// suspected (with the buddy system): the first update of a reply to it.
+func (s *swim) verdict(peer proc.ID) *Fact {
+	st, inc := s.lookup(peer)
+	switch st {
+	case StateAlive:
+		return nil
+	case StateSuspect:
+		return s.buddy(peer)
+	}
+	return &Fact{State: st, Member: peer, Inc: inc}
+}
+
+// suspicionFact is the suspicion of id as it travels, or nil if id is not
+// suspected.
+func (s *swim) suspicionFact(id proc.ID) *Fact {
+	st, inc := s.lookup(id)
+	x := s.suspicionOf(id)
+	if st != StateSuspect || x == nil {
+		return nil
+	}
+	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
+}
+
+// pingReq asks k random members to probe the target (step 3).
+func (s *swim) pingReq(env proc.Env) {
+	s.probe.indirect = true
+	for _, q := range s.randomMembers(env, s.p.IndirectK, s.probe.target) {
+		env.Send(q, PingReq{Seq: s.probe.seq, Target: s.probe.target, Updates: s.piggyback(nil)})
+		if !s.p.NoLHM {
+			s.probe.expect++
+		}
+	}
+}
+
+// nextTarget is the next member of the shuffled list, skipping those held
+// dead; a new pass draws a new order. None if there is no other member.
+func (s *swim) nextTarget(env proc.Env) proc.ID {
+	for range 2*s.prime + 2 {
+		if s.a == 0 || s.k >= s.prime {
+			s.a = 1 + env.Rand().Uint64N(s.prime-1)
+			s.b = env.Rand().Uint64N(s.prime)
+			s.k = 0
+		}
+		x := (s.a*s.k + s.b) % s.prime
+		s.k++
+		if x >= uint64(s.n) || proc.ID(x) == s.self {
+			continue
+		}
+		if s.gone(proc.ID(x)) {
+			continue
+		}
+		return proc.ID(x)
+	}
+	return proc.None
+}
+
+// randomMembers draws up to k distinct members, neither self nor not, and
+// none held dead or left.
+func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
+	var out []proc.ID
+	for range 4*k + 8 {
+		if len(out) == k || s.n <= 1 {
+			break
+		}
+		q := proc.ID(env.Rand().IntN(s.n))
+		if q == s.self || q == not || slices.Contains(out, q) {
+			continue
+		}
+		if s.gone(q) {
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
+	if s.left {
+		return
+	}
+	switch m := msg.(type) {
+	case Ping:
+		s.applyAll(env, m.Updates)
+		env.Send(from, Ack{Seq: m.Seq, Updates: s.piggyback(s.verdict(from))})
+	case PingReq:
+		s.applyAll(env, m.Updates)
+		s.seq++
+		s.relays = append(s.relays, relay{seq: s.seq, reqSeq: m.Seq, requester: from})
+		env.Send(m.Target, Ping{Seq: s.seq, Target: m.Target, Updates: s.piggyback(s.buddy(m.Target))})
+		env.SetTimer(s.scaled(s.p.ProbeTimeout)*4/5, relayTimeout{Seq: s.seq})
+	case Ack:
+		s.applyAll(env, m.Updates)
+		if s.probe.active && m.Seq == s.probe.seq {
+			if !s.probe.acked {
+				s.probe.acked = true
+				env.CancelTimer(s.probe.timer)
+			}
+			return
+		}
+		if i := slices.IndexFunc(s.relays, func(r relay) bool { return r.seq == m.Seq }); i >= 0 {
+			r := s.relays[i]
+			s.relays = slices.Delete(s.relays, i, i+1)
+			env.Send(r.requester, Ack{Seq: r.reqSeq, Updates: s.piggyback(nil)})
+		}
+	case Nack:
+		if s.probe.active && m.Seq == s.probe.seq {
+			s.probe.nacks++
+		}
+	case JoinReq:
+		s.applyAll(env, m.Updates)
+		env.Send(from, JoinAck{Updates: s.facts()})
+	case JoinAck:
+		s.applyAll(env, m.Updates)
+	case Goodbye:
+		s.apply(env, Fact{State: StateLeft, Member: from, Inc: m.Inc})
+	}
+}
+
+// facts are every fact this member holds that differs from "alive at
+// incarnation 0", in ID order, and its own incarnation.
+func (s *swim) facts() []Fact {
+	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
+	for _, h := range s.view {
+		if f := s.suspicionFact(h.id); f != nil {
+			out = append(out, *f)
+		} else {
+			out = append(out, Fact{State: h.state, Member: h.id, Inc: h.inc})
+		}
+	}
+	return out
+}
+
+func (s *swim) applyAll(env proc.Env, us []Fact) {
+	for _, u := range us {
+		s.apply(env, u)
+	}
+}
+
+// apply merges one update into the view by the precedence rules, and
+// disseminates it if it was news.
+func (s *swim) apply(env proc.Env, u Fact) {
+	if u.Member < 0 || int(u.Member) >= s.n {
+		return // bad input from a peer: dropped
+	}
+	if u.Member == s.self {
+		s.aboutSelf(env, u)
+		return
+	}
+	state, inc := s.lookup(u.Member)
+	gone := state == StateDead || state == StateLeft
+	switch u.State {
+	case StateAlive:
+		if u.Inc <= inc {
+			return
+		}
+		if state != StateAlive {
+			env.Output(Alive{Member: u.Member, Inc: u.Inc})
+		}
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, StateAlive, u.Inc)
+	case StateSuspect:
+		if gone || u.Inc < inc {
+			return
+		}
+		if state == StateSuspect && u.Inc == inc {
+			s.confirm(env, u)
+			return
+		}
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, StateSuspect, u.Inc)
+		s.susp = append(s.susp, suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
+			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})})
+		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
+	case StateDead, StateLeft:
+		if gone || u.Inc < inc {
+			return
+		}
+		s.closeSuspicion(env, u.Member)
+		s.set(u.Member, u.State, u.Inc)
+		env.Output(Dead{Member: u.Member, Inc: u.Inc, Left: u.State == StateLeft})
+	default:
+		return
+	}
+	s.enqueue(u)
+}
+
+// confirm counts an independent suspicion of a member already suspected
+// in the same incarnation: with the dynamic timeout, the timer is set
+// anew to the shorter timeout, from the first suspicion (Lifeguard).
+func (s *swim) confirm(env proc.Env, u Fact) {
+	x := s.suspicionOf(u.Member)
+	if x == nil || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+		return
+	}
+	x.suspecters = append(x.suspecters, u.From)
+	env.CancelTimer(x.timer)
+	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
+	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
+	s.enqueue(u) // memberlist re-broadcasts a new confirmation
+}
+
+// lookup is what the member holds about id: its state and incarnation.
+func (s *swim) lookup(id proc.ID) (state uint8, inc uint32) {
+	if i, ok := s.find(id); ok {
+		return s.view[i].state, s.view[i].inc
+	}
+	return StateAlive, 0
+}
+
+func (s *swim) find(id proc.ID) (int, bool) {
+	return slices.BinarySearchFunc(s.view, id, func(h held, id proc.ID) int { return int(h.id) - int(id) })
+}
+
+// gone reports whether id is held dead or left.
+func (s *swim) gone(id proc.ID) bool {
+	st, _ := s.lookup(id)
+	return st == StateDead || st == StateLeft
+}
+
+// set records a fact about id; alive at incarnation 0 is the default and
+// takes no room.
+func (s *swim) set(id proc.ID, state uint8, inc uint32) {
+	i, ok := s.find(id)
+	switch {
+	case state == StateAlive && inc == 0:
+		if ok {
+			s.view = slices.Delete(s.view, i, i+1)
+		}
+	case ok:
+		s.view[i] = held{id, inc, state}
+	default:
+		s.view = slices.Insert(s.view, i, held{id, inc, state})
+	}
+}
+
+// suspicionOf is the open suspicion of id, or nil.
+func (s *swim) suspicionOf(id proc.ID) *suspected {
+	for i := range s.susp {
+		if s.susp[i].id == id {
+			return &s.susp[i]
+		}
+	}
+	return nil
+}
+
+// closeSuspicion ends the open suspicion of id, if any.
+func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
+	if x := s.suspicionOf(id); x != nil {
+		env.CancelTimer(x.timer)
+		s.susp = slices.DeleteFunc(s.susp, func(x suspected) bool { return x.id == id })
+	}
+}
+
+// aboutSelf refutes a suspicion or obituary of this member's current
+// incarnation: a new incarnation, alive (§4.2).
+func (s *swim) aboutSelf(env proc.Env, u Fact) {
+	if (u.State != StateSuspect && u.State != StateDead) || u.Inc < s.inc {
+		return
+	}
+	s.inc = u.Inc + 1
+	s.health(1)
+	env.Output(Alive{Member: s.self, Inc: s.inc})
+	s.enqueue(Fact{State: StateAlive, Member: s.self, Inc: s.inc})
+}
+
+// expectedConfirmations is Lifeguard's K: SuspicionMult−2 independent
+// suspicions, fewer in a group too small to give them.
+func (s *swim) expectedConfirmations() int {
+	return max(0, min(s.p.SuspicionMult-2, s.n-2))
+}
+
+// SuspicionTimeouts are the shortest and longest suspicion timeouts of a
+// group of n under p: Min = SuspicionMult·max(1, log₁₀ n)·Period, Max =
+// 6·Min (Lifeguard's); without the dynamic timeout both are Min.
+func SuspicionTimeouts(p Params, n int) (lo, hi time.Duration) {
+	p = p.withDefaults()
+	lo = time.Duration(float64(p.SuspicionMult) * max(1, math.Log10(float64(n))) * float64(p.Period))
+	if p.NoDynamicSuspicion {
+		return lo, lo
+	}
+	return lo, 6 * lo
+}
+
+// suspicionTimeout is the timeout after c confirmations beyond the first
+// suspicion: Max − (Max−Min)·log(c+1)/log(K+1), at least Min.
+func (s *swim) suspicionTimeout(c int) time.Duration {
+	lo, hi := SuspicionTimeouts(*s.p, s.n)
+	k := s.expectedConfirmations()
+	if hi == lo || k < 1 {
+		return lo
+	}
+	frac := math.Log(float64(c)+1) / math.Log(float64(k)+1)
+	return max(lo, hi-time.Duration(frac*float64(hi-lo)))
+}
+
+// enqueue puts u in the dissemination buffer, replacing any older update
+// about the same member. The buffer is kept in piggyback order — the least
+// sent first, the newest first among equals — so a new update goes first.
+func (s *swim) enqueue(u Fact) {
+	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.u.Member == u.Member })
+	s.made++
+	s.queue = slices.Insert(s.queue, 0, bcast{u: u, id: s.made})
+}
+
+// before is the buffer's order.
+func (x bcast) before(y bcast) bool {
+	return x.sent < y.sent || x.sent == y.sent && x.id > y.id
+}
+
+// retransmits is λ·⌈log₁₀(n+1)⌉.
+func (s *swim) retransmits() int {
+	return s.p.Retransmit * int(math.Ceil(math.Log10(float64(s.n+1))))
+}
+
+// piggyback takes up to maxPiggyback updates from the buffer, the least
+// sent first (newest first among equals), after first if it is set. The
+// updates taken are sent once more, and move back by insertion into the
+// order (O(maxPiggyback·len), where a sort per message would cost more:
+// every message of a 10⁵-member run goes through here).
+func (s *swim) piggyback(first *Fact) []Fact {
+	if len(s.queue) == 0 && first == nil {
+		return nil
+	}
+	out := make([]Fact, 0, min(len(s.queue)+1, maxPiggyback))
+	if first != nil {
+		out = append(out, *first)
+	}
+	limit := s.retransmits()
+	var taken [maxPiggyback]int
+	k := 0
+	for i := range s.queue {
+		if len(out) == maxPiggyback {
+			break
+		}
+		if first != nil && s.queue[i].u.Member == first.Member {
+			continue
+		}
+		out = append(out, s.queue[i].u)
+		s.queue[i].sent++
+		taken[k] = i
+		k++
+	}
+	// Re-sort: only the taken entries may be out of place, each now
+	// too far forward; move them back, the last first.
+	for j := k - 1; j >= 0; j-- {
+		for i := taken[j]; i+1 < len(s.queue) && s.queue[i+1].before(s.queue[i]); i++ {
+			s.queue[i], s.queue[i+1] = s.queue[i+1], s.queue[i]
+		}
+	}
+	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.sent >= limit })
+	return out
+}
