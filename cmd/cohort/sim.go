@@ -265,7 +265,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 // streamedTraceLimit is the largest run of a streamed family
 // (lab.Family.Streamed) that keeps its trace for the checkers by default
 // (a variable, for the tests).
-var streamedTraceLimit = 100_000
+var streamedTraceLimit = 10_000
 
 func tracesOf(f *simFlags) []string {
 	var files []string
