@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
@@ -112,5 +114,94 @@ func TestMessagesLeaveTogetherPerMember(t *testing.T) {
 	}
 	if got, want := tr.take(), "1:0,1 2:0"; got != want {
 		t.Errorf("two inputs given together: sent %q, want %q", got, want)
+	}
+}
+
+// refusing is batching that refuses every Send with refuse while it is
+// set.
+type refusing struct {
+	batching
+	refuse error
+}
+
+func (r *refusing) Send(to proc.ID, p []byte) error { return r.SendBatch(to, [][]byte{p}) }
+func (r *refusing) SendBatch(to proc.ID, ps [][]byte) error {
+	r.mu.Lock()
+	err := r.refuse
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.batching.SendBatch(to, ps)
+}
+
+func (r *refusing) set(err error) {
+	r.mu.Lock()
+	r.refuse = err
+	r.mu.Unlock()
+}
+
+// Messages a full queue refuses are held and sent again, in order, once
+// the transport takes them — a reliable-channel algorithm must not lose
+// them to a burst (a total-order group stalled for good on one). What the
+// transport refuses for another reason (the node is closing) is dropped
+// and counted.
+func TestRefusedMessagesAreSentAgainInOrder(t *testing.T) {
+	tr := &refusing{}
+	node, err := NewNode(Config{Self: 0, N: 3, Transport: tr,
+		NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	s, err := node.Service("fan", proc.Algorithm{Family: "test", Name: "fan", Messages: []proc.Message{note{}},
+		New: func(proc.ID, int) proc.Process { return fanner{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.decode = func(p []byte) int {
+		_, body, _ := splitService(p)
+		_, _, body, _ = readTrailer(body, 3)
+		m, err := s.codec.Decode(body)
+		if err != nil {
+			return -1
+		}
+		return m.(note).I
+	}
+	tr.set(transport.ErrBackpressure)
+	if err := s.Input(fan{To: []proc.ID{1, 1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Input(fan{To: []proc.ID{1}}); err != nil { // behind the held ones
+		t.Fatal(err)
+	}
+	if got := tr.take(); got != "" {
+		t.Fatalf("sent %q while the queues were full", got)
+	}
+	tr.set(nil)
+	got := map[string][]string{} // per member, the notes in the order sent
+	n := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for n < 4 && time.Now().Before(deadline) {
+		for _, call := range strings.Fields(tr.take()) {
+			to, notes, _ := strings.Cut(call, ":")
+			got[to] = append(got[to], strings.Split(notes, ",")...)
+			n += len(strings.Split(notes, ","))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !slices.Equal(got["1"], []string{"0", "1", "0"}) || !slices.Equal(got["2"], []string{"2"}) {
+		t.Fatalf("sent again %q, want member 1: 0 1 0, member 2: 2 (in order, per member)", got)
+	}
+	if d := s.Stats().Dropped; d != 0 {
+		t.Errorf("%d messages dropped", d)
+	}
+
+	tr.set(transport.ErrClosed)
+	if err := s.Input(fan{To: []proc.ID{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Stats().Dropped; d != 2 {
+		t.Errorf("refused by a closing transport: %d dropped, want 2", d)
 	}
 }

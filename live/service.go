@@ -43,9 +43,12 @@ type Service struct {
 	timers    map[proc.TimerID]*time.Timer
 	nextTimer proc.TimerID
 	rng       *rand.Rand
-	self      []event // messages to itself, handled after the current event
-	soon      []event // timers set to fire at once: handled when the inbox is empty
-	out       outbox  // messages to others, sent when the event is handled
+	self      []event              // messages to itself, handled after the current event
+	soon      []event              // timers set to fire at once: handled when the inbox is empty
+	out       outbox               // messages to others, sent when the event is handled
+	held      map[proc.ID][][]byte // refused by a full queue, in order, per member (see hold)
+	heldBytes int
+	retrying  bool // an evRetry is on its way
 	store     proc.Storage
 	wal       *wal.Log // store's file, when the node has a data directory
 
@@ -84,6 +87,7 @@ const (
 	evMessage eventKind = iota + 1
 	evTimer
 	evInput
+	evRetry // send again what the transport refused (see hold)
 	evStop
 	evWake // nothing: its handling is a moment to run the soon timers
 )
@@ -384,6 +388,9 @@ func (s *Service) handle1(e event) {
 			})
 		}
 		s.call(func() { s.proc.Input(env, e.input) })
+	case evRetry:
+		s.retrying = false
+		s.retryHeld()
 	}
 }
 
@@ -448,6 +455,84 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	s.out.msgs = append(s.out.msgs, outMsg{to: to, start: start, end: len(b), kind: m.Kind()})
 }
 
+// sendTo hands payloads for member to to the transport, all at once if it
+// can, and returns how many it took, and why not the rest.
+func (s *Service) sendTo(to proc.ID, payloads [][]byte) (int, error) {
+	tr := s.node.cfg.Transport
+	if bs, ok := tr.(batchSender); ok && len(payloads) > 1 {
+		if err := bs.SendBatch(to, payloads); err != nil {
+			return 0, err
+		}
+		return len(payloads), nil
+	}
+	for i, p := range payloads {
+		if err := tr.Send(to, p); err != nil {
+			return i, err
+		}
+	}
+	return len(payloads), nil
+}
+
+// maxHeld bounds, in bytes, what a service holds for members whose
+// queues are full; heldRetry is how soon it tries again.
+const (
+	maxHeld   = 64 << 20
+	heldRetry = time.Millisecond
+)
+
+// hold keeps payloads for member to that the transport refused because
+// its queue to the member was full, to send them again, in order, once it
+// takes them: the algorithms assume reliable channels, and a message lost
+// to a burst would stall them (a total order waits for ever for the one it
+// lost). Past maxHeld, or if the node is closing (err is not
+// ErrBackpressure), they are dropped, as on a network that drops them, and
+// counted. The caller holds turn; payloads are copied.
+func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
+	size := 0
+	for _, p := range payloads {
+		size += len(p)
+	}
+	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld {
+		s.dropped.Add(int64(len(payloads)))
+		s.node.log.Warn("messages not sent", "service", s.name, "to", int(to), "count", len(payloads), "err", err)
+		return
+	}
+	if s.held == nil {
+		s.held = map[proc.ID][][]byte{}
+	}
+	for _, p := range payloads {
+		s.held[to] = append(s.held[to], append([]byte(nil), p...))
+	}
+	s.heldBytes += size
+	if !s.retrying {
+		s.retrying = true
+		time.AfterFunc(heldRetry, func() { _ = s.post(event{kind: evRetry}) })
+	}
+}
+
+// retryHeld sends again what hold keeps, member by member, in order.
+func (s *Service) retryHeld() {
+	members := make([]proc.ID, 0, len(s.held))
+	for to := range s.held {
+		members = append(members, to)
+	}
+	slices.Sort(members)
+	for _, to := range members {
+		ps := s.held[to]
+		k, err := s.sendTo(to, ps)
+		for _, p := range ps[:k] {
+			s.heldBytes -= len(p)
+		}
+		delete(s.held, to)
+		if rest := ps[k:]; len(rest) > 0 {
+			for _, p := range rest {
+				s.heldBytes -= len(p)
+			}
+			s.hold(to, rest, err)
+		}
+	}
+}
+
 // outbox holds the messages an event sends to others, encoded back to back
 // in buf, until the event has been handled. Then flush hands them to the
 // transport: the messages to one member together (in one write, when the
@@ -492,7 +577,6 @@ func (s *Service) flushNow() {
 		return
 	}
 	n := s.node
-	bs, _ := n.cfg.Transport.(batchSender)
 	if len(o.sentTo) < n.cfg.N {
 		o.sentTo = make([]bool, n.cfg.N)
 	}
@@ -507,26 +591,13 @@ func (s *Service) flushNow() {
 				o.batch = append(o.batch, o.buf[m.start:m.end])
 			}
 		}
-		var err error
-		if bs != nil && len(o.batch) > 1 {
-			err = bs.SendBatch(first.to, o.batch)
-		} else {
-			for _, p := range o.batch {
-				if err = n.cfg.Transport.Send(first.to, p); err != nil {
-					break
-				}
-			}
+		if len(s.held[first.to]) > 0 { // behind what waits already, in order
+			s.hold(first.to, o.batch, transport.ErrBackpressure)
+			continue
 		}
+		k, err := s.sendTo(first.to, o.batch)
 		if err != nil {
-			// The transport's queue to that peer is full (or the node is
-			// closing): the messages are lost, as on a network that
-			// drops them.
-			for _, m := range o.msgs[i:] {
-				if m.to == first.to {
-					s.dropped.Add(1)
-					n.log.Warn("message not sent", "service", s.name, "to", int(m.to), "kind", m.kind, "err", err)
-				}
-			}
+			s.hold(first.to, o.batch[k:], err)
 		}
 	}
 	clear(o.sentTo)
