@@ -22,7 +22,7 @@ func init() {
 		Name:    "circular",
 		Summary: "circular routing with the leaf set alone: the correct but inefficient baseline",
 		Source:  "Coulouris et al. §10.5.1; Rowstron & Druschel 2001",
-		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full"},
+		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full", Joins: true},
 		New:     func(id proc.ID, _ int) proc.Process { return NewCircular(id, DefaultLeaves) },
 		Checks:  []string{"overlay-lookup"},
 		Theory: func(n int) map[string]float64 {

@@ -40,7 +40,7 @@ func init() {
 		Name:    "pastry",
 		Summary: "Pastry: prefix routing with b = 4, a 16-entry leaf set, join through a contact",
 		Source:  "Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2",
-		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full"},
+		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full", Joins: true},
 		New:     func(id proc.ID, _ int) proc.Process { return NewPastry(id, DefaultLeaves) },
 		Checks:  []string{"overlay-lookup"},
 		Theory: func(n int) map[string]float64 {
