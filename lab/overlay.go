@@ -150,3 +150,24 @@ func overlayMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	}
 	return m, th
 }
+
+// overlayCheckedUpTo is the largest overlay the comparison checks (the
+// checker needs the trace).
+const overlayCheckedUpTo = 10_000
+
+// overlayCases: the default workload, Pastry beside the circular
+// baseline at each size.
+var overlayCases = []compareCase{{
+	name:    "joins then lookups",
+	metrics: []string{"hops_mean", "hops_p99", "delivered_fraction", "state_entries_per_node"},
+	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+		o := f.Options(a)
+		o.Nodes, o.Seed, o.NoCheck = n, &seed, n > overlayCheckedUpTo
+		r, _, err := Sim(o)
+		return r, err
+	},
+	notes: map[string]string{
+		"hops_mean":              "Pastry: log₁₆ N (Rowstron & Druschel: ⌈log₁₆ N⌉ at most, with correct tables); circular: N/4l, a key a quarter of the ring away on average, l nodes a hop",
+		"state_entries_per_node": "Pastry: (2^b − 1)·⌈log₁₆ N⌉ + 2l with every row full; the last row is sparse. Circular: the leaf set, 2l",
+	},
+}}
