@@ -102,10 +102,10 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	}
 	newProc := a.New
 	a.New = func(id proc.ID, n int) proc.Process {
-		if ow.processes == nil {
+		p := newProc(id, n)
+		if len(ow.processes) != n { // a run's first process (or a probe's)
 			ow.processes = make([]proc.Process, n)
 		}
-		p := newProc(id, n)
 		ow.processes[id] = p
 		return p
 	}
