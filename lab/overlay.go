@@ -60,6 +60,11 @@ func (w *OverlayLoad) settled(n int) time.Duration {
 // Faults are the joins: node i at i·Gap (node 0 first, alone).
 func (w *OverlayLoad) Faults(n int, _ uint64) []sim.Fault {
 	w.faulted = true
+	// The processes are kept in a table made now, before the run: the
+	// memory estimate's sample processes (built at other sizes) must not
+	// make it grow with n; the ones it leaves here are replaced when
+	// their nodes join, and every node joins.
+	w.processes = make([]proc.Process, n)
 	fs := make([]sim.Fault, n)
 	for i := range fs {
 		fs[i] = sim.Fault{Kind: sim.Join, Node: proc.ID(i), At: time.Duration(i) * w.gap(n)}
@@ -94,7 +99,8 @@ func (w *OverlayLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 func (w *OverlayLoad) Done(func(proc.ID) bool) bool { return w.asked > 0 && len(w.hops) >= w.asked }
 
 // keepOverlay makes algorithm a's processes known to workload w, which
-// measures their state at the end of the run.
+// measures their state at the end of the run: the joiners of the
+// workload's own joins (a scenario's membership reports no state).
 func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	ow, ok := w.(*OverlayLoad)
 	if !ok {
@@ -103,10 +109,9 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	newProc := a.New
 	a.New = func(id proc.ID, n int) proc.Process {
 		p := newProc(id, n)
-		if len(ow.processes) != n { // a run's first process (or a probe's)
-			ow.processes = make([]proc.Process, n)
+		if int(id) < len(ow.processes) { // built during the run (not a probe's)
+			ow.processes[id] = p
 		}
-		ow.processes[id] = p
 		return p
 	}
 	return a
