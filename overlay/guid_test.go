@@ -189,3 +189,57 @@ func TestLeafSetWraparound(t *testing.T) {
 		}
 	}
 }
+
+// TestPastryRuleCases takes a Pastry node that knows 300 others (l = 2)
+// through each case of the routing rule, with keys built for each.
+func TestPastryRuleCases(t *testing.T) {
+	nodes := static(300, func(id proc.ID) proc.Process { return NewPastry(id, 2) })
+	n := nodes[0]
+	r := n.rt.(*pastry)
+	leaves := append(append([]proc.ID{0}, n.leaves.left...), n.leaves.right...)
+	// A node of the table in another row-0 column: far away.
+	var far proc.ID = proc.None
+	for _, id := range r.rows[0] {
+		if id != proc.None && !n.leaves.covers(NodeID(id)) {
+			far = id
+			break
+		}
+	}
+	if far == proc.None {
+		t.Fatal("no entry of row 0 outside the leaf set's range")
+	}
+	nearKey := NodeID(n.leaves.right[0])
+	nearKey.Lo-- // just below the nearest right leaf: within range
+	farKey := NodeID(far)
+	farKey.Lo ^= 1 // next to a node of another row-0 column
+	for _, c := range []struct {
+		name string
+		key  GUID
+		want proc.ID
+	}{
+		{"1: within the leaf set, to the closest leaf", nearKey, Home(nearKey, leaves)},
+		{"1: the node's own id: take delivery", n.self, 0},
+		{"2: R[p][D[p]]", farKey, r.rows[0][farKey.Digit(0)]},
+	} {
+		if got := r.next(n, c.key); got != c.want {
+			t.Errorf("%s: key %s: next %v, want %v", c.name, c.key, got, c.want)
+		}
+	}
+	// 3: the rare case. Empty R[0][D[0]]: the node sends the key to
+	// the table's or leaf set's node closest to it among those closer
+	// than itself (none shares a digit with it but that column's).
+	d := farKey.Digit(0)
+	saved := r.rows[0][d]
+	r.rows[0][d] = proc.None
+	want := proc.None
+	for _, id := range n.known() {
+		g := NodeID(id)
+		if Closer(farKey, g, n.self) && (want == proc.None || Closer(farKey, g, NodeID(want))) {
+			want = id
+		}
+	}
+	if got := r.next(n, farKey); got != want || want == proc.None {
+		t.Errorf("3: key %s with R[0][%x] empty: next %v, want %v", farKey, d, got, want)
+	}
+	r.rows[0][d] = saved
+}
