@@ -171,8 +171,4 @@ var overlayCases = []compareCase{{
 		r, _, err := Sim(o)
 		return r, err
 	},
-	notes: map[string]string{
-		"hops_mean":              "Pastry: log₁₆ N (Rowstron & Druschel: ⌈log₁₆ N⌉ at most, with correct tables); circular: N/4l, a key a quarter of the ring away on average, l nodes a hop",
-		"state_entries_per_node": "Pastry: (2^b − 1)·⌈log₁₆ N⌉ + 2l with every row full; the last row is sparse. Circular: the leaf set, 2l",
-	},
 }}

@@ -31,6 +31,9 @@ func init() {
 				"state_entries_per_node": float64(min(n-1, 2*DefaultLeaves)),
 			}
 		},
+		Notes: map[string]string{
+			"hops_mean": "N/4l: a key is a quarter of the ring away on average, and a hop covers l nodes",
+		},
 	})
 }
 

@@ -50,7 +50,8 @@ func init() {
 			}
 		},
 		Notes: map[string]string{
-			"state_entries_per_node": "the theory counts full rows; the last row is sparse, and a node in both halves of a small leaf set counts once",
+			"hops_mean":              "log₁₆ N: Rowstron & Druschel's expected route (⌈log₁₆ N⌉ at most with correct tables)",
+			"state_entries_per_node": "(2^b − 1)·⌈log₁₆ N⌉ + 2l counts every row full; the last row is sparse, and a node in both halves of a small leaf set counts once",
 		},
 	})
 }
