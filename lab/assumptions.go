@@ -51,7 +51,11 @@ func Outside(as proc.Assumptions, cfg *sim.Config) []string {
 			recovers++
 		case sim.Pause, sim.Slow:
 			pauses++
-		case sim.Join, sim.Leave:
+		case sim.Join:
+			if !as.Joins {
+				members++
+			}
+		case sim.Leave:
 			members++
 		}
 	}
@@ -59,11 +63,11 @@ func Outside(as proc.Assumptions, cfg *sim.Config) []string {
 		if c.Fail > 0 {
 			crashes++
 		}
-		if c.Join > 0 || c.Leave > 0 {
+		if c.Join > 0 && !as.Joins || c.Leave > 0 {
 			members++
 		}
 	}
-	if cfg.Initial > 0 && cfg.Initial < cfg.Nodes {
+	if cfg.Initial > 0 && cfg.Initial < cfg.Nodes && !as.Joins {
 		members++
 	}
 	switch as.Failures {

@@ -33,6 +33,8 @@ func TestOutsideNamesEveryBrokenAssumption(t *testing.T) {
 		{"pause where synchronous", proc.Assumptions{Synchronous: true}, sim.Config{Nodes: 3, Faults: []sim.Fault{{Kind: sim.Pause, Node: 1, Until: 5}}}, []string{"synchronous"}},
 		{"churn where fixed", proc.Assumptions{}, sim.Config{Nodes: 3, Churn: []sim.Churn{{Fail: 1, Leave: 1, Until: time.Second}}}, []string{"no process fails", "fixed group"}},
 		{"initial where fixed", proc.Assumptions{}, sim.Config{Nodes: 3, Initial: 2}, []string{"fixed group"}},
+		{"joins where joins", proc.Assumptions{Joins: true}, sim.Config{Nodes: 3, Initial: 2, Faults: []sim.Fault{{Kind: sim.Join, Node: 2}}}, nil},
+		{"leave where only joins", proc.Assumptions{Joins: true}, sim.Config{Nodes: 3, Faults: []sim.Fault{{Kind: sim.Join, Node: 2}, {Kind: sim.Leave, Node: 1, At: 1}}}, []string{"fixed group"}},
 	} {
 		got := Outside(c.as, &c.cfg)
 		if len(got) != len(c.want) {

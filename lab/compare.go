@@ -130,13 +130,14 @@ var familyCases = map[string][]compareCase{
 	"election":  electionCases,
 	"multicast": multicastCases,
 	"gossip":    gossipCases,
+	"overlay":   overlayCases,
 }
 
 // CompareMaxNodes is the largest process count `cohort compare` runs a
-// family with: the gossip family's runs keep no trace past 10^4 nodes
-// and go to a million; the others keep theirs.
+// family with: the gossip and overlay families' runs keep no trace past
+// 10^4 nodes and go to a million; the others keep theirs.
 func CompareMaxNodes(family string) int {
-	if family == "gossip" {
+	if family == "gossip" || family == "overlay" {
 		return 1_000_000
 	}
 	return 4096

@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -28,12 +28,13 @@ var allowed = map[string][]string{
 	"multicast":        {"proc", "logical"},
 	"consensus":        {"proc"},
 	"epidemic":         {"proc"},
+	"overlay":          {"proc"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
-	"check":            {"trace", "proc", "logical", "clock"},
+	"check":            {"trace", "proc", "logical", "clock", "overlay"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

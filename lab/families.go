@@ -102,6 +102,17 @@ func init() {
 			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
 		},
 		{
+			Family:   registered("overlay"),
+			Metrics:  overlayMetrics,
+			Streamed: true,
+			Wrap:     keepOverlay,
+			Workload: func() sim.Workload { return NewOverlayLoad("pastry") },
+			Workloads: map[string]func() sim.Workload{
+				"circular": func() sim.Workload { return NewOverlayLoad("circular") },
+			},
+			Diagram: trace.SVGOptions{Quiet: []string{"joined"}},
+		},
+		{
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,

@@ -20,6 +20,10 @@ type Assumptions struct {
 	Failures string
 	// Topology the algorithm runs on: "full", "ring", "graph" ...
 	Topology string
+	// Joins: processes may join the running system (proc.Joiner), even
+	// where Failures is "none" (an overlay built by joins that never
+	// loses a node). Leaves still count as failures.
+	Joins bool
 }
 
 // String renders the assumptions compactly: "reliable fifo, failures=none".
@@ -41,6 +45,9 @@ func (a Assumptions) String() string {
 	f := a.Failures
 	if f == "" {
 		f = "none"
+	}
+	if a.Joins {
+		f += ", joins"
 	}
 	t := a.Topology
 	if t == "" {

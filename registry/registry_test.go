@@ -25,8 +25,8 @@ func TestLookupAndFind(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Lookup("overlay"); err == nil || !strings.Contains(err.Error(), `unknown family "overlay" (known: clocks, mutex, election, multicast, gossip, consensus)`) {
-		t.Errorf("Lookup(overlay): %v", err)
+	if _, err := Lookup("dht"); err == nil || !strings.Contains(err.Error(), `unknown family "dht" (known: clocks, mutex, election, multicast, gossip, overlay, consensus)`) {
+		t.Errorf("Lookup(dht): %v", err)
 	}
 	if _, err := Find("mutex", "bakery"); err == nil || !strings.Contains(err.Error(), `unknown mutex algorithm "bakery" (known: central, `) {
 		t.Errorf("Find(mutex, bakery): %v", err)

@@ -89,6 +89,11 @@ var metricNames = map[string]string{
 	"first_declared_periods":         "first declared dead (periods)",
 	"messages_per_member_per_period": "messages per member and period",
 	"false_positives":                "false positives",
+
+	"hops_mean":              "hops (mean)",
+	"hops_p99":               "hops (99th percentile)",
+	"delivered_fraction":     "lookups delivered",
+	"state_entries_per_node": "state entries per node",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

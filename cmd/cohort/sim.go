@@ -78,6 +78,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
 	addGossipFlags(cmd)   // simgossip.go
+	addOverlayFlags(cmd)  // simoverlay.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -91,6 +92,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	params, err := gossipParams(cmd, family) // simgossip.go
+	if err != nil {
+		return err
+	}
+	lookups, err := overlayLookups(cmd, family) // simoverlay.go
 	if err != nil {
 		return err
 	}
@@ -198,6 +203,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 				return err
 			}
 		}
+		configureOverlay(lookups, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))

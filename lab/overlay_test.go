@@ -1,0 +1,53 @@
+package lab
+
+import (
+	"math"
+	"testing"
+)
+
+// TestOverlayRuns runs each overlay algorithm's default workload — joins
+// one after another through random members, then 1000 lookups — and
+// checks it: every lookup delivered at its home, the hops and the state
+// beside the theory (Pastry: fewer than ⌈log₁₆ N⌉ hops, at most
+// (2^b − 1)·⌈log₁₆ N⌉ + 2l entries; circular: within a fifth of N/4l, 2l
+// entries).
+func TestOverlayRuns(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pastry", "circular"} {
+		a, err := f.Algorithm(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := f.Options(a)
+		n, seed := 500, uint64(2)
+		o.Nodes, o.Seed = n, &seed
+		r, _, err := Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Checks {
+			if !c.OK || !c.Guaranteed {
+				t.Errorf("%s: %+v", name, c)
+			}
+		}
+		m := r.Metrics
+		t.Logf("%s at %d: %v", name, n, m)
+		if m["delivered_fraction"] != 1 {
+			t.Errorf("%s: delivered_fraction %v", name, m["delivered_fraction"])
+		}
+		hops, state := *r.Theory["hops_mean"], *r.Theory["state_entries_per_node"]
+		switch name {
+		case "pastry":
+			if m["hops_mean"] >= math.Ceil(hops) || m["state_entries_per_node"] > state {
+				t.Errorf("pastry: hops %v (theory %v), state %v (theory %v)", m["hops_mean"], hops, m["state_entries_per_node"], state)
+			}
+		case "circular":
+			if math.Abs(m["hops_mean"]-hops) > hops/5 || m["state_entries_per_node"] != state {
+				t.Errorf("circular: hops %v (theory %v), state %v (theory %v)", m["hops_mean"], hops, m["state_entries_per_node"], state)
+			}
+		}
+	}
+}

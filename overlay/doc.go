@@ -1,0 +1,17 @@
+// Package overlay holds Cohort's structured peer-to-peer overlays as state
+// machines: Pastry's prefix routing and join (Rowstron & Druschel,
+// Middleware 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2), and
+// the circular baseline that routes along the leaf set alone.
+//
+// Nodes and keys have 128-bit identifiers (GUID) on a ring; an object
+// lives at the node whose identifier is numerically closest to its key
+// (on the ring: the smaller of the two distances around it; an exact tie
+// goes to the node with the smaller identifier). A node's identifier is a
+// hash of its address (NodeID), so anyone who knows the address knows the
+// identifier: the checkers compute the oracle from the trace alone.
+//
+// The contract, for a host and a workload: a node joins through a contact
+// (proc.Joiner); the first node starts alone. A Lookup{Key} input routes
+// the key hop by hop; the node that takes delivery outputs
+// Delivered{Key, Hops}.
+package overlay

@@ -1,0 +1,23 @@
+package overlay
+
+import "github.com/cohort-go/cohort/proc"
+
+// noLeaves is Pastry routing that ignores the leaf set: the routing table
+// alone, delivering where its entry is empty. Prefix routing gets a key
+// near its home, but only the leaf set finds the numerically closest node:
+// keys are delivered at a node that merely shares the longest prefix.
+type noLeaves struct{ pastry }
+
+func (r *noLeaves) next(n *node, key GUID) proc.ID {
+	p := SharedPrefix(key, n.self)
+	if p == Digits {
+		return n.id
+	}
+	if t := r.entry(p, key.Digit(p)); t != proc.None {
+		return t
+	}
+	return n.id
+}
+
+// NewNoLeaves is a node of the broken variant, for the checker to catch.
+func NewNoLeaves(id proc.ID, _ int) proc.Process { return newNode(id, DefaultLeaves, &noLeaves{}) }

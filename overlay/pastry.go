@@ -1,0 +1,147 @@
+package overlay
+
+import (
+	"math"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Pastry is Rowstron & Druschel's overlay (Middleware 2001; Coulouris et
+// al. §10.5.1; Tanenbaum & van Steen §5.2): prefix routing with b = 4.
+//
+// State: the leaf set L (l nodes on each side) and a routing table R of
+// Digits rows and Radix columns: R[p][d] is a node whose nodeId shares
+// the first p digits with this node's and has d as digit p (the entry
+// matching the node's own digit is the node itself, left empty). Rows
+// are allocated as they fill: with N nodes only about ⌈log₁₆ N⌉ do.
+//
+// Routing a message with key D at a node A (the paper's Table 1):
+//
+//  1. if D lies within L's range, deliver to the node of L ∪ {A}
+//     numerically closest to D (A itself: take delivery);
+//  2. else let p = shl(D, A); if R[p][D[p]] is set, forward to it;
+//  3. else (the rare case) forward to a node T of L ∪ R with
+//     shl(T, D) ≥ p that is numerically closer to D than A — here the
+//     closest such — or, if none shares p digits, the closest of all that
+//     are closer (only on the ring's wraparound).
+//
+// Each step of 2 adds a digit to the shared prefix; 1 ends the route.
+// Cost: ⌈log₁₆ N⌉ hops expected, state (2^b − 1)·⌈log₁₆ N⌉ + 2l entries.
+// Join: see node.onJoin and node.onState. Assumes reliable delivery and
+// no failures (the repair of leaf sets and tables after crashes is not
+// here), and joins that do not overlap (the paper's concurrent-join care
+// is not here either).
+type pastry struct {
+	rows [][Radix]proc.ID
+}
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "pastry",
+		Summary: "Pastry: prefix routing with b = 4, a 16-entry leaf set, join through a contact",
+		Source:  "Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2",
+		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full", Joins: true},
+		New:     func(id proc.ID, _ int) proc.Process { return NewPastry(id, DefaultLeaves) },
+		Checks:  []string{"overlay-lookup"},
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{
+				"hops_mean":              Log16(n),
+				"state_entries_per_node": float64(Radix-1)*math.Ceil(Log16(n)) + 2*DefaultLeaves,
+			}
+		},
+		Notes: map[string]string{
+			"hops_mean":              "log₁₆ N: Rowstron & Druschel's expected route (⌈log₁₆ N⌉ at most with correct tables)",
+			"state_entries_per_node": "(2^b − 1)·⌈log₁₆ N⌉ + 2l counts every row full; the last row is sparse, and a node in both halves of a small leaf set counts once",
+		},
+	})
+}
+
+// Log16 is log₁₆ n: Pastry's expected route length.
+func Log16(n int) float64 { return math.Log(float64(max(n, 1))) / math.Log(Radix) }
+
+// NewPastry is a Pastry node at address id with l leaves on each side.
+func NewPastry(id proc.ID, l int) proc.Process { return newNode(id, l, &pastry{}) }
+
+// entry is R[p][d], proc.None if empty.
+func (r *pastry) entry(p, d int) proc.ID {
+	if p >= len(r.rows) {
+		return proc.None
+	}
+	return r.rows[p][d]
+}
+
+// learn puts id in R[p][id[p]], p = shl(id, self), if that entry is empty.
+// (Pastry prefers the entry nearest in the proximity metric; every link
+// here is alike, so the first known stays.)
+func (r *pastry) learn(n *node, id proc.ID) bool {
+	g := NodeID(id)
+	p := SharedPrefix(g, n.self)
+	if p >= Digits {
+		return false
+	}
+	for len(r.rows) <= p {
+		var row [Radix]proc.ID
+		for i := range row {
+			row[i] = proc.None
+		}
+		r.rows = append(r.rows, row)
+	}
+	d := g.Digit(p)
+	if r.rows[p][d] != proc.None {
+		return false
+	}
+	r.rows[p][d] = id
+	return true
+}
+
+func (r *pastry) nodes(*node) []proc.ID {
+	var ids []proc.ID
+	for _, row := range r.rows {
+		for _, id := range row {
+			if id != proc.None {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// next is the routing rule above.
+func (r *pastry) next(n *node, key GUID) proc.ID {
+	if n.leaves.covers(key) {
+		return n.leaves.closest(n.id, key)
+	}
+	p := SharedPrefix(key, n.self)
+	if p == Digits {
+		return n.id
+	}
+	if t := r.entry(p, key.Digit(p)); t != proc.None {
+		return t
+	}
+	return rareCase(n, key, p, r.nodes(n))
+}
+
+// rareCase is step 3: the node of L ∪ R numerically closer to key than
+// this one, sharing at least p digits with it, closest first; failing
+// that, the closest that is closer at all; failing that, this node.
+func rareCase(n *node, key GUID, p int, table []proc.ID) proc.ID {
+	best, any := proc.None, n.id
+	for _, side := range [][]proc.ID{n.leaves.left, n.leaves.right, table} {
+		for _, id := range side {
+			g := NodeID(id)
+			if !Closer(key, g, n.self) {
+				continue
+			}
+			if SharedPrefix(g, key) >= p && (best == proc.None || Closer(key, g, NodeID(best))) {
+				best = id
+			}
+			if Closer(key, g, NodeID(any)) {
+				any = id
+			}
+		}
+	}
+	if best != proc.None {
+		return best
+	}
+	return any
+}
