@@ -71,7 +71,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Classic distributed-coordination algorithms: simulated, checked, measured",
 		Long: `Cohort runs the classic coordination algorithms of distributed systems —
 clocks, mutual exclusion, election, ordered multicast, a replicated log,
-epidemic protocols — as deterministic state machines in a seeded simulator,
+epidemic protocols, overlays — as deterministic state machines in a seeded simulator,
 checks every run against the properties the algorithms promise, shows each
 run as a space-time diagram, and runs the lock, leader and group services
 on a live cluster.`,
