@@ -60,6 +60,38 @@ func (b *batching) SendBatch(to proc.ID, ps [][]byte) error {
 	return nil
 }
 
+// fanService runs the fan service on node 0 of n over tr, and sets
+// *decode to read a payload's note.
+func fanService(t *testing.T, tr Transport, decode *func([]byte) int, n int) *Service {
+	node, err := NewNode(Config{Self: 0, N: n, Transport: tr,
+		NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	s, err := node.Service("fan", proc.Algorithm{Family: "test", Name: "fan", Messages: []proc.Message{note{}},
+		New: func(proc.ID, int) proc.Process { return fanner{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	*decode = func(p []byte) int {
+		_, body, err := splitService(p)
+		if err == nil {
+			_, _, body, err = readTrailer(body, n)
+		}
+		var m proc.Message
+		if err == nil {
+			m, err = s.codec.Decode(body)
+		}
+		if err != nil {
+			t.Errorf("undecodable payload: %v", err)
+			return -1
+		}
+		return m.(note).I
+	}
+	return s
+}
+
 func (b *batching) take() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -73,32 +105,7 @@ func (b *batching) take() string {
 // Inputs, the messages of all the inputs go out together.
 func TestMessagesLeaveTogetherPerMember(t *testing.T) {
 	tr := &batching{}
-	node, err := NewNode(Config{Self: 0, N: 4, Transport: tr,
-		NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	s, err := node.Service("fan", proc.Algorithm{Family: "test", Name: "fan", Messages: []proc.Message{note{}},
-		New: func(proc.ID, int) proc.Process { return fanner{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.decode = func(p []byte) int {
-		_, body, err := splitService(p)
-		if err == nil {
-			_, _, body, err = readTrailer(body, 4)
-		}
-		var m proc.Message
-		if err == nil {
-			m, err = s.codec.Decode(body)
-		}
-		if err != nil {
-			t.Errorf("undecodable payload: %v", err)
-			return -1
-		}
-		return m.(note).I
-	}
+	s := fanService(t, tr, &tr.decode, 4)
 	for !s.turn.TryLock() { // started, and idle
 		runtime.Gosched()
 	}
@@ -148,26 +155,7 @@ func (r *refusing) set(err error) {
 // and counted.
 func TestRefusedMessagesAreSentAgainInOrder(t *testing.T) {
 	tr := &refusing{}
-	node, err := NewNode(Config{Self: 0, N: 3, Transport: tr,
-		NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	s, err := node.Service("fan", proc.Algorithm{Family: "test", Name: "fan", Messages: []proc.Message{note{}},
-		New: func(proc.ID, int) proc.Process { return fanner{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.decode = func(p []byte) int {
-		_, body, _ := splitService(p)
-		_, _, body, _ = readTrailer(body, 3)
-		m, err := s.codec.Decode(body)
-		if err != nil {
-			return -1
-		}
-		return m.(note).I
-	}
+	s := fanService(t, tr, &tr.decode, 3)
 	tr.set(transport.ErrBackpressure)
 	if err := s.Input(fan{To: []proc.ID{1, 1, 2}}); err != nil {
 		t.Fatal(err)

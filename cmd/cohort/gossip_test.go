@@ -7,22 +7,8 @@ import (
 )
 
 func TestSimGossipFlags(t *testing.T) {
-	run := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errs := cli(t, append([]string{"sim", "gossip", "--json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs)
-		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return r
-	}
-	metric := func(r map[string]any, name string) float64 {
-		v, _ := r["metrics"].(map[string]any)[name].(float64)
-		return v
-	}
+	run := func(args ...string) map[string]any { t.Helper(); return simJSON(t, "gossip", args...) }
+	metric := metricOf
 	// A larger fanout reaches every node in fewer rounds.
 	one := run("--algo", "push", "--nodes", "500")
 	four := run("--algo", "push", "--nodes", "500", "--fanout", "4")
@@ -112,4 +98,25 @@ func TestSimSwim(t *testing.T) {
 			}
 		}
 	}
+}
+
+// simJSON runs `cohort sim FAMILY --json ARGS...`, which must exit 0, and
+// decodes its report.
+func simJSON(t *testing.T, family string, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := cli(t, append([]string{"sim", family, "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return r
+}
+
+// metricOf reads a metric of a report simJSON decoded (0 if absent).
+func metricOf(r map[string]any, name string) float64 {
+	v, _ := r["metrics"].(map[string]any)[name].(float64)
+	return v
 }

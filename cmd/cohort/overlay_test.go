@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -10,22 +9,8 @@ import (
 // --lookups; Pastry's routes are shorter than the circular baseline's;
 // --lookups belongs to the overlay family.
 func TestSimOverlay(t *testing.T) {
-	run := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errs := cli(t, append([]string{"sim", "overlay", "--json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs)
-		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return r
-	}
-	metric := func(r map[string]any, name string) float64 {
-		v, _ := r["metrics"].(map[string]any)[name].(float64)
-		return v
-	}
+	run := func(args ...string) map[string]any { t.Helper(); return simJSON(t, "overlay", args...) }
+	metric := metricOf
 	p := run("--algo", "pastry", "--nodes", "300", "--lookups", "40")
 	c := run("--algo", "circular", "--nodes", "300", "--lookups", "40")
 	if d := p["outputs"].(map[string]any)["delivered"]; d != float64(40) {
