@@ -188,25 +188,10 @@ func (a *antiEntropy) exchange(env proc.Env, q proc.ID) {
 	}
 }
 
+// Receive is Q's side of an exchange (an Update or a Pull, a Digest) and
+// P's end of one (the Reply): see store.exchange.
 func (a *antiEntropy) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	switch m := m.(type) {
-	case Update:
-		a.onUpdate(env, m.Entries)
-	case Pull:
-		if es := a.db.newer(m.Digest); len(es) > 0 {
-			env.Send(from, Update{Entries: es})
-		}
-	case Digest:
-		es, want := a.db.newer(m.Digest), a.db.wants(m.Digest)
-		if len(es) > 0 || len(want) > 0 {
-			env.Send(from, Reply{Entries: es, Want: want})
-		}
-	case Reply:
-		a.onUpdate(env, m.Entries)
-		if es := a.db.pick(m.Want); len(es) > 0 {
-			env.Send(from, Update{Entries: es})
-		}
-	}
+	a.db.exchange(env, from, m, func(es []Entry) { a.onUpdate(env, es) })
 }
 
 func (a *antiEntropy) onUpdate(env proc.Env, es []Entry) {

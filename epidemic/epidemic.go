@@ -450,6 +450,32 @@ func (s *store) pick(want []Sum) []Entry {
 }
 
 // reap drops the tombstones at least reapAfter old.
+// exchange is the answering side of anti-entropy, shared by the
+// anti-entropy algorithms and rumor mongering's backup: it answers a Pull
+// or a Digest with what is newer here (and what it wants), and hands the
+// entries an Update or a Reply brings to adopt — then sends a Reply's
+// sender what it asked for.
+func (s *store) exchange(env proc.Env, from proc.ID, m proc.Message, adopt func([]Entry)) {
+	switch m := m.(type) {
+	case Update:
+		adopt(m.Entries)
+	case Pull:
+		if es := s.newer(m.Digest); len(es) > 0 {
+			env.Send(from, Update{Entries: es})
+		}
+	case Digest:
+		es, want := s.newer(m.Digest), s.wants(m.Digest)
+		if len(es) > 0 || len(want) > 0 {
+			env.Send(from, Reply{Entries: es, Want: want})
+		}
+	case Reply:
+		adopt(m.Entries)
+		if es := s.pick(m.Want); len(es) > 0 {
+			env.Send(from, Update{Entries: es})
+		}
+	}
+}
+
 func (s *store) reap(env proc.Env) {
 	now := env.Now()
 	s.items = slices.DeleteFunc(s.items, func(it item) bool {

@@ -332,22 +332,8 @@ func (r *rumor) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	// Backup anti-entropy: the exchange of push-pull, whose news make
 	// the node active as any news does.
-	case Pull:
-		if es := r.db.newer(m.Digest); len(es) > 0 {
-			env.Send(from, Update{Entries: es})
-		}
-	case Digest:
-		es, want := r.db.newer(m.Digest), r.db.wants(m.Digest)
-		if len(es) > 0 || len(want) > 0 {
-			env.Send(from, Reply{Entries: es, Want: want})
-		}
-	case Reply:
-		r.adopt(env, m.Entries)
-		if es := r.db.pick(m.Want); len(es) > 0 {
-			env.Send(from, Update{Entries: es})
-		}
-	case Update:
-		r.adopt(env, m.Entries)
+	case Pull, Digest, Reply, Update:
+		r.db.exchange(env, from, m, func(es []Entry) { r.adopt(env, es) })
 	}
 }
 

@@ -196,11 +196,7 @@ func (c *central) Start(env proc.Env) {
 	} else {
 		c.req = max(c.req, n)
 	}
-	if env.Storage() == nil {
-		return
-	}
 	if !c.durable.restarted {
-		c.durable.write(env, true)
 		return
 	}
 	if c.self != c.coord {

@@ -274,11 +274,7 @@ func (t cfoTimer) String() string {
 // (see Restarts).
 func (f *centralFailover) Start(env proc.Env) {
 	f.epoch = max(f.epoch, f.durable.start(env))
-	if env.Storage() == nil {
-		return
-	}
 	if !f.durable.restarted {
-		f.durable.write(env, true)
 		return
 	}
 	f.coord = proc.None

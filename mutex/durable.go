@@ -33,7 +33,8 @@ type durableCounter struct {
 const clockBlock = 1 << 16
 
 // start is the clock a process begins at: above anything it sent in an
-// earlier incarnation. It also reads whether this is a restart, and the
+// earlier incarnation. It also reads whether this is a restart (restarted:
+// a first start puts a record down, so that the next one knows), and the
 // hold an earlier incarnation left on record (held).
 func (d *durableCounter) start(env proc.Env) uint64 {
 	st := env.Storage()
@@ -51,6 +52,9 @@ func (d *durableCounter) start(env proc.Env) uint64 {
 		}
 	}
 	d.restarted = len(st.Recovered()) > 0
+	if !d.restarted { // a record, so that a restart knows it is one
+		d.write(env, true)
+	}
 	return d.reserved
 }
 

@@ -161,9 +161,7 @@ func newLamport(id proc.ID, n int) proc.Process {
 func (l *lamport) Start(env proc.Env) {
 	l.clock = max(l.clock, l.durable.start(env))
 	switch {
-	case env.Storage() == nil:
 	case !l.durable.restarted:
-		l.durable.write(env, true)
 	case l.durable.held() > 0:
 		l.rejoining = true
 		env.SetTimer(l.durable.held(), lpRejoin{})

@@ -202,11 +202,7 @@ func init() {
 // after a crash inside the section waits out the hold first.
 func (r *ricartAgrawala) Start(env proc.Env) {
 	r.clock = max(r.clock, r.durable.start(env))
-	if env.Storage() == nil {
-		return
-	}
 	if !r.durable.restarted {
-		r.durable.write(env, true)
 		return
 	}
 	for _, p := range others(env.Self(), env.N()) {

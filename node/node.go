@@ -155,7 +155,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("data_dir: %w", err), ln.Close())
 		}
 		for _, name := range stored {
-			if lock.ValidName(strings.TrimPrefix(name, "lock/")) == nil && strings.HasPrefix(name, "lock/") {
+			if lockName, ok := strings.CutPrefix(name, "lock/"); ok && lock.ValidName(lockName) == nil {
 				if _, err := ln.Service(name, cfg.Lock); err != nil {
 					log.Warn("resuming a lock kept in data_dir", "service", name, "err", err)
 				}
