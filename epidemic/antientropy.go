@@ -47,6 +47,9 @@ type antiEntropy struct {
 	mode mode
 	p    *Params // shared by every process of the run
 	db   store
+	// pick chooses the round's f partners; nil: f of the N−1 others at
+	// random. (members.go: the members SWIM holds alive.)
+	pick func(env proc.Env, f int) []proc.ID
 }
 
 type mode uint8
@@ -168,7 +171,11 @@ func (a *antiEntropy) Timeout(env proc.Env, tag any) {
 		return
 	}
 	a.db.reap(env)
-	for _, q := range peers(env, a.p.Fanout) {
+	pick := a.pick
+	if pick == nil {
+		pick = peers
+	}
+	for _, q := range pick(env, a.p.Fanout) {
 		a.exchange(env, q)
 	}
 	env.SetTimer(nextRound(env, a.p.Period), round{})

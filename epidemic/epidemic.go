@@ -17,7 +17,7 @@ var Algorithms []proc.Algorithm
 
 // order is the order of Algorithms: the sources', whatever the order in
 // which the files register.
-var order = []string{"push", "pull", "push-pull", "rumor", "push-sum", "swim"}
+var order = []string{"push", "pull", "push-pull", "rumor", "push-sum", "swim", "members"}
 
 func register(a proc.Algorithm) {
 	a.Family = "gossip"
@@ -96,6 +96,20 @@ type Params struct {
 	// dynamic suspicion timeout, the buddy system. All three off is the
 	// SWIM of Das et al. with memberlist's suspicion timeout.
 	NoLHM, NoDynamicSuspicion, NoBuddy bool
+	// Open makes SWIM's group open, as a live cluster's is: a member knows
+	// only the members it has heard of — the first Founders IDs from the
+	// start, others once a fact about them reaches it (a newcomer's join,
+	// its contact's answer, a piggybacked update) — instead of holding
+	// every ID of the run's space alive from the start. Formulas that
+	// depend on the group's size use the members known.
+	Open bool
+	// Founders is, with Open, how many IDs (0 .. Founders−1) every member
+	// knows from the start: the cluster's founding members.
+	Founders int
+	// SyncEvery is, with Open, the periods between a member's exchanges of
+	// its whole member list with a random member (hashicorp/memberlist's
+	// push/pull). 0 means 10.
+	SyncEvery int
 }
 
 // ErrParams is wrapped by the errors of Params.Validate.
@@ -122,6 +136,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: suspicion-mult %d: must not be negative", ErrParams, p.SuspicionMult)
 	case p.Retransmit < 0:
 		return fmt.Errorf("%w: retransmit %d: must not be negative", ErrParams, p.Retransmit)
+	case p.SyncEvery < 0:
+		return fmt.Errorf("%w: sync-every %d: must not be negative", ErrParams, p.SyncEvery)
+	case p.Founders < 0:
+		return fmt.Errorf("%w: founders %d: must not be negative", ErrParams, p.Founders)
 	}
 	switch p.Aggregate {
 	case "", "average", "sum", "count":
@@ -162,6 +180,9 @@ func (p Params) withDefaults() Params {
 	}
 	if p.Retransmit == 0 {
 		p.Retransmit = 3
+	}
+	if p.SyncEvery == 0 {
+		p.SyncEvery = 10
 	}
 	return p
 }

@@ -62,6 +62,7 @@ func TestGossipSweep(t *testing.T) {
 		{"rumor", epidemic.Params{Backup: true, BackupEvery: 3}, 3 * time.Second},
 		{"rumor", epidemic.Params{Backup: true, Pull: true, Counter: true, K: 2}, 3 * time.Second},
 		{"rumor", epidemic.Params{Backup: true, Cycles: true, Counter: true, K: 3}, 3 * time.Second},
+		{"members", epidemic.Params{}, 3 * time.Second},
 	} {
 		a := algorithm(t, c.algo, c.p)
 		t.Run(fmt.Sprintf("%s%+v", c.algo, c.p), func(t *testing.T) {

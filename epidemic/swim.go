@@ -74,7 +74,9 @@ import (
 // Each member knows the run's ID space 0 .. N−1 (as the family's contract
 // says) and starts holding every other member alive at incarnation 0; it
 // stores only the facts that differ from that, so that 10⁵ members fit in
-// memory. The shuffled list of step 1 is a random affine permutation
+// memory. In an open group (Params.Open, a live cluster that members join)
+// a member knows only the founders and the members it has heard of, holds
+// each explicitly, and answers a join with the whole list. The shuffled list of step 1 is a random affine permutation
 // x = (a·k + b) mod p over the smallest prime p ≥ N, skipping IDs ≥ N,
 // itself and members held dead: O(1) memory, a fresh (a, b) every pass.
 //
@@ -110,6 +112,7 @@ type swim struct {
 	seq    uint64
 	probe  probe
 	relays []relay // ping-reqs this member is serving
+	ticks  uint64  // periods so far (an open group's state sync)
 }
 
 // held is what a member holds about another: 12 bytes, for a view of
@@ -151,9 +154,11 @@ type bcast struct {
 	id   uint64
 }
 
-// The states of a member, as updates carry them.
+// The states of a member, as updates carry them; stateUnknown is an ID
+// an open group's member has not heard of.
 const (
-	StateAlive uint8 = iota + 1
+	stateUnknown uint8 = iota
+	StateAlive
 	StateSuspect
 	StateDead
 	StateLeft
@@ -358,10 +363,13 @@ func init() {
 		// otherwise unknown, which is what a run of the default workload,
 		// whose pause is such a fault, may give.
 		Breaks:   []string{"swim-accuracy"},
-		Messages: []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}},
+		Messages: swimMessages,
 		Scenario: "nodes: 32\nstop:\n  deadline: 1500ms\n",
 	})
 }
+
+// swimMessages are SWIM's messages, in wire-tag order (append-only).
+var swimMessages = []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}}
 
 // FirstDetectionPeriods is Das et al.'s expected time, in periods, from a
 // member's failure to its first detection in a group of n:
@@ -391,12 +399,27 @@ func primeAtLeast(x uint64) uint64 {
 }
 
 func (s *swim) Start(env proc.Env) {
+	if s.p.Open {
+		for id := range min(s.p.Founders, s.n) {
+			if proc.ID(id) != s.self {
+				s.set(proc.ID(id), StateAlive, 0)
+			}
+		}
+	}
 	env.SetTimer(nextRound(env, s.period()), swimTick{})
 }
 
-// Join starts the member and announces it to its contact.
+// Join starts the member and announces it to its contact. In an open
+// group the newcomer also holds the contact alive, so that its state syncs
+// retry the join if the announcement or its answer is lost.
 func (s *swim) Join(env proc.Env, contact proc.ID) {
 	s.Start(env)
+	if contact != proc.None && s.p.Open {
+		if st, _ := s.lookup(contact); st == stateUnknown && int(contact) < s.n && contact != s.self {
+			s.set(contact, StateAlive, 0)
+			env.Output(Alive{Member: contact})
+		}
+	}
 	if contact != proc.None {
 		env.Send(contact, JoinReq{Updates: []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}})
 	}
@@ -436,6 +459,21 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 	case swimTick:
 		s.endProbe(env)
 		s.startProbe(env)
+		s.ticks++
+		if s.p.Open && s.ticks%uint64(s.p.SyncEvery) == 0 {
+			// memberlist's push/pull: the whole list both ways with one
+			// member, so that what piggybacking missed still spreads; and
+			// Serf's reconnect: the same with one member held dead, so
+			// that members that declared each other dead across a
+			// partition (or a restart) find each other again.
+			q := s.randomMembers(env, 1, proc.None)
+			if d := s.randomDead(env); d != proc.None {
+				q = append(q, d)
+			}
+			for _, q := range q {
+				env.Send(q, JoinReq{Updates: s.facts()})
+			}
+		}
 		env.SetTimer(nextRound(env, s.period()), swimTick{})
 	case probeTimeout:
 		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {
@@ -508,7 +546,7 @@ func (s *swim) buddy(target proc.ID) *Fact {
 func (s *swim) verdict(peer proc.ID) *Fact {
 	st, inc := s.lookup(peer)
 	switch st {
-	case StateAlive:
+	case StateAlive, stateUnknown:
 		return nil
 	case StateSuspect:
 		return s.buddy(peer)
@@ -541,6 +579,9 @@ func (s *swim) pingReq(env proc.Env) {
 // nextTarget is the next member of the shuffled list, skipping those held
 // dead; a new pass draws a new order. None if there is no other member.
 func (s *swim) nextTarget(env proc.Env) proc.ID {
+	if s.p.Open {
+		return s.nextKnown(env)
+	}
 	for range 2*s.prime + 2 {
 		if s.a == 0 || s.k >= s.prime {
 			s.a = 1 + env.Rand().Uint64N(s.prime-1)
@@ -560,9 +601,55 @@ func (s *swim) nextTarget(env proc.Env) proc.ID {
 	return proc.None
 }
 
+// nextKnown is nextTarget in an open group: the same shuffled order, over
+// the members held now (one joining mid-pass waits for the next pass).
+func (s *swim) nextKnown(env proc.Env) proc.ID {
+	for range 2*len(s.view) + 4 {
+		if s.a == 0 || s.k >= s.prime {
+			s.prime = primeAtLeast(uint64(max(len(s.view), 2)))
+			s.a = 1 + env.Rand().Uint64N(s.prime-1)
+			s.b = env.Rand().Uint64N(s.prime)
+			s.k = 0
+		}
+		x := (s.a*s.k + s.b) % s.prime
+		s.k++
+		if x < uint64(len(s.view)) && s.view[x].state <= StateSuspect {
+			return s.view[x].id
+		}
+	}
+	return proc.None
+}
+
+// randomDead is a random member held dead (not left), or None.
+func (s *swim) randomDead(env proc.Env) proc.ID {
+	var dead []proc.ID
+	for _, h := range s.view {
+		if h.state == StateDead {
+			dead = append(dead, h.id)
+		}
+	}
+	if len(dead) == 0 {
+		return proc.None
+	}
+	return dead[env.Rand().IntN(len(dead))]
+}
+
 // randomMembers draws up to k distinct members, neither self nor not, and
 // none held dead or left.
 func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
+	if s.p.Open {
+		var live []proc.ID
+		for _, h := range s.view {
+			if h.state <= StateSuspect && h.id != not {
+				live = append(live, h.id)
+			}
+		}
+		for i := range min(k, len(live)) { // a partial Fisher–Yates shuffle
+			j := i + env.Rand().IntN(len(live)-i)
+			live[i], live[j] = live[j], live[i]
+		}
+		return live[:min(k, len(live))]
+	}
 	var out []proc.ID
 	for range 4*k + 8 {
 		if len(out) == k || s.n <= 1 {
@@ -656,7 +743,7 @@ func (s *swim) apply(env proc.Env, u Fact) {
 	gone := state == StateDead || state == StateLeft
 	switch u.State {
 	case StateAlive:
-		if u.Inc <= inc {
+		if state != stateUnknown && u.Inc <= inc {
 			return
 		}
 		if state != StateAlive {
@@ -710,7 +797,25 @@ func (s *swim) lookup(id proc.ID) (state uint8, inc uint32) {
 	if i, ok := s.find(id); ok {
 		return s.view[i].state, s.view[i].inc
 	}
+	if s.p.Open {
+		return stateUnknown, 0
+	}
 	return StateAlive, 0
+}
+
+// size is the group's size as this member knows it: the run's N, or in an
+// open group the members held alive or suspected, itself included.
+func (s *swim) size() int {
+	if !s.p.Open {
+		return s.n
+	}
+	n := 1
+	for _, h := range s.view {
+		if h.state <= StateSuspect {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *swim) find(id proc.ID) (int, bool) {
@@ -728,7 +833,7 @@ func (s *swim) gone(id proc.ID) bool {
 func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 	i, ok := s.find(id)
 	switch {
-	case state == StateAlive && inc == 0:
+	case state == StateAlive && inc == 0 && !s.p.Open:
 		if ok {
 			s.view = slices.Delete(s.view, i, i+1)
 		}
@@ -772,7 +877,7 @@ func (s *swim) aboutSelf(env proc.Env, u Fact) {
 // expectedConfirmations is Lifeguard's K: SuspicionMult−2 independent
 // suspicions, fewer in a group too small to give them.
 func (s *swim) expectedConfirmations() int {
-	return max(0, min(s.p.SuspicionMult-2, s.n-2))
+	return max(0, min(s.p.SuspicionMult-2, s.size()-2))
 }
 
 // SuspicionTimeouts are the shortest and longest suspicion timeouts of a
@@ -790,7 +895,7 @@ func SuspicionTimeouts(p Params, n int) (lo, hi time.Duration) {
 // suspicionTimeout is the timeout after c confirmations beyond the first
 // suspicion: Max − (Max−Min)·log(c+1)/log(K+1), at least Min.
 func (s *swim) suspicionTimeout(c int) time.Duration {
-	lo, hi := SuspicionTimeouts(*s.p, s.n)
+	lo, hi := SuspicionTimeouts(*s.p, s.size())
 	k := s.expectedConfirmations()
 	if hi == lo || k < 1 {
 		return lo
@@ -815,7 +920,7 @@ func (x bcast) before(y bcast) bool {
 
 // retransmits is λ·⌈log₁₀(n+1)⌉.
 func (s *swim) retransmits() int {
-	return s.p.Retransmit * int(math.Ceil(math.Log10(float64(s.n+1))))
+	return s.p.Retransmit * int(math.Ceil(math.Log10(float64(s.size()+1))))
 }
 
 // piggyback takes up to maxPiggyback updates from the buffer, the least

@@ -32,8 +32,14 @@ type NewCodec func(msgs []proc.Message) (Codec, error)
 
 // Config configures a Node.
 type Config struct {
-	Self      proc.ID
-	N         int // cluster size
+	Self proc.ID
+	N    int // cluster size
+	// IDs is the ID space of the cluster's open services: with
+	// members that join the running cluster (transport.Config.Joins), their
+	// IDs are N .. IDs−1, and they run only the services of algorithms
+	// whose membership may change (proc.Assumptions.Joins), which get IDs
+	// as their N. 0 means N: no joins.
+	IDs       int
 	Transport Transport
 	NewCodec  NewCodec // nil: Cohort's wire codec (package wire)
 	Logger    *slog.Logger
@@ -94,8 +100,10 @@ func NewNode(cfg Config) (*Node, error) {
 	switch {
 	case cfg.N < 1:
 		return nil, fmt.Errorf("cluster size %d: need at least 1", cfg.N)
-	case cfg.Self < 0 || int(cfg.Self) >= cfg.N:
-		return nil, fmt.Errorf("node id %d out of range 0..%d", cfg.Self, cfg.N-1)
+	case cfg.IDs != 0 && cfg.IDs < cfg.N:
+		return nil, fmt.Errorf("ID space %d: smaller than the cluster's size %d", cfg.IDs, cfg.N)
+	case cfg.Self < 0 || int(cfg.Self) >= max(cfg.N, cfg.IDs):
+		return nil, fmt.Errorf("node id %d out of range 0..%d", cfg.Self, max(cfg.N, cfg.IDs)-1)
 	case cfg.Transport == nil:
 		return nil, errors.New("no transport")
 	}
@@ -178,6 +186,17 @@ const MaxServiceName = 200
 // name; a node starts a service when a message for it arrives, if
 // Config.Resolve names its algorithm.
 func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
+	return n.service(name, a, false, proc.None)
+}
+
+// Join is Service for an algorithm whose processes join a running system
+// (proc.Joiner): a service started here is started by Join with contact —
+// a member present now, or proc.None if there is none — instead of Start.
+func (n *Node) Join(name string, a proc.Algorithm, contact proc.ID) (*Service, error) {
+	return n.service(name, a, true, contact)
+}
+
+func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID) (*Service, error) {
 	if name == "" || len(name) > MaxServiceName {
 		return nil, fmt.Errorf("service name %q: want 1 to %d bytes", name, MaxServiceName)
 	}
@@ -195,8 +214,14 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 	if len(n.services) >= n.cfg.MaxServices {
 		return nil, fmt.Errorf("service %q: %w (%d run, the most there may be)", name, ErrTooManyServices, len(n.services))
 	}
+	size, open := n.cfg.N, a.Assumes.Joins
+	if open {
+		size = max(n.cfg.N, n.cfg.IDs)
+	} else if int(n.cfg.Self) >= n.cfg.N {
+		return nil, fmt.Errorf("service %q: %w: %s runs on the cluster's %d founding members (ids 0..%d); this node (%d) joined it later", name, ErrNotFounder, a.Name, n.cfg.N, n.cfg.N-1, n.cfg.Self)
+	}
 	if a.Validate != nil {
-		if err := a.Validate(n.cfg.N); err != nil {
+		if err := a.Validate(size); err != nil {
 			return nil, fmt.Errorf("service %q: %s with %d nodes: %w", name, a.Name, n.cfg.N, err)
 		}
 	}
@@ -205,7 +230,7 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 		return nil, fmt.Errorf("service %q: %w", name, err)
 	}
 	s := &Service{
-		node: n, name: name, algo: a, codec: codec,
+		node: n, name: name, algo: a, codec: codec, n: size, wall: open, join: join, contact: contact,
 		inbox:  make(chan event, n.cfg.InboxLen),
 		timers: map[proc.TimerID]*time.Timer{},
 		rng:    rand.New(rand.NewPCG(n.cfg.Seed^nameSeed(name), uint64(n.cfg.Self)+1)),
@@ -215,11 +240,11 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 	for _, m := range a.Messages {
 		s.byKind[m.Kind()] = new(atomic.Int64)
 	}
-	if n.cfg.TraceService == nil || n.cfg.TraceService(name) {
-		s.tr = n.tr
+	if (n.cfg.TraceService == nil || n.cfg.TraceService(name)) && !open {
+		s.tr = n.tr // (a trace's vector clocks are the founders')
 	}
 	s.env = &env{s: s}
-	s.proc = a.New(n.cfg.Self, n.cfg.N)
+	s.proc = a.New(n.cfg.Self, size)
 	s.turn.Lock() // run unlocks it once the algorithm has started
 	n.services[name] = s
 	byName := maps.Clone(n.services)
@@ -231,6 +256,10 @@ func (n *Node) Service(name string, a proc.Algorithm) (*Service, error) {
 
 // ErrClosed is returned by a closed node or service.
 var ErrClosed = errors.New("node closed")
+
+// ErrNotFounder: a fixed-size algorithm's service asked of a node that
+// joined the cluster after it started (an ID at or above Config.N).
+var ErrNotFounder = errors.New("not one of the cluster's founding members")
 
 // ErrTooManyServices: the node runs Config.MaxServices services already.
 var ErrTooManyServices = errors.New("too many services on this node")
@@ -270,6 +299,10 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 			n.log.Warn("dropping a message: cannot start its service", "from", int(from), "service", name, "err", err)
 			return
 		}
+	}
+	if int(from) >= s.n {
+		n.log.Warn("dropping a message from a member the service does not count", "from", int(from), "service", s.name, "n", s.n)
+		return
 	}
 	m, err := s.codec.Decode(body)
 	if err != nil {

@@ -26,6 +26,17 @@ type Service struct {
 	codec Codec
 	proc  proc.Process
 	tr    *tracer // the node's, if this service is traced
+	// n is the process's N: the cluster's size, or for an algorithm whose
+	// members join the running cluster (Assumes.Joins) the ID space
+	// (Config.IDs). Messages from IDs at or above it are dropped.
+	n int
+	// wall: the process reads Now on the wall clock (since the Unix
+	// epoch) instead of since the node started — the clock the members of
+	// an open group, started at different times, share.
+	wall bool
+	// join: the process starts by Join(contact) (Node.Join).
+	join    bool
+	contact proc.ID
 
 	inbox chan event
 	done  chan struct{}
@@ -90,6 +101,7 @@ const (
 	evRetry // send again what the transport refused (see hold)
 	evStop
 	evWake // nothing: its handling is a moment to run the soon timers
+	evRead // a caller's look at the process (Read)
 )
 
 type event struct {
@@ -99,6 +111,7 @@ type event struct {
 	input proc.Input
 	timer proc.TimerID
 	tag   any
+	read  func()   // evRead
 	id    uint64   // traced message: its id
 	vc    []uint64 // and the sender's vector clock
 }
@@ -207,6 +220,23 @@ func (s *Service) post(es ...event) error {
 	return nil
 }
 
+// Read runs f on the service's process between two of its events, as a
+// handler would run, and returns once it has: a way for the service's
+// API to read the algorithm's state (a member list, a replica) without a
+// race. f must not keep the process nor change it.
+func (s *Service) Read(f func(p proc.Process)) error {
+	done := make(chan struct{})
+	if err := s.post(event{kind: evRead, read: func() { f(s.proc); close(done) }}); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-s.done:
+		return ErrClosed
+	}
+}
+
 // Subscribe returns a channel of the service's outputs (buffered to size;
 // outputs that find it full are dropped and logged) and a cancel function.
 func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
@@ -286,7 +316,13 @@ func (s *Service) stop() {
 // Start.
 func (s *Service) run() {
 	defer s.node.wg.Done()
-	s.call(func() { s.proc.Start(s.env) })
+	s.call(func() {
+		if j, ok := s.proc.(proc.Joiner); ok && s.join {
+			j.Join(s.env, s.contact)
+		} else {
+			s.proc.Start(s.env)
+		}
+	})
 	s.handleSelf()
 	s.flush()
 	s.handleSoon()
@@ -391,6 +427,8 @@ func (s *Service) handle1(e event) {
 	case evRetry:
 		s.retrying = false
 		s.retryHeld()
+	case evRead:
+		e.read()
 	}
 }
 
@@ -416,8 +454,8 @@ func (s *Service) call(f func()) {
 
 func (s *Service) send(to proc.ID, m proc.Message) {
 	n := s.node
-	if to < 0 || int(to) >= n.cfg.N {
-		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, n.cfg.N))
+	if to < 0 || int(to) >= s.n {
+		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
 	}
 	s.sent.Add(1)
 	if c := s.byKind[m.Kind()]; c != nil {
@@ -576,9 +614,8 @@ func (s *Service) flushNow() {
 	if len(o.msgs) == 0 {
 		return
 	}
-	n := s.node
-	if len(o.sentTo) < n.cfg.N {
-		o.sentTo = make([]bool, n.cfg.N)
+	if len(o.sentTo) < s.n {
+		o.sentTo = make([]bool, s.n)
 	}
 	for i, first := range o.msgs {
 		if o.sentTo[first.to] {
@@ -637,11 +674,19 @@ func splitService(payload []byte) (name, rest []byte, err error) {
 	return payload[k : k+int(n)], payload[k+int(n):], nil
 }
 
+// now is the process's clock: Env.Now.
+func (s *Service) now() time.Duration {
+	if s.wall {
+		return time.Duration(time.Now().UnixNano())
+	}
+	return s.node.now()
+}
+
 // env is the Env of a live service.
 type env struct{ s *Service }
 
 func (e *env) Self() proc.ID { return e.s.node.cfg.Self }
-func (e *env) N() int        { return e.s.node.cfg.N }
+func (e *env) N() int        { return e.s.n }
 func (e *env) Neighbors() []proc.ID {
 	var ids []proc.ID
 	for i := 0; i < e.s.node.cfg.N; i++ {
@@ -651,7 +696,7 @@ func (e *env) Neighbors() []proc.ID {
 	}
 	return ids
 }
-func (e *env) Now() time.Duration              { return e.s.node.now() }
+func (e *env) Now() time.Duration              { return e.s.now() }
 func (e *env) Send(to proc.ID, m proc.Message) { e.s.send(to, m) }
 func (e *env) Rand() *rand.Rand                { return e.s.rng }
 func (e *env) Output(o proc.Output)            { e.s.output(o) }

@@ -24,11 +24,13 @@ import (
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/election"
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -60,7 +62,21 @@ type Config struct {
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
 	MaxServices int
+
+	// Members runs the membership and key-value service (package
+	// members) and lets nodes join the running cluster: the transport
+	// must take joins (transport.Config.Joins). A node whose ID is N or
+	// more joined the cluster after it started, through Contact: it runs
+	// this service only — locks, elections and groups run on the founding
+	// members 0 .. N−1.
+	Members       bool
+	MembersParams epidemic.Params
+	Contact       proc.ID
 }
+
+// MaxIDs is the ID space of a cluster that members join: IDs 0 .. MaxIDs−1
+// (what a transport's member table may hold).
+const MaxIDs = 1 << 16
 
 // Node is a running node: the live host and its services.
 type Node struct {
@@ -72,14 +88,24 @@ type Node struct {
 	replicated *leader.Replicated
 	groups     *group.Server
 	locks      *lock.Server
+	members    *members.Server // nil unless Config.Members
 	log        *slog.Logger
 }
 
+// joined reports whether this node joined the running cluster (an ID
+// beyond the founders'): it runs the membership service only.
+func (n *Node) joined() bool { return int(n.cfg.ID) >= n.cfg.N }
+
 // New starts a node: the live host on cfg.Transport, and the services.
 func New(cfg Config) (*Node, error) {
+	joined := int(cfg.ID) >= cfg.N
 	switch {
 	case cfg.Transport == nil:
 		return nil, errors.New("node: no transport")
+	case joined && !cfg.Members:
+		return nil, fmt.Errorf("node: id %d is beyond the cluster's %d founding members: only a node that runs the membership service may join", cfg.ID, cfg.N)
+	case joined && cfg.Contact == proc.None:
+		return nil, fmt.Errorf("node: id %d joins the cluster: it needs a contact (a member to join through)", cfg.ID)
 	case cfg.Lock.New == nil:
 		return nil, errors.New("node: no lock algorithm")
 	case cfg.Group.New == nil:
@@ -118,6 +144,10 @@ func New(cfg Config) (*Node, error) {
 	if len(cfg.Run) > 0 {
 		traced = func(service string) bool { _, ok := cfg.Run[service]; return ok }
 	}
+	ids := 0
+	if cfg.Members {
+		ids = MaxIDs
+	}
 	ln, err := live.NewNode(live.Config{
 		Self: cfg.ID, N: cfg.N, Transport: cfg.Transport, Logger: log,
 		Resolve: func(service string) (proc.Algorithm, bool) {
@@ -135,6 +165,7 @@ func New(cfg Config) (*Node, error) {
 		TraceService: traced,
 		DataDir:      cfg.DataDir,
 		MaxServices:  cfg.MaxServices,
+		IDs:          ids,
 	})
 	if err != nil {
 		return nil, err
@@ -146,6 +177,19 @@ func New(cfg Config) (*Node, error) {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), ln.Close())
 		}
+	}
+	var ms *members.Server
+	if cfg.Members {
+		contact := cfg.Contact
+		if !joined {
+			contact = proc.None // a founder starts; it knows the others
+		}
+		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log}); err != nil {
+			return nil, errors.Join(fmt.Errorf("members: %w", err), ln.Close())
+		}
+	}
+	if joined {
+		return &Node{cfg: cfg, live: ln, log: log, members: ms}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -171,7 +215,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
@@ -194,6 +238,9 @@ func New(cfg Config) (*Node, error) {
 func (n *Node) Campaign(ctx context.Context, name string) error {
 	if err := leader.ValidName(name); err != nil {
 		return err
+	}
+	if n.joined() {
+		return errJoined(n.cfg)
 	}
 	if n.replicated != nil {
 		ttl := n.cfg.Election.Timeout
@@ -226,6 +273,31 @@ func (n *Node) Elections() *leader.Server { return n.leaders }
 // a scraper).
 func (n *Node) Handler() http.Handler {
 	api := http.NewServeMux()
+	if n.members != nil {
+		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/"} {
+			api.Handle(p, n.members.Handler())
+		}
+	}
+	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil}
+		if !n.joined() {
+			h.Lock, h.Group = n.cfg.Lock.Name, n.cfg.Group.Name
+			h.Elections = "raft-lock" // keys of the replicated lock table
+			if n.replicated == nil {
+				h.Elections = "bully-fd"
+			}
+		} else {
+			h.Nodes, h.Joined = 0, true
+		}
+		httpapi.Reply(w, http.StatusOK, h)
+	})
+	if n.joined() {
+		msg := errJoined(n.cfg).Error()
+		for _, p := range []string{"/v1/locks/", "/v1/sessions", "/v1/sessions/", "/v1/elections/", "/v1/groups/"} {
+			api.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { httpapi.Fail(w, http.StatusNotImplemented, msg) })
+		}
+		return n.handler(api)
+	}
 	api.Handle("/v1/locks/", n.locks.Handler())
 	api.Handle("/v1/sessions", n.locks.Handler())
 	api.Handle("/v1/sessions/", n.locks.Handler())
@@ -235,14 +307,17 @@ func (n *Node) Handler() http.Handler {
 		api.Handle("/v1/elections/", n.leaders.Handler())
 	}
 	api.Handle("/v1/groups/", n.groups.Handler())
-	elections := "raft-lock" // keys of the replicated lock table
-	if n.replicated == nil {
-		elections = "bully-fd"
-	}
-	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.Reply(w, http.StatusOK, Health{Node: int(n.cfg.ID), Nodes: n.cfg.N,
-			Lock: n.cfg.Lock.Name, Elections: elections, Group: n.cfg.Group.Name})
-	})
+	return n.handler(api)
+}
+
+// errJoined is the answer of a node that joined the running cluster to a
+// request for a lock, an election or a group.
+func errJoined(cfg Config) error {
+	return fmt.Errorf("node %d joined the running cluster: it runs the membership and key-value service only; locks, elections and groups run on the founding members (those listed in peers:)", cfg.ID)
+}
+
+// handler puts the token check in front of api, beside the metrics.
+func (n *Node) handler(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
 	// The metrics name the locks, elections and groups: a scraper sends
@@ -256,11 +331,16 @@ func (n *Node) Handler() http.Handler {
 // keep no state across a restart).
 type Health struct {
 	Node      int    `json:"node"`
-	Nodes     int    `json:"nodes"`
-	Lock      string `json:"lock"`
-	Elections string `json:"elections"`
-	Group     string `json:"group"`
+	Nodes     int    `json:"nodes"` // the founding members; 0 from a node that joined later
+	Lock      string `json:"lock,omitempty"`
+	Elections string `json:"elections,omitempty"`
+	Group     string `json:"group,omitempty"`
+	Members   bool   `json:"members,omitempty"` // the membership and key-value service runs
+	Joined    bool   `json:"joined,omitempty"`  // this node joined the running cluster
 }
+
+// Members is the node's membership and key-value service, or nil.
+func (n *Node) Members() *members.Server { return n.members }
 
 // Close stops the services and the transport.
 func (n *Node) Close() error { return n.live.Close() }

@@ -37,7 +37,7 @@ func newClusterUpCmd() *cobra.Command {
 	var nodes int
 	var algo, dir, traceDir string
 	var runs []string
-	var inproc, asJSON bool
+	var inproc, asJSON, withMembers bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start N nodes on 127.0.0.1 and run until interrupted",
@@ -70,7 +70,10 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON)
+			if withMembers && inproc {
+				return usageErr("--members: processes only (nodes join a cluster of processes)")
+			}
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON, withMembers)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
@@ -79,6 +82,7 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files and data (node<i>/): a cluster started again on it recovers its state (default: a temporary one)")
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "also run this algorithm (FAMILY/NAME) as a service on every node from the start, repeatable (processes only)")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
+	cmd.Flags().BoolVar(&withMembers, "members", false, "also run the membership and key-value service (cohort members, cohort kv): other nodes may then join with cohort node --join")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
 	return cmd
 }
@@ -180,7 +184,7 @@ func freePorts(n int) ([]string, error) {
 }
 
 // clusterProcs runs n "cohort node" processes.
-func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON bool) error {
+func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON, withMembers bool) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "cohort-cluster-")
 		if err != nil {
@@ -244,7 +248,7 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	var pids []int
 	for i := 0; i < n; i++ {
 		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs,
-			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Members: withMembers}
 		if traceDir != "" {
 			if err := os.MkdirAll(traceDir, 0o755); err != nil {
 				return usageErr("--trace-dir: %v", err)

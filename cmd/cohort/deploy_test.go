@@ -36,7 +36,7 @@ func TestDeployExampleCluster(t *testing.T) {
 		os.WriteFile(filepath.Join(data, "api.token"), []byte("example-token\n"), 0o600)
 		local := filepath.Join(t.TempDir(), filepath.Base(f))
 		os.WriteFile(local, dataDir.ReplaceAll(src, []byte("data_dir: "+data)), 0o644)
-		c, err := loadNodeConfig(local)
+		c, err := loadNodeConfig(local, "")
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

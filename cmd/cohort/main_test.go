@@ -280,13 +280,13 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 	}
 	p := filepath.Join(dir, "node.yaml")
 	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: x:2\napi_token: t0123\npeers: {0: a:1}\nsecret: 0123456789abcdef\ndata_dir: "+filepath.Join(dir, "d")+"\ntrace: t.jsonl\n"), 0o644)
-	c, err := loadNodeConfig(p)
+	c, err := loadNodeConfig(p, "")
 	if err != nil || c.Trace != filepath.Join(dir, "d", "t.jsonl") {
 		t.Errorf("data_dir: %v, trace %q", err, c.Trace)
 	}
 	for _, api := range []string{"127.0.0.1:7100", "localhost:7100", `"[::1]:7100"`} {
 		os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: "+api+"\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n"), 0o644)
-		if _, err := loadNodeConfig(p); err != nil {
+		if _, err := loadNodeConfig(p, ""); err != nil {
 			t.Errorf("api %s, no token: %v", api, err)
 		}
 	}

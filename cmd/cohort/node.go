@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,33 @@ type nodeConfig struct {
 	DataDir    string         `yaml:"data_dir"`       // the node\'s directory: relative paths above (trace, tls_dir, secret_file) are taken from it
 	APIConns   int            `yaml:"api_max_conns"`  // connections the API takes at once (default 4096, fewer if the descriptor limit is low)
 	Services   int            `yaml:"max_services"`   // services the node runs at once (default 512: with a textbook lock, election or group algorithm, each name is one)
+	Members    bool           `yaml:"members"`        // run the membership and key-value service (SWIM and anti-entropy); nodes may then join
+	Join       string         `yaml:"join"`           // join a running cluster through one member: ID@HOST:PORT (implies members)
+	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
+
+	contact     proc.ID // parsed from Join
+	contactAddr string
+}
+
+// parseContact parses join's ID@HOST:PORT.
+func parseContact(s string) (proc.ID, string, error) {
+	id, addr, ok := strings.Cut(s, "@")
+	n, err := strconv.Atoi(id)
+	if !ok || err != nil || n < 0 || n >= node.MaxIDs {
+		return proc.None, "", fmt.Errorf("%q: want ID@HOST:PORT, the id and transport address of a member (e.g. 0@10.0.0.1:7000)", clipValue(s))
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return proc.None, "", fmt.Errorf("%q: %v", clipValue(s), err)
+	}
+	return proc.ID(n), addr, nil
+}
+
+// clipValue shortens a bad value for an error message.
+func clipValue(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // electionConfig tunes the leader service's failure detector.
@@ -68,7 +96,8 @@ func (e electionConfig) leaderConfig() election.LeaderConfig {
 	return election.LeaderConfig{Heartbeat: e.Heartbeat, Timeout: e.Timeout, Phi: e.Phi, Quorum: e.Quorum == nil || *e.Quorum}
 }
 
-func loadNodeConfig(path string) (*nodeConfig, error) {
+// loadNodeConfig reads path; join, if not empty, overrides its join:.
+func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -82,12 +111,31 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, args...))
 	}
+	if join != "" {
+		c.Join = join
+	}
 	n := len(c.Peers)
+	c.contact = proc.None
+	if c.Join != "" {
+		id, addr, err := parseContact(c.Join)
+		if err != nil {
+			return nil, bad("join", "%v", err)
+		}
+		c.contact, c.contactAddr, c.Members = id, addr, true
+	}
 	switch {
-	case n < 1:
-		return nil, bad("peers", "list every member's address by id, this node's included")
-	case c.ID < 0 || c.ID >= n:
+	case c.Join != "" && (c.ID < 1 || c.ID >= node.MaxIDs):
+		return nil, bad("id", "%d: a node that joins needs an id no founding member has, 1..%d", c.ID, node.MaxIDs-1)
+	case c.Join != "" && int(c.contact) == c.ID:
+		return nil, bad("join", "%q names this node itself", c.Join)
+	case c.Join != "" && n > 0:
+		return nil, bad("peers", "a node that joins lists no peers: it learns them from the member it joins through")
+	case c.Join == "" && n < 1:
+		return nil, bad("peers", "list every member's address by id, this node's included (or join: a running cluster through one member)")
+	case c.Join == "" && (c.ID < 0 || c.ID >= n):
 		return nil, bad("id", "%d is not one of the peers' ids 0..%d", c.ID, n-1)
+	case c.Gossip < 0 || (c.Gossip > 0 && c.Gossip < 10*time.Millisecond):
+		return nil, bad("gossip_period", "%v: want at least 10ms", c.Gossip)
 	case c.Listen == "":
 		return nil, bad("listen", "missing (the address peers connect to)")
 	case c.API == "":
@@ -139,10 +187,13 @@ func loadNodeConfig(path string) (*nodeConfig, error) {
 	if c.Group == "" {
 		c.Group = "raft"
 	}
-	if c.Lock == "raft" && c.DataDir == "" {
+	if c.Join != "" {
+		// A node that joins runs the membership service only: no lock or
+		// group state to keep.
+	} else if c.Lock == "raft" && c.DataDir == "" {
 		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
-	if c.Group == "raft" && c.DataDir == "" {
+	if c.Group == "raft" && c.DataDir == "" && c.Join == "" {
 		return nil, bad("data_dir", "none given: group: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. group: total-sequencer, which keeps no state)")
 	}
 	e := c.Election
@@ -186,9 +237,9 @@ func loopback(addr string) bool {
 }
 
 func newNodeCmd() *cobra.Command {
-	var cfgPath string
+	var cfgPath, join string
 	cmd := &cobra.Command{
-		Use:   "node --config node.yaml",
+		Use:   "node --config node.yaml [--join ID@HOST:PORT]",
 		Short: "Run one member of a live Cohort cluster",
 		Long: `Run one node of a live cluster: the transport to its peers (authenticated by
 a shared secret or mutual TLS), the lock, election and group services and
@@ -214,13 +265,25 @@ node.yaml:
                                 # when api: is not a loopback address
   api_max_conns: 4096           # optional: connections the API takes at once (the next get 503)
   max_services: 512             # optional: services the node runs at once (each textbook lock,
-                                # election or group name is one; the next is refused with 503)`,
+                                # election or group name is one; the next is refused with 503)
+  members: true                 # optional: run the membership and key-value service (cohort members,
+                                # cohort kv); nodes may then join the running cluster
+  gossip_period: 200ms          # optional: its protocol period
+
+A node that joins a running cluster (whose members set members: true) lists
+no peers; it names one member to join through, with --join or in node.yaml:
+  id: 7                         # an id no other member has
+  join: 0@127.0.0.1:7000        # a member's id and transport address
+  listen: 127.0.0.1:7007
+  api: 127.0.0.1:7107
+  secret_file: cluster.secret   # the cluster's credentials, as any member
+It runs the membership and key-value service only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
 				return usageErr("--config: missing")
 			}
-			c, err := loadNodeConfig(cfgPath)
+			c, err := loadNodeConfig(cfgPath, join)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -231,6 +294,7 @@ node.yaml:
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "node configuration file (YAML)")
+	cmd.Flags().StringVar(&join, "join", "", "join a running cluster through this member, ID@HOST:PORT (overrides join: in node.yaml)")
 	return cmd
 }
 
@@ -247,7 +311,12 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			peers[proc.ID(id)] = addr
 		}
 	}
-	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log}
+	founders := len(c.Peers)
+	if c.Join != "" {
+		peers[c.contact] = c.contactAddr
+		founders = c.ID // (it does not know how many there are: fewer than its id)
+	}
+	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log, Joins: c.Members}
 	if c.Secret != "" {
 		tc.Secret = []byte(c.Secret)
 	} else {
@@ -276,8 +345,10 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	if err != nil {
 		return usageErr("group: %v", err)
 	}
-	nc := node.Config{ID: proc.ID(c.ID), N: len(c.Peers), Transport: tr, Lock: algo, Group: galgo,
-		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services}
+	nc := node.Config{ID: proc.ID(c.ID), N: founders, Transport: tr, Lock: algo, Group: galgo,
+		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
+		Members: c.Members, Contact: c.contact}
+	nc.MembersParams.Period = c.Gossip
 	if c.DataDir != "" {
 		nc.DataDir = filepath.Join(c.DataDir, "storage") // the services' logs
 	}

@@ -34,6 +34,10 @@ func TestReadmeExamplesRun(t *testing.T) {
 		"cohort lock NAME --endpoints HOST:PORT -- CMD":        {test: "TestClusterOfProcessesLocks", why: "needs a running cluster"},
 		"cohort elect NAME --endpoints HOST:PORT":              {test: "TestElectCommand", why: "needs a running cluster"},
 		"cohort multicast NAME --listen --endpoints HOST:PORT": {test: "TestMulticastCommand", why: "needs a running cluster"},
+		"cohort cluster up --nodes 3 --members --json":         {test: "TestNodeJoinsARunningCluster", why: "runs until Ctrl-C"},
+		"cohort node --config node.yaml --join 0@HOST:PORT":    {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
+		"cohort members --endpoints HOST:PORT":                 {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
+		"cohort kv put KEY VALUE --endpoints HOST:PORT":        {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
 	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cohort-go/cohort/members"
+	"github.com/spf13/cobra"
+)
+
+// membersFlags are the flags every membership and key-value command takes.
+type membersFlags struct {
+	endpoints, token string
+	timeout          time.Duration
+	json             bool
+}
+
+func (f *membersFlags) add(cmd *cobra.Command) {
+	endpointsFlag(cmd, &f.endpoints)
+	cmd.Flags().StringVar(&f.token, "token", "", "API bearer token (or COHORT_TOKEN)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "give up after this long (0: never, for watch)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+}
+
+// client checks the flags and returns a client and a context that ends at
+// the timeout or on SIGINT/SIGTERM.
+func (f *membersFlags) client() (*members.Client, context.Context, func(), error) {
+	if f.endpoints == "" {
+		return nil, nil, nil, usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+	}
+	if f.timeout < 0 {
+		return nil, nil, nil, usageErr("--timeout %v: want 0 (none) or more", f.timeout)
+	}
+	if f.token == "" {
+		f.token = os.Getenv("COHORT_TOKEN")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cancel := func() {}
+	if f.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+	}
+	return &members.Client{Endpoints: strings.Split(f.endpoints, ","), Token: f.token}, ctx, func() { cancel(); stop() }, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newMembersCmd() *cobra.Command {
+	var f membersFlags
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List a cluster's members as a node holds them (members: true in node.yaml)",
+		Long: `List the members of a cluster that runs the membership service (members: true,
+or join:, in node.yaml), as the first node that answers holds them: id,
+transport address, state (alive, suspect, dead, left) and incarnation. The
+list is SWIM's: a crashed member is suspected, then declared dead by every
+member; one that restarts comes back alive at a higher incarnation.`,
+		Example: `  cohort members --endpoints 127.0.0.1:7100
+  cohort members --endpoints 127.0.0.1:7100 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, done, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ms, err := c.Members(ctx)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), ms)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tINCARNATION")
+			for _, m := range ms {
+				self := ""
+				if m.Self {
+					self = " (answering)"
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d%s\n", m.ID, m.Addr, m.State, m.Incarnation, self)
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newKVCmd() *cobra.Command {
+	var f membersFlags
+	cmd := &cobra.Command{
+		Use:   "kv put KEY VALUE | get KEY | del KEY | list | watch",
+		Short: "Read and write a cluster's gossiped key-value map (members: true in node.yaml)",
+		Long: `Read and write the key-value map that a cluster's membership service
+replicates by anti-entropy: a write is acknowledged once the node it went to
+holds it, and spreads to every member within a few gossip periods; two
+writes of one key race and the later version (then the larger writer id)
+wins everywhere. Reads answer from the first node that answers, which may
+not have every write yet (eventual consistency). watch prints every change
+of the map and of the membership that node observes.
+
+Keys: 1 to 128 printable ASCII bytes without spaces, /, ?, # or %; values at
+most 4 KiB; the whole map at most 512 KiB.`,
+		Example: `  cohort kv put color blue --endpoints 127.0.0.1:7100
+  cohort kv get color --endpoints 127.0.0.1:7101
+  cohort kv list --endpoints 127.0.0.1:7102 --json
+  cohort kv del color --endpoints 127.0.0.1:7100
+  cohort kv watch --endpoints 127.0.0.1:7100 --timeout 0`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			want := map[string]int{"put": 3, "get": 2, "del": 2, "list": 1, "watch": 1}
+			n, ok := want[args[0]]
+			if !ok {
+				return usageErr("kv %q: want put, get, del, list or watch", clipValue(args[0]))
+			}
+			if len(args) != n {
+				return usageErr("kv %s: want %d argument(s), got %d", args[0], n-1, len(args)-1)
+			}
+			if n >= 2 {
+				if err := members.ValidKey(args[1]); err != nil {
+					return usageErr("%v", err)
+				}
+			}
+			if args[0] == "put" && len(args[2]) > members.MaxValue {
+				return usageErr("value of %d bytes: at most %d", len(args[2]), members.MaxValue)
+			}
+			c, ctx, done, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer done()
+			out := cmd.OutOrStdout()
+			switch args[0] {
+			case "put", "del":
+				var e members.Entry
+				if args[0] == "put" {
+					e, err = c.Put(ctx, args[1], args[2])
+				} else {
+					e, err = c.Delete(ctx, args[1])
+				}
+				if err != nil {
+					return err
+				}
+				if f.json {
+					return printJSON(out, e)
+				}
+				fmt.Fprintf(out, "%s version %s\n", e.Key, e.Version)
+			case "get":
+				e, ok, err := c.Get(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("%s: not found at the node that answered", args[1])
+				}
+				if f.json {
+					return printJSON(out, e)
+				}
+				fmt.Fprintln(out, e.Value)
+			case "list":
+				es, err := c.Entries(ctx)
+				if err != nil {
+					return err
+				}
+				if f.json {
+					return printJSON(out, es)
+				}
+				for _, e := range es {
+					fmt.Fprintf(out, "%s=%s\n", e.Key, e.Value)
+				}
+			case "watch":
+				enc := json.NewEncoder(out)
+				err := c.Watch(ctx, func(e members.Event) { enc.Encode(e) })
+				if ctx.Err() != nil {
+					return nil // the timeout or a signal: the watch is over
+				}
+				return err
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}

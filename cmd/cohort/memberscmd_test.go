@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestNodeJoinsARunningCluster: three `cohort node` processes started by
+// `cluster up --members`; a fourth, configured with nothing but one
+// member's address (--join) and the cluster's secret, joins them without
+// a restart of anyone. A key written through the newcomer is read
+// through a founder; every member lists four alive; the newcomer killed
+// with SIGKILL is declared dead at every founder. A node with the wrong
+// secret never appears.
+func TestNodeJoinsARunningCluster(t *testing.T) {
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	eps := startCluster(t, "--nodes", "3", "--members", "--algo", "mutex/ricart-agrawala", "--dir", dir)
+
+	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var founder nodeConfig
+	if err := yaml.Unmarshal(b, &founder); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner := func(id int, secret, listen, api string) *exec.Cmd {
+		cfg := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\n", id, listen, api, secret)
+		path := filepath.Join(dir, fmt.Sprintf("joiner%d.yaml", id))
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := exec.Command(bin, "node", "--config", path, "--join", "0@"+founder.Peers[0])
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	newcomer := joiner(7, founder.Secret, ports[0], ports[1])
+	waitAPI(t, ports[1])
+	joiner(8, strings.Repeat("x", 32), ports[2], ports[3]) // a stranger: the wrong secret
+
+	// holding is whether ep holds the members want in state st.
+	holding := func(ep, st string, want ...int) func() bool {
+		return func() bool {
+			code, out, _ := cli(t, "members", "--endpoints", ep, "--json")
+			var ms []struct {
+				ID    int    `json:"id"`
+				State string `json:"state"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &ms) != nil {
+				return false
+			}
+			got := map[int]string{}
+			for _, m := range ms {
+				got[m.ID] = m.State
+			}
+			if _, ok := got[8]; ok {
+				t.Fatalf("%s lists the stranger: %v", ep, got)
+			}
+			for _, id := range want {
+				if got[id] != st {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	alive := func(ep string, want ...int) func() bool { return holding(ep, "alive", want...) }
+	for _, ep := range append(eps, ports[1]) {
+		waitUntil(t, ep+" to list four alive", alive(ep, 0, 1, 2, 7))
+	}
+
+	if code, out, errs := cli(t, "kv", "put", "color", "blue", "--endpoints", ports[1]); code != 0 {
+		t.Fatalf("kv put: %d %s %s", code, out, errs)
+	}
+	waitUntil(t, "the key at a founder", func() bool {
+		code, out, _ := cli(t, "kv", "get", "color", "--endpoints", eps[2])
+		return code == 0 && strings.TrimSpace(out) == "blue"
+	})
+	// The newcomer runs no locks, and says so.
+	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "5s", "--", "true"); code == 0 || !strings.Contains(errs, "joined the running cluster") {
+		t.Errorf("a lock through the newcomer: exit %d, %s", code, errs)
+	}
+
+	if err := newcomer.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		waitUntil(t, ep+" to declare p7 dead", holding(ep, "dead", 7))
+	}
+}
+
+// TestBadJoinExitsTwo: a bad join value, or a joiner that also lists
+// peers, is refused before anything starts, naming the value.
+func TestBadJoinExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "n.yaml")
+	os.WriteFile(path, []byte("id: 5\nlisten: 127.0.0.1:0\napi: 127.0.0.1:0\nsecret: 0123456789abcdef0123\n"), 0o600)
+	for _, c := range []struct{ join, want string }{
+		{"nohost", `"nohost"`},
+		{"x@127.0.0.1:1", `"x@127.0.0.1:1"`},
+		{"5@127.0.0.1:1", "names this node itself"},
+		{"0@127.0.0.1", "missing port"},
+	} {
+		code, _, errs := cli(t, "node", "--config", path, "--join", c.join)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("--join %s: exit %d, %q; want 2 naming %s", c.join, code, errs, c.want)
+		}
+	}
+	os.WriteFile(path, []byte("id: 0\nlisten: 127.0.0.1:0\napi: 127.0.0.1:0\nsecret: 0123456789abcdef0123\njoin: 1@127.0.0.1:9\n"), 0o600)
+	if code, _, errs := cli(t, "node", "--config", path); code != 2 || !strings.Contains(errs, "id: 0") {
+		t.Errorf("a joiner with id 0: exit %d, %q", code, errs)
+	}
+	for _, args := range [][]string{{"kv", "nope"}, {"kv", "get"}, {"kv", "get", "a/b"}, {"kv", "put", "k", strings.Repeat("v", 5000)}} {
+		if code, _, errs := cli(t, append(args, "--endpoints", "127.0.0.1:1")...); code != 2 {
+			t.Errorf("%v: exit %d, %q; want 2", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package epidemic
+
+import (
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Membership with a replicated map, as hashicorp/memberlist and Serf
+// build a live cluster's: SWIM (swim.go) keeps the member list and finds
+// the failed, and anti-entropy by push-pull (antientropy.go) keeps a
+// versioned key-value map, each round with f members that SWIM holds
+// alive (memberlist's periodic push/pull state sync, here every round on
+// digests). One process runs both halves; every input, message and timer
+// goes to the half it belongs to:
+//
+//	Put, Delete                     → the map
+//	Leave                           → SWIM (it says goodbye)
+//	Update, Pull, Digest, Reply     → the map
+//	Ping, PingReq, Ack, Nack, ...   → SWIM
+//	the round timer                 → the map; SWIM's timers → SWIM
+//
+// The group is open (Params.Open): a member knows the founders and the
+// members it has heard of; a newcomer joins through any member, which
+// answers with its whole list, and pulls the map from it at once. A member
+// that restarts has lost both halves' state: it joins again (through a
+// founder, or its contact), refutes its obituary with a higher incarnation
+// (SWIM's §4.2) and pulls the map back.
+//
+// Assumptions: those of its halves — none on the channels, crash-recover
+// failures; membership is accurate only with probability (a member paused
+// longer than its suspicion takes to spread is declared dead, and comes
+// back alive when it resumes); the map converges once the members can
+// reach one another, and a deletion survives only if every member holding
+// the old value hears of it within Params.ReapAfter.
+type members struct {
+	swim *swim
+	kv   *antiEntropy
+}
+
+func init() {
+	builders["members"] = func(p Params) func(proc.ID, int) proc.Process {
+		return func(id proc.ID, n int) proc.Process { return newMembers(&p, id, n) }
+	}
+	register(proc.Algorithm{
+		Name:     "members",
+		Summary:  "a cluster's membership and key-value map: SWIM with Lifeguard over an open group, and push-pull anti-entropy with the members it holds alive",
+		Source:   "Das, Gupta & Motivala 2002 (SWIM); Demers et al. 1987 (anti-entropy); hashicorp/memberlist and Serf",
+		Assumes:  proc.Assumptions{Failures: "crash-recover", Joins: true},
+		New:      builders["members"](Params{}.withDefaults()),
+		Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection", "swim-completeness", "swim-accuracy"},
+		Breaks:   []string{"swim-accuracy"}, // as SWIM's (swim.go)
+		Messages: append(append([]proc.Message{}, swimMessages...), aeMessages...),
+		Scenario: "nodes: 16\nstop:\n  deadline: 2s\n",
+	})
+}
+
+// newMembers makes a member of an open group; without Params.Open (an
+// algorithm configured from zero Params), every ID is a founder, as in a
+// simulated run where all start together.
+func newMembers(p *Params, id proc.ID, n int) *members {
+	if !p.Open {
+		q := *p
+		q.Open, q.Founders = true, n
+		p = &q
+	}
+	m := &members{swim: newSwim(p, id, n), kv: &antiEntropy{mode: pushPull, p: p, db: store{reapAfter: p.ReapAfter}}}
+	m.kv.pick = func(env proc.Env, f int) []proc.ID { return m.swim.randomMembers(env, f, proc.None) }
+	return m
+}
+
+func (m *members) Start(env proc.Env) {
+	m.swim.Start(env)
+	m.kv.Start(env)
+}
+
+// Join starts both halves through the contact: SWIM announces the
+// newcomer, the map pulls from it.
+func (m *members) Join(env proc.Env, contact proc.ID) {
+	m.swim.Join(env, contact)
+	m.kv.Join(env, contact)
+}
+
+func (m *members) Input(env proc.Env, in proc.Input) {
+	switch in.(type) {
+	case proc.Leave:
+		m.swim.Input(env, in)
+	default:
+		m.kv.Input(env, in)
+	}
+}
+
+func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
+	switch msg.(type) {
+	case Update, Pull, Digest, Reply:
+		if !m.swim.left {
+			m.kv.Receive(env, from, msg)
+		}
+	default:
+		m.swim.Receive(env, from, msg)
+	}
+}
+
+func (m *members) Timeout(env proc.Env, tag any) {
+	switch tag.(type) {
+	case round:
+		if !m.swim.left {
+			m.kv.Timeout(env, tag)
+		}
+	default:
+		m.swim.Timeout(env, tag)
+	}
+}
+
+// View is a member's list as it holds it: every member it knows, itself
+// first, with its state and incarnation. (The live service reads it.)
+func (m *members) View() []Fact {
+	return m.swim.facts()
+}
+
+// Entries is the member's replica of the map, tombstones included, sorted
+// by key.
+func (m *members) Entries() []Entry { return m.kv.db.entries() }

@@ -1,0 +1,325 @@
+// Package members is a live cluster's membership and replicated
+// key-value map: the epidemic family's members algorithm (SWIM with
+// Lifeguard's refinements for the member list and failure detection,
+// push-pull anti-entropy for the map) running as one service on every
+// node, with a Go API and an HTTP API.
+//
+// Nodes join the running cluster through any member (node.yaml's join:,
+// authenticated by the cluster's secret or certificates, as any member
+// is); the others learn them from the newcomer's announcement and from
+// one another. A member that crashes is suspected and then declared dead
+// by every member; one that restarts rejoins under a higher incarnation
+// and pulls the map back; one that leaves says goodbye.
+//
+// What it guarantees, and what it does not: the member list is eventually
+// complete (every crashed member is declared dead by every live one,
+// SWIM's strong completeness) and accurate only with high probability (a
+// member paused or cut off for longer than its suspicion timeout is
+// declared dead, and comes back alive, at a higher incarnation, once it
+// is heard again). The map is eventually consistent: a write is
+// acknowledged once the node it was sent to holds it, and reaches every
+// member that stays connected long enough; two writes of one key race and
+// the later version (then the larger writer ID) wins everywhere; a write
+// acknowledged by a node that crashes before its next exchange is lost
+// with it. A deletion survives only if every member holding the old value
+// hears of it within ReapAfter.
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// ServiceName is the service's name on every node.
+const ServiceName = "members"
+
+// Bounds on the map: a newcomer pulls the whole map in one message, which
+// must fit in a transport frame (1 MiB by default).
+const (
+	MaxKey      = 128
+	MaxValue    = 4 << 10
+	MaxMapBytes = 512 << 10
+	entryCost   = 32 // a version, a flag and a time beside key and value
+)
+
+// Config configures a Server.
+type Config struct {
+	Node *live.Node
+	// Params tunes SWIM and anti-entropy (Period, ReapAfter, IndirectK,
+	// ...); the zero value gives DefaultPeriod and the algorithm's
+	// defaults. Open and Founders are set from the node.
+	Params epidemic.Params
+	// Contact is the member a node that joins the running cluster joins
+	// through; proc.None for a founding member (IDs below the node's N).
+	Contact proc.ID
+	Logger  *slog.Logger
+}
+
+// DefaultPeriod is SWIM's protocol period and the map's exchange round
+// on a live cluster (memberlist's LAN probe interval is 1 s, its gossip
+// interval 200 ms).
+const DefaultPeriod = 200 * time.Millisecond
+
+// DefaultReapAfter is how long a deletion's tombstone is kept: a member
+// cut off for longer, holding the old value, brings it back when it
+// returns (Demers et al.'s death certificates).
+const DefaultReapAfter = 10 * time.Minute
+
+// Server is one node's member of the service.
+type Server struct {
+	svc  *live.Service
+	node *live.Node
+	log  *slog.Logger
+}
+
+// viewer is what the members algorithm's processes show the service.
+type viewer interface {
+	View() []epidemic.Fact
+	Entries() []epidemic.Entry
+}
+
+// NewServer starts the service on cfg.Node: founding members start, a
+// node beyond them joins through cfg.Contact.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Node == nil {
+		return nil, errors.New("members: no node")
+	}
+	p := cfg.Params
+	if p.Period == 0 {
+		p.Period = DefaultPeriod
+	}
+	if p.ReapAfter == 0 {
+		p.ReapAfter = DefaultReapAfter
+	}
+	p.Open, p.Founders = true, cfg.Node.N()
+	if int(cfg.Node.Self()) >= cfg.Node.N() {
+		p.Founders = 0 // it joined: it knows its contact, and learns the rest from it
+	}
+	i := slices.IndexFunc(epidemic.Algorithms, func(a proc.Algorithm) bool { return a.Name == "members" })
+	if i < 0 {
+		return nil, errors.New("members: the members algorithm is not registered")
+	}
+	a, err := epidemic.Configure(epidemic.Algorithms[i], p)
+	if err != nil {
+		return nil, err
+	}
+	var svc *live.Service
+	if cfg.Contact != proc.None || int(cfg.Node.Self()) >= cfg.Node.N() {
+		svc, err = cfg.Node.Join(ServiceName, a, cfg.Contact)
+	} else {
+		svc, err = cfg.Node.Service(ServiceName, a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{svc: svc, node: cfg.Node, log: log}, nil
+}
+
+// Member is one member as this node holds it.
+type Member struct {
+	ID          int    `json:"id"`
+	Addr        string `json:"addr,omitempty"`
+	State       string `json:"state"` // alive, suspect, dead, left
+	Incarnation uint32 `json:"incarnation"`
+	Self        bool   `json:"self,omitempty"`
+}
+
+var stateNames = map[uint8]string{epidemic.StateAlive: "alive", epidemic.StateSuspect: "suspect", epidemic.StateDead: "dead", epidemic.StateLeft: "left"}
+
+// Members is the member list as this node holds it, itself included, by
+// ID.
+func (s *Server) Members() ([]Member, error) {
+	var facts []epidemic.Fact
+	if err := s.svc.Read(func(p proc.Process) { facts = p.(viewer).View() }); err != nil {
+		return nil, err
+	}
+	addrs := s.node.Members()
+	out := make([]Member, 0, len(facts))
+	for _, f := range facts {
+		out = append(out, Member{ID: int(f.Member), Addr: addrs[f.Member], State: stateNames[f.State], Incarnation: f.Inc, Self: f.Member == s.node.Self()})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return a.ID - b.ID })
+	return out, nil
+}
+
+// Entry is one key of the map as this node holds it.
+type Entry struct {
+	Key     string `json:"key"`
+	Value   string `json:"value"`
+	Version string `json:"version"` // "SEQ.WRITER": the write's sequence number for the key, and its writer
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+func entryOf(e epidemic.Entry) Entry {
+	return Entry{Key: e.Key, Value: e.Value, Version: fmt.Sprintf("%d.%d", e.Version>>32, e.Version&0xffffffff), Deleted: e.Deleted}
+}
+
+// Entries is this node's replica of the map, without the deleted keys,
+// sorted by key.
+func (s *Server) Entries() ([]Entry, error) {
+	var es []epidemic.Entry
+	if err := s.svc.Read(func(p proc.Process) { es = p.(viewer).Entries() }); err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(es))
+	for _, e := range es {
+		if !e.Deleted {
+			out = append(out, entryOf(e))
+		}
+	}
+	return out, nil
+}
+
+// Get is key's entry at this node; ok is false if it holds none (or a
+// deletion).
+func (s *Server) Get(key string) (e Entry, ok bool, err error) {
+	if err := ValidKey(key); err != nil {
+		return Entry{}, false, err
+	}
+	err = s.svc.Read(func(p proc.Process) {
+		for _, x := range p.(viewer).Entries() {
+			if x.Key == key && !x.Deleted {
+				e, ok = entryOf(x), true
+			}
+		}
+	})
+	return e, ok, err
+}
+
+// ErrTooBig: the write would take the map beyond MaxMapBytes.
+var ErrTooBig = errors.New("the map is full")
+
+// Put writes value under key at this node, which spreads it; it returns
+// the entry written.
+func (s *Server) Put(key, value string) (Entry, error) {
+	if err := ValidKey(key); err != nil {
+		return Entry{}, err
+	}
+	if len(value) > MaxValue {
+		return Entry{}, fmt.Errorf("value of %d bytes: at most %d", len(value), MaxValue)
+	}
+	return s.write(key, value, false)
+}
+
+// Delete deletes key (writes its tombstone) at this node, which spreads
+// it.
+func (s *Server) Delete(key string) (Entry, error) {
+	if err := ValidKey(key); err != nil {
+		return Entry{}, err
+	}
+	return s.write(key, "", true)
+}
+
+func (s *Server) write(key, value string, deleted bool) (Entry, error) {
+	var size, old int
+	if err := s.svc.Read(func(p proc.Process) {
+		for _, x := range p.(viewer).Entries() {
+			size += len(x.Key) + len(x.Value) + entryCost
+			if x.Key == key {
+				old = len(x.Key) + len(x.Value) + entryCost
+			}
+		}
+	}); err != nil {
+		return Entry{}, err
+	}
+	if grown := size - old + len(key) + len(value) + entryCost; !deleted && grown > MaxMapBytes {
+		return Entry{}, fmt.Errorf("%w: it would hold %d bytes, at most %d", ErrTooBig, grown, MaxMapBytes)
+	}
+	var in proc.Input = epidemic.Put{Key: key, Value: value}
+	if deleted {
+		in = epidemic.Delete{Key: key}
+	}
+	if err := s.svc.Input(in); err != nil {
+		return Entry{}, err
+	}
+	var e Entry
+	err := s.svc.Read(func(p proc.Process) { // after the write: events are handled in order
+		for _, x := range p.(viewer).Entries() {
+			if x.Key == key {
+				e = entryOf(x)
+			}
+		}
+	})
+	return e, err
+}
+
+// ValidKey checks a key: 1 to MaxKey bytes of printable ASCII without
+// spaces, safe in a URL path.
+func ValidKey(key string) error {
+	if len(key) == 0 || len(key) > MaxKey {
+		return fmt.Errorf("key %.40q: want 1 to %d bytes", key, MaxKey)
+	}
+	for _, c := range []byte(key) {
+		if c <= ' ' || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '%' {
+			return fmt.Errorf("key %.40q: want printable ASCII without spaces, /, ?, # or %%", key)
+		}
+	}
+	return nil
+}
+
+// Event is a change this node observed: a member joined (or came back),
+// was suspected, died or left; or a key of the map changed here.
+type Event struct {
+	Type        string `json:"type"` // alive, suspect, dead, left, put, delete
+	Member      *int   `json:"member,omitempty"`
+	Incarnation uint32 `json:"incarnation,omitempty"`
+	Key         string `json:"key,omitempty"`
+	Value       string `json:"value,omitempty"`
+	Version     string `json:"version,omitempty"`
+}
+
+// Watch sends the changes this node observes from now on to f, until ctx
+// ends or the service stops. f runs on the service's goroutine: it must
+// not block.
+func (s *Server) Watch(ctx context.Context, f func(Event)) {
+	cancel := s.svc.OnOutput(func(o proc.Output) {
+		if e, ok := eventOf(o); ok {
+			f(e)
+		}
+	})
+	defer cancel()
+	select {
+	case <-ctx.Done():
+	case <-s.svc.Done():
+	}
+}
+
+func eventOf(o proc.Output) (Event, bool) {
+	id := func(p proc.ID) *int { i := int(p); return &i }
+	switch o := o.(type) {
+	case epidemic.Alive:
+		return Event{Type: "alive", Member: id(o.Member), Incarnation: o.Inc}, true
+	case epidemic.Suspect:
+		return Event{Type: "suspect", Member: id(o.Member), Incarnation: o.Inc}, true
+	case epidemic.Dead:
+		t := "dead"
+		if o.Left {
+			t = "left"
+		}
+		return Event{Type: t, Member: id(o.Member), Incarnation: o.Inc}, true
+	case epidemic.Applied:
+		e := entryOf(epidemic.Entry{Key: o.Key, Value: o.Value, Version: o.Version, Deleted: o.Deleted})
+		t := "put"
+		if o.Deleted {
+			t = "delete"
+		}
+		return Event{Type: t, Key: e.Key, Value: e.Value, Version: e.Version}, true
+	}
+	return Event{}, false
+}
+
+// Leave says goodbye to the cluster: the others hold this node left, not
+// dead. The service answers no more afterwards.
+func (s *Server) Leave() error { return s.svc.Input(proc.Leave{}) }
