@@ -234,6 +234,13 @@ type JoinAck struct{ Updates []Fact }
 // Goodbye is a leaving member's last word.
 type Goodbye struct{ Inc uint32 }
 
+// Gossip carries membership updates without a probe (open groups).
+type Gossip struct{ Updates []Fact }
+
+// gossipFanout is how many members an open group's member gossips news to
+// each period (memberlist's GossipNodes).
+const gossipFanout = 3
+
 func (Ping) Kind() string    { return "ping" }
 func (PingReq) Kind() string { return "ping-req" }
 func (Ack) Kind() string     { return "ack" }
@@ -241,6 +248,7 @@ func (Nack) Kind() string    { return "nack" }
 func (JoinReq) Kind() string { return "join-req" }
 func (JoinAck) Kind() string { return "join-ack" }
 func (Goodbye) Kind() string { return "goodbye" }
+func (Gossip) Kind() string  { return "gossip" }
 
 func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
 func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
@@ -269,6 +277,7 @@ func (m Nack) String() string    { return "NACK(" + strconv.FormatUint(m.Seq, 10
 func (m JoinReq) String() string { return label("JOIN", m.Updates) }
 func (m JoinAck) String() string { return label("JOINACK", m.Updates) }
 func (m Goodbye) String() string { return "GOODBYE@" + strconv.FormatUint(uint64(m.Inc), 10) }
+func (m Gossip) String() string  { return label("GOSSIP", m.Updates) }
 
 // Suspect reports that the observing node came to suspect Member in
 // incarnation Inc (From suspected it first).
@@ -369,7 +378,7 @@ func init() {
 }
 
 // swimMessages are SWIM's messages, in wire-tag order (append-only).
-var swimMessages = []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}}
+var swimMessages = []proc.Message{Ping{}, PingReq{}, Ack{}, Nack{}, JoinReq{}, JoinAck{}, Goodbye{}, Gossip{}}
 
 // FirstDetectionPeriods is Das et al.'s expected time, in periods, from a
 // member's failure to its first detection in a group of n:
@@ -460,6 +469,14 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 		s.endProbe(env)
 		s.startProbe(env)
 		s.ticks++
+		if s.p.Open && len(s.queue) > 0 {
+			// Gossip what is news to a few members besides the probe
+			// (memberlist's gossip interval): a cluster that many join
+			// at once has more to say than the pings can carry.
+			for _, q := range s.randomMembers(env, gossipFanout, proc.None) {
+				env.Send(q, Gossip{Updates: s.piggyback(nil)})
+			}
+		}
 		if s.p.Open && s.ticks%uint64(s.p.SyncEvery) == 0 {
 			// memberlist's push/pull: the whole list both ways with one
 			// member, so that what piggybacking missed still spreads; and
@@ -703,6 +720,8 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		s.applyAll(env, m.Updates)
 		env.Send(from, JoinAck{Updates: s.facts()})
 	case JoinAck:
+		s.applyAll(env, m.Updates)
+	case Gossip:
 		s.applyAll(env, m.Updates)
 	case Goodbye:
 		s.apply(env, Fact{State: StateLeft, Member: from, Inc: m.Inc})

@@ -143,6 +143,16 @@ func (n *Node) Members() map[proc.ID]string {
 	return nil
 }
 
+// AddPeer tells the transport where member id listens, if the
+// transport takes new members (transport.TCP.AddPeer); services whose
+// members learn of one another (a membership service) call it.
+func (n *Node) AddPeer(id proc.ID, addr string) error {
+	if t, ok := n.cfg.Transport.(interface{ AddPeer(proc.ID, string) error }); ok {
+		return t.AddPeer(id, addr)
+	}
+	return errors.New("the transport takes no new members")
+}
+
 // Self is this node's id; N the cluster's size.
 func (n *Node) Self() proc.ID { return n.cfg.Self }
 

@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -124,7 +126,55 @@ func NewServer(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{svc: svc, node: cfg.Node, log: log}, nil
+	s := &Server{svc: svc, node: cfg.Node, log: log}
+	s.learnAddresses()
+	return s, nil
+}
+
+// Addresses travel in the map: each member writes its transport address
+// under addrPrefix+ID, and every member hands the addresses it learns to
+// its transport. Members that join at once through one contact each learn
+// the other from the membership, but their transports would never hear
+// where the other listens (a transport learns addresses from the
+// connections it makes and takes); the map tells them. The keys are the
+// service's own: hidden from Entries, refused to writers.
+const addrPrefix = "cohort.addr."
+
+// learnAddresses announces this member's address and hands the addresses
+// the map brings to the transport, from now on.
+func (s *Server) learnAddresses() {
+	s.svc.OnOutput(func(o proc.Output) {
+		if a, ok := o.(epidemic.Applied); ok && !a.Deleted {
+			s.addPeer(a.Key, a.Value)
+		}
+	})
+	_ = s.svc.Read(func(p proc.Process) {
+		for _, e := range p.(viewer).Entries() {
+			if !e.Deleted {
+				s.addPeer(e.Key, e.Value)
+			}
+		}
+	})
+	if addr, ok := s.node.Members()[s.node.Self()]; ok {
+		_ = s.svc.Input(epidemic.Put{Key: addrPrefix + strconv.Itoa(int(s.node.Self())), Value: addr})
+	}
+}
+
+func (s *Server) addPeer(key, addr string) {
+	rest, ok := strings.CutPrefix(key, addrPrefix)
+	if !ok {
+		return
+	}
+	id, err := strconv.Atoi(rest)
+	if err != nil || id < 0 || proc.ID(id) == s.node.Self() {
+		return
+	}
+	if known, ok := s.node.Members()[proc.ID(id)]; ok && known == addr {
+		return
+	}
+	if err := s.node.AddPeer(proc.ID(id), addr); err != nil {
+		s.log.Debug("members: an address from the map not taken", "member", id, "addr", addr, "err", err)
+	}
 }
 
 // Member is one member as this node holds it.
@@ -175,7 +225,7 @@ func (s *Server) Entries() ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(es))
 	for _, e := range es {
-		if !e.Deleted {
+		if !e.Deleted && !strings.HasPrefix(e.Key, addrPrefix) {
 			out = append(out, entryOf(e))
 		}
 	}
@@ -256,10 +306,14 @@ func (s *Server) write(key, value string, deleted bool) (Entry, error) {
 }
 
 // ValidKey checks a key: 1 to MaxKey bytes of printable ASCII without
-// spaces, safe in a URL path.
+// spaces, safe in a URL path, and not one of the service's own
+// ("cohort.addr.…").
 func ValidKey(key string) error {
 	if len(key) == 0 || len(key) > MaxKey {
 		return fmt.Errorf("key %.40q: want 1 to %d bytes", key, MaxKey)
+	}
+	if strings.HasPrefix(key, addrPrefix) {
+		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (members' addresses)", key, addrPrefix)
 	}
 	for _, c := range []byte(key) {
 		if c <= ' ' || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '%' {
@@ -284,16 +338,22 @@ type Event struct {
 // ends or the service stops. f runs on the service's goroutine: it must
 // not block.
 func (s *Server) Watch(ctx context.Context, f func(Event)) {
-	cancel := s.svc.OnOutput(func(o proc.Output) {
-		if e, ok := eventOf(o); ok {
-			f(e)
-		}
-	})
+	cancel := s.Subscribe(f)
 	defer cancel()
 	select {
 	case <-ctx.Done():
 	case <-s.svc.Done():
 	}
+}
+
+// Subscribe sends the changes this node observes from now on to f, on
+// the service's goroutine (f must not block), until cancel is called.
+func (s *Server) Subscribe(f func(Event)) (cancel func()) {
+	return s.svc.OnOutput(func(o proc.Output) {
+		if e, ok := eventOf(o); ok {
+			f(e)
+		}
+	})
 }
 
 func eventOf(o proc.Output) (Event, bool) {
@@ -310,6 +370,9 @@ func eventOf(o proc.Output) (Event, bool) {
 		}
 		return Event{Type: t, Member: id(o.Member), Incarnation: o.Inc}, true
 	case epidemic.Applied:
+		if strings.HasPrefix(o.Key, addrPrefix) {
+			return Event{}, false
+		}
 		e := entryOf(epidemic.Entry{Key: o.Key, Value: o.Value, Version: o.Version, Deleted: o.Deleted})
 		t := "put"
 		if o.Deleted {

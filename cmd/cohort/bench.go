@@ -14,7 +14,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Cohort's performance",
 	}
-	cmd.AddCommand(newBenchSimCmd(), newBenchLockCmd(), newBenchElectCmd(), newBenchMulticastCmd(), newBenchNemesisCmd(), newBenchRestartCmd())
+	cmd.AddCommand(newBenchSimCmd(), newBenchLockCmd(), newBenchElectCmd(), newBenchMulticastCmd(), newBenchNemesisCmd(), newBenchRestartCmd(), newBenchGossipCmd())
 	return cmd
 }
 

@@ -132,3 +132,26 @@ func TestBadJoinExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchGossip runs the membership benchmark small, and refuses bad
+// sizes with exit 2.
+func TestBenchGossip(t *testing.T) {
+	code, out, errs := cli(t, "bench", "gossip", "--members", "4", "--broadcasts", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rs []struct {
+		Members   int     `json:"members"`
+		Broadcast int64   `json:"broadcast_ns"`
+		Detected  int64   `json:"detected_ns"`
+		Bytes     float64 `json:"bytes_per_member_per_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 || rs[0].Members != 4 || rs[0].Broadcast <= 0 || rs[0].Detected <= 0 || rs[0].Bytes <= 0 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, args := range [][]string{{"--members", "2"}, {"--members", "5000"}, {"--period", "1ms"}, {"--broadcasts", "0"}} {
+		if code, _, errs := cli(t, append([]string{"bench", "gossip"}, args...)...); code != 2 || !strings.Contains(errs, args[1]) {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/members"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// GossipConfig configures a membership benchmark: Members members on
+// loopback, every one but the first joining through the first, as the
+// members of a memberlist or Serf cluster join a seed.
+type GossipConfig struct {
+	Members    int
+	Period     time.Duration // SWIM's period; 0: members.DefaultPeriod
+	Broadcasts int           // broadcasts timed; 0: 5
+	Idle       time.Duration // the idle window whose traffic is counted; 0: 3 s
+	Logger     *slog.Logger  // the members' logs; nil: errors only, to stderr
+}
+
+// GossipResult is what a membership benchmark measured.
+type GossipResult struct {
+	Members int `json:"members"`
+	// Formed: from the first join to every member listing every other
+	// (alive, or suspected: on a loaded machine a member is suspected
+	// now and then, and refutes it).
+	Formed time.Duration `json:"formed_ns"`
+	// Broadcast: from a 64-byte write at one member until every member
+	// has it, median of the broadcasts.
+	Broadcast time.Duration   `json:"broadcast_ns"`
+	All       []time.Duration `json:"broadcasts_ns"`
+	// Detected: from a member's crash (stopped without a word) until
+	// every other holds it dead.
+	Detected time.Duration `json:"detected_ns"`
+	// Per member and second, in the idle window: messages and bytes sent
+	// (wire bytes, frame headers included).
+	MessagesPerSecond float64 `json:"messages_per_member_per_s"`
+	BytesPerSecond    float64 `json:"bytes_per_member_per_s"`
+}
+
+// gossipSecret authenticates the benchmark's members to one another.
+var gossipSecret = []byte("cohort gossip benchmark secret!!")
+
+type gossipMember struct {
+	id   proc.ID
+	node *live.Node
+	srv  *members.Server
+	tr   *transport.TCP
+}
+
+// Gossip runs Cohort's membership service (package members) with
+// cfg.Members members in this process, each on its own TCP transport on
+// loopback, and measures it.
+func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
+	if cfg.Members < 3 {
+		return GossipResult{}, fmt.Errorf("members %d: want at least 3", cfg.Members)
+	}
+	if cfg.Broadcasts == 0 {
+		cfg.Broadcasts = 5
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = 3 * time.Second
+	}
+	params := epidemic.Params{Period: cfg.Period}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	res := GossipResult{Members: cfg.Members}
+	var ms []*gossipMember
+	defer func() {
+		for _, m := range ms {
+			if m.node != nil {
+				m.node.Close()
+			}
+		}
+	}()
+	var seed string
+	start := time.Now()
+	for i := range cfg.Members {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return res, err
+		}
+		peers, contact := map[proc.ID]string{}, proc.None
+		if i > 0 {
+			peers[0], contact = seed, 0
+		} else {
+			seed = ln.Addr().String()
+		}
+		tr, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, Logger: log})
+		if err != nil {
+			return res, err
+		}
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: 1, IDs: 1 << 16, Transport: tr, Logger: log})
+		if err != nil {
+			return res, err
+		}
+		if err := node.Start(); err != nil {
+			node.Close()
+			return res, err
+		}
+		srv, err := members.NewServer(members.Config{Node: node, Params: params, Contact: contact, Logger: log})
+		if err != nil {
+			node.Close()
+			return res, err
+		}
+		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
+	}
+	// Formed: every member lists every other.
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if formed(ms) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res.Formed = time.Since(start)
+
+	// Broadcasts: a write at member 1 + k, timed until all have it.
+	for k := range cfg.Broadcasts {
+		key := "b" + strconv.Itoa(k)
+		d, err := timeUntilAll(ctx, ms, func(e members.Event) bool { return e.Type == "put" && e.Key == key }, func() error {
+			_, err := ms[1+k%(len(ms)-1)].srv.Put(key, string(make([]byte, 64)))
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		res.All = append(res.All, d)
+	}
+	res.Broadcast = median(res.All)
+
+	// Idle traffic.
+	before := sent(ms)
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(cfg.Idle):
+	}
+	after := sent(ms)
+	secs := cfg.Idle.Seconds() * float64(len(ms))
+	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
+	res.BytesPerSecond = float64(after[1]-before[1]) / secs
+
+	// A crash: the last member stops without a word.
+	victim := ms[len(ms)-1]
+	rest := ms[:len(ms)-1]
+	d, err := timeUntilAll(ctx, rest, func(e members.Event) bool {
+		return e.Type == "dead" && e.Member != nil && proc.ID(*e.Member) == victim.id
+	}, func() error {
+		victim.node.Close()
+		victim.node = nil
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Detected = d
+	return res, nil
+}
+
+func formed(ms []*gossipMember) bool {
+	for _, m := range ms {
+		list, err := m.srv.Members()
+		if err != nil || len(list) != len(ms) {
+			return false
+		}
+		for _, x := range list {
+			if x.State != "alive" && x.State != "suspect" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// timeUntilAll runs act and returns the time until every member of ms has
+// observed an event that match accepts.
+func timeUntilAll(ctx context.Context, ms []*gossipMember, match func(members.Event) bool, act func() error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	left := len(ms)
+	var last time.Time
+	all := make(chan struct{})
+	for _, m := range ms {
+		seen := false
+		cancel := m.srv.Subscribe(func(e members.Event) {
+			if seen || !match(e) {
+				return
+			}
+			seen = true
+			mu.Lock()
+			defer mu.Unlock()
+			last = time.Now()
+			if left--; left == 0 {
+				close(all)
+			}
+		})
+		defer cancel()
+	}
+	start := time.Now()
+	if err := act(); err != nil {
+		return 0, err
+	}
+	select {
+	case <-all:
+		mu.Lock()
+		defer mu.Unlock()
+		return last.Sub(start), nil
+	case <-ctx.Done():
+		return 0, errors.New("not every member saw it within a minute")
+	}
+}
+
+// sent is the frames and bytes every member has sent so far.
+func sent(ms []*gossipMember) [2]uint64 {
+	var t [2]uint64
+	for _, m := range ms {
+		if m.node == nil {
+			continue
+		}
+		for _, p := range m.tr.Stats().Peers {
+			t[0] += p.Sent
+			t[1] += p.SentBytes
+		}
+	}
+	return t
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

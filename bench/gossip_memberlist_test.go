@@ -1,0 +1,306 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// The same measurements as Gossip, of hashicorp/memberlist with its LAN
+// defaults (probe every 1 s, gossip every 200 ms to 3 members, push/pull
+// every 30 s), members on loopback in this process, every one joining
+// the first. A broadcast goes through memberlist's TransmitLimitedQueue
+// (as Serf's user events do); a crash is Shutdown without Leave.
+func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration) (GossipResult, error) {
+	res := GossipResult{Members: n}
+	ms := make([]*mlMember, n)
+	defer func() {
+		for _, m := range ms {
+			if m != nil && !m.down {
+				m.list.Shutdown()
+			}
+		}
+	}()
+	start := time.Now()
+	for i := range n {
+		m, err := newMLMember(i, n)
+		if err != nil {
+			return res, err
+		}
+		ms[i] = m
+		if i > 0 {
+			if _, err := m.list.Join([]string{ms[0].list.LocalNode().Address()}); err != nil {
+				return res, err
+			}
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		all := true
+		for _, m := range ms {
+			all = all && m.list.NumMembers() == n
+		}
+		if all {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res.Formed = time.Since(start)
+
+	for k := range broadcasts {
+		id := fmt.Sprintf("b%d", k)
+		sender := ms[1+k%(n-1)]
+		d, err := mlUntilAll(ctx, ms, sender, func(m *mlMember) *sync.Map { return &m.got }, id, func() {
+			msg := make([]byte, 64)
+			copy(msg, id)
+			sender.queue.QueueBroadcast(mlBroadcast(msg))
+		})
+		if err != nil {
+			return res, err
+		}
+		res.All = append(res.All, d)
+	}
+	res.Broadcast = median(res.All)
+
+	var before, after [2]uint64
+	for _, m := range ms {
+		before[0] += m.tr.msgs.Load()
+		before[1] += m.tr.bytes.Load()
+	}
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(idle):
+	}
+	for _, m := range ms {
+		after[0] += m.tr.msgs.Load()
+		after[1] += m.tr.bytes.Load()
+	}
+	secs := idle.Seconds() * float64(n)
+	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
+	res.BytesPerSecond = float64(after[1]-before[1]) / secs
+
+	victim := ms[n-1]
+	d, err := mlUntilAll(ctx, ms[:n-1], nil, func(m *mlMember) *sync.Map { return &m.left }, victim.name, func() {
+		victim.down = true
+		victim.list.Shutdown()
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Detected = d
+	return res, nil
+}
+
+type mlMember struct {
+	name  string
+	list  *memberlist.Memberlist
+	queue *memberlist.TransmitLimitedQueue
+	tr    *countingTransport
+	got   sync.Map // broadcast id → time received
+	left  sync.Map // member name → time declared dead or left
+	down  bool
+}
+
+func newMLMember(i, n int) (*mlMember, error) {
+	m := &mlMember{name: fmt.Sprintf("m%d", i)}
+	quiet := log.New(io.Discard, "", 0)
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{"127.0.0.1"}, BindPort: 0, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	m.tr = &countingTransport{NetTransport: nt}
+	conf := memberlist.DefaultLANConfig()
+	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, quiet
+	conf.BindAddr, conf.AdvertiseAddr = "127.0.0.1", "127.0.0.1"
+	conf.AdvertisePort = nt.GetAutoBindPort()
+	conf.Delegate, conf.Events = (*mlDelegate)(m), (*mlEvents)(m)
+	m.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return n }, RetransmitMult: conf.RetransmitMult}
+	if m.list, err = memberlist.Create(conf); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// mlUntilAll runs act and waits until every member of ms but skip has an
+// entry key in the map field picks; the time to the last.
+func mlUntilAll(ctx context.Context, ms []*mlMember, skip *mlMember, field func(*mlMember) *sync.Map, key string, act func()) (time.Duration, error) {
+	start := time.Now()
+	act()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var last time.Time
+		all := true
+		for _, m := range ms {
+			if m == skip {
+				continue
+			}
+			v, ok := field(m).Load(key)
+			if !ok {
+				all = false
+				break
+			}
+			if t := v.(time.Time); t.After(last) {
+				last = t
+			}
+		}
+		if all {
+			return last.Sub(start), nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("not every member saw %s within a minute", key)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type mlBroadcast []byte
+
+func (b mlBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
+func (b mlBroadcast) Message() []byte                       { return b }
+func (b mlBroadcast) Finished()                             {}
+
+type mlDelegate mlMember
+
+func (d *mlDelegate) NodeMeta(int) []byte { return nil }
+
+// NotifyMsg records a broadcast and, the first time, queues it to gossip
+// on (memberlist leaves rebroadcasting to its user; Serf does this).
+func (d *mlDelegate) NotifyMsg(b []byte) {
+	id := string(b[:clen(b)])
+	if _, seen := d.got.LoadOrStore(id, time.Now()); !seen {
+		d.queue.QueueBroadcast(mlBroadcast(append([]byte(nil), b...)))
+	}
+}
+func (d *mlDelegate) GetBroadcasts(overhead, limit int) [][]byte {
+	return d.queue.GetBroadcasts(overhead, limit)
+}
+func (d *mlDelegate) LocalState(bool) []byte        { return nil }
+func (d *mlDelegate) MergeRemoteState([]byte, bool) {}
+
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+type mlEvents mlMember
+
+func (e *mlEvents) NotifyJoin(*memberlist.Node)   {}
+func (e *mlEvents) NotifyUpdate(*memberlist.Node) {}
+func (e *mlEvents) NotifyLeave(n *memberlist.Node) {
+	e.left.LoadOrStore(n.Name, time.Now())
+}
+
+// countingTransport counts what a member sends: every UDP packet and
+// every stream opened as a message, and their bytes.
+type countingTransport struct {
+	*memberlist.NetTransport
+	msgs, bytes atomic.Uint64
+}
+
+func (t *countingTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	t.msgs.Add(1)
+	t.bytes.Add(uint64(len(b)))
+	return t.NetTransport.WriteTo(b, addr)
+}
+
+func (t *countingTransport) WriteToAddress(b []byte, addr memberlist.Address) (time.Time, error) {
+	t.msgs.Add(1)
+	t.bytes.Add(uint64(len(b)))
+	return t.NetTransport.WriteToAddress(b, addr)
+}
+
+func (t *countingTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
+}
+
+func (t *countingTransport) DialAddressTimeout(addr memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	c, err := t.NetTransport.DialAddressTimeout(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	t.msgs.Add(1)
+	return &countingConn{Conn: c, t: t}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	t *countingTransport
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.t.bytes.Add(uint64(len(b)))
+	return c.Conn.Write(b)
+}
+
+// TestGossipBesideMemberlist runs Cohort's membership service and
+// memberlist side by side, 16 members each, and checks what both must
+// do: form, carry every broadcast to every member, declare a crashed
+// member dead everywhere. With -v it prints the figures; for the
+// README's, run BenchmarkGossipBesideMemberlist.
+func TestGossipBesideMemberlist(t *testing.T) {
+	ctx := context.Background()
+	c, err := Gossip(ctx, GossipConfig{Members: 16, Broadcasts: 3, Idle: time.Second})
+	if err != nil {
+		t.Fatalf("cohort: %v", err)
+	}
+	m, err := memberlistGossip(ctx, 16, 3, time.Second)
+	if err != nil {
+		t.Fatalf("memberlist: %v", err)
+	}
+	for _, r := range []struct {
+		name string
+		GossipResult
+	}{{"cohort", c}, {"memberlist", m}} {
+		t.Logf("%-10s formed %v, broadcast %v %v, crash to dead everywhere %v, idle %.1f msgs %.0f bytes per member and second",
+			r.name, r.Formed.Round(time.Millisecond), r.Broadcast.Round(100*time.Microsecond), r.All, r.Detected.Round(time.Millisecond), r.MessagesPerSecond, r.BytesPerSecond)
+		if r.Detected <= 0 || r.Broadcast <= 0 || r.BytesPerSecond <= 0 {
+			t.Errorf("%s: %+v", r.name, r.GossipResult)
+		}
+	}
+}
+
+// BenchmarkGossipBesideMemberlist: 32 and 64 members, Cohort and
+// memberlist alternated in one run; the figures are reported as metrics
+// (ms and bytes).
+//
+//	go test -run '^$' -bench GossipBesideMemberlist -benchtime 1x -count 3 ./bench
+func BenchmarkGossipBesideMemberlist(b *testing.B) {
+	for _, n := range []int{32, 64} {
+		for _, who := range []string{"cohort", "memberlist"} {
+			b.Run(fmt.Sprintf("%s/members=%d", who, n), func(b *testing.B) {
+				for range b.N {
+					var r GossipResult
+					var err error
+					if who == "cohort" {
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5})
+					} else {
+						r, err = memberlistGossip(context.Background(), n, 5, 3*time.Second)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(r.Formed.Milliseconds()), "formed-ms")
+					b.ReportMetric(float64(r.Broadcast.Microseconds())/1000, "broadcast-ms")
+					b.ReportMetric(float64(r.Detected.Milliseconds()), "detected-ms")
+					b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
+					b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
+				}
+			})
+		}
+	}
+}
