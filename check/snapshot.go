@@ -19,12 +19,15 @@ import (
 // state it recorded for each incoming channel. Messages of type "marker"
 // are the snapshots' own; every other message is the application's.
 //
+// A process's cut output is recorded when it records its state; if it
+// does so on the receipt of a message (a marker; a red message in
+// Lai–Yang), before handing that message on, the receipt, which the trace
+// shows just before the cut output and the snapshot's own bookkeeping
+// (cut and recorded outputs, marker sends), is outside the cut.
+//
 //   - snapshot-consistent: every snapshot's cut is consistent (Coulouris
 //     et al. §14.5): every process recorded its state, and no application
-//     message is received inside the cut that was sent outside it. The
-//     cut is of the application's history: a marker whose receipt makes
-//     a process record its state is received just before its cut output,
-//     and changes nothing the snapshot records.
+//     message is received inside the cut that was sent outside it.
 //   - snapshot-channels: the state recorded for each channel is exactly
 //     the application messages in flight across the cut on it — sent
 //     inside the cut, received outside it (or never) — compared by label
@@ -84,6 +87,7 @@ type recordedChannel struct {
 type snap struct {
 	id       snapID
 	cut      map[int32]int // process → index of its cut output
+	front    map[int32]int // process → index of its first event outside the cut
 	state    map[int32]json.RawMessage
 	recorded map[int32]int // process → index of its recorded output
 	channels map[int32][]recordedChannel
@@ -103,7 +107,7 @@ func readSnapshots(t *trace.Trace) (*snapRun, *Result) {
 	get := func(id snapID) *snap {
 		s := byID[id]
 		if s == nil {
-			s = &snap{id: id, cut: map[int32]int{}, state: map[int32]json.RawMessage{}, recorded: map[int32]int{}, channels: map[int32][]recordedChannel{}}
+			s = &snap{id: id, cut: map[int32]int{}, front: map[int32]int{}, state: map[int32]json.RawMessage{}, recorded: map[int32]int{}, channels: map[int32][]recordedChannel{}}
 			byID[id] = s
 			r.snaps = append(r.snaps, s)
 		}
@@ -151,20 +155,57 @@ func readSnapshots(t *trace.Trace) (*snapRun, *Result) {
 		}
 	}
 	r.inFlight = len(open)
+	// The frontier: a process records its state on the receipt of a
+	// marker (or, in Lai–Yang, of a red message) before it handles it, so
+	// that receipt, recorded in the trace just before the cut output and
+	// the snapshot's own bookkeeping, is outside the cut.
+	history := map[int32][]int{}
+	for i := range t.Events {
+		if t.Events[i].Kind.IsProcess() {
+			history[t.Events[i].Node] = append(history[t.Events[i].Node], i)
+		}
+	}
+	for _, s := range r.snaps {
+		for p, c := range s.cut {
+			s.front[p] = c
+			h := history[p]
+			k, _ := slices.BinarySearch(h, c)
+			for k--; k >= 0; k-- {
+				e := &t.Events[h[k]]
+				bookkeeping := e.Kind == trace.Output && (e.Type == "cut" || e.Type == "recorded") || e.Kind == trace.Send && e.Type == "marker"
+				if bookkeeping {
+					continue
+				}
+				if e.Kind == trace.Recv {
+					s.front[p] = h[k]
+				}
+				break
+			}
+		}
+	}
 	return r, nil
 }
 
 // incomplete reports, for a snapshot, the processes missing from what
 // present says (cut or recorded), as a Result; nil if none is missing.
 func (r *snapRun) incomplete(t *trace.Trace, s *snap, present map[int32]int, what string) *Result {
-	var missing []string
-	for p := range int32(t.Header.Nodes) {
+	count := t.Header.Nodes
+	for p := range present {
+		if p >= 0 && int(p) < t.Header.Nodes {
+			count--
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	var missing []string // the first few
+	for p := int32(0); len(missing) < min(count, 5); p++ {
 		if _, ok := present[p]; !ok {
 			missing = append(missing, fmt.Sprintf("p%d", p))
 		}
 	}
-	if missing == nil {
-		return nil
+	if count > len(missing) {
+		missing = append(missing, fmt.Sprintf("and %d more", count-len(missing)))
 	}
 	events := slices.Sorted(maps.Values(s.cut))
 	detail := fmt.Sprintf("%s: %s never %s", s.id, strings.Join(missing, ", "), what)
@@ -175,7 +216,7 @@ func (r *snapRun) incomplete(t *trace.Trace, s *snap, present map[int32]int, wha
 }
 
 // in reports whether event i of process p is inside the cut of s.
-func (s *snap) in(p int32, i int) bool { return i < s.cut[p] }
+func (s *snap) in(p int32, i int) bool { return i < s.front[p] }
 
 func checkSnapshotConsistent(t *trace.Trace) Result {
 	r, bad := readSnapshots(t)
@@ -254,17 +295,26 @@ func checkSnapshotChannels(t *trace.Trace) Result {
 			c := channel{send.Node, send.Peer}
 			crossing[c] = append(crossing[c], si)
 		}
-		for to := range int32(t.Header.Nodes) {
-			recorded := map[int32][]recordedMessage{}
-			for _, ch := range s.channels[to] {
-				recorded[ch.From] = append(recorded[ch.From], ch.Messages...)
+		// Every channel with messages in flight or a recorded state.
+		recorded := map[channel][]recordedMessage{}
+		for to, chs := range s.channels {
+			for _, ch := range chs {
+				c := channel{ch.From, to}
+				recorded[c] = append(recorded[c], ch.Messages...)
 			}
-			for from := range int32(t.Header.Nodes) {
-				sends := crossing[channel{from, to}]
-				slices.Sort(sends)
-				if f := compareChannel(t, s, from, to, sends, recorded[from]); f != nil {
-					fs = append(fs, *f)
-				}
+		}
+		all := slices.Collect(maps.Keys(crossing))
+		for c := range recorded {
+			if _, ok := crossing[c]; !ok {
+				all = append(all, c)
+			}
+		}
+		slices.SortFunc(all, func(a, b channel) int { return cmp.Or(cmp.Compare(a.to, b.to), cmp.Compare(a.from, b.from)) })
+		for _, c := range all {
+			sends := crossing[c]
+			slices.Sort(sends)
+			if f := compareChannel(t, s, c.from, c.to, sends, recorded[c]); f != nil {
+				fs = append(fs, *f)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ var Algorithms = []proc.Algorithm{
 		Summary: "colours on non-FIFO channels: messages carry their sender's colour, a red message turns its receiver red first; channel states by Mattern's white-message counters",
 		Source:  "Lai & Yang 1987; Mattern 1993; Kshemkalyani & Singhal §4.4",
 		Assumes: proc.Assumptions{Reliable: true},
-		New:     func(proc.ID, int) proc.Process { return NewLaiYang(NewBank(DefaultBalance)) },
+		New:     func(proc.ID, int) proc.Process { return NewLaiYang[Money](NewBank(DefaultBalance)) },
 		Checks:  checks,
 		Theory:  theory,
 		Notes: map[string]string{
@@ -45,8 +45,9 @@ var Algorithms = []proc.Algorithm{
 func init() {
 	for i := range Algorithms {
 		Algorithms[i].Inputs = Inputs
-		Algorithms[i].Messages = []proc.Message{Marker{}, Money{}}
 	}
+	Algorithms[0].Messages = []proc.Message{Marker{}, Money{}}
+	Algorithms[1].Messages = []proc.Message{Marker{}, Coloured[Money]{}}
 }
 
 var checks = []string{"snapshot-consistent", "snapshot-channels", "bank-conserved"}
@@ -81,7 +82,7 @@ func WithChandyLamport(a proc.Algorithm) proc.Algorithm {
 // WithLaiYang returns a with Lai–Yang wrapped around each of its
 // processes, and the snapshot checkers added to its own.
 func WithLaiYang(a proc.Algorithm) proc.Algorithm {
-	return with(a, "lai-yang", func(p proc.Process) proc.Process { return NewLaiYang(p) })
+	return with(a, "lai-yang", func(p proc.Process) proc.Process { return NewLaiYang[proc.Message](p) })
 }
 
 func with(a proc.Algorithm, name string, wrap func(proc.Process) proc.Process) proc.Algorithm {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/cohort-go/cohort/proc"
@@ -54,8 +55,10 @@ import (
 // the white messages in flight do not take longer.
 
 // LaiYang runs App, unchanged but for the colour its messages carry, and
-// records snapshots of it.
-type LaiYang struct {
+// records snapshots of it. M is the type of App's messages: a concrete
+// type (the bank's Money) makes the coloured messages concrete, as the
+// live runtime's codec needs; proc.Message takes any (in the simulator).
+type LaiYang[M proc.Message] struct {
 	App proc.Process
 
 	colour    []ID              // per initiator, the last snapshot recorded here; never modified in place (messages share it)
@@ -67,15 +70,15 @@ type LaiYang struct {
 // Coloured is an application message with its sender's colour. Its kind
 // and its label are the application message's: the colour is bookkeeping,
 // like a piggybacked clock.
-type Coloured struct {
-	Colour []ID         `json:"colour,omitempty"`
-	M      proc.Message `json:"m"`
+type Coloured[M proc.Message] struct {
+	Colour []ID `json:"colour,omitempty"`
+	M      M    `json:"m"`
 }
 
-func (c Coloured) Kind() string { return c.M.Kind() }
+func (c Coloured[M]) Kind() string { return c.M.Kind() }
 
-func (c Coloured) String() string {
-	if s, ok := c.M.(interface{ String() string }); ok {
+func (c Coloured[M]) String() string {
+	if s, ok := any(c.M).(interface{ String() string }); ok {
 		return s.String()
 	}
 	return ""
@@ -94,28 +97,32 @@ type whiteRecording struct {
 	expect []int // expect[i]: the white messages from[i] sent on the channel, from its marker; −1 until then
 }
 
-// NewLaiYang wraps app.
-func NewLaiYang(app proc.Process) *LaiYang {
-	return &LaiYang{App: app, sent: map[proc.ID]int{}, received: map[proc.ID]int{}}
+// NewLaiYang wraps app, whose messages are all of type M.
+func NewLaiYang[M proc.Message](app proc.Process) *LaiYang[M] {
+	return &LaiYang[M]{App: app, sent: map[proc.ID]int{}, received: map[proc.ID]int{}}
 }
 
 // env gives the application an Env whose sends carry the colour (rule 2).
-func (p *LaiYang) env(env proc.Env) proc.Env {
+func (p *LaiYang[M]) env(env proc.Env) proc.Env {
 	return appEnv{Env: env, send: func(to proc.ID, m proc.Message) {
+		mm, ok := m.(M)
+		if !ok {
+			panic(fmt.Sprintf("lai-yang at %s: the wrapped process sent a %T, not a %T", env.Self(), m, mm))
+		}
 		p.sent[to]++
-		env.Send(to, Coloured{Colour: p.colour, M: m})
+		env.Send(to, Coloured[M]{Colour: p.colour, M: mm})
 	}}
 }
 
-func (p *LaiYang) Start(env proc.Env)            { p.App.Start(p.env(env)) }
-func (p *LaiYang) Timeout(env proc.Env, tag any) { p.App.Timeout(p.env(env), tag) }
+func (p *LaiYang[M]) Start(env proc.Env)            { p.App.Start(p.env(env)) }
+func (p *LaiYang[M]) Timeout(env proc.Env, tag any) { p.App.Timeout(p.env(env), tag) }
 
 // Snapshot is the wrapped process's state: a wrapper can be wrapped.
-func (p *LaiYang) Snapshot() any { return stateOf(p.App) }
+func (p *LaiYang[M]) Snapshot() any { return stateOf(p.App) }
 
 // Input begins a snapshot on Take (the process turns red for it); any
 // other input is the application's.
-func (p *LaiYang) Input(env proc.Env, in proc.Input) {
+func (p *LaiYang[M]) Input(env proc.Env, in proc.Input) {
 	if _, ok := in.(Take); ok {
 		p.turnRed(env, ID{Initiator: env.Self(), Seq: p.last(env.Self()) + 1})
 		return
@@ -124,7 +131,7 @@ func (p *LaiYang) Input(env proc.Env, in proc.Input) {
 }
 
 // last is the last snapshot of initiator q recorded here (0: none).
-func (p *LaiYang) last(q proc.ID) int {
+func (p *LaiYang[M]) last(q proc.ID) int {
 	if i := slices.IndexFunc(p.colour, func(c ID) bool { return c.Initiator == q }); i >= 0 {
 		return p.colour[i].Seq
 	}
@@ -135,12 +142,12 @@ func (p *LaiYang) last(q proc.ID) int {
 // received only once the process is red for its snapshots (rule 3); a
 // white one that arrives after the process turned red was in flight
 // across the cut: it is recorded in its channel's state (rule 4).
-func (p *LaiYang) Receive(env proc.Env, from proc.ID, m proc.Message) {
+func (p *LaiYang[M]) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case Marker:
 		p.redUpTo(env, m.Snap)
 		p.onMarker(env, from, m)
-	case Coloured:
+	case Coloured[M]:
 		for _, c := range m.Colour {
 			p.redUpTo(env, c)
 		}
@@ -160,7 +167,7 @@ func (p *LaiYang) Receive(env proc.Env, from proc.ID, m proc.Message) {
 
 // redUpTo turns the process red for id and, first, for every earlier
 // snapshot of the same initiator it has not recorded.
-func (p *LaiYang) redUpTo(env proc.Env, id ID) {
+func (p *LaiYang[M]) redUpTo(env proc.Env, id ID) {
 	for seq := p.last(id.Initiator) + 1; seq <= id.Seq; seq++ {
 		p.turnRed(env, ID{Initiator: id.Initiator, Seq: seq})
 	}
@@ -168,7 +175,7 @@ func (p *LaiYang) redUpTo(env proc.Env, id ID) {
 
 // turnRed records the process's state for id and sends each neighbour a
 // marker with the count of white messages sent to it (rule 1).
-func (p *LaiYang) turnRed(env proc.Env, id ID) {
+func (p *LaiYang[M]) turnRed(env proc.Env, id ID) {
 	colour := slices.DeleteFunc(slices.Clone(p.colour), func(c ID) bool { return c.Initiator == id.Initiator })
 	colour = append(colour, id)
 	slices.SortFunc(colour, func(a, b ID) int { return int(a.Initiator) - int(b.Initiator) })
@@ -190,7 +197,7 @@ func (p *LaiYang) turnRed(env proc.Env, id ID) {
 	p.recording = append(p.recording, r)
 }
 
-func (p *LaiYang) onMarker(env proc.Env, from proc.ID, m Marker) {
+func (p *LaiYang[M]) onMarker(env proc.Env, from proc.ID, m Marker) {
 	i := slices.IndexFunc(p.recording, func(r *whiteRecording) bool { return r.id == m.Snap })
 	if i < 0 {
 		return
@@ -204,7 +211,7 @@ func (p *LaiYang) onMarker(env proc.Env, from proc.ID, m Marker) {
 
 // maybeClose closes channel c of r once all its white messages are in;
 // the snapshot is recorded here once every channel is closed.
-func (p *LaiYang) maybeClose(env proc.Env, r *whiteRecording, c int) {
+func (p *LaiYang[M]) maybeClose(env proc.Env, r *whiteRecording, c int) {
 	if !r.open[c] || r.expect[c] < 0 || r.got[c] < r.expect[c] {
 		return
 	}
