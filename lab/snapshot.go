@@ -188,3 +188,30 @@ func diameter(in [][]int32) int {
 	}
 	return best
 }
+
+// snapshotCases: one snapshot at a time on the complete graph, a grid, a
+// ring and a line, with a constant delay of 1 ms and no reordering, so
+// that the time to complete, in delays, is exact: the initiator's
+// eccentricity + 1, at most diameter + 1.
+var snapshotCases = func() []compareCase {
+	var cases []compareCase
+	for _, topo := range []string{"full", "grid", "ring", "line"} {
+		cases = append(cases, compareCase{
+			name:    topo,
+			metrics: []string{"markers_per_channel", "diameter", "complete_delays"},
+			run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+				o := f.Options(a)
+				fifo, reorder := true, 0.0
+				o.Nodes, o.Seed, o.Topology = n, &seed, topo
+				o.Network = NetworkFlags{Latency: sim.Constant(compareLatency), FIFO: &fifo, Reorder: &reorder}
+				if w, ok := o.Workload.(*SnapshotLoad); ok {
+					w.Snapshots, w.Initiators = 3, 1
+				}
+				r, _, err := Sim(o)
+				return r, err
+			},
+			notes: map[string]string{"complete_delays": "the mean of 3 snapshots, each the initiator's eccentricity + 1 delays (theory: the bound, diameter + 1)"},
+		})
+	}
+	return cases
+}()
