@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/cohort-go/cohort/check"
@@ -137,4 +138,49 @@ func TestSnapshotCheckers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSnapshotCheckers: whatever trace Read accepts — cut and recorded
+// outputs with any data, any number of nodes in the header — the
+// snapshot checkers judge it without panicking, in time and memory
+// bounded by the trace's events. Run the fuzzer with
+//
+//	go test -run='^$' -fuzz=FuzzSnapshotCheckers ./check
+func FuzzSnapshotCheckers(f *testing.F) {
+	S := snapshot.ID{Initiator: 0, Seq: 1}
+	b := checktest.New(2)
+	b.Output(0, snapshot.Opened{Balance: 100})
+	s := b.Send(0, 1, "money")
+	b.Output(0, snapshot.Cut{Snap: S, State: int64(90)})
+	m := b.Send(0, 1, "marker")
+	b.Output(1, snapshot.Cut{Snap: S, State: int64(100)})
+	b.Recv(s)
+	b.Recv(m)
+	b.Output(1, snapshot.Recorded{Snap: S, Channels: []snapshot.Channel{{From: 0, Messages: []snapshot.Message{{Kind: "money", Body: snapshot.Money{Amount: 10}}}}}})
+	var seed bytes.Buffer
+	if err := trace.Write(&seed, &b.Trace); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed.Bytes())
+	f.Add(bytes.Replace(seed.Bytes(), []byte(`"nodes":2`), []byte(`"nodes":2147483647`), 1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tr, err := trace.Read(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		rs, err := check.Run(tr, "snapshot-consistent", "snapshot-channels", "bank-conserved")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Status != check.OK && r.Status != check.Violated && r.Status != check.Unknown {
+				t.Fatalf("%s: status %d", r.Name, r.Status)
+			}
+			for _, i := range r.Events {
+				if i < 0 || i >= len(tr.Events) {
+					t.Fatalf("%s cites event %d of %d", r.Name, i, len(tr.Events))
+				}
+			}
+		}
+	})
 }
