@@ -14,7 +14,7 @@ var Algorithms = []proc.Algorithm{
 		Family:  "snapshot",
 		Name:    "chandy-lamport",
 		Summary: "markers on FIFO channels: a process records its state on its first marker and each channel until that channel's marker",
-		Source:  "Chandy & Lamport 1985; Coulouris et al. §14.5.3; Tanenbaum & van Steen §8.6",
+		Source:  "Chandy & Lamport 1985; Coulouris et al. §14.5.3",
 		Assumes: proc.Assumptions{FIFO: true, Reliable: true, Topology: "connected"},
 		New:     func(proc.ID, int) proc.Process { return NewChandyLamport(NewBank(DefaultBalance)) },
 		Checks:  checks,

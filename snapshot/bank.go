@@ -6,9 +6,9 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Bank is one account of the bank-transfer workload, the running example
-// of the snapshot papers (Chandy & Lamport 1985 §2): money moves between
-// accounts in messages, so at any instant some of it is in the channels;
+// Bank is one account of the bank-transfer workload, the classic example
+// of the snapshot literature (Kshemkalyani & Singhal, ch. 4): money moves
+// between accounts in messages, so at any instant some of it is in the channels;
 // a snapshot is right only if the recorded balances and the money in the
 // recorded channels add up to what there was at the start.
 //

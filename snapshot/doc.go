@@ -1,7 +1,6 @@
 // Package snapshot records consistent global states of a running system:
 // Chandy and Lamport's marker algorithm for FIFO channels (Chandy &
-// Lamport, ACM TOCS 1985; Coulouris et al. §14.5.3; Tanenbaum & van Steen
-// §8.6), and Lai and Yang's colouring algorithm for channels that may
+// Lamport, ACM TOCS 1985; Coulouris et al. §14.5.3), and Lai and Yang's colouring algorithm for channels that may
 // reorder (Lai & Yang, IPL 1987), with the white-message counters of
 // Mattern's variant (Mattern, JPDC 1993) for the channel states.
 //

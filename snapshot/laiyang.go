@@ -9,7 +9,7 @@ import (
 
 // Lai and Yang's snapshot algorithm for channels that need not be FIFO
 // (Lai & Yang, Information Processing Letters 1987; Kshemkalyani &
-// Singhal §4.4.1), with the channel states of Mattern's variant (Mattern,
+// Singhal §4.4), with the channel states of Mattern's variant (Mattern,
 // J. Parallel Distrib. Comput. 1993):
 //
 //	1. Every process is initially white and turns red while taking a
