@@ -74,14 +74,18 @@ func theory(int) map[string]float64 {
 }
 
 // WithChandyLamport returns a with Chandy–Lamport wrapped around each of
-// its processes, and the snapshot checkers added to its own.
+// its processes, the snapshot checkers added to its own, and reliable
+// FIFO channels to its assumptions.
 func WithChandyLamport(a proc.Algorithm) proc.Algorithm {
+	a.Assumes.FIFO, a.Assumes.Reliable = true, true
 	return with(a, "chandy-lamport", func(p proc.Process) proc.Process { return NewChandyLamport(p) })
 }
 
 // WithLaiYang returns a with Lai–Yang wrapped around each of its
-// processes, and the snapshot checkers added to its own.
+// processes, the snapshot checkers added to its own, and reliable
+// channels to its assumptions.
 func WithLaiYang(a proc.Algorithm) proc.Algorithm {
+	a.Assumes.Reliable = true
 	return with(a, "lai-yang", func(p proc.Process) proc.Process { return NewLaiYang[proc.Message](p) })
 }
 
