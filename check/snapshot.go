@@ -98,6 +98,7 @@ type snapRun struct {
 	snaps    []*snap        // in the order of their first cut
 	sendOf   map[uint64]int // message id → its send
 	recvOf   map[uint64]int // message id → its first receipt
+	recvs    []int          // the receipts of application messages, in order
 	inFlight int            // messages sent and neither received nor lost at the end
 }
 
@@ -125,6 +126,9 @@ func readSnapshots(t *trace.Trace) (*snapRun, *Result) {
 		case e.Kind == trace.Recv:
 			if _, ok := r.recvOf[e.Msg]; !ok {
 				r.recvOf[e.Msg] = i
+			}
+			if e.Type != "marker" {
+				r.recvs = append(r.recvs, i)
 			}
 			delete(open, e.Msg)
 		case e.Kind == trace.Drop:
@@ -234,9 +238,9 @@ func checkSnapshotConsistent(t *trace.Trace) Result {
 			fs = append(fs, finding{res.Detail, res.Events})
 			continue
 		}
-		for i := range t.Events {
+		for _, i := range r.recvs {
 			e := &t.Events[i]
-			if e.Kind != trace.Recv || e.Type == "marker" || !s.in(e.Node, i) {
+			if !s.in(e.Node, i) {
 				continue
 			}
 			si, ok := r.sendOf[e.Msg]
