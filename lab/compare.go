@@ -131,6 +131,7 @@ var familyCases = map[string][]compareCase{
 	"multicast": multicastCases,
 	"gossip":    gossipCases,
 	"overlay":   overlayCases,
+	"snapshot":  snapshotCases,
 }
 
 // CompareMaxNodes is the largest process count `cohort compare` runs a

@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -29,12 +29,13 @@ var allowed = map[string][]string{
 	"consensus":        {"proc"},
 	"epidemic":         {"proc"},
 	"overlay":          {"proc"},
+	"snapshot":         {"proc"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
 	"check":            {"trace", "proc", "logical", "clock", "overlay"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

@@ -113,6 +113,12 @@ func init() {
 			Diagram: trace.SVGOptions{Quiet: []string{"joined"}},
 		},
 		{
+			Family:   registered("snapshot"),
+			Metrics:  snapshotMetrics,
+			Workload: func() sim.Workload { return &SnapshotLoad{} },
+			Diagram:  trace.SVGOptions{Quiet: []string{"cut", "recorded", "opened"}, Cut: "cut"},
+		},
+		{
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,

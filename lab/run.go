@@ -21,6 +21,9 @@ type Options struct {
 	Scenario *scenario.Scenario // nil: the algorithm's default scenario, else a 3-node default
 	Nodes    int                // processes; 0 keeps the scenario's
 	Seed     *uint64            // nil keeps the scenario's
+	// Topology replaces the scenario's graph: full, ring, line or grid;
+	// "" keeps the scenario's.
+	Topology string
 	Network  NetworkFlags
 	// Faults are extra faults in the scenario language ("crash 3 at
 	// 10ms"), added to the scenario's.
@@ -172,6 +175,12 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}
 	if o.Seed != nil {
 		sc2.Seed = *o.Seed
+	}
+	if o.Topology != "" {
+		if sc2.Topology == "random" {
+			sc2.Degree = 0
+		}
+		sc2.Topology = o.Topology
 	}
 	if a.Validate != nil {
 		if err := a.Validate(sc2.Nodes); err != nil {

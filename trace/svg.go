@@ -31,6 +31,11 @@ type SVGOptions struct {
 	// kind Open to the next of kind Close (or a crash, or the end): the
 	// critical sections of a mutual exclusion run, say.
 	Spans []Span
+	// Cut, if set, is an output kind that marks cuts: the outputs of that
+	// kind with the same label (one per process: "cut p0#1") are the
+	// frontier of one cut, drawn as a dashed line across the processes
+	// through them — the recorded states of a snapshot.
+	Cut string
 }
 
 // Span is a kind of interval between two outputs of one process.
@@ -292,6 +297,7 @@ func (d *svgDiagram) draw() {
 	d.grid()
 	d.crashes()
 	d.spans()
+	d.cuts()
 	d.messages()
 	d.points()
 	d.axis()
@@ -444,6 +450,72 @@ func (d *svgDiagram) spans() {
 		}
 	}
 }
+
+// cutFrontiers groups the outputs of kind opt.Cut by label, in the order
+// of their first appearance: each group is a cut's frontier, at most one
+// event per process (the first).
+func (d *svgDiagram) cutFrontiers() (labels []string, frontiers [][]int) {
+	if d.opt.Cut == "" {
+		return nil, nil
+	}
+	index := map[string]int{}
+	seen := map[string]map[int32]bool{}
+	for i := range d.events {
+		e := &d.events[i]
+		if e.Kind != Output || e.Type != d.opt.Cut {
+			continue
+		}
+		k, ok := index[e.Label]
+		if !ok {
+			k = len(labels)
+			index[e.Label] = k
+			labels = append(labels, e.Label)
+			frontiers = append(frontiers, nil)
+			seen[e.Label] = map[int32]bool{}
+		}
+		if !seen[e.Label][e.Node] {
+			seen[e.Label][e.Node] = true
+			frontiers[k] = append(frontiers[k], i)
+		}
+	}
+	return labels, frontiers
+}
+
+// cuts draws each cut of SVGOptions.Cut as a dashed line from the top of
+// the diagram to the bottom through its frontier events, process by
+// process, labelled at the top.
+func (d *svgDiagram) cuts() {
+	labels, frontiers := d.cutFrontiers()
+	for k, f := range frontiers {
+		slices.SortFunc(f, func(a, b int) int { return int(d.events[a].Node) - int(d.events[b].Node) })
+		color := svgCutColors[k%len(svgCutColors)]
+		var pts []string
+		var tip []string
+		for j, i := range f {
+			e := &d.events[i]
+			x, y := d.x(e.Time), d.y(e.Node)
+			if j == 0 {
+				pts = append(pts, svgF(x)+","+svgF(y-d.rowH/2))
+			}
+			pts = append(pts, svgF(x)+","+svgF(y))
+			if j == len(f)-1 {
+				pts = append(pts, svgF(x)+","+svgF(y+d.rowH/2))
+			}
+			tip = append(tip, fmt.Sprintf("p%d at %s (#%d)", e.Node, FormatNS(e.Time), i))
+		}
+		first := &d.events[f[0]]
+		d.printf(`<g class="cut" data-i="%d"><title>`, f[0])
+		d.text(labels[k] + ": " + strings.Join(tip, ", "))
+		d.printf(`</title><polyline points="%s" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="6 3" stroke-opacity="0.85"/>`,
+			strings.Join(pts, " "), color)
+		d.printf(`<text x="%s" y="%s" font-size="10" fill="%s">`, svgF(d.x(first.Time)+3), svgF(d.y(first.Node)-d.rowH/2+10), color)
+		d.text(svgClip(labels[k], svgMaxLabel))
+		d.printf("</text></g>\n")
+	}
+}
+
+// svgCutColors colour the cuts, in order.
+var svgCutColors = []string{"#2ca02c", "#9467bd", "#e377c2", "#17becf"}
 
 // svgSpanColors colour the kinds of spans, in order.
 var svgSpanColors = []string{"#f0a830", "#7fb8e6", "#c39bd3"}
@@ -810,6 +882,9 @@ func (d *svgDiagram) legendItems() []string {
 	for k := range d.opt.Spans {
 		items = append(items, "span:"+strconv.Itoa(k))
 	}
+	if _, f := d.cutFrontiers(); len(f) > 0 {
+		items = append(items, "cut")
+	}
 	return items
 }
 
@@ -862,6 +937,8 @@ func (d *svgDiagram) legend() {
 			d.printf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.8"/>`, svgF(x+10), svgF(y), svgInk)
 		case "marked":
 			d.printf(`<circle cx="%s" cy="%s" r="6" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x+10), svgF(y), svgMark, svgMark)
+		case "cut":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgCutColors[0])
 		}
 		label := it
 		if k, ok := strings.CutPrefix(it, "span:"); ok {

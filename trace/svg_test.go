@@ -558,3 +558,47 @@ func TestSVGSpansAndQuietOutputs(t *testing.T) {
 		t.Errorf("%d output labels, want 4 (every output but the quiet one)", n)
 	}
 }
+
+// TestSVGCuts: the outputs of SVGOptions.Cut with the same label are one
+// cut, drawn as one line through them (a process's second output of one
+// cut is ignored); without the option no cut is drawn.
+func TestSVGCuts(t *testing.T) {
+	tr := &Trace{Header: Header{Nodes: 3}}
+	add := func(node int32, label string) {
+		tr.Events = append(tr.Events, Event{Index: len(tr.Events), Time: int64(len(tr.Events)+1) * 1e6, Node: node, Kind: Output, Type: "cut", Label: label, Peer: -1})
+	}
+	add(0, "cut p0#1")
+	add(2, "cut p0#1")
+	add(1, "cut p1#1")
+	add(1, "cut p0#1")
+	add(0, "cut p1#1")
+	add(2, "cut p1#1")
+	add(2, "cut p1#1") // a second output of p2 for p1#1: not a point of the cut
+	var b strings.Builder
+	if err := WriteSVG(&b, tr, SVGOptions{Cut: "cut", Quiet: []string{"cut"}}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if n := strings.Count(svg, `class="cut"`); n != 2 {
+		t.Fatalf("%d cuts drawn, want 2", n)
+	}
+	for _, want := range []string{
+		"cut p0#1: p0 at 1.000ms (#0), p1 at 4.000ms (#3), p2 at 2.000ms (#1)",
+		"cut p1#1: p0 at 5.000ms (#4), p1 at 3.000ms (#2), p2 at 6.000ms (#5)",
+		">cut</text>", // the legend
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
+		t.Errorf("not well-formed XML: %v", err)
+	}
+	b.Reset()
+	if err := WriteSVG(&b, tr, SVGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `class="cut"`) {
+		t.Error("a cut drawn without SVGOptions.Cut")
+	}
+}

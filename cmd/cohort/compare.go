@@ -94,6 +94,10 @@ var metricNames = map[string]string{
 	"hops_p99":               "hops (99th percentile)",
 	"delivered_fraction":     "lookups delivered",
 	"state_entries_per_node": "state entries per node",
+
+	"markers_per_channel": "markers per channel and snapshot",
+	"diameter":            "diameter",
+	"complete_delays":     "complete (delays)",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -49,7 +49,8 @@ then the flags. The same seed and settings always give the same trace;
 its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
-  cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json`,
+  cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
+  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -79,6 +80,7 @@ its SHA-256 is in the report.`,
 	addPositionFlags(cmd) // position.go
 	addGossipFlags(cmd)   // simgossip.go
 	addOverlayFlags(cmd)  // simoverlay.go
+	addSnapshotFlags(cmd) // simsnapshot.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -96,6 +98,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	lookups, err := overlayLookups(cmd, family) // simoverlay.go
+	if err != nil {
+		return err
+	}
+	topology, takes, err := snapshotSettings(cmd, family) // simsnapshot.go
 	if err != nil {
 		return err
 	}
@@ -204,6 +210,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 		}
 		configureOverlay(lookups, &o)
+		configureSnapshot(topology, takes, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
