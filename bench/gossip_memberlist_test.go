@@ -274,21 +274,25 @@ func TestGossipBesideMemberlist(t *testing.T) {
 	}
 }
 
-// BenchmarkGossipBesideMemberlist: 32 and 64 members, Cohort and
+// BenchmarkGossipBesideMemberlist: 32 and 64 members, Cohort (with its
+// 200 ms period, and with memberlist's 1 s probe interval) and
 // memberlist alternated in one run; the figures are reported as metrics
 // (ms and bytes).
 //
 //	go test -run '^$' -bench GossipBesideMemberlist -benchtime 1x -count 3 ./bench
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
 	for _, n := range []int{32, 64} {
-		for _, who := range []string{"cohort", "memberlist"} {
+		for _, who := range []string{"cohort", "cohort-1s", "memberlist"} {
 			b.Run(fmt.Sprintf("%s/members=%d", who, n), func(b *testing.B) {
 				for range b.N {
 					var r GossipResult
 					var err error
-					if who == "cohort" {
+					switch who {
+					case "cohort":
 						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5})
-					} else {
+					case "cohort-1s":
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: time.Second})
+					default:
 						r, err = memberlistGossip(context.Background(), n, 5, 3*time.Second)
 					}
 					if err != nil {

@@ -770,6 +770,13 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		}
 		s.closeSuspicion(env, u.Member)
 		s.set(u.Member, StateAlive, u.Inc)
+		if state == stateUnknown {
+			// A member new to this one: tell a few at once, so that a
+			// join spreads in network delays rather than periods.
+			for _, q := range s.randomMembers(env, gossipFanout, u.Member) {
+				env.Send(q, Gossip{Updates: []Fact{u}})
+			}
+		}
 	case StateSuspect:
 		if gone || u.Inc < inc {
 			return
