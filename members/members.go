@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -381,6 +382,29 @@ func eventOf(o proc.Output) (Event, bool) {
 		return Event{Type: t, Key: e.Key, Value: e.Value, Version: e.Version}, true
 	}
 	return Event{}, false
+}
+
+// WriteMetrics writes the service's gauges in Prometheus's text format:
+// the members this node holds in each state, and the map's keys.
+func (s *Server) WriteMetrics(w io.Writer) {
+	ms, err := s.Members()
+	if err != nil {
+		return
+	}
+	count := map[string]int{}
+	for _, m := range ms {
+		count[m.State]++
+	}
+	fmt.Fprintln(w, "# HELP cohort_members Members this node holds in each state (itself included, alive).")
+	fmt.Fprintln(w, "# TYPE cohort_members gauge")
+	for _, st := range []string{"alive", "suspect", "dead", "left"} {
+		fmt.Fprintf(w, "cohort_members{state=%q} %d\n", st, count[st])
+	}
+	if es, err := s.Entries(); err == nil {
+		fmt.Fprintln(w, "# HELP cohort_kv_keys Keys of the replicated map at this node (deleted ones not counted).")
+		fmt.Fprintln(w, "# TYPE cohort_kv_keys gauge")
+		fmt.Fprintf(w, "cohort_kv_keys %d\n", len(es))
+	}
 }
 
 // Leave says goodbye to the cluster: the others hold this node left, not

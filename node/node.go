@@ -322,7 +322,13 @@ func (n *Node) handler(api http.Handler) http.Handler {
 	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
 	// The metrics name the locks, elections and groups: a scraper sends
 	// the token too (Prometheus: authorization: {credentials: TOKEN}).
-	mux.Handle("GET /metrics", httpapi.RequireToken(n.cfg.Token, n.live.MetricsHandler()))
+	mux.Handle("GET /metrics", httpapi.RequireToken(n.cfg.Token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		n.live.WriteMetrics(w)
+		if n.members != nil {
+			n.members.WriteMetrics(w)
+		}
+	})))
 	return mux
 }
 

@@ -85,6 +85,9 @@ func TestNodeJoinsARunningCluster(t *testing.T) {
 		waitUntil(t, ep+" to list four alive", alive(ep, 0, 1, 2, 7))
 	}
 
+	waitUntil(t, "the gauges", func() bool {
+		return metricsHas(eps[0], func(l string) bool { return l == `cohort_members{state="alive"} 4` })
+	})
 	if code, out, errs := cli(t, "kv", "put", "color", "blue", "--endpoints", ports[1]); code != 0 {
 		t.Fatalf("kv put: %d %s %s", code, out, errs)
 	}
