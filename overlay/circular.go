@@ -51,14 +51,15 @@ func (circular) next(n *node, key GUID) proc.ID {
 	if s.covers(key) {
 		return s.closest(n.id, key)
 	}
-	// The farthest leaf on the key's side (on the other, if a failure
-	// has emptied that one).
-	side, other := s.right, s.left
+	// The farthest leaf on the key's side; if failures have emptied that
+	// side (l adjacent nodes failed), the node knows nobody closer that
+	// way and takes delivery.
+	side := s.right
 	if Cmp(Clockwise(n.self, key), Clockwise(key, n.self)) > 0 {
-		side, other = other, side
+		side = s.left
 	}
 	if len(side) == 0 {
-		side = other
+		return n.id
 	}
 	return side[len(side)-1]
 }

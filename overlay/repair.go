@@ -104,9 +104,9 @@ type hopTimeout struct{ Seq uint64 }
 
 // failures is a node's failure-handling state.
 type failures struct {
-	dead     map[proc.ID]bool   // presumed failed
+	dead     map[proc.ID]bool          // presumed failed
 	awaiting map[proc.ID]time.Duration // pinged (when), not heard from since
-	pending  map[uint64]pending // hops not yet acknowledged
+	pending  map[uint64]pending        // hops not yet acknowledged
 	seq      uint64
 }
 
