@@ -90,10 +90,15 @@ var metricNames = map[string]string{
 	"messages_per_member_per_period": "messages per member and period",
 	"false_positives":                "false positives",
 
-	"hops_mean":              "hops (mean)",
-	"hops_p99":               "hops (99th percentile)",
-	"delivered_fraction":     "lookups delivered",
-	"state_entries_per_node": "state entries per node",
+	"hops_mean":                 "hops (mean)",
+	"hops_p99":                  "hops (99th percentile)",
+	"delivered_fraction":        "lookups delivered",
+	"state_entries_per_node":    "state entries per node",
+	"hops_mean_before":          "hops before the failure",
+	"hops_mean_failed":          "hops right after it",
+	"hops_mean_repaired":        "hops after repair",
+	"correct_fraction_failed":   "at the live home, right after",
+	"correct_fraction_repaired": "at the live home, after repair",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

@@ -95,7 +95,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	lookups, err := overlayLookups(cmd, family) // simoverlay.go
+	overlay, err := overlayFlags(cmd, family) // simoverlay.go
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 				return err
 			}
 		}
-		configureOverlay(lookups, &o)
+		configureOverlay(overlay, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
