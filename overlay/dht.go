@@ -19,7 +19,7 @@ import (
 //     a copy to the other k−1 of the replica set, then says Stored;
 //   - get routes to the key's home, which answers from its store, or, if
 //     it has none (it became the home by a join or a failure since the
-//     put), fetches a copy from the others of the replica set it knows;
+//     put), fetches a copy from its leaf set, where the replica set was;
 //   - every keep-alive period each holder of a copy sends it to the
 //     replica set as its own leaf set now has it: a node that joined
 //     among the k closest gets its copy, and a failed holder's place is
@@ -140,8 +140,12 @@ func (n *node) atHome(env proc.Env, m Route) {
 			env.Output(Got{Key: m.Key, Value: v, Found: true, Hops: m.Hops})
 			return
 		}
-		holders := n.replicaSet(m.Key)
-		if len(holders) == 0 {
+		// Any leaf may hold a copy: the replica set as it was before
+		// the joins and failures that made this node the home.
+		holders := slices.Concat(n.leaves.left, n.leaves.right)
+		slices.Sort(holders)
+		holders = slices.Compact(holders)
+		if n.flaw == noReplicas || len(holders) == 0 {
 			env.Output(Got{Key: m.Key, Hops: m.Hops})
 			return
 		}

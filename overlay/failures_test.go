@@ -2,6 +2,8 @@ package overlay_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -37,9 +39,9 @@ const period = 10 * time.Second // overlay.Repairing.KeepAlive
 func (s story) times() (settled, fail, repaired time.Duration) {
 	settled = time.Duration(s.n)*10*time.Millisecond + 50*time.Millisecond
 	fail = settled + time.Duration(s.lookups)*time.Millisecond + 100*time.Millisecond
-	repaired = fail + 6*period
+	repaired = fail + 4*period
 	if s.churn != nil {
-		repaired = fail + s.churn.Until + 6*period
+		repaired = fail + s.churn.Until + 4*period
 	}
 	return
 }
@@ -177,8 +179,8 @@ func outputs(tr *trace.Trace, typ string) int {
 // repair every leaf set holds the l live nodes on each side and no routing
 // entry points at a failed node; every get after its put finds the value.
 func TestRepairSweep(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		s := story{n: []int{40, 80, 120, 200}[seed%4], seed: seed, lookups: 50, crash: tenPercent, dht: true}
+	for seed := uint64(1); seed <= seeds(3); seed++ {
+		s := story{n: []int{40, 80, 150}[seed%3], seed: seed, lookups: 40, crash: tenPercent, dht: true}
 		r := s.run(t)
 		mustHold(t, r, fmt.Sprintf("seed %d, %d nodes", seed, s.n))
 		if got := outputs(r.Trace, "delivered"); got != 3*s.lookups {
@@ -197,9 +199,9 @@ func TestRepairSweep(t *testing.T) {
 // replica set failed; once churn stops and repair settles, the tables are
 // exact.
 func TestChurnSweep(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		s := story{n: 100, seed: seed, lookups: 50, dht: true,
-			churn: &sim.Churn{Join: 1, Fail: 1, Leave: 0.5, Until: 20 * time.Second}}
+	for seed := uint64(1); seed <= seeds(4); seed++ {
+		s := story{n: 80, seed: seed, lookups: 40, dht: true,
+			churn: &sim.Churn{Join: 1, Fail: 1, Leave: 0.5, Until: 15 * time.Second}}
 		r := s.run(t)
 		mustHold(t, r, fmt.Sprintf("seed %d", seed))
 	}
@@ -208,7 +210,7 @@ func TestChurnSweep(t *testing.T) {
 // TestDeterminismUnderFailures: the same seed gives the same trace.
 func TestDeterminismUnderFailures(t *testing.T) {
 	h := func() string {
-		r := story{n: 80, seed: 5, lookups: 30, crash: tenPercent, dht: true}.run(t)
+		r := story{n: 40, seed: 5, lookups: 20, crash: tenPercent, dht: true}.run(t)
 		x := trace.NewHasher(r.Trace.Header)
 		for i := range r.Trace.Events {
 			x.Record(&r.Trace.Events[i])
@@ -236,12 +238,12 @@ func TestAdjacentFailures(t *testing.T) {
 	l := overlay.Repairing.Leaves
 	circular := overlay.Build("circular", overlay.Repairing)
 	for seed := uint64(1); seed <= 2; seed++ {
-		r := story{n: 80, seed: seed, lookups: 40, crash: adjacent(l - 1), gapKeys: true}.run(t)
+		r := story{n: 60, seed: seed, lookups: 30, crash: adjacent(l - 1), gapKeys: true}.run(t)
 		mustHold(t, r, fmt.Sprintf("pastry, %d adjacent failures, seed %d", l-1, seed))
-		r = story{n: 50, seed: seed, lookups: 40, crash: adjacent(l - 1), gapKeys: true, new: circular}.run(t)
+		r = story{n: 40, seed: seed, lookups: 30, crash: adjacent(l - 1), gapKeys: true, new: circular}.run(t)
 		mustHold(t, r, fmt.Sprintf("circular, %d adjacent failures, seed %d", l-1, seed))
 	}
-	r := story{n: 50, seed: 1, lookups: 40, crash: adjacent(l), gapKeys: true, new: circular}.run(t)
+	r := story{n: 40, seed: 1, lookups: 30, crash: adjacent(l), gapKeys: true, new: circular}.run(t)
 	v := verdicts(t, r)["overlay-lookup"]
 	if v.Status != check.Violated {
 		t.Fatalf("circular, %d adjacent failures: overlay-lookup %v, want violated", l, v.Status)
@@ -270,7 +272,7 @@ func TestCheckersCatchBrokenRepair(t *testing.T) {
 		{"no replicas", "dht-get", overlay.NoReplicas(overlay.Repairing)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := story{n: 120, seed: 2, lookups: 60, crash: tenPercent, dht: true, new: c.new}.run(t)
+			r := story{n: 80, seed: 2, lookups: 40, crash: tenPercent, dht: true, new: c.new}.run(t)
 			v := verdicts(t, r)[c.checker]
 			if v.Status != check.Violated {
 				t.Fatalf("%s: %v, want violated", c.checker, v.Status)
@@ -278,4 +280,13 @@ func TestCheckersCatchBrokenRepair(t *testing.T) {
 			t.Log(v.Counterexample(r.Trace))
 		})
 	}
+}
+
+// seeds is how many seeds a sweep runs: n, or OVERLAY_SEEDS for a longer
+// search.
+func seeds(n uint64) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("OVERLAY_SEEDS"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return n
 }

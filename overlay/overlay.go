@@ -390,7 +390,13 @@ func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 // onJoin: a node on the JOIN's route sends X its state tables, then
 // forwards the JOIN as it would a lookup of X's nodeId; the last node, Z,
 // says so.
+//
+// A node that lists X already knows an earlier incarnation (X failed and
+// came back under the same address): it drops it, lest the JOIN be routed
+// to X itself; X's announcement brings it back.
 func (n *node) onJoin(env proc.Env, m Join) {
+	n.leaves.remove(m.X)
+	n.rt.forget(n, m.X)
 	next := n.next(NodeID(m.X), m.Hops)
 	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.known()})
 	if next != n.id {
