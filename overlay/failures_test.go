@@ -2,10 +2,10 @@ package overlay_test
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
