@@ -52,7 +52,7 @@ func TestOverlayRuns(t *testing.T) {
 	}
 }
 
-// TestOverlayFailure: Rowstron & Druschel's experiment at 300 nodes —
+// TestOverlayFailure: Rowstron & Druschel's experiment at 150 nodes —
 // every lookup delivered in each phase, at the live home after repair,
 // the checkers green (the tables exact after repair).
 func TestOverlayFailure(t *testing.T) {
@@ -66,9 +66,9 @@ func TestOverlayFailure(t *testing.T) {
 	}
 	o := f.Options(a)
 	seed := uint64(3)
-	o.Nodes, o.Seed = 300, &seed
+	o.Nodes, o.Seed = 150, &seed
 	w := o.Workload.(*OverlayLoad)
-	w.Fail, w.Lookups = 0.1, 200
+	w.Fail, w.Lookups = 0.1, 100
 	r, _, err := Sim(o)
 	if err != nil {
 		t.Fatal(err)

@@ -35,13 +35,13 @@ func TestSimOverlay(t *testing.T) {
 // delivered at its live home, and the run's checkers (overlay-tables
 // among them) pass; a bad --fail is a usage error naming the value.
 func TestSimOverlayFail(t *testing.T) {
-	r := simJSON(t, "overlay", "--algo", "pastry", "--nodes", "200", "--fail", "0.1", "--lookups", "50")
+	r := simJSON(t, "overlay", "--algo", "pastry", "--nodes", "100", "--fail", "0.1", "--lookups", "40")
 	for _, m := range []string{"delivered_fraction_before", "delivered_fraction_failed", "delivered_fraction_repaired", "correct_fraction_repaired"} {
 		if v := metricOf(r, m); v != 1 {
 			t.Errorf("%s = %v, want 1 (%v)", m, v, r["metrics"])
 		}
 	}
-	if metricOf(r, "failed_nodes") != 20 || metricOf(r, "hops_mean_repaired") <= 0 {
+	if metricOf(r, "failed_nodes") != 10 || metricOf(r, "hops_mean_repaired") <= 0 {
 		t.Errorf("metrics %v", r["metrics"])
 	}
 	for _, c := range r["checks"].([]any) {
