@@ -19,8 +19,8 @@ import (
 // outputs their answers at the key's home; a "tables" output is a node's
 // leaf set and routing table. A route's hops are "route" messages whose
 // label names the key. Nodes' identifiers are overlay.NodeID of their
-// addresses; a node is live from its start or join until its crash or
-// leave. The oracle is computed here from the live set alone
+// addresses; a node is live from its start, or from its "joined"
+// output if it joined, until its crash or leave. The oracle is computed here from the live set alone
 // (overlay.Home: the live node numerically closest), never from the
 // nodes' tables.
 //
@@ -75,6 +75,7 @@ func init() {
 // key last was.
 type ring struct {
 	live    map[int32]bool
+	joining map[int32]bool         // joined, not yet "joined"
 	holder  map[overlay.GUID]int32 // the node that last received a key's keyRequest
 	gone    map[overlay.GUID]bool  // its holder failed or left holding it
 	flying  map[uint64]bool
@@ -83,17 +84,25 @@ type ring struct {
 }
 
 func newRing() *ring {
-	return &ring{live: map[int32]bool{}, holder: map[overlay.GUID]int32{}, gone: map[overlay.GUID]bool{},
+	return &ring{live: map[int32]bool{}, joining: map[int32]bool{}, holder: map[overlay.GUID]int32{}, gone: map[overlay.GUID]bool{},
 		flying: map[uint64]bool{}, pending: map[overlay.GUID]int{}}
 }
 
 // see follows event e: membership, messages, and route hops.
 func (r *ring) see(e *trace.Event) {
 	switch {
+	case e.Kind == trace.Join:
+		// A joining node is in the overlay once it has joined (its
+		// "joined" output): until then nobody can route to it.
+		r.joining[e.Node] = true
+	case e.Kind == trace.Output && e.Type == "joined" && r.joining[e.Node]:
+		delete(r.joining, e.Node)
+		r.live[e.Node], r.sorted = true, nil
 	case e.Kind.Begins():
 		r.live[e.Node], r.sorted = true, nil
 	case e.Kind.Stops():
 		delete(r.live, e.Node)
+		delete(r.joining, e.Node)
 		r.sorted = nil
 		for k, h := range r.holder {
 			if h == e.Node && r.pending[k] > 0 {

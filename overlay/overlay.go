@@ -352,7 +352,7 @@ func (n *node) Join(env proc.Env, contact proc.ID) {
 // learn takes id into the tables where it belongs; a node presumed
 // failed is not taken back (another's stale table may still list it).
 func (n *node) learn(id proc.ID) bool {
-	if id == n.id || id == proc.None || n.dead[id] {
+	if id == n.id || id == proc.None || n.presumedDead(id) {
 		return false
 	}
 	a := n.leaves.add(id)
@@ -368,6 +368,7 @@ func (n *node) known() []proc.ID {
 }
 
 func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	n.now = env.Now()
 	n.heard(from)
 	switch m := m.(type) {
 	case Join:
@@ -442,6 +443,7 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 }
 
 func (n *node) Input(env proc.Env, in proc.Input) {
+	n.now = env.Now()
 	switch in := in.(type) {
 	case Lookup:
 		n.route(env, Route{Key: in.Key})

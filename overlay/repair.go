@@ -38,9 +38,10 @@ import (
 //   - Graceful leave. A leaving node tells every node in its tables,
 //     which treat it at once as failed.
 //
-// A node keeps the nodes it presumes failed, and does not take them back
-// from another's table that still lists them; a message from one of them
-// (it came back, with a fresh state, under the same address) clears it.
+// A node keeps the nodes it presumes failed, for a few periods, and does
+// not take them back from another's table that still lists them; a
+// message from one of them (it came back, with a fresh state, under the
+// same address) clears it.
 
 // ---- messages ----
 
@@ -104,10 +105,11 @@ type hopTimeout struct{ Seq uint64 }
 
 // failures is a node's failure-handling state.
 type failures struct {
-	dead     map[proc.ID]bool          // presumed failed
+	dead     map[proc.ID]time.Duration // presumed failed, since when
 	awaiting map[proc.ID]time.Duration // pinged (when), not heard from since
 	pending  map[uint64]pending        // hops not yet acknowledged
 	seq      uint64
+	now      time.Duration // the time of the event being handled
 }
 
 // flaw is a deliberate defect, for the tests to show the checkers
@@ -134,7 +136,7 @@ func (n *node) startKeepAlive(env proc.Env) {
 	if !n.repairing() {
 		return
 	}
-	n.dead, n.awaiting, n.pending = map[proc.ID]bool{}, map[proc.ID]time.Duration{}, map[uint64]pending{}
+	n.dead, n.awaiting, n.pending = map[proc.ID]time.Duration{}, map[proc.ID]time.Duration{}, map[uint64]pending{}
 	// The first round at a random moment of the period: nodes do not all
 	// ping at once.
 	env.SetTimer(time.Duration(env.Rand().Int64N(int64(n.cfg.KeepAlive)))+1, keepAlive{})
@@ -176,6 +178,7 @@ func (n *node) ack(env proc.Env, from proc.ID, seq uint64) {
 }
 
 func (n *node) Timeout(env proc.Env, tag any) {
+	n.now = env.Now()
 	switch t := tag.(type) {
 	case keepAlive:
 		n.keepAlive(env)
@@ -215,6 +218,7 @@ func (n *node) keepAlive(env proc.Env) {
 			n.failed(env, id)
 		}
 	}
+	maps.DeleteFunc(n.dead, func(id proc.ID, _ time.Duration) bool { return !n.presumedDead(id) })
 	for _, id := range n.known() {
 		n.ping(env, id)
 	}
@@ -237,6 +241,19 @@ func (n *node) keepAlive(env proc.Env) {
 	n.rereplicate(env)
 	env.SetTimer(n.cfg.KeepAlive, keepAlive{})
 }
+
+// presumedDead reports whether id was presumed failed less than
+// ForgetDead periods ago. After that it may be learnt again (and is
+// pinged again): a failed node comes back under its address, and the
+// stale tables that could bring it back have been purged by then.
+func (n *node) presumedDead(id proc.ID) bool {
+	at, ok := n.dead[id]
+	return ok && n.now-at < ForgetDead*n.cfg.KeepAlive
+}
+
+// ForgetDead is how many keep-alive periods a node remembers that
+// another failed.
+const ForgetDead = 3
 
 // ping sends id a keep-alive: a leaf is asked for its leaf set (the
 // answer carries it), another node just pinged.
@@ -272,10 +289,10 @@ func (n *node) vouched(env proc.Env, ids []proc.ID) []proc.ID {
 // the farthest live leaf on its side, its routing-table entry from the
 // other entries of its row and of the next.
 func (n *node) failed(env proc.Env, id proc.ID) {
-	if id == n.id || n.dead[id] {
+	if id == n.id || n.presumedDead(id) {
 		return
 	}
-	n.dead[id] = true
+	n.dead[id] = n.now
 	delete(n.awaiting, id)
 	left, right := n.leaves.remove(id)
 	if n.flaw == noLeafRepair {
