@@ -126,8 +126,9 @@ const (
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
 type pending struct {
-	to proc.ID
-	m  proc.Message // a Route or a Join
+	to    proc.ID
+	m     proc.Message // a Route or a Join
+	timer proc.TimerID
 }
 
 func (n *node) repairing() bool { return n.cfg.KeepAlive > 0 }
@@ -166,8 +167,7 @@ func (n *node) forward(env proc.Env, next proc.ID, m proc.Message) {
 		x.Seq = n.seq
 		m = x
 	}
-	n.pending[n.seq] = pending{next, m}
-	env.SetTimer(n.cfg.HopTimeout, hopTimeout{n.seq})
+	n.pending[n.seq] = pending{next, m, env.SetTimer(n.cfg.HopTimeout, hopTimeout{n.seq})}
 	env.Send(next, m)
 }
 
@@ -323,7 +323,10 @@ func (n *node) failed(env proc.Env, id proc.ID) {
 func (n *node) receiveRepair(env proc.Env, from proc.ID, m proc.Message) bool {
 	switch m := m.(type) {
 	case Ack:
-		delete(n.pending, m.Seq)
+		if p, ok := n.pending[m.Seq]; ok {
+			env.CancelTimer(p.timer)
+			delete(n.pending, m.Seq)
+		}
 	case Ping:
 		env.Send(from, Pong{})
 	case Pong:
