@@ -63,6 +63,13 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 					continue
 				}
 				cr := CompareRun{Algo: a.Name, Nodes: n, Case: c.name}
+				if c.skip != nil {
+					if why := c.skip(n); why != "" {
+						cr.Skip = why
+						runs = append(runs, cr)
+						continue
+					}
+				}
 				if a.Validate != nil {
 					if err := a.Validate(n); err != nil {
 						cr.Skip = err.Error()
@@ -118,6 +125,8 @@ type compareCase struct {
 	run     func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error)
 	// algos limits the case to some algorithms; nil means all.
 	algos []string
+	// skip, if set, says why the case does not run at n nodes ("": it does).
+	skip func(n int) string
 	// theory, if set, gives the theory's figure for a metric of this case.
 	theory func(algo string, n int, metric string) *float64
 	// notes explain differences, by metric.

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"cmp"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -19,6 +21,17 @@ import (
 // when every lookup has been delivered. It records the hops of each
 // delivery, so the metrics need no trace, and (with Family.Wrap) keeps
 // the processes to measure their state at the end.
+//
+// With Fail above 0 it is Rowstron & Druschel's experiment (2001 §3.3):
+// after those lookups a fraction Fail of the nodes fails at once;
+// Lookups more are asked right after, at live nodes (before the
+// keep-alives can notice: only the lookups' own timeouts find the failed
+// nodes), and Lookups more once repair has had RepairTime; then every
+// live node shows its tables (for overlay-tables, in checked runs). The
+// nodes run with failure detection and repair (overlay.Repairing) when
+// Fail is above 0 or Repair is set (the CLI sets it when faults are
+// given); otherwise with none (overlay.FailureFree: at 10⁶ nodes the
+// keep-alives would be most of the traffic).
 type OverlayLoad struct {
 	// Lookups is how many lookups are asked; 0 means 1000.
 	Lookups int
@@ -28,6 +41,15 @@ type OverlayLoad struct {
 	// whose JOIN crawls along the ring. Joins must not overlap: the
 	// algorithms do not handle concurrent joins.
 	Gap time.Duration
+	// Fail is the fraction of the nodes that fail at once after the first
+	// lookups; 0: none.
+	Fail float64
+	// Repair runs the nodes with failure detection and repair even when
+	// Fail is 0 (faults come from elsewhere).
+	Repair bool
+	// RepairTime is how long after the failure the last lookups are
+	// asked; 0 means six keep-alive periods.
+	RepairTime time.Duration
 
 	algo      string
 	n         int
@@ -35,6 +57,25 @@ type OverlayLoad struct {
 	asked     int
 	faulted   bool
 	processes []proc.Process
+	// The failure experiment: the failed nodes, the phases' start times,
+	// each phase's deliveries, and the end of the run.
+	crashed       []proc.ID
+	failAt, repAt time.Duration
+	phases        [3]phase
+	end           time.Duration
+	over          bool
+	live          []proc.ID // the live nodes after the failure, for the oracle
+	all           []proc.ID
+	// The churn workload: who is up, the gets answered and found.
+	up          func(proc.ID) bool
+	gets, found int
+}
+
+// phase is a lookup phase's deliveries: their hops, and how many were at
+// the live node numerically closest to the key.
+type phase struct {
+	hops    []int
+	correct int
 }
 
 // NewOverlayLoad is the default workload of overlay algorithm algo.
@@ -57,8 +98,20 @@ func (w *OverlayLoad) settled(n int) time.Duration {
 	return time.Duration(n)*w.gap(n) + 50*time.Millisecond
 }
 
-// Faults are the joins: node i at i·Gap (node 0 first, alone).
-func (w *OverlayLoad) Faults(n int, _ uint64) []sim.Fault {
+func (w *OverlayLoad) repairing() bool { return w.Fail > 0 || w.Repair }
+
+func (w *OverlayLoad) repairTime() time.Duration {
+	return cmp.Or(w.RepairTime, 6*overlay.Repairing.KeepAlive)
+}
+
+// spread is how long a phase's lookups take to ask.
+func (w *OverlayLoad) spread() time.Duration {
+	return time.Duration(w.lookups()) * time.Millisecond / 4
+}
+
+// Faults are the joins: node i at i·Gap (node 0 first, alone); with Fail,
+// the failure of ⌊Fail·N⌋ nodes drawn with the seed.
+func (w *OverlayLoad) Faults(n int, seed uint64) []sim.Fault {
 	w.faulted = true
 	// The processes are kept in a table made now, before the run: the
 	// memory estimate's sample processes (built at other sizes) must not
@@ -69,6 +122,23 @@ func (w *OverlayLoad) Faults(n int, _ uint64) []sim.Fault {
 	for i := range fs {
 		fs[i] = sim.Fault{Kind: sim.Join, Node: proc.ID(i), At: time.Duration(i) * w.gap(n)}
 	}
+	if w.Fail > 0 {
+		w.failAt = w.settled(n) + w.spread() + 100*time.Millisecond
+		rng := rand.New(rand.NewPCG(seed, 0x6661696c))
+		k := min(int(w.Fail*float64(n)), n-1)
+		down := make([]bool, n)
+		for _, i := range rng.Perm(n)[:k] {
+			down[i] = true
+			w.crashed = append(w.crashed, proc.ID(i))
+			fs = append(fs, sim.Fault{Kind: sim.Crash, Node: proc.ID(i), At: w.failAt})
+		}
+		w.live = w.live[:0]
+		for i := range n {
+			if !down[i] {
+				w.live = append(w.live, proc.ID(i))
+			}
+		}
+	}
 	return fs
 }
 
@@ -76,27 +146,138 @@ func (w *OverlayLoad) Faults(n int, _ uint64) []sim.Fault {
 // brings its own membership).
 func (w *OverlayLoad) Init(c sim.Control) {
 	w.n = c.N()
+	if w.Repair && !w.faulted {
+		w.churn(c)
+		return
+	}
 	at := time.Duration(0)
 	if w.faulted {
 		at = w.settled(w.n)
 	}
 	rng := c.Rand()
-	for i := range w.lookups() {
-		key := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
-		c.Schedule(at+time.Duration(i)*time.Millisecond/4-c.Now(), proc.ID(rng.IntN(w.n)), overlay.Lookup{Key: key})
+	ask := func(at time.Duration, nodes []proc.ID) {
+		for i := range w.lookups() {
+			key := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
+			node := proc.ID(rng.IntN(w.n))
+			if nodes != nil {
+				node = nodes[rng.IntN(len(nodes))]
+			}
+			c.Schedule(at+time.Duration(i)*time.Millisecond/4-c.Now(), node, overlay.Lookup{Key: key})
+		}
+		w.asked += w.lookups()
 	}
-	w.asked = w.lookups()
+	ask(at, nil)
+	if w.failAt == 0 || !w.faulted {
+		return
+	}
+	w.repAt = w.failAt + w.repairTime()
+	ask(w.failAt+time.Millisecond, w.live)
+	for _, id := range w.live {
+		c.Schedule(w.repAt-c.Now(), id, overlay.ShowTables{})
+	}
+	ask(w.repAt+time.Millisecond, w.live)
+	// The run ends when every lookup has been delivered, or, if some
+	// were lost, ten seconds after the last was asked (a marker input).
+	w.end = w.repAt + w.spread() + 10*time.Second
+	c.Schedule(w.end-c.Now(), w.live[0], overlay.ShowTables{})
 }
 
-// Observe records the deliveries.
-func (w *OverlayLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
-	if d, ok := o.(overlay.Delivered); ok {
-		w.hops = append(w.hops, d.Hops)
+// churn is the workload of a run whose membership changes by faults
+// given from outside (the fault language's churn: Poisson joins,
+// failures and leaves): the DHT's puts of Lookups keys at one second,
+// then a lookup and a get of one of those keys every 20 ms, each at a
+// node present then; the run ends 10 s after the last. Every get after
+// its put should find the value (dht-get), unless its replica set
+// failed.
+func (w *OverlayLoad) churn(c sim.Control) {
+	rng := c.Rand()
+	at := func(t time.Duration, in func() proc.Input) {
+		c.After(t-c.Now(), func() {
+			node := proc.ID(rng.IntN(w.n))
+			for try := 0; try < 100 && w.up != nil && !w.up(node); try++ {
+				node = proc.ID(rng.IntN(w.n))
+			}
+			c.Schedule(0, node, in())
+		})
+	}
+	keys := make([]overlay.GUID, w.lookups())
+	for i := range keys {
+		keys[i] = overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
+		at(time.Second, func() proc.Input { return overlay.Put{Key: keys[i], Value: fmt.Sprint("v", i)} })
+	}
+	const every = 20 * time.Millisecond
+	for i := range keys {
+		t := 2*time.Second + time.Duration(i)*every
+		at(t, func() proc.Input { return overlay.Lookup{Key: overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}} })
+		at(t, func() proc.Input { return overlay.Get{Key: keys[i]} })
+	}
+	w.asked = len(keys)
+	c.After(2*time.Second+time.Duration(len(keys))*every+10*time.Second-c.Now(), func() { w.over = true })
+}
+
+// phaseAt is the lookup phase a delivery at time t belongs to: before the
+// failure, right after it, after repair.
+func (w *OverlayLoad) phaseAt(t time.Duration) int {
+	switch {
+	case w.failAt == 0 || t < w.failAt:
+		return 0
+	case t < w.repAt:
+		return 1
+	}
+	return 2
+}
+
+// Observe records the deliveries (in a failure run, by phase, and
+// whether each is at the key's live home).
+func (w *OverlayLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case overlay.Delivered:
+		w.hops = append(w.hops, o.Hops)
+		if w.failAt > 0 {
+			p := &w.phases[w.phaseAt(c.Now())]
+			p.hops = append(p.hops, o.Hops)
+			live := w.live
+			if c.Now() < w.failAt {
+				if len(w.all) != w.n {
+					w.all = orAll(nil, w.n)
+				}
+				live = w.all // none has failed yet
+			}
+			if overlay.Home(o.Key, live) == node {
+				p.correct++
+			}
+		}
+	case overlay.Got:
+		w.gets++
+		if o.Found {
+			w.found++
+		}
+	case overlay.Tables:
+		if w.end > 0 && c.Now() >= w.end {
+			w.over = true
+		}
 	}
 }
 
-// Done: every lookup delivered.
-func (w *OverlayLoad) Done(func(proc.ID) bool) bool { return w.asked > 0 && len(w.hops) >= w.asked }
+func orAll(ids []proc.ID, n int) []proc.ID {
+	if ids != nil {
+		return ids
+	}
+	all := make([]proc.ID, n)
+	for i := range all {
+		all[i] = proc.ID(i)
+	}
+	return all
+}
+
+// Done: every lookup delivered (or, in a failure run, its end reached).
+func (w *OverlayLoad) Done(up func(proc.ID) bool) bool {
+	w.up = up
+	if w.Repair && !w.faulted {
+		return w.over
+	}
+	return w.over || (w.asked > 0 && len(w.hops) >= w.asked)
+}
 
 // keepOverlay makes algorithm a's processes known to workload w, which
 // measures their state at the end of the run: the joiners of the
@@ -108,7 +289,16 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	}
 	newProc := a.New
 	a.New = func(id proc.ID, n int) proc.Process {
-		p := newProc(id, n)
+		var p proc.Process
+		cfg := overlay.FailureFree
+		if ow.repairing() {
+			cfg = overlay.Repairing
+		}
+		if b := overlay.Build(a.Name, cfg); b != nil {
+			p = b(id, n)
+		} else {
+			p = newProc(id, n)
+		}
 		if int(id) < len(ow.processes) { // built during the run (not a probe's)
 			ow.processes[id] = p
 		}
@@ -133,18 +323,33 @@ func overlayMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		return m, th
 	}
 	m["delivered_fraction"] = float64(len(w.hops)) / float64(w.asked)
-	if len(w.hops) > 0 {
-		h := slices.Clone(w.hops)
-		slices.Sort(h)
-		var sum float64
-		for _, x := range h {
-			sum += float64(x)
+	hops := w.hops
+	if w.failAt > 0 {
+		hops = w.phases[0].hops
+		for i, name := range []string{"before", "failed", "repaired"} {
+			p := w.phases[i]
+			m["delivered_fraction_"+name] = float64(len(p.hops)) / float64(w.lookups())
+			m["correct_fraction_"+name] = float64(p.correct) / float64(w.lookups())
+			if len(p.hops) > 0 {
+				m["hops_mean_"+name] = meanHops(p.hops)
+			}
 		}
-		m["hops_mean"] = sum / float64(len(h))
+		m["failed_nodes"] = float64(len(w.crashed))
+	}
+	if w.gets > 0 {
+		m["gets_found_fraction"] = float64(w.found) / float64(w.gets)
+	}
+	if len(hops) > 0 {
+		h := slices.Clone(hops)
+		slices.Sort(h)
+		m["hops_mean"] = meanHops(h)
 		m["hops_p99"] = float64(h[int(math.Ceil(0.99*float64(len(h))))-1])
 	}
 	var entries, nodes float64
-	for _, p := range w.processes {
+	for i, p := range w.processes {
+		if slices.Contains(w.crashed, proc.ID(i)) {
+			continue
+		}
 		if s, ok := p.(overlay.Stater); ok {
 			entries += float64(s.Entries())
 			nodes++
@@ -171,4 +376,45 @@ var overlayCases = []compareCase{{
 		r, _, err := Sim(o)
 		return r, err
 	},
+}, {
+	// Rowstron & Druschel 2001 §3.3: 10% of the nodes fail at once; the
+	// lookups before, right after (routed around the failed nodes) and
+	// after repair.
+	name:    "10% failed at once",
+	algos:   []string{"pastry"},
+	metrics: []string{"hops_mean_before", "hops_mean_failed", "hops_mean_repaired", "correct_fraction_failed", "correct_fraction_repaired"},
+	skip: func(n int) string {
+		if n > overlayFailUpTo {
+			return fmt.Sprintf("the failure experiment runs up to %d nodes (keep-alives through every join)", overlayFailUpTo)
+		}
+		return ""
+	},
+	notes: map[string]string{
+		"hops_mean_before":   "Rowstron & Druschel at N = 5,000: 2.73 before, 2.96 right after, 2.74 after repair",
+		"hops_mean_failed":   "a lookup whose next hop has failed times out and is routed again around it: the route is longer",
+		"hops_mean_repaired": "the tables repaired: back to the figure before the failure",
+	},
+	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+		o := f.Options(a)
+		o.Nodes, o.Seed, o.NoCheck = n, &seed, n > overlayFailCheckedUpTo
+		o.Workload.(*OverlayLoad).Fail = 0.1
+		r, _, err := Sim(o)
+		return r, err
+	},
 }}
+
+// overlayFailUpTo is the largest overlay the comparison fails nodes in;
+// overlayFailCheckedUpTo the largest it checks (the keep-alives make the
+// trace some 10³ events per node).
+const (
+	overlayFailUpTo        = 10_000
+	overlayFailCheckedUpTo = 1_000
+)
+
+func meanHops(xs []int) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += float64(x)
+	}
+	return sum / float64(len(xs))
+}

@@ -51,3 +51,38 @@ func TestOverlayRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayFailure: Rowstron & Druschel's experiment at 150 nodes —
+// every lookup delivered in each phase, at the live home after repair,
+// the checkers green (the tables exact after repair).
+func TestOverlayFailure(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm("pastry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.Options(a)
+	seed := uint64(3)
+	o.Nodes, o.Seed = 150, &seed
+	w := o.Workload.(*OverlayLoad)
+	w.Fail, w.Lookups = 0.1, 100
+	r, _, err := Sim(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Checks {
+		if !c.OK {
+			t.Errorf("%+v", c)
+		}
+	}
+	m := r.Metrics
+	t.Logf("%v", m)
+	for _, k := range []string{"delivered_fraction_before", "delivered_fraction_failed", "delivered_fraction_repaired", "correct_fraction_before", "correct_fraction_repaired"} {
+		if m[k] != 1 {
+			t.Errorf("%s = %v, want 1", k, m[k])
+		}
+	}
+}

@@ -22,9 +22,9 @@ func init() {
 		Name:    "circular",
 		Summary: "circular routing with the leaf set alone: the correct but inefficient baseline",
 		Source:  "Coulouris et al. §10.5.1; Rowstron & Druschel 2001",
-		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full", Joins: true},
-		New:     func(id proc.ID, _ int) proc.Process { return NewCircular(id, DefaultLeaves) },
-		Checks:  []string{"overlay-lookup"},
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full", Joins: true},
+		New:     func(id proc.ID, _ int) proc.Process { return NewCircular(id, Repairing) },
+		Checks:  []string{"overlay-lookup", "overlay-tables", "dht-get"},
 		Theory: func(n int) map[string]float64 {
 			return map[string]float64{
 				"hops_mean":              math.Max(0, float64(n)/(4*DefaultLeaves)),
@@ -37,20 +37,29 @@ func init() {
 	})
 }
 
-// NewCircular is a circular-routing node at address id with l leaves on
-// each side.
-func NewCircular(id proc.ID, l int) proc.Process { return newNode(id, l, circular{}) }
+// NewCircular is a circular-routing node at address id.
+func NewCircular(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, circular{}) }
 
-func (circular) learn(*node, proc.ID) bool { return false }
-func (circular) nodes(*node) []proc.ID     { return nil }
+func (circular) learn(*node, proc.ID) bool                 { return false }
+func (circular) nodes(*node) []proc.ID                     { return nil }
+func (circular) forget(*node, proc.ID) (p, d int, ok bool) { return 0, 0, false }
+func (circular) row(int) []proc.ID                         { return nil }
+func (circular) entry(int, int) proc.ID                    { return proc.None }
 
 func (circular) next(n *node, key GUID) proc.ID {
 	s := &n.leaves
 	if s.covers(key) {
 		return s.closest(n.id, key)
 	}
-	if Cmp(Clockwise(n.self, key), Clockwise(key, n.self)) <= 0 {
-		return s.right[len(s.right)-1]
+	// The farthest leaf on the key's side; if failures have emptied that
+	// side (l adjacent nodes failed), the node knows nobody closer that
+	// way and takes delivery.
+	side := s.right
+	if Cmp(Clockwise(n.self, key), Clockwise(key, n.self)) > 0 {
+		side = s.left
 	}
-	return s.left[len(s.left)-1]
+	if len(side) == 0 {
+		return n.id
+	}
+	return side[len(side)-1]
 }

@@ -1,7 +1,10 @@
 // Package overlay holds Cohort's structured peer-to-peer overlays as state
 // machines: Pastry's prefix routing and join (Rowstron & Druschel,
-// Middleware 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2), and
-// the circular baseline that routes along the leaf set alone.
+// Middleware 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2),
+// the circular baseline that routes along the leaf set alone, their
+// handling of failures (repair.go: keep-alives, lookups routed around
+// failed nodes, leaf-set and routing-table repair, the periodic exchange
+// of rows) and a DHT on them with PAST's replicas (dht.go).
 //
 // Nodes and keys have 128-bit identifiers (GUID) on a ring; an object
 // lives at the node whose identifier is numerically closest to its key
@@ -13,5 +16,8 @@
 // The contract, for a host and a workload: a node joins through a contact
 // (proc.Joiner); the first node starts alone. A Lookup{Key} input routes
 // the key hop by hop; the node that takes delivery outputs
-// Delivered{Key, Hops}.
+// Delivered{Key, Hops}. Put{Key, Value} and Get{Key} are the DHT's: the
+// key's home outputs Stored and Got. ShowTables makes a node output its
+// Tables. A node that fails stops; one that leaves (proc.Leave) tells the
+// nodes in its tables.
 package overlay

@@ -20,4 +20,23 @@ func (r *noLeaves) next(n *node, key GUID) proc.ID {
 }
 
 // NewNoLeaves is a node of the broken variant, for the checker to catch.
-func NewNoLeaves(id proc.ID, _ int) proc.Process { return newNode(id, DefaultLeaves, &noLeaves{}) }
+func NewNoLeaves(id proc.ID, _ int) proc.Process { return newNode(id, FailureFree, &noLeaves{}) }
+
+// The broken variants of the failure handling and the DHT, for the
+// checkers to catch: Pastry with configuration cfg and one flaw.
+var (
+	KeepsDeadEntries  = flawed(keepsDeadEntries)
+	NoLeafRepair      = flawed(noLeafRepair)
+	DeliversOnTimeout = flawed(deliversOnTimeout)
+	NoReplicas        = flawed(noReplicas)
+)
+
+func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
+	return func(cfg Config) func(proc.ID, int) proc.Process {
+		return func(id proc.ID, _ int) proc.Process {
+			n := newNode(id, cfg, &pastry{})
+			n.flaw = f
+			return n
+		}
+	}
+}

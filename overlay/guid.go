@@ -3,6 +3,7 @@ package overlay
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -33,8 +34,13 @@ func (g *GUID) UnmarshalText(b []byte) error {
 	if len(b) != 32 {
 		return fmt.Errorf("guid %q: want 32 hex digits", b)
 	}
-	_, err := fmt.Sscanf(string(b), "%016x%016x", &g.Hi, &g.Lo)
-	return err
+	hi, err1 := strconv.ParseUint(string(b[:16]), 16, 64)
+	lo, err2 := strconv.ParseUint(string(b[16:]), 16, 64)
+	if err1 != nil || err2 != nil || b[0] == '+' || b[16] == '+' {
+		return fmt.Errorf("guid %q: want 32 hex digits", b)
+	}
+	g.Hi, g.Lo = hi, lo
+	return nil
 }
 
 // Digit is digit i of g (0 the most significant).

@@ -114,13 +114,13 @@ func TestRoutingRule(t *testing.T) {
 		mk      func(proc.ID) proc.Process
 		maxHops int
 	}{
-		{"pastry/1", 1, func(id proc.ID) proc.Process { return NewPastry(id, 8) }, 0},
-		{"pastry/5", 5, func(id proc.ID) proc.Process { return NewPastry(id, 8) }, 1},
-		{"pastry/17", 17, func(id proc.ID) proc.Process { return NewPastry(id, 8) }, 2},
-		{"pastry/500", 500, func(id proc.ID) proc.Process { return NewPastry(id, 8) }, 4},
-		{"pastry/500,l=1", 500, func(id proc.ID) proc.Process { return NewPastry(id, 1) }, 5},
-		{"circular/500", 500, func(id proc.ID) proc.Process { return NewCircular(id, 8) }, 500 / 8},
-		{"circular/500,l=2", 500, func(id proc.ID) proc.Process { return NewCircular(id, 2) }, 500 / 2},
+		{"pastry/1", 1, func(id proc.ID) proc.Process { return NewPastry(id, leaves(8)) }, 0},
+		{"pastry/5", 5, func(id proc.ID) proc.Process { return NewPastry(id, leaves(8)) }, 1},
+		{"pastry/17", 17, func(id proc.ID) proc.Process { return NewPastry(id, leaves(8)) }, 2},
+		{"pastry/500", 500, func(id proc.ID) proc.Process { return NewPastry(id, leaves(8)) }, 4},
+		{"pastry/500,l=1", 500, func(id proc.ID) proc.Process { return NewPastry(id, leaves(1)) }, 5},
+		{"circular/500", 500, func(id proc.ID) proc.Process { return NewCircular(id, leaves(8)) }, 500 / 8},
+		{"circular/500,l=2", 500, func(id proc.ID) proc.Process { return NewCircular(id, leaves(2)) }, 500 / 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			nodes := static(c.n, c.mk)
@@ -193,7 +193,7 @@ func TestLeafSetWraparound(t *testing.T) {
 // TestPastryRuleCases takes a Pastry node that knows 300 others (l = 2)
 // through each case of the routing rule, with keys built for each.
 func TestPastryRuleCases(t *testing.T) {
-	nodes := static(300, func(id proc.ID) proc.Process { return NewPastry(id, 2) })
+	nodes := static(300, func(id proc.ID) proc.Process { return NewPastry(id, leaves(2)) })
 	n := nodes[0]
 	r := n.rt.(*pastry)
 	leaves := append(append([]proc.ID{0}, n.leaves.left...), n.leaves.right...)
@@ -242,4 +242,11 @@ func TestPastryRuleCases(t *testing.T) {
 		t.Errorf("3: key %s with R[0][%x] empty: next %v, want %v", farKey, d, got, want)
 	}
 	r.rows[0][d] = saved
+}
+
+// leaves is the failure-free configuration with l leaves on each side.
+func leaves(l int) Config {
+	c := FailureFree
+	c.Leaves = l
+	return c
 }

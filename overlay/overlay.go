@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -20,7 +21,9 @@ func register(a proc.Algorithm) {
 	if a.Inputs == nil {
 		a.Inputs = Inputs
 	}
-	a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{}}
+	a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{},
+		Ack{}, Ping{}, Pong{}, LeafRequest{}, EntryRequest{}, RowRequest{}, Offer{}, Leaving{},
+		Replica{}, Fetch{}, Fetched{}}
 	Algorithms = append(Algorithms, a)
 	slices.SortStableFunc(Algorithms, func(x, y proc.Algorithm) int {
 		return slices.Index(order, x.Name) - slices.Index(order, y.Name)
@@ -71,6 +74,7 @@ func (Joined) Kind() string { return "joined" }
 type Join struct {
 	X    proc.ID
 	Hops int
+	Seq  uint64 // the hop's number, for its Ack (0: no ack wanted)
 }
 
 // Kind implements proc.Message.
@@ -104,16 +108,19 @@ func (Announce) Kind() string { return "announce" }
 
 func (Announce) String() string { return "ANNOUNCE" }
 
-// Route carries a lookup one hop.
+// Route carries a lookup one hop (or a DHT request: Op, Value).
 type Route struct {
-	Key  GUID
-	Hops int
+	Key   GUID
+	Hops  int
+	Seq   uint64 // the hop's number, for its Ack (0: no ack wanted)
+	Op    Op
+	Value string
 }
 
 // Kind implements proc.Message.
 func (Route) Kind() string { return "route" }
 
-func (m Route) String() string { return fmt.Sprintf("ROUTE(%s,h=%d)", m.Key.String()[:8], m.Hops) }
+func (m Route) String() string { return fmt.Sprintf("ROUTE(%s,h=%d)", m.Key, m.Hops) }
 
 // Inputs builds the family's inputs by name: "lookup HEX" (32 hex
 // digits).
@@ -128,8 +135,28 @@ func Inputs(name string, args []string) (proc.Input, error) {
 			return nil, err
 		}
 		return Lookup{Key: k}, nil
+	case "put":
+		if len(args) != 2 {
+			return nil, fmt.Errorf("put: want a key of 32 hex digits and a value")
+		}
+		var k GUID
+		if err := k.UnmarshalText([]byte(strings.TrimSpace(args[0]))); err != nil {
+			return nil, err
+		}
+		return Put{Key: k, Value: args[1]}, nil
+	case "get":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("get: want one key of 32 hex digits")
+		}
+		var k GUID
+		if err := k.UnmarshalText([]byte(strings.TrimSpace(args[0]))); err != nil {
+			return nil, err
+		}
+		return Get{Key: k}, nil
+	case "show-tables":
+		return ShowTables{}, nil
 	}
-	return nil, fmt.Errorf("unknown overlay input %q (known: lookup)", name)
+	return nil, fmt.Errorf("unknown overlay input %q (known: lookup, put, get, show-tables)", name)
 }
 
 // ---- the leaf set ----
@@ -168,15 +195,41 @@ func (s *leafSet) insert(side *[]proc.ID, id proc.ID, dist func(proc.ID) GUID, d
 	return true
 }
 
+// remove takes id out of both sides; it reports the sides it was on.
+func (s *leafSet) remove(id proc.ID) (left, right bool) {
+	if i := slices.Index(s.left, id); i >= 0 {
+		s.left, left = slices.Delete(s.left, i, i+1), true
+	}
+	if i := slices.Index(s.right, id); i >= 0 {
+		s.right, right = slices.Delete(s.right, i, i+1), true
+	}
+	return left, right
+}
+
+func (s *leafSet) has(id proc.ID) bool {
+	return slices.Contains(s.left, id) || slices.Contains(s.right, id)
+}
+
 // covers reports whether key lies within the leaf set's range: between
-// its leftmost and rightmost entries. A side with fewer than l entries
-// means the node knows every node, and the range is the whole ring.
+// its leftmost and rightmost entries. Both sides short of l entries means
+// the node knows every node, and the range is the whole ring; one side
+// short (a failed leaf not yet replaced) ends the range at that side's
+// farthest entry (or the node itself).
 func (s *leafSet) covers(key GUID) bool {
-	if len(s.left) < s.l || len(s.right) < s.l {
+	if len(s.left) < s.l && len(s.right) < s.l {
 		return true
 	}
-	return Cmp(Clockwise(s.self, key), Clockwise(s.self, NodeID(s.right[len(s.right)-1]))) <= 0 ||
-		Cmp(Clockwise(key, s.self), Clockwise(NodeID(s.left[len(s.left)-1]), s.self)) <= 0
+	return Cmp(Clockwise(s.self, key), Clockwise(s.self, s.edge(s.right))) <= 0 ||
+		Cmp(Clockwise(key, s.self), Clockwise(s.edge(s.left), s.self)) <= 0
+}
+
+// edge is the nodeId of a side's farthest entry; the node's own if the
+// side is empty.
+func (s *leafSet) edge(side []proc.ID) GUID {
+	if len(side) == 0 {
+		return s.self
+	}
+	return NodeID(side[len(side)-1])
 }
 
 // closest is the node of L ∪ {self} numerically closest to key.
@@ -192,33 +245,84 @@ func (s *leafSet) closest(self proc.ID, key GUID) proc.ID {
 	return best
 }
 
+// nearest is the k nodes of L ∪ {self} numerically closest to key,
+// closest first: the replica set of PAST.
+func (s *leafSet) nearest(self proc.ID, key GUID, k int) []proc.ID {
+	ids := slices.Concat([]proc.ID{self}, s.left, s.right)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	slices.SortFunc(ids, func(a, b proc.ID) int {
+		if Closer(key, NodeID(a), NodeID(b)) {
+			return -1
+		}
+		return 1
+	})
+	return ids[:min(k, len(ids))]
+}
+
 // ---- the node ----
 
 // router is an algorithm's routing rule: the next hop toward key, or the
 // node itself to take delivery. learn offers it a node it heard of;
-// nodes lists what its own tables hold beyond the leaf set.
+// nodes lists what its own tables hold beyond the leaf set; forget
+// removes a failed node, reporting the entry R[p][d] it held; row and
+// entry read the table, for the repair of other nodes'.
 type router interface {
 	next(n *node, key GUID) proc.ID
 	learn(n *node, id proc.ID) bool
 	nodes(n *node) []proc.ID
+	forget(n *node, id proc.ID) (p, d int, held bool)
+	row(p int) []proc.ID
+	entry(p, d int) proc.ID
 }
 
+// Config is a node's parameters.
+type Config struct {
+	// Leaves is l, the leaf set's entries on each side.
+	Leaves int
+	// KeepAlive is the period of the failure detector and of the
+	// routing-table gossip (repair.go); 0: the node assumes no failures,
+	// sends no keep-alives and wants no acknowledgements of its hops.
+	KeepAlive time.Duration
+	// HopTimeout is how long a hop waits for its acknowledgement before
+	// the next node is presumed failed and the message routed around it.
+	HopTimeout time.Duration
+	// Replicas is k, the DHT's copies of each object (dht.go).
+	Replicas int
+}
+
+// Repairing is the registered algorithms' configuration: failures
+// detected by keep-alives every 10 s (with the simulator's 1 ms links:
+// a lookup phase fits between two rounds), hops acknowledged within
+// 50 ms, 3 replicas.
+var Repairing = Config{Leaves: DefaultLeaves, KeepAlive: 10 * time.Second, HopTimeout: 50 * time.Millisecond, Replicas: 3}
+
+// FailureFree is the configuration of runs without failures: no
+// keep-alives, no acknowledgements (at 10⁶ nodes they would be most of
+// the traffic).
+var FailureFree = Config{Leaves: DefaultLeaves, HopTimeout: 50 * time.Millisecond, Replicas: 3}
+
 // node is what Pastry and the circular baseline share: the leaf set, the
-// join protocol (Rowstron & Druschel §2.4), the forwarding of lookups.
-// The routing rule is the algorithm's.
+// join protocol (Rowstron & Druschel §2.4), the forwarding of lookups,
+// the repair after failures (repair.go) and the DHT (dht.go). The routing
+// rule is the algorithm's.
 type node struct {
 	id     proc.ID
 	self   GUID
+	cfg    Config
 	leaves leafSet
 	rt     router
 	joined bool
 	final  bool // Z's state has come
 	told   map[proc.ID]bool
+	failures
+	dht
+	flaw flaw // sound, but in the tests' broken variants
 }
 
-func newNode(id proc.ID, l int, rt router) *node {
+func newNode(id proc.ID, cfg Config, rt router) *node {
 	g := NodeID(id)
-	return &node{id: id, self: g, leaves: leafSet{self: g, l: l}, rt: rt}
+	return &node{id: id, self: g, cfg: cfg, leaves: leafSet{self: g, l: cfg.Leaves}, rt: rt}
 }
 
 // Start: the run has no joins, and every process is present from the
@@ -231,10 +335,12 @@ func (n *node) Start(env proc.Env) {
 		}
 	}
 	n.joined = true
+	n.startKeepAlive(env)
 }
 
 // Join: X (this node) asks contact A to route a JOIN with key X.
 func (n *node) Join(env proc.Env, contact proc.ID) {
+	n.startKeepAlive(env)
 	if contact == proc.None {
 		n.joined = true
 		env.Output(Joined{})
@@ -243,8 +349,10 @@ func (n *node) Join(env proc.Env, contact proc.ID) {
 	env.Send(contact, Join{X: n.id})
 }
 
+// learn takes id into the tables where it belongs; a node presumed
+// failed is not taken back (another's stale table may still list it).
 func (n *node) learn(id proc.ID) bool {
-	if id == n.id || id == proc.None {
+	if id == n.id || id == proc.None || n.presumedDead(id) {
 		return false
 	}
 	a := n.leaves.add(id)
@@ -260,26 +368,40 @@ func (n *node) known() []proc.ID {
 }
 
 func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	n.now = env.Now()
+	n.heard(from)
 	switch m := m.(type) {
 	case Join:
+		n.ack(env, from, m.Seq)
 		n.onJoin(env, m)
 	case State:
 		n.onState(env, from, m)
 	case Announce:
 		n.learn(from)
 	case Route:
-		n.route(env, m.Key, m.Hops)
+		n.ack(env, from, m.Seq)
+		n.route(env, m)
+	default:
+		if !n.receiveRepair(env, from, m) {
+			n.receiveDHT(env, from, m)
+		}
 	}
 }
 
 // onJoin: a node on the JOIN's route sends X its state tables, then
 // forwards the JOIN as it would a lookup of X's nodeId; the last node, Z,
 // says so.
+//
+// A node that lists X already knows an earlier incarnation (X failed and
+// came back under the same address): it drops it, lest the JOIN be routed
+// to X itself; X's announcement brings it back.
 func (n *node) onJoin(env proc.Env, m Join) {
+	n.leaves.remove(m.X)
+	n.rt.forget(n, m.X)
 	next := n.next(NodeID(m.X), m.Hops)
 	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.known()})
 	if next != n.id {
-		env.Send(next, Join{X: m.X, Hops: m.Hops + 1})
+		n.forward(env, next, Join{X: m.X, Hops: m.Hops + 1})
 	}
 }
 
@@ -320,11 +442,19 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	}
 }
 
-func (n *node) Timeout(proc.Env, any) {}
-
 func (n *node) Input(env proc.Env, in proc.Input) {
-	if l, ok := in.(Lookup); ok {
-		n.route(env, l.Key, 0)
+	n.now = env.Now()
+	switch in := in.(type) {
+	case Lookup:
+		n.route(env, Route{Key: in.Key})
+	case Put:
+		n.route(env, Route{Key: in.Key, Op: OpPut, Value: in.Value})
+	case Get:
+		n.route(env, Route{Key: in.Key, Op: OpGet})
+	case ShowTables:
+		n.showTables(env)
+	case proc.Leave:
+		n.leave(env)
 	}
 }
 
@@ -336,14 +466,25 @@ func (n *node) next(key GUID, hops int) proc.ID {
 	return n.rt.next(n, key)
 }
 
-// route forwards a lookup of key one hop, or takes delivery.
-func (n *node) route(env proc.Env, key GUID, hops int) {
-	next := n.next(key, hops)
+// route forwards a lookup (or a DHT request) one hop, or takes delivery.
+func (n *node) route(env proc.Env, m Route) {
+	next := n.next(m.Key, m.Hops)
 	if next == n.id {
-		env.Output(Delivered{Key: key, Hops: hops})
+		n.deliver(env, m)
 		return
 	}
-	env.Send(next, Route{Key: key, Hops: hops + 1})
+	m.Hops++
+	n.forward(env, next, m)
+}
+
+// deliver: this node is the key's home.
+func (n *node) deliver(env proc.Env, m Route) {
+	switch m.Op {
+	case OpLookup:
+		env.Output(Delivered{Key: m.Key, Hops: m.Hops})
+	default:
+		n.atHome(env, m)
+	}
 }
 
 // Entries is how many distinct nodes the node's tables hold: its state.
@@ -351,3 +492,16 @@ func (n *node) Entries() int { return len(n.known()) }
 
 // Stater is implemented by the family's processes: the size of their state.
 type Stater interface{ Entries() int }
+
+// Build is the constructor of the family's algorithm name with
+// configuration cfg (nil for an unknown name): runs without failures use
+// FailureFree, no keep-alives.
+func Build(name string, cfg Config) func(proc.ID, int) proc.Process {
+	switch name {
+	case "pastry":
+		return func(id proc.ID, _ int) proc.Process { return NewPastry(id, cfg) }
+	case "circular":
+		return func(id proc.ID, _ int) proc.Process { return NewCircular(id, cfg) }
+	}
+	return nil
+}

@@ -27,10 +27,9 @@ import (
 //
 // Each step of 2 adds a digit to the shared prefix; 1 ends the route.
 // Cost: ⌈log₁₆ N⌉ hops expected, state (2^b − 1)·⌈log₁₆ N⌉ + 2l entries.
-// Join: see node.onJoin and node.onState. Assumes reliable delivery and
-// no failures (the repair of leaf sets and tables after crashes is not
-// here), and joins that do not overlap (the paper's concurrent-join care
-// is not here either).
+// Join: see node.onJoin and node.onState; failures and their repair:
+// repair.go. Assumes reliable delivery, and joins that do not overlap
+// (the paper's concurrent-join care is not here).
 type pastry struct {
 	rows [][Radix]proc.ID
 }
@@ -40,9 +39,9 @@ func init() {
 		Name:    "pastry",
 		Summary: "Pastry: prefix routing with b = 4, a 16-entry leaf set, join through a contact",
 		Source:  "Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2",
-		Assumes: proc.Assumptions{Reliable: true, Failures: "none", Topology: "full", Joins: true},
-		New:     func(id proc.ID, _ int) proc.Process { return NewPastry(id, DefaultLeaves) },
-		Checks:  []string{"overlay-lookup"},
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full", Joins: true},
+		New:     func(id proc.ID, _ int) proc.Process { return NewPastry(id, Repairing) },
+		Checks:  []string{"overlay-lookup", "overlay-tables", "dht-get"},
 		Theory: func(n int) map[string]float64 {
 			return map[string]float64{
 				"hops_mean":              Log16(n),
@@ -59,8 +58,8 @@ func init() {
 // Log16 is log₁₆ n: Pastry's expected route length.
 func Log16(n int) float64 { return math.Log(float64(max(n, 1))) / math.Log(Radix) }
 
-// NewPastry is a Pastry node at address id with l leaves on each side.
-func NewPastry(id proc.ID, l int) proc.Process { return newNode(id, l, &pastry{}) }
+// NewPastry is a Pastry node at address id.
+func NewPastry(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, &pastry{}) }
 
 // entry is R[p][d], proc.None if empty.
 func (r *pastry) entry(p, d int) proc.ID {
@@ -92,6 +91,35 @@ func (r *pastry) learn(n *node, id proc.ID) bool {
 	}
 	r.rows[p][d] = id
 	return true
+}
+
+// forget empties the entry that holds id, if one does.
+func (r *pastry) forget(n *node, id proc.ID) (p, d int, held bool) {
+	g := NodeID(id)
+	p = SharedPrefix(g, n.self)
+	if p >= len(r.rows) {
+		return 0, 0, false
+	}
+	d = g.Digit(p)
+	if r.rows[p][d] != id {
+		return 0, 0, false
+	}
+	r.rows[p][d] = proc.None
+	return p, d, true
+}
+
+// row is row p's entries.
+func (r *pastry) row(p int) []proc.ID {
+	if p >= len(r.rows) {
+		return nil
+	}
+	var ids []proc.ID
+	for _, id := range r.rows[p] {
+		if id != proc.None {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (r *pastry) nodes(*node) []proc.ID {

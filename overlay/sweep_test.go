@@ -34,12 +34,15 @@ func joins(n, lookups int, gap time.Duration, seed uint64) ([]sim.Fault, sim.Scr
 	return fs, s
 }
 
-func algo(t testing.TB, name string) proc.Algorithm {
+// algo is the registered algorithm name, built with configuration cfg.
+func algo(t testing.TB, name string, cfg overlay.Config) proc.Algorithm {
 	i := slices.IndexFunc(overlay.Algorithms, func(a proc.Algorithm) bool { return a.Name == name })
 	if i < 0 {
 		t.Fatalf("%s is not registered", name)
 	}
-	return overlay.Algorithms[i]
+	a := overlay.Algorithms[i]
+	a.New = overlay.Build(name, cfg)
+	return a
 }
 
 func run(t testing.TB, a proc.Algorithm, n, lookups int, gap time.Duration, seed uint64) *simtest.Recorded {
@@ -71,7 +74,7 @@ func TestLookupSweep(t *testing.T) {
 		seeds = 4
 	}
 	for _, name := range []string{"pastry", "circular"} {
-		a := algo(t, name)
+		a := algo(t, name, overlay.FailureFree)
 		t.Run(name, func(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				n := []int{1, 2, 5, 17, 40, 150}[seed%6]
@@ -91,7 +94,7 @@ func TestLookupSweep(t *testing.T) {
 
 // TestDeterminism: the same seed gives the same trace, byte for byte.
 func TestDeterminism(t *testing.T) {
-	a := algo(t, "pastry")
+	a := algo(t, "pastry", overlay.FailureFree)
 	h := func() string {
 		r := run(t, a, 60, 30, 20*time.Millisecond, 7)
 		x := trace.NewHasher(r.Trace.Header)
@@ -112,7 +115,7 @@ func TestHopsBelowTheory(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:1]
 	}
-	a := algo(t, "pastry")
+	a := algo(t, "pastry", overlay.FailureFree)
 	for _, n := range sizes {
 		r := run(t, a, n, 300, 10*time.Millisecond, 3)
 		h := hops(r.Trace)

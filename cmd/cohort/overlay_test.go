@@ -29,3 +29,32 @@ func TestSimOverlay(t *testing.T) {
 		t.Errorf("compare overlay: exit %d\n%s", code, out)
 	}
 }
+
+// TestSimOverlayFail: `cohort sim overlay --fail` fails a tenth of the
+// nodes at once and reports each phase; every lookup after repair is
+// delivered at its live home, and the run's checkers (overlay-tables
+// among them) pass; a bad --fail is a usage error naming the value.
+func TestSimOverlayFail(t *testing.T) {
+	r := simJSON(t, "overlay", "--algo", "pastry", "--nodes", "100", "--fail", "0.1", "--lookups", "40")
+	for _, m := range []string{"delivered_fraction_before", "delivered_fraction_failed", "delivered_fraction_repaired", "correct_fraction_repaired"} {
+		if v := metricOf(r, m); v != 1 {
+			t.Errorf("%s = %v, want 1 (%v)", m, v, r["metrics"])
+		}
+	}
+	if metricOf(r, "failed_nodes") != 10 || metricOf(r, "hops_mean_repaired") <= 0 {
+		t.Errorf("metrics %v", r["metrics"])
+	}
+	for _, c := range r["checks"].([]any) {
+		if c := c.(map[string]any); c["ok"] != true {
+			t.Errorf("check %v", c)
+		}
+	}
+	for _, bad := range []string{"0", "1", "-0.5", "NaN"} {
+		if code, _, errs := cli(t, "sim", "overlay", "--fail", bad); code != 2 || !strings.Contains(errs, bad) {
+			t.Errorf("--fail %s: exit %d (%s), want 2 and a message naming it", bad, code, errs)
+		}
+	}
+	if code, _, errs := cli(t, "sim", "gossip", "--fail", "0.1"); code != 2 || errs == "" {
+		t.Errorf("--fail on gossip: exit %d (%s), want 2 and a message", code, errs)
+	}
+}

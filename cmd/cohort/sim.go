@@ -97,7 +97,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	lookups, err := overlayLookups(cmd, family) // simoverlay.go
+	overlay, err := overlayFlags(cmd, family) // simoverlay.go
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 				return err
 			}
 		}
-		configureOverlay(lookups, &o)
+		configureOverlay(overlay, &o)
 		configureSnapshot(topology, takes, &o)
 		var closers []func() error
 		if f.traceOut != "" {

@@ -5,32 +5,63 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The overlay family's flags of `cohort sim`: the workload's size.
+// The overlay family's flags of `cohort sim`: the workload's size, and
+// the failure experiment.
 func addOverlayFlags(cmd *cobra.Command) {
-	cmd.Flags().Int("lookups", 1000, "overlay: lookups of random keys asked at random nodes once the joins have settled")
+	cmd.Flags().Int("lookups", 1000, "overlay: lookups of random keys asked at random nodes once the joins have settled (with --fail: in each of the three phases)")
+	cmd.Flags().Float64("fail", 0, "overlay: fraction of the nodes that fail at once after the first lookups; lookups are asked again right after and once repair has settled (Rowstron & Druschel 2001 §3.3)")
 	familyOnlyFlags["lookups"] = "overlay"
+	familyOnlyFlags["fail"] = "overlay"
 }
 
-// overlayLookups reads --lookups: 0 if not given. For another family it
-// is a usage error.
-func overlayLookups(cmd *cobra.Command, family string) (int, error) {
+// overlayParams are the overlay flags given: 0 where not given.
+type overlayParams struct {
+	lookups int
+	fail    float64
+}
+
+// overlayFlags reads --lookups and --fail. For another family they are a
+// usage error.
+func overlayFlags(cmd *cobra.Command, family string) (overlayParams, error) {
 	fl := cmd.Flags()
-	if !fl.Changed("lookups") {
-		return 0, nil
+	var p overlayParams
+	for _, name := range []string{"lookups", "fail"} {
+		if fl.Changed(name) && family != "overlay" {
+			return p, usageErr("--%s is a flag of the overlay family, not of %s", name, family)
+		}
 	}
-	if family != "overlay" {
-		return 0, usageErr("--lookups is a flag of the overlay family, not of %s", family)
+	if fl.Changed("lookups") {
+		p.lookups, _ = fl.GetInt("lookups")
+		if p.lookups < 1 {
+			return p, usageErr("--lookups %d: need at least 1", p.lookups)
+		}
+		if p.lookups > maxLookups {
+			return p, usageErr("--lookups %d: at most %d", p.lookups, maxLookups)
+		}
 	}
-	n, _ := fl.GetInt("lookups")
-	if n < 1 {
-		return 0, usageErr("--lookups %d: need at least 1", n)
+	if fl.Changed("fail") {
+		p.fail, _ = fl.GetFloat64("fail")
+		if !(p.fail > 0 && p.fail < 1) {
+			return p, usageErr("--fail %v: want a fraction of the nodes, above 0 and below 1", p.fail)
+		}
 	}
-	return n, nil
+	return p, nil
 }
 
-// configureOverlay gives the run's workload its lookups.
-func configureOverlay(lookups int, o *lab.Options) {
-	if w, ok := o.Workload.(*lab.OverlayLoad); ok && lookups > 0 {
-		w.Lookups = lookups
+// maxLookups bounds --lookups: each is a scheduled input held in memory.
+const maxLookups = 10_000_000
+
+// configureOverlay gives the run's workload its lookups and failures;
+// faults given on the command line or by a scenario turn the nodes'
+// failure detection and repair on.
+func configureOverlay(p overlayParams, o *lab.Options) {
+	w, ok := o.Workload.(*lab.OverlayLoad)
+	if !ok {
+		return
 	}
+	if p.lookups > 0 {
+		w.Lookups = p.lookups
+	}
+	w.Fail = p.fail
+	w.Repair = len(o.Faults) > 0 || o.Scenario != nil
 }
