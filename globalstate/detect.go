@@ -205,6 +205,9 @@ func (l *Lattice) Definitely(p *Predicate) (*Answer, error) {
 // false, level by level. It returns a linearization that reaches the
 // final state so, or the level at which no such state is left.
 func (l *Lattice) avoid(b *bound) (lin []int, avoided bool, level int, states int64, err error) {
+	if pk, ok := l.packing(); ok {
+		return l.avoidPacked(b, pk)
+	}
 	n := l.n
 	buf := make(trace.Cut, n)
 	load := func(s []int32) trace.Cut {

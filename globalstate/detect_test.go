@@ -74,6 +74,7 @@ func TestPossiblyDefinitelyMatchLinearizations(t *testing.T) {
 		seeds = 300
 	}
 	var conj, tried, poss, defs, lattice int
+	defer func() { wideCuts = false }()
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 9))
 		n := 1 + r.IntN(3)
@@ -110,7 +111,9 @@ func TestPossiblyDefinitelyMatchLinearizations(t *testing.T) {
 			continue
 		}
 		tried++
-		for _, enumerate := range []bool{false, true} {
+		for _, mode := range []struct{ enumerate, wide bool }{{false, false}, {true, false}, {true, true}} {
+			enumerate := mode.enumerate
+			wideCuts = mode.wide // breadth-first over cuts of n entries, not packed in a word
 			l := mustNew(t, tr, Options{Enumerate: enumerate})
 			a, err := l.Possibly(pred)
 			if err != nil {
