@@ -128,6 +128,18 @@ func (h *HB) VC(i int) []uint64 {
 	return append([]uint64(nil), h.row(i)...)
 }
 
+// Entry returns entry p of event i's vector timestamp, VC(i)[p]: the
+// number of events of process p that happened before i or are i. It reads
+// the vector in place, without the copy VC makes, for the algorithms that
+// read many of them (the lattice of consistent global states). It is 0 if
+// i is not a process event or p is not a process.
+func (h *HB) Entry(i, p int) uint64 {
+	if !h.process(i) || p < 0 || p >= h.n {
+		return 0
+	}
+	return h.vc[i*h.n+p]
+}
+
 // Send returns the index of the send that receive recv received; false if
 // recv is not a receive or its message has no earlier send.
 func (h *HB) Send(recv int) (int, bool) {

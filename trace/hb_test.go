@@ -381,3 +381,24 @@ func checkProperties(t *testing.T, tr *trace.Trace, r *rand.Rand) {
 		}
 	}
 }
+
+// Entry reads what VC copies, and 0 outside the trace's events and
+// processes.
+func TestHBEntry(t *testing.T) {
+	for seed := range uint64(20) {
+		tr := randomTrace(rand.New(rand.NewPCG(seed, 2)), 4, 60)
+		h := mustHB(t, tr)
+		for i := -1; i <= len(tr.Events); i++ {
+			vc := h.VC(i)
+			for p := -1; p <= 4; p++ {
+				want := uint64(0)
+				if vc != nil && p >= 0 && p < 4 {
+					want = vc[p]
+				}
+				if got := h.Entry(i, p); got != want {
+					t.Fatalf("seed %d: Entry(%d, %d) = %d, want %d", seed, i, p, got, want)
+				}
+			}
+		}
+	}
+}

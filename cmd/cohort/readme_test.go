@@ -106,16 +106,22 @@ func readmeCommands(block string) []string {
 }
 
 // shellWords splits a command line as a shell would, for the quoting the
-// README uses: double quotes group words.
+// README uses: double or single quotes group words.
 func shellWords(s string) []string {
 	var words []string
 	var cur strings.Builder
-	inQuote, inWord := false, false
+	var quote rune // the quote mark of the quoted part we are in; 0 outside
+	inWord := false
 	for _, r := range s {
 		switch {
-		case r == '"':
-			inQuote, inWord = !inQuote, true
-		case r == ' ' && !inQuote:
+		case (r == '"' || r == '\'') && (quote == 0 || quote == r):
+			if quote == 0 {
+				quote = r
+			} else {
+				quote = 0
+			}
+			inWord = true
+		case r == ' ' && quote == 0:
 			if inWord {
 				words = append(words, cur.String())
 				cur.Reset()

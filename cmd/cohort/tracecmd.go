@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -20,7 +21,8 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Render or check a recorded JSONL trace (from the simulator or a live cluster)",
 	}
-	cmd.AddCommand(newTraceRenderCmd(), newTraceCheckCmd(), newTraceMergeCmd())
+	cmd.AddCommand(newTraceRenderCmd(), newTraceCheckCmd(), newTraceMergeCmd(),
+		newTracePredicateCmd("possibly"), newTracePredicateCmd("definitely"), newTraceLatticeCmd())
 	return cmd
 }
 
@@ -113,14 +115,19 @@ func checkersFor(t *trace.Trace) []string {
 
 func newTraceCheckCmd() *cobra.Command {
 	var names string
-	var asJSON bool
+	var asJSON, lattice bool
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Run property checkers over a trace and print counterexamples",
 		Long: `Run the checkers of the algorithm named in the trace's header (or the
 generic ones: integrity, no-duplicates, clock-condition), or those named
 with --checks. Exit status 1 if any property is violated. FILE may be - for
-standard input.`,
+standard input.
+
+--lattice also judges, for each checker that has one, its version over
+every consistent global state of the run rather than the observed
+interleaving only: ME1-lattice beside ME1 (no consistent global state has
+two processes in the critical section).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := readTrace(args[0])
@@ -130,6 +137,16 @@ standard input.`,
 			list := checkersFor(t)
 			if names != "" {
 				list = strings.Split(names, ",")
+			}
+			if lattice {
+				var with []string
+				for _, name := range list {
+					with = append(with, name)
+					if every, ok := check.EveryState(name); ok && !slices.Contains(list, every) {
+						with = append(with, every)
+					}
+				}
+				list = with
 			}
 			results, err := check.Run(t, list...)
 			if err != nil {
@@ -174,6 +191,7 @@ standard input.`,
 	cmd.Flags().StringVar(&names, "checks", "", "comma-separated checker names (see cohort list --checkers)")
 	cmd.RegisterFlagCompletionFunc("checks", completeCheckers)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&lattice, "lattice", false, "also judge each property that has a version over every consistent global state (ME1-lattice)")
 	return cmd
 }
 

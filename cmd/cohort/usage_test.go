@@ -14,7 +14,7 @@ func TestGroupCommandsRejectMissingAndUnknownSubcommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"theory", "nope"}, `cohort theory: unknown subcommand "nope" (want mutex-decentralized)`},
-		{[]string{"trace", "nope"}, `cohort trace: unknown subcommand "nope" (want check, merge, render)`},
+		{[]string{"trace", "nope"}, `cohort trace: unknown subcommand "nope" (want check, definitely, lattice, merge, possibly, render)`},
 		{[]string{"bench", "nope"}, `cohort bench: unknown subcommand "nope"`},
 		{[]string{"bench", "simm"}, `did you mean "sim"?`},
 		{[]string{"cluster"}, `cohort cluster: missing subcommand (want up; see cohort cluster --help)`},

@@ -1,0 +1,6 @@
+//go:build race
+
+package globalstate
+
+// raceEnabled shortens the brute-force sweeps under the race detector.
+const raceEnabled = true
