@@ -33,6 +33,11 @@ type Options struct {
 	VectorClocks Toggle
 	// NoCheck skips the checkers and does not keep the trace in memory.
 	NoCheck bool
+	// NoHash, beside NoCheck and without Trace, skips the trace's hash
+	// too (Report.TraceSHA is then empty): nothing needs the trace, so the
+	// simulator builds none of its events, which is most of the cost of a
+	// large gossip run.
+	NoHash bool
 	// Trace, if set, receives the JSONL trace as it is made.
 	Trace io.Writer
 	// Progress, if set, is called now and then with the virtual time and the
@@ -233,7 +238,10 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	cfg.VectorClocks = o.VectorClocks == On || (o.VectorClocks == Auto && cfg.Nodes <= 64)
 
 	header := trace.Header{Nodes: cfg.Nodes, Family: a.Family, Algo: a.Name, Seed: cfg.Seed}
-	hasher := trace.NewHasher(header)
+	var hasher *trace.Hasher
+	if !o.NoHash || !o.NoCheck || o.Trace != nil {
+		hasher = trace.NewHasher(header)
+	}
 	var rec *trace.Recorder
 	if !o.NoCheck {
 		rec = &trace.Recorder{Trace: trace.Trace{Header: header}}
@@ -242,7 +250,10 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	if o.Trace != nil {
 		w = trace.NewWriter(o.Trace, header)
 	}
-	sinks := []trace.Sink{hasher}
+	var sinks []trace.Sink
+	if hasher != nil {
+		sinks = append(sinks, hasher)
+	}
 	if rec != nil {
 		sinks = append(sinks, rec)
 	}
@@ -287,10 +298,12 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		Metrics:    map[string]float64{},
 		Theory:     map[string]*float64{},
 		Checks:     []Check{},
-		TraceSHA:   hasher.Sum(),
 		Network:    describeNetwork(cfg.Network),
 		Assumption: a.Assumes.String(),
 		Outside:    Outside(a.Assumes, &cfg),
+	}
+	if hasher != nil {
+		r.TraceSHA = hasher.Sum()
 	}
 	for _, k := range res.ByKind {
 		r.Messages.ByType[k.Kind] = k.Count

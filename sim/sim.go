@@ -45,7 +45,7 @@ type Sim struct {
 	diskRand *rand.Rand
 	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
 
-	timers    map[proc.TimerID]struct{} // live timers; a cancelled one fires no more
+	timers    timerSet // live timers; a cancelled one fires no more
 	nextTimer proc.TimerID
 	nextMsg   uint64
 
@@ -162,7 +162,6 @@ func New(cfg Config) (*Sim, error) {
 		rngs:    make([]*rand.Rand, n),
 		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
 		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
-		timers:  map[proc.TimerID]struct{}{},
 		nextMsg: 1,
 		sink:    cfg.Trace,
 		kindIdx: map[string]int{},
@@ -336,7 +335,7 @@ func (s *Sim) Step() bool {
 func (s *Sim) handle(e *event) {
 	x := &e.item
 	if x.kind == evTimer {
-		if _, live := s.timers[proc.TimerID(x.id)]; !live {
+		if !s.timers.has(proc.TimerID(x.id)) {
 			return // cancelled
 		}
 	}
@@ -356,7 +355,7 @@ func (s *Sim) handle(e *event) {
 		}
 	}
 	if x.kind == evTimer {
-		delete(s.timers, proc.TimerID(x.id))
+		s.timers.remove(proc.TimerID(x.id))
 	}
 	s.st.Events++
 	switch x.kind {
@@ -755,7 +754,7 @@ func (s *Sim) Describe(slot uint32) Pending {
 	case evCall:
 		p.Kind = "workload"
 	}
-	if _, live := s.timers[proc.TimerID(it.id)]; it.kind == evTimer && !live {
+	if it.kind == evTimer && !s.timers.has(proc.TimerID(it.id)) {
 		p.Kind = "cancelled"
 	}
 	return p
@@ -868,14 +867,14 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 	}
 	s.nextTimer++
 	id := s.nextTimer
-	s.timers[id] = struct{}{}
+	s.timers.add(id)
 	s.push(s.now+int64(max(d, 0)),
 		item{kind: evTimer, val: tag, id: uint64(id), node: int32(e.self), inc: s.nodes[e.self].inc})
 	return id
 }
 
 func (e *env) CancelTimer(id proc.TimerID) {
-	delete(e.s.timers, id)
+	e.s.timers.remove(id)
 }
 
 func (s *Sim) output(id proc.ID, o proc.Output) {
