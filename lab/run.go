@@ -263,11 +263,18 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	cfg.Trace = trace.Tee(sinks...)
 	if o.Progress != nil || done != nil {
 		var count int64
+		var up func(proc.ID) bool // s.Up, made once: a method value allocates
 		cfg.Until = func(s *sim.Sim) bool {
 			if count++; o.Progress != nil && count&0xffff == 0 {
 				o.Progress(s.Now(), count)
 			}
-			return done != nil && done.Done(s.Up)
+			if done == nil {
+				return false
+			}
+			if up == nil {
+				up = s.Up
+			}
+			return done.Done(up)
 		}
 	}
 	outputs := map[string]int64{}
