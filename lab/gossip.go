@@ -517,6 +517,7 @@ func gossipRuns(f Family, a proc.Algorithm, p epidemic.Params, n int, seed uint6
 		}
 		s := seed + uint64(i)
 		o.Nodes, o.Seed, o.NoCheck = n, &s, n > gossipCheckedUpTo
+		o.NoHash = o.NoCheck
 		r, _, err := Sim(o)
 		if err != nil {
 			return nil, err

@@ -122,7 +122,8 @@ func TestRumorResidueMatchesTheModel(t *testing.T) {
 }
 
 // The metrics come from the workload, so a run without a trace has the
-// same ones as a run with it, and the same trace hash.
+// same ones as a run with it, and the same trace hash; a run without the
+// hash either has the same metrics.
 func TestGossipMetricsNeedNoTrace(t *testing.T) {
 	f, _ := Lookup("gossip")
 	for _, algo := range []string{"push-pull", "rumor", "push-sum"} {
@@ -142,6 +143,16 @@ func TestGossipMetricsNeedNoTrace(t *testing.T) {
 		}
 		if got[0].Failed() {
 			t.Errorf("%s: %+v", algo, got[0].Checks)
+		}
+		// Nor do they need the hash.
+		o := f.Options(a)
+		o.Nodes, o.NoCheck, o.NoHash = 200, true, true
+		bare, _, err := Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(bare.Metrics) != fmt.Sprint(got[1].Metrics) || bare.TraceSHA != "" || bare.Events != got[1].Events {
+			t.Errorf("%s: without the hash %v %q, %d events; with it %v, %d events", algo, bare.Metrics, bare.TraceSHA, bare.Events, got[1].Metrics, got[1].Events)
 		}
 		if algo != "push-sum" && len(got[1].Series["susceptible"]) == 0 {
 			t.Errorf("%s: no susceptible series", algo)

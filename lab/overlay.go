@@ -373,6 +373,7 @@ var overlayCases = []compareCase{{
 	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 		o := f.Options(a)
 		o.Nodes, o.Seed, o.NoCheck = n, &seed, n > overlayCheckedUpTo
+		o.NoHash = o.NoCheck
 		r, _, err := Sim(o)
 		return r, err
 	},

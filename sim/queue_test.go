@@ -116,3 +116,34 @@ func BenchmarkQueues(b *testing.B) {
 		}
 	})
 }
+
+// Events due at one instant, scheduled in the order they fire (a round
+// timer every process sets to the same time), are read in place, not
+// sifted through the heap, which holds only the events scheduled for the
+// same instant as they fire.
+func TestCalendarReadsAnInstantInPlace(t *testing.T) {
+	cal := newCalendar(1e6)
+	var seq uint64
+	for range 1 << 16 {
+		seq++
+		cal.Push(event{at: 5e6, seq: seq})
+	}
+	biggest, added := 0, 0
+	var last uint64
+	for i := 0; cal.Len() > 0; i++ {
+		e := cal.Pop()
+		if e.seq <= last || e.at != 5e6 {
+			t.Fatalf("pop %d: at=%d seq=%d after seq %d", i, e.at, e.seq, last)
+		}
+		last = e.seq
+		biggest = max(biggest, cal.cur.Len())
+		if i%1000 == 0 { // an event scheduled for the present
+			seq++
+			added++
+			cal.Push(event{at: 5e6, seq: seq})
+		}
+	}
+	if last != seq || biggest > added {
+		t.Errorf("last popped seq %d of %d; the heap held up to %d events", last, seq, biggest)
+	}
+}

@@ -30,7 +30,6 @@ type Sim struct {
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
 	busy    []busyState // nil: no pause or slow faults
-	rngs    []*rand.Rand
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
@@ -45,7 +44,7 @@ type Sim struct {
 	diskRand *rand.Rand
 	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
 
-	timers    map[proc.TimerID]struct{} // live timers; a cancelled one fires no more
+	timers    timerSet // live timers; a cancelled one fires no more
 	nextTimer proc.TimerID
 	nextMsg   uint64
 
@@ -69,12 +68,19 @@ type Sim struct {
 	stop    StopReason
 }
 
+// node is a process's record: 64 bytes, one cache line (the nodes are one
+// page-aligned array), its random source included, so that handling an
+// event that draws a number — a gossip round picking a peer, PHOLD's next
+// destination — fetches one line of the process's from memory, not three
+// (the record, a pointer to the source, the source).
 type node struct {
 	p       proc.Process
 	lamport uint64 // the host's own Lamport clock, for the trace
 	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
 	up      bool
 	state   uint8 // membership: stMember, stAbsent or stLeft (members.go)
+	hasRand bool  // rand is seeded (on the process's first draw)
+	rand    procRand
 }
 
 type busyState struct {
@@ -159,10 +165,8 @@ func New(cfg Config) (*Sim, error) {
 		topo:    cfg.Topology,
 		queue:   cfg.Queue,
 		nodes:   make([]node, n),
-		rngs:    make([]*rand.Rand, n),
 		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
 		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
-		timers:  map[proc.TimerID]struct{}{},
 		nextMsg: 1,
 		sink:    cfg.Trace,
 		kindIdx: map[string]int{},
@@ -336,7 +340,7 @@ func (s *Sim) Step() bool {
 func (s *Sim) handle(e *event) {
 	x := &e.item
 	if x.kind == evTimer {
-		if _, live := s.timers[proc.TimerID(x.id)]; !live {
+		if !s.timers.has(proc.TimerID(x.id)) {
 			return // cancelled
 		}
 	}
@@ -356,7 +360,7 @@ func (s *Sim) handle(e *event) {
 		}
 	}
 	if x.kind == evTimer {
-		delete(s.timers, proc.TimerID(x.id))
+		s.timers.remove(proc.TimerID(x.id))
 	}
 	s.st.Events++
 	switch x.kind {
@@ -755,7 +759,7 @@ func (s *Sim) Describe(slot uint32) Pending {
 	case evCall:
 		p.Kind = "workload"
 	}
-	if _, live := s.timers[proc.TimerID(it.id)]; it.kind == evTimer && !live {
+	if it.kind == evTimer && !s.timers.has(proc.TimerID(it.id)) {
 		p.Kind = "cancelled"
 	}
 	return p
@@ -836,25 +840,24 @@ func (e *env) Now() time.Duration {
 }
 
 func (e *env) Rand() *rand.Rand {
-	r := e.s.rngs[e.self]
-	if r == nil {
-		r = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
-		e.s.rngs[e.self] = r
+	nd := &e.s.nodes[e.self]
+	if !nd.hasRand {
+		nd.rand.seed(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
+		nd.hasRand = true
 	}
-	return r
+	return &nd.rand.r
 }
 
-// procRand is a process's random source and its generator in one
-// allocation, so that drawing a number touches one cache line, not two.
+// procRand is a process's random source and its generator side by side,
+// so that drawing a number touches one cache line, not two.
 type procRand struct {
 	r   rand.Rand
 	pcg rand.PCG
 }
 
-func newProcRand(seed1, seed2 uint64) *rand.Rand {
-	pr := &procRand{pcg: *rand.NewPCG(seed1, seed2)}
+func (pr *procRand) seed(seed1, seed2 uint64) {
+	pr.pcg = *rand.NewPCG(seed1, seed2)
 	pr.r = *rand.New(&pr.pcg)
-	return &pr.r
 }
 
 func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
@@ -868,14 +871,14 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 	}
 	s.nextTimer++
 	id := s.nextTimer
-	s.timers[id] = struct{}{}
+	s.timers.add(id)
 	s.push(s.now+int64(max(d, 0)),
 		item{kind: evTimer, val: tag, id: uint64(id), node: int32(e.self), inc: s.nodes[e.self].inc})
 	return id
 }
 
 func (e *env) CancelTimer(id proc.TimerID) {
-	delete(e.s.timers, id)
+	e.s.timers.remove(id)
 }
 
 func (s *Sim) output(id proc.ID, o proc.Output) {

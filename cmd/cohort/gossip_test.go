@@ -65,8 +65,9 @@ func TestCompareGossip(t *testing.T) {
 	}
 }
 
-// Past streamedTraceLimit nodes a gossip run keeps no trace unless told
-// to, and says so; its metrics are there all the same.
+// Past streamedTraceLimit nodes a gossip run keeps no trace and computes
+// no hash unless told to, and says so; its metrics are there all the same,
+// and --hash gives the hash of the trace it would have kept.
 func TestSimGossipLargeRunsKeepNoTrace(t *testing.T) {
 	defer func(old int) { streamedTraceLimit = old }(streamedTraceLimit)
 	streamedTraceLimit = 100
@@ -74,13 +75,19 @@ func TestSimGossipLargeRunsKeepNoTrace(t *testing.T) {
 	var r struct {
 		Checks  []any              `json:"checks"`
 		Metrics map[string]float64 `json:"metrics"`
+		SHA     string             `json:"trace_sha256"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) != 0 || r.Metrics["rounds_to_all"] == 0 || !strings.Contains(errs, "keeps no trace") {
-		t.Errorf("exit %d, checks %v, metrics %v, stderr %q", code, r.Checks, r.Metrics, errs)
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) != 0 || r.Metrics["rounds_to_all"] == 0 || r.SHA != "" || !strings.Contains(errs, "keeps no trace") {
+		t.Errorf("exit %d, checks %v, metrics %v, hash %q, stderr %q", code, r.Checks, r.Metrics, r.SHA, errs)
 	}
+	code, out, _ = cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json", "--hash")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) != 0 || r.SHA == "" {
+		t.Errorf("--hash: exit %d, checks %v, hash %q", code, r.Checks, r.SHA)
+	}
+	hashed := r.SHA
 	code, out, _ = cli(t, "sim", "gossip", "--algo", "push-pull", "--nodes", "200", "--json", "--no-check=false")
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) == 0 {
-		t.Errorf("--no-check=false: exit %d, checks %v", code, r.Checks)
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Checks) == 0 || r.SHA != hashed {
+		t.Errorf("--no-check=false: exit %d, checks %v, hash %q, with --hash alone %q", code, r.Checks, r.SHA, hashed)
 	}
 }
 

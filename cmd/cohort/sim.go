@@ -29,7 +29,7 @@ type simFlags struct {
 	deadline                    time.Duration
 	traceOut, svgOut, shivizOut string
 	plotOut                     string
-	json, noCheck               bool
+	json, noCheck, hash         bool
 	faults                      []string
 	order, demo                 string // the multicast family's (simmulticast.go)
 }
@@ -75,6 +75,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
+	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
 	addPositionFlags(cmd) // position.go
@@ -190,8 +191,8 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	// million-node dissemination's trace would not fit in memory.
 	if fam.Streamed && base.Nodes > streamedTraceLimit && !fl.Changed("no-check") &&
 		f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
-		base.NoCheck = true
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it); its metrics do not need one\n", base.Nodes)
+		base.NoCheck, base.NoHash = true, !f.hash
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", base.Nodes)
 	}
 	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
 		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
@@ -386,7 +387,11 @@ func printReport(w io.Writer, r *lab.Report, files []string) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n  trace sha256 %s\n", r.TraceSHA)
+	if r.TraceSHA != "" {
+		fmt.Fprintf(w, "\n  trace sha256 %s\n", r.TraceSHA)
+	} else {
+		fmt.Fprintf(w, "\n  trace sha256 not computed (--hash to compute it)\n")
+	}
 	for _, f := range files {
 		fmt.Fprintf(w, "  wrote        %s\n", f)
 	}
