@@ -26,7 +26,7 @@ import (
 
 const (
 	budgetFrom    = 10_000
-	hostPerNode   = 72 // node record with its random source, topology share
+	hostPerNode   = 64 // node record, random source slot, topology share
 	sampleSize    = 1_000
 	sampleBuilds  = 8
 	budgetOfAvail = 0.8

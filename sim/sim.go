@@ -30,6 +30,7 @@ type Sim struct {
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
 	busy    []busyState // nil: no pause or slow faults
+	rngs    []*rand.Rand
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
@@ -68,19 +69,12 @@ type Sim struct {
 	stop    StopReason
 }
 
-// node is a process's record: 64 bytes, one cache line (the nodes are one
-// page-aligned array), its random source included, so that handling an
-// event that draws a number — a gossip round picking a peer, PHOLD's next
-// destination — fetches one line of the process's from memory, not three
-// (the record, a pointer to the source, the source).
 type node struct {
 	p       proc.Process
 	lamport uint64 // the host's own Lamport clock, for the trace
 	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
 	up      bool
 	state   uint8 // membership: stMember, stAbsent or stLeft (members.go)
-	hasRand bool  // rand is seeded (on the process's first draw)
-	rand    procRand
 }
 
 type busyState struct {
@@ -165,6 +159,7 @@ func New(cfg Config) (*Sim, error) {
 		topo:    cfg.Topology,
 		queue:   cfg.Queue,
 		nodes:   make([]node, n),
+		rngs:    make([]*rand.Rand, n),
 		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
 		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
 		nextMsg: 1,
@@ -840,24 +835,25 @@ func (e *env) Now() time.Duration {
 }
 
 func (e *env) Rand() *rand.Rand {
-	nd := &e.s.nodes[e.self]
-	if !nd.hasRand {
-		nd.rand.seed(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
-		nd.hasRand = true
+	r := e.s.rngs[e.self]
+	if r == nil {
+		r = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
+		e.s.rngs[e.self] = r
 	}
-	return &nd.rand.r
+	return r
 }
 
-// procRand is a process's random source and its generator side by side,
-// so that drawing a number touches one cache line, not two.
+// procRand is a process's random source and its generator in one
+// allocation, so that drawing a number touches one cache line, not two.
 type procRand struct {
 	r   rand.Rand
 	pcg rand.PCG
 }
 
-func (pr *procRand) seed(seed1, seed2 uint64) {
-	pr.pcg = *rand.NewPCG(seed1, seed2)
+func newProcRand(seed1, seed2 uint64) *rand.Rand {
+	pr := &procRand{pcg: *rand.NewPCG(seed1, seed2)}
 	pr.r = *rand.New(&pr.pcg)
+	return &pr.r
 }
 
 func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"unsafe"
-
 	"fmt"
 	"strings"
 	"testing"
@@ -467,12 +465,5 @@ func TestTimerNeverFiresEarlyOnADriftingClock(t *testing.T) {
 		if res.Stop != StopQuiescent || s.Process(0).(*deadliner).fires > 3 {
 			t.Errorf("drift %v: %d fires, stop %s", drift, s.Process(0).(*deadliner).fires, res.Stop)
 		}
-	}
-}
-
-// A process's record is one cache line.
-func TestNodeIsACacheLine(t *testing.T) {
-	if size := unsafe.Sizeof(node{}); size != 64 {
-		t.Errorf("a node record is %d bytes, want 64", size)
 	}
 }
