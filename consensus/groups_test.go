@@ -36,7 +36,7 @@ func newGroups(id proc.ID, n int) proc.Process {
 func TestGroupsUnderFaults(t *testing.T) {
 	seeds := 100
 	if testing.Short() || raceEnabled {
-		seeds = 20
+		seeds = 6
 	}
 	var delivered, acked int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

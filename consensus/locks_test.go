@@ -33,7 +33,7 @@ func newLocks(id proc.ID, n int) proc.Process {
 func TestLocksUnderFaults(t *testing.T) {
 	seeds := 200
 	if testing.Short() || raceEnabled {
-		seeds = 30
+		seeds = 8
 	}
 	var grants, expired, lost int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

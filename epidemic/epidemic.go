@@ -106,9 +106,9 @@ type Params struct {
 	// Founders is, with Open, how many IDs (0 .. Founders−1) every member
 	// knows from the start: the cluster's founding members.
 	Founders int
-	// SyncEvery is, with Open, the periods between a member's exchanges of
-	// its whole member list with a random member (hashicorp/memberlist's
-	// push/pull). 0 means 10.
+	// SyncEvery is the periods between a member's exchanges of its whole
+	// member list with a random member (the members algorithm's, after
+	// hashicorp/memberlist's push/pull), and of its map. 0 means 10.
 	SyncEvery int
 }
 

@@ -44,8 +44,9 @@ import (
 // reach one another, and a deletion survives only if every member holding
 // the old value hears of it within Params.ReapAfter.
 type members struct {
-	swim *swim
-	kv   *antiEntropy
+	swim  *swim
+	kv    *antiEntropy
+	ticks uint64 // SWIM's periods so far
 }
 
 func init() {
@@ -148,8 +149,44 @@ func (m *members) Timeout(env proc.Env, tag any) {
 		if !m.swim.left {
 			m.kv.Timeout(env, tag)
 		}
+	case swimTick:
+		m.swim.Timeout(env, tag)
+		if !m.swim.left {
+			m.ticks++
+			m.periodic(env)
+		}
 	default:
 		m.swim.Timeout(env, tag)
+	}
+}
+
+// periodic is what a live cluster's member does each SWIM period besides
+// its probe, which a closed group of Das et al. does not need:
+//
+//   - it gossips what is news to gossipFanout members (memberlist's gossip
+//     interval): a cluster that many join at once has more to say than
+//     the pings can carry;
+//   - every SyncEvery periods it sends its whole list to one live member,
+//     which answers with its own (memberlist's push/pull), so that what
+//     piggybacking missed still spreads; and the same to one member held
+//     dead (Serf's reconnect), so that members that declared each other
+//     dead across a partition, or a restart, find each other again.
+func (m *members) periodic(env proc.Env) {
+	s := m.swim
+	if len(s.queue) > 0 {
+		for _, q := range s.randomMembers(env, gossipFanout, proc.None) {
+			env.Send(q, Gossip{Updates: s.piggyback(nil)})
+		}
+	}
+	if m.ticks%uint64(s.p.SyncEvery) != 0 {
+		return
+	}
+	q := s.randomMembers(env, 1, proc.None)
+	if d := s.randomDead(env); d != proc.None {
+		q = append(q, d)
+	}
+	for _, q := range q {
+		env.Send(q, JoinReq{Updates: s.facts()})
 	}
 }
 

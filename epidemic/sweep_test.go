@@ -46,10 +46,7 @@ func writes(n int) sim.Script {
 // that join the running system, and judges every run: the map converges
 // at every live node, no deleted key comes back, every message is real.
 func TestGossipSweep(t *testing.T) {
-	seeds := 40
-	if testing.Short() {
-		seeds = 8
-	}
+	seeds := simtest.Seeds(40, 5)
 	for _, c := range []struct {
 		algo     string
 		p        epidemic.Params
@@ -92,10 +89,7 @@ func TestGossipSweep(t *testing.T) {
 // jittery reliable channels with pauses: mass is conserved exactly, and
 // every estimate ends within the error bound.
 func TestPushSumSweep(t *testing.T) {
-	seeds := 30
-	if testing.Short() {
-		seeds = 6
-	}
+	seeds := simtest.Seeds(30, 4)
 	for _, agg := range []string{"average", "sum", "count"} {
 		a := algorithm(t, "push-sum", epidemic.Params{Aggregate: agg})
 		for seed := uint64(1); seed <= uint64(seeds); seed++ {

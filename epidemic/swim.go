@@ -76,9 +76,11 @@ import (
 // stores only the facts that differ from that, so that 10⁵ members fit in
 // memory. In an open group (Params.Open, a live cluster that members join)
 // a member knows only the founders and the members it has heard of, holds
-// each explicitly, and answers a join with the whole list. The shuffled list of step 1 is a random affine permutation
-// x = (a·k + b) mod p over the smallest prime p ≥ N, skipping IDs ≥ N,
-// itself and members held dead: O(1) memory, a fresh (a, b) every pass.
+// each explicitly, and answers a join with the whole list.
+//
+// The shuffled list of step 1 is a random affine permutation x = (a·k + b)
+// mod p over the smallest prime p ≥ N, skipping IDs ≥ N, itself and
+// members held dead: O(1) memory, a fresh (a, b) every pass.
 //
 // Outputs, at the observing member: Suspect when it comes to suspect a
 // member (by its own probe or by hearsay), Dead when it holds a member
@@ -112,7 +114,6 @@ type swim struct {
 	seq    uint64
 	probe  probe
 	relays []relay // ping-reqs this member is serving
-	ticks  uint64  // periods so far (an open group's state sync)
 }
 
 // held is what a member holds about another: 12 bytes, for a view of
@@ -468,29 +469,6 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 	case swimTick:
 		s.endProbe(env)
 		s.startProbe(env)
-		s.ticks++
-		if s.p.Open && len(s.queue) > 0 {
-			// Gossip what is news to a few members besides the probe
-			// (memberlist's gossip interval): a cluster that many join
-			// at once has more to say than the pings can carry.
-			for _, q := range s.randomMembers(env, gossipFanout, proc.None) {
-				env.Send(q, Gossip{Updates: s.piggyback(nil)})
-			}
-		}
-		if s.p.Open && s.ticks%uint64(s.p.SyncEvery) == 0 {
-			// memberlist's push/pull: the whole list both ways with one
-			// member, so that what piggybacking missed still spreads; and
-			// Serf's reconnect: the same with one member held dead, so
-			// that members that declared each other dead across a
-			// partition (or a restart) find each other again.
-			q := s.randomMembers(env, 1, proc.None)
-			if d := s.randomDead(env); d != proc.None {
-				q = append(q, d)
-			}
-			for _, q := range q {
-				env.Send(q, JoinReq{Updates: s.facts()})
-			}
-		}
 		env.SetTimer(nextRound(env, s.period()), swimTick{})
 	case probeTimeout:
 		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {

@@ -55,10 +55,7 @@ func TestSwimDetectsCrashes(t *testing.T) {
 // never violated (each may be unknown: a false positive after loss or a
 // pause is within SWIM's probabilistic accuracy).
 func TestSwimSweep(t *testing.T) {
-	seeds := 30
-	if testing.Short() {
-		seeds = 6
-	}
+	seeds := simtest.Seeds(30, 4)
 	for _, c := range []struct {
 		name string
 		p    epidemic.Params

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/sim/simtest"
 )
 
 // gossipRun runs gossip algorithm algo with params p on n nodes, without
@@ -40,6 +41,7 @@ const theoryNodes = 10_000
 // and over four seeds, Σpᵢ₊₁ / Σpᵢ² is within 3% of 1. The exact finite-n
 // law, pᵢ(npᵢ − 1)/(n − 1), is below pᵢ² by under 1% there.
 func TestPullSquaresTheSusceptibleFraction(t *testing.T) {
+	simtest.NotUnderRace(t)
 	var num, den float64
 	for seed := uint64(1); seed <= 4; seed++ {
 		s := gossipRun(t, "pull", epidemic.Params{}, theoryNodes, seed).Series["susceptible"]
@@ -63,6 +65,7 @@ func TestPullSquaresTheSusceptibleFraction(t *testing.T) {
 // the measured Σpᵢ₊₁/Σpᵢ is within 6% of the law's (the counts there are
 // a few hundred: about 3% of binomial noise).
 func TestPushShrinksTheTailByE(t *testing.T) {
+	simtest.NotUnderRace(t)
 	var num, den, want float64
 	for seed := uint64(1); seed <= 4; seed++ {
 		s := gossipRun(t, "push", epidemic.Params{}, theoryNodes, seed).Series["susceptible"]
@@ -84,6 +87,7 @@ func TestPushShrinksTheTailByE(t *testing.T) {
 // With fanout f, all n nodes have the update after about
 // log_{f+1}(n) + ln(n)/f + O(1) rounds (the notes).
 func TestRoundsToAllNearTheNotesEstimate(t *testing.T) {
+	simtest.NotUnderRace(t)
 	if testing.Short() {
 		t.Skip("12 runs of 10^4 nodes")
 	}
@@ -104,6 +108,7 @@ func TestRoundsToAllNearTheNotesEstimate(t *testing.T) {
 // Rumor mongering with feedback and a coin is the notes' model; its
 // residue tends to the root of s = e^{−(k+1)(1−s)} as n grows.
 func TestRumorResidueMatchesTheModel(t *testing.T) {
+	simtest.NotUnderRace(t)
 	if testing.Short() {
 		t.Skip("12 runs of 10^4 nodes")
 	}
@@ -167,6 +172,7 @@ func TestGossipMetricsNeedNoTrace(t *testing.T) {
 // cohort compare gossip: every run's checks hold, and the rows carry
 // the theory where the sources give one.
 func TestGossipCompare(t *testing.T) {
+	simtest.NotUnderRace(t)
 	defer func(old int) { gossipCompareNodeRuns = old }(gossipCompareNodeRuns)
 	gossipCompareNodeRuns = 600 // two seeds per case
 	rows, runs, err := Compare("gossip", []int{300}, 1)
@@ -200,6 +206,7 @@ func TestGossipCompare(t *testing.T) {
 // and the residue within 25% (at k = 4 it is 3.6 nodes a run) for
 // k = 1 .. 4.
 func TestRumorCounterCyclesIsDemersTable1(t *testing.T) {
+	simtest.NotUnderRace(t)
 	for k := 1; k <= 4; k++ {
 		var residue, traffic float64
 		const seeds = 10

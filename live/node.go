@@ -93,6 +93,10 @@ type Node struct {
 	// A copy of services, replaced at every change, for finding the
 	// service of every arriving message without a lock.
 	byName atomic.Pointer[map[string]*Service]
+
+	// Dropped messages, and when one was last logged (warnDrop).
+	drops       atomic.Int64
+	lastDropLog atomic.Int64
 }
 
 // NewNode checks cfg and returns a node; Start connects it.
@@ -288,7 +292,7 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 		id, vc, body, err = readTrailer(body, n.cfg.N)
 	}
 	if err != nil {
-		n.log.Warn("dropping a malformed payload", "from", int(from), "err", err)
+		n.warnDrop("dropping a malformed payload", "from", int(from), "err", err)
 		return
 	}
 	var s *Service
@@ -302,24 +306,38 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 			a, ok = n.cfg.Resolve(name)
 		}
 		if !ok {
-			n.log.Warn("dropping a message for an unknown service", "from", int(from), "service", name)
+			n.warnDrop("dropping a message for an unknown service", "from", int(from), "service", name)
 			return
 		}
 		if s, err = n.Service(name, a); err != nil {
-			n.log.Warn("dropping a message: cannot start its service", "from", int(from), "service", name, "err", err)
+			n.warnDrop("dropping a message: cannot start its service", "from", int(from), "service", name, "err", err)
 			return
 		}
 	}
 	if int(from) >= s.n {
-		n.log.Warn("dropping a message from a member the service does not count", "from", int(from), "service", s.name, "n", s.n)
+		n.warnDrop("dropping a message from a member the service does not count", "from", int(from), "service", s.name, "n", s.n)
 		return
 	}
 	m, err := s.codec.Decode(body)
 	if err != nil {
-		n.log.Warn("dropping an undecodable message", "from", int(from), "service", s.name, "err", err)
+		n.warnDrop("dropping an undecodable message", "from", int(from), "service", s.name, "err", err)
 		return
 	}
 	s.post(event{kind: evMessage, from: from, msg: m, id: id, vc: vc})
+}
+
+// warnDrop logs a dropped message, at most one line a second with the
+// count of drops since the last line: a peer that keeps sending what this
+// node cannot take (a joined node speaking to a fixed-size service, an
+// old version, a bug) must not flood the log.
+func (n *Node) warnDrop(msg string, args ...any) {
+	dropped := n.drops.Add(1)
+	now, last := time.Now().UnixNano(), n.lastDropLog.Load()
+	if now-last < int64(time.Second) || !n.lastDropLog.CompareAndSwap(last, now) {
+		return
+	}
+	n.drops.Add(-dropped)
+	n.log.Warn(msg, append(args, "drops", dropped)...)
 }
 
 // Close stops every service and the transport.

@@ -2,6 +2,8 @@ package live
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"runtime"
 	"slices"
@@ -192,4 +194,40 @@ func TestRefusedMessagesAreSentAgainInOrder(t *testing.T) {
 	if d := s.Stats().Dropped; d != 2 {
 		t.Errorf("refused by a closing transport: %d dropped, want 2", d)
 	}
+}
+
+// TestDropWarningsAreRateLimited: a peer flooding a node with garbage
+// costs the log one line a second, which counts the drops.
+func TestDropWarningsAreRateLimited(t *testing.T) {
+	var out strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &out}, nil))
+	node, err := NewNode(Config{Self: 0, N: 2, Transport: &batching{}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	for range 1000 {
+		node.deliver(1, []byte{0xff, 0xff, 0xff})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Count(out.String(), "\n")
+	if lines < 1 || lines > 2 {
+		t.Fatalf("1000 malformed payloads logged %d lines, want 1 (2 if a second passed):\n%s", lines, out.String())
+	}
+	if !strings.Contains(out.String(), "drops=1 ") && !strings.Contains(out.String(), "drops=1\n") {
+		t.Fatalf("the first line should count 1 drop:\n%s", out.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -51,7 +51,13 @@ import (
 // process releases it to the new coordinator. The requesters form the new
 // queue, ordered by the local time at which they asked (for fairness only;
 // any order is safe), and granting resumes. A STATE that arrives after
-// Collect is merged in the same way.
+// Collect is merged in the same way. But a process that has not answered
+// may be a holder that is only slow, and granting at once would put two
+// processes inside: so when some process is silent and none reports
+// holding, the coordinator grants nothing until every silent process has
+// answered or Suspect more has passed — the same silence after which it
+// takes the permission back from a holder it knows of (as Chubby's new
+// master waits out its predecessor's leases before it serves).
 //
 // Epochs. Every grant, request and release carries its coordinator's epoch,
 // and a client takes a grant only from its current coordinator and epoch:
@@ -86,7 +92,8 @@ import (
 // a HEARTBEAT and a HELD for the holder. A failover
 // costs at most N·(N−1)/2 ELECTION and as many OK messages (the bully
 // worst case), N−1 COORDINATOR and N−1 STATE messages, and Suspect +
-// Election + Collect of time without grants.
+// Election + Collect of time without grants (Suspect more when a process,
+// the crashed coordinator at least, does not answer and nobody holds).
 type centralFailover struct {
 	cfg     FailoverConfig
 	self    proc.ID
@@ -119,6 +126,8 @@ type centralFailover struct {
 	holds      map[proc.ID]time.Duration // the holds of requests, by requester
 	queue      []proc.ID
 	beatT      proc.TimerID // Heartbeat, while the queue is not empty
+	silent     []proc.ID    // did not answer COORDINATOR, and may hold: no grants meanwhile
+	silentT    proc.TimerID // Suspect, while silent is not empty
 }
 
 // FailoverConfig holds central-failover's timeouts. They are measured on the
@@ -263,10 +272,11 @@ const (
 	cfoCollect
 	cfoBeat
 	cfoUnhold // a restarted holder's hold has passed
+	cfoSilent // the processes silent since the collect are taken for crashed
 )
 
 func (t cfoTimer) String() string {
-	return [...]string{"", "suspect", "election", "await-coordinator", "collect", "heartbeat", "unhold"}[t]
+	return [...]string{"", "suspect", "election", "await-coordinator", "collect", "heartbeat", "unhold", "silent"}[t]
 }
 
 // Start begins an incarnation: the first as the textbook's (process 0
@@ -343,6 +353,9 @@ func (f *centralFailover) Timeout(env proc.Env, tag any) {
 	case cfoBeat:
 		f.beatT = 0
 		f.onBeat(env)
+	case cfoSilent:
+		f.silentT, f.silent = 0, nil
+		f.grantNext(env)
 	case cfoUnhold:
 		if f.phantom {
 			f.release(env) // no Exit: this incarnation never entered
@@ -446,11 +459,17 @@ func (f *centralFailover) onRequest(env proc.Env, from proc.ID, hold time.Durati
 		return
 	}
 	f.setHold(from, hold)
-	if f.holder == proc.None {
+	if f.free() {
 		f.grant(env, from)
 		return
 	}
 	f.enqueue(env, from)
+}
+
+// free says the permission is the coordinator's to grant: nobody holds it,
+// and no process that might hold it is silent.
+func (f *centralFailover) free() bool {
+	return f.holder == proc.None && len(f.silent) == 0
 }
 
 // enqueue queues p and keeps the heartbeats going. The watch on the
@@ -516,7 +535,7 @@ func (f *centralFailover) onRelease(env proc.Env, from proc.ID) {
 }
 
 func (f *centralFailover) grantNext(env proc.Env) {
-	if f.holder != proc.None || len(f.queue) == 0 {
+	if !f.free() || len(f.queue) == 0 {
 		return
 	}
 	next := f.queue[0]
@@ -610,6 +629,8 @@ func (f *centralFailover) becomeCoordinator(env proc.Env) {
 	f.collecting = true
 	f.states = map[proc.ID]cfoState{}
 	f.holder, f.queue = proc.None, nil
+	f.cancel(env, &f.silentT)
+	f.silent = nil
 	for _, p := range others(f.self, f.n) {
 		env.Send(p, cfoCoordinator{Epoch: f.epoch})
 	}
@@ -644,7 +665,8 @@ func (f *centralFailover) onCoordinator(env proc.Env, from proc.ID, m cfoCoordin
 		// Superseded: drop the server's state.
 		f.cancel(env, &f.collectT)
 		f.cancel(env, &f.beatT)
-		f.collecting, f.states = false, nil
+		f.cancel(env, &f.silentT)
+		f.collecting, f.states, f.silent = false, nil, nil
 		f.holder, f.queue = proc.None, nil
 	}
 	f.coord, f.epoch = from, m.Epoch
@@ -680,6 +702,12 @@ func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
 		return
 	}
 	// A process taken for crashed was only slow: merge what it says.
+	if i := slices.Index(f.silent, from); i >= 0 {
+		f.silent = slices.Delete(f.silent, i, i+1)
+		if len(f.silent) == 0 {
+			f.cancel(env, &f.silentT)
+		}
+	}
 	switch {
 	case m.Holding && f.holder == proc.None:
 		f.setHold(from, m.Hold)
@@ -687,12 +715,9 @@ func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
 		env.Output(Lent{To: from})
 	case m.Requesting && f.holder != from && !slices.Contains(f.queue, from):
 		f.setHold(from, m.Hold)
-		if f.holder == proc.None {
-			f.grant(env, from)
-		} else {
-			f.enqueue(env, from)
-		}
+		f.enqueue(env, from)
 	}
+	f.grantNext(env)
 }
 
 // finishCollect rebuilds the server's state from the reports: the holder,
@@ -725,9 +750,19 @@ func (f *centralFailover) finishCollect(env proc.Env) {
 	slices.SortStableFunc(waiting, func(a, b proc.ID) int {
 		return cmp.Compare(f.states[a].Since, f.states[b].Since)
 	})
+	if f.holder == proc.None {
+		for _, p := range others(f.self, f.n) {
+			if _, ok := f.states[p]; !ok {
+				f.silent = append(f.silent, p)
+			}
+		}
+		if len(f.silent) > 0 {
+			f.silentT = env.SetTimer(f.cfg.Suspect, cfoSilent)
+		}
+	}
 	f.states = nil
 	for _, p := range waiting {
-		if f.holder == proc.None {
+		if f.free() {
 			f.grant(env, p)
 		} else {
 			f.enqueue(env, p)

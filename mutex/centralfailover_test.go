@@ -105,6 +105,31 @@ func TestCentralFailoverKeepsTheLockOfAHolder(t *testing.T) {
 	}
 }
 
+// TestCentralFailoverWaitsForASlowHolder: as above, but p1 is paused
+// from 45ms to 70ms, so its state (holding) reaches the new coordinator
+// after Collect. p1 is only slow, not crashed: p2 must not grant itself
+// the lock while p1 may still be inside, and enters only after p1's
+// release. (Without the wait for silent processes, p2 entered at 60ms,
+// beside p1.)
+func TestCentralFailoverWaitsForASlowHolder(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		pause := time.Duration(20+seed) * time.Millisecond // 21–40ms: silent longer than Collect, not than Suspect
+		r := runMutex(t, sim.Config{Nodes: 3, Seed: seed, New: newCentralFailoverDefault,
+			Network: sim.Network{Latency: sim.Uniform{Min: 500 * time.Microsecond, Max: 1500 * time.Microsecond}, FIFO: true},
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: 0, At: 5 * time.Millisecond},
+				{Kind: sim.Pause, Node: 1, At: 45 * time.Millisecond, Until: 45*time.Millisecond + pause}},
+			Workload: sim.Combine{sim.Script{
+				clAt(0, 1, Acquire{}), clAt(100, 1, Release{}),
+				clAt(10, 2, Acquire{}), clAt(150, 2, Release{}),
+			}}})
+		r.allGranted(t)
+		r.holds(t, "ME1", "ME2")
+		if t.Failed() {
+			t.Fatalf("seed %d, p1 paused %v from 45ms", seed, pause)
+		}
+	}
+}
+
 // TestCentralFailoverReclaimsFromACrashedHolder: p1 crashes inside the
 // critical section. The coordinator hears no HELD from it while p2 waits,
 // takes the permission back after Suspect, and grants it to p2.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -19,8 +20,9 @@ func lamportLoop() *closedLoop {
 }
 
 func TestLamportSweep(t *testing.T) {
+	seeds := uint64(simtest.Seeds(clSeeds, 20))
 	eachSize(t, func(t *testing.T, n int) {
-		for seed := uint64(1); seed <= clSeeds; seed++ {
+		for seed := uint64(1); seed <= seeds; seed++ {
 			r := runMutex(t, sim.Config{Nodes: n, Seed: seed, New: newLamport,
 				Network: sim.Network{Latency: clJitter, FIFO: true}, Workload: lamportLoop()})
 			r.allGranted(t)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -19,10 +20,11 @@ import (
 // crashed incarnation's request, delivered after the restart, lets the
 // new one in beside a holder.
 func TestRejoinAfterARestart(t *testing.T) {
+	seeds := uint64(simtest.Seeds(200, 40))
 	for _, name := range []string{"ricart-agrawala", "ricart-agrawala-jr", "lamport", "central", "central-failover"} {
 		a := raAlgorithm(t, name)
 		stuck := 0
-		for seed := uint64(1); seed <= 200; seed++ {
+		for seed := uint64(1); seed <= seeds; seed++ {
 			n := 3 + int(seed%3)
 			crash := proc.ID(seed / 2 % uint64(n))
 			at := time.Duration(2+seed%23) * time.Millisecond
@@ -65,7 +67,7 @@ func TestRejoinAfterARestart(t *testing.T) {
 			}
 		}
 		if stuck > 0 {
-			t.Errorf("%s: %d of 200 runs stuck after a restart", name, stuck)
+			t.Errorf("%s: %d of %d runs stuck after a restart", name, stuck, seeds)
 		}
 	}
 }

@@ -70,7 +70,8 @@ func raCheck(t *testing.T, tr *trace.Trace, names ...string) []check.Result {
 // raSizes are the numbers of processes of the sweeps.
 var raSizes = []int{2, 3, 5, 8}
 
-const raSeeds = 100
+// raSeeds is how many seeds each sweep runs per process count.
+func raSeeds() uint64 { return uint64(simtest.Seeds(100, 20)) }
 
 // TestRASweep runs every algorithm of these files over many seeds with
 // contention and jitter, FIFO on for odd seeds and off for even ones, and
@@ -90,7 +91,7 @@ func TestRASweep(t *testing.T) {
 			var cost []string
 			for _, n := range raSizes {
 				var sent, entries int64
-				for seed := uint64(1); seed <= raSeeds; seed++ {
+				for seed := uint64(1); seed <= raSeeds(); seed++ {
 					fifo := seed%2 == 1
 					run := raLoop(t, a, n, seed, fifo, 3)
 					runs++
