@@ -10,6 +10,7 @@ import (
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -40,10 +41,7 @@ func TestMutexSweep(t *testing.T) {
 	if len(f.Algorithms) == 0 {
 		t.Skip("no mutex algorithms registered")
 	}
-	seeds := 60
-	if testing.Short() {
-		seeds = 15
-	}
+	seeds := simtest.Seeds(60, 10)
 	for _, a := range f.Algorithms {
 		t.Run(a.Name, func(t *testing.T) {
 			for _, n := range []int{2, 3, 5, 8} {

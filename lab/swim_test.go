@@ -8,6 +8,7 @@ import (
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 )
 
 func swimAlgo(t *testing.T) (Family, proc.Algorithm) {
@@ -47,6 +48,7 @@ func swimRun(t *testing.T, p epidemic.Params, n int, seed uint64) map[string]flo
 // al.'s e/(e−1) periods (the standard error of the mean of 100
 // geometric draws with q = 1 − 1/e is about 0.1 period, 6%).
 func TestSwimFirstDetectionMatchesTheory(t *testing.T) {
+	simtest.NotUnderRace(t)
 	var sum float64
 	seeds := 5
 	for seed := range uint64(seeds) {
@@ -66,6 +68,7 @@ func TestSwimFirstDetectionMatchesTheory(t *testing.T) {
 // TestSwimMessageLoadIsConstant: the messages sent per member and period
 // are about 2 (a ping and an ack) whatever n.
 func TestSwimMessageLoadIsConstant(t *testing.T) {
+	simtest.NotUnderRace(t)
 	for _, n := range []int{30, 300, 1000} {
 		got := swimRun(t, epidemic.Params{}, n, 1)["messages_per_member_per_period"]
 		if math.Abs(got-2) > 0.1 {

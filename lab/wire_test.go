@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/wire"
 	"pgregory.net/rapid"
@@ -100,10 +101,7 @@ func wireRuns(f Family, a proc.Algorithm, seeds int) []Options {
 }
 
 func TestEverySentMessageIsListed(t *testing.T) {
-	seeds := 6
-	if testing.Short() {
-		seeds = 3
-	}
+	seeds := simtest.Seeds(6, 2)
 	for _, f := range Families() {
 		for _, a := range f.Algorithms {
 			t.Run(f.Name+"/"+a.Name, func(t *testing.T) {
