@@ -274,6 +274,17 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 	if waitSeen {
 		r.Bound = wait + 2*int64(n)*maxDelay
 	}
+	past := &dlPast{t: t, hist: make([][]dlLocal, n)}
+	{
+		h := newWFG(n)
+		for i := range t.Events {
+			e := &t.Events[i]
+			if outs[i] != nil && h.apply(e.Node, e.Type, outs[i]) {
+				q := e.Node
+				past.hist[q] = append(past.hist[q], dlLocal{idx: i, active: h.active[q], holder: h.holder[q], queue: slices.Clone(h.queue[q])})
+			}
+		}
+	}
 
 	g := newWFG(n)
 	comp, onCycle := make([]int, n), make([]bool, n)
@@ -299,15 +310,15 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 	}
 	for i := range t.Events {
 		e := &t.Events[i]
+		late(e.Time)
+		lastTime = e.Time
 		o := outs[i]
 		if o == nil {
 			continue
 		}
-		late(e.Time)
-		lastTime = e.Time
 		if e.Type == "deadlock" {
 			r.Declarations++
-			if !dlGenuine(t, outs, g, i) {
+			if !dlGenuine(past, outs, g, i) {
 				r.Phantoms = append(r.Phantoms, i)
 				continue
 			}
@@ -379,11 +390,60 @@ func describeComponent(adj [][]int32, comp []int, p int) string {
 	return strings.Join(edges, " ")
 }
 
+// dlLocal is a process's part of the wait-for graph's state after its
+// event idx.
+type dlLocal struct {
+	idx    int
+	active int
+	holder dlTxn
+	queue  []dlTxn
+}
+
+// dlPast rebuilds the graph at the consistent cut of an event's causal
+// past: each process's state after its last event in the cut.
+type dlPast struct {
+	t    *trace.Trace
+	hist [][]dlLocal // per process, its states, in order
+	hb   *trace.HB   // made when first needed
+	evs  [][]int     // per process, its events' indexes (hb.History)
+}
+
+func (d *dlPast) at(event int) *wfg {
+	if d.hb == nil {
+		hb, err := trace.NewHB(d.t)
+		if err != nil {
+			return nil
+		}
+		d.hb = hb
+		for q := range d.hist {
+			d.evs = append(d.evs, hb.History(q))
+		}
+	}
+	n := len(d.hist)
+	g := newWFG(n)
+	for q := range n {
+		// The cut holds q's first Entry(event, q) events: the last of
+		// them is q's Entry-th event.
+		k := int(d.hb.Entry(event, q))
+		if k == 0 {
+			continue
+		}
+		last := d.evs[q][k-1]
+		h := d.hist[q]
+		j, _ := slices.BinarySearchFunc(h, last+1, func(l dlLocal, i int) int { return l.idx - i })
+		if j > 0 {
+			l := h[j-1]
+			g.active[q], g.holder[q], g.queue[q] = l.active, l.holder, l.queue
+		}
+	}
+	return g
+}
+
 // dlGenuine judges the declaration at event d: the declaring process is
 // on a cycle — the one it names, if any — in the graph g as it is (true
 // time), or else in the consistent cut of d's causal past.
-func dlGenuine(t *trace.Trace, outs []*dlOutput, g *wfg, d int) bool {
-	p, cycle := t.Events[d].Node, outs[d].Cycle
+func dlGenuine(past *dlPast, outs []*dlOutput, g *wfg, d int) bool {
+	p, cycle := past.t.Events[d].Node, outs[d].Cycle
 	holds := func(g *wfg) bool {
 		adj := g.adjacency()
 		if cycle != nil {
@@ -395,42 +455,10 @@ func dlGenuine(t *trace.Trace, outs []*dlOutput, g *wfg, d int) bool {
 	if holds(g) {
 		return true
 	}
-	// The causal past of d: cut[q] is the last event of q in it. Going
-	// back from d, a receipt in the past brings its send in.
-	n := t.Header.Nodes
-	cut := make([]int, n)
-	for q := range cut {
-		cut[q] = -1
+	if c := past.at(d); c != nil {
+		return holds(c)
 	}
-	cut[p] = d
-	sendOf := map[uint64]int{}
-	for i := range d {
-		if e := &t.Events[i]; e.Kind == trace.Send {
-			if _, ok := sendOf[e.Msg]; !ok {
-				sendOf[e.Msg] = i
-			}
-		}
-	}
-	for i := d; i >= 0; i-- {
-		e := &t.Events[i]
-		if !e.Kind.IsProcess() || e.Node < 0 || int(e.Node) >= n || i > cut[e.Node] || e.Kind != trace.Recv {
-			continue
-		}
-		if s, ok := sendOf[e.Msg]; ok {
-			q := t.Events[s].Node
-			if q >= 0 && int(q) < n {
-				cut[q] = max(cut[q], s)
-			}
-		}
-	}
-	past := newWFG(n)
-	for i := range d {
-		e := &t.Events[i]
-		if outs[i] != nil && i <= cut[e.Node] {
-			past.apply(e.Node, e.Type, outs[i])
-		}
-	}
-	return holds(past)
+	return false
 }
 
 func checkDeadlockDetected(t *trace.Trace) Result {

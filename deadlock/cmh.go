@@ -62,6 +62,14 @@ import (
 // The probe carries the path it went along, so the declaration names the
 // cycle (the checkers verify it in the wait-for graph).
 //
+// Phantoms. Without aborts, a declared cycle is a cycle: a blocked process
+// stays blocked. With them, a probe may go round a cycle whose member
+// another detection has just aborted (Coulouris et al. §17.5.1 warns of
+// it). A process that knows of the abort — it owns a resource the
+// aborted transaction asked for — drops the probe; one that does not
+// may declare the broken cycle, and abort a second victim. The sweeps
+// measure how rare that is; deadlock-no-phantom reports each one.
+//
 // Assumes: reliable FIFO channels (a request reaches its owner before any
 // probe about it; a release never overtakes its request), no failures.
 //
@@ -77,6 +85,7 @@ type CMH struct {
 
 	began     int             // probe computations this process initiated
 	forwarded map[proc.ID]int // dependent(i): the last computation of Pi forwarded
+	ended     map[proc.ID]int // by process, the last of its transactions known to have ended here
 	timer     proc.TimerID
 
 	// Broken variants, for the tests: deaf never declares (its probes come
@@ -88,15 +97,15 @@ type CMH struct {
 // Probe is the probe (Init, Waiter.P, Holder.P) of Init's computation
 // Comp, on the edge "Waiter waits for Holder, which holds resource Res".
 // On its way from the waiter to the resource's owner Holder is unset
-// (Seq 0); the owner fills it in. Path is the processes the probe went
-// through, from the initiator.
+// (Seq 0); the owner fills it in. Path is the transactions the probe went
+// through, from the initiator's.
 type Probe struct {
-	Init   proc.ID   `json:"init"`
-	Comp   int       `json:"comp"`
-	Waiter Txn       `json:"waiter"`
-	Res    proc.ID   `json:"res"`
-	Holder Txn       `json:"holder"`
-	Path   []proc.ID `json:"path"`
+	Init   proc.ID `json:"init"`
+	Comp   int     `json:"comp"`
+	Waiter Txn     `json:"waiter"`
+	Res    proc.ID `json:"res"`
+	Holder Txn     `json:"holder"`
+	Path   []Txn   `json:"path"`
 }
 
 func (Probe) Kind() string { return "probe" }
@@ -116,7 +125,7 @@ type probeTimer struct{ seq int }
 func NewCMH(wait time.Duration) *CMH { return &CMH{Wait: wait} }
 
 func (p *CMH) Start(env proc.Env) {
-	p.forwarded = map[proc.ID]int{}
+	p.forwarded, p.ended = map[proc.ID]int{}, map[proc.ID]int{}
 	env.Output(Detector{Wait: p.Wait})
 }
 
@@ -139,6 +148,9 @@ func (p *CMH) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			p.onProbe(env, pr)
 		}
 		return
+	}
+	if r, ok := m.(Release); ok {
+		p.ended[r.Txn.P] = max(p.ended[r.Txn.P], r.Txn.Seq)
 	}
 	if _, acquired := p.receive(env, from, m); acquired {
 		env.CancelTimer(p.timer)
@@ -163,9 +175,9 @@ func (p *CMH) Timeout(env proc.Env, tag any) {
 
 // send sends the probe (init, self, ?) on every wait-for edge of the
 // blocked transaction: to the owner of every resource it waits for.
-func (p *CMH) send(env proc.Env, pr Probe, path []proc.ID) {
+func (p *CMH) send(env proc.Env, pr Probe, path []Txn) {
 	pr.Waiter, pr.Holder = p.txn, Txn{}
-	pr.Path = append(slices.Clip(path), env.Self())
+	pr.Path = append(slices.Clip(path), p.txn)
 	for _, r := range p.pending {
 		pr.Res = r
 		env.Send(r, pr)
@@ -176,7 +188,7 @@ func (p *CMH) send(env proc.Env, pr Probe, path []proc.ID) {
 // the probe goes on to the holder.
 func (p *CMH) relay(env proc.Env, pr Probe) {
 	holder, ok := p.queued(pr.Waiter)
-	if pr.Res != env.Self() || !ok {
+	if pr.Res != env.Self() || !ok || p.stale(pr.Path) {
 		return
 	}
 	pr.Holder = holder
@@ -189,12 +201,16 @@ func (p *CMH) relay(env proc.Env, pr Probe) {
 
 // onProbe is the receipt of the probe (i, j, k) at Pk.
 func (p *CMH) onProbe(env proc.Env, pr Probe) {
-	if pr.Holder != p.txn || !p.Waiting() { // Pk is not blocked (in that transaction)
+	if pr.Holder != p.txn || !p.Waiting() || p.stale(pr.Path) { // Pk is not blocked (in that transaction)
 		return
 	}
 	if pr.Init == env.Self() {
-		if !p.deaf {
-			p.declare(env, pr.Path)
+		if !p.deaf && !p.stale(pr.Path) {
+			cycle := make([]proc.ID, len(pr.Path))
+			for i, t := range pr.Path {
+				cycle[i] = t.P
+			}
+			p.declare(env, cycle)
 		}
 		return
 	}
@@ -205,10 +221,21 @@ func (p *CMH) onProbe(env proc.Env, pr Probe) {
 	p.send(env, pr, pr.Path)
 }
 
+// stale reports whether a transaction of the path is known here to have
+// ended since the probe went through it: aborted by another victim's
+// detection, its Release reached this process, which owns a resource it
+// had asked for. Such a cycle is broken already: declaring it would be a
+// phantom deadlock (Coulouris et al. §17.5.1), and aborting a second
+// victim for it a waste. Owners and forwarders drop a stale probe too, so
+// what any process on its way knows counts.
+func (p *CMH) stale(path []Txn) bool {
+	return slices.ContainsFunc(path, func(t Txn) bool { return t.Seq <= p.ended[t.P] })
+}
+
 // declare declares the transaction deadlocked on cycle and aborts it: the
 // victim is the declaring process, the highest on the cycle.
 func (p *CMH) declare(env proc.Env, cycle []proc.ID) {
 	env.CancelTimer(p.timer)
-	env.Output(Deadlock{Txn: p.txn, Cycle: slices.Clone(cycle)})
+	env.Output(Deadlock{Txn: p.txn, Cycle: cycle})
 	p.abort(env, "deadlock")
 }

@@ -144,10 +144,6 @@ func deadlockMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if r.Bound >= 0 {
 		m["detection_bound_ms"] = float64(r.Bound) / 1e6
 	}
-	zero := 0.0
-	if f.Algo == "cmh" {
-		th["phantom_detections"] = &zero // Chandy, Misra and Haas: only true deadlocks
-	}
 	return m, th
 }
 
