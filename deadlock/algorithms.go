@@ -33,7 +33,7 @@ var Algorithms = []proc.Algorithm{
 		// al. §17.5.1). The sweeps measure how rarely.
 		Breaks: []string{"deadlock-no-phantom"},
 		Notes: map[string]string{
-			"phantom_detections":  "none without concurrent resolutions; an abort that crosses a probe of an overlapping cycle can make one",
+			"phantom_detections":   "none without concurrent resolutions; an abort that crosses a probe of an overlapping cycle can make one",
 			"probe_messages":       "two messages per wait-for edge (by the resource's owner) per computation, forwarded only below the initiator",
 			"detection_latency_ms": "at most the wait before a computation plus two delays per edge of the cycle",
 		},
