@@ -170,7 +170,7 @@ var deadlockCases = func() []compareCase {
 			metrics: metrics,
 			run:     deadlockRun(c, 0),
 		})
-		for _, T := range []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		for _, T := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
 			cases = append(cases, compareCase{
 				name:    fmt.Sprintf("contention %.1f, T=%v", c, T),
 				algos:   []string{"timeout"},
