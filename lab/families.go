@@ -119,6 +119,12 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"cut", "recorded", "opened"}, Cut: "cut"},
 		},
 		{
+			Family:   registered("deadlock"),
+			Metrics:  deadlockMetrics,
+			Workload: func() sim.Workload { return &DeadlockLoad{} },
+			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}},
+		},
+		{
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,

@@ -25,7 +25,8 @@ process asks again as soon as it leaves) — and print each measured figure
 beside the theory's, with a note where they differ and why. Delays are in
 units of the (constant, 1 ms) one-way latency.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
-  cohort compare mutex --nodes 8 --json`,
+  cohort compare mutex --nodes 8 --json
+  cohort compare deadlock --nodes 5`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,6 +104,13 @@ var metricNames = map[string]string{
 	"markers_per_channel": "markers per channel and snapshot",
 	"diameter":            "diameter",
 	"complete_delays":     "complete (delays)",
+
+	"deadlocks_formed":     "deadlocks formed",
+	"deadlocks_detected":   "deadlocks detected",
+	"phantom_detections":   "phantom detections",
+	"aborts":               "aborts",
+	"probe_messages":       "probe messages",
+	"detection_latency_ms": "detection latency (ms, median)",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -50,7 +50,9 @@ its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
-  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg`,
+  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg
+  cohort sim deadlock --algo cmh --nodes 5 --seed 1 --svg deadlock.svg
+  cohort sim deadlock --algo timeout --wait 20ms --contention 0.9 --json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -82,6 +84,7 @@ its SHA-256 is in the report.`,
 	addGossipFlags(cmd)   // simgossip.go
 	addOverlayFlags(cmd)  // simoverlay.go
 	addSnapshotFlags(cmd) // simsnapshot.go
+	addDeadlockFlags(cmd) // simdeadlock.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -109,6 +112,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	fam, err := lab.Lookup(family)
 	if err != nil {
 		return usageErr("%v", err)
+	}
+	configureDeadlock, err := deadlockSettings(cmd, family, f.nodes) // simdeadlock.go
+	if err != nil {
+		return err
 	}
 	base := lab.Options{Metrics: fam.Metrics, NoCheck: f.noCheck}
 	algoName := f.algo
@@ -212,6 +219,9 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		configureOverlay(overlay, &o)
 		configureSnapshot(topology, takes, &o)
+		if err := configureDeadlock(&o); err != nil {
+			return err
+		}
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))

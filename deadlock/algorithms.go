@@ -1,0 +1,116 @@
+package deadlock
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The detectors' default waits: CMH begins a probe computation after a
+// transaction has been blocked 2 ms (and every 2 ms after); the timeout
+// detector aborts one blocked 5 ms. The family's default runs hold
+// resources 1 ms, with one-way delays of 0.5 to 2 ms.
+const (
+	DefaultProbeWait = 2 * time.Millisecond
+	DefaultTimeout   = 5 * time.Millisecond
+)
+
+// Algorithms lists the family's detectors: Chandy–Misra–Haas, then the
+// timeout baseline.
+var Algorithms = []proc.Algorithm{
+	{
+		Family:  "deadlock",
+		Name:    "cmh",
+		Summary: "edge chasing, AND model: a blocked process sends probes along its wait-for edges; one that comes back proves a cycle, and its initiator, the highest process on it, aborts",
+		Source:  "Chandy, Misra & Haas 1983; Kshemkalyani & Singhal §10.6; Coulouris et al. §17.5",
+		Assumes: proc.Assumptions{FIFO: true, Reliable: true},
+		New:     func(proc.ID, int) proc.Process { return NewCMH(DefaultProbeWait) },
+		Checks:  checks,
+		// A victim's abort can cross a probe of an overlapping cycle on its
+		// way: rarely, the second declaration is a phantom (Coulouris et
+		// al. §17.5.1). The sweeps measure how rarely.
+		Breaks: []string{"deadlock-no-phantom"},
+		Notes: map[string]string{
+			"phantom_detections":   "none without concurrent resolutions; an abort that crosses a probe of an overlapping cycle can make one",
+			"probe_messages":       "two messages per wait-for edge (by the resource's owner) per computation, forwarded only below the initiator",
+			"detection_latency_ms": "at most the wait before a computation plus two delays per edge of the cycle",
+		},
+		Scenario: scenario,
+	},
+	{
+		Family:  "deadlock",
+		Name:    "timeout",
+		Summary: "the naive detector: a transaction blocked longer than T is declared deadlocked and aborted, cycle or not",
+		Source:  "Coulouris et al. §16.4 (timeouts); Kshemkalyani & Singhal ch. 10",
+		Assumes: proc.Assumptions{FIFO: true, Reliable: true},
+		New:     func(proc.ID, int) proc.Process { return NewTimeout(DefaultTimeout) },
+		Checks:  checks,
+		// A long wait is not a deadlock: the timeout declares phantoms.
+		Breaks: []string{"deadlock-no-phantom"},
+		Notes: map[string]string{
+			"phantom_detections":   "every wait longer than T is declared a deadlock, cycle or not",
+			"detection_latency_ms": "at most T after the last process of the cycle blocked",
+		},
+		Scenario: scenario,
+	},
+}
+
+var checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+
+func init() {
+	for i := range Algorithms {
+		Algorithms[i].Inputs = Inputs
+	}
+	Algorithms[0].Messages = []proc.Message{Request{}, Grant{}, Release{}, Probe{}}
+	Algorithms[1].Messages = []proc.Message{Request{}, Grant{}, Release{}}
+}
+
+// The default scenario: five processes, jittery FIFO channels.
+const scenario = `nodes: 5
+network:
+  latency: uniform:500us,2ms
+  fifo: true
+`
+
+// WithWait returns a (cmh or timeout) with its wait set to d: the probe
+// wait of CMH, T of the timeout detector.
+func WithWait(a proc.Algorithm, d time.Duration) (proc.Algorithm, error) {
+	if d <= 0 {
+		return a, fmt.Errorf("wait %v: must be positive", d)
+	}
+	switch a.Name {
+	case "cmh":
+		a.New = func(proc.ID, int) proc.Process { return NewCMH(d) }
+	case "timeout":
+		a.New = func(proc.ID, int) proc.Process { return NewTimeout(d) }
+	default:
+		return a, fmt.Errorf("%s is not a deadlock detector", a.Name)
+	}
+	return a, nil
+}
+
+// Inputs builds the family's inputs by name: "begin R1 R2 ..." (a
+// transaction wanting the resources of processes R1, R2 ...) and
+// "finish".
+func Inputs(name string, args []string) (proc.Input, error) {
+	switch name {
+	case "begin":
+		var b Begin
+		for _, a := range args {
+			r, err := strconv.Atoi(a)
+			if err != nil || r < 0 {
+				return nil, fmt.Errorf("begin: resource %q is not a process ID", a)
+			}
+			b.Res = append(b.Res, proc.ID(r))
+		}
+		return b, nil
+	case "finish":
+		if len(args) > 0 {
+			return nil, fmt.Errorf("finish: takes no arguments, got %q", args)
+		}
+		return Finish{}, nil
+	}
+	return nil, fmt.Errorf("unknown deadlock input %q (known: begin, finish)", name)
+}
