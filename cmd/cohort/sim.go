@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, consensus, synchronizer or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
