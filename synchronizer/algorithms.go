@@ -10,7 +10,7 @@ import (
 // MaxNodes bounds the family's runs: β and γ learn the whole graph first
 // (about 2|E|·N messages, and N neighbour lists at every process), and
 // flooding runs N−1 rounds.
-const MaxNodes = 1024
+const MaxNodes = 512
 
 // Algorithms lists the family: α, β and γ, each running the flooding
 // election (election.FloodMax, D = N−1 rounds) unchanged on an

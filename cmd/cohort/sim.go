@@ -50,7 +50,9 @@ its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
-  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg`,
+  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg
+  cohort sim synchronizer --algo alpha --topology ring --nodes 16 --json
+  cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -78,10 +80,11 @@ its SHA-256 is in the report.`,
 	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
-	addPositionFlags(cmd) // position.go
-	addGossipFlags(cmd)   // simgossip.go
-	addOverlayFlags(cmd)  // simoverlay.go
-	addSnapshotFlags(cmd) // simsnapshot.go
+	addPositionFlags(cmd)     // position.go
+	addGossipFlags(cmd)       // simgossip.go
+	addOverlayFlags(cmd)      // simoverlay.go
+	addSnapshotFlags(cmd)     // simsnapshot.go
+	addSynchronizerFlags(cmd) // simsynchronizer.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -103,6 +106,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	topology, takes, err := snapshotSettings(cmd, family) // simsnapshot.go
+	if err != nil {
+		return err
+	}
+	syncK, syncDegree, err := synchronizerSettings(cmd, family, f.algo, topology) // simsynchronizer.go
 	if err != nil {
 		return err
 	}
@@ -212,6 +219,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		configureOverlay(overlay, &o)
 		configureSnapshot(topology, takes, &o)
+		configureSynchronizer(syncK, syncDegree, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
