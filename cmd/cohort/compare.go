@@ -103,6 +103,13 @@ var metricNames = map[string]string{
 	"markers_per_channel": "markers per channel and snapshot",
 	"diameter":            "diameter",
 	"complete_delays":     "complete (delays)",
+
+	"control_per_round": "synchronizer messages per round",
+	"acks_per_round":    "acks per round",
+	"round_time_delays": "time per round (largest delays)",
+	"height":            "tree height",
+	"clusters":          "clusters",
+	"elected_round":     "elected in round",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {
