@@ -25,7 +25,8 @@ process asks again as soon as it leaves) — and print each measured figure
 beside the theory's, with a note where they differ and why. Delays are in
 units of the (constant, 1 ms) one-way latency.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
-  cohort compare mutex --nodes 8 --json`,
+  cohort compare mutex --nodes 8 --json
+  cohort compare synchronizer --nodes 16,64`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
