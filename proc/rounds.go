@@ -1,7 +1,7 @@
 package proc
 
 // Rounds is an algorithm written for the synchronous model (Lynch 1996
-// §2.1; Awerbuch 1985): computation proceeds in rounds 1, 2, 3 ..., and in
+// ch. 2; Awerbuch 1985): computation proceeds in rounds 1, 2, 3 ..., and in
 // round r every process first receives the messages its neighbours sent
 // it in round r−1, then computes, then sends the messages of round r.
 // Every message sent in a round arrives before the next round begins.

@@ -41,7 +41,7 @@ var families = []Family{
 	{"overlay", "structured peer-to-peer overlays: Pastry's prefix routing and join, and circular routing along the leaf set, the baseline (Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2)", overlay.Algorithms},
 	{"snapshot", "global states: snapshot algorithms wrapped around any algorithm's run — Chandy–Lamport's markers on FIFO channels, Lai–Yang's colours on reordering ones — on a bank-transfer workload (Chandy & Lamport 1985; Lai & Yang 1987; Mattern 1993; Coulouris et al. §14.5)", snapshot.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
-	{"synchronizer", "synchronizers: a synchronous algorithm (the flooding election) run unchanged on an asynchronous network under Awerbuch's α, β and γ (Awerbuch 1985; Lynch 1996 §16.5)", synchronizer.Algorithms},
+	{"synchronizer", "synchronizers: a synchronous algorithm (the flooding election) run unchanged on an asynchronous network under Awerbuch's α, β and γ (Awerbuch 1985; Lynch 1996 ch. 16)", synchronizer.Algorithms},
 }
 
 // Families lists the families in the order of the textbooks' chapters.

@@ -21,7 +21,7 @@ var Algorithms = []proc.Algorithm{
 		Family:  "synchronizer",
 		Name:    "alpha",
 		Summary: "synchronizer α around flooding: SAFE to every neighbour once a round's messages are acknowledged; next round when all neighbours are safe (2|E| messages, 3 delays per round)",
-		Source:  "Awerbuch 1985 §4; Lynch 1996 §16.5.1",
+		Source:  "Awerbuch 1985 (synchronizer α); Lynch 1996 ch. 16",
 		New: func(id proc.ID, n int) proc.Process {
 			return NewAlpha[election.FloodLeader](election.FloodMax(id, n, 0))
 		},
@@ -31,7 +31,7 @@ var Algorithms = []proc.Algorithm{
 		Family:  "synchronizer",
 		Name:    "beta",
 		Summary: "synchronizer β around flooding: SAFE convergecast up a BFS tree, PULSE broadcast down it (2(N−1) messages, 2 + 2·depth delays per round)",
-		Source:  "Awerbuch 1985 §5; Lynch 1996 §16.5.2",
+		Source:  "Awerbuch 1985 (synchronizer β); Lynch 1996 ch. 16",
 		New: func(id proc.ID, n int) proc.Process {
 			return NewBeta[election.FloodLeader](election.FloodMax(id, n, 0))
 		},
@@ -47,7 +47,7 @@ func GammaAlgorithm(k int) proc.Algorithm {
 		Family:  "synchronizer",
 		Name:    "gamma",
 		Summary: fmt.Sprintf("synchronizer γ (k=%d) around flooding: β inside clusters of height ≤ log_k N, α between clusters over preferred edges (O(kN) messages, O(log_k N) delays per round)", k),
-		Source:  "Awerbuch 1985 §6; Lynch 1996 §16.5.3",
+		Source:  "Awerbuch 1985 (synchronizer γ); Lynch 1996 ch. 16",
 		New: func(id proc.ID, n int) proc.Process {
 			return NewGamma[election.FloodLeader](election.FloodMax(id, n, 0), k)
 		},

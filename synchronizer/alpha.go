@@ -2,8 +2,8 @@ package synchronizer
 
 import "github.com/cohort-go/cohort/proc"
 
-// Alpha is Awerbuch's synchronizer α (Awerbuch 1985 §4; Lynch 1996
-// §16.5.1) around a synchronous algorithm whose messages are of type M.
+// Alpha is Awerbuch's synchronizer α (Awerbuch 1985; Lynch 1996
+// ch. 16) around a synchronous algorithm whose messages are of type M.
 // As pseudocode, at process i in round r:
 //
 //	send the round's messages, each tagged r; acknowledge each one received

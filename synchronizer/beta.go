@@ -2,8 +2,8 @@ package synchronizer
 
 import "github.com/cohort-go/cohort/proc"
 
-// Beta is Awerbuch's synchronizer β (Awerbuch 1985 §5; Lynch 1996
-// §16.5.2) around a synchronous algorithm whose messages are of type M,
+// Beta is Awerbuch's synchronizer β (Awerbuch 1985; Lynch 1996
+// ch. 16) around a synchronous algorithm whose messages are of type M,
 // on a BFS spanning tree rooted at p0. As pseudocode, at process i in
 // round r:
 //

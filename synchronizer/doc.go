@@ -1,7 +1,7 @@
 // Package synchronizer runs synchronous algorithms on asynchronous
 // networks: Awerbuch's synchronizers α, β and γ (Awerbuch, "Complexity of
-// network synchronization", JACM 1985; Lynch 1996 §16.5; Attiya & Welch
-// §11.2).
+// network synchronization", JACM 1985; Lynch 1996, ch. 16; Attiya & Welch,
+// ch. 11).
 //
 // A synchronous algorithm (a proc.Rounds: in round r a process receives
 // what its neighbours sent in round r−1, then sends the messages of round

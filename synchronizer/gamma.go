@@ -6,8 +6,8 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Gamma is Awerbuch's synchronizer γ (Awerbuch 1985 §6; Lynch 1996
-// §16.5.3) around a synchronous algorithm whose messages are of type M:
+// Gamma is Awerbuch's synchronizer γ (Awerbuch 1985; Lynch 1996
+// ch. 16) around a synchronous algorithm whose messages are of type M:
 // β inside clusters, α between them. The graph is partitioned into
 // clusters, each with a BFS tree rooted at its leader, and one preferred
 // edge joins each pair of neighbouring clusters (see partition). As
