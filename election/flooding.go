@@ -22,7 +22,9 @@ import (
 // (the diameter of a line); a deployment that knows a smaller bound on its
 // diameter passes it to newFlooding and saves the difference.
 //
-// Rounds are driven by timers: a round lasts a fixed period, which must
+// The algorithm is written once, for the synchronous model (FloodMax,
+// a proc.Rounds); this process is its timer host. Rounds are driven by
+// timers: a round lasts a fixed period, which must
 // exceed twice the largest message latency (see below). A process starts
 // its round 1 when it gets Elect, or when the first flood message reaches
 // it, whichever comes first; a process woken by a message joins in the
@@ -44,23 +46,64 @@ import (
 // takes to cross the graph.
 type flooding struct {
 	period time.Duration // the length of a round
-	rounds int           // D; 0 means N−1
+	rounds int           // D
 
-	leader  proc.ID // L(i)
-	round   int     // the current round, 1..D; 0 before the process joins
-	elected bool    // the last round has ended
+	logic   proc.Rounds     // FloodMax's rounds: what is sent, when L(i) changes
+	in      []proc.Received // received since the current round began
+	round   int             // the current round, 1..D; 0 before the process joins
+	elected bool            // the last round has ended
 }
 
-// floodLeader is the round-r message: the sender's L at the start of the
+// FloodLeader is the round-r message: the sender's L at the start of the
 // round.
-type floodLeader struct {
+type FloodLeader struct {
 	Round  int     `json:"round"`
 	Leader proc.ID `json:"leader"`
 }
 
-func (floodLeader) Kind() string { return "leader" }
-func (m floodLeader) String() string {
+func (FloodLeader) Kind() string { return "leader" }
+func (m FloodLeader) String() string {
 	return "LEADER(" + m.Leader.String() + ", round " + strconv.Itoa(m.Round) + ")"
+}
+
+// floodMax is the algorithm itself, written for the synchronous model
+// (proc.Rounds), the pseudocode above line by line: the timer host below
+// runs it with a round period, a synchronizer (package synchronizer) on an
+// asynchronous network.
+type floodMax struct {
+	rounds int     // D
+	leader proc.ID // L(i)
+}
+
+// FloodMax returns flooding's rounds at process id of an n-process run,
+// for D = rounds (0: N−1). In round r ≤ D a process takes the largest of
+// L(i) and the ids received and sends it to every neighbour; in round D+1
+// it takes the largest once more, outputs Elected{L(i)} and finishes. So
+// every process outputs at the start of round D+1, after D rounds of
+// messages.
+func FloodMax(id proc.ID, n, rounds int) proc.Rounds {
+	if rounds <= 0 {
+		rounds = max(n-1, 1)
+	}
+	return &floodMax{rounds: rounds, leader: id}
+}
+
+// Round: L(i) := max({L(i)} ∪ the ids received); then send L(i), or after
+// D rounds elect it.
+func (f *floodMax) Round(env proc.Env, r int, in []proc.Received) bool {
+	for _, m := range in {
+		if m, ok := m.M.(FloodLeader); ok {
+			f.leader = max(f.leader, m.Leader)
+		}
+	}
+	if r > f.rounds {
+		env.Output(Elected{Leader: f.leader})
+		return false
+	}
+	for _, p := range env.Neighbors() {
+		env.Send(p, FloodLeader{Round: r, Leader: f.leader})
+	}
+	return true
 }
 
 // floodRound is the timer tag that ends a round.
@@ -81,7 +124,7 @@ func newFlooding(period time.Duration, rounds int) func(proc.ID, int) proc.Proce
 		if d <= 0 {
 			d = max(n-1, 1)
 		}
-		return &flooding{period: period, rounds: d, leader: id}
+		return &flooding{period: period, rounds: d, logic: FloodMax(id, n, d)}
 	}
 }
 
@@ -93,7 +136,7 @@ func init() {
 		Assumes: proc.Assumptions{Reliable: true, Synchronous: true, Topology: "graph"},
 		New:     newFlooding(0, 0),
 		Messages: []proc.Message{
-			floodLeader{},
+			FloodLeader{},
 		},
 		Scenario: "nodes: 9\ntopology: grid\ninputs:\n  - at 0ms node 0 elect\n",
 	})
@@ -108,8 +151,8 @@ func (f *flooding) Input(env proc.Env, in proc.Input) {
 }
 
 func (f *flooding) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	if m, ok := m.(floodLeader); ok {
-		f.onLeader(env, m)
+	if m, ok := m.(FloodLeader); ok {
+		f.onLeader(env, from, m)
 	}
 }
 
@@ -119,37 +162,45 @@ func (f *flooding) Timeout(env proc.Env, tag any) {
 	}
 }
 
-// onLeader takes the larger of L(i) and the id received; the first message
-// wakes a process that has not joined yet, in the sender's round.
-func (f *flooding) onLeader(env proc.Env, m floodLeader) {
+// onLeader keeps the id received for the next round (a message of a
+// neighbour a little ahead is taken too: taking a maximum early changes
+// nothing); the first message wakes a process that has not joined yet, in
+// the sender's round.
+func (f *flooding) onLeader(env proc.Env, from proc.ID, m FloodLeader) {
 	if f.elected {
 		return
 	}
-	f.leader = max(f.leader, m.Leader)
+	f.in = append(f.in, proc.Received{From: from, M: m})
 	if f.round == 0 {
 		f.beginRound(env, min(max(m.Round, 1), f.rounds))
 	}
 }
 
 // onRoundEnd ends round r: the next round begins, or after the last one the
-// process outputs its leader.
+// process outputs its leader (FloodMax's round D+1).
 func (f *flooding) onRoundEnd(env proc.Env, r int) {
 	if r != f.round || f.elected {
 		return
 	}
 	if r >= f.rounds {
 		f.elected = true
-		env.Output(Elected{Leader: f.leader})
+		f.logic.Round(env, r+1, f.take())
 		return
 	}
 	f.beginRound(env, r+1)
 }
 
-// beginRound sends L(i) to every neighbour and sets the round's timer.
+// beginRound runs round r — L(i) sent to every neighbour — and sets the
+// round's timer.
 func (f *flooding) beginRound(env proc.Env, r int) {
 	f.round = r
-	for _, p := range env.Neighbors() {
-		env.Send(p, floodLeader{Round: r, Leader: f.leader})
-	}
+	f.logic.Round(env, r, f.take())
 	env.SetTimer(f.period, floodRound{Round: r})
+}
+
+// take hands over what was received since the last round began.
+func (f *flooding) take() []proc.Received {
+	in := f.in
+	f.in = nil
+	return in
 }

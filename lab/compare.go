@@ -135,13 +135,14 @@ type compareCase struct {
 
 // familyCases are the constructed situations each family is compared in.
 var familyCases = map[string][]compareCase{
-	"mutex":     mutexCases,
-	"election":  electionCases,
-	"multicast": multicastCases,
-	"gossip":    gossipCases,
-	"overlay":   overlayCases,
-	"snapshot":  snapshotCases,
-	"deadlock":  deadlockCases,
+	"mutex":        mutexCases,
+	"election":     electionCases,
+	"multicast":    multicastCases,
+	"gossip":       gossipCases,
+	"overlay":      overlayCases,
+	"snapshot":     snapshotCases,
+	"deadlock":     deadlockCases,
+	"synchronizer": synchronizerCases,
 }
 
 // CompareMaxNodes is the largest process count `cohort compare` runs a

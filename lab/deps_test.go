@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -31,13 +31,14 @@ var allowed = map[string][]string{
 	"overlay":          {"proc"},
 	"snapshot":         {"proc"},
 	"deadlock":         {"proc"},
+	"synchronizer":     {"proc", "election"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
 	"check":            {"trace", "proc", "logical", "clock", "overlay", "globalstate"},
 	"globalstate":      {"trace", "internal/suggest"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

@@ -131,6 +131,11 @@ func init() {
 			Workloads: map[string]func() sim.Workload{"raft-lock": DefaultLockClients, "raft-group": DefaultGroupSenders},
 			Diagram:   trace.SVGOptions{Quiet: []string{"applied", "kept-alive"}},
 		},
+		{
+			Family:  registered("synchronizer"),
+			Metrics: synchronizerMetrics,
+			Diagram: trace.SVGOptions{Quiet: []string{"layout"}},
+		},
 	}
 }
 

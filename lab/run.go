@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,12 @@ type Options struct {
 	Scenario *scenario.Scenario // nil: the algorithm's default scenario, else a 3-node default
 	Nodes    int                // processes; 0 keeps the scenario's
 	Seed     *uint64            // nil keeps the scenario's
-	// Topology replaces the scenario's graph: full, ring, line or grid;
-	// "" keeps the scenario's.
+	// Topology replaces the scenario's graph: full, ring, line, grid or
+	// random; "" keeps the scenario's.
 	Topology string
-	Network  NetworkFlags
+	// Degree is the least degree of a random Topology; 0 means 3.
+	Degree  int
+	Network NetworkFlags
 	// Faults are extra faults in the scenario language ("crash 3 at
 	// 10ms"), added to the scenario's.
 	Faults []string
@@ -186,6 +189,9 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 			sc2.Degree = 0
 		}
 		sc2.Topology = o.Topology
+		if o.Topology == "random" {
+			sc2.Degree = cmp.Or(o.Degree, 3)
+		}
 	}
 	if a.Validate != nil {
 		if err := a.Validate(sc2.Nodes); err != nil {

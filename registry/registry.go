@@ -23,6 +23,7 @@ import (
 	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/snapshot"
+	"github.com/cohort-go/cohort/synchronizer"
 )
 
 // Family is a family of algorithms.
@@ -41,6 +42,7 @@ var families = []Family{
 	{"overlay", "structured peer-to-peer overlays: Pastry's prefix routing and join, and circular routing along the leaf set, the baseline (Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2)", overlay.Algorithms},
 	{"snapshot", "global states: snapshot algorithms wrapped around any algorithm's run — Chandy–Lamport's markers on FIFO channels, Lai–Yang's colours on reordering ones — on a bank-transfer workload (Chandy & Lamport 1985; Lai & Yang 1987; Mattern 1993; Coulouris et al. §14.5)", snapshot.Algorithms},
 	{"deadlock", "distributed deadlock detection, AND model: Chandy–Misra–Haas edge chasing with one victim per cycle, beside the timeout detector, on transactions locking resources at other processes (Chandy, Misra & Haas 1983; Kshemkalyani & Singhal §10.6; Coulouris et al. §17.5)", deadlock.Algorithms},
+	{"synchronizer", "synchronizers: a synchronous algorithm (the flooding election) run unchanged on an asynchronous network under Awerbuch's α, β and γ (Awerbuch 1985; Lynch 1996 ch. 16)", synchronizer.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 

@@ -26,7 +26,8 @@ beside the theory's, with a note where they differ and why. Delays are in
 units of the (constant, 1 ms) one-way latency.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
   cohort compare mutex --nodes 8 --json
-  cohort compare deadlock --nodes 5`,
+  cohort compare deadlock --nodes 5
+  cohort compare synchronizer --nodes 16,64`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,6 +112,12 @@ var metricNames = map[string]string{
 	"aborts":               "aborts",
 	"probe_messages":       "probe messages",
 	"detection_latency_ms": "detection latency (ms, median)",
+	"control_per_round":    "synchronizer messages per round",
+	"acks_per_round":       "acks per round",
+	"round_time_delays":    "time per round (largest delays)",
+	"height":               "tree height",
+	"clusters":             "clusters",
+	"elected_round":        "elected in round",
 }
 
 func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nodes []int) {

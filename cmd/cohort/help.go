@@ -23,7 +23,8 @@ func familyNames() []string {
 	return append(names, positionFamily)
 }
 
-// familyOnlyFlags are the sim flags that apply to one family alone.
+// familyOnlyFlags are the sim flags that apply to one family alone (or to
+// a few, their names joined by commas).
 var familyOnlyFlags = map[string]string{
 	"order": "multicast", "demo": "multicast",
 	"plot":        "clocks",
@@ -36,7 +37,7 @@ func simFlagApplies(family, name string) bool {
 		return slices.Contains(positionFlags, name) || name == "help"
 	}
 	only, ok := familyOnlyFlags[name]
-	return !ok || only == family
+	return !ok || slices.Contains(strings.Split(only, ","), family)
 }
 
 // familyHelp replaces `cohort sim --help` when a family is named: what the

@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, synchronizer, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -52,7 +52,9 @@ its SHA-256 is in the report.`,
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
   cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg
   cohort sim deadlock --algo cmh --nodes 5 --seed 1 --svg deadlock.svg
-  cohort sim deadlock --algo timeout --wait 20ms --contention 0.9 --json`,
+  cohort sim deadlock --algo timeout --wait 20ms --contention 0.9 --json
+  cohort sim synchronizer --algo alpha --topology ring --nodes 16 --json
+  cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -80,11 +82,12 @@ its SHA-256 is in the report.`,
 	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
-	addPositionFlags(cmd) // position.go
-	addGossipFlags(cmd)   // simgossip.go
-	addOverlayFlags(cmd)  // simoverlay.go
-	addSnapshotFlags(cmd) // simsnapshot.go
-	addDeadlockFlags(cmd) // simdeadlock.go
+	addPositionFlags(cmd)     // position.go
+	addGossipFlags(cmd)       // simgossip.go
+	addOverlayFlags(cmd)      // simoverlay.go
+	addSnapshotFlags(cmd)     // simsnapshot.go
+	addDeadlockFlags(cmd)     // simdeadlock.go
+	addSynchronizerFlags(cmd) // simsynchronizer.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -106,6 +109,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	topology, takes, err := snapshotSettings(cmd, family) // simsnapshot.go
+	if err != nil {
+		return err
+	}
+	syncK, syncDegree, err := synchronizerSettings(cmd, family, f.algo, topology) // simsynchronizer.go
 	if err != nil {
 		return err
 	}
@@ -219,6 +226,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		configureOverlay(overlay, &o)
 		configureSnapshot(topology, takes, &o)
+		configureSynchronizer(syncK, syncDegree, &o)
 		if err := configureDeadlock(&o); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 
 // The snapshot family's flags of `cohort sim`: the graph the markers
 // cross, and how many snapshots are begun, by how many processes at once.
+// (--topology applies to the synchronizer family too: simsynchronizer.go.)
 var snapshotOnlyFlags = []string{"topology", "snapshots", "initiators"}
 
 // Bounds of the snapshot flags: each snapshot keeps a recording per
@@ -22,12 +24,13 @@ var snapshotTopologies = []string{"full", "ring", "line", "grid"}
 
 func addSnapshotFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.String("topology", "", "snapshot: the graph of channels — full, ring, line or grid (default: the scenario's, full)")
+	fl.String("topology", "", "snapshot, synchronizer: the graph of channels — full, ring, line or grid, or for the synchronizers random (default: the scenario's)")
 	fl.Int("snapshots", 2, "snapshot: rounds of snapshots, 5ms apart")
 	fl.Int("initiators", 1, "snapshot: processes that begin a snapshot at once in each round (concurrent snapshots)")
 	for _, name := range snapshotOnlyFlags {
 		familyOnlyFlags[name] = "snapshot"
 	}
+	familyOnlyFlags["topology"] = "snapshot,synchronizer"
 }
 
 // snapshotSettings reads the snapshot flags: the topology ("" if not
@@ -36,11 +39,17 @@ func addSnapshotFlags(cmd *cobra.Command) {
 func snapshotSettings(cmd *cobra.Command, family string) (string, *lab.SnapshotTakes, error) {
 	fl := cmd.Flags()
 	for _, name := range snapshotOnlyFlags {
-		if fl.Changed(name) && family != "snapshot" {
-			return "", nil, usageErr("--%s is a flag of the snapshot family, not of %s", name, family)
+		if fl.Changed(name) && !simFlagApplies(family, name) {
+			return "", nil, usageErr("--%s is a flag of %s, not of %s", name, flagFamilies(name), family)
 		}
 	}
 	topo, _ := fl.GetString("topology")
+	if family == "synchronizer" {
+		if fl.Changed("topology") && !slices.Contains(synchronizerTopologies, topo) {
+			return "", nil, usageErr("--topology %q: want full, ring, line, grid or random", topo)
+		}
+		return topo, nil, nil
+	}
 	if fl.Changed("topology") && !slices.Contains(snapshotTopologies, topo) {
 		return "", nil, usageErr("--topology %q: want full, ring, line or grid", topo)
 	}
@@ -65,4 +74,14 @@ func configureSnapshot(topo string, takes *lab.SnapshotTakes, o *lab.Options) {
 	if w, ok := o.Workload.(*lab.SnapshotLoad); ok && takes != nil {
 		w.SnapshotTakes = *takes
 	}
+}
+
+// flagFamilies names the families a family-only flag applies to: "the
+// snapshot family", "the snapshot and synchronizer families".
+func flagFamilies(flag string) string {
+	fams := strings.Split(familyOnlyFlags[flag], ",")
+	if len(fams) == 1 {
+		return "the " + fams[0] + " family"
+	}
+	return "the " + strings.Join(fams, " and ") + " families"
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package synchronizer_test
+
+const raceEnabled = false
