@@ -83,9 +83,9 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 				}
 				for _, ch := range r.Checks {
 					switch {
-					case ch.Failed():
+					case ch.Failed() && !slices.Contains(cr.Failed, ch.Name):
 						cr.Failed = append(cr.Failed, ch.Name)
-					case !ch.OK:
+					case !ch.Failed() && !ch.OK && !slices.Contains(cr.Broken, ch.Name):
 						cr.Broken = append(cr.Broken, ch.Name)
 					}
 				}
