@@ -25,11 +25,11 @@ import (
 )
 
 type electFlags struct {
-	endpoints, token string
-	campaign, get    bool
-	asJSON           bool
-	ttl, timeout     time.Duration
-	margin           time.Duration
+	api           apiFlags
+	campaign, get bool
+	asJSON        bool
+	ttl, timeout  time.Duration
+	margin        time.Duration
 }
 
 func newElectCmd() *cobra.Command {
@@ -70,13 +70,11 @@ holding them by a session of the election timeout (election.timeout,
 			if err := leader.ValidName(name); err != nil {
 				return usageErr("%v", err)
 			}
-			if f.endpoints == "" {
-				return usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+			endpoints, token, err := f.api.resolve()
+			if err != nil {
+				return err
 			}
-			if f.token == "" {
-				f.token = os.Getenv("COHORT_TOKEN")
-			}
-			client := &leader.Client{Endpoints: strings.Split(f.endpoints, ","), Token: f.token}
+			client := &leader.Client{Endpoints: endpoints, Token: token}
 			dash := cmd.ArgsLenAtDash()
 			switch {
 			case f.campaign && (dash != 1 || len(args) < 2):
@@ -102,9 +100,8 @@ holding them by a session of the election timeout (election.timeout,
 			return watchElection(cmd, client, name, f)
 		},
 	}
-	endpointsFlag(cmd, &f.endpoints)
+	f.api.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.token, "token", "", "API bearer token (or COHORT_TOKEN)")
 	fl.BoolVar(&f.campaign, "campaign", false, "stand as a candidate and run the command after -- while leading")
 	fl.BoolVar(&f.get, "get", false, "print the current leader once and exit")
 	fl.BoolVar(&f.asJSON, "json", false, "print views as JSON, one per line")
@@ -132,13 +129,8 @@ func printView(w io.Writer, v leader.View, asJSON bool) {
 }
 
 func watchElection(cmd *cobra.Command, client *leader.Client, name string, f electFlags) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
+	ctx, cancel := interruptible(f.timeout)
+	defer cancel()
 	views, wait, err := client.Watch(ctx, name)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("election %q: %w", name, err)}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,12 +19,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func endpointsFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "endpoints", os.Getenv("COHORT_ENDPOINTS"), "nodes' API addresses, host:port[,host:port...] (or COHORT_ENDPOINTS)")
-}
-
 func newLockCmd() *cobra.Command {
-	var endpoints, token string
+	var api apiFlags
 	var ttl, timeout, margin time.Duration
 	cmd := &cobra.Command{
 		Use:   "lock NAME -- CMD [ARGS...]",
@@ -58,14 +53,12 @@ sooner.`,
 			if dash := cmd.ArgsLenAtDash(); dash != 1 {
 				return usageErr("usage: cohort lock NAME -- CMD [ARGS...] (the command after --)")
 			}
-			if endpoints == "" {
-				return usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+			endpoints, token, err := api.resolve()
+			if err != nil {
+				return err
 			}
 			if ttl < 100*time.Millisecond || ttl > lock.MaxTTL {
 				return usageErr("--ttl %v: want between 100ms and %v", ttl, lock.MaxTTL)
-			}
-			if token == "" {
-				token = os.Getenv("COHORT_TOKEN")
 			}
 			if margin == 0 {
 				margin = ttl / 5
@@ -73,12 +66,11 @@ sooner.`,
 			if margin < 0 || margin >= ttl/2 {
 				return usageErr("--margin %v: want a positive duration under half the ttl (%v)", margin, ttl/2)
 			}
-			client := &lock.Client{Endpoints: strings.Split(endpoints, ","), Token: token}
+			client := &lock.Client{Endpoints: endpoints, Token: token}
 			return runLocked(cmd, client, name, argv, ttl, timeout, margin)
 		},
 	}
-	endpointsFlag(cmd, &endpoints)
-	cmd.Flags().StringVar(&token, "token", "", "API bearer token (or COHORT_TOKEN)")
+	api.add(cmd)
 	cmd.Flags().DurationVar(&ttl, "ttl", 10*time.Second, "session (or lease) length")
 	cmd.Flags().DurationVar(&margin, "margin", 0, "stop CMD this long before the session could expire (default ttl/5)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting for the lock after this long (0: wait for ever)")

@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -18,14 +14,13 @@ import (
 
 // membersFlags are the flags every membership and key-value command takes.
 type membersFlags struct {
-	endpoints, token string
-	timeout          time.Duration
-	json             bool
+	api     apiFlags
+	timeout time.Duration
+	json    bool
 }
 
 func (f *membersFlags) add(cmd *cobra.Command) {
-	endpointsFlag(cmd, &f.endpoints)
-	cmd.Flags().StringVar(&f.token, "token", "", "API bearer token (or COHORT_TOKEN)")
+	f.api.add(cmd)
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "give up after this long (0: never, for watch)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 }
@@ -33,21 +28,15 @@ func (f *membersFlags) add(cmd *cobra.Command) {
 // client checks the flags and returns a client and a context that ends at
 // the timeout or on SIGINT/SIGTERM.
 func (f *membersFlags) client() (*members.Client, context.Context, func(), error) {
-	if f.endpoints == "" {
-		return nil, nil, nil, usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+	endpoints, token, err := f.api.resolve()
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if f.timeout < 0 {
 		return nil, nil, nil, usageErr("--timeout %v: want 0 (none) or more", f.timeout)
 	}
-	if f.token == "" {
-		f.token = os.Getenv("COHORT_TOKEN")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	cancel := func() {}
-	if f.timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-	}
-	return &members.Client{Endpoints: strings.Split(f.endpoints, ","), Token: f.token}, ctx, func() { cancel(); stop() }, nil
+	ctx, cancel := interruptible(f.timeout)
+	return &members.Client{Endpoints: endpoints, Token: token}, ctx, cancel, nil
 }
 
 func printJSON(w io.Writer, v any) error {

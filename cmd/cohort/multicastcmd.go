@@ -6,10 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cohort-go/cohort/group"
@@ -17,7 +13,8 @@ import (
 )
 
 func newMulticastCmd() *cobra.Command {
-	var endpoints, token, send string
+	var api apiFlags
+	var send string
 	var listen, asJSON bool
 	var count int
 	var from uint64
@@ -48,8 +45,9 @@ node delivers from now on — or, with --from N, from position N on —:
 			if err := group.ValidName(name); err != nil {
 				return usageErr("%v", err)
 			}
-			if endpoints == "" {
-				return usageErr("--endpoints: none given (or set COHORT_ENDPOINTS)")
+			endpoints, token, err := api.resolve()
+			if err != nil {
+				return err
 			}
 			if (send != "") == listen {
 				return usageErr("give one of --send TEXT, --send - and --listen")
@@ -57,17 +55,9 @@ node delivers from now on — or, with --from N, from position N on —:
 			if count < 0 {
 				return usageErr("--count %d: want 0 (no limit) or more", count)
 			}
-			if token == "" {
-				token = os.Getenv("COHORT_TOKEN")
-			}
-			client := &group.Client{Endpoints: strings.Split(endpoints, ","), Token: token}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
+			client := &group.Client{Endpoints: endpoints, Token: token}
+			ctx, cancel := interruptible(timeout)
+			defer cancel()
 			out := cmd.OutOrStdout()
 			if from > 0 && !listen {
 				return usageErr("--from %d: a position to listen from, with --listen", from)
@@ -91,9 +81,8 @@ node delivers from now on — or, with --from N, from position N on —:
 			return nil
 		},
 	}
-	endpointsFlag(cmd, &endpoints)
+	api.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&token, "token", "", "API bearer token (or COHORT_TOKEN)")
 	fl.StringVar(&send, "send", "", `multicast this text ("-": each line of standard input)`)
 	fl.BoolVar(&listen, "listen", false, "print what the node delivers")
 	fl.IntVar(&count, "count", 0, "with --listen: stop after this many messages (0: no limit)")
