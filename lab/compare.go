@@ -141,6 +141,7 @@ var familyCases = map[string][]compareCase{
 	"gossip":    gossipCases,
 	"overlay":   overlayCases,
 	"snapshot":  snapshotCases,
+	"rpc":       rpcCases,
 }
 
 // CompareMaxNodes is the largest process count `cohort compare` runs a

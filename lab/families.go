@@ -119,6 +119,18 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"cut", "recorded", "opened"}, Cut: "cut"},
 		},
 		{
+			Family:   registered("rpc"),
+			Metrics:  rpcMetrics,
+			Streamed: true,
+			Workload: func() sim.Workload { return &RPCLoad{} },
+			Workloads: map[string]func() sim.Workload{
+				"extermination": rpcWithClientCrashes,
+				"reincarnation": rpcWithClientCrashes,
+				"expiration":    rpcWithClientCrashes,
+			},
+			Diagram: trace.SVGOptions{Quiet: []string{"incarnation"}, Spans: []trace.Span{{Open: "exec", Close: "done", Label: "procedure"}}},
+		},
+		{
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,

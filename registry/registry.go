@@ -21,6 +21,7 @@ import (
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/rpc"
 	"github.com/cohort-go/cohort/snapshot"
 )
 
@@ -39,6 +40,7 @@ var families = []Family{
 	{"gossip", "epidemic protocols: anti-entropy by push, pull and push-pull, rumor mongering, push-sum aggregation, SWIM membership with Lifeguard (Demers et al. 1987; Kempe et al. 2003; Das et al. 2002; Dadgar et al. 2018; Tanenbaum & van Steen §4.5)", epidemic.Algorithms},
 	{"overlay", "structured peer-to-peer overlays: Pastry's prefix routing and join, and circular routing along the leaf set, the baseline (Rowstron & Druschel 2001; Coulouris et al. §10.5; Tanenbaum & van Steen §5.2)", overlay.Algorithms},
 	{"snapshot", "global states: snapshot algorithms wrapped around any algorithm's run — Chandy–Lamport's markers on FIFO channels, Lai–Yang's colours on reordering ones — on a bank-transfer workload (Chandy & Lamport 1985; Lai & Yang 1987; Mattern 1993; Coulouris et al. §14.5)", snapshot.Algorithms},
+	{"rpc", "remote procedure call: client and server stubs with maybe, at-least-once and at-most-once calls, gRPC-style bounded retries, and orphans killed by extermination, reincarnation or expiration (Birrell & Nelson 1984; Nelson 1981; Tanenbaum & van Steen §4.2, §8.3.2)", rpc.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 

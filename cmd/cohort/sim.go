@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, rpc, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -50,7 +50,9 @@ its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
-  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg`,
+  cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg
+  cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
+  cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -82,6 +84,7 @@ its SHA-256 is in the report.`,
 	addGossipFlags(cmd)   // simgossip.go
 	addOverlayFlags(cmd)  // simoverlay.go
 	addSnapshotFlags(cmd) // simsnapshot.go
+	addRPCFlags(cmd)      // simrpc.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -103,6 +106,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	topology, takes, err := snapshotSettings(cmd, family) // simsnapshot.go
+	if err != nil {
+		return err
+	}
+	rpcLoad, rpcLarge, err := rpcSettings(cmd, family) // simrpc.go
 	if err != nil {
 		return err
 	}
@@ -194,6 +201,12 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		base.NoCheck, base.NoHash = true, !f.hash
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", base.Nodes)
 	}
+	// So does an rpc run of more than rpcTraceLimit calls: its metrics
+	// are counted as the outputs happen.
+	if rpcLarge && !fl.Changed("no-check") && f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+		base.NoCheck, base.NoHash = true, !f.hash
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: more than %d calls: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", rpcTraceLimit)
+	}
 	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
 		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
 	}
@@ -212,6 +225,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		configureOverlay(overlay, &o)
 		configureSnapshot(topology, takes, &o)
+		configureRPC(rpcLoad, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))
