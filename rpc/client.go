@@ -52,6 +52,10 @@ type Client struct {
 	// acknowledged by the server.
 	announcing bool
 	logged     int // extermination: calls logged since the last compaction
+
+	// claim is a broken variant, for the tests: a call whose attempts
+	// are exhausted returns a result it never got.
+	claim bool
 }
 
 type call struct {
@@ -248,6 +252,10 @@ func (c *Client) Timeout(env proc.Env, tag any) {
 		}
 		c.tokens = max(0, c.tokens-1)
 		if k.attempts >= c.cfg.Retry.MaxAttempts {
+			if c.claim {
+				c.end(env, k, "")
+				return
+			}
 			c.end(env, k, ErrTimeout)
 			return
 		}

@@ -44,6 +44,11 @@ type Server struct {
 	peers   map[proc.ID]*peer
 	running []*execution // in the order they began
 	nexec   uint64       // executions begun by this incarnation
+
+	// Broken variants, for the tests (the checkers catch them): volatile
+	// keeps the duplicate table in memory only, so a restart forgets it;
+	// noFilter runs every request, whatever its semantics.
+	volatile, noFilter bool
 }
 
 // peer is what the server knows of one client.
@@ -129,7 +134,7 @@ func (p *peer) trim(ack uint64) bool {
 
 // Start recovers the duplicate table from stable storage.
 func (s *Server) Start(env proc.Env) {
-	st := env.Storage()
+	st := s.storage(env)
 	if st == nil {
 		return
 	}
@@ -168,6 +173,14 @@ func (s *Server) Start(env proc.Env) {
 			}
 		}
 	}
+}
+
+// storage is the server's stable storage; nil for a volatile server.
+func (s *Server) storage(env proc.Env) proc.Storage {
+	if s.volatile {
+		return nil
+	}
+	return env.Storage()
 }
 
 func (s *Server) clients() []proc.ID {
@@ -231,11 +244,11 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 		return
 	}
 	id := CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}
-	if m.Sem == AtLeastOnce {
+	if m.Sem == AtLeastOnce || s.noFilter {
 		s.run(env, id, m.Sem, m.Work, false)
 		return
 	}
-	st := env.Storage()
+	st := s.storage(env)
 	if p.trim(m.Ack) && st != nil {
 		st.Append(fmt.Appendf(nil, "A %d %d %d", from, p.epoch, p.ack))
 	}
@@ -316,7 +329,7 @@ func (s *Server) finish(env proc.Env, x *execution) {
 			return // the client has moved on: nobody waits for the reply
 		}
 		en.state, en.reply = finished, reply
-		if st := env.Storage(); st != nil {
+		if st := s.storage(env); st != nil {
 			st.Append(fmt.Appendf(nil, "F %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
 			st.Sync()
 			s.compact(st)
@@ -334,7 +347,7 @@ func (s *Server) kill(env proc.Env, x *execution, why string) {
 	p := s.peer(x.call.Client)
 	if en := p.table[x.call.Seq]; x.inTabl && en != nil && p.epoch == x.call.Epoch {
 		en.state = killed
-		if st := env.Storage(); st != nil {
+		if st := s.storage(env); st != nil {
 			st.Append(fmt.Appendf(nil, "K %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
 		}
 	}
