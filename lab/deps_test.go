@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "rpc"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -30,13 +30,14 @@ var allowed = map[string][]string{
 	"epidemic":         {"proc"},
 	"overlay":          {"proc"},
 	"snapshot":         {"proc"},
+	"rpc":              {"proc"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
 	"check":            {"trace", "proc", "logical", "clock", "overlay", "globalstate"},
 	"globalstate":      {"trace", "internal/suggest"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "rpc"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

@@ -122,6 +122,7 @@ func init() {
 			Family:   registered("rpc"),
 			Metrics:  rpcMetrics,
 			Streamed: true,
+			Wrap:     RPCAlgo,
 			Workload: func() sim.Workload { return &RPCLoad{} },
 			Workloads: map[string]func() sim.Workload{
 				"extermination": rpcWithClientCrashes,

@@ -3,6 +3,7 @@ package lab
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -36,6 +37,9 @@ type RPCLoad struct {
 	ServerCrashEvery, ClientCrashEvery time.Duration
 	// Downtime is how long a crashed process stays down; 0 means 10ms.
 	Downtime time.Duration
+	// NoThrottle turns the clients' retry throttle off (RPCAlgo): every
+	// call gets its five attempts.
+	NoThrottle bool
 
 	issued, ended, abandoned int
 	ok                       int
@@ -44,6 +48,15 @@ type RPCLoad struct {
 	runs                     map[[2]uint64][]uint8
 	running                  int // executions in progress at the server
 	calls                    int // per client
+}
+
+// RPCAlgo returns algorithm a of the rpc family as a run with workload
+// w runs it: without the retry throttle if w says so.
+func RPCAlgo(a proc.Algorithm, w sim.Workload) proc.Algorithm {
+	if l, ok := w.(*RPCLoad); ok && l.NoThrottle {
+		return rpc.WithConfig(a, func(c *rpc.Config) { c.Retry.MaxTokens = -1 })
+	}
+	return a
 }
 
 // callEstimate is a call's expected duration with think time, for the
@@ -296,6 +309,7 @@ type rpcCondition struct {
 var rpcConditions = []rpcCondition{
 	{name: "clean"},
 	{name: "loss 10%", loss: 0.1},
+	{name: "loss 20%", loss: 0.2},
 	{name: "loss 30%", loss: 0.3},
 	{name: "dup 10%", dup: 0.1},
 	{name: "dup 30%", dup: 0.3},
@@ -305,7 +319,7 @@ var rpcConditions = []rpcCondition{
 }
 
 // RPCCompareCalls is the calls of each comparison run.
-const RPCCompareCalls = 2000
+const RPCCompareCalls = 1000
 
 // rpcCases: every semantics in every condition, with the plain stubs;
 // and the orphan remedies under client crashes.
@@ -318,14 +332,28 @@ var rpcCases = func() []compareCase {
 				algos:   []string{"plain"},
 				metrics: []string{"executions_per_call", "executions_per_call_max", "duplicate_executions", "failed_calls", "calls"},
 				run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
-					w := &RPCLoad{Calls: RPCCompareCalls, Sem: sem, ServerCrashEvery: cond.serverCrashes}
+					w := &RPCLoad{Calls: RPCCompareCalls, Sem: sem, ServerCrashEvery: cond.serverCrashes, NoThrottle: true}
 					return rpcRun(f, a, n, seed, w, cond.loss, cond.dup)
 				},
 			})
 		}
 	}
+	// gRPC's throttle (maxTokens 10, tokenRatio 0.1) stops the retries
+	// once more than about one attempt in eleven fails.
+	for _, sem := range []rpc.Semantics{rpc.AtLeastOnce, rpc.AtMostOnce} {
+		for _, loss := range []float64{0.1, 0.3} {
+			cases = append(cases, compareCase{
+				name:    fmt.Sprintf("%s, loss %.0f%%, throttled", sem, 100*loss),
+				algos:   []string{"plain"},
+				metrics: []string{"executions_per_call", "executions_per_call_max", "duplicate_executions", "failed_calls", "calls"},
+				run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+					return rpcRun(f, a, n, seed, &RPCLoad{Calls: RPCCompareCalls, Sem: sem}, loss, 0)
+				},
+			})
+		}
+	}
 	cases = append(cases, compareCase{
-		name:    "client crash /100ms, 40ms procedures",
+		name:    "client crashes /100ms with 40ms procedures",
 		metrics: []string{"orphans", "orphans_left", "orphan_life_ms_max", "orphan_after_reboot_ms_max"},
 		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 			w := rpcWithClientCrashes().(*RPCLoad)
@@ -341,7 +369,7 @@ var rpcCases = func() []compareCase {
 
 func rpcRun(f Family, a proc.Algorithm, n int, seed uint64, w *RPCLoad, loss, dup float64) (*Report, error) {
 	o := f.Options(a)
-	o.Nodes, o.Seed, o.Workload = n, &seed, w
+	o.Nodes, o.Seed, o.Workload, o.Algo = n, &seed, w, RPCAlgo(a, w)
 	o.Network = NetworkFlags{Loss: &loss, Duplicate: &dup}
 	r, _, err := Sim(o)
 	return r, err

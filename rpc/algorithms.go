@@ -67,3 +67,17 @@ func Inputs(name string, args []string) (proc.Input, error) {
 	}
 	return nil, fmt.Errorf("call: at most one argument (the semantics), got %q", args)
 }
+
+// WithConfig returns a, one of Algorithms, with its stubs' configuration
+// changed by edit (the remedy stays the algorithm's).
+func WithConfig(a proc.Algorithm, edit func(*Config)) proc.Algorithm {
+	cfg := DefaultConfig()
+	for i, b := range Algorithms {
+		if b.Name == a.Name {
+			cfg.Orphans = Orphans(i)
+		}
+	}
+	edit(&cfg)
+	a.New = New(cfg)
+	return a
+}

@@ -11,7 +11,7 @@ import (
 // The rpc family's flags of `cohort sim`: the calls' semantics and
 // number, the procedure's duration, and crash-restarts of the server and
 // the clients.
-var rpcOnlyFlags = []string{"semantics", "calls", "work", "server-crash-every", "client-crash-every", "downtime"}
+var rpcOnlyFlags = []string{"semantics", "calls", "work", "server-crash-every", "client-crash-every", "downtime", "no-throttle"}
 
 // Bounds of the rpc flags. The workload counts each call's executions
 // (a byte per call) and the crash schedule holds two faults per crash.
@@ -33,6 +33,7 @@ func addRPCFlags(cmd *cobra.Command) {
 	fl.Duration("server-crash-every", 0, "rpc: mean time between crash-restarts of the server (0: none)")
 	fl.Duration("client-crash-every", 0, "rpc: mean time between crash-restarts of each client (0: none; 100ms for the orphan remedies)")
 	fl.Duration("downtime", 10*time.Millisecond, "rpc: how long a crashed server or client stays down")
+	fl.Bool("no-throttle", false, "rpc: no retry throttle: every call gets its five attempts (default: gRPC's token bucket, maxTokens 10, tokenRatio 0.1)")
 	for _, name := range rpcOnlyFlags {
 		familyOnlyFlags[name] = "rpc"
 	}
@@ -80,6 +81,7 @@ func rpcSettings(cmd *cobra.Command, family string) (func(*lab.RPCLoad), bool, e
 	if down < time.Microsecond || down > maxDowntime {
 		return nil, false, usageErr("--downtime %v: want 1µs..%v", down, maxDowntime)
 	}
+	noThrottle, _ := fl.GetBool("no-throttle")
 	apply := func(w *lab.RPCLoad) {
 		for _, name := range given {
 			switch name {
@@ -95,15 +97,19 @@ func rpcSettings(cmd *cobra.Command, family string) (func(*lab.RPCLoad), bool, e
 				w.ClientCrashEvery = every[1]
 			case "downtime":
 				w.Downtime = down
+			case "no-throttle":
+				w.NoThrottle = noThrottle
 			}
 		}
 	}
 	return apply, calls > rpcTraceLimit, nil
 }
 
-// configureRPC applies the rpc flags to the run's workload.
+// configureRPC applies the rpc flags to the run's workload, and the
+// workload to the algorithm.
 func configureRPC(apply func(*lab.RPCLoad), o *lab.Options) {
 	if w, ok := o.Workload.(*lab.RPCLoad); ok && apply != nil {
 		apply(w)
+		o.Algo = lab.RPCAlgo(o.Algo, w)
 	}
 }
