@@ -51,7 +51,6 @@ type Client struct {
 	// reincarnation, after a reboot: the new epoch is not yet
 	// acknowledged by the server.
 	announcing bool
-	logged     int // extermination: calls logged since the last compaction
 
 	// claim is a broken variant, for the tests: a call whose attempts
 	// are exhausted returns a result it never got.
@@ -147,7 +146,6 @@ func (c *Client) persist(env proc.Env) {
 	}
 	st.Replace(recs)
 	st.Sync()
-	c.logged = 0
 }
 
 func (c *Client) inProgress() []uint64 {
@@ -191,7 +189,6 @@ func (c *Client) Input(env proc.Env, in proc.Input) {
 		if st := env.Storage(); st != nil {
 			st.Append(fmt.Appendf(nil, "C %d %d", c.epoch, k.seq))
 			st.Sync()
-			c.logged++
 		}
 	}
 	if c.cfg.Orphans == Expiration {
@@ -309,7 +306,7 @@ func (c *Client) end(env proc.Env, k *call, err string) {
 	if c.cfg.Orphans == Extermination {
 		if st := env.Storage(); st != nil {
 			st.Append(fmt.Appendf(nil, "R %d %d", c.epoch, k.seq))
-			if c.logged++; st.Size() > c.cfg.Compact {
+			if st.Size() > c.cfg.Compact {
 				c.persist(env)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/rpc"
 )
 
 // TestOrphans: clients crash (every 100ms on average, down for 10ms)
@@ -58,5 +59,29 @@ func TestOrphans(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %v orphans, longest %.1fms after the crash, %.1fms after the reboot", a.Name, m["orphans"], life, after)
+	}
+}
+
+// TestSameSeedSameTrace: a run with retries, crashes, renewals and
+// kills replays byte for byte from its seed.
+func TestSameSeedSameTrace(t *testing.T) {
+	f, err := lab.Lookup("rpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(seed uint64) string {
+		o := f.Options(algo(t, "expiration"))
+		w := o.Workload.(*lab.RPCLoad)
+		w.Sem, w.ServerCrashEvery = rpc.AtLeastOnce, 50*time.Millisecond
+		loss := 0.2
+		o.Seed, o.Network = &seed, lab.NetworkFlags{Loss: &loss}
+		r, _, err := lab.Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TraceSHA
+	}
+	if a, b, c := hash(4), hash(4), hash(5); a != b || a == "" || a == c {
+		t.Fatalf("seed 4 twice: %s and %s; seed 5: %s", a, b, c)
 	}
 }

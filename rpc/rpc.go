@@ -312,7 +312,7 @@ type Kill struct {
 func (Kill) Kind() string     { return "kill" }
 func (m Kill) String() string { return fmt.Sprintf("kill(e%d#%d)", m.Old, m.Seq) }
 
-// Killed answers a Kill: the call is not running at the server.
+// KillAck answers a Kill: the call is not running at the server.
 type KillAck struct {
 	Old uint64 `json:"old"`
 	Seq uint64 `json:"seq"`

@@ -73,12 +73,12 @@ type entry struct {
 }
 
 type execution struct {
-	n      uint64 // this incarnation's number for it
-	call   CallID
-	sem    Semantics
-	work   proc.TimerID
-	lease  proc.TimerID
-	inTabl bool // the table tracks it
+	n       uint64 // this incarnation's number for it
+	call    CallID
+	sem     Semantics
+	work    proc.TimerID
+	lease   proc.TimerID
+	tracked bool // the duplicate table has its entry
 }
 
 // Timer tags of the server.
@@ -277,7 +277,7 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 // run begins the procedure for call id.
 func (s *Server) run(env proc.Env, id CallID, sem Semantics, work time.Duration, inTable bool) {
 	s.nexec++
-	x := &execution{n: s.nexec, call: id, sem: sem, inTabl: inTable}
+	x := &execution{n: s.nexec, call: id, sem: sem, tracked: inTable}
 	env.Output(Executed{CallID: id, Sem: sem})
 	if work <= 0 {
 		work = s.cfg.Work
@@ -322,7 +322,7 @@ func (s *Server) finish(env proc.Env, x *execution) {
 	env.CancelTimer(x.lease)
 	env.Output(Done{CallID: x.call})
 	reply := Reply{Epoch: x.call.Epoch, Seq: x.call.Seq, Result: x.call.Seq}
-	if x.inTabl {
+	if x.tracked {
 		p := s.peer(x.call.Client)
 		en := p.table[x.call.Seq]
 		if p.epoch != x.call.Epoch || en == nil {
@@ -345,7 +345,7 @@ func (s *Server) kill(env proc.Env, x *execution, why string) {
 	env.CancelTimer(x.lease)
 	env.Output(Killed{CallID: x.call, Why: why})
 	p := s.peer(x.call.Client)
-	if en := p.table[x.call.Seq]; x.inTabl && en != nil && p.epoch == x.call.Epoch {
+	if en := p.table[x.call.Seq]; x.tracked && en != nil && p.epoch == x.call.Epoch {
 		en.state = killed
 		if st := s.storage(env); st != nil {
 			st.Append(fmt.Appendf(nil, "K %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
