@@ -42,6 +42,7 @@ type RPCLoad struct {
 	NoThrottle bool
 
 	issued, ended, abandoned int
+	restarts                 [2]int // of the server, of the clients
 	ok                       int
 	errs                     map[string]int
 	busy                     map[proc.ID]bool // clients with a call in progress
@@ -59,12 +60,16 @@ func RPCAlgo(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	return a
 }
 
-// callEstimate is a call's expected duration with think time, for the
-// horizon of the crash schedule.
-const callEstimate = 15 * time.Millisecond
+// callEstimate bounds a call's duration with think time and retries
+// (five attempts under loss take about 30ms), for the horizon of the
+// crash schedule.
+const callEstimate = 60 * time.Millisecond
 
-// Faults draws the crash-restart schedule over the time the calls are
-// expected to take (the run may last longer; later calls see no crashes).
+// Faults draws the crash-restart schedule over a generous estimate of the
+// time the calls take (a run that takes longer sees no crashes at its
+// end; the metrics server_restarts and client_restarts count the crashes
+// the run saw). A run ends when its calls are done, before the rest of
+// the schedule.
 func (w *RPCLoad) Faults(n int, seed uint64) []sim.Fault {
 	if n < 2 {
 		return nil
@@ -146,8 +151,10 @@ func (w *RPCLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
 func (w *RPCLoad) Restarted(c sim.Control, node proc.ID) {
 	if node == 0 {
 		w.running = 0
+		w.restarts[0]++
 		return
 	}
+	w.restarts[1]++
 	if w.busy[node] {
 		w.abandoned++
 		w.busy[node] = false
@@ -174,7 +181,8 @@ func (w *RPCLoad) Done(up func(proc.ID) bool) bool {
 //   - orphans: executions running for a client that had crashed since
 //     the call began; orphans_left: those still running at the end;
 //     orphan_life_ms_max: the longest time one ran after its client's
-//     crash; orphan_after_reboot_ms_max: after its client's reboot.
+//     crash; orphan_after_reboot_ms_max: after its client's reboot;
+//   - server_restarts, client_restarts: the crash-restarts the run saw.
 func rpcMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	m := map[string]float64{}
 	th := theoryOf("rpc", f.Algo, f.Nodes, "messages_per_call")
@@ -191,6 +199,7 @@ func rpcMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	}
 	m["failed_calls"] = float64(failed)
 	m["abandoned_calls"] = float64(w.abandoned)
+	m["server_restarts"], m["client_restarts"] = float64(w.restarts[0]), float64(w.restarts[1])
 	var execs, dups, most, ran int
 	for _, r := range w.runs {
 		for _, n := range r {
