@@ -59,8 +59,8 @@ func TestSimRPC(t *testing.T) {
 // condition, at-most-once never runs a call twice, and --plot draws the
 // chart.
 func TestCompareRPC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the whole comparison")
+	if testing.Short() || raceEnabled {
+		t.Skip("runs the whole comparison (35 runs of 1000 calls)")
 	}
 	svg := filepath.Join(t.TempDir(), "rpc.svg")
 	code, out, errs := cli(t, "compare", "rpc", "--nodes", "3", "--json", "--plot", svg)
