@@ -143,6 +143,7 @@ var familyCases = map[string][]compareCase{
 	"snapshot":     snapshotCases,
 	"deadlock":     deadlockCases,
 	"synchronizer": synchronizerCases,
+	"rpc":          rpcCases,
 }
 
 // CompareMaxNodes is the largest process count `cohort compare` runs a

@@ -16,7 +16,7 @@ import (
 const module = "github.com/cohort-go/cohort/"
 
 // algorithmPackages hold state machines; every family package goes here.
-var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer"}
+var algorithmPackages = []string{"logical", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer", "rpc"}
 
 // What each layer may import from the module (standard library aside).
 var allowed = map[string][]string{
@@ -32,13 +32,14 @@ var allowed = map[string][]string{
 	"snapshot":         {"proc"},
 	"deadlock":         {"proc"},
 	"synchronizer":     {"proc", "election"},
+	"rpc":              {"proc"},
 	"sim":              {"proc", "trace", "logical"},
 	"trace":            {"proc", "logical"},
 	"check":            {"trace", "proc", "logical", "clock", "overlay", "globalstate"},
 	"globalstate":      {"trace", "internal/suggest"},
 	"scenario":         {"proc", "sim", "internal/suggest"},
 	"internal/suggest": {},
-	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer"},
+	"registry":         {"proc", "clock", "mutex", "election", "multicast", "consensus", "epidemic", "overlay", "snapshot", "deadlock", "synchronizer", "rpc"},
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},

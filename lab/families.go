@@ -125,6 +125,19 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}},
 		},
 		{
+			Family:   registered("rpc"),
+			Metrics:  rpcMetrics,
+			Streamed: true,
+			Wrap:     RPCAlgo,
+			Workload: func() sim.Workload { return &RPCLoad{} },
+			Workloads: map[string]func() sim.Workload{
+				"extermination": rpcWithClientCrashes,
+				"reincarnation": rpcWithClientCrashes,
+				"expiration":    rpcWithClientCrashes,
+			},
+			Diagram: trace.SVGOptions{Quiet: []string{"incarnation"}, Spans: []trace.Span{{Open: "exec", Close: "done", Label: "procedure"}}},
+		},
+		{
 			Family:    registered("consensus"),
 			Metrics:   consensusMetrics,
 			Workload:  DefaultKVClients,

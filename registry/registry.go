@@ -22,6 +22,7 @@ import (
 	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/rpc"
 	"github.com/cohort-go/cohort/snapshot"
 	"github.com/cohort-go/cohort/synchronizer"
 )
@@ -43,6 +44,7 @@ var families = []Family{
 	{"snapshot", "global states: snapshot algorithms wrapped around any algorithm's run — Chandy–Lamport's markers on FIFO channels, Lai–Yang's colours on reordering ones — on a bank-transfer workload (Chandy & Lamport 1985; Lai & Yang 1987; Mattern 1993; Coulouris et al. §14.5)", snapshot.Algorithms},
 	{"deadlock", "distributed deadlock detection, AND model: Chandy–Misra–Haas edge chasing with one victim per cycle, beside the timeout detector, on transactions locking resources at other processes (Chandy, Misra & Haas 1983; Kshemkalyani & Singhal §10.6; Coulouris et al. §17.5)", deadlock.Algorithms},
 	{"synchronizer", "synchronizers: a synchronous algorithm (the flooding election) run unchanged on an asynchronous network under Awerbuch's α, β and γ (Awerbuch 1985; Lynch 1996 ch. 16)", synchronizer.Algorithms},
+	{"rpc", "remote procedure call: client and server stubs with maybe, at-least-once and at-most-once calls, gRPC-style bounded retries, and orphans killed by extermination, reincarnation or expiration (Birrell & Nelson 1984; Nelson 1981; Tanenbaum & van Steen §4.2, §8.3.2)", rpc.Algorithms},
 	{"consensus", "a replicated log on stable storage: Raft with PreVote, CheckQuorum, pipelining, snapshots and leases (Ongaro & Ousterhout 2014)", consensus.Algorithms},
 }
 

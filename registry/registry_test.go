@@ -25,7 +25,7 @@ func TestLookupAndFind(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Lookup("dht"); err == nil || !strings.Contains(err.Error(), `unknown family "dht" (known: clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, synchronizer, consensus)`) {
+	if _, err := Lookup("dht"); err == nil || !strings.Contains(err.Error(), `unknown family "dht" (known: clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, synchronizer, rpc, consensus)`) {
 		t.Errorf("Lookup(dht): %v", err)
 	}
 	if _, err := Find("mutex", "bakery"); err == nil || !strings.Contains(err.Error(), `unknown mutex algorithm "bakery" (known: central, `) {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/trace"
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +17,7 @@ func newCompareCmd() *cobra.Command {
 	var nodesFlag string
 	var seed uint64
 	var asJSON bool
+	var plotOut string
 	cmd := &cobra.Command{
 		Use:   "compare FAMILY",
 		Short: "Measure every algorithm of a family in constructed situations, beside the textbooks' formulas",
@@ -27,7 +29,9 @@ units of the (constant, 1 ms) one-way latency.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
   cohort compare mutex --nodes 8 --json
   cohort compare deadlock --nodes 5
-  cohort compare synchronizer --nodes 16,64`,
+  cohort compare synchronizer --nodes 16,64
+
+  cohort compare rpc --nodes 4 --plot rpc.svg`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +42,9 @@ units of the (constant, 1 ms) one-way latency.`,
 					return usageErr("--nodes: %q is not a process count between 1 and %d", s, limit)
 				}
 				nodes = append(nodes, n)
+			}
+			if plotOut != "" && args[0] != "rpc" {
+				return usageErr("--plot: only the rpc family's comparison has a chart")
 			}
 			rows, runs, err := lab.Compare(args[0], nodes, seed)
 			if err != nil {
@@ -52,8 +59,15 @@ units of the (constant, 1 ms) one-way latency.`,
 				if err := json.NewEncoder(out).Encode(map[string]any{"rows": rows, "runs": runs}); err != nil {
 					return err
 				}
+			} else if args[0] == "rpc" {
+				printRPCCompare(out, rows, runs, nodes)
 			} else {
 				printCompare(out, rows, runs, nodes)
+			}
+			if plotOut != "" {
+				if err := writeFile(plotOut, func(w io.Writer) error { return trace.WriteLinePlot(w, rpcPlot(rows, nodes[0])) }); err != nil {
+					return usageErr("--plot: %v", err)
+				}
 			}
 			if failed {
 				return errChecksFailed
@@ -63,6 +77,7 @@ units of the (constant, 1 ms) one-way latency.`,
 	}
 	cmd.Flags().StringVar(&nodesFlag, "nodes", "4,8,16", "comma-separated process counts")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	cmd.Flags().StringVar(&plotOut, "plot", "", "rpc: write a chart (SVG) of executions per call and failed calls against the loss rate, per semantics, to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"rows\":[{algo,nodes,case,metric,measured,theory,note}], \"runs\":[...]}")
 	return cmd
 }
@@ -101,6 +116,16 @@ var metricNames = map[string]string{
 	"hops_mean_repaired":        "hops after repair",
 	"correct_fraction_failed":   "at the live home, right after",
 	"correct_fraction_repaired": "at the live home, after repair",
+
+	"executions_per_call":        "executions/call",
+	"executions_per_call_max":    "most executions",
+	"duplicate_executions":       "calls run twice+",
+	"failed_calls":               "failed calls",
+	"calls":                      "calls",
+	"orphans":                    "orphans",
+	"orphans_left":               "left at the end",
+	"orphan_life_ms_max":         "longest after crash (ms)",
+	"orphan_after_reboot_ms_max": "longest after reboot (ms)",
 
 	"markers_per_channel": "markers per channel and snapshot",
 	"diameter":            "diameter",

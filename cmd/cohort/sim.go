@@ -41,7 +41,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run algorithms of a family in the deterministic simulator and check them",
 		Long: `Run one algorithm of FAMILY (--algo), or every one of them, in the
 simulator, check the run against the algorithm's properties and report.
-FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, synchronizer, consensus or position; cohort sim FAMILY
+FAMILY is clocks, mutex, election, multicast, gossip, overlay, snapshot, deadlock, synchronizer, rpc, consensus or position; cohort sim FAMILY
 --help lists its algorithms, their assumptions and the flags that apply.
 
 Settings come from the algorithm's default scenario, then --scenario FILE,
@@ -54,7 +54,10 @@ its SHA-256 is in the report.`,
   cohort sim deadlock --algo cmh --nodes 5 --seed 1 --svg deadlock.svg
   cohort sim deadlock --algo timeout --wait 20ms --contention 0.9 --json
   cohort sim synchronizer --algo alpha --topology ring --nodes 16 --json
-  cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64`,
+  cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64
+
+  cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
+  cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -88,6 +91,7 @@ its SHA-256 is in the report.`,
 	addSnapshotFlags(cmd)     // simsnapshot.go
 	addDeadlockFlags(cmd)     // simdeadlock.go
 	addSynchronizerFlags(cmd) // simsynchronizer.go
+	addRPCFlags(cmd)          // simrpc.go
 	cmd.RegisterFlagCompletionFunc("algo", completeAlgos)
 	cmd.RegisterFlagCompletionFunc("order", completeAlgos)
 	return cmd
@@ -113,6 +117,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	syncK, syncDegree, err := synchronizerSettings(cmd, family, f.algo, topology) // simsynchronizer.go
+	rpcLoad, rpcLarge, err := rpcSettings(cmd, family)                            // simrpc.go
 	if err != nil {
 		return err
 	}
@@ -208,6 +213,12 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		base.NoCheck, base.NoHash = true, !f.hash
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", base.Nodes)
 	}
+	// So does an rpc run of more than rpcTraceLimit calls: its metrics
+	// are counted as the outputs happen.
+	if rpcLarge && !fl.Changed("no-check") && f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+		base.NoCheck, base.NoHash = true, !f.hash
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: more than %d calls: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", rpcTraceLimit)
+	}
 	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
 		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
 	}
@@ -230,6 +241,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		if err := configureDeadlock(&o); err != nil {
 			return err
 		}
+		configureRPC(rpcLoad, &o)
 		var closers []func() error
 		if f.traceOut != "" {
 			file, err := os.Create(perAlgo(f.traceOut, a.Name, len(algos)))

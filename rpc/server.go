@@ -1,0 +1,392 @@
+package rpc
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The server stub (Tanenbaum & van Steen §8.3.2; the duplicate table of
+// Birrell & Nelson 1984 and of Liskov's at-most-once RPC):
+//
+//	On request(c, epoch, seq, sem, ack):
+//	  epoch older than c's latest:  drop it (that incarnation is dead)
+//	  at-least-once:                run the procedure, reply when done
+//	  otherwise:                    forget c's calls up to ack;
+//	    seq ≤ ack:                  drop it (the client has its answer)
+//	    seq in the table:           running: drop it; done: resend the
+//	                                stored reply; lost in a crash or
+//	                                killed: reply with that error
+//	    else:                       enter it, log it, sync; run the
+//	                                procedure; when done store the reply,
+//	                                log it, sync, send it
+//	On kill(c, old, seq):           kill that call if it runs; ack     [extermination]
+//	On epoch(c, e):                 kill c's calls of older epochs; ack [reincarnation]
+//	On renew(c, epoch, seq):        extend the call's lease           [expiration]
+//	On a lease lapsing:             kill the call                     [expiration]
+//
+// The duplicate table lives on stable storage: a call's entry is synced
+// before the procedure starts, its reply before it is sent. After a
+// restart, an entry that was running when the server crashed is "lost": a
+// retransmission gets ErrCrashed, never a second run. The table holds, per
+// client, only the calls above the client's acknowledgement, and only of
+// its latest epoch; the log is rewritten with just the table when it
+// grows past Config.Compact.
+//
+// Cost: a table entry per call in progress or unacknowledged; two synced
+// log writes per at-most-once or maybe call.
+
+// Server is the server stub.
+type Server struct {
+	cfg     Config
+	peers   map[proc.ID]*peer
+	running []*execution // in the order they began
+	nexec   uint64       // executions begun by this incarnation
+
+	// Broken variants, for the tests (the checkers catch them): volatile
+	// keeps the duplicate table in memory only, so a restart forgets it;
+	// noFilter runs every request, whatever its semantics.
+	volatile, noFilter bool
+}
+
+// peer is what the server knows of one client.
+type peer struct {
+	epoch uint64            // the client's latest incarnation
+	ack   uint64            // its calls up to ack are finished
+	table map[uint64]*entry // its calls above ack (at-most-once, maybe)
+}
+
+type entryState uint8
+
+const (
+	running entryState = iota
+	finished
+	lost // the server crashed while it ran
+	killed
+)
+
+type entry struct {
+	state entryState
+	reply Reply
+}
+
+type execution struct {
+	n       uint64 // this incarnation's number for it
+	call    CallID
+	sem     Semantics
+	work    proc.TimerID
+	lease   proc.TimerID
+	tracked bool // the duplicate table has its entry
+}
+
+// Timer tags of the server.
+type (
+	workTimer  struct{ N uint64 }
+	leaseTimer struct{ N uint64 }
+)
+
+// NewServer returns a server stub; cfg's zero fields take their defaults.
+func NewServer(cfg Config) *Server {
+	return &Server{cfg: cfg.withDefaults(), peers: map[proc.ID]*peer{}}
+}
+
+func (s *Server) peer(c proc.ID) *peer {
+	p := s.peers[c]
+	if p == nil {
+		p = &peer{table: map[uint64]*entry{}}
+		s.peers[c] = p
+	}
+	return p
+}
+
+// see moves client c to epoch e if it is newer, forgetting the calls of
+// older ones, and reports whether e is not older than c's latest.
+func (p *peer) see(e uint64) bool {
+	if e < p.epoch {
+		return false
+	}
+	if e > p.epoch {
+		p.epoch, p.ack = e, 0
+		clear(p.table)
+	}
+	return true
+}
+
+// trim forgets the calls up to ack.
+func (p *peer) trim(ack uint64) bool {
+	if ack <= p.ack {
+		return false
+	}
+	p.ack = ack
+	for seq := range p.table {
+		if seq <= ack {
+			delete(p.table, seq)
+		}
+	}
+	return true
+}
+
+// The log's records: "B c e s" (call c.e#s entered, about to run), "F c e
+// s" (it finished; its reply is Result s), "K c e s" (killed), "A c e a"
+// (client c's epoch e acknowledged up to a).
+
+// Start recovers the duplicate table from stable storage.
+func (s *Server) Start(env proc.Env) {
+	st := s.storage(env)
+	if st == nil {
+		return
+	}
+	for _, rec := range st.Recovered() {
+		var kind byte
+		var c proc.ID
+		var e, n uint64
+		if k, _ := fmt.Sscanf(string(rec), "%c %d %d %d", &kind, &c, &e, &n); k < 4 {
+			continue
+		}
+		p := s.peer(c)
+		if !p.see(e) {
+			continue
+		}
+		switch kind {
+		case 'A':
+			p.trim(n)
+		case 'B':
+			if n > p.ack {
+				p.table[n] = &entry{state: running}
+			}
+		case 'F':
+			if en := p.table[n]; en != nil {
+				en.state, en.reply = finished, Reply{Epoch: e, Seq: n, Result: n}
+			}
+		case 'K':
+			if en := p.table[n]; en != nil {
+				en.state = killed
+			}
+		}
+	}
+	for _, c := range s.clients() {
+		for _, en := range s.peers[c].table {
+			if en.state == running {
+				en.state = lost // it was running when this server crashed
+			}
+		}
+	}
+}
+
+// storage is the server's stable storage; nil for a volatile server.
+func (s *Server) storage(env proc.Env) proc.Storage {
+	if s.volatile {
+		return nil
+	}
+	return env.Storage()
+}
+
+func (s *Server) clients() []proc.ID {
+	cs := make([]proc.ID, 0, len(s.peers))
+	for c := range s.peers {
+		cs = append(cs, c)
+	}
+	slices.Sort(cs)
+	return cs
+}
+
+// Input: the server takes none.
+func (s *Server) Input(proc.Env, proc.Input) {}
+
+// Receive handles a request, a kill, an epoch or a renewal.
+func (s *Server) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	switch m := m.(type) {
+	case Request:
+		s.onRequest(env, from, m)
+	case Kill:
+		s.onEpoch(env, from, m.Epoch)
+		for _, x := range slices.Clone(s.running) {
+			if x.call == (CallID{Client: from, Epoch: m.Old, Seq: m.Seq}) {
+				s.kill(env, x, "orphan")
+			}
+		}
+		env.Send(from, KillAck{Old: m.Old, Seq: m.Seq})
+	case NewEpoch:
+		s.onEpoch(env, from, m.Epoch)
+		env.Send(from, EpochAck(m))
+	case Renew:
+		for _, x := range s.running {
+			if x.call == (CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}) && x.lease != 0 {
+				env.CancelTimer(x.lease)
+				x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
+			}
+		}
+	}
+}
+
+// onEpoch learns client c's epoch e; under reincarnation it kills c's
+// calls of older epochs.
+func (s *Server) onEpoch(env proc.Env, c proc.ID, e uint64) {
+	s.peer(c).see(e)
+	if s.cfg.Orphans != Reincarnation {
+		return
+	}
+	for _, x := range slices.Clone(s.running) {
+		if x.call.Client == c && x.call.Epoch < e {
+			s.kill(env, x, "orphan")
+		}
+	}
+}
+
+func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
+	p := s.peer(from)
+	if m.Epoch > p.epoch && s.cfg.Orphans == Reincarnation {
+		s.onEpoch(env, from, m.Epoch)
+	}
+	if !p.see(m.Epoch) {
+		return
+	}
+	id := CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}
+	if m.Sem == AtLeastOnce || s.noFilter {
+		s.run(env, id, m.Sem, m.Work, false)
+		return
+	}
+	st := s.storage(env)
+	if p.trim(m.Ack) && st != nil {
+		st.Append(fmt.Appendf(nil, "A %d %d %d", from, p.epoch, p.ack))
+	}
+	if m.Seq <= p.ack {
+		return // the client has its answer already
+	}
+	if en := p.table[m.Seq]; en != nil {
+		switch en.state {
+		case finished:
+			env.Send(from, en.reply)
+		case lost:
+			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrCrashed})
+		case killed:
+			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrKilled})
+		}
+		return // running: the reply will come
+	}
+	p.table[m.Seq] = &entry{state: running}
+	if st != nil {
+		st.Append(fmt.Appendf(nil, "B %d %d %d", from, m.Epoch, m.Seq))
+		st.Sync()
+	}
+	s.run(env, id, m.Sem, m.Work, true)
+}
+
+// run begins the procedure for call id.
+func (s *Server) run(env proc.Env, id CallID, sem Semantics, work time.Duration, inTable bool) {
+	s.nexec++
+	x := &execution{n: s.nexec, call: id, sem: sem, tracked: inTable}
+	env.Output(Executed{CallID: id, Sem: sem})
+	if work <= 0 {
+		work = s.cfg.Work
+	}
+	x.work = env.SetTimer(work, workTimer{x.n})
+	if s.cfg.Orphans == Expiration {
+		x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
+	}
+	s.running = append(s.running, x)
+}
+
+// Timeout: a procedure finished, or a lease lapsed.
+func (s *Server) Timeout(env proc.Env, tag any) {
+	switch t := tag.(type) {
+	case workTimer:
+		if x := s.find(t.N); x != nil {
+			s.finish(env, x)
+		}
+	case leaseTimer:
+		if x := s.find(t.N); x != nil {
+			s.kill(env, x, "lease")
+		}
+	}
+}
+
+func (s *Server) find(n uint64) *execution {
+	i := slices.IndexFunc(s.running, func(x *execution) bool { return x.n == n })
+	if i < 0 {
+		return nil
+	}
+	return s.running[i]
+}
+
+func (s *Server) remove(x *execution) {
+	s.running = slices.DeleteFunc(s.running, func(y *execution) bool { return y == x })
+}
+
+// finish ends the procedure: store the reply (at-most-once, maybe), then
+// send it.
+func (s *Server) finish(env proc.Env, x *execution) {
+	s.remove(x)
+	env.CancelTimer(x.lease)
+	env.Output(Done{CallID: x.call})
+	reply := Reply{Epoch: x.call.Epoch, Seq: x.call.Seq, Result: x.call.Seq}
+	if x.tracked {
+		p := s.peer(x.call.Client)
+		en := p.table[x.call.Seq]
+		if p.epoch != x.call.Epoch || en == nil {
+			return // the client has moved on: nobody waits for the reply
+		}
+		en.state, en.reply = finished, reply
+		if st := s.storage(env); st != nil {
+			st.Append(fmt.Appendf(nil, "F %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
+			st.Sync()
+			s.compact(st)
+		}
+	}
+	env.Send(x.call.Client, reply)
+}
+
+// kill stops a running procedure.
+func (s *Server) kill(env proc.Env, x *execution, why string) {
+	s.remove(x)
+	env.CancelTimer(x.work)
+	env.CancelTimer(x.lease)
+	env.Output(Killed{CallID: x.call, Why: why})
+	p := s.peer(x.call.Client)
+	if en := p.table[x.call.Seq]; x.tracked && en != nil && p.epoch == x.call.Epoch {
+		en.state = killed
+		if st := s.storage(env); st != nil {
+			st.Append(fmt.Appendf(nil, "K %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
+		}
+	}
+}
+
+// compact rewrites the log with the table alone once it is too long.
+func (s *Server) compact(st proc.Storage) {
+	if st.Size() <= s.cfg.Compact {
+		return
+	}
+	var recs [][]byte
+	for _, c := range s.clients() {
+		p := s.peers[c]
+		recs = append(recs, fmt.Appendf(nil, "A %d %d %d", c, p.epoch, p.ack))
+		seqs := make([]uint64, 0, len(p.table))
+		for seq := range p.table {
+			seqs = append(seqs, seq)
+		}
+		slices.Sort(seqs)
+		for _, seq := range seqs {
+			recs = append(recs, fmt.Appendf(nil, "B %d %d %d", c, p.epoch, seq))
+			switch p.table[seq].state {
+			case finished:
+				recs = append(recs, fmt.Appendf(nil, "F %d %d %d", c, p.epoch, seq))
+			case killed:
+				recs = append(recs, fmt.Appendf(nil, "K %d %d %d", c, p.epoch, seq))
+			}
+		}
+	}
+	st.Replace(recs)
+	st.Sync()
+}
+
+// TableSize is the number of calls the duplicate table holds (for tests
+// of its bound).
+func (s *Server) TableSize() int {
+	n := 0
+	for _, p := range s.peers {
+		n += len(p.table)
+	}
+	return n
+}
