@@ -67,6 +67,7 @@ type Sim struct {
 	sent    []int64 // per kind index
 	st      Result
 	stop    StopReason
+	begun   bool
 }
 
 type node struct {
@@ -246,7 +247,7 @@ func (s *Sim) Run() (res Result, err error) {
 				s.env.self, trace.FormatNS(s.now), s.cfg.Seed, r)
 		}
 	}()
-	s.begin()
+	s.Begin()
 	budget := s.cfg.MemoryBudget
 	if budget == 0 {
 		if avail, ok := availableMemory(); ok {
@@ -274,10 +275,15 @@ func (s *Sim) Run() (res Result, err error) {
 	return s.Result(), nil
 }
 
-// begin applies the faults due at time zero (a process crashed at 0 never
+// Begin applies the faults due at time zero (a process crashed at 0 never
 // starts), starts every live process in ID order, then initialises the
-// workload.
-func (s *Sim) begin() {
+// workload. Run calls it; a caller that drives the run with Step itself (a
+// model checker) calls it once first. Calls after the first do nothing.
+func (s *Sim) Begin() {
+	if s.begun {
+		return
+	}
+	s.begun = true
 	for i := range s.nodes {
 		s.nodes[i].up = s.nodes[i].state == stMember
 		if s.present != nil && s.nodes[i].up {
@@ -758,6 +764,49 @@ func (s *Sim) Describe(slot uint32) Pending {
 		p.Kind = "cancelled"
 	}
 	return p
+}
+
+// Payload is the contents of the pending event in slot, for a Queue that
+// tells states apart by what is in flight: the message, input or timer tag
+// (nil for a fault or a workload's call).
+func (s *Sim) Payload(slot uint32) any {
+	it := s.item(slot)
+	if it.kind == evFault || it.kind == evFaultEnd || it.kind == evCall {
+		return nil
+	}
+	return it.val
+}
+
+// Stale reports whether the pending event in slot would do nothing if it
+// fired: a cancelled timer, or one set by an incarnation that has crashed
+// since.
+func (s *Sim) Stale(slot uint32) bool {
+	it := s.item(slot)
+	if it.kind != evTimer {
+		return false
+	}
+	return !s.timers.has(proc.TimerID(it.id)) || s.nodes[it.node].inc != it.inc
+}
+
+// Copy schedules a copy of the pending event k (a Config.Queue's key, not
+// yet popped) under a new Seq, and returns the copy's key for the Queue to
+// hold: a duplicated delivery, or a message of a network that never
+// forgets one. The Queue is not told through Push.
+func (s *Sim) Copy(k Key) Key {
+	s.seq++
+	return Key{At: k.At, Seq: s.seq, Slot: s.alloc(*s.item(k.Slot))}
+}
+
+// Lose discards the pending delivery k (a Config.Queue's key, which the
+// Queue does not hold) as lost by the network, and records the loss with
+// the reason given ("loss"). Any other kind of event is discarded without
+// a trace.
+func (s *Sim) Lose(k Key, reason string) {
+	it := *s.item(k.Slot)
+	s.release(k.Slot)
+	if it.kind == evDeliver {
+		s.lose(&it, reason)
+	}
 }
 
 // Result returns the run's figures so far.

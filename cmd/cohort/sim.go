@@ -32,6 +32,7 @@ type simFlags struct {
 	json, noCheck, hash         bool
 	faults                      []string
 	order, demo                 string // the multicast family's (simmulticast.go)
+	schedule                    string // a schedule written by cohort explore (explore.go)
 }
 
 func newSimCmd() *cobra.Command {
@@ -55,9 +56,9 @@ its SHA-256 is in the report.`,
   cohort sim deadlock --algo timeout --wait 20ms --contention 0.9 --json
   cohort sim synchronizer --algo alpha --topology ring --nodes 16 --json
   cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64
-
   cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
-  cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms`,
+  cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms
+  cohort sim mutex --schedule maekawa.sched --svg maekawa.svg`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -85,6 +86,7 @@ its SHA-256 is in the report.`,
 	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
 	fl.StringVar(&f.demo, "demo", "", `multicast family: run a demonstration ("bank": the replicated bank account of Tanenbaum & van Steen §6.2, under basic multicast and under --order, default total-sequencer)`)
+	fl.StringVar(&f.schedule, "schedule", "", "replay a schedule written by cohort explore --schedule, event for event (with --svg, --trace, --json)")
 	addPositionFlags(cmd)     // position.go
 	addGossipFlags(cmd)       // simgossip.go
 	addOverlayFlags(cmd)      // simoverlay.go
@@ -98,6 +100,9 @@ its SHA-256 is in the report.`,
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
+	if f.schedule != "" {
+		return simSchedule(cmd, family, f) // explore.go
+	}
 	if handled, err := simPosition(cmd, family, f); handled { // position.go
 		return err
 	}

@@ -1,0 +1,141 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+)
+
+// Act is what a step does with a pending event.
+type Act uint8
+
+const (
+	// Fire handles the event: a delivery, a timer, an input, or a crash
+	// the explorer offers.
+	Fire Act = iota
+	// Drop loses a pending message (a loss fault).
+	Drop
+	// Dup delivers a pending message and keeps a copy in flight (a
+	// duplication fault).
+	Dup
+)
+
+var actNames = [...]string{"fire", "drop", "dup"}
+
+func (a Act) String() string {
+	if int(a) < len(actNames) {
+		return actNames[a]
+	}
+	return fmt.Sprintf("act(%d)", int(a))
+}
+
+// choice is one step: an act on the pending event with that Seq.
+type choice struct {
+	seq uint64
+	act Act
+}
+
+func (c choice) pack() uint64 { return c.seq<<2 | uint64(c.act) }
+func unpack(x uint64) choice  { return choice{seq: x >> 2, act: Act(x & 3)} }
+
+// queue is the explorer's sim.Queue: it holds the pending events' keys and
+// pops the one the explorer chose (before the run begins, the earliest, as
+// the simulator's own queue would).
+type queue struct {
+	keys  []sim.Key
+	s     *sim.Sim
+	next  int   // index in keys of the key to pop; -1: the earliest
+	at    int64 // the time to hand back with it
+	set   bool  // a set network: a message sent twice is one message
+	h     *hasher
+	known map[uint64]bool // set network: the messages in flight, by content
+}
+
+func (q *queue) Len() int { return len(q.keys) }
+
+func (q *queue) Push(k sim.Key) {
+	if q.set && q.s != nil {
+		if v := q.s.Payload(k.Slot); v != nil && q.s.Describe(k.Slot).Kind == "deliver" {
+			d := q.s.Describe(k.Slot)
+			h := add(add(uint64(d.Node), uint64(d.From)), q.h.of(v))
+			if q.known[h] {
+				q.s.Lose(k, "already sent")
+				return
+			}
+			q.known[h] = true
+		}
+	}
+	q.keys = append(q.keys, k)
+}
+
+func (q *queue) Pop() sim.Key {
+	i := q.next
+	if i < 0 {
+		i = 0
+		for j := range q.keys {
+			if k := q.keys[j]; k.At < q.keys[i].At || (k.At == q.keys[i].At && k.Seq < q.keys[i].Seq) {
+				i = j
+			}
+		}
+	}
+	k := q.keys[i]
+	q.remove(i)
+	if q.next >= 0 {
+		k.At = q.at
+		q.next = -1
+	}
+	return k
+}
+
+func (q *queue) remove(i int) {
+	q.keys[i] = q.keys[len(q.keys)-1]
+	q.keys = q.keys[:len(q.keys)-1]
+}
+
+func (q *queue) find(seq uint64) int {
+	return slices.IndexFunc(q.keys, func(k sim.Key) bool { return k.Seq == seq })
+}
+
+// event is a pending event as the explorer sees it.
+type event struct {
+	key  sim.Key
+	p    sim.Pending
+	idx  int // in queue.keys
+	cont uint64
+}
+
+func isDeliver(p sim.Pending) bool { return p.Kind == "deliver" }
+func isTimer(p sim.Pending) bool   { return p.Kind == "timer" }
+func isCrash(p sim.Pending) bool   { return p.Kind == "fault" && p.What == "crash" }
+
+// describe renders a step for people: "deliver p1←p0 REQ(ts=1,p0)".
+func describe(s *sim.Sim, k sim.Key, act Act) string {
+	p := s.Describe(k.Slot)
+	v := s.Payload(k.Slot)
+	label := p.What
+	if st, ok := v.(fmt.Stringer); ok {
+		label = st.String()
+	}
+	switch p.Kind {
+	case "deliver":
+		verb := "deliver"
+		switch act {
+		case Drop:
+			verb = "lose"
+		case Dup:
+			verb = "deliver (and duplicate)"
+		}
+		return fmt.Sprintf("%s %s←%s %s", verb, p.Node, p.From, label)
+	case "timer":
+		return fmt.Sprintf("timeout %s %s", p.Node, label)
+	case "input":
+		return fmt.Sprintf("input %s %s", p.Node, label)
+	case "fault":
+		return fmt.Sprintf("%s %s", p.What, p.Node)
+	}
+	return fmt.Sprintf("%s %s", p.Kind, p.Node)
+}
+
+var _ = proc.None

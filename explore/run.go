@@ -1,0 +1,232 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// latency is the one-way delay of every message: the unit of the time
+// abstraction of Sync (a message is due within one latency of its send).
+const latency = time.Millisecond
+
+// run is one execution: a simulator driven by the explorer's queue, from
+// the start through a schedule of choices.
+type run struct {
+	cfg  *Config
+	s    *sim.Sim
+	q    *queue
+	rec  *trace.Recorder
+	wl   *Workload
+	h    *hasher
+	used [3]int // faults used: crashes, losses, duplicates
+	now  int64
+	evs  []event // scratch
+}
+
+func (c *Config) newRun(h *hasher) (*run, error) {
+	r := &run{cfg: c, h: h}
+	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
+	r.rec = &trace.Recorder{Trace: trace.Trace{Header: c.header()}}
+	r.wl = c.workload()
+	scfg := sim.Config{
+		Nodes:        c.Nodes,
+		Seed:         c.seed(),
+		New:          c.Algo.New,
+		Network:      sim.Network{Latency: sim.Constant(latency), FIFO: c.FIFO},
+		Queue:        r.q,
+		Trace:        r.rec,
+		Workload:     r.wl,
+		MemoryBudget: -1,
+	}
+	if c.Crashes > 0 {
+		// One crash per process, held pending: the explorer fires at most
+		// Crashes of them, whenever it likes.
+		for id := 0; id < c.Nodes; id++ {
+			scfg.Faults = append(scfg.Faults, sim.Fault{Kind: sim.Crash, Node: proc.ID(id), At: time.Nanosecond})
+		}
+	}
+	s, err := sim.New(scfg)
+	if err != nil {
+		return nil, err
+	}
+	r.s = s
+	r.q.s = s
+	if err := r.protect(s.Begin); err != nil {
+		return nil, err
+	}
+	r.dropStale()
+	return r, nil
+}
+
+// protect runs f and turns a process's panic into an error.
+func (r *run) protect(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("a process panicked at t=%s: %v", trace.FormatNS(r.now), p)
+		}
+	}()
+	f()
+	return nil
+}
+
+// dropStale discards the timers that would do nothing (cancelled, or of a
+// crashed incarnation): they are no choice.
+func (r *run) dropStale() {
+	for i := 0; i < len(r.q.keys); {
+		if k := r.q.keys[i]; r.s.Stale(k.Slot) {
+			r.q.remove(i)
+			r.s.Lose(k, "stale")
+			continue
+		}
+		i++
+	}
+}
+
+// pending lists the pending events, in Seq order.
+func (r *run) pending() []event {
+	evs := r.evs[:0]
+	for i, k := range r.q.keys {
+		evs = append(evs, event{key: k, p: r.s.Describe(k.Slot), idx: i})
+	}
+	slices.SortFunc(evs, func(a, b event) int {
+		if a.key.Seq < b.key.Seq {
+			return -1
+		}
+		return 1
+	})
+	r.evs = evs
+	return evs
+}
+
+// choices are the steps enabled in the current state, in a fixed order.
+func (r *run) choices(out []choice) []choice {
+	out = out[:0]
+	c := r.cfg
+	evs := r.pending()
+	minOther, minTimer := int64(1<<62), int64(1<<62)
+	for _, e := range evs {
+		switch {
+		case isTimer(e.p):
+			minTimer = min(minTimer, e.key.At)
+		case isCrash(e.p):
+		default:
+			minOther = min(minOther, e.key.At)
+		}
+	}
+	for i, e := range evs {
+		switch {
+		case isCrash(e.p):
+			if r.used[0] < c.Crashes && r.s.Up(e.p.Node) {
+				out = append(out, choice{e.key.Seq, Fire})
+			}
+		case isTimer(e.p):
+			if c.Timing == Sync && (e.key.At > minOther || e.key.At > minTimer) {
+				continue // a timeout never fires before a message due earlier
+			}
+			out = append(out, choice{e.key.Seq, Fire})
+		case isDeliver(e.p):
+			if c.FIFO && slices.ContainsFunc(evs[:i], func(o event) bool {
+				return isDeliver(o.p) && o.p.Node == e.p.Node && o.p.From == e.p.From
+			}) {
+				continue // an earlier message on the same channel goes first
+			}
+			out = append(out, choice{e.key.Seq, Fire})
+			if r.used[1] < c.Losses {
+				out = append(out, choice{e.key.Seq, Drop})
+			}
+			if r.used[2] < c.Dups {
+				out = append(out, choice{e.key.Seq, Dup})
+			}
+		default:
+			out = append(out, choice{e.key.Seq, Fire})
+		}
+	}
+	return out
+}
+
+// apply takes one step. It returns an error if the choice names no
+// pending event (a schedule of another run) or a process panicked.
+func (r *run) apply(ch choice) error {
+	i := r.q.find(ch.seq)
+	if i < 0 {
+		return fmt.Errorf("no pending event #%d", ch.seq)
+	}
+	k := r.q.keys[i]
+	p := r.s.Describe(k.Slot)
+	switch ch.act {
+	case Drop:
+		r.q.remove(i)
+		r.s.Lose(k, "loss")
+		r.used[1]++
+		return nil
+	case Dup:
+		r.q.keys = append(r.q.keys, r.s.Copy(k))
+		r.used[2]++
+	default:
+		if r.cfg.SetNetwork && isDeliver(p) {
+			r.q.keys = append(r.q.keys, r.s.Copy(k)) // a message of a set is never used up
+		}
+	}
+	if isCrash(p) {
+		r.used[0]++
+	}
+	at := k.At
+	switch {
+	case isCrash(p):
+		at = r.now
+	case r.cfg.Timing == Sync && !isTimer(p):
+		// Due within its bound: it may come early, but not after a
+		// timer due before it.
+		for _, o := range r.q.keys {
+			if isTimer(r.s.Describe(o.Slot)) {
+				at = min(at, o.At)
+			}
+		}
+	}
+	at = max(at, r.now)
+	r.now = at
+	r.q.next, r.q.at = r.q.find(ch.seq), at
+	var err error
+	if perr := r.protect(func() { r.s.Step() }); perr != nil {
+		err = perr
+	}
+	r.dropStale()
+	return err
+}
+
+// fingerprint hashes the state: every process's state and whether it is
+// up, the workload's state, the faults used, and the multiset of pending
+// events by content (in Sync, with how far in the future each is due).
+// Message ids, Seq numbers and absolute times are not state.
+func (r *run) fingerprint() uint64 {
+	h := uint64(seed)
+	for id := 0; id < r.cfg.Nodes; id++ {
+		p := r.s.Process(proc.ID(id))
+		up := uint64(0)
+		if r.s.Up(proc.ID(id)) {
+			up = 1
+		}
+		h = add(add(h, up), r.h.of(p))
+	}
+	h = add(h, r.h.of(r.wl.state()))
+	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
+	var sum uint64
+	for _, k := range r.q.keys {
+		p := r.s.Describe(k.Slot)
+		if isCrash(p) {
+			continue
+		}
+		e := add(add(hashString(p.Kind), uint64(p.Node)), uint64(p.From))
+		e = add(e, r.h.of(r.s.Payload(k.Slot)))
+		if r.cfg.Timing == Sync {
+			e = add(e, uint64(k.At-r.now))
+		}
+		sum += mix64(e)
+	}
+	return add(h, sum)
+}

@@ -1,0 +1,188 @@
+package explore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cohort-go/cohort/check"
+)
+
+// Explore searches every state reachable within cfg's bounds and checks
+// cfg.Checks in them. It returns an error for a bad cfg or a process that
+// panicked (a broken invariant is a bug, reported as such, not a verdict).
+func Explore(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxStates == 0 {
+		cfg.MaxStates = 1_000_000
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = 200
+	}
+	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true}}
+	start := time.Now()
+	var err error
+	if cfg.Strategy == DFS {
+		err = e.dfs()
+	} else {
+		err = e.bfs()
+	}
+	e.res.Elapsed = time.Since(start)
+	e.res.States = int64(e.seen.Len())
+	if e.res.States > 0 {
+		e.res.BytesPerState = float64(e.seen.Bytes()+e.extra) / float64(e.res.States)
+	}
+	if e.res.Violation != nil {
+		e.res.Exhausted = false
+	}
+	return e.res, err
+}
+
+type explorer struct {
+	cfg   *Config
+	h     *hasher
+	seen  fpSet
+	res   *Result
+	extra int // bytes beyond the fingerprints: BFS's trail, DFS's sleep sets
+	buf   []choice
+	// sleeps holds, with POR, the sleep set each state was explored with.
+	sleeps map[uint64][]label
+}
+
+// trailNode is a BFS state: how it was first reached.
+type trailNode struct {
+	parent int32
+	depth  int32
+	ch     uint64 // packed choice
+}
+
+// replay re-executes a path from the start.
+func (e *explorer) replay(path []choice) (*run, error) {
+	r, err := e.cfg.newRun(e.h)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range path {
+		if err := r.apply(ch); err != nil {
+			return nil, err
+		}
+		e.res.Transitions++
+	}
+	return r, nil
+}
+
+// judge runs the named checkers on r's trace; a violation ends the search.
+func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (bool, error) {
+	if len(names) == 0 {
+		return false, nil
+	}
+	results, err := check.Run(&r.rec.Trace, names...)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range results {
+		switch c.Status {
+		case check.Violated:
+			sched, err := e.schedule(path)
+			if err != nil {
+				return false, err
+			}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: &r.rec.Trace, Terminal: terminal}
+			return true, nil
+		case check.Unknown:
+			e.res.Unknown++
+		}
+	}
+	return false, nil
+}
+
+// schedule describes a path as a Schedule, replaying it to name its steps.
+func (e *explorer) schedule(path []choice) (*Schedule, error) {
+	r, err := e.cfg.newRun(e.h)
+	if err != nil {
+		return nil, err
+	}
+	s := e.cfg.schedule()
+	for _, ch := range path {
+		i := r.q.find(ch.seq)
+		if i < 0 {
+			return nil, fmt.Errorf("replaying the counterexample: no pending event #%d", ch.seq)
+		}
+		s.Steps = append(s.Steps, Step{Act: ch.act, Seq: ch.seq, What: describe(r.s, r.q.keys[i], ch.act)})
+		if err := r.apply(ch); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (e *explorer) bfs() error {
+	cfg := e.cfg
+	root, err := e.replay(nil)
+	if err != nil {
+		return err
+	}
+	e.seen.Add(root.fingerprint())
+	trail := []trailNode{{parent: -1}}
+	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
+		return err
+	}
+	var path []choice
+	for i := 0; i < len(trail); i++ {
+		path = path[:0]
+		for j := int32(i); j > 0; j = trail[j].parent {
+			path = append(path, unpack(trail[j].ch))
+		}
+		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
+			path[a], path[b] = path[b], path[a]
+		}
+		r := root
+		if i > 0 {
+			if r, err = e.replay(path); err != nil {
+				return err
+			}
+		}
+		root = nil
+		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
+		chs := append([]choice(nil), r.choices(e.buf)...)
+		if len(chs) == 0 {
+			e.res.Terminal++
+			if stop, err := e.judge(r, cfg.Checks, path, true); stop || err != nil {
+				return err
+			}
+			continue
+		}
+		if len(path) >= cfg.MaxDepth {
+			e.res.CutOff++
+			e.res.Exhausted = false
+			continue
+		}
+		for k, ch := range chs {
+			child := r
+			if k > 0 {
+				if child, err = e.replay(path); err != nil {
+					return err
+				}
+			}
+			if err := child.apply(ch); err != nil {
+				return err
+			}
+			e.res.Transitions++
+			if !e.seen.Add(child.fingerprint()) {
+				continue
+			}
+			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
+			if stop, err := e.judge(child, cfg.Safety, append(path[:len(path):len(path)], ch), false); stop || err != nil {
+				return err
+			}
+			if e.seen.Len() >= cfg.MaxStates {
+				e.res.Exhausted = false
+				e.extra = 16 * cap(trail)
+				return nil
+			}
+		}
+	}
+	e.extra = 16 * cap(trail)
+	return nil
+}
