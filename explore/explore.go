@@ -96,7 +96,8 @@ type Config struct {
 	MaxDepth  int
 	// Checks are the properties checked; Safety are those among them also
 	// checked on every state as it is found (the others are judged at
-	// terminal states, where nothing is enabled, and at the depth bound).
+	// terminal states, where nothing is enabled; a state cut off by the depth
+	// bound is counted, not judged).
 	Checks []string
 	Safety []string
 }
