@@ -17,9 +17,12 @@ import (
 //
 //	Put, Delete                     → the map
 //	Leave                           → SWIM (it says goodbye)
+//	Reading, Query                  → the aggregates (aggregate.go)
 //	Update, Pull, Digest, Reply     → the map
+//	Mass                            → the aggregates
 //	Ping, PingReq, Ack, Nack, ...   → SWIM
-//	the round timer                 → the map; SWIM's timers → SWIM
+//	the round timer                 → the map; SWIM's timers → SWIM;
+//	the aggregation timer           → the aggregates
 //
 // News travels at once as well: a member that writes a key, or adopts
 // an entry newer than its own from an Update, sends it on to f members at
@@ -46,7 +49,8 @@ import (
 type members struct {
 	swim  *swim
 	kv    *antiEntropy
-	ticks uint64 // SWIM's periods so far
+	agg   aggregates // the queries (aggregate.go)
+	ticks uint64     // SWIM's periods so far
 }
 
 func init() {
@@ -64,7 +68,7 @@ func init() {
 		// its open group: TestOpenGroupLearnsEveryMember,
 		// TestPartitionHeals).
 		Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection"},
-		Messages: append(append([]proc.Message{}, swimMessages...), aeMessages...),
+		Messages: append(append(append([]proc.Message{}, swimMessages...), aeMessages...), Mass{}),
 		Scenario: "nodes: 16\nstop:\n  deadline: 2s\n",
 	})
 }
@@ -107,6 +111,12 @@ func (m *members) Input(env proc.Env, in proc.Input) {
 		m.spread(env, []Entry{m.kv.db.write(env, in.Key, in.Value, false)}, proc.None)
 	case Delete:
 		m.spread(env, []Entry{m.kv.db.write(env, in.Key, "", true)}, proc.None)
+	case Reading:
+		m.agg.setReading(in)
+	case Query:
+		if !m.swim.left {
+			m.agg.query(env, m, in)
+		}
 	}
 }
 
@@ -138,6 +148,10 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		if !m.swim.left {
 			m.kv.Receive(env, from, msg)
 		}
+	case Mass:
+		if !m.swim.left {
+			m.agg.onMass(env, m, msg)
+		}
 	default:
 		m.swim.Receive(env, from, msg)
 	}
@@ -149,6 +163,12 @@ func (m *members) Timeout(env proc.Env, tag any) {
 		if !m.swim.left {
 			m.kv.Timeout(env, tag)
 		}
+	case aggTick:
+		if m.swim.left {
+			m.agg.ticking = false
+			return
+		}
+		m.agg.tick(env, m)
 	case swimTick:
 		m.swim.Timeout(env, tag)
 		if !m.swim.left {

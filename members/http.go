@@ -21,8 +21,12 @@ import (
 //	GET    /v1/kv/KEY             one key: 404 if this node holds none
 //	PUT    /v1/kv/KEY             write the body (at most MaxValue bytes)
 //	DELETE /v1/kv/KEY             delete
+//	PUT    /v1/readings/NAME      this node's own reading (the body: a number)
+//	GET    /v1/aggregate/NAME?agg=average|sum|count
+//	                              the aggregate of every member's reading
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	s.aggregateRoutes(mux)
 	mux.HandleFunc("GET /v1/members", func(w http.ResponseWriter, r *http.Request) {
 		ms, err := s.Members()
 		if err != nil {

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/members"
 	"github.com/spf13/cobra"
 )
@@ -177,6 +180,78 @@ most 4 KiB; the whole map at most 512 KiB.`,
 				}
 				return err
 			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newAggregateCmd() *cobra.Command {
+	var f membersFlags
+	cmd := &cobra.Command{
+		Use:   "aggregate average|sum|count|set NAME [X]",
+		Short: "Aggregate a reading over every member by push-sum, or set a node's reading",
+		Long: `Each node of a cluster running the membership service (members: true)
+keeps readings of its own — its load, its free disk — which are not
+replicated. "aggregate set NAME X" sets the reading NAME at the first node
+of --endpoints; "aggregate average|sum|count NAME" asks the first node that
+answers for the average, sum or count of every member's reading NAME,
+computed by push-sum (Kempe, Dobra & Gehrke 2003): each member passes half
+its mass to a random member every quarter of the gossip period, and no
+node ever holds all the readings. The answer comes after 3⌈log₂(n+1)⌉+30
+rounds (2.4 s for 32 members at the default period), within 0.1% of the
+exact figure when no share is lost; a member that crashes during a query
+takes its mass with it.`,
+		Example: `  cohort aggregate set load 0.7 --endpoints 127.0.0.1:7100
+  cohort aggregate average load --endpoints 127.0.0.1:7101
+  cohort aggregate count load --endpoints 127.0.0.1:7102 --json`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, name := args[0], args[1]
+			switch {
+			case op == "set" && len(args) != 3:
+				return usageErr("aggregate set NAME X: want a value")
+			case op != "set" && !epidemic.ValidAgg(op):
+				return usageErr("aggregate %q: want average, sum, count or set", clipValue(op))
+			case op != "set" && len(args) != 2:
+				return usageErr("aggregate %s NAME: want no value", op)
+			}
+			if err := members.ValidKey(name); err != nil {
+				return usageErr("reading name: %v", err)
+			}
+			var x float64
+			if op == "set" {
+				var err error
+				x, err = strconv.ParseFloat(args[2], 64)
+				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+					return usageErr("reading %q: want a finite number", clipValue(args[2]))
+				}
+			}
+			c, ctx, done, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer done()
+			out := cmd.OutOrStdout()
+			if op == "set" {
+				if err := c.SetReading(ctx, name, x); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "%s = %s\n", name, args[2])
+				return nil
+			}
+			e, err := c.Aggregate(ctx, name, op)
+			if err != nil {
+				return err
+			}
+			switch {
+			case f.json:
+				return printJSON(out, e)
+			case e.None:
+				return fmt.Errorf("%s of %s: no member has the reading", op, name)
+			}
+			fmt.Fprintf(out, "%s %s = %s (%d rounds)\n", op, name, strconv.FormatFloat(e.Value, 'g', 6, 64), e.Rounds)
 			return nil
 		},
 	}

@@ -3,13 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/cohort-go/cohort/members"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -95,6 +98,20 @@ func TestNodeJoinsARunningCluster(t *testing.T) {
 		code, out, _ := cli(t, "kv", "get", "color", "--endpoints", eps[2])
 		return code == 0 && strings.TrimSpace(out) == "blue"
 	})
+	// Readings and their aggregates: each node sets its own, any node
+	// answers for all four.
+	for i, ep := range append(eps, ports[1]) {
+		if code, out, errs := cli(t, "aggregate", "set", "load", strconv.Itoa(i+1), "--endpoints", ep); code != 0 {
+			t.Fatalf("aggregate set at %s: %d %s %s", ep, code, out, errs)
+		}
+	}
+	for agg, want := range map[string]float64{"sum": 10, "count": 4, "average": 2.5} {
+		code, out, errs := cli(t, "aggregate", agg, "load", "--endpoints", ports[1], "--json")
+		var e members.Estimate
+		if code != 0 || json.Unmarshal([]byte(out), &e) != nil || e.None || math.Abs(e.Value-want) > 0.01*want {
+			t.Errorf("aggregate %s load: exit %d, %q %s; want %g ± 1%%", agg, code, out, errs, want)
+		}
+	}
 	// The newcomer runs no locks, and says so.
 	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "5s", "--", "true"); code == 0 || !strings.Contains(errs, "joined the running cluster") {
 		t.Errorf("a lock through the newcomer: exit %d, %s", code, errs)
@@ -129,7 +146,8 @@ func TestBadJoinExitsTwo(t *testing.T) {
 	if code, _, errs := cli(t, "node", "--config", path); code != 2 || !strings.Contains(errs, "id: 0") {
 		t.Errorf("a joiner with id 0: exit %d, %q", code, errs)
 	}
-	for _, args := range [][]string{{"kv", "nope"}, {"kv", "get"}, {"kv", "get", "a/b"}, {"kv", "put", "k", strings.Repeat("v", 5000)}} {
+	for _, args := range [][]string{{"kv", "nope"}, {"kv", "get"}, {"kv", "get", "a/b"}, {"kv", "put", "k", strings.Repeat("v", 5000)},
+		{"aggregate", "median", "load"}, {"aggregate", "set", "load"}, {"aggregate", "set", "load", "NaN"}, {"aggregate", "sum", "a/b"}, {"aggregate", "sum", "load", "3"}} {
 		if code, _, errs := cli(t, append(args, "--endpoints", "127.0.0.1:1")...); code != 2 {
 			t.Errorf("%v: exit %d, %q; want 2", args, code, errs)
 		}

@@ -1,0 +1,61 @@
+package members_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/members"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// TestAggregateOverALiveCluster: five nodes, one of which joined, each
+// with its own reading; any node answers the average, sum and count of
+// the readings by push-sum over TCP, through the Go API and over HTTP.
+func TestAggregateOverALiveCluster(t *testing.T) {
+	c := newCluster(t, 4)
+	c.join(4, 2)
+	c.eventually("every member knows every other", holds(map[int]string{0: "alive", 1: "alive", 2: "alive", 3: "alive", 4: "alive"}))
+	for id, s := range c.servers {
+		if err := s.SetReading("load", float64(id)*10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	want := map[string]float64{"average": 20, "sum": 100, "count": 5}
+	for agg, w := range want {
+		e, err := c.servers[proc.ID(len(agg)%5)].Aggregate(ctx, "load", agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.None || math.Abs(e.Value-w) > 0.01*w {
+			t.Errorf("%s of load = %+v, want %g ± 1%%", agg, e, w)
+		}
+	}
+	srv := httptest.NewServer(c.servers[3].Handler())
+	defer srv.Close()
+	client := &members.Client{Endpoints: []string{srv.URL}}
+	if err := client.SetReading(ctx, "load", 60); err != nil { // node 3: 30 → 60
+		t.Fatal(err)
+	}
+	e, err := client.Aggregate(ctx, "load", "sum")
+	if err != nil || e.None || math.Abs(e.Value-130) > 1.3 {
+		t.Errorf("sum over HTTP after node 3's new reading = %+v, %v; want 130 ± 1%%", e, err)
+	}
+	if e, err := client.Aggregate(ctx, "nobody-reads-this", "average"); err != nil || !e.None {
+		t.Errorf("average of a reading nobody has = %+v, %v; want none", e, err)
+	}
+	if _, err := client.Aggregate(ctx, "load", "median"); err == nil {
+		t.Error("a median was accepted")
+	}
+	if err := c.servers[0].SetReading("bad/name", 1); !errors.Is(err, members.ErrBadReading) {
+		t.Errorf("SetReading(bad/name) = %v, want ErrBadReading", err)
+	}
+	if err := c.servers[0].SetReading("load", math.Inf(1)); !errors.Is(err, members.ErrBadReading) {
+		t.Errorf("SetReading(+Inf) = %v, want ErrBadReading", err)
+	}
+}
