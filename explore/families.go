@@ -154,7 +154,7 @@ func parseInput(a proc.Algorithm, n int, text string) (Input, error) {
 // schedule is the settings of the exploration as a schedule with no steps.
 func (c *Config) schedule() *Schedule {
 	s := &Schedule{Family: c.Family, Algo: c.Algo.Name, Nodes: c.Nodes, Timing: c.Timing, FIFO: c.FIFO,
-		SetNetwork: c.SetNetwork, Crashes: c.Crashes, Losses: c.Losses, Dups: c.Dups}
+		SetNetwork: c.SetNetwork, Crashes: c.Crashes, Losses: c.Losses, Dups: c.Dups, Checks: c.Checks}
 	for _, in := range c.Inputs {
 		s.Inputs = append(s.Inputs, in.Text)
 	}
@@ -173,6 +173,9 @@ func (s *Schedule) Config() (Config, error) {
 	}
 	c.Timing, c.FIFO, c.SetNetwork = s.Timing, s.FIFO, s.SetNetwork
 	c.Crashes, c.Losses, c.Dups = s.Crashes, s.Losses, s.Dups
+	if len(s.Checks) > 0 {
+		c.Checks = s.Checks
+	}
 	return c, c.Validate()
 }
 

@@ -20,6 +20,7 @@ import (
 //	fifo false
 //	network queue
 //	faults crash=0 loss=0 dup=0
+//	checks ME2
 //	step fire 5 deliver p1←p0 REQ(1.0)
 //
 // A step names its act (fire, drop, dup) and the pending event by the
@@ -36,6 +37,7 @@ type Schedule struct {
 	Crashes      int
 	Losses       int
 	Dups         int
+	Checks       []string // the properties explored, and judged on replay
 	Steps        []Step
 }
 
@@ -57,6 +59,9 @@ func (s *Schedule) Write(w io.Writer) error {
 	}
 	fmt.Fprintf(bw, "%s\nfamily %s\nalgo %s\nnodes %d\ninputs %s\ntiming %s\nfifo %t\nnetwork %s\nfaults crash=%d loss=%d dup=%d\n",
 		scheduleMagic, s.Family, s.Algo, s.Nodes, strings.Join(s.Inputs, ","), s.Timing, s.FIFO, network, s.Crashes, s.Losses, s.Dups)
+	if len(s.Checks) > 0 {
+		fmt.Fprintf(bw, "checks %s\n", strings.Join(s.Checks, ","))
+	}
 	for _, st := range s.Steps {
 		fmt.Fprintf(bw, "step %s %d %s\n", st.Act, st.Seq, st.What)
 	}
@@ -119,6 +124,13 @@ func ParseSchedule(r io.Reader) (*Schedule, error) {
 			}
 		case "faults":
 			_, err = fmt.Sscanf(rest, "crash=%d loss=%d dup=%d", &s.Crashes, &s.Losses, &s.Dups)
+		case "checks":
+			if rest != "" {
+				s.Checks = strings.Split(rest, ",")
+			}
+			if len(s.Checks) > 64 {
+				err = fmt.Errorf("%d checks: at most 64", len(s.Checks))
+			}
 		case "step":
 			var st Step
 			f := strings.SplitN(rest, " ", 3)

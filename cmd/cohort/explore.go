@@ -299,8 +299,10 @@ func simSchedule(cmd *cobra.Command, family string, f *simFlags) error {
 		c := jsonCheck{Result: r}
 		if !r.OK() {
 			// A schedule may end mid-run: only a safety property's
-			// violation is a failure there.
-			failed = failed || (r.Status == check.Violated && slices.Contains(cfg.Safety, r.Name))
+			// violation is a failure there, or one of a property the
+			// explorer was told to check (the schedule ends where it
+			// found the violation).
+			failed = failed || (r.Status == check.Violated && (slices.Contains(cfg.Safety, r.Name) || slices.Contains(s.Checks, r.Name)))
 			mark = append(mark, r.Events...)
 			c.Counterexample = r.Counterexample(tr)
 		}

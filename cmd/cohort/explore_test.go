@@ -27,8 +27,8 @@ func TestExploreExitsAndReplays(t *testing.T) {
 		t.Fatalf("report %s: %v", out, err)
 	}
 	code, out, errs = cli(t, "sim", "mutex", "--schedule", sched, "--json")
-	if code != 0 || !strings.Contains(out, rep.Violation.TraceSHA) {
-		t.Fatalf("replay: exit %d, want 0 (ME3 is not guaranteed) and trace sha256 %s\n%s%s", code, rep.Violation.TraceSHA, out, errs)
+	if code != 1 || !strings.Contains(out, rep.Violation.TraceSHA) || !strings.Contains(out, `"name":"ME3","status":"violated"`) {
+		t.Fatalf("replay: exit %d, want 1 (the schedule's ME3 violated again) and trace sha256 %s\n%s%s", code, rep.Violation.TraceSHA, out, errs)
 	}
 	if code, out, errs := cli(t, "explore", "commit", "--algo", "two-phase-commit", "--nodes", "4", "--json"); code != 0 || !strings.Contains(out, `"states":288`) {
 		t.Errorf("two-phase commit: exit %d\n%s%s", code, out, errs)
