@@ -1162,7 +1162,7 @@ func (d *svgDiagram) legendItems() []string {
 	items = append(items, "output", "input", "timer", "start", "crashed", "recovered")
 	var kinds []string
 	for _, s := range d.opt.Shades {
-		if !slices.Contains(kinds, s.Kind) {
+		if _, _, ok := d.shadeSpan(s); ok && !slices.Contains(kinds, s.Kind) {
 			kinds = append(kinds, s.Kind)
 			items = append(items, "shade:"+s.Kind)
 		}
@@ -1346,19 +1346,30 @@ func shadeColor(kind string) string {
 	return svgPause
 }
 
+// shadeSpan is where a fault period is drawn; false if it is outside the
+// diagram's time.
+func (d *svgDiagram) shadeSpan(s Shade) (x0, x1 float64, ok bool) {
+	open := s.To <= s.From || s.To > d.t1
+	to := s.To
+	if open {
+		to = d.t1
+	}
+	if s.From > d.t1 || to < d.t0 {
+		return 0, 0, false
+	}
+	x0, x1 = d.x(max(s.From, d.t0)), d.x(to)
+	if open {
+		x1 = d.edge
+	}
+	return x0, x1, true
+}
+
 // shades draws the periods of SVGOptions.Shades over the lanes they affect.
 func (d *svgDiagram) shades() {
 	for k, s := range d.opt.Shades {
-		from, to := max(s.From, d.t0), s.To
-		if to <= s.From || to > d.t1 {
-			to = d.t1
-		}
-		if from > d.t1 || to < d.t0 {
+		x0, x1, ok := d.shadeSpan(s)
+		if !ok {
 			continue
-		}
-		x0, x1 := d.x(from), d.x(to)
-		if s.To <= s.From || s.To > d.t1 {
-			x1 = d.edge
 		}
 		tip := s.Kind
 		if s.Label != "" {
