@@ -173,6 +173,8 @@ type svgDiagram struct {
 	// information on the title's line.
 	headTitle, headInfo []string
 	headInline          bool
+	// laneAt are where the process names are repeated along the lanes.
+	laneAt []svgLaneName
 
 	rows        int
 	rowH        float64
@@ -751,10 +753,9 @@ func dropColor(reason string) (color, cause string) {
 func (d *svgDiagram) messages() {
 	// The repeated process names come first, then outputs' labels, then
 	// the process lines.
-	for _, x := range d.laneNameXs() {
-		for p := range int32(d.rows) {
-			d.block(svgRect{x, d.y(p) - 13, x + 6 + svgTextWidth("p"+strconv.Itoa(int(p)), 10)*1.1, d.y(p)})
-		}
+	d.layoutLaneNames()
+	for _, l := range d.laneAt {
+		d.block(svgRect{l.x, d.y(l.p) - 13, l.x + 6 + svgTextWidth("p"+strconv.Itoa(int(l.p)), 10)*1.1, d.y(l.p)})
 	}
 	d.layoutOutputs()
 	for p := range int32(d.rows) {
@@ -1410,13 +1411,46 @@ func (d *svgDiagram) laneNameXs() []float64 {
 	return xs
 }
 
+// layoutLaneNames places the repeated process names: near each of
+// laneNameXs, on a stretch of the lane with no event under the name.
+func (d *svgDiagram) layoutLaneNames() {
+	xs := d.laneNameXs()
+	if len(xs) == 0 {
+		return
+	}
+	at := make([][]float64, d.rows) // events' x on each lane, in order
+	for i := range d.events {
+		if e := &d.events[i]; e.Kind.IsProcess() {
+			at[e.Node] = append(at[e.Node], d.x(e.Time))
+		}
+	}
+	for p := range int32(d.rows) {
+		slices.Sort(at[p])
+		w := 8 + svgTextWidth("p"+strconv.Itoa(int(p)), 10)*1.1
+		for _, base := range xs {
+			x := base
+			for _, dx := range []float64{0, 40, -40, 80, -80, 120} {
+				k, _ := slices.BinarySearch(at[p], base+dx-6)
+				if k == len(at[p]) || at[p][k] > base+dx+w {
+					x = base + dx
+					break
+				}
+			}
+			d.laneAt = append(d.laneAt, svgLaneName{x, p})
+		}
+	}
+}
+
+type svgLaneName struct {
+	x float64
+	p int32
+}
+
 // laneNames draws the repeated process names.
 func (d *svgDiagram) laneNames() {
-	for _, x := range d.laneNameXs() {
-		for p := range int32(d.rows) {
-			d.printf(`<text class="lane-name" x="%s" y="%s" font-size="10" font-weight="bold" fill="#8a939c" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">p%d</text>`+"\n",
-				svgF(x+3), svgF(d.y(p)-4), p)
-		}
+	for _, l := range d.laneAt {
+		d.printf(`<text class="lane-name" x="%s" y="%s" font-size="10" font-weight="bold" fill="#8a939c" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">p%d</text>`+"\n",
+			svgF(l.x+3), svgF(d.y(l.p)-4), l.p)
 	}
 }
 
