@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/check"
@@ -123,6 +124,48 @@ type Report struct {
 	// Series are the metrics that are sequences, by name (the gossip
 	// family's susceptible fraction after each round).
 	Series map[string][]float64 `json:"series,omitempty"`
+	// TraceEvents is the number of events of the run's trace (every
+	// send, receipt, loss, output ... of every process); Events counts
+	// only what the simulator handled (deliveries, timers, inputs,
+	// faults). 0 if no trace was kept or hashed.
+	TraceEvents int64 `json:"trace_events,omitempty"`
+	// Periods are the faults of the run that last a while and that the
+	// trace does not record as events: partitions and pauses.
+	Periods []Period `json:"fault_periods,omitempty"`
+}
+
+// Period is a fault that lasts a while.
+type Period struct {
+	Kind   string `json:"kind"` // "partition", "pause", "slow"
+	Nodes  []int  `json:"nodes,omitempty"`
+	FromNS int64  `json:"from_ns"`
+	ToNS   int64  `json:"to_ns"` // 0: until the end
+	Label  string `json:"label,omitempty"`
+}
+
+// periods lists the partitions and pauses of a configuration, in order of
+// their start.
+func periods(cfg *sim.Config) []Period {
+	var out []Period
+	for _, p := range cfg.Network.Partitions {
+		var groups []string
+		for _, g := range p.Groups {
+			var names []string
+			for _, id := range g {
+				names = append(names, fmt.Sprintf("p%d", id))
+			}
+			groups = append(groups, "{"+strings.Join(names, ",")+"}")
+		}
+		out = append(out, Period{Kind: "partition", FromNS: int64(p.From), ToNS: int64(p.To), Label: strings.Join(groups, " | ")})
+	}
+	for _, f := range cfg.Faults {
+		kind := map[sim.FaultKind]string{sim.Pause: "pause", sim.Slow: "slow"}[f.Kind]
+		if kind != "" {
+			out = append(out, Period{Kind: kind, Nodes: []int{int(f.Node)}, FromNS: int64(f.At), ToNS: int64(f.Until)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Period) int { return cmp.Compare(a.FromNS, b.FromNS) })
+	return out
 }
 
 // Messages counts the messages sent.
@@ -326,7 +369,9 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}
 	if hasher != nil {
 		r.TraceSHA = hasher.Sum()
+		r.TraceEvents = hasher.Events()
 	}
+	r.Periods = periods(&cfg)
 	for _, k := range res.ByKind {
 		r.Messages.ByType[k.Kind] = k.Count
 	}

@@ -215,7 +215,10 @@ func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err erro
 
 // Merge combines the traces of a cluster's nodes into one, ordered by the
 // nodes' wall clocks (on one machine, or with synchronized clocks, that is
-// the real order) and renumbered. Each node's own order is kept.
+// the real order) and renumbered. Each node's own order is kept. Times
+// count from the first event of any node, as a trace's times count from
+// the run's beginning (a simulated one's from 0); each event's Local keeps
+// the wall-clock reading of its node.
 func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	if len(ts) == 0 {
 		return nil, errors.New("no traces")
@@ -252,6 +255,12 @@ func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	// read as time going backwards; keep the merged trace monotone.
 	for i := 1; i < len(out.Events); i++ {
 		out.Events[i].Time = max(out.Events[i].Time, out.Events[i-1].Time)
+	}
+	if len(out.Events) > 0 {
+		start := out.Events[0].Time
+		for i := range out.Events {
+			out.Events[i].Time -= start
+		}
 	}
 	return out, nil
 }

@@ -40,19 +40,63 @@ const shivizMaxHosts = 4096
 // process order plus each send before its receipts, matched by message id.
 // Only non-zero components are written.
 func WriteShiViz(w io.Writer, t *Trace) error {
+	_, err := WriteShiVizExecutions(w, t)
+	return err
+}
+
+// ShiVizDelimiter is the regular expression that separates the executions
+// of a log WriteShiVizExecutions writes: a line "=== name ===", whose name
+// ShiViz shows as the execution's label (its "trace" group).
+const ShiVizDelimiter = `^=== (?<trace>.*) ===$`
+
+// WriteShiVizExecutions writes one ShiViz log of several runs, so that
+// ShiViz shows them side by side and can diff them pairwise (its
+// "multiple executions"): the second line of the file is ShiVizDelimiter,
+// and each run's entries follow a line "=== algo ===" naming it (the
+// header's algorithm, or "run k"; made unique). With one trace it writes
+// what WriteShiViz writes. It returns the number of entries written.
+func WriteShiVizExecutions(w io.Writer, ts ...*Trace) (int, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString(ShiVizRegexp)
+	bw.WriteString("\n")
+	if len(ts) > 1 {
+		bw.WriteString(ShiVizDelimiter)
+	}
+	bw.WriteString("\n")
+	total := 0
+	seen := map[string]bool{}
+	for k, t := range ts {
+		if len(ts) > 1 {
+			name := strings.TrimSpace(t.Header.Algo)
+			if name == "" || seen[name] {
+				name = fmt.Sprintf("run %d", k+1)
+			}
+			seen[name] = true
+			bw.WriteString("=== ")
+			bw.Write(shivizAppendLine(nil, name))
+			bw.WriteString(" ===\n")
+		}
+		n, err := shivizEntries(bw, t)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, bw.Flush()
+}
+
+// shivizEntries writes the entries of one trace and returns how many.
+func shivizEntries(bw *bufio.Writer, t *Trace) (int, error) {
 	hosts, err := shivizHosts(t)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	fates := shivizFates(t)
 	clocks := shivizRecorded(t, hosts)
 	if clocks == nil {
 		clocks = shivizComputed(t, hosts)
 	}
-
-	bw := bufio.NewWriterSize(w, 1<<16)
-	bw.WriteString(ShiVizRegexp)
-	bw.WriteString("\n\n")
+	n := 0
 	var buf []byte
 	for i := range t.Events {
 		e := &t.Events[i]
@@ -80,10 +124,11 @@ func WriteShiViz(w io.Writer, t *Trace) error {
 		buf = shivizAppendLine(buf, shivizText(e, fates[e.Msg]))
 		buf = append(buf, '\n')
 		if _, err := bw.Write(buf); err != nil {
-			return err
+			return n, err
 		}
+		n++
 	}
-	return bw.Flush()
+	return n, nil
 }
 
 // shivizHostSet maps the processes that have events to dense indices, in

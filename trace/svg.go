@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -36,6 +37,34 @@ type SVGOptions struct {
 	// frontier of one cut, drawn as a dashed line across the processes
 	// through them — the recorded states of a snapshot.
 	Cut string
+	// Violations are checkers' counterexamples: every event of each is
+	// marked, in red for a property the algorithm promises and in a
+	// softer colour for one it does not (Unpromised), and the legend
+	// names each.
+	Violations []Violation
+	// Shades are periods of faults the trace does not record as events
+	// (partitions, pauses), shaded over the lanes they affect.
+	Shades []Shade
+}
+
+// Violation is a checker's verdict to draw: its name and the events of its
+// counterexample (trace indices).
+type Violation struct {
+	Name   string
+	Events []int
+	// Unpromised is true for a property the algorithm does not promise:
+	// its violation is expected, drawn softer than a real failure.
+	Unpromised bool
+}
+
+// Shade is a fault that lasts a while: a partition, or a paused process.
+type Shade struct {
+	Kind  string  // "partition", "pause", "slow"...: the legend's name
+	Nodes []int32 // the processes affected; none means all
+	// From and To are the fault's period (ns); To <= From means until the
+	// end of the trace.
+	From, To int64
+	Label    string // for the tooltip: "{p0,p1} | {p2}"
 }
 
 // Span is a kind of interval between two outputs of one process.
@@ -51,7 +80,6 @@ const DefaultSVGMaxEvents = 5000
 // Bounds of the drawing.
 const (
 	svgMaxRows      = 4096 // processes
-	svgLabelMsgs    = 200  // messages labelled in the diagram, not only in tooltips
 	svgMaxWidth     = 20000
 	svgMinPlotWidth = 560
 	svgMaxTitle     = 400 // runes in a tooltip line
@@ -60,16 +88,31 @@ const (
 
 // Colours.
 const (
-	svgInk     = "#333"
-	svgMsg     = "#2f6aa8"
-	svgMsgText = "#24507f"
-	svgDrop    = "#d97a0b"
-	svgPending = "#9aa3ad"
-	svgOutput  = "#1e9e5a"
-	svgInput   = "#8546b8"
-	svgMark    = "#d62728"
-	svgCrashed = "#dcdcdc"
+	svgInk      = "#333"
+	svgMsg      = "#2f6aa8"
+	svgDrop     = "#d97a0b" // lost by the network
+	svgDropPart = "#8c564b" // lost to a partition
+	svgDropGone = "#7f7f7f" // lost because the receiver was not up
+	svgPending  = "#9aa3ad"
+	svgOutput   = "#1e9e5a"
+	svgInput    = "#8546b8"
+	svgMark     = "#d62728" // a violated promise
+	svgSoft     = "#e58fb8" // a violated property that was not promised
+	svgCrashed  = "#dcdcdc"
+	svgPause    = "#f3d36b"
+	svgPartit   = "#b39ddb"
 )
+
+// svgTypeColors colour the messages by type, in the order the types first
+// appear in the trace; the types past the last colour share svgMsgOther.
+// None is red (marks), orange (losses) or grey (in flight).
+var svgTypeColors = []string{"#2f6aa8", "#1b9e77", "#a6761d", "#17becf", "#7570b3", "#66a61e", "#1f3f8f", "#b8860b", "#6a3d9a", "#2e8b57"}
+
+const svgMsgOther = "#5b6770"
+
+// svgLaneNameEvery is the distance in pixels between repeated process
+// names along a lane.
+const svgLaneNameEvery = 700
 
 // WriteSVG draws t as a space-time diagram: one horizontal line per process,
 // true time from left to right with a time axis, an arrow from each send to
@@ -107,9 +150,31 @@ type svgRect struct{ x0, y0, x1, y1 float64 }
 
 type svgDiagram struct {
 	opt    SVGOptions
+	full   *Trace
 	events []Event // the events drawn
 	total  int     // events in the trace
 	marked map[int]bool
+	soft   map[int]bool // marked only by violations of unpromised properties
+	hidden int          // marked events past the end of the drawing
+
+	// Message types in order of first appearance, and each one's colour
+	// index (past the palette: len(svgTypeColors), "other").
+	types   []string
+	typeIdx map[string]int
+	// later are the messages drawn whose receipt or loss comes after the
+	// last event drawn: cut off by the truncation, not in flight.
+	later map[uint64]int64 // the time of the first receipt or loss
+	// tEnd is the time of the last event of the whole trace.
+	tEnd int64
+	// origin is the time labelled 0 on the axis: 0, or the first event of
+	// a trace stamped with wall-clock times.
+	origin int64
+	// headTitle and headInfo are the header's lines; headInline puts the
+	// information on the title's line.
+	headTitle, headInfo []string
+	headInline          bool
+	// laneAt are where the process names are repeated along the lanes.
+	laneAt []svgLaneName
 
 	rows        int
 	rowH        float64
@@ -121,7 +186,6 @@ type svgDiagram struct {
 	t0, t1      int64
 	msgs        []*svgMessage // in order of first appearance
 	byID        map[uint64]*svgMessage
-	labelled    bool
 	placed      map[[2]int][]svgRect // occupied label boxes by grid cell
 	outLabels   map[int][2]float64   // where outputs' labels go
 	title, info string
@@ -132,8 +196,12 @@ type svgDiagram struct {
 func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	d := &svgDiagram{
 		opt:       opt,
+		full:      t,
 		total:     len(t.Events),
 		marked:    map[int]bool{},
+		soft:      map[int]bool{},
+		typeIdx:   map[string]int{},
+		later:     map[uint64]int64{},
 		byID:      map[uint64]*svgMessage{},
 		placed:    map[[2]int][]svgRect{},
 		outLabels: map[int][2]float64{},
@@ -143,10 +211,27 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		limit = DefaultSVGMaxEvents
 	}
 	d.events = t.Events[:min(limit, len(t.Events))]
-	for _, i := range opt.Mark {
-		if i >= 0 && i < len(d.events) {
-			d.marked[i] = true
+	hidden := map[int]bool{}
+	mark := func(events []int, soft bool) {
+		for _, i := range events {
+			switch {
+			case i >= len(d.events) && i < d.total:
+				hidden[i] = true
+			case i < 0 || i >= len(d.events):
+			case !d.marked[i]:
+				d.marked[i], d.soft[i] = true, soft
+			case !soft:
+				d.soft[i] = false
+			}
 		}
+	}
+	mark(opt.Mark, false)
+	for _, v := range opt.Violations {
+		mark(v.Events, v.Unpromised)
+	}
+	d.hidden = len(hidden)
+	if len(t.Events) > 0 {
+		d.tEnd = t.Events[len(t.Events)-1].Time
 	}
 
 	// Rows: every process named by an event, and those the header promises.
@@ -190,6 +275,12 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		e := &d.events[i]
 		times[e.Time] = true
 		perRow[e.Node]++
+		if e.Kind == Send || e.Kind == Recv || e.Kind == Drop {
+			if _, ok := d.typeIdx[e.Type]; !ok {
+				d.typeIdx[e.Type] = min(len(d.types), len(svgTypeColors))
+				d.types = append(d.types, e.Type)
+			}
+		}
 		switch e.Kind {
 		case Send:
 			m := get(e.Msg)
@@ -212,7 +303,14 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 			get(e.Msg).dups = append(get(e.Msg).dups, i)
 		}
 	}
-	d.labelled = len(d.msgs) < svgLabelMsgs
+	// The fate of messages sent before the cut, decided after it.
+	for i := len(d.events); i < d.total; i++ {
+		if e := &t.Events[i]; e.Kind == Recv || e.Kind == Drop {
+			if _, ok := d.later[e.Msg]; !ok && d.byID[e.Msg] != nil {
+				d.later[e.Msg] = e.Time
+			}
+		}
+	}
 
 	// Time range. Start the axis at 0, when the run began, unless the
 	// events start much later.
@@ -230,6 +328,11 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		d.t0 = min(d.t0, math.MaxInt64-1)
 		d.t1 = d.t0 + 1
 	}
+	// A live trace is stamped with wall-clock times (since 1970): its axis
+	// counts from its first event instead.
+	if d.t0 >= svgWallClock {
+		d.origin = d.t0
+	}
 
 	// Title.
 	d.title = opt.Title
@@ -245,13 +348,19 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 			d.title += ", seed " + strconv.FormatUint(h.Seed, 10)
 		}
 	}
-	d.info = fmt.Sprintf("%d processes · %d events", d.rows, d.total)
-	if span := d.t1 - d.t0; len(d.events) > 0 && span > 0 {
-		d.info += " · " + svgTick(span, span)
-	}
+	info := []string{fmt.Sprintf("%d processes", d.rows), fmt.Sprintf("%d events", d.total)}
 	if d.rows == 1 {
-		d.info = strings.Replace(d.info, "processes", "process", 1)
+		info[0] = "1 process"
 	}
+	if len(d.events) < d.total {
+		// Say what is drawn, in time and in events: "shown: 0–108ms of 161ms".
+		last := d.events[len(d.events)-1].Time
+		info[1] = fmt.Sprintf("shown: %s–%s of %s (the first %d of %d events)",
+			svgTick(d.t0-d.origin, d.t1-d.t0), svgTick(last-d.origin, d.t1-d.t0), svgTick(d.tEnd-d.origin, d.t1-d.t0), len(d.events), d.total)
+	} else if span := d.t1 - d.t0; len(d.events) > 0 && span > 0 {
+		info = append(info, svgTick(span, span))
+	}
+	d.info = strings.Join(info, " · ")
 
 	// Geometry.
 	const left, right = 64.0, 36.0
@@ -266,16 +375,83 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	d.x0 = left + 14
 	d.edge = d.width - right
 	d.x1 = d.edge - 26
-	d.top = 16
-	if d.title != "" || d.info != "" {
-		d.top = 44
-	}
+	d.headerLayout(info)
 	_, last := d.legendLayout(d.top + float64(d.rows)*d.rowH + 62)
 	d.height = last + 16
 	if len(d.events) < d.total {
 		d.height += 22
 	}
 	return d, nil
+}
+
+// svgWallClock is a time (ns) no simulated run reaches (11.5 days) and
+// every wall-clock reading since 1970 passes.
+const svgWallClock = 1e15
+
+// headerLayout wraps the title and the information line to the width, and
+// sets the top of the first lane below them. Title and information share
+// one line if they fit on it.
+func (d *svgDiagram) headerLayout(info []string) {
+	room := d.width - 28
+	titleW := func(s string) float64 { return svgTextWidth(s, 15) * 1.08 } // bold
+	d.headTitle = svgWrap(strings.Fields(d.title), " ", room, func(s string) float64 { return titleW(s) })
+	d.headInfo = svgWrap(info, " · ", room, func(s string) float64 { return svgTextWidth(s, 11) })
+	d.headInline = len(d.headTitle) == 1 && len(d.headInfo) == 1 &&
+		titleW(d.headTitle[0])+14+svgTextWidth(d.headInfo[0], 11) <= room
+	d.top = 16
+	if ys := d.headLines(); len(ys) > 0 {
+		d.top = ys[len(ys)-1] + 18
+	}
+}
+
+// headLines returns the baseline of each header line: the title's lines,
+// then the information's (none of its own if it shares the title's line).
+func (d *svgDiagram) headLines() []float64 {
+	var ys []float64
+	y := 26.0
+	for range d.headTitle {
+		ys = append(ys, y)
+		y += 19
+	}
+	if d.headInline {
+		return ys
+	}
+	if len(d.headTitle) > 0 {
+		y -= 2
+	}
+	for range d.headInfo {
+		ys = append(ys, y)
+		y += 15
+	}
+	return ys
+}
+
+// svgWrap joins words with sep into lines no wider than room (a word wider
+// than room is clipped on a line of its own).
+func svgWrap(words []string, sep string, room float64, width func(string) float64) []string {
+	var lines []string
+	cur := ""
+	for _, w := range words {
+		if w == "" {
+			continue
+		}
+		for width(w) > room && utf8.RuneCountInString(w) > 2 {
+			w = svgClip(w, utf8.RuneCountInString(w)-1)
+		}
+		switch {
+		case cur == "":
+			cur = w
+		case width(cur+sep+w) <= room:
+			cur += sep + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }
 
 // x is where time ns is drawn.
@@ -294,12 +470,14 @@ func (d *svgDiagram) draw() {
 	d.printf(`<rect class="background" width="100%%" height="100%%" fill="#fff"/>` + "\n")
 	d.header()
 	d.lanes()
+	d.shades()
 	d.grid()
 	d.crashes()
 	d.spans()
 	d.cuts()
 	d.messages()
 	d.points()
+	d.laneNames()
 	d.axis()
 	d.legend()
 	d.printf("</svg>\n")
@@ -307,27 +485,40 @@ func (d *svgDiagram) draw() {
 
 func (d *svgDiagram) defs() {
 	d.printf("<defs>\n")
-	for _, m := range []struct{ id, color string }{
-		{"arrow", svgMsg}, {"arrow-marked", svgMark}, {"arrow-pending", svgPending},
-	} {
+	heads := []struct{ id, color string }{
+		{"arrow", svgMsg}, {"arrow-marked", svgMark}, {"arrow-soft", svgSoft}, {"arrow-pending", svgPending}, {"arrow-other", svgMsgOther},
+	}
+	for k, c := range svgTypeColors[:min(len(d.types), len(svgTypeColors))] {
+		heads = append(heads, struct{ id, color string }{"arrow-" + strconv.Itoa(k), c})
+	}
+	for _, m := range heads {
 		d.printf(`<marker id="%s" viewBox="0 0 10 10" refX="10" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto"><path d="M0,1 L10,5 L0,9 z" fill="%s"/></marker>`+"\n", m.id, m.color)
 	}
 	d.printf("</defs>\n")
 }
 
+// header draws the title and the information line, wrapped as
+// headerLayout decided.
 func (d *svgDiagram) header() {
-	x := 14.0
-	if d.title != "" {
-		d.printf(`<text class="title" x="%s" y="26" font-size="15" font-weight="bold" fill="%s">`, svgF(x), svgInk)
-		d.text(svgClip(d.title, 120))
+	ys := d.headLines()
+	for k, line := range d.headTitle {
+		d.printf(`<text class="title" x="14" y="%s" font-size="15" font-weight="bold" fill="%s">`, svgF(ys[k]), svgInk)
+		d.text(line)
 		d.printf("</text>\n")
-		x += svgTextWidth(svgClip(d.title, 120), 15) + 8
-		// Bold text is wider than the estimate; keep clear of it.
-		x += 0.08 * svgTextWidth(svgClip(d.title, 120), 15)
 	}
-	d.printf(`<text class="info" x="%s" y="26" font-size="11" fill="#777">`, svgF(x+6))
-	d.text(d.info)
-	d.printf("</text>\n")
+	if d.headInline {
+		// Bold text is wider than the estimate; keep clear of it.
+		x := 14 + svgTextWidth(d.headTitle[0], 15)*1.08 + 14
+		d.printf(`<text class="info" x="%s" y="26" font-size="11" fill="#777">`, svgF(x))
+		d.text(d.headInfo[0])
+		d.printf("</text>\n")
+		return
+	}
+	for k, line := range d.headInfo {
+		d.printf(`<text class="info" x="14" y="%s" font-size="11" fill="#777">`, svgF(ys[len(d.headTitle)+k]))
+		d.text(line)
+		d.printf("</text>\n")
+	}
 }
 
 // lanes draws each process's band and name.
@@ -524,8 +715,48 @@ func (d *svgDiagram) quiet(e *Event) bool {
 	return e.Kind == Output && slices.Contains(d.opt.Quiet, e.Type)
 }
 
+// typeColor is the colour of the messages of type typ.
+func (d *svgDiagram) typeColor(typ string) (color, head string) {
+	if k, ok := d.typeIdx[typ]; ok && k < len(svgTypeColors) {
+		return svgTypeColors[k], "arrow-" + strconv.Itoa(k)
+	}
+	return svgMsgOther, "arrow-other"
+}
+
+// markOf says whether any of the events is marked, and in which colour:
+// red if any is marked by a promise broken, soft if all by unpromised
+// properties.
+func (d *svgDiagram) markOf(events ...int) (marked bool, color, head string) {
+	color, head = svgSoft, "arrow-soft"
+	for _, i := range events {
+		if i >= 0 && d.marked[i] {
+			marked = true
+			if !d.soft[i] {
+				return true, svgMark, "arrow-marked"
+			}
+		}
+	}
+	return marked, color, head
+}
+
+// dropColor is the colour of a loss, by its cause.
+func dropColor(reason string) (color, cause string) {
+	switch {
+	case reason == "partition":
+		return svgDropPart, "partition"
+	case strings.HasPrefix(reason, "receiver "):
+		return svgDropGone, "receiver down"
+	}
+	return svgDrop, "loss"
+}
+
 func (d *svgDiagram) messages() {
-	// Outputs have the first claim on label space, then the process lines.
+	// The repeated process names come first, then outputs' labels, then
+	// the process lines.
+	d.layoutLaneNames()
+	for _, l := range d.laneAt {
+		d.block(svgRect{l.x, d.y(l.p) - 13, l.x + 6 + svgTextWidth("p"+strconv.Itoa(int(l.p)), 10)*1.1, d.y(l.p)})
+	}
 	d.layoutOutputs()
 	for p := range int32(d.rows) {
 		d.block(svgRect{d.x0 - 20, d.y(p) - 3.5, d.edge, d.y(p) + 3.5})
@@ -543,20 +774,18 @@ func (d *svgDiagram) messages() {
 	}
 	var labels []label
 	for _, m := range d.msgs {
-		name := ""
+		name, typ := "", ""
 		var sendEv *Event
 		if m.send >= 0 {
 			sendEv = &d.events[m.send]
 		}
 		for _, i := range append(append([]int{m.send}, m.recvs...), m.drops...) {
 			if i >= 0 && name == "" {
-				name = svgEventName(&d.events[i])
+				name, typ = svgEventName(&d.events[i]), d.events[i].Type
 			}
 		}
-		marked := m.send >= 0 && d.marked[m.send]
-		for _, i := range m.dups {
-			marked = marked || d.marked[i]
-		}
+		msgColor, msgHead := d.typeColor(typ)
+		marked, markColor, markHead := d.markOf(append([]int{m.send}, m.dups...)...)
 
 		// Deliveries.
 		for k, r := range m.recvs {
@@ -566,18 +795,17 @@ func (d *svgDiagram) messages() {
 				x, y := d.x(re.Time), d.y(re.Node)
 				d.printf(`<g class="msg orphan" data-recv="%d"><title>`, r)
 				d.text(svgClip(re.String(), svgMaxTitle) + "\n(its send is not in the trace)")
-				d.printf(`</title><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-dasharray="2 2" marker-end="url(#arrow)"/></g>`+"\n",
-					svgF(x-14), svgF(y-d.rowH*0.35), svgF(x), svgF(y), svgMsg)
+				d.printf(`</title><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-dasharray="2 2" marker-end="url(#%s)"/></g>`+"\n",
+					svgF(x-14), svgF(y-d.rowH*0.35), svgF(x), svgF(y), msgColor, msgHead)
 				continue
 			}
-			mk := marked || d.marked[r]
-			color, width, head := svgMsg, "1.3", "arrow"
+			color, width, head := msgColor, "1.3", msgHead
 			class := "msg"
 			if k > 0 {
 				class = "msg dup"
 			}
-			if mk {
-				color, width, head = svgMark, "2.6", "arrow-marked"
+			if mk, c, h := d.markOf(append([]int{m.send, r}, m.dups...)...); mk {
+				color, width, head = c, "2.6", h
 				class += " marked"
 			}
 			x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
@@ -586,7 +814,7 @@ func (d *svgDiagram) messages() {
 			if k > 0 {
 				tip += "\n(duplicate delivery)"
 			}
-			d.printf(`<g class="%s" data-send="%d" data-recv="%d"><title>`, class, m.send, r)
+			d.printf(`<g class="%s" data-send="%d" data-recv="%d" data-type="%d"><title>`, class, m.send, r, d.typeIdx[typ])
 			d.text(tip)
 			d.printf("</title>")
 			dash := ""
@@ -598,26 +826,26 @@ func (d *svgDiagram) messages() {
 				lift := d.rowH * 0.45
 				d.printf(`<path d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"/></g>`+"\n",
 					svgF(x1), svgF(y1), svgF(x1+4), svgF(y1-lift), svgF(max(x2-4, x1+8)), svgF(y2-lift), svgF(x2), svgF(y2), color, width, dash, head)
-				if d.labelled && k == 0 {
+				if k == 0 {
 					labels = append(labels, label{name, x1, y1 - lift*0.75, max(x2, x1+8), y2 - lift*0.75, color})
 				}
 				continue
 			}
 			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"/></g>`+"\n",
 				svgF(x1), svgF(y1), svgF(x2), svgF(y2), color, width, dash, head)
-			if d.labelled && k == 0 {
+			if k == 0 {
 				labels = append(labels, label{name, x1, y1, x2, y2, color})
 			}
 		}
 
-		// Losses: an arrow that stops short, with a ✕.
+		// Losses: an arrow that stops short, with a ✕, coloured by cause.
 		for _, r := range m.drops {
 			de := &d.events[r]
-			mk := marked || d.marked[r]
-			color, width := svgDrop, "1.3"
-			class := "drop"
-			if mk {
-				color, width = svgMark, "2.6"
+			color, cause := dropColor(de.Reason)
+			width := "1.3"
+			class := "drop drop-" + strings.ReplaceAll(cause, " ", "-")
+			if mk, c, _ := d.markOf(append([]int{m.send, r}, m.dups...)...); mk {
+				color, width = c, "2.6"
 				class += " marked"
 			}
 			yt := d.y(de.Node)
@@ -649,7 +877,9 @@ func (d *svgDiagram) messages() {
 				svgF(x2-s), svgF(y2-s), svgF(x2+s), svgF(y2+s), svgF(x2-s), svgF(y2+s), svgF(x2+s), svgF(y2-s), color)
 		}
 
-		// Copies neither delivered nor lost by the end: still in flight.
+		// Copies neither delivered nor lost among the events drawn: cut off
+		// by the truncation if their fate comes later in the trace, else
+		// still in flight at the end of the run.
 		if sendEv != nil && len(m.recvs)+len(m.drops) < 1+len(m.dups) {
 			x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
 			x2, y2 := d.edge, d.y(m.to)
@@ -659,9 +889,27 @@ func (d *svgDiagram) messages() {
 			if sendEv.Node == m.to {
 				y2 = y1 - d.rowH*0.3
 			}
+			if at, ok := d.later[sendEv.Msg]; ok {
+				// Along the way to its receipt, past the edge: stopped at
+				// the edge by a bar.
+				if xr := d.x(at); xr > x2 && x2 > x1 {
+					y2 = y1 + (y2-y1)*(x2-x1)/(xr-x1)
+				}
+				color, width, class := msgColor, "1.2", "cutoff"
+				if marked {
+					color, width, class = markColor, "2.6", "cutoff marked"
+				}
+				d.printf(`<g class="%s" data-send="%d"><title>`, class, m.send)
+				d.text(svgClip(sendEv.String(), svgMaxTitle) + "\n(received or lost after the last event drawn)")
+				d.printf(`</title><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s" stroke-opacity="0.6"/>`,
+					svgF(x1), svgF(y1), svgF(x2), svgF(y2), color, width)
+				d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/></g>`+"\n",
+					svgF(x2), svgF(y2-5), svgF(x2), svgF(y2+5), color)
+				continue
+			}
 			color, width, head, class := svgPending, "1.2", "arrow-pending", "pending"
 			if marked {
-				color, width, head, class = svgMark, "2.6", "arrow-marked", "pending marked"
+				color, width, head, class = markColor, "2.6", markHead, "pending marked"
 			}
 			d.printf(`<g class="%s" data-send="%d"><title>`, class, m.send)
 			d.text(svgClip(sendEv.String(), svgMaxTitle) + "\n(in flight at the end of the trace)")
@@ -670,8 +918,9 @@ func (d *svgDiagram) messages() {
 		}
 	}
 
-	// Labels at the middle of their arrows, or nearby along them, if there
-	// is room; otherwise the tooltip has to do.
+	// Labels at the middle of their arrows, or nearby along them, where
+	// they overlap no other label, dot or line: skipped only where the
+	// diagram is crowded (the tooltip still has the message).
 	for _, l := range labels {
 		text := svgClip(l.text, svgMaxLabel)
 		if text == "" {
@@ -684,12 +933,8 @@ func (d *svgDiagram) messages() {
 				continue
 			}
 			if d.reserve(cx-w/2-1, cy-h/2-1, cx+w/2+1, cy+h/2+1) {
-				color := svgMsgText
-				if l.color == svgMark {
-					color = svgMark
-				}
 				d.printf(`<text class="msg-label" x="%s" y="%s" text-anchor="middle" font-size="9" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">`,
-					svgF(cx), svgF(cy+3.2), color)
+					svgF(cx), svgF(cy+3.2), l.color)
 				d.text(text)
 				d.printf("</text>\n")
 				break
@@ -739,12 +984,13 @@ func (d *svgDiagram) points() {
 		d.printf(`<g class="%s" data-i="%d"><title>`, class, i)
 		d.text(svgClip(e.String(), svgMaxTitle))
 		d.printf("</title>")
+		_, markColor, _ := d.markOf(i)
 		if mk {
-			d.printf(`<circle cx="%s" cy="%s" r="8" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x), svgF(y), svgMark, svgMark)
+			d.printf(`<circle cx="%s" cy="%s" r="8" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x), svgF(y), markColor, markColor)
 		}
 		ink := func(c string) string {
 			if mk {
-				return svgMark
+				return markColor
 			}
 			return c
 		}
@@ -822,7 +1068,7 @@ func (d *svgDiagram) outputLabel(i int, marked bool) {
 	}
 	color := svgOutput
 	if marked {
-		color = svgMark
+		_, color, _ = d.markOf(i)
 	}
 	d.printf(`<text class="output-label" x="%s" y="%s" text-anchor="middle" font-size="10" font-weight="bold" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">`,
 		svgF(at[0]), svgF(at[1]), color)
@@ -845,7 +1091,7 @@ func (d *svgDiagram) ticks() []int64 {
 	}
 	step := int64(best)
 	var out []int64
-	first := d.t0 / step * step
+	first := (d.t0-d.origin)/step*step + d.origin // round since the origin
 	if first < d.t0 {
 		first += step
 	}
@@ -867,17 +1113,66 @@ func (d *svgDiagram) axis() {
 	for _, tk := range ticks {
 		x := d.x(tk)
 		d.printf(`<line class="tick" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#555" stroke-width="1"/>`, svgF(x), svgF(y), svgF(x), svgF(y+5))
-		d.printf(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", svgF(x), svgF(y+17), svgTick(tk, step))
+		d.printf(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", svgF(x), svgF(y+17), svgTick(tk-d.origin, step))
 	}
-	d.printf(`<text x="%s" y="%s" text-anchor="end" fill="#888">true time</text>`+"\n", svgF(d.edge), svgF(y+31))
+	caption := "true time"
+	if d.origin != 0 {
+		caption = "true time since the first event, " + time.Unix(0, d.origin).UTC().Format("2006-01-02 15:04:05.000 UTC")
+	}
+	d.printf(`<text class="axis-caption" x="%s" y="%s" text-anchor="end" fill="#888">%s</text>`+"\n", svgF(d.edge), svgF(y+31), caption)
 	d.printf("</g>\n")
 }
 
 // legendItems are the entries of the legend, in order.
 func (d *svgDiagram) legendItems() []string {
-	items := []string{"message", "dropped", "in flight", "output", "input", "timer", "start", "crashed", "recovered"}
-	if len(d.marked) > 0 {
+	var items []string
+	for k := range d.types {
+		if k == len(svgTypeColors) {
+			items = append(items, "type:other")
+			break
+		}
+		items = append(items, "type:"+strconv.Itoa(k))
+	}
+	if len(d.types) == 0 {
+		items = append(items, "message")
+	}
+	var causes []string
+	var pending, cutoff bool
+	for _, m := range d.msgs {
+		for _, r := range m.drops {
+			if _, c := dropColor(d.events[r].Reason); !slices.Contains(causes, c) {
+				causes = append(causes, c)
+			}
+		}
+		if m.send >= 0 && len(m.recvs)+len(m.drops) < 1+len(m.dups) {
+			_, later := d.later[d.events[m.send].Msg]
+			cutoff = cutoff || later
+			pending = pending || !later
+		}
+	}
+	slices.Sort(causes)
+	for _, c := range causes {
+		items = append(items, "drop:"+c)
+	}
+	if pending {
+		items = append(items, "in flight")
+	}
+	if cutoff {
+		items = append(items, "cut off")
+	}
+	items = append(items, "output", "input", "timer", "start", "crashed", "recovered")
+	var kinds []string
+	for _, s := range d.opt.Shades {
+		if _, _, ok := d.shadeSpan(s); ok && !slices.Contains(kinds, s.Kind) {
+			kinds = append(kinds, s.Kind)
+			items = append(items, "shade:"+s.Kind)
+		}
+	}
+	if len(d.opt.Mark) > 0 && len(d.marked) > 0 {
 		items = append(items, "marked")
+	}
+	for k := range d.opt.Violations {
+		items = append(items, "viol:"+strconv.Itoa(k))
 	}
 	for k := range d.opt.Spans {
 		items = append(items, "span:"+strconv.Itoa(k))
@@ -888,16 +1183,44 @@ func (d *svgDiagram) legendItems() []string {
 	return items
 }
 
+// legendText is what a legend entry says.
+func (d *svgDiagram) legendText(it string) string {
+	kind, arg, _ := strings.Cut(it, ":")
+	n, _ := strconv.Atoi(arg)
+	switch kind {
+	case "type":
+		if arg == "other" {
+			return fmt.Sprintf("%d other types", len(d.types)-len(svgTypeColors))
+		}
+		if d.types[n] == "" {
+			return "(no type)"
+		}
+		return svgClip(d.types[n], svgMaxLabel)
+	case "drop":
+		return "dropped (" + arg + ")"
+	case "shade":
+		return arg
+	case "viol":
+		v := d.opt.Violations[n]
+		s := svgClip(v.Name, svgMaxLabel) + " violated"
+		if v.Unpromised {
+			s += " (not promised)"
+		}
+		return s + fmt.Sprintf(": %d events", len(v.Events))
+	case "span":
+		return d.opt.Spans[n].Label
+	case "cut off":
+		return "cut off (received after the last event drawn)"
+	}
+	return it
+}
+
 // legendLayout places the legend's entries in rows that fit the width,
 // starting at y; it returns where each entry goes and the y of the last row.
 func (d *svgDiagram) legendLayout(y float64) (pos [][2]float64, last float64) {
 	x := d.x0 - 10
 	for _, it := range d.legendItems() {
-		if k, ok := strings.CutPrefix(it, "span:"); ok {
-			i, _ := strconv.Atoi(k)
-			it = d.opt.Spans[i].Label
-		}
-		w := 26 + svgTextWidth(it, 10)
+		w := 26 + svgTextWidth(d.legendText(it), 10)
 		if x > d.x0-10 && x+w > d.width-12 {
 			x, y = d.x0-10, y+20
 		}
@@ -910,17 +1233,43 @@ func (d *svgDiagram) legendLayout(y float64) (pos [][2]float64, last float64) {
 func (d *svgDiagram) legend() {
 	pos, last := d.legendLayout(d.top + float64(d.rows)*d.rowH + 62)
 	d.printf(`<g class="legend" font-size="10" fill="#555">` + "\n")
+	cross := func(x, y float64, color string) {
+		d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="%s" stroke-width="2.2" stroke-linecap="round"/>`,
+			svgF(x+12), svgF(y-4), svgF(x+20), svgF(y+4), svgF(x+12), svgF(y+4), svgF(x+20), svgF(y-4), color)
+	}
 	for k, it := range d.legendItems() {
 		x, y := pos[k][0], pos[k][1]
-		switch it {
+		kind, arg, _ := strings.Cut(it, ":")
+		n, _ := strconv.Atoi(arg)
+		text := d.legendText(it)
+		switch kind {
 		case "message":
 			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3" marker-end="url(#arrow)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgMsg)
-		case "dropped":
-			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3" stroke-dasharray="5 3"/>`, svgF(x), svgF(y), svgF(x+14), svgF(y), svgDrop)
-			d.printf(`<path d="M%s,%s L%s,%s M%s,%s L%s,%s" stroke="%s" stroke-width="2.2" stroke-linecap="round"/>`,
-				svgF(x+12), svgF(y-4), svgF(x+20), svgF(y+4), svgF(x+12), svgF(y+4), svgF(x+20), svgF(y-4), svgDrop)
+		case "type":
+			color, head := svgMsgOther, "arrow-other"
+			if arg != "other" {
+				color, head = d.typeColor(d.types[n])
+			}
+			d.printf(`<g class="legend-type"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.6" marker-end="url(#%s)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), color, head)
+			d.printf(`<text x="%s" y="%s" fill="%s">`, svgF(x+26), svgF(y+3.5), color)
+			d.text(text)
+			d.printf("</text></g>\n")
+			continue
+		case "drop":
+			color := svgDrop
+			switch arg {
+			case "partition":
+				color = svgDropPart
+			case "receiver down":
+				color = svgDropGone
+			}
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3" stroke-dasharray="5 3"/>`, svgF(x), svgF(y), svgF(x+14), svgF(y), color)
+			cross(x, y, color)
 		case "in flight":
 			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-dasharray="2 3" marker-end="url(#arrow-pending)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgPending)
+		case "cut off":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.2" stroke-opacity="0.6"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgMsgOther)
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`, svgF(x+20), svgF(y-5), svgF(x+20), svgF(y+5), svgMsgOther)
 		case "output":
 			d.printf(`<circle cx="%s" cy="%s" r="4.6" fill="%s"/>`, svgF(x+10), svgF(y), svgOutput)
 		case "input":
@@ -935,26 +1284,173 @@ func (d *svgDiagram) legend() {
 				svgF(x-4), svgF(y-4), svgF(x+4), svgF(y+4), svgF(x-4), svgF(y+4), svgF(x+4), svgF(y-4))
 		case "recovered":
 			d.printf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.8"/>`, svgF(x+10), svgF(y), svgInk)
+		case "shade":
+			d.printf(`<rect x="%s" y="%s" width="20" height="10" rx="2" fill="%s" fill-opacity="0.45"/>`, svgF(x), svgF(y-5), shadeColor(arg))
 		case "marked":
 			d.printf(`<circle cx="%s" cy="%s" r="6" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x+10), svgF(y), svgMark, svgMark)
+		case "viol":
+			color := svgMark
+			if d.opt.Violations[n].Unpromised {
+				color = svgSoft
+			}
+			d.printf(`<g class="legend-violation"><title>`)
+			d.text(svgClip(d.opt.Violations[n].Name, svgMaxTitle) + ": events " + svgIndexList(d.opt.Violations[n].Events))
+			d.printf(`</title><circle cx="%s" cy="%s" r="6" fill="%s" fill-opacity="0.15" stroke="%s" stroke-width="2"/>`, svgF(x+10), svgF(y), color, color)
+			d.printf(`<text x="%s" y="%s" fill="%s" font-weight="bold">`, svgF(x+26), svgF(y+3.5), color)
+			d.text(text)
+			d.printf("</text></g>\n")
+			continue
+		case "span":
+			d.printf(`<rect x="%s" y="%s" width="20" height="9" rx="2" fill="%s" fill-opacity="0.5"/>`, svgF(x), svgF(y-4.5), svgSpanColors[n%len(svgSpanColors)])
 		case "cut":
 			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgCutColors[0])
 		}
-		label := it
-		if k, ok := strings.CutPrefix(it, "span:"); ok {
-			i, _ := strconv.Atoi(k)
-			d.printf(`<rect x="%s" y="%s" width="20" height="9" rx="2" fill="%s" fill-opacity="0.5"/>`, svgF(x), svgF(y-4.5), svgSpanColors[i%len(svgSpanColors)])
-			label = d.opt.Spans[i].Label
-		}
 		d.printf(`<text x="%s" y="%s">`, svgF(x+26), svgF(y+3.5))
-		d.text(label)
+		d.text(text)
 		d.printf("</text>\n")
 	}
 	d.printf("</g>\n")
 	if len(d.events) < d.total {
 		d.printf(`<text class="truncated" x="%s" y="%s" font-size="11" font-weight="bold" fill="%s">`, svgF(d.x0-10), svgF(last+24), svgMark)
-		d.text(fmt.Sprintf("Truncated: only the first %d of %d events are drawn.", len(d.events), d.total))
+		last := d.events[len(d.events)-1].Time
+		note := fmt.Sprintf("Truncated: only the first %d of %d events are drawn (%s–%s of %s).",
+			len(d.events), d.total, svgTick(d.t0-d.origin, d.t1-d.t0), svgTick(last-d.origin, d.t1-d.t0), svgTick(d.tEnd-d.origin, d.t1-d.t0))
+		if d.hidden > 0 {
+			note += fmt.Sprintf(" %d marked events come later and are not drawn.", d.hidden)
+		}
+		d.text(note)
 		d.printf("</text>\n")
+	}
+}
+
+// svgIndexList renders event indices as "#3, #9, #12", at most 20 of them.
+func svgIndexList(events []int) string {
+	var b strings.Builder
+	for k, i := range events {
+		if k == 20 {
+			fmt.Fprintf(&b, " … (%d more)", len(events)-k)
+			break
+		}
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "#%d", i)
+	}
+	return b.String()
+}
+
+// shadeColor is the colour of a kind of fault period.
+func shadeColor(kind string) string {
+	if kind == "partition" {
+		return svgPartit
+	}
+	return svgPause
+}
+
+// shadeSpan is where a fault period is drawn; false if it is outside the
+// diagram's time.
+func (d *svgDiagram) shadeSpan(s Shade) (x0, x1 float64, ok bool) {
+	open := s.To <= s.From || s.To > d.t1
+	to := s.To
+	if open {
+		to = d.t1
+	}
+	if s.From > d.t1 || to < d.t0 {
+		return 0, 0, false
+	}
+	x0, x1 = d.x(max(s.From, d.t0)), d.x(to)
+	if open {
+		x1 = d.edge
+	}
+	return x0, x1, true
+}
+
+// shades draws the periods of SVGOptions.Shades over the lanes they affect.
+func (d *svgDiagram) shades() {
+	for k, s := range d.opt.Shades {
+		x0, x1, ok := d.shadeSpan(s)
+		if !ok {
+			continue
+		}
+		tip := s.Kind
+		if s.Label != "" {
+			tip += " " + s.Label
+		}
+		tip += " from " + FormatNS(s.From-d.origin)
+		if s.To > s.From {
+			tip += " to " + FormatNS(s.To-d.origin)
+		} else {
+			tip += " to the end"
+		}
+		d.printf(`<g class="shade shade-%s" data-k="%d"><title>`, strings.ReplaceAll(s.Kind, " ", "-"), k)
+		d.text(svgClip(tip, svgMaxTitle))
+		d.printf("</title>")
+		lanes := s.Nodes
+		if len(lanes) == 0 {
+			d.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.18"/>`,
+				svgF(x0), svgF(d.top), svgF(max(x1-x0, 2)), svgF(float64(d.rows)*d.rowH), shadeColor(s.Kind))
+		}
+		for _, p := range lanes {
+			if p < 0 || p >= int32(d.rows) {
+				continue
+			}
+			d.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.35"/>`,
+				svgF(x0), svgF(d.y(p)-d.rowH/2+2), svgF(max(x1-x0, 2)), svgF(d.rowH-4), shadeColor(s.Kind))
+		}
+		d.printf("</g>\n")
+	}
+}
+
+// laneNameXs are where the process names are repeated along the lanes, so
+// that a wide diagram names its lanes wherever it is looked at.
+func (d *svgDiagram) laneNameXs() []float64 {
+	var xs []float64
+	for x := d.x0 + svgLaneNameEvery; x < d.edge-60; x += svgLaneNameEvery {
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// layoutLaneNames places the repeated process names: near each of
+// laneNameXs, on a stretch of the lane with no event under the name.
+func (d *svgDiagram) layoutLaneNames() {
+	xs := d.laneNameXs()
+	if len(xs) == 0 {
+		return
+	}
+	at := make([][]float64, d.rows) // events' x on each lane, in order
+	for i := range d.events {
+		if e := &d.events[i]; e.Kind.IsProcess() {
+			at[e.Node] = append(at[e.Node], d.x(e.Time))
+		}
+	}
+	for p := range int32(d.rows) {
+		slices.Sort(at[p])
+		w := 8 + svgTextWidth("p"+strconv.Itoa(int(p)), 10)*1.1
+		for _, base := range xs {
+			x := base
+			for _, dx := range []float64{0, 40, -40, 80, -80, 120} {
+				k, _ := slices.BinarySearch(at[p], base+dx-6)
+				if k == len(at[p]) || at[p][k] > base+dx+w {
+					x = base + dx
+					break
+				}
+			}
+			d.laneAt = append(d.laneAt, svgLaneName{x, p})
+		}
+	}
+}
+
+type svgLaneName struct {
+	x float64
+	p int32
+}
+
+// laneNames draws the repeated process names.
+func (d *svgDiagram) laneNames() {
+	for _, l := range d.laneAt {
+		d.printf(`<text class="lane-name" x="%s" y="%s" font-size="10" font-weight="bold" fill="#8a939c" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">p%d</text>`+"\n",
+			svgF(l.x+3), svgF(d.y(l.p)-4), l.p)
 	}
 }
 
@@ -990,11 +1486,9 @@ func (d *svgDiagram) block(r svgRect) {
 	}
 }
 
+// printf appends a formatted piece of the document. The format is always
+// a format, even without arguments: "100%%" is written "100%".
 func (d *svgDiagram) printf(format string, args ...any) {
-	if len(args) == 0 {
-		d.out = append(d.out, format...)
-		return
-	}
 	d.out = fmt.Appendf(d.out, format, args...)
 }
 

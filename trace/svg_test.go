@@ -330,7 +330,7 @@ func TestSVGSample(t *testing.T) {
 		what = append(what, n.attr["class"]+" "+n.attr["data-i"]+n.attr["data-recv"]+n.attr["data-drop"])
 	}
 	slices.Sort(what)
-	want := []string{"drop marked 7", "ev marked 8", "msg marked 8", "net marked 7", "output marked 13"}
+	want := []string{"drop drop-partition marked 7", "ev marked 8", "msg marked 8", "net marked 7", "output marked 13"}
 	if !slices.Equal(what, want) {
 		t.Errorf("marked elements %q, want %q", what, want)
 	}
@@ -404,8 +404,31 @@ func TestSVGTruncated(t *testing.T) {
 	if len(doc.find("truncated")) != 1 {
 		t.Errorf("no truncation note at %d events", len(big.Events))
 	}
-	if got := doc.count["msg-label"]; got != 0 {
-		t.Errorf("%d message labels on a crowded diagram", got)
+	svgCheckLabelsApart(t, doc)
+}
+
+// svgCheckLabelsApart checks that no two labels drawn overlap (by the
+// estimated size of their text).
+func svgCheckLabelsApart(t *testing.T, doc *svgDoc) {
+	t.Helper()
+	type box struct{ x0, y0, x1, y1 float64 }
+	var boxes []box
+	for _, class := range []string{"msg-label", "output-label"} {
+		for _, n := range doc.find(class) {
+			var x, y, size float64
+			fmt.Sscan(n.attr["x"], &x)
+			fmt.Sscan(n.attr["y"], &y)
+			fmt.Sscan(n.attr["font-size"], &size)
+			w := svgTextWidth(n.text, size)
+			boxes = append(boxes, box{x - w/2 + 0.5, y - size*0.8 + 0.5, x + w/2 - 0.5, y - 0.5})
+		}
+	}
+	for i, a := range boxes {
+		for _, b := range boxes[i+1:] {
+			if a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 {
+				t.Fatalf("labels overlap: %v and %v", a, b)
+			}
+		}
 	}
 }
 

@@ -64,8 +64,9 @@ func (t tee) Record(e *Event) {
 // encoding (the header line and every event line, as Writer writes them).
 // Two runs with equal hashes produced byte-identical traces.
 type Hasher struct {
-	h   hash.Hash
-	buf []byte
+	h      hash.Hash
+	buf    []byte
+	events int64
 }
 
 // NewHasher starts a hash with the header line.
@@ -79,7 +80,11 @@ func NewHasher(h Header) *Hasher {
 func (x *Hasher) Record(e *Event) {
 	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
 	x.h.Write(x.buf)
+	x.events++
 }
+
+// Events is the number of events recorded so far.
+func (x *Hasher) Events() int64 { return x.events }
 
 // Sum returns the hex SHA-256 of everything recorded so far.
 func (x *Hasher) Sum() string { return hex.EncodeToString(x.h.Sum(nil)) }

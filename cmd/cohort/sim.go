@@ -50,6 +50,7 @@ then the flags. The same seed and settings always give the same trace;
 its SHA-256 is in the report.`,
 		Example: `  cohort sim clocks
   cohort sim clocks --algo lamport-figure --svg figure.svg
+  cohort sim multicast --demo bank --shiviz bank.log
   cohort sim clocks --algo lamport --nodes 8 --seed 3 --latency exp:2ms --json
   cohort sim snapshot --algo chandy-lamport --nodes 5 --svg snapshot.svg
   cohort sim deadlock --algo cmh --nodes 5 --seed 1 --svg deadlock.svg
@@ -281,7 +282,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 			return &exitError{1, fmt.Errorf("%s: %w", a.Name, err)}
 		}
-		if err := writeRenderings(tr, r, f, a.Name, len(algos), fam.Diagram); err != nil {
+		if err := writeRenderings(tr, r, f, a.Name, len(algos), fam.Diagram, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		failed = failed || r.Failed()
@@ -336,21 +337,15 @@ func perAlgo(path, algo string, runs int) string {
 	return strings.TrimSuffix(path, ext) + "-" + algo + ext
 }
 
-func writeRenderings(tr *trace.Trace, r *lab.Report, f *simFlags, algo string, runs int, diagram trace.SVGOptions) error {
+func writeRenderings(tr *trace.Trace, r *lab.Report, f *simFlags, algo string, runs int, diagram trace.SVGOptions, stderr io.Writer) error {
 	if tr == nil {
 		return nil
 	}
 	if f.svgOut != "" {
-		var mark []int
-		for _, c := range r.Checks {
-			if !c.OK {
-				mark = append(mark, c.Events...)
-			}
-		}
 		title := fmt.Sprintf("%s/%s — %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
 		if err := writeFile(perAlgo(f.svgOut, algo, runs), func(w io.Writer) error {
 			opt := diagram
-			opt.Mark, opt.Title = mark, title
+			opt.Violations, opt.Shades, opt.Title = reportViolations(r), reportShades(r), title
 			return trace.WriteSVG(w, tr, opt)
 		}); err != nil {
 			return usageErr("--svg: %v", err)
@@ -362,11 +357,56 @@ func writeRenderings(tr *trace.Trace, r *lab.Report, f *simFlags, algo string, r
 		}
 	}
 	if f.shivizOut != "" {
-		if err := writeFile(perAlgo(f.shivizOut, algo, runs), func(w io.Writer) error {
-			return trace.WriteShiViz(w, tr)
-		}); err != nil {
-			return usageErr("--shiviz: %v", err)
+		if err := writeShiViz(perAlgo(f.shivizOut, algo, runs), stderr, tr); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// reportViolations are the failed checks of a run, for the diagram: a
+// property the algorithm does not promise is drawn softer.
+func reportViolations(r *lab.Report) []trace.Violation {
+	var out []trace.Violation
+	for _, c := range r.Checks {
+		if !c.OK && len(c.Events) > 0 {
+			out = append(out, trace.Violation{Name: c.Name, Events: c.Events, Unpromised: !c.Guaranteed})
+		}
+	}
+	return out
+}
+
+// reportShades are the partitions and pauses of a run, for the diagram.
+func reportShades(r *lab.Report) []trace.Shade {
+	var out []trace.Shade
+	for _, p := range r.Periods {
+		s := trace.Shade{Kind: p.Kind, From: p.FromNS, To: p.ToNS, Label: p.Label}
+		for _, n := range p.Nodes {
+			s.Nodes = append(s.Nodes, int32(n))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// shivizWarnEvents is the size of a ShiViz log past which ShiViz, which
+// lays out every event in the browser, becomes slow to open it.
+const shivizWarnEvents = 10_000
+
+// writeShiViz writes a trace's ShiViz log, warning on stderr when the log
+// is large enough for ShiViz to be slow.
+func writeShiViz(path string, stderr io.Writer, traces ...*trace.Trace) error {
+	n := 0
+	if err := writeFile(path, func(w io.Writer) error {
+		var err error
+		n, err = trace.WriteShiVizExecutions(w, traces...)
+		return err
+	}); err != nil {
+		return usageErr("--shiviz: %v", err)
+	}
+	if n > shivizWarnEvents && stderr != nil {
+		fmt.Fprintf(stderr, "warning: %s holds %d events; ShiViz lays out every event in the browser and is slow past about %d (open part of the run: cohort sim --deadline, or fewer --nodes)\n",
+			path, n, shivizWarnEvents)
 	}
 	return nil
 }
@@ -396,7 +436,14 @@ func printReport(w io.Writer, r *lab.Report, files []string) {
 	if len(r.Outside) > 0 {
 		fmt.Fprintf(w, "  %-12s so this run is outside %s's assumptions: a violation below is expected, not a bug\n", "", r.Algo)
 	}
-	fmt.Fprintf(w, "  events       %d in %s of virtual time (stopped: %s)\n", r.Events, trace.FormatNS(r.VirtualNS), r.Stop)
+	// The trace's events are what the diagram and the ShiViz log draw;
+	// the simulator's steps are fewer (a step's sends and outputs are
+	// events of the trace too).
+	if r.TraceEvents > 0 {
+		fmt.Fprintf(w, "  events       %d in the trace (%d simulator steps) in %s of virtual time (stopped: %s)\n", r.TraceEvents, r.Events, trace.FormatNS(r.VirtualNS), r.Stop)
+	} else {
+		fmt.Fprintf(w, "  events       %d simulator steps in %s of virtual time (stopped: %s)\n", r.Events, trace.FormatNS(r.VirtualNS), r.Stop)
+	}
 	fmt.Fprintf(w, "  messages     %d%s", r.Messages.Total, byType(r.Messages.ByType))
 	if r.Messages.Dropped > 0 || r.Messages.Duplicated > 0 {
 		fmt.Fprintf(w, ", %d dropped, %d duplicated", r.Messages.Dropped, r.Messages.Duplicated)

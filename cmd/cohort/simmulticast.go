@@ -46,7 +46,7 @@ func simMulticast(cmd *cobra.Command, family string, f *simFlags) (bool, error) 
 
 // bankFlags are the flags the bank demonstration reads; it sets its own
 // network and inputs.
-var bankFlags = []string{"demo", "order", "algo", "nodes", "seed", "svg", "trace", "json"}
+var bankFlags = []string{"demo", "order", "algo", "nodes", "seed", "svg", "shiviz", "trace", "json"}
 
 // runBankDemo runs Tanenbaum & van Steen's replicated bank account (§6.2)
 // under basic multicast and under the chosen order, and prints each
@@ -59,7 +59,7 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 		}
 	})
 	if len(stray) > 0 {
-		return usageErr("--demo bank sets its own network and inputs: drop %s (it takes --nodes, --seed, --order, --svg, --trace, --json)", strings.Join(stray, ", "))
+		return usageErr("--demo bank sets its own network and inputs: drop %s (it takes --nodes, --seed, --order, --svg, --shiviz, --trace, --json)", strings.Join(stray, ", "))
 	}
 	n := 2
 	if cmd.Flags().Changed("nodes") {
@@ -81,6 +81,7 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	fam, _ := lab.Lookup("multicast")
 	failed := false
 	var wrote []string
+	var traces []*trace.Trace
 	for _, algo := range algos {
 		b, err := lab.BankDemo(algo, n, f.seed)
 		if err != nil {
@@ -99,6 +100,15 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 			return err
 		}
 		wrote = append(wrote, files...)
+		traces = append(traces, b.Trace)
+	}
+	if f.shivizOut != "" {
+		// One log of both runs: ShiViz shows them side by side and diffs
+		// them.
+		if err := writeShiViz(f.shivizOut, cmd.ErrOrStderr(), traces...); err != nil {
+			return err
+		}
+		wrote = append(wrote, f.shivizOut)
 	}
 	if !f.json {
 		if len(wrote) > 0 {
@@ -152,19 +162,13 @@ func printBankJSON(w io.Writer, b *lab.BankRun) error {
 func writeBankRenderings(b *lab.BankRun, f *simFlags, runs int, diagram trace.SVGOptions) ([]string, error) {
 	var files []string
 	if f.svgOut != "" {
-		var mark []int
-		for _, c := range b.Report.Checks {
-			if !c.OK {
-				mark = append(mark, c.Events...)
-			}
-		}
 		path := perAlgo(f.svgOut, b.Algo, runs)
 		balances := make([]string, len(b.Balances))
 		for p, c := range b.Balances {
 			balances[p] = lab.Dollars(c)
 		}
 		opt := diagram
-		opt.Mark = mark
+		opt.Violations, opt.Shades = reportViolations(b.Report), reportShades(b.Report)
 		opt.Title = fmt.Sprintf("multicast/%s — bank, seed %d: %s", b.Algo, b.Report.Seed, strings.Join(balances, " / "))
 		if err := writeFile(path, func(w io.Writer) error { return trace.WriteSVG(w, b.Trace, opt) }); err != nil {
 			return nil, usageErr("--svg: %v", err)

@@ -61,14 +61,17 @@ func newTraceRenderCmd() *cobra.Command {
 				return err
 			}
 			if svgOut != "" {
-				var marks []int
+				var violations []trace.Violation
 				if mark {
 					results, err := check.Run(t, checkersFor(t)...)
 					if err != nil {
 						return usageErr("%v", err)
 					}
+					breaks := unpromised(t)
 					for _, r := range results {
-						marks = append(marks, r.Events...)
+						if !r.OK() && len(r.Events) > 0 {
+							violations = append(violations, trace.Violation{Name: r.Name, Events: r.Events, Unpromised: slices.Contains(breaks, r.Name)})
+						}
 					}
 				}
 				if title == "" {
@@ -78,7 +81,7 @@ func newTraceRenderCmd() *cobra.Command {
 				if f, err := lab.Lookup(t.Header.Family); err == nil {
 					opt = f.Diagram
 				}
-				opt.Mark, opt.Title = marks, title
+				opt.Violations, opt.Title = violations, title
 				if err := writeFile(svgOut, func(w io.Writer) error {
 					return trace.WriteSVG(w, t, opt)
 				}); err != nil {
@@ -87,8 +90,8 @@ func newTraceRenderCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "wrote", svgOut)
 			}
 			if shivizOut != "" {
-				if err := writeFile(shivizOut, func(w io.Writer) error { return trace.WriteShiViz(w, t) }); err != nil {
-					return usageErr("--shiviz: %v", err)
+				if err := writeShiViz(shivizOut, cmd.ErrOrStderr(), t); err != nil {
+					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "wrote", shivizOut)
 			}
@@ -111,6 +114,17 @@ func checkersFor(t *trace.Trace) []string {
 		}
 	}
 	return []string{"integrity", "no-duplicates", "clock-condition"}
+}
+
+// unpromised is the checkers whose property the algorithm named in the
+// trace's header does not promise.
+func unpromised(t *trace.Trace) []string {
+	if f, err := lab.Lookup(t.Header.Family); err == nil {
+		if a, err := f.Algorithm(t.Header.Algo); err == nil {
+			return a.Breaks
+		}
+	}
+	return nil
 }
 
 func newTraceCheckCmd() *cobra.Command {
