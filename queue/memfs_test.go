@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// memFS is a file system in memory that models a power cut: Crash drops
+// every write not synced (file data not fsynced, creations and removals
+// not made durable by SyncDir) and fails every file opened before it.
+type memFS struct {
+	mu    sync.Mutex
+	gen   int
+	files map[string]*memNode // what the process sees
+	// durable directory: names whose creation was synced, and their node
+	dirSynced map[string]*memNode
+	syncs     int // file syncs
+}
+
+type memNode struct {
+	data   []byte // as written
+	synced []byte // as on the platter
+}
+
+func newMemFS() *memFS {
+	return &memFS{files: map[string]*memNode{}, dirSynced: map[string]*memNode{}}
+}
+
+var errCrashed = errors.New("memfs: the power was cut")
+
+// Crash cuts the power: only synced data survives.
+func (m *memFS) Crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	files := map[string]*memNode{}
+	for name, n := range m.dirSynced {
+		n.data = append([]byte(nil), n.synced...)
+		files[name] = n
+	}
+	m.files = files
+}
+
+func (m *memFS) ReadFile(name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return append([]byte(nil), n.data...), nil
+}
+
+func (m *memFS) Append(name string) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[name]
+	if !ok {
+		n = &memNode{}
+		m.files[name] = n
+	}
+	return &memFile{fs: m, n: n, gen: m.gen}, nil
+}
+
+func (m *memFS) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[name]; !ok {
+		return fs.ErrNotExist
+	}
+	delete(m.files, name)
+	return nil
+}
+
+func (m *memFS) List(dir string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for name := range m.files {
+		if path.Dir(name) == path.Clean(dir) {
+			names = append(names, path.Base(name))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (m *memFS) MkdirAll(string) error { return nil }
+
+func (m *memFS) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.dirSynced {
+		if path.Dir(name) == path.Clean(dir) {
+			if _, ok := m.files[name]; !ok {
+				delete(m.dirSynced, name)
+			}
+		}
+	}
+	for name, n := range m.files {
+		if path.Dir(name) == path.Clean(dir) {
+			m.dirSynced[name] = n
+		}
+	}
+	return nil
+}
+
+// damage applies f to a file's data, as seen and as synced.
+func (m *memFS) damage(name string, f func([]byte) []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.files[name]
+	n.data = f(n.data)
+	n.synced = append([]byte(nil), n.data...)
+}
+
+func (m *memFS) segments() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for name := range m.files {
+		if strings.HasSuffix(name, ".seg") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type memFile struct {
+	fs  *memFS
+	n   *memNode
+	gen int
+}
+
+func (f *memFile) live() error {
+	if f.gen != f.fs.gen {
+		return errCrashed
+	}
+	return nil
+}
+
+func (f *memFile) Write(b []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.live(); err != nil {
+		return 0, err
+	}
+	f.n.data = append(f.n.data, b...)
+	return len(b), nil
+}
+
+func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.live(); err != nil {
+		return err
+	}
+	f.n.synced = append(f.n.synced[:0], f.n.data...)
+	f.fs.syncs++
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.live(); err != nil {
+		return err
+	}
+	f.n.data = f.n.data[:size]
+	return nil
+}
+
+func (f *memFile) Close() error { return nil }
