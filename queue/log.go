@@ -83,6 +83,7 @@ func openLog(m *Manager) (*segLog, error) {
 	if err := l.fs.MkdirAll(l.dir); err != nil {
 		return nil, err
 	}
+	m.seg = l // the queues replay creates are persistent
 	if l.fs == OS {
 		f, err := os.OpenFile(path.Join(l.dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {

@@ -32,6 +32,50 @@ func newMemFS() *memFS {
 
 var errCrashed = errors.New("memfs: the power was cut")
 
+// mount is the file system as one run of a process sees it: after a
+// Crash, it fails everything (the process died with the power).
+type mount struct {
+	*memFS
+	gen int
+}
+
+// Mount returns the file system for a run starting now.
+func (m *memFS) Mount() FS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &mount{m, m.gen}
+}
+
+func (mt *mount) do(f func() error) error {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	if mt.gen != mt.memFS.gen {
+		return errCrashed
+	}
+	return f()
+}
+
+func (mt *mount) ReadFile(name string) (b []byte, err error) {
+	err = mt.do(func() error { b, err = mt.readFile(name); return err })
+	return b, err
+}
+
+func (mt *mount) Append(name string) (f File, err error) {
+	err = mt.do(func() error { f = mt.append(name); return nil })
+	return f, err
+}
+
+func (mt *mount) Remove(name string) error { return mt.do(func() error { return mt.remove(name) }) }
+
+func (mt *mount) List(dir string) (names []string, err error) {
+	err = mt.do(func() error { names = mt.list(dir); return nil })
+	return names, err
+}
+
+func (mt *mount) SyncDir(dir string) error {
+	return mt.do(func() error { mt.syncDir(dir); return nil })
+}
+
 // Crash cuts the power: only synced data survives.
 func (m *memFS) Crash() {
 	m.mu.Lock()
@@ -48,6 +92,10 @@ func (m *memFS) Crash() {
 func (m *memFS) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.readFile(name)
+}
+
+func (m *memFS) readFile(name string) ([]byte, error) {
 	n, ok := m.files[name]
 	if !ok {
 		return nil, fs.ErrNotExist
@@ -58,17 +106,25 @@ func (m *memFS) ReadFile(name string) ([]byte, error) {
 func (m *memFS) Append(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.append(name), nil
+}
+
+func (m *memFS) append(name string) File {
 	n, ok := m.files[name]
 	if !ok {
 		n = &memNode{}
 		m.files[name] = n
 	}
-	return &memFile{fs: m, n: n, gen: m.gen}, nil
+	return &memFile{fs: m, n: n, gen: m.gen}
 }
 
 func (m *memFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.remove(name)
+}
+
+func (m *memFS) remove(name string) error {
 	if _, ok := m.files[name]; !ok {
 		return fs.ErrNotExist
 	}
@@ -79,6 +135,10 @@ func (m *memFS) Remove(name string) error {
 func (m *memFS) List(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.list(dir), nil
+}
+
+func (m *memFS) list(dir string) []string {
 	var names []string
 	for name := range m.files {
 		if path.Dir(name) == path.Clean(dir) {
@@ -86,7 +146,7 @@ func (m *memFS) List(dir string) ([]string, error) {
 		}
 	}
 	sort.Strings(names)
-	return names, nil
+	return names
 }
 
 func (m *memFS) MkdirAll(string) error { return nil }
@@ -94,6 +154,11 @@ func (m *memFS) MkdirAll(string) error { return nil }
 func (m *memFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.syncDir(dir)
+	return nil
+}
+
+func (m *memFS) syncDir(dir string) {
 	for name := range m.dirSynced {
 		if path.Dir(name) == path.Clean(dir) {
 			if _, ok := m.files[name]; !ok {
@@ -106,7 +171,6 @@ func (m *memFS) SyncDir(dir string) error {
 			m.dirSynced[name] = n
 		}
 	}
-	return nil
 }
 
 // damage applies f to a file's data, as seen and as synced.

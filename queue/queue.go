@@ -162,7 +162,6 @@ func Open(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.seg = seg
 	go seg.run()
 	return m, nil
 }

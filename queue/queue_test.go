@@ -190,6 +190,13 @@ func TestTransient(t *testing.T) {
 	if m.Len("t") != 0 || m.Len("p") != 1 {
 		t.Fatalf("after a restart: transient %d, persistent %d; want 0, 1", m.Len("t"), m.Len("p"))
 	}
+	// A queue the log brought back is persistent still.
+	mustPut(t, m, "p", "kept too")
+	m.Close()
+	m = open(t, Config{Dir: dir})
+	if m.Len("p") != 2 {
+		t.Fatalf("after a second restart: persistent %d, want 2", m.Len("p"))
+	}
 }
 
 func TestTransactionCommitsAllOrNothing(t *testing.T) {
