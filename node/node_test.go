@@ -45,7 +45,7 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))

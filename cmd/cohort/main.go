@@ -80,7 +80,7 @@ on a live cluster.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newMembersCmd(), newKVCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newMembersCmd(), newKVCmd(), newQueueCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 	}
