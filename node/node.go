@@ -65,6 +65,9 @@ type Config struct {
 	// Queues configures the message queues (package queue); its Dir and
 	// Logger come from DataDir and Logger.
 	Queues queue.Config
+	// Relays forward local queues to queues on other nodes, with store
+	// and forward (queue.Manager.Relay), from boot until Close.
+	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
 	MaxServices int
@@ -78,6 +81,16 @@ type Config struct {
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
+}
+
+// Relay is a remote queue: the messages of the local queue Source go to
+// the queue Queue of the first of the nodes To (API endpoints) that
+// answers, as they come and whenever the destination is back. The relay
+// is the source queue's only consumer.
+type Relay struct {
+	Source string
+	To     []string
+	Queue  string
 }
 
 // MaxIDs is the ID space of a cluster that members join: IDs 0 .. MaxIDs−1
@@ -96,6 +109,7 @@ type Node struct {
 	locks      *lock.Server
 	members    *members.Server // nil unless Config.Members
 	queues     *queue.Manager
+	stopRelays context.CancelFunc
 	log        *slog.Logger
 }
 
@@ -177,6 +191,22 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range cfg.Relays {
+		if err := queue.ValidName(r.Source); err != nil {
+			return nil, fmt.Errorf("node: relay %d: source: %w", i, err)
+		}
+		if err := queue.ValidName(r.Queue); err != nil {
+			return nil, fmt.Errorf("node: relay %d: destination: %w", i, err)
+		}
+		if len(r.To) == 0 {
+			return nil, fmt.Errorf("node: relay %d (%s): no destination endpoints", i, r.Source)
+		}
+		for _, ep := range r.To {
+			if _, err := httpapi.BaseURL(ep); err != nil {
+				return nil, fmt.Errorf("node: relay %d (%s): %w", i, r.Source, err)
+			}
+		}
+	}
 	qc := cfg.Queues
 	qc.Dir, qc.Logger = "", log
 	if cfg.DataDir != "" {
@@ -187,6 +217,18 @@ func New(cfg Config) (*Node, error) {
 		return nil, errors.Join(fmt.Errorf("queues: %w", err), ln.Close())
 	}
 	closeAll := func() error { return errors.Join(queues.Close(), ln.Close()) }
+	rctx, stopRelays := context.WithCancel(context.Background())
+	for _, r := range cfg.Relays {
+		go func() {
+			err := queues.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
+				Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
+				Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+			if rctx.Err() == nil {
+				log.Error("relay stopped", "source", r.Source, "err", err)
+			}
+		}()
+	}
+	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
 		return nil, errors.Join(err, closeAll())
 	}
@@ -206,7 +248,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if joined {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues}, nil
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -232,7 +274,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
@@ -372,4 +414,7 @@ func (n *Node) Members() *members.Server { return n.members }
 func (n *Node) Queues() *queue.Manager { return n.queues }
 
 // Close stops the services, the queues and the transport.
-func (n *Node) Close() error { return errors.Join(n.queues.Close(), n.live.Close()) }
+func (n *Node) Close() error {
+	n.stopRelays()
+	return errors.Join(n.queues.Close(), n.live.Close())
+}
