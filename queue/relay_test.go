@@ -155,7 +155,9 @@ func TestRelayLocalAndDuplicates(t *testing.T) {
 	mustPut(t, m, "src", "hello")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- m.Relay(ctx, RelayConfig{Source: "src", Destination: Local{m}, Queue: "dst", Origin: "here/src"}) }()
+	go func() {
+		done <- m.Relay(ctx, RelayConfig{Source: "src", Destination: Local{m}, Queue: "dst", Origin: "here/src"})
+	}()
 	msg, err := m.Get(context.Background(), "dst", 0)
 	cancel()
 	if err != nil || string(msg.Body) != "hello" {
