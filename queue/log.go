@@ -28,9 +28,12 @@ import (
 // the commits that arrive during one sync share the next.
 //
 // Compaction works on the oldest segment only: once it holds no message
-// still unacknowledged it is deleted; while its live messages are few
-// (at most a quarter of a segment) they are put again, with their ids,
-// at the head, synced, and then it is deleted. Working from the oldest
+// still unacknowledged it is deleted; when its live messages are few (at
+// most a quarter of a segment), or when the log holds more than
+// maxSegments segments (messages left unacknowledged in the oldest pin
+// everything after it), they are put again, with their ids, at the head,
+// synced, and then it is deleted. The log thus holds at most about
+// maxSegments segments beyond its live messages. Working from the oldest
 // keeps acks sound: an ack always follows its put in the log, so the
 // acks in the oldest segment are of puts in it, and deleting it cannot
 // bring back a message acknowledged in a later one.
@@ -42,6 +45,10 @@ var ErrCorrupt = errors.New("queue log corrupt")
 
 // rewriteChunk bounds the record of a compaction's puts.
 const rewriteChunk = 4 << 20
+
+// maxSegments is how many segments the log keeps before it copies the
+// oldest one's live messages forward whatever their size.
+const maxSegments = 4
 
 type segLog struct {
 	m    *Manager
@@ -420,7 +427,7 @@ func (l *segLog) compact() error {
 	for len(l.segs) > 1 {
 		old := l.segs[0]
 		m.mu.Lock()
-		if l.liveBytes[old] > m.cfg.SegmentBytes/4 {
+		if l.liveBytes[old] > m.cfg.SegmentBytes/4 && len(l.segs) <= maxSegments {
 			m.mu.Unlock()
 			return nil
 		}

@@ -224,7 +224,7 @@ func (m *Manager) DeclareTransient(name string) error {
 	if err != nil {
 		return err
 	}
-	if !q.transient && len(q.all) > 0 {
+	if !q.transient && (len(q.all) > 0 || q.bytes > 0) {
 		return fmt.Errorf("queue %s is persistent and holds messages", name)
 	}
 	q.transient = true
@@ -314,17 +314,22 @@ func (m *Manager) get(ctx context.Context, name string, visibility time.Duration
 		}
 		wake := q.wake
 		var expiry <-chan time.Time
+		var t *time.Timer
 		if q.leases.Len() > 0 {
-			t := time.NewTimer(time.Until(q.leases[0].deadline))
-			defer t.Stop()
+			t = time.NewTimer(time.Until(q.leases[0].deadline))
 			expiry = t.C
 		}
 		m.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return Message{}, ctx.Err()
 		case <-wake:
 		case <-expiry:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return Message{}, ctx.Err()
 		}
 	}
 }

@@ -324,10 +324,25 @@ func TestCompactionBoundsTheLog(t *testing.T) {
 	if n := len(fs.segments()); n > 3 {
 		t.Fatalf("%d segments after compaction: %v", n, fs.segments())
 	}
+	// Messages never acknowledged, more than a quarter of a segment, pin
+	// the oldest segment: the log copies them forward rather than grow.
+	pinned := []uint64{mustPut(t, m, "pinned", string(bytes.Repeat([]byte("p"), 800))), mustPut(t, m, "pinned", string(bytes.Repeat([]byte("q"), 800)))}
+	for range 2000 {
+		id, _ := m.Put("q", body)
+		m.Get(context.Background(), "q", 0)
+		m.Ack("q", id)
+	}
+	if n := len(fs.segments()); n > maxSegments+1 {
+		t.Fatalf("%d segments with a pinned oldest: %v", n, fs.segments())
+	}
+	if m.Len("pinned") != 2 {
+		t.Fatal("pinned messages lost")
+	}
+	_ = pinned
 	m.Close()
 	m = open(t, cfg)
 	msg, ok, _ := m.Poll("q", 0)
-	if !ok || msg.ID != keep || m.Len("q") != 1 {
+	if !ok || msg.ID != keep || m.Len("q") != 1 || m.Len("pinned") != 2 {
 		t.Fatalf("after compaction and a restart: %+v, %d messages; want only %d", msg, m.Len("q"), keep)
 	}
 }
