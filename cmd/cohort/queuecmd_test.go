@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +153,62 @@ func TestQueueCommandsBadInput(t *testing.T) {
 			t.Errorf("a line too long: exit %d, %q", code, errs)
 		}
 	})
+}
+
+// TestQueueOnNodeProcesses: `cohort node` serves the queues from its
+// data directory. Messages put on node 0 survive its SIGKILL; its relay
+// (relays: in node.yaml) keeps a remote queue's messages while node 1 is
+// down and forwards them, once each, in order, when node 1 comes up.
+func TestQueueOnNodeProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	ports, err := freePorts(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := func(id int, extra string) string {
+		c := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\npeers: {0: %s, 1: %s}\nsecret: 0123456789abcdef0123\nlock: ricart-agrawala\ngroup: total-sequencer\ndata_dir: %s\n%s",
+			id, ports[id], ports[2+id], ports[0], ports[1], filepath.Join(dir, fmt.Sprint("n", id)), extra)
+		p := filepath.Join(dir, fmt.Sprintf("node%d.yaml", id))
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c0 := conf(0, fmt.Sprintf("relays:\n  - {source: outbox, to: [%s], queue: inbox}\n", ports[3]))
+	c1 := conf(1, "")
+	run := func(cfg string) *exec.Cmd {
+		c := exec.Command(bin, "node", "--config", cfg)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	n0 := run(c0)
+	waitAPI(t, ports[2])
+	ep0, ep1 := "--endpoints="+ports[2], "--endpoints="+ports[3]
+	for _, args := range [][]string{{"jobs", "kept"}, {"outbox", "one"}, {"outbox", "two"}, {"outbox", "three"}} {
+		if code, _, errs := cli(t, "queue", "put", args[0], args[1], ep0); code != 0 {
+			t.Fatalf("put %v: %s", args, errs)
+		}
+	}
+	n0.Process.Kill()
+	n0.Wait()
+	run(c0)
+	waitAPI(t, ports[2])
+	if code, out, errs := cli(t, "queue", "get", "jobs", "--timeout", "10s", ep0); code != 0 || out != "kept\n" {
+		t.Fatalf("after SIGKILL: %d %q %s", code, out, errs)
+	}
+	run(c1)
+	waitAPI(t, ports[3])
+	if code, out, errs := cli(t, "queue", "get", "inbox", "--count", "3", "--timeout", "20s", ep1); code != 0 || out != "one\ntwo\nthree\n" {
+		t.Fatalf("relayed: %d %q %s", code, out, errs)
+	}
+	if code, out, _ := cli(t, "queue", "poll", "inbox", ep1); code != 0 || out != "" {
+		t.Fatalf("a duplicate at the destination: %q", out)
+	}
 }
