@@ -390,6 +390,7 @@ func (n *Node) handler(api http.Handler) http.Handler {
 		if n.members != nil {
 			n.members.WriteMetrics(w)
 		}
+		n.queues.WriteMetrics(w)
 	})))
 	return mux
 }

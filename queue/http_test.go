@@ -129,3 +129,23 @@ func TestHTTPBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	mustPut(t, m, "jobs", "x")
+	m.Get(context.Background(), "jobs", 0)
+	mustPut(t, m, "jobs", "yy")
+	var b strings.Builder
+	m.WriteMetrics(&b)
+	for _, want := range []string{
+		`cohort_queue_messages{queue="jobs",state="ready"} 1`,
+		`cohort_queue_messages{queue="jobs",state="leased"} 1`,
+		`cohort_queue_bytes{queue="jobs"} 3`,
+		"cohort_queue_records_total 2",
+		"cohort_queue_syncs_total 2",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -75,6 +75,8 @@ type segLog struct {
 	werr    error
 	nsegs   atomic.Int32
 	once    sync.Once
+
+	records, syncs atomic.Uint64 // records written, fdatasyncs (group commit: fewer)
 }
 
 func segName(no uint64) string { return fmt.Sprintf("%020d.seg", no) }
@@ -417,6 +419,8 @@ func (l *segLog) write(batch []*commit) error {
 		return err
 	}
 	l.headSize += int64(len(b))
+	l.records.Add(uint64(len(batch)))
+	l.syncs.Add(1)
 	return l.head.Sync()
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -700,4 +701,33 @@ func (m *Manager) apply(c *commit, seg uint64) {
 			}
 		}
 	}
+}
+
+// WriteMetrics writes the queues' gauges and the log's counters in the
+// Prometheus text format.
+func (m *Manager) WriteMetrics(w io.Writer) {
+	qs := m.Queues()
+	fmt.Fprintln(w, "# HELP cohort_queue_messages Messages a queue holds: ready, or leased to a consumer and not acknowledged yet.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_messages gauge")
+	for _, q := range qs {
+		fmt.Fprintf(w, "cohort_queue_messages{queue=%q,state=\"ready\"} %d\n", q.Name, q.Ready)
+		fmt.Fprintf(w, "cohort_queue_messages{queue=%q,state=\"leased\"} %d\n", q.Name, q.Leased)
+	}
+	fmt.Fprintln(w, "# HELP cohort_queue_bytes Bytes of the messages a queue holds.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_bytes gauge")
+	for _, q := range qs {
+		fmt.Fprintf(w, "cohort_queue_bytes{queue=%q} %d\n", q.Name, q.Bytes)
+	}
+	if m.seg == nil {
+		return
+	}
+	fmt.Fprintln(w, "# HELP cohort_queue_segments Segment files of the queues' log.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_segments gauge")
+	fmt.Fprintf(w, "cohort_queue_segments %d\n", m.seg.nsegs.Load())
+	fmt.Fprintln(w, "# HELP cohort_queue_records_total Records (puts, acknowledgements, transactions) written to the log.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_records_total counter")
+	fmt.Fprintf(w, "cohort_queue_records_total %d\n", m.seg.records.Load())
+	fmt.Fprintln(w, "# HELP cohort_queue_syncs_total fdatasyncs of the log; records/syncs is the group commit's batch.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_syncs_total counter")
+	fmt.Fprintf(w, "cohort_queue_syncs_total %d\n", m.seg.syncs.Load())
 }
