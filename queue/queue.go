@@ -268,12 +268,13 @@ func (m *Manager) put(name string, body []byte, origin string, seq uint64) (uint
 // ends. The message is leased for visibility (0: the manager's default):
 // unless acknowledged (Ack) by then, it is delivered again.
 func (m *Manager) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
-	return m.get(ctx, name, visibility, true)
+	msg, _, err := m.get(ctx, name, visibility, true)
+	return msg, err
 }
 
 // Poll is Get without blocking: ok is false if the queue is empty.
 func (m *Manager) Poll(name string, visibility time.Duration) (msg Message, ok bool, err error) {
-	msg, err = m.get(context.Background(), name, visibility, false)
+	msg, _, err = m.get(context.Background(), name, visibility, false)
 	if errors.Is(err, errEmpty) {
 		return Message{}, false, nil
 	}
@@ -282,7 +283,8 @@ func (m *Manager) Poll(name string, visibility time.Duration) (msg Message, ok b
 
 var errEmpty = errors.New("empty")
 
-func (m *Manager) get(ctx context.Context, name string, visibility time.Duration, block bool) (Message, error) {
+// get also returns the delivery, for a transaction.
+func (m *Manager) get(ctx context.Context, name string, visibility time.Duration, block bool) (Message, got, error) {
 	if visibility <= 0 {
 		visibility = m.cfg.Visibility
 	}
@@ -290,12 +292,12 @@ func (m *Manager) get(ctx context.Context, name string, visibility time.Duration
 		m.mu.Lock()
 		if m.err != nil {
 			m.mu.Unlock()
-			return Message{}, m.err
+			return Message{}, got{}, m.err
 		}
 		q, err := m.q(name)
 		if err != nil {
 			m.mu.Unlock()
-			return Message{}, err
+			return Message{}, got{}, err
 		}
 		now := time.Now()
 		q.expire(now)
@@ -307,11 +309,11 @@ func (m *Manager) get(ctx context.Context, name string, visibility time.Duration
 			heap.Push(&q.leases, e)
 			msg := Message{Queue: name, ID: e.id, Body: e.body, Deliveries: e.deliveries}
 			m.mu.Unlock()
-			return msg, nil
+			return msg, got{q: q, e: e, lease: e.lease}, nil
 		}
 		if !block {
 			m.mu.Unlock()
-			return Message{}, errEmpty
+			return Message{}, got{}, errEmpty
 		}
 		wake := q.wake
 		var expiry <-chan time.Time
@@ -330,7 +332,7 @@ func (m *Manager) get(ctx context.Context, name string, visibility time.Duration
 			t.Stop()
 		}
 		if ctx.Err() != nil {
-			return Message{}, ctx.Err()
+			return Message{}, got{}, ctx.Err()
 		}
 	}
 }
@@ -516,15 +518,11 @@ func (m *Manager) Begin() *Tx { return &Tx{m: m} }
 // Get gets a message (as Manager.Get) for the transaction: Commit
 // acknowledges it, Abort gives it back.
 func (tx *Tx) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
-	msg, err := tx.m.Get(ctx, name, visibility)
+	msg, g, err := tx.m.get(ctx, name, visibility, true)
 	if err != nil {
 		return msg, err
 	}
-	tx.m.mu.Lock()
-	defer tx.m.mu.Unlock()
-	q := tx.m.queues[name]
-	e := q.all[msg.ID]
-	tx.gets = append(tx.gets, got{q: q, e: e, lease: e.lease})
+	tx.gets = append(tx.gets, g)
 	return msg, nil
 }
 
