@@ -43,12 +43,12 @@ type QueueResult struct {
 }
 
 func (r QueueResult) String() string {
-	return fmt.Sprintf("%-34s %4d  %9.0f  %9s  %9s  %9.0f", r.System, r.Publishers, r.PutsPerSec,
+	return fmt.Sprintf("%-36s %4d  %9.0f  %9s  %9s  %9.0f", r.System, r.Publishers, r.PutsPerSec,
 		r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.GetsPerSec)
 }
 
 // QueueHeader heads a table of QueueResult.String.
-const QueueHeader = "system                             pubs  puts/s     put p50    put p99    gets/s"
+const QueueHeader = "system                               pubs  puts/s     put p50    put p99    gets/s"
 
 // QueueSystem is what the workload drives.
 type QueueSystem struct {

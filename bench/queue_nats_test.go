@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,8 +135,8 @@ func debianJetStream(t *testing.T) (url, version string, ok bool) {
 
 // TestQueueBesideJetStream runs the queue benchmark on Cohort and
 // JetStream and prints the table. COHORT_QUEUE_BENCH sets the duration of
-// each run (default 300ms, 100ms under the race detector); the README's
-// figures come from COHORT_QUEUE_BENCH=5s.
+// each run (default 300ms, 100ms under the race detector) and
+// COHORT_QUEUE_BENCH_PUBS the publishers (default 1,32).
 func TestQueueBesideJetStream(t *testing.T) {
 	dur := 300 * time.Millisecond
 	pubs := []int{1, 32}
@@ -148,6 +149,16 @@ func TestQueueBesideJetStream(t *testing.T) {
 			t.Fatalf("COHORT_QUEUE_BENCH=%q: want a duration", v)
 		}
 		dur = d
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH_PUBS"); v != "" {
+		pubs = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 4096 {
+				t.Fatalf("COHORT_QUEUE_BENCH_PUBS=%q: want publishers, 1 to 4096, separated by commas", v)
+			}
+			pubs = append(pubs, n)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -191,5 +202,9 @@ func TestQueueBesideJetStream(t *testing.T) {
 			rows = append(rows, r.String())
 		}
 	}
-	t.Logf("%v per run, %d-byte messages\n%s\n%s", dur, 128, QueueHeader, strings.Join(rows, "\n"))
+	disk, err := DiskSync(t.TempDir(), 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v per run, %d-byte messages; this disk's append+fdatasync: median %v\n%s\n%s", dur, 128, disk.Round(time.Microsecond), QueueHeader, strings.Join(rows, "\n"))
 }
