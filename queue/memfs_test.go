@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // memFS is a file system in memory that models a power cut: Crash drops
@@ -18,7 +19,8 @@ type memFS struct {
 	files map[string]*memNode // what the process sees
 	// durable directory: names whose creation was synced, and their node
 	dirSynced map[string]*memNode
-	syncs     int // file syncs
+	syncs     int           // file syncs
+	syncDelay time.Duration // each file sync takes this long (a slow disk)
 }
 
 type memNode struct {
@@ -219,6 +221,10 @@ func (f *memFile) Write(b []byte) (int, error) {
 }
 
 func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	delay := f.fs.syncDelay
+	f.fs.mu.Unlock()
+	time.Sleep(delay)
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.live(); err != nil {

@@ -270,10 +270,11 @@ func TestBounds(t *testing.T) {
 func TestGroupCommitSharesSyncs(t *testing.T) {
 	fs := newMemFS()
 	m := open(t, Config{Dir: "/q", FS: fs})
+	// A slow disk: syncs take long enough for puts to pile up.
 	fs.mu.Lock()
 	before := fs.syncs
+	fs.syncDelay = time.Millisecond
 	fs.mu.Unlock()
-	// A slow disk: syncs take long enough for puts to pile up.
 	var wg sync.WaitGroup
 	const puts = 400
 	for i := range 8 {
@@ -293,8 +294,8 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	syncs := fs.syncs - before
 	fs.mu.Unlock()
 	t.Logf("%d puts, %d syncs", puts, syncs)
-	if syncs > puts {
-		t.Fatalf("%d syncs for %d puts", syncs, puts)
+	if syncs > puts/2 {
+		t.Fatalf("%d syncs for %d puts from 8 publishers: the puts do not share them", syncs, puts)
 	}
 	if m.Len("q") != puts {
 		t.Fatalf("holds %d, want %d", m.Len("q"), puts)
