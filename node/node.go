@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 )
 
 // Config configures a Node. Transport, Lock and Group are required.
@@ -57,8 +59,15 @@ type Config struct {
 	TraceResume            *live.TraceResume
 	Logger                 *slog.Logger
 	// DataDir is where services keep their stable storage (see
-	// live.Config); "" keeps it in memory.
+	// live.Config) and the message queues their log (DataDir/queues);
+	// "" keeps both in memory (every queue transient).
 	DataDir string
+	// Queues configures the message queues (package queue); its Dir and
+	// Logger come from DataDir and Logger.
+	Queues queue.Config
+	// Relays forward local queues to queues on other nodes, with store
+	// and forward (queue.Manager.Relay), from boot until Close.
+	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
 	MaxServices int
@@ -72,6 +81,16 @@ type Config struct {
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
+}
+
+// Relay is a remote queue: the messages of the local queue Source go to
+// the queue Queue of the first of the nodes To (API endpoints) that
+// answers, as they come and whenever the destination is back. The relay
+// is the source queue's only consumer.
+type Relay struct {
+	Source string
+	To     []string
+	Queue  string
 }
 
 // MaxIDs is the ID space of a cluster that members join: IDs 0 .. MaxIDs−1
@@ -89,6 +108,8 @@ type Node struct {
 	groups     *group.Server
 	locks      *lock.Server
 	members    *members.Server // nil unless Config.Members
+	queues     *queue.Manager
+	stopRelays context.CancelFunc
 	log        *slog.Logger
 }
 
@@ -170,12 +191,50 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range cfg.Relays {
+		if err := queue.ValidName(r.Source); err != nil {
+			return nil, fmt.Errorf("node: relay %d: source: %w", i, err)
+		}
+		if err := queue.ValidName(r.Queue); err != nil {
+			return nil, fmt.Errorf("node: relay %d: destination: %w", i, err)
+		}
+		if len(r.To) == 0 {
+			return nil, fmt.Errorf("node: relay %d (%s): no destination endpoints", i, r.Source)
+		}
+		for _, ep := range r.To {
+			if _, err := httpapi.BaseURL(ep); err != nil {
+				return nil, fmt.Errorf("node: relay %d (%s): %w", i, r.Source, err)
+			}
+		}
+	}
+	qc := cfg.Queues
+	qc.Dir, qc.Logger = "", log
+	if cfg.DataDir != "" {
+		qc.Dir = filepath.Join(cfg.DataDir, "queues")
+	}
+	queues, err := queue.Open(qc)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("queues: %w", err), ln.Close())
+	}
+	closeAll := func() error { return errors.Join(queues.Close(), ln.Close()) }
+	rctx, stopRelays := context.WithCancel(context.Background())
+	for _, r := range cfg.Relays {
+		go func() {
+			err := queues.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
+				Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
+				Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+			if rctx.Err() == nil {
+				log.Error("relay stopped", "source", r.Source, "err", err)
+			}
+		}()
+	}
+	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
-		return nil, errors.Join(err, ln.Close())
+		return nil, errors.Join(err, closeAll())
 	}
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
-			return nil, errors.Join(fmt.Errorf("run: %w", err), ln.Close())
+			return nil, errors.Join(fmt.Errorf("run: %w", err), closeAll())
 		}
 	}
 	var ms *members.Server
@@ -185,18 +244,18 @@ func New(cfg Config) (*Node, error) {
 			contact = proc.None // a founder starts; it knows the others
 		}
 		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log}); err != nil {
-			return nil, errors.Join(fmt.Errorf("members: %w", err), ln.Close())
+			return nil, errors.Join(fmt.Errorf("members: %w", err), closeAll())
 		}
 	}
 	if joined {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms}, nil
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
 		// it can tell its peers it lost its state (see mutex.Acquire).
 		stored, err := ln.Stored()
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("data_dir: %w", err), ln.Close())
+			return nil, errors.Join(fmt.Errorf("data_dir: %w", err), closeAll())
 		}
 		for _, name := range stored {
 			if lockName, ok := strings.CutPrefix(name, "lock/"); ok && lock.ValidName(lockName) == nil {
@@ -211,18 +270,18 @@ func New(cfg Config) (*Node, error) {
 	if replicatedGroups {
 		rg, err := group.NewReplicated(ln, cfg.Raft)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("groups: %w", err), ln.Close())
+			return nil, errors.Join(fmt.Errorf("groups: %w", err), closeAll())
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log, members: ms,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
 	if replicated {
 		rep, err := lock.NewReplicated(ln, cfg.Raft)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("locks: %w", err), ln.Close())
+			return nil, errors.Join(fmt.Errorf("locks: %w", err), closeAll())
 		}
 		lc.Replicated = rep
 		nd.replicated = leader.NewReplicated(rep, cfg.ID, log)
@@ -278,6 +337,9 @@ func (n *Node) Handler() http.Handler {
 			api.Handle(p, n.members.Handler())
 		}
 	}
+	// Queues are every node's own, founder or not.
+	api.Handle("/v1/queues", queue.Handler(n.queues))
+	api.Handle("/v1/queues/", queue.Handler(n.queues))
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil}
 		if !n.joined() {
@@ -328,6 +390,7 @@ func (n *Node) handler(api http.Handler) http.Handler {
 		if n.members != nil {
 			n.members.WriteMetrics(w)
 		}
+		n.queues.WriteMetrics(w)
 	})))
 	return mux
 }
@@ -348,5 +411,11 @@ type Health struct {
 // Members is the node's membership and key-value service, or nil.
 func (n *Node) Members() *members.Server { return n.members }
 
-// Close stops the services and the transport.
-func (n *Node) Close() error { return n.live.Close() }
+// Queues is the node's queue manager.
+func (n *Node) Queues() *queue.Manager { return n.queues }
+
+// Close stops the services, the queues and the transport.
+func (n *Node) Close() error {
+	n.stopRelays()
+	return errors.Join(n.queues.Close(), n.live.Close())
+}

@@ -45,7 +45,7 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
@@ -87,5 +87,36 @@ func TestNodesServeALock(t *testing.T) {
 	}
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "no transport") {
 		t.Errorf("New without a transport: %v", err)
+	}
+}
+
+// A relay on node 0 forwards its queue to a queue of node 1 over the
+// API; a put on node 0 arrives at node 1.
+func TestRelayForwardsToAnotherNode(t *testing.T) {
+	dst := start(t, 1, "")[0]
+	srv := httptest.NewServer(dst.Handler())
+	defer srv.Close()
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, _ := transport.NewInProc(1, transport.InProcConfig{})
+	ep, _ := net.Endpoint(0)
+	src, err := New(Config{ID: 0, N: 1, Transport: ep, Lock: ra, Group: seq, DataDir: t.TempDir(),
+		Relays: []Relay{{Source: "outbox", To: []string{srv.URL}, Queue: "inbox"}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Queues().Put("outbox", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	msg, err := dst.Queues().Get(ctx, "inbox", 0)
+	if err != nil || string(msg.Body) != "hello" {
+		t.Fatalf("at the destination: %q %v", msg.Body, err)
+	}
+	if _, err := New(Config{ID: 0, N: 1, Transport: ep, Lock: ra, Group: seq, Relays: []Relay{{Source: "a/b", To: []string{"x:1"}, Queue: "q"}}}); err == nil || !strings.Contains(err.Error(), "relay 0") {
+		t.Fatalf("a bad relay: %v", err)
 	}
 }

@@ -100,6 +100,7 @@ func announce(out io.Writer, endpoints []string, pids []int, asJSON bool) {
 	fmt.Fprintf(out, "\ntry: COHORT_ENDPOINTS=%s cohort lock demo -- echo held\n", eps)
 	fmt.Fprintf(out, "     COHORT_ENDPOINTS=%s cohort elect demo --campaign -- echo leading\n", eps)
 	fmt.Fprintf(out, "     COHORT_ENDPOINTS=%s cohort multicast demo --listen   (and --send TEXT)\n", eps)
+	fmt.Fprintf(out, "     COHORT_ENDPOINTS=%s cohort queue put jobs hello; cohort queue get jobs\n", endpoints[0])
 	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 }
 

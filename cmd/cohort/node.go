@@ -30,6 +30,7 @@ import (
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 	"github.com/cohort-go/cohort/registry"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -58,6 +59,7 @@ type nodeConfig struct {
 	Members    bool           `yaml:"members"`        // run the membership and key-value service (SWIM and anti-entropy); nodes may then join
 	Join       string         `yaml:"join"`           // join a running cluster through one member: ID@HOST:PORT (implies members)
 	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
+	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -82,6 +84,14 @@ func clipValue(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// relayConfig is a remote queue: the local queue source forwarded to
+// queue on the first of the nodes to (API endpoints) that answers.
+type relayConfig struct {
+	Source string   `yaml:"source"`
+	To     []string `yaml:"to"`
+	Queue  string   `yaml:"queue"`
 }
 
 // electionConfig tunes the leader service's failure detector.
@@ -144,6 +154,22 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	for i := 0; i < n; i++ {
 		if _, ok := c.Peers[i]; !ok {
 			return nil, bad("peers", "ids must be 0..%d; %d is missing", n-1, i)
+		}
+	}
+	for i, r := range c.Relays {
+		if err := queue.ValidName(r.Source); err != nil {
+			return nil, bad("relays", "%d: source: %v", i, err)
+		}
+		if err := queue.ValidName(r.Queue); err != nil {
+			return nil, bad("relays", "%d: queue: %v", i, err)
+		}
+		if len(r.To) == 0 {
+			return nil, bad("relays", "%d: to: none given (the destination nodes' API endpoints)", i)
+		}
+		for _, ep := range r.To {
+			if _, err := httpapi.BaseURL(ep); err != nil {
+				return nil, bad("relays", "%d: to: %v", i, err)
+			}
 		}
 	}
 	if c.DataDir != "" {
@@ -269,6 +295,11 @@ node.yaml:
   members: true                 # optional: run the membership and key-value service (cohort members,
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
+  relays:                       # optional: remote queues (cohort queue), stored here and forwarded
+    - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
+
+Every node serves message queues (cohort queue): persistent in
+data_dir/storage/queues, or in memory without data_dir.
 
 A node that joins a running cluster (whose members set members: true) lists
 no peers; it names one member to join through, with --join or in node.yaml:
@@ -349,6 +380,9 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		Members: c.Members, Contact: c.contact}
 	nc.MembersParams.Period = c.Gossip
+	for _, r := range c.Relays {
+		nc.Relays = append(nc.Relays, node.Relay{Source: r.Source, To: r.To, Queue: r.Queue})
+	}
 	if c.DataDir != "" {
 		nc.DataDir = filepath.Join(c.DataDir, "storage") // the services' logs
 	}

@@ -210,6 +210,12 @@ func crc(length, data []byte) uint32 {
 	return crc32.Update(crc32.Checksum(length, castagnoli), castagnoli, data)
 }
 
+// AppendRecord appends rec, framed as a record of a log's body (length,
+// checksum, data), to b: what Decode reads back. Other logs that keep
+// their own files (the message queues' segments) frame their records
+// with it.
+func AppendRecord(b, rec []byte) []byte { return appendRecord(b, rec) }
+
 // appendRecord appends rec, framed, to b.
 func appendRecord(b, rec []byte) []byte {
 	var h [recHeader]byte

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/queue"
+)
+
+// The message-queue benchmark: acknowledged persistent puts per second
+// and the latency of one put, with Publishers clients each putting
+// MessageSize-byte messages one after another (each waits for its
+// acknowledgement: the message on disk), for Duration; then the time to
+// get and acknowledge every message put, by one consumer taking batches
+// of GetBatch. The same workload drives Cohort's queues and, in the
+// tests, NATS JetStream.
+
+// QueueConfig configures a queue benchmark run.
+type QueueConfig struct {
+	Publishers  int           // concurrent publishers
+	Duration    time.Duration // of the puts
+	MessageSize int           // bytes; 128 by default
+	GetBatch    int           // messages a get takes at once; 100 by default
+}
+
+// QueueResult is one system's measurement.
+type QueueResult struct {
+	System     string        `json:"system"`
+	Publishers int           `json:"publishers"`
+	Puts       int           `json:"puts"`
+	PutsPerSec float64       `json:"puts_per_sec"`
+	P50        time.Duration `json:"put_p50_ns"`
+	P99        time.Duration `json:"put_p99_ns"`
+	GetsPerSec float64       `json:"gets_per_sec"` // got and acknowledged
+}
+
+func (r QueueResult) String() string {
+	return fmt.Sprintf("%-36s %4d  %9.0f  %9s  %9s  %9.0f", r.System, r.Publishers, r.PutsPerSec,
+		r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.GetsPerSec)
+}
+
+// QueueHeader heads a table of QueueResult.String.
+const QueueHeader = "system                               pubs  puts/s     put p50    put p99    gets/s"
+
+// QueueSystem is what the workload drives.
+type QueueSystem struct {
+	Name string
+	// Put puts one message and returns once it is acknowledged.
+	Put func(ctx context.Context, body []byte) error
+	// Get gets and acknowledges up to max messages; 0 when none is left.
+	Get func(ctx context.Context, max int) (int, error)
+}
+
+// RunQueue runs the workload on s.
+func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, error) {
+	if c.MessageSize == 0 {
+		c.MessageSize = 128
+	}
+	if c.GetBatch == 0 {
+		c.GetBatch = 100
+	}
+	body := make([]byte, c.MessageSize)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	var (
+		mu    sync.Mutex
+		lats  []time.Duration
+		first error
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	end := start.Add(c.Duration)
+	for range c.Publishers {
+		wg.Go(func() {
+			var mine []time.Duration
+			var err error
+			for time.Now().Before(end) && err == nil && ctx.Err() == nil {
+				t := time.Now()
+				err = s.Put(ctx, body)
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				lats = append(lats, mine...)
+			} else if first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if first != nil {
+		return QueueResult{}, fmt.Errorf("%s: put: %w", s.Name, first)
+	}
+	slices.Sort(lats)
+	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats),
+		PutsPerSec: float64(len(lats)) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	start = time.Now()
+	got := 0
+	for got < r.Puts {
+		n, err := s.Get(ctx, c.GetBatch)
+		if err != nil {
+			return r, fmt.Errorf("%s: get: %w", s.Name, err)
+		}
+		if n == 0 {
+			return r, fmt.Errorf("%s: got %d of the %d messages put", s.Name, got, r.Puts)
+		}
+		got += n
+	}
+	r.GetsPerSec = float64(got) / time.Since(start).Seconds()
+	return r, nil
+}
+
+// CohortQueue opens a persistent queue manager in a new directory under
+// dir and returns the system that drives it — through the Go API, or
+// over HTTP on loopback — and a function that closes it.
+func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
+	d, err := os.MkdirTemp(dir, "cohort-bench-queue-")
+	if err != nil {
+		return QueueSystem{}, nil, err
+	}
+	m, err := queue.Open(queue.Config{Dir: d, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		os.RemoveAll(d)
+		return QueueSystem{}, nil, err
+	}
+	const name = "bench"
+	if !overHTTP {
+		return QueueSystem{
+			Name: "cohort (Go API, fsync per put)",
+			Put: func(_ context.Context, body []byte) error {
+				_, err := m.Put(name, body)
+				return err
+			},
+			Get: func(_ context.Context, max int) (int, error) {
+				ids := make([]uint64, 0, max)
+				for len(ids) < max {
+					msg, ok, err := m.Poll(name, 0)
+					if err != nil {
+						return 0, err
+					}
+					if !ok {
+						break
+					}
+					ids = append(ids, msg.ID)
+				}
+				if len(ids) == 0 {
+					return 0, nil
+				}
+				return len(ids), m.Ack(name, ids...)
+			},
+		}, func() { m.Close(); os.RemoveAll(d) }, nil
+	}
+	srv := httptest.NewServer(queue.Handler(m))
+	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+	c := &queue.Client{Endpoints: []string{srv.URL}, HTTP: &http.Client{Transport: tr}}
+	return QueueSystem{
+			Name: "cohort (HTTP, fsync per put)",
+			Put: func(ctx context.Context, body []byte) error {
+				_, err := c.Put(ctx, name, body)
+				return err
+			},
+			Get: func(ctx context.Context, max int) (int, error) {
+				msgs, err := c.Get(ctx, name, queue.GetOptions{Count: max, NoWait: true})
+				if err != nil || len(msgs) == 0 {
+					return 0, err
+				}
+				ids := make([]uint64, len(msgs))
+				for i, msg := range msgs {
+					ids[i] = msg.ID
+				}
+				return len(msgs), c.Ack(ctx, name, ids...)
+			},
+		}, func() {
+			tr.CloseIdleConnections()
+			srv.Close()
+			m.Close()
+			os.RemoveAll(d)
+		}, nil
+}

@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// NATS JetStream beside Cohort's queues, the same workload: a stream
+// with file storage and work-queue retention, publishers that wait for
+// each publish's acknowledgement, and one pull consumer that fetches
+// batches and acknowledges each message (explicit acks; JetStream's ack
+// is not waited for, Cohort's is on disk when it returns).
+//
+// Two servers: the nats-server of the module (v2.15), embedded in this
+// process as Cohort's is, with sync_interval: always (fsync before every
+// acknowledgement, like Cohort) and at its defaults (fsync every 2
+// minutes: a power cut may lose acknowledged messages); and Debian's
+// nats-server binary at its defaults, started on loopback, when it is
+// installed (Debian's 2.9 has no sync_interval).
+
+// jetStream connects to url and returns the workload's system.
+func jetStream(name, url string) (QueueSystem, func(), error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return QueueSystem{}, nil, err
+	}
+	js, err := nc.JetStream(nats.MaxWait(30 * time.Second))
+	if err != nil {
+		nc.Close()
+		return QueueSystem{}, nil, err
+	}
+	if _, err := js.AddStream(&nats.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"},
+		Storage: nats.FileStorage, Retention: nats.WorkQueuePolicy}); err != nil {
+		nc.Close()
+		return QueueSystem{}, nil, fmt.Errorf("adding the stream: %w", err)
+	}
+	sub, err := js.PullSubscribe("bench.>", "worker", nats.AckExplicit())
+	if err != nil {
+		nc.Close()
+		return QueueSystem{}, nil, err
+	}
+	return QueueSystem{
+		Name: name,
+		Put: func(ctx context.Context, body []byte) error {
+			_, err := js.Publish("bench.q", body, nats.Context(ctx))
+			return err
+		},
+		Get: func(ctx context.Context, max int) (int, error) {
+			msgs, err := sub.Fetch(max, nats.MaxWait(2*time.Second))
+			if err == nats.ErrTimeout {
+				return 0, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			for _, m := range msgs {
+				if err := m.Ack(); err != nil {
+					return 0, err
+				}
+			}
+			return len(msgs), nil
+		},
+	}, nc.Close, nil
+}
+
+// embeddedJetStream starts the module's nats-server in this process.
+func embeddedJetStream(t *testing.T, syncAlways bool) string {
+	t.Helper()
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	if syncAlways {
+		opts.SyncAlways = true
+	}
+	s, err := natsserver.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the embedded nats-server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// debianJetStream starts Debian's nats-server binary on loopback with
+// file storage at its defaults, or says why not.
+func debianJetStream(t *testing.T) (url, version string, ok bool) {
+	t.Helper()
+	path, err := exec.LookPath("nats-server")
+	if err != nil {
+		if _, err := os.Stat("/usr/sbin/nats-server"); err != nil {
+			t.Logf("nats-server is not installed (apt-get install nats-server): Debian's JetStream left out")
+			return "", "", false
+		}
+		path = "/usr/sbin/nats-server"
+	}
+	out, _ := exec.Command(path, "--version").Output()
+	version = strings.TrimSpace(string(out))
+	ports, err := freeLoopbackAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	os.WriteFile(conf, []byte(fmt.Sprintf("listen: %s\njetstream {\n  store_dir: %q\n}\n", ports[0], filepath.Join(dir, "js"))), 0o600)
+	cmd := exec.Command(path, "-c", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url = "nats://" + ports[0]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := nats.Connect(url)
+		if err == nil {
+			nc.Close()
+			return url, version, true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start: %v", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestQueueBesideJetStream runs the queue benchmark on Cohort and
+// JetStream and prints the table. COHORT_QUEUE_BENCH sets the duration of
+// each run (default 300ms, 100ms under the race detector) and
+// COHORT_QUEUE_BENCH_PUBS the publishers (default 1,32).
+func TestQueueBesideJetStream(t *testing.T) {
+	dur := 300 * time.Millisecond
+	pubs := []int{1, 32}
+	if raceEnabled {
+		dur, pubs = 100*time.Millisecond, []int{8}
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("COHORT_QUEUE_BENCH=%q: want a duration", v)
+		}
+		dur = d
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH_PUBS"); v != "" {
+		pubs = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 4096 {
+				t.Fatalf("COHORT_QUEUE_BENCH_PUBS=%q: want publishers, 1 to 4096, separated by commas", v)
+			}
+			pubs = append(pubs, n)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	type system struct {
+		name string
+		open func() (QueueSystem, func(), error)
+	}
+	var systems []system
+	for _, overHTTP := range []bool{false, true} {
+		systems = append(systems, system{"", func() (QueueSystem, func(), error) { return CohortQueue(t.TempDir(), overHTTP) }})
+	}
+	systems = append(systems,
+		system{"jetstream v2.15 (sync_interval: always)", func() (QueueSystem, func(), error) {
+			return jetStream("jetstream v2.15 (sync: always)", embeddedJetStream(t, true))
+		}},
+		system{"jetstream v2.15 (defaults)", func() (QueueSystem, func(), error) {
+			return jetStream("jetstream v2.15 (defaults)", embeddedJetStream(t, false))
+		}})
+	if _, version, ok := debianJetStream(t); ok {
+		t.Logf("Debian's %s", version)
+		systems = append(systems, system{"debian", func() (QueueSystem, func(), error) {
+			url, _, _ := debianJetStream(t) // a new server each run
+			return jetStream("jetstream "+strings.TrimPrefix(version, "nats-server: ")+" debian (defaults)", url)
+		}})
+	}
+	var rows []string
+	for _, p := range pubs {
+		for _, s := range systems {
+			qs, closeIt, err := s.open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := RunQueue(ctx, qs, QueueConfig{Publishers: p, Duration: dur})
+			closeIt()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Puts == 0 || r.GetsPerSec == 0 {
+				t.Fatalf("%s: nothing measured: %+v", qs.Name, r)
+			}
+			rows = append(rows, r.String())
+		}
+	}
+	disk, err := DiskSync(t.TempDir(), 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v per run, %d-byte messages; this disk's append+fdatasync: median %v\n%s\n%s", dur, 128, disk.Round(time.Microsecond), QueueHeader, strings.Join(rows, "\n"))
+}

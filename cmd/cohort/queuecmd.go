@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cohort-go/cohort/queue"
+	"github.com/spf13/cobra"
+)
+
+// queueFlags are the flags every queue command takes.
+type queueFlags struct {
+	api     apiFlags
+	timeout time.Duration
+	json    bool
+}
+
+func (f *queueFlags) add(cmd *cobra.Command, timeout time.Duration, what string) {
+	f.api.add(cmd)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", timeout, what)
+	cmd.Flags().BoolVar(&f.json, "json", false, `print each message as JSON: {"queue","id","body"} (body in base64)`)
+}
+
+func (f *queueFlags) client(name string) (*queue.Client, context.Context, func(), error) {
+	if err := queue.ValidName(name); err != nil {
+		return nil, nil, nil, usageErr("%v", err)
+	}
+	endpoints, token, err := f.api.resolve()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if f.timeout < 0 {
+		return nil, nil, nil, usageErr("--timeout %v: want 0 (none) or more", f.timeout)
+	}
+	ctx, cancel := interruptible(f.timeout)
+	return &queue.Client{Endpoints: endpoints, Token: token}, ctx, cancel, nil
+}
+
+// print writes a message: its body and a newline, or a line of JSON.
+func (f *queueFlags) print(w io.Writer, m queue.Message) error {
+	if f.json {
+		return json.NewEncoder(w).Encode(m)
+	}
+	_, err := fmt.Fprintf(w, "%s\n", m.Body)
+	return err
+}
+
+func newQueueCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "queue put|get|poll|listen|list",
+		Short: "Put, get and listen to a node's message queues",
+		Long: `Message queues on a cluster's nodes: persistent asynchronous communication,
+where the sender and the receiver need not run at the same time. A put is
+acknowledged once the message is on the node's disk (fsync, shared by the
+puts that arrive meanwhile); get waits for messages, prints them and then
+acknowledges them, so a message is printed at least once and, once
+acknowledged, never delivered again. Queues are each node's own: the
+commands use the first endpoint that answers.
+
+A queue node without data_dir keeps its queues in memory (transient).`,
+	}
+	cmd.AddCommand(newQueuePutCmd(), newQueueGetCmd(false), newQueueGetCmd(true), newQueueListenCmd(), newQueueListCmd())
+	return cmd
+}
+
+func newQueuePutCmd() *cobra.Command {
+	var f queueFlags
+	cmd := &cobra.Command{
+		Use:   "put NAME TEXT|-",
+		Short: "Append a message to a queue (-: one message per line of standard input)",
+		Example: `  cohort queue put jobs "resize photo 17" --endpoints 127.0.0.1:7100
+  seq 1 100 | cohort queue put jobs - --endpoints 127.0.0.1:7100`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[1] != "-" && len(args[1]) > queue.MaxMessage {
+				return usageErr("TEXT of %d bytes: at most %d", len(args[1]), queue.MaxMessage)
+			}
+			c, ctx, done, err := f.client(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			out := cmd.OutOrStdout()
+			put := func(body string) error {
+				id, err := c.Put(ctx, args[0], []byte(body))
+				if err != nil {
+					return err
+				}
+				if f.json {
+					return json.NewEncoder(out).Encode(queue.PutReply{Queue: args[0], ID: id})
+				}
+				return nil
+			}
+			if args[1] != "-" {
+				return put(args[1])
+			}
+			sc := bufio.NewScanner(cmd.InOrStdin())
+			sc.Buffer(make([]byte, 64<<10), queue.MaxMessage+1)
+			n := 0
+			for sc.Scan() {
+				n++
+				if err := put(sc.Text()); err != nil {
+					return fmt.Errorf("line %d: %w (lines before it were put)", n, err)
+				}
+			}
+			if errors.Is(sc.Err(), bufio.ErrTooLong) {
+				return usageErr("line %d of standard input: longer than %d bytes (lines before it were put)", n+1, queue.MaxMessage)
+			}
+			return sc.Err()
+		},
+	}
+	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
+	return cmd
+}
+
+func newQueueGetCmd(poll bool) *cobra.Command {
+	var f queueFlags
+	var count int
+	var visibility time.Duration
+	use, short := "get NAME", "Wait for messages, print them and acknowledge them"
+	example := `  cohort queue get jobs --endpoints 127.0.0.1:7100
+  cohort queue get jobs --count 10 --timeout 30s --endpoints 127.0.0.1:7100`
+	timeout, what := time.Duration(0), "give up after this long (0: wait for ever)"
+	if poll {
+		use, short = "poll NAME", "Take the messages waiting, without blocking: print and acknowledge them"
+		example = `  cohort queue poll jobs --endpoints 127.0.0.1:7100
+  cohort queue poll jobs --count 100 --json --endpoints 127.0.0.1:7100`
+		timeout, what = 10*time.Second, "give up after this long (0: never)"
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Example: example,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if count < 1 || count > queue.MaxCount {
+				return usageErr("--count %d: want 1 to %d", count, queue.MaxCount)
+			}
+			if visibility < time.Millisecond || visibility > queue.MaxVisibility {
+				return usageErr("--visibility %v: want 1ms to %v", visibility, queue.MaxVisibility)
+			}
+			c, ctx, done, err := f.client(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			got := 0
+			for got < count {
+				o := queue.GetOptions{Count: count - got, Visibility: visibility, NoWait: poll, Wait: 30 * time.Second}
+				if dl, ok := ctx.Deadline(); ok {
+					o.Wait = min(o.Wait, max(time.Until(dl), time.Millisecond))
+				}
+				msgs, err := c.Get(ctx, args[0], o)
+				if err != nil {
+					if ctx.Err() != nil && !poll {
+						return &exitError{1, fmt.Errorf("got %d of %d message(s) before the timeout", got, count)}
+					}
+					return err
+				}
+				ids := make([]uint64, 0, len(msgs))
+				for _, m := range msgs {
+					if err := f.print(cmd.OutOrStdout(), m); err != nil {
+						return err
+					}
+					ids = append(ids, m.ID)
+				}
+				if len(ids) > 0 {
+					if err := c.Ack(ctx, args[0], ids...); err != nil {
+						return fmt.Errorf("acknowledging (the messages will be delivered again): %w", err)
+					}
+				}
+				got += len(msgs)
+				if poll {
+					break
+				}
+			}
+			return nil
+		},
+	}
+	f.add(cmd, timeout, what)
+	cmd.Flags().IntVar(&count, "count", 1, fmt.Sprintf("how many messages to take (1 to %d)", queue.MaxCount))
+	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "lease of the messages until their acknowledgement")
+	return cmd
+}
+
+func newQueueListenCmd() *cobra.Command {
+	var f queueFlags
+	cmd := &cobra.Command{
+		Use:   "listen NAME",
+		Short: "Print each message put on a queue as it arrives (notify: the messages stay queued)",
+		Example: `  cohort queue listen jobs --endpoints 127.0.0.1:7100
+  cohort queue listen jobs --timeout 1m --json --endpoints 127.0.0.1:7100`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := f.client(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			var perr error
+			err = c.Listen(ctx, args[0], func(m queue.Message) {
+				if perr == nil {
+					perr = f.print(cmd.OutOrStdout(), m)
+				}
+			})
+			return errors.Join(err, perr)
+		},
+	}
+	f.add(cmd, 0, "stop listening after this long (0: never)")
+	return cmd
+}
+
+func newQueueListCmd() *cobra.Command {
+	var f queueFlags
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List a node's queues: messages ready and leased, bytes",
+		Example: `  cohort queue list --endpoints 127.0.0.1:7100`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, done, err := f.client("list")
+			if err != nil {
+				return err
+			}
+			defer done()
+			qs, err := c.Queues(ctx)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), qs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "QUEUE\tREADY\tLEASED\tBYTES\tKIND")
+			for _, q := range qs {
+				kind := "persistent"
+				if q.Transient {
+					kind = "transient"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Ready, q.Leased, q.Bytes, kind)
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
+	return cmd
+}

@@ -1,0 +1,38 @@
+// Package queue is message-oriented middleware: persistent asynchronous
+// communication, where neither the sender nor the receiver need be
+// running while a message is on its way (Tanenbaum and van Steen,
+// Distributed Systems, §4.3, "Message-oriented persistent
+// communication").
+//
+// A Manager holds a node's queues, with the four calls of the
+// message-queuing model:
+//
+//	Put     append a message to a queue
+//	Get     block until the queue is non-empty, remove the head
+//	Poll    the same without blocking
+//	Notify  install a handler called when a message arrives
+//
+// Kinds of queues:
+//   - persistent: a put returns once the message is on disk (fdatasync);
+//     the manager keeps them in one segment log (see log.go) with group
+//     commit — the puts that arrive while one sync runs share the next;
+//   - transient: in memory, lost at a restart (DeclareTransient, or every
+//     queue of a manager without a directory);
+//   - transactional: a Tx gets messages and puts others, and they commit
+//     together, as one record of the log, or not at all;
+//   - local and remote, source and destination: a Relay (the queue
+//     manager's relay of the model) moves a source queue on one node to
+//     a destination queue on another, storing while the destination is
+//     away and forwarding when it is back, idempotently (PutFrom).
+//
+// A get leases the head rather than remove it at once: the consumer
+// acknowledges it (Ack) when done, and a message not acknowledged within
+// its visibility timeout is delivered again — at-least-once delivery, as
+// in SQS and JetStream's explicit acks. An acknowledgement is durable
+// when Ack returns: a message acknowledged is never delivered again,
+// across crashes. Leases are not durable: after a restart every message
+// not acknowledged is ready again.
+//
+// Not here: queues replicated on a consensus log (what JetStream calls
+// R3); a manager's queues live and die with its disk.
+package queue

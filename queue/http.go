@@ -1,0 +1,479 @@
+package queue
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+)
+
+// The HTTP API of a node's queues. Bodies of puts are the message itself
+// (at most MaxMessage bytes); replies are JSON, where a message's body is
+// base64 (a message is bytes, not text):
+//
+//	GET  /v1/queues                              the queues: [{"name","ready","leased","bytes"}]
+//	POST /v1/queues/{name}[?transient=1]         put the body; 200 {"queue","id"} once durable
+//	GET  /v1/queues/{name}?wait=30s&count=1&visibility=30s
+//	                                             get: wait (long poll) for a message, then take
+//	                                             up to count; 200 {"messages":[...]}, empty when
+//	                                             wait ran out
+//	GET  /v1/queues/{name}/poll?count=1&visibility=30s   the same without waiting
+//	POST /v1/queues/{name}/ack                   {"ids":[...]}: acknowledge, durably; 404 names
+//	                                             the ids the queue does not hold
+//	POST /v1/queues/{name}/release?id=N          give a got message back at once
+//	GET  /v1/queues/{name}/events                server-sent events: each message put (notify)
+//
+// A message got and not acknowledged within its visibility is delivered
+// again. A put with the headers Cohort-Origin and Cohort-Origin-Seq is a
+// relay's (PutFrom): a duplicate is answered 200 {"duplicate":true}. PUT
+// is accepted for POST on a queue. The node checks the bearer token.
+
+// Bounds of the API.
+const (
+	MaxCount      = 1000
+	MaxWait       = 5 * time.Minute
+	MaxVisibility = 12 * time.Hour
+	maxAckBody    = 64 << 10
+)
+
+// PutReply is the answer to a put.
+type PutReply struct {
+	Queue     string `json:"queue"`
+	ID        uint64 `json:"id,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+// GetReply is the answer to a get or a poll.
+type GetReply struct {
+	Messages []Message `json:"messages"`
+}
+
+// AckRequest is the body of an ack.
+type AckRequest struct {
+	IDs []uint64 `json:"ids"`
+}
+
+// Handler serves the API of m's queues.
+func Handler(m *Manager) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/queues", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.Reply(w, http.StatusOK, m.Queues())
+	})
+	put := func(w http.ResponseWriter, r *http.Request) {
+		name, ok := queueName(w, r)
+		if !ok {
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
+		if err != nil {
+			httpapi.Fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if len(body) > MaxMessage {
+			httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: more than %d bytes", ErrTooBig, MaxMessage))
+			return
+		}
+		if t := r.URL.Query().Get("transient"); t == "1" || t == "true" {
+			if err := m.DeclareTransient(name); err != nil {
+				if errors.Is(err, ErrName) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrClosed) {
+					fail(w, err)
+				} else {
+					httpapi.Fail(w, http.StatusConflict, err.Error())
+				}
+				return
+			}
+		}
+		var id uint64
+		if origin := r.Header.Get("Cohort-Origin"); origin != "" {
+			seq, perr := strconv.ParseUint(r.Header.Get("Cohort-Origin-Seq"), 10, 64)
+			if perr != nil {
+				httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("Cohort-Origin-Seq %q: want an unsigned integer", r.Header.Get("Cohort-Origin-Seq")))
+				return
+			}
+			id, err = m.PutFrom(name, body, origin, seq)
+		} else {
+			id, err = m.Put(name, body)
+		}
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, PutReply{Queue: name, ID: id, Duplicate: id == 0})
+	}
+	mux.HandleFunc("POST /v1/queues/{name}", put)
+	mux.HandleFunc("PUT /v1/queues/{name}", put)
+	mux.HandleFunc("GET /v1/queues/{name}", func(w http.ResponseWriter, r *http.Request) { get(m, w, r, true) })
+	mux.HandleFunc("GET /v1/queues/{name}/poll", func(w http.ResponseWriter, r *http.Request) { get(m, w, r, false) })
+	mux.HandleFunc("POST /v1/queues/{name}/ack", func(w http.ResponseWriter, r *http.Request) {
+		name, ok := queueName(w, r)
+		if !ok {
+			return
+		}
+		var req AckRequest
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxAckBody+1))
+		if err == nil && len(b) > maxAckBody {
+			err = fmt.Errorf("more than %d bytes", maxAckBody)
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &req)
+		}
+		if err == nil && (len(req.IDs) == 0 || len(req.IDs) > MaxCount) {
+			err = fmt.Errorf("%d ids: want 1 to %d", len(req.IDs), MaxCount)
+		}
+		if err != nil {
+			httpapi.Fail(w, http.StatusBadRequest, "ack: want {\"ids\":[...]}: "+err.Error())
+			return
+		}
+		if err := m.Ack(name, req.IDs...); err != nil {
+			fail(w, err)
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, struct{}{})
+	})
+	mux.HandleFunc("POST /v1/queues/{name}/release", func(w http.ResponseWriter, r *http.Request) {
+		name, ok := queueName(w, r)
+		if !ok {
+			return
+		}
+		v := r.URL.Query().Get("id")
+		id, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("id %q: want a message id", v))
+			return
+		}
+		if err := m.Release(name, id); err != nil {
+			fail(w, err)
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, struct{}{})
+	})
+	mux.HandleFunc("GET /v1/queues/{name}/events", func(w http.ResponseWriter, r *http.Request) { events(m, w, r) })
+	return mux
+}
+
+func queueName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if err := ValidName(name); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return name, true
+}
+
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusServiceUnavailable
+	switch {
+	case errors.Is(err, ErrName):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrTooBig):
+		code = http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrFull), errors.Is(err, ErrTooMany):
+		code = http.StatusInsufficientStorage
+	case errors.Is(err, ErrNoMessage):
+		code = http.StatusNotFound
+	}
+	httpapi.Fail(w, code, err.Error())
+}
+
+// duration reads a duration parameter within [lo, hi].
+func duration(w http.ResponseWriter, r *http.Request, key string, def, lo, hi time.Duration) (time.Duration, bool) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return def, true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("%s %q: want a duration between %v and %v", key, v, lo, hi))
+		return 0, false
+	}
+	return d, true
+}
+
+func get(m *Manager, w http.ResponseWriter, r *http.Request, block bool) {
+	name, ok := queueName(w, r)
+	if !ok {
+		return
+	}
+	count := 1
+	if v := r.URL.Query().Get("count"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxCount {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("count %q: want 1 to %d", v, MaxCount))
+			return
+		}
+		count = n
+	}
+	wait, ok := duration(w, r, "wait", 30*time.Second, 0, MaxWait)
+	if !ok {
+		return
+	}
+	vis, ok := duration(w, r, "visibility", 0, time.Millisecond, MaxVisibility)
+	if !ok {
+		return
+	}
+	reply := GetReply{Messages: []Message{}}
+	if block && wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		msg, err := m.Get(ctx, name, vis)
+		cancel()
+		switch {
+		case err == nil:
+			reply.Messages = append(reply.Messages, msg)
+		case errors.Is(err, context.DeadlineExceeded):
+			if r.Context().Err() != nil {
+				return
+			}
+			httpapi.Reply(w, http.StatusOK, reply)
+			return
+		case errors.Is(err, context.Canceled):
+			return // the client went away
+		default:
+			fail(w, err)
+			return
+		}
+	}
+	for len(reply.Messages) < count {
+		msg, ok, err := m.Poll(name, vis)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if !ok {
+			break
+		}
+		reply.Messages = append(reply.Messages, msg)
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: give its messages back at once.
+		for _, msg := range reply.Messages {
+			m.Release(name, msg.ID)
+		}
+		return
+	}
+	httpapi.Reply(w, http.StatusOK, reply)
+}
+
+// eventsBacklog bounds the messages an event stream holds for a slow
+// reader; beyond, the stream ends with an error event.
+const eventsBacklog = 1024
+
+func events(m *Manager, w http.ResponseWriter, r *http.Request) {
+	name, ok := queueName(w, r)
+	if !ok {
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	ch, cancel, err := m.Subscribe(name, eventsBacklog)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	bw := bufio.NewWriter(w)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				bw.WriteString("event: error\ndata: \"the stream ended: the reader fell behind or the node stops; reconnect\"\n\n")
+				bw.Flush()
+				return
+			}
+			b, _ := json.Marshal(msg)
+			bw.WriteString("data: ")
+			bw.Write(b)
+			bw.WriteString("\n\n")
+			if len(ch) == 0 {
+				if bw.Flush() != nil {
+					return
+				}
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// Client uses the queues of a cluster's nodes over HTTP. Queues are each
+// node's own: a call goes to the first endpoint that answers, so with
+// the same endpoints, in the same order, producers and consumers meet at
+// the same node.
+type Client struct {
+	Endpoints []string
+	Token     string
+	HTTP      *http.Client
+}
+
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.HTTP}
+}
+
+// Put appends body to the queue; it returns once the node has it on disk.
+func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, error) {
+	r, err := c.put(ctx, name, body, nil)
+	return r.ID, err
+}
+
+func (c *Client) put(ctx context.Context, name string, body []byte, h http.Header) (PutReply, error) {
+	if err := ValidName(name); err != nil {
+		return PutReply{}, err
+	}
+	if len(body) > MaxMessage {
+		return PutReply{}, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage)
+	}
+	var reply PutReply
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name), body, h, &reply)
+	})
+	return reply, err
+}
+
+// call is httpapi.Client.Call with headers.
+func (c *Client) call(ctx context.Context, method, u string, body []byte, h http.Header, out any) (int, string, error) {
+	if h == nil {
+		return c.api().Call(ctx, method, u, body, out)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(string(body)))
+	if err != nil {
+		return 0, "", err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, httpapi.ErrorMessage(resp.Body), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return resp.StatusCode, "", fmt.Errorf("bad reply: %w", err)
+	}
+	return resp.StatusCode, "", nil
+}
+
+// GetOptions are a get's parameters; zero values are the node's
+// defaults (wait 30 s, count 1, the manager's visibility).
+type GetOptions struct {
+	Wait       time.Duration
+	Count      int
+	Visibility time.Duration
+	NoWait     bool // poll
+}
+
+// Get takes up to Count messages, waiting up to Wait for the first; an
+// empty answer means none came in time. The messages are leased: Ack them.
+func (c *Client) Get(ctx context.Context, name string, o GetOptions) ([]Message, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if o.Count > 0 {
+		q.Set("count", strconv.Itoa(o.Count))
+	}
+	if o.Wait > 0 {
+		q.Set("wait", o.Wait.String())
+	}
+	if o.Visibility > 0 {
+		q.Set("visibility", o.Visibility.String())
+	}
+	path := "/v1/queues/" + url.PathEscape(name)
+	if o.NoWait {
+		path += "/poll"
+	}
+	var reply GetReply
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodGet, base+path+"?"+q.Encode(), nil, &reply)
+	})
+	return reply.Messages, err
+}
+
+// Ack acknowledges messages: they are never delivered again.
+func (c *Client) Ack(ctx context.Context, name string, ids ...uint64) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(AckRequest{IDs: ids})
+	return c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/ack", b, nil)
+	})
+}
+
+// Queues lists the queues of the first node that answers.
+func (c *Client) Queues(ctx context.Context) ([]Stats, error) {
+	var out []Stats
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodGet, base+"/v1/queues", nil, &out)
+	})
+	return out, err
+}
+
+// Listen calls f with each message put on the queue (notify) until ctx
+// ends or the stream breaks.
+func (c *Client) Listen(ctx context.Context, name string, f func(Message)) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return c.api().First(ctx, func(base string) (int, string, error) {
+		resp, code, msg, err := c.api().Open(ctx, http.MethodGet, base+"/v1/queues/"+url.PathEscape(name)+"/events", nil)
+		if resp == nil {
+			return code, msg, err
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4*MaxMessage)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data := strings.TrimPrefix(line, "data: ")
+				if event == "error" {
+					return 0, "", errors.New("listen: " + data)
+				}
+				var m Message
+				if json.Unmarshal([]byte(data), &m) == nil {
+					f(m)
+				}
+			case line == "":
+				event = ""
+			}
+		}
+		if ctx.Err() != nil {
+			return http.StatusOK, "", nil
+		}
+		return 0, "", errors.New("listen: the stream ended")
+	})
+}

@@ -1,0 +1,151 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func serve(t *testing.T, m *Manager) *Client {
+	t.Helper()
+	srv := httptest.NewServer(Handler(m))
+	t.Cleanup(srv.Close)
+	return &Client{Endpoints: []string{srv.URL}}
+}
+
+func TestHTTPPutGetAck(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	c := serve(t, m)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.Put(ctx, "jobs", []byte(fmt.Sprint("job ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := c.Get(ctx, "jobs", GetOptions{Count: 2, Wait: time.Second})
+	if err != nil || len(msgs) != 2 || string(msgs[0].Body) != "job 0" || string(msgs[1].Body) != "job 1" {
+		t.Fatalf("get: %+v %v", msgs, err)
+	}
+	if err := c.Ack(ctx, "jobs", msgs[0].ID, msgs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ack(ctx, "jobs", msgs[0].ID); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("second ack: %v, want a 404", err)
+	}
+	msgs, err = c.Get(ctx, "jobs", GetOptions{NoWait: true, Count: 5})
+	if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "job 2" {
+		t.Fatalf("poll: %+v %v", msgs, err)
+	}
+	start := time.Now()
+	msgs, err = c.Get(ctx, "empty", GetOptions{Wait: 50 * time.Millisecond})
+	if err != nil || len(msgs) != 0 || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("a get of an empty queue: %+v %v after %v", msgs, err, time.Since(start))
+	}
+	qs, err := c.Queues(ctx)
+	if err != nil || len(qs) != 2 || qs[1].Name != "jobs" || qs[1].Leased != 1 {
+		t.Fatalf("queues: %+v %v", qs, err)
+	}
+}
+
+func TestHTTPLongPollAndListen(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	c := serve(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	heard := make(chan Message, 4)
+	lctx, stop := context.WithCancel(ctx)
+	listening := make(chan error, 1)
+	go func() { listening <- c.Listen(lctx, "news", func(m Message) { heard <- m }) }()
+	got := make(chan []Message, 1)
+	go func() {
+		msgs, _ := c.Get(ctx, "news", GetOptions{Wait: 5 * time.Second})
+		got <- msgs
+	}()
+	// Put until the listener has subscribed and heard one.
+	var first Message
+	for first.ID == 0 {
+		if _, err := c.Put(ctx, "news", []byte("extra")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case first = <-heard:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if string(first.Body) != "extra" {
+		t.Fatalf("heard %q", first.Body)
+	}
+	select {
+	case msgs := <-got:
+		if len(msgs) != 1 || string(msgs[0].Body) != "extra" {
+			t.Fatalf("long poll: %+v", msgs)
+		}
+	case <-ctx.Done():
+		t.Fatal("the long poll did not return")
+	}
+	stop()
+	if err := <-listening; err != nil {
+		t.Fatalf("listen ended with %v", err)
+	}
+}
+
+func TestHTTPBadInput(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir(), MaxQueueBytes: 100})
+	c := serve(t, m)
+	base := c.Endpoints[0]
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		msg                string
+	}{
+		{"POST", "/v1/queues/a%20b", "x", 400, "queue name"},
+		{"POST", "/v1/queues/q", strings.Repeat("x", MaxMessage+1), 413, "too big"},
+		{"POST", "/v1/queues/q", strings.Repeat("x", 101), 507, "the most is 100"},
+		{"GET", "/v1/queues/q?count=0", "", 400, "count"},
+		{"GET", "/v1/queues/q?count=1001", "", 400, "count"},
+		{"GET", "/v1/queues/q?wait=1h", "", 400, "wait"},
+		{"GET", "/v1/queues/q/poll?visibility=soon", "", 400, "visibility"},
+		{"POST", "/v1/queues/q/ack", "{}", 400, "ids"},
+		{"POST", "/v1/queues/q/ack", "nonsense", 400, "ids"},
+		{"POST", "/v1/queues/q/ack", `{"ids":[77]}`, 404, "no message"},
+		{"POST", "/v1/queues/q/release?id=x", "", 400, "id"},
+		{"POST", "/v1/queues/q", "x", 200, ""},
+		{"POST", "/v1/queues/q?transient=1", "x", 409, "persistent"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.msg) {
+			t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, resp.StatusCode, b, tc.code, tc.msg)
+		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	mustPut(t, m, "jobs", "x")
+	m.Get(context.Background(), "jobs", 0)
+	mustPut(t, m, "jobs", "yy")
+	var b strings.Builder
+	m.WriteMetrics(&b)
+	for _, want := range []string{
+		`cohort_queue_messages{queue="jobs",state="ready"} 1`,
+		`cohort_queue_messages{queue="jobs",state="leased"} 1`,
+		`cohort_queue_bytes{queue="jobs"} 3`,
+		"cohort_queue_records_total 2",
+		"cohort_queue_syncs_total 2",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,731 @@
+package queue
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+)
+
+// Bounds.
+const (
+	// MaxMessage is the largest message body, in bytes.
+	MaxMessage = 1 << 20
+	maxName    = 128
+	maxOrigin  = 256
+	// DefaultSegmentBytes is the size at which a segment is closed and a
+	// new one started.
+	DefaultSegmentBytes = 64 << 20
+	// DefaultMaxQueueBytes bounds the bodies one queue holds.
+	DefaultMaxQueueBytes = 256 << 20
+	// DefaultMaxQueues bounds how many queues a manager holds.
+	DefaultMaxQueues = 10000
+	// DefaultVisibility is how long a got message stays leased to its
+	// consumer before it is delivered again.
+	DefaultVisibility = 30 * time.Second
+)
+
+// Errors, tested with errors.Is.
+var (
+	ErrFull      = errors.New("queue full")
+	ErrTooBig    = errors.New("message too big")
+	ErrNoMessage = errors.New("no such message")
+	ErrClosed    = errors.New("queue manager closed")
+	ErrLeaseLost = errors.New("lease lost: the message was delivered again")
+	ErrName      = errors.New("bad queue name")
+	ErrTooMany   = errors.New("too many queues")
+)
+
+// Config configures a Manager. The zero value is a transient manager:
+// every queue in memory.
+type Config struct {
+	// Dir is where persistent queues keep their segment log; "": none,
+	// every queue is transient.
+	Dir string
+	// FS is the file system under Dir; nil: OS.
+	FS FS
+	// SegmentBytes is the size at which a segment is closed; 0:
+	// DefaultSegmentBytes.
+	SegmentBytes int64
+	// MaxQueueBytes bounds the message bytes one queue holds (puts beyond
+	// fail with ErrFull); 0: DefaultMaxQueueBytes.
+	MaxQueueBytes int64
+	// MaxQueues bounds the queues; 0: DefaultMaxQueues.
+	MaxQueues int
+	// Visibility is the lease of a got message when Get is given none;
+	// 0: DefaultVisibility.
+	Visibility time.Duration
+	Logger     *slog.Logger
+}
+
+// Validate checks the configuration, naming the bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.SegmentBytes < 0:
+		return fmt.Errorf("queue: SegmentBytes %d: want ≥ 0", c.SegmentBytes)
+	case c.MaxQueueBytes < 0:
+		return fmt.Errorf("queue: MaxQueueBytes %d: want ≥ 0", c.MaxQueueBytes)
+	case c.MaxQueues < 0:
+		return fmt.Errorf("queue: MaxQueues %d: want ≥ 0", c.MaxQueues)
+	case c.Visibility < 0:
+		return fmt.Errorf("queue: Visibility %v: want ≥ 0", c.Visibility)
+	}
+	return nil
+}
+
+// Message is a delivered message.
+type Message struct {
+	Queue string `json:"queue"`
+	ID    uint64 `json:"id"`
+	Body  []byte `json:"body"`
+	// Deliveries counts this message's deliveries, this one included: >1
+	// means an earlier consumer did not acknowledge it in time.
+	Deliveries int `json:"deliveries,omitempty"`
+}
+
+// Stats describes a queue.
+type Stats struct {
+	Name      string `json:"name"`
+	Transient bool   `json:"transient,omitempty"`
+	Ready     int    `json:"ready"`  // messages waiting
+	Leased    int    `json:"leased"` // delivered, not acknowledged yet
+	Bytes     int64  `json:"bytes"`
+}
+
+// Manager holds a node's queues: persistent ones in one segment log
+// under Config.Dir, transient ones in memory. Its methods are safe for
+// concurrent use.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	queues  map[string]*queue
+	nextID  uint64
+	origins map[string]uint64 // remote queue → highest id taken (submitted)
+	err     error             // sticky: the log failed, or Close
+
+	seg *segLog // nil: transient manager
+}
+
+type queue struct {
+	name      string
+	transient bool
+	all       map[uint64]*entry
+	ready     byID
+	leases    byDeadline
+	bytes     int64 // bodies held and reserved by puts under way
+	wake      chan struct{}
+	subs      map[*sub]struct{}
+}
+
+type sub struct {
+	ch     chan Message
+	behind bool
+}
+
+// Open opens a manager: a persistent one replays its log (cutting off a
+// torn tail, with a log line).
+func Open(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.FS == nil {
+		cfg.FS = OS
+	}
+	if cfg.SegmentBytes == 0 {
+		cfg.SegmentBytes = DefaultSegmentBytes
+	}
+	if cfg.MaxQueueBytes == 0 {
+		cfg.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if cfg.MaxQueues == 0 {
+		cfg.MaxQueues = DefaultMaxQueues
+	}
+	if cfg.Visibility == 0 {
+		cfg.Visibility = DefaultVisibility
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, queues: map[string]*queue{}, nextID: 1, origins: map[string]uint64{}}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	if cfg.Dir == "" {
+		return m, nil
+	}
+	seg, err := openLog(m)
+	if err != nil {
+		return nil, err
+	}
+	go seg.run()
+	return m, nil
+}
+
+// Close stops the manager. Puts and acks not yet durable fail.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = ErrClosed
+	}
+	for _, q := range m.queues {
+		for s := range q.subs {
+			close(s.ch)
+		}
+		q.subs = nil
+		close(q.wake)
+		q.wake = make(chan struct{})
+	}
+	m.mu.Unlock()
+	if m.seg != nil {
+		return m.seg.close()
+	}
+	return nil
+}
+
+// ValidName checks a queue's name: 1 to 128 of A-Z a-z 0-9 . _ -.
+func ValidName(name string) error {
+	if err := httpapi.ValidName("queue", name); err != nil {
+		return fmt.Errorf("%w: %v", ErrName, err)
+	}
+	return nil
+}
+
+// q returns the named queue, creating it. The caller holds mu.
+func (m *Manager) q(name string) (*queue, error) {
+	if q, ok := m.queues[name]; ok {
+		return q, nil
+	}
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if len(m.queues) >= m.cfg.MaxQueues {
+		return nil, fmt.Errorf("%w: %d queues, the most", ErrTooMany, m.cfg.MaxQueues)
+	}
+	q := &queue{name: name, all: map[uint64]*entry{}, wake: make(chan struct{}), transient: m.seg == nil}
+	m.queues[name] = q
+	return q, nil
+}
+
+// DeclareTransient makes name a transient queue: in memory, lost at a
+// restart, never written to the log. A queue that already holds messages
+// keeps its kind; declaring it transient is then an error.
+func (m *Manager) DeclareTransient(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	q, err := m.q(name)
+	if err != nil {
+		return err
+	}
+	if !q.transient && (len(q.all) > 0 || q.bytes > 0) {
+		return fmt.Errorf("queue %s is persistent and holds messages", name)
+	}
+	q.transient = true
+	return nil
+}
+
+// Put appends body to the queue; it returns once the message is durable
+// (fsynced, with others that share the fsync: group commit) or, in a
+// transient queue, held.
+func (m *Manager) Put(name string, body []byte) (uint64, error) {
+	return m.put(name, body, "", 0)
+}
+
+// PutFrom appends a message relayed from a remote queue: origin names the
+// source queue (its node and name), seq is the message's id there. A
+// message from origin with a seq no higher than one already taken is a
+// duplicate: PutFrom returns 0 and stores nothing. Relays send a source
+// queue's messages in order, so this makes forwarding idempotent.
+func (m *Manager) PutFrom(name string, body []byte, origin string, seq uint64) (uint64, error) {
+	if origin == "" || len(origin) > maxOrigin {
+		return 0, fmt.Errorf("origin %q: want 1 to %d bytes", httpapi.Clip(origin), maxOrigin)
+	}
+	return m.put(name, body, origin, seq)
+}
+
+func (m *Manager) put(name string, body []byte, origin string, seq uint64) (uint64, error) {
+	if len(body) > MaxMessage {
+		return 0, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage)
+	}
+	tx := &Tx{m: m}
+	tx.put(name, body, origin, seq)
+	ids, err := tx.commit()
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// Get removes the head of the queue, blocking until there is one or ctx
+// ends. The message is leased for visibility (0: the manager's default):
+// unless acknowledged (Ack) by then, it is delivered again.
+func (m *Manager) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
+	msg, _, err := m.get(ctx, name, visibility, true)
+	return msg, err
+}
+
+// Poll is Get without blocking: ok is false if the queue is empty.
+func (m *Manager) Poll(name string, visibility time.Duration) (msg Message, ok bool, err error) {
+	msg, _, err = m.get(context.Background(), name, visibility, false)
+	if errors.Is(err, errEmpty) {
+		return Message{}, false, nil
+	}
+	return msg, err == nil, err
+}
+
+var errEmpty = errors.New("empty")
+
+// get also returns the delivery, for a transaction.
+func (m *Manager) get(ctx context.Context, name string, visibility time.Duration, block bool) (Message, got, error) {
+	if visibility <= 0 {
+		visibility = m.cfg.Visibility
+	}
+	for {
+		m.mu.Lock()
+		if m.err != nil {
+			m.mu.Unlock()
+			return Message{}, got{}, m.err
+		}
+		q, err := m.q(name)
+		if err != nil {
+			m.mu.Unlock()
+			return Message{}, got{}, err
+		}
+		now := time.Now()
+		q.expire(now)
+		if q.ready.Len() > 0 {
+			e := heap.Pop(&q.ready).(*entry)
+			e.state, e.deadline = leased, now.Add(visibility)
+			e.lease++
+			e.deliveries++
+			heap.Push(&q.leases, e)
+			msg := Message{Queue: name, ID: e.id, Body: e.body, Deliveries: e.deliveries}
+			m.mu.Unlock()
+			return msg, got{q: q, e: e, lease: e.lease}, nil
+		}
+		if !block {
+			m.mu.Unlock()
+			return Message{}, got{}, errEmpty
+		}
+		wake := q.wake
+		var expiry <-chan time.Time
+		var t *time.Timer
+		if q.leases.Len() > 0 {
+			t = time.NewTimer(time.Until(q.leases[0].deadline))
+			expiry = t.C
+		}
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-expiry:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return Message{}, got{}, ctx.Err()
+		}
+	}
+}
+
+// expire makes the leases that ended ready again.
+func (q *queue) expire(now time.Time) {
+	for q.leases.Len() > 0 && !q.leases[0].deadline.After(now) {
+		e := heap.Pop(&q.leases).(*entry)
+		e.state = ready
+		heap.Push(&q.ready, e)
+	}
+}
+
+func (q *queue) signal() {
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+// unlease takes e out of the leases or the ready messages.
+func (q *queue) unlease(e *entry) {
+	switch e.state {
+	case leased:
+		heap.Remove(&q.leases, e.leaseIdx)
+	case ready:
+		heap.Remove(&q.ready, e.readyIdx)
+	}
+}
+
+// Release gives a leased message back at once (a negative
+// acknowledgement): it is the next delivered, before its lease would end.
+func (m *Manager) Release(name string, id uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queues[name]
+	if !ok {
+		return fmt.Errorf("%w: queue %s holds no message %d", ErrNoMessage, name, id)
+	}
+	e, ok := q.all[id]
+	if !ok || e.state != leased {
+		return fmt.Errorf("%w: queue %s has no leased message %d", ErrNoMessage, name, id)
+	}
+	heap.Remove(&q.leases, e.leaseIdx)
+	e.state = ready
+	heap.Push(&q.ready, e)
+	q.signal()
+	return nil
+}
+
+// Ack acknowledges messages got from the queue: once Ack returns they
+// are removed durably and never delivered again. Ids the queue does not
+// hold (acknowledged already, or never) make an error wrapping
+// ErrNoMessage; the others are acknowledged all the same.
+func (m *Manager) Ack(name string, ids ...uint64) error {
+	tx := &Tx{m: m}
+	var missing []uint64
+	m.mu.Lock()
+	q := m.queues[name]
+	for _, id := range ids {
+		var e *entry
+		if q != nil {
+			e = q.all[id]
+		}
+		if e == nil || e.state == acking {
+			missing = append(missing, id)
+			continue
+		}
+		tx.gets = append(tx.gets, got{q: q, e: e, lease: e.lease})
+	}
+	m.mu.Unlock()
+	if len(tx.gets) > 0 {
+		tx.anyLease = true
+		if _, err := tx.commit(); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: queue %s holds no message %v", ErrNoMessage, name, missing)
+	}
+	return nil
+}
+
+// Notify calls f with each message put on the queue from now until ctx
+// ends (the message stays in the queue: a notification, not a get). It
+// returns ErrFull if f falls more than 1024 messages behind.
+func (m *Manager) Notify(ctx context.Context, name string, f func(Message)) error {
+	ch, cancel, err := m.Subscribe(name, 1024)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-ch:
+			if !ok {
+				m.mu.Lock()
+				err := m.err
+				m.mu.Unlock()
+				if err != nil {
+					return err
+				}
+				return fmt.Errorf("%w: the listener fell behind", ErrFull)
+			}
+			f(msg)
+		}
+	}
+}
+
+// Subscribe returns a channel that receives each message put on the
+// queue (durably) from now on. The channel is closed by cancel, when the
+// manager closes, or when it holds buf messages unread (the reader fell
+// behind).
+func (m *Manager) Subscribe(name string, buf int) (<-chan Message, func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, nil, m.err
+	}
+	q, err := m.q(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &sub{ch: make(chan Message, max(buf, 1))}
+	if q.subs == nil {
+		q.subs = map[*sub]struct{}{}
+	}
+	q.subs[s] = struct{}{}
+	return s.ch, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if _, ok := q.subs[s]; ok {
+			delete(q.subs, s)
+			close(s.ch)
+		}
+	}, nil
+}
+
+// Queues lists the queues, by name.
+func (m *Manager) Queues() []Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	out := make([]Stats, 0, len(m.queues))
+	for _, q := range m.queues {
+		q.expire(now)
+		out = append(out, Stats{Name: q.name, Transient: q.transient, Ready: q.ready.Len(), Leased: q.leases.Len(), Bytes: q.bytes})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Len is how many messages the queue holds, leased ones included.
+func (m *Manager) Len(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q, ok := m.queues[name]; ok {
+		return len(q.all)
+	}
+	return 0
+}
+
+// Tx is a transaction: the messages it gets and the messages it puts
+// commit together — one record of the log — or not at all. A Tx is used
+// by one goroutine.
+type Tx struct {
+	m        *Manager
+	gets     []got
+	puts     []op
+	anyLease bool // Ack: the lease may have moved on; a Tx's may not
+	done     bool
+}
+
+type got struct {
+	q     *queue
+	e     *entry
+	lease uint64
+}
+
+// Begin starts a transaction.
+func (m *Manager) Begin() *Tx { return &Tx{m: m} }
+
+// Get gets a message (as Manager.Get) for the transaction: Commit
+// acknowledges it, Abort gives it back.
+func (tx *Tx) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
+	msg, g, err := tx.m.get(ctx, name, visibility, true)
+	if err != nil {
+		return msg, err
+	}
+	tx.gets = append(tx.gets, g)
+	return msg, nil
+}
+
+// Put adds a put to the transaction.
+func (tx *Tx) Put(name string, body []byte) error {
+	if len(body) > MaxMessage {
+		return fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage)
+	}
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	tx.put(name, body, "", 0)
+	return nil
+}
+
+func (tx *Tx) put(name string, body []byte, origin string, seq uint64) {
+	tx.puts = append(tx.puts, op{kind: opPut, queue: name, body: body, origin: origin, seq: seq})
+}
+
+// Abort gives back the messages the transaction got (they are delivered
+// again at once) and drops its puts.
+func (tx *Tx) Abort() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	tx.m.mu.Lock()
+	defer tx.m.mu.Unlock()
+	for _, g := range tx.gets {
+		if g.e.state == leased && g.e.lease == g.lease {
+			heap.Remove(&g.q.leases, g.e.leaseIdx)
+			g.e.state = ready
+			heap.Push(&g.q.ready, g.e)
+			g.q.signal()
+		}
+	}
+}
+
+// Commit makes the transaction's gets and puts durable at once. If a
+// message it got was delivered again meanwhile (its lease ended), nothing
+// commits: ErrLeaseLost.
+func (tx *Tx) Commit() error {
+	_, err := tx.commit()
+	return err
+}
+
+// commit checks the transaction, reserves room for its puts and hands it
+// to the log (or applies it at once when it touches transient queues only).
+func (tx *Tx) commit() ([]uint64, error) {
+	if tx.done {
+		return nil, errors.New("queue: transaction already ended")
+	}
+	tx.done = true
+	m := tx.m
+	m.mu.Lock()
+	if m.err != nil {
+		m.mu.Unlock()
+		return nil, m.err
+	}
+	for _, g := range tx.gets {
+		if g.e.state == acking || m.queues[g.q.name] != g.q || g.q.all[g.e.id] != g.e {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: queue %s, message %d was acknowledged already", ErrNoMessage, g.q.name, g.e.id)
+		}
+		if !tx.anyLease && (g.e.state != leased || g.e.lease != g.lease) {
+			m.mu.Unlock()
+			tx.done = false
+			tx.Abort()
+			return nil, fmt.Errorf("%w: queue %s, message %d", ErrLeaseLost, g.q.name, g.e.id)
+		}
+	}
+	// Room for the puts, and duplicates from remote queues.
+	need := map[*queue]int64{}
+	var puts []op
+	for _, p := range tx.puts {
+		q, err := m.q(p.queue)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		if p.origin != "" && p.seq <= m.origins[p.origin] {
+			continue // a duplicate
+		}
+		need[q] += int64(len(p.body))
+		if q.bytes+need[q] > m.cfg.MaxQueueBytes {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: queue %s holds %d bytes, the most is %d", ErrFull, q.name, q.bytes, m.cfg.MaxQueueBytes)
+		}
+		puts = append(puts, p)
+	}
+	c := &commit{done: make(chan error, 1)}
+	ids := make([]uint64, 0, len(puts))
+	for _, p := range puts {
+		q := m.queues[p.queue]
+		q.bytes += int64(len(p.body))
+		p.id = m.nextID
+		m.nextID++
+		ids = append(ids, p.id)
+		if p.origin != "" {
+			m.origins[p.origin] = p.seq
+		}
+		c.ops = append(c.ops, p)
+		c.queues = append(c.queues, q)
+	}
+	for _, g := range tx.gets {
+		g.q.unlease(g.e)
+		g.e.state = acking
+		c.ops = append(c.ops, op{kind: opAck, queue: g.q.name, id: g.e.id})
+		c.queues = append(c.queues, g.q)
+	}
+	durable := false
+	for i := range c.ops {
+		if !c.queues[i].transient {
+			durable = true
+		}
+	}
+	if !durable && (len(tx.puts) == len(puts) || m.seg == nil) {
+		m.apply(c, 0)
+		m.mu.Unlock()
+		return ids, nil
+	}
+	// Persistent, or a duplicate (whose original may still be on its way
+	// to the disk: the empty commit waits for it).
+	m.seg.submit(c)
+	m.mu.Unlock()
+	if err := <-c.done; err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// commit is a batch of ops that reach the log as one record.
+type commit struct {
+	ops    []op
+	queues []*queue // of each op
+	done   chan error
+}
+
+// apply makes a durable commit's effects visible; seg is the segment
+// that holds it. The caller holds mu.
+func (m *Manager) apply(c *commit, seg uint64) {
+	for i, o := range c.ops {
+		q := c.queues[i]
+		switch o.kind {
+		case opPut:
+			e := &entry{id: o.id, body: o.body, state: ready, readyIdx: -1, leaseIdx: -1}
+			if !q.transient {
+				e.seg = seg
+				m.seg.track(e, q)
+			}
+			q.all[o.id] = e
+			heap.Push(&q.ready, e)
+			q.signal()
+			for s := range q.subs {
+				select {
+				case s.ch <- Message{Queue: q.name, ID: o.id, Body: o.body}:
+				default:
+					delete(q.subs, s)
+					close(s.ch)
+				}
+			}
+			if o.origin != "" && m.seg != nil {
+				m.seg.durableOrigin(o.origin, o.seq)
+			}
+		case opAck:
+			e := q.all[o.id]
+			if e == nil {
+				continue
+			}
+			delete(q.all, o.id)
+			q.bytes -= int64(len(e.body))
+			if !q.transient {
+				m.seg.untrack(e)
+			}
+		}
+	}
+}
+
+// WriteMetrics writes the queues' gauges and the log's counters in the
+// Prometheus text format.
+func (m *Manager) WriteMetrics(w io.Writer) {
+	qs := m.Queues()
+	fmt.Fprintln(w, "# HELP cohort_queue_messages Messages a queue holds: ready, or leased to a consumer and not acknowledged yet.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_messages gauge")
+	for _, q := range qs {
+		fmt.Fprintf(w, "cohort_queue_messages{queue=%q,state=\"ready\"} %d\n", q.Name, q.Ready)
+		fmt.Fprintf(w, "cohort_queue_messages{queue=%q,state=\"leased\"} %d\n", q.Name, q.Leased)
+	}
+	fmt.Fprintln(w, "# HELP cohort_queue_bytes Bytes of the messages a queue holds.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_bytes gauge")
+	for _, q := range qs {
+		fmt.Fprintf(w, "cohort_queue_bytes{queue=%q} %d\n", q.Name, q.Bytes)
+	}
+	if m.seg == nil {
+		return
+	}
+	fmt.Fprintln(w, "# HELP cohort_queue_segments Segment files of the queues' log.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_segments gauge")
+	fmt.Fprintf(w, "cohort_queue_segments %d\n", m.seg.nsegs.Load())
+	fmt.Fprintln(w, "# HELP cohort_queue_records_total Records (puts, acknowledgements, transactions) written to the log.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_records_total counter")
+	fmt.Fprintf(w, "cohort_queue_records_total %d\n", m.seg.records.Load())
+	fmt.Fprintln(w, "# HELP cohort_queue_syncs_total fdatasyncs of the log; records/syncs is the group commit's batch.")
+	fmt.Fprintln(w, "# TYPE cohort_queue_syncs_total counter")
+	fmt.Fprintf(w, "cohort_queue_syncs_total %d\n", m.seg.syncs.Load())
+}

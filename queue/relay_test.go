@@ -1,0 +1,202 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// flakyNode is a destination node that can be down, lose its replies
+// after doing the work, and restart (its manager reopened from disk).
+type flakyNode struct {
+	mu       sync.Mutex
+	m        *Manager
+	down     bool
+	loseEach int // lose the reply of every loseEach-th put (0: none)
+	puts     int
+}
+
+func (f *flakyNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	m, down := f.m, f.down
+	f.puts++
+	lose := f.loseEach > 0 && f.puts%f.loseEach == 0
+	f.mu.Unlock()
+	if down {
+		http.Error(w, `{"error":"down"}`, http.StatusServiceUnavailable)
+		return
+	}
+	if !lose {
+		Handler(m).ServeHTTP(w, r)
+		return
+	}
+	Handler(m).ServeHTTP(httptest.NewRecorder(), r) // done, but the reply is lost
+	http.Error(w, `{"error":"reply lost"}`, http.StatusServiceUnavailable)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRelayStoreAndForward relays a source queue on one manager to a
+// destination queue served over HTTP by another, while the destination
+// is down, loses replies, restarts, and the source's power is cut: every
+// message arrives once, in order.
+func TestRelayStoreAndForward(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	destDir := t.TempDir()
+	dm, err := Open(Config{Dir: destDir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := &flakyNode{m: dm, down: true}
+	srv := httptest.NewServer(dest)
+	defer srv.Close()
+	defer func() { dest.m.Close() }()
+
+	fs := newMemFS()
+	srcCfg := func() Config { return Config{Dir: "/src", FS: fs.Mount(), Logger: quiet} }
+	src, err := Open(srcCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		if _, err := src.Put("outbox", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relay := func(m *Manager) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.Relay(ctx, RelayConfig{Source: "outbox", Destination: &Client{Endpoints: []string{srv.URL}},
+				Queue: "inbox", Origin: "a/outbox", Retry: time.Millisecond, MaxRetry: 10 * time.Millisecond, Logger: quiet})
+		}()
+		return func() { cancel(); <-done }
+	}
+	stop := relay(src)
+	time.Sleep(30 * time.Millisecond)
+	if src.Len("outbox") != n || dest.m.Len("inbox") != 0 {
+		t.Fatalf("with the destination down: source %d, destination %d", src.Len("outbox"), dest.m.Len("inbox"))
+	}
+
+	// Back, losing a reply in three.
+	dest.mu.Lock()
+	dest.down, dest.loseEach = false, 3
+	dest.mu.Unlock()
+	waitFor(t, "a first part forwarded", func() bool { return src.Len("outbox") <= 3*n/4 })
+
+	// The destination restarts.
+	dest.mu.Lock()
+	dest.down = true
+	dest.m.Close()
+	if dest.m, err = Open(Config{Dir: destDir, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	dest.down = false
+	dest.mu.Unlock()
+	waitFor(t, "a second part forwarded", func() bool { return src.Len("outbox") <= n/2 })
+
+	// The source's power is cut: acknowledgements in flight are lost, so
+	// messages the destination has are sent again.
+	fs.Crash()
+	stop()
+	src.Close()
+	if src, err = Open(srcCfg()); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	stop = relay(src)
+	defer stop()
+	waitFor(t, "everything forwarded", func() bool { return src.Len("outbox") == 0 })
+
+	dest.mu.Lock()
+	dm = dest.m
+	dest.mu.Unlock()
+	for i := range n {
+		msg, ok, err := dm.Poll("inbox", 0)
+		if !ok || err != nil || string(msg.Body) != fmt.Sprint(i) {
+			t.Fatalf("destination message %d: %q %v %v", i, msg.Body, ok, err)
+		}
+	}
+	if msg, ok, _ := dm.Poll("inbox", 0); ok {
+		t.Fatalf("a duplicate at the destination: %q", msg.Body)
+	}
+}
+
+func TestRelayLocalAndDuplicates(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	if id, err := m.PutFrom("in", []byte("a"), "x/q", 5); err != nil || id == 0 {
+		t.Fatal(id, err)
+	}
+	for _, seq := range []uint64{5, 4} {
+		if id, err := m.PutFrom("in", []byte("again"), "x/q", seq); err != nil || id != 0 {
+			t.Fatalf("seq %d after 5: id %d, %v; want a duplicate", seq, id, err)
+		}
+	}
+	if m.Len("in") != 1 {
+		t.Fatal("a duplicate was stored")
+	}
+	mustPut(t, m, "src", "hello")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- m.Relay(ctx, RelayConfig{Source: "src", Destination: Local{m}, Queue: "dst", Origin: "here/src"})
+	}()
+	msg, err := m.Get(context.Background(), "dst", 0)
+	cancel()
+	if err != nil || string(msg.Body) != "hello" {
+		t.Fatalf("relayed locally: %q %v", msg.Body, err)
+	}
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("relay ended with %v", err)
+	}
+	if err := m.Relay(context.Background(), RelayConfig{Source: "src", Queue: "dst", Origin: "o"}); err == nil {
+		t.Fatal("a relay without a destination ran")
+	}
+}
+
+// Compaction deletes old segments; the next id and what was taken from
+// each origin live on in every segment's start record.
+func TestCompactionKeepsOriginsAndIDs(t *testing.T) {
+	fs := newMemFS()
+	cfg := Config{Dir: "/q", FS: fs, SegmentBytes: 1 << 10}
+	m := open(t, cfg)
+	if _, err := m.PutFrom("in", []byte("a"), "x/q", 10); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := m.Get(context.Background(), "in", 0)
+	m.Ack("in", msg.ID)
+	var last uint64
+	for range 200 {
+		last = mustPut(t, m, "churn", "0123456789012345678901234567890123456789")
+		got, _ := m.Get(context.Background(), "churn", 0)
+		m.Ack("churn", got.ID)
+	}
+	if segs := fs.segments(); len(segs) > 3 || segs[0] == "/q/"+segName(1) {
+		t.Fatalf("segments %v: the first was not deleted", segs)
+	}
+	m.Close()
+	m = open(t, cfg)
+	if id, err := m.PutFrom("in", []byte("a"), "x/q", 10); err != nil || id != 0 {
+		t.Fatalf("a duplicate after compaction and a restart: id %d, %v", id, err)
+	}
+	if id := mustPut(t, m, "churn", "x"); id <= last {
+		t.Fatalf("id %d reused (had %d)", id, last)
+	}
+}
