@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 )
 
 // Costs are the model's two prices, in any one unit (nanoseconds, say).
@@ -155,10 +156,7 @@ func Simulate(n int, c Costs, h Histogram, periods int, rng *rand.Rand) Simulati
 	s := Simulation{Periods: periods}
 	for range periods {
 		u := rng.Float64()
-		r := 0
-		for r < len(cdf)-1 && cdf[r] <= u {
-			r++
-		}
+		r := min(sort.Search(len(cdf), func(i int) bool { return cdf[i] > u }), len(cdf)-1) // the first r with cdf[r] > u
 		created := max(0, r-n)
 		s.Created += created
 		s.Cost += c.C1*float64(created) + c.C2*float64(n)
