@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,6 +168,7 @@ func BenchmarkRPCPoolBursty(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var rs []RPCResult
 			var sizes []int
+			var c1, c2 []float64
 			for range b.N {
 				r, err := RunRPC(ctx, RPCConfig{Sem: rpc.AtLeastOnce, Callers: 32, Calls: 3200, Bursts: time.Millisecond,
 					Work: 100 * time.Microsecond, Pool: pc})
@@ -175,9 +177,17 @@ func BenchmarkRPCPoolBursty(b *testing.B) {
 				}
 				rs = append(rs, r)
 				sizes = append(sizes, r.Pool.Size)
+				c1, c2 = append(c1, r.Pool.C1), append(c2, r.Pool.C2)
 			}
 			report(b, rs)
+			slices.Sort(sizes)
+			slices.Sort(c1)
+			slices.Sort(c2)
 			b.ReportMetric(float64(sizes[len(sizes)/2]), "size")
+			if size < 0 {
+				b.ReportMetric(c1[len(c1)/2], "c1-ns")
+				b.ReportMetric(c2[len(c2)/2], "c2-ns")
+			}
 		})
 	}
 }

@@ -26,7 +26,12 @@ import (
 //   - c₁, the creation cost: the time from go to the new goroutine
 //     running, less the time from handing a task to a resident worker to
 //     it running (what a ready worker saves), both measured on the tasks,
-//     and calibrated when the pool starts;
+//     and calibrated when the pool starts; plus Config.CreateCost, for
+//     workers that build something costly when they start. In Go the
+//     difference is about nothing or below: starting a goroutine (about
+//     1µs) is no dearer than waking a parked one, so a bare pool does not
+//     pay, and with c₁ ≤ 0 the pool sizes itself to 0 — the model's
+//     answer when a ready thread saves nothing;
 //   - c₂, the maintenance cost: a parked goroutine is never scheduled, so
 //     it causes no context switches — the textbook's c₂ is nearly zero in
 //     Go. What an idle worker does cost is its stack, which every garbage
@@ -86,6 +91,9 @@ type Config struct {
 	// IdleCost is added to c₂: the price of one idle worker per second,
 	// in nanoseconds of work it is judged worth. 0 adds nothing.
 	IdleCost float64
+	// CreateCost is added to the measured c₁: what a new worker costs
+	// beyond its goroutine (a buffer, a connection), in nanoseconds.
+	CreateCost float64
 }
 
 // Defaults of Config's zero fields.
@@ -104,8 +112,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("size = %d: want 0 to max", c.Size)
 	case c.Every < 0:
 		return fmt.Errorf("every = %v: must not be negative", c.Every)
-	case !(c.IdleCost >= 0):
+	case !(c.IdleCost >= 0) || c.IdleCost > 1e18:
 		return fmt.Errorf("idle cost = %v: must be a non-negative number", c.IdleCost)
+	case !(c.CreateCost >= 0) || c.CreateCost > 1e18:
+		return fmt.Errorf("create cost = %v: must be a non-negative number", c.CreateCost)
 	}
 	return nil
 }
@@ -129,7 +139,7 @@ func New(cfg Config) (*Pool, error) {
 		hist: make([]float64, cfg.Max+1)}
 	if cfg.Auto {
 		cal := calibrate()
-		p.c1 = cal.c1
+		p.c1 = cal.spawn - cal.hand + cfg.CreateCost
 		p.spawnNs.Store(int64(cal.spawn))
 		p.spawnN.Store(1)
 		p.handNs.Store(int64(cal.hand))
@@ -245,17 +255,21 @@ func (p *Pool) resize() {
 	p.resizes.Add(1)
 	spawn := float64(p.spawnNs.Load()) / float64(max(1, p.spawnN.Load()))
 	hand := float64(p.handNs.Load()) / float64(max(1, p.handN.Load()))
-	p.c1 = max(spawn-hand, 1)
+	p.c1 = spawn - hand + p.cfg.CreateCost
 	gc := gcCycles()
 	perSecond := p.cfg.IdleCost
 	every := float64(p.cfg.Every) / float64(time.Second)
 	scan := scanCost()
 	p.c2 = (scan*float64(gc-p.gcLast) + perSecond*every) / float64(p.arrived)
 	p.gcLast = gc
-	n, err := Optimal(Costs{C1: p.c1, C2: p.c2}, p.hist)
-	if err == nil {
-		p.setSize(n)
+	n := 0 // a ready worker saves nothing
+	if p.c1 > 0 {
+		var err error
+		if n, err = Optimal(Costs{C1: p.c1, C2: p.c2}, p.hist); err != nil {
+			n = p.target
+		}
 	}
+	p.setSize(n)
 	for i := range p.hist {
 		p.hist[i] /= 2
 	}
@@ -269,7 +283,8 @@ type Stats struct {
 	// those that got a new goroutine.
 	Handoffs, Spawned, Resizes int64
 	// C1 and C2 are the last estimates, in nanoseconds (C2 per arrival);
-	// zero for a pool that is not Auto.
+	// zero for a pool that is not Auto. C1 ≤ 0: a ready worker saves
+	// nothing.
 	C1, C2 float64
 }
 
@@ -309,7 +324,7 @@ func (p *Pool) Close() {
 // calibration: the time from go to a new goroutine running, from a
 // channel send to a parked goroutine running, and their difference, c₁;
 // measured once per process (medians of a few hundred).
-type calibration struct{ spawn, hand, c1 float64 }
+type calibration struct{ spawn, hand float64 }
 
 var (
 	calOnce sync.Once
@@ -340,7 +355,6 @@ func calibrate() calibration {
 		slices.Sort(spawn)
 		slices.Sort(hand)
 		cal = calibration{spawn: spawn[reps/2], hand: hand[reps/2]}
-		cal.c1 = max(cal.spawn-cal.hand, 1)
 		scanNs = measureScan()
 	})
 	return cal

@@ -49,12 +49,15 @@ func TestPoolCloseWaits(t *testing.T) {
 	}
 }
 
-// A self-sized pool under bursts of 16 concurrent tasks grows from 0 to
-// about the burst, since goroutines are cheap to keep (c₂ ≪ c₁); with a
-// high configured idle cost it stays small.
+// A self-sized pool under bursts of 16 concurrent tasks: when a new
+// worker is dear (CreateCost) and idle ones cheap, it grows from 0 to
+// about the burst; priced dear to keep (IdleCost), it stays at 0; and a
+// bare pool follows its own measurement — size 0 when a ready goroutine
+// saves nothing (c₁ ≤ 0, as it usually is in Go).
 func TestPoolSizesItself(t *testing.T) {
-	run := func(idle float64) Stats {
-		p, err := New(Config{Auto: true, Every: 2 * time.Millisecond, IdleCost: idle})
+	run := func(cfg Config) Stats {
+		cfg.Auto, cfg.Every = true, 2*time.Millisecond
+		p, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,21 +74,23 @@ func TestPoolSizesItself(t *testing.T) {
 		}
 		return p.Stats()
 	}
-	cheap := run(0)
+	cheap := run(Config{CreateCost: 1e5})
 	if cheap.Resizes == 0 || cheap.Size < 8 || cheap.Size > 17 {
-		t.Fatalf("cheap idle workers: %+v; want a size near the burst of 16", cheap)
+		t.Fatalf("dear to create, cheap to keep: %+v; want a size near the burst of 16", cheap)
 	}
-	if cheap.C1 <= 0 {
-		t.Fatalf("c1 not measured: %+v", cheap)
-	}
-	dear := run(1e12) // an idle worker priced at 1000 s of work per second
+	dear := run(Config{CreateCost: 1e5, IdleCost: 1e12}) // 1000 s of work per second
 	if dear.Size != 0 {
 		t.Fatalf("dear idle workers: %+v; want size 0", dear)
 	}
+	bare := run(Config{})
+	if bare.C1 <= 0 && bare.Size != 0 {
+		t.Fatalf("bare goroutines, c1 = %v ≤ 0: %+v; want size 0", bare.C1, bare)
+	}
+	t.Logf("bare goroutines: c1 = %.0fns, c2 = %.3gns per arrival, size %d", bare.C1, bare.C2, bare.Size)
 }
 
 func TestPoolConfig(t *testing.T) {
-	for _, c := range []Config{{Size: -1}, {Max: -1}, {Max: MaxMax + 1}, {Every: -1}, {IdleCost: -1}} {
+	for _, c := range []Config{{Size: -1}, {Max: -1}, {Max: MaxMax + 1}, {Every: -1}, {IdleCost: -1}, {CreateCost: -1}} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New accepted %+v", c)
 		}
