@@ -278,14 +278,19 @@ func (p *Pool) resize() {
 
 // Stats is what a pool measured.
 type Stats struct {
-	Size, Resident, Active int
+	Size     int `json:"size"`
+	Resident int `json:"resident"`
+	Active   int `json:"active"`
 	// Handoffs and Spawned count the tasks a resident worker ran and
 	// those that got a new goroutine.
-	Handoffs, Spawned, Resizes int64
+	Handoffs int64 `json:"handoffs"`
+	Spawned  int64 `json:"spawned"`
+	Resizes  int64 `json:"resizes"`
 	// C1 and C2 are the last estimates, in nanoseconds (C2 per arrival);
 	// zero for a pool that is not Auto. C1 ≤ 0: a ready worker saves
 	// nothing.
-	C1, C2 float64
+	C1 float64 `json:"c1_ns"`
+	C2 float64 `json:"c2_ns"`
 }
 
 // Stats returns the pool's counters.
