@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,25 @@ func New(n *live.Node, cfg Config) (*Endpoint, error) {
 	}
 	e.server = svc
 	e.unhook = svc.OnOutput(e.onServerOutput)
+	// The client stubs an earlier run of this node kept a log for start
+	// now, not at their first call: a restarted client must deal with the
+	// orphans its crash left (extermination, reincarnation) at once.
+	stored, err := n.Stored()
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("liverpc: %w", err)
+	}
+	for _, name := range stored {
+		id, err := strconv.Atoi(strings.TrimPrefix(name, "rpc/"))
+		if !strings.HasPrefix(name, "rpc/") || err != nil || ServiceName(proc.ID(id)) != name ||
+			id == int(n.Self()) || id >= n.N() {
+			continue
+		}
+		if _, err := e.client(proc.ID(id)); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 

@@ -345,3 +345,32 @@ func TestBadInput(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+// Orphans, live: a client crashes while its call runs at the server.
+// Expiration: the call's lease lapses and the server kills it (the
+// procedure's context is cancelled) without the client coming back.
+// Reincarnation and extermination: the client's restart kills it.
+func TestOrphansAreKilled(t *testing.T) {
+	for _, o := range []rpc.Orphans{rpc.Expiration, rpc.Reincarnation, rpc.Extermination} {
+		t.Run(o.String(), func(t *testing.T) {
+			b := newBlocker()
+			cfg := testConfig()
+			cfg.RPC.Orphans, cfg.RPC.Lease = o, 150*time.Millisecond
+			c := newCluster(t, 2, cfg, b.setup)
+			go Call[int, int](context.Background(), c.eps[1], 0, "block", 9, Options{Sem: rpc.AtMostOnce})
+			wait(t, b.started, "the call to start")
+			c.stop(1) // the client crashes
+			if o != rpc.Expiration {
+				select {
+				case id := <-b.canceled:
+					t.Fatalf("call %d killed before the client came back", id)
+				case <-time.After(300 * time.Millisecond): // two leases
+				}
+				c.start(1, nil)
+			}
+			if id := wait(t, b.canceled, "the orphan to be killed"); id != 9 {
+				t.Fatalf("killed %d", id)
+			}
+		})
+	}
+}
