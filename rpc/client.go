@@ -64,6 +64,11 @@ type call struct {
 	attempts int
 	timer    proc.TimerID
 	renew    proc.TimerID
+	// A host's call (Call.Ref, Proc, Args, Timeout).
+	ref     uint64
+	proc    string
+	args    []byte
+	timeout time.Duration
 }
 
 // Timer tags of the client.
@@ -171,8 +176,12 @@ func (c *Client) announce(env proc.Env) {
 	env.SetTimer(c.cfg.Timeout, resendTimer{})
 }
 
-// Input begins a call.
+// Input begins a call, or abandons one (Cancel).
 func (c *Client) Input(env proc.Env, in proc.Input) {
+	if cn, ok := in.(Cancel); ok {
+		c.cancel(env, cn.Ref)
+		return
+	}
 	cl, ok := in.(Call)
 	if !ok {
 		return
@@ -182,9 +191,9 @@ func (c *Client) Input(env proc.Env, in proc.Input) {
 		sem = c.cfg.Semantics
 	}
 	c.seq++
-	k := &call{seq: c.seq, sem: sem, work: cl.Work}
+	k := &call{seq: c.seq, sem: sem, work: cl.Work, ref: cl.Ref, proc: cl.Proc, args: cl.Args, timeout: cl.Timeout}
 	c.calls[k.seq] = k
-	env.Output(Called{CallID: c.id(env, k.seq), Sem: sem})
+	env.Output(Called{CallID: c.id(env, k.seq), Sem: sem, Ref: k.ref})
 	if c.cfg.Orphans == Extermination {
 		if st := env.Storage(); st != nil {
 			st.Append(fmt.Appendf(nil, "C %d %d", c.epoch, k.seq))
@@ -204,8 +213,27 @@ func (c *Client) id(env proc.Env, seq uint64) CallID {
 // attempt sends the request once more and sets its timer.
 func (c *Client) attempt(env proc.Env, k *call) {
 	k.attempts++
-	env.Send(c.cfg.Server, Request{Epoch: c.epoch, Seq: k.seq, Sem: k.sem, Ack: c.ack, Attempt: k.attempts, Work: k.work})
-	k.timer = env.SetTimer(c.cfg.Timeout+k.work, attemptTimer{k.seq})
+	env.Send(c.cfg.Server, Request{Epoch: c.epoch, Seq: k.seq, Sem: k.sem, Ack: c.ack, Attempt: k.attempts, Work: k.work,
+		Proc: k.proc, Args: k.args})
+	d := c.cfg.Timeout + k.work
+	if k.timeout > 0 {
+		d = k.timeout
+	}
+	k.timer = env.SetTimer(d, attemptTimer{k.seq})
+}
+
+// cancel abandons the call whose reference is ref: it returns
+// ErrCanceled, and the server kills it if it still runs there (a Kill of
+// this epoch's call; the server acknowledges it, and an acknowledgement of
+// a kill the client does not wait for changes nothing).
+func (c *Client) cancel(env proc.Env, ref uint64) {
+	for _, s := range c.inProgress() {
+		if k := c.calls[s]; k.ref == ref {
+			env.Send(c.cfg.Server, Kill{Epoch: c.epoch, Old: c.epoch, Seq: k.seq})
+			c.end(env, k, ErrCanceled, Reply{})
+			return
+		}
+	}
 }
 
 // Receive takes a reply, or the server's confirmation of a kill or of the
@@ -220,7 +248,7 @@ func (c *Client) Receive(env proc.Env, _ proc.ID, m proc.Message) {
 		if m.Err == "" {
 			c.tokens = min(c.cfg.Retry.MaxTokens, c.tokens+c.cfg.Retry.TokenRatio)
 		}
-		c.end(env, k, m.Err)
+		c.end(env, k, m.Err, m)
 	case KillAck:
 		before := len(c.kills)
 		c.kills = slices.DeleteFunc(c.kills, func(k Kill) bool { return k.Old == m.Old && k.Seq == m.Seq })
@@ -244,20 +272,20 @@ func (c *Client) Timeout(env proc.Env, tag any) {
 			return
 		}
 		if k.sem == Maybe {
-			c.end(env, k, ErrTimeout)
+			c.end(env, k, ErrTimeout, Reply{})
 			return
 		}
 		c.tokens = max(0, c.tokens-1)
 		if k.attempts >= c.cfg.Retry.MaxAttempts {
 			if c.claim {
-				c.end(env, k, "")
+				c.end(env, k, "", Reply{})
 				return
 			}
-			c.end(env, k, ErrTimeout)
+			c.end(env, k, ErrTimeout, Reply{})
 			return
 		}
 		if c.cfg.Retry.MaxTokens > 0 && c.tokens <= c.cfg.Retry.MaxTokens/2 {
-			c.end(env, k, ErrThrottled)
+			c.end(env, k, ErrThrottled, Reply{})
 			return
 		}
 		k.timer = env.SetTimer(c.backoff(env, k.attempts), backoffTimer{k.seq})
@@ -291,13 +319,14 @@ func (c *Client) backoff(env proc.Env, n int) time.Duration {
 	return time.Duration(env.Rand().Int64N(int64(b)))
 }
 
-// end returns call k with err ("" for success), and moves the
-// acknowledgement past every call finished in order.
-func (c *Client) end(env proc.Env, k *call, err string) {
+// end returns call k with err ("" for success, with the reply r), and
+// moves the acknowledgement past every call finished in order.
+func (c *Client) end(env proc.Env, k *call, err string, r Reply) {
 	env.CancelTimer(k.timer)
 	env.CancelTimer(k.renew)
 	delete(c.calls, k.seq)
-	env.Output(Returned{CallID: c.id(env, k.seq), Sem: k.sem, OK: err == "", Err: err, Attempts: k.attempts})
+	env.Output(Returned{CallID: c.id(env, k.seq), Sem: k.sem, OK: err == "", Err: err, Attempts: k.attempts,
+		Ref: k.ref, Data: r.Data, Fail: r.Fail})
 	c.ended[k.seq] = true
 	for c.ended[c.ack+1] {
 		delete(c.ended, c.ack+1)

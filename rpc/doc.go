@@ -61,6 +61,15 @@
 // them, and a token bucket per client (retryThrottling: maxTokens,
 // tokenRatio) that stops retrying while most attempts fail.
 //
+// A host that runs real procedures (package liverpc, on the live
+// runtime) sets Config.Host: the server stub then outputs Execute where
+// the simulator's work timer would start, and the host answers with the
+// Finished input carrying the procedure's result, which the duplicate
+// table stores (on stable storage, synced) before the reply leaves. Calls
+// carry the procedure's name and packed arguments, a host's reference,
+// and a per-call attempt timer; Cancel abandons a call (a deadline
+// passed) and kills it at the server if it still runs.
+//
 // Outputs, for the checkers (package check: rpc-maybe, rpc-at-least-once,
 // rpc-at-most-once) and the metrics: the client's "call" when a call
 // begins and "return" when it ends, its "incarnation" when it starts; the

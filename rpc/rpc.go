@@ -125,6 +125,12 @@ type Config struct {
 	// Compact is the size in bytes of its stable-storage log beyond which
 	// a stub rewrites it with only what it still needs. 0 means 64 KiB.
 	Compact int
+	// Host: the host runs the procedures. Instead of letting a timer of
+	// Work stand for the procedure, the server stub outputs Execute and
+	// waits for the host's Finished input, whose result it stores in the
+	// duplicate table (at-most-once, maybe) and sends back. A live host
+	// sets it; the simulator does not.
+	Host bool
 }
 
 // DefaultConfig returns the defaults.
@@ -239,6 +245,9 @@ const (
 	// ErrKilled: the server killed the call (its lease lapsed, or it was
 	// taken for an orphan).
 	ErrKilled = "killed"
+	// ErrCanceled: the caller abandoned the call (Cancel). The procedure
+	// may have run, or not.
+	ErrCanceled = "canceled"
 )
 
 // ---- inputs
@@ -247,12 +256,44 @@ const (
 // semantics Sem (0: the stub's default). Work, the procedure's argument,
 // is how long it runs at the server (0: Config.Work); the attempt's timer
 // is Config.Timeout plus Work.
+//
+// A host that runs real procedures (Config.Host) also names the
+// procedure and its arguments (Proc, Args), a reference of its own to
+// match the call's outputs with its caller (Ref, echoed by Called and
+// Returned), and the attempt's timer (Timeout, 0: Config.Timeout plus
+// Work).
 type Call struct {
-	Sem  Semantics     `json:"sem,omitempty"`
-	Work time.Duration `json:"work,omitempty"`
+	Sem     Semantics     `json:"sem,omitempty"`
+	Work    time.Duration `json:"work,omitempty"`
+	Ref     uint64        `json:"ref,omitempty"`
+	Proc    string        `json:"proc,omitempty"`
+	Args    []byte        `json:"args,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 func (Call) Kind() string { return "call" }
+
+// Cancel is the input that abandons call Ref (its caller's deadline
+// passed, or it gave up): the call returns ErrCanceled at once, and the
+// server is asked to kill it if it still runs (a Kill of the current
+// epoch), as gRPC cancels a stream. It may have run, or not.
+type Cancel struct {
+	Ref uint64 `json:"ref"`
+}
+
+func (Cancel) Kind() string { return "cancel" }
+
+// Finished is the input by which a host that runs the procedures
+// (Config.Host) tells the server stub that execution Exec (Execute.Exec)
+// returned Data, or failed with Fail (the procedure's own error, which
+// the caller gets as a result, not as a failure of the call).
+type Finished struct {
+	Exec uint64 `json:"exec"`
+	Data []byte `json:"data,omitempty"`
+	Fail string `json:"fail,omitempty"`
+}
+
+func (Finished) Kind() string { return "finished" }
 
 // ---- messages
 
@@ -268,6 +309,10 @@ type Request struct {
 	// Work is the procedure's argument: how long it runs (0: the
 	// server's Config.Work).
 	Work time.Duration `json:"work,omitempty"`
+	// Proc and Args: the procedure and its packed arguments, for a
+	// server whose host runs them (Config.Host).
+	Proc string `json:"proc,omitempty"`
+	Args []byte `json:"args,omitempty"`
 }
 
 func (Request) Kind() string { return "request" }
@@ -275,12 +320,16 @@ func (m Request) String() string {
 	return fmt.Sprintf("req(e%d#%d,%s,try%d)", m.Epoch, m.Seq, m.Sem.short(), m.Attempt)
 }
 
-// Reply answers a request: the procedure's Result, or Err.
+// Reply answers a request: the procedure's Result, or Err. From a server
+// whose host runs the procedures, Data is what it returned, or Fail its
+// error.
 type Reply struct {
 	Epoch  uint64 `json:"epoch"`
 	Seq    uint64 `json:"seq"`
 	Err    string `json:"err,omitempty"`
 	Result uint64 `json:"result"`
+	Data   []byte `json:"data,omitempty"`
+	Fail   string `json:"fail,omitempty"`
 }
 
 func (Reply) Kind() string { return "reply" }
@@ -344,23 +393,28 @@ var Messages = []proc.Message{Request{}, Reply{}, Renew{}, Kill{}, KillAck{}, Ne
 
 // ---- outputs
 
-// Called is output when a client begins a call.
+// Called is output when a client begins a call; Ref is the Call's.
 type Called struct {
 	CallID
 	Sem Semantics `json:"sem"`
+	Ref uint64    `json:"ref,omitempty"`
 }
 
 func (Called) Kind() string     { return "call" }
 func (o Called) String() string { return "call " + o.CallID.String() + " " + o.Sem.String() }
 
 // Returned is output when a call ends at the client: OK with the
-// procedure's result, or with Err.
+// procedure's result (Data, or its error Fail, from a host that runs the
+// procedures), or with Err. Ref is the Call's.
 type Returned struct {
 	CallID
 	Sem      Semantics `json:"sem"`
 	OK       bool      `json:"ok"`
 	Err      string    `json:"err,omitempty"`
 	Attempts int       `json:"attempts"`
+	Ref      uint64    `json:"ref,omitempty"`
+	Data     []byte    `json:"data,omitempty"`
+	Fail     string    `json:"fail,omitempty"`
 }
 
 func (Returned) Kind() string { return "return" }
@@ -388,6 +442,23 @@ type Executed struct {
 func (Executed) Kind() string     { return "exec" }
 func (o Executed) String() string { return "exec " + o.CallID.String() }
 
+// Execute is output, after Executed, by a server whose host runs the
+// procedures (Config.Host): run procedure Proc on Args, and answer with
+// the input Finished{Exec}. Exec numbers the executions of this
+// incarnation of the server: a call that at-least-once runs twice is two
+// executions.
+type Execute struct {
+	CallID
+	Exec uint64 `json:"exec"`
+	Proc string `json:"proc"`
+	Args []byte `json:"args,omitempty"`
+}
+
+func (Execute) Kind() string { return "execute" }
+func (o Execute) String() string {
+	return fmt.Sprintf("execute %s x%d %s", o.CallID, o.Exec, o.Proc)
+}
+
 // Done is output when the procedure finishes.
 type Done struct {
 	CallID
@@ -398,9 +469,13 @@ func (o Done) String() string { return "done " + o.CallID.String() }
 
 // Killed is output when the server kills a running call: Why is
 // "orphan" (extermination, reincarnation) or "lease".
+//
+// Exec is the execution's number, for a host that runs the procedures
+// (Execute.Exec): it stops that one.
 type Killed struct {
 	CallID
-	Why string `json:"why"`
+	Why  string `json:"why"`
+	Exec uint64 `json:"exec,omitempty"`
 }
 
 func (Killed) Kind() string     { return "killed" }

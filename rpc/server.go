@@ -1,9 +1,9 @@
 package rpc
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -34,6 +34,13 @@ import (
 // client, only the calls above the client's acknowledgement, and only of
 // its latest epoch; the log is rewritten with just the table when it
 // grows past Config.Compact.
+//
+// A host that runs the procedures itself (Config.Host) gets an Execute
+// output where the simulator's host would let the work timer run, and
+// answers with a Finished input; the stored reply then carries the
+// procedure's result (its bytes are in the log's "F" record), so a
+// retransmission after a restart gets the very result the first run
+// returned.
 //
 // Cost: a table entry per call in progress or unacknowledged; two synced
 // log writes per at-most-once or maybe call.
@@ -159,6 +166,14 @@ func (s *Server) Start(env proc.Env) {
 		case 'F':
 			if en := p.table[n]; en != nil {
 				en.state, en.reply = finished, Reply{Epoch: e, Seq: n, Result: n}
+				if f := bytes.SplitN(rec, []byte(" "), 5); len(f) == 5 && len(f[4]) > 0 {
+					switch body := f[4][1:]; f[4][0] {
+					case 'd':
+						en.reply.Data = bytes.Clone(body)
+					case 'f':
+						en.reply.Fail = string(body)
+					}
+				}
 			}
 		case 'K':
 			if en := p.table[n]; en != nil {
@@ -192,8 +207,15 @@ func (s *Server) clients() []proc.ID {
 	return cs
 }
 
-// Input: the server takes none.
-func (s *Server) Input(proc.Env, proc.Input) {}
+// Input: a host that runs the procedures reports one finished
+// (Finished); the server takes no other input.
+func (s *Server) Input(env proc.Env, in proc.Input) {
+	if f, ok := in.(Finished); ok && s.cfg.Host {
+		if x := s.find(f.Exec); x != nil {
+			s.finish(env, x, f.Data, f.Fail)
+		}
+	}
+}
 
 // Receive handles a request, a kill, an epoch or a renewal.
 func (s *Server) Receive(env proc.Env, from proc.ID, m proc.Message) {
@@ -245,7 +267,7 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 	}
 	id := CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}
 	if m.Sem == AtLeastOnce || s.noFilter {
-		s.run(env, id, m.Sem, m.Work, false)
+		s.run(env, id, m, false)
 		return
 	}
 	st := s.storage(env)
@@ -271,18 +293,24 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 		st.Append(fmt.Appendf(nil, "B %d %d %d", from, m.Epoch, m.Seq))
 		st.Sync()
 	}
-	s.run(env, id, m.Sem, m.Work, true)
+	s.run(env, id, m, true)
 }
 
-// run begins the procedure for call id.
-func (s *Server) run(env proc.Env, id CallID, sem Semantics, work time.Duration, inTable bool) {
+// run begins the procedure for call id, requested by m: a timer of
+// m.Work stands for it, or the host runs it (Config.Host).
+func (s *Server) run(env proc.Env, id CallID, m Request, inTable bool) {
 	s.nexec++
-	x := &execution{n: s.nexec, call: id, sem: sem, tracked: inTable}
-	env.Output(Executed{CallID: id, Sem: sem})
-	if work <= 0 {
-		work = s.cfg.Work
+	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable}
+	env.Output(Executed{CallID: id, Sem: m.Sem})
+	if s.cfg.Host {
+		env.Output(Execute{CallID: id, Exec: x.n, Proc: m.Proc, Args: m.Args})
+	} else {
+		work := m.Work
+		if work <= 0 {
+			work = s.cfg.Work
+		}
+		x.work = env.SetTimer(work, workTimer{x.n})
 	}
-	x.work = env.SetTimer(work, workTimer{x.n})
 	if s.cfg.Orphans == Expiration {
 		x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
 	}
@@ -294,7 +322,7 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 	switch t := tag.(type) {
 	case workTimer:
 		if x := s.find(t.N); x != nil {
-			s.finish(env, x)
+			s.finish(env, x, nil, "")
 		}
 	case leaseTimer:
 		if x := s.find(t.N); x != nil {
@@ -315,13 +343,13 @@ func (s *Server) remove(x *execution) {
 	s.running = slices.DeleteFunc(s.running, func(y *execution) bool { return y == x })
 }
 
-// finish ends the procedure: store the reply (at-most-once, maybe), then
-// send it.
-func (s *Server) finish(env proc.Env, x *execution) {
+// finish ends the procedure, which returned data or failed with fail:
+// store the reply (at-most-once, maybe), then send it.
+func (s *Server) finish(env proc.Env, x *execution, data []byte, fail string) {
 	s.remove(x)
 	env.CancelTimer(x.lease)
 	env.Output(Done{CallID: x.call})
-	reply := Reply{Epoch: x.call.Epoch, Seq: x.call.Seq, Result: x.call.Seq}
+	reply := Reply{Epoch: x.call.Epoch, Seq: x.call.Seq, Result: x.call.Seq, Data: data, Fail: fail}
 	if x.tracked {
 		p := s.peer(x.call.Client)
 		en := p.table[x.call.Seq]
@@ -330,7 +358,7 @@ func (s *Server) finish(env proc.Env, x *execution) {
 		}
 		en.state, en.reply = finished, reply
 		if st := s.storage(env); st != nil {
-			st.Append(fmt.Appendf(nil, "F %d %d %d", x.call.Client, x.call.Epoch, x.call.Seq))
+			st.Append(finishedRecord(x.call.Client, x.call.Epoch, x.call.Seq, reply))
 			st.Sync()
 			s.compact(st)
 		}
@@ -343,7 +371,11 @@ func (s *Server) kill(env proc.Env, x *execution, why string) {
 	s.remove(x)
 	env.CancelTimer(x.work)
 	env.CancelTimer(x.lease)
-	env.Output(Killed{CallID: x.call, Why: why})
+	k := Killed{CallID: x.call, Why: why}
+	if s.cfg.Host {
+		k.Exec = x.n
+	}
+	env.Output(k)
 	p := s.peer(x.call.Client)
 	if en := p.table[x.call.Seq]; x.tracked && en != nil && p.epoch == x.call.Epoch {
 		en.state = killed
@@ -371,7 +403,7 @@ func (s *Server) compact(st proc.Storage) {
 			recs = append(recs, fmt.Appendf(nil, "B %d %d %d", c, p.epoch, seq))
 			switch p.table[seq].state {
 			case finished:
-				recs = append(recs, fmt.Appendf(nil, "F %d %d %d", c, p.epoch, seq))
+				recs = append(recs, finishedRecord(c, p.epoch, seq, p.table[seq].reply))
 			case killed:
 				recs = append(recs, fmt.Appendf(nil, "K %d %d %d", c, p.epoch, seq))
 			}
@@ -379,6 +411,20 @@ func (s *Server) compact(st proc.Storage) {
 	}
 	st.Replace(recs)
 	st.Sync()
+}
+
+// finishedRecord is the log record of a finished call: "F c e s", then,
+// if the host ran the procedure, a space and 'd' and the bytes it
+// returned, or 'f' and its error.
+func finishedRecord(c proc.ID, e, seq uint64, r Reply) []byte {
+	rec := fmt.Appendf(nil, "F %d %d %d", c, e, seq)
+	switch {
+	case r.Fail != "":
+		rec = append(append(rec, " f"...), r.Fail...)
+	case len(r.Data) > 0:
+		rec = append(append(rec, " d"...), r.Data...)
+	}
+	return rec
 }
 
 // TableSize is the number of calls the duplicate table holds (for tests

@@ -14,7 +14,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Cohort's performance",
 	}
-	cmd.AddCommand(newBenchSimCmd(), newBenchLockCmd(), newBenchElectCmd(), newBenchMulticastCmd(), newBenchNemesisCmd(), newBenchRestartCmd(), newBenchGossipCmd())
+	cmd.AddCommand(newBenchSimCmd(), newBenchLockCmd(), newBenchElectCmd(), newBenchMulticastCmd(), newBenchNemesisCmd(), newBenchRestartCmd(), newBenchGossipCmd(), newBenchRPCCmd())
 	return cmd
 }
 

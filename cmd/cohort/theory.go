@@ -18,7 +18,7 @@ func newTheoryCmd() *cobra.Command {
 		Use:   "theory",
 		Short: "Evaluate the textbooks' formulas (and estimate them by simulation)",
 	}
-	cmd.AddCommand(newTheoryDecentralizedCmd())
+	cmd.AddCommand(newTheoryDecentralizedCmd(), newTheoryPoolCmd())
 	return cmd
 }
 

@@ -13,7 +13,7 @@ func TestGroupCommandsRejectMissingAndUnknownSubcommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"theory", "nope"}, `cohort theory: unknown subcommand "nope" (want mutex-decentralized)`},
+		{[]string{"theory", "nope"}, `cohort theory: unknown subcommand "nope" (want mutex-decentralized, pool)`},
 		{[]string{"trace", "nope"}, `cohort trace: unknown subcommand "nope" (want check, definitely, lattice, merge, possibly, render)`},
 		{[]string{"bench", "nope"}, `cohort bench: unknown subcommand "nope"`},
 		{[]string{"bench", "simm"}, `did you mean "sim"?`},
