@@ -59,3 +59,32 @@ func TestAggregateOverALiveCluster(t *testing.T) {
 		t.Errorf("SetReading(+Inf) = %v, want ErrBadReading", err)
 	}
 }
+
+// TestWatchOverHTTP: a watch stream over HTTP carries the map's changes
+// and the membership's as they happen.
+func TestWatchOverHTTP(t *testing.T) {
+	c := newCluster(t, 2)
+	c.eventually("both alive", holds(map[int]string{0: "alive", 1: "alive"}))
+	srv := httptest.NewServer(c.servers[0].Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan members.Event, 16)
+	go (&members.Client{Endpoints: []string{srv.URL}}).Watch(ctx, func(e members.Event) { got <- e })
+	for {
+		// The stream may open after a first put: put until one is seen.
+		if _, err := c.servers[1].Put("color", "blue"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-got:
+			if e.Type != "put" || e.Key != "color" || e.Value != "blue" {
+				t.Fatalf("first event %+v, want put color=blue", e)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no event on the watch stream")
+		}
+	}
+}

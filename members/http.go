@@ -95,11 +95,6 @@ func status(err error) int {
 const watchBacklog = 1024
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	events := make(chan Event, watchBacklog)
@@ -115,33 +110,23 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	})
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	bw := bufio.NewWriter(w)
+	ev, ok := httpapi.StartEvents(w)
+	if !ok {
+		return
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.svc.Done():
-			bw.WriteString("event: error\ndata: \"the service stopped\"\n\n")
-			bw.Flush()
+			ev.End("the service stopped")
 			return
 		case <-behind:
-			bw.WriteString("event: error\ndata: \"this reader fell behind: reconnect\"\n\n")
-			bw.Flush()
+			ev.End("this reader fell behind: reconnect")
 			return
 		case e := <-events:
-			b, _ := json.Marshal(e)
-			bw.WriteString("data: ")
-			bw.Write(b)
-			bw.WriteString("\n\n")
-			if len(events) == 0 {
-				if bw.Flush() != nil {
-					return
-				}
-				flusher.Flush()
+			if ev.Send(e, len(events) > 0) != nil {
+				return
 			}
 		}
 	}

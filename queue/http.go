@@ -271,41 +271,27 @@ func events(m *Manager, w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		httpapi.Fail(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
 	ch, cancel, err := m.Subscribe(name, eventsBacklog)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	defer cancel()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	bw := bufio.NewWriter(w)
+	ev, ok := httpapi.StartEvents(w)
+	if !ok {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case msg, ok := <-ch:
 			if !ok {
-				bw.WriteString("event: error\ndata: \"the stream ended: the reader fell behind or the node stops; reconnect\"\n\n")
-				bw.Flush()
+				ev.End("the stream ended: the reader fell behind or the node stops; reconnect")
 				return
 			}
-			b, _ := json.Marshal(msg)
-			bw.WriteString("data: ")
-			bw.Write(b)
-			bw.WriteString("\n\n")
-			if len(ch) == 0 {
-				if bw.Flush() != nil {
-					return
-				}
-				flusher.Flush()
+			if ev.Send(msg, len(ch) > 0) != nil {
+				return
 			}
 		}
 	}

@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+)
+
+// Events is a response of server-sent events, one JSON object per event
+// ("data: {...}"), and an "error" event that says why a stream ends.
+type Events struct {
+	bw *bufio.Writer
+	f  http.Flusher
+}
+
+// StartEvents answers with an event stream; if w cannot stream, it fails
+// the request (500) and returns false.
+func StartEvents(w http.ResponseWriter) (*Events, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		Fail(w, http.StatusInternalServerError, "streaming unsupported")
+		return nil, false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &Events{bw: bufio.NewWriter(w), f: f}, true
+}
+
+// Send writes v as one event, and sends what is buffered unless more
+// says another event follows at once. An error means the reader is gone.
+func (e *Events) Send(v any, more bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.bw.WriteString("data: ")
+	e.bw.Write(b)
+	e.bw.WriteString("\n\n")
+	if more {
+		return nil
+	}
+	if err := e.bw.Flush(); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+// End writes an error event saying why the stream ends.
+func (e *Events) End(why string) {
+	b, _ := json.Marshal(why)
+	e.bw.WriteString("event: error\ndata: ")
+	e.bw.Write(b)
+	e.bw.WriteString("\n\n")
+	if e.bw.Flush() == nil {
+		e.f.Flush()
+	}
+}
