@@ -25,7 +25,7 @@ func TestReadmeExamplesRun(t *testing.T) {
 			why: "the scale run takes 10 s and 1.3 GB; the same code path at 20,000 processes"},
 		"cohort bench multicast": {args: []string{"bench", "multicast", "--duration", "200ms", "--window", "1"},
 			why: "3 s per configuration by default"},
-		"cohort compare gossip --nodes 1000":          {test: "TestCompareGossip", why: "a minute of simulated gossip (ten under the race detector); the test runs it at 200 nodes"},
+		"cohort compare gossip --nodes 1000":          {test: "TestCompareGossip", why: "a minute of simulated gossip (ten under the race detector); the test runs it at 100 nodes"},
 		"cohort compare rpc --nodes 4 --plot rpc.svg": {test: "TestCompareRPC", why: "35 runs of 1,000 calls (half a minute under the race detector); the test runs the same comparison with 3 nodes"},
 		"cohort bench elect":                          {test: "TestBenchElect", why: "kills real processes, several runs; the test runs it with 3 nodes and 2 runs"},
 		"cohort bench nemesis --duration 30s":         {test: "TestBenchNemesis", why: "kills and pauses real processes for 30 s; the test runs it for 8 s"},
