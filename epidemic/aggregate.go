@@ -37,8 +37,9 @@ import (
 //
 // Assumptions: those of push-sum — a share lost by the network or with a
 // crashed member takes its mass with it. The average, a ratio of two
-// masses that lose alike, stays close; a sum or a count is low by what
-// was lost. Members that join the cluster during a query, or whose rounds
+// masses spread alike, stays close; a sum or a count, whose one unit of
+// weight starts at the origin, comes out wrong — mostly high, when a
+// share lost early takes much of the weight. Members that join the cluster during a query, or whose rounds
 // ended before a late share arrived, miss part of it.
 //
 // Cost: one message of two numbers per member, query and round.

@@ -77,24 +77,27 @@ func TestAggregatesOverTheMembers(t *testing.T) {
 }
 
 // TestAggregateLosesMassWithLostShares: push-sum has no defence against
-// loss (Kempe et al.'s basic protocol): with 10% of the shares lost the
-// count comes out low, while the average, a ratio of two masses that
-// lose alike, stays within 10%.
+// loss (Kempe et al.'s basic protocol): with 10% of the shares lost, a
+// lost share takes its sum and its weight with it, and the count — one
+// unit of weight, which starts at the origin alone — comes out wrong by
+// more than 1% in some run, high or low; the average, a ratio of two
+// masses spread alike over every member, stays within 10%.
 func TestAggregateLosesMassWithLostShares(t *testing.T) {
-	low := 0
-	seeds := simtest.Seeds(10, 3)
+	wrong := 0
+	seeds := simtest.Seeds(10, 4)
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 24
 		got := aggregateRun(t, n, seed, sim.Network{Latency: sim.Constant(time.Millisecond), Loss: 0.1}, nil)
-		if e := got["count"]; e.None || e.Value < float64(n)*0.99 {
-			low++
+		t.Logf("seed %d: count %+v", seed, got["count"])
+		if e := got["count"]; e.None || math.Abs(e.Value-float64(n)) > 0.01*float64(n) {
+			wrong++
 		}
 		if e := got["average"]; e.None || math.Abs(e.Value-float64(n-1)/2) > 0.1*float64(n-1)/2 {
 			t.Errorf("seed %d: average %+v, want %g ± 10%%", seed, e, float64(n-1)/2)
 		}
 	}
-	if low == 0 {
-		t.Errorf("%d runs with 10%% loss: the count never came out low; is mass really lost?", seeds)
+	if wrong == 0 {
+		t.Errorf("%d runs with 10%% loss: the count was never off by 1%%; is mass really lost?", seeds)
 	}
 }
 

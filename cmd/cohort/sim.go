@@ -123,7 +123,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		return err
 	}
 	syncK, syncDegree, err := synchronizerSettings(cmd, family, f.algo, topology) // simsynchronizer.go
-	rpcLoad, rpcLarge, err := rpcSettings(cmd, family)                            // simrpc.go
+	if err != nil {
+		return err
+	}
+	rpcLoad, rpcLarge, err := rpcSettings(cmd, family) // simrpc.go
 	if err != nil {
 		return err
 	}
