@@ -104,9 +104,12 @@ func Render(p *Page) ([]byte, error) {
 		d.Shades = append(d.Shades, shade{Kind: s.Kind, Nodes: s.Nodes, From: s.From, To: s.To, Label: s.Label})
 	}
 	if d.Title == "" {
-		h := p.Trace.Header
-		d.Title = strings.Trim(h.Algo+" ("+h.Family+")", " ()")
-		if d.Title == "" {
+		switch h := p.Trace.Header; {
+		case h.Algo != "" && h.Family != "":
+			d.Title = h.Algo + " (" + h.Family + ")"
+		case h.Algo+h.Family != "":
+			d.Title = h.Algo + h.Family
+		default:
 			d.Title = "trace"
 		}
 	}

@@ -21,6 +21,7 @@
   "use strict";
   const started = performance.now();
   const DATA = JSON.parse(document.getElementById("cohort-data").textContent);
+  const phases = { parse: performance.now() - started }; // how long opening took, by phase (ms)
   const E = DATA.events;
   const N = E.length;
 
@@ -95,6 +96,7 @@
     if (m.recvs.length + m.drops.length === 0) { arS.push(m.send); arR.push(-1); arKind.push(2); }
   });
   const nArrows = arS.length;
+  phases.messages = performance.now() - started;
 
   // Lamport positions: a process event at its timestamp; a loss or a
   // duplication just after its send.
@@ -118,6 +120,7 @@
     return lo === 0 ? 0 : lamPrefix[lo - 1] + 0.5;
   }
   const byLam = Int32Array.from({ length: N }, (_, i) => i).sort((a, b) => evLam[a] - evLam[b] || a - b);
+  phases.sorted = performance.now() - started;
 
   // Program order: each process event's neighbours on its own lane.
   const prevOn = new Int32Array(N).fill(-1), nextOn = new Int32Array(N).fill(-1);
@@ -327,7 +330,7 @@
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
-      layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs,
+      layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
   }
 
@@ -695,7 +698,7 @@
       const i = o[j];
       if (!eventShown(i)) continue;
       const dx = X(wx(i)) - mx, dy = laneY(evNode[i]) - my, d = dx * dx + dy * dy;
-      if (d <= bd) { bd = d; best = i; }
+      if (d < bd || d === bd && (i === S.cur || best < 0)) { bd = d; best = i; }
     }
     return best;
   }
@@ -857,10 +860,12 @@
   // -------------------------------------------------------------- startup
 
   buildLists();
+  phases.lists = performance.now() - started;
   resize();
   fit();
   draw();
   stats.openMs = performance.now() - started;
+  stats.phases = phases;
 
   // The test hook: what is drawn, and the actions of the keys and clicks.
   window.cohortViewer = {
