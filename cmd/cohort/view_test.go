@@ -150,11 +150,11 @@ func browser(t *testing.T) context.Context {
 // viewerStats is window.cohortViewer.stats().
 type viewerStats struct {
 	Lanes, Processes, Events, EventsDrawn, Arrows, ArrowsInView, ArrowsTotal int
-	LOD                                                                     bool
+	LOD                                                                      bool
 	Highlighted, Marked, Cur, Violations                                     int
-	Layout                                                                  string
-	DrawMs, OpenMs                                                          float64
-	Phases                                                                  map[string]float64
+	Layout                                                                   string
+	DrawMs, OpenMs                                                           float64
+	Phases                                                                   map[string]float64
 }
 
 func stats(t *testing.T, ctx context.Context) viewerStats {
@@ -289,7 +289,7 @@ func checkViewer(t *testing.T, ctx context.Context, url string, tr *trace.Trace,
 	if p := text(t, ctx, "#event"); !strings.Contains(p, fmt.Sprintf("%d events in its causal past, ● %d in its future", past, future)) {
 		t.Errorf("panel after clicking #%d: %q", recv, p)
 	}
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,6 +394,16 @@ func TestViewerInBrowserFromFile(t *testing.T) {
 		t.Fatalf("view --html: exit %d: %s", code, errs)
 	}
 	checkViewer(t, ctx, "file://"+page, tr, r, artefact(t, "viewer-file.png"))
+
+	// A link names what to show: a violation, an event, the layout.
+	do(t, ctx, chromedp.Navigate("file://"+page+"#layout=lamport&check=ME3"), chromedp.WaitVisible(chromedp.ID("canvas")))
+	if s := stats(t, ctx); s.Layout != "lamport" || s.Highlighted != s.Marked || s.Marked == 0 {
+		t.Errorf("#layout=lamport&check=ME3: %+v; want the Lamport layout and ME3's events highlighted", s)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page+"#event=5"), chromedp.WaitVisible(chromedp.ID("canvas")))
+	if s := stats(t, ctx); s.Cur != 5 || s.Highlighted < 2 {
+		t.Errorf("#event=5: %+v; want event 5 current, with its causal past and future", s)
+	}
 }
 
 func TestViewerInBrowserServed(t *testing.T) {

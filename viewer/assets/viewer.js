@@ -401,7 +401,7 @@
     if (kind === 1) color = dropColor(E[r].reason);
     if (kind === 2) color = C.pending;
     if (marked) color = C.mark; else if (soft) color = C.soft;
-    ctx.globalAlpha = faded && !lit ? 0.15 : 1;
+    ctx.globalAlpha = faded && !lit ? fadeAlpha() : 1;
     ctx.strokeStyle = color; ctx.fillStyle = color;
     ctx.lineWidth = marked || soft || lit ? 2 : 1.3;
     ctx.setLineDash(kind === 0 ? [] : kind === 1 ? [5, 3] : [2, 3]);
@@ -430,7 +430,7 @@
 
   function drawEvent(i, faded) {
     const x = X(wx(i)), y = laneY(evNode[i]), k = evKind[i];
-    ctx.globalAlpha = faded && !S.hl[i] ? 0.2 : 1;
+    ctx.globalAlpha = faded && !S.hl[i] ? fadeAlpha() : 1;
     switch (k) {
       case K.output: dot(x, y, 4.2, C.output); break;
       case K.input:
@@ -451,6 +451,11 @@
     ctx.globalAlpha = 1;
     if (S.hl && (S.hl[i] === 1 || S.hl[i] === 2)) ring(i, S.hl[i] === 1 ? C.past : C.future, 6, 2);
   }
+
+  // How much of the rest is drawn while something is highlighted: a
+  // causal past and future stand out more than a counterexample, which is
+  // read against its surroundings.
+  const fadeAlpha = () => S.viol >= 0 ? 0.4 : 0.15;
 
   function dot(x, y, r, color) { ctx.fillStyle = color; ctx.beginPath(); ctx.arc(x, y, r, 0, 2 * Math.PI); ctx.fill(); }
   function ring(i, color, r, w) {
@@ -514,7 +519,7 @@
       const text = clip(E[s].label || E[s].type || "", 28);
       const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
       if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
-      ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? 0.25 : 1;
+      ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
       ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
     }
@@ -523,7 +528,7 @@
       if (!text) continue;
       const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
       if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
-      ctx.globalAlpha = S.hl && !S.hl[i] ? 0.25 : 1;
+      ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
       ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
     }
@@ -864,6 +869,16 @@
   resize();
   fit();
   draw();
+  // A link can say what to show: #layout=lamport, #check=ME3 (that
+  // violation), #event=185 (that event and its causal past and future).
+  function follow(hash) {
+    const q = new URLSearchParams(hash.replace(/^#/, ""));
+    if (q.get("layout")) setLayout(q.get("layout"));
+    if (q.has("check")) selectViolation(checks.findIndex((c) => c.name === q.get("check")));
+    if (q.has("event")) select(+q.get("event"));
+  }
+  follow(location.hash);
+  window.addEventListener("hashchange", () => follow(location.hash));
   stats.openMs = performance.now() - started;
   stats.phases = phases;
 
