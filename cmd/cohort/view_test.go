@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,7 +154,7 @@ func browser(t *testing.T) context.Context {
 type viewerStats struct {
 	Lanes, Processes, Events, EventsDrawn, Arrows, ArrowsInView, ArrowsTotal int
 	LOD                                                                      bool
-	Highlighted, Marked, Cur, Violations                                     int
+	Highlighted, Marked, Cur, Violations, Shaded                             int
 	Layout                                                                   string
 	DrawMs, OpenMs                                                           float64
 	Phases                                                                   map[string]float64
@@ -443,6 +444,79 @@ func TestViewerInBrowserServed(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("cohort view did not stop")
+	}
+}
+
+// Crashes (from the trace) and pauses and partitions (from the report)
+// are shaded.
+func TestViewerShadesFaults(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, reportPath := filepath.Join(dir, "f.jsonl"), filepath.Join(dir, "f.json")
+	code, out, errs := cli(t, "sim", "mutex", "--algo", "ricart-agrawala", "--nodes", "4", "--seed", "2", "--trace", tracePath, "--json",
+		"--fault", "pause 2 from 5ms to 9ms", "--fault", "partition {0,1} | {2,3} from 20ms to 24ms", "--fault", "crash 3 at 30ms")
+	if code > 1 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	os.WriteFile(reportPath, []byte(out), 0o644)
+	page := filepath.Join(dir, "f.html")
+	if code, _, errs := cli(t, "view", tracePath, "--report", reportPath, "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	// A pause on one lane, a partition over all, p3 down from its crash.
+	if s := stats(t, ctx); s.Shaded != 3 {
+		t.Errorf("%d fault periods shaded, want 3 (a pause, a partition, a crash)", s.Shaded)
+	}
+	if s := eval[viewerStats](t, ctx, `window.cohortViewer.filterProcess(2, false), window.cohortViewer.stats()`); s.Shaded != 2 {
+		t.Errorf("with p2 hidden, %d fault periods shaded, want 2 (its pause is hidden)", s.Shaded)
+	}
+}
+
+// cohort sim --view serves the run just simulated.
+func TestSimView(t *testing.T) {
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(stop) }
+	defer func() {
+		viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+	}()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(append(slices.Clone(viewRunArgs), "--view"), pw, io.Discard)
+		pw.Close()
+	}()
+	rd := bufio.NewReader(pr)
+	var url string
+	for url == "" {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no URL printed: %v", err)
+		}
+		if rest, ok := strings.CutPrefix(line, "viewer: "); ok {
+			url = strings.Fields(rest)[0]
+		}
+	}
+	go io.Copy(io.Discard, rd)
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `"name":"ME3","ok":false,"status":"violated","promised":false`) ||
+		!strings.Contains(string(body), "mutex/ricart-agrawala-jr — 4 nodes, seed 11") {
+		t.Errorf("the served page does not show the run (%d bytes)", len(body))
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("cohort sim --view exited %d after Ctrl-C, want 0 (ME3 is not promised)", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("cohort sim --view did not stop")
 	}
 }
 

@@ -262,7 +262,7 @@
       ctx.strokeStyle = "#c9ced4"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
     });
-    drawShades(lh, wa, wb);
+    const shaded = drawShades(lh);
     const ticks = drawGrid(wa, wb);
 
     // Which arrows and events are in view.
@@ -328,16 +328,21 @@
     stats = {
       lanes: lanes.length, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
-      lod: lodArrows || lodEvents, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
+      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
       layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
   }
 
-  function drawShades(lh, wa, wb) {
+  // Shades the periods a process was down (from the trace), and the
+  // partitions and pauses of the run (DATA.shades); returns how many bands
+  // it drew.
+  function drawShades(lh) {
     const xt = (t) => X(S.layout === "time" ? t : lamportAt(t));
+    let n = 0;
     const band = (p, x0, x1, color, alpha) => {
-      if (laneOf[p] < 0) return;
+      if (laneOf[p] < 0 || x1 < LEFT || x0 > W) return;
+      n++;
       ctx.globalAlpha = alpha; ctx.fillStyle = color;
       ctx.fillRect(x0, laneY(p) - lh / 2 + 2, Math.max(x1 - x0, 2), lh - 4);
       ctx.globalAlpha = 1;
@@ -351,10 +356,12 @@
       const x0 = xt(s.from - origin), x1 = s.to > s.from ? xt(s.to - origin) : W;
       const color = s.kind === "partition" ? C.partition : C.pause;
       if (!s.nodes || s.nodes.length === 0) {
+        if (x1 >= LEFT && x0 <= W) n++;
         ctx.globalAlpha = 0.22; ctx.fillStyle = color;
         ctx.fillRect(x0, TOP, Math.max(x1 - x0, 2), H - TOP); ctx.globalAlpha = 1;
       } else s.nodes.forEach((p) => { if (p >= 0 && p < nProc) band(p, x0, x1, color, 0.4); });
     });
+    return n;
   }
 
   // A grid line at each tick: a round step of time (or of Lamport
@@ -550,7 +557,7 @@
     });
     ctx.textBaseline = "alphabetic";
     ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
-    ctx.fillText(S.layout === "time" ? "time →" : "Lamport →", 6, 18);
+    ctx.fillText(S.layout === "time" ? "time" : "Lamport", 6, 18);
   }
 
   // ------------------------------------------------------------ the panel
