@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/cohort-go/cohort/lab"
@@ -292,6 +293,29 @@ func checkViewer(t *testing.T, ctx context.Context, url string, tr *trace.Trace,
 	if p := text(t, ctx, "#event"); !strings.Contains(p, fmt.Sprintf("%d events in its causal past, ● %d in its future", past, future)) {
 		t.Errorf("panel after clicking #%d: %q", recv, p)
 	}
+
+	// Hover the message #recv received: its contents, times and clocks.
+	var send trace.Event
+	for _, e := range tr.Events[:recv] {
+		if e.Kind == trace.Send && e.Msg == tr.Events[recv].Msg {
+			send = e
+		}
+	}
+	from := eval[struct{ X, Y float64 }](t, ctx, fmt.Sprintf(`window.cohortViewer.where(%d)`, send.Index))
+	x, y := from.X+(at.X-from.X)*0.4, from.Y+(at.Y-from.Y)*0.4
+	do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
+	tip := text(t, ctx, "#tip")
+	for _, want := range []string{
+		fmt.Sprintf("p%d → p%d  (msg %d)", send.Node, send.Peer, send.Msg),
+		fmt.Sprintf("sent #%d at ", send.Index),
+		fmt.Sprintf(", L=%d VC=%s", send.Lamport, trace.FormatVC(send.VC)),
+		fmt.Sprintf("received #%d", recv),
+	} {
+		if !strings.Contains(tip, want) {
+			t.Errorf("hovering message %d at (%.0f,%.0f): tooltip %q, want %q in it", send.Msg, x, y, tip, want)
+		}
+	}
+
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
