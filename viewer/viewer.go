@@ -179,9 +179,9 @@ func Serve(ctx context.Context, addr string, p *Page, ready func(url string)) er
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(shut)
+		// The page is served whole in one response: there is nothing to
+		// drain, and a browser's idle keep-alive must not hold up Ctrl-C.
+		srv.Close()
 	}()
 	if ready != nil {
 		ready("http://" + ln.Addr().String() + "/")
