@@ -48,12 +48,20 @@ type Check struct {
 // without its events: they follow in their canonical encoding
 // (trace.Event.AppendJSON), which is many times faster than reflection.
 type data struct {
-	Title  string        `json:"title"`
-	Header trace.Header  `json:"header"`
-	Checks []Check       `json:"checks"`
-	Shades []shade       `json:"shades"`
+	Title  string       `json:"title"`
+	Header trace.Header `json:"header"`
+	Checks []Check      `json:"checks"`
+	Shades []shade      `json:"shades"`
+	// Epoch is the wall-clock time of the first event of a live trace,
+	// whose times (and local clock readings) are then given from it: a
+	// JavaScript number cannot hold nanoseconds since 1970 exactly.
+	Epoch  string        `json:"epoch,omitempty"`
 	Events []trace.Event `json:"events,omitempty"` // only for decoding, in the tests
 }
+
+// wallClock is a time (ns) no simulated run reaches (11.5 days) and every
+// wall-clock reading since 1970 passes, as in the SVG.
+const wallClock = 1e15
 
 type shade struct {
 	Kind  string  `json:"kind"`
@@ -98,9 +106,25 @@ func Render(p *Page) ([]byte, error) {
 	if d.Checks == nil {
 		d.Checks = []Check{}
 	}
+	var origin int64
+	if len(p.Trace.Events) > 0 {
+		origin = p.Trace.Events[0].Time
+		for i := range p.Trace.Events {
+			origin = min(origin, p.Trace.Events[i].Time)
+		}
+		if origin < wallClock {
+			origin = 0
+		} else {
+			d.Epoch = time.Unix(0, origin).UTC().Format(time.RFC3339Nano)
+		}
+	}
 	d.Shades = []shade{}
 	for _, s := range p.Shades {
-		d.Shades = append(d.Shades, shade{Kind: s.Kind, Nodes: s.Nodes, From: s.From, To: s.To, Label: s.Label})
+		from, to := s.From-origin, s.To
+		if to > 0 {
+			to -= origin
+		}
+		d.Shades = append(d.Shades, shade{Kind: s.Kind, Nodes: s.Nodes, From: from, To: to, Label: s.Label})
 	}
 	if d.Title == "" {
 		switch h := p.Trace.Header; {
@@ -121,7 +145,12 @@ func Render(p *Page) ([]byte, error) {
 		if i > 0 {
 			js = append(js, ',')
 		}
-		js = p.Trace.Events[i].AppendJSON(js)
+		e := p.Trace.Events[i]
+		e.Time -= origin
+		if e.Local >= wallClock {
+			e.Local -= origin
+		}
+		js = e.AppendJSON(js)
 	}
 	js = append(js, "]}"...)
 	// Outside JSON's strings there is no '<': escaping every one keeps any

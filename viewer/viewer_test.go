@@ -161,3 +161,31 @@ func sameJSON(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// A live trace is stamped with wall-clock times: the page gives them from
+// the first event (a JavaScript number cannot hold them exactly) and says
+// when that was.
+func TestWallClockTimesAreGivenFromTheFirstEvent(t *testing.T) {
+	tr := smallTrace()
+	const epoch = int64(1_764_126_000_123_456_789)
+	for i := range tr.Events {
+		tr.Events[i].Time += epoch
+		tr.Events[i].Local = tr.Events[i].Time + 7
+	}
+	page, err := Render(&Page{Trace: tr, Shades: []trace.Shade{{Kind: "partition", From: epoch + 5, To: epoch + 20}, {Kind: "pause", From: epoch + 25}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := embedded(t, page)
+	if d.Epoch != "2025-11-26T03:00:00.123456789Z" {
+		t.Errorf("epoch = %q", d.Epoch)
+	}
+	for i, e := range d.Events {
+		if want := tr.Events[i].Time - epoch; e.Time != want || e.Local != want+7 {
+			t.Errorf("event %d at t=%d local=%d, want %d and %d", i, e.Time, e.Local, want, want+7)
+		}
+	}
+	if s := d.Shades; s[0].From != 5 || s[0].To != 20 || s[1].From != 25 || s[1].To != 0 {
+		t.Errorf("shades = %+v, want them from the first event (an open one still open)", s)
+	}
+}

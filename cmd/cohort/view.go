@@ -47,27 +47,21 @@ counterexample. The checkers are those of the algorithm the trace names
 			if err != nil {
 				return err
 			}
-			page := &viewer.Page{Title: title, Trace: t}
 			if title == "" {
-				page.Title = args[0]
+				title = args[0]
 			}
-			if reportFile != "" {
-				r, err := readReport(reportFile)
+			if reportFile == "" {
+				page, err := checkedPage(t, title)
 				if err != nil {
 					return err
 				}
-				page.Checks, page.Shades = reportChecks(r), reportShades(r)
-			} else {
-				results, err := check.Run(t, checkersFor(t)...)
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				breaks := unpromised(t)
-				for _, r := range results {
-					page.Checks = append(page.Checks, viewer.Check{Name: r.Name, OK: r.OK(), Status: r.Status.String(),
-						Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events})
-				}
+				return showPage(cmd, page, htmlOut, listen)
 			}
+			r, err := readReport(reportFile)
+			if err != nil {
+				return err
+			}
+			page := &viewer.Page{Title: title, Trace: t, Checks: reportChecks(r), Shades: reportShades(r)}
 			return showPage(cmd, page, htmlOut, listen)
 		},
 	}
@@ -77,6 +71,22 @@ counterexample. The checkers are those of the algorithm the trace names
 	fl.StringVar(&reportFile, "report", "", "the run's JSON report (cohort sim --json): its checks and fault periods")
 	fl.StringVar(&title, "title", "", "the page's title (default: the file name)")
 	return cmd
+}
+
+// checkedPage is the viewer's page of a trace with the verdicts of the
+// checkers of the algorithm it names (as cohort trace check runs them).
+func checkedPage(t *trace.Trace, title string) (*viewer.Page, error) {
+	results, err := check.Run(t, checkersFor(t)...)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	page := &viewer.Page{Title: title, Trace: t}
+	breaks := unpromised(t)
+	for _, r := range results {
+		page.Checks = append(page.Checks, viewer.Check{Name: r.Name, OK: r.OK(), Status: r.Status.String(),
+			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events})
+	}
+	return page, nil
 }
 
 // readReport reads a report cohort sim --json printed (the first one, if

@@ -438,36 +438,10 @@ func TestViewerInBrowserServed(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, reportPath, tr, r := simulate(t, dir)
 
-	stop, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(stop) }
-	defer func() {
-		viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
-	}()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- execute([]string{"view", tracePath, "--report", reportPath}, pw, io.Discard)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no URL printed: %v", err)
-	}
-	go io.Copy(io.Discard, pr)
-	url := strings.Fields(strings.TrimPrefix(line, "viewer: "))[0]
-	if !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("printed %q, want the URL on 127.0.0.1", line)
-	}
+	url, interrupt := serveCLI(t, "view", tracePath, "--report", reportPath)
 	checkViewer(t, ctx, url, tr, r, artefact(t, "viewer-served.png"))
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("cohort view exited %d after Ctrl-C, want 0", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("cohort view did not stop")
+	if code := interrupt(); code != 0 {
+		t.Errorf("cohort view exited %d after Ctrl-C, want 0", code)
 	}
 }
 
@@ -497,50 +471,80 @@ func TestViewerShadesFaults(t *testing.T) {
 	}
 }
 
-// cohort sim --view serves the run just simulated.
-func TestSimView(t *testing.T) {
+// serveCLI runs a command that serves the viewer, and returns the URL
+// it prints and a func that interrupts it and returns its exit status.
+func serveCLI(t *testing.T, args ...string) (url string, interrupt func() int) {
+	t.Helper()
 	stop, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(stop) }
-	defer func() {
+	t.Cleanup(func() {
+		cancel()
 		viewContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
-	}()
+	})
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(append(slices.Clone(viewRunArgs), "--view"), pw, io.Discard)
+		done <- execute(args, pw, io.Discard)
 		pw.Close()
 	}()
 	rd := bufio.NewReader(pr)
-	var url string
 	for url == "" {
 		line, err := rd.ReadString('\n')
 		if err != nil {
-			t.Fatalf("no URL printed: %v", err)
+			t.Fatalf("cohort %s printed no URL: %v", strings.Join(args, " "), err)
 		}
 		if rest, ok := strings.CutPrefix(line, "viewer: "); ok {
 			url = strings.Fields(rest)[0]
 		}
 	}
 	go io.Copy(io.Discard, rd)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("cohort %s printed %q, want a URL on 127.0.0.1", strings.Join(args, " "), url)
+	}
+	return url, func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatalf("cohort %s did not stop when interrupted", strings.Join(args, " "))
+			return -1
+		}
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if !strings.Contains(string(body), `"name":"ME3","ok":false,"status":"violated","promised":false`) ||
-		!strings.Contains(string(body), "mutex/ricart-agrawala-jr — 4 nodes, seed 11") {
-		t.Errorf("the served page does not show the run (%d bytes)", len(body))
+	return string(body)
+}
+
+// cohort sim --view serves the run just simulated, and cohort trace merge
+// --view the merged trace.
+func TestSimAndMergeView(t *testing.T) {
+	const me3 = `"name":"ME3","ok":false,"status":"violated","promised":false`
+	url, interrupt := serveCLI(t, append(slices.Clone(viewRunArgs), "--view")...)
+	if body := get(t, url); !strings.Contains(body, me3) || !strings.Contains(body, "mutex/ricart-agrawala-jr — 4 nodes, seed 11") {
+		t.Errorf("sim --view does not serve the run (%d bytes)", len(body))
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("cohort sim --view exited %d after Ctrl-C, want 0 (ME3 is not promised)", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("cohort sim --view did not stop")
+	if code := interrupt(); code != 0 {
+		t.Errorf("cohort sim --view exited %d after Ctrl-C, want 0 (ME3 is not promised)", code)
+	}
+
+	dir := t.TempDir()
+	tracePath, _, tr, _ := simulate(t, dir)
+	merged := filepath.Join(dir, "merged.jsonl")
+	url, interrupt = serveCLI(t, "trace", "merge", "-o", merged, "--view", tracePath)
+	if body := get(t, url); !strings.Contains(body, me3) || !strings.Contains(body, fmt.Sprintf(`{"i":%d,`, len(tr.Events)-1)) {
+		t.Errorf("trace merge --view does not serve the merged trace (%d bytes)", len(body))
+	}
+	if code := interrupt(); code != 0 {
+		t.Errorf("cohort trace merge --view exited %d after Ctrl-C", code)
 	}
 }
 

@@ -592,7 +592,7 @@
     if (i < 0) { box.textContent = "Click an event, or step with ← and →."; return; }
     const e = E[i], rows = [];
     const row = (k, v) => rows.push(`<tr><td>${esc(k)}</td><td>${v}</td></tr>`);
-    row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : ""));
+    row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : "") + (DATA.epoch ? " after " + esc(DATA.epoch) : ""));
     row("process", "p" + e.node + (e.svc ? " · " + esc(e.svc) : ""));
     row("kind", esc(e.kind));
     if (e.type) row("type", esc(e.type));
@@ -815,7 +815,8 @@
     document.getElementById("title").textContent = DATA.title;
     document.title = DATA.title + " — Cohort viewer";
     document.getElementById("info").textContent =
-      `${nProc} processes · ${N.toLocaleString("en")} events · ${nArrows.toLocaleString("en")} messages · ${fmtNS(tmax - origin)}` + (h.seed ? ` · seed ${h.seed}` : "");
+      `${nProc} processes · ${N.toLocaleString("en")} events · ${nArrows.toLocaleString("en")} messages · ${fmtNS(tmax - origin)}` +
+      (h.seed ? ` · seed ${h.seed}` : "") + (DATA.epoch ? ` · from ${DATA.epoch}` : "");
 
     const ul = document.getElementById("checks");
     if (!checks.length) ul.innerHTML = "<li>no checker results</li>";
