@@ -548,6 +548,55 @@ func TestSimAndMergeView(t *testing.T) {
 	}
 }
 
+// Odd traces open without a script error: an empty one, a receipt whose
+// send is not in the trace, losses, duplicates, a message still in flight,
+// a crash with no recovery, events of a process the header does not count.
+func TestViewerOpensOddTraces(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	odd := []trace.Event{
+		{Node: 0, Kind: trace.Start, Peer: -1},
+		{Node: 1, Kind: trace.Recv, Msg: 7, Peer: 0, Type: "orphan", Time: 5},
+		{Node: 0, Kind: trace.Send, Msg: 8, Peer: 1, Type: "lost", Time: 6},
+		{Node: 1, Kind: trace.Drop, Msg: 8, Peer: 0, Type: "lost", Reason: "partition", Time: 9},
+		{Node: 0, Kind: trace.Send, Msg: 9, Peer: 2, Type: "dup", Time: 10},
+		{Node: 0, Kind: trace.Dup, Msg: 9, Peer: 2, Type: "dup", Time: 10},
+		{Node: 2, Kind: trace.Recv, Msg: 9, Peer: 0, Type: "dup", Time: 12},
+		{Node: 2, Kind: trace.Recv, Msg: 9, Peer: 0, Type: "dup", Time: 13},
+		{Node: 0, Kind: trace.Send, Msg: 10, Peer: 5, Type: "flying", Time: 14},
+		{Node: 2, Kind: trace.Crash, Peer: -1, Time: 15},
+	}
+	for i := range odd {
+		odd[i].Index = i
+	}
+	for _, c := range []struct {
+		name          string
+		tr            *trace.Trace
+		lanes, arrows int
+	}{
+		{"empty", &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: 1}}, 1, 0},
+		{"odd", &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: 3}, Events: odd}, 6, 4},
+	} {
+		page := filepath.Join(dir, c.name+".html")
+		if err := writeFile(page, func(w io.Writer) error { return viewer.WriteHTML(w, &viewer.Page{Trace: c.tr}) }); err != nil {
+			t.Fatal(err)
+		}
+		do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+		if ok := eval[bool](t, ctx, `typeof window.cohortViewer === "object"`); !ok {
+			t.Fatalf("%s: the viewer's script did not finish", c.name)
+		}
+		s := stats(t, ctx)
+		if s.Lanes != c.lanes || s.ArrowsTotal != c.arrows {
+			t.Errorf("%s: %d lanes, %d arrows; want %d and %d", c.name, s.Lanes, s.ArrowsTotal, c.lanes, c.arrows)
+		}
+		// Every action works on it.
+		for _, js := range []string{`window.cohortViewer.step(1)`, `window.cohortViewer.step(-1)`, `window.cohortViewer.select(0)`,
+			`window.cohortViewer.setLayout("lamport")`, `window.cohortViewer.zoom(10)`, `window.cohortViewer.clear()`} {
+			eval[any](t, ctx, js)
+		}
+	}
+}
+
 // bigTrace is a made-up run of about the given number of events: 32
 // processes exchanging messages of four types, each received 1–20 ms
 // after it is sent, with Lamport timestamps.
