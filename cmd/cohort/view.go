@@ -34,7 +34,11 @@ and data, highlights the causal past and future of the event clicked, and
 lists the checkers' results: clicking a violation marks every event of its
 counterexample. The checkers are those of the algorithm the trace names
 (as cohort trace check runs them), or the verdicts and fault periods of
---report, the JSON report of the run (cohort sim --json).`,
+--report, the JSON report of the run (cohort sim --json).
+
+A link can say what to show: ra.html#check=ME3 opens on that violation,
+#event=185 on that event with its causal past and future, and
+#layout=lamport in Lamport time.`,
 		Example: `  cohort sim mutex --algo ricart-agrawala --trace ra.jsonl && cohort view ra.jsonl
   cohort view ra.jsonl --html ra.html
   cohort view ra.jsonl --listen 127.0.0.1:8080
