@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"wire":             {"proc"},
 	"ntp":              {},
 	"position":         {},
+	"viewer":           {"trace"},
 }
 
 // Standard packages a state machine must not use: they would make a run

@@ -30,6 +30,8 @@ type simFlags struct {
 	traceOut, svgOut, shivizOut string
 	plotOut                     string
 	json, noCheck, hash         bool
+	view                        bool   // serve the run in the viewer (view.go)
+	viewListen                  string // where
 	faults                      []string
 	order, demo                 string // the multicast family's (simmulticast.go)
 	schedule                    string // a schedule written by cohort explore (explore.go)
@@ -59,7 +61,8 @@ its SHA-256 is in the report.`,
   cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64
   cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
   cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms
-  cohort sim mutex --schedule maekawa.sched --svg maekawa.svg`,
+  cohort sim mutex --schedule maekawa.sched --svg maekawa.svg
+  cohort sim mutex --algo ricart-agrawala --view`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
@@ -83,6 +86,8 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
 	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
+	fl.BoolVar(&f.view, "view", false, "serve the run in the interactive viewer (as cohort view does) until Ctrl-C")
+	fl.StringVar(&f.viewListen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
 	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
 	fl.StringVar(&f.order, "order", "", "multicast family: the ordering algorithm to run (another name for --algo)")
@@ -101,6 +106,9 @@ its SHA-256 is in the report.`,
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
+	if f.view && (f.schedule != "" || family == "multicast" || family == "position") {
+		return usageErr("--view: not available with --schedule, nor for the multicast and position families yet: write --trace FILE and run cohort view FILE")
+	}
 	if f.schedule != "" {
 		return simSchedule(cmd, family, f) // explore.go
 	}
@@ -218,22 +226,26 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	// streamedTraceLimit processes without one unless told otherwise: a
 	// million-node dissemination's trace would not fit in memory.
 	if fam.Streamed && base.Nodes > streamedTraceLimit && !fl.Changed("no-check") &&
-		f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+		f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" && !f.view {
 		base.NoCheck, base.NoHash = true, !f.hash
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", base.Nodes)
 	}
 	// So does an rpc run of more than rpcTraceLimit calls: its metrics
 	// are counted as the outputs happen.
-	if rpcLarge && !fl.Changed("no-check") && f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" {
+	if rpcLarge && !fl.Changed("no-check") && f.svgOut == "" && f.shivizOut == "" && f.plotOut == "" && !f.view {
 		base.NoCheck, base.NoHash = true, !f.hash
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: more than %d calls: the run keeps no trace and is not checked (as with --no-check; --no-check=false to keep it), nor hashed unless --hash; its metrics do not need one\n", rpcTraceLimit)
 	}
-	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "") {
-		return usageErr("--svg, --shiviz and --plot need the trace in memory: drop --no-check")
+	if f.noCheck && (f.svgOut != "" || f.shivizOut != "" || f.plotOut != "" || f.view) {
+		return usageErr("--svg, --shiviz, --plot and --view need the trace in memory: drop --no-check")
+	}
+	if f.view && len(algos) > 1 {
+		return usageErr("--view shows one run: name its algorithm with --algo")
 	}
 
 	out := cmd.OutOrStdout()
 	var reports []*lab.Report
+	var viewed *trace.Trace // the run --view serves
 	failed := false
 	for _, a := range algos {
 		o := base
@@ -290,6 +302,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 		}
 		failed = failed || r.Failed()
 		reports = append(reports, r)
+		viewed = tr
 		if f.json {
 			enc := json.NewEncoder(out)
 			if err := enc.Encode(r); err != nil {
@@ -307,6 +320,11 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 					fmt.Fprintf(out, "wrote %s\n", perAlgo(file, r.Algo, len(reports)))
 				}
 			}
+		}
+	}
+	if f.view && viewed != nil {
+		if err := viewRun(cmd, viewed, reports[0], f.viewListen); err != nil {
+			return err
 		}
 	}
 	if failed {

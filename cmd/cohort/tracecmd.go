@@ -210,13 +210,17 @@ two processes in the critical section).`,
 }
 
 func newTraceMergeCmd() *cobra.Command {
-	var out string
+	var out, listen string
+	var view bool
 	cmd := &cobra.Command{
 		Use:   "merge -o OUT NODE.jsonl...",
 		Short: "Merge the traces of a live cluster's nodes into one",
 		Long: `Merge the JSONL traces that the nodes of a live cluster wrote (node.yaml's
 trace, cluster up --trace-dir) into one trace, ordered by the nodes' clocks,
-for cohort trace check and render.`,
+for cohort trace check and render; --view serves the merged trace in the
+viewer (as cohort view does).`,
+		Example: `  cohort trace merge -o run.jsonl node0.jsonl node1.jsonl node2.jsonl
+  cohort trace merge -o run.jsonl --view traces/*.jsonl`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -238,9 +242,18 @@ for cohort trace check and render.`,
 				return usageErr("-o: %v", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d events from %d nodes\n", out, len(m.Events), len(ts))
+			if view {
+				page, err := checkedPage(m, out)
+				if err != nil {
+					return err
+				}
+				return showPage(cmd, page, "", listen) // view.go
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the merged trace")
+	cmd.Flags().BoolVar(&view, "view", false, "serve the merged trace in the interactive viewer until Ctrl-C")
+	cmd.Flags().StringVar(&listen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	return cmd
 }

@@ -1,0 +1,913 @@
+// Cohort viewer: a trace's space-time diagram on a <canvas>.
+//
+// One lane per process, time from left to right (true time, or Lamport
+// time: one column per Lamport timestamp, as ShiViz and Maelstrom lay
+// runs out), an arrow from each send to each receipt coloured by the
+// message's type. Zoom with the wheel, pan by dragging; click an event to
+// highlight its causal past and future; step through events with ← and →.
+// The checkers' results are listed on the left; clicking a violation
+// highlights every event of its counterexample.
+//
+// The whole run is embedded in the page as JSON (#cohort-data), so the
+// page needs no server and no network. Nothing here depends on anything
+// but the browser: plain JavaScript and the canvas 2D API.
+//
+// Scale: the model is kept in typed arrays, and each frame scans them
+// once. When a frame would draw more than ARROW_BUDGET arrows or
+// EVENT_BUDGET events, the lanes are drawn as event density instead (a
+// level of detail), and the page says so; violations, the highlighted
+// events and the current event are always drawn.
+(function () {
+  "use strict";
+  const started = performance.now();
+  const DATA = JSON.parse(document.getElementById("cohort-data").textContent);
+  const phases = { parse: performance.now() - started }; // how long opening took, by phase (ms)
+  const E = DATA.events;
+  const N = E.length;
+
+  // ---------------------------------------------------------------- model
+
+  const ARROW_BUDGET = 4000;
+  const EVENT_BUDGET = 20000;
+  const LABEL_BUDGET = 1500;
+
+  // Colours: the same as the static SVG (trace/svg.go), so a run looks the
+  // same in both.
+  const TYPE_COLORS = ["#2f6aa8", "#1b9e77", "#a6761d", "#17becf", "#7570b3", "#66a61e", "#1f3f8f", "#b8860b", "#6a3d9a", "#2e8b57"];
+  const C = {
+    ink: "#333", other: "#5b6770", drop: "#d97a0b", dropPart: "#8c564b", dropGone: "#7f7f7f",
+    pending: "#9aa3ad", output: "#1e9e5a", input: "#8546b8", mark: "#d62728", soft: "#e58fb8",
+    crashed: "#dcdcdc", pause: "#f3d36b", partition: "#b39ddb", past: "#2563eb", future: "#f59e0b",
+  };
+  const KINDS = ["", "send", "recv", "drop", "dup", "timer", "input", "output", "crash", "recover", "start", "join", "leave"];
+  const K = {};
+  KINDS.forEach((k, i) => { K[k] = i; });
+  const isProcessKind = (k) => k !== K.drop && k !== K.dup && k !== 0;
+
+  // Per event: kind, process, true time (relative to origin), Lamport x.
+  const evKind = new Uint8Array(N);
+  const evNode = new Int32Array(N);
+  const evT = new Float64Array(N);
+  const evLam = new Float64Array(N);
+  const evType = new Int32Array(N).fill(-1); // message type index (send/recv/drop/dup)
+
+  let tmin = Infinity, tmax = -Infinity, nProc = Math.max(1, DATA.header.nodes || 1);
+  for (let i = 0; i < N; i++) {
+    const e = E[i];
+    evKind[i] = K[e.kind] || 0;
+    evNode[i] = e.node;
+    tmin = Math.min(tmin, e.t);
+    tmax = Math.max(tmax, e.t);
+    nProc = Math.max(nProc, e.node + 1, (e.peer || -1) + 1);
+  }
+  if (N === 0) { tmin = 0; tmax = 1; }
+  // A live trace is stamped with wall-clock times: its axis counts from its
+  // first event. A simulated one counts from 0, when the run began.
+  const origin = (tmin >= 1e15 || tmin > (tmax - tmin) / 4) ? tmin : 0;
+  for (let i = 0; i < N; i++) evT[i] = E[i].t - origin;
+
+  // Message types, in order of first appearance, and their colours.
+  const types = [], typeIdx = new Map();
+  // Messages: id -> {send, recvs, drops}. Arrows: send -> receipt or loss.
+  const msgs = new Map();
+  const msgOf = (id) => {
+    let m = msgs.get(id);
+    if (!m) { m = { send: -1, recvs: [], drops: [] }; msgs.set(id, m); }
+    return m;
+  };
+  for (let i = 0; i < N; i++) {
+    const k = evKind[i], e = E[i];
+    if (k === K.send || k === K.recv || k === K.drop || k === K.dup) {
+      const ty = e.type || "";
+      if (!typeIdx.has(ty)) { typeIdx.set(ty, types.length); types.push(ty); }
+      evType[i] = typeIdx.get(ty);
+    }
+    if (k === K.send) { const m = msgOf(e.msg); if (m.send < 0) m.send = i; }
+    else if (k === K.recv) msgOf(e.msg).recvs.push(i);
+    else if (k === K.drop) msgOf(e.msg).drops.push(i);
+  }
+  const typeColor = (t) => (t >= 0 && t < TYPE_COLORS.length) ? TYPE_COLORS[t] : C.other;
+  const sendOf = new Int32Array(N).fill(-1); // a receipt's or loss's send
+  const arS = [], arR = [], arKind = []; // arKind: 0 receipt, 1 loss, 2 in flight
+  msgs.forEach((m) => {
+    if (m.send < 0) return;
+    m.recvs.forEach((r) => { sendOf[r] = m.send; arS.push(m.send); arR.push(r); arKind.push(0); });
+    m.drops.forEach((r) => { sendOf[r] = m.send; arS.push(m.send); arR.push(r); arKind.push(1); });
+    if (m.recvs.length + m.drops.length === 0) { arS.push(m.send); arR.push(-1); arKind.push(2); }
+  });
+  const nArrows = arS.length;
+  phases.messages = performance.now() - started;
+
+  // Lamport positions: a process event at its timestamp; a loss or a
+  // duplication just after its send.
+  for (let i = 0; i < N; i++) {
+    if (isProcessKind(evKind[i])) evLam[i] = E[i].lamport;
+  }
+  for (let i = 0; i < N; i++) {
+    if (!isProcessKind(evKind[i])) {
+      const s = evKind[i] === K.dup ? (msgs.get(E[i].msg) || { send: -1 }).send : sendOf[i];
+      evLam[i] = s >= 0 ? evLam[s] + 0.5 : 0;
+    }
+  }
+  // Lamport x of a true time: the largest timestamp reached by then (for
+  // shading fault periods in the Lamport layout).
+  const byTime = Int32Array.from({ length: N }, (_, i) => i).sort((a, b) => evT[a] - evT[b] || a - b);
+  const lamPrefix = new Float64Array(N);
+  for (let j = 0, m = 0; j < N; j++) { m = Math.max(m, evLam[byTime[j]]); lamPrefix[j] = m; }
+  function lamportAt(t) {
+    let lo = 0, hi = N;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (evT[byTime[mid]] <= t) lo = mid + 1; else hi = mid; }
+    return lo === 0 ? 0 : lamPrefix[lo - 1] + 0.5;
+  }
+  const byLam = Int32Array.from({ length: N }, (_, i) => i).sort((a, b) => evLam[a] - evLam[b] || a - b);
+  phases.sorted = performance.now() - started;
+
+  // Program order: each process event's neighbours on its own lane.
+  const prevOn = new Int32Array(N).fill(-1), nextOn = new Int32Array(N).fill(-1);
+  {
+    const last = new Int32Array(nProc).fill(-1);
+    for (let i = 0; i < N; i++) {
+      if (!isProcessKind(evKind[i])) continue;
+      const p = evNode[i];
+      if (last[p] >= 0) { prevOn[i] = last[p]; nextOn[last[p]] = i; }
+      last[p] = i;
+    }
+  }
+  // Receipts and losses of each send.
+  const fates = new Map();
+  for (let a = 0; a < nArrows; a++) {
+    if (arR[a] < 0) continue;
+    if (!fates.has(arS[a])) fates.set(arS[a], []);
+    fates.get(arS[a]).push(arR[a]);
+  }
+
+  // Down periods: from a crash or leave to the next start, recovery or join.
+  const downs = []; // {p, from, to, fromL, toL}
+  {
+    const since = new Map();
+    for (let i = 0; i < N; i++) {
+      const k = evKind[i], p = evNode[i];
+      if (k === K.crash || k === K.leave) { if (!since.has(p)) since.set(p, i); }
+      else if ((k === K.start || k === K.recover || k === K.join) && since.has(p)) {
+        const s = since.get(p);
+        downs.push({ p, from: evT[s], to: evT[i], fromL: evLam[s], toL: evLam[i] });
+        since.delete(p);
+      }
+    }
+    since.forEach((s, p) => downs.push({ p, from: evT[s], to: Infinity, fromL: evLam[s], toL: Infinity }));
+  }
+
+  // Violations: every failed check's events, marked. Promised properties
+  // in red, the others softer.
+  const checks = DATA.checks || [];
+  const markHard = new Uint8Array(N), markSoft = new Uint8Array(N);
+  const violOf = new Map(); // event -> names of the violations it is in
+  checks.forEach((c) => {
+    if (c.ok || !c.events) return;
+    c.events.forEach((i) => {
+      if (i < 0 || i >= N) return;
+      (c.promised ? markHard : markSoft)[i] = 1;
+      if (!violOf.has(i)) violOf.set(i, []);
+      violOf.get(i).push(c.name);
+    });
+  });
+  let nMarked = 0;
+  for (let i = 0; i < N; i++) if (markHard[i] || markSoft[i]) nMarked++;
+
+  // ----------------------------------------------------------------- state
+
+  const S = {
+    layout: "time",
+    x0: 0, k: 1,          // world coordinate at the plot's left edge; pixels per unit
+    scrollY: 0,           // vertical scroll of the lanes (pixels)
+    procOn: new Uint8Array(nProc).fill(1),
+    typeOn: new Uint8Array(types.length + 1).fill(1),
+    cur: -1,              // the current event (stepping, clicking)
+    hl: null,             // Uint8Array: 1 past, 2 future, 3 the event, 4 a counterexample's
+    hlCount: 0,
+    viol: -1,             // the violation selected in the list
+  };
+  let lanes = [], laneOf = new Int32Array(nProc); // visible processes, and each one's row (-1: hidden)
+  function layoutLanes() {
+    lanes = [];
+    for (let p = 0; p < nProc; p++) { laneOf[p] = S.procOn[p] ? lanes.length : -1; if (S.procOn[p]) lanes.push(p); }
+  }
+  layoutLanes();
+
+  const cv = document.getElementById("canvas"), ctx = cv.getContext("2d");
+  const stage = document.getElementById("stage");
+  let W = 800, H = 400;
+  const LEFT = 56, TOP = 30, RIGHT = 16;
+  const laneH = () => Math.max(14, Math.min(120, (H - TOP - 24) / Math.max(lanes.length, 1)));
+  const laneY = (p) => TOP + (laneOf[p] + 0.5) * laneH() - S.scrollY;
+  const wx = (i) => S.layout === "time" ? evT[i] : evLam[i];
+  const X = (w) => LEFT + (w - S.x0) * S.k;
+  const order = () => S.layout === "time" ? byTime : byLam;
+  function worldRange() {
+    if (N === 0) return [0, 1];
+    const o = order();
+    let a = wx(o[0]), b = wx(o[N - 1]);
+    if (S.layout === "time") a = Math.min(a, 0);
+    if (b <= a) b = a + 1;
+    return [a, b];
+  }
+  function fit() {
+    const [a, b] = worldRange();
+    const pad = (b - a) * 0.02;
+    S.k = (W - LEFT - RIGHT) / (b - a + 2 * pad);
+    S.x0 = a - pad;
+    S.scrollY = 0;
+  }
+  function clampScroll() {
+    const max = Math.max(0, lanes.length * laneH() - (H - TOP - 24));
+    S.scrollY = Math.max(0, Math.min(max, S.scrollY));
+  }
+  // First index of the order whose world coordinate is >= w.
+  function lower(w) {
+    const o = order();
+    let lo = 0, hi = N;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (wx(o[mid]) < w) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+  const eventShown = (i) => laneOf[evNode[i]] >= 0 && (evType[i] < 0 || S.typeOn[Math.min(evType[i], types.length)]);
+
+  // ------------------------------------------------------------- drawing
+
+  let stats = {}, drawnArrows = [];
+  let frame = 0;
+  function request() { if (!frame) frame = requestAnimationFrame(() => { frame = 0; draw(); }); }
+
+  function resize() {
+    const r = stage.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
+    W = Math.max(200, r.width); H = Math.max(120, r.height);
+    cv.width = Math.round(W * dpr); cv.height = Math.round(H * dpr);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+
+  function draw() {
+    const t0 = performance.now();
+    clampScroll();
+    ctx.clearRect(0, 0, W, H);
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
+    const lh = laneH();
+    const wa = S.x0, wb = S.x0 + (W - LEFT) / S.k;
+    const faded = S.hl !== null;
+
+    // Lanes.
+    ctx.save();
+    ctx.beginPath(); ctx.rect(LEFT, TOP, W - LEFT, H - TOP); ctx.clip();
+    lanes.forEach((p, r) => {
+      const y = TOP + (r + 0.5) * lh - S.scrollY;
+      if (r % 2 === 0) { ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, y - lh / 2, W - LEFT, lh); }
+      ctx.strokeStyle = "#c9ced4"; ctx.lineWidth = 1;
+      ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
+    });
+    const shaded = drawShades(lh);
+    const ticks = drawGrid(wa, wb);
+
+    // Which arrows and events are in view.
+    const candidates = [];
+    for (let a = 0; a < nArrows; a++) {
+      const s = arS[a], r = arR[a];
+      const ws = wx(s), wr = r >= 0 ? wx(r) : (S.layout === "time" ? tmax - origin : ws + 1);
+      if (Math.max(ws, wr) < wa || Math.min(ws, wr) > wb) continue;
+      const to = r >= 0 ? evNode[r] : E[s].peer;
+      if (laneOf[evNode[s]] < 0 || to < 0 || to >= nProc || laneOf[to] < 0) continue;
+      if (!S.typeOn[Math.min(evType[s], types.length)]) continue;
+      candidates.push(a);
+    }
+    const lo = lower(wa), hi = lower(wb + 1e-9);
+    const o = order();
+    let inView = 0;
+    for (let j = lo; j < hi; j++) if (eventShown(o[j])) inView++;
+    const lodArrows = candidates.length > ARROW_BUDGET;
+    const lodEvents = inView > EVENT_BUDGET;
+    const important = (i) => markHard[i] || markSoft[i] || (S.hl && S.hl[i]) || i === S.cur;
+
+    // Arrows.
+    drawnArrows = [];
+    const labels = [];
+    for (const a of candidates) {
+      const s = arS[a], r = arR[a];
+      if (lodArrows && !(important(s) || (r >= 0 && important(r)))) continue;
+      drawnArrows.push(a);
+    }
+    for (const a of drawnArrows) drawArrow(a, faded);
+    const arrowsDrawn = drawnArrows.length;
+
+    // Events: each one, or their density per lane.
+    let eventsDrawn = 0;
+    if (lodEvents || lodArrows) drawDensity(lo, hi, lh);
+    for (let j = lo; j < hi; j++) {
+      const i = o[j];
+      if (!eventShown(i) || !isProcessKind(evKind[i]) && evKind[i] !== K.drop) continue;
+      if ((lodEvents || lodArrows) && !important(i)) continue;
+      drawEvent(i, faded);
+      eventsDrawn++;
+      if (!lodArrows && !lodEvents && labels.length < LABEL_BUDGET && (evKind[i] === K.output || evKind[i] === K.input)) labels.push(i);
+    }
+    // Marks: counterexamples, the highlight, the current event.
+    for (let j = lo; j < hi; j++) {
+      const i = o[j];
+      if (!eventShown(i)) continue;
+      if (markHard[i] || markSoft[i]) ring(i, markHard[i] ? C.mark : C.soft, 7, 2.2);
+      if (S.hl && S.hl[i] === 4) ring(i, C.mark, 10, 1.5);
+    }
+    if (S.cur >= 0 && eventShown(S.cur)) { ring(S.cur, "#000", 9, 2); }
+    if (!lodArrows && !lodEvents) drawLabels(labels);
+    ctx.restore();
+
+    drawTicks(ticks);
+    drawLaneNames(lh);
+    const lod = document.getElementById("lod");
+    if (lodArrows || lodEvents) {
+      lod.textContent = `Zoomed out: ${candidates.length.toLocaleString("en")} messages and ${inView.toLocaleString("en")} events in view, ` +
+        `drawn as event density per process; arrows are drawn below ${ARROW_BUDGET.toLocaleString("en")} messages in view and events below ` +
+        `${EVENT_BUDGET.toLocaleString("en")}. Violations, the highlight and the current event are always drawn. Zoom in (wheel) to see every message.`;
+    } else lod.textContent = "";
+    stats = {
+      lanes: lanes.length, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
+      arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
+      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
+      violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
+      layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
+    };
+  }
+
+  // Shades the periods a process was down (from the trace), and the
+  // partitions and pauses of the run (DATA.shades); returns how many bands
+  // it drew.
+  function drawShades(lh) {
+    const xt = (t) => X(S.layout === "time" ? t : lamportAt(t));
+    let n = 0;
+    const band = (p, x0, x1, color, alpha) => {
+      if (laneOf[p] < 0 || x1 < LEFT || x0 > W) return;
+      n++;
+      ctx.globalAlpha = alpha; ctx.fillStyle = color;
+      ctx.fillRect(x0, laneY(p) - lh / 2 + 2, Math.max(x1 - x0, 2), lh - 4);
+      ctx.globalAlpha = 1;
+    };
+    downs.forEach((d) => {
+      const x0 = X(S.layout === "time" ? d.from : d.fromL);
+      const x1 = d.to === Infinity ? W : X(S.layout === "time" ? d.to : d.toL);
+      band(d.p, x0, x1, C.crashed, 0.8);
+    });
+    (DATA.shades || []).forEach((s) => {
+      const x0 = xt(s.from - origin), x1 = s.to > s.from ? xt(s.to - origin) : W;
+      const color = s.kind === "partition" ? C.partition : C.pause;
+      if (!s.nodes || s.nodes.length === 0) {
+        if (x1 >= LEFT && x0 <= W) n++;
+        ctx.globalAlpha = 0.22; ctx.fillStyle = color;
+        ctx.fillRect(x0, TOP, Math.max(x1 - x0, 2), H - TOP); ctx.globalAlpha = 1;
+      } else s.nodes.forEach((p) => { if (p >= 0 && p < nProc) band(p, x0, x1, color, 0.4); });
+    });
+    return n;
+  }
+
+  // A grid line at each tick: a round step of time (or of Lamport
+  // timestamps). Returns the ticks, labelled above the lanes by drawTicks.
+  function drawGrid(wa, wb) {
+    const span = wb - wa, target = (W - LEFT) / 110;
+    const raw = span / target, base = Math.pow(10, Math.floor(Math.log10(raw)));
+    let step = base;
+    for (const m of [1, 2, 5, 10]) if (m * base >= raw) { step = m * base; break; }
+    if (S.layout === "lamport") step = Math.max(1, Math.round(step));
+    const ticks = [];
+    ctx.strokeStyle = "#eceef1"; ctx.lineWidth = 1;
+    for (let v = Math.ceil(wa / step) * step; v <= wb; v += step) {
+      const x = X(v);
+      ctx.beginPath(); ctx.moveTo(x, TOP); ctx.lineTo(x, H); ctx.stroke();
+      ticks.push(v);
+    }
+    return ticks;
+  }
+  function drawTicks(ticks) {
+    ctx.fillStyle = "#fff"; ctx.fillRect(LEFT, 0, W - LEFT, TOP);
+    ctx.fillStyle = "#666"; ctx.font = "11px DejaVu Sans, Helvetica, Arial, sans-serif";
+    ctx.textAlign = "center";
+    for (const v of ticks) ctx.fillText(S.layout === "time" ? fmtNS(v) : "L" + Math.round(v), X(v), 18);
+    ctx.textAlign = "left";
+  }
+
+  function arrowEnds(a) {
+    const s = arS[a], r = arR[a];
+    const x1 = X(wx(s)), y1 = laneY(evNode[s]);
+    if (r >= 0) return [x1, y1, X(wx(r)), laneY(evNode[r])];
+    // In flight at the end of the run: towards the receiver, off the last event.
+    const to = E[s].peer;
+    const xe = S.layout === "time" ? X(tmax - origin) + 24 : X(wx(s) + 1);
+    return [x1, y1, xe, laneY(to)];
+  }
+
+  function drawArrow(a, faded) {
+    const s = arS[a], r = arR[a], kind = arKind[a];
+    const [x1, y1, x2, y2] = arrowEnds(a);
+    const lit = S.hl && S.hl[s] && (r < 0 || S.hl[r]);
+    const marked = markHard[s] && (r < 0 || markHard[r]), soft = !marked && markSoft[s] && (r < 0 || markSoft[r]);
+    let color = typeColor(evType[s]);
+    if (kind === 1) color = dropColor(E[r].reason);
+    if (kind === 2) color = C.pending;
+    if (marked) color = C.mark; else if (soft) color = C.soft;
+    ctx.globalAlpha = faded && !lit ? fadeAlpha() : 1;
+    ctx.strokeStyle = color; ctx.fillStyle = color;
+    ctx.lineWidth = marked || soft || lit ? 2 : 1.3;
+    ctx.setLineDash(kind === 0 ? [] : kind === 1 ? [5, 3] : [2, 3]);
+    ctx.beginPath(); ctx.moveTo(x1, y1);
+    // A loss stops three quarters of the way, with a cross.
+    const ex = kind === 1 ? x1 + (x2 - x1) * 0.75 : x2, ey = kind === 1 ? y1 + (y2 - y1) * 0.75 : y2;
+    ctx.lineTo(ex, ey); ctx.stroke(); ctx.setLineDash([]);
+    if (kind === 1) {
+      ctx.lineWidth = 2; ctx.beginPath();
+      ctx.moveTo(ex - 4, ey - 4); ctx.lineTo(ex + 4, ey + 4); ctx.moveTo(ex - 4, ey + 4); ctx.lineTo(ex + 4, ey - 4); ctx.stroke();
+    } else {
+      const ang = Math.atan2(y2 - y1, x2 - x1), h = 7;
+      ctx.beginPath(); ctx.moveTo(x2, y2);
+      ctx.lineTo(x2 - h * Math.cos(ang - 0.4), y2 - h * Math.sin(ang - 0.4));
+      ctx.lineTo(x2 - h * Math.cos(ang + 0.4), y2 - h * Math.sin(ang + 0.4));
+      ctx.closePath(); ctx.fill();
+    }
+    ctx.globalAlpha = 1;
+  }
+
+  function dropColor(reason) {
+    if (reason === "partition") return C.dropPart;
+    if (reason === "receiver down" || reason === "crashed") return C.dropGone;
+    return C.drop;
+  }
+
+  function drawEvent(i, faded) {
+    const x = X(wx(i)), y = laneY(evNode[i]), k = evKind[i];
+    ctx.globalAlpha = faded && !S.hl[i] ? fadeAlpha() : 1;
+    switch (k) {
+      case K.output: dot(x, y, 4.2, C.output); break;
+      case K.input:
+        ctx.fillStyle = C.input; ctx.beginPath();
+        ctx.moveTo(x - 4.5, y - 4); ctx.lineTo(x + 4.5, y - 4); ctx.lineTo(x, y + 4); ctx.closePath(); ctx.fill(); break;
+      case K.timer:
+        ctx.strokeStyle = "#7d8790"; ctx.lineWidth = 1.6; ctx.beginPath(); ctx.moveTo(x, y - 6); ctx.lineTo(x, y + 6); ctx.stroke(); break;
+      case K.crash: case K.leave:
+        ctx.strokeStyle = "#111"; ctx.lineWidth = 2.2; ctx.beginPath();
+        ctx.moveTo(x - 5, y - 5); ctx.lineTo(x + 5, y + 5); ctx.moveTo(x - 5, y + 5); ctx.lineTo(x + 5, y - 5); ctx.stroke(); break;
+      case K.start: case K.join: ctx.fillStyle = "#55606b"; ctx.fillRect(x - 3, y - 3, 6, 6); break;
+      case K.recover:
+        ctx.fillStyle = "#fff"; ctx.strokeStyle = C.ink; ctx.lineWidth = 1.8;
+        ctx.beginPath(); ctx.arc(x, y, 4, 0, 2 * Math.PI); ctx.fill(); ctx.stroke(); break;
+      case K.drop: break; // drawn by its arrow
+      default: dot(x, y, 2.4, typeColor(evType[i]));
+    }
+    ctx.globalAlpha = 1;
+    if (S.hl && (S.hl[i] === 1 || S.hl[i] === 2)) ring(i, S.hl[i] === 1 ? C.past : C.future, 6, 2);
+  }
+
+  // How much of the rest is drawn while something is highlighted: a
+  // causal past and future stand out more than a counterexample, which is
+  // read against its surroundings.
+  const fadeAlpha = () => S.viol >= 0 ? 0.4 : 0.15;
+
+  function dot(x, y, r, color) { ctx.fillStyle = color; ctx.beginPath(); ctx.arc(x, y, r, 0, 2 * Math.PI); ctx.fill(); }
+  function ring(i, color, r, w) {
+    const x = X(wx(i)), y = laneY(evNode[i]);
+    ctx.strokeStyle = color; ctx.lineWidth = w; ctx.beginPath(); ctx.arc(x, y, r, 0, 2 * Math.PI); ctx.stroke();
+  }
+
+  // Event density per lane, in 2-pixel bins: the level of detail when too
+  // many events are in view to draw each.
+  function drawDensity(lo, hi, lh) {
+    const bins = Math.ceil((W - LEFT) / 2) + 1;
+    const counts = new Map();
+    const o = order();
+    for (let j = lo; j < hi; j++) {
+      const i = o[j];
+      if (!eventShown(i) || !isProcessKind(evKind[i])) continue;
+      const p = evNode[i];
+      let c = counts.get(p);
+      if (!c) { c = new Uint32Array(bins); counts.set(p, c); }
+      c[Math.max(0, Math.min(bins - 1, Math.floor((X(wx(i)) - LEFT) / 2)))]++;
+    }
+    // Eight shades, each filled as one path: a few fills per frame rather
+    // than one per bin.
+    const LEVELS = 8, paths = Array.from({ length: LEVELS }, () => new Path2D());
+    counts.forEach((c, p) => {
+      const y = laneY(p), h = Math.max(4, lh * 0.6);
+      let peak = 1;
+      for (let b = 0; b < bins; b++) peak = Math.max(peak, c[b]);
+      const scale = (LEVELS - 1) / Math.log1p(peak);
+      for (let b = 0; b < bins; b++) {
+        if (c[b]) paths[Math.round(Math.log1p(c[b]) * scale)].rect(LEFT + 2 * b, y - h / 2, 2, h);
+      }
+    });
+    ctx.fillStyle = "#2f6aa8";
+    paths.forEach((path, l) => { ctx.globalAlpha = 0.25 + 0.75 * l / (LEVELS - 1); ctx.fill(path); });
+    ctx.globalAlpha = 1;
+  }
+
+  // Labels placed by local crowding: each label takes a box; one that
+  // would overlap a box already taken is left out (its text stays in the
+  // tooltip and the panel). Message labels first at their arrow's middle,
+  // then the outputs' and inputs' above their event.
+  function drawLabels(events) {
+    const taken = new Map(), CELL = 64;
+    const take = (x0, y0, x1, y1) => {
+      const keys = [];
+      for (let cx = Math.floor(x0 / CELL); cx <= Math.floor(x1 / CELL); cx++)
+        for (let cy = Math.floor(y0 / CELL); cy <= Math.floor(y1 / CELL); cy++) keys.push(cx + "," + cy);
+      for (const key of keys) for (const b of taken.get(key) || []) if (x0 < b[2] && b[0] < x1 && y0 < b[3] && b[1] < y1) return false;
+      for (const key of keys) { if (!taken.has(key)) taken.set(key, []); taken.get(key).push([x0, y0, x1, y1]); }
+      return true;
+    };
+    ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+    ctx.textBaseline = "middle";
+    // Events' own places first, so no label covers an event.
+    for (const i of events) { const x = X(wx(i)), y = laneY(evNode[i]); take(x - 4, y - 4, x + 4, y + 4); }
+    let n = 0;
+    for (const a of drawnArrows) {
+      if (n++ > LABEL_BUDGET) break;
+      const s = arS[a], r = arR[a];
+      if (r < 0) continue;
+      const [x1, y1, x2, y2] = arrowEnds(a);
+      if (Math.abs(x2 - x1) + Math.abs(y2 - y1) < 40) continue;
+      const text = clip(E[s].label || E[s].type || "", 28);
+      const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+      if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
+      ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
+      ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
+      ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
+    }
+    for (const i of events) {
+      const text = clip(E[i].label || E[i].type || "", 28);
+      if (!text) continue;
+      const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
+      if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
+      ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
+      ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
+      ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
+    }
+    ctx.globalAlpha = 1; ctx.textBaseline = "alphabetic";
+  }
+
+  // Process names in a gutter that stays put while the diagram pans.
+  function drawLaneNames(lh) {
+    ctx.fillStyle = "#f7f8fa"; ctx.fillRect(0, 0, LEFT, H);
+    ctx.strokeStyle = "#ddd"; ctx.beginPath(); ctx.moveTo(LEFT + 0.5, 0); ctx.lineTo(LEFT + 0.5, H); ctx.stroke();
+    ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif"; ctx.fillStyle = "#555";
+    ctx.textBaseline = "middle";
+    const every = Math.ceil(14 / lh);
+    lanes.forEach((p, r) => {
+      if (r % every) return;
+      const y = TOP + (r + 0.5) * lh - S.scrollY;
+      if (y < TOP || y > H) return;
+      ctx.fillText("p" + p, 8, y);
+    });
+    ctx.textBaseline = "alphabetic";
+    ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+    ctx.fillText(S.layout === "time" ? "time" : "Lamport", 6, 18);
+  }
+
+  // ------------------------------------------------------------ the panel
+
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  const clip = (s, n) => s.length <= n ? s : s.slice(0, n - 1) + "…";
+
+  function fmtNS(ns) {
+    const a = Math.abs(ns);
+    const f = (v, u) => (+v.toFixed(3)).toString() + u;
+    if (a >= 1e9) return f(ns / 1e9, "s");
+    if (a >= 1e6) return f(ns / 1e6, "ms");
+    if (a >= 1e3) return f(ns / 1e3, "µs");
+    return Math.round(ns) + "ns";
+  }
+
+  // What an event is, in one line: "#12 p2 recv REQ(ts=4,p1) from p1".
+  function eventLine(i) {
+    const e = E[i];
+    let s = `#${i} p${e.node} ${e.kind}`;
+    if (e.label || e.type) s += " " + (e.label || e.type);
+    if (e.kind === "send" || e.kind === "dup") s += ` to p${e.peer}`;
+    if (e.kind === "recv" || e.kind === "drop") s += ` from p${e.peer}`;
+    return s;
+  }
+
+  function showEvent(i) {
+    const box = document.getElementById("event");
+    if (i < 0) { box.textContent = "Click an event, or step with ← and →."; return; }
+    const e = E[i], rows = [];
+    const row = (k, v) => rows.push(`<tr><td>${esc(k)}</td><td>${v}</td></tr>`);
+    row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : "") + (DATA.epoch ? " after " + esc(DATA.epoch) : ""));
+    row("process", "p" + e.node + (e.svc ? " · " + esc(e.svc) : ""));
+    row("kind", esc(e.kind));
+    if (e.type) row("type", esc(e.type));
+    if (e.label) row("label", esc(e.label));
+    if (e.msg) row("message", String(e.msg));
+    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", "p" + e.peer);
+    if (e.reason) row("reason", esc(e.reason));
+    if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
+    row("local clock", esc(fmtNS(e.local - origin)));
+    if (e.vc && e.vc.length) row("vector clock", "<code>[" + e.vc.join(", ") + "]</code>");
+    if (sendOf[i] >= 0) row("sent", `#${sendOf[i]} at ${esc(fmtNS(evT[sendOf[i]]))} (${esc(fmtNS(evT[i] - evT[sendOf[i]]))} before)`);
+    if (fates.has(i)) row("received", fates.get(i).map((r) => `#${r} ${E[r].kind} at ${esc(fmtNS(evT[r]))}`).join("<br>"));
+    let html = `<div class="what">${esc(eventLine(i))}</div>`;
+    if (violOf.has(i)) html += `<div class="in-viol">in the counterexample of ${esc(violOf.get(i).join(", "))}</div>`;
+    html += `<table>${rows.join("")}</table>`;
+    if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
+    if (S.hl && S.viol < 0) {
+      let past = 0, fut = 0;
+      for (let j = 0; j < N; j++) { if (S.hl[j] === 1) past++; else if (S.hl[j] === 2) fut++; }
+      html += `<p><span style="color:${C.past}">●</span> ${past} events in its causal past, <span style="color:${C.future}">●</span> ${fut} in its future</p>`;
+    }
+    box.innerHTML = html;
+  }
+
+  // ---------------------------------------------------------- interaction
+
+  // The causal past and future of event i: everything that happened
+  // before it (Lamport's happened-before: program order, and each send
+  // before its receipts) and everything after it.
+  function causal(i) {
+    const hl = new Uint8Array(N);
+    const walk = (start, mark, next) => {
+      const stack = [start];
+      while (stack.length) {
+        const j = stack.pop();
+        for (const n of next(j)) if (n >= 0 && !hl[n]) { hl[n] = mark; stack.push(n); }
+      }
+    };
+    walk(i, 1, (j) => [prevOn[j], evKind[j] === K.recv ? sendOf[j] : -1]);
+    walk(i, 2, (j) => {
+      const out = [nextOn[j]];
+      if (evKind[j] === K.send && fates.has(j)) for (const r of fates.get(j)) out.push(r);
+      return out;
+    });
+    hl[i] = 3;
+    return hl;
+  }
+
+  function setHighlight(hl) {
+    S.hl = hl; S.hlCount = 0;
+    if (hl) for (let j = 0; j < N; j++) if (hl[j]) S.hlCount++;
+  }
+
+  function select(i) {
+    if (i < 0 || i >= N) return;
+    S.viol = -1; markActiveCheck();
+    setHighlight(causal(i));
+    jump(i);
+  }
+
+  // Make event i current: show it in the panel, and bring it into view.
+  function jump(i) {
+    if (i < 0 || i >= N) return;
+    S.cur = i;
+    const x = X(wx(i));
+    if (x < LEFT + 20 || x > W - RIGHT - 20) S.x0 = wx(i) - (W - LEFT) / 2 / S.k;
+    const y = laneY(evNode[i]);
+    if (laneOf[evNode[i]] >= 0 && (y < TOP + 10 || y > H - 20)) S.scrollY += y - (TOP + H) / 2;
+    showEvent(i);
+    draw();
+  }
+
+  // Step n events forward (or back), over the events shown.
+  function step(n) {
+    let i = S.cur, dir = n < 0 ? -1 : 1;
+    for (let left = Math.abs(n); left > 0;) {
+      i += dir;
+      if (i < 0 || i >= N) return;
+      if (eventShown(i)) left--;
+    }
+    jump(i);
+  }
+
+  function selectViolation(k) {
+    const c = checks[k];
+    if (!c || c.ok || !c.events || !c.events.length) return;
+    S.viol = k; markActiveCheck();
+    const hl = new Uint8Array(N);
+    let a = Infinity, b = -Infinity, first = N;
+    c.events.forEach((i) => {
+      if (i < 0 || i >= N) return;
+      hl[i] = 4; a = Math.min(a, wx(i)); b = Math.max(b, wx(i)); first = Math.min(first, i);
+      if (laneOf[evNode[i]] < 0) { S.procOn[evNode[i]] = 1; }
+    });
+    layoutLanes(); syncProcBoxes();
+    setHighlight(hl);
+    if (first < N) {
+      // Zoom to the counterexample, with room around it.
+      const span = Math.max(b - a, S.layout === "time" ? 1000 : 4);
+      S.k = (W - LEFT - RIGHT) / (span * 1.4);
+      S.x0 = a - span * 0.2;
+      S.cur = first;
+      showEvent(first);
+    }
+    draw();
+  }
+
+  function clear() {
+    setHighlight(null); S.viol = -1; markActiveCheck(); draw();
+  }
+
+  // The event under the pointer (within 8 pixels), or -1.
+  function pick(mx, my) {
+    const lo = lower(S.x0 + (mx - 8 - LEFT) / S.k), hi = lower(S.x0 + (mx + 8 - LEFT) / S.k);
+    const o = order();
+    let best = -1, bd = 8 * 8;
+    for (let j = lo; j < hi && j < lo + 5000; j++) {
+      const i = o[j];
+      if (!eventShown(i)) continue;
+      const dx = X(wx(i)) - mx, dy = laneY(evNode[i]) - my, d = dx * dx + dy * dy;
+      if (d < bd || d === bd && (i === S.cur || best < 0)) { bd = d; best = i; }
+    }
+    return best;
+  }
+
+  // The arrow under the pointer (within 4 pixels), or -1.
+  function pickArrow(mx, my) {
+    let best = -1, bd = 16;
+    for (const a of drawnArrows) {
+      const [x1, y1, x2, y2] = arrowEnds(a);
+      const dx = x2 - x1, dy = y2 - y1, len = dx * dx + dy * dy || 1;
+      const u = Math.max(0, Math.min(1, ((mx - x1) * dx + (my - y1) * dy) / len));
+      const ex = x1 + u * dx - mx, ey = y1 + u * dy - my, d = ex * ex + ey * ey;
+      if (d < bd) { bd = d; best = a; }
+    }
+    return best;
+  }
+
+  function arrowTip(a) {
+    const s = arS[a], r = arR[a], e = E[s];
+    const lines = [`${e.label || e.type || "message"}  p${e.node} → p${e.peer}  (msg ${e.msg})`];
+    lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=[${e.vc}]` : ""));
+    if (r >= 0) {
+      const f = E[r];
+      if (f.kind === "recv") lines.push(`received #${r} at ${fmtNS(evT[r])} (after ${fmtNS(evT[r] - evT[s])}), L=${f.lamport}` + (f.vc ? ` VC=[${f.vc}]` : ""));
+      else lines.push(`lost #${r} at ${fmtNS(evT[r])}` + (f.reason ? ` (${f.reason})` : ""));
+    } else lines.push("still in flight at the end of the run");
+    if (e.data !== undefined) lines.push(clip(JSON.stringify(e.data), 600));
+    return lines.join("\n");
+  }
+
+  const tip = document.getElementById("tip");
+  function showTip(text, mx, my) {
+    if (!text) { tip.hidden = true; return; }
+    tip.textContent = text; tip.hidden = false;
+    tip.style.left = Math.min(mx + 14, W - 300) + "px"; tip.style.top = (my + 14) + "px";
+  }
+
+  let drag = null;
+  cv.addEventListener("mousedown", (ev) => {
+    drag = { x: ev.offsetX, y: ev.offsetY, x0: S.x0, sy: S.scrollY, moved: false };
+    cv.classList.add("dragging");
+  });
+  window.addEventListener("mouseup", (ev) => {
+    if (!drag) return;
+    cv.classList.remove("dragging");
+    const d = drag; drag = null;
+    if (!d.moved && ev.target === cv) { const i = pick(ev.offsetX, ev.offsetY); if (i >= 0) select(i); }
+  });
+  cv.addEventListener("mousemove", (ev) => {
+    if (drag) {
+      const dx = ev.offsetX - drag.x, dy = ev.offsetY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      S.x0 = drag.x0 - dx / S.k; S.scrollY = drag.sy - dy;
+      showTip("");
+      request();
+      return;
+    }
+    const i = pick(ev.offsetX, ev.offsetY);
+    if (i >= 0) {
+      const data = E[i].data !== undefined ? "\n" + clip(JSON.stringify(E[i].data), 600) : "";
+      showTip(eventLine(i) + ` at ${fmtNS(evT[i])}` + data, ev.offsetX, ev.offsetY);
+      return;
+    }
+    const a = pickArrow(ev.offsetX, ev.offsetY);
+    showTip(a >= 0 ? arrowTip(a) : "", ev.offsetX, ev.offsetY);
+  });
+  cv.addEventListener("mouseleave", () => showTip(""));
+  cv.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    if (ev.shiftKey) { S.scrollY += ev.deltaY; request(); return; }
+    const w = S.x0 + (ev.offsetX - LEFT) / S.k;
+    S.k *= Math.exp(-ev.deltaY * 0.0015);
+    S.x0 = w - (ev.offsetX - LEFT) / S.k;
+    request();
+  }, { passive: false });
+  window.addEventListener("keydown", (ev) => {
+    if (ev.target && (ev.target.tagName === "INPUT" || ev.target.tagName === "SELECT")) return;
+    if (ev.key === "ArrowRight") { step(1); ev.preventDefault(); }
+    else if (ev.key === "ArrowLeft") { step(-1); ev.preventDefault(); }
+    else if (ev.key === "Home") { fit(); draw(); }
+    else if (ev.key === "Escape") clear();
+  });
+  window.addEventListener("resize", () => { resize(); draw(); });
+  document.getElementById("fit").onclick = () => { fit(); draw(); };
+  document.getElementById("prev").onclick = () => step(-1);
+  document.getElementById("next").onclick = () => step(1);
+  document.getElementById("clear").onclick = clear;
+  document.getElementById("layout").onchange = (ev) => setLayout(ev.target.value);
+  function setLayout(m) {
+    S.layout = m === "lamport" ? "lamport" : "time";
+    document.getElementById("layout").value = S.layout;
+    fit(); draw();
+  }
+
+  // ------------------------------------------------------------ the lists
+
+  function buildLists() {
+    const h = DATA.header;
+    document.getElementById("title").textContent = DATA.title;
+    document.title = DATA.title + " — Cohort viewer";
+    document.getElementById("info").textContent =
+      `${nProc} processes · ${N.toLocaleString("en")} events · ${nArrows.toLocaleString("en")} messages · ${fmtNS(tmax - origin)}` +
+      (h.seed ? ` · seed ${h.seed}` : "") + (DATA.epoch ? ` · from ${DATA.epoch}` : "");
+
+    const ul = document.getElementById("checks");
+    if (!checks.length) ul.innerHTML = "<li>no checker results</li>";
+    checks.forEach((c, k) => {
+      const li = document.createElement("li");
+      const violated = !c.ok && c.status !== "unknown";
+      li.className = c.ok ? "ok" : c.status === "unknown" ? "unknown" : c.promised ? "violation" : "violation soft";
+      li.dataset.k = k;
+      li.innerHTML = `<span class="status">${c.ok ? "✓" : c.status === "unknown" ? "?" : "✗"}</span> <b>${esc(c.name)}</b> ${esc(c.status)}` +
+        (!c.promised && violated ? " (not promised)" : "") +
+        (c.events && c.events.length ? ` · ${c.events.length} events` : "") +
+        (c.detail ? `<div class="detail">${esc(clip(c.detail, 300))}</div>` : "");
+      if (!c.ok && c.events && c.events.length) li.onclick = () => selectViolation(k);
+      ul.appendChild(li);
+    });
+
+    const tl = document.getElementById("types");
+    types.forEach((t, k) => {
+      if (k > TYPE_COLORS.length) return;
+      const name = k === TYPE_COLORS.length ? `${types.length - TYPE_COLORS.length} other types` : (t || "(no type)");
+      const li = document.createElement("li");
+      li.innerHTML = `<label><input type="checkbox" checked data-type="${k}"> <span class="swatch" style="background:${typeColor(k)}"></span>${esc(clip(name, 30))}</label>`;
+      li.querySelector("input").onchange = (ev) => { S.typeOn[k] = ev.target.checked ? 1 : 0; draw(); };
+      tl.appendChild(li);
+    });
+    if (!types.length) tl.innerHTML = "<li>no messages</li>";
+
+    const pl = document.getElementById("procs");
+    for (let p = 0; p < nProc && p < 4096; p++) {
+      const li = document.createElement("li");
+      li.innerHTML = `<label><input type="checkbox" checked data-proc="${p}"> p${p}</label>`;
+      li.querySelector("input").onchange = (ev) => { S.procOn[p] = ev.target.checked ? 1 : 0; layoutLanes(); draw(); };
+      pl.appendChild(li);
+    }
+    const all = (on) => { S.procOn.fill(on); layoutLanes(); syncProcBoxes(); draw(); };
+    document.getElementById("all-procs").onclick = () => all(1);
+    document.getElementById("no-procs").onclick = () => all(0);
+
+    const legend = [
+      ["output", `<span style="color:${C.output}">●</span>`], ["input", `<span style="color:${C.input}">▼</span>`],
+      ["timer", "<span style='color:#7d8790'>|</span>"], ["crash ✕ / down", `<span class="swatch" style="height:9px;background:${C.crashed}"></span>`],
+      ["lost message", `<span style="color:${C.drop}">- - ✕</span>`], ["in flight at the end", `<span style="color:${C.pending}">·····</span>`],
+      ["partition", `<span class="swatch" style="height:9px;background:${C.partition}"></span>`],
+      ["pause / slow", `<span class="swatch" style="height:9px;background:${C.pause}"></span>`],
+      ["violated (promised)", `<span style="color:${C.mark}">◯</span>`], ["violated (not promised)", `<span style="color:${C.soft}">◯</span>`],
+      ["causal past", `<span style="color:${C.past}">◯</span>`], ["causal future", `<span style="color:${C.future}">◯</span>`],
+    ];
+    document.getElementById("legend").innerHTML = legend.map(([t, s]) => `<li>${s} ${esc(t)}</li>`).join("");
+  }
+  function syncProcBoxes() {
+    document.querySelectorAll("#procs input").forEach((b) => { b.checked = !!S.procOn[+b.dataset.proc]; });
+  }
+  function markActiveCheck() {
+    document.querySelectorAll("#checks li").forEach((li) => li.classList.toggle("active", +li.dataset.k === S.viol));
+  }
+
+  // -------------------------------------------------------------- startup
+
+  buildLists();
+  phases.lists = performance.now() - started;
+  resize();
+  fit();
+  draw();
+  // A link can say what to show: #layout=lamport, #check=ME3 (that
+  // violation), #event=185 (that event and its causal past and future).
+  function follow(hash) {
+    const q = new URLSearchParams(hash.replace(/^#/, ""));
+    if (q.get("layout")) setLayout(q.get("layout"));
+    if (q.has("check")) selectViolation(checks.findIndex((c) => c.name === q.get("check")));
+    if (q.has("event")) select(+q.get("event"));
+  }
+  follow(location.hash);
+  window.addEventListener("hashchange", () => follow(location.hash));
+  stats.openMs = performance.now() - started;
+  stats.phases = phases;
+
+  // The test hook: what is drawn, and the actions of the keys and clicks.
+  window.cohortViewer = {
+    stats: () => Object.assign({}, stats, { openMs: stats.openMs }),
+    step: (n) => { step(n); return S.cur; },
+    jump: (i) => { jump(i); return S.cur; },
+    select: (i) => { select(i); return S.hlCount; },
+    selectViolation: (k) => { selectViolation(k); return S.hlCount; },
+    setLayout: (m) => { setLayout(m); return S.layout; },
+    filterProcess: (p, on) => { S.procOn[p] = on ? 1 : 0; layoutLanes(); syncProcBoxes(); draw(); return lanes.length; },
+    filterType: (t, on) => { S.typeOn[Math.min(t, types.length)] = on ? 1 : 0; draw(); return stats.arrows; },
+    zoom: (factor) => { const w = S.x0 + (W - LEFT) / 2 / S.k; S.k *= factor; S.x0 = w - (W - LEFT) / 2 / S.k; draw(); return stats; },
+    pan: (px) => { S.x0 += px / S.k; draw(); return stats; },
+    fit: () => { fit(); draw(); return stats; },
+    clear: () => { clear(); return S.hlCount; },
+    // Where event i is drawn, in the page's coordinates (for clicking it).
+    where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
+  };
+})();

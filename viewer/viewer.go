@@ -1,0 +1,224 @@
+package viewer
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cohort-go/cohort/trace"
+)
+
+// MaxEvents is the largest trace the viewer opens: the page holds every
+// event in the browser's memory (about 150 bytes each as JSON).
+const MaxEvents = 1_000_000
+
+// Page is what the viewer shows: a trace and what is known about its run.
+type Page struct {
+	Title string       // the page's title; if empty, one is made from the trace header
+	Trace *trace.Trace // the run
+	// Checks are the checkers' verdicts on the run, in the order listed.
+	Checks []Check
+	// Shades are the run's fault periods that the trace does not record
+	// as events (partitions, pauses), shaded over the lanes they affect.
+	// Crashes are taken from the trace itself.
+	Shades []trace.Shade
+}
+
+// Check is one checker's verdict as the viewer lists it.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Status string `json:"status"` // "ok", "violated", "unknown"
+	// Promised is false for a property the algorithm does not promise:
+	// its violation is expected, and drawn in a softer colour.
+	Promised bool   `json:"promised"`
+	Detail   string `json:"detail,omitempty"`
+	Events   []int  `json:"events,omitempty"` // the counterexample (trace indices)
+}
+
+// data is the JSON embedded in the page (read by viewer.js as DATA),
+// without its events: they follow in their canonical encoding
+// (trace.Event.AppendJSON), which is many times faster than reflection.
+type data struct {
+	Title  string       `json:"title"`
+	Header trace.Header `json:"header"`
+	Checks []Check      `json:"checks"`
+	Shades []shade      `json:"shades"`
+	// Epoch is the wall-clock time of the first event of a live trace,
+	// whose times (and local clock readings) are then given from it: a
+	// JavaScript number cannot hold nanoseconds since 1970 exactly.
+	Epoch  string        `json:"epoch,omitempty"`
+	Events []trace.Event `json:"events,omitempty"` // only for decoding, in the tests
+}
+
+// wallClock is a time (ns) no simulated run reaches (11.5 days) and every
+// wall-clock reading since 1970 passes, as in the SVG.
+const wallClock = 1e15
+
+type shade struct {
+	Kind  string  `json:"kind"`
+	Nodes []int32 `json:"nodes"`
+	From  int64   `json:"from"`
+	To    int64   `json:"to"`
+	Label string  `json:"label,omitempty"`
+}
+
+//go:embed assets/viewer.html
+var pageHTML string
+
+//go:embed assets/viewer.css
+var pageCSS string
+
+//go:embed assets/viewer.js
+var pageJS string
+
+// ErrTooLarge is returned for a trace of more than MaxEvents events.
+var ErrTooLarge = errors.New("trace too large for the viewer")
+
+// WriteHTML writes the viewer with p embedded as one self-contained HTML
+// document: no external script, style, font or request.
+func WriteHTML(w io.Writer, p *Page) error {
+	b, err := Render(p)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Render returns the page WriteHTML writes.
+func Render(p *Page) ([]byte, error) {
+	if p.Trace == nil {
+		return nil, errors.New("viewer: no trace")
+	}
+	if n := len(p.Trace.Events); n > MaxEvents {
+		return nil, fmt.Errorf("%w: %d events, the viewer opens at most %d (cut the run short: cohort sim --deadline)", ErrTooLarge, n, MaxEvents)
+	}
+	d := data{Title: p.Title, Header: p.Trace.Header, Checks: p.Checks}
+	if d.Checks == nil {
+		d.Checks = []Check{}
+	}
+	var origin int64
+	if len(p.Trace.Events) > 0 {
+		origin = p.Trace.Events[0].Time
+		for i := range p.Trace.Events {
+			origin = min(origin, p.Trace.Events[i].Time)
+		}
+		if origin < wallClock {
+			origin = 0
+		} else {
+			d.Epoch = time.Unix(0, origin).UTC().Format(time.RFC3339Nano)
+		}
+	}
+	d.Shades = []shade{}
+	for _, s := range p.Shades {
+		from, to := s.From-origin, s.To
+		if to > 0 {
+			to -= origin
+		}
+		d.Shades = append(d.Shades, shade{Kind: s.Kind, Nodes: s.Nodes, From: from, To: to, Label: s.Label})
+	}
+	if d.Title == "" {
+		switch h := p.Trace.Header; {
+		case h.Algo != "" && h.Family != "":
+			d.Title = h.Algo + " (" + h.Family + ")"
+		case h.Algo+h.Family != "":
+			d.Title = h.Algo + h.Family
+		default:
+			d.Title = "trace"
+		}
+	}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("viewer: %w", err)
+	}
+	js = append(js[:len(js)-1], `,"events":[`...)
+	for i := range p.Trace.Events {
+		if i > 0 {
+			js = append(js, ',')
+		}
+		e := p.Trace.Events[i]
+		e.Time -= origin
+		if e.Local >= wallClock {
+			e.Local -= origin
+		}
+		js = e.AppendJSON(js)
+	}
+	js = append(js, "]}"...)
+	// Outside JSON's strings there is no '<': escaping every one keeps any
+	// string of the trace ("</script>") from closing the element that
+	// holds the data, and leaves the JSON's meaning unchanged.
+	js = bytes.ReplaceAll(js, []byte("<"), []byte(`\u003c`))
+	var title bytes.Buffer
+	escapeText(&title, d.Title)
+	r := strings.NewReplacer(
+		"{{TITLE}}", title.String(),
+		"{{CSS}}", pageCSS,
+		"{{JS}}", pageJS,
+	)
+	head, tail, _ := strings.Cut(r.Replace(pageHTML), "{{DATA}}")
+	out := make([]byte, 0, len(head)+len(js)+len(tail))
+	out = append(out, head...)
+	out = append(out, js...)
+	return append(out, tail...), nil
+}
+
+func escapeText(b *bytes.Buffer, s string) {
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").WriteString(b, s)
+}
+
+// Handler serves the page at / (and nothing else).
+func Handler(p *Page) (http.Handler, error) {
+	b, err := Render(p)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" && r.URL.Path != "/index.html" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(b)
+	}), nil
+}
+
+// Serve listens on addr ("127.0.0.1:0" for a free port), calls ready with
+// the page's URL once it accepts connections, and serves p until ctx ends.
+func Serve(ctx context.Context, addr string, p *Page, ready func(url string)) error {
+	h, err := Handler(p)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		// The page is served whole in one response: there is nothing to
+		// drain, and a browser's idle keep-alive must not hold up Ctrl-C.
+		srv.Close()
+	}()
+	if ready != nil {
+		ready("http://" + ln.Addr().String() + "/")
+	}
+	err = srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
