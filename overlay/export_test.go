@@ -29,6 +29,8 @@ var (
 	NoLeafRepair      = flawed(noLeafRepair)
 	DeliversOnTimeout = flawed(deliversOnTimeout)
 	NoReplicas        = flawed(noReplicas)
+	ScribeTwice       = flawed(scribeTwice)
+	ScribeNoRepair    = flawed(scribeNoRepair)
 )
 
 func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {

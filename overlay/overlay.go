@@ -23,7 +23,8 @@ func register(a proc.Algorithm) {
 	}
 	a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{},
 		Ack{}, Ping{}, Pong{}, LeafRequest{}, EntryRequest{}, RowRequest{}, Offer{}, Leaving{},
-		Replica{}, Fetch{}, Fetched{}}
+		Replica{}, Fetch{}, Fetched{},
+		Subscribe{}, Publish{}, Data{}, Heartbeat{}, Prune{}}
 	Algorithms = append(Algorithms, a)
 	slices.SortStableFunc(Algorithms, func(x, y proc.Algorithm) int {
 		return slices.Index(order, x.Name) - slices.Index(order, y.Name)
@@ -317,6 +318,7 @@ type node struct {
 	told   map[proc.ID]bool
 	failures
 	dht
+	scribe
 	flaw flaw // sound, but in the tests' broken variants
 }
 
@@ -382,8 +384,8 @@ func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		n.ack(env, from, m.Seq)
 		n.route(env, m)
 	default:
-		if !n.receiveRepair(env, from, m) {
-			n.receiveDHT(env, from, m)
+		if !n.receiveRepair(env, from, m) && !n.receiveDHT(env, from, m) {
+			n.receiveScribe(env, from, m)
 		}
 	}
 }
@@ -455,6 +457,8 @@ func (n *node) Input(env proc.Env, in proc.Input) {
 		n.showTables(env)
 	case proc.Leave:
 		n.leave(env)
+	default:
+		n.scribeInput(env, in)
 	}
 }
 
