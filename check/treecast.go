@@ -129,8 +129,10 @@ func checkTreecast(t *trace.Trace, s treecastSpec) Result {
 			}
 		case e.Kind == trace.Input && (e.Type == s.join || e.Type == s.leave || e.Type == s.send):
 			var f castFields
-			if err := json.Unmarshal(e.Data, &f); err != nil {
-				return Result{Status: Unknown, Detail: fmt.Sprintf("event #%d: %s %s: %v", i, e.Type, e.Data, err), Events: []int{i}}
+			if len(e.Data) > 0 {
+				if err := json.Unmarshal(e.Data, &f); err != nil {
+					return Result{Status: Unknown, Detail: fmt.Sprintf("event #%d: %s %s: %v", i, e.Type, e.Data, err), Events: []int{i}}
+				}
 			}
 			switch e.Type {
 			case s.send:

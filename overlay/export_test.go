@@ -42,3 +42,12 @@ func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
 		}
 	}
 }
+
+// PicksDescendant is ESM that may take a descendant as its parent.
+func PicksDescendant(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return func(id proc.ID, _ int) proc.Process {
+		n := NewESM(id, cfg).(*esm)
+		n.flaw = picksDescendant
+		return n
+	}
+}

@@ -124,6 +124,7 @@ const (
 	noReplicas             // a put is stored at its home alone
 	scribeTwice            // Scribe sends each multicast to the children twice
 	scribeNoRepair         // a Scribe child never rejoins when its parent fails
+	picksDescendant        // an ESM node may take a descendant as its parent
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
