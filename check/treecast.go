@@ -65,7 +65,7 @@ func init() {
 // treecastSpec names a tree multicast's events and bounds.
 type treecastSpec struct {
 	join, leave, depart, send, recv string
-	delivery, repair, joined      time.Duration
+	delivery, repair, joined        time.Duration
 }
 
 var (

@@ -234,6 +234,14 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}); ok && len(cfg.Faults) == 0 && len(o.Faults) == 0 && o.Chaos == nil && len(cfg.Churn) == 0 {
 		cfg.Faults = append(cfg.Faults, fw.Faults(cfg.Nodes, cfg.Seed)...)
 	}
+	// A workload that brings its own physical network (the multicast
+	// trees' transit-stub topology) gives its links, unless the scenario
+	// sets links of its own or the options a latency.
+	if lw, ok := used.(interface {
+		Links(n int, seed uint64) []sim.Link
+	}); ok && len(cfg.Network.Links) == 0 && o.Network.Latency == nil {
+		cfg.Network.Links = lw.Links(cfg.Nodes, cfg.Seed)
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		e, err := scenario.ParseFault(src, cfg.Nodes)
@@ -400,6 +408,9 @@ func describeNetwork(n sim.Network) string {
 	}
 	if len(n.Partitions) > 0 {
 		s += fmt.Sprintf(", %d partition(s)", len(n.Partitions))
+	}
+	if len(n.Links) > 0 {
+		s += fmt.Sprintf(", %d links of their own", len(n.Links))
 	}
 	return s
 }

@@ -11,10 +11,10 @@ import (
 
 // ESM is End System Multicast: a single-source tree built among the end
 // hosts themselves, for a live stream (Chu, Rao & Zhang, "A Case for End
-// System Multicast", SIGMETRICS 2000 — Narada; the tree protocol as
-// Coulouris et al. and Tanenbaum & van Steen §2.2 present overlay
-// multicast trees). Node Source is the stream's source and the tree's
-// root; every other node may join the session.
+// System Multicast", SIGMETRICS 2000 — Narada; the single-source tree
+// for live streaming that followed it, and Tanenbaum & van Steen's
+// application-level multicasting). Node ESMSource is the stream's source
+// and the tree's root; every other node may join the session.
 //
 //   - Join: a node asks the source for members; the source answers with
 //     a random subset of at most ESMConfig.Sample of them (itself
@@ -90,7 +90,7 @@ var DefaultESM = ESMConfig{Degree: 4, Sample: 6}
 const (
 	ESMAlive   = 200 * time.Millisecond
 	ESMSuspect = 3 * ESMAlive
-	ESMProbe   = 300 * time.Millisecond
+	ESMProbe   = time.Second
 	ESMRetry   = 100 * time.Millisecond
 	ESMGrace   = 2 * time.Second
 )
@@ -101,8 +101,8 @@ const (
 // back on the tree within ESMRepairBound (noticed within ESMSuspect and a
 // period, a few probe rounds).
 const (
-	ESMDeliveryBound = time.Second
-	ESMJoinBound     = 2 * time.Second
+	ESMDeliveryBound = 2 * time.Second
+	ESMJoinBound     = 3 * time.Second
 	ESMRepairBound   = ESMSuspect + ESMAlive + 4*(ESMProbe+ESMRetry) + ESMGrace
 )
 
@@ -271,6 +271,19 @@ type esmAnswer struct {
 }
 
 // ---- the algorithm ----
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "esm",
+		Summary: "End System Multicast: a degree-bounded tree among the hosts, joined by probing members, rejoined never under a descendant",
+		Source:  "Chu, Rao & Zhang 2000 (Narada); Tanenbaum & van Steen, application-level multicasting",
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full"},
+		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
+		Checks:  []string{"esm-delivery", "esm-no-cycle"},
+		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}},
+	})
+}
 
 // ESMSource is the session's source.
 const ESMSource proc.ID = 0

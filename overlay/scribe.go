@@ -3,6 +3,7 @@ package overlay
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -81,12 +82,12 @@ const (
 // the tree: the failure noticed within ScribeSuspect and a heartbeat
 // period, the JOIN routed again in a few hops, each around a failed node
 // at most one hop timeout later.
-const ScribeRepairBound = ScribeSuspect + ScribeHeartbeat + time.Second
+const ScribeRepairBound = ScribeSuspect + ScribeHeartbeat + 3*time.Second
 
 // ScribeDeliveryBound is how long a multicast takes to reach every member
-// of an intact tree (a route to the root and down the tree, at 1 ms or so
-// a hop, with room to spare).
-const ScribeDeliveryBound = time.Second
+// of an intact tree: a route to the root and down the tree, a few hops
+// each way, with room for wide-area latencies of up to 200 ms a hop.
+const ScribeDeliveryBound = 2 * time.Second
 
 // ScribeJoinBound is how long a member's JOIN takes to reach the tree
 // when no node on its route has failed.
@@ -216,6 +217,23 @@ func (m Prune) String() string { return fmt.Sprintf("PRUNE(%s)", m.Group) }
 type scribeTick struct{}
 
 // ---- the algorithm ----
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "scribe",
+		Summary: "Scribe: multicast trees on Pastry, rooted at the node closest to the groupId, repaired by rejoining",
+		Source:  "Castro, Druschel, Kermarrec & Rowstron 2002; Coulouris et al. §10.5",
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full", Joins: true},
+		New:     func(id proc.ID, _ int) proc.Process { return NewScribe(id, Repairing) },
+		Checks:  []string{"scribe-delivery"},
+		Theory: func(n int) map[string]float64 {
+			return map[string]float64{"depth_max": math.Ceil(Log16(n))}
+		},
+		Notes: map[string]string{
+			"depth_max": "⌈log₁₆ N⌉: a member's JOIN takes at most a Pastry route to the root",
+		},
+	})
+}
 
 // NewScribe is a Pastry node with Scribe at address id; Scribe needs the
 // hops acknowledged and the failure detector on (cfg.KeepAlive > 0).

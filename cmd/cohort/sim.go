@@ -58,7 +58,9 @@ its SHA-256 is in the report.`,
   cohort sim synchronizer --algo gamma --gamma-k 3 --topology random --degree 3 --nodes 64
   cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
   cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms
-  cohort sim mutex --schedule maekawa.sched --svg maekawa.svg`,
+  cohort sim mutex --schedule maekawa.sched --svg maekawa.svg
+  cohort sim overlay --algo scribe --nodes 64 --json
+  cohort sim overlay --algo esm --nodes 64 --json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runSim(cmd, args[0], &f) },
