@@ -56,13 +56,14 @@ func (w *treeLoad) network(n int, seed uint64) {
 	}
 }
 
-// Links are the transit-stub network's: a link for every ordered pair.
-func (w *treeLoad) Links(n int, seed uint64) []sim.Link {
+// Pairwise is the transit-stub network's latency between every two
+// nodes.
+func (w *treeLoad) Pairwise(n int, seed uint64) sim.PairLatency {
 	w.network(n, seed)
 	if w.topo == nil {
 		return nil
 	}
-	return w.topo.Links()
+	return w.topo
 }
 
 // hopTimeout is how long Scribe's hops wait for their acknowledgements:
@@ -86,6 +87,11 @@ type ScribeLoad struct {
 	treeLoad
 	// Groups is the number of groups; 0 means 4.
 	Groups int
+	// Repair runs the nodes with Pastry's failure detection and repair
+	// (overlay.Repairing; the CLI sets it when faults are given);
+	// otherwise with none (overlay.FailureFree: a run without failures
+	// needs no keep-alives).
+	Repair bool
 
 	groups  []overlay.GUID
 	sources []proc.ID
@@ -186,7 +192,7 @@ func (w *ESMLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 
 // treeMetrics measures a multicast tree run at its end:
 //
-//   - delivered_fraction: the deliveries made, over the members times
+//   - received_fraction: the deliveries made, over the members times
 //     the multicasts;
 //   - depth_mean, depth_max: the members' depths in the tree (edges below
 //     the root; Scribe's ⌈log₁₆ N⌉ at most, ESM's about log_degree N);
@@ -228,7 +234,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		return m, th
 	}
 	if tl.expected > 0 {
-		m["delivered_fraction"] = float64(tl.received) / float64(tl.expected)
+		m["received_fraction"] = float64(tl.received) / float64(tl.expected)
 	}
 	var depths []int
 	var rdp []float64

@@ -235,12 +235,14 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		cfg.Faults = append(cfg.Faults, fw.Faults(cfg.Nodes, cfg.Seed)...)
 	}
 	// A workload that brings its own physical network (the multicast
-	// trees' transit-stub topology) gives its links, unless the scenario
-	// sets links of its own or the options a latency.
-	if lw, ok := used.(interface {
-		Links(n int, seed uint64) []sim.Link
-	}); ok && len(cfg.Network.Links) == 0 && o.Network.Latency == nil {
-		cfg.Network.Links = lw.Links(cfg.Nodes, cfg.Seed)
+	// trees' transit-stub topology) gives its latencies, unless the
+	// options set a latency.
+	if pw, ok := used.(interface {
+		Pairwise(n int, seed uint64) sim.PairLatency
+	}); ok && cfg.Network.Pairwise == nil && o.Network.Latency == nil {
+		if p := pw.Pairwise(cfg.Nodes, cfg.Seed); p != nil {
+			cfg.Network.Pairwise = p
+		}
 	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
@@ -394,6 +396,9 @@ func applyNetwork(n *sim.Network, f NetworkFlags) {
 
 func describeNetwork(n sim.Network) string {
 	s := "latency " + n.Latency.String()
+	if n.Pairwise != nil {
+		s = "latency " + n.Pairwise.String()
+	}
 	if n.FIFO {
 		s += ", fifo"
 	}
@@ -408,9 +413,6 @@ func describeNetwork(n sim.Network) string {
 	}
 	if len(n.Partitions) > 0 {
 		s += fmt.Sprintf(", %d partition(s)", len(n.Partitions))
-	}
-	if len(n.Links) > 0 {
-		s += fmt.Sprintf(", %d links of their own", len(n.Links))
 	}
 	return s
 }

@@ -227,16 +227,19 @@ func init() {
 		New:     func(id proc.ID, _ int) proc.Process { return NewScribe(id, Repairing) },
 		Checks:  []string{"scribe-delivery"},
 		Theory: func(n int) map[string]float64 {
-			return map[string]float64{"depth_max": math.Ceil(Log16(n))}
+			return map[string]float64{"depth_max": math.Ceil(Log16(n)) + 1}
 		},
 		Notes: map[string]string{
-			"depth_max": "⌈log₁₆ N⌉: a member's JOIN takes at most a Pastry route to the root",
+			"depth_max": "⌈log₁₆ N⌉ + 1: a member's JOIN takes at most a Pastry route to the root, its prefix hops and one inside the leaf set",
 		},
 	})
 }
 
-// NewScribe is a Pastry node with Scribe at address id; Scribe needs the
-// hops acknowledged and the failure detector on (cfg.KeepAlive > 0).
+// NewScribe is a Pastry node with Scribe at address id. Its repair
+// needs Pastry's failure detector and acknowledged hops (cfg.KeepAlive >
+// 0, as in Repairing); without them (FailureFree) a child that stops
+// hearing its parent still routes its JOIN again, but the route may go
+// through the failed node.
 func NewScribe(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, &pastry{}) }
 
 func (n *node) group(g GUID) *group {
@@ -431,7 +434,9 @@ func (n *node) onTick(env proc.Env) {
 			env.Send(c, Heartbeat{key})
 		}
 		if g.parent != proc.None && env.Now()-g.heard > ScribeSuspect && n.flaw != scribeNoRepair {
-			n.failed(env, g.parent)
+			if n.repairing() {
+				n.failed(env, g.parent)
+			}
 			g.parent = proc.None
 			n.subscribeOnward(env, key, g)
 		}

@@ -102,7 +102,7 @@ func (s groupStory) run(t testing.TB) *simtest.Recorded {
 func TestScribeSweep(t *testing.T) {
 	seeds := simtest.Seeds(16, 4)
 	if raceEnabled {
-		seeds = 4
+		seeds = 2
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := []int{8, 20, 40, 64}[seed%4]
@@ -124,7 +124,11 @@ func TestScribeSweep(t *testing.T) {
 // JOINs reach the nodes now closest to the groupIds, which become the
 // roots, and the multicasts after the repair reach every member.
 func TestScribeRootFails(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	seeds := uint64(3)
+	if raceEnabled {
+		seeds = 1
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		s := groupStory{n: 30, groups: 2, members: 12, casts: 20, seed: seed}
 		s.new = func(id proc.ID, _ int) proc.Process { return overlay.NewScribe(id, overlay.Repairing) }
 		// Find the roots: run once, then crash them in a second run.
@@ -159,9 +163,12 @@ func TestScribeCheckerCatchesBrokenScribe(t *testing.T) {
 		crash int
 	}{{"twice", overlay.ScribeTwice, 0}, {"no-repair", overlay.ScribeNoRepair, 4}} {
 		t.Run(c.name, func(t *testing.T) {
-			caught := 0
+			caught, n := 0, 40
+			if raceEnabled {
+				n = 16
+			}
 			for seed := uint64(1); seed <= 3; seed++ {
-				s := groupStory{n: 40, groups: 3, members: 20, casts: 20, crash: c.crash, seed: seed, new: c.new(overlay.Repairing)}
+				s := groupStory{n: n, groups: 3, members: n / 2, casts: 20, crash: c.crash, seed: seed, new: c.new(overlay.Repairing)}
 				r := s.run(t)
 				if v := r.Verdicts(t, "scribe-delivery")["scribe-delivery"]; v.Status == check.Violated {
 					caught++

@@ -2,12 +2,12 @@ package overlay
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
-	"github.com/cohort-go/cohort/sim"
 )
 
 // TransitStub is a physical network of the transit-stub kind (Zegura,
@@ -38,8 +38,9 @@ const (
 	HostsPerStub   = 8
 )
 
-// MaxTransitStubHosts bounds the hosts of a TransitStub: its simulated
-// network has a link for every ordered pair of them.
+// MaxTransitStubHosts bounds the hosts of a TransitStub: it holds the
+// latency between every two routers, and a run of so many hosts measures
+// every member's path.
 const MaxTransitStubHosts = 1024
 
 type tsEdge struct {
@@ -145,18 +146,9 @@ func (ts *TransitStub) MaxLatency() time.Duration {
 	return m
 }
 
-// Links are the simulator's links between every ordered pair of hosts,
-// each with its constant latency.
-func (ts *TransitStub) Links() []sim.Link {
-	ls := make([]sim.Link, 0, ts.hosts*(ts.hosts-1))
-	for a := range ts.hosts {
-		for b := range ts.hosts {
-			if a != b {
-				ls = append(ls, sim.Link{From: proc.ID(a), To: proc.ID(b), Latency: sim.Constant(ts.Latency(proc.ID(a), proc.ID(b)))})
-			}
-		}
-	}
-	return ls
+// String describes the network (sim.PairLatency).
+func (ts *TransitStub) String() string {
+	return fmt.Sprintf("transit-stub: %d hosts, %d routers", ts.hosts, ts.routers)
 }
 
 // PhysLink is an undirected physical link: two vertices, routers
