@@ -41,10 +41,16 @@ type treeLoad struct {
 
 func (w *treeLoad) casts() int { return cmp.Or(w.Casts, 20) }
 
+// keep records process id, the latest built for that address (a run
+// whose faults come from elsewhere has not sized the table).
 func (w *treeLoad) keep(id proc.ID, p proc.Process) {
-	if int(id) < len(w.processes) {
-		w.processes[id] = p
+	if id < 0 || int(id) >= overlay.MaxTransitStubHosts {
+		return
 	}
+	for int(id) >= len(w.processes) {
+		w.processes = append(w.processes, nil)
+	}
+	w.processes[id] = p
 }
 
 // network draws the run's transit-stub network (none beyond
@@ -95,6 +101,7 @@ type ScribeLoad struct {
 
 	groups  []overlay.GUID
 	sources []proc.ID
+	joins   bool // the nodes join (Faults): else all are present from the start
 }
 
 // NewScribeLoad is Scribe's default workload.
@@ -109,6 +116,7 @@ func (w *ScribeLoad) gap() time.Duration { return 10*time.Millisecond + 6*w.maxL
 // Faults are the Pastry joins.
 func (w *ScribeLoad) Faults(n int, seed uint64) []sim.Fault {
 	w.prepare(n)
+	w.joins = true
 	w.network(n, seed)
 	fs := make([]sim.Fault, n)
 	for i := range fs {
@@ -122,8 +130,8 @@ func (w *ScribeLoad) Init(c sim.Control) {
 	w.n = c.N()
 	rng := c.Rand()
 	settled := time.Duration(w.n)*w.gap() + time.Second
-	if w.processes == nil {
-		settled = 0 // the scenario's membership, present from the start
+	if !w.joins {
+		settled = 0 // every node present from the start
 	}
 	members := max(1, w.n/4)
 	for range w.groupCount() {
