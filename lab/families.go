@@ -109,6 +109,8 @@ func init() {
 			Workload: func() sim.Workload { return NewOverlayLoad("pastry") },
 			Workloads: map[string]func() sim.Workload{
 				"circular": func() sim.Workload { return NewOverlayLoad("circular") },
+				"scribe":   func() sim.Workload { return NewScribeLoad() },
+				"esm":      func() sim.Workload { return NewESMLoad() },
 			},
 			Diagram: trace.SVGOptions{Quiet: []string{"joined"}},
 		},

@@ -283,6 +283,25 @@ func (w *OverlayLoad) Done(up func(proc.ID) bool) bool {
 // measures their state at the end of the run: the joiners of the
 // workload's own joins (a scenario's membership reports no state).
 func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
+	if tk, ok := w.(treeKeeper); ok {
+		newProc := a.New
+		a.New = func(id proc.ID, n int) proc.Process {
+			var p proc.Process
+			if sw, ok := w.(*ScribeLoad); ok && a.Name == "scribe" {
+				cfg := overlay.FailureFree
+				if sw.Repair {
+					cfg = overlay.Repairing
+				}
+				cfg.HopTimeout = sw.hopTimeout()
+				p = overlay.NewScribe(id, cfg)
+			} else {
+				p = newProc(id, n)
+			}
+			tk.keep(id, p)
+			return p
+		}
+		return a
+	}
 	ow, ok := w.(*OverlayLoad)
 	if !ok {
 		return a
@@ -316,6 +335,10 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 //     routing table, the mean over the nodes (Pastry's theory:
 //     (2^b − 1)·⌈log₁₆ N⌉ + 2l, full rows).
 func overlayMetrics(f Finished) (map[string]float64, map[string]*float64) {
+	switch f.Workload.(type) {
+	case *ScribeLoad, *ESMLoad:
+		return treeMetrics(f)
+	}
 	m := map[string]float64{}
 	th := theoryOf("overlay", f.Algo, f.Nodes, "hops_mean", "state_entries_per_node")
 	w, _ := f.Workload.(*OverlayLoad)
@@ -369,6 +392,7 @@ const overlayCheckedUpTo = 10_000
 // baseline at each size.
 var overlayCases = []compareCase{{
 	name:    "joins then lookups",
+	algos:   []string{"pastry", "circular"},
 	metrics: []string{"hops_mean", "hops_p99", "delivered_fraction", "state_entries_per_node"},
 	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 		o := f.Options(a)
@@ -402,7 +426,35 @@ var overlayCases = []compareCase{{
 		r, _, err := Sim(o)
 		return r, err
 	},
-}}
+},
+	overlayTreeCase,
+}
+
+// overlayTreeCase: the multicast trees on a transit-stub network, their
+// depth, delay penalty and link stress beside naive unicast from the
+// source (the network has a link per pair of nodes: up to
+// overlay.MaxTransitStubHosts).
+var overlayTreeCase = compareCase{
+	name:    "multicast trees on a transit-stub network",
+	algos:   []string{"scribe", "esm"},
+	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max"},
+	skip: func(n int) string {
+		if n > overlay.MaxTransitStubHosts {
+			return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", overlay.MaxTransitStubHosts)
+		}
+		return ""
+	},
+	notes: map[string]string{
+		"rdp_mean":   "Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables; this Pastry's tables ignore proximity. Chu et al. report most Narada pairs below 4",
+		"stress_max": "the copies of one packet on the busiest physical link; naive unicast's is the unicast_stress_max beside it",
+	},
+	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+		o := f.Options(a)
+		o.Nodes, o.Seed = n, &seed
+		r, _, err := Sim(o)
+		return r, err
+	},
+}
 
 // overlayFailUpTo is the largest overlay the comparison fails nodes in;
 // overlayFailCheckedUpTo the largest it checks (the keep-alives make the

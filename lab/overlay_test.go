@@ -86,3 +86,48 @@ func TestOverlayFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayTrees runs Scribe and ESM on their transit-stub network:
+// every multicast delivered, the checkers green, Scribe's depth within
+// ⌈log₁₆ N⌉ + 1, ESM's worst link stress below naive unicast's.
+func TestOverlayTrees(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"scribe", "esm"} {
+		a, err := f.Algorithm(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := f.Options(a)
+		n, seed := 48, uint64(2)
+		o.Nodes, o.Seed = n, &seed
+		r, _, err := Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Checks {
+			if !c.OK || !c.Guaranteed {
+				t.Errorf("%s: %+v", name, c)
+			}
+		}
+		m := r.Metrics
+		t.Logf("%s at %d: %v", name, n, m)
+		if m["received_fraction"] != 1 || m["rdp_mean"] < 1 || m["stress_max"] < 1 {
+			t.Errorf("%s: %v", name, m)
+		}
+		switch name {
+		case "scribe":
+			if m["depth_max"] > math.Ceil(overlayLog16(n))+1 {
+				t.Errorf("scribe: depth %v, above ⌈log₁₆ N⌉ + 1", m["depth_max"])
+			}
+		case "esm":
+			if m["stress_max"] >= m["unicast_stress_max"] {
+				t.Errorf("esm: stress %v, unicast %v", m["stress_max"], m["unicast_stress_max"])
+			}
+		}
+	}
+}
+
+func overlayLog16(n int) float64 { return math.Log(float64(n)) / math.Log(16) }

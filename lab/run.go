@@ -277,6 +277,16 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	}); ok && len(cfg.Faults) == 0 && len(o.Faults) == 0 && o.Chaos == nil && len(cfg.Churn) == 0 {
 		cfg.Faults = append(cfg.Faults, fw.Faults(cfg.Nodes, cfg.Seed)...)
 	}
+	// A workload that brings its own physical network (the multicast
+	// trees' transit-stub topology) gives its latencies, unless the
+	// options set a latency.
+	if pw, ok := used.(interface {
+		Pairwise(n int, seed uint64) sim.PairLatency
+	}); ok && cfg.Network.Pairwise == nil && o.Network.Latency == nil {
+		if p := pw.Pairwise(cfg.Nodes, cfg.Seed); p != nil {
+			cfg.Network.Pairwise = p
+		}
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		e, err := scenario.ParseFault(src, cfg.Nodes)
@@ -431,6 +441,9 @@ func applyNetwork(n *sim.Network, f NetworkFlags) {
 
 func describeNetwork(n sim.Network) string {
 	s := "latency " + n.Latency.String()
+	if n.Pairwise != nil {
+		s = "latency " + n.Pairwise.String()
+	}
 	if n.FIFO {
 		s += ", fifo"
 	}

@@ -4,7 +4,12 @@
 // the circular baseline that routes along the leaf set alone, their
 // handling of failures (repair.go: keep-alives, lookups routed around
 // failed nodes, leaf-set and routing-table repair, the periodic exchange
-// of rows) and a DHT on them with PAST's replicas (dht.go).
+// of rows) and a DHT on them with PAST's replicas (dht.go). Two
+// application-level multicasts build trees: Scribe on Pastry (scribe.go:
+// Castro, Druschel, Kermarrec & Rowstron 2002), and End System Multicast
+// among the hosts themselves (esm.go: Chu, Rao & Zhang 2000), measured on
+// a transit-stub physical network (transitstub.go) for their depth,
+// delay penalty and link stress.
 //
 // Nodes and keys have 128-bit identifiers (GUID) on a ring; an object
 // lives at the node whose identifier is numerically closest to its key
@@ -19,5 +24,7 @@
 // Delivered{Key, Hops}. Put{Key, Value} and Get{Key} are the DHT's: the
 // key's home outputs Stored and Got. ShowTables makes a node output its
 // Tables. A node that fails stops; one that leaves (proc.Leave) tells the
-// nodes in its tables.
+// nodes in its tables. Scribe's and ESM's inputs and outputs are in their
+// files (CreateGroup, JoinGroup, LeaveGroup, Multicast → Received;
+// ESMJoin, ESMLeave, ESMSend → ESMReceived, ESMParent).
 package overlay

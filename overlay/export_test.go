@@ -29,6 +29,8 @@ var (
 	NoLeafRepair      = flawed(noLeafRepair)
 	DeliversOnTimeout = flawed(deliversOnTimeout)
 	NoReplicas        = flawed(noReplicas)
+	ScribeTwice       = flawed(scribeTwice)
+	ScribeNoRepair    = flawed(scribeNoRepair)
 )
 
 func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
@@ -38,5 +40,14 @@ func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
 			n.flaw = f
 			return n
 		}
+	}
+}
+
+// PicksDescendant is ESM that may take a descendant as its parent.
+func PicksDescendant(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return func(id proc.ID, _ int) proc.Process {
+		n := NewESM(id, cfg).(*esm)
+		n.flaw = picksDescendant
+		return n
 	}
 }

@@ -3,27 +3,31 @@ package overlay
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
 
-// Algorithms lists the family's algorithms: Pastry, then the circular
-// baseline.
+// Algorithms lists the family's algorithms: Pastry, the circular
+// baseline, Scribe on Pastry, End System Multicast.
 var Algorithms []proc.Algorithm
 
 // order is the order of Algorithms, whatever the order the files register.
-var order = []string{"pastry", "circular"}
+var order = []string{"pastry", "circular", "scribe", "esm"}
 
 func register(a proc.Algorithm) {
 	a.Family = "overlay"
 	if a.Inputs == nil {
 		a.Inputs = Inputs
 	}
-	a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{},
-		Ack{}, Ping{}, Pong{}, LeafRequest{}, EntryRequest{}, RowRequest{}, Offer{}, Leaving{},
-		Replica{}, Fetch{}, Fetched{}}
+	if a.Messages == nil {
+		a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{},
+			Ack{}, Ping{}, Pong{}, LeafRequest{}, EntryRequest{}, RowRequest{}, Offer{}, Leaving{},
+			Replica{}, Fetch{}, Fetched{},
+			Subscribe{}, Publish{}, Data{}, Heartbeat{}, Prune{}}
+	}
 	Algorithms = append(Algorithms, a)
 	slices.SortStableFunc(Algorithms, func(x, y proc.Algorithm) int {
 		return slices.Index(order, x.Name) - slices.Index(order, y.Name)
@@ -155,8 +159,43 @@ func Inputs(name string, args []string) (proc.Input, error) {
 		return Get{Key: k}, nil
 	case "show-tables":
 		return ShowTables{}, nil
+	case "create-group", "join-group", "leave-group":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%s: want one group of 32 hex digits", name)
+		}
+		var g GUID
+		if err := g.UnmarshalText([]byte(strings.TrimSpace(args[0]))); err != nil {
+			return nil, err
+		}
+		return map[string]proc.Input{"create-group": CreateGroup{g}, "join-group": JoinGroup{g}, "leave-group": LeaveGroup{g}}[name], nil
+	case "multicast":
+		if len(args) != 2 {
+			return nil, fmt.Errorf("multicast: want a group of 32 hex digits and a message id")
+		}
+		var g GUID
+		if err := g.UnmarshalText([]byte(strings.TrimSpace(args[0]))); err != nil {
+			return nil, err
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(args[1]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("multicast: message id %q: want a number", args[1])
+		}
+		return Multicast{Group: g, ID: id}, nil
+	case "esm-join":
+		return ESMJoin{}, nil
+	case "esm-leave":
+		return ESMLeave{}, nil
+	case "esm-send":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("esm-send: want a packet id")
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(args[0]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("esm-send: packet id %q: want a number", args[0])
+		}
+		return ESMSend{ID: id}, nil
 	}
-	return nil, fmt.Errorf("unknown overlay input %q (known: lookup, put, get, show-tables)", name)
+	return nil, fmt.Errorf("unknown overlay input %q (known: lookup, put, get, show-tables, create-group, join-group, leave-group, multicast, esm-join, esm-leave, esm-send)", name)
 }
 
 // ---- the leaf set ----
@@ -317,6 +356,7 @@ type node struct {
 	told   map[proc.ID]bool
 	failures
 	dht
+	scribe
 	flaw flaw // sound, but in the tests' broken variants
 }
 
@@ -382,8 +422,8 @@ func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		n.ack(env, from, m.Seq)
 		n.route(env, m)
 	default:
-		if !n.receiveRepair(env, from, m) {
-			n.receiveDHT(env, from, m)
+		if !n.receiveRepair(env, from, m) && !n.receiveDHT(env, from, m) {
+			n.receiveScribe(env, from, m)
 		}
 	}
 }
@@ -455,6 +495,8 @@ func (n *node) Input(env proc.Env, in proc.Input) {
 		n.showTables(env)
 	case proc.Leave:
 		n.leave(env)
+	default:
+		n.scribeInput(env, in)
 	}
 }
 

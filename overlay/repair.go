@@ -122,12 +122,15 @@ const (
 	noLeafRepair           // a failed leaf is dropped, never replaced
 	deliversOnTimeout      // a hop not acknowledged ends the route here
 	noReplicas             // a put is stored at its home alone
+	scribeTwice            // Scribe sends each multicast to the children twice
+	scribeNoRepair         // a Scribe child never rejoins when its parent fails
+	picksDescendant        // an ESM node may take a descendant as its parent
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
 type pending struct {
 	to    proc.ID
-	m     proc.Message // a Route or a Join
+	m     proc.Message // a Route, a Join, a Subscribe or a Publish
 	timer proc.TimerID
 }
 
@@ -166,6 +169,12 @@ func (n *node) forward(env proc.Env, next proc.ID, m proc.Message) {
 	case Join:
 		x.Seq = n.seq
 		m = x
+	case Subscribe:
+		x.Seq = n.seq
+		m = x
+	case Publish:
+		x.Seq = n.seq
+		m = x
 	}
 	n.pending[n.seq] = pending{next, m, env.SetTimer(n.cfg.HopTimeout, hopTimeout{n.seq})}
 	env.Send(next, m)
@@ -182,6 +191,8 @@ func (n *node) Timeout(env proc.Env, tag any) {
 	switch t := tag.(type) {
 	case keepAlive:
 		n.keepAlive(env)
+	case scribeTick:
+		n.onTick(env)
 	case fetchTimeout:
 		n.fetchTimedOut(env, t.Key)
 	case hopTimeout:
@@ -204,6 +215,11 @@ func (n *node) Timeout(env proc.Env, tag any) {
 		case Join:
 			m.Hops--
 			n.onJoin(env, m)
+		case Subscribe:
+			n.resubscribe(env, m)
+		case Publish:
+			m.Hops--
+			n.onPublish(env, m)
 		}
 	}
 }

@@ -80,11 +80,22 @@ type Network struct {
 	// Reorder is the probability that a message is held back by an extra
 	// delay drawn from Latency and exempted from FIFO: it may be overtaken.
 	Reorder float64
+	// Pairwise, if set, replaces Latency with a latency for each directed
+	// pair of processes (a physical topology's: the sum of the link
+	// latencies on the path between them). Links still override it.
+	Pairwise PairLatency
 	// Links override Latency and Loss for single directed links (asymmetric
 	// delay, one bad link).
 	Links []Link
 	// Partitions cut the network into groups for a span of time.
 	Partitions []Partition
+}
+
+// PairLatency is a latency for every directed pair of processes, fixed
+// for the run. String describes it.
+type PairLatency interface {
+	Latency(from, to proc.ID) time.Duration
+	String() string
 }
 
 // Link overrides the network model on the directed link From → To.

@@ -573,10 +573,14 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 	it := item{kind: evDeliver, val: m, id: id, lamport: s.nodes[f].lamport, node: int32(to), from: f}
 
 	lat, loss := s.latency, s.cfg.Network.Loss
+	fixed := time.Duration(-1) // the pair's latency, if Pairwise gives it
+	if pw := s.cfg.Network.Pairwise; pw != nil {
+		fixed = pw.Latency(proc.ID(from), to)
+	}
 	if s.links != nil {
 		if l := s.links[linkKey(from, to)]; l != nil {
 			if l.Latency != nil {
-				lat = l.Latency
+				lat, fixed = l.Latency, -1
 			}
 			if l.Loss != nil {
 				loss = *l.Loss
@@ -599,11 +603,17 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 			s.record(trace.Dup, f, func(e *trace.Event) { e.Msg, e.Peer, e.Type = id, int32(to), m.Kind() })
 		}
 	}
+	sample := func() int64 {
+		if fixed >= 0 {
+			return int64(fixed)
+		}
+		return int64(lat.Sample(s.netRand))
+	}
 	for c := 0; c < copies; c++ {
-		at := s.now + int64(lat.Sample(s.netRand))
+		at := s.now + sample()
 		exempt := false
 		if r := s.cfg.Network.Reorder; r > 0 && s.netRand.Float64() < r {
-			at += int64(lat.Sample(s.netRand))
+			at += sample()
 			exempt = true
 		}
 		if s.fifo != nil && !exempt {

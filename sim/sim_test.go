@@ -133,6 +133,26 @@ func TestAsymmetricLinkLatency(t *testing.T) {
 	}
 }
 
+// pairs is a latency per pair: 3 ms times the sum of the addresses.
+type pairs struct{}
+
+func (pairs) Latency(a, b proc.ID) time.Duration { return time.Duration(a+b) * 3 * time.Millisecond }
+func (pairs) String() string                     { return "pairs" }
+
+// TestPairwiseLatency: Pairwise gives each pair its latency, in place of
+// Latency; a link's own latency still overrides it.
+func TestPairwiseLatency(t *testing.T) {
+	s, _ := run(t, Config{Nodes: 2, Seed: 1, New: counters(2, 1), Network: Network{Pairwise: pairs{}}})
+	if got := s.Process(1).(*counter).times; len(got) != 1 || got[0] != 3*time.Millisecond {
+		t.Errorf("0→1 arrival times %v, want [3ms]", got)
+	}
+	s, _ = run(t, Config{Nodes: 2, Seed: 1, New: counters(2, 1), Network: Network{Pairwise: pairs{},
+		Links: []Link{{From: 0, To: 1, Latency: Constant(7 * time.Millisecond)}}}})
+	if got := s.Process(1).(*counter).times; len(got) != 1 || got[0] != 7*time.Millisecond {
+		t.Errorf("0→1 arrival times %v, want [7ms] from the link", got)
+	}
+}
+
 // chatter sends one ping to everyone every millisecond until 10ms.
 type chatter struct{ got map[proc.ID]int }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,35 @@ func TestSimOverlayFail(t *testing.T) {
 	}
 	if code, _, errs := cli(t, "sim", "gossip", "--fail", "0.1"); code != 2 || errs == "" {
 		t.Errorf("--fail on gossip: exit %d (%s), want 2 and a message", code, errs)
+	}
+}
+
+// TestSimOverlayTrees: `cohort sim overlay --algo scribe|esm --json`
+// reports the trees' depth, delay penalty and link stress beside naive
+// unicast on the transit-stub network, with every multicast received and
+// the checkers green; with a crash given, Scribe repairs and stays green.
+func TestSimOverlayTrees(t *testing.T) {
+	for _, args := range [][]string{
+		{"--algo", "scribe", "--nodes", "40"},
+		{"--algo", "esm", "--nodes", "40"},
+		{"--algo", "scribe", "--nodes", "24", "--fault", "crash 5 at 2.2s"},
+	} {
+		r := simJSON(t, "overlay", args...)
+		for _, m := range []string{"depth_mean", "rdp_mean", "stress_max", "unicast_stress_max"} {
+			if v := metricOf(r, m); !(v > 0) {
+				t.Errorf("%v: %s = %v (%v)", args, m, v, r["metrics"])
+			}
+		}
+		if len(args) == 4 && metricOf(r, "received_fraction") != 1 {
+			t.Errorf("%v: metrics %v", args, r["metrics"])
+		}
+		for _, c := range r["checks"].([]any) {
+			if c := c.(map[string]any); c["ok"] != true {
+				t.Errorf("%v: check %v", args, c)
+			}
+		}
+		if !strings.Contains(fmt.Sprint(r["network"]), "transit-stub") {
+			t.Errorf("%v: network %v", args, r["network"])
+		}
 	}
 }

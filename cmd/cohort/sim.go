@@ -62,6 +62,8 @@ its SHA-256 is in the report.`,
   cohort sim rpc --algo plain --semantics at-most-once --calls 2000 --loss 0.3 --dup 0.1 --server-crash-every 50ms --json
   cohort sim rpc --algo expiration --semantics at-least-once --client-crash-every 100ms
   cohort sim mutex --schedule maekawa.sched --svg maekawa.svg
+  cohort sim overlay --algo scribe --nodes 64 --json
+  cohort sim overlay --algo esm --nodes 64 --json
   cohort sim mutex --algo ricart-agrawala --view`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,

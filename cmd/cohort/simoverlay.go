@@ -55,6 +55,9 @@ const maxLookups = 10_000_000
 // faults given on the command line or by a scenario turn the nodes'
 // failure detection and repair on.
 func configureOverlay(p overlayParams, o *lab.Options) {
+	if sw, ok := o.Workload.(*lab.ScribeLoad); ok {
+		sw.Repair = len(o.Faults) > 0 || o.Scenario != nil
+	}
 	w, ok := o.Workload.(*lab.OverlayLoad)
 	if !ok {
 		return

@@ -1,0 +1,582 @@
+package overlay
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// ESM is End System Multicast: a single-source tree built among the end
+// hosts themselves, for a live stream (Chu, Rao & Zhang, "A Case for End
+// System Multicast", SIGMETRICS 2000 — Narada; the single-source tree
+// for live streaming that followed it, and Tanenbaum & van Steen's
+// application-level multicasting). Node ESMSource is the stream's source
+// and the tree's root; every other node may join the session.
+//
+//   - Join: a node asks the source for members; the source answers with
+//     a random subset of at most ESMConfig.Sample of them (itself
+//     included). The node probes each: the answer carries the
+//     candidate's path from the source, its delay from the source along
+//     the tree and whether it is saturated (ESMConfig.Degree children
+//     already); the probe's round trip measures the link. The node asks
+//     the unsaturated candidate that gives it the smallest delay from
+//     the source (the candidate's, plus half the round trip) to be its
+//     parent; the candidate accepts if it is still unsaturated and on
+//     the tree. Refused, or with no candidate fit, the node asks again.
+//   - Alive: every ESMAlive a parent sends its children an alive message
+//     with its path from the source (a packet of the stream counts too);
+//     a child's path is its parent's and its parent.
+//   - Graceful leave: a node that leaves tells its children and its
+//     parent and goes on forwarding for ESMGrace; each child finds a new
+//     parent as a joining node does, keeps the old one until the new one
+//     accepts, then drops it.
+//   - Failure: a child that has not heard from its parent for ESMSuspect
+//     presumes it failed and finds a new parent the same way.
+//   - No cycles: a node that rejoins never takes a parent whose path from
+//     the source contains itself (one of its own descendants) or the
+//     parent it lost (a descendant of that parent is cut off from the
+//     source as it is, and may be rejoining too: two such taking each
+//     other's descendants would close a cycle). The candidate checks the
+//     same against its own path when asked; a node off the tree (it lost
+//     its parent) is no candidate.
+//
+// Every change of parent is output (ESMParent) so that a checker can
+// rebuild the parent graph. Cost: a join is one query, Sample probes and
+// one attach; the stream takes one message per tree edge per packet; a
+// node sends its children an alive message every ESMAlive. Assumes
+// reliable links; the source does not fail.
+type esm struct {
+	id, source proc.ID
+	cfg        ESMConfig
+	member     bool // joined the session (the source always is)
+	parent     proc.ID
+	children   []proc.ID
+	path       []proc.ID     // the ancestors, from the source down to the parent
+	delay      time.Duration // delay from the source along the tree
+	link       time.Duration // delay from the parent: half the probe's round trip
+	heard      time.Duration // when the parent was last heard from
+	ticking    bool
+	// Finding a parent: the round, the candidates probed and their
+	// answers, the parent lost or leaving (excluded with its
+	// descendants; -1: none), the candidate asked.
+	round   int
+	probes  map[proc.ID]time.Duration // probe sent at
+	answers []esmAnswer
+	lost    proc.ID
+	asking  proc.ID
+	askRTT  time.Duration
+	// Leaving: forwarding until the grace period ends.
+	leaving, gone bool
+	members       []proc.ID // the source's view of the session's members
+	flaw          flaw
+}
+
+// ESMConfig is an ESM node's parameters.
+type ESMConfig struct {
+	// Degree is the most children a node takes (its saturation limit).
+	Degree int
+	// Sample is how many members the source names to a joining node.
+	Sample int
+}
+
+// DefaultESM: up to 4 children, 6 candidates probed.
+var DefaultESM = ESMConfig{Degree: 4, Sample: 6}
+
+// The ESM timers: alive messages, failure suspicion, the probe round, the
+// retry after a refusal and the grace period of a leave.
+const (
+	ESMAlive   = 200 * time.Millisecond
+	ESMSuspect = 3 * ESMAlive
+	ESMProbe   = time.Second
+	ESMRetry   = 100 * time.Millisecond
+	ESMGrace   = 2 * time.Second
+)
+
+// The bounds of the esm-delivery checker: a packet reaches every member
+// of an intact tree within ESMDeliveryBound; a node that joins is on the
+// tree within ESMJoinBound; after a failure or a leave, every member is
+// back on the tree within ESMRepairBound (noticed within ESMSuspect and a
+// period, a few probe rounds).
+const (
+	ESMDeliveryBound = 2 * time.Second
+	ESMJoinBound     = 3 * time.Second
+	ESMRepairBound   = ESMSuspect + ESMAlive + 4*(ESMProbe+ESMRetry) + ESMGrace
+)
+
+// ---- inputs and outputs ----
+
+// ESMJoin makes the node join the session.
+type ESMJoin struct{}
+
+// Kind implements proc.Input.
+func (ESMJoin) Kind() string { return "esm-join" }
+
+// ESMLeave makes the node leave the session gracefully.
+type ESMLeave struct{}
+
+// Kind implements proc.Input.
+func (ESMLeave) Kind() string { return "esm-leave" }
+
+// ESMSend asks the source to send packet ID down the tree.
+type ESMSend struct {
+	ID uint64 `json:"id"`
+}
+
+// Kind implements proc.Input.
+func (ESMSend) Kind() string { return "esm-send" }
+
+// ESMReceived: a member received packet ID, Depth tree edges below the
+// source.
+type ESMReceived struct {
+	ID    uint64 `json:"id"`
+	Depth int    `json:"depth"`
+}
+
+// Kind implements proc.Output.
+func (ESMReceived) Kind() string { return "esm-received" }
+
+// ESMParent: the node's parent is now Parent (-1: none).
+type ESMParent struct {
+	Parent proc.ID `json:"parent"`
+}
+
+// Kind implements proc.Output.
+func (ESMParent) Kind() string { return "esm-parent" }
+
+// ---- messages ----
+
+// Query asks the source for members to probe.
+type Query struct{}
+
+// Kind implements proc.Message.
+func (Query) Kind() string { return "query" }
+
+func (Query) String() string { return "QUERY" }
+
+// Candidates answers a Query.
+type Candidates struct{ Nodes []proc.ID }
+
+// Kind implements proc.Message.
+func (Candidates) Kind() string { return "candidates" }
+
+func (m Candidates) String() string { return fmt.Sprintf("CANDIDATES(%v)", m.Nodes) }
+
+// Probe asks a candidate for its state; Round matches the answer.
+type Probe struct{ Round int }
+
+// Kind implements proc.Message.
+func (Probe) Kind() string { return "probe" }
+
+func (m Probe) String() string { return fmt.Sprintf("PROBE(r=%d)", m.Round) }
+
+// ProbeReply: the candidate's path from the source, its delay from it,
+// whether it is saturated, and whether it is on the tree.
+type ProbeReply struct {
+	Round     int
+	Path      []proc.ID
+	Delay     time.Duration
+	Saturated bool
+	OnTree    bool
+}
+
+// Kind implements proc.Message.
+func (ProbeReply) Kind() string { return "probe-reply" }
+
+func (m ProbeReply) String() string {
+	return fmt.Sprintf("PROBE-REPLY(r=%d,depth=%d,sat=%t,on=%t)", m.Round, len(m.Path), m.Saturated, m.OnTree)
+}
+
+// Attach asks the receiver to be the sender's parent; Lost is the parent
+// the sender lost (-1: none).
+type Attach struct{ Lost proc.ID }
+
+// Kind implements proc.Message.
+func (Attach) Kind() string { return "attach" }
+
+func (m Attach) String() string { return fmt.Sprintf("ATTACH(lost=%v)", m.Lost) }
+
+// Accept: the sender is the receiver's parent now; its path and delay.
+type Accept struct {
+	Path  []proc.ID
+	Delay time.Duration
+}
+
+// Kind implements proc.Message.
+func (Accept) Kind() string { return "accept" }
+
+func (m Accept) String() string { return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path)) }
+
+// Refuse: the sender will not be the receiver's parent.
+type Refuse struct{}
+
+// Kind implements proc.Message.
+func (Refuse) Kind() string { return "refuse" }
+
+func (Refuse) String() string { return "REFUSE" }
+
+// Alive: the parent to a child, with the parent's path and delay.
+type Alive struct {
+	Path  []proc.ID
+	Delay time.Duration
+}
+
+// Kind implements proc.Message.
+func (Alive) Kind() string { return "alive" }
+
+func (m Alive) String() string { return fmt.Sprintf("ALIVE(depth=%d)", len(m.Path)) }
+
+// Packet is a packet of the stream, parent to child.
+type Packet struct {
+	ID    uint64
+	Depth int
+}
+
+// Kind implements proc.Message.
+func (Packet) Kind() string { return "packet" }
+
+func (m Packet) String() string { return fmt.Sprintf("PACKET(#%d,d=%d)", m.ID, m.Depth) }
+
+// Depart: the sender leaves the session (to its parent, children and the
+// source).
+type Depart struct{}
+
+// Kind implements proc.Message.
+func (Depart) Kind() string { return "depart" }
+
+func (Depart) String() string { return "DEPART" }
+
+// Drop: the sender is no longer the receiver's child.
+type Drop struct{}
+
+// Kind implements proc.Message.
+func (Drop) Kind() string { return "drop" }
+
+func (Drop) String() string { return "DROP" }
+
+// The timers' tags.
+type (
+	esmTick   struct{}
+	probeDone struct{ Round int }
+	retry     struct{ Round int }
+	graceOver struct{}
+)
+
+type esmAnswer struct {
+	from proc.ID
+	rtt  time.Duration
+	ProbeReply
+}
+
+// ---- the algorithm ----
+
+func init() {
+	register(proc.Algorithm{
+		Name:    "esm",
+		Summary: "End System Multicast: a degree-bounded tree among the hosts, joined by probing members, rejoined never under a descendant",
+		Source:  "Chu, Rao & Zhang 2000 (Narada); Tanenbaum & van Steen, application-level multicasting",
+		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full"},
+		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
+		Checks:  []string{"esm-delivery", "esm-no-cycle"},
+		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}},
+	})
+}
+
+// ESMSource is the session's source.
+const ESMSource proc.ID = 0
+
+// NewESM is an ESM node at address id.
+func NewESM(id proc.ID, cfg ESMConfig) proc.Process {
+	return &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None}
+}
+
+func (n *esm) Start(env proc.Env) {
+	if n.id == n.source {
+		n.member = true
+		n.tick(env)
+	}
+}
+
+func (n *esm) tick(env proc.Env) {
+	if !n.ticking {
+		n.ticking = true
+		env.SetTimer(ESMAlive, esmTick{})
+	}
+}
+
+// onTree reports whether the node has a path from the source.
+func (n *esm) onTree() bool {
+	return n.id == n.source || (n.parent != proc.None && !n.leaving && n.lost == proc.None)
+}
+
+func (n *esm) saturated() bool { return len(n.children) >= n.cfg.Degree }
+
+// needsParent: a member with no parent, or whose parent is leaving.
+func (n *esm) needsParent() bool {
+	return n.member && !n.leaving && n.id != n.source && (n.parent == proc.None || n.lost != proc.None)
+}
+
+func (n *esm) Input(env proc.Env, in proc.Input) {
+	if n.gone {
+		return
+	}
+	switch in := in.(type) {
+	case ESMJoin:
+		if n.member {
+			return
+		}
+		n.member = true
+		n.tick(env)
+		n.findParent(env)
+	case ESMLeave:
+		if !n.member || n.id == n.source || n.leaving {
+			return
+		}
+		n.leaving = true
+		for _, c := range n.children {
+			env.Send(c, Depart{})
+		}
+		if n.parent != proc.None {
+			env.Send(n.parent, Depart{})
+		}
+		env.Send(n.source, Depart{})
+		env.SetTimer(ESMGrace, graceOver{})
+	case ESMSend:
+		if n.id == n.source {
+			n.forward(env, in.ID, 0)
+		}
+	}
+}
+
+// findParent starts a round: ask the source for candidates.
+func (n *esm) findParent(env proc.Env) {
+	n.round++
+	n.probes, n.answers, n.asking = nil, nil, proc.None
+	env.Send(n.source, Query{})
+}
+
+// fit reports whether a candidate may be the parent: on the tree,
+// unsaturated, and neither a descendant of this node nor of the parent
+// lost.
+func (n *esm) fit(a esmAnswer) bool {
+	if !a.OnTree || a.Saturated || a.from == n.lost || a.from == n.parent || slices.Contains(n.children, a.from) {
+		return false
+	}
+	if n.flaw == picksDescendant {
+		return true
+	}
+	return !slices.Contains(a.Path, n.id) && (n.lost == proc.None || !slices.Contains(a.Path, n.lost))
+}
+
+// choose asks the fit candidate that gives the smallest delay from the
+// source to be the parent; with none, a new round after ESMRetry.
+func (n *esm) choose(env proc.Env) {
+	n.probes = nil
+	var best *esmAnswer
+	for i := range n.answers {
+		a := &n.answers[i]
+		if !n.fit(*a) {
+			continue
+		}
+		if best == nil || cmp.Compare(a.Delay+a.rtt/2, best.Delay+best.rtt/2) < 0 ||
+			(a.Delay+a.rtt/2 == best.Delay+best.rtt/2 && a.from < best.from) {
+			best = a
+		}
+	}
+	if best == nil {
+		env.SetTimer(ESMRetry, retry{n.round})
+		return
+	}
+	n.asking, n.askRTT = best.from, best.rtt
+	env.Send(best.from, Attach{Lost: n.lost})
+	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
+}
+
+func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	if n.gone {
+		return
+	}
+	switch m := m.(type) {
+	case Query:
+		n.onQuery(env, from)
+	case Candidates:
+		if !n.needsParent() {
+			return
+		}
+		n.probes = map[proc.ID]time.Duration{}
+		for _, c := range m.Nodes {
+			if c != n.id {
+				n.probes[c] = env.Now()
+				env.Send(c, Probe{Round: n.round})
+			}
+		}
+		env.SetTimer(ESMProbe, probeDone{n.round})
+	case Probe:
+		env.Send(from, ProbeReply{Round: m.Round, Path: n.path, Delay: n.delay, Saturated: n.saturated(), OnTree: n.onTree()})
+	case ProbeReply:
+		if sent, ok := n.probes[from]; ok && m.Round == n.round {
+			delete(n.probes, from)
+			n.answers = append(n.answers, esmAnswer{from, env.Now() - sent, m})
+			if len(n.probes) == 0 {
+				n.choose(env)
+			}
+		}
+	case Attach:
+		n.onAttach(env, from, m)
+	case Accept:
+		n.onAccept(env, from, m)
+	case Refuse:
+		if from == n.asking {
+			n.asking = proc.None
+			env.SetTimer(ESMRetry, retry{n.round})
+		}
+	case Alive:
+		if from != n.parent {
+			n.refuseFrom(env, from)
+			return
+		}
+		n.heard = env.Now()
+		if !slices.Equal(n.path[:len(n.path)-1], m.Path) || n.delay != m.Delay+n.link {
+			n.path, n.delay = append(slices.Clone(m.Path), from), m.Delay+n.link
+			n.alive(env)
+		}
+	case Packet:
+		if from != n.parent {
+			n.refuseFrom(env, from)
+			return
+		}
+		n.heard = env.Now()
+		n.forward(env, m.ID, m.Depth)
+	case Depart:
+		n.onDepart(env, from)
+	case Drop:
+		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
+	}
+}
+
+// refuseFrom: a node that is not the parent sends to this one as to its
+// child: a parent it dropped, or one that accepted it in a round it has
+// given up. The candidate being asked may have accepted, its Accept
+// overtaken by its first packet: it is not refused.
+func (n *esm) refuseFrom(env proc.Env, from proc.ID) {
+	if from != n.asking {
+		env.Send(from, Drop{})
+	}
+}
+
+// onQuery: the source names a random subset of the members, itself
+// first, and counts the asker a member.
+func (n *esm) onQuery(env proc.Env, from proc.ID) {
+	if n.id != n.source {
+		return
+	}
+	others := slices.DeleteFunc(slices.Clone(n.members), func(x proc.ID) bool { return x == from })
+	env.Rand().Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	pick := append([]proc.ID{n.id}, others[:min(len(others), n.cfg.Sample-1)]...)
+	if !slices.Contains(n.members, from) {
+		n.members = append(n.members, from)
+	}
+	env.Send(from, Candidates{Nodes: pick})
+}
+
+// onAttach: a node asks this one to be its parent.
+func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
+	ok := n.onTree() && !n.saturated() && from != n.parent
+	if n.flaw != picksDescendant {
+		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
+	}
+	if !ok {
+		env.Send(from, Refuse{})
+		return
+	}
+	if !slices.Contains(n.children, from) {
+		n.children = append(n.children, from)
+		slices.Sort(n.children)
+	}
+	n.tick(env)
+	env.Send(from, Accept{Path: n.path, Delay: n.delay})
+}
+
+// onAccept: the candidate asked is the parent now; a leaving parent is
+// dropped.
+func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
+	if from != n.asking || !n.needsParent() {
+		env.Send(from, Drop{})
+		return
+	}
+	n.asking = proc.None
+	if n.parent != proc.None {
+		env.Send(n.parent, Drop{})
+	}
+	n.parent, n.lost = from, proc.None
+	n.link = n.askRTT / 2
+	n.path, n.delay, n.heard = append(slices.Clone(m.Path), from), m.Delay+n.link, env.Now()
+	env.Output(ESMParent{Parent: from})
+	n.alive(env)
+}
+
+// onDepart: a member leaves. The parent leaving: find another, keeping
+// it until then. A child leaving: forget it.
+func (n *esm) onDepart(env proc.Env, from proc.ID) {
+	n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
+	if n.id == n.source {
+		n.members = slices.DeleteFunc(n.members, func(x proc.ID) bool { return x == from })
+	}
+	if from == n.parent && !n.leaving {
+		n.lost = from
+		n.findParent(env)
+	}
+}
+
+// alive sends the children this node's path and delay.
+func (n *esm) alive(env proc.Env) {
+	for _, c := range n.children {
+		env.Send(c, Alive{Path: n.path, Delay: n.delay})
+	}
+}
+
+// forward delivers a packet (at a member other than the source) and
+// passes it to the children.
+func (n *esm) forward(env proc.Env, id uint64, depth int) {
+	if n.id != n.source && !n.leaving {
+		env.Output(ESMReceived{ID: id, Depth: depth})
+	}
+	for _, c := range n.children {
+		env.Send(c, Packet{ID: id, Depth: depth + 1})
+	}
+}
+
+func (n *esm) Timeout(env proc.Env, tag any) {
+	if n.gone {
+		return
+	}
+	switch t := tag.(type) {
+	case esmTick:
+		n.alive(env)
+		if n.parent != proc.None && env.Now()-n.heard > ESMSuspect && !n.leaving {
+			// The parent failed (or left and is gone): find another,
+			// never among its descendants.
+			n.lost, n.parent, n.path = n.parent, proc.None, nil
+			env.Output(ESMParent{Parent: proc.None})
+			n.findParent(env)
+		}
+		env.SetTimer(ESMAlive, esmTick{})
+	case probeDone:
+		if t.Round == n.round && n.probes != nil && n.needsParent() {
+			n.choose(env)
+		}
+	case retry:
+		if t.Round == n.round && n.needsParent() {
+			n.findParent(env)
+		}
+	case graceOver:
+		n.gone = true
+		env.Output(ESMParent{Parent: proc.None})
+	}
+}
+
+// Depth is the node's depth below the source; Parent its parent.
+func (n *esm) Depth() int { return len(n.path) }
