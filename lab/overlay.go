@@ -433,14 +433,14 @@ var overlayCases = []compareCase{{
 // overlayTreeCase: the multicast trees on a transit-stub network, their
 // depth, delay penalty and link stress beside naive unicast from the
 // source (the network has a link per pair of nodes: up to
-// overlay.MaxTransitStubHosts).
+// sim.MaxTransitStubHosts).
 var overlayTreeCase = compareCase{
 	name:    "multicast trees on a transit-stub network",
 	algos:   []string{"scribe", "esm"},
 	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max"},
 	skip: func(n int) string {
-		if n > overlay.MaxTransitStubHosts {
-			return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", overlay.MaxTransitStubHosts)
+		if n > sim.MaxTransitStubHosts {
+			return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", sim.MaxTransitStubHosts)
 		}
 		return ""
 	},

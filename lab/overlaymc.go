@@ -12,7 +12,7 @@ import (
 )
 
 // The overlay family's multicast trees, Scribe and End System Multicast,
-// run on a transit-stub physical network (overlay.TransitStub, drawn
+// run on a transit-stub physical network (sim.TransitStub, drawn
 // with the run's seed): every pair of nodes has the latency of the
 // shortest path between them, so that the trees' cost can be measured
 // against naive unicast from the source on the same network.
@@ -31,7 +31,7 @@ type treeLoad struct {
 	Casts int
 
 	n          int
-	topo       *overlay.TransitStub
+	topo       *sim.TransitStub
 	maxLatency time.Duration
 	processes  []proc.Process
 	expected   int
@@ -44,7 +44,7 @@ func (w *treeLoad) casts() int { return cmp.Or(w.Casts, 20) }
 // keep records process id, the latest built for that address (a run
 // whose faults come from elsewhere has not sized the table).
 func (w *treeLoad) keep(id proc.ID, p proc.Process) {
-	if id < 0 || int(id) >= overlay.MaxTransitStubHosts {
+	if id < 0 || int(id) >= sim.MaxTransitStubHosts {
 		return
 	}
 	for int(id) >= len(w.processes) {
@@ -54,10 +54,10 @@ func (w *treeLoad) keep(id proc.ID, p proc.Process) {
 }
 
 // network draws the run's transit-stub network (none beyond
-// overlay.MaxTransitStubHosts nodes).
+// sim.MaxTransitStubHosts nodes).
 func (w *treeLoad) network(n int, seed uint64) {
-	if w.topo == nil && n <= overlay.MaxTransitStubHosts {
-		w.topo = overlay.NewTransitStub(n, seed)
+	if w.topo == nil && n <= sim.MaxTransitStubHosts {
+		w.topo = sim.NewTransitStub(n, seed)
 		w.maxLatency = w.topo.MaxLatency()
 	}
 }
@@ -212,13 +212,23 @@ func (w *ESMLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 //     unicast_stress_max and unicast_stress_mean, the same for naive
 //     unicast from the source to every member on the same network (RDP
 //     1).
+//
+// physical is an overlay's hops as the physical network prices them.
+func physical(hops []overlay.Hop) []sim.Hop {
+	out := make([]sim.Hop, len(hops))
+	for i, h := range hops {
+		out[i] = sim.Hop{From: h.From, To: h.To}
+	}
+	return out
+}
+
 func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	m := map[string]float64{}
 	th := theoryOf("overlay", f.Algo, f.Nodes, "depth_max")
 	var tl *treeLoad
 	type tree struct {
 		src     proc.ID
-		hops    []overlay.Hop
+		hops    []sim.Hop
 		members []proc.ID
 		depths  []int
 	}
@@ -229,14 +239,14 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		for k, g := range w.groups {
 			if tl.processes != nil {
 				h, ms, ds := overlay.ScribeTree(tl.processes, w.sources[k], g)
-				trees = append(trees, tree{w.sources[k], h, ms, ds})
+				trees = append(trees, tree{w.sources[k], physical(h), ms, ds})
 			}
 		}
 	case *ESMLoad:
 		tl = &w.treeLoad
 		if tl.processes != nil {
 			h, ms, ds := overlay.ESMTree(tl.processes)
-			trees = append(trees, tree{overlay.ESMSource, h, ms, ds})
+			trees = append(trees, tree{overlay.ESMSource, physical(h), ms, ds})
 		}
 	default:
 		return m, th
@@ -254,7 +264,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			continue
 		}
 		c := tl.topo.Cost(t.src, t.hops, t.members)
-		u := tl.topo.Cost(t.src, overlay.Unicast(t.src, t.members), t.members)
+		u := tl.topo.Cost(t.src, sim.Unicast(t.src, t.members), t.members)
 		rdp = append(rdp, c.RDP...)
 		if len(t.hops) > 0 {
 			stress, ustress = append(stress, c.StressMean), append(ustress, u.StressMean)

@@ -1,18 +1,18 @@
-package overlay_test
+package sim_test
 
 import (
 	"testing"
 
-	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
 )
 
 // TestTransitStub: the network is the seed's alone; latencies are
 // symmetric and positive; a path runs from the source's host to the
 // destination's, link to link; the cost of naive unicast has RDP 1.
 func TestTransitStub(t *testing.T) {
-	a, b := overlay.NewTransitStub(100, 7), overlay.NewTransitStub(100, 7)
-	c := overlay.NewTransitStub(100, 8)
+	a, b := sim.NewTransitStub(100, 7), sim.NewTransitStub(100, 7)
+	c := sim.NewTransitStub(100, 8)
 	differs := false
 	for x := range proc.ID(100) {
 		for y := range proc.ID(100) {
@@ -40,7 +40,7 @@ func TestTransitStub(t *testing.T) {
 		t.Error("seeds 7 and 8 give the same network")
 	}
 	members := []proc.ID{3, 9, 27, 81}
-	u := a.Cost(0, overlay.Unicast(0, members), members)
+	u := a.Cost(0, sim.Unicast(0, members), members)
 	for _, r := range u.RDP {
 		if r != 1 {
 			t.Fatalf("unicast RDP %v, want 1", r)

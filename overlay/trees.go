@@ -1,0 +1,85 @@
+package overlay
+
+import "github.com/cohort-go/cohort/proc"
+
+// Hop is an overlay hop of a multicast: a message sent From one node To
+// another. (The lab prices hops on a physical network: sim.TransitStub.)
+type Hop struct{ From, To proc.ID }
+
+// ScribeTree is the overlay hops a multicast from src to group g takes,
+// read from the nodes' state (procs[i] is node i, a Scribe node): the
+// route to the root, then every edge of the tree; with the members
+// reached and their depths below the root.
+func ScribeTree(procs []proc.Process, src proc.ID, g GUID) (hops []Hop, members []proc.ID, depths []int) {
+	at := func(id proc.ID) *node {
+		if int(id) < 0 || int(id) >= len(procs) {
+			return nil
+		}
+		n, _ := procs[id].(*node)
+		return n
+	}
+	x := src
+	for range Digits * 4 {
+		n := at(x)
+		if n == nil {
+			return nil, nil, nil
+		}
+		next := n.next(g, 0)
+		if next == x {
+			break
+		}
+		hops = append(hops, Hop{x, next})
+		x = next
+	}
+	return treeHops(hops, x, func(id proc.ID) ([]proc.ID, bool) {
+		n := at(id)
+		if n == nil || n.groups[g] == nil {
+			return nil, false
+		}
+		return n.groups[g].children, n.groups[g].member
+	})
+}
+
+// ESMTree is the overlay hops a packet from the source takes down the
+// ESM tree (procs[i] is node i, an ESM node), the members reached and
+// their depths.
+func ESMTree(procs []proc.Process) (hops []Hop, members []proc.ID, depths []int) {
+	return treeHops(nil, ESMSource, func(id proc.ID) ([]proc.ID, bool) {
+		if int(id) < 0 || int(id) >= len(procs) {
+			return nil, false
+		}
+		n, ok := procs[id].(*esm)
+		if !ok || n.gone {
+			return nil, false
+		}
+		return n.children, n.member && id != ESMSource
+	})
+}
+
+// treeHops walks a tree down from root, breadth first.
+func treeHops(hops []Hop, root proc.ID, down func(proc.ID) ([]proc.ID, bool)) ([]Hop, []proc.ID, []int) {
+	var members []proc.ID
+	var depths []int
+	type at struct {
+		id    proc.ID
+		depth int
+	}
+	seen := map[proc.ID]bool{root: true}
+	q := []at{{root, 0}}
+	for len(q) > 0 {
+		x := q[0]
+		q = q[1:]
+		children, member := down(x.id)
+		if member {
+			members, depths = append(members, x.id), append(depths, x.depth)
+		}
+		for _, c := range children {
+			if !seen[c] {
+				seen[c] = true
+				hops = append(hops, Hop{x.id, c})
+				q = append(q, at{c, x.depth + 1})
+			}
+		}
+	}
+	return hops, members, depths
+}
