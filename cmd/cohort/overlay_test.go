@@ -88,4 +88,10 @@ func TestSimOverlayTrees(t *testing.T) {
 			t.Errorf("%v: network %v", args, r["network"])
 		}
 	}
+	// The lookup overlays' flags are refused for the multicast trees.
+	for _, args := range [][]string{{"--algo", "scribe", "--lookups", "5"}, {"--algo", "esm", "--fail", "0.1"}} {
+		if code, _, errs := cli(t, append([]string{"sim", "overlay"}, args...)...); code != 2 || !strings.Contains(errs, args[2]) {
+			t.Errorf("sim overlay %v: exit %d, %q; want 2 naming %s", args, code, errs, args[2])
+		}
+	}
 }

@@ -124,7 +124,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	overlay, err := overlayFlags(cmd, family) // simoverlay.go
+	overlay, err := overlayFlags(cmd, family, f.algo) // simoverlay.go
 	if err != nil {
 		return err
 	}

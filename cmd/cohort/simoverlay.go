@@ -22,12 +22,15 @@ type overlayParams struct {
 
 // overlayFlags reads --lookups and --fail. For another family they are a
 // usage error.
-func overlayFlags(cmd *cobra.Command, family string) (overlayParams, error) {
+func overlayFlags(cmd *cobra.Command, family, algo string) (overlayParams, error) {
 	fl := cmd.Flags()
 	var p overlayParams
 	for _, name := range []string{"lookups", "fail"} {
 		if fl.Changed(name) && family != "overlay" {
 			return p, usageErr("--%s is a flag of the overlay family, not of %s", name, family)
+		}
+		if fl.Changed(name) && (algo == "scribe" || algo == "esm") {
+			return p, usageErr("--%s is a flag of the lookup overlays (pastry, circular), not of %s: its runs are multicasts (give faults with --fault)", name, algo)
 		}
 	}
 	if fl.Changed("lookups") {
