@@ -110,9 +110,14 @@ type mlMember struct {
 	got   sync.Map // broadcast id → time received
 	left  sync.Map // member name → time declared dead or left
 	down  bool
+	stall *stallTransport // nil: not stallable
 }
 
-func newMLMember(i, n int) (*mlMember, error) {
+func newMLMember(i, n int) (*mlMember, error) { return newMLMemberWith(i, n, io.Discard, false) }
+
+// newMLMemberWith is newMLMember with memberlist's log written to logw,
+// and, if stallable, a transport that m.stall can hold.
+func newMLMemberWith(i, n int, logw io.Writer, stallable bool) (*mlMember, error) {
 	m := &mlMember{name: fmt.Sprintf("m%d", i)}
 	quiet := log.New(io.Discard, "", 0)
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{"127.0.0.1"}, BindPort: 0, Logger: quiet})
@@ -121,7 +126,11 @@ func newMLMember(i, n int) (*mlMember, error) {
 	}
 	m.tr = &countingTransport{NetTransport: nt}
 	conf := memberlist.DefaultLANConfig()
-	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, quiet
+	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, log.New(logw, "", 0)
+	if stallable {
+		m.stall = newStallTransport(m.tr)
+		conf.Transport = m.stall
+	}
 	conf.BindAddr, conf.AdvertiseAddr = "127.0.0.1", "127.0.0.1"
 	conf.AdvertisePort = nt.GetAutoBindPort()
 	conf.Delegate, conf.Events = (*mlDelegate)(m), (*mlEvents)(m)
