@@ -500,6 +500,15 @@ var cohortBuild struct {
 	err  error
 }
 
+// TestMain removes the cohort binary built for the stall benchmark.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cohortBuild.path != "" {
+		os.RemoveAll(filepath.Dir(cohortBuild.path))
+	}
+	os.Exit(code)
+}
+
 func cohortBinary() (string, error) {
 	cohortBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "cohort-bench-bin-")
