@@ -110,9 +110,14 @@ type mlMember struct {
 	got   sync.Map // broadcast id → time received
 	left  sync.Map // member name → time declared dead or left
 	down  bool
+	stall *stallTransport // nil: not stallable
 }
 
-func newMLMember(i, n int) (*mlMember, error) {
+func newMLMember(i, n int) (*mlMember, error) { return newMLMemberWith(i, n, io.Discard, false) }
+
+// newMLMemberWith is newMLMember with memberlist's log written to logw,
+// and, if stallable, a transport that m.stall can hold.
+func newMLMemberWith(i, n int, logw io.Writer, stallable bool) (*mlMember, error) {
 	m := &mlMember{name: fmt.Sprintf("m%d", i)}
 	quiet := log.New(io.Discard, "", 0)
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{"127.0.0.1"}, BindPort: 0, Logger: quiet})
@@ -121,7 +126,11 @@ func newMLMember(i, n int) (*mlMember, error) {
 	}
 	m.tr = &countingTransport{NetTransport: nt}
 	conf := memberlist.DefaultLANConfig()
-	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, quiet
+	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, log.New(logw, "", 0)
+	if stallable {
+		m.stall = newStallTransport(m.tr)
+		conf.Transport = m.stall
+	}
 	conf.BindAddr, conf.AdvertiseAddr = "127.0.0.1", "127.0.0.1"
 	conf.AdvertisePort = nt.GetAutoBindPort()
 	conf.Delegate, conf.Events = (*mlDelegate)(m), (*mlEvents)(m)
@@ -280,8 +289,17 @@ func TestGossipBesideMemberlist(t *testing.T) {
 // (ms and bytes).
 //
 //	go test -run '^$' -bench GossipBesideMemberlist -benchtime 1x -count 3 ./bench
+// gossipSizes are the memberships the side-by-side benchmarks measure:
+// 32 and 64, or 4 with -short (a check that they run).
+func gossipSizes() []int {
+	if testing.Short() {
+		return []int{4}
+	}
+	return []int{32, 64}
+}
+
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
-	for _, n := range []int{32, 64} {
+	for _, n := range gossipSizes() {
 		for _, who := range []string{"cohort", "cohort-1s", "memberlist"} {
 			b.Run(fmt.Sprintf("%s/members=%d", who, n), func(b *testing.B) {
 				for range b.N {

@@ -30,7 +30,10 @@ sends per second while idle; and the time from a member's crash (its node
 closed without a word) until every other holds it dead.
 
 hashicorp/memberlist, measured the same way in the same run:
-go test -run TestGossipBesideMemberlist -v ./bench`,
+go test -run TestGossipBesideMemberlist -v ./bench
+and with Debian's serf agents (processes), plus false positives while one
+member of each is stopped for 2 s (SIGSTOP):
+go test -run '^$' -bench GossipBesideSerf -benchtime 1x ./bench`,
 		Example: `  cohort bench gossip
   cohort bench gossip --members 32,64 --json`,
 		Args: cobra.NoArgs,
