@@ -135,6 +135,7 @@ func TestReplicatedLockSurvivesKillAndRestart(t *testing.T) {
 			if err := syscall.Kill(pids[i], syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
+			waitUntil(t, "the killed node to exit", func() bool { return exited(pids[i]) })
 			n := grants()
 			waitUntil(t, "two grants while a node is down", func() bool { return grants() >= n+2 })
 			c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
@@ -271,6 +272,21 @@ func (p *lockProc) wait(t *testing.T, what string) {
 	}
 }
 
+// exit waits for the process to exit and returns how, failing the test
+// if it has not within 60 s.
+func (p *lockProc) exit(t *testing.T, what string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit within 60 s (stuck)\n%s", what, p.out)
+		return nil
+	}
+}
+
 // metricsHas reports whether a line of node ep's /metrics passes ok.
 func metricsHas(ep string, ok func(line string) bool) bool {
 	resp, err := http.Get("http://" + ep + "/metrics")
@@ -294,11 +310,40 @@ func restartNode(t *testing.T, dir string, pids []int, i int) {
 	if err := syscall.Kill(pids[i], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// kill returns before the process is gone; until it is, it holds its
+	// ports, and a node started on them at once fails to bind them (seen
+	// on a loaded machine: the restarted node exited at once, and the lock
+	// waited for it for ever).
+	waitUntil(t, "the killed node to exit", func() bool { return exited(pids[i]) })
 	c := exec.Command(cohortBinary(t), "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
+	logf, err := os.CreateTemp("", "restarted-node-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout, c.Stderr = logf, logf
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Process.Signal(syscall.SIGTERM); c.Wait() })
+	t.Logf("restarted node %d logs to %s", i, logf.Name())
+	t.Cleanup(func() {
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("restarted node %d's log:\n%s", i, b)
+		}
+	})
+}
+
+// exited reports whether process pid has ended: it is gone, or a zombie
+// (which has closed its files and sockets).
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	_, after, ok := strings.Cut(string(b), ") ")
+	return ok && strings.HasPrefix(after, "Z")
 }
 
 // logLines reads a test's log file, and the token its line i ends with.
@@ -336,7 +381,7 @@ func holderRestart(t *testing.T, algo string) {
 	waiter := lockRun(t, endpoints[1], `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, log).start(t)
 	waitUntil(t, "node 1 to wait for node 0's reply", func() bool { return sentRequest(endpoints[1]) })
 	restartNode(t, dir, pids, 0)
-	if err := holder.cmd.Wait(); err == nil {
+	if err := holder.exit(t, "the holder's cohort lock"); err == nil {
 		t.Fatalf("the holder's cohort lock exited 0 though its node died:\n%s", holder.out)
 	}
 	waiter.wait(t, "the waiter, after node 0's restart,")
@@ -397,7 +442,7 @@ func centralRestart(t *testing.T, algo string) {
 		waiter.start(t)
 	}
 	os.WriteFile(killed, nil, 0o644)
-	if err := holder.cmd.Wait(); err != nil {
+	if err := holder.exit(t, "the holder"); err != nil {
 		t.Fatalf("the holder: %v\n%s", err, holder.out)
 	}
 	waiter.wait(t, "the waiter")
@@ -519,6 +564,7 @@ func TestReplicatedGroupSurvivesKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(1, 50, "meanwhile")
+	waitUntil(t, "the killed node to exit", func() bool { return exited(pids[0]) })
 	restarted := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
 	if err := restarted.Start(); err != nil {
 		t.Fatal(err)
