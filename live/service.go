@@ -49,6 +49,13 @@ type Service struct {
 	turn   sync.Mutex
 	queued atomic.Int64
 
+	// last is when the service last handled a message, input or timer
+	// (the node's clock, in ns); posting counts the posts under way, and
+	// reaping turns new ones away (see Node.Reap).
+	last    atomic.Int64
+	posting atomic.Int64
+	reaping atomic.Bool
+
 	// Owned by the holder of turn.
 	env       *env
 	timers    map[proc.TimerID]*time.Timer
@@ -175,6 +182,11 @@ func (s *Service) Inputs(ins ...proc.Input) error {
 // Several events posted at once (Inputs) are handled one after another,
 // and their messages sent together at the end.
 func (s *Service) post(es ...event) error {
+	s.posting.Add(1)
+	defer s.posting.Add(-1)
+	if s.reaping.Load() {
+		return errReaped
+	}
 	select {
 	case <-s.done:
 		return ErrClosed
@@ -401,6 +413,9 @@ func (s *Service) handle1(e event) {
 		s.handled.Add(1)
 		s.handlerNanos.Add(int64(time.Since(start)))
 	}()
+	if e.kind == evMessage || e.kind == evInput || e.kind == evTimer {
+		s.last.Store(int64(start.Sub(s.node.start)))
+	}
 	switch e.kind {
 	case evMessage:
 		s.received.Add(1)
@@ -663,6 +678,24 @@ func (s *Service) output(o proc.Output) {
 			s.node.log.Warn("output dropped: a subscriber is not keeping up", "service", s.name, "kind", o.Kind())
 		}
 	}
+}
+
+// errReaped: the service was reaped (Node.Reap) while an event was being
+// posted; it is ErrClosed for callers outside the node.
+var errReaped = fmt.Errorf("%w: reaped while idle", ErrClosed)
+
+// idleFor reports whether the service has handled no message, input or
+// timer for quiet.
+func (s *Service) idleFor(quiet time.Duration) bool {
+	return s.node.now()-time.Duration(s.last.Load()) >= quiet
+}
+
+// quiescent reports whether the service is idle for quiet and nothing
+// would wake it but a message or an input: no event queued, no timer
+// set, nothing held for a member. The caller holds turn.
+func (s *Service) quiescent(quiet time.Duration) bool {
+	return s.queued.Load() == 0 && len(s.timers) == 0 && len(s.soon) == 0 && len(s.self) == 0 &&
+		len(s.held) == 0 && !s.retrying && s.idleFor(quiet)
 }
 
 // splitService reads the service name in front of a payload.

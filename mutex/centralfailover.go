@@ -802,3 +802,6 @@ faults:
 `,
 	})
 }
+
+// Rejoins: a restarted process rejoins (see Restarts above).
+func (*centralFailover) Rejoins() {}
