@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -80,6 +82,25 @@ func (s *Server) Group(name string) (*Group, error) {
 	}
 	s.groups[name] = g
 	return g, nil
+}
+
+// WriteMetrics writes, in the Prometheus text format, how many messages
+// each of the node's textbook groups dropped rather than hold back (see
+// ErrOverflow): more than 0 means the member can no longer deliver the
+// group's messages.
+func (s *Server) WriteMetrics(w io.Writer) {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.groups))
+	groups := make([]*Group, len(names))
+	for i, name := range names {
+		groups[i] = s.groups[name]
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(w, "# HELP cohort_group_holdback_dropped_total Messages a textbook group member dropped, its hold-back queue full.\n"+
+		"# TYPE cohort_group_holdback_dropped_total counter\n")
+	for i, g := range groups {
+		fmt.Fprintf(w, "cohort_group_holdback_dropped_total{group=%q} %d\n", names[i], g.Dropped())
+	}
 }
 
 // Handler is the server's HTTP handler.
