@@ -195,3 +195,48 @@ func TestFailoverWaitsOutAPausedHoldersHold(t *testing.T) {
 		}
 	}
 }
+
+// lateHolder: p1 asks with a hold and keeps the section for 250 ms; p2
+// asks, with the same hold, 25 ms later.
+type lateHolder struct{ hold time.Duration }
+
+func (w *lateHolder) Init(c sim.Control) {
+	c.Schedule(time.Millisecond, 1, Acquire{Hold: w.hold})
+	c.Schedule(25*time.Millisecond, 2, Acquire{Hold: w.hold})
+}
+
+func (w *lateHolder) Observe(c sim.Control, p proc.ID, o proc.Output) {
+	if _, ok := o.(Enter); ok && p == 1 {
+		c.Schedule(250*time.Millisecond, p, Release{})
+	}
+}
+
+// TestNewCoordinatorWaitsForALateHolder: central-failover's coordinator
+// p0 crashes while p1 holds the permission for a remote client (a hold of
+// 200 ms); p2, waiting, takes over, but p1 answers its COORDINATOR late
+// (paused 30–200 ms, a loaded machine). The new coordinator must not take
+// p1's silence for a crash after Suspect alone: p1's client acts for its
+// hold, so it waits that long — the longest hold it has seen asked for,
+// p2's own — and learns of the holder in time. (Found live: under load
+// the restarted cluster granted the lock to a second client while the
+// first held it.) Without holds, Suspect is all it waits, and ME1 fails,
+// as it must for a silence that long.
+func TestNewCoordinatorWaitsForALateHolder(t *testing.T) {
+	for _, hold := range []time.Duration{200 * time.Millisecond, 0} {
+		r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: raAlgorithm(t, "central-failover").New,
+			Network:  sim.Network{Latency: sim.Constant(time.Millisecond), FIFO: true},
+			Workload: &lateHolder{hold}, Deadline: time.Second,
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: 0, At: 20 * time.Millisecond},
+				{Kind: sim.Pause, Node: 1, At: 30 * time.Millisecond, Until: 200 * time.Millisecond}}})
+		res := raCheck(t, r.Trace, "ME1")[0]
+		if hold > 0 && !res.OK() {
+			t.Errorf("hold %v: %s", hold, res)
+		}
+		if hold == 0 && res.OK() {
+			t.Error("no hold: the late holder kept the permission, though silent for longer than Suspect")
+		}
+		if r.Enters[2] != 1 {
+			t.Errorf("hold %v: p2 entered %d times, want 1", hold, r.Enters[2])
+		}
+	}
+}
