@@ -23,6 +23,7 @@ import (
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
@@ -48,8 +49,11 @@ func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
 // ValidName checks a group's name.
 func ValidName(name string) error { return httpapi.ValidName("group", name) }
 
-// MaxBody bounds a multicast's payload.
-const MaxBody = 1 << 20
+// MaxBody bounds a multicast's payload: a transport frame (1 MiB) less
+// room for the message's envelope (service and group names, header,
+// a traced run's vector clock). At 1 MiB a message fit no frame: its
+// sender delivered it and acknowledged it, and no other member got it.
+const MaxBody = transport.DefaultMaxFrame - 64<<10
 
 // MaxBacklog bounds the deliveries a stream holds for a slow reader, and
 // MaxBacklogBytes their bodies' bytes.

@@ -401,3 +401,33 @@ func TestOverflowEndsListenersAndSenders(t *testing.T) {
 		t.Errorf("metrics: want 2 dropped in group g\n%s", m.String())
 	}
 }
+
+// A message of MaxBody bytes reaches every member: at 1 MiB it fit no
+// transport frame, and only its sender delivered it (found by a test
+// that sent the largest messages).
+func TestLargestMessageReachesEveryMember(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 3, a)
+	var gs []*Group
+	for _, n := range ns {
+		g, err := New(n, "g", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, _ := gs[2].Deliveries(ctx)
+	if _, err := gs[0].Multicast(ctx, make([]byte, MaxBody)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ds:
+		if len(d.Body) != MaxBody {
+			t.Fatalf("delivered %d bytes, want %d", len(d.Body), MaxBody)
+		}
+	case <-ctx.Done():
+		t.Fatal("a message of MaxBody bytes never reached node 2")
+	}
+}

@@ -249,8 +249,11 @@ func (s *Service) Read(f func(p proc.Process)) error {
 	}
 }
 
-// Subscribe returns a channel of the service's outputs (buffered to size;
-// outputs that find it full are dropped and logged) and a cancel function.
+// Subscribe returns a channel of the service's outputs, buffered to size,
+// and a cancel function. A subscriber that lets size outputs pile up is
+// cut off rather than buffered without bound or skipped: the output that
+// finds the channel full closes it (and the log says so), so the reader
+// learns it no longer follows the service, as when the service stops.
 func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 	ch := make(chan proc.Output, size)
 	id := s.addSink(sink{ch: ch})
@@ -358,6 +361,8 @@ func (s *Service) run() {
 			if s.wal != nil {
 				s.wal.Close()
 			}
+			s.node.held.Add(-int64(s.heldBytes)) // what it held is dropped with it
+			s.held, s.heldBytes = nil, 0
 			s.subMu.Lock()
 			for _, k := range s.sinks {
 				if k.ch != nil {
@@ -527,10 +532,13 @@ func (s *Service) sendTo(to proc.ID, payloads [][]byte) (int, error) {
 }
 
 // maxHeld bounds, in bytes, what a service holds for members whose
-// queues are full; heldRetry is how soon it tries again.
+// queues are full, and maxNodeHeld what all the services of a node hold
+// (a member that stops reading would otherwise cost maxHeld for each
+// of hundreds of services); heldRetry is how soon a service tries again.
 const (
-	maxHeld   = 64 << 20
-	heldRetry = time.Millisecond
+	maxHeld     = 64 << 20
+	maxNodeHeld = 256 << 20
+	heldRetry   = time.Millisecond
 )
 
 // hold keeps payloads for member to that the transport refused because
@@ -545,7 +553,7 @@ func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
 	for _, p := range payloads {
 		size += len(p)
 	}
-	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld {
+	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld || s.node.held.Load()+int64(size) > maxNodeHeld {
 		s.dropped.Add(int64(len(payloads)))
 		s.node.log.Warn("messages not sent", "service", s.name, "to", int(to), "count", len(payloads), "err", err)
 		return
@@ -557,6 +565,7 @@ func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
 		s.held[to] = append(s.held[to], append([]byte(nil), p...))
 	}
 	s.heldBytes += size
+	s.node.held.Add(int64(size))
 	if !s.retrying {
 		s.retrying = true
 		time.AfterFunc(heldRetry, func() { _ = s.post(event{kind: evRetry}) })
@@ -575,11 +584,13 @@ func (s *Service) retryHeld() {
 		k, err := s.sendTo(to, ps)
 		for _, p := range ps[:k] {
 			s.heldBytes -= len(p)
+			s.node.held.Add(-int64(len(p)))
 		}
 		delete(s.held, to)
 		if rest := ps[k:]; len(rest) > 0 {
 			for _, p := range rest {
 				s.heldBytes -= len(p)
+				s.node.held.Add(-int64(len(p)))
 			}
 			s.hold(to, rest, err)
 		}
@@ -667,7 +678,8 @@ func (s *Service) output(o proc.Output) {
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	for _, k := range s.sinks {
+	cut := false
+	for i, k := range s.sinks {
 		if k.hook != nil {
 			k.hook(o)
 			continue
@@ -675,8 +687,16 @@ func (s *Service) output(o proc.Output) {
 		select {
 		case k.ch <- o:
 		default:
-			s.node.log.Warn("output dropped: a subscriber is not keeping up", "service", s.name, "kind", o.Kind())
+			// Skipping the output would leave the subscriber acting on a
+			// view it does not know is wrong; holding it would grow
+			// without bound. It is cut off: its channel closes.
+			s.node.log.Error("subscriber cut off: it did not keep up", "service", s.name, "behind", cap(k.ch), "kind", o.Kind())
+			close(k.ch)
+			s.sinks[i].ch, cut = nil, true
 		}
+	}
+	if cut {
+		s.sinks = slices.DeleteFunc(s.sinks, func(k sink) bool { return k.hook == nil && k.ch == nil })
 	}
 }
 
