@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -379,22 +380,39 @@ func TestLeaseTTLBounds(t *testing.T) {
 }
 
 // Locks nobody uses are reaped (found by probing: every POST of a new
-// name left a service on every node for good). Twenty names are taken
+// name left a service on every node for good). Twelve names are taken
 // and given back through every node, and one is held; once idle, every
 // node stops them all — but the held one, on its holder's node, however
 // long its holder stays quiet. A reaped lock starts again when next asked
 // for, on every node: it still excludes, and its tokens keep rising. An
 // algorithm that does not rejoin after a restart (Suzuki–Kasami) is
 // never reaped.
+// With a data directory, a reaped lock's log is set aside (a restarted
+// node does not resume it) and taken up again by its next start.
 func TestIdleLocksAreReaped(t *testing.T) {
 	for _, name := range []string{"ricart-agrawala", "lamport", "central", "suzuki-kasami"} {
-		t.Run(name, func(t *testing.T) { idleLocksAreReaped(t, name) })
+		t.Run(name, func(t *testing.T) { idleLocksAreReaped(t, name, "") })
 	}
+	t.Run("ricart-agrawala/data-dir", func(t *testing.T) {
+		dir := t.TempDir()
+		nodes := idleLocksAreReaped(t, "ricart-agrawala", dir)
+		stored, err := nodes[0].Stored()
+		if err != nil || len(stored) != 0 {
+			t.Errorf("node 0 would resume %q (%v) at a restart, want none: every lock was reaped", stored, err)
+		}
+		idle, _ := filepath.Glob(filepath.Join(dir, "node0", "*.idle"))
+		if len(idle) < names {
+			t.Errorf("node 0 kept %d logs of reaped locks, want one per lock", len(idle))
+		}
+	})
 }
 
-func idleLocksAreReaped(t *testing.T, name string) {
+// names is how many locks idleLocksAreReaped takes and gives back.
+const names = 12
+
+func idleLocksAreReaped(t *testing.T, name, dir string) []*live.Node {
 	a := algo(t, name)
-	nodes := cluster(t, 3, a)
+	nodes := livetest.Start(t, 3, live.Config{Resolve: Resolver(a), DataDir: dir})
 	const idle = 50 * time.Millisecond
 	var cs []*Client
 	for _, node := range nodes {
@@ -405,7 +423,7 @@ func idleLocksAreReaped(t *testing.T, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	first := map[string]uint64{}
-	for i := range 20 {
+	for i := range names {
 		lock := fmt.Sprintf("n%d", i)
 		h, err := cs[i%3].Acquire(ctx, lock, time.Second)
 		if err != nil {
@@ -424,11 +442,11 @@ func idleLocksAreReaped(t *testing.T, name string) {
 	if name == "suzuki-kasami" {
 		time.Sleep(10 * idle) // nothing to wait for: it must not happen
 		for i, node := range nodes {
-			if n, r := running(i), node.Reaped(); n < 7 || r != 0 {
+			if n, r := running(i), node.Reaped(); n < names/3 || r != 0 {
 				t.Errorf("node %d runs %d locks and reaped %d after %v idle, want none reaped: its algorithm does not rejoin", i, n, r, 10*idle)
 			}
 		}
-		return
+		return nodes
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for running(0)+running(1)+running(2) > 1 {
@@ -444,7 +462,7 @@ func idleLocksAreReaped(t *testing.T, name string) {
 	if err := held.KeepAlive(ctx); err != nil {
 		t.Fatalf("the held lock after its peers reaped theirs: %v", err)
 	}
-	if r := nodes[0].Reaped() + nodes[1].Reaped() + nodes[2].Reaped(); r < 20 {
+	if r := nodes[0].Reaped() + nodes[1].Reaped() + nodes[2].Reaped(); r < names {
 		t.Errorf("%d services reaped, want at least one per lock given back", r)
 	}
 	var metrics strings.Builder
@@ -474,4 +492,12 @@ func idleLocksAreReaped(t *testing.T, name string) {
 	}
 	h2.Release(ctx)
 	held.Release(ctx)
+	deadline = time.Now().Add(10 * time.Second)
+	for running(0)+running(1)+running(2) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running after 10 s: %q %q %q", nodes[0].Names("lock/"), nodes[1].Names("lock/"), nodes[2].Names("lock/"))
+		}
+		time.Sleep(idle / 2)
+	}
+	return nodes
 }
