@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,19 +332,34 @@ func restartNode(t *testing.T, dir string, pids []int, i int) {
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			t.Logf("restarted node %d's log:\n%s", i, b)
+			// Who holds the port it could not bind?
+			if strings.Contains(string(b), "address already in use") {
+				out, _ := exec.Command("ss", "-tanp").CombinedOutput()
+				for _, port := range regexp.MustCompile(`127\.0\.0\.1:(\d+)": listen`).FindAllStringSubmatch(string(b), -1) {
+					for _, line := range strings.Split(string(out), "\n") {
+						if strings.Contains(line, ":"+port[1]+" ") {
+							t.Logf("port %s: %s", port[1], line)
+						}
+					}
+				}
+			}
 		}
 	})
 }
 
-// exited reports whether process pid has ended: it is gone, or a zombie
-// (which has closed its files and sockets).
+// exited reports whether process pid has ended and closed its files and
+// sockets: it is gone, or a zombie with no thread left but its first.
+// (The first thread turns zombie as soon as it exits, while the others,
+// which share the descriptors, may still be exiting: seen on a loaded
+// machine, the restarted node could not bind the ports of a node whose
+// first thread was a zombie already.)
 func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return true
 	}
-	_, after, ok := strings.Cut(string(b), ") ")
-	return ok && strings.HasPrefix(after, "Z")
+	status := string(b)
+	return strings.Contains(status, "\nState:\tZ") && strings.Contains(status, "\nThreads:\t1\n")
 }
 
 // logLines reads a test's log file, and the token its line i ends with.
