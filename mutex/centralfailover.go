@@ -79,7 +79,12 @@ import (
 // process that crashed holding the permission for a remote holder (a hold
 // on record: Acquire.Hold) reports itself holding until the hold has
 // passed, and a coordinator takes the permission back from a silent
-// holder only after the holder's hold, not after Suspect alone.
+// holder only after the holder's hold, not after Suspect alone. The
+// longest hold a process has seen asked for is on record too: a
+// restarted process whose peers' answers reach it late (their links to
+// it come back slowly) wins an epoch that a higher process has won
+// already, hears from nobody, and must wait that long before it grants,
+// by which time the higher winner's announcement has reached it.
 //
 // Assumptions. Reliable FIFO channels (a STATE precedes the RELEASE the same
 // process sends after it; TCP gives this), crash-stop processes, and timeouts
@@ -299,6 +304,7 @@ func (t cfoTimer) String() string {
 // (see Restarts).
 func (f *centralFailover) Start(env proc.Env) {
 	f.epoch = max(f.epoch, f.durable.start(env))
+	f.longest = max(f.longest, f.durable.longest)
 	if !f.durable.restarted {
 		return
 	}
@@ -396,7 +402,7 @@ func (f *centralFailover) acquire(env proc.Env, a Acquire) {
 		return // a second Acquire breaks the contract; ignore it
 	}
 	f.requesting, f.since, f.hold = true, env.Now(), a.Hold
-	f.longest = max(f.longest, a.Hold)
+	f.noteHold(env, a.Hold)
 	switch f.coord {
 	case f.self:
 		f.onRequest(env, f.self, a.Hold)
@@ -479,7 +485,7 @@ func (f *centralFailover) onRequest(env proc.Env, from proc.ID, hold time.Durati
 	if from == f.holder || slices.Contains(f.queue, from) {
 		return
 	}
-	f.setHold(from, hold)
+	f.setHold(env, from, hold)
 	if f.free() {
 		f.grant(env, from)
 		return
@@ -508,8 +514,8 @@ func (f *centralFailover) enqueue(env proc.Env, p proc.ID) {
 }
 
 // setHold notes the hold of p's request (see onBeat).
-func (f *centralFailover) setHold(p proc.ID, hold time.Duration) {
-	f.longest = max(f.longest, hold)
+func (f *centralFailover) setHold(env proc.Env, p proc.ID, hold time.Duration) {
+	f.noteHold(env, hold)
 	if f.holds == nil {
 		f.holds = map[proc.ID]time.Duration{}
 	}
@@ -517,6 +523,16 @@ func (f *centralFailover) setHold(p proc.ID, hold time.Duration) {
 		f.holds[p] = hold
 	} else {
 		delete(f.holds, p)
+	}
+}
+
+// noteHold notes a hold some request asked for: the longest is kept on
+// stable storage, so that a restarted process knows it too (see
+// silentWait).
+func (f *centralFailover) noteHold(env proc.Env, hold time.Duration) {
+	if hold > f.longest {
+		f.longest = hold
+		f.durable.seen(env, hold)
 	}
 }
 
@@ -740,11 +756,11 @@ func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
 	}
 	switch {
 	case m.Holding && f.holder == proc.None:
-		f.setHold(from, m.Hold)
+		f.setHold(env, from, m.Hold)
 		f.holder, f.heard = from, env.Now()
 		env.Output(Lent{To: from})
 	case m.Requesting && f.holder != from && !slices.Contains(f.queue, from):
-		f.setHold(from, m.Hold)
+		f.setHold(env, from, m.Hold)
 		f.enqueue(env, from)
 	}
 	f.grantNext(env)
@@ -768,7 +784,7 @@ func (f *centralFailover) finishCollect(env proc.Env) {
 	var waiting []proc.ID
 	for _, p := range ids {
 		st := f.states[p]
-		f.setHold(p, st.Hold)
+		f.setHold(env, p, st.Hold)
 		switch {
 		case st.Holding && f.holder == proc.None:
 			f.holder, f.heard = p, env.Now()

@@ -240,3 +240,60 @@ func TestNewCoordinatorWaitsForALateHolder(t *testing.T) {
 		}
 	}
 }
+
+// slowLinkRestart: p1 asks with a hold and keeps the section for 600 ms;
+// the restarted p0 asks at 100 ms, p2 at 200 ms.
+type slowLinkRestart struct{}
+
+func (slowLinkRestart) Init(c sim.Control) {
+	c.Schedule(time.Millisecond, 1, Acquire{Hold: 300 * time.Millisecond})
+	c.Schedule(100*time.Millisecond, 0, Acquire{Hold: 300 * time.Millisecond})
+	c.Schedule(200*time.Millisecond, 2, Acquire{Hold: 300 * time.Millisecond})
+}
+
+func (slowLinkRestart) Observe(c sim.Control, p proc.ID, o proc.Output) {
+	if _, ok := o.(Enter); ok {
+		d := 30 * time.Millisecond
+		if p == 1 {
+			d = 600 * time.Millisecond
+		}
+		c.Schedule(d, p, Release{})
+	}
+}
+
+// TestRestartedWinnerWaitsOutTheLongestHold: central-failover's p0
+// restarts and calls an election; p2 wins it (epoch 1), but the OKs and
+// the announcement take 110 ms to reach p0 (the others' links to it
+// coming back slowly after its restart), so p0, hearing no OK within
+// Election, wins epoch 1 as well, and hears from nobody. It used to take
+// them all for crashed after Suspect and grant its own client while p1
+// held the permission — with p2's first token of epoch 1, which p2
+// handed out too (found live, in a trace of
+// TestCentralLockSurvivesACoordinatorRestart). Now it waits the longest
+// hold it saw asked for before its crash (p1's), kept on stable storage,
+// and follows p2 when its announcement arrives.
+func TestRestartedWinnerWaitsOutTheLongestHold(t *testing.T) {
+	net := sim.Network{FIFO: true, Latency: sim.Constant(time.Millisecond), Links: []sim.Link{
+		// p1's request before the crash is quick; what follows is slow.
+		{From: 1, To: 0, Latency: &raSeqLatency{ds: []time.Duration{time.Millisecond, 110 * time.Millisecond}}},
+		{From: 2, To: 0, Latency: sim.Constant(110 * time.Millisecond)},
+	}}
+	r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: raAlgorithm(t, "central-failover").New,
+		Network: net, Workload: slowLinkRestart{}, Deadline: 2 * time.Second,
+		Faults: []sim.Fault{{Kind: sim.Crash, Node: 0, At: 20 * time.Millisecond}, {Kind: sim.Recover, Node: 0, At: 30 * time.Millisecond}}})
+	if res := raCheck(t, r.Trace, "ME1")[0]; !res.OK() {
+		t.Fatal(res)
+	}
+	if r.Enters[0] != 1 || r.Enters[2] != 1 {
+		t.Errorf("p0 entered %d times and p2 %d, want once each", r.Enters[0], r.Enters[2])
+	}
+	winners := 0
+	for _, e := range r.Trace.Events {
+		if e.Kind == trace.Send && e.Type == "coordinator" && e.Label == "COORDINATOR(e1)" && e.Node == 0 {
+			winners++
+		}
+	}
+	if winners == 0 {
+		t.Error("p0 never announced epoch 1: the run does not have two winners of an epoch")
+	}
+}
