@@ -317,15 +317,15 @@ func restartNode(t *testing.T, dir string, pids []int, i int) {
 	// waited for it for ever).
 	waitUntil(t, "the killed node to exit", func() bool { return exited(pids[i]) })
 	c := exec.Command(cohortBinary(t), "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
-	logf, err := os.CreateTemp("", "restarted-node-*.log")
+	logf, err := os.Create(filepath.Join(t.TempDir(), "restarted-node.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer logf.Close() // the node has its own copy
 	c.Stdout, c.Stderr = logf, logf
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("restarted node %d logs to %s", i, logf.Name())
 	t.Cleanup(func() {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
