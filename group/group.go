@@ -23,6 +23,7 @@ import (
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/multicast"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
@@ -48,8 +49,11 @@ func Resolver(a proc.Algorithm) func(string) (proc.Algorithm, bool) {
 // ValidName checks a group's name.
 func ValidName(name string) error { return httpapi.ValidName("group", name) }
 
-// MaxBody bounds a multicast's payload.
-const MaxBody = 1 << 20
+// MaxBody bounds a multicast's payload: a transport frame (1 MiB) less
+// room for the message's envelope (service and group names, header,
+// a traced run's vector clock). At 1 MiB a message fit no frame: its
+// sender delivered it and acknowledged it, and no other member got it.
+const MaxBody = transport.DefaultMaxFrame - 64<<10
 
 // MaxBacklog bounds the deliveries a stream holds for a slow reader, and
 // MaxBacklogBytes their bodies' bytes.
@@ -61,6 +65,13 @@ const (
 // ErrSlowReader ends a delivery stream whose reader fell MaxBacklog
 // messages (or MaxBacklogBytes) behind.
 var ErrSlowReader = errors.New("delivery stream ended: the reader fell too far behind")
+
+// ErrOverflow: this member dropped a message it could not hold back, its
+// hold-back queue being full (multicast.Overflow: a gap that did not
+// fill, as after a restart that lost the group's state); it can no
+// longer deliver every message of the group in order. Its delivery
+// streams end with it, and multicasts through it fail with it.
+var ErrOverflow = errors.New("this member's hold-back queue overflowed: it dropped a message and can no longer deliver the group's messages")
 
 // ID identifies a multicast: its origin node and that node's number for it.
 type ID struct {
@@ -88,8 +99,10 @@ type Group struct {
 	awaiting map[ID]*sending // taken, until this node delivers it
 	window   int             // multicasts under way at most (see admit)
 
-	subMu sync.Mutex
-	subs  map[*stream]struct{}
+	subMu   sync.Mutex
+	subs    map[*stream]struct{}
+	broken  error // ErrOverflow, once the algorithm dropped a message
+	dropped int   // messages the algorithm dropped (multicast.Overflow)
 }
 
 type result struct {
@@ -133,6 +146,8 @@ func (g *Group) output(o proc.Output) {
 		g.taken(ID{o.Origin, o.Seq})
 	case multicast.Refused:
 		g.resolve(result{err: fmt.Errorf("group %q: multicast refused: %s", g.name, o.Reason)})
+	case multicast.Overflow:
+		g.overflowed(o)
 	case multicast.Delivered:
 		d := Delivery{ID: ID{o.Origin, o.Seq}, Body: []byte(o.Body)}
 		g.pendMu.Lock()
@@ -147,6 +162,48 @@ func (g *Group) output(o proc.Output) {
 		}
 		g.subMu.Unlock()
 	}
+}
+
+// overflowed: the algorithm dropped message o rather than hold it back.
+// The member can no longer deliver the group's messages: its listeners
+// get an error rather than silence, and the multicasts waiting for their
+// delivery here end with it.
+func (g *Group) overflowed(o multicast.Overflow) {
+	err := fmt.Errorf("group %q: %w (message %d of node %d dropped, %d bytes held back)", g.name, ErrOverflow, o.Seq, o.Origin, o.Held)
+	g.subMu.Lock()
+	g.dropped++
+	first := g.broken == nil
+	if first {
+		g.broken = err
+		for s := range g.subs {
+			s.fail(err)
+		}
+	}
+	g.subMu.Unlock()
+	if !first {
+		return
+	}
+	g.pendMu.Lock()
+	for id, w := range g.awaiting {
+		delete(g.awaiting, id)
+		w.ch <- result{err: err}
+	}
+	g.pendMu.Unlock()
+}
+
+// failed is the error the group ended with (ErrOverflow), or nil.
+func (g *Group) failed() error {
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	return g.broken
+}
+
+// Dropped counts the messages this member dropped rather than hold back
+// (see ErrOverflow).
+func (g *Group) Dropped() int {
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	return g.dropped
 }
 
 // resolve answers the oldest Multicast input the algorithm has not taken.
@@ -196,6 +253,9 @@ func (g *Group) oldest() *sending {
 func (g *Group) Multicast(ctx context.Context, body []byte) (ID, error) {
 	if len(body) > MaxBody {
 		return ID{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", g.name, len(body), MaxBody)
+	}
+	if err := g.failed(); err != nil {
+		return ID{}, err
 	}
 	if err := g.admit(ctx); err != nil { // holds inMu on success
 		return ID{}, err
@@ -288,6 +348,9 @@ func (g *Group) Deliveries(ctx context.Context) (<-chan Delivery, func() error) 
 	s := &stream{wake: make(chan struct{}, 1)}
 	g.subMu.Lock()
 	g.subs[s] = struct{}{}
+	if g.broken != nil {
+		s.failed = g.broken
+	}
 	g.subMu.Unlock()
 	return s.run(ctx, g.svc.Done(), func() {
 		g.subMu.Lock()

@@ -346,3 +346,88 @@ func TestNoAcknowledgementWithoutDelivery(t *testing.T) {
 		t.Errorf("%d waits left behind", len(g1.awaiting))
 	}
 }
+
+// A member whose algorithm drops a message rather than hold it back
+// (multicast.Overflow: its hold-back queue full, for a gap that does not
+// fill) tells its listeners and senders so, instead of leaving them in
+// silence: the delivery streams end with ErrOverflow, a multicast waiting
+// for its delivery here ends with it, and later ones and later streams
+// fail with it at once. The metrics count the dropped messages.
+func TestOverflowEndsListenersAndSenders(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 3, a)
+	srv := NewServer(ServerConfig{Node: ns[1], Algorithm: a})
+	g, err := srv.Group("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, wait := g.Deliveries(ctx)
+	ns[0].Close() // the sequencer: what is sent through node 1 now waits
+	sent := make(chan error, 1)
+	go func() { _, err := g.Multicast(ctx, []byte("m")); sent <- err }()
+	for g.Dropped() == 0 {
+		g.pendMu.Lock()
+		waiting := len(g.awaiting)
+		g.pendMu.Unlock()
+		if waiting > 0 {
+			g.output(multicast.Overflow{Group: "all", Origin: 2, Seq: 7, Held: 1 << 20})
+			g.output(multicast.Overflow{Group: "all", Origin: 2, Seq: 8, Held: 1 << 20})
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range ds {
+	}
+	if err := wait(); !errors.Is(err, ErrOverflow) {
+		t.Errorf("the listener's stream ended with %v, want ErrOverflow", err)
+	}
+	if err := <-sent; !errors.Is(err, ErrOverflow) {
+		t.Errorf("the multicast waiting for its delivery: %v, want ErrOverflow", err)
+	}
+	if _, err := g.Multicast(ctx, []byte("later")); !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "message 7 of node 2") {
+		t.Errorf("a later multicast: %v, want ErrOverflow naming the dropped message", err)
+	}
+	ds, wait = g.Deliveries(ctx)
+	for range ds {
+	}
+	if err := wait(); !errors.Is(err, ErrOverflow) {
+		t.Errorf("a later stream ended with %v, want ErrOverflow", err)
+	}
+	var m strings.Builder
+	srv.WriteMetrics(&m)
+	if !strings.Contains(m.String(), `cohort_group_holdback_dropped_total{group="g"} 2`) {
+		t.Errorf("metrics: want 2 dropped in group g\n%s", m.String())
+	}
+}
+
+// A message of MaxBody bytes reaches every member: at 1 MiB it fit no
+// transport frame, and only its sender delivered it (found by a test
+// that sent the largest messages).
+func TestLargestMessageReachesEveryMember(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 3, a)
+	var gs []*Group
+	for _, n := range ns {
+		g, err := New(n, "g", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, _ := gs[2].Deliveries(ctx)
+	if _, err := gs[0].Multicast(ctx, make([]byte, MaxBody)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ds:
+		if len(d.Body) != MaxBody {
+			t.Fatalf("delivered %d bytes, want %d", len(d.Body), MaxBody)
+		}
+	case <-ctx.Done():
+		t.Fatal("a message of MaxBody bytes never reached node 2")
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +46,8 @@ type Server struct {
 	rep  *Replicated // nil: the multicast algorithm's groups
 	log  *slog.Logger
 
+	stall time.Duration // see ServerConfig.Stall
+
 	mu     sync.Mutex
 	groups map[string]*Group
 }
@@ -56,7 +60,14 @@ type ServerConfig struct {
 	// group on the replicated log.
 	Replicated *Replicated
 	Logger     *slog.Logger // nil: slog.Default()
+	// Stall is how long a write to a delivery stream's reader may block
+	// (the reader stopped reading, and the connection's buffers are full)
+	// before the node cuts the reader off; 0 means DefaultStall.
+	Stall time.Duration
 }
+
+// DefaultStall is ServerConfig.Stall's default.
+const DefaultStall = 30 * time.Second
 
 // NewServer returns the group API of a node.
 func NewServer(c ServerConfig) *Server {
@@ -64,7 +75,11 @@ func NewServer(c ServerConfig) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{node: c.Node, algo: c.Algorithm, rep: c.Replicated, log: log, groups: map[string]*Group{}}
+	stall := c.Stall
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	return &Server{node: c.Node, algo: c.Algorithm, rep: c.Replicated, log: log, stall: stall, groups: map[string]*Group{}}
 }
 
 // Group returns the node's group called name, joining it on first use.
@@ -80,6 +95,25 @@ func (s *Server) Group(name string) (*Group, error) {
 	}
 	s.groups[name] = g
 	return g, nil
+}
+
+// WriteMetrics writes, in the Prometheus text format, how many messages
+// each of the node's textbook groups dropped rather than hold back (see
+// ErrOverflow): more than 0 means the member can no longer deliver the
+// group's messages.
+func (s *Server) WriteMetrics(w io.Writer) {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.groups))
+	groups := make([]*Group, len(names))
+	for i, name := range names {
+		groups[i] = s.groups[name]
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(w, "# HELP cohort_group_holdback_dropped_total Messages a textbook group member dropped, its hold-back queue full.\n"+
+		"# TYPE cohort_group_holdback_dropped_total counter\n")
+	for i, g := range groups {
+		fmt.Fprintf(w, "cohort_group_holdback_dropped_total{group=%q} %d\n", names[i], g.Dropped())
+	}
 }
 
 // Handler is the server's HTTP handler.
@@ -204,18 +238,28 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 	bw := bufio.NewWriter(w)
+	rc := http.NewResponseController(w)
 	for d := range ds {
+		// A reader that stops reading is cut off once a write has
+		// blocked for the stall bound, rather than held for ever (with
+		// its stream's backlog: see MaxBacklogBytes).
+		if err := rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			break
+		}
 		b, _ := json.Marshal(d)
 		bw.WriteString("data: ")
 		bw.Write(b)
-		bw.WriteString("\n\n")
+		_, err := bw.WriteString("\n\n")
 		// Flush when nothing more is waiting, so a burst goes out in
 		// few writes.
-		if len(ds) == 0 {
-			if bw.Flush() != nil {
-				break
+		if err == nil && len(ds) == 0 {
+			if err = bw.Flush(); err == nil {
+				err = rc.Flush()
 			}
-			flusher.Flush()
+		}
+		if err != nil {
+			s.log.Warn("delivery stream's reader cut off", "group", name, "err", err)
+			return // the stream ends with the request's context
 		}
 	}
 	if err := wait(); err != nil {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -125,4 +128,49 @@ func FuzzReadDeliveries(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v %v", b, got, err)
 		}
 	})
+}
+
+// A listener that stops reading its delivery stream is cut off once a
+// write to it has blocked for the stall bound, rather than held for ever:
+// a raw connection with a small receive buffer asks for the stream and
+// never reads; messages of MaxBody bytes fill the buffers; the node ends the stream
+// and the group no longer counts the listener.
+func TestStalledListenerIsCutOff(t *testing.T) {
+	a := algo(t, "total-sequencer")
+	ns := inprocCluster(t, 3, a)
+	srv := NewServer(ServerConfig{Node: ns[0], Algorithm: a, Stall: 100 * time.Millisecond})
+	h := httptest.NewServer(srv.Handler())
+	t.Cleanup(h.Close)
+	g, err := srv.Group("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/groups/g/deliveries HTTP/1.1\r\nHost: x\r\n\r\n")
+	listeners := func() int { g.subMu.Lock(); defer g.subMu.Unlock(); return len(g.subs) }
+	deadline := time.Now().Add(10 * time.Second)
+	for listeners() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	body := bytes.Repeat([]byte("x"), MaxBody)
+	for sent := 0; listeners() > 0; sent++ {
+		if sent == 64 || time.Now().After(deadline) {
+			t.Fatalf("%d messages of %d bytes sent and the listener that reads nothing is still served", sent, MaxBody)
+		}
+		if _, err := g.Multicast(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -120,6 +120,17 @@ func (e *Election) follow(outs <-chan proc.Output) {
 		}
 		e.mu.Unlock()
 	}
+	select {
+	case <-e.svc.Done():
+	default:
+		// Cut off for falling behind (live.Service.Subscribe): the view
+		// is no longer followed, so it must not claim a leader.
+		e.mu.Lock()
+		e.cur = Leadership{Leader: proc.None, Since: time.Now(), Changes: e.cur.Changes + 1}
+		close(e.changed)
+		e.changed = make(chan struct{})
+		e.mu.Unlock()
+	}
 }
 
 // Name is the election's name.

@@ -61,6 +61,9 @@ func (n *Node) WriteMetrics(w io.Writer) {
 			}
 		}
 	}
+	fmt.Fprintf(w, "# HELP cohort_services Services the node runs.\n# TYPE cohort_services gauge\ncohort_services %d\n", len(services))
+	fmt.Fprintf(w, "# HELP cohort_services_reaped_total Idle services stopped (Node.Reap); each starts again when next needed.\n"+
+		"# TYPE cohort_services_reaped_total counter\ncohort_services_reaped_total %d\n", n.reaped.Load())
 	n.writeTransportMetrics(w)
 }
 

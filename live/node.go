@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +91,15 @@ type Node struct {
 	mu       sync.Mutex
 	services map[string]*Service
 	closed   bool
+	closing  chan struct{} // closed by Close
 	wg       sync.WaitGroup
+	// kept holds the stable storage of services reaped on a node without
+	// a data directory, for their next start (see Reap).
+	kept   map[string][][]byte
+	reaped atomic.Int64
+	// held: bytes the services hold for members whose queues are full
+	// (see Service.hold).
+	held atomic.Int64
 
 	// A copy of services, replaced at every change, for finding the
 	// service of every arriving message without a lock.
@@ -124,7 +135,8 @@ func NewNode(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{}}
+	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{},
+		closing: make(chan struct{}), kept: map[string][][]byte{}}
 	if cfg.Trace != nil {
 		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume)
 	}
@@ -257,6 +269,11 @@ func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID
 	if (n.cfg.TraceService == nil || n.cfg.TraceService(name)) && !open {
 		s.tr = n.tr // (a trace's vector clocks are the founders')
 	}
+	s.last.Store(int64(n.now()))
+	if recs, ok := n.kept[name]; ok { // reaped before: it restarts from its storage
+		s.store = proc.NewMemStorage(recs)
+		delete(n.kept, name)
+	}
 	s.env = &env{s: s}
 	s.proc = a.New(n.cfg.Self, size)
 	s.turn.Lock() // run unlocks it once the algorithm has started
@@ -323,7 +340,14 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 		n.warnDrop("dropping an undecodable message", "from", int(from), "service", s.name, "err", err)
 		return
 	}
-	s.post(event{kind: evMessage, from: from, msg: m, id: id, vc: vc})
+	if err := s.post(event{kind: evMessage, from: from, msg: m, id: id, vc: vc}); errors.Is(err, errReaped) {
+		// Being reaped (see Reap, which holds mu): once it is done, the
+		// message goes to the service, or to its next start if it was
+		// reaped, as it would have if it had come a moment later.
+		n.mu.Lock()
+		n.mu.Unlock()
+		n.deliver(from, payload)
+	}
 }
 
 // warnDrop logs a dropped message, at most one line a second with the
@@ -348,6 +372,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
+	close(n.closing)
 	services := make([]*Service, 0, len(n.services))
 	for _, s := range n.services {
 		services = append(services, s)
@@ -363,6 +388,100 @@ func (n *Node) Close() error {
 	}
 	return err
 }
+
+// Done is closed once Close is called.
+func (n *Node) Done() <-chan struct{} { return n.closing }
+
+// Names lists the services the node runs whose names start with prefix,
+// sorted.
+func (n *Node) Names(prefix string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var names []string
+	for name := range n.services {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Reap stops service name if it has been idle for at least quiet — it
+// handled no message, input or timer for that long, none waits, it has no
+// timer set and holds nothing for a member — and its process rejoins
+// after a restart from its stable storage (proc.Rejoiner). It reports
+// whether it stopped the service.
+//
+// A reaped service costs nothing but its stable storage: its log stays in
+// the data directory (renamed, so that a restarted node does not resume
+// it; see Stored), or, without one, its records stay in memory, a few
+// bytes. The next message for it (Config.Resolve) or the next Service
+// call starts it again from that storage, as a restart after a crash
+// would: for its peers it is one, which its algorithm handles (a
+// Ricart–Agrawala process says HELLO). So reaping loses nothing, but only
+// the caller knows whether the service is in use: a lock held here is idle
+// for the node, so the caller reaps only what nobody here holds, waits
+// for or watches. A message that arrives while the service is being
+// reaped goes to its next start.
+func (n *Node) Reap(name string, quiet time.Duration) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.services[name]
+	if s == nil || n.closed || !s.idleFor(quiet) {
+		return false
+	}
+	if _, ok := s.proc.(proc.Rejoiner); !ok {
+		return false
+	}
+	s.turn.Lock()
+	defer s.turn.Unlock()
+	// With no timer set and nothing queued, only a message can come now
+	// (or a caller's input: see above). From here on, posts fail with
+	// errReaped; then those under way are waited for.
+	if !s.quiescent(quiet) {
+		return false
+	}
+	s.reaping.Store(true)
+	for s.posting.Load() > 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if !s.quiescent(quiet) { // one came meanwhile: the actor handles it
+		s.reaping.Store(false)
+		return false
+	}
+	select {
+	case <-s.done: // stopped already (a failed handler)
+		return false
+	default:
+	}
+	if s.wal != nil {
+		err := s.wal.Sync()
+		if cerr := s.wal.Close(); err == nil {
+			err = cerr
+		}
+		s.wal = nil
+		if err == nil {
+			path := StoragePath(n.cfg.DataDir, name)
+			err = os.Rename(path, path+idleSuffix)
+		}
+		if err != nil {
+			n.log.Warn("reaping a service: its stable storage", "service", name, "err", err)
+		}
+	} else if m, ok := s.store.(*proc.MemStorage); ok {
+		n.kept[name] = m.Log()
+	}
+	delete(n.services, name)
+	byName := maps.Clone(n.services)
+	n.byName.Store(&byName)
+	s.stop()
+	n.reaped.Add(1)
+	n.log.Debug("reaped an idle service", "service", name, "idle", quiet)
+	return true
+}
+
+// Reaped counts the services Reap stopped.
+func (n *Node) Reaped() int64 { return n.reaped.Load() }
 
 // nameSeed mixes a service name into the seed of its random source.
 func nameSeed(name string) uint64 {

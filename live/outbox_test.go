@@ -186,6 +186,9 @@ func TestRefusedMessagesAreSentAgainInOrder(t *testing.T) {
 	if d := s.Stats().Dropped; d != 0 {
 		t.Errorf("%d messages dropped", d)
 	}
+	if h := s.node.held.Load(); h != 0 {
+		t.Errorf("the node counts %d bytes held once all were sent, want 0", h)
+	}
 
 	tr.set(transport.ErrClosed)
 	if err := s.Input(fan{To: []proc.ID{1, 2}}); err != nil {

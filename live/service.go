@@ -49,6 +49,13 @@ type Service struct {
 	turn   sync.Mutex
 	queued atomic.Int64
 
+	// last is when the service last handled a message, input or timer
+	// (the node's clock, in ns); posting counts the posts under way, and
+	// reaping turns new ones away (see Node.Reap).
+	last    atomic.Int64
+	posting atomic.Int64
+	reaping atomic.Bool
+
 	// Owned by the holder of turn.
 	env       *env
 	timers    map[proc.TimerID]*time.Timer
@@ -175,6 +182,11 @@ func (s *Service) Inputs(ins ...proc.Input) error {
 // Several events posted at once (Inputs) are handled one after another,
 // and their messages sent together at the end.
 func (s *Service) post(es ...event) error {
+	s.posting.Add(1)
+	defer s.posting.Add(-1)
+	if s.reaping.Load() {
+		return errReaped
+	}
 	select {
 	case <-s.done:
 		return ErrClosed
@@ -237,8 +249,11 @@ func (s *Service) Read(f func(p proc.Process)) error {
 	}
 }
 
-// Subscribe returns a channel of the service's outputs (buffered to size;
-// outputs that find it full are dropped and logged) and a cancel function.
+// Subscribe returns a channel of the service's outputs, buffered to size,
+// and a cancel function. A subscriber that lets size outputs pile up is
+// cut off rather than buffered without bound or skipped: the output that
+// finds the channel full closes it (and the log says so), so the reader
+// learns it no longer follows the service, as when the service stops.
 func (s *Service) Subscribe(size int) (<-chan proc.Output, func()) {
 	ch := make(chan proc.Output, size)
 	id := s.addSink(sink{ch: ch})
@@ -346,6 +361,8 @@ func (s *Service) run() {
 			if s.wal != nil {
 				s.wal.Close()
 			}
+			s.node.held.Add(-int64(s.heldBytes)) // what it held is dropped with it
+			s.held, s.heldBytes = nil, 0
 			s.subMu.Lock()
 			for _, k := range s.sinks {
 				if k.ch != nil {
@@ -401,6 +418,9 @@ func (s *Service) handle1(e event) {
 		s.handled.Add(1)
 		s.handlerNanos.Add(int64(time.Since(start)))
 	}()
+	if e.kind == evMessage || e.kind == evInput || e.kind == evTimer {
+		s.last.Store(int64(start.Sub(s.node.start)))
+	}
 	switch e.kind {
 	case evMessage:
 		s.received.Add(1)
@@ -512,10 +532,13 @@ func (s *Service) sendTo(to proc.ID, payloads [][]byte) (int, error) {
 }
 
 // maxHeld bounds, in bytes, what a service holds for members whose
-// queues are full; heldRetry is how soon it tries again.
+// queues are full, and maxNodeHeld what all the services of a node hold
+// (a member that stops reading would otherwise cost maxHeld for each
+// of hundreds of services); heldRetry is how soon a service tries again.
 const (
-	maxHeld   = 64 << 20
-	heldRetry = time.Millisecond
+	maxHeld     = 64 << 20
+	maxNodeHeld = 256 << 20
+	heldRetry   = time.Millisecond
 )
 
 // hold keeps payloads for member to that the transport refused because
@@ -530,7 +553,7 @@ func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
 	for _, p := range payloads {
 		size += len(p)
 	}
-	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld {
+	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld || s.node.held.Load()+int64(size) > maxNodeHeld {
 		s.dropped.Add(int64(len(payloads)))
 		s.node.log.Warn("messages not sent", "service", s.name, "to", int(to), "count", len(payloads), "err", err)
 		return
@@ -542,6 +565,7 @@ func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
 		s.held[to] = append(s.held[to], append([]byte(nil), p...))
 	}
 	s.heldBytes += size
+	s.node.held.Add(int64(size))
 	if !s.retrying {
 		s.retrying = true
 		time.AfterFunc(heldRetry, func() { _ = s.post(event{kind: evRetry}) })
@@ -560,11 +584,13 @@ func (s *Service) retryHeld() {
 		k, err := s.sendTo(to, ps)
 		for _, p := range ps[:k] {
 			s.heldBytes -= len(p)
+			s.node.held.Add(-int64(len(p)))
 		}
 		delete(s.held, to)
 		if rest := ps[k:]; len(rest) > 0 {
 			for _, p := range rest {
 				s.heldBytes -= len(p)
+				s.node.held.Add(-int64(len(p)))
 			}
 			s.hold(to, rest, err)
 		}
@@ -652,7 +678,8 @@ func (s *Service) output(o proc.Output) {
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	for _, k := range s.sinks {
+	cut := false
+	for i, k := range s.sinks {
 		if k.hook != nil {
 			k.hook(o)
 			continue
@@ -660,9 +687,35 @@ func (s *Service) output(o proc.Output) {
 		select {
 		case k.ch <- o:
 		default:
-			s.node.log.Warn("output dropped: a subscriber is not keeping up", "service", s.name, "kind", o.Kind())
+			// Skipping the output would leave the subscriber acting on a
+			// view it does not know is wrong; holding it would grow
+			// without bound. It is cut off: its channel closes.
+			s.node.log.Error("subscriber cut off: it did not keep up", "service", s.name, "behind", cap(k.ch), "kind", o.Kind())
+			close(k.ch)
+			s.sinks[i].ch, cut = nil, true
 		}
 	}
+	if cut {
+		s.sinks = slices.DeleteFunc(s.sinks, func(k sink) bool { return k.hook == nil && k.ch == nil })
+	}
+}
+
+// errReaped: the service was reaped (Node.Reap) while an event was being
+// posted; it is ErrClosed for callers outside the node.
+var errReaped = fmt.Errorf("%w: reaped while idle", ErrClosed)
+
+// idleFor reports whether the service has handled no message, input or
+// timer for quiet.
+func (s *Service) idleFor(quiet time.Duration) bool {
+	return s.node.now()-time.Duration(s.last.Load()) >= quiet
+}
+
+// quiescent reports whether the service is idle for quiet and nothing
+// would wake it but a message or an input: no event queued, no timer
+// set, nothing held for a member. The caller holds turn.
+func (s *Service) quiescent(quiet time.Duration) bool {
+	return s.queued.Load() == 0 && len(s.timers) == 0 && len(s.soon) == 0 && len(s.self) == 0 &&
+		len(s.held) == 0 && !s.retrying && s.idleFor(quiet)
 }
 
 // splitService reads the service name in front of a payload.

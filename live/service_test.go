@@ -299,3 +299,34 @@ func TestOutputsReachHooksAndSubscriptions(t *testing.T) {
 		t.Error("subscription open after Close")
 	}
 }
+
+// A subscriber that does not keep up is cut off, rather than buffered
+// without bound or left with a gap it cannot see: the output that finds
+// its channel full closes it. Other subscribers go on.
+func TestASlowSubscriberIsCutOff(t *testing.T) {
+	_, service := echoNode(t, false, 0)
+	s, _ := service("slow")
+	slow, cancelSlow := s.Subscribe(2)
+	fast, _ := s.Subscribe(8)
+	for i := range 4 {
+		if err := s.Input(num{I: i}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case o := <-fast:
+			if o.(num).I != i {
+				t.Fatalf("the other subscriber got %v, want output %d", o, i)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the other subscriber missed output %d", i)
+		}
+	}
+	var got []int
+	for o := range slow {
+		got = append(got, o.(num).I)
+	}
+	if fmt.Sprint(got) != "[0 1]" {
+		t.Errorf("the slow subscriber got %v and then its channel closed, want [0 1]", got)
+	}
+	cancelSlow() // after a cut, cancel does nothing (no second close)
+}

@@ -63,6 +63,10 @@ func StoragePath(dir, name string) string {
 	return filepath.Join(dir, url.PathEscape(name)+".wal")
 }
 
+// idleSuffix ends the name of a reaped service's log (Node.Reap), which
+// Stored does not list.
+const idleSuffix = ".idle"
+
 // Stored lists the services that have a log in the node's data directory
 // (none without one), sorted: what an earlier run of the node kept. A node
 // that restarts resumes those whose algorithms must tell their peers they
@@ -103,7 +107,14 @@ func (s *Service) storage() proc.Storage {
 		s.store = proc.NewMemStorage(nil)
 		return s.store
 	}
-	l, err := wal.Open(StoragePath(dir, s.name))
+	path := StoragePath(dir, s.name)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Reaped before (Node.Reap): its log is back in use.
+		if err := os.Rename(path+idleSuffix, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			panic(storageFailure{fmt.Errorf("reopening the log: %w", err)})
+		}
+	}
+	l, err := wal.Open(path)
 	if err != nil {
 		panic(storageFailure{fmt.Errorf("opening the log: %w", err)})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ type Server struct {
 	mu     sync.Mutex
 	locks  map[string]*Lock
 	leases map[string]*lease // by lock name: the lease of the HTTP holder
+	users  map[string]int    // by lock name: requests being served
+	idle   time.Duration     // see ServerConfig.Idle
 }
 
 type lease struct {
@@ -53,7 +56,17 @@ type ServerConfig struct {
 	// service on a replicated log, with sessions (see sessions.go).
 	Replicated *Replicated
 	Logger     *slog.Logger
+	// Idle is how long a lock that nobody on this node holds, waits for or
+	// is being served a request about may stay idle before the node stops
+	// its service (live.Node.Reap), if its algorithm rejoins after a
+	// restart (Ricart–Agrawala, Lamport's, the central server); the next
+	// request or message for it starts it again from its stable storage.
+	// 0 means DefaultIdle; a negative Idle keeps every lock.
+	Idle time.Duration
 }
+
+// DefaultIdle is ServerConfig.Idle's default.
+const DefaultIdle = time.Minute
 
 // NewServer returns the lock API of a node. (The lock, leader and group
 // services have this one shape: NewServer(ServerConfig{Node, the algorithm
@@ -64,11 +77,48 @@ func NewServer(c ServerConfig) *Server {
 		log = slog.Default()
 	}
 	s := &Server{node: c.Node, algo: c.Algorithm, log: log,
-		locks: map[string]*Lock{}, leases: map[string]*lease{}}
+		locks: map[string]*Lock{}, leases: map[string]*lease{}, users: map[string]int{}, idle: c.Idle}
 	if c.Replicated != nil {
 		s.rep = &replicatedAPI{r: c.Replicated, sessions: map[uint64]*Session{}}
+		return s
+	}
+	if s.idle == 0 {
+		s.idle = DefaultIdle
+	}
+	if s.idle > 0 {
+		go s.reapEvery(max(s.idle/4, time.Millisecond))
 	}
 	return s
+}
+
+// reapEvery reaps idle locks every period until the node closes.
+func (s *Server) reapEvery(period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.reap()
+		case <-s.node.Done():
+			return
+		}
+	}
+}
+
+// reap stops the service of every lock of the node (those started by a
+// peer's message among them) that has been idle for s.idle and that
+// nobody here holds, waits for or asks about. A lock held here is never
+// reaped, however long its holder stays quiet.
+func (s *Server) reap() {
+	for _, svc := range s.node.Names("lock/") {
+		name := strings.TrimPrefix(svc, "lock/")
+		s.mu.Lock()
+		if l := s.locks[name]; s.users[name] == 0 && s.leases[name] == nil && (l == nil || !l.inUse()) &&
+			s.node.Reap(svc, s.idle) {
+			delete(s.locks, name)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // MaxTTL bounds a lease.
@@ -88,18 +138,26 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-func (s *Server) lock(name string) (*Lock, error) {
+// lock returns the lock called name, starting it if need be, and counts
+// a user of it, whom done uncounts: a lock is not reaped while in use.
+func (s *Server) lock(name string) (l *Lock, done func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.locks[name]; ok {
-		return l, nil
+	l, ok := s.locks[name]
+	if !ok {
+		if l, err = New(s.node, name, s.algo); err != nil {
+			return nil, nil, err
+		}
+		s.locks[name] = l
 	}
-	l, err := New(s.node, name, s.algo)
-	if err != nil {
-		return nil, err
-	}
-	s.locks[name] = l
-	return l, nil
+	s.users[name]++
+	return l, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.users[name]--; s.users[name] == 0 {
+			delete(s.users, name)
+		}
+	}, nil
 }
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
@@ -116,11 +174,12 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		}
 		ttl = d
 	}
-	l, err := s.lock(name)
+	l, done, err := s.lock(name)
 	if err != nil { // the node cannot start the lock's service (too many)
 		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	defer done()
 	token, err := l.LockFor(r.Context(), ttl)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

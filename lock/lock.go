@@ -209,6 +209,14 @@ func (l *Lock) Held() (bool, uint64) {
 	return l.held, l.token
 }
 
+// inUse reports whether a goroutine of this node holds the lock, waits
+// for it, or has a request under way for it.
+func (l *Lock) inUse() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.busy || l.held || len(l.queue) > 0
+}
+
 // Name is the lock's name.
 func (l *Lock) Name() string { return l.name }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -376,4 +377,127 @@ func TestLeaseTTLBounds(t *testing.T) {
 			t.Errorf("ttl=%s: HTTP %d %s, want 400 naming the value", ttl, resp.StatusCode, body)
 		}
 	}
+}
+
+// Locks nobody uses are reaped (found by probing: every POST of a new
+// name left a service on every node for good). Twelve names are taken
+// and given back through every node, and one is held; once idle, every
+// node stops them all — but the held one, on its holder's node, however
+// long its holder stays quiet. A reaped lock starts again when next asked
+// for, on every node: it still excludes, and its tokens keep rising. An
+// algorithm that does not rejoin after a restart (Suzuki–Kasami) is
+// never reaped.
+// With a data directory, a reaped lock's log is set aside (a restarted
+// node does not resume it) and taken up again by its next start.
+func TestIdleLocksAreReaped(t *testing.T) {
+	for _, name := range []string{"ricart-agrawala", "lamport", "central", "suzuki-kasami"} {
+		t.Run(name, func(t *testing.T) { idleLocksAreReaped(t, name, "") })
+	}
+	t.Run("ricart-agrawala/data-dir", func(t *testing.T) {
+		dir := t.TempDir()
+		nodes := idleLocksAreReaped(t, "ricart-agrawala", dir)
+		stored, err := nodes[0].Stored()
+		if err != nil || len(stored) != 0 {
+			t.Errorf("node 0 would resume %q (%v) at a restart, want none: every lock was reaped", stored, err)
+		}
+		idle, _ := filepath.Glob(filepath.Join(dir, "node0", "*.idle"))
+		if len(idle) < names {
+			t.Errorf("node 0 kept %d logs of reaped locks, want one per lock", len(idle))
+		}
+	})
+}
+
+// names is how many locks idleLocksAreReaped takes and gives back.
+const names = 12
+
+func idleLocksAreReaped(t *testing.T, name, dir string) []*live.Node {
+	a := algo(t, name)
+	nodes := livetest.Start(t, 3, live.Config{Resolve: Resolver(a), DataDir: dir})
+	const idle = 50 * time.Millisecond
+	var cs []*Client
+	for _, node := range nodes {
+		srv := httptest.NewServer(NewServer(ServerConfig{Node: node, Algorithm: a, Idle: idle}).Handler())
+		t.Cleanup(srv.Close)
+		cs = append(cs, &Client{Endpoints: []string{srv.URL}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first := map[string]uint64{}
+	for i := range names {
+		lock := fmt.Sprintf("n%d", i)
+		h, err := cs[i%3].Acquire(ctx, lock, time.Second)
+		if err != nil {
+			t.Fatalf("lock %s: %v", lock, err)
+		}
+		first[lock] = h.Token
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := cs[1].Acquire(ctx, "held", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := func(i int) int { return len(nodes[i].Names("lock/")) }
+	if name == "suzuki-kasami" {
+		time.Sleep(10 * idle) // nothing to wait for: it must not happen
+		for i, node := range nodes {
+			if n, r := running(i), node.Reaped(); n < names/3 || r != 0 {
+				t.Errorf("node %d runs %d locks and reaped %d after %v idle, want none reaped: its algorithm does not rejoin", i, n, r, 10*idle)
+			}
+		}
+		return nodes
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running(0)+running(1)+running(2) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running after 10 s: %q %q %q", nodes[0].Names("lock/"), nodes[1].Names("lock/"), nodes[2].Names("lock/"))
+		}
+		time.Sleep(idle / 2)
+	}
+	time.Sleep(4 * idle)
+	if got := nodes[1].Names("lock/"); len(got) != 1 || got[0] != "lock/held" {
+		t.Fatalf("node 1 runs %q: want the held lock kept", got)
+	}
+	if err := held.KeepAlive(ctx); err != nil {
+		t.Fatalf("the held lock after its peers reaped theirs: %v", err)
+	}
+	if r := nodes[0].Reaped() + nodes[1].Reaped() + nodes[2].Reaped(); r < names {
+		t.Errorf("%d services reaped, want at least one per lock given back", r)
+	}
+	var metrics strings.Builder
+	nodes[1].WriteMetrics(&metrics)
+	if !contains(metrics.String(), "cohort_services 1\n") || contains(metrics.String(), "cohort_services_reaped_total 0\n") {
+		t.Errorf("node 1's metrics: want one service and some reaped\n%s", metrics.String())
+	}
+	// Reaped locks start again: one holder at a time, rising tokens.
+	h, err := cs[0].Acquire(ctx, "n0", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancelWait := context.WithTimeout(ctx, 200*time.Millisecond)
+	if h2, err := cs[2].Acquire(wait, "n0", time.Second); err == nil {
+		t.Fatalf("n0 granted to node 2 (token %d) while node 0 holds it (token %d)", h2.Token, h.Token)
+	}
+	cancelWait()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := cs[2].Acquire(ctx, "n0", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(first["n0"] < h.Token && h.Token < h2.Token) {
+		t.Errorf("tokens of n0 before and after its reaping: %d, %d, %d: want them rising", first["n0"], h.Token, h2.Token)
+	}
+	h2.Release(ctx)
+	held.Release(ctx)
+	deadline = time.Now().Add(10 * time.Second)
+	for running(0)+running(1)+running(2) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running after 10 s: %q %q %q", nodes[0].Names("lock/"), nodes[1].Names("lock/"), nodes[2].Names("lock/"))
+		}
+		time.Sleep(idle / 2)
+	}
+	return nodes
 }

@@ -135,6 +135,9 @@ func (c *causal) onData(env proc.Env, d cData) {
 	if k.Seq <= c.vector(d.Group)[d.Origin] || slices.ContainsFunc(c.queue, func(h cData) bool { return h.key() == k }) {
 		return // delivered or held already
 	}
+	if !c.hb.hold(env, k, d.Body, logical.Deliverable(c.vector(d.Group), d.V, d.Origin)) {
+		return
+	}
 	c.queue = append(c.queue, d)
 	for i := 0; i < len(c.queue); i++ {
 		h := c.queue[i]
@@ -143,6 +146,7 @@ func (c *causal) onData(env proc.Env, d cData) {
 			continue
 		}
 		c.queue = slices.Delete(c.queue, i, i+1)
+		c.hb.release(h.Body)
 		v[h.Origin]++
 		deliver(env, h.key(), h.Body)
 		i = -1 // a delivery may make earlier messages deliverable

@@ -109,6 +109,9 @@ func (f *fifo) onData(env proc.Env, d fData) {
 	if _, dup := q[d.S]; dup || d.S <= f.R[src] {
 		return
 	}
+	if !f.hb.hold(env, msgKey{d.Group, d.Origin, d.S}, d.Body, d.S == f.R[src]+1) {
+		return
+	}
 	q[d.S] = d.Body
 	f.held++
 	for {
@@ -119,6 +122,7 @@ func (f *fifo) onData(env proc.Env, d fData) {
 		}
 		delete(q, next)
 		f.held--
+		f.hb.release(body)
 		f.R[src] = next
 		deliver(env, msgKey{d.Group, d.Origin, next}, body)
 	}

@@ -216,9 +216,61 @@ func deliver(env proc.Env, k msgKey, body string) {
 	env.Output(Delivered{Origin: k.Origin, Seq: k.Seq, Group: k.Group, Body: body})
 }
 
+// MaxHoldbackBytes bounds the bodies a process holds back, over all its
+// groups. A gap that never fills (a member that restarted without the
+// group's state, a sequencer that died) would otherwise make a member
+// hold every later message for ever.
+const MaxHoldbackBytes = 64 << 20
+
+// Overflow reports that the process dropped a message of a group instead
+// of holding it back, because its hold-back queue held MaxHoldbackBytes of
+// bodies already (Held): the process misses that message, and, for the
+// orders that wait for every message, every later one of its sender or of
+// the group — it can no longer deliver the group's messages. It keeps
+// taking part in the protocol, so that the other members are not held up.
+// A process reports every message it drops.
+type Overflow struct {
+	Group  string  `json:"group"`
+	Origin proc.ID `json:"origin"`
+	Seq    uint64  `json:"seq"`
+	Held   int     `json:"held"`
+}
+
+func (Overflow) Kind() string { return "holdback-overflow" }
+func (o Overflow) String() string {
+	return "hold-back overflow: dropped " + label(o.Origin, o.Seq, o.Group) + " (" + strconv.Itoa(o.Held) + " bytes held)"
+}
+
 // holdback tracks the largest hold-back queue of a process and reports
-// each new largest length.
-type holdback struct{ max int }
+// each new largest length; it also keeps the bodies held back within
+// MaxHoldbackBytes (hold).
+type holdback struct {
+	max   int
+	bytes int // bodies held back now
+	limit int // 0: MaxHoldbackBytes (tests set less)
+}
+
+// hold accounts for body, about to be held back as message k, and reports
+// whether it fits: if it would take the bodies held back past the budget,
+// the process must drop the message instead, and says so (Overflow). A
+// message delivered at once (deliverable),
+// or the process's own, always fits: it fills a gap, or it is bounded by
+// the window of multicasts under way.
+func (h *holdback) hold(env proc.Env, k msgKey, body string, deliverable bool) bool {
+	limit := h.limit
+	if limit == 0 {
+		limit = MaxHoldbackBytes
+	}
+	if !deliverable && h.bytes+len(body) > limit {
+		env.Output(Overflow{Group: k.Group, Origin: k.Origin, Seq: k.Seq, Held: h.bytes})
+		return false
+	}
+	h.bytes += len(body)
+	return true
+}
+
+// release accounts for a body that leaves the hold-back queue.
+func (h *holdback) release(body string) { h.bytes -= len(body) }
 
 func (h *holdback) note(env proc.Env, n int) {
 	if n > h.max {

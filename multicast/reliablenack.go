@@ -300,6 +300,10 @@ func (r *reliableNack) onData(env proc.Env, src source, seq uint64, body string)
 		return
 	}
 	s.high = max(s.high, seq)
+	if !r.hb.hold(env, msgKey{src.Group, src.Origin, seq}, body, seq == s.next) {
+		r.watchGap(env, src, s) // dropped: a NACK will ask for it again
+		return
+	}
 	s.held[seq] = body
 	r.held++
 	r.deliverReady(env, src, s)
@@ -317,6 +321,7 @@ func (r *reliableNack) deliverReady(env proc.Env, src source, s *nackSource) {
 		}
 		delete(s.held, s.next)
 		r.held--
+		r.hb.release(b)
 		deliver(env, msgKey{src.Group, src.Origin, s.next}, b)
 		s.next++
 	}
@@ -339,6 +344,7 @@ func (r *reliableNack) onSession(env proc.Env, from proc.ID, m nSession) {
 	if first := min(m.First, m.Last+1); first > s.next && from == m.Origin {
 		for seq := range s.held { // deletions only: the order does not matter
 			if seq < first {
+				r.hb.release(s.held[seq])
 				delete(s.held, seq)
 				r.held--
 			}

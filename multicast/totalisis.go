@@ -169,9 +169,11 @@ func (s *isis) onData(env proc.Env, d iData) {
 	}
 	p := max(s.A[d.Group], s.P[d.Group]) + 1
 	s.P[d.Group] = p
-	s.queue[d.Group] = append(s.queue[d.Group], isisEntry{key: k, body: d.Body, num: p, by: env.Self()})
-	s.sort(d.Group)
-	s.hb.note(env, len(s.queue[d.Group]))
+	if s.hb.hold(env, k, d.Body, d.Origin == env.Self()) { // else dropped: it still proposes, so as not to hold the others up
+		s.queue[d.Group] = append(s.queue[d.Group], isisEntry{key: k, body: d.Body, num: p, by: env.Self()})
+		s.sort(d.Group)
+		s.hb.note(env, len(s.queue[d.Group]))
+	}
 	prop := iPropose{Group: d.Group, Origin: d.Origin, Seq: d.Seq, P: p}
 	if d.Origin == env.Self() {
 		s.onPropose(env, env.Self(), prop)
@@ -222,6 +224,7 @@ func (s *isis) onAgreed(env proc.Env, a iAgreed) {
 	s.sort(a.Group)
 	for q = s.queue[a.Group]; len(q) > 0 && q[0].agreed; q = q[1:] {
 		s.done.Add(q[0].key)
+		s.hb.release(q[0].body)
 		deliver(env, q[0].key, q[0].body)
 	}
 	s.queue[a.Group] = q

@@ -140,6 +140,7 @@ func (l *lamportTO) multicast(env proc.Env, in Multicast) {
 	}
 	k := sent(env, g, l.seq.next(g.Name), in.Body)
 	t := l.clock.Send()
+	l.hb.hold(env, k, in.Body, true)
 	l.enqueue(lEntry{key: k, body: in.Body, T: t})
 	d := lData{Group: k.Group, Origin: k.Origin, Seq: k.Seq, T: t, Body: in.Body}
 	g.others(env.Self(), func(q proc.ID) { env.Send(q, d) })
@@ -154,7 +155,9 @@ func (l *lamportTO) onData(env proc.Env, from proc.ID, d lData) {
 	if !ok || !g.Has(env.Self()) {
 		return
 	}
-	l.enqueue(lEntry{key: msgKey{d.Group, d.Origin, d.Seq}, body: d.Body, T: d.T})
+	if k := (msgKey{d.Group, d.Origin, d.Seq}); l.hb.hold(env, k, d.Body, false) { // else dropped: it still acknowledges, so as not to hold the others up
+		l.enqueue(lEntry{key: k, body: d.Body, T: d.T})
+	}
 	a := lAck{Group: d.Group, Origin: d.Origin, Seq: d.Seq, T: l.clock.Send()}
 	g.others(env.Self(), func(q proc.ID) { env.Send(q, a) })
 }
@@ -174,6 +177,7 @@ func (l *lamportTO) deliver(env proc.Env) {
 	for _, g := range l.groups {
 		q := l.queue[g.Name]
 		for len(q) > 0 && l.stable(env.Self(), g, q[0]) {
+			l.hb.release(q[0].body)
 			deliver(env, q[0].key, q[0].body)
 			q = q[1:]
 		}

@@ -179,8 +179,13 @@ func (s *sequencer) onData(env proc.Env, d sData) {
 		return // not a message of this run
 	}
 	k := d.key()
-	if g.Has(env.Self()) && !s.done.Has(k) {
-		s.held[k] = d.Body
+	if _, dup := s.held[k]; g.Has(env.Self()) && !s.done.Has(k) && !dup {
+		// A message whose order is known is delivered at once (or fills
+		// the next place); one that waits for its order may be dropped.
+		next, ok := s.orders[d.Group][s.r[d.Group]]
+		if s.hb.hold(env, k, d.Body, d.Origin == env.Self() || ok && next == k) {
+			s.held[k] = d.Body
+		}
 	}
 	if g.Members[0] == env.Self() && !s.numbered.Has(k) &&
 		!slices.ContainsFunc(s.waiting, func(w sData) bool { return w.key() == k }) {
@@ -248,6 +253,7 @@ func (s *sequencer) deliver(env proc.Env, group string) {
 			break
 		}
 		delete(s.held, k)
+		s.hb.release(body)
 		delete(s.orders[group], s.r[group])
 		s.r[group]++
 		s.done.Add(k)

@@ -412,3 +412,6 @@ func (c *central) onState(env proc.Env, from proc.ID, m cenState) {
 func centralTheory(int) map[string]float64 {
 	return map[string]float64{"messages_per_entry": 3, "client_delay_msgs": 2, "sync_delay_msgs": 2}
 }
+
+// Rejoins: a restarted process rejoins (see Restarts above).
+func (*central) Rejoins() {}

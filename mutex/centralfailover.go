@@ -55,9 +55,13 @@ import (
 // may be a holder that is only slow, and granting at once would put two
 // processes inside: so when some process is silent and none reports
 // holding, the coordinator grants nothing until every silent process has
-// answered or Suspect more has passed — the same silence after which it
-// takes the permission back from a holder it knows of (as Chubby's new
-// master waits out its predecessor's leases before it serves).
+// answered or the longest hold a silent holder might have has passed: at
+// least Suspect (the silence after which it takes the permission back
+// from a holder it knows of), and at least MaxHold and every hold it has
+// seen asked for — a live node holding for a remote client under a lease
+// may answer late on a loaded machine, and its client acts for the
+// lease's length (as Chubby's new master waits out its predecessor's
+// leases before it serves).
 //
 // Epochs. Every grant, request and release carries its coordinator's epoch,
 // and a client takes a grant only from its current coordinator and epoch:
@@ -75,7 +79,12 @@ import (
 // process that crashed holding the permission for a remote holder (a hold
 // on record: Acquire.Hold) reports itself holding until the hold has
 // passed, and a coordinator takes the permission back from a silent
-// holder only after the holder's hold, not after Suspect alone.
+// holder only after the holder's hold, not after Suspect alone. The
+// longest hold a process has seen asked for is on record too: a
+// restarted process whose peers' answers reach it late (their links to
+// it come back slowly) wins an epoch that a higher process has won
+// already, hears from nobody, and must wait that long before it grants,
+// by which time the higher winner's announcement has reached it.
 //
 // Assumptions. Reliable FIFO channels (a STATE precedes the RELEASE the same
 // process sends after it; TCP gives this), crash-stop processes, and timeouts
@@ -92,8 +101,9 @@ import (
 // a HEARTBEAT and a HELD for the holder. A failover
 // costs at most N·(N−1)/2 ELECTION and as many OK messages (the bully
 // worst case), N−1 COORDINATOR and N−1 STATE messages, and Suspect +
-// Election + Collect of time without grants (Suspect more when a process,
-// the crashed coordinator at least, does not answer and nobody holds).
+// Election + Collect of time without grants (silentWait more when a
+// process, the crashed coordinator at least, does not answer and nobody
+// holds: Suspect, or the longest hold).
 type centralFailover struct {
 	cfg     FailoverConfig
 	self    proc.ID
@@ -125,9 +135,11 @@ type centralFailover struct {
 	heard      time.Duration             // local time the holder last showed signs of life
 	holds      map[proc.ID]time.Duration // the holds of requests, by requester
 	queue      []proc.ID
-	beatT      proc.TimerID // Heartbeat, while the queue is not empty
-	silent     []proc.ID    // did not answer COORDINATOR, and may hold: no grants meanwhile
-	silentT    proc.TimerID // Suspect, while silent is not empty
+	beatT      proc.TimerID  // Heartbeat, while the queue is not empty
+	silent     []proc.ID     // did not answer COORDINATOR, and may hold: no grants meanwhile
+	silentT    proc.TimerID  // running while silent is not empty (see silentWait)
+	silentAt   time.Duration // local time silent was set
+	longest    time.Duration // the longest hold this process has seen asked for
 }
 
 // FailoverConfig holds central-failover's timeouts. They are measured on the
@@ -151,6 +163,14 @@ type FailoverConfig struct {
 	// states before it takes the silent ones for crashed. It must exceed a
 	// round trip. Default 10ms.
 	Collect time.Duration
+	// MaxHold bounds the Acquire.Hold of every request (a live lock's
+	// longest lease). A new coordinator that has not heard from some
+	// process, and has no holder reported, grants nothing until that
+	// process answers or the longest of Suspect, MaxHold and every hold it
+	// has seen asked for has passed: the silent process may be a live
+	// holder that is only slow, whose remote holder acts for that long.
+	// 0: no bound is known beyond the holds seen.
+	MaxHold time.Duration
 }
 
 // DefaultFailoverConfig returns the defaults, fit for networks whose round
@@ -184,7 +204,7 @@ func (c FailoverConfig) withDefaults() FailoverConfig {
 // heartbeats).
 func (c FailoverConfig) Validate() error {
 	c = c.withDefaults()
-	if c.Heartbeat < 0 || c.Suspect < 0 || c.Election < 0 || c.Announce < 0 || c.Collect < 0 {
+	if c.Heartbeat < 0 || c.Suspect < 0 || c.Election < 0 || c.Announce < 0 || c.Collect < 0 || c.MaxHold < 0 {
 		return errors.New("central-failover: timeouts must not be negative")
 	}
 	if c.Suspect <= c.Heartbeat {
@@ -284,6 +304,7 @@ func (t cfoTimer) String() string {
 // (see Restarts).
 func (f *centralFailover) Start(env proc.Env) {
 	f.epoch = max(f.epoch, f.durable.start(env))
+	f.longest = max(f.longest, f.durable.longest)
 	if !f.durable.restarted {
 		return
 	}
@@ -354,7 +375,12 @@ func (f *centralFailover) Timeout(env proc.Env, tag any) {
 		f.beatT = 0
 		f.onBeat(env)
 	case cfoSilent:
-		f.silentT, f.silent = 0, nil
+		f.silentT = 0
+		if left := f.silentAt + f.silentWait() - env.Now(); left > 0 {
+			f.silentT = env.SetTimer(left, cfoSilent) // a longer hold was asked for meanwhile
+			break
+		}
+		f.silent = nil
 		f.grantNext(env)
 	case cfoUnhold:
 		if f.phantom {
@@ -376,6 +402,7 @@ func (f *centralFailover) acquire(env proc.Env, a Acquire) {
 		return // a second Acquire breaks the contract; ignore it
 	}
 	f.requesting, f.since, f.hold = true, env.Now(), a.Hold
+	f.noteHold(env, a.Hold)
 	switch f.coord {
 	case f.self:
 		f.onRequest(env, f.self, a.Hold)
@@ -458,7 +485,7 @@ func (f *centralFailover) onRequest(env proc.Env, from proc.ID, hold time.Durati
 	if from == f.holder || slices.Contains(f.queue, from) {
 		return
 	}
-	f.setHold(from, hold)
+	f.setHold(env, from, hold)
 	if f.free() {
 		f.grant(env, from)
 		return
@@ -487,7 +514,8 @@ func (f *centralFailover) enqueue(env proc.Env, p proc.ID) {
 }
 
 // setHold notes the hold of p's request (see onBeat).
-func (f *centralFailover) setHold(p proc.ID, hold time.Duration) {
+func (f *centralFailover) setHold(env proc.Env, p proc.ID, hold time.Duration) {
+	f.noteHold(env, hold)
 	if f.holds == nil {
 		f.holds = map[proc.ID]time.Duration{}
 	}
@@ -496,6 +524,24 @@ func (f *centralFailover) setHold(p proc.ID, hold time.Duration) {
 	} else {
 		delete(f.holds, p)
 	}
+}
+
+// noteHold notes a hold some request asked for: the longest is kept on
+// stable storage, so that a restarted process knows it too (see
+// silentWait).
+func (f *centralFailover) noteHold(env proc.Env, hold time.Duration) {
+	if hold > f.longest {
+		f.longest = hold
+		f.durable.seen(env, hold)
+	}
+}
+
+// silentWait is how long a new coordinator waits for the processes silent
+// since its collect before it grants: Suspect, or the longest hold a
+// silent holder's remote holder might have (MaxHold, or the longest this
+// process has seen asked for, since the clients of one lock ask alike).
+func (f *centralFailover) silentWait() time.Duration {
+	return max(f.cfg.Suspect, f.cfg.MaxHold, f.longest)
 }
 
 // grant hands the permission to p.
@@ -710,11 +756,11 @@ func (f *centralFailover) onState(env proc.Env, from proc.ID, m cfoState) {
 	}
 	switch {
 	case m.Holding && f.holder == proc.None:
-		f.setHold(from, m.Hold)
+		f.setHold(env, from, m.Hold)
 		f.holder, f.heard = from, env.Now()
 		env.Output(Lent{To: from})
 	case m.Requesting && f.holder != from && !slices.Contains(f.queue, from):
-		f.setHold(from, m.Hold)
+		f.setHold(env, from, m.Hold)
 		f.enqueue(env, from)
 	}
 	f.grantNext(env)
@@ -738,7 +784,7 @@ func (f *centralFailover) finishCollect(env proc.Env) {
 	var waiting []proc.ID
 	for _, p := range ids {
 		st := f.states[p]
-		f.setHold(p, st.Hold)
+		f.setHold(env, p, st.Hold)
 		switch {
 		case st.Holding && f.holder == proc.None:
 			f.holder, f.heard = p, env.Now()
@@ -757,7 +803,8 @@ func (f *centralFailover) finishCollect(env proc.Env) {
 			}
 		}
 		if len(f.silent) > 0 {
-			f.silentT = env.SetTimer(f.cfg.Suspect, cfoSilent)
+			f.silentAt = env.Now()
+			f.silentT = env.SetTimer(f.silentWait(), cfoSilent)
 		}
 	}
 	f.states = nil
@@ -802,3 +849,6 @@ faults:
 `,
 	})
 }
+
+// Rejoins: a restarted process rejoins (see Restarts above).
+func (*centralFailover) Rejoins() {}

@@ -27,6 +27,7 @@ type durableCounter struct {
 	hold      time.Duration // a hold on record (see mark); 0: none
 	lentTo    uint32        // a central server's holder on record, plus one (see setHolder); 0: none
 	lentFor   uint64        // the number of the request it was granted for
+	longest   time.Duration // the longest hold seen asked for (see seen); 0: none
 	restarted bool          // the storage had records at start
 }
 
@@ -49,6 +50,8 @@ func (d *durableCounter) start(env proc.Env) uint64 {
 			d.reserved = max(d.reserved, binary.BigEndian.Uint64(rec))
 		case len(rec) == 9 && rec[0] == 'H':
 			d.hold = time.Duration(binary.BigEndian.Uint64(rec[1:]))
+		case len(rec) == 9 && rec[0] == 'L':
+			d.longest = time.Duration(binary.BigEndian.Uint64(rec[1:]))
 		}
 	}
 	d.restarted = len(st.Recovered()) > 0
@@ -82,6 +85,18 @@ func (d *durableCounter) mark(env proc.Env, hold time.Duration, sync bool) {
 	d.write(env, sync)
 }
 
+// seen puts on record a hold some request asked for, if it is the longest
+// yet, synced: a central-failover process that restarts and wins an
+// election it could not hear the others' answers to in time waits that
+// long for them before it grants (see centralFailover.silentWait).
+func (d *durableCounter) seen(env proc.Env, hold time.Duration) {
+	if hold <= d.longest {
+		return
+	}
+	d.longest = hold
+	d.write(env, true)
+}
+
 // held is the hold the previous incarnation left on record: it crashed
 // inside the section.
 func (d *durableCounter) held() time.Duration { return d.hold }
@@ -109,6 +124,9 @@ func (d *durableCounter) write(env proc.Env, sync bool) {
 	}
 	if d.lentTo != 0 {
 		recs = append(recs, binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32([]byte{'P'}, d.lentTo), d.lentFor))
+	}
+	if d.longest > 0 {
+		recs = append(recs, binary.BigEndian.AppendUint64([]byte{'L'}, uint64(d.longest)))
 	}
 	st.Replace(recs)
 	if sync {

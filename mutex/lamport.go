@@ -356,3 +356,6 @@ func (l *lamport) insert(s Stamp) {
 func (l *lamport) remove(p proc.ID) {
 	l.queue = slices.DeleteFunc(l.queue, func(s Stamp) bool { return s.P == p })
 }
+
+// Rejoins: a restarted process rejoins (see Restarts above).
+func (*lamport) Rejoins() {}

@@ -195,3 +195,105 @@ func TestFailoverWaitsOutAPausedHoldersHold(t *testing.T) {
 		}
 	}
 }
+
+// lateHolder: p1 asks with a hold and keeps the section for 250 ms; p2
+// asks, with the same hold, 25 ms later.
+type lateHolder struct{ hold time.Duration }
+
+func (w *lateHolder) Init(c sim.Control) {
+	c.Schedule(time.Millisecond, 1, Acquire{Hold: w.hold})
+	c.Schedule(25*time.Millisecond, 2, Acquire{Hold: w.hold})
+}
+
+func (w *lateHolder) Observe(c sim.Control, p proc.ID, o proc.Output) {
+	if _, ok := o.(Enter); ok && p == 1 {
+		c.Schedule(250*time.Millisecond, p, Release{})
+	}
+}
+
+// TestNewCoordinatorWaitsForALateHolder: central-failover's coordinator
+// p0 crashes while p1 holds the permission for a remote client (a hold of
+// 200 ms); p2, waiting, takes over, but p1 answers its COORDINATOR late
+// (paused 30–200 ms, a loaded machine). The new coordinator must not take
+// p1's silence for a crash after Suspect alone: p1's client acts for its
+// hold, so it waits that long — the longest hold it has seen asked for,
+// p2's own — and learns of the holder in time. (Found live: under load
+// the restarted cluster granted the lock to a second client while the
+// first held it.) Without holds, Suspect is all it waits, and ME1 fails,
+// as it must for a silence that long.
+func TestNewCoordinatorWaitsForALateHolder(t *testing.T) {
+	for _, hold := range []time.Duration{200 * time.Millisecond, 0} {
+		r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: raAlgorithm(t, "central-failover").New,
+			Network:  sim.Network{Latency: sim.Constant(time.Millisecond), FIFO: true},
+			Workload: &lateHolder{hold}, Deadline: time.Second,
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: 0, At: 20 * time.Millisecond},
+				{Kind: sim.Pause, Node: 1, At: 30 * time.Millisecond, Until: 200 * time.Millisecond}}})
+		res := raCheck(t, r.Trace, "ME1")[0]
+		if hold > 0 && !res.OK() {
+			t.Errorf("hold %v: %s", hold, res)
+		}
+		if hold == 0 && res.OK() {
+			t.Error("no hold: the late holder kept the permission, though silent for longer than Suspect")
+		}
+		if r.Enters[2] != 1 {
+			t.Errorf("hold %v: p2 entered %d times, want 1", hold, r.Enters[2])
+		}
+	}
+}
+
+// slowLinkRestart: p1 asks with a hold and keeps the section for 600 ms;
+// the restarted p0 asks at 100 ms, p2 at 200 ms.
+type slowLinkRestart struct{}
+
+func (slowLinkRestart) Init(c sim.Control) {
+	c.Schedule(time.Millisecond, 1, Acquire{Hold: 300 * time.Millisecond})
+	c.Schedule(100*time.Millisecond, 0, Acquire{Hold: 300 * time.Millisecond})
+	c.Schedule(200*time.Millisecond, 2, Acquire{Hold: 300 * time.Millisecond})
+}
+
+func (slowLinkRestart) Observe(c sim.Control, p proc.ID, o proc.Output) {
+	if _, ok := o.(Enter); ok {
+		d := 30 * time.Millisecond
+		if p == 1 {
+			d = 600 * time.Millisecond
+		}
+		c.Schedule(d, p, Release{})
+	}
+}
+
+// TestRestartedWinnerWaitsOutTheLongestHold: central-failover's p0
+// restarts and calls an election; p2 wins it (epoch 1), but the OKs and
+// the announcement take 110 ms to reach p0 (the others' links to it
+// coming back slowly after its restart), so p0, hearing no OK within
+// Election, wins epoch 1 as well, and hears from nobody. It used to take
+// them all for crashed after Suspect and grant its own client while p1
+// held the permission — with p2's first token of epoch 1, which p2
+// handed out too (found live, in a trace of
+// TestCentralLockSurvivesACoordinatorRestart). Now it waits the longest
+// hold it saw asked for before its crash (p1's), kept on stable storage,
+// and follows p2 when its announcement arrives.
+func TestRestartedWinnerWaitsOutTheLongestHold(t *testing.T) {
+	net := sim.Network{FIFO: true, Latency: sim.Constant(time.Millisecond), Links: []sim.Link{
+		// p1's request before the crash is quick; what follows is slow.
+		{From: 1, To: 0, Latency: &raSeqLatency{ds: []time.Duration{time.Millisecond, 110 * time.Millisecond}}},
+		{From: 2, To: 0, Latency: sim.Constant(110 * time.Millisecond)},
+	}}
+	r := runMutex(t, sim.Config{Nodes: 3, Seed: 1, New: raAlgorithm(t, "central-failover").New,
+		Network: net, Workload: slowLinkRestart{}, Deadline: 2 * time.Second,
+		Faults: []sim.Fault{{Kind: sim.Crash, Node: 0, At: 20 * time.Millisecond}, {Kind: sim.Recover, Node: 0, At: 30 * time.Millisecond}}})
+	if res := raCheck(t, r.Trace, "ME1")[0]; !res.OK() {
+		t.Fatal(res)
+	}
+	if r.Enters[0] != 1 || r.Enters[2] != 1 {
+		t.Errorf("p0 entered %d times and p2 %d, want once each", r.Enters[0], r.Enters[2])
+	}
+	winners := 0
+	for _, e := range r.Trace.Events {
+		if e.Kind == trace.Send && e.Type == "coordinator" && e.Label == "COORDINATOR(e1)" && e.Node == 0 {
+			winners++
+		}
+	}
+	if winners == 0 {
+		t.Error("p0 never announced epoch 1: the run does not have two winners of an epoch")
+	}
+}

@@ -369,3 +369,6 @@ func raTheory(n int) map[string]float64 {
 	N := float64(n)
 	return map[string]float64{"messages_per_entry": 2 * (N - 1), "client_delay_msgs": 2 * (N - 1), "sync_delay_msgs": 1}
 }
+
+// Rejoins: a restarted process rejoins (see Restarts above).
+func (*ricartAgrawala) Rejoins() {}

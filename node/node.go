@@ -391,6 +391,9 @@ func (n *Node) handler(api http.Handler) http.Handler {
 			n.members.WriteMetrics(w)
 		}
 		n.queues.WriteMetrics(w)
+		if n.groups != nil {
+			n.groups.WriteMetrics(w)
+		}
 	})))
 	return mux
 }

@@ -75,3 +75,12 @@ func (m *MemStorage) Replace(recs [][]byte) {
 
 // Log is the current log (for tests and hosts). It must not be modified.
 func (m *MemStorage) Log() [][]byte { return m.log }
+
+// Rejoiner is a process that, restarted from its stable storage after a
+// crash, rejoins the running algorithm: it tells its peers it lost its
+// state, and they give it back what it needs (a Ricart–Agrawala process
+// says HELLO, and the others send their requests again). Rejoins marks
+// it; it does nothing. A host may stop such a process while it is idle
+// and start it again from its storage when it is next needed (a live
+// node reaping an unused lock): for its peers that is one more restart.
+type Rejoiner interface{ Rejoins() }

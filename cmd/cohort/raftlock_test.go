@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +136,7 @@ func TestReplicatedLockSurvivesKillAndRestart(t *testing.T) {
 			if err := syscall.Kill(pids[i], syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
+			waitUntil(t, "the killed node to exit", func() bool { return exited(pids[i]) })
 			n := grants()
 			waitUntil(t, "two grants while a node is down", func() bool { return grants() >= n+2 })
 			c := exec.Command(bin, "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
@@ -271,6 +273,21 @@ func (p *lockProc) wait(t *testing.T, what string) {
 	}
 }
 
+// exit waits for the process to exit and returns how, failing the test
+// if it has not within 60 s.
+func (p *lockProc) exit(t *testing.T, what string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit within 60 s (stuck)\n%s", what, p.out)
+		return nil
+	}
+}
+
 // metricsHas reports whether a line of node ep's /metrics passes ok.
 func metricsHas(ep string, ok func(line string) bool) bool {
 	resp, err := http.Get("http://" + ep + "/metrics")
@@ -294,11 +311,55 @@ func restartNode(t *testing.T, dir string, pids []int, i int) {
 	if err := syscall.Kill(pids[i], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// kill returns before the process is gone; until it is, it holds its
+	// ports, and a node started on them at once fails to bind them (seen
+	// on a loaded machine: the restarted node exited at once, and the lock
+	// waited for it for ever).
+	waitUntil(t, "the killed node to exit", func() bool { return exited(pids[i]) })
 	c := exec.Command(cohortBinary(t), "node", "--config", filepath.Join(dir, "node"+strconv.Itoa(i)+".yaml"))
+	logf, err := os.Create(filepath.Join(t.TempDir(), "restarted-node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close() // the node has its own copy
+	c.Stdout, c.Stderr = logf, logf
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Process.Signal(syscall.SIGTERM); c.Wait() })
+	t.Cleanup(func() {
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("restarted node %d's log:\n%s", i, b)
+			// Who holds the port it could not bind?
+			if strings.Contains(string(b), "address already in use") {
+				out, _ := exec.Command("ss", "-tanp").CombinedOutput()
+				for _, port := range regexp.MustCompile(`127\.0\.0\.1:(\d+)": listen`).FindAllStringSubmatch(string(b), -1) {
+					for _, line := range strings.Split(string(out), "\n") {
+						if strings.Contains(line, ":"+port[1]+" ") {
+							t.Logf("port %s: %s", port[1], line)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// exited reports whether process pid has ended and closed its files and
+// sockets: it is gone, or a zombie with no thread left but its first.
+// (The first thread turns zombie as soon as it exits, while the others,
+// which share the descriptors, may still be exiting: seen on a loaded
+// machine, the restarted node could not bind the ports of a node whose
+// first thread was a zombie already.)
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	status := string(b)
+	return strings.Contains(status, "\nState:\tZ") && strings.Contains(status, "\nThreads:\t1\n")
 }
 
 // logLines reads a test's log file, and the token its line i ends with.
@@ -330,21 +391,27 @@ func holderRestart(t *testing.T, algo string) {
 	dir := t.TempDir()
 	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", dir, "--algo", "mutex/"+algo)
 	work := t.TempDir()
-	started, log := filepath.Join(work, "started"), filepath.Join(work, "log")
-	holder := lockRun(t, endpoints[0], `trap 'echo "holder-end $COHORT_FENCING_TOKEN" >> "$2"; exit 0' TERM; touch "$1"; while :; do sleep 0.05; done`, started, log).start(t)
+	started, log, pid := filepath.Join(work, "started"), filepath.Join(work, "log"), filepath.Join(work, "pid")
+	// The holder's command logs its start and, if SIGTERM lets it, its
+	// end; on a loaded machine the SIGKILL that follows may come first.
+	// So the waiter's command itself looks whether the holder's still
+	// runs (a process that is neither gone nor a zombie).
+	holder := lockRun(t, endpoints[0], `echo $$ > "$3"; echo "holder-start $COHORT_FENCING_TOKEN" >> "$2"; trap 'echo "holder-end $COHORT_FENCING_TOKEN" >> "$2"; exit 0' TERM; touch "$1"; while :; do sleep 0.05; done`, started, log, pid).start(t)
 	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
-	waiter := lockRun(t, endpoints[1], `echo "waiter $COHORT_FENCING_TOKEN" >> "$1"`, log).start(t)
+	waiter := lockRun(t, endpoints[1], `s=$(awk '{print $3}' /proc/"$(cat "$2")"/stat 2>/dev/null); if [ -n "$s" ] && [ "$s" != Z ]; then echo "waiter-while-the-holder-runs $COHORT_FENCING_TOKEN"; else echo "waiter $COHORT_FENCING_TOKEN"; fi >> "$1"`, log, pid).start(t)
 	waitUntil(t, "node 1 to wait for node 0's reply", func() bool { return sentRequest(endpoints[1]) })
 	restartNode(t, dir, pids, 0)
-	if err := holder.cmd.Wait(); err == nil {
+	if err := holder.exit(t, "the holder's cohort lock"); err == nil {
 		t.Fatalf("the holder's cohort lock exited 0 though its node died:\n%s", holder.out)
 	}
 	waiter.wait(t, "the waiter, after node 0's restart,")
 	lines, token := logLines(t, log)
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "holder-end") || !strings.HasPrefix(lines[1], "waiter") {
+	last := len(lines) - 1
+	if !(len(lines) == 2 || len(lines) == 3 && strings.HasPrefix(lines[1], "holder-end")) ||
+		!strings.HasPrefix(lines[0], "holder-start") || !strings.HasPrefix(lines[last], "waiter ") {
 		t.Fatalf("log %q: want the holder's command to end before the waiter's ran", lines)
 	}
-	if token(1) <= token(0) {
+	if token(last) <= token(0) {
 		t.Errorf("log %q: want the waiter's token larger", lines)
 	}
 }
@@ -397,7 +464,7 @@ func centralRestart(t *testing.T, algo string) {
 		waiter.start(t)
 	}
 	os.WriteFile(killed, nil, 0o644)
-	if err := holder.cmd.Wait(); err != nil {
+	if err := holder.exit(t, "the holder"); err != nil {
 		t.Fatalf("the holder: %v\n%s", err, holder.out)
 	}
 	waiter.wait(t, "the waiter")
@@ -519,6 +586,7 @@ func TestReplicatedGroupSurvivesKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(1, 50, "meanwhile")
+	waitUntil(t, "the killed node to exit", func() bool { return exited(pids[0]) })
 	restarted := exec.Command(bin, "node", "--config", filepath.Join(dir, "node0.yaml"))
 	if err := restarted.Start(); err != nil {
 		t.Fatal(err)
