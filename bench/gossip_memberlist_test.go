@@ -289,6 +289,7 @@ func TestGossipBesideMemberlist(t *testing.T) {
 // (ms and bytes).
 //
 //	go test -run '^$' -bench GossipBesideMemberlist -benchtime 1x -count 3 ./bench
+//
 // gossipSizes are the memberships the side-by-side benchmarks measure:
 // 32 and 64, or 4 with -short (a check that they run).
 func gossipSizes() []int {
