@@ -1,10 +1,10 @@
 package members
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -214,30 +214,15 @@ func (c *Client) Watch(ctx context.Context, f func(Event)) error {
 			return code, msg, err
 		}
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 64<<10)
-		event := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data := strings.TrimPrefix(line, "data: ")
-				if event == "error" {
-					return 0, "", errors.New("watch: " + data)
-				}
-				var e Event
-				if json.Unmarshal([]byte(data), &e) == nil {
-					f(e)
-				}
-			case line == "":
-				event = ""
+		err = httpapi.ReadEvents(resp.Body, 64<<10, func(data []byte) {
+			var e Event
+			if json.Unmarshal(data, &e) == nil {
+				f(e)
 			}
-		}
+		})
 		if ctx.Err() != nil {
 			return http.StatusOK, "", nil
 		}
-		return 0, "", errors.New("watch: the stream ended")
+		return 0, "", fmt.Errorf("watch: %w", err)
 	})
 }

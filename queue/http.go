@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -436,30 +435,15 @@ func (c *Client) Listen(ctx context.Context, name string, f func(Message)) error
 			return code, msg, err
 		}
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4*MaxMessage)
-		event := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data := strings.TrimPrefix(line, "data: ")
-				if event == "error" {
-					return 0, "", errors.New("listen: " + data)
-				}
-				var m Message
-				if json.Unmarshal([]byte(data), &m) == nil {
-					f(m)
-				}
-			case line == "":
-				event = ""
+		err = httpapi.ReadEvents(resp.Body, 4*MaxMessage, func(data []byte) {
+			var m Message
+			if json.Unmarshal(data, &m) == nil {
+				f(m)
 			}
-		}
+		})
 		if ctx.Err() != nil {
 			return http.StatusOK, "", nil
 		}
-		return 0, "", errors.New("listen: the stream ended")
+		return 0, "", fmt.Errorf("listen: %w", err)
 	})
 }

@@ -3,7 +3,10 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"strings"
 )
 
 // Events is a response of server-sent events, one JSON object per event
@@ -57,4 +60,36 @@ func (e *Events) End(why string) {
 	if e.bw.Flush() == nil {
 		e.f.Flush()
 	}
+}
+
+// ErrStreamEnded: an event stream ended without an error event.
+var ErrStreamEnded = errors.New("the stream ended")
+
+// ReadEvents reads an event stream that StartEvents wrote, calling f with
+// each event's data (lines at most max bytes), until r ends (then
+// ErrStreamEnded) or the server ends it with an error event (then an
+// error carrying its text).
+func ReadEvents(r io.Reader, max int, f func(data []byte)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), max)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := strings.TrimPrefix(line, "data: ")
+			if event == "error" {
+				return errors.New(data)
+			}
+			f([]byte(data))
+		case line == "":
+			event = ""
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return ErrStreamEnded
 }
