@@ -5,6 +5,34 @@ import (
 	"testing"
 )
 
+// overlayRun runs overlay algorithm name at n nodes with seed 2 and fails
+// t unless every checker holds and is guaranteed.
+func overlayRun(t *testing.T, name string, n int) *Report {
+	t.Helper()
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.Options(a)
+	seed := uint64(2)
+	o.Nodes, o.Seed = n, &seed
+	r, _, err := Sim(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Checks {
+		if !c.OK || !c.Guaranteed {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+	t.Logf("%s at %d: %v", name, n, r.Metrics)
+	return r
+}
+
 // TestOverlayRuns runs each overlay algorithm's default workload — joins
 // one after another through random members, then 1000 lookups — and
 // checks it: every lookup delivered at its home, the hops and the state
@@ -12,29 +40,10 @@ import (
 // (2^b − 1)·⌈log₁₆ N⌉ + 2l entries; circular: within a fifth of N/4l, 2l
 // entries).
 func TestOverlayRuns(t *testing.T) {
-	f, err := Lookup("overlay")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"pastry", "circular"} {
-		a, err := f.Algorithm(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := f.Options(a)
-		n, seed := 500, uint64(2)
-		o.Nodes, o.Seed = n, &seed
-		r, _, err := Sim(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range r.Checks {
-			if !c.OK || !c.Guaranteed {
-				t.Errorf("%s: %+v", name, c)
-			}
-		}
+		n := 500
+		r := overlayRun(t, name, n)
 		m := r.Metrics
-		t.Logf("%s at %d: %v", name, n, m)
 		if m["delivered_fraction"] != 1 {
 			t.Errorf("%s: delivered_fraction %v", name, m["delivered_fraction"])
 		}
@@ -91,29 +100,10 @@ func TestOverlayFailure(t *testing.T) {
 // every multicast delivered, the checkers green, Scribe's depth within
 // ⌈log₁₆ N⌉ + 1, ESM's worst link stress below naive unicast's.
 func TestOverlayTrees(t *testing.T) {
-	f, err := Lookup("overlay")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"scribe", "esm"} {
-		a, err := f.Algorithm(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := f.Options(a)
-		n, seed := 48, uint64(2)
-		o.Nodes, o.Seed = n, &seed
-		r, _, err := Sim(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range r.Checks {
-			if !c.OK || !c.Guaranteed {
-				t.Errorf("%s: %+v", name, c)
-			}
-		}
+		n := 48
+		r := overlayRun(t, name, n)
 		m := r.Metrics
-		t.Logf("%s at %d: %v", name, n, m)
 		if m["received_fraction"] != 1 || m["rdp_mean"] < 1 || m["stress_max"] < 1 {
 			t.Errorf("%s: %v", name, m)
 		}

@@ -44,3 +44,16 @@ func interruptible(timeout time.Duration) (context.Context, context.CancelFunc) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	return ctx, func() { cancel(); stop() }
 }
+
+// open resolves the flags and returns a context that ends after timeout
+// (0: never) or on SIGINT/SIGTERM; a negative timeout is a usage error.
+func (a *apiFlags) open(timeout time.Duration) (endpoints []string, token string, ctx context.Context, cancel context.CancelFunc, err error) {
+	if endpoints, token, err = a.resolve(); err != nil {
+		return nil, "", nil, nil, err
+	}
+	if timeout < 0 {
+		return nil, "", nil, nil, usageErr("--timeout %v: want 0 (none) or more", timeout)
+	}
+	ctx, cancel = interruptible(timeout)
+	return endpoints, token, ctx, cancel, nil
+}

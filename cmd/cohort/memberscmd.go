@@ -31,14 +31,10 @@ func (f *membersFlags) add(cmd *cobra.Command) {
 // client checks the flags and returns a client and a context that ends at
 // the timeout or on SIGINT/SIGTERM.
 func (f *membersFlags) client() (*members.Client, context.Context, func(), error) {
-	endpoints, token, err := f.api.resolve()
+	endpoints, token, ctx, cancel, err := f.api.open(f.timeout)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if f.timeout < 0 {
-		return nil, nil, nil, usageErr("--timeout %v: want 0 (none) or more", f.timeout)
-	}
-	ctx, cancel := interruptible(f.timeout)
 	return &members.Client{Endpoints: endpoints, Token: token}, ctx, cancel, nil
 }
 

@@ -31,14 +31,10 @@ func (f *queueFlags) client(name string) (*queue.Client, context.Context, func()
 	if err := queue.ValidName(name); err != nil {
 		return nil, nil, nil, usageErr("%v", err)
 	}
-	endpoints, token, err := f.api.resolve()
+	endpoints, token, ctx, cancel, err := f.api.open(f.timeout)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if f.timeout < 0 {
-		return nil, nil, nil, usageErr("--timeout %v: want 0 (none) or more", f.timeout)
-	}
-	ctx, cancel := interruptible(f.timeout)
 	return &queue.Client{Endpoints: endpoints, Token: token}, ctx, cancel, nil
 }
 
