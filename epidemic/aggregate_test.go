@@ -3,6 +3,7 @@ package epidemic_test
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func aggregateRun(t *testing.T, n int, seed uint64, net sim.Network, faults []si
 	a := algorithm(t, "members", epidemic.Params{})
 	var script sim.Script
 	for i := range proc.ID(n) {
-		if !contains(without, i) {
+		if !slices.Contains(without, i) {
 			script = append(script, sim.TimedInput{At: time.Millisecond, Node: i, Input: epidemic.Reading{Name: "load", X: float64(i)}})
 		}
 	}
@@ -39,15 +40,6 @@ func aggregateRun(t *testing.T, n int, seed uint64, net sim.Network, faults []si
 		got[est.Agg] = est
 	}
 	return got
-}
-
-func contains(ids []proc.ID, id proc.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAggregatesOverTheMembers: every member reads its own load (its ID);
