@@ -40,6 +40,7 @@ type Server struct {
 	leases map[string]*lease // by lock name: the lease of the HTTP holder
 	users  map[string]int    // by lock name: requests being served
 	idle   time.Duration     // see ServerConfig.Idle
+	maxTTL time.Duration     // see ServerConfig.MaxTTL
 }
 
 type lease struct {
@@ -63,6 +64,12 @@ type ServerConfig struct {
 	// request or message for it starts it again from its stable storage.
 	// 0 means DefaultIdle; a negative Idle keeps every lock.
 	Idle time.Duration
+	// MaxTTL bounds the lease (or session) a client may ask for; a
+	// longer one is refused with 400, naming the bound. 0 means MaxTTL.
+	// A central-failover coordinator newly in charge waits this long for
+	// a silent process before it grants (mutex.FailoverConfig.MaxHold),
+	// so a lower bound shortens that failover.
+	MaxTTL time.Duration
 }
 
 // DefaultIdle is ServerConfig.Idle's default.
@@ -77,9 +84,12 @@ func NewServer(c ServerConfig) *Server {
 		log = slog.Default()
 	}
 	s := &Server{node: c.Node, algo: c.Algorithm, log: log,
-		locks: map[string]*Lock{}, leases: map[string]*lease{}, users: map[string]int{}, idle: c.Idle}
+		locks: map[string]*Lock{}, leases: map[string]*lease{}, users: map[string]int{}, idle: c.Idle, maxTTL: c.MaxTTL}
+	if s.maxTTL <= 0 || s.maxTTL > MaxTTL {
+		s.maxTTL = MaxTTL
+	}
 	if c.Replicated != nil {
-		s.rep = &replicatedAPI{r: c.Replicated, sessions: map[uint64]*Session{}}
+		s.rep = &replicatedAPI{r: c.Replicated, sessions: map[uint64]*Session{}, maxTTL: s.maxTTL}
 		return s
 	}
 	if s.idle == 0 {
@@ -121,7 +131,7 @@ func (s *Server) reap() {
 	}
 }
 
-// MaxTTL bounds a lease.
+// MaxTTL bounds a lease; a node may set a lower bound (ServerConfig.MaxTTL).
 const MaxTTL = 10 * time.Minute
 
 // Handler is the server's HTTP handler.
@@ -165,11 +175,11 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ttl := 10 * time.Second
+	ttl := min(10*time.Second, s.maxTTL)
 	if v := r.URL.Query().Get("ttl"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Millisecond || d > MaxTTL {
-			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, MaxTTL))
+		if err != nil || d < time.Millisecond || d > s.maxTTL {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 1ms and %v", v, s.maxTTL))
 			return
 		}
 		ttl = d

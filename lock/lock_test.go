@@ -379,6 +379,26 @@ func TestLeaseTTLBounds(t *testing.T) {
 	}
 }
 
+// TestNodeMaxTTL: a node that bounds leases below MaxTTL refuses longer
+// ones, naming the bound, and grants up to it.
+func TestNodeMaxTTL(t *testing.T) {
+	a := algo(t, "ricart-agrawala")
+	nodes := cluster(t, 1, a)
+	srv := httptest.NewServer(NewServer(ServerConfig{Node: nodes[0], Algorithm: a, MaxTTL: 30 * time.Second}).Handler())
+	t.Cleanup(srv.Close)
+	for ttl, want := range map[string]int{"31s": http.StatusBadRequest, "30s": http.StatusOK} {
+		resp, err := http.Post(srv.URL+"/v1/locks/x?ttl="+ttl, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == http.StatusBadRequest && !contains(string(body), "30s")) {
+			t.Errorf("ttl=%s: HTTP %d %s, want %d (naming the bound 30s if refused)", ttl, resp.StatusCode, body, want)
+		}
+	}
+}
+
 // Locks nobody uses are reaped (found by probing: every POST of a new
 // name left a service on every node for good). Twelve names are taken
 // and given back through every node, and one is held; once idle, every

@@ -53,7 +53,8 @@ type grantReply struct {
 
 // replicatedAPI serves the replicated backend.
 type replicatedAPI struct {
-	r *Replicated
+	r      *Replicated
+	maxTTL time.Duration // see ServerConfig.MaxTTL
 
 	mu       sync.Mutex
 	sessions map[uint64]*Session // opened or used through this node
@@ -72,12 +73,12 @@ func (a *replicatedAPI) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/locks/{name}", a.status)
 }
 
-func ttlParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
-	ttl := 10 * time.Second
+func (a *replicatedAPI) ttlParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	ttl := min(10*time.Second, a.maxTTL)
 	if v := r.URL.Query().Get("ttl"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 100*time.Millisecond || d > MaxTTL {
-			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 100ms and %v", v, MaxTTL))
+		if err != nil || d < 100*time.Millisecond || d > a.maxTTL {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("ttl %q: want a duration between 100ms and %v", v, a.maxTTL))
 			return 0, false
 		}
 		ttl = d
@@ -151,7 +152,7 @@ func SessionParams(id, seq string) (uint64, uint64, error) {
 }
 
 func (a *replicatedAPI) open(w http.ResponseWriter, r *http.Request) {
-	ttl, ok := ttlParam(w, r)
+	ttl, ok := a.ttlParam(w, r)
 	if !ok {
 		return
 	}
@@ -212,7 +213,7 @@ func (a *replicatedAPI) acquire(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else { // the lease API: a session for this lease
-		ttl, ok := ttlParam(w, r)
+		ttl, ok := a.ttlParam(w, r)
 		if !ok {
 			return
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/queue"
 )
@@ -71,6 +72,16 @@ type Config struct {
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
 	MaxServices int
+	// LockIdle is how long a textbook lock nobody uses here stays running
+	// before the node stops it (lock.ServerConfig.Idle): 0, a minute;
+	// negative, never.
+	LockIdle time.Duration
+	// LockMaxTTL bounds the leases clients may ask for
+	// (lock.ServerConfig.MaxTTL); with central-failover it is also how
+	// long a new coordinator waits for a silent process before it grants
+	// (mutex.FailoverConfig.MaxHold). 0: lock.MaxTTL (10 minutes) for
+	// leases, and central-failover waits out the longest hold it has seen.
+	LockMaxTTL time.Duration
 
 	// Members runs the membership and key-value service (package
 	// members) and lets nodes join the running cluster: the transport
@@ -134,6 +145,19 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Election == (election.LeaderConfig{}) {
 		cfg.Election = election.DefaultLeader
+	}
+	if cfg.LockMaxTTL < 0 || cfg.LockMaxTTL > lock.MaxTTL {
+		return nil, fmt.Errorf("node: lock max TTL %v: want 0 (the default, %v) to %v", cfg.LockMaxTTL, lock.MaxTTL, lock.MaxTTL)
+	}
+	if cfg.Lock.Name == "central-failover" && cfg.LockMaxTTL > 0 {
+		// Its new coordinators wait out the longest lease a client can hold.
+		fc := mutex.DefaultFailoverConfig()
+		fc.MaxHold = cfg.LockMaxTTL
+		newProc, err := mutex.NewCentralFailover(fc)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Lock.New = newProc
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -265,7 +289,7 @@ func New(cfg Config) (*Node, error) {
 			}
 		}
 	}
-	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log}
+	lc := lock.ServerConfig{Node: ln, Algorithm: cfg.Lock, Logger: log, Idle: cfg.LockIdle, MaxTTL: cfg.LockMaxTTL}
 	gc := group.ServerConfig{Node: ln, Algorithm: cfg.Group, Logger: log}
 	if replicatedGroups {
 		rg, err := group.NewReplicated(ln, cfg.Raft)

@@ -271,6 +271,8 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		"id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\napi_max_conns: -1\n": "api_max_conns: -1",
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nrelays: [{source: a/b, to: [x:1], queue: q}]\n":                                `relays: 0: source: bad queue name`,
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nrelays: [{source: a, queue: q}]\n":                                             "relays: 0: to: none given",
+		"id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\nlock_max_ttl: 1h\n":  "lock_max_ttl: 1h0m0s: want 100ms to 10m0s",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock_idle: soon\n":                                                             "line 6: lock_idle: cannot unmarshal !!str `soon` into time.Duration (want a duration such as",
 	}
 	for text, want := range cases {
 		p := filepath.Join(dir, "node.yaml")

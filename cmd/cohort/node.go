@@ -59,6 +59,8 @@ type nodeConfig struct {
 	Members    bool           `yaml:"members"`        // run the membership and key-value service (SWIM and anti-entropy); nodes may then join
 	Join       string         `yaml:"join"`           // join a running cluster through one member: ID@HOST:PORT (implies members)
 	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
+	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
+	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
 	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
 
 	contact     proc.ID // parsed from Join
@@ -116,7 +118,7 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return nil, explainYAML(path, err, reflect.TypeOf(c))
+		return nil, explainYAML(path, data, err, reflect.TypeOf(c))
 	}
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, args...))
@@ -238,6 +240,9 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	}
 	if c.APIToken == "" && !loopback(c.API) {
 		return nil, bad("api", "%s is reachable from other machines: set api_token (or api_token_file), which clients send as a bearer token — or bind 127.0.0.1", c.API)
+	}
+	if c.LockMaxTTL < 0 || c.LockMaxTTL > lock.MaxTTL || (c.LockMaxTTL > 0 && c.LockMaxTTL < 100*time.Millisecond) {
+		return nil, bad("lock_max_ttl", "%v: want 100ms to %v, or 0 for the default (%v)", c.LockMaxTTL, lock.MaxTTL, lock.MaxTTL)
 	}
 	if c.Services < 0 {
 		return nil, bad("max_services", "%d: want a positive number, or 0 for the default", c.Services)
@@ -378,6 +383,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	}
 	nc := node.Config{ID: proc.ID(c.ID), N: founders, Transport: tr, Lock: algo, Group: galgo,
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
+		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
 		Members: c.Members, Contact: c.contact}
 	nc.MembersParams.Period = c.Gossip
 	for _, r := range c.Relays {
@@ -468,7 +474,7 @@ var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in 
 // "line 3: field peerz not found in type main.nodeConfig" — as Cohort's
 // errors read: "node.yaml:3: unknown field "peerz" (did you mean
 // "peers"?)", listing the known fields when none is close.
-func explainYAML(path string, err error, root reflect.Type) error {
+func explainYAML(path string, data []byte, err error, root reflect.Type) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return fmt.Errorf("%s: %v", path, err)
@@ -507,7 +513,7 @@ func explainYAML(path string, err error, root reflect.Type) error {
 			known = fields[m[3]]
 		}
 		if known == nil {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", path, e))
+			msgs = append(msgs, fmt.Sprintf("%s: %s", path, nameTheKey(data, e)))
 			continue
 		}
 		hint := suggest.DidYouMean(m[2], known)
@@ -517,6 +523,32 @@ func explainYAML(path string, err error, root reflect.Type) error {
 		msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q%s", path, m[1], m[2], hint))
 	}
 	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// yamlBadValue is yaml.v3's text for a value of the wrong type.
+var yamlBadValue = regexp.MustCompile(`^line (\d+): cannot unmarshal (.*) into (\S+)$`)
+
+// nameTheKey adds to a "line N: cannot unmarshal" error the key written on
+// that line, and what a duration looks like.
+func nameTheKey(data []byte, e string) string {
+	m := yamlBadValue.FindStringSubmatch(e)
+	if m == nil {
+		return e
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return e
+	}
+	key, _, ok := strings.Cut(strings.TrimLeft(lines[n-1], " -"), ":")
+	if !ok || key == "" || strings.ContainsAny(key, " {[") {
+		return e
+	}
+	msg := fmt.Sprintf("line %s: %s: cannot unmarshal %s into %s", m[1], key, m[2], m[3])
+	if m[3] == "time.Duration" {
+		msg += " (want a duration such as 500ms, 30s or 5m)"
+	}
+	return msg
 }
 
 // lockAlgorithm is what node.yaml's lock names: "raft", the replicated
