@@ -72,13 +72,15 @@ type Mass struct {
 
 // Estimate is the answer to a Query, output at its origin. None says
 // there is no estimate: no member contributed weight (an average of a
-// reading nobody has), or the origin was in MaxQueries queries already.
+// reading nobody has), or, with Busy, the origin was in MaxQueries
+// queries already and did not start this one.
 type Estimate struct {
 	ID     uint32  `json:"id"`
 	Name   string  `json:"name"`
 	Agg    string  `json:"agg"`
 	Value  float64 `json:"value"`
 	None   bool    `json:"none,omitempty"`
+	Busy   bool    `json:"busy,omitempty"`
 	Rounds int     `json:"rounds"`
 }
 
@@ -215,7 +217,7 @@ func (a *aggregates) query(env proc.Env, m *members, q Query) {
 		return // a repeated ID: the query is running
 	}
 	if a.join(env, m, env.Self(), q.ID, q.Name, q.Agg) == nil {
-		env.Output(Estimate{ID: q.ID, Name: q.Name, Agg: q.Agg, None: true})
+		env.Output(Estimate{ID: q.ID, Name: q.Name, Agg: q.Agg, None: true, Busy: len(a.running) >= MaxQueries})
 	}
 }
 

@@ -219,3 +219,11 @@ func (m *members) View() []Fact {
 // Entries is the member's replica of the map, tombstones included, sorted
 // by key.
 func (m *members) Entries() []Entry { return m.kv.db.entries() }
+
+// HasRoomFor reports whether a reading of name would be kept: it is held
+// already, or fewer than MaxReadings are. (The live service asks before
+// it acknowledges a reading.)
+func (m *members) HasRoomFor(name string) bool {
+	_, ok := m.agg.readings[name]
+	return ok || len(m.agg.readings) < MaxReadings
+}

@@ -38,6 +38,13 @@ type Estimate struct {
 // ErrBadReading: a reading's name or value is out of bounds.
 var ErrBadReading = errors.New("bad reading")
 
+// ErrTooManyReadings: the node holds epidemic.MaxReadings readings, and a
+// new one would not be kept.
+var ErrTooManyReadings = fmt.Errorf("this node holds %d readings already: delete one (set it to NaN) first", epidemic.MaxReadings)
+
+// ErrBusy: the node takes part in epidemic.MaxQueries queries already.
+var ErrBusy = fmt.Errorf("this node takes part in %d aggregate queries already: try again when one ends", epidemic.MaxQueries)
+
 var queryIDs atomic.Uint32
 
 // SetReading sets this node's own reading of name to x (not replicated;
@@ -48,6 +55,17 @@ func (s *Server) SetReading(name string, x float64) error {
 	}
 	if math.IsInf(x, 0) {
 		return fmt.Errorf("%w: reading %q: %v is not a finite number", ErrBadReading, name, x)
+	}
+	s.readingMu.Lock()
+	defer s.readingMu.Unlock()
+	if !math.IsNaN(x) {
+		room := false
+		if err := s.svc.Read(func(p proc.Process) { room = p.(viewer).HasRoomFor(name) }); err != nil {
+			return err
+		}
+		if !room {
+			return fmt.Errorf("reading %q: %w", name, ErrTooManyReadings)
+		}
 	}
 	return s.svc.Input(epidemic.Reading{Name: name, X: x})
 }
@@ -91,6 +109,9 @@ func (s *Server) Aggregate(ctx context.Context, name, agg string) (Estimate, err
 	}
 	select {
 	case e := <-got:
+		if e.Busy {
+			return Estimate{}, ErrBusy
+		}
 		return Estimate{Name: e.Name, Agg: e.Agg, Value: e.Value, None: e.None, Rounds: e.Rounds}, nil
 	case <-ctx.Done():
 		return Estimate{}, ctx.Err()
@@ -136,8 +157,13 @@ func (s *Server) aggregateRoutes(mux *http.ServeMux) {
 }
 
 func aggStatus(err error) int {
-	if errors.Is(err, ErrBadReading) {
+	switch {
+	case errors.Is(err, ErrBadReading):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTooManyReadings):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, ErrBusy):
+		return http.StatusTooManyRequests
 	}
 	return http.StatusServiceUnavailable
 }

@@ -3,11 +3,17 @@ package members_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -86,5 +92,76 @@ func TestWatchOverHTTP(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no event on the watch stream")
 		}
+	}
+}
+
+// TestAggregateAPIFlood: readings and queries past a node's bounds are
+// refused with a status that says why — not acknowledged and dropped, not
+// left hanging — and the node answers as before once the flood is over.
+func TestAggregateAPIFlood(t *testing.T) {
+	c := newCluster(t, 2)
+	c.eventually("both members know each other", holds(map[int]string{0: "alive", 1: "alive"}))
+	srv := httptest.NewServer(c.servers[0].Handler())
+	defer srv.Close()
+	put := func(name, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/v1/readings/"+name, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for i := range epidemic.MaxReadings {
+		if code, body := put(fmt.Sprintf("r%d", i), "1"); code != http.StatusOK {
+			t.Fatalf("reading %d of %d: %d %s", i+1, epidemic.MaxReadings, code, body)
+		}
+	}
+	if code, body := put("one-too-many", "1"); code != http.StatusInsufficientStorage || !strings.Contains(body, fmt.Sprint(epidemic.MaxReadings)) {
+		t.Errorf("reading %d: %d %s, want 507 naming the bound", epidemic.MaxReadings+1, code, body)
+	}
+	if code, body := put("r0", "2"); code != http.StatusOK {
+		t.Errorf("a reading held already, set again: %d %s", code, body)
+	}
+	if err := c.servers[0].SetReading("r0", math.NaN()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := put("one-too-many", "1"); code != http.StatusOK {
+		t.Errorf("a new reading once one was deleted: %d %s", code, body)
+	}
+
+	// 4×MaxQueries queries at once: each is answered or refused with 429.
+	const queries = 4 * epidemic.MaxQueries
+	codes := make(chan int, queries)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range queries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/aggregate/r%d?agg=sum", srv.URL, 1+i%8), nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for code := range codes {
+		count[code]++
+	}
+	if count[http.StatusOK] == 0 || count[http.StatusTooManyRequests] == 0 || count[http.StatusOK]+count[http.StatusTooManyRequests] != queries {
+		t.Errorf("%d queries at once: %v by status; want answers (200) and refusals (429) only", queries, count)
+	}
+	e, err := c.servers[0].Aggregate(ctx, "r1", "count")
+	if err != nil || math.Abs(e.Value-1) > 0.01 {
+		t.Errorf("after the flood, count of r1 = %+v, %v; want 1", e, err)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -81,12 +82,15 @@ type Server struct {
 	svc  *live.Service
 	node *live.Node
 	log  *slog.Logger
+
+	readingMu sync.Mutex // one reading set at a time: the room asked for is the room used
 }
 
 // viewer is what the members algorithm's processes show the service.
 type viewer interface {
 	View() []epidemic.Fact
 	Entries() []epidemic.Entry
+	HasRoomFor(reading string) bool
 }
 
 // NewServer starts the service on cfg.Node: founding members start, a
