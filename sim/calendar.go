@@ -72,6 +72,10 @@ type calendar struct {
 	// event in flight (a ping-pong) never touches the buckets.
 	single    event
 	hasSingle bool
+
+	// ahead, if set, is told of the events of each sub-bucket as it comes
+	// next in line, to prefetch what they will touch (see prefetch.go).
+	ahead func([]event)
 }
 
 // A bucket is a list of blocks: events are appended to the tail block,
@@ -185,12 +189,29 @@ func (c *calendar) Pop() event {
 	}
 }
 
+// peek returns the event that is probably next (a sub-bucket not yet
+// loaded may hold an earlier one), or nil: a hint for prefetching.
+func (c *calendar) peek() *event {
+	switch {
+	case c.hasSingle:
+		return &c.single
+	case len(c.run) > 0 && (c.cur.Len() == 0 || c.run[0].before(&c.cur.h[0])):
+		return &c.run[0]
+	case c.cur.Len() > 0:
+		return &c.cur.h[0]
+	}
+	return nil
+}
+
 // load moves the next sub-bucket into cur, or makes it the run if its
 // events are in order (the run is empty then: its events came before the
 // sub-bucket's start).
 func (c *calendar) load() {
 	evs := c.staged[c.bounds[c.sub]:c.bounds[c.sub+1]]
 	c.sub++
+	if c.ahead != nil {
+		c.ahead(evs)
+	}
 	if len(evs) > 1 && sorted(evs) {
 		c.run = evs
 		return
@@ -244,6 +265,9 @@ func (c *calendar) open(i int) {
 	c.inWindow -= int(b.n)
 	if b.n <= blockLen {
 		// One block: straight into the heap, which is empty.
+		if c.ahead != nil {
+			c.ahead(c.blocks.at(b.head)[:b.n])
+		}
 		c.cur.h = append(c.cur.h, c.blocks.at(b.head)[:b.n]...)
 		c.cur.heapify()
 		c.blocks.put(b.head, int(b.n))

@@ -177,6 +177,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if s.queue == nil {
 		s.cal = newCalendar(int64(max(s.latency.Mean(), time.Microsecond)))
+		if n >= prefetchFrom {
+			s.cal.ahead = s.prefetchEvents
+		}
 	}
 	_, s.constLat = s.latency.(Constant)
 	if len(cfg.Network.Links) > 0 {
@@ -324,6 +327,9 @@ func (s *Sim) Step() bool {
 		return false
 	}
 	e := s.pop()
+	if s.cal != nil && s.cal.ahead != nil {
+		s.prefetchNext()
+	}
 	if s.cfg.Deadline > 0 && e.at > int64(s.cfg.Deadline) {
 		s.unpop(e)
 		s.now = int64(s.cfg.Deadline)

@@ -487,3 +487,15 @@ func TestTimerNeverFiresEarlyOnADriftingClock(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchChangesNothing: prefetching is a hint to the processor; a
+// run with it has the trace of the run without it.
+func TestPrefetchChangesNothing(t *testing.T) {
+	defer func(old int) { prefetchFrom = old }(prefetchFrom)
+	prefetchFrom = 1 << 30
+	without := traceHash(t, 11)
+	prefetchFrom = 1
+	if with := traceHash(t, 11); with != without {
+		t.Fatalf("trace with prefetching %s, without %s", with, without)
+	}
+}

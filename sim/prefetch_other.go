@@ -1,0 +1,8 @@
+//go:build !amd64 && !arm64
+
+package sim
+
+import "unsafe"
+
+// prefetch is a no-op where Cohort has no prefetch instruction.
+func prefetch(p unsafe.Pointer) {}
