@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"pgregory.net/rapid"
 )
 
 func TestRequireToken(t *testing.T) {
@@ -112,4 +115,16 @@ func TestClip(t *testing.T) {
 		!strings.Contains(got, "bytes cut") || !utf8.ValidString(got) {
 		t.Errorf("clipped to %d bytes: %.200q…", len(got), got)
 	}
+}
+
+// TestValidNameMatchesItsPattern: the hand-written check accepts exactly
+// the names of the pattern its error states.
+func TestValidNameMatchesItsPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.StringOfN(rapid.SampledFrom([]rune("aZ09._-/ é\x00")), 0, 130, -1).Draw(t, "name")
+		if got, want := validNameChars(name), pattern.MatchString(name); got != want {
+			t.Fatalf("validNameChars(%q) = %v, the pattern says %v", name, got, want)
+		}
+	})
 }
