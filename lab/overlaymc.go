@@ -98,6 +98,10 @@ type ScribeLoad struct {
 	// otherwise with none (overlay.FailureFree: a run without failures
 	// needs no keep-alives).
 	Repair bool
+	// Proximity runs the nodes with proximity-aware tables
+	// (overlay.Config.Proximity); the joins are then further apart, room
+	// for each joiner's search for a nearby node.
+	Proximity bool
 
 	groups  []overlay.GUID
 	sources []proc.ID
@@ -111,7 +115,12 @@ func (w *ScribeLoad) groupCount() int { return cmp.Or(w.Groups, 4) }
 
 // gap is the time between joins: Pastry's joins must not overlap, and
 // one takes a few of the network's latencies.
-func (w *ScribeLoad) gap() time.Duration { return 10*time.Millisecond + 6*w.maxLatency }
+func (w *ScribeLoad) gap() time.Duration {
+	if w.Proximity {
+		return 10*time.Millisecond + 24*w.maxLatency
+	}
+	return 10*time.Millisecond + 6*w.maxLatency
+}
 
 // Faults are the Pastry joins.
 func (w *ScribeLoad) Faults(n int, seed uint64) []sim.Fault {
@@ -207,6 +216,8 @@ func (w *ESMLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 //   - rdp_mean, rdp_p90: the relative delay penalty of each member, the
 //     delay along the overlay from the source over the direct latency
 //     (Scribe's from the source through the root, as its multicasts go);
+//     rdp_root_mean, Scribe's, the tree's alone: the delay down the tree
+//     from the root over the direct latency from the root;
 //   - stress_max, stress_mean: the copies of a packet on a physical link,
 //     the most and the mean over the links that carry it, beside
 //     unicast_stress_max and unicast_stress_mean, the same for naive
@@ -232,7 +243,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		members []proc.ID
 		depths  []int
 	}
-	var trees []tree
+	var trees, fromRoot []tree
 	switch w := f.Workload.(type) {
 	case *ScribeLoad:
 		tl = &w.treeLoad
@@ -240,6 +251,10 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			if tl.processes != nil {
 				h, ms, ds := overlay.ScribeTree(tl.processes, w.sources[k], g)
 				trees = append(trees, tree{w.sources[k], physical(h), ms, ds})
+				if root := overlay.ScribeRoot(tl.processes, w.sources[k], g); root != proc.None {
+					h, ms, ds := overlay.ScribeTree(tl.processes, root, g)
+					fromRoot = append(fromRoot, tree{root, physical(h), ms, ds})
+				}
 			}
 		}
 	case *ESMLoad:
@@ -247,6 +262,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		if tl.processes != nil {
 			h, ms, ds := overlay.ESMTree(tl.processes)
 			trees = append(trees, tree{overlay.ESMSource, physical(h), ms, ds})
+			fromRoot = trees // the source is the root
 		}
 	default:
 		return m, th
@@ -279,6 +295,15 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		slices.Sort(rdp)
 		m["rdp_mean"] = mean(rdp)
 		m["rdp_p90"] = rdp[int(math.Ceil(0.9*float64(len(rdp))))-1]
+	}
+	var rootRDP []float64
+	for _, t := range fromRoot {
+		if tl.topo != nil {
+			rootRDP = append(rootRDP, tl.topo.Cost(t.src, t.hops, t.members).RDP...)
+		}
+	}
+	if len(rootRDP) > 0 {
+		m["rdp_root_mean"] = mean(rootRDP)
 	}
 	if len(stress) > 0 {
 		m["stress_mean"], m["stress_max"] = mean(stress), float64(smax)
