@@ -3,6 +3,7 @@ package lab
 import (
 	"cmp"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -98,6 +99,10 @@ type ScribeLoad struct {
 	// otherwise with none (overlay.FailureFree: a run without failures
 	// needs no keep-alives).
 	Repair bool
+	// Zipf gives the groups Castro et al.'s sizes (2002 §4: 1,500 groups
+	// on 100,000 nodes): group r, from 1, has ⌊N·r^−1.25 + 0.5⌋ members
+	// (at least one), instead of a quarter of the nodes each.
+	Zipf bool
 	// Proximity runs the nodes with proximity-aware tables
 	// (overlay.Config.Proximity); the joins are then further apart, room
 	// for each joiner's search for a nearby node.
@@ -142,12 +147,22 @@ func (w *ScribeLoad) Init(c sim.Control) {
 	if !w.joins {
 		settled = 0 // every node present from the start
 	}
-	members := max(1, w.n/4)
-	for range w.groupCount() {
+	total := 0
+	for r := range w.groupCount() {
+		members := max(1, w.n/4)
+		if w.Zipf {
+			members = min(w.n, max(1, int(float64(w.n)*math.Pow(float64(r+1), -1.25)+0.5)))
+		}
+		total += members
 		g := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
 		w.groups = append(w.groups, g)
 		c.Schedule(settled-c.Now(), proc.ID(rng.IntN(w.n)), overlay.CreateGroup{Group: g})
-		perm := rng.Perm(w.n)[:members]
+		var perm []int
+		if w.Zipf {
+			perm = sample(rng, w.n, members) // most groups are small
+		} else {
+			perm = rng.Perm(w.n)[:members]
+		}
 		w.sources = append(w.sources, proc.ID(perm[0]))
 		for _, i := range perm {
 			c.Schedule(settled+100*time.Millisecond+time.Duration(rng.IntN(200))*time.Millisecond-c.Now(), proc.ID(i), overlay.JoinGroup{Group: g})
@@ -160,9 +175,28 @@ func (w *ScribeLoad) Init(c sim.Control) {
 			c.Schedule(at-c.Now(), w.sources[k], overlay.Multicast{Group: g, ID: uint64(i*len(w.groups) + k + 1)})
 		}
 	}
-	w.expected = w.casts() * len(w.groups) * members
+	w.expected = w.casts() * total
 	end := start + time.Duration(w.casts()*len(w.groups))*20*time.Millisecond + 5*time.Second
 	c.After(end-c.Now(), func() { w.over = true })
+}
+
+// sample is k distinct numbers below n, drawn with rng (a partial
+// Fisher–Yates shuffle over a map: no table of n for a small group).
+func sample(rng *rand.Rand, n, k int) []int {
+	swapped := map[int]int{}
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	out := make([]int, k)
+	for i := range k {
+		j := i + rng.IntN(n-i)
+		out[i] = at(j)
+		swapped[j] = at(i)
+	}
+	return out
 }
 
 // Observe counts the deliveries.

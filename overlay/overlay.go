@@ -223,6 +223,9 @@ func (s *leafSet) add(id proc.ID) bool {
 
 func (s *leafSet) insert(side *[]proc.ID, id proc.ID, dist func(proc.ID) GUID, d GUID) bool {
 	ids := *side
+	if len(ids) >= s.l && Cmp(d, dist(ids[len(ids)-1])) >= 0 {
+		return false // beyond a full side: most nodes heard of in a large overlay
+	}
 	i, found := slices.BinarySearchFunc(ids, d, func(x proc.ID, d GUID) int { return Cmp(dist(x), d) })
 	if found || i >= s.l {
 		return false
@@ -471,7 +474,10 @@ func (n *node) onJoin(env proc.Env, m Join) {
 // comes later is learnt, and its new nodes told.
 func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	var fresh []proc.ID
-	for _, id := range append([]proc.ID{from}, m.Nodes...) {
+	if n.learn(env, from) {
+		fresh = append(fresh, from)
+	}
+	for _, id := range m.Nodes {
 		if n.learn(env, id) {
 			fresh = append(fresh, id)
 		}
