@@ -50,6 +50,17 @@ type OverlayLoad struct {
 	// RepairTime is how long after the failure the last lookups are
 	// asked; 0 means six keep-alive periods.
 	RepairTime time.Duration
+	// Network runs the overlay on a transit-stub network (sim.TransitStub,
+	// drawn with the run's seed; up to sim.MaxTransitStubHosts nodes) and
+	// measures each lookup's relative delay penalty: its delay along the
+	// route over the direct latency from the node asked to the node that
+	// takes delivery. The joins are then 10 ms + 24 of the network's
+	// longest latencies apart (room for a proximity-aware join's search
+	// for a nearby node).
+	Network bool
+	// Proximity runs the nodes with proximity-aware tables
+	// (overlay.Config.Proximity).
+	Proximity bool
 
 	algo      string
 	n         int
@@ -69,6 +80,44 @@ type OverlayLoad struct {
 	// The churn workload: who is up, the gets answered and found.
 	up          func(proc.ID) bool
 	gets, found int
+	// On a transit-stub network: the network, its longest latency, each
+	// lookup's asker and time by key, the delay penalties measured.
+	topo       *sim.TransitStub
+	maxLatency time.Duration
+	asks       map[overlay.GUID]ask
+	rdp        []float64
+}
+
+// ask is a lookup asked: where and when.
+type ask struct {
+	node proc.ID
+	at   time.Duration
+}
+
+// Pairwise is the transit-stub network's latency between every two
+// nodes, with Network (nil otherwise: the run's own latency).
+func (w *OverlayLoad) Pairwise(n int, seed uint64) sim.PairLatency {
+	if !w.Network || n > sim.MaxTransitStubHosts {
+		return nil
+	}
+	if w.topo == nil {
+		w.topo = sim.NewTransitStub(n, seed)
+		w.maxLatency = w.topo.MaxLatency()
+	}
+	return w.topo
+}
+
+// config is the nodes' configuration.
+func (w *OverlayLoad) config() overlay.Config {
+	cfg := overlay.FailureFree
+	if w.repairing() {
+		cfg = overlay.Repairing
+	}
+	cfg.Proximity = w.Proximity
+	if w.topo != nil {
+		cfg.HopTimeout = max(cfg.HopTimeout, 2*w.maxLatency+10*time.Millisecond)
+	}
+	return cfg
 }
 
 // phase is a lookup phase's deliveries: their hops, and how many were at
@@ -89,6 +138,8 @@ func (w *OverlayLoad) gap(n int) time.Duration {
 		return w.Gap
 	case w.algo == "circular":
 		return time.Duration(n/(2*overlay.DefaultLeaves)+10) * time.Millisecond
+	case w.topo != nil:
+		return 10*time.Millisecond + 24*w.maxLatency
 	}
 	return 10 * time.Millisecond
 }
@@ -113,6 +164,7 @@ func (w *OverlayLoad) spread() time.Duration {
 // the failure of ⌊Fail·N⌋ nodes drawn with the seed.
 func (w *OverlayLoad) Faults(n int, seed uint64) []sim.Fault {
 	w.faulted = true
+	w.Pairwise(n, seed) // the joins' gap depends on the network
 	// The processes are kept in a table made now, before the run: the
 	// memory estimate's sample processes (built at other sizes) must not
 	// make it grow with n; the ones it leaves here are replaced when
@@ -162,7 +214,14 @@ func (w *OverlayLoad) Init(c sim.Control) {
 			if nodes != nil {
 				node = nodes[rng.IntN(len(nodes))]
 			}
-			c.Schedule(at+time.Duration(i)*time.Millisecond/4-c.Now(), node, overlay.Lookup{Key: key})
+			when := at + time.Duration(i)*time.Millisecond/4
+			if w.topo != nil {
+				if w.asks == nil {
+					w.asks = map[overlay.GUID]ask{}
+				}
+				w.asks[key] = ask{node, when}
+			}
+			c.Schedule(when-c.Now(), node, overlay.Lookup{Key: key})
 		}
 		w.asked += w.lookups()
 	}
@@ -233,6 +292,9 @@ func (w *OverlayLoad) Observe(c sim.Control, node proc.ID, o proc.Output) {
 	switch o := o.(type) {
 	case overlay.Delivered:
 		w.hops = append(w.hops, o.Hops)
+		if a, ok := w.asks[o.Key]; ok && a.node != node {
+			w.rdp = append(w.rdp, float64(c.Now()-a.at)/float64(w.topo.Latency(a.node, node)))
+		}
 		if w.failAt > 0 {
 			p := &w.phases[w.phaseAt(c.Now())]
 			p.hops = append(p.hops, o.Hops)
@@ -293,6 +355,7 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 					cfg = overlay.Repairing
 				}
 				cfg.HopTimeout = sw.hopTimeout()
+				cfg.Proximity = sw.Proximity
 				p = overlay.NewScribe(id, cfg)
 			} else {
 				p = newProc(id, n)
@@ -309,11 +372,7 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	newProc := a.New
 	a.New = func(id proc.ID, n int) proc.Process {
 		var p proc.Process
-		cfg := overlay.FailureFree
-		if ow.repairing() {
-			cfg = overlay.Repairing
-		}
-		if b := overlay.Build(a.Name, cfg); b != nil {
+		if b := overlay.Build(a.Name, ow.config()); b != nil {
 			p = b(id, n)
 		} else {
 			p = newProc(id, n)
@@ -361,6 +420,12 @@ func overlayMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	}
 	if w.gets > 0 {
 		m["gets_found_fraction"] = float64(w.found) / float64(w.gets)
+	}
+	if len(w.rdp) > 0 {
+		r := slices.Clone(w.rdp)
+		slices.Sort(r)
+		m["rdp_mean"] = mean(r)
+		m["rdp_p90"] = r[int(math.Ceil(0.9*float64(len(r))))-1]
 	}
 	if len(hops) > 0 {
 		h := slices.Clone(hops)
@@ -427,7 +492,69 @@ var overlayCases = []compareCase{{
 		return r, err
 	},
 },
+	overlayLookupRDPCase(false),
+	overlayLookupRDPCase(true),
 	overlayTreeCase,
+	overlayScribeProximityCase,
+}
+
+// overlayLookupRDPCase: Pastry's lookups on a transit-stub network, the
+// route's delay over the direct latency (Rowstron & Druschel 2001 §3.2,
+// Fig. 5: routes 30–40% longer than the direct path with proximity-aware
+// tables), the tables with or without proximity.
+func overlayLookupRDPCase(proximity bool) compareCase {
+	c := compareCase{
+		name:    "lookups on a transit-stub network",
+		algos:   []string{"pastry"},
+		metrics: []string{"hops_mean", "hops_p99", "rdp_mean", "rdp_p90", "delivered_fraction"},
+		skip:    transitStubOnly,
+		notes: map[string]string{
+			"rdp_mean": "tables that ignore proximity: every hop goes anywhere on the network",
+		},
+		run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+			o := f.Options(a)
+			o.Nodes, o.Seed = n, &seed
+			w := o.Workload.(*OverlayLoad)
+			w.Network, w.Proximity = true, proximity
+			r, _, err := Sim(o)
+			return r, err
+		},
+	}
+	if proximity {
+		c.name += ", proximity-aware tables"
+		c.notes = map[string]string{
+			"rdp_mean":  "Rowstron & Druschel report routes 30–40% longer than the direct path (RDP 1.3–1.4) with proximity-aware tables on a GT-ITM transit-stub network",
+			"hops_mean": "the choice by proximity leaves the routes' hops as they were: each still adds a digit",
+		}
+	}
+	return c
+}
+
+// overlayScribeProximityCase: Scribe's trees on proximity-aware Pastry
+// (Castro et al. 2002 report a mean delay penalty of about 1.7).
+var overlayScribeProximityCase = compareCase{
+	name:    "multicast trees on a transit-stub network, proximity-aware tables",
+	algos:   []string{"scribe"},
+	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "rdp_root_mean", "stress_mean", "stress_max"},
+	skip:    transitStubOnly,
+	notes: map[string]string{
+		"rdp_mean":      "from the source through the root: the route to the root and the tree down from it, over the direct latency from the source",
+		"rdp_root_mean": "the tree alone, from its root: Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables",
+	},
+	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+		o := f.Options(a)
+		o.Nodes, o.Seed = n, &seed
+		o.Workload.(*ScribeLoad).Proximity = true
+		r, _, err := Sim(o)
+		return r, err
+	},
+}
+
+func transitStubOnly(n int) string {
+	if n > sim.MaxTransitStubHosts {
+		return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", sim.MaxTransitStubHosts)
+	}
+	return ""
 }
 
 // overlayTreeCase: the multicast trees on a transit-stub network, their
@@ -437,7 +564,7 @@ var overlayCases = []compareCase{{
 var overlayTreeCase = compareCase{
 	name:    "multicast trees on a transit-stub network",
 	algos:   []string{"scribe", "esm"},
-	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max"},
+	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "rdp_root_mean", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max"},
 	skip: func(n int) string {
 		if n > sim.MaxTransitStubHosts {
 			return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", sim.MaxTransitStubHosts)
@@ -445,7 +572,7 @@ var overlayTreeCase = compareCase{
 		return ""
 	},
 	notes: map[string]string{
-		"rdp_mean":   "Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables; this Pastry's tables ignore proximity. Chu et al. report most Narada pairs below 4",
+		"rdp_mean":   "Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables; these tables ignore proximity (the case below has it). Chu et al. report most Narada pairs below 4",
 		"stress_max": "the copies of one packet on the busiest physical link; naive unicast's is the unicast_stress_max beside it",
 	},
 	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {

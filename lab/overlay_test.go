@@ -121,3 +121,49 @@ func TestOverlayTrees(t *testing.T) {
 }
 
 func overlayLog16(n int) float64 { return math.Log(float64(n)) / math.Log(16) }
+
+// TestOverlayProximity runs Pastry's lookups and Scribe's trees on a
+// transit-stub network with tables that keep the first candidate and
+// with proximity-aware ones: the checkers hold in both, the routes keep
+// their hops, and proximity shortens the lookups' delay penalty and the
+// Scribe tree's from its root.
+func TestOverlayProximity(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, proximity bool) map[string]float64 {
+		a, err := f.Algorithm(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := f.Options(a)
+		seed := uint64(3)
+		o.Nodes, o.Seed = 128, &seed
+		switch w := o.Workload.(type) {
+		case *OverlayLoad:
+			w.Network, w.Proximity, w.Lookups = true, proximity, 300
+		case *ScribeLoad:
+			w.Proximity = proximity
+		}
+		r, _, err := Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Checks {
+			if !c.OK || !c.Guaranteed {
+				t.Errorf("%s, proximity %t: %+v", name, proximity, c)
+			}
+		}
+		t.Logf("%s, proximity %t: %v", name, proximity, r.Metrics)
+		return r.Metrics
+	}
+	plain, near := run("pastry", false), run("pastry", true)
+	if near["delivered_fraction"] != 1 || near["hops_mean"] > plain["hops_mean"]+0.15 || !(near["rdp_mean"] < 0.75*plain["rdp_mean"]) {
+		t.Errorf("pastry lookups: without proximity %v, with %v", plain, near)
+	}
+	plain, near = run("scribe", false), run("scribe", true)
+	if near["received_fraction"] != 1 || !(near["rdp_root_mean"] < plain["rdp_root_mean"]) {
+		t.Errorf("scribe trees: without proximity %v, with %v", plain, near)
+	}
+}

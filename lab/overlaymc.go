@@ -3,6 +3,7 @@ package lab
 import (
 	"cmp"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -98,6 +99,14 @@ type ScribeLoad struct {
 	// otherwise with none (overlay.FailureFree: a run without failures
 	// needs no keep-alives).
 	Repair bool
+	// Zipf gives the groups Castro et al.'s sizes (2002 §4: 1,500 groups
+	// on 100,000 nodes): group r, from 1, has ⌊N·r^−1.25 + 0.5⌋ members
+	// (at least one), instead of a quarter of the nodes each.
+	Zipf bool
+	// Proximity runs the nodes with proximity-aware tables
+	// (overlay.Config.Proximity); the joins are then further apart, room
+	// for each joiner's search for a nearby node.
+	Proximity bool
 
 	groups  []overlay.GUID
 	sources []proc.ID
@@ -111,7 +120,12 @@ func (w *ScribeLoad) groupCount() int { return cmp.Or(w.Groups, 4) }
 
 // gap is the time between joins: Pastry's joins must not overlap, and
 // one takes a few of the network's latencies.
-func (w *ScribeLoad) gap() time.Duration { return 10*time.Millisecond + 6*w.maxLatency }
+func (w *ScribeLoad) gap() time.Duration {
+	if w.Proximity {
+		return 10*time.Millisecond + 24*w.maxLatency
+	}
+	return 10*time.Millisecond + 6*w.maxLatency
+}
 
 // Faults are the Pastry joins.
 func (w *ScribeLoad) Faults(n int, seed uint64) []sim.Fault {
@@ -133,12 +147,22 @@ func (w *ScribeLoad) Init(c sim.Control) {
 	if !w.joins {
 		settled = 0 // every node present from the start
 	}
-	members := max(1, w.n/4)
-	for range w.groupCount() {
+	total := 0
+	for r := range w.groupCount() {
+		members := max(1, w.n/4)
+		if w.Zipf {
+			members = min(w.n, max(1, int(float64(w.n)*math.Pow(float64(r+1), -1.25)+0.5)))
+		}
+		total += members
 		g := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
 		w.groups = append(w.groups, g)
 		c.Schedule(settled-c.Now(), proc.ID(rng.IntN(w.n)), overlay.CreateGroup{Group: g})
-		perm := rng.Perm(w.n)[:members]
+		var perm []int
+		if w.Zipf {
+			perm = sample(rng, w.n, members) // most groups are small
+		} else {
+			perm = rng.Perm(w.n)[:members]
+		}
 		w.sources = append(w.sources, proc.ID(perm[0]))
 		for _, i := range perm {
 			c.Schedule(settled+100*time.Millisecond+time.Duration(rng.IntN(200))*time.Millisecond-c.Now(), proc.ID(i), overlay.JoinGroup{Group: g})
@@ -151,9 +175,28 @@ func (w *ScribeLoad) Init(c sim.Control) {
 			c.Schedule(at-c.Now(), w.sources[k], overlay.Multicast{Group: g, ID: uint64(i*len(w.groups) + k + 1)})
 		}
 	}
-	w.expected = w.casts() * len(w.groups) * members
+	w.expected = w.casts() * total
 	end := start + time.Duration(w.casts()*len(w.groups))*20*time.Millisecond + 5*time.Second
 	c.After(end-c.Now(), func() { w.over = true })
+}
+
+// sample is k distinct numbers below n, drawn with rng (a partial
+// Fisher–Yates shuffle over a map: no table of n for a small group).
+func sample(rng *rand.Rand, n, k int) []int {
+	swapped := map[int]int{}
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	out := make([]int, k)
+	for i := range k {
+		j := i + rng.IntN(n-i)
+		out[i] = at(j)
+		swapped[j] = at(i)
+	}
+	return out
 }
 
 // Observe counts the deliveries.
@@ -207,6 +250,8 @@ func (w *ESMLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 //   - rdp_mean, rdp_p90: the relative delay penalty of each member, the
 //     delay along the overlay from the source over the direct latency
 //     (Scribe's from the source through the root, as its multicasts go);
+//     rdp_root_mean, Scribe's, the tree's alone: the delay down the tree
+//     from the root over the direct latency from the root;
 //   - stress_max, stress_mean: the copies of a packet on a physical link,
 //     the most and the mean over the links that carry it, beside
 //     unicast_stress_max and unicast_stress_mean, the same for naive
@@ -232,7 +277,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		members []proc.ID
 		depths  []int
 	}
-	var trees []tree
+	var trees, fromRoot []tree
 	switch w := f.Workload.(type) {
 	case *ScribeLoad:
 		tl = &w.treeLoad
@@ -240,6 +285,10 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			if tl.processes != nil {
 				h, ms, ds := overlay.ScribeTree(tl.processes, w.sources[k], g)
 				trees = append(trees, tree{w.sources[k], physical(h), ms, ds})
+				if root := overlay.ScribeRoot(tl.processes, w.sources[k], g); root != proc.None {
+					h, ms, ds := overlay.ScribeTree(tl.processes, root, g)
+					fromRoot = append(fromRoot, tree{root, physical(h), ms, ds})
+				}
 			}
 		}
 	case *ESMLoad:
@@ -247,6 +296,7 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		if tl.processes != nil {
 			h, ms, ds := overlay.ESMTree(tl.processes)
 			trees = append(trees, tree{overlay.ESMSource, physical(h), ms, ds})
+			fromRoot = trees // the source is the root
 		}
 	default:
 		return m, th
@@ -279,6 +329,15 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		slices.Sort(rdp)
 		m["rdp_mean"] = mean(rdp)
 		m["rdp_p90"] = rdp[int(math.Ceil(0.9*float64(len(rdp))))-1]
+	}
+	var rootRDP []float64
+	for _, t := range fromRoot {
+		if tl.topo != nil {
+			rootRDP = append(rootRDP, tl.topo.Cost(t.src, t.hops, t.members).RDP...)
+		}
+	}
+	if len(rootRDP) > 0 {
+		m["rdp_root_mean"] = mean(rootRDP)
 	}
 	if len(stress) > 0 {
 		m["stress_mean"], m["stress_max"] = mean(stress), float64(smax)

@@ -4,7 +4,10 @@
 // the circular baseline that routes along the leaf set alone, their
 // handling of failures (repair.go: keep-alives, lookups routed around
 // failed nodes, leaf-set and routing-table repair, the periodic exchange
-// of rows) and a DHT on them with PAST's replicas (dht.go). Two
+// of rows), Pastry's locality — tables chosen by measured round trips,
+// the neighbourhood set, a join through a nearby node and its table's
+// refinement (proximity.go, with Config.Proximity) — and a DHT on them
+// with PAST's replicas (dht.go). Two
 // application-level multicasts build trees: Scribe on Pastry (scribe.go:
 // Castro, Druschel, Kermarrec & Rowstron 2002), and End System Multicast
 // among the hosts themselves (esm.go: Chu, Rao & Zhang 2000), measured on

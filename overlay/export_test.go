@@ -31,6 +31,7 @@ var (
 	NoReplicas        = flawed(noReplicas)
 	ScribeTwice       = flawed(scribeTwice)
 	ScribeNoRepair    = flawed(scribeNoRepair)
+	ScribeNoHandover  = flawed(scribeNoHandover)
 )
 
 func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {

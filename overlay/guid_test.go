@@ -77,7 +77,7 @@ func static(n int, mk func(proc.ID) proc.Process) []*node {
 	for i := range nodes {
 		nodes[i] = mk(proc.ID(i)).(*node)
 		for j := range n {
-			nodes[i].learn(proc.ID(j))
+			nodes[i].learn(nil, proc.ID(j)) // no proximity, no groups: no env needed
 		}
 	}
 	return nodes

@@ -26,7 +26,8 @@ func register(a proc.Algorithm) {
 		a.Messages = []proc.Message{Join{}, State{}, Announce{}, Route{},
 			Ack{}, Ping{}, Pong{}, LeafRequest{}, EntryRequest{}, RowRequest{}, Offer{}, Leaving{},
 			Replica{}, Fetch{}, Fetched{},
-			Subscribe{}, Publish{}, Data{}, Heartbeat{}, Prune{}}
+			Subscribe{}, Publish{}, Data{}, Heartbeat{}, Prune{},
+			RTTProbe{}, RTTEcho{}, NeighbourRequest{}, Neighbours{}}
 	}
 	Algorithms = append(Algorithms, a)
 	slices.SortStableFunc(Algorithms, func(x, y proc.Algorithm) int {
@@ -222,6 +223,9 @@ func (s *leafSet) add(id proc.ID) bool {
 
 func (s *leafSet) insert(side *[]proc.ID, id proc.ID, dist func(proc.ID) GUID, d GUID) bool {
 	ids := *side
+	if len(ids) >= s.l && Cmp(d, dist(ids[len(ids)-1])) >= 0 {
+		return false // beyond a full side: most nodes heard of in a large overlay
+	}
 	i, found := slices.BinarySearchFunc(ids, d, func(x proc.ID, d GUID) int { return Cmp(dist(x), d) })
 	if found || i >= s.l {
 		return false
@@ -328,6 +332,12 @@ type Config struct {
 	HopTimeout time.Duration
 	// Replicas is k, the DHT's copies of each object (dht.go).
 	Replicas int
+	// Proximity makes the node measure its distance to the nodes it
+	// hears of and choose by it: a nearby node to join through, the
+	// neighbourhood set, the nearest candidate for each routing-table
+	// entry, and the join's refinement of the table (proximity.go).
+	// Without it the first candidate heard of stays.
+	Proximity bool
 }
 
 // Repairing is the registered algorithms' configuration: failures
@@ -355,6 +365,7 @@ type node struct {
 	final  bool // Z's state has come
 	told   map[proc.ID]bool
 	failures
+	proximity
 	dht
 	scribe
 	flaw flaw // sound, but in the tests' broken variants
@@ -371,7 +382,7 @@ func newNode(id proc.ID, cfg Config, rt router) *node {
 func (n *node) Start(env proc.Env) {
 	for i := range env.N() {
 		if proc.ID(i) != n.id {
-			n.learn(proc.ID(i))
+			n.learn(env, proc.ID(i))
 		}
 	}
 	n.joined = true
@@ -386,17 +397,28 @@ func (n *node) Join(env proc.Env, contact proc.ID) {
 		env.Output(Joined{})
 		return
 	}
+	if n.cfg.Proximity {
+		n.seek(env, contact) // the JOIN goes through a node near X
+		return
+	}
 	env.Send(contact, Join{X: n.id})
 }
 
 // learn takes id into the tables where it belongs; a node presumed
 // failed is not taken back (another's stale table may still list it).
-func (n *node) learn(id proc.ID) bool {
+// With proximity, id is probed (if it is not measured yet): its answer
+// offers it again, with its distance. A node that enters the leaf set
+// may take over the groups this node roots (Scribe).
+func (n *node) learn(env proc.Env, id proc.ID) bool {
 	if id == n.id || id == proc.None || n.presumedDead(id) {
 		return false
 	}
 	a := n.leaves.add(id)
 	b := n.rt.learn(n, id)
+	n.measure(env, id)
+	if a && len(n.groups) > 0 {
+		n.handOver(env)
+	}
 	return a || b
 }
 
@@ -417,12 +439,12 @@ func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case State:
 		n.onState(env, from, m)
 	case Announce:
-		n.learn(from)
+		n.learn(env, from)
 	case Route:
 		n.ack(env, from, m.Seq)
 		n.route(env, m)
 	default:
-		if !n.receiveRepair(env, from, m) && !n.receiveDHT(env, from, m) {
+		if !n.receiveRepair(env, from, m) && !n.receiveProximity(env, from, m) && !n.receiveDHT(env, from, m) {
 			n.receiveScribe(env, from, m)
 		}
 	}
@@ -452,8 +474,11 @@ func (n *node) onJoin(env proc.Env, m Join) {
 // comes later is learnt, and its new nodes told.
 func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	var fresh []proc.ID
-	for _, id := range append([]proc.ID{from}, m.Nodes...) {
-		if n.learn(id) {
+	if n.learn(env, from) {
+		fresh = append(fresh, from)
+	}
+	for _, id := range m.Nodes {
+		if n.learn(env, id) {
 			fresh = append(fresh, id)
 		}
 	}
@@ -472,6 +497,7 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 			env.Send(id, Announce{})
 		}
 		env.Output(Joined{Entries: len(ids)})
+		n.refine(env)
 		return
 	}
 	for _, id := range fresh {

@@ -69,9 +69,9 @@ func (r *pastry) entry(p, d int) proc.ID {
 	return r.rows[p][d]
 }
 
-// learn puts id in R[p][id[p]], p = shl(id, self), if that entry is empty.
-// (Pastry prefers the entry nearest in the proximity metric; every link
-// here is alike, so the first known stays.)
+// learn puts id in R[p][id[p]], p = shl(id, self), if that entry is
+// empty, or, with proximity, if id is measured nearer than the entry's
+// node (proximity.go); without it the first known stays.
 func (r *pastry) learn(n *node, id proc.ID) bool {
 	g := NodeID(id)
 	p := SharedPrefix(g, n.self)
@@ -86,7 +86,7 @@ func (r *pastry) learn(n *node, id proc.ID) bool {
 		r.rows = append(r.rows, row)
 	}
 	d := g.Digit(p)
-	if r.rows[p][d] != proc.None {
+	if x := r.rows[p][d]; x == id || x != proc.None && !n.nearer(id, x) {
 		return false
 	}
 	r.rows[p][d] = id

@@ -125,6 +125,7 @@ const (
 	scribeTwice            // Scribe sends each multicast to the children twice
 	scribeNoRepair         // a Scribe child never rejoins when its parent fails
 	picksDescendant        // an ESM node may take a descendant as its parent
+	scribeNoHandover       // a Scribe root keeps its groups when a closer node joins
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
@@ -195,6 +196,8 @@ func (n *node) Timeout(env proc.Env, tag any) {
 		n.onTick(env)
 	case fetchTimeout:
 		n.fetchTimedOut(env, t.Key)
+	case probeTimeout, seekTimeout:
+		n.timeoutProximity(env, tag)
 	case hopTimeout:
 		p, ok := n.pending[t.Seq]
 		if !ok {
@@ -310,6 +313,7 @@ func (n *node) failed(env proc.Env, id proc.ID) {
 	}
 	n.dead[id] = n.now
 	delete(n.awaiting, id)
+	n.forgetNear(id)
 	left, right := n.leaves.remove(id)
 	if n.flaw == noLeafRepair {
 		left, right = false, false
@@ -354,7 +358,7 @@ func (n *node) receiveRepair(env proc.Env, from proc.ID, m proc.Message) bool {
 		}
 	case RowRequest:
 		// Answer with the row, and take the asker's offer of itself.
-		n.learn(from)
+		n.learn(env, from)
 		if row := n.vouched(env, n.rt.row(m.Row)); len(row) > 0 {
 			env.Send(from, Offer{Nodes: row})
 		}
@@ -362,7 +366,7 @@ func (n *node) receiveRepair(env proc.Env, from proc.ID, m proc.Message) bool {
 		// What another offers is taken, and pinged at once: it may have
 		// failed since the other last heard from it.
 		for _, id := range m.Nodes {
-			if n.learn(id) && n.repairing() {
+			if n.learn(env, id) && n.repairing() {
 				n.ping(env, id)
 			}
 		}

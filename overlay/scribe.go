@@ -40,6 +40,17 @@ import (
 //     and becomes the root; a node that finds itself the root while it
 //     still has a parent leaves that parent (the route no longer goes
 //     through it).
+//   - Root handover (§2.3–2.4: the root is whichever node is numerically
+//     closest to the groupId now). A node that joins the overlay closer
+//     to a groupId than the group's root enters the root's leaf set; the
+//     root, finding that the route toward the groupId no longer ends at
+//     itself, routes a JOIN to the newcomer and becomes its child, its
+//     subtree with it; the newcomer, at the end of that route, becomes
+//     the root. A multicast that reaches the newcomer before that JOIN
+//     (its sender learnt of the newcomer first) is held and sent down
+//     the tree once the newcomer is the root; one that reaches the old
+//     root after the handover is routed on to the new. Either way each
+//     is sent down from one root once.
 //
 // A node accepts data from its parent only; data from another (a parent
 // it has left) is answered with a prune. The hops of JOINs and multicasts
@@ -48,11 +59,12 @@ import (
 //
 // Cost: a JOIN takes at most ⌈log₁₆ N⌉ hops, fewer when it meets the
 // tree; a multicast takes the route to the root plus one message per
-// tree edge. Assumes reliable links and crash-stop nodes; the Pastry
-// overlay is built before the groups (joins of new nodes closer to a
-// groupId than its root are not handled).
+// tree edge. Assumes reliable links and crash-stop nodes, and that a
+// multicast taken at the end of its route for a group the node does not
+// know is for a group being handed over to it (it is held until then).
 type scribe struct {
 	groups  map[GUID]*group
+	held    map[GUID][]uint64 // multicasts taken before the group's handover
 	ticking bool
 }
 
@@ -357,6 +369,28 @@ func (n *node) becomeRoot(env proc.Env, key GUID, g *group) {
 		g.root = true
 		env.Output(GroupRoot{Group: key})
 	}
+	if ids, ok := n.held[key]; ok {
+		delete(n.held, key)
+		for _, id := range ids {
+			n.disseminate(env, key, g, id, 0)
+		}
+	}
+}
+
+// handOver: this node has learnt of a node that enters its leaf set. For
+// each group it roots whose route toward the groupId no longer ends here
+// (the newcomer is closer to it), it routes a JOIN on: the newcomer
+// becomes the root, this node its child.
+func (n *node) handOver(env proc.Env) {
+	if n.flaw == scribeNoHandover {
+		return
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(n.groups), Cmp) {
+		if g := n.groups[key]; g.root && n.next(key, 0) != n.id {
+			g.root = false
+			n.subscribeOnward(env, key, g)
+		}
+	}
 }
 
 // subscribeOnward routes this node's JOIN one hop toward the groupId: the
@@ -382,7 +416,12 @@ func (n *node) onPublish(env proc.Env, m Publish) {
 	}
 	g, ok := n.groups[m.Group]
 	if !ok || !g.inTree() {
-		return // no such group: nobody to send it to
+		// The group's root has not handed it over yet: held until then.
+		if n.held == nil {
+			n.held = map[GUID][]uint64{}
+		}
+		n.held[m.Group] = append(n.held[m.Group], m.ID)
+		return
 	}
 	n.becomeRoot(env, m.Group, g)
 	n.disseminate(env, m.Group, g, m.ID, 0)

@@ -18,18 +18,9 @@ func ScribeTree(procs []proc.Process, src proc.ID, g GUID) (hops []Hop, members 
 		n, _ := procs[id].(*node)
 		return n
 	}
-	x := src
-	for range Digits * 4 {
-		n := at(x)
-		if n == nil {
-			return nil, nil, nil
-		}
-		next := n.next(g, 0)
-		if next == x {
-			break
-		}
-		hops = append(hops, Hop{x, next})
-		x = next
+	hops, x := scribeRoute(at, src, g)
+	if x == proc.None {
+		return nil, nil, nil
 	}
 	return treeHops(hops, x, func(id proc.ID) ([]proc.ID, bool) {
 		n := at(id)
@@ -38,6 +29,38 @@ func ScribeTree(procs []proc.Process, src proc.ID, g GUID) (hops []Hop, members 
 		}
 		return n.groups[g].children, n.groups[g].member
 	})
+}
+
+// ScribeRoot is the root of group g's tree, where a multicast from src
+// is routed (proc.None if the route leaves the processes given).
+func ScribeRoot(procs []proc.Process, src proc.ID, g GUID) proc.ID {
+	_, root := scribeRoute(func(id proc.ID) *node {
+		if int(id) < 0 || int(id) >= len(procs) {
+			return nil
+		}
+		n, _ := procs[id].(*node)
+		return n
+	}, src, g)
+	return root
+}
+
+// scribeRoute is the route from src toward g, and its end.
+func scribeRoute(at func(proc.ID) *node, src proc.ID, g GUID) ([]Hop, proc.ID) {
+	var hops []Hop
+	x := src
+	for range Digits * 4 {
+		n := at(x)
+		if n == nil {
+			return nil, proc.None
+		}
+		next := n.next(g, 0)
+		if next == x {
+			break
+		}
+		hops = append(hops, Hop{x, next})
+		x = next
+	}
+	return hops, x
 }
 
 // ESMTree is the overlay hops a packet from the source takes down the

@@ -121,6 +121,7 @@ var metricNames = map[string]string{
 	"depth_max":                 "tree depth (most)",
 	"rdp_mean":                  "delay penalty (mean)",
 	"rdp_p90":                   "delay penalty (90th percentile)",
+	"rdp_root_mean":             "delay penalty from the root (mean)",
 	"stress_mean":               "link stress (mean)",
 	"stress_max":                "link stress (most)",
 	"unicast_stress_mean":       "naive unicast's link stress (mean)",
