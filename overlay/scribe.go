@@ -406,6 +406,10 @@ func (n *node) subscribeOnward(env proc.Env, key GUID, g *group) {
 	n.forward(env, next, Subscribe{Group: key})
 }
 
+// MaxHeld bounds the multicasts a node holds for one group it is to be
+// the root of, and the groups it holds them for.
+const MaxHeld = 1024
+
 // onPublish routes a multicast toward the root; the root sends it down.
 func (n *node) onPublish(env proc.Env, m Publish) {
 	next := n.next(m.Group, m.Hops)
@@ -416,11 +420,15 @@ func (n *node) onPublish(env proc.Env, m Publish) {
 	}
 	g, ok := n.groups[m.Group]
 	if !ok || !g.inTree() {
-		// The group's root has not handed it over yet: held until then.
+		// The group's root has not handed it over yet: held until then —
+		// at most MaxHeld per group, for a group that does not exist at
+		// all would be held for ever; past it the multicast is dropped.
 		if n.held == nil {
 			n.held = map[GUID][]uint64{}
 		}
-		n.held[m.Group] = append(n.held[m.Group], m.ID)
+		if len(n.held[m.Group]) < MaxHeld && (len(n.held) < MaxHeld || n.held[m.Group] != nil) {
+			n.held[m.Group] = append(n.held[m.Group], m.ID)
+		}
 		return
 	}
 	n.becomeRoot(env, m.Group, g)
