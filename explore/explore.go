@@ -100,6 +100,10 @@ type Config struct {
 	// bound is counted, not judged).
 	Checks []string
 	Safety []string
+	// Replay explores statelessly: a state is reached by replaying its
+	// path from the start, never by forking a run (the engine of old,
+	// kept to compare with).
+	Replay bool
 }
 
 func (c *Config) seed() uint64 { return 1 }
@@ -165,6 +169,9 @@ type Result struct {
 	// BytesPerState is the memory of the search per unique state: the
 	// fingerprint set, and with BFS the path to every state.
 	BytesPerState float64
+	// Engine is how states were reached: "fork", or "replay" (asked
+	// for, or because the model's runs cannot be forked, with why).
+	Engine string
 }
 
 // Violation is a broken property and the schedule that breaks it.

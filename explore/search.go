@@ -1,10 +1,12 @@
 package explore
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/sim"
 )
 
 // Explore searches every state reachable within cfg's bounds and checks
@@ -20,7 +22,10 @@ func Explore(cfg Config) (*Result, error) {
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = 200
 	}
-	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true}}
+	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
+	if cfg.Replay {
+		e.res.Engine = "replay"
+	}
 	start := time.Now()
 	var err error
 	if cfg.Strategy == DFS {
@@ -48,6 +53,31 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
+	// forking: states are forked, not replayed (until a run cannot be).
+	forking bool
+	cp      *copier
+}
+
+// heldRuns bounds the runs BFS holds for states it has yet to expand;
+// beyond it, a state is reached by replaying its path.
+const heldRuns = 1 << 16
+
+// branch returns a run in r's state, reached by path, for another step
+// from it: a fork of r, or a replay of path. A model whose runs cannot be
+// forked is explored by replay from then on (Result.Engine says so).
+func (e *explorer) branch(r *run, path []choice) (*run, error) {
+	if e.forking {
+		f, err := r.fork(e.cp)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+			return nil, err
+		}
+		e.forking = false
+		e.res.Engine = "replay (" + err.Error() + ")"
+	}
+	return e.replay(path)
 }
 
 // trailNode is a BFS state: how it was first reached.
@@ -125,6 +155,7 @@ func (e *explorer) bfs() error {
 	}
 	e.seen.Add(root.fingerprint())
 	trail := []trailNode{{parent: -1}}
+	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
@@ -137,13 +168,13 @@ func (e *explorer) bfs() error {
 		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
 			path[a], path[b] = path[b], path[a]
 		}
-		r := root
-		if i > 0 {
-			if r, err = e.replay(path); err != nil {
-				return err
-			}
+		r := held[i]
+		held[i] = nil
+		if r != nil {
+			nheld--
+		} else if r, err = e.replay(path); err != nil {
+			return err
 		}
-		root = nil
 		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 		chs := append([]choice(nil), r.choices(e.buf)...)
 		if len(chs) == 0 {
@@ -160,8 +191,8 @@ func (e *explorer) bfs() error {
 		}
 		for k, ch := range chs {
 			child := r
-			if k > 0 {
-				if child, err = e.replay(path); err != nil {
+			if k < len(chs)-1 { // the last step takes r itself
+				if child, err = e.branch(r, path); err != nil {
 					return err
 				}
 			}
@@ -173,16 +204,22 @@ func (e *explorer) bfs() error {
 				continue
 			}
 			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
+			if e.forking && nheld < heldRuns {
+				held = append(held, child)
+				nheld++
+			} else {
+				held = append(held, nil)
+			}
 			if stop, err := e.judge(child, cfg.Safety, append(path[:len(path):len(path)], ch), false); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
-				e.extra = 16 * cap(trail)
+				e.extra = 16*cap(trail) + 8*cap(held)
 				return nil
 			}
 		}
 	}
-	e.extra = 16 * cap(trail)
+	e.extra = 16*cap(trail) + 8*cap(held)
 	return nil
 }
