@@ -224,3 +224,17 @@ func (t *twoPhase) rmDecide(env proc.Env, s rmState) {
 		env.Output(Aborted{})
 	}
 }
+
+// PermuteIDs returns the state as it is with every process i renamed
+// perm[i]: the TM's votes are indexed by RM. (An explorer's symmetry
+// reduction renames the interchangeable RMs.)
+func (t *twoPhase) PermuteIDs(perm []proc.ID) proc.Process {
+	c := *t
+	if t.prepared != nil {
+		c.prepared = make([]bool, len(t.prepared))
+		for i, v := range t.prepared {
+			c.prepared[perm[i]] = v
+		}
+	}
+	return &c
+}

@@ -100,6 +100,12 @@ type Config struct {
 	// bound is counted, not judged).
 	Checks []string
 	Safety []string
+	// Symmetry merges states that differ by a renaming of the
+	// interchangeable processes Symmetric (Setup fills it in for the
+	// families that have them: two-phase commit's resource managers): a
+	// state is fingerprinted as its representative (see run.canon).
+	Symmetry  bool
+	Symmetric []proc.ID
 	// Replay explores statelessly: a state is reached by replaying its
 	// path from the start, never by forking a run (the engine of old,
 	// kept to compare with).
@@ -131,6 +137,8 @@ func (c *Config) Validate() error {
 		return errors.New("fault bounds must not be negative")
 	case c.MaxStates < 0 || c.MaxDepth < 0:
 		return errors.New("bounds must not be negative")
+	case c.Symmetry && len(c.Symmetric) < 2:
+		return fmt.Errorf("symmetry: %s/%s with %d nodes has no interchangeable processes", c.Family, c.Algo.Name, c.Nodes)
 	}
 	if c.Algo.Validate != nil {
 		if err := c.Algo.Validate(c.Nodes); err != nil {

@@ -68,6 +68,7 @@ func Setup(family, algo string, n int, inputs []string) (Config, error) {
 	if family == "commit" {
 		c.SetNetwork = true
 	}
+	c.Symmetric = Symmetric(family, algo, n)
 	if family == "mutex" {
 		c.Gate = "exit"
 		c.Answer = func(o proc.Output) proc.Input {

@@ -203,17 +203,55 @@ func (r *run) apply(ch choice) error {
 // up, the workload's state, the faults used, and the multiset of pending
 // events by content (in Sync, with how far in the future each is due).
 // Message ids, Seq numbers and absolute times are not state.
+//
+// With symmetry, it is the fingerprint of the state's representative
+// (symmetricFingerprint).
 func (r *run) fingerprint() uint64 {
+	if r.cfg.Symmetry && len(r.cfg.Symmetric) > 1 {
+		return r.symmetricFingerprint()
+	}
+	return r.fingerprintWith(nil)
+}
+
+// fingerprintWith fingerprints the state with every process i renamed
+// perm[i] (nil: as it is).
+func (r *run) fingerprintWith(perm []proc.ID) uint64 {
+	n := r.cfg.Nodes
+	if perm != nil {
+		r.h.perm = perm
+		defer func() { r.h.perm = nil }()
+	}
+	rename := func(id proc.ID) proc.ID {
+		if perm != nil && id >= 0 && int(id) < n {
+			return perm[id]
+		}
+		return id
+	}
+	// Processes by their new names: old name of each.
+	order := make([]proc.ID, n)
+	for id := range order {
+		order[rename(proc.ID(id))] = proc.ID(id)
+	}
 	h := uint64(seed)
-	for id := 0; id < r.cfg.Nodes; id++ {
-		p := r.s.Process(proc.ID(id))
+	for _, id := range order {
+		var p any = r.s.Process(id)
+		if pm, ok := p.(Permuter); ok && perm != nil {
+			p = pm.PermuteIDs(perm)
+		}
 		up := uint64(0)
-		if r.s.Up(proc.ID(id)) {
+		if r.s.Up(id) {
 			up = 1
 		}
 		h = add(add(h, up), r.h.of(p))
 	}
-	h = add(h, r.h.of(r.wl.state()))
+	next := r.wl.next
+	if perm != nil && next != nil {
+		next = make([]int, len(r.wl.next))
+		for id, x := range r.wl.next {
+			next[perm[id]] = x
+		}
+	}
+	h = add(h, r.h.of(next))
 	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
 	var sum uint64
 	for _, k := range r.q.keys {
@@ -221,7 +259,7 @@ func (r *run) fingerprint() uint64 {
 		if isCrash(p) {
 			continue
 		}
-		e := add(add(hashString(p.Kind), uint64(p.Node)), uint64(p.From))
+		e := add(add(hashString(p.Kind), uint64(rename(p.Node))), uint64(rename(p.From)))
 		e = add(e, r.h.of(r.s.Payload(k.Slot)))
 		if r.cfg.Timing == Sync {
 			e = add(e, uint64(k.At-r.now))

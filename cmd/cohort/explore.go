@@ -20,7 +20,7 @@ type exploreFlags struct {
 	algo, inputs, faults, timing, strategy string
 	nodes, maxStates, depth                int
 	checks                                 []string
-	por, json                              bool
+	por, json, symmetry, replay            bool
 	scheduleOut, svgOut                    string
 }
 
@@ -53,6 +53,7 @@ model checkers).`,
   cohort explore mutex --algo ricart-agrawala-jr --inputs 0:acquire,1:acquire,0:acquire --check ME3
   cohort explore election --algo bully --nodes 3 --timing async
   cohort explore commit --algo two-phase-commit --nodes 4 --json
+  cohort explore commit --algo two-phase-commit --nodes 6 --symmetry
   cohort explore mutex --algo central --faults crash=1 --strategy dfs`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplore(cmd, args[0], &f) },
@@ -68,6 +69,8 @@ model checkers).`,
 	fl.IntVar(&f.maxStates, "max-states", 1_000_000, fmt.Sprintf("stop after this many unique states (at most %d)", maxExploreStates))
 	fl.IntVar(&f.depth, "depth", 200, fmt.Sprintf("longest path explored (at most %d)", maxExploreDepth))
 	fl.StringArrayVar(&f.checks, "check", nil, "property to check, repeatable (default: those the algorithm guarantees)")
+	fl.BoolVar(&f.symmetry, "symmetry", false, "merge states that differ by a renaming of interchangeable processes (commit: the resource managers)")
+	fl.BoolVar(&f.replay, "replay", false, "reach every state by replaying its path from the start (the stateless engine), not by forking runs")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
 	fl.StringVar(&f.scheduleOut, "schedule", "", "write the counterexample's schedule to this file")
 	fl.StringVar(&f.svgOut, "svg", "", "write the counterexample's space-time diagram (SVG) to this file")
@@ -82,6 +85,8 @@ type exploreReport struct {
 	Timing        string           `json:"timing"`
 	Faults        string           `json:"faults"`
 	Strategy      string           `json:"strategy"`
+	Engine        string           `json:"engine"`
+	Symmetry      bool             `json:"symmetry"`
 	States        int64            `json:"states"`
 	Transitions   int64            `json:"transitions"`
 	Terminal      int64            `json:"terminal"`
@@ -166,6 +171,13 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 		cfg.Safety = explore.SafetyOf(cfg.Checks)
 	}
 	cfg.MaxStates, cfg.MaxDepth = f.maxStates, f.depth
+	cfg.Replay = f.replay
+	if f.symmetry {
+		if len(cfg.Symmetric) < 2 {
+			return usageErr("--symmetry: %s/%s with %d nodes has no interchangeable processes (only commit's resource managers are)", family, f.algo, f.nodes)
+		}
+		cfg.Symmetry = true
+	}
 	res, err := explore.Explore(cfg)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("%s: %w", f.algo, err)}
@@ -173,7 +185,7 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 	rep := exploreReport{
 		Family: family, Algo: f.algo, Nodes: f.nodes, Timing: cfg.Timing.String(),
 		Faults:   fmt.Sprintf("crash=%d,loss=%d,dup=%d", cfg.Crashes, cfg.Losses, cfg.Dups),
-		Strategy: cfg.Strategy.String(), States: res.States, Transitions: res.Transitions,
+		Strategy: cfg.Strategy.String(), Engine: res.Engine, Symmetry: cfg.Symmetry, States: res.States, Transitions: res.Transitions,
 		Terminal: res.Terminal, MaxDepth: res.MaxDepth, Exhausted: res.Exhausted,
 		ElapsedMS: float64(res.Elapsed) / float64(time.Millisecond), BytesPerState: res.BytesPerState,
 		Checks: cfg.Checks, Unknown: res.Unknown, Inputs: []string{},
@@ -213,8 +225,12 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 }
 
 func printExplore(w io.Writer, r *exploreReport, f *exploreFlags) {
-	fmt.Fprintf(w, "%s/%s, %d nodes, inputs %s, timing %s, faults %s, %s\n", r.Family, r.Algo, r.Nodes,
-		strings.Join(r.Inputs, ","), r.Timing, r.Faults, r.Strategy)
+	sym := ""
+	if r.Symmetry {
+		sym = ", symmetry"
+	}
+	fmt.Fprintf(w, "%s/%s, %d nodes, inputs %s, timing %s, faults %s, %s%s, engine %s\n", r.Family, r.Algo, r.Nodes,
+		strings.Join(r.Inputs, ","), r.Timing, r.Faults, r.Strategy, sym, r.Engine)
 	verdict := "exhausted"
 	if !r.Exhausted {
 		verdict = "not exhausted (a bound was hit, or a violation found)"
