@@ -26,6 +26,10 @@ type run struct {
 	used [3]int // faults used: crashes, losses, duplicates
 	now  int64
 	evs  []event // scratch
+	// With Config.Cycles: the processes waiting to enter (a bit each),
+	// from the trace's first tracked events.
+	waiting uint64
+	tracked int
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
@@ -196,6 +200,9 @@ func (r *run) apply(ch choice) error {
 		err = perr
 	}
 	r.dropStale()
+	if r.cfg.Cycles {
+		r.track()
+	}
 	return err
 }
 
@@ -253,6 +260,18 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	}
 	h = add(h, r.h.of(next))
 	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
+	if r.cfg.Cycles {
+		w := r.waiting
+		if perm != nil {
+			w = 0
+			for id := 0; id < n; id++ {
+				if r.waiting&(1<<uint(id)) != 0 {
+					w |= 1 << uint(perm[id])
+				}
+			}
+		}
+		h = add(h, w)
+	}
 	var sum uint64
 	for _, k := range r.q.keys {
 		p := r.s.Describe(k.Slot)

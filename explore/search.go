@@ -56,6 +56,8 @@ type explorer struct {
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier
+	// g is the state graph, with Config.Cycles.
+	g *graph
 }
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
@@ -153,7 +155,12 @@ func (e *explorer) bfs() error {
 	if err != nil {
 		return err
 	}
-	e.seen.Add(root.fingerprint())
+	rootFP := root.fingerprint()
+	e.seen.Add(rootFP)
+	if cfg.Cycles {
+		e.g = &graph{index: map[uint64]int32{}}
+		e.g.node(rootFP, root.waiting)
+	}
 	trail := []trailNode{{parent: -1}}
 	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
@@ -189,6 +196,16 @@ func (e *explorer) bfs() error {
 			e.res.Exhausted = false
 			continue
 		}
+		var labels []label
+		if e.g != nil {
+			for _, ch := range chs {
+				l := r.label(ch)
+				labels = append(labels, l)
+				if r.fair(ch) {
+					e.g.enabled[i] = append(e.g.enabled[i], l.id)
+				}
+			}
+		}
 		for k, ch := range chs {
 			child := r
 			if k < len(chs)-1 { // the last step takes r itself
@@ -200,8 +217,15 @@ func (e *explorer) bfs() error {
 				return err
 			}
 			e.res.Transitions++
-			if !e.seen.Add(child.fingerprint()) {
+			fp := child.fingerprint()
+			if !e.seen.Add(fp) {
+				if e.g != nil {
+					e.g.succ[i] = append(e.g.succ[i], edge{e.g.index[fp], labels[k].id})
+				}
 				continue
+			}
+			if e.g != nil {
+				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
 			}
 			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
 			if e.forking && nheld < heldRuns {
@@ -221,5 +245,11 @@ func (e *explorer) bfs() error {
 		}
 	}
 	e.extra = 16*cap(trail) + 8*cap(held)
+	if e.g != nil {
+		e.extra += e.g.bytes()
+		if e.res.Exhausted {
+			return e.judgeCycles(trail)
+		}
+	}
 	return nil
 }
