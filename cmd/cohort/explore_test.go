@@ -48,6 +48,9 @@ func TestExploreExitsAndReplays(t *testing.T) {
 			t.Errorf("symmetry %s: exit %d, %+v\n%s%s", replay, code, r, out, errs)
 		}
 	}
+	if code, out, errs := cli(t, "explore", "mutex", "--algo", "ricart-agrawala", "--nodes", "2", "--cycles", "--json"); code != 0 || !strings.Contains(out, `"cycles":true`) || !strings.Contains(out, `"exhausted":true`) {
+		t.Errorf("cycles: exit %d\n%s%s", code, out, errs)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -61,6 +64,7 @@ func TestExploreExitsAndReplays(t *testing.T) {
 		{[]string{"explore", "mutex", "--algo", "central", "--check", "ME9"}, `"ME9"`},
 		{[]string{"sim", "election", "--schedule", sched}, "mutex family"},
 		{[]string{"explore", "mutex", "--algo", "central", "--symmetry"}, "--symmetry"},
+		{[]string{"explore", "election", "--algo", "bully", "--cycles"}, "--cycles"},
 	} {
 		if code, _, errs := cli(t, c.args...); code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("cohort %s: exit %d, %q; want 2 naming %s", strings.Join(c.args, " "), code, errs, c.want)
