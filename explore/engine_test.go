@@ -78,7 +78,8 @@ func summary(r *Result) string {
 
 // BenchmarkEngines explores the same models with the replaying engine and
 // the forking one, side by side, and reports unique states per second and
-// the search's bytes per state.
+// the search's bytes per state (two-phase commit with 7 RMs, 296,448
+// states, with the forking engine only).
 func BenchmarkEngines(b *testing.B) {
 	for _, m := range []struct {
 		name   string
@@ -93,6 +94,9 @@ func BenchmarkEngines(b *testing.B) {
 		{"ra-3", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 	} {
 		for _, replay := range []bool{true, false} {
+			if replay && m.states == 0 {
+				continue // 296,448 states: too long to replay
+			}
 			engine := "fork"
 			if replay {
 				engine = "replay"
