@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -63,6 +65,15 @@ func TestForkMatchesReplay(t *testing.T) {
 	}
 }
 
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
 func summary(r *Result) string {
 	s := fmt.Sprintf("states %d terminal %d cut %d depth %d exhausted %v unknown %d",
 		r.States, r.Terminal, r.CutOff, r.MaxDepth, r.Exhausted, r.Unknown)
@@ -103,12 +114,16 @@ func BenchmarkEngines(b *testing.B) {
 			}
 			b.Run(m.name+"/"+engine, func(b *testing.B) {
 				var r *Result
+				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
 					cfg := setup(b, m.family, m.algo, m.nodes, nil)
 					m.tweak(&cfg)
 					cfg.Replay = replay
 					r = explore(b, cfg)
 				}
+				// On a shared machine the CPU time is steadier than the
+				// wall clock.
+				b.ReportMetric(float64(r.States)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "states/cpu-s")
 				if m.states > 0 && r.States != m.states {
 					b.Fatalf("%d states, want %d", r.States, m.states)
 				}
