@@ -209,7 +209,8 @@ func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
 	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked}
 	f.q = &queue{keys: slices.Clone(r.q.keys), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
-	f.rec = &trace.Recorder{Trace: trace.Trace{Header: r.rec.Trace.Header, Events: slices.Clip(r.rec.Trace.Events)}}
+	t := r.rec.Trace()
+	f.rec = &recorder{trace: trace.Trace{Header: t.Header, Events: slices.Clip(t.Events)}}
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
 	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value, Deep: c.iface})
 	if err != nil {

@@ -193,8 +193,8 @@ func Replay(s *Schedule) (*trace.Trace, error) {
 	}
 	for i, st := range s.Steps {
 		if err := r.apply(choice{seq: st.Seq, act: st.Act}); err != nil {
-			return &r.rec.Trace, fmt.Errorf("step %d (%s %d): %w", i+1, st.Act, st.Seq, err)
+			return r.rec.Trace(), fmt.Errorf("step %d (%s %d): %w", i+1, st.Act, st.Seq, err)
 		}
 	}
-	return &r.rec.Trace, nil
+	return r.rec.Trace(), nil
 }

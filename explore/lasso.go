@@ -75,7 +75,7 @@ func (r *run) fair(ch choice) bool {
 // track updates the waiting set from the trace events since the last
 // call: an Acquire input makes its process wait, an Enter output ends it.
 func (r *run) track() {
-	evs := r.rec.Trace.Events
+	evs := r.rec.Trace().Events
 	for _, ev := range evs[r.tracked:] {
 		switch {
 		case ev.Kind == trace.Input && ev.Type == "acquire":
@@ -285,6 +285,6 @@ func (e *explorer) judgeCycles(trail []trailNode) error {
 	res := check.Result{Name: "ME2", Status: check.Violated,
 		Detail: fmt.Sprintf("%s requested entry and never enters: after %d steps a fair cycle of %d steps repeats forever, %s waiting throughout (weak fairness: every event pending along the cycle is handled in it)",
 			p, prefix, len(path)-prefix, p)}
-	e.res.Violation = &Violation{Check: res, Schedule: sched, Trace: &r.rec.Trace, Cycle: len(path) - prefix}
+	e.res.Violation = &Violation{Check: res, Schedule: sched, Trace: r.rec.Trace(), Cycle: len(path) - prefix}
 	return nil
 }

@@ -20,7 +20,7 @@ type run struct {
 	cfg  *Config
 	s    *sim.Sim
 	q    *queue
-	rec  *trace.Recorder
+	rec  *recorder
 	wl   *Workload
 	h    *hasher
 	used [3]int // faults used: crashes, losses, duplicates
@@ -35,7 +35,7 @@ type run struct {
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &trace.Recorder{Trace: trace.Trace{Header: c.header()}}
+	r.rec = &recorder{trace: trace.Trace{Header: c.header()}}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -286,4 +286,24 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 		sum += mix64(e)
 	}
 	return add(h, sum)
+}
+
+// recorder is the run's trace: the events up to the state it was forked
+// from (shared with the other forks, never appended to in place) and its
+// own since, joined only when the trace is read — a step to a state seen
+// before is never judged, and then costs no copy of the trace.
+type recorder struct {
+	trace trace.Trace
+	tail  []trace.Event
+}
+
+func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
+
+// Trace returns the whole trace so far.
+func (r *recorder) Trace() *trace.Trace {
+	if len(r.tail) > 0 {
+		r.trace.Events = append(r.trace.Events, r.tail...)
+		r.tail = r.tail[:0]
+	}
+	return &r.trace
 }

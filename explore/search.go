@@ -109,7 +109,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	if len(names) == 0 {
 		return false, nil
 	}
-	results, err := check.Run(&r.rec.Trace, names...)
+	results, err := check.Run(r.rec.Trace(), names...)
 	if err != nil {
 		return false, err
 	}
@@ -120,7 +120,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: &r.rec.Trace, Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
