@@ -2,6 +2,7 @@ package commit
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -236,5 +237,13 @@ func (t *twoPhase) PermuteIDs(perm []proc.ID) proc.Process {
 			c.prepared[perm[i]] = v
 		}
 	}
+	return &c
+}
+
+// Clone returns an independent copy of the state (a model checker's fast
+// path: it forks runs instead of replaying them).
+func (t *twoPhase) Clone() proc.Process {
+	c := *t
+	c.prepared = slices.Clone(t.prepared)
 	return &c
 }

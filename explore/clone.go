@@ -96,7 +96,9 @@ func (c *copier) value(v any) any {
 
 // iface copies the dynamic value of an interface.
 func (c *copier) iface(v any) any {
-	clear(c.memo)
+	if len(c.memo) > 0 {
+		clear(c.memo)
+	}
 	t := reflect.TypeOf(v)
 	tmp := reflect.New(t)
 	tmp.Elem().Set(reflect.ValueOf(v))

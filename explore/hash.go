@@ -61,7 +61,9 @@ func hashString(s string) uint64 {
 
 // of fingerprints v, starting a fresh walk.
 func (x *hasher) of(v any) uint64 {
-	clear(x.seen)
+	if len(x.seen) > 0 {
+		clear(x.seen)
+	}
 	if v == nil {
 		return 1
 	}
