@@ -25,7 +25,9 @@ type exploreFlags struct {
 }
 
 // Bounds of the explorer's flags: no input can exhaust memory (a state
-// costs under 100 bytes; paths are replayed, not stored).
+// costs under 200 bytes, its fingerprint and path; breadth first holds the
+// runs of at most 65,536 states; --cycles keeps the state graph, a few
+// hundred bytes a state).
 const (
 	maxExploreStates = 20_000_000
 	maxExploreDepth  = 10_000
