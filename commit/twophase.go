@@ -2,6 +2,7 @@ package commit
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -223,4 +224,26 @@ func (t *twoPhase) rmDecide(env proc.Env, s rmState) {
 	} else {
 		env.Output(Aborted{})
 	}
+}
+
+// PermuteIDs returns the state as it is with every process i renamed
+// perm[i]: the TM's votes are indexed by RM. (An explorer's symmetry
+// reduction renames the interchangeable RMs.)
+func (t *twoPhase) PermuteIDs(perm []proc.ID) proc.Process {
+	c := *t
+	if t.prepared != nil {
+		c.prepared = make([]bool, len(t.prepared))
+		for i, v := range t.prepared {
+			c.prepared[perm[i]] = v
+		}
+	}
+	return &c
+}
+
+// Clone returns an independent copy of the state (a model checker's fast
+// path: it forks runs instead of replaying them).
+func (t *twoPhase) Clone() proc.Process {
+	c := *t
+	c.prepared = slices.Clone(t.prepared)
+	return &c
 }

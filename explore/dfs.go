@@ -76,16 +76,24 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 		labels[i] = r.label(ch)
 	}
 	var done []label
+	last := -1 // the last step taken from here
+	for i := range chs {
+		if !cfg.POR || !slices.Contains(sleep, labels[i]) {
+			last = i
+		}
+	}
 	first := true
 	for i, ch := range chs {
 		l := labels[i]
 		if cfg.POR && slices.Contains(sleep, l) {
 			continue
 		}
+		// Replaying, the first step goes on in r and the others replay
+		// the path; forking, the others fork r and the last takes r.
 		child := r
-		if !first {
+		if (e.forking && i != last) || (!e.forking && !first) {
 			var err error
-			if child, err = e.replay(path); err != nil {
+			if child, err = e.branch(r, path); err != nil {
 				return false, err
 			}
 		}

@@ -8,13 +8,32 @@
 //
 // Design choices:
 //
-//   - Stateless search by replay. A state is reached by re-running its
-//     path (a sequence of choices) from the start, so any process — any Go
-//     struct, with maps, interfaces and closures in its workload — can be
-//     explored without cloning it. Depth first, the run goes on along the
-//     path and is replayed only to branch; breadth first, each child is a
-//     replay. The cost is a factor of the depth per state: the price of
-//     generality (about 10⁴ states/s on two cores, not Stateright's 10⁶).
+//   - Forking, not replaying (clone.go). Where the search branches, the
+//     run is forked: sim.Sim.Fork copies the simulator's own state (the
+//     pending events under the same keys and slots, counters, random
+//     sources, stable storage) field by field, the explorer copies its
+//     queue, trace and workload, and each process is deep-copied — by its
+//     Clone method if it has one (Cloner), else by a reflective copier
+//     whose plan is compiled once per type (a type with nothing mutable
+//     behind a reference is one assignment; a struct is assigned whole and
+//     only its mutable fields are copied deeply; funcs are shared, a
+//     channel is refused). Payloads in flight are shared unless they hold
+//     something mutable. A step is then taken once, not once per state
+//     below it. A model whose runs cannot be forked (hardware clocks,
+//     pauses, changing membership, vector clocks, a channel in a state)
+//     falls back to replay, and Result.Engine says so. Config.Replay asks
+//     for the old stateless engine: a state reached by re-running its path
+//     from the start, depth first replaying only to branch, breadth first
+//     replaying every child. Both engines find the same states, verdicts
+//     and counterexamples (engine_test.go compares them model by model);
+//     a counterexample is still a Schedule that replays byte for byte.
+//     Breadth first holds the forked runs of up to 65,536 states not yet
+//     expanded, and replays the others.
+//     What remains per state is the simulator's step itself (each event
+//     recorded in the trace), the fingerprint (every process and pending
+//     event hashed again) and the safety checkers, which read the whole
+//     trace: 10⁴ states/s, not Stateright's 10⁶ (left to do: hash only the
+//     process that moved, and check safety incrementally).
 //   - Fingerprints. A state is hashed reflectively (hash.go): every
 //     process's state and liveness, the workload's state, the faults used,
 //     and the multiset of pending events by content (kind, processes,
@@ -39,9 +58,32 @@
 //     safety) run on each new state's trace, so breadth first finds a
 //     shortest violation; every checker runs at terminal states (nothing
 //     enabled), which is where liveness — "the good thing never happened" —
-//     is judged. Cyclic states are not judged for liveness (left to do),
-//     and a state cut off by the depth bound is counted, not judged.
-//     History properties (ME3) are judged on the first path to each state.
+//     is judged. A state cut off by the depth bound is counted, not
+//     judged. History properties (ME3) are judged on the first path to
+//     each state.
+//   - Liveness in cycles (Config.Cycles, lasso.go; mutual exclusion). A
+//     run that never ends ends in a cycle of the finite state graph, which
+//     the explorer then keeps (breadth first, no POR, ~300–500 bytes a
+//     state). Once the search is exhausted, each strongly connected
+//     component of the states where a process p waits (Acquire given, no
+//     Enter since) is tested for a fair cycle under weak fairness on every
+//     event (one pending and enabled throughout the cycle is handled in
+//     it; crashes, losses and duplicates are choices, not obligations): a
+//     component has one exactly when each label enabled in all its states
+//     is taken by one of its edges. Such a cycle breaks ME2; the schedule
+//     reaches it and goes round once (Violation.Cycle steps).
+//   - Symmetry (Config.Symmetry, symmetry.go). Interchangeable processes
+//     (two-phase commit's resource managers; Symmetric says which) are
+//     renamed to a canonical representative before fingerprinting: the
+//     least fingerprint over the renamings that sort them by a signature
+//     invariant under renaming (own state, up, events to and from it, ids
+//     of interchangeable processes hashed alike); proc.ID values are
+//     renamed by the hasher, id-indexed state by the process's PermuteIDs
+//     (Permuter). The count is the number of orbits, the same for every
+//     strategy: 314 for two-phase commit with 5 RMs. Stateright's 665 for
+//     the same model comes from a representative that sorts the RMs by
+//     their own states only, ties in index order, which is not canonical,
+//     so its count depends on the search order.
 //   - A set network (Config.SetNetwork): messages that, once sent, may be
 //     received any number of times, as in the TLA+ specifications; with it
 //     two-phase commit (package commit) has the 288 states of TwoPhase

@@ -100,6 +100,21 @@ type Config struct {
 	// bound is counted, not judged).
 	Checks []string
 	Safety []string
+	// Symmetry merges states that differ by a renaming of the
+	// interchangeable processes Symmetric (Setup fills it in for the
+	// families that have them: two-phase commit's resource managers): a
+	// state is fingerprinted as its representative (see run.canon).
+	Symmetry  bool
+	Symmetric []proc.ID
+	// Cycles judges liveness in cycles too (mutual exclusion only): once
+	// the state graph is exhausted, a reachable cycle, fair under weak
+	// fairness, along which a process that requested never enters breaks
+	// ME2 (see lasso.go). It keeps the graph: breadth first, no POR.
+	Cycles bool
+	// Replay explores statelessly: a state is reached by replaying its
+	// path from the start, never by forking a run (the engine of old,
+	// kept to compare with).
+	Replay bool
 }
 
 func (c *Config) seed() uint64 { return 1 }
@@ -127,6 +142,12 @@ func (c *Config) Validate() error {
 		return errors.New("fault bounds must not be negative")
 	case c.MaxStates < 0 || c.MaxDepth < 0:
 		return errors.New("bounds must not be negative")
+	case c.Cycles && (c.Strategy != BFS || c.Family != "mutex"):
+		return fmt.Errorf("cycles: judged for mutual exclusion, breadth first (not %s/%s, %s)", c.Family, c.Algo.Name, c.Strategy)
+	case c.Cycles && c.Nodes > 64:
+		return fmt.Errorf("cycles: at most 64 processes, not %d", c.Nodes)
+	case c.Symmetry && len(c.Symmetric) < 2:
+		return fmt.Errorf("symmetry: %s/%s with %d nodes has no interchangeable processes", c.Family, c.Algo.Name, c.Nodes)
 	}
 	if c.Algo.Validate != nil {
 		if err := c.Algo.Validate(c.Nodes); err != nil {
@@ -165,6 +186,9 @@ type Result struct {
 	// BytesPerState is the memory of the search per unique state: the
 	// fingerprint set, and with BFS the path to every state.
 	BytesPerState float64
+	// Engine is how states were reached: "fork", or "replay" (asked
+	// for, or because the model's runs cannot be forked, with why).
+	Engine string
 }
 
 // Violation is a broken property and the schedule that breaks it.
@@ -173,6 +197,9 @@ type Violation struct {
 	Schedule *Schedule
 	Trace    *trace.Trace
 	Terminal bool // judged at a terminal state (liveness, or end-state properties)
+	// Cycle, if not 0: the schedule's last Cycle steps are a cycle that
+	// leads back to the state before them, to be repeated forever.
+	Cycle int
 }
 
 // Counterexample renders the violation: the check's verdict, its events,
@@ -182,6 +209,9 @@ func (v *Violation) Counterexample() string {
 	b.WriteString(v.Check.Counterexample(v.Trace))
 	fmt.Fprintf(&b, "\nschedule (%d steps):", len(v.Schedule.Steps))
 	for i, s := range v.Schedule.Steps {
+		if v.Cycle > 0 && i == len(v.Schedule.Steps)-v.Cycle {
+			fmt.Fprintf(&b, "\n  then, forever:")
+		}
 		fmt.Fprintf(&b, "\n  %2d. %s", i+1, s.What)
 	}
 	return b.String()

@@ -68,6 +68,7 @@ func Setup(family, algo string, n int, inputs []string) (Config, error) {
 	if family == "commit" {
 		c.SetNetwork = true
 	}
+	c.Symmetric = Symmetric(family, algo, n)
 	if family == "mutex" {
 		c.Gate = "exit"
 		c.Answer = func(o proc.Output) proc.Input {
@@ -192,8 +193,8 @@ func Replay(s *Schedule) (*trace.Trace, error) {
 	}
 	for i, st := range s.Steps {
 		if err := r.apply(choice{seq: st.Seq, act: st.Act}); err != nil {
-			return &r.rec.Trace, fmt.Errorf("step %d (%s %d): %w", i+1, st.Act, st.Seq, err)
+			return r.rec.Trace(), fmt.Errorf("step %d (%s %d): %w", i+1, st.Act, st.Seq, err)
 		}
 	}
-	return &r.rec.Trace, nil
+	return r.rec.Trace(), nil
 }

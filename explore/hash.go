@@ -21,6 +21,12 @@ import (
 type hasher struct {
 	seen  map[unsafe.Pointer]uint64
 	types map[reflect.Type]uint64
+	// perm, if set, renames every proc.ID hashed: process i is hashed as
+	// perm[i] (symmetry reduction).
+	perm []proc.ID
+	// anon, if set, hashes alike every process i with anon[i] (the
+	// signatures of symmetry reduction).
+	anon []bool
 }
 
 func newHasher() *hasher {
@@ -55,7 +61,9 @@ func hashString(s string) uint64 {
 
 // of fingerprints v, starting a fresh walk.
 func (x *hasher) of(v any) uint64 {
-	clear(x.seen)
+	if len(x.seen) > 0 {
+		clear(x.seen)
+	}
 	if v == nil {
 		return 1
 	}
@@ -75,9 +83,21 @@ func (x *hasher) typ(t reflect.Type) uint64 {
 // (IDs are handed out in order), the timer itself is state (pending).
 var timerID = reflect.TypeFor[proc.TimerID]()
 
+var procID = reflect.TypeFor[proc.ID]()
+
 func (x *hasher) value(v reflect.Value) uint64 {
 	if v.Type() == timerID {
 		return 23
+	}
+	if x.anon != nil && v.Type() == procID {
+		if id := v.Int(); id >= 0 && id < int64(len(x.anon)) && x.anon[id] {
+			return 29
+		}
+	}
+	if x.perm != nil && v.Type() == procID {
+		if id := v.Int(); id >= 0 && id < int64(len(x.perm)) {
+			return mix64(uint64(x.perm[id]))
+		}
 	}
 	switch v.Kind() {
 	case reflect.Bool:

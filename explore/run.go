@@ -20,18 +20,22 @@ type run struct {
 	cfg  *Config
 	s    *sim.Sim
 	q    *queue
-	rec  *trace.Recorder
+	rec  *recorder
 	wl   *Workload
 	h    *hasher
 	used [3]int // faults used: crashes, losses, duplicates
 	now  int64
 	evs  []event // scratch
+	// With Config.Cycles: the processes waiting to enter (a bit each),
+	// from the trace's first tracked events.
+	waiting uint64
+	tracked int
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &trace.Recorder{Trace: trace.Trace{Header: c.header()}}
+	r.rec = &recorder{trace: trace.Trace{Header: c.header()}}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -196,6 +200,9 @@ func (r *run) apply(ch choice) error {
 		err = perr
 	}
 	r.dropStale()
+	if r.cfg.Cycles {
+		r.track()
+	}
 	return err
 }
 
@@ -203,25 +210,75 @@ func (r *run) apply(ch choice) error {
 // up, the workload's state, the faults used, and the multiset of pending
 // events by content (in Sync, with how far in the future each is due).
 // Message ids, Seq numbers and absolute times are not state.
+//
+// With symmetry, it is the fingerprint of the state's representative
+// (symmetricFingerprint).
 func (r *run) fingerprint() uint64 {
+	if r.cfg.Symmetry && len(r.cfg.Symmetric) > 1 {
+		return r.symmetricFingerprint()
+	}
+	return r.fingerprintWith(nil)
+}
+
+// fingerprintWith fingerprints the state with every process i renamed
+// perm[i] (nil: as it is).
+func (r *run) fingerprintWith(perm []proc.ID) uint64 {
+	n := r.cfg.Nodes
+	if perm != nil {
+		r.h.perm = perm
+		defer func() { r.h.perm = nil }()
+	}
+	rename := func(id proc.ID) proc.ID {
+		if perm != nil && id >= 0 && int(id) < n {
+			return perm[id]
+		}
+		return id
+	}
+	// Processes by their new names: old name of each.
+	order := make([]proc.ID, n)
+	for id := range order {
+		order[rename(proc.ID(id))] = proc.ID(id)
+	}
 	h := uint64(seed)
-	for id := 0; id < r.cfg.Nodes; id++ {
-		p := r.s.Process(proc.ID(id))
+	for _, id := range order {
+		var p any = r.s.Process(id)
+		if pm, ok := p.(Permuter); ok && perm != nil {
+			p = pm.PermuteIDs(perm)
+		}
 		up := uint64(0)
-		if r.s.Up(proc.ID(id)) {
+		if r.s.Up(id) {
 			up = 1
 		}
 		h = add(add(h, up), r.h.of(p))
 	}
-	h = add(h, r.h.of(r.wl.state()))
+	next := r.wl.next
+	if perm != nil && next != nil {
+		next = make([]int, len(r.wl.next))
+		for id, x := range r.wl.next {
+			next[perm[id]] = x
+		}
+	}
+	h = add(h, r.h.of(next))
 	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
+	if r.cfg.Cycles {
+		w := r.waiting
+		if perm != nil {
+			w = 0
+			for id := 0; id < n; id++ {
+				if r.waiting&(1<<uint(id)) != 0 {
+					w |= 1 << uint(perm[id])
+				}
+			}
+		}
+		h = add(h, w)
+	}
 	var sum uint64
 	for _, k := range r.q.keys {
 		p := r.s.Describe(k.Slot)
 		if isCrash(p) {
 			continue
 		}
-		e := add(add(hashString(p.Kind), uint64(p.Node)), uint64(p.From))
+		e := add(add(hashString(p.Kind), uint64(rename(p.Node))), uint64(rename(p.From)))
 		e = add(e, r.h.of(r.s.Payload(k.Slot)))
 		if r.cfg.Timing == Sync {
 			e = add(e, uint64(k.At-r.now))
@@ -229,4 +286,24 @@ func (r *run) fingerprint() uint64 {
 		sum += mix64(e)
 	}
 	return add(h, sum)
+}
+
+// recorder is the run's trace: the events up to the state it was forked
+// from (shared with the other forks, never appended to in place) and its
+// own since, joined only when the trace is read — a step to a state seen
+// before is never judged, and then costs no copy of the trace.
+type recorder struct {
+	trace trace.Trace
+	tail  []trace.Event
+}
+
+func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
+
+// Trace returns the whole trace so far.
+func (r *recorder) Trace() *trace.Trace {
+	if len(r.tail) > 0 {
+		r.trace.Events = append(r.trace.Events, r.tail...)
+		r.tail = r.tail[:0]
+	}
+	return &r.trace
 }

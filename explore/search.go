@@ -1,10 +1,12 @@
 package explore
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/sim"
 )
 
 // Explore searches every state reachable within cfg's bounds and checks
@@ -20,7 +22,10 @@ func Explore(cfg Config) (*Result, error) {
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = 200
 	}
-	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true}}
+	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
+	if cfg.Replay {
+		e.res.Engine = "replay"
+	}
 	start := time.Now()
 	var err error
 	if cfg.Strategy == DFS {
@@ -48,6 +53,33 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
+	// forking: states are forked, not replayed (until a run cannot be).
+	forking bool
+	cp      *copier
+	// g is the state graph, with Config.Cycles.
+	g *graph
+}
+
+// heldRuns bounds the runs BFS holds for states it has yet to expand;
+// beyond it, a state is reached by replaying its path.
+const heldRuns = 1 << 16
+
+// branch returns a run in r's state, reached by path, for another step
+// from it: a fork of r, or a replay of path. A model whose runs cannot be
+// forked is explored by replay from then on (Result.Engine says so).
+func (e *explorer) branch(r *run, path []choice) (*run, error) {
+	if e.forking {
+		f, err := r.fork(e.cp)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+			return nil, err
+		}
+		e.forking = false
+		e.res.Engine = "replay (" + err.Error() + ")"
+	}
+	return e.replay(path)
 }
 
 // trailNode is a BFS state: how it was first reached.
@@ -77,7 +109,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	if len(names) == 0 {
 		return false, nil
 	}
-	results, err := check.Run(&r.rec.Trace, names...)
+	results, err := check.Run(r.rec.Trace(), names...)
 	if err != nil {
 		return false, err
 	}
@@ -88,7 +120,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: &r.rec.Trace, Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
@@ -123,8 +155,14 @@ func (e *explorer) bfs() error {
 	if err != nil {
 		return err
 	}
-	e.seen.Add(root.fingerprint())
+	rootFP := root.fingerprint()
+	e.seen.Add(rootFP)
+	if cfg.Cycles {
+		e.g = &graph{index: map[uint64]int32{}}
+		e.g.node(rootFP, root.waiting)
+	}
 	trail := []trailNode{{parent: -1}}
+	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
@@ -137,13 +175,13 @@ func (e *explorer) bfs() error {
 		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
 			path[a], path[b] = path[b], path[a]
 		}
-		r := root
-		if i > 0 {
-			if r, err = e.replay(path); err != nil {
-				return err
-			}
+		r := held[i]
+		held[i] = nil
+		if r != nil {
+			nheld--
+		} else if r, err = e.replay(path); err != nil {
+			return err
 		}
-		root = nil
 		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 		chs := append([]choice(nil), r.choices(e.buf)...)
 		if len(chs) == 0 {
@@ -158,10 +196,20 @@ func (e *explorer) bfs() error {
 			e.res.Exhausted = false
 			continue
 		}
+		var labels []label
+		if e.g != nil {
+			for _, ch := range chs {
+				l := r.label(ch)
+				labels = append(labels, l)
+				if r.fair(ch) {
+					e.g.enabled[i] = append(e.g.enabled[i], l.id)
+				}
+			}
+		}
 		for k, ch := range chs {
 			child := r
-			if k > 0 {
-				if child, err = e.replay(path); err != nil {
+			if k < len(chs)-1 { // the last step takes r itself
+				if child, err = e.branch(r, path); err != nil {
 					return err
 				}
 			}
@@ -169,20 +217,39 @@ func (e *explorer) bfs() error {
 				return err
 			}
 			e.res.Transitions++
-			if !e.seen.Add(child.fingerprint()) {
+			fp := child.fingerprint()
+			if !e.seen.Add(fp) {
+				if e.g != nil {
+					e.g.succ[i] = append(e.g.succ[i], edge{e.g.index[fp], labels[k].id})
+				}
 				continue
 			}
+			if e.g != nil {
+				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
+			}
 			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
+			if e.forking && nheld < heldRuns {
+				held = append(held, child)
+				nheld++
+			} else {
+				held = append(held, nil)
+			}
 			if stop, err := e.judge(child, cfg.Safety, append(path[:len(path):len(path)], ch), false); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
-				e.extra = 16 * cap(trail)
+				e.extra = 16*cap(trail) + 8*cap(held)
 				return nil
 			}
 		}
 	}
-	e.extra = 16 * cap(trail)
+	e.extra = 16*cap(trail) + 8*cap(held)
+	if e.g != nil {
+		e.extra += e.g.bytes()
+		if e.res.Exhausted {
+			return e.judgeCycles(trail)
+		}
+	}
 	return nil
 }

@@ -161,8 +161,8 @@ func New(cfg Config) (*Sim, error) {
 		queue:   cfg.Queue,
 		nodes:   make([]node, n),
 		rngs:    make([]*rand.Rand, n),
-		netRand: rand.New(rand.NewPCG(cfg.Seed, 0x6e6574776f726b)), // "network"
-		wlRand:  rand.New(rand.NewPCG(cfg.Seed, 0x776f726b6c6f6164)),
+		netRand: newProcRand(cfg.Seed, 0x6e6574776f726b), // "network"
+		wlRand:  newProcRand(cfg.Seed, 0x776f726b6c6f6164),
 		nextMsg: 1,
 		sink:    cfg.Trace,
 		kindIdx: map[string]int{},

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -108,7 +107,7 @@ func (s *Sim) crashDisk(id proc.ID) {
 		return
 	}
 	if s.diskRand == nil {
-		s.diskRand = rand.New(rand.NewPCG(s.cfg.Seed, 0x6469736b)) // "disk"
+		s.diskRand = newProcRand(s.cfg.Seed, 0x6469736b) // "disk"
 	}
 	keep := s.diskRand.IntN(len(d.unsynced) + 1)
 	s.st.WritesLost += int64(len(d.unsynced) - keep)

@@ -20,12 +20,14 @@ type exploreFlags struct {
 	algo, inputs, faults, timing, strategy string
 	nodes, maxStates, depth                int
 	checks                                 []string
-	por, json                              bool
+	por, json, symmetry, replay, cycles    bool
 	scheduleOut, svgOut                    string
 }
 
 // Bounds of the explorer's flags: no input can exhaust memory (a state
-// costs under 100 bytes; paths are replayed, not stored).
+// costs under 200 bytes, its fingerprint and path; breadth first holds the
+// runs of at most 65,536 states; --cycles keeps the state graph, a few
+// hundred bytes a state).
 const (
 	maxExploreStates = 20_000_000
 	maxExploreDepth  = 10_000
@@ -53,6 +55,8 @@ model checkers).`,
   cohort explore mutex --algo ricart-agrawala-jr --inputs 0:acquire,1:acquire,0:acquire --check ME3
   cohort explore election --algo bully --nodes 3 --timing async
   cohort explore commit --algo two-phase-commit --nodes 4 --json
+  cohort explore commit --algo two-phase-commit --nodes 6 --symmetry
+  cohort explore mutex --algo ricart-agrawala --nodes 2 --cycles
   cohort explore mutex --algo central --faults crash=1 --strategy dfs`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplore(cmd, args[0], &f) },
@@ -68,6 +72,9 @@ model checkers).`,
 	fl.IntVar(&f.maxStates, "max-states", 1_000_000, fmt.Sprintf("stop after this many unique states (at most %d)", maxExploreStates))
 	fl.IntVar(&f.depth, "depth", 200, fmt.Sprintf("longest path explored (at most %d)", maxExploreDepth))
 	fl.StringArrayVar(&f.checks, "check", nil, "property to check, repeatable (default: those the algorithm guarantees)")
+	fl.BoolVar(&f.symmetry, "symmetry", false, "merge states that differ by a renaming of interchangeable processes (commit: the resource managers)")
+	fl.BoolVar(&f.cycles, "cycles", false, "mutex: also judge liveness in cycles — a fair cycle (weak fairness) in which a process that asked never enters breaks ME2 (breadth first; keeps the state graph)")
+	fl.BoolVar(&f.replay, "replay", false, "reach every state by replaying its path from the start (the stateless engine), not by forking runs")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
 	fl.StringVar(&f.scheduleOut, "schedule", "", "write the counterexample's schedule to this file")
 	fl.StringVar(&f.svgOut, "svg", "", "write the counterexample's space-time diagram (SVG) to this file")
@@ -82,6 +89,9 @@ type exploreReport struct {
 	Timing        string           `json:"timing"`
 	Faults        string           `json:"faults"`
 	Strategy      string           `json:"strategy"`
+	Engine        string           `json:"engine"`
+	Symmetry      bool             `json:"symmetry"`
+	Cycles        bool             `json:"cycles"`
 	States        int64            `json:"states"`
 	Transitions   int64            `json:"transitions"`
 	Terminal      int64            `json:"terminal"`
@@ -101,6 +111,7 @@ type exploreViolated struct {
 	Terminal       bool   `json:"terminal"`
 	TraceSHA       string `json:"trace_sha256"`
 	Counterexample string `json:"counterexample"`
+	Cycle          int    `json:"cycle,omitempty"` // the schedule's last steps, repeated forever
 }
 
 func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
@@ -166,6 +177,19 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 		cfg.Safety = explore.SafetyOf(cfg.Checks)
 	}
 	cfg.MaxStates, cfg.MaxDepth = f.maxStates, f.depth
+	cfg.Replay = f.replay
+	if f.cycles {
+		if family != "mutex" || cfg.Strategy != explore.BFS {
+			return usageErr("--cycles: judged for the mutex family, breadth first (not %s, --strategy %s)", family, f.strategy)
+		}
+		cfg.Cycles = true
+	}
+	if f.symmetry {
+		if len(cfg.Symmetric) < 2 {
+			return usageErr("--symmetry: %s/%s with %d nodes has no interchangeable processes (only commit's resource managers are)", family, f.algo, f.nodes)
+		}
+		cfg.Symmetry = true
+	}
 	res, err := explore.Explore(cfg)
 	if err != nil {
 		return &exitError{1, fmt.Errorf("%s: %w", f.algo, err)}
@@ -173,7 +197,7 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 	rep := exploreReport{
 		Family: family, Algo: f.algo, Nodes: f.nodes, Timing: cfg.Timing.String(),
 		Faults:   fmt.Sprintf("crash=%d,loss=%d,dup=%d", cfg.Crashes, cfg.Losses, cfg.Dups),
-		Strategy: cfg.Strategy.String(), States: res.States, Transitions: res.Transitions,
+		Strategy: cfg.Strategy.String(), Engine: res.Engine, Symmetry: cfg.Symmetry, Cycles: cfg.Cycles, States: res.States, Transitions: res.Transitions,
 		Terminal: res.Terminal, MaxDepth: res.MaxDepth, Exhausted: res.Exhausted,
 		ElapsedMS: float64(res.Elapsed) / float64(time.Millisecond), BytesPerState: res.BytesPerState,
 		Checks: cfg.Checks, Unknown: res.Unknown, Inputs: []string{},
@@ -186,7 +210,7 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 	}
 	if v := res.Violation; v != nil {
 		rep.Violation = &exploreViolated{Result: v.Check, Steps: len(v.Schedule.Steps), Terminal: v.Terminal,
-			TraceSHA: traceSHA(v.Trace), Counterexample: v.Counterexample()}
+			TraceSHA: traceSHA(v.Trace), Counterexample: v.Counterexample(), Cycle: v.Cycle}
 		if f.scheduleOut != "" {
 			if err := writeFile(f.scheduleOut, v.Schedule.Write); err != nil {
 				return usageErr("--schedule: %v", err)
@@ -213,8 +237,12 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 }
 
 func printExplore(w io.Writer, r *exploreReport, f *exploreFlags) {
-	fmt.Fprintf(w, "%s/%s, %d nodes, inputs %s, timing %s, faults %s, %s\n", r.Family, r.Algo, r.Nodes,
-		strings.Join(r.Inputs, ","), r.Timing, r.Faults, r.Strategy)
+	sym := ""
+	if r.Symmetry {
+		sym = ", symmetry"
+	}
+	fmt.Fprintf(w, "%s/%s, %d nodes, inputs %s, timing %s, faults %s, %s%s, engine %s\n", r.Family, r.Algo, r.Nodes,
+		strings.Join(r.Inputs, ","), r.Timing, r.Faults, r.Strategy, sym, r.Engine)
 	verdict := "exhausted"
 	if !r.Exhausted {
 		verdict = "not exhausted (a bound was hit, or a violation found)"

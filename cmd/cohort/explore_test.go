@@ -33,6 +33,24 @@ func TestExploreExitsAndReplays(t *testing.T) {
 	if code, out, errs := cli(t, "explore", "commit", "--algo", "two-phase-commit", "--nodes", "4", "--json"); code != 0 || !strings.Contains(out, `"states":288`) {
 		t.Errorf("two-phase commit: exit %d\n%s%s", code, out, errs)
 	}
+	// Symmetry: 5 RMs' 8,832 states fall into 314 orbits; both engines
+	// report their speed and memory.
+	for _, replay := range []string{"--replay=false", "--replay=true"} {
+		code, out, errs := cli(t, "explore", "commit", "--algo", "two-phase-commit", "--nodes", "6", "--symmetry", "--strategy", "dfs", replay, "--json")
+		var r struct {
+			States        int64   `json:"states"`
+			Engine        string  `json:"engine"`
+			StatesPerS    float64 `json:"states_per_s"`
+			BytesPerState float64 `json:"bytes_per_state"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.States != 314 || r.StatesPerS <= 0 || r.BytesPerState <= 0 ||
+			r.Engine != map[string]string{"--replay=false": "fork", "--replay=true": "replay"}[replay] {
+			t.Errorf("symmetry %s: exit %d, %+v\n%s%s", replay, code, r, out, errs)
+		}
+	}
+	if code, out, errs := cli(t, "explore", "mutex", "--algo", "ricart-agrawala", "--nodes", "2", "--cycles", "--json"); code != 0 || !strings.Contains(out, `"cycles":true`) || !strings.Contains(out, `"exhausted":true`) {
+		t.Errorf("cycles: exit %d\n%s%s", code, out, errs)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -45,6 +63,8 @@ func TestExploreExitsAndReplays(t *testing.T) {
 		{[]string{"explore", "mutex", "--algo", "central", "--inputs", "7:acquire"}, `7:acquire`},
 		{[]string{"explore", "mutex", "--algo", "central", "--check", "ME9"}, `"ME9"`},
 		{[]string{"sim", "election", "--schedule", sched}, "mutex family"},
+		{[]string{"explore", "mutex", "--algo", "central", "--symmetry"}, "--symmetry"},
+		{[]string{"explore", "election", "--algo", "bully", "--cycles"}, "--cycles"},
 	} {
 		if code, _, errs := cli(t, c.args...); code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("cohort %s: exit %d, %q; want 2 naming %s", strings.Join(c.args, " "), code, errs, c.want)

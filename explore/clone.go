@@ -1,0 +1,226 @@
+package explore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"unsafe"
+
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Cloner is the fast path an algorithm's process may implement: an
+// independent deep copy of its state. Without it a process is copied
+// reflectively (see copier).
+type Cloner interface {
+	Clone() proc.Process
+}
+
+// errNoClone: a state holds something the copier will not copy (a
+// channel); the model is explored by replay instead.
+var errNoClone = errors.New("a process holds a channel: not cloned")
+
+// copier deep-copies values by reflection, with a copy plan compiled once
+// per type and cached (as encoding/gob compiles its engines): a type with
+// nothing mutable behind a reference — numbers, strings, arrays and
+// structs of them — is copied by one assignment; a struct is assigned
+// whole and then only its mutable fields are copied deeply; pointers,
+// slices and maps get fresh storage. Unexported fields are copied too.
+// Funcs are shared (a closure's captured state is not copied: processes
+// are state machines, their funcs are configuration); a channel is an
+// error. A pointer met twice in one copy is copied once (memo), so shared
+// structure and cycles survive; a pointer into the middle of a slice or
+// a struct that is copied elsewhere is copied apart.
+type copier struct {
+	memo  map[unsafe.Pointer]unsafe.Pointer
+	plans map[reflect.Type]*plan // compiled once per type
+	err   error
+}
+
+type plan struct {
+	mutable bool       // holds a pointer, slice, map or interface
+	fields  []fieldRef // struct: its mutable fields
+}
+
+type fieldRef struct {
+	off uintptr
+	typ reflect.Type
+}
+
+func (c *copier) planOf(t reflect.Type) *plan {
+	if p, ok := c.plans[t]; ok {
+		return p
+	}
+	p := &plan{}
+	c.plans[t] = p // a recursive type sees itself as not yet known…
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.UnsafePointer:
+		p.mutable = true
+	case reflect.Array:
+		p.mutable = c.planOf(t.Elem()).mutable
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if c.planOf(f.Type).mutable {
+				p.fields = append(p.fields, fieldRef{f.Offset, f.Type})
+			}
+		}
+		p.mutable = len(p.fields) > 0
+	}
+	return p // …which is right: only a pointer, slice or map can recur
+}
+
+func newCopier() *copier {
+	return &copier{memo: map[unsafe.Pointer]unsafe.Pointer{}, plans: map[reflect.Type]*plan{}}
+}
+
+// process copies a process's state.
+func (c *copier) process(p proc.Process) proc.Process {
+	if cl, ok := p.(Cloner); ok {
+		return cl.Clone()
+	}
+	return c.iface(p).(proc.Process)
+}
+
+// value copies a payload in flight, unless nothing in it is mutable.
+func (c *copier) value(v any) any {
+	if !c.planOf(reflect.TypeOf(v)).mutable {
+		return v
+	}
+	return c.iface(v)
+}
+
+// iface copies the dynamic value of an interface.
+func (c *copier) iface(v any) any {
+	if len(c.memo) > 0 {
+		clear(c.memo)
+	}
+	t := reflect.TypeOf(v)
+	tmp := reflect.New(t)
+	tmp.Elem().Set(reflect.ValueOf(v))
+	ptr := tmp.UnsafePointer()
+	c.copy(t, ptr, ptr)
+	return tmp.Elem().Interface()
+}
+
+// copy makes *dst (of type t) a deep copy of *src; dst may be src (the
+// value is then made independent in place).
+func (c *copier) copy(t reflect.Type, dst, src unsafe.Pointer) {
+	p := c.planOf(t)
+	if dst != src {
+		reflect.NewAt(t, dst).Elem().Set(reflect.NewAt(t, src).Elem())
+	}
+	if !p.mutable {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		for _, f := range p.fields {
+			c.copy(f.typ, unsafe.Add(dst, f.off), unsafe.Add(src, f.off))
+		}
+	case reflect.Array:
+		et, size := t.Elem(), t.Elem().Size()
+		for i := 0; i < t.Len(); i++ {
+			c.copy(et, unsafe.Add(dst, uintptr(i)*size), unsafe.Add(src, uintptr(i)*size))
+		}
+	case reflect.Pointer:
+		old := *(*unsafe.Pointer)(src)
+		if old == nil {
+			return
+		}
+		if n, ok := c.memo[old]; ok {
+			*(*unsafe.Pointer)(dst) = n
+			return
+		}
+		et := t.Elem()
+		if et.Size() == 0 {
+			return // all zero-size values are one
+		}
+		n := reflect.New(et).UnsafePointer()
+		c.memo[old] = n
+		c.copy(et, n, old)
+		*(*unsafe.Pointer)(dst) = n
+	case reflect.Slice:
+		v := reflect.NewAt(t, src).Elem()
+		if v.IsNil() {
+			return
+		}
+		n := reflect.MakeSlice(t, v.Len(), v.Cap())
+		reflect.Copy(n, v)
+		if et := t.Elem(); c.planOf(et).mutable {
+			base, size := n.UnsafePointer(), et.Size()
+			for i := 0; i < v.Len(); i++ {
+				e := unsafe.Add(base, uintptr(i)*size)
+				c.copy(et, e, e)
+			}
+		}
+		reflect.NewAt(t, dst).Elem().Set(n)
+	case reflect.Map:
+		v := reflect.NewAt(t, src).Elem()
+		if v.IsNil() {
+			return
+		}
+		n := reflect.MakeMapWithSize(t, v.Len())
+		kt, et := t.Key(), t.Elem()
+		deepK, deepE := c.planOf(kt).mutable, c.planOf(et).mutable
+		it := v.MapRange()
+		for it.Next() {
+			k, e := it.Key(), it.Value()
+			if deepK {
+				k = c.fresh(kt, k)
+			}
+			if deepE {
+				e = c.fresh(et, e)
+			}
+			n.SetMapIndex(k, e)
+		}
+		reflect.NewAt(t, dst).Elem().Set(n)
+	case reflect.Interface:
+		v := reflect.NewAt(t, src).Elem()
+		if v.IsNil() {
+			return
+		}
+		e := v.Elem()
+		if !c.planOf(e.Type()).mutable {
+			return // the boxed value cannot change: shared
+		}
+		reflect.NewAt(t, dst).Elem().Set(c.fresh(e.Type(), e))
+	case reflect.Chan:
+		if c.err == nil {
+			c.err = fmt.Errorf("%w (%s)", errNoClone, t)
+		}
+	}
+}
+
+// fresh returns a deep copy of v (of type t) as a new value.
+func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
+	tmp := reflect.New(t)
+	tmp.Elem().Set(v)
+	ptr := tmp.UnsafePointer()
+	c.copy(t, ptr, ptr)
+	return tmp.Elem()
+}
+
+// fork returns an independent copy of the run: the explorer branches by
+// forking where it used to replay the path from the start.
+func (r *run) fork(c *copier) (*run, error) {
+	c.err = nil
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked}
+	f.q = &queue{keys: slices.Clone(r.q.keys), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
+	t := r.rec.Trace()
+	f.rec = &recorder{trace: trace.Trace{Header: t.Header, Events: slices.Clip(t.Events)}}
+	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
+	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value, Deep: c.iface})
+	if err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	f.s, f.q.s = s, s
+	return f, nil
+}
