@@ -26,8 +26,9 @@ import (
 //	on Get(queue, origin, seq, vis):    entry; lease the ready head (lowest id) to
 //	                                    (origin, seq): token = the entry's index;
 //	                                    at the leader, deadline = now + vis
-//	on Ack(queue, ids):                 entry; drop the messages — never delivered again
-//	on Release(queue, ids):             entry; the messages are ready again
+//	on Ack(queue, ids, token):          entry; drop the messages — never delivered again
+//	on Release(queue, ids, token):      entry; the messages are ready again
+//	                                    (token ≠ 0: only those still under that lease)
 //	on Tx(acks, puts):                  entry; every message acked is held → ack them all
 //	                                    and put every message; else none of it
 //	every heartbeat (leader):           entry Expire(queue, id, token) for each lease
@@ -159,11 +160,16 @@ type QueueGet struct {
 }
 
 // QueueAck drops messages for good; QueueRelease makes them ready again.
+// With a Token, only messages still under that lease (the get's entry):
+// a consumer whose lease ran out, and whose message went to another,
+// neither acks nor releases it under the other's feet — a late release
+// would hand it to a third consumer while the second still works on it.
 type QueueAck struct {
 	Queue  string   `json:"queue"`
 	Origin uint64   `json:"origin"`
 	Seq    uint64   `json:"seq"`
 	IDs    []uint64 `json:"ids"`
+	Token  uint64   `json:"token,omitempty"`
 }
 
 type QueueRelease QueueAck
@@ -279,7 +285,7 @@ type QueueOp struct {
 	Vis    time.Duration `json:"vis,omitempty"`
 	IDs    []uint64      `json:"ids,omitempty"`
 	Acks   []QueueRef    `json:"acks,omitempty"`
-	Token  uint64        `json:"token,omitempty"` // expire
+	Token  uint64        `json:"token,omitempty"` // expire; ack, release: the lease
 }
 
 func (op QueueOp) encode() []byte {
@@ -303,9 +309,9 @@ func (q *Queues) Input(env proc.Env, in proc.Input) {
 	case QueueGet:
 		q.propose(env, QueueOp{Op: "get", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, Count: in.Count, Vis: in.Visibility})
 	case QueueAck:
-		q.propose(env, QueueOp{Op: "ack", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs})
+		q.propose(env, QueueOp{Op: "ack", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs, Token: in.Token})
 	case QueueRelease:
-		q.propose(env, QueueOp{Op: "release", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs})
+		q.propose(env, QueueOp{Op: "release", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs, Token: in.Token})
 	case QueueTx:
 		q.propose(env, QueueOp{Op: "tx", Origin: in.Origin, Seq: in.Seq, Acks: in.Acks, Puts: in.Puts})
 	default:
@@ -565,7 +571,7 @@ func (q *Queues) ackOrRelease(env proc.Env, index uint64, op QueueOp) {
 	out := QueueAcked{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Index: index, IDs: []uint64{}, Released: op.Op == "release"}
 	rq := q.queues[op.Queue]
 	for _, id := range op.IDs {
-		if rq == nil || rq.msgs[id] == nil {
+		if rq == nil || rq.msgs[id] == nil || (op.Token != 0 && rq.msgs[id].Token != op.Token) {
 			out.Missing = append(out.Missing, id)
 			continue
 		}

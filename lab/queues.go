@@ -128,7 +128,7 @@ func (w *QueueClients) finish(c sim.Control, k *queueConsumer, got consensus.Que
 			return
 		}
 		k.seq++
-		ack := consensus.QueueAck{Queue: got.Queue, Origin: k.origin, Seq: k.seq, IDs: ids}
+		ack := consensus.QueueAck{Queue: got.Queue, Origin: k.origin, Seq: k.seq, IDs: ids, Token: got.Token}
 		if w.ReleaseEvery > 0 && c.Rand().IntN(w.ReleaseEvery) == 0 {
 			k.op = consensus.QueueRelease(ack)
 		} else {
