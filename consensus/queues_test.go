@@ -50,7 +50,8 @@ func TestQueuesUnderFaults(t *testing.T) {
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		w := queueClients(2800 * time.Millisecond)
 		if seed%3 == 0 {
-			w.Hold, w.Every = 60*time.Millisecond, 40*time.Millisecond // leases that live through changes of leader
+			// Leases longer than an election, held through changes of leader.
+			w.Vis, w.Hold, w.Consumers, w.Every = 600*time.Millisecond, 300*time.Millisecond, 8, 150*time.Millisecond
 		}
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: newQueues,
 			Network: net, Faults: faults, Clocks: clocks,
@@ -155,7 +156,10 @@ func TestQueueDeliveryCatchesBrokenQueueServers(t *testing.T) {
 			for seed := uint64(1); seed <= 300; seed++ {
 				net, faults, clocks := nemesis(3, seed, time.Second, 0.01)
 				w := queueClients(1500 * time.Millisecond)
-				w.Hold = 60 * time.Millisecond // consumers that hold messages through a change of leader
+				// Consumers that hold messages through a change of leader
+				// (leases longer than an election), and others ready to take
+				// them.
+				w.Vis, w.Hold, w.Consumers = 600*time.Millisecond, 500*time.Millisecond, 8
 				r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Network: net, Faults: faults, Clocks: clocks,
 					Workload: w, Deadline: 2 * time.Second})
 				if v := r.Verdicts(t, "queue-delivery")["queue-delivery"]; !v.OK() {
