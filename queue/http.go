@@ -352,10 +352,11 @@ func events(m Backend, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Client uses the queues of a cluster's nodes over HTTP. Queues are each
-// node's own: a call goes to the first endpoint that answers, so with
-// the same endpoints, in the same order, producers and consumers meet at
-// the same node.
+// Client uses the queues of a cluster's nodes over HTTP: a call goes to
+// the first endpoint that answers. Replicated queues are the same through
+// every node; per-node queues are each node's own, so with the same
+// endpoints, in the same order, producers and consumers meet at the same
+// node.
 type Client struct {
 	Endpoints []string
 	Token     string
