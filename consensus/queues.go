@@ -29,8 +29,9 @@ import (
 //	on Ack(queue, ids, token):          entry; drop the messages — never delivered again
 //	on Release(queue, ids, token):      entry; the messages are ready again
 //	                                    (token ≠ 0: only those still under that lease)
-//	on Tx(acks, puts):                  entry; every message acked is held → ack them all
-//	                                    and put every message; else none of it
+//	on Tx(acks, puts):                  entry; every message acked is held (under the
+//	                                    lease named) → ack them all and put every
+//	                                    message; else none of it
 //	every heartbeat (leader):           entry Expire(queue, id, token) for each lease
 //	                                    past its deadline → the message is ready again
 //	on becoming leader (Ready):         deadline = now + vis for every lease
@@ -174,10 +175,11 @@ type QueueAck struct {
 
 type QueueRelease QueueAck
 
-// QueueRef names a message.
+// QueueRef names a message; with a Token, as still under that lease.
 type QueueRef struct {
 	Queue string `json:"queue"`
 	ID    uint64 `json:"id"`
+	Token uint64 `json:"token,omitempty"`
 }
 
 // QueueTx acks messages and puts others atomically: all or nothing.
@@ -637,6 +639,9 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 	for _, r := range op.Acks {
 		if rq := q.queues[r.Queue]; rq == nil || rq.msgs[r.ID] == nil {
 			refuse(false, "transaction: message %d of queue %q is not held (acknowledged already?)", r.ID, r.Queue)
+			return
+		} else if r.Token != 0 && rq.msgs[r.ID].Token != r.Token {
+			refuse(false, "transaction: message %d of queue %q is no longer under lease %d", r.ID, r.Queue, r.Token)
 			return
 		}
 	}

@@ -17,7 +17,7 @@ import (
 var queueChecks = []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness", "queue-delivery"}
 
 func queueClients(stop time.Duration) *lab.QueueClients {
-	return &lab.QueueClients{Producers: 2, Consumers: 4, Queues: 2, Window: 4, ReleaseEvery: 10,
+	return &lab.QueueClients{Producers: 2, Consumers: 4, Queues: 2, Window: 4, ReleaseEvery: 10, TxEvery: 10,
 		Every: 10 * time.Millisecond, Hold: 5 * time.Millisecond, Vis: 100 * time.Millisecond,
 		Think: 2 * time.Millisecond, Retry: 50 * time.Millisecond, Stop: stop}
 }
@@ -40,11 +40,12 @@ func newQueues(id proc.ID, n int) proc.Process {
 // and judges every run: no message leased to two consumers at once by
 // their reckoning, none leased again once acked, each queue's messages
 // first leased in the order of their ids with none acknowledged skipped,
-// and the log safe. Liveness: once the faults are over, with a majority
+// and the log safe. The consumers ack, release, and consume-and-produce
+// in transactions. Liveness: once the faults are over, with a majority
 // up, the consumers drain every acknowledged put and ack it.
 func TestQueuesUnderFaults(t *testing.T) {
 	seeds := simtest.Seeds(100, 6)
-	var puts, leases, expired, lost int
+	var puts, leases, txs, expired, lost int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
@@ -68,9 +69,10 @@ func TestQueuesUnderFaults(t *testing.T) {
 		puts += r.Count("queue-put-done")
 		leases += r.Count("queue-got")
 		expired += r.Count("queue-expired")
+		txs += r.Count("queue-tx-done")
 		lost += int(r.Result.WritesLost)
 	}
-	t.Logf("%d runs: %d put acknowledgements, %d get answers, %d lease expiries output, %d unsynced writes lost at crashes", seeds, puts, leases, expired, lost)
+	t.Logf("%d runs: %d put acknowledgements, %d get answers, %d transactions, %d lease expiries output, %d unsynced writes lost at crashes", seeds, puts, leases, txs, expired, lost)
 	if expired == 0 && seeds > 10 {
 		t.Error("no lease ever expired: the faults never tested the leases")
 	}
@@ -94,6 +96,13 @@ func drained(events []trace.Event) error {
 			var a consensus.QueueAcked
 			if json.Unmarshal(e.Data, &a) == nil && !a.Released {
 				for _, id := range a.IDs {
+					acked[id] = true
+				}
+			}
+		case "queue-tx-done":
+			var d consensus.QueueTxDone
+			if json.Unmarshal(e.Data, &d) == nil {
+				for _, id := range d.Acked {
 					acked[id] = true
 				}
 			}

@@ -16,14 +16,15 @@ import (
 // for Retry, with the same number, to a random server, until Stop.
 // Consumers get from a queue with visibility Vis (one message at a time),
 // work on it for Hold and ack it — or, one time in ReleaseEvery, release
-// it — provided the lease is still valid by their reckoning (Valid from
+// it, and one time in TxEvery ack it and put a message derived from it
+// in one transaction (QueueTx) — provided the lease is still valid by their reckoning (Valid from
 // when they sent the get); else they drop it and let it expire. An
 // operation unanswered for Retry goes again, with the same number, to a
 // random server, which the consumer keeps asking from then on. The
 // consumers go on after Stop, draining the queues, until the run ends.
 type QueueClients struct {
 	Producers, Consumers, Queues, Window int
-	ReleaseEvery                         int
+	ReleaseEvery, TxEvery                int
 	Every, Hold, Vis, Think, Retry, Stop time.Duration
 
 	ps []queueProducer
@@ -48,7 +49,7 @@ type queueConsumer struct {
 // DefaultQueueClients: 2 producers and 3 consumers on 2 queues, a put
 // every 2 ms each, leases of 100 ms held 5 ms, for a second.
 func DefaultQueueClients() sim.Workload {
-	return &QueueClients{Producers: 2, Consumers: 3, Queues: 2, Window: 4, ReleaseEvery: 10,
+	return &QueueClients{Producers: 2, Consumers: 3, Queues: 2, Window: 4, ReleaseEvery: 10, TxEvery: 10,
 		Every: 2 * time.Millisecond, Hold: 5 * time.Millisecond, Vis: 100 * time.Millisecond,
 		Think: 2 * time.Millisecond, Retry: 50 * time.Millisecond, Stop: time.Second}
 }
@@ -129,9 +130,16 @@ func (w *QueueClients) finish(c sim.Control, k *queueConsumer, got consensus.Que
 		}
 		k.seq++
 		ack := consensus.QueueAck{Queue: got.Queue, Origin: k.origin, Seq: k.seq, IDs: ids, Token: got.Token}
-		if w.ReleaseEvery > 0 && c.Rand().IntN(w.ReleaseEvery) == 0 {
+		switch x := c.Rand().IntN(100); {
+		case w.ReleaseEvery > 0 && x%w.ReleaseEvery == 0:
 			k.op = consensus.QueueRelease(ack)
-		} else {
+		case w.TxEvery > 0 && x%w.TxEvery == 1:
+			// Consume and produce at once: ack it and put its successor
+			// on another queue, in one transaction.
+			k.op = consensus.QueueTx{Origin: k.origin, Seq: k.seq,
+				Acks: []consensus.QueueRef{{Queue: got.Queue, ID: ids[0], Token: got.Token}},
+				Puts: []consensus.QueuePut{{Queue: w.queue(c), Body: append([]byte("tx:"), got.Messages[0].Body...)}}}
+		default:
 			k.op = ack
 		}
 		k.done = false
@@ -157,6 +165,8 @@ func (w *QueueClients) Observe(c sim.Control, node proc.ID, o proc.Output) {
 	case consensus.QueueGot:
 		w.answered(c, o.Origin, o.Seq, &o)
 	case consensus.QueueAcked:
+		w.answered(c, o.Origin, o.Seq, nil)
+	case consensus.QueueTxDone:
 		w.answered(c, o.Origin, o.Seq, nil)
 	}
 }

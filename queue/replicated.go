@@ -66,6 +66,9 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 	if c.Raft.Heartbeat == 0 {
 		c.Raft = consensus.DefaultConfig
 	}
+	// An AppendEntries is one transport frame (1 MiB by default): a few
+	// entries of up to maxBatchBytes + MaxReplicatedMessage each.
+	c.Raft.MaxBatch = min(c.Raft.MaxBatch, maxEntriesPerAppend)
 	if c.Limits == (consensus.QueueLimits{}) {
 		c.Limits = consensus.DefaultQueueLimits
 	}
@@ -82,8 +85,8 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 const ServiceName = "queues"
 
 // MaxReplicatedMessage bounds a replicated message: each is (part of) a
-// log entry.
-const MaxReplicatedMessage = 256 << 10
+// log entry, and entries travel in the transport's frames (1 MiB).
+const MaxReplicatedMessage = 64 << 10
 
 // ReplicatedAlgorithm is the algorithm behind Replicated with c.
 func ReplicatedAlgorithm(c ReplicatedConfig) proc.Algorithm {
@@ -111,8 +114,9 @@ func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
 
 // Batching: puts that wait together go to the log as one entry.
 const (
-	maxBatch      = 256
-	maxBatchBytes = 1 << 20
+	maxBatch            = 256
+	maxBatchBytes       = 48 << 10
+	maxEntriesPerAppend = 4
 )
 
 // batch hands the queued puts to the service: as many as are waiting (up

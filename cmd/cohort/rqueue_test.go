@@ -100,6 +100,9 @@ func TestReplicatedQueueSurvivesKillAndRestart(t *testing.T) {
 	}
 
 	putN(0, 30)
+	if code, out, errs := cli(t, "queue", "list", "--endpoints", eps[1]); code != 0 || !strings.Contains(out, "replicated") || !strings.Contains(out, "jobs") {
+		t.Fatalf("cohort queue list through node 1: %d %q %s", code, out, errs)
+	}
 	kill(0)
 	getN(2, 10) // through another node, with node 0 gone
 	restart(0)
