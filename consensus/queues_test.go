@@ -199,3 +199,64 @@ func (f queueOblivious) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	f.after(env)
 }
 func (f queueOblivious) Timeout(env proc.Env, tag any) { f.Queues.Timeout(env, tag); f.after(env) }
+
+// MaxBatchBytes bounds the entries' data an AppendEntries carries (one
+// entry at least): a server that comes back after a crash catches up
+// in many small messages, and every queue property holds.
+func TestAppendEntriesWithinMaxBatchBytes(t *testing.T) {
+	cfg := queuesConfig()
+	cfg.MaxBatchBytes = 2048
+	var sent, multi int
+	watch := func(m proc.Message) {
+		a, ok := m.(consensus.AppendEntries)
+		if !ok {
+			return
+		}
+		size := 0
+		for _, en := range a.Entries {
+			size += len(en.Data)
+		}
+		if len(a.Entries) > 1 && size > cfg.MaxBatchBytes {
+			t.Fatalf("an AppendEntries of %d entries carries %d bytes, over %d", len(a.Entries), size, cfg.MaxBatchBytes)
+		}
+		sent++
+		if len(a.Entries) > 1 {
+			multi++
+		}
+	}
+	r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: 7,
+		New: func(id proc.ID, n int) proc.Process {
+			return watched{consensus.NewQueues(id, n, cfg, consensus.DefaultQueueLimits), watch}
+		},
+		Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 2 * time.Millisecond}},
+		Faults:   []sim.Fault{{Kind: sim.Crash, Node: 2, At: 200 * time.Millisecond}, {Kind: sim.Recover, Node: 2, At: 600 * time.Millisecond}},
+		Workload: queueClients(time.Second), Deadline: 2 * time.Second})
+	r.Hold(t, queueChecks...)
+	if multi == 0 {
+		t.Errorf("%d AppendEntries, none with more than one entry: the bound was never tested", sent)
+	}
+	if err := drained(r.Trace.Events); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d AppendEntries, %d with more than one entry", sent, multi)
+}
+
+// watched shows a server's messages to watch as it sends them.
+type watched struct {
+	*consensus.Queues
+	watch func(proc.Message)
+}
+
+type watchEnv struct {
+	proc.Env
+	watch func(proc.Message)
+}
+
+func (e watchEnv) Send(to proc.ID, m proc.Message) { e.watch(m); e.Env.Send(to, m) }
+
+func (w watched) Start(env proc.Env)                { w.Queues.Start(watchEnv{env, w.watch}) }
+func (w watched) Input(env proc.Env, in proc.Input) { w.Queues.Input(watchEnv{env, w.watch}, in) }
+func (w watched) Timeout(env proc.Env, tag any)     { w.Queues.Timeout(watchEnv{env, w.watch}, tag) }
+func (w watched) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	w.Queues.Receive(watchEnv{env, w.watch}, from, m)
+}

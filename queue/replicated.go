@@ -66,9 +66,12 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 	if c.Raft.Heartbeat == 0 {
 		c.Raft = consensus.DefaultConfig
 	}
-	// An AppendEntries is one transport frame (1 MiB by default): a few
-	// entries of up to maxBatchBytes + MaxReplicatedMessage each.
-	c.Raft.MaxBatch = min(c.Raft.MaxBatch, maxEntriesPerAppend)
+	// An AppendEntries is one transport frame (1 MiB by default): the
+	// entries it carries are bounded in bytes, and each is at most
+	// maxBatchBytes + MaxReplicatedMessage of bodies.
+	if c.Raft.MaxBatchBytes == 0 || c.Raft.MaxBatchBytes > maxAppendBytes {
+		c.Raft.MaxBatchBytes = maxAppendBytes
+	}
 	if c.Limits == (consensus.QueueLimits{}) {
 		c.Limits = consensus.DefaultQueueLimits
 	}
@@ -114,9 +117,9 @@ func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
 
 // Batching: puts that wait together go to the log as one entry.
 const (
-	maxBatch            = 256
-	maxBatchBytes       = 48 << 10
-	maxEntriesPerAppend = 4
+	maxBatch       = 256
+	maxBatchBytes  = 48 << 10
+	maxAppendBytes = 512 << 10
 )
 
 // batch hands the queued puts to the service: as many as are waiting (up
