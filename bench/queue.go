@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/queue"
 )
 
@@ -186,5 +188,93 @@ func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
 			srv.Close()
 			m.Close()
 			os.RemoveAll(d)
+		}, nil
+}
+
+// CohortReplicatedQueue starts nodes in-process nodes (the in-process
+// transport, each node's storage in its own directory under dir) with the
+// replicated queues (queue.Replicated: R3 with three nodes), and returns
+// the system that drives them through node 0 — through the Go API, or
+// over HTTP on loopback — and a function that closes it. A put is
+// acknowledged once a majority of the nodes has it on disk.
+func CohortReplicatedQueue(dir string, nodes int, overHTTP bool) (QueueSystem, func(), error) {
+	d, err := os.MkdirTemp(dir, "cohort-bench-rqueue-")
+	if err != nil {
+		return QueueSystem{}, nil, err
+	}
+	lns, stop, err := livetest.New(nodes, live.Config{DataDir: d, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		os.RemoveAll(d)
+		return QueueSystem{}, nil, err
+	}
+	var rs []*queue.Replicated
+	for _, ln := range lns {
+		r, err := queue.NewReplicated(ln, queue.ReplicatedConfig{})
+		if err != nil {
+			stop()
+			os.RemoveAll(d)
+			return QueueSystem{}, nil, err
+		}
+		rs = append(rs, r)
+	}
+	closeAll := func() { stop(); os.RemoveAll(d) }
+	// Not the election: a put and its get once a leader is there.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := rs[0].PutContext(ctx, "warm-up", nil); err != nil {
+		closeAll()
+		return QueueSystem{}, nil, err
+	}
+	if m, err := rs[0].Get(ctx, "warm-up", 0); err != nil || rs[0].Ack("warm-up", m.ID) != nil {
+		closeAll()
+		return QueueSystem{}, nil, fmt.Errorf("warm-up get: %v", err)
+	}
+	const name = "bench"
+	label := fmt.Sprintf("cohort R%d", nodes)
+	if !overHTTP {
+		r := rs[0]
+		return QueueSystem{
+			Name: label + " (Go API, via node 0)",
+			Put: func(ctx context.Context, body []byte) error {
+				_, err := r.PutContext(ctx, name, body)
+				return err
+			},
+			Get: func(_ context.Context, max int) (int, error) {
+				msgs, err := r.PollN(name, 0, max)
+				if err != nil || len(msgs) == 0 {
+					return 0, err
+				}
+				ids := make([]uint64, len(msgs))
+				for i, m := range msgs {
+					ids[i] = m.ID
+				}
+				return len(ids), r.Ack(name, ids...)
+			},
+		}, closeAll, nil
+	}
+	srv := httptest.NewServer(queue.Handler(rs[0]))
+	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+	c := &queue.Client{Endpoints: []string{srv.URL}, HTTP: &http.Client{Transport: tr}}
+	return QueueSystem{
+			Name: label + " (HTTP, via node 0)",
+			Put: func(ctx context.Context, body []byte) error {
+				_, err := c.Put(ctx, name, body)
+				return err
+			},
+			Get: func(ctx context.Context, max int) (int, error) {
+				msgs, err := c.Get(ctx, name, queue.GetOptions{Count: max, NoWait: true})
+				if err != nil || len(msgs) == 0 {
+					return 0, err
+				}
+				ids := make([]uint64, len(msgs))
+				for i, msg := range msgs {
+					ids[i] = msg.ID
+				}
+				return len(msgs), c.AckLease(ctx, name, msgs[0].Lease, ids...)
+			},
+		}, func() {
+			tr.CloseIdleConnections()
+			srv.Close()
+			closeAll()
 		}, nil
 }

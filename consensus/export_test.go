@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -63,3 +64,41 @@ func (s Send) Encode() []byte       { return s.encode() }
 
 // FlushTag is the tag of the flush timer.
 const FlushTag = tagFlush
+
+// Planted bugs for the queue checker's hunts.
+
+// NewQueuesApplying is NewQueues with its entries applied by apply(q, …)
+// instead of q.Apply.
+func NewQueuesApplying(id proc.ID, n int, cfg Config, limits QueueLimits, apply func(q *Queues, env proc.Env, index uint64, data []byte)) *Queues {
+	cfg.Forward = true
+	q := &Queues{cfg: cfg, limits: limits}
+	q.reset()
+	q.raft = New(id, n, cfg, appliedBy{q, apply})
+	return q
+}
+
+type appliedBy struct {
+	*Queues
+	apply func(q *Queues, env proc.Env, index uint64, data []byte)
+}
+
+func (a appliedBy) Apply(env proc.Env, index uint64, data []byte) {
+	a.apply(a.Queues, env, index, data)
+}
+
+// ReverseReady puts every queue's ready messages newest first (a stack).
+func (q *Queues) ReverseReady() {
+	for _, rq := range q.queues {
+		slices.Reverse(rq.ready)
+	}
+}
+
+// ForgetLeaseDeadlines makes every lease due now, as a leader that took
+// over without extending them would.
+func (q *Queues) ForgetLeaseDeadlines(env proc.Env) {
+	for k := range q.deadline {
+		q.deadline[k] = env.Now()
+	}
+}
+
+func (q *Queues) Leading() bool { return q.leading }

@@ -77,6 +77,10 @@ type Config struct {
 	// AppendEntries carrying entries a follower has not yet acknowledged
 	// (pipelining).
 	MaxBatch, MaxInflight int
+	// MaxBatchBytes, if positive, also bounds the entries' data in one
+	// AppendEntries (at least one entry goes): a host whose transport
+	// bounds its frames keeps messages within them.
+	MaxBatchBytes int
 	// CompactEvery: once this many entries were applied since the last
 	// snapshot, take one and drop them from the log; 0 never compacts.
 	CompactEvery int
@@ -112,6 +116,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("raft: ElectionTimeout = %v must exceed Heartbeat = %v", c.ElectionTimeout, c.Heartbeat)
 	case c.MaxBatch < 1:
 		return fmt.Errorf("raft: MaxBatch = %d must be at least 1", c.MaxBatch)
+	case c.MaxBatchBytes < 0:
+		return fmt.Errorf("raft: MaxBatchBytes = %d must not be negative", c.MaxBatchBytes)
 	case c.MaxInflight < 1:
 		return fmt.Errorf("raft: MaxInflight = %d must be at least 1", c.MaxInflight)
 	case c.CompactEvery < 0:
@@ -698,7 +704,7 @@ func (r *Raft) sendEntries(env proc.Env, p proc.ID) bool {
 			r.sendSnapshot(env, p)
 			return true
 		}
-		k := min(uint64(r.cfg.MaxBatch), last-r.next[p]+1)
+		k := r.batchFrom(r.next[p], min(uint64(r.cfg.MaxBatch), last-r.next[p]+1))
 		r.sendAppend(env, p, r.next[p], k)
 		r.next[p] += k
 		r.inflight[p]++
@@ -709,6 +715,23 @@ func (r *Raft) sendEntries(env proc.Env, p proc.ID) bool {
 		sent = true
 	}
 	return sent
+}
+
+// batchFrom is how many of the k entries from index from one
+// AppendEntries carries: all of them, or as many as fit in MaxBatchBytes
+// (at least one).
+func (r *Raft) batchFrom(from, k uint64) uint64 {
+	if r.cfg.MaxBatchBytes <= 0 {
+		return k
+	}
+	size := 0
+	for i := range k {
+		size += len(r.log[from-r.first+i].Data)
+		if i > 0 && size > r.cfg.MaxBatchBytes {
+			return i
+		}
+	}
+	return k
 }
 
 // sendAppend sends p the k entries from index from.

@@ -60,11 +60,19 @@ type Config struct {
 	TraceResume            *live.TraceResume
 	Logger                 *slog.Logger
 	// DataDir is where services keep their stable storage (see
-	// live.Config) and the message queues their log (DataDir/queues);
-	// "" keeps both in memory (every queue transient).
+	// live.Config) and the per-node message queues their log
+	// (DataDir/queues); "" keeps both in memory (every per-node queue
+	// transient).
 	DataDir string
-	// Queues configures the message queues (package queue); its Dir and
-	// Logger come from DataDir and Logger.
+	// LocalQueues serves each node's own queues (queue.Manager) on the
+	// API. Without it, a node whose locks are replicated (raft-lock)
+	// serves queues replicated on the cluster's log (queue.Replicated, the
+	// service "queues"): a put is acknowledged once a majority has it, and
+	// every node serves every queue. Every node must choose alike.
+	LocalQueues bool
+	// Queues configures the per-node message queues (package queue); its
+	// Dir and Logger come from DataDir and Logger. Its Visibility is the
+	// replicated queues' default lease too.
 	Queues queue.Config
 	// Relays forward local queues to queues on other nodes, with store
 	// and forward (queue.Manager.Relay), from boot until Close.
@@ -120,6 +128,7 @@ type Node struct {
 	locks      *lock.Server
 	members    *members.Server // nil unless Config.Members
 	queues     *queue.Manager
+	rqueues    *queue.Replicated // the API's queues, unless nil (LocalQueues)
 	stopRelays context.CancelFunc
 	log        *slog.Logger
 }
@@ -168,7 +177,17 @@ func New(cfg Config) (*Node, error) {
 		cfg.Raft = consensus.DefaultConfig
 	}
 	replicatedGroups := cfg.Group.Family == "consensus"
+	replicatedQueues := replicated && !cfg.LocalQueues && !joined
+	if replicatedQueues && len(cfg.Relays) > 0 {
+		return nil, errors.New("node: relays forward per-node queues, and this node's queues are replicated (the default with the raft lock): choose local queues (queues: local) to relay")
+	}
+	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility}
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
+	if replicatedQueues {
+		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
+			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName
+		})
+	}
 	if replicatedGroups {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
 			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName
@@ -311,6 +330,11 @@ func New(cfg Config) (*Node, error) {
 		nd.replicated = leader.NewReplicated(rep, cfg.ID, log)
 	}
 	nd.locks = lock.NewServer(lc)
+	if replicatedQueues {
+		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
+			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
+		}
+	}
 	return nd, nil
 }
 
@@ -361,11 +385,15 @@ func (n *Node) Handler() http.Handler {
 			api.Handle(p, n.members.Handler())
 		}
 	}
-	// Queues are every node's own, founder or not.
-	api.Handle("/v1/queues", queue.Handler(n.queues))
-	api.Handle("/v1/queues/", queue.Handler(n.queues))
+	// Queues: replicated on the log, or every node's own (founder or not).
+	qh := queue.Handler(n.queueBackend())
+	api.Handle("/v1/queues", qh)
+	api.Handle("/v1/queues/", qh)
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil}
+		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil, Queues: "local"}
+		if n.rqueues != nil {
+			h.Queues = "raft-queue"
+		}
 		if !n.joined() {
 			h.Lock, h.Group = n.cfg.Lock.Name, n.cfg.Group.Name
 			h.Elections = "raft-lock" // keys of the replicated lock table
@@ -414,7 +442,7 @@ func (n *Node) handler(api http.Handler) http.Handler {
 		if n.members != nil {
 			n.members.WriteMetrics(w)
 		}
-		n.queues.WriteMetrics(w)
+		n.queueBackend().WriteMetrics(w)
 		if n.groups != nil {
 			n.groups.WriteMetrics(w)
 		}
@@ -433,13 +461,29 @@ type Health struct {
 	Group     string `json:"group,omitempty"`
 	Members   bool   `json:"members,omitempty"` // the membership and key-value service runs
 	Joined    bool   `json:"joined,omitempty"`  // this node joined the running cluster
+	// Queues: "raft-queue" (replicated on the log) or "local" (the
+	// node's own).
+	Queues string `json:"queues,omitempty"`
 }
 
 // Members is the node's membership and key-value service, or nil.
 func (n *Node) Members() *members.Server { return n.members }
 
-// Queues is the node's queue manager.
+// Queues is the node's own queue manager (the API's queues with
+// LocalQueues, and the sources of relays).
 func (n *Node) Queues() *queue.Manager { return n.queues }
+
+// ReplicatedQueues is the queues replicated on the cluster's log, which
+// the API serves; nil with LocalQueues or without the raft lock.
+func (n *Node) ReplicatedQueues() *queue.Replicated { return n.rqueues }
+
+// queueBackend is the queues the API serves.
+func (n *Node) queueBackend() queue.Backend {
+	if n.rqueues != nil {
+		return n.rqueues
+	}
+	return n.queues
+}
 
 // Close stops the services, the queues and the transport.
 func (n *Node) Close() error {

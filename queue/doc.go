@@ -33,6 +33,10 @@
 // across crashes. Leases are not durable: after a restart every message
 // not acknowledged is ready again.
 //
-// Not here: queues replicated on a consensus log (what JetStream calls
-// R3); a manager's queues live and die with its disk.
+// A manager's queues live and die with its node's disk. Replicated is
+// the same calls on queues kept on the cluster's Raft log
+// (consensus.Queues; what JetStream calls R3): a put is acknowledged once
+// a majority of the nodes has it on disk, a get's lease runs on the
+// leader's clock, an ack is committed, and every node serves every
+// queue. Handler serves either (Backend).
 package queue

@@ -27,8 +27,10 @@ import (
 //	                                             wait ran out
 //	GET  /v1/queues/{name}/poll?count=1&visibility=30s   the same without waiting
 //	POST /v1/queues/{name}/ack                   {"ids":[...]}: acknowledge, durably; 404 names
-//	                                             the ids the queue does not hold
-//	POST /v1/queues/{name}/release?id=N          give a got message back at once
+//	                                             the ids the queue does not hold; with
+//	                                             "lease": L (replicated queues), only
+//	                                             messages still under that lease
+//	POST /v1/queues/{name}/release?id=N[&lease=L]  give a got message back at once
 //	GET  /v1/queues/{name}/events                server-sent events: each message put (notify)
 //
 // A message got and not acknowledged within its visibility is delivered
@@ -56,13 +58,36 @@ type GetReply struct {
 	Messages []Message `json:"messages"`
 }
 
-// AckRequest is the body of an ack.
+// AckRequest is the body of an ack. Lease, on replicated queues: ack
+// only what is still under that lease (Message.Lease).
 type AckRequest struct {
-	IDs []uint64 `json:"ids"`
+	IDs   []uint64 `json:"ids"`
+	Lease uint64   `json:"lease,omitempty"`
+}
+
+// leaseBackend is a backend whose acks and releases can name a lease.
+type leaseBackend interface {
+	AckLease(name string, lease uint64, ids ...uint64) error
+	ReleaseLease(name string, lease, id uint64) error
+}
+
+// Backend is what the API serves: a node's own queues (Manager) or
+// queues replicated on the cluster's log (Replicated).
+type Backend interface {
+	Put(name string, body []byte) (uint64, error)
+	PutFrom(name string, body []byte, origin string, seq uint64) (uint64, error)
+	Get(ctx context.Context, name string, visibility time.Duration) (Message, error)
+	Poll(name string, visibility time.Duration) (Message, bool, error)
+	Ack(name string, ids ...uint64) error
+	Release(name string, id uint64) error
+	DeclareTransient(name string) error
+	Subscribe(name string, buf int) (<-chan Message, func(), error)
+	Queues() []Stats
+	WriteMetrics(w io.Writer)
 }
 
 // Handler serves the API of m's queues.
-func Handler(m *Manager) http.Handler {
+func Handler(m Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/queues", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.Reply(w, http.StatusOK, m.Queues())
@@ -132,7 +157,11 @@ func Handler(m *Manager) http.Handler {
 			httpapi.Fail(w, http.StatusBadRequest, "ack: want {\"ids\":[...]}: "+err.Error())
 			return
 		}
-		if err := m.Ack(name, req.IDs...); err != nil {
+		ack := func() error { return m.Ack(name, req.IDs...) }
+		if l, ok := m.(leaseBackend); ok && req.Lease != 0 {
+			ack = func() error { return l.AckLease(name, req.Lease, req.IDs...) }
+		}
+		if err := ack(); err != nil {
 			fail(w, err)
 			return
 		}
@@ -149,7 +178,18 @@ func Handler(m *Manager) http.Handler {
 			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("id %q: want a message id", v))
 			return
 		}
-		if err := m.Release(name, id); err != nil {
+		release := func() error { return m.Release(name, id) }
+		if v := r.URL.Query().Get("lease"); v != "" {
+			lease, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("lease %q: want a lease number", v))
+				return
+			}
+			if l, ok := m.(leaseBackend); ok {
+				release = func() error { return l.ReleaseLease(name, lease, id) }
+			}
+		}
+		if err := release(); err != nil {
 			fail(w, err)
 			return
 		}
@@ -177,7 +217,7 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrFull), errors.Is(err, ErrTooMany):
 		code = http.StatusInsufficientStorage
-	case errors.Is(err, ErrNoMessage):
+	case errors.Is(err, ErrNoMessage), errors.Is(err, ErrLeaseLost):
 		code = http.StatusNotFound
 	}
 	httpapi.Fail(w, code, err.Error())
@@ -197,7 +237,7 @@ func duration(w http.ResponseWriter, r *http.Request, key string, def, lo, hi ti
 	return d, true
 }
 
-func get(m *Manager, w http.ResponseWriter, r *http.Request, block bool) {
+func get(m Backend, w http.ResponseWriter, r *http.Request, block bool) {
 	name, ok := queueName(w, r)
 	if !ok {
 		return
@@ -240,16 +280,13 @@ func get(m *Manager, w http.ResponseWriter, r *http.Request, block bool) {
 			return
 		}
 	}
-	for len(reply.Messages) < count {
-		msg, ok, err := m.Poll(name, vis)
-		if err != nil {
+	if n := count - len(reply.Messages); n > 0 {
+		more, err := pollN(m, name, vis, n)
+		if err != nil && len(reply.Messages)+len(more) == 0 {
 			fail(w, err)
 			return
 		}
-		if !ok {
-			break
-		}
-		reply.Messages = append(reply.Messages, msg)
+		reply.Messages = append(reply.Messages, more...)
 	}
 	if r.Context().Err() != nil {
 		// The client is gone: give its messages back at once.
@@ -261,11 +298,30 @@ func get(m *Manager, w http.ResponseWriter, r *http.Request, block bool) {
 	httpapi.Reply(w, http.StatusOK, reply)
 }
 
+// pollN takes up to n messages without waiting: in one operation from a
+// backend that can (Replicated: one entry of the log), else one by one.
+func pollN(m Backend, name string, vis time.Duration, n int) ([]Message, error) {
+	if b, ok := m.(interface {
+		PollN(name string, visibility time.Duration, n int) ([]Message, error)
+	}); ok {
+		return b.PollN(name, vis, n)
+	}
+	var out []Message
+	for len(out) < n {
+		msg, ok, err := m.Poll(name, vis)
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
 // eventsBacklog bounds the messages an event stream holds for a slow
 // reader; beyond, the stream ends with an error event.
 const eventsBacklog = 1024
 
-func events(m *Manager, w http.ResponseWriter, r *http.Request) {
+func events(m Backend, w http.ResponseWriter, r *http.Request) {
 	name, ok := queueName(w, r)
 	if !ok {
 		return
@@ -296,10 +352,11 @@ func events(m *Manager, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Client uses the queues of a cluster's nodes over HTTP. Queues are each
-// node's own: a call goes to the first endpoint that answers, so with
-// the same endpoints, in the same order, producers and consumers meet at
-// the same node.
+// Client uses the queues of a cluster's nodes over HTTP: a call goes to
+// the first endpoint that answers. Replicated queues are the same through
+// every node; per-node queues are each node's own, so with the same
+// endpoints, in the same order, producers and consumers meet at the same
+// node.
 type Client struct {
 	Endpoints []string
 	Token     string
@@ -405,10 +462,17 @@ func (c *Client) Get(ctx context.Context, name string, o GetOptions) ([]Message,
 
 // Ack acknowledges messages: they are never delivered again.
 func (c *Client) Ack(ctx context.Context, name string, ids ...uint64) error {
+	return c.AckLease(ctx, name, 0, ids...)
+}
+
+// AckLease is Ack of messages got under lease (Message.Lease, set by
+// replicated queues; 0: none): only those still under it are
+// acknowledged, and the error says which were not.
+func (c *Client) AckLease(ctx context.Context, name string, lease uint64, ids ...uint64) error {
 	if err := ValidName(name); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(AckRequest{IDs: ids})
+	b, _ := json.Marshal(AckRequest{IDs: ids, Lease: lease})
 	return c.api().First(ctx, func(base string) (int, string, error) {
 		return c.api().Call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/ack", b, nil)
 	})

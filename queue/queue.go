@@ -88,15 +88,20 @@ type Message struct {
 	// Deliveries counts this message's deliveries, this one included: >1
 	// means an earlier consumer did not acknowledge it in time.
 	Deliveries int `json:"deliveries,omitempty"`
+	// Lease names this delivery's lease on a replicated queue (the log
+	// entry that made it): an ack or a release that gives it acts only
+	// while the lease holds (see Replicated.AckLease).
+	Lease uint64 `json:"lease,omitempty"`
 }
 
 // Stats describes a queue.
 type Stats struct {
-	Name      string `json:"name"`
-	Transient bool   `json:"transient,omitempty"`
-	Ready     int    `json:"ready"`  // messages waiting
-	Leased    int    `json:"leased"` // delivered, not acknowledged yet
-	Bytes     int64  `json:"bytes"`
+	Name       string `json:"name"`
+	Transient  bool   `json:"transient,omitempty"`
+	Replicated bool   `json:"replicated,omitempty"` // on the cluster's log (Replicated)
+	Ready      int    `json:"ready"`                // messages waiting
+	Leased     int    `json:"leased"`               // delivered, not acknowledged yet
+	Bytes      int64  `json:"bytes"`
 }
 
 // Manager holds a node's queues: persistent ones in one segment log

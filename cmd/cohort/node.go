@@ -62,6 +62,7 @@ type nodeConfig struct {
 	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
 	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
+	Queues     string         `yaml:"queues"`         // "replicated" (on the log, the default with lock: raft) or "local" (each node's own)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -221,6 +222,18 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	} else if c.Lock == "raft" && c.DataDir == "" {
 		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
+	switch {
+	case c.Queues == "" && c.Lock == "raft" && c.Join == "" && len(c.Relays) == 0:
+		c.Queues = "replicated"
+	case c.Queues == "":
+		c.Queues = "local"
+	case c.Queues != "replicated" && c.Queues != "local":
+		return nil, bad("queues", "%q: want replicated (on the log, with lock: raft) or local (each node's own)", clipValue(c.Queues))
+	case c.Queues == "replicated" && (c.Lock != "raft" || c.Join != ""):
+		return nil, bad("queues", "replicated: the queues are replicated on the log of lock: raft, on the founding members (this node has lock: %s%s); choose queues: local", c.Lock, map[bool]string{true: " and joins"}[c.Join != ""])
+	case c.Queues == "replicated" && len(c.Relays) > 0:
+		return nil, bad("relays", "relays forward per-node queues: choose queues: local")
+	}
 	if c.Group == "raft" && c.DataDir == "" && c.Join == "" {
 		return nil, bad("data_dir", "none given: group: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. group: total-sequencer, which keeps no state)")
 	}
@@ -300,11 +313,16 @@ node.yaml:
   members: true                 # optional: run the membership and key-value service (cohort members,
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
-  relays:                       # optional: remote queues (cohort queue), stored here and forwarded
+  queues: replicated            # optional: replicated (on the log; the default with lock: raft) or local
+  relays:                       # optional, with queues: local: remote queues, stored here and forwarded
     - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
 
-Every node serves message queues (cohort queue): persistent in
-data_dir/storage/queues, or in memory without data_dir.
+Every node serves message queues (cohort queue). With lock: raft they are
+replicated on the cluster's log by default (queues: replicated): a put is
+acknowledged once a majority has it, and every node serves every queue.
+queues: local gives each node its own (persistent in data_dir/storage/queues,
+or in memory without data_dir) — the kind relays forward from; a node that
+relays, or whose lock is a textbook algorithm, has local queues.
 
 A node that joins a running cluster (whose members set members: true) lists
 no peers; it names one member to join through, with --join or in node.yaml:
@@ -384,7 +402,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	nc := node.Config{ID: proc.ID(c.ID), N: founders, Transport: tr, Lock: algo, Group: galgo,
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
-		Members: c.Members, Contact: c.contact}
+		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local"}
 	nc.MembersParams.Period = c.Gossip
 	for _, r := range c.Relays {
 		nc.Relays = append(nc.Relays, node.Relay{Source: r.Source, To: r.To, Queue: r.Queue})

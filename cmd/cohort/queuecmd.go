@@ -50,16 +50,23 @@ func (f *queueFlags) print(w io.Writer, m queue.Message) error {
 func newQueueCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue put|get|poll|listen|list",
-		Short: "Put, get and listen to a node's message queues",
+		Short: "Put, get and listen to a cluster's message queues",
 		Long: `Message queues on a cluster's nodes: persistent asynchronous communication,
-where the sender and the receiver need not run at the same time. A put is
-acknowledged once the message is on the node's disk (fsync, shared by the
-puts that arrive meanwhile); get waits for messages, prints them and then
-acknowledges them, so a message is printed at least once and, once
-acknowledged, never delivered again. Queues are each node's own: the
+where the sender and the receiver need not run at the same time. get waits
+for messages, prints them and then acknowledges them, so a message is
+printed at least once and, once acknowledged, never delivered again. The
 commands use the first endpoint that answers.
 
-A queue node without data_dir keeps its queues in memory (transient).`,
+On a cluster with lock: raft (cohort cluster up) the queues are replicated
+on the cluster's log (queues: replicated, the default): a put is
+acknowledged once a majority of the nodes has it on disk, and every node
+serves every queue — a message put through one node can be got through
+another, after any minority of nodes is lost, or all restarted.
+
+With queues: local in node.yaml (or a textbook lock) the queues are each
+node's own: a put is acknowledged once the message is on that node's disk
+(fsync, shared by the puts that arrive meanwhile); a node without data_dir
+keeps them in memory (transient).`,
 	}
 	cmd.AddCommand(newQueuePutCmd(), newQueueGetCmd(false), newQueueGetCmd(true), newQueueListenCmd(), newQueueListCmd())
 	return cmd
@@ -165,7 +172,8 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 					ids = append(ids, m.ID)
 				}
 				if len(ids) > 0 {
-					if err := c.Ack(ctx, args[0], ids...); err != nil {
+					// One get, one lease (0 from a node's own queues).
+					if err := c.AckLease(ctx, args[0], msgs[0].Lease, ids...); err != nil {
 						return fmt.Errorf("acknowledging (the messages will be delivered again): %w", err)
 					}
 				}
@@ -234,6 +242,9 @@ func newQueueListCmd() *cobra.Command {
 			fmt.Fprintln(tw, "QUEUE\tREADY\tLEASED\tBYTES\tKIND")
 			for _, q := range qs {
 				kind := "persistent"
+				if q.Replicated {
+					kind = "replicated"
+				}
 				if q.Transient {
 					kind = "transient"
 				}

@@ -1,0 +1,763 @@
+package consensus
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Queues is message queues on a Raft log — what JetStream calls R3 and
+// RabbitMQ quorum queues: every operation on a queue is an entry, so a
+// put acknowledged once committed survives any minority of crashes and
+// every restart, and every server holds the same queues. The queuing
+// model is that of message-oriented persistent communication (Tanenbaum
+// and van Steen, Distributed Systems, §4.3) with the leased gets of SQS
+// and JetStream's explicit acknowledgements; the leases are kept on the
+// leader's clock as Locks keeps its sessions (Chubby; Ongaro's thesis,
+// §6.4).
+//
+//	on Put(queue, origin, seq, body):   entry; unless origin's seq was applied:
+//	                                    full → refuse; else id = ++next, append to queue
+//	on Get(queue, origin, seq, vis):    entry; lease the ready head (lowest id) to
+//	                                    (origin, seq): token = the entry's index;
+//	                                    at the leader, deadline = now + vis
+//	on Ack(queue, ids, token):          entry; drop the messages — never delivered again
+//	on Release(queue, ids, token):      entry; the messages are ready again
+//	                                    (token ≠ 0: only those still under that lease)
+//	on Tx(acks, puts):                  entry; every message acked is held (under the
+//	                                    lease named) → ack them all and put every
+//	                                    message; else none of it
+//	every heartbeat (leader):           entry Expire(queue, id, token) for each lease
+//	                                    past its deadline → the message is ready again
+//	on becoming leader (Ready):         deadline = now + vis for every lease
+//
+// FIFO: a queue delivers its ready messages lowest id first, and ids
+// follow the log, so messages are first delivered in the order their puts
+// committed; one that comes back (released, expired) goes before those put
+// after it.
+//
+// Why a consumer may use a message until s + Valid, s when it sent the
+// Get (on its clock) and Valid = vis·(1−ρ)/(1+ρ) (ValidFor): the leader
+// that applied the lease did so after s and set its deadline vis of its
+// own clock later; a leader that takes over gives every lease vis from
+// then; so no Expire — the only way a message leased goes to another
+// consumer without its holder's release — is proposed before s + Valid
+// on any clock within the drift bound. The checker "queue-delivery"
+// verifies it on the traces, with: every acknowledged put delivered in
+// the order of ids (none lost), no acked message leased again.
+//
+// Retries: operations carry a per-origin sequence number and are applied
+// once (the origin table of Groups); a retried Get is answered with what
+// the first copy leased, a retried Put with id 0. Memory is bounded: a
+// queue holds at most Limits.Messages messages and Limits.Bytes bytes
+// (puts beyond are refused, "full"), acked messages are dropped at once
+// and an empty queue is forgotten, and the snapshot is the queues held.
+type Queues struct {
+	raft   *Raft
+	cfg    Config
+	limits QueueLimits
+	log    Log
+
+	next    uint64 // ids given so far, across the queues (ids never repeat)
+	queues  map[string]*rqueue
+	origins map[uint64]*origin
+
+	// Leader only, volatile: each lease's deadline on our clock.
+	leading  bool
+	leadTerm uint64
+	deadline map[leaseKey]time.Duration
+	expiring map[leaseKey]bool // an Expire entry is proposed
+	sweep    proc.TimerID
+}
+
+// QueueLimits bound what the replicated queues hold.
+type QueueLimits struct {
+	Messages int   // per queue
+	Bytes    int64 // of bodies, per queue
+	Queues   int   // queues holding messages
+}
+
+// DefaultQueueLimits: 100 000 messages and 64 MiB a queue, 1024 queues.
+var DefaultQueueLimits = QueueLimits{Messages: 100_000, Bytes: 64 << 20, Queues: 1024}
+
+type rqueue struct {
+	msgs  map[uint64]*QueueMessage
+	ready []uint64 // ids not leased, ascending
+	bytes int64
+}
+
+type leaseKey struct {
+	queue string
+	id    uint64
+}
+
+// QueueMessage is a message held, as snapshots keep it and gets deliver
+// it: Token is the entry of its current lease (0: ready), Deliveries how
+// many leases it has had.
+type QueueMessage struct {
+	ID         uint64        `json:"id"`
+	Body       []byte        `json:"body"`
+	Deliveries int           `json:"deliveries,omitempty"`
+	Token      uint64        `json:"token,omitempty"`
+	Origin     uint64        `json:"origin,omitempty"` // of the lease
+	Seq        uint64        `json:"seq,omitempty"`
+	Visibility time.Duration `json:"vis,omitempty"`
+}
+
+// NewQueues returns server id of an n-server queue service. Proposals are
+// forwarded to the leader.
+func NewQueues(id proc.ID, n int, cfg Config, limits QueueLimits) *Queues {
+	cfg.Forward = true
+	q := &Queues{cfg: cfg, limits: limits}
+	q.reset()
+	q.raft = New(id, n, cfg, q)
+	return q
+}
+
+func (q *Queues) reset() {
+	q.log, q.next = Log{}, 0
+	q.queues = map[string]*rqueue{}
+	q.origins = map[uint64]*origin{}
+	q.deadline = map[leaseKey]time.Duration{}
+	q.expiring = map[leaseKey]bool{}
+}
+
+// Raft is the server's replicated log.
+func (q *Queues) Raft() *Raft { return q.raft }
+
+// Valid is how long after sending a Get a consumer may count on a
+// message it leased for vis.
+func (q *Queues) Valid(vis time.Duration) time.Duration { return ValidFor(vis, q.cfg.MaxDrift) }
+
+// Inputs: each an entry.
+
+// QueuePut appends Body to Queue; Origin and Seq number it for retries.
+type QueuePut struct {
+	Queue  string `json:"queue"`
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	Body   []byte `json:"body"`
+}
+
+// QueuePutBatch is several puts in one entry (a client's way to amortize
+// the log under load); each is applied as a QueuePut.
+type QueuePutBatch struct {
+	Puts []QueuePut `json:"puts"`
+}
+
+// QueueGet leases up to Count (at least 1) messages of Queue's head for
+// Visibility.
+type QueueGet struct {
+	Queue      string        `json:"queue"`
+	Origin     uint64        `json:"origin"`
+	Seq        uint64        `json:"seq"`
+	Count      int           `json:"count,omitempty"`
+	Visibility time.Duration `json:"vis"`
+}
+
+// QueueAck drops messages for good; QueueRelease makes them ready again.
+// With a Token, only messages still under that lease (the get's entry):
+// a consumer whose lease ran out, and whose message went to another,
+// neither acks nor releases it under the other's feet — a late release
+// would hand it to a third consumer while the second still works on it.
+type QueueAck struct {
+	Queue  string   `json:"queue"`
+	Origin uint64   `json:"origin"`
+	Seq    uint64   `json:"seq"`
+	IDs    []uint64 `json:"ids"`
+	Token  uint64   `json:"token,omitempty"`
+}
+
+type QueueRelease QueueAck
+
+// QueueRef names a message; with a Token, as still under that lease.
+type QueueRef struct {
+	Queue string `json:"queue"`
+	ID    uint64 `json:"id"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+// QueueTx acks messages and puts others atomically: all or nothing.
+type QueueTx struct {
+	Origin uint64     `json:"origin"`
+	Seq    uint64     `json:"seq"`
+	Acks   []QueueRef `json:"acks"`
+	Puts   []QueuePut `json:"puts"` // their Origin and Seq are the Tx's
+}
+
+func (QueuePut) Kind() string      { return "queue-put" }
+func (QueuePutBatch) Kind() string { return "queue-put-batch" }
+func (QueueGet) Kind() string      { return "queue-get" }
+func (QueueAck) Kind() string      { return "queue-ack" }
+func (QueueRelease) Kind() string  { return "queue-release" }
+func (QueueTx) Kind() string       { return "queue-tx" }
+
+// Outputs, by every server that applies the entry.
+
+// QueuePutDone acknowledges a put: committed, with ID (0: a copy of one
+// applied before).
+type QueuePutDone struct {
+	Queue  string `json:"queue"`
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	ID     uint64 `json:"id,omitempty"`
+	Body   []byte `json:"body,omitempty"`
+}
+
+// QueueGot answers a get: the messages leased (none: the queue had no
+// ready message), Token the entry that leased them, usable until Valid
+// after the get was sent.
+type QueueGot struct {
+	Queue    string         `json:"queue"`
+	Origin   uint64         `json:"origin"`
+	Seq      uint64         `json:"seq"`
+	Token    uint64         `json:"token,omitempty"`
+	Valid    time.Duration  `json:"valid,omitempty"`
+	Messages []QueueMessage `json:"messages"`
+}
+
+// QueueAcked answers an ack (Released: a release): the ids that were
+// held, and Missing, those that were not.
+type QueueAcked struct {
+	Queue    string   `json:"queue"`
+	Origin   uint64   `json:"origin"`
+	Seq      uint64   `json:"seq"`
+	Index    uint64   `json:"index"`
+	IDs      []uint64 `json:"ids"`
+	Missing  []uint64 `json:"missing,omitempty"`
+	Released bool     `json:"released,omitempty"`
+}
+
+// QueueTxDone answers a transaction: committed with the ids put, or
+// refused (nothing of it applied).
+type QueueTxDone struct {
+	Origin uint64   `json:"origin"`
+	Seq    uint64   `json:"seq"`
+	Index  uint64   `json:"index"`
+	Acked  []uint64 `json:"acked,omitempty"`
+	IDs    []uint64 `json:"ids,omitempty"`
+}
+
+// QueueExpired: a lease ran out on the leader's clock; the message is
+// ready again.
+type QueueExpired struct {
+	Queue string `json:"queue"`
+	ID    uint64 `json:"id"`
+	Token uint64 `json:"token"`
+}
+
+// QueueRefused answers an operation the queues cannot apply; Full: a
+// queue is full.
+type QueueRefused struct {
+	Origin uint64 `json:"origin"`
+	Seq    uint64 `json:"seq"`
+	Reason string `json:"reason"`
+	Full   bool   `json:"full,omitempty"`
+}
+
+// QueueStat describes a queue (Stats).
+type QueueStat struct {
+	Name   string `json:"name"`
+	Ready  int    `json:"ready"`
+	Leased int    `json:"leased"`
+	Bytes  int64  `json:"bytes"`
+}
+
+func (QueuePutDone) Kind() string { return "queue-put-done" }
+func (QueueGot) Kind() string     { return "queue-got" }
+func (QueueAcked) Kind() string   { return "queue-acked" }
+func (QueueTxDone) Kind() string  { return "queue-tx-done" }
+func (QueueExpired) Kind() string { return "queue-expired" }
+func (QueueRefused) Kind() string { return "queue-refused" }
+
+// QueueOp is an operation as an entry's data (JSON).
+type QueueOp struct {
+	Op     string        `json:"op"` // put, get, ack, release, tx, expire
+	Queue  string        `json:"q,omitempty"`
+	Origin uint64        `json:"o,omitempty"`
+	Seq    uint64        `json:"s,omitempty"`
+	Body   []byte        `json:"b,omitempty"`
+	Puts   []QueuePut    `json:"puts,omitempty"`
+	Count  int           `json:"n,omitempty"`
+	Vis    time.Duration `json:"vis,omitempty"`
+	IDs    []uint64      `json:"ids,omitempty"`
+	Acks   []QueueRef    `json:"acks,omitempty"`
+	Token  uint64        `json:"token,omitempty"` // expire; ack, release: the lease
+}
+
+func (op QueueOp) encode() []byte {
+	b, _ := json.Marshal(op)
+	return b
+}
+
+// Process.
+
+func (q *Queues) Start(env proc.Env) {
+	q.raft.Start(env)
+	q.lead(env)
+}
+
+func (q *Queues) Input(env proc.Env, in proc.Input) {
+	switch in := in.(type) {
+	case QueuePut:
+		q.propose(env, QueueOp{Op: "put", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, Body: in.Body})
+	case QueuePutBatch:
+		q.propose(env, QueueOp{Op: "puts", Puts: in.Puts})
+	case QueueGet:
+		q.propose(env, QueueOp{Op: "get", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, Count: in.Count, Vis: in.Visibility})
+	case QueueAck:
+		q.propose(env, QueueOp{Op: "ack", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs, Token: in.Token})
+	case QueueRelease:
+		q.propose(env, QueueOp{Op: "release", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, IDs: in.IDs, Token: in.Token})
+	case QueueTx:
+		q.propose(env, QueueOp{Op: "tx", Origin: in.Origin, Seq: in.Seq, Acks: in.Acks, Puts: in.Puts})
+	default:
+		q.raft.Input(env, in)
+	}
+	q.lead(env)
+}
+
+func (q *Queues) propose(env proc.Env, op QueueOp) {
+	q.raft.Input(env, Propose{Data: op.encode()})
+}
+
+func (q *Queues) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	q.raft.Receive(env, from, m)
+	q.lead(env)
+}
+
+type queuesTag struct{}
+
+func (queuesTag) String() string { return "expire-leases" }
+
+func (q *Queues) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(queuesTag); ok {
+		q.sweep = 0
+		if q.leading {
+			q.expire(env)
+			q.sweep = env.SetTimer(q.cfg.Heartbeat, queuesTag{})
+		}
+		return
+	}
+	q.raft.Timeout(env, tag)
+	q.lead(env)
+}
+
+// lead follows the leadership after every event, as Locks.lead does: a
+// server that becomes a ready leader gives every lease its full
+// visibility from now; one that stops leading forgets the deadlines.
+func (q *Queues) lead(env proc.Env) {
+	ready := q.raft.Ready()
+	_, term := q.raft.Leader()
+	if ready && q.leading && term == q.leadTerm {
+		return
+	}
+	if !ready && !q.leading {
+		return
+	}
+	clear(q.deadline)
+	clear(q.expiring)
+	if q.sweep != 0 {
+		env.CancelTimer(q.sweep)
+		q.sweep = 0
+	}
+	q.leading, q.leadTerm = ready, term
+	if ready {
+		now := env.Now()
+		for name, rq := range q.queues {
+			for id, m := range rq.msgs {
+				if m.Token != 0 {
+					q.deadline[leaseKey{name, id}] = now + m.Visibility
+				}
+			}
+		}
+		q.sweep = env.SetTimer(q.cfg.Heartbeat, queuesTag{})
+	}
+}
+
+// expire proposes the expiry of every lease past its deadline.
+func (q *Queues) expire(env proc.Env) {
+	now := env.Now()
+	var due []leaseKey
+	for k, d := range q.deadline {
+		if now >= d && !q.expiring[k] {
+			due = append(due, k)
+		}
+	}
+	slices.SortFunc(due, func(a, b leaseKey) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.id, b.id)) })
+	for _, k := range due {
+		m := q.queues[k.queue].msgs[k.id] // a deadline is dropped with its lease
+		q.expiring[k] = true
+		q.propose(env, QueueOp{Op: "expire", Queue: k.queue, IDs: []uint64{k.id}, Token: m.Token})
+	}
+}
+
+// The replicated queues: Apply, Snapshot, Restore.
+
+func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
+	q.log.applyDigest(env, index, data)
+	var op QueueOp
+	if data == nil || json.Unmarshal(data, &op) != nil {
+		return
+	}
+	switch op.Op {
+	case "expire":
+		if len(op.IDs) == 1 {
+			q.expired(env, op.Queue, op.IDs[0], op.Token)
+		}
+		return
+	case "puts":
+		for _, p := range op.Puts {
+			if q.fresh(env, index, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
+				q.put(env, p)
+			}
+		}
+		return
+	}
+	if !q.fresh(env, index, op.Origin, op.Seq, op) {
+		return
+	}
+	switch op.Op {
+	case "put":
+		q.put(env, QueuePut{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Body: op.Body})
+	case "get":
+		q.get(env, index, op)
+	case "ack", "release":
+		q.ackOrRelease(env, index, op)
+	case "tx":
+		q.tx(env, index, op)
+	default:
+		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("unknown operation %q", op.Op)})
+	}
+}
+
+// fresh reports whether (o, seq) was not applied before, and marks it
+// applied; a copy is answered again.
+func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
+	if seq == 0 {
+		env.Output(QueueRefused{Origin: o, Seq: seq, Reason: "operation without a sequence number"})
+		return false
+	}
+	org := q.origins[o]
+	if org == nil {
+		if len(q.origins) >= MaxOrigins {
+			ids := slices.Sorted(maps.Keys(q.origins))
+			delete(q.origins, slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(q.origins[a].Used, q.origins[b].Used) }))
+		}
+		org = &origin{Above: map[uint64]bool{}}
+		q.origins[o] = org
+	}
+	org.Used = index
+	if seq <= org.Done || org.Above[seq] {
+		q.reanswer(env, o, seq, op)
+		return false
+	}
+	org.Above[seq] = true
+	for org.Above[org.Done+1] {
+		delete(org.Above, org.Done+1)
+		org.Done++
+	}
+	if len(org.Above) > Window { // an origin past its window: give up on the gap
+		org.Done = slices.Min(slices.Collect(maps.Keys(org.Above)))
+		delete(org.Above, org.Done)
+		for org.Above[org.Done+1] {
+			delete(org.Above, org.Done+1)
+			org.Done++
+		}
+	}
+	return true
+}
+
+// reanswer answers a copy of an operation applied before (its client
+// retried, and both copies reached the log): a put with id 0, a get with
+// what the first copy leased and still holds, an ack or a release as
+// done.
+func (q *Queues) reanswer(env proc.Env, o, seq uint64, op QueueOp) {
+	switch op.Op {
+	case "put":
+		env.Output(QueuePutDone{Queue: op.Queue, Origin: o, Seq: seq})
+	case "get":
+		got := QueueGot{Queue: op.Queue, Origin: o, Seq: seq, Messages: []QueueMessage{}}
+		if rq := q.queues[op.Queue]; rq != nil {
+			for _, id := range slices.Sorted(maps.Keys(rq.msgs)) {
+				if m := rq.msgs[id]; m.Token != 0 && m.Origin == o && m.Seq == seq {
+					got.Token, got.Valid = m.Token, q.Valid(m.Visibility)
+					got.Messages = append(got.Messages, *m)
+				}
+			}
+		}
+		env.Output(got)
+	case "ack", "release":
+		env.Output(QueueAcked{Queue: op.Queue, Origin: o, Seq: seq, IDs: op.IDs, Released: op.Op == "release"})
+	case "tx":
+		env.Output(QueueTxDone{Origin: o, Seq: seq})
+	}
+}
+
+func (q *Queues) queue(name string) *rqueue {
+	rq := q.queues[name]
+	if rq == nil {
+		rq = &rqueue{msgs: map[uint64]*QueueMessage{}}
+		q.queues[name] = rq
+	}
+	return rq
+}
+
+// full reports why n more messages, of size bytes in all, would not fit
+// in queue name, or "".
+func (q *Queues) full(name string, n int, size int64) string {
+	var held int
+	var bytes int64
+	if rq := q.queues[name]; rq != nil {
+		held, bytes = len(rq.msgs), rq.bytes
+	} else if n > 0 && len(q.queues) >= q.limits.Queues {
+		return fmt.Sprintf("%d queues hold messages, the most there may be", len(q.queues))
+	}
+	if n > 0 && held+n > q.limits.Messages {
+		return fmt.Sprintf("queue %q is full: it holds %d messages, the most it may", name, held)
+	}
+	if size > 0 && bytes+size > q.limits.Bytes {
+		return fmt.Sprintf("queue %q is full: it holds %d bytes, and %d more would pass its %d", name, bytes, size, q.limits.Bytes)
+	}
+	return ""
+}
+
+func (q *Queues) put(env proc.Env, p QueuePut) {
+	if why := q.full(p.Queue, 1, int64(len(p.Body))); why != "" {
+		env.Output(QueueRefused{Origin: p.Origin, Seq: p.Seq, Reason: why, Full: true})
+		return
+	}
+	id := q.add(p.Queue, p.Body)
+	env.Output(QueuePutDone{Queue: p.Queue, Origin: p.Origin, Seq: p.Seq, ID: id, Body: p.Body})
+}
+
+// add appends a message to queue name, ready.
+func (q *Queues) add(name string, body []byte) uint64 {
+	rq := q.queue(name)
+	q.next++
+	rq.msgs[q.next] = &QueueMessage{ID: q.next, Body: body}
+	rq.ready = append(rq.ready, q.next)
+	rq.bytes += int64(len(body))
+	return q.next
+}
+
+func (q *Queues) get(env proc.Env, index uint64, op QueueOp) {
+	if op.Vis <= 0 {
+		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("visibility %v is not positive", op.Vis)})
+		return
+	}
+	got := QueueGot{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Messages: []QueueMessage{}}
+	rq := q.queues[op.Queue]
+	for rq != nil && len(rq.ready) > 0 && len(got.Messages) < max(op.Count, 1) {
+		m := rq.msgs[rq.ready[0]]
+		rq.ready = rq.ready[1:]
+		m.Token, m.Origin, m.Seq, m.Visibility = index, op.Origin, op.Seq, op.Vis
+		m.Deliveries++
+		if q.leading {
+			q.deadline[leaseKey{op.Queue, m.ID}] = env.Now() + op.Vis
+		}
+		got.Messages = append(got.Messages, *m)
+	}
+	if len(got.Messages) > 0 {
+		got.Token, got.Valid = index, q.Valid(op.Vis)
+	}
+	env.Output(got)
+}
+
+func (q *Queues) ackOrRelease(env proc.Env, index uint64, op QueueOp) {
+	out := QueueAcked{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Index: index, IDs: []uint64{}, Released: op.Op == "release"}
+	rq := q.queues[op.Queue]
+	for _, id := range op.IDs {
+		if rq == nil || rq.msgs[id] == nil || (op.Token != 0 && rq.msgs[id].Token != op.Token) {
+			out.Missing = append(out.Missing, id)
+			continue
+		}
+		if op.Op == "ack" {
+			q.drop(op.Queue, id)
+		} else {
+			q.unlease(op.Queue, id)
+		}
+		out.IDs = append(out.IDs, id)
+	}
+	env.Output(out)
+}
+
+// drop removes a message for good.
+func (q *Queues) drop(name string, id uint64) {
+	rq := q.queues[name]
+	m := rq.msgs[id]
+	if m.Token == 0 {
+		if i, ok := slices.BinarySearch(rq.ready, id); ok {
+			rq.ready = slices.Delete(rq.ready, i, i+1)
+		}
+	}
+	delete(rq.msgs, id)
+	rq.bytes -= int64(len(m.Body))
+	q.forgetLease(name, id)
+	if len(rq.msgs) == 0 {
+		delete(q.queues, name)
+	}
+}
+
+// unlease makes a leased message ready again, in its place by id.
+func (q *Queues) unlease(name string, id uint64) {
+	rq := q.queues[name]
+	m := rq.msgs[id]
+	if m.Token == 0 {
+		return
+	}
+	m.Token, m.Origin, m.Seq, m.Visibility = 0, 0, 0, 0
+	i, _ := slices.BinarySearch(rq.ready, id)
+	rq.ready = slices.Insert(rq.ready, i, id)
+	q.forgetLease(name, id)
+}
+
+func (q *Queues) forgetLease(name string, id uint64) {
+	delete(q.deadline, leaseKey{name, id})
+	delete(q.expiring, leaseKey{name, id})
+}
+
+func (q *Queues) expired(env proc.Env, name string, id, token uint64) {
+	rq := q.queues[name]
+	if rq == nil || rq.msgs[id] == nil || rq.msgs[id].Token != token {
+		return // acked, released, or leased again since
+	}
+	q.unlease(name, id)
+	env.Output(QueueExpired{Queue: name, ID: id, Token: token})
+}
+
+// tx applies a transaction whole, or refuses it whole.
+func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
+	refuse := func(full bool, why string, args ...any) {
+		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf(why, args...), Full: full})
+	}
+	for _, r := range op.Acks {
+		if rq := q.queues[r.Queue]; rq == nil || rq.msgs[r.ID] == nil {
+			refuse(false, "transaction: message %d of queue %q is not held (acknowledged already?)", r.ID, r.Queue)
+			return
+		} else if r.Token != 0 && rq.msgs[r.ID].Token != r.Token {
+			refuse(false, "transaction: message %d of queue %q is no longer under lease %d", r.ID, r.Queue, r.Token)
+			return
+		}
+	}
+	// Room as the queues will be after the acks.
+	n, size := map[string]int{}, map[string]int64{}
+	for _, r := range op.Acks {
+		n[r.Queue]--
+		size[r.Queue] -= int64(len(q.queues[r.Queue].msgs[r.ID].Body))
+	}
+	created := 0
+	for _, p := range op.Puts {
+		if _, ok := n[p.Queue]; !ok && q.queues[p.Queue] == nil {
+			created++
+		}
+		n[p.Queue]++
+		size[p.Queue] += int64(len(p.Body))
+	}
+	if created > 0 && len(q.queues)+created > q.limits.Queues {
+		refuse(true, "transaction: %d queues hold messages, and %d more would pass the %d there may be", len(q.queues), created, q.limits.Queues)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(n)) {
+		if q.queues[name] == nil && len(q.queues) >= q.limits.Queues {
+			continue // counted above, with the others created
+		}
+		if why := q.full(name, n[name], size[name]); why != "" {
+			refuse(true, "transaction: %s", why)
+			return
+		}
+	}
+	done := QueueTxDone{Origin: op.Origin, Seq: op.Seq, Index: index}
+	for _, r := range op.Acks {
+		if q.queues[r.Queue] != nil && q.queues[r.Queue].msgs[r.ID] != nil {
+			q.drop(r.Queue, r.ID)
+			done.Acked = append(done.Acked, r.ID)
+		}
+	}
+	for _, p := range op.Puts {
+		id := q.add(p.Queue, p.Body)
+		done.IDs = append(done.IDs, id)
+		env.Output(QueuePutDone{Queue: p.Queue, Origin: op.Origin, Seq: op.Seq, ID: id, Body: p.Body})
+	}
+	env.Output(done)
+}
+
+// Stats is this server's view of the queues, by name (a follower's may
+// be behind the leader's).
+func (q *Queues) Stats() []QueueStat {
+	s := []QueueStat{}
+	for _, name := range slices.Sorted(maps.Keys(q.queues)) {
+		rq := q.queues[name]
+		s = append(s, QueueStat{Name: name, Ready: len(rq.ready), Leased: len(rq.msgs) - len(rq.ready), Bytes: rq.bytes})
+	}
+	return s
+}
+
+type queuesSnapshot struct {
+	Log     []byte                     `json:"log"`
+	Next    uint64                     `json:"next"`
+	Queues  map[string][]*QueueMessage `json:"queues"`
+	Origins map[uint64]*origin         `json:"origins"`
+}
+
+func (q *Queues) Snapshot() []byte {
+	s := queuesSnapshot{Log: q.log.Snapshot(), Next: q.next, Queues: map[string][]*QueueMessage{}, Origins: q.origins}
+	for name, rq := range q.queues {
+		ms := slices.Collect(maps.Values(rq.msgs))
+		slices.SortFunc(ms, func(a, b *QueueMessage) int { return cmp.Compare(a.ID, b.ID) })
+		s.Queues[name] = ms
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// Restore replaces the state by a snapshot's: the messages held (acked
+// ones are gone), their leases, and the origins.
+func (q *Queues) Restore(env proc.Env, b []byte) {
+	q.reset()
+	q.leading = false // deadlines are set again by lead
+	var s queuesSnapshot
+	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
+		return
+	}
+	q.log.Restore(env, s.Log)
+	q.next = s.Next
+	for name, ms := range s.Queues {
+		rq := q.queue(name)
+		for _, m := range ms {
+			rq.msgs[m.ID] = m
+			rq.bytes += int64(len(m.Body))
+			if m.Token == 0 {
+				rq.ready = append(rq.ready, m.ID)
+			}
+		}
+	}
+	for id, o := range s.Origins {
+		if o.Above == nil {
+			o.Above = map[uint64]bool{}
+		}
+		q.origins[id] = o
+	}
+}
+
+func (g QueueGot) String() string {
+	return fmt.Sprintf("queue-got %s %d/%d: %d messages, token %d", g.Queue, g.Origin, g.Seq, len(g.Messages), g.Token)
+}
+
+// QueueServiceAlgorithm is the replicated queues (Queues) with cfg and
+// limits, as a host runs them.
+func QueueServiceAlgorithm(cfg Config, limits QueueLimits) proc.Algorithm {
+	a := raftAlgorithm(cfg)
+	a.Name = "raft-queue"
+	a.Summary = "message queues on Raft: puts acknowledged once committed, leased gets that expire on the leader's clock, durable acks"
+	a.Source = "Tanenbaum & van Steen, Distributed Systems §4.3 (message queuing); Ongaro's thesis 2014, §6.4 (leases)"
+	a.New = func(id proc.ID, n int) proc.Process { return NewQueues(id, n, cfg, limits) }
+	a.Checks = append(a.Checks, "queue-delivery")
+	a.Inputs = nil
+	return a
+}

@@ -1,0 +1,262 @@
+package consensus_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
+	"github.com/cohort-go/cohort/trace"
+)
+
+var queueChecks = []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness", "queue-delivery"}
+
+func queueClients(stop time.Duration) *lab.QueueClients {
+	return &lab.QueueClients{Producers: 2, Consumers: 4, Queues: 2, Window: 4, ReleaseEvery: 10, TxEvery: 10,
+		Every: 10 * time.Millisecond, Hold: 5 * time.Millisecond, Vis: 100 * time.Millisecond,
+		Think: 2 * time.Millisecond, Retry: 50 * time.Millisecond, Stop: stop}
+}
+
+// Snapshots every 256 entries: servers that restart or fall behind catch
+// up from snapshots as well as from the log.
+func queuesConfig() consensus.Config {
+	cfg := consensus.DefaultConfig
+	cfg.CompactEvery = 256
+	return cfg
+}
+
+func newQueues(id proc.ID, n int) proc.Process {
+	return consensus.NewQueues(id, n, queuesConfig(), consensus.DefaultQueueLimits)
+}
+
+// TestQueuesUnderFaults runs the replicated queues under the nemesis —
+// crashes (some losing unsynced writes) and recoveries, partitions,
+// pauses, loss, duplication, reordering, clocks drifting by up to 1% —
+// and judges every run: no message leased to two consumers at once by
+// their reckoning, none leased again once acked, each queue's messages
+// first leased in the order of their ids with none acknowledged skipped,
+// and the log safe. The consumers ack, release, and consume-and-produce
+// in transactions. Liveness: once the faults are over, with a majority
+// up, the consumers drain every acknowledged put and ack it.
+func TestQueuesUnderFaults(t *testing.T) {
+	seeds := simtest.Seeds(100, 6)
+	var puts, leases, txs, expired, lost int
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		n := 3 + 2*int(seed%2)
+		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
+		w := queueClients(2800 * time.Millisecond)
+		if seed%3 == 0 {
+			// Leases longer than an election, held through changes of leader.
+			w.Vis, w.Hold, w.Consumers, w.Every = 600*time.Millisecond, 300*time.Millisecond, 8, 150*time.Millisecond
+		}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: newQueues,
+			Network: net, Faults: faults, Clocks: clocks,
+			Workload: w, Deadline: 5 * time.Second})
+		r.Hold(t, queueChecks...)
+		if upMajority(r.Sim, n) {
+			if err := drained(r.Trace.Events); err != nil {
+				t.Errorf("seed %d: liveness: %v", seed, err)
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
+		}
+		puts += r.Count("queue-put-done")
+		leases += r.Count("queue-got")
+		expired += r.Count("queue-expired")
+		txs += r.Count("queue-tx-done")
+		lost += int(r.Result.WritesLost)
+	}
+	t.Logf("%d runs: %d put acknowledgements, %d get answers, %d transactions, %d lease expiries output, %d unsynced writes lost at crashes", seeds, puts, leases, txs, expired, lost)
+	if expired == 0 && seeds > 10 {
+		t.Error("no lease ever expired: the faults never tested the leases")
+	}
+}
+
+// drained checks that every acknowledged put was acked by a consumer.
+func drained(events []trace.Event) error {
+	put := map[uint64]string{}
+	acked := map[uint64]bool{}
+	for _, e := range events {
+		if e.Kind != trace.Output {
+			continue
+		}
+		switch e.Type {
+		case "queue-put-done":
+			var p consensus.QueuePutDone
+			if json.Unmarshal(e.Data, &p) == nil && p.ID > 0 {
+				put[p.ID] = p.Queue
+			}
+		case "queue-acked":
+			var a consensus.QueueAcked
+			if json.Unmarshal(e.Data, &a) == nil && !a.Released {
+				for _, id := range a.IDs {
+					acked[id] = true
+				}
+			}
+		case "queue-tx-done":
+			var d consensus.QueueTxDone
+			if json.Unmarshal(e.Data, &d) == nil {
+				for _, id := range d.Acked {
+					acked[id] = true
+				}
+			}
+		}
+	}
+	for id, q := range put {
+		if !acked[id] {
+			return fmt.Errorf("message %d of queue %s was put and acknowledged, and never acked by a consumer (%d put, %d acked)", id, q, len(put), len(acked))
+		}
+	}
+	return nil
+}
+
+// The planted bugs: each makes the nemesis produce a run that
+// queue-delivery rejects.
+func TestQueueDeliveryCatchesBrokenQueueServers(t *testing.T) {
+	apply := func(bug func(q *consensus.Queues, env proc.Env, index uint64, data []byte) bool) func(id proc.ID, n int) proc.Process {
+		return func(id proc.ID, n int) proc.Process {
+			return consensus.NewQueuesApplying(id, n, queuesConfig(), consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) {
+				if !bug(q, env, index, data) {
+					q.Apply(env, index, data)
+				}
+			})
+		}
+	}
+	op := func(data []byte) consensus.QueueOp {
+		var o consensus.QueueOp
+		json.Unmarshal(data, &o)
+		return o
+	}
+	for name, mk := range map[string]func(id proc.ID, n int) proc.Process{
+		// An ack that puts the message back (a lost acknowledgement).
+		"requeues acked messages": apply(func(q *consensus.Queues, env proc.Env, index uint64, data []byte) bool {
+			o := op(data)
+			if o.Op != "ack" {
+				return false
+			}
+			o.Op = "release"
+			b, _ := json.Marshal(o)
+			q.Apply(env, index, b)
+			env.Output(consensus.QueueAcked{Queue: o.Queue, Origin: o.Origin, Seq: o.Seq, Index: index, IDs: o.IDs})
+			return true
+		}),
+		// A stack, not a queue.
+		"delivers newest first": apply(func(q *consensus.Queues, env proc.Env, index uint64, data []byte) bool {
+			if op(data).Op != "get" {
+				return false
+			}
+			q.ReverseReady()
+			q.Apply(env, index, data)
+			q.ReverseReady()
+			return true
+		}),
+		// A new leader that expires the leases it inherits at once.
+		"takes over without extending": func(id proc.ID, n int) proc.Process {
+			return queueOblivious{consensus.NewQueues(id, n, queuesConfig(), consensus.DefaultQueueLimits), new(bool)}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 300; seed++ {
+				net, faults, clocks := nemesis(3, seed, time.Second, 0.01)
+				w := queueClients(1500 * time.Millisecond)
+				// Consumers that hold messages through a change of leader
+				// (leases longer than an election), and others ready to take
+				// them.
+				w.Vis, w.Hold, w.Consumers = 600*time.Millisecond, 500*time.Millisecond, 8
+				r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Network: net, Faults: faults, Clocks: clocks,
+					Workload: w, Deadline: 2 * time.Second})
+				if v := r.Verdicts(t, "queue-delivery")["queue-delivery"]; !v.OK() {
+					t.Logf("seed %d: %s", seed, v)
+					return
+				}
+			}
+			t.Error("300 runs: queue-delivery found nothing wrong")
+		})
+	}
+}
+
+type queueOblivious struct {
+	*consensus.Queues
+	led *bool
+}
+
+func (f queueOblivious) after(env proc.Env) {
+	if f.Leading() && !*f.led {
+		f.ForgetLeaseDeadlines(env)
+	}
+	*f.led = f.Leading()
+}
+
+func (f queueOblivious) Input(env proc.Env, in proc.Input) { f.Queues.Input(env, in); f.after(env) }
+func (f queueOblivious) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	f.Queues.Receive(env, from, m)
+	f.after(env)
+}
+func (f queueOblivious) Timeout(env proc.Env, tag any) { f.Queues.Timeout(env, tag); f.after(env) }
+
+// MaxBatchBytes bounds the entries' data an AppendEntries carries (one
+// entry at least): a server that comes back after a crash catches up
+// in many small messages, and every queue property holds.
+func TestAppendEntriesWithinMaxBatchBytes(t *testing.T) {
+	cfg := queuesConfig()
+	cfg.MaxBatchBytes = 2048
+	var sent, multi int
+	watch := func(m proc.Message) {
+		a, ok := m.(consensus.AppendEntries)
+		if !ok {
+			return
+		}
+		size := 0
+		for _, en := range a.Entries {
+			size += len(en.Data)
+		}
+		if len(a.Entries) > 1 && size > cfg.MaxBatchBytes {
+			t.Fatalf("an AppendEntries of %d entries carries %d bytes, over %d", len(a.Entries), size, cfg.MaxBatchBytes)
+		}
+		sent++
+		if len(a.Entries) > 1 {
+			multi++
+		}
+	}
+	r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: 7,
+		New: func(id proc.ID, n int) proc.Process {
+			return watched{consensus.NewQueues(id, n, cfg, consensus.DefaultQueueLimits), watch}
+		},
+		Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 2 * time.Millisecond}},
+		Faults:   []sim.Fault{{Kind: sim.Crash, Node: 2, At: 200 * time.Millisecond}, {Kind: sim.Recover, Node: 2, At: 600 * time.Millisecond}},
+		Workload: queueClients(time.Second), Deadline: 2 * time.Second})
+	r.Hold(t, queueChecks...)
+	if multi == 0 {
+		t.Errorf("%d AppendEntries, none with more than one entry: the bound was never tested", sent)
+	}
+	if err := drained(r.Trace.Events); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d AppendEntries, %d with more than one entry", sent, multi)
+}
+
+// watched shows a server's messages to watch as it sends them.
+type watched struct {
+	*consensus.Queues
+	watch func(proc.Message)
+}
+
+type watchEnv struct {
+	proc.Env
+	watch func(proc.Message)
+}
+
+func (e watchEnv) Send(to proc.ID, m proc.Message) { e.watch(m); e.Env.Send(to, m) }
+
+func (w watched) Start(env proc.Env)                { w.Queues.Start(watchEnv{env, w.watch}) }
+func (w watched) Input(env proc.Env, in proc.Input) { w.Queues.Input(watchEnv{env, w.watch}, in) }
+func (w watched) Timeout(env proc.Env, tag any)     { w.Queues.Timeout(watchEnv{env, w.watch}, tag) }
+func (w watched) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	w.Queues.Receive(watchEnv{env, w.watch}, from, m)
+}

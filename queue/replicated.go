@@ -1,0 +1,562 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// Replicated is the cluster's queues on a replicated log
+// (consensus.Queues, one Raft group for every queue, the service
+// "queues"): a put returns once its entry is committed — a majority has
+// it on disk — so an acknowledged message survives the loss of any
+// minority of nodes and a restart of all of them (what JetStream calls
+// R3); a get leases the head for a visibility timeout kept on the
+// leader's clock; an ack is an entry too, and an acked message is never
+// delivered again. Every node serves every queue: an operation given to a
+// follower goes to the leader. It has the calls of Manager, and the API
+// (Handler) serves either.
+type Replicated struct {
+	svc    *live.Service
+	origin uint64 // this incarnation's id for the log's duplicate suppression
+	seq    atomic.Uint64
+	retry  time.Duration
+	cfg    ReplicatedConfig
+	window chan struct{} // one token per operation under way
+	puts   chan consensus.QueuePut
+
+	mu      sync.Mutex
+	waits   map[[2]uint64]*waiter    // by origin and seq
+	changed map[string]chan struct{} // closed when a message may have become ready
+	subs    map[string]map[*sub]struct{}
+
+	stats struct{ puts, gets, acks, refused atomic.Uint64 }
+}
+
+type waiter struct {
+	ch chan proc.Output
+	tx bool // a transaction's: its puts' acknowledgements are not its answer
+}
+
+// ReplicatedConfig configures Replicated. Every node of the cluster must
+// use the same Raft and Limits.
+type ReplicatedConfig struct {
+	Raft   consensus.Config      // zero: consensus.DefaultConfig
+	Limits consensus.QueueLimits // zero: consensus.DefaultQueueLimits
+	// Visibility is the lease of a got message when Get is given none;
+	// 0: DefaultVisibility.
+	Visibility time.Duration
+	// Timeout bounds the calls without a context (Put, Ack, Poll, …);
+	// 0: 30 s.
+	Timeout time.Duration
+}
+
+func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
+	if c.Raft.Heartbeat == 0 {
+		c.Raft = consensus.DefaultConfig
+	}
+	// An AppendEntries is one transport frame (1 MiB by default): the
+	// entries it carries are bounded in bytes, and each is at most
+	// maxBatchBytes + MaxReplicatedMessage of bodies.
+	if c.Raft.MaxBatchBytes == 0 || c.Raft.MaxBatchBytes > maxAppendBytes {
+		c.Raft.MaxBatchBytes = maxAppendBytes
+	}
+	if c.Limits == (consensus.QueueLimits{}) {
+		c.Limits = consensus.DefaultQueueLimits
+	}
+	if c.Visibility <= 0 {
+		c.Visibility = DefaultVisibility
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	return c
+}
+
+// ServiceName is the replicated queues' service on every node.
+const ServiceName = "queues"
+
+// MaxReplicatedMessage bounds a replicated message: each is (part of) a
+// log entry, and entries travel in the transport's frames (1 MiB).
+const MaxReplicatedMessage = 64 << 10
+
+// ReplicatedAlgorithm is the algorithm behind Replicated with c.
+func ReplicatedAlgorithm(c ReplicatedConfig) proc.Algorithm {
+	c = c.withDefaults()
+	return consensus.QueueServiceAlgorithm(c.Raft, c.Limits)
+}
+
+// NewReplicated starts (or joins) the replicated queues on node n.
+func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
+	c = c.withDefaults()
+	if err := c.Raft.Validate(); err != nil {
+		return nil, err
+	}
+	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(c))
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicated{svc: svc, origin: rand.Uint64() | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
+		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
+		waits: map[[2]uint64]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
+	svc.OnOutput(r.output)
+	go r.batch()
+	return r, nil
+}
+
+// Batching: puts that wait together go to the log as one entry.
+const (
+	maxBatch       = 256
+	maxBatchBytes  = 48 << 10
+	maxAppendBytes = 512 << 10
+)
+
+// batch hands the queued puts to the service: as many as are waiting (up
+// to maxBatch) in one input, so that under load an entry carries many —
+// and a put alone goes at once.
+func (r *Replicated) batch() {
+	for {
+		var first consensus.QueuePut
+		select {
+		case first = <-r.puts:
+		case <-r.svc.Done():
+			return
+		}
+		puts, size := []consensus.QueuePut{first}, len(first.Body)
+	drain:
+		for len(puts) < maxBatch && size < maxBatchBytes {
+			select {
+			case p := <-r.puts:
+				puts, size = append(puts, p), size+len(p.Body)
+			default:
+				break drain
+			}
+		}
+		var err error
+		if len(puts) == 1 {
+			err = r.svc.Input(first)
+		} else {
+			err = r.svc.Input(consensus.QueuePutBatch{Puts: puts})
+		}
+		if err != nil {
+			return // the service stopped; callers see it
+		}
+	}
+}
+
+// output runs in the service's goroutine for every output, in log order:
+// it answers this node's callers and wakes its waiting gets and
+// listeners.
+func (r *Replicated) output(o proc.Output) {
+	var origin, seq uint64
+	var wake string
+	switch o := o.(type) {
+	case consensus.QueuePutDone:
+		origin, seq = o.Origin, o.Seq
+		if o.ID > 0 {
+			wake = o.Queue
+			r.notify(Message{Queue: o.Queue, ID: o.ID, Body: o.Body})
+		}
+	case consensus.QueueGot:
+		origin, seq = o.Origin, o.Seq
+	case consensus.QueueAcked:
+		origin, seq = o.Origin, o.Seq
+		if o.Released {
+			wake = o.Queue
+		}
+	case consensus.QueueTxDone:
+		origin, seq = o.Origin, o.Seq
+	case consensus.QueueRefused:
+		origin, seq = o.Origin, o.Seq
+	case consensus.QueueExpired:
+		wake = o.Queue
+	case consensus.Restored:
+		r.mu.Lock()
+		for name, ch := range r.changed {
+			close(ch)
+			delete(r.changed, name)
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if wake != "" {
+		if ch, ok := r.changed[wake]; ok {
+			close(ch)
+			delete(r.changed, wake)
+		}
+	}
+	if w := r.waits[[2]uint64{origin, seq}]; w != nil {
+		if _, put := o.(consensus.QueuePutDone); put && w.tx {
+			return
+		}
+		select {
+		case w.ch <- o:
+		default:
+		}
+	}
+}
+
+// notify hands a message put to the queue's listeners.
+func (r *Replicated) notify(m Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.subs[m.Queue] {
+		select {
+		case s.ch <- m:
+		default: // fell behind: cut off
+			delete(r.subs[m.Queue], s)
+			close(s.ch)
+		}
+	}
+}
+
+// do gives the service in, numbered seq, and waits for its answer; an
+// operation unanswered for the retry interval goes again with the same
+// number (the log applies it once).
+func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
+	select {
+	case r.window <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-r.window }()
+	w := &waiter{ch: make(chan proc.Output, 1), tx: tx}
+	r.mu.Lock()
+	r.waits[[2]uint64{origin, seq}] = w
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waits, [2]uint64{origin, seq})
+		r.mu.Unlock()
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case o := <-w.ch:
+			if ref, ok := o.(consensus.QueueRefused); ok {
+				r.stats.refused.Add(1)
+				if ref.Full {
+					return nil, fmt.Errorf("%w: %s", ErrFull, ref.Reason)
+				}
+				return nil, errors.New(ref.Reason)
+			}
+			return o, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.svc.Done():
+			return nil, ErrClosed
+		case <-t.C:
+			var err error
+			if p, ok := in.(consensus.QueuePut); ok {
+				select {
+				case r.puts <- p:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-r.svc.Done():
+					return nil, ErrClosed
+				}
+			} else {
+				err = r.svc.Input(in)
+			}
+			if err != nil {
+				return nil, ErrClosed
+			}
+			t.Reset(r.retry)
+		}
+	}
+}
+
+func (r *Replicated) timeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.cfg.Timeout)
+}
+
+func checkPut(name string, body []byte) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if len(body) > MaxReplicatedMessage {
+		return fmt.Errorf("%w: %d bytes, the most a replicated queue takes is %d", ErrTooBig, len(body), MaxReplicatedMessage)
+	}
+	return nil
+}
+
+// PutContext appends body to queue name and returns its id once the put
+// is committed. If ctx ends first the message may or may not be put.
+func (r *Replicated) PutContext(ctx context.Context, name string, body []byte) (uint64, error) {
+	return r.putAs(ctx, name, body, r.origin, r.seq.Add(1))
+}
+
+func (r *Replicated) putAs(ctx context.Context, name string, body []byte, origin, seq uint64) (uint64, error) {
+	if err := checkPut(name, body); err != nil {
+		return 0, err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	o, err := r.do(ctx, origin, seq, consensus.QueuePut{Queue: name, Origin: origin, Seq: seq, Body: body}, false)
+	if err != nil {
+		return 0, fmt.Errorf("queue %s: %w", name, err)
+	}
+	r.stats.puts.Add(1)
+	return o.(consensus.QueuePutDone).ID, nil
+}
+
+// Put is PutContext with the configured timeout.
+func (r *Replicated) Put(name string, body []byte) (uint64, error) {
+	ctx, cancel := r.timeout()
+	defer cancel()
+	return r.PutContext(ctx, name, body)
+}
+
+// PutFrom puts a message relayed from a remote queue: origin and seq
+// number it, and the log applies each number once (a duplicate returns
+// id 0). A relay's numbers must not run more than consensus.Window ahead
+// of those acknowledged.
+func (r *Replicated) PutFrom(name string, body []byte, origin string, seq uint64) (uint64, error) {
+	if origin == "" || len(origin) > maxOrigin {
+		return 0, fmt.Errorf("origin %q: want 1 to %d bytes", httpapi.Clip(origin), maxOrigin)
+	}
+	if seq == 0 {
+		return 0, fmt.Errorf("origin %q: seq 0: want 1 or more", httpapi.Clip(origin))
+	}
+	h := fnv.New64a()
+	h.Write([]byte(origin))
+	ctx, cancel := r.timeout()
+	defer cancel()
+	if err := checkPut(name, body); err != nil {
+		return 0, err
+	}
+	o, err := r.do(ctx, h.Sum64()|1<<63, seq, consensus.QueuePut{Queue: name, Origin: h.Sum64() | 1<<63, Seq: seq, Body: body}, false)
+	if err != nil {
+		return 0, fmt.Errorf("queue %s: %w", name, err)
+	}
+	return o.(consensus.QueuePutDone).ID, nil
+}
+
+// take leases up to n messages of the queue's head.
+func (r *Replicated) take(ctx context.Context, name string, vis time.Duration, n int) ([]Message, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if vis <= 0 {
+		vis = r.cfg.Visibility
+	}
+	seq := r.seq.Add(1)
+	o, err := r.do(ctx, r.origin, seq, consensus.QueueGet{Queue: name, Origin: r.origin, Seq: seq, Count: n, Visibility: vis}, false)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", name, err)
+	}
+	got := o.(consensus.QueueGot)
+	out := make([]Message, 0, len(got.Messages))
+	for _, m := range got.Messages {
+		out = append(out, Message{Queue: name, ID: m.ID, Body: m.Body, Deliveries: m.Deliveries, Lease: got.Token})
+	}
+	r.stats.gets.Add(uint64(len(out)))
+	return out, nil
+}
+
+// Get leases the head of the queue for visibility (0: the configured
+// one), waiting until there is one or ctx ends. Unless acknowledged
+// (Ack) before the lease ends on the leader's clock, the message is
+// delivered again; the consumer may count on it for
+// consensus.ValidFor(visibility, MaxDrift) from the call.
+func (r *Replicated) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
+	for {
+		r.mu.Lock()
+		ch := r.changed[name]
+		if ch == nil {
+			ch = make(chan struct{})
+			r.changed[name] = ch
+		}
+		r.mu.Unlock()
+		ms, err := r.take(ctx, name, visibility, 1)
+		if err != nil {
+			return Message{}, err
+		}
+		if len(ms) > 0 {
+			return ms[0], nil
+		}
+		select {
+		case <-ch: // a put, a release or an expiry: ask again
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		case <-r.svc.Done():
+			return Message{}, ErrClosed
+		}
+	}
+}
+
+// Poll is Get without waiting: ok is false if the queue has no ready
+// message.
+func (r *Replicated) Poll(name string, visibility time.Duration) (Message, bool, error) {
+	ms, err := r.PollN(name, visibility, 1)
+	if err != nil || len(ms) == 0 {
+		return Message{}, false, err
+	}
+	return ms[0], true, nil
+}
+
+// PollN leases up to n messages of the queue's head in one entry.
+func (r *Replicated) PollN(name string, visibility time.Duration, n int) ([]Message, error) {
+	ctx, cancel := r.timeout()
+	defer cancel()
+	return r.take(ctx, name, visibility, n)
+}
+
+// Ack acknowledges messages got from the queue: once Ack returns their
+// removal is committed and they are never delivered again. Ids the queue
+// does not hold make an error wrapping ErrNoMessage; the others are
+// acknowledged all the same.
+func (r *Replicated) Ack(name string, ids ...uint64) error {
+	return r.ackOrRelease(name, ids, 0, false)
+}
+
+// AckLease is Ack of messages got under lease (Message.Lease): only
+// those still under it; for the others (their lease ran out and they went
+// to another consumer) the error wraps ErrLeaseLost.
+func (r *Replicated) AckLease(name string, lease uint64, ids ...uint64) error {
+	return r.ackOrRelease(name, ids, lease, false)
+}
+
+// Release gives a leased message back at once: it is delivered again
+// before the messages put after it. Whoever holds it loses it: a
+// consumer gives back its own with ReleaseLease.
+func (r *Replicated) Release(name string, id uint64) error {
+	return r.ackOrRelease(name, []uint64{id}, 0, true)
+}
+
+// ReleaseLease is Release of a message got under lease, if it still is
+// (else the error wraps ErrLeaseLost): a consumer whose lease ran out
+// cannot take the message from the one it went to.
+func (r *Replicated) ReleaseLease(name string, lease, id uint64) error {
+	return r.ackOrRelease(name, []uint64{id}, lease, true)
+}
+
+func (r *Replicated) ackOrRelease(name string, ids []uint64, lease uint64, release bool) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	ctx, cancel := r.timeout()
+	defer cancel()
+	seq := r.seq.Add(1)
+	var in proc.Input = consensus.QueueAck{Queue: name, Origin: r.origin, Seq: seq, IDs: ids, Token: lease}
+	if release {
+		in = consensus.QueueRelease{Queue: name, Origin: r.origin, Seq: seq, IDs: ids, Token: lease}
+	}
+	o, err := r.do(ctx, r.origin, seq, in, false)
+	if err != nil {
+		return fmt.Errorf("queue %s: %w", name, err)
+	}
+	a := o.(consensus.QueueAcked)
+	if !release {
+		r.stats.acks.Add(uint64(len(a.IDs)))
+	}
+	switch {
+	case len(a.Missing) > 0 && lease != 0:
+		return fmt.Errorf("%w: queue %s: messages %v are no longer under lease %d (%w)", ErrLeaseLost, name, a.Missing, lease, ErrNoMessage)
+	case len(a.Missing) > 0:
+		return fmt.Errorf("%w: queue %s holds no message %v", ErrNoMessage, name, a.Missing)
+	}
+	return nil
+}
+
+// TxPut is a put of a transaction.
+type TxPut struct {
+	Queue string
+	Body  []byte
+}
+
+// Transact acks the messages acks and puts the messages puts in one
+// entry: all of it is committed, or none (a message of acks no longer
+// held, or a queue full, refuses the whole). It returns the ids put.
+func (r *Replicated) Transact(ctx context.Context, acks []consensus.QueueRef, puts []TxPut) ([]uint64, error) {
+	for _, a := range acks {
+		if err := ValidName(a.Queue); err != nil {
+			return nil, err
+		}
+	}
+	seq := r.seq.Add(1)
+	tx := consensus.QueueTx{Origin: r.origin, Seq: seq, Acks: acks}
+	for _, p := range puts {
+		if err := checkPut(p.Queue, p.Body); err != nil {
+			return nil, err
+		}
+		tx.Puts = append(tx.Puts, consensus.QueuePut{Queue: p.Queue, Body: p.Body})
+	}
+	o, err := r.do(ctx, r.origin, seq, tx, true)
+	if err != nil {
+		return nil, fmt.Errorf("transaction: %w", err)
+	}
+	return o.(consensus.QueueTxDone).IDs, nil
+}
+
+// DeclareTransient fails: replicated queues are all persistent.
+func (r *Replicated) DeclareTransient(name string) error {
+	return fmt.Errorf("queue %s: the queues are replicated on the log, all persistent (a node with queues: local keeps transient ones)", name)
+}
+
+// Subscribe returns a channel that receives each message put on the
+// queue (committed, as this node applies it) from now on. The channel is
+// closed by cancel, or when it holds buf messages unread.
+func (r *Replicated) Subscribe(name string, buf int) (<-chan Message, func(), error) {
+	if err := ValidName(name); err != nil {
+		return nil, nil, err
+	}
+	s := &sub{ch: make(chan Message, max(buf, 1))}
+	r.mu.Lock()
+	if r.subs[name] == nil {
+		r.subs[name] = map[*sub]struct{}{}
+	}
+	r.subs[name][s] = struct{}{}
+	r.mu.Unlock()
+	return s.ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := r.subs[name][s]; ok {
+			delete(r.subs[name], s)
+			close(s.ch)
+		}
+	}, nil
+}
+
+// Queues lists the queues as this node has applied them (a follower may
+// be a little behind the leader).
+func (r *Replicated) Queues() []Stats {
+	out := []Stats{}
+	r.svc.Read(func(p proc.Process) {
+		if q, ok := p.(*consensus.Queues); ok {
+			for _, s := range q.Stats() {
+				out = append(out, Stats{Name: s.Name, Replicated: true, Ready: s.Ready, Leased: s.Leased, Bytes: s.Bytes})
+			}
+		}
+	})
+	return out
+}
+
+// WriteMetrics writes the replicated queues' gauges and this node's
+// counters (Prometheus text format).
+func (r *Replicated) WriteMetrics(w io.Writer) {
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_operations_total counter\n")
+	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"put\"} %d\n", r.stats.puts.Load())
+	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"get\"} %d\n", r.stats.gets.Load())
+	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"ack\"} %d\n", r.stats.acks.Load())
+	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"refused\"} %d\n", r.stats.refused.Load())
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_messages gauge\n")
+	for _, s := range r.Queues() {
+		fmt.Fprintf(w, "cohort_rqueue_messages{queue=%q,state=\"ready\"} %d\n", s.Name, s.Ready)
+		fmt.Fprintf(w, "cohort_rqueue_messages{queue=%q,state=\"leased\"} %d\n", s.Name, s.Leased)
+	}
+}

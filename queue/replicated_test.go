@@ -1,0 +1,200 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
+	"github.com/cohort-go/cohort/queue"
+)
+
+// replicatedQueues starts n nodes in this process, on dir, each with the
+// replicated queues; stop closes them.
+func replicatedQueues(t *testing.T, n int, dir string, c queue.ReplicatedConfig) (rs []*queue.Replicated, stop func()) {
+	t.Helper()
+	nodes, stop, err := livetest.New(n, live.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		r, err := queue.NewReplicated(nd, c)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, stop
+}
+
+// Put through one node, got through another, in order; an ack is for
+// good, a release gives the message back at the head; a get waits for a
+// put through a third node; a transaction acks and puts at once.
+func TestReplicatedPutGetAck(t *testing.T) {
+	rs, stop := replicatedQueues(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 5 {
+		if id, err := rs[0].PutContext(ctx, "jobs", fmt.Appendf(nil, "m%d", i)); err != nil || id == 0 {
+			t.Fatalf("put %d: id %d, %v", i, id, err)
+		}
+	}
+	m, err := rs[2].Get(ctx, "jobs", time.Minute)
+	if err != nil || string(m.Body) != "m0" || m.Deliveries != 1 {
+		t.Fatalf("get through another node: %+v, %v", m, err)
+	}
+	if err := rs[1].Ack("jobs", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[1].Ack("jobs", m.ID); !errors.Is(err, queue.ErrNoMessage) {
+		t.Errorf("a second ack: %v, want ErrNoMessage", err)
+	}
+	m1, ok, err := rs[1].Poll("jobs", time.Minute)
+	if err != nil || !ok || string(m1.Body) != "m1" {
+		t.Fatalf("poll: %+v %v %v", m1, ok, err)
+	}
+	if err := rs[0].Release("jobs", m1.ID); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := rs[2].PollN("jobs", time.Minute, 10)
+	if err != nil || len(ms) != 4 || string(ms[0].Body) != "m1" || ms[0].Deliveries != 2 || string(ms[3].Body) != "m4" {
+		t.Fatalf("after a release, poll 10: %+v, %v", ms, err)
+	}
+	// A transaction: ack two, put one elsewhere.
+	ids, err := rs[0].Transact(ctx, []consensus.QueueRef{{Queue: "jobs", ID: ms[0].ID}, {Queue: "jobs", ID: ms[1].ID}},
+		[]queue.TxPut{{Queue: "done", Body: []byte("m1+m2")}})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("transaction: %v, %v", ids, err)
+	}
+	if _, err := rs[0].Transact(ctx, []consensus.QueueRef{{Queue: "jobs", ID: ms[0].ID}}, []queue.TxPut{{Queue: "done", Body: []byte("again")}}); err == nil {
+		t.Fatal("a transaction acking a message acked already went through")
+	}
+	if d, ok, _ := rs[1].Poll("done", time.Minute); !ok || string(d.Body) != "m1+m2" {
+		t.Fatalf("the transaction's put: %q %v", d.Body, ok)
+	}
+	if _, ok, _ := rs[1].Poll("done", time.Minute); ok {
+		t.Fatal("a refused transaction put its message")
+	}
+	// A get that waits, for a put through another node.
+	got := make(chan queue.Message, 1)
+	go func() {
+		m, err := rs[1].Get(ctx, "later", time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- m
+	}()
+	if _, err := rs[0].PutContext(ctx, "later", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; string(m.Body) != "hello" {
+		t.Fatalf("the waiting get: %q", m.Body)
+	}
+	// A lease that runs out: the message goes to the next get (which
+	// waits for the expiry); the first consumer can no longer release or
+	// ack it under the second's feet.
+	if _, err := rs[0].PutContext(ctx, "short", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := rs[0].Get(ctx, "short", 50*time.Millisecond)
+	if err != nil || first.Lease == 0 {
+		t.Fatalf("get: %+v %v", first, err)
+	}
+	second, err := rs[1].Get(ctx, "short", time.Minute)
+	if err != nil || second.ID != first.ID || second.Lease <= first.Lease || second.Deliveries != 2 {
+		t.Fatalf("after the lease ran out: %+v %v (first %+v)", second, err, first)
+	}
+	if err := rs[0].ReleaseLease("short", first.Lease, first.ID); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Errorf("a release under a lost lease: %v", err)
+	}
+	if err := rs[0].AckLease("short", first.Lease, first.ID); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Errorf("an ack under a lost lease: %v", err)
+	}
+	if err := rs[2].AckLease("short", second.Lease, second.ID); err != nil {
+		t.Errorf("an ack under the lease: %v", err)
+	}
+	st := rs[0].Queues()
+	if i := slices.IndexFunc(st, func(s queue.Stats) bool { return s.Name == "jobs" }); i < 0 || st[i].Leased != 2 || !st[i].Replicated {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// A queue past its limit refuses puts with ErrFull (507 over HTTP).
+func TestReplicatedQueueFull(t *testing.T) {
+	rs, stop := replicatedQueues(t, 1, t.TempDir(), queue.ReplicatedConfig{Limits: consensus.QueueLimits{Messages: 2, Bytes: 1 << 20, Queues: 4}})
+	defer stop()
+	for i := range 2 {
+		if _, err := rs[0].Put("q", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rs[0].Put("q", []byte("x")); !errors.Is(err, queue.ErrFull) {
+		t.Fatalf("a third put: %v, want ErrFull", err)
+	}
+	srv := httptest.NewServer(queue.Handler(rs[0]))
+	defer srv.Close()
+	_, err := (&queue.Client{Endpoints: []string{srv.URL}}).Put(context.Background(), "q", []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("over HTTP: %v", err)
+	}
+}
+
+// The HTTP API over the replicated queues: a put through one node's API,
+// a get with count through another's, acks, and the same messages after
+// every node was closed and started again on its data directory —
+// acknowledged ones gone, the rest still there.
+func TestReplicatedOverHTTPSurvivesAFullRestart(t *testing.T) {
+	dir := t.TempDir()
+	rs, stop := replicatedQueues(t, 3, dir, queue.ReplicatedConfig{})
+	var eps []string
+	for _, r := range rs {
+		srv := httptest.NewServer(queue.Handler(r))
+		defer srv.Close()
+		eps = append(eps, srv.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := &queue.Client{Endpoints: eps[:1]}, &queue.Client{Endpoints: eps[2:]}
+	for i := range 10 {
+		if _, err := a.Put(ctx, "jobs", fmt.Appendf(nil, "m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := b.Get(ctx, "jobs", queue.GetOptions{Count: 4, Wait: 10 * time.Second, Visibility: time.Minute})
+	if err != nil || len(ms) != 4 || string(ms[0].Body) != "m0" || string(ms[3].Body) != "m3" {
+		t.Fatalf("get 4: %+v, %v", ms, err)
+	}
+	if err := b.Ack(ctx, "jobs", ms[0].ID, ms[1].ID, ms[2].ID, ms[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	rs, stop = replicatedQueues(t, 3, dir, queue.ReplicatedConfig{})
+	defer stop()
+	var bodies []string
+	for len(bodies) < 6 {
+		m, err := rs[len(bodies)%3].Get(ctx, "jobs", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, string(m.Body))
+		if err := rs[0].Ack("jobs", m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"m4", "m5", "m6", "m7", "m8", "m9"}; !slices.Equal(bodies, want) {
+		t.Fatalf("after the restart: %q, want %q", bodies, want)
+	}
+	if _, ok, _ := rs[1].Poll("jobs", time.Minute); ok {
+		t.Fatal("a message acked before the restart came back")
+	}
+}
