@@ -43,7 +43,9 @@ type DiscoveryLoad struct {
 // NewDiscoveryLoad is the default discovery workload under params p.
 func NewDiscoveryLoad(p epidemic.Params) *DiscoveryLoad { return &DiscoveryLoad{Params: p} }
 
-func (w *DiscoveryLoad) period() time.Duration { return cmp.Or(w.Params.Period, epidemic.DiscoveryPeriod) }
+func (w *DiscoveryLoad) period() time.Duration {
+	return cmp.Or(w.Params.Period, epidemic.DiscoveryPeriod)
+}
 
 // Pairwise is the run's network.
 func (w *DiscoveryLoad) Pairwise(n int, seed uint64) sim.PairLatency {
