@@ -22,7 +22,8 @@ import (
 // membership messages:
 //
 //	every round:
-//	    send PROBE(now) to a random peer
+//	    send PROBE(now) to a random peer (every other round: to one of
+//	    the 8 nearest peers measured so far)
 //	on PROBE(t) from q:   send ECHO(t, my coordinate, my error) to q
 //	on ECHO(t, xq, eq):   rtt = now − t                 (this node's own clock)
 //	    w  = e/(e + eq); es = |‖x − xq‖ − rtt| / rtt
@@ -312,7 +313,21 @@ type discovery struct {
 	ttl       time.Duration
 	started   bool
 	probe     bool // measure the coordinate (else it stays at the origin)
+	probes    uint64
+	near      []nearPeer // the nearest peers measured, nearest first
 }
+
+// nearPeer is a peer and the round-trip time last measured to it.
+type nearPeer struct {
+	id  proc.ID
+	rtt float64
+}
+
+// nearSet is how many of the nearest peers measured a node keeps; every
+// other probe goes to one of them. Vivaldi with distant samples only
+// places a node well among the far and poorly among its neighbours
+// (Dabek et al. §5.5: a mix of near and far samples fixes both).
+const nearSet = 8
 
 type myAd struct {
 	name  string
@@ -405,7 +420,13 @@ func (d *discovery) find(env proc.Env, h discoHost, f Find) Found {
 // of others deleted.
 func (d *discovery) tick(env proc.Env, h discoHost) {
 	if d.probe {
-		if q := h.peer(env); q != proc.None && q != env.Self() {
+		q := h.peer(env)
+		if d.probes++; d.probes%2 == 0 && len(d.near) > 0 {
+			if x := d.near[env.Rand().IntN(len(d.near))].id; h.alive(x) {
+				q = x
+			}
+		}
+		if q != proc.None && q != env.Self() {
 			env.Send(q, Probe{Sent: env.Now()})
 		}
 	}
@@ -457,7 +478,29 @@ func (d *discovery) receive(env proc.Env, from proc.ID, m proc.Message) {
 	case Probe:
 		env.Send(from, Echo{Sent: m.Sent, Coord: d.coord})
 	case Echo:
-		d.coord.update(env, m.Coord, float64(env.Now()-m.Sent)/float64(time.Millisecond))
+		rtt := float64(env.Now()-m.Sent) / float64(time.Millisecond)
+		d.coord.update(env, m.Coord, rtt)
+		d.remember(from, rtt)
+	}
+}
+
+// remember keeps from among the nearest peers if it is one of them.
+func (d *discovery) remember(from proc.ID, rtt float64) {
+	if !(rtt > 0) {
+		return
+	}
+	d.near = slices.DeleteFunc(d.near, func(p nearPeer) bool { return p.id == from })
+	i, _ := slices.BinarySearchFunc(d.near, rtt, func(p nearPeer, r float64) int {
+		if p.rtt < r {
+			return -1
+		}
+		return 1
+	})
+	if i < nearSet {
+		d.near = slices.Insert(d.near, i, nearPeer{from, rtt})
+		if len(d.near) > nearSet {
+			d.near = d.near[:nearSet]
+		}
 	}
 }
 

@@ -64,3 +64,17 @@ func TestDiscoverCommands(t *testing.T) {
 		}
 	}
 }
+
+// cohort sim gossip --algo discovery, on the transit-stub network and on
+// the plane: every node's answer scored, the checks held.
+func TestSimDiscovery(t *testing.T) {
+	for _, args := range [][]string{{}, {"--plane"}} {
+		r := simJSON(t, "gossip", append([]string{"--algo", "discovery", "--nodes", "100"}, args...)...)
+		if metricOf(r, "precision_at_k") <= metricOf(r, "random_precision") || metricOf(r, "rounds_to_findable") <= 0 {
+			t.Errorf("%v: %v", args, r["metrics"])
+		}
+	}
+	if code, _, errs := cli(t, "sim", "gossip", "--algo", "push", "--plane"); code != 2 || !strings.Contains(errs, "--plane") {
+		t.Errorf("--plane with push: exit %d, %q", code, errs)
+	}
+}
