@@ -24,7 +24,7 @@ type DiscoveryLoad struct {
 	Params  epidemic.Params
 	Holders int  // 0 means 8
 	K       int  // 0 means 3
-	WarmUp  int  // rounds; 0 means 150
+	WarmUp  int  // rounds; 0 means 300
 	Plane   bool // the plane of cities at any size
 
 	n        int
@@ -74,7 +74,7 @@ func (w *DiscoveryLoad) Init(c sim.Control) {
 	w.has = make([]int32, w.n)
 	w.found = make([][]proc.ID, w.n)
 	w.estimate = make([][]float64, w.n)
-	w.at = time.Duration(cmp.Or(w.WarmUp, 150))*w.period() + w.period()/2
+	w.at = time.Duration(cmp.Or(w.WarmUp, 300))*w.period() + w.period()/2
 	for _, x := range w.holders {
 		c.Schedule(w.at-c.Now(), x, epidemic.Advertise{Name: "x"})
 	}
