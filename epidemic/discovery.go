@@ -160,6 +160,9 @@ func (c Coord) String() string {
 const (
 	MaxAttrs     = 16
 	MaxAttrBytes = 256
+	// MaxAdverts bounds the resources one node advertises at once: an
+	// Advertise of one more is dropped.
+	MaxAdverts = 64
 )
 
 // ResourcePrefix begins the map keys of advertisements: ResourcePrefix +
@@ -355,9 +358,12 @@ func (d *discovery) input(env proc.Env, h discoHost, in proc.Input) {
 		attrs := slices.Clone(in.Attrs)
 		slices.SortStableFunc(attrs, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
 		i, ok := slices.BinarySearchFunc(d.mine, in.Name, func(a myAd, n string) int { return strings.Compare(a.name, n) })
-		if ok {
+		switch {
+		case ok:
 			d.mine[i].attrs = attrs
-		} else {
+		case len(d.mine) >= MaxAdverts:
+			return
+		default:
 			d.mine = slices.Insert(d.mine, i, myAd{in.Name, attrs})
 		}
 		h.write(env, adKey(in.Name, env.Self()), adValue(d.coord, attrs), false)

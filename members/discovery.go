@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -73,10 +74,39 @@ func cmpString(a, b string) int {
 // Advertise makes this node a holder of resource name with attrs
 // (replacing what it advertised under name); the advertisement spreads to
 // every member.
+//
+// A node advertises at most epidemic.MaxAdverts resources at once, and an
+// advertisement that would take the map beyond MaxMapBytes is refused
+// with ErrTooBig.
 func (s *Server) Advertise(name string, attrs map[string]string) error {
 	as, err := validResource(name, attrs)
 	if err != nil {
 		return err
+	}
+	self := strconv.Itoa(int(s.node.Self()))
+	cost := len(epidemic.ResourcePrefix) + len(name) + len(self) + 64 + entryCost // the key, the coordinate
+	for _, a := range as {
+		cost += len(a.Key) + len(a.Value) + 2
+	}
+	var size, old, mine int
+	if err := s.svc.Read(func(p proc.Process) {
+		for _, x := range p.(viewer).Entries() {
+			size += len(x.Key) + len(x.Value) + entryCost
+			if x.Key == epidemic.ResourcePrefix+name+"@"+self {
+				old = len(x.Key) + len(x.Value) + entryCost
+			}
+			if !x.Deleted && strings.HasPrefix(x.Key, epidemic.ResourcePrefix) && strings.HasSuffix(x.Key, "@"+self) && x.Key != epidemic.ResourcePrefix+name+"@"+self {
+				mine++
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if mine >= epidemic.MaxAdverts {
+		return fmt.Errorf("%w: this node advertises %d resources, at most %d", ErrBadResource, mine, epidemic.MaxAdverts)
+	}
+	if grown := size - old + cost; grown > MaxMapBytes {
+		return fmt.Errorf("%w: it would hold %d bytes, at most %d", ErrTooBig, grown, MaxMapBytes)
 	}
 	return s.svc.Input(epidemic.Advertise{Name: name, Attrs: as})
 }
@@ -197,8 +227,11 @@ func (s *Server) resourceRoutes(mux *http.ServeMux) {
 }
 
 func discStatus(err error) int {
-	if errors.Is(err, ErrBadResource) {
+	switch {
+	case errors.Is(err, ErrBadResource):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTooBig):
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusServiceUnavailable
 }

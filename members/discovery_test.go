@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -112,6 +113,28 @@ func TestDiscoveryOverALiveCluster(t *testing.T) {
 	}
 	if _, err := c.servers[0].Put("cohort.res.db@1", "x"); err == nil {
 		t.Error("a write to an advertisement's key was accepted")
+	}
+
+	for i := range epidemic.MaxAdverts {
+		if err := c.servers[2].Advertise(fmt.Sprintf("r%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.eventually("p2's advertisements held at p2", func(id proc.ID, s *members.Server) error {
+		if id != 2 {
+			return nil
+		}
+		hs, err := holdersAt(s, fmt.Sprintf("r%d", epidemic.MaxAdverts-1))
+		if err == nil && len(hs) == 0 {
+			err = errors.New("not yet")
+		}
+		return err
+	})
+	if err := c.servers[2].Advertise("one-too-many", nil); !errors.Is(err, members.ErrBadResource) {
+		t.Errorf("advertisement %d of one node: %v, want ErrBadResource", epidemic.MaxAdverts+1, err)
+	}
+	if err := c.servers[2].Advertise("r0", map[string]string{"again": "yes"}); err != nil {
+		t.Errorf("re-advertising r0 at the bound: %v", err)
 	}
 
 	c.kill(1)
