@@ -1,8 +1,10 @@
 // Package epidemic holds Cohort's epidemic (gossip) protocols as state
 // machines: anti-entropy over a versioned key-value map by push, pull and
 // push-pull; rumor mongering with the variants of Demers et al.;
-// push-sum aggregation; and SWIM membership and failure detection with
-// Lifeguard's refinements (swim.go).
+// push-sum aggregation; SWIM membership and failure detection with
+// Lifeguard's refinements (swim.go); and resource discovery on the
+// replicated map, nearest holders first by Vivaldi coordinates
+// (discovery.go).
 //
 // The sources are Demers, Greene, Hauser, Irish, Larson, Shenker, Sturgis,
 // Swinehart and Terry, "Epidemic algorithms for replicated database
@@ -48,4 +50,9 @@
 // Currey's Lifeguard, 2018) outputs Suspect, Dead and Alive at the member
 // that comes to hold each fact about another; check's swim-completeness
 // and swim-accuracy judge who was declared dead, by whom and when.
+//
+// Resource discovery takes Advertise, Withdraw and Find inputs and
+// outputs Found, the holders nearest first; check's discovery-findable
+// and discovery-fresh judge each node's last answers against the
+// advertisements, withdrawals and crashes of the trace.
 package epidemic

@@ -17,7 +17,7 @@ var Algorithms []proc.Algorithm
 
 // order is the order of Algorithms: the sources', whatever the order in
 // which the files register.
-var order = []string{"push", "pull", "push-pull", "rumor", "push-sum", "swim", "members"}
+var order = []string{"push", "pull", "push-pull", "rumor", "push-sum", "swim", "members", "discovery"}
 
 func register(a proc.Algorithm) {
 	a.Family = "gossip"
@@ -110,6 +110,23 @@ type Params struct {
 	// member list with a random member (the members algorithm's, after
 	// hashicorp/memberlist's push/pull), and of its map. 0 means 10.
 	SyncEvery int
+
+	// Resource discovery (discovery.go).
+
+	// AdRefresh is how often a holder rewrites its advertisements, with
+	// its coordinate of the moment. 0 means 10 rounds (SWIM periods in the
+	// members algorithm).
+	AdRefresh time.Duration
+	// AdTTL is how long a node keeps an advertisement it has adopted no
+	// newer version of before it takes the holder for gone and deletes it.
+	// It must exceed AdRefresh plus the time a rewrite takes to spread.
+	// 0 means 6·AdRefresh.
+	AdTTL time.Duration
+	// Coordinates makes the members algorithm measure Vivaldi coordinates
+	// (a probe and its echo per member and period), so that its finds
+	// rank holders by estimated round-trip time; without it they rank by
+	// ID. The discovery algorithm always measures them.
+	Coordinates bool
 }
 
 // ErrParams is wrapped by the errors of Params.Validate.
@@ -138,6 +155,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: retransmit %d: must not be negative", ErrParams, p.Retransmit)
 	case p.SyncEvery < 0:
 		return fmt.Errorf("%w: sync-every %d: must not be negative", ErrParams, p.SyncEvery)
+	case p.AdRefresh < 0:
+		return fmt.Errorf("%w: ad-refresh %v: must not be negative", ErrParams, p.AdRefresh)
+	case p.AdTTL < 0:
+		return fmt.Errorf("%w: ad-ttl %v: must not be negative", ErrParams, p.AdTTL)
 	case p.Founders < 0:
 		return fmt.Errorf("%w: founders %d: must not be negative", ErrParams, p.Founders)
 	}

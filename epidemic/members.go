@@ -18,8 +18,10 @@ import (
 //	Put, Delete                     → the map
 //	Leave                           → SWIM (it says goodbye)
 //	Reading, Query                  → the aggregates (aggregate.go)
+//	Advertise, Withdraw, Find       → resource discovery (discovery.go)
 //	Update, Pull, Digest, Reply     → the map
 //	Mass                            → the aggregates
+//	Probe, Echo                     → resource discovery's coordinates
 //	Ping, PingReq, Ack, Nack, ...   → SWIM
 //	the round timer                 → the map; SWIM's timers → SWIM;
 //	the aggregation timer           → the aggregates
@@ -50,6 +52,7 @@ type members struct {
 	swim  *swim
 	kv    *antiEntropy
 	agg   aggregates // the queries (aggregate.go)
+	disc  discovery  // resource discovery (discovery.go)
 	ticks uint64     // SWIM's periods so far
 }
 
@@ -68,7 +71,7 @@ func init() {
 		// its open group: TestOpenGroupLearnsEveryMember,
 		// TestPartitionHeals).
 		Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection"},
-		Messages: append(append(append([]proc.Message{}, swimMessages...), aeMessages...), Mass{}),
+		Messages: append(append(append(append([]proc.Message{}, swimMessages...), aeMessages...), Mass{}), discoMessages...),
 		Scenario: "nodes: 16\nstop:\n  deadline: 2s\n",
 	})
 }
@@ -87,6 +90,7 @@ func newMembers(p *Params, id proc.ID, n int) *members {
 	kvp := *p
 	kvp.Period = p.Period * time.Duration(p.SyncEvery)
 	m := &members{swim: newSwim(p, id, n), kv: &antiEntropy{mode: pushPull, p: &kvp, db: store{reapAfter: p.ReapAfter}}}
+	m.disc = newDiscovery(p, p.Period, p.Coordinates)
 	m.kv.pick = func(env proc.Env, f int) []proc.ID { return m.swim.randomMembers(env, f, proc.None) }
 	return m
 }
@@ -116,6 +120,10 @@ func (m *members) Input(env proc.Env, in proc.Input) {
 	case Query:
 		if !m.swim.left {
 			m.agg.query(env, m, in)
+		}
+	case Advertise, Withdraw, Find:
+		if !m.swim.left {
+			m.disc.input(env, discoMembers{m}, in)
 		}
 	}
 }
@@ -152,6 +160,10 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		if !m.swim.left {
 			m.agg.onMass(env, m, msg)
 		}
+	case Probe, Echo:
+		if !m.swim.left {
+			m.disc.receive(env, from, msg)
+		}
 	default:
 		m.swim.Receive(env, from, msg)
 	}
@@ -174,6 +186,7 @@ func (m *members) Timeout(env proc.Env, tag any) {
 		if !m.swim.left {
 			m.ticks++
 			m.periodic(env)
+			m.disc.tick(env, discoMembers{m})
 		}
 	default:
 		m.swim.Timeout(env, tag)
@@ -227,3 +240,24 @@ func (m *members) HasRoomFor(name string) bool {
 	_, ok := m.agg.readings[name]
 	return ok || len(m.agg.readings) < MaxReadings
 }
+
+// discoMembers is the members algorithm as the discovery half's host:
+// writes spread as rumors, probes go to live members, finds skip the
+// members SWIM holds dead or left.
+type discoMembers struct{ m *members }
+
+func (h discoMembers) db() *store { return &h.m.kv.db }
+func (h discoMembers) write(env proc.Env, key, value string, deleted bool) {
+	h.m.spread(env, []Entry{h.m.kv.db.write(env, key, value, deleted)}, proc.None)
+}
+func (h discoMembers) peer(env proc.Env) proc.ID {
+	if q := h.m.swim.randomMembers(env, 1, proc.None); len(q) > 0 {
+		return q[0]
+	}
+	return proc.None
+}
+func (h discoMembers) alive(id proc.ID) bool { return !h.m.swim.gone(id) }
+
+// Coordinate is the member's Vivaldi coordinate (the origin without
+// Params.Coordinates).
+func (m *members) Coordinate() Coord { return m.disc.coord }

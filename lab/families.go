@@ -96,8 +96,9 @@ func init() {
 			Wrap:     meterGossip,
 			Workload: func() sim.Workload { return NewGossipLoad(epidemic.Params{}) },
 			Workloads: map[string]func() sim.Workload{
-				"push-sum": func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
-				"swim":     func() sim.Workload { return NewSwimLoad(epidemic.Params{}) },
+				"push-sum":  func() sim.Workload { return NewPushSumLoad(epidemic.Params{}) },
+				"swim":      func() sim.Workload { return NewSwimLoad(epidemic.Params{}) },
+				"discovery": func() sim.Workload { return NewDiscoveryLoad(epidemic.Params{}) },
 			},
 			Diagram: trace.SVGOptions{Quiet: []string{"state", "infective"}},
 		},

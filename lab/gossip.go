@@ -228,6 +228,8 @@ func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		return pushSumMetrics(f)
 	case "swim":
 		return swimMetrics(f)
+	case "discovery":
+		return discoveryMetrics(f)
 	}
 	w, _ := f.Workload.(*GossipLoad)
 	if w == nil || w.n == 0 {
@@ -474,6 +476,8 @@ func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
 		return NewPushSumLoad(p)
 	case "swim":
 		return NewSwimLoad(p)
+	case "discovery":
+		return NewDiscoveryLoad(p)
 	}
 	return NewGossipLoad(p)
 }
@@ -482,6 +486,9 @@ func gossipWorkload(algo string, p epidemic.Params) sim.Workload {
 // params p: its processes and its workload built from them, the bytes
 // they send metered.
 func ConfigureGossip(f Family, a proc.Algorithm, p epidemic.Params) (Options, error) {
+	if a.Name == "discovery" && p.Period == 0 {
+		p.Period = epidemic.DiscoveryPeriod
+	}
 	a, err := epidemic.Configure(a, p)
 	if err != nil {
 		return Options{}, err
@@ -642,6 +649,7 @@ var gossipCases = func() []compareCase {
 			},
 		})
 	}
+	cases = append(cases, discoveryCase("advertise and find, transit-stub", false), discoveryCase("advertise and find, plane", true))
 	return cases
 }()
 

@@ -24,9 +24,13 @@ import (
 //	PUT    /v1/readings/NAME      this node's own reading (the body: a number)
 //	GET    /v1/aggregate/NAME?agg=average|sum|count
 //	                              the aggregate of every member's reading
+//	PUT    /v1/resources/NAME     advertise a resource (body: {"attrs": {...}})
+//	DELETE /v1/resources/NAME     withdraw it
+//	GET    /v1/resources/NAME?k=K the K holders nearest this node
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.aggregateRoutes(mux)
+	s.resourceRoutes(mux)
 	mux.HandleFunc("GET /v1/members", func(w http.ResponseWriter, r *http.Request) {
 		ms, err := s.Members()
 		if err != nil {

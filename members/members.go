@@ -107,6 +107,7 @@ func NewServer(cfg Config) (*Server, error) {
 		p.ReapAfter = DefaultReapAfter
 	}
 	p.Open, p.Founders = true, cfg.Node.N()
+	p.Coordinates = true // resource discovery's finds rank by them (discovery.go)
 	if int(cfg.Node.Self()) >= cfg.Node.N() {
 		p.Founders = 0 // it joined: it knows its contact, and learns the rest from it
 	}
@@ -163,6 +164,12 @@ func (s *Server) learnAddresses() {
 	if addr, ok := s.node.Members()[s.node.Self()]; ok {
 		_ = s.svc.Input(epidemic.Put{Key: addrPrefix + strconv.Itoa(int(s.node.Self())), Value: addr})
 	}
+}
+
+// ownKey says whether key is one of the service's own: an address or an
+// advertisement, hidden from the map's readers.
+func ownKey(key string) bool {
+	return strings.HasPrefix(key, addrPrefix) || strings.HasPrefix(key, epidemic.ResourcePrefix)
 }
 
 func (s *Server) addPeer(key, addr string) {
@@ -230,7 +237,7 @@ func (s *Server) Entries() ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(es))
 	for _, e := range es {
-		if !e.Deleted && !strings.HasPrefix(e.Key, addrPrefix) {
+		if !e.Deleted && !ownKey(e.Key) {
 			out = append(out, entryOf(e))
 		}
 	}
@@ -320,6 +327,9 @@ func ValidKey(key string) error {
 	if strings.HasPrefix(key, addrPrefix) {
 		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (members' addresses)", key, addrPrefix)
 	}
+	if strings.HasPrefix(key, epidemic.ResourcePrefix) {
+		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (advertised resources)", key, epidemic.ResourcePrefix)
+	}
 	for _, c := range []byte(key) {
 		if c <= ' ' || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '%' {
 			return fmt.Errorf("key %.40q: want printable ASCII without spaces, /, ?, # or %%", key)
@@ -375,7 +385,7 @@ func eventOf(o proc.Output) (Event, bool) {
 		}
 		return Event{Type: t, Member: id(o.Member), Incarnation: o.Inc}, true
 	case epidemic.Applied:
-		if strings.HasPrefix(o.Key, addrPrefix) {
+		if ownKey(o.Key) {
 			return Event{}, false
 		}
 		e := entryOf(epidemic.Entry{Key: o.Key, Value: o.Value, Version: o.Version, Deleted: o.Deleted})

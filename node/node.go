@@ -381,7 +381,7 @@ func (n *Node) Elections() *leader.Server { return n.leaders }
 func (n *Node) Handler() http.Handler {
 	api := http.NewServeMux()
 	if n.members != nil {
-		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/"} {
+		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/", "/v1/resources/"} {
 			api.Handle(p, n.members.Handler())
 		}
 	}

@@ -107,6 +107,14 @@ var metricNames = map[string]string{
 	"messages_per_member_per_period": "messages per member and period",
 	"false_positives":                "false positives",
 
+	"rounds_to_findable": "rounds to findable everywhere",
+	"nearest_first":      "truly nearest holder found first",
+	"nearest_in_k":       "truly nearest among the k found",
+	"precision_at_k":     "precision@k against the true k nearest",
+	"random_precision":   "precision@k of a random pick",
+	"stretch":            "stretch (true RTT, first found / nearest)",
+	"rtt_error":          "median relative error of estimated RTTs",
+
 	"hops_mean":                 "hops (mean)",
 	"hops_p99":                  "hops (99th percentile)",
 	"delivered_fraction":        "lookups delivered",

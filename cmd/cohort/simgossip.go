@@ -11,13 +11,18 @@ import (
 
 // The gossip family's flags of `cohort sim`: the algorithms' parameters
 // (epidemic.Params), which build the processes and the workload anew.
-var gossipOnlyFlags = []string{"fanout", "k", "variant"}
+var gossipOnlyFlags = []string{"fanout", "k", "variant", "plane"}
+
+// gossipPlane is --plane: the discovery workload's network is a plane of
+// cities (sim.Plane) instead of a transit-stub one.
+var gossipPlane bool
 
 func addGossipFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int("fanout", 1, "gossip: peers each node contacts per round (f)")
 	fl.Int("k", 1, "gossip rumor: a monger loses interest with probability 1/k (or after k contacts, with --variant counter)")
 	fl.String("variant", "", `gossip: comma-separated variants — rumor: "blind" (no feedback), "counter" (instead of the coin), "pull" (instead of push), "cycles" (feedback as of the round's start), "backup" (anti-entropy beside); push-sum: "sum" or "count" (instead of the average); swim: "nolifeguard" (Das et al.'s SWIM), or one of Lifeguard's refinements off: "nolhm", "nodynamic", "nobuddy"`)
+	fl.BoolVar(&gossipPlane, "plane", false, "gossip discovery: hosts in cities on a plane (Vivaldi's own model) instead of a transit-stub network (the default up to 1024 nodes)")
 	for _, name := range gossipOnlyFlags {
 		familyOnlyFlags[name] = "gossip"
 	}
@@ -90,5 +95,10 @@ func configureGossip(fam lab.Family, a proc.Algorithm, p *epidemic.Params, o *la
 		return usageErr("%v", err)
 	}
 	o.Algo, o.Workload = c.Algo, c.Workload
+	if w, ok := o.Workload.(*lab.DiscoveryLoad); ok {
+		w.Plane = gossipPlane
+	} else if gossipPlane {
+		return usageErr("--plane is a flag of the discovery algorithm, not of %s", a.Name)
+	}
 	return nil
 }
