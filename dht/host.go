@@ -39,10 +39,10 @@ type host struct {
 	contact  proc.ID // a member joining the running cluster joins through it
 	joined   bool
 
-	cur     *reqCtx                    // the context of the event being handled
-	waiting map[overlay.GUID][]reqCtx  // gets at this home awaiting a fetched copy
-	bodies  map[bodyKey]heldBody       // multicast bodies, by group and id
-	seen    map[bodyKey]time.Duration  // multicasts delivered here, when
+	cur     *reqCtx                   // the context of the event being handled
+	waiting map[overlay.GUID][]reqCtx // gets at this home awaiting a fetched copy
+	bodies  map[bodyKey]heldBody      // multicast bodies, by group and id
+	seen    map[bodyKey]time.Duration // multicasts delivered here, when
 	swept   time.Duration
 	env     wrapEnv
 }
@@ -334,7 +334,7 @@ func (h *host) output(o proc.Output) {
 // context of the event being handled, and its outputs go through output.
 type wrapEnv struct {
 	proc.Env
-	h        *host
+	h *host
 	n int // N while a founder starts (0: the service's)
 	// While an event is handled: the algorithm routed a request on, or
 	// answered one.
