@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/dht"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/group"
@@ -92,6 +93,11 @@ type Config struct {
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
+
+	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
+	// or joined (a joined node also needs Members, whose map spreads the
+	// members' addresses).
+	DHT bool
 }
 
 // Relay is a remote queue: the messages of the local queue Source go to
@@ -119,6 +125,7 @@ type Node struct {
 	groups     *group.Server
 	locks      *lock.Server
 	members    *members.Server // nil unless Config.Members
+	dht        *dht.Server     // nil unless Config.DHT
 	queues     *queue.Manager
 	stopRelays context.CancelFunc
 	log        *slog.Logger
@@ -271,8 +278,18 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("members: %w", err), closeAll())
 		}
 	}
+	var ds *dht.Server
+	if cfg.DHT {
+		contact := cfg.Contact
+		if !joined {
+			contact = proc.None
+		}
+		if ds, err = dht.NewServer(dht.Config{Node: ln, Contact: contact, Logger: log}); err != nil {
+			return nil, errors.Join(fmt.Errorf("dht: %w", err), closeAll())
+		}
+	}
 	if joined {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays}, nil
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -298,7 +315,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
@@ -360,6 +377,10 @@ func (n *Node) Handler() http.Handler {
 		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/"} {
 			api.Handle(p, n.members.Handler())
 		}
+	}
+	if n.dht != nil {
+		api.Handle("/v1/dht/", n.dht.Handler())
+		api.Handle("/v1/scribe/", n.dht.Handler())
 	}
 	// Queues are every node's own, founder or not.
 	api.Handle("/v1/queues", queue.Handler(n.queues))
@@ -434,6 +455,9 @@ type Health struct {
 	Members   bool   `json:"members,omitempty"` // the membership and key-value service runs
 	Joined    bool   `json:"joined,omitempty"`  // this node joined the running cluster
 }
+
+// DHT is the node's DHT and Scribe service, or nil.
+func (n *Node) DHT() *dht.Server { return n.dht }
 
 // Members is the node's membership and key-value service, or nil.
 func (n *Node) Members() *members.Server { return n.members }

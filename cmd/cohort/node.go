@@ -62,6 +62,7 @@ type nodeConfig struct {
 	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
 	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
+	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -300,6 +301,8 @@ node.yaml:
   members: true                 # optional: run the membership and key-value service (cohort members,
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
+  dht: true                     # optional: run Pastry's DHT and Scribe (cohort dht, cohort scribe),
+                                # on founders and joined nodes alike
   relays:                       # optional: remote queues (cohort queue), stored here and forwarded
     - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
 
@@ -313,7 +316,8 @@ no peers; it names one member to join through, with --join or in node.yaml:
   listen: 127.0.0.1:7007
   api: 127.0.0.1:7107
   secret_file: cluster.secret   # the cluster's credentials, as any member
-It runs the membership and key-value service only.`,
+It runs the membership and key-value service only (and the DHT and Scribe,
+with dht: true).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
@@ -384,7 +388,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	nc := node.Config{ID: proc.ID(c.ID), N: founders, Transport: tr, Lock: algo, Group: galgo,
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
-		Members: c.Members, Contact: c.contact}
+		Members: c.Members, Contact: c.contact, DHT: c.DHT}
 	nc.MembersParams.Period = c.Gossip
 	for _, r := range c.Relays {
 		nc.Relays = append(nc.Relays, node.Relay{Source: r.Source, To: r.To, Queue: r.Queue})
