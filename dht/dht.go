@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -97,6 +98,7 @@ type Server struct {
 	joined    map[overlay.GUID]int // groups joined, by how many (Join and Listen) asked
 	seq       uint64
 	epoch     uint64
+	retries   atomic.Int64
 }
 
 // Algorithm is the service's algorithm: the overlay's scribe entry (a
@@ -284,9 +286,14 @@ func (s *Server) ask(ctx context.Context, key string, in proc.Input) (Result, er
 			t.Stop()
 			return Result{}, live.ErrClosed
 		case <-t.C:
+			s.retries.Add(1)
 		}
 	}
 }
+
+// Retries is how many requests this node asked again after
+// RequestTimeout without an answer.
+func (s *Server) Retries() int64 { return s.retries.Load() }
 
 // Message is a multicast as a member delivers it.
 type Message struct {

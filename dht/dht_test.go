@@ -162,17 +162,11 @@ func TestLiveDHTAndScribe(t *testing.T) {
 	for _, s := range c.servers {
 		<-s.Ready()
 	}
-	for id := proc.ID(4); id < 8; id++ {
-		c.join(id, id-1-id%2) // through an earlier node, founder or joiner
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	// Puts through every node, gets through the next one.
-	ids := c.ids()
 	const keys = 40
 	value := func(k int) string { return fmt.Sprintf("value-%d", k) }
-	for k := range keys {
+	put := func(k int, ids []proc.ID) {
 		at := ids[k%len(ids)]
 		r, err := c.servers[at].Put(ctx, fmt.Sprintf("key-%d", k), value(k))
 		if err != nil {
@@ -181,6 +175,19 @@ func TestLiveDHTAndScribe(t *testing.T) {
 		if !r.Found {
 			t.Fatalf("put key-%d at p%d: not stored: %+v", k, at, r)
 		}
+	}
+	// Half the keys among the founders; the joiners become the homes of
+	// some, and read them from the leaf set when asked.
+	for k := range keys / 2 {
+		put(k, c.ids())
+	}
+	for id := proc.ID(4); id < 8; id++ {
+		c.join(id, id-1-id%2) // through an earlier node, founder or joiner
+	}
+	// The rest through every node; gets through the next one.
+	ids := c.ids()
+	for k := keys / 2; k < keys; k++ {
+		put(k, ids)
 	}
 	getAll := func(ids []proc.ID) error {
 		for k := range keys {
@@ -197,6 +204,23 @@ func TestLiveDHTAndScribe(t *testing.T) {
 	}
 	if err := getAll(ids); err != nil {
 		t.Fatal(err)
+	}
+	a, _ := dht.Algorithm(dht.Live, 4, proc.None)
+	fetches := int64(0)
+	for _, id := range ids {
+		if svc, err := c.nodes[id].Service(dht.ServiceName, a); err == nil {
+			fetches += svc.Stats().ByKind["fetch"]
+		}
+	}
+	retries := int64(0)
+	for _, s := range c.servers {
+		retries += s.Retries()
+	}
+	t.Logf("homes without a copy fetched one %d times; requests asked again: %d", fetches, retries)
+	if retries > 0 {
+		// Without failures every answer finds its way back, a fetched
+		// copy's included: none waits for RequestTimeout.
+		t.Errorf("%d requests went unanswered for %v before any failure", retries, dht.RequestTimeout)
 	}
 
 	// Every node agrees on each key's home.

@@ -200,6 +200,7 @@ func (h *host) Join(env proc.Env, contact proc.ID) {
 func (h *host) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case routeMsg:
+		h.env.routed, h.env.answered = false, false
 		if m.Origin != proc.None {
 			h.cur = &reqCtx{m.Origin, m.Ref}
 		}
@@ -238,6 +239,7 @@ func (h *host) Timeout(env proc.Env, tag any) {
 func (h *host) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case request:
+		h.env.routed, h.env.answered = false, false
 		h.cur = &reqCtx{env.Self(), in.Ref}
 		h.inner.Input(&h.env, in.In)
 		if g, ok := in.In.(overlay.Get); ok {
