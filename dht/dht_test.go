@@ -23,14 +23,14 @@ var secret = []byte("dht test secret, 32 bytes long..")
 // later: each runs the membership service (which spreads the members'
 // addresses) and the DHT.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	founders int
 	addrs    map[proc.ID]string
 	nodes    map[proc.ID]*live.Node
 	servers  map[proc.ID]*dht.Server
 }
 
-func newCluster(t *testing.T, founders int) *cluster {
+func newCluster(t testing.TB, founders int) *cluster {
 	c := &cluster{t: t, founders: founders, addrs: map[proc.ID]string{}, nodes: map[proc.ID]*live.Node{}, servers: map[proc.ID]*dht.Server{}}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(founders) {
@@ -134,7 +134,7 @@ func (b *inbox) count(body string) int {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() error) {
+func waitFor(t testing.TB, what string, within time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

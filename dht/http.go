@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 )
@@ -30,7 +31,9 @@ func (s *Server) Handler() http.Handler {
 			httpapi.Fail(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		res, err := s.Put(r.Context(), r.PathValue("key"), string(body))
+		ctx, cancel := context.WithTimeout(r.Context(), APITimeout)
+		defer cancel()
+		res, err := s.Put(ctx, r.PathValue("key"), string(body))
 		if err != nil {
 			httpapi.Fail(w, status(err), err.Error())
 			return
@@ -38,7 +41,9 @@ func (s *Server) Handler() http.Handler {
 		httpapi.Reply(w, http.StatusOK, res)
 	})
 	mux.HandleFunc("GET /v1/dht/{key}", func(w http.ResponseWriter, r *http.Request) {
-		res, err := s.Get(r.Context(), r.PathValue("key"))
+		ctx, cancel := context.WithTimeout(r.Context(), APITimeout)
+		defer cancel()
+		res, err := s.Get(ctx, r.PathValue("key"))
 		switch {
 		case err != nil:
 			httpapi.Fail(w, status(err), err.Error())
@@ -54,7 +59,9 @@ func (s *Server) Handler() http.Handler {
 			httpapi.Fail(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		id, err := s.Publish(r.Context(), r.PathValue("group"), string(body))
+		ctx, cancel := context.WithTimeout(r.Context(), APITimeout)
+		defer cancel()
+		id, err := s.Publish(ctx, r.PathValue("group"), string(body))
 		if err != nil {
 			httpapi.Fail(w, status(err), err.Error())
 			return
@@ -62,7 +69,9 @@ func (s *Server) Handler() http.Handler {
 		httpapi.Reply(w, http.StatusOK, Published{ID: id})
 	})
 	mux.HandleFunc("POST /v1/scribe/{group}/join", func(w http.ResponseWriter, r *http.Request) {
-		if err := s.JoinGroup(r.Context(), r.PathValue("group")); err != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), APITimeout)
+		defer cancel()
+		if err := s.JoinGroup(ctx, r.PathValue("group")); err != nil {
 			httpapi.Fail(w, status(err), err.Error())
 			return
 		}
@@ -78,6 +87,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/scribe/{group}", s.listen)
 	return mux
 }
+
+// APITimeout bounds how long a request of the HTTP API waits for its
+// answer (a node still joining the overlay, a key whose replicas are all
+// gone quiet): past it the reply is 504.
+const APITimeout = 30 * time.Second
 
 // Published answers a multicast: its id.
 type Published struct {
