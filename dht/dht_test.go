@@ -311,3 +311,70 @@ func TestLiveDHTAndScribe(t *testing.T) {
 	waitFor(t, "every key read after the failures", time.Minute, func() error { return getAll(survivors) })
 	multicast(1, []proc.ID{0, 2, 5, 7}, "after")
 }
+
+// TestRestartedNodeComesBack: a founder crashes and restarts under the
+// same ID and address, with nothing kept: it rejoins the overlay (the
+// others learn it again from its keep-alives and row exchanges), and
+// every key is read through it, the keys it is the home of among them.
+func TestRestartedNodeComesBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster over TCP, with a crash and a restart")
+	}
+	c := newCluster(t, 5)
+	for _, s := range c.servers {
+		<-s.Ready()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const keys = 30
+	for k := range keys {
+		if _, err := c.servers[proc.ID(k%5)].Put(ctx, fmt.Sprintf("key-%d", k), fmt.Sprint(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A key whose home is p1.
+	homed := ""
+	for k := 0; homed == ""; k++ {
+		key := fmt.Sprintf("probe-%d", k)
+		r, err := c.servers[0].Lookup(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Home == 1 {
+			homed = key
+		}
+	}
+	c.kill(1)
+	waitFor(t, "p0 routes around the crashed p1", 30*time.Second, func() error {
+		if r, err := c.servers[0].Lookup(ctx, homed); err != nil || r.Home == 1 {
+			return fmt.Errorf("%s still routed to p%d (%v)", homed, r.Home, err)
+		}
+		return nil
+	})
+	ln, err := net.Listen("tcp", c.addrs[1])
+	if err != nil {
+		t.Skipf("the address cannot be taken again at once: %v", err)
+	}
+	c.start(1, ln, proc.None)
+	<-c.servers[1].Ready()
+	waitFor(t, "every key read through the restarted node, and its homes agreed on", time.Minute, func() error {
+		if r, err := c.servers[0].Lookup(ctx, homed); err != nil || r.Home != 1 {
+			return fmt.Errorf("p0 routes %s to p%d, not to the restarted p1 (%v)", homed, r.Home, err)
+		}
+		for k := range keys {
+			key := fmt.Sprintf("key-%d", k)
+			r, err := c.servers[1].Get(ctx, key)
+			if err != nil || !r.Found || r.Value != fmt.Sprint(k) {
+				return fmt.Errorf("get %s at p1: %+v %v", key, r, err)
+			}
+			want, err := c.servers[0].Lookup(ctx, key)
+			if err != nil {
+				return err
+			}
+			if r.Home != want.Home {
+				return fmt.Errorf("%s: p1 reads it at p%d, p0 routes it to p%d", key, r.Home, want.Home)
+			}
+		}
+		return nil
+	})
+}
