@@ -43,6 +43,7 @@ type host struct {
 	waiting map[overlay.GUID][]reqCtx // gets at this home awaiting a fetched copy
 	bodies  map[bodyKey]heldBody      // multicast bodies, by group and id
 	seen    map[bodyKey]time.Duration // multicasts delivered here, when
+	held    int                       // bytes of the bodies
 	swept   time.Duration
 	env     wrapEnv
 }
@@ -64,8 +65,13 @@ type heldBody struct {
 }
 
 // bodyTTL is how long a node holds a multicast's body (and remembers it
-// delivered the multicast): longer than any hop's retries.
-const bodyTTL = 2 * time.Minute
+// delivered the multicast): longer than a hop's retries and a tree's
+// repair. maxHeld bounds the bodies held, in bytes: past it the oldest
+// are dropped first (a hop sent again then carries an empty body).
+const (
+	bodyTTL = 30 * time.Second
+	maxHeld = 64 << 20
+)
 
 // joinRetry is how long a joining node waits for its overlay join to
 // complete before it sends its JOIN to its contact again (the first may
@@ -198,6 +204,7 @@ func (h *host) Join(env proc.Env, contact proc.ID) {
 }
 
 func (h *host) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	h.env.Env = env
 	switch m := m.(type) {
 	case routeMsg:
 		h.env.routed, h.env.answered = false, false
@@ -220,6 +227,7 @@ func (h *host) Receive(env proc.Env, from proc.ID, m proc.Message) {
 }
 
 func (h *host) Timeout(env proc.Env, tag any) {
+	h.env.Env = env
 	switch t := tag.(type) {
 	case joinTimer:
 		if !h.joined {
@@ -237,6 +245,7 @@ func (h *host) Timeout(env proc.Env, tag any) {
 }
 
 func (h *host) Input(env proc.Env, in proc.Input) {
+	h.env.Env = env
 	switch in := in.(type) {
 	case request:
 		h.env.routed, h.env.answered = false, false
@@ -267,19 +276,42 @@ func (h *host) settle(op overlay.Op, key overlay.GUID) {
 func (h *host) hold(env proc.Env, k bodyKey, body string) {
 	if _, ok := h.bodies[k]; !ok {
 		h.bodies[k] = heldBody{body, env.Now()}
+		h.held += len(body)
+		h.evict()
 	}
 }
 
 // sweep forgets the bodies and deliveries older than bodyTTL, at most
-// once a second.
+// once a second, and the oldest bodies past maxHeld.
 func (h *host) sweep(env proc.Env) {
 	now := env.Now()
 	if now-h.swept < time.Second {
 		return
 	}
 	h.swept = now
-	maps.DeleteFunc(h.bodies, func(_ bodyKey, b heldBody) bool { return now-b.at > bodyTTL })
+	drop := func(k bodyKey) { h.held -= len(h.bodies[k].body); delete(h.bodies, k) }
+	for k, b := range h.bodies {
+		if now-b.at > bodyTTL {
+			drop(k)
+		}
+	}
 	maps.DeleteFunc(h.seen, func(_ bodyKey, at time.Duration) bool { return now-at > bodyTTL })
+}
+
+// evict drops the oldest bodies, down to half of maxHeld, once they
+// hold more.
+func (h *host) evict() {
+	if h.held <= maxHeld {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(h.bodies), func(a, b bodyKey) int { return int(h.bodies[a].at - h.bodies[b].at) })
+	for _, k := range keys {
+		if h.held <= maxHeld/2 {
+			break
+		}
+		h.held -= len(h.bodies[k].body)
+		delete(h.bodies, k)
+	}
 }
 
 // reply sends a request's outcome to its origin (or outputs it, if this
