@@ -26,7 +26,8 @@
 //
 // A multicast is routed to the group's root (the node closest to the
 // groupId) and sent down the Scribe tree; every member delivers each
-// multicast at most once, and, with the tree intact, once. A tree broken
+// multicast at most once (a copy that comes again within 30 s of the
+// first is dropped), and, with the tree intact, once. A tree broken
 // by a crash is repaired within overlay.ScribeRepairBound; multicasts
 // sent meanwhile may miss the members below the failed node.
 package dht
