@@ -29,5 +29,8 @@
 // multicast at most once (a copy that comes again within 30 s of the
 // first is dropped), and, with the tree intact, once. A tree broken
 // by a crash is repaired within overlay.ScribeRepairBound; multicasts
-// sent meanwhile may miss the members below the failed node.
+// sent meanwhile may miss the members below the failed node. Not handled
+// (the overlay's Scribe assumes the overlay is built before its groups):
+// a node that joins closer to a groupId than the group's root becomes
+// where multicasts are routed, and, holding no tree, drops them.
 package dht
