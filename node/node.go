@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/dht"
 	"github.com/cohort-go/cohort/election"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/group"
@@ -100,6 +101,11 @@ type Config struct {
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
+
+	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
+	// or joined (a joined node also needs Members, whose map spreads the
+	// members' addresses).
+	DHT bool
 }
 
 // Relay is a remote queue: the messages of the local queue Source go to
@@ -127,6 +133,7 @@ type Node struct {
 	groups     *group.Server
 	locks      *lock.Server
 	members    *members.Server // nil unless Config.Members
+	dht        *dht.Server     // nil unless Config.DHT
 	queues     *queue.Manager
 	rqueues    *queue.Replicated // the API's queues, unless nil (LocalQueues)
 	stopRelays context.CancelFunc
@@ -290,8 +297,18 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("members: %w", err), closeAll())
 		}
 	}
+	var ds *dht.Server
+	if cfg.DHT {
+		contact := cfg.Contact
+		if !joined {
+			contact = proc.None
+		}
+		if ds, err = dht.NewServer(dht.Config{Node: ln, Contact: contact, Logger: log}); err != nil {
+			return nil, errors.Join(fmt.Errorf("dht: %w", err), closeAll())
+		}
+	}
 	if joined {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays}, nil
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -317,7 +334,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, queues: queues, stopRelays: stopRelays,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
@@ -384,6 +401,10 @@ func (n *Node) Handler() http.Handler {
 		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/", "/v1/resources/"} {
 			api.Handle(p, n.members.Handler())
 		}
+	}
+	if n.dht != nil {
+		api.Handle("/v1/dht/", n.dht.Handler())
+		api.Handle("/v1/scribe/", n.dht.Handler())
 	}
 	// Queues: replicated on the log, or every node's own (founder or not).
 	qh := queue.Handler(n.queueBackend())
@@ -465,6 +486,9 @@ type Health struct {
 	// node's own).
 	Queues string `json:"queues,omitempty"`
 }
+
+// DHT is the node's DHT and Scribe service, or nil.
+func (n *Node) DHT() *dht.Server { return n.dht }
 
 // Members is the node's membership and key-value service, or nil.
 func (n *Node) Members() *members.Server { return n.members }

@@ -37,7 +37,7 @@ func newClusterUpCmd() *cobra.Command {
 	var nodes int
 	var algo, dir, traceDir string
 	var runs []string
-	var inproc, asJSON, withMembers bool
+	var inproc, asJSON, withMembers, withDHT bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start N nodes on 127.0.0.1 and run until interrupted",
@@ -67,13 +67,16 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if withDHT && inproc {
+				return usageErr("--dht: processes only")
+			}
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
 			if withMembers && inproc {
 				return usageErr("--members: processes only (nodes join a cluster of processes)")
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON, withMembers)
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON, withMembers, withDHT)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
@@ -83,6 +86,7 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "also run this algorithm (FAMILY/NAME) as a service on every node from the start, repeatable (processes only)")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
 	cmd.Flags().BoolVar(&withMembers, "members", false, "also run the membership and key-value service (cohort members, cohort kv): other nodes may then join with cohort node --join")
+	cmd.Flags().BoolVar(&withDHT, "dht", false, "also run Pastry's DHT and Scribe (cohort dht, cohort scribe) on every node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
 	return cmd
 }
@@ -185,7 +189,7 @@ func freePorts(n int) ([]string, error) {
 }
 
 // clusterProcs runs n "cohort node" processes.
-func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON, withMembers bool) error {
+func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON, withMembers, withDHT bool) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "cohort-cluster-")
 		if err != nil {
@@ -249,7 +253,7 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	var pids []int
 	for i := 0; i < n; i++ {
 		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs,
-			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Members: withMembers}
+			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Members: withMembers, DHT: withDHT}
 		if traceDir != "" {
 			if err := os.MkdirAll(traceDir, 0o755); err != nil {
 				return usageErr("--trace-dir: %v", err)

@@ -63,6 +63,7 @@ type nodeConfig struct {
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
 	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
 	Queues     string         `yaml:"queues"`         // "replicated" (on the log, the default with lock: raft) or "local" (each node's own)
+	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -314,6 +315,8 @@ node.yaml:
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
   queues: replicated            # optional: replicated (on the log; the default with lock: raft) or local
+  dht: true                     # optional: run Pastry's DHT and Scribe (cohort dht, cohort scribe),
+                                # on founders and joined nodes alike
   relays:                       # optional, with queues: local: remote queues, stored here and forwarded
     - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
 
@@ -331,7 +334,8 @@ no peers; it names one member to join through, with --join or in node.yaml:
   listen: 127.0.0.1:7007
   api: 127.0.0.1:7107
   secret_file: cluster.secret   # the cluster's credentials, as any member
-It runs the membership and key-value service only.`,
+It runs the membership and key-value service only (and the DHT and Scribe,
+with dht: true).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
@@ -402,7 +406,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	nc := node.Config{ID: proc.ID(c.ID), N: founders, Transport: tr, Lock: algo, Group: galgo,
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
-		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local"}
+		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local", DHT: c.DHT}
 	nc.MembersParams.Period = c.Gossip
 	for _, r := range c.Relays {
 		nc.Relays = append(nc.Relays, node.Relay{Source: r.Source, To: r.To, Queue: r.Queue})
