@@ -171,6 +171,8 @@
       violOf.get(i).push(c.name);
     });
   });
+  let nStates = 0;
+  for (let i = 0; i < N; i++) if (E[i].state !== undefined) nStates++;
   let nMarked = 0;
   for (let i = 0; i < N; i++) if (markHard[i] || markSoft[i]) nMarked++;
 
@@ -330,7 +332,7 @@
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
-      layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
+      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
   }
 
@@ -608,6 +610,11 @@
     let html = `<div class="what">${esc(eventLine(i))}</div>`;
     if (violOf.has(i)) html += `<div class="in-viol">in the counterexample of ${esc(violOf.get(i).join(", "))}</div>`;
     html += `<table>${rows.join("")}</table>`;
+    const st = stateAt(i);
+    if (st >= 0) {
+      html += `<h2>State of p${e.node}</h2><div id="state">` +
+        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : "") + stateTable(E[st].state) + "</div>";
+    }
     if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
     if (S.hl && S.viol < 0) {
       let past = 0, fut = 0;
@@ -615,6 +622,26 @@
       html += `<p><span style="color:${C.past}">●</span> ${past} events in its causal past, <span style="color:${C.future}">●</span> ${fut} in its future</p>`;
     }
     box.innerHTML = html;
+  }
+
+  // The event whose recorded state (proc.Describer, cohort sim --states)
+  // is its process's at event i: the last one on its lane at or before i
+  // that carries one; -1 if none does since the process (re)started.
+  function stateAt(i) {
+    if (!isProcessKind(evKind[i])) return -1;
+    for (let j = i; j >= 0; j = prevOn[j]) {
+      if (E[j].state !== undefined) return j;
+      const k = evKind[j];
+      if (k === K.crash || k === K.leave || k === K.start || k === K.recover || k === K.join) return -1;
+    }
+    return -1;
+  }
+  // A described state as a table: one row per field, lists joined.
+  function stateTable(v) {
+    const show = (x) => Array.isArray(x) ? (x.length ? x.map((y) => typeof y === "string" ? y : JSON.stringify(y)).join(", ") : "—")
+      : typeof x === "string" ? x : JSON.stringify(x);
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return `<pre>${esc(show(v))}</pre>`;
+    return "<table>" + Object.keys(v).map((k) => `<tr><td>${esc(k)}</td><td>${esc(show(v[k]))}</td></tr>`).join("") + "</table>";
   }
 
   // ---------------------------------------------------------- interaction

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// openPage writes the viewer of the cohort command's output with --html
+// and opens it in the browser.
+func openPage(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	page := filepath.Join(t.TempDir(), "page.html")
+	if code, _, errs := cli(t, append(args, "--html", page)...); code != 0 {
+		t.Fatalf("cohort %s: exit %d: %s", strings.Join(args, " "), code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	return page
+}
+
+// cohort sim --states records each process's own description of its
+// state, and the panel shows it at the stepped event: Ricart–Agrawala's
+// state, request, replies and deferred queue.
+func TestViewerShowsDescribedState(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "ra.jsonl")
+	if code, _, errs := cli(t, "sim", "mutex", "--algo", "ricart-agrawala", "--nodes", "3", "--seed", "1", "--states", "--trace", tracePath); code != 0 {
+		t.Fatalf("sim --states: exit %d: %s", code, errs)
+	}
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A WANTED state with replies awaited, and the event after it on the
+	// same lane that carries none.
+	wanted, after, states := -1, -1, 0
+	for i, e := range tr.Events {
+		if e.State == nil {
+			continue
+		}
+		states++
+		var d struct{ State, Request string }
+		if err := json.Unmarshal(e.State, &d); err != nil {
+			t.Fatalf("event %d: state %s: %v", i, e.State, err)
+		}
+		if wanted < 0 && d.State == "WANTED" && d.Request != "" {
+			wanted = i
+		}
+	}
+	if wanted < 0 {
+		t.Fatal("no WANTED state recorded")
+	}
+	for i := wanted + 1; i < len(tr.Events); i++ {
+		if e := tr.Events[i]; e.Node == tr.Events[wanted].Node && e.Kind.IsProcess() {
+			if e.State == nil {
+				after = i
+			}
+			break
+		}
+	}
+	openPage(t, ctx, "view", tracePath)
+	if s := eval[int](t, ctx, `window.cohortViewer.stats().states`); s != states {
+		t.Errorf("the page counts %d described states, the trace has %d", s, states)
+	}
+	eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(wanted)+`)`)
+	got := text(t, ctx, "#state")
+	for _, want := range []string{"stateWANTED", "request" + stateField(t, tr.Events[wanted], "request"), "replies", "deferred"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("at #%d the state panel shows %q; want it to contain %q", wanted, got, want)
+		}
+	}
+	if after >= 0 {
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(after)+`)`)
+		if got := text(t, ctx, "#state"); !strings.Contains(got, "as of #"+itoa(wanted)) {
+			t.Errorf("at #%d (no state of its own) the panel shows %q; want the state as of #%d", after, got, wanted)
+		}
+	}
+	// Before any step of the process has been described, no state.
+	eval[int](t, ctx, `window.cohortViewer.jump(0)`)
+	if n := eval[int](t, ctx, `document.querySelectorAll("#state").length`); n != 0 && tr.Events[0].State == nil {
+		t.Errorf("event 0 has no state, but the panel shows one")
+	}
+	screenshot(t, ctx, "viewer-state.png")
+}
+
+// screenshot keeps the page's picture as a test artefact.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := artefact(t, name)
+	if err := os.WriteFile(shot, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func stateField(t *testing.T, e trace.Event, k string) string {
+	var m map[string]any
+	if err := json.Unmarshal(e.State, &m); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m[k].(string)
+	return s
+}
+
+// cohort sim --view records the states it shows; a run without --states
+// or --view keeps the trace (and its hash) it always had.
+func TestSimViewRecordsStates(t *testing.T) {
+	url, interrupt := serveCLI(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--view")
+	if body := get(t, url); !strings.Contains(body, `"state":{"state":"WANTED","votes":[`) {
+		t.Errorf("sim --view serves no described Maekawa state (%d bytes)", len(body))
+	}
+	interrupt()
+	hash := func(args ...string) string {
+		code, out, errs := cli(t, append([]string{"sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--json"}, args...)...)
+		if code > 1 {
+			t.Fatalf("sim: exit %d: %s", code, errs)
+		}
+		var r struct {
+			SHA string `json:"trace_sha256"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.SHA
+	}
+	plain, states := hash(), hash("--states")
+	if plain == states || plain == "" {
+		t.Errorf("the hash with --states (%s) is that without (%s)", states, plain)
+	}
+	if again := hash("--states"); again != states {
+		t.Errorf("--states twice: hashes %s and %s", states, again)
+	}
+}
