@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,5 +144,79 @@ func TestSimViewRecordsStates(t *testing.T) {
 	}
 	if again := hash("--states"); again != states {
 		t.Errorf("--states twice: hashes %s and %s", states, again)
+	}
+}
+
+// Processes collapse into one lane: picked by clicking their names, then
+// "collapse". The messages within the group are hidden, those to and from
+// it end on its lane; "expand" brings the lanes back.
+func TestViewerCollapsesProcesses(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, _, tr, _ := simulate(t, dir)
+	openPage(t, ctx, "view", tracePath)
+	before := stats(t, ctx)
+	if before.Lanes != 4 {
+		t.Fatalf("%d lanes, want 4", before.Lanes)
+	}
+	// Arrows between p2 and p3, which the collapsed lane hides.
+	within := 0
+	sends := map[uint64]trace.Event{}
+	for _, e := range tr.Events {
+		if e.Kind == trace.Send {
+			sends[e.Msg] = e
+		}
+	}
+	fated := map[uint64]bool{}
+	for _, e := range tr.Events {
+		if e.Kind != trace.Recv && e.Kind != trace.Drop {
+			continue
+		}
+		fated[e.Msg] = true
+		if s, ok := sends[e.Msg]; ok && s.Node >= 2 && e.Node >= 2 && s.Node != e.Node {
+			within++
+		}
+	}
+	for m, s := range sends {
+		if !fated[m] && s.Node >= 2 && s.Peer >= 2 && s.Node != s.Peer {
+			within++
+		}
+	}
+	if within == 0 {
+		t.Fatal("no message between p2 and p3 in the run")
+	}
+	// Click the names of p2 and p3 in the gutter, then "collapse".
+	for _, p := range []int32{2, 3} {
+		i := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == p })
+		at := eval[struct{ X, Y float64 }](t, ctx, `window.cohortViewer.where(`+itoa(i)+`)`)
+		x := eval[float64](t, ctx, `document.getElementById("canvas").getBoundingClientRect().left`) + 20
+		do(t, ctx, chromedp.MouseClickXY(x, at.Y))
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#collapse")))
+	s := eval[struct {
+		Lanes, Groups, WithinGroups, Arrows, ArrowsTotal int
+	}](t, ctx, `window.cohortViewer.stats()`)
+	if s.Lanes != 3 || s.Groups != 1 || s.WithinGroups != within || s.Arrows != before.Arrows-within {
+		t.Errorf("collapsed p2 and p3: %+v; want 3 lanes, 1 group, %d arrows within it hidden, %d drawn", s, within, before.Arrows-within)
+	}
+	if names := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(names, []string{"p0", "p1", "p2–p3"}) {
+		t.Errorf("lanes %v, want p0, p1, p2–p3", names)
+	}
+	// An event of p3 is drawn on the group's lane, as one of p2.
+	i2 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 2 })
+	i3 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 3 })
+	y2 := eval[float64](t, ctx, `window.cohortViewer.where(`+itoa(i2)+`).y`)
+	y3 := eval[float64](t, ctx, `window.cohortViewer.where(`+itoa(i3)+`).y`)
+	if y2 != y3 {
+		t.Errorf("p2's events at y=%v, p3's at y=%v: not one lane", y2, y3)
+	}
+	screenshot(t, ctx, "viewer-collapsed.png")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#expand")))
+	if s := stats(t, ctx); s.Lanes != 4 || s.Arrows != before.Arrows {
+		t.Errorf("expanded: %d lanes, %d arrows; want 4 and %d", s.Lanes, s.Arrows, before.Arrows)
+	}
+	// Collapsing all four leaves one lane and no arrow but self-sends.
+	if s := eval[struct{ Lanes, Arrows int }](t, ctx, `window.cohortViewer.collapse([0,1,2,3])`); s.Lanes != 1 || s.Arrows != 0 {
+		t.Errorf("all collapsed: %+v, want one lane and no arrows", s)
 	}
 }

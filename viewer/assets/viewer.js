@@ -188,12 +188,52 @@
     hl: null,             // Uint8Array: 1 past, 2 future, 3 the event, 4 a counterexample's
     hlCount: 0,
     viol: -1,             // the violation selected in the list
+    picked: new Set(),    // lanes picked (by their names) to be collapsed
   };
-  let lanes = [], laneOf = new Int32Array(nProc); // visible processes, and each one's row (-1: hidden)
+  // Collapsed groups: each one's processes share one lane; the messages
+  // within a group are hidden, those to or from it end on its lane.
+  const groupOf = new Int32Array(nProc).fill(-1);
+  let groups = [];
+  // The lanes drawn, top to bottom ({name, procs, group}), and each
+  // process's row (-1: hidden).
+  let lanes = [], laneOf = new Int32Array(nProc);
   function layoutLanes() {
     lanes = [];
-    for (let p = 0; p < nProc; p++) { laneOf[p] = S.procOn[p] ? lanes.length : -1; if (S.procOn[p]) lanes.push(p); }
+    const rowOf = new Map();
+    for (let p = 0; p < nProc; p++) {
+      laneOf[p] = -1;
+      if (!S.procOn[p]) continue;
+      const g = groupOf[p];
+      if (g < 0) { laneOf[p] = lanes.length; lanes.push({ name: laneName(p), procs: [p], group: false }); continue; }
+      if (!rowOf.has(g)) { rowOf.set(g, lanes.length); lanes.push({ name: groupName(groups[g]), procs: [], group: true }); }
+      laneOf[p] = rowOf.get(g);
+      lanes[laneOf[p]].procs.push(p);
+    }
   }
+  // "p0–p3" for a run of processes, else "{p0,p2,p5}".
+  function groupName(ps) {
+    const run = ps.every((p, k) => k === 0 || p === ps[k - 1] + 1);
+    return run ? laneName(ps[0]) + "–" + laneName(ps[ps.length - 1]) : "{" + ps.map(laneName).join(",") + "}";
+  }
+  const laneName = (p) => "p" + p;
+  // Collapse processes ps (two or more) into one lane; processes already
+  // in a group bring their whole group.
+  function collapse(ps) {
+    const set = new Set();
+    ps.forEach((p) => { if (p >= 0 && p < nProc) { if (groupOf[p] >= 0) groups[groupOf[p]].forEach((q) => set.add(q)); else set.add(p); } });
+    if (set.size < 2) return;
+    const members = [...set].sort((a, b) => a - b);
+    groups = groups.filter((g) => !g.some((q) => set.has(q)));
+    groups.push(members);
+    groupOf.fill(-1);
+    groups.forEach((g, k) => g.forEach((q) => { groupOf[q] = k; }));
+    S.picked.clear();
+    layoutLanes(); draw();
+  }
+  function expand() {
+    groups = []; groupOf.fill(-1); S.picked.clear(); layoutLanes(); draw();
+  }
+  const inGroup = (a, b) => groupOf[a] >= 0 && groupOf[a] === groupOf[b];
   layoutLanes();
 
   const cv = document.getElementById("canvas"), ctx = cv.getContext("2d");
@@ -258,9 +298,10 @@
     // Lanes.
     ctx.save();
     ctx.beginPath(); ctx.rect(LEFT, TOP, W - LEFT, H - TOP); ctx.clip();
-    lanes.forEach((p, r) => {
+    lanes.forEach((ln, r) => {
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (r % 2 === 0) { ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, y - lh / 2, W - LEFT, lh); }
+      if (ln.group) { ctx.fillStyle = "#eef3f9"; ctx.fillRect(LEFT, y - lh / 2 + 1, W - LEFT, lh - 2); }
       ctx.strokeStyle = "#c9ced4"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
     });
@@ -269,12 +310,14 @@
 
     // Which arrows and events are in view.
     const candidates = [];
+    let withinGroups = 0;
     for (let a = 0; a < nArrows; a++) {
       const s = arS[a], r = arR[a];
       const ws = wx(s), wr = r >= 0 ? wx(r) : (S.layout === "time" ? tmax - origin : ws + 1);
       if (Math.max(ws, wr) < wa || Math.min(ws, wr) > wb) continue;
       const to = r >= 0 ? evNode[r] : E[s].peer;
       if (laneOf[evNode[s]] < 0 || to < 0 || to >= nProc || laneOf[to] < 0) continue;
+      if (inGroup(evNode[s], to)) { withinGroups++; continue; }
       if (!S.typeOn[Math.min(evType[s], types.length)]) continue;
       candidates.push(a);
     }
@@ -328,7 +371,7 @@
         `${EVENT_BUDGET.toLocaleString("en")}. Violations, the highlight and the current event are always drawn. Zoom in (wheel) to see every message.`;
     } else lod.textContent = "";
     stats = {
-      lanes: lanes.length, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
+      lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
@@ -554,11 +597,13 @@
     ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif"; ctx.fillStyle = "#555";
     ctx.textBaseline = "middle";
     const every = Math.ceil(14 / lh);
-    lanes.forEach((p, r) => {
+    lanes.forEach((ln, r) => {
       if (r % every) return;
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (y < TOP || y > H) return;
-      ctx.fillText("p" + p, 8, y);
+      if (!ln.group && S.picked.has(ln.procs[0])) { ctx.fillStyle = "#cfe0f5"; ctx.fillRect(2, y - 8, LEFT - 4, 16); }
+      ctx.fillStyle = ln.group ? "#2f6aa8" : "#555";
+      ctx.fillText(clip(ln.name, 9), 8, y);
     });
     ctx.textBaseline = "alphabetic";
     ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -745,6 +790,26 @@
     return best;
   }
 
+  // A click on a lane's name picks it to be collapsed (or unpicks it); on
+  // a collapsed group's name, expands that group.
+  function pickLane(my) {
+    const r = Math.floor((my - TOP + S.scrollY) / laneH());
+    const ln = lanes[r];
+    if (!ln) return;
+    if (ln.group) {
+      const g = groupOf[ln.procs[0]];
+      groups.splice(g, 1); groupOf.fill(-1);
+      groups.forEach((m, k) => m.forEach((q) => { groupOf[q] = k; }));
+      layoutLanes();
+    } else if (S.picked.has(ln.procs[0])) S.picked.delete(ln.procs[0]);
+    else S.picked.add(ln.procs[0]);
+    syncCollapse(); draw();
+  }
+  function syncCollapse() {
+    document.getElementById("collapse").disabled = S.picked.size < 2;
+    document.getElementById("expand").disabled = groups.length === 0;
+  }
+
   // The arrow under the pointer (within 4 pixels), or -1.
   function pickArrow(mx, my) {
     let best = -1, bd = 16;
@@ -787,6 +852,7 @@
     if (!drag) return;
     cv.classList.remove("dragging");
     const d = drag; drag = null;
+    if (!d.moved && ev.target === cv && ev.offsetX < LEFT) { pickLane(ev.offsetY); return; }
     if (!d.moved && ev.target === cv) { const i = pick(ev.offsetX, ev.offsetY); if (i >= 0) select(i); }
   });
   cv.addEventListener("mousemove", (ev) => {
@@ -828,6 +894,8 @@
   document.getElementById("prev").onclick = () => step(-1);
   document.getElementById("next").onclick = () => step(1);
   document.getElementById("clear").onclick = clear;
+  document.getElementById("collapse").onclick = () => { collapse([...S.picked]); syncCollapse(); };
+  document.getElementById("expand").onclick = () => { expand(); syncCollapse(); };
   document.getElementById("layout").onchange = (ev) => setLayout(ev.target.value);
   function setLayout(m) {
     S.layout = m === "lamport" ? "lamport" : "time";
@@ -903,6 +971,7 @@
   // -------------------------------------------------------------- startup
 
   buildLists();
+  syncCollapse();
   phases.lists = performance.now() - started;
   resize();
   fit();
@@ -934,6 +1003,11 @@
     pan: (px) => { S.x0 += px / S.k; draw(); return stats; },
     fit: () => { fit(); draw(); return stats; },
     clear: () => { clear(); return S.hlCount; },
+    // Collapse processes into one lane (as picking their names and
+    // "collapse" do); expand every group.
+    collapse: (ps) => { collapse(ps); syncCollapse(); return stats; },
+    expand: () => { expand(); syncCollapse(); return stats; },
+    lanes: () => lanes.map((ln) => ln.name),
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
   };
