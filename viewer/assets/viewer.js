@@ -37,7 +37,7 @@
   const C = {
     ink: "#333", other: "#5b6770", drop: "#d97a0b", dropPart: "#8c564b", dropGone: "#7f7f7f",
     pending: "#9aa3ad", output: "#1e9e5a", input: "#8546b8", mark: "#d62728", soft: "#e58fb8",
-    crashed: "#dcdcdc", pause: "#f3d36b", partition: "#b39ddb", past: "#2563eb", future: "#f59e0b",
+    crashed: "#dcdcdc", cycle: "#c2185b", pause: "#f3d36b", partition: "#b39ddb", past: "#2563eb", future: "#f59e0b",
   };
   const KINDS = ["", "send", "recv", "drop", "dup", "timer", "input", "output", "crash", "recover", "start", "join", "leave"];
   const K = {};
@@ -171,6 +171,32 @@
       violOf.get(i).push(c.name);
     });
   });
+  // Wait-for cycles: each deadlock a process declared (an output
+  // "deadlock" whose data names its cycle, as CMH's), and each one a
+  // checker's verdict names ("p0 waits for p1", "p1→p3"), drawn at the
+  // declaration, or at the last event of the counterexample, as arrows
+  // between the lanes.
+  const cycles = []; // {at, nodes: [p, ...] in cycle order | null, edges: [[a, b], ...], by}
+  for (let i = 0; i < N; i++) {
+    const e = E[i];
+    if (evKind[i] !== K.output || e.type !== "deadlock" || !e.data || !Array.isArray(e.data.cycle) || e.data.cycle.length < 2) continue;
+    const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
+    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by p${e.node}` });
+  }
+  checks.forEach((c) => {
+    if (c.ok || !c.detail || !c.events || !c.events.length) return;
+    const edges = [];
+    for (const m of c.detail.matchAll(/p(\d+)(?: waits for |→)p(\d+)/g)) {
+      const a = +m[1], b = +m[2];
+      if (a < nProc && b < nProc && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
+    }
+    const at = Math.max(...c.events.filter((i) => i >= 0 && i < N));
+    if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name });
+  });
+  const cycleText = (c) => c.nodes ? c.nodes.concat(c.nodes[0]).map((p) => "p" + p).join(" → ") : c.edges.map(([a, b]) => `p${a} → p${b}`).join(", ");
+  const cyclesAt = new Map();
+  cycles.forEach((c) => { if (!cyclesAt.has(c.at)) cyclesAt.set(c.at, []); cyclesAt.get(c.at).push(c); });
+
   let nStates = 0;
   for (let i = 0; i < N; i++) if (E[i].state !== undefined) nStates++;
   let nMarked = 0;
@@ -359,6 +385,7 @@
       if (S.hl && S.hl[i] === 4) ring(i, C.mark, 10, 1.5);
     }
     if (S.cur >= 0 && eventShown(S.cur)) { ring(S.cur, "#000", 9, 2); }
+    const cycleEdges = drawCycles(wa, wb);
     if (!lodArrows && !lodEvents) drawLabels(labels);
     ctx.restore();
 
@@ -371,6 +398,7 @@
         `${EVENT_BUDGET.toLocaleString("en")}. Violations, the highlight and the current event are always drawn. Zoom in (wheel) to see every message.`;
     } else lod.textContent = "";
     stats = {
+      cycles: cycles.length, cycleEdges,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
@@ -472,6 +500,37 @@
       ctx.closePath(); ctx.fill();
     }
     ctx.globalAlpha = 1;
+  }
+
+  // The wait-for cycles in view: at the declaration's x, an arc from each
+  // waiting process's lane to the lane of the process it waits for.
+  // Returns how many edges it drew.
+  function drawCycles(wa, wb) {
+    let n = 0;
+    ctx.save();
+    ctx.strokeStyle = C.cycle; ctx.fillStyle = C.cycle; ctx.lineWidth = 2.2; ctx.setLineDash([6, 3]);
+    for (const c of cycles) {
+      const w = wx(c.at);
+      if (w < wa || w > wb) continue;
+      const x = X(w);
+      c.edges.forEach(([a, b], k) => {
+        if (laneOf[a] < 0 || laneOf[b] < 0 || laneOf[a] === laneOf[b]) return;
+        const y1 = laneY(a), y2 = laneY(b), bulge = 26 + 10 * k;
+        const dir = y2 > y1 ? 1 : -1;
+        ctx.beginPath(); ctx.moveTo(x, y1);
+        ctx.bezierCurveTo(x + dir * bulge, y1, x + dir * bulge, y2, x, y2); ctx.stroke();
+        // The head, pointing at the process waited for.
+        ctx.setLineDash([]);
+        ctx.beginPath(); ctx.moveTo(x, y2);
+        ctx.lineTo(x + dir * 9, y2 - dir * 5); ctx.lineTo(x + dir * 9, y2 + dir * 5); ctx.closePath(); ctx.fill();
+        ctx.setLineDash([6, 3]);
+        n++;
+      });
+      ctx.font = "bold 10px DejaVu Sans, Helvetica, Arial, sans-serif";
+      ctx.fillText("wait-for cycle", x + 6, laneY(c.edges[0][0]) - 14);
+    }
+    ctx.restore();
+    return n;
   }
 
   function dropColor(reason) {
@@ -654,6 +713,7 @@
     if (fates.has(i)) row("received", fates.get(i).map((r) => `#${r} ${E[r].kind} at ${esc(fmtNS(evT[r]))}`).join("<br>"));
     let html = `<div class="what">${esc(eventLine(i))}</div>`;
     if (violOf.has(i)) html += `<div class="in-viol">in the counterexample of ${esc(violOf.get(i).join(", "))}</div>`;
+    (cyclesAt.get(i) || []).forEach((c) => { html += `<div class="cycle">wait-for cycle (${esc(c.by)}): ${esc(cycleText(c))}</div>`; });
     html += `<table>${rows.join("")}</table>`;
     const st = stateAt(i);
     if (st >= 0) {
@@ -770,6 +830,15 @@
       showEvent(first);
     }
     draw();
+  }
+
+  // Zoom to a wait-for cycle, its lanes shown, its declaration current.
+  function showCycle(c) {
+    c.edges.forEach(([a, b]) => { S.procOn[a] = 1; S.procOn[b] = 1; });
+    layoutLanes(); syncProcBoxes();
+    const w = wx(c.at), span = S.layout === "time" ? Math.max((tmax - origin) / 20, 1000) : 20;
+    S.k = (W - LEFT - RIGHT) / span; S.x0 = w - span / 2;
+    jump(c.at);
   }
 
   function clear() {
@@ -928,6 +997,15 @@
       ul.appendChild(li);
     });
 
+    const cl = document.getElementById("cycles");
+    cycles.forEach((c) => {
+      const li = document.createElement("li");
+      li.innerHTML = `<b>${esc(cycleText(c))}</b><div class="detail">${esc(c.by)} at ${esc(fmtNS(evT[c.at]))} (#${c.at})</div>`;
+      li.onclick = () => showCycle(c);
+      cl.appendChild(li);
+    });
+    document.getElementById("cycles-section").hidden = cycles.length === 0;
+
     const tl = document.getElementById("types");
     types.forEach((t, k) => {
       if (k > TYPE_COLORS.length) return;
@@ -957,6 +1035,7 @@
       ["partition", `<span class="swatch" style="height:9px;background:${C.partition}"></span>`],
       ["pause / slow", `<span class="swatch" style="height:9px;background:${C.pause}"></span>`],
       ["violated (promised)", `<span style="color:${C.mark}">◯</span>`], ["violated (not promised)", `<span style="color:${C.soft}">◯</span>`],
+      ["wait-for cycle", `<span style="color:${C.cycle}">- - ▶</span>`],
       ["causal past", `<span style="color:${C.past}">◯</span>`], ["causal future", `<span style="color:${C.future}">◯</span>`],
     ];
     document.getElementById("legend").innerHTML = legend.map(([t, s]) => `<li>${s} ${esc(t)}</li>`).join("");
@@ -1008,6 +1087,8 @@
     collapse: (ps) => { collapse(ps); syncCollapse(); return stats; },
     expand: () => { expand(); syncCollapse(); return stats; },
     lanes: () => lanes.map((ln) => ln.name),
+    cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by })),
+    showCycle: (k) => { if (cycles[k]) showCycle(cycles[k]); return stats; },
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
   };
