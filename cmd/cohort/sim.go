@@ -110,8 +110,8 @@ its SHA-256 is in the report.`,
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
-	if f.view && (f.schedule != "" || family == "multicast" || family == "position") {
-		return usageErr("--view: not available with --schedule, nor for the multicast and position families yet: write --trace FILE and run cohort view FILE")
+	if f.view && family == "position" {
+		return usageErr("--view: the position family's runs have no trace to view")
 	}
 	if f.schedule != "" {
 		return simSchedule(cmd, family, f) // explore.go

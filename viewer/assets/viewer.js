@@ -61,6 +61,11 @@
     nProc = Math.max(nProc, e.node + 1, (e.peer || -1) + 1);
   }
   if (N === 0) { tmin = 0; tmax = 1; }
+  // Several runs one above the other (viewer.Pair): each process belongs
+  // to one, and is named after it: "A:p0", "B:p0".
+  const runs = (DATA.runs || []).map((r, k) => Object.assign({ letter: String.fromCharCode(65 + k) }, r));
+  const runOf = (p) => { for (let k = runs.length - 1; k >= 0; k--) if (p >= runs[k].first) return runs[k]; return null; };
+  const laneName = (p) => { const r = runOf(p); return r ? `${r.letter}:p${p - r.first}` : "p" + p; };
   // A live trace is stamped with wall-clock times: its axis counts from its
   // first event. A simulated one counts from 0, when the run began.
   const origin = (tmin >= 1e15 || tmin > (tmax - tmin) / 4) ? tmin : 0;
@@ -181,19 +186,21 @@
     const e = E[i];
     if (evKind[i] !== K.output || e.type !== "deadlock" || !e.data || !Array.isArray(e.data.cycle) || e.data.cycle.length < 2) continue;
     const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
-    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by p${e.node}` });
+    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}` });
   }
   checks.forEach((c) => {
     if (c.ok || !c.detail || !c.events || !c.events.length) return;
     const edges = [];
+    // A run's verdict names its own processes.
+    const run = runs.find((r) => c.name.startsWith(r.letter + ": ")), off = run ? run.first : 0;
     for (const m of c.detail.matchAll(/p(\d+)(?: waits for |→)p(\d+)/g)) {
-      const a = +m[1], b = +m[2];
+      const a = +m[1] + off, b = +m[2] + off;
       if (a < nProc && b < nProc && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
     }
     const at = Math.max(...c.events.filter((i) => i >= 0 && i < N));
     if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name });
   });
-  const cycleText = (c) => c.nodes ? c.nodes.concat(c.nodes[0]).map((p) => "p" + p).join(" → ") : c.edges.map(([a, b]) => `p${a} → p${b}`).join(", ");
+  const cycleText = (c) => c.nodes ? c.nodes.concat(c.nodes[0]).map(laneName).join(" → ") : c.edges.map(([a, b]) => `${laneName(a)} → ${laneName(b)}`).join(", ");
   const cyclesAt = new Map();
   cycles.forEach((c) => { if (!cyclesAt.has(c.at)) cyclesAt.set(c.at, []); cyclesAt.get(c.at).push(c); });
 
@@ -241,7 +248,6 @@
     const run = ps.every((p, k) => k === 0 || p === ps[k - 1] + 1);
     return run ? laneName(ps[0]) + "–" + laneName(ps[ps.length - 1]) : "{" + ps.map(laneName).join(",") + "}";
   }
-  const laneName = (p) => "p" + p;
   // Collapse processes ps (two or more) into one lane; processes already
   // in a group bring their whole group.
   function collapse(ps) {
@@ -331,6 +337,15 @@
       ctx.strokeStyle = "#c9ced4"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
     });
+    // Runs: a rule above each one's first lane, and its title.
+    runs.forEach((run) => {
+      const r = lanes.findIndex((ln) => ln.procs.some((p) => runOf(p) === run));
+      if (r < 0) return;
+      const y = TOP + r * lh - S.scrollY;
+      if (r > 0) { ctx.strokeStyle = "#555"; ctx.lineWidth = 2; ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke(); }
+      ctx.fillStyle = "#333"; ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif";
+      ctx.fillText(`${run.letter}: ${clip(run.title, 90)}`, LEFT + 6, y + 12);
+    });
     const shaded = drawShades(lh);
     const ticks = drawGrid(wa, wb);
 
@@ -398,7 +413,7 @@
         `${EVENT_BUDGET.toLocaleString("en")}. Violations, the highlight and the current event are always drawn. Zoom in (wheel) to see every message.`;
     } else lod.textContent = "";
     stats = {
-      cycles: cycles.length, cycleEdges,
+      cycles: cycles.length, cycleEdges, runs: runs.length,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
@@ -686,10 +701,10 @@
   // What an event is, in one line: "#12 p2 recv REQ(ts=4,p1) from p1".
   function eventLine(i) {
     const e = E[i];
-    let s = `#${i} p${e.node} ${e.kind}`;
+    let s = `#${i} ${laneName(e.node)} ${e.kind}`;
     if (e.label || e.type) s += " " + (e.label || e.type);
-    if (e.kind === "send" || e.kind === "dup") s += ` to p${e.peer}`;
-    if (e.kind === "recv" || e.kind === "drop") s += ` from p${e.peer}`;
+    if (e.kind === "send" || e.kind === "dup") s += ` to ${laneName(e.peer)}`;
+    if (e.kind === "recv" || e.kind === "drop") s += ` from ${laneName(e.peer)}`;
     return s;
   }
 
@@ -699,12 +714,12 @@
     const e = E[i], rows = [];
     const row = (k, v) => rows.push(`<tr><td>${esc(k)}</td><td>${v}</td></tr>`);
     row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : "") + (DATA.epoch ? " after " + esc(DATA.epoch) : ""));
-    row("process", "p" + e.node + (e.svc ? " · " + esc(e.svc) : ""));
+    row("process", laneName(e.node) + (e.svc ? " · " + esc(e.svc) : ""));
     row("kind", esc(e.kind));
     if (e.type) row("type", esc(e.type));
     if (e.label) row("label", esc(e.label));
     if (e.msg) row("message", String(e.msg));
-    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", "p" + e.peer);
+    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", laneName(e.peer));
     if (e.reason) row("reason", esc(e.reason));
     if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
     row("local clock", esc(fmtNS(e.local - origin)));
@@ -717,7 +732,7 @@
     html += `<table>${rows.join("")}</table>`;
     const st = stateAt(i);
     if (st >= 0) {
-      html += `<h2>State of p${e.node}</h2><div id="state">` +
+      html += `<h2>State of ${laneName(e.node)}</h2><div id="state">` +
         (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : "") + stateTable(E[st].state) + "</div>";
     }
     if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
@@ -894,7 +909,7 @@
 
   function arrowTip(a) {
     const s = arS[a], r = arR[a], e = E[s];
-    const lines = [`${e.label || e.type || "message"}  p${e.node} → p${e.peer}  (msg ${e.msg})`];
+    const lines = [`${e.label || e.type || "message"}  ${laneName(e.node)} → ${laneName(e.peer)}  (msg ${e.msg})`];
     lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=[${e.vc}]` : ""));
     if (r >= 0) {
       const f = E[r];
@@ -1020,7 +1035,7 @@
     const pl = document.getElementById("procs");
     for (let p = 0; p < nProc && p < 4096; p++) {
       const li = document.createElement("li");
-      li.innerHTML = `<label><input type="checkbox" checked data-proc="${p}"> p${p}</label>`;
+      li.innerHTML = `<label><input type="checkbox" checked data-proc="${p}"> ${laneName(p)}</label>`;
       li.querySelector("input").onchange = (ev) => { S.procOn[p] = ev.target.checked ? 1 : 0; layoutLanes(); draw(); };
       pl.appendChild(li);
     }
