@@ -286,6 +286,10 @@ func Handler(p *Page) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pageHandler(b), nil
+}
+
+func pageHandler(b []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" && r.URL.Path != "/index.html" {
 			http.NotFound(w, r)
@@ -294,16 +298,22 @@ func Handler(p *Page) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(b)
-	}), nil
+	})
 }
 
 // Serve listens on addr ("127.0.0.1:0" for a free port), calls ready with
 // the page's URL once it accepts connections, and serves p until ctx ends.
 func Serve(ctx context.Context, addr string, p *Page, ready func(url string)) error {
-	h, err := Handler(p)
+	b, err := Render(p)
 	if err != nil {
 		return err
 	}
+	return ServePage(ctx, addr, b, ready)
+}
+
+// ServePage serves a page made by Render or RenderCharts as Serve does.
+func ServePage(ctx context.Context, addr string, page []byte, ready func(url string)) error {
+	h := pageHandler(page)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/viewer"
 )
 
 // openPage writes the viewer of the cohort command's output with --html
@@ -415,4 +416,54 @@ func TestSimViewMulticastAndSchedule(t *testing.T) {
 		t.Errorf("sim --schedule --view does not serve the replay with its ME3 violation (%d bytes)", len(body))
 	}
 	interrupt()
+}
+
+// cohort compare --html draws the comparison's rows as charts: one per
+// metric and case, every measured figure a dot, every theory figure a
+// square; --view serves the same page.
+func TestCompareCharts(t *testing.T) {
+	ctx := browser(t)
+	code, out, errs := cli(t, "compare", "mutex", "--nodes", "4,8", "--json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, errs)
+	}
+	var rep struct{ Rows []viewer.ChartRow }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	charts := map[string]bool{}
+	measured, theory := 0, 0
+	for _, r := range rep.Rows {
+		charts[r.Metric+"/"+r.Case] = true
+		if r.Measured != nil {
+			measured++
+		}
+		if r.Theory != nil {
+			theory++
+		}
+	}
+	page := filepath.Join(t.TempDir(), "charts.html")
+	if code, _, errs := cli(t, "compare", "mutex", "--nodes", "4,8", "--html", page); code != 0 {
+		t.Fatalf("compare --html: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("charts")))
+	s := eval[struct{ Charts, Series, Measured, Theory int }](t, ctx, `window.cohortCharts.stats()`)
+	if s.Charts != len(charts) || s.Measured != measured || s.Theory != theory {
+		t.Errorf("charts %+v; want %d charts, %d measured points, %d theory points", s, len(charts), measured, theory)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll(".chart circle.measured-pt").length`); n != measured {
+		t.Errorf("%d measured dots in the page, want %d", n, measured)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll(".chart rect.theory-pt").length`); n != theory {
+		t.Errorf("%d theory squares in the page, want %d", n, theory)
+	}
+	screenshot(t, ctx, "compare-charts.png")
+
+	url, interrupt := serveCLI(t, "compare", "election", "--nodes", "4", "--view")
+	if body := get(t, url); !strings.Contains(body, `"algo":"bully"`) || !strings.Contains(body, "window.cohortCharts") {
+		t.Errorf("compare --view does not serve the charts (%d bytes)", len(body))
+	}
+	if code := interrupt(); code != 0 {
+		t.Errorf("compare --view exited %d after Ctrl-C", code)
+	}
 }
