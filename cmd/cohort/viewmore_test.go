@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -466,4 +467,34 @@ func TestCompareCharts(t *testing.T) {
 	if code := interrupt(); code != 0 {
 		t.Errorf("compare --view exited %d after Ctrl-C", code)
 	}
+}
+
+// A clock plot (cohort sim clocks --plot) marks the run's accuracy α as
+// the band ±α around true time and its precision π as the clocks' spread
+// where it is reached, with the figures the report measures.
+func TestClockPlotMarksPrecisionAndAccuracy(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "ntp.svg")
+	code, out, errs := cli(t, "sim", "clocks", "--algo", "ntp", "--seed", "1", "--plot", plot, "--json")
+	if code != 0 {
+		t.Fatalf("sim clocks --plot: exit %d: %s", code, errs)
+	}
+	var r struct{ Metrics map[string]float64 }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+plot), chromedp.WaitReady(chromedp.CSS("svg")))
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll("text.mark-label")].map((e) => e.textContent)`)
+	want := []string{"+α accuracy " + trace.FormatNS(int64(r.Metrics["accuracy_ns"])), "−α", "π precision " + trace.FormatNS(int64(r.Metrics["precision_ns"]))}
+	if !slices.Equal(labels, want) {
+		t.Errorf("marks %q, want %q", labels, want)
+	}
+	// ±α lie either side of the zero line, at the same distance.
+	ys := eval[[]float64](t, ctx, `[...document.querySelectorAll("line.mark")].map((l) => +l.getAttribute("y1"))`)
+	zero := eval[float64](t, ctx, `+document.querySelector("line.zero").getAttribute("y1")`)
+	if len(ys) != 3 || math.Abs((ys[0]-zero)+(ys[1]-zero)) > 0.2 || ys[0] >= zero {
+		t.Errorf("mark lines at y=%v, zero at %v: want +α above and −α below, as far", ys, zero)
+	}
+	screenshot(t, ctx, "clock-plot.png")
 }
