@@ -341,9 +341,13 @@ func (s *Sim) Step() bool {
 		s.stop = StopDeadline
 		return false
 	}
-	s.hold()
-	s.handle(&e)
-	s.describe()
+	if s.cfg.States {
+		s.hold()
+		s.handle(&e)
+		s.describe()
+	} else {
+		s.handle(&e)
+	}
 	if s.cfg.Until != nil && s.cfg.Until(s) {
 		s.stop = StopPredicate
 		return false
