@@ -94,6 +94,15 @@ type CMH struct {
 	deaf, hasty bool
 }
 
+// Describe implements proc.Describer: the site's lock table and
+// transaction, and the probe computations this process began.
+func (p *CMH) Describe() any {
+	return struct {
+		SiteState
+		Computations int `json:"computations"`
+	}{p.State(), p.began}
+}
+
 // Probe is the probe (Init, Waiter.P, Holder.P) of Init's computation
 // Comp, on the edge "Waiter waits for Holder, which holds resource Res".
 // On its way from the waiter to the resource's owner Holder is unset

@@ -3,6 +3,7 @@ package deadlock
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,6 +176,38 @@ type Site struct {
 	txn     Txn       // the current one; Seq 0 if none
 	res     []proc.ID // the resources it asked for
 	pending []proc.ID // those not granted yet
+}
+
+// SiteState is a site's lock table and transaction as a described state
+// (proc.Describer): who holds its resource and who waits for it, and what
+// its own transaction holds and still waits for.
+type SiteState struct {
+	Holder  string   `json:"holder"`  // the transaction holding this site's resource, or "free"
+	Queue   []string `json:"queue"`   // the transactions waiting for it
+	Txn     string   `json:"txn"`     // this process's transaction, or "none"
+	Asked   []string `json:"asked"`   // the resources it asked for
+	Pending []string `json:"pending"` // those not granted yet: its wait-for edges go to their holders
+}
+
+// State describes the site (for Describe).
+func (s *Site) State() SiteState {
+	d := SiteState{Holder: "free", Txn: "none", Queue: []string{}, Asked: []string{}, Pending: []string{}}
+	if s.holder.Seq != 0 {
+		d.Holder = s.holder.String()
+	}
+	for _, t := range s.queue {
+		d.Queue = append(d.Queue, t.String())
+	}
+	if s.txn.Seq != 0 {
+		d.Txn = s.txn.String()
+		for _, r := range s.res {
+			d.Asked = append(d.Asked, "r"+strconv.Itoa(int(r)))
+		}
+		for _, r := range s.pending {
+			d.Pending = append(d.Pending, "r"+strconv.Itoa(int(r)))
+		}
+	}
+	return d
 }
 
 // Waiting reports whether the process's transaction is blocked.

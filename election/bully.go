@@ -63,6 +63,16 @@ type BullyConfig struct {
 // DefaultBully is the registered entry's configuration.
 var DefaultBully = BullyConfig{T: 4 * time.Millisecond, TPrime: 12 * time.Millisecond}
 
+// Describe implements proc.Describer: the coordinator this process
+// knows, the phase of its election and the coordinator it suspects.
+func (b *bully) Describe() any {
+	return struct {
+		Coordinator string `json:"coordinator"`
+		Phase       string `json:"phase"`
+		Suspect     string `json:"suspect"`
+	}{b.elected.String(), b.phase.String(), b.suspect.String()}
+}
+
 type bullyPhase uint8
 
 const (

@@ -40,6 +40,15 @@ type changRoberts struct {
 }
 
 // crElection carries the largest id seen so far.
+// Describe implements proc.Describer: participant or not, and the
+// coordinator elected (none yet).
+func (c *changRoberts) Describe() any {
+	return struct {
+		Participant bool   `json:"participant"`
+		Elected     string `json:"elected"`
+	}{c.participant, c.elected.String()}
+}
+
 type crElection struct {
 	ID proc.ID `json:"id"`
 }

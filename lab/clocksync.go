@@ -286,8 +286,48 @@ func OffsetPlot(t *trace.Trace, title string, from int64) (trace.LinePlot, bool)
 	}
 	if len(series) == 0 {
 		p.Note = "no clock readings in this run"
+	} else {
+		markSync(&p, series, xu, yu)
 	}
 	return p, len(series) > 0
+}
+
+// markSync marks a clock plot with the run's accuracy α, as the band
+// ±α around true time from the steady state on, and its precision π, as
+// the spread of the clocks at the instant it is reached.
+func markSync(p *trace.LinePlot, series []OffsetSeries, xu, yu float64) {
+	q := MeasureSync(series)
+	if len(q.Times) == 0 {
+		return
+	}
+	from := float64(q.From) / xu
+	alpha := float64(q.Accuracy) / yu
+	p.Marks = append(p.Marks,
+		trace.Mark{Label: "+α accuracy " + trace.FormatNS(q.Accuracy), X0: from, Y0: alpha, X1: math.Inf(1), Y1: alpha},
+		trace.Mark{Label: "−α", X0: from, Y0: -alpha, X1: math.Inf(1), Y1: -alpha})
+	k := slices.Index(q.PrecisionAt, q.Precision)
+	if k < 0 || q.Precision == 0 {
+		return
+	}
+	t := q.Times[k]
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, right := range []bool{false, true} {
+		a, b := int64(math.MaxInt64), int64(math.MinInt64)
+		n := 0
+		for i := range series {
+			if v, ok := series[i].at(t, right); ok {
+				a, b, n = min(a, v), max(b, v), n+1
+			}
+		}
+		if n >= 2 && b-a == q.Precision {
+			lo, hi = a, b
+		}
+	}
+	if lo > hi {
+		return
+	}
+	x := float64(t) / xu
+	p.Marks = append(p.Marks, trace.Mark{Label: "π precision " + trace.FormatNS(q.Precision), X0: x, Y0: float64(lo) / yu, X1: x, Y1: float64(hi) / yu})
 }
 
 // unitOf chooses the unit in which ns values up to v read best.

@@ -218,6 +218,17 @@ func Dollars(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cen
 // The network is FIFO with 0.5–3 ms of latency, so the seed decides the
 // order of the copies.
 func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
+	return bankDemo(algo, n, seed, false)
+}
+
+// BankDemoStates is BankDemo with each replica's state recorded after
+// every step (Options.States): its balance and the updates it applied,
+// beside the multicast algorithm's own description, for the viewer.
+func BankDemoStates(algo string, n int, seed uint64) (*BankRun, error) {
+	return bankDemo(algo, n, seed, true)
+}
+
+func bankDemo(algo string, n int, seed uint64, states bool) (*BankRun, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("%w: the bank demo needs at least 2 replicas, not %d", ErrInput, n)
 	}
@@ -232,6 +243,11 @@ func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
 	o, err := multicastOptions(f, a, n, seed, "uniform:500us,3ms")
 	if err != nil {
 		return nil, err
+	}
+	if states {
+		o.States = true
+		inner := o.Algo.New
+		o.Algo.New = func(id proc.ID, n int) proc.Process { return &bankReplica{Process: inner(id, n), balance: bankStart} }
 	}
 	o.Workload = sim.Script{
 		{At: time.Millisecond, Node: 0, Input: multicast.Multicast{Group: "all", Body: bankDeposit}},
@@ -264,6 +280,55 @@ func BankDemo(algo string, n int, seed uint64) (*BankRun, error) {
 		b.Applied[e.Node] = append(b.Applied[e.Node], d.Body)
 	}
 	return b, nil
+}
+
+// bankReplica is a replica of the account over a multicast process: it
+// applies each update the process delivers (watching its outputs), and
+// describes its balance (proc.Describer).
+type bankReplica struct {
+	proc.Process
+	balance int64
+	applied []string
+}
+
+// bankEnv passes a replica's outputs on, applying the deliveries.
+type bankEnv struct {
+	proc.Env
+	r *bankReplica
+}
+
+func (e bankEnv) Output(o proc.Output) {
+	if d, ok := o.(multicast.Delivered); ok {
+		switch d.Body {
+		case bankDeposit:
+			e.r.balance += 10_000
+			e.r.applied = append(e.r.applied, d.Body)
+		case bankInterest:
+			e.r.balance = e.r.balance * 101 / 100
+			e.r.applied = append(e.r.applied, d.Body)
+		}
+	}
+	e.Env.Output(o)
+}
+
+func (r *bankReplica) Start(env proc.Env) { r.Process.Start(bankEnv{env, r}) }
+func (r *bankReplica) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	r.Process.Receive(bankEnv{env, r}, from, m)
+}
+func (r *bankReplica) Timeout(env proc.Env, tag any)     { r.Process.Timeout(bankEnv{env, r}, tag) }
+func (r *bankReplica) Input(env proc.Env, in proc.Input) { r.Process.Input(bankEnv{env, r}, in) }
+
+// Describe implements proc.Describer.
+func (r *bankReplica) Describe() any {
+	d := struct {
+		Balance   string   `json:"balance"`
+		Applied   []string `json:"applied"`
+		Multicast any      `json:"multicast,omitempty"`
+	}{Balance: Dollars(r.balance), Applied: append([]string{}, r.applied...)}
+	if m, ok := r.Process.(proc.Describer); ok {
+		d.Multicast = m.Describe()
+	}
+	return d
 }
 
 // Describe renders a replica's updates: "deposit $100, then add 1% interest".

@@ -38,6 +38,10 @@ type Options struct {
 	// VectorClocks records vector timestamps; Auto turns them on for runs
 	// of at most 64 processes.
 	VectorClocks Toggle
+	// States records each process's description of its state after every
+	// step (sim.Config.States), for the viewer; it changes the trace and
+	// its hash.
+	States bool
 	// NoCheck skips the checkers and does not keep the trace in memory.
 	NoCheck bool
 	// NoHash, beside NoCheck and without Trace, skips the trace's hash
@@ -304,6 +308,7 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		cfg.Deadline = o.Deadline
 	}
 	cfg.VectorClocks = o.VectorClocks == On || (o.VectorClocks == Auto && cfg.Nodes <= 64)
+	cfg.States = o.States
 
 	header := trace.Header{Nodes: cfg.Nodes, Family: a.Family, Algo: a.Name, Seed: cfg.Seed}
 	var hasher *trace.Hasher

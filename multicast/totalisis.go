@@ -2,6 +2,7 @@ package multicast
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/cohort-go/cohort/proc"
@@ -47,6 +48,48 @@ type isis struct {
 	done    seen                    // delivered
 	pending map[msgKey]*isisPending // my multicasts, collecting proposals
 	hb      holdback
+}
+
+// Describe implements proc.Describer: per group, the largest agreed (A)
+// and proposed (P) numbers and the hold-back queue in its order, each
+// entry with its number, who proposed it and whether it is agreed; and
+// this process's multicasts still collecting proposals.
+func (p *isis) Describe() any {
+	type group struct {
+		A     uint64   `json:"agreed_max"`
+		P     uint64   `json:"proposed_max"`
+		Queue []string `json:"queue"`
+	}
+	out := struct {
+		Groups  map[string]*group `json:"groups"`
+		Waiting []string          `json:"collecting"`
+	}{Groups: map[string]*group{}, Waiting: []string{}}
+	at := func(g string) *group {
+		if out.Groups[g] == nil {
+			out.Groups[g] = &group{Queue: []string{}}
+		}
+		return out.Groups[g]
+	}
+	for g, a := range p.A {
+		at(g).A = a
+	}
+	for g, v := range p.P {
+		at(g).P = v
+	}
+	for g, q := range p.queue {
+		for _, e := range q {
+			s := fmt.Sprintf("%s %d.%d", e.key, e.num, e.by)
+			if e.agreed {
+				s += " agreed"
+			}
+			at(g).Queue = append(at(g).Queue, s)
+		}
+	}
+	for k, w := range p.pending {
+		out.Waiting = append(out.Waiting, fmt.Sprintf("%s awaits %d", k, len(w.members)))
+	}
+	slices.Sort(out.Waiting)
+	return out
 }
 
 type isisEntry struct {

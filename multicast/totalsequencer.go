@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/cohort-go/cohort/logical"
@@ -54,6 +55,40 @@ type sequencer struct {
 	numbered seen                      // messages given a number
 	waiting  []sData                   // messages not yet admitted (fifo-total, causal-total)
 	A        map[string]logical.Vector // per group, messages numbered per origin
+}
+
+// Describe implements proc.Describer: per group, the next order number
+// to deliver (r_g), the messages held back for their turn and, at the
+// group's sequencer, the next number to give (s_g). Maps encode with
+// sorted keys; the held-back messages are listed in order.
+func (s *sequencer) Describe() any {
+	type group struct {
+		Deliver uint64   `json:"next_to_deliver"`
+		Held    []string `json:"held_back"`
+		Give    *uint64  `json:"next_number,omitempty"`
+	}
+	out := map[string]*group{}
+	at := func(g string) *group {
+		if out[g] == nil {
+			out[g] = &group{Held: []string{}}
+		}
+		return out[g]
+	}
+	for g, r := range s.r {
+		at(g).Deliver = r
+	}
+	for g, n := range s.s {
+		at(g).Give = &n
+	}
+	var held []msgKey
+	for k := range s.held {
+		held = append(held, k)
+	}
+	slices.SortFunc(held, func(a, b msgKey) int { return cmp.Or(cmp.Compare(a.Origin, b.Origin), cmp.Compare(a.Seq, b.Seq)) })
+	for _, k := range held {
+		at(k.Group).Held = append(at(k.Group).Held, k.String())
+	}
+	return out
 }
 
 // admission is when the sequencer may number a message it holds.

@@ -78,6 +78,15 @@ func (w withApp) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	w.Process.Receive(env, from, m)
 }
 
+// Describe passes the algorithm's description through (proc.Describer);
+// nil, recorded as nothing, for one that does not describe itself.
+func (w withApp) Describe() any {
+	if d, ok := w.Process.(proc.Describer); ok {
+		return d.Describe()
+	}
+	return nil
+}
+
 // WithApp returns a's entry for runs whose workload sends application
 // messages (Tell inputs): its processes carry them beside the algorithm
 // (withApp), and App is tagged on the wire after a's own messages.

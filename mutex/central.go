@@ -84,6 +84,34 @@ type central struct {
 	durable durableCounter     // a bound on granted (at a client: on its request numbers), the holder, kept across restarts
 }
 
+// Describe implements proc.Describer: at the coordinator, who holds the
+// permission and who waits for it; at a client, whether it asked or holds.
+func (c *central) Describe() any {
+	type client struct {
+		State string `json:"state"`
+	}
+	st := "released"
+	switch {
+	case c.inCS:
+		st = "in CS"
+	case c.requesting:
+		st = "requesting"
+	}
+	if c.self != c.coord {
+		return client{st}
+	}
+	q := make([]string, 0, len(c.queue))
+	for _, w := range c.queue {
+		q = append(q, w.P.String())
+	}
+	return struct {
+		State   string   `json:"state"`
+		Holder  string   `json:"holder"`
+		Queue   []string `json:"queue"`
+		Granted uint64   `json:"granted"`
+	}{st, c.holder.String(), q, c.granted}
+}
+
 // cenWaiter is a queued request: its process and number.
 type cenWaiter struct {
 	P proc.ID

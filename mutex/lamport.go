@@ -88,6 +88,24 @@ type lamport struct {
 	wants      *Acquire      // an Acquire made meanwhile
 }
 
+// Describe implements proc.Describer: the clock, the request queue Q in
+// its order, this process's request and whether it is in the section.
+func (l *lamport) Describe() any {
+	d := struct {
+		State   string   `json:"state"`
+		Clock   uint64   `json:"clock"`
+		Request string   `json:"request,omitempty"`
+		Queue   []string `json:"queue"`
+	}{State: "released", Clock: l.clock, Queue: stamps(l.queue)}
+	switch {
+	case l.inCS:
+		d.State, d.Request = "in CS", l.req.String()
+	case l.requesting:
+		d.State, d.Request = "requesting", l.req.String()
+	}
+	return d
+}
+
 // lpHello announces a restart; Floor is above every stamp its sender sent
 // before.
 type lpHello struct {

@@ -75,6 +75,21 @@ const (
 	mkHeld
 )
 
+// Describe implements proc.Describer: the requester's state and the
+// votes it holds, and the voter's vote and queue.
+func (p *maekawa) Describe() any {
+	d := struct {
+		State string   `json:"state"`
+		Votes []string `json:"votes"`
+		Voted string   `json:"voted_for"`
+		Queue []string `json:"queue"`
+	}{State: [...]string{"RELEASED", "WANTED", "HELD"}[p.state], Votes: members(p.got), Voted: "none", Queue: names(p.queue)}
+	if p.voted {
+		d.Voted = p.votedFor.String()
+	}
+	return d
+}
+
 // mkLocal is a message to oneself, waiting in the local FIFO.
 type mkLocal struct{ m proc.Message }
 

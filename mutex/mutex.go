@@ -121,6 +121,37 @@ func waitingFor(want []proc.ID, got map[proc.ID]bool) []proc.ID {
 	return w
 }
 
+// names renders processes for a described state (proc.Describer):
+// ["p0","p2"], never null.
+func names(ids []proc.ID) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, id.String())
+	}
+	return out
+}
+
+// members renders a set of processes in order, as names does.
+func members(set map[proc.ID]bool) []string {
+	var ids []proc.ID
+	for id, in := range set {
+		if in {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return names(ids)
+}
+
+// stamps renders requests' timestamps ⟨T, p⟩ as "T.p", never null.
+func stamps(q []Stamp) []string {
+	out := make([]string, 0, len(q))
+	for _, s := range q {
+		out = append(out, s.String())
+	}
+	return out
+}
+
 // Algorithms is the family's registry, in the textbooks' order. Each
 // algorithm's file adds its entries in register calls.
 var Algorithms []proc.Algorithm

@@ -98,6 +98,23 @@ type ricartAgrawala struct {
 	wants   *Acquire      // an Acquire made while RECOVERING
 }
 
+// Describe implements proc.Describer: the pseudocode's state, the Lamport
+// clock, the pending request ⟨T, pᵢ⟩, the replies received for it and
+// the requests deferred until the exit.
+func (r *ricartAgrawala) Describe() any {
+	d := struct {
+		State    string   `json:"state"`
+		Clock    uint64   `json:"clock"`
+		Request  string   `json:"request,omitempty"`
+		Replies  []string `json:"replies"`
+		Deferred []string `json:"deferred"`
+	}{State: r.state.String(), Clock: r.clock, Replies: members(r.replied), Deferred: stamps(r.queue)}
+	if r.state == raWanted || r.state == raHeld {
+		d.Request = r.req.String()
+	}
+	return d
+}
+
 // raState is the state of a Ricart–Agrawala process in Coulouris et al.'s
 // pseudocode.
 type raState uint8

@@ -94,3 +94,18 @@ type Stamp struct {
 func (Stamp) Kind() string { return "stamp" }
 
 func (s Stamp) String() string { return "C=" + strconv.FormatUint(s.C, 10) }
+
+// Describer is implemented by a process that can say what state it is in,
+// for a person reading its run: the variables its pseudocode names (Ricart
+// and Agrawala's state, deferred queue and replies awaited; a Maekawa
+// voter's vote; a sequencer's next number). Hosts call Describe only when
+// asked to record states (cohort sim --states), after each step of the
+// process, and store the JSON encoding of its result in the trace beside
+// the step's last event; otherwise it is never called.
+//
+// Describe returns a JSON-encodable value (a small struct with json tags,
+// whose fields keep their order) and must not change the process. Maps
+// are encoded with sorted keys, so the trace stays deterministic.
+type Describer interface {
+	Describe() any
+}

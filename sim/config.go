@@ -49,6 +49,11 @@ type Config struct {
 	// VectorClocks adds vector timestamps to trace events (N words per
 	// event and per message: for small runs only).
 	VectorClocks bool
+	// States records each process's own description of its state
+	// (proc.Describer) after every step it takes, in the step's last
+	// event (trace.Event.State). Off, Describe is never called and the
+	// trace is byte for byte what it was without it.
+	States bool
 	// Queue chooses which pending event fires next; nil orders by time,
 	// then by the order events were scheduled.
 	Queue Queue

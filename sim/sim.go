@@ -62,6 +62,13 @@ type Sim struct {
 	ev      trace.Event
 	evIndex int
 
+	// States (Config.States): while a step runs, its events wait in held,
+	// and the processes it called in called, until the step ends and each
+	// one's description is added to its last event (describe).
+	holding bool
+	held    []trace.Event
+	called  []int32
+
 	kindIdx map[string]int
 	kinds   []string
 	sent    []int64 // per kind index
@@ -246,6 +253,8 @@ func New(cfg Config) (*Sim, error) {
 func (s *Sim) Run() (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			s.called = s.called[:0] // the trace up to the panic, without states
+			s.describe()
 			err = fmt.Errorf("process p%d panicked at t=%s (seed %d): %v",
 				s.env.self, trace.FormatNS(s.now), s.cfg.Seed, r)
 		}
@@ -295,6 +304,7 @@ func (s *Sim) Begin() {
 	}
 	// Faults at time 0 come first in the queue (At 0, lowest Seq) except
 	// for deliveries, which cannot exist yet.
+	s.hold()
 	for s.pending() > 0 {
 		e := s.pop()
 		if e.at != 0 || e.kind != evFault {
@@ -308,6 +318,7 @@ func (s *Sim) Begin() {
 			s.startNode(proc.ID(i), trace.Start)
 		}
 	}
+	s.describe()
 	if s.cfg.Workload != nil {
 		s.cfg.Workload.Init(control{s})
 	}
@@ -336,7 +347,13 @@ func (s *Sim) Step() bool {
 		s.stop = StopDeadline
 		return false
 	}
-	s.handle(&e)
+	if s.cfg.States {
+		s.hold()
+		s.handle(&e)
+		s.describe()
+	} else {
+		s.handle(&e)
+	}
 	if s.cfg.Until != nil && s.cfg.Until(s) {
 		s.stop = StopPredicate
 		return false
@@ -523,6 +540,9 @@ func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
 			}
 		}
 	}()
+	if s.holding {
+		s.called = append(s.called, id)
+	}
 	f(s.nodes[id].p, &s.env)
 }
 
@@ -552,7 +572,47 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 	if fill != nil {
 		fill(e)
 	}
+	if s.holding {
+		s.held = append(s.held, *e)
+		return
+	}
 	s.sink.Record(e)
+}
+
+// hold starts a step whose events wait for the states of the processes
+// it calls (Config.States); describe ends it.
+func (s *Sim) hold() {
+	s.holding = s.cfg.States && s.sink != nil
+}
+
+// describe adds to the last event of each process the step called that
+// process's description of its state, and hands the step's events to the
+// sink.
+func (s *Sim) describe() {
+	if !s.holding {
+		return
+	}
+	s.holding = false
+	for k, id := range s.called {
+		if slices.Contains(s.called[:k], id) {
+			continue
+		}
+		d, ok := s.nodes[id].p.(proc.Describer)
+		if !ok || !s.nodes[id].up {
+			continue
+		}
+		for j := len(s.held) - 1; j >= 0; j-- {
+			if e := &s.held[j]; e.Node == id && e.Kind.IsProcess() {
+				e.State = marshal(d.Describe())
+				break
+			}
+		}
+	}
+	for j := range s.held {
+		s.sink.Record(&s.held[j])
+	}
+	clear(s.held)
+	s.held, s.called = s.held[:0], s.called[:0]
 }
 
 func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {

@@ -97,6 +97,11 @@ type Event struct {
 	// in a simulated run, and for events of the whole node (crash,
 	// recover). Checkers judge each service's events apart.
 	Service string `json:"svc,omitempty"`
+	// State is the process's own description of its state after the step
+	// this event ends (proc.Describer), as JSON; recorded only when the
+	// run asks for states (sim.Config.States), on the last event of each
+	// step of a process that describes itself.
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // Header is the first line of a JSONL trace.
@@ -162,6 +167,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if e.Service != "" {
 		b = append(b, `,"svc":`...)
 		b = appendString(b, e.Service)
+	}
+	if len(e.State) > 0 {
+		b = append(b, `,"state":`...)
+		b = append(b, e.State...)
 	}
 	return append(b, '}')
 }

@@ -19,6 +19,11 @@ func FuzzRead(f *testing.F) {
 	for seed := range uint64(3) {
 		f.Add(txWrite(f, txRandomTrace(seed, 3, 12, seed == 1)))
 	}
+	// A trace with described states (proc.Describer), one spaced out.
+	f.Add([]byte(`{"format":"cohort-trace/1","nodes":2}
+{"i":0,"t":0,"node":0,"kind":"start","local":0,"lamport":1,"peer":-1,"state":{"state":"RELEASED","queue":[]}}
+{"i":1,"t":5,"node":1,"kind":"start","local":5,"lamport":1,"peer":-1,"state": { "a" : [1, 2] }}
+`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		tr, err := Read(bytes.NewReader(in))
 		if err != nil {

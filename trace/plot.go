@@ -20,6 +20,18 @@ type LinePlot struct {
 	Note string
 	// Width and Height are the picture's size in pixels; 0 means 860 × 480.
 	Width, Height int
+	// Marks are reference segments drawn over the lines with a label: a
+	// level, a bound, the span of a quantity (a clock plot's accuracy α
+	// and precision π).
+	Marks []Mark
+}
+
+// Mark is a labelled segment from (X0, Y0) to (X1, Y1) in the data's
+// units; an infinite X reaches the plot's edge on that side. Its finite
+// coordinates are kept in view.
+type Mark struct {
+	Label          string
+	X0, Y0, X1, Y1 float64
 }
 
 // Series is one line of a LinePlot: the points (X[i], Y[i]) joined in
@@ -63,6 +75,18 @@ func WriteLinePlot(w io.Writer, p LinePlot) error {
 			if finite(s.X[i]) && finite(s.Y[i]) {
 				x0, x1 = min(x0, s.X[i]), max(x1, s.X[i])
 				y0, y1 = min(y0, s.Y[i]), max(y1, s.Y[i])
+			}
+		}
+	}
+	for _, m := range p.Marks {
+		for _, x := range []float64{m.X0, m.X1} {
+			if finite(x) && x0 <= x1 {
+				x0, x1 = min(x0, x), max(x1, x)
+			}
+		}
+		for _, y := range []float64{m.Y0, m.Y1} {
+			if finite(y) && x0 <= x1 {
+				y0, y1 = min(y0, y), max(y1, y)
 			}
 		}
 	}
@@ -152,6 +176,45 @@ func WriteLinePlot(w io.Writer, p LinePlot) error {
 		d.printf(`"><title>`)
 		d.text(s.Name)
 		d.printf("</title></path>\n")
+	}
+	// Marks, over the lines.
+	clampX := func(x float64) float64 {
+		switch {
+		case math.IsInf(x, -1):
+			return left
+		case math.IsInf(x, 1):
+			return right
+		}
+		return sx(x)
+	}
+	clampY := func(y float64) float64 {
+		switch {
+		case math.IsInf(y, -1):
+			return bottom
+		case math.IsInf(y, 1):
+			return top
+		}
+		return sy(y)
+	}
+	for i, m := range p.Marks {
+		if math.IsNaN(m.X0) || math.IsNaN(m.X1) || math.IsNaN(m.Y0) || math.IsNaN(m.Y1) {
+			continue
+		}
+		ax, ay, bx, by := clampX(m.X0), clampY(m.Y0), clampX(m.X1), clampY(m.Y1)
+		d.printf(`<line class="mark" data-mark="%d" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#c2185b" stroke-width="1.6" stroke-dasharray="6 3"/>`+"\n",
+			i, svgF(ax), svgF(ay), svgF(bx), svgF(by))
+		if ax == bx { // a span: ticks at its ends
+			for _, y := range []float64{ay, by} {
+				d.printf(`<line class="mark-end" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#c2185b" stroke-width="1.6"/>`+"\n", svgF(ax-5), svgF(y), svgF(ax+5), svgF(y))
+			}
+		}
+		lx, ly, anchor := bx-4, by-5, "end"
+		if ax == bx {
+			lx, ly, anchor = ax+7, (ay+by)/2+4, "start"
+		}
+		d.printf(`<text class="mark-label" x="%s" y="%s" text-anchor="%s" fill="#c2185b" font-weight="bold">`, svgF(lx), svgF(ly), anchor)
+		d.text(m.Label)
+		d.printf("</text>\n")
 	}
 	// Legend.
 	for i, s := range p.Series[:legend] {

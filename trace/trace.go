@@ -184,14 +184,9 @@ func Read(r io.Reader) (*Trace, error) {
 		if err := t.validate(&e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
 		}
-		if len(e.Data) > 0 {
-			// Keep Data canonical (compact), so a trace read back re-encodes
-			// to the same bytes and the same hash.
-			var c bytes.Buffer
-			if err := json.Compact(&c, e.Data); err == nil {
-				e.Data = c.Bytes()
-			}
-		}
+		// Keep Data and State canonical (compact), so a trace read back
+		// re-encodes to the same bytes and the same hash.
+		e.Data, e.State = compact(e.Data), compact(e.State)
 		t.Events = append(t.Events, e)
 	}
 	if err := sc.Err(); err != nil {
@@ -208,6 +203,17 @@ func Read(r io.Reader) (*Trace, error) {
 			ErrFormat, t.Header.Nodes, len(t.Events), MaxIdleNodes)
 	}
 	return t, nil
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, raw); err != nil {
+		return raw
+	}
+	return c.Bytes()
 }
 
 // MaxIdleNodes is how many processes without an event a trace may have.

@@ -1,7 +1,9 @@
 // Package viewer is Cohort's interactive space-time viewer: one HTML page,
 // plain JavaScript over a <canvas>, that draws a trace with zoom and pan
 // over true time or a Lamport-time layout, filters it by process and by
-// message type, steps through its events, highlights an event's causal
+// message type, steps through its events (showing, where the run recorded
+// them, each process's own description of its state: proc.Describer,
+// cohort sim --states), highlights an event's causal
 // past and future, and lists the checkers' results with each violation's
 // counterexample marked.
 //

@@ -30,6 +30,18 @@ type Page struct {
 	// as events (partitions, pauses), shaded over the lanes they affect.
 	// Crashes are taken from the trace itself.
 	Shades []trace.Shade
+	// Runs, if set, says the trace holds several runs, one above the
+	// other on one time scale (Pair): each run's processes, its lanes,
+	// are labelled with its letter and its title. nil: one run.
+	Runs []Run
+}
+
+// Run is one of the runs of a page that shows several (Pair): processes
+// First .. First+Nodes-1 of the page's trace are its processes 0 .. Nodes-1.
+type Run struct {
+	Title string `json:"title"`
+	First int    `json:"first"`
+	Nodes int    `json:"nodes"`
 }
 
 // Check is one checker's verdict as the viewer lists it.
@@ -52,6 +64,7 @@ type data struct {
 	Header trace.Header `json:"header"`
 	Checks []Check      `json:"checks"`
 	Shades []shade      `json:"shades"`
+	Runs   []Run        `json:"runs,omitempty"`
 	// Epoch is the wall-clock time of the first event of a live trace,
 	// whose times (and local clock readings) are then given from it: a
 	// JavaScript number cannot hold nanoseconds since 1970 exactly.
@@ -102,7 +115,7 @@ func Render(p *Page) ([]byte, error) {
 	if n := len(p.Trace.Events); n > MaxEvents {
 		return nil, fmt.Errorf("%w: %d events, the viewer opens at most %d (cut the run short: cohort sim --deadline)", ErrTooLarge, n, MaxEvents)
 	}
-	d := data{Title: p.Title, Header: p.Trace.Header, Checks: p.Checks}
+	d := data{Title: p.Title, Header: p.Trace.Header, Checks: p.Checks, Runs: p.Runs}
 	if d.Checks == nil {
 		d.Checks = []Check{}
 	}
@@ -171,6 +184,98 @@ func Render(p *Page) ([]byte, error) {
 	return append(out, tail...), nil
 }
 
+// Pair returns a page that shows run a above run b on one time scale:
+// one trace whose first processes are a's and the next b's (b's process
+// p is a.Nodes+p), its events merged in time order (a's first at equal
+// times), b's message ids moved past a's, each run's checks named after
+// it ("A: ME1") with their events renumbered. Zoom, pan and the time
+// axis are shared; Lamport time is each run's own.
+func Pair(a, b *Page) (*Page, error) {
+	if a.Trace == nil || b.Trace == nil {
+		return nil, errors.New("viewer: no trace")
+	}
+	ta, tb := a.Trace, b.Trace
+	na, nb := int32(ta.Header.Nodes), int32(tb.Header.Nodes)
+	var msgs uint64
+	for i := range ta.Events {
+		msgs = max(msgs, ta.Events[i].Msg)
+	}
+	out := &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: int(na + nb), Family: ta.Header.Family, Seed: ta.Header.Seed}}
+	if ta.Header.Algo != "" && tb.Header.Algo != "" {
+		out.Header.Algo = ta.Header.Algo + " | " + tb.Header.Algo
+	}
+	out.Events = make([]trace.Event, 0, len(ta.Events)+len(tb.Events))
+	ia, ib := make([]int, len(ta.Events)), make([]int, len(tb.Events)) // old index -> new
+	for i, j := 0, 0; i < len(ta.Events) || j < len(tb.Events); {
+		if j == len(tb.Events) || i < len(ta.Events) && ta.Events[i].Time <= tb.Events[j].Time {
+			e := ta.Events[i]
+			ia[i] = len(out.Events)
+			e.Index = len(out.Events)
+			out.Events = append(out.Events, e)
+			i++
+			continue
+		}
+		e := tb.Events[j]
+		ib[j] = len(out.Events)
+		e.Index = len(out.Events)
+		e.Node += na
+		if e.Peer >= 0 {
+			e.Peer += na
+		}
+		if e.Msg != 0 {
+			e.Msg += msgs
+		}
+		out.Events = append(out.Events, e)
+		j++
+	}
+	title := func(p *Page, letter string) string {
+		if p.Title != "" {
+			return p.Title
+		}
+		if h := p.Trace.Header; h.Algo != "" {
+			return h.Algo
+		}
+		return "run " + letter
+	}
+	page := &Page{
+		Title: title(a, "A") + "  vs  " + title(b, "B"),
+		Trace: out,
+		Runs:  []Run{{Title: title(a, "A"), First: 0, Nodes: int(na)}, {Title: title(b, "B"), First: int(na), Nodes: int(nb)}},
+	}
+	for k, side := range []struct {
+		p     *Page
+		index []int
+		off   int32
+	}{{a, ia, 0}, {b, ib, na}} {
+		letter := string(rune('A' + k))
+		for _, c := range side.p.Checks {
+			c.Name = letter + ": " + c.Name
+			evs := make([]int, 0, len(c.Events))
+			for _, i := range c.Events {
+				if i >= 0 && i < len(side.index) {
+					evs = append(evs, side.index[i])
+				}
+			}
+			c.Events = evs
+			page.Checks = append(page.Checks, c)
+		}
+		for _, sh := range side.p.Shades {
+			nodes := make([]int32, 0, len(sh.Nodes))
+			for _, n := range sh.Nodes {
+				nodes = append(nodes, n+side.off)
+			}
+			if len(sh.Nodes) == 0 { // the whole run
+				for n := range int32(side.p.Trace.Header.Nodes) {
+					nodes = append(nodes, n+side.off)
+				}
+			}
+			sh.Nodes = nodes
+			page.Shades = append(page.Shades, sh)
+		}
+	}
+	return page, nil
+}
+
 func escapeText(b *bytes.Buffer, s string) {
 	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").WriteString(b, s)
 }
@@ -181,6 +286,10 @@ func Handler(p *Page) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pageHandler(b), nil
+}
+
+func pageHandler(b []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" && r.URL.Path != "/index.html" {
 			http.NotFound(w, r)
@@ -189,16 +298,22 @@ func Handler(p *Page) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(b)
-	}), nil
+	})
 }
 
 // Serve listens on addr ("127.0.0.1:0" for a free port), calls ready with
 // the page's URL once it accepts connections, and serves p until ctx ends.
 func Serve(ctx context.Context, addr string, p *Page, ready func(url string)) error {
-	h, err := Handler(p)
+	b, err := Render(p)
 	if err != nil {
 		return err
 	}
+	return ServePage(ctx, addr, b, ready)
+}
+
+// ServePage serves a page made by Render or RenderCharts as Serve does.
+func ServePage(ctx context.Context, addr string, page []byte, ready func(url string)) error {
+	h := pageHandler(page)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/viewer"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +18,8 @@ func newCompareCmd() *cobra.Command {
 	var nodesFlag string
 	var seed uint64
 	var asJSON bool
-	var plotOut string
+	var plotOut, htmlOut, listen string
+	var view bool
 	cmd := &cobra.Command{
 		Use:   "compare FAMILY",
 		Short: "Measure every algorithm of a family in constructed situations, beside the textbooks' formulas",
@@ -25,13 +27,18 @@ func newCompareCmd() *cobra.Command {
 situations — "uncontended" (requests far apart) and "saturated" (every
 process asks again as soon as it leaves) — and print each measured figure
 beside the theory's, with a note where they differ and why. Delays are in
-units of the (constant, 1 ms) one-way latency.`,
+units of the (constant, 1 ms) one-way latency.
+
+--html FILE writes the figures as charts, one per metric and case, each
+algorithm measured (solid) beside its theory (dashed) against the number
+of processes, in one self-contained page; --view serves that page.`,
 		Example: `  cohort compare mutex --nodes 4,8,16,32
   cohort compare mutex --nodes 8 --json
   cohort compare deadlock --nodes 5
   cohort compare synchronizer --nodes 16,64
 
-  cohort compare rpc --nodes 4 --plot rpc.svg`,
+  cohort compare rpc --nodes 4 --plot rpc.svg
+  cohort compare mutex --nodes 4,8,16 --html mutex.html`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFamilies,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +71,11 @@ units of the (constant, 1 ms) one-way latency.`,
 			} else {
 				printCompare(out, rows, runs, nodes)
 			}
+			if htmlOut != "" || view {
+				if err := showCharts(cmd, args[0], rows, htmlOut, view, listen); err != nil {
+					return err
+				}
+			}
 			if plotOut != "" {
 				if err := writeFile(plotOut, func(w io.Writer) error { return trace.WriteLinePlot(w, rpcPlot(rows, nodes[0])) }); err != nil {
 					return usageErr("--plot: %v", err)
@@ -76,6 +88,9 @@ units of the (constant, 1 ms) one-way latency.`,
 		},
 	}
 	cmd.Flags().StringVar(&nodesFlag, "nodes", "4,8,16", "comma-separated process counts")
+	cmd.Flags().StringVar(&htmlOut, "html", "", "write the figures as charts (measured beside theory, against the number of processes) to this self-contained HTML file")
+	cmd.Flags().BoolVar(&view, "view", false, "serve the charts in the browser until Ctrl-C")
+	cmd.Flags().StringVar(&listen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	cmd.Flags().StringVar(&plotOut, "plot", "", "rpc: write a chart (SVG) of executions per call and failed calls against the loss rate, per semantics, to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"rows\":[{algo,nodes,case,metric,measured,theory,note}], \"runs\":[...]}")
@@ -243,4 +258,36 @@ func num(p *float64) string {
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+}
+
+// showCharts writes the comparison's charts to htmlOut and, with view,
+// serves them until interrupted.
+func showCharts(cmd *cobra.Command, family string, rows []lab.CompareRow, htmlOut string, view bool, listen string) error {
+	c := &viewer.Charts{Title: "cohort compare " + family}
+	for _, r := range rows {
+		c.Rows = append(c.Rows, viewer.ChartRow{Algo: r.Algo, Nodes: r.Nodes, Case: r.Case, Metric: r.Metric, Measured: r.Measured, Theory: r.Theory, Note: r.Note})
+	}
+	page, err := viewer.RenderCharts(c)
+	if err != nil {
+		return err
+	}
+	out := cmd.ErrOrStderr()
+	if htmlOut != "" {
+		if err := writeFile(htmlOut, func(w io.Writer) error { _, err := w.Write(page); return err }); err != nil {
+			return usageErr("--html: %v", err)
+		}
+		fmt.Fprintln(out, "wrote", htmlOut)
+	}
+	if !view {
+		return nil
+	}
+	ctx, stop := viewContext()
+	defer stop()
+	err = viewer.ServePage(ctx, listen, page, func(url string) {
+		fmt.Fprintf(cmd.OutOrStdout(), "viewer: %s (charts; Ctrl-C to stop)\n", url)
+	})
+	if err != nil {
+		return usageErr("--view-listen %s: %v", listen, err)
+	}
+	return nil
 }

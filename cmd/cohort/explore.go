@@ -374,6 +374,11 @@ func simSchedule(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 		}
 	}
+	if f.view {
+		if err := viewSchedule(cmd, tr, results, fmt.Sprintf("%s/%s — schedule %s", family, s.Algo, f.schedule), f.viewListen); err != nil {
+			return err
+		}
+	}
 	if failed {
 		return errChecksFailed
 	}

@@ -30,6 +30,7 @@ type simFlags struct {
 	traceOut, svgOut, shivizOut string
 	plotOut                     string
 	json, noCheck, hash         bool
+	states                      bool   // record each process's described state (proc.Describer)
 	view                        bool   // serve the run in the viewer (view.go)
 	viewListen                  string // where
 	faults                      []string
@@ -88,6 +89,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
 	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
+	fl.BoolVar(&f.states, "states", false, "record in the trace each process's own description of its state after every step (the viewer shows it; --view turns it on); the trace and its hash change")
 	fl.BoolVar(&f.view, "view", false, "serve the run in the interactive viewer (as cohort view does) until Ctrl-C")
 	fl.StringVar(&f.viewListen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
@@ -108,8 +110,8 @@ its SHA-256 is in the report.`,
 }
 
 func runSim(cmd *cobra.Command, family string, f *simFlags) error {
-	if f.view && (f.schedule != "" || family == "multicast" || family == "position") {
-		return usageErr("--view: not available with --schedule, nor for the multicast and position families yet: write --trace FILE and run cohort view FILE")
+	if f.view && family == "position" {
+		return usageErr("--view: the position family's runs have no trace to view")
 	}
 	if f.schedule != "" {
 		return simSchedule(cmd, family, f) // explore.go
@@ -215,6 +217,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	}
 	base.Deadline = f.deadline
 	base.Faults = f.faults
+	base.States = f.states || f.view
 	switch f.vc {
 	case "auto":
 	case "on":

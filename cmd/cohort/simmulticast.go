@@ -9,6 +9,7 @@ import (
 
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/viewer"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -46,7 +47,7 @@ func simMulticast(cmd *cobra.Command, family string, f *simFlags) (bool, error) 
 
 // bankFlags are the flags the bank demonstration reads; it sets its own
 // network and inputs.
-var bankFlags = []string{"demo", "order", "algo", "nodes", "seed", "svg", "shiviz", "trace", "json"}
+var bankFlags = []string{"demo", "order", "algo", "nodes", "seed", "svg", "shiviz", "trace", "json", "states", "view", "view-listen"}
 
 // runBankDemo runs Tanenbaum & van Steen's replicated bank account (§6.2)
 // under basic multicast and under the chosen order, and prints each
@@ -59,7 +60,7 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 		}
 	})
 	if len(stray) > 0 {
-		return usageErr("--demo bank sets its own network and inputs: drop %s (it takes --nodes, --seed, --order, --svg, --shiviz, --trace, --json)", strings.Join(stray, ", "))
+		return usageErr("--demo bank sets its own network and inputs: drop %s (it takes --nodes, --seed, --order, --svg, --shiviz, --trace, --json, --states, --view)", strings.Join(stray, ", "))
 	}
 	n := 2
 	if cmd.Flags().Changed("nodes") {
@@ -82,8 +83,13 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 	failed := false
 	var wrote []string
 	var traces []*trace.Trace
+	var pages []*viewer.Page // for --view: the runs one above the other
 	for _, algo := range algos {
-		b, err := lab.BankDemo(algo, n, f.seed)
+		demo := lab.BankDemo
+		if f.states || f.view {
+			demo = lab.BankDemoStates
+		}
+		b, err := demo(algo, n, f.seed)
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -101,6 +107,12 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 		}
 		wrote = append(wrote, files...)
 		traces = append(traces, b.Trace)
+		var balances []string
+		for _, x := range b.Balances {
+			balances = append(balances, lab.Dollars(x))
+		}
+		pages = append(pages, &viewer.Page{Title: fmt.Sprintf("multicast/%s — bank, seed %d: %s", b.Algo, f.seed, strings.Join(balances, " / ")),
+			Trace: b.Trace, Checks: reportChecks(b.Report), Shades: reportShades(b.Report)})
 	}
 	if f.shivizOut != "" {
 		// One log of both runs: ShiViz shows them side by side and diffs
@@ -116,6 +128,18 @@ func runBankDemo(cmd *cobra.Command, f *simFlags) error {
 		}
 		for _, file := range wrote {
 			fmt.Fprintf(out, "  wrote %s\n", file)
+		}
+	}
+	if f.view {
+		page := pages[0]
+		if len(pages) == 2 {
+			var err error
+			if page, err = viewer.Pair(pages[0], pages[1]); err != nil {
+				return err
+			}
+		}
+		if err := showPage(cmd, page, "", f.viewListen); err != nil {
+			return err
 		}
 	}
 	if failed {

@@ -20,7 +20,7 @@ import (
 func newViewCmd() *cobra.Command {
 	var htmlOut, listen, reportFile, title string
 	cmd := &cobra.Command{
-		Use:   "view FILE.jsonl",
+		Use:   "view FILE.jsonl [OTHER.jsonl]",
 		Short: "Open a trace in the interactive viewer (in the browser), or write it as one HTML file",
 		Long: `Serve the interactive viewer of a JSONL trace on 127.0.0.1 (a free port
 unless --listen names one; the URL is printed) until Ctrl-C, or with --html
@@ -36,6 +36,11 @@ counterexample. The checkers are those of the algorithm the trace names
 (as cohort trace check runs them), or the verdicts and fault periods of
 --report, the JSON report of the run (cohort sim --json).
 
+Given two traces, the viewer shows them one above the other on one time
+scale, zoomed and panned together, each run's processes named after it
+(A:p0, B:p0) and its checks too (A: ME1): two algorithms on the same
+workload, or one before and after a change.
+
 A link can say what to show: ra.html#check=ME3 opens on that violation,
 #event=185 on that event with its causal past and future, and
 #layout=lamport in Lamport time.`,
@@ -44,9 +49,33 @@ A link can say what to show: ra.html#check=ME3 opens on that violation,
   cohort view ra.jsonl --listen 127.0.0.1:8080
   cohort sim mutex --algo ricart-agrawala --fault "pause 2 from 5ms to 9ms" --json --trace ra.jsonl > ra.json
   cohort view ra.jsonl --report ra.json --html ra.html
+  cohort view basic.jsonl total.jsonl --html both.html
   cohort sim mutex --algo ricart-agrawala --view`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				if reportFile != "" {
+					return usageErr("--report %s: one report for one trace; with two traces the checkers run on each", reportFile)
+				}
+				var pages [2]*viewer.Page
+				for k, file := range args {
+					t, err := readTrace(file)
+					if err != nil {
+						return err
+					}
+					if pages[k], err = checkedPage(t, file); err != nil {
+						return err
+					}
+				}
+				page, err := viewer.Pair(pages[0], pages[1])
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if title != "" {
+					page.Title = title
+				}
+				return showPage(cmd, page, htmlOut, listen)
+			}
 			t, err := readTrace(args[0])
 			if err != nil {
 				return err
@@ -155,6 +184,18 @@ func viewRun(cmd *cobra.Command, tr *trace.Trace, r *lab.Report, listen string) 
 		Trace:  tr,
 		Checks: reportChecks(r),
 		Shades: reportShades(r),
+	}
+	return showPage(cmd, page, "", listen)
+}
+
+// viewSchedule serves the viewer of a replayed schedule (cohort sim
+// --schedule --view) with its checkers' verdicts.
+func viewSchedule(cmd *cobra.Command, tr *trace.Trace, results []check.Result, title, listen string) error {
+	page := &viewer.Page{Title: title, Trace: tr}
+	breaks := unpromised(tr)
+	for _, r := range results {
+		page.Checks = append(page.Checks, viewer.Check{Name: r.Name, OK: r.OK(), Status: r.Status.String(),
+			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events})
 	}
 	return showPage(cmd, page, "", listen)
 }

@@ -37,7 +37,7 @@
   const C = {
     ink: "#333", other: "#5b6770", drop: "#d97a0b", dropPart: "#8c564b", dropGone: "#7f7f7f",
     pending: "#9aa3ad", output: "#1e9e5a", input: "#8546b8", mark: "#d62728", soft: "#e58fb8",
-    crashed: "#dcdcdc", pause: "#f3d36b", partition: "#b39ddb", past: "#2563eb", future: "#f59e0b",
+    crashed: "#dcdcdc", cycle: "#c2185b", pause: "#f3d36b", partition: "#b39ddb", past: "#2563eb", future: "#f59e0b",
   };
   const KINDS = ["", "send", "recv", "drop", "dup", "timer", "input", "output", "crash", "recover", "start", "join", "leave"];
   const K = {};
@@ -61,6 +61,11 @@
     nProc = Math.max(nProc, e.node + 1, (e.peer || -1) + 1);
   }
   if (N === 0) { tmin = 0; tmax = 1; }
+  // Several runs one above the other (viewer.Pair): each process belongs
+  // to one, and is named after it: "A:p0", "B:p0".
+  const runs = (DATA.runs || []).map((r, k) => Object.assign({ letter: String.fromCharCode(65 + k) }, r));
+  const runOf = (p) => { for (let k = runs.length - 1; k >= 0; k--) if (p >= runs[k].first) return runs[k]; return null; };
+  const laneName = (p) => { const r = runOf(p); return r ? `${r.letter}:p${p - r.first}` : "p" + p; };
   // A live trace is stamped with wall-clock times: its axis counts from its
   // first event. A simulated one counts from 0, when the run began.
   const origin = (tmin >= 1e15 || tmin > (tmax - tmin) / 4) ? tmin : 0;
@@ -171,6 +176,36 @@
       violOf.get(i).push(c.name);
     });
   });
+  // Wait-for cycles: each deadlock a process declared (an output
+  // "deadlock" whose data names its cycle, as CMH's), and each one a
+  // checker's verdict names ("p0 waits for p1", "p1→p3"), drawn at the
+  // declaration, or at the last event of the counterexample, as arrows
+  // between the lanes.
+  const cycles = []; // {at, nodes: [p, ...] in cycle order | null, edges: [[a, b], ...], by}
+  for (let i = 0; i < N; i++) {
+    const e = E[i];
+    if (evKind[i] !== K.output || e.type !== "deadlock" || !e.data || !Array.isArray(e.data.cycle) || e.data.cycle.length < 2) continue;
+    const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
+    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}` });
+  }
+  checks.forEach((c) => {
+    if (c.ok || !c.detail || !c.events || !c.events.length) return;
+    const edges = [];
+    // A run's verdict names its own processes.
+    const run = runs.find((r) => c.name.startsWith(r.letter + ": ")), off = run ? run.first : 0;
+    for (const m of c.detail.matchAll(/p(\d+)(?: waits for |→)p(\d+)/g)) {
+      const a = +m[1] + off, b = +m[2] + off;
+      if (a < nProc && b < nProc && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
+    }
+    const at = Math.max(...c.events.filter((i) => i >= 0 && i < N));
+    if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name });
+  });
+  const cycleText = (c) => c.nodes ? c.nodes.concat(c.nodes[0]).map(laneName).join(" → ") : c.edges.map(([a, b]) => `${laneName(a)} → ${laneName(b)}`).join(", ");
+  const cyclesAt = new Map();
+  cycles.forEach((c) => { if (!cyclesAt.has(c.at)) cyclesAt.set(c.at, []); cyclesAt.get(c.at).push(c); });
+
+  let nStates = 0;
+  for (let i = 0; i < N; i++) if (E[i].state !== undefined) nStates++;
   let nMarked = 0;
   for (let i = 0; i < N; i++) if (markHard[i] || markSoft[i]) nMarked++;
 
@@ -186,12 +221,51 @@
     hl: null,             // Uint8Array: 1 past, 2 future, 3 the event, 4 a counterexample's
     hlCount: 0,
     viol: -1,             // the violation selected in the list
+    picked: new Set(),    // lanes picked (by their names) to be collapsed
   };
-  let lanes = [], laneOf = new Int32Array(nProc); // visible processes, and each one's row (-1: hidden)
+  // Collapsed groups: each one's processes share one lane; the messages
+  // within a group are hidden, those to or from it end on its lane.
+  const groupOf = new Int32Array(nProc).fill(-1);
+  let groups = [];
+  // The lanes drawn, top to bottom ({name, procs, group}), and each
+  // process's row (-1: hidden).
+  let lanes = [], laneOf = new Int32Array(nProc);
   function layoutLanes() {
     lanes = [];
-    for (let p = 0; p < nProc; p++) { laneOf[p] = S.procOn[p] ? lanes.length : -1; if (S.procOn[p]) lanes.push(p); }
+    const rowOf = new Map();
+    for (let p = 0; p < nProc; p++) {
+      laneOf[p] = -1;
+      if (!S.procOn[p]) continue;
+      const g = groupOf[p];
+      if (g < 0) { laneOf[p] = lanes.length; lanes.push({ name: laneName(p), procs: [p], group: false }); continue; }
+      if (!rowOf.has(g)) { rowOf.set(g, lanes.length); lanes.push({ name: groupName(groups[g]), procs: [], group: true }); }
+      laneOf[p] = rowOf.get(g);
+      lanes[laneOf[p]].procs.push(p);
+    }
   }
+  // "p0–p3" for a run of processes, else "{p0,p2,p5}".
+  function groupName(ps) {
+    const run = ps.every((p, k) => k === 0 || p === ps[k - 1] + 1);
+    return run ? laneName(ps[0]) + "–" + laneName(ps[ps.length - 1]) : "{" + ps.map(laneName).join(",") + "}";
+  }
+  // Collapse processes ps (two or more) into one lane; processes already
+  // in a group bring their whole group.
+  function collapse(ps) {
+    const set = new Set();
+    ps.forEach((p) => { if (p >= 0 && p < nProc) { if (groupOf[p] >= 0) groups[groupOf[p]].forEach((q) => set.add(q)); else set.add(p); } });
+    if (set.size < 2) return;
+    const members = [...set].sort((a, b) => a - b);
+    groups = groups.filter((g) => !g.some((q) => set.has(q)));
+    groups.push(members);
+    groupOf.fill(-1);
+    groups.forEach((g, k) => g.forEach((q) => { groupOf[q] = k; }));
+    S.picked.clear();
+    layoutLanes(); draw();
+  }
+  function expand() {
+    groups = []; groupOf.fill(-1); S.picked.clear(); layoutLanes(); draw();
+  }
+  const inGroup = (a, b) => groupOf[a] >= 0 && groupOf[a] === groupOf[b];
   layoutLanes();
 
   const cv = document.getElementById("canvas"), ctx = cv.getContext("2d");
@@ -256,23 +330,35 @@
     // Lanes.
     ctx.save();
     ctx.beginPath(); ctx.rect(LEFT, TOP, W - LEFT, H - TOP); ctx.clip();
-    lanes.forEach((p, r) => {
+    lanes.forEach((ln, r) => {
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (r % 2 === 0) { ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, y - lh / 2, W - LEFT, lh); }
+      if (ln.group) { ctx.fillStyle = "#eef3f9"; ctx.fillRect(LEFT, y - lh / 2 + 1, W - LEFT, lh - 2); }
       ctx.strokeStyle = "#c9ced4"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
+    });
+    // Runs: a rule above each one's first lane, and its title.
+    runs.forEach((run) => {
+      const r = lanes.findIndex((ln) => ln.procs.some((p) => runOf(p) === run));
+      if (r < 0) return;
+      const y = TOP + r * lh - S.scrollY;
+      if (r > 0) { ctx.strokeStyle = "#555"; ctx.lineWidth = 2; ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke(); }
+      ctx.fillStyle = "#333"; ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif";
+      ctx.fillText(`${run.letter}: ${clip(run.title, 90)}`, LEFT + 6, y + 12);
     });
     const shaded = drawShades(lh);
     const ticks = drawGrid(wa, wb);
 
     // Which arrows and events are in view.
     const candidates = [];
+    let withinGroups = 0;
     for (let a = 0; a < nArrows; a++) {
       const s = arS[a], r = arR[a];
       const ws = wx(s), wr = r >= 0 ? wx(r) : (S.layout === "time" ? tmax - origin : ws + 1);
       if (Math.max(ws, wr) < wa || Math.min(ws, wr) > wb) continue;
       const to = r >= 0 ? evNode[r] : E[s].peer;
       if (laneOf[evNode[s]] < 0 || to < 0 || to >= nProc || laneOf[to] < 0) continue;
+      if (inGroup(evNode[s], to)) { withinGroups++; continue; }
       if (!S.typeOn[Math.min(evType[s], types.length)]) continue;
       candidates.push(a);
     }
@@ -314,6 +400,7 @@
       if (S.hl && S.hl[i] === 4) ring(i, C.mark, 10, 1.5);
     }
     if (S.cur >= 0 && eventShown(S.cur)) { ring(S.cur, "#000", 9, 2); }
+    const cycleEdges = drawCycles(wa, wb);
     if (!lodArrows && !lodEvents) drawLabels(labels);
     ctx.restore();
 
@@ -326,11 +413,12 @@
         `${EVENT_BUDGET.toLocaleString("en")}. Violations, the highlight and the current event are always drawn. Zoom in (wheel) to see every message.`;
     } else lod.textContent = "";
     stats = {
-      lanes: lanes.length, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
+      cycles: cycles.length, cycleEdges, runs: runs.length,
+      lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
-      layout: S.layout, types: types.length, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
+      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
   }
 
@@ -427,6 +515,37 @@
       ctx.closePath(); ctx.fill();
     }
     ctx.globalAlpha = 1;
+  }
+
+  // The wait-for cycles in view: at the declaration's x, an arc from each
+  // waiting process's lane to the lane of the process it waits for.
+  // Returns how many edges it drew.
+  function drawCycles(wa, wb) {
+    let n = 0;
+    ctx.save();
+    ctx.strokeStyle = C.cycle; ctx.fillStyle = C.cycle; ctx.lineWidth = 2.2; ctx.setLineDash([6, 3]);
+    for (const c of cycles) {
+      const w = wx(c.at);
+      if (w < wa || w > wb) continue;
+      const x = X(w);
+      c.edges.forEach(([a, b], k) => {
+        if (laneOf[a] < 0 || laneOf[b] < 0 || laneOf[a] === laneOf[b]) return;
+        const y1 = laneY(a), y2 = laneY(b), bulge = 26 + 10 * k;
+        const dir = y2 > y1 ? 1 : -1;
+        ctx.beginPath(); ctx.moveTo(x, y1);
+        ctx.bezierCurveTo(x + dir * bulge, y1, x + dir * bulge, y2, x, y2); ctx.stroke();
+        // The head, pointing at the process waited for.
+        ctx.setLineDash([]);
+        ctx.beginPath(); ctx.moveTo(x, y2);
+        ctx.lineTo(x + dir * 9, y2 - dir * 5); ctx.lineTo(x + dir * 9, y2 + dir * 5); ctx.closePath(); ctx.fill();
+        ctx.setLineDash([6, 3]);
+        n++;
+      });
+      ctx.font = "bold 10px DejaVu Sans, Helvetica, Arial, sans-serif";
+      ctx.fillText("wait-for cycle", x + 6, laneY(c.edges[0][0]) - 14);
+    }
+    ctx.restore();
+    return n;
   }
 
   function dropColor(reason) {
@@ -552,11 +671,13 @@
     ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif"; ctx.fillStyle = "#555";
     ctx.textBaseline = "middle";
     const every = Math.ceil(14 / lh);
-    lanes.forEach((p, r) => {
+    lanes.forEach((ln, r) => {
       if (r % every) return;
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (y < TOP || y > H) return;
-      ctx.fillText("p" + p, 8, y);
+      if (!ln.group && S.picked.has(ln.procs[0])) { ctx.fillStyle = "#cfe0f5"; ctx.fillRect(2, y - 8, LEFT - 4, 16); }
+      ctx.fillStyle = ln.group ? "#2f6aa8" : "#555";
+      ctx.fillText(clip(ln.name, 9), 8, y);
     });
     ctx.textBaseline = "alphabetic";
     ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -580,10 +701,10 @@
   // What an event is, in one line: "#12 p2 recv REQ(ts=4,p1) from p1".
   function eventLine(i) {
     const e = E[i];
-    let s = `#${i} p${e.node} ${e.kind}`;
+    let s = `#${i} ${laneName(e.node)} ${e.kind}`;
     if (e.label || e.type) s += " " + (e.label || e.type);
-    if (e.kind === "send" || e.kind === "dup") s += ` to p${e.peer}`;
-    if (e.kind === "recv" || e.kind === "drop") s += ` from p${e.peer}`;
+    if (e.kind === "send" || e.kind === "dup") s += ` to ${laneName(e.peer)}`;
+    if (e.kind === "recv" || e.kind === "drop") s += ` from ${laneName(e.peer)}`;
     return s;
   }
 
@@ -593,12 +714,12 @@
     const e = E[i], rows = [];
     const row = (k, v) => rows.push(`<tr><td>${esc(k)}</td><td>${v}</td></tr>`);
     row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : "") + (DATA.epoch ? " after " + esc(DATA.epoch) : ""));
-    row("process", "p" + e.node + (e.svc ? " · " + esc(e.svc) : ""));
+    row("process", laneName(e.node) + (e.svc ? " · " + esc(e.svc) : ""));
     row("kind", esc(e.kind));
     if (e.type) row("type", esc(e.type));
     if (e.label) row("label", esc(e.label));
     if (e.msg) row("message", String(e.msg));
-    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", "p" + e.peer);
+    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", laneName(e.peer));
     if (e.reason) row("reason", esc(e.reason));
     if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
     row("local clock", esc(fmtNS(e.local - origin)));
@@ -607,7 +728,13 @@
     if (fates.has(i)) row("received", fates.get(i).map((r) => `#${r} ${E[r].kind} at ${esc(fmtNS(evT[r]))}`).join("<br>"));
     let html = `<div class="what">${esc(eventLine(i))}</div>`;
     if (violOf.has(i)) html += `<div class="in-viol">in the counterexample of ${esc(violOf.get(i).join(", "))}</div>`;
+    (cyclesAt.get(i) || []).forEach((c) => { html += `<div class="cycle">wait-for cycle (${esc(c.by)}): ${esc(cycleText(c))}</div>`; });
     html += `<table>${rows.join("")}</table>`;
+    const st = stateAt(i);
+    if (st >= 0) {
+      html += `<h2>State of ${laneName(e.node)}</h2><div id="state">` +
+        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : "") + stateTable(E[st].state) + "</div>";
+    }
     if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
     if (S.hl && S.viol < 0) {
       let past = 0, fut = 0;
@@ -615,6 +742,26 @@
       html += `<p><span style="color:${C.past}">●</span> ${past} events in its causal past, <span style="color:${C.future}">●</span> ${fut} in its future</p>`;
     }
     box.innerHTML = html;
+  }
+
+  // The event whose recorded state (proc.Describer, cohort sim --states)
+  // is its process's at event i: the last one on its lane at or before i
+  // that carries one; -1 if none does since the process (re)started.
+  function stateAt(i) {
+    if (!isProcessKind(evKind[i])) return -1;
+    for (let j = i; j >= 0; j = prevOn[j]) {
+      if (E[j].state !== undefined) return j;
+      const k = evKind[j];
+      if (k === K.crash || k === K.leave || k === K.start || k === K.recover || k === K.join) return -1;
+    }
+    return -1;
+  }
+  // A described state as a table: one row per field, lists joined.
+  function stateTable(v) {
+    const show = (x) => Array.isArray(x) ? (x.length ? x.map((y) => typeof y === "string" ? y : JSON.stringify(y)).join(", ") : "—")
+      : typeof x === "string" ? x : JSON.stringify(x);
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return `<pre>${esc(show(v))}</pre>`;
+    return "<table>" + Object.keys(v).map((k) => `<tr><td>${esc(k)}</td><td>${esc(show(v[k]))}</td></tr>`).join("") + "</table>";
   }
 
   // ---------------------------------------------------------- interaction
@@ -700,6 +847,15 @@
     draw();
   }
 
+  // Zoom to a wait-for cycle, its lanes shown, its declaration current.
+  function showCycle(c) {
+    c.edges.forEach(([a, b]) => { S.procOn[a] = 1; S.procOn[b] = 1; });
+    layoutLanes(); syncProcBoxes();
+    const w = wx(c.at), span = S.layout === "time" ? Math.max((tmax - origin) / 20, 1000) : 20;
+    S.k = (W - LEFT - RIGHT) / span; S.x0 = w - span / 2;
+    jump(c.at);
+  }
+
   function clear() {
     setHighlight(null); S.viol = -1; markActiveCheck(); draw();
   }
@@ -718,6 +874,26 @@
     return best;
   }
 
+  // A click on a lane's name picks it to be collapsed (or unpicks it); on
+  // a collapsed group's name, expands that group.
+  function pickLane(my) {
+    const r = Math.floor((my - TOP + S.scrollY) / laneH());
+    const ln = lanes[r];
+    if (!ln) return;
+    if (ln.group) {
+      const g = groupOf[ln.procs[0]];
+      groups.splice(g, 1); groupOf.fill(-1);
+      groups.forEach((m, k) => m.forEach((q) => { groupOf[q] = k; }));
+      layoutLanes();
+    } else if (S.picked.has(ln.procs[0])) S.picked.delete(ln.procs[0]);
+    else S.picked.add(ln.procs[0]);
+    syncCollapse(); draw();
+  }
+  function syncCollapse() {
+    document.getElementById("collapse").disabled = S.picked.size < 2;
+    document.getElementById("expand").disabled = groups.length === 0;
+  }
+
   // The arrow under the pointer (within 4 pixels), or -1.
   function pickArrow(mx, my) {
     let best = -1, bd = 16;
@@ -733,7 +909,7 @@
 
   function arrowTip(a) {
     const s = arS[a], r = arR[a], e = E[s];
-    const lines = [`${e.label || e.type || "message"}  p${e.node} → p${e.peer}  (msg ${e.msg})`];
+    const lines = [`${e.label || e.type || "message"}  ${laneName(e.node)} → ${laneName(e.peer)}  (msg ${e.msg})`];
     lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=[${e.vc}]` : ""));
     if (r >= 0) {
       const f = E[r];
@@ -760,6 +936,7 @@
     if (!drag) return;
     cv.classList.remove("dragging");
     const d = drag; drag = null;
+    if (!d.moved && ev.target === cv && ev.offsetX < LEFT) { pickLane(ev.offsetY); return; }
     if (!d.moved && ev.target === cv) { const i = pick(ev.offsetX, ev.offsetY); if (i >= 0) select(i); }
   });
   cv.addEventListener("mousemove", (ev) => {
@@ -801,6 +978,8 @@
   document.getElementById("prev").onclick = () => step(-1);
   document.getElementById("next").onclick = () => step(1);
   document.getElementById("clear").onclick = clear;
+  document.getElementById("collapse").onclick = () => { collapse([...S.picked]); syncCollapse(); };
+  document.getElementById("expand").onclick = () => { expand(); syncCollapse(); };
   document.getElementById("layout").onchange = (ev) => setLayout(ev.target.value);
   function setLayout(m) {
     S.layout = m === "lamport" ? "lamport" : "time";
@@ -833,6 +1012,15 @@
       ul.appendChild(li);
     });
 
+    const cl = document.getElementById("cycles");
+    cycles.forEach((c) => {
+      const li = document.createElement("li");
+      li.innerHTML = `<b>${esc(cycleText(c))}</b><div class="detail">${esc(c.by)} at ${esc(fmtNS(evT[c.at]))} (#${c.at})</div>`;
+      li.onclick = () => showCycle(c);
+      cl.appendChild(li);
+    });
+    document.getElementById("cycles-section").hidden = cycles.length === 0;
+
     const tl = document.getElementById("types");
     types.forEach((t, k) => {
       if (k > TYPE_COLORS.length) return;
@@ -847,7 +1035,7 @@
     const pl = document.getElementById("procs");
     for (let p = 0; p < nProc && p < 4096; p++) {
       const li = document.createElement("li");
-      li.innerHTML = `<label><input type="checkbox" checked data-proc="${p}"> p${p}</label>`;
+      li.innerHTML = `<label><input type="checkbox" checked data-proc="${p}"> ${laneName(p)}</label>`;
       li.querySelector("input").onchange = (ev) => { S.procOn[p] = ev.target.checked ? 1 : 0; layoutLanes(); draw(); };
       pl.appendChild(li);
     }
@@ -862,6 +1050,7 @@
       ["partition", `<span class="swatch" style="height:9px;background:${C.partition}"></span>`],
       ["pause / slow", `<span class="swatch" style="height:9px;background:${C.pause}"></span>`],
       ["violated (promised)", `<span style="color:${C.mark}">◯</span>`], ["violated (not promised)", `<span style="color:${C.soft}">◯</span>`],
+      ["wait-for cycle", `<span style="color:${C.cycle}">- - ▶</span>`],
       ["causal past", `<span style="color:${C.past}">◯</span>`], ["causal future", `<span style="color:${C.future}">◯</span>`],
     ];
     document.getElementById("legend").innerHTML = legend.map(([t, s]) => `<li>${s} ${esc(t)}</li>`).join("");
@@ -876,6 +1065,7 @@
   // -------------------------------------------------------------- startup
 
   buildLists();
+  syncCollapse();
   phases.lists = performance.now() - started;
   resize();
   fit();
@@ -907,6 +1097,13 @@
     pan: (px) => { S.x0 += px / S.k; draw(); return stats; },
     fit: () => { fit(); draw(); return stats; },
     clear: () => { clear(); return S.hlCount; },
+    // Collapse processes into one lane (as picking their names and
+    // "collapse" do); expand every group.
+    collapse: (ps) => { collapse(ps); syncCollapse(); return stats; },
+    expand: () => { expand(); syncCollapse(); return stats; },
+    lanes: () => lanes.map((ln) => ln.name),
+    cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by })),
+    showCycle: (k) => { if (cycles[k]) showCycle(cycles[k]); return stats; },
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
   };

@@ -1,0 +1,60 @@
+package viewer
+
+import (
+	"testing"
+
+	"github.com/cohort-go/cohort/trace"
+)
+
+// Pair merges two runs in time order: b's processes and messages moved
+// past a's, each run's checks named after it and pointing at the same
+// events as before.
+func TestPairMergesTwoRuns(t *testing.T) {
+	a, b := smallTrace(), smallTrace()
+	for i := range b.Events {
+		b.Events[i].Time += 5 // 5, 15, 35, 45 against a's 0, 10, 30, 40
+	}
+	p, err := Pair(&Page{Trace: a, Checks: []Check{{Name: "ME1", Status: "violated", Events: []int{1, 2}}}},
+		&Page{Title: "after", Trace: b, Checks: []Check{{Name: "ME1", Status: "violated", Events: []int{2, 3}}},
+			Shades: []trace.Shade{{Kind: "pause", Nodes: []int32{1}, From: 1, To: 2}, {Kind: "partition", From: 3, To: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.Trace
+	if tr.Header.Nodes != 4 || len(tr.Events) != 8 {
+		t.Fatalf("merged: %d nodes, %d events; want 4 and 8", tr.Header.Nodes, len(tr.Events))
+	}
+	for i, e := range tr.Events {
+		if e.Index != i || i > 0 && e.Time < tr.Events[i-1].Time {
+			t.Fatalf("event %d: %v out of order", i, e.String())
+		}
+	}
+	// b's send (p0 → p1, msg 1) is now p2 → p3, msg 2.
+	if e := tr.Events[3]; e.Kind != trace.Send || e.Node != 2 || e.Peer != 3 || e.Msg != 2 {
+		t.Errorf("b's send merged as %v", e.String())
+	}
+	if len(p.Runs) != 2 || p.Runs[1] != (Run{Title: "after", First: 2, Nodes: 2}) || p.Runs[0].Title != "lamport" {
+		t.Errorf("runs %+v", p.Runs)
+	}
+	if len(p.Checks) != 2 || p.Checks[0].Name != "A: ME1" || p.Checks[1].Name != "B: ME1" {
+		t.Fatalf("checks %+v", p.Checks)
+	}
+	for k, c := range p.Checks {
+		src := []*trace.Trace{a, b}[k]
+		want := []int{1, 2}
+		if k == 1 {
+			want = []int{2, 3}
+		}
+		for j, i := range c.Events {
+			if got, was := tr.Events[i], src.Events[want[j]]; got.Time != was.Time || got.Kind != was.Kind {
+				t.Errorf("%s: event %d is %v, was %v", c.Name, i, got.String(), was.String())
+			}
+		}
+	}
+	if len(p.Shades) != 2 || p.Shades[0].Nodes[0] != 3 || len(p.Shades[1].Nodes) != 2 || p.Shades[1].Nodes[0] != 2 {
+		t.Errorf("shades %+v: want b's moved to its processes, a whole-run one on b's only", p.Shades)
+	}
+	if _, err := Render(p); err != nil {
+		t.Fatal(err)
+	}
+}
