@@ -40,6 +40,11 @@ func TestReadmeExamplesRun(t *testing.T) {
 		"cohort node --config node.yaml --join 0@HOST:PORT":    {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
 		"cohort members --endpoints HOST:PORT":                 {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
 		"cohort kv put KEY VALUE --endpoints HOST:PORT":        {test: "TestNodeJoinsARunningCluster", why: "needs a running cluster"},
+		"cohort discover find NAME -k 3 --endpoints HOST:PORT": {test: "TestDiscoverCommands", why: "needs a running cluster"},
+		"cohort queue put NAME TEXT --endpoints HOST:PORT":     {test: "TestReplicatedQueueSurvivesKillAndRestart", why: "needs a running cluster"},
+		"cohort cluster up --nodes 4 --members --dht --json":   {test: "TestDHTAndScribeCommands", why: "runs until Ctrl-C"},
+		"cohort dht put KEY VALUE --endpoints HOST:PORT":       {test: "TestDHTAndScribeCommands", why: "needs a running cluster"},
+		"cohort scribe listen GROUP --endpoints HOST:PORT":     {test: "TestDHTAndScribeCommands", why: "needs a running cluster, and listens until Ctrl-C"},
 	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
