@@ -81,6 +81,12 @@ type Config struct {
 	// AppendEntries (at least one entry goes): a host whose transport
 	// bounds its frames keeps messages within them.
 	MaxBatchBytes int
+	// SnapshotChunk bounds the snapshot bytes in one InstallSnapshot: a
+	// larger snapshot goes in chunks, each acknowledged before the next
+	// (Ongaro & Ousterhout, Figure 13's offset and done), so that a host
+	// whose transport bounds its frames can bring a follower up to date
+	// whatever the state machine holds. 0: DefaultSnapshotChunk.
+	SnapshotChunk int
 	// CompactEvery: once this many entries were applied since the last
 	// snapshot, take one and drop them from the log; 0 never compacts.
 	CompactEvery int
@@ -102,6 +108,7 @@ var DefaultConfig = Config{
 	Heartbeat:       20 * time.Millisecond,
 	ElectionTimeout: 150 * time.Millisecond,
 	MaxBatch:        256,
+	MaxBatchBytes:   512 << 10, // an AppendEntries fits the live transport's 1 MiB frames
 	MaxInflight:     8,
 	CompactEvery:    4096,
 	MaxDrift:        0.01,
@@ -116,6 +123,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("raft: ElectionTimeout = %v must exceed Heartbeat = %v", c.ElectionTimeout, c.Heartbeat)
 	case c.MaxBatch < 1:
 		return fmt.Errorf("raft: MaxBatch = %d must be at least 1", c.MaxBatch)
+	case c.SnapshotChunk < 0:
+		return fmt.Errorf("raft: SnapshotChunk = %d must not be negative", c.SnapshotChunk)
 	case c.MaxBatchBytes < 0:
 		return fmt.Errorf("raft: MaxBatchBytes = %d must not be negative", c.MaxBatchBytes)
 	case c.MaxInflight < 1:
@@ -205,12 +214,16 @@ type Raft struct {
 	acks         []ack         // a follower's answers that wait for its next sync
 	forwards     [][]byte      // a follower's proposals that wait for the flush
 	forwardBytes int
+	// A follower's snapshot being received in chunks: that at
+	// incoming.Index, its bytes so far.
+	incoming InstallSnapshot
 
 	// Leader only.
 	termStart   uint64 // the index of this term's no-op
 	next, match []uint64
 	inflight    []int
 	sentCommit  []uint64
+	snapOffset  []uint64        // per server: the next chunk of the snapshot it is sent
 	round       uint64          // heartbeat rounds sent
 	roundAt     []time.Duration // send time of recent rounds, by round % len
 	acked       []uint64        // per server: the latest round it answered
@@ -288,17 +301,30 @@ type AppendReply struct {
 	Match   uint64 `json:"match"`
 	Hint    uint64 `json:"hint,omitempty"`
 	Round   uint64 `json:"round"`
+	// SnapIndex and SnapNext answer a chunk of a snapshot that is not the
+	// last: the follower holds the snapshot at SnapIndex up to byte
+	// SnapNext, and wants the chunk from there.
+	SnapIndex uint64 `json:"snap_index,omitempty"`
+	SnapNext  uint64 `json:"snap_next,omitempty"`
 }
 
-// InstallSnapshot sends a follower that is behind the leader's snapshot.
+// InstallSnapshot sends a follower that is behind the leader's snapshot,
+// in chunks of at most Config.SnapshotChunk bytes: Data is the snapshot's
+// bytes from Offset on, and Done marks the last chunk.
 type InstallSnapshot struct {
 	Term    uint64    `json:"term"`
 	Index   uint64    `json:"index"`
 	Last    uint64    `json:"last_term"`
 	Members []proc.ID `json:"members"` // the configuration at Index
+	Offset  uint64    `json:"offset,omitempty"`
 	Data    []byte    `json:"data"`
+	Done    bool      `json:"done"`
 	Round   uint64    `json:"round"`
 }
+
+// DefaultSnapshotChunk is Config.SnapshotChunk's default: well within
+// the live transport's 1 MiB frames.
+const DefaultSnapshotChunk = 256 << 10
 
 // Forward carries proposals from a follower to the leader: those its
 // clients made while it handled one batch of events.
@@ -327,6 +353,9 @@ func (m AppendReply) String() string {
 	return fmt.Sprintf("ACK(t=%d,%v,match=%d)", m.Term, m.Success, m.Match)
 }
 func (m InstallSnapshot) String() string {
+	if m.Offset > 0 || !m.Done {
+		return fmt.Sprintf("SNAPSHOT(t=%d,index=%d,bytes=%d+%d,done=%v)", m.Term, m.Index, m.Offset, len(m.Data), m.Done)
+	}
 	return fmt.Sprintf("SNAPSHOT(t=%d,index=%d)", m.Term, m.Index)
 }
 
@@ -598,6 +627,7 @@ func (r *Raft) becomeLeader(env proc.Env) {
 	r.match = make([]uint64, r.n)
 	r.inflight = make([]int, r.n)
 	r.sentCommit = make([]uint64, r.n)
+	r.snapOffset = make([]uint64, r.n)
 	r.acked = make([]uint64, r.n)
 	r.lastAck = make([]time.Duration, r.n)
 	r.roundAt = make([]time.Duration, 64)
@@ -755,9 +785,23 @@ func (r *Raft) sendAppend(env proc.Env, p proc.ID, from, k uint64) {
 	env.Send(p, AppendEntries{Term: r.term, Prev: prev, PrevTerm: r.termAt(prev), Entries: es, Commit: commit, Round: r.round})
 }
 
+// sendSnapshot sends p the chunk of the snapshot it is due, and waits for
+// its answer: to the last chunk, as to AppendEntries; to another, with
+// the offset of the next.
 func (r *Raft) sendSnapshot(env proc.Env, p proc.ID) {
-	env.Send(p, InstallSnapshot{Term: r.term, Index: r.first - 1, Last: r.snapTerm, Members: r.snapConf, Data: r.snapshot, Round: r.round})
-	r.next[p] = r.first
+	size := r.cfg.SnapshotChunk
+	if size == 0 {
+		size = DefaultSnapshotChunk
+	}
+	off := min(r.snapOffset[p], uint64(len(r.snapshot)))
+	end := min(off+uint64(size), uint64(len(r.snapshot)))
+	done := end == uint64(len(r.snapshot))
+	env.Send(p, InstallSnapshot{Term: r.term, Index: r.first - 1, Last: r.snapTerm, Members: r.snapConf,
+		Offset: off, Data: r.snapshot[off:end], Done: done, Round: r.round})
+	if done {
+		r.next[p] = r.first
+		r.snapOffset[p] = 0
+	}
 	r.inflight[p] = r.cfg.MaxInflight // wait for its answer
 }
 
@@ -888,6 +932,26 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 		return
 	}
 	r.heardFrom(env, from, m.Term)
+	if !m.Done || m.Offset > 0 {
+		// A chunk: kept until the last one, which installs the whole.
+		in := &r.incoming
+		switch {
+		case m.Offset == 0:
+			*in = m
+			in.Data = slices.Clone(m.Data)
+		case m.Index == in.Index && m.Last == in.Last && m.Offset == uint64(len(in.Data)):
+			in.Data = append(in.Data, m.Data...)
+		}
+		if !m.Done || m.Index != in.Index || uint64(len(in.Data)) != m.Offset+uint64(len(m.Data)) {
+			next := uint64(len(in.Data))
+			if m.Index != in.Index {
+				next = 0
+			}
+			env.Send(from, AppendReply{Term: r.term, Match: r.commit, Round: m.Round, SnapIndex: m.Index, SnapNext: next})
+			return
+		}
+		m.Data, *in = in.Data, InstallSnapshot{}
+	}
 	if m.Index > r.commit {
 		r.acks = r.acks[:0] // the log they counted is replaced
 		if m.Index < r.lastIndex() && m.Index >= r.first && r.termAt(m.Index) == m.Last {
@@ -915,6 +979,17 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 	r.lastAck[from] = env.Now()
 	r.acked[from] = max(r.acked[from], m.Round)
 	r.inflight[from] = max(r.inflight[from]-1, 0)
+	if m.SnapIndex > 0 && !m.Success {
+		// A chunk of a snapshot arrived: on with the next, unless the
+		// snapshot changed meanwhile (then from the start of the new one).
+		r.inflight[from] = 0
+		r.snapOffset[from] = 0
+		if m.SnapIndex == r.first-1 {
+			r.snapOffset[from] = m.SnapNext
+		}
+		r.sendEntries(env, from)
+		return
+	}
 	if m.Success {
 		r.match[from] = max(r.match[from], m.Match)
 		r.next[from] = max(r.next[from], m.Match+1)
