@@ -94,12 +94,24 @@ func newIncarnation() uint64 {
 func (q *sendQueue) ack(next uint64) error {
 	q.acks.Add(1)
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.asked = false
 	if next < q.base || next-q.base > uint64(q.nUnacked) {
+		q.mu.Unlock()
 		return fmt.Errorf("ack of frames up to %d, but %d to %d are those sent and not acknowledged", next, q.base, q.base+uint64(q.nUnacked))
 	}
+	if next > q.base {
+		q.fullSince = time.Time{}
+	}
 	q.dropUnacked(int(next - q.base))
+	// Close's flush waits for the last acknowledgement.
+	wake := q.parked && q.closed && q.work()
+	if wake {
+		q.parked = false
+	}
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
 	return nil
 }
 
@@ -141,6 +153,7 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.asked = false
+	q.fullSince = time.Time{}
 	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
 		dropped = q.nUnacked
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
