@@ -139,7 +139,10 @@ func (p *peer) install(l *link) (old *link, ok bool) {
 	// A connection that replaces one dialed by the other side to the same
 	// process, once that one was up and counted, settles a race of dials;
 	// any other is a reconnection.
-	l.race = old != nil && old.inc == l.inc && old.dialer != l.dialer && old.served
+	if old != nil && old.inc == l.inc && old.dialer != l.dialer {
+		p.t.races.Add(1)
+		l.race = old.served
+	}
 	p.setLink(l)
 	if !p.deadline.IsZero() {
 		l.conn.SetWriteDeadline(p.deadline)
@@ -165,6 +168,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		if p.t.closing.Load() {
 			return errClosing
 		}
+		p.t.races.Add(1)
 		return errLost
 	}
 	defer func() {

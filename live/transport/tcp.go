@@ -40,9 +40,10 @@ type TCP struct {
 	closing     atomic.Bool // Close has begun: no connection is installed any more
 
 	rejected  atomic.Uint64
-	warns     warnLimit // of rejected handshakes
+	races     atomic.Uint64 // connections given up because both members dialed (tests)
+	warns     warnLimit     // of rejected handshakes
 	closeOnce sync.Once
-	peerWG    sync.WaitGroup // one dialer/writer per member
+	peerWG    sync.WaitGroup // one dialer per member
 	wg        sync.WaitGroup // accept loop, accepted connections, self delivery
 }
 
@@ -315,6 +316,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 			}
 		}
 		if err = t.auth.welcome(conn, code); err == nil && code == welcomeKeep {
+			t.races.Add(1)
 			t.log.Debug("transport: both members dialed; keeping the connection this one dialed", "peer", from.String(), "remote", remote)
 			return
 		}
