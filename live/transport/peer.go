@@ -33,6 +33,7 @@ type peer struct {
 
 	mu          sync.Mutex
 	link        *link         // the pair's connection, if any
+	last        *link         // the last one that was up, once it has ended
 	established bool          // a link has been served
 	deadline    time.Time     // set by Close: flush by then
 	changed     chan struct{} // closed and replaced whenever link changes
@@ -71,12 +72,14 @@ type link struct {
 	flushed chan struct{} // closed by its writer when Close's flush is done
 	ackSoon chan struct{} // the reader asks the writer for a delayed ack
 	cut     atomic.Bool   // closed because the member stopped reading
-	race    bool          // it replaced a connection dialed by the other side
+	started time.Time     // when it was dialed, or accepted
+	race    bool          // it settles a race of dials (not a reconnection)
 	served  bool          // it got past the resumption (p.mu)
+	upAt    time.Time     // when it did
 }
 
-func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64) *link {
-	return &link{conn: conn, raw: raw, dialer: dialer, inc: inc,
+func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
+	return &link{conn: conn, raw: raw, dialer: dialer, inc: inc, started: started,
 		log:  p.log.With("remote", raw.RemoteAddr().String()),
 		done: make(chan struct{}), flushed: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
 }
@@ -136,12 +139,16 @@ func (p *peer) install(l *link) (old *link, ok bool) {
 		return nil, false
 	}
 	old = p.link
-	// A connection that replaces one dialed by the other side to the same
-	// process, once that one was up and counted, settles a race of dials;
-	// any other is a reconnection.
-	if old != nil && old.inc == l.inc && old.dialer != l.dialer {
+	// A connection that follows one dialed by the other side to the same
+	// process, and was dialed (or accepted) before that one was up,
+	// settles a race of dials: it is not a reconnection.
+	prev := old
+	if prev == nil {
+		prev = p.last
+	}
+	if prev != nil && prev.inc == l.inc && prev.dialer != l.dialer && prev.served && l.started.Before(prev.upAt) {
 		p.t.races.Add(1)
-		l.race = old.served
+		l.race = true
 	}
 	p.setLink(l)
 	if !p.deadline.IsZero() {
@@ -175,6 +182,9 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.mu.Lock()
 		if p.link == l {
 			p.setLink(nil)
+		}
+		if l.served {
+			p.last = l
 		}
 		p.mu.Unlock()
 		close(l.done)
@@ -215,6 +225,10 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		if err == nil && kind == kindData {
 			err = errors.New("data frame before the member said where to resume")
 		}
+		if err == io.EOF {
+			l.conn.Close()
+			return err // the member dropped it: it lost a race of dials, say
+		}
 		if err != nil {
 			l.conn.Close()
 			return fmt.Errorf("no resumption after the handshake: %w", err)
@@ -242,7 +256,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	if p.established && !l.race {
 		p.reconnects.Add(1)
 	}
-	p.established, l.served = true, true
+	p.established, l.served, l.upAt = true, true, time.Now()
 	p.mu.Unlock()
 	resent, dropped := p.q.reconnected(l.inc, next)
 	l.log.Info("transport: connected", "dialed_by", l.dialer.String(), "resent", resent)
@@ -329,6 +343,7 @@ func (p *peer) logEnd(l *link, err error) {
 // routine while a cluster starts.
 func (p *peer) dial(ctx context.Context) (*link, *frameReader, error) {
 	cfg := &p.t.cfg
+	started := time.Now()
 	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
 	raw, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
@@ -365,7 +380,7 @@ func (p *peer) dial(ctx context.Context) (*link, *frameReader, error) {
 		p.t.untrack(raw)
 		return nil, nil, err
 	}
-	l := p.newLink(conn, raw, cfg.Self, inc)
+	l := p.newLink(conn, raw, cfg.Self, inc, started)
 	return l, newFrameReader(conn, dataReadBuf, cfg.HandshakeTimeout, cfg.MaxFrame), nil
 }
 

@@ -298,6 +298,7 @@ func (t *TCP) acceptLoop() {
 // serveInbound authenticates an accepted connection and, unless the pair
 // keeps the connection this member dialed, serves it (peer.runLink).
 func (t *TCP) serveInbound(raw net.Conn) {
+	started := time.Now()
 	defer func() {
 		raw.Close()
 		t.untrack(raw)
@@ -352,7 +353,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
 		return
 	}
-	l := p.newLink(conn, raw, from, inc)
+	l := p.newLink(conn, raw, from, inc, started)
 	p.logEnd(l, p.runLink(l, fr))
 }
 

@@ -100,10 +100,9 @@ type PeerStats struct {
 	// Backpressured: Sends refused with ErrBackpressure.
 	Backpressured uint64
 	// Reconnects: connections to the member established after the first,
-	// less those that settle a race (both members dialed at once, and the
-	// connection dialed by the lower ID replaced the other). Approximate:
-	// a reconnection the member makes before this one has noticed the
-	// failure may be taken for a race.
+	// less those that settle a race of dials (a connection that follows
+	// one the other member dialed, and was itself dialed before that one
+	// was up).
 	Reconnects uint64
 	// Rejected: handshakes with a connection claiming to be this member, or
 	// with this member's address, that failed.
