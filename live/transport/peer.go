@@ -38,7 +38,8 @@ type peer struct {
 	deadline    time.Time     // set by Close: flush by then
 	changed     chan struct{} // closed and replaced whenever link changes
 
-	spare []byte // owned by the writer of the current link
+	spare  []byte // owned by the writer of the current link
+	joined []byte // the writer's: an ack and a batch, for TLS
 
 	// recvInc is the member's incarnation whose frames rx counts; used by
 	// one link at a time.
@@ -489,16 +490,28 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 // the next connection.
 func (p *peer) write(conn net.Conn, ack, batch []byte, n, from int) error {
 	var err error
-	if len(ack) > 0 {
+	switch {
+	case len(ack) == 0:
+		_, err = conn.Write(batch[from:])
+	case isTCP(conn):
+		// Plain TCP: one writev.
 		bufs := net.Buffers{ack, batch[from:]}
 		_, err = bufs.WriteTo(conn)
-	} else {
-		_, err = conn.Write(batch[from:])
+	default:
+		// TLS: one record, not two (a segment each, with NODELAY).
+		p.joined = append(append(p.joined[:0], ack...), batch[from:]...)
+		_, err = conn.Write(p.joined)
+		p.joined = recycle(p.joined)
 	}
 	p.q.nWrites.Add(1)
 	p.q.written(batch, n)
 	p.spare = recycle(batch)
 	return err
+}
+
+func isTCP(c net.Conn) bool {
+	_, ok := c.(*net.TCPConn)
+	return ok
 }
 
 // read delivers the member's data frames from l until the connection
