@@ -108,8 +108,9 @@ func (q *sendQueue) ack(next uint64) error {
 		q.mu.Unlock()
 		return fmt.Errorf("ack of frames up to %d, but %d to %d are those sent and not acknowledged", next, q.base, q.base+uint64(q.nUnacked))
 	}
-	if next > q.base {
+	if next > q.base && q.full.Load() {
 		q.fullSince = time.Time{}
+		q.full.Store(false)
 	}
 	q.dropUnacked(int(next - q.base))
 	// Close's flush waits for the last acknowledgement.
@@ -163,6 +164,7 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
 	defer q.mu.Unlock()
 	q.asked = false
 	q.fullSince = time.Time{}
+	q.full.Store(false)
 	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
 		dropped = q.nUnacked
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0

@@ -583,6 +583,9 @@ func (rx *rx) due(k uint64) bool {
 // been refused for IdleTimeout and it has acknowledged nothing meanwhile.
 // Its frames are kept and resent if it comes back.
 func (p *peer) checkStalled(l *link) bool {
+	if !p.q.full.Load() {
+		return l.cut.Load()
+	}
 	ok, frames, bytes := p.q.stalled(p.t.cfg.IdleTimeout)
 	if !ok || !l.cut.CompareAndSwap(false, true) {
 		return l.cut.Load()

@@ -87,6 +87,7 @@ type sendQueue struct {
 	// acknowledged progress (zero: none since). A member that reads
 	// nothing for long while its queue is full is cut off (stalled).
 	fullSince time.Time
+	full      atomic.Bool // fullSince is set (read without mu)
 
 	backpressured            atomic.Uint64
 	sent, sentBytes, nWrites atomic.Uint64
@@ -136,6 +137,7 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 	if queued+k > q.maxFrames || (queued > 0 || k > 1 || q.nUnacked > 0) && len(q.pending)+q.heldBytes+q.unackedBytes()+size > q.maxBytes {
 		if q.fullSince.IsZero() {
 			q.fullSince = time.Now()
+			q.full.Store(true)
 		}
 		q.mu.Unlock()
 		q.backpressured.Add(1)
