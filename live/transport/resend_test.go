@@ -483,8 +483,10 @@ func TestReceiverRestartDropsStaleFrames(t *testing.T) {
 		t.Errorf("the new incarnation got %d frames sent to the old one", k)
 	}
 	s := a.Stats().Peers[1]
-	if s.DroppedRestart != sent || s.Resent != 0 {
-		t.Errorf("stats %+v: want %d dropped for the restart, none resent", s, sent)
+	// (Resent may count frames for the new process, written on a
+	// connection that lost a race of dials and written again.)
+	if s.DroppedRestart != sent {
+		t.Errorf("stats %+v: want %d dropped for the restart", s, sent)
 	}
 }
 
