@@ -9,10 +9,12 @@ import (
 )
 
 // Acknowledgement and resending: what TCP gives within one connection,
-// across the connections of a link. A link is a pair of incarnations, the
-// sender's and the receiver's (handshake.go); while both processes live,
-// nothing sent on it is lost or delivered twice, however often its
-// connections break.
+// across the connections of a link. A link is a pair of incarnations
+// (handshake.go), and carries two streams, one each way, over the pair's
+// connection; while both processes live, nothing sent on either is lost
+// or delivered twice, however often the connection breaks. What follows
+// holds for each direction alone: the sender is the member whose frames
+// they are, the receiver the other.
 //
 // Numbering. The data frames a member sends over a link are numbered 0, 1,
 // 2 ... The numbers are not written on the wire: as TCP numbers bytes by
@@ -20,38 +22,45 @@ import (
 // started from plus its place among the data frames on it. The receiver
 // counts, per sender, the data frames it has handed to the handler (next).
 //
-// Acknowledgement. On the way back, the acceptor sends ack frames carrying
-// next: cumulative, as TCP's are. It acknowledges a batch of frames
+// Acknowledgement. The receiver sends ack frames carrying next on the same
+// connection, cumulative, as TCP's are. Whoever writes to the connection
+// (the writer goroutine, or a Send writing directly) puts the ack owed in
+// front of the data it writes, if frames have been delivered since the
+// last: so in an exchange of requests and replies every reply carries the
+// ack of the request, and no segment carries an ack alone. When there is
+// no data to carry it, the receiver acknowledges a batch of frames
 // (everything read before its reader waits on the socket again) ackDelay
-// after the batch, so that request-response traffic does not answer every
-// frame with an ack segment (the delayed ACK of RFC 1122, 4.2.3.2); at
-// the end of the batch when many frames or bytes have come since the last
-// (as TCP acknowledges every second full segment), or when the dialer asks
-// with a ping; within a batch when eight times as many have (a stream the
-// reader never catches up with has no end of batch); and with every
-// keepalive. The dialer asks when half its
-// QueueBytes is taken by frames not acknowledged, so that the window never
-// closes while acknowledgements are delayed.
+// after the batch (the delayed ACK of RFC 1122, 4.2.3.2); at the end of
+// the batch when many frames or bytes have come since the last (as TCP
+// acknowledges every second full segment), or when the sender asks with a
+// ping; within a batch when eight times as many have (a stream the reader
+// never catches up with has no end of batch); and with every keepalive.
+// The sender asks when half its QueueBytes is taken by frames not
+// acknowledged, so that the window never closes while acknowledgements are
+// delayed. Acks leave in order: only the party holding the connection
+// (sendQueue.writing) writes one, and reads next as it does.
 //
 // Resending. The sender keeps each frame from the moment it is written
-// until it is acknowledged (sendQueue.unacked, within QueueBytes).
-// A new connection starts, after the handshake, with an ack: the acceptor
+// until it is acknowledged (sendQueue.unacked, within QueueBytes). A new
+// connection starts, after the handshake, with an ack from each side: each
 // sends it only once the reader of the connection it replaces has stopped,
-// so it says exactly which frames were delivered. The dialer drops those
-// and writes the others again, first, on the new connection, numbered from
-// there: nothing is delivered twice, and nothing is skipped. This is the
-// resumption etcd's rafthttp leaves to raft; here the transport does it,
-// for algorithms that assume reliable channels.
+// so it says exactly which frames were delivered, and reads the other's
+// only once its own writer on the old connection has stopped. Each drops
+// what the other has and writes the rest again, first, on the new
+// connection, numbered from there: nothing is delivered twice, and nothing
+// is skipped, in either direction. This is the resumption etcd's rafthttp
+// leaves to raft; here the transport does it, for algorithms that assume
+// reliable channels.
 //
-// Restarts. If the acceptor's incarnation has changed, the process the
+// Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
 // (PeerStats.DroppedRestart), and the link starts again from what the new
 // process says (0). Frames never written go to the new process. If the
-// dialer's incarnation has changed, the acceptor counts its frames from 0
+// sender's incarnation has changed, the receiver counts its frames from 0
 // again.
 
-// ackDelay is how long after a batch of frames the acceptor acknowledges
-// it, unless asked sooner, or unless the frames not acknowledged reach
+// ackDelay is how long after a batch of frames the receiver acknowledges
+// it (if no data going the other way has carried the ack), unless asked sooner, or unless the frames not acknowledged reach
 // ackFrames or ackBytes: then it acknowledges at the end of the batch, so
 // that a fast stream's window keeps opening.
 const (
@@ -94,12 +103,25 @@ func newIncarnation() uint64 {
 func (q *sendQueue) ack(next uint64) error {
 	q.acks.Add(1)
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.asked = false
 	if next < q.base || next-q.base > uint64(q.nUnacked) {
+		q.mu.Unlock()
 		return fmt.Errorf("ack of frames up to %d, but %d to %d are those sent and not acknowledged", next, q.base, q.base+uint64(q.nUnacked))
 	}
+	if next > q.base && q.full.Load() {
+		q.fullSince = time.Time{}
+		q.full.Store(false)
+	}
 	q.dropUnacked(int(next - q.base))
+	// Close's flush waits for the last acknowledgement.
+	wake := q.parked && q.closed && q.work()
+	if wake {
+		q.parked = false
+	}
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
 	return nil
 }
 
@@ -141,6 +163,8 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.asked = false
+	q.fullSince = time.Time{}
+	q.full.Store(false)
 	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
 		dropped = q.nUnacked
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -180,7 +181,14 @@ func exchangeAll(t *testing.T, all []*TCP, inbox []chan string) {
 	for i, from := range all {
 		for j := range all {
 			if i != j {
-				if err := from.Send(proc.ID(j), fmt.Appendf(nil, "%d→%d", i, j)); err != nil {
+				// Retried on backpressure: a queue may still be full of
+				// the background chatter.
+				msg := fmt.Appendf(nil, "%d→%d", i, j)
+				var err error
+				if !waitProgress(10*time.Second, func() bool {
+					err = from.Send(proc.ID(j), msg)
+					return !errors.Is(err, ErrBackpressure)
+				}) || err != nil {
 					t.Fatalf("send %d→%d: %v", i, j, err)
 				}
 			}

@@ -116,11 +116,17 @@ func benchPingPong(b *testing.B, trs [2]Transport) {
 		}
 	}
 	run(10) // both connections are up
-	var acks func() uint64
 	if t, ok := a.(*TCP); ok {
-		acks = t.peer(1).q.acks.Load
-		before := acks()
-		defer func() { b.ReportMetric(float64(acks()-before)/float64(b.N), "acks/msg") }()
+		// acks/msg: ack frames the caller receives, most of them
+		// piggybacked on replies; ack-writes/msg: writes, at either end,
+		// that carried an ack alone (a segment of its own).
+		acks := t.peer(1).q.acks.Load
+		alone := func() uint64 { return t.peer(1).q.ackWrites.Load() + c.(*TCP).peer(0).q.ackWrites.Load() }
+		before, beforeAlone := acks(), alone()
+		defer func() {
+			b.ReportMetric(float64(acks()-before)/float64(b.N), "acks/msg")
+			b.ReportMetric(float64(alone()-beforeAlone)/float64(b.N), "ack-writes/msg")
+		}()
 	}
 	b.ResetTimer()
 	run(b.N)

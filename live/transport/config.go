@@ -85,13 +85,15 @@ type Config struct {
 	// authentication). 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// PingInterval: a connection on which nothing has been written for
-	// about this long (between 1 and 1.5 times it) gets a ping. 0 means
-	// DefaultPingInterval.
+	// about this long (between 1 and 1.5 times it) gets a keepalive (an
+	// ack), from each side. 0 means DefaultPingInterval.
 	PingInterval time.Duration
-	// IdleTimeout: a connection on which no complete frame (data or ping)
-	// arrives within this long of the reader starting to wait for it is
-	// closed. It must be at least twice PingInterval. 0 means
-	// DefaultIdleTimeout.
+	// IdleTimeout: a connection on which no complete frame (data, ack or
+	// ping) arrives within this long of the reader starting to wait for it
+	// is closed. So is one to a member that stops reading: Sends to it
+	// refused (its queue full) for this long, and nothing acknowledged
+	// meanwhile (PeerStats.Stalled). It must be at least twice
+	// PingInterval. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// DialBackoffMin and DialBackoffMax bound the delay between attempts to
 	// connect to a member: it doubles from Min up to Max, and each delay

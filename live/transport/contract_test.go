@@ -240,6 +240,16 @@ func testBackpressure(t *testing.T, cluster func(*testing.T, int, limits) []Tran
 		}
 	}()
 
+	// The pair's one connection is up (over TCP, any race of dials
+	// settled), so that a queue full for want of a connection is not
+	// taken for one full because the receiver stopped reading.
+	if ta, ok := a.(*TCP); ok {
+		var last error
+		if !waitProgress(5*time.Second, func() bool { last = pairConns([]*TCP{ta, b.(*TCP)}); return last == nil }) {
+			t.Fatal(last)
+		}
+	}
+
 	// Send until the queue is full and stays full: the receiver has stopped
 	// reading, and (over TCP) the kernel buffers in between are full too.
 	var accepted uint64

@@ -16,7 +16,8 @@
 //     (QueueLen) and bytes (QueueBytes); when it is full, Send returns
 //     ErrBackpressure and the caller decides whether to drop the payload or
 //     retry later. A member that stops reading, or is unreachable, costs its
-//     senders at most the bound in memory.
+//     senders at most the bound in memory; one that stops reading for
+//     IdleTimeout with its queue full is cut off (see Connections).
 //   - The handler runs on the transport's goroutines and owns the payload.
 //     Calls carrying one sender's payloads never overlap; calls for
 //     different senders may. While a call runs, nothing more is read from
@@ -28,14 +29,14 @@
 // # What can be lost
 //
 // Nothing, while both processes live: a link (a pair of processes, each in
-// one incarnation) loses and duplicates no payload, however often its
-// connections fail, as TCP loses and duplicates nothing within one
-// connection. When a connection fails (the network broke, pings stopped,
-// a partition outlasted IdleTimeout), the sender redials with exponential
-// backoff and jitter; meanwhile Sends queue up to the bound, then fail
-// with ErrBackpressure. The sender keeps every frame it has written until
-// the receiver acknowledges it, and the new connection starts where the
-// receiver's delivery stopped: what the receiver lacks, including frames
+// one incarnation) loses and duplicates no payload in either direction,
+// however often its connections fail, as TCP loses and duplicates nothing
+// within one connection. When a connection fails (the network broke,
+// keepalives stopped, a partition outlasted IdleTimeout), the members
+// redial with exponential backoff and jitter; meanwhile Sends queue up to
+// the bound, then fail with ErrBackpressure. The sender keeps every frame it has written until
+// the receiver acknowledges it, and on the new connection each direction
+// starts where the receiver's delivery stopped: what the receiver lacks, including frames
 // lost in the failed connection's kernel buffers, is written again, and
 // what it already has is not. The frames kept count against QueueBytes,
 // so the bound still caps the memory a member can cost its senders
@@ -59,18 +60,52 @@
 //
 // # Connections
 //
-// Each member dials one connection to every other member and sends its
-// frames only on it; what it receives arrives on the connections the others
-// dialed. Each direction is thus one TCP stream, FIFO by construction, and
-// the two members need not agree on who dials. If a member dials again
-// (after a failure or a restart), its new connection replaces the old one,
-// which is closed; frames from the new one reach the handler only after the
-// old one's reader has stopped. Only then does the acceptor tell the dialer
-// how many of its frames it has delivered, and the dialer resumes from
-// there. On the way back, a connection carries the acceptor's
-// acknowledgements, cumulative and delayed a little (as TCP's), so that
-// request–response traffic does not double its segments; they double as
-// the acceptor's pings.
+// A pair of members shares one TCP connection, which carries the frames of
+// both directions and the acknowledgements of each. Each direction is one
+// ordered stream within it, FIFO by construction. Either member may dial:
+// a member dials another whenever the pair has no connection (at start,
+// after a failure), so the pair is joined as soon as either can reach the
+// other, and a member that joins, known at first only to itself and the
+// member it dials, is reached by the connection it makes.
+//
+// Both may dial at once: at start, after a partition heals, after one of
+// them restarts. The rule that settles it is the same on both sides, so
+// they keep the same connection: a connection replaces the pair's current
+// one unless that one was dialed by the other member, to the same
+// process (incarnation), and the dialer of the current one has the lower
+// ID; that is, of two connections dialed by the two members, the one the
+// lower ID dialed wins, and otherwise the newer replaces the older (a
+// member dials only when it has no connection, so a newer connection
+// from the same member, or one to a new incarnation, means the older is
+// dead). An acceptor that keeps its own connection says so in its welcome
+// (welcomeKeep), and the dialer drops its attempt quietly; a dialer whose
+// connection arrives second drops it itself. Of two members that lose
+// their connection together, the lower ID redials first (its backoff is
+// the shorter), so that races are the exception. A connection replaced
+// while its own reader still delivers frames is closed, and the new one
+// starts only once the old one's reader and writer have stopped, so each
+// direction stays in order.
+//
+// After the handshake (below), each side's first ack tells the other the
+// number of the first of its frames it expects (resumption, ack.go);
+// each then writes again what the other lacks, and nothing it has. The
+// acceptor's first frame is also its member table. From then on each side
+// writes its queue and acknowledges the other's frames: cumulatively,
+// piggybacked in front of the data it writes when it has some, and
+// otherwise alone, delayed a little (ackDelay, as TCP's delayed ACK), so
+// that request–response traffic costs no acknowledgement segments; at
+// once when many frames have come or the other side asks (a ping, sent
+// when half its QueueBytes awaits acknowledgement). A side that has
+// written nothing for about PingInterval writes an ack as a keepalive,
+// so a quiet but healthy connection stays up and a dead one is noticed
+// from either end.
+//
+// A member that stops reading (its handler is stuck, say) is not only
+// capped but cut off: when Sends to it have been refused for IdleTimeout
+// (its queue at the bound) and it has acknowledged nothing meanwhile, the
+// connection is closed, the WARN line says why, and PeerStats.Stalled
+// counts it. What it had not acknowledged is kept, within the bound, and
+// written again if it reads again.
 //
 // A connection starts with a handshake (see handshake.go for the messages):
 // the dialer sends a hello naming the protocol version, the authentication
@@ -89,32 +124,31 @@
 // hello claims. The handshake must finish within HandshakeTimeout. A
 // connection that fails it — wrong secret, certificate from another CA,
 // an ID it cannot prove, an ID not in Peers, the acceptor's own ID, another
-// version or mode, bytes that are not a hello, or too slow — is closed, the
-// reason is logged with the remote address, Stats counts it, and nothing it
-// sent reaches the handler.
+// version (version 2, a connection per direction, included) or mode, bytes
+// that are not a hello, or too slow — is closed, the reason is logged
+// with the remote address, Stats counts it, and nothing it sent reaches
+// the handler.
 //
 // After the handshake a connection carries frames: a varint header
 // (length<<2 | kind) and the payload. A 32-byte payload costs 34 bytes:
 // frames are numbered by their place in the stream, not on the wire. A
 // frame announcing more than MaxFrame bytes closes the connection before
 // its body is read; so does a frame cut short by the end of the
-// connection, a malformed ping or ack, or an ack of frames never sent.
-// Every frame must arrive whole within IdleTimeout of the reader starting
-// to wait for it, so a silent peer, or one that trickles bytes, is
-// disconnected. The dialer pings when it has written nothing for about
-// PingInterval, the acceptor sends an ack every PingInterval, so a quiet
-// but healthy connection stays up and a dead one is noticed from either
-// end.
+// connection, a malformed ping or ack, an ack of frames never sent, or
+// data before the resumption. Every frame must arrive whole within
+// IdleTimeout of the reader starting to wait for it, so a silent peer, or
+// one that trickles bytes, is disconnected.
 //
 // # Writing
 //
 // Send encodes the frame into the destination's queue. A writer goroutine
-// per destination takes everything queued at once and writes it with one
-// call, so a burst of small payloads leaves in a few large writes (TCP
+// per connection takes everything queued at once and writes it with one
+// call (after the ack owed, if any), so a burst of small payloads leaves in a few large writes (TCP
 // NODELAY is on; batching, not Nagle, fills the segments). Waking the
 // writer for a lone payload costs about as much as the write, so a Send to
 // an idle connection (nothing queued, nothing written for a few
-// microseconds) writes its frame itself, with one non-blocking system call;
+// microseconds) writes its frame itself (after the ack owed, if any), with
+// one non-blocking system call;
 // whatever the socket does not take is left to the writer. On loopback
 // this saves about a quarter of the CPU time of a request–response
 // exchange. TLS connections always go through the writer.
@@ -129,7 +163,8 @@
 //
 // A dialer's first frame on every connection announces it: its ID and the
 // address it can be dialed at (Config.Advertise); the acceptor answers
-// with its member table. In a cluster that takes joins (Config.Joins on
+// with its member table. The newcomer's connection is the pair's: the
+// member it reaches does not dial it back. In a cluster that takes joins (Config.Joins on
 // every member), a node joins by listing any one member in Peers: it
 // authenticates as any member does (shared secret or a certificate naming
 // its ID), learns the table from that member's answer, connects to every

@@ -15,11 +15,11 @@ import (
 // unsigned varint len<<2 | kind, followed by len bytes of payload:
 //
 //	kind 0  data: the payload goes to the handler
-//	kind 1  ping: len is 0; keeps an idle connection alive, and asks the
-//	        acceptor for an acknowledgement
+//	kind 1  ping: len is 0; asks the other side for an acknowledgement
 //	kind 2  members: (id, address) entries (members.go)
-//	kind 3  ack: a uvarint, the number of data frames of the link the
-//	        acceptor has delivered (ack.go); only acceptor to dialer
+//	kind 3  ack: a uvarint, the number of the other side's data frames of
+//	        the link this side has delivered (ack.go); either way, and
+//	        the keepalive of an idle connection
 //
 // A 32-byte payload costs 34 bytes on the wire; a ping, one byte; an ack,
 // two to twelve.

@@ -22,7 +22,13 @@ import (
 //	with a shared secret K:
 //	A → D  challenge nonceA [32] | HMAC-SHA256(K, "cohort acceptor" | hello | nonceA)
 //	D → A  proof     HMAC-SHA256(K, "cohort dialer" | hello | nonceA)
-//	A → D  welcome   0x01 | incA u64
+//	A → D  welcome   code u8 | incA u64
+//
+// The welcome's code is 1 (welcomeOK): the connection is the pair's; or 2
+// (welcomeKeep): both members dialed at once and A keeps the connection it
+// dialed itself (doc.go, "Connections"), so D closes this one and uses
+// that. D's first frame then announces it (members.go), and each side's
+// first ack says where the other's frames resume (ack.go).
 //
 // The MACs cover both IDs and both nonces. A's nonce is fresh, so a
 // recorded proof is useless on a new connection; D's nonce is fresh, so a
@@ -39,15 +45,16 @@ import (
 // version before the rest of the hello, so a dialer of another version is
 // told apart from a slow one whatever the length of its hello.
 const (
-	protocolVersion = 2
+	protocolVersion = 3 // 3: one connection per pair, data and acks both ways
 	modeSecret      = 1
 	modeTLS         = 2
 
-	helloLen   = 56
-	nonceLen   = 32
-	macLen     = sha256.Size
-	welcomeOK  = 1
-	welcomeLen = 9
+	helloLen    = 56
+	nonceLen    = 32
+	macLen      = sha256.Size
+	welcomeOK   = 1
+	welcomeKeep = 2
+	welcomeLen  = 9
 )
 
 var (
@@ -136,6 +143,9 @@ func (a *auth) mac(label, hello, nonce []byte) []byte {
 
 // Handshake failures. The text of the error is the reason that is logged.
 var (
+	// errKept: the acceptor keeps the connection it dialed to the dialer
+	// (welcomeKeep). Not a failure: the pair has its connection.
+	errKept             = errors.New("the member keeps the connection it dialed")
 	errHandshakeTimeout = errors.New("handshake timeout")
 	errClosedEarly      = errors.New("connection closed during handshake")
 )
@@ -188,11 +198,14 @@ func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, uint64, error) {
 	if _, err := io.ReadFull(conn, w[:1]); err != nil {
 		return nil, 0, rejectedBy(err)
 	}
-	if w[0] != welcomeOK {
+	if w[0] != welcomeOK && w[0] != welcomeKeep {
 		return nil, 0, fmt.Errorf("unexpected handshake reply %#x", w[0])
 	}
 	if _, err := io.ReadFull(conn, w[1:]); err != nil {
 		return nil, 0, handshakeIOErr(err)
+	}
+	if w[0] == welcomeKeep {
+		return nil, binary.BigEndian.Uint64(w[1:]), errKept
 	}
 	return conn, binary.BigEndian.Uint64(w[1:]), nil
 }
@@ -208,7 +221,8 @@ func rejectedBy(err error) error {
 // accept authenticates the dialer of raw, which the caller has given a
 // deadline, to this member (self). member reports whether an ID belongs to
 // the cluster. It returns the connection to use, the dialer's ID and its
-// incarnation; on failure, claimed is the member the dialer claimed to be
+// incarnation, and leaves the welcome to the caller (welcome), which first
+// decides whether the pair keeps this connection; on failure, claimed is the member the dialer claimed to be
 // (proc.None if it claimed none), and the error's text is the reason.
 func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (conn net.Conn, claimed proc.ID, incarnation uint64, err error) {
 	claimed = proc.None
@@ -270,9 +284,15 @@ func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (co
 			return nil, claimed, 0, errors.New("authentication failed (wrong secret or replayed handshake)")
 		}
 	}
-	w := binary.BigEndian.AppendUint64([]byte{welcomeOK}, a.incarnation)
-	if _, err := conn.Write(w); err != nil {
-		return nil, claimed, 0, handshakeIOErr(err)
-	}
 	return conn, h.from, h.incarnation, nil
+}
+
+// welcome ends an accepted handshake with code: welcomeOK, or welcomeKeep
+// to turn the connection down in favour of the one this member dialed.
+func (a *auth) welcome(conn net.Conn, code byte) error {
+	w := binary.BigEndian.AppendUint64([]byte{code}, a.incarnation)
+	if _, err := conn.Write(w); err != nil {
+		return handshakeIOErr(err)
+	}
+	return nil
 }

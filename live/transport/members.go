@@ -106,7 +106,7 @@ func (t *TCP) learn(from proc.ID, payload []byte) {
 		if m.id == t.cfg.Self || t.peer(m.id) != nil {
 			continue
 		}
-		if err := t.AddPeer(m.id, m.addr); err != nil && !errors.Is(err, ErrClosed) {
+		if err := t.addPeer(m.id, m.addr, m.id == from); err != nil && !errors.Is(err, ErrClosed) {
 			t.log.Warn("transport: cannot add a member", "peer", m.id.String(), "addr", m.addr, "err", err)
 		}
 	}

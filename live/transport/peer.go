@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -13,31 +15,74 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// peer is the sending side of one member: its queue and the goroutine that
-// dials it and writes the queue to the connection. It also holds the
-// member's counters, including those of the receiving side.
+// peer is one member: its send queue, the receiving side of the link from
+// it, the pair's connection (link), and the goroutine that dials the
+// member whenever the pair has no connection.
 type peer struct {
 	t    *TCP
 	id   proc.ID
 	addr string
 	q    *sendQueue
+	rx   rx
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	conn     net.Conn  // the current outbound connection, if any
-	deadline time.Time // set by Close: flush by then
+	// learnt: the member was learnt from its own connection (it joined),
+	// so it has the pair's connection already or soon; dial it only if
+	// that fails.
+	learnt bool
 
-	spare []byte // owned by the run goroutine
+	mu          sync.Mutex
+	link        *link         // the pair's connection, if any
+	last        *link         // the last one that was up, once it has ended
+	established bool          // a link has been served
+	deadline    time.Time     // set by Close: flush by then
+	changed     chan struct{} // closed and replaced whenever link changes
 
-	// The receiving side of the link from the member (ack.go), used by
-	// one inbound connection at a time: the member's incarnation, and how
-	// many of its data frames the handler has been given.
-	recvInc  uint64
-	recvNext atomic.Uint64
+	spare  []byte // owned by the writer of the current link
+	joined []byte // the writer's: an ack and a batch, for TLS
+
+	// recvInc is the member's incarnation whose frames rx counts; used by
+	// one link at a time.
+	recvInc uint64
 
 	connected                     atomic.Bool
-	received, receivedBytes       atomic.Uint64
+	received                      atomic.Uint64
 	reconnects, rejected, dropped atomic.Uint64
+	stalls                        atomic.Uint64
+}
+
+// rx is the receiving side of a link: how many of the member's data frames
+// the handler has been given, and their bytes (ack.go); what the last ack
+// sent said; and whether one is due.
+type rx struct {
+	next, bytes             atomic.Uint64
+	ackedFrames, ackedBytes atomic.Uint64
+	now                     atomic.Bool // an ack is due at once
+	armed                   atomic.Bool // an ack is due within ackDelay
+}
+
+// link is a connection of the pair, dialed by dialer, to the member's
+// incarnation inc.
+type link struct {
+	conn    net.Conn
+	raw     net.Conn // under TLS
+	dialer  proc.ID
+	inc     uint64
+	log     *slog.Logger
+	done    chan struct{} // closed once nothing reads or writes it
+	flushed chan struct{} // closed by its writer when Close's flush is done
+	ackSoon chan struct{} // the reader asks the writer for a delayed ack
+	cut     atomic.Bool   // closed because the member stopped reading
+	started time.Time     // when it was dialed, or accepted
+	race    bool          // it settles a race of dials (not a reconnection)
+	served  bool          // it got past the resumption (p.mu)
+	upAt    time.Time     // when it did
+}
+
+func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
+	return &link{conn: conn, raw: raw, dialer: dialer, inc: inc, started: started,
+		log:  p.log.With("remote", raw.RemoteAddr().String()),
+		done: make(chan struct{}), flushed: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
 }
 
 func (p *peer) stats() PeerStats {
@@ -49,147 +94,314 @@ func (p *peer) stats() PeerStats {
 		Sent:           p.q.sent.Load(),
 		SentBytes:      p.q.sentBytes.Load(),
 		Received:       p.received.Load(),
-		ReceivedBytes:  p.receivedBytes.Load(),
+		ReceivedBytes:  p.rx.bytes.Load(),
 		Backpressured:  p.q.backpressured.Load(),
 		Reconnects:     p.reconnects.Load(),
 		Rejected:       p.rejected.Load(),
 		Dropped:        p.dropped.Load(),
 		Resent:         p.q.resent.Load(),
 		DroppedRestart: p.q.droppedRestart.Load(),
+		Stalled:        p.stalls.Load(),
 	}
 }
 
-// errClosing ends a connection that Close has flushed.
-var errClosing = errors.New("transport closing")
+// current returns the pair's connection (nil if none) and a channel
+// closed when that changes.
+func (p *peer) current() (*link, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.link, p.changed
+}
 
-// run connects to the member, serves the connection until it fails,
-// and reconnects, until Close.
-func (p *peer) run() {
-	ctx := p.t.ctx
-	established := false
-	for attempt := 0; ; {
-		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
-			break
+// setLink makes l the pair's connection. mu is held.
+func (p *peer) setLink(l *link) {
+	p.link = l
+	if p.changed != nil {
+		close(p.changed)
+	}
+	p.changed = make(chan struct{})
+}
+
+// keeps reports whether a connection dialed by the member's incarnation
+// inc loses to the one the pair has: both members dialed (the pair's was
+// dialed by this one, to the same incarnation), and the connection dialed
+// by the lower ID wins.
+func (p *peer) keeps(cur *link, dialer proc.ID, inc uint64) bool {
+	return cur != nil && cur.inc == inc && cur.dialer != dialer && cur.dialer < dialer
+}
+
+// install makes l the pair's connection, unless the one the pair has wins
+// (keeps) or the transport is closing; it returns the connection l
+// replaces.
+func (p *peer) install(l *link) (old *link, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.t.closing.Load() || p.keeps(p.link, l.dialer, l.inc) {
+		return nil, false
+	}
+	old = p.link
+	// A connection that follows one dialed by the other side to the same
+	// process, and was dialed (or accepted) before that one was up,
+	// settles a race of dials: it is not a reconnection.
+	prev := old
+	if prev == nil {
+		prev = p.last
+	}
+	if prev != nil && prev.inc == l.inc && prev.dialer != l.dialer && prev.served && l.started.Before(prev.upAt) {
+		p.t.races.Add(1)
+		l.race = true
+	}
+	p.setLink(l)
+	if !p.deadline.IsZero() {
+		l.conn.SetWriteDeadline(p.deadline)
+	}
+	return old, true
+}
+
+// Why a link ends, besides I/O errors.
+var (
+	errClosing = errors.New("transport closing")
+	errLost    = errors.New("both members dialed; the other connection is kept")
+)
+
+// runLink serves l, a connection to the member that has passed the
+// handshake, until it fails: it makes l the pair's connection, waits for
+// the one it replaces to stop, exchanges with the member where each
+// direction resumes (ack.go), then writes the queue and reads the member's
+// frames. The dialer has sent its announcement; the acceptor has read it.
+func (p *peer) runLink(l *link, fr *frameReader) error {
+	old, ok := p.install(l)
+	if !ok {
+		close(l.done)
+		if p.t.closing.Load() {
+			return errClosing
 		}
-		conn, fr, inc, next, err := p.dial(ctx)
-		if ctx.Err() != nil {
-			if conn != nil {
-				conn.Close()
+		p.t.races.Add(1)
+		return errLost
+	}
+	defer func() {
+		p.mu.Lock()
+		if p.link == l {
+			p.setLink(nil)
+		}
+		if l.served {
+			p.last = l
+		}
+		p.mu.Unlock()
+		close(l.done)
+	}()
+	if old != nil {
+		// Frames from l reach the handler only after old's reader has
+		// stopped, and l's writer starts after old's: so each direction
+		// stays in order, and the resumption below counts everything
+		// old carried.
+		old.conn.Close()
+		<-old.done
+	}
+	t := p.t
+	if p.recvInc != l.inc {
+		if p.recvInc != 0 {
+			l.log.Info("transport: the member restarted", "delivered_from_previous", p.rx.next.Load())
+		}
+		p.recvInc = l.inc
+		p.rx.next.Store(0)
+	}
+
+	// Each side tells the other the first of its frames it expects; the
+	// acceptor's comes with its member table (members.go).
+	l.conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	var hello []byte
+	if l.dialer != t.cfg.Self {
+		hello = appendMembers(nil, t.table())
+	}
+	hello = p.q.appendAck(hello, true)
+	if _, err := l.conn.Write(hello); err != nil {
+		l.conn.Close()
+		return err
+	}
+	fr.idle = t.cfg.HandshakeTimeout
+	var next uint64
+	for {
+		kind, payload, err := fr.next()
+		if err == nil && kind == kindData {
+			err = errors.New("data frame before the member said where to resume")
+		}
+		if err == io.EOF {
+			l.conn.Close()
+			return err // the member dropped it: it lost a race of dials, say
+		}
+		if err != nil {
+			l.conn.Close()
+			return fmt.Errorf("no resumption after the handshake: %w", err)
+		}
+		if kind == kindMembers {
+			t.learn(p.id, payload)
+		}
+		if kind == kindAck {
+			if next, err = parseAck(payload); err != nil {
+				l.conn.Close()
+				return err
 			}
 			break
+		}
+	}
+	l.conn.SetDeadline(time.Time{})
+	fr.idle = t.cfg.IdleTimeout
+	p.mu.Lock()
+	if !p.deadline.IsZero() {
+		l.conn.SetWriteDeadline(p.deadline)
+	}
+
+	// Counted once it is up, so that a connection that loses a race of
+	// dials before it is (the other side drops it) is not.
+	if p.established && !l.race {
+		p.reconnects.Add(1)
+	}
+	p.established, l.served, l.upAt = true, true, time.Now()
+	p.mu.Unlock()
+	resent, dropped := p.q.reconnected(l.inc, next)
+	l.log.Info("transport: connected", "dialed_by", l.dialer.String(), "resent", resent)
+	if dropped > 0 {
+		l.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
+	}
+	return p.serve(l, fr)
+}
+
+// run dials the member whenever the pair has no connection, with backoff,
+// and serves the connections it dials, until Close. Of two members that
+// lose their connection together the lower dials first (its backoff is
+// shorter), so that they seldom dial at once.
+func (p *peer) run() {
+	ctx := p.t.ctx
+	retry := 1
+	if p.id < p.t.cfg.Self {
+		retry = 2
+	}
+	attempt := 0
+	if p.id < p.t.cfg.Self || p.learnt {
+		attempt = retry
+	}
+	for {
+		if l, _ := p.current(); l != nil {
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+				return
+			}
+			attempt = retry
+			continue
+		}
+		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
+			return
+		}
+		if l, _ := p.current(); l != nil {
+			continue
+		}
+		l, fr, err := p.dial(ctx)
+		if ctx.Err() != nil {
+			if l != nil {
+				l.raw.Close()
+				p.t.untrack(l.raw)
+			}
+			return
 		}
 		if err != nil {
 			attempt++
 			continue
 		}
-		if established {
-			p.reconnects.Add(1)
+		err = p.runLink(l, fr)
+		l.raw.Close()
+		p.t.untrack(l.raw)
+		p.logEnd(l, err)
+		if err == errLost {
+			attempt = 0 // the pair has a connection: wait on it
+		} else {
+			attempt = retry
 		}
-		established = true
-		resent, dropped := p.q.reconnected(inc, next)
-		p.log.Info("transport: connected", "resent", resent)
-		if dropped > 0 {
-			p.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
-		}
-		err = p.serve(conn, fr)
-		if err == errClosing {
-			break
-		}
-		p.log.Info("transport: disconnected", "reason", err.Error())
-		attempt = 1
-	}
-	if n := p.q.discard(); n > 0 {
-		p.dropped.Add(uint64(n))
-		p.log.Warn("transport: closed with frames unsent or unacknowledged", "frames", n)
 	}
 }
 
-// dial connects and authenticates. It returns the connection, its reader,
-// the member's incarnation and the number of the first frame it expects
-// (ack.go). Handshake failures are logged and counted; connection failures
+// logEnd logs why a connection ended.
+func (p *peer) logEnd(l *link, err error) {
+	switch {
+	case err == errLost:
+		l.log.Debug("transport: " + err.Error())
+	case err == io.EOF:
+		l.log.Debug("transport: peer closed its connection")
+	case l.cut.Load():
+		// Logged when cut.
+	case p.t.closing.Load() || err == errClosing || errors.Is(err, net.ErrClosed):
+		// Closed by this node: Close, or replaced by a newer connection.
+		l.log.Debug("transport: connection closed", "reason", err.Error())
+	default:
+		l.log.Warn("transport: closed connection", "reason", err.Error())
+	}
+}
+
+// dial connects and authenticates, and announces this member (its first
+// frame). Handshake failures are logged and counted; connection failures
 // (nobody listening yet) are only logged at debug level, since they are
 // routine while a cluster starts.
-func (p *peer) dial(ctx context.Context) (conn net.Conn, fr *frameReader, inc, next uint64, err error) {
+func (p *peer) dial(ctx context.Context) (*link, *frameReader, error) {
 	cfg := &p.t.cfg
+	started := time.Now()
 	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
 	raw, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		p.log.Debug("transport: dial failed", "err", err)
-		return nil, nil, 0, 0, err
+		return nil, nil, err
+	}
+	if !p.t.track(raw) {
+		raw.Close()
+		return nil, nil, errClosing
 	}
 	setNoDelay(raw)
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
 	raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
-	conn, inc, err = p.t.auth.dial(raw, cfg.Self, p.id)
+	conn, inc, err := p.t.auth.dial(raw, cfg.Self, p.id)
+	if err == errKept {
+		raw.Close()
+		p.t.untrack(raw)
+		p.log.Debug("transport: " + err.Error())
+		return nil, nil, err
+	}
 	if err != nil {
 		raw.Close()
+		p.t.untrack(raw)
 		if ctx.Err() == nil {
 			p.rejected.Add(1)
 			p.log.Warn("transport: handshake failed", "remote", raw.RemoteAddr().String(), "reason", err.Error())
 		}
-		return nil, nil, 0, 0, err
+		return nil, nil, err
 	}
 	// The first frame announces this member and the address to dial it at.
 	if _, err := conn.Write(appendMembers(nil, []member{{cfg.Self, p.t.advertised()}})); err != nil {
 		raw.Close()
-		return nil, nil, 0, 0, err
+		p.t.untrack(raw)
+		return nil, nil, err
 	}
-	// The acceptor answers with its member table and an ack saying where
-	// to resume.
-	fr = newFrameReader(conn, pingReadBuf, cfg.HandshakeTimeout, cfg.MaxFrame)
-	for {
-		kind, payload, err := fr.next()
-		if err == nil && kind == kindData {
-			err = errors.New("data frame on an outbound connection")
-		}
-		if err != nil {
-			raw.Close()
-			p.log.Info("transport: no acknowledgement after the handshake", "reason", err.Error())
-			return nil, nil, 0, 0, err
-		}
-		if kind == kindMembers {
-			p.t.learn(p.id, payload)
-		}
-		if kind == kindAck {
-			if next, err = parseAck(payload); err != nil {
-				raw.Close()
-				return nil, nil, 0, 0, err
-			}
-			break
-		}
-	}
-	raw.SetDeadline(time.Time{})
-	fr.idle = cfg.IdleTimeout
-	return conn, fr, inc, next, nil
+	l := p.newLink(conn, raw, cfg.Self, inc, started)
+	return l, newFrameReader(conn, dataReadBuf, cfg.HandshakeTimeout, cfg.MaxFrame), nil
 }
 
-// serve writes the queue to conn until the connection fails (returning
-// why) or Close has flushed it (returning errClosing). A second goroutine
-// reads the acceptor's pings, and closes conn if they stop.
-func (p *peer) serve(conn net.Conn, fr *frameReader) error {
-	q := p.q
-	p.mu.Lock()
-	p.conn = conn
-	if !p.deadline.IsZero() {
-		conn.SetWriteDeadline(p.deadline)
-	}
-	p.mu.Unlock()
+// serve writes the queue, and the acks of the member's frames, to l until
+// the connection fails, returning why. A second goroutine reads the
+// member's frames (read).
+func (p *peer) serve(l *link, fr *frameReader) error {
+	q, conn, t := p.q, l.conn, p.t
 	p.connected.Store(true)
 	defer func() {
 		q.detach()
 		p.connected.Store(false)
-		p.mu.Lock()
-		p.conn = nil
-		p.mu.Unlock()
 	}()
 
 	readErr := make(chan error, 1)
-	go func() {
-		err := p.readPings(fr)
-		conn.Close() // unblocks a write to a peer that has gone
+	t.wg.Go(func() {
+		err := p.read(l, fr)
+		conn.Close() // unblocks a write to a member that has gone
 		readErr <- err
-	}()
+	})
 	fail := func(err error) error {
 		q.detach()
 		conn.Close()
@@ -203,12 +415,28 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 	// (reconnected), so Sends queue behind it rather than write directly.
 	q.attach(rawConnOf(conn))
 
-	interval := p.t.cfg.PingInterval
+	interval := t.cfg.PingInterval
 	ping := time.NewTicker(interval / 2)
 	defer ping.Stop()
+	delay := time.NewTimer(ackDelay)
+	delay.Stop()
+	var ackBuf [1 + 10]byte
 	for {
 		if batch, n, from := q.take(p.spare); n > 0 {
-			if err := p.write(conn, batch, n, from); err != nil {
+			var ack []byte
+			if from == 0 { // not in the middle of a frame
+				ack = q.appendAck(ackBuf[:0], false)
+			}
+			if err := p.write(conn, ack, batch, n, from); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		if q.acquireAck() {
+			q.ackWrites.Add(1)
+			_, err := conn.Write(q.appendAck(ackBuf[:0], true))
+			q.pinged()
+			if err != nil {
 				return fail(err)
 			}
 			continue
@@ -221,17 +449,29 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 			}
 			continue
 		}
-		if q.drained() {
-			return p.finish(conn, readErr)
+		if q.finishFlush() {
+			close(l.flushed)
 		}
 		if !q.park() {
 			continue
 		}
 		select {
 		case <-q.wake:
+		case <-l.ackSoon:
+			delay.Reset(ackDelay)
+		case <-delay.C:
+			if p.rx.next.Load() != p.rx.ackedFrames.Load() {
+				p.rx.now.Store(true)
+			}
 		case <-ping.C:
+			if p.checkStalled(l) {
+				return fail(net.ErrClosed)
+			}
+			// A keepalive: an ack, which tells the member this one
+			// lives and where its frames stand.
 			if q.acquireIdle(interval) {
-				_, err := conn.Write(pingFrame)
+				q.ackWrites.Add(1)
+				_, err := conn.Write(q.appendAck(ackBuf[:0], true))
 				q.pinged()
 				if err != nil {
 					return fail(err)
@@ -244,61 +484,45 @@ func (p *peer) serve(conn net.Conn, fr *frameReader) error {
 }
 
 // write writes a batch of n frames, the first from bytes of which a direct
-// Send has already written to this connection. Whether the write succeeds
-// or fails part way, the frames are kept until the member acknowledges
-// them, and those it did not get are written again on the next connection.
-func (p *peer) write(conn net.Conn, batch []byte, n, from int) error {
-	_, err := conn.Write(batch[from:])
+// Send has already written to this connection, after ack (if any). Whether
+// the write succeeds or fails part way, the frames are kept until the
+// member acknowledges them, and those it did not get are written again on
+// the next connection.
+func (p *peer) write(conn net.Conn, ack, batch []byte, n, from int) error {
+	var err error
+	switch {
+	case len(ack) == 0:
+		_, err = conn.Write(batch[from:])
+	case isTCP(conn):
+		// Plain TCP: one writev.
+		bufs := net.Buffers{ack, batch[from:]}
+		_, err = bufs.WriteTo(conn)
+	default:
+		// TLS: one record, not two (a segment each, with NODELAY).
+		p.joined = append(append(p.joined[:0], ack...), batch[from:]...)
+		_, err = conn.Write(p.joined)
+		p.joined = recycle(p.joined)
+	}
 	p.q.nWrites.Add(1)
 	p.q.written(batch, n)
 	p.spare = recycle(batch)
 	return err
 }
 
-// finish ends a flushed connection gracefully: it shuts down the sending
-// direction and waits (until Close's deadline) for the acceptor to read
-// everything, acknowledge it and close its end. Closing first could reset
-// the connection and discard frames the acceptor has not read yet.
-func (p *peer) finish(conn net.Conn, readErr <-chan error) error {
-	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
-	p.mu.Lock()
-	wait := time.Until(p.deadline)
-	p.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-readErr:
-	case <-t.C:
-		conn.Close()
-		<-readErr
-	}
-	conn.Close()
-	return errClosing
+func isTCP(c net.Conn) bool {
+	_, ok := c.(*net.TCPConn)
+	return ok
 }
 
-// shutdown is called by Close: the writer flushes what is queued, with
-// writes bounded by deadline, and stops.
-func (p *peer) shutdown(deadline time.Time, started bool) {
-	p.mu.Lock()
-	p.deadline = deadline
-	if p.conn != nil {
-		p.conn.SetWriteDeadline(deadline)
-	}
-	p.mu.Unlock()
-	p.q.close()
-	if !started {
-		if n := p.q.discard(); n > 0 {
-			p.dropped.Add(uint64(n))
-		}
-	}
-}
-
-// readPings reads what the acceptor sends on an outbound connection:
-// acknowledgements, which also keep the connection alive, pings, and its
-// member table (members.go).
-func (p *peer) readPings(fr *frameReader) error {
+// read delivers the member's data frames from l until the connection
+// fails, takes its acks, and has its frames acknowledged (ack.go) at the
+// end of each batch (when the reader is about to wait on the socket): at
+// once if the member asked with a ping or many have arrived since the last
+// ack, else soon (unless data going the other way carries the ack first);
+// and within a batch once very many have.
+func (p *peer) read(l *link, fr *frameReader) error {
+	t, q, rx := p.t, p.q, &p.rx
+	delivered, asked := false, false
 	for {
 		kind, payload, err := fr.next()
 		if err != nil {
@@ -306,17 +530,101 @@ func (p *peer) readPings(fr *frameReader) error {
 		}
 		switch kind {
 		case kindData:
-			return errors.New("data frame on an outbound connection")
+			p.received.Add(1)
+			rx.bytes.Add(uint64(frameLen(len(payload))))
+			t.handler(p.id, payload)
+			rx.next.Add(1)
+			delivered = true
+		case kindPing:
+			asked = true
 		case kindMembers:
-			p.t.learn(p.id, payload)
+			t.learn(p.id, payload)
 		case kindAck:
 			next, err := parseAck(payload)
 			if err == nil {
-				err = p.q.ack(next)
+				err = q.ack(next)
 			}
 			if err != nil {
 				return err
 			}
+			if p.checkStalled(l) {
+				return net.ErrClosed
+			}
+		}
+		// Within a batch, only a long run of frames is acknowledged, so
+		// that a stream the reader never catches up with still opens
+		// its sender's window.
+		if fr.br.Buffered() > 0 && !rx.due(8) {
+			continue
+		}
+		switch {
+		case asked || rx.due(1):
+			// Written here if the connection is idle: waking the writer
+			// would delay the ack, and a sender whose window is full
+			// waits for it.
+			rx.now.Store(true)
+			if !q.ackDirect() {
+				q.wakeWriter()
+			}
+		case delivered && !rx.armed.Load() && rx.armed.CompareAndSwap(false, true):
+			signal(l.ackSoon)
+		}
+		delivered, asked = false, false
+	}
+}
+
+// due reports whether k times ackFrames frames, or k times ackBytes
+// bytes, have been delivered since the last ack.
+func (rx *rx) due(k uint64) bool {
+	return rx.next.Load()-rx.ackedFrames.Load() >= k*ackFrames || rx.bytes.Load()-rx.ackedBytes.Load() >= k*ackBytes
+}
+
+// checkStalled cuts l if the member has stopped reading: Sends to it have
+// been refused for IdleTimeout and it has acknowledged nothing meanwhile.
+// Its frames are kept and resent if it comes back.
+func (p *peer) checkStalled(l *link) bool {
+	if !p.q.full.Load() {
+		return l.cut.Load()
+	}
+	ok, frames, bytes := p.q.stalled(p.t.cfg.IdleTimeout)
+	if !ok || !l.cut.CompareAndSwap(false, true) {
+		return l.cut.Load()
+	}
+	p.stalls.Add(1)
+	l.log.Warn("transport: the member stopped reading: connection cut", "after", p.t.cfg.IdleTimeout.String(), "frames", frames, "bytes", bytes)
+	l.conn.Close()
+	return true
+}
+
+// shutdown is called by Close: the writer flushes what is queued, with
+// writes bounded by deadline, and reports when the member has
+// acknowledged it all.
+func (p *peer) shutdown(deadline time.Time) {
+	p.mu.Lock()
+	p.deadline = deadline
+	if p.link != nil {
+		p.link.conn.SetWriteDeadline(deadline)
+	}
+	p.mu.Unlock()
+	p.q.close()
+}
+
+// waitFlushed waits, until deadline, for the pair's connection (if any)
+// to have flushed the queue.
+func (p *peer) waitFlushed(deadline time.Time) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		l, _ := p.current()
+		if l == nil {
+			return
+		}
+		select {
+		case <-l.flushed:
+			return
+		case <-l.done:
+		case <-timer.C:
+			return
 		}
 	}
 }

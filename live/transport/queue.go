@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,6 +43,13 @@ import (
 // on the next one, from where the member says it stopped (ack.go). Frames
 // enter unacked before the write, since the member may acknowledge them
 // before the write returns.
+//
+// Acknowledgements. The connection is the pair's, so the member's frames
+// arrive on it too, and this side's acks of them leave by it. They are
+// written by whoever holds the connection (so that they leave in order),
+// in front of the data it writes when any are owed (piggybacked: an
+// exchange of requests and replies needs no ack segments), or alone when
+// one is due and there is no data to carry it (rx).
 type sendQueue struct {
 	maxFrames, maxBytes int
 	wake                chan struct{} // capacity 1; signalled when a parked writer has work
@@ -70,11 +78,22 @@ type sendQueue struct {
 	base     uint64 // the number of the first frame of unacked (or of pending, if unacked is empty)
 	peerInc  uint64 // the member's incarnation, 0 before the first connection
 	asked    bool   // an acknowledgement was asked for since the last one came
+	flushed  bool   // closed, written and acknowledged: Close's flush is done
+
+	// rx is the receiving side of the link, whose acks this queue's
+	// writers send (nil: none, as for Sends to Self).
+	rx *rx
+	// fullSince: when a Send was first refused since the member last
+	// acknowledged progress (zero: none since). A member that reads
+	// nothing for long while its queue is full is cut off (stalled).
+	fullSince time.Time
+	full      atomic.Bool // fullSince is set (read without mu)
 
 	backpressured            atomic.Uint64
 	sent, sentBytes, nWrites atomic.Uint64
 	resent, droppedRestart   atomic.Uint64
 	acks                     atomic.Uint64 // ack frames received
+	ackWrites                atomic.Uint64 // writes that carried only an ack (none piggybacked)
 	// Direct writes that the socket took whole, in part, or not at all.
 	directWhole, directPart, directNone atomic.Uint64
 }
@@ -116,6 +135,10 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 	// One frame may exceed the byte bound if it is alone (it is at most
 	// MaxFrame, which the bound allows for).
 	if queued+k > q.maxFrames || (queued > 0 || k > 1 || q.nUnacked > 0) && len(q.pending)+q.heldBytes+q.unackedBytes()+size > q.maxBytes {
+		if q.fullSince.IsZero() {
+			q.fullSince = time.Now()
+			q.full.Store(true)
+		}
 		q.mu.Unlock()
 		q.backpressured.Add(1)
 		return ErrBackpressure
@@ -134,46 +157,53 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 }
 
 // writeDirect writes frames carrying payloads to the idle connection, with
-// one system call. It is called with mu held and returns with it released.
+// one system call, after the ack owed to the member if any. It is called
+// with mu held and returns with it released.
 func (q *sendQueue) writeDirect(payloads [][]byte) {
 	q.writing = true
-	frames := q.scratch[:0]
+	buf := q.appendAck(q.scratch[:0], false)
+	a := len(buf)
 	for _, p := range payloads {
-		frames = appendFrame(frames, p)
+		buf = appendFrame(buf, p)
 	}
+	frames := buf[a:]
 	k := len(payloads)
 	q.hold(frames, k)
 	raw := q.raw
 	q.mu.Unlock()
 
-	w := writeNow(raw, frames)
+	w := writeNow(raw, buf)
 	q.nWrites.Add(1)
 
 	q.mu.Lock()
 	switch {
-	case w == len(frames):
+	case w == len(buf):
 		q.directWhole.Add(1)
 		q.release(frames, k)
 		q.sent.Add(uint64(k))
 		q.sentBytes.Add(uint64(len(frames)))
 	case w == 0:
 		q.directNone.Add(1)
-		// To the head of the queue, ahead of frames queued meanwhile.
+		// To the head of the queue, ahead of frames queued meanwhile;
+		// the ack is owed again.
 		q.unhold(frames, k)
 		p := make([]byte, 0, len(frames)+len(q.pending))
 		q.pending = append(append(p, frames...), q.pending...)
 		q.nPending += k
+		if a > 0 {
+			q.rx.now.Store(true)
+		}
 	default:
 		q.directPart.Add(1)
-		q.resume, q.resumeAt, q.resumeN = append([]byte(nil), frames...), w, k
+		q.resume, q.resumeAt, q.resumeN = append([]byte(nil), buf...), w, k
 	}
-	if cap(frames) <= 1<<10 {
-		q.scratch = frames[:0]
+	if cap(buf) <= 1<<10 {
+		q.scratch = buf[:0]
 	}
 	q.writing = false
 	q.lastWrite = time.Now()
 	q.idle.Broadcast()
-	wake := q.parked && (q.nPending > 0 || q.resume != nil || q.closed || q.wantAck())
+	wake := q.parked && q.work()
 	if wake {
 		q.parked = false
 	}
@@ -301,23 +331,141 @@ func (q *sendQueue) acquireAsk() bool {
 	return true
 }
 
-// wantAck reports whether to ask for an acknowledgement. mu is held.
+// wantAck reports whether to ask for an acknowledgement: when half the
+// bound in bytes is unacknowledged, or when Close flushes and everything
+// is written. mu is held.
 func (q *sendQueue) wantAck() bool {
-	return q.keep && !q.asked && q.nUnacked > 0 && 2*q.unackedBytes() >= q.maxBytes
+	return q.keep && !q.asked && q.nUnacked > 0 &&
+		(2*q.unackedBytes() >= q.maxBytes || q.closed && q.nPending == 0 && q.resume == nil)
+}
+
+// work reports whether the writer has something to do: frames to write,
+// an acknowledgement to ask for or to send, or a flush to finish. mu is
+// held.
+func (q *sendQueue) work() bool {
+	return q.nPending > 0 || q.resume != nil || q.closed && !q.flushed && q.nUnacked == 0 ||
+		q.wantAck() || q.rx != nil && q.rx.now.Load()
 }
 
 // park arranges for the next push (or the end of a direct write that leaves
-// work) to signal wake. It returns false, without parking, if the writer
-// has something to do: frames to write, an acknowledgement to ask for, or
-// the queue closed and no direct write in progress.
+// work, or an ack that falls due) to signal wake. It returns false,
+// without parking, if the writer has something to do and no direct write
+// is in progress.
 func (q *sendQueue) park() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.writing && (q.nPending > 0 || q.resume != nil || q.closed || q.wantAck()) {
+	if !q.writing && q.work() {
 		return false
 	}
 	q.parked = true
 	return true
+}
+
+// wakeWriter wakes the writer if it is parked (an ack fell due).
+func (q *sendQueue) wakeWriter() {
+	q.mu.Lock()
+	wake := q.parked
+	q.parked = false
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
+// appendAck appends to dst the ack owed to the member, if any (frames
+// delivered since the last ack, or one is due), or in any case if force
+// is set. The caller holds the connection (writing), so acks leave in
+// order.
+func (q *sendQueue) appendAck(dst []byte, force bool) []byte {
+	rx := q.rx
+	if rx == nil {
+		return dst
+	}
+	// Disarm before reading the count: a frame delivered after the read
+	// arms the next ack.
+	rx.armed.Store(false)
+	now := rx.now.Swap(false)
+	next := rx.next.Load()
+	if !force && !now && next == rx.ackedFrames.Load() {
+		return dst
+	}
+	rx.ackedFrames.Store(next)
+	rx.ackedBytes.Store(rx.bytes.Load())
+	return appendAck(dst, next)
+}
+
+// acquireAck gives the writer the connection to write an ack that is due
+// (rx.now).
+func (q *sendQueue) acquireAck() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || q.rx == nil || !q.rx.now.Load() {
+		return false
+	}
+	q.writing = true
+	return true
+}
+
+// ackDirect writes the ack that is due with one non-blocking system call,
+// if the connection is idle and allows direct writes; what the socket
+// does not take the writer finishes. It reports whether it wrote the ack
+// (else the writer will, and should be woken).
+func (q *sendQueue) ackDirect() bool {
+	q.mu.Lock()
+	if q.raw == nil || q.writing || q.resume != nil || q.nPending > 0 {
+		q.mu.Unlock()
+		return false
+	}
+	q.writing = true
+	raw := q.raw
+	q.mu.Unlock()
+	var a [1 + binary.MaxVarintLen64]byte
+	b := q.appendAck(a[:0], true)
+	w := writeNow(raw, b)
+	q.ackWrites.Add(1)
+	q.mu.Lock()
+	switch {
+	case w == 0:
+		q.rx.now.Store(true)
+	case w < len(b):
+		q.resume, q.resumeAt, q.resumeN = append([]byte(nil), b...), w, 0
+	}
+	q.writing = false
+	q.lastWrite = time.Now()
+	q.idle.Broadcast()
+	wake := q.parked && q.work()
+	if wake {
+		q.parked = false
+	}
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+	return w > 0
+}
+
+// finishFlush reports, once, that Close's flush is done: the queue is
+// closed and everything in it written and acknowledged.
+func (q *sendQueue) finishFlush() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.flushed || !q.closed || q.writing || q.nPending > 0 || q.resume != nil || q.nUnacked > 0 {
+		return false
+	}
+	q.flushed = true
+	return true
+}
+
+// stalled reports whether Sends have been refused for at least d without
+// the member acknowledging anything meanwhile, and what it leaves
+// unacknowledged.
+func (q *sendQueue) stalled(d time.Duration) (ok bool, frames, bytes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fullSince.IsZero() || time.Since(q.fullSince) < d || q.nUnacked+q.nPending == 0 {
+		return false, 0, 0
+	}
+	return true, q.nUnacked + q.nPending, q.unackedBytes() + len(q.pending)
 }
 
 // drained reports whether the queue is closed and everything in it written.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -16,9 +15,9 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// TCP is a Transport over TCP (optionally TLS). Each member dials one
-// connection to every other member and sends only on it; what it receives
-// arrives on the connections the others dialed to it. See the package
+// TCP is a Transport over TCP (optionally TLS). Each pair of members
+// shares one connection, which carries the frames of both directions and
+// their acknowledgements; either member may dial it. See the package
 // documentation.
 type TCP struct {
 	cfg  Config // with defaults
@@ -36,35 +35,19 @@ type TCP struct {
 	handler     Handler
 	started     bool
 	closed      bool
-	inbound     map[proc.ID]*inbound  // the live inbound connection of each member
-	conns       map[net.Conn]struct{} // accepted connections, closed by Close
+	conns       map[net.Conn]struct{} // open connections, closed by Close
 	connsClosed bool
+	closing     atomic.Bool // Close has begun: no connection is installed any more
 
 	rejected  atomic.Uint64
-	warns     warnLimit // of rejected handshakes
+	races     atomic.Uint64 // connections given up because both members dialed (tests)
+	warns     warnLimit     // of rejected handshakes
 	closeOnce sync.Once
-	peerWG    sync.WaitGroup // one dialer/writer per member
+	peerWG    sync.WaitGroup // one dialer per member
 	wg        sync.WaitGroup // accept loop, accepted connections, self delivery
 }
 
 var _ Transport = (*TCP)(nil)
-
-// inbound is an accepted, authenticated connection.
-type inbound struct {
-	conn net.Conn
-	done chan struct{} // closed when its reader has stopped calling the handler
-
-	// Acks are written by the reader when they are due at once, and by
-	// ackLoop when they are due soon (the reader signals ackSoon) and
-	// every PingInterval. wmu orders their writes.
-	ackSoon chan struct{}
-	armed   atomic.Bool // an ack is due: ackSoon need not be signalled
-	wmu     sync.Mutex
-	ackBuf  []byte
-	// What the last ack acknowledged: frames, and the member's received
-	// bytes then.
-	ackedFrames, ackedBytes atomic.Uint64
-}
 
 // NewTCP validates cfg and listens; Start begins dialing and accepting.
 // Configuration errors wrap ErrConfig and name the field.
@@ -81,13 +64,12 @@ func NewTCP(cfg Config) (*TCP, error) {
 		}
 	}
 	t := &TCP{
-		cfg:     c,
-		log:     c.Logger.With("self", c.Self.String()),
-		ln:      ln,
-		auth:    newAuth(&c),
-		self:    newSendQueue(c.QueueLen, c.QueueBytes, false),
-		inbound: make(map[proc.ID]*inbound),
-		conns:   make(map[net.Conn]struct{}),
+		cfg:   c,
+		log:   c.Logger.With("self", c.Self.String()),
+		ln:    ln,
+		auth:  newAuth(&c),
+		self:  newSendQueue(c.QueueLen, c.QueueBytes, false),
+		conns: make(map[net.Conn]struct{}),
 	}
 	t.auth.incarnation = newIncarnation()
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -100,8 +82,10 @@ func NewTCP(cfg Config) (*TCP, error) {
 }
 
 func (t *TCP) newPeer(id proc.ID, addr string) *peer {
-	return &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes, true),
+	p := &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes, true),
 		log: t.log.With("peer", id.String(), "addr", addr)}
+	p.q.rx = &p.rx
+	return p
 }
 
 // peer is member id, or nil.
@@ -113,7 +97,11 @@ func (t *TCP) peer(id proc.ID) *peer { return (*t.peers.Load())[id] }
 // one that joins. Adding a member already known at the same address does
 // nothing; at another address, or adding Self, is an error that names
 // both. Safe for concurrent use with Send.
-func (t *TCP) AddPeer(id proc.ID, addr string) error {
+func (t *TCP) AddPeer(id proc.ID, addr string) error { return t.addPeer(id, addr, false) }
+
+// addPeer is AddPeer; learnt says the member is learnt from its own
+// connection (it joined), so it need not be dialed at once.
+func (t *TCP) addPeer(id proc.ID, addr string, learnt bool) error {
 	if id < 0 || id == t.cfg.Self {
 		return fmt.Errorf("transport: AddPeer(%v, %q): not another member's id", id, addr)
 	}
@@ -134,6 +122,7 @@ func (t *TCP) AddPeer(id proc.ID, addr string) error {
 	}
 	next := maps.Clone(cur)
 	p := t.newPeer(id, addr)
+	p.learnt = learnt
 	next[id] = p
 	t.peers.Store(&next)
 	if t.started {
@@ -219,32 +208,64 @@ func (t *TCP) Stats() Stats {
 	return s
 }
 
-// Close implements Transport. It first flushes every outbound queue (for at
-// most CloseTimeout) and only then closes the accepted connections, so the
-// members this one is leaving can finish sending to it meanwhile.
+// Close implements Transport. It first flushes every queue (for at most
+// CloseTimeout): it writes what is queued and waits for the members to
+// acknowledge it, reading and acknowledging what they send meanwhile; only
+// then does it close the connections.
 func (t *TCP) Close() error {
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
 		t.closed = true
 		started := t.started
 		t.mu.Unlock()
+		t.closing.Store(true)
 		t.ln.Close()
 		deadline := time.Now().Add(t.cfg.CloseTimeout)
-		for _, p := range *t.peers.Load() { // AddPeer adds none once closed is set
-			p.shutdown(deadline, started)
+		peers := *t.peers.Load() // AddPeer adds none once closed is set
+		for _, p := range peers {
+			p.shutdown(deadline)
 		}
 		t.self.close()
 		t.cancel()
-		t.peerWG.Wait()
+		if started {
+			for _, p := range peers {
+				p.waitFlushed(deadline)
+			}
+		}
 		t.mu.Lock()
 		t.connsClosed = true
 		for c := range t.conns {
 			c.Close()
 		}
 		t.mu.Unlock()
+		t.peerWG.Wait()
 		t.wg.Wait()
+		for _, p := range peers {
+			if n := p.q.discard(); n > 0 {
+				p.dropped.Add(uint64(n))
+				p.log.Warn("transport: closed with frames unsent or unacknowledged", "frames", n)
+			}
+		}
 	})
 	return nil
+}
+
+// track records an open connection for Close to close; it reports false
+// (and the caller closes c) if Close has closed them already.
+func (t *TCP) track(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.connsClosed {
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+func (t *TCP) untrack(c net.Conn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
 }
 
 func (t *TCP) isMember(id proc.ID) bool { return t.peer(id) != nil }
@@ -266,31 +287,41 @@ func (t *TCP) acceptLoop() {
 			}
 			continue
 		}
-		t.mu.Lock()
-		if t.connsClosed {
-			t.mu.Unlock()
+		if !t.track(raw) {
 			raw.Close()
 			continue
 		}
-		t.conns[raw] = struct{}{}
-		t.mu.Unlock()
 		t.wg.Go(func() { t.serveInbound(raw) })
 	}
 }
 
-// serveInbound authenticates an accepted connection and delivers what
-// arrives on it.
+// serveInbound authenticates an accepted connection and, unless the pair
+// keeps the connection this member dialed, serves it (peer.runLink).
 func (t *TCP) serveInbound(raw net.Conn) {
+	started := time.Now()
 	defer func() {
 		raw.Close()
-		t.mu.Lock()
-		delete(t.conns, raw)
-		t.mu.Unlock()
+		t.untrack(raw)
 	}()
 	setNoDelay(raw)
 	remote := raw.RemoteAddr().String()
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	conn, from, inc, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
+	if err == nil {
+		// Both members dialed: the connection dialed by the lower ID
+		// wins (peer.keeps), and the dialer is told so.
+		code := byte(welcomeOK)
+		if p := t.peer(from); p != nil {
+			if cur, _ := p.current(); p.keeps(cur, from, inc) {
+				code = welcomeKeep
+			}
+		}
+		if err = t.auth.welcome(conn, code); err == nil && code == welcomeKeep {
+			t.races.Add(1)
+			t.log.Debug("transport: both members dialed; keeping the connection this one dialed", "peer", from.String(), "remote", remote)
+			return
+		}
+	}
 	if err != nil {
 		t.rejected.Add(1)
 		attrs := []any{"remote", remote, "reason", err.Error()}
@@ -307,9 +338,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		return
 	}
 	// The dialer's first frame announces it: a member not known yet (a
-	// node joining, Config.Joins) is learnt at the address it gives. The
-	// answer is this node's member table, so that a newcomer learns the
-	// cluster from any one member, and an ack saying where to resume.
+	// node joining, Config.Joins) is learnt at the address it gives.
 	fr := newFrameReader(conn, dataReadBuf, t.cfg.HandshakeTimeout, t.cfg.MaxFrame)
 	kind, payload, err := fr.next()
 	if err != nil || kind != kindMembers {
@@ -324,164 +353,8 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
 		return
 	}
-	log := t.log.With("peer", from.String(), "remote", remote)
-
-	// One inbound connection per member: a newer one replaces an older
-	// one, which is closed, and delivery from the newer starts only once
-	// the older's reader has stopped, so the handler sees the member's
-	// frames in order, and the ack that tells the dialer where to resume
-	// counts every frame the older delivered.
-	in := &inbound{conn: conn, done: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
-	t.mu.Lock()
-	old := t.inbound[from]
-	t.inbound[from] = in
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		if t.inbound[from] == in {
-			delete(t.inbound, from)
-		}
-		t.mu.Unlock()
-		close(in.done)
-	}()
-	if old != nil {
-		old.conn.Close()
-		<-old.done
-	}
-	if p.recvInc != inc {
-		if p.recvInc != 0 {
-			log.Info("transport: the member restarted", "delivered_from_previous", p.recvNext.Load())
-		}
-		p.recvInc = inc
-		p.recvNext.Store(0)
-	}
-	next := p.recvNext.Load()
-	in.ackedFrames.Store(next)
-	in.ackedBytes.Store(p.receivedBytes.Load())
-	if _, err := conn.Write(appendAck(appendMembers(nil, t.table()), next)); err != nil {
-		return
-	}
-	raw.SetDeadline(time.Time{})
-	fr.idle = t.cfg.IdleTimeout
-	log.Debug("transport: accepted")
-
-	stop := make(chan struct{})
-	var acker sync.WaitGroup
-	acker.Go(func() { t.ackLoop(p, in, stop) })
-	err = t.readFrames(fr, p, in)
-	close(stop)
-	if err == io.EOF {
-		// The dialer has finished sending (Close): a last ack tells it
-		// that everything arrived.
-		t.writeAck(in, p)
-	}
-	conn.Close()
-	acker.Wait()
-
-	t.mu.Lock()
-	closing := t.connsClosed
-	t.mu.Unlock()
-	switch {
-	case err == io.EOF:
-		log.Debug("transport: peer closed its connection")
-	case closing || errors.Is(err, net.ErrClosed):
-		// Closed by this node: Close, or replaced by a newer connection.
-	default:
-		log.Warn("transport: closed connection", "reason", err.Error())
-	}
-}
-
-// readFrames delivers the data frames from p until the connection fails,
-// and has them acknowledged (ack.go) at the end of each batch (when the
-// reader is about to wait on the socket): at once if the dialer asked with
-// a ping or many have arrived since the last ack, else soon; and within a
-// batch once very many have.
-func (t *TCP) readFrames(fr *frameReader, p *peer, in *inbound) error {
-	delivered, asked := false, false
-	for {
-		kind, payload, err := fr.next()
-		if err != nil {
-			return err
-		}
-		switch kind {
-		case kindData:
-			p.received.Add(1)
-			p.receivedBytes.Add(uint64(frameLen(len(payload))))
-			t.handler(p.id, payload)
-			p.recvNext.Add(1)
-			delivered = true
-		case kindPing:
-			asked = true
-		case kindMembers:
-			t.learn(p.id, payload)
-		case kindAck:
-			return errors.New("ack frame on an inbound connection")
-		}
-		// Within a batch, only a long run of frames is acknowledged, so
-		// that a stream the reader never catches up with still opens
-		// its sender's window.
-		if fr.br.Buffered() > 0 && !ackDue(p, in, 8) {
-			continue
-		}
-		switch {
-		case asked || ackDue(p, in, 1):
-			// Written here rather than by ackLoop: waking a goroutine
-			// would delay the ack, and a sender whose window is full
-			// waits for it.
-			if err := t.writeAck(in, p); err != nil {
-				return err
-			}
-		case delivered && !in.armed.Load() && in.armed.CompareAndSwap(false, true):
-			signal(in.ackSoon)
-		}
-		delivered, asked = false, false
-	}
-}
-
-// ackDue reports whether k times ackFrames frames, or k times ackBytes
-// bytes, have come from p since the last ack on in.
-func ackDue(p *peer, in *inbound, k uint64) bool {
-	return p.recvNext.Load()-in.ackedFrames.Load() >= k*ackFrames || p.receivedBytes.Load()-in.ackedBytes.Load() >= k*ackBytes
-}
-
-// ackLoop writes the acks that are due soon, and one every PingInterval,
-// so that the dialer also notices if this node goes away.
-func (t *TCP) ackLoop(p *peer, in *inbound, stop <-chan struct{}) {
-	tick := time.NewTicker(t.cfg.PingInterval)
-	defer tick.Stop()
-	delay := time.NewTimer(ackDelay)
-	delay.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-in.ackSoon:
-			delay.Reset(ackDelay)
-			continue
-		case <-delay.C:
-		case <-tick.C:
-		}
-		if t.writeAck(in, p) != nil {
-			in.conn.Close()
-			return
-		}
-	}
-}
-
-// writeAck acknowledges every frame from p delivered so far.
-func (t *TCP) writeAck(in *inbound, p *peer) error {
-	in.wmu.Lock()
-	defer in.wmu.Unlock()
-	// Disarm before reading the count: a frame delivered after the read
-	// arms the next ack.
-	in.armed.Store(false)
-	next := p.recvNext.Load()
-	in.ackedFrames.Store(next)
-	in.ackedBytes.Store(p.receivedBytes.Load())
-	in.ackBuf = appendAck(in.ackBuf[:0], next)
-	in.conn.SetWriteDeadline(time.Now().Add(t.cfg.IdleTimeout))
-	_, err := in.conn.Write(in.ackBuf)
-	return err
+	l := p.newLink(conn, raw, from, inc, started)
+	p.logEnd(l, p.runLink(l, fr))
 }
 
 // signal wakes the receiver of ch (capacity 1), if it is not already due

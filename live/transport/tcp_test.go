@@ -44,8 +44,8 @@ type hostile struct {
 // secret.
 func handshakeAs(conn net.Conn, from proc.ID) bool {
 	_, _, err := (&auth{secret: testSecret}).dial(conn, from, 0)
-	if err == nil { // announce itself, as a member's first frame does
-		_, err = conn.Write(appendMembers(nil, []member{{from, "127.0.0.1:1"}}))
+	if err == nil { // announce itself and say where to resume, as a member does
+		_, err = conn.Write(appendAck(appendMembers(nil, []member{{from, "127.0.0.1:1"}}), 0))
 	}
 	return err == nil
 }
@@ -214,6 +214,12 @@ func TestHostileConnections(t *testing.T) {
 			c.Write((&hello{version: 1, mode: modeSecret, from: 3, to: 0}).marshal()[:48])
 			return nil
 		}, "unsupported protocol version 1", true},
+		{"version-2-hello", func(c net.Conn) func() {
+			// A member of the previous version (a connection per
+			// direction): same hello, refused for its version.
+			c.Write((&hello{version: 2, mode: modeSecret, from: 3, to: 0}).marshal())
+			return nil
+		}, "unsupported protocol version 2 (this node speaks 3)", true},
 		{"wrong-mode", sendHello(hello{version: protocolVersion, mode: modeTLS, from: 3, to: 0}),
 			"peer authenticates with TLS, this node with a shared secret", true},
 		{"oversized-frame", asMember(4, frame(DefaultMaxFrame+1, kindData, "EVIL")),
@@ -229,7 +235,13 @@ func TestHostileConnections(t *testing.T) {
 			}
 			return func() { trickle(c, frame(40, kindData, strings.Repeat("EVIL", 10))) }
 		}, "read timeout: no complete frame within 500ms", false},
-		{"ack-to-acceptor", asMember(7, frame(1, kindAck, "\x05")), "ack frame on an inbound connection", false},
+		{"ack-of-frames-never-sent", asMember(7, frame(1, kindAck, "\x05")), "ack of frames up to 5, but 0 to 0 are those sent and not acknowledged", false},
+		{"data-before-resumption", func(c net.Conn) func() {
+			if _, _, err := (&auth{secret: testSecret}).dial(c, 8, 0); err == nil {
+				c.Write(appendFrame(appendMembers(nil, []member{{8, "127.0.0.1:1"}}), []byte("EVIL")))
+			}
+			return nil
+		}, "data frame before the member said where to resume", false},
 	}
 	// All at once, on their own connections.
 	var clients sync.WaitGroup
@@ -387,6 +399,11 @@ func TestReconnect(t *testing.T) {
 	box2.check(t)
 	// The writer counts what it wrote once the write returns, which may be
 	// after the receiver has handled it.
+	defer func() {
+		if t.Failed() {
+			t.Logf("p0 stats at the end: %+v", a.Stats().Peers[1])
+		}
+	}()
 	waitUntil(t, 5*time.Second, "p0's stats show the queue written after a reconnection", func() bool {
 		s := a.Stats().Peers[1]
 		return s.Reconnects >= 1 && s.Connected && s.Queued == 0 && s.Sent == 1000+queueLen

@@ -80,7 +80,7 @@ type Stats struct {
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
 // headers included, for TCP, and payload bytes for InProc.
 type PeerStats struct {
-	// Connected: this node's outbound connection to the member is up and
+	// Connected: the pair's connection to the member is up and
 	// authenticated (InProc: the member's endpoint is started and open).
 	Connected bool
 	// Queued: frames accepted by Send and not yet handed to the connection
@@ -99,7 +99,10 @@ type PeerStats struct {
 	Received, ReceivedBytes uint64
 	// Backpressured: Sends refused with ErrBackpressure.
 	Backpressured uint64
-	// Reconnects: outbound connections established after the first.
+	// Reconnects: connections to the member established after the first,
+	// less those that settle a race of dials (a connection that follows
+	// one the other member dialed, and was itself dialed before that one
+	// was up).
 	Reconnects uint64
 	// Rejected: handshakes with a connection claiming to be this member, or
 	// with this member's address, that failed.
@@ -117,6 +120,11 @@ type PeerStats struct {
 	// restarted, dropped since the process they were sent to is gone.
 	// (TCP only.)
 	DroppedRestart uint64
+	// Stalled: connections cut because the member stopped reading: Sends
+	// to it were refused (its queue full) for IdleTimeout and it
+	// acknowledged nothing meanwhile. What it had not acknowledged is
+	// resent when it comes back. (TCP only.)
+	Stalled uint64
 }
 
 // CertName is the name a member's certificate must carry, as a DNS subject
