@@ -135,26 +135,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stop()
-	ev, ok := httpapi.StartEvents(w)
-	if !ok {
-		return
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.svc.Done():
-			ev.End("the service stopped")
-			return
-		case <-behind:
-			ev.End("this reader fell behind: reconnect")
-			return
-		case m := <-msgs:
-			if ev.Send(m, len(msgs) > 0) != nil {
-				return
-			}
-		}
-	}
+	httpapi.Stream(ctx, w, s.svc.Done(), behind, msgs)
 }
 
 // Client reads and writes through the HTTP API of a cluster's nodes.

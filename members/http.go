@@ -114,26 +114,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	})
-	ev, ok := httpapi.StartEvents(w)
-	if !ok {
-		return
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.svc.Done():
-			ev.End("the service stopped")
-			return
-		case <-behind:
-			ev.End("this reader fell behind: reconnect")
-			return
-		case e := <-events:
-			if ev.Send(e, len(events) > 0) != nil {
-				return
-			}
-		}
-	}
+	httpapi.Stream(ctx, w, s.svc.Done(), behind, events)
 }
 
 // Client reads and writes through the HTTP API of a cluster's nodes.

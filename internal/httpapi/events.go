@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -92,4 +93,31 @@ func ReadEvents(r io.Reader, max int, f func(data []byte)) error {
 		return err
 	}
 	return ErrStreamEnded
+}
+
+// Stream answers w with an event stream of the values from ch, until ctx
+// ends (the client left), done closes (the service stopped) or behind
+// closes (the reader fell behind the values' source): each of the last two
+// ends the stream with an event that says so.
+func Stream[T any](ctx context.Context, w http.ResponseWriter, done, behind <-chan struct{}, ch <-chan T) {
+	ev, ok := StartEvents(w)
+	if !ok {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			ev.End("the service stopped")
+			return
+		case <-behind:
+			ev.End("this reader fell behind: reconnect")
+			return
+		case v := <-ch:
+			if ev.Send(v, len(ch) > 0) != nil {
+				return
+			}
+		}
+	}
 }
