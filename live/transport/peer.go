@@ -75,6 +75,7 @@ type link struct {
 	cut     atomic.Bool   // closed because the member stopped reading
 	started time.Time     // when it was dialed, or accepted
 	race    bool          // it settles a race of dials (not a reconnection)
+	follows *link         // the other side's connection it replaced, until it is up (p.mu)
 	served  bool          // it got past the resumption (p.mu)
 	upAt    time.Time     // when it did
 }
@@ -147,15 +148,41 @@ func (p *peer) install(l *link) (old *link, ok bool) {
 	if prev == nil {
 		prev = p.last
 	}
-	if prev != nil && prev.inc == l.inc && prev.dialer != l.dialer && prev.served && l.started.Before(prev.upAt) {
-		p.t.races.Add(1)
-		l.race = true
+	if prev != nil && prev.inc == l.inc && prev.dialer != l.dialer {
+		if prev.served && p.settlesRace(prev, l) {
+			p.t.races.Add(1)
+			l.race = true
+		}
+		// prev may yet come up before l does (it was in its resumption
+		// when l replaced it): judged again then.
+		l.follows = prev
 	}
 	p.setLink(l)
 	if !p.deadline.IsZero() {
 		l.conn.SetWriteDeadline(p.deadline)
 	}
 	return old, true
+}
+
+// settlesRace reports whether l, following prev (a connection dialed by
+// the other side of the pair to the same process), settles a race of dials
+// rather than reconnecting: l was dialed, or accepted, before prev was up.
+// An acceptor learns of a dial only when it accepts it, which under load
+// can be after its own dial came up, and the winner of the race closes
+// that one when its own comes up. So a connection this member accepts
+// from the lower ID (the one that wins a race) also settles a race if it
+// follows this member's own dial and was accepted within HandshakeTimeout
+// of that one coming up: the member dialed before it could have seen
+// this member's connection up, since its dial gives up after
+// HandshakeTimeout. (A connection that fails that soon after coming up,
+// and is redialed at once by the lower ID, is not counted either.)
+func (p *peer) settlesRace(prev, l *link) bool {
+	if l.started.Before(prev.upAt) {
+		return true
+	}
+	self := p.t.cfg.Self
+	return prev.dialer == self && l.dialer < self &&
+		l.started.Before(prev.upAt.Add(p.t.cfg.HandshakeTimeout))
 }
 
 // Why a link ends, besides I/O errors.
@@ -254,6 +281,10 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 
 	// Counted once it is up, so that a connection that loses a race of
 	// dials before it is (the other side drops it) is not.
+	if f := l.follows; f != nil && !l.race && f.served && p.settlesRace(f, l) {
+		l.race = true
+	}
+	l.follows = nil
 	if p.established && !l.race {
 		p.reconnects.Add(1)
 	}

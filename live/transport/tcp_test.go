@@ -69,9 +69,9 @@ func asMember(id proc.ID, wire []byte) func(net.Conn) func() {
 	}
 }
 
-// trickle writes b one byte every 20ms.
+// trickle writes b one byte every hostileTimeout/20.
 func trickle(conn net.Conn, b []byte) {
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(hostileTimeout / 20) // 20 bytes per timeout: slower than any timeout lets through
 	defer tick.Stop()
 	for i := range b {
 		if _, err := conn.Write(b[i : i+1]); err != nil {
@@ -88,6 +88,9 @@ func trickle(conn net.Conn, b []byte) {
 // Member 0 is attacked; member 1 is healthy; members 2-9 never run, and the
 // clients that pass the handshake use their identities, as a buggy member
 // would (one each, since a member's newer connection replaces its older).
+// hostileTimeout is TestHostileConnections' handshake and idle timeout.
+const hostileTimeout = 1500 * time.Millisecond
+
 func TestHostileConnections(t *testing.T) {
 	logs := newLogBuffer()
 	lnA, lnB := listen(t), listen(t)
@@ -108,7 +111,11 @@ func TestHostileConnections(t *testing.T) {
 	cfgA := fastConfig(0, lnA, peersOf(0, lnB.Addr().String()), logs.logger())
 	cfgB := fastConfig(1, lnB, peersOf(1, lnA.Addr().String()), testLogger(t))
 	for _, c := range []*Config{&cfgA, &cfgB} {
-		c.HandshakeTimeout, c.PingInterval, c.IdleTimeout = 500*time.Millisecond, 50*time.Millisecond, 500*time.Millisecond
+		// Short enough that the silent and slow attacks end soon, long
+		// enough that the attacks' own legitimate handshakes and the
+		// healthy pair's pings get through on a loaded machine under the
+		// race detector.
+		c.HandshakeTimeout, c.PingInterval, c.IdleTimeout = hostileTimeout, 100*time.Millisecond, hostileTimeout
 	}
 	a, err := NewTCP(cfgA)
 	if err != nil {
@@ -234,7 +241,7 @@ func TestHostileConnections(t *testing.T) {
 				return nil
 			}
 			return func() { trickle(c, frame(40, kindData, strings.Repeat("EVIL", 10))) }
-		}, "read timeout: no complete frame within 500ms", false},
+		}, fmt.Sprintf("read timeout: no complete frame within %v", hostileTimeout), false},
 		{"ack-of-frames-never-sent", asMember(7, frame(1, kindAck, "\x05")), "ack of frames up to 5, but 0 to 0 are those sent and not acknowledged", false},
 		{"data-before-resumption", func(c net.Conn) func() {
 			if _, _, err := (&auth{secret: testSecret}).dial(c, 8, 0); err == nil {
@@ -258,7 +265,7 @@ func TestHostileConnections(t *testing.T) {
 			if f := h.start(conn); f != nil {
 				rest.Go(f)
 			}
-			err = waitEOF(conn, 3*time.Second)
+			err = waitEOF(conn, 4*hostileTimeout)
 			conn.Close()
 			rest.Wait()
 			if err != nil {
@@ -269,7 +276,7 @@ func TestHostileConnections(t *testing.T) {
 			if h.handshake {
 				msg = "transport: handshake rejected"
 			}
-			if _, err := logs.waitLine(3*time.Second, msg, "remote="+local, h.reason); err != nil {
+			if _, err := logs.waitLine(4*hostileTimeout, msg, "remote="+local, h.reason); err != nil {
 				t.Errorf("%s: %v", h.name, err)
 			}
 		})

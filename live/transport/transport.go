@@ -102,7 +102,8 @@ type PeerStats struct {
 	// Reconnects: connections to the member established after the first,
 	// less those that settle a race of dials (a connection that follows
 	// one the other member dialed, and was itself dialed before that one
-	// was up).
+	// was up, or was accepted from the lower ID within HandshakeTimeout of
+	// this member's own dial coming up).
 	Reconnects uint64
 	// Rejected: handshakes with a connection claiming to be this member, or
 	// with this member's address, that failed.
