@@ -79,24 +79,24 @@ value.`,
 			switch op {
 			case "advertise":
 				if err := c.Advertise(ctx, name, as); err != nil {
-					return err
+					return failed(err)
 				}
 				fmt.Fprintf(out, "advertised %s\n", name)
 			case "withdraw":
 				if err := c.Withdraw(ctx, name); err != nil {
-					return err
+					return failed(err)
 				}
 				fmt.Fprintf(out, "withdrew %s\n", name)
 			case "find":
 				hs, err := c.Find(ctx, name, k)
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if f.json {
 					return printJSON(out, hs)
 				}
 				if len(hs) == 0 {
-					return fmt.Errorf("%s: no holder known at the node that answered", name)
+					return failed(fmt.Errorf("%s: no holder known at the node that answered", name))
 				}
 				for _, h := range hs {
 					keys := make([]string, 0, len(h.Attrs))

@@ -38,6 +38,15 @@ func (f *membersFlags) client() (*members.Client, context.Context, func(), error
 	return &members.Client{Endpoints: endpoints, Token: token}, ctx, cancel, nil
 }
 
+// failed is a command's error at run time — the cluster's answer, or none:
+// exit status 1 (bad usage and bad input are 2).
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{1, err}
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -65,7 +74,7 @@ member; one that restarts comes back alive at a higher incarnation.`,
 			defer done()
 			ms, err := c.Members(ctx)
 			if err != nil {
-				return err
+				return failed(err)
 			}
 			if f.json {
 				return printJSON(cmd.OutOrStdout(), ms)
@@ -139,7 +148,7 @@ most 4 KiB; the whole map at most 512 KiB.`,
 					e, err = c.Delete(ctx, args[1])
 				}
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if f.json {
 					return printJSON(out, e)
@@ -148,10 +157,10 @@ most 4 KiB; the whole map at most 512 KiB.`,
 			case "get":
 				e, ok, err := c.Get(ctx, args[1])
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if !ok {
-					return fmt.Errorf("%s: not found at the node that answered", args[1])
+					return failed(fmt.Errorf("%s: not found at the node that answered", args[1]))
 				}
 				if f.json {
 					return printJSON(out, e)
@@ -160,7 +169,7 @@ most 4 KiB; the whole map at most 512 KiB.`,
 			case "list":
 				es, err := c.Entries(ctx)
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if f.json {
 					return printJSON(out, es)
@@ -174,7 +183,7 @@ most 4 KiB; the whole map at most 512 KiB.`,
 				if ctx.Err() != nil {
 					return nil // the timeout or a signal: the watch is over
 				}
-				return err
+				return failed(err)
 			}
 			return nil
 		},
@@ -232,20 +241,20 @@ takes its mass with it.`,
 			out := cmd.OutOrStdout()
 			if op == "set" {
 				if err := c.SetReading(ctx, name, x); err != nil {
-					return err
+					return failed(err)
 				}
 				fmt.Fprintf(out, "%s = %s\n", name, args[2])
 				return nil
 			}
 			e, err := c.Aggregate(ctx, name, op)
 			if err != nil {
-				return err
+				return failed(err)
 			}
 			switch {
 			case f.json:
 				return printJSON(out, e)
 			case e.None:
-				return fmt.Errorf("%s of %s: no member has the reading", op, name)
+				return failed(fmt.Errorf("%s of %s: no member has the reading", op, name))
 			}
 			fmt.Fprintf(out, "%s %s = %s (%d rounds)\n", op, name, strconv.FormatFloat(e.Value, 'g', 6, 64), e.Rounds)
 			return nil

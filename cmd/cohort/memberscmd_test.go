@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,28 @@ func TestBadJoinExitsTwo(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2", args, code, errs)
 		}
 	}
+}
+
+// TestRuntimeFailuresExitOne: good usage with no node to answer is a
+// failure at run time, exit status 1, not bad usage (2).
+func TestRuntimeFailuresExitOne(t *testing.T) {
+	for _, args := range [][]string{{"members"}, {"kv", "get", "k"}, {"kv", "put", "k", "v"}, {"kv", "list"}, {"aggregate", "sum", "load"},
+		{"queue", "put", "jobs", "x"}, {"queue", "list"}, {"discover", "find", "gpu"}} {
+		if code, _, errs := cli(t, append(args, "--endpoints", deadAPI(t), "--timeout", "2s")...); code != 1 || errs == "" {
+			t.Errorf("%v with no node answering: exit %d, %q; want 1", args, code, errs)
+		}
+	}
+}
+
+// deadAPI is a loopback address where nothing listens.
+func deadAPI(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // TestBenchGossip runs the membership benchmark small, and refuses bad

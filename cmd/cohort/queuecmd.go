@@ -93,7 +93,7 @@ func newQueuePutCmd() *cobra.Command {
 			put := func(body string) error {
 				id, err := c.Put(ctx, args[0], []byte(body))
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if f.json {
 					return json.NewEncoder(out).Encode(queue.PutReply{Queue: args[0], ID: id})
@@ -162,7 +162,7 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 					if ctx.Err() != nil && !poll {
 						return &exitError{1, fmt.Errorf("got %d of %d message(s) before the timeout", got, count)}
 					}
-					return err
+					return failed(err)
 				}
 				ids := make([]uint64, 0, len(msgs))
 				for _, m := range msgs {
@@ -211,7 +211,7 @@ func newQueueListenCmd() *cobra.Command {
 					perr = f.print(cmd.OutOrStdout(), m)
 				}
 			})
-			return errors.Join(err, perr)
+			return failed(errors.Join(err, perr))
 		},
 	}
 	f.add(cmd, 0, "stop listening after this long (0: never)")
@@ -233,7 +233,7 @@ func newQueueListCmd() *cobra.Command {
 			defer done()
 			qs, err := c.Queues(ctx)
 			if err != nil {
-				return err
+				return failed(err)
 			}
 			if f.json {
 				return printJSON(cmd.OutOrStdout(), qs)
