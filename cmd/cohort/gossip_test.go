@@ -48,7 +48,7 @@ func TestSimGossipFlags(t *testing.T) {
 }
 
 func TestCompareGossip(t *testing.T) {
-	code, out, errs := cli(t, "compare", "gossip", "--nodes", "100")
+	code, out, errs := cli(t, "compare", "gossip", "--nodes", "30")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

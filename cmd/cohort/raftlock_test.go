@@ -493,8 +493,12 @@ func TestReplicatedElectionNeverOverlaps(t *testing.T) {
 	endpoints, pids := startClusterPids(t, "--nodes", "3", "--dir", t.TempDir())
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
-	// Each command logs its start and, on SIGTERM, its end, in ns.
-	script := `echo "start $1 $(date +%s%N)" >> "$2"; trap 'echo "end $1 $(date +%s%N)" >> "$2"; exit 0' TERM; while :; do sleep 0.01; done`
+	// Each command logs its start (ns, and its pid) and, on SIGTERM, its
+	// end. On a loaded machine the shell may not run its trap before the
+	// SIGKILL that follows at half the margin, so the second command also
+	// looks, as it starts, whether the first's process still runs.
+	script := `echo "start $1 $(date +%s%N) $$" >> "$2"; trap 'echo "end $1 $(date +%s%N)" >> "$2"; exit 0' TERM; while :; do sleep 0.01; done`
+	check := `p=$(awk '$1 == "start" && $2 == "first" { print $4 }' "$2"); s=$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null); if [ -n "$s" ] && [ "$s" != Z ]; then echo "overlap first $s" >> "$2"; fi; `
 	first := exec.Command(bin, "elect", "x", "--campaign", "--endpoints", endpoints[0], "--ttl", "1s", "--",
 		"sh", "-c", script, "sh", "first", log)
 	fout := &strings.Builder{}
@@ -504,7 +508,7 @@ func TestReplicatedElectionNeverOverlaps(t *testing.T) {
 	}
 	waitUntil(t, "the first command", func() bool { b, _ := os.ReadFile(log); return strings.Contains(string(b), "start first") })
 	second := exec.Command(bin, "elect", "x", "--campaign", "--endpoints", strings.Join(endpoints[1:], ","), "--ttl", "1s", "--",
-		"sh", "-c", script, "sh", "second", log)
+		"sh", "-c", check+script, "sh", "second", log)
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -525,16 +529,20 @@ func TestReplicatedElectionNeverOverlaps(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 3 {
+		if len(f) >= 3 {
 			n, _ := strconv.ParseInt(f[2], 10, 64)
 			at[f[0]+" "+f[1]] = n
 		}
 	}
 	end, start := at["end first"], at["start second"]
-	if end == 0 || start == 0 || end >= start {
+	switch {
+	case strings.Contains(string(b), "overlap") || start == 0 || end >= start:
 		t.Fatalf("log %q: the first command must end before the second starts", b)
+	case end == 0:
+		t.Logf("the first command was killed (SIGKILL) before its shell ran its trap; it was gone when the second started")
+	default:
+		t.Logf("the first command ended %v before the second started", time.Duration(start-end))
 	}
-	t.Logf("the first command ended %v before the second started", time.Duration(start-end))
 }
 
 // The reproductions of the textbook group's failures, against the
