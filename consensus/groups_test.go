@@ -34,6 +34,7 @@ func newGroups(id proc.ID, n int) proc.Process {
 // acknowledgement says. Liveness: once the faults are over, every
 // acknowledged message reaches every member that is up.
 func TestGroupsUnderFaults(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 100
 	if testing.Short() || raceEnabled {
 		seeds = 6

@@ -31,6 +31,7 @@ func newLocks(id proc.ID, n int) proc.Process {
 // own reckoning, tokens increase, and the log is safe. Liveness: once the
 // faults are over (by 2.7 s), the lock keeps changing hands.
 func TestLocksUnderFaults(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 200
 	if testing.Short() || raceEnabled {
 		seeds = 8

@@ -44,6 +44,7 @@ func newQueues(id proc.ID, n int) proc.Process {
 // in transactions. Liveness: once the faults are over, with a majority
 // up, the consumers drain every acknowledged put and ack it.
 func TestQueuesUnderFaults(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := simtest.Seeds(100, 6)
 	var puts, leases, txs, expired, lost int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

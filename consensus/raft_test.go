@@ -87,6 +87,7 @@ func nemesis(n int, seed uint64, horizon time.Duration, maxDrift float64) (sim.N
 // the clients by 3 s; when a majority is up, by 3.5 s one of them leads
 // and every server that is up has committed the leader's whole log.
 func TestRaftSafetyUnderFaults(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 300
 	if testing.Short() || raceEnabled {
 		seeds = 10
@@ -439,6 +440,7 @@ func (w *reconfigurer) Observe(c sim.Control, node proc.ID, o proc.Output) {
 // them; every checker holds, linearizability included, and the cluster
 // converges on its latest configuration.
 func TestMembershipChangesUnderFaults(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 200
 	if testing.Short() || raceEnabled {
 		seeds = 8
@@ -583,6 +585,7 @@ func TestNewServerCatchesUpFirst(t *testing.T) {
 // faults: every checker holds, every server up at the end holds the
 // leader's whole log, and chunks were sent past the first.
 func TestSnapshotsInChunks(t *testing.T) {
+	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	cfg := consensus.DefaultConfig
 	cfg.CompactEvery, cfg.SnapshotChunk = 32, 16
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
