@@ -369,6 +369,15 @@ func TestResendRandomCuts(t *testing.T) {
 					}
 				})
 			}
+			defer func() {
+				// A failure below ends the test before the senders: stop
+				// them first, so that none reports to a finished test.
+				if t.Failed() {
+					a.Close()
+					b.Close()
+				}
+				senders.Wait()
+			}()
 			progress := func() uint64 { return va.delivered(1) + vb.delivered(0) }
 			for i := range cuts {
 				// A cut after a random share of the traffic, sometimes
