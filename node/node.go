@@ -75,6 +75,11 @@ type Config struct {
 	// Dir and Logger come from DataDir and Logger. Its Visibility is the
 	// replicated queues' default lease too.
 	Queues queue.Config
+	// QueueLimits bound the replicated queues (a zero field: the
+	// default, consensus.DefaultQueueLimits'); New refuses limits whose
+	// snapshot could outgrow a record of the log (queue.MaxSnapshot).
+	// Every node must use the same.
+	QueueLimits consensus.QueueLimits
 	// Relays forward local queues to queues on other nodes, with store
 	// and forward (queue.Manager.Relay), from boot until Close.
 	Relays []Relay
@@ -188,7 +193,12 @@ func New(cfg Config) (*Node, error) {
 	if replicatedQueues && len(cfg.Relays) > 0 {
 		return nil, errors.New("node: relays forward per-node queues, and this node's queues are replicated (the default with the raft lock): choose local queues (queues: local) to relay")
 	}
-	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility}
+	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility, Limits: cfg.QueueLimits}
+	if replicatedQueues {
+		if err := rqc.Validate(); err != nil {
+			return nil, fmt.Errorf("node: replicated queues: %w", err)
+		}
+	}
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -410,6 +420,7 @@ func (n *Node) Handler() http.Handler {
 	qh := queue.Handler(n.queueBackend())
 	api.Handle("/v1/queues", qh)
 	api.Handle("/v1/queues/", qh)
+	api.Handle("/v1/queues:tx", qh)
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil, Queues: "local"}
 		if n.rqueues != nil {
