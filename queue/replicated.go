@@ -53,7 +53,7 @@ type waiter struct {
 // ReplicatedConfig configures Replicated. Every node of the cluster must
 // use the same Raft and Limits.
 type ReplicatedConfig struct {
-	Raft   consensus.Config      // zero: consensus.DefaultConfig
+	Raft consensus.Config // zero: consensus.DefaultConfig
 	// Limits bound the queues (a zero field: consensus.DefaultQueueLimits'):
 	// the state among them, so that a snapshot fits one record of the
 	// node's log (MaxSnapshot).
