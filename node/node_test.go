@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 	"github.com/cohort-go/cohort/registry"
 )
 
@@ -45,7 +47,7 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
@@ -118,5 +120,40 @@ func TestRelayForwardsToAnotherNode(t *testing.T) {
 	}
 	if _, err := New(Config{ID: 0, N: 1, Transport: ep, Lock: ra, Group: seq, Relays: []Relay{{Source: "a/b", To: []string{"x:1"}, Queue: "q"}}}); err == nil || !strings.Contains(err.Error(), "relay 0") {
 		t.Fatalf("a bad relay: %v", err)
+	}
+}
+
+// With the raft lock, the node serves replicated queues under
+// Config.QueueLimits: a transaction goes through its API, a put past a
+// queue's limit is refused 507, and limits whose snapshot could outgrow a
+// record of the log stop New, naming them.
+func TestReplicatedQueueLimitsAndTransactions(t *testing.T) {
+	raftLock := lock.ReplicatedAlgorithm(consensus.DefaultConfig)
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, _ := transport.NewInProc(1, transport.InProcConfig{})
+	ep, _ := net.Endpoint(0)
+	cfg := Config{ID: 0, N: 1, Transport: ep, Lock: raftLock, Group: seq, DataDir: t.TempDir(), Token: "tok",
+		QueueLimits: consensus.QueueLimits{Messages: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	bad := cfg
+	bad.QueueLimits.State = 64 << 20
+	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "state 67108864") {
+		t.Fatalf("New with a state limit past the log's record: %v", err)
+	}
+	nd, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	srv := httptest.NewServer(nd.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := &queue.Client{Endpoints: []string{srv.URL}, Token: "tok"}
+	reply, err := c.Transact(ctx, queue.TxRequest{Puts: []queue.TxPut{{Queue: "q", Body: []byte("a")}, {Queue: "q", Body: []byte("b")}}})
+	if err != nil || len(reply.IDs) != 2 {
+		t.Fatalf("a transaction through the node: %+v %v", reply, err)
+	}
+	if _, err := c.Put(ctx, "q", []byte("c")); err == nil || !strings.Contains(err.Error(), "HTTP 507") {
+		t.Fatalf("a third put on a queue of two: %v, want 507", err)
 	}
 }
