@@ -80,8 +80,11 @@ type Config struct {
 	// snapshot could outgrow a record of the log (queue.MaxSnapshot).
 	// Every node must use the same.
 	QueueLimits consensus.QueueLimits
-	// Relays forward local queues to queues on other nodes, with store
-	// and forward (queue.Manager.Relay), from boot until Close.
+	// Relays forward the API's queues — the node's own, or the
+	// replicated ones — to queues on other nodes, with store and forward
+	// (queue.Manager.Relay, queue.Replicated.Relay), from boot until
+	// Close. A replicated queue is relayed by one node: the one whose
+	// configuration names the relay.
 	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
@@ -113,7 +116,7 @@ type Config struct {
 	DHT bool
 }
 
-// Relay is a remote queue: the messages of the local queue Source go to
+// Relay is a remote queue: the messages of the queue Source go to
 // the queue Queue of the first of the nodes To (API endpoints) that
 // answers, as they come and whenever the destination is back. The relay
 // is the source queue's only consumer.
@@ -190,9 +193,6 @@ func New(cfg Config) (*Node, error) {
 	}
 	replicatedGroups := cfg.Group.Family == "consensus"
 	replicatedQueues := replicated && !cfg.LocalQueues && !joined
-	if replicatedQueues && len(cfg.Relays) > 0 {
-		return nil, errors.New("node: relays forward per-node queues, and this node's queues are replicated (the default with the raft lock): choose local queues (queues: local) to relay")
-	}
 	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility, Limits: cfg.QueueLimits}
 	if replicatedQueues {
 		if err := rqc.Validate(); err != nil {
@@ -278,15 +278,24 @@ func New(cfg Config) (*Node, error) {
 	}
 	closeAll := func() error { return errors.Join(queues.Close(), ln.Close()) }
 	rctx, stopRelays := context.WithCancel(context.Background())
-	for _, r := range cfg.Relays {
-		go func() {
-			err := queues.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
-				Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
-				Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
-			if rctx.Err() == nil {
-				log.Error("relay stopped", "source", r.Source, "err", err)
-			}
-		}()
+	// startRelays runs the relays from src: the node's own queues, or the
+	// replicated ones (once they run).
+	startRelays := func(src interface {
+		Relay(context.Context, queue.RelayConfig) error
+	}) {
+		for _, r := range cfg.Relays {
+			go func() {
+				err := src.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
+					Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
+					Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+				if rctx.Err() == nil {
+					log.Error("relay stopped", "source", r.Source, "err", err)
+				}
+			}()
+		}
+	}
+	if !replicatedQueues {
+		startRelays(queues)
 	}
 	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
@@ -361,6 +370,7 @@ func New(cfg Config) (*Node, error) {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
+		startRelays(nd.rqueues)
 	}
 	return nd, nil
 }

@@ -132,8 +132,12 @@ func TestReplicatedQueueLimitsAndTransactions(t *testing.T) {
 	seq, _ := group.Algorithm(group.DefaultAlgorithm)
 	net, _ := transport.NewInProc(1, transport.InProcConfig{})
 	ep, _ := net.Endpoint(0)
+	dst := start(t, 1, "tok")[0]
+	dsrv := httptest.NewServer(dst.Handler())
+	defer dsrv.Close()
 	cfg := Config{ID: 0, N: 1, Transport: ep, Lock: raftLock, Group: seq, DataDir: t.TempDir(), Token: "tok",
-		QueueLimits: consensus.QueueLimits{Messages: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		QueueLimits: consensus.QueueLimits{Messages: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Relays: []Relay{{Source: "outbox", To: []string{dsrv.URL}, Queue: "inbox"}}}
 	bad := cfg
 	bad.QueueLimits.State = 64 << 20
 	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "state 67108864") {
@@ -155,5 +159,13 @@ func TestReplicatedQueueLimitsAndTransactions(t *testing.T) {
 	}
 	if _, err := c.Put(ctx, "q", []byte("c")); err == nil || !strings.Contains(err.Error(), "HTTP 507") {
 		t.Fatalf("a third put on a queue of two: %v, want 507", err)
+	}
+	// The relay forwards the replicated outbox to the other node's inbox.
+	if _, err := c.Put(ctx, "outbox", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := dst.Queues().Get(ctx, "inbox", 0)
+	if err != nil || string(msg.Body) != "hello" {
+		t.Fatalf("relayed from the replicated queue: %q %v", msg.Body, err)
 	}
 }

@@ -329,7 +329,8 @@ func TestTxAtomicUnderLeaderKill(t *testing.T) {
 		dead, msgs/3, msgs, resent.Load(), dups.Load(), lost.Load())
 }
 
-// Filling the replicated queues to the default state limit: the puts
+// Filling the replicated queues to the default state limit (a smaller
+// one under the race detector): the puts
 // past it are refused (507, naming the snapshot), the snapshots made on
 // the way fit a record of the log, and the node restarted on its data
 // directory has every message put.
@@ -341,6 +342,12 @@ func TestStateLimitRefusesBeforeTheSnapshotOutgrowsTheLog(t *testing.T) {
 	raft := consensus.DefaultConfig
 	raft.CompactEvery = 200
 	c := queue.ReplicatedConfig{Raft: raft}
+	limit := consensus.DefaultQueueLimits.State
+	if queue.RaceEnabled {
+		// Ten times slower: fill a smaller state.
+		limit = 4 << 20
+		c.Limits.State, c.Raft.CompactEvery = limit, 20
+	}
 	cl := startCluster(t, 1, dir, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -358,7 +365,7 @@ func TestStateLimitRefusesBeforeTheSnapshotOutgrowsTheLog(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "HTTP 507") || !strings.Contains(err.Error(), "snapshot") {
 		t.Fatalf("after %d puts: %v, want 507 naming the snapshot", put, err)
 	}
-	want := consensus.DefaultQueueLimits.State / consensus.MessageCost(len(body))
+	want := limit / consensus.MessageCost(len(body))
 	if int64(put) != want {
 		t.Errorf("%d puts taken, want %d (the state limit over a message's cost)", put, want)
 	}

@@ -61,7 +61,7 @@ type nodeConfig struct {
 	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
 	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
-	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
+	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a queue (local, or replicated with queues: replicated) to a queue on other nodes (store and forward)
 	Queues     string         `yaml:"queues"`         // "replicated" (on the log, the default with lock: raft) or "local" (each node's own)
 	QueueLimit queueLimits    `yaml:"queue_limits"`   // bounds of the queues; 0: the default
 	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
@@ -235,6 +235,9 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	}
 	switch {
 	case c.Queues == "" && c.Lock == "raft" && c.Join == "" && len(c.Relays) == 0:
+		// (A node with relays keeps the local queues it had before
+		// relays from replicated queues existed: queues: replicated
+		// relays those.)
 		c.Queues = "replicated"
 	case c.Queues == "":
 		c.Queues = "local"
@@ -242,8 +245,6 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		return nil, bad("queues", "%q: want replicated (on the log, with lock: raft) or local (each node's own)", clipValue(c.Queues))
 	case c.Queues == "replicated" && (c.Lock != "raft" || c.Join != ""):
 		return nil, bad("queues", "replicated: the queues are replicated on the log of lock: raft, on the founding members (this node has lock: %s%s); choose queues: local", c.Lock, map[bool]string{true: " and joins"}[c.Join != ""])
-	case c.Queues == "replicated" && len(c.Relays) > 0:
-		return nil, bad("relays", "relays forward per-node queues: choose queues: local")
 	}
 	ql := c.QueueLimit
 	switch {
@@ -354,15 +355,17 @@ node.yaml:
                                 # every message as a snapshot holds it, so a snapshot fits the log's record
   dht: true                     # optional: run Pastry's DHT and Scribe (cohort dht, cohort scribe),
                                 # on founders and joined nodes alike
-  relays:                       # optional, with queues: local: remote queues, stored here and forwarded
+  relays:                       # optional: remote queues, stored here and forwarded (local queues unless
+                                # queues: replicated is given: then one node relays from the replicated queue)
     - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
 
 Every node serves message queues (cohort queue). With lock: raft they are
 replicated on the cluster's log by default (queues: replicated): a put is
 acknowledged once a majority has it, and every node serves every queue.
 queues: local gives each node its own (persistent in data_dir/storage/queues,
-or in memory without data_dir) — the kind relays forward from; a node that
-relays, or whose lock is a textbook algorithm, has local queues.
+or in memory without data_dir). A node whose lock is a textbook algorithm
+has local queues, and so does one that relays unless it says queues:
+replicated — then it relays from the replicated queue, and it alone should.
 
 A node that joins a running cluster (whose members set members: true) lists
 no peers; it names one member to join through, with --join or in node.yaml:
