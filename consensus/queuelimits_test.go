@@ -100,3 +100,51 @@ func TestQueueLimitsValidateNamesTheLimit(t *testing.T) {
 		t.Errorf("zero (the defaults): %v", err)
 	}
 }
+
+// A client's put refused because its queue was full leaves its number
+// free: sent again with the same origin and seq once there is room, it
+// is put — not answered as a duplicate of a put that never happened (a
+// relay would then drop the message). A put applied stays a duplicate; a
+// node's (not a ClientOrigin) refused put stays refused.
+func TestRefusedPutLeavesItsNumberFree(t *testing.T) {
+	q := consensus.NewQueues(0, 1, consensus.DefaultConfig, consensus.QueueLimits{Messages: 1})
+	env := &outEnv{}
+	index := uint64(0)
+	apply := func(o consensus.QueueOp) proc.Output {
+		index++
+		env.out = env.out[:0]
+		q.Apply(env, index, op(o))
+		return env.out[len(env.out)-1]
+	}
+	first := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 9 | consensus.ClientOrigin, Seq: 1, Body: []byte("a")}).(consensus.QueuePutDone)
+	if r, ok := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 9 | consensus.ClientOrigin, Seq: 2, Body: []byte("b")}).(consensus.QueueRefused); !ok || !r.Full {
+		t.Fatal("a put on a full queue was not refused")
+	}
+	apply(consensus.QueueOp{Op: "ack", Queue: "q", Origin: 10, Seq: 1, IDs: []uint64{first.ID}})
+	if d, ok := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 9 | consensus.ClientOrigin, Seq: 2, Body: []byte("b")}).(consensus.QueuePutDone); !ok || d.ID == 0 {
+		t.Fatalf("the refused put sent again once there is room: %+v, want it put", d)
+	}
+	if d, ok := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 9 | consensus.ClientOrigin, Seq: 2, Body: []byte("b")}).(consensus.QueuePutDone); !ok || d.ID != 0 {
+		t.Fatalf("the put sent a third time: %+v, want a duplicate (id 0)", d)
+	}
+	// A node's put refused: sent again, a duplicate (id 0), not put.
+	apply(consensus.QueueOp{Op: "ack", Queue: "q", Origin: 10, Seq: 2, IDs: []uint64{first.ID + 1}})
+	apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 12, Seq: 1, Body: []byte("fill")})
+	if _, ok := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 12, Seq: 2, Body: []byte("d")}).(consensus.QueueRefused); !ok {
+		t.Fatal("a put on a full queue was not refused")
+	}
+	apply(consensus.QueueOp{Op: "ack", Queue: "q", Origin: 10, Seq: 3, IDs: []uint64{first.ID + 2}})
+	if d, ok := apply(consensus.QueueOp{Op: "put", Queue: "q", Origin: 12, Seq: 2, Body: []byte("d")}).(consensus.QueuePutDone); !ok || d.ID != 0 {
+		t.Fatalf("a node's refused put sent again: %+v, want a duplicate (id 0)", d)
+	}
+	// A transaction refused (its message is gone) leaves its number free too.
+	tx := consensus.QueueOp{Op: "tx", Origin: 11 | consensus.ClientOrigin, Seq: 1, Acks: []consensus.QueueRef{{Queue: "q", ID: first.ID}}}
+	if _, ok := apply(tx).(consensus.QueueRefused); !ok {
+		t.Fatal("a transaction acking an acked message was not refused")
+	}
+	tx.Acks = nil
+	tx.Puts = []consensus.QueuePut{{Queue: "other", Body: []byte("c")}}
+	if _, ok := apply(tx).(consensus.QueueTxDone); !ok {
+		t.Fatal("a transaction under the refused one's number was not applied")
+	}
+}

@@ -53,7 +53,9 @@ import (
 //
 // Retries: operations carry a per-origin sequence number and are applied
 // once (the origin table of Groups); a retried Get is answered with what
-// the first copy leased, a retried Put with id 0. Memory is bounded: a
+// the first copy leased, a retried Put with id 0. A client's refused
+// operation (ClientOrigin) leaves its number free: a retry of it is
+// judged afresh. Memory is bounded: a
 // queue holds at most Limits.Messages messages and Limits.Bytes bytes
 // (puts beyond are refused, "full"), acked messages are dropped at once
 // and an empty queue is forgotten, and the snapshot is the queues held.
@@ -500,36 +502,65 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 		return
 	case "puts":
 		for _, p := range op.Puts {
-			if q.fresh(env, index, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
-				q.put(env, p)
+			if q.fresh(env, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
+				if q.put(env, p) || p.Origin&ClientOrigin == 0 {
+					q.applied(index, p.Origin, p.Seq)
+				}
 			}
 		}
 		return
 	}
-	if !q.fresh(env, index, op.Origin, op.Seq, op) {
+	if !q.fresh(env, op.Origin, op.Seq, op) {
 		return
 	}
+	done := true
 	switch op.Op {
 	case "put":
-		q.put(env, QueuePut{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Body: op.Body})
+		done = q.put(env, QueuePut{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Body: op.Body})
 	case "get":
-		q.get(env, index, op)
+		done = q.get(env, index, op)
 	case "ack", "release":
 		q.ackOrRelease(env, index, op)
 	case "tx":
-		q.tx(env, index, op)
+		done = q.tx(env, index, op)
 	default:
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("unknown operation %q", op.Op)})
+		done = false
+	}
+	if done || op.Origin&ClientOrigin == 0 {
+		q.applied(index, op.Origin, op.Seq)
 	}
 }
 
-// fresh reports whether (o, seq) was not applied before, and marks it
-// applied; a copy is answered again.
-func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
+// ClientOrigin marks the origins of clients that resend a refused
+// operation under its number (a relay retrying a full queue, a client's
+// numbered transaction): an operation of theirs that is refused is not
+// counted applied, and its resend is judged afresh. Other origins (a
+// node's stub, which answers its caller with the refusal) count a
+// refused operation done, so a copy of it still on its way is answered
+// as a duplicate rather than applied after the refusal.
+const ClientOrigin = 1 << 63
+
+// fresh reports whether (o, seq) was not applied before; a copy of one
+// applied is answered again. An operation of a ClientOrigin that is
+// refused (a queue full, a transaction's message gone) leaves its number
+// free, and a copy resent is applied afresh — a relay that retries a put
+// on a full queue puts it once there is room, where a copy answered as a
+// duplicate would have made it drop the message.
+func (q *Queues) fresh(env proc.Env, o, seq uint64, op QueueOp) bool {
 	if seq == 0 {
 		env.Output(QueueRefused{Origin: o, Seq: seq, Reason: "operation without a sequence number"})
 		return false
 	}
+	if org := q.origins[o]; org != nil && (seq <= org.Done || org.Above[seq]) {
+		q.reanswer(env, o, seq, op)
+		return false
+	}
+	return true
+}
+
+// applied marks (o, seq) applied, by entry index.
+func (q *Queues) applied(index, o, seq uint64) {
 	org := q.origins[o]
 	if org == nil {
 		if len(q.origins) >= MaxOrigins {
@@ -542,10 +573,6 @@ func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
 		q.origins[o] = org
 	}
 	org.Used = index
-	if seq <= org.Done || org.Above[seq] {
-		q.reanswer(env, o, seq, op)
-		return false
-	}
 	before := len(org.Above)
 	org.Above[seq] = true
 	for org.Above[org.Done+1] {
@@ -564,7 +591,6 @@ func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
 	if q.above > MaxAbove {
 		q.giveUpGaps()
 	}
-	return true
 }
 
 // giveUpGaps bounds the duplicate table: the origin with the most seqs
@@ -649,17 +675,19 @@ func (q *Queues) stateFull(cost int64) string {
 	return ""
 }
 
-func (q *Queues) put(env proc.Env, p QueuePut) {
+// put appends a message, or refuses it (false) when it does not fit.
+func (q *Queues) put(env proc.Env, p QueuePut) bool {
 	why := q.full(p.Queue, 1, int64(len(p.Body)))
 	if why == "" {
 		why = q.stateFull(MessageCost(len(p.Body)))
 	}
 	if why != "" {
 		env.Output(QueueRefused{Origin: p.Origin, Seq: p.Seq, Reason: why, Full: true})
-		return
+		return false
 	}
 	id := q.add(p.Queue, p.Body)
 	env.Output(QueuePutDone{Queue: p.Queue, Origin: p.Origin, Seq: p.Seq, ID: id, Body: p.Body})
+	return true
 }
 
 // add appends a message to queue name, ready.
@@ -673,10 +701,10 @@ func (q *Queues) add(name string, body []byte) uint64 {
 	return q.next
 }
 
-func (q *Queues) get(env proc.Env, index uint64, op QueueOp) {
+func (q *Queues) get(env proc.Env, index uint64, op QueueOp) bool {
 	if op.Vis <= 0 {
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("visibility %v is not positive", op.Vis)})
-		return
+		return false
 	}
 	got := QueueGot{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Messages: []QueueMessage{}}
 	rq := q.queues[op.Queue]
@@ -694,6 +722,7 @@ func (q *Queues) get(env proc.Env, index uint64, op QueueOp) {
 		got.Token, got.Valid = index, q.Valid(op.Vis)
 	}
 	env.Output(got)
+	return true
 }
 
 func (q *Queues) ackOrRelease(env proc.Env, index uint64, op QueueOp) {
@@ -759,8 +788,8 @@ func (q *Queues) expired(env proc.Env, name string, id, token uint64) {
 	env.Output(QueueExpired{Queue: name, ID: id, Token: token})
 }
 
-// tx applies a transaction whole, or refuses it whole.
-func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
+// tx applies a transaction whole, or refuses it whole (false).
+func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) bool {
 	refuse := func(full bool, why string, args ...any) {
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf(why, args...), Full: full})
 	}
@@ -768,11 +797,11 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		if rq := q.queues[r.Queue]; rq == nil || rq.msgs[r.ID] == nil {
 			env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Missing: true,
 				Reason: fmt.Sprintf("transaction: message %d of queue %q is not held (acknowledged already?)", r.ID, r.Queue)})
-			return
+			return false
 		} else if r.Token != 0 && rq.msgs[r.ID].Token != r.Token {
 			env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, LeaseLost: true,
 				Reason: fmt.Sprintf("transaction: message %d of queue %q is no longer under lease %d", r.ID, r.Queue, r.Token)})
-			return
+			return false
 		}
 	}
 	// Room as the queues will be after the acks.
@@ -794,11 +823,11 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 	}
 	if why := q.stateFull(cost); why != "" {
 		refuse(true, "transaction: %s", why)
-		return
+		return false
 	}
 	if created > 0 && len(q.queues)+created > q.limits.Queues {
 		refuse(true, "transaction: %d queues hold messages, and %d more would pass the %d there may be", len(q.queues), created, q.limits.Queues)
-		return
+		return false
 	}
 	for _, name := range slices.Sorted(maps.Keys(n)) {
 		if q.queues[name] == nil && len(q.queues) >= q.limits.Queues {
@@ -806,7 +835,7 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		}
 		if why := q.full(name, n[name], size[name]); why != "" {
 			refuse(true, "transaction: %s", why)
-			return
+			return false
 		}
 	}
 	done := QueueTxDone{Origin: op.Origin, Seq: op.Seq, Index: index}
@@ -822,6 +851,7 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		env.Output(QueuePutDone{Queue: p.Queue, Origin: op.Origin, Seq: op.Seq, ID: id, Body: p.Body})
 	}
 	env.Output(done)
+	return true
 }
 
 // Stats is this server's view of the queues, by name (a follower's may

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
 )
@@ -285,5 +287,52 @@ func TestRelayFromAReplicatedQueue(t *testing.T) {
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the relay ended with %v", err)
+	}
+}
+
+// A relay into a replicated queue that is full: the destination refuses
+// (507) and the relay sends the message again, with the same number,
+// until there is room — then it is put, not taken for a duplicate of the
+// put that was refused and dropped.
+func TestRelayIntoAFullReplicatedQueue(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nodes := livetest.Start(t, 1, live.Config{DataDir: t.TempDir()})
+	dst, err := NewReplicated(nodes[0], ReplicatedConfig{Limits: consensus.QueueLimits{Messages: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(dst))
+	defer srv.Close()
+	if _, err := dst.Put("inbox", []byte("blocker")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(Config{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, b := range []string{"first", "second"} {
+		if _, err := src.Put("outbox", []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go src.Relay(ctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "src/outbox",
+		Destination: &Client{Endpoints: []string{srv.URL}}, Retry: 5 * time.Millisecond, MaxRetry: 20 * time.Millisecond, Logger: quiet})
+	waitFor(t, "the destination to refuse the relay twice", func() bool { return dst.stats.refused.Load() >= 2 })
+	var got []string
+	for len(got) < 3 {
+		m, err := dst.Get(ctx, "inbox", time.Minute)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, string(m.Body))
+		if err := dst.Ack("inbox", m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"blocker", "first", "second"}; !slices.Equal(got, want) {
+		t.Fatalf("the destination got %q, want %q", got, want)
 	}
 }

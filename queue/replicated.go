@@ -371,12 +371,13 @@ func checkOrigin(origin string, seq uint64) error {
 	return nil
 }
 
-// hashOrigin is a client's origin as the log numbers it: with the top
-// bit set, apart from the nodes' own (odd, below 2⁶³).
+// hashOrigin is a client's origin as the log numbers it: a
+// consensus.ClientOrigin, apart from the nodes' own (odd, below 2⁶³) — a
+// refused operation of a client leaves its number free for the resend.
 func hashOrigin(origin string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(origin))
-	return h.Sum64() | 1<<63
+	return h.Sum64() | consensus.ClientOrigin
 }
 
 // take leases up to n messages of the queue's head.

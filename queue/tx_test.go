@@ -391,3 +391,69 @@ func TestStateLimitRefusesBeforeTheSnapshotOutgrowsTheLog(t *testing.T) {
 		t.Fatalf("a put after the restart: %v, want 507 still", err)
 	}
 }
+
+// BenchmarkConsumeAndProduce: a consumer over HTTP takes a message and
+// puts its result, on a 3-node cluster in this process — by one
+// transaction (one entry of the log: the ack and the put together), or
+// by an ack and a put (two entries, and a crash between them loses the
+// result or, put first, doubles it).
+func BenchmarkConsumeAndProduce(b *testing.B) {
+	for _, mode := range []string{"tx", "ack+put"} {
+		b.Run(mode, func(b *testing.B) {
+			nodes, stop, err := livetest.New(3, live.Config{DataDir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stop()
+			var eps []string
+			var rs []*queue.Replicated
+			for _, nd := range nodes {
+				r, err := queue.NewReplicated(nd, queue.ReplicatedConfig{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				srv := httptest.NewServer(queue.Handler(r))
+				defer srv.Close()
+				eps, rs = append(eps, srv.URL), append(rs, r)
+			}
+			c := &queue.Client{Endpoints: eps}
+			ctx := context.Background()
+			if _, err := c.Put(ctx, "warm", nil); err != nil { // a leader is elected
+				b.Fatal(err)
+			}
+			// Through the leader's node.
+			for i, r := range rs {
+				if r.Leading() {
+					eps[0], eps[i] = eps[i], eps[0]
+				}
+			}
+			c = &queue.Client{Endpoints: eps}
+			body := bytes.Repeat([]byte("x"), 128)
+			for i := 0; i < b.N; i += queue.MaxTxOps {
+				req := queue.TxRequest{}
+				for j := i; j < min(b.N, i+queue.MaxTxOps); j++ {
+					req.Puts = append(req.Puts, queue.TxPut{Queue: "in", Body: body})
+				}
+				if _, err := c.Transact(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				ms, err := c.Get(ctx, "in", queue.GetOptions{NoWait: true, Visibility: time.Minute})
+				if err != nil || len(ms) != 1 {
+					b.Fatalf("get: %v %v", ms, err)
+				}
+				m := ms[0]
+				if mode == "tx" {
+					_, err = c.Transact(ctx, queue.TxRequest{Acks: []queue.TxAck{{Queue: "in", ID: m.ID, Lease: m.Lease}}, Puts: []queue.TxPut{{Queue: "out", Body: m.Body}}})
+				} else if err = c.AckLease(ctx, "in", m.Lease, m.ID); err == nil {
+					_, err = c.Put(ctx, "out", m.Body)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
