@@ -270,13 +270,13 @@ func newQueueTxCmd() *cobra.Command {
 		Use:   "tx [--ack QUEUE:ID[:LEASE]]... [--put QUEUE=TEXT]...",
 		Short: "Acknowledge messages and put others in one transaction: all of it or none",
 		Long: `A transaction: the messages named by --ack (got before and not
-acknowledged: cohort queue get --no-ack --json prints each with its id and
-lease) are acknowledged and the --put messages put, together or not at all — if one
-of the acked messages is no longer held (or no longer under the lease
-given), or a queue is full, nothing of it is applied. It prints the ids
-put, one a line. --origin and --seq number the transaction (replicated
-queues): sent again with the same numbers, through any node, it is applied
-once.`,
+acknowledged: cohort queue get --no-ack --json prints each with its id
+and lease) are acknowledged and the --put messages put, together or not
+at all — if one of the acked messages is no longer held (or no longer
+under the lease given), or a queue is full, nothing of it is applied
+(exit 1). It prints the ids put, one a line. --origin and --seq number
+the transaction (replicated queues): sent again with the same numbers,
+through any node, it is applied once.`,
 		Example: `  cohort queue tx --ack jobs:17:4242 --put results="photo 17 resized" --endpoints 127.0.0.1:7100
   cohort queue tx --put a=1 --put b=2 --origin worker-3 --seq 12 --endpoints 127.0.0.1:7100`,
 		Args: cobra.NoArgs,
@@ -349,6 +349,7 @@ once.`,
 		},
 	}
 	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
+	cmd.Flags().Lookup("json").Usage = `print the reply as JSON: {"ids":[...],"duplicate":true|absent}`
 	cmd.Flags().StringArrayVar(&acks, "ack", nil, "a message to acknowledge: QUEUE:ID, or QUEUE:ID:LEASE (only while under that lease)")
 	cmd.Flags().StringArrayVar(&puts, "put", nil, "a message to put: QUEUE=TEXT")
 	cmd.Flags().StringVar(&origin, "origin", "", "number the transaction: the client's name (with --seq)")
