@@ -31,6 +31,7 @@ import (
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/mutex"
@@ -114,6 +115,15 @@ type Config struct {
 	// or joined (a joined node also needs Members, whose map spreads the
 	// members' addresses).
 	DHT bool
+
+	// RPC, if set, runs this founder's RPC endpoint (package liverpc,
+	// with this configuration; it needs DataDir, where the stubs keep
+	// their duplicate tables) and serves calls to every member's
+	// procedures on the API, /v1/rpc/{server}/{proc}. A program registers
+	// its procedures on Node.RPC.
+	RPC *liverpc.Config
+	// RPCHTTP bounds the RPC API (liverpc.HTTPConfig; zero: defaults).
+	RPCHTTP liverpc.HTTPConfig
 }
 
 // Relay is a remote queue: the messages of the queue Source go to
@@ -144,6 +154,8 @@ type Node struct {
 	dht        *dht.Server     // nil unless Config.DHT
 	queues     *queue.Manager
 	rqueues    *queue.Replicated // the API's queues, unless nil (LocalQueues)
+	rpc        *liverpc.Endpoint // nil unless Config.RPC
+	rpcAPI     http.Handler
 	stopRelays context.CancelFunc
 	log        *slog.Logger
 }
@@ -169,6 +181,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Election == (election.LeaderConfig{}) {
 		cfg.Election = election.DefaultLeader
+	}
+	if cfg.RPC != nil && (cfg.DataDir == "" || joined) {
+		return nil, fmt.Errorf("node: rpc: the endpoint runs on a founding member with a data directory (its stubs keep their duplicate tables there); node %d has data_dir %q", cfg.ID, cfg.DataDir)
 	}
 	if cfg.LockMaxTTL < 0 || cfg.LockMaxTTL > lock.MaxTTL {
 		return nil, fmt.Errorf("node: lock max TTL %v: want 0 (the default, %v) to %v", cfg.LockMaxTTL, lock.MaxTTL, lock.MaxTTL)
@@ -372,8 +387,18 @@ func New(cfg Config) (*Node, error) {
 		}
 		startRelays(nd.rqueues)
 	}
+	if cfg.RPC != nil {
+		if nd.rpc, err = liverpc.New(ln, *cfg.RPC); err != nil {
+			return nil, errors.Join(fmt.Errorf("rpc: %w", err), closeAll())
+		}
+		nd.rpcAPI = liverpc.HTTPHandler(nd.rpc, cfg.RPCHTTP)
+	}
 	return nd, nil
 }
+
+// RPC is the node's RPC endpoint (Config.RPC), on which a program
+// registers its procedures; nil without one.
+func (n *Node) RPC() *liverpc.Endpoint { return n.rpc }
 
 // Campaign stands this node in election name for as long as ctx lasts
 // (campaign: in node.yaml). With the replicated lock it holds the
@@ -463,6 +488,9 @@ func (n *Node) Handler() http.Handler {
 		api.Handle("/v1/elections/", n.leaders.Handler())
 	}
 	api.Handle("/v1/groups/", n.groups.Handler())
+	if n.rpc != nil {
+		api.Handle("/v1/rpc/", n.rpcAPI)
+	}
 	return n.handler(api)
 }
 
@@ -533,5 +561,8 @@ func (n *Node) queueBackend() queue.Backend {
 // Close stops the services, the queues and the transport.
 func (n *Node) Close() error {
 	n.stopRelays()
+	if n.rpc != nil {
+		defer n.rpc.Close() // after the node: a crash, not answers to the calls under way
+	}
 	return errors.Join(n.queues.Close(), n.live.Close())
 }

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/queue"
@@ -47,7 +49,7 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"POST", "/v1/rpc/0/add"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
@@ -167,5 +169,60 @@ func TestReplicatedQueueLimitsAndTransactions(t *testing.T) {
 	msg, err := dst.Queues().Get(ctx, "inbox", 0)
 	if err != nil || string(msg.Body) != "hello" {
 		t.Fatalf("relayed from the replicated queue: %q %v", msg.Body, err)
+	}
+}
+
+// With Config.RPC a node serves calls to every member's procedures on
+// its API, behind the token: through node 0 to node 1, at most once per
+// request id.
+func TestRPCBehindTheAPI(t *testing.T) {
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, _ := transport.NewInProc(2, transport.InProcConfig{})
+	rc := liverpc.DefaultConfig()
+	var nodes []*Node
+	for i := range 2 {
+		ep, _ := net.Endpoint(proc.ID(i))
+		cfg := Config{ID: proc.ID(i), N: 2, Transport: ep, Lock: ra, Group: seq, Token: "tok", RPC: &rc,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if i == 0 {
+			if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "data directory") {
+				t.Fatalf("RPC without a data directory: %v", err)
+			}
+		}
+		cfg.DataDir = t.TempDir()
+		nd, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes = append(nodes, nd)
+	}
+	var runs atomic.Int64
+	liverpc.Register(nodes[1].RPC(), "add", func(_ context.Context, a [2]int) (int, error) { runs.Add(1); return a[0] + a[1], nil })
+	srv := httptest.NewServer(nodes[0].Handler())
+	defer srv.Close()
+	call := func(token, id string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/rpc/1/add", strings.NewReader("[2,40]"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Cohort-Request-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := call("wrong", "r1"); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	for range 2 {
+		if code, body := call("tok", "r1"); code != 200 || body != "42" {
+			t.Fatalf("a call through node 0: %d %q", code, body)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the procedure ran %d times for one request id", runs.Load())
 	}
 }

@@ -341,7 +341,9 @@ func TestStateLimitRefusesBeforeTheSnapshotOutgrowsTheLog(t *testing.T) {
 	dir := t.TempDir()
 	raft := consensus.DefaultConfig
 	raft.CompactEvery = 200
-	c := queue.ReplicatedConfig{Raft: raft}
+	// (A shared disk can stall a sync for long: the puts wait, rather
+	// than fail the test.)
+	c := queue.ReplicatedConfig{Raft: raft, Timeout: 2 * time.Minute}
 	limit := consensus.DefaultQueueLimits.State
 	if queue.RaceEnabled {
 		// Ten times slower: fill a smaller state.
@@ -349,7 +351,7 @@ func TestStateLimitRefusesBeforeTheSnapshotOutgrowsTheLog(t *testing.T) {
 		c.Limits.State, c.Raft.CompactEvery = limit, 20
 	}
 	cl := startCluster(t, 1, dir, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	client := &queue.Client{Endpoints: cl.eps, Token: token}
 	body := bytes.Repeat([]byte("x"), queue.MaxReplicatedMessage)
