@@ -1,12 +1,15 @@
 package liverpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,5 +236,73 @@ func answer(w http.ResponseWriter, data []byte, err error) {
 		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 	default: // a timeout, a crash, a kill: the procedure may have run
 		httpapi.Fail(w, http.StatusGatewayTimeout, err.Error()+" (the procedure may have run)")
+	}
+}
+
+// Client calls procedures over a node's HTTP API (HTTPHandler), from
+// outside the cluster.
+type Client struct {
+	Endpoint string // a node's API: host:port or a URL
+	Token    string
+	HTTP     *http.Client // nil: http.DefaultClient
+}
+
+// Call calls procedure name at member server with packed arguments and
+// returns its packed result. With a request id (1 to 128 of A-Z a-z 0-9
+// . _ -) a call that got no answer — the connection broke — is sent
+// again, with the same id, to the same node, until ctx ends: the node
+// runs it at most once and answers the repeat with the first's result.
+// Without one, the call is sent once. A procedure's error is a
+// *RemoteError; after an error that is not, the procedure may have run.
+func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID string, args []byte) ([]byte, error) {
+	base, err := httpapi.BaseURL(c.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if requestID != "" {
+		if err := httpapi.ValidName("Cohort-Request-Id", requestID); err != nil {
+			return nil, err
+		}
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	u := fmt.Sprintf("%s/v1/rpc/%d/%s", base, server, url.PathEscape(name))
+	wait := 10 * time.Millisecond
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(args))
+		if err != nil {
+			return nil, err
+		}
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
+		if requestID != "" {
+			req.Header.Set("Cohort-Request-Id", requestID)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			defer resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return io.ReadAll(io.LimitReader(resp.Body, MaxPayload+1))
+			}
+			msg := httpapi.ErrorMessage(resp.Body)
+			if resp.StatusCode == http.StatusUnprocessableEntity {
+				return nil, &RemoteError{Proc: name, Msg: strings.TrimPrefix(msg, name+": ")}
+			}
+			return nil, fmt.Errorf("%s: HTTP %d: %s", c.Endpoint, resp.StatusCode, msg)
+		}
+		if requestID == "" || ctx.Err() != nil {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
 	}
 }

@@ -113,3 +113,46 @@ func TestHTTPCalls(t *testing.T) {
 		t.Fatalf("a finished call's id again: %d (first %d), the procedure ran %d times, want 2", code, first[0], blocked.Load())
 	}
 }
+
+// The client resends a call whose answer was lost — the connection cut
+// after the node made the call — with the same request id, and the node
+// answers the resend with the first call's result: the procedure ran
+// once.
+func TestHTTPClientResendsALostAnswer(t *testing.T) {
+	var runs atomic.Int64
+	c := newCluster(t, 2, testConfig(), func(i int, ep *Endpoint) {
+		Register(ep, "add", func(_ context.Context, a [2]int) (int, error) { runs.Add(1); return a[0] + a[1], nil })
+	})
+	h := HTTPHandler(c.eps[0], HTTPConfig{})
+	var cut atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cut.CompareAndSwap(false, true) {
+			h.ServeHTTP(httptest.NewRecorder(), r) // the call is made; its answer is lost
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := &Client{Endpoint: srv.URL}
+	got, err := cl.Call(ctx, 1, "add", "job-1", []byte("[40,2]"))
+	if err != nil || string(got) != "42" {
+		t.Fatalf("call: %q %v", got, err)
+	}
+	if !cut.Load() || runs.Load() != 1 {
+		t.Fatalf("the answer was lost: %v; the procedure ran %d times, want once", cut.Load(), runs.Load())
+	}
+	// Without an id, a lost answer is an error: the call may have run.
+	cut.Store(false)
+	if _, err := cl.Call(ctx, 1, "add", "", []byte("[1,1]")); err == nil {
+		t.Fatal("a call without an id whose answer was lost succeeded")
+	}
+	if _, err := cl.Call(ctx, 1, "add", "a b", nil); err == nil || !strings.Contains(err.Error(), `"a b"`) {
+		t.Fatalf("a bad request id: %v", err)
+	}
+}
