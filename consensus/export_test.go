@@ -102,3 +102,12 @@ func (q *Queues) ForgetLeaseDeadlines(env proc.Env) {
 }
 
 func (q *Queues) Leading() bool { return q.leading }
+
+// Above is the duplicate table's seqs above the origins' Done, as
+// counted and as held.
+func (q *Queues) Above() (counted, held int) {
+	for _, o := range q.origins {
+		held += len(o.Above)
+	}
+	return q.above, held
+}

@@ -53,10 +53,17 @@ import (
 //
 // Retries: operations carry a per-origin sequence number and are applied
 // once (the origin table of Groups); a retried Get is answered with what
-// the first copy leased, a retried Put with id 0. Memory is bounded: a
+// the first copy leased, a retried Put with id 0. A client's refused
+// operation (ClientOrigin) leaves its number free: a retry of it is
+// judged afresh. Memory is bounded: a
 // queue holds at most Limits.Messages messages and Limits.Bytes bytes
 // (puts beyond are refused, "full"), acked messages are dropped at once
 // and an empty queue is forgotten, and the snapshot is the queues held.
+// The snapshot is bounded too (SnapshotBound): the messages by
+// Limits.State, counted as the snapshot encodes them, and the duplicate
+// table by MaxOrigins and MaxAbove — a host that keeps a snapshot as one
+// record of its storage refuses a put (full) rather than make a snapshot
+// it could not write.
 type Queues struct {
 	raft   *Raft
 	cfg    Config
@@ -66,6 +73,8 @@ type Queues struct {
 	next    uint64 // ids given so far, across the queues (ids never repeat)
 	queues  map[string]*rqueue
 	origins map[uint64]*origin
+	state   int64 // the messages' MessageCost, across the queues
+	above   int   // the origins' seqs above their Done, in all
 
 	// Leader only, volatile: each lease's deadline on our clock.
 	leading  bool
@@ -75,15 +84,91 @@ type Queues struct {
 	sweep    proc.TimerID
 }
 
-// QueueLimits bound what the replicated queues hold.
+// QueueLimits bound what the replicated queues hold. A zero field takes
+// DefaultQueueLimits' value.
 type QueueLimits struct {
 	Messages int   // per queue
 	Bytes    int64 // of bodies, per queue
 	Queues   int   // queues holding messages
+	// State bounds the messages held across every queue, each counted as
+	// the snapshot encodes it (MessageCost: its body in base64 and its
+	// fields), so that the whole snapshot stays under SnapshotBound — a
+	// snapshot is one record of the server's storage, and a record has a
+	// largest size.
+	State int64
 }
 
-// DefaultQueueLimits: 100 000 messages and 64 MiB a queue, 1024 queues.
-var DefaultQueueLimits = QueueLimits{Messages: 100_000, Bytes: 64 << 20, Queues: 1024}
+// DefaultQueueLimits: 100 000 messages and 64 MiB a queue, 1024 queues,
+// 56 MiB of state in all (about 40 MiB of bodies): a snapshot of at most
+// about 59 MiB, under the 64 MiB record of the live host's log.
+var DefaultQueueLimits = QueueLimits{Messages: 100_000, Bytes: 64 << 20, Queues: 1024, State: 56 << 20}
+
+// What a snapshot spends, at most, beyond the messages' bodies: on a
+// message's fields (six integers of up to 20 digits and their keys, in
+// JSON), on a queue's name and brackets, on an origin of the duplicate
+// table, and on each sequence number it holds above the origin's Done.
+const (
+	messageOverhead = 256
+	queueOverhead   = 2*maxQueueName + 64 // a name in JSON may be escaped
+	originOverhead  = 128
+	aboveOverhead   = 32
+	snapshotFixed   = 4 << 10
+	maxQueueName    = 128
+)
+
+// MaxAbove bounds the sequence numbers the duplicate table holds above
+// the origins' Done, across the origins: past it, the origin with the
+// most gives up on its gaps (as one past its Window does), so that the
+// table — part of every snapshot — stays bounded whatever the origins
+// send.
+const MaxAbove = 16 * Window
+
+// MessageCost is what a message of n body bytes counts against
+// QueueLimits.State: its size in a snapshot, at most.
+func MessageCost(n int) int64 { return 4*int64((n+2)/3) + messageOverhead }
+
+func (l QueueLimits) withDefaults() QueueLimits {
+	d := DefaultQueueLimits
+	l.Messages = cmp.Or(l.Messages, d.Messages)
+	l.Bytes = cmp.Or(l.Bytes, d.Bytes)
+	l.Queues = cmp.Or(l.Queues, d.Queues)
+	l.State = cmp.Or(l.State, d.State)
+	return l
+}
+
+// SnapshotBound is the largest snapshot the queues make under l (zero
+// fields taking their defaults): the state, the queues' names, and the
+// duplicate table at its bounds.
+func (l QueueLimits) SnapshotBound() int64 {
+	l = l.withDefaults()
+	return l.State + int64(l.Queues)*queueOverhead + MaxOrigins*originOverhead + MaxAbove*aboveOverhead + snapshotFixed
+}
+
+// Validate checks the limits, naming the bad one; maxSnapshot (> 0) is
+// the largest snapshot the server's storage takes in one record.
+func (l QueueLimits) Validate(maxSnapshot int64) error {
+	switch {
+	case l.Messages < 0:
+		return fmt.Errorf("queue limits: messages %d: want a positive number, or 0 for the default (%d)", l.Messages, DefaultQueueLimits.Messages)
+	case l.Bytes < 0:
+		return fmt.Errorf("queue limits: bytes %d: want a positive number, or 0 for the default (%d)", l.Bytes, DefaultQueueLimits.Bytes)
+	case l.Queues < 0:
+		return fmt.Errorf("queue limits: queues %d: want a positive number, or 0 for the default (%d)", l.Queues, DefaultQueueLimits.Queues)
+	case l.State < 0:
+		return fmt.Errorf("queue limits: state %d: want a positive number, or 0 for the default (%d)", l.State, DefaultQueueLimits.State)
+	}
+	if maxSnapshot > 0 && l.SnapshotBound() > maxSnapshot {
+		d := l.withDefaults()
+		room := maxSnapshot - (l.SnapshotBound() - d.State)
+		if room < MessageCost(0) {
+			return fmt.Errorf("queue limits: queues %d: their names alone could fill a snapshot of %d bytes, the most the storage takes in one record; want at most %d",
+				d.Queues, maxSnapshot, (maxSnapshot-MaxOrigins*originOverhead-MaxAbove*aboveOverhead-snapshotFixed)/queueOverhead-1)
+		}
+		return fmt.Errorf("queue limits: state %d bytes (with %d queues) makes snapshots of up to %d bytes, more than the %d the storage takes in one record; want state at most %d",
+			d.State, d.Queues, l.SnapshotBound(), maxSnapshot, room)
+	}
+	return nil
+}
 
 type rqueue struct {
 	msgs  map[uint64]*QueueMessage
@@ -113,14 +198,14 @@ type QueueMessage struct {
 // forwarded to the leader.
 func NewQueues(id proc.ID, n int, cfg Config, limits QueueLimits) *Queues {
 	cfg.Forward = true
-	q := &Queues{cfg: cfg, limits: limits}
+	q := &Queues{cfg: cfg, limits: limits.withDefaults()}
 	q.reset()
 	q.raft = New(id, n, cfg, q)
 	return q
 }
 
 func (q *Queues) reset() {
-	q.log, q.next = Log{}, 0
+	q.log, q.next, q.state, q.above = Log{}, 0, 0, 0
 	q.queues = map[string]*rqueue{}
 	q.origins = map[uint64]*origin{}
 	q.deadline = map[leaseKey]time.Duration{}
@@ -258,6 +343,10 @@ type QueueRefused struct {
 	Seq    uint64 `json:"seq"`
 	Reason string `json:"reason"`
 	Full   bool   `json:"full,omitempty"`
+	// A transaction's: a message it acks is not held (Missing), or no
+	// longer under the lease it names (LeaseLost).
+	Missing   bool `json:"missing,omitempty"`
+	LeaseLost bool `json:"lease_lost,omitempty"`
 }
 
 // QueueStat describes a queue (Stats).
@@ -413,50 +502,78 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 		return
 	case "puts":
 		for _, p := range op.Puts {
-			if q.fresh(env, index, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
-				q.put(env, p)
+			if q.fresh(env, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
+				if q.put(env, p) || p.Origin&ClientOrigin == 0 {
+					q.applied(index, p.Origin, p.Seq)
+				}
 			}
 		}
 		return
 	}
-	if !q.fresh(env, index, op.Origin, op.Seq, op) {
+	if !q.fresh(env, op.Origin, op.Seq, op) {
 		return
 	}
+	done := true
 	switch op.Op {
 	case "put":
-		q.put(env, QueuePut{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Body: op.Body})
+		done = q.put(env, QueuePut{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Body: op.Body})
 	case "get":
-		q.get(env, index, op)
+		done = q.get(env, index, op)
 	case "ack", "release":
 		q.ackOrRelease(env, index, op)
 	case "tx":
-		q.tx(env, index, op)
+		done = q.tx(env, index, op)
 	default:
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("unknown operation %q", op.Op)})
+		done = false
+	}
+	if done || op.Origin&ClientOrigin == 0 {
+		q.applied(index, op.Origin, op.Seq)
 	}
 }
 
-// fresh reports whether (o, seq) was not applied before, and marks it
-// applied; a copy is answered again.
-func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
+// ClientOrigin marks the origins of clients that resend a refused
+// operation under its number (a relay retrying a full queue, a client's
+// numbered transaction): an operation of theirs that is refused is not
+// counted applied, and its resend is judged afresh. Other origins (a
+// node's stub, which answers its caller with the refusal) count a
+// refused operation done, so a copy of it still on its way is answered
+// as a duplicate rather than applied after the refusal.
+const ClientOrigin = 1 << 63
+
+// fresh reports whether (o, seq) was not applied before; a copy of one
+// applied is answered again. An operation of a ClientOrigin that is
+// refused (a queue full, a transaction's message gone) leaves its number
+// free, and a copy resent is applied afresh — a relay that retries a put
+// on a full queue puts it once there is room, where a copy answered as a
+// duplicate would have made it drop the message.
+func (q *Queues) fresh(env proc.Env, o, seq uint64, op QueueOp) bool {
 	if seq == 0 {
 		env.Output(QueueRefused{Origin: o, Seq: seq, Reason: "operation without a sequence number"})
 		return false
 	}
+	if org := q.origins[o]; org != nil && (seq <= org.Done || org.Above[seq]) {
+		q.reanswer(env, o, seq, op)
+		return false
+	}
+	return true
+}
+
+// applied marks (o, seq) applied, by entry index.
+func (q *Queues) applied(index, o, seq uint64) {
 	org := q.origins[o]
 	if org == nil {
 		if len(q.origins) >= MaxOrigins {
 			ids := slices.Sorted(maps.Keys(q.origins))
-			delete(q.origins, slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(q.origins[a].Used, q.origins[b].Used) }))
+			old := slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(q.origins[a].Used, q.origins[b].Used) })
+			q.above -= len(q.origins[old].Above)
+			delete(q.origins, old)
 		}
 		org = &origin{Above: map[uint64]bool{}}
 		q.origins[o] = org
 	}
 	org.Used = index
-	if seq <= org.Done || org.Above[seq] {
-		q.reanswer(env, o, seq, op)
-		return false
-	}
+	before := len(org.Above)
 	org.Above[seq] = true
 	for org.Above[org.Done+1] {
 		delete(org.Above, org.Done+1)
@@ -470,7 +587,29 @@ func (q *Queues) fresh(env proc.Env, index, o, seq uint64, op QueueOp) bool {
 			org.Done++
 		}
 	}
-	return true
+	q.above += len(org.Above) - before
+	if q.above > MaxAbove {
+		q.giveUpGaps()
+	}
+}
+
+// giveUpGaps bounds the duplicate table: the origin with the most seqs
+// above its Done (the lowest id of those) gives up on every gap below its
+// highest — a copy of an operation numbered in one would be taken for a
+// duplicate. An origin keeps no more than its operations under way above
+// Done, so it is one far out of step.
+func (q *Queues) giveUpGaps() {
+	var worst uint64
+	most := -1
+	for id, o := range q.origins { // the order does not matter: ties go to the lowest id
+		if n := len(o.Above); n > most || n == most && id < worst {
+			worst, most = id, n
+		}
+	}
+	org := q.origins[worst]
+	org.Done = slices.Max(slices.Collect(maps.Keys(org.Above)))
+	clear(org.Above)
+	q.above -= most
 }
 
 // reanswer answers a copy of an operation applied before (its client
@@ -527,13 +666,28 @@ func (q *Queues) full(name string, n int, size int64) string {
 	return ""
 }
 
-func (q *Queues) put(env proc.Env, p QueuePut) {
-	if why := q.full(p.Queue, 1, int64(len(p.Body))); why != "" {
+// stateFull reports why messages costing cost more (MessageCost) would
+// not fit in the state, or "".
+func (q *Queues) stateFull(cost int64) string {
+	if cost > 0 && q.state+cost > q.limits.State {
+		return fmt.Sprintf("the queues are full: their messages take %d bytes of state, and %d more would pass the %d a snapshot may hold", q.state, cost, q.limits.State)
+	}
+	return ""
+}
+
+// put appends a message, or refuses it (false) when it does not fit.
+func (q *Queues) put(env proc.Env, p QueuePut) bool {
+	why := q.full(p.Queue, 1, int64(len(p.Body)))
+	if why == "" {
+		why = q.stateFull(MessageCost(len(p.Body)))
+	}
+	if why != "" {
 		env.Output(QueueRefused{Origin: p.Origin, Seq: p.Seq, Reason: why, Full: true})
-		return
+		return false
 	}
 	id := q.add(p.Queue, p.Body)
 	env.Output(QueuePutDone{Queue: p.Queue, Origin: p.Origin, Seq: p.Seq, ID: id, Body: p.Body})
+	return true
 }
 
 // add appends a message to queue name, ready.
@@ -543,13 +697,14 @@ func (q *Queues) add(name string, body []byte) uint64 {
 	rq.msgs[q.next] = &QueueMessage{ID: q.next, Body: body}
 	rq.ready = append(rq.ready, q.next)
 	rq.bytes += int64(len(body))
+	q.state += MessageCost(len(body))
 	return q.next
 }
 
-func (q *Queues) get(env proc.Env, index uint64, op QueueOp) {
+func (q *Queues) get(env proc.Env, index uint64, op QueueOp) bool {
 	if op.Vis <= 0 {
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("visibility %v is not positive", op.Vis)})
-		return
+		return false
 	}
 	got := QueueGot{Queue: op.Queue, Origin: op.Origin, Seq: op.Seq, Messages: []QueueMessage{}}
 	rq := q.queues[op.Queue]
@@ -567,6 +722,7 @@ func (q *Queues) get(env proc.Env, index uint64, op QueueOp) {
 		got.Token, got.Valid = index, q.Valid(op.Vis)
 	}
 	env.Output(got)
+	return true
 }
 
 func (q *Queues) ackOrRelease(env proc.Env, index uint64, op QueueOp) {
@@ -598,6 +754,7 @@ func (q *Queues) drop(name string, id uint64) {
 	}
 	delete(rq.msgs, id)
 	rq.bytes -= int64(len(m.Body))
+	q.state -= MessageCost(len(m.Body))
 	q.forgetLease(name, id)
 	if len(rq.msgs) == 0 {
 		delete(q.queues, name)
@@ -631,25 +788,29 @@ func (q *Queues) expired(env proc.Env, name string, id, token uint64) {
 	env.Output(QueueExpired{Queue: name, ID: id, Token: token})
 }
 
-// tx applies a transaction whole, or refuses it whole.
-func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
+// tx applies a transaction whole, or refuses it whole (false).
+func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) bool {
 	refuse := func(full bool, why string, args ...any) {
 		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf(why, args...), Full: full})
 	}
 	for _, r := range op.Acks {
 		if rq := q.queues[r.Queue]; rq == nil || rq.msgs[r.ID] == nil {
-			refuse(false, "transaction: message %d of queue %q is not held (acknowledged already?)", r.ID, r.Queue)
-			return
+			env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Missing: true,
+				Reason: fmt.Sprintf("transaction: message %d of queue %q is not held (acknowledged already?)", r.ID, r.Queue)})
+			return false
 		} else if r.Token != 0 && rq.msgs[r.ID].Token != r.Token {
-			refuse(false, "transaction: message %d of queue %q is no longer under lease %d", r.ID, r.Queue, r.Token)
-			return
+			env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, LeaseLost: true,
+				Reason: fmt.Sprintf("transaction: message %d of queue %q is no longer under lease %d", r.ID, r.Queue, r.Token)})
+			return false
 		}
 	}
 	// Room as the queues will be after the acks.
 	n, size := map[string]int{}, map[string]int64{}
+	var cost int64
 	for _, r := range op.Acks {
 		n[r.Queue]--
 		size[r.Queue] -= int64(len(q.queues[r.Queue].msgs[r.ID].Body))
+		cost -= MessageCost(len(q.queues[r.Queue].msgs[r.ID].Body))
 	}
 	created := 0
 	for _, p := range op.Puts {
@@ -658,10 +819,15 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		}
 		n[p.Queue]++
 		size[p.Queue] += int64(len(p.Body))
+		cost += MessageCost(len(p.Body))
+	}
+	if why := q.stateFull(cost); why != "" {
+		refuse(true, "transaction: %s", why)
+		return false
 	}
 	if created > 0 && len(q.queues)+created > q.limits.Queues {
 		refuse(true, "transaction: %d queues hold messages, and %d more would pass the %d there may be", len(q.queues), created, q.limits.Queues)
-		return
+		return false
 	}
 	for _, name := range slices.Sorted(maps.Keys(n)) {
 		if q.queues[name] == nil && len(q.queues) >= q.limits.Queues {
@@ -669,7 +835,7 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		}
 		if why := q.full(name, n[name], size[name]); why != "" {
 			refuse(true, "transaction: %s", why)
-			return
+			return false
 		}
 	}
 	done := QueueTxDone{Origin: op.Origin, Seq: op.Seq, Index: index}
@@ -685,6 +851,7 @@ func (q *Queues) tx(env proc.Env, index uint64, op QueueOp) {
 		env.Output(QueuePutDone{Queue: p.Queue, Origin: op.Origin, Seq: op.Seq, ID: id, Body: p.Body})
 	}
 	env.Output(done)
+	return true
 }
 
 // Stats is this server's view of the queues, by name (a follower's may
@@ -732,6 +899,7 @@ func (q *Queues) Restore(env proc.Env, b []byte) {
 		for _, m := range ms {
 			rq.msgs[m.ID] = m
 			rq.bytes += int64(len(m.Body))
+			q.state += MessageCost(len(m.Body))
 			if m.Token == 0 {
 				rq.ready = append(rq.ready, m.ID)
 			}
@@ -742,6 +910,7 @@ func (q *Queues) Restore(env proc.Env, b []byte) {
 			o.Above = map[uint64]bool{}
 		}
 		q.origins[id] = o
+		q.above += len(o.Above)
 	}
 }
 

@@ -38,5 +38,8 @@
 //
 // Only members of the cluster can call: the transport authenticates every
 // connection (a shared secret or mutual TLS) before a byte of a request
-// is read.
+// is read. A client outside the cluster calls through a node's HTTP API
+// (HTTPHandler, behind the node's bearer token; Client): the node makes
+// the call with its own stub, at most once per request id the client
+// gives — a resend whose answer was lost gets the first call's result.
 package liverpc

@@ -31,6 +31,7 @@ import (
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/leader"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/mutex"
@@ -75,8 +76,16 @@ type Config struct {
 	// Dir and Logger come from DataDir and Logger. Its Visibility is the
 	// replicated queues' default lease too.
 	Queues queue.Config
-	// Relays forward local queues to queues on other nodes, with store
-	// and forward (queue.Manager.Relay), from boot until Close.
+	// QueueLimits bound the replicated queues (a zero field: the
+	// default, consensus.DefaultQueueLimits'); New refuses limits whose
+	// snapshot could outgrow a record of the log (queue.MaxSnapshot).
+	// Every node must use the same.
+	QueueLimits consensus.QueueLimits
+	// Relays forward the API's queues — the node's own, or the
+	// replicated ones — to queues on other nodes, with store and forward
+	// (queue.Manager.Relay, queue.Replicated.Relay), from boot until
+	// Close. A replicated queue is relayed by one node: the one whose
+	// configuration names the relay.
 	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
@@ -106,9 +115,18 @@ type Config struct {
 	// or joined (a joined node also needs Members, whose map spreads the
 	// members' addresses).
 	DHT bool
+
+	// RPC, if set, runs this founder's RPC endpoint (package liverpc,
+	// with this configuration; it needs DataDir, where the stubs keep
+	// their duplicate tables) and serves calls to every member's
+	// procedures on the API, /v1/rpc/{server}/{proc}. A program registers
+	// its procedures on Node.RPC.
+	RPC *liverpc.Config
+	// RPCHTTP bounds the RPC API (liverpc.HTTPConfig; zero: defaults).
+	RPCHTTP liverpc.HTTPConfig
 }
 
-// Relay is a remote queue: the messages of the local queue Source go to
+// Relay is a remote queue: the messages of the queue Source go to
 // the queue Queue of the first of the nodes To (API endpoints) that
 // answers, as they come and whenever the destination is back. The relay
 // is the source queue's only consumer.
@@ -136,6 +154,8 @@ type Node struct {
 	dht        *dht.Server     // nil unless Config.DHT
 	queues     *queue.Manager
 	rqueues    *queue.Replicated // the API's queues, unless nil (LocalQueues)
+	rpc        *liverpc.Endpoint // nil unless Config.RPC
+	rpcAPI     http.Handler
 	stopRelays context.CancelFunc
 	log        *slog.Logger
 }
@@ -162,6 +182,9 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Election == (election.LeaderConfig{}) {
 		cfg.Election = election.DefaultLeader
 	}
+	if cfg.RPC != nil && (cfg.DataDir == "" || joined) {
+		return nil, fmt.Errorf("node: rpc: the endpoint runs on a founding member with a data directory (its stubs keep their duplicate tables there); node %d has data_dir %q", cfg.ID, cfg.DataDir)
+	}
 	if cfg.LockMaxTTL < 0 || cfg.LockMaxTTL > lock.MaxTTL {
 		return nil, fmt.Errorf("node: lock max TTL %v: want 0 (the default, %v) to %v", cfg.LockMaxTTL, lock.MaxTTL, lock.MaxTTL)
 	}
@@ -185,10 +208,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	replicatedGroups := cfg.Group.Family == "consensus"
 	replicatedQueues := replicated && !cfg.LocalQueues && !joined
-	if replicatedQueues && len(cfg.Relays) > 0 {
-		return nil, errors.New("node: relays forward per-node queues, and this node's queues are replicated (the default with the raft lock): choose local queues (queues: local) to relay")
+	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility, Limits: cfg.QueueLimits}
+	if replicatedQueues {
+		if err := rqc.Validate(); err != nil {
+			return nil, fmt.Errorf("node: replicated queues: %w", err)
+		}
 	}
-	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility}
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -268,15 +293,24 @@ func New(cfg Config) (*Node, error) {
 	}
 	closeAll := func() error { return errors.Join(queues.Close(), ln.Close()) }
 	rctx, stopRelays := context.WithCancel(context.Background())
-	for _, r := range cfg.Relays {
-		go func() {
-			err := queues.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
-				Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
-				Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
-			if rctx.Err() == nil {
-				log.Error("relay stopped", "source", r.Source, "err", err)
-			}
-		}()
+	// startRelays runs the relays from src: the node's own queues, or the
+	// replicated ones (once they run).
+	startRelays := func(src interface {
+		Relay(context.Context, queue.RelayConfig) error
+	}) {
+		for _, r := range cfg.Relays {
+			go func() {
+				err := src.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
+					Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
+					Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+				if rctx.Err() == nil {
+					log.Error("relay stopped", "source", r.Source, "err", err)
+				}
+			}()
+		}
+	}
+	if !replicatedQueues {
+		startRelays(queues)
 	}
 	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
@@ -351,9 +385,20 @@ func New(cfg Config) (*Node, error) {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
+		startRelays(nd.rqueues)
+	}
+	if cfg.RPC != nil {
+		if nd.rpc, err = liverpc.New(ln, *cfg.RPC); err != nil {
+			return nil, errors.Join(fmt.Errorf("rpc: %w", err), closeAll())
+		}
+		nd.rpcAPI = liverpc.HTTPHandler(nd.rpc, cfg.RPCHTTP)
 	}
 	return nd, nil
 }
+
+// RPC is the node's RPC endpoint (Config.RPC), on which a program
+// registers its procedures; nil without one.
+func (n *Node) RPC() *liverpc.Endpoint { return n.rpc }
 
 // Campaign stands this node in election name for as long as ctx lasts
 // (campaign: in node.yaml). With the replicated lock it holds the
@@ -410,6 +455,7 @@ func (n *Node) Handler() http.Handler {
 	qh := queue.Handler(n.queueBackend())
 	api.Handle("/v1/queues", qh)
 	api.Handle("/v1/queues/", qh)
+	api.Handle("/v1/queues:tx", qh)
 	api.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		h := Health{Node: int(n.cfg.ID), Nodes: n.cfg.N, Members: n.members != nil, Queues: "local"}
 		if n.rqueues != nil {
@@ -442,6 +488,9 @@ func (n *Node) Handler() http.Handler {
 		api.Handle("/v1/elections/", n.leaders.Handler())
 	}
 	api.Handle("/v1/groups/", n.groups.Handler())
+	if n.rpc != nil {
+		api.Handle("/v1/rpc/", n.rpcAPI)
+	}
 	return n.handler(api)
 }
 
@@ -512,5 +561,8 @@ func (n *Node) queueBackend() queue.Backend {
 // Close stops the services, the queues and the transport.
 func (n *Node) Close() error {
 	n.stopRelays()
+	if n.rpc != nil {
+		defer n.rpc.Close() // after the node: a crash, not answers to the calls under way
+	}
 	return errors.Join(n.queues.Close(), n.live.Close())
 }

@@ -7,13 +7,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 	"github.com/cohort-go/cohort/registry"
 )
 
@@ -45,7 +49,7 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"POST", "/v1/rpc/0/add"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
@@ -118,5 +122,107 @@ func TestRelayForwardsToAnotherNode(t *testing.T) {
 	}
 	if _, err := New(Config{ID: 0, N: 1, Transport: ep, Lock: ra, Group: seq, Relays: []Relay{{Source: "a/b", To: []string{"x:1"}, Queue: "q"}}}); err == nil || !strings.Contains(err.Error(), "relay 0") {
 		t.Fatalf("a bad relay: %v", err)
+	}
+}
+
+// With the raft lock, the node serves replicated queues under
+// Config.QueueLimits: a transaction goes through its API, a put past a
+// queue's limit is refused 507, and limits whose snapshot could outgrow a
+// record of the log stop New, naming them.
+func TestReplicatedQueueLimitsAndTransactions(t *testing.T) {
+	raftLock := lock.ReplicatedAlgorithm(consensus.DefaultConfig)
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, _ := transport.NewInProc(1, transport.InProcConfig{})
+	ep, _ := net.Endpoint(0)
+	dst := start(t, 1, "tok")[0]
+	dsrv := httptest.NewServer(dst.Handler())
+	defer dsrv.Close()
+	cfg := Config{ID: 0, N: 1, Transport: ep, Lock: raftLock, Group: seq, DataDir: t.TempDir(), Token: "tok",
+		QueueLimits: consensus.QueueLimits{Messages: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Relays: []Relay{{Source: "outbox", To: []string{dsrv.URL}, Queue: "inbox"}}}
+	bad := cfg
+	bad.QueueLimits.State = 64 << 20
+	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "state 67108864") {
+		t.Fatalf("New with a state limit past the log's record: %v", err)
+	}
+	nd, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	srv := httptest.NewServer(nd.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := &queue.Client{Endpoints: []string{srv.URL}, Token: "tok"}
+	reply, err := c.Transact(ctx, queue.TxRequest{Puts: []queue.TxPut{{Queue: "q", Body: []byte("a")}, {Queue: "q", Body: []byte("b")}}})
+	if err != nil || len(reply.IDs) != 2 {
+		t.Fatalf("a transaction through the node: %+v %v", reply, err)
+	}
+	if _, err := c.Put(ctx, "q", []byte("c")); err == nil || !strings.Contains(err.Error(), "HTTP 507") {
+		t.Fatalf("a third put on a queue of two: %v, want 507", err)
+	}
+	// The relay forwards the replicated outbox to the other node's inbox.
+	if _, err := c.Put(ctx, "outbox", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := dst.Queues().Get(ctx, "inbox", 0)
+	if err != nil || string(msg.Body) != "hello" {
+		t.Fatalf("relayed from the replicated queue: %q %v", msg.Body, err)
+	}
+}
+
+// With Config.RPC a node serves calls to every member's procedures on
+// its API, behind the token: through node 0 to node 1, at most once per
+// request id.
+func TestRPCBehindTheAPI(t *testing.T) {
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	net, _ := transport.NewInProc(2, transport.InProcConfig{})
+	rc := liverpc.DefaultConfig()
+	var nodes []*Node
+	for i := range 2 {
+		ep, _ := net.Endpoint(proc.ID(i))
+		cfg := Config{ID: proc.ID(i), N: 2, Transport: ep, Lock: ra, Group: seq, Token: "tok", RPC: &rc,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if i == 0 {
+			if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "data directory") {
+				t.Fatalf("RPC without a data directory: %v", err)
+			}
+		}
+		cfg.DataDir = t.TempDir()
+		nd, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes = append(nodes, nd)
+	}
+	var runs atomic.Int64
+	liverpc.Register(nodes[1].RPC(), "add", func(_ context.Context, a [2]int) (int, error) { runs.Add(1); return a[0] + a[1], nil })
+	srv := httptest.NewServer(nodes[0].Handler())
+	defer srv.Close()
+	call := func(token, id string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/rpc/1/add", strings.NewReader("[2,40]"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Cohort-Request-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := call("wrong", "r1"); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	for range 2 {
+		if code, body := call("tok", "r1"); code != 200 || body != "42" {
+			t.Fatalf("a call through node 0: %d %q", code, body)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the procedure ran %d times for one request id", runs.Load())
 	}
 }

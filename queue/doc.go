@@ -19,11 +19,14 @@
 //   - transient: in memory, lost at a restart (DeclareTransient, or every
 //     queue of a manager without a directory);
 //   - transactional: a Tx gets messages and puts others, and they commit
-//     together, as one record of the log, or not at all;
+//     together, as one record of the log, or not at all; over the API a
+//     transaction acks messages got before and puts others (Transact,
+//     POST /v1/queues:tx);
 //   - local and remote, source and destination: a Relay (the queue
-//     manager's relay of the model) moves a source queue on one node to
-//     a destination queue on another, storing while the destination is
-//     away and forwarding when it is back, idempotently (PutFrom).
+//     manager's relay of the model) moves a source queue on one node —
+//     its own, or a replicated one — to a destination queue on another,
+//     storing while the destination is away and forwarding when it is
+//     back, idempotently (PutFrom).
 //
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within
@@ -38,5 +41,9 @@
 // (consensus.Queues; what JetStream calls R3): a put is acknowledged once
 // a majority of the nodes has it on disk, a get's lease runs on the
 // leader's clock, an ack is committed, and every node serves every
-// queue. Handler serves either (Backend).
+// queue. Handler serves either (Backend). Replicated queues are bounded
+// in what they hold in all (consensus.QueueLimits.State), so that a
+// snapshot of them always fits a record of the node's log: a put past
+// the bound is refused (ErrFull, 507 over HTTP) rather than accepted
+// into a state the node could no longer compact.
 package queue

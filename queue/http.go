@@ -32,6 +32,7 @@ import (
 //	                                             messages still under that lease
 //	POST /v1/queues/{name}/release?id=N[&lease=L]  give a got message back at once
 //	GET  /v1/queues/{name}/events                server-sent events: each message put (notify)
+//	POST /v1/queues:tx                           acks and puts, applied together or not at all (tx.go)
 //
 // A message got and not acknowledged within its visibility is delivered
 // again. A put with the headers Cohort-Origin and Cohort-Origin-Seq is a
@@ -196,6 +197,7 @@ func Handler(m Backend) http.Handler {
 		httpapi.Reply(w, http.StatusOK, struct{}{})
 	})
 	mux.HandleFunc("GET /v1/queues/{name}/events", func(w http.ResponseWriter, r *http.Request) { events(m, w, r) })
+	mux.HandleFunc("POST /v1/queues:tx", func(w http.ResponseWriter, r *http.Request) { serveTx(m, w, r) })
 	return mux
 }
 
@@ -211,7 +213,7 @@ func queueName(w http.ResponseWriter, r *http.Request) (string, bool) {
 func fail(w http.ResponseWriter, err error) {
 	code := http.StatusServiceUnavailable
 	switch {
-	case errors.Is(err, ErrName):
+	case errors.Is(err, ErrName), errors.Is(err, ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrTooBig):
 		code = http.StatusRequestEntityTooLarge

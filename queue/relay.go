@@ -62,12 +62,97 @@ type RelayConfig struct {
 	// Retry is the first wait after a failed put; it doubles up to
 	// MaxRetry. 0: 50ms and 5s.
 	Retry, MaxRetry time.Duration
-	Logger          *slog.Logger
+	// Visibility is the lease of the message under way: from a
+	// replicated queue, how long a relay that crashed holds the next
+	// message back from its successor (0: DefaultRelayVisibility); from
+	// a node's own queue, 0 is MaxVisibility — the relay dies with the
+	// queue.
+	Visibility time.Duration
+	Logger     *slog.Logger
+}
+
+// DefaultRelayVisibility is the lease of a relay's message from a
+// replicated queue.
+const DefaultRelayVisibility = 30 * time.Second
+
+// relaySource is the queue a relay takes from: a node's own (Manager) or
+// a replicated one (Replicated).
+type relaySource interface {
+	Get(ctx context.Context, name string, visibility time.Duration) (Message, error)
+	Release(name string, id uint64) error
+	// ack acknowledges a message taken under lease; lost: the lease ran
+	// out first, and the message is ready again.
+	ack(name string, m Message) (lost bool, err error)
+}
+
+func (m *Manager) ack(name string, msg Message) (bool, error) {
+	if err := m.Ack(name, msg.ID); err != nil && !errors.Is(err, ErrNoMessage) {
+		return false, err
+	}
+	return false, nil
+}
+
+func (r *Replicated) ack(name string, msg Message) (bool, error) {
+	err := r.AckLease(name, msg.Lease, msg.ID)
+	if errors.Is(err, ErrLeaseLost) {
+		return true, nil
+	}
+	return false, err
 }
 
 // Relay moves the source queue's messages to the destination until ctx
 // ends. It returns ctx's error, or the manager's if it closes.
 func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
+	if c.Visibility <= 0 {
+		c.Visibility = MaxVisibility
+	}
+	return relay(ctx, m, m.log, c)
+}
+
+// Relay moves the messages of a replicated queue to the destination
+// until ctx ends, as Manager.Relay does, in id order. The relay must be
+// the source queue's only consumer, on one node: it starts once the
+// queue holds no leased message — a relay of an earlier run, cut off with
+// a message under way, holds it until its lease (c.Visibility) runs out,
+// and that message must go before the ones after it, or the destination
+// would take the later ids for its last and drop it as a duplicate.
+func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
+	if c.Visibility <= 0 {
+		c.Visibility = DefaultRelayVisibility
+	}
+	if err := ValidName(c.Source); err != nil {
+		return fmt.Errorf("relay: source: %w", err)
+	}
+	// A barrier: once an entry of ours is applied here, this node's
+	// view of the queue is as recent as it.
+	if err := r.Ack(c.Source); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	for {
+		leased := 0
+		for _, s := range r.Queues() {
+			if s.Name == c.Source {
+				leased = s.Leased
+			}
+		}
+		if leased == 0 {
+			break
+		}
+		t := time.NewTimer(min(c.Visibility/10+time.Millisecond, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-r.svc.Done():
+			t.Stop()
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+	return relay(ctx, r, slog.Default(), c)
+}
+
+func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig) error {
 	switch {
 	case c.Destination == nil:
 		return errors.New("relay: no destination")
@@ -87,12 +172,11 @@ func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
 	if maxRetry < retry {
 		maxRetry = max(5*time.Second, retry)
 	}
-	log := c.Logger
-	if log == nil {
-		log = m.log
+	if c.Logger != nil {
+		log = c.Logger
 	}
 	for {
-		msg, err := m.Get(ctx, c.Source, MaxVisibility)
+		msg, err := src.Get(ctx, c.Source, c.Visibility)
 		if err != nil {
 			return err
 		}
@@ -112,13 +196,15 @@ func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				m.Release(c.Source, msg.ID)
+				src.Release(c.Source, msg.ID)
 				return ctx.Err()
 			case <-t.C:
 			}
 			wait = min(2*wait, maxRetry)
 		}
-		if err := m.Ack(c.Source, msg.ID); err != nil && !errors.Is(err, ErrNoMessage) {
+		// A lease that ran out meanwhile: the message is ready again, the
+		// head of the queue, and goes again (the destination drops the copy).
+		if _, err := src.ack(c.Source, msg); err != nil {
 			return err
 		}
 	}

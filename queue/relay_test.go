@@ -2,14 +2,20 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
 )
 
 // flakyNode is a destination node that can be down, lose its replies
@@ -198,5 +204,135 @@ func TestCompactionKeepsOriginsAndIDs(t *testing.T) {
 	}
 	if id := mustPut(t, m, "churn", "x"); id <= last {
 		t.Fatalf("id %d reused (had %d)", id, last)
+	}
+}
+
+// A relay from a replicated queue: messages put through any node of the
+// cluster wait in the replicated source while the destination is down,
+// and arrive once each, in order, when it is up — the first of them held
+// back by a relay of an earlier run (leased, never acked), which its
+// successor waits out rather than send what comes after it first.
+func TestRelayFromAReplicatedQueue(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dm, err := Open(Config{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	dest := &flakyNode{m: dm, down: true, loseEach: 7}
+	srv := httptest.NewServer(dest)
+	defer srv.Close()
+
+	nodes := livetest.Start(t, 3, live.Config{DataDir: t.TempDir()})
+	var rs []*Replicated
+	for _, nd := range nodes {
+		r, err := NewReplicated(nd, ReplicatedConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	const n = 60
+	for i := range n {
+		if _, err := rs[i%3].Put("outbox", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An earlier relay took the head and died with it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if m, err := rs[2].Get(ctx, "outbox", 300*time.Millisecond); err != nil || string(m.Body) != "0" {
+		t.Fatalf("the earlier relay's get: %q %v", m.Body, err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- rs[1].Relay(rctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "cluster/outbox",
+			Destination: &Client{Endpoints: []string{srv.URL}}, Retry: 5 * time.Millisecond, MaxRetry: 20 * time.Millisecond,
+			Visibility: time.Second, Logger: quiet})
+	}()
+	waitFor(t, "the relay to find the destination down", func() bool {
+		dest.mu.Lock()
+		defer dest.mu.Unlock()
+		return dest.puts >= 2
+	})
+	dest.mu.Lock()
+	dest.down = false
+	dest.mu.Unlock()
+	var got []string
+	for len(got) < n {
+		m, err := dm.Get(ctx, "inbox", time.Minute)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", len(got), err)
+		}
+		got = append(got, string(m.Body))
+		dm.Ack("inbox", m.ID)
+	}
+	for i, b := range got {
+		if b != fmt.Sprint(i) {
+			t.Fatalf("message %d at the destination is %q: got %q", i, b, got)
+		}
+	}
+	waitFor(t, "the source to drain", func() bool {
+		for _, s := range rs[0].Queues() {
+			if s.Name == "outbox" {
+				return false
+			}
+		}
+		return true
+	})
+	if dm.Len("inbox") != 0 {
+		t.Fatalf("a duplicate at the destination: %d more", dm.Len("inbox"))
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the relay ended with %v", err)
+	}
+}
+
+// A relay into a replicated queue that is full: the destination refuses
+// (507) and the relay sends the message again, with the same number,
+// until there is room — then it is put, not taken for a duplicate of the
+// put that was refused and dropped.
+func TestRelayIntoAFullReplicatedQueue(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nodes := livetest.Start(t, 1, live.Config{DataDir: t.TempDir()})
+	dst, err := NewReplicated(nodes[0], ReplicatedConfig{Limits: consensus.QueueLimits{Messages: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(dst))
+	defer srv.Close()
+	if _, err := dst.Put("inbox", []byte("blocker")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(Config{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, b := range []string{"first", "second"} {
+		if _, err := src.Put("outbox", []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go src.Relay(ctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "src/outbox",
+		Destination: &Client{Endpoints: []string{srv.URL}}, Retry: 5 * time.Millisecond, MaxRetry: 20 * time.Millisecond, Logger: quiet})
+	waitFor(t, "the destination to refuse the relay twice", func() bool { return dst.stats.refused.Load() >= 2 })
+	var got []string
+	for len(got) < 3 {
+		m, err := dst.Get(ctx, "inbox", time.Minute)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, string(m.Body))
+		if err := dst.Ack("inbox", m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"blocker", "first", "second"}; !slices.Equal(got, want) {
+		t.Fatalf("the destination got %q, want %q", got, want)
 	}
 }

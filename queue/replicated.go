@@ -14,6 +14,7 @@ import (
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -29,7 +30,7 @@ import (
 // (Handler) serves either.
 type Replicated struct {
 	svc    *live.Service
-	origin uint64 // this incarnation's id for the log's duplicate suppression
+	origin uint64 // this incarnation's id for the log's duplicate suppression (below 2⁶³)
 	seq    atomic.Uint64
 	retry  time.Duration
 	cfg    ReplicatedConfig
@@ -52,8 +53,11 @@ type waiter struct {
 // ReplicatedConfig configures Replicated. Every node of the cluster must
 // use the same Raft and Limits.
 type ReplicatedConfig struct {
-	Raft   consensus.Config      // zero: consensus.DefaultConfig
-	Limits consensus.QueueLimits // zero: consensus.DefaultQueueLimits
+	Raft consensus.Config // zero: consensus.DefaultConfig
+	// Limits bound the queues (a zero field: consensus.DefaultQueueLimits'):
+	// the state among them, so that a snapshot fits one record of the
+	// node's log (MaxSnapshot).
+	Limits consensus.QueueLimits
 	// Visibility is the lease of a got message when Get is given none;
 	// 0: DefaultVisibility.
 	Visibility time.Duration
@@ -72,9 +76,6 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 	if c.Raft.MaxBatchBytes == 0 || c.Raft.MaxBatchBytes > maxAppendBytes {
 		c.Raft.MaxBatchBytes = maxAppendBytes
 	}
-	if c.Limits == (consensus.QueueLimits{}) {
-		c.Limits = consensus.DefaultQueueLimits
-	}
 	if c.Visibility <= 0 {
 		c.Visibility = DefaultVisibility
 	}
@@ -82,6 +83,20 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 		c.Timeout = 30 * time.Second
 	}
 	return c
+}
+
+// MaxSnapshot is the largest snapshot of the queues the node's storage
+// takes: a snapshot is one record of its log (wal.MaxRecord), with a
+// header.
+const MaxSnapshot = wal.MaxRecord - 64<<10
+
+// Validate checks the configuration, naming the bad field.
+func (c ReplicatedConfig) Validate() error {
+	c = c.withDefaults()
+	if err := c.Raft.Validate(); err != nil {
+		return err
+	}
+	return c.Limits.Validate(MaxSnapshot)
 }
 
 // ServiceName is the replicated queues' service on every node.
@@ -99,15 +114,15 @@ func ReplicatedAlgorithm(c ReplicatedConfig) proc.Algorithm {
 
 // NewReplicated starts (or joins) the replicated queues on node n.
 func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
-	c = c.withDefaults()
-	if err := c.Raft.Validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c = c.withDefaults()
 	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(c))
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicated{svc: svc, origin: rand.Uint64() | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
+	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
 		waits: map[[2]uint64]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
 	svc.OnOutput(r.output)
@@ -248,8 +263,13 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 		case o := <-w.ch:
 			if ref, ok := o.(consensus.QueueRefused); ok {
 				r.stats.refused.Add(1)
-				if ref.Full {
+				switch {
+				case ref.Full:
 					return nil, fmt.Errorf("%w: %s", ErrFull, ref.Reason)
+				case ref.LeaseLost:
+					return nil, fmt.Errorf("%w: %s", ErrLeaseLost, ref.Reason)
+				case ref.Missing:
+					return nil, fmt.Errorf("%w: %s", ErrNoMessage, ref.Reason)
 				}
 				return nil, errors.New(ref.Reason)
 			}
@@ -326,24 +346,38 @@ func (r *Replicated) Put(name string, body []byte) (uint64, error) {
 // id 0). A relay's numbers must not run more than consensus.Window ahead
 // of those acknowledged.
 func (r *Replicated) PutFrom(name string, body []byte, origin string, seq uint64) (uint64, error) {
-	if origin == "" || len(origin) > maxOrigin {
-		return 0, fmt.Errorf("origin %q: want 1 to %d bytes", httpapi.Clip(origin), maxOrigin)
+	if err := checkOrigin(origin, seq); err != nil {
+		return 0, err
 	}
-	if seq == 0 {
-		return 0, fmt.Errorf("origin %q: seq 0: want 1 or more", httpapi.Clip(origin))
-	}
-	h := fnv.New64a()
-	h.Write([]byte(origin))
 	ctx, cancel := r.timeout()
 	defer cancel()
 	if err := checkPut(name, body); err != nil {
 		return 0, err
 	}
-	o, err := r.do(ctx, h.Sum64()|1<<63, seq, consensus.QueuePut{Queue: name, Origin: h.Sum64() | 1<<63, Seq: seq, Body: body}, false)
+	o, err := r.do(ctx, hashOrigin(origin), seq, consensus.QueuePut{Queue: name, Origin: hashOrigin(origin), Seq: seq, Body: body}, false)
 	if err != nil {
 		return 0, fmt.Errorf("queue %s: %w", name, err)
 	}
 	return o.(consensus.QueuePutDone).ID, nil
+}
+
+func checkOrigin(origin string, seq uint64) error {
+	if origin == "" || len(origin) > maxOrigin {
+		return invalid("origin %q: want 1 to %d bytes", httpapi.Clip(origin), maxOrigin)
+	}
+	if seq == 0 {
+		return invalid("origin %q: seq 0: want 1 or more", httpapi.Clip(origin))
+	}
+	return nil
+}
+
+// hashOrigin is a client's origin as the log numbers it: a
+// consensus.ClientOrigin, apart from the nodes' own (odd, below 2⁶³) — a
+// refused operation of a client leaves its number free for the resend.
+func hashOrigin(origin string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(origin))
+	return h.Sum64() | consensus.ClientOrigin
 }
 
 // take leases up to n messages of the queue's head.
@@ -473,34 +507,61 @@ func (r *Replicated) ackOrRelease(name string, ids []uint64, lease uint64, relea
 	return nil
 }
 
-// TxPut is a put of a transaction.
-type TxPut struct {
-	Queue string
-	Body  []byte
-}
-
 // Transact acks the messages acks and puts the messages puts in one
 // entry: all of it is committed, or none (a message of acks no longer
-// held, or a queue full, refuses the whole). It returns the ids put.
-func (r *Replicated) Transact(ctx context.Context, acks []consensus.QueueRef, puts []TxPut) ([]uint64, error) {
+// held, or under the lease named, or a queue full, refuses the whole). It
+// returns the ids put.
+func (r *Replicated) Transact(ctx context.Context, acks []TxAck, puts []TxPut) ([]uint64, error) {
+	done, err := r.transact(ctx, r.origin, r.seq.Add(1), acks, puts)
+	return done.IDs, err
+}
+
+// TransactFrom is Transact numbered by its client: origin and seq, as
+// PutFrom's, make the log apply it once — a client that resends it,
+// through any node, gets duplicate true and no ids.
+func (r *Replicated) TransactFrom(ctx context.Context, origin string, seq uint64, acks []TxAck, puts []TxPut) (ids []uint64, duplicate bool, err error) {
+	if err := checkOrigin(origin, seq); err != nil {
+		return nil, false, err
+	}
+	done, err := r.transact(ctx, hashOrigin(origin), seq, acks, puts)
+	return done.IDs, err == nil && done.Index == 0, err
+}
+
+func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []TxAck, puts []TxPut) (consensus.QueueTxDone, error) {
+	if err := checkTx(acks, puts, MaxReplicatedMessage); err != nil {
+		return consensus.QueueTxDone{}, err
+	}
+	tx := consensus.QueueTx{Origin: origin, Seq: seq}
 	for _, a := range acks {
-		if err := ValidName(a.Queue); err != nil {
-			return nil, err
-		}
+		tx.Acks = append(tx.Acks, consensus.QueueRef{Queue: a.Queue, ID: a.ID, Token: a.Lease})
 	}
-	seq := r.seq.Add(1)
-	tx := consensus.QueueTx{Origin: r.origin, Seq: seq, Acks: acks}
 	for _, p := range puts {
-		if err := checkPut(p.Queue, p.Body); err != nil {
-			return nil, err
+		body := p.Body
+		if body == nil {
+			body = []byte{}
 		}
-		tx.Puts = append(tx.Puts, consensus.QueuePut{Queue: p.Queue, Body: p.Body})
+		tx.Puts = append(tx.Puts, consensus.QueuePut{Queue: p.Queue, Body: body})
 	}
-	o, err := r.do(ctx, r.origin, seq, tx, true)
+	o, err := r.do(ctx, origin, seq, tx, true)
 	if err != nil {
-		return nil, fmt.Errorf("transaction: %w", err)
+		return consensus.QueueTxDone{}, fmt.Errorf("transaction: %w", err)
 	}
-	return o.(consensus.QueueTxDone).IDs, nil
+	done := o.(consensus.QueueTxDone)
+	r.stats.puts.Add(uint64(len(done.IDs)))
+	r.stats.acks.Add(uint64(len(done.Acked)))
+	return done, nil
+}
+
+// Leading reports whether this node leads the queues' log (a ready
+// leader).
+func (r *Replicated) Leading() bool {
+	var ok bool
+	r.svc.Read(func(p proc.Process) {
+		if q, is := p.(*consensus.Queues); is {
+			ok = q.Raft().Ready()
+		}
+	})
+	return ok
 }
 
 // DeclareTransient fails: replicated queues are all persistent.

@@ -70,12 +70,12 @@ func TestReplicatedPutGetAck(t *testing.T) {
 		t.Fatalf("after a release, poll 10: %+v, %v", ms, err)
 	}
 	// A transaction: ack two, put one elsewhere.
-	ids, err := rs[0].Transact(ctx, []consensus.QueueRef{{Queue: "jobs", ID: ms[0].ID}, {Queue: "jobs", ID: ms[1].ID}},
+	ids, err := rs[0].Transact(ctx, []queue.TxAck{{Queue: "jobs", ID: ms[0].ID}, {Queue: "jobs", ID: ms[1].ID}},
 		[]queue.TxPut{{Queue: "done", Body: []byte("m1+m2")}})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("transaction: %v, %v", ids, err)
 	}
-	if _, err := rs[0].Transact(ctx, []consensus.QueueRef{{Queue: "jobs", ID: ms[0].ID}}, []queue.TxPut{{Queue: "done", Body: []byte("again")}}); err == nil {
+	if _, err := rs[0].Transact(ctx, []queue.TxAck{{Queue: "jobs", ID: ms[0].ID}}, []queue.TxPut{{Queue: "done", Body: []byte("again")}}); err == nil {
 		t.Fatal("a transaction acking a message acked already went through")
 	}
 	if d, ok, _ := rs[1].Poll("done", time.Minute); !ok || string(d.Body) != "m1+m2" {

@@ -61,8 +61,9 @@ type nodeConfig struct {
 	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
 	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
-	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a local queue to a queue on other nodes (store and forward)
+	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a queue (local, or replicated with queues: replicated) to a queue on other nodes (store and forward)
 	Queues     string         `yaml:"queues"`         // "replicated" (on the log, the default with lock: raft) or "local" (each node's own)
+	QueueLimit queueLimits    `yaml:"queue_limits"`   // bounds of the queues; 0: the default
 	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
 
 	contact     proc.ID // parsed from Join
@@ -96,6 +97,15 @@ type relayConfig struct {
 	Source string   `yaml:"source"`
 	To     []string `yaml:"to"`
 	Queue  string   `yaml:"queue"`
+}
+
+// queueLimits bound the queues (node.yaml queue_limits:); 0 is the
+// default. messages and state bound replicated queues only.
+type queueLimits struct {
+	Messages int   `yaml:"messages"` // per queue (default 100000)
+	Bytes    int64 `yaml:"bytes"`    // of bodies, per queue (default 64 MiB replicated, 256 MiB local)
+	Queues   int   `yaml:"queues"`   // queues holding messages (default 1024 replicated, 10000 local)
+	State    int64 `yaml:"state"`    // replicated: every message, as a snapshot holds it (default 56 MiB)
 }
 
 // electionConfig tunes the leader service's failure detector.
@@ -225,6 +235,9 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	}
 	switch {
 	case c.Queues == "" && c.Lock == "raft" && c.Join == "" && len(c.Relays) == 0:
+		// (A node with relays keeps the local queues it had before
+		// relays from replicated queues existed: queues: replicated
+		// relays those.)
 		c.Queues = "replicated"
 	case c.Queues == "":
 		c.Queues = "local"
@@ -232,8 +245,25 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		return nil, bad("queues", "%q: want replicated (on the log, with lock: raft) or local (each node's own)", clipValue(c.Queues))
 	case c.Queues == "replicated" && (c.Lock != "raft" || c.Join != ""):
 		return nil, bad("queues", "replicated: the queues are replicated on the log of lock: raft, on the founding members (this node has lock: %s%s); choose queues: local", c.Lock, map[bool]string{true: " and joins"}[c.Join != ""])
-	case c.Queues == "replicated" && len(c.Relays) > 0:
-		return nil, bad("relays", "relays forward per-node queues: choose queues: local")
+	}
+	ql := c.QueueLimit
+	switch {
+	case ql.Messages < 0:
+		return nil, bad("queue_limits.messages", "%d: want a positive number, or 0 for the default (%d)", ql.Messages, consensus.DefaultQueueLimits.Messages)
+	case ql.Bytes < 0:
+		return nil, bad("queue_limits.bytes", "%d: want a positive number of bytes, or 0 for the default", ql.Bytes)
+	case ql.Queues < 0:
+		return nil, bad("queue_limits.queues", "%d: want a positive number, or 0 for the default", ql.Queues)
+	case ql.State < 0:
+		return nil, bad("queue_limits.state", "%d: want a positive number of bytes, or 0 for the default (%d)", ql.State, consensus.DefaultQueueLimits.State)
+	case c.Queues == "local" && ql.Messages > 0:
+		return nil, bad("queue_limits.messages", "%d: bounds replicated queues; a node's own queues are bounded by bytes and queues", ql.Messages)
+	case c.Queues == "local" && ql.State > 0:
+		return nil, bad("queue_limits.state", "%d: bounds replicated queues (what their snapshots hold); a node's own queues are bounded by bytes and queues", ql.State)
+	case c.Queues == "replicated":
+		if err := c.replicatedLimits().Validate(queue.MaxSnapshot); err != nil {
+			return nil, bad("queue_limits", "%v", err)
+		}
 	}
 	if c.Group == "raft" && c.DataDir == "" && c.Join == "" {
 		return nil, bad("data_dir", "none given: group: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. group: total-sequencer, which keeps no state)")
@@ -265,6 +295,11 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		return nil, bad("api_max_conns", "%d: want a positive number of connections, or 0 for the default", c.APIConns)
 	}
 	return &c, nil
+}
+
+func (c *nodeConfig) replicatedLimits() consensus.QueueLimits {
+	l := c.QueueLimit
+	return consensus.QueueLimits{Messages: l.Messages, Bytes: l.Bytes, Queues: l.Queues, State: l.State}
 }
 
 // loopback reports whether API address addr is reachable from this
@@ -315,17 +350,22 @@ node.yaml:
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
   queues: replicated            # optional: replicated (on the log; the default with lock: raft) or local
+  queue_limits:                 # optional, each 0 for its default: messages and bytes per queue, queues,
+    {messages: 100000, bytes: 67108864, queues: 1024, state: 58720256}   # and (replicated) the state:
+                                # every message as a snapshot holds it, so a snapshot fits the log's record
   dht: true                     # optional: run Pastry's DHT and Scribe (cohort dht, cohort scribe),
                                 # on founders and joined nodes alike
-  relays:                       # optional, with queues: local: remote queues, stored here and forwarded
+  relays:                       # optional: remote queues, stored here and forwarded (local queues unless
+                                # queues: replicated is given: then one node relays from the replicated queue)
     - {source: outbox, to: [127.0.0.1:7101], queue: inbox}   # when the destination is up
 
 Every node serves message queues (cohort queue). With lock: raft they are
 replicated on the cluster's log by default (queues: replicated): a put is
 acknowledged once a majority has it, and every node serves every queue.
 queues: local gives each node its own (persistent in data_dir/storage/queues,
-or in memory without data_dir) — the kind relays forward from; a node that
-relays, or whose lock is a textbook algorithm, has local queues.
+or in memory without data_dir). A node whose lock is a textbook algorithm
+has local queues, and so does one that relays unless it says queues:
+replicated — then it relays from the replicated queue, and it alone should.
 
 A node that joins a running cluster (whose members set members: true) lists
 no peers; it names one member to join through, with --join or in node.yaml:
@@ -408,6 +448,8 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
 		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local", DHT: c.DHT}
 	nc.MembersParams.Period = c.Gossip
+	nc.QueueLimits = c.replicatedLimits()
+	nc.Queues.MaxQueueBytes, nc.Queues.MaxQueues = c.QueueLimit.Bytes, c.QueueLimit.Queues
 	for _, r := range c.Relays {
 		nc.Relays = append(nc.Relays, node.Relay{Source: r.Source, To: r.To, Queue: r.Queue})
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -49,7 +51,7 @@ func (f *queueFlags) print(w io.Writer, m queue.Message) error {
 
 func newQueueCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "queue put|get|poll|listen|list",
+		Use:   "queue put|get|poll|listen|list|tx",
 		Short: "Put, get and listen to a cluster's message queues",
 		Long: `Message queues on a cluster's nodes: persistent asynchronous communication,
 where the sender and the receiver need not run at the same time. get waits
@@ -68,7 +70,7 @@ node's own: a put is acknowledged once the message is on that node's disk
 (fsync, shared by the puts that arrive meanwhile); a node without data_dir
 keeps them in memory (transient).`,
 	}
-	cmd.AddCommand(newQueuePutCmd(), newQueueGetCmd(false), newQueueGetCmd(true), newQueueListenCmd(), newQueueListCmd())
+	cmd.AddCommand(newQueuePutCmd(), newQueueGetCmd(false), newQueueGetCmd(true), newQueueListenCmd(), newQueueListCmd(), newQueueTxCmd())
 	return cmd
 }
 
@@ -126,6 +128,7 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 	var f queueFlags
 	var count int
 	var visibility time.Duration
+	var noAck bool
 	use, short := "get NAME", "Wait for messages, print them and acknowledge them"
 	example := `  cohort queue get jobs --endpoints 127.0.0.1:7100
   cohort queue get jobs --count 10 --timeout 30s --endpoints 127.0.0.1:7100`
@@ -171,7 +174,7 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 					}
 					ids = append(ids, m.ID)
 				}
-				if len(ids) > 0 {
+				if len(ids) > 0 && !noAck {
 					// One get, one lease (0 from a node's own queues).
 					if err := c.AckLease(ctx, args[0], msgs[0].Lease, ids...); err != nil {
 						return fmt.Errorf("acknowledging (the messages will be delivered again): %w", err)
@@ -188,6 +191,7 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 	f.add(cmd, timeout, what)
 	cmd.Flags().IntVar(&count, "count", 1, fmt.Sprintf("how many messages to take (1 to %d)", queue.MaxCount))
 	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "lease of the messages until their acknowledgement")
+	cmd.Flags().BoolVar(&noAck, "no-ack", false, "leave the messages leased, unacknowledged (for cohort queue tx --ack, or delivered again after --visibility)")
 	return cmd
 }
 
@@ -254,5 +258,101 @@ func newQueueListCmd() *cobra.Command {
 		},
 	}
 	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
+	return cmd
+}
+
+func newQueueTxCmd() *cobra.Command {
+	var f queueFlags
+	var acks, puts []string
+	var origin string
+	var seq uint64
+	cmd := &cobra.Command{
+		Use:   "tx [--ack QUEUE:ID[:LEASE]]... [--put QUEUE=TEXT]...",
+		Short: "Acknowledge messages and put others in one transaction: all of it or none",
+		Long: `A transaction: the messages named by --ack (got before and not
+acknowledged: cohort queue get --no-ack --json prints each with its id
+and lease) are acknowledged and the --put messages put, together or not
+at all — if one of the acked messages is no longer held (or no longer
+under the lease given), or a queue is full, nothing of it is applied
+(exit 1). It prints the ids put, one a line. --origin and --seq number
+the transaction (replicated queues): sent again with the same numbers,
+through any node, it is applied once.`,
+		Example: `  cohort queue tx --ack jobs:17:4242 --put results="photo 17 resized" --endpoints 127.0.0.1:7100
+  cohort queue tx --put a=1 --put b=2 --origin worker-3 --seq 12 --endpoints 127.0.0.1:7100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := queue.TxRequest{Origin: origin, Seq: seq}
+			for _, a := range acks {
+				parts := strings.Split(a, ":")
+				if len(parts) < 2 || len(parts) > 3 {
+					return usageErr("--ack %q: want QUEUE:ID or QUEUE:ID:LEASE", clipValue(a))
+				}
+				if err := queue.ValidName(parts[0]); err != nil {
+					return usageErr("--ack %q: %v", clipValue(a), err)
+				}
+				id, err := strconv.ParseUint(parts[1], 10, 64)
+				if err != nil || id == 0 {
+					return usageErr("--ack %q: id %q: want a message id (1 or more)", clipValue(a), clipValue(parts[1]))
+				}
+				ack := queue.TxAck{Queue: parts[0], ID: id}
+				if len(parts) == 3 {
+					if ack.Lease, err = strconv.ParseUint(parts[2], 10, 64); err != nil || ack.Lease == 0 {
+						return usageErr("--ack %q: lease %q: want a lease number (1 or more)", clipValue(a), clipValue(parts[2]))
+					}
+				}
+				req.Acks = append(req.Acks, ack)
+			}
+			for _, p := range puts {
+				name, text, ok := strings.Cut(p, "=")
+				if !ok {
+					return usageErr("--put %q: want QUEUE=TEXT", clipValue(p))
+				}
+				if err := queue.ValidName(name); err != nil {
+					return usageErr("--put %q: %v", clipValue(p), err)
+				}
+				req.Puts = append(req.Puts, queue.TxPut{Queue: name, Body: []byte(text)})
+			}
+			switch {
+			case len(req.Acks)+len(req.Puts) == 0:
+				return usageErr("nothing to do: give --ack or --put (up to %d in all)", queue.MaxTxOps)
+			case len(req.Acks)+len(req.Puts) > queue.MaxTxOps:
+				return usageErr("%d --ack and --put: want at most %d", len(req.Acks)+len(req.Puts), queue.MaxTxOps)
+			case origin == "" && seq != 0:
+				return usageErr("--seq %d without --origin", seq)
+			case origin != "" && seq == 0:
+				return usageErr("--origin %q without --seq (1 or more)", clipValue(origin))
+			}
+			c, ctx, done, err := f.client("tx")
+			if err != nil {
+				return err
+			}
+			defer done()
+			reply, err := c.Transact(ctx, req)
+			if errors.Is(err, queue.ErrTooBig) || errors.Is(err, queue.ErrName) || errors.Is(err, queue.ErrInvalid) {
+				return usageErr("%v", err)
+			}
+			if err != nil {
+				// Refused (or not answered): nothing of it applied — or, not
+				// answered, unknown: send it again numbered (--origin, --seq).
+				return &exitError{1, err}
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), reply)
+			}
+			for _, id := range reply.IDs {
+				fmt.Fprintln(cmd.OutOrStdout(), id)
+			}
+			if reply.Duplicate {
+				fmt.Fprintf(cmd.ErrOrStderr(), "transaction %s/%d was applied before: nothing done again\n", origin, seq)
+			}
+			return nil
+		},
+	}
+	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
+	cmd.Flags().Lookup("json").Usage = `print the reply as JSON: {"ids":[...],"duplicate":true|absent}`
+	cmd.Flags().StringArrayVar(&acks, "ack", nil, "a message to acknowledge: QUEUE:ID, or QUEUE:ID:LEASE (only while under that lease)")
+	cmd.Flags().StringArrayVar(&puts, "put", nil, "a message to put: QUEUE=TEXT")
+	cmd.Flags().StringVar(&origin, "origin", "", "number the transaction: the client's name (with --seq)")
+	cmd.Flags().Uint64Var(&seq, "seq", 0, "number the transaction: its number from --origin (1 or more)")
 	return cmd
 }

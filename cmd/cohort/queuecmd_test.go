@@ -136,6 +136,16 @@ func TestQueueCommandsBadInput(t *testing.T) {
 		{[]string{"queue", "get", "q", "--count", "1001", "--endpoints", "x:1"}, "--count 1001"},
 		{[]string{"queue", "poll", "q", "--visibility", "24h", "--endpoints", "x:1"}, "--visibility 24h0m0s"},
 		{[]string{"queue", "listen", "q", "--timeout", "-1s", "--endpoints", "x:1"}, "--timeout -1s"},
+		{[]string{"queue", "tx", "--endpoints", "x:1"}, "nothing to do: give --ack or --put"},
+		{[]string{"queue", "tx", "--ack", "q", "--endpoints", "x:1"}, `--ack "q": want QUEUE:ID or QUEUE:ID:LEASE`},
+		{[]string{"queue", "tx", "--ack", "q:0", "--endpoints", "x:1"}, `--ack "q:0": id "0": want a message id`},
+		{[]string{"queue", "tx", "--ack", "q:5:x", "--endpoints", "x:1"}, `--ack "q:5:x": lease "x"`},
+		{[]string{"queue", "tx", "--ack", "a/b:5", "--endpoints", "x:1"}, `queue name "a/b"`},
+		{[]string{"queue", "tx", "--put", "noequals", "--endpoints", "x:1"}, `--put "noequals": want QUEUE=TEXT`},
+		{[]string{"queue", "tx", "--put", "a b=x", "--endpoints", "x:1"}, `queue name "a b"`},
+		{[]string{"queue", "tx", "--put", "q=x", "--seq", "3", "--endpoints", "x:1"}, "--seq 3 without --origin"},
+		{[]string{"queue", "tx", "--put", "q=x", "--origin", "w", "--endpoints", "x:1"}, `--origin "w" without --seq`},
+		{[]string{"queue", "tx", "--ack", "q:1", "--ack", "q:1", "--endpoints", "x:1"}, "acks[1]: message 1 of queue q is acked twice"},
 		{[]string{"queue", "nope"}, `unknown subcommand "nope"`},
 		{[]string{"queue"}, "missing subcommand"},
 	} {
@@ -210,5 +220,37 @@ func TestQueueOnNodeProcesses(t *testing.T) {
 	}
 	if code, out, _ := cli(t, "queue", "poll", "inbox", ep1); code != 0 || out != "" {
 		t.Fatalf("a duplicate at the destination: %q", out)
+	}
+}
+
+// queue tx acks a message got with --no-ack and puts its result at once;
+// a second transaction acking it is refused whole (exit 1, 404), its put
+// not applied.
+func TestQueueTxCommand(t *testing.T) {
+	eps := queueCluster(t, 1, "tok")
+	ep := "--endpoints=" + eps[0]
+	t.Setenv("COHORT_TOKEN", "tok")
+	if code, _, errs := cli(t, "queue", "put", "jobs", "photo 17", ep); code != 0 {
+		t.Fatalf("put: %d %s", code, errs)
+	}
+	code, out, errs := cli(t, "queue", "get", "jobs", "--no-ack", "--json", ep)
+	var m queue.Message
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || m.ID == 0 {
+		t.Fatalf("get --no-ack: %d %q %s", code, out, errs)
+	}
+	ack := fmt.Sprintf("jobs:%d", m.ID)
+	code, out, errs = cli(t, "queue", "tx", "--ack", ack, "--put", "results=photo 17 resized", "--put", "audit=17", ep)
+	if lines := strings.Fields(out); code != 0 || len(lines) != 2 {
+		t.Fatalf("tx: %d %q %s, want two ids", code, out, errs)
+	}
+	code, _, errs = cli(t, "queue", "tx", "--ack", ack, "--put", "results=again", ep)
+	if code != 1 || !strings.Contains(errs, "404") || !strings.Contains(errs, fmt.Sprint(m.ID)) {
+		t.Fatalf("a tx acking an acked message: %d %s, want exit 1 and 404 naming it", code, errs)
+	}
+	if code, out, _ = cli(t, "queue", "poll", "results", "--count", "10", ep); code != 0 || out != "photo 17 resized\n" {
+		t.Fatalf("results: %d %q", code, out)
+	}
+	if code, out, _ = cli(t, "queue", "poll", "jobs", ep); code != 0 || out != "" {
+		t.Fatalf("jobs after the tx: %d %q", code, out)
 	}
 }

@@ -140,9 +140,16 @@ func TestNodeQueuesSettingBadInput(t *testing.T) {
 	dir := t.TempDir()
 	base := "id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n"
 	for text, want := range map[string]string{
-		base + "data_dir: d\nqueues: r3\n":                                                     `queues: "r3": want replicated`,
-		base + "lock: ricart-agrawala\ngroup: total-sequencer\nqueues: replicated\n":           "queues: replicated: the queues are replicated on the log of lock: raft",
-		base + "data_dir: d\nqueues: replicated\nrelays: [{source: a, to: [x:1], queue: q}]\n": "relays: relays forward per-node queues: choose queues: local",
+		base + "data_dir: d\nqueues: r3\n":                                           `queues: "r3": want replicated`,
+		base + "lock: ricart-agrawala\ngroup: total-sequencer\nqueues: replicated\n": "queues: replicated: the queues are replicated on the log of lock: raft",
+		base + "data_dir: d\nqueue_limits: {messages: -1}\n":                         "queue_limits.messages: -1: want a positive number",
+		base + "data_dir: d\nqueue_limits: {bytes: -1}\n":                            "queue_limits.bytes: -1",
+		base + "data_dir: d\nqueue_limits: {queues: -3}\n":                           "queue_limits.queues: -3",
+		base + "data_dir: d\nqueue_limits: {state: -1}\n":                            "queue_limits.state: -1",
+		base + "data_dir: d\nqueue_limits: {state: 67108864}\n":                      "queue_limits: queue limits: state 67108864 bytes (with 1024 queues) makes snapshots of up to",
+		base + "data_dir: d\nqueue_limits: {queues: 1000000}\n":                      "queue_limits: queue limits: queues 1000000: their names alone",
+		base + "data_dir: d\nqueues: local\nqueue_limits: {messages: 5}\n":           "queue_limits.messages: 5: bounds replicated queues",
+		base + "data_dir: d\nqueue_limits: {sate: 5}\n":                              "sate",
 	} {
 		p := filepath.Join(dir, "node.yaml")
 		os.WriteFile(p, []byte(text), 0o644)

@@ -1,0 +1,308 @@
+package liverpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/rpc"
+)
+
+// The HTTP API of a node's endpoint: a client outside the cluster calls
+// a procedure on any member through any node, which makes the call with
+// its own client stub (the semantics chosen per request; at-most-once by
+// default):
+//
+//	POST /v1/rpc/{server}/{proc}[?semantics=maybe|at-least-once|at-most-once]
+//	     body: the packed arguments (JSON), at most MaxPayload bytes
+//	     200: the packed result; 422 {"error"}: the procedure's error;
+//	     503: not run (too many calls under way here, the endpoint closed);
+//	     504: no result — the procedure may have run (timeout, crash, kill)
+//
+// With the header Cohort-Request-Id (1 to 128 of A-Z a-z 0-9 . _ -),
+// the call is at most once per id at this node: a request that repeats an
+// id gets the first one's answer — waiting for it if it still runs —
+// and never runs the procedure again; the call runs on even if its
+// client leaves, so that the repeat can have its result. The ids are
+// this node's (the last HTTPConfig.Requests, within their result bytes):
+// a repeat sent through another node is another call, as a repeat after
+// the id was forgotten is. The node checks the bearer token.
+
+// HTTPConfig bounds the API. Zero fields take the defaults.
+type HTTPConfig struct {
+	// Calls bounds the calls under way through this API at once; beyond,
+	// 503 (default 256).
+	Calls int
+	// Requests bounds the request ids remembered (default 4096), and
+	// ResultBytes the results they keep (default 64 MiB): the oldest
+	// finished are forgotten first.
+	Requests    int
+	ResultBytes int
+	// CallTimeout bounds a call made under a request id, which outlives
+	// its request (default 1 minute).
+	CallTimeout time.Duration
+}
+
+// apiCall is a call under a request id: done closes when it ends.
+type apiCall struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+type httpAPI struct {
+	e     *Endpoint
+	cfg   HTTPConfig
+	calls chan struct{}
+
+	mu    sync.Mutex
+	ids   map[string]*apiCall
+	order []string // ids, oldest first
+	bytes int
+}
+
+// HTTPHandler serves e's procedures over HTTP (see above).
+func HTTPHandler(e *Endpoint, c HTTPConfig) http.Handler {
+	if c.Calls <= 0 {
+		c.Calls = 256
+	}
+	if c.Requests <= 0 {
+		c.Requests = 4096
+	}
+	if c.ResultBytes <= 0 {
+		c.ResultBytes = 64 << 20
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = time.Minute
+	}
+	a := &httpAPI{e: e, cfg: c, calls: make(chan struct{}, c.Calls), ids: map[string]*apiCall{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/rpc/{server}/{proc}", a.serve)
+	return mux
+}
+
+var semantics = map[string]rpc.Semantics{"maybe": rpc.Maybe, "at-least-once": rpc.AtLeastOnce, "at-most-once": rpc.AtMostOnce}
+
+func (a *httpAPI) serve(w http.ResponseWriter, r *http.Request) {
+	sv := r.PathValue("server")
+	server, err := strconv.Atoi(sv)
+	if err != nil || server < 0 || server >= a.e.node.N() {
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("server %q: want a member's id, 0 to %d", sv, a.e.node.N()-1))
+		return
+	}
+	name := r.PathValue("proc")
+	if err := httpapi.ValidName("procedure", name); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sem := rpc.AtMostOnce
+	if v := r.URL.Query().Get("semantics"); v != "" {
+		s, ok := semantics[v]
+		if !ok {
+			httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("semantics %q: want maybe, at-least-once or at-most-once", v))
+			return
+		}
+		sem = s
+	}
+	id := r.Header.Get("Cohort-Request-Id")
+	if id != "" {
+		if err := httpapi.ValidName("Cohort-Request-Id", id); err != nil {
+			httpapi.Fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	args, err := io.ReadAll(io.LimitReader(r.Body, MaxPayload+1))
+	if err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(args) > MaxPayload {
+		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("arguments of more than %d bytes", MaxPayload))
+		return
+	}
+	invoke := func(ctx context.Context) ([]byte, error) {
+		return a.e.Invoke(ctx, proc.ID(server), name, args, Options{Sem: sem})
+	}
+	if id == "" {
+		if !a.take() {
+			httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf("%d calls under way through this node, the most it takes", a.cfg.Calls))
+			return
+		}
+		data, err := invoke(r.Context())
+		<-a.calls
+		if r.Context().Err() != nil {
+			return // the client left
+		}
+		answer(w, data, err)
+		return
+	}
+	c, first, full := a.call(id)
+	if full {
+		httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf("%d calls under way through this node, the most it takes", a.cfg.Calls))
+		return
+	}
+	if first {
+		go func() {
+			ctx, cancel := context.WithTimeout(a.e.base, a.cfg.CallTimeout)
+			data, err := invoke(ctx)
+			cancel()
+			<-a.calls
+			a.finish(id, c, data, err)
+		}()
+	}
+	select {
+	case <-c.done:
+		answer(w, c.data, c.err)
+	case <-r.Context().Done():
+	}
+}
+
+// take reserves a call under way, if there is room.
+func (a *httpAPI) take() bool {
+	select {
+	case a.calls <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// call returns the call under request id: an earlier one, or a new one
+// (first) with a slot reserved — unless none is free (full).
+func (a *httpAPI) call(id string) (c *apiCall, first, full bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.ids[id]; c != nil {
+		return c, false, false
+	}
+	if !a.take() {
+		return nil, false, true
+	}
+	c = &apiCall{done: make(chan struct{})}
+	a.ids[id] = c
+	a.order = append(a.order, id)
+	a.forget()
+	return c, true, false
+}
+
+// finish records a call's outcome and wakes its waiters.
+func (a *httpAPI) finish(id string, c *apiCall, data []byte, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c.data, c.err = data, err
+	close(c.done)
+	if a.ids[id] == c {
+		a.bytes += len(data)
+	}
+	a.forget()
+}
+
+// forget drops the oldest finished ids beyond the bounds. The caller
+// holds mu.
+func (a *httpAPI) forget() {
+	for i := 0; i < len(a.order) && (len(a.order) > a.cfg.Requests || a.bytes > a.cfg.ResultBytes); {
+		c := a.ids[a.order[i]]
+		select {
+		case <-c.done:
+			a.bytes -= len(c.data)
+			delete(a.ids, a.order[i])
+			a.order = append(a.order[:i], a.order[i+1:]...)
+		default:
+			i++ // under way: kept
+		}
+	}
+}
+
+func answer(w http.ResponseWriter, data []byte, err error) {
+	var re *RemoteError
+	switch {
+	case err == nil:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(data)
+	case errors.As(err, &re):
+		httpapi.Fail(w, http.StatusUnprocessableEntity, re.Error())
+	case errors.Is(err, ErrClosed):
+		httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+	default: // a timeout, a crash, a kill: the procedure may have run
+		httpapi.Fail(w, http.StatusGatewayTimeout, err.Error()+" (the procedure may have run)")
+	}
+}
+
+// Client calls procedures over a node's HTTP API (HTTPHandler), from
+// outside the cluster.
+type Client struct {
+	Endpoint string // a node's API: host:port or a URL
+	Token    string
+	HTTP     *http.Client // nil: http.DefaultClient
+}
+
+// Call calls procedure name at member server with packed arguments and
+// returns its packed result. With a request id (1 to 128 of A-Z a-z 0-9
+// . _ -) a call that got no answer — the connection broke — is sent
+// again, with the same id, to the same node, until ctx ends: the node
+// runs it at most once and answers the repeat with the first's result.
+// Without one, the call is sent once. A procedure's error is a
+// *RemoteError; after an error that is not, the procedure may have run.
+func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID string, args []byte) ([]byte, error) {
+	base, err := httpapi.BaseURL(c.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if requestID != "" {
+		if err := httpapi.ValidName("Cohort-Request-Id", requestID); err != nil {
+			return nil, err
+		}
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	u := fmt.Sprintf("%s/v1/rpc/%d/%s", base, server, url.PathEscape(name))
+	wait := 10 * time.Millisecond
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(args))
+		if err != nil {
+			return nil, err
+		}
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
+		if requestID != "" {
+			req.Header.Set("Cohort-Request-Id", requestID)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			defer resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return io.ReadAll(io.LimitReader(resp.Body, MaxPayload+1))
+			}
+			msg := httpapi.ErrorMessage(resp.Body)
+			if resp.StatusCode == http.StatusUnprocessableEntity {
+				return nil, &RemoteError{Proc: name, Msg: strings.TrimPrefix(msg, name+": ")}
+			}
+			return nil, fmt.Errorf("%s: HTTP %d: %s", c.Endpoint, resp.StatusCode, msg)
+		}
+		if requestID == "" || ctx.Err() != nil {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}

@@ -1,0 +1,236 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+)
+
+// Transactions over the API: the transactional queues of the
+// message-queuing model (a get and the puts it causes commit together or
+// not at all; Tanenbaum and van Steen, §4.3.2), for a consumer that got
+// its messages first (GET) and then acks them and puts their results in
+// one request:
+//
+//	POST /v1/queues:tx   {"acks":[{"queue","id","lease"}], "puts":[{"queue","body"}],
+//	                      "origin":"...", "seq":N}
+//	                     200 {"ids":[...]} once the whole is durable; 404 (an ack's
+//	                     message is not held, or no longer under its lease), 507 (a
+//	                     queue full), 413 (too big): nothing of it applied
+//
+// The path is not under /v1/queues/ because every name there is a
+// queue's. origin and seq, optional, number the transaction as a relay's
+// puts are numbered: a replicated queue applies it once, and a client
+// that resends it (through any node) gets {"duplicate":true}.
+
+// TxAck is a message a transaction acks: Lease, if set (a replicated
+// queue's Message.Lease), makes the transaction apply only while the
+// message is still under it.
+type TxAck struct {
+	Queue string `json:"queue"`
+	ID    uint64 `json:"id"`
+	Lease uint64 `json:"lease,omitempty"`
+}
+
+// TxPut is a put of a transaction.
+type TxPut struct {
+	Queue string `json:"queue"`
+	Body  []byte `json:"body"` // base64 in JSON
+}
+
+// TxRequest is the body of POST /v1/queues:tx.
+type TxRequest struct {
+	Acks   []TxAck `json:"acks,omitempty"`
+	Puts   []TxPut `json:"puts,omitempty"`
+	Origin string  `json:"origin,omitempty"`
+	Seq    uint64  `json:"seq,omitempty"`
+}
+
+// TxReply answers a transaction: the ids of its puts, in order, or
+// Duplicate — it was applied before, under the same origin and seq.
+type TxReply struct {
+	IDs       []uint64 `json:"ids"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+}
+
+// Bounds of a transaction: its acks and puts together, and the request
+// (bodies in base64).
+const (
+	MaxTxOps   = MaxCount
+	maxTxBytes = 2 * MaxMessage
+)
+
+// ErrInvalid is the class of requests with a bad value (other than a
+// name: ErrName), answered 400.
+var ErrInvalid = errors.New("invalid request")
+
+type inputError string
+
+func (e inputError) Error() string        { return string(e) }
+func (e inputError) Is(target error) bool { return target == ErrInvalid }
+
+// invalid is an ErrInvalid that reads as its message alone.
+func invalid(format string, args ...any) error { return inputError(fmt.Sprintf(format, args...)) }
+
+// checkTx checks a transaction's names and sizes, naming the bad one;
+// maxBodies bounds its puts' bodies together.
+func checkTx(acks []TxAck, puts []TxPut, maxBodies int) error {
+	if n := len(acks) + len(puts); n == 0 || n > MaxTxOps {
+		return invalid("transaction of %d acks and puts: want 1 to %d", n, MaxTxOps)
+	}
+	type ref struct {
+		queue string
+		id    uint64
+	}
+	seen := make(map[ref]bool, len(acks))
+	for i, a := range acks {
+		if err := ValidName(a.Queue); err != nil {
+			return fmt.Errorf("acks[%d]: %w", i, err)
+		}
+		if a.ID == 0 {
+			return invalid("acks[%d]: id 0: want a message id", i)
+		}
+		if seen[ref{a.Queue, a.ID}] {
+			return invalid("acks[%d]: message %d of queue %s is acked twice", i, a.ID, a.Queue)
+		}
+		seen[ref{a.Queue, a.ID}] = true
+	}
+	size := 0
+	for i, p := range puts {
+		if err := ValidName(p.Queue); err != nil {
+			return fmt.Errorf("puts[%d]: %w", i, err)
+		}
+		if size += len(p.Body); size > maxBodies {
+			return fmt.Errorf("%w: puts[%d]: the bodies come to more than %d bytes, the most a transaction here puts", ErrTooBig, i, maxBodies)
+		}
+	}
+	return nil
+}
+
+// Transact acks the messages acks and puts the messages puts as one
+// record of the log: all of it is durable, or none. An ack whose message
+// the queue does not hold (acknowledged already, or never) refuses the
+// whole with ErrNoMessage; a full queue, with ErrFull. Leases are not
+// checked (as Ack): a per-node queue's messages carry none. ctx is not
+// used: the record is on its way once Transact is called.
+func (m *Manager) Transact(_ context.Context, acks []TxAck, puts []TxPut) ([]uint64, error) {
+	if err := checkTx(acks, puts, MaxMessage); err != nil {
+		return nil, err
+	}
+	tx := &Tx{m: m, anyLease: true}
+	m.mu.Lock()
+	for _, a := range acks {
+		q := m.queues[a.Queue]
+		var e *entry
+		if q != nil {
+			e = q.all[a.ID]
+		}
+		if e == nil || e.state == acking {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: transaction: queue %s holds no message %d (acknowledged already?)", ErrNoMessage, a.Queue, a.ID)
+		}
+		tx.gets = append(tx.gets, got{q: q, e: e, lease: e.lease})
+	}
+	m.mu.Unlock()
+	for _, p := range puts {
+		body := p.Body
+		if body == nil {
+			body = []byte{}
+		}
+		tx.put(p.Queue, body, "", 0)
+	}
+	ids, err := tx.commit()
+	if err != nil {
+		return nil, fmt.Errorf("transaction: %w", err)
+	}
+	return ids, nil
+}
+
+// transactor is a backend that takes transactions; numbered is one that
+// also takes them numbered by their client.
+type (
+	transactor interface {
+		Transact(ctx context.Context, acks []TxAck, puts []TxPut) ([]uint64, error)
+	}
+	numbered interface {
+		TransactFrom(ctx context.Context, origin string, seq uint64, acks []TxAck, puts []TxPut) ([]uint64, bool, error)
+	}
+)
+
+// serveTx serves POST /v1/queues:tx.
+func serveTx(m Backend, w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxTxBytes+1))
+	if err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, "transaction: "+err.Error())
+		return
+	}
+	if len(b) > maxTxBytes {
+		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("transaction: a request of more than %d bytes", maxTxBytes))
+		return
+	}
+	var req TxRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, `transaction: want {"acks":[{"queue","id","lease"}],"puts":[{"queue","body"}]}: `+err.Error())
+		return
+	}
+	tm, ok := m.(transactor)
+	if !ok {
+		httpapi.Fail(w, http.StatusNotImplemented, "transaction: these queues take none")
+		return
+	}
+	var ids []uint64
+	var dup bool
+	switch {
+	case req.Origin == "" && req.Seq != 0:
+		err = invalid("transaction: seq %d without an origin", req.Seq)
+	case req.Origin != "":
+		nm, ok := m.(numbered)
+		if !ok {
+			httpapi.Fail(w, http.StatusNotImplemented, fmt.Sprintf("transaction: origin %q: a node's own queues take no numbered transactions (replicated queues do)", httpapi.Clip(req.Origin)))
+			return
+		}
+		ids, dup, err = nm.TransactFrom(r.Context(), req.Origin, req.Seq, req.Acks, req.Puts)
+	default:
+		ids, err = tm.Transact(r.Context(), req.Acks, req.Puts)
+	}
+	if err != nil {
+		if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+			return // the client left
+		}
+		fail(w, err)
+		return
+	}
+	if ids == nil {
+		ids = []uint64{}
+	}
+	httpapi.Reply(w, http.StatusOK, TxReply{IDs: ids, Duplicate: dup})
+}
+
+// Transact sends a transaction to the first node that answers: its acks
+// and puts are applied together or not at all. Resending a numbered one
+// (Origin, Seq) after an error is safe on replicated queues.
+func (c *Client) Transact(ctx context.Context, req TxRequest) (TxReply, error) {
+	if err := checkTx(req.Acks, req.Puts, MaxMessage); err != nil {
+		return TxReply{}, err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return TxReply{}, err
+	}
+	if len(b) > maxTxBytes {
+		return TxReply{}, fmt.Errorf("%w: a transaction of %d bytes in JSON, the most is %d", ErrTooBig, len(b), maxTxBytes)
+	}
+	var reply TxReply
+	err = c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, http.MethodPost, base+"/v1/queues:tx", b, &reply)
+	})
+	return reply, err
+}
