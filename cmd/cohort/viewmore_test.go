@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/viewer"
 )
@@ -257,8 +259,8 @@ func TestViewerDrawsWaitForCycles(t *testing.T) {
 	}
 	openPage(t, ctx, "view", tracePath)
 	type cycle struct {
-		At       int
-		Text, By string
+		At            int
+		Text, By, Src string
 	}
 	got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
 	if len(got) != len(want) {
@@ -283,14 +285,14 @@ func TestViewerDrawsWaitForCycles(t *testing.T) {
 	}
 	screenshot(t, ctx, "viewer-cycle.png")
 
-	// Basic Maekawa deadlocks; ME2's verdict names the cycle.
+	// Basic Maekawa deadlocks; ME2's verdict gives the cycle's edges.
 	if code, _, errs := cli(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--trace", filepath.Join(dir, "mk.jsonl")); code != 0 {
 		t.Fatalf("sim maekawa: exit %d: %s", code, errs)
 	}
 	openPage(t, ctx, "view", filepath.Join(dir, "mk.jsonl"))
 	got = eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
-	if len(got) != 1 || got[0].By != "ME2" || got[0].Text != "p0 → p1, p1 → p0" {
-		t.Errorf("Maekawa's cycles: %+v; want ME2's p0 → p1, p1 → p0", got)
+	if len(got) != 1 || got[0].By != "ME2" || got[0].Text != "p0 → p1 → p0" || got[0].Src != "edges" {
+		t.Errorf("Maekawa's cycles: %+v; want ME2's p0 → p1 → p0, from its edges", got)
 	}
 	if s := eval[struct{ CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`); s.CycleEdges != 2 {
 		t.Errorf("Maekawa's cycle: %d edges drawn, want 2", s.CycleEdges)
@@ -497,4 +499,70 @@ func TestClockPlotMarksPrecisionAndAccuracy(t *testing.T) {
 		t.Errorf("mark lines at y=%v, zero at %v: want +α above and −α below, as far", ys, zero)
 	}
 	screenshot(t, ctx, "clock-plot.png")
+}
+
+// The viewer draws a checker's wait-for cycle from the verdict's edges,
+// not from its text: a report whose ME2 edges say p2 ⇄ p3 while its text
+// still says p0 ⇄ p1 is drawn as p2 ⇄ p3, at the latest event of the
+// edges; the same report without edges falls back on the text.
+func TestViewerDrawsCycleFromVerdictEdges(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "mk.jsonl")
+	code, out, errs := cli(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--trace", tracePath, "--json")
+	if code > 1 {
+		t.Fatalf("sim maekawa: exit %d: %s", code, errs)
+	}
+	var r lab.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME2" })
+	if k < 0 || r.Checks[k].OK || len(r.Checks[k].Edges) != 2 {
+		t.Fatalf("the report's ME2: %+v; want a deadlock with two edges", r.Checks)
+	}
+	me2 := &r.Checks[k]
+	if e := me2.Edges; e[0].From != 0 || e[0].To != 1 || e[1].From != 1 || e[1].To != 0 || !strings.Contains(me2.Detail, "p0 waits for p1") {
+		t.Fatalf("ME2: %+v, %q; want the cycle p0 → p1 → p0 in its edges and its text", e, me2.Detail)
+	}
+	// Edges that say otherwise than the text: p2 waits for p3, shown by
+	// an event of p2's, and p3 for p2, by one of p3's.
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at2 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 2 })
+	at3 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 3 })
+	me2.Edges = []check.Edge{{From: 2, To: 3, At: at2}, {From: 3, To: 2, At: at3}}
+	report := func(name string) string {
+		b, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	openPage(t, ctx, "view", tracePath, "--report", report("edges.json"))
+	type cycle struct {
+		At            int
+		Text, By, Src string
+	}
+	got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
+	if want := (cycle{max(at2, at3), "p2 → p3 → p2", "ME2", "edges"}); len(got) != 1 || got[0] != want {
+		t.Fatalf("cycles %+v, want [%+v]", got, want)
+	}
+	s := eval[struct{ Cur, CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`)
+	if s.Cur != max(at2, at3) || s.CycleEdges != 2 {
+		t.Errorf("showing the cycle: %+v; want #%d current and 2 edges drawn", s, max(at2, at3))
+	}
+	screenshot(t, ctx, "viewer-cycle-edges.png")
+
+	me2.Edges = nil
+	openPage(t, ctx, "view", tracePath, "--report", report("text.json"))
+	if got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`); len(got) != 1 || got[0].Src != "detail" || got[0].Text != "p0 → p1, p1 → p0" {
+		t.Errorf("without edges: cycles %+v; want p0 → p1, p1 → p0 read from the text", got)
+	}
 }
