@@ -566,3 +566,59 @@ func TestViewerDrawsCycleFromVerdictEdges(t *testing.T) {
 		t.Errorf("without edges: cycles %+v; want p0 → p1, p1 → p0 read from the text", got)
 	}
 }
+
+// cohort sim position --view serves charts of the runs, which have no
+// trace: GPS's position error against the timestamps' error beside
+// c·σ·PDOP on a log scale, GNP's error, and Vivaldi's error by round —
+// the same run as without --view, its figures measured at more rounds.
+func TestSimPositionView(t *testing.T) {
+	ctx := browser(t)
+	code, out, errs := cli(t, "sim", "position", "--algo", "vivaldi", "--nodes", "200", "--seed", "1", "--json")
+	if code != 0 {
+		t.Fatalf("sim position: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		ByRound []struct {
+			Round          int     `json:"round"`
+			MedianRelError float64 `json:"median_rel_error"`
+		} `json:"by_round"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.ByRound) != 4 {
+		t.Fatalf("vivaldi's report %q: %v", out, err)
+	}
+	url, interrupt := serveCLI(t, "sim", "position", "--nodes", "200", "--seed", "1", "--view")
+	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("charts")))
+	s := eval[struct{ Charts, Series, Measured, Theory int }](t, ctx, `window.cohortCharts.stats()`)
+	// gps: 4 noise levels, measured and theory; gnp: median and p90; vivaldi:
+	// both at 10 rounds.
+	if s.Charts != 3 || s.Measured != 4+2+20 || s.Theory != 4 {
+		t.Errorf("charts %+v; want 3 charts, 26 measured points, 4 theory points", s)
+	}
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll(".chart text.x-label")].map((e) => e.textContent)`)
+	if want := []string{"timestamp error σ (ns) · log scale", "hosts", "round (one sample per node)"}; !slices.Equal(labels, want) {
+		t.Errorf("x axes %q, want %q", labels, want)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.chart[data-metric^="vivaldi"] circle.measured-pt').length`); n != 20 {
+		t.Errorf("vivaldi's chart has %d dots, want 20", n)
+	}
+	// The page's figures at rounds 1, 10, 100 and 1000 are the report's.
+	type row struct {
+		Algo     string
+		X        float64
+		Measured float64
+	}
+	rows := eval[[]row](t, ctx, `JSON.parse(document.getElementById("cohort-data").textContent).rows`)
+	for _, b := range rep.ByRound {
+		k := slices.IndexFunc(rows, func(r row) bool { return r.Algo == "vivaldi median" && r.X == float64(b.Round) })
+		if k < 0 || rows[k].Measured != b.MedianRelError {
+			t.Errorf("round %d: the page charts %+v, the report says %v", b.Round, rows[k:min(k+1, len(rows))], b.MedianRelError)
+		}
+	}
+	if first, last := rep.ByRound[0].MedianRelError, rep.ByRound[3].MedianRelError; !(last < first) {
+		t.Errorf("vivaldi's error went from %v to %v: the chart would show no convergence", first, last)
+	}
+	screenshot(t, ctx, "position-charts.png")
+	if code := interrupt(); code != 0 {
+		t.Errorf("sim position --view exited %d after Ctrl-C", code)
+	}
+}
