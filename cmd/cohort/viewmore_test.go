@@ -622,3 +622,67 @@ func TestSimPositionView(t *testing.T) {
 		t.Errorf("sim position --view exited %d after Ctrl-C", code)
 	}
 }
+
+// docs/viewer.png, the README's picture of the viewer: Ricart–Agrawala
+// with JUST-RELEASED (the run of viewRunArgs, its states recorded) open on
+// its ME3 counterexample, at the entry that breaks the order, with that
+// process's state in the panel. COHORT_UPDATE_DOCS=1 writes it into
+// docs/; otherwise it is a test artefact.
+func TestDocsViewerPicture(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, reportPath := filepath.Join(dir, "ra.jsonl"), filepath.Join(dir, "ra.json")
+	code, out, errs := cli(t, append(slices.Clone(viewRunArgs), "--states", "--trace", tracePath, "--json")...)
+	if code != 0 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	if err := os.WriteFile(reportPath, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r lab.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME3" })
+	if k < 0 || r.Checks[k].OK || len(r.Checks[k].Events) == 0 {
+		t.Fatalf("no ME3 violation in the run: %+v", r.Checks)
+	}
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first entry the counterexample cites: the one out of order.
+	entry := -1
+	for _, i := range r.Checks[k].Events {
+		if e := tr.Events[i]; entry < 0 && e.Kind == trace.Output && e.Type == "enter" {
+			entry = i
+		}
+	}
+	if entry < 0 {
+		t.Fatalf("ME3's counterexample %v cites no entry", r.Checks[k].Events)
+	}
+	page := filepath.Join(dir, "ra.html")
+	if code, _, errs := cli(t, "view", tracePath, "--report", reportPath, "--title", "mutex/ricart-agrawala-jr — 4 nodes, seed 11", "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.EmulateViewport(1400, 700), chromedp.Navigate("file://"+page+"#check=ME3"), chromedp.WaitVisible(chromedp.ID("canvas")))
+	eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(entry)+`)`)
+	if s := stats(t, ctx); s.Cur != entry || s.Marked != len(r.Checks[k].Events) {
+		t.Errorf("at #%d with %d events marked; want #%d, and ME3's %d", s.Cur, s.Marked, entry, len(r.Checks[k].Events))
+	}
+	if got := text(t, ctx, "#state"); !strings.Contains(got, "stateHELD") || !strings.Contains(got, "deferred") {
+		t.Errorf("the state panel at ME3's entry shows %q; want HELD and its deferred requests", got)
+	}
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := artefact(t, "viewer.png")
+	if os.Getenv("COHORT_UPDATE_DOCS") == "1" {
+		shot = filepath.Join("..", "..", "docs", "viewer.png")
+	}
+	if err := os.WriteFile(shot, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("picture: %s", shot)
+}
