@@ -58,6 +58,21 @@ type Result struct {
 	// Events are the indexes of the trace events that make up the
 	// counterexample, in trace order.
 	Events []int `json:"events,omitempty"`
+	// Edges, for a deadlock, are the edges of its wait-for cycle (in
+	// cycle order), or of the strongly connected component of the
+	// wait-for graph it lies in, each with the event that shows it: for
+	// the viewer to draw, where Detail says the same for a person. nil
+	// for every other verdict.
+	Edges []Edge `json:"edges,omitempty"`
+}
+
+// Edge is an edge of a wait-for graph: process From waits for process To
+// (for its reply, its vote, a resource it holds), as the trace's event At
+// (an index) shows.
+type Edge struct {
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	At   int   `json:"at"`
 }
 
 // OK reports whether the property held.
@@ -258,7 +273,7 @@ func verdict(fs []finding) Result {
 	if len(fs) == 0 {
 		return Result{Status: OK}
 	}
-	f := slices.MinFunc(fs, func(a, b finding) int { return slices.Max(a.events) - slices.Max(b.events) })
+	f := fs[first(fs)]
 	events := slices.Clone(f.events)
 	slices.Sort(events)
 	detail := f.detail
@@ -266,6 +281,18 @@ func verdict(fs []finding) Result {
 		detail += fmt.Sprintf(" (and %d more)", len(fs)-1)
 	}
 	return Result{Status: Violated, Detail: detail, Events: slices.Compact(events)}
+}
+
+// first is the index of the finding verdict reports: the one completed
+// earliest in the trace (the first of those, at a tie).
+func first(fs []finding) int {
+	k := 0
+	for i, f := range fs {
+		if slices.Max(f.events) < slices.Max(fs[k].events) {
+			k = i
+		}
+	}
+	return k
 }
 
 // unknown is the Result for a trace a checker cannot read.

@@ -210,8 +210,10 @@ type DeadlockRun struct {
 	// longest message delays per process; -1 if the trace states no wait.
 	Bound int64
 	// Late are the violations of the bound: a process on a cycle longer
-	// than Bound with no declaration in its component.
-	Late []finding
+	// than Bound with no declaration in its component; LateEdges[i] are
+	// the edges of Late[i]'s component.
+	Late      []finding
+	LateEdges [][]Edge
 	// Open is set if the trace ends with a process on a cycle for less
 	// than Bound, undeclared: the trace cannot tell.
 	Open string
@@ -304,6 +306,7 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 						p, trace.FormatNS(since[p]), describeComponent(g.adjacency(), comp, p), trace.FormatNS(r.Bound)),
 					events: []int{joined[p]},
 				})
+				r.LateEdges = append(r.LateEdges, componentEdges(g.adjacency(), comp, p, joined[p]))
 				reported[p] = true
 			}
 		}
@@ -390,6 +393,24 @@ func describeComponent(adj [][]int32, comp []int, p int) string {
 	return strings.Join(edges, " ")
 }
 
+// componentEdges are the edges within p's component, each shown by the
+// event at, the one that closed the cycle: the structured form of
+// describeComponent.
+func componentEdges(adj [][]int32, comp []int, p, at int) []Edge {
+	var edges []Edge
+	for v, out := range adj {
+		if comp[v] != comp[p] {
+			continue
+		}
+		for _, w := range out {
+			if comp[w] == comp[p] {
+				edges = append(edges, Edge{From: int32(v), To: w, At: at})
+			}
+		}
+	}
+	return edges
+}
+
 // dlLocal is a process's part of the wait-for graph's state after its
 // event idx.
 type dlLocal struct {
@@ -470,6 +491,9 @@ func checkDeadlockDetected(t *trace.Trace) Result {
 		return Result{Status: Unknown, Detail: "no detector output: the trace does not say within what time deadlocks are to be declared"}
 	}
 	if res := verdict(r.Late); !res.OK() || r.Open == "" {
+		if !res.OK() {
+			res.Edges = r.LateEdges[first(r.Late)]
+		}
 		return res
 	}
 	return Result{Status: Unknown, Detail: r.Open}

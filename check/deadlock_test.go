@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,15 @@ func TestDeadlockCheckers(t *testing.T) {
 			}
 			if w == check.Violated && (len(r.Events) == 0 || r.Events[0] != cite) {
 				t.Errorf("%s: %s cites %v, want [%d]", c.name, r.Name, r.Events, cite)
+			}
+			// A late deadlock carries its cycle, p0 ⇄ p1, shown by the event
+			// that closed it; a phantom has none to give.
+			var edges []check.Edge
+			if w == check.Violated && i == 0 {
+				edges = []check.Edge{{From: 0, To: 1, At: cite}, {From: 1, To: 0, At: cite}}
+			}
+			if !slices.Equal(r.Edges, edges) {
+				t.Errorf("%s: %s edges %+v, want %+v", c.name, r.Name, r.Edges, edges)
 			}
 			if w == check.Unknown && !strings.Contains(r.Detail, "before the bound") {
 				t.Errorf("%s: %s", c.name, r)

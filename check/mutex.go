@@ -271,15 +271,18 @@ func (g waitGraph) cycleFrom(p int32) []int32 {
 func deadlock(t *trace.Trace, g waitGraph, cycle []int32, stuck []*request) Result {
 	var steps []string
 	var events []int
+	var edges []Edge
 	for i := 0; i+1 < len(cycle); i++ {
 		u, v := cycle[i], cycle[i+1]
+		at := g.lent[u].at
 		if slices.Contains(g.waiting[u].to, v) {
 			steps = append(steps, fmt.Sprintf("p%d waits for p%d", u, v))
-			events = append(events, g.waiting[u].at)
+			at = g.waiting[u].at
 		} else {
 			steps = append(steps, fmt.Sprintf("p%d's permission is held by p%d", u, v))
-			events = append(events, g.lent[u].at)
 		}
+		events = append(events, at)
+		edges = append(edges, Edge{From: u, To: v, At: at})
 	}
 	for _, r := range stuck {
 		if slices.Contains(cycle, r.node) {
@@ -291,6 +294,7 @@ func deadlock(t *trace.Trace, g waitGraph, cycle []int32, stuck []*request) Resu
 		Status: Violated,
 		Detail: "deadlock: " + strings.Join(steps, ", ") + fmt.Sprintf(" (%d request(s) never granted)", len(stuck)),
 		Events: slices.Compact(events),
+		Edges:  edges,
 	}
 }
 

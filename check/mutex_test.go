@@ -175,6 +175,16 @@ func TestMutexCheckers(t *testing.T) {
 		if !strings.Contains(r.Detail, c.detail) {
 			t.Errorf("%s: detail %q, want it to contain %q", c.name, r.Detail, c.detail)
 		}
+		if c.name == "deadlock" {
+			// The cycle, structured: each edge shown by its waiting or lent
+			// output (the build's events 4, 2, 5, 3).
+			wantEdges := []check.Edge{{From: 0, To: 2, At: want[4]}, {From: 2, To: 1, At: want[2]}, {From: 1, To: 3, At: want[5]}, {From: 3, To: 0, At: want[3]}}
+			if !slices.Equal(r.Edges, wantEdges) {
+				t.Errorf("deadlock: edges %+v, want %+v", r.Edges, wantEdges)
+			}
+		} else if r.Edges != nil {
+			t.Errorf("%s: edges %+v on a verdict that is no deadlock", c.name, r.Edges)
+		}
 		ce := r.Counterexample(&b.Trace)
 		for _, i := range want {
 			if !strings.Contains(ce, b.Trace.Events[i].String()) {

@@ -190,6 +190,8 @@ type Check struct {
 	Guaranteed bool   `json:"guaranteed"`
 	Detail     string `json:"detail"`
 	Events     []int  `json:"events,omitempty"`
+	// Edges are a deadlock's wait-for edges (check.Result.Edges).
+	Edges []check.Edge `json:"edges,omitempty"`
 	// Counterexample is the violating events, one per line.
 	Counterexample string `json:"counterexample,omitempty"`
 }
@@ -416,7 +418,7 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		return nil, nil, fmt.Errorf("algorithm %s: %w", a.Name, err)
 	}
 	for _, c := range results {
-		item := Check{Name: c.Name, OK: c.OK(), Status: c.Status.String(), Detail: c.Detail, Events: c.Events,
+		item := Check{Name: c.Name, OK: c.OK(), Status: c.Status.String(), Detail: c.Detail, Events: c.Events, Edges: c.Edges,
 			Guaranteed: !slices.Contains(a.Breaks, c.Name) && len(r.Outside) == 0}
 		if !c.OK() {
 			item.Counterexample = c.Counterexample(t)

@@ -2,14 +2,17 @@ package live_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/mutex"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/registry"
 	"github.com/cohort-go/cohort/trace"
@@ -215,5 +218,158 @@ func TestNodeMembersFollowTheTransport(t *testing.T) {
 	}
 	if m := n.Members(); len(m) != 3 || m[2] != "127.0.0.1:1" {
 		t.Errorf("members after a join %v", m)
+	}
+}
+
+// runMutex runs Ricart–Agrawala on n live nodes, traced (with the
+// processes' states if states), every node acquiring at once and leaving
+// the section as soon as it enters, until all have left it and every message has
+// arrived; it returns each node's trace.
+func runMutex(t *testing.T, n int, states bool) []*trace.Trace {
+	t.Helper()
+	f, _ := registry.Lookup("mutex")
+	a, err := f.Algorithm("ricart-agrawala")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := transports(t, n, false)
+	bufs := make([]*bytes.Buffer, n)
+	var nodes []*live.Node
+	for i := range n {
+		bufs[i] = &bytes.Buffer{}
+		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: n, Transport: trs[i],
+			Resolve: func(name string) (proc.Algorithm, bool) { return a, name == "lock" },
+			Trace:   bufs[i], TraceFamily: "mutex", TraceAlgo: a.Name, TraceStates: states})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.Start(); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, node)
+	}
+	var services []*live.Service
+	exits := make(chan struct{}, n)
+	for _, node := range nodes {
+		s, err := node.Service("lock", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.OnOutput(func(o proc.Output) {
+			switch o.Kind() {
+			case "enter":
+				go s.Input(mutex.Release{})
+			case "exit":
+				exits <- struct{}{}
+			}
+		})
+		services = append(services, s)
+	}
+	for _, s := range services {
+		if err := s.Input(mutex.Acquire{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-exits:
+		case <-deadline:
+			t.Fatal("not every node entered and left the critical section")
+		}
+	}
+	for {
+		var sent, received int64
+		for _, s := range services {
+			st := s.Stats()
+			sent, received = sent+st.Sent, received+st.Received
+		}
+		if sent == received {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("sent %d messages, %d arrived", sent, received)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	var ts []*trace.Trace
+	for i, node := range nodes {
+		if err := node.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := trace.Read(bufs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	return ts
+}
+
+// With TraceStates a live node records its process's own description of
+// its state in the last event of each step, as the simulator's --states
+// does: Ricart–Agrawala's HELD in the step that enters the section,
+// RELEASED in the step that leaves it, each node's file still in the
+// order of its clocks. Without it, no state is recorded.
+func TestLiveTraceRecordsStates(t *testing.T) {
+	ts := runMutex(t, 3, true)
+	for p, tr := range ts {
+		var seen []string
+		for i, e := range tr.Events {
+			if e.Index != i || i > 0 && e.VC[p] <= tr.Events[i-1].VC[p] {
+				t.Fatalf("p%d: event %d (%s) out of order in its file", p, i, e.String())
+			}
+			if e.State == nil {
+				continue
+			}
+			var d struct{ State string }
+			if err := json.Unmarshal(e.State, &d); err != nil || d.State == "" {
+				t.Fatalf("p%d: event %d: state %s: %v", p, i, e.State, err)
+			}
+			seen = append(seen, d.State)
+			// The state is the step's last: the next event of the node
+			// begins another step (a receipt, a timer or an input).
+			if i+1 < len(tr.Events) {
+				if k := tr.Events[i+1].Kind; k != trace.Recv && k != trace.Timer && k != trace.Input {
+					t.Errorf("p%d: the state at #%d is followed by %s in the same step", p, i, tr.Events[i+1].String())
+				}
+			}
+		}
+		enter := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Kind == trace.Output && e.Type == "enter" })
+		exit := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Kind == trace.Output && e.Type == "exit" })
+		if enter < 0 || exit < 0 {
+			t.Fatalf("p%d: no enter or exit in its trace", p)
+		}
+		stateAt := func(from int) string {
+			for _, e := range tr.Events[from:] {
+				if e.State != nil {
+					var d struct{ State string }
+					json.Unmarshal(e.State, &d)
+					return d.State
+				}
+			}
+			return ""
+		}
+		if got := stateAt(enter); got != "HELD" {
+			t.Errorf("p%d: the step entering the section describes %q, want HELD (states %v)", p, got, seen)
+		}
+		if got := stateAt(exit); got != "RELEASED" {
+			t.Errorf("p%d: the step leaving the section describes %q, want RELEASED (states %v)", p, got, seen)
+		}
+	}
+	merged, err := live.Merge(ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := check.Run(merged, "ME1", "integrity"); err != nil || !res[0].OK() || !res[1].OK() {
+		t.Errorf("the traced run: %v %v", res, err)
+	}
+	for p, tr := range runMutex(t, 3, false) {
+		for _, e := range tr.Events {
+			if e.State != nil {
+				t.Fatalf("p%d: without TraceStates, %s carries a state", p, e.String())
+			}
+		}
 	}
 }

@@ -70,6 +70,15 @@ type Config struct {
 	// TraceService, if set, says which services the trace records (every
 	// one, if nil).
 	TraceService func(service string) bool
+	// TraceStates, with Trace, records each traced service's own
+	// description of its state (proc.Describer) after each step it takes
+	// (its start, and each message, timer and input it handles) in the
+	// step's last event, as the simulator's Config.States does, for the
+	// viewer's state panel. A step's events then reach the trace when the
+	// step ends (and those of other services recorded meanwhile wait for
+	// them): a node killed mid-step loses that step's events. Off,
+	// Describe is never called.
+	TraceStates bool
 	// TraceResume, if set, continues a trace this node wrote before a
 	// restart (see ResumeFrom) instead of starting one.
 	TraceResume *TraceResume
@@ -138,7 +147,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{},
 		closing: make(chan struct{}), kept: map[string][][]byte{}}
 	if cfg.Trace != nil {
-		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume)
+		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume, cfg.TraceStates)
 	}
 	return n, nil
 }

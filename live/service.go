@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,6 +27,7 @@ type Service struct {
 	codec Codec
 	proc  proc.Process
 	tr    *tracer // the node's, if this service is traced
+	step  uint64  // the tracer's step in progress (0: none); the holder of turn's
 	// n is the process's N: the cluster's size, or for an algorithm whose
 	// members join the running cluster (Assumes.Joins) the ID space
 	// (Config.IDs). Messages from IDs at or above it are dropped.
@@ -331,6 +333,7 @@ func (s *Service) stop() {
 // Start.
 func (s *Service) run() {
 	defer s.node.wg.Done()
+	s.beginStep()
 	s.call(func() {
 		if j, ok := s.proc.(proc.Joiner); ok && s.join {
 			j.Join(s.env, s.contact)
@@ -338,6 +341,7 @@ func (s *Service) run() {
 			s.proc.Start(s.env)
 		}
 	})
+	s.endStep()
 	s.handleSelf()
 	s.flush()
 	s.handleSoon()
@@ -424,32 +428,70 @@ func (s *Service) handle1(e event) {
 	switch e.kind {
 	case evMessage:
 		s.received.Add(1)
+		s.beginStep()
 		if tr := s.tr; tr != nil {
-			tr.recv(s.name, e.from, e.id, e.vc, e.msg)
+			tr.recv(s.name, s.step, e.from, e.id, e.vc, e.msg)
 		}
 		s.call(func() { s.proc.Receive(env, e.from, e.msg) })
+		s.endStep()
 	case evTimer:
 		if _, live := s.timers[e.timer]; !live {
 			return // cancelled after it fired
 		}
 		delete(s.timers, e.timer)
+		s.beginStep()
 		if tr := s.tr; tr != nil {
-			tr.record(trace.Timer, func(ev *trace.Event) { ev.Type, ev.Service = fmt.Sprint(e.tag), s.name })
+			tr.record(s.step, trace.Timer, func(ev *trace.Event) { ev.Type, ev.Service = fmt.Sprint(e.tag), s.name })
 		}
 		s.call(func() { s.proc.Timeout(env, e.tag) })
+		s.endStep()
 	case evInput:
+		s.beginStep()
 		if tr := s.tr; tr != nil {
-			tr.record(trace.Input, func(ev *trace.Event) {
+			tr.record(s.step, trace.Input, func(ev *trace.Event) {
 				ev.Type, ev.Label, ev.Data, ev.Service = e.input.Kind(), label(e.input), data(e.input), s.name
 			})
 		}
 		s.call(func() { s.proc.Input(env, e.input) })
+		s.endStep()
 	case evRetry:
 		s.retrying = false
 		s.retryHeld()
 	case evRead:
 		e.read()
 	}
+}
+
+// beginStep opens a step of the process in the trace, if the trace
+// records states (Config.TraceStates); endStep closes it with the
+// process's description of its state. The caller holds turn.
+func (s *Service) beginStep() {
+	if s.tr != nil {
+		s.step = s.tr.beginStep()
+	}
+}
+
+func (s *Service) endStep() {
+	if s.step == 0 {
+		return
+	}
+	var state json.RawMessage
+	select {
+	case <-s.done: // stopped: its state is no longer the algorithm's
+	default:
+		if d, ok := s.proc.(proc.Describer); ok {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						s.node.log.Error("Describe panicked; the step's state is not recorded", "service", s.name, "algo", s.algo.Name, "panic", fmt.Sprint(r))
+					}
+				}()
+				state = data(d.Describe())
+			}()
+		}
+	}
+	s.tr.endStep(s.step, state)
+	s.step = 0
 }
 
 // call runs a handler; a panic is a bug in the algorithm: it is logged with
@@ -491,7 +533,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	var id uint64
 	var vc []uint64
 	if s.tr != nil {
-		id, vc = s.tr.send(s.name, to, m)
+		id, vc = s.tr.send(s.name, s.step, to, m)
 	}
 	if to == n.cfg.Self {
 		s.self = append(s.self, event{kind: evMessage, from: to, msg: m, id: id, vc: vc})
@@ -674,7 +716,7 @@ func (s *Service) flushNow() {
 func (s *Service) output(o proc.Output) {
 	s.outputs.Add(1)
 	if tr := s.tr; tr != nil {
-		tr.record(trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data, e.Service = o.Kind(), label(o), data(o), s.name })
+		tr.record(s.step, trace.Output, func(e *trace.Event) { e.Type, e.Label, e.Data, e.Service = o.Kind(), label(o), data(o), s.name })
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -52,7 +53,22 @@ func pump(nodes []*pumped, q *[]pumpedMsg) int {
 // Ricart–Agrawala lock on a node of a five-node cluster: 4 requests and 4
 // replies through the hosts (encoding, routing, decoding, the handlers,
 // the outputs), with the network taken out. Reported per message.
-func BenchmarkRicartAgrawalaRound(b *testing.B) {
+func BenchmarkRicartAgrawalaRound(b *testing.B) { raRound(b, nil) }
+
+// BenchmarkRicartAgrawalaRoundTraced is the same round with every node
+// tracing (to io.Discard): its events alone, and with the processes'
+// states (Config.TraceStates).
+func BenchmarkRicartAgrawalaRoundTraced(b *testing.B) {
+	for _, states := range []bool{false, true} {
+		b.Run(map[bool]string{false: "events", true: "states"}[states], func(b *testing.B) {
+			raRound(b, func(c *Config) {
+				c.Trace, c.TraceFamily, c.TraceAlgo, c.TraceStates = io.Discard, "mutex", "ricart-agrawala", states
+			})
+		})
+	}
+}
+
+func raRound(b *testing.B, configure func(*Config)) {
 	f, err := registry.Lookup("mutex")
 	if err != nil {
 		b.Fatal(err)
@@ -67,8 +83,12 @@ func BenchmarkRicartAgrawalaRound(b *testing.B) {
 	var svcs []*Service
 	for i := range trs {
 		trs[i] = &pumped{self: proc.ID(i), queue: &queue, nodes: trs}
-		node, err := NewNode(Config{Self: proc.ID(i), N: n, Transport: trs[i],
-			NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }})
+		cfg := Config{Self: proc.ID(i), N: n, Transport: trs[i],
+			NewCodec: func(m []proc.Message) (Codec, error) { return wire.NewCodec(m) }}
+		if configure != nil {
+			configure(&cfg)
+		}
+		node, err := NewNode(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

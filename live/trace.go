@@ -27,6 +27,14 @@ const flagTraced = 1
 // tracer records a node's events in Cohort's JSONL trace format. Its clocks
 // are the node's: one Lamport counter and one vector clock for all the
 // node's services.
+//
+// Recording states (Config.TraceStates), each step of a service — the
+// handling of one message, timer or input, or its start — is opened
+// (beginStep) and closed (endStep) with the process's description of
+// its state, which goes into the step's last event, as the simulator
+// records it. Meanwhile the step's events wait in held, and so does every
+// event recorded after them by the node's other services, so that the
+// file keeps the order in which the events were numbered and stamped.
 type tracer struct {
 	mu      sync.Mutex
 	w       *trace.Writer
@@ -34,10 +42,22 @@ type tracer struct {
 	vc      []uint64
 	index   int
 	nextMsg uint64
+
+	states   bool
+	held     []heldEvent
+	open     map[uint64]bool // the steps begun and not ended
+	lastStep uint64
 }
 
-func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *TraceResume) *tracer {
-	t := &tracer{self: self, vc: make([]uint64, n)}
+// heldEvent is an event waiting for the end of a step: its own (step > 0),
+// or one begun before it.
+type heldEvent struct {
+	e    trace.Event
+	step uint64
+}
+
+func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *TraceResume, states bool) *tracer {
+	t := &tracer{self: self, vc: make([]uint64, n), states: states, open: map[uint64]bool{}}
 	if resume == nil {
 		t.w = trace.NewWriter(w, trace.Header{Nodes: n, Family: family, Algo: algo})
 		return t
@@ -50,8 +70,8 @@ func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *Tr
 	t.index = resume.Next
 	copy(t.vc, resume.VC)
 	t.nextMsg = resume.NextMsg
-	t.record(trace.Crash, func(e *trace.Event) { e.Time = resume.LastTime + 1 })
-	t.record(trace.Recover, nil)
+	t.record(0, trace.Crash, func(e *trace.Event) { e.Time = resume.LastTime + 1 })
+	t.record(0, trace.Recover, nil)
 	return t
 }
 
@@ -94,10 +114,10 @@ func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
 	return r, end, nil
 }
 
-// record writes one event of this node, after fill sets its particulars;
-// the clocks tick first (a receipt merges the sender's clocks first). It
-// returns the event's vector timestamp.
-func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
+// record writes one event of this node, of step (0: of none), after fill
+// sets its particulars; the clocks tick first (a receipt merges the
+// sender's clocks first). It returns the event's vector timestamp.
+func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.vc[t.self]++
@@ -117,6 +137,10 @@ func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	}
 	e.Local, e.Lamport, e.VC = e.Time, sum, slices.Clone(t.vc)
 	t.index++
+	if step != 0 || len(t.held) > 0 {
+		t.held = append(t.held, heldEvent{e, step})
+		return e.VC
+	}
 	t.w.Record(&e)
 	// Every event reaches the file at once: a node may be killed at any
 	// moment, and the trace must then hold all it did.
@@ -124,25 +148,63 @@ func (t *tracer) record(kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	return e.VC
 }
 
+// beginStep opens a step of a service and returns its number, or 0 if
+// the tracer records no states.
+func (t *tracer) beginStep() uint64 {
+	if !t.states {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastStep++
+	t.open[t.lastStep] = true
+	return t.lastStep
+}
+
+// endStep closes step: state (nil: none) goes into the step's last event,
+// and the events no open step holds back are written.
+func (t *tracer) endStep(step uint64, state json.RawMessage) {
+	if step == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for j := len(t.held) - 1; j >= 0 && state != nil; j-- {
+		if h := &t.held[j]; h.step == step && h.e.Kind.IsProcess() {
+			h.e.State = state
+			break
+		}
+	}
+	delete(t.open, step)
+	k := 0
+	for ; k < len(t.held) && !t.open[t.held[k].step]; k++ {
+		t.w.Record(&t.held[k].e)
+	}
+	if k > 0 {
+		t.held = append(t.held[:0], t.held[k:]...)
+		_ = t.w.Flush()
+	}
+}
+
 // send records a send and returns the message's id and the vector clock
 // the message carries.
-func (t *tracer) send(service string, to proc.ID, m proc.Message) (uint64, []uint64) {
+func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (uint64, []uint64) {
 	t.mu.Lock()
 	t.nextMsg++
 	// Ids are unique in the cluster: the sender in the high bits.
 	id := uint64(t.self)<<40 | t.nextMsg
 	t.mu.Unlock()
-	vc := t.record(trace.Send, func(e *trace.Event) {
+	vc := t.record(step, trace.Send, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(to), m.Kind(), label(m), service
 	})
 	return id, vc
 }
 
-func (t *tracer) recv(service string, from proc.ID, id uint64, vc []uint64, m proc.Message) {
+func (t *tracer) recv(service string, step uint64, from proc.ID, id uint64, vc []uint64, m proc.Message) {
 	t.mu.Lock()
 	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))]) // a longer vector from a peer is cut to this cluster's size
 	t.mu.Unlock()
-	t.record(trace.Recv, func(e *trace.Event) {
+	t.record(step, trace.Recv, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(from), m.Kind(), label(m), service
 	})
 }

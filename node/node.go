@@ -60,7 +60,10 @@ type Config struct {
 	Trace                  io.Writer
 	TraceFamily, TraceAlgo string
 	TraceResume            *live.TraceResume
-	Logger                 *slog.Logger
+	// TraceStates records with the events each process's description of
+	// its state (live.Config.TraceStates), for the viewer's state panel.
+	TraceStates bool
+	Logger      *slog.Logger
 	// DataDir is where services keep their stable storage (see
 	// live.Config) and the per-node message queues their log
 	// (DataDir/queues); "" keeps both in memory (every per-node queue
@@ -258,6 +261,7 @@ func New(cfg Config) (*Node, error) {
 			return proc.Algorithm{}, false
 		},
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
+		TraceStates:  cfg.TraceStates,
 		TraceService: traced,
 		DataDir:      cfg.DataDir,
 		MaxServices:  cfg.MaxServices,

@@ -28,6 +28,14 @@ type ChartRow struct {
 	Measured *float64 `json:"measured"`
 	Theory   *float64 `json:"theory"`
 	Note     string   `json:"note,omitempty"`
+	// X, if set, is where the figure goes across instead of Nodes (a
+	// round, a noise level), and XLabel names that axis ("processes" if
+	// empty); the values are spaced evenly, in order, whatever they are.
+	X      *float64 `json:"x,omitempty"`
+	XLabel string   `json:"x_label,omitempty"`
+	// LogY draws the figure's chart on a logarithmic scale (for figures
+	// that span decades; every one of the chart's figures must be > 0).
+	LogY bool `json:"log_y,omitempty"`
 }
 
 //go:embed assets/charts.js

@@ -4,8 +4,12 @@
 // message type, steps through its events (showing, where the run recorded
 // them, each process's own description of its state: proc.Describer,
 // cohort sim --states), highlights an event's causal
-// past and future, and lists the checkers' results with each violation's
-// counterexample marked.
+// past and future, lists the checkers' results with each violation's
+// counterexample marked, and draws each deadlock's wait-for cycle: one a
+// process declared, or one a checker found (its verdict's Edges). A
+// live node records the states too (live.Config.TraceStates). Charts
+// draws figures rather than a run: cohort compare's, and the position
+// family's.
 //
 // The page is self-contained: its script and style are embedded in the
 // binary (go:embed) and inlined, and the trace, the checker results and

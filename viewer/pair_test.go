@@ -15,7 +15,7 @@ func TestPairMergesTwoRuns(t *testing.T) {
 		b.Events[i].Time += 5 // 5, 15, 35, 45 against a's 0, 10, 30, 40
 	}
 	p, err := Pair(&Page{Trace: a, Checks: []Check{{Name: "ME1", Status: "violated", Events: []int{1, 2}}}},
-		&Page{Title: "after", Trace: b, Checks: []Check{{Name: "ME1", Status: "violated", Events: []int{2, 3}}},
+		&Page{Title: "after", Trace: b, Checks: []Check{{Name: "ME1", Status: "violated", Events: []int{2, 3}, Edges: []Edge{{From: 0, To: 1, At: 2}}}},
 			Shades: []trace.Shade{{Kind: "pause", Nodes: []int32{1}, From: 1, To: 2}, {Kind: "partition", From: 3, To: 4}}})
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +50,14 @@ func TestPairMergesTwoRuns(t *testing.T) {
 				t.Errorf("%s: event %d is %v, was %v", c.Name, i, got.String(), was.String())
 			}
 		}
+	}
+	// b's wait-for edge p0 → p1 at its event 2 is p2 → p3 at that event's
+	// new place.
+	if e := p.Checks[1].Edges; len(e) != 1 || e[0].From != 2 || e[0].To != 3 || tr.Events[e[0].At].Time != b.Events[2].Time || tr.Events[e[0].At].Node != 3 {
+		t.Errorf("B's edges %+v", e)
+	}
+	if p.Checks[0].Edges != nil {
+		t.Errorf("A's check gained edges %+v", p.Checks[0].Edges)
 	}
 	if len(p.Shades) != 2 || p.Shades[0].Nodes[0] != 3 || len(p.Shades[1].Nodes) != 2 || p.Shades[1].Nodes[0] != 2 {
 		t.Errorf("shades %+v: want b's moved to its processes, a whole-run one on b's only", p.Shades)

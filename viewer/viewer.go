@@ -54,6 +54,18 @@ type Check struct {
 	Promised bool   `json:"promised"`
 	Detail   string `json:"detail,omitempty"`
 	Events   []int  `json:"events,omitempty"` // the counterexample (trace indices)
+	// Edges, for a deadlock, are its wait-for cycle's edges
+	// (check.Result.Edges): the viewer draws them at the latest event
+	// that shows one. Without them it reads the cycle from Detail.
+	Edges []Edge `json:"edges,omitempty"`
+}
+
+// Edge is an edge of a wait-for graph: process From waits for process To,
+// as the event At (a trace index) shows.
+type Edge struct {
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	At   int   `json:"at"`
 }
 
 // data is the JSON embedded in the page (read by viewer.js as DATA),
@@ -257,6 +269,16 @@ func Pair(a, b *Page) (*Page, error) {
 				}
 			}
 			c.Events = evs
+			edges := make([]Edge, 0, len(c.Edges))
+			for _, e := range c.Edges {
+				if e.At >= 0 && e.At < len(side.index) {
+					edges = append(edges, Edge{From: e.From + side.off, To: e.To + side.off, At: side.index[e.At]})
+				}
+			}
+			if len(edges) == 0 {
+				edges = nil
+			}
+			c.Edges = edges
 			page.Checks = append(page.Checks, c)
 		}
 		for _, sh := range side.p.Shades {

@@ -182,6 +182,37 @@ func TestClusterOfProcessesLocks(t *testing.T) {
 		if !bytesContain(merged, `"svc":"lock/a"`) || !bytesContain(merged, `"svc":"lock/b"`) {
 			t.Error("the trace's events do not name their locks")
 		}
+		// The nodes recorded Ricart–Agrawala's states with their events
+		// (trace_states defaults to on), and the viewer shows them.
+		t.Run("the viewer shows its states", func(t *testing.T) {
+			ctx := browser(t)
+			tr, err := readTrace(merged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, states := -1, 0
+			for i, e := range tr.Events {
+				if e.State == nil {
+					continue
+				}
+				states++
+				if held < 0 && stateField(t, e, "state") == "HELD" {
+					held = i
+				}
+			}
+			if held < 0 {
+				t.Fatalf("the live trace records no HELD state (%d states)", states)
+			}
+			openPage(t, ctx, "view", merged)
+			if s := eval[int](t, ctx, `window.cohortViewer.stats().states`); s != states {
+				t.Errorf("the page counts %d described states, the trace has %d", s, states)
+			}
+			eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(held)+`)`)
+			if got := text(t, ctx, "#state"); !strings.Contains(got, "stateHELD") || !strings.Contains(got, "request"+stateField(t, tr.Events[held], "request")) {
+				t.Errorf("at #%d the state panel shows %q; want HELD and its request", held, got)
+			}
+			screenshot(t, ctx, "viewer-live-state.png")
+		})
 	})
 }
 

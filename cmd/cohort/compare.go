@@ -267,6 +267,12 @@ func showCharts(cmd *cobra.Command, family string, rows []lab.CompareRow, htmlOu
 	for _, r := range rows {
 		c.Rows = append(c.Rows, viewer.ChartRow{Algo: r.Algo, Nodes: r.Nodes, Case: r.Case, Metric: r.Metric, Measured: r.Measured, Theory: r.Theory, Note: r.Note})
 	}
+	return serveCharts(cmd, c, htmlOut, view, listen)
+}
+
+// serveCharts writes a page of charts to htmlOut and, with view, serves
+// it until interrupted.
+func serveCharts(cmd *cobra.Command, c *viewer.Charts, htmlOut string, view bool, listen string) error {
 	page, err := viewer.RenderCharts(c)
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ type nodeConfig struct {
 	APIToken   string         `yaml:"api_token"`      // bearer token required by the HTTP API, or
 	TokenFile  string         `yaml:"api_token_file"` // a file holding it
 	Trace      string         `yaml:"trace"`          // write this node's events here (JSONL); merge with cohort trace merge
+	States     *bool          `yaml:"trace_states"`   // with trace: record each process's described state after every step, for cohort view's state panel (default true)
 	Run        []string       `yaml:"run"`            // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
 	Group      string         `yaml:"group"`          // what is behind the groups: "raft" (the replicated log), or a multicast algorithm: "total-sequencer"
 	Campaign   []string       `yaml:"campaign"`       // elections this node stands in from boot
@@ -341,6 +342,8 @@ node.yaml:
   data_dir: /var/lib/cohort     # the node's state (required by lock: raft): services keep their
                                 # stable storage in data_dir/storage; relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
+  trace_states: true            # optional, with trace: and each process's state after every step
+                                # (the default; cohort view shows it)
   api_token: ...                # bearer token for the API (or api_token_file: FILE); required
                                 # when api: is not a loopback address
   api_max_conns: 4096           # optional: connections the API takes at once (the next get 503)
@@ -463,6 +466,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		}
 		defer f.Close()
 		nc.Trace, nc.TraceFamily, nc.TraceAlgo, nc.TraceResume = f, algo.Family, algo.Name, resume
+		nc.TraceStates = c.States == nil || *c.States
 		if len(c.Run) > 0 { // the trace is named after the first service run at boot
 			a := extra[c.Run[0]]
 			nc.TraceFamily, nc.TraceAlgo = a.Family, a.Name

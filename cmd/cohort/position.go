@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/position"
+	"github.com/cohort-go/cohort/viewer"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -20,7 +21,10 @@ import (
 // They are numerical methods over a synthetic sky or latency matrix, not
 // message-passing state machines, so they have no trace, no checkers and
 // no place in the registry; the command shares the sim command's --algo,
-// --nodes, --seed and --json flags and adds --clock-error.
+// --nodes, --seed, --json and --view flags and adds --clock-error. --view
+// serves charts of the run instead of a trace: GPS's position error
+// against the timestamps' error beside c·σ·PDOP, and the coordinate
+// systems' relative error (by round, for Vivaldi).
 
 const positionFamily = "position"
 
@@ -36,7 +40,7 @@ var positionAlgos = []struct{ name, summary string }{
 var positionOnlyFlags = []string{"clock-error"}
 
 // positionFlags are the sim flags a position run reads.
-var positionFlags = append([]string{"algo", "nodes", "seed", "json"}, positionOnlyFlags...)
+var positionFlags = append([]string{"algo", "nodes", "seed", "json", "view", "view-listen"}, positionOnlyFlags...)
 
 // vivaldiRounds is how long a Vivaldi run relaxes: on the default
 // 1,000-node matrix the error stops falling after 500 to 1,000 rounds.
@@ -73,7 +77,7 @@ func simPosition(cmd *cobra.Command, family string, f *simFlags) (handled bool, 
 		}
 	}
 	if len(bad) > 0 {
-		return true, usageErr("%s: not for position runs, which take --algo, --nodes, --seed, --json and --clock-error", strings.Join(bad, ", "))
+		return true, usageErr("%s: not for position runs, which take --algo, --nodes, --seed, --json, --view and --clock-error", strings.Join(bad, ", "))
 	}
 	clockErr, _ := fl.GetDuration("clock-error")
 	if clockErr < 0 {
@@ -100,7 +104,7 @@ func simPosition(cmd *cobra.Command, family string, f *simFlags) (handled bool, 
 	out := cmd.OutOrStdout()
 	var reports []*positionReport
 	for _, a := range algos {
-		o := positionOptions{seed: f.seed, clockError: clockErr}
+		o := positionOptions{seed: f.seed, clockError: clockErr, curve: f.view}
 		if fl.Changed("nodes") {
 			o.nodes = f.nodes
 		}
@@ -122,7 +126,57 @@ func simPosition(cmd *cobra.Command, family string, f *simFlags) (handled bool, 
 			printPositionTable(out, reports)
 		}
 	}
+	if f.view {
+		return true, serveCharts(cmd, positionCharts(reports), "", true, f.viewListen)
+	}
 	return true, nil
+}
+
+// positionCharts are the charts --view serves: one per run.
+func positionCharts(reports []*positionReport) *viewer.Charts {
+	c := &viewer.Charts{Title: "cohort sim position"}
+	if len(reports) > 0 {
+		c.Title += fmt.Sprintf(", seed %d", reports[0].Seed)
+	}
+	note := func(series string) string { // said once a chart
+		if series != "median" {
+			return ""
+		}
+		return "the relative error |predicted − actual| / actual of every pair's RTT; the sources give no theory figure"
+	}
+	for _, r := range reports {
+		switch {
+		case r.Algo == "gps":
+			for _, s := range r.Sweep {
+				c.Rows = append(c.Rows, viewer.ChartRow{Algo: "gps", Nodes: r.Nodes, Metric: "gps: position error (m)",
+					Case: fmt.Sprintf("RMS over %d skies of %d satellites", s.Skies, r.Nodes),
+					X:    ptr(s.ClockErrorNS), XLabel: "timestamp error σ (ns)", LogY: true,
+					Measured: ptr(s.RMSErrorM), Theory: ptr(s.PredictedM),
+					Note: "theory: c·σ·PDOP, the range error times the geometry's dilution of precision"})
+			}
+		case len(r.Curve) > 0:
+			for _, q := range r.Curve {
+				for _, v := range []struct {
+					name string
+					err  float64
+				}{{"median", q.Median}, {"p90", q.P90}} {
+					c.Rows = append(c.Rows, viewer.ChartRow{Algo: r.Algo + " " + v.name, Nodes: r.Nodes,
+						Metric: r.Algo + ": relative error of the predicted RTTs", Case: fmt.Sprintf("%d nodes, by round", r.Nodes),
+						X: ptr(float64(q.Round)), XLabel: "round (one sample per node)", Measured: ptr(v.err), Note: note(v.name)})
+				}
+			}
+		case r.MedianRelError != nil:
+			for _, v := range []struct {
+				name string
+				err  float64
+			}{{"median", *r.MedianRelError}, {"p90", *r.P90RelError}} {
+				c.Rows = append(c.Rows, viewer.ChartRow{Algo: r.Algo + " " + v.name, Nodes: r.Nodes,
+					Metric: r.Algo + ": relative error of the predicted RTTs", Case: fmt.Sprintf("%d hosts", r.Nodes), XLabel: "hosts",
+					Measured: ptr(v.err), Note: note(v.name)})
+			}
+		}
+	}
+	return c
 }
 
 func flagNames(cmd *cobra.Command) []string {
@@ -135,6 +189,7 @@ type positionOptions struct {
 	nodes      int // 0: the algorithm's default
 	seed       uint64
 	clockError time.Duration
+	curve      bool // Vivaldi: measure the error at more rounds (Curve)
 }
 
 // positionReport is one position run: the JSON object of --json.
@@ -151,6 +206,9 @@ type positionReport struct {
 	P90RelError    *float64     `json:"p90_rel_error,omitempty"`
 	Pairs          int          `json:"pairs,omitempty"`
 	ByRound        []roundError `json:"by_round,omitempty"`
+	// Curve is Vivaldi's error at more rounds than ByRound, for --view's
+	// chart (measuring does not change the run).
+	Curve []roundAccuracy `json:"-"`
 
 	// gps
 	PositionErrorM     *float64   `json:"position_error_m,omitempty"`
@@ -166,6 +224,11 @@ type positionReport struct {
 type roundError struct {
 	Round          int     `json:"round"`
 	MedianRelError float64 `json:"median_rel_error"`
+}
+
+type roundAccuracy struct {
+	Round       int
+	Median, P90 float64
 }
 
 type gpsNoise struct {
@@ -272,10 +335,19 @@ func runCoordinates(algo string, o positionOptions) (*positionReport, error) {
 			return nil, usageErr("vivaldi: %v", err)
 		}
 		r.Method = fmt.Sprintf("%d-D + height, cc %g, ce %g, %d random neighbours per node, %d rounds of one sample per node", cfg.Dims, cfg.CC, cfg.CE, cfg.Neighbors, vivaldiRounds)
-		for _, round := range []int{1, 10, 100, vivaldiRounds} {
+		rounds := []int{1, 10, 100, vivaldiRounds}
+		if o.curve {
+			rounds = []int{1, 2, 5, 10, 20, 50, 100, 200, 500, vivaldiRounds}
+		}
+		for _, round := range rounds {
 			v.Run(round - v.Rounds())
 			acc = position.Evaluate(m, v)
-			r.ByRound = append(r.ByRound, roundError{round, acc.Median})
+			if round == 1 || round == 10 || round == 100 || round == vivaldiRounds {
+				r.ByRound = append(r.ByRound, roundError{round, acc.Median})
+			}
+			if o.curve {
+				r.Curve = append(r.Curve, roundAccuracy{round, acc.Median, acc.P90})
+			}
 		}
 	}
 	r.MedianRelError, r.P90RelError, r.Pairs = ptr(acc.Median), ptr(acc.P90), acc.Pairs

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cohort-go/cohort/check"
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/viewer"
 )
@@ -257,8 +259,8 @@ func TestViewerDrawsWaitForCycles(t *testing.T) {
 	}
 	openPage(t, ctx, "view", tracePath)
 	type cycle struct {
-		At       int
-		Text, By string
+		At            int
+		Text, By, Src string
 	}
 	got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
 	if len(got) != len(want) {
@@ -283,14 +285,14 @@ func TestViewerDrawsWaitForCycles(t *testing.T) {
 	}
 	screenshot(t, ctx, "viewer-cycle.png")
 
-	// Basic Maekawa deadlocks; ME2's verdict names the cycle.
+	// Basic Maekawa deadlocks; ME2's verdict gives the cycle's edges.
 	if code, _, errs := cli(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--trace", filepath.Join(dir, "mk.jsonl")); code != 0 {
 		t.Fatalf("sim maekawa: exit %d: %s", code, errs)
 	}
 	openPage(t, ctx, "view", filepath.Join(dir, "mk.jsonl"))
 	got = eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
-	if len(got) != 1 || got[0].By != "ME2" || got[0].Text != "p0 → p1, p1 → p0" {
-		t.Errorf("Maekawa's cycles: %+v; want ME2's p0 → p1, p1 → p0", got)
+	if len(got) != 1 || got[0].By != "ME2" || got[0].Text != "p0 → p1 → p0" || got[0].Src != "edges" {
+		t.Errorf("Maekawa's cycles: %+v; want ME2's p0 → p1 → p0, from its edges", got)
 	}
 	if s := eval[struct{ CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`); s.CycleEdges != 2 {
 		t.Errorf("Maekawa's cycle: %d edges drawn, want 2", s.CycleEdges)
@@ -497,4 +499,190 @@ func TestClockPlotMarksPrecisionAndAccuracy(t *testing.T) {
 		t.Errorf("mark lines at y=%v, zero at %v: want +α above and −α below, as far", ys, zero)
 	}
 	screenshot(t, ctx, "clock-plot.png")
+}
+
+// The viewer draws a checker's wait-for cycle from the verdict's edges,
+// not from its text: a report whose ME2 edges say p2 ⇄ p3 while its text
+// still says p0 ⇄ p1 is drawn as p2 ⇄ p3, at the latest event of the
+// edges; the same report without edges falls back on the text.
+func TestViewerDrawsCycleFromVerdictEdges(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "mk.jsonl")
+	code, out, errs := cli(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--trace", tracePath, "--json")
+	if code > 1 {
+		t.Fatalf("sim maekawa: exit %d: %s", code, errs)
+	}
+	var r lab.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME2" })
+	if k < 0 || r.Checks[k].OK || len(r.Checks[k].Edges) != 2 {
+		t.Fatalf("the report's ME2: %+v; want a deadlock with two edges", r.Checks)
+	}
+	me2 := &r.Checks[k]
+	if e := me2.Edges; e[0].From != 0 || e[0].To != 1 || e[1].From != 1 || e[1].To != 0 || !strings.Contains(me2.Detail, "p0 waits for p1") {
+		t.Fatalf("ME2: %+v, %q; want the cycle p0 → p1 → p0 in its edges and its text", e, me2.Detail)
+	}
+	// Edges that say otherwise than the text: p2 waits for p3, shown by
+	// an event of p2's, and p3 for p2, by one of p3's.
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at2 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 2 })
+	at3 := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.Node == 3 })
+	me2.Edges = []check.Edge{{From: 2, To: 3, At: at2}, {From: 3, To: 2, At: at3}}
+	report := func(name string) string {
+		b, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	openPage(t, ctx, "view", tracePath, "--report", report("edges.json"))
+	type cycle struct {
+		At            int
+		Text, By, Src string
+	}
+	got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
+	if want := (cycle{max(at2, at3), "p2 → p3 → p2", "ME2", "edges"}); len(got) != 1 || got[0] != want {
+		t.Fatalf("cycles %+v, want [%+v]", got, want)
+	}
+	s := eval[struct{ Cur, CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`)
+	if s.Cur != max(at2, at3) || s.CycleEdges != 2 {
+		t.Errorf("showing the cycle: %+v; want #%d current and 2 edges drawn", s, max(at2, at3))
+	}
+	screenshot(t, ctx, "viewer-cycle-edges.png")
+
+	me2.Edges = nil
+	openPage(t, ctx, "view", tracePath, "--report", report("text.json"))
+	if got := eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`); len(got) != 1 || got[0].Src != "detail" || got[0].Text != "p0 → p1, p1 → p0" {
+		t.Errorf("without edges: cycles %+v; want p0 → p1, p1 → p0 read from the text", got)
+	}
+}
+
+// cohort sim position --view serves charts of the runs, which have no
+// trace: GPS's position error against the timestamps' error beside
+// c·σ·PDOP on a log scale, GNP's error, and Vivaldi's error by round —
+// the same run as without --view, its figures measured at more rounds.
+func TestSimPositionView(t *testing.T) {
+	ctx := browser(t)
+	code, out, errs := cli(t, "sim", "position", "--algo", "vivaldi", "--nodes", "200", "--seed", "1", "--json")
+	if code != 0 {
+		t.Fatalf("sim position: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		ByRound []struct {
+			Round          int     `json:"round"`
+			MedianRelError float64 `json:"median_rel_error"`
+		} `json:"by_round"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.ByRound) != 4 {
+		t.Fatalf("vivaldi's report %q: %v", out, err)
+	}
+	url, interrupt := serveCLI(t, "sim", "position", "--nodes", "200", "--seed", "1", "--view")
+	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("charts")))
+	s := eval[struct{ Charts, Series, Measured, Theory int }](t, ctx, `window.cohortCharts.stats()`)
+	// gps: 4 noise levels, measured and theory; gnp: median and p90; vivaldi:
+	// both at 10 rounds.
+	if s.Charts != 3 || s.Measured != 4+2+20 || s.Theory != 4 {
+		t.Errorf("charts %+v; want 3 charts, 26 measured points, 4 theory points", s)
+	}
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll(".chart text.x-label")].map((e) => e.textContent)`)
+	if want := []string{"timestamp error σ (ns) · log scale", "hosts", "round (one sample per node)"}; !slices.Equal(labels, want) {
+		t.Errorf("x axes %q, want %q", labels, want)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.chart[data-metric^="vivaldi"] circle.measured-pt').length`); n != 20 {
+		t.Errorf("vivaldi's chart has %d dots, want 20", n)
+	}
+	// The page's figures at rounds 1, 10, 100 and 1000 are the report's.
+	type row struct {
+		Algo     string
+		X        float64
+		Measured float64
+	}
+	rows := eval[[]row](t, ctx, `JSON.parse(document.getElementById("cohort-data").textContent).rows`)
+	for _, b := range rep.ByRound {
+		k := slices.IndexFunc(rows, func(r row) bool { return r.Algo == "vivaldi median" && r.X == float64(b.Round) })
+		if k < 0 || rows[k].Measured != b.MedianRelError {
+			t.Errorf("round %d: the page charts %+v, the report says %v", b.Round, rows[k:min(k+1, len(rows))], b.MedianRelError)
+		}
+	}
+	if first, last := rep.ByRound[0].MedianRelError, rep.ByRound[3].MedianRelError; !(last < first) {
+		t.Errorf("vivaldi's error went from %v to %v: the chart would show no convergence", first, last)
+	}
+	screenshot(t, ctx, "position-charts.png")
+	if code := interrupt(); code != 0 {
+		t.Errorf("sim position --view exited %d after Ctrl-C", code)
+	}
+}
+
+// docs/viewer.png, the README's picture of the viewer: Ricart–Agrawala
+// with JUST-RELEASED (the run of viewRunArgs, its states recorded) open on
+// its ME3 counterexample, at the entry that breaks the order, with that
+// process's state in the panel. COHORT_UPDATE_DOCS=1 writes it into
+// docs/; otherwise it is a test artefact.
+func TestDocsViewerPicture(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, reportPath := filepath.Join(dir, "ra.jsonl"), filepath.Join(dir, "ra.json")
+	code, out, errs := cli(t, append(slices.Clone(viewRunArgs), "--states", "--trace", tracePath, "--json")...)
+	if code != 0 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	if err := os.WriteFile(reportPath, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r lab.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME3" })
+	if k < 0 || r.Checks[k].OK || len(r.Checks[k].Events) == 0 {
+		t.Fatalf("no ME3 violation in the run: %+v", r.Checks)
+	}
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first entry the counterexample cites: the one out of order.
+	entry := -1
+	for _, i := range r.Checks[k].Events {
+		if e := tr.Events[i]; entry < 0 && e.Kind == trace.Output && e.Type == "enter" {
+			entry = i
+		}
+	}
+	if entry < 0 {
+		t.Fatalf("ME3's counterexample %v cites no entry", r.Checks[k].Events)
+	}
+	page := filepath.Join(dir, "ra.html")
+	if code, _, errs := cli(t, "view", tracePath, "--report", reportPath, "--title", "mutex/ricart-agrawala-jr — 4 nodes, seed 11", "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.EmulateViewport(1400, 700), chromedp.Navigate("file://"+page+"#check=ME3"), chromedp.WaitVisible(chromedp.ID("canvas")))
+	eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(entry)+`)`)
+	if s := stats(t, ctx); s.Cur != entry || s.Marked != len(r.Checks[k].Events) {
+		t.Errorf("at #%d with %d events marked; want #%d, and ME3's %d", s.Cur, s.Marked, entry, len(r.Checks[k].Events))
+	}
+	if got := text(t, ctx, "#state"); !strings.Contains(got, "stateHELD") || !strings.Contains(got, "deferred") {
+		t.Errorf("the state panel at ME3's entry shows %q; want HELD and its deferred requests", got)
+	}
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := artefact(t, "viewer.png")
+	if os.Getenv("COHORT_UPDATE_DOCS") == "1" {
+		shot = filepath.Join("..", "..", "docs", "viewer.png")
+	}
+	if err := os.WriteFile(shot, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("picture: %s", shot)
 }

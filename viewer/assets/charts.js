@@ -1,5 +1,6 @@
 // Cohort charts: a comparison's rows (cohort compare --json) drawn as one
-// chart per metric and case, the number of processes across, each
+// chart per metric and case, the number of processes (or the rows' own x)
+// across, each
 // algorithm's measured figure a solid line with dots and the theory's a
 // dashed line with hollow squares in the same colour.
 (function () {
@@ -26,37 +27,45 @@
   const stats = { charts: 0, series: 0, measured: 0, theory: 0 };
   const W = 460, H = 260, L = 56, R = 12, T = 12, B = 40;
   const box = document.getElementById("charts");
+  // Across: the number of processes, or the row's own x (a round, a
+  // noise level) where it gives one.
+  const xOf = (r) => (typeof r.x === "number" ? r.x : r.nodes);
   charts.forEach((c) => {
-    const xs = [...new Set(c.rows.map((r) => r.nodes))].sort((a, b) => a - b);
+    const xs = [...new Set(c.rows.map(xOf))].sort((a, b) => a - b);
+    const xLabel = c.rows[0].x_label || "processes";
+    const logY = c.rows.every((r) => r.log_y);
     const vals = [];
     c.rows.forEach((r) => { if (r.measured !== null) vals.push(r.measured); if (r.theory !== null) vals.push(r.theory); });
-    if (!vals.length) return;
+    if (!vals.length || logY && vals.some((v) => !(v > 0))) return;
     let lo = Math.min(0, ...vals), hi = Math.max(...vals);
+    if (logY) { lo = Math.floor(Math.log10(Math.min(...vals))); hi = Math.ceil(Math.log10(hi)); }
     if (hi <= lo) hi = lo + 1;
-    hi += (hi - lo) * 0.08;
+    if (!logY) hi += (hi - lo) * 0.08;
     const X = (n) => xs.length === 1 ? L + (W - L - R) / 2 : L + xs.indexOf(n) * (W - L - R) / (xs.length - 1);
-    const Y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
+    const Y = (v) => T + (H - T - B) * (1 - ((logY ? Math.log10(v) : v) - lo) / (hi - lo));
     const parts = [];
-    // Axes and ticks.
-    const step = niceStep((hi - lo) / 5);
-    for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) {
+    // Axes and ticks: every power of ten on a logarithmic scale.
+    const ticks = [];
+    if (logY) for (let k = lo; k <= hi; k++) ticks.push(Math.pow(10, k));
+    else { const step = niceStep((hi - lo) / 5); for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) ticks.push(v); }
+    ticks.forEach((v) => {
       parts.push(`<line x1="${L}" x2="${W - R}" y1="${Y(v)}" y2="${Y(v)}" stroke="#eceef1"/>`,
         `<text x="${L - 5}" y="${Y(v) + 4}" text-anchor="end" font-size="10" fill="#666">${fmt(v)}</text>`);
-    }
-    xs.forEach((n) => parts.push(`<text x="${X(n)}" y="${H - B + 15}" text-anchor="middle" font-size="10" fill="#666">${n}</text>`));
+    });
+    xs.forEach((n) => parts.push(`<text x="${X(n)}" y="${H - B + 15}" text-anchor="middle" font-size="10" fill="#666">${fmt(n)}</text>`));
     parts.push(`<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" stroke="#999"/>`, `<line x1="${L}" x2="${L}" y1="${T}" y2="${H - B}" stroke="#999"/>`,
-      `<text x="${(L + W - R) / 2}" y="${H - 6}" text-anchor="middle" font-size="11" fill="#444">processes</text>`);
+      `<text class="x-label" x="${(L + W - R) / 2}" y="${H - 6}" text-anchor="middle" font-size="11" fill="#444">${esc(xLabel)}${logY ? " · log scale" : ""}</text>`);
     const notes = new Set();
     algos.forEach((a) => {
-      const mine = c.rows.filter((r) => r.algo === a).sort((p, q) => p.nodes - q.nodes);
+      const mine = c.rows.filter((r) => r.algo === a).sort((p, q) => xOf(p) - xOf(q));
       if (!mine.length) return;
       mine.forEach((r) => { if (r.note) notes.add(`${a}: ${r.note}`); });
       const line = (key, dash, cls) => {
-        const pts = mine.filter((r) => r[key] !== null).map((r) => [X(r.nodes), Y(r[key]), r]);
+        const pts = mine.filter((r) => r[key] !== null).map((r) => [X(xOf(r)), Y(r[key]), r]);
         if (!pts.length) return 0;
         if (pts.length > 1) parts.push(`<polyline class="${cls}" fill="none" stroke="${color(a)}" stroke-width="2" ${dash ? 'stroke-dasharray="6 4"' : ""} points="${pts.map((p) => p[0] + "," + p[1]).join(" ")}"/>`);
         pts.forEach(([x, y, r]) => {
-          const tip = `<title>${esc(a)}, ${r.nodes} processes: ${key} ${fmt(r[key])}</title>`;
+          const tip = `<title>${esc(a)}, ${esc(xLabel)} ${fmt(xOf(r))}: ${key} ${fmt(r[key])}</title>`;
           parts.push(dash ? `<rect class="${cls}-pt" x="${x - 3.5}" y="${y - 3.5}" width="7" height="7" fill="#fff" stroke="${color(a)}" stroke-width="1.6">${tip}</rect>`
             : `<circle class="${cls}-pt" cx="${x}" cy="${y}" r="3.5" fill="${color(a)}">${tip}</circle>`);
         });

@@ -178,18 +178,30 @@
   });
   // Wait-for cycles: each deadlock a process declared (an output
   // "deadlock" whose data names its cycle, as CMH's), and each one a
-  // checker's verdict names ("p0 waits for p1", "p1→p3"), drawn at the
-  // declaration, or at the last event of the counterexample, as arrows
-  // between the lanes.
-  const cycles = []; // {at, nodes: [p, ...] in cycle order | null, edges: [[a, b], ...], by}
+  // checker found: its verdict's edges ({from, to, at}: the latest at is
+  // where it is drawn) or, from a report without them, the edges its text
+  // names ("p0 waits for p1", "p1→p3") drawn at the last event of the
+  // counterexample; as arrows between the lanes.
+  const cycles = []; // {at, nodes: [p, ...] in cycle order | null, edges: [[a, b], ...], by, src}
   for (let i = 0; i < N; i++) {
     const e = E[i];
     if (evKind[i] !== K.output || e.type !== "deadlock" || !e.data || !Array.isArray(e.data.cycle) || e.data.cycle.length < 2) continue;
     const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
-    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}` });
+    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}`, src: "output" });
   }
   checks.forEach((c) => {
-    if (c.ok || !c.detail || !c.events || !c.events.length) return;
+    if (c.ok || !Array.isArray(c.edges) || !c.edges.length) return;
+    const ok = c.edges.filter((e) => Number.isInteger(e.from) && Number.isInteger(e.to) && e.from >= 0 && e.to >= 0 &&
+      e.from < nProc && e.to < nProc && Number.isInteger(e.at) && e.at >= 0 && e.at < N);
+    if (!ok.length) return;
+    const edges = ok.map((e) => [e.from, e.to]);
+    // In cycle order (each edge starting where the last ended, the last
+    // ending at the first's start), it reads as one path.
+    const ring = edges.every(([, b], k) => b === edges[(k + 1) % edges.length][0]);
+    cycles.push({ at: Math.max(...ok.map((e) => e.at)), nodes: ring ? edges.map(([a]) => a) : null, edges, by: c.name, src: "edges" });
+  });
+  checks.forEach((c) => {
+    if (c.ok || !c.detail || !c.events || !c.events.length || Array.isArray(c.edges) && c.edges.length) return;
     const edges = [];
     // A run's verdict names its own processes.
     const run = runs.find((r) => c.name.startsWith(r.letter + ": ")), off = run ? run.first : 0;
@@ -198,7 +210,7 @@
       if (a < nProc && b < nProc && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
     }
     const at = Math.max(...c.events.filter((i) => i >= 0 && i < N));
-    if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name });
+    if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name, src: "detail" });
   });
   const cycleText = (c) => c.nodes ? c.nodes.concat(c.nodes[0]).map(laneName).join(" → ") : c.edges.map(([a, b]) => `${laneName(a)} → ${laneName(b)}`).join(", ");
   const cyclesAt = new Map();
@@ -1102,7 +1114,7 @@
     collapse: (ps) => { collapse(ps); syncCollapse(); return stats; },
     expand: () => { expand(); syncCollapse(); return stats; },
     lanes: () => lanes.map((ln) => ln.name),
-    cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by })),
+    cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by, src: c.src })),
     showCycle: (k) => { if (cycles[k]) showCycle(cycles[k]); return stats; },
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
