@@ -20,10 +20,9 @@ func independent(a, b label) bool { return a.node >= 0 && b.node >= 0 && a.node 
 
 func (r *run) label(ch choice) label {
 	i := r.q.find(ch.seq)
-	k := r.q.keys[i]
-	p := r.s.Describe(k.Slot)
-	id := add(add(add(hashString(p.Kind), uint64(p.Node)), uint64(p.From)), r.h.of(r.s.Payload(k.Slot)))
-	id = add(id, uint64(ch.act))
+	in := r.q.ev(i)
+	p := in.p
+	id := add(in.h, uint64(ch.act))
 	node := int32(p.Node)
 	if r.cfg.Timing == Sync && isTimer(p) {
 		node = -1

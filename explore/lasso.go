@@ -69,7 +69,7 @@ func (r *run) fair(ch choice) bool {
 	if ch.act != Fire {
 		return false
 	}
-	return !isCrash(r.s.Describe(r.q.keys[r.q.find(ch.seq)].Slot))
+	return !isCrash(r.q.ev(r.q.find(ch.seq)).p)
 }
 
 // track updates the waiting set from the trace events since the last

@@ -44,7 +44,11 @@ func unpack(x uint64) choice  { return choice{seq: x >> 2, act: Act(x & 3)} }
 // pops the one the explorer chose (before the run begins, the earliest, as
 // the simulator's own queue would).
 type queue struct {
-	keys  []sim.Key
+	keys []sim.Key
+	// info holds, for each key of keys, what the event is and the hash of
+	// its contents, computed once per event (not once per state it is
+	// pending in): a fingerprint sums them.
+	info  []pending
 	s     *sim.Sim
 	next  int   // index in keys of the key to pop; -1: the earliest
 	at    int64 // the time to hand back with it
@@ -59,15 +63,60 @@ func (q *queue) Push(k sim.Key) {
 	if q.set && q.s != nil {
 		if v := q.s.Payload(k.Slot); v != nil && q.s.Describe(k.Slot).Kind == "deliver" {
 			d := q.s.Describe(k.Slot)
-			h := add(add(uint64(d.Node), uint64(d.From)), q.h.of(v))
+			ph := q.h.of(v)
+			h := add(add(uint64(d.Node), uint64(d.From)), ph)
 			if q.known[h] {
 				q.s.Lose(k, "already sent")
 				return
 			}
 			q.known[h] = true
+			q.keys = append(q.keys, k)
+			q.info = append(q.info, pending{p: d, h: eventHash(d, ph, nil), ok: true})
+			return
 		}
 	}
 	q.keys = append(q.keys, k)
+	q.info = append(q.info, pending{})
+}
+
+// pending is what queue knows of a pending event: its description and
+// the hash of its contents (kind, processes, payload), filled in on first
+// use — a key pushed while the simulator is being built cannot be
+// described yet.
+type pending struct {
+	p  sim.Pending
+	h  uint64
+	ok bool
+}
+
+// ev returns what the i-th pending event is, describing and hashing it
+// the first time.
+func (q *queue) ev(i int) *pending {
+	in := &q.info[i]
+	if !in.ok {
+		k := q.keys[i]
+		in.p = q.s.Describe(k.Slot)
+		in.h = eventHash(in.p, q.h.of(q.s.Payload(k.Slot)), nil)
+		in.ok = true
+	}
+	return in
+}
+
+// copyOf holds k2, a copy of the i-th event (a duplicate, or a message of
+// a set network kept after its delivery): the same contents.
+func (q *queue) copyOf(i int, k2 sim.Key) {
+	q.keys = append(q.keys, k2)
+	q.info = append(q.info, q.info[i])
+}
+
+// eventHash hashes a pending event's contents: its kind, the processes at
+// its ends (renamed by rename, if not nil) and its payload's hash.
+func eventHash(p sim.Pending, payload uint64, rename func(proc.ID) proc.ID) uint64 {
+	node, from := p.Node, p.From
+	if rename != nil {
+		node, from = rename(node), rename(from)
+	}
+	return add(add(add(hashString(p.Kind), uint64(node)), uint64(from)), payload)
 }
 
 func (q *queue) Pop() sim.Key {
@@ -90,8 +139,9 @@ func (q *queue) Pop() sim.Key {
 }
 
 func (q *queue) remove(i int) {
-	q.keys[i] = q.keys[len(q.keys)-1]
-	q.keys = q.keys[:len(q.keys)-1]
+	last := len(q.keys) - 1
+	q.keys[i], q.info[i] = q.keys[last], q.info[last]
+	q.keys, q.info = q.keys[:last], q.info[:last]
 }
 
 func (q *queue) find(seq uint64) int {

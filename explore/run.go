@@ -30,10 +30,14 @@ type run struct {
 	// from the trace's first tracked events.
 	waiting uint64
 	tracked int
+	// ph caches each process's state hash; 0: to be computed. A step
+	// changes only the process it happens at, so a fingerprint rehashes
+	// that one process, not all of them.
+	ph []uint64
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
-	r := &run{cfg: c, h: h}
+	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
 	r.rec = &recorder{trace: trace.Trace{Header: c.header()}}
 	r.wl = c.workload()
@@ -95,7 +99,7 @@ func (r *run) dropStale() {
 func (r *run) pending() []event {
 	evs := r.evs[:0]
 	for i, k := range r.q.keys {
-		evs = append(evs, event{key: k, p: r.s.Describe(k.Slot), idx: i})
+		evs = append(evs, event{key: k, p: r.q.ev(i).p, idx: i})
 	}
 	slices.SortFunc(evs, func(a, b event) int {
 		if a.key.Seq < b.key.Seq {
@@ -161,7 +165,10 @@ func (r *run) apply(ch choice) error {
 		return fmt.Errorf("no pending event #%d", ch.seq)
 	}
 	k := r.q.keys[i]
-	p := r.s.Describe(k.Slot)
+	p := r.q.ev(i).p
+	if p.Node >= 0 && int(p.Node) < len(r.ph) {
+		r.ph[p.Node] = 0 // the one process the step may change
+	}
 	switch ch.act {
 	case Drop:
 		r.q.remove(i)
@@ -169,11 +176,11 @@ func (r *run) apply(ch choice) error {
 		r.used[1]++
 		return nil
 	case Dup:
-		r.q.keys = append(r.q.keys, r.s.Copy(k))
+		r.q.copyOf(i, r.s.Copy(k))
 		r.used[2]++
 	default:
 		if r.cfg.SetNetwork && isDeliver(p) {
-			r.q.keys = append(r.q.keys, r.s.Copy(k)) // a message of a set is never used up
+			r.q.copyOf(i, r.s.Copy(k)) // a message of a set is never used up
 		}
 	}
 	if isCrash(p) {
@@ -186,8 +193,8 @@ func (r *run) apply(ch choice) error {
 	case r.cfg.Timing == Sync && !isTimer(p):
 		// Due within its bound: it may come early, but not after a
 		// timer due before it.
-		for _, o := range r.q.keys {
-			if isTimer(r.s.Describe(o.Slot)) {
+		for j, o := range r.q.keys {
+			if isTimer(r.q.ev(j).p) {
 				at = min(at, o.At)
 			}
 		}
@@ -221,35 +228,99 @@ func (r *run) fingerprint() uint64 {
 }
 
 // fingerprintWith fingerprints the state with every process i renamed
-// perm[i] (nil: as it is).
+// perm[i] (nil: as it is). Without a renaming it hashes only what changed
+// since the state it was forked from or last fingerprinted: the processes
+// that moved (their hashes are cached in ph) and, once each, the events
+// pushed since (cached in the queue); fingerprintFull computes the same
+// value from scratch.
 func (r *run) fingerprintWith(perm []proc.ID) uint64 {
+	if perm != nil {
+		return r.fingerprintFull(perm)
+	}
+	h := uint64(seed)
+	for id := range r.ph {
+		if r.ph[id] == 0 {
+			r.ph[id] = r.procHash(proc.ID(id), nil) | 1
+		}
+		h = add(h, r.ph[id])
+	}
+	h = r.hashRest(h, r.wl.next, r.waiting)
+	var sum uint64
+	for i, k := range r.q.keys {
+		in := r.q.ev(i)
+		if isCrash(in.p) {
+			continue
+		}
+		sum += mix64(r.timed(in.h, k.At))
+	}
+	return add(h, sum)
+}
+
+// procHash hashes process id's state and whether it is up.
+func (r *run) procHash(id proc.ID, perm []proc.ID) uint64 {
+	var p any = r.s.Process(id)
+	if pm, ok := p.(Permuter); ok && perm != nil {
+		p = pm.PermuteIDs(perm)
+	}
+	up := uint64(0)
+	if r.s.Up(id) {
+		up = 1
+	}
+	return add(up, r.h.of(p))
+}
+
+// hashRest adds to h the workload's progress, the faults used and, with
+// Config.Cycles, the processes waiting.
+func (r *run) hashRest(h uint64, next []int, waiting uint64) uint64 {
+	h = add(h, uint64(len(next)))
+	for _, x := range next {
+		h = add(h, uint64(x))
+	}
+	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
+	if r.cfg.Cycles {
+		h = add(h, waiting)
+	}
+	return h
+}
+
+// timed adds to an event's hash, in Sync, how far in the future it is
+// due (the time abstraction: absolute times are not state).
+func (r *run) timed(h uint64, at int64) uint64 {
+	if r.cfg.Timing == Sync {
+		h = add(h, uint64(at-r.now))
+	}
+	return h
+}
+
+// fingerprintFull fingerprints the state from scratch, with every
+// process i renamed perm[i] (nil: as it is).
+func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 	n := r.cfg.Nodes
 	if perm != nil {
 		r.h.perm = perm
 		defer func() { r.h.perm = nil }()
 	}
-	rename := func(id proc.ID) proc.ID {
-		if perm != nil && id >= 0 && int(id) < n {
-			return perm[id]
+	var rename func(proc.ID) proc.ID
+	if perm != nil {
+		rename = func(id proc.ID) proc.ID {
+			if id >= 0 && int(id) < n {
+				return perm[id]
+			}
+			return id
 		}
-		return id
 	}
 	// Processes by their new names: old name of each.
 	order := make([]proc.ID, n)
 	for id := range order {
-		order[rename(proc.ID(id))] = proc.ID(id)
+		if rename != nil {
+			order[rename(proc.ID(id))] = proc.ID(id)
+		} else {
+			order[id] = proc.ID(id)
+		}
 	}
 	h := uint64(seed)
 	for _, id := range order {
-		var p any = r.s.Process(id)
-		if pm, ok := p.(Permuter); ok && perm != nil {
-			p = pm.PermuteIDs(perm)
-		}
-		up := uint64(0)
-		if r.s.Up(id) {
-			up = 1
-		}
-		h = add(add(h, up), r.h.of(p))
+		h = add(h, r.procHash(id, perm)|1)
 	}
 	next := r.wl.next
 	if perm != nil && next != nil {
@@ -258,32 +329,23 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 			next[perm[id]] = x
 		}
 	}
-	h = add(h, r.h.of(next))
-	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
-	if r.cfg.Cycles {
-		w := r.waiting
-		if perm != nil {
-			w = 0
-			for id := 0; id < n; id++ {
-				if r.waiting&(1<<uint(id)) != 0 {
-					w |= 1 << uint(perm[id])
-				}
+	w := r.waiting
+	if perm != nil {
+		w = 0
+		for id := 0; id < n; id++ {
+			if r.waiting&(1<<uint(id)) != 0 {
+				w |= 1 << uint(perm[id])
 			}
 		}
-		h = add(h, w)
 	}
+	h = r.hashRest(h, next, w)
 	var sum uint64
 	for _, k := range r.q.keys {
 		p := r.s.Describe(k.Slot)
 		if isCrash(p) {
 			continue
 		}
-		e := add(add(hashString(p.Kind), uint64(rename(p.Node))), uint64(rename(p.From)))
-		e = add(e, r.h.of(r.s.Payload(k.Slot)))
-		if r.cfg.Timing == Sync {
-			e = add(e, uint64(k.At-r.now))
-		}
-		sum += mix64(e)
+		sum += mix64(r.timed(eventHash(p, r.h.of(r.s.Payload(k.Slot)), rename), k.At))
 	}
 	return add(h, sum)
 }
