@@ -10,7 +10,6 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
-	"github.com/cohort-go/cohort/trace"
 )
 
 // Cloner is the fast path an algorithm's process may implement: an
@@ -209,10 +208,9 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 // forking where it used to replay the path from the start.
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
-	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph)}
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone()}
 	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
-	t := r.rec.Trace()
-	f.rec = &recorder{trace: trace.Trace{Header: t.Header, Events: slices.Clip(t.Events)}}
+	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
 	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value, Deep: c.iface})
 	if err != nil {

@@ -40,6 +40,7 @@ func (e *explorer) dfs() error {
 	if e.cfg.POR {
 		e.sleeps = map[uint64][]label{}
 	}
+	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 			if cfg.POR && len(childSleep) > 0 {
 				e.sleeps[fp] = childSleep
 			}
-			if stop, err := e.judge(child, cfg.Safety, next, false); stop || err != nil {
+			if stop, err := e.judgeNew(child, next); stop || err != nil {
 				return stop, err
 			}
 			if e.seen.Len() >= cfg.MaxStates {

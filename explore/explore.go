@@ -115,6 +115,8 @@ type Config struct {
 	// path from the start, never by forking a run (the engine of old,
 	// kept to compare with).
 	Replay bool
+
+	watchers []watcher // of Safety, set by Explore
 }
 
 func (c *Config) seed() uint64 { return 1 }

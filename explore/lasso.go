@@ -75,8 +75,7 @@ func (r *run) fair(ch choice) bool {
 // track updates the waiting set from the trace events since the last
 // call: an Acquire input makes its process wait, an Enter output ends it.
 func (r *run) track() {
-	evs := r.rec.Trace().Events
-	for _, ev := range evs[r.tracked:] {
+	for _, ev := range r.rec.Since(r.tracked) {
 		switch {
 		case ev.Kind == trace.Input && ev.Type == "acquire":
 			r.waiting |= 1 << uint(ev.Node)
@@ -84,7 +83,7 @@ func (r *run) track() {
 			r.waiting &^= 1 << uint(ev.Node)
 		}
 	}
-	r.tracked = len(evs)
+	r.tracked = r.rec.Len()
 }
 
 // lasso looks for a fair cycle in which a process waits throughout; it

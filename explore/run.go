@@ -34,12 +34,14 @@ type run struct {
 	// changes only the process it happens at, so a fingerprint rehashes
 	// that one process, not all of them.
 	ph []uint64
+	// w marks the safety checkers a step may have broken (watch.go).
+	w watch
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &recorder{trace: trace.Trace{Header: c.header()}}
+	r.rec = &recorder{header: c.header()}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -66,6 +68,9 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	r.q.s = s
 	if err := r.protect(s.Begin); err != nil {
 		return nil, err
+	}
+	if len(c.watchers) > 0 {
+		r.w.observe(c.watchers, r.rec.Since(0))
 	}
 	r.dropStale()
 	return r, nil
@@ -166,6 +171,10 @@ func (r *run) apply(ch choice) error {
 	}
 	k := r.q.keys[i]
 	p := r.q.ev(i).p
+	if ws := r.cfg.watchers; len(ws) > 0 {
+		from := r.rec.Len()
+		defer func() { r.w.observe(ws, r.rec.Since(from)) }()
+	}
 	if p.Node >= 0 && int(p.Node) < len(r.ph) {
 		r.ph[p.Node] = 0 // the one process the step may change
 	}
@@ -350,22 +359,60 @@ func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 	return add(h, sum)
 }
 
-// recorder is the run's trace: the events up to the state it was forked
-// from (shared with the other forks, never appended to in place) and its
-// own since, joined only when the trace is read — a step to a state seen
-// before is never judged, and then costs no copy of the trace.
+// recorder is the run's trace as a chain: the events up to the state it
+// was forked from are frozen segments shared with the other forks (never
+// changed), its own since are its tail. Forking freezes the tail, so a
+// fork costs no copy of the trace; the whole trace is put together only
+// when it is read (to judge a property, or to show a counterexample).
 type recorder struct {
-	trace trace.Trace
-	tail  []trace.Event
+	header trace.Header
+	base   *segment
+	tail   []trace.Event
+}
+
+// segment is a frozen run of events, after its parent's.
+type segment struct {
+	parent *segment
+	events []trace.Event
+	n      int // events up to and including these
 }
 
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
 
-// Trace returns the whole trace so far.
-func (r *recorder) Trace() *trace.Trace {
-	if len(r.tail) > 0 {
-		r.trace.Events = append(r.trace.Events, r.tail...)
-		r.tail = r.tail[:0]
+// Len is the number of events so far.
+func (r *recorder) Len() int { return r.base.len() + len(r.tail) }
+
+func (s *segment) len() int {
+	if s == nil {
+		return 0
 	}
-	return &r.trace
+	return s.n
+}
+
+// freeze makes the tail a segment that forks share, and returns a
+// recorder for a fork.
+func (r *recorder) freeze() *recorder {
+	if len(r.tail) > 0 {
+		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), n: r.Len()}
+		r.tail = nil
+	}
+	return &recorder{header: r.header, base: r.base}
+}
+
+// Since returns the events from index i on (shared: not to be changed).
+func (r *recorder) Since(i int) []trace.Event {
+	if b := r.base.len(); i >= b {
+		return r.tail[i-b:]
+	}
+	return r.Trace().Events[i:]
+}
+
+// Trace returns the whole trace so far, a copy of its own.
+func (r *recorder) Trace() *trace.Trace {
+	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}
+	copy(t.Events[r.base.len():], r.tail)
+	for s := r.base; s != nil; s = s.parent {
+		copy(t.Events[s.n-len(s.events):], s.events)
+	}
+	return t
 }

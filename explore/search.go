@@ -22,6 +22,7 @@ func Explore(cfg Config) (*Result, error) {
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = 200
 	}
+	cfg.watchers = watchersOf(cfg.Safety)
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
 	if cfg.Replay {
 		e.res.Engine = "replay"
@@ -57,7 +58,8 @@ type explorer struct {
 	forking bool
 	cp      *copier
 	// g is the state graph, with Config.Cycles.
-	g *graph
+	g     *graph
+	names []string // scratch
 }
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
@@ -104,12 +106,29 @@ func (e *explorer) replay(path []choice) (*run, error) {
 	return r, nil
 }
 
+// fullChecks runs every safety checker on every new state, as if none
+// were known to watch.go (for tests that compare the two).
+var fullChecks = false
+
+// judgeNew judges a state found for the first time: the safety checkers
+// that the steps since the last state judged on its path may have broken
+// (watch.go).
+func (e *explorer) judgeNew(r *run, path []choice) (bool, error) {
+	names := r.w.due(e.cfg.watchers, e.cfg.Safety, e.names)
+	e.names = names
+	if fullChecks {
+		names = e.cfg.Safety
+	}
+	return e.judge(r, names, path, false)
+}
+
 // judge runs the named checkers on r's trace; a violation ends the search.
 func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (bool, error) {
 	if len(names) == 0 {
 		return false, nil
 	}
-	results, err := check.Run(r.rec.Trace(), names...)
+	tr := r.rec.Trace()
+	results, err := check.Run(tr, names...)
 	if err != nil {
 		return false, err
 	}
@@ -120,7 +139,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: tr, Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
@@ -163,6 +182,7 @@ func (e *explorer) bfs() error {
 	}
 	trail := []trailNode{{parent: -1}}
 	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
+	root.w.dirty = 0
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
@@ -234,7 +254,7 @@ func (e *explorer) bfs() error {
 			} else {
 				held = append(held, nil)
 			}
-			if stop, err := e.judge(child, cfg.Safety, append(path[:len(path):len(path)], ch), false); stop || err != nil {
+			if stop, err := e.judgeNew(child, append(path[:len(path):len(path)], ch)); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
