@@ -38,6 +38,7 @@ func Explore(cfg Config) (*Result, error) {
 	e.res.States = int64(e.seen.Len())
 	if e.res.States > 0 {
 		e.res.BytesPerState = float64(e.seen.Bytes()+e.extra) / float64(e.res.States)
+		e.res.Omission = omission(e.res.States)
 	}
 	if e.res.Violation != nil {
 		e.res.Exhausted = false
@@ -175,6 +176,7 @@ func (e *explorer) bfs() error {
 		return err
 	}
 	rootFP := root.fingerprint()
+	e.seen = newFPSet(false)
 	e.seen.Add(rootFP)
 	if cfg.Cycles {
 		e.g = &graph{index: map[uint64]int32{}}
@@ -238,7 +240,7 @@ func (e *explorer) bfs() error {
 			}
 			e.res.Transitions++
 			fp := child.fingerprint()
-			if !e.seen.Add(fp) {
+			if isNew, _ := e.seen.Add(fp); !isNew {
 				if e.g != nil {
 					e.g.succ[i] = append(e.g.succ[i], edge{e.g.index[fp], labels[k].id})
 				}
@@ -254,7 +256,7 @@ func (e *explorer) bfs() error {
 			} else {
 				held = append(held, nil)
 			}
-			if stop, err := e.judgeNew(child, append(path[:len(path):len(path)], ch)); stop || err != nil {
+			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
