@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -293,10 +294,28 @@ func (r *run) hashRest(h uint64, next []int, waiting uint64) uint64 {
 }
 
 // timed adds to an event's hash, in Sync, how far in the future it is
-// due (the time abstraction: absolute times are not state).
+// due, or -1 if it is overdue (the time abstraction: absolute times are
+// not state, and neither is by how much a message is late).
+//
+// Why an overdue event's lateness is not state: in Sync a timer is never
+// overdue (time advances to a message's due time only up to the earliest
+// timer, and to a timer's only when it is the earliest event), so an
+// overdue message or input is due before every timer and holds them all
+// back until it is handled, whatever its lateness; handling it leaves
+// the time as it is (its time is raised to now), and later it is only
+// more overdue. Two states that differ only in how late their overdue
+// events are thus enable the same steps, which lead to states that again
+// differ only so: the abstraction is a bisimulation, and every property
+// of the states (safety, or the terminal ones) is judged as without it.
+// Late is not the same as due now: a timer due now may fire before a
+// message due now, not before one already late.
 func (r *run) timed(h uint64, at int64) uint64 {
 	if r.cfg.Timing == Sync {
-		h = add(h, uint64(at-r.now))
+		late := int64(-1)
+		if exactLateness {
+			late = math.MinInt64
+		}
+		h = add(h, uint64(max(at-r.now, late)))
 	}
 	return h
 }
@@ -358,6 +377,10 @@ func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 	}
 	return add(h, sum)
 }
+
+// exactLateness keeps how late each overdue event is in the fingerprint
+// (as the explorer once did), for tests that compare.
+var exactLateness = false
 
 // recorder is the run's trace as a chain: the events up to the state it
 // was forked from are frozen segments shared with the other forks (never
