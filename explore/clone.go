@@ -13,7 +13,8 @@ import (
 )
 
 // Cloner is the fast path an algorithm's process may implement: an
-// independent deep copy of its state. Without it a process is copied
+// independent deep copy of its state. Without it, or if Clone returns nil
+// (a wrapper whose wrapped process has none), a process is copied
 // reflectively (see copier).
 type Cloner interface {
 	Clone() proc.Process
@@ -80,7 +81,9 @@ func newCopier() *copier {
 // process copies a process's state.
 func (c *copier) process(p proc.Process) proc.Process {
 	if cl, ok := p.(Cloner); ok {
-		return cl.Clone()
+		if c := cl.Clone(); c != nil {
+			return c
+		}
 	}
 	return c.iface(p).(proc.Process)
 }
@@ -212,7 +215,7 @@ func (r *run) fork(c *copier) (*run, error) {
 	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
 	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
-	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value, Deep: c.iface})
+	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value})
 	if err != nil {
 		return nil, err
 	}
