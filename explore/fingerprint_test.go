@@ -1,15 +1,20 @@
 package explore
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/cohort-go/cohort/sim"
 )
 
 // The incremental fingerprint (a process rehashed only when a step
 // happened at it, an event hashed once when it is pushed) equals the one
 // computed from scratch, in every state of random walks over models with
 // timers, FIFO channels, a set network, crashes, losses, duplicates and
-// synchronous time, in runs stepped and in runs forked.
+// synchronous time, in runs stepped and in runs forked; and the pending
+// events stay in Seq order, which choices relies on.
 func TestIncrementalFingerprintIsFull(t *testing.T) {
 	for _, m := range []struct {
 		name   string
@@ -45,6 +50,9 @@ func TestIncrementalFingerprintIsFull(t *testing.T) {
 						t.Fatalf("walk %d step %d: incremental %x, from scratch %x", walk, step, fast, full)
 					}
 					states++
+					if !slices.IsSortedFunc(r.q.keys, func(a, b sim.Key) int { return cmp.Compare(a.Seq, b.Seq) }) {
+						t.Fatalf("walk %d step %d: pending events out of Seq order", walk, step)
+					}
 					chs := r.choices(nil)
 					if len(chs) == 0 {
 						break

@@ -246,7 +246,7 @@ func (e *explorer) judgeCycles(trail []trailNode) error {
 	}
 	var path []choice
 	for j := cyc[0]; j > 0; j = trail[j].parent {
-		path = append(path, unpack(trail[j].ch))
+		path = append(path, unpack32(trail[j].ch))
 	}
 	slices.Reverse(path)
 	r, err := e.replay(path)

@@ -37,8 +37,16 @@ type choice struct {
 	act Act
 }
 
-func (c choice) pack() uint64 { return c.seq<<2 | uint64(c.act) }
-func unpack(x uint64) choice  { return choice{seq: x >> 2, act: Act(x & 3)} }
+// pack32 packs a choice in 32 bits (breadth first's trail): a Seq below
+// 2³⁰, which a path's events never come near.
+func (c choice) pack32() (uint32, error) {
+	if c.seq >= 1<<30 {
+		return 0, fmt.Errorf("event #%d: too many events on one path", c.seq)
+	}
+	return uint32(c.seq<<2) | uint32(c.act), nil
+}
+
+func unpack32(x uint32) choice { return choice{seq: uint64(x >> 2), act: Act(x & 3)} }
 
 // queue is the explorer's sim.Queue: it holds the pending events' keys and
 // pops the one the explorer chose (before the run begins, the earliest, as
@@ -139,9 +147,9 @@ func (q *queue) Pop() sim.Key {
 }
 
 func (q *queue) remove(i int) {
-	last := len(q.keys) - 1
-	q.keys[i], q.info[i] = q.keys[last], q.info[last]
-	q.keys, q.info = q.keys[:last], q.info[:last]
+	// In order: keys stay sorted by Seq (pushed and copied in Seq order),
+	// so the pending events need no sorting.
+	q.keys, q.info = slices.Delete(q.keys, i, i+1), slices.Delete(q.info, i, i+1)
 }
 
 func (q *queue) find(seq uint64) int {

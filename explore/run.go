@@ -107,13 +107,7 @@ func (r *run) pending() []event {
 	for i, k := range r.q.keys {
 		evs = append(evs, event{key: k, p: r.q.ev(i).p, idx: i})
 	}
-	slices.SortFunc(evs, func(a, b event) int {
-		if a.key.Seq < b.key.Seq {
-			return -1
-		}
-		return 1
-	})
-	r.evs = evs
+	r.evs = evs // in Seq order already (see queue.remove)
 	return evs
 }
 

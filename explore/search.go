@@ -85,11 +85,10 @@ func (e *explorer) branch(r *run, path []choice) (*run, error) {
 	return e.replay(path)
 }
 
-// trailNode is a BFS state: how it was first reached.
+// trailNode is a BFS state: how it was first reached, in 8 bytes.
 type trailNode struct {
 	parent int32
-	depth  int32
-	ch     uint64 // packed choice
+	ch     uint32 // packed choice (pack32)
 }
 
 // replay re-executes a path from the start.
@@ -183,7 +182,7 @@ func (e *explorer) bfs() error {
 		e.g.node(rootFP, root.waiting)
 	}
 	trail := []trailNode{{parent: -1}}
-	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
+	held := map[int32]*run{0: root} // with forking, the runs of states not yet expanded
 	root.w.dirty = 0
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
@@ -192,15 +191,14 @@ func (e *explorer) bfs() error {
 	for i := 0; i < len(trail); i++ {
 		path = path[:0]
 		for j := int32(i); j > 0; j = trail[j].parent {
-			path = append(path, unpack(trail[j].ch))
+			path = append(path, unpack32(trail[j].ch))
 		}
 		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
 			path[a], path[b] = path[b], path[a]
 		}
-		r := held[i]
-		held[i] = nil
+		r := held[int32(i)]
 		if r != nil {
-			nheld--
+			delete(held, int32(i))
 		} else if r, err = e.replay(path); err != nil {
 			return err
 		}
@@ -249,24 +247,25 @@ func (e *explorer) bfs() error {
 			if e.g != nil {
 				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
 			}
-			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
-			if e.forking && nheld < heldRuns {
-				held = append(held, child)
-				nheld++
-			} else {
-				held = append(held, nil)
+			packed, err := ch.pack32()
+			if err != nil {
+				return err
+			}
+			trail = append(trail, trailNode{parent: int32(i), ch: packed})
+			if e.forking && len(held) < heldRuns {
+				held[int32(len(trail)-1)] = child
 			}
 			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
-				e.extra = 16*cap(trail) + 8*cap(held)
+				e.extra = 8*cap(trail) + 48*len(held)
 				return nil
 			}
 		}
 	}
-	e.extra = 16*cap(trail) + 8*cap(held)
+	e.extra = 8*cap(trail) + 48*len(held)
 	if e.g != nil {
 		e.extra += e.g.bytes()
 		if e.res.Exhausted {
