@@ -78,13 +78,21 @@ func (q *queue) Push(k sim.Key) {
 				return
 			}
 			q.known[h] = true
-			q.keys = append(q.keys, k)
-			q.info = append(q.info, pending{p: d, h: eventHash(d, ph, nil), ok: true})
+			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), ok: true})
 			return
 		}
 	}
-	q.keys = append(q.keys, k)
-	q.info = append(q.info, pending{})
+	q.insert(k, pending{})
+}
+
+// insert adds k in Seq order (at the end, but for an event the simulator
+// puts back, which keeps its Seq).
+func (q *queue) insert(k sim.Key, in pending) {
+	i := len(q.keys)
+	for i > 0 && q.keys[i-1].Seq > k.Seq {
+		i--
+	}
+	q.keys, q.info = slices.Insert(q.keys, i, k), slices.Insert(q.info, i, in)
 }
 
 // pending is what queue knows of a pending event: its description and
@@ -113,8 +121,7 @@ func (q *queue) ev(i int) *pending {
 // copyOf holds k2, a copy of the i-th event (a duplicate, or a message of
 // a set network kept after its delivery): the same contents.
 func (q *queue) copyOf(i int, k2 sim.Key) {
-	q.keys = append(q.keys, k2)
-	q.info = append(q.info, q.info[i])
+	q.insert(k2, q.info[i])
 }
 
 // eventHash hashes a pending event's contents: its kind, the processes at
