@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 			return usageErr("--symmetry: %s/%s with %d nodes has no interchangeable processes (only commit's resource managers are)", family, f.algo, f.nodes)
 		}
 		cfg.Symmetry = true
+	}
+	if os.Getenv("GOGC") == "" {
+		// The search's live heap is small (fingerprints, the path) and
+		// its garbage large (a forked run per branch): collecting less
+		// often buys 1.4–2× the states per CPU second.
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	res, err := explore.Explore(cfg)
 	if err != nil {
