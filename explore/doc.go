@@ -46,7 +46,9 @@
 //   - The visited set (set.go): 64-bit fingerprints in one flat open
 //     addressing table grown by a quarter (9.1–11.4 bytes a state; with
 //     sleep sets, a 16-bit tag a slot holds each state's sleep set,
-//     11.4–14.3). Hash compaction may merge two states: the chance that
+//     11.4–14.3; a state with more than 15 steps enabled keeps its sleep
+//     set in a map instead, which costs two-phase commit with 7 RMs 52
+//     bytes a state). Hash compaction may merge two states: the chance that
 //     any two of k collide is at most k²/2⁶⁵ (Result.Omission). Breadth
 //     first adds 16 bytes a state for the path to it.
 //   - Safety, incrementally (watch.go). A state's trace is its parent's
