@@ -50,7 +50,7 @@
 //     set in a map instead, which costs two-phase commit with 7 RMs 52
 //     bytes a state). Hash compaction may merge two states: the chance that
 //     any two of k collide is at most k²/2⁶⁵ (Result.Omission). Breadth
-//     first adds 16 bytes a state for the path to it.
+//     first adds 8 bytes a state for the path to it (parent, step).
 //   - Safety, incrementally (watch.go). A state's trace is its parent's
 //     and one step's events, and the parent's was judged ok; a safety
 //     checker whose breaking events are known (an Enter for ME1 and ME3,
