@@ -10,11 +10,11 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
-	"github.com/cohort-go/cohort/trace"
 )
 
 // Cloner is the fast path an algorithm's process may implement: an
-// independent deep copy of its state. Without it a process is copied
+// independent deep copy of its state. Without it, or if Clone returns nil
+// (a wrapper whose wrapped process has none), a process is copied
 // reflectively (see copier).
 type Cloner interface {
 	Clone() proc.Process
@@ -81,7 +81,9 @@ func newCopier() *copier {
 // process copies a process's state.
 func (c *copier) process(p proc.Process) proc.Process {
 	if cl, ok := p.(Cloner); ok {
-		return cl.Clone()
+		if c := cl.Clone(); c != nil {
+			return c
+		}
 	}
 	return c.iface(p).(proc.Process)
 }
@@ -209,12 +211,11 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 // forking where it used to replay the path from the start.
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
-	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked}
-	f.q = &queue{keys: slices.Clone(r.q.keys), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
-	t := r.rec.Trace()
-	f.rec = &recorder{trace: trace.Trace{Header: t.Header, Events: slices.Clip(t.Events)}}
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone()}
+	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
+	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
-	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value, Deep: c.iface})
+	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value})
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,9 @@ func independent(a, b label) bool { return a.node >= 0 && b.node >= 0 && a.node 
 
 func (r *run) label(ch choice) label {
 	i := r.q.find(ch.seq)
-	k := r.q.keys[i]
-	p := r.s.Describe(k.Slot)
-	id := add(add(add(hashString(p.Kind), uint64(p.Node)), uint64(p.From)), r.h.of(r.s.Payload(k.Slot)))
-	id = add(id, uint64(ch.act))
+	in := r.q.ev(i)
+	p := in.p
+	id := add(in.h, uint64(ch.act))
 	node := int32(p.Node)
 	if r.cfg.Timing == Sync && isTimer(p) {
 		node = -1
@@ -37,14 +36,16 @@ func (e *explorer) dfs() error {
 		return err
 	}
 	fp := r.fingerprint()
-	e.seen.Add(fp)
+	e.seen = newFPSet(e.cfg.POR)
+	_, slot := e.seen.Add(fp)
 	if e.cfg.POR {
 		e.sleeps = map[uint64][]label{}
 	}
+	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
-	_, err = e.visit(r, nil, nil)
+	_, err = e.visit(r, nil, nil, fp, slot, false)
 	for _, s := range e.sleeps {
 		e.extra += 24 + 16*cap(s)
 	}
@@ -52,16 +53,38 @@ func (e *explorer) dfs() error {
 	return err
 }
 
-// visit explores the state r is in, reached by path, with the sleep set
-// sleep: steps whose orders with the path's last steps were explored
-// already (Godefroid 1996, ch. 5, with state caching: a state met again
-// with a sleep set that is not a superset of the one it was explored with
-// is explored again with their intersection). It reports whether the
-// search must stop.
-func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
+// visit explores the state r is in (fingerprint fp, in slot of the
+// visited set), reached by path, with the sleep set sleep: steps whose
+// orders with the path's last steps were explored already (Godefroid
+// 1996, ch. 5, with state caching: a state met again with a sleep set
+// that is not a superset of the one it was explored with is explored
+// again with their intersection). again: the state was visited before.
+// It reports whether the search must stop.
+//
+// The sleep set a state was explored with is kept in its slot's 16-bit
+// tag, as a bit mask over the labels enabled in it sorted by their ids
+// (a function of the state); a state with more than 15 labels enabled
+// keeps its set in a map (tag 0xFFFF).
+func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
-	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	chs := slices.Clone(r.choices(e.buf))
+	var labels []label
+	if cfg.POR {
+		labels = make([]label, len(chs))
+		for i, ch := range chs {
+			labels[i] = r.label(ch)
+		}
+		canon := canonical(labels)
+		if again {
+			stored := e.storedSleep(canon, fp, slot)
+			if subset(stored, sleep) {
+				return false, nil
+			}
+			sleep = intersect(stored, sleep)
+		}
+		e.storeSleep(canon, sleep, fp, slot)
+	}
+	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
 		e.res.Terminal++
 		return e.judge(r, cfg.Checks, path, true)
@@ -70,10 +93,6 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 		e.res.CutOff++
 		e.res.Exhausted = false
 		return false, nil
-	}
-	labels := make([]label, len(chs))
-	for i, ch := range chs {
-		labels[i] = r.label(ch)
 	}
 	var done []label
 	last := -1 // the last step taken from here
@@ -84,9 +103,12 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 	}
 	first := true
 	for i, ch := range chs {
-		l := labels[i]
-		if cfg.POR && slices.Contains(sleep, l) {
-			continue
+		var l label
+		if cfg.POR {
+			l = labels[i]
+			if slices.Contains(sleep, l) {
+				continue
+			}
 		}
 		// Replaying, the first step goes on in r and the others replay
 		// the path; forking, the others fork r and the last takes r.
@@ -104,31 +126,26 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 		e.res.Transitions++
 		var childSleep []label
 		if cfg.POR {
-			for _, s := range append(slices.Clone(sleep), done...) {
+			for _, s := range sleep {
+				if independent(s, l) {
+					childSleep = append(childSleep, s)
+				}
+			}
+			for _, s := range done {
 				if independent(s, l) {
 					childSleep = append(childSleep, s)
 				}
 			}
 		}
-		fp := child.fingerprint()
-		next := append(path[:len(path):len(path)], ch)
-		if !e.seen.Add(fp) {
+		cfp := child.fingerprint()
+		next := append(path, ch) // path's spare room: no one keeps next
+		isNew, cslot := e.seen.Add(cfp)
+		if !isNew {
 			if !cfg.POR {
-				done = append(done, l)
 				continue
 			}
-			stored := e.sleeps[fp]
-			if subset(stored, childSleep) {
-				done = append(done, l)
-				continue
-			}
-			childSleep = intersect(stored, childSleep)
-			e.sleeps[fp] = childSleep
 		} else {
-			if cfg.POR && len(childSleep) > 0 {
-				e.sleeps[fp] = childSleep
-			}
-			if stop, err := e.judge(child, cfg.Safety, next, false); stop || err != nil {
+			if stop, err := e.judgeNew(child, next); stop || err != nil {
 				return stop, err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
@@ -136,12 +153,64 @@ func (e *explorer) visit(r *run, path []choice, sleep []label) (bool, error) {
 				return true, nil
 			}
 		}
-		if stop, err := e.visit(child, next, childSleep); stop || err != nil {
+		if stop, err := e.visit(child, next, childSleep, cfp, cslot, !isNew); stop || err != nil {
 			return stop, err
 		}
-		done = append(done, l)
+		if cfg.POR {
+			done = append(done, l)
+		}
 	}
 	return false, nil
+}
+
+// canonical returns labels sorted by id, without repeats.
+func canonical(labels []label) []label {
+	c := slices.Clone(labels)
+	slices.SortFunc(c, func(a, b label) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
+}
+
+const overflowTag = 0xFFFF
+
+func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
+	if len(canon) > 15 {
+		e.seen.SetTag(slot, overflowTag)
+		if len(sleep) > 0 {
+			e.sleeps[fp] = slices.Clone(sleep)
+		} else {
+			delete(e.sleeps, fp)
+		}
+		return
+	}
+	var m uint16
+	for _, l := range sleep {
+		if i := slices.IndexFunc(canon, func(c label) bool { return c.id == l.id }); i >= 0 {
+			m |= 1 << uint(i)
+		}
+	}
+	e.seen.SetTag(slot, m)
+}
+
+func (e *explorer) storedSleep(canon []label, fp uint64, slot int) []label {
+	m := e.seen.Tag(slot)
+	if m == overflowTag {
+		return e.sleeps[fp]
+	}
+	var out []label
+	for i, c := range canon {
+		if m&(1<<uint(i)) != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func subset(a, b []label) bool {

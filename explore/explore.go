@@ -115,6 +115,8 @@ type Config struct {
 	// path from the start, never by forking a run (the engine of old,
 	// kept to compare with).
 	Replay bool
+
+	watchers []watcher // of Safety, set by Explore
 }
 
 func (c *Config) seed() uint64 { return 1 }
@@ -186,6 +188,10 @@ type Result struct {
 	// BytesPerState is the memory of the search per unique state: the
 	// fingerprint set, and with BFS the path to every state.
 	BytesPerState float64
+	// Omission bounds the probability that two of the states reached
+	// share a fingerprint, so that one of them (and what only it leads
+	// to) went unexplored: States²/2⁶⁵ (see fpSet).
+	Omission float64
 	// Engine is how states were reached: "fork", or "replay" (asked
 	// for, or because the model's runs cannot be forked, with why).
 	Engine string

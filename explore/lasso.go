@@ -69,14 +69,13 @@ func (r *run) fair(ch choice) bool {
 	if ch.act != Fire {
 		return false
 	}
-	return !isCrash(r.s.Describe(r.q.keys[r.q.find(ch.seq)].Slot))
+	return !isCrash(r.q.ev(r.q.find(ch.seq)).p)
 }
 
 // track updates the waiting set from the trace events since the last
 // call: an Acquire input makes its process wait, an Enter output ends it.
 func (r *run) track() {
-	evs := r.rec.Trace().Events
-	for _, ev := range evs[r.tracked:] {
+	for _, ev := range r.rec.Since(r.tracked) {
 		switch {
 		case ev.Kind == trace.Input && ev.Type == "acquire":
 			r.waiting |= 1 << uint(ev.Node)
@@ -84,7 +83,7 @@ func (r *run) track() {
 			r.waiting &^= 1 << uint(ev.Node)
 		}
 	}
-	r.tracked = len(evs)
+	r.tracked = r.rec.Len()
 }
 
 // lasso looks for a fair cycle in which a process waits throughout; it
@@ -247,7 +246,7 @@ func (e *explorer) judgeCycles(trail []trailNode) error {
 	}
 	var path []choice
 	for j := cyc[0]; j > 0; j = trail[j].parent {
-		path = append(path, unpack(trail[j].ch))
+		path = append(path, unpack32(trail[j].ch))
 	}
 	slices.Reverse(path)
 	r, err := e.replay(path)

@@ -37,14 +37,26 @@ type choice struct {
 	act Act
 }
 
-func (c choice) pack() uint64 { return c.seq<<2 | uint64(c.act) }
-func unpack(x uint64) choice  { return choice{seq: x >> 2, act: Act(x & 3)} }
+// pack32 packs a choice in 32 bits (breadth first's trail): a Seq below
+// 2³⁰, which a path's events never come near.
+func (c choice) pack32() (uint32, error) {
+	if c.seq >= 1<<30 {
+		return 0, fmt.Errorf("event #%d: too many events on one path", c.seq)
+	}
+	return uint32(c.seq<<2) | uint32(c.act), nil
+}
+
+func unpack32(x uint32) choice { return choice{seq: uint64(x >> 2), act: Act(x & 3)} }
 
 // queue is the explorer's sim.Queue: it holds the pending events' keys and
 // pops the one the explorer chose (before the run begins, the earliest, as
 // the simulator's own queue would).
 type queue struct {
-	keys  []sim.Key
+	keys []sim.Key
+	// info holds, for each key of keys, what the event is and the hash of
+	// its contents, computed once per event (not once per state it is
+	// pending in): a fingerprint sums them.
+	info  []pending
 	s     *sim.Sim
 	next  int   // index in keys of the key to pop; -1: the earliest
 	at    int64 // the time to hand back with it
@@ -59,15 +71,67 @@ func (q *queue) Push(k sim.Key) {
 	if q.set && q.s != nil {
 		if v := q.s.Payload(k.Slot); v != nil && q.s.Describe(k.Slot).Kind == "deliver" {
 			d := q.s.Describe(k.Slot)
-			h := add(add(uint64(d.Node), uint64(d.From)), q.h.of(v))
+			ph := q.h.of(v)
+			h := add(add(uint64(d.Node), uint64(d.From)), ph)
 			if q.known[h] {
 				q.s.Lose(k, "already sent")
 				return
 			}
 			q.known[h] = true
+			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), ok: true})
+			return
 		}
 	}
-	q.keys = append(q.keys, k)
+	q.insert(k, pending{})
+}
+
+// insert adds k in Seq order (at the end, but for an event the simulator
+// puts back, which keeps its Seq).
+func (q *queue) insert(k sim.Key, in pending) {
+	i := len(q.keys)
+	for i > 0 && q.keys[i-1].Seq > k.Seq {
+		i--
+	}
+	q.keys, q.info = slices.Insert(q.keys, i, k), slices.Insert(q.info, i, in)
+}
+
+// pending is what queue knows of a pending event: its description and
+// the hash of its contents (kind, processes, payload), filled in on first
+// use — a key pushed while the simulator is being built cannot be
+// described yet.
+type pending struct {
+	p  sim.Pending
+	h  uint64
+	ok bool
+}
+
+// ev returns what the i-th pending event is, describing and hashing it
+// the first time.
+func (q *queue) ev(i int) *pending {
+	in := &q.info[i]
+	if !in.ok {
+		k := q.keys[i]
+		in.p = q.s.Describe(k.Slot)
+		in.h = eventHash(in.p, q.h.of(q.s.Payload(k.Slot)), nil)
+		in.ok = true
+	}
+	return in
+}
+
+// copyOf holds k2, a copy of the i-th event (a duplicate, or a message of
+// a set network kept after its delivery): the same contents.
+func (q *queue) copyOf(i int, k2 sim.Key) {
+	q.insert(k2, q.info[i])
+}
+
+// eventHash hashes a pending event's contents: its kind, the processes at
+// its ends (renamed by rename, if not nil) and its payload's hash.
+func eventHash(p sim.Pending, payload uint64, rename func(proc.ID) proc.ID) uint64 {
+	node, from := p.Node, p.From
+	if rename != nil {
+		node, from = rename(node), rename(from)
+	}
+	return add(add(add(hashString(p.Kind), uint64(node)), uint64(from)), payload)
 }
 
 func (q *queue) Pop() sim.Key {
@@ -90,8 +154,9 @@ func (q *queue) Pop() sim.Key {
 }
 
 func (q *queue) remove(i int) {
-	q.keys[i] = q.keys[len(q.keys)-1]
-	q.keys = q.keys[:len(q.keys)-1]
+	// In order: keys stay sorted by Seq (pushed and copied in Seq order),
+	// so the pending events need no sorting.
+	q.keys, q.info = slices.Delete(q.keys, i, i+1), slices.Delete(q.info, i, i+1)
 }
 
 func (q *queue) find(seq uint64) int {

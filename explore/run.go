@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -30,12 +31,18 @@ type run struct {
 	// from the trace's first tracked events.
 	waiting uint64
 	tracked int
+	// ph caches each process's state hash; 0: to be computed. A step
+	// changes only the process it happens at, so a fingerprint rehashes
+	// that one process, not all of them.
+	ph []uint64
+	// w marks the safety checkers a step may have broken (watch.go).
+	w watch
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
-	r := &run{cfg: c, h: h}
+	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &recorder{trace: trace.Trace{Header: c.header()}}
+	r.rec = &recorder{header: c.header()}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -62,6 +69,9 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	r.q.s = s
 	if err := r.protect(s.Begin); err != nil {
 		return nil, err
+	}
+	if len(c.watchers) > 0 {
+		r.w.observe(c.watchers, r.rec.Since(0))
 	}
 	r.dropStale()
 	return r, nil
@@ -95,15 +105,9 @@ func (r *run) dropStale() {
 func (r *run) pending() []event {
 	evs := r.evs[:0]
 	for i, k := range r.q.keys {
-		evs = append(evs, event{key: k, p: r.s.Describe(k.Slot), idx: i})
+		evs = append(evs, event{key: k, p: r.q.ev(i).p, idx: i})
 	}
-	slices.SortFunc(evs, func(a, b event) int {
-		if a.key.Seq < b.key.Seq {
-			return -1
-		}
-		return 1
-	})
-	r.evs = evs
+	r.evs = evs // in Seq order already (see queue.remove)
 	return evs
 }
 
@@ -161,7 +165,14 @@ func (r *run) apply(ch choice) error {
 		return fmt.Errorf("no pending event #%d", ch.seq)
 	}
 	k := r.q.keys[i]
-	p := r.s.Describe(k.Slot)
+	p := r.q.ev(i).p
+	if ws := r.cfg.watchers; len(ws) > 0 {
+		from := r.rec.Len()
+		defer func() { r.w.observe(ws, r.rec.Since(from)) }()
+	}
+	if p.Node >= 0 && int(p.Node) < len(r.ph) {
+		r.ph[p.Node] = 0 // the one process the step may change
+	}
 	switch ch.act {
 	case Drop:
 		r.q.remove(i)
@@ -169,11 +180,11 @@ func (r *run) apply(ch choice) error {
 		r.used[1]++
 		return nil
 	case Dup:
-		r.q.keys = append(r.q.keys, r.s.Copy(k))
+		r.q.copyOf(i, r.s.Copy(k))
 		r.used[2]++
 	default:
 		if r.cfg.SetNetwork && isDeliver(p) {
-			r.q.keys = append(r.q.keys, r.s.Copy(k)) // a message of a set is never used up
+			r.q.copyOf(i, r.s.Copy(k)) // a message of a set is never used up
 		}
 	}
 	if isCrash(p) {
@@ -186,8 +197,8 @@ func (r *run) apply(ch choice) error {
 	case r.cfg.Timing == Sync && !isTimer(p):
 		// Due within its bound: it may come early, but not after a
 		// timer due before it.
-		for _, o := range r.q.keys {
-			if isTimer(r.s.Describe(o.Slot)) {
+		for j, o := range r.q.keys {
+			if isTimer(r.q.ev(j).p) {
 				at = min(at, o.At)
 			}
 		}
@@ -221,35 +232,117 @@ func (r *run) fingerprint() uint64 {
 }
 
 // fingerprintWith fingerprints the state with every process i renamed
-// perm[i] (nil: as it is).
+// perm[i] (nil: as it is). Without a renaming it hashes only what changed
+// since the state it was forked from or last fingerprinted: the processes
+// that moved (their hashes are cached in ph) and, once each, the events
+// pushed since (cached in the queue); fingerprintFull computes the same
+// value from scratch.
 func (r *run) fingerprintWith(perm []proc.ID) uint64 {
+	if perm != nil {
+		return r.fingerprintFull(perm)
+	}
+	h := uint64(seed)
+	for id := range r.ph {
+		if r.ph[id] == 0 {
+			r.ph[id] = r.procHash(proc.ID(id), nil) | 1
+		}
+		h = add(h, r.ph[id])
+	}
+	h = r.hashRest(h, r.wl.next, r.waiting)
+	var sum uint64
+	for i, k := range r.q.keys {
+		in := r.q.ev(i)
+		if isCrash(in.p) {
+			continue
+		}
+		sum += mix64(r.timed(in.h, k.At))
+	}
+	return add(h, sum)
+}
+
+// procHash hashes process id's state and whether it is up.
+func (r *run) procHash(id proc.ID, perm []proc.ID) uint64 {
+	var p any = r.s.Process(id)
+	if pm, ok := p.(Permuter); ok && perm != nil {
+		p = pm.PermuteIDs(perm)
+	}
+	up := uint64(0)
+	if r.s.Up(id) {
+		up = 1
+	}
+	return add(up, r.h.of(p))
+}
+
+// hashRest adds to h the workload's progress, the faults used and, with
+// Config.Cycles, the processes waiting.
+func (r *run) hashRest(h uint64, next []int, waiting uint64) uint64 {
+	h = add(h, uint64(len(next)))
+	for _, x := range next {
+		h = add(h, uint64(x))
+	}
+	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
+	if r.cfg.Cycles {
+		h = add(h, waiting)
+	}
+	return h
+}
+
+// timed adds to an event's hash, in Sync, how far in the future it is
+// due, or -1 if it is overdue (the time abstraction: absolute times are
+// not state, and neither is by how much a message is late).
+//
+// Why an overdue event's lateness is not state: in Sync a timer is never
+// overdue (time advances to a message's due time only up to the earliest
+// timer, and to a timer's only when it is the earliest event), so an
+// overdue message or input is due before every timer and holds them all
+// back until it is handled, whatever its lateness; handling it leaves
+// the time as it is (its time is raised to now), and later it is only
+// more overdue. Two states that differ only in how late their overdue
+// events are thus enable the same steps, which lead to states that again
+// differ only so: the abstraction is a bisimulation, and every property
+// of the states (safety, or the terminal ones) is judged as without it.
+// Late is not the same as due now: a timer due now may fire before a
+// message due now, not before one already late.
+func (r *run) timed(h uint64, at int64) uint64 {
+	if r.cfg.Timing == Sync {
+		late := int64(-1)
+		if exactLateness {
+			late = math.MinInt64
+		}
+		h = add(h, uint64(max(at-r.now, late)))
+	}
+	return h
+}
+
+// fingerprintFull fingerprints the state from scratch, with every
+// process i renamed perm[i] (nil: as it is).
+func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 	n := r.cfg.Nodes
 	if perm != nil {
 		r.h.perm = perm
 		defer func() { r.h.perm = nil }()
 	}
-	rename := func(id proc.ID) proc.ID {
-		if perm != nil && id >= 0 && int(id) < n {
-			return perm[id]
+	var rename func(proc.ID) proc.ID
+	if perm != nil {
+		rename = func(id proc.ID) proc.ID {
+			if id >= 0 && int(id) < n {
+				return perm[id]
+			}
+			return id
 		}
-		return id
 	}
 	// Processes by their new names: old name of each.
 	order := make([]proc.ID, n)
 	for id := range order {
-		order[rename(proc.ID(id))] = proc.ID(id)
+		if rename != nil {
+			order[rename(proc.ID(id))] = proc.ID(id)
+		} else {
+			order[id] = proc.ID(id)
+		}
 	}
 	h := uint64(seed)
 	for _, id := range order {
-		var p any = r.s.Process(id)
-		if pm, ok := p.(Permuter); ok && perm != nil {
-			p = pm.PermuteIDs(perm)
-		}
-		up := uint64(0)
-		if r.s.Up(id) {
-			up = 1
-		}
-		h = add(add(h, up), r.h.of(p))
+		h = add(h, r.procHash(id, perm)|1)
 	}
 	next := r.wl.next
 	if perm != nil && next != nil {
@@ -258,52 +351,85 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 			next[perm[id]] = x
 		}
 	}
-	h = add(h, r.h.of(next))
-	h = add(h, uint64(r.used[0])|uint64(r.used[1])<<16|uint64(r.used[2])<<32)
-	if r.cfg.Cycles {
-		w := r.waiting
-		if perm != nil {
-			w = 0
-			for id := 0; id < n; id++ {
-				if r.waiting&(1<<uint(id)) != 0 {
-					w |= 1 << uint(perm[id])
-				}
+	w := r.waiting
+	if perm != nil {
+		w = 0
+		for id := 0; id < n; id++ {
+			if r.waiting&(1<<uint(id)) != 0 {
+				w |= 1 << uint(perm[id])
 			}
 		}
-		h = add(h, w)
 	}
+	h = r.hashRest(h, next, w)
 	var sum uint64
 	for _, k := range r.q.keys {
 		p := r.s.Describe(k.Slot)
 		if isCrash(p) {
 			continue
 		}
-		e := add(add(hashString(p.Kind), uint64(rename(p.Node))), uint64(rename(p.From)))
-		e = add(e, r.h.of(r.s.Payload(k.Slot)))
-		if r.cfg.Timing == Sync {
-			e = add(e, uint64(k.At-r.now))
-		}
-		sum += mix64(e)
+		sum += mix64(r.timed(eventHash(p, r.h.of(r.s.Payload(k.Slot)), rename), k.At))
 	}
 	return add(h, sum)
 }
 
-// recorder is the run's trace: the events up to the state it was forked
-// from (shared with the other forks, never appended to in place) and its
-// own since, joined only when the trace is read — a step to a state seen
-// before is never judged, and then costs no copy of the trace.
+// exactLateness keeps how late each overdue event is in the fingerprint
+// (as the explorer once did), for tests that compare.
+var exactLateness = false
+
+// recorder is the run's trace as a chain: the events up to the state it
+// was forked from are frozen segments shared with the other forks (never
+// changed), its own since are its tail. Forking freezes the tail, so a
+// fork costs no copy of the trace; the whole trace is put together only
+// when it is read (to judge a property, or to show a counterexample).
 type recorder struct {
-	trace trace.Trace
-	tail  []trace.Event
+	header trace.Header
+	base   *segment
+	tail   []trace.Event
+}
+
+// segment is a frozen run of events, after its parent's.
+type segment struct {
+	parent *segment
+	events []trace.Event
+	n      int // events up to and including these
 }
 
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
 
-// Trace returns the whole trace so far.
-func (r *recorder) Trace() *trace.Trace {
-	if len(r.tail) > 0 {
-		r.trace.Events = append(r.trace.Events, r.tail...)
-		r.tail = r.tail[:0]
+// Len is the number of events so far.
+func (r *recorder) Len() int { return r.base.len() + len(r.tail) }
+
+func (s *segment) len() int {
+	if s == nil {
+		return 0
 	}
-	return &r.trace
+	return s.n
+}
+
+// freeze makes the tail a segment that forks share, and returns a
+// recorder for a fork.
+func (r *recorder) freeze() *recorder {
+	if len(r.tail) > 0 {
+		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), n: r.Len()}
+		r.tail = nil
+	}
+	return &recorder{header: r.header, base: r.base}
+}
+
+// Since returns the events from index i on (shared: not to be changed).
+func (r *recorder) Since(i int) []trace.Event {
+	if b := r.base.len(); i >= b {
+		return r.tail[i-b:]
+	}
+	return r.Trace().Events[i:]
+}
+
+// Trace returns the whole trace so far, a copy of its own.
+func (r *recorder) Trace() *trace.Trace {
+	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}
+	copy(t.Events[r.base.len():], r.tail)
+	for s := r.base; s != nil; s = s.parent {
+		copy(t.Events[s.n-len(s.events):], s.events)
+	}
+	return t
 }

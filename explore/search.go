@@ -22,6 +22,7 @@ func Explore(cfg Config) (*Result, error) {
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = 200
 	}
+	cfg.watchers = watchersOf(cfg.Safety)
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
 	if cfg.Replay {
 		e.res.Engine = "replay"
@@ -37,6 +38,7 @@ func Explore(cfg Config) (*Result, error) {
 	e.res.States = int64(e.seen.Len())
 	if e.res.States > 0 {
 		e.res.BytesPerState = float64(e.seen.Bytes()+e.extra) / float64(e.res.States)
+		e.res.Omission = omission(e.res.States)
 	}
 	if e.res.Violation != nil {
 		e.res.Exhausted = false
@@ -57,7 +59,8 @@ type explorer struct {
 	forking bool
 	cp      *copier
 	// g is the state graph, with Config.Cycles.
-	g *graph
+	g     *graph
+	names []string // scratch
 }
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
@@ -82,11 +85,10 @@ func (e *explorer) branch(r *run, path []choice) (*run, error) {
 	return e.replay(path)
 }
 
-// trailNode is a BFS state: how it was first reached.
+// trailNode is a BFS state: how it was first reached, in 8 bytes.
 type trailNode struct {
 	parent int32
-	depth  int32
-	ch     uint64 // packed choice
+	ch     uint32 // packed choice (pack32)
 }
 
 // replay re-executes a path from the start.
@@ -104,12 +106,29 @@ func (e *explorer) replay(path []choice) (*run, error) {
 	return r, nil
 }
 
+// fullChecks runs every safety checker on every new state, as if none
+// were known to watch.go (for tests that compare the two).
+var fullChecks = false
+
+// judgeNew judges a state found for the first time: the safety checkers
+// that the steps since the last state judged on its path may have broken
+// (watch.go).
+func (e *explorer) judgeNew(r *run, path []choice) (bool, error) {
+	names := r.w.due(e.cfg.watchers, e.cfg.Safety, e.names)
+	e.names = names
+	if fullChecks {
+		names = e.cfg.Safety
+	}
+	return e.judge(r, names, path, false)
+}
+
 // judge runs the named checkers on r's trace; a violation ends the search.
 func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (bool, error) {
 	if len(names) == 0 {
 		return false, nil
 	}
-	results, err := check.Run(r.rec.Trace(), names...)
+	tr := r.rec.Trace()
+	results, err := check.Run(tr, names...)
 	if err != nil {
 		return false, err
 	}
@@ -120,7 +139,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: tr, Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
@@ -156,13 +175,15 @@ func (e *explorer) bfs() error {
 		return err
 	}
 	rootFP := root.fingerprint()
+	e.seen = newFPSet(false)
 	e.seen.Add(rootFP)
 	if cfg.Cycles {
 		e.g = &graph{index: map[uint64]int32{}}
 		e.g.node(rootFP, root.waiting)
 	}
 	trail := []trailNode{{parent: -1}}
-	held, nheld := []*run{root}, 1 // with forking, the runs of states not yet expanded
+	held := map[int32]*run{0: root} // with forking, the runs of states not yet expanded
+	root.w.dirty = 0
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
@@ -170,15 +191,14 @@ func (e *explorer) bfs() error {
 	for i := 0; i < len(trail); i++ {
 		path = path[:0]
 		for j := int32(i); j > 0; j = trail[j].parent {
-			path = append(path, unpack(trail[j].ch))
+			path = append(path, unpack32(trail[j].ch))
 		}
 		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
 			path[a], path[b] = path[b], path[a]
 		}
-		r := held[i]
-		held[i] = nil
+		r := held[int32(i)]
 		if r != nil {
-			nheld--
+			delete(held, int32(i))
 		} else if r, err = e.replay(path); err != nil {
 			return err
 		}
@@ -218,7 +238,7 @@ func (e *explorer) bfs() error {
 			}
 			e.res.Transitions++
 			fp := child.fingerprint()
-			if !e.seen.Add(fp) {
+			if isNew, _ := e.seen.Add(fp); !isNew {
 				if e.g != nil {
 					e.g.succ[i] = append(e.g.succ[i], edge{e.g.index[fp], labels[k].id})
 				}
@@ -227,24 +247,25 @@ func (e *explorer) bfs() error {
 			if e.g != nil {
 				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
 			}
-			trail = append(trail, trailNode{parent: int32(i), depth: int32(len(path) + 1), ch: ch.pack()})
-			if e.forking && nheld < heldRuns {
-				held = append(held, child)
-				nheld++
-			} else {
-				held = append(held, nil)
+			packed, err := ch.pack32()
+			if err != nil {
+				return err
 			}
-			if stop, err := e.judge(child, cfg.Safety, append(path[:len(path):len(path)], ch), false); stop || err != nil {
+			trail = append(trail, trailNode{parent: int32(i), ch: packed})
+			if e.forking && len(held) < heldRuns {
+				held[int32(len(trail)-1)] = child
+			}
+			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
 			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
-				e.extra = 16*cap(trail) + 8*cap(held)
+				e.extra = 8*cap(trail) + 48*len(held)
 				return nil
 			}
 		}
 	}
-	e.extra = 16*cap(trail) + 8*cap(held)
+	e.extra = 8*cap(trail) + 48*len(held)
 	if e.g != nil {
 		e.extra += e.g.bytes()
 		if e.res.Exhausted {

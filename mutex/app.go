@@ -55,6 +55,16 @@ type clocked interface {
 // else goes to the algorithm.
 type withApp struct{ proc.Process }
 
+// Clone copies the wrapped process if it copies itself (a model
+// checker's fast path: it forks runs instead of replaying them), and
+// returns nil if it does not (the checker then copies it its own way).
+func (w withApp) Clone() proc.Process {
+	if c, ok := w.Process.(interface{ Clone() proc.Process }); ok {
+		return withApp{c.Clone()}
+	}
+	return nil
+}
+
 func (w withApp) Input(env proc.Env, in proc.Input) {
 	if t, ok := in.(Tell); ok {
 		var m App

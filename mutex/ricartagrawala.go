@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -96,6 +97,19 @@ type ricartAgrawala struct {
 	durable durableCounter
 	hold    time.Duration // the current request's Acquire.Hold
 	wants   *Acquire      // an Acquire made while RECOVERING
+}
+
+// Clone returns an independent copy of the state (a model checker's fast
+// path: it forks runs instead of replaying them).
+func (r *ricartAgrawala) Clone() proc.Process {
+	c := *r
+	c.replied = maps.Clone(r.replied)
+	c.queue = slices.Clone(r.queue)
+	if r.wants != nil {
+		w := *r.wants
+		c.wants = &w
+	}
+	return &c
 }
 
 // Describe implements proc.Describer: the pseudocode's state, the Lamport

@@ -20,8 +20,6 @@ type Fork struct {
 	Workload Workload
 	// Process returns an independent copy of a process's state.
 	Process func(proc.Process) proc.Process
-	// Deep returns a deep copy of anything (the disks of stable storage).
-	Deep func(any) any
 	// Value returns a copy of a message, input or timer tag in flight that
 	// a process may not change through its copy (nil: shared as they are).
 	Value func(any) any
@@ -38,15 +36,14 @@ var ErrNoFork = errors.New("this run cannot be forked")
 // path to it. A fork has the parent's configuration; runs with their own
 // calendar (no Config.Queue), hardware clocks, pause or slow faults,
 // changing membership or vector clocks are not forked (ErrNoFork);
-// stable storage is copied with Fork.Deep.
+// stable storage is copied (the records, which the host never changes in
+// place, are shared).
 func (s *Sim) Fork(f Fork) (*Sim, error) {
 	switch {
 	case s.cal != nil:
 		return nil, errors.Join(ErrNoFork, errors.New("no Config.Queue"))
 	case s.clocks != nil || s.busy != nil || s.present != nil || s.vcs != nil:
 		return nil, errors.Join(ErrNoFork, errors.New("hardware clocks, pauses, membership or vector clocks"))
-	case s.disks != nil && f.Deep == nil:
-		return nil, errors.Join(ErrNoFork, errors.New("stable storage, and no Fork.Deep"))
 	}
 	c := &Sim{}
 	*c = *s
@@ -85,13 +82,13 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 	if s.disks != nil {
 		c.disks = make(map[proc.ID]*disk, len(s.disks))
 		for id, d := range s.disks {
-			c.disks[id] = f.Deep(d).(*disk)
+			c.disks[id] = d.clone()
 		}
 		if s.diskRand != nil {
 			c.diskRand = forkRand(s.diskRand)
 		}
 	}
-	c.kindIdx = maps.Clone(s.kindIdx)
+	s.kindShared, c.kindShared = true, true // copied when a kind is added
 	c.kinds = slices.Clone(s.kinds)
 	c.sent = slices.Clone(s.sent)
 	c.st.ByKind = nil

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -70,11 +71,14 @@ type Sim struct {
 	called  []int32
 
 	kindIdx map[string]int
-	kinds   []string
-	sent    []int64 // per kind index
-	st      Result
-	stop    StopReason
-	begun   bool
+	// kindShared: kindIdx is shared with a fork, to be copied before a
+	// kind is added.
+	kindShared bool
+	kinds      []string
+	sent       []int64 // per kind index
+	st         Result
+	stop       StopReason
+	begun      bool
 }
 
 type node struct {
@@ -717,6 +721,9 @@ func (s *Sim) partitioned(a, b int32) bool {
 func (s *Sim) countKind(k string) {
 	i, ok := s.kindIdx[k]
 	if !ok {
+		if s.kindShared {
+			s.kindIdx, s.kindShared = maps.Clone(s.kindIdx), false
+		}
 		i = len(s.kinds)
 		s.kindIdx[k] = i
 		s.kinds = append(s.kinds, k)

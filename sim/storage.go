@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -72,6 +73,21 @@ type crashedInSync struct{}
 func (s *Sim) crashInSync(id proc.ID) {
 	s.fault(&Fault{Kind: Crash, Node: id, At: time.Duration(s.now)})
 	panic(crashedInSync{})
+}
+
+// clone copies the disk for a fork of the run. The records are the host's
+// own copies, never changed in place, so the two disks share them; the
+// slices that hold them are the fork's own (clipped, where only appended
+// to, so that an append on either side cannot write where the other
+// looks).
+func (d *disk) clone() *disk {
+	c := &disk{
+		durable:   slices.Clip(d.durable),
+		unsynced:  slices.Clone(d.unsynced),
+		recovered: slices.Clip(d.recovered),
+	}
+	c.view.Replace(d.view.Log())
+	return c
 }
 
 // apply returns log after ops.

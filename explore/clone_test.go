@@ -1,0 +1,73 @@
+package explore
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// An algorithm's Clone (Cloner) is a deep copy: the copy hashes as the
+// original does, and stays so while the original goes on — in every
+// state of random walks.
+func TestClonersAreDeepCopies(t *testing.T) {
+	for _, m := range []struct {
+		family, algo string
+		nodes        int
+		tweak        func(*Config)
+	}{
+		{"commit", "two-phase-commit", 4, nil},
+		{"mutex", "ricart-agrawala", 3, func(c *Config) { c.Crashes, c.Dups = 1, 1 }},
+		{"mutex", "ricart-agrawala-jr", 3, nil},
+	} {
+		cfg := setup(t, m.family, m.algo, m.nodes, nil)
+		if m.tweak != nil {
+			m.tweak(&cfg)
+		}
+		rng := rand.New(rand.NewPCG(9, 9))
+		h := newHasher()
+		cloned := 0
+		for walk := 0; walk < 50; walk++ {
+			r, err := cfg.newRun(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type copyOf struct {
+				p    proc.Process
+				hash uint64
+			}
+			var copies []copyOf
+			for step := 0; step < 30; step++ {
+				for _, c := range copies {
+					if h.of(c.p) != c.hash {
+						t.Fatalf("%s: a clone changed as its original went on", m.algo)
+					}
+				}
+				for id := 0; id < m.nodes; id++ {
+					p := r.s.Process(proc.ID(id))
+					if p == nil {
+						continue // crashed
+					}
+					cl, ok := p.(Cloner)
+					if !ok || cl.Clone() == nil {
+						t.Fatalf("%s: no Clone", m.algo)
+					}
+					c := cl.Clone()
+					if h.of(c) != h.of(p) {
+						t.Fatalf("%s walk %d step %d: p%d's clone differs from it", m.algo, walk, step, id)
+					}
+					copies = append(copies, copyOf{c, h.of(c)})
+					cloned++
+				}
+				chs := r.choices(nil)
+				if len(chs) == 0 {
+					break
+				}
+				if err := r.apply(chs[rng.IntN(len(chs))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Logf("%s: %d clones", m.algo, cloned)
+	}
+}
