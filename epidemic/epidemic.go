@@ -123,7 +123,8 @@ type Params struct {
 	// 0 means 6·AdRefresh.
 	AdTTL time.Duration
 	// Coordinates makes the members algorithm measure Vivaldi coordinates
-	// (a probe and its echo per member and period), so that its finds
+	// (carried on SWIM's acks, each ack to a member's own ping a sample:
+	// no message of their own), so that its finds
 	// rank holders by estimated round-trip time; without it they rank by
 	// ID. The discovery algorithm always measures them.
 	Coordinates bool

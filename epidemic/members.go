@@ -21,7 +21,6 @@ import (
 //	Advertise, Withdraw, Find       → resource discovery (discovery.go)
 //	Update, Pull, Digest, Reply     → the map
 //	Mass                            → the aggregates
-//	Probe, Echo                     → resource discovery's coordinates
 //	Ping, PingReq, Ack, Nack, ...   → SWIM
 //	the round timer                 → the map; SWIM's timers → SWIM;
 //	the aggregation timer           → the aggregates
@@ -71,7 +70,7 @@ func init() {
 		// its open group: TestOpenGroupLearnsEveryMember,
 		// TestPartitionHeals).
 		Checks:   []string{"integrity", "gossip-convergence", "gossip-no-resurrection"},
-		Messages: append(append(append(append([]proc.Message{}, swimMessages...), aeMessages...), Mass{}), discoMessages...),
+		Messages: append(append(append([]proc.Message{}, swimMessages...), aeMessages...), Mass{}),
 		Scenario: "nodes: 16\nstop:\n  deadline: 2s\n",
 	})
 }
@@ -90,7 +89,13 @@ func newMembers(p *Params, id proc.ID, n int) *members {
 	kvp := *p
 	kvp.Period = p.Period * time.Duration(p.SyncEvery)
 	m := &members{swim: newSwim(p, id, n), kv: &antiEntropy{mode: pushPull, p: &kvp, db: store{reapAfter: p.ReapAfter}}}
-	m.disc = newDiscovery(p, p.Period, p.Coordinates)
+	m.disc = newDiscovery(p, p.Period, false)
+	if p.Coordinates {
+		// Vivaldi rides on SWIM: every ack carries the answering member's
+		// coordinate, and each ack to this member's own ping is a sample
+		// (Serf carries its coordinates on memberlist's pings likewise).
+		m.swim.viv = &m.disc
+	}
 	m.kv.pick = func(env proc.Env, f int) []proc.ID { return m.swim.randomMembers(env, f, proc.None) }
 	return m
 }
@@ -159,10 +164,6 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	case Mass:
 		if !m.swim.left {
 			m.agg.onMass(env, m, msg)
-		}
-	case Probe, Echo:
-		if !m.swim.left {
-			m.disc.receive(env, from, msg)
 		}
 	default:
 		m.swim.Receive(env, from, msg)
