@@ -753,6 +753,36 @@ func (s *swim) measured(env proc.Env, from proc.ID, c *WireCoord, sent time.Dura
 	}
 }
 
+// checksum is a hash (64-bit FNV-1a) of an open group's member list
+// (members.go; a closed group's view holds only exceptions) as facts would
+// give it, in ID order, this member among the others and the suspecters
+// left out: two members that hold every member in the same state and
+// incarnation have the same checksum, others almost surely not.
+func (s *swim) checksum() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	add := func(id proc.ID, state uint8, inc uint32) {
+		for _, x := range [3]uint64{uint64(uint32(id)), uint64(state), uint64(inc)} {
+			for range 4 {
+				h = (h ^ (x & 0xff)) * prime
+				x >>= 8
+			}
+		}
+	}
+	self := false
+	for _, v := range s.view {
+		if !self && v.id > s.self {
+			add(s.self, StateAlive, s.inc)
+			self = true
+		}
+		add(v.id, v.state, v.inc)
+	}
+	if !self {
+		add(s.self, StateAlive, s.inc)
+	}
+	return h
+}
+
 // facts are every fact this member holds that differs from "alive at
 // incarnation 0", in ID order, and its own incarnation.
 func (s *swim) facts() []Fact {
