@@ -105,6 +105,9 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	}
 	start := time.Now()
 	for i := range cfg.Members {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
 		contact := proc.None
 		if i > 0 {
 			contact = 0

@@ -328,6 +328,10 @@ func gossipSizes() []int {
 // gossipIdle is the idle window of the side-by-side benchmarks: a member
 // list or map exchange comes every 10 periods, so a longer window than
 // the default 3 s averages them out (-gossip.idle=20s).
+// gossipLarge is the in-process membership BenchmarkGossipFormation
+// forms beside the 64s (-gossip.large=256).
+var gossipLarge = flag.Int("gossip.large", 1000, "the in-process membership BenchmarkGossipFormation also forms")
+
 var gossipIdle = flag.Duration("gossip.idle", 3*time.Second, "the idle window whose traffic BenchmarkGossipBesideMemberlist counts")
 
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
@@ -365,8 +369,8 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 // per member (every pair of members then holds a connection), the same
 // on one in-process network (no sockets: what the protocol costs,
 // without the kernel), and memberlist (UDP probes, a TCP push/pull per
-// join); and Cohort's in-process at 1,000 members, a mesh of TCP
-// connections a 2-core machine does not hold in one process.
+// join); and Cohort's in-process at 1,000 members (-gossip.large), a
+// mesh of TCP connections a 2-core machine does not hold in one process.
 //
 //	go test -run '^$' -bench GossipFormation -benchtime 1x -count 3 ./bench
 func BenchmarkGossipFormation(b *testing.B) {
@@ -374,7 +378,7 @@ func BenchmarkGossipFormation(b *testing.B) {
 		who string
 		n   int
 	}
-	runs := []run{{"cohort", 64}, {"cohort-inproc", 64}, {"memberlist", 64}, {"cohort-inproc", 1000}}
+	runs := []run{{"cohort", 64}, {"cohort-inproc", 64}, {"memberlist", 64}, {"cohort-inproc", *gossipLarge}}
 	if testing.Short() {
 		runs = []run{{"cohort", 4}, {"cohort-inproc", 4}, {"memberlist", 4}}
 	}
