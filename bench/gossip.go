@@ -45,6 +45,9 @@ type GossipResult struct {
 	// (alive, or suspected: on a loaded machine a member is suspected
 	// now and then, and refutes it).
 	Formed time.Duration `json:"formed_ns"`
+	// Started: from the first member's start until the last had started
+	// (and sent its join), within Formed.
+	Started time.Duration `json:"started_ns"`
 	// Broadcast: from a 64-byte write at one member until every member
 	// has it, median of the broadcasts.
 	Broadcast time.Duration   `json:"broadcast_ns"`
@@ -151,6 +154,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		}
 		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
 	}
+	res.Started = time.Since(start)
 	// Formed: every member lists every other. The members found complete
 	// are not asked again until the last is, then all are asked once more
 	// (a member may have lost one meanwhile): asking each of 1,000

@@ -401,6 +401,7 @@ func BenchmarkGossipFormation(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(res.Formed.Milliseconds()), "formed-ms")
+				b.ReportMetric(float64(res.Started.Milliseconds()), "started-ms")
 			}
 		})
 	}
