@@ -28,6 +28,14 @@ type GossipConfig struct {
 	Broadcasts int           // broadcasts timed; 0: 5
 	Idle       time.Duration // the idle window whose traffic is counted; 0: 3 s
 	Logger     *slog.Logger  // the members' logs; nil: errors only, to stderr
+	// FormOnly stops once the cluster has formed: only Formed is measured.
+	FormOnly bool
+	// InProc puts the members on one in-process network (transport.InProc:
+	// the TCP transport's semantics without sockets) instead of a TCP
+	// transport each — for memberships whose mesh of connections a machine
+	// cannot hold (n members open up to n(n−1)/2 pairs, twice the file
+	// descriptors in one process). Joins still go through the first member.
+	InProc bool
 }
 
 // GossipResult is what a membership benchmark measured.
@@ -37,6 +45,9 @@ type GossipResult struct {
 	// (alive, or suspected: on a loaded machine a member is suspected
 	// now and then, and refutes it).
 	Formed time.Duration `json:"formed_ns"`
+	// Started: from the first member's start until the last had started
+	// (and sent its join), within Formed.
+	Started time.Duration `json:"started_ns"`
 	// Broadcast: from a 64-byte write at one member until every member
 	// has it, median of the broadcasts.
 	Broadcast time.Duration   `json:"broadcast_ns"`
@@ -57,7 +68,7 @@ type gossipMember struct {
 	id   proc.ID
 	node *live.Node
 	srv  *members.Server
-	tr   *transport.TCP
+	tr   transport.Transport
 }
 
 // Gossip runs Cohort's membership service (package members) with
@@ -88,21 +99,45 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		}
 	}()
 	var seed string
+	var inproc *transport.Network
+	if cfg.InProc {
+		var err error
+		if inproc, err = transport.NewInProc(cfg.Members, transport.InProcConfig{}); err != nil {
+			return res, err
+		}
+	}
 	start := time.Now()
 	for i := range cfg.Members {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		peers, contact := map[proc.ID]string{}, proc.None
+		contact := proc.None
 		if i > 0 {
-			peers[0], contact = seed, 0
-		} else {
-			seed = ln.Addr().String()
+			contact = 0
 		}
-		tr, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, Logger: log})
-		if err != nil {
-			return res, err
+		var tr transport.Transport
+		if inproc != nil {
+			ep, err := inproc.Endpoint(proc.ID(i))
+			if err != nil {
+				return res, err
+			}
+			tr = ep
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return res, err
+			}
+			peers := map[proc.ID]string{}
+			if i > 0 {
+				peers[0] = seed
+			} else {
+				seed = ln.Addr().String()
+			}
+			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, Logger: log})
+			if err != nil {
+				return res, err
+			}
+			tr = t
 		}
 		node, err := live.NewNode(live.Config{Self: proc.ID(i), N: 1, IDs: 1 << 16, Transport: tr, Logger: log})
 		if err != nil {
@@ -119,17 +154,28 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		}
 		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
 	}
-	// Formed: every member lists every other.
-	for {
+	res.Started = time.Since(start)
+	// Formed: every member lists every other. The members found complete
+	// are not asked again until the last is, then all are asked once more
+	// (a member may have lost one meanwhile): asking each of 1,000
+	// members for its list of 1,000 every few milliseconds would cost more
+	// than the members do.
+	poll := 5 * time.Millisecond * time.Duration(max(1, cfg.Members/64))
+	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if formed(ms) {
-			break
+		if next = formedFrom(ms, next); next == len(ms) {
+			if next = formedFrom(ms, 0); next == len(ms) {
+				break
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(poll)
 	}
 	res.Formed = time.Since(start)
+	if cfg.FormOnly {
+		return res, nil
+	}
 
 	// Broadcasts: a write at member 1 + k, timed until all have it.
 	for k := range cfg.Broadcasts {
@@ -174,19 +220,22 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	return res, nil
 }
 
-func formed(ms []*gossipMember) bool {
-	for _, m := range ms {
-		list, err := m.srv.Members()
+// formedFrom is the first member of ms from i on that does not list
+// every member alive (or suspected: on a loaded machine a member is
+// suspected now and then, and refutes it), or len(ms).
+func formedFrom(ms []*gossipMember, i int) int {
+	for ; i < len(ms); i++ {
+		list, err := ms[i].srv.Members()
 		if err != nil || len(list) != len(ms) {
-			return false
+			return i
 		}
 		for _, x := range list {
 			if x.State != "alive" && x.State != "suspect" {
-				return false
+				return i
 			}
 		}
 	}
-	return true
+	return i
 }
 
 // timeUntilAll runs act and returns the time until every member of ms has

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -18,7 +19,8 @@ import (
 // defaults (probe every 1 s, gossip every 200 ms to 3 members, push/pull
 // every 30 s), members on loopback in this process, every one joining
 // the first. A broadcast goes through memberlist's TransmitLimitedQueue
-// (as Serf's user events do); a crash is Shutdown without Leave.
+// (as Serf's user events do); a crash is Shutdown without Leave. With
+// broadcasts < 0 it stops once the cluster has formed.
 func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration) (GossipResult, error) {
 	res := GossipResult{Members: n}
 	ms := make([]*mlMember, n)
@@ -56,6 +58,9 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.Formed = time.Since(start)
+	if broadcasts < 0 {
+		return res, nil
+	}
 
 	for k := range broadcasts {
 		id := fmt.Sprintf("b%d", k)
@@ -283,6 +288,27 @@ func TestGossipBesideMemberlist(t *testing.T) {
 	}
 }
 
+// TestGossipInProcess: the benchmark's members on one in-process network
+// form, spread every broadcast and declare a crashed member dead, as on
+// TCP; and FormOnly stops after the first of those.
+func TestGossipInProcess(t *testing.T) {
+	ctx := context.Background()
+	r, err := Gossip(ctx, GossipConfig{Members: 12, Broadcasts: 2, Idle: 500 * time.Millisecond, InProc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Formed <= 0 || len(r.All) != 2 || r.Detected <= 0 || r.BytesPerSecond <= 0 {
+		t.Fatalf("%+v", r)
+	}
+	f, err := Gossip(ctx, GossipConfig{Members: 12, InProc: true, FormOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Formed <= 0 || len(f.All) != 0 || f.Detected != 0 {
+		t.Fatalf("form only: %+v", f)
+	}
+}
+
 // BenchmarkGossipBesideMemberlist: 32 and 64 members, Cohort (with its
 // 200 ms period, and with memberlist's 1 s probe interval) and
 // memberlist alternated in one run; the figures are reported as metrics
@@ -299,6 +325,15 @@ func gossipSizes() []int {
 	return []int{32, 64}
 }
 
+// gossipIdle is the idle window of the side-by-side benchmarks: a member
+// list or map exchange comes every 10 periods, so a longer window than
+// the default 3 s averages them out (-gossip.idle=20s).
+// gossipLarge is the in-process membership BenchmarkGossipFormation
+// forms beside the 64s (-gossip.large=256).
+var gossipLarge = flag.Int("gossip.large", 1000, "the in-process membership BenchmarkGossipFormation also forms")
+
+var gossipIdle = flag.Duration("gossip.idle", 3*time.Second, "the idle window whose traffic BenchmarkGossipBesideMemberlist counts")
+
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
 	for _, n := range gossipSizes() {
 		for _, who := range []string{"cohort", "cohort-1s", "memberlist"} {
@@ -308,11 +343,11 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 					var err error
 					switch who {
 					case "cohort":
-						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5})
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Idle: *gossipIdle})
 					case "cohort-1s":
-						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: time.Second})
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: time.Second, Idle: *gossipIdle})
 					default:
-						r, err = memberlistGossip(context.Background(), n, 5, 3*time.Second)
+						r, err = memberlistGossip(context.Background(), n, 5, *gossipIdle)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -325,5 +360,49 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkGossipFormation: the time from the first member's start until
+// every member lists every other, members started one after another and
+// each joining through the first — Cohort's service on a TCP transport
+// per member (every pair of members then holds a connection), the same
+// on one in-process network (no sockets: what the protocol costs,
+// without the kernel), and memberlist (UDP probes, a TCP push/pull per
+// join); and Cohort's in-process at 1,000 members (-gossip.large), a
+// mesh of TCP connections a 2-core machine does not hold in one process.
+//
+//	go test -run '^$' -bench GossipFormation -benchtime 1x -count 3 ./bench
+func BenchmarkGossipFormation(b *testing.B) {
+	type run struct {
+		who string
+		n   int
+	}
+	runs := []run{{"cohort", 64}, {"cohort-inproc", 64}, {"memberlist", 64}, {"cohort-inproc", *gossipLarge}}
+	if testing.Short() {
+		runs = []run{{"cohort", 4}, {"cohort-inproc", 4}, {"memberlist", 4}}
+	}
+	for _, r := range runs {
+		b.Run(fmt.Sprintf("%s/members=%d", r.who, r.n), func(b *testing.B) {
+			for range b.N {
+				var res GossipResult
+				var err error
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				switch r.who {
+				case "cohort":
+					res, err = Gossip(ctx, GossipConfig{Members: r.n, FormOnly: true})
+				case "cohort-inproc":
+					res, err = Gossip(ctx, GossipConfig{Members: r.n, FormOnly: true, InProc: true})
+				default:
+					res, err = memberlistGossip(ctx, r.n, -1, 0)
+				}
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(res.Formed.Milliseconds()), "formed-ms")
+				b.ReportMetric(float64(res.Started.Milliseconds()), "started-ms")
+			}
+		})
 	}
 }

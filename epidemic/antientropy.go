@@ -2,6 +2,7 @@ package epidemic
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -50,6 +51,13 @@ type antiEntropy struct {
 	// pick chooses the round's f partners; nil: f of the N−1 others at
 	// random. (members.go: the members SWIM holds alive.)
 	pick func(env proc.Env, f int) []proc.ID
+	// checksumFirst opens a push-pull exchange with the map's checksum
+	// instead of its digest (members.go): a Q whose checksum differs
+	// answers with its own digest, and the exchange goes on from Q's side;
+	// one whose map is the same says nothing. Replicas that agree — a
+	// quiet cluster's — then exchange 10 bytes where a digest names
+	// every key (Demers et al. §1.3).
+	checksumFirst bool
 }
 
 type mode uint8
@@ -70,6 +78,11 @@ type Pull struct{ Digest []Sum }
 // Digest opens a push-pull exchange: the answer is a Reply.
 type Digest struct{ Digest []Sum }
 
+// Checksum opens a push-pull exchange whose opener expects to agree: the
+// checksum of its map (store.checksum). It is answered with a Digest, or
+// not at all.
+type Checksum struct{ Sum uint64 }
+
 // Reply answers a Digest: the entries newer than it, and what its sender
 // has that is newer than the replier's.
 type Reply struct {
@@ -81,6 +94,8 @@ func (Update) Kind() string { return "update" }
 func (Pull) Kind() string   { return "pull" }
 func (Digest) Kind() string { return "digest" }
 func (Reply) Kind() string  { return "reply" }
+
+func (Checksum) Kind() string { return "checksum" }
 
 func (u Update) String() string { return label("UPDATE", u.Entries) }
 func (p Pull) String() string {
@@ -95,6 +110,7 @@ func (d Digest) String() string {
 	}
 	return label("DIGEST", d.Digest)
 }
+func (c Checksum) String() string { return "CHECKSUM(" + strconv.FormatUint(c.Sum, 16) + ")" }
 func (r Reply) String() string {
 	return label("REPLY", r.Entries) + " want" + label("", r.Want)
 }
@@ -191,6 +207,10 @@ func (a *antiEntropy) exchange(env proc.Env, q proc.ID) {
 	case pull:
 		env.Send(q, Pull{Digest: a.db.digest()})
 	case pushPull:
+		if a.checksumFirst {
+			env.Send(q, Checksum{Sum: a.db.checksum()})
+			return
+		}
 		env.Send(q, Digest{Digest: a.db.digest()})
 	}
 }
@@ -198,6 +218,12 @@ func (a *antiEntropy) exchange(env proc.Env, q proc.ID) {
 // Receive is Q's side of an exchange (an Update or a Pull, a Digest) and
 // P's end of one (the Reply): see store.exchange.
 func (a *antiEntropy) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	if c, ok := m.(Checksum); ok {
+		if c.Sum != a.db.checksum() {
+			env.Send(from, Digest{Digest: a.db.digest()})
+		}
+		return
+	}
 	a.db.exchange(env, from, m, func(es []Entry) { a.onUpdate(env, es) })
 }
 

@@ -49,8 +49,13 @@ import (
 //
 // The discovery algorithm runs it alone, over push-pull anti-entropy
 // among all N nodes (Demers et al.'s closed group); the members algorithm
-// (members.go) runs it beside SWIM, its writes spread as rumors and its
-// finds skipping the members SWIM holds dead.
+// (members.go) runs it beside SWIM, its writes spread as rumors, its
+// finds skipping the members SWIM holds dead, and its samples taken from
+// SWIM's own round trips instead of probes: each ack carries the answering
+// member's coordinate (as a WireCoord), and the pinger measures the round
+// trip from its ping — as Serf carries its coordinates on memberlist's
+// pings. Those targets are SWIM's, a uniformly shuffled order, so the
+// members algorithm has no near-peer samples; it keeps no near set.
 //
 // Assumptions: those of anti-entropy; round-trip times roughly fit a
 // plane plus heights (Vivaldi's model); clocks run at about the same rate
@@ -58,8 +63,9 @@ import (
 // this node's replica: a holder that advertised less than a dissemination
 // ago may be missing, one that crashed less than AdTTL ago may be there.
 //
-// Cost: a probe and its echo per node and round, beside anti-entropy's
-// exchanges; every holder rewrites each advertisement every AdRefresh. A
+// Cost: in the discovery algorithm, a probe and its echo per node and
+// round, beside anti-entropy's exchanges; in the members algorithm, no
+// message of its own — 4 to 11 bytes on each of SWIM's acks; every holder rewrites each advertisement every AdRefresh. A
 // find sends nothing: O(entries) at the node.
 
 // Advertise makes this node a holder of resource Name, with Attrs (sorted
@@ -151,6 +157,44 @@ func (f Found) String() string {
 }
 func (p Probe) String() string { return "PROBE(" + p.Sent.String() + ")" }
 func (e Echo) String() string  { return "ECHO(" + e.Sent.String() + "," + e.Coord.String() + ")" }
+
+// WireCoord is a Coord as SWIM's acks carry it: the point and height in
+// whole microseconds, the error in ten-thousandths (at least one), each a
+// varint on the wire — 4 to 11 bytes, where four float64s take 32. The
+// rounding is far below what a round trip's jitter moves a coordinate.
+type WireCoord struct {
+	X, Y, H int32
+	Err     uint16
+}
+
+// PackCoord rounds c for the wire; a coordinate beyond ±2,000 s is
+// clamped (none is: round trips are milliseconds).
+func PackCoord(c Coord) WireCoord {
+	us := func(ms float64) int32 {
+		x := math.Round(ms * 1000)
+		switch {
+		case math.IsNaN(x):
+			return 0
+		case x > math.MaxInt32:
+			return math.MaxInt32
+		case x < math.MinInt32:
+			return math.MinInt32
+		}
+		return int32(x)
+	}
+	e := math.Round(c.Err * 1e4)
+	if !(e >= 1) {
+		e = 1
+	}
+	return WireCoord{X: us(c.X), Y: us(c.Y), H: us(c.H), Err: uint16(min(e, 1e4))}
+}
+
+// Coord is w in milliseconds; an error above 1 (only a malformed ack has
+// one) reads as 1.
+func (w WireCoord) Coord() Coord {
+	return Coord{X: float64(w.X) / 1000, Y: float64(w.Y) / 1000, H: float64(w.H) / 1000, Err: min(float64(w.Err)/1e4, 1)}
+}
+
 func (c Coord) String() string {
 	return "[" + fmtFloat(c.X) + "," + fmtFloat(c.Y) + "|" + fmtFloat(c.H) + "±" + fmtFloat(c.Err) + "]"
 }
@@ -315,7 +359,7 @@ type discovery struct {
 	refresh   time.Duration
 	ttl       time.Duration
 	started   bool
-	probe     bool // measure the coordinate (else it stays at the origin)
+	probe     bool // probe for samples (else SWIM's pings bring them, or none come)
 	probes    uint64
 	near      []nearPeer // the nearest peers measured, nearest first
 }
@@ -484,11 +528,23 @@ func (d *discovery) receive(env proc.Env, from proc.ID, m proc.Message) {
 	case Probe:
 		env.Send(from, Echo{Sent: m.Sent, Coord: d.coord})
 	case Echo:
-		rtt := float64(env.Now()-m.Sent) / float64(time.Millisecond)
-		d.coord.update(env, m.Coord, rtt)
-		d.remember(from, rtt)
+		d.sample(env, from, m.Coord, env.Now()-m.Sent)
 	}
 }
+
+// sample is one Vivaldi sample: a round trip to from, which answered
+// with coordinate c — an echo of this node's probe, or (in the members
+// algorithm) the ack of its SWIM ping.
+func (d *discovery) sample(env proc.Env, from proc.ID, c Coord, rtt time.Duration) {
+	ms := float64(rtt) / float64(time.Millisecond)
+	d.coord.update(env, c, ms)
+	if d.probe {
+		d.remember(from, ms)
+	}
+}
+
+// coordinate is the coordinate an ack carries.
+func (d *discovery) coordinate() Coord { return d.coord }
 
 // remember keeps from among the nearest peers if it is one of them.
 func (d *discovery) remember(from proc.ID, rtt float64) {

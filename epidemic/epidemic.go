@@ -123,7 +123,8 @@ type Params struct {
 	// 0 means 6·AdRefresh.
 	AdTTL time.Duration
 	// Coordinates makes the members algorithm measure Vivaldi coordinates
-	// (a probe and its echo per member and period), so that its finds
+	// (carried on SWIM's acks, each ack to a member's own ping a sample:
+	// no message of their own), so that its finds
 	// rank holders by estimated round-trip time; without it they rank by
 	// ID. The discovery algorithm always measures them.
 	Coordinates bool
@@ -439,6 +440,29 @@ func (s *store) write(env proc.Env, key, value string, deleted bool) Entry {
 }
 
 // digest is the node's (key, version) summary, sorted by key.
+// checksum is a hash (64-bit FNV-1a) of the digest: replicas with the
+// same keys at the same versions have the same checksum, and replicas
+// that differ almost surely not — Demers et al.'s (1987, §1.3) checksum,
+// compared before the databases are. O(keys) at each call.
+func (s *store) checksum() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	word := func(x uint64) { // eight bytes, little-endian
+		for range 8 {
+			h = (h ^ (x & 0xff)) * prime
+			x >>= 8
+		}
+	}
+	for _, it := range s.items {
+		word(uint64(len(it.Key))) // the length first: no two digests hash one byte string
+		for i := 0; i < len(it.Key); i++ {
+			h = (h ^ uint64(it.Key[i])) * prime
+		}
+		word(it.Version)
+	}
+	return h
+}
+
 func (s *store) digest() []Sum {
 	d := make([]Sum, len(s.items))
 	for i, it := range s.items {

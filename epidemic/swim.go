@@ -94,7 +94,11 @@ import (
 // ack (it is some member's target once a period on average) — 2 messages
 // sent, whatever n (Das et al. §3.1: the load is constant) — plus
 // k ping-reqs, k pings, k acks and up to k nacks when a target does not
-// answer. The expected time from a member's crash to its first detection
+// answer. Where members measure network coordinates (swim.viv, the
+// members algorithm's), each ack carries the answerer's, 4 to 11 bytes,
+// and the ack to a ping this member sent is a Vivaldi sample: the round
+// trip from the ping, the coordinate in the ack — Serf's way, with no
+// message of its own. The expected time from a member's crash to its first detection
 // is T/(1 − (1 − 1/(n−1))^{n−1}) → e/(e−1)·T ≈ 1.58 T (§3.1).
 type swim struct {
 	p     *Params
@@ -114,6 +118,19 @@ type swim struct {
 	seq    uint64
 	probe  probe
 	relays []relay // ping-reqs this member is serving
+
+	// viv, if set, is the member's Vivaldi coordinate: its acks carry
+	// it, and the acks to its own pings are its samples (Serf's way).
+	viv vivaldi
+}
+
+// vivaldi is what SWIM needs of a network coordinate that rides on its
+// pings and acks: the coordinate to put on an ack, and a sample — the
+// round trip of a ping this member sent, and the coordinate its target
+// answered with.
+type vivaldi interface {
+	coordinate() Coord
+	sample(env proc.Env, from proc.ID, c Coord, rtt time.Duration)
 }
 
 // held is what a member holds about another: 12 bytes, for a view of
@@ -140,13 +157,15 @@ type probe struct {
 	target                  proc.ID
 	nacks, expect           int
 	timer                   proc.TimerID
+	sent                    time.Duration // when the ping left, on the local clock
 }
 
 // relay is a ping-req being served: the ping sent to the target under
 // seq, for requester's probe reqSeq.
 type relay struct {
-	seq, reqSeq uint64
-	requester   proc.ID
+	seq, reqSeq       uint64
+	requester, target proc.ID
+	sent              time.Duration
 }
 
 type bcast struct {
@@ -215,10 +234,14 @@ type PingReq struct {
 	Updates []Fact
 }
 
-// Ack answers a Ping (or, forwarded, a PingReq) of probe Seq.
+// Ack answers a Ping (or, forwarded, a PingReq) of probe Seq. Coord is
+// the answering member's network coordinate, where members measure them
+// (the members algorithm's resource discovery); nil otherwise, and on a
+// forwarded ack, whose round trip is not the pinger's to the target.
 type Ack struct {
 	Seq     uint64
 	Updates []Fact
+	Coord   *WireCoord
 }
 
 // Nack tells a ping-req's requester that the target did not answer the
@@ -253,7 +276,12 @@ func (Gossip) Kind() string  { return "gossip" }
 
 func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
 func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
-func (m Ack) String() string     { return probeLabel("ACK(", m.Seq, proc.None, m.Updates) }
+func (m Ack) String() string {
+	if m.Coord == nil {
+		return probeLabel("ACK(", m.Seq, proc.None, m.Updates)
+	}
+	return probeLabel("ACK(", m.Seq, proc.None, m.Updates) + m.Coord.Coord().String()
+}
 
 // probeLabel renders "PING(7→p3){alive p2@1,…}" in one allocation: the
 // simulator labels every message it records or hashes.
@@ -521,7 +549,7 @@ func (s *swim) startProbe(env proc.Env) {
 		return
 	}
 	s.seq++
-	s.probe = probe{active: true, seq: s.seq, target: target}
+	s.probe = probe{active: true, seq: s.seq, target: target, sent: env.Now()}
 	env.Send(target, Ping{Seq: s.seq, Target: target, Updates: s.piggyback(s.buddy(target))})
 	s.probe.timer = env.SetTimer(s.scaled(s.p.ProbeTimeout), probeTimeout{Seq: s.seq})
 }
@@ -669,11 +697,16 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	switch m := msg.(type) {
 	case Ping:
 		s.applyAll(env, m.Updates)
-		env.Send(from, Ack{Seq: m.Seq, Updates: s.piggyback(s.verdict(from))})
+		ack := Ack{Seq: m.Seq, Updates: s.piggyback(s.verdict(from))}
+		if s.viv != nil {
+			c := PackCoord(s.viv.coordinate())
+			ack.Coord = &c
+		}
+		env.Send(from, ack)
 	case PingReq:
 		s.applyAll(env, m.Updates)
 		s.seq++
-		s.relays = append(s.relays, relay{seq: s.seq, reqSeq: m.Seq, requester: from})
+		s.relays = append(s.relays, relay{seq: s.seq, reqSeq: m.Seq, requester: from, target: m.Target, sent: env.Now()})
 		env.Send(m.Target, Ping{Seq: s.seq, Target: m.Target, Updates: s.piggyback(s.buddy(m.Target))})
 		env.SetTimer(s.scaled(s.p.ProbeTimeout)*4/5, relayTimeout{Seq: s.seq})
 	case Ack:
@@ -682,12 +715,18 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 			if !s.probe.acked {
 				s.probe.acked = true
 				env.CancelTimer(s.probe.timer)
+				if from == s.probe.target {
+					s.measured(env, from, m.Coord, s.probe.sent)
+				}
 			}
 			return
 		}
 		if i := slices.IndexFunc(s.relays, func(r relay) bool { return r.seq == m.Seq }); i >= 0 {
 			r := s.relays[i]
 			s.relays = slices.Delete(s.relays, i, i+1)
+			if from == r.target {
+				s.measured(env, from, m.Coord, r.sent)
+			}
 			env.Send(r.requester, Ack{Seq: r.reqSeq, Updates: s.piggyback(nil)})
 		}
 	case Nack:
@@ -704,6 +743,44 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	case Goodbye:
 		s.apply(env, Fact{State: StateLeft, Member: from, Inc: m.Inc})
 	}
+}
+
+// measured hands the coordinate a Vivaldi sample: the round trip of a
+// ping this member sent at sent, answered by from with coordinate c.
+func (s *swim) measured(env proc.Env, from proc.ID, c *WireCoord, sent time.Duration) {
+	if s.viv != nil && c != nil {
+		s.viv.sample(env, from, c.Coord(), env.Now()-sent)
+	}
+}
+
+// checksum is a hash (64-bit FNV-1a) of an open group's member list
+// (members.go; a closed group's view holds only exceptions) as facts would
+// give it, in ID order, this member among the others and the suspecters
+// left out: two members that hold every member in the same state and
+// incarnation have the same checksum, others almost surely not.
+func (s *swim) checksum() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	add := func(id proc.ID, state uint8, inc uint32) {
+		for _, x := range [3]uint64{uint64(uint32(id)), uint64(state), uint64(inc)} {
+			for range 4 {
+				h = (h ^ (x & 0xff)) * prime
+				x >>= 8
+			}
+		}
+	}
+	self := false
+	for _, v := range s.view {
+		if !self && v.id > s.self {
+			add(s.self, StateAlive, s.inc)
+			self = true
+		}
+		add(v.id, v.state, v.inc)
+	}
+	if !self {
+		add(s.self, StateAlive, s.inc)
+	}
+	return h
 }
 
 // facts are every fact this member holds that differs from "alive at

@@ -223,13 +223,14 @@ func (w *GossipLoad) Susceptible() []float64 {
 // end), rounds, messages_per_node_round and bytes_per_node, and the
 // series "max_error" after each round.
 func gossipMetrics(f Finished) (map[string]float64, map[string]*float64) {
+	if _, ok := f.Workload.(*DiscoveryLoad); ok {
+		return discoveryMetrics(f) // the discovery algorithm's, or the members algorithm's finds
+	}
 	switch f.Algo {
 	case "push-sum":
 		return pushSumMetrics(f)
 	case "swim":
 		return swimMetrics(f)
-	case "discovery":
-		return discoveryMetrics(f)
 	}
 	w, _ := f.Workload.(*GossipLoad)
 	if w == nil || w.n == 0 {

@@ -22,7 +22,8 @@ import (
 // advertises a resource — a name and attributes — in the replicated map,
 // and any node finds the holders of a name nearest it first, ranked by
 // the round-trip times their Vivaldi coordinates predict (each member
-// measures its own with a probe to a random member every period; a
+// measures its own from SWIM's pings: every ack carries the answering
+// member's coordinate, and the pinger times the round trip; a
 // holder's coordinate travels with its advertisement, rewritten every
 // ten periods). Nothing is probed at find time: the answer is this node's
 // replica's. A holder SWIM holds dead is skipped at once; an

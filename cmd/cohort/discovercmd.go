@@ -27,8 +27,9 @@ advertisement spreads to every member like any write of the map. "find
 NAME" asks the first node that answers for the -k holders nearest it
 (0: all), nearest first by the round-trip time their Vivaldi coordinates
 predict (Dabek et al. 2004) — each member measures its own coordinate
-with a probe to a random member every gossip period, and a holder's
-travels with its advertisement, so nothing is probed at find time.
+from the membership's pings (every ack carries the answering member's
+coordinate), and a holder's travels with its advertisement, so nothing
+is probed at find time.
 "withdraw NAME" ends the node's advertisement. A holder the membership
 declares dead is no longer found; one that stops rewriting its
 advertisement (every ten periods) is dropped after sixty.
