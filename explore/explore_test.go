@@ -193,3 +193,25 @@ func BenchmarkTwoPhaseCommit(b *testing.B) {
 		})
 	}
 }
+
+// A duplicate the explorer chooses is the network's: its trace records it
+// as the simulator's duplicating network does, so no-duplicates (which
+// forbids a process receiving one message twice unless the network
+// duplicated it) holds in every state, and the explorer still reaches
+// the states where a message arrives twice.
+func TestExploredDuplicatesAreTheNetworks(t *testing.T) {
+	cfg := setup(t, "mutex", "ricart-agrawala", 2, nil)
+	cfg.Dups = 1
+	cfg.Checks = []string{"no-duplicates", "integrity"}
+	cfg.Safety = cfg.Checks
+	r := explore(t, cfg)
+	if r.Violation != nil {
+		t.Fatalf("%s: %s", r.Violation.Check.Name, r.Violation.Check.Detail)
+	}
+	plain := setup(t, "mutex", "ricart-agrawala", 2, nil)
+	plain.Checks, plain.Safety = cfg.Checks, cfg.Checks
+	without := explore(t, plain)
+	if !r.Exhausted || r.States <= without.States {
+		t.Errorf("with one duplicate: %d states (exhausted %v), without: %d; want more", r.States, r.Exhausted, without.States)
+	}
+}

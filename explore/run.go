@@ -180,7 +180,7 @@ func (r *run) apply(ch choice) error {
 		r.used[1]++
 		return nil
 	case Dup:
-		r.q.copyOf(i, r.s.Copy(k))
+		r.q.copyOf(i, r.s.Duplicate(k))
 		r.used[2]++
 	default:
 		if r.cfg.SetNetwork && isDeliver(p) {

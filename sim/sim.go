@@ -880,6 +880,23 @@ func (s *Sim) Copy(k Key) Key {
 	return Key{At: k.At, Seq: s.seq, Slot: s.alloc(*s.item(k.Slot))}
 }
 
+// Duplicate is Copy of a pending delivery k that the network duplicates
+// (an explorer's choice): it counts and records the duplication as the
+// network model's own, so that checkers see the copy as the network's.
+func (s *Sim) Duplicate(k Key) Key {
+	it := *s.item(k.Slot)
+	c := s.Copy(k)
+	if it.kind == evDeliver {
+		s.st.Duplicated++
+		if s.sink != nil {
+			s.record(trace.Dup, it.from, func(e *trace.Event) {
+				e.Msg, e.Peer, e.Type = it.id, it.node, it.val.(proc.Message).Kind()
+			})
+		}
+	}
+	return c
+}
+
 // Lose discards the pending delivery k (a Config.Queue's key, which the
 // Queue does not hold) as lost by the network, and records the loss with
 // the reason given ("loss"). Any other kind of event is discarded without
