@@ -87,13 +87,10 @@ func (Join) Kind() string { return "join" }
 
 func (m Join) String() string { return fmt.Sprintf("JOIN(%v,h=%d)", m.X, m.Hops) }
 
-// State is a node's state tables sent to a joining node X: the sender's
-// leaf set and the rows of its routing table that X can use — rows 0 to
-// p, p the digits the sender shares with X (the sender itself is
-// implied; its deeper rows would all compete for the one entry R[p][·]
-// the sender fills itself). Row is the sender's place on the join's
-// route (0: the contact); Final: the sender is the last, Z, numerically
-// closest to X.
+// State is a node's state tables sent to a joining node: the sender's
+// leaf set and routing table entries (the sender itself is implied). Row
+// is the sender's place on the join's route (0: the contact); Final: the
+// sender is the last, Z, numerically closest to X.
 type State struct {
 	Row   int
 	Final bool
@@ -483,23 +480,6 @@ func (n *node) known() []proc.ID {
 	return slices.Compact(ids)
 }
 
-// stateFor is what this node sends a joining node x in its State: its
-// leaf set and its rows 0 .. shl(x, self) — the entries x can place.
-func (n *node) stateFor(x proc.ID) []proc.ID {
-	p := SharedPrefix(NodeID(x), n.self)
-	ids := make([]proc.ID, 0, len(n.leaves.left)+len(n.leaves.right)+(p+1)*(Radix-1))
-	ids = append(ids, n.leaves.left...)
-	ids = append(ids, n.leaves.right...)
-	for q := 0; q <= p && q < Digits; q++ {
-		for d := range Radix {
-			if e := n.rt.entry(q, d); e != proc.None && e != x {
-				ids = append(ids, e)
-			}
-		}
-	}
-	return ids
-}
-
 func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	n.now = env.Now()
 	n.heard(from)
@@ -539,7 +519,7 @@ func (n *node) onJoin(env proc.Env, m Join) {
 	n.leaves.remove(m.X)
 	n.rt.forget(n, m.X)
 	next := n.next(NodeID(m.X), m.Hops)
-	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.stateFor(m.X)})
+	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.known()})
 	if next != n.id {
 		n.forward(env, next, Join{X: m.X, Hops: m.Hops + 1})
 	}
