@@ -271,9 +271,8 @@ func init() {
 
 // NewScribe is a Pastry node with Scribe at address id. Its repair
 // needs Pastry's failure detector and acknowledged hops (cfg.KeepAlive >
-// 0, as in Repairing); without them (FailureFree) a child that stops
-// hearing its parent still routes its JOIN again, but the route may go
-// through the failed node.
+// 0, as in Repairing); without them (FailureFree: no failures) it sends
+// no heartbeats either, and a tree whose node fails stays broken.
 func NewScribe(id proc.ID, cfg Config) proc.Process { return newPastryNode(id, cfg) }
 
 func (n *node) group(g GUID) *group {
