@@ -46,6 +46,19 @@ const CompareHold = time.Millisecond
 // Compare runs every algorithm of the family in constructed situations for
 // each process count and returns measured figures beside the theory.
 func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRun, error) {
+	return CompareWith(family, nodes, seed, CompareOptions{})
+}
+
+// CompareOptions narrow a comparison.
+type CompareOptions struct {
+	// Proximity, for the overlay family: "on" keeps only the cases whose
+	// Pastry tables are chosen by proximity, "off" only those whose
+	// tables are not; "" keeps every case.
+	Proximity string
+}
+
+// CompareWith is Compare with options.
+func CompareWith(family string, nodes []int, seed uint64, opt CompareOptions) ([]CompareRow, []CompareRun, error) {
 	f, err := Lookup(family)
 	if err != nil {
 		return nil, nil, err
@@ -53,6 +66,16 @@ func Compare(family string, nodes []int, seed uint64) ([]CompareRow, []CompareRu
 	cases, ok := familyCases[f.Name]
 	if !ok {
 		return nil, nil, fmt.Errorf("family %s has no comparison yet (mutex and election have)", f.Name)
+	}
+	switch opt.Proximity {
+	case "":
+	case "on", "off":
+		if f.Name != "overlay" {
+			return nil, nil, fmt.Errorf("proximity %q: only the overlay family's comparison has proximity-aware tables, not %s", opt.Proximity, f.Name)
+		}
+		cases = slices.DeleteFunc(slices.Clone(cases), func(c compareCase) bool { return c.proximity != (opt.Proximity == "on") })
+	default:
+		return nil, nil, fmt.Errorf("proximity %q: want on or off", opt.Proximity)
 	}
 	var rows []CompareRow
 	var runs []CompareRun
@@ -131,6 +154,8 @@ type compareCase struct {
 	theory func(algo string, n int, metric string) *float64
 	// notes explain differences, by metric.
 	notes map[string]string
+	// proximity: the case's Pastry tables are chosen by proximity.
+	proximity bool
 }
 
 // familyCases are the constructed situations each family is compared in.

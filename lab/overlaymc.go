@@ -118,7 +118,7 @@ func NewScribeLoad() *ScribeLoad { return &ScribeLoad{} }
 
 func (w *ScribeLoad) groupCount() int { return cmp.Or(w.Groups, 4) }
 
-// gap is the time between joins: Pastry's joins must not overlap, and
+// gap is the time between joins: Pastry's joins one at a time, and
 // one takes a few of the network's latencies.
 func (w *ScribeLoad) gap() time.Duration {
 	if w.Proximity {

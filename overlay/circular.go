@@ -40,7 +40,7 @@ func init() {
 // NewCircular is a circular-routing node at address id.
 func NewCircular(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, circular{}) }
 
-func (circular) learn(*node, proc.ID) bool                 { return false }
+func (circular) learn(*node, proc.ID, GUID) bool           { return false }
 func (circular) nodes(*node) []proc.ID                     { return nil }
 func (circular) forget(*node, proc.ID) (p, d int, ok bool) { return 0, 0, false }
 func (circular) row(int) []proc.ID                         { return nil }

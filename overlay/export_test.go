@@ -32,12 +32,13 @@ var (
 	ScribeTwice       = flawed(scribeTwice)
 	ScribeNoRepair    = flawed(scribeNoRepair)
 	ScribeNoHandover  = flawed(scribeNoHandover)
+	JoinsBlind        = flawed(joinsBlind)
 )
 
 func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
 	return func(cfg Config) func(proc.ID, int) proc.Process {
 		return func(id proc.ID, _ int) proc.Process {
-			n := newNode(id, cfg, &pastry{})
+			n := newPastryNode(id, cfg)
 			n.flaw = f
 			return n
 		}

@@ -105,13 +105,28 @@ func (m State) String() string {
 }
 
 // Announce: a node that has joined tells the nodes in its tables that it
-// exists; they add it to theirs.
-type Announce struct{}
+// exists; they add it to theirs. To the nodes of its leaf set it sends
+// its leaf set too (Left, Right): each answers with an Offer of the nodes it
+// knows that belong there and are missing — another node that joined at
+// the same moment, which Z could not know of (Rowstron & Druschel 2001
+// §2.4: the joiner sends its state to the nodes in its tables, which
+// update their own; here the exchange goes both ways, for the leaf sets
+// whose correctness the routes rest on).
+type Announce struct{ Leaves *Leaves }
+
+// Leaves is a leaf set's two sides, nearest first. (Announce holds it by
+// pointer: an Announce without one, most of them, costs no allocation.)
+type Leaves struct{ Left, Right []proc.ID }
 
 // Kind implements proc.Message.
 func (Announce) Kind() string { return "announce" }
 
-func (Announce) String() string { return "ANNOUNCE" }
+func (m Announce) String() string {
+	if m.Leaves == nil {
+		return "ANNOUNCE"
+	}
+	return fmt.Sprintf("ANNOUNCE(left=%d,right=%d)", len(m.Leaves.Left), len(m.Leaves.Right))
+}
 
 // Route carries a lookup one hop (or a DHT request: Op, Value).
 type Route struct {
@@ -204,47 +219,66 @@ func Inputs(name string, args []string) (proc.Input, error) {
 // leafSet is Pastry's leaf set L: the l nodes numerically closest below
 // the node (left, nearest first) and the l closest above (right). With
 // fewer than 2l+1 nodes in all, both sides hold every other node.
+//
+// Each side is kept sorted by distance from the node, with the distances
+// beside it (ld, rd: going down the ring for left, up for right), so that
+// offering a node costs one comparison with the side's farthest entry —
+// the fate of most nodes heard of in a large overlay — and otherwise a
+// binary search and an insertion in place: no hashing of the entries, no
+// re-sorting, no allocation once a side is full. The farthest distance of
+// each side is kept inline too (lfar, rfar), so that the common case
+// reads nothing beyond the node itself.
 type leafSet struct {
 	self        GUID
 	l           int
+	lfar, rfar  GUID
 	left, right []proc.ID
+	ld, rd      []GUID
 }
 
 // add considers node id for both sides; it reports whether it entered.
-func (s *leafSet) add(id proc.ID) bool {
-	g := NodeID(id)
+func (s *leafSet) add(id proc.ID) bool { return s.addG(id, NodeID(id)) }
+
+// addG is add with id's nodeId g already computed.
+func (s *leafSet) addG(id proc.ID, g GUID) bool {
 	if g == s.self {
 		return false
 	}
-	r := s.insert(&s.right, id, func(x proc.ID) GUID { return Clockwise(s.self, NodeID(x)) }, Clockwise(s.self, g))
-	lf := s.insert(&s.left, id, func(x proc.ID) GUID { return Clockwise(NodeID(x), s.self) }, Clockwise(g, s.self))
+	r := s.insert(&s.right, &s.rd, &s.rfar, id, Clockwise(s.self, g))
+	lf := s.insert(&s.left, &s.ld, &s.lfar, id, Clockwise(g, s.self))
 	return r || lf
 }
 
-func (s *leafSet) insert(side *[]proc.ID, id proc.ID, dist func(proc.ID) GUID, d GUID) bool {
-	ids := *side
-	if len(ids) >= s.l && Cmp(d, dist(ids[len(ids)-1])) >= 0 {
+// insert puts id, at distance d, into the side ids (distances ds,
+// farthest far) where it belongs, if among the l nearest.
+func (s *leafSet) insert(ids *[]proc.ID, ds *[]GUID, far *GUID, id proc.ID, d GUID) bool {
+	if len(*ids) >= s.l && Cmp(d, *far) >= 0 {
 		return false // beyond a full side: most nodes heard of in a large overlay
 	}
-	i, found := slices.BinarySearchFunc(ids, d, func(x proc.ID, d GUID) int { return Cmp(dist(x), d) })
+	i, found := slices.BinarySearchFunc(*ds, d, Cmp)
 	if found || i >= s.l {
 		return false
 	}
-	ids = slices.Insert(ids, i, id)
-	if len(ids) > s.l {
-		ids = ids[:s.l]
+	if *ds == nil {
+		*ids, *ds = make([]proc.ID, 0, s.l+1), make([]GUID, 0, s.l+1)
 	}
-	*side = ids
+	*ids, *ds = slices.Insert(*ids, i, id), slices.Insert(*ds, i, d)
+	if len(*ids) > s.l {
+		*ids, *ds = (*ids)[:s.l], (*ds)[:s.l]
+	}
+	*far = edge(*ds)
 	return true
 }
 
 // remove takes id out of both sides; it reports the sides it was on.
 func (s *leafSet) remove(id proc.ID) (left, right bool) {
 	if i := slices.Index(s.left, id); i >= 0 {
-		s.left, left = slices.Delete(s.left, i, i+1), true
+		s.left, s.ld, left = slices.Delete(s.left, i, i+1), slices.Delete(s.ld, i, i+1), true
+		s.lfar = edge(s.ld)
 	}
 	if i := slices.Index(s.right, id); i >= 0 {
-		s.right, right = slices.Delete(s.right, i, i+1), true
+		s.right, s.rd, right = slices.Delete(s.right, i, i+1), slices.Delete(s.rd, i, i+1), true
+		s.rfar = edge(s.rd)
 	}
 	return left, right
 }
@@ -262,17 +296,16 @@ func (s *leafSet) covers(key GUID) bool {
 	if len(s.left) < s.l && len(s.right) < s.l {
 		return true
 	}
-	return Cmp(Clockwise(s.self, key), Clockwise(s.self, s.edge(s.right))) <= 0 ||
-		Cmp(Clockwise(key, s.self), Clockwise(s.edge(s.left), s.self)) <= 0
+	return Cmp(Clockwise(s.self, key), s.rfar) <= 0 || Cmp(Clockwise(key, s.self), s.lfar) <= 0
 }
 
-// edge is the nodeId of a side's farthest entry; the node's own if the
-// side is empty.
-func (s *leafSet) edge(side []proc.ID) GUID {
-	if len(side) == 0 {
-		return s.self
+// edge is the distance of a side's farthest entry (0, the node itself,
+// if the side is empty).
+func edge(ds []GUID) GUID {
+	if len(ds) == 0 {
+		return GUID{}
 	}
-	return NodeID(side[len(side)-1])
+	return ds[len(ds)-1]
 }
 
 // closest is the node of L ∪ {self} numerically closest to key.
@@ -312,7 +345,7 @@ func (s *leafSet) nearest(self proc.ID, key GUID, k int) []proc.ID {
 // entry read the table, for the repair of other nodes'.
 type router interface {
 	next(n *node, key GUID) proc.ID
-	learn(n *node, id proc.ID) bool
+	learn(n *node, id proc.ID, g GUID) bool
 	nodes(n *node) []proc.ID
 	forget(n *node, id proc.ID) (p, d int, held bool)
 	row(p int) []proc.ID
@@ -361,9 +394,10 @@ type node struct {
 	cfg    Config
 	leaves leafSet
 	rt     router
+	table  pastry // Pastry's routing table, rt's (held here: one allocation, and near the leaf set)
 	joined bool
-	final  bool // Z's state has come
-	told   map[proc.ID]bool
+	final  bool   // Z's state has come
+	queued []Join // JOINs that came before this node had joined
 	failures
 	proximity
 	dht
@@ -374,6 +408,13 @@ type node struct {
 func newNode(id proc.ID, cfg Config, rt router) *node {
 	g := NodeID(id)
 	return &node{id: id, self: g, cfg: cfg, leaves: leafSet{self: g, l: cfg.Leaves}, rt: rt}
+}
+
+// newPastryNode is a node routing by Pastry's rule, with its table inline.
+func newPastryNode(id proc.ID, cfg Config) *node {
+	n := newNode(id, cfg, nil)
+	n.rt = &n.table
+	return n
 }
 
 // Start: the run has no joins, and every process is present from the
@@ -410,21 +451,31 @@ func (n *node) Join(env proc.Env, contact proc.ID) {
 // offers it again, with its distance. A node that enters the leaf set
 // may take over the groups this node roots (Scribe).
 func (n *node) learn(env proc.Env, id proc.ID) bool {
+	leaf, table := n.learnWhere(env, id)
+	return leaf || table
+}
+
+// learnWhere is learn, reporting whether id entered the leaf set and
+// whether it entered the routing table.
+func (n *node) learnWhere(env proc.Env, id proc.ID) (leaf, table bool) {
 	if id == n.id || id == proc.None || n.presumedDead(id) {
-		return false
+		return false, false
 	}
-	a := n.leaves.add(id)
-	b := n.rt.learn(n, id)
+	g := NodeID(id)
+	leaf = n.leaves.addG(id, g)
+	table = n.rt.learn(n, id, g)
 	n.measure(env, id)
-	if a && len(n.groups) > 0 {
+	if leaf && len(n.groups) > 0 {
 		n.handOver(env)
 	}
-	return a || b
+	return leaf, table
 }
 
 // known lists every node in the tables, without repeats, sorted.
 func (n *node) known() []proc.ID {
-	ids := slices.Concat(n.leaves.left, n.leaves.right, n.rt.nodes(n))
+	ids := n.rt.nodes(n)
+	ids = append(ids, n.leaves.left...)
+	ids = append(ids, n.leaves.right...)
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
@@ -435,11 +486,18 @@ func (n *node) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case Join:
 		n.ack(env, from, m.Seq)
+		if !n.joined && n.flaw != joinsBlind {
+			// This node is itself joining (it was drawn as a contact the
+			// moment it arrived): it routes the JOIN once it has its
+			// tables, lest X take its empty state for the overlay's.
+			n.queued = append(n.queued, m)
+			return
+		}
 		n.onJoin(env, m)
 	case State:
 		n.onState(env, from, m)
 	case Announce:
-		n.learn(env, from)
+		n.onAnnounce(env, from, m)
 	case Route:
 		n.ack(env, from, m.Seq)
 		n.route(env, m)
@@ -470,15 +528,16 @@ func (n *node) onJoin(env proc.Env, m Join) {
 // onState: X takes the sender and its tables into its own (row i of its
 // routing table comes from the i-th node on the route, its leaf set from
 // Z; learning every entry offered gives those and more). Once Z's state
-// has come, X announces itself to every node in its tables; a state that
-// comes later is learnt, and its new nodes told.
+// has come, X announces itself to every node in its tables, and routes
+// the JOINs that came to it meanwhile; a state that comes later is
+// learnt, and the nodes it brings into the tables told.
 func (n *node) onState(env proc.Env, from proc.ID, m State) {
-	var fresh []proc.ID
-	if n.learn(env, from) {
+	var fresh []proc.ID // (kept only once joined: the join announces to all)
+	if n.learn(env, from) && n.joined {
 		fresh = append(fresh, from)
 	}
 	for _, id := range m.Nodes {
-		if n.learn(env, id) {
+		if n.learn(env, id) && n.joined {
 			fresh = append(fresh, id)
 		}
 	}
@@ -490,21 +549,68 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	}
 	if !n.joined {
 		n.joined = true
-		n.told = map[proc.ID]bool{}
 		ids := n.known()
 		for _, id := range ids {
-			n.told[id] = true
-			env.Send(id, Announce{})
+			n.announce(env, id)
 		}
 		env.Output(Joined{Entries: len(ids)})
 		n.refine(env)
+		queued := n.queued
+		n.queued = nil
+		for _, j := range queued {
+			n.onJoin(env, j)
+		}
 		return
 	}
 	for _, id := range fresh {
-		if !n.told[id] {
-			n.told[id] = true
-			env.Send(id, Announce{})
+		n.announce(env, id)
+	}
+}
+
+// announce tells id that this node exists; a leaf is sent the leaf set
+// too, for it to offer what is missing.
+func (n *node) announce(env proc.Env, id proc.ID) {
+	if n.leaves.has(id) && n.flaw != joinsBlind {
+		env.Send(id, Announce{&Leaves{Left: slices.Clone(n.leaves.left), Right: slices.Clone(n.leaves.right)}})
+		return
+	}
+	env.Send(id, Announce{})
+}
+
+// onAnnounce: X has joined. It is learnt; if it sent its leaf set, the
+// nodes this one knows that belong there and are missing (itself aside:
+// X knows it) are offered back.
+func (n *node) onAnnounce(env proc.Env, x proc.ID, m Announce) {
+	n.learn(env, x)
+	if m.Leaves == nil {
+		return
+	}
+	theirs := m.Leaves
+	// A node fits a side of X's leaf set if the side has room or the node
+	// is nearer X than the side's farthest entry.
+	gx := NodeID(x)
+	reach := func(side []proc.ID, dist func(GUID) GUID) GUID {
+		if len(side) < n.leaves.l {
+			return GUID{^uint64(0), ^uint64(0)}
 		}
+		return dist(NodeID(side[len(side)-1]))
+	}
+	up := func(g GUID) GUID { return Clockwise(gx, g) }
+	down := func(g GUID) GUID { return Clockwise(g, gx) }
+	right, left := reach(theirs.Right, up), reach(theirs.Left, down)
+	var missing []proc.ID
+	for _, side := range [2][]proc.ID{n.leaves.left, n.leaves.right} {
+		for _, id := range side {
+			if id == x || slices.Contains(theirs.Left, id) || slices.Contains(theirs.Right, id) || slices.Contains(missing, id) {
+				continue
+			}
+			if g := NodeID(id); (Cmp(up(g), right) < 0 || Cmp(down(g), left) < 0) && !n.silentOrDead(env, id) {
+				missing = append(missing, id)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		env.Send(x, Offer{Nodes: missing, Missing: true})
 	}
 }
 

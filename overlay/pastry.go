@@ -28,8 +28,12 @@ import (
 // Each step of 2 adds a digit to the shared prefix; 1 ends the route.
 // Cost: ⌈log₁₆ N⌉ hops expected, state (2^b − 1)·⌈log₁₆ N⌉ + 2l entries.
 // Join: see node.onJoin and node.onState; failures and their repair:
-// repair.go. Assumes reliable delivery, and joins that do not overlap
-// (the paper's concurrent-join care is not here).
+// repair.go. Assumes reliable delivery. Joins may overlap: a node that
+// is itself joining holds the JOINs it is asked to route until it has
+// its tables, and a joiner's announcement to its leaf set carries the
+// leaf set, each leaf offering back the nodes missing from it — two
+// nodes that joined at once through the same Z learn of each other
+// through their common neighbours (node.onAnnounce).
 type pastry struct {
 	rows [][Radix]proc.ID
 }
@@ -59,7 +63,7 @@ func init() {
 func Log16(n int) float64 { return math.Log(float64(max(n, 1))) / math.Log(Radix) }
 
 // NewPastry is a Pastry node at address id.
-func NewPastry(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, &pastry{}) }
+func NewPastry(id proc.ID, cfg Config) proc.Process { return newPastryNode(id, cfg) }
 
 // entry is R[p][d], proc.None if empty.
 func (r *pastry) entry(p, d int) proc.ID {
@@ -72,8 +76,9 @@ func (r *pastry) entry(p, d int) proc.ID {
 // learn puts id in R[p][id[p]], p = shl(id, self), if that entry is
 // empty, or, with proximity, if id is measured nearer than the entry's
 // node (proximity.go); without it the first known stays.
-func (r *pastry) learn(n *node, id proc.ID) bool {
-	g := NodeID(id)
+// g is id's nodeId. The entry is found in O(1) from the shared prefix
+// and the next digit.
+func (r *pastry) learn(n *node, id proc.ID, g GUID) bool {
 	p := SharedPrefix(g, n.self)
 	if p >= Digits {
 		return false
@@ -122,8 +127,9 @@ func (r *pastry) row(p int) []proc.ID {
 	return ids
 }
 
-func (r *pastry) nodes(*node) []proc.ID {
-	var ids []proc.ID
+func (r *pastry) nodes(n *node) []proc.ID {
+	// (room for the leaf set too: known appends it)
+	ids := make([]proc.ID, 0, len(r.rows)*Radix+len(n.leaves.left)+len(n.leaves.right))
 	for _, row := range r.rows {
 		for _, id := range row {
 			if id != proc.None {

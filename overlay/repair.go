@@ -84,8 +84,13 @@ type RowRequest struct{ Row int }
 func (RowRequest) Kind() string { return "row-request" }
 
 // Offer carries nodes for the receiver to take into its tables where
-// they fit.
-type Offer struct{ Nodes []proc.ID }
+// they fit. Missing: the answer to an Announce, nodes missing from the
+// announcer's leaf set; those that enter it are told of the announcer in
+// turn (they joined at the same moment, and may not know it).
+type Offer struct {
+	Nodes   []proc.ID
+	Missing bool
+}
 
 // Kind implements proc.Message.
 func (Offer) Kind() string { return "offer" }
@@ -126,6 +131,7 @@ const (
 	scribeNoRepair         // a Scribe child never rejoins when its parent fails
 	picksDescendant        // an ESM node may take a descendant as its parent
 	scribeNoHandover       // a Scribe root keeps its groups when a closer node joins
+	joinsBlind             // no leaf-set exchange on joining; a joining contact routes JOINs at once
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
@@ -294,6 +300,11 @@ func (n *node) silent(env proc.Env, id proc.ID) bool {
 	return ok && env.Now()-at > n.cfg.HopTimeout
 }
 
+// silentOrDead reports whether a repairing node has pinged id in vain.
+func (n *node) silentOrDead(env proc.Env, id proc.ID) bool {
+	return n.repairing() && (n.silent(env, id) || n.presumedDead(id))
+}
+
 // vouched is the nodes of ids this node may offer another: not those it
 // has pinged in vain — a failed node must not spread from stale tables.
 func (n *node) vouched(env proc.Env, ids []proc.ID) []proc.ID {
@@ -366,7 +377,11 @@ func (n *node) receiveRepair(env proc.Env, from proc.ID, m proc.Message) bool {
 		// What another offers is taken, and pinged at once: it may have
 		// failed since the other last heard from it.
 		for _, id := range m.Nodes {
-			if n.learn(env, id) && n.repairing() {
+			leaf, table := n.learnWhere(env, id)
+			if leaf && m.Missing && n.joined {
+				n.announce(env, id)
+			}
+			if (leaf || table) && n.repairing() {
 				n.ping(env, id)
 			}
 		}

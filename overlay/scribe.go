@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -31,7 +32,13 @@ import (
 //     children that is not a member prunes itself from its parent, which
 //     may then prune itself in turn.
 //   - Repair: a parent sends its children a heartbeat every
-//     ScribeHeartbeat (a multicast serves as one). A child that has not
+//     ScribeHeartbeat (a multicast serves as one): one message per child
+//     node, naming every group in which it is a child here, however
+//     many they are (a node is in the trees of many groups, and its
+//     parents in all of them are among the few nodes of its routing
+//     table). Heartbeats are keep-alives: a node that runs without
+//     Pastry's (Config.KeepAlive 0, FailureFree: no failures) sends none.
+//     A child that has not
 //     heard its parent for ScribeSuspect presumes it failed, drops it
 //     from its Pastry tables and routes a JOIN again: the route goes
 //     around the failed node, and the child's subtree comes with it.
@@ -64,8 +71,17 @@ import (
 // know is for a group being handed over to it (it is held until then).
 type scribe struct {
 	groups  map[GUID]*group
+	keys    []GUID            // the groups' ids, sorted, once sortedGroups has run
+	stale   bool              // a group has come or gone since keys was sorted
 	held    map[GUID][]uint64 // multicasts taken before the group's handover
 	ticking bool
+	beats   []beat // a heartbeat round's (child, group) pairs, reused
+}
+
+// beat is a child to send a heartbeat for a group.
+type beat struct {
+	child proc.ID
+	group GUID
 }
 
 // group is a node's state for one Scribe group.
@@ -209,13 +225,19 @@ func (Data) Kind() string { return "data" }
 
 func (m Data) String() string { return fmt.Sprintf("DATA(%s,#%d,d=%d)", m.Group, m.ID, m.Depth) }
 
-// Heartbeat: a parent to its child, the group's tree is alive above it.
-type Heartbeat struct{ Group GUID }
+// Heartbeat: a parent to its child, the trees of Groups (those in which
+// the receiver is the sender's child) are alive above it.
+type Heartbeat struct{ Groups []GUID }
 
 // Kind implements proc.Message.
 func (Heartbeat) Kind() string { return "heartbeat" }
 
-func (m Heartbeat) String() string { return fmt.Sprintf("HEARTBEAT(%s)", m.Group) }
+func (m Heartbeat) String() string {
+	if len(m.Groups) == 1 {
+		return fmt.Sprintf("HEARTBEAT(%s)", m.Groups[0])
+	}
+	return fmt.Sprintf("HEARTBEAT(%d groups)", len(m.Groups))
+}
 
 // Prune: the sender is no longer the receiver's child in Group's tree.
 type Prune struct{ Group GUID }
@@ -249,10 +271,9 @@ func init() {
 
 // NewScribe is a Pastry node with Scribe at address id. Its repair
 // needs Pastry's failure detector and acknowledged hops (cfg.KeepAlive >
-// 0, as in Repairing); without them (FailureFree) a child that stops
-// hearing its parent still routes its JOIN again, but the route may go
-// through the failed node.
-func NewScribe(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, &pastry{}) }
+// 0, as in Repairing); without them (FailureFree: no failures) it sends
+// no heartbeats either, and a tree whose node fails stays broken.
+func NewScribe(id proc.ID, cfg Config) proc.Process { return newPastryNode(id, cfg) }
 
 func (n *node) group(g GUID) *group {
 	if n.groups == nil {
@@ -262,12 +283,24 @@ func (n *node) group(g GUID) *group {
 	if !ok {
 		s = &group{parent: proc.None}
 		n.groups[g] = s
+		n.stale = true
 	}
 	return s
 }
 
+// sortedGroups is the groups' ids in order: the order in which a node
+// acts on them (a map's order would make runs differ).
+func (n *node) sortedGroups() []GUID {
+	if n.stale || len(n.keys) != len(n.groups) {
+		n.keys = slices.SortedFunc(maps.Keys(n.groups), Cmp) // (afresh: a caller may be iterating the old)
+		n.stale = false
+	}
+	return n.keys
+}
+
+// tick starts the heartbeats (a node without keep-alives sends none).
 func (n *node) tick(env proc.Env) {
-	if !n.ticking {
+	if !n.ticking && n.repairing() {
 		n.ticking = true
 		env.SetTimer(ScribeHeartbeat, scribeTick{})
 	}
@@ -311,10 +344,12 @@ func (n *node) receiveScribe(env proc.Env, from proc.ID, m proc.Message) bool {
 	case Data:
 		n.onData(env, from, m)
 	case Heartbeat:
-		if g, ok := n.groups[m.Group]; ok && g.parent == from {
-			g.heard = env.Now()
-		} else {
-			env.Send(from, Prune{m.Group})
+		for _, key := range m.Groups {
+			if g, ok := n.groups[key]; ok && g.parent == from {
+				g.heard = env.Now()
+			} else {
+				env.Send(from, Prune{key})
+			}
 		}
 	case Prune:
 		if g, ok := n.groups[m.Group]; ok {
@@ -345,9 +380,8 @@ func (n *node) onSubscribe(env proc.Env, child proc.ID, m Subscribe) {
 	n.tick(env)
 	g := n.group(m.Group)
 	on := g.inTree()
-	if !slices.Contains(g.children, child) {
-		g.children = append(g.children, child)
-		slices.Sort(g.children)
+	if i, found := slices.BinarySearch(g.children, child); !found {
+		g.children = slices.Insert(g.children, i, child)
 	}
 	if next == n.id {
 		n.becomeRoot(env, m.Group, g)
@@ -385,11 +419,16 @@ func (n *node) handOver(env proc.Env) {
 	if n.flaw == scribeNoHandover {
 		return
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(n.groups), Cmp) {
+	var moved []GUID
+	for _, key := range n.sortedGroups() {
 		if g := n.groups[key]; g.root && n.next(key, 0) != n.id {
-			g.root = false
-			n.subscribeOnward(env, key, g)
+			moved = append(moved, key)
 		}
+	}
+	for _, key := range moved { // (subscribeOnward may change the groups)
+		g := n.groups[key]
+		g.root = false
+		n.subscribeOnward(env, key, g)
 	}
 }
 
@@ -469,16 +508,19 @@ func (n *node) maybePrune(env proc.Env, key GUID, g *group) {
 		env.Send(g.parent, Prune{key})
 	}
 	delete(n.groups, key)
+	n.stale = true
 }
 
-// onTick: heartbeats to the children; a parent not heard from for
-// ScribeSuspect is presumed failed, and the JOIN routed again around it.
+// onTick: heartbeats to the children, one per child node for all its
+// groups; a parent not heard from for ScribeSuspect is presumed failed,
+// and the JOIN routed again around it.
 func (n *node) onTick(env proc.Env) {
-	for _, key := range slices.SortedFunc(maps.Keys(n.groups), Cmp) {
+	n.beats = n.beats[:0]
+	for _, key := range n.sortedGroups() {
 		g := n.groups[key]
 		g.children = slices.DeleteFunc(g.children, func(c proc.ID) bool { return n.presumedDead(c) })
 		for _, c := range g.children {
-			env.Send(c, Heartbeat{key})
+			n.beats = append(n.beats, beat{c, key})
 		}
 		if g.parent != proc.None && env.Now()-g.heard > ScribeSuspect && n.flaw != scribeNoRepair {
 			if n.repairing() {
@@ -487,6 +529,20 @@ func (n *node) onTick(env proc.Env) {
 			g.parent = proc.None
 			n.subscribeOnward(env, key, g)
 		}
+	}
+	// By child, each child's groups in order (the sort is stable).
+	slices.SortStableFunc(n.beats, func(a, b beat) int { return cmp.Compare(a.child, b.child) })
+	for i := 0; i < len(n.beats); {
+		j := i
+		for j < len(n.beats) && n.beats[j].child == n.beats[i].child {
+			j++
+		}
+		groups := make([]GUID, j-i)
+		for k := range groups {
+			groups[k] = n.beats[i+k].group
+		}
+		env.Send(n.beats[i].child, Heartbeat{groups})
+		i = j
 	}
 	env.SetTimer(ScribeHeartbeat, scribeTick{})
 }

@@ -20,6 +20,7 @@ func newCompareCmd() *cobra.Command {
 	var asJSON bool
 	var plotOut, htmlOut, listen string
 	var view bool
+	var proximity string
 	cmd := &cobra.Command{
 		Use:   "compare FAMILY",
 		Short: "Measure every algorithm of a family in constructed situations, beside the textbooks' formulas",
@@ -53,7 +54,10 @@ of processes, in one self-contained page; --view serves that page.`,
 			if plotOut != "" && args[0] != "rpc" {
 				return usageErr("--plot: only the rpc family's comparison has a chart")
 			}
-			rows, runs, err := lab.Compare(args[0], nodes, seed)
+			if cmd.Flags().Changed("proximity") && proximity != "on" && proximity != "off" {
+				return usageErr("--proximity %q: want on or off", proximity)
+			}
+			rows, runs, err := lab.CompareWith(args[0], nodes, seed, lab.CompareOptions{Proximity: proximity})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -93,6 +97,7 @@ of processes, in one self-contained page; --view serves that page.`,
 	cmd.Flags().StringVar(&listen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	cmd.Flags().StringVar(&plotOut, "plot", "", "rpc: write a chart (SVG) of executions per call and failed calls against the loss rate, per semantics, to this file")
+	cmd.Flags().StringVar(&proximity, "proximity", "", "overlay: on: only the cases whose Pastry tables are chosen by proximity; off: only those whose tables are not (default: both)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"rows\":[{algo,nodes,case,metric,measured,theory,note}], \"runs\":[...]}")
 	return cmd
 }

@@ -97,3 +97,58 @@ func TestSimOverlayTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestSimOverlayProximity: `cohort sim overlay --proximity on|off` runs
+// Pastry's lookups on a transit-stub network with tables chosen by
+// measured round trips or not: both deliver every lookup, pass their
+// checks and report their delay penalty, and the proximity-aware tables'
+// is the smaller; Scribe takes the flag too. `compare overlay
+// --proximity on` keeps only the proximity-aware cases. A value other
+// than on or off, the flag on an algorithm without Pastry's tables or on
+// another family, are usage errors naming what is wrong.
+func TestSimOverlayProximity(t *testing.T) {
+	args := []string{"--algo", "pastry", "--nodes", "200", "--lookups", "200", "--proximity"}
+	on, off := simJSON(t, "overlay", append(args, "on")...), simJSON(t, "overlay", append(args, "off")...)
+	for name, r := range map[string]map[string]any{"on": on, "off": off} {
+		if metricOf(r, "delivered_fraction") != 1 || !(metricOf(r, "rdp_mean") >= 1) {
+			t.Errorf("--proximity %s: metrics %v", name, r["metrics"])
+		}
+		for _, c := range r["checks"].([]any) {
+			if c := c.(map[string]any); c["ok"] != true {
+				t.Errorf("--proximity %s: check %v", name, c)
+			}
+		}
+	}
+	if !(metricOf(on, "rdp_mean") < metricOf(off, "rdp_mean")) {
+		t.Errorf("rdp_mean with proximity %v, without %v: want it smaller with", metricOf(on, "rdp_mean"), metricOf(off, "rdp_mean"))
+	}
+	t.Logf("rdp_mean: proximity on %.2f, off %.2f", metricOf(on, "rdp_mean"), metricOf(off, "rdp_mean"))
+	s := simJSON(t, "overlay", "--algo", "scribe", "--nodes", "64", "--proximity", "on")
+	if metricOf(s, "received_fraction") != 1 {
+		t.Errorf("scribe --proximity on: metrics %v", s["metrics"])
+	}
+	code, out, errs := cli(t, "compare", "overlay", "--nodes", "64", "--proximity", "on")
+	if code != 0 || !strings.Contains(out, "proximity-aware tables") || strings.Contains(out, "joins then lookups") || strings.Contains(out, "esm") {
+		t.Errorf("compare overlay --proximity on: exit %d (%s)\n%s", code, errs, out)
+	}
+	for _, bad := range [][]string{
+		{"sim", "overlay", "--algo", "pastry", "--proximity", "maybe"},
+		{"sim", "overlay", "--algo", "esm", "--proximity", "on"},
+		{"sim", "overlay", "--algo", "circular", "--proximity", "off"},
+		{"sim", "gossip", "--proximity", "on"},
+		{"compare", "overlay", "--nodes", "8", "--proximity", "maybe"},
+		{"compare", "mutex", "--nodes", "4", "--proximity", "on"},
+	} {
+		code, _, errs := cli(t, bad...)
+		want := bad[len(bad)-1]
+		if want == "on" || want == "off" {
+			want = bad[1]
+			if bad[1] == "overlay" {
+				want = bad[3]
+			}
+		}
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%v: exit %d (%s), want 2 and a message naming %q", bad, code, errs, want)
+		}
+	}
+}

@@ -10,14 +10,17 @@ import (
 func addOverlayFlags(cmd *cobra.Command) {
 	cmd.Flags().Int("lookups", 1000, "overlay: lookups of random keys asked at random nodes once the joins have settled (with --fail: in each of the three phases)")
 	cmd.Flags().Float64("fail", 0, "overlay: fraction of the nodes that fail at once after the first lookups; lookups are asked again right after and once repair has settled (Rowstron & Druschel 2001 §3.3)")
+	cmd.Flags().String("proximity", "", "overlay pastry, scribe: on: Pastry's tables chosen by measured round trips (a join through a nearby node, the nearest candidate for each entry: Rowstron & Druschel 2001 §2.5); off: the first candidate heard of. Either way Pastry's lookups run on a transit-stub network (up to 1024 nodes) and report their delay penalty, rdp_mean (Scribe's trees always do)")
 	familyOnlyFlags["lookups"] = "overlay"
 	familyOnlyFlags["fail"] = "overlay"
+	familyOnlyFlags["proximity"] = "overlay"
 }
 
 // overlayParams are the overlay flags given: 0 where not given.
 type overlayParams struct {
-	lookups int
-	fail    float64
+	lookups   int
+	fail      float64
+	proximity string // "on", "off", or "" (not given)
 }
 
 // overlayFlags reads --lookups and --fail. For another family they are a
@@ -48,22 +51,39 @@ func overlayFlags(cmd *cobra.Command, family, algo string) (overlayParams, error
 			return p, usageErr("--fail %v: want a fraction of the nodes, above 0 and below 1", p.fail)
 		}
 	}
+	if fl.Changed("proximity") {
+		if family != "overlay" {
+			return p, usageErr("--proximity is a flag of the overlay family, not of %s", family)
+		}
+		p.proximity, _ = fl.GetString("proximity")
+		if p.proximity != "on" && p.proximity != "off" {
+			return p, usageErr("--proximity %q: want on or off", p.proximity)
+		}
+		if algo == "circular" || algo == "esm" {
+			return p, usageErr("--proximity is a flag of the overlays with Pastry's routing tables (pastry, scribe), not of %s", algo)
+		}
+	}
 	return p, nil
 }
 
 // maxLookups bounds --lookups: each is a scheduled input held in memory.
 const maxLookups = 10_000_000
 
-// configureOverlay gives the run's workload its lookups and failures;
+// configureOverlay gives the run's workload its lookups, failures and
+// tables (--proximity);
 // faults given on the command line or by a scenario turn the nodes'
 // failure detection and repair on.
 func configureOverlay(p overlayParams, o *lab.Options) {
 	if sw, ok := o.Workload.(*lab.ScribeLoad); ok {
 		sw.Repair = len(o.Faults) > 0 || o.Scenario != nil
+		sw.Proximity = p.proximity == "on"
 	}
 	w, ok := o.Workload.(*lab.OverlayLoad)
 	if !ok {
 		return
+	}
+	if p.proximity != "" && o.Algo.Name == "pastry" {
+		w.Network, w.Proximity = true, p.proximity == "on"
 	}
 	if p.lookups > 0 {
 		w.Lookups = p.lookups
