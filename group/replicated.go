@@ -29,7 +29,6 @@ type Replicated struct {
 	retry  time.Duration
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
-	queue  chan consensus.Send
 
 	mu     sync.Mutex
 	acks   map[uint64]chan consensus.Sent
@@ -83,8 +82,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	}
 	r := &Replicated{svc: svc, self: n.Self(), origin: rand.Uint64()<<16 | uint64(n.Self())&0xffff,
 		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
-		queue: make(chan consensus.Send, 1024),
-		acks:  map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
+		acks: map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
 	// starts it, and a restart replays its snapshot at once): ask it for
@@ -92,47 +90,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err := svc.Input(consensus.Replay{}); err != nil {
 		return nil, err
 	}
-	go r.batch()
 	return r, nil
-}
-
-// Batching: messages that wait together go to the log as one entry.
-const (
-	maxBatch      = 256
-	maxBatchBytes = 1 << 20
-)
-
-// batch hands the queued messages to the service: as many as are waiting
-// (up to maxBatch) in one input, so that under load an entry carries many
-// — and a message alone goes at once.
-func (r *Replicated) batch() {
-	for {
-		var first consensus.Send
-		select {
-		case first = <-r.queue:
-		case <-r.svc.Done():
-			return
-		}
-		sends, size := []consensus.Send{first}, len(first.Body)
-	drain:
-		for len(sends) < maxBatch && size < maxBatchBytes {
-			select {
-			case s := <-r.queue:
-				sends, size = append(sends, s), size+len(s.Body)
-			default:
-				break drain
-			}
-		}
-		var err error
-		if len(sends) == 1 {
-			err = r.svc.Input(first)
-		} else {
-			err = r.svc.Input(consensus.SendBatch{Sends: sends})
-		}
-		if err != nil {
-			return // the service stopped; senders see it
-		}
-	}
 }
 
 // output runs in the service's goroutine for every output, in log order.
@@ -184,8 +142,9 @@ func (r *Replicated) output(o proc.Output) {
 			g.head++
 		}
 		if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
-			g.recent = append(g.recent[:0:0], g.recent[g.head:]...)
-			g.head = 0
+			k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
+			clear(g.recent[k:])
+			g.recent, g.head = g.recent[:k], 0
 		}
 		for s, next := range g.subs {
 			switch {
@@ -227,8 +186,14 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		delete(r.acks, seq)
 		r.mu.Unlock()
 	}()
+	// Sends that reach the service while it works share an entry
+	// (consensus.Groups gathers them): under load an entry carries many,
+	// and a message alone goes at once.
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
-	t := time.NewTimer(0)
+	if err := r.svc.Input(in); err != nil {
+		return Delivery{}, err
+	}
+	t := time.NewTimer(r.retry)
 	defer t.Stop()
 	for {
 		select {
@@ -239,14 +204,10 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		case <-r.svc.Done():
 			return Delivery{}, live.ErrClosed
 		case <-t.C:
-			select {
-			case r.queue <- in:
-			case <-ctx.Done():
-				return Delivery{}, ctx.Err()
-			case <-r.svc.Done():
-				return Delivery{}, live.ErrClosed
+			if err := r.svc.Input(in); err != nil { // the same number: applied once
+				return Delivery{}, err
 			}
-			t.Reset(r.retry) // the same number: applied once
+			t.Reset(r.retry)
 		}
 	}
 }
