@@ -1,10 +1,12 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +33,20 @@ type Replicated struct {
 	window chan struct{} // one token per unacknowledged multicast
 
 	mu     sync.Mutex
-	acks   map[uint64]chan consensus.Sent
+	acks   map[uint64]*unacked
 	groups map[string]*logGroup
 }
+
+// unacked is a multicast waiting for its acknowledgement: what to send
+// again, and when.
+type unacked struct {
+	ch  chan consensus.Sent // buffered, 1; sent to under mu only
+	in  consensus.Send
+	due time.Time
+}
+
+// ackChans recycles the channels of acknowledged multicasts.
+var ackChans = sync.Pool{New: func() any { return make(chan consensus.Sent, 1) }}
 
 // logGroup is what a node keeps of a group: its last messages and its
 // listeners.
@@ -82,7 +95,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	}
 	r := &Replicated{svc: svc, self: n.Self(), origin: rand.Uint64()<<16 | uint64(n.Self())&0xffff,
 		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
-		acks: map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
+		acks: map[uint64]*unacked{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
 	// starts it, and a restart replays its snapshot at once): ask it for
@@ -90,7 +103,40 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err := svc.Input(consensus.Replay{}); err != nil {
 		return nil, err
 	}
+	go r.resend()
 	return r, nil
+}
+
+// resend sends again, every retry, the multicasts not yet acknowledged:
+// one goroutine for all of them, rather than a timer each.
+func (r *Replicated) resend() {
+	tick := time.NewTicker(r.retry / 4)
+	defer tick.Stop()
+	var due []consensus.Send
+	for {
+		select {
+		case <-tick.C:
+		case <-r.svc.Done():
+			return
+		}
+		now := time.Now()
+		r.mu.Lock()
+		for _, u := range r.acks {
+			if !now.Before(u.due) {
+				due = append(due, u.in)
+				u.due = now.Add(r.retry)
+			}
+		}
+		r.mu.Unlock()
+		slices.SortFunc(due, func(a, b consensus.Send) int { return cmp.Compare(a.Seq, b.Seq) })
+		for i, in := range due {
+			if r.svc.Input(in) != nil { // the same number: applied once
+				return // stopped; the senders see it
+			}
+			due[i] = consensus.Send{}
+		}
+		due = due[:0]
+	}
 }
 
 // output runs in the service's goroutine for every output, in log order.
@@ -99,14 +145,13 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Sent:
 		if o.Origin == r.origin {
 			r.mu.Lock()
-			ch := r.acks[o.Seq]
-			r.mu.Unlock()
-			if ch != nil {
+			if u := r.acks[o.Seq]; u != nil {
 				select {
-				case ch <- o:
+				case u.ch <- o:
 				default:
 				}
 			}
+			r.mu.Unlock()
 		}
 	case consensus.GroupMessage:
 		d := Delivery{ID: ID{Origin: proc.ID(o.Origin & 0xffff), Seq: o.Seq}, Pos: o.Pos, Body: o.Body}
@@ -177,38 +222,35 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	}
 	defer func() { <-r.window }()
 	seq := r.seq.Add(1)
-	ch := make(chan consensus.Sent, 1)
+	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
+	u := &unacked{ch: ackChans.Get().(chan consensus.Sent), in: in, due: time.Now().Add(r.retry)}
 	r.mu.Lock()
-	r.acks[seq] = ch
+	r.acks[seq] = u
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		delete(r.acks, seq)
 		r.mu.Unlock()
+		select { // nothing sends to it now: empty, it serves another
+		case <-u.ch:
+		default:
+		}
+		ackChans.Put(u.ch)
 	}()
 	// Sends that reach the service while it works share an entry
 	// (consensus.Groups gathers them): under load an entry carries many,
-	// and a message alone goes at once.
-	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
+	// and a message alone goes at once. resend sends it again every
+	// retry until it is acknowledged.
 	if err := r.svc.Input(in); err != nil {
 		return Delivery{}, err
 	}
-	t := time.NewTimer(r.retry)
-	defer t.Stop()
-	for {
-		select {
-		case a := <-ch:
-			return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
-		case <-ctx.Done():
-			return Delivery{}, ctx.Err()
-		case <-r.svc.Done():
-			return Delivery{}, live.ErrClosed
-		case <-t.C:
-			if err := r.svc.Input(in); err != nil { // the same number: applied once
-				return Delivery{}, err
-			}
-			t.Reset(r.retry)
-		}
+	select {
+	case a := <-u.ch:
+		return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	case <-r.svc.Done():
+		return Delivery{}, live.ErrClosed
 	}
 }
 
