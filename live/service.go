@@ -388,29 +388,19 @@ func (s *Service) handle(e event) {
 // the inbox: an algorithm that sets one to gather what arrives meanwhile
 // (a Raft leader flushing its new entries as one batch) gets everything
 // that was queued first, without a hop through a timer goroutine when
-// nothing was. Timers that those handled here set fire in the same turn
-// while the inbox stays empty (a group service gathers its messages into
-// an entry, and the log then flushes the entry), for soonPasses rounds at
-// most, so that a handler that always sets another cannot hold the turn
-// for ever; the rest wait for the next turn, and a wake-up event makes
-// sure there is one. The caller holds turn.
+// nothing was. Timers set by those handled here wait for the next turn;
+// a wake-up event makes sure there is one. The caller holds turn.
 func (s *Service) handleSoon() {
-	for pass := 0; pass < soonPasses && len(s.soon) > 0; pass++ {
-		n := len(s.soon)
-		for i := 0; i < n && s.queued.Load() == 0; i++ {
-			e := s.soon[0]
-			s.soon = s.soon[1:]
-			s.handle(e)
-		}
+	n := len(s.soon)
+	for i := 0; i < n && s.queued.Load() == 0; i++ {
+		e := s.soon[0]
+		s.soon = s.soon[1:]
+		s.handle(e)
 	}
 	if len(s.soon) > 0 && s.queued.Load() == 0 {
 		go func() { _ = s.post(event{kind: evWake}) }()
 	}
 }
-
-// soonPasses bounds the rounds of zero-delay timers handleSoon fires in
-// one turn.
-const soonPasses = 4
 
 // handleSelf handles the messages the algorithm sent itself, in order.
 func (s *Service) handleSelf() {
