@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
@@ -28,7 +30,10 @@ import (
 //
 //   - throughput: messages delivered at every member, per second;
 //   - latency: from the Multicast call to the delivery at the last member,
-//     p50 and p99.
+//     p50 and p99;
+//   - CPU: the process's CPU time (user and system, all five nodes and the
+//     benchmark's own bookkeeping) per message delivered at every member,
+//     and the heap allocations (count and bytes) per such message.
 
 // GroupNodes is the size of the benchmark's cluster.
 const GroupNodes = 5
@@ -51,6 +56,9 @@ type GroupPoint struct {
 	PerSecond    float64 `json:"per_second"`     // of those
 	LatencyP50Ms float64 `json:"latency_p50_ms"` // multicast to the last member's delivery
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	CPUPerMsgUs  float64 `json:"cpu_per_msg_us,omitempty"` // process CPU per message delivered at every member
+	AllocsPerMsg float64 `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
+	BytesPerMsg  float64 `json:"bytes_per_msg,omitempty"`  // bytes allocated in the process, per message
 }
 
 // RunGroup runs every algorithm at every window, one after the other, each
@@ -259,6 +267,9 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	mu.Lock()
 	measuring = true
 	start := time.Now()
+	cpu0 := processCPU()
+	var mem0, mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	mu.Unlock()
 	select {
 	case <-time.After(cfg.Duration):
@@ -269,6 +280,8 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	}
 	mu.Lock()
 	measuring = false
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&mem1)
 	elapsed := time.Since(start)
 	n := complete
 	lat := slices.Clone(latencies)
@@ -280,7 +293,20 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	}
 	slices.Sort(lat)
 	return GroupPoint{Algorithm: a.Name, Window: window, Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
-		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99))}, nil
+		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99)),
+		CPUPerMsgUs:  float64(cpu.Nanoseconds()) / 1e3 / float64(n),
+		AllocsPerMsg: float64(mem1.Mallocs-mem0.Mallocs) / float64(n),
+		BytesPerMsg:  float64(mem1.TotalAlloc-mem0.TotalAlloc) / float64(n)}, nil
+}
+
+// processCPU is the CPU time the process has used, user and system (0
+// where the platform does not say).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // member is a node's side of the benchmark's group.

@@ -111,3 +111,16 @@ func (q *Queues) Above() (counted, held int) {
 	}
 	return q.above, held
 }
+
+// GatherTag is the tag of the group service's timer that proposes the
+// sends it gathered; MaxEntryBytes bounds what one entry gathers.
+var GatherTag any = gatherTimer{}
+
+const MaxEntryBytes = maxEntryBytes
+
+// DigestStep is the Log's digest after applying data at index, from prev.
+func DigestStep(prev, index uint64, data []byte) uint64 {
+	l := Log{index: index - 1, digest: prev}
+	l.step(index, data)
+	return l.digest
+}

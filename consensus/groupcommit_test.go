@@ -161,3 +161,71 @@ func TestFollowerAppliesBeforeItsSync(t *testing.T) {
 		t.Fatalf("after the flush: %d syncs, replies %+v; want 1 sync, one reply matching 3", env.syncs-before, rs)
 	}
 }
+
+// TestGroupSendsShareAnEntry: sends that reach a group server before its
+// gather timer fires go to the log as one entry, in order (here a
+// follower's, forwarded to the leader in one Forward carrying one
+// entry); a send that would take the entry past its bound starts the
+// next one.
+func TestGroupSendsShareAnEntry(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	g := consensus.NewGroups(1, 3, consensus.DefaultConfig, 16)
+	g.Start(env)
+	g.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0
+	send := func(group string, seq uint64, body []byte) {
+		g.Input(env, consensus.Send{Group: group, Origin: 7, Seq: seq, Body: body})
+	}
+	send("g", 1, []byte("a"))
+	send("h", 2, []byte("b"))
+	g.Input(env, consensus.SendBatch{Sends: []consensus.Send{{Group: "g", Origin: 8, Seq: 1, Body: []byte("c")}}})
+	forwards := func() []consensus.Forward {
+		var fws []consensus.Forward
+		for _, s := range env.sent {
+			if f, ok := s.m.(consensus.Forward); ok {
+				fws = append(fws, f)
+			}
+		}
+		return fws
+	}
+	gathers := 0
+	for _, tag := range env.timer {
+		if tag == consensus.GatherTag {
+			gathers++
+		}
+	}
+	if gathers != 1 || len(forwards()) != 0 {
+		t.Fatalf("%d gather timers and forwards %+v before the timer fired, want 1 and none", gathers, forwards())
+	}
+	g.Timeout(env, consensus.GatherTag)
+	g.Timeout(env, consensus.FlushTag)
+	fws := forwards()
+	if len(fws) != 1 || len(fws[0].Data) != 1 {
+		t.Fatalf("forwards %+v, want one carrying one entry", fws)
+	}
+	ss, err := consensus.DecodeSends(fws[0].Data[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range ss {
+		got = append(got, s.Group+":"+string(s.Body))
+	}
+	if len(got) != 3 || got[0] != "g:a" || got[1] != "h:b" || got[2] != "g:c" || ss[2].Origin != 8 {
+		t.Fatalf("the entry holds %v, want g:a h:b g:c in that order", got)
+	}
+
+	// Two sends whose bodies together exceed the bound: two entries.
+	env.sent = nil
+	big := make([]byte, consensus.MaxEntryBytes/2+1)
+	send("g", 3, big)
+	send("g", 4, big)
+	g.Timeout(env, consensus.GatherTag)
+	g.Timeout(env, consensus.FlushTag)
+	entries := 0
+	for _, f := range forwards() {
+		entries += len(f.Data)
+	}
+	if entries != 2 {
+		t.Fatalf("%d entries forwarded, want two", entries)
+	}
+}

@@ -36,7 +36,24 @@ type Groups struct {
 
 	groups  map[string]*groupState
 	origins map[uint64]*origin
+
+	// Sends that arrived while the server was busy, waiting to go to the
+	// log as one entry (see queue).
+	pending      []Send
+	pendingBytes int
+	gathering    bool // a gather timer is set
+
+	decoded []Send // scratch for Apply
 }
+
+// gatherTimer is the tag of the timer that proposes the gathered sends.
+type gatherTimer struct{}
+
+func (gatherTimer) String() string { return "gather" }
+
+// maxEntryBytes bounds the messages' bytes in one entry: an entry fits an
+// AppendEntries (Config.MaxBatchBytes) and the live transport's frames.
+const maxEntryBytes = 256 << 10
 
 type groupState struct {
 	Next   uint64         `json:"next"`   // positions delivered so far
@@ -135,7 +152,11 @@ func (s Send) appendHead(b []byte) []byte {
 }
 
 func (sb SendBatch) encode() []byte {
-	b := binary.AppendUvarint([]byte{'G'}, uint64(len(sb.Sends)))
+	size := binary.MaxVarintLen64 + 1
+	for _, s := range sb.Sends {
+		size += 4*binary.MaxVarintLen64 + len(s.Group) + len(s.Body)
+	}
+	b := binary.AppendUvarint(append(make([]byte, 0, size), 'G'), uint64(len(sb.Sends)))
 	for _, s := range sb.Sends {
 		b = s.appendHead(b)
 		b = binary.AppendUvarint(b, uint64(len(s.Body)))
@@ -147,7 +168,13 @@ func (sb SendBatch) encode() []byte {
 var errNotSend = errors.New("not a group message")
 
 // decodeSends decodes an entry's messages.
-func decodeSends(b []byte) ([]Send, error) {
+func decodeSends(b []byte) ([]Send, error) { return appendSends(nil, b) }
+
+// appendSends decodes an entry's messages and appends them to ss. The
+// bodies point into b. A group name equal to the previous message's is
+// that string again, not a copy: an entry's messages mostly go to one
+// group.
+func appendSends(ss []Send, b []byte) ([]Send, error) {
 	if len(b) == 0 || (b[0] != 'g' && b[0] != 'G') {
 		return nil, errNotSend
 	}
@@ -168,7 +195,8 @@ func decodeSends(b []byte) ([]Send, error) {
 			return nil, errNotSend
 		}
 	}
-	ss := make([]Send, 0, count)
+	ss = slices.Grow(ss, int(min(count, 1024)))
+	group := ""
 	for range count {
 		var s Send
 		var v [3]uint64
@@ -182,7 +210,10 @@ func decodeSends(b []byte) ([]Send, error) {
 		if v[2] > uint64(len(b)) {
 			return nil, errNotSend
 		}
-		s.Origin, s.Seq, s.Group, b = v[0], v[1], string(b[:v[2]]), b[v[2]:]
+		if string(b[:v[2]]) != group {
+			group = string(b[:v[2]])
+		}
+		s.Origin, s.Seq, s.Group, b = v[0], v[1], group, b[v[2]:]
 		if !batch {
 			s.Body, b = b, nil
 		} else {
@@ -205,9 +236,11 @@ func (g *Groups) Start(env proc.Env) { g.raft.Start(env) }
 func (g *Groups) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case Send:
-		g.raft.Input(env, Propose{Data: in.encode()})
+		g.queue(env, in)
 	case SendBatch:
-		g.raft.Input(env, Propose{Data: in.encode()})
+		for _, s := range in.Sends {
+			g.queue(env, s)
+		}
 	case Replay:
 		g.replay(env)
 	default:
@@ -215,12 +248,53 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 	}
 }
 
+// queue gathers a send into the next entry. The entry is proposed by a
+// timer set to fire at once, which a host fires once the events already
+// waiting have been handled: the sends that queued while the server
+// worked (while it synced its log, say) share one entry, and so one
+// append, one sync and one apply — group commit at the level of the
+// messages, where the log does it for entries. A send to an idle server
+// goes at once, alone.
+func (g *Groups) queue(env proc.Env, s Send) {
+	if g.pendingBytes+len(s.Body)+len(s.Group) > maxEntryBytes {
+		g.propose(env)
+	}
+	g.pending = append(g.pending, s)
+	g.pendingBytes += len(s.Body) + len(s.Group)
+	if !g.gathering {
+		g.gathering = true
+		env.SetTimer(0, gatherTimer{})
+	}
+}
+
+// propose hands the gathered sends to the log as one entry.
+func (g *Groups) propose(env proc.Env) {
+	switch len(g.pending) {
+	case 0:
+		return
+	case 1:
+		g.raft.Input(env, Propose{Data: g.pending[0].encode()})
+	default:
+		g.raft.Input(env, Propose{Data: SendBatch{Sends: g.pending}.encode()})
+	}
+	clear(g.pending) // the bodies belong to the callers
+	g.pending, g.pendingBytes = g.pending[:0], 0
+}
+
 func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
-func (g *Groups) Timeout(env proc.Env, tag any)                      { g.raft.Timeout(env, tag) }
+
+func (g *Groups) Timeout(env proc.Env, tag any) {
+	if _, ok := tag.(gatherTimer); ok {
+		g.gathering = false
+		g.propose(env)
+		return
+	}
+	g.raft.Timeout(env, tag)
+}
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	g.log.applyDigest(env, index, data)
-	ss, err := decodeSends(data)
+	ss, err := appendSends(g.decoded[:0], data)
 	if err != nil {
 		return
 	}
@@ -229,6 +303,8 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 			g.deliver(env, index, s)
 		}
 	}
+	clear(ss) // the bodies are the log's: not kept alive by the scratch
+	g.decoded = ss[:0]
 }
 
 // deliver applies one message of entry index.
@@ -246,8 +322,12 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
 		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
 		return
 	}
-	o.Above[s.Seq] = true
-	for o.Above[o.Done+1] {
+	if s.Seq == o.Done+1 { // in order, the usual case: no set to keep
+		o.Done++
+	} else {
+		o.Above[s.Seq] = true
+	}
+	for len(o.Above) > 0 && o.Above[o.Done+1] {
 		delete(o.Above, o.Done+1)
 		o.Done++
 	}
@@ -268,7 +348,9 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
 	m := GroupMessage{Group: s.Group, Pos: gs.Next, Origin: s.Origin, Seq: s.Seq, Body: s.Body}
 	if g.retain > 0 {
 		if len(gs.Recent) >= 2*g.retain { // amortized: keep the last retain to 2·retain
-			gs.Recent = append(gs.Recent[:0:0], gs.Recent[len(gs.Recent)-g.retain:]...)
+			k := copy(gs.Recent, gs.Recent[len(gs.Recent)-g.retain:]) // in place: the array is reused
+			clear(gs.Recent[k:])
+			gs.Recent = gs.Recent[:k]
 		}
 		gs.Recent = append(gs.Recent, m)
 	}

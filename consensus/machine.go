@@ -3,7 +3,6 @@ package consensus
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,11 +46,27 @@ func (l *Log) step(index uint64, data []byte) {
 	if index != l.index+1 {
 		panic(fmt.Sprintf("applied entry %d after %d", index, l.index))
 	}
-	h := fnv.New64a()
-	h.Write(binary.LittleEndian.AppendUint64(nil, l.digest))
-	h.Write(binary.AppendUvarint(nil, uint64(len(data))))
-	h.Write(data)
-	l.index, l.digest = index, h.Sum64()
+	// FNV-1a over the previous digest (8 bytes, little-endian), the
+	// length (a uvarint) and the data, without a hash.Hash to allocate.
+	var head [8 + binary.MaxVarintLen64]byte
+	binary.LittleEndian.PutUint64(head[:], l.digest)
+	k := 8 + binary.PutUvarint(head[8:], uint64(len(data)))
+	h := fnv1a(fnvOffset, head[:k])
+	l.index, l.digest = index, fnv1a(h, data)
+}
+
+// FNV-1a, 64 bits (Fowler, Noll, Vo), as hash/fnv's New64a.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv1a(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
 }
 
 func (l *Log) Snapshot() []byte {

@@ -379,6 +379,7 @@ func (s *stream) run(ctx context.Context, done <-chan struct{}, leave func()) (<
 					return
 				}
 			}
+			s.give(batch)
 			if err != nil {
 				errc <- err
 				return
@@ -408,6 +409,7 @@ type stream struct {
 	overflow bool
 	failed   error // ends the stream once its backlog is read
 	wake     chan struct{}
+	spare    []Delivery // a backlog taken and read, for the next one
 }
 
 // fail ends the stream with err after what it holds.
@@ -438,11 +440,25 @@ func (s *stream) push(d Delivery) {
 	}
 }
 
+// give hands back a backlog take returned, once read: its array holds the
+// next one.
+func (s *stream) give(b []Delivery) {
+	if cap(b) == 0 || cap(b) > 2*MaxBacklog {
+		return
+	}
+	clear(b)
+	s.mu.Lock()
+	if s.spare == nil {
+		s.spare = b[:0]
+	}
+	s.mu.Unlock()
+}
+
 func (s *stream) take() ([]Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.backlog
-	s.backlog, s.bytes = nil, 0
+	s.backlog, s.bytes, s.spare = s.spare, 0, nil
 	switch {
 	case len(b) > 0:
 	case s.overflow:

@@ -1,10 +1,12 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,12 +31,22 @@ type Replicated struct {
 	retry  time.Duration
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
-	queue  chan consensus.Send
 
 	mu     sync.Mutex
-	acks   map[uint64]chan consensus.Sent
+	acks   map[uint64]*unacked
 	groups map[string]*logGroup
 }
+
+// unacked is a multicast waiting for its acknowledgement: what to send
+// again, and when.
+type unacked struct {
+	ch  chan consensus.Sent // buffered, 1; sent to under mu only
+	in  consensus.Send
+	due time.Time
+}
+
+// ackChans recycles the channels of acknowledged multicasts.
+var ackChans = sync.Pool{New: func() any { return make(chan consensus.Sent, 1) }}
 
 // logGroup is what a node keeps of a group: its last messages and its
 // listeners.
@@ -83,8 +95,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	}
 	r := &Replicated{svc: svc, self: n.Self(), origin: rand.Uint64()<<16 | uint64(n.Self())&0xffff,
 		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
-		queue: make(chan consensus.Send, 1024),
-		acks:  map[uint64]chan consensus.Sent{}, groups: map[string]*logGroup{}}
+		acks: map[uint64]*unacked{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
 	// starts it, and a restart replays its snapshot at once): ask it for
@@ -92,46 +103,39 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err := svc.Input(consensus.Replay{}); err != nil {
 		return nil, err
 	}
-	go r.batch()
+	go r.resend()
 	return r, nil
 }
 
-// Batching: messages that wait together go to the log as one entry.
-const (
-	maxBatch      = 256
-	maxBatchBytes = 1 << 20
-)
-
-// batch hands the queued messages to the service: as many as are waiting
-// (up to maxBatch) in one input, so that under load an entry carries many
-// — and a message alone goes at once.
-func (r *Replicated) batch() {
+// resend sends again, every retry, the multicasts not yet acknowledged:
+// one goroutine for all of them, rather than a timer each.
+func (r *Replicated) resend() {
+	tick := time.NewTicker(r.retry / 4)
+	defer tick.Stop()
+	var due []consensus.Send
 	for {
-		var first consensus.Send
 		select {
-		case first = <-r.queue:
+		case <-tick.C:
 		case <-r.svc.Done():
 			return
 		}
-		sends, size := []consensus.Send{first}, len(first.Body)
-	drain:
-		for len(sends) < maxBatch && size < maxBatchBytes {
-			select {
-			case s := <-r.queue:
-				sends, size = append(sends, s), size+len(s.Body)
-			default:
-				break drain
+		now := time.Now()
+		r.mu.Lock()
+		for _, u := range r.acks {
+			if !now.Before(u.due) {
+				due = append(due, u.in)
+				u.due = now.Add(r.retry)
 			}
 		}
-		var err error
-		if len(sends) == 1 {
-			err = r.svc.Input(first)
-		} else {
-			err = r.svc.Input(consensus.SendBatch{Sends: sends})
+		r.mu.Unlock()
+		slices.SortFunc(due, func(a, b consensus.Send) int { return cmp.Compare(a.Seq, b.Seq) })
+		for i, in := range due {
+			if r.svc.Input(in) != nil { // the same number: applied once
+				return // stopped; the senders see it
+			}
+			due[i] = consensus.Send{}
 		}
-		if err != nil {
-			return // the service stopped; senders see it
-		}
+		due = due[:0]
 	}
 }
 
@@ -141,14 +145,13 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Sent:
 		if o.Origin == r.origin {
 			r.mu.Lock()
-			ch := r.acks[o.Seq]
-			r.mu.Unlock()
-			if ch != nil {
+			if u := r.acks[o.Seq]; u != nil {
 				select {
-				case ch <- o:
+				case u.ch <- o:
 				default:
 				}
 			}
+			r.mu.Unlock()
 		}
 	case consensus.GroupMessage:
 		d := Delivery{ID: ID{Origin: proc.ID(o.Origin & 0xffff), Seq: o.Seq}, Pos: o.Pos, Body: o.Body}
@@ -184,8 +187,9 @@ func (r *Replicated) output(o proc.Output) {
 			g.head++
 		}
 		if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
-			g.recent = append(g.recent[:0:0], g.recent[g.head:]...)
-			g.head = 0
+			k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
+			clear(g.recent[k:])
+			g.recent, g.head = g.recent[:k], 0
 		}
 		for s, next := range g.subs {
 			switch {
@@ -218,36 +222,35 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	}
 	defer func() { <-r.window }()
 	seq := r.seq.Add(1)
-	ch := make(chan consensus.Sent, 1)
+	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
+	u := &unacked{ch: ackChans.Get().(chan consensus.Sent), in: in, due: time.Now().Add(r.retry)}
 	r.mu.Lock()
-	r.acks[seq] = ch
+	r.acks[seq] = u
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		delete(r.acks, seq)
 		r.mu.Unlock()
-	}()
-	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case a := <-ch:
-			return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
-		case <-ctx.Done():
-			return Delivery{}, ctx.Err()
-		case <-r.svc.Done():
-			return Delivery{}, live.ErrClosed
-		case <-t.C:
-			select {
-			case r.queue <- in:
-			case <-ctx.Done():
-				return Delivery{}, ctx.Err()
-			case <-r.svc.Done():
-				return Delivery{}, live.ErrClosed
-			}
-			t.Reset(r.retry) // the same number: applied once
+		select { // nothing sends to it now: empty, it serves another
+		case <-u.ch:
+		default:
 		}
+		ackChans.Put(u.ch)
+	}()
+	// Sends that reach the service while it works share an entry
+	// (consensus.Groups gathers them): under load an entry carries many,
+	// and a message alone goes at once. resend sends it again every
+	// retry until it is acknowledged.
+	if err := r.svc.Input(in); err != nil {
+		return Delivery{}, err
+	}
+	select {
+	case a := <-u.ch:
+		return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	case <-r.svc.Done():
+		return Delivery{}, live.ErrClosed
 	}
 }
 

@@ -708,10 +708,15 @@ func (s *Service) flushNow() {
 	clear(o.sentTo)
 	clear(o.batch)
 	o.msgs, o.buf = o.msgs[:0], o.buf[:0] // reused: the transport queues copies
-	if cap(o.buf) > 1<<16 {
+	if cap(o.buf) > maxOutbox {
 		o.buf = nil
 	}
 }
+
+// maxOutbox bounds the outbox buffer a service keeps between events: a
+// Raft leader's flush of a full batch to four followers fits, so that it
+// is not grown again at every flush under load.
+const maxOutbox = 1 << 18
 
 func (s *Service) output(o proc.Output) {
 	s.outputs.Add(1)
