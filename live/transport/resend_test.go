@@ -443,6 +443,21 @@ func TestReceiverRestartDropsStaleFrames(t *testing.T) {
 	}
 	var first sync.Once
 	b1.Start(func(proc.ID, []byte) { first.Do(func() { <-release }) })
+	// Both dial at the start. Let the race settle before the handler
+	// hangs: a connection that replaced a hanging one would wait for its
+	// reader for ever, and nothing would flow.
+	waitUntil(t, 5*time.Second, "one connection between the two", func() bool {
+		la, _ := a.peer(1).current()
+		lb, _ := b1.peer(0).current()
+		a.mu.Lock()
+		na := len(a.conns)
+		a.mu.Unlock()
+		b1.mu.Lock()
+		nb := len(b1.conns)
+		b1.mu.Unlock()
+		return la != nil && lb != nil && la.dialer == lb.dialer && na == 1 && nb == 1 &&
+			a.Stats().Peers[1].Connected && b1.Stats().Peers[0].Connected
+	})
 	old := func(seq uint64) []byte { p := seqPayload(seq, 16); p[8] = 'O'; return p }
 	var sent uint64
 	for ; ; sent++ {
