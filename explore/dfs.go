@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -166,15 +167,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 // canonical returns labels sorted by id, without repeats.
 func canonical(labels []label) []label {
 	c := slices.Clone(labels)
-	slices.SortFunc(c, func(a, b label) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(c, func(a, b label) int { return cmp.Compare(a.id, b.id) })
 	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
 }
 
