@@ -55,7 +55,7 @@ func (l *Locks) Leading() bool { return l.leading }
 
 // ForgetOrigins drops what the group service knows of its senders, as a
 // server without duplicate suppression would.
-func (g *Groups) ForgetOrigins() { clear(g.origins) }
+func (g *Groups) ForgetOrigins() { g.origins = newOrigins() }
 
 var DecodeSends = decodeSends
 
@@ -106,10 +106,10 @@ func (q *Queues) Leading() bool { return q.leading }
 // Above is the duplicate table's seqs above the origins' Done, as
 // counted and as held.
 func (q *Queues) Above() (counted, held int) {
-	for _, o := range q.origins {
+	for _, o := range q.origins.byID {
 		held += len(o.Above)
 	}
-	return q.above, held
+	return q.origins.above, held
 }
 
 // GatherTag is the tag of the group service's timer that proposes the
@@ -124,3 +124,7 @@ func DigestStep(prev, index uint64, data []byte) uint64 {
 	l.step(index, data)
 	return l.digest
 }
+
+// First is the index of the first entry the log holds (1 + the
+// snapshot's).
+func (r *Raft) First() uint64 { return r.first }

@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -34,8 +33,9 @@ type Groups struct {
 	retain int
 	log    Log
 
-	groups  map[string]*groupState
-	origins map[uint64]*origin
+	groups   map[string]*groupState
+	retained int64 // the groups' retainedCost, in all
+	origins  origins
 
 	// Sends that arrived while the server was busy, waiting to go to the
 	// log as one entry (see queue).
@@ -58,27 +58,15 @@ const maxEntryBytes = 256 << 10
 type groupState struct {
 	Next   uint64         `json:"next"`   // positions delivered so far
 	Recent []GroupMessage `json:"recent"` // the last Retain, oldest first
+	cost   int64          // Recent's retainedCost
 }
-
-type origin struct {
-	Done  uint64          `json:"done"`  // every seq ≤ Done is applied
-	Above map[uint64]bool `json:"above"` // applied seqs > Done
-	Used  uint64          `json:"used"`  // the entry that last used it
-}
-
-// Window bounds a sender's unacknowledged messages.
-const Window = 4096
-
-// MaxOrigins bounds the senders remembered; the one unused longest is
-// forgotten first (a sender that resends after that may deliver twice).
-const MaxOrigins = 4096
 
 // NewGroups returns server id of an n-server group service that keeps
 // each group's last retain messages in its snapshots. Proposals are
 // forwarded to the leader.
 func NewGroups(id proc.ID, n int, cfg Config, retain int) *Groups {
 	cfg.Forward = true
-	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: map[uint64]*origin{}}
+	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: newOrigins()}
 	g.raft = New(id, n, cfg, g)
 	return g
 }
@@ -127,10 +115,11 @@ func (GroupMessage) Kind() string { return "group-message" }
 // Sent acknowledges (Origin, Seq): committed, at position Pos of Group
 // (0 for a copy of one applied before).
 type Sent struct {
-	Group  string `json:"group"`
-	Origin uint64 `json:"origin"`
-	Seq    uint64 `json:"seq"`
-	Pos    uint64 `json:"pos"`
+	Group   string `json:"group"`
+	Origin  uint64 `json:"origin"`
+	Seq     uint64 `json:"seq"`
+	Pos     uint64 `json:"pos"`
+	Refused string `json:"refused,omitempty"` // why the message was not delivered (MaxGroups)
 }
 
 func (Sent) Kind() string { return "group-sent" }
@@ -309,62 +298,86 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 
 // deliver applies one message of entry index.
 func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
-	o := g.origins[s.Origin]
-	if o == nil {
-		if len(g.origins) >= MaxOrigins {
-			g.forgetOldestOrigin()
-		}
-		o = &origin{Above: map[uint64]bool{}}
-		g.origins[s.Origin] = o
-	}
-	o.Used = index
-	if s.Seq <= o.Done || o.Above[s.Seq] {
+	if g.origins.applied(s.Origin, s.Seq) {
 		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
 		return
 	}
-	if s.Seq == o.Done+1 { // in order, the usual case: no set to keep
-		o.Done++
-	} else {
-		o.Above[s.Seq] = true
-	}
-	for len(o.Above) > 0 && o.Above[o.Done+1] {
-		delete(o.Above, o.Done+1)
-		o.Done++
-	}
-	if len(o.Above) > Window { // a sender past its window: give up on the gap
-		o.Done = slices.Min(slices.Collect(maps.Keys(o.Above)))
-		delete(o.Above, o.Done)
-		for o.Above[o.Done+1] {
-			delete(o.Above, o.Done+1)
-			o.Done++
-		}
-	}
+	g.origins.mark(index, s.Origin, s.Seq)
 	gs := g.groups[s.Group]
 	if gs == nil {
+		if len(g.groups) >= MaxGroups {
+			env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
+				Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
+			return
+		}
 		gs = &groupState{}
 		g.groups[s.Group] = gs
 	}
 	gs.Next++
 	m := GroupMessage{Group: s.Group, Pos: gs.Next, Origin: s.Origin, Seq: s.Seq, Body: s.Body}
 	if g.retain > 0 {
-		if len(gs.Recent) >= 2*g.retain { // amortized: keep the last retain to 2·retain
-			k := copy(gs.Recent, gs.Recent[len(gs.Recent)-g.retain:]) // in place: the array is reused
-			clear(gs.Recent[k:])
-			gs.Recent = gs.Recent[:k]
-		}
-		gs.Recent = append(gs.Recent, m)
+		g.keep(gs, m)
 	}
 	env.Output(m)
 	env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
 }
 
-// forgetOldestOrigin forgets the sender unused longest (the lowest id
-// among equals, for determinism).
-func (g *Groups) forgetOldestOrigin() {
-	ids := slices.Sorted(maps.Keys(g.origins))
-	oldest := slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(g.origins[a].Used, g.origins[b].Used) })
-	delete(g.origins, oldest)
+// keep retains m for snapshots: each group keeps its last retain to
+// 2·retain messages (amortized), and all of them together at most
+// RetainState bytes as a snapshot encodes them — past it, the group that
+// keeps the most bytes (the first by name among equals) drops its oldest.
+func (g *Groups) keep(gs *groupState, m GroupMessage) {
+	if len(gs.Recent) >= 2*g.retain {
+		k := copy(gs.Recent, gs.Recent[len(gs.Recent)-g.retain:]) // in place: the array is reused
+		for _, old := range gs.Recent[k:] {
+			g.drop(gs, old)
+		}
+		clear(gs.Recent[k:])
+		gs.Recent = gs.Recent[:k]
+	}
+	gs.Recent = append(gs.Recent, m)
+	gs.cost += retainedCost(m)
+	g.retained += retainedCost(m)
+	for g.retained > RetainState {
+		var most *groupState
+		var first string
+		for name, c := range g.groups { // any order: ties go to the first name
+			if most == nil || c.cost > most.cost || c.cost == most.cost && name < first {
+				most, first = c, name
+			}
+		}
+		g.drop(most, most.Recent[0])
+		most.Recent[0] = GroupMessage{}
+		most.Recent = most.Recent[1:]
+	}
 }
+
+// drop uncounts a retained message of gs.
+func (g *Groups) drop(gs *groupState, m GroupMessage) {
+	gs.cost -= retainedCost(m)
+	g.retained -= retainedCost(m)
+}
+
+// MaxGroups bounds the groups of the replicated state: a message to a new
+// group past it is refused. Positions never go back, so a group is never
+// forgotten.
+const MaxGroups = 4096
+
+// RetainState bounds the retained messages' bytes in a snapshot, across
+// the groups, so that a snapshot — with MaxGroups groups and the
+// duplicate table at its bounds — fits one 64 MiB record of the live
+// storage log (GroupsSnapshotBound).
+const RetainState = 48 << 20
+
+// retainedCost is what a retained message takes in a snapshot, at most:
+// its body in base64, its group's name (no escaping: see ValidName) and
+// three numbers with their keys.
+func retainedCost(m GroupMessage) int64 {
+	return 4*int64((len(m.Body)+2)/3) + int64(len(m.Group)) + 96
+}
+
+// GroupsSnapshotBound is the largest snapshot Groups makes.
+const GroupsSnapshotBound = RetainState + MaxGroups*(128+64) + originsSnapshotBound + 4<<10
 
 type groupsSnapshot struct {
 	Log     []byte                 `json:"log"`
@@ -373,7 +386,7 @@ type groupsSnapshot struct {
 }
 
 func (g *Groups) Snapshot() []byte {
-	b, _ := json.Marshal(groupsSnapshot{Log: g.log.Snapshot(), Groups: g.groups, Origins: g.origins})
+	b, _ := json.Marshal(groupsSnapshot{Log: g.log.Snapshot(), Groups: g.groups, Origins: g.origins.byID})
 	return b
 }
 
@@ -381,19 +394,20 @@ func (g *Groups) Snapshot() []byte {
 // messages it retains, in order, so that a server that starts from it can
 // serve them to its listeners.
 func (g *Groups) Restore(env proc.Env, b []byte) {
-	g.log, g.groups, g.origins = Log{}, map[string]*groupState{}, map[uint64]*origin{}
+	g.log, g.groups, g.retained, g.origins = Log{}, map[string]*groupState{}, 0, newOrigins()
 	var s groupsSnapshot
 	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
 		return
 	}
 	g.log.Restore(env, s.Log)
-	maps.Copy(g.groups, s.Groups)
-	for id, o := range s.Origins {
-		if o.Above == nil {
-			o.Above = map[uint64]bool{}
+	for name, gs := range s.Groups {
+		for _, m := range gs.Recent {
+			gs.cost += retainedCost(m)
 		}
-		g.origins[id] = o
+		g.retained += gs.cost
+		g.groups[name] = gs
 	}
+	g.origins.restore(s.Origins)
 	g.replay(env)
 }
 

@@ -57,6 +57,7 @@ type Locks struct {
 
 	sessions map[uint64]*session
 	locks    map[string]*lockState
+	refs     int // the sessions' references to locks (held or waited for), in all
 
 	// Leader only, volatile: each session's deadline on our clock.
 	leading  bool
@@ -85,11 +86,21 @@ type waiter struct {
 	Seq     uint64 `json:"seq"` // its Acquire
 }
 
-// Limits that keep the replicated state bounded.
+// Limits that keep the replicated state bounded, and every snapshot
+// within LocksSnapshotBound: sessions, locks a session holds or waits
+// for, such references across the sessions, and a lock's name.
 const (
 	MaxSessions        = 1 << 16
 	MaxLocksPerSession = 64
+	MaxLockRefs        = 1 << 16
+	MaxLockName        = 256
 )
+
+// LocksSnapshotBound is the largest snapshot Locks makes: each session's
+// fields, and each reference to a lock: its name in its session's list
+// and as the lock's key, at most MaxLockName bytes as JSON writes it,
+// and the lock's fields or a waiter's.
+const LocksSnapshotBound = MaxSessions*128 + MaxLockRefs*(2*MaxLockName+128) + 4<<10
 
 // NewLocks returns server id of an n-server lock service. Proposals are
 // forwarded to the leader whatever cfg.Forward says.
@@ -105,6 +116,7 @@ func (l *Locks) reset() {
 	l.log = Log{}
 	l.sessions = map[uint64]*session{}
 	l.locks = map[string]*lockState{}
+	l.refs = 0
 	l.deadline = map[uint64]time.Duration{}
 	l.expiring = map[uint64]bool{}
 }
@@ -454,11 +466,13 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 			return
 		}
 		s.Locks = slices.DeleteFunc(s.Locks, func(x string) bool { return x == op.Lock })
+		l.refs--
 		l.release(env, index, op.Session, op.Seq, op.Lock)
 	case "close", "expire":
 		for _, name := range s.Locks {
 			l.release(env, index, op.Session, 0, name)
 		}
+		l.refs -= len(s.Locks)
 		delete(l.sessions, op.Session)
 		delete(l.deadline, op.Session)
 		delete(l.expiring, op.Session)
@@ -497,16 +511,28 @@ func (l *Locks) acquire(env proc.Env, index, id uint64, s *session, name string)
 		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: lk.Token, Owner: s.Owner}) // held already
 	case slices.Contains(s.Locks, name):
 		// Waiting for it already.
+	case jsonLen(name) > MaxLockName:
+		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: fmt.Sprintf("a lock name of %d bytes as stored: the most is %d", jsonLen(name), MaxLockName)})
 	case len(s.Locks) >= MaxLocksPerSession:
 		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: fmt.Sprintf("session %d holds or waits for %d locks, the most there may be", id, len(s.Locks))})
+	case l.refs >= MaxLockRefs:
+		env.Output(LockRefused{Session: id, Seq: s.Seq, Reason: fmt.Sprintf("the sessions hold or wait for %d locks in all, the most there may be", l.refs)})
 	case lk == nil:
 		l.locks[name] = &lockState{Holder: id, Seq: s.Seq, Token: index}
 		s.Locks = append(s.Locks, name)
+		l.refs++
 		env.Output(Granted{Lock: name, Session: id, Seq: s.Seq, Token: index, Owner: s.Owner})
 	default:
 		lk.Queue = append(lk.Queue, waiter{id, s.Seq})
 		s.Locks = append(s.Locks, name)
+		l.refs++
 	}
+}
+
+// jsonLen is the length of s as JSON writes it, quotes included.
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
 }
 
 // release takes session id off lock name, by its Release seq (0: the
@@ -563,6 +589,10 @@ func (l *Locks) Restore(env proc.Env, b []byte) {
 	l.log.Restore(env, s.Log)
 	maps.Copy(l.sessions, s.Sessions)
 	maps.Copy(l.locks, s.Locks)
+	l.refs = 0
+	for _, s := range l.sessions {
+		l.refs += len(s.Locks)
+	}
 	// Who holds what, as the snapshot says: a server that starts from it
 	// tells its clients as if it had applied the grants.
 	l.replayHolders(env)

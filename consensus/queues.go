@@ -72,9 +72,8 @@ type Queues struct {
 
 	next    uint64 // ids given so far, across the queues (ids never repeat)
 	queues  map[string]*rqueue
-	origins map[uint64]*origin
+	origins origins
 	state   int64 // the messages' MessageCost, across the queues
-	above   int   // the origins' seqs above their Done, in all
 
 	// Leader only, volatile: each lease's deadline on our clock.
 	leading  bool
@@ -110,18 +109,9 @@ var DefaultQueueLimits = QueueLimits{Messages: 100_000, Bytes: 64 << 20, Queues:
 const (
 	messageOverhead = 256
 	queueOverhead   = 2*maxQueueName + 64 // a name in JSON may be escaped
-	originOverhead  = 128
-	aboveOverhead   = 32
 	snapshotFixed   = 4 << 10
 	maxQueueName    = 128
 )
-
-// MaxAbove bounds the sequence numbers the duplicate table holds above
-// the origins' Done, across the origins: past it, the origin with the
-// most gives up on its gaps (as one past its Window does), so that the
-// table — part of every snapshot — stays bounded whatever the origins
-// send.
-const MaxAbove = 16 * Window
 
 // MessageCost is what a message of n body bytes counts against
 // QueueLimits.State: its size in a snapshot, at most.
@@ -141,7 +131,7 @@ func (l QueueLimits) withDefaults() QueueLimits {
 // duplicate table at its bounds.
 func (l QueueLimits) SnapshotBound() int64 {
 	l = l.withDefaults()
-	return l.State + int64(l.Queues)*queueOverhead + MaxOrigins*originOverhead + MaxAbove*aboveOverhead + snapshotFixed
+	return l.State + int64(l.Queues)*queueOverhead + originsSnapshotBound + snapshotFixed
 }
 
 // Validate checks the limits, naming the bad one; maxSnapshot (> 0) is
@@ -162,7 +152,7 @@ func (l QueueLimits) Validate(maxSnapshot int64) error {
 		room := maxSnapshot - (l.SnapshotBound() - d.State)
 		if room < MessageCost(0) {
 			return fmt.Errorf("queue limits: queues %d: their names alone could fill a snapshot of %d bytes, the most the storage takes in one record; want at most %d",
-				d.Queues, maxSnapshot, (maxSnapshot-MaxOrigins*originOverhead-MaxAbove*aboveOverhead-snapshotFixed)/queueOverhead-1)
+				d.Queues, maxSnapshot, (maxSnapshot-originsSnapshotBound-snapshotFixed)/queueOverhead-1)
 		}
 		return fmt.Errorf("queue limits: state %d bytes (with %d queues) makes snapshots of up to %d bytes, more than the %d the storage takes in one record; want state at most %d",
 			d.State, d.Queues, l.SnapshotBound(), maxSnapshot, room)
@@ -205,9 +195,9 @@ func NewQueues(id proc.ID, n int, cfg Config, limits QueueLimits) *Queues {
 }
 
 func (q *Queues) reset() {
-	q.log, q.next, q.state, q.above = Log{}, 0, 0, 0
+	q.log, q.next, q.state = Log{}, 0, 0
 	q.queues = map[string]*rqueue{}
-	q.origins = map[uint64]*origin{}
+	q.origins = newOrigins()
 	q.deadline = map[leaseKey]time.Duration{}
 	q.expiring = map[leaseKey]bool{}
 }
@@ -552,7 +542,7 @@ func (q *Queues) fresh(env proc.Env, o, seq uint64, op QueueOp) bool {
 		env.Output(QueueRefused{Origin: o, Seq: seq, Reason: "operation without a sequence number"})
 		return false
 	}
-	if org := q.origins[o]; org != nil && (seq <= org.Done || org.Above[seq]) {
+	if q.origins.applied(o, seq) {
 		q.reanswer(env, o, seq, op)
 		return false
 	}
@@ -560,57 +550,7 @@ func (q *Queues) fresh(env proc.Env, o, seq uint64, op QueueOp) bool {
 }
 
 // applied marks (o, seq) applied, by entry index.
-func (q *Queues) applied(index, o, seq uint64) {
-	org := q.origins[o]
-	if org == nil {
-		if len(q.origins) >= MaxOrigins {
-			ids := slices.Sorted(maps.Keys(q.origins))
-			old := slices.MinFunc(ids, func(a, b uint64) int { return cmp.Compare(q.origins[a].Used, q.origins[b].Used) })
-			q.above -= len(q.origins[old].Above)
-			delete(q.origins, old)
-		}
-		org = &origin{Above: map[uint64]bool{}}
-		q.origins[o] = org
-	}
-	org.Used = index
-	before := len(org.Above)
-	org.Above[seq] = true
-	for org.Above[org.Done+1] {
-		delete(org.Above, org.Done+1)
-		org.Done++
-	}
-	if len(org.Above) > Window { // an origin past its window: give up on the gap
-		org.Done = slices.Min(slices.Collect(maps.Keys(org.Above)))
-		delete(org.Above, org.Done)
-		for org.Above[org.Done+1] {
-			delete(org.Above, org.Done+1)
-			org.Done++
-		}
-	}
-	q.above += len(org.Above) - before
-	if q.above > MaxAbove {
-		q.giveUpGaps()
-	}
-}
-
-// giveUpGaps bounds the duplicate table: the origin with the most seqs
-// above its Done (the lowest id of those) gives up on every gap below its
-// highest — a copy of an operation numbered in one would be taken for a
-// duplicate. An origin keeps no more than its operations under way above
-// Done, so it is one far out of step.
-func (q *Queues) giveUpGaps() {
-	var worst uint64
-	most := -1
-	for id, o := range q.origins { // the order does not matter: ties go to the lowest id
-		if n := len(o.Above); n > most || n == most && id < worst {
-			worst, most = id, n
-		}
-	}
-	org := q.origins[worst]
-	org.Done = slices.Max(slices.Collect(maps.Keys(org.Above)))
-	clear(org.Above)
-	q.above -= most
-}
+func (q *Queues) applied(index, o, seq uint64) { q.origins.mark(index, o, seq) }
 
 // reanswer answers a copy of an operation applied before (its client
 // retried, and both copies reached the log): a put with id 0, a get with
@@ -873,7 +813,7 @@ type queuesSnapshot struct {
 }
 
 func (q *Queues) Snapshot() []byte {
-	s := queuesSnapshot{Log: q.log.Snapshot(), Next: q.next, Queues: map[string][]*QueueMessage{}, Origins: q.origins}
+	s := queuesSnapshot{Log: q.log.Snapshot(), Next: q.next, Queues: map[string][]*QueueMessage{}, Origins: q.origins.byID}
 	for name, rq := range q.queues {
 		ms := slices.Collect(maps.Values(rq.msgs))
 		slices.SortFunc(ms, func(a, b *QueueMessage) int { return cmp.Compare(a.ID, b.ID) })
@@ -905,13 +845,7 @@ func (q *Queues) Restore(env proc.Env, b []byte) {
 			}
 		}
 	}
-	for id, o := range s.Origins {
-		if o.Above == nil {
-			o.Above = map[uint64]bool{}
-		}
-		q.origins[id] = o
-		q.above += len(o.Above)
-	}
+	q.origins.restore(s.Origins)
 }
 
 func (g QueueGot) String() string {

@@ -90,6 +90,11 @@ type Config struct {
 	// CompactEvery: once this many entries were applied since the last
 	// snapshot, take one and drop them from the log; 0 never compacts.
 	CompactEvery int
+	// CompactBytes: once the entries applied since the last snapshot hold
+	// this many bytes of data, take one too (with CompactEvery set), so
+	// that a log of large entries does not hold CompactEvery of them in
+	// memory; 0: by count only.
+	CompactBytes int
 	// MaxDrift bounds the rate error of any clock (0.01: 1%); the leader's
 	// lease is shortened by it.
 	MaxDrift float64
@@ -111,6 +116,7 @@ var DefaultConfig = Config{
 	MaxBatchBytes:   512 << 10, // an AppendEntries fits the live transport's 1 MiB frames
 	MaxInflight:     8,
 	CompactEvery:    4096,
+	CompactBytes:    64 << 20,
 	MaxDrift:        0.01,
 }
 
@@ -131,6 +137,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("raft: MaxInflight = %d must be at least 1", c.MaxInflight)
 	case c.CompactEvery < 0:
 		return fmt.Errorf("raft: CompactEvery = %d must not be negative", c.CompactEvery)
+	case c.CompactBytes < 0:
+		return fmt.Errorf("raft: CompactBytes = %d must not be negative", c.CompactBytes)
 	case c.MaxDrift < 0 || c.MaxDrift >= 0.5:
 		return fmt.Errorf("raft: MaxDrift = %v must be in [0, 0.5)", c.MaxDrift)
 	case c.Members != nil && len(c.Members) == 0:
@@ -203,6 +211,7 @@ type Raft struct {
 	leader       proc.ID
 	commit       uint64
 	applied      uint64
+	appliedBytes int    // data of the entries applied since the last snapshot
 	synced       uint64 // our log is durable up to here
 	deadline     time.Duration
 	timer        proc.TimerID  // the election timer; 0: none set
@@ -960,7 +969,7 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 			r.log = nil
 		}
 		r.first, r.snapTerm, r.snapshot, r.snapConf = m.Index+1, m.Last, m.Data, m.Members
-		r.commit, r.applied = m.Index, m.Index
+		r.commit, r.applied, r.appliedBytes = m.Index, m.Index, 0
 		r.sm.Restore(env, m.Data)
 		r.configure()
 		r.rewrite(env)
@@ -1065,11 +1074,22 @@ func (r *Raft) maybeCommit(env proc.Env) {
 func (r *Raft) apply(env proc.Env) {
 	for r.applied < r.commit {
 		r.applied++
-		r.sm.Apply(env, r.applied, r.log[r.applied-r.first].Data)
+		data := r.log[r.applied-r.first].Data
+		r.appliedBytes += len(data)
+		r.sm.Apply(env, r.applied, data)
 	}
-	if r.cfg.CompactEvery > 0 && r.applied+1-r.first >= uint64(r.cfg.CompactEvery) && r.mayCompact(env) {
+	if r.compactDue(1) && r.mayCompact(env) {
 		r.compact(env)
 	}
+}
+
+// compactDue reports whether the entries applied since the last snapshot
+// reach k times CompactEvery, or k times CompactBytes.
+func (r *Raft) compactDue(k int) bool {
+	if r.cfg.CompactEvery <= 0 {
+		return false // never compacts
+	}
+	return r.applied+1-r.first >= uint64(k*r.cfg.CompactEvery) || r.cfg.CompactBytes > 0 && r.appliedBytes >= k*r.cfg.CompactBytes
 }
 
 // mayCompact: a leader keeps the entries a live follower still lacks
@@ -1077,7 +1097,7 @@ func (r *Raft) apply(env proc.Env) {
 // CompactEvery, rather than send it a whole snapshot — a slow follower
 // catches up from the log, entry by entry.
 func (r *Raft) mayCompact(env proc.Env) bool {
-	if r.role != leader || r.applied+1-r.first >= 4*uint64(r.cfg.CompactEvery) {
+	if r.role != leader || r.compactDue(4) {
 		return true
 	}
 	now := env.Now()
@@ -1100,6 +1120,7 @@ func (r *Raft) compact(env proc.Env) {
 	}
 	r.log = slices.Clone(r.log[r.applied+1-r.first:])
 	r.first = r.applied + 1
+	r.appliedBytes = 0
 	r.configure()
 	r.rewrite(env)
 }

@@ -159,7 +159,11 @@ func (s *Server) multicast(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.rep != nil {
 		d, err := s.rep.Multicast(r.Context(), name, body)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrTooManyGroups):
+			httpapi.Fail(w, http.StatusInsufficientStorage, err.Error())
+			return
+		case err != nil:
 			httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}

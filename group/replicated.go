@@ -68,12 +68,17 @@ const (
 	LiveRetainBytes = 8 << 20
 	// MaxReplicatedBody bounds a message: each is a log entry.
 	MaxReplicatedBody = 64 << 10
-	// MaxGroups bounds the groups a node keeps messages of.
-	MaxGroups = 4096
+	// MaxGroups bounds the groups: the replicated state refuses a message
+	// to a new group past it (ErrTooManyGroups).
+	MaxGroups = consensus.MaxGroups
 )
 
 // ServiceName is the replicated group service's name on every node.
 const ServiceName = "groups"
+
+// ErrTooManyGroups: the cluster keeps MaxGroups groups, and a message to
+// another was refused.
+var ErrTooManyGroups = errors.New("too many groups")
 
 // ErrCompacted: a listener asked for a position this node no longer keeps.
 var ErrCompacted = errors.New("position no longer kept here")
@@ -246,6 +251,9 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	}
 	select {
 	case a := <-u.ch:
+		if a.Refused != "" {
+			return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.Refused)
+		}
 		return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
 	case <-ctx.Done():
 		return Delivery{}, ctx.Err()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -158,5 +161,58 @@ func TestReplicatedGroupCompacted(t *testing.T) {
 	_, _, err := rs[0].Deliveries(ctx, "big", 1)
 	if !errors.Is(err, group.ErrCompacted) || !strings.Contains(err.Error(), "the oldest is 11") {
 		t.Fatalf("from position 1 of %d: %v, want ErrCompacted naming the oldest kept, 11", n, err)
+	}
+}
+
+// The cluster keeps at most MaxGroups groups (a group's positions never
+// go back, so it is never forgotten): a message to one more is refused
+// with ErrTooManyGroups at every node, nothing is delivered for it, and
+// the groups kept go on.
+func TestReplicatedGroupsAreBounded(t *testing.T) {
+	rs := replicatedGroups(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	names := make(chan string)
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				if _, err := rs[w%3].Multicast(ctx, name, []byte("x")); err != nil {
+					t.Error(name, err)
+				}
+			}
+		}()
+	}
+	for i := range group.MaxGroups {
+		names <- fmt.Sprint("g", i)
+	}
+	close(names)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, r := range rs {
+		_, err := r.Multicast(ctx, fmt.Sprint("more", i), []byte("x"))
+		if !errors.Is(err, group.ErrTooManyGroups) || !strings.Contains(err.Error(), fmt.Sprint(group.MaxGroups)) {
+			t.Fatalf("node %d: a message to one group too many: %v, want ErrTooManyGroups naming %d", i, err, group.MaxGroups)
+		}
+	}
+	// Over HTTP: 507, naming the limit.
+	h := httptest.NewServer(group.NewServer(group.ServerConfig{Replicated: rs[2]}).Handler())
+	defer h.Close()
+	resp, err := http.Post(h.URL+"/v1/groups/one-more/messages", "application/octet-stream", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInsufficientStorage || !strings.Contains(string(msg), fmt.Sprint(group.MaxGroups)) {
+		t.Fatalf("over HTTP: %d %s, want 507 naming %d", resp.StatusCode, msg, group.MaxGroups)
+	}
+	d, err := rs[1].Multicast(ctx, "g7", []byte("y"))
+	if err != nil || d.Pos != 2 {
+		t.Fatalf("a kept group after the refusals: %+v, %v; want position 2", d, err)
 	}
 }
