@@ -39,19 +39,19 @@ func (l *Locks) RenewAnyway(env proc.Env, id uint64) bool {
 	if !l.raft.IsLeader() || !ok {
 		return false
 	}
-	l.deadline[id] = env.Now() + s.TTL
+	l.leases.renewAt(env.Now(), id, s.TTL)
 	return true
 }
 
 // ForgetDeadlines makes every session due now, as a leader that took over
 // without extending them would.
 func (l *Locks) ForgetDeadlines(env proc.Env) {
-	for id := range l.deadline {
-		l.deadline[id] = env.Now()
+	for id := range l.leases.deadline {
+		l.leases.deadline[id] = env.Now()
 	}
 }
 
-func (l *Locks) Leading() bool { return l.leading }
+func (l *Locks) Leading() bool { return l.leases.leading }
 
 // ForgetOrigins drops what the group service knows of its senders, as a
 // server without duplicate suppression would.
@@ -96,12 +96,12 @@ func (q *Queues) ReverseReady() {
 // ForgetLeaseDeadlines makes every lease due now, as a leader that took
 // over without extending them would.
 func (q *Queues) ForgetLeaseDeadlines(env proc.Env) {
-	for k := range q.deadline {
-		q.deadline[k] = env.Now()
+	for k := range q.leases.deadline {
+		q.leases.deadline[k] = env.Now()
 	}
 }
 
-func (q *Queues) Leading() bool { return q.leading }
+func (q *Queues) Leading() bool { return q.leases.leading }
 
 // Above is the duplicate table's seqs above the origins' Done, as
 // counted and as held.

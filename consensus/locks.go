@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -60,11 +61,7 @@ type Locks struct {
 	refs     int // the sessions' references to locks (held or waited for), in all
 
 	// Leader only, volatile: each session's deadline on our clock.
-	leading  bool
-	leadTerm uint64
-	deadline map[uint64]time.Duration
-	expiring map[uint64]bool // an Expire entry is proposed
-	sweep    proc.TimerID
+	leases leaderLeases[uint64]
 }
 
 type session struct {
@@ -117,8 +114,6 @@ func (l *Locks) reset() {
 	l.sessions = map[uint64]*session{}
 	l.locks = map[string]*lockState{}
 	l.refs = 0
-	l.deadline = map[uint64]time.Duration{}
-	l.expiring = map[uint64]bool{}
 }
 
 // Raft is the server's replicated log.
@@ -295,7 +290,7 @@ func (l *Locks) Input(env proc.Env, in proc.Input) {
 		l.replayHolders(env)
 	case KeepAlive:
 		switch lead, _ := l.raft.Leader(); {
-		case l.leading:
+		case l.leases.leading:
 			ok, gone := l.touch(env, in.Session)
 			l.keptAlive(env, Touched{Session: in.Session, Seq: in.Seq, OK: ok, Gone: gone})
 		case lead != proc.None && lead != l.raft.self:
@@ -332,11 +327,7 @@ func (locksTag) String() string { return "expire" }
 
 func (l *Locks) Timeout(env proc.Env, tag any) {
 	if _, ok := tag.(locksTag); ok {
-		l.sweep = 0
-		if l.leading {
-			l.expire(env)
-			l.sweep = env.SetTimer(l.cfg.Heartbeat, locksTag{})
-		}
+		l.leases.swept(env, l.cfg.Heartbeat, locksTag{}, func() { l.expire(env) })
 		return
 	}
 	l.raft.Timeout(env, tag)
@@ -348,41 +339,24 @@ func (l *Locks) Timeout(env proc.Env, tag any) {
 // gives every session a full TTL from now; one that stops leading forgets
 // the deadlines.
 func (l *Locks) lead(env proc.Env) {
-	ready := l.raft.Ready()
-	_, term := l.raft.Leader()
-	if ready && l.leading && term == l.leadTerm {
-		return
-	}
-	if !ready && !l.leading {
-		return
-	}
-	clear(l.deadline)
-	clear(l.expiring)
-	if l.sweep != 0 {
-		env.CancelTimer(l.sweep)
-		l.sweep = 0
-	}
-	l.leading, l.leadTerm = ready, term
-	if ready {
-		now := env.Now()
+	l.leases.follow(env, l.raft, l.cfg.Heartbeat, locksTag{}, func(set func(uint64, time.Duration)) {
 		for id, s := range l.sessions {
-			l.deadline[id] = now + s.TTL
+			set(id, s.TTL)
 		}
-		l.sweep = env.SetTimer(l.cfg.Heartbeat, locksTag{})
-	}
+	})
 }
 
 // touch renews a session at the leader: only under the leader's lease,
 // so that no other leader can have expired it meanwhile.
 func (l *Locks) touch(env proc.Env, id uint64) (ok, gone bool) {
-	if !l.leading || env.Now() >= l.raft.Lease() {
+	if !l.leases.leading || env.Now() >= l.raft.Lease() {
 		return false, false
 	}
 	s, known := l.sessions[id]
-	if !known || l.expiring[id] {
+	if !known || l.leases.expiring[id] {
 		return false, true
 	}
-	l.deadline[id] = env.Now() + s.TTL
+	l.leases.renew(env, id, s.TTL)
 	return true, false
 }
 
@@ -400,16 +374,7 @@ func (l *Locks) keptAlive(env proc.Env, t Touched) {
 
 // expire proposes the expiry of every session past its deadline.
 func (l *Locks) expire(env proc.Env) {
-	now := env.Now()
-	var due []uint64
-	for id, d := range l.deadline {
-		if now >= d && !l.expiring[id] {
-			due = append(due, id)
-		}
-	}
-	slices.Sort(due)
-	for _, id := range due {
-		l.expiring[id] = true
+	for _, id := range l.leases.due(env.Now(), cmp.Compare[uint64]) {
 		l.propose(env, LockOp{Op: "expire", Session: id})
 	}
 }
@@ -433,9 +398,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 			refuse("%d sessions are open, the most there may be", len(l.sessions))
 		default:
 			l.sessions[index] = &session{TTL: op.TTL, Owner: op.Owner}
-			if l.leading {
-				l.deadline[index] = env.Now() + op.TTL
-			}
+			l.leases.renew(env, index, op.TTL)
 			env.Output(Opened{Tag: op.Tag, Session: index, TTL: op.TTL, Valid: l.Valid(op.TTL)})
 		}
 		return
@@ -474,8 +437,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		}
 		l.refs -= len(s.Locks)
 		delete(l.sessions, op.Session)
-		delete(l.deadline, op.Session)
-		delete(l.expiring, op.Session)
+		l.leases.drop(op.Session)
 		env.Output(Closed{Session: op.Session, Expired: op.Op == "expire"})
 	default:
 		refuse("unknown operation %q", op.Op)

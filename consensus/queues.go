@@ -76,11 +76,7 @@ type Queues struct {
 	state   int64 // the messages' MessageCost, across the queues
 
 	// Leader only, volatile: each lease's deadline on our clock.
-	leading  bool
-	leadTerm uint64
-	deadline map[leaseKey]time.Duration
-	expiring map[leaseKey]bool // an Expire entry is proposed
-	sweep    proc.TimerID
+	leases leaderLeases[leaseKey]
 }
 
 // QueueLimits bound what the replicated queues hold. A zero field takes
@@ -198,8 +194,6 @@ func (q *Queues) reset() {
 	q.log, q.next, q.state = Log{}, 0, 0
 	q.queues = map[string]*rqueue{}
 	q.origins = newOrigins()
-	q.deadline = map[leaseKey]time.Duration{}
-	q.expiring = map[leaseKey]bool{}
 }
 
 // Raft is the server's replicated log.
@@ -416,11 +410,7 @@ func (queuesTag) String() string { return "expire-leases" }
 
 func (q *Queues) Timeout(env proc.Env, tag any) {
 	if _, ok := tag.(queuesTag); ok {
-		q.sweep = 0
-		if q.leading {
-			q.expire(env)
-			q.sweep = env.SetTimer(q.cfg.Heartbeat, queuesTag{})
-		}
+		q.leases.swept(env, q.cfg.Heartbeat, queuesTag{}, func() { q.expire(env) })
 		return
 	}
 	q.raft.Timeout(env, tag)
@@ -431,47 +421,22 @@ func (q *Queues) Timeout(env proc.Env, tag any) {
 // server that becomes a ready leader gives every lease its full
 // visibility from now; one that stops leading forgets the deadlines.
 func (q *Queues) lead(env proc.Env) {
-	ready := q.raft.Ready()
-	_, term := q.raft.Leader()
-	if ready && q.leading && term == q.leadTerm {
-		return
-	}
-	if !ready && !q.leading {
-		return
-	}
-	clear(q.deadline)
-	clear(q.expiring)
-	if q.sweep != 0 {
-		env.CancelTimer(q.sweep)
-		q.sweep = 0
-	}
-	q.leading, q.leadTerm = ready, term
-	if ready {
-		now := env.Now()
+	q.leases.follow(env, q.raft, q.cfg.Heartbeat, queuesTag{}, func(set func(leaseKey, time.Duration)) {
 		for name, rq := range q.queues {
 			for id, m := range rq.msgs {
 				if m.Token != 0 {
-					q.deadline[leaseKey{name, id}] = now + m.Visibility
+					set(leaseKey{name, id}, m.Visibility)
 				}
 			}
 		}
-		q.sweep = env.SetTimer(q.cfg.Heartbeat, queuesTag{})
-	}
+	})
 }
 
 // expire proposes the expiry of every lease past its deadline.
 func (q *Queues) expire(env proc.Env) {
-	now := env.Now()
-	var due []leaseKey
-	for k, d := range q.deadline {
-		if now >= d && !q.expiring[k] {
-			due = append(due, k)
-		}
-	}
-	slices.SortFunc(due, func(a, b leaseKey) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.id, b.id)) })
+	due := q.leases.due(env.Now(), func(a, b leaseKey) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.id, b.id)) })
 	for _, k := range due {
 		m := q.queues[k.queue].msgs[k.id] // a deadline is dropped with its lease
-		q.expiring[k] = true
 		q.propose(env, QueueOp{Op: "expire", Queue: k.queue, IDs: []uint64{k.id}, Token: m.Token})
 	}
 }
@@ -653,9 +618,7 @@ func (q *Queues) get(env proc.Env, index uint64, op QueueOp) bool {
 		rq.ready = rq.ready[1:]
 		m.Token, m.Origin, m.Seq, m.Visibility = index, op.Origin, op.Seq, op.Vis
 		m.Deliveries++
-		if q.leading {
-			q.deadline[leaseKey{op.Queue, m.ID}] = env.Now() + op.Vis
-		}
+		q.leases.renew(env, leaseKey{op.Queue, m.ID}, op.Vis)
 		got.Messages = append(got.Messages, *m)
 	}
 	if len(got.Messages) > 0 {
@@ -715,8 +678,7 @@ func (q *Queues) unlease(name string, id uint64) {
 }
 
 func (q *Queues) forgetLease(name string, id uint64) {
-	delete(q.deadline, leaseKey{name, id})
-	delete(q.expiring, leaseKey{name, id})
+	q.leases.drop(leaseKey{name, id})
 }
 
 func (q *Queues) expired(env proc.Env, name string, id, token uint64) {
@@ -827,7 +789,7 @@ func (q *Queues) Snapshot() []byte {
 // ones are gone), their leases, and the origins.
 func (q *Queues) Restore(env proc.Env, b []byte) {
 	q.reset()
-	q.leading = false // deadlines are set again by lead
+	q.leases.forget() // deadlines are set again by lead
 	var s queuesSnapshot
 	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
 		return
