@@ -281,7 +281,7 @@ func TestSVGWaitForCycles(t *testing.T) {
 	svgCheckAttrs(t, "wait-for", b)
 	doc := svgParse(t, b)
 	type edge struct {
-		from, to string
+		from, to  string
 		x, y1, y2 float64
 	}
 	// The arcs of each cycle drawn, by the event they are drawn at.
