@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/cohort-go/cohort/lab"
@@ -113,5 +116,116 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 			t.Errorf("%s: at #%d, which records a state, the state panel is empty", name, k)
 		}
 	}
-	screenshot(t, ctx, "viewer-"+strings.ReplaceAll(name, "/", "-")+".png")
+	screenshot(t, ctx, "viewer-"+strings.NewReplacer("/", "-", " ", "-").Replace(name)+".png")
+}
+
+// Live traces open in the viewer too, on a time axis from the run's
+// first event: the merged traces of 3-process clusters running Lamport's
+// clocks, the bully election and the α synchronizer as services, and of
+// the replicated log behind a lock (the lock service's Ricart–Agrawala
+// trace is opened by TestClusterOfProcessesLocks).
+func TestViewerOpensLiveTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts clusters of processes")
+	}
+	ctx := browser(t)
+	bin := cohortBinary(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		lock bool // take a lock, then stop (the log's heartbeats never settle)
+	}{
+		{"clocks", []string{"--run", "clocks/lamport"}, false},
+		{"election", []string{"--run", "election/bully"}, false},
+		{"synchronizer", []string{"--run", "synchronizer/alpha"}, false},
+		{"consensus", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			traces := t.TempDir()
+			endpoints := startCluster(t, append([]string{"--nodes", "3", "--trace-dir", traces}, c.args...)...)
+			if c.lock {
+				if out, err := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--", "true").CombinedOutput(); err != nil {
+					t.Fatalf("lock: %v\n%s", err, out)
+				}
+			} else {
+				waitTracesSettle(t, traces, 3)
+			}
+			stopClusters(t)
+			merged := filepath.Join(t.TempDir(), "live.jsonl")
+			args := []string{"trace", "merge", "-o", merged}
+			for i := range 3 {
+				args = append(args, filepath.Join(traces, "node"+itoa(i)+".jsonl"))
+			}
+			if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+				t.Fatalf("merge: %v\n%s", err, out)
+			}
+			tr, err := readTrace(merged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Header.Family != c.name {
+				t.Fatalf("the merged trace is of family %q, want %s", tr.Header.Family, c.name)
+			}
+			page := filepath.Join(t.TempDir(), "live.html")
+			if code, _, errs := cli(t, "view", merged, "--html", page); code != 0 {
+				t.Fatalf("view: exit %d: %s", code, errs)
+			}
+			checkFamilyPage(t, ctx, "live "+c.name, "file://"+page, tr, pageChecks(t, page))
+			// The axis starts at the first event (trace merge counts from
+			// it), whose wall-clock time the header gives; the nodes'
+			// clocks are read from it too, not from 1970.
+			first := slices.MinFunc(tr.Events, func(a, b trace.Event) int { return cmp.Compare(a.Time, b.Time) })
+			got := eval[struct {
+				Epoch      string
+				T0, MaxLoc int64
+			}](t, ctx, `(() => { const d = JSON.parse(document.getElementById("cohort-data").textContent);
+				return {epoch: d.epoch, t0: Math.min(...d.events.map((e) => e.t)), maxLoc: Math.max(...d.events.map((e) => e.local))}; })()`)
+			if want := time.Unix(0, first.Local-first.Time).UTC().Format(time.RFC3339Nano); got.Epoch != want || got.T0 != 0 || got.MaxLoc > int64(time.Hour) {
+				t.Errorf("live times from %q, the first at %d, local clocks up to %d; want from %s, at 0, within the run", got.Epoch, got.T0, got.MaxLoc, want)
+			}
+			if info := text(t, ctx, "#info"); !strings.Contains(info, "from "+got.Epoch) {
+				t.Errorf("the header says %q, not from when the run began", info)
+			}
+		})
+	}
+}
+
+// pageChecks is how many checks the viewer page lists: those cohort view ran
+// on the trace, read from the page's data.
+func pageChecks(t *testing.T, page string) int {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), `<script type="application/json" id="cohort-data">`)
+	js, _, ok2 := strings.Cut(rest, "</script>")
+	var d struct{ Checks []json.RawMessage }
+	if !ok || !ok2 || json.Unmarshal([]byte(js), &d) != nil {
+		t.Fatalf("%s: no data in the page", page)
+	}
+	return len(d.Checks)
+}
+
+// waitTracesSettle waits until the n nodes' traces in dir stop growing.
+func waitTracesSettle(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := int64(-1)
+	for {
+		var size int64
+		for i := range n {
+			if st, err := os.Stat(filepath.Join(dir, "node"+itoa(i)+".jsonl")); err == nil {
+				size += st.Size()
+			}
+		}
+		if size == last && size > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the traces did not settle")
+		}
+		last = size
+		time.Sleep(500 * time.Millisecond)
+	}
 }
