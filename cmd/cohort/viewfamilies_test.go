@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,5 +228,107 @@ func waitTracesSettle(t *testing.T, dir string, n int) {
 		}
 		last = size
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Every violation is listed and marked, not only the first: a report
+// with two (ME3, not promised by Ricart–Agrawala with JUST-RELEASED, and
+// a promised one added to it) marks the events of both, those only in the
+// unpromised one's counterexample in the softer colour; clicking each
+// highlights its own counterexample.
+func TestViewerMarksEveryViolation(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, _, tr, r := simulate(t, dir)
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME3" })
+	if k < 0 || r.Checks[k].OK || r.Checks[k].Guaranteed {
+		t.Fatalf("the run's ME3: %+v; want a violation not promised", r.Checks)
+	}
+	me3 := r.Checks[k].Events
+	// A promised violation, of two events outside ME3's counterexample.
+	var other []int
+	for i := range tr.Events {
+		if len(other) < 2 && !slices.Contains(me3, i) && tr.Events[i].Kind == trace.Output {
+			other = append(other, i)
+		}
+	}
+	k1 := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME1" })
+	r.Checks[k1] = lab.Check{Name: "ME1", OK: false, Status: "violated", Guaranteed: true, Detail: "two processes in the critical section", Events: other}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportPath := filepath.Join(dir, "two.json")
+	if err := os.WriteFile(reportPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	openPage(t, ctx, "view", tracePath, "--report", reportPath)
+	s := eval[struct {
+		Violations, Marked, MarkedSoft int
+	}](t, ctx, `window.cohortViewer.stats()`)
+	if s.Violations != 2 || s.Marked != len(me3)+len(other) || s.MarkedSoft != len(me3) {
+		t.Errorf("%+v; want 2 violations, %d events marked, ME3's %d softer", s, len(me3)+len(other), len(me3))
+	}
+	items := eval[[]string](t, ctx, `[...document.querySelectorAll("#checks li.violation")].map((li) => li.className + ": " + li.querySelector("b").textContent)`)
+	if !slices.Contains(items, "violation: ME1") || !slices.Contains(items, "violation soft: ME3") {
+		t.Errorf("violations listed %q; want ME1 (promised) and ME3 (soft)", items)
+	}
+	for _, c := range []struct {
+		name   string
+		events []int
+	}{{"ME1", other}, {"ME3", me3}} {
+		do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#checks li.violation[data-k="%d"]`, slices.IndexFunc(r.Checks, func(x lab.Check) bool { return x.Name == c.name })))))
+		if st := stats(t, ctx); st.Highlighted != len(c.events) || st.Cur != slices.Min(c.events) {
+			t.Errorf("after clicking %s: %d highlighted, current #%d; want %d, #%d", c.name, st.Highlighted, st.Cur, len(c.events), slices.Min(c.events))
+		}
+	}
+	screenshot(t, ctx, "viewer-two-violations.png")
+}
+
+// Losses are drawn by cause — the network's, a partition's, the
+// receiver's crash — each in its colour, with a legend entry each.
+func TestViewerMarksLossesByCause(t *testing.T) {
+	ctx := browser(t)
+	tracePath := filepath.Join(t.TempDir(), "lossy.jsonl")
+	if code, _, errs := cli(t, "sim", "mutex", "--algo", "ricart-agrawala", "--nodes", "4", "--seed", "1", "--loss", "0.05",
+		"--fault", "partition {0,1} | {2,3} from 2ms to 8ms", "--fault", "crash 3 at 10ms", "--trace", tracePath); code > 1 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, e := range tr.Events {
+		if e.Kind == trace.Drop {
+			switch {
+			case e.Reason == "partition":
+				want["partition"]++
+			case strings.HasPrefix(e.Reason, "receiver "):
+				want["receiver down"]++
+			default:
+				want["loss"]++
+			}
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("losses by cause %v; want all three causes in the run", want)
+	}
+	openPage(t, ctx, "view", tracePath)
+	got := eval[map[string]int](t, ctx, `window.cohortViewer.stats().dropCauses`)
+	if !maps.Equal(got, want) {
+		t.Errorf("losses drawn by cause %v, want %v", got, want)
+	}
+	legend := eval[[]string](t, ctx, `[...document.querySelectorAll("#legend li")].map((li) => li.textContent.trim())`)
+	colours := map[string]string{}
+	for _, c := range []string{"loss", "partition", "receiver down"} {
+		entry := "- - ✕ lost (" + c + ")"
+		if !slices.Contains(legend, entry) {
+			t.Errorf("legend %q has no %q", legend, entry)
+		}
+		colours[c] = eval[string](t, ctx, `[...document.querySelectorAll("#legend li")].find((li) => li.textContent.includes("lost (`+c+`)")).querySelector("span").style.color`)
+	}
+	if colours["loss"] == colours["partition"] || colours["partition"] == colours["receiver down"] || colours["loss"] == colours["receiver down"] {
+		t.Errorf("the causes share colours: %v", colours)
 	}
 }

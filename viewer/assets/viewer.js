@@ -101,6 +101,11 @@
     if (m.recvs.length + m.drops.length === 0) { arS.push(m.send); arR.push(-1); arKind.push(2); }
   });
   const nArrows = arS.length;
+  // Losses by cause, as the SVG names them: the network's, a partition's,
+  // or the receiver's being down (crashed, left, not joined).
+  const dropCause = (reason) => reason === "partition" ? "partition" : /^receiver /.test(reason || "") ? "receiver down" : "loss";
+  const dropCauses = {};
+  for (let a = 0; a < nArrows; a++) if (arKind[a] === 1) { const c = dropCause(E[arR[a]].reason); dropCauses[c] = (dropCauses[c] || 0) + 1; }
   phases.messages = performance.now() - started;
 
   // Lamport positions: a process event at its timestamp; a loss or a
@@ -218,8 +223,11 @@
 
   let nStates = 0;
   for (let i = 0; i < N; i++) if (E[i].state !== undefined) nStates++;
-  let nMarked = 0;
-  for (let i = 0; i < N; i++) if (markHard[i] || markSoft[i]) nMarked++;
+  let nMarked = 0, nMarkedSoft = 0;
+  for (let i = 0; i < N; i++) {
+    if (markHard[i] || markSoft[i]) nMarked++;
+    if (markSoft[i] && !markHard[i]) nMarkedSoft++;
+  }
 
   // ----------------------------------------------------------------- state
 
@@ -428,7 +436,7 @@
       cycles: cycles.length, cycleEdges, runs: runs.length,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
-      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
+      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
       layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
@@ -561,9 +569,7 @@
   }
 
   function dropColor(reason) {
-    if (reason === "partition") return C.dropPart;
-    if (reason === "receiver down" || reason === "crashed") return C.dropGone;
-    return C.drop;
+    return { partition: C.dropPart, "receiver down": C.dropGone, loss: C.drop }[dropCause(reason)];
   }
 
   function drawEvent(i, faded) {
@@ -1058,7 +1064,8 @@
     const legend = [
       ["output", `<span style="color:${C.output}">●</span>`], ["input", `<span style="color:${C.input}">▼</span>`],
       ["timer", "<span style='color:#7d8790'>|</span>"], ["crash ✕ / down", `<span class="swatch" style="height:9px;background:${C.crashed}"></span>`],
-      ["lost message", `<span style="color:${C.drop}">- - ✕</span>`], ["in flight at the end", `<span style="color:${C.pending}">·····</span>`],
+      ...(Object.keys(dropCauses).length ? Object.keys(dropCauses).sort() : ["loss"]).map((c) => [`lost (${c})`, `<span style="color:${dropColor(c === "receiver down" ? "receiver crashed" : c)}">- - ✕</span>`]),
+      ["in flight at the end", `<span style="color:${C.pending}">·····</span>`],
       ["partition", `<span class="swatch" style="height:9px;background:${C.partition}"></span>`],
       ["pause / slow", `<span class="swatch" style="height:9px;background:${C.pause}"></span>`],
       ["violated (promised)", `<span style="color:${C.mark}">◯</span>`], ["violated (not promised)", `<span style="color:${C.soft}">◯</span>`],
