@@ -332,3 +332,49 @@ func TestViewerMarksLossesByCause(t *testing.T) {
 		t.Errorf("the causes share colours: %v", colours)
 	}
 }
+
+// Labels are left out only where they would overlap: zoomed out on a
+// crowded run some are drawn and some not, and zooming in draws more; a
+// sparse run has every message labelled. The Lamport layout puts events
+// in one column per Lamport timestamp, every arrow going rightwards.
+func TestViewerLabelsByCrowdingAndLamportColumns(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, _, tr, _ := simulate(t, dir)
+	openPage(t, ctx, "view", tracePath)
+	type drawn struct{ Labels, Arrows, Events int }
+	fit := eval[drawn](t, ctx, `window.cohortViewer.fit(), window.cohortViewer.stats()`)
+	if fit.Labels == 0 || fit.Labels >= fit.Arrows+fit.Events {
+		t.Errorf("zoomed out: %d labels for %d arrows and events; want some left out, not all", fit.Labels, fit.Arrows+fit.Events)
+	}
+	zoomed := eval[drawn](t, ctx, `window.cohortViewer.zoom(8), window.cohortViewer.stats()`)
+	if float64(zoomed.Labels)/float64(max(zoomed.Arrows, 1)) <= float64(fit.Labels)/float64(fit.Arrows) {
+		t.Errorf("zoomed ×8: %d labels for %d arrows, zoomed out %d for %d; want a larger share labelled", zoomed.Labels, zoomed.Arrows, fit.Labels, fit.Arrows)
+	}
+
+	// The Lamport layout: x grows with the Lamport timestamp, equal
+	// timestamps share a column.
+	eval[any](t, ctx, `window.cohortViewer.setLayout("lamport"), window.cohortViewer.fit()`)
+	xs := eval[[]float64](t, ctx, fmt.Sprintf(`Array.from({length: %d}, (_, i) => window.cohortViewer.where(i).x)`, len(tr.Events)))
+	for i, a := range tr.Events {
+		for j, b := range tr.Events {
+			if !a.Kind.IsProcess() || !b.Kind.IsProcess() {
+				continue
+			}
+			if a.Lamport < b.Lamport && !(xs[i] < xs[j]) || a.Lamport == b.Lamport && xs[i] != xs[j] {
+				t.Fatalf("Lamport layout: #%d (L=%d) at x=%v, #%d (L=%d) at x=%v", i, a.Lamport, xs[i], j, b.Lamport, xs[j])
+			}
+		}
+	}
+
+	// A sparse run: two processes, every message labelled.
+	sparse := filepath.Join(dir, "sparse.jsonl")
+	if code, _, errs := cli(t, "sim", "clocks", "--algo", "lamport-figure", "--trace", sparse); code != 0 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	openPage(t, ctx, "view", sparse)
+	s := eval[drawn](t, ctx, `window.cohortViewer.stats()`)
+	if s.Labels < s.Arrows {
+		t.Errorf("lamport-figure: %d labels for %d arrows; want every message labelled", s.Labels, s.Arrows)
+	}
+}

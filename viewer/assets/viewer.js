@@ -421,7 +421,7 @@
     }
     if (S.cur >= 0 && eventShown(S.cur)) { ring(S.cur, "#000", 9, 2); }
     const cycleEdges = drawCycles(wa, wb);
-    if (!lodArrows && !lodEvents) drawLabels(labels);
+    const labelsDrawn = !lodArrows && !lodEvents ? drawLabels(labels) : 0;
     ctx.restore();
 
     drawTicks(ticks);
@@ -436,7 +436,7 @@
       cycles: cycles.length, cycleEdges, runs: runs.length,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
-      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
+      lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
       layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
@@ -641,7 +641,7 @@
   // Labels placed by local crowding: each label takes a box; one that
   // would overlap a box already taken is left out (its text stays in the
   // tooltip and the panel). Message labels first at their arrow's middle,
-  // then the outputs' and inputs' above their event.
+  // then the outputs' and inputs' above their event. Returns how many it drew.
   function drawLabels(events) {
     const taken = new Map(), CELL = 64;
     const take = (x0, y0, x1, y1) => {
@@ -656,7 +656,7 @@
     ctx.textBaseline = "middle";
     // Events' own places first, so no label covers an event.
     for (const i of events) { const x = X(wx(i)), y = laneY(evNode[i]); take(x - 4, y - 4, x + 4, y + 4); }
-    let n = 0;
+    let n = 0, drawn = 0;
     for (const a of drawnArrows) {
       if (n++ > LABEL_BUDGET) break;
       const s = arS[a], r = arR[a];
@@ -666,6 +666,7 @@
       const text = clip(E[s].label || E[s].type || "", 28);
       const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
       if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
+      drawn++;
       ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
       ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
@@ -675,11 +676,13 @@
       if (!text) continue;
       const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
       if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
+      drawn++;
       ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
       ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
     }
     ctx.globalAlpha = 1; ctx.textBaseline = "alphabetic";
+    return drawn;
   }
 
   // Process names in a gutter that stays put while the diagram pans.
