@@ -378,3 +378,41 @@ func TestViewerLabelsByCrowdingAndLamportColumns(t *testing.T) {
 		t.Errorf("lamport-figure: %d labels for %d arrows; want every message labelled", s.Labels, s.Arrows)
 	}
 }
+
+// The state panel shows every algorithm that describes its state: the
+// field named below at the first event whose recorded state has it
+// (Maekawa's vote, the sequencer's next number, ...).
+func TestViewerShowsEveryDescribedState(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	for _, c := range []struct{ family, algo, field string }{
+		{"mutex", "ricart-agrawala", "deferred"},
+		{"mutex", "lamport", "queue"},
+		{"mutex", "maekawa", "voted_for"},
+		{"mutex", "central", "holder"},
+		{"multicast", "total-sequencer", "next_number"},
+		{"multicast", "total-isis", "collecting"},
+		{"election", "bully", "coordinator"},
+		{"election", "ring", "participant"},
+		{"deadlock", "cmh", "computations"},
+	} {
+		tracePath := filepath.Join(dir, c.algo+".jsonl")
+		if code, _, errs := cli(t, "sim", c.family, "--algo", c.algo, "--seed", "2", "--states", "--trace", tracePath); code > 1 {
+			t.Fatalf("sim %s: exit %d: %s", c.algo, code, errs)
+		}
+		tr, err := readTrace(tracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return strings.Contains(string(e.State), `"`+c.field+`"`) })
+		if at < 0 {
+			t.Errorf("%s: no state with %q recorded", c.algo, c.field)
+			continue
+		}
+		openPage(t, ctx, "view", tracePath)
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(at)+`)`)
+		if got := text(t, ctx, "#state"); !strings.Contains(got, c.field) {
+			t.Errorf("%s: at #%d the state panel shows %q; want %s in it", c.algo, at, got, c.field)
+		}
+	}
+}
