@@ -335,7 +335,8 @@ func TestViewerMarksLossesByCause(t *testing.T) {
 
 // Labels are left out only where they would overlap: zoomed out on a
 // crowded run some are drawn and some not, and zooming in draws more; a
-// sparse run has every message labelled. The Lamport layout puts events
+// sparse run has every message labelled. Process names stay put while
+// the diagram pans. The Lamport layout puts events
 // in one column per Lamport timestamp, every arrow going rightwards.
 func TestViewerLabelsByCrowdingAndLamportColumns(t *testing.T) {
 	ctx := browser(t)
@@ -350,6 +351,13 @@ func TestViewerLabelsByCrowdingAndLamportColumns(t *testing.T) {
 	zoomed := eval[drawn](t, ctx, `window.cohortViewer.zoom(8), window.cohortViewer.stats()`)
 	if float64(zoomed.Labels)/float64(max(zoomed.Arrows, 1)) <= float64(fit.Labels)/float64(fit.Arrows) {
 		t.Errorf("zoomed ×8: %d labels for %d arrows, zoomed out %d for %d; want a larger share labelled", zoomed.Labels, zoomed.Arrows, fit.Labels, fit.Arrows)
+	}
+	// The process names stay in their gutter wherever the diagram is
+	// panned.
+	for _, dx := range []int{-3000, 6000} {
+		if n := eval[int](t, ctx, fmt.Sprintf(`window.cohortViewer.pan(%d), window.cohortViewer.stats().laneNames`, dx)); n != 4 {
+			t.Errorf("panned by %d: %d process names drawn, want 4", dx, n)
+		}
 	}
 
 	// The Lamport layout: x grows with the Lamport timestamp, equal

@@ -425,7 +425,7 @@
     ctx.restore();
 
     drawTicks(ticks);
-    drawLaneNames(lh);
+    const laneNames = drawLaneNames(lh);
     const lod = document.getElementById("lod");
     if (lodArrows || lodEvents) {
       lod.textContent = `Zoomed out: ${candidates.length.toLocaleString("en")} messages and ${inView.toLocaleString("en")} events in view, ` +
@@ -436,7 +436,7 @@
       cycles: cycles.length, cycleEdges, runs: runs.length,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
-      lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
+      lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, laneNames, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
       layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
@@ -685,17 +685,20 @@
     return drawn;
   }
 
-  // Process names in a gutter that stays put while the diagram pans.
+  // Process names in a gutter that stays put while the diagram pans;
+  // returns how many it drew.
   function drawLaneNames(lh) {
     ctx.fillStyle = "#f7f8fa"; ctx.fillRect(0, 0, LEFT, H);
     ctx.strokeStyle = "#ddd"; ctx.beginPath(); ctx.moveTo(LEFT + 0.5, 0); ctx.lineTo(LEFT + 0.5, H); ctx.stroke();
     ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif"; ctx.fillStyle = "#555";
     ctx.textBaseline = "middle";
     const every = Math.ceil(14 / lh);
+    let n = 0;
     lanes.forEach((ln, r) => {
       if (r % every) return;
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (y < TOP || y > H) return;
+      n++;
       if (!ln.group && S.picked.has(ln.procs[0])) { ctx.fillStyle = "#cfe0f5"; ctx.fillRect(2, y - 8, LEFT - 4, 16); }
       ctx.fillStyle = ln.group ? "#2f6aa8" : "#555";
       ctx.fillText(clip(ln.name, 9), 8, y);
@@ -703,6 +706,7 @@
     ctx.textBaseline = "alphabetic";
     ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
     ctx.fillText(S.layout === "time" ? "time" : "Lamport", 6, 18);
+    return n;
   }
 
   // ------------------------------------------------------------ the panel
