@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -422,5 +423,27 @@ func TestViewerShowsEveryDescribedState(t *testing.T) {
 		if got := text(t, ctx, "#state"); !strings.Contains(got, c.field) {
 			t.Errorf("%s: at #%d the state panel shows %q; want %s in it", c.algo, at, got, c.field)
 		}
+	}
+}
+
+// --listen chooses where the viewer is served.
+func TestViewListensWhereTold(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, _, _, _ := simulate(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free ephemeral port, given back
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	url, interrupt := serveCLI(t, "view", tracePath, "--listen", addr)
+	if url != "http://"+addr+"/" {
+		t.Errorf("served at %s, want http://%s/", url, addr)
+	}
+	if body := get(t, url); !strings.Contains(body, `id="cohort-data"`) {
+		t.Errorf("%s serves no viewer (%d bytes)", url, len(body))
+	}
+	if code := interrupt(); code != 0 {
+		t.Errorf("cohort view exited %d after Ctrl-C", code)
 	}
 }
