@@ -122,34 +122,49 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 }
 
 // Live traces open in the viewer too, on a time axis from the run's
-// first event: the merged traces of 3-process clusters running Lamport's
-// clocks, the bully election and the α synchronizer as services, and of
-// the replicated log behind a lock (the lock service's Ricart–Agrawala
-// trace is opened by TestClusterOfProcessesLocks).
+// first event: the merged traces of 3-process clusters running an
+// algorithm of each family that runs on its own as a service (Lamport's
+// clocks, the bully election, the α synchronizer, push gossip; Chandy–
+// Lamport, CMH and plain RPC only start, with no input to act on), and of
+// the replicated log behind a lock. The lock service's Ricart–Agrawala
+// trace is opened by TestClusterOfProcessesLocks; multicast and overlay
+// algorithms run as services record nothing without inputs.
 func TestViewerOpensLiveTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts clusters of processes")
 	}
 	ctx := browser(t)
 	bin := cohortBinary(t)
+	const (
+		settle = iota // wait until the traces stop growing
+		grow          // wait for 20 events of each node (gossip never stops)
+		lock          // take a lock, then stop (the log's heartbeats never stop)
+	)
 	for _, c := range []struct {
 		name string
 		args []string
-		lock bool // take a lock, then stop (the log's heartbeats never settle)
+		wait int
 	}{
-		{"clocks", []string{"--run", "clocks/lamport"}, false},
-		{"election", []string{"--run", "election/bully"}, false},
-		{"synchronizer", []string{"--run", "synchronizer/alpha"}, false},
-		{"consensus", nil, true},
+		{"clocks", []string{"--run", "clocks/lamport"}, settle},
+		{"election", []string{"--run", "election/bully"}, settle},
+		{"synchronizer", []string{"--run", "synchronizer/alpha"}, settle},
+		{"gossip", []string{"--run", "gossip/push"}, grow},
+		{"snapshot", []string{"--run", "snapshot/chandy-lamport"}, settle},
+		{"deadlock", []string{"--run", "deadlock/cmh"}, settle},
+		{"rpc", []string{"--run", "rpc/plain"}, settle},
+		{"consensus", nil, lock},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			traces := t.TempDir()
 			endpoints := startCluster(t, append([]string{"--nodes", "3", "--trace-dir", traces}, c.args...)...)
-			if c.lock {
+			switch c.wait {
+			case lock:
 				if out, err := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--", "true").CombinedOutput(); err != nil {
 					t.Fatalf("lock: %v\n%s", err, out)
 				}
-			} else {
+			case grow:
+				waitTracesGrow(t, traces, 3, 20)
+			default:
 				waitTracesSettle(t, traces, 3)
 			}
 			stopClusters(t)
@@ -445,5 +460,26 @@ func TestViewListensWhereTold(t *testing.T) {
 	}
 	if code := interrupt(); code != 0 {
 		t.Errorf("cohort view exited %d after Ctrl-C", code)
+	}
+}
+
+// waitTracesGrow waits until each of the n nodes' traces in dir holds at
+// least events events.
+func waitTracesGrow(t *testing.T, dir string, n, events int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		least := events
+		for i := range n {
+			b, _ := os.ReadFile(filepath.Join(dir, "node"+itoa(i)+".jsonl"))
+			least = min(least, strings.Count(string(b), "\n")-1) // less the header
+		}
+		if least >= events {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the traces hold %d events at least, not %d", least, events)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
