@@ -125,7 +125,7 @@ func init() {
 			Family:   registered("deadlock"),
 			Metrics:  deadlockMetrics,
 			Workload: func() sim.Workload { return &DeadlockLoad{} },
-			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}},
+			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}, Declared: "deadlock"},
 		},
 		{
 			Family:   registered("rpc"),

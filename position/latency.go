@@ -104,25 +104,41 @@ const MaxNodes = 5000
 // SyntheticLatency draws a latency matrix from cfg. The same cfg gives the
 // same matrix.
 func SyntheticLatency(cfg LatencyConfig) (*Matrix, error) {
+	m, _, err := SyntheticNetwork(cfg)
+	return m, err
+}
+
+// Ground is the truth behind a synthetic latency matrix, which coordinate
+// systems try to recover from the round-trip times alone: each node's
+// position on the plane of continents and its access height,
+// milliseconds.
+type Ground struct {
+	Pos    [][]float64
+	Height []float64
+}
+
+// SyntheticNetwork is SyntheticLatency with the truth it drew the matrix
+// from.
+func SyntheticNetwork(cfg LatencyConfig) (*Matrix, Ground, error) {
 	if cfg.Nodes < 2 || cfg.Nodes > MaxNodes {
-		return nil, fmt.Errorf("nodes %d: want 2 to %d", cfg.Nodes, MaxNodes)
+		return nil, Ground{}, fmt.Errorf("nodes %d: want 2 to %d", cfg.Nodes, MaxNodes)
 	}
 	if cfg.Dims < 1 || cfg.Dims > 10 {
-		return nil, fmt.Errorf("dims %d: want 1 to 10", cfg.Dims)
+		return nil, Ground{}, fmt.Errorf("dims %d: want 1 to 10", cfg.Dims)
 	}
 	if cfg.Clusters < 1 {
-		return nil, fmt.Errorf("clusters %d: need at least 1", cfg.Clusters)
+		return nil, Ground{}, fmt.Errorf("clusters %d: need at least 1", cfg.Clusters)
 	}
 	for _, p := range []struct {
 		name string
 		v    float64
 	}{{"width", cfg.Width}, {"spread", cfg.Spread}, {"height", cfg.Height}, {"noise", cfg.Noise}, {"detours", cfg.Detours}} {
 		if math.IsNaN(p.v) || math.IsInf(p.v, 0) || p.v < 0 {
-			return nil, fmt.Errorf("%s %v: want a finite number, not negative", p.name, p.v)
+			return nil, Ground{}, fmt.Errorf("%s %v: want a finite number, not negative", p.name, p.v)
 		}
 	}
 	if cfg.Detours > 1 {
-		return nil, fmt.Errorf("detours %v: want a fraction from 0 to 1", cfg.Detours)
+		return nil, Ground{}, fmt.Errorf("detours %v: want a fraction from 0 to 1", cfg.Detours)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6c6174656e6379))
 	centres := make([][]float64, cfg.Clusters)
@@ -154,7 +170,7 @@ func SyntheticLatency(cfg LatencyConfig) (*Matrix, error) {
 			m.rtt[m.tri(i, j)] = d
 		}
 	}
-	return m, nil
+	return m, Ground{Pos: pos, Height: height}, nil
 }
 
 func distance(a, b []float64) float64 {

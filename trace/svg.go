@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -45,6 +46,11 @@ type SVGOptions struct {
 	// Shades are periods of faults the trace does not record as events
 	// (partitions, pauses), shaded over the lanes they affect.
 	Shades []Shade
+	// Declared, if set, is an output kind whose data names a wait-for
+	// cycle its process declared ({"cycle": [p, q, ...]}, p waiting for
+	// q and the last for p: CMH's "deadlock"); each is drawn at the
+	// declaration, as a violation's Edges are.
+	Declared string
 }
 
 // Violation is a checker's verdict to draw: its name and the events of its
@@ -55,6 +61,24 @@ type Violation struct {
 	// Unpromised is true for a property the algorithm does not promise:
 	// its violation is expected, drawn softer than a real failure.
 	Unpromised bool
+	// Edges, for a deadlock, are the edges of its wait-for cycle (the
+	// checker's, in cycle order): drawn as arrows between the lanes at
+	// the latest event that shows one.
+	Edges []WaitFor
+}
+
+// WaitFor is an edge of a wait-for graph: process From waits for process
+// To, as the event At (a trace index) shows.
+type WaitFor struct {
+	From, To int32
+	At       int
+}
+
+// svgCycle is a wait-for cycle as drawn: its edges at event at.
+type svgCycle struct {
+	at    int
+	edges [][2]int32
+	by    string // "ME2", "declared by p4"
 }
 
 // Shade is a fault that lasts a while: a partition, or a paused process.
@@ -101,6 +125,7 @@ const (
 	svgCrashed  = "#dcdcdc"
 	svgPause    = "#f3d36b"
 	svgPartit   = "#b39ddb"
+	svgCycleInk = "#c2185b" // a wait-for cycle
 )
 
 // svgTypeColors colour the messages by type, in the order the types first
@@ -122,8 +147,11 @@ const svgLaneNameEvery = 700
 // labelled green dots, inputs purple triangles, timers small ticks, starts
 // small squares and crashes a ✕, after which the process's line is greyed
 // out until it recovers. Events listed in opt.Mark, and the messages they
-// send or receive, are drawn in red. Every element has a tooltip with the
-// full events; message labels are also drawn when there are few messages.
+// send or receive, are drawn in red. A deadlock's wait-for cycle (a
+// violation's Edges, or a cycle declared by an output of kind
+// opt.Declared) is drawn as dashed arcs between the lanes at the event that
+// shows it. Every element has a tooltip with the full events; message
+// labels are also drawn when there are few messages.
 //
 // The output is a standalone SVG document that depends on nothing else;
 // the same trace and options always give the same bytes.
@@ -156,6 +184,10 @@ type svgDiagram struct {
 	marked map[int]bool
 	soft   map[int]bool // marked only by violations of unpromised properties
 	hidden int          // marked events past the end of the drawing
+	// cycles are the wait-for cycles drawn; hiddenCycles, those past the
+	// end of the drawing.
+	cycles       []svgCycle
+	hiddenCycles int
 
 	// Message types in order of first appearance, and each one's colour
 	// index (past the palette: len(svgTypeColors), "other").
@@ -258,6 +290,8 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	default:
 		d.rowH = 32
 	}
+
+	d.waitForCycles()
 
 	// Messages.
 	get := func(id uint64) *svgMessage {
@@ -384,6 +418,55 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	return d, nil
 }
 
+// waitForCycles gathers the wait-for cycles to draw: the violations'
+// edges, and the cycles declared by outputs of kind opt.Declared. An edge
+// naming a process outside the diagram is left out; a cycle shown by an
+// event past the end of the drawing is counted, not drawn.
+func (d *svgDiagram) waitForCycles() {
+	add := func(at int, edges [][2]int32, by string) {
+		edges = slices.DeleteFunc(edges, func(e [2]int32) bool {
+			return e[0] < 0 || e[1] < 0 || e[0] >= int32(d.rows) || e[1] >= int32(d.rows) || e[0] == e[1]
+		})
+		switch {
+		case len(edges) == 0 || at < 0 || at >= d.total:
+		case at >= len(d.events):
+			d.hiddenCycles++
+		default:
+			d.cycles = append(d.cycles, svgCycle{at: at, edges: edges, by: by})
+		}
+	}
+	for _, v := range d.opt.Violations {
+		if len(v.Edges) == 0 {
+			continue
+		}
+		at := -1
+		var edges [][2]int32
+		for _, e := range v.Edges {
+			at = max(at, e.At)
+			edges = append(edges, [2]int32{e.From, e.To})
+		}
+		add(at, edges, v.Name)
+	}
+	if d.opt.Declared == "" {
+		return
+	}
+	for i := range d.full.Events {
+		e := &d.full.Events[i]
+		if e.Kind != Output || e.Type != d.opt.Declared || len(e.Data) == 0 {
+			continue
+		}
+		var data struct{ Cycle []int32 }
+		if json.Unmarshal(e.Data, &data) != nil || len(data.Cycle) < 2 {
+			continue
+		}
+		var edges [][2]int32
+		for k, p := range data.Cycle {
+			edges = append(edges, [2]int32{p, data.Cycle[(k+1)%len(data.Cycle)]})
+		}
+		add(i, edges, fmt.Sprintf("declared by p%d", e.Node))
+	}
+}
+
 // svgWallClock is a time (ns) no simulated run reaches (11.5 days) and
 // every wall-clock reading since 1970 passes.
 const svgWallClock = 1e15
@@ -476,6 +559,7 @@ func (d *svgDiagram) draw() {
 	d.spans()
 	d.cuts()
 	d.messages()
+	d.waitFor()
 	d.points()
 	d.laneNames()
 	d.axis()
@@ -490,6 +574,9 @@ func (d *svgDiagram) defs() {
 	}
 	for k, c := range svgTypeColors[:min(len(d.types), len(svgTypeColors))] {
 		heads = append(heads, struct{ id, color string }{"arrow-" + strconv.Itoa(k), c})
+	}
+	if len(d.cycles) > 0 {
+		heads = append(heads, struct{ id, color string }{"arrow-cycle", svgCycleInk})
 	}
 	for _, m := range heads {
 		d.printf(`<marker id="%s" viewBox="0 0 10 10" refX="10" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto"><path d="M0,1 L10,5 L0,9 z" fill="%s"/></marker>`+"\n", m.id, m.color)
@@ -943,6 +1030,41 @@ func (d *svgDiagram) messages() {
 	}
 }
 
+// waitFor draws each wait-for cycle at the time of the event that shows
+// it: from the lane of each process that waits, a dashed arc to the lane of
+// the process it waits for, bulging right when it goes down and left when
+// it goes up, so that a cycle reads as a loop; the arcs of one cycle are
+// nested.
+func (d *svgDiagram) waitFor() {
+	for _, c := range d.cycles {
+		e := &d.events[c.at]
+		x := d.x(e.Time)
+		var names []string
+		for _, ed := range c.edges {
+			names = append(names, fmt.Sprintf("p%d waits for p%d", ed[0], ed[1]))
+		}
+		d.printf(`<g class="waitfor" data-at="%d"><title>`, c.at)
+		d.text(svgClip(fmt.Sprintf("wait-for cycle (%s) at %s, #%d: %s", c.by, FormatNS(e.Time-d.origin), c.at, strings.Join(names, ", ")), svgMaxTitle))
+		d.printf("</title>\n")
+		for k, ed := range c.edges {
+			y1, y2 := d.y(ed[0]), d.y(ed[1])
+			dir := 1.0
+			if y2 < y1 {
+				dir = -1
+			}
+			bulge := dir * (26 + 10*float64(k))
+			d.printf(`<path class="waitfor-edge" data-from="%d" data-to="%d" d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="%s" stroke-width="2.2" stroke-dasharray="6 3" marker-end="url(#arrow-cycle)"/>`+"\n",
+				ed[0], ed[1], svgF(x), svgF(y1), svgF(x+bulge), svgF(y1), svgF(x+bulge), svgF(y2), svgF(x), svgF(y2), svgCycleInk)
+		}
+		top := d.y(c.edges[0][0])
+		for _, ed := range c.edges {
+			top = min(top, d.y(ed[0]), d.y(ed[1]))
+		}
+		d.printf(`<text x="%s" y="%s" font-size="10" font-weight="bold" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">wait-for cycle</text></g>`+"\n",
+			svgF(x+6), svgF(top-14), svgCycleInk)
+	}
+}
+
 // points draws the events that are not messages, and a dot at each end of
 // a message.
 func (d *svgDiagram) points() {
@@ -1171,6 +1293,9 @@ func (d *svgDiagram) legendItems() []string {
 	if len(d.opt.Mark) > 0 && len(d.marked) > 0 {
 		items = append(items, "marked")
 	}
+	if len(d.cycles) > 0 {
+		items = append(items, "wait-for cycle")
+	}
 	for k := range d.opt.Violations {
 		items = append(items, "viol:"+strconv.Itoa(k))
 	}
@@ -1304,6 +1429,8 @@ func (d *svgDiagram) legend() {
 			d.printf(`<rect x="%s" y="%s" width="20" height="9" rx="2" fill="%s" fill-opacity="0.5"/>`, svgF(x), svgF(y-4.5), svgSpanColors[n%len(svgSpanColors)])
 		case "cut":
 			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgCutColors[0])
+		case "wait-for cycle":
+			d.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.2" stroke-dasharray="6 3" marker-end="url(#arrow-cycle)"/>`, svgF(x), svgF(y), svgF(x+20), svgF(y), svgCycleInk)
 		}
 		d.printf(`<text x="%s" y="%s">`, svgF(x+26), svgF(y+3.5))
 		d.text(text)
@@ -1317,6 +1444,9 @@ func (d *svgDiagram) legend() {
 			len(d.events), d.total, svgTick(d.t0-d.origin, d.t1-d.t0), svgTick(last-d.origin, d.t1-d.t0), svgTick(d.tEnd-d.origin, d.t1-d.t0))
 		if d.hidden > 0 {
 			note += fmt.Sprintf(" %d marked events come later and are not drawn.", d.hidden)
+		}
+		if d.hiddenCycles > 0 {
+			note += fmt.Sprintf(" %d wait-for cycles come later and are not drawn.", d.hiddenCycles)
 		}
 		d.text(note)
 		d.printf("</text>\n")

@@ -3,6 +3,8 @@ package trace
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -90,6 +92,8 @@ func TestSVGAttributesWellFormed(t *testing.T) {
 	render("narrow", svgRATrace(8, 2), SVGOptions{Width: 320})
 	render("violations", svgRATrace(4, 1), SVGOptions{Violations: []Violation{
 		{Name: "ME1", Events: []int{3, 9}}, {Name: "fairness", Events: []int{12}, Unpromised: true}}})
+	render("wait-for", svgRATrace(4, 1), SVGOptions{Violations: []Violation{
+		{Name: "ME2", Events: []int{3, 9}, Edges: []WaitFor{{From: 0, To: 3, At: 3}, {From: 3, To: 0, At: 9}}}}})
 	render("shaded", svgRATrace(4, 1), SVGOptions{Shades: []Shade{
 		{Kind: "partition", From: 1e6, To: 3e6, Label: "{p0,p1} | {p2,p3}"}, {Kind: "pause", Nodes: []int32{2}, From: 2e6}}})
 	for _, p := range []LinePlot{
@@ -101,6 +105,18 @@ func TestSVGAttributesWellFormed(t *testing.T) {
 			t.Fatal(err)
 		}
 		docs["plot "+p.Title+p.Note] = bytes.Clone(b.Bytes())
+	}
+	// The README's own figures, as committed.
+	figures, err := filepath.Glob(filepath.Join("..", "docs", "*.svg"))
+	if err != nil || len(figures) == 0 {
+		t.Fatalf("no figures in docs/: %v", err)
+	}
+	for _, f := range figures {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[f] = b
 	}
 	for name, doc := range docs {
 		svgCheckAttrs(t, name, doc)

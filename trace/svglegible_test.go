@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -251,5 +252,103 @@ func TestSVGWallClockAxis(t *testing.T) {
 	}
 	if c := doc.find("axis-caption"); len(c) != 1 || !strings.Contains(c[0].text, "since the first event, 2025-11-26 02:46:56.001 UTC") {
 		t.Errorf("caption %v", c)
+	}
+}
+
+// TestSVGWaitForCycles checks that a deadlock's wait-for cycle is drawn at
+// the event that shows it, one arc per edge from the waiting process's
+// lane to the lane of the one it waits for: a violation's edges (at the
+// latest of their events) and a cycle declared by an output. Edges naming
+// processes outside the diagram are left out; a cycle past the end of a
+// truncated diagram is counted in its note.
+func TestSVGWaitForCycles(t *testing.T) {
+	tr := svgLine(3,
+		Event{Node: 0, Kind: Output, Type: "waiting"},
+		Event{Node: 1, Kind: Output, Type: "waiting"},
+		Event{Node: 2, Kind: Output, Type: "waiting"},
+		Event{Node: 2, Kind: Output, Type: "deadlock", Data: []byte(`{"cycle":[2,0,1]}`)},
+		Event{Node: 0, Kind: Output, Type: "deadlock", Data: []byte(`{"cycle":[0]}`)}, // no edge
+		Event{Node: 1, Kind: Output, Type: "deadlock", Data: []byte(`{"cycle":[1,2]}`)},
+	)
+	opt := SVGOptions{
+		Declared: "deadlock",
+		Violations: []Violation{
+			{Name: "ME2", Events: []int{0, 1}, Unpromised: true, Edges: []WaitFor{{From: 0, To: 1, At: 1}, {From: 1, To: 0, At: 0}, {From: 1, To: 9, At: 1}}},
+			{Name: "ME1", Events: []int{2}},
+		},
+	}
+	b := svgRender(t, tr, opt)
+	svgCheckAttrs(t, "wait-for", b)
+	doc := svgParse(t, b)
+	type edge struct {
+		from, to  string
+		x, y1, y2 float64
+	}
+	// The arcs of each cycle drawn, by the event they are drawn at.
+	got := map[string][]edge{}
+	var titles []string
+	for _, g := range doc.find("waitfor") {
+		titles = append(titles, g.title())
+		for _, p := range g.children {
+			if p.name != "path" || !strings.Contains(p.attr["class"], "waitfor-edge") {
+				continue
+			}
+			var x1, y1, c1, c2, c3, c4, x2, y2 float64
+			if _, err := fmt.Sscanf(p.attr["d"], "M%g,%g C%g,%g %g,%g %g,%g", &x1, &y1, &c1, &c2, &c3, &c4, &x2, &y2); err != nil || x1 != x2 {
+				t.Errorf("arc %q: %v", p.attr["d"], err)
+			}
+			got[g.attr["data-at"]] = append(got[g.attr["data-at"]], edge{p.attr["data-from"], p.attr["data-to"], x1, y1, y2})
+		}
+	}
+	want := map[string][]string{"1": {"0>1", "1>0"}, "3": {"2>0", "0>1", "1>2"}, "5": {"1>2", "2>1"}}
+	if len(got) != len(want) {
+		t.Errorf("cycles drawn at %v, want at events 1, 3 and 5", got)
+	}
+	lane := map[string]float64{}
+	for _, n := range doc.find("proc") {
+		lane[n.attr["data-p"]], _ = strconv.ParseFloat(n.attr["y1"], 64)
+	}
+	point := map[string]float64{}
+	for _, n := range doc.find("output") {
+		point[n.attr["data-i"]], _ = strconv.ParseFloat(n.children[1].attr["cx"], 64)
+	}
+	for at, w := range want {
+		var names []string
+		for _, e := range got[at] {
+			names = append(names, e.from+">"+e.to)
+			if e.x != point[at] || e.y1 != lane[e.from] || e.y2 != lane[e.to] {
+				t.Errorf("event %s: arc %+v; want it at x=%v from y=%v to y=%v", at, e, point[at], lane[e.from], lane[e.to])
+			}
+		}
+		if !slices.Equal(names, w) {
+			t.Errorf("event %s: arcs %q, want %q", at, names, w)
+		}
+	}
+	for _, want := range []string{"wait-for cycle (ME2) at 1.000ms, #1: p0 waits for p1, p1 waits for p0", "wait-for cycle (declared by p2) at 3.000ms, #3: p2 waits for p0, p0 waits for p1, p1 waits for p2"} {
+		if !slices.Contains(titles, want) {
+			t.Errorf("no tooltip %q in %q", want, titles)
+		}
+	}
+	legend := false
+	for _, n := range doc.find("legend") {
+		for _, c := range n.children {
+			legend = legend || c.name == "text" && c.text == "wait-for cycle"
+		}
+	}
+	if !legend {
+		t.Error("the legend has no wait-for cycle")
+	}
+
+	// Without cycles, nothing of them: no arrowhead, no legend entry.
+	if b := svgRender(t, tr, SVGOptions{}); strings.Contains(string(b), "cycle") {
+		t.Error("a diagram without wait-for cycles mentions them")
+	}
+	// Cut short before the last declaration: it is counted, not drawn.
+	doc = svgParse(t, svgRender(t, tr, SVGOptions{Declared: "deadlock", Violations: opt.Violations, MaxEvents: 5}))
+	if n := len(doc.find("waitfor")); n != 2 {
+		t.Errorf("truncated: %d cycles drawn, want 2", n)
+	}
+	if n := doc.find("truncated"); len(n) != 1 || !strings.Contains(n[0].text, "1 wait-for cycles come later and are not drawn") {
+		t.Errorf("truncation note %v", n)
 	}
 }

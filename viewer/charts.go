@@ -17,6 +17,36 @@ type Charts struct {
 	// Rows are the comparison's rows, as cohort compare --json prints
 	// them.
 	Rows []ChartRow `json:"rows"`
+	// Maps, drawn after the charts, show a run node by node.
+	Maps []Map `json:"maps,omitempty"`
+}
+
+// Map is a run's nodes on a plane: each node at its true place and at the
+// place the run estimated for it, a line between the two, the estimate
+// coloured by the node's error (green for none, red for MaxError or more).
+type Map struct {
+	Title string `json:"title"`
+	// Unit names the plane's coordinates ("ms").
+	Unit string `json:"unit"`
+	// ErrorName says what a node's error is ("median relative error of
+	// its RTTs").
+	ErrorName string `json:"error_name"`
+	// MaxError is the error drawn reddest; 0: the largest node's.
+	MaxError float64   `json:"max_error,omitempty"`
+	Note     string    `json:"note,omitempty"`
+	Nodes    []MapNode `json:"nodes"`
+}
+
+// MapNode is one node of a Map.
+type MapNode struct {
+	ID    int        `json:"id"`
+	Truth [2]float64 `json:"truth"`
+	// Estimate is where the run put the node, in the truth's frame; nil
+	// if it makes no estimate of it.
+	Estimate *[2]float64 `json:"estimate,omitempty"`
+	Error    float64     `json:"error"`
+	// Detail is more for the tooltip ("height 3.1 ms, estimated 2.7 ms").
+	Detail string `json:"detail,omitempty"`
 }
 
 // ChartRow is one measured figure (lab.CompareRow's JSON).
@@ -64,6 +94,7 @@ func RenderCharts(c *Charts) ([]byte, error) {
 {{CSS}}
 body { display: block; overflow: auto; }
 #charts { display: flex; flex-wrap: wrap; gap: 14px; padding: 12px; }
+.map svg { background: #fff; }
 .chart { border: 1px solid #ddd; border-radius: 4px; padding: 6px 8px; background: #fff; }
 .chart h3 { margin: 2px 0 4px; font-size: 13px; }
 .chart .note { color: #777; font-size: 11px; max-width: 460px; }

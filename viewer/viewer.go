@@ -79,7 +79,9 @@ type data struct {
 	Runs   []Run        `json:"runs,omitempty"`
 	// Epoch is the wall-clock time of the first event of a live trace,
 	// whose times (and local clock readings) are then given from it: a
-	// JavaScript number cannot hold nanoseconds since 1970 exactly.
+	// JavaScript number cannot hold nanoseconds since 1970 exactly. A
+	// merged live trace's times count from its first event already; its
+	// local clock readings are given from that event's.
 	Epoch  string        `json:"epoch,omitempty"`
 	Events []trace.Event `json:"events,omitempty"` // only for decoding, in the tests
 }
@@ -131,16 +133,28 @@ func Render(p *Page) ([]byte, error) {
 	if d.Checks == nil {
 		d.Checks = []Check{}
 	}
-	var origin int64
+	// origin is subtracted from the times, localOrigin from the local
+	// clocks' wall-clock readings.
+	var origin, localOrigin int64
 	if len(p.Trace.Events) > 0 {
-		origin = p.Trace.Events[0].Time
+		first := 0
 		for i := range p.Trace.Events {
-			origin = min(origin, p.Trace.Events[i].Time)
+			if p.Trace.Events[i].Time < p.Trace.Events[first].Time {
+				first = i
+			}
 		}
-		if origin < wallClock {
-			origin = 0
-		} else {
+		origin, localOrigin = p.Trace.Events[first].Time, p.Trace.Events[first].Time
+		switch e := &p.Trace.Events[first]; {
+		case origin >= wallClock:
 			d.Epoch = time.Unix(0, origin).UTC().Format(time.RFC3339Nano)
+		case e.Local >= wallClock:
+			// A merged live trace: its times count from the first event
+			// already, its nodes' clocks read wall-clock time, given from
+			// the first event's reading too.
+			origin, localOrigin = 0, e.Local-e.Time
+			d.Epoch = time.Unix(0, localOrigin).UTC().Format(time.RFC3339Nano)
+		default:
+			origin, localOrigin = 0, 0
 		}
 	}
 	d.Shades = []shade{}
@@ -173,7 +187,7 @@ func Render(p *Page) ([]byte, error) {
 		e := p.Trace.Events[i]
 		e.Time -= origin
 		if e.Local >= wallClock {
-			e.Local -= origin
+			e.Local -= localOrigin
 		}
 		js = e.AppendJSON(js)
 	}

@@ -189,3 +189,28 @@ func TestWallClockTimesAreGivenFromTheFirstEvent(t *testing.T) {
 		t.Errorf("shades = %+v, want them from the first event (an open one still open)", s)
 	}
 }
+
+// A merged live trace counts its times from its first event already, and
+// keeps each node's wall-clock readings as local times: the page gives
+// those from the first event's reading, and says when that was.
+func TestMergedLiveTraceLocalClocksAreGivenFromTheFirstEvent(t *testing.T) {
+	tr := smallTrace()
+	const epoch = int64(1_764_126_000_123_456_789)
+	for i := range tr.Events {
+		tr.Events[i].Local = epoch + tr.Events[i].Time + int64(i%2)*3 // one node's clock 3ns ahead
+	}
+	page, err := Render(&Page{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := embedded(t, page)
+	if want := time.Unix(0, tr.Events[0].Local-tr.Events[0].Time).UTC().Format(time.RFC3339Nano); d.Epoch != want {
+		t.Errorf("epoch = %q, want %q", d.Epoch, want)
+	}
+	for i, e := range d.Events {
+		base := tr.Events[0].Local - tr.Events[0].Time
+		if e.Time != tr.Events[i].Time || e.Local != tr.Events[i].Local-base {
+			t.Errorf("event %d at t=%d local=%d, want %d and %d", i, e.Time, e.Local, tr.Events[i].Time, tr.Events[i].Local-base)
+		}
+	}
+}

@@ -23,8 +23,10 @@ import (
 // no place in the registry; the command shares the sim command's --algo,
 // --nodes, --seed, --json and --view flags and adds --clock-error. --view
 // serves charts of the run instead of a trace: GPS's position error
-// against the timestamps' error beside c·σ·PDOP, and the coordinate
-// systems' relative error (by round, for Vivaldi).
+// against the timestamps' error beside c·σ·PDOP, the coordinate
+// systems' relative error (by round, for Vivaldi), and a map of their
+// nodes: each one's coordinates beside its true place on the synthetic
+// Internet's plane, coloured by its error.
 
 const positionFamily = "position"
 
@@ -104,7 +106,7 @@ func simPosition(cmd *cobra.Command, family string, f *simFlags) (handled bool, 
 	out := cmd.OutOrStdout()
 	var reports []*positionReport
 	for _, a := range algos {
-		o := positionOptions{seed: f.seed, clockError: clockErr, curve: f.view}
+		o := positionOptions{seed: f.seed, clockError: clockErr, curve: f.view, nodeMap: f.view}
 		if fl.Changed("nodes") {
 			o.nodes = f.nodes
 		}
@@ -175,6 +177,9 @@ func positionCharts(reports []*positionReport) *viewer.Charts {
 					Measured: ptr(v.err), Note: note(v.name)})
 			}
 		}
+		if r.Map != nil {
+			c.Maps = append(c.Maps, *r.Map)
+		}
 	}
 	return c
 }
@@ -190,6 +195,7 @@ type positionOptions struct {
 	seed       uint64
 	clockError time.Duration
 	curve      bool // Vivaldi: measure the error at more rounds (Curve)
+	nodeMap    bool // gnp and Vivaldi: draw each node's estimate beside its truth (Map)
 }
 
 // positionReport is one position run: the JSON object of --json.
@@ -209,6 +215,8 @@ type positionReport struct {
 	// Curve is Vivaldi's error at more rounds than ByRound, for --view's
 	// chart (measuring does not change the run).
 	Curve []roundAccuracy `json:"-"`
+	// Map is each node's estimate beside its true place, for --view.
+	Map *viewer.Map `json:"-"`
 
 	// gps
 	PositionErrorM     *float64   `json:"position_error_m,omitempty"`
@@ -307,7 +315,7 @@ func runCoordinates(algo string, o positionOptions) (*positionReport, error) {
 	if o.nodes > 0 {
 		lc.Nodes = o.nodes
 	}
-	m, err := position.SyntheticLatency(lc)
+	m, ground, err := position.SyntheticNetwork(lc)
 	if err != nil {
 		return nil, usageErr("--nodes: %v", err)
 	}
@@ -317,6 +325,9 @@ func runCoordinates(algo string, o positionOptions) (*positionReport, error) {
 			lc.Clusters, lc.Dims, lc.Width, lc.Spread, lc.Height, 100*lc.Noise, 100*lc.Detours),
 	}
 	var acc position.Accuracy
+	var pred position.Predictor
+	var coords [][]float64 // each node's estimated coordinates
+	detail := func(int) string { return "" }
 	switch algo {
 	case "gnp":
 		cfg := position.DefaultGNP
@@ -327,6 +338,13 @@ func runCoordinates(algo string, o positionOptions) (*positionReport, error) {
 		}
 		r.Method = fmt.Sprintf("%d landmarks in %d dimensions: %d probes among landmarks, %d per host", cfg.Landmarks, cfg.Dims, cfg.Landmarks*(cfg.Landmarks-1)/2, cfg.Landmarks)
 		acc = position.Evaluate(m, g)
+		pred, coords = g, g.Coords
+		detail = func(i int) string {
+			if slices.Contains(g.Landmarks, i) {
+				return "a landmark"
+			}
+			return ""
+		}
 	case "vivaldi":
 		cfg := position.DefaultVivaldi
 		cfg.Seed = o.seed
@@ -349,9 +367,41 @@ func runCoordinates(algo string, o positionOptions) (*positionReport, error) {
 				r.Curve = append(r.Curve, roundAccuracy{round, acc.Median, acc.P90})
 			}
 		}
+		pred = v
+		for i := range v.Nodes {
+			coords = append(coords, v.Nodes[i].Coord.Vec)
+		}
+		detail = func(i int) string {
+			return fmt.Sprintf("height %.3g ms, estimated %.3g ms", ground.Height[i], v.Nodes[i].Coord.Height)
+		}
+	}
+	if o.nodeMap {
+		r.Map = coordinateMap(r, m, ground, pred, coords, detail)
 	}
 	r.MedianRelError, r.P90RelError, r.Pairs = ptr(acc.Median), ptr(acc.P90), acc.Pairs
 	return r, nil
+}
+
+// coordinateMap is the map of a coordinate system's run: each node at its
+// place on the synthetic plane of continents and at its estimated
+// coordinates, moved onto that plane by the rigid motion that fits them
+// best (position.Align), coloured by the node's median relative error.
+func coordinateMap(r *positionReport, m *position.Matrix, ground position.Ground, pred position.Predictor, coords [][]float64, detail func(int) string) *viewer.Map {
+	errs := position.NodeErrors(m, pred)
+	at := position.Align(coords, ground.Pos)
+	mp := &viewer.Map{
+		Title:     fmt.Sprintf("%s: each node's coordinates beside its true place (%d nodes)", r.Algo, r.Nodes),
+		Unit:      "ms",
+		ErrorName: "median relative error of its RTTs",
+		MaxError:  0.3,
+		Note: fmt.Sprintf("The estimates (%d-D) are turned, reflected and moved, never scaled, to fit the plane of the synthetic Internet best (orthogonal Procrustes); "+
+			"a node's true access height is not on the plane.", len(coords[0])),
+	}
+	for i := range r.Nodes {
+		est := [2]float64{at[i][0], at[i][1]}
+		mp.Nodes = append(mp.Nodes, viewer.MapNode{ID: i, Truth: [2]float64{ground.Pos[i][0], ground.Pos[i][1]}, Estimate: &est, Error: errs[i], Detail: detail(i)})
+	}
+	return mp
 }
 
 func printPositionReport(w io.Writer, r *positionReport) {

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -108,5 +114,104 @@ func TestShiVizWarnsWhenLarge(t *testing.T) {
 	tr.Events = tr.Events[:100]
 	if err := writeShiViz(filepath.Join(dir, "small.log"), &errb, tr); err != nil || errb.Len() != 0 {
 		t.Errorf("small log: %v, %q", err, errb.String())
+	}
+}
+
+// svgWaitFor parses a diagram with encoding/xml and returns its wait-for
+// arcs ("p0→p1 at #55"), in order.
+func svgWaitFor(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	var arcs []string
+	at := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s is not well-formed XML: %v", path, err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		attr := map[string]string{}
+		for _, a := range el.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		switch attr["class"] {
+		case "waitfor":
+			at = attr["data-at"]
+		case "waitfor-edge":
+			arcs = append(arcs, "p"+attr["data-from"]+"→p"+attr["data-to"]+" at #"+at)
+		}
+	}
+	return arcs
+}
+
+// The diagram draws a deadlock's wait-for cycle: basic Maekawa's, from
+// ME2's verdict (cohort sim --svg, and cohort trace render --mark, which
+// runs the checkers on the trace), and the cycles CMH's processes
+// declare.
+func TestSVGDrawsWaitForCycles(t *testing.T) {
+	dir := t.TempDir()
+	mk, mkSVG, marked := filepath.Join(dir, "mk.jsonl"), filepath.Join(dir, "mk.svg"), filepath.Join(dir, "marked.svg")
+	code, out, errs := cli(t, "sim", "mutex", "--algo", "maekawa", "--nodes", "4", "--seed", "3", "--trace", mk, "--svg", mkSVG, "--json")
+	if code > 1 {
+		t.Fatalf("sim maekawa: exit %d: %s", code, errs)
+	}
+	var r lab.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME2" })
+	if k < 0 || len(r.Checks[k].Edges) != 2 {
+		t.Fatalf("the report's checks %+v; want ME2's deadlock with two edges", r.Checks)
+	}
+	at := max(r.Checks[k].Edges[0].At, r.Checks[k].Edges[1].At)
+	var want []string
+	for _, e := range r.Checks[k].Edges {
+		want = append(want, fmt.Sprintf("p%d→p%d at #%d", e.From, e.To, at))
+	}
+	if got := svgWaitFor(t, mkSVG); !slices.Equal(got, want) || want[0] != "p0→p1 at #"+strconv.Itoa(at) {
+		t.Errorf("sim --svg draws the arcs %q, want ME2's %q (p0 → p1 → p0)", got, want)
+	}
+	if code, _, errs := cli(t, "trace", "render", mk, "--svg", marked, "--mark"); code != 0 {
+		t.Fatalf("trace render: exit %d: %s", code, errs)
+	}
+	if got := svgWaitFor(t, marked); !slices.Equal(got, want) {
+		t.Errorf("trace render --mark draws the arcs %q, want %q", got, want)
+	}
+
+	cmh, cmhSVG := filepath.Join(dir, "cmh.jsonl"), filepath.Join(dir, "cmh.svg")
+	if code, _, errs := cli(t, "sim", "deadlock", "--algo", "cmh", "--nodes", "5", "--seed", "1", "--trace", cmh, "--svg", cmhSVG); code != 0 {
+		t.Fatalf("sim deadlock: exit %d: %s", code, errs)
+	}
+	tr, err := readTrace(cmh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = nil
+	for _, e := range tr.Events {
+		if e.Kind == trace.Output && e.Type == "deadlock" {
+			var d struct{ Cycle []int }
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			for j, p := range d.Cycle {
+				want = append(want, fmt.Sprintf("p%d→p%d at #%d", p, d.Cycle[(j+1)%len(d.Cycle)], e.Index))
+			}
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the CMH run declares no deadlock")
+	}
+	if got := svgWaitFor(t, cmhSVG); !slices.Equal(got, want) {
+		t.Errorf("CMH's diagram draws the arcs %q, want the declared cycles' %q", got, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/scenario"
@@ -90,7 +91,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.states, "states", false, "record in the trace each process's own description of its state after every step (the viewer shows it; --view turns it on); the trace and its hash change")
-	fl.BoolVar(&f.view, "view", false, "serve the run in the interactive viewer (as cohort view does; for position, charts of the run) until Ctrl-C")
+	fl.BoolVar(&f.view, "view", false, "serve the run in the interactive viewer (as cohort view does; for position, charts and maps of the run) until Ctrl-C")
 	fl.StringVar(&f.viewListen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	fl.BoolVar(&f.noCheck, "no-check", false, "skip the checkers and keep no trace in memory (for very large runs)")
 	fl.BoolVar(&f.hash, "hash", false, "compute the trace's SHA-256 even in a run that keeps no trace by default (a gossip or overlay run past 10⁴ nodes)")
@@ -393,8 +394,17 @@ func reportViolations(r *lab.Report) []trace.Violation {
 	var out []trace.Violation
 	for _, c := range r.Checks {
 		if !c.OK && len(c.Events) > 0 {
-			out = append(out, trace.Violation{Name: c.Name, Events: c.Events, Unpromised: !c.Guaranteed})
+			out = append(out, trace.Violation{Name: c.Name, Events: c.Events, Unpromised: !c.Guaranteed, Edges: svgEdges(c.Edges)})
 		}
+	}
+	return out
+}
+
+// svgEdges are a verdict's wait-for edges as the diagram draws them.
+func svgEdges(es []check.Edge) []trace.WaitFor {
+	var out []trace.WaitFor
+	for _, e := range es {
+		out = append(out, trace.WaitFor{From: e.From, To: e.To, At: e.At})
 	}
 	return out
 }

@@ -617,6 +617,65 @@ func TestSimPositionView(t *testing.T) {
 	if first, last := rep.ByRound[0].MedianRelError, rep.ByRound[3].MedianRelError; !(last < first) {
 		t.Errorf("vivaldi's error went from %v to %v: the chart would show no convergence", first, last)
 	}
+
+	// The maps: GNP's and Vivaldi's nodes, each at its true place and at
+	// its estimate, the line between them and the estimate coloured by
+	// the node's error; the worst nodes named.
+	type mapNode struct {
+		ID       int
+		Truth    [2]float64
+		Estimate *[2]float64
+		Error    float64
+	}
+	type nodeMap struct {
+		Title string
+		Nodes []mapNode
+	}
+	maps := eval[[]nodeMap](t, ctx, `JSON.parse(document.getElementById("cohort-data").textContent).maps`)
+	m := eval[struct{ Maps, MapNodes, Estimates int }](t, ctx, `window.cohortCharts.stats()`)
+	if len(maps) != 2 || m.Maps != 2 || m.MapNodes != 400 || m.Estimates != 400 {
+		t.Fatalf("maps %+v (%d in the data); want GNP's and Vivaldi's, 200 nodes each, every one estimated", m, len(maps))
+	}
+	for k, mp := range maps {
+		sel := fmt.Sprintf(`document.querySelectorAll(".chart.map")[%d]`, k)
+		drawn := eval[struct{ Truth, Estimates, Offsets int }](t, ctx, `({truth: `+sel+`.querySelectorAll("circle.truth-pt").length, estimates: `+sel+`.querySelectorAll("circle.estimate-pt").length, offsets: `+sel+`.querySelectorAll("line.offset").length})`)
+		if drawn.Truth != 200 || drawn.Estimates != 200 || drawn.Offsets != 200 {
+			t.Errorf("%s: drawn %+v, want 200 of each", mp.Title, drawn)
+		}
+		// Estimates beside the truth: aligned, most nodes are near
+		// their true place on the 150 ms wide plane.
+		var offs, errs []float64
+		worst := mp.Nodes[0]
+		for _, n := range mp.Nodes {
+			offs = append(offs, math.Hypot(n.Estimate[0]-n.Truth[0], n.Estimate[1]-n.Truth[1]))
+			errs = append(errs, n.Error)
+			if n.Error > worst.Error {
+				worst = n
+			}
+		}
+		slices.Sort(offs)
+		slices.Sort(errs)
+		if med := offs[len(offs)/2]; !(med < 30) {
+			t.Errorf("%s: median distance from the truth %.1f ms: the estimates are not aligned on it", mp.Title, med)
+		}
+		// Errors visible: the worst node is named first, its dot redder
+		// than the best's.
+		list := eval[string](t, ctx, sel+`.querySelector(".worst-list").textContent`)
+		if !strings.HasPrefix(list, fmt.Sprintf("largest: node %d (", worst.ID)) {
+			t.Errorf("%s: %q, want node %d first", mp.Title, list, worst.ID)
+		}
+		fills := eval[[]string](t, ctx, `[...`+sel+`.querySelectorAll("circle.estimate-pt")].sort((a, b) => a.dataset.error - b.dataset.error).map((c) => c.getAttribute("fill"))`)
+		if fills[0] == fills[len(fills)-1] {
+			t.Errorf("%s: the best and the worst node are both %s", mp.Title, fills[0])
+		}
+		tip := eval[string](t, ctx, sel+`.querySelector("circle.estimate-pt[data-id='`+itoa(worst.ID)+`'] title").textContent`)
+		if !strings.HasPrefix(tip, fmt.Sprintf("node %d: true place (", worst.ID)) || !strings.Contains(tip, "ms off; median relative error of its RTTs") {
+			t.Errorf("%s: worst node's tooltip %q", mp.Title, tip)
+		}
+	}
+	if !strings.HasPrefix(maps[1].Title, "vivaldi") {
+		t.Errorf("second map %q, want Vivaldi's", maps[1].Title)
+	}
 	screenshot(t, ctx, "position-charts.png")
 	if code := interrupt(); code != 0 {
 		t.Errorf("sim position --view exited %d after Ctrl-C", code)

@@ -2,7 +2,8 @@
 // chart per metric and case, the number of processes (or the rows' own x)
 // across, each
 // algorithm's measured figure a solid line with dots and the theory's a
-// dashed line with hollow squares in the same colour.
+// dashed line with hollow squares in the same colour; then maps of a
+// run's nodes, their estimated places beside the true ones.
 (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("cohort-data").textContent);
@@ -87,7 +88,80 @@
     box.appendChild(div);
     stats.charts++;
   });
-  if (!stats.charts) box.textContent = "No figures to chart.";
+  if (!stats.charts && !(DATA.maps || []).length) box.textContent = "No figures to chart.";
+
+  // Maps: each node at its true place (a hollow ring) and where the run
+  // put it (a dot coloured by the node's error, green to red), a line
+  // between the two; equal scales across and up, so that an offset is
+  // drawn at its length. The worst nodes are named.
+  stats.maps = 0; stats.mapNodes = 0; stats.estimates = 0;
+  (DATA.maps || []).forEach((m) => {
+    const nodes = m.nodes || [];
+    if (!nodes.length) return;
+    const MW = 560, MH = 460, ML = 52, MR = 12, MT = 12, MB = 40;
+    const pts = [];
+    nodes.forEach((n) => { pts.push(n.truth); if (n.estimate) pts.push(n.estimate); });
+    let x0 = Math.min(...pts.map((p) => p[0])), x1 = Math.max(...pts.map((p) => p[0]));
+    let y0 = Math.min(...pts.map((p) => p[1])), y1 = Math.max(...pts.map((p) => p[1]));
+    const pw = MW - ML - MR, ph = MH - MT - MB;
+    const k = Math.min(pw / Math.max(x1 - x0, 1e-9), ph / Math.max(y1 - y0, 1e-9)) * 0.96;
+    const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+    const X = (v) => ML + pw / 2 + (v - cx) * k;
+    const Y = (v) => MT + ph / 2 - (v - cy) * k;
+    const maxErr = m.max_error > 0 ? m.max_error : Math.max(...nodes.map((n) => n.error), 1e-12);
+    const errColor = (e) => `hsl(${Math.round(120 * (1 - Math.min(e / maxErr, 1)))}, 75%, 40%)`;
+    const parts = [];
+    // Ticks in the plane's unit, the same step both ways.
+    const step = niceStep(Math.max(x1 - x0, y1 - y0) / 6);
+    for (let v = Math.ceil((cx - pw / 2 / k) / step) * step; X(v) <= MW - MR; v += step) {
+      parts.push(`<line x1="${X(v)}" x2="${X(v)}" y1="${MT}" y2="${MH - MB}" stroke="#eceef1"/>`,
+        `<text x="${X(v)}" y="${MH - MB + 14}" text-anchor="middle" font-size="10" fill="#666">${fmt(v)}</text>`);
+    }
+    for (let v = Math.ceil((cy - ph / 2 / k) / step) * step; Y(v) >= MT; v += step) {
+      parts.push(`<line x1="${ML}" x2="${MW - MR}" y1="${Y(v)}" y2="${Y(v)}" stroke="#eceef1"/>`,
+        `<text x="${ML - 5}" y="${Y(v) + 4}" text-anchor="end" font-size="10" fill="#666">${fmt(v)}</text>`);
+    }
+    parts.push(`<rect x="${ML}" y="${MT}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`,
+      `<text class="map-label" x="${ML + pw / 2}" y="${MH - 8}" text-anchor="middle" font-size="11" fill="#444">${esc(m.unit)} · true place ○, estimate ● coloured by error</text>`);
+    const tip = (n) => {
+      let t = `node ${n.id}: true place (${fmt(n.truth[0])}, ${fmt(n.truth[1])})`;
+      if (n.estimate) {
+        const off = Math.hypot(n.estimate[0] - n.truth[0], n.estimate[1] - n.truth[1]);
+        t += `, estimate (${fmt(n.estimate[0])}, ${fmt(n.estimate[1])}), ${fmt(off)} ${m.unit} off`;
+      }
+      t += `; ${m.error_name} ${fmt(n.error)}`;
+      return esc(n.detail ? `${t}; ${n.detail}` : t);
+    };
+    nodes.forEach((n) => {
+      if (!n.estimate) return;
+      parts.push(`<line class="offset" data-id="${n.id}" x1="${X(n.truth[0])}" y1="${Y(n.truth[1])}" x2="${X(n.estimate[0])}" y2="${Y(n.estimate[1])}" stroke="${errColor(n.error)}" stroke-opacity="0.55" stroke-width="1"/>`);
+    });
+    nodes.forEach((n) => {
+      parts.push(`<circle class="truth-pt" data-id="${n.id}" cx="${X(n.truth[0])}" cy="${Y(n.truth[1])}" r="3" fill="none" stroke="#555" stroke-width="1"><title>${tip(n)}</title></circle>`);
+    });
+    nodes.forEach((n) => {
+      if (!n.estimate) return;
+      parts.push(`<circle class="estimate-pt" data-id="${n.id}" data-error="${n.error}" cx="${X(n.estimate[0])}" cy="${Y(n.estimate[1])}" r="3" fill="${errColor(n.error)}"><title>${tip(n)}</title></circle>`);
+      stats.estimates++;
+    });
+    // The worst five, named beside their estimates.
+    const worst = nodes.filter((n) => n.estimate).sort((a, b) => b.error - a.error || a.id - b.id).slice(0, 5);
+    worst.forEach((n) => parts.push(`<text class="worst" x="${X(n.estimate[0]) + 5}" y="${Y(n.estimate[1]) - 4}" font-size="10" font-weight="bold" fill="${errColor(n.error)}" stroke="#fff" stroke-width="3" paint-order="stroke">${n.id}</text>`));
+    const errs = nodes.map((n) => n.error).sort((a, b) => a - b);
+    const median = errs[Math.ceil(errs.length / 2) - 1];
+    const div = document.createElement("div");
+    div.className = "chart map";
+    div.dataset.title = m.title;
+    div.innerHTML = `<h3>${esc(m.title)}</h3>` +
+      `<svg width="${MW}" height="${MH}" viewBox="0 0 ${MW} ${MH}">${parts.join("")}</svg>` +
+      `<div class="legend">${esc(m.error_name)}: <span style="color:${errColor(0)}">● 0</span> … <span style="color:${errColor(maxErr)}">● ${fmt(maxErr)}${m.max_error > 0 ? " or more" : ""}</span>` +
+      ` · median ${fmt(median)} over ${nodes.length} nodes</div>` +
+      (worst.length ? `<div class="note worst-list">largest: ${worst.map((n) => `node ${n.id} (${fmt(n.error)})`).join(", ")}</div>` : "") +
+      (m.note ? `<div class="note">${esc(m.note)}</div>` : "");
+    box.appendChild(div);
+    stats.maps++;
+    stats.mapNodes += nodes.length;
+  });
 
   function niceStep(raw) {
     const base = Math.pow(10, Math.floor(Math.log10(raw || 1)));

@@ -101,6 +101,11 @@
     if (m.recvs.length + m.drops.length === 0) { arS.push(m.send); arR.push(-1); arKind.push(2); }
   });
   const nArrows = arS.length;
+  // Losses by cause, as the SVG names them: the network's, a partition's,
+  // or the receiver's being down (crashed, left, not joined).
+  const dropCause = (reason) => reason === "partition" ? "partition" : /^receiver /.test(reason || "") ? "receiver down" : "loss";
+  const dropCauses = {};
+  for (let a = 0; a < nArrows; a++) if (arKind[a] === 1) { const c = dropCause(E[arR[a]].reason); dropCauses[c] = (dropCauses[c] || 0) + 1; }
   phases.messages = performance.now() - started;
 
   // Lamport positions: a process event at its timestamp; a loss or a
@@ -218,8 +223,11 @@
 
   let nStates = 0;
   for (let i = 0; i < N; i++) if (E[i].state !== undefined) nStates++;
-  let nMarked = 0;
-  for (let i = 0; i < N; i++) if (markHard[i] || markSoft[i]) nMarked++;
+  let nMarked = 0, nMarkedSoft = 0;
+  for (let i = 0; i < N; i++) {
+    if (markHard[i] || markSoft[i]) nMarked++;
+    if (markSoft[i] && !markHard[i]) nMarkedSoft++;
+  }
 
   // ----------------------------------------------------------------- state
 
@@ -413,11 +421,11 @@
     }
     if (S.cur >= 0 && eventShown(S.cur)) { ring(S.cur, "#000", 9, 2); }
     const cycleEdges = drawCycles(wa, wb);
-    if (!lodArrows && !lodEvents) drawLabels(labels);
+    const labelsDrawn = !lodArrows && !lodEvents ? drawLabels(labels) : 0;
     ctx.restore();
 
     drawTicks(ticks);
-    drawLaneNames(lh);
+    const laneNames = drawLaneNames(lh);
     const lod = document.getElementById("lod");
     if (lodArrows || lodEvents) {
       lod.textContent = `Zoomed out: ${candidates.length.toLocaleString("en")} messages and ${inView.toLocaleString("en")} events in view, ` +
@@ -428,7 +436,7 @@
       cycles: cycles.length, cycleEdges, runs: runs.length,
       lanes: lanes.length, groups: groups.length, withinGroups, processes: nProc, events: N, eventsInView: inView, eventsDrawn,
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
-      lod: lodArrows || lodEvents, shaded, highlighted: S.hlCount, marked: nMarked, cur: S.cur,
+      lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, laneNames, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
       layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
     };
@@ -561,9 +569,7 @@
   }
 
   function dropColor(reason) {
-    if (reason === "partition") return C.dropPart;
-    if (reason === "receiver down" || reason === "crashed") return C.dropGone;
-    return C.drop;
+    return { partition: C.dropPart, "receiver down": C.dropGone, loss: C.drop }[dropCause(reason)];
   }
 
   function drawEvent(i, faded) {
@@ -635,7 +641,7 @@
   // Labels placed by local crowding: each label takes a box; one that
   // would overlap a box already taken is left out (its text stays in the
   // tooltip and the panel). Message labels first at their arrow's middle,
-  // then the outputs' and inputs' above their event.
+  // then the outputs' and inputs' above their event. Returns how many it drew.
   function drawLabels(events) {
     const taken = new Map(), CELL = 64;
     const take = (x0, y0, x1, y1) => {
@@ -650,7 +656,7 @@
     ctx.textBaseline = "middle";
     // Events' own places first, so no label covers an event.
     for (const i of events) { const x = X(wx(i)), y = laneY(evNode[i]); take(x - 4, y - 4, x + 4, y + 4); }
-    let n = 0;
+    let n = 0, drawn = 0;
     for (const a of drawnArrows) {
       if (n++ > LABEL_BUDGET) break;
       const s = arS[a], r = arR[a];
@@ -660,6 +666,7 @@
       const text = clip(E[s].label || E[s].type || "", 28);
       const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
       if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
+      drawn++;
       ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
       ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
@@ -669,24 +676,29 @@
       if (!text) continue;
       const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
       if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
+      drawn++;
       ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
       ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
     }
     ctx.globalAlpha = 1; ctx.textBaseline = "alphabetic";
+    return drawn;
   }
 
-  // Process names in a gutter that stays put while the diagram pans.
+  // Process names in a gutter that stays put while the diagram pans;
+  // returns how many it drew.
   function drawLaneNames(lh) {
     ctx.fillStyle = "#f7f8fa"; ctx.fillRect(0, 0, LEFT, H);
     ctx.strokeStyle = "#ddd"; ctx.beginPath(); ctx.moveTo(LEFT + 0.5, 0); ctx.lineTo(LEFT + 0.5, H); ctx.stroke();
     ctx.font = "bold 11px DejaVu Sans, Helvetica, Arial, sans-serif"; ctx.fillStyle = "#555";
     ctx.textBaseline = "middle";
     const every = Math.ceil(14 / lh);
+    let n = 0;
     lanes.forEach((ln, r) => {
       if (r % every) return;
       const y = TOP + (r + 0.5) * lh - S.scrollY;
       if (y < TOP || y > H) return;
+      n++;
       if (!ln.group && S.picked.has(ln.procs[0])) { ctx.fillStyle = "#cfe0f5"; ctx.fillRect(2, y - 8, LEFT - 4, 16); }
       ctx.fillStyle = ln.group ? "#2f6aa8" : "#555";
       ctx.fillText(clip(ln.name, 9), 8, y);
@@ -694,6 +706,7 @@
     ctx.textBaseline = "alphabetic";
     ctx.fillStyle = "#999"; ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
     ctx.fillText(S.layout === "time" ? "time" : "Lamport", 6, 18);
+    return n;
   }
 
   // ------------------------------------------------------------ the panel
@@ -1058,7 +1071,8 @@
     const legend = [
       ["output", `<span style="color:${C.output}">●</span>`], ["input", `<span style="color:${C.input}">▼</span>`],
       ["timer", "<span style='color:#7d8790'>|</span>"], ["crash ✕ / down", `<span class="swatch" style="height:9px;background:${C.crashed}"></span>`],
-      ["lost message", `<span style="color:${C.drop}">- - ✕</span>`], ["in flight at the end", `<span style="color:${C.pending}">·····</span>`],
+      ...(Object.keys(dropCauses).length ? Object.keys(dropCauses).sort() : ["loss"]).map((c) => [`lost (${c})`, `<span style="color:${dropColor(c === "receiver down" ? "receiver crashed" : c)}">- - ✕</span>`]),
+      ["in flight at the end", `<span style="color:${C.pending}">·····</span>`],
       ["partition", `<span class="swatch" style="height:9px;background:${C.partition}"></span>`],
       ["pause / slow", `<span class="swatch" style="height:9px;background:${C.pause}"></span>`],
       ["violated (promised)", `<span style="color:${C.mark}">◯</span>`], ["violated (not promised)", `<span style="color:${C.soft}">◯</span>`],

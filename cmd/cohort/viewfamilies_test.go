@@ -1,0 +1,485 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// viewFamilies is a run of each family for the viewer, with the states
+// the algorithm describes.
+var viewFamilies = map[string][]string{
+	"clocks":       {"--algo", "lamport", "--nodes", "4"},
+	"mutex":        {"--algo", "ricart-agrawala", "--nodes", "4"},
+	"election":     {"--algo", "bully", "--nodes", "4"},
+	"multicast":    {"--algo", "causal", "--nodes", "4"},
+	"gossip":       {"--algo", "push", "--nodes", "8"},
+	"overlay":      {"--algo", "pastry", "--nodes", "8"},
+	"snapshot":     {"--algo", "chandy-lamport", "--nodes", "4"},
+	"deadlock":     {"--algo", "cmh", "--nodes", "5"},
+	"rpc":          {"--algo", "plain", "--nodes", "3"},
+	"consensus":    {"--algo", "raft", "--nodes", "3", "--deadline", "2s"},
+	"synchronizer": {"--algo", "alpha", "--nodes", "4"},
+}
+
+// A simulated run of every family opens in the viewer: every event,
+// every lane, every arrow and every check listed; stepping shows each
+// event in the panel, and the algorithm's state where it describes one.
+func TestViewerOpensEveryFamily(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	for _, f := range lab.Families() {
+		args, ok := viewFamilies[f.Name]
+		if !ok {
+			t.Errorf("family %s: no run for the viewer in viewFamilies", f.Name)
+			continue
+		}
+		tracePath, reportPath, page := filepath.Join(dir, f.Name+".jsonl"), filepath.Join(dir, f.Name+".json"), filepath.Join(dir, f.Name+".html")
+		code, out, errs := cli(t, append(append([]string{"sim", f.Name}, args...), "--seed", "1", "--states", "--trace", tracePath, "--json")...)
+		if code > 1 {
+			t.Fatalf("sim %s: exit %d: %s", f.Name, code, errs)
+		}
+		var r lab.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if err := os.WriteFile(reportPath, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := readTrace(tracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := cli(t, "view", tracePath, "--report", reportPath, "--html", page); code != 0 {
+			t.Fatalf("view %s: exit %d: %s", f.Name, code, errs)
+		}
+		checkFamilyPage(t, ctx, f.Name, "file://"+page, tr, len(r.Checks))
+	}
+}
+
+// checkFamilyPage opens a family's page and checks what it draws against
+// the trace: lanes, events, arrows, message types, the checks listed, the
+// event panel and the state panel.
+func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *trace.Trace, checks int) {
+	t.Helper()
+	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("canvas")))
+	if !eval[bool](t, ctx, `typeof window.cohortViewer === "object"`) {
+		t.Fatalf("%s: the viewer's script did not finish", name)
+	}
+	s := eval[struct {
+		viewerStats
+		Types, States int
+	}](t, ctx, `window.cohortViewer.stats()`)
+	lanes := tr.Header.Nodes
+	types := map[string]bool{}
+	states := 0
+	for _, e := range tr.Events {
+		lanes = max(lanes, int(e.Node)+1, int(e.Peer)+1)
+		if e.Kind == trace.Send || e.Kind == trace.Recv || e.Kind == trace.Drop {
+			types[e.Type] = true
+		}
+		if e.State != nil {
+			states++
+		}
+	}
+	if len(tr.Events) == 0 {
+		t.Fatalf("%s: an empty trace", name)
+	}
+	if s.Events != len(tr.Events) || s.Lanes != lanes || s.ArrowsTotal != arrowCount(tr) || s.Types != len(types) || s.States != states {
+		t.Errorf("%s: drawn %d events, %d lanes, %d arrows, %d types, %d states; the trace has %d, %d, %d, %d, %d",
+			name, s.Events, s.Lanes, s.ArrowsTotal, s.Types, s.States, len(tr.Events), lanes, arrowCount(tr), len(types), states)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#checks li").length`); n != checks {
+		t.Errorf("%s: %d checks listed, the run has %d", name, n, checks)
+	}
+	// Step to the middle event, and to the first with a state.
+	mid := len(tr.Events) / 2
+	eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(mid)+`)`)
+	if p, e := text(t, ctx, "#event"), tr.Events[mid]; !strings.HasPrefix(p, fmt.Sprintf("#%d p%d %s", mid, e.Node, e.Kind)) {
+		t.Errorf("%s: the panel at #%d shows %q", name, mid, p)
+	}
+	if k := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return e.State != nil }); k >= 0 {
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(k)+`)`)
+		if st := text(t, ctx, "#state"); strings.TrimSpace(st) == "" {
+			t.Errorf("%s: at #%d, which records a state, the state panel is empty", name, k)
+		}
+	}
+	screenshot(t, ctx, "viewer-"+strings.NewReplacer("/", "-", " ", "-").Replace(name)+".png")
+}
+
+// Live traces open in the viewer too, on a time axis from the run's
+// first event: the merged traces of 3-process clusters running an
+// algorithm of each family that runs on its own as a service (Lamport's
+// clocks, the bully election, the α synchronizer, push gossip; Chandy–
+// Lamport, CMH and plain RPC only start, with no input to act on), and of
+// the replicated log behind a lock. The lock service's Ricart–Agrawala
+// trace is opened by TestClusterOfProcessesLocks; multicast and overlay
+// algorithms run as services record nothing without inputs.
+func TestViewerOpensLiveTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts clusters of processes")
+	}
+	ctx := browser(t)
+	bin := cohortBinary(t)
+	const (
+		settle = iota // wait until the traces stop growing
+		grow          // wait for 20 events of each node (gossip never stops)
+		lock          // take a lock, then stop (the log's heartbeats never stop)
+	)
+	for _, c := range []struct {
+		name string
+		args []string
+		wait int
+	}{
+		{"clocks", []string{"--run", "clocks/lamport"}, settle},
+		{"election", []string{"--run", "election/bully"}, settle},
+		{"synchronizer", []string{"--run", "synchronizer/alpha"}, settle},
+		{"gossip", []string{"--run", "gossip/push"}, grow},
+		{"snapshot", []string{"--run", "snapshot/chandy-lamport"}, settle},
+		{"deadlock", []string{"--run", "deadlock/cmh"}, settle},
+		{"rpc", []string{"--run", "rpc/plain"}, settle},
+		{"consensus", nil, lock},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			traces := t.TempDir()
+			endpoints := startCluster(t, append([]string{"--nodes", "3", "--trace-dir", traces}, c.args...)...)
+			switch c.wait {
+			case lock:
+				if out, err := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--", "true").CombinedOutput(); err != nil {
+					t.Fatalf("lock: %v\n%s", err, out)
+				}
+			case grow:
+				waitTracesGrow(t, traces, 3, 20)
+			default:
+				waitTracesSettle(t, traces, 3)
+			}
+			stopClusters(t)
+			merged := filepath.Join(t.TempDir(), "live.jsonl")
+			args := []string{"trace", "merge", "-o", merged}
+			for i := range 3 {
+				args = append(args, filepath.Join(traces, "node"+itoa(i)+".jsonl"))
+			}
+			if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+				t.Fatalf("merge: %v\n%s", err, out)
+			}
+			tr, err := readTrace(merged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Header.Family != c.name {
+				t.Fatalf("the merged trace is of family %q, want %s", tr.Header.Family, c.name)
+			}
+			page := filepath.Join(t.TempDir(), "live.html")
+			if code, _, errs := cli(t, "view", merged, "--html", page); code != 0 {
+				t.Fatalf("view: exit %d: %s", code, errs)
+			}
+			checkFamilyPage(t, ctx, "live "+c.name, "file://"+page, tr, pageChecks(t, page))
+			// The axis starts at the first event (trace merge counts from
+			// it), whose wall-clock time the header gives; the nodes'
+			// clocks are read from it too, not from 1970.
+			first := slices.MinFunc(tr.Events, func(a, b trace.Event) int { return cmp.Compare(a.Time, b.Time) })
+			got := eval[struct {
+				Epoch      string
+				T0, MaxLoc int64
+			}](t, ctx, `(() => { const d = JSON.parse(document.getElementById("cohort-data").textContent);
+				return {epoch: d.epoch, t0: Math.min(...d.events.map((e) => e.t)), maxLoc: Math.max(...d.events.map((e) => e.local))}; })()`)
+			if want := time.Unix(0, first.Local-first.Time).UTC().Format(time.RFC3339Nano); got.Epoch != want || got.T0 != 0 || got.MaxLoc > int64(time.Hour) {
+				t.Errorf("live times from %q, the first at %d, local clocks up to %d; want from %s, at 0, within the run", got.Epoch, got.T0, got.MaxLoc, want)
+			}
+			if info := text(t, ctx, "#info"); !strings.Contains(info, "from "+got.Epoch) {
+				t.Errorf("the header says %q, not from when the run began", info)
+			}
+		})
+	}
+}
+
+// pageChecks is how many checks the viewer page lists: those cohort view ran
+// on the trace, read from the page's data.
+func pageChecks(t *testing.T, page string) int {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), `<script type="application/json" id="cohort-data">`)
+	js, _, ok2 := strings.Cut(rest, "</script>")
+	var d struct{ Checks []json.RawMessage }
+	if !ok || !ok2 || json.Unmarshal([]byte(js), &d) != nil {
+		t.Fatalf("%s: no data in the page", page)
+	}
+	return len(d.Checks)
+}
+
+// waitTracesSettle waits until the n nodes' traces in dir stop growing.
+func waitTracesSettle(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := int64(-1)
+	for {
+		var size int64
+		for i := range n {
+			if st, err := os.Stat(filepath.Join(dir, "node"+itoa(i)+".jsonl")); err == nil {
+				size += st.Size()
+			}
+		}
+		if size == last && size > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the traces did not settle")
+		}
+		last = size
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Every violation is listed and marked, not only the first: a report
+// with two (ME3, not promised by Ricart–Agrawala with JUST-RELEASED, and
+// a promised one added to it) marks the events of both, those only in the
+// unpromised one's counterexample in the softer colour; clicking each
+// highlights its own counterexample.
+func TestViewerMarksEveryViolation(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, _, tr, r := simulate(t, dir)
+	k := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME3" })
+	if k < 0 || r.Checks[k].OK || r.Checks[k].Guaranteed {
+		t.Fatalf("the run's ME3: %+v; want a violation not promised", r.Checks)
+	}
+	me3 := r.Checks[k].Events
+	// A promised violation, of two events outside ME3's counterexample.
+	var other []int
+	for i := range tr.Events {
+		if len(other) < 2 && !slices.Contains(me3, i) && tr.Events[i].Kind == trace.Output {
+			other = append(other, i)
+		}
+	}
+	k1 := slices.IndexFunc(r.Checks, func(c lab.Check) bool { return c.Name == "ME1" })
+	r.Checks[k1] = lab.Check{Name: "ME1", OK: false, Status: "violated", Guaranteed: true, Detail: "two processes in the critical section", Events: other}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportPath := filepath.Join(dir, "two.json")
+	if err := os.WriteFile(reportPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	openPage(t, ctx, "view", tracePath, "--report", reportPath)
+	s := eval[struct {
+		Violations, Marked, MarkedSoft int
+	}](t, ctx, `window.cohortViewer.stats()`)
+	if s.Violations != 2 || s.Marked != len(me3)+len(other) || s.MarkedSoft != len(me3) {
+		t.Errorf("%+v; want 2 violations, %d events marked, ME3's %d softer", s, len(me3)+len(other), len(me3))
+	}
+	items := eval[[]string](t, ctx, `[...document.querySelectorAll("#checks li.violation")].map((li) => li.className + ": " + li.querySelector("b").textContent)`)
+	if !slices.Contains(items, "violation: ME1") || !slices.Contains(items, "violation soft: ME3") {
+		t.Errorf("violations listed %q; want ME1 (promised) and ME3 (soft)", items)
+	}
+	for _, c := range []struct {
+		name   string
+		events []int
+	}{{"ME1", other}, {"ME3", me3}} {
+		do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#checks li.violation[data-k="%d"]`, slices.IndexFunc(r.Checks, func(x lab.Check) bool { return x.Name == c.name })))))
+		if st := stats(t, ctx); st.Highlighted != len(c.events) || st.Cur != slices.Min(c.events) {
+			t.Errorf("after clicking %s: %d highlighted, current #%d; want %d, #%d", c.name, st.Highlighted, st.Cur, len(c.events), slices.Min(c.events))
+		}
+	}
+	screenshot(t, ctx, "viewer-two-violations.png")
+}
+
+// Losses are drawn by cause — the network's, a partition's, the
+// receiver's crash — each in its colour, with a legend entry each.
+func TestViewerMarksLossesByCause(t *testing.T) {
+	ctx := browser(t)
+	tracePath := filepath.Join(t.TempDir(), "lossy.jsonl")
+	if code, _, errs := cli(t, "sim", "mutex", "--algo", "ricart-agrawala", "--nodes", "4", "--seed", "1", "--loss", "0.05",
+		"--fault", "partition {0,1} | {2,3} from 2ms to 8ms", "--fault", "crash 3 at 10ms", "--trace", tracePath); code > 1 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	tr, err := readTrace(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, e := range tr.Events {
+		if e.Kind == trace.Drop {
+			switch {
+			case e.Reason == "partition":
+				want["partition"]++
+			case strings.HasPrefix(e.Reason, "receiver "):
+				want["receiver down"]++
+			default:
+				want["loss"]++
+			}
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("losses by cause %v; want all three causes in the run", want)
+	}
+	openPage(t, ctx, "view", tracePath)
+	got := eval[map[string]int](t, ctx, `window.cohortViewer.stats().dropCauses`)
+	if !maps.Equal(got, want) {
+		t.Errorf("losses drawn by cause %v, want %v", got, want)
+	}
+	legend := eval[[]string](t, ctx, `[...document.querySelectorAll("#legend li")].map((li) => li.textContent.trim())`)
+	colours := map[string]string{}
+	for _, c := range []string{"loss", "partition", "receiver down"} {
+		entry := "- - ✕ lost (" + c + ")"
+		if !slices.Contains(legend, entry) {
+			t.Errorf("legend %q has no %q", legend, entry)
+		}
+		colours[c] = eval[string](t, ctx, `[...document.querySelectorAll("#legend li")].find((li) => li.textContent.includes("lost (`+c+`)")).querySelector("span").style.color`)
+	}
+	if colours["loss"] == colours["partition"] || colours["partition"] == colours["receiver down"] || colours["loss"] == colours["receiver down"] {
+		t.Errorf("the causes share colours: %v", colours)
+	}
+}
+
+// Labels are left out only where they would overlap: zoomed out on a
+// crowded run some are drawn and some not, and zooming in draws more; a
+// sparse run has every message labelled. Process names stay put while
+// the diagram pans. The Lamport layout puts events
+// in one column per Lamport timestamp, every arrow going rightwards.
+func TestViewerLabelsByCrowdingAndLamportColumns(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tracePath, _, tr, _ := simulate(t, dir)
+	openPage(t, ctx, "view", tracePath)
+	type drawn struct{ Labels, Arrows, Events int }
+	fit := eval[drawn](t, ctx, `window.cohortViewer.fit(), window.cohortViewer.stats()`)
+	if fit.Labels == 0 || fit.Labels >= fit.Arrows+fit.Events {
+		t.Errorf("zoomed out: %d labels for %d arrows and events; want some left out, not all", fit.Labels, fit.Arrows+fit.Events)
+	}
+	zoomed := eval[drawn](t, ctx, `window.cohortViewer.zoom(8), window.cohortViewer.stats()`)
+	if float64(zoomed.Labels)/float64(max(zoomed.Arrows, 1)) <= float64(fit.Labels)/float64(fit.Arrows) {
+		t.Errorf("zoomed ×8: %d labels for %d arrows, zoomed out %d for %d; want a larger share labelled", zoomed.Labels, zoomed.Arrows, fit.Labels, fit.Arrows)
+	}
+	// The process names stay in their gutter wherever the diagram is
+	// panned.
+	for _, dx := range []int{-3000, 6000} {
+		if n := eval[int](t, ctx, fmt.Sprintf(`window.cohortViewer.pan(%d), window.cohortViewer.stats().laneNames`, dx)); n != 4 {
+			t.Errorf("panned by %d: %d process names drawn, want 4", dx, n)
+		}
+	}
+
+	// The Lamport layout: x grows with the Lamport timestamp, equal
+	// timestamps share a column.
+	eval[any](t, ctx, `window.cohortViewer.setLayout("lamport"), window.cohortViewer.fit()`)
+	xs := eval[[]float64](t, ctx, fmt.Sprintf(`Array.from({length: %d}, (_, i) => window.cohortViewer.where(i).x)`, len(tr.Events)))
+	for i, a := range tr.Events {
+		for j, b := range tr.Events {
+			if !a.Kind.IsProcess() || !b.Kind.IsProcess() {
+				continue
+			}
+			if a.Lamport < b.Lamport && !(xs[i] < xs[j]) || a.Lamport == b.Lamport && xs[i] != xs[j] {
+				t.Fatalf("Lamport layout: #%d (L=%d) at x=%v, #%d (L=%d) at x=%v", i, a.Lamport, xs[i], j, b.Lamport, xs[j])
+			}
+		}
+	}
+
+	// A sparse run: two processes, every message labelled.
+	sparse := filepath.Join(dir, "sparse.jsonl")
+	if code, _, errs := cli(t, "sim", "clocks", "--algo", "lamport-figure", "--trace", sparse); code != 0 {
+		t.Fatalf("sim: exit %d: %s", code, errs)
+	}
+	openPage(t, ctx, "view", sparse)
+	s := eval[drawn](t, ctx, `window.cohortViewer.stats()`)
+	if s.Labels < s.Arrows {
+		t.Errorf("lamport-figure: %d labels for %d arrows; want every message labelled", s.Labels, s.Arrows)
+	}
+}
+
+// The state panel shows every algorithm that describes its state: the
+// field named below at the first event whose recorded state has it
+// (Maekawa's vote, the sequencer's next number, ...).
+func TestViewerShowsEveryDescribedState(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	for _, c := range []struct{ family, algo, field string }{
+		{"mutex", "ricart-agrawala", "deferred"},
+		{"mutex", "lamport", "queue"},
+		{"mutex", "maekawa", "voted_for"},
+		{"mutex", "central", "holder"},
+		{"multicast", "total-sequencer", "next_number"},
+		{"multicast", "total-isis", "collecting"},
+		{"election", "bully", "coordinator"},
+		{"election", "ring", "participant"},
+		{"deadlock", "cmh", "computations"},
+	} {
+		tracePath := filepath.Join(dir, c.algo+".jsonl")
+		if code, _, errs := cli(t, "sim", c.family, "--algo", c.algo, "--seed", "2", "--states", "--trace", tracePath); code > 1 {
+			t.Fatalf("sim %s: exit %d: %s", c.algo, code, errs)
+		}
+		tr, err := readTrace(tracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := slices.IndexFunc(tr.Events, func(e trace.Event) bool { return strings.Contains(string(e.State), `"`+c.field+`"`) })
+		if at < 0 {
+			t.Errorf("%s: no state with %q recorded", c.algo, c.field)
+			continue
+		}
+		openPage(t, ctx, "view", tracePath)
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(at)+`)`)
+		if got := text(t, ctx, "#state"); !strings.Contains(got, c.field) {
+			t.Errorf("%s: at #%d the state panel shows %q; want %s in it", c.algo, at, got, c.field)
+		}
+	}
+}
+
+// --listen chooses where the viewer is served.
+func TestViewListensWhereTold(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, _, _, _ := simulate(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free ephemeral port, given back
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	url, interrupt := serveCLI(t, "view", tracePath, "--listen", addr)
+	if url != "http://"+addr+"/" {
+		t.Errorf("served at %s, want http://%s/", url, addr)
+	}
+	if body := get(t, url); !strings.Contains(body, `id="cohort-data"`) {
+		t.Errorf("%s serves no viewer (%d bytes)", url, len(body))
+	}
+	if code := interrupt(); code != 0 {
+		t.Errorf("cohort view exited %d after Ctrl-C", code)
+	}
+}
+
+// waitTracesGrow waits until each of the n nodes' traces in dir holds at
+// least events events.
+func waitTracesGrow(t *testing.T, dir string, n, events int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		least := events
+		for i := range n {
+			b, _ := os.ReadFile(filepath.Join(dir, "node"+itoa(i)+".jsonl"))
+			least = min(least, strings.Count(string(b), "\n")-1) // less the header
+		}
+		if least >= events {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the traces hold %d events at least, not %d", least, events)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
