@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -62,9 +63,9 @@ func TestReadmeExamplesRun(t *testing.T) {
 	}
 
 	testSrc := testSources(t)
+	bin := cohortBinary(t)
 	dir := t.TempDir()
 	copyTree(t, "../../scenario/testdata", filepath.Join(dir, "scenario", "testdata"))
-	t.Chdir(dir)
 	seen := map[string]bool{}
 	for _, c := range cmds {
 		args := shellWords(strings.TrimPrefix(c, "cohort "))
@@ -78,9 +79,12 @@ func TestReadmeExamplesRun(t *testing.T) {
 			}
 			args = b.args
 		}
-		code, _, errs := cli(t, args...)
-		if code != 0 {
-			t.Errorf("README example %q (run as cohort %s): exit %d\n%s", c, strings.Join(args, " "), code, errs)
+		// The built binary, as a reader runs it (and without the race
+		// detector, which the in-process tests cover).
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("README example %q (run as cohort %s): %v\n%s", c, strings.Join(args, " "), err, tail(out, 4096))
 		}
 	}
 	for c := range bounded {
@@ -204,4 +208,12 @@ func TestTestdataScenariosRun(t *testing.T) {
 			t.Errorf("cohort sim %s --scenario %s: exit %d\n%s", m[1], f, code, errs)
 		}
 	}
+}
+
+// tail is the last n bytes of b, for an error message.
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }
