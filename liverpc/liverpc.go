@@ -31,13 +31,14 @@ type Config struct {
 
 // DefaultConfig returns stubs with the timers of a local network — a
 // one-second attempt, backoffs from 10ms to 1s, a three-second lease —
-// and a self-sized pool.
+// group commit at the server, and a self-sized pool.
 func DefaultConfig() Config {
 	c := rpc.DefaultConfig()
 	c.Timeout = time.Second
 	c.Lease = 3 * time.Second
 	c.Retry.InitialBackoff = 10 * time.Millisecond
 	c.Retry.MaxBackoff = time.Second
+	c.GroupCommit = true
 	return Config{RPC: c, Pool: pool.Config{Auto: true}}
 }
 

@@ -181,3 +181,56 @@ func TestKeyedCallsRunOnceWhoeverSendsThem(t *testing.T) {
 		t.Fatalf("after a compacted log's restart: executes %v, sent %v", executes(env3.outputs), env3.sent)
 	}
 }
+
+// syncCounting is storage that counts its syncs.
+type syncCounting struct {
+	*proc.MemStorage
+	syncs int
+}
+
+func (s *syncCounting) Sync() { s.syncs++ }
+
+type countingEnv struct {
+	hostEnv
+	st *syncCounting
+}
+
+func (e *countingEnv) Storage() proc.Storage { return e.st }
+
+// Under group commit the requests and results that arrive together share
+// one sync: nothing runs and no reply leaves before it; a call killed
+// while its entry waits for the sync never runs.
+func TestGroupCommitSharesSyncs(t *testing.T) {
+	cfg := Config{Host: true, GroupCommit: true}
+	env := &countingEnv{st: &syncCounting{MemStorage: proc.NewMemStorage(nil)}}
+	s := NewServer(cfg)
+	s.Start(env)
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "a"})
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 2, Sem: AtMostOnce, Proc: "b"})
+	s.Receive(env, 2, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "c", Key: "k"})
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d"})
+	s.Receive(env, 1, Kill{Epoch: 1, Old: 1, Seq: 3})
+	if xs := executes(env.outputs); len(xs) != 0 || env.st.syncs != 0 {
+		t.Fatalf("before the commit: executes %v, %d syncs", xs, env.st.syncs)
+	}
+	s.Timeout(env, commitTimer{})
+	xs := executes(env.outputs)
+	if len(xs) != 3 || env.st.syncs != 1 {
+		t.Fatalf("after the commit: executes %v, %d syncs; want 3 (not the killed one), 1", xs, env.st.syncs)
+	}
+	sent := len(env.sent) // the kill's ack
+	for _, x := range xs {
+		s.Input(env, Finished{Exec: x.Exec, Data: []byte(x.Proc)})
+	}
+	if len(env.sent) != sent {
+		t.Fatalf("replies before their results were synced: %v", env.sent[sent:])
+	}
+	s.Timeout(env, commitTimer{})
+	if len(env.sent) != sent+3 || env.st.syncs != 2 {
+		t.Fatalf("after the second commit: sent %v, %d syncs; want three replies, 2", env.sent[sent:], env.st.syncs)
+	}
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d", Attempt: 2})
+	if r, ok := env.sent[len(env.sent)-1].(Reply); !ok || r.Seq != 3 || r.Err != ErrKilled {
+		t.Fatalf("the killed call's retransmission: %v", env.sent[len(env.sent)-1])
+	}
+}

@@ -131,6 +131,13 @@ type Config struct {
 	// that comes back after that runs again). 0 means 4096 and 64 MiB.
 	Keys     int
 	KeyBytes int
+	// GroupCommit: the server's syncs of the requests and results that
+	// arrive together are one sync, made once the events already
+	// waiting are handled (a zero-delay timer); the replies and
+	// executions that depend on them wait for it. A live host with a
+	// real disk sets it (one fsync for many calls); the simulator does
+	// not.
+	GroupCommit bool
 	// Host: the host runs the procedures. Instead of letting a timer of
 	// Work stand for the procedure, the server stub outputs Execute and
 	// waits for the host's Finished input, whose result it stores in the

@@ -68,6 +68,11 @@ type Server struct {
 	keyOrder []string          // their keys, oldest first
 	keyBytes int               // the bytes of their keys and results
 
+	// Group commit (Config.GroupCommit): a sync is pending, and what
+	// waits for it, in order.
+	committing bool
+	later      []func()
+
 	// Broken variants, for the tests (the checkers catch them): volatile
 	// keeps the duplicate table in memory only, so a restart forgets it;
 	// noFilter runs every request, whatever its semantics.
@@ -112,12 +117,14 @@ type execution struct {
 	lease   proc.TimerID
 	tracked bool   // the duplicate table has its entry
 	key     string // or the table of keys has it
+	waiting bool   // not begun: its entry waits for a group commit
 }
 
 // Timer tags of the server.
 type (
-	workTimer  struct{ N uint64 }
-	leaseTimer struct{ N uint64 }
+	workTimer   struct{ N uint64 }
+	leaseTimer  struct{ N uint64 }
+	commitTimer struct{}
 )
 
 // NewServer returns a server stub; cfg's zero fields take their defaults.
@@ -349,18 +356,18 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 	if en := p.table[m.Seq]; en != nil {
 		switch en.state {
 		case finished:
-			env.Send(from, en.reply)
+			s.reply(env, from, en.reply)
 		case lost:
-			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrCrashed})
+			s.reply(env, from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrCrashed})
 		case killed:
-			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrKilled})
+			s.reply(env, from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrKilled})
 		}
 		return // running: the reply will come
 	}
 	p.table[m.Seq] = &entry{state: running}
 	if st != nil {
 		st.Append(fmt.Appendf(nil, "B %d %d %d", from, m.Epoch, m.Seq))
-		st.Sync()
+		s.sync(env, st)
 	}
 	s.run(env, id, m, true)
 }
@@ -378,7 +385,7 @@ func (s *Server) onKeyed(env proc.Env, id CallID, m Request) {
 		en.waiting = []CallID{id}
 		if st := s.storage(env); st != nil {
 			st.Append(keyedRecord('R', m.Key, nil))
-			st.Sync()
+			s.sync(env, st)
 		}
 		s.run(env, id, m, false).key = m.Key
 		return
@@ -389,11 +396,11 @@ func (s *Server) onKeyed(env proc.Env, id CallID, m Request) {
 			en.waiting = append(en.waiting, id)
 		}
 	case finished:
-		env.Send(id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Result: id.Seq, Data: en.data, Fail: en.fail})
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Result: id.Seq, Data: en.data, Fail: en.fail})
 	case lost:
-		env.Send(id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrCrashed})
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrCrashed})
 	case killed:
-		env.Send(id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrKilled})
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrKilled})
 	}
 }
 
@@ -444,21 +451,27 @@ func (s *Server) forgetKeys() {
 // m.Work stands for it, or the host runs it (Config.Host).
 func (s *Server) run(env proc.Env, id CallID, m Request, inTable bool) *execution {
 	s.nexec++
-	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable}
-	env.Output(Executed{CallID: id, Sem: m.Sem})
-	if s.cfg.Host {
-		env.Output(Execute{CallID: id, Exec: x.n, Proc: m.Proc, Args: m.Args})
-	} else {
-		work := m.Work
-		if work <= 0 {
-			work = s.cfg.Work
-		}
-		x.work = env.SetTimer(work, workTimer{x.n})
-	}
-	if s.cfg.Orphans == Expiration {
-		x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
-	}
+	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable, waiting: s.committing}
 	s.running = append(s.running, x)
+	s.then(func() {
+		if x.waiting && s.find(x.n) != x {
+			return // killed while its entry was being synced
+		}
+		x.waiting = false
+		env.Output(Executed{CallID: id, Sem: m.Sem})
+		if s.cfg.Host {
+			env.Output(Execute{CallID: id, Exec: x.n, Proc: m.Proc, Args: m.Args})
+		} else {
+			work := m.Work
+			if work <= 0 {
+				work = s.cfg.Work
+			}
+			x.work = env.SetTimer(work, workTimer{x.n})
+		}
+		if s.cfg.Orphans == Expiration {
+			x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
+		}
+	})
 	return x
 }
 
@@ -473,6 +486,56 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 		if x := s.find(t.N); x != nil {
 			s.kill(env, x, "lease")
 		}
+	case commitTimer:
+		s.committing = false
+		if st := s.storage(env); st != nil {
+			st.Sync()
+			s.compact(st)
+		}
+		later := s.later
+		s.later = nil
+		for _, f := range later {
+			f()
+		}
+	}
+}
+
+// sync makes the records given to the log durable before the server
+// does anything that depends on them: at once, or, under
+// Config.GroupCommit, at one sync shared by every event handled before
+// it — a zero-delay timer, which a live host fires once the events
+// already waiting are handled (group commit: Gray & Reuter §9.4.7;
+// DeWitt et al. 1984). Meanwhile replies and executions wait (then).
+func (s *Server) sync(env proc.Env, st proc.Storage) {
+	if !s.cfg.GroupCommit {
+		st.Sync()
+		return
+	}
+	if !s.committing {
+		s.committing = true
+		env.SetTimer(0, commitTimer{})
+	}
+}
+
+// then does f now, or after the pending group commit.
+func (s *Server) then(f func()) {
+	if s.committing {
+		s.later = append(s.later, f)
+		return
+	}
+	f()
+}
+
+// reply sends r to client c once what it may depend on is synced.
+func (s *Server) reply(env proc.Env, c proc.ID, r Reply) {
+	s.then(func() { env.Send(c, r) })
+}
+
+// compactNow compacts the log, unless a group commit is pending (which
+// compacts it once synced).
+func (s *Server) compactNow(st proc.Storage) {
+	if !s.committing {
+		s.compact(st)
 	}
 }
 
@@ -502,11 +565,11 @@ func (s *Server) finish(env proc.Env, x *execution, data []byte, fail string) {
 		s.endKey(x.key, en, outcome(data, fail))
 		if st := s.storage(env); st != nil {
 			st.Append(keyedRecord('D', x.key, outcome(data, fail)))
-			st.Sync()
-			s.compact(st)
+			s.sync(env, st)
+			s.compactNow(st)
 		}
 		for _, w := range en.waiting {
-			env.Send(w.Client, Reply{Epoch: w.Epoch, Seq: w.Seq, Result: w.Seq, Data: data, Fail: fail})
+			s.reply(env, w.Client, Reply{Epoch: w.Epoch, Seq: w.Seq, Result: w.Seq, Data: data, Fail: fail})
 		}
 		en.waiting = nil
 		return
@@ -520,23 +583,25 @@ func (s *Server) finish(env proc.Env, x *execution, data []byte, fail string) {
 		en.state, en.reply = finished, reply
 		if st := s.storage(env); st != nil {
 			st.Append(finishedRecord(x.call.Client, x.call.Epoch, x.call.Seq, reply))
-			st.Sync()
-			s.compact(st)
+			s.sync(env, st)
+			s.compactNow(st)
 		}
 	}
-	env.Send(x.call.Client, reply)
+	s.reply(env, x.call.Client, reply)
 }
 
 // kill stops a running procedure.
 func (s *Server) kill(env proc.Env, x *execution, why string) {
 	s.remove(x)
-	env.CancelTimer(x.work)
-	env.CancelTimer(x.lease)
-	k := Killed{CallID: x.call, Why: why}
-	if s.cfg.Host {
-		k.Exec = x.n
+	if !x.waiting { // one that had not begun stops without ever running
+		env.CancelTimer(x.work)
+		env.CancelTimer(x.lease)
+		k := Killed{CallID: x.call, Why: why}
+		if s.cfg.Host {
+			k.Exec = x.n
+		}
+		env.Output(k)
 	}
-	env.Output(k)
 	if en := s.keys[x.key]; x.key != "" {
 		if en != nil && en.state == running {
 			en.state, en.waiting = killed, nil
