@@ -182,52 +182,61 @@ func TestKeyedCallsRunOnceWhoeverSendsThem(t *testing.T) {
 	}
 }
 
-// syncCounting is storage that counts its syncs.
-type syncCounting struct {
+// bgStorage is storage that syncs in the background (a
+// proc.BackgroundSyncer), counting the syncs begun; the test fires their
+// timers.
+type bgStorage struct {
 	*proc.MemStorage
 	syncs int
 }
 
-func (s *syncCounting) Sync() { s.syncs++ }
+func (s *bgStorage) Sync()        { s.syncs++ }
+func (s *bgStorage) SyncThen(any) { s.syncs++ }
 
-type countingEnv struct {
+type bgEnv struct {
 	hostEnv
-	st *syncCounting
+	st *bgStorage
 }
 
-func (e *countingEnv) Storage() proc.Storage { return e.st }
+func (e *bgEnv) Storage() proc.Storage { return e.st }
 
-// Under group commit the requests and results that arrive together share
-// one sync: nothing runs and no reply leaves before it; a call killed
-// while its entry waits for the sync never runs.
+// Under group commit the requests and results that arrive while a sync
+// is under way share the next one; nothing runs and no reply leaves
+// before the sync that covers it; a call killed while its entry waits
+// for a sync never runs.
 func TestGroupCommitSharesSyncs(t *testing.T) {
 	cfg := Config{Host: true, GroupCommit: true}
-	env := &countingEnv{st: &syncCounting{MemStorage: proc.NewMemStorage(nil)}}
+	env := &bgEnv{st: &bgStorage{MemStorage: proc.NewMemStorage(nil)}}
 	s := NewServer(cfg)
 	s.Start(env)
+	check := func(what string, execs, syncs int) {
+		t.Helper()
+		if n := len(executes(env.outputs)); n != execs || env.st.syncs != syncs {
+			t.Fatalf("%s: %d executions, %d syncs; want %d, %d", what, n, env.st.syncs, execs, syncs)
+		}
+	}
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "a"})
+	check("the first request", 0, 1)
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 2, Sem: AtMostOnce, Proc: "b"})
 	s.Receive(env, 2, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "c", Key: "k"})
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d"})
 	s.Receive(env, 1, Kill{Epoch: 1, Old: 1, Seq: 3})
-	if xs := executes(env.outputs); len(xs) != 0 || env.st.syncs != 0 {
-		t.Fatalf("before the commit: executes %v, %d syncs", xs, env.st.syncs)
-	}
-	s.Timeout(env, commitTimer{})
-	xs := executes(env.outputs)
-	if len(xs) != 3 || env.st.syncs != 1 {
-		t.Fatalf("after the commit: executes %v, %d syncs; want 3 (not the killed one), 1", xs, env.st.syncs)
-	}
+	check("three more during its sync", 0, 1)
+	s.Timeout(env, syncedTimer{})
+	check("after the first sync", 1, 2)
+	s.Timeout(env, syncedTimer{})
+	check("after the second, shared", 3, 2)
 	sent := len(env.sent) // the kill's ack
-	for _, x := range xs {
+	for _, x := range executes(env.outputs) {
 		s.Input(env, Finished{Exec: x.Exec, Data: []byte(x.Proc)})
 	}
-	if len(env.sent) != sent {
-		t.Fatalf("replies before their results were synced: %v", env.sent[sent:])
+	if len(env.sent) != sent || env.st.syncs != 3 {
+		t.Fatalf("replies before their results were synced: %v (%d syncs)", env.sent[sent:], env.st.syncs)
 	}
-	s.Timeout(env, commitTimer{})
-	if len(env.sent) != sent+3 || env.st.syncs != 2 {
-		t.Fatalf("after the second commit: sent %v, %d syncs; want three replies, 2", env.sent[sent:], env.st.syncs)
+	s.Timeout(env, syncedTimer{})
+	s.Timeout(env, syncedTimer{})
+	if len(env.sent) != sent+3 || env.st.syncs != 4 {
+		t.Fatalf("after the results' syncs: sent %v, %d syncs; want three replies, 4", env.sent[sent:], env.st.syncs)
 	}
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d", Attempt: 2})
 	if r, ok := env.sent[len(env.sent)-1].(Reply); !ok || r.Seq != 3 || r.Err != ErrKilled {

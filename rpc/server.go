@@ -68,10 +68,11 @@ type Server struct {
 	keyOrder []string          // their keys, oldest first
 	keyBytes int               // the bytes of their keys and results
 
-	// Group commit (Config.GroupCommit): a sync is pending, and what
-	// waits for it, in order.
-	committing bool
-	later      []func()
+	// Group commit (Config.GroupCommit): a sync is under way (syncing)
+	// and what waits for it (current); records were appended since it
+	// began (dirty) and what waits for them (next), in order.
+	syncing, dirty bool
+	current, next  []func()
 
 	// Broken variants, for the tests (the checkers catch them): volatile
 	// keeps the duplicate table in memory only, so a restart forgets it;
@@ -124,7 +125,7 @@ type execution struct {
 type (
 	workTimer   struct{ N uint64 }
 	leaseTimer  struct{ N uint64 }
-	commitTimer struct{}
+	syncedTimer struct{}
 )
 
 // NewServer returns a server stub; cfg's zero fields take their defaults.
@@ -451,7 +452,7 @@ func (s *Server) forgetKeys() {
 // m.Work stands for it, or the host runs it (Config.Host).
 func (s *Server) run(env proc.Env, id CallID, m Request, inTable bool) *execution {
 	s.nexec++
-	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable, waiting: s.committing}
+	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable, waiting: s.dirty || s.syncing}
 	s.running = append(s.running, x)
 	s.then(func() {
 		if x.waiting && s.find(x.n) != x {
@@ -486,55 +487,74 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 		if x := s.find(t.N); x != nil {
 			s.kill(env, x, "lease")
 		}
-	case commitTimer:
-		s.committing = false
-		if st := s.storage(env); st != nil {
-			st.Sync()
-			s.compact(st)
+	case syncedTimer:
+		s.syncing = false
+		s.release(&s.current)
+		if st := s.storage(env); st != nil && s.compact(st) {
+			s.dirty = false // the table, rewritten and synced, has all
+			s.release(&s.next)
 		}
-		later := s.later
-		s.later = nil
-		for _, f := range later {
-			f()
+		if s.dirty {
+			s.startSync(env)
 		}
 	}
 }
 
 // sync makes the records given to the log durable before the server
-// does anything that depends on them: at once, or, under
-// Config.GroupCommit, at one sync shared by every event handled before
-// it — a zero-delay timer, which a live host fires once the events
-// already waiting are handled (group commit: Gray & Reuter §9.4.7;
-// DeWitt et al. 1984). Meanwhile replies and executions wait (then).
+// does anything that depends on them (then): at once, or, under
+// Config.GroupCommit, in the background, while the server handles the
+// requests and results that arrive meanwhile; their records then share
+// the next sync (group commit: DeWitt et al. 1984; Gray & Reuter §9.4.7).
 func (s *Server) sync(env proc.Env, st proc.Storage) {
 	if !s.cfg.GroupCommit {
 		st.Sync()
 		return
 	}
-	if !s.committing {
-		s.committing = true
-		env.SetTimer(0, commitTimer{})
+	s.dirty = true
+	if !s.syncing {
+		s.startSync(env)
 	}
 }
 
-// then does f now, or after the pending group commit.
+// startSync begins the sync of every record appended so far; what waits
+// for them waits for it.
+func (s *Server) startSync(env proc.Env) {
+	s.syncing, s.dirty = true, false
+	s.current, s.next = s.next, nil
+	proc.SyncThen(env, s.storage(env), syncedTimer{})
+}
+
+// then does f once the records appended so far are durable: now, or
+// after the sync that covers them.
 func (s *Server) then(f func()) {
-	if s.committing {
-		s.later = append(s.later, f)
-		return
+	switch {
+	case s.dirty:
+		s.next = append(s.next, f)
+	case s.syncing:
+		s.current = append(s.current, f)
+	default:
+		f()
 	}
-	f()
 }
 
-// reply sends r to client c once what it may depend on is synced.
+// release does what waited for a sync, in order.
+func (s *Server) release(fs *[]func()) {
+	later := *fs
+	*fs = nil
+	for _, f := range later {
+		f()
+	}
+}
+
+// reply sends r to client c once what it may depend on is durable.
 func (s *Server) reply(env proc.Env, c proc.ID, r Reply) {
 	s.then(func() { env.Send(c, r) })
 }
 
-// compactNow compacts the log, unless a group commit is pending (which
-// compacts it once synced).
+// compactNow compacts the log after a sync, unless under group commit
+// (which compacts between its syncs).
 func (s *Server) compactNow(st proc.Storage) {
-	if !s.committing {
+	if !s.cfg.GroupCommit {
 		s.compact(st)
 	}
 }
@@ -620,10 +640,11 @@ func (s *Server) kill(env proc.Env, x *execution, why string) {
 	}
 }
 
-// compact rewrites the log with the table alone once it is too long.
-func (s *Server) compact(st proc.Storage) {
+// compact rewrites the log with the table alone once it is too long,
+// and reports whether it did.
+func (s *Server) compact(st proc.Storage) bool {
 	if st.Size() <= s.cfg.Compact {
-		return
+		return false
 	}
 	var recs [][]byte
 	for _, c := range s.clients() {
@@ -655,6 +676,7 @@ func (s *Server) compact(st proc.Storage) {
 	}
 	st.Replace(recs)
 	st.Sync()
+	return true
 }
 
 // finishedRecord is the log record of a finished call: "F c e s", then,
