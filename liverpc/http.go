@@ -169,35 +169,74 @@ func answer(w http.ResponseWriter, data []byte, err error) {
 // Client calls procedures over a node's HTTP API (HTTPHandler), from
 // outside the cluster.
 type Client struct {
-	Endpoint string // a node's API: host:port or a URL
-	Token    string
-	HTTP     *http.Client // nil: http.DefaultClient
+	Endpoints []string // nodes' APIs: host:port or URLs
+	Token     string
+	// Semantics of the calls; 0: the node's default, at-most-once.
+	Semantics rpc.Semantics
+	HTTP      *http.Client // nil: http.DefaultClient
+}
+
+// StatusError is a node's answer to a call that did not give the
+// procedure's result nor its error: Code 503, the call did not run; 504,
+// it may have run (no result: a timeout, a crash, a kill); 400 or 413, a
+// bad request (Msg names the value).
+type StatusError struct {
+	Endpoint string
+	Code     int
+	Msg      string
+}
+
+func (e *StatusError) Error() string {
+	what := map[int]string{http.StatusServiceUnavailable: "not run", http.StatusGatewayTimeout: "no result",
+		http.StatusBadRequest: "bad request", http.StatusRequestEntityTooLarge: "too large"}[e.Code]
+	if what == "" {
+		what = http.StatusText(e.Code)
+	}
+	return fmt.Sprintf("%s: HTTP %d (%s): %s", e.Endpoint, e.Code, what, e.Msg)
 }
 
 // Call calls procedure name at member server with packed arguments and
 // returns its packed result. With a request id (1 to 128 of A-Z a-z 0-9
-// . _ -) a call that got no answer — the connection broke — is sent
-// again, with the same id, to the same node, until ctx ends: the server
-// runs it at most once and answers the repeat with the first's result.
-// Without one, the call is sent once. A procedure's error is a
-// *RemoteError; after an error that is not, the procedure may have run.
+// . _ -) a call that got no answer — the connection broke, the node is
+// down — is sent again, with the same id, to the next endpoint in turn,
+// until ctx ends: the server runs it at most once, whichever node
+// forwards it, and answers every repeat with the first's result.
+// Without one, the call is sent once, to the first endpoint. A
+// procedure's error is a *RemoteError, a node's refusal a *StatusError;
+// after an error that is neither, or a StatusError of 504, the
+// procedure may have run.
 func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID string, args []byte) ([]byte, error) {
-	base, err := httpapi.BaseURL(c.Endpoint)
-	if err != nil {
-		return nil, err
+	if len(c.Endpoints) == 0 {
+		return nil, errors.New("liverpc: no endpoints")
+	}
+	bases := make([]string, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		b, err := httpapi.BaseURL(ep)
+		if err != nil {
+			return nil, err
+		}
+		bases[i] = b
 	}
 	if requestID != "" {
 		if err := httpapi.ValidName("Cohort-Request-Id", requestID); err != nil {
 			return nil, err
 		}
 	}
+	query := ""
+	if c.Semantics != 0 {
+		if c.Semantics > rpc.AtMostOnce {
+			return nil, fmt.Errorf("liverpc: semantics %d: unknown", c.Semantics)
+		}
+		query = "?semantics=" + c.Semantics.String()
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := fmt.Sprintf("%s/v1/rpc/%d/%s", base, server, url.PathEscape(name))
 	wait := 10 * time.Millisecond
-	for {
+	for i := 0; ; i++ {
+		ep := c.Endpoints[i%len(bases)]
+		u := fmt.Sprintf("%s/v1/rpc/%d/%s%s", bases[i%len(bases)], server, url.PathEscape(name), query)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(args))
 		if err != nil {
 			return nil, err
@@ -218,10 +257,13 @@ func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID strin
 			if resp.StatusCode == http.StatusUnprocessableEntity {
 				return nil, &RemoteError{Proc: name, Msg: strings.TrimPrefix(msg, name+": ")}
 			}
-			return nil, fmt.Errorf("%s: HTTP %d: %s", c.Endpoint, resp.StatusCode, msg)
+			return nil, &StatusError{Endpoint: ep, Code: resp.StatusCode, Msg: msg}
 		}
 		if requestID == "" || ctx.Err() != nil {
 			return nil, err
+		}
+		if (i+1)%len(bases) != 0 {
+			continue // the next node, at once
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -143,7 +143,7 @@ func TestHTTPClientResendsALostAnswer(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := &Client{Endpoint: srv.URL}
+	cl := &Client{Endpoints: []string{srv.URL}}
 	got, err := cl.Call(ctx, 1, "add", "job-1", []byte("[40,2]"))
 	if err != nil || string(got) != "42" {
 		t.Fatalf("call: %q %v", got, err)
