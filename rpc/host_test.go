@@ -203,7 +203,8 @@ func (e *bgEnv) Storage() proc.Storage { return e.st }
 // Under group commit the requests and results that arrive while a sync
 // is under way share the next one; nothing runs and no reply leaves
 // before the sync that covers it; a call killed while its entry waits
-// for a sync never runs.
+// for a sync never runs. (A sync with no other call under way is made at
+// once.)
 func TestGroupCommitSharesSyncs(t *testing.T) {
 	cfg := Config{Host: true, GroupCommit: true}
 	env := &bgEnv{st: &bgStorage{MemStorage: proc.NewMemStorage(nil)}}
@@ -216,27 +217,28 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		}
 	}
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "a"})
-	check("the first request", 0, 1)
+	check("the first request, alone", 1, 1)
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 2, Sem: AtMostOnce, Proc: "b"})
+	check("a second, beside it", 1, 2)
 	s.Receive(env, 2, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "c", Key: "k"})
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d"})
 	s.Receive(env, 1, Kill{Epoch: 1, Old: 1, Seq: 3})
-	check("three more during its sync", 0, 1)
+	check("two more during its sync", 1, 2)
 	s.Timeout(env, syncedTimer{})
-	check("after the first sync", 1, 2)
+	check("after that sync", 2, 3)
 	s.Timeout(env, syncedTimer{})
-	check("after the second, shared", 3, 2)
+	check("after the next, shared", 3, 3)
 	sent := len(env.sent) // the kill's ack
 	for _, x := range executes(env.outputs) {
 		s.Input(env, Finished{Exec: x.Exec, Data: []byte(x.Proc)})
 	}
-	if len(env.sent) != sent || env.st.syncs != 3 {
+	if len(env.sent) != sent || env.st.syncs != 4 {
 		t.Fatalf("replies before their results were synced: %v (%d syncs)", env.sent[sent:], env.st.syncs)
 	}
 	s.Timeout(env, syncedTimer{})
 	s.Timeout(env, syncedTimer{})
-	if len(env.sent) != sent+3 || env.st.syncs != 4 {
-		t.Fatalf("after the results' syncs: sent %v, %d syncs; want three replies, 4", env.sent[sent:], env.st.syncs)
+	if len(env.sent) != sent+3 || env.st.syncs != 5 {
+		t.Fatalf("after the results' syncs: sent %v, %d syncs; want three replies, 5", env.sent[sent:], env.st.syncs)
 	}
 	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d", Attempt: 2})
 	if r, ok := env.sent[len(env.sent)-1].(Reply); !ok || r.Seq != 3 || r.Err != ErrKilled {

@@ -505,8 +505,11 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 // Config.GroupCommit, in the background, while the server handles the
 // requests and results that arrive meanwhile; their records then share
 // the next sync (group commit: DeWitt et al. 1984; Gray & Reuter §9.4.7).
+//
+// A sync when no other call is under way is made at once all the same:
+// there is nobody to share it with, and the background costs a hand-off.
 func (s *Server) sync(env proc.Env, st proc.Storage) {
-	if !s.cfg.GroupCommit {
+	if !s.cfg.GroupCommit || !s.syncing && len(s.running) == 0 {
 		st.Sync()
 		return
 	}
