@@ -87,8 +87,10 @@ type Config struct {
 	// Relays forward the API's queues — the node's own, or the
 	// replicated ones — to queues on other nodes, with store and forward
 	// (queue.Manager.Relay, queue.Replicated.Relay), from boot until
-	// Close. A replicated queue is relayed by one node: the one whose
-	// configuration names the relay.
+	// Close. A replicated queue's relay may be named by several nodes
+	// (all of them, for a relay that outlives any one): the leader of the
+	// queues' log relays, under an origin that is the cluster's, not the
+	// node's, so each message is forwarded once.
 	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
@@ -301,12 +303,12 @@ func New(cfg Config) (*Node, error) {
 	// replicated ones (once they run).
 	startRelays := func(src interface {
 		Relay(context.Context, queue.RelayConfig) error
-	}) {
+	}, origin string) {
 		for _, r := range cfg.Relays {
 			go func() {
 				err := src.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
 					Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
-					Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+					Origin:      origin + r.Source, Logger: log})
 				if rctx.Err() == nil {
 					log.Error("relay stopped", "source", r.Source, "err", err)
 				}
@@ -314,7 +316,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if !replicatedQueues {
-		startRelays(queues)
+		startRelays(queues, fmt.Sprintf("node%d/", cfg.ID))
 	}
 	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
@@ -389,7 +391,7 @@ func New(cfg Config) (*Node, error) {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
-		startRelays(nd.rqueues)
+		startRelays(nd.rqueues, "cluster/")
 	}
 	if cfg.RPC != nil {
 		if nd.rpc, err = liverpc.New(ln, *cfg.RPC); err != nil {

@@ -110,12 +110,18 @@ func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
 }
 
 // Relay moves the messages of a replicated queue to the destination
-// until ctx ends, as Manager.Relay does, in id order. The relay must be
-// the source queue's only consumer, on one node: it starts once the
-// queue holds no leased message — a relay of an earlier run, cut off with
-// a message under way, holds it until its lease (c.Visibility) runs out,
-// and that message must go before the ones after it, or the destination
-// would take the later ids for its last and drop it as a duplicate.
+// until ctx ends, as Manager.Relay does, in id order. Every node may run
+// the same relay (the same configuration, and the same Origin): only the
+// leader of the queues' log relays, so each message is forwarded by one
+// node, and when the leadership moves the new leader carries on. A
+// relay's messages must go one at a time, in id order, or the
+// destination would take a later id for the origin's last and drop an
+// earlier message as a duplicate: so a leader starts only once the queue
+// holds no leased message — a relay cut off with a message under way (a
+// node that lost the leadership, or crashed) holds it until its lease
+// (c.Visibility) runs out — and a relay stops as soon as its node no
+// longer leads. A late put of the old leader's is then a duplicate
+// (the same origin and id), which the destination drops.
 func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if c.Visibility <= 0 {
 		c.Visibility = DefaultRelayVisibility
@@ -123,33 +129,67 @@ func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if err := ValidName(c.Source); err != nil {
 		return fmt.Errorf("relay: source: %w", err)
 	}
-	// A barrier: once an entry of ours is applied here, this node's
-	// view of the queue is as recent as it.
-	if err := r.Ack(c.Source); err != nil {
-		return fmt.Errorf("relay: %w", err)
-	}
-	for {
-		leased := 0
-		for _, s := range r.Queues() {
-			if s.Name == c.Source {
-				leased = s.Leased
-			}
-		}
-		if leased == 0 {
-			break
-		}
-		t := time.NewTimer(min(c.Visibility/10+time.Millisecond, time.Second))
+	check := min(c.Visibility/10+time.Millisecond, 100*time.Millisecond) // how often leadership is checked
+	wait := func(ctx context.Context) error {
+		t := time.NewTimer(check)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		case <-r.svc.Done():
-			t.Stop()
 			return ErrClosed
 		case <-t.C:
+			return nil
 		}
 	}
-	return relay(ctx, r, slog.Default(), c)
+	for {
+		for !r.Leading() {
+			if err := wait(ctx); err != nil {
+				return err
+			}
+		}
+		// A barrier: once an entry of ours is applied here, this node's
+		// view of the queue is as recent as it.
+		if err := r.Ack(c.Source); err != nil {
+			if err := wait(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if hasLeased(r, c.Source) {
+			if err := wait(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		lctx, stop := context.WithCancel(ctx)
+		go func() { // stop relaying once this node no longer leads
+			for wait(lctx) == nil && r.Leading() {
+			}
+			stop()
+		}()
+		err := relay(lctx, r, slog.Default(), c)
+		stop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		if err := wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// hasLeased reports whether queue name holds a leased message.
+func hasLeased(r *Replicated, name string) bool {
+	for _, s := range r.Queues() {
+		if s.Name == name {
+			return s.Leased > 0
+		}
+	}
+	return false
 }
 
 func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig) error {
