@@ -18,9 +18,9 @@ import (
 )
 
 // The HTTP API of a node's endpoint: a client outside the cluster calls
-// a procedure on any member through any node, which makes the call with
-// its own client stub (the semantics chosen per request; at-most-once by
-// default):
+// a procedure on any member through any other node, which makes the call
+// with its own client stub (the semantics chosen per request;
+// at-most-once by default; a call of the node itself is refused, 400):
 //
 //	POST /v1/rpc/{server}/{proc}[?semantics=maybe|at-least-once|at-most-once]
 //	     body: the packed arguments (JSON), at most MaxPayload bytes
