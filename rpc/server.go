@@ -506,10 +506,13 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 // requests and results that arrive meanwhile; their records then share
 // the next sync (group commit: DeWitt et al. 1984; Gray & Reuter §9.4.7).
 //
-// A sync when no other call is under way is made at once all the same:
-// there is nobody to share it with, and the background costs a hand-off.
+// A sync is made at once all the same when the storage cannot sync in
+// the background (proc.BackgroundSyncer: memory, the simulator's), or
+// no other call is under way: there is nobody to share it with, and the
+// background costs a hand-off.
 func (s *Server) sync(env proc.Env, st proc.Storage) {
-	if !s.cfg.GroupCommit || !s.syncing && len(s.running) == 0 {
+	_, bg := st.(proc.BackgroundSyncer)
+	if !s.cfg.GroupCommit || !bg || !s.syncing && len(s.running) == 0 {
 		st.Sync()
 		return
 	}
