@@ -86,13 +86,14 @@ func jetStreamAsync(name, url string, batch int) (QueueSystem, func(), error) {
 		closeIt()
 		return QueueSystem{}, nil, err
 	}
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(1 << 16)) // the publishers share it
+	if err != nil {
+		nc.Close()
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
 	s.Batch = batch
 	s.Put = func(ctx context.Context, body []byte) error {
-		// A context per publisher: PublishAsyncComplete is per context.
-		js, err := nc.JetStream(nats.PublishAsyncMaxPending(batch))
-		if err != nil {
-			return err
-		}
 		futures := make([]nats.PubAckFuture, batch)
 		for i := range futures {
 			if futures[i], err = js.PublishAsync("bench.q", body); err != nil {
