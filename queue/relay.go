@@ -69,6 +69,12 @@ type RelayConfig struct {
 	// queue.
 	Visibility time.Duration
 	Logger     *slog.Logger
+	// Turn, for a replicated queue, is how the relays of the queue on
+	// several nodes take turns: it waits for this relay's turn and
+	// returns a context that ends when the turn does, and a function to
+	// call when the relay is done with it (a lock held under a session,
+	// say). nil: the leader of the queues' log relays.
+	Turn func(ctx context.Context) (context.Context, context.CancelFunc, error)
 }
 
 // DefaultRelayVisibility is the lease of a relay's message from a
@@ -110,18 +116,18 @@ func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
 }
 
 // Relay moves the messages of a replicated queue to the destination
-// until ctx ends, as Manager.Relay does, in id order. Every node may run
-// the same relay (the same configuration, and the same Origin): only the
-// leader of the queues' log relays, so each message is forwarded by one
-// node, and when the leadership moves the new leader carries on. A
-// relay's messages must go one at a time, in id order, or the
-// destination would take a later id for the origin's last and drop an
-// earlier message as a duplicate: so a leader starts only once the queue
-// holds no leased message — a relay cut off with a message under way (a
-// node that lost the leadership, or crashed) holds it until its lease
-// (c.Visibility) runs out — and a relay stops as soon as its node no
-// longer leads. A late put of the old leader's is then a duplicate
-// (the same origin and id), which the destination drops.
+// until ctx ends, as Manager.Relay does, in id order. Several nodes may
+// run the same relay (the same configuration and Origin): they take
+// turns (c.Turn; by default the leader of the queues' log relays), so
+// each message is forwarded by one node at a time, and when the turn
+// moves the next carries on. A relay's messages must go one at a time,
+// in id order, or the destination would take a later id for the
+// origin's last and drop an earlier message as a duplicate: so a turn
+// begins only once the queue holds no leased message — a relay cut off
+// with a message under way (its turn over, or its node crashed) holds it
+// until its lease (c.Visibility) runs out — and a relay stops as soon
+// as its turn ends. A late put of the previous relay's is then a
+// duplicate (the same origin and id), which the destination drops.
 func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if c.Visibility <= 0 {
 		c.Visibility = DefaultRelayVisibility
@@ -129,7 +135,7 @@ func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if err := ValidName(c.Source); err != nil {
 		return fmt.Errorf("relay: source: %w", err)
 	}
-	check := min(c.Visibility/10+time.Millisecond, 100*time.Millisecond) // how often leadership is checked
+	check := min(c.Visibility/10+time.Millisecond, 100*time.Millisecond)
 	wait := func(ctx context.Context) error {
 		t := time.NewTimer(check)
 		defer t.Stop()
@@ -142,41 +148,43 @@ func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 			return nil
 		}
 	}
+	turn := c.Turn
+	if turn == nil {
+		turn = func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+			for !r.Leading() {
+				if err := wait(ctx); err != nil {
+					return nil, nil, err
+				}
+			}
+			tctx, stop := context.WithCancel(ctx)
+			go func() { // the turn ends once this node no longer leads
+				for wait(tctx) == nil && r.Leading() {
+				}
+				stop()
+			}()
+			return tctx, stop, nil
+		}
+	}
 	for {
-		for !r.Leading() {
-			if err := wait(ctx); err != nil {
-				return err
+		tctx, done, err := turn(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-		}
-		// A barrier: once an entry of ours is applied here, this node's
-		// view of the queue is as recent as it.
-		if err := r.Ack(c.Source); err != nil {
-			if err := wait(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		if hasLeased(r, c.Source) {
-			if err := wait(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		lctx, stop := context.WithCancel(ctx)
-		go func() { // stop relaying once this node no longer leads
-			for wait(lctx) == nil && r.Leading() {
-			}
-			stop()
-		}()
-		err := relay(lctx, r, slog.Default(), c)
-		stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, ErrClosed) {
 			return err
 		}
-		if err := wait(ctx); err != nil {
+		// A barrier (once an entry of ours is applied here, this node's
+		// view of the queue is as recent as it), then no leased message.
+		if r.Ack(c.Source) == nil && !hasLeased(r, c.Source) {
+			err = relay(tctx, r, slog.Default(), c)
+		} else {
+			err = wait(tctx)
+		}
+		done()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrClosed):
 			return err
 		}
 	}
