@@ -45,18 +45,22 @@ type QueueResult struct {
 }
 
 func (r QueueResult) String() string {
-	return fmt.Sprintf("%-36s %4d  %9.0f  %9s  %9s  %9.0f", r.System, r.Publishers, r.PutsPerSec,
+	return fmt.Sprintf("%-42s %4d  %9.0f  %9s  %9s  %9.0f", r.System, r.Publishers, r.PutsPerSec,
 		r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.GetsPerSec)
 }
 
 // QueueHeader heads a table of QueueResult.String.
-const QueueHeader = "system                               pubs  puts/s     put p50    put p99    gets/s"
+const QueueHeader = "system                                     pubs  puts/s     put p50    put p99    gets/s"
 
 // QueueSystem is what the workload drives.
 type QueueSystem struct {
 	Name string
-	// Put puts one message and returns once it is acknowledged.
-	Put func(ctx context.Context, body []byte) error
+	// Put puts one message — or Batch of them — and returns once it is
+	// acknowledged.
+	Put   func(ctx context.Context, body []byte) error
+	Batch int // messages a Put puts (0: 1); the latencies are a batch's
+
+	client *queue.Client // Cohort over HTTP: its client
 	// Get gets and acknowledges up to max messages; 0 when none is left.
 	Get func(ctx context.Context, max int) (int, error)
 }
@@ -81,6 +85,7 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 	)
 	start := time.Now()
 	end := start.Add(c.Duration)
+	batch := max(s.Batch, 1)
 	for range c.Publishers {
 		wg.Go(func() {
 			var mine []time.Duration
@@ -105,8 +110,8 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		return QueueResult{}, fmt.Errorf("%s: put: %w", s.Name, first)
 	}
 	slices.Sort(lats)
-	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats),
-		PutsPerSec: float64(len(lats)) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats) * batch,
+		PutsPerSec: float64(len(lats)*batch) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
 	start = time.Now()
 	got := 0
 	for got < r.Puts {
@@ -167,7 +172,8 @@ func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
 	c := &queue.Client{Endpoints: []string{srv.URL}, HTTP: &http.Client{Transport: tr}}
 	return QueueSystem{
-			Name: "cohort (HTTP, fsync per put)",
+			Name:   "cohort (HTTP, fsync per put)",
+			client: c,
 			Put: func(ctx context.Context, body []byte) error {
 				_, err := c.Put(ctx, name, body)
 				return err
@@ -189,6 +195,27 @@ func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
 			m.Close()
 			os.RemoveAll(d)
 		}, nil
+}
+
+// CohortQueueBatches is CohortQueue over HTTP with each Put a batch of
+// batch messages in one request (queue.Client.PutBatch: one record of
+// the log, one sync).
+func CohortQueueBatches(dir string, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, true)
+	if err != nil {
+		return s, closeIt, err
+	}
+	c := s.client
+	s.Name, s.Batch, s.client = fmt.Sprintf("cohort (HTTP, batches of %d)", batch), batch, nil
+	s.Put = func(ctx context.Context, body []byte) error {
+		bodies := make([][]byte, batch)
+		for i := range bodies {
+			bodies[i] = body
+		}
+		_, err := c.PutBatch(ctx, "bench", bodies)
+		return err
+	}
+	return s, closeIt, nil
 }
 
 // CohortReplicatedQueue starts nodes in-process nodes (the in-process

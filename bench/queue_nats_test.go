@@ -73,6 +73,47 @@ func jetStream(name, url string) (QueueSystem, func(), error) {
 	}, nc.Close, nil
 }
 
+// jetStreamAsync is jetStream with each Put a batch of batch messages
+// published asynchronously (PublishAsync), waiting for all their
+// acknowledgements together: the counterpart of a batch put.
+func jetStreamAsync(name, url string, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := jetStream(name, url)
+	if err != nil {
+		return s, closeIt, err
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(1 << 16)) // the publishers share it
+	if err != nil {
+		nc.Close()
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.Batch = batch
+	s.Put = func(ctx context.Context, body []byte) error {
+		futures := make([]nats.PubAckFuture, batch)
+		for i := range futures {
+			if futures[i], err = js.PublishAsync("bench.q", body); err != nil {
+				return err
+			}
+		}
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	return s, func() { nc.Close(); closeIt() }, nil
+}
+
 // embeddedJetStream starts the module's nats-server in this process.
 func embeddedJetStream(t *testing.T, syncAlways bool) string {
 	t.Helper()
@@ -135,8 +176,10 @@ func debianJetStream(t *testing.T) (url, version string, ok bool) {
 
 // TestQueueBesideJetStream runs the queue benchmark on Cohort and
 // JetStream and prints the table. COHORT_QUEUE_BENCH sets the duration of
-// each run (default 300ms, 100ms under the race detector) and
-// COHORT_QUEUE_BENCH_PUBS the publishers (default 1,32).
+// each run (default 300ms, 100ms under the race detector),
+// COHORT_QUEUE_BENCH_PUBS the publishers (default 1,32) and
+// COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
+// JetStream's async publish of as many (default 32; 0: no batches).
 func TestQueueBesideJetStream(t *testing.T) {
 	dur := 300 * time.Millisecond
 	pubs := []int{1, 32}
@@ -177,6 +220,16 @@ func TestQueueBesideJetStream(t *testing.T) {
 		system{"jetstream v2.15 (defaults)", func() (QueueSystem, func(), error) {
 			return jetStream("jetstream v2.15 (defaults)", embeddedJetStream(t, false))
 		}})
+	if b := batchSize(t); b > 0 {
+		systems = append(systems,
+			system{"", func() (QueueSystem, func(), error) { return CohortQueueBatches(t.TempDir(), b) }},
+			system{"", func() (QueueSystem, func(), error) {
+				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (defaults, async %d)", b), embeddedJetStream(t, false), b)
+			}},
+			system{"", func() (QueueSystem, func(), error) {
+				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (sync: always, async %d)", b), embeddedJetStream(t, true), b)
+			}})
+	}
 	if _, version, ok := debianJetStream(t); ok {
 		t.Logf("Debian's %s", version)
 		systems = append(systems, system{"debian", func() (QueueSystem, func(), error) {
@@ -207,4 +260,18 @@ func TestQueueBesideJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%v per run, %d-byte messages; this disk's append+fdatasync: median %v\n%s\n%s", dur, 128, disk.Round(time.Microsecond), QueueHeader, strings.Join(rows, "\n"))
+}
+
+// batchSize is COHORT_QUEUE_BENCH_BATCH: the messages of a batch put
+// (default 32; 0: none).
+func batchSize(t *testing.T) int {
+	v := os.Getenv("COHORT_QUEUE_BENCH_BATCH")
+	if v == "" {
+		return 32
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1000 {
+		t.Fatalf("COHORT_QUEUE_BENCH_BATCH=%q: want 0 to 1000 messages", v)
+	}
+	return n
 }

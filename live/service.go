@@ -120,9 +120,11 @@ type event struct {
 	input proc.Input
 	timer proc.TimerID
 	tag   any
-	read  func()   // evRead
-	id    uint64   // traced message: its id
-	vc    []uint64 // and the sender's vector clock
+	read  func() // evRead
+	// failed: the background sync this timer awaited failed (SyncThen).
+	failed error
+	id     uint64   // traced message: its id
+	vc     []uint64 // and the sender's vector clock
 }
 
 // Name is the service's name.
@@ -443,7 +445,12 @@ func (s *Service) handle1(e event) {
 		if tr := s.tr; tr != nil {
 			tr.record(s.step, trace.Timer, func(ev *trace.Event) { ev.Type, ev.Service = fmt.Sprint(e.tag), s.name })
 		}
-		s.call(func() { s.proc.Timeout(env, e.tag) })
+		s.call(func() {
+			if e.failed != nil {
+				panic(storageFailure{e.failed})
+			}
+			s.proc.Timeout(env, e.tag)
+		})
 		s.endStep()
 	case evInput:
 		s.beginStep()

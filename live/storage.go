@@ -51,6 +51,23 @@ func (f fileStorage) Sync() {
 	check(f.l.Sync())
 }
 
+// SyncThen (proc.BackgroundSyncer) sends the messages the handler sent
+// before it, as Sync does, and writes and syncs in a goroutine of its own;
+// the timer tag fires once that is done, or the service stops if it
+// failed. The algorithm handles events meanwhile: group commit.
+func (f fileStorage) SyncThen(tag any) {
+	s := f.s
+	s.flushNow()
+	write := f.l.SyncLater()
+	s.nextTimer++
+	id := s.nextTimer
+	s.timers[id] = nil
+	go func() {
+		err := write()
+		_ = s.post(event{kind: evTimer, timer: id, tag: tag, failed: err})
+	}()
+}
+
 func check(err error) {
 	if err != nil {
 		panic(storageFailure{err})

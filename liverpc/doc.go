@@ -40,6 +40,8 @@
 // connection (a shared secret or mutual TLS) before a byte of a request
 // is read. A client outside the cluster calls through a node's HTTP API
 // (HTTPHandler, behind the node's bearer token; Client): the node makes
-// the call with its own stub, at most once per request id the client
-// gives — a resend whose answer was lost gets the first call's result.
+// the call with its own stub, and the request id the client gives is the
+// call's key (Options.Key) in the server's duplicate table — a resend
+// whose answer was lost, through any node and across restarts, gets the
+// first call's result, never a second run.
 package liverpc

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -19,9 +18,9 @@ import (
 )
 
 // The HTTP API of a node's endpoint: a client outside the cluster calls
-// a procedure on any member through any node, which makes the call with
-// its own client stub (the semantics chosen per request; at-most-once by
-// default):
+// a procedure on any member through any other node, which makes the call
+// with its own client stub (the semantics chosen per request;
+// at-most-once by default; a call of the node itself is refused, 400):
 //
 //	POST /v1/rpc/{server}/{proc}[?semantics=maybe|at-least-once|at-most-once]
 //	     body: the packed arguments (JSON), at most MaxPayload bytes
@@ -30,45 +29,31 @@ import (
 //	     504: no result — the procedure may have run (timeout, crash, kill)
 //
 // With the header Cohort-Request-Id (1 to 128 of A-Z a-z 0-9 . _ -),
-// the call is at most once per id at this node: a request that repeats an
-// id gets the first one's answer — waiting for it if it still runs —
-// and never runs the procedure again; the call runs on even if its
-// client leaves, so that the repeat can have its result. The ids are
-// this node's (the last HTTPConfig.Requests, within their result bytes):
-// a repeat sent through another node is another call, as a repeat after
-// the id was forgotten is. The node checks the bearer token.
+// the id is the call's identity at the server member's duplicate table
+// (rpc.Request.Key), which is on its stable storage and synced before a
+// reply leaves: a request that repeats an id — through this node or any
+// other, before or after either restarts — gets the first one's answer,
+// waiting for it if it still runs, and never runs the procedure again
+// (if the server crashed while it ran: 504, it may have run). The call
+// runs on even if its client leaves, so that the repeat can have its
+// result. The server remembers the last rpc.Config.Keys ended ids,
+// within rpc.Config.KeyBytes of results; a repeat after its id was
+// forgotten is another call. The node checks the bearer token.
 
 // HTTPConfig bounds the API. Zero fields take the defaults.
 type HTTPConfig struct {
 	// Calls bounds the calls under way through this API at once; beyond,
 	// 503 (default 256).
 	Calls int
-	// Requests bounds the request ids remembered (default 4096), and
-	// ResultBytes the results they keep (default 64 MiB): the oldest
-	// finished are forgotten first.
-	Requests    int
-	ResultBytes int
 	// CallTimeout bounds a call made under a request id, which outlives
 	// its request (default 1 minute).
 	CallTimeout time.Duration
-}
-
-// apiCall is a call under a request id: done closes when it ends.
-type apiCall struct {
-	done chan struct{}
-	data []byte
-	err  error
 }
 
 type httpAPI struct {
 	e     *Endpoint
 	cfg   HTTPConfig
 	calls chan struct{}
-
-	mu    sync.Mutex
-	ids   map[string]*apiCall
-	order []string // ids, oldest first
-	bytes int
 }
 
 // HTTPHandler serves e's procedures over HTTP (see above).
@@ -76,16 +61,10 @@ func HTTPHandler(e *Endpoint, c HTTPConfig) http.Handler {
 	if c.Calls <= 0 {
 		c.Calls = 256
 	}
-	if c.Requests <= 0 {
-		c.Requests = 4096
-	}
-	if c.ResultBytes <= 0 {
-		c.ResultBytes = 64 << 20
-	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = time.Minute
 	}
-	a := &httpAPI{e: e, cfg: c, calls: make(chan struct{}, c.Calls), ids: map[string]*apiCall{}}
+	a := &httpAPI{e: e, cfg: c, calls: make(chan struct{}, c.Calls)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/rpc/{server}/{proc}", a.serve)
 	return mux
@@ -130,15 +109,19 @@ func (a *httpAPI) serve(w http.ResponseWriter, r *http.Request) {
 		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("arguments of more than %d bytes", MaxPayload))
 		return
 	}
-	invoke := func(ctx context.Context) ([]byte, error) {
-		return a.e.Invoke(ctx, proc.ID(server), name, args, Options{Sem: sem})
+	if server == int(a.e.node.Self()) {
+		httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("server %d is this node: send the call through another member", server))
+		return
 	}
+	select {
+	case a.calls <- struct{}{}:
+	default:
+		httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf("%d calls under way through this node, the most it takes", a.cfg.Calls))
+		return
+	}
+	o := Options{Sem: sem, Key: id}
 	if id == "" {
-		if !a.take() {
-			httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf("%d calls under way through this node, the most it takes", a.cfg.Calls))
-			return
-		}
-		data, err := invoke(r.Context())
+		data, err := a.e.Invoke(r.Context(), proc.ID(server), name, args, o)
 		<-a.calls
 		if r.Context().Err() != nil {
 			return // the client left
@@ -146,80 +129,24 @@ func (a *httpAPI) serve(w http.ResponseWriter, r *http.Request) {
 		answer(w, data, err)
 		return
 	}
-	c, first, full := a.call(id)
-	if full {
-		httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf("%d calls under way through this node, the most it takes", a.cfg.Calls))
-		return
+	// A call under an id runs on if its client leaves (a cancelled call
+	// would be killed at the server, and its repeat told so).
+	type outcome struct {
+		data []byte
+		err  error
 	}
-	if first {
-		go func() {
-			ctx, cancel := context.WithTimeout(a.e.base, a.cfg.CallTimeout)
-			data, err := invoke(ctx)
-			cancel()
-			<-a.calls
-			a.finish(id, c, data, err)
-		}()
-	}
+	done := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(a.e.base, a.cfg.CallTimeout)
+		data, err := a.e.Invoke(ctx, proc.ID(server), name, args, o)
+		cancel()
+		<-a.calls
+		done <- outcome{data, err}
+	}()
 	select {
-	case <-c.done:
-		answer(w, c.data, c.err)
+	case out := <-done:
+		answer(w, out.data, out.err)
 	case <-r.Context().Done():
-	}
-}
-
-// take reserves a call under way, if there is room.
-func (a *httpAPI) take() bool {
-	select {
-	case a.calls <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// call returns the call under request id: an earlier one, or a new one
-// (first) with a slot reserved — unless none is free (full).
-func (a *httpAPI) call(id string) (c *apiCall, first, full bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.ids[id]; c != nil {
-		return c, false, false
-	}
-	if !a.take() {
-		return nil, false, true
-	}
-	c = &apiCall{done: make(chan struct{})}
-	a.ids[id] = c
-	a.order = append(a.order, id)
-	a.forget()
-	return c, true, false
-}
-
-// finish records a call's outcome and wakes its waiters.
-func (a *httpAPI) finish(id string, c *apiCall, data []byte, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c.data, c.err = data, err
-	close(c.done)
-	if a.ids[id] == c {
-		a.bytes += len(data)
-	}
-	a.forget()
-}
-
-// forget drops the oldest finished ids beyond the bounds. The caller
-// holds mu.
-func (a *httpAPI) forget() {
-	for i := 0; i < len(a.order) && (len(a.order) > a.cfg.Requests || a.bytes > a.cfg.ResultBytes); {
-		c := a.ids[a.order[i]]
-		select {
-		case <-c.done:
-			a.bytes -= len(c.data)
-			delete(a.ids, a.order[i])
-			a.order = append(a.order[:i], a.order[i+1:]...)
-		default:
-			i++ // under way: kept
-		}
 	}
 }
 
@@ -242,35 +169,74 @@ func answer(w http.ResponseWriter, data []byte, err error) {
 // Client calls procedures over a node's HTTP API (HTTPHandler), from
 // outside the cluster.
 type Client struct {
-	Endpoint string // a node's API: host:port or a URL
-	Token    string
-	HTTP     *http.Client // nil: http.DefaultClient
+	Endpoints []string // nodes' APIs: host:port or URLs
+	Token     string
+	// Semantics of the calls; 0: the node's default, at-most-once.
+	Semantics rpc.Semantics
+	HTTP      *http.Client // nil: http.DefaultClient
+}
+
+// StatusError is a node's answer to a call that did not give the
+// procedure's result nor its error: Code 503, the call did not run; 504,
+// it may have run (no result: a timeout, a crash, a kill); 400 or 413, a
+// bad request (Msg names the value).
+type StatusError struct {
+	Endpoint string
+	Code     int
+	Msg      string
+}
+
+func (e *StatusError) Error() string {
+	what := map[int]string{http.StatusServiceUnavailable: "not run", http.StatusGatewayTimeout: "no result",
+		http.StatusBadRequest: "bad request", http.StatusRequestEntityTooLarge: "too large"}[e.Code]
+	if what == "" {
+		what = http.StatusText(e.Code)
+	}
+	return fmt.Sprintf("%s: HTTP %d (%s): %s", e.Endpoint, e.Code, what, e.Msg)
 }
 
 // Call calls procedure name at member server with packed arguments and
 // returns its packed result. With a request id (1 to 128 of A-Z a-z 0-9
-// . _ -) a call that got no answer — the connection broke — is sent
-// again, with the same id, to the same node, until ctx ends: the node
-// runs it at most once and answers the repeat with the first's result.
-// Without one, the call is sent once. A procedure's error is a
-// *RemoteError; after an error that is not, the procedure may have run.
+// . _ -) a call that got no answer — the connection broke, the node is
+// down — is sent again, with the same id, to the next endpoint in turn,
+// until ctx ends: the server runs it at most once, whichever node
+// forwards it, and answers every repeat with the first's result.
+// Without one, the call is sent once, to the first endpoint. A
+// procedure's error is a *RemoteError, a node's refusal a *StatusError;
+// after an error that is neither, or a StatusError of 504, the
+// procedure may have run.
 func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID string, args []byte) ([]byte, error) {
-	base, err := httpapi.BaseURL(c.Endpoint)
-	if err != nil {
-		return nil, err
+	if len(c.Endpoints) == 0 {
+		return nil, errors.New("liverpc: no endpoints")
+	}
+	bases := make([]string, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		b, err := httpapi.BaseURL(ep)
+		if err != nil {
+			return nil, err
+		}
+		bases[i] = b
 	}
 	if requestID != "" {
 		if err := httpapi.ValidName("Cohort-Request-Id", requestID); err != nil {
 			return nil, err
 		}
 	}
+	query := ""
+	if c.Semantics != 0 {
+		if c.Semantics > rpc.AtMostOnce {
+			return nil, fmt.Errorf("liverpc: semantics %d: unknown", c.Semantics)
+		}
+		query = "?semantics=" + c.Semantics.String()
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := fmt.Sprintf("%s/v1/rpc/%d/%s", base, server, url.PathEscape(name))
 	wait := 10 * time.Millisecond
-	for {
+	for i := 0; ; i++ {
+		ep := c.Endpoints[i%len(bases)]
+		u := fmt.Sprintf("%s/v1/rpc/%d/%s%s", bases[i%len(bases)], server, url.PathEscape(name), query)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(args))
 		if err != nil {
 			return nil, err
@@ -291,10 +257,13 @@ func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID strin
 			if resp.StatusCode == http.StatusUnprocessableEntity {
 				return nil, &RemoteError{Proc: name, Msg: strings.TrimPrefix(msg, name+": ")}
 			}
-			return nil, fmt.Errorf("%s: HTTP %d: %s", c.Endpoint, resp.StatusCode, msg)
+			return nil, &StatusError{Endpoint: ep, Code: resp.StatusCode, Msg: msg}
 		}
 		if requestID == "" || ctx.Err() != nil {
 			return nil, err
+		}
+		if (i+1)%len(bases) != 0 {
+			continue // the next node, at once
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -90,7 +90,8 @@ func TestHTTPCalls(t *testing.T) {
 	}
 	// The bound: two calls under way, a third refused at once. (The
 	// blocked calls end after their attempts, 504: the procedure may have
-	// run — and a repeat of the id gets that answer again, not a run.)
+	// run — and a repeat of the id, once it ended, gets its result, not a
+	// second run.)
 	var wg sync.WaitGroup
 	first := make([]int, 2)
 	for i := range 2 {
@@ -109,8 +110,11 @@ func TestHTTPCalls(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	if code, _ := post(t, srv.URL, "/v1/rpc/1/block", "b0", []byte("0")); code != first[0] || blocked.Load() != 2 {
-		t.Fatalf("a finished call's id again: %d (first %d), the procedure ran %d times, want 2", code, first[0], blocked.Load())
+	if code, body := post(t, srv.URL, "/v1/rpc/1/block", "b0", []byte("0")); code != 200 || body != "1" || blocked.Load() != 2 {
+		t.Fatalf("a finished call's id again: %d %q (first %d), the procedure ran %d times, want 2", code, body, first[0], blocked.Load())
+	}
+	if code, msg := post(t, srv.URL, "/v1/rpc/0/add", "", []byte("[1,1]")); code != 400 || !strings.Contains(msg, "server 0 is this node") {
+		t.Errorf("a call of the node itself: %d %q, want 400", code, msg)
 	}
 }
 
@@ -139,7 +143,7 @@ func TestHTTPClientResendsALostAnswer(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := &Client{Endpoint: srv.URL}
+	cl := &Client{Endpoints: []string{srv.URL}}
 	got, err := cl.Call(ctx, 1, "add", "job-1", []byte("[40,2]"))
 	if err != nil || string(got) != "42" {
 		t.Fatalf("call: %q %v", got, err)
@@ -154,5 +158,86 @@ func TestHTTPClientResendsALostAnswer(t *testing.T) {
 	}
 	if _, err := cl.Call(ctx, 1, "add", "a b", nil); err == nil || !strings.Contains(err.Error(), `"a b"`) {
 		t.Fatalf("a bad request id: %v", err)
+	}
+}
+
+// A request id is the call's identity at the server member: a resend
+// through another node, after the forwarding node restarted, or after
+// the server restarted gets the one run's result; a resend of a call the
+// server crashed while running gets 504 (it may have run) — and no
+// procedure ever runs twice.
+func TestHTTPRequestIDSurvivesRestartsAndOtherNodes(t *testing.T) {
+	var l ledger
+	running := make(chan int, 10)
+	c := newCluster(t, 3, testConfig(), func(i int, ep *Endpoint) {
+		Register(ep, "add", func(ctx context.Context, a addArgs) (int, error) {
+			l.run(a.ID)
+			if a.ID < 0 { // runs until the server stops it
+				running <- a.ID
+				<-ctx.Done()
+				return 0, ctx.Err()
+			}
+			return a.A + a.B, nil
+		})
+	})
+	var mu sync.Mutex // the nodes' endpoints change at restarts
+	urls := make([]string, 3)
+	for i := range 3 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			ep := c.eps[i]
+			mu.Unlock()
+			HTTPHandler(ep, HTTPConfig{}).ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		urls[i] = srv.URL
+	}
+	restart := func(i int) {
+		mu.Lock()
+		defer mu.Unlock()
+		c.restart(i)
+	}
+	call := func(node int, id string, a addArgs) (int, string) {
+		t.Helper()
+		return post(t, urls[node], "/v1/rpc/2/add", id, []byte(fmt.Sprintf(`{"ID":%d,"A":%d,"B":%d}`, a.ID, a.A, a.B)))
+	}
+	want := func(what string, code int, body string, wantCode int, wantBody string) {
+		t.Helper()
+		if code != wantCode || !strings.Contains(body, wantBody) {
+			t.Fatalf("%s: %d %q, want %d %q", what, code, body, wantCode, wantBody)
+		}
+	}
+	code, body := call(0, "job-1", addArgs{ID: 1, A: 40, B: 2})
+	want("the call, through node 0", code, body, 200, "42")
+	code, body = call(1, "job-1", addArgs{ID: 1, A: 40, B: 2})
+	want("its resend through node 1", code, body, 200, "42")
+	restart(0)
+	code, body = call(0, "job-1", addArgs{ID: 1, A: 40, B: 2})
+	want("its resend through node 0 restarted", code, body, 200, "42")
+	restart(2)
+	code, body = call(1, "job-1", addArgs{ID: 1, A: 40, B: 2})
+	want("its resend after the server restarted", code, body, 200, "42")
+
+	// A call the server crashes while running.
+	done := make(chan int, 1)
+	go func() {
+		code, _ := call(0, "job-2", addArgs{ID: -2})
+		done <- code
+	}()
+	select {
+	case <-running:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not start")
+	}
+	restart(2)
+	code, body = call(1, "job-2", addArgs{ID: -2})
+	want("a resend after the server crashed running it", code, body, 504, "crashed")
+	if code := <-done; code != 504 {
+		t.Fatalf("the first request of the crashed call: %d, want 504", code)
+	}
+	for _, id := range []int{1, -2} {
+		if n := l.count(id); n != 1 {
+			t.Fatalf("call %d ran %d times, want once", id, n)
+		}
 	}
 }

@@ -31,13 +31,14 @@ type Config struct {
 
 // DefaultConfig returns stubs with the timers of a local network — a
 // one-second attempt, backoffs from 10ms to 1s, a three-second lease —
-// and a self-sized pool.
+// group commit at the server, and a self-sized pool.
 func DefaultConfig() Config {
 	c := rpc.DefaultConfig()
 	c.Timeout = time.Second
 	c.Lease = 3 * time.Second
 	c.Retry.InitialBackoff = 10 * time.Millisecond
 	c.Retry.MaxBackoff = time.Second
+	c.GroupCommit = true
 	return Config{RPC: c, Pool: pool.Config{Auto: true}}
 }
 
@@ -217,6 +218,10 @@ type Options struct {
 	Sem rpc.Semantics
 	// Attempt is the attempt's timer; 0 means Config.RPC.Timeout.
 	Attempt time.Duration
+	// Key, if set (rpc.ValidKey), is the call's identity at the server,
+	// whoever calls: a call under a key already run there, or running,
+	// gets that run's outcome, never a second run (rpc.Request.Key).
+	Key string
 }
 
 // The errors of a call that did not get its procedure's result. Only
@@ -248,6 +253,8 @@ func (e *Endpoint) Invoke(ctx context.Context, server proc.ID, name string, args
 		return nil, fmt.Errorf("liverpc: server %d: not a member (0..%d)", server, e.node.N()-1)
 	case o.Sem > rpc.AtMostOnce:
 		return nil, fmt.Errorf("liverpc: semantics %d: unknown", o.Sem)
+	case o.Key != "" && !rpc.ValidKey(o.Key):
+		return nil, fmt.Errorf("liverpc: key %q: want 1 to %d of A-Z a-z 0-9 . _ -", o.Key, rpc.MaxKey)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -267,7 +274,7 @@ func (e *Endpoint) Invoke(ctx context.Context, server proc.ID, name string, args
 		delete(c.pending, ref)
 		e.mu.Unlock()
 	}
-	if err := c.svc.Input(rpc.Call{Sem: o.Sem, Ref: ref, Proc: name, Args: args, Timeout: o.Attempt}); err != nil {
+	if err := c.svc.Input(rpc.Call{Sem: o.Sem, Ref: ref, Proc: name, Args: args, Timeout: o.Attempt, Key: o.Key}); err != nil {
 		forget()
 		return nil, ErrClosed
 	}

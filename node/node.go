@@ -87,8 +87,10 @@ type Config struct {
 	// Relays forward the API's queues — the node's own, or the
 	// replicated ones — to queues on other nodes, with store and forward
 	// (queue.Manager.Relay, queue.Replicated.Relay), from boot until
-	// Close. A replicated queue is relayed by one node: the one whose
-	// configuration names the relay.
+	// Close. A replicated queue's relay may be named by several nodes
+	// (all of them, for a relay that outlives any one): the leader of the
+	// queues' log relays, under an origin that is the cluster's, not the
+	// node's, so each message is forwarded once.
 	Relays []Relay
 	// MaxServices bounds the services the node runs (live.Config); 0:
 	// live.DefaultMaxServices.
@@ -301,12 +303,16 @@ func New(cfg Config) (*Node, error) {
 	// replicated ones (once they run).
 	startRelays := func(src interface {
 		Relay(context.Context, queue.RelayConfig) error
-	}) {
+	}, origin string, turns *lock.Replicated) {
 		for _, r := range cfg.Relays {
 			go func() {
-				err := src.Relay(rctx, queue.RelayConfig{Source: r.Source, Queue: r.Queue,
+				rc := queue.RelayConfig{Source: r.Source, Queue: r.Queue,
 					Destination: &queue.Client{Endpoints: r.To, Token: cfg.Token},
-					Origin:      fmt.Sprintf("node%d/%s", cfg.ID, r.Source), Logger: log})
+					Origin:      origin + r.Source, Logger: log}
+				if turns != nil {
+					rc.Turn = relayTurn(turns, "relay/"+r.Source)
+				}
+				err := src.Relay(rctx, rc)
 				if rctx.Err() == nil {
 					log.Error("relay stopped", "source", r.Source, "err", err)
 				}
@@ -314,7 +320,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if !replicatedQueues {
-		startRelays(queues)
+		startRelays(queues, fmt.Sprintf("node%d/", cfg.ID), nil)
 	}
 	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
@@ -389,7 +395,7 @@ func New(cfg Config) (*Node, error) {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
-		startRelays(nd.rqueues)
+		startRelays(nd.rqueues, "cluster/", lc.Replicated)
 	}
 	if cfg.RPC != nil {
 		if nd.rpc, err = liverpc.New(ln, *cfg.RPC); err != nil {
@@ -569,4 +575,62 @@ func (n *Node) Close() error {
 		defer n.rpc.Close() // after the node: a crash, not answers to the calls under way
 	}
 	return errors.Join(n.queues.Close(), n.live.Close())
+}
+
+// relayTTL is the session under which a node holds its turn to relay a
+// replicated queue: a node that dies hands the turn on within it.
+const relayTTL = 10 * time.Second
+
+// relayTurn is a replicated relay's turn (queue.RelayConfig.Turn): the
+// lock key on the cluster's log, held under a session kept alive while
+// the turn lasts. The nodes that name the relay — one, some or all —
+// take turns; the turn ends when the session can no longer be renewed
+// before its reckoning (Session.Until) runs out.
+func relayTurn(locks *lock.Replicated, key string) func(context.Context) (context.Context, context.CancelFunc, error) {
+	return func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		for {
+			s, err := locks.Open(ctx, relayTTL)
+			if err == nil {
+				tctx, end := context.WithCancel(ctx)
+				go func() { // keep the session alive; end the turn with it
+					defer end()
+					defer func() {
+						cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+						s.Close(cctx)
+						cancel()
+					}()
+					for {
+						left := time.Until(s.Until())
+						t := time.NewTimer(min(relayTTL/3, max(left/2, 0)))
+						select {
+						case <-tctx.Done():
+							t.Stop()
+							return
+						case <-t.C:
+						}
+						kctx, cancel := context.WithDeadline(tctx, s.Until())
+						_, err := s.KeepAlive(kctx)
+						cancel()
+						if errors.Is(err, lock.ErrSessionGone) || time.Now().After(s.Until()) {
+							return
+						}
+					}
+				}()
+				if _, err = s.LockKey(tctx, key); err == nil {
+					return tctx, end, nil
+				}
+				end()
+			}
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
 }

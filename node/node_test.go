@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -224,5 +225,73 @@ func TestRPCBehindTheAPI(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("the procedure ran %d times for one request id", runs.Load())
+	}
+}
+
+// A replicated queue's relay, named by one node or by all three: the
+// nodes that name it take turns (a lock on the log), so the messages are
+// forwarded whoever leads, each once, in order.
+func TestReplicatedRelayTakesTurns(t *testing.T) {
+	raftLock := lock.ReplicatedAlgorithm(consensus.DefaultConfig)
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, relayOn := range [][]proc.ID{{2}, {0, 1, 2}} {
+		dst := start(t, 1, "tok")[0]
+		dsrv := httptest.NewServer(dst.Handler())
+		defer dsrv.Close()
+		net, _ := transport.NewInProc(3, transport.InProcConfig{})
+		var urls []string
+		for i := range proc.ID(3) {
+			ep, _ := net.Endpoint(i)
+			cfg := Config{ID: i, N: 3, Transport: ep, Lock: raftLock, Group: seq, DataDir: t.TempDir(), Token: "tok", Logger: quiet}
+			for _, r := range relayOn {
+				if r == i {
+					cfg.Relays = []Relay{{Source: "outbox", To: []string{dsrv.URL}, Queue: "inbox"}}
+				}
+			}
+			nd, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nd.Close() })
+			srv := httptest.NewServer(nd.Handler())
+			t.Cleanup(srv.Close)
+			urls = append(urls, srv.URL)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := &queue.Client{Endpoints: urls, Token: "tok"}
+		const n = 30
+		for i := range n {
+			if _, err := c.Put(ctx, "outbox", []byte(fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			m, err := dst.Queues().Get(ctx, "inbox", time.Minute)
+			if err != nil || string(m.Body) != fmt.Sprint(i) {
+				t.Fatalf("relay on %v: message %d at the destination: %q %v", relayOn, i, m.Body, err)
+			}
+			dst.Queues().Ack("inbox", m.ID)
+		}
+		for drained := false; !drained; {
+			qs, err := c.Queues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			drained = true
+			for _, q := range qs {
+				if q.Name == "outbox" && q.Ready+q.Leased > 0 {
+					drained = false
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("relay on %v: the outbox did not drain", relayOn)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, ok, _ := dst.Queues().Poll("inbox", 0); ok {
+			t.Fatalf("relay on %v: a message twice at the destination", relayOn)
+		}
 	}
 }

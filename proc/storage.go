@@ -42,6 +42,30 @@ type Storage interface {
 	Size() int
 }
 
+// BackgroundSyncer is Storage that can make its appends durable without
+// holding up the process: SyncThen begins to write and sync everything
+// appended so far, and the host fires the timer tag (Process.Timeout)
+// once it is durable — or stops the process if that failed, as a failed
+// Sync would. Appends made meanwhile are not covered (a later SyncThen
+// or Sync covers them). A process that lets the events arriving during
+// one sync share the next one has group commit. The live host's files
+// are BackgroundSyncers.
+type BackgroundSyncer interface {
+	SyncThen(tag any)
+}
+
+// SyncThen makes everything appended to st durable, then fires the timer
+// tag: in the background if st is a BackgroundSyncer, else by Sync and
+// a timer of no delay.
+func SyncThen(env Env, st Storage, tag any) {
+	if b, ok := st.(BackgroundSyncer); ok {
+		b.SyncThen(tag)
+		return
+	}
+	st.Sync()
+	env.SetTimer(0, tag)
+}
+
 // MemStorage is Storage in memory: every operation is durable at once,
 // and nothing outlives the process. Tests use it, and a live node without
 // a data directory.

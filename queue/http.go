@@ -375,6 +375,23 @@ func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, err
 	return r.ID, err
 }
 
+// PutBatch appends bodies to the queue, in order, in one request: they
+// are one record of the node's log (a transaction of puts, POST
+// /v1/queues:tx), on disk after one sync, all or none — a full queue
+// refuses the whole batch. It returns their ids. A batch holds at most
+// MaxTxOps messages of MaxMessage bytes together.
+func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]uint64, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	puts := make([]TxPut, len(bodies))
+	for i, b := range bodies {
+		puts[i] = TxPut{Queue: name, Body: b}
+	}
+	r, err := c.Transact(ctx, TxRequest{Puts: puts})
+	return r.IDs, err
+}
+
 func (c *Client) put(ctx context.Context, name string, body []byte, h http.Header) (PutReply, error) {
 	if err := ValidName(name); err != nil {
 		return PutReply{}, err

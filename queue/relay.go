@@ -69,6 +69,12 @@ type RelayConfig struct {
 	// queue.
 	Visibility time.Duration
 	Logger     *slog.Logger
+	// Turn, for a replicated queue, is how the relays of the queue on
+	// several nodes take turns: it waits for this relay's turn and
+	// returns a context that ends when the turn does, and a function to
+	// call when the relay is done with it (a lock held under a session,
+	// say). nil: the leader of the queues' log relays.
+	Turn func(ctx context.Context) (context.Context, context.CancelFunc, error)
 }
 
 // DefaultRelayVisibility is the lease of a relay's message from a
@@ -110,12 +116,18 @@ func (m *Manager) Relay(ctx context.Context, c RelayConfig) error {
 }
 
 // Relay moves the messages of a replicated queue to the destination
-// until ctx ends, as Manager.Relay does, in id order. The relay must be
-// the source queue's only consumer, on one node: it starts once the
-// queue holds no leased message — a relay of an earlier run, cut off with
-// a message under way, holds it until its lease (c.Visibility) runs out,
-// and that message must go before the ones after it, or the destination
-// would take the later ids for its last and drop it as a duplicate.
+// until ctx ends, as Manager.Relay does, in id order. Several nodes may
+// run the same relay (the same configuration and Origin): they take
+// turns (c.Turn; by default the leader of the queues' log relays), so
+// each message is forwarded by one node at a time, and when the turn
+// moves the next carries on. A relay's messages must go one at a time,
+// in id order, or the destination would take a later id for the
+// origin's last and drop an earlier message as a duplicate: so a turn
+// begins only once the queue holds no leased message — a relay cut off
+// with a message under way (its turn over, or its node crashed) holds it
+// until its lease (c.Visibility) runs out — and a relay stops as soon
+// as its turn ends. A late put of the previous relay's is then a
+// duplicate (the same origin and id), which the destination drops.
 func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if c.Visibility <= 0 {
 		c.Visibility = DefaultRelayVisibility
@@ -123,33 +135,69 @@ func (r *Replicated) Relay(ctx context.Context, c RelayConfig) error {
 	if err := ValidName(c.Source); err != nil {
 		return fmt.Errorf("relay: source: %w", err)
 	}
-	// A barrier: once an entry of ours is applied here, this node's
-	// view of the queue is as recent as it.
-	if err := r.Ack(c.Source); err != nil {
-		return fmt.Errorf("relay: %w", err)
-	}
-	for {
-		leased := 0
-		for _, s := range r.Queues() {
-			if s.Name == c.Source {
-				leased = s.Leased
-			}
-		}
-		if leased == 0 {
-			break
-		}
-		t := time.NewTimer(min(c.Visibility/10+time.Millisecond, time.Second))
+	check := min(c.Visibility/10+time.Millisecond, 100*time.Millisecond)
+	wait := func(ctx context.Context) error {
+		t := time.NewTimer(check)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		case <-r.svc.Done():
-			t.Stop()
 			return ErrClosed
 		case <-t.C:
+			return nil
 		}
 	}
-	return relay(ctx, r, slog.Default(), c)
+	turn := c.Turn
+	if turn == nil {
+		turn = func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+			for !r.Leading() {
+				if err := wait(ctx); err != nil {
+					return nil, nil, err
+				}
+			}
+			tctx, stop := context.WithCancel(ctx)
+			go func() { // the turn ends once this node no longer leads
+				for wait(tctx) == nil && r.Leading() {
+				}
+				stop()
+			}()
+			return tctx, stop, nil
+		}
+	}
+	for {
+		tctx, done, err := turn(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		// A barrier (once an entry of ours is applied here, this node's
+		// view of the queue is as recent as it), then no leased message.
+		if r.Ack(c.Source) == nil && !hasLeased(r, c.Source) {
+			err = relay(tctx, r, slog.Default(), c)
+		} else {
+			err = wait(tctx)
+		}
+		done()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrClosed):
+			return err
+		}
+	}
+}
+
+// hasLeased reports whether queue name holds a leased message.
+func hasLeased(r *Replicated, name string) bool {
+	for _, s := range r.Queues() {
+		if s.Name == name {
+			return s.Leased > 0
+		}
+	}
+	return false
 }
 
 func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig) error {

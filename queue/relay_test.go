@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,13 +245,17 @@ func TestRelayFromAReplicatedQueue(t *testing.T) {
 	if m, err := rs[2].Get(ctx, "outbox", 300*time.Millisecond); err != nil || string(m.Body) != "0" {
 		t.Fatalf("the earlier relay's get: %q %v", m.Body, err)
 	}
+	// Every node runs the relay; only the leader relays.
 	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- rs[1].Relay(rctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "cluster/outbox",
-			Destination: &Client{Endpoints: []string{srv.URL}}, Retry: 5 * time.Millisecond, MaxRetry: 20 * time.Millisecond,
-			Visibility: time.Second, Logger: quiet})
-	}()
+	done := make(chan error, 3)
+	var by [3]atomic.Int64
+	for i, r := range rs {
+		go func() {
+			done <- r.Relay(rctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "cluster/outbox",
+				Destination: countingDest{&Client{Endpoints: []string{srv.URL}}, &by[i]}, Retry: 5 * time.Millisecond,
+				MaxRetry: 20 * time.Millisecond, Visibility: time.Second, Logger: quiet})
+		}()
+	}
 	waitFor(t, "the relay to find the destination down", func() bool {
 		dest.mu.Lock()
 		defer dest.mu.Unlock()
@@ -284,10 +289,128 @@ func TestRelayFromAReplicatedQueue(t *testing.T) {
 	if dm.Len("inbox") != 0 {
 		t.Fatalf("a duplicate at the destination: %d more", dm.Len("inbox"))
 	}
-	stop()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the relay ended with %v", err)
+	relayed := 0
+	for i := range by {
+		if by[i].Load() > 0 {
+			relayed++
+			if !rs[i].Leading() {
+				t.Errorf("node %d relayed, and does not lead", i)
+			}
+		}
 	}
+	if relayed != 1 {
+		t.Fatalf("%d nodes relayed (puts per node %d %d %d), want the leader alone", relayed, by[0].Load(), by[1].Load(), by[2].Load())
+	}
+	stop()
+	for range rs {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a relay ended with %v", err)
+		}
+	}
+}
+
+// countingDest counts the puts of one node's relay.
+type countingDest struct {
+	Destination
+	n *atomic.Int64
+}
+
+func (d countingDest) PutFrom(ctx context.Context, queue string, body []byte, origin string, seq uint64) error {
+	d.n.Add(1)
+	return d.Destination.PutFrom(ctx, queue, body, origin, seq)
+}
+
+// The relay of a replicated queue, run by every node, moves with the
+// leadership: the leader is stopped half-way and the new one carries on;
+// every message arrives once, in order.
+func TestRelayMovesWithTheLeader(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dm, err := Open(Config{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	nodes := livetest.Start(t, 3, live.Config{DataDir: t.TempDir()})
+	var rs []*Replicated
+	for _, nd := range nodes {
+		r, err := NewReplicated(nd, ReplicatedConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	const n = 40
+	for i := range n {
+		if _, err := rs[i%3].Put("outbox", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var by [3]atomic.Int64
+	var gate sync.Mutex // held: the destination takes nothing
+	for i, r := range rs {
+		go r.Relay(ctx, RelayConfig{Source: "outbox", Queue: "inbox", Origin: "cluster/outbox",
+			Destination: countingDest{gatedDest{Local{dm}, &gate}, &by[i]}, Retry: 5 * time.Millisecond,
+			MaxRetry: 20 * time.Millisecond, Visibility: 500 * time.Millisecond, Logger: quiet})
+	}
+	var got []string
+	take := func(k int) {
+		for range k {
+			m, err := dm.Get(ctx, "inbox", time.Minute)
+			if err != nil {
+				t.Fatalf("after %d messages: %v", len(got), err)
+			}
+			got = append(got, string(m.Body))
+			dm.Ack("inbox", m.ID)
+		}
+	}
+	take(n / 2)
+	gate.Lock() // the leader's next put waits: cut it off with a message under way
+	old := slices.IndexFunc(rs, func(r *Replicated) bool { return r.Leading() })
+	if old < 0 {
+		t.Fatal("no leader")
+	}
+	nodes[old].Close()
+	gate.Unlock()
+	take(n - len(got))
+	for i, b := range got {
+		if b != fmt.Sprint(i) {
+			t.Fatalf("message %d at the destination is %q: got %q", i, b, got)
+		}
+	}
+	waitFor(t, "the source to drain", func() bool {
+		for _, s := range rs[(old+1)%3].Queues() {
+			if s.Name == "outbox" {
+				return s.Ready+s.Leased == 0
+			}
+		}
+		return true
+	})
+	if dm.Len("inbox") != 0 {
+		t.Fatalf("a duplicate at the destination: %d more", dm.Len("inbox"))
+	}
+	movers := 0
+	for i := range by {
+		if by[i].Load() > 0 {
+			movers++
+		}
+	}
+	if movers != 2 {
+		t.Fatalf("puts per node %d %d %d: want the old leader's and the new one's", by[0].Load(), by[1].Load(), by[2].Load())
+	}
+}
+
+// gatedDest puts while it can take gate.
+type gatedDest struct {
+	Destination
+	gate *sync.Mutex
+}
+
+func (d gatedDest) PutFrom(ctx context.Context, queue string, body []byte, origin string, seq uint64) error {
+	d.gate.Lock()
+	defer d.gate.Unlock()
+	return d.Destination.PutFrom(ctx, queue, body, origin, seq)
 }
 
 // A relay into a replicated queue that is full: the destination refuses

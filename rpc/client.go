@@ -69,6 +69,7 @@ type call struct {
 	proc    string
 	args    []byte
 	timeout time.Duration
+	key     string
 }
 
 // Timer tags of the client.
@@ -191,7 +192,7 @@ func (c *Client) Input(env proc.Env, in proc.Input) {
 		sem = c.cfg.Semantics
 	}
 	c.seq++
-	k := &call{seq: c.seq, sem: sem, work: cl.Work, ref: cl.Ref, proc: cl.Proc, args: cl.Args, timeout: cl.Timeout}
+	k := &call{seq: c.seq, sem: sem, work: cl.Work, ref: cl.Ref, proc: cl.Proc, args: cl.Args, timeout: cl.Timeout, key: cl.Key}
 	c.calls[k.seq] = k
 	env.Output(Called{CallID: c.id(env, k.seq), Sem: sem, Ref: k.ref})
 	if c.cfg.Orphans == Extermination {
@@ -214,7 +215,7 @@ func (c *Client) id(env proc.Env, seq uint64) CallID {
 func (c *Client) attempt(env proc.Env, k *call) {
 	k.attempts++
 	env.Send(c.cfg.Server, Request{Epoch: c.epoch, Seq: k.seq, Sem: k.sem, Ack: c.ack, Attempt: k.attempts, Work: k.work,
-		Proc: k.proc, Args: k.args})
+		Proc: k.proc, Args: k.args, Key: k.key})
 	d := c.cfg.Timeout + k.work
 	if k.timeout > 0 {
 		d = k.timeout

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -111,5 +112,136 @@ func TestClientRefAndCancel(t *testing.T) {
 	}
 	if k, ok := env.sent[len(env.sent)-1].(Kill); !ok || k.Seq != 2 || k.Old != k.Epoch {
 		t.Fatalf("last sent %v; want a kill of call 2 of this epoch", env.sent[len(env.sent)-1])
+	}
+}
+
+// A call named by a key runs once whoever sends it: a request of another
+// client under the same key while it runs waits for its reply, one after
+// it ends gets the stored result, before and after a restart; a key
+// left running at the crash answers ErrCrashed; the table keeps the last
+// Config.Keys ended calls, and its log is compacted with it.
+func TestKeyedCallsRunOnceWhoeverSendsThem(t *testing.T) {
+	cfg := Config{Host: true, Keys: 3, Compact: 256}
+	env := &hostEnv{st: proc.NewMemStorage(nil)}
+	s := NewServer(cfg)
+	s.Start(env)
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Attempt: 1, Proc: "add", Args: []byte("2,3"), Key: "job-1"})
+	s.Receive(env, 2, Request{Epoch: 4, Seq: 9, Sem: AtLeastOnce, Attempt: 1, Proc: "add", Args: []byte("2,3"), Key: "job-1"})
+	xs := executes(env.outputs)
+	if len(xs) != 1 || len(env.sent) != 0 {
+		t.Fatalf("two clients, one key: executes %v, sent %v", xs, env.sent)
+	}
+	s.Input(env, Finished{Exec: xs[0].Exec, Data: []byte("5")})
+	if len(env.sent) != 2 {
+		t.Fatalf("after Finished: sent %v; want a reply to each client", env.sent)
+	}
+	for i, want := range []Reply{{Epoch: 1, Seq: 1, Result: 1, Data: []byte("5")}, {Epoch: 4, Seq: 9, Result: 9, Data: []byte("5")}} {
+		if r := env.sent[i].(Reply); r.Epoch != want.Epoch || r.Seq != want.Seq || string(r.Data) != "5" {
+			t.Fatalf("reply %d: %+v, want %+v", i, r, want)
+		}
+	}
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 2, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-2"})
+
+	env2 := &hostEnv{st: proc.NewMemStorage(env.st.Log())}
+	s2 := NewServer(cfg)
+	s2.Start(env2)
+	s2.Receive(env2, 2, Request{Epoch: 5, Seq: 1, Sem: AtMostOnce, Attempt: 1, Proc: "add", Key: "job-1"})
+	s2.Receive(env2, 2, Request{Epoch: 5, Seq: 2, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-2"})
+	if xs := executes(env2.outputs); len(xs) != 0 {
+		t.Fatalf("after the restart keys ran again: %v", xs)
+	}
+	if len(env2.sent) != 2 || string(env2.sent[0].(Reply).Data) != "5" || env2.sent[0].(Reply).Seq != 1 ||
+		env2.sent[1].(Reply).Err != ErrCrashed {
+		t.Fatalf("after the restart: sent %v; want the stored result and ErrCrashed", env2.sent)
+	}
+	// Bounded: past three ended keys the oldest are forgotten (a key that
+	// comes back after that runs again), and the log stays short.
+	for i := range 20 {
+		s2.Receive(env2, 1, Request{Epoch: 1, Seq: uint64(10 + i), Sem: AtMostOnce, Proc: "add", Key: fmt.Sprint("k", i)})
+		xs := executes(env2.outputs)
+		s2.Input(env2, Finished{Exec: xs[len(xs)-1].Exec, Data: []byte("x")})
+	}
+	if n := s2.TableSize(); n != 3 {
+		t.Fatalf("table of %d keys, want 3", n)
+	}
+	if size := env2.st.Size(); size > 256+64 {
+		t.Fatalf("log of %d bytes after compaction past 256", size)
+	}
+	before := len(executes(env2.outputs))
+	s2.Receive(env2, 1, Request{Epoch: 1, Seq: 40, Sem: AtMostOnce, Proc: "add", Key: "job-1"})
+	s2.Receive(env2, 1, Request{Epoch: 1, Seq: 41, Sem: AtMostOnce, Proc: "add", Key: "k19"})
+	if after := len(executes(env2.outputs)); after != before+1 {
+		t.Fatalf("a forgotten key and a remembered one: %d executions, want 1", after-before)
+	}
+	env3 := &hostEnv{st: proc.NewMemStorage(env2.st.Log())}
+	s3 := NewServer(cfg)
+	s3.Start(env3)
+	s3.Receive(env3, 2, Request{Epoch: 6, Seq: 1, Sem: AtMostOnce, Proc: "add", Key: "k18"})
+	if len(executes(env3.outputs)) != 0 || len(env3.sent) != 1 || string(env3.sent[0].(Reply).Data) != "x" {
+		t.Fatalf("after a compacted log's restart: executes %v, sent %v", executes(env3.outputs), env3.sent)
+	}
+}
+
+// bgStorage is storage that syncs in the background (a
+// proc.BackgroundSyncer), counting the syncs begun; the test fires their
+// timers.
+type bgStorage struct {
+	*proc.MemStorage
+	syncs int
+}
+
+func (s *bgStorage) Sync()        { s.syncs++ }
+func (s *bgStorage) SyncThen(any) { s.syncs++ }
+
+type bgEnv struct {
+	hostEnv
+	st *bgStorage
+}
+
+func (e *bgEnv) Storage() proc.Storage { return e.st }
+
+// Under group commit the requests and results that arrive while a sync
+// is under way share the next one; nothing runs and no reply leaves
+// before the sync that covers it; a call killed while its entry waits
+// for a sync never runs. (A sync with no other call under way is made at
+// once.)
+func TestGroupCommitSharesSyncs(t *testing.T) {
+	cfg := Config{Host: true, GroupCommit: true}
+	env := &bgEnv{st: &bgStorage{MemStorage: proc.NewMemStorage(nil)}}
+	s := NewServer(cfg)
+	s.Start(env)
+	check := func(what string, execs, syncs int) {
+		t.Helper()
+		if n := len(executes(env.outputs)); n != execs || env.st.syncs != syncs {
+			t.Fatalf("%s: %d executions, %d syncs; want %d, %d", what, n, env.st.syncs, execs, syncs)
+		}
+	}
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "a"})
+	check("the first request, alone", 1, 1)
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 2, Sem: AtMostOnce, Proc: "b"})
+	check("a second, beside it", 1, 2)
+	s.Receive(env, 2, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Proc: "c", Key: "k"})
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d"})
+	s.Receive(env, 1, Kill{Epoch: 1, Old: 1, Seq: 3})
+	check("two more during its sync", 1, 2)
+	s.Timeout(env, syncedTimer{})
+	check("after that sync", 2, 3)
+	s.Timeout(env, syncedTimer{})
+	check("after the next, shared", 3, 3)
+	sent := len(env.sent) // the kill's ack
+	for _, x := range executes(env.outputs) {
+		s.Input(env, Finished{Exec: x.Exec, Data: []byte(x.Proc)})
+	}
+	if len(env.sent) != sent || env.st.syncs != 4 {
+		t.Fatalf("replies before their results were synced: %v (%d syncs)", env.sent[sent:], env.st.syncs)
+	}
+	s.Timeout(env, syncedTimer{})
+	s.Timeout(env, syncedTimer{})
+	if len(env.sent) != sent+3 || env.st.syncs != 5 {
+		t.Fatalf("after the results' syncs: sent %v, %d syncs; want three replies, 5", env.sent[sent:], env.st.syncs)
+	}
+	s.Receive(env, 1, Request{Epoch: 1, Seq: 3, Sem: AtMostOnce, Proc: "d", Attempt: 2})
+	if r, ok := env.sent[len(env.sent)-1].(Reply); !ok || r.Seq != 3 || r.Err != ErrKilled {
+		t.Fatalf("the killed call's retransmission: %v", env.sent[len(env.sent)-1])
 	}
 }

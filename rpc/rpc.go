@@ -125,6 +125,19 @@ type Config struct {
 	// Compact is the size in bytes of its stable-storage log beyond which
 	// a stub rewrites it with only what it still needs. 0 means 64 KiB.
 	Compact int
+	// Keys and KeyBytes bound the calls named by a key (Request.Key)
+	// that the server remembers once they ended, and the bytes of their
+	// results: past either, the oldest ended are forgotten first (a key
+	// that comes back after that runs again). 0 means 4096 and 64 MiB.
+	Keys     int
+	KeyBytes int
+	// GroupCommit: the server's syncs of the requests and results that
+	// arrive together are one sync, made once the events already
+	// waiting are handled (a zero-delay timer); the replies and
+	// executions that depend on them wait for it. A live host with a
+	// real disk sets it (one fsync for many calls); the simulator does
+	// not.
+	GroupCommit bool
 	// Host: the host runs the procedures. Instead of letting a timer of
 	// Work stand for the procedure, the server stub outputs Execute and
 	// waits for the host's Finished input, whose result it stores in the
@@ -141,8 +154,10 @@ func DefaultConfig() Config {
 		Timeout:   20 * time.Millisecond,
 		Retry: Retry{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 			Multiplier: 2, MaxTokens: 10, TokenRatio: 0.1},
-		Lease:   15 * time.Millisecond,
-		Compact: 64 << 10,
+		Lease:    15 * time.Millisecond,
+		Compact:  64 << 10,
+		Keys:     4096,
+		KeyBytes: 64 << 20,
 	}
 }
 
@@ -182,6 +197,12 @@ func (c Config) withDefaults() Config {
 	if c.Compact == 0 {
 		c.Compact = d.Compact
 	}
+	if c.Keys == 0 {
+		c.Keys = d.Keys
+	}
+	if c.KeyBytes == 0 {
+		c.KeyBytes = d.KeyBytes
+	}
 	return c
 }
 
@@ -194,6 +215,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("semantics = %d: unknown", c.Semantics)
 	case c.Work < 0 || c.Timeout < 0 || c.Lease < 0:
 		return errors.New("work, timeout and lease must not be negative")
+	case c.Keys < 0 || c.KeyBytes < 0:
+		return errors.New("keys and key bytes must not be negative")
 	case c.Orphans > Expiration:
 		return fmt.Errorf("orphans = %d: unknown remedy", c.Orphans)
 	case c.Retry.MaxAttempts < 0:
@@ -230,6 +253,23 @@ type CallID struct {
 
 // String renders the call as "p1.e2#7".
 func (c CallID) String() string { return fmt.Sprintf("%s.e%d#%d", c.Client, c.Epoch, c.Seq) }
+
+// MaxKey bounds a call's key (Request.Key), in bytes.
+const MaxKey = 128
+
+// ValidKey reports whether k is a call's key: 1 to MaxKey bytes of A-Z
+// a-z 0-9 . _ - (so that it is one word of the server's log).
+func ValidKey(k string) bool {
+	if k == "" || len(k) > MaxKey {
+		return false
+	}
+	for _, r := range []byte(k) {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // The errors a call may return (Returned.Err).
 const (
@@ -269,6 +309,9 @@ type Call struct {
 	Proc    string        `json:"proc,omitempty"`
 	Args    []byte        `json:"args,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Key, if set, is the call's identity at the server instead of the
+	// client's number for it (see Request.Key).
+	Key string `json:"key,omitempty"`
 }
 
 func (Call) Kind() string { return "call" }
@@ -313,6 +356,12 @@ type Request struct {
 	// server whose host runs them (Config.Host).
 	Proc string `json:"proc,omitempty"`
 	Args []byte `json:"args,omitempty"`
+	// Key names the call whoever sends it (ValidKey): the server runs a
+	// key at most once, whatever client, epoch and number carry it, and
+	// answers every request naming it with that one run's result — so
+	// a caller outside the cluster may resend its call through another
+	// client, or after a client's restart.
+	Key string `json:"key,omitempty"`
 }
 
 func (Request) Kind() string { return "request" }

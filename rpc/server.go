@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -22,6 +23,10 @@ import (
 //	    else:                       enter it, log it, sync; run the
 //	                                procedure; when done store the reply,
 //	                                log it, sync, send it
+//	On request(..., key):           as at-most-once, in a table of keys
+//	                                (not of a client's numbers): any
+//	                                request naming the key gets the one
+//	                                run's outcome, whoever sends it
 //	On kill(c, old, seq):           kill that call if it runs; ack     [extermination]
 //	On epoch(c, e):                 kill c's calls of older epochs; ack [reincarnation]
 //	On renew(c, epoch, seq):        extend the call's lease           [expiration]
@@ -42,6 +47,13 @@ import (
 // retransmission after a restart gets the very result the first run
 // returned.
 //
+// A call named by a key (Request.Key: a caller outside the cluster
+// names its call, and may resend it through another client) has its
+// entry in a second table, by key, logged and synced alike. No client
+// acknowledges it (the key's owner is not a member), so that table is
+// bounded instead by Config.Keys and Config.KeyBytes: the oldest ended
+// calls are forgotten first, never one still running.
+//
 // Cost: a table entry per call in progress or unacknowledged; two synced
 // log writes per at-most-once or maybe call.
 
@@ -51,6 +63,16 @@ type Server struct {
 	peers   map[proc.ID]*peer
 	running []*execution // in the order they began
 	nexec   uint64       // executions begun by this incarnation
+
+	keys     map[string]*keyed // the calls named by a key
+	keyOrder []string          // their keys, oldest first
+	keyBytes int               // the bytes of their keys and results
+
+	// Group commit (Config.GroupCommit): a sync is under way (syncing)
+	// and what waits for it (current); records were appended since it
+	// began (dirty) and what waits for them (next), in order.
+	syncing, dirty bool
+	current, next  []func()
 
 	// Broken variants, for the tests (the checkers catch them): volatile
 	// keeps the duplicate table in memory only, so a restart forgets it;
@@ -79,24 +101,36 @@ type entry struct {
 	reply Reply
 }
 
+// keyed is a call named by a key. waiting, in memory only, lists the
+// requests to answer when it finishes.
+type keyed struct {
+	state   entryState
+	data    []byte
+	fail    string
+	waiting []CallID
+}
+
 type execution struct {
 	n       uint64 // this incarnation's number for it
 	call    CallID
 	sem     Semantics
 	work    proc.TimerID
 	lease   proc.TimerID
-	tracked bool // the duplicate table has its entry
+	tracked bool   // the duplicate table has its entry
+	key     string // or the table of keys has it
+	waiting bool   // not begun: its entry waits for a group commit
 }
 
 // Timer tags of the server.
 type (
-	workTimer  struct{ N uint64 }
-	leaseTimer struct{ N uint64 }
+	workTimer   struct{ N uint64 }
+	leaseTimer  struct{ N uint64 }
+	syncedTimer struct{}
 )
 
 // NewServer returns a server stub; cfg's zero fields take their defaults.
 func NewServer(cfg Config) *Server {
-	return &Server{cfg: cfg.withDefaults(), peers: map[proc.ID]*peer{}}
+	return &Server{cfg: cfg.withDefaults(), peers: map[proc.ID]*peer{}, keys: map[string]*keyed{}}
 }
 
 func (s *Server) peer(c proc.ID) *peer {
@@ -137,7 +171,9 @@ func (p *peer) trim(ack uint64) bool {
 
 // The log's records: "B c e s" (call c.e#s entered, about to run), "F c e
 // s" (it finished; its reply is Result s), "K c e s" (killed), "A c e a"
-// (client c's epoch e acknowledged up to a).
+// (client c's epoch e acknowledged up to a); for the calls named by a
+// key, "R key" (entered), "D key" (finished, then 'd' and the data or
+// 'f' and the error, as in "F") and "X key" (killed).
 
 // Start recovers the duplicate table from stable storage.
 func (s *Server) Start(env proc.Env) {
@@ -146,6 +182,9 @@ func (s *Server) Start(env proc.Env) {
 		return
 	}
 	for _, rec := range st.Recovered() {
+		if s.recoverKeyed(rec) {
+			continue
+		}
 		var kind byte
 		var c proc.ID
 		var e, n uint64
@@ -188,6 +227,40 @@ func (s *Server) Start(env proc.Env) {
 			}
 		}
 	}
+	for _, k := range s.keyOrder {
+		if en := s.keys[k]; en.state == running {
+			en.state = lost
+		}
+	}
+}
+
+// recoverKeyed replays a record of the table of keys, if rec is one.
+func (s *Server) recoverKeyed(rec []byte) bool {
+	f := bytes.SplitN(rec, []byte(" "), 3)
+	if len(f) < 2 || len(f[0]) != 1 || !strings.Contains("RDX", string(f[0])) {
+		return false
+	}
+	key := string(f[1])
+	en := s.keys[key]
+	switch f[0][0] {
+	case 'R':
+		if en == nil {
+			s.enterKey(key)
+		}
+	case 'D':
+		if en != nil && en.state == running {
+			var body []byte
+			if len(f) == 3 {
+				body = f[2]
+			}
+			s.endKey(key, en, body)
+		}
+	case 'X':
+		if en != nil {
+			en.state = killed
+		}
+	}
+	return true
 }
 
 // storage is the server's stable storage; nil for a volatile server.
@@ -266,6 +339,10 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 		return
 	}
 	id := CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}
+	if m.Key != "" && !s.noFilter {
+		s.onKeyed(env, id, m)
+		return
+	}
 	if m.Sem == AtLeastOnce || s.noFilter {
 		s.run(env, id, m, false)
 		return
@@ -280,41 +357,123 @@ func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
 	if en := p.table[m.Seq]; en != nil {
 		switch en.state {
 		case finished:
-			env.Send(from, en.reply)
+			s.reply(env, from, en.reply)
 		case lost:
-			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrCrashed})
+			s.reply(env, from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrCrashed})
 		case killed:
-			env.Send(from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrKilled})
+			s.reply(env, from, Reply{Epoch: m.Epoch, Seq: m.Seq, Err: ErrKilled})
 		}
 		return // running: the reply will come
 	}
 	p.table[m.Seq] = &entry{state: running}
 	if st != nil {
 		st.Append(fmt.Appendf(nil, "B %d %d %d", from, m.Epoch, m.Seq))
-		st.Sync()
+		s.sync(env, st)
 	}
 	s.run(env, id, m, true)
 }
 
+// onKeyed handles request m of call id, named by the key m.Key: the
+// first request runs it, any later one gets its outcome (or, while it
+// runs, the reply when it ends).
+func (s *Server) onKeyed(env proc.Env, id CallID, m Request) {
+	if !ValidKey(m.Key) {
+		return // a host checks its callers' keys: not a request of ours
+	}
+	en := s.keys[m.Key]
+	if en == nil {
+		en = s.enterKey(m.Key)
+		en.waiting = []CallID{id}
+		if st := s.storage(env); st != nil {
+			st.Append(keyedRecord('R', m.Key, nil))
+			s.sync(env, st)
+		}
+		s.run(env, id, m, false).key = m.Key
+		return
+	}
+	switch en.state {
+	case running:
+		if !slices.Contains(en.waiting, id) {
+			en.waiting = append(en.waiting, id)
+		}
+	case finished:
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Result: id.Seq, Data: en.data, Fail: en.fail})
+	case lost:
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrCrashed})
+	case killed:
+		s.reply(env, id.Client, Reply{Epoch: id.Epoch, Seq: id.Seq, Err: ErrKilled})
+	}
+}
+
+// enterKey enters a running call named key, and forgets the oldest ended
+// ones beyond the bounds.
+func (s *Server) enterKey(key string) *keyed {
+	en := &keyed{state: running}
+	s.keys[key] = en
+	s.keyOrder = append(s.keyOrder, key)
+	s.keyBytes += len(key)
+	s.forgetKeys()
+	return en
+}
+
+// endKey records that the call named key finished with body ('d' and
+// its data, or 'f' and its error; empty: no data).
+func (s *Server) endKey(key string, en *keyed, body []byte) {
+	en.state = finished
+	if len(body) > 0 {
+		switch body[0] {
+		case 'd':
+			en.data = bytes.Clone(body[1:])
+		case 'f':
+			en.fail = string(body[1:])
+		}
+	}
+	s.keyBytes += len(en.data) + len(en.fail)
+	s.forgetKeys()
+}
+
+// forgetKeys forgets the oldest ended calls named by keys while there are
+// more than Config.Keys of them or their bytes pass Config.KeyBytes.
+func (s *Server) forgetKeys() {
+	for i := 0; i < len(s.keyOrder) && (len(s.keyOrder) > s.cfg.Keys || s.keyBytes > s.cfg.KeyBytes); {
+		k := s.keyOrder[i]
+		en := s.keys[k]
+		if en.state == running {
+			i++
+			continue
+		}
+		s.keyBytes -= len(k) + len(en.data) + len(en.fail)
+		delete(s.keys, k)
+		s.keyOrder = slices.Delete(s.keyOrder, i, i+1)
+	}
+}
+
 // run begins the procedure for call id, requested by m: a timer of
 // m.Work stands for it, or the host runs it (Config.Host).
-func (s *Server) run(env proc.Env, id CallID, m Request, inTable bool) {
+func (s *Server) run(env proc.Env, id CallID, m Request, inTable bool) *execution {
 	s.nexec++
-	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable}
-	env.Output(Executed{CallID: id, Sem: m.Sem})
-	if s.cfg.Host {
-		env.Output(Execute{CallID: id, Exec: x.n, Proc: m.Proc, Args: m.Args})
-	} else {
-		work := m.Work
-		if work <= 0 {
-			work = s.cfg.Work
-		}
-		x.work = env.SetTimer(work, workTimer{x.n})
-	}
-	if s.cfg.Orphans == Expiration {
-		x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
-	}
+	x := &execution{n: s.nexec, call: id, sem: m.Sem, tracked: inTable, waiting: s.dirty || s.syncing}
 	s.running = append(s.running, x)
+	s.then(func() {
+		if x.waiting && s.find(x.n) != x {
+			return // killed while its entry was being synced
+		}
+		x.waiting = false
+		env.Output(Executed{CallID: id, Sem: m.Sem})
+		if s.cfg.Host {
+			env.Output(Execute{CallID: id, Exec: x.n, Proc: m.Proc, Args: m.Args})
+		} else {
+			work := m.Work
+			if work <= 0 {
+				work = s.cfg.Work
+			}
+			x.work = env.SetTimer(work, workTimer{x.n})
+		}
+		if s.cfg.Orphans == Expiration {
+			x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
+		}
+	})
+	return x
 }
 
 // Timeout: a procedure finished, or a lease lapsed.
@@ -328,6 +487,81 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 		if x := s.find(t.N); x != nil {
 			s.kill(env, x, "lease")
 		}
+	case syncedTimer:
+		s.syncing = false
+		s.release(&s.current)
+		if st := s.storage(env); st != nil && s.compact(st) {
+			s.dirty = false // the table, rewritten and synced, has all
+			s.release(&s.next)
+		}
+		if s.dirty {
+			s.startSync(env)
+		}
+	}
+}
+
+// sync makes the records given to the log durable before the server
+// does anything that depends on them (then): at once, or, under
+// Config.GroupCommit, in the background, while the server handles the
+// requests and results that arrive meanwhile; their records then share
+// the next sync (group commit: DeWitt et al. 1984; Gray & Reuter §9.4.7).
+//
+// A sync is made at once all the same when the storage cannot sync in
+// the background (proc.BackgroundSyncer: memory, the simulator's), or
+// no other call is under way: there is nobody to share it with, and the
+// background costs a hand-off.
+func (s *Server) sync(env proc.Env, st proc.Storage) {
+	_, bg := st.(proc.BackgroundSyncer)
+	if !s.cfg.GroupCommit || !bg || !s.syncing && len(s.running) == 0 {
+		st.Sync()
+		return
+	}
+	s.dirty = true
+	if !s.syncing {
+		s.startSync(env)
+	}
+}
+
+// startSync begins the sync of every record appended so far; what waits
+// for them waits for it.
+func (s *Server) startSync(env proc.Env) {
+	s.syncing, s.dirty = true, false
+	s.current, s.next = s.next, nil
+	proc.SyncThen(env, s.storage(env), syncedTimer{})
+}
+
+// then does f once the records appended so far are durable: now, or
+// after the sync that covers them.
+func (s *Server) then(f func()) {
+	switch {
+	case s.dirty:
+		s.next = append(s.next, f)
+	case s.syncing:
+		s.current = append(s.current, f)
+	default:
+		f()
+	}
+}
+
+// release does what waited for a sync, in order.
+func (s *Server) release(fs *[]func()) {
+	later := *fs
+	*fs = nil
+	for _, f := range later {
+		f()
+	}
+}
+
+// reply sends r to client c once what it may depend on is durable.
+func (s *Server) reply(env proc.Env, c proc.ID, r Reply) {
+	s.then(func() { env.Send(c, r) })
+}
+
+// compactNow compacts the log after a sync, unless under group commit
+// (which compacts between its syncs).
+func (s *Server) compactNow(st proc.Storage) {
+	if !s.cfg.GroupCommit {
+		s.compact(st)
 	}
 }
 
@@ -350,6 +584,22 @@ func (s *Server) finish(env proc.Env, x *execution, data []byte, fail string) {
 	env.CancelTimer(x.lease)
 	env.Output(Done{CallID: x.call})
 	reply := Reply{Epoch: x.call.Epoch, Seq: x.call.Seq, Result: x.call.Seq, Data: data, Fail: fail}
+	if en := s.keys[x.key]; x.key != "" {
+		if en == nil || en.state != running {
+			return
+		}
+		s.endKey(x.key, en, outcome(data, fail))
+		if st := s.storage(env); st != nil {
+			st.Append(keyedRecord('D', x.key, outcome(data, fail)))
+			s.sync(env, st)
+			s.compactNow(st)
+		}
+		for _, w := range en.waiting {
+			s.reply(env, w.Client, Reply{Epoch: w.Epoch, Seq: w.Seq, Result: w.Seq, Data: data, Fail: fail})
+		}
+		en.waiting = nil
+		return
+	}
 	if x.tracked {
 		p := s.peer(x.call.Client)
 		en := p.table[x.call.Seq]
@@ -359,23 +609,34 @@ func (s *Server) finish(env proc.Env, x *execution, data []byte, fail string) {
 		en.state, en.reply = finished, reply
 		if st := s.storage(env); st != nil {
 			st.Append(finishedRecord(x.call.Client, x.call.Epoch, x.call.Seq, reply))
-			st.Sync()
-			s.compact(st)
+			s.sync(env, st)
+			s.compactNow(st)
 		}
 	}
-	env.Send(x.call.Client, reply)
+	s.reply(env, x.call.Client, reply)
 }
 
 // kill stops a running procedure.
 func (s *Server) kill(env proc.Env, x *execution, why string) {
 	s.remove(x)
-	env.CancelTimer(x.work)
-	env.CancelTimer(x.lease)
-	k := Killed{CallID: x.call, Why: why}
-	if s.cfg.Host {
-		k.Exec = x.n
+	if !x.waiting { // one that had not begun stops without ever running
+		env.CancelTimer(x.work)
+		env.CancelTimer(x.lease)
+		k := Killed{CallID: x.call, Why: why}
+		if s.cfg.Host {
+			k.Exec = x.n
+		}
+		env.Output(k)
 	}
-	env.Output(k)
+	if en := s.keys[x.key]; x.key != "" {
+		if en != nil && en.state == running {
+			en.state, en.waiting = killed, nil
+			if st := s.storage(env); st != nil {
+				st.Append(keyedRecord('X', x.key, nil))
+			}
+		}
+		return
+	}
 	p := s.peer(x.call.Client)
 	if en := p.table[x.call.Seq]; x.tracked && en != nil && p.epoch == x.call.Epoch {
 		en.state = killed
@@ -385,10 +646,11 @@ func (s *Server) kill(env proc.Env, x *execution, why string) {
 	}
 }
 
-// compact rewrites the log with the table alone once it is too long.
-func (s *Server) compact(st proc.Storage) {
+// compact rewrites the log with the table alone once it is too long,
+// and reports whether it did.
+func (s *Server) compact(st proc.Storage) bool {
 	if st.Size() <= s.cfg.Compact {
-		return
+		return false
 	}
 	var recs [][]byte
 	for _, c := range s.clients() {
@@ -409,8 +671,18 @@ func (s *Server) compact(st proc.Storage) {
 			}
 		}
 	}
+	for _, k := range s.keyOrder {
+		recs = append(recs, keyedRecord('R', k, nil))
+		switch en := s.keys[k]; en.state {
+		case finished:
+			recs = append(recs, keyedRecord('D', k, outcome(en.data, en.fail)))
+		case killed:
+			recs = append(recs, keyedRecord('X', k, nil))
+		}
+	}
 	st.Replace(recs)
 	st.Sync()
+	return true
 }
 
 // finishedRecord is the log record of a finished call: "F c e s", then,
@@ -418,11 +690,30 @@ func (s *Server) compact(st proc.Storage) {
 // returned, or 'f' and its error.
 func finishedRecord(c proc.ID, e, seq uint64, r Reply) []byte {
 	rec := fmt.Appendf(nil, "F %d %d %d", c, e, seq)
+	if o := outcome(r.Data, r.Fail); o != nil {
+		rec = append(append(rec, ' '), o...)
+	}
+	return rec
+}
+
+// outcome is how a log record carries a procedure's outcome: 'f' and its
+// error, or 'd' and the bytes it returned, or nothing.
+func outcome(data []byte, fail string) []byte {
 	switch {
-	case r.Fail != "":
-		rec = append(append(rec, " f"...), r.Fail...)
-	case len(r.Data) > 0:
-		rec = append(append(rec, " d"...), r.Data...)
+	case fail != "":
+		return append([]byte{'f'}, fail...)
+	case len(data) > 0:
+		return append([]byte{'d'}, data...)
+	}
+	return nil
+}
+
+// keyedRecord is a record of the table of keys: kind, the key, and the
+// outcome if any.
+func keyedRecord(kind byte, key string, o []byte) []byte {
+	rec := append([]byte{kind, ' '}, key...)
+	if o != nil {
+		rec = append(append(rec, ' '), o...)
 	}
 	return rec
 }
@@ -430,7 +721,7 @@ func finishedRecord(c proc.ID, e, seq uint64, r Reply) []byte {
 // TableSize is the number of calls the duplicate table holds (for tests
 // of its bound).
 func (s *Server) TableSize() int {
-	n := 0
+	n := len(s.keys)
 	for _, p := range s.peers {
 		n += len(p.table)
 	}

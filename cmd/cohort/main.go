@@ -80,7 +80,7 @@ on a live cluster.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimCmd(), newExploreCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newMembersCmd(), newKVCmd(), newDHTCmd(), newScribeCmd(), newAggregateCmd(), newDiscoverCmd(), newQueueCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newViewCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newExploreCmd(), newCompareCmd(), newTheoryCmd(), newLockCmd(), newElectCmd(), newMulticastCmd(), newMembersCmd(), newKVCmd(), newDHTCmd(), newScribeCmd(), newAggregateCmd(), newDiscoverCmd(), newQueueCmd(), newRPCCmd(), newNodeCmd(), newClusterCmd(), newCertsCmd(), newListCmd(), newTraceCmd(), newViewCmd(), newBenchCmd(), newNTPCmd(), newVersionCmd())
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 	}

@@ -79,6 +79,10 @@ func newQueuePutCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put NAME TEXT|-",
 		Short: "Append a message to a queue (-: one message per line of standard input)",
+		Long: `Appends TEXT to queue NAME, or with - each line of standard input as a
+message: the lines already read when a put goes are put together, as one
+batch (one request and one sync on the node, all of the batch or none),
+up to 1000 lines or 512 KiB; a line typed alone is put at once.`,
 		Example: `  cohort queue put jobs "resize photo 17" --endpoints 127.0.0.1:7100
   seq 1 100 | cohort queue put jobs - --endpoints 127.0.0.1:7100`,
 		Args: cobra.ExactArgs(2),
@@ -105,23 +109,97 @@ func newQueuePutCmd() *cobra.Command {
 			if args[1] != "-" {
 				return put(args[1])
 			}
-			sc := bufio.NewScanner(cmd.InOrStdin())
-			sc.Buffer(make([]byte, 64<<10), queue.MaxMessage+1)
-			n := 0
-			for sc.Scan() {
-				n++
-				if err := put(sc.Text()); err != nil {
-					return fmt.Errorf("line %d: %w (lines before it were put)", n, err)
+			// Standard input: the lines that are there already go as one
+			// batch (PutBatch: one request, one sync), up to the bounds;
+			// a line typed alone goes alone, at once.
+			lines := make(chan string, queue.MaxTxOps)
+			var scanErr error
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(cmd.InOrStdin())
+				sc.Buffer(make([]byte, 64<<10), queue.MaxMessage+1)
+				for sc.Scan() {
+					select {
+					case lines <- sc.Text():
+					case <-ctx.Done():
+						return
+					}
 				}
+				scanErr = sc.Err() // read after lines is closed
+			}()
+			n := 0
+			for line := range lines {
+				batch := [][]byte{[]byte(line)}
+				size := len(line)
+			more:
+				for len(batch) < queue.MaxTxOps {
+					select {
+					case l, ok := <-lines:
+						if !ok {
+							break more
+						}
+						if size+len(l) > maxBatchBytes {
+							if err := putBatch(ctx, c, args[0], batch, n, f.json, out); err != nil {
+								return err
+							}
+							n += len(batch)
+							batch, size = nil, 0
+						}
+						batch = append(batch, []byte(l))
+						size += len(l)
+					default:
+						break more
+					}
+				}
+				if err := putBatch(ctx, c, args[0], batch, n, f.json, out); err != nil {
+					return err
+				}
+				n += len(batch)
 			}
-			if errors.Is(sc.Err(), bufio.ErrTooLong) {
+			if errors.Is(scanErr, bufio.ErrTooLong) {
 				return usageErr("line %d of standard input: longer than %d bytes (lines before it were put)", n+1, queue.MaxMessage)
 			}
-			return sc.Err()
+			if scanErr == nil && ctx.Err() != nil {
+				return failed(fmt.Errorf("line %d: %w (lines before it were put)", n+1, ctx.Err()))
+			}
+			return scanErr
 		},
 	}
 	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
 	return cmd
+}
+
+// maxBatchBytes bounds the bodies of a batch of lines put at once (a
+// transaction's bodies come to at most queue.MaxMessage).
+const maxBatchBytes = queue.MaxMessage / 2
+
+// putBatch puts the lines of batch, which follow the first `before` lines
+// of standard input: one alone, several as one batch.
+func putBatch(ctx context.Context, c *queue.Client, name string, batch [][]byte, before int, asJSON bool, out io.Writer) error {
+	var ids []uint64
+	var err error
+	if len(batch) == 1 {
+		var id uint64
+		id, err = c.Put(ctx, name, batch[0])
+		ids = []uint64{id}
+	} else {
+		ids, err = c.PutBatch(ctx, name, batch)
+	}
+	if err != nil {
+		if len(batch) == 1 {
+			return failed(fmt.Errorf("line %d: %w (lines before it were put)", before+1, err))
+		}
+		return failed(fmt.Errorf("lines %d to %d, put as one batch: %w (none of them was put; lines before them were)", before+1, before+len(batch), err))
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, id := range ids {
+			if err := enc.Encode(queue.PutReply{Queue: name, ID: id}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func newQueueGetCmd(poll bool) *cobra.Command {

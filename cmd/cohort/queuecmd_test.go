@@ -254,3 +254,43 @@ func TestQueueTxCommand(t *testing.T) {
 		t.Fatalf("jobs after the tx: %d %q", code, out)
 	}
 }
+
+// put - sends the lines at hand as batches: 2,500 lines (more than a
+// batch holds) all arrive, in order, with an id each.
+func TestQueuePutStdinInBatches(t *testing.T) {
+	eps := queueCluster(t, 1, "tok")
+	ep := "--endpoints=" + eps[0]
+	t.Setenv("COHORT_TOKEN", "tok")
+	const n = 2500
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "m%d\n", i)
+	}
+	var code int
+	var out, errs string
+	withStdin(t, in.String(), func() { code, out, errs = cli(t, "queue", "put", "jobs", "-", "--json", ep) })
+	if code != 0 {
+		t.Fatalf("put -: %d %s", code, errs)
+	}
+	ids := strings.Count(out, `"id":`)
+	if ids != n {
+		t.Fatalf("put - printed %d ids, want %d", ids, n)
+	}
+	qc := &queue.Client{Endpoints: eps, Token: "tok"}
+	got := 0
+	for got < n {
+		ms, err := qc.Get(context.Background(), "jobs", queue.GetOptions{Count: queue.MaxCount, NoWait: true})
+		if err != nil || len(ms) == 0 {
+			t.Fatalf("after %d messages: %v", got, err)
+		}
+		for _, m := range ms {
+			if want := fmt.Sprint("m", got); string(m.Body) != want {
+				t.Fatalf("message %d is %q, want %q", got, m.Body, want)
+			}
+			got++
+			if err := qc.Ack(context.Background(), "jobs", m.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

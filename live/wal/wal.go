@@ -61,6 +61,9 @@ type Log struct {
 	recovered [][]byte
 	torn      int64 // bytes cut off at recovery
 	err       error // the first write error: the log is unusable after it
+
+	writing  chan struct{} // closed when the write SyncLater handed out ends
+	writeErr *error        // and its outcome
 }
 
 // Open opens the log at path, creating it (and its directory) if absent,
@@ -245,10 +248,54 @@ func (l *Log) Append(rec []byte) error {
 	return nil
 }
 
+// SyncLater takes what was appended so far out of the log's buffer and
+// returns the write and sync of it, for the caller to run in a goroutine
+// of its own while appends go on (group commit). The returned function
+// must be called once; Sync, Replace, Close and the next SyncLater wait
+// for it to end, and its failure fails the log as Sync's would.
+func (l *Log) SyncLater() (write func() error) {
+	l.settle()
+	if l.err != nil {
+		err := l.err
+		return func() error { return err }
+	}
+	b, f := l.buf, l.f
+	l.buf = nil
+	l.size += int64(len(b))
+	done, errp := make(chan struct{}), new(error)
+	l.writing, l.writeErr = done, errp
+	return func() error {
+		defer close(done)
+		if len(b) == 0 {
+			return nil
+		}
+		if _, err := f.Write(b); err != nil {
+			*errp = err
+		} else if err := fdatasync(f); err != nil {
+			*errp = err
+		}
+		return *errp
+	}
+}
+
+// settle waits for the write SyncLater handed out, if any, and takes its
+// outcome.
+func (l *Log) settle() {
+	if l.writing == nil {
+		return
+	}
+	<-l.writing
+	if err := *l.writeErr; err != nil && l.err == nil {
+		l.fail(err)
+	}
+	l.writing, l.writeErr = nil, nil
+}
+
 // Sync writes what was appended and makes it durable. After a failed
 // write or sync the log refuses everything: what reached the disk is no
 // longer known (a failed fsync may have dropped the pages it was to write).
 func (l *Log) Sync() error {
+	l.settle()
 	if l.err != nil {
 		return l.err
 	}
@@ -271,6 +318,7 @@ func (l *Log) Sync() error {
 
 // Replace makes recs the whole log, durably and atomically.
 func (l *Log) Replace(recs [][]byte) error {
+	l.settle()
 	if l.err != nil {
 		return l.err
 	}
@@ -317,7 +365,10 @@ func (l *Log) fail(err error) error {
 }
 
 // Close closes the log. Appends not synced are lost, as at a crash.
-func (l *Log) Close() error { return l.f.Close() }
+func (l *Log) Close() error {
+	l.settle()
+	return l.f.Close()
+}
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

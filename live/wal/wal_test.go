@@ -276,3 +276,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// SyncLater: the write it hands out covers what was appended before it;
+// appends go on meanwhile, and a later Sync (which waits for the write)
+// covers them; a failed write fails the log.
+func TestSyncLater(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	l := open(t, path)
+	mustAppend(t, l, recsOf("a", "b")...)
+	write := l.SyncLater()
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	mustAppend(t, l, []byte("c"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, []byte("d"))
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, []byte("e"))
+	write = l.SyncLater()
+	l.f.Close() // the write fails
+	if err := write(); err == nil {
+		t.Fatal("a write to a closed file succeeded")
+	}
+	if err := l.Sync(); err == nil {
+		t.Fatal("a log whose background write failed synced")
+	}
+	l = open(t, path)
+	defer l.Close()
+	if want := recsOf("a", "b", "c", "d"); !equal(l.Recovered(), want) {
+		t.Fatalf("recovered %q, want %q", l.Recovered(), want)
+	}
+}
