@@ -66,14 +66,8 @@ type Result struct {
 	Edges []Edge `json:"edges,omitempty"`
 }
 
-// Edge is an edge of a wait-for graph: process From waits for process To
-// (for its reply, its vote, a resource it holds), as the trace's event At
-// (an index) shows.
-type Edge struct {
-	From int32 `json:"from"`
-	To   int32 `json:"to"`
-	At   int   `json:"at"`
-}
+// Edge is an edge of a wait-for graph (trace.WaitFor).
+type Edge = trace.WaitFor
 
 // OK reports whether the property held.
 func (r Result) OK() bool { return r.Status == OK }

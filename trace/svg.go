@@ -68,10 +68,13 @@ type Violation struct {
 }
 
 // WaitFor is an edge of a wait-for graph: process From waits for process
-// To, as the event At (a trace index) shows.
+// To (for its reply, its vote, a resource it holds), as the trace's event
+// At (an index) shows. The checkers' verdicts (check.Edge), the viewer and
+// the SVG share it.
 type WaitFor struct {
-	From, To int32
-	At       int
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	At   int   `json:"at"`
 }
 
 // svgCycle is a wait-for cycle as drawn: its edges at event at.

@@ -60,13 +60,8 @@ type Check struct {
 	Edges []Edge `json:"edges,omitempty"`
 }
 
-// Edge is an edge of a wait-for graph: process From waits for process To,
-// as the event At (a trace index) shows.
-type Edge struct {
-	From int32 `json:"from"`
-	To   int32 `json:"to"`
-	At   int   `json:"at"`
-}
+// Edge is an edge of a wait-for cycle, as the checkers report it.
+type Edge = trace.WaitFor
 
 // data is the JSON embedded in the page (read by viewer.js as DATA),
 // without its events: they follow in their canonical encoding

@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/scenario"
@@ -394,17 +393,8 @@ func reportViolations(r *lab.Report) []trace.Violation {
 	var out []trace.Violation
 	for _, c := range r.Checks {
 		if !c.OK && len(c.Events) > 0 {
-			out = append(out, trace.Violation{Name: c.Name, Events: c.Events, Unpromised: !c.Guaranteed, Edges: svgEdges(c.Edges)})
+			out = append(out, trace.Violation{Name: c.Name, Events: c.Events, Unpromised: !c.Guaranteed, Edges: c.Edges})
 		}
-	}
-	return out
-}
-
-// svgEdges are a verdict's wait-for edges as the diagram draws them.
-func svgEdges(es []check.Edge) []trace.WaitFor {
-	var out []trace.WaitFor
-	for _, e := range es {
-		out = append(out, trace.WaitFor{From: e.From, To: e.To, At: e.At})
 	}
 	return out
 }

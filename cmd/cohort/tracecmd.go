@@ -70,7 +70,7 @@ func newTraceRenderCmd() *cobra.Command {
 					breaks := unpromised(t)
 					for _, r := range results {
 						if !r.OK() && len(r.Events) > 0 {
-							violations = append(violations, trace.Violation{Name: r.Name, Events: r.Events, Unpromised: slices.Contains(breaks, r.Name), Edges: svgEdges(r.Edges)})
+							violations = append(violations, trace.Violation{Name: r.Name, Events: r.Events, Unpromised: slices.Contains(breaks, r.Name), Edges: r.Edges})
 						}
 					}
 				}

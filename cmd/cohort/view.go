@@ -117,7 +117,7 @@ func checkedPage(t *trace.Trace, title string) (*viewer.Page, error) {
 	breaks := unpromised(t)
 	for _, r := range results {
 		page.Checks = append(page.Checks, viewer.Check{Name: r.Name, OK: r.OK(), Status: r.Status.String(),
-			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events, Edges: viewerEdges(r.Edges)})
+			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events, Edges: r.Edges})
 	}
 	return page, nil
 }
@@ -141,16 +141,7 @@ func readReport(path string) (*lab.Report, error) {
 func reportChecks(r *lab.Report) []viewer.Check {
 	var out []viewer.Check
 	for _, c := range r.Checks {
-		out = append(out, viewer.Check{Name: c.Name, OK: c.OK, Status: c.Status, Promised: c.Guaranteed, Detail: c.Detail, Events: c.Events, Edges: viewerEdges(c.Edges)})
-	}
-	return out
-}
-
-// viewerEdges are a verdict's wait-for edges as the viewer draws them.
-func viewerEdges(es []check.Edge) []viewer.Edge {
-	var out []viewer.Edge
-	for _, e := range es {
-		out = append(out, viewer.Edge{From: e.From, To: e.To, At: e.At})
+		out = append(out, viewer.Check{Name: c.Name, OK: c.OK, Status: c.Status, Promised: c.Guaranteed, Detail: c.Detail, Events: c.Events, Edges: c.Edges})
 	}
 	return out
 }
@@ -204,7 +195,7 @@ func viewSchedule(cmd *cobra.Command, tr *trace.Trace, results []check.Result, t
 	breaks := unpromised(tr)
 	for _, r := range results {
 		page.Checks = append(page.Checks, viewer.Check{Name: r.Name, OK: r.OK(), Status: r.Status.String(),
-			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events, Edges: viewerEdges(r.Edges)})
+			Promised: !slices.Contains(breaks, r.Name), Detail: r.Detail, Events: r.Events, Edges: r.Edges})
 	}
 	return showPage(cmd, page, "", listen)
 }
