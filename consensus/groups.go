@@ -132,7 +132,8 @@ type GroupMessage struct {
 func (GroupMessage) Kind() string { return "group-message" }
 
 // Sent acknowledges (Origin, Seq): committed, at position Pos of Group
-// (0 for a copy of one applied before).
+// (0 for a copy of one applied before). Only the server that took the
+// send outputs it.
 type Sent struct {
 	Group  string `json:"group"`
 	Origin uint64 `json:"origin"`
