@@ -62,8 +62,12 @@ var (
 	EncodeSends = encodeSends
 )
 
-// FlushTag is the tag of the flush timer.
-const FlushTag = tagFlush
+// FlushTag is the tag of the flush timer; ElectionTag, of the election
+// timer.
+const (
+	FlushTag    = tagFlush
+	ElectionTag = tagElection
+)
 
 // Planted bugs for the queue checker's hunts.
 
