@@ -62,12 +62,8 @@ var (
 	EncodeSends = encodeSends
 )
 
-// FlushTag is the tag of the flush timer; ElectionTag, of the election
-// timer.
-const (
-	FlushTag    = tagFlush
-	ElectionTag = tagElection
-)
+// FlushTag is the tag of the flush timer.
+const FlushTag = tagFlush
 
 // Planted bugs for the queue checker's hunts.
 

@@ -2,7 +2,6 @@ package consensus_test
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ type recorder struct {
 	timer []any
 	store *proc.MemStorage
 	self  proc.ID
-	later time.Duration // the clock reads 1 s + later
 }
 
 type sentMsg struct {
@@ -38,7 +36,7 @@ func (c countingStorage) Sync() { c.r.syncs++ }
 func (e *recorder) Self() proc.ID            { return e.self }
 func (e *recorder) N() int                   { return 3 }
 func (e *recorder) Neighbors() []proc.ID     { return nil }
-func (e *recorder) Now() time.Duration       { return time.Second + e.later }
+func (e *recorder) Now() time.Duration       { return time.Second }
 func (e *recorder) Rand() *rand.Rand         { return rand.New(rand.NewPCG(1, 2)) }
 func (e *recorder) Output(o proc.Output)     { e.outs = append(e.outs, o) }
 func (e *recorder) CancelTimer(proc.TimerID) {}
@@ -232,49 +230,5 @@ func TestGroupSendsShareAnEntry(t *testing.T) {
 	}
 	if entries != 2 {
 		t.Fatalf("%d entries forwarded, want two", entries)
-	}
-}
-
-// TestSlowFollowersLearnOfACommitAtTheFlush: a leader that commits sends
-// the news at its next flush to the followers whose answers are still
-// under way, as well as to those that answered: a client waiting on a
-// slow follower for what the commit decided does not wait for that
-// follower's own answer to reach the leader first.
-func TestSlowFollowersLearnOfACommitAtTheFlush(t *testing.T) {
-	env := &recorder{store: proc.NewMemStorage(nil), self: 0}
-	cfg := consensus.DefaultConfig
-	cfg.MaxInflight = 1 // the slow followers' pipelines are full
-	r := consensus.New(0, 5, cfg, consensus.NewKV())
-	r.Start(env)
-	env.later = time.Minute
-	r.Timeout(env, consensus.ElectionTag) // a prevote, then the election
-	r.Receive(env, 1, consensus.Vote{Term: 1, Granted: true, Pre: true})
-	r.Receive(env, 2, consensus.Vote{Term: 1, Granted: true, Pre: true})
-	r.Receive(env, 1, consensus.Vote{Term: 1, Granted: true})
-	r.Receive(env, 2, consensus.Vote{Term: 1, Granted: true})
-	if !r.IsLeader() {
-		t.Fatal("p0 did not become leader")
-	}
-	r.Timeout(env, consensus.FlushTag) // its no-op, entry 1, synced and sent
-	r.Receive(env, 1, consensus.AppendReply{Term: 1, Success: true, Match: 1})
-	env.sent, env.timer = nil, nil
-	r.Receive(env, 2, consensus.AppendReply{Term: 1, Success: true, Match: 1})
-	if r.Commit() != 1 {
-		t.Fatalf("commit %d after a majority's answers, want 1", r.Commit())
-	}
-	if !slices.Contains(env.timer, any(consensus.FlushTag)) {
-		t.Fatalf("no flush set after the commit (timers %v)", env.timer)
-	}
-	r.Timeout(env, consensus.FlushTag)
-	told := map[proc.ID]bool{}
-	for _, s := range env.sent {
-		if a, ok := s.m.(consensus.AppendEntries); ok && a.Commit >= 1 {
-			told[s.to] = true
-		}
-	}
-	for p := range proc.ID(5) {
-		if p != 0 && !told[p] {
-			t.Errorf("p%d was not told of the commit; told: %v", p, told)
-		}
 	}
 }

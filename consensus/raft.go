@@ -670,12 +670,11 @@ func (r *Raft) flushSoon(env proc.Env) {
 }
 
 // flush sends the leader's new entries to every follower whose pipeline
-// has room, and the news of a commit to the others, then syncs them and
-// counts them as matched here.
+// has room, then syncs them and counts them as matched here.
 func (r *Raft) flush(env proc.Env) {
 	for _, p := range r.members {
-		if p != r.self && !r.sendEntries(env, p) && r.sentCommit[p] < r.commit {
-			r.sendAppend(env, p, r.next[p], 0) // ahead of p's answers: it applies sooner
+		if p != r.self {
+			r.sendEntries(env, p)
 		}
 	}
 	if l := r.catching.id; l != proc.None {
@@ -1053,16 +1052,11 @@ func (r *Raft) maybeCommit(env proc.Env) {
 			r.stepDown(env, r.term, proc.None)
 			return
 		}
-		// The followers learn of it at once if idle, else at the flush,
-		// once what waits to be handled is (under load, with the next
-		// entries): a client waiting on a follower for what this commit
-		// decided does not wait for that follower's answer first.
 		for _, p := range r.members {
 			if p != r.self && r.inflight[p] == 0 {
 				r.sendEntries(env, p)
 			}
 		}
-		r.flushSoon(env)
 	}
 }
 
