@@ -57,10 +57,10 @@ func (l *Locks) Leading() bool { return l.leases.leading }
 // server without duplicate suppression would.
 func (g *Groups) ForgetOrigins() { g.origins = newOrigins() }
 
-var DecodeSends = decodeSends
-
-func (sb SendBatch) Encode() []byte { return sb.encode() }
-func (s Send) Encode() []byte       { return s.encode() }
+var (
+	DecodeSends = decodeSends
+	EncodeSends = encodeSends
+)
 
 // FlushTag is the tag of the flush timer.
 const FlushTag = tagFlush

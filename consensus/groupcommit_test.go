@@ -202,9 +202,12 @@ func TestGroupSendsShareAnEntry(t *testing.T) {
 	if len(fws) != 1 || len(fws[0].Data) != 1 {
 		t.Fatalf("forwards %+v, want one carrying one entry", fws)
 	}
-	ss, err := consensus.DecodeSends(fws[0].Data[0])
+	via, ss, err := consensus.DecodeSends(fws[0].Data[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if via != 1 {
+		t.Fatalf("the entry names p%d as the server that took its sends, want p1", via)
 	}
 	var got []string
 	for _, s := range ss {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/cohort-go/cohort/proc"
@@ -19,9 +20,15 @@ import (
 // from); a member that restarts or lags replays the log, or a snapshot,
 // which keeps each group's last retain (to 2·retain) messages.
 //
-//	on Send(group, origin, seq, body): entry
+//	on Send(group, origin, seq, body): entry (via = self)
 //	on applying it:                     unless origin's seq was applied, pos = ++next[group];
-//	                                    deliver (group, pos, body); acknowledge (origin, seq, pos)
+//	                                    deliver (group, pos, body);
+//	                                    if via = self: acknowledge (origin, seq, pos)
+//
+// Only the server that took a send acknowledges it (its sender waits
+// there; the others' acknowledgements would serve no one). A sender that
+// gets no answer sends again, through the same server or another: a
+// copy is acknowledged by the server that took it.
 //
 // Senders number their messages per origin (a random id per sender
 // incarnation), keep at most Window unacknowledged, and resend those that
@@ -113,7 +120,8 @@ type GroupMessage struct {
 func (GroupMessage) Kind() string { return "group-message" }
 
 // Sent acknowledges (Origin, Seq): committed, at position Pos of Group
-// (0 for a copy of one applied before).
+// (0 for a copy of one applied before). Only the server that took the
+// send outputs it.
 type Sent struct {
 	Group   string `json:"group"`
 	Origin  uint64 `json:"origin"`
@@ -124,50 +132,49 @@ type Sent struct {
 
 func (Sent) Kind() string { return "group-sent" }
 
-// An entry's data: 'g' and one message, or 'G', a uvarint count and that
-// many messages; a message is uvarints origin, seq and len(group), group,
-// then the body — to the end of the entry ('g'), or after its uvarint
-// length ('G').
-func (s Send) encode() []byte {
-	b := append(make([]byte, 0, 16+len(s.Group)+len(s.Body)), 'g')
-	return append(s.appendHead(b), s.Body...)
-}
-
-func (s Send) appendHead(b []byte) []byte {
-	b = binary.AppendUvarint(b, s.Origin)
-	b = binary.AppendUvarint(b, s.Seq)
-	b = binary.AppendUvarint(b, uint64(len(s.Group)))
-	return append(b, s.Group...)
-}
-
-func (sb SendBatch) encode() []byte {
-	size := binary.MaxVarintLen64 + 1
-	for _, s := range sb.Sends {
+// An entry's data: 'V', uvarints via (the server that took the sends) and
+// count, then count messages, each uvarints origin, seq and len(group),
+// group, uvarint len(body), body. Entries written before the via was
+// recorded, which every server acknowledges, are 'g' and one message
+// without its body's length (the body runs to the end), or 'G', a
+// uvarint count and that many messages.
+func encodeSends(via proc.ID, ss []Send) []byte {
+	size := 2*binary.MaxVarintLen64 + 1
+	for _, s := range ss {
 		size += 4*binary.MaxVarintLen64 + len(s.Group) + len(s.Body)
 	}
-	b := binary.AppendUvarint(append(make([]byte, 0, size), 'G'), uint64(len(sb.Sends)))
-	for _, s := range sb.Sends {
-		b = s.appendHead(b)
+	b := append(make([]byte, 0, size), 'V')
+	b = binary.AppendUvarint(b, uint64(via))
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = binary.AppendUvarint(b, s.Origin)
+		b = binary.AppendUvarint(b, s.Seq)
+		b = binary.AppendUvarint(b, uint64(len(s.Group)))
+		b = append(b, s.Group...)
 		b = binary.AppendUvarint(b, uint64(len(s.Body)))
 		b = append(b, s.Body...)
 	}
 	return b
 }
 
+// anyServer is the via of an entry written without one: every server
+// acknowledges its messages.
+const anyServer proc.ID = -1
+
 var errNotSend = errors.New("not a group message")
 
-// decodeSends decodes an entry's messages.
-func decodeSends(b []byte) ([]Send, error) { return appendSends(nil, b) }
+// decodeSends decodes an entry's messages and the server that took them.
+func decodeSends(b []byte) (proc.ID, []Send, error) { return appendSends(nil, b) }
 
-// appendSends decodes an entry's messages and appends them to ss. The
-// bodies point into b. A group name equal to the previous message's is
-// that string again, not a copy: an entry's messages mostly go to one
-// group.
-func appendSends(ss []Send, b []byte) ([]Send, error) {
-	if len(b) == 0 || (b[0] != 'g' && b[0] != 'G') {
-		return nil, errNotSend
+// appendSends decodes an entry's messages, appends them to ss and says
+// which server took them (anyServer: not recorded). The bodies point into
+// b. A group name equal to the previous message's is that string again,
+// not a copy: an entry's messages mostly go to one group.
+func appendSends(ss []Send, b []byte) (proc.ID, []Send, error) {
+	if len(b) == 0 || (b[0] != 'g' && b[0] != 'G' && b[0] != 'V') {
+		return 0, nil, errNotSend
 	}
-	batch := b[0] == 'G'
+	tag := b[0]
 	b = b[1:]
 	uv := func() (uint64, bool) {
 		x, n := binary.Uvarint(b)
@@ -177,11 +184,19 @@ func appendSends(ss []Send, b []byte) ([]Send, error) {
 		b = b[n:]
 		return x, true
 	}
+	via := anyServer
+	if tag == 'V' {
+		x, ok := uv()
+		if !ok || x > math.MaxInt32 {
+			return 0, nil, errNotSend
+		}
+		via = proc.ID(x)
+	}
 	count := uint64(1)
-	if batch {
+	if tag != 'g' {
 		var ok bool
 		if count, ok = uv(); !ok || count > uint64(len(b)) {
-			return nil, errNotSend
+			return 0, nil, errNotSend
 		}
 	}
 	ss = slices.Grow(ss, int(min(count, 1024)))
@@ -192,32 +207,32 @@ func appendSends(ss []Send, b []byte) ([]Send, error) {
 		for i := range v {
 			x, ok := uv()
 			if !ok {
-				return nil, errNotSend
+				return 0, nil, errNotSend
 			}
 			v[i] = x
 		}
 		if v[2] > uint64(len(b)) {
-			return nil, errNotSend
+			return 0, nil, errNotSend
 		}
 		if string(b[:v[2]]) != group {
 			group = string(b[:v[2]])
 		}
 		s.Origin, s.Seq, s.Group, b = v[0], v[1], group, b[v[2]:]
-		if !batch {
+		if tag == 'g' {
 			s.Body, b = b, nil
 		} else {
 			n, ok := uv()
 			if !ok || n > uint64(len(b)) {
-				return nil, errNotSend
+				return 0, nil, errNotSend
 			}
 			s.Body, b = b[:n], b[n:]
 		}
 		ss = append(ss, s)
 	}
 	if len(b) != 0 {
-		return nil, errNotSend
+		return 0, nil, errNotSend
 	}
-	return ss, nil
+	return via, ss, nil
 }
 
 func (g *Groups) Start(env proc.Env) { g.raft.Start(env) }
@@ -258,14 +273,10 @@ func (g *Groups) queue(env proc.Env, s Send) {
 
 // propose hands the gathered sends to the log as one entry.
 func (g *Groups) propose(env proc.Env) {
-	switch len(g.pending) {
-	case 0:
+	if len(g.pending) == 0 {
 		return
-	case 1:
-		g.raft.Input(env, Propose{Data: g.pending[0].encode()})
-	default:
-		g.raft.Input(env, Propose{Data: SendBatch{Sends: g.pending}.encode()})
 	}
+	g.raft.Input(env, Propose{Data: encodeSends(env.Self(), g.pending)})
 	clear(g.pending) // the bodies belong to the callers
 	g.pending, g.pendingBytes = g.pending[:0], 0
 }
@@ -283,31 +294,36 @@ func (g *Groups) Timeout(env proc.Env, tag any) {
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	g.log.applyDigest(env, index, data)
-	ss, err := appendSends(g.decoded[:0], data)
+	via, ss, err := appendSends(g.decoded[:0], data)
 	if err != nil {
 		return
 	}
+	ack := via == env.Self() || via == anyServer
 	for _, s := range ss {
 		if s.Seq > 0 {
-			g.deliver(env, index, s)
+			g.deliver(env, index, s, ack)
 		}
 	}
 	clear(ss) // the bodies are the log's: not kept alive by the scratch
 	g.decoded = ss[:0]
 }
 
-// deliver applies one message of entry index.
-func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
+// deliver applies one message of entry index, and acknowledges it if ack.
+func (g *Groups) deliver(env proc.Env, index uint64, s Send, ack bool) {
 	if g.origins.applied(s.Origin, s.Seq) {
-		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
+		if ack {
+			env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
+		}
 		return
 	}
 	g.origins.mark(index, s.Origin, s.Seq)
 	gs := g.groups[s.Group]
 	if gs == nil {
 		if len(g.groups) >= MaxGroups {
-			env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
-				Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
+			if ack {
+				env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
+					Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
+			}
 			return
 		}
 		gs = &groupState{}
@@ -319,7 +335,9 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send) {
 		g.keep(gs, m)
 	}
 	env.Output(m)
-	env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
+	if ack {
+		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
+	}
 }
 
 // keep retains m for snapshots: each group keeps its last retain to

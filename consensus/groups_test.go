@@ -125,22 +125,52 @@ func TestGroupOrderCatchesDuplicates(t *testing.T) {
 }
 
 // FuzzDecodeSends: any entry decodes to messages or an error, never a
-// panic; a batch decodes to what was encoded.
+// panic; an entry decodes to what was encoded.
 func FuzzDecodeSends(f *testing.F) {
 	f.Add([]byte("g\x01\x02\x01xbody"), "x", []byte("hello"), uint64(7))
 	f.Add([]byte("G\x02"), "", []byte{}, uint64(1))
+	f.Add([]byte("V\x02\x01\x03\x01\x01x\x00"), "", []byte{}, uint64(1))
 	f.Fuzz(func(t *testing.T, raw []byte, name string, body []byte, seq uint64) {
 		consensus.DecodeSends(raw)
-		in := consensus.SendBatch{Sends: []consensus.Send{{Group: name, Origin: 3, Seq: seq, Body: body}, {Group: "g", Origin: 4, Seq: 1}}}
-		out, err := consensus.DecodeSends(in.Encode())
-		if err != nil || len(out) != 2 || out[0].Group != name || out[0].Seq != seq || string(out[0].Body) != string(body) || out[1].Origin != 4 {
-			t.Fatalf("round trip of %+v: %+v, %v", in, out, err)
+		in := []consensus.Send{{Group: name, Origin: 3, Seq: seq, Body: body}, {Group: "g", Origin: 4, Seq: 1}}
+		via, out, err := consensus.DecodeSends(consensus.EncodeSends(2, in))
+		if err != nil || via != 2 || len(out) != 2 || out[0].Group != name || out[0].Seq != seq || string(out[0].Body) != string(body) || out[1].Origin != 4 {
+			t.Fatalf("round trip of %+v: via %d, %+v, %v", in, via, out, err)
 		}
-		one, err := consensus.DecodeSends(in.Sends[0].Encode())
-		if err != nil || len(one) != 1 || string(one[0].Body) != string(body) {
-			t.Fatalf("round trip of %+v: %+v, %v", in.Sends[0], one, err)
+		via, one, err := consensus.DecodeSends(consensus.EncodeSends(0, in[:1]))
+		if err != nil || via != 0 || len(one) != 1 || string(one[0].Body) != string(body) {
+			t.Fatalf("round trip of %+v: via %d, %+v, %v", in[0], via, one, err)
 		}
 	})
+}
+
+// TestOnlyTheServerThatTookASendAcknowledgesIt: every server delivers an
+// entry's messages, and only the server named in it acknowledges them
+// (its sender waits there); an entry written before servers were named
+// is acknowledged by every server, as it was then.
+func TestOnlyTheServerThatTookASendAcknowledgesIt(t *testing.T) {
+	sends := []consensus.Send{{Group: "g", Origin: 7, Seq: 1, Body: []byte("a")}, {Group: "g", Origin: 7, Seq: 2, Body: []byte("b")}}
+	old := []byte("g\x07\x03\x01gc") // origin 7, seq 3, group "g", body "c"
+	for self := range proc.ID(3) {
+		env := &recorder{store: proc.NewMemStorage(nil), self: self}
+		g := consensus.NewGroups(self, 3, consensus.DefaultConfig, 16)
+		g.Apply(env, 1, consensus.EncodeSends(1, sends))
+		g.Apply(env, 2, old)
+		g.Apply(env, 3, consensus.EncodeSends(2, sends[:1])) // a copy, taken by p2
+		var delivered, acked []string
+		for _, o := range env.outs {
+			switch o := o.(type) {
+			case consensus.GroupMessage:
+				delivered = append(delivered, fmt.Sprintf("%d:%s", o.Pos, o.Body))
+			case consensus.Sent:
+				acked = append(acked, fmt.Sprintf("%d/%d@%d", o.Origin, o.Seq, o.Pos))
+			}
+		}
+		want := map[proc.ID]string{0: "[7/3@3]", 1: "[7/1@1 7/2@2 7/3@3]", 2: "[7/3@3 7/1@0]"}[self]
+		if fmt.Sprint(delivered) != "[1:a 2:b 3:c]" || fmt.Sprint(acked) != want {
+			t.Errorf("p%d delivered %v and acknowledged %v, want [1:a 2:b 3:c] and %s", self, delivered, acked, want)
+		}
+	}
 }
 
 // TestLogDigestIsFNV1a: the log's running digest is FNV-1a (64 bits) of

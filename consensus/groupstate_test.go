@@ -23,7 +23,7 @@ func applyGroups(g *consensus.Groups, at *uint64, sends ...consensus.Send) []con
 	env := &outEnv{}
 	for _, s := range sends {
 		env.out = env.out[:0]
-		g.Apply(env, *at, s.Encode())
+		g.Apply(env, *at, consensus.EncodeSends(0, []consensus.Send{s})) // taken by server 0, the env's Self
 		*at++
 		for _, o := range env.out {
 			if a, ok := o.(consensus.Sent); ok {

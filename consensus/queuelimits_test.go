@@ -18,6 +18,7 @@ type outEnv struct {
 }
 
 func (e *outEnv) Output(o proc.Output) { e.out = append(e.out, o) }
+func (e *outEnv) Self() proc.ID        { return 0 }
 
 func op(o consensus.QueueOp) []byte { b, _ := json.Marshal(o); return b }
 

@@ -373,6 +373,11 @@ func (s *stream) run(ctx context.Context, done <-chan struct{}, leave func()) (<
 			batch, err := s.take()
 			for _, d := range batch {
 				select {
+				case out <- d: // room: no need to watch ctx (a cheaper send)
+					continue
+				default:
+				}
+				select {
 				case out <- d:
 				case <-ctx.Done():
 					errc <- nil

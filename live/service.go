@@ -404,6 +404,22 @@ func (s *Service) handleSoon() {
 		s.handle(e)
 	}
 	if len(s.soon) > 0 && s.queued.Load() == 0 {
+		s.wake()
+	}
+}
+
+// wake queues a wake-up event: straight into the inbox when it has room,
+// for the actor goroutine to handle (a goroutine started for it would
+// handle it on a new stack, and grow that stack every time — a tenth of
+// a busy group's CPU), or else from a goroutine of its own, since the
+// caller holds turn and must not wait for the actor. The caller holds
+// turn.
+func (s *Service) wake() {
+	s.queued.Add(1)
+	select {
+	case s.inbox <- event{kind: evWake}:
+	default:
+		s.queued.Add(-1)
 		go func() { _ = s.post(event{kind: evWake}) }()
 	}
 }

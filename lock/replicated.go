@@ -158,7 +158,10 @@ var (
 // (refused: errRefused, with the reason), or ctx ends.
 func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, refused chan string) (T, error) {
 	var zero T
-	t := time.NewTimer(0)
+	if err := r.svc.Input(in); err != nil { // at once: a timer would cost a wake-up on the way
+		return zero, err
+	}
+	t := time.NewTimer(r.retry)
 	defer t.Stop()
 	for {
 		select {
