@@ -2,7 +2,10 @@ package explore
 
 import (
 	"cmp"
+	"errors"
 	"slices"
+
+	"github.com/cohort-go/cohort/sim"
 )
 
 // label names a step independently of the path that enables it (Seq
@@ -35,6 +38,21 @@ func (e *explorer) dfs() error {
 	r, err := e.replay(nil)
 	if err != nil {
 		return err
+	}
+	if e.forking {
+		// Backtracking: one run, saved where the search branches and
+		// restored there, with processes copied on write.
+		if _, err := r.fork(e.cp); err != nil {
+			if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+				return err
+			}
+			e.forking = false
+			e.res.Engine = "replay (" + err.Error() + ")"
+		} else {
+			e.res.Engine = "undo"
+			r.cp = e.cp
+			r.shareAll()
+		}
 	}
 	fp := r.fingerprint()
 	e.seen = newFPSet(e.cfg.POR)
@@ -103,6 +121,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 	}
 	first := true
+	var sv *saved
 	for i, ch := range chs {
 		var l label
 		if cfg.POR {
@@ -111,12 +130,21 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 				continue
 			}
 		}
-		// Replaying, the first step goes on in r and the others replay
-		// the path; forking, the others fork r and the last takes r.
+		// The first step goes on in r. Backtracking, r is saved before it
+		// (if another step follows) and restored before each other step;
+		// replaying, the others replay the path.
 		child := r
-		if (e.forking && i != last) || (!e.forking && !first) {
+		switch {
+		case first && e.forking && i != last:
+			sv = e.frame(len(path))
+			if err := r.save(sv); err != nil {
+				return false, err
+			}
+		case !first && e.forking:
+			r.restore(sv)
+		case !first:
 			var err error
-			if child, err = e.branch(r, path); err != nil {
+			if child, err = e.replay(path); err != nil {
 				return false, err
 			}
 		}
@@ -162,6 +190,14 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 	}
 	return false, nil
+}
+
+// frame returns the saved state of depth d, reused along the search.
+func (e *explorer) frame(d int) *saved {
+	for len(e.frames) <= d {
+		e.frames = append(e.frames, &saved{})
+	}
+	return e.frames[d]
 }
 
 // canonical returns labels sorted by id, without repeats.

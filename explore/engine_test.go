@@ -51,8 +51,14 @@ func TestForkMatchesReplay(t *testing.T) {
 				rs[i] = explore(t, cfg)
 			}
 			old, nu := rs[0], rs[1]
-			if nu.Engine != "fork" {
-				t.Fatalf("engine %q, want fork", nu.Engine)
+			want := "fork"
+			if cfg := setup(t, m.family, m.algo, m.nodes, m.inputs); m.tweak != nil {
+				if m.tweak(&cfg); cfg.Strategy == DFS {
+					want = "undo" // backtracking
+				}
+			}
+			if nu.Engine != want {
+				t.Fatalf("engine %q, want %s", nu.Engine, want)
 			}
 			if a, b := summary(old), summary(nu); a != b {
 				t.Fatalf("replay: %s\nfork:   %s", a, b)

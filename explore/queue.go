@@ -63,6 +63,9 @@ type queue struct {
 	set   bool  // a set network: a message sent twice is one message
 	h     *hasher
 	known map[uint64]bool // set network: the messages in flight, by content
+	// added lists known's keys in the order they were added, so that a
+	// restored run (run.restore) can forget the ones added since.
+	added []uint64
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -78,6 +81,7 @@ func (q *queue) Push(k sim.Key) {
 				return
 			}
 			q.known[h] = true
+			q.added = append(q.added, h)
 			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), ok: true})
 			return
 		}

@@ -37,6 +37,10 @@ type run struct {
 	ph []uint64
 	// w marks the safety checkers a step may have broken (watch.go).
 	w watch
+	// With backtracking (save and restore): cp copies a process before
+	// it steps, unless owned says it is the run's own already.
+	cp    *copier
+	owned []bool
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
@@ -206,6 +210,11 @@ func (r *run) apply(ch choice) error {
 	at = max(at, r.now)
 	r.now = at
 	r.q.next, r.q.at = r.q.find(ch.seq), at
+	if r.owned != nil && !isCrash(p) {
+		if err := r.own(r.cp, p.Node, r.q.keys[r.q.next].Slot); err != nil {
+			return err
+		}
+	}
 	var err error
 	if perr := r.protect(func() { r.s.Step() }); perr != nil {
 		err = perr
@@ -414,6 +423,12 @@ func (r *recorder) freeze() *recorder {
 		r.tail = nil
 	}
 	return &recorder{header: r.header, base: r.base}
+}
+
+// truncate cuts the trace back to its first n events, all in the tail
+// (a run that saves and restores never freezes its tail after a save).
+func (r *recorder) truncate(n int) {
+	r.tail = r.tail[:n-r.base.len()]
 }
 
 // Since returns the events from index i on (shared: not to be changed).

@@ -58,6 +58,8 @@ type explorer struct {
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier
+	// frames are depth first's saved states, one per depth (dfs.go).
+	frames []*saved
 	// g is the state graph, with Config.Cycles.
 	g     *graph
 	names []string // scratch
