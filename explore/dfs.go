@@ -86,20 +86,24 @@ func (e *explorer) dfs() error {
 // keeps its set in a map (tag 0xFFFF).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
-	chs := slices.Clone(r.choices(e.buf))
+	lv := e.level(len(path))
+	lv.chs = r.choices(lv.chs)
+	chs := lv.chs
 	var labels []label
 	if cfg.POR {
-		labels = make([]label, len(chs))
-		for i, ch := range chs {
-			labels[i] = r.label(ch)
+		lv.labels = lv.labels[:0]
+		for _, ch := range chs {
+			lv.labels = append(lv.labels, r.label(ch))
 		}
-		canon := canonical(labels)
+		labels = lv.labels
+		lv.canon = canonical(lv.canon, labels)
+		canon := lv.canon
 		if again {
-			stored := e.storedSleep(canon, fp, slot)
-			if subset(stored, sleep) {
+			lv.stored = e.storedSleep(lv.stored[:0], canon, fp, slot)
+			if subset(lv.stored, sleep) {
 				return false, nil
 			}
-			sleep = intersect(stored, sleep)
+			sleep = intersect(lv.stored, sleep)
 		}
 		e.storeSleep(canon, sleep, fp, slot)
 	}
@@ -113,7 +117,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		e.res.Exhausted = false
 		return false, nil
 	}
-	var done []label
+	done := lv.done[:0]
 	last := -1 // the last step taken from here
 	for i := range chs {
 		if !cfg.POR || !slices.Contains(sleep, labels[i]) {
@@ -155,6 +159,8 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		e.res.Transitions++
 		var childSleep []label
 		if cfg.POR {
+			cl := e.level(len(path) + 1)
+			childSleep = cl.sleep[:0]
 			for _, s := range sleep {
 				if independent(s, l) {
 					childSleep = append(childSleep, s)
@@ -165,6 +171,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 					childSleep = append(childSleep, s)
 				}
 			}
+			cl.sleep = childSleep
 		}
 		cfp := child.fingerprint()
 		next := append(path, ch) // path's spare room: no one keeps next
@@ -187,6 +194,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 		if cfg.POR {
 			done = append(done, l)
+			lv.done = done
 		}
 	}
 	return false, nil
@@ -200,9 +208,24 @@ func (e *explorer) frame(d int) *saved {
 	return e.frames[d]
 }
 
-// canonical returns labels sorted by id, without repeats.
-func canonical(labels []label) []label {
-	c := slices.Clone(labels)
+// level is depth first's scratch for one depth, reused along the search.
+type level struct {
+	chs                   []choice
+	labels, canon, stored []label
+	done                  []label
+	sleep                 []label // the sleep set of this depth's state
+}
+
+func (e *explorer) level(d int) *level {
+	for len(e.levels) <= d {
+		e.levels = append(e.levels, &level{})
+	}
+	return e.levels[d]
+}
+
+// canonical returns labels sorted by id, without repeats, in c's storage.
+func canonical(c, labels []label) []label {
+	c = append(c[:0], labels...)
 	slices.SortFunc(c, func(a, b label) int { return cmp.Compare(a.id, b.id) })
 	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
 }
@@ -228,12 +251,11 @@ func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
 	e.seen.SetTag(slot, m)
 }
 
-func (e *explorer) storedSleep(canon []label, fp uint64, slot int) []label {
+func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label {
 	m := e.seen.Tag(slot)
 	if m == overflowTag {
-		return e.sleeps[fp]
+		return append(out, e.sleeps[fp]...)
 	}
-	var out []label
 	for i, c := range canon {
 		if m&(1<<uint(i)) != 0 {
 			out = append(out, c)

@@ -439,6 +439,15 @@ func (r *recorder) Since(i int) []trace.Event {
 	return r.Trace().Events[i:]
 }
 
+// view returns the whole trace so far, to be read at once and not kept:
+// the tail itself if it is the whole trace, else a copy.
+func (r *recorder) view() *trace.Trace {
+	if r.base == nil {
+		return &trace.Trace{Header: r.header, Events: r.tail}
+	}
+	return r.Trace()
+}
+
 // Trace returns the whole trace so far, a copy of its own.
 func (r *recorder) Trace() *trace.Trace {
 	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}

@@ -60,6 +60,7 @@ type explorer struct {
 	cp      *copier
 	// frames are depth first's saved states, one per depth (dfs.go).
 	frames []*saved
+	levels []*level
 	// g is the state graph, with Config.Cycles.
 	g     *graph
 	names []string // scratch
@@ -129,7 +130,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	if len(names) == 0 {
 		return false, nil
 	}
-	tr := r.rec.Trace()
+	tr := r.rec.view()
 	results, err := check.Run(tr, names...)
 	if err != nil {
 		return false, err
@@ -141,7 +142,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: tr, Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
