@@ -286,6 +286,27 @@ func (r *run) restore(sv *saved) {
 	r.shareAll()
 }
 
+// copyable reports why r cannot be backtracked, if it cannot: the
+// simulator cannot save it (sim.ErrNoFork), or a process or a payload
+// holds what the copier will not copy (errNoClone). sv is scratch.
+func (r *run) copyable(c *copier, sv *saved) error {
+	if err := r.s.Save(&sv.sim); err != nil {
+		return err
+	}
+	c.err = nil
+	for id := 0; id < r.cfg.Nodes; id++ {
+		if p := r.s.Process(proc.ID(id)); p != nil {
+			c.process(p)
+		}
+	}
+	for _, k := range r.q.keys {
+		if v := r.s.Payload(k.Slot); v != nil {
+			c.value(v)
+		}
+	}
+	return c.err
+}
+
 // shareAll marks every process as shared with a saved state.
 func (r *run) shareAll() {
 	if r.owned == nil {

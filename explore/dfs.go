@@ -42,7 +42,7 @@ func (e *explorer) dfs() error {
 	if e.forking {
 		// Backtracking: one run, saved where the search branches and
 		// restored there, with processes copied on write.
-		if _, err := r.fork(e.cp); err != nil {
+		if err := r.copyable(e.cp, e.frame(0)); err != nil {
 			if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
 				return err
 			}

@@ -82,16 +82,13 @@ func (s *Sim) Save(sv *Saved) error {
 	sv.armed = cloneInto(sv.armed, s.armed)
 	sv.kinds = len(s.kinds)
 	sv.sent = append(sv.sent[:0], s.sent...)
-	sv.disks = nil
-	if s.disks != nil {
-		sv.disks = make(map[proc.ID]*disk, len(s.disks))
-		for id, d := range s.disks {
-			sv.disks[id] = d.clone()
-		}
-		if s.diskRand != nil {
-			sv.diskRand = pcgOf(s.diskRand)
-		}
+	// Disks are copied on write, as processes are (ownDisk).
+	sv.disks = cloneInto(sv.disks, s.disks)
+	sv.diskRand = rand.PCG{}
+	if s.diskRand != nil {
+		sv.diskRand = pcgOf(s.diskRand)
 	}
+	s.shareDisks()
 	return nil
 }
 
@@ -131,15 +128,35 @@ func (s *Sim) Restore(sv *Saved) {
 		s.kinds = s.kinds[:sv.kinds]
 	}
 	s.sent = append(s.sent[:0], sv.sent...)
-	if sv.disks != nil {
-		s.disks = make(map[proc.ID]*disk, len(sv.disks))
-		for id, d := range sv.disks {
-			s.disks[id] = d.clone()
-		}
-		if s.diskRand != nil {
+	s.disks = cloneInto(s.disks, sv.disks)
+	if s.diskRand != nil {
+		if sv.diskRand == (rand.PCG{}) {
+			s.diskRand = nil // first drawn from since the save
+		} else {
 			setPCG(s.diskRand, sv.diskRand)
 		}
 	}
+	s.shareDisks()
+}
+
+// shareDisks marks every disk as shared with a saved state.
+func (s *Sim) shareDisks() {
+	if s.diskOwn == nil {
+		s.diskOwn = map[proc.ID]bool{}
+	}
+	clear(s.diskOwn)
+}
+
+// ownDisk makes process id's disk the run's own, copying it if a saved
+// state shares it, before it is changed.
+func (s *Sim) ownDisk(id proc.ID) {
+	if s.diskOwn == nil || s.diskOwn[id] {
+		return
+	}
+	if d := s.disks[id]; d != nil {
+		s.disks[id] = d.clone()
+	}
+	s.diskOwn[id] = true
 }
 
 // SetProcess replaces process id's state machine (a copy of its own, for
