@@ -30,6 +30,10 @@ func TestForkMatchesReplay(t *testing.T) {
 		{"1pc", "commit", "one-phase-commit", 3, nil, func(c *Config) { c.Checks = []string{"commit-consistency"}; c.Safety = c.Checks }},
 		{"ra-dfs-por", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses = 1, 1 }},
+		{"ra-faults-dfs", "mutex", "ricart-agrawala", 2, nil, func(c *Config) {
+			c.Crashes, c.Losses, c.Dups, c.Strategy, c.POR = 1, 1, 1, DFS, true
+			c.Checks, c.Safety = []string{"ME1"}, []string{"ME1"}
+		}},
 		{"ra-dups", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Dups = 1 }},
 		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, func(c *Config) { c.Checks = []string{"ME2"} }},
 		{"ra-jr", "mutex", "ricart-agrawala-jr", 3, []string{"0:acquire", "1:acquire", "0:acquire"}, func(c *Config) { c.Checks, c.Safety = []string{"ME3"}, []string{"ME3"} }},
@@ -37,7 +41,7 @@ func TestForkMatchesReplay(t *testing.T) {
 		{"token-ring", "mutex", "token-ring", 3, nil, func(c *Config) { c.MaxStates = 3000 }},
 	}
 	if testing.Short() || raceEnabled {
-		models = models[:4]
+		models = models[:5]
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
