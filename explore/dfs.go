@@ -65,6 +65,7 @@ func (e *explorer) dfs() error {
 		return err
 	}
 	_, err = e.visit(r, nil, nil, fp, slot, false)
+	e.extra += e.wide.Bytes()
 	for _, s := range e.sleeps {
 		e.extra += 24 + 16*cap(s)
 	}
@@ -80,10 +81,10 @@ func (e *explorer) dfs() error {
 // again with their intersection). again: the state was visited before.
 // It reports whether the search must stop.
 //
-// The sleep set a state was explored with is kept in its slot's 16-bit
-// tag, as a bit mask over the labels enabled in it sorted by their ids
-// (a function of the state); a state with more than 15 labels enabled
-// keeps its set in a map (tag 0xFFFF).
+// The sleep set a state was explored with is kept as a bit mask over the
+// labels enabled in it sorted by their ids (a function of the state), in
+// its slot's 16-bit tag or, past 15 labels, in a table beside (see
+// storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
 	lv := e.level(len(path))
@@ -230,31 +231,49 @@ func canonical(c, labels []label) []label {
 	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
 }
 
-const overflowTag = 0xFFFF
+// A sleep set is kept as a bit mask over the labels enabled in the state,
+// sorted by id (canonical), which are a function of the state: up to 15
+// labels, in its slot's 16-bit tag; up to 32, in the table of wide masks
+// (tag wideTag); beyond, in a map (tag overflowTag). An empty sleep set is
+// tag 0 however many labels.
+const (
+	wideTag     = 0xFFFE
+	overflowTag = 0xFFFF
+)
 
 func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
-	if len(canon) > 15 {
-		e.seen.SetTag(slot, overflowTag)
-		if len(sleep) > 0 {
-			e.sleeps[fp] = slices.Clone(sleep)
-		} else {
-			delete(e.sleeps, fp)
-		}
+	if len(sleep) == 0 {
+		e.seen.SetTag(slot, 0)
 		return
 	}
-	var m uint16
+	if len(canon) > 32 {
+		e.seen.SetTag(slot, overflowTag)
+		e.sleeps[fp] = slices.Clone(sleep)
+		return
+	}
+	var m uint32
 	for _, l := range sleep {
 		if i := slices.IndexFunc(canon, func(c label) bool { return c.id == l.id }); i >= 0 {
 			m |= 1 << uint(i)
 		}
 	}
-	e.seen.SetTag(slot, m)
+	if len(canon) > 15 {
+		e.seen.SetTag(slot, wideTag)
+		e.wide.Put(fp, m)
+		return
+	}
+	e.seen.SetTag(slot, uint16(m))
 }
 
 func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label {
-	m := e.seen.Tag(slot)
-	if m == overflowTag {
+	var m uint32
+	switch t := e.seen.Tag(slot); t {
+	case overflowTag:
 		return append(out, e.sleeps[fp]...)
+	case wideTag:
+		m = e.wide.Get(fp)
+	default:
+		m = uint32(t)
 	}
 	for i, c := range canon {
 		if m&(1<<uint(i)) != 0 {
