@@ -41,6 +41,8 @@ type run struct {
 	// it steps, unless owned says it is the run's own already.
 	cp    *copier
 	owned []bool
+	// path, for a run breadth first holds: the steps that reached it.
+	path []choice
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {

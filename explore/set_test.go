@@ -87,3 +87,34 @@ func TestSearchBytesPerState(t *testing.T) {
 	}
 	t.Logf("%d states, %.1f bytes a state, omission probability %.1e", r.States, r.BytesPerState, r.Omission)
 }
+
+// Breadth first keeps under 16 bytes a state too: the fingerprints and
+// the trail (a parent and a step's position, 5 bytes a state).
+func TestBreadthFirstBytesPerState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8,832 states breadth first")
+	}
+	cfg := setup(t, "commit", "two-phase-commit", 6, nil)
+	r := explore(t, cfg)
+	if r.States != 8832 || r.BytesPerState > 16 {
+		t.Fatalf("%d states, %.1f bytes a state; want 8832, at most 16", r.States, r.BytesPerState)
+	}
+	t.Logf("%d states, %.1f bytes a state", r.States, r.BytesPerState)
+}
+
+// A trail gives back every state's parent and position, those of 255 and
+// beyond included.
+func TestTrail(t *testing.T) {
+	var tr trail
+	for j := 0; j < 5000; j++ {
+		tr.add(int32(j/3), j%300)
+	}
+	for j := int32(0); j < 5000; j++ {
+		if p, k := tr.at(j); p != j/3 || k != int(j%300) {
+			t.Fatalf("state %d: parent %d step %d, want %d and %d", j, p, k, j/3, j%300)
+		}
+	}
+	if tr.Len() != 5000 {
+		t.Fatalf("%d states", tr.Len())
+	}
+}
