@@ -64,7 +64,9 @@ func (e *explorer) dfs() error {
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
-	_, err = e.visit(r, nil, nil, fp, slot, false)
+	// One path buffer for the whole search: a step appends to its parent's
+	// path in place.
+	_, err = e.visit(r, make([]choice, 0, e.cfg.MaxDepth+1), nil, fp, slot, false)
 	e.extra += e.wide.Bytes()
 	for _, s := range e.sleeps {
 		e.extra += 24 + 16*cap(s)

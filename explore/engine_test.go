@@ -98,9 +98,9 @@ func summary(r *Result) string {
 }
 
 // BenchmarkEngines explores the same models with the replaying engine and
-// the forking one, side by side, and reports unique states per second and
+// the backtracking one (undo), side by side, and reports unique states per second and
 // the search's bytes per state (two-phase commit with 7 RMs, 296,448
-// states, with the forking engine only).
+// states, with the backtracking engine only).
 func BenchmarkEngines(b *testing.B) {
 	for _, m := range []struct {
 		name   string
@@ -118,7 +118,7 @@ func BenchmarkEngines(b *testing.B) {
 			if replay && m.states == 0 {
 				continue // 296,448 states: too long to replay
 			}
-			engine := "fork"
+			engine := "undo" // depth first backtracks
 			if replay {
 				engine = "replay"
 			}
