@@ -427,10 +427,27 @@ func (r *recorder) freeze() *recorder {
 	return &recorder{header: r.header, base: r.base}
 }
 
-// truncate cuts the trace back to its first n events, all in the tail
-// (a run that saves and restores never freezes its tail after a save).
+// truncate cuts the trace back to its first n events. If some of those
+// to cut were frozen since (the run was forked), it goes back to the
+// segment that holds the n-th event and copies what it keeps of it.
 func (r *recorder) truncate(n int) {
-	r.tail = r.tail[:n-r.base.len()]
+	if b := r.base.len(); n >= b {
+		r.tail = r.tail[:n-b]
+		return
+	}
+	s := r.base
+	for s != nil && s.n-len(s.events) >= n {
+		s = s.parent // wholly after the cut
+	}
+	switch {
+	case s == nil:
+		r.base, r.tail = nil, r.tail[:0]
+	case s.n == n:
+		r.base, r.tail = s, r.tail[:0]
+	default:
+		r.base = s.parent
+		r.tail = append(r.tail[:0], s.events[:n-(s.n-len(s.events))]...)
+	}
 }
 
 // Since returns the events from index i on (shared: not to be changed).

@@ -72,24 +72,6 @@ type explorer struct {
 // beyond it, a state is reached by replaying its path.
 const heldRuns = 1 << 16
 
-// branch returns a run in r's state, reached by path, for another step
-// from it: a fork of r, or a replay of path. A model whose runs cannot be
-// forked is explored by replay from then on (Result.Engine says so).
-func (e *explorer) branch(r *run, path []choice) (*run, error) {
-	if e.forking {
-		f, err := r.fork(e.cp)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
-			return nil, err
-		}
-		e.forking = false
-		e.res.Engine = "replay (" + err.Error() + ")"
-	}
-	return e.replay(path)
-}
-
 // trail is breadth first's record of how each state was first reached:
 // its parent's index and the step's position among the parent's choices
 // (run.choices, a function of the state), 5 bytes a state, in chunks of
@@ -248,6 +230,20 @@ func (e *explorer) bfs() error {
 	if err != nil {
 		return err
 	}
+	if e.forking {
+		// A state's steps are taken from one run, saved and restored
+		// (as depth first does); only a new state the search holds is
+		// forked off.
+		if err := root.copyable(e.cp, e.frame(0)); err != nil {
+			if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+				return err
+			}
+			e.forking = false
+			e.res.Engine = "replay (" + err.Error() + ")"
+		} else {
+			root.cp = e.cp
+		}
+	}
 	rootFP := root.fingerprint()
 	e.seen = newFPSet(false)
 	e.seen.Add(rootFP)
@@ -295,10 +291,22 @@ func (e *explorer) bfs() error {
 				}
 			}
 		}
+		var sv *saved
 		for k, ch := range chs {
+			// Forking, r is saved before its first step and restored
+			// before each other; replaying, the last step takes r itself
+			// and the others replay the path.
 			child := r
-			if k < len(chs)-1 { // the last step takes r itself
-				if child, err = e.branch(r, path); err != nil {
+			switch {
+			case e.forking && k == 0 && len(chs) > 1:
+				sv = e.frame(0)
+				if err := r.save(sv); err != nil {
+					return err
+				}
+			case e.forking && k > 0:
+				r.restore(sv)
+			case !e.forking && k < len(chs)-1:
+				if child, err = e.replay(path); err != nil {
 					return err
 				}
 			}
@@ -317,12 +325,18 @@ func (e *explorer) bfs() error {
 				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
 			}
 			tr.add(int32(i), k)
-			if e.forking && len(held) < heldRuns {
-				child.path = append(slices.Clip(path), ch)
-				held[int32(tr.Len()-1)] = child
-			}
 			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
+			}
+			if e.forking && len(held) < heldRuns {
+				h := child
+				if k < len(chs)-1 { // r goes on to the next step
+					if h, err = child.fork(e.cp); err != nil {
+						return err
+					}
+				}
+				h.path = append(slices.Clip(path), ch)
+				held[int32(tr.Len()-1)] = h
 			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
