@@ -211,7 +211,7 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 // forking where it used to replay the path from the start.
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
-	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone()}
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone(), cp: r.cp}
 	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
 	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
@@ -224,4 +224,111 @@ func (r *run) fork(c *copier) (*run, error) {
 	}
 	f.s, f.q.s = s, s
 	return f, nil
+}
+
+// saved is a run's state, kept by save for restore: depth-first search
+// saves a state once, takes a step from it and explores on, then restores
+// it for the next step, where it used to fork a copy of the whole run for
+// each step. The simulator's state is copied into reused storage
+// (sim.Saved), the trace is cut back to its length, a set network's known
+// messages forget those added since; processes are copied on write (see
+// run.own). Its storage is reused from one save to the next.
+type saved struct {
+	sim     sim.Saved
+	keys    []sim.Key
+	info    []pending
+	added   int // len(queue.added)
+	events  int // the trace's length
+	next    []int
+	used    [3]int
+	now     int64
+	waiting uint64
+	tracked int
+	ph      []uint64
+	dirty   uint64
+	msgs    []msgRec
+}
+
+// save records r's state in sv. A run that cannot be forked cannot be
+// saved either (sim.ErrNoFork).
+func (r *run) save(sv *saved) error {
+	if err := r.s.Save(&sv.sim); err != nil {
+		return err
+	}
+	sv.keys = append(sv.keys[:0], r.q.keys...)
+	sv.info = append(sv.info[:0], r.q.info...)
+	sv.added = len(r.q.added)
+	sv.events = r.rec.Len()
+	sv.next = append(sv.next[:0], r.wl.next...)
+	sv.used, sv.now, sv.waiting, sv.tracked = r.used, r.now, r.waiting, r.tracked
+	sv.ph = append(sv.ph[:0], r.ph...)
+	sv.dirty = r.w.dirty
+	sv.msgs = append(sv.msgs[:0], r.w.msgs...)
+	r.shareAll()
+	return nil
+}
+
+// restore brings r back to the state sv holds, saved from r itself.
+func (r *run) restore(sv *saved) {
+	r.s.Restore(&sv.sim)
+	r.q.keys = append(r.q.keys[:0], sv.keys...)
+	r.q.info = append(r.q.info[:0], sv.info...)
+	for _, h := range r.q.added[sv.added:] {
+		delete(r.q.known, h)
+	}
+	r.q.added = r.q.added[:sv.added]
+	r.rec.truncate(sv.events)
+	r.wl.next = append(r.wl.next[:0], sv.next...)
+	r.used, r.now, r.waiting, r.tracked = sv.used, sv.now, sv.waiting, sv.tracked
+	r.ph = append(r.ph[:0], sv.ph...)
+	r.w.dirty = sv.dirty
+	r.w.msgs = append(r.w.msgs[:0], sv.msgs...)
+	r.shareAll()
+}
+
+// copyable reports why r cannot be backtracked, if it cannot: the
+// simulator cannot save it (sim.ErrNoFork), or a process or a payload
+// holds what the copier will not copy (errNoClone). sv is scratch.
+func (r *run) copyable(c *copier, sv *saved) error {
+	if err := r.s.Save(&sv.sim); err != nil {
+		return err
+	}
+	c.err = nil
+	for id := 0; id < r.cfg.Nodes; id++ {
+		if p := r.s.Process(proc.ID(id)); p != nil {
+			c.process(p)
+		}
+	}
+	for _, k := range r.q.keys {
+		if v := r.s.Payload(k.Slot); v != nil {
+			c.value(v)
+		}
+	}
+	return c.err
+}
+
+// shareAll marks every process as shared with a saved state.
+func (r *run) shareAll() {
+	if r.owned == nil {
+		r.owned = make([]bool, r.cfg.Nodes)
+	}
+	clear(r.owned)
+}
+
+// own gives the process the step in slot happens at, and the payload it
+// will be handed, copies of the run's own before the step changes them,
+// if a saved state may share them (copy on write: a step copies one
+// process, not all of them).
+func (r *run) own(c *copier, node proc.ID, slot uint32) error {
+	c.err = nil
+	if v := r.s.Payload(slot); v != nil {
+		r.s.SetPayload(slot, c.value(v))
+	}
+	if node >= 0 && int(node) < len(r.owned) && !r.owned[node] {
+		if p := r.s.Process(node); p != nil {
+			r.s.SetProcess(node, c.process(p))
+		}
+		r.owned[node] = true
+	}
+	return c.err
 }

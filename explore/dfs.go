@@ -2,7 +2,10 @@ package explore
 
 import (
 	"cmp"
+	"errors"
 	"slices"
+
+	"github.com/cohort-go/cohort/sim"
 )
 
 // label names a step independently of the path that enables it (Seq
@@ -36,6 +39,21 @@ func (e *explorer) dfs() error {
 	if err != nil {
 		return err
 	}
+	if e.forking {
+		// Backtracking: one run, saved where the search branches and
+		// restored there, with processes copied on write.
+		if err := r.copyable(e.cp, e.frame(0)); err != nil {
+			if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+				return err
+			}
+			e.forking = false
+			e.res.Engine = "replay (" + err.Error() + ")"
+		} else {
+			e.res.Engine = "undo"
+			r.cp = e.cp
+			r.shareAll()
+		}
+	}
 	fp := r.fingerprint()
 	e.seen = newFPSet(e.cfg.POR)
 	_, slot := e.seen.Add(fp)
@@ -46,7 +64,10 @@ func (e *explorer) dfs() error {
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
-	_, err = e.visit(r, nil, nil, fp, slot, false)
+	// One path buffer for the whole search: a step appends to its parent's
+	// path in place.
+	_, err = e.visit(r, make([]choice, 0, e.cfg.MaxDepth+1), nil, fp, slot, false)
+	e.extra += e.wide.Bytes()
 	for _, s := range e.sleeps {
 		e.extra += 24 + 16*cap(s)
 	}
@@ -62,26 +83,30 @@ func (e *explorer) dfs() error {
 // again with their intersection). again: the state was visited before.
 // It reports whether the search must stop.
 //
-// The sleep set a state was explored with is kept in its slot's 16-bit
-// tag, as a bit mask over the labels enabled in it sorted by their ids
-// (a function of the state); a state with more than 15 labels enabled
-// keeps its set in a map (tag 0xFFFF).
+// The sleep set a state was explored with is kept as a bit mask over the
+// labels enabled in it sorted by their ids (a function of the state), in
+// its slot's 16-bit tag or, past 15 labels, in a table beside (see
+// storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
-	chs := slices.Clone(r.choices(e.buf))
+	lv := e.level(len(path))
+	lv.chs = r.choices(lv.chs)
+	chs := lv.chs
 	var labels []label
 	if cfg.POR {
-		labels = make([]label, len(chs))
-		for i, ch := range chs {
-			labels[i] = r.label(ch)
+		lv.labels = lv.labels[:0]
+		for _, ch := range chs {
+			lv.labels = append(lv.labels, r.label(ch))
 		}
-		canon := canonical(labels)
+		labels = lv.labels
+		lv.canon = canonical(lv.canon, labels)
+		canon := lv.canon
 		if again {
-			stored := e.storedSleep(canon, fp, slot)
-			if subset(stored, sleep) {
+			lv.stored = e.storedSleep(lv.stored[:0], canon, fp, slot)
+			if subset(lv.stored, sleep) {
 				return false, nil
 			}
-			sleep = intersect(stored, sleep)
+			sleep = intersect(lv.stored, sleep)
 		}
 		e.storeSleep(canon, sleep, fp, slot)
 	}
@@ -95,7 +120,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		e.res.Exhausted = false
 		return false, nil
 	}
-	var done []label
+	done := lv.done[:0]
 	last := -1 // the last step taken from here
 	for i := range chs {
 		if !cfg.POR || !slices.Contains(sleep, labels[i]) {
@@ -103,6 +128,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 	}
 	first := true
+	var sv *saved
 	for i, ch := range chs {
 		var l label
 		if cfg.POR {
@@ -111,12 +137,21 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 				continue
 			}
 		}
-		// Replaying, the first step goes on in r and the others replay
-		// the path; forking, the others fork r and the last takes r.
+		// The first step goes on in r. Backtracking, r is saved before it
+		// (if another step follows) and restored before each other step;
+		// replaying, the others replay the path.
 		child := r
-		if (e.forking && i != last) || (!e.forking && !first) {
+		switch {
+		case first && e.forking && i != last:
+			sv = e.frame(len(path))
+			if err := r.save(sv); err != nil {
+				return false, err
+			}
+		case !first && e.forking:
+			r.restore(sv)
+		case !first:
 			var err error
-			if child, err = e.branch(r, path); err != nil {
+			if child, err = e.replay(path); err != nil {
 				return false, err
 			}
 		}
@@ -127,6 +162,8 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		e.res.Transitions++
 		var childSleep []label
 		if cfg.POR {
+			cl := e.level(len(path) + 1)
+			childSleep = cl.sleep[:0]
 			for _, s := range sleep {
 				if independent(s, l) {
 					childSleep = append(childSleep, s)
@@ -137,6 +174,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 					childSleep = append(childSleep, s)
 				}
 			}
+			cl.sleep = childSleep
 		}
 		cfp := child.fingerprint()
 		next := append(path, ch) // path's spare room: no one keeps next
@@ -159,45 +197,86 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 		if cfg.POR {
 			done = append(done, l)
+			lv.done = done
 		}
 	}
 	return false, nil
 }
 
-// canonical returns labels sorted by id, without repeats.
-func canonical(labels []label) []label {
-	c := slices.Clone(labels)
+// frame returns the saved state of depth d, reused along the search.
+func (e *explorer) frame(d int) *saved {
+	for len(e.frames) <= d {
+		e.frames = append(e.frames, &saved{})
+	}
+	return e.frames[d]
+}
+
+// level is depth first's scratch for one depth, reused along the search.
+type level struct {
+	chs                   []choice
+	labels, canon, stored []label
+	done                  []label
+	sleep                 []label // the sleep set of this depth's state
+}
+
+func (e *explorer) level(d int) *level {
+	for len(e.levels) <= d {
+		e.levels = append(e.levels, &level{})
+	}
+	return e.levels[d]
+}
+
+// canonical returns labels sorted by id, without repeats, in c's storage.
+func canonical(c, labels []label) []label {
+	c = append(c[:0], labels...)
 	slices.SortFunc(c, func(a, b label) int { return cmp.Compare(a.id, b.id) })
 	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
 }
 
-const overflowTag = 0xFFFF
+// A sleep set is kept as a bit mask over the labels enabled in the state,
+// sorted by id (canonical), which are a function of the state: up to 15
+// labels, in its slot's 16-bit tag; up to 32, in the table of wide masks
+// (tag wideTag); beyond, in a map (tag overflowTag). An empty sleep set is
+// tag 0 however many labels.
+const (
+	wideTag     = 0xFFFE
+	overflowTag = 0xFFFF
+)
 
 func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
-	if len(canon) > 15 {
-		e.seen.SetTag(slot, overflowTag)
-		if len(sleep) > 0 {
-			e.sleeps[fp] = slices.Clone(sleep)
-		} else {
-			delete(e.sleeps, fp)
-		}
+	if len(sleep) == 0 {
+		e.seen.SetTag(slot, 0)
 		return
 	}
-	var m uint16
+	if len(canon) > 32 {
+		e.seen.SetTag(slot, overflowTag)
+		e.sleeps[fp] = slices.Clone(sleep)
+		return
+	}
+	var m uint32
 	for _, l := range sleep {
 		if i := slices.IndexFunc(canon, func(c label) bool { return c.id == l.id }); i >= 0 {
 			m |= 1 << uint(i)
 		}
 	}
-	e.seen.SetTag(slot, m)
+	if len(canon) > 15 {
+		e.seen.SetTag(slot, wideTag)
+		e.wide.Put(fp, m)
+		return
+	}
+	e.seen.SetTag(slot, uint16(m))
 }
 
-func (e *explorer) storedSleep(canon []label, fp uint64, slot int) []label {
-	m := e.seen.Tag(slot)
-	if m == overflowTag {
-		return e.sleeps[fp]
+func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label {
+	var m uint32
+	switch t := e.seen.Tag(slot); t {
+	case overflowTag:
+		return append(out, e.sleeps[fp]...)
+	case wideTag:
+		m = e.wide.Get(fp)
+	default:
+		m = uint32(t)
 	}
-	var out []label
 	for i, c := range canon {
 		if m&(1<<uint(i)) != 0 {
 			out = append(out, c)

@@ -8,31 +8,36 @@
 //
 // Design choices:
 //
-//   - Forking, not replaying (clone.go). Where the search branches, the
-//     run is forked: sim.Sim.Fork copies the simulator's own state (the
-//     pending events under the same keys and slots, counters, random
-//     sources, stable storage) field by field, the explorer copies its
-//     queue, trace and workload, and each process is deep-copied — by its
-//     Clone method if it has one (Cloner), else by a reflective copier
-//     whose plan is compiled once per type (a type with nothing mutable
-//     behind a reference is one assignment; a struct is assigned whole and
-//     only its mutable fields are copied deeply; funcs are shared, a
-//     channel is refused). Payloads in flight are shared unless they hold
-//     something mutable. A step is then taken once, not once per state
-//     below it. A model whose runs cannot be forked (hardware clocks,
+//   - Backtracking, not replaying (clone.go, sim.Saved). Depth first
+//     keeps one run: where the search branches it saves the run's state
+//     once (sim.Sim.Save copies the simulator's own state — pending
+//     events, counters, timers, random sources — into storage reused from
+//     one save to the next; the explorer adds its queue, trace length,
+//     workload and message table), takes a step, explores on, and
+//     restores the state before the next step, as SPIN undoes a
+//     transition. Processes are copied on write: before a step the one
+//     process it happens at is given a copy of its own (by its Clone
+//     method if it has one, Cloner, else by a reflective copier whose plan
+//     is compiled once per type: a type with nothing mutable behind a
+//     reference is one assignment, a struct is assigned whole and only its
+//     mutable fields copied deeply, funcs shared, a channel refused), and
+//     so is the payload handed to it and, if it writes, its disk; the
+//     saved state keeps the originals. Breadth first takes a state's
+//     steps the same way and forks (sim.Sim.Fork: everything copied) only
+//     the new states it holds, up to 65,536 not yet expanded, replaying
+//     the others. A model whose runs cannot be saved (hardware clocks,
 //     pauses, changing membership, vector clocks, a channel in a state)
-//     falls back to replay, and Result.Engine says so. Config.Replay asks
-//     for the old stateless engine: a state reached by re-running its path
-//     from the start, depth first replaying only to branch, breadth first
-//     replaying every child. Both engines find the same states, verdicts
-//     and counterexamples (engine_test.go compares them model by model);
-//     a counterexample is still a Schedule that replays byte for byte.
-//     Breadth first holds the forked runs of up to 65,536 states not yet
-//     expanded, and replays the others.
+//     falls back to replay, and Result.Engine says so ("undo" depth
+//     first, "fork" breadth first). Config.Replay asks for the old
+//     stateless engine: a state reached by re-running its path from the
+//     start. The engines find the same states, verdicts and
+//     counterexamples (engine_test.go compares them model by model, and
+//     TestRestoreIsReplay a restored run with a replay of its path); a
+//     counterexample is still a Schedule that replays byte for byte.
 //     What remains per state is the simulator's step itself (each event
-//     recorded in the trace) and the fork: 10⁴–10⁵ states per CPU
-//     second, not Stateright's 10⁶ (an undo log instead of forks is left
-//     to do).
+//     recorded in the trace), the reflective fingerprint of the process
+//     that stepped, and the checkers: 5·10⁴–1.5·10⁵ states per CPU
+//     second, not Stateright's 10⁶.
 //   - Fingerprints (hash.go, run.go). A state is hashed reflectively:
 //     every process's state and liveness, the workload's state, the
 //     faults used, and the multiset of pending events by content (kind,
@@ -44,13 +49,16 @@
 //     algorithm may copy itself (Cloner) instead of being copied
 //     reflectively.
 //   - The visited set (set.go): 64-bit fingerprints in one flat open
-//     addressing table grown by a quarter (9.1–11.4 bytes a state; with
-//     sleep sets, a 16-bit tag a slot holds each state's sleep set,
-//     11.4–14.3; a state with more than 15 steps enabled keeps its sleep
-//     set in a map instead, which costs two-phase commit with 7 RMs 52
-//     bytes a state). Hash compaction may merge two states: the chance that
-//     any two of k collide is at most k²/2⁶⁵ (Result.Omission). Breadth
-//     first adds 8 bytes a state for the path to it (parent, step).
+//     addressing table grown by an eighth (9.1–10.3 bytes a state; with
+//     sleep sets, a 16-bit tag a slot holds each state's sleep set as a
+//     mask over its enabled steps, 11.4–12.9; a state with 16 to 32 steps
+//     enabled keeps its mask in a table beside, 12 bytes a slot, and only
+//     one with more in a map: two-phase commit with 7 RMs, 15% of whose
+//     states have more than 15, costs 14.5 bytes a state). Hash
+//     compaction may merge two states: the chance that any two of k
+//     collide is at most k²/2⁶⁵ (Result.Omission). Breadth first adds 5
+//     bytes a state for the path to it (the parent, and the step's
+//     position among the parent's choices).
 //   - Safety, incrementally (watch.go). A state's trace is its parent's
 //     and one step's events, and the parent's was judged ok; a safety
 //     checker whose breaking events are known (an Enter for ME1 and ME3,
@@ -58,8 +66,8 @@
 //     messages does not vouch for, for integrity and no-duplicates) runs
 //     on a new state only when a step since the last state judged on its
 //     path brought one; others run on every new state. The trace is a
-//     chain of frozen segments shared by forks, put together only when a
-//     checker reads it.
+//     chain of frozen segments shared by forks; a checker reads it in
+//     place when it is one run's own.
 //   - Time. Async fires any pending event next, timers included: timeouts
 //     are unreliable. Sync (the default for algorithms that assume
 //     synchrony) lets a message arrive at any time within one latency, in

@@ -30,6 +30,10 @@ func TestForkMatchesReplay(t *testing.T) {
 		{"1pc", "commit", "one-phase-commit", 3, nil, func(c *Config) { c.Checks = []string{"commit-consistency"}; c.Safety = c.Checks }},
 		{"ra-dfs-por", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses = 1, 1 }},
+		{"ra-faults-dfs", "mutex", "ricart-agrawala", 2, nil, func(c *Config) {
+			c.Crashes, c.Losses, c.Dups, c.Strategy, c.POR = 1, 1, 1, DFS, true
+			c.Checks, c.Safety = []string{"ME1"}, []string{"ME1"}
+		}},
 		{"ra-dups", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Dups = 1 }},
 		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, func(c *Config) { c.Checks = []string{"ME2"} }},
 		{"ra-jr", "mutex", "ricart-agrawala-jr", 3, []string{"0:acquire", "1:acquire", "0:acquire"}, func(c *Config) { c.Checks, c.Safety = []string{"ME3"}, []string{"ME3"} }},
@@ -37,7 +41,7 @@ func TestForkMatchesReplay(t *testing.T) {
 		{"token-ring", "mutex", "token-ring", 3, nil, func(c *Config) { c.MaxStates = 3000 }},
 	}
 	if testing.Short() || raceEnabled {
-		models = models[:4]
+		models = models[:5]
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
@@ -51,8 +55,14 @@ func TestForkMatchesReplay(t *testing.T) {
 				rs[i] = explore(t, cfg)
 			}
 			old, nu := rs[0], rs[1]
-			if nu.Engine != "fork" {
-				t.Fatalf("engine %q, want fork", nu.Engine)
+			want := "fork"
+			if cfg := setup(t, m.family, m.algo, m.nodes, m.inputs); m.tweak != nil {
+				if m.tweak(&cfg); cfg.Strategy == DFS {
+					want = "undo" // backtracking
+				}
+			}
+			if nu.Engine != want {
+				t.Fatalf("engine %q, want %s", nu.Engine, want)
 			}
 			if a, b := summary(old), summary(nu); a != b {
 				t.Fatalf("replay: %s\nfork:   %s", a, b)
@@ -88,9 +98,9 @@ func summary(r *Result) string {
 }
 
 // BenchmarkEngines explores the same models with the replaying engine and
-// the forking one, side by side, and reports unique states per second and
+// the backtracking one (undo), side by side, and reports unique states per second and
 // the search's bytes per state (two-phase commit with 7 RMs, 296,448
-// states, with the forking engine only).
+// states, with the backtracking engine only).
 func BenchmarkEngines(b *testing.B) {
 	for _, m := range []struct {
 		name   string
@@ -108,7 +118,7 @@ func BenchmarkEngines(b *testing.B) {
 			if replay && m.states == 0 {
 				continue // 296,448 states: too long to replay
 			}
-			engine := "fork"
+			engine := "undo" // depth first backtracks
 			if replay {
 				engine = "replay"
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
 )
 
 // The incremental fingerprint (a process rehashed only when a step
@@ -117,4 +118,125 @@ func TestIncrementalSafetyMatchesFull(t *testing.T) {
 			t.Log(summary(rs[1]))
 		})
 	}
+}
+
+// Backtracking (save a state, step on, restore it) brings a run back to
+// the very state it saved: after random walks that save and restore at
+// random, the run's fingerprint, trace, pending events and message table
+// equal a fresh replay of its path, and stepping on from a restored state
+// changes nothing that an earlier saved state shares (processes,
+// payloads and disks are copied on write), nor does stepping a run forked
+// off it.
+func TestRestoreIsReplay(t *testing.T) {
+	for _, m := range []struct {
+		name   string
+		family string
+		algo   string
+		nodes  int
+		inputs []string
+		tweak  func(*Config)
+	}{
+		{"2pc", "commit", "two-phase-commit", 4, nil, nil},
+		{"ra-faults", "mutex", "ricart-agrawala", 3, nil, func(c *Config) { c.Crashes, c.Losses, c.Dups = 1, 1, 1 }},
+		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, nil},
+		{"suzuki-kasami", "mutex", "suzuki-kasami", 3, nil, func(c *Config) { c.Crashes = 1 }},
+		{"bully-sync", "election", "bully", 3, nil, func(c *Config) { c.Crashes = 1 }},
+		{"bully-async", "election", "bully", 3, nil, func(c *Config) { c.Timing = Async; c.Dups = 1 }},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			cfg := setup(t, m.family, m.algo, m.nodes, m.inputs)
+			if m.tweak != nil {
+				m.tweak(&cfg)
+			}
+			cfg.watchers = watchersOf(cfg.Safety)
+			rng := rand.New(rand.NewPCG(3, 5))
+			e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{}, cp: newCopier()}
+			restored := 0
+			for walk := 0; walk < 60; walk++ {
+				r, err := cfg.newRun(e.h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.copyable(e.cp, &saved{}); err != nil {
+					t.Fatal(err)
+				}
+				r.cp = e.cp
+				r.shareAll()
+				type mark struct {
+					sv   *saved
+					path []choice
+					fp   uint64
+				}
+				var stack []mark
+				var path []choice
+				for step := 0; step < 60; step++ {
+					switch x := rng.IntN(6); {
+					case x == 2:
+						// Fork off a run and step it (as breadth first
+						// holds a new state): r's trace is frozen, and a
+						// restore must cut back into frozen segments.
+						f, err := r.fork(e.cp)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if chs := f.choices(nil); len(chs) > 0 {
+							if err := f.apply(chs[rng.IntN(len(chs))]); err != nil {
+								t.Fatal(err)
+							}
+						}
+					case x == 0 || (x == 1 && len(stack) > 0):
+						if x == 0 {
+							sv := &saved{}
+							if err := r.save(sv); err != nil {
+								t.Fatal(err)
+							}
+							stack = append(stack, mark{sv, slices.Clone(path), r.fingerprintFull(nil)})
+							break
+						}
+						top := stack[rng.IntN(len(stack))]
+						for len(stack) > 0 && stack[len(stack)-1].sv != top.sv {
+							stack = stack[:len(stack)-1]
+						}
+						r.restore(top.sv)
+						path = slices.Clone(top.path)
+						restored++
+						if fp := r.fingerprintFull(nil); fp != top.fp {
+							t.Fatalf("walk %d step %d: restored %x, saved %x", walk, step, fp, top.fp)
+						}
+						want, err := e.replay(path)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if a, b := r.fingerprint(), want.fingerprintFull(nil); a != b {
+							t.Fatalf("walk %d step %d: restored %x, replayed %x", walk, step, a, b)
+						}
+						if a, b := r.rec.Trace().Events, want.rec.Trace().Events; !slices.EqualFunc(a, b, sameEvent) {
+							t.Fatalf("walk %d step %d: restored trace of %d events, replayed %d", walk, step, len(a), len(b))
+						}
+						if !slices.Equal(r.q.keys, want.q.keys) || !slices.Equal(r.w.msgs, want.w.msgs) || r.w.dirty != want.w.dirty || len(r.q.known) != len(want.q.known) {
+							t.Fatalf("walk %d step %d: restored queue or message table differ from the replay", walk, step)
+						}
+					}
+					chs := r.choices(nil)
+					if len(chs) == 0 {
+						break
+					}
+					ch := chs[rng.IntN(len(chs))]
+					if err := r.apply(ch); err != nil {
+						t.Fatal(err)
+					}
+					path = append(path, ch)
+				}
+			}
+			if restored < 50 {
+				t.Fatalf("%d restores: the walks hardly backtracked", restored)
+			}
+			t.Logf("%d restores compared", restored)
+		})
+	}
+}
+
+func sameEvent(a, b trace.Event) bool {
+	return a.Index == b.Index && a.Time == b.Time && a.Node == b.Node && a.Kind == b.Kind && a.Peer == b.Peer &&
+		a.Msg == b.Msg && a.Type == b.Type && a.Label == b.Label && a.Lamport == b.Lamport && string(a.Data) == string(b.Data)
 }

@@ -239,17 +239,12 @@ func (g *graph) sccs(in func(int32) bool) [][]int32 {
 // judgeCycles reports a fair cycle that starves a waiting process as a
 // violation of ME2, with a schedule that reaches the cycle and goes round
 // it once.
-func (e *explorer) judgeCycles(trail []trailNode) error {
+func (e *explorer) judgeCycles(tr *trail) error {
 	p, cyc, ok := e.g.lasso(e.cfg.Nodes)
 	if !ok {
 		return nil
 	}
-	var path []choice
-	for j := cyc[0]; j > 0; j = trail[j].parent {
-		path = append(path, unpack32(trail[j].ch))
-	}
-	slices.Reverse(path)
-	r, err := e.replay(path)
+	r, path, err := e.replayTrail(tr, cyc[0])
 	if err != nil {
 		return err
 	}

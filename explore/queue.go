@@ -37,17 +37,6 @@ type choice struct {
 	act Act
 }
 
-// pack32 packs a choice in 32 bits (breadth first's trail): a Seq below
-// 2³⁰, which a path's events never come near.
-func (c choice) pack32() (uint32, error) {
-	if c.seq >= 1<<30 {
-		return 0, fmt.Errorf("event #%d: too many events on one path", c.seq)
-	}
-	return uint32(c.seq<<2) | uint32(c.act), nil
-}
-
-func unpack32(x uint32) choice { return choice{seq: uint64(x >> 2), act: Act(x & 3)} }
-
 // queue is the explorer's sim.Queue: it holds the pending events' keys and
 // pops the one the explorer chose (before the run begins, the earliest, as
 // the simulator's own queue would).
@@ -63,6 +52,9 @@ type queue struct {
 	set   bool  // a set network: a message sent twice is one message
 	h     *hasher
 	known map[uint64]bool // set network: the messages in flight, by content
+	// added lists known's keys in the order they were added, so that a
+	// restored run (run.restore) can forget the ones added since.
+	added []uint64
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -78,6 +70,7 @@ func (q *queue) Push(k sim.Key) {
 				return
 			}
 			q.known[h] = true
+			q.added = append(q.added, h)
 			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), ok: true})
 			return
 		}

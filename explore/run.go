@@ -37,6 +37,12 @@ type run struct {
 	ph []uint64
 	// w marks the safety checkers a step may have broken (watch.go).
 	w watch
+	// With backtracking (save and restore): cp copies a process before
+	// it steps, unless owned says it is the run's own already.
+	cp    *copier
+	owned []bool
+	// path, for a run breadth first holds: the steps that reached it.
+	path []choice
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
@@ -206,6 +212,11 @@ func (r *run) apply(ch choice) error {
 	at = max(at, r.now)
 	r.now = at
 	r.q.next, r.q.at = r.q.find(ch.seq), at
+	if r.owned != nil && !isCrash(p) {
+		if err := r.own(r.cp, p.Node, r.q.keys[r.q.next].Slot); err != nil {
+			return err
+		}
+	}
 	var err error
 	if perr := r.protect(func() { r.s.Step() }); perr != nil {
 		err = perr
@@ -416,12 +427,44 @@ func (r *recorder) freeze() *recorder {
 	return &recorder{header: r.header, base: r.base}
 }
 
+// truncate cuts the trace back to its first n events. If some of those
+// to cut were frozen since (the run was forked), it goes back to the
+// segment that holds the n-th event and copies what it keeps of it.
+func (r *recorder) truncate(n int) {
+	if b := r.base.len(); n >= b {
+		r.tail = r.tail[:n-b]
+		return
+	}
+	s := r.base
+	for s != nil && s.n-len(s.events) >= n {
+		s = s.parent // wholly after the cut
+	}
+	switch {
+	case s == nil:
+		r.base, r.tail = nil, r.tail[:0]
+	case s.n == n:
+		r.base, r.tail = s, r.tail[:0]
+	default:
+		r.base = s.parent
+		r.tail = append(r.tail[:0], s.events[:n-(s.n-len(s.events))]...)
+	}
+}
+
 // Since returns the events from index i on (shared: not to be changed).
 func (r *recorder) Since(i int) []trace.Event {
 	if b := r.base.len(); i >= b {
 		return r.tail[i-b:]
 	}
 	return r.Trace().Events[i:]
+}
+
+// view returns the whole trace so far, to be read at once and not kept:
+// the tail itself if it is the whole trace, else a copy.
+func (r *recorder) view() *trace.Trace {
+	if r.base == nil {
+		return &trace.Trace{Header: r.header, Events: r.tail}
+	}
+	return r.Trace()
 }
 
 // Trace returns the whole trace so far, a copy of its own.

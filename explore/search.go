@@ -3,6 +3,7 @@ package explore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/check"
@@ -55,9 +56,13 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
+	wide   maskTable // with POR, the sleep sets of 16 to 32 bits
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier
+	// frames are depth first's saved states, one per depth (dfs.go).
+	frames []*saved
+	levels []*level
 	// g is the state graph, with Config.Cycles.
 	g     *graph
 	names []string // scratch
@@ -67,28 +72,79 @@ type explorer struct {
 // beyond it, a state is reached by replaying its path.
 const heldRuns = 1 << 16
 
-// branch returns a run in r's state, reached by path, for another step
-// from it: a fork of r, or a replay of path. A model whose runs cannot be
-// forked is explored by replay from then on (Result.Engine says so).
-func (e *explorer) branch(r *run, path []choice) (*run, error) {
-	if e.forking {
-		f, err := r.fork(e.cp)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
-			return nil, err
-		}
-		e.forking = false
-		e.res.Engine = "replay (" + err.Error() + ")"
-	}
-	return e.replay(path)
+// trail is breadth first's record of how each state was first reached:
+// its parent's index and the step's position among the parent's choices
+// (run.choices, a function of the state), 5 bytes a state, in chunks of
+// trailChunk so that it never holds more than one chunk unused. A state's
+// path is found again by replaying these positions from the start.
+type trail struct {
+	parents [][]int32
+	steps   [][]uint8
+	n       int
+	far     map[int32]int // positions of 255 and beyond (step 255), by state
 }
 
-// trailNode is a BFS state: how it was first reached, in 8 bytes.
-type trailNode struct {
-	parent int32
-	ch     uint32 // packed choice (pack32)
+const trailChunk = 1 << 10
+
+func (t *trail) Len() int { return t.n }
+
+// Bytes is the memory the trail holds.
+func (t *trail) Bytes() int { return 5*trailChunk*len(t.parents) + 48*len(t.far) }
+
+func (t *trail) add(parent int32, k int) {
+	if t.n%trailChunk == 0 {
+		t.parents = append(t.parents, make([]int32, 0, trailChunk))
+		t.steps = append(t.steps, make([]uint8, 0, trailChunk))
+	}
+	c := t.n / trailChunk
+	t.parents[c] = append(t.parents[c], parent)
+	if k >= 255 {
+		if t.far == nil {
+			t.far = map[int32]int{}
+		}
+		t.far[int32(t.n)], k = k, 255
+	}
+	t.steps[c] = append(t.steps[c], uint8(k))
+	t.n++
+}
+
+// at returns state j's parent and its step's position.
+func (t *trail) at(j int32) (int32, int) {
+	c, i := j/trailChunk, j%trailChunk
+	k := int(t.steps[c][i])
+	if k == 255 {
+		k = t.far[j]
+	}
+	return t.parents[c][i], k
+}
+
+// replayTrail reaches state j by replaying its steps from the start, and
+// returns its path.
+func (e *explorer) replayTrail(t *trail, j int32) (*run, []choice, error) {
+	var ks []int
+	for ; j > 0; j, _ = t.at(j) {
+		_, k := t.at(j)
+		ks = append(ks, k)
+	}
+	slices.Reverse(ks)
+	r, err := e.cfg.newRun(e.h)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := make([]choice, 0, len(ks)+1)
+	for _, k := range ks {
+		e.buf = r.choices(e.buf)
+		if k >= len(e.buf) {
+			return nil, nil, fmt.Errorf("replaying a path: step %d of %d choices (an unstable state)", k, len(e.buf))
+		}
+		ch := e.buf[k]
+		if err := r.apply(ch); err != nil {
+			return nil, nil, err
+		}
+		e.res.Transitions++
+		path = append(path, ch)
+	}
+	return r, path, nil
 }
 
 // replay re-executes a path from the start.
@@ -127,7 +183,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	if len(names) == 0 {
 		return false, nil
 	}
-	tr := r.rec.Trace()
+	tr := r.rec.view()
 	results, err := check.Run(tr, names...)
 	if err != nil {
 		return false, err
@@ -139,7 +195,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: tr, Terminal: terminal}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
@@ -174,6 +230,20 @@ func (e *explorer) bfs() error {
 	if err != nil {
 		return err
 	}
+	if e.forking {
+		// A state's steps are taken from one run, saved and restored
+		// (as depth first does); only a new state the search holds is
+		// forked off.
+		if err := root.copyable(e.cp, e.frame(0)); err != nil {
+			if !errors.Is(err, sim.ErrNoFork) && !errors.Is(err, errNoClone) {
+				return err
+			}
+			e.forking = false
+			e.res.Engine = "replay (" + err.Error() + ")"
+		} else {
+			root.cp = e.cp
+		}
+	}
 	rootFP := root.fingerprint()
 	e.seen = newFPSet(false)
 	e.seen.Add(rootFP)
@@ -181,25 +251,20 @@ func (e *explorer) bfs() error {
 		e.g = &graph{index: map[uint64]int32{}}
 		e.g.node(rootFP, root.waiting)
 	}
-	trail := []trailNode{{parent: -1}}
+	var tr trail
+	tr.add(-1, 0)
 	held := map[int32]*run{0: root} // with forking, the runs of states not yet expanded
 	root.w.dirty = 0
 	if stop, err := e.judge(root, cfg.Safety, nil, false); stop || err != nil {
 		return err
 	}
-	var path []choice
-	for i := 0; i < len(trail); i++ {
-		path = path[:0]
-		for j := int32(i); j > 0; j = trail[j].parent {
-			path = append(path, unpack32(trail[j].ch))
-		}
-		for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
-			path[a], path[b] = path[b], path[a]
-		}
+	for i := 0; i < tr.Len(); i++ {
+		var path []choice
 		r := held[int32(i)]
 		if r != nil {
 			delete(held, int32(i))
-		} else if r, err = e.replay(path); err != nil {
+			path, r.path = r.path, nil
+		} else if r, path, err = e.replayTrail(&tr, int32(i)); err != nil {
 			return err
 		}
 		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
@@ -226,10 +291,22 @@ func (e *explorer) bfs() error {
 				}
 			}
 		}
+		var sv *saved
 		for k, ch := range chs {
+			// Forking, r is saved before its first step and restored
+			// before each other; replaying, the last step takes r itself
+			// and the others replay the path.
 			child := r
-			if k < len(chs)-1 { // the last step takes r itself
-				if child, err = e.branch(r, path); err != nil {
+			switch {
+			case e.forking && k == 0 && len(chs) > 1:
+				sv = e.frame(0)
+				if err := r.save(sv); err != nil {
+					return err
+				}
+			case e.forking && k > 0:
+				r.restore(sv)
+			case !e.forking && k < len(chs)-1:
+				if child, err = e.replay(path); err != nil {
 					return err
 				}
 			}
@@ -247,29 +324,32 @@ func (e *explorer) bfs() error {
 			if e.g != nil {
 				e.g.succ[i] = append(e.g.succ[i], edge{e.g.node(fp, child.waiting), labels[k].id})
 			}
-			packed, err := ch.pack32()
-			if err != nil {
-				return err
-			}
-			trail = append(trail, trailNode{parent: int32(i), ch: packed})
-			if e.forking && len(held) < heldRuns {
-				held[int32(len(trail)-1)] = child
-			}
+			tr.add(int32(i), k)
 			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
 			}
+			if e.forking && len(held) < heldRuns {
+				h := child
+				if k < len(chs)-1 { // r goes on to the next step
+					if h, err = child.fork(e.cp); err != nil {
+						return err
+					}
+				}
+				h.path = append(slices.Clip(path), ch)
+				held[int32(tr.Len()-1)] = h
+			}
 			if e.seen.Len() >= cfg.MaxStates {
 				e.res.Exhausted = false
-				e.extra = 8*cap(trail) + 48*len(held)
+				e.extra = tr.Bytes() + 48*len(held)
 				return nil
 			}
 		}
 	}
-	e.extra = 8*cap(trail) + 48*len(held)
+	e.extra = tr.Bytes() + 48*len(held)
 	if e.g != nil {
 		e.extra += e.g.bytes()
 		if e.res.Exhausted {
-			return e.judgeCycles(trail)
+			return e.judgeCycles(&tr)
 		}
 	}
 	return nil

@@ -4,14 +4,14 @@ import "math/bits"
 
 // fpSet is a set of 64-bit fingerprints: open addressing with linear
 // probing in one flat array of 8-byte slots (hash compaction, as TLC and
-// SPIN store states: the state itself is never kept). It grows by a
-// quarter when 7/8 full, so between 70% and 87.5% of its slots are used
-// and a state costs 9.1 to 11.4 bytes. Zero is the empty slot (a
+// SPIN store states: the state itself is never kept). It grows by an
+// eighth when 7/8 full, so between 78% and 87.5% of its slots are used
+// and a state costs 9.1 to 10.3 bytes. Zero is the empty slot (a
 // fingerprint of 0 is stored as 1).
 //
 // With tags (Config.POR), each slot also holds a 16-bit tag (the sleep
 // set the state was explored with, dfs.go): 10 bytes a slot, 11.4 to
-// 14.3 bytes a state.
+// 12.9 bytes a state.
 //
 // Two different states with one fingerprint are one state to the search,
 // which then misses the second and all it alone leads to. With k states
@@ -37,6 +37,12 @@ func (s *fpSet) Len() int { return s.n }
 
 // Bytes is the memory the set holds.
 func (s *fpSet) Bytes() int { return 8*len(s.slots) + 2*len(s.tags) }
+
+// growth: a full table grows by 1/growth of its size. At 7/8 full, it is
+// then 7/9 full: between 78% and 87.5% of the slots are used. (Each growth
+// rehashes the table, so the states are rehashed 8 times on average, not
+// 4 as they would with a quarter.)
+const growth = 8
 
 // home is x's first slot: x's mixed hash scaled to the table's size
 // (Lemire's multiply-shift; the size need not be a power of two).
@@ -78,7 +84,7 @@ func (s *fpSet) SetTag(i int, t uint16) { s.tags[i] = t }
 
 func (s *fpSet) grow() {
 	old, oldTags := s.slots, s.tags
-	size := len(old) + len(old)/4
+	size := len(old) + len(old)/growth
 	s.slots = make([]uint64, size)
 	if oldTags != nil {
 		s.tags = make([]uint16, size)
@@ -97,3 +103,67 @@ func (s *fpSet) grow() {
 // omission bounds the probability that two of k states share a
 // fingerprint: k(k−1)/2⁶⁵.
 func omission(k int64) float64 { return float64(k) * float64(k-1) / (1 << 65) }
+
+// maskTable maps fingerprints to 32-bit masks: the sleep sets of the
+// states whose enabled steps are too many for a slot's 16-bit tag (dfs.go),
+// by open addressing with linear probing in two flat arrays, 12 bytes a
+// slot, grown as fpSet is. A state's entry is written over when its
+// sleep set changes.
+type maskTable struct {
+	keys  []uint64 // 0: empty; a fingerprint of 0 is stored as 1
+	masks []uint32
+	n     int
+}
+
+func (t *maskTable) Bytes() int { return 12 * len(t.keys) }
+
+func (t *maskTable) home(x uint64) int {
+	hi, _ := bits.Mul64(mix64(x), uint64(len(t.keys)))
+	return int(hi)
+}
+
+// slot returns x's slot, or the empty one where it would go.
+func (t *maskTable) slot(x uint64) int {
+	for i := t.home(x); ; i++ {
+		if i == len(t.keys) {
+			i = 0
+		}
+		if k := t.keys[i]; k == x || k == 0 {
+			return i
+		}
+	}
+}
+
+// Get returns x's mask (0 if none).
+func (t *maskTable) Get(x uint64) uint32 {
+	if len(t.keys) == 0 {
+		return 0
+	}
+	if x == 0 {
+		x = 1
+	}
+	return t.masks[t.slot(x)]
+}
+
+// Put sets x's mask.
+func (t *maskTable) Put(x uint64, m uint32) {
+	if x == 0 {
+		x = 1
+	}
+	if t.n+1 > len(t.keys)/8*7 {
+		old, oldMasks := t.keys, t.masks
+		size := max(64, len(old)+len(old)/growth)
+		t.keys, t.masks, t.n = make([]uint64, size), make([]uint32, size), 0
+		for j, k := range old {
+			if k != 0 {
+				t.Put(k, oldMasks[j])
+			}
+		}
+	}
+	i := t.slot(x)
+	if t.keys[i] == 0 {
+		t.keys[i] = x
+		t.n++
+	}
+	t.masks[i] = m
+}

@@ -39,11 +39,8 @@ var ErrNoFork = errors.New("this run cannot be forked")
 // stable storage is copied (the records, which the host never changes in
 // place, are shared).
 func (s *Sim) Fork(f Fork) (*Sim, error) {
-	switch {
-	case s.cal != nil:
-		return nil, errors.Join(ErrNoFork, errors.New("no Config.Queue"))
-	case s.clocks != nil || s.busy != nil || s.present != nil || s.vcs != nil:
-		return nil, errors.Join(ErrNoFork, errors.New("hardware clocks, pauses, membership or vector clocks"))
+	if err := s.forkable(); err != nil {
+		return nil, err
 	}
 	c := &Sim{}
 	*c = *s
@@ -79,6 +76,7 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 	c.timers.old = maps.Clone(s.timers.old)
 	c.fifo = maps.Clone(s.fifo)
 	c.armed = maps.Clone(s.armed)
+	c.diskOwn = nil // every disk copied
 	if s.disks != nil {
 		c.disks = make(map[proc.ID]*disk, len(s.disks))
 		for id, d := range s.disks {
@@ -93,6 +91,17 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 	c.sent = slices.Clone(s.sent)
 	c.st.ByKind = nil
 	return c, nil
+}
+
+// forkable says why the run cannot be forked (or saved), if it cannot.
+func (s *Sim) forkable() error {
+	switch {
+	case s.cal != nil:
+		return errors.Join(ErrNoFork, errors.New("no Config.Queue"))
+	case s.clocks != nil || s.busy != nil || s.present != nil || s.vcs != nil:
+		return errors.Join(ErrNoFork, errors.New("hardware clocks, pauses, membership or vector clocks"))
+	}
+	return nil
 }
 
 // forkRand copies a random source made by newProcRand: the generator's

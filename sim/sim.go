@@ -45,6 +45,9 @@ type Sim struct {
 	disks    map[proc.ID]*disk
 	diskRand *rand.Rand
 	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
+	// diskOwn, after a Save or Restore: the disks the run has copied
+	// since, its own; the others are shared with the saved state.
+	diskOwn map[proc.ID]bool
 
 	timers    timerSet // live timers; a cancelled one fires no more
 	nextTimer proc.TimerID

@@ -104,6 +104,7 @@ func apply(log [][]byte, ops []diskOp) [][]byte {
 
 // storageOf returns process id's storage, making its disk on first use.
 func (s *Sim) storageOf(id proc.ID) proc.Storage {
+	s.ownDisk(id)
 	if s.disks == nil {
 		s.disks = map[proc.ID]*disk{}
 	}
@@ -118,6 +119,7 @@ func (s *Sim) storageOf(id proc.ID) proc.Storage {
 // crashDisk applies a crash to process id's disk: a random prefix of the
 // unsynced operations survives.
 func (s *Sim) crashDisk(id proc.ID) {
+	s.ownDisk(id)
 	d := s.disks[id]
 	if d == nil || len(d.unsynced) == 0 {
 		return
@@ -133,6 +135,7 @@ func (s *Sim) crashDisk(id proc.ID) {
 
 // restartDisk gives the new incarnation of process id the durable log.
 func (s *Sim) restartDisk(id proc.ID) {
+	s.ownDisk(id)
 	d := s.disks[id]
 	if d == nil {
 		return

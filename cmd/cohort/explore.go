@@ -75,7 +75,7 @@ model checkers).`,
 	fl.StringArrayVar(&f.checks, "check", nil, "property to check, repeatable (default: those the algorithm guarantees)")
 	fl.BoolVar(&f.symmetry, "symmetry", false, "merge states that differ by a renaming of interchangeable processes (commit: the resource managers)")
 	fl.BoolVar(&f.cycles, "cycles", false, "mutex: also judge liveness in cycles — a fair cycle (weak fairness) in which a process that asked never enters breaks ME2 (breadth first; keeps the state graph)")
-	fl.BoolVar(&f.replay, "replay", false, "reach every state by replaying its path from the start (the stateless engine), not by forking runs")
+	fl.BoolVar(&f.replay, "replay", false, "reach every state by replaying its path from the start (the stateless engine), not by saving and restoring runs")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
 	fl.StringVar(&f.scheduleOut, "schedule", "", "write the counterexample's schedule to this file")
 	fl.StringVar(&f.svgOut, "svg", "", "write the counterexample's space-time diagram (SVG) to this file")
@@ -194,8 +194,9 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 	}
 	if os.Getenv("GOGC") == "" {
 		// The search's live heap is small (fingerprints, the path) and
-		// its garbage large (a forked run per branch): collecting less
-		// often buys 1.4–2× the states per CPU second.
+		// its garbage large (a copied process per step, a forked run per
+		// state breadth first holds): collecting less often buys states
+		// per CPU second.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	res, err := explore.Explore(cfg)

@@ -44,7 +44,7 @@ func TestExploreExitsAndReplays(t *testing.T) {
 			BytesPerState float64 `json:"bytes_per_state"`
 		}
 		if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.States != 314 || r.StatesPerS <= 0 || r.BytesPerState <= 0 ||
-			r.Engine != map[string]string{"--replay=false": "fork", "--replay=true": "replay"}[replay] {
+			r.Engine != map[string]string{"--replay=false": "undo", "--replay=true": "replay"}[replay] {
 			t.Errorf("symmetry %s: exit %d, %+v\n%s%s", replay, code, r, out, errs)
 		}
 	}
