@@ -371,6 +371,13 @@ type Config struct {
 	// entry, and the join's refinement of the table (proximity.go).
 	// Without it the first candidate heard of stays.
 	Proximity bool
+	// FullJoin is Rowstron & Druschel's join in full: every node on the
+	// JOIN's route sends the joiner all of its tables, and the joiner
+	// announces itself to every node of its own; otherwise the nodes on
+	// the route send the rows the joiner can use (node.joinState) and it
+	// announces itself to its leaf set and the rows where it is new
+	// (node.toTell). Proximity implies it.
+	FullJoin bool
 }
 
 // Repairing is the registered algorithms' configuration: failures
@@ -519,10 +526,33 @@ func (n *node) onJoin(env proc.Env, m Join) {
 	n.leaves.remove(m.X)
 	n.rt.forget(n, m.X)
 	next := n.next(NodeID(m.X), m.Hops)
-	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.known()})
+	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.joinState(m.X)})
 	if next != n.id {
 		n.forward(env, next, Join{X: m.X, Hops: m.Hops + 1})
 	}
+}
+
+// joinState is what this node, on the route of X's JOIN, sends X: in
+// Rowstron & Druschel's join (§2.4) all its tables, of which X takes
+// row i from the i-th node and its leaf set from the last. Rows beyond
+// s = shl(this node, X) would give X a single entry (their nodes share
+// exactly s digits with X, and the same digit s): this node sends its
+// rows 0 to s (the lower rows fill the holes its predecessors' left)
+// and its leaf set (the final node's is X's; the others' are
+// candidates for X's deepest rows, and bring X nodes that joined beside
+// it at the same time). With proximity or FullJoin it sends all its
+// tables: X chooses each entry as the nearest of many candidates.
+func (n *node) joinState(x proc.ID) []proc.ID {
+	if n.cfg.Proximity || n.cfg.FullJoin {
+		return n.known()
+	}
+	s := SharedPrefix(NodeID(x), n.self)
+	ids := make([]proc.ID, 0, Radix*(s+1)+len(n.leaves.left)+len(n.leaves.right))
+	for p := 0; p <= s && p < Digits; p++ {
+		ids = append(ids, n.rt.row(p)...)
+	}
+	ids = append(ids, n.leaves.left...)
+	return append(ids, n.leaves.right...)
 }
 
 // onState: X takes the sender and its tables into its own (row i of its
@@ -550,8 +580,11 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	if !n.joined {
 		n.joined = true
 		ids := n.known()
+		told := n.toTell(ids)
 		for _, id := range ids {
-			n.announce(env, id)
+			if told(id) {
+				n.announce(env, id)
+			}
 		}
 		env.Output(Joined{Entries: len(ids)})
 		n.refine(env)
@@ -564,6 +597,43 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	}
 	for _, id := range fresh {
 		n.announce(env, id)
+	}
+}
+
+// Informed is how many nodes sharing more than p digits with a joiner
+// the joiner must know for it to skip announcing itself to the nodes of
+// its table's row p (see toTell).
+var Informed = 1
+
+// toTell is which of the nodes ids (its tables) a node that has just
+// joined announces itself to. Rowstron & Druschel (2001 §2.4) send the
+// joiner's state to every node of its tables; but a node T of row p
+// (sharing p digits with X) would only take X into its entry R[p][X[p]],
+// and that entry is already held if any node sharing p+1 digits with X
+// reached T before — which X can judge: if X itself knows such a node,
+// so, most likely, does T. As in MSPastry's join (Castro, Costa &
+// Rowstron 2004, where the joiner tells only its leaf set), X tells its
+// leaf set and the rows in which it is the first of its prefix that it
+// knows — in an overlay of N nodes about ⌈log₁₆ N⌉'s one or two
+// deepest rows, some 16 + 15 nodes in place of (2^b − 1)·log₁₆ N + 2l.
+// A routing-table entry left empty costs at most a hop (the rare case
+// of the routing rule); the leaf sets, on which delivery rests, are
+// told as before. With proximity every table node is told: X may be
+// nearer than the node its entry holds (Castro et al. 2002).
+func (n *node) toTell(ids []proc.ID) func(proc.ID) bool {
+	if n.cfg.Proximity || n.cfg.FullJoin {
+		return func(proc.ID) bool { return true }
+	}
+	// deeper[p]: how many of ids share more than p digits with this node.
+	var deeper [Digits + 1]int
+	for _, id := range ids {
+		for q := SharedPrefix(NodeID(id), n.self) - 1; q >= 0; q-- {
+			deeper[q]++
+		}
+	}
+	return func(id proc.ID) bool {
+		p := SharedPrefix(NodeID(id), n.self)
+		return n.leaves.has(id) || deeper[p] < Informed
 	}
 }
 
