@@ -579,14 +579,7 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	}
 	if !n.joined {
 		n.joined = true
-		ids := n.known()
-		told := n.toTell(ids)
-		for _, id := range ids {
-			if told(id) {
-				n.announce(env, id)
-			}
-		}
-		env.Output(Joined{Entries: len(ids)})
+		env.Output(Joined{Entries: n.announceJoined(env)})
 		n.refine(env)
 		queued := n.queued
 		n.queued = nil
@@ -605,36 +598,71 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 // its table's row p (see toTell).
 var Informed = 1
 
-// toTell is which of the nodes ids (its tables) a node that has just
-// joined announces itself to. Rowstron & Druschel (2001 §2.4) send the
-// joiner's state to every node of its tables; but a node T of row p
-// (sharing p digits with X) would only take X into its entry R[p][X[p]],
-// and that entry is already held if any node sharing p+1 digits with X
-// reached T before — which X can judge: if X itself knows such a node,
-// so, most likely, does T. As in MSPastry's join (Castro, Costa &
-// Rowstron 2004, where the joiner tells only its leaf set), X tells its
-// leaf set and the rows in which it is the first of its prefix that it
-// knows — in an overlay of N nodes about ⌈log₁₆ N⌉'s one or two
-// deepest rows, some 16 + 15 nodes in place of (2^b − 1)·log₁₆ N + 2l.
-// A routing-table entry left empty costs at most a hop (the rare case
-// of the routing rule); the leaf sets, on which delivery rests, are
-// told as before. With proximity every table node is told: X may be
-// nearer than the node its entry holds (Castro et al. 2002).
-func (n *node) toTell(ids []proc.ID) func(proc.ID) bool {
+// announceJoined: this node has just joined, and tells the nodes of
+// its tables that it exists — its leaf set, with the leaf set itself
+// (one copy for all: a message is not changed once sent), and the
+// routing-table nodes that toTell picks. It returns how many distinct
+// nodes its tables hold.
+func (n *node) announceJoined(env proc.Env) int {
+	table := n.rt.nodes(n)
+	tell := n.toTell(table)
+	entries := 0
+	for _, id := range table {
+		if n.leaves.has(id) {
+			continue // told below
+		}
+		entries++
+		if tell(id) {
+			env.Send(id, Announce{})
+		}
+	}
+	var mine *Leaves
+	if n.flaw != joinsBlind {
+		mine = &Leaves{Left: slices.Clone(n.leaves.left), Right: slices.Clone(n.leaves.right)}
+	}
+	for _, id := range n.leaves.left {
+		entries++
+		env.Send(id, Announce{mine})
+	}
+	for _, id := range n.leaves.right {
+		if !slices.Contains(n.leaves.left, id) { // (in both sides in an overlay of 2l nodes or fewer)
+			entries++
+			env.Send(id, Announce{mine})
+		}
+	}
+	return entries
+}
+
+// toTell is which of the nodes of its routing table, table, a node that
+// has just joined announces itself to. Rowstron & Druschel (2001 §2.4)
+// send the joiner's state to every node of its tables; but a node T of
+// row p (sharing p digits with X) would only take X into its entry
+// R[p][X[p]], and that entry is already held if any node sharing p+1
+// digits with X reached T before — which X can judge: if X itself knows
+// such a node, so, most likely, does T. As in MSPastry's join (Castro,
+// Costa & Rowstron 2004, where the joiner tells only its leaf set), X
+// tells the rows in which it is the first of its prefix that it knows —
+// in an overlay of N nodes, the deepest row, ⌈log₁₆ N⌉'s, which is
+// sparse — and its leaf set (announceJoined), some 16 + a few nodes in
+// place of (2^b − 1)·log₁₆ N + 2l. A routing-table entry left empty
+// costs at most a hop (the rare case of the routing rule); the leaf
+// sets, on which delivery rests, are told as before. With proximity or
+// FullJoin every table node is told: X may be nearer than the node its
+// entry holds (Castro et al. 2002).
+func (n *node) toTell(table []proc.ID) func(proc.ID) bool {
 	if n.cfg.Proximity || n.cfg.FullJoin {
 		return func(proc.ID) bool { return true }
 	}
-	// deeper[p]: how many of ids share more than p digits with this node.
+	// deeper[p]: how many known nodes share more than p digits with this one.
 	var deeper [Digits + 1]int
-	for _, id := range ids {
-		for q := SharedPrefix(NodeID(id), n.self) - 1; q >= 0; q-- {
-			deeper[q]++
+	for _, side := range [3][]proc.ID{table, n.leaves.left, n.leaves.right} {
+		for _, id := range side {
+			for q := SharedPrefix(NodeID(id), n.self) - 1; q >= 0; q-- {
+				deeper[q]++
+			}
 		}
 	}
-	return func(id proc.ID) bool {
-		p := SharedPrefix(NodeID(id), n.self)
-		return n.leaves.has(id) || deeper[p] < Informed
-	}
+	return func(id proc.ID) bool { return deeper[SharedPrefix(NodeID(id), n.self)] == 0 }
 }
 
 // announce tells id that this node exists; a leaf is sent the leaf set
