@@ -252,23 +252,33 @@ func (s *leafSet) addG(id proc.ID, g GUID) bool {
 // insert puts id, at distance d, into the side ids (distances ds,
 // farthest far) where it belongs, if among the l nearest.
 func (s *leafSet) insert(ids *[]proc.ID, ds *[]GUID, far *GUID, id proc.ID, d GUID) bool {
-	if len(*ids) >= s.l && Cmp(d, *far) >= 0 {
+	if len(*ids) >= s.l && !less(d, *far) {
 		return false // beyond a full side: most nodes heard of in a large overlay
 	}
-	i, found := slices.BinarySearchFunc(*ds, d, Cmp)
-	if found || i >= s.l {
+	// The place, by a scan from the far end (a side holds l entries, 8
+	// by default: a scan is as quick as a binary search, and inline).
+	i := len(*ds)
+	for i > 0 && less(d, (*ds)[i-1]) {
+		i--
+	}
+	if i > 0 && (*ds)[i-1] == d || i >= s.l {
 		return false
 	}
 	if *ds == nil {
 		*ids, *ds = make([]proc.ID, 0, s.l+1), make([]GUID, 0, s.l+1)
 	}
-	*ids, *ds = slices.Insert(*ids, i, id), slices.Insert(*ds, i, d)
-	if len(*ids) > s.l {
-		*ids, *ds = (*ids)[:s.l], (*ds)[:s.l]
+	if len(*ids) < s.l {
+		*ids, *ds = append(*ids, 0), append(*ds, GUID{})
 	}
+	copy((*ids)[i+1:], (*ids)[i:])
+	copy((*ds)[i+1:], (*ds)[i:])
+	(*ids)[i], (*ds)[i] = id, d
 	*far = edge(*ds)
 	return true
 }
+
+// less reports whether a < b.
+func less(a, b GUID) bool { return a.Hi < b.Hi || a.Hi == b.Hi && a.Lo < b.Lo }
 
 // remove takes id out of both sides; it reports the sides it was on.
 func (s *leafSet) remove(id proc.ID) (left, right bool) {
