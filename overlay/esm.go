@@ -40,16 +40,18 @@ import (
 //     spare upload) — what ESM measures by a probe's throughput (Chu et
 //     al. 2004, "Early experience with an Internet broadcast system
 //     based on overlay multicast": the parent chosen for bandwidth
-//     first, then delay). Choosing by bandwidth, a node takes a parent
-//     that gives it less than the whole stream only after ESMPatience
-//     rounds have found none better, and says so: a host accepts a
-//     child beyond those its upload can send the whole stream to only
-//     then, since the child slows down its siblings and their subtrees
-//     too, not itself alone. And a host that cannot forward the whole
-//     stream to anyone (its upload below the stream's rate) leaves a
-//     parent's last full-rate place to one that can for ESMPatience
-//     rounds: else the hosts nearest the source, whatever their upload,
-//     would take its places and seal the tree. With LatencyOnly every
+//     first, then delay). Choosing by bandwidth, a host takes no more
+//     children than its upload can send the whole stream to (Spare in
+//     the answer: a child beyond them would slow down its siblings and
+//     their subtrees too, not itself alone), unless the child has found
+//     no full-rate place in 2·ESMPatience rounds and asks it to crowd
+//     in; a node waits ESMPatience rounds for a parent that gives it the
+//     whole stream before it takes less. And a host that cannot forward
+//     the whole stream to anyone (its upload below the stream's rate)
+//     leaves a parent's last full-rate place to one that can for
+//     ESMPatience rounds: else the hosts nearest the source, whatever
+//     their upload, would take its places and seal the tree. With
+//     LatencyOnly every
 //     host takes Degree children, whatever its upload.
 //   - Alive: every ESMAlive a parent sends its children an alive message
 //     with its path from the source and each child's rate (a packet of
@@ -251,11 +253,12 @@ func (m ProbeReply) String() string {
 }
 
 // Attach asks the receiver to be the sender's parent; Lost is the parent
-// the sender lost (-1: none); Reduced: the sender takes less than the
-// whole stream (the receiver's upload may be shared beyond it).
+// the sender lost (-1: none); Crowd: the sender found no parent with a
+// full-rate place for long, and asks the receiver to share its upload
+// beyond its full-rate children (slowing them down).
 type Attach struct {
 	Lost     proc.ID
-	Reduced  bool
+	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
 }
 
@@ -465,6 +468,9 @@ func (n *esm) fit(a esmAnswer) bool {
 	if n.keepsOff() && a.Spare == 1 {
 		return false // the last full-rate place, kept for a host that can forward the stream
 	}
+	if !n.cfg.LatencyOnly && a.Spare == 0 && n.tries < 2*ESMPatience {
+		return false // no full-rate place: taking one would slow down its children
+	}
 	return !slices.Contains(a.Path, n.id) && (n.lost == proc.None || !slices.Contains(a.Path, n.lost))
 }
 
@@ -485,12 +491,12 @@ func (n *esm) choose(env proc.Env) {
 		}
 	}
 	reduced := !n.cfg.LatencyOnly && best != nil && best.Bandwidth < n.cfg.stream()
-	if best == nil || reduced && n.tries < ESMPatience {
+	if best == nil || reduced && n.tries < ESMPatience { // wait for the whole stream
 		env.SetTimer(ESMRetry, retry{n.round})
 		return
 	}
 	n.asking, n.askRTT = best.from, best.rtt
-	env.Send(best.from, Attach{Lost: n.lost, Reduced: reduced, KeepsOff: n.keepsOff()})
+	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
 	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
 }
 
@@ -607,7 +613,7 @@ func (n *esm) onQuery(env proc.Env, from proc.ID) {
 // onAttach: a node asks this one to be its parent.
 func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 	ok := n.onTree() && !n.saturated() && from != n.parent &&
-		(m.Reduced || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
+		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
 		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
 	if n.flaw != picksDescendant {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
