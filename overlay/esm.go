@@ -51,8 +51,7 @@ import (
 //     leaves a parent's last full-rate place to one that can for
 //     ESMPatience rounds: else the hosts nearest the source, whatever
 //     their upload, would take its places and seal the tree. With
-//     LatencyOnly every
-//     host takes Degree children, whatever its upload.
+//     LatencyOnly every host takes Degree children, whatever its upload.
 //   - Alive: every ESMAlive a parent sends its children an alive message
 //     with its path from the source and each child's rate (a packet of
 //     the stream counts too); a child's path is its parent's and its
