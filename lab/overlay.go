@@ -351,7 +351,9 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 		newProc := a.New
 		a.New = func(id proc.ID, n int) proc.Process {
 			var p proc.Process
-			if sw, ok := w.(*ScribeLoad); ok && a.Name == "scribe" {
+			if ew, ok := w.(*ESMLoad); ok && a.Name == "esm" {
+				p = overlay.NewESM(id, ew.config(id))
+			} else if sw, ok := w.(*ScribeLoad); ok && a.Name == "scribe" {
 				cfg := overlay.FailureFree
 				if sw.Repair {
 					cfg = overlay.Repairing
@@ -497,7 +499,29 @@ var overlayCases = []compareCase{{
 	overlayLookupRDPCase(false),
 	overlayLookupRDPCase(true),
 	overlayTreeCase,
+	overlayESMLatencyCase,
 	overlayScribeProximityCase,
+}
+
+// overlayESMLatencyCase: ESM's tree with each parent chosen by delay
+// alone, every host taking Degree children whatever its upload — the
+// stream's rate the members receive beside the bandwidth-aware choice
+// of overlayTreeCase.
+var overlayESMLatencyCase = compareCase{
+	name:    "multicast trees on a transit-stub network, ESM parents by delay alone",
+	algos:   []string{"esm"},
+	metrics: []string{"stream_rate_mean", "stream_rate_min", "full_rate_fraction", "depth_mean", "rdp_mean", "stress_max"},
+	skip:    transitStubOnly,
+	notes: map[string]string{
+		"stream_rate_mean": "each host takes 4 children whatever its upload, each parent the nearest: a member below a slow host gets a share of its upload",
+	},
+	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
+		o := f.Options(a)
+		o.Nodes, o.Seed = n, &seed
+		o.Workload.(*ESMLoad).LatencyOnly = true
+		r, _, err := Sim(o)
+		return r, err
+	},
 }
 
 // overlayLookupRDPCase: Pastry's lookups on a transit-stub network, the
@@ -566,9 +590,10 @@ func transitStubOnly(n int) string {
 // source (the network has a link per pair of nodes: up to
 // sim.MaxTransitStubHosts).
 var overlayTreeCase = compareCase{
-	name:    "multicast trees on a transit-stub network",
-	algos:   []string{"scribe", "esm"},
-	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "rdp_root_mean", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max"},
+	name:  "multicast trees on a transit-stub network",
+	algos: []string{"scribe", "esm"},
+	metrics: []string{"received_fraction", "depth_mean", "depth_max", "rdp_mean", "rdp_p90", "rdp_root_mean", "stress_mean", "stress_max", "unicast_stress_mean", "unicast_stress_max",
+		"stream_rate_mean", "stream_rate_min", "full_rate_fraction"},
 	skip: func(n int) string {
 		if n > sim.MaxTransitStubHosts {
 			return fmt.Sprintf("the transit-stub network has a link per pair of nodes: up to %d nodes", sim.MaxTransitStubHosts)
@@ -576,8 +601,9 @@ var overlayTreeCase = compareCase{
 		return ""
 	},
 	notes: map[string]string{
-		"rdp_mean":   "Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables; these tables ignore proximity (the case below has it). Chu et al. report most Narada pairs below 4",
-		"stress_max": "the copies of one packet on the busiest physical link; naive unicast's is the unicast_stress_max beside it",
+		"rdp_mean":         "Castro et al. report a mean delay penalty of about 1.7 for Scribe on Pastry with proximity-aware tables; these tables ignore proximity (the case below has it). Chu et al. report most Narada pairs below 4",
+		"stress_max":       "the copies of one packet on the busiest physical link; naive unicast's is the unicast_stress_max beside it",
+		"stream_rate_mean": "ESM: the stream's rate (Mbit/s; the source sends 1) each member receives, the hosts' uploads of 0.5–10 Mbit/s shared by their children; parents chosen for bandwidth, then delay",
 	},
 	run: func(f Family, a proc.Algorithm, n int, seed uint64) (*Report, error) {
 		o := f.Options(a)

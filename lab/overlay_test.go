@@ -167,3 +167,50 @@ func TestOverlayProximity(t *testing.T) {
 		t.Errorf("scribe trees: without proximity %v, with %v", plain, near)
 	}
 }
+
+// TestOverlayESMBandwidth runs ESM on the transit-stub network, whose
+// hosts' uploads range from half the stream's rate to ten times it, with
+// parents chosen by bandwidth then delay and by delay alone: the checkers
+// hold in both; by bandwidth every member receives the whole stream, by
+// delay alone most get a share of a slow host's upload — at a shorter
+// delay.
+func TestOverlayESMBandwidth(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm("esm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(latencyOnly bool) map[string]float64 {
+		o := f.Options(a)
+		seed := uint64(2)
+		o.Nodes, o.Seed = 160, &seed
+		o.Workload.(*ESMLoad).LatencyOnly = latencyOnly
+		r, _, err := Sim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Checks {
+			if !c.OK || !c.Guaranteed {
+				t.Errorf("latency only %t: %+v", latencyOnly, c)
+			}
+		}
+		t.Logf("latency only %t: %v", latencyOnly, r.Metrics)
+		return r.Metrics
+	}
+	bw, lat := run(false), run(true)
+	if bw["received_fraction"] != 1 || lat["received_fraction"] != 1 {
+		t.Errorf("received: %v by bandwidth, %v by delay alone", bw["received_fraction"], lat["received_fraction"])
+	}
+	if bw["full_rate_fraction"] != 1 || bw["stream_rate_min"] != ESMStream {
+		t.Errorf("parents by bandwidth: %v, want every member at the full rate", bw)
+	}
+	if !(lat["stream_rate_mean"] < 0.75*ESMStream) || !(lat["full_rate_fraction"] < 0.5) {
+		t.Errorf("parents by delay alone: %v, want most members below the full rate", lat)
+	}
+	if !(lat["rdp_mean"] < bw["rdp_mean"]) {
+		t.Errorf("delay penalty %v by delay alone, %v by bandwidth: want it smaller by delay", lat["rdp_mean"], bw["rdp_mean"])
+	}
+}

@@ -207,9 +207,33 @@ func (w *ScribeLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 }
 
 // ESMLoad is End System Multicast's workload: the source is node 0; the
-// other nodes join the session 20 ms apart; two seconds after the last,
-// the source sends Casts packets, 20 ms apart.
-type ESMLoad struct{ treeLoad }
+// other nodes join the session 20 ms apart; once the last is on the tree
+// (overlay.ESMJoinBound), the source sends Casts packets, 20 ms apart. On the transit-stub
+// network every host has its upload capacity (sim.TransitStub.Upload;
+// the source's at least enough for Degree children at the stream's
+// rate) and the stream is ESMStream.
+type ESMLoad struct {
+	treeLoad
+	// LatencyOnly makes the nodes choose their parents by delay alone,
+	// not by bandwidth first (overlay.ESMConfig.LatencyOnly).
+	LatencyOnly bool
+}
+
+// ESMStream is the ESM workload's stream rate, Mbit/s.
+const ESMStream = 1.0
+
+// config is node id's ESM configuration.
+func (w *ESMLoad) config(id proc.ID) overlay.ESMConfig {
+	cfg := overlay.DefaultESM
+	cfg.LatencyOnly, cfg.Stream = w.LatencyOnly, ESMStream
+	if w.topo != nil && int(id) < w.topo.Hosts() {
+		cfg.Upload = w.topo.Upload(id)
+		if id == overlay.ESMSource {
+			cfg.Upload = max(cfg.Upload, float64(cfg.Degree)*cfg.Stream)
+		}
+	}
+	return cfg
+}
 
 // NewESMLoad is ESM's default workload.
 func NewESMLoad() *ESMLoad { return &ESMLoad{} }
@@ -226,7 +250,7 @@ func (w *ESMLoad) Init(c sim.Control) {
 	for i := 1; i < w.n; i++ {
 		c.Schedule(time.Duration(i)*20*time.Millisecond-c.Now(), proc.ID(i), overlay.ESMJoin{})
 	}
-	start := time.Duration(w.n)*20*time.Millisecond + 2*time.Second
+	start := time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound
 	for i := range w.casts() {
 		c.Schedule(start+time.Duration(i)*20*time.Millisecond-c.Now(), overlay.ESMSource, overlay.ESMSend{ID: uint64(i + 1)})
 	}
@@ -252,6 +276,10 @@ func (w *ESMLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 //     (Scribe's from the source through the root, as its multicasts go);
 //     rdp_root_mean, Scribe's, the tree's alone: the delay down the tree
 //     from the root over the direct latency from the root;
+//   - stream_rate_mean, stream_rate_min, full_rate_fraction (ESM): the
+//     stream's rate each member receives down the tree (Mbit/s; the
+//     source sends ESMStream), from the hosts' uploads shared by their
+//     children (overlay.ESMRates), and the members that get all of it;
 //   - stress_max, stress_mean: the copies of a packet on a physical link,
 //     the most and the mean over the links that carry it, beside
 //     unicast_stress_max and unicast_stress_mean, the same for naive
@@ -297,6 +325,19 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 			h, ms, ds := overlay.ESMTree(tl.processes)
 			trees = append(trees, tree{overlay.ESMSource, physical(h), ms, ds})
 			fromRoot = trees // the source is the root
+			rates := overlay.ESMRates(tl.processes)
+			if len(rates) > 0 {
+				var sum, low float64 = 0, ESMStream
+				full := 0
+				for _, r := range rates {
+					sum, low = sum+r, min(low, r)
+					if r >= ESMStream {
+						full++
+					}
+				}
+				m["stream_rate_mean"], m["stream_rate_min"] = sum/float64(len(rates)), low
+				m["full_rate_fraction"] = float64(full) / float64(len(rates))
+			}
 		}
 	default:
 		return m, th

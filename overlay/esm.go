@@ -18,17 +18,44 @@ import (
 //
 //   - Join: a node asks the source for members; the source answers with
 //     a random subset of at most ESMConfig.Sample of them (itself
-//     included). The node probes each: the answer carries the
+//     included), of those that have told it they are on the tree
+//     (Attached: the nodes still looking for a parent would be no
+//     candidates). The node probes each: the answer carries the
 //     candidate's path from the source, its delay from the source along
-//     the tree and whether it is saturated (ESMConfig.Degree children
-//     already); the probe's round trip measures the link. The node asks
-//     the unsaturated candidate that gives it the smallest delay from
-//     the source (the candidate's, plus half the round trip) to be its
-//     parent; the candidate accepts if it is still unsaturated and on
-//     the tree. Refused, or with no candidate fit, the node asks again.
+//     the tree, whether it is saturated (ESMConfig.Degree children
+//     already) and the bandwidth it could give one more child; the
+//     probe's round trip measures the link. The node asks the
+//     unsaturated candidate that gives it the most bandwidth, and of
+//     those the smallest delay from the source (the candidate's, plus
+//     half the round trip), to be its parent (ESMConfig.LatencyOnly: the
+//     smallest delay alone); the candidate accepts if it is still
+//     unsaturated and on the tree. Refused, or with no candidate fit, the
+//     node asks again.
+//   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
+//     children, so a child receives the stream at the smaller of its
+//     parent's rate and the parent's upload over its children (the
+//     source's rate is ESMConfig.Stream). A candidate's answer to a
+//     probe is what a new child would get: the smaller of its own rate
+//     (the path's bandwidth) and its upload over one more child (its
+//     spare upload) — what ESM measures by a probe's throughput (Chu et
+//     al. 2004, "Early experience with an Internet broadcast system
+//     based on overlay multicast": the parent chosen for bandwidth
+//     first, then delay). Choosing by bandwidth, a host takes no more
+//     children than its upload can send the whole stream to (Spare in
+//     the answer: a child beyond them would slow down its siblings and
+//     their subtrees too, not itself alone), unless the child has found
+//     no full-rate place in 2·ESMPatience rounds and asks it to crowd
+//     in; a node waits ESMPatience rounds for a parent that gives it the
+//     whole stream before it takes less. And a host that cannot forward
+//     the whole stream to anyone (its upload below the stream's rate)
+//     leaves a parent's last full-rate place to one that can for
+//     ESMPatience rounds: else the hosts nearest the source, whatever
+//     their upload, would take its places and seal the tree. With
+//     LatencyOnly every host takes Degree children, whatever its upload.
 //   - Alive: every ESMAlive a parent sends its children an alive message
-//     with its path from the source (a packet of the stream counts too);
-//     a child's path is its parent's and its parent.
+//     with its path from the source and each child's rate (a packet of
+//     the stream counts too); a child's path is its parent's and its
+//     parent.
 //   - Graceful leave: a node that leaves tells its children and its
 //     parent and goes on forwarding for ESMGrace; each child finds a new
 //     parent as a joining node does, keeps the old one until the new one
@@ -57,12 +84,14 @@ type esm struct {
 	path       []proc.ID     // the ancestors, from the source down to the parent
 	delay      time.Duration // delay from the source along the tree
 	link       time.Duration // delay from the parent: half the probe's round trip
+	rate       float64       // the stream's rate this node receives, Mbit/s
 	heard      time.Duration // when the parent was last heard from
 	ticking    bool
 	// Finding a parent: the round, the candidates probed and their
 	// answers, the parent lost or leaving (excluded with its
 	// descendants; -1: none), the candidate asked.
 	round   int
+	tries   int                       // rounds since the node began looking for a parent
 	probes  map[proc.ID]time.Duration // probe sent at
 	answers []esmAnswer
 	lost    proc.ID
@@ -80,10 +109,36 @@ type ESMConfig struct {
 	Degree int
 	// Sample is how many members the source names to a joining node.
 	Sample int
+	// Upload is this host's upload capacity in Mbit/s, shared by its
+	// children; 0: unlimited.
+	Upload float64
+	// Stream is the stream's rate in Mbit/s, as the source sends it; 0
+	// means 1.
+	Stream float64
+	// LatencyOnly chooses the parent by delay alone, ignoring bandwidth.
+	LatencyOnly bool
 }
 
-// DefaultESM: up to 4 children, 6 candidates probed.
+// DefaultESM: up to 4 children, 6 candidates probed, unlimited uploads
+// (on a network without them, the choice is by delay).
 var DefaultESM = ESMConfig{Degree: 4, Sample: 6}
+
+// stream is the stream's rate at the source.
+func (c ESMConfig) stream() float64 {
+	if c.Stream > 0 {
+		return c.Stream
+	}
+	return 1
+}
+
+// Share is the rate each of k children of a host of upload capacity
+// upload (0: unlimited) receives from it when it receives rate itself.
+func Share(rate, upload float64, k int) float64 {
+	if upload <= 0 || k <= 0 {
+		return rate
+	}
+	return min(rate, upload/float64(k))
+}
 
 // The ESM timers: alive messages, failure suspicion, the probe round, the
 // retry after a refusal and the grace period of a leave.
@@ -95,6 +150,10 @@ const (
 	ESMGrace   = 2 * time.Second
 )
 
+// ESMPatience is how many rounds a node choosing by bandwidth looks for
+// a parent that gives it the whole stream before it takes less.
+const ESMPatience = 5
+
 // The bounds of the esm-delivery checker: a packet reaches every member
 // of an intact tree within ESMDeliveryBound; a node that joins is on the
 // tree within ESMJoinBound; after a failure or a leave, every member is
@@ -102,8 +161,8 @@ const (
 // period, a few probe rounds).
 const (
 	ESMDeliveryBound = 2 * time.Second
-	ESMJoinBound     = 3 * time.Second
-	ESMRepairBound   = ESMSuspect + ESMAlive + 4*(ESMProbe+ESMRetry) + ESMGrace
+	ESMJoinBound     = 3*time.Second + ESMPatience*(ESMProbe/2+ESMRetry)
+	ESMRepairBound   = ESMSuspect + ESMAlive + (4+ESMPatience)*(ESMProbe+ESMRetry) + ESMGrace
 )
 
 // ---- inputs and outputs ----
@@ -173,35 +232,46 @@ func (Probe) Kind() string { return "probe" }
 func (m Probe) String() string { return fmt.Sprintf("PROBE(r=%d)", m.Round) }
 
 // ProbeReply: the candidate's path from the source, its delay from it,
-// whether it is saturated, and whether it is on the tree.
+// whether it is saturated, whether it is on the tree, and the bandwidth
+// (Mbit/s) a new child of it would receive.
 type ProbeReply struct {
 	Round     int
 	Path      []proc.ID
 	Delay     time.Duration
 	Saturated bool
 	OnTree    bool
+	Bandwidth float64
+	Spare     int // children it could still send the whole stream to
 }
 
 // Kind implements proc.Message.
 func (ProbeReply) Kind() string { return "probe-reply" }
 
 func (m ProbeReply) String() string {
-	return fmt.Sprintf("PROBE-REPLY(r=%d,depth=%d,sat=%t,on=%t)", m.Round, len(m.Path), m.Saturated, m.OnTree)
+	return fmt.Sprintf("PROBE-REPLY(r=%d,depth=%d,sat=%t,on=%t,bw=%g)", m.Round, len(m.Path), m.Saturated, m.OnTree, m.Bandwidth)
 }
 
 // Attach asks the receiver to be the sender's parent; Lost is the parent
-// the sender lost (-1: none).
-type Attach struct{ Lost proc.ID }
+// the sender lost (-1: none); Crowd: the sender found no parent with a
+// full-rate place for long, and asks the receiver to share its upload
+// beyond its full-rate children (slowing them down).
+type Attach struct {
+	Lost     proc.ID
+	Crowd    bool
+	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
+}
 
 // Kind implements proc.Message.
 func (Attach) Kind() string { return "attach" }
 
 func (m Attach) String() string { return fmt.Sprintf("ATTACH(lost=%v)", m.Lost) }
 
-// Accept: the sender is the receiver's parent now; its path and delay.
+// Accept: the sender is the receiver's parent now; its path and delay,
+// and the rate the receiver gets from it.
 type Accept struct {
 	Path  []proc.ID
 	Delay time.Duration
+	Rate  float64
 }
 
 // Kind implements proc.Message.
@@ -217,10 +287,12 @@ func (Refuse) Kind() string { return "refuse" }
 
 func (Refuse) String() string { return "REFUSE" }
 
-// Alive: the parent to a child, with the parent's path and delay.
+// Alive: the parent to a child, with the parent's path and delay, and
+// the rate the child gets from it.
 type Alive struct {
 	Path  []proc.ID
 	Delay time.Duration
+	Rate  float64
 }
 
 // Kind implements proc.Message.
@@ -247,6 +319,15 @@ type Depart struct{}
 func (Depart) Kind() string { return "depart" }
 
 func (Depart) String() string { return "DEPART" }
+
+// Attached: the sender, a member, has a parent (to the source, which
+// names it to joining nodes from then on).
+type Attached struct{}
+
+// Kind implements proc.Message.
+func (Attached) Kind() string { return "attached" }
+
+func (Attached) String() string { return "ATTACHED" }
 
 // Drop: the sender is no longer the receiver's child.
 type Drop struct{}
@@ -281,7 +362,7 @@ func init() {
 		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
 		Checks:  []string{"esm-delivery", "esm-no-cycle"},
 		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
-			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}},
 	})
 }
 
@@ -290,7 +371,11 @@ const ESMSource proc.ID = 0
 
 // NewESM is an ESM node at address id.
 func NewESM(id proc.ID, cfg ESMConfig) proc.Process {
-	return &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None}
+	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None}
+	if id == n.source {
+		n.rate = cfg.stream()
+	}
+	return n
 }
 
 func (n *esm) Start(env proc.Env) {
@@ -313,6 +398,16 @@ func (n *esm) onTree() bool {
 }
 
 func (n *esm) saturated() bool { return len(n.children) >= n.cfg.Degree }
+
+// fullRate is how many children the node can send the whole stream to:
+// its upload over the stream's rate (none for a host whose upload is
+// below it), at most Degree.
+func (n *esm) fullRate() int {
+	if n.cfg.Upload <= 0 {
+		return n.cfg.Degree
+	}
+	return min(n.cfg.Degree, int(n.cfg.Upload/n.cfg.stream()))
+}
 
 // needsParent: a member with no parent, or whose parent is leaving.
 func (n *esm) needsParent() bool {
@@ -354,6 +449,7 @@ func (n *esm) Input(env proc.Env, in proc.Input) {
 // findParent starts a round: ask the source for candidates.
 func (n *esm) findParent(env proc.Env) {
 	n.round++
+	n.tries++
 	n.probes, n.answers, n.asking = nil, nil, proc.None
 	env.Send(n.source, Query{})
 }
@@ -368,11 +464,19 @@ func (n *esm) fit(a esmAnswer) bool {
 	if n.flaw == picksDescendant {
 		return true
 	}
+	if n.keepsOff() && a.Spare == 1 {
+		return false // the last full-rate place, kept for a host that can forward the stream
+	}
+	if !n.cfg.LatencyOnly && a.Spare == 0 && n.tries < 2*ESMPatience {
+		return false // no full-rate place: taking one would slow down its children
+	}
 	return !slices.Contains(a.Path, n.id) && (n.lost == proc.None || !slices.Contains(a.Path, n.lost))
 }
 
-// choose asks the fit candidate that gives the smallest delay from the
-// source to be the parent; with none, a new round after ESMRetry.
+// choose asks the fit candidate that gives the most bandwidth, and of
+// those the smallest delay from the source, to be the parent (with
+// LatencyOnly, the smallest delay); with none, a new round after
+// ESMRetry.
 func (n *esm) choose(env proc.Env) {
 	n.probes = nil
 	var best *esmAnswer
@@ -381,19 +485,40 @@ func (n *esm) choose(env proc.Env) {
 		if !n.fit(*a) {
 			continue
 		}
-		if best == nil || cmp.Compare(a.Delay+a.rtt/2, best.Delay+best.rtt/2) < 0 ||
-			(a.Delay+a.rtt/2 == best.Delay+best.rtt/2 && a.from < best.from) {
+		if best == nil || n.better(a, best) {
 			best = a
 		}
 	}
-	if best == nil {
+	reduced := !n.cfg.LatencyOnly && best != nil && best.Bandwidth < n.cfg.stream()
+	if best == nil || reduced && n.tries < ESMPatience { // wait for the whole stream
 		env.SetTimer(ESMRetry, retry{n.round})
 		return
 	}
 	n.asking, n.askRTT = best.from, best.rtt
-	env.Send(best.from, Attach{Lost: n.lost})
+	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
 	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
 }
+
+// keepsOff: the node, choosing by bandwidth, cannot forward the whole
+// stream to anyone, and leaves parents' last full-rate places to those
+// that can, for its first ESMPatience rounds.
+func (n *esm) keepsOff() bool {
+	return !n.cfg.LatencyOnly && n.fullRate() == 0 && n.tries < ESMPatience
+}
+
+// better reports whether candidate a is to be preferred to b.
+func (n *esm) better(a, b *esmAnswer) bool {
+	if !n.cfg.LatencyOnly && a.Bandwidth != b.Bandwidth {
+		return a.Bandwidth > b.Bandwidth
+	}
+	if c := cmp.Compare(a.Delay+a.rtt/2, b.Delay+b.rtt/2); c != 0 {
+		return c < 0
+	}
+	return a.from < b.from
+}
+
+// share is the rate each child receives from this node with k children.
+func (n *esm) share(k int) float64 { return Share(n.rate, n.cfg.Upload, k) }
 
 func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	if n.gone {
@@ -415,7 +540,8 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 		env.SetTimer(ESMProbe, probeDone{n.round})
 	case Probe:
-		env.Send(from, ProbeReply{Round: m.Round, Path: n.path, Delay: n.delay, Saturated: n.saturated(), OnTree: n.onTree()})
+		env.Send(from, ProbeReply{Round: m.Round, Path: n.path, Delay: n.delay, Saturated: n.saturated(), OnTree: n.onTree(),
+			Bandwidth: n.share(len(n.children) + 1), Spare: max(0, n.fullRate()-len(n.children))})
 	case ProbeReply:
 		if sent, ok := n.probes[from]; ok && m.Round == n.round {
 			delete(n.probes, from)
@@ -439,8 +565,8 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			return
 		}
 		n.heard = env.Now()
-		if !slices.Equal(n.path[:len(n.path)-1], m.Path) || n.delay != m.Delay+n.link {
-			n.path, n.delay = append(slices.Clone(m.Path), from), m.Delay+n.link
+		if !slices.Equal(n.path[:len(n.path)-1], m.Path) || n.delay != m.Delay+n.link || n.rate != m.Rate {
+			n.path, n.delay, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, m.Rate
 			n.alive(env)
 		}
 	case Packet:
@@ -452,6 +578,10 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		n.forward(env, m.ID, m.Depth)
 	case Depart:
 		n.onDepart(env, from)
+	case Attached:
+		if n.id == n.source && !slices.Contains(n.members, from) {
+			n.members = append(n.members, from)
+		}
 	case Drop:
 		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
 	}
@@ -467,8 +597,8 @@ func (n *esm) refuseFrom(env proc.Env, from proc.ID) {
 	}
 }
 
-// onQuery: the source names a random subset of the members, itself
-// first, and counts the asker a member.
+// onQuery: the source names a random subset of the members on the
+// tree, itself first.
 func (n *esm) onQuery(env proc.Env, from proc.ID) {
 	if n.id != n.source {
 		return
@@ -476,15 +606,14 @@ func (n *esm) onQuery(env proc.Env, from proc.ID) {
 	others := slices.DeleteFunc(slices.Clone(n.members), func(x proc.ID) bool { return x == from })
 	env.Rand().Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	pick := append([]proc.ID{n.id}, others[:min(len(others), n.cfg.Sample-1)]...)
-	if !slices.Contains(n.members, from) {
-		n.members = append(n.members, from)
-	}
 	env.Send(from, Candidates{Nodes: pick})
 }
 
 // onAttach: a node asks this one to be its parent.
 func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
-	ok := n.onTree() && !n.saturated() && from != n.parent
+	ok := n.onTree() && !n.saturated() && from != n.parent &&
+		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
+		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
 	if n.flaw != picksDescendant {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
 	}
@@ -497,7 +626,7 @@ func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 		slices.Sort(n.children)
 	}
 	n.tick(env)
-	env.Send(from, Accept{Path: n.path, Delay: n.delay})
+	env.Send(from, Accept{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
 }
 
 // onAccept: the candidate asked is the parent now; a leaving parent is
@@ -507,14 +636,15 @@ func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
 		env.Send(from, Drop{})
 		return
 	}
-	n.asking = proc.None
+	n.asking, n.tries = proc.None, 0
 	if n.parent != proc.None {
 		env.Send(n.parent, Drop{})
 	}
 	n.parent, n.lost = from, proc.None
 	n.link = n.askRTT / 2
-	n.path, n.delay, n.heard = append(slices.Clone(m.Path), from), m.Delay+n.link, env.Now()
+	n.path, n.delay, n.heard, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, env.Now(), m.Rate
 	env.Output(ESMParent{Parent: from})
+	env.Send(n.source, Attached{})
 	n.alive(env)
 }
 
@@ -531,10 +661,11 @@ func (n *esm) onDepart(env proc.Env, from proc.ID) {
 	}
 }
 
-// alive sends the children this node's path and delay.
+// alive sends the children this node's path and delay, and the rate
+// each gets.
 func (n *esm) alive(env proc.Env) {
 	for _, c := range n.children {
-		env.Send(c, Alive{Path: n.path, Delay: n.delay})
+		env.Send(c, Alive{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
 	}
 }
 
@@ -559,7 +690,7 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 		if n.parent != proc.None && env.Now()-n.heard > ESMSuspect && !n.leaving {
 			// The parent failed (or left and is gone): find another,
 			// never among its descendants.
-			n.lost, n.parent, n.path = n.parent, proc.None, nil
+			n.lost, n.parent, n.path, n.rate = n.parent, proc.None, nil, 0
 			env.Output(ESMParent{Parent: proc.None})
 			n.findParent(env)
 		}

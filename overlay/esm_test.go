@@ -131,3 +131,44 @@ func TestESMCheckersCatchDescendantParent(t *testing.T) {
 	}
 
 }
+
+// TestESMBandwidthProbing: hosts whose uploads are half the stream's
+// rate, once, twice and ten times it, in turn. Choosing parents by the
+// bandwidth their probes answer, then delay, every member receives the
+// whole stream (no host takes more children than its upload can feed,
+// and the slow hosts are leaves); by delay alone some get a share of a
+// slow host's upload. Both trees deliver every packet and have no cycle.
+func TestESMBandwidthProbing(t *testing.T) {
+	uploads := []float64{0.5, 1, 2, 10}
+	for _, latencyOnly := range []bool{false, true} {
+		const n = 40
+		procs := make([]proc.Process, n)
+		s := sessionStory{n: n, seed: 1, new: func(id proc.ID, _ int) proc.Process {
+			c := overlay.DefaultESM
+			c.LatencyOnly, c.Upload = latencyOnly, uploads[int(id)%len(uploads)]
+			if id == overlay.ESMSource {
+				c.Upload = 4
+			}
+			procs[id] = overlay.NewESM(id, c)
+			return procs[id]
+		}}
+		s.run(t).Hold(t, "esm-delivery", "esm-no-cycle")
+		rates := overlay.ESMRates(procs)
+		full := 0
+		for _, r := range rates {
+			if r >= 1 {
+				full++
+			}
+		}
+		t.Logf("latency only %t: %d of %d members at the full rate", latencyOnly, full, len(rates))
+		if len(rates) != n-1 {
+			t.Errorf("latency only %t: %d members on the tree, want %d", latencyOnly, len(rates), n-1)
+		}
+		if !latencyOnly && full != len(rates) {
+			t.Errorf("by bandwidth: %d of %d members at the full rate, want all", full, len(rates))
+		}
+		if latencyOnly && full == len(rates) {
+			t.Errorf("by delay alone: every member at the full rate, want some below it")
+		}
+	}
+}

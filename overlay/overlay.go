@@ -252,23 +252,33 @@ func (s *leafSet) addG(id proc.ID, g GUID) bool {
 // insert puts id, at distance d, into the side ids (distances ds,
 // farthest far) where it belongs, if among the l nearest.
 func (s *leafSet) insert(ids *[]proc.ID, ds *[]GUID, far *GUID, id proc.ID, d GUID) bool {
-	if len(*ids) >= s.l && Cmp(d, *far) >= 0 {
+	if len(*ids) >= s.l && !less(d, *far) {
 		return false // beyond a full side: most nodes heard of in a large overlay
 	}
-	i, found := slices.BinarySearchFunc(*ds, d, Cmp)
-	if found || i >= s.l {
+	// The place, by a scan from the far end (a side holds l entries, 8
+	// by default: a scan is as quick as a binary search, and inline).
+	i := len(*ds)
+	for i > 0 && less(d, (*ds)[i-1]) {
+		i--
+	}
+	if i > 0 && (*ds)[i-1] == d || i >= s.l {
 		return false
 	}
 	if *ds == nil {
 		*ids, *ds = make([]proc.ID, 0, s.l+1), make([]GUID, 0, s.l+1)
 	}
-	*ids, *ds = slices.Insert(*ids, i, id), slices.Insert(*ds, i, d)
-	if len(*ids) > s.l {
-		*ids, *ds = (*ids)[:s.l], (*ds)[:s.l]
+	if len(*ids) < s.l {
+		*ids, *ds = append(*ids, 0), append(*ds, GUID{})
 	}
+	copy((*ids)[i+1:], (*ids)[i:])
+	copy((*ds)[i+1:], (*ds)[i:])
+	(*ids)[i], (*ds)[i] = id, d
 	*far = edge(*ds)
 	return true
 }
+
+// less reports whether a < b.
+func less(a, b GUID) bool { return a.Hi < b.Hi || a.Hi == b.Hi && a.Lo < b.Lo }
 
 // remove takes id out of both sides; it reports the sides it was on.
 func (s *leafSet) remove(id proc.ID) (left, right bool) {
@@ -371,6 +381,13 @@ type Config struct {
 	// entry, and the join's refinement of the table (proximity.go).
 	// Without it the first candidate heard of stays.
 	Proximity bool
+	// FullJoin is Rowstron & Druschel's join in full: every node on the
+	// JOIN's route sends the joiner all of its tables, and the joiner
+	// announces itself to every node of its own; otherwise the nodes on
+	// the route send the rows the joiner can use (node.joinState) and it
+	// announces itself to its leaf set and the rows where it is new
+	// (node.toTell). Proximity implies it.
+	FullJoin bool
 }
 
 // Repairing is the registered algorithms' configuration: failures
@@ -519,10 +536,33 @@ func (n *node) onJoin(env proc.Env, m Join) {
 	n.leaves.remove(m.X)
 	n.rt.forget(n, m.X)
 	next := n.next(NodeID(m.X), m.Hops)
-	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.known()})
+	env.Send(m.X, State{Row: m.Hops, Final: next == n.id, Nodes: n.joinState(m.X)})
 	if next != n.id {
 		n.forward(env, next, Join{X: m.X, Hops: m.Hops + 1})
 	}
+}
+
+// joinState is what this node, on the route of X's JOIN, sends X: in
+// Rowstron & Druschel's join (§2.4) all its tables, of which X takes
+// row i from the i-th node and its leaf set from the last. Rows beyond
+// s = shl(this node, X) would give X a single entry (their nodes share
+// exactly s digits with X, and the same digit s): this node sends its
+// rows 0 to s (the lower rows fill the holes its predecessors' left)
+// and its leaf set (the final node's is X's; the others' are
+// candidates for X's deepest rows, and bring X nodes that joined beside
+// it at the same time). With proximity or FullJoin it sends all its
+// tables: X chooses each entry as the nearest of many candidates.
+func (n *node) joinState(x proc.ID) []proc.ID {
+	if n.cfg.Proximity || n.cfg.FullJoin {
+		return n.known()
+	}
+	s := SharedPrefix(NodeID(x), n.self)
+	ids := make([]proc.ID, 0, Radix*(s+1)+len(n.leaves.left)+len(n.leaves.right))
+	for p := 0; p <= s && p < Digits; p++ {
+		ids = append(ids, n.rt.row(p)...)
+	}
+	ids = append(ids, n.leaves.left...)
+	return append(ids, n.leaves.right...)
 }
 
 // onState: X takes the sender and its tables into its own (row i of its
@@ -549,11 +589,7 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	}
 	if !n.joined {
 		n.joined = true
-		ids := n.known()
-		for _, id := range ids {
-			n.announce(env, id)
-		}
-		env.Output(Joined{Entries: len(ids)})
+		env.Output(Joined{Entries: n.announceJoined(env)})
 		n.refine(env)
 		queued := n.queued
 		n.queued = nil
@@ -565,6 +601,78 @@ func (n *node) onState(env proc.Env, from proc.ID, m State) {
 	for _, id := range fresh {
 		n.announce(env, id)
 	}
+}
+
+// Informed is how many nodes sharing more than p digits with a joiner
+// the joiner must know for it to skip announcing itself to the nodes of
+// its table's row p (see toTell).
+var Informed = 1
+
+// announceJoined: this node has just joined, and tells the nodes of
+// its tables that it exists — its leaf set, with the leaf set itself
+// (one copy for all: a message is not changed once sent), and the
+// routing-table nodes that toTell picks. It returns how many distinct
+// nodes its tables hold.
+func (n *node) announceJoined(env proc.Env) int {
+	table := n.rt.nodes(n)
+	tell := n.toTell(table)
+	entries := 0
+	for _, id := range table {
+		if n.leaves.has(id) {
+			continue // told below
+		}
+		entries++
+		if tell(id) {
+			env.Send(id, Announce{})
+		}
+	}
+	var mine *Leaves
+	if n.flaw != joinsBlind {
+		mine = &Leaves{Left: slices.Clone(n.leaves.left), Right: slices.Clone(n.leaves.right)}
+	}
+	for _, id := range n.leaves.left {
+		entries++
+		env.Send(id, Announce{mine})
+	}
+	for _, id := range n.leaves.right {
+		if !slices.Contains(n.leaves.left, id) { // (in both sides in an overlay of 2l nodes or fewer)
+			entries++
+			env.Send(id, Announce{mine})
+		}
+	}
+	return entries
+}
+
+// toTell is which of the nodes of its routing table, table, a node that
+// has just joined announces itself to. Rowstron & Druschel (2001 §2.4)
+// send the joiner's state to every node of its tables; but a node T of
+// row p (sharing p digits with X) would only take X into its entry
+// R[p][X[p]], and that entry is already held if any node sharing p+1
+// digits with X reached T before — which X can judge: if X itself knows
+// such a node, so, most likely, does T. As in MSPastry's join (Castro,
+// Costa & Rowstron 2004, where the joiner tells only its leaf set), X
+// tells the rows in which it is the first of its prefix that it knows —
+// in an overlay of N nodes, the deepest row, ⌈log₁₆ N⌉'s, which is
+// sparse — and its leaf set (announceJoined), some 16 + a few nodes in
+// place of (2^b − 1)·log₁₆ N + 2l. A routing-table entry left empty
+// costs at most a hop (the rare case of the routing rule); the leaf
+// sets, on which delivery rests, are told as before. With proximity or
+// FullJoin every table node is told: X may be nearer than the node its
+// entry holds (Castro et al. 2002).
+func (n *node) toTell(table []proc.ID) func(proc.ID) bool {
+	if n.cfg.Proximity || n.cfg.FullJoin {
+		return func(proc.ID) bool { return true }
+	}
+	// deeper[p]: how many known nodes share more than p digits with this one.
+	var deeper [Digits + 1]int
+	for _, side := range [3][]proc.ID{table, n.leaves.left, n.leaves.right} {
+		for _, id := range side {
+			for q := SharedPrefix(NodeID(id), n.self) - 1; q >= 0; q-- {
+				deeper[q]++
+			}
+		}
+	}
+	return func(id proc.ID) bool { return deeper[SharedPrefix(NodeID(id), n.self)] == 0 }
 }
 
 // announce tells id that this node exists; a leaf is sent the leaf set

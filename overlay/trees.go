@@ -106,3 +106,51 @@ func treeHops(hops []Hop, root proc.ID, down func(proc.ID) ([]proc.ID, bool)) ([
 	}
 	return hops, members, depths
 }
+
+// ESMRates is the stream's rate (Mbit/s) each member receives down the
+// ESM tree (procs[i] is node i, an ESM node), computed from the tree
+// itself: the source sends at its configured rate, and each child of a
+// node receives the smaller of the node's rate and its upload over its
+// children (Share). Members off the tree are absent.
+func ESMRates(procs []proc.Process) map[proc.ID]float64 {
+	at := func(id proc.ID) *esm {
+		if int(id) < 0 || int(id) >= len(procs) {
+			return nil
+		}
+		n, _ := procs[id].(*esm)
+		if n == nil || n.gone {
+			return nil
+		}
+		return n
+	}
+	src := at(ESMSource)
+	if src == nil {
+		return nil
+	}
+	rates := map[proc.ID]float64{}
+	seen := map[proc.ID]bool{ESMSource: true}
+	type at2 struct {
+		id   proc.ID
+		rate float64
+	}
+	q := []at2{{ESMSource, src.cfg.stream()}}
+	for len(q) > 0 {
+		x := q[0]
+		q = q[1:]
+		n := at(x.id)
+		if n == nil {
+			continue
+		}
+		if n.member && x.id != ESMSource {
+			rates[x.id] = x.rate
+		}
+		share := Share(x.rate, n.cfg.Upload, len(n.children))
+		for _, c := range n.children {
+			if !seen[c] {
+				seen[c] = true
+				q = append(q, at2{c, share})
+			}
+		}
+	}
+	return rates
+}

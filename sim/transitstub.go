@@ -25,6 +25,7 @@ type TransitStub struct {
 	routers int
 	at      []int32         // the stub router of each host
 	access  []time.Duration // each host's link to its router
+	upload  []float64       // each host's upload capacity, Mbit/s
 	dist    [][]time.Duration
 	prev    [][]int32 // prev[s][r]: r's predecessor on the shortest path from s
 }
@@ -88,6 +89,13 @@ func NewTransitStub(hosts int, seed uint64) *TransitStub {
 		ts.at[h] = int32(nt + rng.IntN(stubs)*StubRouters + rng.IntN(StubRouters))
 		ts.access[h] = uni(time.Millisecond, 5*time.Millisecond)
 	}
+	// The uploads are drawn from a stream of their own: the latencies
+	// stay those of the same seed without them.
+	up := rand.New(rand.NewPCG(seed, 0x75706c64))
+	ts.upload = make([]float64, hosts)
+	for h := range ts.upload {
+		ts.upload[h] = Uploads[up.IntN(len(Uploads))]
+	}
 	ts.dist, ts.prev = make([][]time.Duration, nr), make([][]int32, nr)
 	for s := range nr {
 		ts.dist[s], ts.prev[s] = dijkstra(adj, s)
@@ -123,6 +131,15 @@ func dijkstra(adj [][]tsEdge, s int) ([]time.Duration, []int32) {
 	}
 	return dist, prev
 }
+
+// Uploads are the hosts' upload capacities in Mbit/s, drawn in equal
+// shares: the asymmetric access links of home hosts (DSL, cable) beside
+// well-connected ones, the heterogeneity a tree for a stream must work
+// around (an end host's upload, not the core, is the bottleneck).
+var Uploads = []float64{0.5, 1, 2, 10}
+
+// Upload is host h's upload capacity in Mbit/s (its access link out).
+func (ts *TransitStub) Upload(h proc.ID) float64 { return ts.upload[h] }
 
 // Hosts is the number of hosts.
 func (ts *TransitStub) Hosts() int { return ts.hosts }

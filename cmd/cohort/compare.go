@@ -154,6 +154,9 @@ var metricNames = map[string]string{
 	"stress_max":                "link stress (most)",
 	"unicast_stress_mean":       "naive unicast's link stress (mean)",
 	"unicast_stress_max":        "naive unicast's link stress (most)",
+	"stream_rate_mean":          "stream rate received, Mbit/s (mean)",
+	"stream_rate_min":           "stream rate received, Mbit/s (least)",
+	"full_rate_fraction":        "members receiving the whole stream",
 
 	"executions_per_call":        "executions/call",
 	"executions_per_call_max":    "most executions",

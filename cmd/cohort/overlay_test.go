@@ -152,3 +152,26 @@ func TestSimOverlayProximity(t *testing.T) {
 		}
 	}
 }
+
+// TestSimOverlayESMParent: `cohort sim overlay --algo esm --parent
+// bandwidth|latency` chooses ESM's parents by bandwidth then delay, or by
+// delay alone; the stream's rate the members receive is in the metrics,
+// the whole of it by bandwidth. Another value, or the flag on another
+// algorithm, is a usage error naming it.
+func TestSimOverlayESMParent(t *testing.T) {
+	bw := simJSON(t, "overlay", "--algo", "esm", "--nodes", "64", "--parent", "bandwidth")
+	lat := simJSON(t, "overlay", "--algo", "esm", "--nodes", "64", "--parent", "latency")
+	if metricOf(bw, "full_rate_fraction") != 1 || !(metricOf(lat, "stream_rate_mean") < metricOf(bw, "stream_rate_mean")) {
+		t.Errorf("--parent bandwidth: %v; latency: %v", bw["metrics"], lat["metrics"])
+	}
+	for _, bad := range [][]string{
+		{"sim", "overlay", "--algo", "esm", "--parent", "fastest"},
+		{"sim", "overlay", "--algo", "pastry", "--parent", "latency"},
+	} {
+		code, _, errs := cli(t, bad...)
+		want := map[string]string{"esm": "fastest", "pastry": "pastry"}[bad[3]]
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%v: exit %d (%s), want 2 and a message naming %q", bad, code, errs, want)
+		}
+	}
+}

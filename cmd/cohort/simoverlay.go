@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+
 	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
 )
@@ -13,7 +15,9 @@ func addOverlayFlags(cmd *cobra.Command) {
 	cmd.Flags().String("proximity", "", "overlay pastry, scribe: on: Pastry's tables chosen by measured round trips (a join through a nearby node, the nearest candidate for each entry: Rowstron & Druschel 2001 §2.5); off: the first candidate heard of. Either way Pastry's lookups run on a transit-stub network (up to 1024 nodes) and report their delay penalty, rdp_mean (Scribe's trees always do)")
 	familyOnlyFlags["lookups"] = "overlay"
 	familyOnlyFlags["fail"] = "overlay"
+	cmd.Flags().String("parent", "", "overlay esm: how a joining host chooses its parent among the members it probes: bandwidth (the most bandwidth, then the least delay; a host takes no more children than its upload can send the whole stream to: the default) or latency (the least delay; every host takes 4 children)")
 	familyOnlyFlags["proximity"] = "overlay"
+	familyOnlyFlags["parent"] = "overlay"
 }
 
 // overlayParams are the overlay flags given: 0 where not given.
@@ -21,6 +25,7 @@ type overlayParams struct {
 	lookups   int
 	fail      float64
 	proximity string // "on", "off", or "" (not given)
+	parent    string // "bandwidth", "latency", or "" (not given)
 }
 
 // overlayFlags reads --lookups and --fail. For another family they are a
@@ -63,6 +68,15 @@ func overlayFlags(cmd *cobra.Command, family, algo string) (overlayParams, error
 			return p, usageErr("--proximity is a flag of the overlays with Pastry's routing tables (pastry, scribe), not of %s", algo)
 		}
 	}
+	if fl.Changed("parent") {
+		p.parent, _ = fl.GetString("parent")
+		if family != "overlay" || algo != "esm" {
+			return p, usageErr("--parent is a flag of End System Multicast (--algo esm), not of %s", cmp.Or(algo, family))
+		}
+		if p.parent != "bandwidth" && p.parent != "latency" {
+			return p, usageErr("--parent %q: want bandwidth or latency", p.parent)
+		}
+	}
 	return p, nil
 }
 
@@ -77,6 +91,9 @@ func configureOverlay(p overlayParams, o *lab.Options) {
 	if sw, ok := o.Workload.(*lab.ScribeLoad); ok {
 		sw.Repair = len(o.Faults) > 0 || o.Scenario != nil
 		sw.Proximity = p.proximity == "on"
+	}
+	if ew, ok := o.Workload.(*lab.ESMLoad); ok {
+		ew.LatencyOnly = p.parent == "latency"
 	}
 	w, ok := o.Workload.(*lab.OverlayLoad)
 	if !ok {
