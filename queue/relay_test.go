@@ -224,21 +224,8 @@ func TestRelayFromAReplicatedQueue(t *testing.T) {
 	srv := httptest.NewServer(dest)
 	defer srv.Close()
 
-	nodes := livetest.Start(t, 3, live.Config{DataDir: t.TempDir()})
-	var rs []*Replicated
-	for _, nd := range nodes {
-		r, err := NewReplicated(nd, ReplicatedConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, r)
-	}
 	const n = 60
-	for i := range n {
-		if _, err := rs[i%3].Put("outbox", []byte(fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, rs := outboxOnThree(t, n)
 	// An earlier relay took the head and died with it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -330,21 +317,8 @@ func TestRelayMovesWithTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dm.Close()
-	nodes := livetest.Start(t, 3, live.Config{DataDir: t.TempDir()})
-	var rs []*Replicated
-	for _, nd := range nodes {
-		r, err := NewReplicated(nd, ReplicatedConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, r)
-	}
 	const n = 40
-	for i := range n {
-		if _, err := rs[i%3].Put("outbox", []byte(fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	nodes, rs := outboxOnThree(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var by [3]atomic.Int64
@@ -458,4 +432,25 @@ func TestRelayIntoAFullReplicatedQueue(t *testing.T) {
 	if want := []string{"blocker", "first", "second"}; !slices.Equal(got, want) {
 		t.Fatalf("the destination got %q, want %q", got, want)
 	}
+}
+
+// outboxOnThree starts three nodes with replicated queues and puts the
+// messages "0" to "n-1" into "outbox", through the nodes in turn.
+func outboxOnThree(t *testing.T, n int) ([]*live.Node, []*Replicated) {
+	t.Helper()
+	nodes := livetest.Start(t, 3, live.Config{DataDir: t.TempDir()})
+	var rs []*Replicated
+	for _, nd := range nodes {
+		r, err := NewReplicated(nd, ReplicatedConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	for i := range n {
+		if _, err := rs[i%3].Put("outbox", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes, rs
 }
