@@ -334,6 +334,7 @@ func (c *calendar) open(i int) {
 	}
 	if cap(c.staged) < int(b.n) {
 		c.staged = make([]event, b.n)
+		adviseHuge(c.staged)
 	}
 	c.staged = c.staged[:b.n]
 	c.fill = append(c.fill[:0], c.bounds[:m]...) // next free place in each sub-bucket
@@ -421,6 +422,7 @@ func (p *blockPool) get() int32 {
 			size = min(max(16, 2*cap(p.chunks[0])), size)
 		}
 		p.chunks[c] = append(make([]block, 0, size), p.chunks[c]...)
+		adviseHuge(p.chunks[c])
 		p.nexts[c] = append(make([]int32, 0, size), p.nexts[c]...)
 	}
 	p.chunks[c] = p.chunks[c][:j+1]

@@ -182,6 +182,8 @@ func New(cfg Config) (*Sim, error) {
 		latency: cfg.Network.Latency,
 	}
 	s.env.s = s
+	adviseHuge(s.nodes)
+	adviseHuge(s.rngs)
 	if s.topo == nil {
 		s.topo = NewFull(n)
 	}
