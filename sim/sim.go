@@ -53,6 +53,7 @@ type Sim struct {
 
 	latency  Dist
 	constLat bool // latency is Constant and no link overrides it: FIFO for free
+	plainNet bool // one latency for all, and no loss, duplication, reordering, FIFO or partition
 	links    map[uint64]*Link
 	fifo     map[uint64]int64 // last delivery time per directed link, when FIFO needs it
 	parts    []partition
@@ -212,6 +213,9 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Network.FIFO && (!s.constLat || cfg.Network.Reorder > 0) {
 		s.fifo = map[uint64]int64{}
 	}
+	nw := &cfg.Network
+	s.plainNet = nw.Pairwise == nil && s.links == nil && s.fifo == nil && len(nw.Partitions) == 0 &&
+		nw.Loss == 0 && nw.Duplicate == 0 && nw.Reorder == 0
 	for _, p := range cfg.Network.Partitions {
 		ps := partition{from: int64(p.From), to: int64(p.To), group: make([]int32, n)}
 		for i := range ps.group {
@@ -537,16 +541,32 @@ func (s *Sim) startNode(id proc.ID, kind trace.Kind) {
 }
 
 // call runs a handler of process id with the shared Env pointed at it.
+// The common case is cheap enough to be inlined into its callers: a run
+// that records states, or that has a CrashInSync fault (which must recover
+// from the panic that ends a handler whose process crashed in Sync), takes
+// callSlow. A handler that panics leaves Env.self naming its process, for
+// Run's error.
 func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
+	if s.armed != nil || s.holding {
+		s.callSlow(id, f)
+		return
+	}
+	prev := s.env.self
+	s.env.self = proc.ID(id)
+	f(s.nodes[id].p, &s.env)
+	s.env.self = prev
+}
+
+func (s *Sim) callSlow(id int32, f func(proc.Process, proc.Env)) {
 	prev := s.env.self
 	s.env.self = proc.ID(id)
 	defer func() {
-		s.env.self = prev
 		if r := recover(); r != nil {
 			if _, ok := r.(crashedInSync); !ok {
 				panic(r)
 			}
 		}
+		s.env.self = prev
 	}()
 	if s.holding {
 		s.called = append(s.called, id)
@@ -645,6 +665,12 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 		})
 	}
 	it := item{kind: evDeliver, val: m, id: id, lamport: s.nodes[f].lamport, node: int32(to), from: f}
+	if s.plainNet {
+		// What the general path below does when it has nothing to do
+		// but sample the latency.
+		s.push(s.now+int64(s.latency.Sample(s.netRand)), it)
+		return
+	}
 
 	lat, loss := s.latency, s.cfg.Network.Loss
 	fixed := time.Duration(-1) // the pair's latency, if Pairwise gives it
