@@ -31,21 +31,21 @@ func (e *event) before(o *event) bool { return e.at < o.at || (e.at == o.at && e
 // window slides to the next occupied bucket, found through a bitmap, and
 // far events that now fall inside the window move into their buckets.
 //
-// Opening a bucket of many events distributes them by a counting sort
-// into sub-buckets of about eight (staged); a small heap (cur) takes one
-// sub-bucket at a time, so that popping costs a few comparisons whether a
-// thousand or a hundred million events are pending. An event scheduled
-// into the open bucket goes straight into cur; before cur's minimum fires,
-// every sub-bucket that could hold an earlier event is loaded.
+// Opening a bucket distributes its events by a counting sort into
+// sub-buckets of about eight (staged). When a sub-bucket's turn comes it
+// is sorted in place, once, and read front to back (run), so that popping
+// costs a few comparisons whether a thousand or a hundred million events
+// are pending, and an event is copied twice between its push and its pop
+// (into its bucket's block, then into staged). An event scheduled into the
+// open bucket goes into a small heap (cur) beside the run, and Pop takes
+// the smaller of the two fronts; before either front fires, every
+// sub-bucket that could hold an earlier event is loaded.
 //
-// A sub-bucket whose events are already in order is not put in the heap
-// but read in place, front to back (run), beside it: Pop takes the smaller
-// of the two fronts. Events that fall due at one instant — a round timer
-// that every process of a gossip run sets to the same multiple of the
-// period, the messages they send over a constant latency — share a
-// sub-bucket that no counting sort can split, and they were scheduled, so
-// lie, in the order they fire: a run of a hundred thousand costs a
-// comparison each instead of a hundred-thousand-deep heap's sift.
+// Events that fall due at one instant — a round timer that every process
+// of a gossip run sets to the same multiple of the period, the messages
+// they send over a constant latency — share a sub-bucket that no counting
+// sort can split, and they were scheduled, so lie, in the order they fire:
+// sorting a run of a hundred thousand of them costs a comparison each.
 //
 // It relies on the simulator never scheduling an event before the present,
 // which holds for time order; a Queue that reorders (a model checker) is
@@ -61,14 +61,14 @@ type calendar struct {
 
 	// The open bucket: its events by sub-bucket of width 2^subShift,
 	// sub-bucket j in staged[bounds[j]:bounds[j+1]], those before sub
-	// already in cur.
+	// already loaded.
 	staged   []event
 	bounds   []int32
 	fill     []int32
 	subShift uint
 	sub      int
-	cur      eventHeap
-	run      []event // a loaded sub-bucket in order, popped from the front
+	cur      eventHeap // events pushed into the open bucket
+	run      []event   // a loaded sub-bucket in order, popped from the front
 	far      eventHeap
 
 	// The only pending event, when there is one alone: a run with a single
@@ -496,14 +496,4 @@ func (q *eventHeap) down(i int) {
 		i = best
 	}
 	q.h[i] = e
-}
-
-// heapify restores the heap order of all of h (Floyd's method, linear).
-func (q *eventHeap) heapify() {
-	if len(q.h) < 2 {
-		return
-	}
-	for i := (len(q.h) - 2) / 4; i >= 0; i-- {
-		q.down(i)
-	}
 }
