@@ -32,10 +32,14 @@ type Sim struct {
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
 	busy    []busyState // nil: no pause or slow faults
-	rngs    []*rand.Rand
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
+
+	// The host's own Lamport clock of each process, for the trace: kept
+	// only in a run that records one or that a Queue drives (whose forks
+	// may record one).
+	lamports []uint64
 
 	// Changing membership (members.go); nil unless the run has joins,
 	// leaves or churn.
@@ -84,12 +88,15 @@ type Sim struct {
 	begun      bool
 }
 
+// node is the host's record of a process: 32 bytes, half a cache line, so
+// that a delivery to a random process reads one line of the host's for
+// the process and its random source.
 type node struct {
-	p       proc.Process
-	lamport uint64 // the host's own Lamport clock, for the trace
-	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
-	up      bool
-	state   uint8 // membership: stMember, stAbsent or stLeft (members.go)
+	p     proc.Process
+	rng   *rand.Rand // made at the first Env.Rand
+	inc   uint32     // incarnation: bumped by crash and recovery; stale timers are ignored
+	up    bool
+	state uint8 // membership: stMember, stAbsent or stLeft (members.go)
 }
 
 type busyState struct {
@@ -174,7 +181,6 @@ func New(cfg Config) (*Sim, error) {
 		topo:    cfg.Topology,
 		queue:   cfg.Queue,
 		nodes:   make([]node, n),
-		rngs:    make([]*rand.Rand, n),
 		netRand: newProcRand(cfg.Seed, 0x6e6574776f726b), // "network"
 		wlRand:  newProcRand(cfg.Seed, 0x776f726b6c6f6164),
 		nextMsg: 1,
@@ -184,7 +190,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.env.s = s
 	adviseHuge(s.nodes)
-	adviseHuge(s.rngs)
+	if s.sink != nil || s.queue != nil {
+		s.lamports = make([]uint64, n)
+	}
 	if s.topo == nil {
 		s.topo = NewFull(n)
 	}
@@ -431,7 +439,9 @@ func (s *Sim) deliver(x *item) {
 		delete(s.msgVC, x.id)
 		return
 	}
-	to.lamport = max(to.lamport, x.lamport) + 1
+	if s.lamports != nil {
+		s.lamports[x.node] = max(s.lamports[x.node], x.lamport) + 1
+	}
 	if s.vcs != nil {
 		vc := s.vcs[x.node]
 		logical.MergeInto(vc, s.msgVC[x.id])
@@ -576,7 +586,9 @@ func (s *Sim) callSlow(id int32, f func(proc.Process, proc.Env)) {
 
 // tick is a process event for the host's clocks.
 func (s *Sim) tick(id int32) {
-	s.nodes[id].lamport++
+	if s.lamports != nil {
+		s.lamports[id]++
+	}
 	if s.vcs != nil {
 		s.vcs[id][id]++
 	}
@@ -592,7 +604,7 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 		e.Local = int64(s.clocks[id].Read(time.Duration(s.now)))
 	}
 	if kind.IsProcess() {
-		e.Lamport = s.nodes[id].lamport
+		e.Lamport = s.lamports[id]
 		if s.vcs != nil {
 			e.VC = slices.Clone(s.vcs[id])
 		}
@@ -664,7 +676,10 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
 		})
 	}
-	it := item{kind: evDeliver, val: m, id: id, lamport: s.nodes[f].lamport, node: int32(to), from: f}
+	it := item{kind: evDeliver, val: m, id: id, node: int32(to), from: f}
+	if s.lamports != nil {
+		it.lamport = s.lamports[f]
+	}
 	if s.plainNet {
 		// What the general path below does when it has nothing to do
 		// but sample the latency.
@@ -1022,12 +1037,11 @@ func (e *env) Now() time.Duration {
 }
 
 func (e *env) Rand() *rand.Rand {
-	r := e.s.rngs[e.self]
-	if r == nil {
-		r = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
-		e.s.rngs[e.self] = r
+	nd := &e.s.nodes[e.self]
+	if nd.rng == nil {
+		nd.rng = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
 	}
-	return r
+	return nd.rng
 }
 
 // procRand is a process's random source and its generator in one
