@@ -1,6 +1,9 @@
 package sim
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // event is a pending event with its contents: 64 bytes, one cache line.
 // The default queue (calendar) stores events whole, so that the event that
@@ -28,21 +31,21 @@ func (e *event) before(o *event) bool { return e.at < o.at || (e.at == o.at && e
 // window slides to the next occupied bucket, found through a bitmap, and
 // far events that now fall inside the window move into their buckets.
 //
-// Opening a bucket of many events distributes them by a counting sort
-// into sub-buckets of about eight (staged); a small heap (cur) takes one
-// sub-bucket at a time, so that popping costs a few comparisons whether a
-// thousand or a hundred million events are pending. An event scheduled
-// into the open bucket goes straight into cur; before cur's minimum fires,
-// every sub-bucket that could hold an earlier event is loaded.
+// Opening a bucket distributes its events by a counting sort into
+// sub-buckets of about eight (staged). When a sub-bucket's turn comes it
+// is sorted in place, once, and read front to back (run), so that popping
+// costs a few comparisons whether a thousand or a hundred million events
+// are pending, and an event is copied twice between its push and its pop
+// (into its bucket's block, then into staged). An event scheduled into the
+// open bucket goes into a small heap (cur) beside the run, and Pop takes
+// the smaller of the two fronts; before either front fires, every
+// sub-bucket that could hold an earlier event is loaded.
 //
-// A sub-bucket whose events are already in order is not put in the heap
-// but read in place, front to back (run), beside it: Pop takes the smaller
-// of the two fronts. Events that fall due at one instant — a round timer
-// that every process of a gossip run sets to the same multiple of the
-// period, the messages they send over a constant latency — share a
-// sub-bucket that no counting sort can split, and they were scheduled, so
-// lie, in the order they fire: a run of a hundred thousand costs a
-// comparison each instead of a hundred-thousand-deep heap's sift.
+// Events that fall due at one instant — a round timer that every process
+// of a gossip run sets to the same multiple of the period, the messages
+// they send over a constant latency — share a sub-bucket that no counting
+// sort can split, and they were scheduled, so lie, in the order they fire:
+// sorting a run of a hundred thousand of them costs a comparison each.
 //
 // It relies on the simulator never scheduling an event before the present,
 // which holds for time order; a Queue that reorders (a model checker) is
@@ -58,20 +61,25 @@ type calendar struct {
 
 	// The open bucket: its events by sub-bucket of width 2^subShift,
 	// sub-bucket j in staged[bounds[j]:bounds[j+1]], those before sub
-	// already in cur.
+	// already loaded.
 	staged   []event
 	bounds   []int32
 	fill     []int32
 	subShift uint
 	sub      int
-	cur      eventHeap
-	run      []event // a loaded sub-bucket in order, popped from the front
+	cur      eventHeap // events pushed into the open bucket
+	run      []event   // a loaded sub-bucket in order, popped from the front
 	far      eventHeap
 
 	// The only pending event, when there is one alone: a run with a single
 	// event in flight (a ping-pong) never touches the buckets.
 	single    event
 	hasSingle bool
+
+	// The event Pop returned last: in the run (its message is let go at
+	// the next Pop), or else copied to out.
+	fromRun *event
+	out     event
 
 	// ahead, if set, is told of the events of each sub-bucket as it comes
 	// next in line, to prefetch what they will touch (see prefetch.go).
@@ -113,31 +121,34 @@ func (c *calendar) Len() int {
 	return n
 }
 
-func (c *calendar) Push(e event) {
+// Push adds a copy of *e. (Events are passed by pointer, here and in Pop:
+// copying 64 bytes at every call on the way costs more than the queue's
+// own work.)
+func (c *calendar) Push(e *event) {
 	if c.hasSingle {
 		c.hasSingle = false
-		c.push(c.single)
+		c.push(&c.single)
 	} else if c.inWindow == 0 && c.cur.Len() == 0 && len(c.run) == 0 && c.far.Len() == 0 && c.sub >= len(c.bounds)-1 {
-		c.single, c.hasSingle = e, true
+		c.single, c.hasSingle = *e, true
 		return
 	}
 	c.push(e)
 }
 
-func (c *calendar) push(e event) {
+func (c *calendar) push(e *event) {
 	d := (e.at - c.base) >> c.shift
 	switch {
 	case d <= 0:
-		c.cur.Push(e)
+		c.cur.Push(*e)
 	case d < int64(len(c.buckets)):
 		c.add((c.idx+int(d))&(len(c.buckets)-1), e)
 	default:
-		c.far.Push(e)
+		c.far.Push(*e)
 	}
 }
 
 // add appends e to bucket i.
-func (c *calendar) add(i int, e event) {
+func (c *calendar) add(i int, e *event) {
 	b := &c.buckets[i]
 	if b.n == 0 {
 		b.head = c.blocks.get()
@@ -148,18 +159,26 @@ func (c *calendar) add(i int, e event) {
 		*c.blocks.next(b.tail) = nb
 		b.tail = nb
 	}
-	c.blocks.at(b.tail)[b.n%blockLen] = e
+	c.blocks.at(b.tail)[b.n%blockLen] = *e
 	b.n++
 	c.inWindow++
 }
 
-func (c *calendar) Pop() event {
+// Pop removes the next event and returns it. It stays valid until the
+// next Pop (Push does not move it): read in place in the run, or else
+// copied aside.
+func (c *calendar) Pop() *event {
+	if c.fromRun != nil {
+		c.fromRun.val = nil // let the message be collected
+		c.fromRun = nil
+	}
 	if c.hasSingle {
 		// Nothing else is pending: move the window to the present, which
 		// costs nothing over empty buckets.
 		c.hasSingle = false
-		e := c.single
+		c.out = c.single
 		c.single = event{}
+		e := &c.out
 		if d := (e.at - c.base) >> c.shift; d > 0 {
 			c.base = e.at >> c.shift << c.shift
 			c.idx = (c.idx + int(d&int64(len(c.buckets)-1))) & (len(c.buckets) - 1)
@@ -177,13 +196,13 @@ func (c *calendar) Pop() event {
 			}
 		}
 		if len(c.run) > 0 && (c.cur.Len() == 0 || c.run[0].before(&c.cur.h[0])) {
-			e := c.run[0]
-			c.run[0] = event{} // let the message be collected
+			c.fromRun = &c.run[0]
 			c.run = c.run[1:]
-			return e
+			return c.fromRun
 		}
 		if c.cur.Len() > 0 {
-			return c.cur.Pop()
+			c.out = c.cur.Pop()
+			return &c.out
 		}
 		c.advance()
 	}
@@ -203,28 +222,53 @@ func (c *calendar) peek() *event {
 	return nil
 }
 
-// load moves the next sub-bucket into cur, or makes it the run if its
-// events are in order (the run is empty then: its events came before the
-// sub-bucket's start).
+// load makes the next sub-bucket the run, sorted in place: a sub-bucket
+// holds about eight events, so sorting it once costs less than passing
+// each event through a heap. The run is empty then (its events came
+// before the sub-bucket's start); should it not be, the events go to cur.
 func (c *calendar) load() {
 	evs := c.staged[c.bounds[c.sub]:c.bounds[c.sub+1]]
 	c.sub++
 	if c.ahead != nil {
 		c.ahead(evs)
 	}
-	if len(evs) > 1 && sorted(evs) {
+	if len(c.run) == 0 {
+		sortEvents(evs)
 		c.run = evs
 		return
 	}
-	if c.cur.Len() == 0 {
-		c.cur.h = append(c.cur.h, evs...)
-		c.cur.heapify()
-	} else {
-		for _, e := range evs {
-			c.cur.Push(e)
-		}
+	for _, e := range evs {
+		c.cur.Push(e)
 	}
 	clear(evs) // let their messages be collected once handled
+}
+
+// sortEvents sorts evs by (at, seq): by insertion when they are few or
+// already in order (a burst at one instant was scheduled in the order it
+// fires), by pattern-defeating quicksort otherwise. Seq is unique, so the
+// order is total and any sort gives the same one.
+func sortEvents(evs []event) {
+	if len(evs) > 16 && !sorted(evs) {
+		slices.SortFunc(evs, func(a, b event) int {
+			if a.before(&b) {
+				return -1
+			}
+			return 1
+		})
+		return
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i-1].before(&evs[i]) {
+			continue
+		}
+		e := evs[i]
+		j := i
+		for j > 0 && e.before(&evs[j-1]) {
+			evs[j] = evs[j-1]
+			j--
+		}
+		evs[j] = e
+	}
 }
 
 // sorted reports whether evs are sorted by (at, seq).
@@ -252,7 +296,8 @@ func (c *calendar) advance() {
 	// Far events that the slide brought inside the window.
 	end := c.base + int64(len(c.buckets))<<c.shift
 	for c.far.Len() > 0 && c.far.h[0].at < end {
-		c.push(c.far.Pop())
+		e := c.far.Pop()
+		c.push(&e)
 	}
 }
 
@@ -264,14 +309,11 @@ func (c *calendar) open(i int) {
 	c.occupied[i>>6] &^= 1 << (i & 63)
 	c.inWindow -= int(b.n)
 	if b.n <= blockLen {
-		// One block: straight into the heap, which is empty.
-		if c.ahead != nil {
-			c.ahead(c.blocks.at(b.head)[:b.n])
-		}
-		c.cur.h = append(c.cur.h, c.blocks.at(b.head)[:b.n]...)
-		c.cur.heapify()
+		// One block: one sub-bucket, the whole bucket.
+		c.staged = append(c.staged[:0], c.blocks.at(b.head)[:b.n]...)
 		c.blocks.put(b.head, int(b.n))
-		c.bounds = c.bounds[:0]
+		c.bounds = append(c.bounds[:0], 0, b.n)
+		c.subShift = c.shift
 		c.sub = 0
 		return
 	}
@@ -282,8 +324,9 @@ func (c *calendar) open(i int) {
 	c.sub = 0
 	c.bounds = append(c.bounds[:0], make([]int32, m+1)...)
 	for blk, left := b.head, b.n; blk != 0; blk, left = *c.blocks.next(blk), left-blockLen {
-		for _, e := range c.blocks.at(blk)[:min(left, blockLen)] {
-			c.bounds[(e.at-c.base)>>c.subShift+1]++
+		x := c.blocks.at(blk)[:min(left, blockLen)]
+		for k := range x {
+			c.bounds[(x[k].at-c.base)>>c.subShift+1]++
 		}
 	}
 	for j := 1; j <= m; j++ {
@@ -291,15 +334,16 @@ func (c *calendar) open(i int) {
 	}
 	if cap(c.staged) < int(b.n) {
 		c.staged = make([]event, b.n)
+		adviseHuge(c.staged)
 	}
 	c.staged = c.staged[:b.n]
 	c.fill = append(c.fill[:0], c.bounds[:m]...) // next free place in each sub-bucket
 	fill := c.fill
 	for blk, left := b.head, b.n; blk != 0; left -= blockLen {
-		x := c.blocks.at(blk)
-		for _, e := range x[:min(left, blockLen)] {
-			s := (e.at - c.base) >> c.subShift
-			c.staged[fill[s]] = e
+		x := c.blocks.at(blk)[:min(left, blockLen)]
+		for k := range x {
+			s := (x[k].at - c.base) >> c.subShift
+			c.staged[fill[s]] = x[k]
 			fill[s]++
 		}
 		next := *c.blocks.next(blk)
@@ -378,6 +422,7 @@ func (p *blockPool) get() int32 {
 			size = min(max(16, 2*cap(p.chunks[0])), size)
 		}
 		p.chunks[c] = append(make([]block, 0, size), p.chunks[c]...)
+		adviseHuge(p.chunks[c])
 		p.nexts[c] = append(make([]int32, 0, size), p.nexts[c]...)
 	}
 	p.chunks[c] = p.chunks[c][:j+1]
@@ -451,14 +496,4 @@ func (q *eventHeap) down(i int) {
 		i = best
 	}
 	q.h[i] = e
-}
-
-// heapify restores the heap order of all of h (Floyd's method, linear).
-func (q *eventHeap) heapify() {
-	if len(q.h) < 2 {
-		return
-	}
-	for i := (len(q.h) - 2) / 4; i >= 0; i-- {
-		q.down(i)
-	}
 }

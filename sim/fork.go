@@ -64,13 +64,11 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 		if p := c.nodes[i].p; p != nil {
 			c.nodes[i].p = f.Process(p)
 		}
-	}
-	c.rngs = make([]*rand.Rand, len(s.rngs))
-	for i, r := range s.rngs {
-		if r != nil {
-			c.rngs[i] = forkRand(r)
+		if r := c.nodes[i].rng; r != nil {
+			c.nodes[i].rng = forkRand(r)
 		}
 	}
+	c.lamports = slices.Clone(s.lamports)
 	c.netRand, c.wlRand = forkRand(s.netRand), forkRand(s.wlRand)
 	c.timers.words = slices.Clone(s.timers.words)
 	c.timers.old = maps.Clone(s.timers.old)

@@ -17,14 +17,13 @@ import "unsafe"
 // (A variable, so that a test can compare runs with and without.)
 var prefetchFrom = 1 << 14
 
-// prefetchEvents prefetches the node records and random-source slots of
-// events that the calendar has just brought ahead of the rest.
+// prefetchEvents prefetches the node records of events that the calendar
+// has just brought ahead of the rest.
 func (s *Sim) prefetchEvents(evs []event) {
 	for i := range evs {
 		n := evs[i].item.node
 		if int(n) < len(s.nodes) && evs[i].item.kind <= evInput {
 			prefetch(unsafe.Pointer(&s.nodes[n]))
-			prefetch(unsafe.Pointer(&s.rngs[n]))
 		}
 	}
 }
@@ -42,7 +41,7 @@ func (s *Sim) prefetchNext() {
 		// word points to the process (all of Cohort's are pointers).
 		prefetch((*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1])
 	}
-	if r := s.rngs[e.item.node]; r != nil {
-		prefetch(unsafe.Pointer(r))
+	if nd.rng != nil {
+		prefetch(unsafe.Pointer(nd.rng))
 	}
 }

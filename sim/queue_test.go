@@ -43,7 +43,7 @@ func TestCalendarMatchesHeapOrder(t *testing.T) {
 				at = now + rapid.Int64Range(0, 1<<40).Draw(t, "far")
 			}
 			seq++
-			cal.Push(event{at: at, seq: seq, item: item{id: seq}})
+			cal.Push(&event{at: at, seq: seq, item: item{id: seq}})
 			heap.Push(Key{At: at, Seq: seq, Slot: uint32(seq)})
 			if cal.Len() != heap.Len() {
 				t.Fatalf("op %d: calendar holds %d events, heap %d", i, cal.Len(), heap.Len())
@@ -66,7 +66,7 @@ func TestCalendarKeepsItsHeapSmall(t *testing.T) {
 	var seq uint64
 	for range 1 << 20 {
 		seq++
-		cal.Push(event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
+		cal.Push(&event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
 	}
 	first := cal.cur.Len() // the present's bucket, filled before any opening
 	biggest := 0
@@ -76,7 +76,7 @@ func TestCalendarKeepsItsHeapSmall(t *testing.T) {
 			biggest = max(biggest, cal.cur.Len())
 		}
 		seq++
-		cal.Push(event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
+		cal.Push(&event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
 	}
 	if biggest > 100 {
 		t.Errorf("heap of the open bucket grew to %d events, want at most 100", biggest)
@@ -106,13 +106,13 @@ func BenchmarkQueues(b *testing.B) {
 		var seq uint64
 		for range depth {
 			seq++
-			q.Push(event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
+			q.Push(&event{at: int64(r.ExpFloat64() * 1e6), seq: seq})
 		}
 		b.ResetTimer()
 		for range b.N {
 			e := q.Pop()
 			seq++
-			q.Push(event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
+			q.Push(&event{at: e.at + int64(r.ExpFloat64()*1e6), seq: seq})
 		}
 	})
 }
@@ -126,7 +126,7 @@ func TestCalendarReadsAnInstantInPlace(t *testing.T) {
 	var seq uint64
 	for range 1 << 16 {
 		seq++
-		cal.Push(event{at: 5e6, seq: seq})
+		cal.Push(&event{at: 5e6, seq: seq})
 	}
 	biggest, added := 0, 0
 	var last uint64
@@ -140,7 +140,7 @@ func TestCalendarReadsAnInstantInPlace(t *testing.T) {
 		if i%1000 == 0 { // an event scheduled for the present
 			seq++
 			added++
-			cal.Push(event{at: 5e6, seq: seq})
+			cal.Push(&event{at: 5e6, seq: seq})
 		}
 	}
 	if last != seq || biggest > added {

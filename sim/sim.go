@@ -26,15 +26,20 @@ type Sim struct {
 	items   [][]item  // …and their contents, by slot, in fixed-size chunks
 	slots   uint32    // slots ever used
 	free    []uint32  // free slots
+	popped  event     // the event popped last from queue
 	now     int64
 	seq     uint64
 	nodes   []node
 	clocks  []HWClock   // nil: perfect clocks
 	busy    []busyState // nil: no pause or slow faults
-	rngs    []*rand.Rand
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
+
+	// The host's own Lamport clock of each process, for the trace: kept
+	// only in a run that records one or that a Queue drives (whose forks
+	// may record one).
+	lamports []uint64
 
 	// Changing membership (members.go); nil unless the run has joins,
 	// leaves or churn.
@@ -55,6 +60,7 @@ type Sim struct {
 
 	latency  Dist
 	constLat bool // latency is Constant and no link overrides it: FIFO for free
+	plainNet bool // one latency for all, and no loss, duplication, reordering, FIFO or partition
 	links    map[uint64]*Link
 	fifo     map[uint64]int64 // last delivery time per directed link, when FIFO needs it
 	parts    []partition
@@ -78,18 +84,22 @@ type Sim struct {
 	// kind is added.
 	kindShared bool
 	kinds      []string
+	lastKind   int     // index in kinds of the kind last counted
 	sent       []int64 // per kind index
 	st         Result
 	stop       StopReason
 	begun      bool
 }
 
+// node is the host's record of a process: 32 bytes, half a cache line, so
+// that a delivery to a random process reads one line of the host's for
+// the process and its random source.
 type node struct {
-	p       proc.Process
-	lamport uint64 // the host's own Lamport clock, for the trace
-	inc     uint32 // incarnation: bumped by crash and recovery; stale timers are ignored
-	up      bool
-	state   uint8 // membership: stMember, stAbsent or stLeft (members.go)
+	p     proc.Process
+	rng   *rand.Rand // made at the first Env.Rand
+	inc   uint32     // incarnation: bumped by crash and recovery; stale timers are ignored
+	up    bool
+	state uint8 // membership: stMember, stAbsent or stLeft (members.go)
 }
 
 type busyState struct {
@@ -174,7 +184,6 @@ func New(cfg Config) (*Sim, error) {
 		topo:    cfg.Topology,
 		queue:   cfg.Queue,
 		nodes:   make([]node, n),
-		rngs:    make([]*rand.Rand, n),
 		netRand: newProcRand(cfg.Seed, 0x6e6574776f726b), // "network"
 		wlRand:  newProcRand(cfg.Seed, 0x776f726b6c6f6164),
 		nextMsg: 1,
@@ -183,6 +192,10 @@ func New(cfg Config) (*Sim, error) {
 		latency: cfg.Network.Latency,
 	}
 	s.env.s = s
+	adviseHuge(s.nodes)
+	if s.sink != nil || s.queue != nil {
+		s.lamports = make([]uint64, n)
+	}
 	if s.topo == nil {
 		s.topo = NewFull(n)
 	}
@@ -211,6 +224,9 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Network.FIFO && (!s.constLat || cfg.Network.Reorder > 0) {
 		s.fifo = map[uint64]int64{}
 	}
+	nw := &cfg.Network
+	s.plainNet = nw.Pairwise == nil && s.links == nil && s.fifo == nil && len(nw.Partitions) == 0 &&
+		nw.Loss == 0 && nw.Duplicate == 0 && nw.Reorder == 0
 	for _, p := range cfg.Network.Partitions {
 		ps := partition{from: int64(p.From), to: int64(p.To), group: make([]int32, n)}
 		for i := range ps.group {
@@ -318,7 +334,7 @@ func (s *Sim) Begin() {
 			s.unpop(e)
 			break
 		}
-		s.handle(&e)
+		s.handle(e)
 	}
 	for i := range s.nodes {
 		if s.nodes[i].up && s.nodes[i].p == nil {
@@ -356,10 +372,10 @@ func (s *Sim) Step() bool {
 	}
 	if s.cfg.States {
 		s.hold()
-		s.handle(&e)
+		s.handle(e)
 		s.describe()
 	} else {
-		s.handle(&e)
+		s.handle(e)
 	}
 	if s.cfg.Until != nil && s.cfg.Until(s) {
 		s.stop = StopPredicate
@@ -426,7 +442,9 @@ func (s *Sim) deliver(x *item) {
 		delete(s.msgVC, x.id)
 		return
 	}
-	to.lamport = max(to.lamport, x.lamport) + 1
+	if s.lamports != nil {
+		s.lamports[x.node] = max(s.lamports[x.node], x.lamport) + 1
+	}
 	if s.vcs != nil {
 		vc := s.vcs[x.node]
 		logical.MergeInto(vc, s.msgVC[x.id])
@@ -536,16 +554,32 @@ func (s *Sim) startNode(id proc.ID, kind trace.Kind) {
 }
 
 // call runs a handler of process id with the shared Env pointed at it.
+// The common case is cheap enough to be inlined into its callers: a run
+// that records states, or that has a CrashInSync fault (which must recover
+// from the panic that ends a handler whose process crashed in Sync), takes
+// callSlow. A handler that panics leaves Env.self naming its process, for
+// Run's error.
 func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
+	if s.armed != nil || s.holding {
+		s.callSlow(id, f)
+		return
+	}
+	prev := s.env.self
+	s.env.self = proc.ID(id)
+	f(s.nodes[id].p, &s.env)
+	s.env.self = prev
+}
+
+func (s *Sim) callSlow(id int32, f func(proc.Process, proc.Env)) {
 	prev := s.env.self
 	s.env.self = proc.ID(id)
 	defer func() {
-		s.env.self = prev
 		if r := recover(); r != nil {
 			if _, ok := r.(crashedInSync); !ok {
 				panic(r)
 			}
 		}
+		s.env.self = prev
 	}()
 	if s.holding {
 		s.called = append(s.called, id)
@@ -555,7 +589,9 @@ func (s *Sim) call(id int32, f func(proc.Process, proc.Env)) {
 
 // tick is a process event for the host's clocks.
 func (s *Sim) tick(id int32) {
-	s.nodes[id].lamport++
+	if s.lamports != nil {
+		s.lamports[id]++
+	}
 	if s.vcs != nil {
 		s.vcs[id][id]++
 	}
@@ -571,7 +607,7 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 		e.Local = int64(s.clocks[id].Read(time.Duration(s.now)))
 	}
 	if kind.IsProcess() {
-		e.Lamport = s.nodes[id].lamport
+		e.Lamport = s.lamports[id]
 		if s.vcs != nil {
 			e.VC = slices.Clone(s.vcs[id])
 		}
@@ -643,7 +679,16 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
 		})
 	}
-	it := item{kind: evDeliver, val: m, id: id, lamport: s.nodes[f].lamport, node: int32(to), from: f}
+	it := item{kind: evDeliver, val: m, id: id, node: int32(to), from: f}
+	if s.lamports != nil {
+		it.lamport = s.lamports[f]
+	}
+	if s.plainNet {
+		// What the general path below does when it has nothing to do
+		// but sample the latency.
+		s.push(s.now+int64(s.latency.Sample(s.netRand)), it)
+		return
+	}
 
 	lat, loss := s.latency, s.cfg.Network.Loss
 	fixed := time.Duration(-1) // the pair's latency, if Pairwise gives it
@@ -722,6 +767,12 @@ func (s *Sim) partitioned(a, b int32) bool {
 }
 
 func (s *Sim) countKind(k string) {
+	// Most runs send one kind after another of a few: the last one is
+	// tried before the map.
+	if i := s.lastKind; i < len(s.kinds) && s.kinds[i] == k {
+		s.sent[i]++
+		return
+	}
 	i, ok := s.kindIdx[k]
 	if !ok {
 		if s.kindShared {
@@ -733,6 +784,7 @@ func (s *Sim) countKind(k string) {
 		s.sent = append(s.sent, 0)
 	}
 	s.sent[i]++
+	s.lastKind = i
 }
 
 func linkKey(from, to proc.ID) uint64 { return uint64(uint32(from))<<32 | uint64(uint32(to)) }
@@ -750,11 +802,12 @@ func (s *Sim) item(slot uint32) *item { return &s.items[slot>>chunkBits][slot&(c
 // push schedules an event at virtual time at.
 func (s *Sim) push(at int64, it item) {
 	s.seq++
-	s.unpop(event{at: at, seq: s.seq, item: it})
+	e := event{at: at, seq: s.seq, item: it}
+	s.unpop(&e)
 }
 
-// unpop puts e among the pending events, keeping its seq.
-func (s *Sim) unpop(e event) {
+// unpop puts a copy of e among the pending events, keeping its seq.
+func (s *Sim) unpop(e *event) {
 	if s.cal != nil {
 		s.cal.Push(e)
 		return
@@ -762,15 +815,15 @@ func (s *Sim) unpop(e event) {
 	s.queue.Push(Key{At: e.at, Seq: e.seq, Slot: s.alloc(e.item)})
 }
 
-// pop takes the next pending event.
-func (s *Sim) pop() event {
+// pop takes the next pending event, valid until the next pop.
+func (s *Sim) pop() *event {
 	if s.cal != nil {
 		return s.cal.Pop()
 	}
 	k := s.queue.Pop()
-	e := event{at: k.At, seq: k.Seq, item: *s.item(k.Slot)}
+	s.popped = event{at: k.At, seq: k.Seq, item: *s.item(k.Slot)}
 	s.release(k.Slot)
-	return e
+	return &s.popped
 }
 
 func (s *Sim) pending() int {
@@ -987,12 +1040,11 @@ func (e *env) Now() time.Duration {
 }
 
 func (e *env) Rand() *rand.Rand {
-	r := e.s.rngs[e.self]
-	if r == nil {
-		r = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
-		e.s.rngs[e.self] = r
+	nd := &e.s.nodes[e.self]
+	if nd.rng == nil {
+		nd.rng = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
 	}
-	return r
+	return nd.rng
 }
 
 // procRand is a process's random source and its generator in one

@@ -317,8 +317,12 @@ func TestDeadlineAndPredicateStop(t *testing.T) {
 
 type panicker struct{ chatter }
 
+// Receive panics in p1 only, so that the error must name the process that
+// panicked, not the one the simulator called before it.
 func (p *panicker) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	panic("invariant broken")
+	if env.Self() == 1 {
+		panic("invariant broken")
+	}
 }
 
 func TestPanicBecomesAnErrorNamingNodeAndSeed(t *testing.T) {
@@ -327,8 +331,8 @@ func TestPanicBecomesAnErrorNamingNodeAndSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Run()
-	if err == nil || !strings.Contains(err.Error(), "seed 42") || !strings.Contains(err.Error(), "invariant broken") {
-		t.Errorf("err = %v, want one naming the seed and the panic", err)
+	if err == nil || !strings.Contains(err.Error(), "process p1 ") || !strings.Contains(err.Error(), "seed 42") || !strings.Contains(err.Error(), "invariant broken") {
+		t.Errorf("err = %v, want one naming p1, the seed and the panic", err)
 	}
 }
 
