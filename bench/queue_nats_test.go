@@ -96,9 +96,11 @@ func jetStreamAsync(name, url string, batch int) (QueueSystem, func(), error) {
 	s.Put = func(ctx context.Context, body []byte) error {
 		futures := make([]nats.PubAckFuture, batch)
 		for i := range futures {
-			if futures[i], err = js.PublishAsync("bench.q", body); err != nil {
+			f, err := js.PublishAsync("bench.q", body) // err is this call's: the publishers run at once
+			if err != nil {
 				return err
 			}
+			futures[i] = f
 		}
 		for _, f := range futures {
 			select {

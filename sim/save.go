@@ -33,8 +33,8 @@ type Saved struct {
 	items           []item
 	free            []uint32
 	nodes           []node
-	rngs            []*rand.Rand
-	pcgs            []rand.PCG
+	pcgs            []rand.PCG // each node's random source's state
+	lamports        []uint64
 	netRand, wlRand rand.PCG
 	timerBase       proc.TimerID
 	timerWords      []uint64
@@ -65,15 +65,15 @@ func (s *Sim) Save(sv *Saved) error {
 	}
 	sv.free = append(sv.free[:0], s.free...)
 	sv.nodes = append(sv.nodes[:0], s.nodes...)
-	sv.rngs = append(sv.rngs[:0], s.rngs...)
 	sv.pcgs = sv.pcgs[:0]
-	for _, r := range s.rngs {
+	for i := range s.nodes {
 		var p rand.PCG
-		if r != nil {
+		if r := s.nodes[i].rng; r != nil {
 			p = pcgOf(r)
 		}
 		sv.pcgs = append(sv.pcgs, p)
 	}
+	sv.lamports = append(sv.lamports[:0], s.lamports...)
 	sv.netRand, sv.wlRand = pcgOf(s.netRand), pcgOf(s.wlRand)
 	sv.timerBase = s.timers.base
 	sv.timerWords = append(sv.timerWords[:0], s.timers.words...)
@@ -105,12 +105,12 @@ func (s *Sim) Restore(sv *Saved) {
 	}
 	s.free = append(s.free[:0], sv.free...)
 	copy(s.nodes, sv.nodes)
-	copy(s.rngs, sv.rngs)
-	for i, r := range s.rngs {
-		if r != nil {
+	for i := range s.nodes {
+		if r := s.nodes[i].rng; r != nil {
 			setPCG(r, sv.pcgs[i])
 		}
 	}
+	copy(s.lamports, sv.lamports)
 	setPCG(s.netRand, sv.netRand)
 	setPCG(s.wlRand, sv.wlRand)
 	s.timers.base = sv.timerBase
