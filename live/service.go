@@ -682,8 +682,10 @@ func (s *Service) flushNow() {
 	if len(o.msgs) == 0 {
 		return
 	}
-	if len(o.sentTo) < s.n {
-		o.sentTo = make([]bool, s.n)
+	for _, m := range o.msgs { // sized by the highest ID sent to, not the cluster's ID space
+		if int(m.to) >= len(o.sentTo) {
+			o.sentTo = append(o.sentTo, make([]bool, int(m.to)+1-len(o.sentTo))...)
+		}
 	}
 	for i, first := range o.msgs {
 		if o.sentTo[first.to] {
@@ -705,7 +707,9 @@ func (s *Service) flushNow() {
 			s.hold(first.to, o.batch[k:], err)
 		}
 	}
-	clear(o.sentTo)
+	for _, m := range o.msgs { // only what was set: the slice may be long
+		o.sentTo[m.to] = false
+	}
 	clear(o.batch)
 	o.msgs, o.buf = o.msgs[:0], o.buf[:0] // reused: the transport queues copies
 	if cap(o.buf) > maxOutbox {
