@@ -28,6 +28,13 @@ type GossipConfig struct {
 	Broadcasts int           // broadcasts timed; 0: 5
 	Idle       time.Duration // the idle window whose traffic is counted; 0: 3 s
 	Logger     *slog.Logger  // the members' logs; nil: errors only, to stderr
+	// JoinEvery paces the joins: a member starts JoinEvery after the one
+	// before it (a cluster grown at a given rate); 0: at once.
+	JoinEvery time.Duration
+	// Settle is a wait after the broadcasts, before the idle window:
+	// a cluster just formed still sends the news of its joins for a
+	// while (each a few times per member, λ·log n); 0: none.
+	Settle time.Duration
 	// FormOnly stops once the cluster has formed: only Formed is measured.
 	FormOnly bool
 	// InProc puts the members on one in-process network (transport.InProc:
@@ -59,6 +66,10 @@ type GossipResult struct {
 	// (wire bytes, frame headers included).
 	MessagesPerSecond float64 `json:"messages_per_member_per_s"`
 	BytesPerSecond    float64 `json:"bytes_per_member_per_s"`
+	// CPUPerSecond: the process's CPU time (user and system) in the idle
+	// window, per member and second of the window — the members share
+	// the process, so this is what one member costs.
+	CPUPerSecond time.Duration `json:"cpu_per_member_per_s_ns"`
 }
 
 // gossipSecret authenticates the benchmark's members to one another.
@@ -110,6 +121,9 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	for i := range cfg.Members {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if i > 0 && cfg.JoinEvery > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * cfg.JoinEvery)))
 		}
 		contact := proc.None
 		if i > 0 {
@@ -191,8 +205,13 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	}
 	res.Broadcast = median(res.All)
 
-	// Idle traffic.
-	before := sent(ms)
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(cfg.Settle):
+	}
+	// Idle traffic and CPU.
+	before, cpu := sent(ms), processCPU()
 	select {
 	case <-ctx.Done():
 		return res, ctx.Err()
@@ -202,6 +221,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	secs := cfg.Idle.Seconds() * float64(len(ms))
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
 	res.BytesPerSecond = float64(after[1]-before[1]) / secs
+	res.CPUPerSecond = time.Duration(float64(processCPU()-cpu) / secs)
 
 	// A crash: the last member stops without a word.
 	victim := ms[len(ms)-1]

@@ -363,6 +363,45 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 	}
 }
 
+// gossipPeriod is SWIM's period in BenchmarkGossipLarge, and
+// gossipJoinEvery the time between two members' starts there.
+var (
+	gossipPeriod    = flag.Duration("gossip.period", time.Second, "SWIM's period in BenchmarkGossipLarge")
+	gossipJoinEvery = flag.Duration("gossip.joinevery", 0, "the time between two members' starts in BenchmarkGossipLarge")
+)
+
+// BenchmarkGossipLarge: Cohort's membership service with -gossip.large
+// members (1,000) on one in-process network, at SWIM's period
+// -gossip.period (1 s, memberlist's probe interval): the time to form,
+// a 64-byte broadcast until every member has it (median of 5), the CPU
+// and bytes per member and second while idle (-gossip.idle, after 30
+// periods that let the news of the joins die down), and a crash until
+// every member holds it dead.
+//
+//	go test -run '^$' -bench GossipLarge -benchtime 1x -count 3 ./bench
+func BenchmarkGossipLarge(b *testing.B) {
+	n := *gossipLarge
+	if testing.Short() {
+		n = 16
+	}
+	b.Run(fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod), func(b *testing.B) {
+		for range b.N {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle, InProc: true})
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(r.Formed.Milliseconds()), "formed-ms")
+			b.ReportMetric(float64(r.Broadcast.Microseconds())/1000, "broadcast-ms")
+			b.ReportMetric(float64(r.Detected.Milliseconds()), "detected-ms")
+			b.ReportMetric(float64(r.CPUPerSecond.Microseconds()), "idle-cpu-us/member/s")
+			b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
+			b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
+		}
+	})
+}
+
 // BenchmarkGossipFormation: the time from the first member's start until
 // every member lists every other, members started one after another and
 // each joining through the first — Cohort's service on a TCP transport

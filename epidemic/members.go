@@ -219,9 +219,11 @@ func (m *members) Timeout(env proc.Env, tag any) {
 //     again.
 func (m *members) periodic(env proc.Env) {
 	s := m.swim
-	if len(s.queue) > 0 {
+	if s.hasNews() {
 		for _, q := range s.randomMembers(env, gossipFanout, proc.None) {
-			env.Send(q, Gossip{Updates: s.piggyback(nil)})
+			if news := s.take(nil, maxGossip); len(news) > 0 {
+				env.Send(q, Gossip{Updates: news})
+			}
 		}
 	}
 	if m.ticks%uint64(s.p.SyncEvery) != 0 {

@@ -1,6 +1,7 @@
 package epidemic
 
 import (
+	"container/heap"
 	"math"
 	"slices"
 	"strconv"
@@ -68,8 +69,11 @@ import (
 //
 // A process that joins sends its alive{self} to its contact, which
 // answers with every membership fact it holds that differs from "alive,
-// incarnation 0" (memberlist's state sync on join); a process that leaves
-// sends left{self} to k members, which disseminate it.
+// incarnation 0" (memberlist's state sync on join) and tells gossipFanout
+// members of the newcomer at once; from them the news travels
+// piggybacked like any other, so a join costs the other members no
+// message of their own. A process that leaves sends left{self} to k
+// members, which disseminate it.
 //
 // Each member knows the run's ID space 0 .. N−1 (as the family's contract
 // says) and starts holding every other member alive at incarnation 0; it
@@ -107,10 +111,12 @@ type swim struct {
 	inc   uint32
 	left  bool
 	view  []held      // the facts that differ from "alive at incarnation 0", by ID
+	live  int         // the members of view held alive or suspected
 	susp  []suspected // the members suspected now
 	lhm   int
-	queue []bcast
-	made  uint64 // bcasts queued so far: their order
+	queue bqueue             // the dissemination buffer, a heap in piggyback order
+	about map[proc.ID]*bcast // the buffer's update about each member
+	made  uint64             // bcasts queued so far: their order
 
 	// The shuffled probe order: x = (a·k + b) mod prime.
 	prime, a, b, k uint64
@@ -172,6 +178,32 @@ type bcast struct {
 	u    Fact
 	sent int
 	id   uint64
+	at   int // its index in the heap
+}
+
+// bqueue is the dissemination buffer as a binary heap (container/heap),
+// the least sent first and the newest first among equals: taking the
+// next update, or replacing one, costs O(log q) for a buffer of q, which
+// a cluster that a thousand members join at once fills.
+type bqueue []*bcast
+
+func (q bqueue) Len() int           { return len(q) }
+func (q bqueue) Less(i, j int) bool { return q[i].before(q[j]) }
+func (q bqueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].at, q[j].at = i, j
+}
+func (q *bqueue) Push(x any) {
+	b := x.(*bcast)
+	b.at = len(*q)
+	*q = append(*q, b)
+}
+func (q *bqueue) Pop() any {
+	old := *q
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return b
 }
 
 // The states of a member, as updates carry them; stateUnknown is an ID
@@ -368,8 +400,13 @@ func (suspicion) String() string    { return "suspicion" }
 // lhmMax is Lifeguard's saturation S: the multiplier is 0 .. S−1.
 const lhmMax = 8
 
-// maxPiggyback is how many updates a message carries at most.
-const maxPiggyback = 8
+// maxPiggyback is how many updates a message carries at most; an open
+// group's Gossip, which carries nothing else, carries up to maxGossip
+// (memberlist fills a UDP packet likewise).
+const (
+	maxPiggyback = 8
+	maxGossip    = 4 * maxPiggyback
+)
 
 func init() {
 	builders["swim"] = func(p Params) func(proc.ID, int) proc.Process {
@@ -661,6 +698,24 @@ func (s *swim) randomDead(env proc.Env) proc.ID {
 // none held dead or left.
 func (s *swim) randomMembers(env proc.Env, k int, not proc.ID) []proc.ID {
 	if s.p.Open {
+		// Draw from the view at random, then, if too few were found
+		// (a view of mostly dead members, or a small one), go through it
+		// all: O(k) a call in a healthy cluster of any size.
+		want := s.live
+		if st, _ := s.lookup(not); st == StateAlive || st == StateSuspect {
+			want--
+		}
+		want = min(k, want)
+		var out []proc.ID
+		for range 4*k + 8 {
+			if len(out) == want {
+				return out
+			}
+			h := s.view[env.Rand().IntN(len(s.view))]
+			if h.state <= StateSuspect && h.id != not && !slices.Contains(out, h.id) {
+				out = append(out, h.id)
+			}
+		}
 		var live []proc.ID
 		for _, h := range s.view {
 			if h.state <= StateSuspect && h.id != not {
@@ -734,8 +789,18 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 			s.probe.nacks++
 		}
 	case JoinReq:
+		known, _ := s.lookup(from)
 		s.applyAll(env, m.Updates)
 		env.Send(from, JoinAck{Updates: s.facts()})
+		if st, inc := s.lookup(from); known == stateUnknown && st == StateAlive {
+			// A newcomer that joined through this member: its contact
+			// tells a few at once, so that the join spreads in network
+			// delays rather than periods; they pass it on piggybacked, as
+			// any news (a join costs the others no messages of its own).
+			for _, q := range s.randomMembers(env, gossipFanout, from) {
+				env.Send(q, Gossip{Updates: []Fact{{State: StateAlive, Member: from, Inc: inc}}})
+			}
+		}
 	case JoinAck:
 		s.applyAll(env, m.Updates)
 	case Gossip:
@@ -788,7 +853,11 @@ func (s *swim) checksum() uint64 {
 func (s *swim) facts() []Fact {
 	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
 	for _, h := range s.view {
-		if f := s.suspicionFact(h.id); f != nil {
+		var f *Fact
+		if h.state == StateSuspect {
+			f = s.suspicionFact(h.id)
+		}
+		if f != nil {
 			out = append(out, *f)
 		} else {
 			out = append(out, Fact{State: h.state, Member: h.id, Inc: h.inc})
@@ -825,13 +894,6 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		}
 		s.closeSuspicion(env, u.Member)
 		s.set(u.Member, StateAlive, u.Inc)
-		if state == stateUnknown {
-			// A member new to this one: tell a few at once, so that a
-			// join spreads in network delays rather than periods.
-			for _, q := range s.randomMembers(env, gossipFanout, u.Member) {
-				env.Send(q, Gossip{Updates: []Fact{u}})
-			}
-		}
 	case StateSuspect:
 		if gone || u.Inc < inc {
 			return
@@ -890,13 +952,7 @@ func (s *swim) size() int {
 	if !s.p.Open {
 		return s.n
 	}
-	n := 1
-	for _, h := range s.view {
-		if h.state <= StateSuspect {
-			n++
-		}
-	}
-	return n
+	return 1 + s.live
 }
 
 func (s *swim) find(id proc.ID) (int, bool) {
@@ -913,6 +969,12 @@ func (s *swim) gone(id proc.ID) bool {
 // takes no room.
 func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 	i, ok := s.find(id)
+	if ok && s.view[i].state <= StateSuspect {
+		s.live--
+	}
+	if state <= StateSuspect && (s.p.Open || state != StateAlive || inc != 0) {
+		s.live++
+	}
 	switch {
 	case state == StateAlive && inc == 0 && !s.p.Open:
 		if ok {
@@ -986,16 +1048,22 @@ func (s *swim) suspicionTimeout(c int) time.Duration {
 }
 
 // enqueue puts u in the dissemination buffer, replacing any older update
-// about the same member. The buffer is kept in piggyback order — the least
-// sent first, the newest first among equals — so a new update goes first.
+// about the same member; a new update goes first.
 func (s *swim) enqueue(u Fact) {
-	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.u.Member == u.Member })
+	if old, ok := s.about[u.Member]; ok {
+		heap.Remove(&s.queue, old.at)
+	}
+	if s.about == nil {
+		s.about = map[proc.ID]*bcast{}
+	}
 	s.made++
-	s.queue = slices.Insert(s.queue, 0, bcast{u: u, id: s.made})
+	b := &bcast{u: u, id: s.made}
+	heap.Push(&s.queue, b)
+	s.about[u.Member] = b
 }
 
 // before is the buffer's order.
-func (x bcast) before(y bcast) bool {
+func (x *bcast) before(y *bcast) bool {
 	return x.sent < y.sent || x.sent == y.sent && x.id > y.id
 }
 
@@ -1004,41 +1072,58 @@ func (s *swim) retransmits() int {
 	return s.p.Retransmit * int(math.Ceil(math.Log10(float64(s.size()+1))))
 }
 
+// hasNews reports whether the buffer holds an update to send; the
+// updates sent retransmits() times already leave it (all of them, when
+// the least sent has been: the group shrank, and with it the limit).
+func (s *swim) hasNews() bool {
+	if len(s.queue) > 0 && s.queue[0].sent >= s.retransmits() {
+		s.queue = s.queue[:0]
+		clear(s.about)
+	}
+	return len(s.queue) > 0
+}
+
 // piggyback takes up to maxPiggyback updates from the buffer, the least
 // sent first (newest first among equals), after first if it is set. The
-// updates taken are sent once more, and move back by insertion into the
-// order (O(maxPiggyback·len), where a sort per message would cost more:
-// every message of a 10⁵-member run goes through here).
-func (s *swim) piggyback(first *Fact) []Fact {
+// updates taken are sent once more; those sent retransmits() times leave
+// the buffer.
+func (s *swim) piggyback(first *Fact) []Fact { return s.take(first, maxPiggyback) }
+
+// take is piggyback, up to most updates.
+func (s *swim) take(first *Fact, most int) []Fact {
 	if len(s.queue) == 0 && first == nil {
 		return nil
 	}
-	out := make([]Fact, 0, min(len(s.queue)+1, maxPiggyback))
+	out := make([]Fact, 0, min(len(s.queue)+1, most))
 	if first != nil {
 		out = append(out, *first)
 	}
 	limit := s.retransmits()
-	var taken [maxPiggyback]int
-	k := 0
-	for i := range s.queue {
-		if len(out) == maxPiggyback {
-			break
-		}
-		if first != nil && s.queue[i].u.Member == first.Member {
-			continue
-		}
-		out = append(out, s.queue[i].u)
-		s.queue[i].sent++
-		taken[k] = i
-		k++
-	}
-	// Re-sort: only the taken entries may be out of place, each now
-	// too far forward; move them back, the last first.
-	for j := k - 1; j >= 0; j-- {
-		for i := taken[j]; i+1 < len(s.queue) && s.queue[i+1].before(s.queue[i]); i++ {
-			s.queue[i], s.queue[i+1] = s.queue[i+1], s.queue[i]
+	var buf [maxGossip]*bcast
+	taken := buf[:0]
+	var skipped *bcast
+	for len(out) < most && len(s.queue) > 0 {
+		b := heap.Pop(&s.queue).(*bcast)
+		switch {
+		case b.sent >= limit:
+			delete(s.about, b.u.Member)
+		case first != nil && b.u.Member == first.Member:
+			skipped = b
+		default:
+			out = append(out, b.u)
+			b.sent++
+			taken = append(taken, b)
 		}
 	}
-	s.queue = slices.DeleteFunc(s.queue, func(b bcast) bool { return b.sent >= limit })
+	if skipped != nil {
+		heap.Push(&s.queue, skipped)
+	}
+	for _, b := range taken {
+		if b.sent >= limit {
+			delete(s.about, b.u.Member)
+		} else {
+			heap.Push(&s.queue, b)
+		}
+	}
 	return out
 }

@@ -213,7 +213,8 @@ func (n *Node) Running(name string) bool {
 
 func (n *Node) N() int { return n.cfg.N }
 
-// MaxServiceName bounds a service's name, which travels with every message.
+// MaxServiceName bounds a service's name, which travels with every message
+// (but the few services with a number, serviceNumbers).
 const MaxServiceName = 200
 
 // Service returns the named instance of algorithm a, starting it on first

@@ -563,8 +563,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		return
 	}
 	start := len(s.out.buf)
-	b := binary.AppendUvarint(s.out.buf, uint64(len(s.name)))
-	b = append(b, s.name...)
+	b := appendService(s.out.buf, s.name)
 	if s.tr != nil {
 		b = appendTrailer(b, id, vc)
 	} else {
@@ -705,8 +704,10 @@ func (s *Service) flushNow() {
 	if len(o.msgs) == 0 {
 		return
 	}
-	if len(o.sentTo) < s.n {
-		o.sentTo = make([]bool, s.n)
+	for _, m := range o.msgs { // sized by the highest ID sent to, not the cluster's ID space
+		if int(m.to) >= len(o.sentTo) {
+			o.sentTo = append(o.sentTo, make([]bool, int(m.to)+1-len(o.sentTo))...)
+		}
 	}
 	for i, first := range o.msgs {
 		if o.sentTo[first.to] {
@@ -728,7 +729,9 @@ func (s *Service) flushNow() {
 			s.hold(first.to, o.batch[k:], err)
 		}
 	}
-	clear(o.sentTo)
+	for _, m := range o.msgs { // only what was set: the slice may be long
+		o.sentTo[m.to] = false
+	}
 	clear(o.batch)
 	o.msgs, o.buf = o.msgs[:0], o.buf[:0] // reused: the transport queues copies
 	if cap(o.buf) > maxOutbox {
@@ -788,8 +791,41 @@ func (s *Service) quiescent(quiet time.Duration) bool {
 		len(s.held) == 0 && !s.retrying && s.idleFor(quiet)
 }
 
+// serviceNumbers are the services whose payloads begin with a number
+// instead of their name: a zero length (no name has one), then the
+// number, one byte. The membership service sends a few small messages a
+// member and period on every link, and its name was a third of an idle
+// one. Append-only: a number, once given, names that service on the wire.
+var serviceNumbers = [...]string{1: "members"}
+
+// serviceNumberNames are serviceNumbers as bytes, for splitService.
+var serviceNumberNames = func() (b [len(serviceNumbers)][]byte) {
+	for i, name := range serviceNumbers {
+		b[i] = []byte(name)
+	}
+	return b
+}()
+
+// appendService appends the service name in front of a payload: its
+// number, if it has one, else its length and the name.
+func appendService(b []byte, name string) []byte {
+	for i, x := range serviceNumbers {
+		if i > 0 && x == name {
+			return append(b, 0, byte(i))
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	return append(b, name...)
+}
+
 // splitService reads the service name in front of a payload.
 func splitService(payload []byte) (name, rest []byte, err error) {
+	if len(payload) > 0 && payload[0] == 0 { // a service number
+		if len(payload) < 2 || payload[1] == 0 || int(payload[1]) >= len(serviceNumbers) {
+			return nil, nil, errors.New("bad service number")
+		}
+		return serviceNumberNames[payload[1]], payload[2:], nil
+	}
 	n, k := binary.Uvarint(payload)
 	if k <= 0 || n == 0 || n > MaxServiceName || uint64(len(payload)-k) < n {
 		return nil, nil, errors.New("bad service name")
