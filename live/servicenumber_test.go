@@ -26,3 +26,26 @@ func TestServiceNumbers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSplitService: any payload is either refused or split into a name
+// that is valid (a known number's, or 1 to MaxServiceName bytes) and the
+// rest of the payload; writing that name again and appending the rest
+// reads back the same.
+func FuzzSplitService(f *testing.F) {
+	for _, seed := range [][]byte{appendService(nil, "members"), appendService([]byte{}, "locks"), {0}, {0, 1}, {3, 'a', 'b'}, {0x80, 0x80}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		name, rest, err := splitService(payload)
+		if err != nil {
+			return
+		}
+		if len(name) == 0 || len(name) > MaxServiceName {
+			t.Fatalf("% x: a name of %d bytes", payload, len(name))
+		}
+		again, rest2, err := splitService(append(appendService(nil, string(name)), rest...))
+		if err != nil || !bytes.Equal(again, name) || !bytes.Equal(rest2, rest) {
+			t.Fatalf("% x: %q then %q, %v", payload, name, again, err)
+		}
+	})
+}
