@@ -26,7 +26,7 @@ import (
 
 const (
 	budgetFrom    = 10_000
-	hostPerNode   = 64 // node record, random source slot, topology share
+	hostPerNode   = 64 // node record (32 bytes, its random source's pointer in it), a Lamport clock, topology share, with room to spare
 	sampleSize    = 1_000
 	sampleBuilds  = 8
 	budgetOfAvail = 0.8

@@ -1446,14 +1446,22 @@ func (d *svgDiagram) legend() {
 		note := fmt.Sprintf("Truncated: only the first %d of %d events are drawn (%s–%s of %s).",
 			len(d.events), d.total, svgTick(d.t0-d.origin, d.t1-d.t0), svgTick(last-d.origin, d.t1-d.t0), svgTick(d.tEnd-d.origin, d.t1-d.t0))
 		if d.hidden > 0 {
-			note += fmt.Sprintf(" %d marked events come later and are not drawn.", d.hidden)
+			note += fmt.Sprintf(" %s not drawn.", countOf(d.hidden, "marked event comes later and is", "marked events come later and are"))
 		}
 		if d.hiddenCycles > 0 {
-			note += fmt.Sprintf(" %d wait-for cycles come later and are not drawn.", d.hiddenCycles)
+			note += fmt.Sprintf(" %s not drawn.", countOf(d.hiddenCycles, "wait-for cycle comes later and is", "wait-for cycles come later and are"))
 		}
 		d.text(note)
 		d.printf("</text>\n")
 	}
+}
+
+// countOf is "1 " + one, or n and many.
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // svgIndexList renders event indices as "#3, #9, #12", at most 20 of them.

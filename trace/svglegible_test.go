@@ -194,7 +194,7 @@ func TestSVGViolations(t *testing.T) {
 	}
 	// Cut short: the marks past the cut are counted.
 	doc = svgParse(t, svgRender(t, tr, SVGOptions{Violations: opt.Violations, MaxEvents: 10}))
-	if n := doc.find("truncated"); len(n) != 1 || !strings.Contains(n[0].text, "4 marked events come later") {
+	if n := doc.find("truncated"); len(n) != 1 || !strings.Contains(n[0].text, "4 marked events come later and are not drawn") {
 		t.Errorf("truncation note %v", n)
 	}
 }
@@ -348,7 +348,7 @@ func TestSVGWaitForCycles(t *testing.T) {
 	if n := len(doc.find("waitfor")); n != 2 {
 		t.Errorf("truncated: %d cycles drawn, want 2", n)
 	}
-	if n := doc.find("truncated"); len(n) != 1 || !strings.Contains(n[0].text, "1 wait-for cycles come later and are not drawn") {
+	if n := doc.find("truncated"); len(n) != 1 || !strings.Contains(n[0].text, "1 wait-for cycle comes later and is not drawn") {
 		t.Errorf("truncation note %v", n)
 	}
 }
