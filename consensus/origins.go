@@ -133,5 +133,5 @@ const (
 	aboveOverhead  = 32
 )
 
-// snapshotBound is the most the table takes in a snapshot.
+// originsSnapshotBound is the most the table takes in a snapshot.
 const originsSnapshotBound = MaxOrigins*originOverhead + MaxAbove*aboveOverhead

@@ -17,14 +17,7 @@ import (
 // synchronous time, in runs stepped and in runs forked; and the pending
 // events stay in Seq order, which choices relies on.
 func TestIncrementalFingerprintIsFull(t *testing.T) {
-	for _, m := range []struct {
-		name   string
-		family string
-		algo   string
-		nodes  int
-		inputs []string
-		tweak  func(*Config)
-	}{
+	for _, m := range []walkModel{
 		{"2pc", "commit", "two-phase-commit", 4, nil, nil},
 		{"ra-faults", "mutex", "ricart-agrawala", 3, nil, func(c *Config) { c.Crashes, c.Losses, c.Dups = 1, 1, 1 }},
 		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, nil},
@@ -79,14 +72,7 @@ func TestIncrementalFingerprintIsFull(t *testing.T) {
 // commit consistency and (with crashes, losses and duplicates) the
 // message checkers' bookkeeping.
 func TestIncrementalSafetyMatchesFull(t *testing.T) {
-	for _, m := range []struct {
-		name   string
-		family string
-		algo   string
-		nodes  int
-		inputs []string
-		tweak  func(*Config)
-	}{
+	for _, m := range []walkModel{
 		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses, c.Dups = 1, 1, 1 }},
 		{"ra-dfs-por", "mutex", "ricart-agrawala", 3, nil, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-jr", "mutex", "ricart-agrawala-jr", 3, []string{"0:acquire", "1:acquire", "0:acquire"}, func(c *Config) { c.Checks, c.Safety = []string{"ME3"}, []string{"ME3"} }},
@@ -128,14 +114,7 @@ func TestIncrementalSafetyMatchesFull(t *testing.T) {
 // payloads and disks are copied on write), nor does stepping a run forked
 // off it.
 func TestRestoreIsReplay(t *testing.T) {
-	for _, m := range []struct {
-		name   string
-		family string
-		algo   string
-		nodes  int
-		inputs []string
-		tweak  func(*Config)
-	}{
+	for _, m := range []walkModel{
 		{"2pc", "commit", "two-phase-commit", 4, nil, nil},
 		{"ra-faults", "mutex", "ricart-agrawala", 3, nil, func(c *Config) { c.Crashes, c.Losses, c.Dups = 1, 1, 1 }},
 		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, nil},
@@ -239,4 +218,16 @@ func TestRestoreIsReplay(t *testing.T) {
 func sameEvent(a, b trace.Event) bool {
 	return a.Index == b.Index && a.Time == b.Time && a.Node == b.Node && a.Kind == b.Kind && a.Peer == b.Peer &&
 		a.Msg == b.Msg && a.Type == b.Type && a.Label == b.Label && a.Lamport == b.Lamport && string(a.Data) == string(b.Data)
+}
+
+// walkModel is a model the random-walk tests explore: an algorithm of a
+// family at a size, its inputs (nil: the family's usual ones) and a
+// change to the explorer's Config (faults, timing).
+type walkModel struct {
+	name   string
+	family string
+	algo   string
+	nodes  int
+	inputs []string
+	tweak  func(*Config)
 }
