@@ -386,3 +386,44 @@ func TestOrphansAreKilled(t *testing.T) {
 		})
 	}
 }
+
+// A call named by a key belongs to its key's owner, not to the node it
+// was sent through: under every remedy against orphans, a restart of
+// that node does not kill it while the owner's resend through another
+// node waits for it, and the resend gets the one run's result.
+func TestKeyedCallOutlivesItsFirstNodesRestart(t *testing.T) {
+	for _, o := range []rpc.Orphans{rpc.Expiration, rpc.Reincarnation, rpc.Extermination} {
+		t.Run(o.String(), func(t *testing.T) {
+			b := newBlocker()
+			cfg := testConfig()
+			cfg.RPC.Orphans, cfg.RPC.Lease = o, time.Second
+			c := newCluster(t, 3, cfg, b.setup)
+			opts := Options{Sem: rpc.AtMostOnce, Key: "job-9", Attempt: 20 * time.Second}
+			go Call[int, int](context.Background(), c.eps[0], 2, "block", 9, opts)
+			wait(t, b.started, "the call to start")
+			resent := make(chan error, 1)
+			go func() {
+				got, err := Call[int, int](context.Background(), c.eps[1], 2, "block", 9, opts)
+				if err == nil && got != 9 {
+					err = fmt.Errorf("result %d, want 9", got)
+				}
+				resent <- err
+			}()
+			c.restart(0) // the first node reboots: its requests are orphans
+			select {
+			case id := <-b.canceled:
+				t.Fatalf("call %d killed though its resend waits", id)
+			case err := <-resent:
+				t.Fatalf("the resend ended before the call: %v", err)
+			case <-time.After(2500 * time.Millisecond): // past two leases
+			}
+			close(b.release)
+			if err := wait(t, resent, "the resend's reply"); err != nil {
+				t.Fatal(err)
+			}
+			if n := b.l.count(9); n != 1 {
+				t.Fatalf("ran %d times, want once", n)
+			}
+		})
+	}
+}

@@ -245,3 +245,76 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		t.Fatalf("the killed call's retransmission: %v", env.sent[len(env.sent)-1])
 	}
 }
+
+// A call named by a key outlives the reboot of the client that sent it,
+// under every remedy against orphans: its key's owner resends it through
+// another client, which gets the one run's result; one that nobody
+// resends within a lease is killed as an orphan, and a later resend
+// learns so (never a second run).
+func TestKeyedCallsAreNotOrphanedByTheirClientsReboot(t *testing.T) {
+	reboot := map[Orphans]proc.Message{
+		Extermination: Kill{Epoch: 2, Old: 1, Seq: 1},
+		Reincarnation: NewEpoch{Epoch: 2},
+		Expiration:    nil, // client 1 stops renewing
+	}
+	for o, m := range reboot {
+		t.Run(o.String(), func(t *testing.T) {
+			killed := func(env *hostEnv) int {
+				n := 0
+				for _, out := range env.outputs {
+					if _, ok := out.(Killed); ok {
+						n++
+					}
+				}
+				return n
+			}
+			// Resent through client 2 after client 1's reboot.
+			env := &hostEnv{st: proc.NewMemStorage(nil)}
+			s := NewServer(Config{Host: true, Orphans: o})
+			s.Start(env)
+			s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-1"})
+			x := executes(env.outputs)[0]
+			if m != nil {
+				s.Receive(env, 1, m)
+			}
+			if killed(env) != 0 {
+				t.Fatalf("killed at its client's reboot: %v", env.outputs)
+			}
+			s.Receive(env, 2, Request{Epoch: 7, Seq: 3, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-1"})
+			if o == Expiration {
+				// The new requester's renewal extends the lease (a new
+				// timer replaces the one that would have lapsed).
+				before := env.timers
+				s.Receive(env, 2, Renew{Epoch: 7, Seq: 3})
+				if env.timers == before {
+					t.Fatal("the new requester's renewal did not extend the lease")
+				}
+			} else if s.Timeout(env, leaseTimer{N: x.Exec}); killed(env) != 0 {
+				t.Fatalf("killed though a resend came within the lease: %v", env.outputs)
+			}
+			s.Input(env, Finished{Exec: x.Exec, Data: []byte("5")})
+			last := env.sent[len(env.sent)-1].(Reply)
+			if last.Epoch != 7 || last.Seq != 3 || string(last.Data) != "5" || len(executes(env.outputs)) != 1 {
+				t.Fatalf("the resend's reply %+v after %d executions, want client 2's, once", last, len(executes(env.outputs)))
+			}
+
+			// Not resent: killed once the lease runs out.
+			env = &hostEnv{st: proc.NewMemStorage(nil)}
+			s = NewServer(Config{Host: true, Orphans: o})
+			s.Start(env)
+			s.Receive(env, 1, Request{Epoch: 1, Seq: 1, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-2"})
+			x = executes(env.outputs)[0]
+			if m != nil {
+				s.Receive(env, 1, m)
+			}
+			s.Timeout(env, leaseTimer{N: x.Exec})
+			if killed(env) != 1 {
+				t.Fatalf("an orphan nobody resent: %v, want it killed", env.outputs)
+			}
+			s.Receive(env, 2, Request{Epoch: 7, Seq: 4, Sem: AtMostOnce, Attempt: 1, Proc: "slow", Key: "job-2"})
+			if r := env.sent[len(env.sent)-1].(Reply); r.Err != ErrKilled || len(executes(env.outputs)) != 1 {
+				t.Fatalf("a resend after the kill: %+v, want ErrKilled and no second run", r)
+			}
+		})
+	}
+}

@@ -31,6 +31,9 @@ import (
 //	On epoch(c, e):                 kill c's calls of older epochs; ack [reincarnation]
 //	On renew(c, epoch, seq):        extend the call's lease           [expiration]
 //	On a lease lapsing:             kill the call                     [expiration]
+//	Under each remedy, a call named by a key is killed only when none of
+//	its requests waits any more and no new one came for a lease: its
+//	key's owner may resend it through another client
 //
 // The duplicate table lives on stable storage: a call's entry is synced
 // before the procedure starts, its reply before it is sent. After a
@@ -297,10 +300,9 @@ func (s *Server) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		s.onRequest(env, from, m)
 	case Kill:
 		s.onEpoch(env, from, m.Epoch)
+		dead := CallID{Client: from, Epoch: m.Old, Seq: m.Seq}
 		for _, x := range slices.Clone(s.running) {
-			if x.call == (CallID{Client: from, Epoch: m.Old, Seq: m.Seq}) {
-				s.kill(env, x, "orphan")
-			}
+			s.orphan(env, x, func(id CallID) bool { return id == dead })
 		}
 		env.Send(from, KillAck{Old: m.Old, Seq: m.Seq})
 	case NewEpoch:
@@ -308,7 +310,7 @@ func (s *Server) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		env.Send(from, EpochAck(m))
 	case Renew:
 		for _, x := range s.running {
-			if x.call == (CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}) && x.lease != 0 {
+			if s.requestedBy(x, CallID{Client: from, Epoch: m.Epoch, Seq: m.Seq}) && x.lease != 0 {
 				env.CancelTimer(x.lease)
 				x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
 			}
@@ -324,10 +326,38 @@ func (s *Server) onEpoch(env proc.Env, c proc.ID, e uint64) {
 		return
 	}
 	for _, x := range slices.Clone(s.running) {
-		if x.call.Client == c && x.call.Epoch < e {
+		s.orphan(env, x, func(id CallID) bool { return id.Client == c && id.Epoch < e })
+	}
+}
+
+// orphan kills x if the requests dead picks out were the ones it ran
+// for: their clients rebooted. A call named by a key belongs to the
+// key's owner, outside the cluster, who may resend it through another
+// client: only those requests stop waiting for it, and once none waits
+// it is given a lease (Config.Lease) for a resend to come before it is
+// killed.
+func (s *Server) orphan(env proc.Env, x *execution, dead func(CallID) bool) {
+	en := s.keys[x.key]
+	if x.key == "" || en == nil || en.state != running {
+		if dead(x.call) {
 			s.kill(env, x, "orphan")
 		}
+		return
 	}
+	n := len(en.waiting)
+	en.waiting = slices.DeleteFunc(en.waiting, dead)
+	if len(en.waiting) == 0 && n > 0 {
+		env.CancelTimer(x.lease)
+		x.lease = env.SetTimer(s.cfg.Lease, leaseTimer{x.n})
+	}
+}
+
+// requestedBy reports whether request id waits for x.
+func (s *Server) requestedBy(x *execution, id CallID) bool {
+	if en := s.keys[x.key]; x.key != "" && en != nil {
+		return slices.Contains(en.waiting, id)
+	}
+	return x.call == id
 }
 
 func (s *Server) onRequest(env proc.Env, from proc.ID, m Request) {
@@ -484,9 +514,19 @@ func (s *Server) Timeout(env proc.Env, tag any) {
 			s.finish(env, x, nil, "")
 		}
 	case leaseTimer:
-		if x := s.find(t.N); x != nil {
-			s.kill(env, x, "lease")
+		x := s.find(t.N)
+		if x == nil {
+			break
 		}
+		if en := s.keys[x.key]; x.key != "" && en != nil && len(en.waiting) > 0 && s.cfg.Orphans != Expiration {
+			x.lease = 0 // a resend came: its requests wait for it again
+			break
+		}
+		why := "lease"
+		if s.cfg.Orphans != Expiration {
+			why = "orphan"
+		}
+		s.kill(env, x, why)
 	case syncedTimer:
 		s.syncing = false
 		s.release(&s.current)
