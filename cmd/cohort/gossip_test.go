@@ -48,7 +48,7 @@ func TestSimGossipFlags(t *testing.T) {
 }
 
 func TestCompareGossip(t *testing.T) {
-	code, out, errs := cli(t, "compare", "gossip", "--nodes", "30")
+	code, out, errs := binCLI(t, "compare", "gossip", "--nodes", "30")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -107,11 +107,11 @@ func TestSimSwim(t *testing.T) {
 	}
 }
 
-// simJSON runs `cohort sim FAMILY --json ARGS...`, which must exit 0, and
-// decodes its report.
+// simJSON runs `cohort sim FAMILY --json ARGS...` through the built binary
+// (binCLI), which must exit 0, and decodes its report.
 func simJSON(t *testing.T, family string, args ...string) map[string]any {
 	t.Helper()
-	code, out, errs := cli(t, append([]string{"sim", family, "--json"}, args...)...)
+	code, out, errs := binCLI(t, append([]string{"sim", family, "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}

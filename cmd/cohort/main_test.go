@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +18,26 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = execute(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// binCLI is cli through the built binary (cohortBinary), as a reader runs
+// it: for the long, single-threaded simulations (comparisons, runs of
+// hundreds of nodes), which take minutes under the race detector and gain
+// nothing from it — their code paths keep race coverage from the short
+// in-process runs of cli.
+func binCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(cohortBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("cohort %s: %v", strings.Join(args, " "), err)
+		}
+		code = exit.ExitCode()
+	}
 	return code, out.String(), errb.String()
 }
 

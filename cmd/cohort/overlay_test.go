@@ -26,7 +26,7 @@ func TestSimOverlay(t *testing.T) {
 	if code, _, errs := cli(t, "sim", "overlay", "--lookups", "0"); code != 2 || errs == "" {
 		t.Errorf("--lookups 0: exit %d (%s), want 2 and a message", code, errs)
 	}
-	if code, out, _ := cli(t, "compare", "overlay", "--nodes", "200"); code != 0 || !strings.Contains(out, "hops (mean)") || !strings.Contains(out, "circular") ||
+	if code, out, _ := binCLI(t, "compare", "overlay", "--nodes", "200"); code != 0 || !strings.Contains(out, "hops (mean)") || !strings.Contains(out, "circular") ||
 		!strings.Contains(out, "delay penalty (mean), lookups on a transit-stub network, proximity-aware tables") ||
 		!strings.Contains(out, "delay penalty from the root (mean), multicast trees on a transit-stub network, proximity-aware tables") {
 		t.Errorf("compare overlay: exit %d\n%s", code, out)
@@ -127,7 +127,7 @@ func TestSimOverlayProximity(t *testing.T) {
 	if metricOf(s, "received_fraction") != 1 {
 		t.Errorf("scribe --proximity on: metrics %v", s["metrics"])
 	}
-	code, out, errs := cli(t, "compare", "overlay", "--nodes", "64", "--proximity", "on")
+	code, out, errs := binCLI(t, "compare", "overlay", "--nodes", "64", "--proximity", "on")
 	if code != 0 || !strings.Contains(out, "proximity-aware tables") || strings.Contains(out, "joins then lookups") || strings.Contains(out, "esm") {
 		t.Errorf("compare overlay --proximity on: exit %d (%s)\n%s", code, errs, out)
 	}

@@ -63,7 +63,7 @@ func TestCompareRPC(t *testing.T) {
 		t.Skip("runs the whole comparison (35 runs of 1000 calls)")
 	}
 	svg := filepath.Join(t.TempDir(), "rpc.svg")
-	code, out, errs := cli(t, "compare", "rpc", "--nodes", "3", "--json", "--plot", svg)
+	code, out, errs := binCLI(t, "compare", "rpc", "--nodes", "3", "--json", "--plot", svg)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
