@@ -315,8 +315,15 @@ func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	}
 	out := &trace.Trace{Header: ts[0].Header}
 	for _, t := range ts[1:] {
-		if t.Header.Nodes != out.Header.Nodes {
-			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", out.Header.Nodes, t.Header.Nodes)
+		h, o := t.Header, out.Header
+		if h.Nodes != o.Nodes {
+			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", o.Nodes, h.Nodes)
+		}
+		// Each node's trace of one run names the same algorithm (a node's
+		// trace directory holds one trace per kind of service: merge the
+		// nodes' files of one kind).
+		if h.Family != o.Family || h.Algo != o.Algo {
+			return nil, fmt.Errorf("traces of different runs: %s/%s and %s/%s", o.Family, o.Algo, h.Family, h.Algo)
 		}
 	}
 	type ref struct{ t, i int }

@@ -343,8 +343,11 @@ node.yaml:
   data_dir: /var/lib/cohort     # the node's state (required by lock: raft): services keep their
                                 # stable storage in data_dir/storage; relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
-  trace_states: true            # optional, with trace: and each process's state after every step
-                                # (the default; cohort view shows it)
+  trace_dir: traces             # optional: a trace per kind of service (lock.jsonl, election.jsonl,
+                                # group.jsonl, groups.jsonl, dht.jsonl ...), each a run of its family
+                                # (with trace: too, that one keeps the run: services, else the locks)
+  trace_states: true            # optional, with trace: or trace_dir:, each process's state after every
+                                # step (the default; cohort view shows it)
   api_token: ...                # bearer token for the API (or api_token_file: FILE); required
                                 # when api: is not a loopback address
   api_max_conns: 4096           # optional: connections the API takes at once (the next get 503)
