@@ -70,12 +70,6 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if withDHT && inproc {
 				return usageErr("--dht: processes only")
 			}
-			if inproc {
-				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
-			}
-			if withMembers && inproc {
-				return usageErr("--members: processes only (nodes join a cluster of processes)")
-			}
 			if groupAlgo != "" {
 				if _, err := groupAlgorithm(groupAlgo); err != nil {
 					return usageErr("--group: %v", err)
@@ -83,6 +77,12 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 				if inproc {
 					return usageErr("--group: processes only")
 				}
+			}
+			if inproc {
+				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
+			}
+			if withMembers && inproc {
+				return usageErr("--members: processes only (nodes join a cluster of processes)")
 			}
 			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), clusterSpec{nodes: nodes, lock: name, group: groupAlgo, dir: dir, traceDir: traceDir,
 				runs: runs, members: withMembers, dht: withDHT}, asJSON)
