@@ -18,9 +18,11 @@ import (
 // "stored" {"key", "replicas"} and "got" {"key", "value", "found"}
 // outputs their answers at the key's home; a "tables" output is a node's
 // leaf set and routing table. A route's hops are "route" messages whose
-// label names the key. Nodes' identifiers are overlay.NodeID of their
+// label names the key ("dht-route" on a live cluster: the route with its
+// request's origin). Nodes' identifiers are overlay.NodeID of their
 // addresses; a node is live from its start, or from its "joined"
-// output if it joined, until its crash or leave. The oracle is computed here from the live set alone
+// output if it joined, or from the beginning if the trace records no
+// start (a live cluster's), until its crash or leave. The oracle is computed here from the live set alone
 // (overlay.Home: the live node numerically closest), never from the
 // nodes' tables.
 //
@@ -83,9 +85,24 @@ type ring struct {
 	sorted  []proc.ID            // the live nodes, sorted; nil: to be made again
 }
 
-func newRing() *ring {
-	return &ring{live: map[int32]bool{}, joining: map[int32]bool{}, holder: map[overlay.GUID]int32{}, gone: map[overlay.GUID]bool{},
+// newRing follows t's nodes. A node whose first event neither starts
+// nor joins it was running when the trace began — a live cluster's trace
+// records no starts — and is live from the beginning.
+func newRing(t *trace.Trace) *ring {
+	r := &ring{live: map[int32]bool{}, joining: map[int32]bool{}, holder: map[overlay.GUID]int32{}, gone: map[overlay.GUID]bool{},
 		flying: map[uint64]bool{}, pending: map[overlay.GUID]int{}}
+	seen := map[int32]bool{}
+	for i := range t.Events {
+		e := &t.Events[i]
+		if !e.Kind.IsProcess() || seen[e.Node] {
+			continue
+		}
+		seen[e.Node] = true
+		if !e.Kind.Begins() {
+			r.live[e.Node] = true
+		}
+	}
+	return r
 }
 
 // see follows event e: membership, messages, and route hops.
@@ -113,7 +130,7 @@ func (r *ring) see(e *trace.Event) {
 		r.flying[e.Msg] = true
 	case e.Kind == trace.Recv || e.Kind == trace.Drop:
 		delete(r.flying, e.Msg)
-		if e.Kind == trace.Recv && e.Type == "route" {
+		if e.Kind == trace.Recv && (e.Type == "route" || e.Type == "dht-route") {
 			if k, ok := routeKey(e.Label); ok && r.pending[k] > 0 {
 				r.holder[k] = e.Node
 				r.gone[k] = false
@@ -169,7 +186,7 @@ type keyRequest struct {
 }
 
 func checkOverlayLookup(t *trace.Trace) Result {
-	r := newRing()
+	r := newRing(t)
 	asked := map[overlay.GUID][]keyRequest{} // key → the lookups not yet delivered
 	var fs []finding
 	for i := range t.Events {
@@ -228,7 +245,7 @@ func unanswered(t *trace.Trace, r *ring, asked map[overlay.GUID][]keyRequest, fs
 }
 
 func checkOverlayTables(t *trace.Trace) Result {
-	r := newRing()
+	r := newRing(t)
 	var fs []finding
 	for i := range t.Events {
 		e := &t.Events[i]
@@ -282,7 +299,7 @@ func leafOracle(self proc.ID, live []proc.ID, l int) (left, right []proc.ID) {
 }
 
 func checkDHTGet(t *trace.Trace) Result {
-	r := newRing()
+	r := newRing(t)
 	type object struct {
 		value    string
 		stored   bool

@@ -13,7 +13,9 @@ import (
 
 // TestOverlayLookup: runs of four nodes where a lookup of a key next to
 // p2's nodeId is delivered at its home, elsewhere, after the home
-// crashed, never, or not yet.
+// crashed, never, or not yet; and a live cluster's, whose trace records
+// no starts (its nodes were running when it began) and whose hops are
+// "dht-route" messages.
 func TestOverlayLookup(t *testing.T) {
 	key := overlay.NodeID(2)
 	key.Lo++ // p2 is the home of key among p0..p3
@@ -36,35 +38,57 @@ func TestOverlayLookup(t *testing.T) {
 		name  string
 		build func(b *checktest.Builder)
 		want  check.Status
+		live  bool
 	}{
 		{"delivered at the home", func(b *checktest.Builder) {
 			lookup(b, 0)
 			b.Recv(b.Send(0, 2, "route"))
 			b.Output(2, overlay.Delivered{Key: key, Hops: 1})
-		}, check.OK},
+		}, check.OK, false},
 		{"delivered elsewhere", func(b *checktest.Builder) {
 			lookup(b, 0)
 			b.Recv(b.Send(0, 1, "route"))
 			b.Output(1, overlay.Delivered{Key: key, Hops: 1})
-		}, check.Violated},
+		}, check.Violated, false},
 		{"the home crashed: the next closest", func(b *checktest.Builder) {
 			b.Local(2, trace.Crash)
 			lookup(b, 0)
 			b.Output(int32(without2), overlay.Delivered{Key: key})
-		}, check.OK},
+		}, check.OK, false},
 		{"never delivered, nothing in flight", func(b *checktest.Builder) {
 			lookup(b, 0)
 			b.Recv(b.Send(0, 3, "route"))
-		}, check.Violated},
+		}, check.Violated, false},
 		{"not delivered yet: a message in flight", func(b *checktest.Builder) {
 			lookup(b, 0)
 			b.Send(0, 3, "route")
-		}, check.Unknown},
+		}, check.Unknown, false},
 		{"delivered without a lookup", func(b *checktest.Builder) {
 			b.Output(2, overlay.Delivered{Key: key})
-		}, check.Violated},
+		}, check.Violated, false},
+		{"live: delivered at the home", func(b *checktest.Builder) {
+			lookup(b, 0)
+			b.Recv(b.Send(0, 2, "dht-route"))
+			b.Output(2, overlay.Delivered{Key: key, Hops: 1})
+		}, check.OK, true},
+		{"live: delivered elsewhere", func(b *checktest.Builder) {
+			lookup(b, 0)
+			b.Recv(b.Send(0, 1, "dht-route"))
+			b.Output(1, overlay.Delivered{Key: key, Hops: 1})
+		}, check.Violated, true},
+		{"live: the home crashed: the next closest", func(b *checktest.Builder) {
+			b.Local(2, trace.Crash)
+			lookup(b, 0)
+			b.Output(int32(without2), overlay.Delivered{Key: key})
+		}, check.OK, true},
 	} {
 		b := start()
+		if c.live {
+			b = checktest.New(4)
+			for p := range int32(4) { // the nodes were running: each has an event before the run's
+				b.Local(p, trace.Timer)
+			}
+		}
 		c.build(b)
 		rs, err := check.Run(&b.Trace, "overlay-lookup")
 		if err != nil {

@@ -1,6 +1,7 @@
 package dht
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -86,21 +87,39 @@ func newHost(id proc.ID, cfg overlay.Config, founders int, contact proc.ID) *hos
 // ---- the adapter's own inputs, outputs and messages ----
 
 // request is a put, get or lookup asked at this node under reference Ref.
+// A trace records it as its In, with the reference beside In's fields
+// ({"key":…,"ref":3}), so that a live trace reads as the overlay
+// family's (overlay-lookup, dht-get).
 type request struct {
 	Ref uint64
 	In  proc.Input // overlay.Put, overlay.Get or overlay.Lookup
 }
 
-func (r request) Kind() string { return "request" }
+func (r request) Kind() string { return r.In.Kind() }
 
-// publish multicasts Body to Group as message ID.
-type publish struct {
-	Group overlay.GUID
-	ID    uint64
-	Body  string
+func (r request) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.In)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("request %d: %s is no JSON object (%v)", r.Ref, b, err)
+	}
+	if len(b) > 2 {
+		b = append(b[:len(b)-1], ',')
+	} else {
+		b = b[:1]
+	}
+	return fmt.Appendf(b, `"ref":%d}`, r.Ref), nil
 }
 
-func (publish) Kind() string { return "publish" }
+// publish multicasts Body to Group as message ID. Its kind and fields
+// are overlay.Multicast's, with the body, so that a live trace reads as
+// the overlay family's (the scribe-delivery checker).
+type publish struct {
+	Group overlay.GUID `json:"group"`
+	ID    uint64       `json:"id"`
+	Body  string       `json:"body"`
+}
+
+func (publish) Kind() string { return "multicast" }
 
 // answer: the reply to request Ref, from Home.
 type answer struct {
@@ -114,15 +133,16 @@ type answer struct {
 
 func (answer) Kind() string { return "answer" }
 
-// delivery: a multicast delivered to this member.
+// delivery: a multicast delivered to this member; overlay.Received
+// with the body, as publish is overlay.Multicast.
 type delivery struct {
-	Group overlay.GUID
-	ID    uint64
-	Body  string
-	Depth int
+	Group overlay.GUID `json:"group"`
+	ID    uint64       `json:"id"`
+	Body  string       `json:"body"`
+	Depth int          `json:"depth"`
 }
 
-func (delivery) Kind() string { return "delivery" }
+func (delivery) Kind() string { return "received" }
 
 // ready: the node is in the overlay (a founder at once; a joiner when
 // its join completes).
@@ -327,7 +347,15 @@ func (h *host) reply(c reqCtx, r replyMsg) {
 
 // output takes the algorithm's outputs: answers go to their origins,
 // deliveries get their bodies, the rest is the service's.
+//
+// The algorithm's answers (Stored, Got, Delivered) are output too, at
+// the key's home as in the simulator, for the trace's checkers; Server
+// takes only the answer at the origin.
 func (h *host) output(o proc.Output) {
+	switch o.(type) {
+	case overlay.Stored, overlay.Got, overlay.Delivered:
+		h.env.Env.Output(o)
+	}
 	switch o := o.(type) {
 	case overlay.Stored:
 		if h.cur != nil {

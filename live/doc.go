@@ -13,7 +13,10 @@
 // started; timers are real.
 //
 // Outputs go to whoever waits for them — Lock returns when the service
-// outputs Enter — and to an optional trace in the simulator's JSONL format.
+// outputs Enter — and to an optional trace in the simulator's JSONL format:
+// one for the node (Config.Trace), or one per kind of service
+// (Config.TraceDir: the locks', the groups', the DHT's ...), each a run of
+// one algorithm that the nodes' traces of the kind merge into.
 //
 // The network is a Transport (package live/transport: TCP with an
 // authenticating handshake, or in-process channels); messages are

@@ -1,6 +1,7 @@
 package live_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cohort-go/cohort/live"
@@ -35,5 +36,18 @@ func TestMergeCountsFromTheFirstEvent(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("times %v, want %v", got, want)
 		}
+	}
+}
+
+// Traces of different runs — a node's group trace and another's DHT
+// trace — are not merged.
+func TestMergeRefusesTracesOfDifferentRuns(t *testing.T) {
+	group := &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: 3, Family: "multicast", Algo: "total-sequencer"}}
+	dht := &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: 3, Family: "overlay", Algo: "scribe"}}
+	if _, err := live.Merge(group, dht); err == nil || !strings.Contains(err.Error(), "multicast/total-sequencer and overlay/scribe") {
+		t.Errorf("merging a group trace and a DHT trace: %v", err)
+	}
+	if _, err := live.Merge(group, group); err != nil {
+		t.Errorf("merging two group traces: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,20 @@ type Config struct {
 	// TraceResume, if set, continues a trace this node wrote before a
 	// restart (see ResumeFrom) instead of starting one.
 	TraceResume *TraceResume
+	// TraceDir, if set, gives every service that Trace does not record a
+	// trace of its kind: DIR/KIND.jsonl, KIND being the service's name up
+	// to its first "/" (ServiceKind: lock/a and lock/b → lock.jsonl,
+	// group/x → group.jsonl, dht → dht.jsonl). The services of one kind
+	// run one algorithm, and their trace is a run of it as the
+	// simulator's is: its header names the family and algorithm of the
+	// first of them to start, and it has its own clocks and message ids,
+	// so that the kind's traces of every node merge (Merge) into one
+	// trace that the family's checkers judge and the viewer draws. A
+	// restarted node continues its files (OpenTrace). TraceStates applies
+	// to them too. A service whose members may join the running cluster
+	// (proc.Assumptions.Joins) is traced only while the ID space is the
+	// cluster's (IDs is 0 or N): a trace's vector clocks have N entries.
+	TraceDir string
 	// DataDir, if set, is where services keep their stable storage
 	// (proc.Storage), one log file each (StoragePath); a node restarted on
 	// it recovers what its services synced. Without it their storage is
@@ -96,6 +111,10 @@ type Node struct {
 	start time.Time
 
 	tr *tracer // nil unless tracing
+
+	// The traces of TraceDir, by kind (under mu), and their files.
+	kindTraces map[string]*tracer
+	traceFiles []*os.File
 
 	mu       sync.Mutex
 	services map[string]*Service
@@ -276,8 +295,10 @@ func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID
 	for _, m := range a.Messages {
 		s.byKind[m.Kind()] = new(atomic.Int64)
 	}
-	if (n.cfg.TraceService == nil || n.cfg.TraceService(name)) && !open {
-		s.tr = n.tr // (a trace's vector clocks are the founders')
+	if tr, err := n.tracerOf(name, a, open); err != nil {
+		n.log.Error("not tracing the service: its trace cannot be opened", "service", name, "err", err)
+	} else {
+		s.tr = tr
 	}
 	s.last.Store(int64(n.now()))
 	if recs, ok := n.kept[name]; ok { // reaped before: it restarts from its storage
@@ -396,7 +417,58 @@ func (n *Node) Close() error {
 	if n.tr != nil {
 		err = errors.Join(err, n.tr.flush())
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, kind := range slices.Sorted(maps.Keys(n.kindTraces)) {
+		err = errors.Join(err, n.kindTraces[kind].flush())
+	}
+	for _, f := range n.traceFiles {
+		err = errors.Join(err, f.Close())
+	}
+	n.traceFiles = nil
 	return err
+}
+
+// tracerOf is the trace a new service records its events in, or nil:
+// the node's trace if it takes the service, else its kind's in
+// TraceDir, opened with the first service of the kind. The caller holds
+// mu.
+func (n *Node) tracerOf(name string, a proc.Algorithm, open bool) (*tracer, error) {
+	if n.tr != nil && !open && (n.cfg.TraceService == nil || n.cfg.TraceService(name)) {
+		return n.tr, nil // (a trace's vector clocks are the founders')
+	}
+	if n.cfg.TraceDir == "" || open && n.cfg.IDs > n.cfg.N {
+		return nil, nil
+	}
+	kind := ServiceKind(name)
+	if tr := n.kindTraces[kind]; tr != nil {
+		return tr, nil
+	}
+	if kind == "" || kind == "." || kind == ".." {
+		return nil, fmt.Errorf("service %q: no trace file for its kind %q", name, kind)
+	}
+	if err := os.MkdirAll(n.cfg.TraceDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, resume, err := OpenTrace(filepath.Join(n.cfg.TraceDir, kind+".jsonl"), n.cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	n.traceFiles = append(n.traceFiles, f)
+	if n.kindTraces == nil {
+		n.kindTraces = map[string]*tracer{}
+	}
+	tr := newTracer(f, n.cfg.Self, n.cfg.N, a.Family, a.Name, resume, n.cfg.TraceStates)
+	n.kindTraces[kind] = tr
+	return tr, nil
+}
+
+// ServiceKind is the kind of a service, which names its trace in
+// Config.TraceDir: its name up to the first "/" ("lock" for "lock/a"),
+// or the whole name.
+func ServiceKind(name string) string {
+	kind, _, _ := strings.Cut(name, "/")
+	return kind
 }
 
 // Done is closed once Close is called.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -112,6 +113,33 @@ func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
 		}
 	}
 	return r, end, nil
+}
+
+// OpenTrace opens a node's trace file for writing, and says how to
+// continue it if an earlier incarnation of the node wrote it (see
+// ResumeFrom; a line torn by a kill is cut off). The file is created if
+// it does not exist; nil resume: start a new trace.
+func OpenTrace(path string, self proc.ID) (f *os.File, resume *TraceResume, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	resume, end, err := ResumeFrom(data, self)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot continue it (%v); move it away", path, err)
+	}
+	if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, nil, err
+	}
+	if err := f.Truncate(int64(end)); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(int64(end), 0); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, resume, nil
 }
 
 // record writes one event of this node, of step (0: of none), after fill
@@ -287,8 +315,15 @@ func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	}
 	out := &trace.Trace{Header: ts[0].Header}
 	for _, t := range ts[1:] {
-		if t.Header.Nodes != out.Header.Nodes {
-			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", out.Header.Nodes, t.Header.Nodes)
+		h, o := t.Header, out.Header
+		if h.Nodes != o.Nodes {
+			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", o.Nodes, h.Nodes)
+		}
+		// Each node's trace of one run names the same algorithm (a node's
+		// trace directory holds one trace per kind of service: merge the
+		// nodes' files of one kind).
+		if h.Family != o.Family || h.Algo != o.Algo {
+			return nil, fmt.Errorf("traces of different runs: %s/%s and %s/%s", o.Family, o.Algo, h.Family, h.Algo)
 		}
 	}
 	type ref struct{ t, i int }

@@ -56,10 +56,17 @@ type Config struct {
 	Run   map[string]proc.Algorithm
 	Token string // bearer token the API requires; "" for none
 	// Trace, if set, records this node's events (see live.Config): those
-	// of the services in Run if there are any, else every service's.
+	// of the services in Run if there are any; else, with TraceDir, the
+	// locks'; else every service's.
 	Trace                  io.Writer
 	TraceFamily, TraceAlgo string
 	TraceResume            *live.TraceResume
+	// TraceDir, if set, records every service that Trace does not in a
+	// trace of its kind in this directory (live.Config.TraceDir):
+	// lock.jsonl, election.jsonl, group.jsonl (or groups.jsonl, the
+	// replicated groups), dht.jsonl, ... — each a run of one algorithm,
+	// which the nodes' files of the same name merge into.
+	TraceDir string
 	// TraceStates records with the events each process's description of
 	// its state (live.Config.TraceStates), for the viewer's state panel.
 	TraceStates bool
@@ -240,10 +247,14 @@ func New(cfg Config) (*Node, error) {
 		resolvers = append(resolvers, lock.Resolver(cfg.Lock))
 	}
 	// With services run at boot, the trace is theirs (a trace is one
-	// run); else it records everything.
+	// run); else, beside a trace per kind, the locks'; else it records
+	// everything.
 	var traced func(string) bool
-	if len(cfg.Run) > 0 {
+	switch {
+	case len(cfg.Run) > 0:
 		traced = func(service string) bool { _, ok := cfg.Run[service]; return ok }
+	case cfg.TraceDir != "":
+		traced = func(service string) bool { return service == lock.ServiceName || live.ServiceKind(service) == "lock" }
 	}
 	ids := 0
 	if cfg.Members {
@@ -265,6 +276,7 @@ func New(cfg Config) (*Node, error) {
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
 		TraceStates:  cfg.TraceStates,
 		TraceService: traced,
+		TraceDir:     cfg.TraceDir,
 		DataDir:      cfg.DataDir,
 		MaxServices:  cfg.MaxServices,
 		IDs:          ids,

@@ -259,7 +259,7 @@ func init() {
 		Source:  "Castro, Druschel, Kermarrec & Rowstron 2002; Coulouris et al. §10.5",
 		Assumes: proc.Assumptions{Reliable: true, Failures: "crash-stop", Topology: "full", Joins: true},
 		New:     func(id proc.ID, _ int) proc.Process { return NewScribe(id, Repairing) },
-		Checks:  []string{"scribe-delivery"},
+		Checks:  []string{"scribe-delivery", "overlay-lookup", "dht-get"}, // a Scribe node is a Pastry node, with its lookups and DHT
 		Theory: func(n int) map[string]float64 {
 			return map[string]float64{"depth_max": math.Ceil(Log16(n)) + 1}
 		},

@@ -35,7 +35,7 @@ func newClusterCmd() *cobra.Command {
 
 func newClusterUpCmd() *cobra.Command {
 	var nodes int
-	var algo, dir, traceDir string
+	var algo, groupAlgo, dir, traceDir string
 	var runs []string
 	var inproc, asJSON, withMembers, withDHT bool
 	cmd := &cobra.Command{
@@ -70,13 +70,22 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 			if withDHT && inproc {
 				return usageErr("--dht: processes only")
 			}
+			if groupAlgo != "" {
+				if _, err := groupAlgorithm(groupAlgo); err != nil {
+					return usageErr("--group: %v", err)
+				}
+				if inproc {
+					return usageErr("--group: processes only")
+				}
+			}
 			if inproc {
 				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
 			if withMembers && inproc {
 				return usageErr("--members: processes only (nodes join a cluster of processes)")
 			}
-			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, name, dir, traceDir, runs, asJSON, withMembers, withDHT)
+			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), clusterSpec{nodes: nodes, lock: name, group: groupAlgo, dir: dir, traceDir: traceDir,
+				runs: runs, members: withMembers, dht: withDHT}, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
@@ -84,7 +93,8 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 	cmd.Flags().BoolVar(&inproc, "inproc", false, "run every node inside this process")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the nodes' configuration files and data (node<i>/): a cluster started again on it recovers its state (default: a temporary one)")
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "also run this algorithm (FAMILY/NAME) as a service on every node from the start, repeatable (processes only)")
-	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (processes only); merge them with cohort trace merge")
+	cmd.Flags().StringVar(&groupAlgo, "group", "", "the algorithm behind the groups: a multicast algorithm (default total-sequencer), or raft (the replicated log) (processes only)")
+	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "write each node's trace to DIR/node<i>.jsonl (the --run services, else the locks) and DIR/node<i>/KIND.jsonl (every other kind of service: election, group, dht ...) (processes only); merge a kind's files with cohort trace merge")
 	cmd.Flags().BoolVar(&withMembers, "members", false, "also run the membership and key-value service (cohort members, cohort kv): other nodes may then join with cohort node --join")
 	cmd.Flags().BoolVar(&withDHT, "dht", false, "also run Pastry's DHT and Scribe (cohort dht, cohort scribe) on every node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"endpoints":[...],"pids":[...]} as the first line`)
@@ -188,8 +198,21 @@ func freePorts(n int) ([]string, error) {
 	return addrs, nil
 }
 
-// clusterProcs runs n "cohort node" processes.
-func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, traceDir string, runs []string, asJSON, withMembers, withDHT bool) error {
+// clusterSpec is the cluster of processes cluster up starts: nodes
+// nodes, their lock and group algorithms (node.yaml's lock: and group:;
+// "" for group's default), the services to run at boot, and the rest of
+// the flags.
+type clusterSpec struct {
+	nodes         int
+	lock, group   string
+	dir, traceDir string
+	runs          []string
+	members, dht  bool
+}
+
+// clusterProcs runs the "cohort node" processes of spec.
+func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, asJSON bool) error {
+	n, dir, traceDir := spec.nodes, spec.dir, spec.traceDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "cohort-cluster-")
 		if err != nil {
@@ -252,13 +275,16 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, n int, algo, dir, tr
 	defer stopAll()
 	var pids []int
 	for i := 0; i < n; i++ {
-		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: algo, Run: runs,
-			DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Members: withMembers, DHT: withDHT}
+		cfg := nodeConfig{ID: i, Listen: peersAddr[i], API: apis[i], Peers: peers, Secret: hex.EncodeToString(secret[:]), Lock: spec.lock, Group: spec.group,
+			Run: spec.runs, DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Members: spec.members, DHT: spec.dht}
 		if traceDir != "" {
 			if err := os.MkdirAll(traceDir, 0o755); err != nil {
 				return usageErr("--trace-dir: %v", err)
 			}
+			// node<i>.jsonl: the run: services, else the locks; node<i>/:
+			// a trace for each other kind of service.
 			cfg.Trace = filepath.Join(traceDir, fmt.Sprintf("node%d.jsonl", i))
+			cfg.TraceDir = filepath.Join(traceDir, fmt.Sprintf("node%d", i))
 		}
 		b, err := yaml.Marshal(cfg)
 		if err != nil {

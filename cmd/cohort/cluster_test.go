@@ -325,3 +325,20 @@ func TestTextbookLockWarns(t *testing.T) {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }
+
+// cluster up --group names the algorithm behind the groups: a multicast
+// algorithm or raft; anything else, or with --inproc, is bad usage.
+func TestClusterUpChecksTheGroupAlgorithm(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group", "nope"}, `--group: `},
+		{[]string{"--group", "raft", "--inproc"}, `--group: processes only`},
+	} {
+		code, _, errs := cli(t, append([]string{"cluster", "up"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("cluster up %s: exit %d, %q; want exit 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+}

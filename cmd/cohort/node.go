@@ -49,7 +49,8 @@ type nodeConfig struct {
 	APIToken   string         `yaml:"api_token"`      // bearer token required by the HTTP API, or
 	TokenFile  string         `yaml:"api_token_file"` // a file holding it
 	Trace      string         `yaml:"trace"`          // write this node's events here (JSONL); merge with cohort trace merge
-	States     *bool          `yaml:"trace_states"`   // with trace: record each process's described state after every step, for cohort view's state panel (default true)
+	TraceDir   string         `yaml:"trace_dir"`      // write each kind of service's events to its own trace here: lock.jsonl, election.jsonl, group.jsonl, dht.jsonl ... (with trace: too, that one keeps the run: services, else the locks)
+	States     *bool          `yaml:"trace_states"`   // with trace or trace_dir: record each process's described state after every step, for cohort view's state panel (default true)
 	Run        []string       `yaml:"run"`            // more services to start at boot: FAMILY/NAME of any algorithm, e.g. clocks/lamport
 	Group      string         `yaml:"group"`          // what is behind the groups: "raft" (the replicated log), or a multicast algorithm: "total-sequencer"
 	Campaign   []string       `yaml:"campaign"`       // elections this node stands in from boot
@@ -191,7 +192,7 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, bad("data_dir", "%v", err)
 		}
-		for _, p := range []*string{&c.Trace, &c.TLSDir, &c.SecretFile, &c.TokenFile} {
+		for _, p := range []*string{&c.Trace, &c.TraceDir, &c.TLSDir, &c.SecretFile, &c.TokenFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(c.DataDir, *p)
 			}
@@ -342,8 +343,11 @@ node.yaml:
   data_dir: /var/lib/cohort     # the node's state (required by lock: raft): services keep their
                                 # stable storage in data_dir/storage; relative paths are taken from here
   trace: trace.jsonl            # optional: record this node's events
-  trace_states: true            # optional, with trace: and each process's state after every step
-                                # (the default; cohort view shows it)
+  trace_dir: traces             # optional: a trace per kind of service (lock.jsonl, election.jsonl,
+                                # group.jsonl, groups.jsonl, dht.jsonl ...), each a run of its family
+                                # (with trace: too, that one keeps the run: services, else the locks)
+  trace_states: true            # optional, with trace: or trace_dir:, each process's state after every
+                                # step (the default; cohort view shows it)
   api_token: ...                # bearer token for the API (or api_token_file: FILE); required
                                 # when api: is not a loopback address
   api_max_conns: 4096           # optional: connections the API takes at once (the next get 503)
@@ -460,7 +464,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		nc.DataDir = filepath.Join(c.DataDir, "storage") // the services' logs
 	}
 	if c.Trace != "" {
-		f, resume, err := openTrace(c.Trace, proc.ID(c.ID))
+		f, resume, err := live.OpenTrace(c.Trace, proc.ID(c.ID))
 		if err != nil {
 			return usageErr("trace: %v", err)
 		}
@@ -471,6 +475,10 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 			a := extra[c.Run[0]]
 			nc.TraceFamily, nc.TraceAlgo = a.Family, a.Name
 		}
+	}
+	if c.TraceDir != "" {
+		nc.TraceDir = c.TraceDir
+		nc.TraceStates = c.States == nil || *c.States
 	}
 	n, err := node.New(nc)
 	if err != nil {
@@ -505,33 +513,6 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
-}
-
-// openTrace opens a node's trace file, continuing it if an earlier
-// incarnation of the node wrote it (cut back to its last whole line, if
-// that one was killed mid-write).
-func openTrace(path string, self proc.ID) (*os.File, *live.TraceResume, error) {
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, err
-	}
-	resume, end, err := live.ResumeFrom(data, self)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot continue it (%v); move it away", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := f.Truncate(int64(end)); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if _, err := f.Seek(int64(end), 0); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, resume, nil
 }
 
 // apiHandler serves a node's HTTP API: the locks under /v1/ and the

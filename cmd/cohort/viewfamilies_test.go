@@ -10,13 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/cohort-go/cohort/lab"
+	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -125,10 +128,14 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 // first event: the merged traces of 3-process clusters running an
 // algorithm of each family that runs on its own as a service (Lamport's
 // clocks, the bully election, the α synchronizer, push gossip; Chandy–
-// Lamport, CMH and plain RPC only start, with no input to act on), and of
-// the replicated log behind a lock. The lock service's Ricart–Agrawala
-// trace is opened by TestClusterOfProcessesLocks; multicast and overlay
-// algorithms run as services record nothing without inputs.
+// Lamport, CMH and plain RPC only start, with no input to act on), of
+// the replicated log behind a lock, of the groups — textbook
+// (total-sequencer) and on the replicated log — with every node
+// multicasting, and of the DHT with Scribe multicasts, a put and a get;
+// the last three from the nodes' traces of their kind (node<i>/group.jsonl,
+// groups.jsonl, dht.jsonl), judged by their family's checkers, every one
+// of which holds and is listed as holding. The lock service's
+// Ricart–Agrawala trace is opened by TestClusterOfProcessesLocks.
 func TestViewerOpensLiveTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts clusters of processes")
@@ -136,27 +143,48 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 	ctx := browser(t)
 	bin := cohortBinary(t)
 	const (
-		settle = iota // wait until the traces stop growing
-		grow          // wait for 20 events of each node (gossip never stops)
-		lock          // take a lock, then stop (the log's heartbeats never stop)
+		settle    = iota // wait until the traces stop growing
+		grow             // wait for 20 events of each node (gossip never stops)
+		lock             // take a lock, then stop (the log's heartbeats never stop)
+		multicast        // every node multicasts twice; wait for every delivery
+		scribe           // every node joins a Scribe group, two multicast; a put and a get
 	)
 	for _, c := range []struct {
-		name string
-		args []string
-		wait int
+		name, family, algo string
+		kind               string // the nodes' traces: node<i>/<kind>.jsonl ("": node<i>.jsonl)
+		args               []string
+		wait               int
+		holds              []string // checks listed, each holding
 	}{
-		{"clocks", []string{"--run", "clocks/lamport"}, settle},
-		{"election", []string{"--run", "election/bully"}, settle},
-		{"synchronizer", []string{"--run", "synchronizer/alpha"}, settle},
-		{"gossip", []string{"--run", "gossip/push"}, grow},
-		{"snapshot", []string{"--run", "snapshot/chandy-lamport"}, settle},
-		{"deadlock", []string{"--run", "deadlock/cmh"}, settle},
-		{"rpc", []string{"--run", "rpc/plain"}, settle},
-		{"consensus", nil, lock},
+		{name: "clocks", args: []string{"--run", "clocks/lamport"}, wait: settle},
+		{name: "election", args: []string{"--run", "election/bully"}, wait: settle},
+		{name: "synchronizer", args: []string{"--run", "synchronizer/alpha"}, wait: settle},
+		{name: "gossip", args: []string{"--run", "gossip/push"}, wait: grow},
+		{name: "snapshot", args: []string{"--run", "snapshot/chandy-lamport"}, wait: settle},
+		{name: "deadlock", args: []string{"--run", "deadlock/cmh"}, wait: settle},
+		{name: "rpc", args: []string{"--run", "rpc/plain"}, wait: settle},
+		{name: "consensus", wait: lock},
+		{name: "multicast", algo: "total-sequencer", kind: "group", args: []string{"--group", "total-sequencer"}, wait: multicast,
+			holds: []string{"integrity", "no-duplicates", "mc-integrity", "mc-validity", "mc-agreement", "fifo-order", "causal-order", "total-order"}},
+		{name: "multicast on the log", family: "consensus", algo: "raft-group", kind: "groups", args: []string{"--group", "raft"}, wait: multicast,
+			holds: []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness", "group-order"}},
+		{name: "overlay", algo: "scribe", kind: "dht", args: []string{"--dht"}, wait: scribe,
+			holds: []string{"scribe-delivery", "overlay-lookup", "dht-get"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.family == "" {
+				c.family = c.name
+			}
 			traces := t.TempDir()
 			endpoints := startCluster(t, append([]string{"--nodes", "3", "--trace-dir", traces}, c.args...)...)
+			var files []string
+			for i := range 3 {
+				if c.kind == "" {
+					files = append(files, filepath.Join(traces, "node"+itoa(i)+".jsonl"))
+				} else {
+					files = append(files, filepath.Join(traces, "node"+itoa(i), c.kind+".jsonl"))
+				}
+			}
 			switch c.wait {
 			case lock:
 				if out, err := exec.Command(bin, "lock", "x", "--endpoints", endpoints[0], "--", "true").CombinedOutput(); err != nil {
@@ -164,30 +192,61 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 				}
 			case grow:
 				waitTracesGrow(t, traces, 3, 20)
+			case multicast:
+				multicastLive(t, bin, endpoints, files, c.kind)
+			case scribe:
+				scribeLive(t, bin, endpoints, files)
 			default:
 				waitTracesSettle(t, traces, 3)
 			}
 			stopClusters(t)
 			merged := filepath.Join(t.TempDir(), "live.jsonl")
-			args := []string{"trace", "merge", "-o", merged}
-			for i := range 3 {
-				args = append(args, filepath.Join(traces, "node"+itoa(i)+".jsonl"))
-			}
-			if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			if out, err := exec.Command(bin, append([]string{"trace", "merge", "-o", merged}, files...)...).CombinedOutput(); err != nil {
 				t.Fatalf("merge: %v\n%s", err, out)
 			}
 			tr, err := readTrace(merged)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tr.Header.Family != c.name {
-				t.Fatalf("the merged trace is of family %q, want %s", tr.Header.Family, c.name)
+			if tr.Header.Family != c.family || c.algo != "" && tr.Header.Algo != c.algo {
+				t.Fatalf("the merged trace is of %s/%s, want %s/%s", tr.Header.Family, tr.Header.Algo, c.family, c.algo)
 			}
 			page := filepath.Join(t.TempDir(), "live.html")
 			if code, _, errs := cli(t, "view", merged, "--html", page); code != 0 {
 				t.Fatalf("view: exit %d: %s", code, errs)
 			}
 			checkFamilyPage(t, ctx, "live "+c.name, "file://"+page, tr, pageChecks(t, page))
+			if c.holds != nil {
+				checkLiveVerdicts(t, ctx, bin, merged, tr, c.holds)
+			}
+			// What the checkers judged: every delivery of every message;
+			// both Scribe multicasts, each within the run by the delivery
+			// bound, and the put and the get at the key's home.
+			outputs, inputs := map[string]int{}, map[string][]int64{}
+			for _, e := range tr.Events {
+				switch e.Kind {
+				case trace.Output:
+					outputs[e.Type]++
+				case trace.Input:
+					inputs[e.Type] = append(inputs[e.Type], e.Time)
+				}
+			}
+			last := tr.Events[len(tr.Events)-1].Time
+			switch c.wait {
+			case multicast:
+				if d := outputs["deliver"] + outputs["group-message"]; d != 18 {
+					t.Errorf("%d deliveries in the merged trace, want 3 nodes × 6 messages (%v)", d, outputs)
+				}
+			case scribe:
+				casts := inputs["multicast"]
+				if len(casts) != 2 || outputs["received"] != 6 || slices.ContainsFunc(casts, func(at int64) bool { return at+int64(overlay.ScribeDeliveryBound) > last }) {
+					t.Errorf("multicasts at %v, %d received, the run ends at %v: want 2, each received by 3 members, judged (the run longer by %v)",
+						casts, outputs["received"], last, overlay.ScribeDeliveryBound)
+				}
+				if len(inputs["put"]) != 1 || len(inputs["get"]) != 1 || outputs["stored"] != 1 || outputs["got"] != 1 {
+					t.Errorf("inputs %v, outputs %v: want a put stored and a get answered", inputs, outputs)
+				}
+			}
 			// The axis starts at the first event (trace merge counts from
 			// it), whose wall-clock time the header gives; the nodes'
 			// clocks are read from it too, not from 1970.
@@ -202,6 +261,9 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 			}
 			if info := text(t, ctx, "#info"); !strings.Contains(info, "from "+got.Epoch) {
 				t.Errorf("the header says %q, not from when the run began", info)
+			}
+			if c.kind == "group" {
+				swappedOrderIsCaught(t, ctx, tr) // (opens another page)
 			}
 		})
 	}
@@ -482,4 +544,201 @@ func waitTracesGrow(t *testing.T, dir string, n, events int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// multicastLive has every node of a live cluster multicast twice to the
+// group "news", and waits until each node's trace of kind (group: the
+// textbook groups, "deliver" outputs; groups: the log's, "group-message")
+// records every delivery.
+func multicastLive(t *testing.T, bin string, endpoints, files []string, kind string) {
+	t.Helper()
+	var wg sync.WaitGroup // all at once: concurrent multicasts, for the order to order
+	for i, ep := range endpoints {
+		for k := range 2 {
+			wg.Go(func() {
+				if out, err := exec.Command(bin, "multicast", "news", "--send", fmt.Sprintf("m%d.%d", i, k), "--endpoints", ep).CombinedOutput(); err != nil {
+					t.Errorf("multicast through node %d: %v\n%s", i, err, out)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	delivery := map[string]string{"group": `"type":"deliver"`, "groups": `"type":"group-message"`}[kind]
+	waitTraces(t, files, fmt.Sprintf("%d deliveries", 2*len(endpoints)), func(lines []string) bool {
+		return countLines(lines, `"kind":"output"`, delivery) >= 2*len(endpoints)
+	})
+}
+
+// scribeLive has every node of a live cluster with the DHT join the
+// Scribe group "news", nodes 0 and 1 multicast to it once its members have
+// joined (overlay.ScribeJoinBound, as the nodes' traces tell time), node 0
+// put a key and node 2 get it; it waits until every member has received
+// both multicasts and the traces run on for overlay.ScribeDeliveryBound,
+// so that scribe-delivery judges them.
+func scribeLive(t *testing.T, bin string, endpoints, files []string) {
+	t.Helper()
+	run := func(args ...string) string {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	for _, ep := range endpoints {
+		run("scribe", "join", "news", "--endpoints", ep)
+	}
+	waitTracesUntil(t, files, time.Now().Add(overlay.ScribeJoinBound+100*time.Millisecond))
+	run("scribe", "publish", "news", "hello", "--endpoints", endpoints[0])
+	run("scribe", "publish", "news", "again", "--endpoints", endpoints[1])
+	sent := time.Now()
+	run("dht", "put", "k", "v", "--endpoints", endpoints[0])
+	if got := run("dht", "get", "k", "--endpoints", endpoints[2]); strings.TrimSpace(got) != "v" {
+		t.Fatalf("dht get k through node 2: %q, want v", got)
+	}
+	waitTraces(t, files, "both multicasts received", func(lines []string) bool {
+		return countLines(lines, `"kind":"output"`, `"type":"received"`) == 2
+	})
+	waitTracesUntil(t, files, sent.Add(overlay.ScribeDeliveryBound+100*time.Millisecond))
+}
+
+// checkLiveVerdicts checks a merged live trace's verdicts, by cohort
+// trace check and on its page (open in ctx): the checks holds, in that
+// order, each holding.
+func checkLiveVerdicts(t *testing.T, ctx context.Context, bin, merged string, tr *trace.Trace, holds []string) {
+	t.Helper()
+	out, err := exec.Command(bin, "trace", "check", merged, "--json").Output()
+	if err != nil {
+		t.Errorf("trace check: %v\n%s", err, out)
+	}
+	var r struct {
+		Checks []struct {
+			Name, Status, Detail string
+			OK                   bool
+		}
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("trace check --json: %v: %s", err, out)
+	}
+	var got, want []string
+	for _, c := range r.Checks {
+		got = append(got, c.Name+" "+c.Status)
+	}
+	for _, name := range holds {
+		want = append(want, name+" ok")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("trace check of the live run: %q; want %q", got, want)
+	}
+	listed := eval[[]string](t, ctx, `[...document.querySelectorAll("#checks li")].map((li) => li.className + " " + li.querySelector("b").textContent)`)
+	for i := range want {
+		want[i] = "ok " + holds[i]
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("the page lists %q; want %q", listed, want)
+	}
+}
+
+// waitTraces waits until every file's lines satisfy ok.
+func waitTraces(t *testing.T, files []string, what string, ok func(lines []string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := true
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			all = all && ok(strings.Split(string(b), "\n"))
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the traces %q do not show %s", files, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitTracesUntil waits until every file records an event at or after
+// at (a live node's trace gives each event its wall-clock time).
+func waitTracesUntil(t *testing.T, files []string, at time.Time) {
+	t.Helper()
+	waitTraces(t, files, "an event after "+at.Format(time.RFC3339Nano), func(lines []string) bool {
+		for i := len(lines) - 1; i > 0; i-- {
+			var e struct{ T int64 }
+			if json.Unmarshal([]byte(lines[i]), &e) == nil && e.T > 0 {
+				return e.T >= at.UnixNano()
+			}
+		}
+		return false
+	})
+}
+
+// countLines counts the lines holding every one of subs.
+func countLines(lines []string, subs ...string) int {
+	n := 0
+	for _, l := range lines {
+		if !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(l, s) }) {
+			n++
+		}
+	}
+	return n
+}
+
+// swappedOrderIsCaught edits a live total-order run so that p1 delivers
+// two messages the other way round — two of different senders, both
+// multicast before p1 delivered the first, if there are such, so that
+// only the order changes: cohort trace check finds total order broken
+// (exit 1), and the viewer lists the violation and marks its events.
+func swappedOrderIsCaught(t *testing.T, ctx context.Context, tr *trace.Trace) {
+	t.Helper()
+	type msg struct {
+		Origin int32
+		Seq    uint64
+	}
+	sent := map[msg]int64{}
+	var delivered []int // p1's
+	for i, e := range tr.Events {
+		var m msg
+		switch {
+		case e.Kind != trace.Output:
+		case e.Type == "sent" && json.Unmarshal(e.Data, &m) == nil:
+			sent[m] = e.Time
+		case e.Type == "deliver" && e.Node == 1:
+			delivered = append(delivered, i)
+		}
+	}
+	at, clean := delivered[:2], false
+	for k := 0; k+1 < len(delivered) && !clean; k++ {
+		var m1, m2 msg
+		d1, d2 := tr.Events[delivered[k]], tr.Events[delivered[k+1]]
+		if json.Unmarshal(d1.Data, &m1) == nil && json.Unmarshal(d2.Data, &m2) == nil && m1.Origin != m2.Origin && sent[m2] < d1.Time {
+			at, clean = delivered[k:k+2], true
+		}
+	}
+	bad := &trace.Trace{Header: tr.Header, Events: slices.Clone(tr.Events)}
+	a, b := &bad.Events[at[0]], &bad.Events[at[1]]
+	a.Data, b.Data, a.Label, b.Label = b.Data, a.Data, b.Label, a.Label
+	path := filepath.Join(t.TempDir(), "swapped.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Write(f, bad); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	code, out, _ := cli(t, "trace", "check", path)
+	if code != 1 || !regexp.MustCompile(`total-order\s+violated`).MatchString(out) ||
+		clean && !regexp.MustCompile(`mc-integrity\s+ok\s+mc-validity\s+ok\s+mc-agreement\s+ok`).MatchString(out) {
+		t.Errorf("trace check of p1's deliveries #%d and #%d swapped (only the order changed: %v): exit %d\n%s", at[0], at[1], clean, code, out)
+	}
+	openPage(t, ctx, "view", path)
+	listed := eval[[]string](t, ctx, `[...document.querySelectorAll("#checks li.violation")].map((li) => li.querySelector("b").textContent)`)
+	if s := stats(t, ctx); !slices.Contains(listed, "total-order") || s.Violations == 0 || s.Marked == 0 {
+		t.Errorf("the page lists violations %q (%d, %d events marked); want total-order's, marked", listed, s.Violations, s.Marked)
+	}
+	screenshot(t, ctx, "viewer-live-multicast-swapped.png")
 }
