@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -280,9 +281,17 @@ func verdict(fs []finding) Result {
 // first is the index of the finding verdict reports: the one completed
 // earliest in the trace (the first of those, at a tie).
 func first(fs []finding) int {
+	// A finding without events (a process with none in the trace) is
+	// completed at the end.
+	last := func(f finding) int {
+		if len(f.events) == 0 {
+			return math.MaxInt
+		}
+		return slices.Max(f.events)
+	}
 	k := 0
 	for i, f := range fs {
-		if slices.Max(f.events) < slices.Max(fs[k].events) {
+		if last(f) < last(fs[k]) {
 			k = i
 		}
 	}

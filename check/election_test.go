@@ -15,6 +15,12 @@ type el struct{ *checktest.Builder }
 func (b el) elect(p int32) int {
 	return b.Add(trace.Event{Node: p, Kind: trace.Input, Type: "elect", Peer: -1})
 }
+func (b el) campaign(p int32) int {
+	return b.Add(trace.Event{Node: p, Kind: trace.Input, Type: "campaign", Peer: -1})
+}
+func (b el) resign(p int32) int {
+	return b.Add(trace.Event{Node: p, Kind: trace.Input, Type: "resign", Peer: -1})
+}
 func (b el) elected(p int32, leader proc.ID) int {
 	return b.Output(p, election.Elected{Leader: leader})
 }
@@ -62,6 +68,42 @@ func TestElectionCheckers(t *testing.T) {
 			b.elected(3, 3)
 			return nil
 		}, ""},
+		{"candidates by choice: the largest candidate leads, not the largest id", "E1", func(b el) []int {
+			b.campaign(0)
+			b.campaign(1)
+			for p := int32(0); p < 3; p++ {
+				b.elected(p, 1)
+			}
+			return nil
+		}, ""},
+		{"candidates by choice: a lower candidate leads while a higher one stands", "E1", func(b el) []int {
+			b.campaign(1)
+			b.campaign(2)
+			e := b.elected(0, 1)
+			b.elected(1, 1)
+			return []int{e}
+		}, "p0 ended with elected = p1; the largest live candidate is p2"},
+		{"candidates by choice: the leader resigned, nobody stands", "E2", func(b el) []int {
+			b.campaign(1)
+			for p := int32(0); p < 3; p++ {
+				b.elected(p, 1)
+			}
+			b.resign(1)
+			for p := int32(0); p < 3; p++ {
+				b.elected(p, proc.None)
+			}
+			return nil
+		}, ""},
+		{"candidates by choice: one resigned, another stands and nobody leads", "E2", func(b el) []int {
+			b.campaign(1)
+			b.campaign(2)
+			b.elected(0, 2)
+			b.resign(2)
+			last := b.elected(0, proc.None)
+			b.Local(1, trace.Timer)
+			b.Local(2, trace.Timer)
+			return []int{last}
+		}, "p0 is live but its elected is still ⊥"},
 		{"everyone decided", "E2", func(b el) []int {
 			b.elect(0)
 			for p := int32(0); p < 4; p++ {
@@ -140,6 +182,13 @@ func TestElectionCheckers(t *testing.T) {
 			l := b.Local(2, trace.Leave)
 			return []int{first, l}
 		}, "p0 ended with elected = p2, which left"},
+		{"a live process with no event at all never decided", "E2", func(b el) []int {
+			b.elect(0)
+			for p := int32(0); p < 3; p++ {
+				b.elected(p, 3)
+			}
+			return []int{} // p3 has no event to cite: reported all the same
+		}, "p3 is live but its elected is still ⊥"},
 		{"two leaders", "agreement", func(b el) []int {
 			b.elect(0)
 			a := b.elected(0, 3)
