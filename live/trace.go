@@ -361,3 +361,59 @@ func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	}
 	return out, nil
 }
+
+// ConsistentCut returns the nodes' traces cut to their largest consistent
+// cut (Chandy & Lamport; Mattern 1989), and how many events it left out.
+// A node's file is a prefix of what it did, and each event's vector clock
+// counts what it knows of every node: an event that knows more of node q
+// than q's file holds follows a send q had not written yet — a file still
+// being written (merged while the cluster runs), or events a node killed
+// in the middle of a step took with it. Such an event, and every later one
+// of its node, is left out, until every event kept knows only of events
+// kept. The traces are resliced, not modified. Nodes without a file cut
+// nothing.
+func ConsistentCut(ts []*trace.Trace) ([]*trace.Trace, int) {
+	out := make([]*trace.Trace, len(ts))
+	frontier := map[int32]uint64{} // node → its last kept event's own clock entry
+	for i, t := range ts {
+		c := *t
+		out[i] = &c
+		if n := len(t.Events); n > 0 {
+			e := t.Events[n-1]
+			if int(e.Node) < len(e.VC) {
+				frontier[e.Node] = e.VC[e.Node]
+			}
+		}
+	}
+	cut := 0
+	for changed := true; changed; {
+		changed = false
+		for _, t := range out {
+			for k, e := range t.Events {
+				if !beyond(e, frontier) {
+					continue
+				}
+				cut += len(t.Events) - k
+				t.Events = t.Events[:k]
+				frontier[e.Node] = 0
+				if k > 0 && int(e.Node) < len(t.Events[k-1].VC) {
+					frontier[e.Node] = t.Events[k-1].VC[e.Node]
+				}
+				changed = true
+				break
+			}
+		}
+	}
+	return out, cut
+}
+
+// beyond reports whether e knows of an event of another node past that
+// node's frontier.
+func beyond(e trace.Event, frontier map[int32]uint64) bool {
+	for q, v := range e.VC {
+		if f, ok := frontier[int32(q)]; ok && int32(q) != e.Node && v > f {
+			return true
+		}
+	}
+	return false
+}

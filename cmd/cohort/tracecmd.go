@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +42,50 @@ func readTrace(path string) (*trace.Trace, error) {
 		return nil, usageErr("%s: %v", path, err)
 	}
 	return t, nil
+}
+
+// readNodeTrace reads a node's trace file up to its last whole line: a
+// node still writing it, or killed while it wrote, leaves a torn one.
+func readNodeTrace(path string) (*trace.Trace, error) {
+	if path == "-" {
+		return readTrace(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	defer f.Close()
+	end, err := wholeLines(f)
+	if err != nil {
+		return nil, usageErr("%s: %v", path, err)
+	}
+	t, err := trace.Read(io.NewSectionReader(f, 0, end))
+	if err != nil {
+		return nil, usageErr("%s: %v", path, err)
+	}
+	return t, nil
+}
+
+// wholeLines returns the length of f up to the end of its last whole
+// line, reading back from its end.
+func wholeLines(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for end := st.Size(); end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 func newTraceRenderCmd() *cobra.Command {
@@ -211,16 +256,23 @@ two processes in the critical section).`,
 
 func newTraceMergeCmd() *cobra.Command {
 	var out, listen string
-	var view bool
+	var view, cut bool
 	cmd := &cobra.Command{
 		Use:   "merge -o OUT NODE.jsonl...",
 		Short: "Merge the traces of a live cluster's nodes into one",
 		Long: `Merge the JSONL traces that the nodes of a live cluster wrote (node.yaml's
 trace, cluster up --trace-dir) into one trace, ordered by the nodes' clocks,
 for cohort trace check and render; --view serves the merged trace in the
-viewer (as cohort view does).`,
+viewer (as cohort view does).
+
+Files read while their nodes still write them end at different moments,
+so one may hold the receipt of a message whose send its sender's file
+does not hold yet; merge says how many events follow such sends, and
+--cut leaves them out: the merged trace is then the files' largest
+consistent cut.`,
 		Example: `  cohort trace merge -o run.jsonl node0.jsonl node1.jsonl node2.jsonl
-  cohort trace merge -o run.jsonl --view traces/*.jsonl`,
+  cohort trace merge -o run.jsonl --view traces/*.jsonl
+  cohort trace merge -o now.jsonl --cut traces/*.jsonl    # while the cluster runs`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -228,15 +280,25 @@ viewer (as cohort view does).`,
 			}
 			var ts []*trace.Trace
 			for _, f := range args {
-				t, err := readTrace(f)
+				t, err := readNodeTrace(f)
 				if err != nil {
 					return err
 				}
 				ts = append(ts, t)
 			}
+			kept, beyond := live.ConsistentCut(ts)
+			if cut {
+				ts = kept
+			}
 			m, err := live.Merge(ts...)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			switch {
+			case beyond > 0 && cut:
+				fmt.Fprintf(cmd.ErrOrStderr(), "cut %d events that follow sends the files do not hold (the largest consistent cut)\n", beyond)
+			case beyond > 0:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d events follow sends the files do not hold: files still being written (--cut leaves them out), or a node killed in the middle of a step\n", beyond)
 			}
 			if err := writeFile(out, func(w io.Writer) error { return trace.Write(w, m) }); err != nil {
 				return usageErr("-o: %v", err)
@@ -254,6 +316,7 @@ viewer (as cohort view does).`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the merged trace")
 	cmd.Flags().BoolVar(&view, "view", false, "serve the merged trace in the interactive viewer until Ctrl-C")
+	cmd.Flags().BoolVar(&cut, "cut", false, "leave out the events that follow sends the files do not hold yet (the largest consistent cut)")
 	cmd.Flags().StringVar(&listen, "view-listen", "127.0.0.1:0", "address to serve --view on")
 	return cmd
 }
