@@ -76,6 +76,9 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	if err := r.protect(s.Begin); err != nil {
 		return nil, err
 	}
+	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.mutex != 0 }) {
+		r.w.mx.start(c.Nodes)
+	}
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))
 	}
