@@ -59,6 +59,7 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 		Trace:        r.rec,
 		Workload:     r.wl,
 		MemoryBudget: -1,
+		NoLabels:     c.noLabels,
 	}
 	if c.Crashes > 0 {
 		// One crash per process, held pending: the explorer fires at most
