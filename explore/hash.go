@@ -128,7 +128,7 @@ func (x *hasher) of(v any) uint64 {
 	if v == nil {
 		return 1
 	}
-	return x.dynamic(v)
+	return x.dynamic(v, x.planOf(reflect.TypeOf(v)))
 }
 
 // ofReflect is of by the reflective walk alone (for tests to compare).

@@ -12,9 +12,23 @@ import (
 // value of that type at p, and typ is the type's own hash (what an
 // interface holding such a value adds).
 type hashPlan struct {
-	fn  func(x *hasher, p unsafe.Pointer) uint64
-	typ uint64
+	fn    func(x *hasher, p unsafe.Pointer) uint64
+	typ   uint64
+	shape shape     // how an interface holds the type's values
+	elem  *hashPlan // a pointer's: the plan of what it points to
 }
+
+// shape is how an interface holds a value of a type: by a pointer to it
+// (indirect), or in its data word itself, for pointer-shaped types (a
+// pointer; a map, a channel, a func, or a struct or array of one such
+// word, walked reflectively).
+type shape uint8
+
+const (
+	indirect shape = iota
+	pointer
+	reflective
+)
 
 // planOf returns t's plan, compiling it the first time. A recursive type
 // meets its own plan while it is compiled, before fn is set; only a
@@ -25,28 +39,34 @@ func (x *hasher) planOf(t reflect.Type) *hashPlan {
 	}
 	p := &hashPlan{typ: x.typ(t)}
 	x.plans[t] = p
+	switch t.Kind() {
+	case reflect.Pointer:
+		p.shape, p.elem = pointer, x.planOf(t.Elem())
+	case reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		p.shape = reflective
+	case reflect.Struct, reflect.Array:
+		if t.Size() == unsafe.Sizeof(uintptr(0)) {
+			p.shape = reflective
+		}
+	}
 	p.fn = x.compile(t)
 	return p
 }
 
-// dynamic hashes the dynamic value of v (not its type). An interface's
-// data word points to its value, but for a pointer-shaped type, whose
-// value is the word itself: a pointer is followed from it, and the rare
-// others (a map, a struct of one pointer) are walked reflectively.
-func (x *hasher) dynamic(v any) uint64 {
-	t := reflect.TypeOf(v)
+// dynamic hashes the dynamic value of v (not its type), of plan p. An
+// interface's data word points to its value, but for a pointer-shaped
+// type, whose value is the word itself: a pointer is followed from it,
+// and the rare others (a map, a struct of one pointer) are walked
+// reflectively.
+func (x *hasher) dynamic(v any, p *hashPlan) uint64 {
 	word := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
-	switch t.Kind() {
-	case reflect.Pointer:
-		return x.follow(x.planOf(t.Elem()), word)
-	case reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+	switch p.shape {
+	case pointer:
+		return x.follow(p.elem, word)
+	case reflective:
 		return x.value(reflect.ValueOf(v))
-	case reflect.Struct, reflect.Array:
-		if t.Size() == unsafe.Sizeof(word) {
-			return x.value(reflect.ValueOf(v))
-		}
 	}
-	return x.planOf(t).fn(x, word)
+	return p.fn(x, word)
 }
 
 // follow hashes a pointer to a value of plan elem.
@@ -194,7 +214,35 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 			return x.boxed(v.Interface())
 		}
 	case reflect.Map:
-		return func(x *hasher, p unsafe.Pointer) uint64 { return x.value(reflect.NewAt(t, p).Elem()) }
+		kt, vt := t.Key(), t.Elem()
+		kp, vp := x.planOf(kt), x.planOf(vt)
+		// Entries are copied out, in turn, to a key and a value of the
+		// plan's own (one pair per call in progress: a map may hold
+		// maps of its type).
+		var spare [][2]reflect.Value
+		return func(x *hasher, p unsafe.Pointer) uint64 {
+			m := reflect.NewAt(t, p).Elem()
+			if m.IsNil() {
+				return 5
+			}
+			var kv [2]reflect.Value
+			if n := len(spare); n > 0 {
+				kv, spare = spare[n-1], spare[:n-1]
+			} else {
+				kv = [2]reflect.Value{reflect.New(kt).Elem(), reflect.New(vt).Elem()}
+			}
+			k, v := kv[0], kv[1]
+			h := uint64(0)
+			var it reflect.MapIter
+			it.Reset(m)
+			for it.Next() {
+				k.SetIterKey(&it)
+				v.SetIterValue(&it)
+				h += add(kp.fn(x, k.Addr().UnsafePointer()), vp.fn(x, v.Addr().UnsafePointer()))
+			}
+			spare = append(spare, kv)
+			return add(uint64(m.Len()), h)
+		}
 	default: // func, chan, unsafe pointer: not state
 		return func(*hasher, unsafe.Pointer) uint64 { return 19 }
 	}
@@ -205,5 +253,6 @@ func (x *hasher) boxed(v any) uint64 {
 	if v == nil {
 		return 17
 	}
-	return add(x.planOf(reflect.TypeOf(v)).typ, x.dynamic(v))
+	p := x.planOf(reflect.TypeOf(v))
+	return add(p.typ, x.dynamic(v, p))
 }
