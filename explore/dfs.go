@@ -22,16 +22,29 @@ type label struct {
 // message due, so a timer is dependent on everything.
 func independent(a, b label) bool { return a.node >= 0 && b.node >= 0 && a.node != b.node }
 
-func (r *run) label(ch choice) label {
-	i := r.q.find(ch.seq)
+func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act) }
+
+// labelAt is the label of act on the i-th pending event.
+func (r *run) labelAt(i int, act Act) label {
 	in := r.q.ev(i)
-	p := in.p
-	id := add(in.h, uint64(ch.act))
-	node := int32(p.Node)
-	if r.cfg.Timing == Sync && isTimer(p) {
+	node := int32(in.p.Node)
+	if r.cfg.Timing == Sync && in.class == timerEvent {
 		node = -1
 	}
-	return label{id: id, node: node}
+	return label{id: add(in.h, uint64(act)), node: node}
+}
+
+// labels appends the labels of chs, steps enabled now (in the order of
+// choices: by Seq, as the pending events are), to out.
+func (r *run) labels(chs []choice, out []label) []label {
+	i := 0
+	for _, ch := range chs {
+		for r.q.keys[i].Seq != ch.seq {
+			i++
+		}
+		out = append(out, r.labelAt(i, ch.act))
+	}
+	return out
 }
 
 func (e *explorer) dfs() error {
@@ -94,19 +107,25 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	chs := lv.chs
 	var labels []label
 	if cfg.POR {
-		lv.labels = lv.labels[:0]
-		for _, ch := range chs {
-			lv.labels = append(lv.labels, r.label(ch))
-		}
+		lv.labels = r.labels(chs, lv.labels[:0])
 		labels = lv.labels
-		lv.canon = canonical(lv.canon, labels)
-		canon := lv.canon
-		if again {
+		// The labels in canonical order, for the sleep set's mask, are
+		// sorted only if there is a mask to read or write.
+		var canon []label
+		if again && e.seen.Tag(slot) != 0 {
+			lv.canon = canonical(lv.canon, labels)
+			canon = lv.canon
 			lv.stored = e.storedSleep(lv.stored[:0], canon, fp, slot)
 			if subset(lv.stored, sleep) {
 				return false, nil
 			}
 			sleep = intersect(lv.stored, sleep)
+		} else if again {
+			return false, nil // explored with an empty sleep set, a subset of any
+		}
+		if canon == nil && len(sleep) > 0 {
+			lv.canon = canonical(lv.canon, labels)
+			canon = lv.canon
 		}
 		e.storeSleep(canon, sleep, fp, slot)
 	}
