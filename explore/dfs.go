@@ -1,7 +1,6 @@
 package explore
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 
@@ -111,11 +110,11 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		labels = lv.labels
 		// The labels in canonical order, for the sleep set's mask, are
 		// sorted only if there is a mask to read or write.
-		var canon []label
+		var canon []uint64
 		if again && e.seen.Tag(slot) != 0 {
 			lv.canon = canonical(lv.canon, labels)
 			canon = lv.canon
-			lv.stored = e.storedSleep(lv.stored[:0], canon, fp, slot)
+			lv.stored = e.storedSleep(lv.stored[:0], canon, labels, fp, slot)
 			if subset(lv.stored, sleep) {
 				return false, nil
 			}
@@ -232,10 +231,11 @@ func (e *explorer) frame(d int) *saved {
 
 // level is depth first's scratch for one depth, reused along the search.
 type level struct {
-	chs                   []choice
-	labels, canon, stored []label
-	done                  []label
-	sleep                 []label // the sleep set of this depth's state
+	chs            []choice
+	labels, stored []label
+	canon          []uint64
+	done           []label
+	sleep          []label // the sleep set of this depth's state
 }
 
 func (e *explorer) level(d int) *level {
@@ -245,11 +245,16 @@ func (e *explorer) level(d int) *level {
 	return e.levels[d]
 }
 
-// canonical returns labels sorted by id, without repeats, in c's storage.
-func canonical(c, labels []label) []label {
-	c = append(c[:0], labels...)
-	slices.SortFunc(c, func(a, b label) int { return cmp.Compare(a.id, b.id) })
-	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
+// canonical returns the ids of labels sorted, without repeats, in c's
+// storage. (Two labels with one id are one label: the id hashes the
+// event's contents, the process included.)
+func canonical(c []uint64, labels []label) []uint64 {
+	c = c[:0]
+	for _, l := range labels {
+		c = append(c, l.id)
+	}
+	slices.Sort(c)
+	return slices.Compact(c)
 }
 
 // A sleep set is kept as a bit mask over the labels enabled in the state,
@@ -262,7 +267,7 @@ const (
 	overflowTag = 0xFFFF
 )
 
-func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
+func (e *explorer) storeSleep(canon []uint64, sleep []label, fp uint64, slot int) {
 	if len(sleep) == 0 {
 		e.seen.SetTag(slot, 0)
 		return
@@ -274,7 +279,7 @@ func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
 	}
 	var m uint32
 	for _, l := range sleep {
-		if i := slices.IndexFunc(canon, func(c label) bool { return c.id == l.id }); i >= 0 {
+		if i, ok := slices.BinarySearch(canon, l.id); ok {
 			m |= 1 << uint(i)
 		}
 	}
@@ -286,7 +291,9 @@ func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
 	e.seen.SetTag(slot, uint16(m))
 }
 
-func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label {
+// storedSleep appends to out the sleep set stored for the state, whose
+// enabled steps have labels (canon: their ids, canonical).
+func (e *explorer) storedSleep(out []label, canon []uint64, labels []label, fp uint64, slot int) []label {
 	var m uint32
 	switch t := e.seen.Tag(slot); t {
 	case overflowTag:
@@ -296,9 +303,10 @@ func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label 
 	default:
 		m = uint32(t)
 	}
-	for i, c := range canon {
+	for i, id := range canon {
 		if m&(1<<uint(i)) != 0 {
-			out = append(out, c)
+			j := slices.IndexFunc(labels, func(l label) bool { return l.id == id })
+			out = append(out, labels[j])
 		}
 	}
 	return out
