@@ -1,8 +1,6 @@
 package explore
 
 import (
-	"slices"
-
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -28,16 +26,17 @@ import (
 //     inside, and ME3 only if another process's open request happened
 //     before the entering one's: most enters mark neither, and ME3 no
 //     longer rebuilds happened-before for them.
-//   - commit-consistency: a committed or aborted output.
+//   - commit-consistency: a committed output after an aborted one, or an
+//     aborted output after a committed one (the run keeps which it saw).
 //   - integrity and no-duplicates are kept exactly, event by event, in a
 //     table of the run's messages by id (sent, from, to, type, receipts,
 //     duplicates): a mismatch marks the checker.
 type watcher struct {
 	name    string
-	outputs []string // outputs that may break it
-	msgs    uint8    // 1: integrity, 2: no-duplicates
-	mutex   uint8    // 1: ME1, 2: ME3
-	always  bool     // not known: run on every new state
+	msgs    uint8 // 1: integrity, 2: no-duplicates
+	mutex   uint8 // 1: ME1, 2: ME3
+	decides bool  // commit-consistency
+	always  bool  // not known: run on every new state
 }
 
 func watchersOf(names []string) []watcher {
@@ -50,7 +49,7 @@ func watchersOf(names []string) []watcher {
 		case "ME3":
 			w.mutex = 2
 		case "commit-consistency":
-			w.outputs = []string{"committed", "aborted"}
+			w.decides = true
 		case "integrity":
 			w.msgs = 1
 		case "no-duplicates":
@@ -82,6 +81,8 @@ type watch struct {
 	dirty uint64
 	msgs  []msgRec
 	mx    mutexWatch
+	// decided: 1, a committed output seen; 2, an aborted one.
+	decided uint8
 }
 
 func (w *watch) clone() watch {
@@ -92,7 +93,7 @@ func (w *watch) clone() watch {
 
 // copyTo makes *c a copy of w, in c's storage.
 func (w *watch) copyTo(c *watch) {
-	c.dirty = w.dirty
+	c.dirty, c.decided = w.dirty, w.decided
 	c.msgs = append(c.msgs[:0], w.msgs...)
 	w.mx.copyTo(&c.mx)
 }
@@ -115,8 +116,17 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 			}
 		}
 		if e.Kind == trace.Output {
+			var d uint8
+			switch e.Type {
+			case "committed":
+				d = 1
+			case "aborted":
+				d = 2
+			}
+			w.decided |= d
+			split := d != 0 && (w.decided == 3 || e.Service != "")
 			for j := range ws {
-				if slices.Contains(ws[j].outputs, e.Type) {
+				if ws[j].decides && split {
 					w.dirty |= 1 << uint(j)
 				}
 			}
