@@ -131,7 +131,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
 		e.res.Terminal++
-		return e.judge(r, cfg.Checks, path, true)
+		return e.judge(r, cfg.atEnd, path, true)
 	}
 	if len(path) >= cfg.MaxDepth {
 		e.res.CutOff++

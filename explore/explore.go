@@ -121,6 +121,10 @@ type Config struct {
 	// checker reads them; set by Explore. A counterexample is recorded
 	// again with them.
 	noLabels bool
+	// atEnd are the checkers judged at terminal states: Checks less
+	// Safety, which were judged on every state as it was found (a
+	// terminal state among them), set by Explore.
+	atEnd []string
 }
 
 // labelFree are the checkers known to read no event's Label (their

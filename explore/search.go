@@ -26,6 +26,11 @@ func Explore(cfg Config) (*Result, error) {
 	}
 	cfg.watchers = watchersOf(cfg.Safety)
 	cfg.noLabels = unlabelled(cfg.Checks) && unlabelled(cfg.Safety)
+	for _, name := range cfg.Checks {
+		if !slices.Contains(cfg.Safety, name) {
+			cfg.atEnd = append(cfg.atEnd, name)
+		}
+	}
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
 	if cfg.Replay {
 		e.res.Engine = "replay"
@@ -286,7 +291,7 @@ func (e *explorer) bfs() error {
 		chs := append([]choice(nil), r.choices(e.buf)...)
 		if len(chs) == 0 {
 			e.res.Terminal++
-			if stop, err := e.judge(r, cfg.Checks, path, true); stop || err != nil {
+			if stop, err := e.judge(r, cfg.atEnd, path, true); stop || err != nil {
 				return err
 			}
 			continue
