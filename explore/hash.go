@@ -21,9 +21,9 @@ import (
 // is a function that hashes a value of its type in place, given its
 // address — a struct as its fields at their offsets, a slice as its
 // elements in its backing array — so a state is hashed without
-// reflection, but for maps, which are walked reflectively (value). The
-// plans compute exactly what the reflective walk computes
-// (TestCompiledHashIsReflective).
+// reflection, but to iterate a map. The plans compute exactly what the
+// reflective walk (value), kept for the values an interface holds in
+// its data word but for pointers, computes (TestCompiledHashIsReflective).
 //
 // Fingerprints tell states apart within one exploration; they are not
 // stable across builds (types are hashed by name).
