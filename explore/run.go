@@ -403,16 +403,7 @@ type segment struct {
 	n      int // events up to and including these
 }
 
-func (r *recorder) Record(e *trace.Event) {
-	if r.tail == nil {
-		r.tail = make([]trace.Event, 0, tailCap)
-	}
-	r.tail = append(r.tail, *e)
-}
-
-// tailCap is a new tail's room: the events of a step or two, so that a
-// run forked breadth first does not grow its tail from one event.
-const tailCap = 8
+func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
 
 // Len is the number of events so far.
 func (r *recorder) Len() int { return r.base.len() + len(r.tail) }
@@ -453,11 +444,7 @@ func (r *recorder) truncate(n int) {
 		r.base, r.tail = s, r.tail[:0]
 	default:
 		r.base = s.parent
-		keep := s.events[:n-(s.n-len(s.events))]
-		if cap(r.tail) < len(keep)+tailCap {
-			r.tail = make([]trace.Event, 0, len(keep)+tailCap)
-		}
-		r.tail = append(r.tail[:0], keep...)
+		r.tail = append(r.tail[:0], s.events[:n-(s.n-len(s.events))]...)
 	}
 }
 
