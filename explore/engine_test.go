@@ -97,6 +97,29 @@ func summary(r *Result) string {
 	return s
 }
 
+// Breadth first holds the runs of at most heldRuns states yet to expand
+// and reaches the others by replaying their paths; a replayed run's
+// steps are then taken by saving and restoring it, as a held run's are.
+// Holding few runs finds what holding many does.
+func TestBreadthFirstBeyondItsHeldRuns(t *testing.T) {
+	defer func(n int) { heldRuns = n }(heldRuns)
+	for _, m := range []walkModel{
+		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses = 1, 1 }},
+		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, func(c *Config) { c.Checks = []string{"ME2"} }},
+	} {
+		var rs [2]string
+		for i, held := range []int{1 << 16, 4} {
+			heldRuns = held
+			cfg := setup(t, m.family, m.algo, m.nodes, m.inputs)
+			m.tweak(&cfg)
+			rs[i] = summary(explore(t, cfg))
+		}
+		if rs[0] != rs[1] {
+			t.Errorf("%s:\nholding many: %s\nholding 4:    %s", m.name, rs[0], rs[1])
+		}
+	}
+}
+
 // BenchmarkEngines explores the same models with the replaying engine and
 // the backtracking one (undo), side by side, and reports unique states per second and
 // the search's bytes per state (two-phase commit with 7 RMs, 296,448

@@ -77,7 +77,7 @@ type explorer struct {
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
 // beyond it, a state is reached by replaying its path.
-const heldRuns = 1 << 16
+var heldRuns = 1 << 16 // a variable for tests
 
 // trail is breadth first's record of how each state was first reached:
 // its parent's index and the step's position among the parent's choices
@@ -137,6 +137,9 @@ func (e *explorer) replayTrail(t *trail, j int32) (*run, []choice, error) {
 	r, err := e.cfg.newRun(e.h)
 	if err != nil {
 		return nil, nil, err
+	}
+	if e.forking {
+		r.cp = e.cp // its steps are taken by save and restore too
 	}
 	path := make([]choice, 0, len(ks)+1)
 	for _, k := range ks {
