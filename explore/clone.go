@@ -245,8 +245,7 @@ type saved struct {
 	waiting uint64
 	tracked int
 	ph      []uint64
-	dirty   uint64
-	msgs    []msgRec
+	w       watch
 }
 
 // save records r's state in sv. A run that cannot be forked cannot be
@@ -262,8 +261,7 @@ func (r *run) save(sv *saved) error {
 	sv.next = append(sv.next[:0], r.wl.next...)
 	sv.used, sv.now, sv.waiting, sv.tracked = r.used, r.now, r.waiting, r.tracked
 	sv.ph = append(sv.ph[:0], r.ph...)
-	sv.dirty = r.w.dirty
-	sv.msgs = append(sv.msgs[:0], r.w.msgs...)
+	r.w.copyTo(&sv.w)
 	r.shareAll()
 	return nil
 }
@@ -281,8 +279,7 @@ func (r *run) restore(sv *saved) {
 	r.wl.next = append(r.wl.next[:0], sv.next...)
 	r.used, r.now, r.waiting, r.tracked = sv.used, sv.now, sv.waiting, sv.tracked
 	r.ph = append(r.ph[:0], sv.ph...)
-	r.w.dirty = sv.dirty
-	r.w.msgs = append(r.w.msgs[:0], sv.msgs...)
+	sv.w.copyTo(&r.w)
 	r.shareAll()
 }
 

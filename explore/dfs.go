@@ -1,7 +1,6 @@
 package explore
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 
@@ -22,16 +21,29 @@ type label struct {
 // message due, so a timer is dependent on everything.
 func independent(a, b label) bool { return a.node >= 0 && b.node >= 0 && a.node != b.node }
 
-func (r *run) label(ch choice) label {
-	i := r.q.find(ch.seq)
+func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act) }
+
+// labelAt is the label of act on the i-th pending event.
+func (r *run) labelAt(i int, act Act) label {
 	in := r.q.ev(i)
-	p := in.p
-	id := add(in.h, uint64(ch.act))
-	node := int32(p.Node)
-	if r.cfg.Timing == Sync && isTimer(p) {
+	node := int32(in.p.Node)
+	if r.cfg.Timing == Sync && in.class == timerEvent {
 		node = -1
 	}
-	return label{id: id, node: node}
+	return label{id: add(in.h, uint64(act)), node: node}
+}
+
+// labels appends the labels of chs, steps enabled now (in the order of
+// choices: by Seq, as the pending events are), to out.
+func (r *run) labels(chs []choice, out []label) []label {
+	i := 0
+	for _, ch := range chs {
+		for r.q.keys[i].Seq != ch.seq {
+			i++
+		}
+		out = append(out, r.labelAt(i, ch.act))
+	}
+	return out
 }
 
 func (e *explorer) dfs() error {
@@ -94,26 +106,32 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	chs := lv.chs
 	var labels []label
 	if cfg.POR {
-		lv.labels = lv.labels[:0]
-		for _, ch := range chs {
-			lv.labels = append(lv.labels, r.label(ch))
-		}
+		lv.labels = r.labels(chs, lv.labels[:0])
 		labels = lv.labels
-		lv.canon = canonical(lv.canon, labels)
-		canon := lv.canon
-		if again {
-			lv.stored = e.storedSleep(lv.stored[:0], canon, fp, slot)
+		// The labels in canonical order, for the sleep set's mask, are
+		// sorted only if there is a mask to read or write.
+		var canon []uint64
+		if again && e.seen.Tag(slot) != 0 {
+			lv.canon = canonical(lv.canon, labels)
+			canon = lv.canon
+			lv.stored = e.storedSleep(lv.stored[:0], canon, labels, fp, slot)
 			if subset(lv.stored, sleep) {
 				return false, nil
 			}
 			sleep = intersect(lv.stored, sleep)
+		} else if again {
+			return false, nil // explored with an empty sleep set, a subset of any
+		}
+		if canon == nil && len(sleep) > 0 {
+			lv.canon = canonical(lv.canon, labels)
+			canon = lv.canon
 		}
 		e.storeSleep(canon, sleep, fp, slot)
 	}
 	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
 		e.res.Terminal++
-		return e.judge(r, cfg.Checks, path, true)
+		return e.judge(r, cfg.atEnd, path, true)
 	}
 	if len(path) >= cfg.MaxDepth {
 		e.res.CutOff++
@@ -213,10 +231,11 @@ func (e *explorer) frame(d int) *saved {
 
 // level is depth first's scratch for one depth, reused along the search.
 type level struct {
-	chs                   []choice
-	labels, canon, stored []label
-	done                  []label
-	sleep                 []label // the sleep set of this depth's state
+	chs            []choice
+	labels, stored []label
+	canon          []uint64
+	done           []label
+	sleep          []label // the sleep set of this depth's state
 }
 
 func (e *explorer) level(d int) *level {
@@ -226,11 +245,16 @@ func (e *explorer) level(d int) *level {
 	return e.levels[d]
 }
 
-// canonical returns labels sorted by id, without repeats, in c's storage.
-func canonical(c, labels []label) []label {
-	c = append(c[:0], labels...)
-	slices.SortFunc(c, func(a, b label) int { return cmp.Compare(a.id, b.id) })
-	return slices.CompactFunc(c, func(a, b label) bool { return a.id == b.id })
+// canonical returns the ids of labels sorted, without repeats, in c's
+// storage. (Two labels with one id are one label: the id hashes the
+// event's contents, the process included.)
+func canonical(c []uint64, labels []label) []uint64 {
+	c = c[:0]
+	for _, l := range labels {
+		c = append(c, l.id)
+	}
+	slices.Sort(c)
+	return slices.Compact(c)
 }
 
 // A sleep set is kept as a bit mask over the labels enabled in the state,
@@ -243,7 +267,7 @@ const (
 	overflowTag = 0xFFFF
 )
 
-func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
+func (e *explorer) storeSleep(canon []uint64, sleep []label, fp uint64, slot int) {
 	if len(sleep) == 0 {
 		e.seen.SetTag(slot, 0)
 		return
@@ -255,7 +279,7 @@ func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
 	}
 	var m uint32
 	for _, l := range sleep {
-		if i := slices.IndexFunc(canon, func(c label) bool { return c.id == l.id }); i >= 0 {
+		if i, ok := slices.BinarySearch(canon, l.id); ok {
 			m |= 1 << uint(i)
 		}
 	}
@@ -267,7 +291,9 @@ func (e *explorer) storeSleep(canon, sleep []label, fp uint64, slot int) {
 	e.seen.SetTag(slot, uint16(m))
 }
 
-func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label {
+// storedSleep appends to out the sleep set stored for the state, whose
+// enabled steps have labels (canon: their ids, canonical).
+func (e *explorer) storedSleep(out []label, canon []uint64, labels []label, fp uint64, slot int) []label {
 	var m uint32
 	switch t := e.seen.Tag(slot); t {
 	case overflowTag:
@@ -277,9 +303,10 @@ func (e *explorer) storedSleep(out, canon []label, fp uint64, slot int) []label 
 	default:
 		m = uint32(t)
 	}
-	for i, c := range canon {
+	for i, id := range canon {
 		if m&(1<<uint(i)) != 0 {
-			out = append(out, c)
+			j := slices.IndexFunc(labels, func(l label) bool { return l.id == id })
+			out = append(out, labels[j])
 		}
 	}
 	return out

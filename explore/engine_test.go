@@ -97,6 +97,29 @@ func summary(r *Result) string {
 	return s
 }
 
+// Breadth first holds the runs of at most heldRuns states yet to expand
+// and reaches the others by replaying their paths; a replayed run's
+// steps are then taken by saving and restoring it, as a held run's are.
+// Holding few runs finds what holding many does.
+func TestBreadthFirstBeyondItsHeldRuns(t *testing.T) {
+	defer func(n int) { heldRuns = n }(heldRuns)
+	for _, m := range []walkModel{
+		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses = 1, 1 }},
+		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, func(c *Config) { c.Checks = []string{"ME2"} }},
+	} {
+		var rs [2]string
+		for i, held := range []int{1 << 16, 4} {
+			heldRuns = held
+			cfg := setup(t, m.family, m.algo, m.nodes, m.inputs)
+			m.tweak(&cfg)
+			rs[i] = summary(explore(t, cfg))
+		}
+		if rs[0] != rs[1] {
+			t.Errorf("%s:\nholding many: %s\nholding 4:    %s", m.name, rs[0], rs[1])
+		}
+	}
+}
+
 // BenchmarkEngines explores the same models with the replaying engine and
 // the backtracking one (undo), side by side, and reports unique states per second and
 // the search's bytes per state (two-phase commit with 7 RMs, 296,448
@@ -113,12 +136,16 @@ func BenchmarkEngines(b *testing.B) {
 		{"2pc-5rm", "commit", "two-phase-commit", 6, 8832, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"2pc-7rm", "commit", "two-phase-commit", 8, 0, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-3", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy, c.POR = DFS, true }},
+		{"ra-3-bfs", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy = BFS }},
 	} {
 		for _, replay := range []bool{true, false} {
 			if replay && m.states == 0 {
 				continue // 296,448 states: too long to replay
 			}
 			engine := "undo" // depth first backtracks
+			if m.name == "ra-3-bfs" {
+				engine = "fork" // breadth first forks the states it holds
+			}
 			if replay {
 				engine = "replay"
 			}

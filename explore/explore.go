@@ -117,6 +117,32 @@ type Config struct {
 	Replay bool
 
 	watchers []watcher // of Safety, set by Explore
+	// noLabels: the runs record no labels (sim.Config.NoLabels), as no
+	// checker reads them; set by Explore. A counterexample is recorded
+	// again with them.
+	noLabels bool
+	// atEnd are the checkers judged at terminal states: Checks less
+	// Safety, which were judged on every state as it was found (a
+	// terminal state among them), set by Explore.
+	atEnd []string
+}
+
+// labelFree are the checkers known to read no event's Label (their
+// verdicts and details are the same on a trace without labels): the
+// explorer's runs need record none for them.
+var labelFree = []string{
+	"ME1", "ME2", "ME3", "integrity", "no-duplicates", "commit-consistency", "E1", "E2", "agreement",
+	"mc-validity", "mc-agreement", "mc-integrity", "fifo-order", "causal-order", "total-order",
+}
+
+// unlabelled reports whether every checker named is label-free.
+func unlabelled(names []string) bool {
+	for _, name := range names {
+		if !slices.Contains(labelFree, name) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Config) seed() uint64 { return 1 }

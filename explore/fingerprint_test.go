@@ -2,6 +2,7 @@ package explore
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -192,7 +193,8 @@ func TestRestoreIsReplay(t *testing.T) {
 						if a, b := r.rec.Trace().Events, want.rec.Trace().Events; !slices.EqualFunc(a, b, sameEvent) {
 							t.Fatalf("walk %d step %d: restored trace of %d events, replayed %d", walk, step, len(a), len(b))
 						}
-						if !slices.Equal(r.q.keys, want.q.keys) || !slices.Equal(r.w.msgs, want.w.msgs) || r.w.dirty != want.w.dirty || len(r.q.known) != len(want.q.known) {
+						if !slices.Equal(r.q.keys, want.q.keys) || !slices.Equal(r.w.msgs, want.w.msgs) || r.w.dirty != want.w.dirty || r.w.decided != want.w.decided || len(r.q.known) != len(want.q.known) ||
+							fmt.Sprint(r.w.mx) != fmt.Sprint(want.w.mx) {
 							t.Fatalf("walk %d step %d: restored queue or message table differ from the replay", walk, step)
 						}
 					}

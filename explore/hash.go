@@ -8,19 +8,32 @@ import (
 	"github.com/cohort-go/cohort/proc"
 )
 
-// hasher fingerprints values by reflection: it walks structs (exported and
-// unexported fields alike), arrays, slices, strings, pointers, interfaces
-// and maps, and skips funcs, channels and unsafe pointers, which are
-// configuration, not state. A map is hashed as the sum of its entries'
-// hashes, so its iteration order does not matter; a pointer is followed
-// once per fingerprint (a cycle, or a value shared by two pointers, is
-// hashed where it is first met).
+// hasher fingerprints values: it walks structs (exported and unexported
+// fields alike), arrays, slices, strings, pointers, interfaces and maps,
+// and skips funcs, channels and unsafe pointers, which are configuration,
+// not state. A map is hashed as the sum of its entries' hashes, so its
+// iteration order does not matter; a pointer is followed once per
+// fingerprint (a cycle, or a value shared by two pointers, is hashed
+// where it is first met).
+//
+// The walk is compiled once per type (as encoding/gob compiles its
+// engines, and as the copier of clone.go plans its copies): a hash plan
+// is a function that hashes a value of its type in place, given its
+// address — a struct as its fields at their offsets, a slice as its
+// elements in its backing array — so a state is hashed without
+// reflection, but to iterate a map. The plans compute exactly what the
+// reflective walk (value), kept for the values an interface holds in
+// its data word but for pointers, computes (TestCompiledHashIsReflective).
 //
 // Fingerprints tell states apart within one exploration; they are not
 // stable across builds (types are hashed by name).
 type hasher struct {
-	seen  map[unsafe.Pointer]uint64
-	types map[reflect.Type]uint64
+	// seen holds the pointers followed in this fingerprint and their
+	// hashes: a short list searched in turn, then the map.
+	seen    []seenPtr
+	seenMap map[unsafe.Pointer]uint64
+	types   map[reflect.Type]uint64
+	plans   map[reflect.Type]*hashPlan
 	// perm, if set, renames every proc.ID hashed: process i is hashed as
 	// perm[i] (symmetry reduction).
 	perm []proc.ID
@@ -29,8 +42,58 @@ type hasher struct {
 	anon []bool
 }
 
+type seenPtr struct {
+	p unsafe.Pointer
+	h uint64
+}
+
 func newHasher() *hasher {
-	return &hasher{seen: map[unsafe.Pointer]uint64{}, types: map[reflect.Type]uint64{}}
+	return &hasher{types: map[reflect.Type]uint64{}, plans: map[reflect.Type]*hashPlan{}}
+}
+
+// maxSeenList: past this many pointers in one fingerprint, seen moves to
+// the map.
+const maxSeenList = 32
+
+func (x *hasher) lookup(p unsafe.Pointer) (uint64, bool) {
+	if x.seenMap != nil {
+		h, ok := x.seenMap[p]
+		return h, ok
+	}
+	for i := range x.seen {
+		if x.seen[i].p == p {
+			return x.seen[i].h, true
+		}
+	}
+	return 0, false
+}
+
+func (x *hasher) remember(p unsafe.Pointer, h uint64) {
+	if x.seenMap != nil {
+		x.seenMap[p] = h
+		return
+	}
+	for i := range x.seen {
+		if x.seen[i].p == p {
+			x.seen[i].h = h
+			return
+		}
+	}
+	if len(x.seen) < maxSeenList {
+		x.seen = append(x.seen, seenPtr{p, h})
+		return
+	}
+	x.seenMap = make(map[unsafe.Pointer]uint64, 2*maxSeenList)
+	for _, s := range x.seen {
+		x.seenMap[s.p] = s.h
+	}
+	x.seenMap[p] = h
+}
+
+// forget starts a fresh walk.
+func (x *hasher) forget() {
+	x.seen = x.seen[:0]
+	x.seenMap = nil
 }
 
 const (
@@ -61,9 +124,16 @@ func hashString(s string) uint64 {
 
 // of fingerprints v, starting a fresh walk.
 func (x *hasher) of(v any) uint64 {
-	if len(x.seen) > 0 {
-		clear(x.seen)
+	x.forget()
+	if v == nil {
+		return 1
 	}
+	return x.dynamic(v, x.planOf(reflect.TypeOf(v)))
+}
+
+// ofReflect is of by the reflective walk alone (for tests to compare).
+func (x *hasher) ofReflect(v any) uint64 {
+	x.forget()
 	if v == nil {
 		return 1
 	}
@@ -155,12 +225,12 @@ func (x *hasher) value(v reflect.Value) uint64 {
 			return 7
 		}
 		p := v.UnsafePointer()
-		if h, ok := x.seen[p]; ok {
+		if h, ok := x.lookup(p); ok {
 			return h
 		}
-		x.seen[p] = 11 // a cycle back to p
+		x.remember(p, 11) // a cycle back to p
 		h := add(13, x.value(v.Elem()))
-		x.seen[p] = h
+		x.remember(p, h)
 		return h
 	case reflect.Interface:
 		if v.IsNil() {

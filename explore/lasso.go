@@ -272,13 +272,13 @@ func (e *explorer) judgeCycles(tr *trail) error {
 			return fmt.Errorf("liveness: no step from the cycle's state to the next (an unstable fingerprint)")
 		}
 	}
-	sched, err := e.schedule(path)
+	sched, full, err := e.schedule(path)
 	if err != nil {
 		return err
 	}
 	res := check.Result{Name: "ME2", Status: check.Violated,
 		Detail: fmt.Sprintf("%s requested entry and never enters: after %d steps a fair cycle of %d steps repeats forever, %s waiting throughout (weak fairness: every event pending along the cycle is handled in it)",
 			p, prefix, len(path)-prefix, p)}
-	e.res.Violation = &Violation{Check: res, Schedule: sched, Trace: r.rec.Trace(), Cycle: len(path) - prefix}
+	e.res.Violation = &Violation{Check: res, Schedule: sched, Trace: full, Cycle: len(path) - prefix}
 	return nil
 }

@@ -71,7 +71,7 @@ func (q *queue) Push(k sim.Key) {
 			}
 			q.known[h] = true
 			q.added = append(q.added, h)
-			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), ok: true})
+			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), class: classOf(d), ok: true})
 			return
 		}
 	}
@@ -93,9 +93,32 @@ func (q *queue) insert(k sim.Key, in pending) {
 // use — a key pushed while the simulator is being built cannot be
 // described yet.
 type pending struct {
-	p  sim.Pending
-	h  uint64
-	ok bool
+	p     sim.Pending
+	h     uint64
+	class eventClass
+	ok    bool
+}
+
+// eventClass sorts pending events for choices.
+type eventClass uint8
+
+const (
+	otherEvent eventClass = iota // an input, a fault other than a crash
+	deliverEvent
+	timerEvent
+	crashEvent
+)
+
+func classOf(p sim.Pending) eventClass {
+	switch {
+	case isDeliver(p):
+		return deliverEvent
+	case isTimer(p):
+		return timerEvent
+	case isCrash(p):
+		return crashEvent
+	}
+	return otherEvent
 }
 
 // ev returns what the i-th pending event is, describing and hashing it
@@ -106,6 +129,7 @@ func (q *queue) ev(i int) *pending {
 		k := q.keys[i]
 		in.p = q.s.Describe(k.Slot)
 		in.h = eventHash(in.p, q.h.of(q.s.Payload(k.Slot)), nil)
+		in.class = classOf(in.p)
 		in.ok = true
 	}
 	return in
@@ -154,14 +178,6 @@ func (q *queue) remove(i int) {
 
 func (q *queue) find(seq uint64) int {
 	return slices.IndexFunc(q.keys, func(k sim.Key) bool { return k.Seq == seq })
-}
-
-// event is a pending event as the explorer sees it.
-type event struct {
-	key  sim.Key
-	p    sim.Pending
-	idx  int // in queue.keys
-	cont uint64
 }
 
 func isDeliver(p sim.Pending) bool { return p.Kind == "deliver" }

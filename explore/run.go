@@ -26,7 +26,6 @@ type run struct {
 	h    *hasher
 	used [3]int // faults used: crashes, losses, duplicates
 	now  int64
-	evs  []event // scratch
 	// With Config.Cycles: the processes waiting to enter (a bit each),
 	// from the trace's first tracked events.
 	waiting uint64
@@ -59,6 +58,7 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 		Trace:        r.rec,
 		Workload:     r.wl,
 		MemoryBudget: -1,
+		NoLabels:     c.noLabels,
 	}
 	if c.Crashes > 0 {
 		// One crash per process, held pending: the explorer fires at most
@@ -75,6 +75,9 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	r.q.s = s
 	if err := r.protect(s.Begin); err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.mutex != 0 }) {
+		r.w.mx.start(c.Nodes)
 	}
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))
@@ -107,57 +110,52 @@ func (r *run) dropStale() {
 	}
 }
 
-// pending lists the pending events, in Seq order.
-func (r *run) pending() []event {
-	evs := r.evs[:0]
-	for i, k := range r.q.keys {
-		evs = append(evs, event{key: k, p: r.q.ev(i).p, idx: i})
-	}
-	r.evs = evs // in Seq order already (see queue.remove)
-	return evs
-}
-
-// choices are the steps enabled in the current state, in a fixed order.
+// choices are the steps enabled in the current state, in a fixed order:
+// the pending events' in Seq order (q.keys's), each event's acts in the
+// order fire, drop, duplicate.
 func (r *run) choices(out []choice) []choice {
 	out = out[:0]
 	c := r.cfg
-	evs := r.pending()
+	q := r.q
 	minOther, minTimer := int64(1<<62), int64(1<<62)
-	for _, e := range evs {
-		switch {
-		case isTimer(e.p):
-			minTimer = min(minTimer, e.key.At)
-		case isCrash(e.p):
-		default:
-			minOther = min(minOther, e.key.At)
+	if c.Timing == Sync {
+		for i, k := range q.keys {
+			switch q.ev(i).class {
+			case timerEvent:
+				minTimer = min(minTimer, k.At)
+			case crashEvent:
+			default:
+				minOther = min(minOther, k.At)
+			}
 		}
 	}
-	for i, e := range evs {
-		switch {
-		case isCrash(e.p):
+	for i, k := range q.keys {
+		e := q.ev(i)
+		switch e.class {
+		case crashEvent:
 			if r.used[0] < c.Crashes && r.s.Up(e.p.Node) {
-				out = append(out, choice{e.key.Seq, Fire})
+				out = append(out, choice{k.Seq, Fire})
 			}
-		case isTimer(e.p):
-			if c.Timing == Sync && (e.key.At > minOther || e.key.At > minTimer) {
+		case timerEvent:
+			if c.Timing == Sync && (k.At > minOther || k.At > minTimer) {
 				continue // a timeout never fires before a message due earlier
 			}
-			out = append(out, choice{e.key.Seq, Fire})
-		case isDeliver(e.p):
-			if c.FIFO && slices.ContainsFunc(evs[:i], func(o event) bool {
-				return isDeliver(o.p) && o.p.Node == e.p.Node && o.p.From == e.p.From
+			out = append(out, choice{k.Seq, Fire})
+		case deliverEvent:
+			if c.FIFO && slices.ContainsFunc(q.info[:i], func(o pending) bool {
+				return o.class == deliverEvent && o.p.Node == e.p.Node && o.p.From == e.p.From
 			}) {
 				continue // an earlier message on the same channel goes first
 			}
-			out = append(out, choice{e.key.Seq, Fire})
+			out = append(out, choice{k.Seq, Fire})
 			if r.used[1] < c.Losses {
-				out = append(out, choice{e.key.Seq, Drop})
+				out = append(out, choice{k.Seq, Drop})
 			}
 			if r.used[2] < c.Dups {
-				out = append(out, choice{e.key.Seq, Dup})
+				out = append(out, choice{k.Seq, Dup})
 			}
 		default:
-			out = append(out, choice{e.key.Seq, Fire})
+			out = append(out, choice{k.Seq, Fire})
 		}
 	}
 	return out

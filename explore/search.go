@@ -8,6 +8,7 @@ import (
 
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
 )
 
 // Explore searches every state reachable within cfg's bounds and checks
@@ -24,6 +25,12 @@ func Explore(cfg Config) (*Result, error) {
 		cfg.MaxDepth = 200
 	}
 	cfg.watchers = watchersOf(cfg.Safety)
+	cfg.noLabels = unlabelled(cfg.Checks) && unlabelled(cfg.Safety)
+	for _, name := range cfg.Checks {
+		if !slices.Contains(cfg.Safety, name) {
+			cfg.atEnd = append(cfg.atEnd, name)
+		}
+	}
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
 	if cfg.Replay {
 		e.res.Engine = "replay"
@@ -70,7 +77,7 @@ type explorer struct {
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
 // beyond it, a state is reached by replaying its path.
-const heldRuns = 1 << 16
+var heldRuns = 1 << 16 // a variable for tests
 
 // trail is breadth first's record of how each state was first reached:
 // its parent's index and the step's position among the parent's choices
@@ -130,6 +137,9 @@ func (e *explorer) replayTrail(t *trail, j int32) (*run, []choice, error) {
 	r, err := e.cfg.newRun(e.h)
 	if err != nil {
 		return nil, nil, err
+	}
+	if e.forking {
+		r.cp = e.cp // its steps are taken by save and restore too
 	}
 	path := make([]choice, 0, len(ks)+1)
 	for _, k := range ks {
@@ -191,11 +201,21 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	for _, c := range results {
 		switch c.Status {
 		case check.Violated:
-			sched, err := e.schedule(path)
+			sched, full, err := e.schedule(path)
 			if err != nil {
 				return false, err
 			}
-			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: r.rec.Trace(), Terminal: terminal}
+			if e.cfg.noLabels {
+				// Judged without labels; shown, and judged again, with them.
+				again, err := check.Run(full, c.Name)
+				if err != nil {
+					return false, err
+				}
+				if c = again[0]; c.Status != check.Violated {
+					return false, fmt.Errorf("%s: violated without labels, %s with them", c.Name, c.Status)
+				}
+			}
+			e.res.Violation = &Violation{Check: c, Schedule: sched, Trace: full, Terminal: terminal}
 			return true, nil
 		case check.Unknown:
 			e.res.Unknown++
@@ -204,24 +224,27 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	return false, nil
 }
 
-// schedule describes a path as a Schedule, replaying it to name its steps.
-func (e *explorer) schedule(path []choice) (*Schedule, error) {
-	r, err := e.cfg.newRun(e.h)
+// schedule describes a path as a Schedule, replaying it to name its
+// steps, and returns the path's trace, with labels.
+func (e *explorer) schedule(path []choice) (*Schedule, *trace.Trace, error) {
+	cfg := *e.cfg
+	cfg.noLabels = false
+	r, err := cfg.newRun(e.h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := e.cfg.schedule()
 	for _, ch := range path {
 		i := r.q.find(ch.seq)
 		if i < 0 {
-			return nil, fmt.Errorf("replaying the counterexample: no pending event #%d", ch.seq)
+			return nil, nil, fmt.Errorf("replaying the counterexample: no pending event #%d", ch.seq)
 		}
 		s.Steps = append(s.Steps, Step{Act: ch.act, Seq: ch.seq, What: describe(r.s, r.q.keys[i], ch.act)})
 		if err := r.apply(ch); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return s, nil
+	return s, r.rec.Trace(), nil
 }
 
 func (e *explorer) bfs() error {
@@ -271,7 +294,7 @@ func (e *explorer) bfs() error {
 		chs := append([]choice(nil), r.choices(e.buf)...)
 		if len(chs) == 0 {
 			e.res.Terminal++
-			if stop, err := e.judge(r, cfg.Checks, path, true); stop || err != nil {
+			if stop, err := e.judge(r, cfg.atEnd, path, true); stop || err != nil {
 				return err
 			}
 			continue

@@ -54,6 +54,12 @@ type Config struct {
 	// event (trace.Event.State). Off, Describe is never called and the
 	// trace is byte for byte what it was without it.
 	States bool
+	// NoLabels leaves trace.Event.Label empty: messages, inputs and
+	// outputs are not formatted (their String) as they are recorded, and
+	// the rest of each event is as with labels. For a caller that makes
+	// many runs and shows few (the explorer, whose checkers read no
+	// labels): it records again, with labels, the runs it shows.
+	NoLabels bool
 	// Queue chooses which pending event fires next; nil orders by time,
 	// then by the order events were scheduled.
 	Queue Queue

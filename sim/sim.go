@@ -436,7 +436,7 @@ func (s *Sim) deliver(x *item) {
 		if s.sink != nil {
 			s.record(trace.Drop, x.node, func(e *trace.Event) {
 				e.Msg, e.Peer, e.Reason = x.id, x.from, s.goneReason(x.node)
-				e.Type, e.Label = x.val.(proc.Message).Kind(), label(x.val)
+				e.Type, e.Label = x.val.(proc.Message).Kind(), s.label(x.val)
 			})
 		}
 		delete(s.msgVC, x.id)
@@ -454,7 +454,7 @@ func (s *Sim) deliver(x *item) {
 	if s.sink != nil {
 		s.record(trace.Recv, x.node, func(e *trace.Event) {
 			e.Msg, e.Peer = x.id, x.from
-			e.Type, e.Label = x.val.(proc.Message).Kind(), label(x.val)
+			e.Type, e.Label = x.val.(proc.Message).Kind(), s.label(x.val)
 		})
 	}
 	s.call(x.node, func(p proc.Process, env proc.Env) { p.Receive(env, proc.ID(x.from), x.val.(proc.Message)) })
@@ -482,7 +482,7 @@ func (s *Sim) input(x *item) {
 	s.tick(x.node)
 	if s.sink != nil {
 		s.record(trace.Input, x.node, func(e *trace.Event) {
-			e.Type, e.Label = x.val.(proc.Input).Kind(), label(x.val)
+			e.Type, e.Label = x.val.(proc.Input).Kind(), s.label(x.val)
 			e.Data = marshal(x.val)
 		})
 	}
@@ -676,7 +676,7 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 	}
 	if s.sink != nil {
 		s.record(trace.Send, f, func(e *trace.Event) {
-			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), label(m)
+			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), s.label(m)
 		})
 	}
 	it := item{kind: evDeliver, val: m, id: id, node: int32(to), from: f}
@@ -750,7 +750,7 @@ func (s *Sim) lose(it *item, why string) {
 	if s.sink != nil {
 		s.record(trace.Drop, it.node, func(e *trace.Event) {
 			e.Msg, e.Peer, e.Reason = it.id, it.from, why
-			e.Type, e.Label = it.val.(proc.Message).Kind(), label(it.val)
+			e.Type, e.Label = it.val.(proc.Message).Kind(), s.label(it.val)
 		})
 	}
 	delete(s.msgVC, it.id)
@@ -996,6 +996,15 @@ func (r Result) Messages(kind string) int64 {
 	return 0
 }
 
+// label is what the trace shows of a message, input or output: its
+// String, unless the run records no labels (Config.NoLabels).
+func (s *Sim) label(v any) string {
+	if s.cfg.NoLabels {
+		return ""
+	}
+	return label(v)
+}
+
 func label(v any) string {
 	if st, ok := v.(fmt.Stringer); ok {
 		return st.String()
@@ -1089,7 +1098,7 @@ func (s *Sim) output(id proc.ID, o proc.Output) {
 	s.tick(int32(id))
 	if s.sink != nil {
 		s.record(trace.Output, int32(id), func(e *trace.Event) {
-			e.Type, e.Label, e.Data = o.Kind(), label(o), marshal(o)
+			e.Type, e.Label, e.Data = o.Kind(), s.label(o), marshal(o)
 		})
 	}
 	if s.cfg.Observe != nil {

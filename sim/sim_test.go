@@ -503,3 +503,36 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		t.Fatalf("trace with prefetching %s, without %s", with, without)
 	}
 }
+
+// NoLabels leaves the labels out of the trace and nothing else: the same
+// run with and without them records the same events, but for Label.
+func TestNoLabelsChangesOnlyLabels(t *testing.T) {
+	var traces [2]*trace.Recorder
+	for i, off := range []bool{false, true} {
+		traces[i] = &trace.Recorder{}
+		run(t, Config{Nodes: 2, Seed: 3, New: counters(2, 5), NoLabels: off, Trace: traces[i],
+			Network: Network{Latency: Uniform{time.Millisecond, 3 * time.Millisecond}, Loss: 0.2, Duplicate: 0.2}})
+	}
+	with, without := traces[0].Trace.Events, traces[1].Trace.Events
+	if len(with) != len(without) || len(with) == 0 {
+		t.Fatalf("%d events with labels, %d without", len(with), len(without))
+	}
+	labelled := 0
+	for i := range with {
+		if without[i].Label != "" {
+			t.Fatalf("event %d: label %q without labels", i, without[i].Label)
+		}
+		if with[i].Label != "" {
+			labelled++
+		}
+		e := with[i]
+		e.Label = ""
+		a, b := e.AppendJSON(nil), without[i].AppendJSON(nil)
+		if string(a) != string(b) {
+			t.Fatalf("event %d differs beyond its label:\n%s\n%s", i, a, b)
+		}
+	}
+	if labelled == 0 {
+		t.Fatal("no event had a label to leave out")
+	}
+}
