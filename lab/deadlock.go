@@ -118,6 +118,9 @@ func deadlockMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if t == nil {
 		return m, th
 	}
+	if f.Algo == "cmh-or" {
+		return deadlockORMetrics(t), th
+	}
 	var probes, aborts, commits float64
 	for i := range t.Events {
 		e := &t.Events[i]

@@ -122,10 +122,11 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"cut", "recorded", "opened"}, Cut: "cut"},
 		},
 		{
-			Family:   registered("deadlock"),
-			Metrics:  deadlockMetrics,
-			Workload: func() sim.Workload { return &DeadlockLoad{} },
-			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}, Declared: "deadlock"},
+			Family:    registered("deadlock"),
+			Metrics:   deadlockMetrics,
+			Workload:  func() sim.Workload { return &DeadlockLoad{} },
+			Workloads: map[string]func() sim.Workload{"cmh-or": func() sim.Workload { return &DeadlockORLoad{} }},
+			Diagram:   trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released", "answered"}, Declared: "deadlock"},
 		},
 		{
 			Family:   registered("rpc"),
