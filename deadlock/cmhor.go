@@ -219,7 +219,7 @@ func (p *CMHOR) onQuery(env proc.Env, from proc.ID, q Query) {
 		return
 	}
 	if p.onCycle && i == env.Self() {
-		p.declare(env) // the broken variant: a cycle, not a knot
+		p.declare(env, q.Comp) // the broken variant: a cycle, not a knot
 		return
 	}
 	env.Send(from, Reply{Init: i, Comp: q.Comp})
@@ -248,7 +248,7 @@ func (p *CMHOR) onReply(env proc.Env, r Reply) {
 	}
 	if r.Init == env.Self() {
 		if !p.deaf {
-			p.declare(env)
+			p.declare(env, r.Comp)
 		}
 		return
 	}
@@ -263,8 +263,8 @@ func (p *CMHOR) becameActive(env proc.Env) {
 
 // declare declares the wait deadlocked and gives it up: the victim is the
 // declaring process, the highest of all it reaches.
-func (p *CMHOR) declare(env proc.Env) {
-	env.Output(Knot{Wait: p.wait})
+func (p *CMHOR) declare(env proc.Env, comp int) {
+	env.Output(Knot{Wait: p.wait, Comp: comp})
 	p.giveUp(env, "deadlock")
 	p.becameActive(env)
 }

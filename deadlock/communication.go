@@ -40,7 +40,9 @@ import (
 //   - "answered" {wait}: the process answered the wait (sent its Answer);
 //   - "resumed" {wait, by}: an answer from by ended the wait;
 //   - "gave-up" {wait, reason}: a detector aborted the wait;
-//   - "detector" {wait_ns} and "deadlock" {wait} as in the AND model.
+//   - "detector" {wait_ns} as in the AND model, and "deadlock" {wait,
+//     comp}: the process declares its wait deadlocked, shown by its
+//     computation comp.
 
 // Await is the input that makes a process block until any one of From
 // (distinct process IDs, not its own) answers it.
@@ -88,9 +90,11 @@ type (
 		Reason string `json:"reason"`
 	}
 	// Knot: the process declares its Wait deadlocked in the OR model:
-	// every process it waits for, directly or not, waits too.
+	// every process it waits for, directly or not, waits too. Comp is the
+	// computation that showed it.
 	Knot struct {
 		Wait Txn `json:"wait"`
+		Comp int `json:"comp"`
 	}
 )
 
@@ -106,7 +110,7 @@ func (o Awaiting) String() string {
 func (o Answered) String() string { return "answered " + o.Wait.String() }
 func (o Resumed) String() string  { return fmt.Sprintf("%s resumed by %s", o.Wait, o.By) }
 func (o GaveUp) String() string   { return fmt.Sprintf("gave up %s (%s)", o.Wait, o.Reason) }
-func (o Knot) String() string     { return "deadlock (OR) " + o.Wait.String() }
+func (o Knot) String() string     { return fmt.Sprintf("deadlock (OR) %s, computation %d", o.Wait, o.Comp) }
 
 func procList(ps []proc.ID) string {
 	s := "{"
