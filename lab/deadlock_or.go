@@ -98,9 +98,11 @@ func (w *DeadlockORLoad) Done(func(proc.ID) bool) bool {
 //     declaration in the knot while it stood;
 //   - phantom_detections, aborts (waits given up), answered_waits;
 //   - query_messages, reply_messages: the detector's messages;
-//     messages_per_detection: those per declaration;
-//   - edges_per_detection: the mean e, wait-for edges reachable from a
-//     declarer (a computation costs 2e messages);
+//     declarations, and messages_per_detection: those per declaration;
+//   - edges_reached: the sum, over the real declarations
+//     (real_declarations), of e, the wait-for edges reachable from the
+//     declarer then (its computation costs 2e messages);
+//     edges_per_detection: their mean;
 //   - detection_latency_ms (median), detection_bound_ms.
 func deadlockORMetrics(t *trace.Trace) map[string]float64 {
 	m := map[string]float64{}
@@ -126,16 +128,12 @@ func deadlockORMetrics(t *trace.Trace) map[string]float64 {
 	m["deadlocks_formed"] = float64(r.Formed)
 	m["deadlocks_detected"] = float64(r.Detected)
 	m["phantom_detections"] = float64(len(r.Phantoms))
-	if r.Declarations > 0 {
-		m["messages_per_detection"] = (queries + replies) / float64(r.Declarations)
+	m["declarations"] = float64(r.Declarations)
+	m["real_declarations"] = float64(len(r.Reached))
+	for _, e := range r.Reached {
+		m["edges_reached"] += float64(e)
 	}
-	if len(r.Reached) > 0 {
-		sum := 0
-		for _, e := range r.Reached {
-			sum += e
-		}
-		m["edges_per_detection"] = float64(sum) / float64(len(r.Reached))
-	}
+	perDetection(m)
 	if len(r.Latencies) > 0 {
 		m["detection_latency_ms"] = median(r.Latencies) / 1e6
 	}
@@ -143,4 +141,15 @@ func deadlockORMetrics(t *trace.Trace) map[string]float64 {
 		m["detection_bound_ms"] = float64(r.Bound) / 1e6
 	}
 	return m
+}
+
+// perDetection sets the per-declaration figures from the counts (again,
+// after the counts of several runs are summed).
+func perDetection(m map[string]float64) {
+	if d := m["declarations"]; d > 0 {
+		m["messages_per_detection"] = (m["query_messages"] + m["reply_messages"]) / d
+	}
+	if d := m["real_declarations"]; d > 0 {
+		m["edges_per_detection"] = m["edges_reached"] / d
+	}
 }
