@@ -200,9 +200,10 @@ type ORDeadlockRun struct {
 	Declarations int
 	Phantoms     []int
 	PhantomEdges [][]Edge
-	// Reached is, for every real declaration, the number of wait-for
-	// edges reachable from its declarer: the e of its computation.
-	Reached []int
+	// Reached is, for every real declaration, the wait-for edges
+	// reachable from its declarer then (At: the declaration): the e of
+	// its computation is their number.
+	Reached [][]Edge
 	// Bound is the detection bound (ns); -1 if the trace states no wait.
 	Bound int64
 	// Late are the knots that stood longer than Bound undeclared.
@@ -222,21 +223,12 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 	}
 	r := &ORDeadlockRun{Bound: -1}
 	outs := make([]*orOutput, len(t.Events))
-	sendAt := map[uint64]int64{}
-	var maxDelay, wait int64
+	var wait int64
 	waitSeen := false
 	inRange := func(x int32) bool { return x >= 0 && int(x) < n }
 	for i := range t.Events {
 		e := &t.Events[i]
 		switch e.Kind {
-		case trace.Send:
-			if _, ok := sendAt[e.Msg]; !ok {
-				sendAt[e.Msg] = e.Time
-			}
-		case trace.Recv:
-			if s, ok := sendAt[e.Msg]; ok {
-				maxDelay = max(maxDelay, e.Time-s)
-			}
 		case trace.Output:
 			if !slices.Contains(orKinds, e.Type) {
 				continue
@@ -268,7 +260,7 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 		}
 	}
 	if waitSeen {
-		r.Bound = wait + 2*int64(n)*maxDelay
+		r.Bound = wait + 2*int64(n)*longestDelay(t)
 	}
 
 	// Each process's states, for the causal cuts.
@@ -363,7 +355,7 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 				r.PhantomEdges = append(r.PhantomEdges, orReach(adj, p, i))
 				continue
 			}
-			r.Reached = append(r.Reached, len(orReach(adj, p, i)))
+			r.Reached = append(r.Reached, orReach(adj, p, i))
 			if !inKnot[p] {
 				continue
 			}

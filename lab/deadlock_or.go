@@ -2,6 +2,7 @@ package lab
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -130,8 +131,8 @@ func deadlockORMetrics(t *trace.Trace) map[string]float64 {
 	m["phantom_detections"] = float64(len(r.Phantoms))
 	m["declarations"] = float64(r.Declarations)
 	m["real_declarations"] = float64(len(r.Reached))
-	for _, e := range r.Reached {
-		m["edges_reached"] += float64(e)
+	for _, es := range r.Reached {
+		m["edges_reached"] += float64(len(es))
 	}
 	perDetection(m)
 	if len(r.Latencies) > 0 {
@@ -152,4 +153,25 @@ func perDetection(m map[string]float64) {
 	if d := m["real_declarations"]; d > 0 {
 		m["edges_per_detection"] = m["edges_reached"] / d
 	}
+}
+
+// deadlockGraphs are, for a diagram of a run of the OR model, the wait-for
+// graphs its declarations rest on: all the declarer reached, each drawn at
+// its declaration. A run of the AND model has none (its declarations name
+// their cycles).
+func deadlockGraphs(t *trace.Trace) []trace.WaitForGraph {
+	if !slices.ContainsFunc(t.Events, func(e trace.Event) bool { return e.Kind == trace.Output && e.Type == "waits" }) {
+		return nil
+	}
+	r, err := check.AnalyzeORDeadlocks(t)
+	if err != nil {
+		return nil
+	}
+	var gs []trace.WaitForGraph
+	for _, es := range r.Reached {
+		if len(es) > 0 {
+			gs = append(gs, trace.WaitForGraph{By: fmt.Sprintf("declared by p%d", es[0].From), Edges: es})
+		}
+	}
+	return gs
 }
