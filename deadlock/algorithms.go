@@ -64,9 +64,13 @@ var Algorithms = []proc.Algorithm{
 		Assumes: proc.Assumptions{FIFO: true, Reliable: true},
 		New:     func(proc.ID, int) proc.Process { return NewCMHOR(DefaultProbeWait) },
 		Checks:  orChecks,
-		// A victim's answers can unblock a process whose computation has
-		// already gathered its replies: rarely, a second declaration on
-		// the same knot is a phantom.
+		// Without resolution a declaration is always real (the paper's
+		// theorem). With it, a process outside a knot, higher than all it
+		// reaches, may gather replies that the knot's victim's answers
+		// follow down the same channels: its declaration comes when the
+		// knot is already unwinding, a phantom (Coulouris et al. §17.5.1
+		// warn of the same in the AND model). The sweeps measure how
+		// rarely.
 		Breaks: []string{"or-deadlock-no-phantom"},
 		Notes: map[string]string{
 			"query_messages":         "one query per wait-for edge reachable from the initiator, per computation",
