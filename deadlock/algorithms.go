@@ -59,7 +59,7 @@ var Algorithms = []proc.Algorithm{
 	{
 		Family:  "deadlock",
 		Name:    "cmh-or",
-		Summary: "diffusing computation, OR model: a process blocked for any one of a set queries it; blocked processes pass the queries on and reply when all theirs have replied; replies from all prove a knot, and its highest process gives its wait up",
+		Summary: "diffusing computation, OR model: a process blocked for any one of a set queries it; blocked processes pass a computation's first query on and reply once all theirs have; replies from all prove that all it reaches waits (a knot ahead), and the highest such process gives its wait up",
 		Source:  "Chandy, Misra & Haas 1983 (communication deadlock); Kshemkalyani & Singhal §10.7",
 		Assumes: proc.Assumptions{FIFO: true, Reliable: true},
 		New:     func(proc.ID, int) proc.Process { return NewCMHOR(DefaultProbeWait) },
