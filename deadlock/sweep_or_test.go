@@ -130,6 +130,7 @@ func TestCycleIsNotAKnot(t *testing.T) {
 	if v.Status != check.Violated || !strings.Contains(v.Detail, "p1→p2") || len(v.Edges) == 0 {
 		t.Errorf("or-deadlock-no-phantom: %s (edges %v): want the cycle detector caught, p1→p2 named", v, v.Edges)
 	}
+	t.Log(v.Detail)
 }
 
 // TestKnotDeclaredByItsHighest: p1 → p2 → p3 → p1 is a knot, and p0 waits
