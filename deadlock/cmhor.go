@@ -72,7 +72,9 @@ import (
 // graph reachable from its initiator and one reply back, 2e messages for
 // e edges, each of constant size; the declaring one does so exactly. A
 // deadlock is declared within Wait plus twice the time a message takes
-// along the longest path from the initiator in the graph.
+// along the longest path from the initiator in the graph. State: per
+// initiator a window of 64 bits, and while blocked at most 64 engagements
+// per initiator.
 type CMHOR struct {
 	ORSite
 	// Wait is the time a process stays blocked before it begins a
