@@ -237,20 +237,11 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 	}
 	r := &DeadlockRun{Bound: -1}
 	outs := make([]*dlOutput, len(t.Events))
-	sendAt := map[uint64]int64{}
-	var maxDelay, wait int64
+	var wait int64
 	waitSeen := false
 	for i := range t.Events {
 		e := &t.Events[i]
 		switch e.Kind {
-		case trace.Send:
-			if _, ok := sendAt[e.Msg]; !ok {
-				sendAt[e.Msg] = e.Time
-			}
-		case trace.Recv:
-			if s, ok := sendAt[e.Msg]; ok {
-				maxDelay = max(maxDelay, e.Time-s)
-			}
 		case trace.Output:
 			if !slices.Contains(dlKinds, e.Type) {
 				continue
@@ -274,7 +265,7 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 		}
 	}
 	if waitSeen {
-		r.Bound = wait + 2*int64(n)*maxDelay
+		r.Bound = wait + 2*int64(n)*longestDelay(t)
 	}
 	past := &dlPast{t: t, hist: make([][]dlLocal, n)}
 	{
@@ -375,6 +366,40 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 		}
 	}
 	return r, nil
+}
+
+// longestDelay is the trace's longest message delay, from a send to the
+// message's first receipt. A message still in flight when the trace ends,
+// and not lost, counts as delayed until then: a prefix of a run (the
+// explorer judges every one) must not hold a detector to a bound that its
+// own messages, still on their way, have already overrun.
+func longestDelay(t *trace.Trace) int64 {
+	sendAt := map[uint64]int64{}
+	arrived := map[uint64]bool{} // received or lost
+	var longest, end int64
+	for i := range t.Events {
+		e := &t.Events[i]
+		end = max(end, e.Time)
+		switch e.Kind {
+		case trace.Send:
+			if _, ok := sendAt[e.Msg]; !ok {
+				sendAt[e.Msg] = e.Time
+			}
+		case trace.Recv:
+			if s, ok := sendAt[e.Msg]; ok {
+				longest = max(longest, e.Time-s)
+			}
+			arrived[e.Msg] = true
+		case trace.Drop:
+			arrived[e.Msg] = true
+		}
+	}
+	for m, s := range sendAt {
+		if !arrived[m] {
+			longest = max(longest, end-s)
+		}
+	}
+	return longest
 }
 
 // describeComponent names p's component, and its edges: "p1→p3 p3→p1".

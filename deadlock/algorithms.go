@@ -17,8 +17,9 @@ const (
 	DefaultTimeout   = 5 * time.Millisecond
 )
 
-// Algorithms lists the family's detectors: Chandy–Misra–Haas, then the
-// timeout baseline.
+// Algorithms lists the family's detectors: Chandy–Misra–Haas, the
+// timeout baseline, then Chandy–Misra–Haas for the OR model (on its own
+// workload: waits for any one of a set).
 var Algorithms = []proc.Algorithm{
 	{
 		Family:  "deadlock",
@@ -55,9 +56,36 @@ var Algorithms = []proc.Algorithm{
 		},
 		Scenario: scenario,
 	},
+	{
+		Family:  "deadlock",
+		Name:    "cmh-or",
+		Summary: "diffusing computation, OR model: a process blocked for any one of a set queries it; blocked processes pass a computation's first query on and reply once all theirs have; replies from all prove that all it reaches waits (a knot ahead), and the highest such process gives its wait up",
+		Source:  "Chandy, Misra & Haas 1983 (communication deadlock); Kshemkalyani & Singhal §10.7",
+		Assumes: proc.Assumptions{FIFO: true, Reliable: true},
+		New:     func(proc.ID, int) proc.Process { return NewCMHOR(DefaultProbeWait) },
+		Checks:  orChecks,
+		// Without resolution a declaration is always real (the paper's
+		// theorem). With it, a process outside a knot, higher than all it
+		// reaches, may gather replies that the knot's victim's answers
+		// follow down the same channels: its declaration comes when the
+		// knot is already unwinding, a phantom (Coulouris et al. §17.5.1
+		// warn of the same in the AND model). The sweeps measure how
+		// rarely.
+		Breaks: []string{"or-deadlock-no-phantom"},
+		Notes: map[string]string{
+			"query_messages":         "one query per wait-for edge reachable from the initiator, per computation",
+			"reply_messages":         "one reply per query that reached a process blocked since its engaging query",
+			"detection_latency_ms":   "at most the wait before a computation plus two delays per edge of the longest path from the initiator",
+			"messages_per_detection": "2e for the declaring computation, e the edges reachable from the initiator; the others' computations, cut short by the priority rule, come on top",
+		},
+		Scenario: scenario,
+	},
 }
 
-var checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+var (
+	checks   = []string{"deadlock-detected", "deadlock-no-phantom"}
+	orChecks = []string{"or-deadlock-detected", "or-deadlock-no-phantom"}
+)
 
 func init() {
 	for i := range Algorithms {
@@ -65,6 +93,7 @@ func init() {
 	}
 	Algorithms[0].Messages = []proc.Message{Request{}, Grant{}, Release{}, Probe{}}
 	Algorithms[1].Messages = []proc.Message{Request{}, Grant{}, Release{}}
+	Algorithms[2].Messages = []proc.Message{Ask{}, Answer{}, Query{}, Reply{}}
 }
 
 // The default scenario: five processes, jittery FIFO channels.
@@ -74,8 +103,8 @@ network:
   fifo: true
 `
 
-// WithWait returns a (cmh or timeout) with its wait set to d: the probe
-// wait of CMH, T of the timeout detector.
+// WithWait returns a (cmh, cmh-or or timeout) with its wait set to d: the
+// probe (query) wait of CMH, T of the timeout detector.
 func WithWait(a proc.Algorithm, d time.Duration) (proc.Algorithm, error) {
 	if d <= 0 {
 		return a, fmt.Errorf("wait %v: must be positive", d)
@@ -85,6 +114,8 @@ func WithWait(a proc.Algorithm, d time.Duration) (proc.Algorithm, error) {
 		a.New = func(proc.ID, int) proc.Process { return NewCMH(d) }
 	case "timeout":
 		a.New = func(proc.ID, int) proc.Process { return NewTimeout(d) }
+	case "cmh-or":
+		a.New = func(proc.ID, int) proc.Process { return NewCMHOR(d) }
 	default:
 		return a, fmt.Errorf("%s is not a deadlock detector", a.Name)
 	}
@@ -92,25 +123,32 @@ func WithWait(a proc.Algorithm, d time.Duration) (proc.Algorithm, error) {
 }
 
 // Inputs builds the family's inputs by name: "begin R1 R2 ..." (a
-// transaction wanting the resources of processes R1, R2 ...) and
-// "finish".
+// transaction wanting the resources of processes R1, R2 ...), "finish",
+// and for the OR model "await P1 P2 ..." (block until any one of P1, P2
+// ... answers).
 func Inputs(name string, args []string) (proc.Input, error) {
 	switch name {
-	case "begin":
-		var b Begin
+	case "begin", "await":
+		var ps []proc.ID
 		for _, a := range args {
 			r, err := strconv.Atoi(a)
 			if err != nil || r < 0 {
-				return nil, fmt.Errorf("begin: resource %q is not a process ID", a)
+				return nil, fmt.Errorf("%s: %q is not a process ID", name, a)
 			}
-			b.Res = append(b.Res, proc.ID(r))
+			ps = append(ps, proc.ID(r))
 		}
-		return b, nil
+		if name == "await" {
+			if len(ps) == 0 {
+				return nil, fmt.Errorf("await: name the processes to wait for")
+			}
+			return Await{From: ps}, nil
+		}
+		return Begin{Res: ps}, nil
 	case "finish":
 		if len(args) > 0 {
 			return nil, fmt.Errorf("finish: takes no arguments, got %q", args)
 		}
 		return Finish{}, nil
 	}
-	return nil, fmt.Errorf("unknown deadlock input %q (known: begin, finish)", name)
+	return nil, fmt.Errorf("unknown deadlock input %q (known: begin, finish, await)", name)
 }

@@ -1,11 +1,24 @@
-// Package deadlock detects and resolves distributed deadlocks among
-// transactions that lock resources held at other processes, in the AND
-// model: a transaction asks for all its resources at once and is blocked
-// until every one of them is granted (Kshemkalyani & Singhal,
-// "Distributed Computing", ch. 10; Coulouris et al. §17.5 on distributed
-// deadlocks and edge chasing).
+// Package deadlock detects and resolves distributed deadlocks, in two
+// models (Kshemkalyani & Singhal, "Distributed Computing", ch. 10;
+// Coulouris et al. §17.5 on distributed deadlocks and edge chasing):
 //
-// Two detectors run on the same resource model (Site):
+//   - the AND model: transactions lock resources held at other processes;
+//     a transaction asks for all its resources at once and is blocked
+//     until every one of them is granted (resources.go); a cycle of the
+//     wait-for graph is a deadlock;
+//   - the OR model (communication deadlock): a process blocks until any
+//     one of a set of processes answers it (communication.go); only a
+//     knot is a deadlock — every process reachable from it waits.
+//
+// In the OR model, cmh-or (cmhor.go) is Chandy, Misra and Haas's
+// diffusing computation: a blocked process queries its dependent set,
+// blocked processes pass the first query of a computation on and reply
+// when all theirs have replied, and replies from all prove the initiator
+// deadlocked. The checkers or-deadlock-detected and or-deadlock-no-phantom
+// judge it against the OR wait-for graph (communication.go says how it is
+// rebuilt from a trace).
+//
+// In the AND model, two detectors run on the same resource model (Site):
 //
 //   - cmh: Chandy, Misra and Haas's edge chasing (Chandy, Misra & Haas,
 //     ACM TOCS 1983; Kshemkalyani & Singhal §10.6): a blocked process

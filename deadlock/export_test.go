@@ -17,3 +17,19 @@ func NewHastyCMH(wait time.Duration) *CMH {
 	p.hasty = true
 	return p
 }
+
+// NewCycleCMHOR is a broken OR detector that declares as soon as one of
+// its own queries comes back to it: a cycle through it, which proves a
+// deadlock in the AND model but not in the OR model.
+func NewCycleCMHOR(wait time.Duration) *CMHOR {
+	p := NewCMHOR(wait)
+	p.onCycle = true
+	return p
+}
+
+// NewDeafCMHOR is a broken OR detector that never declares.
+func NewDeafCMHOR(wait time.Duration) *CMHOR {
+	p := NewCMHOR(wait)
+	p.deaf = true
+	return p
+}

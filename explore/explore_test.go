@@ -215,3 +215,25 @@ func TestExploredDuplicatesAreTheNetworks(t *testing.T) {
 		t.Errorf("with one duplicate: %d states (exhausted %v), without: %d; want more", r.States, r.Exhausted, without.States)
 	}
 }
+
+// Chandy–Misra–Haas for the OR model, with its usual inputs (p1 and p2
+// wait for each other, a knot, and p0 for p2): in every schedule the knot
+// is declared within the detector's bound, and never a deadlock that is
+// not.
+func TestCMHORExhausted(t *testing.T) {
+	n := 3
+	if raceEnabled || testing.Short() {
+		n = 2
+	}
+	cfg := setup(t, "deadlock", "cmh-or", n, nil)
+	if cfg.Timing != Sync || len(cfg.Inputs) != n {
+		t.Fatalf("timing %v, inputs %v: want sync, one wait per process", cfg.Timing, cfg.Inputs)
+	}
+	cfg.Checks = []string{"or-deadlock-detected", "or-deadlock-no-phantom"}
+	cfg.Safety = SafetyOf(cfg.Checks)
+	r := explore(t, cfg)
+	if !r.Exhausted || r.Violation != nil || r.Terminal == 0 {
+		t.Fatalf("%d states, exhausted %v, %d terminal, violation %v; want exhausted, none", r.States, r.Exhausted, r.Terminal, r.Violation)
+	}
+	t.Logf("%d nodes: %d states, %d transitions, %d terminal, %v", n, r.States, r.Transitions, r.Terminal, r.Elapsed)
+}

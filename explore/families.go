@@ -62,7 +62,10 @@ func Setup(family, algo string, n int, inputs []string) (Config, error) {
 		return Config{}, fmt.Errorf("nodes %d: want 1 to %d (the state space grows exponentially)", n, MaxNodes)
 	}
 	c := Config{Family: family, Algo: a, Nodes: n, FIFO: a.Assumes.FIFO}
-	if a.Assumes.Synchronous {
+	if a.Assumes.Synchronous || family == "deadlock" {
+		// A deadlock detector promises to declare within a time, which
+		// means nothing where a timer may wait while messages and other
+		// timers go on for ever (Async).
 		c.Timing = Sync
 	}
 	if family == "commit" {
@@ -79,7 +82,7 @@ func Setup(family, algo string, n int, inputs []string) (Config, error) {
 		}
 	}
 	if inputs == nil {
-		inputs = defaultInputs(family, n)
+		inputs = defaultInputs(family, algo, n)
 	}
 	for _, text := range inputs {
 		in, err := parseInput(a, n, text)
@@ -116,8 +119,20 @@ func SafetyOf(names []string) []string {
 	return out
 }
 
-func defaultInputs(family string, n int) []string {
+// defaultInputs are the family's usual inputs: one acquire each for
+// mutual exclusion, an elect at p0 for elections, and for the OR model of
+// deadlocks a knot of the two highest processes, p(n−1) waiting for
+// p(n−2) and p(n−2) for p(n−1), with every other process waiting on it:
+// deadlocked, but outside the knot.
+func defaultInputs(family, algo string, n int) []string {
 	var out []string
+	switch {
+	case family == "deadlock" && algo == "cmh-or" && n >= 2:
+		for id := 0; id < n-1; id++ {
+			out = append(out, fmt.Sprintf("%d:await %d", id, n-1))
+		}
+		out = append(out, fmt.Sprintf("%d:await %d", n-1, n-2))
+	}
 	switch family {
 	case "mutex":
 		for id := 0; id < n; id++ {

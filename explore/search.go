@@ -287,8 +287,16 @@ func (e *explorer) bfs() error {
 		if r != nil {
 			delete(held, int32(i))
 			path, r.path = r.path, nil
-		} else if r, path, err = e.replayTrail(&tr, int32(i)); err != nil {
-			return err
+		} else {
+			// Past heldRuns, a state is reached again by replaying its
+			// path; forking, the run still saves and restores, so it
+			// copies on write as the held runs do.
+			if r, path, err = e.replayTrail(&tr, int32(i)); err != nil {
+				return err
+			}
+			if e.forking {
+				r.cp = e.cp
+			}
 		}
 		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 		chs := append([]choice(nil), r.choices(e.buf)...)

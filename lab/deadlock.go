@@ -118,6 +118,9 @@ func deadlockMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if t == nil {
 		return m, th
 	}
+	if f.Algo == "cmh-or" {
+		return deadlockORMetrics(t), th
+	}
 	var probes, aborts, commits float64
 	for i := range t.Events {
 		e := &t.Events[i]
@@ -158,11 +161,21 @@ func median(xs []int64) float64 {
 
 // deadlockCases: CMH and the timeout detector at low and high contention,
 // the timeout at three values of T, on the family's network (one-way
-// delays of 0.5 to 2 ms) with 1 ms holds; metrics summed over a few
-// seeds, so that there are deadlocks to count.
+// delays of 0.5 to 2 ms) with 1 ms holds; CMH for the OR model on its own
+// workload (waits for any one of two) at the same contentions; metrics
+// summed over a few seeds, so that there are deadlocks to count.
 var deadlockCases = func() []compareCase {
 	var cases []compareCase
 	metrics := []string{"deadlocks_formed", "deadlocks_detected", "phantom_detections", "aborts", "probe_messages", "detection_latency_ms"}
+	orMetrics := []string{"deadlocks_formed", "deadlocks_detected", "phantom_detections", "aborts", "query_messages", "reply_messages", "messages_per_detection", "edges_per_detection", "detection_latency_ms"}
+	for _, c := range []float64{0.3, 0.9} {
+		cases = append(cases, compareCase{
+			name:    fmt.Sprintf("OR model, contention %.1f", c),
+			algos:   []string{"cmh-or"},
+			metrics: orMetrics,
+			run:     deadlockRun(c, 0),
+		})
+	}
 	for _, c := range []float64{0.3, 0.9} {
 		cases = append(cases, compareCase{
 			name:    fmt.Sprintf("contention %.1f", c),
@@ -201,7 +214,10 @@ func deadlockRun(c float64, T time.Duration) func(Family, proc.Algorithm, int, u
 		for s := seed; s < seed+DeadlockCompareSeeds; s++ {
 			o := f.Options(a)
 			o.Nodes, o.Seed = n, &s
-			if w, ok := o.Workload.(*DeadlockLoad); ok {
+			switch w := o.Workload.(type) {
+			case *DeadlockLoad:
+				w.Contention = c
+			case *DeadlockORLoad:
 				w.Contention = c
 			}
 			r, _, err := Sim(o)
@@ -227,6 +243,9 @@ func deadlockRun(c float64, T time.Duration) func(Family, proc.Algorithm, int, u
 		if len(latencies) > 0 {
 			slices.Sort(latencies)
 			total.Metrics["detection_latency_ms"] = latencies[len(latencies)/2]
+		}
+		if a.Name == "cmh-or" {
+			perDetection(total.Metrics)
 		}
 		return total, nil
 	}

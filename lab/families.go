@@ -38,6 +38,9 @@ type Family struct {
 	// Diagram says how the family's runs are best drawn: which outputs are
 	// bookkeeping, which pairs of outputs delimit intervals.
 	Diagram trace.SVGOptions
+	// Graphs, if set, computes from a run's trace the wait-for graphs its
+	// diagram draws (Diagram.Graphs).
+	Graphs func(*trace.Trace) []trace.WaitForGraph
 	// Streamed: Metrics reads the workload and the result only, never the
 	// trace (see Options.Streamed).
 	Streamed bool
@@ -122,10 +125,12 @@ func init() {
 			Diagram:  trace.SVGOptions{Quiet: []string{"cut", "recorded", "opened"}, Cut: "cut"},
 		},
 		{
-			Family:   registered("deadlock"),
-			Metrics:  deadlockMetrics,
-			Workload: func() sim.Workload { return &DeadlockLoad{} },
-			Diagram:  trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released"}, Declared: "deadlock"},
+			Family:    registered("deadlock"),
+			Metrics:   deadlockMetrics,
+			Workload:  func() sim.Workload { return &DeadlockLoad{} },
+			Workloads: map[string]func() sim.Workload{"cmh-or": func() sim.Workload { return &DeadlockORLoad{} }},
+			Graphs:    deadlockGraphs,
+			Diagram:   trace.SVGOptions{Quiet: []string{"detector", "txn", "granted", "freed", "withdrawn", "acquired", "released", "answered"}, Declared: "deadlock"},
 		},
 		{
 			Family:   registered("rpc"),
@@ -168,6 +173,16 @@ func registered(name string) registry.Family {
 func withApps(f registry.Family) registry.Family {
 	f.Algorithms = mutex.WithApps(f.Algorithms)
 	return f
+}
+
+// DiagramOf is how the family draws the run of trace t: Diagram, with
+// the wait-for graphs Graphs finds in t.
+func (f Family) DiagramOf(t *trace.Trace) trace.SVGOptions {
+	opt := f.Diagram
+	if f.Graphs != nil && t != nil {
+		opt.Graphs = f.Graphs(t)
+	}
+	return opt
 }
 
 // Families lists the families in the order of the textbooks' chapters.

@@ -21,6 +21,7 @@ func TestAlgorithmsDescribeTheirState(t *testing.T) {
 		{"election", "bully", "coordinator"},
 		{"election", "ring", "participant"},
 		{"deadlock", "cmh", "computations"},
+		{"deadlock", "cmh-or", "kept"},
 	} {
 		f, err := Lookup(tc.family)
 		if err != nil {

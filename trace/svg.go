@@ -51,6 +51,18 @@ type SVGOptions struct {
 	// q and the last for p: CMH's "deadlock"); each is drawn at the
 	// declaration, as a violation's Edges are.
 	Declared string
+	// Graphs are wait-for graphs to draw as declared cycles are, each at
+	// the latest event its edges name (At): the OR model's, whose
+	// declarations name no cycle — a process is deadlocked when all it
+	// reaches waits, and the graph drawn is what it reached.
+	Graphs []WaitForGraph
+}
+
+// WaitForGraph is a wait-for graph to draw: its edges, and By, who
+// showed it ("declared by p3").
+type WaitForGraph struct {
+	By    string
+	Edges []WaitFor
 }
 
 // Violation is a checker's verdict to draw: its name and the events of its
@@ -82,6 +94,7 @@ type svgCycle struct {
 	at    int
 	edges [][2]int32
 	by    string // "ME2", "declared by p4"
+	what  string // "wait-for cycle", "OR wait-for graph"
 }
 
 // Shade is a fault that lasts a while: a partition, or a paused process.
@@ -426,6 +439,7 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 // naming a process outside the diagram is left out; a cycle shown by an
 // event past the end of the drawing is counted, not drawn.
 func (d *svgDiagram) waitForCycles() {
+	what := "wait-for cycle"
 	add := func(at int, edges [][2]int32, by string) {
 		edges = slices.DeleteFunc(edges, func(e [2]int32) bool {
 			return e[0] < 0 || e[1] < 0 || e[0] >= int32(d.rows) || e[1] >= int32(d.rows) || e[0] == e[1]
@@ -435,7 +449,7 @@ func (d *svgDiagram) waitForCycles() {
 		case at >= len(d.events):
 			d.hiddenCycles++
 		default:
-			d.cycles = append(d.cycles, svgCycle{at: at, edges: edges, by: by})
+			d.cycles = append(d.cycles, svgCycle{at: at, edges: edges, by: by, what: what})
 		}
 	}
 	for _, v := range d.opt.Violations {
@@ -450,6 +464,17 @@ func (d *svgDiagram) waitForCycles() {
 		}
 		add(at, edges, v.Name)
 	}
+	what = "OR wait-for graph"
+	for _, g := range d.opt.Graphs {
+		at := -1
+		var edges [][2]int32
+		for _, e := range g.Edges {
+			at = max(at, e.At)
+			edges = append(edges, [2]int32{e.From, e.To})
+		}
+		add(at, edges, g.By)
+	}
+	what = "wait-for cycle"
 	if d.opt.Declared == "" {
 		return
 	}
@@ -1047,7 +1072,7 @@ func (d *svgDiagram) waitFor() {
 			names = append(names, fmt.Sprintf("p%d waits for p%d", ed[0], ed[1]))
 		}
 		d.printf(`<g class="waitfor" data-at="%d"><title>`, c.at)
-		d.text(svgClip(fmt.Sprintf("wait-for cycle (%s) at %s, #%d: %s", c.by, FormatNS(e.Time-d.origin), c.at, strings.Join(names, ", ")), svgMaxTitle))
+		d.text(svgClip(fmt.Sprintf("%s (%s) at %s, #%d: %s", c.what, c.by, FormatNS(e.Time-d.origin), c.at, strings.Join(names, ", ")), svgMaxTitle))
 		d.printf("</title>\n")
 		for k, ed := range c.edges {
 			y1, y2 := d.y(ed[0]), d.y(ed[1])
@@ -1063,8 +1088,8 @@ func (d *svgDiagram) waitFor() {
 		for _, ed := range c.edges {
 			top = min(top, d.y(ed[0]), d.y(ed[1]))
 		}
-		d.printf(`<text x="%s" y="%s" font-size="10" font-weight="bold" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">wait-for cycle</text></g>`+"\n",
-			svgF(x+6), svgF(top-14), svgCycleInk)
+		d.printf(`<text x="%s" y="%s" font-size="10" font-weight="bold" fill="%s" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">%s</text></g>`+"\n",
+			svgF(x+6), svgF(top-14), svgCycleInk, c.what)
 	}
 }
 

@@ -339,6 +339,14 @@ func TestSVGWaitForCycles(t *testing.T) {
 		t.Error("the legend has no wait-for cycle")
 	}
 
+	// An OR model's wait-for graph (Graphs), drawn at its latest edge's
+	// event, named as such.
+	doc = svgParse(t, svgRender(t, tr, SVGOptions{Graphs: []WaitForGraph{{By: "declared by p2", Edges: []WaitFor{{From: 2, To: 0, At: 4}, {From: 2, To: 1, At: 4}, {From: 0, To: 1, At: 4}, {From: 1, To: 0, At: 4}}}}}))
+	if g := doc.find("waitfor"); len(g) != 1 || g[0].attr["data-at"] != "4" ||
+		g[0].title() != "OR wait-for graph (declared by p2) at 4.000ms, #4: p2 waits for p0, p2 waits for p1, p0 waits for p1, p1 waits for p0" {
+		t.Errorf("OR graph drawn as %v", g)
+	}
+
 	// Without cycles, nothing of them: no arrowhead, no legend entry.
 	if b := svgRender(t, tr, SVGOptions{}); strings.Contains(string(b), "cycle") {
 		t.Error("a diagram without wait-for cycles mentions them")

@@ -30,6 +30,10 @@ type Page struct {
 	// as events (partitions, pauses), shaded over the lanes they affect.
 	// Crashes are taken from the trace itself.
 	Shades []trace.Shade
+	// Graphs are wait-for graphs to draw as declared cycles are, each at
+	// the latest event its edges name: the OR model's, whose
+	// declarations name no cycle (lab.Family.Graphs).
+	Graphs []trace.WaitForGraph
 	// Runs, if set, says the trace holds several runs, one above the
 	// other on one time scale (Pair): each run's processes, its lanes,
 	// are labelled with its letter and its title. nil: one run.
@@ -72,6 +76,7 @@ type data struct {
 	Checks []Check      `json:"checks"`
 	Shades []shade      `json:"shades"`
 	Runs   []Run        `json:"runs,omitempty"`
+	Graphs []graph      `json:"graphs,omitempty"`
 	// Epoch is the wall-clock time of the first event of a live trace,
 	// whose times (and local clock readings) are then given from it: a
 	// JavaScript number cannot hold nanoseconds since 1970 exactly. A
@@ -84,6 +89,12 @@ type data struct {
 // wallClock is a time (ns) no simulated run reaches (11.5 days) and every
 // wall-clock reading since 1970 passes, as in the SVG.
 const wallClock = 1e15
+
+// graph is a wait-for graph as viewer.js reads it.
+type graph struct {
+	By    string `json:"by"`
+	Edges []Edge `json:"edges"`
+}
 
 type shade struct {
 	Kind  string  `json:"kind"`
@@ -127,6 +138,9 @@ func Render(p *Page) ([]byte, error) {
 	d := data{Title: p.Title, Header: p.Trace.Header, Checks: p.Checks, Runs: p.Runs}
 	if d.Checks == nil {
 		d.Checks = []Check{}
+	}
+	for _, g := range p.Graphs {
+		d.Graphs = append(d.Graphs, graph{By: g.By, Edges: g.Edges})
 	}
 	// origin is subtracted from the times, localOrigin from the local
 	// clocks' wall-clock readings.

@@ -50,7 +50,8 @@ func embedded(t *testing.T, page []byte) data {
 func TestPageEmbedsTheRunAndNeedsNoNetwork(t *testing.T) {
 	tr := smallTrace()
 	page, err := Render(&Page{Trace: tr, Checks: []Check{{Name: "ME3", Status: "violated", Events: []int{1, 2}}},
-		Shades: []trace.Shade{{Kind: "pause", Nodes: []int32{1}, From: 5, To: 20}}})
+		Shades: []trace.Shade{{Kind: "pause", Nodes: []int32{1}, From: 5, To: 20}},
+		Graphs: []trace.WaitForGraph{{By: "declared by p1", Edges: []trace.WaitFor{{From: 1, To: 0, At: 2}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +64,9 @@ func TestPageEmbedsTheRunAndNeedsNoNetwork(t *testing.T) {
 	}
 	if len(d.Shades) != 1 || d.Shades[0].Kind != "pause" || d.Shades[0].To != 20 {
 		t.Errorf("embedded shades = %+v", d.Shades)
+	}
+	if len(d.Graphs) != 1 || d.Graphs[0].By != "declared by p1" || len(d.Graphs[0].Edges) != 1 || d.Graphs[0].Edges[0].At != 2 {
+		t.Errorf("embedded graphs = %+v", d.Graphs)
 	}
 	if d.Title != "lamport (clocks)" {
 		t.Errorf("title = %q, want one made from the header", d.Title)

@@ -23,6 +23,17 @@ func TestSimDeadlock(t *testing.T) {
 	if p := metricOf(r, "phantom_detections"); p < 1 {
 		t.Errorf("timeout at 3ms: %v phantom detections, want some", p)
 	}
+	// The OR model: knots form at high contention, each declared by one
+	// process, none a phantom; every wait is answered in the end.
+	r = simJSON(t, "deadlock", "--algo", "cmh-or", "--nodes", "5", "--seed", "3", "--contention", "0.9")
+	for _, ch := range r["checks"].([]any) {
+		if ch := ch.(map[string]any); ch["ok"] != true {
+			t.Errorf("cmh-or: %s %v: %v", ch["name"], ch["status"], ch["detail"])
+		}
+	}
+	if f, d, a := metricOf(r, "deadlocks_formed"), metricOf(r, "deadlocks_detected"), metricOf(r, "answered_waits"); f < 1 || d != f || a != 50 {
+		t.Errorf("cmh-or seed 3: %v knots formed, %v detected, %v waits answered: want some, all, 50", f, d, a)
+	}
 	for _, bad := range [][]string{
 		{"deadlock", "--contention", "1.5"},
 		{"deadlock", "--want", "0"},

@@ -48,13 +48,16 @@ counterexample (with breadth-first search, a shortest one) that
 --schedule writes for cohort sim FAMILY --schedule FILE to replay.
 
 By default every process gets the family's usual input once (mutex: one
-acquire each; election: an elect at p0). FAMILY is any family of cohort
+acquire each; election: an elect at p0; deadlock, cmh-or: the two highest
+processes wait for each other, a knot, and the others for the highest).
+FAMILY is any family of cohort
 sim, or commit (two-phase commit, for comparing state counts with other
 model checkers).`,
 		Example: `  cohort explore mutex --algo ricart-agrawala --nodes 3
   cohort explore mutex --algo maekawa --nodes 4 --inputs 0:acquire,1:acquire,2:acquire --check ME2 --schedule maekawa.sched --svg maekawa.svg
   cohort explore mutex --algo ricart-agrawala-jr --inputs 0:acquire,1:acquire,0:acquire --check ME3
   cohort explore election --algo bully --nodes 3 --timing async
+  cohort explore deadlock --algo cmh-or --nodes 3
   cohort explore commit --algo two-phase-commit --nodes 4 --json
   cohort explore commit --algo two-phase-commit --nodes 6 --symmetry
   cohort explore mutex --algo ricart-agrawala --nodes 2 --cycles
@@ -67,7 +70,7 @@ model checkers).`,
 	fl.IntVar(&f.nodes, "nodes", 3, fmt.Sprintf("number of processes (1 to %d)", explore.MaxNodes))
 	fl.StringVar(&f.inputs, "inputs", "", `inputs, comma separated, as node:input ("0:acquire,1:acquire"); default: the family's usual input at every process`)
 	fl.StringVar(&f.faults, "faults", "", `faults the explorer may choose on each path, as "crash=1,loss=1,dup=1" (default none)`)
-	fl.StringVar(&f.timing, "timing", "", "sync (timers fire only after the messages due before them) or async (timers may fire early); default: sync for synchronous algorithms")
+	fl.StringVar(&f.timing, "timing", "", "sync (timers fire only after the messages due before them) or async (timers may fire early); default: sync for synchronous algorithms and deadlock detectors")
 	fl.StringVar(&f.strategy, "strategy", "bfs", "bfs (shortest counterexamples) or dfs (with --por)")
 	fl.BoolVar(&f.por, "por", true, "partial-order reduction with sleep sets (dfs only)")
 	fl.IntVar(&f.maxStates, "max-states", 1_000_000, fmt.Sprintf("stop after this many unique states (at most %d)", maxExploreStates))
@@ -285,7 +288,7 @@ func traceSHA(t *trace.Trace) string {
 func writeScheduleSVG(path, family string, t *trace.Trace, mark []int, title string) error {
 	var opt trace.SVGOptions
 	if fam, err := lab.Lookup(family); err == nil {
-		opt = fam.Diagram
+		opt = fam.DiagramOf(t)
 	}
 	opt.Mark, opt.Title = mark, title
 	if err := writeFile(path, func(w io.Writer) error { return trace.WriteSVG(w, t, opt) }); err != nil {

@@ -299,7 +299,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 			}
 			return &exitError{1, fmt.Errorf("%s: %w", a.Name, err)}
 		}
-		if err := writeRenderings(tr, r, f, a.Name, len(algos), fam.Diagram, cmd.ErrOrStderr()); err != nil {
+		if err := writeRenderings(tr, r, f, a.Name, len(algos), fam.DiagramOf(tr), cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		failed = failed || r.Failed()

@@ -23,9 +23,9 @@ const (
 func addDeadlockFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Float64("contention", lab.DefaultDeadlockContention, "deadlock: how busy the processes are, in (0,1]: the share of time a process spends in transactions (1: it asks again at once)")
-	fl.Int("want", 2, "deadlock: resources each transaction wants (AND model)")
-	fl.Int("txns", 10, "deadlock: transactions each process commits")
-	fl.Duration("wait", 0, "deadlock: the detector's wait — CMH's probe wait (default 2ms), the timeout's T (default 5ms)")
+	fl.Int("want", 2, "deadlock: resources each transaction wants (AND model); processes each wait is for any one of (OR model, cmh-or)")
+	fl.Int("txns", 10, "deadlock: transactions each process commits (AND model); waits each process has answered (OR model)")
+	fl.Duration("wait", 0, "deadlock: the detector's wait — CMH's probe (query) wait (default 2ms), the timeout's T (default 5ms)")
 	for _, name := range deadlockOnlyFlags {
 		familyOnlyFlags[name] = "deadlock"
 	}
@@ -63,8 +63,11 @@ func deadlockSettings(cmd *cobra.Command, family string, nodes int) (func(*lab.O
 		return nil, usageErr("--wait %v: want a positive duration up to %v", wait, maxDeadlockWait)
 	}
 	return func(o *lab.Options) error {
-		if w, ok := o.Workload.(*lab.DeadlockLoad); ok {
+		switch w := o.Workload.(type) {
+		case *lab.DeadlockLoad:
 			w.Contention, w.Want, w.Txns = c, want, txns
+		case *lab.DeadlockORLoad:
+			w.Contention, w.Want, w.Waits = c, want, txns
 		}
 		if fl.Changed("wait") {
 			a, err := deadlock.WithWait(o.Algo, wait)

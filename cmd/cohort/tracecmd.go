@@ -124,7 +124,7 @@ func newTraceRenderCmd() *cobra.Command {
 				}
 				var opt trace.SVGOptions
 				if f, err := lab.Lookup(t.Header.Family); err == nil {
-					opt = f.Diagram
+					opt = f.DiagramOf(t)
 				}
 				opt.Violations, opt.Title = violations, title
 				if err := writeFile(svgOut, func(w io.Writer) error {

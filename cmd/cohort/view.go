@@ -158,6 +158,9 @@ func showPage(cmd *cobra.Command, page *viewer.Page, htmlOut, listen string) err
 	if n := len(page.Trace.Events); n > viewer.MaxEvents {
 		return usageErr("the trace has %d events; the viewer opens at most %d (cut the run short: --deadline, or fewer --nodes)", n, viewer.MaxEvents)
 	}
+	if f, err := lab.Lookup(page.Trace.Header.Family); err == nil && page.Graphs == nil && page.Runs == nil {
+		page.Graphs = f.DiagramOf(page.Trace).Graphs
+	}
 	out := cmd.OutOrStdout()
 	if htmlOut != "" {
 		if err := writeFile(htmlOut, func(w io.Writer) error { return viewer.WriteHTML(w, page) }); err != nil {

@@ -297,6 +297,22 @@ func TestViewerDrawsWaitForCycles(t *testing.T) {
 	if s := eval[struct{ CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`); s.CycleEdges != 2 {
 		t.Errorf("Maekawa's cycle: %d edges drawn, want 2", s.CycleEdges)
 	}
+
+	// The OR model declares no cycle: the viewer draws, at p3's
+	// declaration, the wait-for graph p3 reached (the knot p1, p2, p3).
+	orPath := filepath.Join(dir, "or.jsonl")
+	if code, _, errs := cli(t, "sim", "deadlock", "--scenario", "../../deadlock/testdata/or-knot.yaml", "--trace", orPath); code != 0 {
+		t.Fatalf("sim cmh-or: exit %d: %s", code, errs)
+	}
+	openPage(t, ctx, "view", orPath)
+	got = eval[[]cycle](t, ctx, `window.cohortViewer.cycles()`)
+	if len(got) != 1 || got[0].By != "declared by p3" || got[0].Src != "graph" || !strings.Contains(got[0].Text, "p2 → p3") {
+		t.Errorf("cmh-or's graphs: %+v; want the one p3 declared on, p2 → p3 in it", got)
+	}
+	if s := eval[struct{ CycleEdges int }](t, ctx, `window.cohortViewer.showCycle(0)`); s.CycleEdges != 4 {
+		t.Errorf("cmh-or's graph: %d edges drawn, want 4", s.CycleEdges)
+	}
+	screenshot(t, ctx, "viewer-or-graph.png")
 }
 
 // Two runs one above the other on one time scale: cohort view A B.

@@ -194,6 +194,13 @@
     const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
     cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}`, src: "output" });
   }
+  // The OR model's wait-for graphs (DATA.graphs): a declaration there
+  // names no cycle; the graph is what its declarer reached.
+  (DATA.graphs || []).forEach((g) => {
+    const ok = (g.edges || []).filter((e) => Number.isInteger(e.from) && Number.isInteger(e.to) && e.from >= 0 && e.to >= 0 &&
+      e.from < nProc && e.to < nProc && Number.isInteger(e.at) && e.at >= 0 && e.at < N);
+    if (ok.length) cycles.push({ at: Math.max(...ok.map((e) => e.at)), nodes: null, edges: ok.map((e) => [e.from, e.to]), by: g.by, src: "graph" });
+  });
   checks.forEach((c) => {
     if (c.ok || !Array.isArray(c.edges) || !c.edges.length) return;
     const ok = c.edges.filter((e) => Number.isInteger(e.from) && Number.isInteger(e.to) && e.from >= 0 && e.to >= 0 &&
