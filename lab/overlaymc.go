@@ -208,7 +208,8 @@ func (w *ScribeLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 
 // ESMLoad is End System Multicast's workload: the source is node 0; the
 // other nodes join the session 20 ms apart; once the last is on the tree
-// (overlay.ESMJoinBound), the source sends Casts packets, 20 ms apart. On the transit-stub
+// (overlay.ESMJoinBound) and Settle improvement periods later, the source
+// sends Casts packets, 20 ms apart. On the transit-stub
 // network every host has its upload capacity (sim.TransitStub.Upload;
 // the source's at least enough for Degree children at the stream's
 // rate) and the stream is ESMStream.
@@ -217,6 +218,21 @@ type ESMLoad struct {
 	// LatencyOnly makes the nodes choose their parents by delay alone,
 	// not by bandwidth first (overlay.ESMConfig.LatencyOnly).
 	LatencyOnly bool
+	// Improve is the period of the members' search for a better parent
+	// (overlay.ESMConfig.Improve); 0 means overlay.ESMImprove, negative
+	// none.
+	Improve time.Duration
+	// Settle is how many improvement periods the tree runs after the
+	// joins, before the stream (and the tree measured at its end).
+	Settle int
+}
+
+// improve is the members' improvement period; 0: none.
+func (w *ESMLoad) improve() time.Duration {
+	if w.Improve == 0 {
+		return overlay.ESMImprove
+	}
+	return max(w.Improve, 0)
 }
 
 // ESMStream is the ESM workload's stream rate, Mbit/s.
@@ -225,7 +241,7 @@ const ESMStream = 1.0
 // config is node id's ESM configuration.
 func (w *ESMLoad) config(id proc.ID) overlay.ESMConfig {
 	cfg := overlay.DefaultESM
-	cfg.LatencyOnly, cfg.Stream = w.LatencyOnly, ESMStream
+	cfg.LatencyOnly, cfg.Stream, cfg.Improve = w.LatencyOnly, ESMStream, w.improve()
 	if w.topo != nil && int(id) < w.topo.Hosts() {
 		cfg.Upload = w.topo.Upload(id)
 		if id == overlay.ESMSource {
@@ -250,7 +266,7 @@ func (w *ESMLoad) Init(c sim.Control) {
 	for i := 1; i < w.n; i++ {
 		c.Schedule(time.Duration(i)*20*time.Millisecond-c.Now(), proc.ID(i), overlay.ESMJoin{})
 	}
-	start := time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound
+	start := time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound + time.Duration(w.Settle)*w.improve()
 	for i := range w.casts() {
 		c.Schedule(start+time.Duration(i)*20*time.Millisecond-c.Now(), overlay.ESMSource, overlay.ESMSend{ID: uint64(i + 1)})
 	}
