@@ -787,7 +787,7 @@ func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 	switch {
 	case !n.accepts(from, m):
 		env.Send(from, Refuse{})
-	case m.Switch && n.flaw != picksDescendant:
+	case m.Switch && n.flaw != picksDescendant && n.flaw != switchesBlind:
 		n.onClimb(env, Climb{Child: from, Via: n.id, Attach: m})
 	default:
 		n.adopt(env, from)
