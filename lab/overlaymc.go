@@ -222,9 +222,19 @@ type ESMLoad struct {
 	// (overlay.ESMConfig.Improve); 0 means overlay.ESMImprove, negative
 	// none.
 	Improve time.Duration
-	// Settle is how many improvement periods the tree runs after the
-	// joins, before the stream (and the tree measured at its end).
+	// Settle is how many improvement periods (overlay.ESMImprove if
+	// there is no improvement) the tree runs after the joins, before the
+	// stream (and the tree measured at its end). With
+	// Settle > 0 the members begin to improve once the joins are done,
+	// and the tree is measured then too (the metrics named _before).
 	Settle int
+
+	before map[string]float64
+}
+
+// joined is when the last member is on the tree.
+func (w *ESMLoad) joined() time.Duration {
+	return time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound
 }
 
 // improve is the members' improvement period; 0: none.
@@ -242,6 +252,9 @@ const ESMStream = 1.0
 func (w *ESMLoad) config(id proc.ID) overlay.ESMConfig {
 	cfg := overlay.DefaultESM
 	cfg.LatencyOnly, cfg.Stream, cfg.Improve = w.LatencyOnly, ESMStream, w.improve()
+	if w.Settle > 0 {
+		cfg.ImproveFrom = w.joined()
+	}
 	if w.topo != nil && int(id) < w.topo.Hosts() {
 		cfg.Upload = w.topo.Upload(id)
 		if id == overlay.ESMSource {
@@ -266,7 +279,10 @@ func (w *ESMLoad) Init(c sim.Control) {
 	for i := 1; i < w.n; i++ {
 		c.Schedule(time.Duration(i)*20*time.Millisecond-c.Now(), proc.ID(i), overlay.ESMJoin{})
 	}
-	start := time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound + time.Duration(w.Settle)*w.improve()
+	start := w.joined() + time.Duration(w.Settle)*cmp.Or(w.improve(), overlay.ESMImprove)
+	if w.Settle > 0 {
+		c.After(w.joined()-c.Now(), func() { w.before, _ = treeMetrics(Finished{Algo: "esm", Nodes: w.n, Workload: w}) })
+	}
 	for i := range w.casts() {
 		c.Schedule(start+time.Duration(i)*20*time.Millisecond-c.Now(), overlay.ESMSource, overlay.ESMSend{ID: uint64(i + 1)})
 	}
@@ -399,6 +415,13 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if len(stress) > 0 {
 		m["stress_mean"], m["stress_max"] = mean(stress), float64(smax)
 		m["unicast_stress_mean"], m["unicast_stress_max"] = mean(ustress), float64(umax)
+	}
+	if w, ok := f.Workload.(*ESMLoad); ok {
+		for k, v := range w.before {
+			if k != "received_fraction" {
+				m[k+"_before"] = v
+			}
+		}
 	}
 	return m, th
 }

@@ -151,6 +151,10 @@ type ESMConfig struct {
 	// Improve is the period of a member's search for a better parent;
 	// 0: none (a member changes its parent only when it loses it).
 	Improve time.Duration
+	// ImproveFrom is the local time before which a member does not look
+	// for a better parent (to measure a tree before and after); 0: from
+	// its first parent on.
+	ImproveFrom time.Duration
 }
 
 // DefaultESM: up to 4 children, 6 candidates probed, unlimited uploads
@@ -944,7 +948,9 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 			n.findParent(env)
 		}
 	case improveTick:
-		n.lookForBetter(env)
+		if env.Now() >= n.cfg.ImproveFrom {
+			n.lookForBetter(env)
+		}
 		env.SetTimer(n.cfg.Improve, improveTick{})
 	case overlapOver:
 		if n.prev != proc.None && n.prev != n.parent { // (a rejoin may have gone back to it)
