@@ -232,9 +232,9 @@ type ESMLoad struct {
 	before map[string]float64
 }
 
-// joined is when the last member is on the tree.
-func (w *ESMLoad) joined() time.Duration {
-	return time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound
+// joined is when the last of n members is on the tree.
+func joined(n int) time.Duration {
+	return time.Duration(n)*20*time.Millisecond + overlay.ESMJoinBound
 }
 
 // improve is the members' improvement period; 0: none.
@@ -248,12 +248,12 @@ func (w *ESMLoad) improve() time.Duration {
 // ESMStream is the ESM workload's stream rate, Mbit/s.
 const ESMStream = 1.0
 
-// config is node id's ESM configuration.
-func (w *ESMLoad) config(id proc.ID) overlay.ESMConfig {
+// config is node id's ESM configuration in a run of n nodes.
+func (w *ESMLoad) config(id proc.ID, n int) overlay.ESMConfig {
 	cfg := overlay.DefaultESM
 	cfg.LatencyOnly, cfg.Stream, cfg.Improve = w.LatencyOnly, ESMStream, w.improve()
 	if w.Settle > 0 {
-		cfg.ImproveFrom = w.joined()
+		cfg.ImproveFrom = joined(n)
 	}
 	if w.topo != nil && int(id) < w.topo.Hosts() {
 		cfg.Upload = w.topo.Upload(id)
@@ -279,9 +279,9 @@ func (w *ESMLoad) Init(c sim.Control) {
 	for i := 1; i < w.n; i++ {
 		c.Schedule(time.Duration(i)*20*time.Millisecond-c.Now(), proc.ID(i), overlay.ESMJoin{})
 	}
-	start := w.joined() + time.Duration(w.Settle)*cmp.Or(w.improve(), overlay.ESMImprove)
+	start := joined(w.n) + time.Duration(w.Settle)*cmp.Or(w.improve(), overlay.ESMImprove)
 	if w.Settle > 0 {
-		c.After(w.joined()-c.Now(), func() { w.before, _ = treeMetrics(Finished{Algo: "esm", Nodes: w.n, Workload: w}) })
+		c.After(joined(w.n)-c.Now(), func() { w.before, _ = treeMetrics(Finished{Algo: "esm", Nodes: w.n, Workload: w}) })
 	}
 	for i := range w.casts() {
 		c.Schedule(start+time.Duration(i)*20*time.Millisecond-c.Now(), overlay.ESMSource, overlay.ESMSend{ID: uint64(i + 1)})
