@@ -61,7 +61,12 @@ import (
 //     parent as a joining node does, keeps the old one until the new one
 //     accepts, then drops it.
 //   - Failure: a child that has not heard from its parent for ESMSuspect
-//     presumes it failed and finds a new parent the same way.
+//     presumes it failed and finds a new parent the same way. A child
+//     tells its parent every ESMAlive that it is there (ChildAlive); a
+//     parent that has not heard from a child for ESMChildSuspect drops it,
+//     and its place is free again (else a host whose children crashed
+//     would stay saturated for good, and a member that needs it, the
+//     source maybe, would find no place).
 //   - Improvement: every ESMConfig.Improve a member on the tree looks
 //     for a better parent (the structure adjusted for performance, as in
 //     Narada's periodic probing of random members, and the tree-first
@@ -104,11 +109,12 @@ type esm struct {
 	member     bool // joined the session (the source always is)
 	parent     proc.ID
 	children   []proc.ID
-	path       []proc.ID     // the ancestors, from the source down to the parent
-	delay      time.Duration // delay from the source along the tree
-	link       time.Duration // delay from the parent: half the probe's round trip
-	rate       float64       // the stream's rate this node receives, Mbit/s
-	heard      time.Duration // when the parent was last heard from
+	childHeard map[proc.ID]time.Duration // when each child was last heard from
+	path       []proc.ID                 // the ancestors, from the source down to the parent
+	delay      time.Duration             // delay from the source along the tree
+	link       time.Duration             // delay from the parent: half the probe's round trip
+	rate       float64                   // the stream's rate this node receives, Mbit/s
+	heard      time.Duration             // when the parent was last heard from
 	ticking    bool
 	// Finding a parent: the round, the candidates probed and their
 	// answers, the parent lost or leaving (excluded with its
@@ -184,9 +190,14 @@ func Share(rate, upload float64, k int) float64 {
 const (
 	ESMAlive   = 200 * time.Millisecond
 	ESMSuspect = 3 * ESMAlive
-	ESMProbe   = time.Second
-	ESMRetry   = 100 * time.Millisecond
-	ESMGrace   = 2 * time.Second
+	// ESMChildSuspect is how long a parent waits for a silent child
+	// before it drops it: longer than a child waits for its parent, since
+	// a live child dropped loses the stream, a dead child's place is only
+	// idle for a while.
+	ESMChildSuspect = 4 * ESMSuspect
+	ESMProbe        = time.Second
+	ESMRetry        = 100 * time.Millisecond
+	ESMGrace        = 2 * time.Second
 )
 
 // The improvement: its default period; the margin by which a candidate
@@ -409,6 +420,15 @@ func (Attached) Kind() string { return "attached" }
 
 func (Attached) String() string { return "ATTACHED" }
 
+// ChildAlive: the sender, a child of the receiver (or its child until a
+// switch's overlap ends), is there.
+type ChildAlive struct{}
+
+// Kind implements proc.Message.
+func (ChildAlive) Kind() string { return "child-alive" }
+
+func (ChildAlive) String() string { return "CHILD-ALIVE" }
+
 // Drop: the sender is no longer the receiver's child.
 type Drop struct{}
 
@@ -449,7 +469,7 @@ func init() {
 		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
 		Checks:  []string{"esm-delivery", "esm-no-cycle"},
 		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
-			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}, Climb{}, Climbed{}},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}, Climb{}, Climbed{}, ChildAlive{}},
 	})
 }
 
@@ -760,6 +780,10 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	case Drop:
 		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
+	case ChildAlive:
+		if slices.Contains(n.children, from) {
+			n.childHeard[from] = env.Now()
+		}
 	}
 }
 
@@ -839,6 +863,10 @@ func (n *esm) adopt(env proc.Env, from proc.ID) {
 		n.children = append(n.children, from)
 		slices.Sort(n.children)
 	}
+	if n.childHeard == nil {
+		n.childHeard = map[proc.ID]time.Duration{}
+	}
+	n.childHeard[from] = env.Now()
 	n.tick(env)
 	env.Send(from, Accept{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
 }
@@ -926,6 +954,19 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 	}
 	switch t := tag.(type) {
 	case esmTick:
+		n.children = slices.DeleteFunc(n.children, func(c proc.ID) bool {
+			if env.Now()-n.childHeard[c] <= ESMChildSuspect {
+				return false
+			}
+			delete(n.childHeard, c) // presumed failed
+			return true
+		})
+		if n.parent != proc.None {
+			env.Send(n.parent, ChildAlive{})
+		}
+		if n.prev != proc.None && n.prev != n.parent {
+			env.Send(n.prev, ChildAlive{}) // still forwarding to it
+		}
 		n.alive(env)
 		if n.parent != proc.None && env.Now()-n.heard > ESMSuspect && !n.leaving {
 			// The parent failed (or left and is gone): find another,
