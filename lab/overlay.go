@@ -352,7 +352,7 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 		a.New = func(id proc.ID, n int) proc.Process {
 			var p proc.Process
 			if ew, ok := w.(*ESMLoad); ok && a.Name == "esm" {
-				p = overlay.NewESM(id, ew.config(id))
+				p = overlay.NewESM(id, ew.config(id, n))
 			} else if sw, ok := w.(*ScribeLoad); ok && a.Name == "scribe" {
 				cfg := overlay.FailureFree
 				if sw.Repair {

@@ -214,3 +214,53 @@ func TestOverlayESMBandwidth(t *testing.T) {
 		t.Errorf("delay penalty %v by delay alone, %v by bandwidth: want it smaller by delay", lat["rdp_mean"], bw["rdp_mean"])
 	}
 }
+
+// TestOverlayESMImproves: the tree built by the joins, then three
+// periods of the members' search for better parents (the tree measured
+// before and after, in the same run): the checkers hold throughout (no
+// cycle; every packet to every member, switches or not); the delay
+// penalty and the link stress fall, never rise by more than noise in any
+// run; by bandwidth every member keeps the whole stream.
+func TestOverlayESMImproves(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm("esm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, latencyOnly := range []bool{false, true} {
+		var before, after, switches float64
+		for seed := uint64(1); seed <= 3; seed++ {
+			o := f.Options(a)
+			o.Nodes, o.Seed = 64, &seed
+			w := o.Workload.(*ESMLoad)
+			w.LatencyOnly, w.Settle = latencyOnly, 3
+			r, _, err := Sim(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Checks {
+				if !c.OK || !c.Guaranteed {
+					t.Errorf("latency only %t, seed %d: %+v", latencyOnly, seed, c)
+				}
+			}
+			m := r.Metrics
+			t.Logf("latency only %t, seed %d: rdp %.3f → %.3f, stress %.3f → %.3f, %d climbs answered", latencyOnly, seed,
+				m["rdp_mean_before"], m["rdp_mean"], m["stress_mean_before"], m["stress_mean"], r.Messages.ByType["climbed"])
+			if m["received_fraction"] != 1 || m["rdp_mean"] > 1.01*m["rdp_mean_before"] || m["stress_mean"] > 1.01*m["stress_mean_before"] {
+				t.Errorf("latency only %t, seed %d: %v", latencyOnly, seed, m)
+			}
+			if !latencyOnly && m["full_rate_fraction"] != 1 {
+				t.Errorf("by bandwidth, seed %d: full-rate fraction %v after the switches, want 1", seed, m["full_rate_fraction"])
+			}
+			before, after = before+m["rdp_mean_before"], after+m["rdp_mean"]
+			switches += float64(r.Messages.ByType["climbed"])
+		}
+		if !(after < 0.98*before) || switches == 0 {
+			t.Errorf("latency only %t: delay penalty %.3f before, %.3f after (sums over the seeds), %v climbs: want 2%% less",
+				latencyOnly, before, after, switches)
+		}
+	}
+}

@@ -208,7 +208,8 @@ func (w *ScribeLoad) Observe(_ sim.Control, _ proc.ID, o proc.Output) {
 
 // ESMLoad is End System Multicast's workload: the source is node 0; the
 // other nodes join the session 20 ms apart; once the last is on the tree
-// (overlay.ESMJoinBound), the source sends Casts packets, 20 ms apart. On the transit-stub
+// (overlay.ESMJoinBound) and Settle improvement periods later, the source
+// sends Casts packets, 20 ms apart. On the transit-stub
 // network every host has its upload capacity (sim.TransitStub.Upload;
 // the source's at least enough for Degree children at the stream's
 // rate) and the stream is ESMStream.
@@ -217,15 +218,43 @@ type ESMLoad struct {
 	// LatencyOnly makes the nodes choose their parents by delay alone,
 	// not by bandwidth first (overlay.ESMConfig.LatencyOnly).
 	LatencyOnly bool
+	// Improve is the period of the members' search for a better parent
+	// (overlay.ESMConfig.Improve); 0 means overlay.ESMImprove, negative
+	// none.
+	Improve time.Duration
+	// Settle is how many improvement periods (overlay.ESMImprove if
+	// there is no improvement) the tree runs after the joins, before the
+	// stream (and the tree measured at its end). With
+	// Settle > 0 the members begin to improve once the joins are done,
+	// and the tree is measured then too (the metrics named _before).
+	Settle int
+
+	before map[string]float64
+}
+
+// joined is when the last of n members is on the tree.
+func joined(n int) time.Duration {
+	return time.Duration(n)*20*time.Millisecond + overlay.ESMJoinBound
+}
+
+// improve is the members' improvement period; 0: none.
+func (w *ESMLoad) improve() time.Duration {
+	if w.Improve == 0 {
+		return overlay.ESMImprove
+	}
+	return max(w.Improve, 0)
 }
 
 // ESMStream is the ESM workload's stream rate, Mbit/s.
 const ESMStream = 1.0
 
-// config is node id's ESM configuration.
-func (w *ESMLoad) config(id proc.ID) overlay.ESMConfig {
+// config is node id's ESM configuration in a run of n nodes.
+func (w *ESMLoad) config(id proc.ID, n int) overlay.ESMConfig {
 	cfg := overlay.DefaultESM
-	cfg.LatencyOnly, cfg.Stream = w.LatencyOnly, ESMStream
+	cfg.LatencyOnly, cfg.Stream, cfg.Improve = w.LatencyOnly, ESMStream, w.improve()
+	if w.Settle > 0 {
+		cfg.ImproveFrom = joined(n)
+	}
 	if w.topo != nil && int(id) < w.topo.Hosts() {
 		cfg.Upload = w.topo.Upload(id)
 		if id == overlay.ESMSource {
@@ -250,7 +279,10 @@ func (w *ESMLoad) Init(c sim.Control) {
 	for i := 1; i < w.n; i++ {
 		c.Schedule(time.Duration(i)*20*time.Millisecond-c.Now(), proc.ID(i), overlay.ESMJoin{})
 	}
-	start := time.Duration(w.n)*20*time.Millisecond + overlay.ESMJoinBound
+	start := joined(w.n) + time.Duration(w.Settle)*cmp.Or(w.improve(), overlay.ESMImprove)
+	if w.Settle > 0 {
+		c.After(joined(w.n)-c.Now(), func() { w.before, _ = treeMetrics(Finished{Algo: "esm", Nodes: w.n, Workload: w}) })
+	}
 	for i := range w.casts() {
 		c.Schedule(start+time.Duration(i)*20*time.Millisecond-c.Now(), overlay.ESMSource, overlay.ESMSend{ID: uint64(i + 1)})
 	}
@@ -383,6 +415,13 @@ func treeMetrics(f Finished) (map[string]float64, map[string]*float64) {
 	if len(stress) > 0 {
 		m["stress_mean"], m["stress_max"] = mean(stress), float64(smax)
 		m["unicast_stress_mean"], m["unicast_stress_max"] = mean(ustress), float64(umax)
+	}
+	if w, ok := f.Workload.(*ESMLoad); ok {
+		for k, v := range w.before {
+			if k != "received_fraction" {
+				m[k+"_before"] = v
+			}
+		}
 	}
 	return m, th
 }

@@ -61,7 +61,33 @@ import (
 //     parent as a joining node does, keeps the old one until the new one
 //     accepts, then drops it.
 //   - Failure: a child that has not heard from its parent for ESMSuspect
-//     presumes it failed and finds a new parent the same way.
+//     presumes it failed and finds a new parent the same way. A child
+//     tells its parent every ESMAlive that it is there (ChildAlive); a
+//     parent that has not heard from a child for ESMChildSuspect drops it,
+//     and its place is free again (else a host whose children crashed
+//     would stay saturated for good, and a member that needs it, the
+//     source maybe, would find no place).
+//   - Improvement: every ESMConfig.Improve a member on the tree looks
+//     for a better parent (the structure adjusted for performance, as in
+//     Narada's periodic probing of random members, and the tree-first
+//     ESM of Chu et al. 2004 §3: a host keeps probing for a better
+//     parent and switches only for a clear gain). It asks the source for
+//     members and probes them as a joining node does, and asks the best
+//     fit one (never a descendant, never saturated, never a full-rate
+//     place it would crowd) to adopt it only if that one is clearly
+//     better than its parent: by ESMMargin more bandwidth, or as much
+//     and ESMMargin less delay from the source (with LatencyOnly: by
+//     ESMMargin less delay). The candidate asked sends a climb up its
+//     own ancestors to the source, which adopts the node only if the
+//     climb reaches the source without meeting the node itself (it would
+//     be the node's descendant), a node off the tree, or one in a switch
+//     of its own; a node is in a switch from its request to the answer,
+//     and its own parent changes only then, so two switches can never
+//     take each other's subtrees (a climb through a node that has
+//     already switched follows its new parent). Make before break: the
+//     node keeps its old parent for ESMOverlap, taking the stream from
+//     both and delivering each packet once, then drops it: the old
+//     parent forwards every packet the new one had before the switch.
 //   - No cycles: a node that rejoins never takes a parent whose path from
 //     the source contains itself (one of its own descendants) or the
 //     parent it lost (a descendant of that parent is cut off from the
@@ -73,7 +99,9 @@ import (
 // Every change of parent is output (ESMParent) so that a checker can
 // rebuild the parent graph. Cost: a join is one query, Sample probes and
 // one attach; the stream takes one message per tree edge per packet; a
-// node sends its children an alive message every ESMAlive. Assumes
+// node sends its children an alive message every ESMAlive; every
+// Improve a member sends one query and Sample probes, and a switch adds
+// a climb of one message per ancestor of the new parent. Assumes
 // reliable links; the source does not fail.
 type esm struct {
 	id, source proc.ID
@@ -81,11 +109,12 @@ type esm struct {
 	member     bool // joined the session (the source always is)
 	parent     proc.ID
 	children   []proc.ID
-	path       []proc.ID     // the ancestors, from the source down to the parent
-	delay      time.Duration // delay from the source along the tree
-	link       time.Duration // delay from the parent: half the probe's round trip
-	rate       float64       // the stream's rate this node receives, Mbit/s
-	heard      time.Duration // when the parent was last heard from
+	childHeard map[proc.ID]time.Duration // when each child was last heard from
+	path       []proc.ID                 // the ancestors, from the source down to the parent
+	delay      time.Duration             // delay from the source along the tree
+	link       time.Duration             // delay from the parent: half the probe's round trip
+	rate       float64                   // the stream's rate this node receives, Mbit/s
+	heard      time.Duration             // when the parent was last heard from
 	ticking    bool
 	// Finding a parent: the round, the candidates probed and their
 	// answers, the parent lost or leaving (excluded with its
@@ -97,6 +126,14 @@ type esm struct {
 	lost    proc.ID
 	asking  proc.ID
 	askRTT  time.Duration
+	// Improving: a round looking for a better parent while on the tree
+	// (a switch under way once it asks one); the parent before the last
+	// switch, still taken the stream from until ESMOverlap ends (-1:
+	// none); the packets received lately, each delivered once.
+	improving, improveTicking bool
+	prev                      proc.ID
+	seen                      map[uint64]bool
+	recent                    []seenPacket
 	// Leaving: forwarding until the grace period ends.
 	leaving, gone bool
 	members       []proc.ID // the source's view of the session's members
@@ -117,11 +154,19 @@ type ESMConfig struct {
 	Stream float64
 	// LatencyOnly chooses the parent by delay alone, ignoring bandwidth.
 	LatencyOnly bool
+	// Improve is the period of a member's search for a better parent;
+	// 0: none (a member changes its parent only when it loses it).
+	Improve time.Duration
+	// ImproveFrom is the local time before which a member does not look
+	// for a better parent (to measure a tree before and after); 0: from
+	// its first parent on.
+	ImproveFrom time.Duration
 }
 
 // DefaultESM: up to 4 children, 6 candidates probed, unlimited uploads
-// (on a network without them, the choice is by delay).
-var DefaultESM = ESMConfig{Degree: 4, Sample: 6}
+// (on a network without them, the choice is by delay), a better parent
+// looked for every ESMImprove.
+var DefaultESM = ESMConfig{Degree: 4, Sample: 6, Improve: ESMImprove}
 
 // stream is the stream's rate at the source.
 func (c ESMConfig) stream() float64 {
@@ -145,9 +190,28 @@ func Share(rate, upload float64, k int) float64 {
 const (
 	ESMAlive   = 200 * time.Millisecond
 	ESMSuspect = 3 * ESMAlive
-	ESMProbe   = time.Second
-	ESMRetry   = 100 * time.Millisecond
-	ESMGrace   = 2 * time.Second
+	// ESMChildSuspect is how long a parent waits for a silent child
+	// before it drops it: longer than a child waits for its parent, since
+	// a live child dropped loses the stream, a dead child's place is only
+	// idle for a while.
+	ESMChildSuspect = 4 * ESMSuspect
+	ESMProbe        = time.Second
+	ESMRetry        = 100 * time.Millisecond
+	ESMGrace        = 2 * time.Second
+)
+
+// The improvement: its default period; the margin by which a candidate
+// must beat the parent (a fraction of the node's rate or delay: the
+// hysteresis that keeps a node from switching back and forth between
+// parents of about the same worth); how long a node that switched keeps
+// taking the stream from its old parent too (ESMDeliveryBound: the old
+// parent has received by then every packet the new one had before the
+// switch); how long a packet's id is remembered against a second copy.
+const (
+	ESMImprove   = 2 * time.Second
+	ESMMargin    = 0.1
+	ESMOverlap   = ESMDeliveryBound
+	esmDuplicate = 2 * ESMDeliveryBound
 )
 
 // ESMPatience is how many rounds a node choosing by bandwidth looks for
@@ -259,6 +323,7 @@ type Attach struct {
 	Lost     proc.ID
 	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
+	Switch   bool // the sender is on the tree, and switches to a better parent: climb first
 }
 
 // Kind implements proc.Message.
@@ -278,6 +343,32 @@ type Accept struct {
 func (Accept) Kind() string { return "accept" }
 
 func (m Accept) String() string { return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path)) }
+
+// Climb goes up from a candidate asked to adopt Child, who switches
+// parents (Attach.Switch), parent by parent to the source; Via is the
+// candidate, Attach the request.
+type Climb struct {
+	Child, Via proc.ID
+	Attach     Attach
+}
+
+// Kind implements proc.Message.
+func (Climb) Kind() string { return "climb" }
+
+func (m Climb) String() string { return fmt.Sprintf("CLIMB(p%d,via=p%d)", m.Child, m.Via) }
+
+// Climbed answers a Climb, to the candidate: OK if it reached the source
+// without meeting Child, a node off the tree or a node in a switch.
+type Climbed struct {
+	Child  proc.ID
+	OK     bool
+	Attach Attach
+}
+
+// Kind implements proc.Message.
+func (Climbed) Kind() string { return "climbed" }
+
+func (m Climbed) String() string { return fmt.Sprintf("CLIMBED(p%d,ok=%t)", m.Child, m.OK) }
 
 // Refuse: the sender will not be the receiver's parent.
 type Refuse struct{}
@@ -329,6 +420,15 @@ func (Attached) Kind() string { return "attached" }
 
 func (Attached) String() string { return "ATTACHED" }
 
+// ChildAlive: the sender, a child of the receiver (or its child until a
+// switch's overlap ends), is there.
+type ChildAlive struct{}
+
+// Kind implements proc.Message.
+func (ChildAlive) Kind() string { return "child-alive" }
+
+func (ChildAlive) String() string { return "CHILD-ALIVE" }
+
 // Drop: the sender is no longer the receiver's child.
 type Drop struct{}
 
@@ -339,11 +439,18 @@ func (Drop) String() string { return "DROP" }
 
 // The timers' tags.
 type (
-	esmTick   struct{}
-	probeDone struct{ Round int }
-	retry     struct{ Round int }
-	graceOver struct{}
+	esmTick     struct{}
+	probeDone   struct{ Round int }
+	retry       struct{ Round int }
+	graceOver   struct{}
+	improveTick struct{}
+	overlapOver struct{}
 )
+
+type seenPacket struct {
+	id uint64
+	at time.Duration
+}
 
 type esmAnswer struct {
 	from proc.ID
@@ -362,7 +469,7 @@ func init() {
 		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
 		Checks:  []string{"esm-delivery", "esm-no-cycle"},
 		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
-			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}, Climb{}, Climbed{}, ChildAlive{}},
 	})
 }
 
@@ -371,7 +478,7 @@ const ESMSource proc.ID = 0
 
 // NewESM is an ESM node at address id.
 func NewESM(id proc.ID, cfg ESMConfig) proc.Process {
-	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None}
+	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None, prev: proc.None}
 	if id == n.source {
 		n.rate = cfg.stream()
 	}
@@ -414,6 +521,13 @@ func (n *esm) needsParent() bool {
 	return n.member && !n.leaving && n.id != n.source && (n.parent == proc.None || n.lost != proc.None)
 }
 
+// seeking: a round under way, for a parent or a better one.
+func (n *esm) seeking() bool { return n.needsParent() || n.improving }
+
+// switching: the node has asked a better parent to adopt it and awaits
+// the answer; a climb through it is refused.
+func (n *esm) switching() bool { return n.improving && n.asking != proc.None }
+
 func (n *esm) Input(env proc.Env, in proc.Input) {
 	if n.gone {
 		return
@@ -430,7 +544,7 @@ func (n *esm) Input(env proc.Env, in proc.Input) {
 		if !n.member || n.id == n.source || n.leaving {
 			return
 		}
-		n.leaving = true
+		n.leaving, n.improving = true, false
 		for _, c := range n.children {
 			env.Send(c, Depart{})
 		}
@@ -448,10 +562,26 @@ func (n *esm) Input(env proc.Env, in proc.Input) {
 
 // findParent starts a round: ask the source for candidates.
 func (n *esm) findParent(env proc.Env) {
-	n.round++
 	n.tries++
+	n.improving = false
+	n.query(env)
+}
+
+func (n *esm) query(env proc.Env) {
+	n.round++
 	n.probes, n.answers, n.asking = nil, nil, proc.None
 	env.Send(n.source, Query{})
+}
+
+// lookForBetter starts an improvement round, if the node is on the tree
+// and no round, switch or overlap is under way.
+func (n *esm) lookForBetter(env proc.Env) {
+	if !n.member || n.leaving || n.id == n.source || n.parent == proc.None || n.lost != proc.None ||
+		n.improving || n.prev != proc.None || n.probes != nil {
+		return
+	}
+	n.improving = true
+	n.query(env)
 }
 
 // fit reports whether a candidate may be the parent: on the tree,
@@ -479,6 +609,10 @@ func (n *esm) fit(a esmAnswer) bool {
 // ESMRetry.
 func (n *esm) choose(env proc.Env) {
 	n.probes = nil
+	if n.improving {
+		n.improve(env)
+		return
+	}
 	var best *esmAnswer
 	for i := range n.answers {
 		a := &n.answers[i]
@@ -497,6 +631,53 @@ func (n *esm) choose(env proc.Env) {
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
 	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
+}
+
+// improve asks the best candidate fit to adopt this node if it is
+// clearly better than the parent; else the round ends.
+func (n *esm) improve(env proc.Env) {
+	var best *esmAnswer
+	for i := range n.answers {
+		if a := &n.answers[i]; n.fitBetter(*a) && (best == nil || n.better(a, best)) {
+			best = a
+		}
+	}
+	if best == nil || !n.clearlyBetter(best) {
+		n.improving = false
+		return
+	}
+	n.asking, n.askRTT = best.from, best.rtt
+	env.Send(best.from, Attach{Lost: proc.None, KeepsOff: !n.cfg.LatencyOnly && n.fullRate() == 0, Switch: true})
+	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: give up
+}
+
+// fitBetter reports whether a candidate may be the new parent of a node
+// on the tree: on the tree, unsaturated, not the parent nor a
+// descendant, and choosing by bandwidth, a full-rate place (never
+// crowded: that would slow down its children), not the last one for a
+// host that cannot forward the stream.
+func (n *esm) fitBetter(a esmAnswer) bool {
+	if !a.OnTree || a.Saturated || a.from == n.parent || slices.Contains(n.children, a.from) {
+		return false
+	}
+	if n.flaw == picksDescendant {
+		return true
+	}
+	if !n.cfg.LatencyOnly && (a.Spare == 0 || a.Spare == 1 && n.fullRate() == 0) {
+		return false
+	}
+	return !slices.Contains(a.Path, n.id)
+}
+
+// clearlyBetter: the candidate gives ESMMargin more bandwidth than the
+// node receives, or as much and ESMMargin less delay from the source
+// (with LatencyOnly, ESMMargin less delay).
+func (n *esm) clearlyBetter(a *esmAnswer) bool {
+	closer := float64(a.Delay+a.rtt/2) < (1-ESMMargin)*float64(n.delay)
+	if n.cfg.LatencyOnly {
+		return closer
+	}
+	return a.Bandwidth > (1+ESMMargin)*n.rate || a.Bandwidth >= n.rate && closer
 }
 
 // keepsOff: the node, choosing by bandwidth, cannot forward the whole
@@ -528,7 +709,7 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case Query:
 		n.onQuery(env, from)
 	case Candidates:
-		if !n.needsParent() {
+		if !n.seeking() {
 			return
 		}
 		n.probes = map[proc.ID]time.Duration{}
@@ -557,9 +738,20 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case Refuse:
 		if from == n.asking {
 			n.asking = proc.None
+			if n.improving {
+				n.improving = false // the parent kept; another round next period
+				return
+			}
 			env.SetTimer(ESMRetry, retry{n.round})
 		}
+	case Climb:
+		n.onClimb(env, m)
+	case Climbed:
+		n.onClimbed(env, m)
 	case Alive:
+		if from == n.prev {
+			return
+		}
 		if from != n.parent {
 			n.refuseFrom(env, from)
 			return
@@ -570,12 +762,16 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			n.alive(env)
 		}
 	case Packet:
-		if from != n.parent {
+		if from != n.parent && from != n.prev {
 			n.refuseFrom(env, from)
 			return
 		}
-		n.heard = env.Now()
-		n.forward(env, m.ID, m.Depth)
+		if from == n.parent {
+			n.heard = env.Now()
+		}
+		if n.fresh(env.Now(), m.ID) {
+			n.forward(env, m.ID, m.Depth)
+		}
 	case Depart:
 		n.onDepart(env, from)
 	case Attached:
@@ -584,6 +780,10 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	case Drop:
 		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
+	case ChildAlive:
+		if slices.Contains(n.children, from) {
+			n.childHeard[from] = env.Now()
+		}
 	}
 }
 
@@ -609,35 +809,81 @@ func (n *esm) onQuery(env proc.Env, from proc.ID) {
 	env.Send(from, Candidates{Nodes: pick})
 }
 
-// onAttach: a node asks this one to be its parent.
+// onAttach: a node asks this one to be its parent. A node that switches
+// is adopted only once a climb from here has reached the source.
 func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
+	switch {
+	case !n.accepts(from, m):
+		env.Send(from, Refuse{})
+	case m.Switch && n.flaw != picksDescendant && n.flaw != switchesBlind:
+		n.onClimb(env, Climb{Child: from, Via: n.id, Attach: m})
+	default:
+		n.adopt(env, from)
+	}
+}
+
+// accepts reports whether this node may adopt a node asking it.
+func (n *esm) accepts(from proc.ID, m Attach) bool {
 	ok := n.onTree() && !n.saturated() && from != n.parent &&
 		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
 		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
 	if n.flaw != picksDescendant {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
 	}
-	if !ok {
-		env.Send(from, Refuse{})
-		return
+	return ok
+}
+
+// onClimb: a climb for a switching node passes here. It stops at the
+// node itself (this one is its descendant), at a node off the tree or in
+// a switch of its own; it ends well at the source.
+func (n *esm) onClimb(env proc.Env, m Climb) {
+	switch {
+	case m.Child == n.id || !n.onTree() || n.switching():
+		env.Send(m.Via, Climbed{Child: m.Child, Attach: m.Attach})
+	case n.id == n.source:
+		env.Send(m.Via, Climbed{Child: m.Child, OK: true, Attach: m.Attach})
+	default:
+		env.Send(n.parent, m)
 	}
+}
+
+// onClimbed: the climb for a switching node is back; adopt it if it
+// reached the source and this node still may.
+func (n *esm) onClimbed(env proc.Env, m Climbed) {
+	if m.OK && n.accepts(m.Child, m.Attach) {
+		n.adopt(env, m.Child)
+	} else {
+		env.Send(m.Child, Refuse{})
+	}
+}
+
+// adopt makes a node this one's child.
+func (n *esm) adopt(env proc.Env, from proc.ID) {
 	if !slices.Contains(n.children, from) {
 		n.children = append(n.children, from)
 		slices.Sort(n.children)
 	}
+	if n.childHeard == nil {
+		n.childHeard = map[proc.ID]time.Duration{}
+	}
+	n.childHeard[from] = env.Now()
 	n.tick(env)
 	env.Send(from, Accept{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
 }
 
 // onAccept: the candidate asked is the parent now; a leaving parent is
-// dropped.
+// dropped; the parent before a switch is kept for ESMOverlap.
 func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
-	if from != n.asking || !n.needsParent() {
+	if from != n.asking || !n.seeking() {
 		env.Send(from, Drop{})
 		return
 	}
 	n.asking, n.tries = proc.None, 0
-	if n.parent != proc.None {
+	switch {
+	case n.improving:
+		n.improving, n.prev = false, n.parent
+		env.SetTimer(ESMOverlap, overlapOver{})
+	case n.parent != proc.None:
 		env.Send(n.parent, Drop{})
 	}
 	n.parent, n.lost = from, proc.None
@@ -646,6 +892,28 @@ func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
 	env.Output(ESMParent{Parent: from})
 	env.Send(n.source, Attached{})
 	n.alive(env)
+	if n.cfg.Improve > 0 && !n.improveTicking {
+		n.improveTicking = true
+		env.SetTimer(n.cfg.Improve/2+time.Duration(env.Rand().Int64N(int64(n.cfg.Improve))), improveTick{})
+	}
+}
+
+// fresh records packet id as received at now, reporting whether it is
+// the first copy: during a switch's overlap both parents send it.
+func (n *esm) fresh(now time.Duration, id uint64) bool {
+	for len(n.recent) > 0 && now-n.recent[0].at > esmDuplicate {
+		delete(n.seen, n.recent[0].id)
+		n.recent = n.recent[1:]
+	}
+	if n.seen[id] {
+		return false
+	}
+	if n.seen == nil {
+		n.seen = map[uint64]bool{}
+	}
+	n.seen[id] = true
+	n.recent = append(n.recent, seenPacket{id, now})
+	return true
 }
 
 // onDepart: a member leaves. The parent leaving: find another, keeping
@@ -686,6 +954,19 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 	}
 	switch t := tag.(type) {
 	case esmTick:
+		n.children = slices.DeleteFunc(n.children, func(c proc.ID) bool {
+			if env.Now()-n.childHeard[c] <= ESMChildSuspect {
+				return false
+			}
+			delete(n.childHeard, c) // presumed failed
+			return true
+		})
+		if n.parent != proc.None {
+			env.Send(n.parent, ChildAlive{})
+		}
+		if n.prev != proc.None && n.prev != n.parent {
+			env.Send(n.prev, ChildAlive{}) // still forwarding to it
+		}
 		n.alive(env)
 		if n.parent != proc.None && env.Now()-n.heard > ESMSuspect && !n.leaving {
 			// The parent failed (or left and is gone): find another,
@@ -696,13 +977,27 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 		}
 		env.SetTimer(ESMAlive, esmTick{})
 	case probeDone:
-		if t.Round == n.round && n.probes != nil && n.needsParent() {
+		if t.Round == n.round && n.probes != nil && n.seeking() {
 			n.choose(env)
 		}
 	case retry:
-		if t.Round == n.round && n.needsParent() {
+		switch {
+		case t.Round != n.round:
+		case n.improving:
+			n.improving, n.asking = false, proc.None // no answer: the parent kept
+		case n.needsParent():
 			n.findParent(env)
 		}
+	case improveTick:
+		if env.Now() >= n.cfg.ImproveFrom {
+			n.lookForBetter(env)
+		}
+		env.SetTimer(n.cfg.Improve, improveTick{})
+	case overlapOver:
+		if n.prev != proc.None && n.prev != n.parent { // (a rejoin may have gone back to it)
+			env.Send(n.prev, Drop{})
+		}
+		n.prev = proc.None
 	case graceOver:
 		n.gone = true
 		env.Output(ESMParent{Parent: proc.None})

@@ -132,6 +132,7 @@ const (
 	picksDescendant        // an ESM node may take a descendant as its parent
 	scribeNoHandover       // a Scribe root keeps its groups when a closer node joins
 	joinsBlind             // no leaf-set exchange on joining; a joining contact routes JOINs at once
+	switchesBlind          // an ESM candidate adopts a switching node without a climb to the source
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.

@@ -1,6 +1,10 @@
 package overlay
 
-import "github.com/cohort-go/cohort/proc"
+import (
+	"slices"
+
+	"github.com/cohort-go/cohort/proc"
+)
 
 // Hop is an overlay hop of a multicast: a message sent From one node To
 // another. (The lab prices hops on a physical network: sim.TransitStub.)
@@ -75,7 +79,19 @@ func ESMTree(procs []proc.Process) (hops []Hop, members []proc.ID, depths []int)
 		if !ok || n.gone {
 			return nil, false
 		}
-		return n.children, n.member && id != ESMSource
+		return esmChildren(procs, n), n.member && id != ESMSource
+	})
+}
+
+// esmChildren is n's children whose parent n is: a node that switched
+// parents is still the old one's child until the overlap ends.
+func esmChildren(procs []proc.Process, n *esm) []proc.ID {
+	return slices.DeleteFunc(slices.Clone(n.children), func(c proc.ID) bool {
+		if int(c) < 0 || int(c) >= len(procs) {
+			return true
+		}
+		x, ok := procs[c].(*esm)
+		return !ok || x.parent != n.id
 	})
 }
 
@@ -145,7 +161,7 @@ func ESMRates(procs []proc.Process) map[proc.ID]float64 {
 			rates[x.id] = x.rate
 		}
 		share := Share(x.rate, n.cfg.Upload, len(n.children))
-		for _, c := range n.children {
+		for _, c := range esmChildren(procs, n) {
 			if !seen[c] {
 				seen[c] = true
 				q = append(q, at2{c, share})

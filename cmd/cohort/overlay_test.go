@@ -175,3 +175,29 @@ func TestSimOverlayESMParent(t *testing.T) {
 		}
 	}
 }
+
+// TestSimOverlayESMImprove: `cohort sim overlay --algo esm --settle 3`
+// runs three improvement periods after the joins and reports the tree
+// before them (the metrics named _before) and after; `--improve 0` turns
+// the search for better parents off, so the tree does not change. A
+// negative period, or the flags on another algorithm, are usage errors.
+func TestSimOverlayESMImprove(t *testing.T) {
+	on := simJSON(t, "overlay", "--algo", "esm", "--nodes", "64", "--settle", "3")
+	off := simJSON(t, "overlay", "--algo", "esm", "--nodes", "64", "--settle", "3", "--improve", "0")
+	if !(metricOf(on, "rdp_mean") < metricOf(on, "rdp_mean_before")) {
+		t.Errorf("--settle 3: %v, want the delay penalty lower after", on["metrics"])
+	}
+	if metricOf(off, "rdp_mean") != metricOf(off, "rdp_mean_before") {
+		t.Errorf("--improve 0: %v, want the tree unchanged", off["metrics"])
+	}
+	for _, bad := range [][]string{
+		{"sim", "overlay", "--algo", "esm", "--improve", "-1s"},
+		{"sim", "overlay", "--algo", "scribe", "--settle", "2"},
+	} {
+		code, _, errs := cli(t, bad...)
+		want := map[string]string{"esm": "-1s", "scribe": "scribe"}[bad[3]]
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%v: exit %d (%s), want 2 and a message naming %q", bad, code, errs, want)
+		}
+	}
+}

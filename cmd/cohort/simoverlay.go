@@ -2,6 +2,9 @@ package main
 
 import (
 	"cmp"
+	"time"
+
+	"github.com/cohort-go/cohort/overlay"
 
 	"github.com/cohort-go/cohort/lab"
 	"github.com/spf13/cobra"
@@ -16,8 +19,12 @@ func addOverlayFlags(cmd *cobra.Command) {
 	familyOnlyFlags["lookups"] = "overlay"
 	familyOnlyFlags["fail"] = "overlay"
 	cmd.Flags().String("parent", "", "overlay esm: how a joining host chooses its parent among the members it probes: bandwidth (the most bandwidth, then the least delay; a host takes no more children than its upload can send the whole stream to: the default) or latency (the least delay; every host takes 4 children)")
+	cmd.Flags().Duration("improve", overlay.ESMImprove, "overlay esm: the period of each member's search for a better parent (probing random members, switching for one clearly better, by ESMMargin); 0: none, a member changes its parent only when it loses it")
+	cmd.Flags().Int("settle", 0, "overlay esm: improvement periods (--improve) the tree runs after the joins before the stream, whose tree is measured")
 	familyOnlyFlags["proximity"] = "overlay"
 	familyOnlyFlags["parent"] = "overlay"
+	familyOnlyFlags["improve"] = "overlay"
+	familyOnlyFlags["settle"] = "overlay"
 }
 
 // overlayParams are the overlay flags given: 0 where not given.
@@ -26,6 +33,8 @@ type overlayParams struct {
 	fail      float64
 	proximity string // "on", "off", or "" (not given)
 	parent    string // "bandwidth", "latency", or "" (not given)
+	improve   *time.Duration
+	settle    int
 }
 
 // overlayFlags reads --lookups and --fail. For another family they are a
@@ -77,6 +86,24 @@ func overlayFlags(cmd *cobra.Command, family, algo string) (overlayParams, error
 			return p, usageErr("--parent %q: want bandwidth or latency", p.parent)
 		}
 	}
+	for _, name := range []string{"improve", "settle"} {
+		if fl.Changed(name) && (family != "overlay" || algo != "esm") {
+			return p, usageErr("--%s is a flag of End System Multicast (--algo esm), not of %s", name, cmp.Or(algo, family))
+		}
+	}
+	if fl.Changed("improve") {
+		d, _ := fl.GetDuration("improve")
+		if d < 0 {
+			return p, usageErr("--improve %v: want a period, or 0 for none", d)
+		}
+		p.improve = &d
+	}
+	if fl.Changed("settle") {
+		p.settle, _ = fl.GetInt("settle")
+		if p.settle < 0 || p.settle > 1000 {
+			return p, usageErr("--settle %d: want 0 to 1000 periods", p.settle)
+		}
+	}
 	return p, nil
 }
 
@@ -94,6 +121,10 @@ func configureOverlay(p overlayParams, o *lab.Options) {
 	}
 	if ew, ok := o.Workload.(*lab.ESMLoad); ok {
 		ew.LatencyOnly = p.parent == "latency"
+		ew.Settle = p.settle
+		if p.improve != nil {
+			ew.Improve = cmp.Or(*p.improve, -1)
+		}
 	}
 	w, ok := o.Workload.(*lab.OverlayLoad)
 	if !ok {

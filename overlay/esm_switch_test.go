@@ -1,0 +1,147 @@
+package overlay
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/proc"
+)
+
+// switchNet drives ESM nodes by hand: messages are delivered one at a
+// time, in the order sent; timers never fire.
+type switchNet struct {
+	nodes map[proc.ID]*esm
+	queue []switchMsg
+}
+
+type switchMsg struct {
+	from, to proc.ID
+	m        proc.Message
+}
+
+type switchEnv struct {
+	net  *switchNet
+	self proc.ID
+}
+
+func (e switchEnv) Self() proc.ID                            { return e.self }
+func (e switchEnv) N() int                                   { return len(e.net.nodes) }
+func (e switchEnv) Neighbors() []proc.ID                     { return nil }
+func (e switchEnv) Now() time.Duration                       { return 0 }
+func (e switchEnv) SetTimer(time.Duration, any) proc.TimerID { return 1 }
+func (e switchEnv) CancelTimer(proc.TimerID)                 {}
+func (e switchEnv) Rand() *rand.Rand                         { return rand.New(rand.NewPCG(1, uint64(e.self))) }
+func (e switchEnv) Output(proc.Output)                       {}
+func (e switchEnv) Storage() proc.Storage                    { return nil }
+func (e switchEnv) Send(to proc.ID, m proc.Message) {
+	e.net.queue = append(e.net.queue, switchMsg{e.self, to, m})
+}
+
+// tree builds nodes 0..len(parent)-1 with the given parents (the
+// source's is -1), their paths and children as the tree has them.
+func newSwitchNet(parent []proc.ID, f flaw) *switchNet {
+	net := &switchNet{nodes: map[proc.ID]*esm{}}
+	for i := range parent {
+		n := NewESM(proc.ID(i), ESMConfig{Degree: 4, Sample: 4, LatencyOnly: true}).(*esm)
+		n.member, n.parent, n.flaw = true, parent[i], f
+		net.nodes[proc.ID(i)] = n
+	}
+	for i, p := range parent {
+		if p != proc.None {
+			net.nodes[p].children = append(net.nodes[p].children, proc.ID(i))
+		}
+	}
+	for i := range parent {
+		n := net.nodes[proc.ID(i)]
+		for x := n.parent; x != proc.None; x = net.nodes[x].parent {
+			n.path = append([]proc.ID{x}, n.path...)
+		}
+	}
+	return net
+}
+
+// ask makes node x ask node to adopt it in a switch, as improve does.
+func (net *switchNet) ask(x, to proc.ID) {
+	n := net.nodes[x]
+	n.improving, n.asking = true, to
+	switchEnv{net, x}.Send(to, Attach{Lost: proc.None, Switch: true})
+}
+
+// run delivers the messages sent (at most a thousand: alive messages
+// would go round a cycle forever).
+func (net *switchNet) run() {
+	for i := 0; len(net.queue) > 0 && i < 1000; i++ {
+		d := net.queue[0]
+		net.queue = net.queue[1:]
+		net.nodes[d.to].Receive(switchEnv{net, d.to}, d.from, d.m)
+	}
+}
+
+// cycle is a cycle of the parent pointers, if there is one.
+func (net *switchNet) cycle() []proc.ID {
+	for id := range len(net.nodes) {
+		var walk []proc.ID
+		for x := proc.ID(id); x != proc.None; x = net.nodes[x].parent {
+			if slices.Contains(walk, x) {
+				return walk
+			}
+			walk = append(walk, x)
+		}
+	}
+	return nil
+}
+
+// TestESMSwitchClimbsToTheSource: a switching node's candidate adopts it
+// only once a climb up the candidate's ancestors reaches the source
+// without meeting it. The candidate's own path may be stale (here its
+// parent switched under the asking node, and the news has not come
+// down): the climb follows the parents as they are now, meets the asking
+// node and refuses; without the climb the switch closes a cycle.
+func TestESMSwitchClimbsToTheSource(t *testing.T) {
+	for _, f := range []flaw{sound, switchesBlind} {
+		// 0 ← 1 ← 2, 0 ← 3 ← 4: node 3 has just moved under 2, and 4
+		// still believes its path is 0, 3.
+		net := newSwitchNet([]proc.ID{proc.None, 0, 1, 0, 3}, f)
+		n3 := net.nodes[3]
+		n3.parent, n3.path = 2, []proc.ID{0, 1, 2}
+		net.nodes[0].children = []proc.ID{1}
+		net.nodes[2].children = []proc.ID{3}
+		net.ask(1, 4) // 1 switches to 4, under 3 under 2 under 1
+		net.run()
+		c := net.cycle()
+		t.Logf("flaw %d: node 1's parent %v, cycle %v", f, net.nodes[1].parent, c)
+		if f == sound && (c != nil || net.nodes[1].parent != 0 || slices.Contains(net.nodes[4].children, 1)) {
+			t.Errorf("with the climb: node 1's parent %v, node 4's children %v, cycle %v; want 1 kept under 0",
+				net.nodes[1].parent, net.nodes[4].children, c)
+		}
+		if f == switchesBlind && c == nil {
+			t.Errorf("without the climb: no cycle; the test no longer shows what the climb is for")
+		}
+	}
+}
+
+// TestESMConcurrentSwitchesNeverCross: two nodes switch at once, each
+// under the other's child, with every path up to date when they ask. A
+// climb meets the other switching node and is refused: neither switch
+// is made, and no cycle forms; without the climbs both are, and close
+// one.
+func TestESMConcurrentSwitchesNeverCross(t *testing.T) {
+	for _, f := range []flaw{sound, switchesBlind} {
+		// 0 ← 1 ← 2 and 0 ← 3 ← 4; 1 asks 4, 3 asks 2.
+		net := newSwitchNet([]proc.ID{proc.None, 0, 1, 0, 3}, f)
+		net.ask(1, 4)
+		net.ask(3, 2)
+		net.run()
+		c := net.cycle()
+		t.Logf("flaw %d: parents of 1 and 3: %v, %v; cycle %v", f, net.nodes[1].parent, net.nodes[3].parent, c)
+		if f == sound && (c != nil || net.nodes[1].parent != 0 || net.nodes[3].parent != 0) {
+			t.Errorf("with the climbs: parents of 1 and 3: %v, %v, cycle %v; want both kept under 0",
+				net.nodes[1].parent, net.nodes[3].parent, c)
+		}
+		if f == switchesBlind && c == nil {
+			t.Errorf("without the climbs: no cycle")
+		}
+	}
+}
