@@ -145,17 +145,46 @@ func up(t *testing.T, extra string) (compose func(args ...string) string) {
 	compose = func(args ...string) string {
 		return run(t, 2*time.Minute, env, "docker-compose", append([]string{"-p", project, "-f", file}, args...)...)
 	}
-	compose("down", "-v", "--remove-orphans")
+	down(t, env, file)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(compose("logs", "--tail", "40"))
 		}
-		compose("down", "-v", "--remove-orphans", "-t", "10")
+		down(t, env, file, "-t", "10")
 		_ = exec.Command("docker", "rmi", "-f", imageName).Run() // this run's own tag
 	})
 	compose("up", "-d")
 	waitHealthy(t, endpoints()...)
 	return compose
+}
+
+// down takes the cluster down. Docker releases a removed container's
+// network endpoint asynchronously, and on a busy machine the network's
+// removal can come first and fail ("has active endpoints"): the leftover
+// endpoints are then disconnected by force and the removal tried again,
+// within a deadline.
+func down(t *testing.T, env []string, file string, args ...string) {
+	t.Helper()
+	network := project + "_cohortnet"
+	deadline := time.Now().Add(2 * time.Minute)
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, "docker-compose", append([]string{"-p", project, "-f", file, "down", "-v", "--remove-orphans"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(string(out), "has active endpoints") || time.Now().After(deadline) {
+			t.Fatalf("docker-compose down: %v\n%s", err, out)
+		}
+		names, _ := exec.Command("docker", "network", "inspect", "-f", "{{range .Containers}}{{.Name}} {{end}}", network).Output()
+		for _, name := range strings.Fields(string(names)) {
+			_ = exec.Command("docker", "network", "disconnect", "-f", network, name).Run()
+		}
+		time.Sleep(wait) // Docker's cleanup has no event to wait on; bounded by the deadline
+	}
 }
 
 // traceDir holds the nodes' traces (one file per node, continued across
