@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -163,17 +164,25 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		}
 	}
 
-	// Bookkeeping: when each message was multicast, how many members have
-	// delivered it, and when the last one did.
+	// Bookkeeping, one shard per origin (the senders and the members'
+	// listeners would otherwise queue on one lock): when each message was
+	// multicast, how many members have delivered it, and the latencies of
+	// those that reached every member while measuring.
 	type msg struct {
 		sent  time.Time
 		count int
 	}
-	var mu sync.Mutex
-	msgs := map[group.ID]*msg{}
-	var latencies []time.Duration
-	complete := 0
-	measuring := false
+	type shard struct {
+		mu        sync.Mutex
+		msgs      map[uint64]msg // by the origin's number for it
+		latencies []time.Duration
+		complete  int
+	}
+	shards := make([]shard, GroupNodes)
+	for i := range shards {
+		shards[i].msgs = map[uint64]msg{}
+	}
+	var measuring atomic.Bool
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,31 +193,29 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		slots[i] = make(chan struct{}, window)
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2*GroupNodes)
+	errc := make(chan error, (window+1)*GroupNodes)
 	for i, g := range groups {
 		ds, wait := g.Deliveries(rctx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for d := range ds {
-				now := time.Now()
-				mu.Lock()
-				m := msgs[d.ID]
-				if m == nil { // delivered before Multicast returned its identity
-					m = &msg{}
-					msgs[d.ID] = m
-				}
+				sh := &shards[d.Origin]
+				sh.mu.Lock()
+				m := sh.msgs[d.Seq] // zero: delivered before Multicast returned its identity
 				m.count++
-				if m.count == GroupNodes {
-					if measuring {
-						complete++
+				if m.count < GroupNodes {
+					sh.msgs[d.Seq] = m
+				} else {
+					if measuring.Load() {
+						sh.complete++
 						if !m.sent.IsZero() {
-							latencies = append(latencies, now.Sub(m.sent))
+							sh.latencies = append(sh.latencies, time.Since(m.sent))
 						}
 					}
-					delete(msgs, d.ID)
+					delete(sh.msgs, d.Seq)
 				}
-				mu.Unlock()
+				sh.mu.Unlock()
 				if d.Origin == proc.ID(i) {
 					<-slots[i]
 				}
@@ -219,43 +226,44 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		}()
 	}
 	body := make([]byte, cfg.Size)
+	// A send returns once committed (the log) or delivered here (the
+	// textbook groups): window senders per node keep the window's sends
+	// under way at once, each in a loop.
 	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case slots[i] <- struct{}{}:
-				case <-rctx.Done():
-					return
-				}
-				// The message is registered before it can be delivered:
-				// the identity comes back only from Multicast, so the
-				// time is taken just before the call.
-				sent := time.Now()
-				send := func() error {
+		for range window {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case slots[i] <- struct{}{}:
+					case <-rctx.Done():
+						return
+					}
+					// The message is registered before it can be
+					// delivered: the identity comes back only from
+					// Multicast, so the time is taken just before the
+					// call.
+					sent := time.Now()
 					id, err := g.Multicast(rctx, body)
 					if err != nil {
 						if rctx.Err() == nil {
 							errc <- fmt.Errorf("node %d: %w", i, err)
 						}
-						return err
+						return
 					}
-					mu.Lock()
-					if m := msgs[id]; m != nil {
-						m.sent = sent // deliveries overtook the bookkeeping
+					sh := &shards[id.Origin]
+					sh.mu.Lock()
+					if m, ok := sh.msgs[id.Seq]; ok { // deliveries overtook the bookkeeping
+						m.sent = sent
+						sh.msgs[id.Seq] = m
 					} else {
-						msgs[id] = &msg{sent: sent}
+						sh.msgs[id.Seq] = msg{sent: sent}
 					}
-					mu.Unlock()
-					return nil
+					sh.mu.Unlock()
 				}
-				// A send returns once committed (the log) or delivered
-				// here (the textbook groups): the window's sends are
-				// under way at once.
-				go send()
-			}
-		}()
+			}()
+		}
 	}
 	// Warm up, then measure.
 	warm := min(cfg.Duration/5, time.Second)
@@ -264,13 +272,11 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	case <-ctx.Done():
 		return GroupPoint{}, ctx.Err()
 	}
-	mu.Lock()
-	measuring = true
+	measuring.Store(true)
 	start := time.Now()
 	cpu0 := processCPU()
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
-	mu.Unlock()
 	select {
 	case <-time.After(cfg.Duration):
 	case <-ctx.Done():
@@ -278,14 +284,19 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	case err := <-errc:
 		return GroupPoint{}, err
 	}
-	mu.Lock()
-	measuring = false
+	measuring.Store(false)
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&mem1)
 	elapsed := time.Since(start)
-	n := complete
-	lat := slices.Clone(latencies)
-	mu.Unlock()
+	n := 0
+	var lat []time.Duration
+	for i := range shards {
+		sh := &shards[i]
+		sh.mu.Lock()
+		n += sh.complete
+		lat = append(lat, sh.latencies...)
+		sh.mu.Unlock()
+	}
 	cancel()
 	wg.Wait()
 	if n == 0 {
