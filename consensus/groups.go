@@ -25,6 +25,11 @@ import (
 //	                                    deliver (group, pos, body);
 //	                                    if via = self: acknowledge (origin, seq, pos)
 //
+// An entry carries the sends a server gathered while it was busy, and a
+// server outputs each entry's deliveries as one Delivered, and its
+// acknowledgements as one Acked: under load an entry holds hundreds of
+// messages, and a host hands on an output at about the cost of a message.
+//
 // Only the server that took a send acknowledges it (its sender waits
 // there; the others' acknowledgements would serve no one). A sender that
 // gets no answer sends again, through the same server or another: a
@@ -107,8 +112,8 @@ type Replay struct{}
 
 func (Replay) Kind() string { return "replay" }
 
-// GroupMessage is a delivery: output, in the log's order, by every
-// server that applies it.
+// GroupMessage is a delivered message: its group, its position there, its
+// origin's number for it and its body.
 type GroupMessage struct {
 	Group  string `json:"group"`
 	Pos    uint64 `json:"pos"`
@@ -117,11 +122,19 @@ type GroupMessage struct {
 	Body   []byte `json:"body"`
 }
 
-func (GroupMessage) Kind() string { return "group-message" }
+// Delivered is output by every server that applies an entry: the entry's
+// messages, in the log's order (Index: the entry). A replay of what a
+// server retains outputs one per group, with Index 0. The bodies are the
+// log's: read-only.
+type Delivered struct {
+	Index    uint64         `json:"index"`
+	Messages []GroupMessage `json:"messages"`
+}
+
+func (Delivered) Kind() string { return "group-delivered" }
 
 // Sent acknowledges (Origin, Seq): committed, at position Pos of Group
-// (0 for a copy of one applied before). Only the server that took the
-// send outputs it.
+// (0 for a copy of one applied before).
 type Sent struct {
 	Group   string `json:"group"`
 	Origin  uint64 `json:"origin"`
@@ -130,7 +143,14 @@ type Sent struct {
 	Refused string `json:"refused,omitempty"` // why the message was not delivered (MaxGroups)
 }
 
-func (Sent) Kind() string { return "group-sent" }
+// Acked is output, after the entry's Delivered, by the server that took
+// the entry's sends: their acknowledgements, in the entry's order.
+type Acked struct {
+	Index uint64 `json:"index"`
+	Sent  []Sent `json:"sent"`
+}
+
+func (Acked) Kind() string { return "group-acked" }
 
 // An entry's data: 'V', uvarints via (the server that took the sends) and
 // count, then count messages, each uvarints origin, seq and len(group),
@@ -298,32 +318,44 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	if err != nil {
 		return
 	}
-	ack := via == env.Self() || via == anyServer
+	out := Delivered{Index: index, Messages: make([]GroupMessage, 0, len(ss))}
+	var acked *Acked
+	if via == env.Self() || via == anyServer {
+		acked = &Acked{Index: index, Sent: make([]Sent, 0, len(ss))}
+	}
 	for _, s := range ss {
 		if s.Seq > 0 {
-			g.deliver(env, index, s, ack)
+			g.deliver(index, s, &out, acked)
 		}
 	}
 	clear(ss) // the bodies are the log's: not kept alive by the scratch
 	g.decoded = ss[:0]
+	if len(out.Messages) > 0 {
+		env.Output(out)
+	}
+	if acked != nil && len(acked.Sent) > 0 {
+		env.Output(*acked)
+	}
 }
 
-// deliver applies one message of entry index, and acknowledges it if ack.
-func (g *Groups) deliver(env proc.Env, index uint64, s Send, ack bool) {
-	if g.origins.applied(s.Origin, s.Seq) {
-		if ack {
-			env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
+// deliver applies one message of entry index: it adds the delivery to
+// out and, if acked is not nil, the acknowledgement to acked.
+func (g *Groups) deliver(index uint64, s Send, out *Delivered, acked *Acked) {
+	ack := func(a Sent) {
+		if acked != nil {
+			acked.Sent = append(acked.Sent, a)
 		}
+	}
+	if g.origins.applied(s.Origin, s.Seq) {
+		ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
 		return
 	}
 	g.origins.mark(index, s.Origin, s.Seq)
 	gs := g.groups[s.Group]
 	if gs == nil {
 		if len(g.groups) >= MaxGroups {
-			if ack {
-				env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
-					Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
-			}
+			ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
+				Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
 			return
 		}
 		gs = &groupState{}
@@ -334,10 +366,8 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send, ack bool) {
 	if g.retain > 0 {
 		g.keep(gs, m)
 	}
-	env.Output(m)
-	if ack {
-		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
-	}
+	out.Messages = append(out.Messages, m)
+	ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
 }
 
 // keep retains m for snapshots: each group keeps its last retain to
@@ -429,15 +459,38 @@ func (g *Groups) Restore(env proc.Env, b []byte) {
 	g.replay(env)
 }
 
-// replay outputs every group's retained messages, in order.
+// replay outputs every group's retained messages, in order, a Delivered
+// per group.
 func (g *Groups) replay(env proc.Env) {
 	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
-		for _, m := range g.groups[name].Recent {
-			env.Output(m)
+		if r := g.groups[name].Recent; len(r) > 0 {
+			env.Output(Delivered{Messages: slices.Clone(r)}) // Recent changes in place
 		}
 	}
 }
 
 func (m GroupMessage) String() string {
 	return fmt.Sprintf("group %s #%d (%d bytes)", m.Group, m.Pos, len(m.Body))
+}
+
+func (d Delivered) String() string {
+	switch len(d.Messages) {
+	case 0:
+		return "delivered nothing"
+	case 1:
+		return "delivered " + d.Messages[0].String()
+	}
+	first, last := d.Messages[0], d.Messages[len(d.Messages)-1]
+	if first.Group == last.Group && last.Pos == first.Pos+uint64(len(d.Messages))-1 {
+		return fmt.Sprintf("delivered group %s #%d–#%d", first.Group, first.Pos, last.Pos)
+	}
+	return fmt.Sprintf("delivered %d messages", len(d.Messages))
+}
+
+func (a Acked) String() string {
+	if len(a.Sent) == 1 {
+		s := a.Sent[0]
+		return fmt.Sprintf("acked %d/%d at #%d", s.Origin, s.Seq, s.Pos)
+	}
+	return fmt.Sprintf("acked %d sends", len(a.Sent))
 }

@@ -32,9 +32,10 @@ type Replicated struct {
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
 
-	mu     sync.Mutex
-	acks   map[uint64]*unacked
-	groups map[string]*logGroup
+	mu      sync.Mutex
+	acks    map[uint64]*unacked
+	groups  map[string]*logGroup
+	scratch []Delivery // deliver's
 }
 
 // unacked is a multicast waiting for its acknowledgement: what to send
@@ -144,70 +145,103 @@ func (r *Replicated) resend() {
 	}
 }
 
-// output runs in the service's goroutine for every output, in log order.
+// output runs in the service's goroutine for every output, in log order:
+// an entry's deliveries (consensus.Delivered), then the acknowledgements
+// of the sends this node took (consensus.Acked).
 func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
-	case consensus.Sent:
-		if o.Origin == r.origin {
-			r.mu.Lock()
-			if u := r.acks[o.Seq]; u != nil {
+	case consensus.Acked:
+		r.mu.Lock()
+		for _, a := range o.Sent {
+			if a.Origin != r.origin {
+				continue
+			}
+			if u := r.acks[a.Seq]; u != nil {
 				select {
-				case u.ch <- o:
+				case u.ch <- a:
 				default:
 				}
 			}
-			r.mu.Unlock()
 		}
-	case consensus.GroupMessage:
-		d := Delivery{ID: ID{Origin: proc.ID(o.Origin & 0xffff), Seq: o.Seq}, Pos: o.Pos, Body: o.Body}
+		r.mu.Unlock()
+	case consensus.Delivered:
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		g := r.groups[o.Group]
-		if g == nil {
-			if len(r.groups) >= MaxGroups {
-				return
+		ms := o.Messages
+		for len(ms) > 0 { // a run of messages to one group at a time
+			k := 1
+			for k < len(ms) && ms[k].Group == ms[0].Group {
+				k++
 			}
-			g = &logGroup{subs: map[*stream]uint64{}}
-			r.groups[o.Group] = g
+			r.deliver(ms[0].Group, ms[:k])
+			ms = ms[k:]
 		}
+	}
+}
+
+// deliver keeps messages of group name, consecutive in the log, and hands
+// them to the group's listeners. The caller holds mu.
+func (r *Replicated) deliver(name string, ms []consensus.GroupMessage) {
+	g := r.groups[name]
+	if g == nil {
+		if len(r.groups) >= MaxGroups {
+			return
+		}
+		g = &logGroup{subs: map[*stream]uint64{}}
+		r.groups[name] = g
+	}
+	ds := r.scratch[:0]
+	for _, m := range ms {
+		d := Delivery{ID: ID{Origin: proc.ID(m.Origin & 0xffff), Seq: m.Seq}, Pos: m.Pos, Body: m.Body}
 		if n := len(g.recent); n > g.head {
 			last := g.recent[n-1].Pos
 			if d.Pos <= last {
-				return // a snapshot's replay of what we delivered already
+				continue // a snapshot's replay of what we delivered already
 			}
 			if d.Pos > last+1 {
 				// A snapshot from far ahead: positions last+1 … d.Pos-1
 				// will never be delivered here.
 				g.recent, g.head, g.bytes = nil, 0, 0
 				for s := range g.subs {
-					s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", o.Group, ErrCompacted, last+1, d.Pos-1))
+					s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", name, ErrCompacted, last+1, d.Pos-1))
 				}
 			}
 		}
 		g.recent = append(g.recent, d)
 		g.bytes += len(d.Body)
-		for len(g.recent)-g.head > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-g.head > 1) {
-			g.bytes -= len(g.recent[g.head].Body)
-			g.recent[g.head] = Delivery{}
-			g.head++
-		}
-		if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
-			k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
-			clear(g.recent[k:])
-			g.recent, g.head = g.recent[:k], 0
-		}
+		ds = append(ds, d)
+	}
+	for len(g.recent)-g.head > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-g.head > 1) {
+		g.bytes -= len(g.recent[g.head].Body)
+		g.recent[g.head] = Delivery{}
+		g.head++
+	}
+	if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
+		k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
+		clear(g.recent[k:])
+		g.recent, g.head = g.recent[:k], 0
+	}
+	if len(ds) > 0 {
 		for s, next := range g.subs {
-			switch {
-			case next == 0 || d.Pos == next:
-				s.push(d)
-				g.subs[s] = d.Pos + 1
-			case d.Pos > next: // the node jumped past what the listener is owed
-				s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", o.Group, ErrCompacted, next, d.Pos-1))
-				delete(g.subs, s)
+			// What the listener has had (a replay) is skipped; a jump
+			// past what it is owed ends it.
+			k := 0
+			for next != 0 && k < len(ds) && ds[k].Pos < next {
+				k++
 			}
-			// d.Pos < next: a replay of what the listener has had
+			switch {
+			case k == len(ds):
+			case next != 0 && ds[k].Pos > next:
+				s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", name, ErrCompacted, next, ds[k].Pos-1))
+				delete(g.subs, s)
+			default:
+				s.pushAll(ds[k:])
+				g.subs[s] = ds[len(ds)-1].Pos + 1
+			}
 		}
 	}
+	clear(ds) // the bodies are the log's: not kept alive by the scratch
+	r.scratch = ds[:0]
 }
 
 // Multicast sends body to group name and returns once it is committed:
