@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -55,6 +56,13 @@ type Groups struct {
 	pendingBytes int
 	gathering    bool // a gather timer is set
 
+	// Flow control of the server's own entries (see queue).
+	underWay   int           // proposed here and not yet applied
+	ownApplied uint64        // entries taken here and applied, ever
+	watching   bool          // a stall timer is set ...
+	watched    uint64        // ... when ownApplied was this
+	stallAfter time.Duration // the log's election timeout
+
 	decoded []Send // scratch for Apply
 }
 
@@ -62,6 +70,16 @@ type Groups struct {
 type gatherTimer struct{}
 
 func (gatherTimer) String() string { return "gather" }
+
+// stallTimer is the tag of the timer that gives up on entries under way
+// that made no progress.
+type stallTimer struct{}
+
+func (stallTimer) String() string { return "stall" }
+
+// maxUnderWay bounds the entries a server has under way: past it, sends
+// wait for one to be applied and go in the next entry together.
+const maxUnderWay = 2
 
 // maxEntryBytes bounds the messages' bytes in one entry: an entry fits an
 // AppendEntries (Config.MaxBatchBytes) and the live transport's frames.
@@ -78,7 +96,7 @@ type groupState struct {
 // forwarded to the leader.
 func NewGroups(id proc.ID, n int, cfg Config, retain int) *Groups {
 	cfg.Forward = true
-	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: newOrigins()}
+	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: newOrigins(), stallAfter: cfg.ElectionTimeout}
 	g.raft = New(id, n, cfg, g)
 	return g
 }
@@ -272,20 +290,35 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 	}
 }
 
-// queue gathers a send into the next entry. The entry is proposed by a
-// timer set to fire at once, which a host fires once the events already
-// waiting have been handled: the sends that queued while the server
-// worked (while it synced its log, say) share one entry, and so one
-// append, one sync and one apply — group commit at the level of the
-// messages, where the log does it for entries. A send to an idle server
-// goes at once, alone.
+// queue gathers a send into the next entry. While fewer than maxUnderWay
+// of the server's entries are under way (proposed, not yet applied), the
+// entry is proposed by a timer set to fire at once, which a host fires
+// once the events already waiting have been handled: a send to an idle
+// server goes at once, alone, and the sends that queued while the server
+// worked (while it synced its log, say) go together. Past maxUnderWay,
+// the sends wait for one of them to be applied: the busier the server,
+// the more an entry carries, with one append, one sync and one apply for
+// them all — group commit at the level of the messages, where the log
+// does it for entries, and batches that grow with the load without a
+// delay at low load (as Nagle's algorithm's segments do in TCP).
+//
+// An entry may be lost (a leader that fails before it replicates it, a
+// server that knows no leader): if none of the server's entries is
+// applied for an election timeout, it counts none under way. Its senders
+// resend what was lost.
 func (g *Groups) queue(env proc.Env, s Send) {
 	if g.pendingBytes+len(s.Body)+len(s.Group) > maxEntryBytes {
 		g.propose(env)
 	}
 	g.pending = append(g.pending, s)
 	g.pendingBytes += len(s.Body) + len(s.Group)
-	if !g.gathering {
+	g.proposeSoon(env)
+}
+
+// proposeSoon sets the gather timer if sends wait and fewer than
+// maxUnderWay entries are under way.
+func (g *Groups) proposeSoon(env proc.Env) {
+	if len(g.pending) > 0 && !g.gathering && g.underWay < maxUnderWay {
 		g.gathering = true
 		env.SetTimer(0, gatherTimer{})
 	}
@@ -299,17 +332,45 @@ func (g *Groups) propose(env proc.Env) {
 	g.raft.Input(env, Propose{Data: encodeSends(env.Self(), g.pending)})
 	clear(g.pending) // the bodies belong to the callers
 	g.pending, g.pendingBytes = g.pending[:0], 0
+	g.underWay++
+	g.watch(env)
+}
+
+// watch sets the stall timer, unless it is set.
+func (g *Groups) watch(env proc.Env) {
+	if !g.watching {
+		g.watching, g.watched = true, g.ownApplied
+		env.SetTimer(g.stallAfter, stallTimer{})
+	}
+}
+
+// onStall: none of the entries under way was applied since the timer was
+// set, so they are taken for lost.
+func (g *Groups) onStall(env proc.Env) {
+	g.watching = false
+	if g.underWay == 0 {
+		return
+	}
+	if g.ownApplied == g.watched {
+		g.underWay = 0
+		g.proposeSoon(env)
+		return
+	}
+	g.watch(env)
 }
 
 func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
 
 func (g *Groups) Timeout(env proc.Env, tag any) {
-	if _, ok := tag.(gatherTimer); ok {
+	switch tag.(type) {
+	case gatherTimer:
 		g.gathering = false
 		g.propose(env)
-		return
+	case stallTimer:
+		g.onStall(env)
+	default:
+		g.raft.Timeout(env, tag)
 	}
-	g.raft.Timeout(env, tag)
 }
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
@@ -335,6 +396,11 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	}
 	if acked != nil && len(acked.Sent) > 0 {
 		env.Output(*acked)
+	}
+	if via == env.Self() { // one of ours (or of an earlier incarnation's)
+		g.ownApplied++
+		g.underWay = max(g.underWay-1, 0)
+		g.proposeSoon(env)
 	}
 }
 

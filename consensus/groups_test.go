@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"testing"
 	"time"
@@ -198,11 +199,11 @@ func TestOnlyTheServerThatTookASendAcknowledgesIt(t *testing.T) {
 	}
 }
 
-// TestLogDigestIsFNV1a: the log's running digest is FNV-1a (64 bits) of
-// the previous digest, the data's length and the data — the function
-// snapshots written by earlier versions carry, so a restarted server's
-// digests go on where they left off.
-func TestLogDigestIsFNV1a(t *testing.T) {
+// TestLogDigestIsFNV1aOfTheCRC: the log's running digest is FNV-1a (64
+// bits) of the previous digest, the data's length and the data's CRC-32C:
+// servers of one version digest alike, whatever the snapshot they
+// started from holds.
+func TestLogDigestIsFNV1aOfTheCRC(t *testing.T) {
 	for _, c := range []struct {
 		prev uint64
 		data []byte
@@ -210,9 +211,12 @@ func TestLogDigestIsFNV1a(t *testing.T) {
 		h := fnv.New64a()
 		h.Write(binary.LittleEndian.AppendUint64(nil, c.prev))
 		h.Write(binary.AppendUvarint(nil, uint64(len(c.data))))
-		h.Write(c.data)
+		h.Write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(c.data, crc32.MakeTable(crc32.Castagnoli))))
 		if got, want := consensus.DigestStep(c.prev, 5, c.data), h.Sum64(); got != want {
 			t.Errorf("digest after %x and %d bytes: %x, want %x", c.prev, len(c.data), got, want)
 		}
+	}
+	if consensus.DigestStep(0, 1, []byte("ab")) == consensus.DigestStep(0, 1, []byte("ba")) {
+		t.Error("two entries of one length digest alike")
 	}
 }

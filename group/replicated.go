@@ -34,20 +34,35 @@ type Replicated struct {
 
 	mu      sync.Mutex
 	acks    map[uint64]*unacked
+	stopped bool // the service stopped: the multicasts waiting were told
 	groups  map[string]*logGroup
 	scratch []Delivery // deliver's
 }
 
-// unacked is a multicast waiting for its acknowledgement: what to send
-// again, and when.
+// unacked is a multicast waiting for its answer: what to send again, and
+// when.
 type unacked struct {
-	ch  chan consensus.Sent // buffered, 1; sent to under mu only
+	ch  chan answer // buffered, 1; sent to under mu only, while in acks
 	in  consensus.Send
 	due time.Time
 }
 
-// ackChans recycles the channels of acknowledged multicasts.
-var ackChans = sync.Pool{New: func() any { return make(chan consensus.Sent, 1) }}
+// answer ends a multicast's wait: its acknowledgement, or why it gets none.
+type answer struct {
+	ack consensus.Sent
+	err error
+}
+
+// answerChans recycles the channels of answered multicasts.
+var answerChans = sync.Pool{New: func() any { return make(chan answer, 1) }}
+
+// tell gives u its answer, unless it has one. The caller holds mu.
+func (u *unacked) tell(a answer) {
+	select {
+	case u.ch <- a:
+	default:
+	}
+}
 
 // logGroup is what a node keeps of a group: its last messages and its
 // listeners.
@@ -114,7 +129,9 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 }
 
 // resend sends again, every retry, the multicasts not yet acknowledged:
-// one goroutine for all of them, rather than a timer each.
+// one goroutine for all of them, rather than a timer each. Once the
+// service stops, it tells them so (they wait on their own channels only:
+// a channel every waiter watches would be a lock they all take).
 func (r *Replicated) resend() {
 	tick := time.NewTicker(r.retry / 4)
 	defer tick.Stop()
@@ -123,6 +140,12 @@ func (r *Replicated) resend() {
 		select {
 		case <-tick.C:
 		case <-r.svc.Done():
+			r.mu.Lock()
+			r.stopped = true
+			for _, u := range r.acks {
+				u.tell(answer{err: live.ErrClosed})
+			}
+			r.mu.Unlock()
 			return
 		}
 		now := time.Now()
@@ -157,10 +180,7 @@ func (r *Replicated) output(o proc.Output) {
 				continue
 			}
 			if u := r.acks[a.Seq]; u != nil {
-				select {
-				case u.ch <- a:
-				default:
-				}
+				u.tell(answer{ack: a})
 			}
 		}
 		r.mu.Unlock()
@@ -255,15 +275,24 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		return Delivery{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", name, len(body), MaxReplicatedBody)
 	}
 	select {
-	case r.window <- struct{}{}:
-	case <-ctx.Done():
-		return Delivery{}, ctx.Err()
+	case r.window <- struct{}{}: // room: no need to watch ctx (a cheaper send)
+	default:
+		select {
+		case r.window <- struct{}{}:
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		}
 	}
 	defer func() { <-r.window }()
 	seq := r.seq.Add(1)
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
-	u := &unacked{ch: ackChans.Get().(chan consensus.Sent), in: in, due: time.Now().Add(r.retry)}
+	u := &unacked{ch: answerChans.Get().(chan answer), in: in, due: time.Now().Add(r.retry)}
 	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		answerChans.Put(u.ch)
+		return Delivery{}, live.ErrClosed
+	}
 	r.acks[seq] = u
 	r.mu.Unlock()
 	defer func() {
@@ -274,7 +303,7 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		case <-u.ch:
 		default:
 		}
-		ackChans.Put(u.ch)
+		answerChans.Put(u.ch)
 	}()
 	// Sends that reach the service while it works share an entry
 	// (consensus.Groups gathers them): under load an entry carries many,
@@ -283,17 +312,19 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	if err := r.svc.Input(in); err != nil {
 		return Delivery{}, err
 	}
+	var a answer
 	select {
-	case a := <-u.ch:
-		if a.Refused != "" {
-			return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.Refused)
-		}
-		return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
+	case a = <-u.ch:
 	case <-ctx.Done():
 		return Delivery{}, ctx.Err()
-	case <-r.svc.Done():
-		return Delivery{}, live.ErrClosed
 	}
+	switch {
+	case a.err != nil:
+		return Delivery{}, a.err
+	case a.ack.Refused != "":
+		return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.ack.Refused)
+	}
+	return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.ack.Pos, Body: body}, nil
 }
 
 // Deliveries streams group name's messages as this node delivers them,
