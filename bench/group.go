@@ -228,17 +228,25 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	body := make([]byte, cfg.Size)
 	// A send returns once committed (the log) or delivered here (the
 	// textbook groups): window senders per node keep the window's sends
-	// under way at once, each in a loop.
+	// under way at once, each in a loop, with a context of its own, as
+	// an application's requests have (a context every sender waits on
+	// would be a lock they all take).
 	for i, g := range groups {
 		for range window {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				rctx, cancel := context.WithCancel(rctx)
+				defer cancel()
 				for {
 					select {
-					case slots[i] <- struct{}{}:
-					case <-rctx.Done():
-						return
+					case slots[i] <- struct{}{}: // room: no need to watch ctx (a cheaper send)
+					default:
+						select {
+						case slots[i] <- struct{}{}:
+						case <-rctx.Done():
+							return
+						}
 					}
 					// The message is registered before it can be
 					// delivered: the identity comes back only from
