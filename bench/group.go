@@ -35,6 +35,12 @@ import (
 //   - CPU: the process's CPU time (user and system, all five nodes and the
 //     benchmark's own bookkeeping) per message delivered at every member,
 //     and the heap allocations (count and bytes) per such message.
+//
+// With Rate set, the senders together offer Rate messages per second
+// (open loop, spread evenly over the nodes), still within the window: a
+// send due while a node's window is full is not made (counted as
+// missed), so the latencies are those of the load offered, not of a
+// queue that grows without bound.
 
 // GroupNodes is the size of the benchmark's cluster.
 const GroupNodes = 5
@@ -44,7 +50,8 @@ type GroupConfig struct {
 	Algorithms []proc.Algorithm
 	Windows    []int // messages in flight per sender, one configuration each
 	Duration   time.Duration
-	Size       int // payload bytes; default 64
+	Size       int     // payload bytes; default 64
+	Rate       float64 // messages per second offered by all the senders together; 0: as many as the window allows
 	Logger     *slog.Logger
 	Progress   io.Writer
 }
@@ -53,9 +60,11 @@ type GroupConfig struct {
 type GroupPoint struct {
 	Algorithm    string  `json:"algorithm"`
 	Window       int     `json:"window"`
-	Delivered    int     `json:"delivered"`      // messages delivered at every member
-	PerSecond    float64 `json:"per_second"`     // of those
-	LatencyP50Ms float64 `json:"latency_p50_ms"` // multicast to the last member's delivery
+	Rate         float64 `json:"rate,omitempty"`   // offered, messages per second (0: closed loop)
+	Missed       int     `json:"missed,omitempty"` // sends due at Rate while the window was full, not made
+	Delivered    int     `json:"delivered"`        // messages delivered at every member
+	PerSecond    float64 `json:"per_second"`       // of those
+	LatencyP50Ms float64 `json:"latency_p50_ms"`   // multicast to the last member's delivery
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
 	CPUPerMsgUs  float64 `json:"cpu_per_msg_us,omitempty"` // process CPU per message delivered at every member
 	AllocsPerMsg float64 `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
@@ -75,6 +84,8 @@ func RunGroup(ctx context.Context, cfg GroupConfig) ([]GroupPoint, error) {
 		return nil, fmt.Errorf("size %d: want 0 to %d bytes", cfg.Size, group.MaxBody)
 	case len(cfg.Algorithms) == 0 || len(cfg.Windows) == 0:
 		return nil, errors.New("no algorithm or no window")
+	case cfg.Rate < 0:
+		return nil, fmt.Errorf("rate %v: want 0 (closed loop) or more", cfg.Rate)
 	}
 	var out []GroupPoint
 	for _, a := range cfg.Algorithms {
@@ -225,6 +236,39 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 			}
 		}()
 	}
+	// At a rate, a pacer hands each node's senders their sends as they
+	// fall due, in turn, every millisecond.
+	var permits []chan struct{}
+	var missed atomic.Int64
+	if cfg.Rate > 0 {
+		permits = make([]chan struct{}, GroupNodes)
+		for i := range permits {
+			permits[i] = make(chan struct{}, window)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			start, issued := time.Now(), 0
+			for {
+				select {
+				case now := <-tick.C:
+					due := int(cfg.Rate*now.Sub(start).Seconds()) - issued
+					for range due {
+						select {
+						case permits[issued%GroupNodes] <- struct{}{}:
+						default:
+							missed.Add(1) // the node's window is full
+						}
+						issued++
+					}
+				case <-rctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	body := make([]byte, cfg.Size)
 	// A send returns once committed (the log) or delivered here (the
 	// textbook groups): window senders per node keep the window's sends
@@ -239,6 +283,13 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 				rctx, cancel := context.WithCancel(rctx)
 				defer cancel()
 				for {
+					if permits != nil {
+						select {
+						case <-permits[i]:
+						case <-rctx.Done():
+							return
+						}
+					}
 					select {
 					case slots[i] <- struct{}{}: // room: no need to watch ctx (a cheaper send)
 					default:
@@ -281,6 +332,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		return GroupPoint{}, ctx.Err()
 	}
 	measuring.Store(true)
+	missed0 := missed.Load()
 	start := time.Now()
 	cpu0 := processCPU()
 	var mem0, mem1 runtime.MemStats
@@ -293,6 +345,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		return GroupPoint{}, err
 	}
 	measuring.Store(false)
+	nmissed := missed.Load() - missed0
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&mem1)
 	elapsed := time.Since(start)
@@ -311,7 +364,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		return GroupPoint{}, errors.New("no message reached every member")
 	}
 	slices.Sort(lat)
-	return GroupPoint{Algorithm: a.Name, Window: window, Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
+	return GroupPoint{Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
 		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99)),
 		CPUPerMsgUs:  float64(cpu.Nanoseconds()) / 1e3 / float64(n),
 		AllocsPerMsg: float64(mem1.Mallocs-mem0.Mallocs) / float64(n),
