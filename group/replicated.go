@@ -32,9 +32,11 @@ type Replicated struct {
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
 
-	mu      sync.Mutex
+	ackMu   sync.Mutex // the multicasts' side: apart from mu, which deliveries hold for a whole entry
 	acks    map[uint64]*unacked
 	stopped bool // the service stopped: the multicasts waiting were told
+
+	mu      sync.Mutex
 	groups  map[string]*logGroup
 	scratch []Delivery // deliver's
 }
@@ -42,7 +44,7 @@ type Replicated struct {
 // unacked is a multicast waiting for its answer: what to send again, and
 // when.
 type unacked struct {
-	ch  chan answer // buffered, 1; sent to under mu only, while in acks
+	ch  chan answer // buffered, 1; sent to under ackMu only, while in acks
 	in  consensus.Send
 	due time.Time
 }
@@ -56,7 +58,7 @@ type answer struct {
 // answerChans recycles the channels of answered multicasts.
 var answerChans = sync.Pool{New: func() any { return make(chan answer, 1) }}
 
-// tell gives u its answer, unless it has one. The caller holds mu.
+// tell gives u its answer, unless it has one. The caller holds ackMu.
 func (u *unacked) tell(a answer) {
 	select {
 	case u.ch <- a:
@@ -140,23 +142,23 @@ func (r *Replicated) resend() {
 		select {
 		case <-tick.C:
 		case <-r.svc.Done():
-			r.mu.Lock()
+			r.ackMu.Lock()
 			r.stopped = true
 			for _, u := range r.acks {
 				u.tell(answer{err: live.ErrClosed})
 			}
-			r.mu.Unlock()
+			r.ackMu.Unlock()
 			return
 		}
 		now := time.Now()
-		r.mu.Lock()
+		r.ackMu.Lock()
 		for _, u := range r.acks {
 			if !now.Before(u.due) {
 				due = append(due, u.in)
 				u.due = now.Add(r.retry)
 			}
 		}
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 		slices.SortFunc(due, func(a, b consensus.Send) int { return cmp.Compare(a.Seq, b.Seq) })
 		for i, in := range due {
 			if r.svc.Input(in) != nil { // the same number: applied once
@@ -174,7 +176,7 @@ func (r *Replicated) resend() {
 func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
 	case consensus.Acked:
-		r.mu.Lock()
+		r.ackMu.Lock()
 		for _, a := range o.Sent {
 			if a.Origin != r.origin {
 				continue
@@ -183,7 +185,7 @@ func (r *Replicated) output(o proc.Output) {
 				u.tell(answer{ack: a})
 			}
 		}
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 	case consensus.Delivered:
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -287,18 +289,18 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	seq := r.seq.Add(1)
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
 	u := &unacked{ch: answerChans.Get().(chan answer), in: in, due: time.Now().Add(r.retry)}
-	r.mu.Lock()
+	r.ackMu.Lock()
 	if r.stopped {
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 		answerChans.Put(u.ch)
 		return Delivery{}, live.ErrClosed
 	}
 	r.acks[seq] = u
-	r.mu.Unlock()
+	r.ackMu.Unlock()
 	defer func() {
-		r.mu.Lock()
+		r.ackMu.Lock()
 		delete(r.acks, seq)
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 		select { // nothing sends to it now: empty, it serves another
 		case <-u.ch:
 		default:
