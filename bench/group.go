@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,12 @@ import (
 //   - CPU: the process's CPU time (user and system, all five nodes and the
 //     benchmark's own bookkeeping) per message delivered at every member,
 //     and the heap allocations (count and bytes) per such message.
+//
+// With Rate set, the senders together offer Rate messages per second
+// (open loop, spread evenly over the nodes), still within the window: a
+// send due while a node's window is full is not made (counted as
+// missed), so the latencies are those of the load offered, not of a
+// queue that grows without bound.
 
 // GroupNodes is the size of the benchmark's cluster.
 const GroupNodes = 5
@@ -43,7 +50,8 @@ type GroupConfig struct {
 	Algorithms []proc.Algorithm
 	Windows    []int // messages in flight per sender, one configuration each
 	Duration   time.Duration
-	Size       int // payload bytes; default 64
+	Size       int     // payload bytes; default 64
+	Rate       float64 // messages per second offered by all the senders together; 0: as many as the window allows
 	Logger     *slog.Logger
 	Progress   io.Writer
 }
@@ -52,9 +60,11 @@ type GroupConfig struct {
 type GroupPoint struct {
 	Algorithm    string  `json:"algorithm"`
 	Window       int     `json:"window"`
-	Delivered    int     `json:"delivered"`      // messages delivered at every member
-	PerSecond    float64 `json:"per_second"`     // of those
-	LatencyP50Ms float64 `json:"latency_p50_ms"` // multicast to the last member's delivery
+	Rate         float64 `json:"rate,omitempty"`   // offered, messages per second (0: closed loop)
+	Missed       int     `json:"missed,omitempty"` // sends due at Rate while the window was full, not made
+	Delivered    int     `json:"delivered"`        // messages delivered at every member
+	PerSecond    float64 `json:"per_second"`       // of those
+	LatencyP50Ms float64 `json:"latency_p50_ms"`   // multicast to the last member's delivery
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
 	CPUPerMsgUs  float64 `json:"cpu_per_msg_us,omitempty"` // process CPU per message delivered at every member
 	AllocsPerMsg float64 `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
@@ -74,6 +84,8 @@ func RunGroup(ctx context.Context, cfg GroupConfig) ([]GroupPoint, error) {
 		return nil, fmt.Errorf("size %d: want 0 to %d bytes", cfg.Size, group.MaxBody)
 	case len(cfg.Algorithms) == 0 || len(cfg.Windows) == 0:
 		return nil, errors.New("no algorithm or no window")
+	case cfg.Rate < 0:
+		return nil, fmt.Errorf("rate %v: want 0 (closed loop) or more", cfg.Rate)
 	}
 	var out []GroupPoint
 	for _, a := range cfg.Algorithms {
@@ -163,17 +175,25 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		}
 	}
 
-	// Bookkeeping: when each message was multicast, how many members have
-	// delivered it, and when the last one did.
+	// Bookkeeping, one shard per origin (the senders and the members'
+	// listeners would otherwise queue on one lock): when each message was
+	// multicast, how many members have delivered it, and the latencies of
+	// those that reached every member while measuring.
 	type msg struct {
 		sent  time.Time
 		count int
 	}
-	var mu sync.Mutex
-	msgs := map[group.ID]*msg{}
-	var latencies []time.Duration
-	complete := 0
-	measuring := false
+	type shard struct {
+		mu        sync.Mutex
+		msgs      map[uint64]msg // by the origin's number for it
+		latencies []time.Duration
+		complete  int
+	}
+	shards := make([]shard, GroupNodes)
+	for i := range shards {
+		shards[i].msgs = map[uint64]msg{}
+	}
+	var measuring atomic.Bool
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,31 +204,29 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		slots[i] = make(chan struct{}, window)
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2*GroupNodes)
+	errc := make(chan error, (window+1)*GroupNodes)
 	for i, g := range groups {
 		ds, wait := g.Deliveries(rctx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for d := range ds {
-				now := time.Now()
-				mu.Lock()
-				m := msgs[d.ID]
-				if m == nil { // delivered before Multicast returned its identity
-					m = &msg{}
-					msgs[d.ID] = m
-				}
+				sh := &shards[d.Origin]
+				sh.mu.Lock()
+				m := sh.msgs[d.Seq] // zero: delivered before Multicast returned its identity
 				m.count++
-				if m.count == GroupNodes {
-					if measuring {
-						complete++
+				if m.count < GroupNodes {
+					sh.msgs[d.Seq] = m
+				} else {
+					if measuring.Load() {
+						sh.complete++
 						if !m.sent.IsZero() {
-							latencies = append(latencies, now.Sub(m.sent))
+							sh.latencies = append(sh.latencies, time.Since(m.sent))
 						}
 					}
-					delete(msgs, d.ID)
+					delete(sh.msgs, d.Seq)
 				}
-				mu.Unlock()
+				sh.mu.Unlock()
 				if d.Origin == proc.ID(i) {
 					<-slots[i]
 				}
@@ -218,44 +236,93 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 			}
 		}()
 	}
-	body := make([]byte, cfg.Size)
-	for i, g := range groups {
+	// At a rate, a pacer hands each node's senders their sends as they
+	// fall due, in turn, every millisecond.
+	var permits []chan struct{}
+	var missed atomic.Int64
+	if cfg.Rate > 0 {
+		permits = make([]chan struct{}, GroupNodes)
+		for i := range permits {
+			permits[i] = make(chan struct{}, window)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			start, issued := time.Now(), 0
 			for {
 				select {
-				case slots[i] <- struct{}{}:
+				case now := <-tick.C:
+					due := int(cfg.Rate*now.Sub(start).Seconds()) - issued
+					for range due {
+						select {
+						case permits[issued%GroupNodes] <- struct{}{}:
+						default:
+							missed.Add(1) // the node's window is full
+						}
+						issued++
+					}
 				case <-rctx.Done():
 					return
 				}
-				// The message is registered before it can be delivered:
-				// the identity comes back only from Multicast, so the
-				// time is taken just before the call.
-				sent := time.Now()
-				send := func() error {
+			}
+		}()
+	}
+	body := make([]byte, cfg.Size)
+	// A send returns once committed (the log) or delivered here (the
+	// textbook groups): window senders per node keep the window's sends
+	// under way at once, each in a loop, with a context of its own, as
+	// an application's requests have (a context every sender waits on
+	// would be a lock they all take).
+	for i, g := range groups {
+		for range window {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rctx, cancel := context.WithCancel(rctx)
+				defer cancel()
+				for {
+					if permits != nil {
+						select {
+						case <-permits[i]:
+						case <-rctx.Done():
+							return
+						}
+					}
+					select {
+					case slots[i] <- struct{}{}: // room: no need to watch ctx (a cheaper send)
+					default:
+						select {
+						case slots[i] <- struct{}{}:
+						case <-rctx.Done():
+							return
+						}
+					}
+					// The message is registered before it can be
+					// delivered: the identity comes back only from
+					// Multicast, so the time is taken just before the
+					// call.
+					sent := time.Now()
 					id, err := g.Multicast(rctx, body)
 					if err != nil {
 						if rctx.Err() == nil {
 							errc <- fmt.Errorf("node %d: %w", i, err)
 						}
-						return err
+						return
 					}
-					mu.Lock()
-					if m := msgs[id]; m != nil {
-						m.sent = sent // deliveries overtook the bookkeeping
+					sh := &shards[id.Origin]
+					sh.mu.Lock()
+					if m, ok := sh.msgs[id.Seq]; ok { // deliveries overtook the bookkeeping
+						m.sent = sent
+						sh.msgs[id.Seq] = m
 					} else {
-						msgs[id] = &msg{sent: sent}
+						sh.msgs[id.Seq] = msg{sent: sent}
 					}
-					mu.Unlock()
-					return nil
+					sh.mu.Unlock()
 				}
-				// A send returns once committed (the log) or delivered
-				// here (the textbook groups): the window's sends are
-				// under way at once.
-				go send()
-			}
-		}()
+			}()
+		}
 	}
 	// Warm up, then measure.
 	warm := min(cfg.Duration/5, time.Second)
@@ -264,13 +331,12 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	case <-ctx.Done():
 		return GroupPoint{}, ctx.Err()
 	}
-	mu.Lock()
-	measuring = true
+	measuring.Store(true)
+	missed0 := missed.Load()
 	start := time.Now()
 	cpu0 := processCPU()
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
-	mu.Unlock()
 	select {
 	case <-time.After(cfg.Duration):
 	case <-ctx.Done():
@@ -278,21 +344,27 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	case err := <-errc:
 		return GroupPoint{}, err
 	}
-	mu.Lock()
-	measuring = false
+	measuring.Store(false)
+	nmissed := missed.Load() - missed0
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&mem1)
 	elapsed := time.Since(start)
-	n := complete
-	lat := slices.Clone(latencies)
-	mu.Unlock()
+	n := 0
+	var lat []time.Duration
+	for i := range shards {
+		sh := &shards[i]
+		sh.mu.Lock()
+		n += sh.complete
+		lat = append(lat, sh.latencies...)
+		sh.mu.Unlock()
+	}
 	cancel()
 	wg.Wait()
 	if n == 0 {
 		return GroupPoint{}, errors.New("no message reached every member")
 	}
 	slices.Sort(lat)
-	return GroupPoint{Algorithm: a.Name, Window: window, Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
+	return GroupPoint{Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
 		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99)),
 		CPUPerMsgUs:  float64(cpu.Nanoseconds()) / 1e3 / float64(n),
 		AllocsPerMsg: float64(mem1.Mallocs-mem0.Mallocs) / float64(n),

@@ -33,10 +33,19 @@ func TestRunGroup(t *testing.T) {
 			t.Errorf("point %+v", p)
 		}
 	}
+	// At a rate, the senders offer that many messages a second, not more.
+	ps, err = RunGroup(context.Background(), GroupConfig{Algorithms: algos[:1], Windows: []int{16}, Duration: 500 * time.Millisecond, Rate: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ps[0]; p.Rate != 500 || p.Delivered <= 0 || p.PerSecond > 500*1.5 {
+		t.Errorf("at 500 a second: %+v", p)
+	}
 	for _, c := range []struct {
 		cfg  GroupConfig
 		want string
 	}{
+		{GroupConfig{Algorithms: algos, Windows: []int{1}, Duration: time.Millisecond, Rate: -1}, "rate -1"},
 		{GroupConfig{Algorithms: algos, Windows: []int{1}}, "duration"},
 		{GroupConfig{Algorithms: algos, Windows: []int{0}, Duration: time.Millisecond}, "window 0"},
 		{GroupConfig{Algorithms: algos, Windows: []int{1}, Duration: time.Millisecond, Size: -1}, "size -1"},

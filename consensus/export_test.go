@@ -116,6 +116,10 @@ func (q *Queues) Above() (counted, held int) {
 // sends it gathered; MaxEntryBytes bounds what one entry gathers.
 var GatherTag any = gatherTimer{}
 
+// StallTag is the tag of the group service's timer that gives up on its
+// entries under way.
+var StallTag any = stallTimer{}
+
 const MaxEntryBytes = maxEntryBytes
 
 // DigestStep is the Log's digest after applying data at index, from prev.

@@ -1,6 +1,7 @@
 package consensus_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -230,5 +231,82 @@ func TestGroupSendsShareAnEntry(t *testing.T) {
 	}
 	if entries != 2 {
 		t.Fatalf("%d entries forwarded, want two", entries)
+	}
+}
+
+// TestGroupEntriesUnderWayAreBounded: a group server proposes at once
+// while fewer than two of its entries are under way; past that, its sends
+// wait and go together in one entry once one of them is applied. Entries
+// that make no progress for an election timeout are given up (a leader
+// lost them), and the sends that waited go.
+func TestGroupEntriesUnderWayAreBounded(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	g := consensus.NewGroups(1, 3, consensus.DefaultConfig, 16)
+	g.Start(env)
+	g.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0
+	// The entries forwarded to the leader, in order.
+	var entries [][]byte
+	sendAll := func(seqs ...uint64) {
+		for _, seq := range seqs {
+			g.Input(env, consensus.Send{Group: "g", Origin: 7, Seq: seq, Body: []byte{byte(seq)}})
+		}
+	}
+	fire := func(want any) bool { // fires the timers set with tag want, then the flush
+		fired := false
+		timers := env.timer
+		env.timer = nil
+		for _, tag := range timers {
+			if tag == want {
+				g.Timeout(env, tag)
+				fired = true
+			} else if tag != consensus.FlushTag {
+				env.timer = append(env.timer, tag) // still set
+			}
+		}
+		g.Timeout(env, consensus.FlushTag)
+		for _, s := range env.sent {
+			if f, ok := s.m.(consensus.Forward); ok {
+				entries = append(entries, f.Data...)
+			}
+		}
+		env.sent = nil
+		return fired
+	}
+	seqsOf := func(e []byte) []uint64 {
+		_, ss, err := consensus.DecodeSends(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []uint64
+		for _, s := range ss {
+			seqs = append(seqs, s.Seq)
+		}
+		return seqs
+	}
+	sendAll(1)
+	fire(consensus.GatherTag)
+	sendAll(2)
+	fire(consensus.GatherTag)
+	sendAll(3, 4)
+	if fire(consensus.GatherTag) || len(entries) != 2 {
+		t.Fatalf("with two entries under way: %d entries forwarded and a gather timer %v, want 2 and none", len(entries), fire(consensus.GatherTag))
+	}
+	g.Apply(env, 1, entries[0]) // the first is applied: the waiting sends go, in one entry
+	if !fire(consensus.GatherTag) || len(entries) != 3 || fmt.Sprint(seqsOf(entries[2])) != "[3 4]" {
+		t.Fatalf("after an entry applied: entries %d, the last with %v, want 3, the last with [3 4]", len(entries), seqsOf(entries[len(entries)-1]))
+	}
+
+	// Two under way again; one more send waits. The stall timer that
+	// finds progress since it was set waits again; the next gives up.
+	sendAll(5)
+	if !fire(consensus.StallTag) {
+		t.Fatal("no stall timer set while entries are under way")
+	}
+	if fire(consensus.GatherTag) || len(entries) != 3 {
+		t.Fatalf("gave up on entries under way that made progress: %d entries forwarded, want 3", len(entries))
+	}
+	fire(consensus.StallTag) // no progress since: given up
+	if !fire(consensus.GatherTag) || len(entries) != 4 || fmt.Sprint(seqsOf(entries[3])) != "[5]" {
+		t.Fatalf("after a stall: %d entries, want 4, the last with [5]", len(entries))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -24,6 +25,11 @@ import (
 //	on applying it:                     unless origin's seq was applied, pos = ++next[group];
 //	                                    deliver (group, pos, body);
 //	                                    if via = self: acknowledge (origin, seq, pos)
+//
+// An entry carries the sends a server gathered while it was busy, and a
+// server outputs each entry's deliveries as one Delivered, and its
+// acknowledgements as one Acked: under load an entry holds hundreds of
+// messages, and a host hands on an output at about the cost of a message.
 //
 // Only the server that took a send acknowledges it (its sender waits
 // there; the others' acknowledgements would serve no one). A sender that
@@ -50,6 +56,13 @@ type Groups struct {
 	pendingBytes int
 	gathering    bool // a gather timer is set
 
+	// Flow control of the server's own entries (see queue).
+	underWay   int           // proposed here and not yet applied
+	ownApplied uint64        // entries taken here and applied, ever
+	watching   bool          // a stall timer is set ...
+	watched    uint64        // ... when ownApplied was this
+	stallAfter time.Duration // the log's election timeout
+
 	decoded []Send // scratch for Apply
 }
 
@@ -57,6 +70,16 @@ type Groups struct {
 type gatherTimer struct{}
 
 func (gatherTimer) String() string { return "gather" }
+
+// stallTimer is the tag of the timer that gives up on entries under way
+// that made no progress.
+type stallTimer struct{}
+
+func (stallTimer) String() string { return "stall" }
+
+// maxUnderWay bounds the entries a server has under way: past it, sends
+// wait for one to be applied and go in the next entry together.
+const maxUnderWay = 2
 
 // maxEntryBytes bounds the messages' bytes in one entry: an entry fits an
 // AppendEntries (Config.MaxBatchBytes) and the live transport's frames.
@@ -73,7 +96,7 @@ type groupState struct {
 // forwarded to the leader.
 func NewGroups(id proc.ID, n int, cfg Config, retain int) *Groups {
 	cfg.Forward = true
-	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: newOrigins()}
+	g := &Groups{retain: retain, groups: map[string]*groupState{}, origins: newOrigins(), stallAfter: cfg.ElectionTimeout}
 	g.raft = New(id, n, cfg, g)
 	return g
 }
@@ -107,8 +130,8 @@ type Replay struct{}
 
 func (Replay) Kind() string { return "replay" }
 
-// GroupMessage is a delivery: output, in the log's order, by every
-// server that applies it.
+// GroupMessage is a delivered message: its group, its position there, its
+// origin's number for it and its body.
 type GroupMessage struct {
 	Group  string `json:"group"`
 	Pos    uint64 `json:"pos"`
@@ -117,11 +140,19 @@ type GroupMessage struct {
 	Body   []byte `json:"body"`
 }
 
-func (GroupMessage) Kind() string { return "group-message" }
+// Delivered is output by every server that applies an entry: the entry's
+// messages, in the log's order (Index: the entry). A replay of what a
+// server retains outputs one per group, with Index 0. The bodies are the
+// log's: read-only.
+type Delivered struct {
+	Index    uint64         `json:"index"`
+	Messages []GroupMessage `json:"messages"`
+}
+
+func (Delivered) Kind() string { return "group-delivered" }
 
 // Sent acknowledges (Origin, Seq): committed, at position Pos of Group
-// (0 for a copy of one applied before). Only the server that took the
-// send outputs it.
+// (0 for a copy of one applied before).
 type Sent struct {
 	Group   string `json:"group"`
 	Origin  uint64 `json:"origin"`
@@ -130,7 +161,14 @@ type Sent struct {
 	Refused string `json:"refused,omitempty"` // why the message was not delivered (MaxGroups)
 }
 
-func (Sent) Kind() string { return "group-sent" }
+// Acked is output, after the entry's Delivered, by the server that took
+// the entry's sends: their acknowledgements, in the entry's order.
+type Acked struct {
+	Index uint64 `json:"index"`
+	Sent  []Sent `json:"sent"`
+}
+
+func (Acked) Kind() string { return "group-acked" }
 
 // An entry's data: 'V', uvarints via (the server that took the sends) and
 // count, then count messages, each uvarints origin, seq and len(group),
@@ -252,20 +290,35 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 	}
 }
 
-// queue gathers a send into the next entry. The entry is proposed by a
-// timer set to fire at once, which a host fires once the events already
-// waiting have been handled: the sends that queued while the server
-// worked (while it synced its log, say) share one entry, and so one
-// append, one sync and one apply — group commit at the level of the
-// messages, where the log does it for entries. A send to an idle server
-// goes at once, alone.
+// queue gathers a send into the next entry. While fewer than maxUnderWay
+// of the server's entries are under way (proposed, not yet applied), the
+// entry is proposed by a timer set to fire at once, which a host fires
+// once the events already waiting have been handled: a send to an idle
+// server goes at once, alone, and the sends that queued while the server
+// worked (while it synced its log, say) go together. Past maxUnderWay,
+// the sends wait for one of them to be applied: the busier the server,
+// the more an entry carries, with one append, one sync and one apply for
+// them all — group commit at the level of the messages, where the log
+// does it for entries, and batches that grow with the load without a
+// delay at low load (as Nagle's algorithm's segments do in TCP).
+//
+// An entry may be lost (a leader that fails before it replicates it, a
+// server that knows no leader): if none of the server's entries is
+// applied for an election timeout, it counts none under way. Its senders
+// resend what was lost.
 func (g *Groups) queue(env proc.Env, s Send) {
 	if g.pendingBytes+len(s.Body)+len(s.Group) > maxEntryBytes {
 		g.propose(env)
 	}
 	g.pending = append(g.pending, s)
 	g.pendingBytes += len(s.Body) + len(s.Group)
-	if !g.gathering {
+	g.proposeSoon(env)
+}
+
+// proposeSoon sets the gather timer if sends wait and fewer than
+// maxUnderWay entries are under way.
+func (g *Groups) proposeSoon(env proc.Env) {
+	if len(g.pending) > 0 && !g.gathering && g.underWay < maxUnderWay {
 		g.gathering = true
 		env.SetTimer(0, gatherTimer{})
 	}
@@ -279,17 +332,45 @@ func (g *Groups) propose(env proc.Env) {
 	g.raft.Input(env, Propose{Data: encodeSends(env.Self(), g.pending)})
 	clear(g.pending) // the bodies belong to the callers
 	g.pending, g.pendingBytes = g.pending[:0], 0
+	g.underWay++
+	g.watch(env)
+}
+
+// watch sets the stall timer, unless it is set.
+func (g *Groups) watch(env proc.Env) {
+	if !g.watching {
+		g.watching, g.watched = true, g.ownApplied
+		env.SetTimer(g.stallAfter, stallTimer{})
+	}
+}
+
+// onStall: none of the entries under way was applied since the timer was
+// set, so they are taken for lost.
+func (g *Groups) onStall(env proc.Env) {
+	g.watching = false
+	if g.underWay == 0 {
+		return
+	}
+	if g.ownApplied == g.watched {
+		g.underWay = 0
+		g.proposeSoon(env)
+		return
+	}
+	g.watch(env)
 }
 
 func (g *Groups) Receive(env proc.Env, from proc.ID, m proc.Message) { g.raft.Receive(env, from, m) }
 
 func (g *Groups) Timeout(env proc.Env, tag any) {
-	if _, ok := tag.(gatherTimer); ok {
+	switch tag.(type) {
+	case gatherTimer:
 		g.gathering = false
 		g.propose(env)
-		return
+	case stallTimer:
+		g.onStall(env)
+	default:
+		g.raft.Timeout(env, tag)
 	}
-	g.raft.Timeout(env, tag)
 }
 
 func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
@@ -298,32 +379,49 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 	if err != nil {
 		return
 	}
-	ack := via == env.Self() || via == anyServer
+	out := Delivered{Index: index, Messages: make([]GroupMessage, 0, len(ss))}
+	var acked *Acked
+	if via == env.Self() || via == anyServer {
+		acked = &Acked{Index: index, Sent: make([]Sent, 0, len(ss))}
+	}
 	for _, s := range ss {
 		if s.Seq > 0 {
-			g.deliver(env, index, s, ack)
+			g.deliver(index, s, &out, acked)
 		}
 	}
 	clear(ss) // the bodies are the log's: not kept alive by the scratch
 	g.decoded = ss[:0]
+	if len(out.Messages) > 0 {
+		env.Output(out)
+	}
+	if acked != nil && len(acked.Sent) > 0 {
+		env.Output(*acked)
+	}
+	if via == env.Self() { // one of ours (or of an earlier incarnation's)
+		g.ownApplied++
+		g.underWay = max(g.underWay-1, 0)
+		g.proposeSoon(env)
+	}
 }
 
-// deliver applies one message of entry index, and acknowledges it if ack.
-func (g *Groups) deliver(env proc.Env, index uint64, s Send, ack bool) {
-	if g.origins.applied(s.Origin, s.Seq) {
-		if ack {
-			env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
+// deliver applies one message of entry index: it adds the delivery to
+// out and, if acked is not nil, the acknowledgement to acked.
+func (g *Groups) deliver(index uint64, s Send, out *Delivered, acked *Acked) {
+	ack := func(a Sent) {
+		if acked != nil {
+			acked.Sent = append(acked.Sent, a)
 		}
+	}
+	if g.origins.applied(s.Origin, s.Seq) {
+		ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq}) // a copy
 		return
 	}
 	g.origins.mark(index, s.Origin, s.Seq)
 	gs := g.groups[s.Group]
 	if gs == nil {
 		if len(g.groups) >= MaxGroups {
-			if ack {
-				env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
-					Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
-			}
+			ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq,
+				Refused: fmt.Sprintf("the cluster keeps %d groups, the most it may: send to one of them", MaxGroups)})
 			return
 		}
 		gs = &groupState{}
@@ -334,10 +432,8 @@ func (g *Groups) deliver(env proc.Env, index uint64, s Send, ack bool) {
 	if g.retain > 0 {
 		g.keep(gs, m)
 	}
-	env.Output(m)
-	if ack {
-		env.Output(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
-	}
+	out.Messages = append(out.Messages, m)
+	ack(Sent{Group: s.Group, Origin: s.Origin, Seq: s.Seq, Pos: gs.Next})
 }
 
 // keep retains m for snapshots: each group keeps its last retain to
@@ -429,15 +525,38 @@ func (g *Groups) Restore(env proc.Env, b []byte) {
 	g.replay(env)
 }
 
-// replay outputs every group's retained messages, in order.
+// replay outputs every group's retained messages, in order, a Delivered
+// per group.
 func (g *Groups) replay(env proc.Env) {
 	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
-		for _, m := range g.groups[name].Recent {
-			env.Output(m)
+		if r := g.groups[name].Recent; len(r) > 0 {
+			env.Output(Delivered{Messages: slices.Clone(r)}) // Recent changes in place
 		}
 	}
 }
 
 func (m GroupMessage) String() string {
 	return fmt.Sprintf("group %s #%d (%d bytes)", m.Group, m.Pos, len(m.Body))
+}
+
+func (d Delivered) String() string {
+	switch len(d.Messages) {
+	case 0:
+		return "delivered nothing"
+	case 1:
+		return "delivered " + d.Messages[0].String()
+	}
+	first, last := d.Messages[0], d.Messages[len(d.Messages)-1]
+	if first.Group == last.Group && last.Pos == first.Pos+uint64(len(d.Messages))-1 {
+		return fmt.Sprintf("delivered group %s #%d–#%d", first.Group, first.Pos, last.Pos)
+	}
+	return fmt.Sprintf("delivered %d messages", len(d.Messages))
+}
+
+func (a Acked) String() string {
+	if len(a.Sent) == 1 {
+		s := a.Sent[0]
+		return fmt.Sprintf("acked %d/%d at #%d", s.Origin, s.Seq, s.Pos)
+	}
+	return fmt.Sprintf("acked %d sends", len(a.Sent))
 }

@@ -26,8 +26,8 @@ func applyGroups(g *consensus.Groups, at *uint64, sends ...consensus.Send) []con
 		g.Apply(env, *at, consensus.EncodeSends(0, []consensus.Send{s})) // taken by server 0, the env's Self
 		*at++
 		for _, o := range env.out {
-			if a, ok := o.(consensus.Sent); ok {
-				acks = append(acks, a)
+			if a, ok := o.(consensus.Acked); ok {
+				acks = append(acks, a.Sent...)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package consensus
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,13 +48,20 @@ func (l *Log) step(index uint64, data []byte) {
 		panic(fmt.Sprintf("applied entry %d after %d", index, l.index))
 	}
 	// FNV-1a over the previous digest (8 bytes, little-endian), the
-	// length (a uvarint) and the data, without a hash.Hash to allocate.
-	var head [8 + binary.MaxVarintLen64]byte
+	// length (a uvarint) and the data's CRC-32C (4 bytes, little-endian),
+	// without a hash.Hash to allocate. FNV-1a takes a multiplication a
+	// byte, and every server digests every entry: over the data itself it
+	// was a twentieth of a busy group service's time, where CRC-32C runs
+	// in the processor's instruction for it. A different entry of the same
+	// length escapes the digest with probability 2⁻³² at most.
+	var head [8 + binary.MaxVarintLen64 + 4]byte
 	binary.LittleEndian.PutUint64(head[:], l.digest)
 	k := 8 + binary.PutUvarint(head[8:], uint64(len(data)))
-	h := fnv1a(fnvOffset, head[:k])
-	l.index, l.digest = index, fnv1a(h, data)
+	binary.LittleEndian.PutUint32(head[k:], crc32.Checksum(data, castagnoli))
+	l.index, l.digest = index, fnv1a(fnvOffset, head[:k+4])
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // FNV-1a, 64 bits (Fowler, Noll, Vo), as hash/fnv's New64a.
 const (

@@ -430,13 +430,22 @@ func (s *stream) fail(err error) {
 	}
 }
 
-func (s *stream) push(d Delivery) {
+func (s *stream) push(d Delivery) { s.pushAll([]Delivery{d}) }
+
+// pushAll adds ds to the backlog, all or none: a backlog that would grow
+// past its bounds overflows (the reader gets what it holds, then
+// ErrSlowReader).
+func (s *stream) pushAll(ds []Delivery) {
+	size := 0
+	for _, d := range ds {
+		size += len(d.Body)
+	}
 	s.mu.Lock()
-	if len(s.backlog) >= MaxBacklog || s.bytes+len(d.Body) > MaxBacklogBytes {
+	if len(s.backlog)+len(ds) > MaxBacklog || s.bytes+size > MaxBacklogBytes {
 		s.overflow = true
 	} else if !s.overflow && s.failed == nil {
-		s.backlog = append(s.backlog, d)
-		s.bytes += len(d.Body)
+		s.backlog = append(s.backlog, ds...)
+		s.bytes += size
 	}
 	s.mu.Unlock()
 	select {

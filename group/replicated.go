@@ -32,21 +32,39 @@ type Replicated struct {
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
 
-	mu     sync.Mutex
-	acks   map[uint64]*unacked
-	groups map[string]*logGroup
+	ackMu   sync.Mutex // the multicasts' side: apart from mu, which deliveries hold for a whole entry
+	acks    map[uint64]*unacked
+	stopped bool // the service stopped: the multicasts waiting were told
+
+	mu      sync.Mutex
+	groups  map[string]*logGroup
+	scratch []Delivery // deliver's
 }
 
-// unacked is a multicast waiting for its acknowledgement: what to send
-// again, and when.
+// unacked is a multicast waiting for its answer: what to send again, and
+// when.
 type unacked struct {
-	ch  chan consensus.Sent // buffered, 1; sent to under mu only
+	ch  chan answer // buffered, 1; sent to under ackMu only, while in acks
 	in  consensus.Send
 	due time.Time
 }
 
-// ackChans recycles the channels of acknowledged multicasts.
-var ackChans = sync.Pool{New: func() any { return make(chan consensus.Sent, 1) }}
+// answer ends a multicast's wait: its acknowledgement, or why it gets none.
+type answer struct {
+	ack consensus.Sent
+	err error
+}
+
+// answerChans recycles the channels of answered multicasts.
+var answerChans = sync.Pool{New: func() any { return make(chan answer, 1) }}
+
+// tell gives u its answer, unless it has one. The caller holds ackMu.
+func (u *unacked) tell(a answer) {
+	select {
+	case u.ch <- a:
+	default:
+	}
+}
 
 // logGroup is what a node keeps of a group: its last messages and its
 // listeners.
@@ -113,7 +131,9 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 }
 
 // resend sends again, every retry, the multicasts not yet acknowledged:
-// one goroutine for all of them, rather than a timer each.
+// one goroutine for all of them, rather than a timer each. Once the
+// service stops, it tells them so (they wait on their own channels only:
+// a channel every waiter watches would be a lock they all take).
 func (r *Replicated) resend() {
 	tick := time.NewTicker(r.retry / 4)
 	defer tick.Stop()
@@ -122,17 +142,23 @@ func (r *Replicated) resend() {
 		select {
 		case <-tick.C:
 		case <-r.svc.Done():
+			r.ackMu.Lock()
+			r.stopped = true
+			for _, u := range r.acks {
+				u.tell(answer{err: live.ErrClosed})
+			}
+			r.ackMu.Unlock()
 			return
 		}
 		now := time.Now()
-		r.mu.Lock()
+		r.ackMu.Lock()
 		for _, u := range r.acks {
 			if !now.Before(u.due) {
 				due = append(due, u.in)
 				u.due = now.Add(r.retry)
 			}
 		}
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 		slices.SortFunc(due, func(a, b consensus.Send) int { return cmp.Compare(a.Seq, b.Seq) })
 		for i, in := range due {
 			if r.svc.Input(in) != nil { // the same number: applied once
@@ -144,70 +170,100 @@ func (r *Replicated) resend() {
 	}
 }
 
-// output runs in the service's goroutine for every output, in log order.
+// output runs in the service's goroutine for every output, in log order:
+// an entry's deliveries (consensus.Delivered), then the acknowledgements
+// of the sends this node took (consensus.Acked).
 func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
-	case consensus.Sent:
-		if o.Origin == r.origin {
-			r.mu.Lock()
-			if u := r.acks[o.Seq]; u != nil {
-				select {
-				case u.ch <- o:
-				default:
-				}
+	case consensus.Acked:
+		r.ackMu.Lock()
+		for _, a := range o.Sent {
+			if a.Origin != r.origin {
+				continue
 			}
-			r.mu.Unlock()
+			if u := r.acks[a.Seq]; u != nil {
+				u.tell(answer{ack: a})
+			}
 		}
-	case consensus.GroupMessage:
-		d := Delivery{ID: ID{Origin: proc.ID(o.Origin & 0xffff), Seq: o.Seq}, Pos: o.Pos, Body: o.Body}
+		r.ackMu.Unlock()
+	case consensus.Delivered:
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		g := r.groups[o.Group]
-		if g == nil {
-			if len(r.groups) >= MaxGroups {
-				return
+		ms := o.Messages
+		for len(ms) > 0 { // a run of messages to one group at a time
+			k := 1
+			for k < len(ms) && ms[k].Group == ms[0].Group {
+				k++
 			}
-			g = &logGroup{subs: map[*stream]uint64{}}
-			r.groups[o.Group] = g
+			r.deliver(ms[0].Group, ms[:k])
+			ms = ms[k:]
 		}
+	}
+}
+
+// deliver keeps messages of group name, consecutive in the log, and hands
+// them to the group's listeners. The caller holds mu.
+func (r *Replicated) deliver(name string, ms []consensus.GroupMessage) {
+	g := r.groups[name]
+	if g == nil {
+		if len(r.groups) >= MaxGroups {
+			return
+		}
+		g = &logGroup{subs: map[*stream]uint64{}}
+		r.groups[name] = g
+	}
+	ds := r.scratch[:0]
+	for _, m := range ms {
+		d := Delivery{ID: ID{Origin: proc.ID(m.Origin & 0xffff), Seq: m.Seq}, Pos: m.Pos, Body: m.Body}
 		if n := len(g.recent); n > g.head {
 			last := g.recent[n-1].Pos
 			if d.Pos <= last {
-				return // a snapshot's replay of what we delivered already
+				continue // a snapshot's replay of what we delivered already
 			}
 			if d.Pos > last+1 {
 				// A snapshot from far ahead: positions last+1 … d.Pos-1
 				// will never be delivered here.
 				g.recent, g.head, g.bytes = nil, 0, 0
 				for s := range g.subs {
-					s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", o.Group, ErrCompacted, last+1, d.Pos-1))
+					s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", name, ErrCompacted, last+1, d.Pos-1))
 				}
 			}
 		}
 		g.recent = append(g.recent, d)
 		g.bytes += len(d.Body)
-		for len(g.recent)-g.head > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-g.head > 1) {
-			g.bytes -= len(g.recent[g.head].Body)
-			g.recent[g.head] = Delivery{}
-			g.head++
-		}
-		if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
-			k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
-			clear(g.recent[k:])
-			g.recent, g.head = g.recent[:k], 0
-		}
+		ds = append(ds, d)
+	}
+	for len(g.recent)-g.head > LiveRetain || (g.bytes > LiveRetainBytes && len(g.recent)-g.head > 1) {
+		g.bytes -= len(g.recent[g.head].Body)
+		g.recent[g.head] = Delivery{}
+		g.head++
+	}
+	if g.head > len(g.recent)/2 { // amortized: the dropped half goes at once
+		k := copy(g.recent, g.recent[g.head:]) // in place: the array is reused
+		clear(g.recent[k:])
+		g.recent, g.head = g.recent[:k], 0
+	}
+	if len(ds) > 0 {
 		for s, next := range g.subs {
-			switch {
-			case next == 0 || d.Pos == next:
-				s.push(d)
-				g.subs[s] = d.Pos + 1
-			case d.Pos > next: // the node jumped past what the listener is owed
-				s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", o.Group, ErrCompacted, next, d.Pos-1))
-				delete(g.subs, s)
+			// What the listener has had (a replay) is skipped; a jump
+			// past what it is owed ends it.
+			k := 0
+			for next != 0 && k < len(ds) && ds[k].Pos < next {
+				k++
 			}
-			// d.Pos < next: a replay of what the listener has had
+			switch {
+			case k == len(ds):
+			case next != 0 && ds[k].Pos > next:
+				s.fail(fmt.Errorf("group %q: %w: positions %d to %d were compacted before this node received them", name, ErrCompacted, next, ds[k].Pos-1))
+				delete(g.subs, s)
+			default:
+				s.pushAll(ds[k:])
+				g.subs[s] = ds[len(ds)-1].Pos + 1
+			}
 		}
 	}
+	clear(ds) // the bodies are the log's: not kept alive by the scratch
+	r.scratch = ds[:0]
 }
 
 // Multicast sends body to group name and returns once it is committed:
@@ -221,26 +277,35 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		return Delivery{}, fmt.Errorf("group %q: a %d-byte message is over the %d-byte limit", name, len(body), MaxReplicatedBody)
 	}
 	select {
-	case r.window <- struct{}{}:
-	case <-ctx.Done():
-		return Delivery{}, ctx.Err()
+	case r.window <- struct{}{}: // room: no need to watch ctx (a cheaper send)
+	default:
+		select {
+		case r.window <- struct{}{}:
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		}
 	}
 	defer func() { <-r.window }()
 	seq := r.seq.Add(1)
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
-	u := &unacked{ch: ackChans.Get().(chan consensus.Sent), in: in, due: time.Now().Add(r.retry)}
-	r.mu.Lock()
+	u := &unacked{ch: answerChans.Get().(chan answer), in: in, due: time.Now().Add(r.retry)}
+	r.ackMu.Lock()
+	if r.stopped {
+		r.ackMu.Unlock()
+		answerChans.Put(u.ch)
+		return Delivery{}, live.ErrClosed
+	}
 	r.acks[seq] = u
-	r.mu.Unlock()
+	r.ackMu.Unlock()
 	defer func() {
-		r.mu.Lock()
+		r.ackMu.Lock()
 		delete(r.acks, seq)
-		r.mu.Unlock()
+		r.ackMu.Unlock()
 		select { // nothing sends to it now: empty, it serves another
 		case <-u.ch:
 		default:
 		}
-		ackChans.Put(u.ch)
+		answerChans.Put(u.ch)
 	}()
 	// Sends that reach the service while it works share an entry
 	// (consensus.Groups gathers them): under load an entry carries many,
@@ -249,17 +314,19 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	if err := r.svc.Input(in); err != nil {
 		return Delivery{}, err
 	}
+	var a answer
 	select {
-	case a := <-u.ch:
-		if a.Refused != "" {
-			return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.Refused)
-		}
-		return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.Pos, Body: body}, nil
+	case a = <-u.ch:
 	case <-ctx.Done():
 		return Delivery{}, ctx.Err()
-	case <-r.svc.Done():
-		return Delivery{}, live.ErrClosed
 	}
+	switch {
+	case a.err != nil:
+		return Delivery{}, a.err
+	case a.ack.Refused != "":
+		return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.ack.Refused)
+	}
+	return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.ack.Pos, Body: body}, nil
 }
 
 // Deliveries streams group name's messages as this node delivers them,

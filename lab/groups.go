@@ -69,10 +69,12 @@ func (w *GroupSenders) send(c sim.Control, s *groupSender, m consensus.Send) {
 }
 
 func (w *GroupSenders) Observe(c sim.Control, node proc.ID, o proc.Output) {
-	if a, ok := o.(consensus.Sent); ok {
-		for i := range w.ss {
-			if w.ss[i].origin == a.Origin {
-				delete(w.ss[i].pending, a.Seq)
+	if acked, ok := o.(consensus.Acked); ok {
+		for _, a := range acked.Sent {
+			for i := range w.ss {
+				if w.ss[i].origin == a.Origin {
+					delete(w.ss[i].pending, a.Seq)
+				}
 			}
 		}
 	}
