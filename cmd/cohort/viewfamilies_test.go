@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/trace"
@@ -227,6 +228,10 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 				switch e.Kind {
 				case trace.Output:
 					outputs[e.Type]++
+					var entry consensus.Delivered // an output per log entry, of its messages
+					if e.Type == "group-delivered" && json.Unmarshal(e.Data, &entry) == nil {
+						outputs["group-message"] += len(entry.Messages)
+					}
 				case trace.Input:
 					inputs[e.Type] = append(inputs[e.Type], e.Time)
 				}
@@ -566,9 +571,17 @@ func multicastLive(t *testing.T, bin string, endpoints, files []string, kind str
 	if t.Failed() {
 		t.FailNow()
 	}
-	delivery := map[string]string{"group": `"type":"deliver"`, "groups": `"type":"group-message"`}[kind]
 	waitTraces(t, files, fmt.Sprintf("%d deliveries", 2*len(endpoints)), func(lines []string) bool {
-		return countLines(lines, `"kind":"output"`, delivery) >= 2*len(endpoints)
+		if kind == "groups" { // an output per log entry, of its messages
+			n := 0
+			for _, l := range lines {
+				if strings.Contains(l, `"kind":"output"`) && strings.Contains(l, `"type":"group-delivered"`) {
+					n += strings.Count(l, `"seq":`)
+				}
+			}
+			return n >= 2*len(endpoints)
+		}
+		return countLines(lines, `"kind":"output"`, `"type":"deliver"`) >= 2*len(endpoints)
 	})
 }
 
