@@ -247,6 +247,7 @@ type Raft struct {
 // began, it is added once a round takes less than an election timeout.
 type catchUp struct {
 	id    proc.ID       // None: nobody
+	from  proc.ID       // who asked for it: told if it is refused
 	round int           // from 1
 	end   uint64        // the round ends when the learner holds this index
 	start time.Duration // when the round began
@@ -425,9 +426,9 @@ func (r *Raft) Input(env proc.Env, in proc.Input) {
 			env.Output(NotLeader{Leader: r.leader, Data: in.Data})
 		}
 	case AddServer:
-		r.change(env, in.ID, true)
+		r.change(env, r.self, in.ID, true)
 	case RemoveServer:
-		r.change(env, in.ID, false)
+		r.change(env, r.self, in.ID, false)
 	}
 }
 
@@ -449,6 +450,12 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 				r.appendLocal(env, Entry{Term: r.term, Data: d})
 			}
 		}
+	case Reconfigure:
+		if r.role == leader { // else dropped: the requester times out
+			r.change(env, from, m.ID, m.Add)
+		}
+	case Refused:
+		env.Output(m) // the leader's answer to a change we forwarded
 	}
 }
 
@@ -725,7 +732,7 @@ func (r *Raft) heartbeat(env proc.Env) {
 	}
 	if c := &r.catching; c.id != proc.None {
 		if now-c.start > catchUpTimeouts*r.cfg.ElectionTimeout {
-			env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up: round %d took over %d election timeouts (down, or cut off?)", c.id, c.round, catchUpTimeouts)})
+			r.refuse(env, c.from, fmt.Sprintf("p%d did not catch up: round %d took over %d election timeouts (down, or cut off?)", c.id, c.round, catchUpTimeouts))
 			c.id = proc.None
 		} else if !r.sendEntries(env, c.id) {
 			r.sendAppend(env, c.id, r.next[c.id], 0)
@@ -1033,7 +1040,7 @@ func (r *Raft) caughtUp(env proc.Env) {
 		c.id = proc.None
 		r.appendConfig(env, id, true)
 	case c.round >= catchUpRounds:
-		env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up in %d rounds: the log grows faster than it follows", c.id, catchUpRounds)})
+		r.refuse(env, c.from, fmt.Sprintf("p%d did not catch up in %d rounds: the log grows faster than it follows", c.id, catchUpRounds))
 		c.id = proc.None
 	default:
 		c.round, c.end, c.start = c.round+1, r.lastIndex(), now
@@ -1135,9 +1142,12 @@ func (r *Raft) compact(env proc.Env) {
 // configuration without it is committed.
 
 // AddServer asks the leader to add server ID to the configuration, and
-// RemoveServer to remove it. Another server answers NotLeader; the leader
-// answers Refused when it cannot start the change now, or Configured once
-// the new configuration is committed.
+// RemoveServer to remove it. The leader answers Refused when it cannot
+// start the change now, or Configured once the new configuration is
+// committed. Another server answers NotLeader — or, with Config.Forward and
+// a leader it knows, forwards the change (Reconfigure) and outputs the
+// leader's Refused if one comes back; that the change is done, it sees in
+// its own log (Configuration).
 type AddServer struct {
 	ID proc.ID `json:"id"`
 }
@@ -1149,6 +1159,21 @@ type RemoveServer struct {
 func (AddServer) Kind() string    { return "add-server" }
 func (RemoveServer) Kind() string { return "remove-server" }
 
+// Reconfigure carries an AddServer (Add) or a RemoveServer from a
+// follower to the leader.
+type Reconfigure struct {
+	ID  proc.ID `json:"id"`
+	Add bool    `json:"add,omitempty"`
+}
+
+func (Reconfigure) Kind() string { return "reconfigure" }
+func (m Reconfigure) String() string {
+	if m.Add {
+		return fmt.Sprintf("ADD(p%d)", m.ID)
+	}
+	return fmt.Sprintf("REMOVE(p%d)", m.ID)
+}
+
 // Configured is output by the leader when a configuration is committed.
 type Configured struct {
 	Index   uint64    `json:"index"`
@@ -1157,16 +1182,22 @@ type Configured struct {
 
 func (Configured) Kind() string { return "configured" }
 
-// Refused is output by the leader for a change it cannot start.
+// Refused is output by the leader for a change it cannot start, and sent
+// to the follower that forwarded the change.
 type Refused struct {
 	Reason string `json:"reason"`
 }
 
-func (Refused) Kind() string { return "refused" }
+func (Refused) Kind() string     { return "refused" }
+func (m Refused) String() string { return fmt.Sprintf("REFUSED(%s)", m.Reason) }
 
-func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
-	refuse := func(why string, args ...any) { env.Output(Refused{Reason: fmt.Sprintf(why, args...)}) }
+// change starts adding or removing server id, as from asked (ourself, or
+// a follower that forwarded the request).
+func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
+	refuse := func(why string, args ...any) { r.refuse(env, from, fmt.Sprintf(why, args...)) }
 	switch {
+	case r.role != leader && r.cfg.Forward && r.leader != proc.None && from == r.self:
+		env.Send(r.leader, Reconfigure{ID: id, Add: add})
 	case r.role != leader:
 		env.Output(NotLeader{Leader: r.leader})
 	case id < 0 || int(id) >= r.n:
@@ -1188,10 +1219,19 @@ func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
 		// as a learner, until it has caught up.
 		r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
 		r.lastAck[id], r.acked[id] = env.Now(), 0
-		r.catching = catchUp{id: id, round: 1, end: r.lastIndex(), start: env.Now()}
+		r.catching = catchUp{id: id, from: from, round: 1, end: r.lastIndex(), start: env.Now()}
 		r.sendAppend(env, id, r.next[id], 0)
 	default:
 		r.appendConfig(env, id, false)
+	}
+}
+
+// refuse answers a change that from asked for and that cannot be made.
+func (r *Raft) refuse(env proc.Env, from proc.ID, reason string) {
+	if from == r.self {
+		env.Output(Refused{Reason: reason})
+	} else {
+		env.Send(from, Refused{Reason: reason})
 	}
 }
 
@@ -1270,6 +1310,16 @@ func (r *Raft) Leader() (proc.ID, uint64) { return r.leader, r.term }
 
 // Members is the configuration this server follows: the servers that vote.
 func (r *Raft) Members() []proc.ID { return slices.Clone(r.members) }
+
+// Configuration is the configuration this server follows and whether it
+// knows it committed; a server that is not in it does not vote.
+func (r *Raft) Configuration() (members []proc.ID, committed bool) {
+	return slices.Clone(r.members), r.confIndex <= r.commit
+}
+
+// Catching is the server catching up as a learner to be added, if this
+// server leads and adds one; else proc.None.
+func (r *Raft) Catching() proc.ID { return r.catching.id }
 
 // Commit is the highest index known committed here.
 func (r *Raft) Commit() uint64 { return r.commit }
