@@ -239,6 +239,11 @@ type Raft struct {
 	lastAck     []time.Duration // per server: when it last answered
 	quorumCheck time.Duration   // when CheckQuorum last ran
 	catching    catchUp         // a newcomer catching up before it is added
+	// leaving is a server the last configuration removed, sent the log
+	// until it holds that configuration, committed: it learns it votes no
+	// more (else it would never hear, and go on believing it a voter).
+	leaving      proc.ID
+	leavingSince time.Duration
 }
 
 // catchUp follows a server being added while it catches up as a learner
@@ -263,7 +268,7 @@ const (
 // New returns server id of an n-server group driving sm.
 func New(id proc.ID, n int, cfg Config, sm StateMachine) *Raft {
 	r := &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1,
-		catching: catchUp{id: proc.None}}
+		catching: catchUp{id: proc.None}, leaving: proc.None}
 	r.snapConf = cfg.Members
 	if r.snapConf == nil {
 		for p := range n {
@@ -629,7 +634,7 @@ func (r *Raft) stepDown(env proc.Env, term uint64, lead proc.ID) {
 	}
 	if r.role == leader {
 		env.CancelTimer(r.hbTimer)
-		r.catching.id = proc.None
+		r.catching.id, r.leaving = proc.None, proc.None
 	}
 	r.role, r.leader = follower, lead
 	if r.timer == 0 {
@@ -696,6 +701,9 @@ func (r *Raft) flush(env proc.Env) {
 	if l := r.catching.id; l != proc.None {
 		r.sendEntries(env, l)
 	}
+	if l := r.leaving; l != proc.None {
+		r.sendEntries(env, l)
+	}
 	r.sync(env)
 	r.match[r.self] = r.synced
 	r.maybeCommit(env)
@@ -736,6 +744,13 @@ func (r *Raft) heartbeat(env proc.Env) {
 			c.id = proc.None
 		} else if !r.sendEntries(env, c.id) {
 			r.sendAppend(env, c.id, r.next[c.id], 0)
+		}
+	}
+	if l := r.leaving; l != proc.None {
+		if now-r.leavingSince > catchUpTimeouts*r.cfg.ElectionTimeout {
+			r.leaving = proc.None // down or cut off: it may never know
+		} else if !r.sendEntries(env, l) {
+			r.sendAppend(env, l, r.next[l], 0)
 		}
 	}
 }
@@ -1017,6 +1032,9 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 		if from == r.catching.id {
 			r.caughtUp(env)
 		}
+		if from == r.leaving && r.match[from] >= r.confIndex && r.sentCommit[from] >= r.confIndex {
+			r.leaving = proc.None // it knows
+		}
 	} else if m.Hint > 0 {
 		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
 		r.inflight[from] = 0 // what was in flight will be rejected too
@@ -1223,6 +1241,9 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 		r.sendAppend(env, id, r.next[id], 0)
 	default:
 		r.appendConfig(env, id, false)
+		if id != r.self {
+			r.leaving, r.leavingSince = id, env.Now()
+		}
 	}
 }
 
@@ -1241,6 +1262,9 @@ func (r *Raft) appendConfig(env proc.Env, id proc.ID, add bool) {
 	if add {
 		members = append(members, id)
 		slices.Sort(members)
+		if id == r.leaving {
+			r.leaving = proc.None
+		}
 		// It has a grace of an election timeout before CheckQuorum counts
 		// its silence.
 		r.lastAck[id] = env.Now()
@@ -1316,10 +1340,6 @@ func (r *Raft) Members() []proc.ID { return slices.Clone(r.members) }
 func (r *Raft) Configuration() (members []proc.ID, committed bool) {
 	return slices.Clone(r.members), r.confIndex <= r.commit
 }
-
-// Catching is the server catching up as a learner to be added, if this
-// server leads and adds one; else proc.None.
-func (r *Raft) Catching() proc.ID { return r.catching.id }
 
 // Commit is the highest index known committed here.
 func (r *Raft) Commit() uint64 { return r.commit }
