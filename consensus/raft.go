@@ -1157,7 +1157,10 @@ func (r *Raft) compact(env proc.Env) {
 // one is committed and it has committed an entry of its own term (the
 // no-op), which closes the hole Ongaro found in the thesis's first
 // version (raft-dev, 2015). A removed leader steps down once the
-// configuration without it is committed.
+// configuration without it is committed; a removed follower is sent the
+// log until it holds that configuration, committed, so that it knows it
+// votes no more. With Config.Forward a follower passes a change to the
+// leader (Reconfigure), and the leader's refusal back (Refused).
 
 // AddServer asks the leader to add server ID to the configuration, and
 // RemoveServer to remove it. The leader answers Refused when it cannot
