@@ -450,6 +450,9 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
 		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local", DHT: c.DHT}
+	if c.Join != "" && c.Lock == "raft" && c.DataDir == "" {
+		log.Warn("no data_dir: this node keeps its copy of the replicated logs in memory; do not add it to the voters (cohort cluster add), for a voter that forgets its log at a restart can undo what the cluster acknowledged")
+	}
 	nc.MembersParams.Period = c.Gossip
 	nc.QueueLimits = c.replicatedLimits()
 	nc.Queues.MaxQueueBytes, nc.Queues.MaxQueues = c.QueueLimit.Bytes, c.QueueLimit.Queues
