@@ -100,7 +100,7 @@ var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(
 // between them (wire tags are positions in the list, kept for old peers).
 var (
 	raftMessages        = []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}, Forward{}}
-	reconfigureMessages = []proc.Message{Reconfigure{}, Refused{}}
+	reconfigureMessages = []proc.Message{Reconfigure{}, Refused{}, TimeoutNow{}}
 )
 
 func raftAlgorithm(cfg Config) proc.Algorithm {

@@ -219,6 +219,8 @@ type Raft struct {
 	heard        time.Duration // when we last heard from a current leader; -1: never
 	quiet        time.Duration // we grant no vote before this (see Start)
 	granted      []bool        // votes (or prevotes) received in this campaign
+	transfer     bool          // a leader that left chose us to campaign next (TimeoutNow)
+	resigned     uint64        // the term whose leader resigned (TimeoutNow)
 	flushing     bool          // a flush timer is set
 	acks         []ack         // a follower's answers that wait for its next sync
 	forwards     [][]byte      // a follower's proposals that wait for the flush
@@ -461,6 +463,20 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	case Refused:
 		env.Output(m) // the leader's answer to a change we forwarded
+	case TimeoutNow:
+		if m.Term == r.term && from == r.leader && r.role == follower {
+			// Our leader resigned: we owe it no stickiness for the
+			// rest of its term (what it sent before may still come),
+			// and its choice campaigns at once.
+			r.leader, r.resigned = proc.None, m.Term
+			if m.To == r.self && r.member[r.self] {
+				// After a heartbeat's time, by which the others have
+				// heard the news too, without a prevote.
+				r.transfer = true
+				env.CancelTimer(r.timer)
+				r.timer = env.SetTimer(r.cfg.Heartbeat, tagElection)
+			}
+		}
 	}
 }
 
@@ -480,6 +496,13 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 		r.timer = 0
 		if r.role == leader {
 			return
+		}
+		if r.transfer { // the leader that left chose us
+			r.transfer = false
+			if r.resigned == r.term && r.member[r.self] {
+				r.campaign(env)
+				return
+			}
 		}
 		if now := env.Now(); now < r.deadline {
 			r.timer = env.SetTimer(r.deadline-now, tagElection)
@@ -575,7 +598,8 @@ func (r *Raft) onRequestVote(env proc.Env, from proc.ID, m RequestVote) {
 	// so that a server that merely lost touch cannot depose it.
 	// (A refusal carries our term: a candidate behind us learns it.)
 	now := env.Now()
-	if r.role == leader || now < r.quiet || r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout {
+	sticky := r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout && r.resigned != r.term
+	if r.role == leader || now < r.quiet || sticky {
 		env.Send(from, Vote{Term: r.term, Pre: m.Pre})
 		return
 	}
@@ -1029,6 +1053,9 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 			r.inflight[from] = 0
 		}
 		r.maybeCommit(env)
+		if r.role != leader {
+			return // it committed its own removal
+		}
 		if from == r.catching.id {
 			r.caughtUp(env)
 		}
@@ -1082,7 +1109,8 @@ func (r *Raft) maybeCommit(env proc.Env) {
 		r.apply(env)
 		if !r.member[r.self] && r.commit >= r.confIndex {
 			// A configuration without us is committed: our work is
-			// done (thesis §4.2.2).
+			// done (thesis §4.2.2); we hand over.
+			r.handOver(env)
 			r.stepDown(env, r.term, proc.None)
 			return
 		}
@@ -1157,7 +1185,7 @@ func (r *Raft) compact(env proc.Env) {
 // one is committed and it has committed an entry of its own term (the
 // no-op), which closes the hole Ongaro found in the thesis's first
 // version (raft-dev, 2015). A removed leader steps down once the
-// configuration without it is committed; a removed follower is sent the
+// configuration without it is committed, and hands over (TimeoutNow); a removed follower is sent the
 // log until it holds that configuration, committed, so that it knows it
 // votes no more. With Config.Forward a follower passes a change to the
 // leader (Reconfigure), and the leader's refusal back (Refused).
@@ -1211,6 +1239,33 @@ type Refused struct {
 
 func (Refused) Kind() string     { return "refused" }
 func (m Refused) String() string { return fmt.Sprintf("REFUSED(%s)", m.Reason) }
+
+// TimeoutNow is sent by a leader whose removal is committed, as it steps
+// down, to the members left: the leader of Term resigns, so they may vote
+// at once instead of waiting out its silence, and To — the one that holds
+// most of the log — campaigns now (the leadership transfer of the
+// thesis, §3.10, for a leader that leaves, §4.2.2).
+type TimeoutNow struct {
+	Term uint64  `json:"term"`
+	To   proc.ID `json:"to"`
+}
+
+func (TimeoutNow) Kind() string     { return "timeout-now" }
+func (m TimeoutNow) String() string { return fmt.Sprintf("TIMEOUT-NOW(t=%d,p%d)", m.Term, m.To) }
+
+// handOver tells the members left, as a removed leader steps down, that
+// it resigns, and which of them is to campaign.
+func (r *Raft) handOver(env proc.Env) {
+	to := proc.None
+	for _, p := range r.members {
+		if to == proc.None || r.match[p] > r.match[to] {
+			to = p
+		}
+	}
+	for _, p := range r.members {
+		env.Send(p, TimeoutNow{Term: r.term, To: to})
+	}
+}
 
 // change starts adding or removing server id, as from asked (ourself, or
 // a follower that forwarded the request).

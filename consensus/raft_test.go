@@ -702,3 +702,56 @@ func TestChangesForwardedToTheLeader(t *testing.T) {
 		}
 	}
 }
+
+// resigner asks the leader, at At, to remove itself, and records when
+// the removal committed and when the next leader was elected.
+type resigner struct {
+	At                     time.Duration
+	leader, removed        proc.ID
+	committedAt, electedAt time.Duration
+}
+
+func (w *resigner) Init(c sim.Control) {
+	w.leader, w.removed = proc.None, proc.None
+	c.After(w.At, func() {
+		w.removed = w.leader
+		c.Schedule(0, w.leader, consensus.RemoveServer{ID: w.leader})
+	})
+}
+
+func (w *resigner) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case consensus.Elected:
+		w.leader = node
+		if w.committedAt > 0 && w.electedAt == 0 {
+			w.electedAt = c.Now()
+		}
+	case consensus.Configured:
+		if w.removed != proc.None && !slices.Contains(o.Members, w.removed) && w.committedAt == 0 {
+			w.committedAt = c.Now()
+		}
+	}
+}
+
+// TestRemovedLeaderHandsOver: a leader that removes itself steps down once
+// its removal is committed and hands over (TimeoutNow, thesis §3.10): the
+// next leader is elected within a heartbeat and a few message delays
+// (50 ms here, where an election timeout is 150 ms). Before, the others
+// waited out its silence — an election timeout or more (150 ms here)
+// without a leader.
+func TestRemovedLeaderHandsOver(t *testing.T) {
+	cfg := consensus.DefaultConfig
+	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
+	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
+	for seed := uint64(1); seed <= 5; seed++ {
+		w := &resigner{At: time.Second}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Network: net,
+			Workload: sim.Combine{clients(2 * time.Second), w}, Deadline: 2 * time.Second})
+		r.Hold(t, checks...)
+		gap := w.electedAt - w.committedAt
+		t.Logf("seed %d: p%d removed at %v, the next leader elected %v later", seed, w.removed, w.committedAt, gap)
+		if w.committedAt == 0 || w.electedAt == 0 || gap > cfg.ElectionTimeout/3 {
+			t.Errorf("seed %d: removal committed at %v, next leader at %v: want one within %v", seed, w.committedAt, w.electedAt, cfg.ElectionTimeout/3)
+		}
+	}
+}
