@@ -32,6 +32,7 @@ import (
 // in it now.
 type voterLog struct {
 	name  string // its service: "locks", "groups"
+	self  proc.ID
 	svc   *live.Service
 	voter atomic.Bool
 }
@@ -42,7 +43,7 @@ type raftHolder interface{ Raft() *consensus.Raft }
 // VoterLog is one replicated log's configuration as a node holds it.
 type VoterLog struct {
 	Service   string `json:"service"`   // "locks" (with the elections), "groups"
-	Voters    []int  `json:"voters"`    // the configuration this node follows
+	Voters    []int  `json:"voters"`    // the configuration this node follows; none known yet at a newcomer
 	Committed bool   `json:"committed"` // this node knows it committed
 	Leader    int    `json:"leader"`    // the leader this node knows; -1: none
 	Term      uint64 `json:"term"`
@@ -100,14 +101,19 @@ func (l *voterLog) read() (VoterLog, error) {
 			v.Voters = append(v.Voters, int(m))
 		}
 		v.Committed, v.Leader, v.Term = committed, int(lead), term
+		if r.Commit() == 0 && lead == proc.None && !slices.Contains(ms, l.self) {
+			// A newcomer that has heard from no leader: what it holds is
+			// its guess at the founders, not the log's.
+			v.Voters, v.Committed = nil, false
+		}
 	})
 	return v, err
 }
 
 // refresh sets voter from the log.
-func (l *voterLog) refresh(self proc.ID) {
+func (l *voterLog) refresh() {
 	if v, err := l.read(); err == nil {
-		l.voter.Store(slices.Contains(v.Voters, int(self)))
+		l.voter.Store(slices.Contains(v.Voters, int(l.self)))
 	}
 }
 
@@ -171,7 +177,7 @@ func (n *Node) ChangeVoters(ctx context.Context, id proc.ID, add bool) (Voters, 
 		}
 	}
 	for _, l := range n.logs {
-		l.refresh(n.cfg.ID)
+		l.refresh()
 	}
 	return n.Voters()
 }
@@ -280,7 +286,7 @@ func (n *Node) watchVoters(ctx context.Context) {
 			return
 		case <-t.C:
 			for _, l := range n.logs {
-				l.refresh(n.cfg.ID)
+				l.refresh()
 			}
 		}
 	}
@@ -301,7 +307,7 @@ func (n *Node) logNamed(name string) *voterLog {
 func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.voter.Load() {
-			l.refresh(n.cfg.ID) // it may have been added since the last look
+			l.refresh() // it may have been added since the last look
 		}
 		if l.voter.Load() {
 			h.ServeHTTP(w, r)

@@ -406,12 +406,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	nd.locks = lock.NewServer(lc)
 	if replicated {
-		nd.logs = append(nd.logs, &voterLog{name: lock.ServiceName, svc: lc.Replicated.Service()})
+		nd.logs = append(nd.logs, &voterLog{name: lock.ServiceName, self: cfg.ID, svc: lc.Replicated.Service()})
 		if replicatedGroups {
-			nd.logs = append(nd.logs, &voterLog{name: group.ServiceName, svc: gc.Replicated.Service()})
+			nd.logs = append(nd.logs, &voterLog{name: group.ServiceName, self: cfg.ID, svc: gc.Replicated.Service()})
 		}
 		for _, l := range nd.logs {
-			l.refresh(cfg.ID)
+			l.refresh()
 		}
 	}
 	vctx, stopVoters := context.WithCancel(context.Background())
