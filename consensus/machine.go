@@ -103,18 +103,26 @@ func (Restored) Kind() string { return "restored" }
 var Algorithms = []proc.Algorithm{raftAlgorithm(DefaultConfig), raftKVAlgorithm(DefaultConfig), raftLockAlgorithm(DefaultConfig),
 	RaftGroupAlgorithm(DefaultConfig, DefaultRetain)}
 
+// raftMessages are Raft's messages, and reconfigureMessages those added
+// for changes forwarded to the leader; an algorithm on Raft lists its own
+// between them (wire tags are positions in the list, kept for old peers).
+var (
+	raftMessages        = []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}, Forward{}}
+	reconfigureMessages = []proc.Message{Reconfigure{}, Refused{}, TimeoutNow{}}
+)
+
 func raftAlgorithm(cfg Config) proc.Algorithm {
 	return proc.Algorithm{
 		Family:  "consensus",
 		Name:    "raft",
 		Summary: "Raft with PreVote, CheckQuorum, pipelining, snapshots and leader leases, on stable storage",
 		Source:  "Ongaro & Ousterhout 2014; Ongaro's thesis 2014",
-		Assumes: proc.Assumptions{Failures: "crash-recover"},
+		Assumes: proc.Assumptions{Failures: "crash-recover", Reconfigures: true},
 		New: func(id proc.ID, n int) proc.Process {
 			return New(id, n, cfg, &Log{})
 		},
 		Checks:   []string{"raft-election-safety", "raft-state-machine-safety", "raft-leader-completeness"},
-		Messages: []proc.Message{RequestVote{}, Vote{}, AppendEntries{}, AppendReply{}, InstallSnapshot{}, Forward{}},
+		Messages: append(slices.Clone(raftMessages), reconfigureMessages...),
 		Scenario: raftScenario,
 		Inputs:   raftInputs,
 	}
@@ -176,7 +184,8 @@ func raftLockAlgorithm(cfg Config) proc.Algorithm {
 	a.Source = "Burrows 2006 (Chubby: locks, sessions, sequencers); Ongaro's thesis 2014, §6.4 (leases)"
 	a.New = func(id proc.ID, n int) proc.Process { return NewLocks(id, n, cfg) }
 	a.Checks = append(a.Checks, "lock-leases")
-	a.Messages = append(slices.Clone(a.Messages), Touch{}, Touched{})
+	// Wire tags are positions in the list: new messages go at the end.
+	a.Messages = slices.Concat(raftMessages, []proc.Message{Touch{}, Touched{}}, reconfigureMessages)
 	a.Inputs = nil
 	return a
 }

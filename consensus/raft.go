@@ -219,6 +219,8 @@ type Raft struct {
 	heard        time.Duration // when we last heard from a current leader; -1: never
 	quiet        time.Duration // we grant no vote before this (see Start)
 	granted      []bool        // votes (or prevotes) received in this campaign
+	transfer     bool          // a leader that left chose us to campaign next (TimeoutNow)
+	resigned     uint64        // the term whose leader resigned (TimeoutNow)
 	flushing     bool          // a flush timer is set
 	acks         []ack         // a follower's answers that wait for its next sync
 	forwards     [][]byte      // a follower's proposals that wait for the flush
@@ -239,6 +241,11 @@ type Raft struct {
 	lastAck     []time.Duration // per server: when it last answered
 	quorumCheck time.Duration   // when CheckQuorum last ran
 	catching    catchUp         // a newcomer catching up before it is added
+	// leaving is a server the last configuration removed, sent the log
+	// until it holds that configuration, committed: it learns it votes no
+	// more (else it would never hear, and go on believing it a voter).
+	leaving      proc.ID
+	leavingSince time.Duration
 }
 
 // catchUp follows a server being added while it catches up as a learner
@@ -247,6 +254,7 @@ type Raft struct {
 // began, it is added once a round takes less than an election timeout.
 type catchUp struct {
 	id    proc.ID       // None: nobody
+	from  proc.ID       // who asked for it: told if it is refused
 	round int           // from 1
 	end   uint64        // the round ends when the learner holds this index
 	start time.Duration // when the round began
@@ -262,7 +270,7 @@ const (
 // New returns server id of an n-server group driving sm.
 func New(id proc.ID, n int, cfg Config, sm StateMachine) *Raft {
 	r := &Raft{cfg: cfg, sm: sm, self: id, n: n, vote: proc.None, leader: proc.None, first: 1, heard: -1,
-		catching: catchUp{id: proc.None}}
+		catching: catchUp{id: proc.None}, leaving: proc.None}
 	r.snapConf = cfg.Members
 	if r.snapConf == nil {
 		for p := range n {
@@ -425,9 +433,9 @@ func (r *Raft) Input(env proc.Env, in proc.Input) {
 			env.Output(NotLeader{Leader: r.leader, Data: in.Data})
 		}
 	case AddServer:
-		r.change(env, in.ID, true)
+		r.change(env, r.self, in.ID, true)
 	case RemoveServer:
-		r.change(env, in.ID, false)
+		r.change(env, r.self, in.ID, false)
 	}
 }
 
@@ -449,6 +457,26 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 				r.appendLocal(env, Entry{Term: r.term, Data: d})
 			}
 		}
+	case Reconfigure:
+		if r.role == leader { // else dropped: the requester times out
+			r.change(env, from, m.ID, m.Add)
+		}
+	case Refused:
+		env.Output(m) // the leader's answer to a change we forwarded
+	case TimeoutNow:
+		if m.Term == r.term && from == r.leader && r.role == follower {
+			// Our leader resigned: we owe it no stickiness for the
+			// rest of its term (what it sent before may still come),
+			// and its choice campaigns at once.
+			r.leader, r.resigned = proc.None, m.Term
+			if m.To == r.self && r.member[r.self] {
+				// After a heartbeat's time, by which the others have
+				// heard the news too, without a prevote.
+				r.transfer = true
+				env.CancelTimer(r.timer)
+				r.timer = env.SetTimer(r.cfg.Heartbeat, tagElection)
+			}
+		}
 	}
 }
 
@@ -468,6 +496,13 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 		r.timer = 0
 		if r.role == leader {
 			return
+		}
+		if r.transfer { // the leader that left chose us
+			r.transfer = false
+			if r.resigned == r.term && r.member[r.self] {
+				r.campaign(env)
+				return
+			}
 		}
 		if now := env.Now(); now < r.deadline {
 			r.timer = env.SetTimer(r.deadline-now, tagElection)
@@ -563,7 +598,8 @@ func (r *Raft) onRequestVote(env proc.Env, from proc.ID, m RequestVote) {
 	// so that a server that merely lost touch cannot depose it.
 	// (A refusal carries our term: a candidate behind us learns it.)
 	now := env.Now()
-	if r.role == leader || now < r.quiet || r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout {
+	sticky := r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout && r.resigned != r.term
+	if r.role == leader || now < r.quiet || sticky {
 		env.Send(from, Vote{Term: r.term, Pre: m.Pre})
 		return
 	}
@@ -622,7 +658,7 @@ func (r *Raft) stepDown(env proc.Env, term uint64, lead proc.ID) {
 	}
 	if r.role == leader {
 		env.CancelTimer(r.hbTimer)
-		r.catching.id = proc.None
+		r.catching.id, r.leaving = proc.None, proc.None
 	}
 	r.role, r.leader = follower, lead
 	if r.timer == 0 {
@@ -689,6 +725,9 @@ func (r *Raft) flush(env proc.Env) {
 	if l := r.catching.id; l != proc.None {
 		r.sendEntries(env, l)
 	}
+	if l := r.leaving; l != proc.None {
+		r.sendEntries(env, l)
+	}
 	r.sync(env)
 	r.match[r.self] = r.synced
 	r.maybeCommit(env)
@@ -725,10 +764,17 @@ func (r *Raft) heartbeat(env proc.Env) {
 	}
 	if c := &r.catching; c.id != proc.None {
 		if now-c.start > catchUpTimeouts*r.cfg.ElectionTimeout {
-			env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up: round %d took over %d election timeouts (down, or cut off?)", c.id, c.round, catchUpTimeouts)})
+			r.refuse(env, c.from, fmt.Sprintf("p%d did not catch up: round %d took over %d election timeouts (down, or cut off?)", c.id, c.round, catchUpTimeouts))
 			c.id = proc.None
 		} else if !r.sendEntries(env, c.id) {
 			r.sendAppend(env, c.id, r.next[c.id], 0)
+		}
+	}
+	if l := r.leaving; l != proc.None {
+		if now-r.leavingSince > catchUpTimeouts*r.cfg.ElectionTimeout {
+			r.leaving = proc.None // down or cut off: it may never know
+		} else if !r.sendEntries(env, l) {
+			r.sendAppend(env, l, r.next[l], 0)
 		}
 	}
 }
@@ -1007,8 +1053,14 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 			r.inflight[from] = 0
 		}
 		r.maybeCommit(env)
+		if r.role != leader {
+			return // it committed its own removal
+		}
 		if from == r.catching.id {
 			r.caughtUp(env)
+		}
+		if from == r.leaving && r.match[from] >= r.confIndex && r.sentCommit[from] >= r.confIndex {
+			r.leaving = proc.None // it knows
 		}
 	} else if m.Hint > 0 {
 		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
@@ -1033,7 +1085,7 @@ func (r *Raft) caughtUp(env proc.Env) {
 		c.id = proc.None
 		r.appendConfig(env, id, true)
 	case c.round >= catchUpRounds:
-		env.Output(Refused{Reason: fmt.Sprintf("p%d did not catch up in %d rounds: the log grows faster than it follows", c.id, catchUpRounds)})
+		r.refuse(env, c.from, fmt.Sprintf("p%d did not catch up in %d rounds: the log grows faster than it follows", c.id, catchUpRounds))
 		c.id = proc.None
 	default:
 		c.round, c.end, c.start = c.round+1, r.lastIndex(), now
@@ -1057,7 +1109,8 @@ func (r *Raft) maybeCommit(env proc.Env) {
 		r.apply(env)
 		if !r.member[r.self] && r.commit >= r.confIndex {
 			// A configuration without us is committed: our work is
-			// done (thesis §4.2.2).
+			// done (thesis §4.2.2); we hand over.
+			r.handOver(env)
 			r.stepDown(env, r.term, proc.None)
 			return
 		}
@@ -1132,12 +1185,18 @@ func (r *Raft) compact(env proc.Env) {
 // one is committed and it has committed an entry of its own term (the
 // no-op), which closes the hole Ongaro found in the thesis's first
 // version (raft-dev, 2015). A removed leader steps down once the
-// configuration without it is committed.
+// configuration without it is committed, and hands over (TimeoutNow); a removed follower is sent the
+// log until it holds that configuration, committed, so that it knows it
+// votes no more. With Config.Forward a follower passes a change to the
+// leader (Reconfigure), and the leader's refusal back (Refused).
 
 // AddServer asks the leader to add server ID to the configuration, and
-// RemoveServer to remove it. Another server answers NotLeader; the leader
-// answers Refused when it cannot start the change now, or Configured once
-// the new configuration is committed.
+// RemoveServer to remove it. The leader answers Refused when it cannot
+// start the change now, or Configured once the new configuration is
+// committed. Another server answers NotLeader — or, with Config.Forward and
+// a leader it knows, forwards the change (Reconfigure) and outputs the
+// leader's Refused if one comes back; that the change is done, it sees in
+// its own log (Configuration).
 type AddServer struct {
 	ID proc.ID `json:"id"`
 }
@@ -1149,6 +1208,21 @@ type RemoveServer struct {
 func (AddServer) Kind() string    { return "add-server" }
 func (RemoveServer) Kind() string { return "remove-server" }
 
+// Reconfigure carries an AddServer (Add) or a RemoveServer from a
+// follower to the leader.
+type Reconfigure struct {
+	ID  proc.ID `json:"id"`
+	Add bool    `json:"add,omitempty"`
+}
+
+func (Reconfigure) Kind() string { return "reconfigure" }
+func (m Reconfigure) String() string {
+	if m.Add {
+		return fmt.Sprintf("ADD(p%d)", m.ID)
+	}
+	return fmt.Sprintf("REMOVE(p%d)", m.ID)
+}
+
 // Configured is output by the leader when a configuration is committed.
 type Configured struct {
 	Index   uint64    `json:"index"`
@@ -1157,16 +1231,49 @@ type Configured struct {
 
 func (Configured) Kind() string { return "configured" }
 
-// Refused is output by the leader for a change it cannot start.
+// Refused is output by the leader for a change it cannot start, and sent
+// to the follower that forwarded the change.
 type Refused struct {
 	Reason string `json:"reason"`
 }
 
-func (Refused) Kind() string { return "refused" }
+func (Refused) Kind() string     { return "refused" }
+func (m Refused) String() string { return fmt.Sprintf("REFUSED(%s)", m.Reason) }
 
-func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
-	refuse := func(why string, args ...any) { env.Output(Refused{Reason: fmt.Sprintf(why, args...)}) }
+// TimeoutNow is sent by a leader whose removal is committed, as it steps
+// down, to the members left: the leader of Term resigns, so they may vote
+// at once instead of waiting out its silence, and To — the one that holds
+// most of the log — campaigns now (the leadership transfer of the
+// thesis, §3.10, for a leader that leaves, §4.2.2).
+type TimeoutNow struct {
+	Term uint64  `json:"term"`
+	To   proc.ID `json:"to"`
+}
+
+func (TimeoutNow) Kind() string     { return "timeout-now" }
+func (m TimeoutNow) String() string { return fmt.Sprintf("TIMEOUT-NOW(t=%d,p%d)", m.Term, m.To) }
+
+// handOver tells the members left, as a removed leader steps down, that
+// it resigns, and which of them is to campaign.
+func (r *Raft) handOver(env proc.Env) {
+	to := proc.None
+	for _, p := range r.members {
+		if to == proc.None || r.match[p] > r.match[to] {
+			to = p
+		}
+	}
+	for _, p := range r.members {
+		env.Send(p, TimeoutNow{Term: r.term, To: to})
+	}
+}
+
+// change starts adding or removing server id, as from asked (ourself, or
+// a follower that forwarded the request).
+func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
+	refuse := func(why string, args ...any) { r.refuse(env, from, fmt.Sprintf(why, args...)) }
 	switch {
+	case r.role != leader && r.cfg.Forward && r.leader != proc.None && from == r.self:
+		env.Send(r.leader, Reconfigure{ID: id, Add: add})
 	case r.role != leader:
 		env.Output(NotLeader{Leader: r.leader})
 	case id < 0 || int(id) >= r.n:
@@ -1188,10 +1295,22 @@ func (r *Raft) change(env proc.Env, id proc.ID, add bool) {
 		// as a learner, until it has caught up.
 		r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
 		r.lastAck[id], r.acked[id] = env.Now(), 0
-		r.catching = catchUp{id: id, round: 1, end: r.lastIndex(), start: env.Now()}
+		r.catching = catchUp{id: id, from: from, round: 1, end: r.lastIndex(), start: env.Now()}
 		r.sendAppend(env, id, r.next[id], 0)
 	default:
 		r.appendConfig(env, id, false)
+		if id != r.self {
+			r.leaving, r.leavingSince = id, env.Now()
+		}
+	}
+}
+
+// refuse answers a change that from asked for and that cannot be made.
+func (r *Raft) refuse(env proc.Env, from proc.ID, reason string) {
+	if from == r.self {
+		env.Output(Refused{Reason: reason})
+	} else {
+		env.Send(from, Refused{Reason: reason})
 	}
 }
 
@@ -1201,6 +1320,9 @@ func (r *Raft) appendConfig(env proc.Env, id proc.ID, add bool) {
 	if add {
 		members = append(members, id)
 		slices.Sort(members)
+		if id == r.leaving {
+			r.leaving = proc.None
+		}
 		// It has a grace of an election timeout before CheckQuorum counts
 		// its silence.
 		r.lastAck[id] = env.Now()
@@ -1270,6 +1392,12 @@ func (r *Raft) Leader() (proc.ID, uint64) { return r.leader, r.term }
 
 // Members is the configuration this server follows: the servers that vote.
 func (r *Raft) Members() []proc.ID { return slices.Clone(r.members) }
+
+// Configuration is the configuration this server follows and whether it
+// knows it committed; a server that is not in it does not vote.
+func (r *Raft) Configuration() (members []proc.ID, committed bool) {
+	return slices.Clone(r.members), r.confIndex <= r.commit
+}
 
 // Commit is the highest index known committed here.
 func (r *Raft) Commit() uint64 { return r.commit }

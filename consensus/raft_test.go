@@ -618,3 +618,140 @@ func TestSnapshotsInChunks(t *testing.T) {
 	}
 	t.Logf("%d runs: %d chunks sent past the first", seeds, chunks)
 }
+
+// changer asks the servers in To, at At, to make change In, and records
+// the answers: the leader's Configured, and Refused wherever it appears.
+type changer struct {
+	steps    []changeStep
+	refused  map[proc.ID][]string
+	configed [][]proc.ID
+}
+
+type changeStep struct {
+	At time.Duration
+	To []proc.ID
+	In proc.Input
+}
+
+func (w *changer) Init(c sim.Control) {
+	w.refused = map[proc.ID][]string{}
+	for _, s := range w.steps {
+		for _, p := range s.To {
+			c.Schedule(s.At, p, s.In)
+		}
+	}
+}
+
+func (w *changer) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case consensus.Refused:
+		w.refused[node] = append(w.refused[node], o.Reason)
+	case consensus.Configured:
+		w.configed = append(w.configed, o.Members)
+	}
+}
+
+// TestChangesForwardedToTheLeader: with Forward, a follower passes an
+// AddServer or RemoveServer to the leader (as a live node's API does, for
+// an operator who asks any node), and the leader's refusal comes back to
+// it: asked of all three servers at once, p3 is added once and the two
+// followers hear that it is catching up (or, asked later, a member
+// already). A removed server is sent the log until it holds its removal:
+// p0, removed through p3, ends knowing it votes no more — before, it was
+// never told and went on believing itself a voter (seeds 1 and 4, where
+// p2 leads).
+func TestChangesForwardedToTheLeader(t *testing.T) {
+	cfg := consensus.DefaultConfig
+	cfg.Members, cfg.Forward = []proc.ID{0, 1, 2}, true
+	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
+	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
+	for seed := uint64(1); seed <= 5; seed++ {
+		w := &changer{steps: []changeStep{
+			{At: time.Second, To: []proc.ID{0, 1, 2}, In: consensus.AddServer{ID: 3}},
+			{At: 2 * time.Second, To: []proc.ID{3}, In: consensus.RemoveServer{ID: 0}},
+		}}
+		// The clients stop before the removal: a server that is sent
+		// entries answers, and is sent the next ones; it is an idle log
+		// that would leave it uninformed.
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 4, Seed: seed, New: mk, Network: net,
+			Workload: sim.Combine{clients(1500 * time.Millisecond), w}, Deadline: 3 * time.Second})
+		r.Hold(t, checks...)
+		// (A removed leader commits its removal, and its successor may
+		// report the same configuration again.)
+		w.configed = slices.CompactFunc(w.configed, slices.Equal)
+		if len(w.configed) != 2 || !slices.Equal(w.configed[0], []proc.ID{0, 1, 2, 3}) || !slices.Equal(w.configed[1], []proc.ID{1, 2, 3}) {
+			t.Fatalf("seed %d: configured %v, refused %q; want [0 1 2 3] then [1 2 3]", seed, w.configed, w.refused)
+		}
+		followers := 0
+		for p, rs := range w.refused {
+			for _, why := range rs {
+				if !strings.Contains(why, "p3 is catching up") && !strings.Contains(why, "p3 is a member already") {
+					t.Errorf("seed %d: p%d was refused: %s", seed, p, why)
+				}
+			}
+			followers++
+		}
+		if followers != 2 {
+			t.Errorf("seed %d: refusals at %d servers (%q); want the two followers'", seed, followers, w.refused)
+		}
+		for id := range proc.ID(4) {
+			ms, committed := r.Sim.Process(id).(*consensus.Raft).Configuration()
+			if !slices.Equal(ms, []proc.ID{1, 2, 3}) {
+				t.Errorf("seed %d: p%d follows %v (committed %v); want [1 2 3]", seed, id, ms, committed)
+			}
+		}
+	}
+}
+
+// resigner asks the leader, at At, to remove itself, and records when
+// the removal committed and when the next leader was elected.
+type resigner struct {
+	At                     time.Duration
+	leader, removed        proc.ID
+	committedAt, electedAt time.Duration
+}
+
+func (w *resigner) Init(c sim.Control) {
+	w.leader, w.removed = proc.None, proc.None
+	c.After(w.At, func() {
+		w.removed = w.leader
+		c.Schedule(0, w.leader, consensus.RemoveServer{ID: w.leader})
+	})
+}
+
+func (w *resigner) Observe(c sim.Control, node proc.ID, o proc.Output) {
+	switch o := o.(type) {
+	case consensus.Elected:
+		w.leader = node
+		if w.committedAt > 0 && w.electedAt == 0 {
+			w.electedAt = c.Now()
+		}
+	case consensus.Configured:
+		if w.removed != proc.None && !slices.Contains(o.Members, w.removed) && w.committedAt == 0 {
+			w.committedAt = c.Now()
+		}
+	}
+}
+
+// TestRemovedLeaderHandsOver: a leader that removes itself steps down once
+// its removal is committed and hands over (TimeoutNow, thesis §3.10): the
+// next leader is elected within a heartbeat and a few message delays
+// (50 ms here, where an election timeout is 150 ms). Before, the others
+// waited out its silence — an election timeout or more (150 ms here)
+// without a leader.
+func TestRemovedLeaderHandsOver(t *testing.T) {
+	cfg := consensus.DefaultConfig
+	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
+	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
+	for seed := uint64(1); seed <= 5; seed++ {
+		w := &resigner{At: time.Second}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Network: net,
+			Workload: sim.Combine{clients(2 * time.Second), w}, Deadline: 2 * time.Second})
+		r.Hold(t, checks...)
+		gap := w.electedAt - w.committedAt
+		t.Logf("seed %d: p%d removed at %v, the next leader elected %v later", seed, w.removed, w.committedAt, gap)
+		if w.committedAt == 0 || w.electedAt == 0 || gap > cfg.ElectionTimeout/3 {
+			t.Errorf("seed %d: removal committed at %v, next leader at %v: want one within %v", seed, w.committedAt, w.electedAt, cfg.ElectionTimeout/3)
+		}
+	}
+}

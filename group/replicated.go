@@ -106,6 +106,9 @@ func ReplicatedAlgorithm(cfg consensus.Config) proc.Algorithm {
 	return consensus.RaftGroupAlgorithm(cfg, consensus.DefaultRetain)
 }
 
+// Service is the live service that runs the log.
+func (r *Replicated) Service() *live.Service { return r.svc }
+
 // NewReplicated starts (or joins) the replicated group service on node n.
 // Every node of the cluster must use the same cfg.
 func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {

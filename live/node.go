@@ -41,8 +41,8 @@ type Config struct {
 	// IDs is the ID space of the cluster's open services: with
 	// members that join the running cluster (transport.Config.Joins), their
 	// IDs are N .. IDs−1, and they run only the services of algorithms
-	// whose membership may change (proc.Assumptions.Joins), which get IDs
-	// as their N. 0 means N: no joins.
+	// whose membership may change (proc.Assumptions.Joins or
+	// Reconfigures), which get IDs as their N. 0 means N: no joins.
 	IDs       int
 	Transport Transport
 	NewCodec  NewCodec // nil: Cohort's wire codec (package wire)
@@ -270,7 +270,10 @@ func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID
 		return nil, fmt.Errorf("service %q: %w (%d run, the most there may be)", name, ErrTooManyServices, len(n.services))
 	}
 	size, open := n.cfg.N, a.Assumes.Joins
-	if open {
+	if open || a.Assumes.Reconfigures {
+		// Members that joined the running cluster may run it: an open
+		// algorithm takes them in itself, a reconfigurable one once its
+		// configuration adds them.
 		size = max(n.cfg.N, n.cfg.IDs)
 	} else if int(n.cfg.Self) >= n.cfg.N {
 		return nil, fmt.Errorf("service %q: %w: %s runs on the cluster's %d founding members (ids 0..%d); this node (%d) joined it later", name, ErrNotFounder, a.Name, n.cfg.N, n.cfg.N-1, n.cfg.Self)
@@ -434,6 +437,9 @@ func (n *Node) Close() error {
 // TraceDir, opened with the first service of the kind. The caller holds
 // mu.
 func (n *Node) tracerOf(name string, a proc.Algorithm, open bool) (*tracer, error) {
+	if int(n.cfg.Self) >= n.cfg.N {
+		return nil, nil // a trace's vector clocks are the founders'
+	}
 	if n.tr != nil && !open && (n.cfg.TraceService == nil || n.cfg.TraceService(name)) {
 		return n.tr, nil // (a trace's vector clocks are the founders')
 	}

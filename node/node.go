@@ -116,9 +116,12 @@ type Config struct {
 	// Members runs the membership and key-value service (package
 	// members) and lets nodes join the running cluster: the transport
 	// must take joins (transport.Config.Joins). A node whose ID is N or
-	// more joined the cluster after it started, through Contact: it runs
-	// this service only — locks, elections and groups run on the founding
-	// members 0 .. N−1.
+	// more joined the cluster after it started, through Contact. With
+	// replicated locks (raft-lock) it runs their log, and that of the
+	// groups if they are replicated, and serves locks, elections and
+	// groups once an operator adds it to the voters (ChangeVoters,
+	// `cohort cluster add`); with textbook ones, those run on the
+	// founding members 0 .. N−1 only.
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
@@ -170,10 +173,14 @@ type Node struct {
 	rpcAPI     http.Handler
 	stopRelays context.CancelFunc
 	log        *slog.Logger
+	// logs are the replicated logs whose voters may change (cluster.go):
+	// the locks', and the groups' if replicated; none with textbook locks.
+	logs       []*voterLog
+	stopVoters context.CancelFunc
 }
 
 // joined reports whether this node joined the running cluster (an ID
-// beyond the founders'): it runs the membership service only.
+// beyond the founders').
 func (n *Node) joined() bool { return int(n.cfg.ID) >= n.cfg.N }
 
 // New starts a node: the live host on cfg.Transport, and the services.
@@ -217,6 +224,13 @@ func New(cfg Config) (*Node, error) {
 	replicated := cfg.Lock.Family == "consensus"
 	if cfg.Raft.Heartbeat == 0 {
 		cfg.Raft = consensus.DefaultConfig
+	}
+	if cfg.Members && cfg.Raft.Members == nil {
+		// The logs run on every ID a member may have; the founders vote
+		// until a log's configuration says otherwise.
+		for p := range cfg.N {
+			cfg.Raft.Members = append(cfg.Raft.Members, proc.ID(p))
+		}
 	}
 	replicatedGroups := cfg.Group.Family == "consensus"
 	replicatedQueues := replicated && !cfg.LocalQueues && !joined
@@ -363,8 +377,8 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("dht: %w", err), closeAll())
 		}
 	}
-	if joined {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays}, nil
+	if joined && !replicated {
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays, stopVoters: func() {}}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -403,6 +417,18 @@ func New(cfg Config) (*Node, error) {
 		nd.replicated = leader.NewReplicated(rep, cfg.ID, log)
 	}
 	nd.locks = lock.NewServer(lc)
+	if replicated {
+		nd.logs = append(nd.logs, &voterLog{name: lock.ServiceName, self: cfg.ID, svc: lc.Replicated.Service()})
+		if replicatedGroups {
+			nd.logs = append(nd.logs, &voterLog{name: group.ServiceName, self: cfg.ID, svc: gc.Replicated.Service()})
+		}
+		for _, l := range nd.logs {
+			l.refresh()
+		}
+	}
+	vctx, stopVoters := context.WithCancel(context.Background())
+	nd.stopVoters = stopVoters
+	go nd.watchVoters(vctx)
 	if replicatedQueues {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
@@ -430,7 +456,7 @@ func (n *Node) Campaign(ctx context.Context, name string) error {
 	if err := leader.ValidName(name); err != nil {
 		return err
 	}
-	if n.joined() {
+	if n.replicated == nil && n.joined() {
 		return errJoined(n.cfg)
 	}
 	if n.replicated != nil {
@@ -483,33 +509,54 @@ func (n *Node) Handler() http.Handler {
 		if n.rqueues != nil {
 			h.Queues = "raft-queue"
 		}
-		if !n.joined() {
+		if !n.joined() || n.replicated != nil {
 			h.Lock, h.Group = n.cfg.Lock.Name, n.cfg.Group.Name
 			h.Elections = "raft-lock" // keys of the replicated lock table
 			if n.replicated == nil {
 				h.Elections = "bully-fd"
 			}
-		} else {
+		}
+		if n.joined() {
 			h.Nodes, h.Joined = 0, true
+		}
+		if l := n.logNamed(lock.ServiceName); l != nil {
+			voter := l.voter.Load()
+			h.Voter = &voter
 		}
 		httpapi.Reply(w, http.StatusOK, h)
 	})
-	if n.joined() {
+	n.clusterRoutes(api)
+	notHere := func(p string) {
 		msg := errJoined(n.cfg).Error()
+		api.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { httpapi.Fail(w, http.StatusNotImplemented, msg) })
+	}
+	if n.joined() && n.replicated == nil {
 		for _, p := range []string{"/v1/locks/", "/v1/sessions", "/v1/sessions/", "/v1/elections/", "/v1/groups/"} {
-			api.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { httpapi.Fail(w, http.StatusNotImplemented, msg) })
+			notHere(p)
 		}
 		return n.handler(api)
 	}
-	api.Handle("/v1/locks/", n.locks.Handler())
-	api.Handle("/v1/sessions", n.locks.Handler())
-	api.Handle("/v1/sessions/", n.locks.Handler())
+	// With replicated locks, a node serves locks, elections (and
+	// replicated groups) while it votes in their log.
+	gate := func(name string, h http.Handler) http.Handler {
+		if l := n.logNamed(name); l != nil {
+			return n.votersOnly(l, h)
+		}
+		return h
+	}
+	api.Handle("/v1/locks/", gate(lock.ServiceName, n.locks.Handler()))
+	api.Handle("/v1/sessions", gate(lock.ServiceName, n.locks.Handler()))
+	api.Handle("/v1/sessions/", gate(lock.ServiceName, n.locks.Handler()))
 	if n.replicated != nil {
-		api.Handle("/v1/elections/", n.replicated.Handler())
+		api.Handle("/v1/elections/", gate(lock.ServiceName, n.replicated.Handler()))
 	} else {
 		api.Handle("/v1/elections/", n.leaders.Handler())
 	}
-	api.Handle("/v1/groups/", n.groups.Handler())
+	if n.joined() && n.logNamed(group.ServiceName) == nil {
+		notHere("/v1/groups/") // textbook groups run on the founders
+	} else {
+		api.Handle("/v1/groups/", gate(group.ServiceName, n.groups.Handler()))
+	}
 	if n.rpc != nil {
 		api.Handle("/v1/rpc/", n.rpcAPI)
 	}
@@ -517,9 +564,9 @@ func (n *Node) Handler() http.Handler {
 }
 
 // errJoined is the answer of a node that joined the running cluster to a
-// request for a lock, an election or a group.
+// request for a textbook lock, election or group.
 func errJoined(cfg Config) error {
-	return fmt.Errorf("node %d joined the running cluster: it runs the membership and key-value service only; locks, elections and groups run on the founding members (those listed in peers:)", cfg.ID)
+	return fmt.Errorf("node %d joined the running cluster: the cluster's textbook locks (%s), elections and groups (%s) run on the founding members only (those listed in peers:); with replicated ones (lock: raft-lock), a joined node serves them once added (cohort cluster add %d)", cfg.ID, cfg.Lock.Name, cfg.Group.Name, cfg.ID)
 }
 
 // handler puts the token check in front of api, beside the metrics.
@@ -553,6 +600,9 @@ type Health struct {
 	Group     string `json:"group,omitempty"`
 	Members   bool   `json:"members,omitempty"` // the membership and key-value service runs
 	Joined    bool   `json:"joined,omitempty"`  // this node joined the running cluster
+	// Voter: whether this node votes in the replicated log of the locks
+	// (and so serves them); absent with textbook locks.
+	Voter *bool `json:"voter,omitempty"`
 	// Queues: "raft-queue" (replicated on the log) or "local" (the
 	// node's own).
 	Queues string `json:"queues,omitempty"`
@@ -583,6 +633,7 @@ func (n *Node) queueBackend() queue.Backend {
 // Close stops the services, the queues and the transport.
 func (n *Node) Close() error {
 	n.stopRelays()
+	n.stopVoters()
 	if n.rpc != nil {
 		defer n.rpc.Close() // after the node: a crash, not answers to the calls under way
 	}

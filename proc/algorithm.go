@@ -24,6 +24,11 @@ type Assumptions struct {
 	// where Failures is "none" (an overlay built by joins that never
 	// loses a node). Leaves still count as failures.
 	Joins bool
+	// Reconfigures: the processes' configuration changes through the
+	// algorithm itself (Raft's AddServer and RemoveServer): a process may
+	// have any ID of the running system's, and one outside the
+	// configuration waits, silent, until the configuration adds it.
+	Reconfigures bool
 }
 
 // String renders the assumptions compactly: "reliable fifo, failures=none".

@@ -28,8 +28,8 @@ import (
 )
 
 func newClusterCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "Run a local Cohort cluster"}
-	cmd.AddCommand(newClusterUpCmd())
+	cmd := &cobra.Command{Use: "cluster", Short: "Run a local Cohort cluster; add and remove the voters of a running one"}
+	cmd.AddCommand(newClusterUpCmd(), newClusterVoterCmd("add"), newClusterVoterCmd("remove"), newClusterVotersCmd())
 	return cmd
 }
 

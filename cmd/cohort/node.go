@@ -230,8 +230,9 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		c.Group = "raft"
 	}
 	if c.Join != "" {
-		// A node that joins runs the membership service only: no lock or
-		// group state to keep.
+		// A node that joins keeps its copy of the replicated logs in
+		// data_dir if it has one (runNode warns if it has none): it may
+		// join without one, and must not then be made a voter.
 	} else if c.Lock == "raft" && c.DataDir == "" {
 		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
@@ -381,8 +382,12 @@ no peers; it names one member to join through, with --join or in node.yaml:
   listen: 127.0.0.1:7007
   api: 127.0.0.1:7107
   secret_file: cluster.secret   # the cluster's credentials, as any member
-It runs the membership and key-value service only (and the DHT and Scribe,
-with dht: true).`,
+  data_dir: ./n7                # its copy of the replicated logs, once a voter
+It runs the membership and key-value service (and the DHT and Scribe, with
+dht: true), and, with lock: raft, a copy of the replicated logs of the
+locks and groups: it serves locks, elections and groups once an operator
+adds it to their voters (cohort cluster add 7); until then it answers 503,
+saying so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
@@ -454,6 +459,9 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		Election: c.Election.leaderConfig(), Run: extra, Token: c.APIToken, Logger: log, MaxServices: c.Services,
 		LockIdle: c.LockIdle, LockMaxTTL: c.LockMaxTTL,
 		Members: c.Members, Contact: c.contact, LocalQueues: c.Queues == "local", DHT: c.DHT}
+	if c.Join != "" && c.Lock == "raft" && c.DataDir == "" {
+		log.Warn("no data_dir: this node keeps its copy of the replicated logs in memory; do not add it to the voters (cohort cluster add), for a voter that forgets its log at a restart can undo what the cluster acknowledged")
+	}
 	nc.MembersParams.Period = c.Gossip
 	nc.QueueLimits = c.replicatedLimits()
 	nc.Queues.MaxQueueBytes, nc.Queues.MaxQueues = c.QueueLimit.Bytes, c.QueueLimit.Queues

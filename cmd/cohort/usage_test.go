@@ -17,7 +17,7 @@ func TestGroupCommandsRejectMissingAndUnknownSubcommands(t *testing.T) {
 		{[]string{"trace", "nope"}, `cohort trace: unknown subcommand "nope" (want check, definitely, lattice, merge, possibly, render)`},
 		{[]string{"bench", "nope"}, `cohort bench: unknown subcommand "nope"`},
 		{[]string{"bench", "simm"}, `did you mean "sim"?`},
-		{[]string{"cluster"}, `cohort cluster: missing subcommand (want up; see cohort cluster --help)`},
+		{[]string{"cluster"}, `cohort cluster: missing subcommand (want add, remove, up, voters; see cohort cluster --help)`},
 		{[]string{"trace"}, `cohort trace: missing subcommand`},
 		{[]string{"nope"}, `unknown command "nope"`},
 	} {

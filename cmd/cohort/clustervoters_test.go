@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/node"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestClusterAddAndRemoveVoters: three `cohort node` processes started by
+// `cluster up --members`, and a fourth that joins them. Before it is added
+// a lock through it is refused, naming the command that adds it; `cluster
+// add 3` through a founder adds it, and it grants a lock with a fencing
+// token above every earlier one. SIGKILL and restart of the added node,
+// then of a founder, lose nothing: each follows the configuration its log
+// holds, which no node.yaml lists. `cluster remove 0` takes a founder out;
+// the three voters left grant, and node 0 says why it no longer does. Bad
+// ids exit 2; an unknown node, 1 with the 404.
+func TestClusterAddAndRemoveVoters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	eps, pids := startClusterPids(t, "--nodes", "3", "--members", "--dir", dir)
+	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var founder nodeConfig
+	if err := yaml.Unmarshal(b, &founder); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joinerCfg := filepath.Join(dir, "joiner3.yaml")
+	cfg := fmt.Sprintf("id: 3\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndata_dir: %s\n",
+		ports[0], ports[1], founder.Secret, filepath.Join(dir, "joiner3"))
+	if err := os.WriteFile(joinerCfg, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var procs []*exec.Cmd
+	t.Cleanup(func() {
+		for _, c := range procs {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	start := func(args ...string) int {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, c)
+		return c.Process.Pid
+	}
+	kill := func(pid int) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the killed node to exit", func() bool { return exited(pid) })
+	}
+	joiner := start("node", "--config", joinerCfg, "--join", "0@"+founder.Peers[0])
+	waitAPI(t, ports[1])
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var last uint64
+	lockAt := func(ep string) {
+		t.Helper()
+		h, err := (&lock.Client{Endpoints: []string{ep}}).Acquire(ctx, "jobs", 5*time.Second)
+		if err != nil {
+			t.Fatalf("lock through %s: %v", ep, err)
+		}
+		if h.Token <= last {
+			t.Fatalf("token %d through %s after %d", h.Token, ep, last)
+		}
+		last = h.Token
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	voters := func(ep string) []int {
+		code, out, _ := cli(t, "cluster", "voters", "--endpoints", ep, "--json")
+		var vs node.Voters
+		if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Logs) != 2 || !vs.Logs[0].Committed || !slices.Equal(vs.Logs[0].Voters, vs.Logs[1].Voters) {
+			return nil
+		}
+		return vs.Logs[0].Voters
+	}
+	lockAt(eps[0])
+
+	waitUntil(t, "node 3 alive at node 1", func() bool {
+		code, out, _ := cli(t, "members", "--endpoints", eps[1], "--json")
+		return code == 0 && strings.Contains(out, `"id": 3`) && !strings.Contains(out, `"suspect"`)
+	})
+	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "3s", "--", "true"); code == 0 || !strings.Contains(errs, "cohort cluster add 3") {
+		t.Errorf("a lock through node 3 before it is added: exit %d, %s", code, errs)
+	}
+	for _, bad := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"cluster", "add", "three", "--endpoints", eps[0]}, 2, "want a number"},
+		{[]string{"cluster", "add", "--endpoints", eps[0]}, 2, "want one node id"},
+		{[]string{"cluster", "add", "3"}, 2, "--endpoints"},
+		{[]string{"cluster", "add", "9", "--endpoints", eps[0]}, 1, "HTTP 404: not a member: node 9 has not joined the cluster"},
+		{[]string{"cluster", "remove", "9", "--endpoints", eps[0]}, 1, "HTTP 404: not a member: node 9 is not a voter"},
+		{[]string{"cluster", "add", "2", "--endpoints", eps[0]}, 1, "HTTP 409: refused: node 2 is a voter already"},
+	} {
+		if code, _, errs := cli(t, bad.args...); code != bad.code || !strings.Contains(errs, bad.says) {
+			t.Errorf("cohort %s: exit %d, %q; want %d naming %q", strings.Join(bad.args, " "), code, errs, bad.code, bad.says)
+		}
+	}
+	if code, out, errs := cli(t, "cluster", "add", "3", "--endpoints", eps[1]); code != 0 || !strings.Contains(out, "0,1,2,3") {
+		t.Fatalf("cluster add 3: exit %d, %s %s", code, out, errs)
+	}
+	lockAt(ports[1])
+
+	kill(joiner)
+	joiner = start("node", "--config", joinerCfg, "--join", "0@"+founder.Peers[0])
+	waitAPI(t, ports[1])
+	waitUntil(t, "the restarted node 3 to follow [0 1 2 3]", func() bool { return slices.Equal(voters(ports[1]), []int{0, 1, 2, 3}) })
+	lockAt(ports[1])
+
+	kill(pids[1])
+	lockAt(ports[1]) // three of four voters up
+	pids[1] = start("node", "--config", filepath.Join(dir, "node1.yaml"))
+	waitAPI(t, eps[1])
+	waitUntil(t, "the restarted node 1 to follow [0 1 2 3]", func() bool { return slices.Equal(voters(eps[1]), []int{0, 1, 2, 3}) })
+	lockAt(eps[1])
+
+	if code, out, errs := cli(t, "cluster", "remove", "0", "--endpoints", ports[1]); code != 0 || !strings.Contains(out, "1,2,3") {
+		t.Fatalf("cluster remove 0: exit %d, %s %s", code, out, errs)
+	}
+	for _, ep := range []string{ports[1], eps[1], eps[2]} {
+		lockAt(ep)
+	}
+	waitUntil(t, "node 0 to say it was removed", func() bool {
+		code, _, errs := cli(t, "lock", "x", "--endpoints", eps[0], "--timeout", "3s", "--", "true")
+		return code != 0 && strings.Contains(errs, "was removed")
+	})
+}

@@ -1,0 +1,412 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// The voters: which nodes vote in the cluster's replicated logs — that of
+// the locks (and elections), and that of the groups when they are
+// replicated. The founders vote from the start; a node that joined the
+// running cluster votes once an operator adds it (`cohort cluster add`),
+// as etcd's `member add` does: never silently. A change goes to each log's
+// leader, one server at a time (Ongaro's thesis §4.1); a newcomer first
+// catches up as a learner (§4.2.1). The configuration is an entry of the
+// log, so every node — restarted or not — follows the one its log (or
+// snapshot) holds, never a config file's. The replicated queues stay on
+// the founders.
+
+// voterLog is one replicated log of the node, and whether this node votes
+// in it now.
+type voterLog struct {
+	name  string // its service: "locks", "groups"
+	self  proc.ID
+	svc   *live.Service
+	voter atomic.Bool
+}
+
+// raftHolder is a state machine on Raft (consensus.Locks, Groups).
+type raftHolder interface{ Raft() *consensus.Raft }
+
+// VoterLog is one replicated log's configuration as a node holds it.
+type VoterLog struct {
+	Service   string `json:"service"`   // "locks" (with the elections), "groups"
+	Voters    []int  `json:"voters"`    // the configuration this node follows; none known yet at a newcomer
+	Committed bool   `json:"committed"` // this node knows it committed
+	Leader    int    `json:"leader"`    // the leader this node knows; -1: none
+	Term      uint64 `json:"term"`
+}
+
+// Voters is the answer of GET /v1/cluster/voters and of a change.
+type Voters struct {
+	Node  int        `json:"node"`  // the node that answers
+	Voter bool       `json:"voter"` // it votes in every log
+	Logs  []VoterLog `json:"logs"`
+}
+
+// Errors of a change of the voters, each with its HTTP status (see
+// statusOf).
+var (
+	// ErrNotReplicated: the cluster's locks are a textbook algorithm,
+	// which runs on the founders only; there is no configuration to change.
+	ErrNotReplicated = errors.New("no replicated log to change")
+	// ErrNotMember: the node is not a member of the cluster (it never
+	// joined), or, for a removal, not a voter.
+	ErrNotMember = errors.New("not a member")
+	// ErrNotAlive: the node to add is suspected, dead or gone.
+	ErrNotAlive = errors.New("not alive")
+	// ErrRefused: the leader cannot make the change now (another is under
+	// way; the node is a voter already; it did not catch up).
+	ErrRefused = errors.New("refused")
+	// ErrNoLeader: no leader answered in time.
+	ErrNoLeader = errors.New("no leader")
+)
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotReplicated):
+		return http.StatusNotImplemented
+	case errors.Is(err, ErrNotMember):
+		return http.StatusNotFound
+	case errors.Is(err, ErrNotAlive), errors.Is(err, ErrRefused):
+		return http.StatusConflict
+	case errors.Is(err, ErrNoLeader):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// read returns the log's configuration as this node holds it.
+func (l *voterLog) read() (VoterLog, error) {
+	v := VoterLog{Service: l.name}
+	err := l.svc.Read(func(p proc.Process) {
+		r := p.(raftHolder).Raft()
+		ms, committed := r.Configuration()
+		lead, term := r.Leader()
+		for _, m := range ms {
+			v.Voters = append(v.Voters, int(m))
+		}
+		v.Committed, v.Leader, v.Term = committed, int(lead), term
+		if r.Commit() == 0 && lead == proc.None && !slices.Contains(ms, l.self) {
+			// A newcomer that has heard from no leader: what it holds is
+			// its guess at the founders, not the log's.
+			v.Voters, v.Committed = nil, false
+		}
+	})
+	return v, err
+}
+
+// refresh sets voter from the log.
+func (l *voterLog) refresh() {
+	if v, err := l.read(); err == nil {
+		l.voter.Store(slices.Contains(v.Voters, int(l.self)))
+	}
+}
+
+// Voters is the configuration of each replicated log as this node holds it.
+func (n *Node) Voters() (Voters, error) {
+	vs := Voters{Node: int(n.cfg.ID), Voter: len(n.logs) > 0}
+	for _, l := range n.logs {
+		v, err := l.read()
+		if err != nil {
+			return Voters{}, err
+		}
+		vs.Logs = append(vs.Logs, v)
+		vs.Voter = vs.Voter && slices.Contains(v.Voters, int(n.cfg.ID))
+	}
+	return vs, nil
+}
+
+// ChangeVoters adds node id to the configuration of every replicated log
+// (add), or removes it, one log after another; a log whose committed
+// configuration is already the one asked for is left alone, so a change
+// cut short is finished by asking again (but adding a voter of every log,
+// or removing a node no log has, is refused). To be added, a node must be an
+// alive member (it joined, or is a founder). It returns when every log has
+// committed the change, or fails naming the reason (errors.Is: ErrNotMember,
+// ErrNotAlive, ErrRefused, ErrNoLeader, ctx's error).
+func (n *Node) ChangeVoters(ctx context.Context, id proc.ID, add bool) (Voters, error) {
+	if len(n.logs) == 0 {
+		return Voters{}, fmt.Errorf("%w: the cluster's locks are %s, a textbook algorithm run by the founding members, not a replicated log", ErrNotReplicated, n.cfg.Lock.Name)
+	}
+	if id < 0 || int(id) >= MaxIDs {
+		return Voters{}, fmt.Errorf("%w: node %d: ids are 0 to %d", ErrNotMember, id, MaxIDs-1)
+	}
+	before, err := n.Voters()
+	if err != nil {
+		return Voters{}, err
+	}
+	if add {
+		in := true
+		for _, v := range before.Logs {
+			in = in && v.Committed && slices.Contains(v.Voters, int(id))
+		}
+		if in {
+			return before, fmt.Errorf("%w: node %d is a voter already (voters: %v)", ErrRefused, id, before.Logs[0].Voters)
+		}
+		if err := n.mayVote(id); err != nil {
+			return before, err
+		}
+	} else {
+		in := false
+		for _, v := range before.Logs {
+			in = in || slices.Contains(v.Voters, int(id))
+		}
+		if !in {
+			return before, fmt.Errorf("%w: node %d is not a voter (voters: %v)", ErrNotMember, id, before.Logs[0].Voters)
+		}
+	}
+	for _, l := range n.logs {
+		if err := l.change(ctx, id, add); err != nil {
+			vs, _ := n.Voters()
+			return vs, fmt.Errorf("%s: %w", l.name, err)
+		}
+	}
+	for _, l := range n.logs {
+		l.refresh()
+	}
+	return n.Voters()
+}
+
+// mayVote checks that node id may be added: a member of the cluster that
+// is alive.
+func (n *Node) mayVote(id proc.ID) error {
+	if n.members == nil {
+		if int(id) < n.cfg.N {
+			return nil
+		}
+		return fmt.Errorf("%w: node %d is not one of the %d founding members, and this cluster takes no joins (members: false)", ErrNotMember, id, n.cfg.N)
+	}
+	ms, err := n.members.Members()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.ID == int(id) {
+			if m.State != "alive" {
+				return fmt.Errorf("%w: node %d is %s (cohort members)", ErrNotAlive, id, m.State)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: node %d has not joined the cluster (cohort members lists those that have)", ErrNotMember, id)
+}
+
+// changePoll is how often a change's progress is read from the log.
+const changePoll = 10 * time.Millisecond
+
+// change adds or removes id in this log and waits until the change is
+// committed here. The leader answers a refusal; success shows in the log.
+func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
+	done := func() (bool, error) {
+		v, err := l.read()
+		return err == nil && v.Committed && slices.Contains(v.Voters, int(id)) == add, err
+	}
+	if ok, err := done(); ok || err != nil {
+		return err
+	}
+	answers := make(chan proc.Output, 8)
+	stop := l.svc.OnOutput(func(o proc.Output) {
+		switch o := o.(type) {
+		case consensus.Refused:
+		case consensus.NotLeader:
+			if o.Data != nil {
+				return // a proposal's, not ours
+			}
+		default:
+			return
+		}
+		select {
+		case answers <- o:
+		default:
+		}
+	})
+	defer stop()
+	var in proc.Input = consensus.RemoveServer{ID: id}
+	if add {
+		in = consensus.AddServer{ID: id}
+	}
+	if err := l.svc.Input(in); err != nil {
+		return err
+	}
+	tick := time.NewTicker(changePoll)
+	defer tick.Stop()
+	var retry <-chan time.Time // set while there is no leader to ask
+	for {
+		select {
+		case <-ctx.Done():
+			if retry != nil {
+				return fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+			}
+			return fmt.Errorf("the change was not committed in time (the leader may have lost it: ask again): %w", ctx.Err())
+		case o := <-answers:
+			switch o := o.(type) {
+			case consensus.Refused:
+				if ok, _ := done(); ok {
+					return nil
+				}
+				return fmt.Errorf("%w: %s", ErrRefused, o.Reason)
+			case consensus.NotLeader:
+				retry = time.After(100 * time.Millisecond)
+			}
+		case <-retry:
+			retry = nil
+			if err := l.svc.Input(in); err != nil {
+				return err
+			}
+		case <-tick.C:
+			if ok, err := done(); ok || err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// watchVoters keeps each log's voter flag up to date until ctx ends.
+func (n *Node) watchVoters(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, l := range n.logs {
+				l.refresh()
+			}
+		}
+	}
+}
+
+// logNamed is the node's replicated log of service name, or nil.
+func (n *Node) logNamed(name string) *voterLog {
+	for _, l := range n.logs {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// votersOnly serves h while this node votes in log l, and else answers
+// 503 saying why.
+func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !l.voter.Load() {
+			l.refresh() // it may have been added since the last look
+		}
+		if l.voter.Load() {
+			h.ServeHTTP(w, r)
+			return
+		}
+		how := "was removed from it"
+		if n.joined() {
+			how = "joined the running cluster and was not added to it, or was removed"
+		}
+		httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf(
+			"node %d does not vote in the cluster's replicated log of %s (it %s): it serves locks, elections and groups once added (cohort cluster add %d); ask another node meanwhile",
+			n.cfg.ID, l.name, how, n.cfg.ID))
+	})
+}
+
+// clusterRoutes serves the voters: GET /v1/cluster/voters, and PUT (add)
+// or DELETE (remove) /v1/cluster/voters/{id}.
+func (n *Node) clusterRoutes(api *http.ServeMux) {
+	api.HandleFunc("GET /v1/cluster/voters", func(w http.ResponseWriter, r *http.Request) {
+		if len(n.logs) == 0 {
+			httpapi.Fail(w, http.StatusNotImplemented, fmt.Sprintf("%v: the cluster's locks are %s", ErrNotReplicated, n.cfg.Lock.Name))
+			return
+		}
+		vs, err := n.Voters()
+		if err != nil {
+			httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		httpapi.Reply(w, http.StatusOK, vs)
+	})
+	change := func(add bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			id, err := ParseID(r.PathValue("id"))
+			if err != nil {
+				httpapi.Fail(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), changeTimeout)
+			defer cancel()
+			vs, err := n.ChangeVoters(ctx, id, add)
+			if err != nil {
+				n.log.Warn("changing the voters", "node", int(id), "add", add, "err", err)
+				httpapi.Fail(w, statusOf(err), err.Error())
+				return
+			}
+			verb := "removed"
+			if add {
+				verb = "added"
+			}
+			n.log.Info("voters changed: node "+verb, "node", int(id), "voters", vs.Logs[0].Voters)
+			httpapi.Reply(w, http.StatusOK, vs)
+		}
+	}
+	api.HandleFunc("PUT /v1/cluster/voters/{id}", change(true))
+	api.HandleFunc("DELETE /v1/cluster/voters/{id}", change(false))
+}
+
+// changeTimeout bounds a change on the API: a newcomer's catch-up is
+// refused by the leader well within it (10 election timeouts in a round).
+const changeTimeout = 30 * time.Second
+
+// ParseID parses a node's id: a number from 0 to MaxIDs−1.
+func ParseID(s string) (proc.ID, error) {
+	id, err := strconv.Atoi(strings.TrimPrefix(s, "p"))
+	if err != nil || id < 0 || id >= MaxIDs {
+		return proc.None, fmt.Errorf("node id %q: want a number from 0 to %d", s, MaxIDs-1)
+	}
+	return proc.ID(id), nil
+}
+
+// Client changes and reads a cluster's voters over the API.
+type Client struct {
+	Endpoints []string // nodes' API addresses; a call uses the first that answers
+	Token     string
+	HTTP      *http.Client
+}
+
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.HTTP}
+}
+
+// Voters is the configuration as the first node that answers holds it.
+func (c *Client) Voters(ctx context.Context) (Voters, error) {
+	return c.call(ctx, http.MethodGet, "/v1/cluster/voters")
+}
+
+// Add adds node id to the voters; Remove removes it.
+func (c *Client) Add(ctx context.Context, id proc.ID) (Voters, error) {
+	return c.call(ctx, http.MethodPut, fmt.Sprintf("/v1/cluster/voters/%d", id))
+}
+
+func (c *Client) Remove(ctx context.Context, id proc.ID) (Voters, error) {
+	return c.call(ctx, http.MethodDelete, fmt.Sprintf("/v1/cluster/voters/%d", id))
+}
+
+func (c *Client) call(ctx context.Context, method, path string) (Voters, error) {
+	var vs Voters
+	err := c.api().First(ctx, func(base string) (int, string, error) {
+		return c.api().Call(ctx, method, base+path, nil, &vs)
+	})
+	return vs, err
+}
