@@ -41,6 +41,7 @@ func applyGroups(g *consensus.Groups, at *uint64, sends ...consensus.Send) []con
 // compaction failed, and the group service stopped on every node.)
 func TestGroupSnapshotFitsARecord(t *testing.T) {
 	t.Parallel() // tens of thousands of entries applied: beside the others
+	fillsToTheBounds(t)
 	if consensus.GroupsSnapshotBound > wal.MaxRecord {
 		t.Fatalf("GroupsSnapshotBound %d > a record's %d", consensus.GroupsSnapshotBound, wal.MaxRecord)
 	}
@@ -169,6 +170,7 @@ func TestCompactionByBytes(t *testing.T) {
 // each could make a snapshot of about a gigabyte.)
 func TestLockTableIsBounded(t *testing.T) {
 	t.Parallel() // tens of thousands of entries applied: beside the others
+	fillsToTheBounds(t)
 	if consensus.LocksSnapshotBound > wal.MaxRecord {
 		t.Fatalf("LocksSnapshotBound %d > a record's %d", consensus.LocksSnapshotBound, wal.MaxRecord)
 	}
@@ -229,5 +231,16 @@ func TestLockTableIsBounded(t *testing.T) {
 		t.Fatal("no answer to a long name")
 	} else if r, ok := o.(consensus.LockRefused); !ok || !strings.Contains(r.Reason, "name") {
 		t.Fatalf("a name longer than the limit as stored: %+v", o)
+	}
+}
+
+// fillsToTheBounds skips, under the race detector, a test that fills the
+// replicated state to its bounds: a minute of single-threaded applying
+// there, where the race detector finds nothing to look at. CI runs it
+// without -race, in its sweeps step, as it does the long sweeps.
+func fillsToTheBounds(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("fills the replicated state to its bounds, single-threaded: it runs without -race (CI runs it so)")
 	}
 }
