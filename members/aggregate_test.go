@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func TestAggregateOverALiveCluster(t *testing.T) {
 }
 
 // TestWatchOverHTTP: a watch stream over HTTP carries the map's changes
-// and the membership's as they happen.
+// as they happen, among the membership's.
 func TestWatchOverHTTP(t *testing.T) {
 	c := newCluster(t, 2)
 	c.eventually("both alive", holds(map[int]string{0: "alive", 1: "alive"}))
@@ -84,8 +85,11 @@ func TestWatchOverHTTP(t *testing.T) {
 		}
 		select {
 		case e := <-got:
+			if e.Member != nil && e.Key == "" && slices.Contains([]string{"alive", "suspect", "dead", "left"}, e.Type) {
+				continue // the membership's changes share the stream (a busy machine's suspicions)
+			}
 			if e.Type != "put" || e.Key != "color" || e.Value != "blue" {
-				t.Fatalf("first event %+v, want put color=blue", e)
+				t.Fatalf("first event of the map %+v, want put color=blue", e)
 			}
 			return
 		case <-time.After(200 * time.Millisecond):
