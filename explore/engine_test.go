@@ -100,22 +100,26 @@ func summary(r *Result) string {
 // Breadth first holds the runs of at most heldRuns states yet to expand
 // and reaches the others by replaying their paths; a replayed run's
 // steps are then taken by saving and restoring it, as a held run's are.
-// Holding few runs finds what holding many does.
+// Holding few runs, or none once the heap is past heldHeap, finds what
+// holding many does.
 func TestBreadthFirstBeyondItsHeldRuns(t *testing.T) {
-	defer func(n int) { heldRuns = n }(heldRuns)
+	defer func(n int, b uint64) { heldRuns, heldHeap = n, b }(heldRuns, heldHeap)
 	for _, m := range []walkModel{
 		{"ra-faults", "mutex", "ricart-agrawala", 2, nil, func(c *Config) { c.Crashes, c.Losses = 1, 1 }},
 		{"maekawa", "mutex", "maekawa", 4, []string{"0:acquire", "1:acquire", "2:acquire"}, func(c *Config) { c.Checks = []string{"ME2"} }},
 	} {
-		var rs [2]string
-		for i, held := range []int{1 << 16, 4} {
-			heldRuns = held
+		var rs [3]string
+		for i, bound := range []struct {
+			runs int
+			heap uint64
+		}{{1 << 16, 1 << 30}, {4, 1 << 30}, {1 << 16, 1}} { // many; 4 runs; a heap always "full"
+			heldRuns, heldHeap = bound.runs, bound.heap
 			cfg := setup(t, m.family, m.algo, m.nodes, m.inputs)
 			m.tweak(&cfg)
 			rs[i] = summary(explore(t, cfg))
 		}
-		if rs[0] != rs[1] {
-			t.Errorf("%s:\nholding many: %s\nholding 4:    %s", m.name, rs[0], rs[1])
+		if rs[0] != rs[1] || rs[0] != rs[2] {
+			t.Errorf("%s:\nholding many:      %s\nholding 4:         %s\nheap past its bound: %s", m.name, rs[0], rs[1], rs[2])
 		}
 	}
 }

@@ -3,6 +3,7 @@ package explore
 import (
 	"errors"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"time"
 
@@ -73,11 +74,38 @@ type explorer struct {
 	// g is the state graph, with Config.Cycles.
 	g     *graph
 	names []string // scratch
+	// Breadth first's heap check (roomToHold): states until the next
+	// reading, and whether the last found the heap past heldHeap.
+	sinceCheck int
+	heapFull   bool
 }
 
 // heldRuns bounds the runs BFS holds for states it has yet to expand;
 // beyond it, a state is reached by replaying its path.
 var heldRuns = 1 << 16 // a variable for tests
+
+// heldHeap bounds them in bytes too: a run's size grows with its depth
+// and its processes' state (bully's, explored asynchronously, held 4 GB
+// at 65,536), so no new run is held while the live heap (as the last
+// collection found it) is past it — read every heldCheck states held,
+// cheaply (runtime/metrics, no pause).
+// Holding or replaying changes the search's cost, never its states,
+// verdicts or counterexamples.
+var heldHeap uint64 = 1 << 30 // a variable for tests
+
+const heldCheck = 1024
+
+// roomToHold reports whether the heap leaves room to hold one more run.
+func (e *explorer) roomToHold() bool {
+	if e.sinceCheck == 0 {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}} // as the last collection marked it
+		metrics.Read(sample)
+		e.heapFull = sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > heldHeap
+		e.sinceCheck = heldCheck
+	}
+	e.sinceCheck--
+	return !e.heapFull
+}
 
 // trail is breadth first's record of how each state was first reached:
 // its parent's index and the step's position among the parent's choices
@@ -287,16 +315,10 @@ func (e *explorer) bfs() error {
 		if r != nil {
 			delete(held, int32(i))
 			path, r.path = r.path, nil
-		} else {
-			// Past heldRuns, a state is reached again by replaying its
-			// path; forking, the run still saves and restores, so it
-			// copies on write as the held runs do.
-			if r, path, err = e.replayTrail(&tr, int32(i)); err != nil {
-				return err
-			}
-			if e.forking {
-				r.cp = e.cp
-			}
+		} else if r, path, err = e.replayTrail(&tr, int32(i)); err != nil {
+			// (Past heldRuns, a state is reached again by replaying its
+			// path; the replayed run copies on write as held runs do.)
+			return err
 		}
 		e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 		chs := append([]choice(nil), r.choices(e.buf)...)
@@ -359,7 +381,7 @@ func (e *explorer) bfs() error {
 			if stop, err := e.judgeNew(child, append(path, ch)); stop || err != nil {
 				return err
 			}
-			if e.forking && len(held) < heldRuns {
+			if e.forking && len(held) < heldRuns && e.roomToHold() {
 				h := child
 				if k < len(chs)-1 { // r goes on to the next step
 					if h, err = child.fork(e.cp); err != nil {

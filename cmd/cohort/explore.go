@@ -201,6 +201,12 @@ func runExplore(cmd *cobra.Command, family string, f *exploreFlags) error {
 		// state breadth first holds): collecting less often buys states
 		// per CPU second.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// But not five times a live heap that breadth first's held
+			// runs grow to their bound (1 GiB): past 3 GiB the collector
+			// works as often as it must.
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(3 << 30))
+		}
 	}
 	res, err := explore.Explore(cfg)
 	if err != nil {
