@@ -228,6 +228,107 @@ type formation struct {
 	done  bool
 }
 
+// stretches follows, for the detection checkers of both models, the
+// processes the wait-for graph holds in a deadlock — on a cycle (AND),
+// in a knot (OR): when each one's undeclared stretch began and by which
+// event, the formations no declaration has answered yet, and which
+// stretches were reported past the bound.
+type stretches struct {
+	bound     int64
+	comp      []int   // each process's component
+	in        []bool  // in a deadlock now
+	since     []int64 // the start of its current undeclared stretch
+	joined    []int   // the event that put it in the deadlock
+	reported  []bool  // late, and reported: once per stretch
+	open      []*formation
+	formed    int
+	detected  int
+	latencies []int64
+}
+
+func newStretches(n int, bound int64) *stretches {
+	return &stretches{bound: bound, comp: make([]int, n), in: make([]bool, n),
+		since: make([]int64, n), joined: make([]int, n), reported: make([]bool, n)}
+}
+
+// late calls report for each process in a deadlock undeclared for longer
+// than the bound at now, once per stretch; with component, its
+// component's other processes count as reported with it.
+func (s *stretches) late(now int64, component bool, report func(p int)) {
+	if s.bound < 0 {
+		return
+	}
+	for p := range s.in {
+		if !s.in[p] || s.reported[p] || now-s.since[p] <= s.bound {
+			continue
+		}
+		report(p)
+		s.reported[p] = true
+		for q := range s.in {
+			if component && s.in[q] && s.comp[q] == s.comp[p] {
+				s.reported[q] = true
+			}
+		}
+	}
+}
+
+// declared takes a real declaration by p at now: its component's
+// stretches start again, and the formations it answers are detected.
+func (s *stretches) declared(p int32, now int64) {
+	if !s.in[p] {
+		return
+	}
+	c := s.comp[p]
+	for q := range s.in {
+		if s.in[q] && s.comp[q] == c {
+			s.since[q] = now
+		}
+	}
+	for _, f := range s.open {
+		if !f.done && slices.ContainsFunc(f.nodes, func(q int32) bool { return s.in[q] && s.comp[q] == c }) {
+			f.done = true
+			s.detected++
+			s.latencies = append(s.latencies, now-f.at)
+		}
+	}
+}
+
+// changed takes the deadlocks after event i, at now: the processes new
+// in one form a deadlock (or grow one).
+func (s *stretches) changed(comp []int, in []bool, now int64, i int) {
+	was := s.in
+	s.comp, s.in = comp, in
+	var fresh []int32
+	for p := range in {
+		if in[p] && !was[p] {
+			s.since[p], s.joined[p] = now, i
+			fresh = append(fresh, int32(p))
+		}
+		if !in[p] {
+			s.reported[p] = false
+		}
+	}
+	if fresh != nil {
+		s.formed++
+		s.open = append(s.open, &formation{at: now, event: i, nodes: fresh})
+	}
+	s.open = slices.DeleteFunc(s.open, func(f *formation) bool {
+		return f.done || !slices.ContainsFunc(f.nodes, func(p int32) bool { return in[p] })
+	})
+}
+
+// ending says, if the trace ends at last with a stretch younger than the
+// bound undeclared, that the trace cannot tell ("" otherwise).
+func (s *stretches) ending(last int64, what string) string {
+	for p := range s.in {
+		if s.in[p] && !s.reported[p] && s.bound >= 0 {
+			return fmt.Sprintf("the trace ends %s after p%d %s, undeclared, before the bound %s",
+				trace.FormatNS(last-s.since[p]), p, what, trace.FormatNS(s.bound))
+		}
+	}
+	return ""
+}
+
 // AnalyzeDeadlocks replays a trace of the deadlock family and judges its
 // declarations against the wait-for graph.
 func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
@@ -280,31 +381,20 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 	}
 
 	g := newWFG(n)
-	comp, onCycle := make([]int, n), make([]bool, n)
-	since := make([]int64, n)   // start of the current undeclared stretch on a cycle
-	joined := make([]int, n)    // the event that put the process on its cycle
-	reported := make([]bool, n) // late, and reported: once per stretch
-	var open []*formation
-	lastTime := int64(0)
-	late := func(now int64) {
-		if r.Bound < 0 {
-			return
-		}
-		for p := range n {
-			if onCycle[p] && !reported[p] && now-since[p] > r.Bound {
-				r.Late = append(r.Late, finding{
-					detail: fmt.Sprintf("p%d has been on a cycle of the wait-for graph since %s (%s) with no deadlock declared in its component, longer than the bound %s",
-						p, trace.FormatNS(since[p]), describeComponent(g.adjacency(), comp, p), trace.FormatNS(r.Bound)),
-					events: []int{joined[p]},
-				})
-				r.LateEdges = append(r.LateEdges, componentEdges(g.adjacency(), comp, p, joined[p]))
-				reported[p] = true
-			}
-		}
+	st := newStretches(n, r.Bound)
+	late := func(p int) {
+		adj := g.adjacency()
+		r.Late = append(r.Late, finding{
+			detail: fmt.Sprintf("p%d has been on a cycle of the wait-for graph since %s (%s) with no deadlock declared in its component, longer than the bound %s",
+				p, trace.FormatNS(st.since[p]), describeComponent(adj, st.comp, p), trace.FormatNS(r.Bound)),
+			events: []int{st.joined[p]},
+		})
+		r.LateEdges = append(r.LateEdges, componentEdges(adj, st.comp, p, st.joined[p]))
 	}
+	lastTime := int64(0)
 	for i := range t.Events {
 		e := &t.Events[i]
-		late(e.Time)
+		st.late(e.Time, false, late)
 		lastTime = e.Time
 		o := outs[i]
 		if o == nil {
@@ -316,55 +406,18 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 				r.Phantoms = append(r.Phantoms, i)
 				continue
 			}
-			c := comp[e.Node]
-			if !onCycle[e.Node] {
-				continue
-			}
-			for p := range n {
-				if onCycle[p] && comp[p] == c {
-					since[p] = e.Time
-				}
-			}
-			for _, f := range open {
-				if !f.done && slices.ContainsFunc(f.nodes, func(p int32) bool { return onCycle[p] && comp[p] == c }) {
-					f.done = true
-					r.Detected++
-					r.Latencies = append(r.Latencies, e.Time-f.at)
-				}
-			}
+			st.declared(e.Node, e.Time)
 			continue
 		}
 		if !g.apply(e.Node, e.Type, o) {
 			continue
 		}
-		was := onCycle
-		comp, onCycle = components(g.adjacency())
-		var fresh []int32
-		for p := range n {
-			if onCycle[p] && !was[p] {
-				since[p], joined[p] = e.Time, i
-				fresh = append(fresh, int32(p))
-			}
-			if !onCycle[p] {
-				reported[p] = false
-			}
-		}
-		if fresh != nil {
-			r.Formed++
-			open = append(open, &formation{at: e.Time, event: i, nodes: fresh})
-		}
-		open = slices.DeleteFunc(open, func(f *formation) bool {
-			return f.done || !slices.ContainsFunc(f.nodes, func(p int32) bool { return onCycle[p] })
-		})
+		comp, onCycle := components(g.adjacency())
+		st.changed(comp, onCycle, e.Time, i)
 	}
-	late(lastTime)
-	for p := range n {
-		if onCycle[p] && !reported[p] && r.Bound >= 0 {
-			r.Open = fmt.Sprintf("the trace ends %s after p%d joined a cycle, undeclared, before the bound %s",
-				trace.FormatNS(lastTime-since[p]), p, trace.FormatNS(r.Bound))
-			break
-		}
-	}
+	st.late(lastTime, false, late)
+	r.Formed, r.Detected, r.Latencies = st.formed, st.detected, st.latencies
+	r.Open = st.ending(lastTime, "joined a cycle")
 	return r, nil
 }
 

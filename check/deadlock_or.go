@@ -305,36 +305,20 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 	}
 
 	g := newORGraph(n)
-	comp, inKnot := make([]int, n), make([]bool, n)
-	since := make([]int64, n)
-	joined := make([]int, n)
-	reported := make([]bool, n)
-	var open []*formation
-	lastTime := int64(0)
-	late := func(now int64) {
-		if r.Bound < 0 {
-			return
-		}
-		for p := range n {
-			if inKnot[p] && !reported[p] && now-since[p] > r.Bound {
-				adj := g.adjacency()
-				r.Late = append(r.Late, finding{
-					detail: fmt.Sprintf("p%d has been in a knot of the OR wait-for graph since %s (%s) with no deadlock declared in it, longer than the bound %s",
-						p, trace.FormatNS(since[p]), describeComponent(adj, comp, p), trace.FormatNS(r.Bound)),
-					events: []int{joined[p]},
-				})
-				r.LateEdges = append(r.LateEdges, componentEdges(adj, comp, p, joined[p]))
-				for q := range n {
-					if inKnot[q] && comp[q] == comp[p] {
-						reported[q] = true
-					}
-				}
-			}
-		}
+	st := newStretches(n, r.Bound)
+	late := func(p int) {
+		adj := g.adjacency()
+		r.Late = append(r.Late, finding{
+			detail: fmt.Sprintf("p%d has been in a knot of the OR wait-for graph since %s (%s) with no deadlock declared in it, longer than the bound %s",
+				p, trace.FormatNS(st.since[p]), describeComponent(adj, st.comp, p), trace.FormatNS(r.Bound)),
+			events: []int{st.joined[p]},
+		})
+		r.LateEdges = append(r.LateEdges, componentEdges(adj, st.comp, p, st.joined[p]))
 	}
+	lastTime := int64(0)
 	for i := range t.Events {
 		e := &t.Events[i]
-		late(e.Time)
+		st.late(e.Time, true, late) // a knot is reported once
 		lastTime = e.Time
 		o := outs[i]
 		if o == nil {
@@ -356,55 +340,18 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 				continue
 			}
 			r.Reached = append(r.Reached, orReach(adj, p, i))
-			if !inKnot[p] {
-				continue
-			}
-			c := comp[p]
-			for q := range n {
-				if inKnot[q] && comp[q] == c {
-					since[q] = e.Time
-				}
-			}
-			for _, f := range open {
-				if !f.done && slices.ContainsFunc(f.nodes, func(q int32) bool { return inKnot[q] && comp[q] == c }) {
-					f.done = true
-					r.Detected++
-					r.Latencies = append(r.Latencies, e.Time-f.at)
-				}
-			}
+			st.declared(p, e.Time)
 			continue
 		}
 		if !g.apply(e.Node, e.Type, o) {
 			continue
 		}
-		was := inKnot
-		comp, inKnot = orKnots(g.adjacency())
-		var fresh []int32
-		for p := range n {
-			if inKnot[p] && !was[p] {
-				since[p], joined[p] = e.Time, i
-				fresh = append(fresh, int32(p))
-			}
-			if !inKnot[p] {
-				reported[p] = false
-			}
-		}
-		if fresh != nil {
-			r.Formed++
-			open = append(open, &formation{at: e.Time, event: i, nodes: fresh})
-		}
-		open = slices.DeleteFunc(open, func(f *formation) bool {
-			return f.done || !slices.ContainsFunc(f.nodes, func(p int32) bool { return inKnot[p] })
-		})
+		comp, inKnot := orKnots(g.adjacency())
+		st.changed(comp, inKnot, e.Time, i)
 	}
-	late(lastTime)
-	for p := range n {
-		if inKnot[p] && !reported[p] && r.Bound >= 0 {
-			r.Open = fmt.Sprintf("the trace ends %s after p%d joined a knot, undeclared, before the bound %s",
-				trace.FormatNS(lastTime-since[p]), p, trace.FormatNS(r.Bound))
-			break
-		}
-	}
+	st.late(lastTime, true, late)
+	r.Formed, r.Detected, r.Latencies = st.formed, st.detected, st.latencies
+	r.Open = st.ending(lastTime, "joined a knot")
 	return r, nil
 }
 
