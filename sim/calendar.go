@@ -3,6 +3,7 @@ package sim
 import (
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // event is a pending event with its contents: 64 bytes, one cache line.
@@ -159,8 +160,15 @@ func (c *calendar) add(i int, e *event) {
 		*c.blocks.next(b.tail) = nb
 		b.tail = nb
 	}
-	c.blocks.at(b.tail)[b.n%blockLen] = *e
+	blk := c.blocks.at(b.tail)
+	blk[b.n%blockLen] = *e
 	b.n++
+	if c.ahead != nil && b.n%blockLen != 0 {
+		// The next event for this bucket goes into the next line of its
+		// block, a line written long ago or never: ask for it now, so
+		// that writing it need not wait for memory.
+		prefetch(unsafe.Pointer(&blk[b.n%blockLen]))
+	}
 	c.inWindow++
 }
 

@@ -9,8 +9,10 @@ import "unsafe"
 // sub-bucket ahead (about eight), so when it loads them the simulator asks
 // the processor to fetch their records, and when an event is next in line,
 // what those records point to (Mowry, Lam and Gupta 1992: software
-// prefetching a known distance ahead). A prefetch is a hint: it changes
-// no result, only when memory arrives.
+// prefetching a known distance ahead). Writes wait for memory too: each
+// event pushed goes into its bucket's next free line, so the calendar
+// asks for the line after it as it writes one (calendar.add). A prefetch
+// is a hint: it changes no result, only when memory arrives.
 
 // prefetchFrom is the smallest run that prefetches: below it, the
 // records stay in cache and the hints would only cost their calls.
