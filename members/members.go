@@ -65,6 +65,11 @@ type Config struct {
 	// through; proc.None for a founding member (IDs below the node's N).
 	Contact proc.ID
 	Logger  *slog.Logger
+	// Durable says that the node keeps its state on stable storage (a
+	// data_dir). It is announced to the members (Member.Durable), so that
+	// a node that would forget a replicated log at a restart is never
+	// made one of its voters.
+	Durable bool
 }
 
 // DefaultPeriod is SWIM's protocol period and the map's exchange round
@@ -134,6 +139,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{svc: svc, node: cfg.Node, log: log}
 	s.learnAddresses()
+	if cfg.Durable {
+		_ = s.svc.Input(epidemic.Put{Key: durablePrefix + strconv.Itoa(int(s.node.Self())), Value: "data_dir"})
+	}
 	return s, nil
 }
 
@@ -145,6 +153,10 @@ func NewServer(cfg Config) (*Server, error) {
 // connections it makes and takes); the map tells them. The keys are the
 // service's own: hidden from Entries, refused to writers.
 const addrPrefix = "cohort.addr."
+
+// durablePrefix+ID is written by a member that keeps its state on stable
+// storage (Config.Durable); the service's own key too.
+const durablePrefix = "cohort.durable."
 
 // learnAddresses announces this member's address and hands the addresses
 // the map brings to the transport, from now on.
@@ -169,7 +181,7 @@ func (s *Server) learnAddresses() {
 // ownKey says whether key is one of the service's own: an address or an
 // advertisement, hidden from the map's readers.
 func ownKey(key string) bool {
-	return strings.HasPrefix(key, addrPrefix) || strings.HasPrefix(key, epidemic.ResourcePrefix)
+	return strings.HasPrefix(key, addrPrefix) || strings.HasPrefix(key, durablePrefix) || strings.HasPrefix(key, epidemic.ResourcePrefix)
 }
 
 func (s *Server) addPeer(key, addr string) {
@@ -196,6 +208,7 @@ type Member struct {
 	State       string `json:"state"` // alive, suspect, dead, left
 	Incarnation uint32 `json:"incarnation"`
 	Self        bool   `json:"self,omitempty"`
+	Durable     bool   `json:"durable,omitempty"` // it keeps its state on stable storage (Config.Durable), as far as the map has told
 }
 
 var stateNames = map[uint8]string{epidemic.StateAlive: "alive", epidemic.StateSuspect: "suspect", epidemic.StateDead: "dead", epidemic.StateLeft: "left"}
@@ -204,13 +217,24 @@ var stateNames = map[uint8]string{epidemic.StateAlive: "alive", epidemic.StateSu
 // ID.
 func (s *Server) Members() ([]Member, error) {
 	var facts []epidemic.Fact
-	if err := s.svc.Read(func(p proc.Process) { facts = p.(viewer).View() }); err != nil {
+	durable := map[int]bool{}
+	if err := s.svc.Read(func(p proc.Process) {
+		facts = p.(viewer).View()
+		for _, e := range p.(viewer).Entries() {
+			if rest, ok := strings.CutPrefix(e.Key, durablePrefix); ok && !e.Deleted {
+				if id, err := strconv.Atoi(rest); err == nil {
+					durable[id] = true
+				}
+			}
+		}
+	}); err != nil {
 		return nil, err
 	}
 	addrs := s.node.Members()
 	out := make([]Member, 0, len(facts))
 	for _, f := range facts {
-		out = append(out, Member{ID: int(f.Member), Addr: addrs[f.Member], State: stateNames[f.State], Incarnation: f.Inc, Self: f.Member == s.node.Self()})
+		out = append(out, Member{ID: int(f.Member), Addr: addrs[f.Member], State: stateNames[f.State], Incarnation: f.Inc,
+			Self: f.Member == s.node.Self(), Durable: durable[int(f.Member)]})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return a.ID - b.ID })
 	return out, nil
@@ -326,6 +350,9 @@ func ValidKey(key string) error {
 	}
 	if strings.HasPrefix(key, addrPrefix) {
 		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (members' addresses)", key, addrPrefix)
+	}
+	if strings.HasPrefix(key, durablePrefix) {
+		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (members that keep a data_dir)", key, durablePrefix)
 	}
 	if strings.HasPrefix(key, epidemic.ResourcePrefix) {
 		return fmt.Errorf("key %.40q: keys beginning %s are the service's own (advertised resources)", key, epidemic.ResourcePrefix)

@@ -14,6 +14,7 @@ import (
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -158,7 +159,7 @@ func (n *Node) ChangeVoters(ctx context.Context, id proc.ID, add bool) (Voters, 
 		if in {
 			return before, fmt.Errorf("%w: node %d is a voter already (voters: %v)", ErrRefused, id, before.Logs[0].Voters)
 		}
-		if err := n.mayVote(id); err != nil {
+		if err := n.mayVote(ctx, id); err != nil {
 			return before, err
 		}
 	} else {
@@ -183,28 +184,45 @@ func (n *Node) ChangeVoters(ctx context.Context, id proc.ID, add bool) (Voters, 
 }
 
 // mayVote checks that node id may be added: a member of the cluster that
-// is alive.
-func (n *Node) mayVote(id proc.ID) error {
+// is alive and keeps its state on stable storage — a voter that forgot its
+// log at a restart could vote twice in a term or lose committed entries.
+// The members map tells which members keep a data_dir; news of a member
+// that has just joined is waited for, up to durableWait.
+func (n *Node) mayVote(ctx context.Context, id proc.ID) error {
 	if n.members == nil {
 		if int(id) < n.cfg.N {
 			return nil
 		}
 		return fmt.Errorf("%w: node %d is not one of the %d founding members, and this cluster takes no joins (members: false)", ErrNotMember, id, n.cfg.N)
 	}
-	ms, err := n.members.Members()
-	if err != nil {
-		return err
-	}
-	for _, m := range ms {
-		if m.ID == int(id) {
-			if m.State != "alive" {
-				return fmt.Errorf("%w: node %d is %s (cohort members)", ErrNotAlive, id, m.State)
-			}
+	deadline := time.Now().Add(durableWait)
+	for {
+		ms, err := n.members.Members()
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(ms, func(m members.Member) bool { return m.ID == int(id) })
+		switch {
+		case i < 0:
+			return fmt.Errorf("%w: node %d has not joined the cluster (cohort members lists those that have)", ErrNotMember, id)
+		case ms[i].State != "alive":
+			return fmt.Errorf("%w: node %d is %s (cohort members)", ErrNotAlive, id, ms[i].State)
+		case ms[i].Durable:
 			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%w: node %d keeps no data_dir (as the members map tells): a voter must keep its log across restarts; give it data_dir in its node.yaml and restart it", ErrRefused, id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(changePoll):
 		}
 	}
-	return fmt.Errorf("%w: node %d has not joined the cluster (cohort members lists those that have)", ErrNotMember, id)
 }
+
+// durableWait is how long an addition waits for the members map to tell
+// that the node keeps a data_dir.
+const durableWait = 3 * time.Second
 
 // changePoll is how often a change's progress is read from the log.
 const changePoll = 10 * time.Millisecond

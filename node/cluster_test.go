@@ -32,6 +32,7 @@ type joinCluster struct {
 	token    string
 	addrs    map[proc.ID]string // transport
 	dirs     map[proc.ID]string
+	volatile map[proc.ID]bool // started without a data directory
 	nodes    map[proc.ID]*Node
 	apis     map[proc.ID]*httptest.Server
 }
@@ -39,7 +40,7 @@ type joinCluster struct {
 var joinSecret = []byte("join test secret, 32 bytes long.")
 
 func newJoinCluster(t *testing.T, founders int) *joinCluster {
-	c := &joinCluster{t: t, founders: founders, token: "tok", addrs: map[proc.ID]string{}, dirs: map[proc.ID]string{},
+	c := &joinCluster{t: t, founders: founders, token: "tok", addrs: map[proc.ID]string{}, dirs: map[proc.ID]string{}, volatile: map[proc.ID]bool{},
 		nodes: map[proc.ID]*Node{}, apis: map[proc.ID]*httptest.Server{}}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(founders) {
@@ -97,7 +98,7 @@ func (c *joinCluster) start(id proc.ID, ln net.Listener) {
 	}
 	nd, err := New(Config{ID: id, N: c.founders, Transport: tr,
 		Lock: lock.ReplicatedAlgorithm(consensus.DefaultConfig), Group: group.ReplicatedAlgorithm(consensus.DefaultConfig),
-		Token: c.token, DataDir: c.dirs[id], Members: true, Contact: contact,
+		Token: c.token, DataDir: c.dataDir(id), Members: true, Contact: contact,
 		MembersParams: epidemic.Params{Period: 20 * time.Millisecond},
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -117,6 +118,14 @@ func (c *joinCluster) stop(id proc.ID) {
 		delete(c.nodes, id)
 		delete(c.apis, id)
 	}
+}
+
+// dataDir is node id's data directory, or none for a volatile one.
+func (c *joinCluster) dataDir(id proc.ID) string {
+	if c.volatile[id] {
+		return ""
+	}
+	return c.dirs[id]
 }
 
 func (c *joinCluster) restart(id proc.ID) {
@@ -222,7 +231,7 @@ func TestJoinedNodeIsAddedToTheVoters(t *testing.T) {
 
 	c.start(3, c.listen(3))
 	c.eventually("node 3 alive at node 1", func() error {
-		if err := c.nodes[1].mayVote(3); err != nil {
+		if err := c.nodes[1].mayVote(context.Background(), 3); err != nil {
 			return err
 		}
 		return nil
@@ -254,10 +263,10 @@ func TestJoinedNodeIsAddedToTheVoters(t *testing.T) {
 	}
 	// A node that joined and went down is not added.
 	c.start(4, c.listen(4))
-	c.eventually("node 4 alive at node 1", func() error { return c.nodes[1].mayVote(4) })
+	c.eventually("node 4 alive at node 1", func() error { return c.nodes[1].mayVote(context.Background(), 4) })
 	c.stop(4)
 	c.eventually("node 4 not alive at node 1", func() error {
-		if err := c.nodes[1].mayVote(4); !errors.Is(err, ErrNotAlive) {
+		if err := c.nodes[1].mayVote(context.Background(), 4); !errors.Is(err, ErrNotAlive) {
 			return fmt.Errorf("still: %v", err)
 		}
 		return nil
@@ -265,6 +274,22 @@ func TestJoinedNodeIsAddedToTheVoters(t *testing.T) {
 	if code, msg := c.status(1, "PUT", "/v1/cluster/voters/4", c.token); code != http.StatusConflict || !strings.Contains(msg, "node 4 is") {
 		t.Errorf("adding a node that is down: %d %s; want 409 naming its state", code, msg)
 	}
+	c.votersAre(0, 1, 2)
+
+	// A node that keeps no data_dir is not added: a voter that forgets
+	// its log at a restart could vote twice in a term.
+	c.volatile[5] = true
+	c.start(5, c.listen(5))
+	c.eventually("node 5 alive, and known to keep no data_dir, at node 1", func() error {
+		if err := c.nodes[1].mayVote(context.Background(), 5); !errors.Is(err, ErrRefused) {
+			return fmt.Errorf("still: %v", err)
+		}
+		return nil
+	})
+	if code, msg := c.status(1, "PUT", "/v1/cluster/voters/5", c.token); code != http.StatusConflict || !strings.Contains(msg, "data_dir") {
+		t.Errorf("adding a node without data_dir: %d %s; want 409 naming data_dir", code, msg)
+	}
+	c.stop(5)
 	c.votersAre(0, 1, 2)
 
 	// Added through a founder; of two changes asked at once, through two

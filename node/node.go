@@ -363,7 +363,7 @@ func New(cfg Config) (*Node, error) {
 		if !joined {
 			contact = proc.None // a founder starts; it knows the others
 		}
-		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log}); err != nil {
+		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log, Durable: cfg.DataDir != ""}); err != nil {
 			return nil, errors.Join(fmt.Errorf("members: %w", err), closeAll())
 		}
 	}
