@@ -601,6 +601,9 @@ func (r *Raft) onRequestVote(env proc.Env, from proc.ID, m RequestVote) {
 	sticky := r.leader != proc.None && r.heard >= 0 && now-r.heard < r.cfg.ElectionTimeout && r.resigned != r.term
 	if r.role == leader || now < r.quiet || sticky {
 		env.Send(from, Vote{Term: r.term, Pre: m.Pre})
+		if r.role == leader {
+			r.tellRemoved(env, from)
+		}
 		return
 	}
 	upToDate := m.LastTerm > r.lastTerm() || m.LastTerm == r.lastTerm() && m.LastIndex >= r.lastIndex()
@@ -1303,6 +1306,20 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 			r.leaving, r.leavingSince = id, env.Now()
 		}
 	}
+}
+
+// tellRemoved answers a campaign of a server the committed configuration
+// does not hold — removed while it was down, it restarted believing it a
+// voter — by sending it the log until it holds its removal, as a server
+// removed while up is (leaving): it learns it votes no more, instead of
+// campaigning for ever.
+func (r *Raft) tellRemoved(env proc.Env, from proc.ID) {
+	if int(from) >= len(r.member) || r.member[from] || r.leaving != proc.None || from == r.catching.id || r.confIndex > r.commit {
+		return
+	}
+	r.leaving, r.leavingSince = from, env.Now()
+	r.next[from], r.match[from], r.inflight[from], r.sentCommit[from] = r.lastIndex()+1, 0, 0, 0
+	r.sendAppend(env, from, r.next[from], 0)
 }
 
 // refuse answers a change that from asked for and that cannot be made.

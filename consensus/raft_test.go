@@ -755,3 +755,32 @@ func TestRemovedLeaderHandsOver(t *testing.T) {
 		}
 	}
 }
+
+// A follower removed while it was down is told when it comes back: it
+// campaigns, believing itself a voter, and the leader answers by sending
+// it the log until it holds its removal (as one removed while up is sent
+// it), instead of leaving it to campaign for ever.
+func TestServerRemovedWhileDownIsToldWhenItReturns(t *testing.T) {
+	cfg := consensus.DefaultConfig
+	cfg.Members, cfg.Forward = []proc.ID{0, 1, 2, 3}, true
+	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
+	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
+	// Down from 1 s; removed at 2 s, once the others have a leader for
+	// sure; the leader stops telling it after 10 election timeouts
+	// (1.5 s); it returns at 5 s.
+	down := sim.Fault{Kind: sim.Crash, Node: 0, At: time.Second}
+	up := sim.Fault{Kind: sim.Recover, Node: 0, At: 5 * time.Second}
+	for seed := uint64(1); seed <= 5; seed++ {
+		w := &changer{steps: []changeStep{{At: 2 * time.Second, To: []proc.ID{1, 2, 3}, In: consensus.RemoveServer{ID: 0}}}}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 4, Seed: seed, New: mk, Network: net,
+			Faults:   []sim.Fault{down, up},
+			Workload: sim.Combine{clients(800 * time.Millisecond), w}, Deadline: 7 * time.Second})
+		r.Hold(t, checks...)
+		for id := range proc.ID(4) {
+			ms, committed := r.Sim.Process(id).(*consensus.Raft).Configuration()
+			if !slices.Equal(ms, []proc.ID{1, 2, 3}) {
+				t.Errorf("seed %d: p%d follows %v (committed %v); want [1 2 3]", seed, id, ms, committed)
+			}
+		}
+	}
+}
