@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -108,6 +109,11 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	waitUntil(t, "node 3 alive at node 1", func() bool {
 		code, out, _ := cli(t, "members", "--endpoints", eps[1], "--json")
 		return code == 0 && strings.Contains(out, `"id": 3`) && !strings.Contains(out, `"suspect"`)
+	})
+	// Its data_dir is known: it may be added.
+	waitUntil(t, "node 3 listed with its data_dir at node 1", func() bool {
+		code, out, _ := cli(t, "members", "--endpoints", eps[1])
+		return code == 0 && regexp.MustCompile(`(?m)^3\s+\S+\s+alive\s+\d+\s+yes`).MatchString(out)
 	})
 	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "3s", "--", "true"); code == 0 || !strings.Contains(errs, "cohort cluster add 3") {
 		t.Errorf("a lock through node 3 before it is added: exit %d, %s", code, errs)

@@ -80,13 +80,16 @@ member; one that restarts comes back alive at a higher incarnation.`,
 				return printJSON(cmd.OutOrStdout(), ms)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tINCARNATION")
+			fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tINCARNATION\tDATA_DIR")
 			for _, m := range ms {
-				self := ""
+				self, durable := "", "no"
 				if m.Self {
 					self = " (answering)"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d%s\n", m.ID, m.Addr, m.State, m.Incarnation, self)
+				if m.Durable {
+					durable = "yes" // it may be a voter of the replicated logs
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s%s\n", m.ID, m.Addr, m.State, m.Incarnation, durable, self)
 			}
 			return tw.Flush()
 		},
