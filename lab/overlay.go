@@ -208,35 +208,43 @@ func (w *OverlayLoad) Init(c sim.Control) {
 	if w.faulted {
 		at = w.settled(w.n)
 	}
-	rng := c.Rand()
-	ask := func(at time.Duration, nodes []proc.ID) {
-		for i := range w.lookups() {
-			key := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
-			node := proc.ID(rng.IntN(w.n))
-			if nodes != nil {
-				node = nodes[rng.IntN(len(nodes))]
-			}
-			when := at + time.Duration(i)*time.Millisecond/4
-			if w.topo != nil {
-				if w.asks == nil {
-					w.asks = map[overlay.GUID]ask{}
-				}
-				w.asks[key] = ask{node, when}
-			}
-			c.Schedule(when-c.Now(), node, overlay.Lookup{Key: key})
-		}
-		w.asked += w.lookups()
+	// The lookups are a series: each made (its key and node drawn, in
+	// the order of the phases) as the one before it is asked, so that a
+	// million of them are not a million pending inputs.
+	type stage struct {
+		at    time.Duration
+		nodes []proc.ID // nil: any node
 	}
-	ask(at, nil)
-	if w.failAt == 0 || !w.faulted {
+	phases := []stage{{at: at}}
+	if w.failAt > 0 && w.faulted {
+		w.repAt = w.failAt + w.repairTime()
+		phases = append(phases, stage{w.failAt + time.Millisecond, w.live}, stage{w.repAt + time.Millisecond, w.live})
+	}
+	rng := c.Rand()
+	per := w.lookups()
+	w.asked = per * len(phases)
+	c.Series(w.asked, func(i int) (time.Duration, proc.ID, proc.Input) {
+		p := phases[i/per]
+		key := overlay.GUID{Hi: rng.Uint64(), Lo: rng.Uint64()}
+		node := proc.ID(rng.IntN(w.n))
+		if p.nodes != nil {
+			node = p.nodes[rng.IntN(len(p.nodes))]
+		}
+		when := p.at + time.Duration(i%per)*time.Millisecond/4
+		if w.topo != nil {
+			if w.asks == nil {
+				w.asks = map[overlay.GUID]ask{}
+			}
+			w.asks[key] = ask{node, when}
+		}
+		return when, node, overlay.Lookup{Key: key}
+	})
+	if len(phases) == 1 {
 		return
 	}
-	w.repAt = w.failAt + w.repairTime()
-	ask(w.failAt+time.Millisecond, w.live)
 	for _, id := range w.live {
 		c.Schedule(w.repAt-c.Now(), id, overlay.ShowTables{})
 	}
-	ask(w.repAt+time.Millisecond, w.live)
 	// The run ends when every lookup has been delivered, or, if some
 	// were lost, ten seconds after the last was asked (a marker input).
 	w.end = w.repAt + w.spread() + 10*time.Second

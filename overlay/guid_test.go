@@ -1,7 +1,9 @@
 package overlay
 
 import (
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cohort-go/cohort/proc"
@@ -249,4 +251,47 @@ func leaves(l int) Config {
 	c := FailureFree
 	c.Leaves = l
 	return c
+}
+
+// TestLeafSetClosest: the leaf set's closest, which looks only at key's
+// neighbours on each side, agrees with a scan of every entry — for sides
+// full and short, keys anywhere (the entries themselves, their exact
+// midpoints, past zero) and nodes at the top and bottom of the ring.
+func TestLeafSetClosest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	scan := func(s *leafSet, self proc.ID, key GUID) proc.ID {
+		best := self
+		for _, id := range slices.Concat(s.left, s.right) {
+			if Closer(key, NodeID(id), NodeID(best)) {
+				best = id
+			}
+		}
+		return best
+	}
+	for trial := range 2000 {
+		n := 1 + rng.IntN(40)
+		self := proc.ID(rng.IntN(1000))
+		s := leafSet{self: NodeID(self), l: 1 + rng.IntN(8)}
+		var members []proc.ID
+		for range n {
+			id := proc.ID(rng.IntN(1000))
+			s.add(id)
+			members = append(members, id)
+		}
+		keys := []GUID{{rng.Uint64(), rng.Uint64()}, {0, 0}, {^uint64(0), ^uint64(0)}, NodeID(self)}
+		for _, id := range slices.Concat(s.left, s.right) {
+			g := NodeID(id)
+			// halfway from the node clockwise to this entry
+			cw := Clockwise(s.self, g)
+			lo, c := bits.Add64(s.self.Lo, cw.Lo>>1|cw.Hi<<63, 0)
+			hi, _ := bits.Add64(s.self.Hi, cw.Hi>>1, c)
+			mid := GUID{hi, lo}
+			keys = append(keys, g, mid, Clockwise(GUID{0, 1}, g), GUID{g.Hi, g.Lo + 1})
+		}
+		for _, key := range keys {
+			if got, want := s.closest(self, key), scan(&s, self, key); got != want {
+				t.Fatalf("trial %d (l=%d, %d offered): closest(%s) = %d, the scan says %d", trial, s.l, len(members), key, got, want)
+			}
+		}
+	}
 }

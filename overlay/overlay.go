@@ -318,13 +318,25 @@ func edge(ds []GUID) GUID {
 	return ds[len(ds)-1]
 }
 
-// closest is the node of L ∪ {self} numerically closest to key.
+// closest is the node of L ∪ {self} numerically closest to key. On the
+// ring it is one of key's two neighbours among those nodes, and each side
+// is sorted by distance from the node: the candidates are the entries
+// either side of key's own distance on each side, and the node itself
+// (which beats any neighbour found only by going round the ring).
 func (s *leafSet) closest(self proc.ID, key GUID) proc.ID {
-	best := self
-	for _, side := range [2][]proc.ID{s.left, s.right} {
-		for _, id := range side {
-			if Closer(key, NodeID(id), NodeID(best)) {
-				best = id
+	best, bg := self, s.self
+	for side := range 2 {
+		ids, ds, d := s.right, s.rd, Clockwise(s.self, key)
+		if side == 1 {
+			ids, ds, d = s.left, s.ld, Clockwise(key, s.self)
+		}
+		i := 0
+		for i < len(ds) && less(ds[i], d) {
+			i++
+		}
+		for j := max(i-1, 0); j <= i && j < len(ids); j++ {
+			if g := NodeID(ids[j]); Closer(key, g, bg) {
+				best, bg = ids[j], g
 			}
 		}
 	}

@@ -98,6 +98,8 @@ func (s *Sim) forkable() error {
 		return errors.Join(ErrNoFork, errors.New("no Config.Queue"))
 	case s.clocks != nil || s.busy != nil || s.present != nil || s.vcs != nil:
 		return errors.Join(ErrNoFork, errors.New("hardware clocks, pauses, membership or vector clocks"))
+	case len(s.series) > 0:
+		return errors.Join(ErrNoFork, errors.New("a workload's series of inputs"))
 	}
 	return nil
 }

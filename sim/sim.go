@@ -35,6 +35,7 @@ type Sim struct {
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
+	series  []series // the workload's series of inputs (Control.Series)
 
 	// The host's own Lamport clock of each process, for the trace: kept
 	// only in a run that records one or that a Queue drives (whose forks
@@ -401,8 +402,14 @@ func (s *Sim) handle(e *event) {
 		b = &s.busy[x.node]
 		if b.until > s.now {
 			// The process is paused or busy: the event waits, keeping its
-			// order among the others that wait.
-			s.push(b.until, *x)
+			// order among the others that wait. (A series goes on as if
+			// this input were handled: the next one is due regardless.)
+			y := *x
+			if y.kind == evInput && y.id != 0 {
+				s.advance(y.id)
+				y.id = 0
+			}
+			s.push(b.until, y)
 			return
 		}
 	}
@@ -416,7 +423,11 @@ func (s *Sim) handle(e *event) {
 	case evTimer:
 		s.fire(x)
 	case evInput:
+		id := x.id
 		s.input(x)
+		if id != 0 {
+			s.advance(id)
+		}
 	case evFault:
 		s.fault(x.val.(*Fault))
 	case evFaultEnd:
@@ -1119,6 +1130,46 @@ func (c control) N() int             { return c.s.n }
 func (c control) Rand() *rand.Rand   { return c.s.wlRand }
 func (c control) After(d time.Duration, f func()) {
 	c.s.push(c.s.now+int64(max(d, 0)), item{kind: evCall, val: f})
+}
+
+// series is a workload's series of inputs: the next to make, how many,
+// the sequence number reserved for the first.
+type series struct {
+	next func(i int) (time.Duration, proc.ID, proc.Input)
+	i, n int
+	base uint64
+}
+
+func (c control) Series(n int, next func(i int) (at time.Duration, node proc.ID, in proc.Input)) {
+	if n <= 0 {
+		return
+	}
+	s := c.s
+	s.series = append(s.series, series{next: next, n: n, base: s.seq + 1})
+	s.seq += uint64(n) // the numbers n inputs scheduled now would take
+	s.pushSeries(uint64(len(s.series)))
+}
+
+// pushSeries makes series id's next input and schedules it with the
+// sequence number reserved for it.
+func (s *Sim) pushSeries(id uint64) {
+	sr := &s.series[id-1]
+	at, node, in := sr.next(sr.i)
+	if node < 0 || int(node) >= s.n {
+		panic(fmt.Sprintf("workload input for p%d: no such process", node))
+	}
+	e := event{at: max(int64(at), s.now), seq: sr.base + uint64(sr.i), item: item{kind: evInput, val: in, node: int32(node), id: id}}
+	s.unpop(&e)
+}
+
+// advance goes on to series id's next input, once one is handled.
+func (s *Sim) advance(id uint64) {
+	sr := &s.series[id-1]
+	if sr.i++; sr.i < sr.n {
+		s.pushSeries(id)
+	} else {
+		sr.next = nil
+	}
 }
 
 func (c control) Schedule(d time.Duration, node proc.ID, in proc.Input) {

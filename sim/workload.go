@@ -35,6 +35,13 @@ type Control interface {
 	// for decisions best taken later (is that process still idle?). It is
 	// not an event of any process.
 	After(d time.Duration, f func())
+	// Series schedules n inputs made one at a time: next(i) tells when
+	// (since the run began, no earlier than the input before it), where
+	// and what the i-th is. It is called for input i+1 once input i is
+	// handled, so a million inputs hold one pending event, not a million;
+	// they keep the order among simultaneous events they would have had
+	// if all n were scheduled now. A run with a series cannot be forked.
+	Series(n int, next func(i int) (at time.Duration, node proc.ID, in proc.Input))
 	// Rand is the workload's own random source, seeded from the run.
 	Rand() *rand.Rand
 }

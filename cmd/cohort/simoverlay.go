@@ -107,7 +107,7 @@ func overlayFlags(cmd *cobra.Command, family, algo string) (overlayParams, error
 	return p, nil
 }
 
-// maxLookups bounds --lookups: each is a scheduled input held in memory.
+// maxLookups bounds --lookups (each lookup's delivery is recorded).
 const maxLookups = 10_000_000
 
 // configureOverlay gives the run's workload its lookups, failures and
