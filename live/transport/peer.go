@@ -325,10 +325,14 @@ func (p *peer) run() {
 		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
 			return
 		}
+		// The dial starts when this member sees the pair without a
+		// connection: one the other member's dial brings up after this
+		// is a race of dials, even if a busy scheduler delays this dial.
+		decided := time.Now()
 		if l, _ := p.current(); l != nil {
 			continue
 		}
-		l, fr, err := p.dial(ctx)
+		l, fr, err := p.dial(ctx, decided)
 		if ctx.Err() != nil {
 			if l != nil {
 				l.raw.Close()
@@ -373,9 +377,8 @@ func (p *peer) logEnd(l *link, err error) {
 // frame). Handshake failures are logged and counted; connection failures
 // (nobody listening yet) are only logged at debug level, since they are
 // routine while a cluster starts.
-func (p *peer) dial(ctx context.Context) (*link, *frameReader, error) {
+func (p *peer) dial(ctx context.Context, started time.Time) (*link, *frameReader, error) {
 	cfg := &p.t.cfg
-	started := time.Now()
 	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
 	raw, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
