@@ -142,13 +142,20 @@ func browser(t *testing.T) context.Context {
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
 	// The first action starts the browser, which lives as long as the
-	// context of that call: no timeout on it, one on the test's actions.
+	// context of that call: no timeout on it, one on each action (step).
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel3)
 	return ctx
+}
+
+// browserStep bounds each browser action, not a test's whole run: a test
+// that opens many pages on a loaded machine needs time in proportion.
+const browserStep = 90 * time.Second
+
+// step is ctx bounded by browserStep.
+func step(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, browserStep)
 }
 
 // viewerStats is window.cohortViewer.stats().
@@ -163,7 +170,9 @@ type viewerStats struct {
 
 func stats(t *testing.T, ctx context.Context) viewerStats {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[viewerStats](`window.cohortViewer.stats()`))
+	sctx, cancel := step(ctx)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.Evaluate[viewerStats](`window.cohortViewer.stats()`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +182,9 @@ func stats(t *testing.T, ctx context.Context) viewerStats {
 // eval evaluates js in the page and returns its value.
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	sctx, cancel := step(ctx)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](js))
 	if err != nil {
 		t.Fatalf("%s: %v", js, err)
 	}
@@ -183,7 +194,9 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // do runs browser actions, failing the test on an error.
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	sctx, cancel := step(ctx)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -209,7 +222,9 @@ func artefact(t *testing.T, name string) string {
 // what is drawn, the violation list, a click on the violation, stepping,
 // a click on an event, the filters and the Lamport layout.
 func checkViewer(t *testing.T, ctx context.Context, url string, tr *trace.Trace, r *lab.Report, shot string) {
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("canvas"))); err != nil {
+	sctx, cancel := step(ctx)
+	defer cancel()
+	if err := chromedp.Do(sctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("canvas"))); err != nil {
 		t.Fatalf("opening %s: %v", url, err)
 	}
 	var me3 lab.Check
@@ -316,7 +331,9 @@ func checkViewer(t *testing.T, ctx context.Context, url string, tr *trace.Trace,
 		}
 	}
 
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	sctx, cancel = step(ctx)
+	defer cancel()
+	buf, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

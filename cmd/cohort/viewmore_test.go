@@ -100,7 +100,9 @@ func TestViewerShowsDescribedState(t *testing.T) {
 // screenshot keeps the page's picture as a test artefact.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	sctx, cancel := step(ctx)
+	defer cancel()
+	buf, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +750,9 @@ func TestDocsViewerPicture(t *testing.T) {
 	if got := text(t, ctx, "#state"); !strings.Contains(got, "stateHELD") || !strings.Contains(got, "deferred") {
 		t.Errorf("the state panel at ME3's entry shows %q; want HELD and its deferred requests", got)
 	}
-	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	sctx, cancel := step(ctx)
+	defer cancel()
+	buf, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}
