@@ -404,3 +404,85 @@ func describeEdges(es []Edge) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// ORWatch keeps the OR wait-for graph event by event, for a caller that
+// judges a growing run incrementally (the explorer) and wants to know
+// when the OR checkers can have anything to say. Of a trace that ends
+// with no process in a knot and in which none was in a knot before any
+// event since the last judgement, or-deadlock-detected says what it said
+// then: a knot that stands too long is late while it stands, and the
+// bound only grows as the trace does. Of one with no new "deadlock"
+// output, or-deadlock-no-phantom says the same: a declaration is judged
+// at its own instant and in its causal past, both fixed once it is in
+// the trace. Where the watch cannot tell — an output the checkers would
+// reject, or no detector's promise yet (the verdict is then unknown) —
+// Sure is false.
+type ORWatch struct {
+	g        orGraph
+	knot     bool // some process is in a knot now
+	detector bool // a "detector" output was seen
+	broken   bool // an output the checkers reject
+	o        orOutput
+}
+
+// NewORWatch returns the watch of a run of n processes.
+func NewORWatch(n int) *ORWatch {
+	return &ORWatch{g: *newORGraph(n)}
+}
+
+// CopyTo makes *c a copy of w, reusing c's storage.
+func (w *ORWatch) CopyTo(c *ORWatch) {
+	if len(c.g.p) != len(w.g.p) {
+		c.g = *newORGraph(len(w.g.p))
+	}
+	for i := range w.g.p {
+		s, d := &w.g.p[i], &c.g.p[i]
+		d.wait, d.from = s.wait, s.from // from is never written in place
+		copy(d.answered, s.answered)
+	}
+	c.knot, c.detector, c.broken = w.knot, w.detector, w.broken
+}
+
+// Knotted reports whether some process is in a knot of the graph now.
+func (w *ORWatch) Knotted() bool { return w.knot }
+
+// Sure reports whether the watch follows the run: every OR output so far
+// was one the checkers accept, and the detector's promise was seen.
+func (w *ORWatch) Sure() bool { return w.detector && !w.broken }
+
+// Observe takes the trace's next event. It reports whether the event is
+// a declaration ("deadlock" output); Knotted says whether a knot stands
+// after it.
+func (w *ORWatch) Observe(e *trace.Event) (declared bool) {
+	if e.Kind != trace.Output || w.broken || !slices.Contains(orKinds, e.Type) {
+		return false
+	}
+	n := len(w.g.p)
+	inRange := func(x int32) bool { return x >= 0 && int(x) < n }
+	o := &w.o
+	*o = orOutput{}
+	if !inRange(e.Node) || json.Unmarshal(e.Data, o) != nil {
+		w.broken = true
+		return false
+	}
+	if e.Type == "detector" {
+		w.detector = true
+		return false
+	}
+	if json.Unmarshal(o.Wait, &o.w) != nil || !inRange(o.w.P) || o.w.Seq < 1 || (e.Type != "answered" && o.w.P != e.Node) ||
+		slices.ContainsFunc(o.From, func(q int32) bool { return !inRange(q) || q == e.Node }) {
+		w.broken = true
+		return false
+	}
+	if e.Type == "deadlock" {
+		return true
+	}
+	if e.Type == "waits" {
+		o.From = slices.Clip(o.From)
+	}
+	if w.g.apply(e.Node, e.Type, o) {
+		_, in := orKnots(w.g.adjacency())
+		w.knot = slices.Contains(in, true)
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -132,6 +133,15 @@ type probeTimer struct{ seq int }
 
 // NewCMH returns a process that begins probe computations after wait.
 func NewCMH(wait time.Duration) *CMH { return &CMH{Wait: wait} }
+
+// Clone is an independent deep copy of the process (the explorer copies
+// processes where its search branches).
+func (p *CMH) Clone() proc.Process {
+	c := *p
+	c.Site = p.Site.clone()
+	c.forwarded, c.ended = maps.Clone(p.forwarded), maps.Clone(p.ended)
+	return &c
+}
 
 func (p *CMH) Start(env proc.Env) {
 	p.forwarded, p.ended = map[proc.ID]int{}, map[proc.ID]int{}

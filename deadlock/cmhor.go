@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -162,6 +163,15 @@ func (p *CMHOR) Describe() any {
 		ORSiteState
 		Computations int `json:"computations"`
 	}{p.ORSite.State(), p.began}
+}
+
+// Clone is an independent deep copy of the process (the explorer copies
+// processes where its search branches).
+func (p *CMHOR) Clone() proc.Process {
+	c := *p
+	c.ORSite = p.ORSite.clone()
+	c.seen, c.state = maps.Clone(p.seen), maps.Clone(p.state)
+	return &c
 }
 
 func (p *CMHOR) Start(env proc.Env) {

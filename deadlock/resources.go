@@ -340,3 +340,11 @@ func (s *Site) receive(env proc.Env, from proc.ID, m proc.Message) (handled, acq
 	}
 	return true, false
 }
+
+// clone is an independent copy of the site (its slices are changed in
+// place).
+func (s *Site) clone() Site {
+	c := *s
+	c.queue, c.res, c.pending = slices.Clone(s.queue), slices.Clone(s.res), slices.Clone(s.pending)
+	return c
+}

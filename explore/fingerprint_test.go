@@ -84,6 +84,11 @@ func TestIncrementalSafetyMatchesFull(t *testing.T) {
 		{"2pc", "commit", "two-phase-commit", 4, nil, nil},
 		{"lamport-dups", "mutex", "lamport", 2, nil, func(c *Config) { c.Dups, c.Losses = 1, 1 }},
 		{"token-ring", "mutex", "token-ring", 3, nil, func(c *Config) { c.MaxStates = 3000 }},
+		{"cmh-or", "deadlock", "cmh-or", 3, nil, nil},
+		{"cmh-or-phantom-dfs", "deadlock", "cmh-or", 3, []string{"0:await 1 2", "1:await 2", "2:await 0"}, func(c *Config) {
+			c.Checks = []string{"or-deadlock-detected", "or-deadlock-no-phantom"}
+			c.Safety, c.Strategy, c.POR, c.MaxStates = c.Checks, DFS, true, 20000
+		}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			if testing.Short() && m.name == "ra-dfs-por" {

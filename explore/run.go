@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -78,6 +79,9 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	}
 	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.mutex != 0 }) {
 		r.w.mx.start(c.Nodes)
+	}
+	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.or != 0 }) {
+		r.w.or, r.w.orOn = *check.NewORWatch(c.Nodes), true
 	}
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))

@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -28,6 +29,13 @@ import (
 //     longer rebuilds happened-before for them.
 //   - commit-consistency: a committed output after an aborted one, or an
 //     aborted output after a committed one (the run keeps which it saw).
+//   - or-deadlock-detected: a knot of the OR wait-for graph standing
+//     before or after some event of the steps (check.ORWatch keeps the
+//     graph); or-deadlock-no-phantom: a "deadlock" output. A knot late
+//     past the bound is late while it stands, and the bound only grows
+//     with the trace, so a trace with no knot since the last judgement
+//     is judged as it was then; one that ends in a knot is judged every
+//     time (it is then unknown, or late).
 //   - integrity and no-duplicates are kept exactly, event by event, in a
 //     table of the run's messages by id (sent, from, to, type, receipts,
 //     duplicates): a mismatch marks the checker.
@@ -36,6 +44,7 @@ type watcher struct {
 	msgs    uint8 // 1: integrity, 2: no-duplicates
 	mutex   uint8 // 1: ME1, 2: ME3
 	decides bool  // commit-consistency
+	or      uint8 // 1: or-deadlock-detected, 2: or-deadlock-no-phantom
 	always  bool  // not known: run on every new state
 }
 
@@ -54,6 +63,10 @@ func watchersOf(names []string) []watcher {
 			w.msgs = 1
 		case "no-duplicates":
 			w.msgs = 2
+		case "or-deadlock-detected":
+			w.or = 1
+		case "or-deadlock-no-phantom":
+			w.or = 2
 		default:
 			w.always = true
 		}
@@ -83,6 +96,9 @@ type watch struct {
 	mx    mutexWatch
 	// decided: 1, a committed output seen; 2, an aborted one.
 	decided uint8
+	// or follows the OR wait-for graph, if orOn.
+	or   check.ORWatch
+	orOn bool
 }
 
 func (w *watch) clone() watch {
@@ -96,16 +112,35 @@ func (w *watch) copyTo(c *watch) {
 	c.dirty, c.decided = w.dirty, w.decided
 	c.msgs = append(c.msgs[:0], w.msgs...)
 	w.mx.copyTo(&c.mx)
+	if c.orOn = w.orOn; w.orOn {
+		w.or.CopyTo(&c.or)
+	}
 }
 
 // observe takes a step's events.
 func (w *watch) observe(ws []watcher, evs []trace.Event) {
-	var mutex uint8
+	var mutex, or uint8
 	for j := range ws {
 		mutex |= ws[j].mutex
+		or |= ws[j].or
+	}
+	if !w.orOn {
+		or = 0
+	}
+	var orBad uint8 // 1: a knot stood, 2: a declaration
+	if or != 0 && w.or.Knotted() {
+		orBad |= 1
 	}
 	for i := range evs {
 		e := &evs[i]
+		if or != 0 {
+			if w.or.Observe(e) {
+				orBad |= 2
+			}
+			if w.or.Knotted() {
+				orBad |= 1
+			}
+		}
 		if mutex != 0 {
 			if bad := w.mx.observe(e, mutex); bad != 0 {
 				for j := range ws {
@@ -173,6 +208,16 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 				if ws[j].msgs&bad != 0 {
 					w.dirty |= 1 << uint(j)
 				}
+			}
+		}
+	}
+	if or != 0 && !w.or.Sure() {
+		orBad = 3
+	}
+	if orBad != 0 {
+		for j := range ws {
+			if ws[j].or&orBad != 0 {
+				w.dirty |= 1 << uint(j)
 			}
 		}
 	}
