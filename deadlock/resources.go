@@ -104,7 +104,8 @@ type (
 		Txn Txn     `json:"txn"`
 	}
 	// Detector states, at start, the detector's promise: it declares a
-	// deadlock within Wait of its forming, plus its messages' travel.
+	// deadlock within Wait of its forming, plus its messages' travel (for
+	// CMH with backoff, the longest wait between its computations).
 	Detector struct {
 		Wait time.Duration `json:"wait_ns"`
 	}
