@@ -89,6 +89,14 @@ func TestIncrementalSafetyMatchesFull(t *testing.T) {
 			c.Checks = []string{"or-deadlock-detected", "or-deadlock-no-phantom"}
 			c.Safety, c.Strategy, c.POR, c.MaxStates = c.Checks, DFS, true, 20000
 		}},
+		{"cmh", "deadlock", "cmh", 3, []string{"0:begin 1 2", "1:begin 2 0", "2:begin 0 1"}, func(c *Config) {
+			c.Checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+			c.Safety, c.MaxStates = c.Checks, 8000
+		}},
+		{"timeout-phantom", "deadlock", "timeout", 3, []string{"0:begin 1", "1:begin 2", "2:begin 0 1"}, func(c *Config) {
+			c.Checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+			c.Safety = c.Checks
+		}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			if testing.Short() && m.name == "ra-dfs-por" {

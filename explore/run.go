@@ -80,8 +80,10 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.mutex != 0 }) {
 		r.w.mx.start(c.Nodes)
 	}
-	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.or != 0 }) {
-		r.w.or, r.w.orOn = *check.NewORWatch(c.Nodes), true
+	for _, w := range c.watchers {
+		if m := w.dlModel; w.dl != 0 && !r.w.dlOn[m] {
+			r.w.dl[m], r.w.dlOn[m] = *check.NewDeadlockWatch(c.Nodes, m == 1), true
+		}
 	}
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))

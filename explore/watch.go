@@ -29,13 +29,15 @@ import (
 //     longer rebuilds happened-before for them.
 //   - commit-consistency: a committed output after an aborted one, or an
 //     aborted output after a committed one (the run keeps which it saw).
-//   - or-deadlock-detected: a knot of the OR wait-for graph standing
-//     before or after some event of the steps (check.ORWatch keeps the
-//     graph); or-deadlock-no-phantom: a "deadlock" output. A knot late
-//     past the bound is late while it stands, and the bound only grows
-//     with the trace, so a trace with no knot since the last judgement
-//     is judged as it was then; one that ends in a knot is judged every
-//     time (it is then unknown, or late).
+//   - deadlock-detected and or-deadlock-detected: a deadlock (a cycle of
+//     the AND model's wait-for graph, a knot of the OR model's) standing
+//     before or after some event of the steps (check.DeadlockWatch keeps
+//     the graph); deadlock-no-phantom and or-deadlock-no-phantom: a
+//     "deadlock" output. A deadlock late past the bound is late while it
+//     stands, and the bound only grows with the trace, so a trace with no
+//     deadlock since the last judgement is judged as it was then; one
+//     that ends in a deadlock is judged every time (it is then unknown,
+//     or late).
 //   - integrity and no-duplicates are kept exactly, event by event, in a
 //     table of the run's messages by id (sent, from, to, type, receipts,
 //     duplicates): a mismatch marks the checker.
@@ -44,7 +46,8 @@ type watcher struct {
 	msgs    uint8 // 1: integrity, 2: no-duplicates
 	mutex   uint8 // 1: ME1, 2: ME3
 	decides bool  // commit-consistency
-	or      uint8 // 1: or-deadlock-detected, 2: or-deadlock-no-phantom
+	dl      uint8 // 1: (or-)deadlock-detected, 2: (or-)deadlock-no-phantom
+	dlModel int   // of dl: 0, the AND model; 1, the OR model
 	always  bool  // not known: run on every new state
 }
 
@@ -63,10 +66,14 @@ func watchersOf(names []string) []watcher {
 			w.msgs = 1
 		case "no-duplicates":
 			w.msgs = 2
+		case "deadlock-detected":
+			w.dl = 1
+		case "deadlock-no-phantom":
+			w.dl = 2
 		case "or-deadlock-detected":
-			w.or = 1
+			w.dl, w.dlModel = 1, 1
 		case "or-deadlock-no-phantom":
-			w.or = 2
+			w.dl, w.dlModel = 2, 1
 		default:
 			w.always = true
 		}
@@ -96,9 +103,10 @@ type watch struct {
 	mx    mutexWatch
 	// decided: 1, a committed output seen; 2, an aborted one.
 	decided uint8
-	// or follows the OR wait-for graph, if orOn.
-	or   check.ORWatch
-	orOn bool
+	// dl follows the wait-for graph of the AND model (0) and the OR
+	// model (1), where dlOn.
+	dl   [2]check.DeadlockWatch
+	dlOn [2]bool
 }
 
 func (w *watch) clone() watch {
@@ -112,33 +120,36 @@ func (w *watch) copyTo(c *watch) {
 	c.dirty, c.decided = w.dirty, w.decided
 	c.msgs = append(c.msgs[:0], w.msgs...)
 	w.mx.copyTo(&c.mx)
-	if c.orOn = w.orOn; w.orOn {
-		w.or.CopyTo(&c.or)
+	for m := range w.dl {
+		if c.dlOn[m] = w.dlOn[m]; w.dlOn[m] {
+			w.dl[m].CopyTo(&c.dl[m])
+		}
 	}
 }
 
 // observe takes a step's events.
 func (w *watch) observe(ws []watcher, evs []trace.Event) {
-	var mutex, or uint8
+	var mutex uint8
 	for j := range ws {
 		mutex |= ws[j].mutex
-		or |= ws[j].or
 	}
-	if !w.orOn {
-		or = 0
-	}
-	var orBad uint8 // 1: a knot stood, 2: a declaration
-	if or != 0 && w.or.Knotted() {
-		orBad |= 1
+	var dlBad [2]uint8 // by model: 1, a deadlock stood; 2, a declaration
+	for m := range w.dl {
+		if w.dlOn[m] && w.dl[m].Standing() {
+			dlBad[m] |= 1
+		}
 	}
 	for i := range evs {
 		e := &evs[i]
-		if or != 0 {
-			if w.or.Observe(e) {
-				orBad |= 2
+		for m := range w.dl {
+			if !w.dlOn[m] {
+				continue
 			}
-			if w.or.Knotted() {
-				orBad |= 1
+			if w.dl[m].Observe(e) {
+				dlBad[m] |= 2
+			}
+			if w.dl[m].Standing() {
+				dlBad[m] |= 1
 			}
 		}
 		if mutex != 0 {
@@ -211,14 +222,14 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 			}
 		}
 	}
-	if or != 0 && !w.or.Sure() {
-		orBad = 3
+	for m := range w.dl {
+		if w.dlOn[m] && !w.dl[m].Sure() {
+			dlBad[m] = 3
+		}
 	}
-	if orBad != 0 {
-		for j := range ws {
-			if ws[j].or&orBad != 0 {
-				w.dirty |= 1 << uint(j)
-			}
+	for j := range ws {
+		if ws[j].dl&dlBad[ws[j].dlModel] != 0 {
+			w.dirty |= 1 << uint(j)
 		}
 	}
 }
