@@ -23,15 +23,15 @@ const (
 // backoff times a blocked process's computations (CMH, both models): the
 // first after wait, each next after twice the wait before, up to a bound
 // (binary exponential backoff, bounded). It is reset when the process
-// blocks again.
+// blocks again. It keeps no instant, only the current wait: the explorer
+// merges states that differ only in time.
 type backoff struct {
 	cur time.Duration // the wait before the computation now due
-	due time.Duration // when it is due, on the local clock
 }
 
 // start arms the first computation's timer, wait from now.
 func (b *backoff) start(env proc.Env, wait time.Duration, tag any) proc.TimerID {
-	b.cur, b.due = wait, env.Now()+wait
+	b.cur = wait
 	return env.SetTimer(wait, tag)
 }
 
@@ -42,14 +42,14 @@ func (b *backoff) next(env proc.Env, wait, maxWait time.Duration, tag any) proc.
 	if b.cur == 0 {
 		d = wait
 	}
-	b.cur, b.due = d, env.Now()+d
+	b.cur = d
 	return env.SetTimer(d, tag)
 }
 
-// hurry brings the next computation forward to wait from now, if it is
-// due later, and backs off from wait again; it returns the timer.
+// hurry, if the process has backed off, brings its next computation to
+// wait from now and backs off from wait again; it returns the timer.
 func (b *backoff) hurry(env proc.Env, t proc.TimerID, wait time.Duration, tag any) proc.TimerID {
-	if b.due-env.Now() <= wait {
+	if b.cur <= wait {
 		return t
 	}
 	env.CancelTimer(t)

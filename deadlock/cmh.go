@@ -61,9 +61,9 @@ import (
 // probes again at most MaxWait later: the detector's promise is
 // MaxWait, not Wait. And a blocked process that drops a probe of a lower
 // initiator by the priority rule learns that someone waits on it
-// without being able to finish the detection: if its own next computation
-// is more than Wait away, it begins one Wait from now and backs off from
-// Wait again. A cycle whose last edge a lower process closes is then
+// without being able to finish the detection: if it has backed off, it
+// begins its next computation Wait from now and backs off from Wait
+// again. A cycle whose last edge a lower process closes is then
 // probed by its highest within about Wait of the lower one's probe, as
 // without backoff.
 //

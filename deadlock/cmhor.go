@@ -60,8 +60,8 @@ import (
 // Backoff, as in the AND model (cmh.go): the waits between a blocked
 // process's computations double from Wait up to MaxWait, the detector's
 // promise; and a blocked process that discards a lower initiator's query
-// by the priority rule brings its own next computation forward to Wait
-// from now, if it was due later.
+// by the priority rule, if it has backed off, begins its next
+// computation Wait from now and backs off from Wait again.
 //
 // Resolution: one victim per knot. A blocked process discards the queries
 // of initiators below it (a priority rule, as the AND model's cmh applies

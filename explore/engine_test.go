@@ -142,7 +142,7 @@ func BenchmarkEngines(b *testing.B) {
 		{"2pc-7rm", "commit", "two-phase-commit", 8, 0, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-3", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-3-bfs", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy = BFS }},
-		{"cmh-or-3", "deadlock", "cmh-or", 3, 8976, func(c *Config) { c.Strategy = BFS }},
+		{"cmh-or-3", "deadlock", "cmh-or", 3, 6114, func(c *Config) { c.Strategy = BFS }},
 	} {
 		for _, replay := range []bool{true, false} {
 			if replay && m.states == 0 {
