@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"slices"
 
 	"github.com/cohort-go/cohort/trace"
@@ -117,24 +116,12 @@ func (w *DeadlockWatch) observeOR(e *trace.Event) (ok, changed bool) {
 	if !slices.Contains(orKinds, e.Type) {
 		return true, false
 	}
-	n := len(w.orG.p)
-	inRange := func(x int32) bool { return x >= 0 && int(x) < n }
 	o := &w.oo
 	*o = orOutput{}
-	if !inRange(e.Node) || json.Unmarshal(e.Data, o) != nil {
+	if o.parse(e, len(w.orG.p)) != nil {
 		return false, false
 	}
-	if e.Type == "detector" {
-		return true, false
-	}
-	if json.Unmarshal(o.Wait, &o.w) != nil || !inRange(o.w.P) || o.w.Seq < 1 || (e.Type != "answered" && o.w.P != e.Node) ||
-		slices.ContainsFunc(o.From, func(q int32) bool { return !inRange(q) || q == e.Node }) {
-		return false, false
-	}
-	if e.Type == "deadlock" {
-		return true, false
-	}
-	return true, w.orG.apply(e.Node, e.Type, o)
+	return true, e.Type != "detector" && e.Type != "deadlock" && w.orG.apply(e.Node, e.Type, o)
 }
 
 // observeAND reads an AND output as AnalyzeDeadlocks does.
@@ -142,19 +129,10 @@ func (w *DeadlockWatch) observeAND(e *trace.Event) (ok, changed bool) {
 	if !slices.Contains(dlKinds, e.Type) {
 		return true, false
 	}
-	n := len(w.and.active)
 	o := &w.ao
 	*o = dlOutput{}
-	if e.Node < 0 || int(e.Node) >= n || json.Unmarshal(e.Data, o) != nil {
+	if o.parse(e, len(w.and.active)) != nil {
 		return false, false
 	}
-	for _, x := range []int32{o.Txn.P, o.Holder.P} {
-		if x < 0 || int(x) >= n {
-			return false, false
-		}
-	}
-	if e.Type == "deadlock" || e.Type == "detector" {
-		return true, false
-	}
-	return true, w.and.apply(e.Node, e.Type, o)
+	return true, e.Type != "detector" && e.Type != "deadlock" && w.and.apply(e.Node, e.Type, o)
 }
