@@ -69,6 +69,23 @@ type dlOutput struct {
 
 var dlKinds = []string{"txn", "released", "aborted", "granted", "blocked", "freed", "withdrawn", "deadlock", "detector"}
 
+// parse reads e, an output of one of dlKinds in a run of n processes,
+// into o, and checks it names processes of the run.
+func (o *dlOutput) parse(e *trace.Event, n int) error {
+	if e.Node < 0 || int(e.Node) >= n {
+		return fmt.Errorf("node %d out of range", e.Node)
+	}
+	if err := json.Unmarshal(e.Data, o); err != nil {
+		return fmt.Errorf("%s %s: %v", e.Type, e.Data, err)
+	}
+	for _, x := range []int32{o.Txn.P, o.Holder.P} {
+		if x < 0 || int(x) >= n {
+			return fmt.Errorf("%s names process %d, out of range", e.Type, x)
+		}
+	}
+	return nil
+}
+
 // wfg is the state the wait-for graph is made of: each process's current
 // transaction, and each owner's lock table.
 type wfg struct {
@@ -342,27 +359,16 @@ func AnalyzeDeadlocks(t *trace.Trace) (*DeadlockRun, error) {
 	waitSeen := false
 	for i := range t.Events {
 		e := &t.Events[i]
-		switch e.Kind {
-		case trace.Output:
-			if !slices.Contains(dlKinds, e.Type) {
-				continue
-			}
-			if e.Node < 0 || int(e.Node) >= n {
-				return nil, fmt.Errorf("event #%d: node %d out of range", i, e.Node)
-			}
-			o := &dlOutput{}
-			if err := json.Unmarshal(e.Data, o); err != nil {
-				return nil, fmt.Errorf("event #%d: %s %s: %v", i, e.Type, e.Data, err)
-			}
-			for _, x := range []int32{o.Txn.P, o.Holder.P} {
-				if x < 0 || int(x) >= n {
-					return nil, fmt.Errorf("event #%d: %s names process %d, out of range", i, e.Type, x)
-				}
-			}
-			outs[i] = o
-			if e.Type == "detector" {
-				wait, waitSeen = max(wait, o.Wait), true
-			}
+		if e.Kind != trace.Output || !slices.Contains(dlKinds, e.Type) {
+			continue
+		}
+		o := &dlOutput{}
+		if err := o.parse(e, n); err != nil {
+			return nil, fmt.Errorf("event #%d: %w", i, err)
+		}
+		outs[i] = o
+		if e.Type == "detector" {
+			wait, waitSeen = max(wait, o.Wait), true
 		}
 	}
 	if waitSeen {

@@ -61,6 +61,33 @@ type orOutput struct {
 
 var orKinds = []string{"waits", "answered", "resumed", "gave-up", "deadlock", "detector"}
 
+// parse reads e, an output of one of orKinds in a run of n processes,
+// into o, and checks it names processes of the run.
+func (o *orOutput) parse(e *trace.Event, n int) error {
+	inRange := func(x int32) bool { return x >= 0 && int(x) < n }
+	if !inRange(e.Node) {
+		return fmt.Errorf("node %d out of range", e.Node)
+	}
+	if err := json.Unmarshal(e.Data, o); err != nil {
+		return fmt.Errorf("%s %s: %v", e.Type, e.Data, err)
+	}
+	if e.Type == "detector" {
+		return nil
+	}
+	if err := json.Unmarshal(o.Wait, &o.w); err != nil {
+		return fmt.Errorf("%s %s: wait: %v", e.Type, e.Data, err)
+	}
+	if !inRange(o.w.P) || o.w.Seq < 1 || (e.Type != "answered" && o.w.P != e.Node) {
+		return fmt.Errorf("%s names wait %s, not one of a process of the run (or not its own)", e.Type, o.w)
+	}
+	for _, q := range o.From {
+		if !inRange(q) || q == e.Node {
+			return fmt.Errorf("%s waits for process %d", e.Type, q)
+		}
+	}
+	return nil
+}
+
 // orLocal is one process's part of the OR graph: its wait and dependent
 // set, and, by asker, the last wait it answered.
 type orLocal struct {
@@ -225,39 +252,19 @@ func AnalyzeORDeadlocks(t *trace.Trace) (*ORDeadlockRun, error) {
 	outs := make([]*orOutput, len(t.Events))
 	var wait int64
 	waitSeen := false
-	inRange := func(x int32) bool { return x >= 0 && int(x) < n }
 	for i := range t.Events {
 		e := &t.Events[i]
-		switch e.Kind {
-		case trace.Output:
-			if !slices.Contains(orKinds, e.Type) {
-				continue
-			}
-			if !inRange(e.Node) {
-				return nil, fmt.Errorf("event #%d: node %d out of range", i, e.Node)
-			}
-			o := &orOutput{}
-			if err := json.Unmarshal(e.Data, o); err != nil {
-				return nil, fmt.Errorf("event #%d: %s %s: %v", i, e.Type, e.Data, err)
-			}
-			if e.Type == "detector" {
-				wait, waitSeen = max(wait, o.NS), true
-				outs[i] = o
-				continue
-			}
-			if err := json.Unmarshal(o.Wait, &o.w); err != nil {
-				return nil, fmt.Errorf("event #%d: %s %s: wait: %v", i, e.Type, e.Data, err)
-			}
-			if !inRange(o.w.P) || o.w.Seq < 1 || (e.Type != "answered" && o.w.P != e.Node) {
-				return nil, fmt.Errorf("event #%d: %s names wait %s, not one of a process of the run (or not its own)", i, e.Type, o.w)
-			}
-			for _, q := range o.From {
-				if !inRange(q) || q == e.Node {
-					return nil, fmt.Errorf("event #%d: %s waits for process %d", i, e.Type, q)
-				}
-			}
-			outs[i] = o
+		if e.Kind != trace.Output || !slices.Contains(orKinds, e.Type) {
+			continue
 		}
+		o := &orOutput{}
+		if err := o.parse(e, n); err != nil {
+			return nil, fmt.Errorf("event #%d: %w", i, err)
+		}
+		if e.Type == "detector" {
+			wait, waitSeen = max(wait, o.NS), true
+		}
+		outs[i] = o
 	}
 	if waitSeen {
 		r.Bound = wait + 2*int64(n)*longestDelay(t)

@@ -15,7 +15,46 @@ import (
 const (
 	DefaultProbeWait = 2 * time.Millisecond
 	DefaultTimeout   = 5 * time.Millisecond
+	// DefaultBackoff: CMH's waits between computations double up to this
+	// many times the first (16 ms after 2 ms).
+	DefaultBackoff = 8
 )
+
+// backoff times a blocked process's computations (CMH, both models): the
+// first after wait, each next after twice the wait before, up to a bound
+// (binary exponential backoff, bounded). It is reset when the process
+// blocks again. It keeps no instant, only the current wait: the explorer
+// merges states that differ only in time.
+type backoff struct {
+	cur time.Duration // the wait before the computation now due
+}
+
+// start arms the first computation's timer, wait from now.
+func (b *backoff) start(env proc.Env, wait time.Duration, tag any) proc.TimerID {
+	b.cur = wait
+	return env.SetTimer(wait, tag)
+}
+
+// next arms the timer of the computation after the one now begun: twice
+// the last wait, at most maxWait (at least wait).
+func (b *backoff) next(env proc.Env, wait, maxWait time.Duration, tag any) proc.TimerID {
+	d := min(2*b.cur, max(maxWait, wait))
+	if b.cur == 0 {
+		d = wait
+	}
+	b.cur = d
+	return env.SetTimer(d, tag)
+}
+
+// hurry, if the process has backed off, brings its next computation to
+// wait from now and backs off from wait again; it returns the timer.
+func (b *backoff) hurry(env proc.Env, t proc.TimerID, wait time.Duration, tag any) proc.TimerID {
+	if b.cur <= wait {
+		return t
+	}
+	env.CancelTimer(t)
+	return b.start(env, wait, tag)
+}
 
 // Algorithms lists the family's detectors: Chandy–Misra–Haas, the
 // timeout baseline, then Chandy–Misra–Haas for the OR model (on its own
@@ -36,7 +75,7 @@ var Algorithms = []proc.Algorithm{
 		Notes: map[string]string{
 			"phantom_detections":   "none without concurrent resolutions; an abort that crosses a probe of an overlapping cycle can make one",
 			"probe_messages":       "two messages per wait-for edge (by the resource's owner) per computation, forwarded only below the initiator",
-			"detection_latency_ms": "at most the wait before a computation plus two delays per edge of the cycle",
+			"detection_latency_ms": "at most the longest wait between computations (MaxWait, 8× the first) plus two delays per edge of the cycle; about the first wait plus those delays where a lower process's probe hurries the highest",
 		},
 		Scenario: scenario,
 	},
@@ -75,7 +114,7 @@ var Algorithms = []proc.Algorithm{
 		Notes: map[string]string{
 			"query_messages":         "one query per wait-for edge reachable from the initiator, per computation",
 			"reply_messages":         "one reply per query that reached a process blocked since its engaging query",
-			"detection_latency_ms":   "at most the wait before a computation plus two delays per edge of the longest path from the initiator",
+			"detection_latency_ms":   "at most the longest wait between computations (MaxWait, 8× the first) plus two delays per edge of the longest path from the initiator",
 			"messages_per_detection": "2e for the declaring computation, e the edges reachable from the initiator; the others' computations, cut short by the priority rule, come on top",
 		},
 		Scenario: scenario,

@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -47,8 +48,24 @@ import (
 // blocking: when a holder releases a resource, the next in its queue holds
 // it, and those behind now wait for the new holder, which may close a
 // cycle. So a blocked process begins a probe computation Wait after it
-// blocks and again every Wait while it stays blocked; each computation is
-// numbered, and a process forwards each one once.
+// blocks and again while it stays blocked (backing off, below); each
+// computation is numbered, and a process forwards each one once.
+//
+// Backoff. Probing again every Wait for as long as a process stays
+// blocked costs messages for every long wait that is no deadlock (a
+// transaction queued behind a long one). So the waits between a blocked
+// transaction's computations double, Wait, 2·Wait, 4·Wait…, up to
+// MaxWait, as a sender backs off retransmissions (Metcalfe & Boggs's
+// binary exponential backoff, with a bound). A cycle forms at some
+// instant while its processes are blocked, and its highest process
+// probes again at most MaxWait later: the detector's promise is
+// MaxWait, not Wait. And a blocked process that drops a probe of a lower
+// initiator by the priority rule learns that someone waits on it
+// without being able to finish the detection: if it has backed off, it
+// begins its next computation Wait from now and backs off from Wait
+// again. A cycle whose last edge a lower process closes is then
+// probed by its highest within about Wait of the lower one's probe, as
+// without backoff.
 //
 // Resolution: one victim per cycle. A process forwards a probe only if
 // the initiator's ID is higher than its own, a priority rule in the spirit
@@ -75,18 +92,22 @@ import (
 //
 // Cost: a probe computation sends at most two messages per wait-for edge
 // out of processes below the initiator, O(e) messages for e edges; a
-// deadlock is declared within Wait plus the time its probe takes round the
-// cycle (two message delays per edge) of its forming.
+// deadlock is declared within MaxWait plus the time its probe takes round
+// the cycle (two message delays per edge) of its forming.
 type CMH struct {
 	Site
 	// Wait is the time a process stays blocked before it begins a probe
-	// computation, and between its computations.
+	// computation, and between its first two computations.
 	Wait time.Duration
+	// MaxWait bounds the wait between computations, which doubles from
+	// Wait after each; MaxWait ≤ Wait probes every Wait (no backoff).
+	MaxWait time.Duration
 
 	began     int             // probe computations this process initiated
 	forwarded map[proc.ID]int // dependent(i): the last computation of Pi forwarded
 	ended     map[proc.ID]int // by process, the last of its transactions known to have ended here
 	timer     proc.TimerID
+	backoff   backoff
 
 	// Broken variants, for the tests: deaf never declares (its probes come
 	// back unheard); hasty declares when its first probe timer fires,
@@ -130,19 +151,29 @@ func (m Probe) String() string {
 // probeTimer is the timer of a blocked transaction's next computation.
 type probeTimer struct{ seq int }
 
-// NewCMH returns a process that begins probe computations after wait.
-func NewCMH(wait time.Duration) *CMH { return &CMH{Wait: wait} }
+// NewCMH returns a process that begins probe computations after wait,
+// backing off to DefaultBackoff times wait.
+func NewCMH(wait time.Duration) *CMH { return &CMH{Wait: wait, MaxWait: DefaultBackoff * wait} }
+
+// Clone is an independent deep copy of the process (the explorer copies
+// processes where its search branches).
+func (p *CMH) Clone() proc.Process {
+	c := *p
+	c.Site = p.Site.clone()
+	c.forwarded, c.ended = maps.Clone(p.forwarded), maps.Clone(p.ended)
+	return &c
+}
 
 func (p *CMH) Start(env proc.Env) {
 	p.forwarded, p.ended = map[proc.ID]int{}, map[proc.ID]int{}
-	env.Output(Detector{Wait: p.Wait})
+	env.Output(Detector{Wait: max(p.Wait, p.MaxWait)})
 }
 
 func (p *CMH) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case Begin:
 		if p.begin(env, in) && p.Waiting() {
-			p.timer = env.SetTimer(p.Wait, probeTimer{p.txn.Seq})
+			p.timer = p.backoff.start(env, p.Wait, probeTimer{p.txn.Seq})
 		}
 	case Finish:
 		p.finish(env)
@@ -179,7 +210,7 @@ func (p *CMH) Timeout(env proc.Env, tag any) {
 	}
 	p.began++
 	p.send(env, Probe{Init: env.Self(), Comp: p.began}, nil)
-	p.timer = env.SetTimer(p.Wait, probeTimer{p.txn.Seq})
+	p.timer = p.backoff.next(env, p.Wait, p.MaxWait, probeTimer{p.txn.Seq})
 }
 
 // send sends the probe (init, self, ?) on every wait-for edge of the
@@ -223,8 +254,14 @@ func (p *CMH) onProbe(env proc.Env, pr Probe) {
 		}
 		return
 	}
-	if pr.Init < env.Self() || p.forwarded[pr.Init] >= pr.Comp {
-		return // the priority rule; dependentk(i) already true
+	if pr.Init < env.Self() {
+		// The priority rule: a lower initiator's probe goes no further,
+		// but this process's own computation may soon be due.
+		p.timer = p.backoff.hurry(env, p.timer, p.Wait, probeTimer{p.txn.Seq})
+		return
+	}
+	if p.forwarded[pr.Init] >= pr.Comp {
+		return // dependentk(i) already true
 	}
 	p.forwarded[pr.Init] = pr.Comp
 	p.send(env, pr, pr.Path)

@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -44,7 +45,7 @@ import (
 //
 // Computations. A process blocks before the rest of a deadlock forms, so a
 // blocked process begins a computation Wait after it blocks and again
-// every Wait while it stays blocked. Each is numbered (Comp). A computation
+// while it stays blocked (backing off, below). Each is numbered (Comp). A computation
 // takes longer than Wait when the graph is deep, and queries of a newer one
 // may overtake an older one's, so the paper's latest(i) — the last
 // computation of Pi seen, the older ones discarded — would let each cut the
@@ -56,6 +57,12 @@ import (
 // answered for (with a new engager, a reply could vouch for a part of the
 // graph that has since woken up).
 
+// Backoff, as in the AND model (cmh.go): the waits between a blocked
+// process's computations double from Wait up to MaxWait, the detector's
+// promise; and a blocked process that discards a lower initiator's query
+// by the priority rule, if it has backed off, begins its next
+// computation Wait from now and backs off from Wait again.
+//
 // Resolution: one victim per knot. A blocked process discards the queries
 // of initiators below it (a priority rule, as the AND model's cmh applies
 // to its probes), so Pi declares only if it is the highest of all it
@@ -71,20 +78,24 @@ import (
 // Cost: a computation sends one query along every edge of the wait-for
 // graph reachable from its initiator and one reply back, 2e messages for
 // e edges, each of constant size; the declaring one does so exactly. A
-// deadlock is declared within Wait plus twice the time a message takes
+// deadlock is declared within MaxWait plus twice the time a message takes
 // along the longest path from the initiator in the graph. State: per
 // initiator a window of 64 bits, and while blocked at most 64 engagements
 // per initiator.
 type CMHOR struct {
 	ORSite
 	// Wait is the time a process stays blocked before it begins a
-	// computation, and between its computations.
+	// computation, and between its first two computations.
 	Wait time.Duration
+	// MaxWait bounds the wait between computations, which doubles from
+	// Wait after each; MaxWait ≤ Wait queries every Wait (no backoff).
+	MaxWait time.Duration
 
 	began int                        // computations this process initiated
 	seen  map[proc.ID]window         // per initiator, the computations seen
 	state map[computation]engagement // those it takes part in, since it blocked: waitk(i)
 	timer proc.TimerID
+	next  backoff
 
 	// Broken variants, for the tests: onCycle declares as soon as one of
 	// its own queries comes back (a cycle through it, the AND model's
@@ -153,8 +164,11 @@ func (m Reply) String() string { return fmt.Sprintf("reply(%s#%d)", m.Init, m.Co
 // queryTimer is the timer of a blocked wait's next computation.
 type queryTimer struct{ seq int }
 
-// NewCMHOR returns a process that begins computations after wait.
-func NewCMHOR(wait time.Duration) *CMHOR { return &CMHOR{Wait: wait} }
+// NewCMHOR returns a process that begins computations after wait,
+// backing off to DefaultBackoff times wait.
+func NewCMHOR(wait time.Duration) *CMHOR {
+	return &CMHOR{Wait: wait, MaxWait: DefaultBackoff * wait}
+}
 
 // Describe implements proc.Describer.
 func (p *CMHOR) Describe() any {
@@ -164,14 +178,23 @@ func (p *CMHOR) Describe() any {
 	}{p.ORSite.State(), p.began}
 }
 
+// Clone is an independent deep copy of the process (the explorer copies
+// processes where its search branches).
+func (p *CMHOR) Clone() proc.Process {
+	c := *p
+	c.ORSite = p.ORSite.clone()
+	c.seen, c.state = maps.Clone(p.seen), maps.Clone(p.state)
+	return &c
+}
+
 func (p *CMHOR) Start(env proc.Env) {
 	p.seen, p.state = map[proc.ID]window{}, map[computation]engagement{}
-	env.Output(Detector{Wait: p.Wait})
+	env.Output(Detector{Wait: max(p.Wait, p.MaxWait)})
 }
 
 func (p *CMHOR) Input(env proc.Env, in proc.Input) {
 	if in, ok := in.(Await); ok && p.await(env, in) {
-		p.timer = env.SetTimer(p.Wait, queryTimer{p.wait.Seq})
+		p.timer = p.next.start(env, p.Wait, queryTimer{p.wait.Seq})
 	}
 }
 
@@ -201,14 +224,20 @@ func (p *CMHOR) Timeout(env proc.Env, tag any) {
 	for _, j := range p.from {
 		env.Send(j, Query{Init: i, Comp: p.began})
 	}
-	p.timer = env.SetTimer(p.Wait, queryTimer{p.wait.Seq})
+	p.timer = p.next.next(env, p.Wait, p.MaxWait, queryTimer{p.wait.Seq})
 }
 
 // onQuery is the receipt of query(i, j, k) at Pk, j = from.
 func (p *CMHOR) onQuery(env proc.Env, from proc.ID, q Query) {
 	i, c := q.Init, computation{q.Init, q.Comp}
-	if !p.Blocked() || i < env.Self() {
-		return // an active process discards queries; the priority rule
+	if !p.Blocked() {
+		return // an active process discards queries
+	}
+	if i < env.Self() {
+		// The priority rule; but this process's own computation may
+		// soon be due.
+		p.timer = p.next.hurry(env, p.timer, p.Wait, queryTimer{p.wait.Seq})
+		return
 	}
 	if p.engaging(q) {
 		p.state[c] = engagement{num: len(p.from), engager: from}

@@ -240,3 +240,11 @@ func (s *ORSite) receiveOR(env proc.Env, from proc.ID, m proc.Message) (handled,
 	}
 	return true, false
 }
+
+// clone is an independent copy of the site (kept is changed in place;
+// from never is, but is cloned all the same).
+func (s *ORSite) clone() ORSite {
+	c := *s
+	c.from, c.kept = slices.Clone(s.from), slices.Clone(s.kept)
+	return c
+}

@@ -24,6 +24,9 @@
 //     ACM TOCS 1983; Kshemkalyani & Singhal §10.6): a blocked process
 //     sends probes along its wait-for edges; a probe that comes back to
 //     its initiator proves a cycle, and the initiator aborts itself;
+//     a blocked process probes again while it stays blocked, backing off
+//     (the waits between its computations double up to a bound, as in
+//     cmh-or);
 //   - timeout: the naive detector of many databases: a process blocked
 //     longer than T declares a deadlock and aborts itself, whether or not
 //     there is one.

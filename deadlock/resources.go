@@ -104,7 +104,8 @@ type (
 		Txn Txn     `json:"txn"`
 	}
 	// Detector states, at start, the detector's promise: it declares a
-	// deadlock within Wait of its forming, plus its messages' travel.
+	// deadlock within Wait of its forming, plus its messages' travel (for
+	// CMH with backoff, the longest wait between its computations).
 	Detector struct {
 		Wait time.Duration `json:"wait_ns"`
 	}
@@ -339,4 +340,12 @@ func (s *Site) receive(env proc.Env, from proc.ID, m proc.Message) (handled, acq
 		return false, false
 	}
 	return true, false
+}
+
+// clone is an independent copy of the site (its slices are changed in
+// place).
+func (s *Site) clone() Site {
+	c := *s
+	c.queue, c.res, c.pending = slices.Clone(s.queue), slices.Clone(s.res), slices.Clone(s.pending)
+	return c
 }

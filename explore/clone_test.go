@@ -19,8 +19,14 @@ func TestClonersAreDeepCopies(t *testing.T) {
 		{"commit", "two-phase-commit", 4, nil},
 		{"mutex", "ricart-agrawala", 3, func(c *Config) { c.Crashes, c.Dups = 1, 1 }},
 		{"mutex", "ricart-agrawala-jr", 3, nil},
+		{"deadlock", "cmh-or", 3, nil},
+		{"deadlock", "cmh", 3, nil},
 	} {
-		cfg := setup(t, m.family, m.algo, m.nodes, nil)
+		var inputs []string
+		if m.algo == "cmh" {
+			inputs = []string{"0:begin 1 2", "1:begin 2 0", "2:begin 0 1"}
+		}
+		cfg := setup(t, m.family, m.algo, m.nodes, inputs)
 		if m.tweak != nil {
 			m.tweak(&cfg)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -141,13 +142,14 @@ func BenchmarkEngines(b *testing.B) {
 		{"2pc-7rm", "commit", "two-phase-commit", 8, 0, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-3", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy, c.POR = DFS, true }},
 		{"ra-3-bfs", "mutex", "ricart-agrawala", 3, 37617, func(c *Config) { c.Strategy = BFS }},
+		{"cmh-or-3", "deadlock", "cmh-or", 3, 6114, func(c *Config) { c.Strategy = BFS }},
 	} {
 		for _, replay := range []bool{true, false} {
 			if replay && m.states == 0 {
 				continue // 296,448 states: too long to replay
 			}
 			engine := "undo" // depth first backtracks
-			if m.name == "ra-3-bfs" {
+			if strings.HasSuffix(m.name, "-bfs") || m.name == "cmh-or-3" {
 				engine = "fork" // breadth first forks the states it holds
 			}
 			if replay {

@@ -84,6 +84,19 @@ func TestIncrementalSafetyMatchesFull(t *testing.T) {
 		{"2pc", "commit", "two-phase-commit", 4, nil, nil},
 		{"lamport-dups", "mutex", "lamport", 2, nil, func(c *Config) { c.Dups, c.Losses = 1, 1 }},
 		{"token-ring", "mutex", "token-ring", 3, nil, func(c *Config) { c.MaxStates = 3000 }},
+		{"cmh-or", "deadlock", "cmh-or", 3, nil, nil},
+		{"cmh-or-phantom-dfs", "deadlock", "cmh-or", 3, []string{"0:await 1 2", "1:await 2", "2:await 0"}, func(c *Config) {
+			c.Checks = []string{"or-deadlock-detected", "or-deadlock-no-phantom"}
+			c.Safety, c.Strategy, c.POR, c.MaxStates = c.Checks, DFS, true, 20000
+		}},
+		{"cmh", "deadlock", "cmh", 3, []string{"0:begin 1 2", "1:begin 2 0", "2:begin 0 1"}, func(c *Config) {
+			c.Checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+			c.Safety, c.MaxStates = c.Checks, 8000
+		}},
+		{"timeout-phantom", "deadlock", "timeout", 3, []string{"0:begin 1", "1:begin 2", "2:begin 0 1"}, func(c *Config) {
+			c.Checks = []string{"deadlock-detected", "deadlock-no-phantom"}
+			c.Safety = c.Checks
+		}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			if testing.Short() && m.name == "ra-dfs-por" {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
 	"github.com/cohort-go/cohort/trace"
@@ -78,6 +79,11 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 	}
 	if slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.mutex != 0 }) {
 		r.w.mx.start(c.Nodes)
+	}
+	for _, w := range c.watchers {
+		if m := w.dlModel; w.dl != 0 && !r.w.dlOn[m] {
+			r.w.dl[m], r.w.dlOn[m] = *check.NewDeadlockWatch(c.Nodes, m == 1), true
+		}
 	}
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))

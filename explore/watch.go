@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -28,6 +29,15 @@ import (
 //     longer rebuilds happened-before for them.
 //   - commit-consistency: a committed output after an aborted one, or an
 //     aborted output after a committed one (the run keeps which it saw).
+//   - deadlock-detected and or-deadlock-detected: a deadlock (a cycle of
+//     the AND model's wait-for graph, a knot of the OR model's) standing
+//     before or after some event of the steps (check.DeadlockWatch keeps
+//     the graph); deadlock-no-phantom and or-deadlock-no-phantom: a
+//     "deadlock" output. A deadlock late past the bound is late while it
+//     stands, and the bound only grows with the trace, so a trace with no
+//     deadlock since the last judgement is judged as it was then; one
+//     that ends in a deadlock is judged every time (it is then unknown,
+//     or late).
 //   - integrity and no-duplicates are kept exactly, event by event, in a
 //     table of the run's messages by id (sent, from, to, type, receipts,
 //     duplicates): a mismatch marks the checker.
@@ -36,6 +46,8 @@ type watcher struct {
 	msgs    uint8 // 1: integrity, 2: no-duplicates
 	mutex   uint8 // 1: ME1, 2: ME3
 	decides bool  // commit-consistency
+	dl      uint8 // 1: (or-)deadlock-detected, 2: (or-)deadlock-no-phantom
+	dlModel int   // of dl: 0, the AND model; 1, the OR model
 	always  bool  // not known: run on every new state
 }
 
@@ -54,6 +66,14 @@ func watchersOf(names []string) []watcher {
 			w.msgs = 1
 		case "no-duplicates":
 			w.msgs = 2
+		case "deadlock-detected":
+			w.dl = 1
+		case "deadlock-no-phantom":
+			w.dl = 2
+		case "or-deadlock-detected":
+			w.dl, w.dlModel = 1, 1
+		case "or-deadlock-no-phantom":
+			w.dl, w.dlModel = 2, 1
 		default:
 			w.always = true
 		}
@@ -83,6 +103,10 @@ type watch struct {
 	mx    mutexWatch
 	// decided: 1, a committed output seen; 2, an aborted one.
 	decided uint8
+	// dl follows the wait-for graph of the AND model (0) and the OR
+	// model (1), where dlOn.
+	dl   [2]check.DeadlockWatch
+	dlOn [2]bool
 }
 
 func (w *watch) clone() watch {
@@ -96,6 +120,11 @@ func (w *watch) copyTo(c *watch) {
 	c.dirty, c.decided = w.dirty, w.decided
 	c.msgs = append(c.msgs[:0], w.msgs...)
 	w.mx.copyTo(&c.mx)
+	for m := range w.dl {
+		if c.dlOn[m] = w.dlOn[m]; w.dlOn[m] {
+			w.dl[m].CopyTo(&c.dl[m])
+		}
+	}
 }
 
 // observe takes a step's events.
@@ -104,8 +133,25 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 	for j := range ws {
 		mutex |= ws[j].mutex
 	}
+	var dlBad [2]uint8 // by model: 1, a deadlock stood; 2, a declaration
+	for m := range w.dl {
+		if w.dlOn[m] && w.dl[m].Standing() {
+			dlBad[m] |= 1
+		}
+	}
 	for i := range evs {
 		e := &evs[i]
+		for m := range w.dl {
+			if !w.dlOn[m] {
+				continue
+			}
+			if w.dl[m].Observe(e) {
+				dlBad[m] |= 2
+			}
+			if w.dl[m].Standing() {
+				dlBad[m] |= 1
+			}
+		}
 		if mutex != 0 {
 			if bad := w.mx.observe(e, mutex); bad != 0 {
 				for j := range ws {
@@ -174,6 +220,16 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 					w.dirty |= 1 << uint(j)
 				}
 			}
+		}
+	}
+	for m := range w.dl {
+		if w.dlOn[m] && !w.dl[m].Sure() {
+			dlBad[m] = 3
+		}
+	}
+	for j := range ws {
+		if ws[j].dl&dlBad[ws[j].dlModel] != 0 {
+			w.dirty |= 1 << uint(j)
 		}
 	}
 }
