@@ -25,7 +25,7 @@ func addDeadlockFlags(cmd *cobra.Command) {
 	fl.Float64("contention", lab.DefaultDeadlockContention, "deadlock: how busy the processes are, in (0,1]: the share of time a process spends in transactions (1: it asks again at once)")
 	fl.Int("want", 2, "deadlock: resources each transaction wants (AND model); processes each wait is for any one of (OR model, cmh-or)")
 	fl.Int("txns", 10, "deadlock: transactions each process commits (AND model); waits each process has answered (OR model)")
-	fl.Duration("wait", 0, "deadlock: the detector's wait — CMH's probe (query) wait (default 2ms), the timeout's T (default 5ms)")
+	fl.Duration("wait", 0, "deadlock: the detector's wait — CMH's first wait between probe (query) computations, backing off to 8× it (default 2ms), the timeout's T (default 5ms)")
 	for _, name := range deadlockOnlyFlags {
 		familyOnlyFlags[name] = "deadlock"
 	}
