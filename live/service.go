@@ -595,7 +595,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	start := len(s.out.buf)
 	b := appendService(s.out.buf, s.name)
 	if s.tr != nil {
-		b = appendTrailer(b, id, vc)
+		b = appendTrailer(b, id, vc, s.tr.open)
 	} else {
 		b = append(b, 0)
 	}

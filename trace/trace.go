@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"strconv"
 )
 
 // Trace is a whole run in memory.
@@ -65,20 +66,21 @@ func (t tee) Record(e *Event) {
 // Two runs with equal hashes produced byte-identical traces.
 type Hasher struct {
 	h      hash.Hash
+	header Header
 	buf    []byte
 	events int64
 }
 
 // NewHasher starts a hash with the header line.
 func NewHasher(h Header) *Hasher {
-	x := &Hasher{h: sha256.New()}
+	x := &Hasher{h: sha256.New(), header: h}
 	x.h.Write(headerLine(h))
 	return x
 }
 
 // Record implements Sink.
 func (x *Hasher) Record(e *Event) {
-	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	x.buf = append(x.header.AppendEvent(x.buf[:0], e), '\n')
 	x.h.Write(x.buf)
 	x.events++
 }
@@ -99,22 +101,24 @@ func headerLine(h Header) []byte {
 // check its error: Record cannot return one, so the first write error is
 // kept and reported by Flush.
 type Writer struct {
-	w   *bufio.Writer
-	buf []byte
-	err error
+	w      *bufio.Writer
+	header Header
+	buf    []byte
+	err    error
 }
 
 // NewWriter writes the header line and returns a Writer for the events.
 func NewWriter(w io.Writer, h Header) *Writer {
-	x := &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+	x := NewEventWriter(w, h)
 	_, x.err = x.w.Write(headerLine(h))
 	return x
 }
 
 // NewEventWriter returns a Writer that appends events to a trace whose
-// header is already written (a node continuing its trace after a restart).
-func NewEventWriter(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+// header h is already written (a node continuing its trace after a
+// restart).
+func NewEventWriter(w io.Writer, h Header) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 1<<16), header: h}
 }
 
 // Record implements Sink.
@@ -122,7 +126,7 @@ func (x *Writer) Record(e *Event) {
 	if x.err != nil {
 		return
 	}
-	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	x.buf = append(x.header.AppendEvent(x.buf[:0], e), '\n')
 	_, x.err = x.w.Write(x.buf)
 }
 
@@ -153,6 +157,15 @@ const MaxLine = 16 << 20
 // the events must be numbered 0, 1, 2 ... in order, name existing nodes, and
 // link receives to messages by id (that they do so correctly is for the
 // checkers to judge).
+//
+// A vector timestamp is an array of Nodes entries, or, in a trace whose
+// processes may join (Header.IDs), an array of at most IDs entries or an
+// object keyed by process ID ({"0":3,"7":1}; an absent entry is 0).
+// Either way, Event.VC holds it as an array indexed by process ID, and
+// in an open trace without its trailing zeros — the vector grows as
+// processes join, and an absent entry is 0, as logical.Vector reads it —
+// while Header.Nodes is raised to one more than the highest process ID
+// the trace names (so that every process has a lane).
 func Read(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
@@ -175,11 +188,19 @@ func Read(r io.Reader) (*Trace, error) {
 			if t.Header.Nodes < 1 || t.Header.Nodes > math.MaxInt32 {
 				return nil, fmt.Errorf("%w: line %d: nodes = %d, want 1..%d", ErrFormat, line, t.Header.Nodes, math.MaxInt32)
 			}
+			if h := t.Header; h.IDs != 0 && (h.IDs < h.Nodes || h.IDs > MaxIDs) {
+				return nil, fmt.Errorf("%w: line %d: ids = %d, want 0 or nodes (%d) .. %d", ErrFormat, line, h.IDs, h.Nodes, MaxIDs)
+			}
 			continue
 		}
-		e := Event{Peer: -1}
-		if err := strictUnmarshal(text, &e); err != nil {
+		w := wireEvent{Event: Event{Peer: -1}}
+		if err := strictUnmarshal(text, &w); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
+		}
+		e := w.Event
+		var err error
+		if e.VC, err = t.parseVC(w.VC); err != nil {
+			return nil, fmt.Errorf("%w: line %d: vector timestamp: %v", ErrFormat, line, err)
 		}
 		if err := t.validate(&e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
@@ -194,6 +215,9 @@ func Read(r io.Reader) (*Trace, error) {
 	}
 	if !header {
 		return nil, fmt.Errorf("%w: empty input, want a header line", ErrFormat)
+	}
+	if t.Header.Open() {
+		t.Header.Nodes = max(t.Header.Nodes, t.Processes())
 	}
 	// The checkers keep state per process: a header may not claim more
 	// processes than the trace can be about, so that what a reader
@@ -219,6 +243,92 @@ func compact(raw json.RawMessage) json.RawMessage {
 // MaxIdleNodes is how many processes without an event a trace may have.
 const MaxIdleNodes = 1 << 16
 
+// MaxIDs bounds the ID space of a trace whose processes may join
+// (Header.IDs): that of a live cluster that takes members.
+const MaxIDs = 1 << 16
+
+// Processes is one more than the highest process ID t names, as an
+// event's node or peer or in a vector timestamp; 0 if none.
+func (t *Trace) Processes() int {
+	n := 0
+	for i := range t.Events {
+		e := &t.Events[i]
+		n = max(n, int(e.Node)+1, int(e.Peer)+1, len(e.VC))
+	}
+	return n
+}
+
+// wireEvent is an event as a line of the file holds it: its vector
+// timestamp is decoded by parseVC, which knows the header.
+type wireEvent struct {
+	Event
+	VC json.RawMessage `json:"vc,omitempty"`
+}
+
+// parseVC decodes a vector timestamp, an array or (in an open trace) an
+// object keyed by process ID, into an array indexed by process ID; in an
+// open trace its trailing zeros are cut off, so that an array and the
+// object read alike. null or absent: none.
+func (t *Trace) parseVC(raw json.RawMessage) ([]uint64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var vc []uint64
+	limit := t.Header.Nodes
+	if t.Header.Open() {
+		limit = t.Header.IDs
+	}
+	switch raw[0] {
+	case '[':
+		if err := json.Unmarshal(raw, &vc); err != nil {
+			return nil, err
+		}
+		if !t.Header.Open() {
+			return vc, nil // its length is checked by validate
+		}
+		if len(vc) > limit {
+			return nil, fmt.Errorf("%d entries, in an ID space of %d", len(vc), limit)
+		}
+	case '{':
+		if !t.Header.Open() {
+			return nil, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
+		}
+		var m map[string]uint64
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		high := -1
+		for k := range m {
+			p, err := strconv.Atoi(k)
+			if err != nil || p < 0 || strconv.Itoa(p) != k {
+				return nil, fmt.Errorf("key %q is not a process ID", k)
+			}
+			if p >= limit {
+				return nil, fmt.Errorf("process %d beyond the ID space 0..%d", p, limit-1)
+			}
+			if m[k] != 0 {
+				high = max(high, p)
+			}
+		}
+		vc = make([]uint64, high+1)
+		for k, v := range m {
+			if p, _ := strconv.Atoi(k); p <= high {
+				vc[p] = v
+			}
+		}
+	default:
+		return nil, errors.New("want an array or an object")
+	}
+	for len(vc) > 0 && vc[len(vc)-1] == 0 {
+		vc = vc[:len(vc)-1]
+	}
+	if len(vc) == 0 {
+		return nil, nil
+	}
+	return vc, nil
+}
+
 func strictUnmarshal(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
@@ -239,14 +349,16 @@ func (t *Trace) validate(e *Event) error {
 		return errors.New(`missing field "kind"`)
 	}
 	n := int32(t.Header.Nodes)
+	if t.Header.Open() {
+		n = int32(t.Header.IDs) // the vector's length is checked by parseVC
+	} else if len(e.VC) != 0 && len(e.VC) != int(n) {
+		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
+	}
 	if e.Node < 0 || e.Node >= n {
 		return fmt.Errorf("node %d out of range 0..%d", e.Node, n-1)
 	}
 	if e.Peer < -1 || e.Peer >= n {
 		return fmt.Errorf("peer %d out of range -1..%d", e.Peer, n-1)
-	}
-	if len(e.VC) != 0 && len(e.VC) != int(n) {
-		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
 	}
 	switch e.Kind {
 	case Send, Recv, Drop, Dup:
