@@ -101,11 +101,17 @@ func TestOpenTraceRejects(t *testing.T) {
 		event(`{"x":1}`):  `key "x"`,
 		event(`{"1":-1}`): "vector timestamp",
 		event(`[0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]`): "17 entries, in an ID space of 16",
-		event(`"1"`): "want an array or an object",
+		event(`"1"`):                       "want an array or an object",
+		event(`{"1":1.5}`):                 "want a count",
+		event(`{"1":1e3}`):                 "want a count",
+		event(`[[1]]`):                     "want a count",
+		event(`{"\u0031":1}`):              "is not a process ID",
+		event(`[0, 18446744073709551616]`): "want a count",
 		head + `{"i":0,"t":0,"node":16,"kind":"start","local":0,"lamport":1,"peer":-1}`: "node 16 out of range 0..15",
 		// A closed trace takes no map, nor a member beyond its nodes.
-		`{"format":"cohort-trace/1","nodes":3}` + "\n" + `{"i":0,"t":0,"node":1,"kind":"start","local":0,"lamport":1,"vc":{"1":1},"peer":-1}`: "no ID space",
-		`{"format":"cohort-trace/1","nodes":3}` + "\n" + `{"i":0,"t":0,"node":3,"kind":"start","local":0,"lamport":1,"peer":-1}`:              "node 3 out of range 0..2",
+		`{"format":"cohort-trace/1","nodes":3}` + "\n" + `{"i":0,"t":0,"node":1,"kind":"start","local":0,"lamport":1,"vc":[0,1.5,0],"peer":-1}`: "want a count",
+		`{"format":"cohort-trace/1","nodes":3}` + "\n" + `{"i":0,"t":0,"node":1,"kind":"start","local":0,"lamport":1,"vc":{"1":1},"peer":-1}`:   "no ID space",
+		`{"format":"cohort-trace/1","nodes":3}` + "\n" + `{"i":0,"t":0,"node":3,"kind":"start","local":0,"lamport":1,"peer":-1}`:                "node 3 out of range 0..2",
 	} {
 		_, err := Read(strings.NewReader(in))
 		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), want) {

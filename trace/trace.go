@@ -259,66 +259,138 @@ func (t *Trace) Processes() int {
 }
 
 // wireEvent is an event as a line of the file holds it: its vector
-// timestamp is decoded by parseVC, which knows the header.
+// timestamp is checked and laid out by parseVC, which knows the header.
 type wireEvent struct {
 	Event
-	VC json.RawMessage `json:"vc,omitempty"`
+	VC rawVC `json:"vc"`
 }
 
-// parseVC decodes a vector timestamp, an array or (in an open trace) an
-// object keyed by process ID, into an array indexed by process ID; in an
-// open trace its trailing zeros are cut off, so that an array and the
-// object read alike. null or absent: none.
-func (t *Trace) parseVC(raw json.RawMessage) ([]uint64, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+// rawVC is a vector timestamp as written: an array of entries, or an
+// object of entries keyed by process ID (keys holds them: decimal, in
+// the order written). It is parsed by hand, without reflection: every
+// event of a trace may carry one.
+type rawVC struct {
+	set    bool // the field was there, and not null
+	object bool
+	keys   []int
+	vals   []uint64
+}
+
+// UnmarshalJSON implements json.Unmarshaler. b is one well-formed JSON
+// value (the decoder has scanned it).
+func (r *rawVC) UnmarshalJSON(b []byte) error {
+	if err := r.parse(b); err != nil {
+		return fmt.Errorf("vector timestamp: %w", err)
 	}
-	var vc []uint64
-	limit := t.Header.Nodes
-	if t.Header.Open() {
-		limit = t.Header.IDs
+	return nil
+}
+
+func (r *rawVC) parse(b []byte) error {
+	*r = rawVC{}
+	at := func(i int) byte { // b's byte i; 0 past its end
+		if i < len(b) {
+			return b[i]
+		}
+		return 0
 	}
-	switch raw[0] {
-	case '[':
-		if err := json.Unmarshal(raw, &vc); err != nil {
-			return nil, err
-		}
-		if !t.Header.Open() {
-			return vc, nil // its length is checked by validate
-		}
-		if len(vc) > limit {
-			return nil, fmt.Errorf("%d entries, in an ID space of %d", len(vc), limit)
-		}
-	case '{':
-		if !t.Header.Open() {
-			return nil, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
-		}
-		var m map[string]uint64
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, err
-		}
-		high := -1
-		for k := range m {
+	i := skipSpace(b, 0)
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("null")):
+		return nil
+	case at(i) == '[':
+	case at(i) == '{':
+		r.object = true
+	default:
+		return errors.New("want an array or an object")
+	}
+	r.set = true
+	end := byte(']')
+	if r.object {
+		end = '}'
+	}
+	i = skipSpace(b, i+1)
+	if at(i) == end {
+		return nil
+	}
+	entries := bytes.Count(b, []byte{','}) + 1 // (no string holds one: keys are digits)
+	r.vals = make([]uint64, 0, entries)
+	if r.object {
+		r.keys = make([]int, 0, entries)
+	}
+	for {
+		if r.object {
+			// A key: a process ID, in decimal, with no escapes.
+			q := bytes.IndexByte(b[min(i+1, len(b)):], '"')
+			if at(i) != '"' || q < 0 {
+				return errors.New("want a key")
+			}
+			k := string(b[i+1 : i+1+q])
 			p, err := strconv.Atoi(k)
 			if err != nil || p < 0 || strconv.Itoa(p) != k {
-				return nil, fmt.Errorf("key %q is not a process ID", k)
+				return fmt.Errorf("key %q is not a process ID", k)
 			}
-			if p >= limit {
-				return nil, fmt.Errorf("process %d beyond the ID space 0..%d", p, limit-1)
+			r.keys = append(r.keys, p)
+			if i = skipSpace(b, i+q+2); at(i) != ':' {
+				return errors.New("want a colon after a key")
 			}
-			if m[k] != 0 {
+			i = skipSpace(b, i+1)
+		}
+		j := i
+		for at(j) >= '0' && at(j) <= '9' {
+			j++
+		}
+		v, err := strconv.ParseUint(string(b[i:j]), 10, 64)
+		next := skipSpace(b, j)
+		if err != nil || at(next) != ',' && at(next) != end {
+			return fmt.Errorf("entry %d, %.12q...: want a count (0 .. 2^64−1)", len(r.vals), b[i:])
+		}
+		r.vals = append(r.vals, v)
+		if at(next) == end {
+			return nil
+		}
+		i = skipSpace(b, next+1)
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// parseVC lays out a vector timestamp as an array indexed by process ID.
+// An object is read only in an open trace; there, trailing zeros are cut
+// off, so that an array and an object read alike. null or absent: none.
+func (t *Trace) parseVC(r rawVC) ([]uint64, error) {
+	if !r.set {
+		return nil, nil
+	}
+	open := t.Header.Open()
+	vc := r.vals
+	switch {
+	case !r.object && !open:
+		return vc, nil // its length is checked by validate
+	case !r.object && len(vc) > t.Header.IDs:
+		return nil, fmt.Errorf("%d entries, in an ID space of %d", len(vc), t.Header.IDs)
+	case r.object && !open:
+		return nil, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
+	case r.object:
+		high := -1
+		for k, p := range r.keys {
+			if p >= t.Header.IDs {
+				return nil, fmt.Errorf("process %d beyond the ID space 0..%d", p, t.Header.IDs-1)
+			}
+			if r.vals[k] != 0 {
 				high = max(high, p)
 			}
 		}
 		vc = make([]uint64, high+1)
-		for k, v := range m {
-			if p, _ := strconv.Atoi(k); p <= high {
-				vc[p] = v
+		for k, p := range r.keys {
+			if p <= high {
+				vc[p] = r.vals[k] // a key given twice: the last holds, as encoding/json's
 			}
 		}
-	default:
-		return nil, errors.New("want an array or an object")
 	}
 	for len(vc) > 0 && vc[len(vc)-1] == 0 {
 		vc = vc[:len(vc)-1]
