@@ -31,18 +31,7 @@ func TestViewerOpensLiveTraceWithAJoinedNode(t *testing.T) {
 	bin := cohortBinary(t)
 	dir, traces := t.TempDir(), t.TempDir()
 	eps := startCluster(t, "--nodes", "3", "--members", "--dht", "--algo", "mutex/ricart-agrawala", "--dir", dir, "--trace-dir", traces)
-	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var founder nodeConfig
-	if err := yaml.Unmarshal(b, &founder); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := freePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	founder, ports := founderAndPorts(t, dir, 2)
 	const joined = 4
 	joinedTraces := filepath.Join(traces, fmt.Sprint("node", joined))
 	cfg := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndht: true\ntrace_dir: %s\n", joined, ports[0], ports[1], founder.Secret, joinedTraces)
@@ -87,14 +76,7 @@ func TestViewerOpensLiveTraceWithAJoinedNode(t *testing.T) {
 	stopJoiner()
 	stopClusters(t)
 
-	merged := filepath.Join(t.TempDir(), "live.jsonl")
-	if out, err := exec.Command(bin, append([]string{"trace", "merge", "-o", merged}, files...)...).CombinedOutput(); err != nil {
-		t.Fatalf("merge: %v\n%s", err, out)
-	}
-	tr, err := readTrace(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
+	merged, tr := mergeLive(t, bin, files)
 	if h := tr.Header; h.Family != "overlay" || h.Algo != "scribe" || !h.Open() || h.Nodes != joined+1 {
 		t.Fatalf("merged header %+v: want overlay/scribe, open, of %d processes", h, joined+1)
 	}
@@ -132,4 +114,23 @@ func TestViewerOpensLiveTraceWithAJoinedNode(t *testing.T) {
 	if p := text(t, ctx, "#event"); !strings.Contains(p, "{p") || !strings.Contains(p, want) {
 		t.Errorf("the panel at #%d (a receipt at node %d) shows %q; want its clock by process, with %s", k, joined, p, want)
 	}
+}
+
+// founderAndPorts reads node 0's node.yaml that cluster up wrote in dir
+// (its secret and peers, for a node that joins), and picks n free ports.
+func founderAndPorts(t *testing.T, dir string, n int) (nodeConfig, []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var founder nodeConfig
+	if err := yaml.Unmarshal(b, &founder); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return founder, ports
 }
