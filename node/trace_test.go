@@ -28,11 +28,14 @@ func TestJoinedVoterIsTraced(t *testing.T) {
 	c.lockAt(0, "jobs")
 	c.start(3, c.listen(3))
 	c.eventually("node 3 alive at node 1", func() error { return c.nodes[1].mayVote(context.Background(), 3) })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.client(1).Add(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	// (A leader just elected refuses a change until an entry of its term
+	// is committed: ask again.)
+	c.eventually("node 3 added to the voters", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.client(1).Add(ctx, 3)
+		return err
+	})
 	c.votersAre(0, 1, 2, 3)
 	c.lockAt(3, "jobs")
 	c.lockAt(2, "other")
