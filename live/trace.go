@@ -25,7 +25,8 @@ import (
 //	name-length name flags [msg-id vc-length vc...] codec-bytes
 //
 // In a cluster that members join (Config.IDs), the vector clock grows as
-// they do, and is sent as its nonzero entries keyed by process ID, each
+// they do; once it counts a member that joined (an ID at or above
+// Config.N), it is sent as its nonzero entries keyed by process ID, each
 // ID as its distance from the one before (flagSparse):
 //
 //	name-length name flags msg-id entries (id-delta value)... codec-bytes
