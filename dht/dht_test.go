@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -25,13 +26,20 @@ var secret = []byte("dht test secret, 32 bytes long..")
 type cluster struct {
 	t        testing.TB
 	founders int
+	traces   string // if set, each node's traces are in traces/node<i> (live.Config.TraceDir)
 	addrs    map[proc.ID]string
 	nodes    map[proc.ID]*live.Node
 	servers  map[proc.ID]*dht.Server
 }
 
 func newCluster(t testing.TB, founders int) *cluster {
-	c := &cluster{t: t, founders: founders, addrs: map[proc.ID]string{}, nodes: map[proc.ID]*live.Node{}, servers: map[proc.ID]*dht.Server{}}
+	return newTracedCluster(t, founders, "")
+}
+
+// newTracedCluster is newCluster with each node's traces in
+// traces/node<i>, unless traces is "".
+func newTracedCluster(t testing.TB, founders int, traces string) *cluster {
+	c := &cluster{t: t, founders: founders, traces: traces, addrs: map[proc.ID]string{}, nodes: map[proc.ID]*live.Node{}, servers: map[proc.ID]*dht.Server{}}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(founders) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,7 +72,11 @@ func (c *cluster) start(id proc.ID, ln net.Listener, contact proc.ID) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	node, err := live.NewNode(live.Config{Self: id, N: n, IDs: 1 << 16, Transport: tr})
+	cfg := live.Config{Self: id, N: n, IDs: 1 << 16, Transport: tr}
+	if c.traces != "" {
+		cfg.TraceDir = filepath.Join(c.traces, fmt.Sprint("node", int(id)))
+	}
+	node, err := live.NewNode(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}

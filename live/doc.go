@@ -16,7 +16,9 @@
 // outputs Enter — and to an optional trace in the simulator's JSONL format:
 // one for the node (Config.Trace), or one per kind of service
 // (Config.TraceDir: the locks', the groups', the DHT's ...), each a run of
-// one algorithm that the nodes' traces of the kind merge into.
+// one algorithm that the nodes' traces of the kind merge into. In a
+// cluster that members join, every node traces, joined ones too, and the
+// vector clocks grow as members join (trace.Header.IDs).
 //
 // The network is a Transport (package live/transport: TCP with an
 // authenticating handshake, or in-process channels); messages are

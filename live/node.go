@@ -93,9 +93,11 @@ type Config struct {
 	// so that the kind's traces of every node merge (Merge) into one
 	// trace that the family's checkers judge and the viewer draws. A
 	// restarted node continues its files (OpenTrace). TraceStates applies
-	// to them too. A service whose members may join the running cluster
-	// (proc.Assumptions.Joins) is traced only while the ID space is the
-	// cluster's (IDs is 0 or N): a trace's vector clocks have N entries.
+	// to them too. In a cluster that members join (IDs > N), every trace
+	// is open (trace.Header.IDs): its vector clocks grow as members join
+	// and are written keyed by process ID, so that a joined member's
+	// traces, and the founders' traces of its messages, merge into one
+	// run with theirs.
 	TraceDir string
 	// DataDir, if set, is where services keep their stable storage
 	// (proc.Storage), one log file each (StoragePath); a node restarted on
@@ -166,7 +168,11 @@ func NewNode(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: log.With("node", int(cfg.Self)), start: time.Now(), services: map[string]*Service{},
 		closing: make(chan struct{}), kept: map[string][][]byte{}}
 	if cfg.Trace != nil {
-		n.tr = newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume, cfg.TraceStates)
+		tr, err := newTracer(cfg.Trace, cfg.Self, cfg.N, cfg.IDs, cfg.TraceFamily, cfg.TraceAlgo, cfg.TraceResume, cfg.TraceStates)
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		n.tr = tr
 	}
 	return n, nil
 }
@@ -340,7 +346,7 @@ func (n *Node) deliver(from proc.ID, payload []byte) {
 	var id uint64
 	var vc []uint64
 	if err == nil {
-		id, vc, body, err = readTrailer(body, n.cfg.N)
+		id, vc, body, err = readTrailer(body, max(n.cfg.N, n.cfg.IDs))
 	}
 	if err != nil {
 		n.warnDrop("dropping a malformed payload", "from", int(from), "err", err)
@@ -437,13 +443,10 @@ func (n *Node) Close() error {
 // TraceDir, opened with the first service of the kind. The caller holds
 // mu.
 func (n *Node) tracerOf(name string, a proc.Algorithm, open bool) (*tracer, error) {
-	if int(n.cfg.Self) >= n.cfg.N {
-		return nil, nil // a trace's vector clocks are the founders'
-	}
 	if n.tr != nil && !open && (n.cfg.TraceService == nil || n.cfg.TraceService(name)) {
-		return n.tr, nil // (a trace's vector clocks are the founders')
+		return n.tr, nil
 	}
-	if n.cfg.TraceDir == "" || open && n.cfg.IDs > n.cfg.N {
+	if n.cfg.TraceDir == "" {
 		return nil, nil
 	}
 	kind := ServiceKind(name)
@@ -460,11 +463,14 @@ func (n *Node) tracerOf(name string, a proc.Algorithm, open bool) (*tracer, erro
 	if err != nil {
 		return nil, err
 	}
+	tr, err := newTracer(f, n.cfg.Self, n.cfg.N, n.cfg.IDs, a.Family, a.Name, resume, n.cfg.TraceStates)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", f.Name(), err), f.Close())
+	}
 	n.traceFiles = append(n.traceFiles, f)
 	if n.kindTraces == nil {
 		n.kindTraces = map[string]*tracer{}
 	}
-	tr := newTracer(f, n.cfg.Self, n.cfg.N, a.Family, a.Name, resume, n.cfg.TraceStates)
 	n.kindTraces[kind] = tr
 	return tr, nil
 }

@@ -595,7 +595,10 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 	start := len(s.out.buf)
 	b := appendService(s.out.buf, s.name)
 	if s.tr != nil {
-		b = appendTrailer(b, id, vc)
+		// A clock that counts only founders goes as an array, which
+		// nodes of every version read; one that counts a member that
+		// joined, keyed by process ID.
+		b = appendTrailer(b, id, vc, len(vc) > n.cfg.N)
 	} else {
 		b = append(b, 0)
 	}

@@ -23,7 +23,24 @@ import (
 // and both can keep vector timestamps:
 //
 //	name-length name flags [msg-id vc-length vc...] codec-bytes
-const flagTraced = 1
+//
+// In a cluster that members join (Config.IDs), the vector clock grows as
+// they do; once it counts a member that joined (an ID at or above
+// Config.N), it is sent as its nonzero entries keyed by process ID, each
+// ID as its distance from the one before (flagSparse):
+//
+//	name-length name flags msg-id entries (id-delta value)... codec-bytes
+const (
+	flagTraced = 1
+	flagSparse = 2
+)
+
+// unlinked marks the id of a receipt whose message came without one (its
+// sender does not trace): the receiver gives it an id of its own, with
+// this bit and the receiver in the high bits, so that the trace stays
+// readable and the integrity checker names the receipt whose send it
+// does not hold.
+const unlinked = 1 << 63
 
 // tracer records a node's events in Cohort's JSONL trace format. Its clocks
 // are the node's: one Lamport counter and one vector clock for all the
@@ -37,16 +54,20 @@ const flagTraced = 1
 // event recorded after them by the node's other services, so that the
 // file keeps the order in which the events were numbered and stamped.
 type tracer struct {
-	mu      sync.Mutex
-	w       *trace.Writer
-	self    proc.ID
+	mu   sync.Mutex
+	w    *trace.Writer
+	self proc.ID
+	// vc is the node's vector clock: n entries, or, if open, as many as
+	// the highest process ID it has heard of needs (it grows as members
+	// join; an absent entry is 0).
 	vc      []uint64
+	open    bool
 	index   int
 	nextMsg uint64
 
 	states   bool
 	held     []heldEvent
-	open     map[uint64]bool // the steps begun and not ended
+	steps    map[uint64]bool // the steps begun and not ended
 	lastStep uint64
 }
 
@@ -57,33 +78,58 @@ type heldEvent struct {
 	step uint64
 }
 
-func newTracer(w io.Writer, self proc.ID, n int, family, algo string, resume *TraceResume, states bool) *tracer {
-	t := &tracer{self: self, vc: make([]uint64, n), states: states, open: map[uint64]bool{}}
+// newTracer starts a trace of node self in a cluster of n founders and,
+// if ids > n, an ID space of ids that members join (an open trace, whose
+// vector clocks grow as they do: trace.Header.IDs), or continues one.
+func newTracer(w io.Writer, self proc.ID, n, ids int, family, algo string, resume *TraceResume, states bool) (*tracer, error) {
+	h := trace.Header{Nodes: n, Family: family, Algo: algo}
+	if ids > n {
+		h.IDs = ids
+	}
+	t := &tracer{self: self, open: h.Open(), states: states, steps: map[uint64]bool{}}
+	if !t.open {
+		t.vc = make([]uint64, n)
+	}
 	if resume == nil {
-		t.w = trace.NewWriter(w, trace.Header{Nodes: n, Family: family, Algo: algo})
-		return t
+		t.w = trace.NewWriter(w, h)
+		return t, nil
+	}
+	if resume.IDs != h.IDs {
+		return nil, fmt.Errorf("the trace to continue was begun with an ID space of %d (0: no joins), this node's is %d: move it away", resume.IDs, h.IDs)
 	}
 	// Continue a trace a previous incarnation of this node wrote: its
 	// events keep their numbers and clocks, and the trace says that the
 	// incarnation stopped (when, it cannot tell: just after its last event)
 	// and that this one starts afresh.
-	t.w = trace.NewEventWriter(w)
+	t.w = trace.NewEventWriter(w, h)
 	t.index = resume.Next
-	copy(t.vc, resume.VC)
+	t.merge(resume.VC)
 	t.nextMsg = resume.NextMsg
 	t.record(0, trace.Crash, func(e *trace.Event) { e.Time = resume.LastTime + 1 })
 	t.record(0, trace.Recover, nil)
-	return t
+	return t, nil
+}
+
+// merge merges vc into the node's vector clock: a closed trace's keeps
+// its n entries (a longer vector from a peer is cut to them), an open
+// one's grows to vc's length. The caller holds mu, or owns t.
+func (t *tracer) merge(vc []uint64) {
+	if t.open && len(vc) > len(t.vc) {
+		t.vc = append(t.vc, make([]uint64, len(vc)-len(t.vc))...)
+	}
+	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))])
 }
 
 // TraceResume continues a node's trace file after a restart: the next event
-// index, the node's last vector clock and the time of its last event, and
-// the next message number (so message ids stay unique).
+// index, the node's last vector clock and the time of its last event, the
+// next message number (so message ids stay unique), and the ID space the
+// file's header names (trace.Header.IDs: 0 for a cluster without joins).
 type TraceResume struct {
 	Next     int
 	VC       []uint64
 	LastTime int64
 	NextMsg  uint64
+	IDs      int
 }
 
 // ResumeFrom reads what a trace file of this node already holds and
@@ -99,16 +145,17 @@ func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r := &TraceResume{VC: make([]uint64, t.Header.Nodes)}
+	r := &TraceResume{IDs: t.Header.IDs}
 	for _, e := range t.Events {
 		if e.Node != int32(self) {
 			return nil, 0, fmt.Errorf("event %d is node %d's, not node %d's", e.Index, e.Node, self)
 		}
 		r.Next, r.LastTime = e.Index+1, e.Time
-		if len(e.VC) == len(r.VC) {
-			copy(r.VC, e.VC)
+		if len(e.VC) > 0 {
+			r.VC = e.VC
 		}
-		if e.Kind == trace.Send && e.Msg&(1<<40-1) >= r.NextMsg {
+		own := e.Kind == trace.Send || e.Kind == trace.Recv && e.Msg&unlinked != 0
+		if own && e.Msg&(1<<40-1) >= r.NextMsg {
 			r.NextMsg = e.Msg & (1<<40 - 1)
 		}
 	}
@@ -148,6 +195,9 @@ func OpenTrace(path string, self proc.ID) (f *os.File, resume *TraceResume, err 
 func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event)) []uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if int(t.self) >= len(t.vc) { // an open trace's: this node joined
+		t.vc = append(t.vc, make([]uint64, int(t.self)+1-len(t.vc))...)
+	}
 	t.vc[t.self]++
 	e := trace.Event{Index: t.index, Node: int32(t.self), Kind: kind, Peer: -1}
 	if fill != nil {
@@ -185,7 +235,7 @@ func (t *tracer) beginStep() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastStep++
-	t.open[t.lastStep] = true
+	t.steps[t.lastStep] = true
 	return t.lastStep
 }
 
@@ -203,9 +253,9 @@ func (t *tracer) endStep(step uint64, state json.RawMessage) {
 			break
 		}
 	}
-	delete(t.open, step)
+	delete(t.steps, step)
 	k := 0
-	for ; k < len(t.held) && !t.open[t.held[k].step]; k++ {
+	for ; k < len(t.held) && !t.steps[t.held[k].step]; k++ {
 		t.w.Record(&t.held[k].e)
 	}
 	if k > 0 {
@@ -228,9 +278,15 @@ func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (
 	return id, vc
 }
 
+// recv records the receipt of message id, which carried vc; id 0: the
+// message came untraced (see unlinked).
 func (t *tracer) recv(service string, step uint64, from proc.ID, id uint64, vc []uint64, m proc.Message) {
 	t.mu.Lock()
-	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))]) // a longer vector from a peer is cut to this cluster's size
+	t.merge(vc)
+	if id == 0 {
+		t.nextMsg++
+		id = unlinked | uint64(t.self)<<40 | t.nextMsg
+	}
 	t.mu.Unlock()
 	t.record(step, trace.Recv, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(from), m.Kind(), label(m), service
@@ -258,25 +314,48 @@ func data(v any) json.RawMessage {
 	return b
 }
 
-// appendTrailer appends a traced payload's flag, id and clock.
-func appendTrailer(b []byte, id uint64, vc []uint64) []byte {
-	b = append(b, flagTraced)
+// appendTrailer appends a traced payload's flag, id and clock: the clock's
+// entries in order, or if sparse its nonzero entries keyed by process ID.
+func appendTrailer(b []byte, id uint64, vc []uint64, sparse bool) []byte {
+	if !sparse {
+		b = append(b, flagTraced)
+		b = binary.AppendUvarint(b, id)
+		b = binary.AppendUvarint(b, uint64(len(vc)))
+		for _, v := range vc {
+			b = binary.AppendUvarint(b, v)
+		}
+		return b
+	}
+	b = append(b, flagTraced|flagSparse)
 	b = binary.AppendUvarint(b, id)
-	b = binary.AppendUvarint(b, uint64(len(vc)))
+	entries := 0
 	for _, v := range vc {
-		b = binary.AppendUvarint(b, v)
+		if v != 0 {
+			entries++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(entries))
+	last := -1
+	for p, v := range vc {
+		if v != 0 {
+			b = binary.AppendUvarint(b, uint64(p-last))
+			b = binary.AppendUvarint(b, v)
+			last = p
+		}
 	}
 	return b
 }
 
 // readTrailer reads the flag byte and, if present, the id and clock; n is
-// the cluster size, which bounds the clock's length.
+// the ID space (the cluster's size, or the IDs members may join with),
+// which bounds the clock's length. A sparse clock is returned as an array
+// indexed by process ID up to its last nonzero entry.
 func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err error) {
 	if len(b) == 0 {
 		return 0, nil, nil, errors.New("no flag byte")
 	}
 	flags, b := b[0], b[1:]
-	if flags&^flagTraced != 0 {
+	if flags&^(flagTraced|flagSparse) != 0 || flags == flagSparse {
 		return 0, nil, nil, fmt.Errorf("unknown flags %#x", flags)
 	}
 	if flags&flagTraced == 0 {
@@ -292,20 +371,55 @@ func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err erro
 		return 0, nil, nil, fmt.Errorf("vector clock of %d entries in a cluster of %d", l, n)
 	}
 	b = b[k:]
-	vc = make([]uint64, l)
-	for i := range vc {
+	next := func() (uint64, error) {
 		v, k := binary.Uvarint(b)
 		if k <= 0 {
-			return 0, nil, nil, errors.New("truncated vector clock")
+			return 0, errors.New("truncated vector clock")
 		}
-		vc[i], b = v, b[k:]
+		b = b[k:]
+		return v, nil
+	}
+	if flags&flagSparse == 0 {
+		vc = make([]uint64, l)
+		for i := range vc {
+			if vc[i], err = next(); err != nil {
+				return 0, nil, nil, err
+			}
+		}
+		return id, vc, b, nil
+	}
+	// Entry k's ID is the previous one's plus its delta (the first's, −1
+	// plus it): deltas of at least 1 keep the IDs rising.
+	ps, vs := make([]int, l), make([]uint64, l)
+	last := -1
+	for k := range ps {
+		d, err := next()
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if d == 0 || d >= uint64(n-last) {
+			return 0, nil, nil, fmt.Errorf("vector clock entry %d: ID %d+%d, beyond the ID space of %d", k, last, d, n)
+		}
+		last += int(d)
+		if vs[k], err = next(); err != nil {
+			return 0, nil, nil, err
+		}
+		ps[k] = last
+	}
+	if l > 0 {
+		vc = make([]uint64, last+1)
+		for k, p := range ps {
+			vc[p] = vs[k]
+		}
 	}
 	return id, vc, b, nil
 }
 
 // Merge combines the traces of a cluster's nodes into one, ordered by the
 // nodes' wall clocks (on one machine, or with synchronized clocks, that is
-// the real order) and renumbered. Each node's own order is kept. Times
+// the real order) and renumbered. The traces of a cluster that members
+// join (trace.Header.IDs) may know of different members: the merged
+// trace has a process for each one any of them names. Each node's own order is kept. Times
 // count from the first event of any node, as a trace's times count from
 // the run's beginning (a simulated one's from 0); each event's Local keeps
 // the wall-clock reading of its node.
@@ -316,7 +430,14 @@ func Merge(ts ...*trace.Trace) (*trace.Trace, error) {
 	out := &trace.Trace{Header: ts[0].Header}
 	for _, t := range ts[1:] {
 		h, o := t.Header, out.Header
-		if h.Nodes != o.Nodes {
+		switch {
+		case h.IDs != o.IDs:
+			return nil, fmt.Errorf("traces of clusters with ID spaces of %d and %d (0: no joins)", o.IDs, h.IDs)
+		case h.Open():
+			// Each file names the members its node heard of: the
+			// merged trace has a process for every one of them.
+			out.Header.Nodes = max(o.Nodes, h.Nodes)
+		case h.Nodes != o.Nodes:
 			return nil, fmt.Errorf("traces of clusters of %d and %d nodes", o.Nodes, h.Nodes)
 		}
 		// Each node's trace of one run names the same algorithm (a node's

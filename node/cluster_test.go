@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,13 +36,20 @@ type joinCluster struct {
 	volatile map[proc.ID]bool // started without a data directory
 	nodes    map[proc.ID]*Node
 	apis     map[proc.ID]*httptest.Server
+	traces   string // if set, each node's traces are in traces/node<i> (Config.TraceDir)
 }
 
 var joinSecret = []byte("join test secret, 32 bytes long.")
 
 func newJoinCluster(t *testing.T, founders int) *joinCluster {
+	return newTracedJoinCluster(t, founders, "")
+}
+
+// newTracedJoinCluster is newJoinCluster with each node's traces in
+// traces/node<i>, unless traces is "".
+func newTracedJoinCluster(t *testing.T, founders int, traces string) *joinCluster {
 	c := &joinCluster{t: t, founders: founders, token: "tok", addrs: map[proc.ID]string{}, dirs: map[proc.ID]string{}, volatile: map[proc.ID]bool{},
-		nodes: map[proc.ID]*Node{}, apis: map[proc.ID]*httptest.Server{}}
+		nodes: map[proc.ID]*Node{}, apis: map[proc.ID]*httptest.Server{}, traces: traces}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(founders) {
 		lns[i] = c.listen(i)
@@ -100,6 +108,7 @@ func (c *joinCluster) start(id proc.ID, ln net.Listener) {
 		Lock: lock.ReplicatedAlgorithm(consensus.DefaultConfig), Group: group.ReplicatedAlgorithm(consensus.DefaultConfig),
 		Token: c.token, DataDir: c.dataDir(id), Members: true, Contact: contact,
 		MembersParams: epidemic.Params{Period: 20 * time.Millisecond},
+		TraceDir:      c.traceDir(id),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		c.t.Fatal(err)
@@ -126,6 +135,14 @@ func (c *joinCluster) dataDir(id proc.ID) string {
 		return ""
 	}
 	return c.dirs[id]
+}
+
+// traceDir is node id's trace directory, "" if the cluster is not traced.
+func (c *joinCluster) traceDir(id proc.ID) string {
+	if c.traces == "" {
+		return ""
+	}
+	return filepath.Join(c.traces, fmt.Sprint("node", int(id)))
 }
 
 func (c *joinCluster) restart(id proc.ID) {

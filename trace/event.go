@@ -107,7 +107,21 @@ type Event struct {
 // Header is the first line of a JSONL trace.
 type Header struct {
 	Format string `json:"format"` // always FormatName
-	Nodes  int    `json:"nodes"`
+	// Nodes is the number of processes, IDs 0 .. Nodes−1: each has a
+	// lane in the pictures, and a vector timestamp an entry. In a trace
+	// whose processes may join (IDs > 0), it is at least one more than the
+	// highest process ID the trace names: a file that a live node begins
+	// says how many founders it knew of, and Read raises it to cover the
+	// processes that joined since.
+	Nodes int `json:"nodes"`
+	// IDs, if not 0, is the ID space of a run that processes join while
+	// it runs (a live cluster that takes members): the trace may name any
+	// process below IDs, and its vector timestamps grow as processes
+	// join. They are written as maps keyed by process ID, {"0":3,"7":1},
+	// with the zero entries left out, rather than as arrays of Nodes
+	// entries (see Header.AppendEvent). 0: a trace of Nodes processes,
+	// as every simulated run's is.
+	IDs    int    `json:"ids,omitempty"`
 	Family string `json:"family,omitempty"`
 	Algo   string `json:"algo,omitempty"`
 	Seed   uint64 `json:"seed"`
@@ -116,10 +130,24 @@ type Header struct {
 // FormatName identifies Cohort's JSONL trace format and its version.
 const FormatName = "cohort-trace/1"
 
-// AppendJSON appends the event's JSON encoding (no newline) to b. The
+// Open reports whether processes may join the run (IDs is set): its
+// vector timestamps grow, and are written keyed by process ID.
+func (h *Header) Open() bool { return h.IDs > 0 }
+
+// AppendEvent appends e's JSON encoding in a trace of this header: its
+// vector timestamp as a map keyed by process ID if the trace is open,
+// else as an array (e.AppendJSON).
+func (h *Header) AppendEvent(b []byte, e *Event) []byte { return e.appendJSON(b, h.Open()) }
+
+// AppendJSON appends the event's JSON encoding (no newline) to b, its
+// vector timestamp, if any, as an array: entry p is process p's. The
 // encoding is canonical: the same event always gives the same bytes, which
 // is what makes trace hashes comparable across runs.
-func (e *Event) AppendJSON(b []byte) []byte {
+func (e *Event) AppendJSON(b []byte) []byte { return e.appendJSON(b, false) }
+
+// appendJSON is AppendJSON, with the vector timestamp keyed by process
+// ID if sparse: {"0":3,"7":1}, its nonzero entries in ascending order.
+func (e *Event) appendJSON(b []byte, sparse bool) []byte {
 	b = append(b, `{"i":`...)
 	b = strconv.AppendInt(b, int64(e.Index), 10)
 	b = append(b, `,"t":`...)
@@ -132,7 +160,11 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, e.Local, 10)
 	b = append(b, `,"lamport":`...)
 	b = strconv.AppendUint(b, e.Lamport, 10)
-	if len(e.VC) > 0 {
+	switch {
+	case len(e.VC) == 0:
+	case sparse:
+		b = appendSparseVC(append(b, `,"vc":`...), e.VC)
+	default:
 		b = append(b, `,"vc":[`...)
 		for i, v := range e.VC {
 			if i > 0 {
@@ -205,6 +237,27 @@ func (e *Event) String() string {
 		s += " VC=" + FormatVC(e.VC)
 	}
 	return s
+}
+
+// appendSparseVC appends vc as a JSON object of its nonzero entries keyed
+// by process ID, in ascending order: {"0":3,"7":1}.
+func appendSparseVC(b []byte, vc []uint64) []byte {
+	b = append(b, '{')
+	first := true
+	for p, v := range vc {
+		if v == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, '"', ':')
+		b = strconv.AppendUint(b, v, 10)
+	}
+	return append(b, '}')
 }
 
 // FormatVC renders a vector timestamp as "[2,1,0]".

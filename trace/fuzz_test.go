@@ -24,6 +24,14 @@ func FuzzRead(f *testing.F) {
 {"i":0,"t":0,"node":0,"kind":"start","local":0,"lamport":1,"peer":-1,"state":{"state":"RELEASED","queue":[]}}
 {"i":1,"t":5,"node":1,"kind":"start","local":5,"lamport":1,"peer":-1,"state": { "a" : [1, 2] }}
 `))
+	// A live node's trace in a cluster that members join: vector
+	// timestamps keyed by process ID, one as an array.
+	f.Add([]byte(openTrace))
+	f.Add([]byte(`{"format":"cohort-trace/1","nodes":2,"ids":9}
+{"i":0,"t":0,"node":4,"kind":"start","local":0,"lamport":1,"vc":[0,0,0,0,1,0],"peer":-1}
+{"i":1,"t":1,"node":4,"kind":"send","local":1,"lamport":2,"vc":{"4":2},"msg":5,"peer":8}
+{"i":2,"t":2,"node":8,"kind":"recv","local":2,"lamport":4,"vc":{"4":2,"8":1},"msg":5,"peer":4}
+`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		tr, err := Read(bytes.NewReader(in))
 		if err != nil {
@@ -46,6 +54,14 @@ func FuzzRead(f *testing.F) {
 			if i > 0 && e.Time < tr.Events[i-1].Time {
 				t.Fatalf("Read accepted time going back at event %d", i)
 			}
+			// A vector has an entry per process at most; in a trace whose
+			// processes join, none of its trailing zeros.
+			if len(e.VC) > tr.Header.Nodes || tr.Header.Open() && len(e.VC) > 0 && e.VC[len(e.VC)-1] == 0 {
+				t.Fatalf("Read accepted event %d with VC %v of %d processes", i, e.VC, tr.Header.Nodes)
+			}
+		}
+		if h := tr.Header; h.Open() && (h.Nodes > h.IDs || h.Nodes < tr.Processes()) {
+			t.Fatalf("Read accepted an open trace of %d processes, naming %d, in an ID space of %d", h.Nodes, tr.Processes(), h.IDs)
 		}
 
 		var first bytes.Buffer

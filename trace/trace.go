@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"strconv"
 )
 
 // Trace is a whole run in memory.
@@ -65,20 +66,21 @@ func (t tee) Record(e *Event) {
 // Two runs with equal hashes produced byte-identical traces.
 type Hasher struct {
 	h      hash.Hash
+	header Header
 	buf    []byte
 	events int64
 }
 
 // NewHasher starts a hash with the header line.
 func NewHasher(h Header) *Hasher {
-	x := &Hasher{h: sha256.New()}
+	x := &Hasher{h: sha256.New(), header: h}
 	x.h.Write(headerLine(h))
 	return x
 }
 
 // Record implements Sink.
 func (x *Hasher) Record(e *Event) {
-	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	x.buf = append(x.header.AppendEvent(x.buf[:0], e), '\n')
 	x.h.Write(x.buf)
 	x.events++
 }
@@ -99,22 +101,24 @@ func headerLine(h Header) []byte {
 // check its error: Record cannot return one, so the first write error is
 // kept and reported by Flush.
 type Writer struct {
-	w   *bufio.Writer
-	buf []byte
-	err error
+	w      *bufio.Writer
+	header Header
+	buf    []byte
+	err    error
 }
 
 // NewWriter writes the header line and returns a Writer for the events.
 func NewWriter(w io.Writer, h Header) *Writer {
-	x := &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+	x := NewEventWriter(w, h)
 	_, x.err = x.w.Write(headerLine(h))
 	return x
 }
 
 // NewEventWriter returns a Writer that appends events to a trace whose
-// header is already written (a node continuing its trace after a restart).
-func NewEventWriter(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+// header h is already written (a node continuing its trace after a
+// restart).
+func NewEventWriter(w io.Writer, h Header) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 1<<16), header: h}
 }
 
 // Record implements Sink.
@@ -122,7 +126,7 @@ func (x *Writer) Record(e *Event) {
 	if x.err != nil {
 		return
 	}
-	x.buf = append(e.AppendJSON(x.buf[:0]), '\n')
+	x.buf = append(x.header.AppendEvent(x.buf[:0], e), '\n')
 	_, x.err = x.w.Write(x.buf)
 }
 
@@ -153,6 +157,15 @@ const MaxLine = 16 << 20
 // the events must be numbered 0, 1, 2 ... in order, name existing nodes, and
 // link receives to messages by id (that they do so correctly is for the
 // checkers to judge).
+//
+// A vector timestamp is an array of Nodes entries, or, in a trace whose
+// processes may join (Header.IDs), an array of at most IDs entries or an
+// object keyed by process ID ({"0":3,"7":1}; an absent entry is 0).
+// Either way, Event.VC holds it as an array indexed by process ID, and
+// in an open trace without its trailing zeros — the vector grows as
+// processes join, and an absent entry is 0, as logical.Vector reads it —
+// while Header.Nodes is raised to one more than the highest process ID
+// the trace names (so that every process has a lane).
 func Read(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
@@ -175,11 +188,19 @@ func Read(r io.Reader) (*Trace, error) {
 			if t.Header.Nodes < 1 || t.Header.Nodes > math.MaxInt32 {
 				return nil, fmt.Errorf("%w: line %d: nodes = %d, want 1..%d", ErrFormat, line, t.Header.Nodes, math.MaxInt32)
 			}
+			if h := t.Header; h.IDs != 0 && (h.IDs < h.Nodes || h.IDs > MaxIDs) {
+				return nil, fmt.Errorf("%w: line %d: ids = %d, want 0 or nodes (%d) .. %d", ErrFormat, line, h.IDs, h.Nodes, MaxIDs)
+			}
 			continue
 		}
-		e := Event{Peer: -1}
-		if err := strictUnmarshal(text, &e); err != nil {
+		w := wireEvent{Event: Event{Peer: -1}}
+		if err := strictUnmarshal(text, &w); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
+		}
+		e := w.Event
+		var err error
+		if e.VC, err = t.parseVC(w.VC); err != nil {
+			return nil, fmt.Errorf("%w: line %d: vector timestamp: %v", ErrFormat, line, err)
 		}
 		if err := t.validate(&e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, line, err)
@@ -194,6 +215,9 @@ func Read(r io.Reader) (*Trace, error) {
 	}
 	if !header {
 		return nil, fmt.Errorf("%w: empty input, want a header line", ErrFormat)
+	}
+	if t.Header.Open() {
+		t.Header.Nodes = max(t.Header.Nodes, t.Processes())
 	}
 	// The checkers keep state per process: a header may not claim more
 	// processes than the trace can be about, so that what a reader
@@ -219,6 +243,164 @@ func compact(raw json.RawMessage) json.RawMessage {
 // MaxIdleNodes is how many processes without an event a trace may have.
 const MaxIdleNodes = 1 << 16
 
+// MaxIDs bounds the ID space of a trace whose processes may join
+// (Header.IDs): that of a live cluster that takes members.
+const MaxIDs = 1 << 16
+
+// Processes is one more than the highest process ID t names, as an
+// event's node or peer or in a vector timestamp; 0 if none.
+func (t *Trace) Processes() int {
+	n := 0
+	for i := range t.Events {
+		e := &t.Events[i]
+		n = max(n, int(e.Node)+1, int(e.Peer)+1, len(e.VC))
+	}
+	return n
+}
+
+// wireEvent is an event as a line of the file holds it: its vector
+// timestamp is checked and laid out by parseVC, which knows the header.
+type wireEvent struct {
+	Event
+	VC rawVC `json:"vc"`
+}
+
+// rawVC is a vector timestamp as written: an array of entries, or an
+// object of entries keyed by process ID (keys holds them: decimal, in
+// the order written). It is parsed by hand, without reflection: every
+// event of a trace may carry one.
+type rawVC struct {
+	set    bool // the field was there, and not null
+	object bool
+	keys   []int
+	vals   []uint64
+}
+
+// UnmarshalJSON implements json.Unmarshaler. b is one well-formed JSON
+// value (the decoder has scanned it).
+func (r *rawVC) UnmarshalJSON(b []byte) error {
+	if err := r.parse(b); err != nil {
+		return fmt.Errorf("vector timestamp: %w", err)
+	}
+	return nil
+}
+
+func (r *rawVC) parse(b []byte) error {
+	*r = rawVC{}
+	at := func(i int) byte { // b's byte i; 0 past its end
+		if i < len(b) {
+			return b[i]
+		}
+		return 0
+	}
+	i := skipSpace(b, 0)
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("null")):
+		return nil
+	case at(i) == '[':
+	case at(i) == '{':
+		r.object = true
+	default:
+		return errors.New("want an array or an object")
+	}
+	r.set = true
+	end := byte(']')
+	if r.object {
+		end = '}'
+	}
+	i = skipSpace(b, i+1)
+	if at(i) == end {
+		return nil
+	}
+	entries := bytes.Count(b, []byte{','}) + 1 // (no string holds one: keys are digits)
+	r.vals = make([]uint64, 0, entries)
+	if r.object {
+		r.keys = make([]int, 0, entries)
+	}
+	for {
+		if r.object {
+			// A key: a process ID, in decimal, with no escapes.
+			q := bytes.IndexByte(b[min(i+1, len(b)):], '"')
+			if at(i) != '"' || q < 0 {
+				return errors.New("want a key")
+			}
+			k := string(b[i+1 : i+1+q])
+			p, err := strconv.Atoi(k)
+			if err != nil || p < 0 || strconv.Itoa(p) != k {
+				return fmt.Errorf("key %q is not a process ID", k)
+			}
+			r.keys = append(r.keys, p)
+			if i = skipSpace(b, i+q+2); at(i) != ':' {
+				return errors.New("want a colon after a key")
+			}
+			i = skipSpace(b, i+1)
+		}
+		j := i
+		for at(j) >= '0' && at(j) <= '9' {
+			j++
+		}
+		v, err := strconv.ParseUint(string(b[i:j]), 10, 64)
+		next := skipSpace(b, j)
+		if err != nil || at(next) != ',' && at(next) != end {
+			return fmt.Errorf("entry %d, %.12q...: want a count (0 .. 2^64−1)", len(r.vals), b[i:])
+		}
+		r.vals = append(r.vals, v)
+		if at(next) == end {
+			return nil
+		}
+		i = skipSpace(b, next+1)
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// parseVC lays out a vector timestamp as an array indexed by process ID.
+// An object is read only in an open trace; there, trailing zeros are cut
+// off, so that an array and an object read alike. null or absent: none.
+func (t *Trace) parseVC(r rawVC) ([]uint64, error) {
+	if !r.set {
+		return nil, nil
+	}
+	open := t.Header.Open()
+	vc := r.vals
+	switch {
+	case !r.object && !open:
+		return vc, nil // its length is checked by validate
+	case !r.object && len(vc) > t.Header.IDs:
+		return nil, fmt.Errorf("%d entries, in an ID space of %d", len(vc), t.Header.IDs)
+	case r.object && !open:
+		return nil, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
+	case r.object:
+		high := -1
+		for k, p := range r.keys {
+			if p >= t.Header.IDs {
+				return nil, fmt.Errorf("process %d beyond the ID space 0..%d", p, t.Header.IDs-1)
+			}
+			if r.vals[k] != 0 {
+				high = max(high, p)
+			}
+		}
+		vc = make([]uint64, high+1)
+		for k, p := range r.keys {
+			if p <= high {
+				vc[p] = r.vals[k] // a key given twice: the last holds, as encoding/json's
+			}
+		}
+	}
+	for len(vc) > 0 && vc[len(vc)-1] == 0 {
+		vc = vc[:len(vc)-1]
+	}
+	if len(vc) == 0 {
+		return nil, nil
+	}
+	return vc, nil
+}
+
 func strictUnmarshal(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
@@ -239,14 +421,16 @@ func (t *Trace) validate(e *Event) error {
 		return errors.New(`missing field "kind"`)
 	}
 	n := int32(t.Header.Nodes)
+	if t.Header.Open() {
+		n = int32(t.Header.IDs) // the vector's length is checked by parseVC
+	} else if len(e.VC) != 0 && len(e.VC) != int(n) {
+		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
+	}
 	if e.Node < 0 || e.Node >= n {
 		return fmt.Errorf("node %d out of range 0..%d", e.Node, n-1)
 	}
 	if e.Peer < -1 || e.Peer >= n {
 		return fmt.Errorf("peer %d out of range -1..%d", e.Peer, n-1)
-	}
-	if len(e.VC) != 0 && len(e.VC) != int(n) {
-		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
 	}
 	switch e.Kind {
 	case Send, Recv, Drop, Dup:

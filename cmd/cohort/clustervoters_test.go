@@ -16,7 +16,6 @@ import (
 
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/node"
-	"go.yaml.in/yaml/v3"
 )
 
 // TestClusterAddAndRemoveVoters: three `cohort node` processes started by
@@ -35,18 +34,7 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	bin := cohortBinary(t)
 	dir := t.TempDir()
 	eps, pids := startClusterPids(t, "--nodes", "3", "--members", "--dir", dir)
-	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var founder nodeConfig
-	if err := yaml.Unmarshal(b, &founder); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := freePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	founder, ports := founderAndPorts(t, dir, 2)
 	joinerCfg := filepath.Join(dir, "joiner3.yaml")
 	cfg := fmt.Sprintf("id: 3\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndata_dir: %s\n",
 		ports[0], ports[1], founder.Secret, filepath.Join(dir, "joiner3"))

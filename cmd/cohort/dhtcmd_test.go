@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // TestDHTAndScribeCommands: four `cohort node` processes started by
@@ -29,18 +27,7 @@ func TestDHTAndScribeCommands(t *testing.T) {
 	dir := t.TempDir()
 	eps, pids := startClusterPids(t, "--nodes", "4", "--members", "--dht", "--algo", "mutex/ricart-agrawala", "--dir", dir)
 
-	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var founder nodeConfig
-	if err := yaml.Unmarshal(b, &founder); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := freePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	founder, ports := founderAndPorts(t, dir, 2)
 	cfg := fmt.Sprintf("id: 7\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndht: true\n", ports[0], ports[1], founder.Secret)
 	path := filepath.Join(dir, "joiner7.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/cohort-go/cohort/members"
-	"go.yaml.in/yaml/v3"
 )
 
 // TestNodeJoinsARunningCluster: three `cohort node` processes started by
@@ -29,18 +28,7 @@ func TestNodeJoinsARunningCluster(t *testing.T) {
 	dir := t.TempDir()
 	eps := startCluster(t, "--nodes", "3", "--members", "--algo", "mutex/ricart-agrawala", "--dir", dir)
 
-	b, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var founder nodeConfig
-	if err := yaml.Unmarshal(b, &founder); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := freePorts(4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	founder, ports := founderAndPorts(t, dir, 4)
 	joiner := func(id int, secret, listen, api string) *exec.Cmd {
 		cfg := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\n", id, listen, api, secret)
 		path := filepath.Join(dir, fmt.Sprintf("joiner%d.yaml", id))

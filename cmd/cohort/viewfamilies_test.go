@@ -201,14 +201,7 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 				waitTracesSettle(t, traces, 3)
 			}
 			stopClusters(t)
-			merged := filepath.Join(t.TempDir(), "live.jsonl")
-			if out, err := exec.Command(bin, append([]string{"trace", "merge", "-o", merged}, files...)...).CombinedOutput(); err != nil {
-				t.Fatalf("merge: %v\n%s", err, out)
-			}
-			tr, err := readTrace(merged)
-			if err != nil {
-				t.Fatal(err)
-			}
+			merged, tr := mergeLive(t, bin, files)
 			if tr.Header.Family != c.family || c.algo != "" && tr.Header.Algo != c.algo {
 				t.Fatalf("the merged trace is of %s/%s, want %s/%s", tr.Header.Family, tr.Header.Algo, c.family, c.algo)
 			}
@@ -272,6 +265,21 @@ func TestViewerOpensLiveTraces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mergeLive merges the nodes' trace files with cohort trace merge, and
+// returns the merged trace's file and the trace.
+func mergeLive(t *testing.T, bin string, files []string) (string, *trace.Trace) {
+	t.Helper()
+	merged := filepath.Join(t.TempDir(), "live.jsonl")
+	if out, err := exec.Command(bin, append([]string{"trace", "merge", "-o", merged}, files...)...).CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v\n%s", err, out)
+	}
+	tr, err := readTrace(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return merged, tr
 }
 
 // pageChecks is how many checks the viewer page lists: those cohort view ran

@@ -740,6 +740,16 @@
     return s;
   }
 
+  // fmtVC renders a vector timestamp: "[2, 1, 0]", or, in a trace whose
+  // processes join (header.ids), where a vector has an entry per process
+  // it has heard of, its nonzero entries by process: "{p0:3, p7:1}".
+  function fmtVC(vc) {
+    if (!DATA.header.ids) return "[" + vc.join(", ") + "]";
+    const parts = [];
+    vc.forEach((v, p) => { if (v) parts.push("p" + p + ":" + v); });
+    return "{" + parts.join(", ") + "}";
+  }
+
   function showEvent(i) {
     const box = document.getElementById("event");
     if (i < 0) { box.textContent = "Click an event, or step with ← and →."; return; }
@@ -755,7 +765,7 @@
     if (e.reason) row("reason", esc(e.reason));
     if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
     row("local clock", esc(fmtNS(e.local - origin)));
-    if (e.vc && e.vc.length) row("vector clock", "<code>[" + e.vc.join(", ") + "]</code>");
+    if (e.vc && e.vc.length) row("vector clock", "<code>" + esc(fmtVC(e.vc)) + "</code>");
     if (sendOf[i] >= 0) row("sent", `#${sendOf[i]} at ${esc(fmtNS(evT[sendOf[i]]))} (${esc(fmtNS(evT[i] - evT[sendOf[i]]))} before)`);
     if (fates.has(i)) row("received", fates.get(i).map((r) => `#${r} ${E[r].kind} at ${esc(fmtNS(evT[r]))}`).join("<br>"));
     let html = `<div class="what">${esc(eventLine(i))}</div>`;
@@ -942,10 +952,10 @@
   function arrowTip(a) {
     const s = arS[a], r = arR[a], e = E[s];
     const lines = [`${e.label || e.type || "message"}  ${laneName(e.node)} → ${laneName(e.peer)}  (msg ${e.msg})`];
-    lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=[${e.vc}]` : ""));
+    lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=${fmtVC(e.vc)}` : ""));
     if (r >= 0) {
       const f = E[r];
-      if (f.kind === "recv") lines.push(`received #${r} at ${fmtNS(evT[r])} (after ${fmtNS(evT[r] - evT[s])}), L=${f.lamport}` + (f.vc ? ` VC=[${f.vc}]` : ""));
+      if (f.kind === "recv") lines.push(`received #${r} at ${fmtNS(evT[r])} (after ${fmtNS(evT[r] - evT[s])}), L=${f.lamport}` + (f.vc ? ` VC=${fmtVC(f.vc)}` : ""));
       else lines.push(`lost #${r} at ${fmtNS(evT[r])}` + (f.reason ? ` (${f.reason})` : ""));
     } else lines.push("still in flight at the end of the run");
     if (e.data !== undefined) lines.push(clip(JSON.stringify(e.data), 600));
