@@ -3,6 +3,7 @@ package consensus
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -1282,9 +1283,9 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 	case id < 0 || int(id) >= r.n:
 		refuse("p%d is not a process of this group of %d", id, r.n)
 	case r.confIndex > r.commit:
-		refuse("the change at entry %d is not committed yet", r.confIndex)
+		refuse("the change at entry %d is "+notCommittedYet, r.confIndex)
 	case r.termAt(r.commit) != r.term:
-		refuse("no entry of term %d is committed yet", r.term)
+		refuse("no entry of term %d is "+notCommittedYet, r.term)
 	case add && r.member[id]:
 		refuse("p%d is a member already", id)
 	case r.catching.id != proc.None:
@@ -1307,6 +1308,18 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 		}
 	}
 }
+
+// notCommittedYet ends the reasons of the refusals that wait for the
+// leader to commit: a change under way, or, at a leader just elected, an
+// entry of its term (§4.1 of Ongaro's thesis: a leader changes the
+// configuration only once an entry of its term is committed).
+const notCommittedYet = "not committed yet"
+
+// Uncommitted reports whether a refusal's reason is that the leader has
+// not yet committed the last configuration or an entry of its term: a
+// state that ends by itself once the leader commits, within a heartbeat
+// or two if no other change is under way.
+func (r Refused) Uncommitted() bool { return strings.HasSuffix(r.Reason, notCommittedYet) }
 
 // tellRemoved answers a campaign of a server the committed configuration
 // does not hold — removed while it was down, it restarted believing it a
