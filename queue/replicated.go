@@ -130,6 +130,9 @@ func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
 	return r, nil
 }
 
+// Service is the live service that runs the queues' log.
+func (r *Replicated) Service() *live.Service { return r.svc }
+
 // Batching: puts that wait together go to the log as one entry.
 const (
 	maxBatch       = 256
