@@ -185,7 +185,7 @@ func (h *History) Acknowledged() int {
 func (h *History) Drain(ctx context.Context) error {
 	h.pause()
 	<-h.paused
-	defer func() { h.stop(); h.wg.Wait() }()
+	defer h.Stop()
 	for {
 		if h.missing() == 0 {
 			qs, err := h.client(h.endpoint()).Queues(ctx)
@@ -200,6 +200,13 @@ func (h *History) Drain(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Stop stops the producer and the consumer, and waits for them to end.
+// It may be called again, and after Drain.
+func (h *History) Stop() {
+	h.stop()
+	h.wg.Wait()
 }
 
 // missing is how many acknowledged puts were not delivered yet.
