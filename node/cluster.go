@@ -39,6 +39,8 @@ type voterLog struct {
 	self  proc.ID
 	svc   *live.Service
 	voter atomic.Bool
+	// left, if set, is called when this node stops voting in the log.
+	left func()
 }
 
 // raftHolder is a state machine on Raft (consensus.Locks, Groups).
@@ -121,7 +123,10 @@ func (l *voterLog) read() (VoterLog, error) {
 // refresh sets voter from the log.
 func (l *voterLog) refresh() {
 	if v, err := l.read(); err == nil {
-		l.voter.Store(slices.Contains(v.Voters, int(l.self)))
+		now := slices.Contains(v.Voters, int(l.self))
+		if was := l.voter.Swap(now); was && !now && l.left != nil {
+			l.left()
+		}
 	}
 }
 

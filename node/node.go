@@ -432,7 +432,9 @@ func New(cfg Config) (*Node, error) {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
-		l := &voterLog{name: queue.ServiceName, self: cfg.ID, svc: nd.rqueues.Service()}
+		// A node removed from the queues' voters is sent no more
+		// entries: its listeners are cut off, to go elsewhere.
+		l := &voterLog{name: queue.ServiceName, self: cfg.ID, svc: nd.rqueues.Service(), left: nd.rqueues.EndListeners}
 		l.refresh()
 		nd.logs = append(nd.logs, l)
 		startRelays(nd.rqueues, "cluster/", lc.Replicated)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func (c *joinCluster) progress(h *queuetest.History, what string) {
 // and a consumer run through every change while a fourth node joins, is
 // added (it then serves the queues: puts and gets through it), restarts
 // from its log; the leader of the queues' log is removed (it hands over,
-// and answers 503 saying it was removed) and a founder that still votes
-// restarts. Afterwards every acknowledged put was delivered, and none
+// answers 503 saying it was removed, and ends its listeners' streams) and
+// a founder that still votes restarts. Afterwards every acknowledged put was delivered, and none
 // again once its ack was answered.
 func TestQueuesFollowTheVoters(t *testing.T) {
 	c := newJoinCluster(t, 3)
@@ -100,10 +101,33 @@ func TestQueuesFollowTheVoters(t *testing.T) {
 
 	gone := c.leaderOf(queue.ServiceName, 3)
 	left := slices.DeleteFunc([]proc.ID{0, 1, 2, 3}, func(p proc.ID) bool { return p == gone })
+	// A listener at the node to be removed hears puts until then; then
+	// its stream ends, saying why, instead of going silent.
+	var heard atomic.Int64
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel()
+	listened := make(chan error, 1)
+	go func() {
+		listened <- (&queue.Client{Endpoints: c.ep(gone), Token: c.token}).Listen(lctx, "jobs", func(queue.Message) { heard.Add(1) })
+	}()
+	c.eventually(fmt.Sprintf("a listener at node %d to hear puts", gone), func() error {
+		if heard.Load() == 0 {
+			return errors.New("nothing yet")
+		}
+		return nil
+	})
 	if _, err := c.client(left[0]).Remove(ctx, gone); err != nil {
 		t.Fatalf("remove node %d, the queues' leader: %v", gone, err)
 	}
 	h.Use(c.ep(left...)...)
+	select {
+	case err := <-listened:
+		if err == nil || !strings.Contains(err.Error(), "no longer follows the queues' log") {
+			t.Errorf("the removed node's listener ended with %v; want it to say why", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the removed node's listener still listens, 20 s after its removal")
+	}
 	var want []int
 	for _, id := range left {
 		want = append(want, int(id))
