@@ -1287,11 +1287,11 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 	case r.termAt(r.commit) != r.term:
 		refuse("no entry of term %d is "+notCommittedYet, r.term)
 	case add && r.member[id]:
-		refuse("p%d is a member already", id)
+		refuse("p%d "+memberAlready, id)
 	case r.catching.id != proc.None:
-		refuse("p%d is catching up to be added", r.catching.id)
+		refuse("p%d "+catchingUp, r.catching.id)
 	case !add && !r.member[id]:
-		refuse("p%d is not a member", id)
+		refuse("p%d "+notMember, id)
 	case !add && len(r.members) == 1:
 		refuse("p%d is the last member", id)
 	case add:
@@ -1320,6 +1320,23 @@ const notCommittedYet = "not committed yet"
 // state that ends by itself once the leader commits, within a heartbeat
 // or two if no other change is under way.
 func (r Refused) Uncommitted() bool { return strings.HasSuffix(r.Reason, notCommittedYet) }
+
+// The reasons of the refusals that a change asked twice meets — again of
+// a new leader, say — while the first asking is under way or made.
+const (
+	memberAlready = "is a member already"
+	catchingUp    = "is catching up to be added"
+	notMember     = "is not a member"
+)
+
+// Pending reports whether the refusal says that the change asked — adding
+// server id (add) or removing it — is under way or made already.
+func (r Refused) Pending(id proc.ID, add bool) bool {
+	if add {
+		return r.Reason == fmt.Sprintf("p%d %s", id, memberAlready) || r.Reason == fmt.Sprintf("p%d %s", id, catchingUp)
+	}
+	return r.Reason == fmt.Sprintf("p%d %s", id, notMember)
+}
 
 // tellRemoved answers a campaign of a server the committed configuration
 // does not hold — removed while it was down, it restarted believing it a

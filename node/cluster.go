@@ -291,6 +291,11 @@ func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
 				if ok, _ := done(); ok {
 					return nil
 				}
+				if o.Pending(id, add) {
+					// This change, asked twice, is under way or made at
+					// the leader: wait for this node to see it committed.
+					continue
+				}
 				if o.Uncommitted() {
 					v, _ := l.read()
 					switch {
