@@ -3,6 +3,7 @@ package consensus
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/proc"
@@ -1282,15 +1283,15 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 	case id < 0 || int(id) >= r.n:
 		refuse("p%d is not a process of this group of %d", id, r.n)
 	case r.confIndex > r.commit:
-		refuse("the change at entry %d is not committed yet", r.confIndex)
+		refuse("the change at entry %d is "+notCommittedYet, r.confIndex)
 	case r.termAt(r.commit) != r.term:
-		refuse("no entry of term %d is committed yet", r.term)
+		refuse("no entry of term %d is "+notCommittedYet, r.term)
 	case add && r.member[id]:
-		refuse("p%d is a member already", id)
+		refuse("p%d "+memberAlready, id)
 	case r.catching.id != proc.None:
-		refuse("p%d is catching up to be added", r.catching.id)
+		refuse("p%d "+catchingUp, r.catching.id)
 	case !add && !r.member[id]:
-		refuse("p%d is not a member", id)
+		refuse("p%d "+notMember, id)
 	case !add && len(r.members) == 1:
 		refuse("p%d is the last member", id)
 	case add:
@@ -1306,6 +1307,35 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 			r.leaving, r.leavingSince = id, env.Now()
 		}
 	}
+}
+
+// notCommittedYet ends the reasons of the refusals that wait for the
+// leader to commit: a change under way, or, at a leader just elected, an
+// entry of its term (§4.1 of Ongaro's thesis: a leader changes the
+// configuration only once an entry of its term is committed).
+const notCommittedYet = "not committed yet"
+
+// Uncommitted reports whether a refusal's reason is that the leader has
+// not yet committed the last configuration or an entry of its term: a
+// state that ends by itself once the leader commits, within a heartbeat
+// or two if no other change is under way.
+func (r Refused) Uncommitted() bool { return strings.HasSuffix(r.Reason, notCommittedYet) }
+
+// The reasons of the refusals that a change asked twice meets — again of
+// a new leader, say — while the first asking is under way or made.
+const (
+	memberAlready = "is a member already"
+	catchingUp    = "is catching up to be added"
+	notMember     = "is not a member"
+)
+
+// Pending reports whether the refusal says that the change asked — adding
+// server id (add) or removing it — is under way or made already.
+func (r Refused) Pending(id proc.ID, add bool) bool {
+	if add {
+		return r.Reason == fmt.Sprintf("p%d %s", id, memberAlready) || r.Reason == fmt.Sprintf("p%d %s", id, catchingUp)
+	}
+	return r.Reason == fmt.Sprintf("p%d %s", id, notMember)
 }
 
 // tellRemoved answers a campaign of a server the committed configuration

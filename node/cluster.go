@@ -14,8 +14,10 @@ import (
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 )
 
 // The voters: which nodes vote in the cluster's replicated logs — that of
@@ -26,16 +28,19 @@ import (
 // leader, one server at a time (Ongaro's thesis §4.1); a newcomer first
 // catches up as a learner (§4.2.1). The configuration is an entry of the
 // log, so every node — restarted or not — follows the one its log (or
-// snapshot) holds, never a config file's. The replicated queues stay on
-// the founders.
+// snapshot) holds, never a config file's. The replicated queues' log
+// (with queues: replicated) changes with the others, so a node serves
+// the queues while it votes in their log, like the locks.
 
 // voterLog is one replicated log of the node, and whether this node votes
 // in it now.
 type voterLog struct {
-	name  string // its service: "locks", "groups"
+	name  string // its service: "locks", "groups", "queues"
 	self  proc.ID
 	svc   *live.Service
 	voter atomic.Bool
+	// left, if set, is called when this node stops voting in the log.
+	left func()
 }
 
 // raftHolder is a state machine on Raft (consensus.Locks, Groups).
@@ -43,7 +48,7 @@ type raftHolder interface{ Raft() *consensus.Raft }
 
 // VoterLog is one replicated log's configuration as a node holds it.
 type VoterLog struct {
-	Service   string `json:"service"`   // "locks" (with the elections), "groups"
+	Service   string `json:"service"`   // "locks" (with the elections), "groups", "queues"
 	Voters    []int  `json:"voters"`    // the configuration this node follows; none known yet at a newcomer
 	Committed bool   `json:"committed"` // this node knows it committed
 	Leader    int    `json:"leader"`    // the leader this node knows; -1: none
@@ -108,13 +113,20 @@ func (l *voterLog) read() (VoterLog, error) {
 			v.Voters, v.Committed = nil, false
 		}
 	})
-	return v, err
+	if err != nil {
+		// (The service stopped: f may yet run, and v is not ours to read.)
+		return VoterLog{Service: l.name}, err
+	}
+	return v, nil
 }
 
 // refresh sets voter from the log.
 func (l *voterLog) refresh() {
 	if v, err := l.read(); err == nil {
-		l.voter.Store(slices.Contains(v.Voters, int(l.self)))
+		now := slices.Contains(v.Voters, int(l.self))
+		if was := l.voter.Swap(now); was && !now && l.left != nil {
+			l.left()
+		}
 	}
 }
 
@@ -237,6 +249,8 @@ func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
 	if ok, err := done(); ok || err != nil {
 		return err
 	}
+	asked, began := l.latest(), time.Now()
+	term := l.term()
 	answers := make(chan proc.Output, 8)
 	stop := l.svc.OnOutput(func(o proc.Output) {
 		switch o := o.(type) {
@@ -277,6 +291,28 @@ func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
 				if ok, _ := done(); ok {
 					return nil
 				}
+				if o.Pending(id, add) {
+					// This change, asked twice, is under way or made at
+					// the leader: wait for this node to see it committed.
+					continue
+				}
+				if o.Uncommitted() {
+					v, _ := l.read()
+					switch {
+					case slices.Contains(v.Voters, int(id)) == add:
+						// The change under way is this one (asked again
+						// of a new leader): wait for its commit.
+						continue
+					case time.Since(began) < settleWait && slices.Equal(l.latest(), asked):
+						// The leader has yet to commit the configuration
+						// this node holds, or an entry of its term (a
+						// leader just elected — after the last change
+						// removed its predecessor, say): no other change
+						// has reached this node, so ask again.
+						retry = time.After(settlePoll)
+						continue
+					}
+				}
 				return fmt.Errorf("%w: %s", ErrRefused, o.Reason)
 			case consensus.NotLeader:
 				retry = time.After(100 * time.Millisecond)
@@ -290,9 +326,40 @@ func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
 			if ok, err := done(); ok || err != nil {
 				return err
 			}
+			if t := l.term(); t != term && retry == nil {
+				// A new leader knows nothing of a change the last one
+				// was catching a newcomer up for, or had not yet
+				// replicated: ask it.
+				term, began = t, time.Now()
+				if err := l.svc.Input(in); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
+
+// term is the log's term as this node knows it.
+func (l *voterLog) term() uint64 {
+	v, _ := l.read()
+	return v.Term
+}
+
+// latest is the log's last configuration as this node holds it,
+// committed or not.
+func (l *voterLog) latest() []int {
+	v, _ := l.read()
+	return v.Voters
+}
+
+// A change refused because the leader has yet to commit the last
+// configuration is asked again every settlePoll for up to settleWait
+// while no other configuration reaches this node: a leader just elected
+// commits an entry of its term within a heartbeat or two.
+const (
+	settleWait = 3 * time.Second
+	settlePoll = 50 * time.Millisecond
+)
 
 // watchVoters keeps each log's voter flag up to date until ctx ends.
 func (n *Node) watchVoters(ctx context.Context) {
@@ -320,6 +387,17 @@ func (n *Node) logNamed(name string) *voterLog {
 	return nil
 }
 
+// serves names what the node serves while it votes in the log.
+func (l *voterLog) serves() string {
+	switch l.name {
+	case lock.ServiceName:
+		return "locks and elections"
+	case queue.ServiceName:
+		return "queues"
+	}
+	return l.name
+}
+
 // votersOnly serves h while this node votes in log l, and else answers
 // 503 saying why.
 func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
@@ -336,8 +414,8 @@ func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
 			how = "joined the running cluster and was not added to it, or was removed"
 		}
 		httpapi.Fail(w, http.StatusServiceUnavailable, fmt.Sprintf(
-			"node %d does not vote in the cluster's replicated log of %s (it %s): it serves locks, elections and groups once added (cohort cluster add %d); ask another node meanwhile",
-			n.cfg.ID, l.name, how, n.cfg.ID))
+			"node %d does not vote in the cluster's replicated log of %s (it %s): it serves %s once added (cohort cluster add %d); ask another node meanwhile",
+			n.cfg.ID, l.name, how, l.serves(), n.cfg.ID))
 	})
 }
 

@@ -80,7 +80,8 @@ type Config struct {
 	// API. Without it, a node whose locks are replicated (raft-lock)
 	// serves queues replicated on the cluster's log (queue.Replicated, the
 	// service "queues"): a put is acknowledged once a majority has it, and
-	// every node serves every queue. Every node must choose alike.
+	// every node that votes in that log serves every queue (a node that
+	// joined, once added to the voters). Every node must choose alike.
 	LocalQueues bool
 	// Queues configures the per-node message queues (package queue); its
 	// Dir and Logger come from DataDir and Logger. Its Visibility is the
@@ -117,11 +118,11 @@ type Config struct {
 	// members) and lets nodes join the running cluster: the transport
 	// must take joins (transport.Config.Joins). A node whose ID is N or
 	// more joined the cluster after it started, through Contact. With
-	// replicated locks (raft-lock) it runs their log, and that of the
-	// groups if they are replicated, and serves locks, elections and
-	// groups once an operator adds it to the voters (ChangeVoters,
-	// `cohort cluster add`); with textbook ones, those run on the
-	// founding members 0 .. N−1 only.
+	// replicated locks (raft-lock) it runs their log, and those of the
+	// groups and of the queues if they are replicated, and serves locks,
+	// elections, groups and queues once an operator adds it to the
+	// voters (ChangeVoters, `cohort cluster add`); with textbook ones,
+	// those run on the founding members 0 .. N−1 only.
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
@@ -174,7 +175,8 @@ type Node struct {
 	stopRelays context.CancelFunc
 	log        *slog.Logger
 	// logs are the replicated logs whose voters may change (cluster.go):
-	// the locks', and the groups' if replicated; none with textbook locks.
+	// the locks', and the groups' and the queues' if replicated; none
+	// with textbook locks.
 	logs       []*voterLog
 	stopVoters context.CancelFunc
 }
@@ -233,7 +235,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	replicatedGroups := cfg.Group.Family == "consensus"
-	replicatedQueues := replicated && !cfg.LocalQueues && !joined
+	replicatedQueues := replicated && !cfg.LocalQueues
 	rqc := queue.ReplicatedConfig{Raft: cfg.Raft, Visibility: cfg.Queues.Visibility, Limits: cfg.QueueLimits}
 	if replicatedQueues {
 		if err := rqc.Validate(); err != nil {
@@ -426,15 +428,20 @@ func New(cfg Config) (*Node, error) {
 			l.refresh()
 		}
 	}
-	vctx, stopVoters := context.WithCancel(context.Background())
-	nd.stopVoters = stopVoters
-	go nd.watchVoters(vctx)
 	if replicatedQueues {
 		if nd.rqueues, err = queue.NewReplicated(ln, rqc); err != nil {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
+		// A node removed from the queues' voters is sent no more
+		// entries: its listeners are cut off, to go elsewhere.
+		l := &voterLog{name: queue.ServiceName, self: cfg.ID, svc: nd.rqueues.Service(), left: nd.rqueues.EndListeners}
+		l.refresh()
+		nd.logs = append(nd.logs, l)
 		startRelays(nd.rqueues, "cluster/", lc.Replicated)
 	}
+	vctx, stopVoters := context.WithCancel(context.Background())
+	nd.stopVoters = stopVoters
+	go nd.watchVoters(vctx)
 	if cfg.RPC != nil {
 		if nd.rpc, err = liverpc.New(ln, *cfg.RPC); err != nil {
 			return nil, errors.Join(fmt.Errorf("rpc: %w", err), closeAll())
@@ -499,8 +506,13 @@ func (n *Node) Handler() http.Handler {
 		api.Handle("/v1/dht/", n.dht.Handler())
 		api.Handle("/v1/scribe/", n.dht.Handler())
 	}
-	// Queues: replicated on the log, or every node's own (founder or not).
+	// Queues: replicated on the log — served, as the locks are, while
+	// this node votes in the queues' log — or every node's own (founder
+	// or not).
 	qh := queue.Handler(n.queueBackend())
+	if l := n.logNamed(queue.ServiceName); l != nil {
+		qh = n.votersOnly(l, qh)
+	}
 	api.Handle("/v1/queues", qh)
 	api.Handle("/v1/queues/", qh)
 	api.Handle("/v1/queues:tx", qh)

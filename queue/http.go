@@ -344,7 +344,7 @@ func events(m Backend, w http.ResponseWriter, r *http.Request) {
 			return
 		case msg, ok := <-ch:
 			if !ok {
-				ev.End("the stream ended: the reader fell behind or the node stops; reconnect")
+				ev.End("the stream ended: the reader fell behind, or the node stops or no longer follows the queues' log; reconnect")
 				return
 			}
 			if ev.Send(msg, len(ch) > 0) != nil {

@@ -130,6 +130,9 @@ func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
 	return r, nil
 }
 
+// Service is the live service that runs the queues' log.
+func (r *Replicated) Service() *live.Service { return r.svc }
+
 // Batching: puts that wait together go to the log as one entry.
 const (
 	maxBatch       = 256
@@ -591,6 +594,21 @@ func (r *Replicated) Subscribe(name string, buf int) (<-chan Message, func(), er
 			close(s.ch)
 		}
 	}, nil
+}
+
+// EndListeners cuts off every listener (Subscribe): their channels
+// close, as when one falls behind. For a node that no longer follows the
+// log — removed from its voters, it is sent no more entries — so that
+// its listeners learn it and go elsewhere instead of waiting for ever.
+func (r *Replicated) EndListeners() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, ss := range r.subs {
+		for s := range ss {
+			close(s.ch)
+		}
+		delete(r.subs, name)
+	}
 }
 
 // Queues lists the queues as this node has applied them (a follower may

@@ -24,16 +24,16 @@ func (f *votersFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 }
 
-const votersLong = `The replicated logs behind the locks, the elections and (with group: raft)
-the groups are voted by the founding members at first. A node that joined
+const votersLong = `The replicated logs behind the locks, the elections, and (with group: raft
+and queues: replicated, the defaults) the groups and the queues are voted
+by the founding members at first. A node that joined
 the running cluster (cohort node --join) serves them once an operator adds
 it to the voters: "cluster add ID" asks the logs' leaders, through any node,
 to add it — it first catches up as a learner, then votes — and "cluster
 remove ID" takes a node out (a removed leader hands over to another). One
 change at a time, as etcd's "member add" and "member remove": never
 silently. The configuration is an entry of each log, so a node restarted
-from its config file follows its log's, not the file's peers. The
-replicated queues stay on the founders.`
+from its config file follows its log's, not the file's peers.`
 
 func newClusterVoterCmd(use string) *cobra.Command {
 	var f votersFlags

@@ -16,17 +16,22 @@ import (
 
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/node"
+	"github.com/cohort-go/cohort/queue/queuetest"
 )
 
 // TestClusterAddAndRemoveVoters: three `cohort node` processes started by
 // `cluster up --members`, and a fourth that joins them. Before it is added
-// a lock through it is refused, naming the command that adds it; `cluster
-// add 3` through a founder adds it, and it grants a lock with a fencing
-// token above every earlier one. SIGKILL and restart of the added node,
-// then of a founder, lose nothing: each follows the configuration its log
-// holds, which no node.yaml lists. `cluster remove 0` takes a founder out;
-// the three voters left grant, and node 0 says why it no longer does. Bad
-// ids exit 2; an unknown node, 1 with the 404.
+// a lock or a queue through it is refused, naming the command that adds
+// it; `cluster add 3` through a founder adds it to the logs of the locks,
+// groups and queues, and it grants a lock with a fencing token above every
+// earlier one and serves the queues. SIGKILL and restart of the added
+// node, then of a founder, lose nothing: each follows the configuration
+// its log holds, which no node.yaml lists. `cluster remove 0` takes a
+// founder out; the three voters left grant and serve the queues, and node
+// 0 says why it no longer does. A producer and a consumer of a replicated
+// queue run through all of it: every acknowledged put is delivered, none
+// again once its ack was answered. Bad ids exit 2; an unknown node, 1
+// with the 404.
 func TestClusterAddAndRemoveVoters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
@@ -34,6 +39,14 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	bin := cohortBinary(t)
 	dir := t.TempDir()
 	eps, pids := startClusterPids(t, "--nodes", "3", "--members", "--dir", dir)
+	h := queuetest.Start("work", "", eps...)
+	t.Cleanup(h.Stop)
+	progress := func(what string) {
+		t.Helper()
+		want := h.Acknowledged() + 10
+		waitUntil(t, "10 more puts acknowledged "+what+" ("+h.Summary()+")", func() bool { return h.Acknowledged() >= want })
+	}
+	progress("by the founders")
 	founder, ports := founderAndPorts(t, dir, 2)
 	joinerCfg := filepath.Join(dir, "joiner3.yaml")
 	cfg := fmt.Sprintf("id: 3\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndata_dir: %s\n",
@@ -87,8 +100,13 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	voters := func(ep string) []int {
 		code, out, _ := cli(t, "cluster", "voters", "--endpoints", ep, "--json")
 		var vs node.Voters
-		if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Logs) != 2 || !vs.Logs[0].Committed || !slices.Equal(vs.Logs[0].Voters, vs.Logs[1].Voters) {
+		if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Logs) != 3 {
 			return nil
+		}
+		for _, l := range vs.Logs {
+			if !l.Committed || !slices.Equal(l.Voters, vs.Logs[0].Voters) {
+				return nil
+			}
 		}
 		return vs.Logs[0].Voters
 	}
@@ -106,6 +124,9 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "3s", "--", "true"); code == 0 || !strings.Contains(errs, "cohort cluster add 3") {
 		t.Errorf("a lock through node 3 before it is added: exit %d, %s", code, errs)
 	}
+	if code, _, errs := cli(t, "queue", "poll", "work", "--endpoints", ports[1], "--timeout", "3s"); code != 1 || !strings.Contains(errs, "HTTP 503") || !strings.Contains(errs, "queues") || !strings.Contains(errs, "cohort cluster add 3") {
+		t.Errorf("a queue through node 3 before it is added: exit %d, %s", code, errs)
+	}
 	for _, bad := range []struct {
 		args []string
 		code int
@@ -122,16 +143,22 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 			t.Errorf("cohort %s: exit %d, %q; want %d naming %q", strings.Join(bad.args, " "), code, errs, bad.code, bad.says)
 		}
 	}
-	if code, out, errs := cli(t, "cluster", "add", "3", "--endpoints", eps[1]); code != 0 || !strings.Contains(out, "0,1,2,3") {
-		t.Fatalf("cluster add 3: exit %d, %s %s", code, out, errs)
+	if code, out, errs := cli(t, "cluster", "add", "3", "--endpoints", eps[1]); code != 0 || strings.Count(out, "0,1,2,3") != 3 {
+		t.Fatalf("cluster add 3: exit %d, %s %s; want it in the logs of the locks, groups and queues", code, out, errs)
 	}
 	lockAt(ports[1])
+	if err := h.Put(ctx, ports[1]); err != nil {
+		t.Fatalf("a put through the added node 3: %v", err)
+	}
+	h.Use(append(slices.Clone(eps), ports[1])...)
+	progress("through four voters")
 
 	kill(joiner)
 	joiner = start("node", "--config", joinerCfg, "--join", "0@"+founder.Peers[0])
 	waitAPI(t, ports[1])
 	waitUntil(t, "the restarted node 3 to follow [0 1 2 3]", func() bool { return slices.Equal(voters(ports[1]), []int{0, 1, 2, 3}) })
 	lockAt(ports[1])
+	progress("after SIGKILL and restart of node 3")
 
 	kill(pids[1])
 	lockAt(ports[1]) // three of four voters up
@@ -139,10 +166,12 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	waitAPI(t, eps[1])
 	waitUntil(t, "the restarted node 1 to follow [0 1 2 3]", func() bool { return slices.Equal(voters(eps[1]), []int{0, 1, 2, 3}) })
 	lockAt(eps[1])
+	progress("after SIGKILL and restart of node 1")
 
-	if code, out, errs := cli(t, "cluster", "remove", "0", "--endpoints", ports[1]); code != 0 || !strings.Contains(out, "1,2,3") {
-		t.Fatalf("cluster remove 0: exit %d, %s %s", code, out, errs)
+	if code, out, errs := cli(t, "cluster", "remove", "0", "--endpoints", ports[1]); code != 0 || strings.Count(out, "1,2,3") != 3 || strings.Contains(out, "0,1,2,3") {
+		t.Fatalf("cluster remove 0: exit %d, %s %s; want it out of the logs of the locks, groups and queues", code, out, errs)
 	}
+	h.Use(ports[1], eps[1], eps[2])
 	for _, ep := range []string{ports[1], eps[1], eps[2]} {
 		lockAt(ep)
 	}
@@ -150,4 +179,16 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 		code, _, errs := cli(t, "lock", "x", "--endpoints", eps[0], "--timeout", "3s", "--", "true")
 		return code != 0 && strings.Contains(errs, "was removed")
 	})
+	waitUntil(t, "node 0 to say it no longer serves the queues", func() bool {
+		code, _, errs := cli(t, "queue", "poll", "work", "--endpoints", eps[0], "--timeout", "3s")
+		return code == 1 && strings.Contains(errs, "HTTP 503") && strings.Contains(errs, "was removed") && strings.Contains(errs, "queues")
+	})
+	progress("after node 0 was removed")
+	if err := h.Drain(ctx); err != nil {
+		t.Fatalf("%v (%s)", err, h.Summary())
+	}
+	if err := h.Check(); err != nil {
+		t.Fatalf("%v (%s)", err, h.Summary())
+	}
+	t.Log(h.Summary())
 }

@@ -237,7 +237,7 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		return nil, bad("data_dir", "none given: lock: raft keeps its log there, so that a restarted node recovers what it acknowledged (or choose a textbook algorithm, e.g. lock: ricart-agrawala, which keeps no state)")
 	}
 	switch {
-	case c.Queues == "" && c.Lock == "raft" && c.Join == "" && len(c.Relays) == 0:
+	case c.Queues == "" && c.Lock == "raft" && len(c.Relays) == 0:
 		// (A node with relays keeps the local queues it had before
 		// relays from replicated queues existed: queues: replicated
 		// relays those.)
@@ -246,8 +246,8 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		c.Queues = "local"
 	case c.Queues != "replicated" && c.Queues != "local":
 		return nil, bad("queues", "%q: want replicated (on the log, with lock: raft) or local (each node's own)", clipValue(c.Queues))
-	case c.Queues == "replicated" && (c.Lock != "raft" || c.Join != ""):
-		return nil, bad("queues", "replicated: the queues are replicated on the log of lock: raft, on the founding members (this node has lock: %s%s); choose queues: local", c.Lock, map[bool]string{true: " and joins"}[c.Join != ""])
+	case c.Queues == "replicated" && c.Lock != "raft":
+		return nil, bad("queues", "replicated: the queues are replicated on the log of lock: raft, beside the locks' (this node has lock: %s); choose queues: local", c.Lock)
 	}
 	ql := c.QueueLimit
 	switch {
@@ -385,9 +385,9 @@ no peers; it names one member to join through, with --join or in node.yaml:
   data_dir: ./n7                # its copy of the replicated logs, once a voter
 It runs the membership and key-value service (and the DHT and Scribe, with
 dht: true), and, with lock: raft, a copy of the replicated logs of the
-locks and groups: it serves locks, elections and groups once an operator
-adds it to their voters (cohort cluster add 7); until then it answers 503,
-saying so.`,
+locks, groups and queues: it serves locks, elections, groups and queues
+once an operator adds it to their voters (cohort cluster add 7); until
+then it answers 503, saying so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
