@@ -32,6 +32,7 @@ import (
 //	                                             messages still under that lease
 //	POST /v1/queues/{name}/release?id=N[&lease=L]  give a got message back at once
 //	GET  /v1/queues/{name}/events                server-sent events: each message put (notify)
+//	POST /v1/queues/{name}/stream                many puts, each acknowledged once durable (stream.go)
 //	POST /v1/queues:tx                           acks and puts, applied together or not at all (tx.go)
 //
 // A message got and not acknowledged within its visibility is delivered
@@ -197,6 +198,7 @@ func Handler(m Backend) http.Handler {
 		httpapi.Reply(w, http.StatusOK, struct{}{})
 	})
 	mux.HandleFunc("GET /v1/queues/{name}/events", func(w http.ResponseWriter, r *http.Request) { events(m, w, r) })
+	mux.HandleFunc("POST /v1/queues/{name}/stream", func(w http.ResponseWriter, r *http.Request) { serveStream(m, w, r) })
 	mux.HandleFunc("POST /v1/queues:tx", func(w http.ResponseWriter, r *http.Request) { serveTx(m, w, r) })
 	return mux
 }
@@ -210,7 +212,10 @@ func queueName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return name, true
 }
 
-func fail(w http.ResponseWriter, err error) {
+func fail(w http.ResponseWriter, err error) { httpapi.Fail(w, status(err), err.Error()) }
+
+// status is the HTTP status of an error of the queues.
+func status(err error) int {
 	code := http.StatusServiceUnavailable
 	switch {
 	case errors.Is(err, ErrName), errors.Is(err, ErrInvalid):
@@ -222,7 +227,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrNoMessage), errors.Is(err, ErrLeaseLost):
 		code = http.StatusNotFound
 	}
-	httpapi.Fail(w, code, err.Error())
+	return code
 }
 
 // duration reads a duration parameter within [lo, hi].
