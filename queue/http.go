@@ -367,11 +367,30 @@ func events(m Backend, w http.ResponseWriter, r *http.Request) {
 type Client struct {
 	Endpoints []string
 	Token     string
-	HTTP      *http.Client
+	HTTP      *http.Client // nil: one shared by the package's clients, keeping connections (defaultHTTP)
+}
+
+// defaultHTTP keeps up to 256 idle connections per node, where
+// http.DefaultClient keeps 2: many goroutines putting at once through a
+// Client would otherwise close and reopen a connection for most puts
+// (measured at 256 publishers over loopback: about half the puts per
+// second, and thousands of sockets left in TIME_WAIT).
+var defaultHTTP = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 256
+	tr.MaxIdleConns = 1024
+	return &http.Client{Transport: tr}
+}()
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return defaultHTTP
 }
 
 func (c *Client) api() *httpapi.Client {
-	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.HTTP}
+	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.httpClient()}
 }
 
 // Put appends body to the queue; it returns once the node has it on disk.
@@ -416,10 +435,7 @@ func (c *Client) call(ctx context.Context, method, u string, body []byte, h http
 	if h == nil {
 		return c.api().Call(ctx, method, u, body, out)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := c.httpClient()
 	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(string(body)))
 	if err != nil {
 		return 0, "", err

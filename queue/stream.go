@@ -373,10 +373,7 @@ func (c *Client) Publish(ctx context.Context, name string) (*Publisher, error) {
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := c.httpClient()
 	p := &Publisher{cancel: cancel, pw: pw, kick: make(chan struct{}, 1), stop: make(chan struct{}), ended: make(chan struct{})}
 	p.room = sync.NewCond(&p.mu)
 	go p.write()
