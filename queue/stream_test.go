@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -311,5 +312,35 @@ func TestStreamFullQueue(t *testing.T) {
 	}
 	if err := p.Close(ctx); err == nil || !strings.Contains(err.Error(), "507") {
 		t.Fatalf("close: %v, want the stream's 507", err)
+	}
+}
+
+// TestStreamOutlivesReadTimeout: a node's API server bounds the reading
+// of a request (httpapi.Limits.ReadTimeout); a stream of puts lasts
+// longer, each put bounded instead by StreamIdle.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	const readTimeout = 100 * time.Millisecond
+	srv := httpapi.NewServer(httpapi.RequireToken("s3cret", Handler(m)), httpapi.Limits{ReadTimeout: readTimeout})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := (&Client{Endpoints: []string{ln.Addr().String()}, Token: "s3cret"}).Publish(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for start := time.Now(); time.Since(start) < 3*readTimeout; n++ {
+		if _, err := p.Put(ctx, []byte("x")); err != nil {
+			t.Fatalf("put %d, %v into the stream: %v", n+1, time.Since(start), err)
+		}
+	}
+	if err := p.Close(ctx); err != nil || m.Len("q") != n {
+		t.Fatalf("close: %v; %d puts, the queue holds %d", err, n, m.Len("q"))
 	}
 }
