@@ -24,10 +24,7 @@ import (
 func TestStreamPutsPipelined(t *testing.T) {
 	fs := newMemFS()
 	m := open(t, Config{Dir: "/q", FS: fs})
-	fs.mu.Lock()
-	before := fs.syncs
-	fs.syncDelay = time.Millisecond
-	fs.mu.Unlock()
+	syncs := fs.slow(time.Millisecond)
 	c := serve(t, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -66,23 +63,13 @@ func TestStreamPutsPipelined(t *testing.T) {
 	if _, err := p.PutAsync([]byte("late")).Wait(ctx); err != ErrPublisherClosed {
 		t.Fatalf("a put after Close: %v", err)
 	}
-	fs.mu.Lock()
-	syncs := fs.syncs - before
-	fs.mu.Unlock()
 	total := async + workers*each
-	t.Logf("%d puts, %d syncs", total, syncs)
-	if syncs > total/4 {
-		t.Errorf("%d syncs for %d puts on one stream: they do not share them", syncs, total)
+	t.Logf("%d puts, %d syncs", total, syncs())
+	if syncs() > total/4 {
+		t.Errorf("%d syncs for %d puts on one stream: they do not share them", syncs(), total)
 	}
 	var got []string
-	for {
-		msg, ok, err := m.Poll("jobs", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
+	for _, msg := range pollAll(t, m, "jobs") {
 		got = append(got, string(msg.Body))
 	}
 	if len(got) != total {
@@ -110,9 +97,7 @@ func TestStreamAcksOnlyWhatIsSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs.mu.Lock()
-	fs.syncDelay = 200 * time.Microsecond
-	fs.mu.Unlock()
+	fs.slow(200 * time.Microsecond)
 	srv := httptest.NewServer(Handler(m))
 	defer srv.Close()
 	c := &Client{Endpoints: []string{srv.URL}}
@@ -172,14 +157,7 @@ func TestStreamAcksOnlyWhatIsSynced(t *testing.T) {
 	}
 	defer m2.Close()
 	held := map[uint64]string{}
-	for {
-		msg, ok, err := m2.Poll("q", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
+	for _, msg := range pollAll(t, m2, "q") {
 		held[msg.ID] = string(msg.Body)
 	}
 	mu.Lock()
@@ -189,6 +167,22 @@ func TestStreamAcksOnlyWhatIsSynced(t *testing.T) {
 		if held[id] != body {
 			t.Fatalf("put %d (%q) was acknowledged and is lost: %q", id, body, held[id])
 		}
+	}
+}
+
+// pollAll takes every message the queue holds.
+func pollAll(t *testing.T, m *Manager, name string) []Message {
+	t.Helper()
+	var out []Message
+	for {
+		msg, ok, err := m.Poll(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, msg)
 	}
 }
 
