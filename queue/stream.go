@@ -136,7 +136,7 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		s.readFrames(r.Body, rc)
 	}()
-	s.commitFrames(m, name, w, rc)
+	s.commitFrames(r.Context(), m, name, w, rc)
 	s.mu.Lock()
 	s.stopped = true
 	s.cond.Broadcast()
@@ -207,7 +207,7 @@ func (s *putStream) take(maxBodies int) ([][]byte, error) {
 	return batch, nil
 }
 
-func (s *putStream) commitFrames(m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
+func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
 	maxBodies := MaxMessage
 	if _, ok := m.(*Replicated); ok {
 		maxBodies = MaxReplicatedMessage
@@ -251,7 +251,7 @@ func (s *putStream) commitFrames(m Backend, name string, w http.ResponseWriter, 
 			for i, b := range batch {
 				puts[i] = TxPut{Queue: name, Body: b}
 			}
-			ids, err = tm.Transact(context.Background(), nil, puts)
+			ids, err = tm.Transact(ctx, nil, puts)
 		} else {
 			for _, b := range batch {
 				var id uint64
