@@ -109,6 +109,9 @@ func decodeStreamAck(line []byte) (StreamAck, error) {
 	return a, nil
 }
 
+// errStreamStopped: the reply ended the stream.
+var errStreamStopped = errors.New("the stream stopped")
+
 // putStream is the state a stream's reader and committer share.
 type putStream struct {
 	mu      sync.Mutex
@@ -189,8 +192,11 @@ func (s *putStream) readFrames(body io.Reader, rc *http.ResponseController) {
 func (s *putStream) take(maxBodies int) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.frames) == 0 && s.end == nil {
+	for len(s.frames) == 0 && s.end == nil && !s.stopped {
 		s.cond.Wait()
+	}
+	if s.stopped {
+		return nil, errStreamStopped
 	}
 	if len(s.frames) == 0 {
 		return nil, s.end
@@ -207,15 +213,70 @@ func (s *putStream) take(maxBodies int) ([][]byte, error) {
 	return batch, nil
 }
 
+// maxStreamCommits bounds the commits of a stream on their way to the
+// disk at once.
+const maxStreamCommits = 8
+
+// streamCommit is a commit of a stream's puts on its way: n puts, whose
+// ids are ids once wait returns nil; or, with n 0, the stream's end.
+type streamCommit struct {
+	n    int
+	ids  []uint64
+	wait func() error
+	err  error
+}
+
+// commitFrames commits the frames read, in order, and replies: while one
+// commit is on its way to the disk the next is started (a node's own
+// queues; the replicated queues commit one at a time), so that the puts
+// of a stream share syncs with each other and with other requests.
 func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
+	tm, ok := m.(transactor)
+	if !ok {
+		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
+		return
+	}
 	maxBodies := MaxMessage
 	if _, ok := m.(*Replicated); ok {
 		maxBodies = MaxReplicatedMessage
 	}
-	tm, _ := m.(transactor)
+	commits := make(chan streamCommit, maxStreamCommits)
+	replied := make(chan struct{})
+	go func() {
+		defer close(replied)
+		s.reply(commits, w, rc)
+	}()
+	for {
+		batch, end := s.take(maxBodies)
+		if len(batch) == 0 {
+			commits <- streamCommit{err: end}
+			break
+		}
+		puts := make([]TxPut, len(batch))
+		for i, b := range batch {
+			puts[i] = TxPut{Queue: name, Body: b}
+		}
+		c := streamCommit{n: len(batch)}
+		if mm, ok := m.(*Manager); ok {
+			c.ids, c.wait, c.err = mm.startTx(nil, puts)
+		} else {
+			c.ids, c.err = tm.Transact(ctx, nil, puts)
+		}
+		commits <- c
+		if c.err != nil {
+			break
+		}
+	}
+	close(commits)
+	<-replied
+}
+
+// reply writes the outcome of each commit, in order, once it is durable;
+// after an error, or the client's departure, it stops the stream.
+func (s *putStream) reply(commits <-chan streamCommit, w http.ResponseWriter, rc *http.ResponseController) {
 	started := false
 	enc := json.NewEncoder(w)
-	reply := func(a StreamAck) error {
+	send := func(a StreamAck) error {
 		if !started {
 			if a.Error != "" {
 				httpapi.Fail(w, a.Code, a.Error)
@@ -232,55 +293,44 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w 
 	}
 	failed := func(err error) StreamAck { return StreamAck{Error: err.Error(), Code: status(err)} }
 	done := 0
-	for {
-		batch, end := s.take(maxBodies)
-		if len(batch) == 0 {
-			switch {
-			case end == io.EOF && !started:
+	for c := range commits {
+		var err error
+		switch {
+		case c.n == 0 && c.err == io.EOF:
+			if !started {
 				w.Header().Set("Content-Type", "application/x-ndjson")
 				w.WriteHeader(http.StatusOK)
-			case end != io.EOF:
-				reply(failed(end))
 			}
-			return
-		}
-		var ids []uint64
-		var err error
-		if tm != nil {
-			puts := make([]TxPut, len(batch))
-			for i, b := range batch {
-				puts[i] = TxPut{Queue: name, Body: b}
+		case c.n == 0:
+			err = send(failed(c.err))
+		default:
+			if c.err == nil && c.wait != nil {
+				c.err = c.wait()
 			}
-			ids, err = tm.Transact(ctx, nil, puts)
-		} else {
-			for _, b := range batch {
-				var id uint64
-				if id, err = m.Put(name, b); err != nil {
-					break
-				}
-				ids = append(ids, id)
+			if c.err == nil && len(c.ids) != c.n {
+				c.err = fmt.Errorf("%d ids for %d puts", len(c.ids), c.n)
 			}
-		}
-		if err != nil && tm == nil && len(ids) > 0 {
-			// One by one: those put before the error are acknowledged.
-			if reply(StreamAck{IDs: ids}) != nil {
-				return
+			if c.err != nil {
+				// A transaction's puts are applied together or not at
+				// all: those acknowledged before stay, none of these is
+				// applied, and no later one was started.
+				send(failed(fmt.Errorf("puts %d to %d: %w", done+1, done+c.n, c.err)))
+				err = c.err
+			} else {
+				done += c.n
+				err = send(StreamAck{IDs: c.ids})
 			}
-			done, batch = done+len(ids), batch[len(ids):]
-		}
-		if err == nil && len(ids) != len(batch) {
-			err = fmt.Errorf("%d ids for %d puts", len(ids), len(batch))
 		}
 		if err != nil {
-			// A transaction's puts are applied together or not at all:
-			// the acknowledged ones before stay, none of these is applied.
-			reply(failed(fmt.Errorf("puts %d to %d: %w", done+1, done+len(batch), err)))
-			return
+			break
 		}
-		done += len(batch)
-		if reply(StreamAck{IDs: ids}) != nil {
-			return // the client is gone
-		}
+	}
+	// Stop the reading, and so the commits; let the committer go on.
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for range commits {
 	}
 }
 
