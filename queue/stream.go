@@ -19,10 +19,13 @@ import (
 // A stream of puts: one long-lived request carries many puts to a queue,
 // and the reply acknowledges each once it is on disk — publishers
 // pipeline, as with JetStream's asynchronous publish, rather than wait a
-// round trip for each put. On a node's own queues the puts read while
-// one commit syncs become the next commit (one record, one sync, as a
-// transaction of puts), which the log's group commit then shares with
-// the other requests' commits.
+// round trip for each put. The node commits the puts it has read
+// together (one record of the log), and on its own queues starts the
+// next commit while the last is on its way to the disk, in order, so
+// that the log's group commit shares one sync among them and the other
+// requests' commits. A full queue takes the puts that fit, one at a
+// time, as single puts: the puts acknowledged are always a prefix of the
+// stream.
 //
 //	POST /v1/queues/{name}/stream     body: frames, each uvarint(n) ‖ n bytes,
 //	                                  n ≤ MaxMessage, one a put, until the body ends
@@ -256,11 +259,25 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w 
 		for i, b := range batch {
 			puts[i] = TxPut{Queue: name, Body: b}
 		}
-		c := streamCommit{n: len(batch)}
-		if mm, ok := m.(*Manager); ok {
-			c.ids, c.wait, c.err = mm.startTx(nil, puts)
-		} else {
-			c.ids, c.err = tm.Transact(ctx, nil, puts)
+		start := func(puts []TxPut) streamCommit {
+			c := streamCommit{n: len(puts)}
+			if mm, ok := m.(*Manager); ok {
+				c.ids, c.wait, c.err = mm.startTx(nil, puts)
+			} else {
+				c.ids, c.err = tm.Transact(ctx, nil, puts)
+			}
+			return c
+		}
+		c := start(puts)
+		if errors.Is(c.err, ErrFull) && len(puts) > 1 {
+			// The puts of a stream are not a transaction: those that
+			// fit go in, one by one, up to the first that does not.
+			for i := range puts {
+				if c = start(puts[i : i+1]); c.err != nil || i == len(puts)-1 {
+					break
+				}
+				commits <- c
+			}
 		}
 		commits <- c
 		if c.err != nil {

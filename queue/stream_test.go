@@ -338,3 +338,36 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 		t.Fatalf("close: %v; %d puts, the queue holds %d", err, n, m.Len("q"))
 	}
 }
+
+// TestStreamFullQueuePipelined: with puts sent without waiting (so read
+// and committed together), a full queue takes those that fit, as one at
+// a time; the acknowledged ones are a prefix of the stream, and exactly
+// those are held.
+func TestStreamFullQueuePipelined(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir(), MaxQueueBytes: 1000})
+	c := serve(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := c.Publish(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks := make([]*PutAck, 40)
+	for i := range acks {
+		acks[i] = p.PutAsync(make([]byte, 100))
+	}
+	acked := 0
+	for i, a := range acks {
+		_, err := a.Wait(ctx)
+		switch {
+		case err == nil && acked < i:
+			t.Fatalf("put %d acknowledged after put %d failed", i+1, acked+1)
+		case err == nil:
+			acked++
+		}
+	}
+	if acked != 10 || m.Len("q") != acked {
+		t.Fatalf("%d puts acknowledged, the queue holds %d: want the 10 that fit", acked, m.Len("q"))
+	}
+	p.Close(ctx)
+}
