@@ -281,17 +281,23 @@ func TestStreamNeedsToken(t *testing.T) {
 	}
 }
 
-// TestStreamFullQueue: the puts a full queue refuses fail, and none of
-// them is applied; the stream ends.
-func TestStreamFullQueue(t *testing.T) {
+// fullQueueStream is a stream to queue q of a manager whose queues hold
+// 1000 bytes.
+func fullQueueStream(t *testing.T) (*Manager, *Publisher, context.Context) {
 	m := open(t, Config{Dir: t.TempDir(), MaxQueueBytes: 1000})
-	c := serve(t, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := c.Publish(ctx, "q")
+	t.Cleanup(cancel)
+	p, err := serve(t, m).Publish(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, p, ctx
+}
+
+// TestStreamFullQueue: the puts a full queue refuses fail, and none of
+// them is applied; the stream ends.
+func TestStreamFullQueue(t *testing.T) {
+	m, p, ctx := fullQueueStream(t)
 	body := make([]byte, 100)
 	ok, failed := 0, 0
 	for range 20 {
@@ -344,14 +350,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 // a time; the acknowledged ones are a prefix of the stream, and exactly
 // those are held.
 func TestStreamFullQueuePipelined(t *testing.T) {
-	m := open(t, Config{Dir: t.TempDir(), MaxQueueBytes: 1000})
-	c := serve(t, m)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := c.Publish(ctx, "q")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, p, ctx := fullQueueStream(t)
 	acks := make([]*PutAck, 40)
 	for i := range acks {
 		acks[i] = p.PutAsync(make([]byte, 100))
