@@ -218,6 +218,52 @@ func CohortQueueBatches(dir string, batch int) (QueueSystem, func(), error) {
 	return s, closeIt, nil
 }
 
+// CohortQueueStream is CohortQueue over HTTP with the publishers' puts
+// on one stream (queue.Client.Publish: one long-lived request, each put
+// acknowledged once synced), as JetStream's publishers share one
+// connection. With batch 1 each publisher waits for each put's
+// acknowledgement; with more, a Put sends batch puts asynchronously and
+// waits for their acknowledgements together, as JetStream's async
+// publish does.
+func CohortQueueStream(dir string, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, true)
+	if err != nil {
+		return s, closeIt, err
+	}
+	p, err := s.client.Publish(context.Background(), "bench")
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.client = nil
+	s.Name = "cohort (HTTP stream, fsync per put)"
+	s.Put = func(ctx context.Context, body []byte) error {
+		_, err := p.Put(ctx, body)
+		return err
+	}
+	if batch > 1 {
+		s.Name, s.Batch = fmt.Sprintf("cohort (HTTP stream, async %d)", batch), batch
+		s.Put = func(ctx context.Context, body []byte) error {
+			acks := make([]*queue.PutAck, batch)
+			for i := range acks {
+				acks[i] = p.PutAsync(body)
+			}
+			for _, a := range acks {
+				if _, err := a.Wait(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
 // CohortReplicatedQueue starts nodes in-process nodes (the in-process
 // transport, each node's storage in its own directory under dir) with the
 // replicated queues (queue.Replicated: R3 with three nodes), and returns

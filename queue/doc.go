@@ -28,6 +28,12 @@
 //     storing while the destination is away and forwarding when it is
 //     back, idempotently (PutFrom).
 //
+// Over HTTP a put is a round trip; a Publisher (Client.Publish) sends
+// many puts on one long-lived request (POST /v1/queues/{name}/stream, see
+// stream.go) without waiting for earlier ones, and each is acknowledged
+// once synced — the pipelining of JetStream's asynchronous publish,
+// without its acknowledgement before the disk has the message.
+//
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within
 // its visibility timeout is delivered again — at-least-once delivery, as

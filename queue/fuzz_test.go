@@ -1,7 +1,12 @@
 package queue
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/cohort-go/cohort/live/wal"
@@ -58,6 +63,72 @@ func FuzzSegment(f *testing.F) {
 		}
 		for _, r := range recs {
 			decodeRecord(r)
+		}
+	})
+}
+
+// FuzzReadFrame: no input panics the stream's frame decoder; every frame
+// it accepts is within the bound, and the frames accepted, encoded
+// again, decode to themselves.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(appendFrame(appendFrame(nil, []byte("one")), nil))
+	f.Add([]byte{0x80})
+	f.Add(bytes.Repeat([]byte{0xff}, 11))
+	f.Add([]byte{0x80, 0x80, 0x40, 'x'})
+	f.Add(append([]byte{10}, "abc"...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max = 64
+		var frames [][]byte
+		br := bufio.NewReader(bytes.NewReader(in))
+		for {
+			b, err := readFrame(br, max)
+			if err != nil {
+				if err != io.EOF && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooBig) {
+					t.Fatalf("%x: error %v is neither the end nor a bad value", in, err)
+				}
+				break
+			}
+			if len(b) > max {
+				t.Fatalf("%x: a frame of %d bytes, the most is %d", in, len(b), max)
+			}
+			frames = append(frames, b)
+		}
+		var again []byte
+		for _, b := range frames {
+			again = appendFrame(again, b)
+		}
+		br = bufio.NewReader(bytes.NewReader(again))
+		for i, want := range frames {
+			b, err := readFrame(br, max)
+			if err != nil || !bytes.Equal(b, want) {
+				t.Fatalf("frame %d: %q became %q (%v)", i, want, b, err)
+			}
+		}
+		if _, err := readFrame(br, max); err != io.EOF {
+			t.Fatalf("after the frames encoded again: %v, want the end", err)
+		}
+	})
+}
+
+// FuzzDecodeStreamAck: no line panics the decoder of a stream's reply;
+// what it accepts has ids or an error status, and encodes back to itself.
+func FuzzDecodeStreamAck(f *testing.F) {
+	f.Add([]byte(`{"ids":[1,2,3]}`))
+	f.Add([]byte(`{"error":"put 3: length 5: the body ends after 1 bytes","code":400}`))
+	f.Add([]byte(`{"ids":[],"error":""}`))
+	f.Add([]byte(`{"error":"x","code":200}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		a, err := decodeStreamAck(line)
+		if err != nil {
+			return
+		}
+		if (len(a.IDs) == 0) == (a.Error == "") || (a.Error != "" && (a.Code < 400 || a.Code > 599)) {
+			t.Fatalf("%q accepted as %+v", line, a)
+		}
+		b, _ := json.Marshal(a)
+		a2, err := decodeStreamAck(b)
+		if err != nil || a2.Error != a.Error || a2.Code != a.Code || fmt.Sprint(a2.IDs) != fmt.Sprint(a.IDs) {
+			t.Fatalf("%q: %+v encoded as %s decodes as %+v (%v)", line, a, b, a2, err)
 		}
 	})
 }

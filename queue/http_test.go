@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -147,5 +149,46 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestClientKeepsConnections: a Client without its own http.Client keeps
+// its connections between puts, many at once — http.DefaultClient keeps
+// two idle per node and would open most of them again.
+func TestClientKeepsConnections(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	srv := httptest.NewUnstartedServer(Handler(m))
+	var mu sync.Mutex
+	opened := 0
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := &Client{Endpoints: []string{srv.URL}}
+	const at = 64
+	round := func() int {
+		var wg sync.WaitGroup
+		for i := range at {
+			wg.Go(func() {
+				if _, err := c.Put(context.Background(), "q", []byte(fmt.Sprint(i))); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return opened
+	}
+	first := round()
+	again := round() - first
+	t.Logf("%d puts at once: %d connections, then %d more", at, first, again)
+	if first == 0 || again > at/4 {
+		t.Fatalf("a second round of %d puts at once opened %d new connections (the first %d): the client does not keep them", at, again, first)
 	}
 }

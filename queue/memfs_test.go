@@ -32,6 +32,20 @@ func newMemFS() *memFS {
 	return &memFS{files: map[string]*memNode{}, dirSynced: map[string]*memNode{}}
 }
 
+// slow makes each file sync take d from now on, and returns the syncs
+// made since.
+func (m *memFS) slow(d time.Duration) (syncsSince func() int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before := m.syncs
+	m.syncDelay = d
+	return func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.syncs - before
+	}
+}
+
 var errCrashed = errors.New("memfs: the power was cut")
 
 // mount is the file system as one run of a process sees it: after a

@@ -575,28 +575,43 @@ func (tx *Tx) Commit() error {
 }
 
 // commit checks the transaction, reserves room for its puts and hands it
-// to the log (or applies it at once when it touches transient queues only).
+// to the log (or applies it at once when it touches transient queues
+// only), and waits until it is durable.
 func (tx *Tx) commit() ([]uint64, error) {
+	ids, wait, err := tx.start()
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// start is commit without the wait: wait returns once the transaction is
+// durable (or failed). Transactions started one after another reach the
+// log, and so are applied, in that order.
+func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	if tx.done {
-		return nil, errors.New("queue: transaction already ended")
+		return nil, nil, errors.New("queue: transaction already ended")
 	}
 	tx.done = true
 	m := tx.m
 	m.mu.Lock()
 	if m.err != nil {
 		m.mu.Unlock()
-		return nil, m.err
+		return nil, nil, m.err
 	}
 	for _, g := range tx.gets {
 		if g.e.state == acking || m.queues[g.q.name] != g.q || g.q.all[g.e.id] != g.e {
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: queue %s, message %d was acknowledged already", ErrNoMessage, g.q.name, g.e.id)
+			return nil, nil, fmt.Errorf("%w: queue %s, message %d was acknowledged already", ErrNoMessage, g.q.name, g.e.id)
 		}
 		if !tx.anyLease && (g.e.state != leased || g.e.lease != g.lease) {
 			m.mu.Unlock()
 			tx.done = false
 			tx.Abort()
-			return nil, fmt.Errorf("%w: queue %s, message %d", ErrLeaseLost, g.q.name, g.e.id)
+			return nil, nil, fmt.Errorf("%w: queue %s, message %d", ErrLeaseLost, g.q.name, g.e.id)
 		}
 	}
 	// Room for the puts, and duplicates from remote queues.
@@ -606,7 +621,7 @@ func (tx *Tx) commit() ([]uint64, error) {
 		q, err := m.q(p.queue)
 		if err != nil {
 			m.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 		if p.origin != "" && p.seq <= m.origins[p.origin] {
 			continue // a duplicate
@@ -614,12 +629,12 @@ func (tx *Tx) commit() ([]uint64, error) {
 		need[q] += int64(len(p.body))
 		if q.bytes+need[q] > m.cfg.MaxQueueBytes {
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: queue %s holds %d bytes, the most is %d", ErrFull, q.name, q.bytes, m.cfg.MaxQueueBytes)
+			return nil, nil, fmt.Errorf("%w: queue %s holds %d bytes, the most is %d", ErrFull, q.name, q.bytes, m.cfg.MaxQueueBytes)
 		}
 		puts = append(puts, p)
 	}
 	c := &commit{done: make(chan error, 1)}
-	ids := make([]uint64, 0, len(puts))
+	ids = make([]uint64, 0, len(puts))
 	for _, p := range puts {
 		q := m.queues[p.queue]
 		q.bytes += int64(len(p.body))
@@ -647,16 +662,13 @@ func (tx *Tx) commit() ([]uint64, error) {
 	if !durable && (len(tx.puts) == len(puts) || m.seg == nil) {
 		m.apply(c, 0)
 		m.mu.Unlock()
-		return ids, nil
+		return ids, func() error { return nil }, nil
 	}
 	// Persistent, or a duplicate (whose original may still be on its way
 	// to the disk: the empty commit waits for it).
 	m.seg.submit(c)
 	m.mu.Unlock()
-	if err := <-c.done; err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return ids, func() error { return <-c.done }, nil
 }
 
 // commit is a batch of ops that reach the log as one record.

@@ -271,10 +271,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	fs := newMemFS()
 	m := open(t, Config{Dir: "/q", FS: fs})
 	// A slow disk: syncs take long enough for puts to pile up.
-	fs.mu.Lock()
-	before := fs.syncs
-	fs.syncDelay = time.Millisecond
-	fs.mu.Unlock()
+	syncsSince := fs.slow(time.Millisecond)
 	var wg sync.WaitGroup
 	const puts = 400
 	for i := range 8 {
@@ -290,9 +287,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	fs.mu.Lock()
-	syncs := fs.syncs - before
-	fs.mu.Unlock()
+	syncs := syncsSince()
 	t.Logf("%d puts, %d syncs", puts, syncs)
 	if syncs > puts/2 {
 		t.Fatalf("%d syncs for %d puts from 8 publishers: the puts do not share them", syncs, puts)

@@ -198,3 +198,41 @@ func TestReplicatedOverHTTPSurvivesAFullRestart(t *testing.T) {
 		t.Fatal("a message acked before the restart came back")
 	}
 }
+
+// A stream of puts through a follower or the leader, on the replicated
+// queues: each acknowledged once committed, all there in order, through
+// another node.
+func TestReplicatedStream(t *testing.T) {
+	rs, stop := replicatedQueues(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	defer stop()
+	srv := httptest.NewServer(queue.Handler(rs[1]))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := (&queue.Client{Endpoints: []string{srv.URL}}).Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	acks := make([]*queue.PutAck, n)
+	for i := range acks {
+		acks[i] = p.PutAsync(fmt.Appendf(nil, "m%d", i))
+	}
+	for i, a := range acks {
+		if _, err := a.Wait(ctx); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := rs[2].PollN("jobs", time.Minute, n+1)
+	if err != nil || len(ms) != n {
+		t.Fatalf("poll through another node: %d messages, %v; want %d", len(ms), err, n)
+	}
+	for i, m := range ms {
+		if string(m.Body) != fmt.Sprint("m", i) {
+			t.Fatalf("message %d is %q", i, m.Body)
+		}
+	}
+}

@@ -120,8 +120,20 @@ func checkTx(acks []TxAck, puts []TxPut, maxBodies int) error {
 // checked (as Ack): a per-node queue's messages carry none. ctx is not
 // used: the record is on its way once Transact is called.
 func (m *Manager) Transact(_ context.Context, acks []TxAck, puts []TxPut) ([]uint64, error) {
+	ids, wait, err := m.startTx(acks, puts)
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transaction: %w", err)
+	}
+	return ids, nil
+}
+
+// startTx is Transact without the wait for the disk (Tx.start).
+func (m *Manager) startTx(acks []TxAck, puts []TxPut) ([]uint64, func() error, error) {
 	if err := checkTx(acks, puts, MaxMessage); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tx := &Tx{m: m, anyLease: true}
 	m.mu.Lock()
@@ -133,7 +145,7 @@ func (m *Manager) Transact(_ context.Context, acks []TxAck, puts []TxPut) ([]uin
 		}
 		if e == nil || e.state == acking {
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: transaction: queue %s holds no message %d (acknowledged already?)", ErrNoMessage, a.Queue, a.ID)
+			return nil, nil, fmt.Errorf("%w: queue %s holds no message %d (acknowledged already?)", ErrNoMessage, a.Queue, a.ID)
 		}
 		tx.gets = append(tx.gets, got{q: q, e: e, lease: e.lease})
 	}
@@ -145,11 +157,7 @@ func (m *Manager) Transact(_ context.Context, acks []TxAck, puts []TxPut) ([]uin
 		}
 		tx.put(p.Queue, body, "", 0)
 	}
-	ids, err := tx.commit()
-	if err != nil {
-		return nil, fmt.Errorf("transaction: %w", err)
-	}
-	return ids, nil
+	return tx.start()
 }
 
 // transactor is a backend that takes transactions; numbered is one that

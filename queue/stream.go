@@ -1,0 +1,624 @@
+package queue
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+)
+
+// A stream of puts: one long-lived request carries many puts to a queue,
+// and the reply acknowledges each once it is on disk — publishers
+// pipeline, as with JetStream's asynchronous publish, rather than wait a
+// round trip for each put. The node commits the puts it has read
+// together (one record of the log), and on its own queues starts the
+// next commit while the last is on its way to the disk, in order, so
+// that the log's group commit shares one sync among them and the other
+// requests' commits. A full queue takes the puts that fit, one at a
+// time, as single puts: the puts acknowledged are always a prefix of the
+// stream.
+//
+//	POST /v1/queues/{name}/stream     body: frames, each uvarint(n) ‖ n bytes,
+//	                                  n ≤ MaxMessage, one a put, until the body ends
+//	200 application/x-ndjson          one line per commit, in the order of the puts:
+//	                                  {"ids":[...]}   the next len(ids) puts are durable
+//	                                  {"error":"...","code":C}   the last line: the puts
+//	                                                  not acknowledged were not applied
+//
+// A stream whose first put cannot be applied (a bad frame, a full
+// queue) is answered with the error's status, as a single put is: 400
+// names the bad value. An ack never precedes the sync of its put. A
+// stream that carries no frame for StreamIdle ends (an error line). The
+// node checks the bearer token, as for every request.
+
+// StreamIdle ends a stream that carries nothing for this long.
+const StreamIdle = 2 * time.Minute
+
+// maxStreamPending bounds the bytes a stream holds read but not committed:
+// beyond, the node stops reading it until a commit is done.
+const maxStreamPending = 4 << 20
+
+// StreamAck is a line of a stream's reply: IDs acknowledges the next
+// len(IDs) puts, in order; or Error (with Code, the HTTP status a single
+// put would get) ends the stream.
+type StreamAck struct {
+	IDs   []uint64 `json:"ids,omitempty"`
+	Error string   `json:"error,omitempty"`
+	Code  int      `json:"code,omitempty"`
+}
+
+// readFrame reads one put of a stream: io.EOF at a clean end between
+// frames, else an error naming the bad value.
+func readFrame(br *bufio.Reader, maxBody int) ([]byte, error) {
+	var n uint64
+	for i := 0; ; i++ {
+		c, err := br.ReadByte()
+		if err == io.EOF && i == 0 {
+			return nil, io.EOF
+		}
+		if err == io.EOF {
+			return nil, invalid("the length ends after %d bytes", i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			return nil, invalid("length: a uvarint of more than 64 bits")
+		}
+		n |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			break
+		}
+	}
+	if n > uint64(maxBody) {
+		return nil, fmt.Errorf("%w: length %d: the most is %d bytes", ErrTooBig, n, maxBody)
+	}
+	b := make([]byte, n)
+	if k, err := io.ReadFull(br, b); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, invalid("length %d: the body ends after %d bytes", n, k)
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// appendFrame appends body as a frame of a stream.
+func appendFrame(b, body []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(body))), body...)
+}
+
+// decodeStreamAck decodes a line of a stream's reply.
+func decodeStreamAck(line []byte) (StreamAck, error) {
+	var a StreamAck
+	if err := json.Unmarshal(line, &a); err != nil {
+		return a, fmt.Errorf("stream reply %q: %w", httpapi.Clip(string(line)), err)
+	}
+	if (len(a.IDs) == 0) == (a.Error == "") {
+		return a, fmt.Errorf("stream reply %q: want ids or an error", httpapi.Clip(string(line)))
+	}
+	if a.Error != "" && (a.Code < 400 || a.Code > 599) {
+		return a, fmt.Errorf("stream reply %q: code %d: want an HTTP error status", httpapi.Clip(string(line)), a.Code)
+	}
+	return a, nil
+}
+
+// errStreamStopped: the reply ended the stream.
+var errStreamStopped = errors.New("the stream stopped")
+
+// putStream is the state a stream's reader and committer share.
+type putStream struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	frames  [][]byte
+	bytes   int
+	read    int   // frames read
+	end     error // why reading ended: io.EOF, or the n-th frame's error
+	stopped bool  // the committer is gone
+}
+
+// serveStream serves POST /v1/queues/{name}/stream.
+func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
+	name, ok := queueName(w, r)
+	if !ok {
+		return
+	}
+	rc := http.NewResponseController(w)
+	// HTTP/1: read the body while replying (HTTP/2 always may).
+	_ = rc.EnableFullDuplex()
+	s := &putStream{}
+	s.cond = sync.NewCond(&s.mu)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		s.readFrames(r.Body, rc)
+	}()
+	s.commitFrames(r.Context(), m, name, w, rc)
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	rc.SetReadDeadline(time.Now()) // a reader blocked in Read returns
+	<-readerDone
+}
+
+func (s *putStream) readFrames(body io.Reader, rc *http.ResponseController) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		if br.Buffered() == 0 {
+			rc.SetReadDeadline(time.Now().Add(StreamIdle))
+		}
+		b, err := readFrame(br, MaxMessage)
+		s.mu.Lock()
+		if err != nil {
+			var ne interface{ Timeout() bool }
+			switch {
+			case err == io.EOF:
+			case errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooBig):
+				err = fmt.Errorf("put %d: %w", s.read+1, err)
+			case errors.As(err, &ne) && ne.Timeout():
+				err = fmt.Errorf("no put for %v: the stream ends", StreamIdle)
+			default:
+				err = fmt.Errorf("put %d: reading: %w", s.read+1, err)
+			}
+			s.end = err
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		for s.bytes >= maxStreamPending && !s.stopped {
+			s.cond.Wait()
+		}
+		if s.stopped {
+			s.mu.Unlock()
+			return
+		}
+		s.frames = append(s.frames, b)
+		s.bytes += len(b)
+		s.read++
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// take waits for frames and takes those one commit holds (at least one),
+// or returns none and why reading ended.
+func (s *putStream) take(maxBodies int) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.frames) == 0 && s.end == nil && !s.stopped {
+		s.cond.Wait()
+	}
+	if s.stopped {
+		return nil, errStreamStopped
+	}
+	if len(s.frames) == 0 {
+		return nil, s.end
+	}
+	n, size := 1, len(s.frames[0])
+	for n < len(s.frames) && n < MaxTxOps && size+len(s.frames[n]) <= maxBodies {
+		size += len(s.frames[n])
+		n++
+	}
+	batch := s.frames[:n:n]
+	s.frames = s.frames[n:]
+	s.bytes -= size
+	s.cond.Broadcast()
+	return batch, nil
+}
+
+// maxStreamCommits bounds the commits of a stream on their way to the
+// disk at once.
+const maxStreamCommits = 8
+
+// streamCommit is a commit of a stream's puts on its way: n puts, whose
+// ids are ids once wait returns nil; or, with n 0, the stream's end.
+type streamCommit struct {
+	n    int
+	ids  []uint64
+	wait func() error
+	err  error
+}
+
+// commitFrames commits the frames read, in order, and replies: while one
+// commit is on its way to the disk the next is started (a node's own
+// queues; the replicated queues commit one at a time), so that the puts
+// of a stream share syncs with each other and with other requests.
+func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
+	tm, ok := m.(transactor)
+	if !ok {
+		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
+		return
+	}
+	maxBodies := MaxMessage
+	if _, ok := m.(*Replicated); ok {
+		maxBodies = MaxReplicatedMessage
+	}
+	commits := make(chan streamCommit, maxStreamCommits)
+	replied := make(chan struct{})
+	go func() {
+		defer close(replied)
+		s.reply(commits, w, rc)
+	}()
+	for {
+		batch, end := s.take(maxBodies)
+		if len(batch) == 0 {
+			commits <- streamCommit{err: end}
+			break
+		}
+		puts := make([]TxPut, len(batch))
+		for i, b := range batch {
+			puts[i] = TxPut{Queue: name, Body: b}
+		}
+		start := func(puts []TxPut) streamCommit {
+			c := streamCommit{n: len(puts)}
+			if mm, ok := m.(*Manager); ok {
+				c.ids, c.wait, c.err = mm.startTx(nil, puts)
+			} else {
+				c.ids, c.err = tm.Transact(ctx, nil, puts)
+			}
+			return c
+		}
+		c := start(puts)
+		if errors.Is(c.err, ErrFull) && len(puts) > 1 {
+			// The puts of a stream are not a transaction: those that
+			// fit go in, one by one, up to the first that does not.
+			for i := range puts {
+				if c = start(puts[i : i+1]); c.err != nil || i == len(puts)-1 {
+					break
+				}
+				commits <- c
+			}
+		}
+		commits <- c
+		if c.err != nil {
+			break
+		}
+	}
+	close(commits)
+	<-replied
+}
+
+// reply writes the outcome of each commit, in order, once it is durable;
+// after an error, or the client's departure, it stops the stream.
+func (s *putStream) reply(commits <-chan streamCommit, w http.ResponseWriter, rc *http.ResponseController) {
+	started := false
+	enc := json.NewEncoder(w)
+	send := func(a StreamAck) error {
+		if !started {
+			if a.Error != "" {
+				httpapi.Fail(w, a.Code, a.Error)
+				return errors.New(a.Error)
+			}
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	failed := func(err error) StreamAck { return StreamAck{Error: err.Error(), Code: status(err)} }
+	done := 0
+	for c := range commits {
+		var err error
+		switch {
+		case c.n == 0 && c.err == io.EOF:
+			if !started {
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				w.WriteHeader(http.StatusOK)
+			}
+		case c.n == 0:
+			err = send(failed(c.err))
+		default:
+			if c.err == nil && c.wait != nil {
+				c.err = c.wait()
+			}
+			if c.err == nil && len(c.ids) != c.n {
+				c.err = fmt.Errorf("%d ids for %d puts", len(c.ids), c.n)
+			}
+			if c.err != nil {
+				// A transaction's puts are applied together or not at
+				// all: those acknowledged before stay, none of these is
+				// applied, and no later one was started.
+				send(failed(fmt.Errorf("puts %d to %d: %w", done+1, done+c.n, c.err)))
+				err = c.err
+			} else {
+				done += c.n
+				err = send(StreamAck{IDs: c.ids})
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	// Stop the reading, and so the commits; let the committer go on.
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for range commits {
+	}
+}
+
+// ErrPublisherClosed: a put on a closed Publisher.
+var ErrPublisherClosed = errors.New("queue: publisher closed")
+
+// DefaultMaxPending bounds the puts a Publisher has sent and not had
+// acknowledged; a put beyond waits.
+const DefaultMaxPending = 4096
+
+// PutAck is the outcome of an asynchronous put: Done closes once the put
+// is acknowledged (on disk) or has failed.
+type PutAck struct {
+	done chan struct{}
+	id   uint64
+	err  error
+}
+
+// Done closes when the put's outcome is known.
+func (a *PutAck) Done() <-chan struct{} { return a.done }
+
+// Result is the put's id, or why it failed; call it after Done.
+func (a *PutAck) Result() (uint64, error) { return a.id, a.err }
+
+// Wait waits for the put's outcome or the end of ctx.
+func (a *PutAck) Wait(ctx context.Context) (uint64, error) {
+	select {
+	case <-a.done:
+		return a.id, a.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (a *PutAck) resolve(id uint64, err error) {
+	a.id, a.err = id, err
+	close(a.done)
+}
+
+// Publisher puts messages on one queue over one stream (POST
+// /v1/queues/{name}/stream): puts are sent as they come, without waiting
+// for earlier ones, and each is acknowledged once the node has it on
+// disk — the puts of many goroutines share the stream. A put whose
+// outcome is an error was not applied, except when the error is the
+// stream's loss (the node or the connection gone): then, as for any put
+// whose reply was lost, it may have been. A Publisher streams to one
+// node: the first of the client's endpoints that answers when it opens.
+type Publisher struct {
+	MaxPending int // 0: DefaultMaxPending; set before the first put
+
+	cancel context.CancelFunc
+	pw     *io.PipeWriter
+	kick   chan struct{}
+	stop   chan struct{} // closed with err set
+	ended  chan struct{} // the reply was read to its end
+
+	mu      sync.Mutex
+	room    *sync.Cond
+	buf     []byte    // frames not yet written
+	pending []*PutAck // written (or to be), not acknowledged, in order
+	err     error     // the stream's end
+	closing bool
+}
+
+// Publish opens a stream of puts to the queue name, on the first of the
+// client's endpoints that answers; it lasts until Close or the end of
+// ctx.
+func (c *Client) Publish(ctx context.Context, name string) (*Publisher, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	// The stream's reply starts with the first acknowledgement; ask
+	// first which node answers (and takes the token).
+	var base string
+	err := c.api().First(ctx, func(b string) (int, string, error) {
+		base = b
+		return c.api().Call(ctx, http.MethodGet, b+"/v1/queues", nil, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/stream", pr)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.httpClient()
+	p := &Publisher{cancel: cancel, pw: pw, kick: make(chan struct{}, 1), stop: make(chan struct{}), ended: make(chan struct{})}
+	p.room = sync.NewCond(&p.mu)
+	go p.write()
+	go p.readReplies(hc, req)
+	return p, nil
+}
+
+// PutAsync sends body; the outcome comes on the returned PutAck. It waits
+// only while MaxPending puts are unacknowledged.
+func (p *Publisher) PutAsync(body []byte) *PutAck {
+	a := &PutAck{done: make(chan struct{})}
+	if len(body) > MaxMessage {
+		a.resolve(0, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage))
+		return a
+	}
+	p.mu.Lock()
+	limit := p.MaxPending
+	if limit <= 0 {
+		limit = DefaultMaxPending
+	}
+	for len(p.pending) >= limit && p.err == nil && !p.closing {
+		p.room.Wait()
+	}
+	switch {
+	case p.err != nil:
+		err := p.err
+		p.mu.Unlock()
+		a.resolve(0, err)
+		return a
+	case p.closing:
+		p.mu.Unlock()
+		a.resolve(0, ErrPublisherClosed)
+		return a
+	}
+	p.buf = appendFrame(p.buf, body)
+	p.pending = append(p.pending, a)
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	return a
+}
+
+// Put sends body and waits for its acknowledgement: it returns once the
+// message is on disk.
+func (p *Publisher) Put(ctx context.Context, body []byte) (uint64, error) {
+	return p.PutAsync(body).Wait(ctx)
+}
+
+// write hands the frames put so far to the request's body, together: one
+// write (a chunk of the body) for all the puts that came while the last
+// one was written.
+func (p *Publisher) write() {
+	var spare []byte
+	for {
+		select {
+		case <-p.kick:
+		case <-p.stop:
+			return
+		}
+		for {
+			p.mu.Lock()
+			b, closing := p.buf, p.closing
+			p.buf, spare = spare[:0], nil
+			p.mu.Unlock()
+			if len(b) == 0 {
+				spare = b
+				if closing {
+					p.pw.Close() // the body's end: the node commits what it has read, then ends the reply
+					return
+				}
+				break
+			}
+			if _, err := p.pw.Write(b); err != nil {
+				p.fail(err)
+				return
+			}
+			spare = b
+		}
+	}
+}
+
+func (p *Publisher) readReplies(hc *http.Client, req *http.Request) {
+	defer close(p.ended)
+	resp, err := hc.Do(req)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		p.fail(fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, resp.StatusCode, httpapi.ErrorMessage(resp.Body)))
+		return
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		a, err := decodeStreamAck(sc.Bytes())
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		if a.Error != "" {
+			p.fail(fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, a.Code, a.Error))
+			return
+		}
+		p.mu.Lock()
+		if len(a.IDs) > len(p.pending) {
+			n := len(p.pending)
+			p.mu.Unlock()
+			p.fail(fmt.Errorf("stream reply: %d ids for %d puts sent", len(a.IDs), n))
+			return
+		}
+		done := p.pending[:len(a.IDs)]
+		p.pending = p.pending[len(a.IDs):]
+		p.room.Broadcast()
+		p.mu.Unlock()
+		for i, put := range done {
+			put.resolve(a.IDs[i], nil)
+		}
+	}
+	err = sc.Err()
+	p.mu.Lock()
+	clean := err == nil && len(p.pending) == 0 && p.closing
+	p.mu.Unlock()
+	switch {
+	case clean:
+		err = ErrPublisherClosed // every put acknowledged, and Close called
+	case err == nil:
+		err = fmt.Errorf("stream of puts: %w", httpapi.ErrStreamEnded)
+	default:
+		err = fmt.Errorf("stream of puts: %w", err)
+	}
+	p.fail(err)
+}
+
+// fail ends the stream: every put not acknowledged fails with err.
+func (p *Publisher) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+		close(p.stop)
+	}
+	pending := p.pending
+	p.pending = nil
+	p.room.Broadcast()
+	p.mu.Unlock()
+	for _, a := range pending {
+		a.resolve(0, err)
+	}
+	p.pw.CloseWithError(err)
+	p.cancel()
+}
+
+// Close sends what was put, waits for its acknowledgements (or ctx's
+// end) and ends the stream. It returns the stream's error if a put
+// failed for another reason than Close.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing = true
+	p.room.Broadcast()
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-p.ended:
+	case <-ctx.Done():
+		p.fail(ctx.Err())
+		<-p.ended
+	}
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	if err == ErrPublisherClosed {
+		return nil
+	}
+	return err
+}
