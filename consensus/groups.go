@@ -366,6 +366,9 @@ func (g *Groups) Timeout(env proc.Env, tag any) {
 	case gatherTimer:
 		g.gathering = false
 		g.propose(env)
+		// The timer fired once what was queued before it was handled:
+		// the entry leaves now, not after another zero-delay timer.
+		g.raft.flushNow(env)
 	case stallTimer:
 		g.onStall(env)
 	default:

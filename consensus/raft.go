@@ -222,7 +222,8 @@ type Raft struct {
 	granted      []bool        // votes (or prevotes) received in this campaign
 	transfer     bool          // a leader that left chose us to campaign next (TimeoutNow)
 	resigned     uint64        // the term whose leader resigned (TimeoutNow)
-	flushing     bool          // a flush timer is set
+	flushing     bool          // a flush timer is set ...
+	flushTimer   proc.TimerID  // ... this one
 	acks         []ack         // a follower's answers that wait for its next sync
 	forwards     [][]byte      // a follower's proposals that wait for the flush
 	forwardBytes int
@@ -523,17 +524,41 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 			r.hbTimer = env.SetTimer(r.cfg.Heartbeat, tagHeartbeat)
 		}
 	case tagFlush:
-		if r.role == leader {
-			r.acks = r.acks[:0] // answers of a term that is over
-			r.forward(env)      // proposals gathered as a follower
-			r.flushing = false
-			r.flush(env)
-		} else {
-			r.flushing = false
-			r.forward(env)
-			r.acknowledge(env)
-		}
+		r.flushTimer = 0
+		r.onFlush(env)
 	}
+}
+
+// onFlush is the flush timer's work: a leader sends and syncs its new
+// entries, a follower forwards its clients' proposals and acknowledges
+// what it accepted.
+func (r *Raft) onFlush(env proc.Env) {
+	if r.role == leader {
+		r.acks = r.acks[:0] // answers of a term that is over
+		r.forward(env)      // proposals gathered as a follower
+		r.flushing = false
+		r.flush(env)
+	} else {
+		r.flushing = false
+		r.forward(env)
+		r.acknowledge(env)
+	}
+}
+
+// flushNow does at once what the flush timer that is set would do, and
+// cancels it. A state machine that proposes from a zero-delay timer of
+// its own (Groups), which fired only once the events queued before it
+// were handled, calls it after proposing: waiting for a second
+// zero-delay timer would gather nothing more, and costs a live host
+// another turn of its event loop (a goroutine hand-off) on every
+// proposal's way to the followers.
+func (r *Raft) flushNow(env proc.Env) {
+	if !r.flushing {
+		return
+	}
+	env.CancelTimer(r.flushTimer)
+	r.flushTimer = 0
+	r.onFlush(env)
 }
 
 // Elections.
@@ -714,7 +739,7 @@ func (r *Raft) appendLocal(env proc.Env, e Entry) {
 func (r *Raft) flushSoon(env proc.Env) {
 	if !r.flushing {
 		r.flushing = true
-		env.SetTimer(0, tagFlush)
+		r.flushTimer = env.SetTimer(0, tagFlush)
 	}
 }
 

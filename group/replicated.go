@@ -55,8 +55,11 @@ type answer struct {
 	err error
 }
 
-// answerChans recycles the channels of answered multicasts.
-var answerChans = sync.Pool{New: func() any { return make(chan answer, 1) }}
+// waits recycles the waits of answered multicasts, each with its
+// channel: a multicast then allocates nothing of its own (a wait is
+// taken out of acks, under ackMu, before it is put back, so nothing
+// refers to it then).
+var waits = sync.Pool{New: func() any { return &unacked{ch: make(chan answer, 1)} }}
 
 // tell gives u its answer, unless it has one. The caller holds ackMu.
 func (u *unacked) tell(a answer) {
@@ -291,11 +294,13 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	defer func() { <-r.window }()
 	seq := r.seq.Add(1)
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
-	u := &unacked{ch: answerChans.Get().(chan answer), in: in, due: time.Now().Add(r.retry)}
+	u := waits.Get().(*unacked)
+	u.in, u.due = in, time.Now().Add(r.retry)
 	r.ackMu.Lock()
 	if r.stopped {
 		r.ackMu.Unlock()
-		answerChans.Put(u.ch)
+		u.in = consensus.Send{}
+		waits.Put(u)
 		return Delivery{}, live.ErrClosed
 	}
 	r.acks[seq] = u
@@ -308,7 +313,8 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 		case <-u.ch:
 		default:
 		}
-		answerChans.Put(u.ch)
+		u.in = consensus.Send{} // the body is the caller's
+		waits.Put(u)
 	}()
 	// Sends that reach the service while it works share an entry
 	// (consensus.Groups gathers them): under load an entry carries many,
