@@ -242,7 +242,7 @@ func (n *node) refine(env proc.Env) {
 		return
 	}
 	for p := range Digits {
-		for _, id := range n.rt.row(p) {
+		for _, id := range n.rt.row(nil, p) {
 			env.Send(id, RowRequest{Row: p})
 		}
 	}
