@@ -437,9 +437,9 @@ type node struct {
 	table  pastry // Pastry's routing table, rt's (held here: one allocation, and near the leaf set)
 	failures
 	scribe
-	lbuf   leafBuf
-	queued []Join // JOINs that came before this node had joined
-	proximity
+	lbuf       leafBuf
+	queued     []Join // JOINs that came before this node had joined
+	*proximity        // (allocated by the first use: nil without Config.Proximity)
 	dht
 }
 
