@@ -43,7 +43,7 @@ func NewCircular(id proc.ID, cfg Config) proc.Process { return newNode(id, cfg, 
 func (circular) learn(*node, proc.ID, GUID) bool           { return false }
 func (circular) nodes(*node) []proc.ID                     { return nil }
 func (circular) forget(*node, proc.ID) (p, d int, ok bool) { return 0, 0, false }
-func (circular) row(int) []proc.ID                         { return nil }
+func (circular) row(dst []proc.ID, _ int) []proc.ID        { return dst }
 func (circular) entry(int, int) proc.ID                    { return proc.None }
 
 func (circular) next(n *node, key GUID) proc.ID {

@@ -230,8 +230,8 @@ func Inputs(name string, args []string) (proc.Input, error) {
 // reads nothing beyond the node itself.
 type leafSet struct {
 	self        GUID
-	l           int
 	lfar, rfar  GUID
+	l           int
 	left, right []proc.ID
 	ld, rd      []GUID
 }
@@ -370,7 +370,7 @@ type router interface {
 	learn(n *node, id proc.ID, g GUID) bool
 	nodes(n *node) []proc.ID
 	forget(n *node, id proc.ID) (p, d int, held bool)
-	row(p int) []proc.ID
+	row(dst []proc.ID, p int) []proc.ID
 	entry(p, d int) proc.ID
 }
 
@@ -417,26 +417,48 @@ var FailureFree = Config{Leaves: DefaultLeaves, HopTimeout: 50 * time.Millisecon
 // join protocol (Rowstron & Druschel §2.4), the forwarding of lookups,
 // the repair after failures (repair.go) and the DHT (dht.go). The routing
 // rule is the algorithm's.
+//
+// The fields are in the order of use: what nearly every message reads
+// (the identifiers, the configuration, the leaf set's bounds, the
+// routing table, the failed nodes, the Scribe groups) first, so that in
+// a large overlay, where a node's state is rarely still in cache when
+// its next message comes, one delivery waits for few lines of memory;
+// the leaf set's entries are held inline (lbuf) rather than in four
+// allocations of their own, each a further wait.
 type node struct {
 	id     proc.ID
+	joined bool
+	final  bool // Z's state has come
+	flaw   flaw // sound, but in the tests' broken variants
 	self   GUID
 	cfg    Config
 	leaves leafSet
 	rt     router
 	table  pastry // Pastry's routing table, rt's (held here: one allocation, and near the leaf set)
-	joined bool
-	final  bool   // Z's state has come
-	queued []Join // JOINs that came before this node had joined
 	failures
-	proximity
-	dht
 	scribe
-	flaw flaw // sound, but in the tests' broken variants
+	lbuf       leafBuf
+	queued     []Join // JOINs that came before this node had joined
+	*proximity        // (allocated by the first use: nil without Config.Proximity)
+	dht
+}
+
+// leafBuf is the room for a leaf set of up to DefaultLeaves entries a
+// side: the nodes, then their distances.
+type leafBuf struct {
+	ids [2][DefaultLeaves]proc.ID
+	ds  [2][DefaultLeaves]GUID
 }
 
 func newNode(id proc.ID, cfg Config, rt router) *node {
 	g := NodeID(id)
-	return &node{id: id, self: g, cfg: cfg, leaves: leafSet{self: g, l: cfg.Leaves}, rt: rt}
+	n := &node{id: id, self: g, cfg: cfg, leaves: leafSet{self: g, l: cfg.Leaves}, rt: rt}
+	if l := cfg.Leaves; l <= DefaultLeaves {
+		b := &n.lbuf
+		n.leaves.left, n.leaves.right = b.ids[0][:0:l], b.ids[1][:0:l]
+		n.leaves.ld, n.leaves.rd = b.ds[0][:0:l], b.ds[1][:0:l]
+	}
+	return n
 }
 
 // newPastryNode is a node routing by Pastry's rule, with its table inline.
@@ -571,7 +593,7 @@ func (n *node) joinState(x proc.ID) []proc.ID {
 	s := SharedPrefix(NodeID(x), n.self)
 	ids := make([]proc.ID, 0, Radix*(s+1)+len(n.leaves.left)+len(n.leaves.right))
 	for p := 0; p <= s && p < Digits; p++ {
-		ids = append(ids, n.rt.row(p)...)
+		ids = n.rt.row(ids, p)
 	}
 	ids = append(ids, n.leaves.left...)
 	return append(ids, n.leaves.right...)

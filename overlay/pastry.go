@@ -83,12 +83,17 @@ func (r *pastry) learn(n *node, id proc.ID, g GUID) bool {
 	if p >= Digits {
 		return false
 	}
-	for len(r.rows) <= p {
-		var row [Radix]proc.ID
-		for i := range row {
-			row[i] = proc.None
+	if len(r.rows) <= p {
+		// Grown to the rows needed and no more: append's doubling would
+		// leave room for 8 rows where an overlay of 10⁶ nodes fills 5 or 6.
+		rows := make([][Radix]proc.ID, p+1)
+		copy(rows, r.rows)
+		for i := len(r.rows); i <= p; i++ {
+			for d := range rows[i] {
+				rows[i][d] = proc.None
+			}
 		}
-		r.rows = append(r.rows, row)
+		r.rows = rows
 	}
 	d := g.Digit(p)
 	if x := r.rows[p][d]; x == id || x != proc.None && !n.nearer(id, x) {
@@ -113,18 +118,17 @@ func (r *pastry) forget(n *node, id proc.ID) (p, d int, held bool) {
 	return p, d, true
 }
 
-// row is row p's entries.
-func (r *pastry) row(p int) []proc.ID {
+// row appends row p's entries to dst.
+func (r *pastry) row(dst []proc.ID, p int) []proc.ID {
 	if p >= len(r.rows) {
-		return nil
+		return dst
 	}
-	var ids []proc.ID
 	for _, id := range r.rows[p] {
 		if id != proc.None {
-			ids = append(ids, id)
+			dst = append(dst, id)
 		}
 	}
-	return ids
+	return dst
 }
 
 func (r *pastry) nodes(n *node) []proc.ID {
@@ -152,30 +156,54 @@ func (r *pastry) next(n *node, key GUID) proc.ID {
 	if t := r.entry(p, key.Digit(p)); t != proc.None {
 		return t
 	}
-	return rareCase(n, key, p, r.nodes(n))
+	return rareCase(n, key, p, r.rows)
 }
 
 // rareCase is step 3: the node of L ∪ R numerically closer to key than
 // this one, sharing at least p digits with it, closest first; failing
 // that, the closest that is closer at all; failing that, this node.
-func rareCase(n *node, key GUID, p int, table []proc.ID) proc.ID {
-	best, any := proc.None, n.id
-	for _, side := range [][]proc.ID{n.leaves.left, n.leaves.right, table} {
+// (Closer is a total order: the choice is the same whatever the order
+// the candidates are looked at.)
+func rareCase(n *node, key GUID, p int, rows [][Radix]proc.ID) proc.ID {
+	c := rare{key: key, p: p, best: proc.None, any: n.id, ag: n.self}
+	for _, side := range [2][]proc.ID{n.leaves.left, n.leaves.right} {
 		for _, id := range side {
-			g := NodeID(id)
-			if !Closer(key, g, n.self) {
-				continue
-			}
-			if SharedPrefix(g, key) >= p && (best == proc.None || Closer(key, g, NodeID(best))) {
-				best = id
-			}
-			if Closer(key, g, NodeID(any)) {
-				any = id
+			c.consider(n, id)
+		}
+	}
+	for i := range rows {
+		for _, id := range rows[i] {
+			if id != proc.None {
+				c.consider(n, id)
 			}
 		}
 	}
-	if best != proc.None {
-		return best
+	if c.best != proc.None {
+		return c.best
 	}
-	return any
+	return c.any
+}
+
+// rare is rareCase's search: the best candidate sharing p digits with
+// key, and the closest of any.
+type rare struct {
+	key  GUID
+	p    int
+	best proc.ID
+	bg   GUID
+	any  proc.ID
+	ag   GUID
+}
+
+func (c *rare) consider(n *node, id proc.ID) {
+	g := NodeID(id)
+	if !Closer(c.key, g, n.self) {
+		return
+	}
+	if SharedPrefix(g, c.key) >= c.p && (c.best == proc.None || Closer(c.key, g, c.bg)) {
+		c.best, c.bg = id, g
+	}
+	if Closer(c.key, g, c.ag) {
+		c.any, c.ag = id, g
+	}
 }

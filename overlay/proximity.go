@@ -106,6 +106,9 @@ func (n *node) measure(env proc.Env, id proc.ID) {
 	if !n.cfg.Proximity || id == n.id || id == proc.None {
 		return
 	}
+	if n.proximity == nil {
+		n.proximity = &proximity{}
+	}
 	if _, ok := n.rtt[id]; ok || n.probing[id] {
 		return
 	}
@@ -120,6 +123,9 @@ func (n *node) measure(env proc.Env, id proc.ID) {
 // distance is the measured round trip to id; unmeasured nodes are
 // farthest.
 func (n *node) distance(id proc.ID) time.Duration {
+	if n.proximity == nil {
+		return 1<<62 - 1
+	}
 	if d, ok := n.rtt[id]; ok {
 		return d
 	}
@@ -160,6 +166,13 @@ func (n *node) receiveProximity(env proc.Env, from proc.ID, m proc.Message) bool
 	switch m := m.(type) {
 	case RTTProbe:
 		env.Send(from, RTTEcho(m))
+		return true
+	case RTTEcho, NeighbourRequest, Neighbours:
+		if n.proximity == nil {
+			n.proximity = &proximity{} // (a node without proximity has measured nothing: its set is empty)
+		}
+	}
+	switch m := m.(type) {
 	case RTTEcho:
 		if n.probing[from] {
 			n.measured(env, from, env.Now()-m.Sent)
@@ -196,6 +209,11 @@ func (n *node) receiveProximity(env proc.Env, from proc.ID, m proc.Message) bool
 // timeoutProximity handles the proximity timers; it reports whether tag
 // was one.
 func (n *node) timeoutProximity(env proc.Env, tag any) bool {
+	if n.proximity == nil {
+		_, probe := tag.(probeTimeout)
+		_, seek := tag.(seekTimeout)
+		return probe || seek
+	}
 	switch t := tag.(type) {
 	case probeTimeout:
 		delete(n.probing, t.ID)
@@ -212,6 +230,9 @@ func (n *node) timeoutProximity(env proc.Env, tag any) bool {
 // seek begins the join's first stage: contact is asked for its
 // neighbourhood set.
 func (n *node) seek(env proc.Env, contact proc.ID) {
+	if n.proximity == nil {
+		n.proximity = &proximity{}
+	}
 	n.seeking, n.nearAsked, n.round = true, contact, 0
 	env.Send(contact, NeighbourRequest{})
 }
@@ -242,7 +263,7 @@ func (n *node) refine(env proc.Env) {
 		return
 	}
 	for p := range Digits {
-		for _, id := range n.rt.row(p) {
+		for _, id := range n.rt.row(nil, p) {
 			env.Send(id, RowRequest{Row: p})
 		}
 	}
@@ -250,6 +271,9 @@ func (n *node) refine(env proc.Env) {
 
 // forgetNear drops a failed node from the neighbourhood set.
 func (n *node) forgetNear(id proc.ID) {
+	if n.proximity == nil {
+		return
+	}
 	if i := slices.Index(n.near, id); i >= 0 {
 		n.near = slices.Delete(n.near, i, i+1)
 	}

@@ -255,13 +255,13 @@ func (n *node) keepAlive(env proc.Env) {
 	}
 	var rows []int
 	for p := range Digits {
-		if len(n.rt.row(p)) > 0 {
+		if len(n.rt.row(nil, p)) > 0 {
 			rows = append(rows, p)
 		}
 	}
 	if len(rows) > 0 {
 		p := rows[env.Rand().IntN(len(rows))]
-		row := n.rt.row(p)
+		row := n.rt.row(nil, p)
 		env.Send(row[env.Rand().IntN(len(row))], RowRequest{Row: p})
 	}
 	n.rereplicate(env)
@@ -344,7 +344,7 @@ func (n *node) failed(env proc.Env, id proc.ID) {
 		return
 	}
 	for _, q := range []int{p, p + 1} {
-		for _, x := range n.rt.row(q) {
+		for _, x := range n.rt.row(nil, q) {
 			env.Send(x, EntryRequest{Row: p, Col: d})
 		}
 	}
@@ -371,7 +371,7 @@ func (n *node) receiveRepair(env proc.Env, from proc.ID, m proc.Message) bool {
 	case RowRequest:
 		// Answer with the row, and take the asker's offer of itself.
 		n.learn(env, from)
-		if row := n.vouched(env, n.rt.row(m.Row)); len(row) > 0 {
+		if row := n.vouched(env, n.rt.row(nil, m.Row)); len(row) > 0 {
 			env.Send(from, Offer{Nodes: row})
 		}
 	case Offer:
