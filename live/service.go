@@ -246,15 +246,37 @@ func (s *Service) post(es ...event) error {
 // API to read the algorithm's state (a member list, a replica) without a
 // race. f must not keep the process nor change it.
 func (s *Service) Read(f func(p proc.Process)) error {
+	// A service that stops may still be running f, or be about to (an
+	// event taken just before it stopped): Read returns only once f has
+	// run, or can no longer run, so the caller never reads what f writes
+	// while f writes it.
+	var mu sync.Mutex
+	abandoned := false
 	done := make(chan struct{})
-	if err := s.post(event{kind: evRead, read: func() { f(s.proc); close(done) }}); err != nil {
+	read := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !abandoned {
+			f(s.proc)
+			close(done)
+		}
+	}
+	if err := s.post(event{kind: evRead, read: read}); err != nil {
 		return err
 	}
 	select {
 	case <-done:
 		return nil
 	case <-s.done:
-		return ErrClosed
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		default:
+			abandoned = true
+			return ErrClosed
+		}
 	}
 }
 
