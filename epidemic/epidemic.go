@@ -110,6 +110,19 @@ type Params struct {
 	// member list with a random member (the members algorithm's, after
 	// hashicorp/memberlist's push/pull), and of its map. 0 means 10.
 	SyncEvery int
+	// Stagger starts each SWIM member's periods (and anti-entropy's
+	// rounds) at a phase of its own instead of at the
+	// multiples of the period that every member's clock shares: the
+	// fraction frac(id·φ) of a period, φ the golden ratio, so that any
+	// number of consecutive IDs spread over the period (memberlist
+	// staggers its tickers at random). Members that share a host — a
+	// thousand in one process — otherwise all probe in the same instant,
+	// and their pings, acks and handlers queue behind one another for
+	// the CPU, while each probe's timeout runs; spread out, each probe
+	// competes with a period's work divided by the period. The live
+	// membership service sets it; the round model (a round in which every
+	// node exchanged once) has rounds that line up.
+	Stagger bool
 
 	// Resource discovery (discovery.go).
 
@@ -577,15 +590,32 @@ func peers(env proc.Env, f int) []proc.ID {
 // half a period, so that a timer that fires a hair early on a drifting
 // clock does not make two rounds of one.
 func nextRound(env proc.Env, period time.Duration) time.Duration {
+	return nextPhase(env, period, 0)
+}
+
+// nextPhase is nextRound for rounds that start at phase·period after each
+// multiple of period (0 ≤ phase < 1).
+func nextPhase(env proc.Env, period time.Duration, phase float64) time.Duration {
 	now := env.Now()
 	if now < 0 {
 		return period
 	}
-	d := period - now%period
+	now -= time.Duration(phase * float64(period))
+	d := period - (now%period+period)%period
 	if d < period/2 {
 		d += period
 	}
 	return d
+}
+
+// next is the delay to this member's next round of length period: on the
+// multiples of period, or with Stagger at its own phase of it.
+func (p *Params) next(env proc.Env, period time.Duration) time.Duration {
+	if !p.Stagger {
+		return nextRound(env, period)
+	}
+	_, phase := math.Modf(float64(env.Self()) * (math.Sqrt(5) - 1) / 2)
+	return nextPhase(env, period, phase)
 }
 
 // round is the tag of the periodic round timer.

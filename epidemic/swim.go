@@ -481,7 +481,7 @@ func (s *swim) Start(env proc.Env) {
 			}
 		}
 	}
-	env.SetTimer(nextRound(env, s.period()), swimTick{})
+	env.SetTimer(s.p.next(env, s.period()), swimTick{})
 }
 
 // Join starts the member and announces it to its contact. In an open
@@ -534,7 +534,7 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 	case swimTick:
 		s.endProbe(env)
 		s.startProbe(env)
-		env.SetTimer(nextRound(env, s.period()), swimTick{})
+		env.SetTimer(s.p.next(env, s.period()), swimTick{})
 	case probeTimeout:
 		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {
 			s.pingReq(env)
