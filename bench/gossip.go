@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -70,6 +71,16 @@ type GossipResult struct {
 	// window, per member and second of the window — the members share
 	// the process, so this is what one member costs.
 	CPUPerSecond time.Duration `json:"cpu_per_member_per_s_ns"`
+	// FormCPU: the process's CPU time (user and system) from the first
+	// start until the cluster formed, per member.
+	FormCPU time.Duration `json:"form_cpu_per_member_ns"`
+	// Suspicions and FalseDead: the times a member came to suspect,
+	// or declared dead, a member that had not failed — every verdict
+	// from the first start until the crash, when nobody has failed —
+	// and IdleSuspicions those of the idle window.
+	Suspicions     int64 `json:"suspicions"`
+	FalseDead      int64 `json:"false_dead"`
+	IdleSuspicions int64 `json:"idle_suspicions"`
 }
 
 // gossipSecret authenticates the benchmark's members to one another.
@@ -117,7 +128,24 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			return res, err
 		}
 	}
-	start := time.Now()
+	var suspicions, deaths atomic.Int64
+	verdicts := func(e members.Event) {
+		switch e.Type {
+		case "suspect":
+			suspicions.Add(1)
+		case "dead":
+			deaths.Add(1)
+		}
+	}
+	var cancels []func()
+	stopCounting := func() {
+		for _, c := range cancels {
+			c()
+		}
+		cancels = nil
+	}
+	defer stopCounting()
+	start, cpu0 := time.Now(), processCPU()
 	for i := range cfg.Members {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -167,6 +195,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			return res, err
 		}
 		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
+		cancels = append(cancels, srv.Subscribe(verdicts))
 	}
 	res.Started = time.Since(start)
 	// Formed: every member lists every other. The members found complete
@@ -187,7 +216,9 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		time.Sleep(poll)
 	}
 	res.Formed = time.Since(start)
+	res.FormCPU = (processCPU() - cpu0) / time.Duration(cfg.Members)
 	if cfg.FormOnly {
+		res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
 		return res, nil
 	}
 
@@ -211,13 +242,16 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	case <-time.After(cfg.Settle):
 	}
 	// Idle traffic and CPU.
-	before, cpu := sent(ms), processCPU()
+	before, cpu, idleSusp := sent(ms), processCPU(), suspicions.Load()
 	select {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	case <-time.After(cfg.Idle):
 	}
 	after := sent(ms)
+	stopCounting()
+	res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+	res.IdleSuspicions = res.Suspicions - idleSusp
 	secs := cfg.Idle.Seconds() * float64(len(ms))
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
 	res.BytesPerSecond = float64(after[1]-before[1]) / secs

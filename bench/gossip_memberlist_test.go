@@ -398,6 +398,10 @@ func BenchmarkGossipLarge(b *testing.B) {
 			b.ReportMetric(float64(r.CPUPerSecond.Microseconds()), "idle-cpu-us/member/s")
 			b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
 			b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
+			b.ReportMetric(float64(r.FormCPU.Microseconds())/1000, "form-cpu-ms/member")
+			b.ReportMetric(float64(r.Suspicions), "false-suspicions")
+			b.ReportMetric(float64(r.IdleSuspicions), "idle-false-suspicions")
+			b.ReportMetric(float64(r.FalseDead), "false-dead")
 		}
 	})
 }
