@@ -67,6 +67,7 @@ type Service struct {
 	timers    map[proc.TimerID]*timerEntry // set, not yet fired nor cancelled; nil: not on the clock (soon, SyncThen)
 	wheel     timerHeap                    // the timers on the clock, soonest first
 	armed     time.Time                    // when clock fires; zero: stopped
+	ticking   bool                         // an evClock waits in the inbox
 	nextTimer proc.TimerID
 	rng       *rand.Rand
 	self      []event              // messages to itself, handled after the current event
@@ -371,8 +372,9 @@ func (s *Service) run() {
 			s.tick()
 		} else {
 			s.handle(e)
-			s.queued.Add(-1)
 		}
+		s.queued.Add(-1)
+		s.noticeClock()
 		s.handleSoon()
 		s.turn.Unlock()
 	}
@@ -389,6 +391,7 @@ func (s *Service) next() (event, bool) {
 		case e = <-s.inbox:
 		case <-s.clock.C:
 			e.kind = evClock
+			s.queued.Add(1)
 		case <-s.done:
 		}
 	}
@@ -971,6 +974,31 @@ func (h *timerHeap) Pop() any {
 	return t
 }
 
+// noticeClock queues the clock's firing behind the events that wait in
+// the inbox, if it fired while the actor handled one of them: timers go
+// off after the messages that arrived before they were due (an ack
+// that came before its probe's timeout is handled first, as when each
+// timer posted its event), and are never starved by a busy inbox. The
+// caller is the actor, holding turn.
+func (s *Service) noticeClock() {
+	if s.ticking || len(s.inbox) == 0 {
+		return // the actor waits on the clock when the inbox is empty
+	}
+	select {
+	case <-s.clock.C:
+	default:
+		return
+	}
+	s.queued.Add(1)
+	select {
+	case s.inbox <- event{kind: evClock}:
+		s.ticking = true
+	default: // a full inbox: the timers go off now
+		s.tick()
+		s.queued.Add(-1)
+	}
+}
+
 // stoppedTimer is a clock that is not set.
 func stoppedTimer() *time.Timer {
 	t := time.NewTimer(time.Hour)
@@ -998,7 +1026,7 @@ func (s *Service) arm() {
 // to the next; the actor calls it when the clock fires. The caller holds
 // turn.
 func (s *Service) tick() {
-	s.armed = time.Time{} // it fired (or a reset made it fire no more)
+	s.armed, s.ticking = time.Time{}, false // it fired (or a reset made it fire no more)
 	now := time.Now()
 	for len(s.wheel) > 0 && !s.wheel[0].at.After(now) {
 		t := heap.Pop(&s.wheel).(*timerEntry)
