@@ -96,6 +96,18 @@ type Params struct {
 	// dynamic suspicion timeout, the buddy system. All three off is the
 	// SWIM of Das et al. with memberlist's suspicion timeout.
 	NoLHM, NoDynamicSuspicion, NoBuddy bool
+	// LateHealth makes a member's lateness count against its own health
+	// (Lifeguard's local health, fed by one more symptom): when its
+	// period timer, or its probe's timeout, goes off later than a
+	// quarter of a probe's timeout after it was due, the member was not
+	// running when its probe's ack was due — a host starved of CPU, a
+	// paused process — so it raises its local health multiplier (for a
+	// late period) and does not suspect that probe's target, whose ack
+	// may wait in its own queue. The multiplier stretches the timeout
+	// lateness is judged against, so a member starved for good still
+	// probes and suspects, at the pace it can keep. The live membership
+	// service sets it.
+	LateHealth bool
 	// Open makes SWIM's group open, as a live cluster's is: a member knows
 	// only the members it has heard of — the first Founders IDs from the
 	// start, others once a fact about them reaches it (a newcomer's join,
