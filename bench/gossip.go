@@ -38,6 +38,9 @@ type GossipConfig struct {
 	Settle time.Duration
 	// FormOnly stops once the cluster has formed: only Formed is measured.
 	FormOnly bool
+	// Stagger spreads the members' periods over StaggerSlots phases
+	// (epidemic.Params.Stagger) instead of lining them up.
+	Stagger bool
 	// InProc puts the members on one in-process network (transport.InProc:
 	// the TCP transport's semantics without sockets) instead of a TCP
 	// transport each — for memberships whose mesh of connections a machine
@@ -106,7 +109,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 3 * time.Second
 	}
-	params := epidemic.Params{Period: cfg.Period}
+	params := epidemic.Params{Period: cfg.Period, Stagger: cfg.Stagger}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))

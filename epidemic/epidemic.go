@@ -123,17 +123,19 @@ type Params struct {
 	// hashicorp/memberlist's push/pull), and of its map. 0 means 10.
 	SyncEvery int
 	// Stagger starts each SWIM member's periods (and anti-entropy's
-	// rounds) at a phase of its own instead of at the
-	// multiples of the period that every member's clock shares: the
-	// fraction frac(id·φ) of a period, φ the golden ratio, so that any
-	// number of consecutive IDs spread over the period (memberlist
-	// staggers its tickers at random). Members that share a host — a
-	// thousand in one process — otherwise all probe in the same instant,
-	// and their pings, acks and handlers queue behind one another for
-	// the CPU, while each probe's timeout runs; spread out, each probe
-	// competes with a period's work divided by the period. The live
-	// membership service sets it; the round model (a round in which every
-	// node exchanged once) has rounds that line up.
+	// rounds) at one of StaggerSlots phases, id mod StaggerSlots eighths
+	// of a period, instead of at the multiples of the period that every
+	// member's clock shares (memberlist staggers its tickers at random).
+	// Members that share a host — a thousand in one process — otherwise
+	// all probe in the same instant, and their pings, acks and handlers
+	// queue behind one another for the CPU while each probe's timeout
+	// runs; in slots, a probe competes with an eighth of the period's
+	// work. Slots rather than a phase per member: every wake-up of an
+	// idle process costs the host, and a slot's members wake together (a
+	// phase each cost 100 members 4 times the CPU of one instant; in 8
+	// slots, 1.5 times, at 100 members idle). The round model (a round in
+	// which every node exchanged once) has rounds that line up; the live
+	// service leaves it to its configuration (members.Config.Params).
 	Stagger bool
 
 	// Resource discovery (discovery.go).
@@ -626,9 +628,12 @@ func (p *Params) next(env proc.Env, period time.Duration) time.Duration {
 	if !p.Stagger {
 		return nextRound(env, period)
 	}
-	_, phase := math.Modf(float64(env.Self()) * (math.Sqrt(5) - 1) / 2)
-	return nextPhase(env, period, phase)
+	return nextPhase(env, period, float64(int(env.Self())%StaggerSlots)/StaggerSlots)
 }
+
+// StaggerSlots is how many phases of a period Params.Stagger spreads
+// the members over.
+const StaggerSlots = 8
 
 // round is the tag of the periodic round timer.
 type round struct{}

@@ -67,10 +67,10 @@ import (
 //     ack to one, carry the suspicion first, so the member can refute at
 //     once.
 //
-// Two more, off by default, for members that share a starved host (the
-// live service sets both): Params.LateHealth counts the lateness of a
+// Two more, off by default, for members that share a starved host:
+// Params.LateHealth (the live service sets it) counts the lateness of a
 // member's own timers as a symptom of its own ill health, and
-// Params.Stagger starts each member's periods at a phase of its own.
+// Params.Stagger starts the members' periods in 8 slots of the period.
 //
 // A process that joins sends its alive{self} to its contact, which
 // answers with every membership fact it holds that differs from "alive,

@@ -113,8 +113,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	p.Open, p.Founders = true, cfg.Node.N()
 	p.Coordinates = true // resource discovery's finds rank by them (discovery.go)
-	p.Stagger = true     // members that share a host must not all probe at once
-	p.LateHealth = true  // nor blame others for their host's slowness
+	p.LateHealth = true  // a member starved of CPU blames itself, not others
 	if int(cfg.Node.Self()) >= cfg.Node.N() {
 		p.Founders = 0 // it joined: it knows its contact, and learns the rest from it
 	}
