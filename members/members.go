@@ -59,7 +59,9 @@ type Config struct {
 	Node *live.Node
 	// Params tunes SWIM and anti-entropy (Period, ReapAfter, IndirectK,
 	// ...); the zero value gives DefaultPeriod and the algorithm's
-	// defaults. Open and Founders are set from the node.
+	// defaults. Open and Founders are set from the node; LateHealth is
+	// set (a member starved of CPU blames itself); Stagger is left as
+	// given.
 	Params epidemic.Params
 	// Contact is the member a node that joins the running cluster joins
 	// through; proc.None for a founding member (IDs below the node's N).
