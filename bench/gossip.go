@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -37,6 +38,9 @@ type GossipConfig struct {
 	Settle time.Duration
 	// FormOnly stops once the cluster has formed: only Formed is measured.
 	FormOnly bool
+	// Stagger spreads the members' periods over StaggerSlots phases
+	// (epidemic.Params.Stagger) instead of lining them up.
+	Stagger bool
 	// InProc puts the members on one in-process network (transport.InProc:
 	// the TCP transport's semantics without sockets) instead of a TCP
 	// transport each — for memberships whose mesh of connections a machine
@@ -70,6 +74,16 @@ type GossipResult struct {
 	// window, per member and second of the window — the members share
 	// the process, so this is what one member costs.
 	CPUPerSecond time.Duration `json:"cpu_per_member_per_s_ns"`
+	// FormCPU: the process's CPU time (user and system) from the first
+	// start until the cluster formed, per member.
+	FormCPU time.Duration `json:"form_cpu_per_member_ns"`
+	// Suspicions and FalseDead: the times a member came to suspect,
+	// or declared dead, a member that had not failed — every verdict
+	// from the first start until the crash, when nobody has failed —
+	// and IdleSuspicions those of the idle window.
+	Suspicions     int64 `json:"suspicions"`
+	FalseDead      int64 `json:"false_dead"`
+	IdleSuspicions int64 `json:"idle_suspicions"`
 }
 
 // gossipSecret authenticates the benchmark's members to one another.
@@ -95,7 +109,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 3 * time.Second
 	}
-	params := epidemic.Params{Period: cfg.Period}
+	params := epidemic.Params{Period: cfg.Period, Stagger: cfg.Stagger}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -117,7 +131,24 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			return res, err
 		}
 	}
-	start := time.Now()
+	var suspicions, deaths atomic.Int64
+	verdicts := func(e members.Event) {
+		switch e.Type {
+		case "suspect":
+			suspicions.Add(1)
+		case "dead":
+			deaths.Add(1)
+		}
+	}
+	var cancels []func()
+	stopCounting := func() {
+		for _, c := range cancels {
+			c()
+		}
+		cancels = nil
+	}
+	defer stopCounting()
+	start, cpu0 := time.Now(), processCPU()
 	for i := range cfg.Members {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -167,6 +198,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			return res, err
 		}
 		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
+		cancels = append(cancels, srv.Subscribe(verdicts))
 	}
 	res.Started = time.Since(start)
 	// Formed: every member lists every other. The members found complete
@@ -187,7 +219,9 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		time.Sleep(poll)
 	}
 	res.Formed = time.Since(start)
+	res.FormCPU = (processCPU() - cpu0) / time.Duration(cfg.Members)
 	if cfg.FormOnly {
+		res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
 		return res, nil
 	}
 
@@ -211,13 +245,16 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	case <-time.After(cfg.Settle):
 	}
 	// Idle traffic and CPU.
-	before, cpu := sent(ms), processCPU()
+	before, cpu, idleSusp := sent(ms), processCPU(), suspicions.Load()
 	select {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	case <-time.After(cfg.Idle):
 	}
 	after := sent(ms)
+	stopCounting()
+	res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+	res.IdleSuspicions = res.Suspicions - idleSusp
 	secs := cfg.Idle.Seconds() * float64(len(ms))
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
 	res.BytesPerSecond = float64(after[1]-before[1]) / secs

@@ -368,6 +368,7 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 var (
 	gossipPeriod    = flag.Duration("gossip.period", time.Second, "SWIM's period in BenchmarkGossipLarge")
 	gossipJoinEvery = flag.Duration("gossip.joinevery", 0, "the time between two members' starts in BenchmarkGossipLarge")
+	gossipStagger   = flag.Bool("gossip.stagger", false, "BenchmarkGossipLarge's members probe in 8 slots of the period (epidemic.Params.Stagger)")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
@@ -387,7 +388,7 @@ func BenchmarkGossipLarge(b *testing.B) {
 	b.Run(fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod), func(b *testing.B) {
 		for range b.N {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle, InProc: true})
+			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle, InProc: true})
 			cancel()
 			if err != nil {
 				b.Fatal(err)
@@ -398,6 +399,10 @@ func BenchmarkGossipLarge(b *testing.B) {
 			b.ReportMetric(float64(r.CPUPerSecond.Microseconds()), "idle-cpu-us/member/s")
 			b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
 			b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
+			b.ReportMetric(float64(r.FormCPU.Microseconds())/1000, "form-cpu-ms/member")
+			b.ReportMetric(float64(r.Suspicions), "false-suspicions")
+			b.ReportMetric(float64(r.IdleSuspicions), "idle-false-suspicions")
+			b.ReportMetric(float64(r.FalseDead), "false-dead")
 		}
 	})
 }

@@ -163,7 +163,7 @@ func RoundsToAll(n, f int) float64 {
 	return math.Log(N)/math.Log(F+1) + math.Log(N)/F
 }
 
-func (a *antiEntropy) Start(env proc.Env) { env.SetTimer(nextRound(env, a.p.Period), round{}) }
+func (a *antiEntropy) Start(env proc.Env) { env.SetTimer(a.p.next(env, a.p.Period), round{}) }
 
 // Join starts the node and pulls from its contact at once.
 func (a *antiEntropy) Join(env proc.Env, contact proc.ID) {
@@ -194,7 +194,7 @@ func (a *antiEntropy) Timeout(env proc.Env, tag any) {
 	for _, q := range pick(env, a.p.Fanout) {
 		a.exchange(env, q)
 	}
-	env.SetTimer(nextRound(env, a.p.Period), round{})
+	env.SetTimer(a.p.next(env, a.p.Period), round{})
 }
 
 // exchange opens one exchange with q.

@@ -96,6 +96,18 @@ type Params struct {
 	// dynamic suspicion timeout, the buddy system. All three off is the
 	// SWIM of Das et al. with memberlist's suspicion timeout.
 	NoLHM, NoDynamicSuspicion, NoBuddy bool
+	// LateHealth makes a member's lateness count against its own health
+	// (Lifeguard's local health, fed by one more symptom): when its
+	// period timer, or its probe's timeout, goes off later than a
+	// quarter of a probe's timeout after it was due, the member was not
+	// running when its probe's ack was due — a host starved of CPU, a
+	// paused process — so it raises its local health multiplier (for a
+	// late period) and does not suspect that probe's target, whose ack
+	// may wait in its own queue. The multiplier stretches the timeout
+	// lateness is judged against, so a member starved for good still
+	// probes and suspects, at the pace it can keep. The live membership
+	// service sets it.
+	LateHealth bool
 	// Open makes SWIM's group open, as a live cluster's is: a member knows
 	// only the members it has heard of — the first Founders IDs from the
 	// start, others once a fact about them reaches it (a newcomer's join,
@@ -110,6 +122,21 @@ type Params struct {
 	// member list with a random member (the members algorithm's, after
 	// hashicorp/memberlist's push/pull), and of its map. 0 means 10.
 	SyncEvery int
+	// Stagger starts each SWIM member's periods (and anti-entropy's
+	// rounds) at one of StaggerSlots phases, id mod StaggerSlots eighths
+	// of a period, instead of at the multiples of the period that every
+	// member's clock shares (memberlist staggers its tickers at random).
+	// Members that share a host — a thousand in one process — otherwise
+	// all probe in the same instant, and their pings, acks and handlers
+	// queue behind one another for the CPU while each probe's timeout
+	// runs; in slots, a probe competes with an eighth of the period's
+	// work. Slots rather than a phase per member: every wake-up of an
+	// idle process costs the host, and a slot's members wake together (a
+	// phase each cost 100 members 4 times the CPU of one instant; in 8
+	// slots, 1.5 times, at 100 members idle). The round model (a round in
+	// which every node exchanged once) has rounds that line up; the live
+	// service leaves it to its configuration (members.Config.Params).
+	Stagger bool
 
 	// Resource discovery (discovery.go).
 
@@ -577,16 +604,36 @@ func peers(env proc.Env, f int) []proc.ID {
 // half a period, so that a timer that fires a hair early on a drifting
 // clock does not make two rounds of one.
 func nextRound(env proc.Env, period time.Duration) time.Duration {
+	return nextPhase(env, period, 0)
+}
+
+// nextPhase is nextRound for rounds that start at phase·period after each
+// multiple of period (0 ≤ phase < 1).
+func nextPhase(env proc.Env, period time.Duration, phase float64) time.Duration {
 	now := env.Now()
 	if now < 0 {
 		return period
 	}
-	d := period - now%period
+	now -= time.Duration(phase * float64(period))
+	d := period - (now%period+period)%period
 	if d < period/2 {
 		d += period
 	}
 	return d
 }
+
+// next is the delay to this member's next round of length period: on the
+// multiples of period, or with Stagger at its own phase of it.
+func (p *Params) next(env proc.Env, period time.Duration) time.Duration {
+	if !p.Stagger {
+		return nextRound(env, period)
+	}
+	return nextPhase(env, period, float64(int(env.Self())%StaggerSlots)/StaggerSlots)
+}
+
+// StaggerSlots is how many phases of a period Params.Stagger spreads
+// the members over.
+const StaggerSlots = 8
 
 // round is the tag of the periodic round timer.
 type round struct{}

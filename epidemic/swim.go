@@ -67,6 +67,11 @@ import (
 //     ack to one, carry the suspicion first, so the member can refute at
 //     once.
 //
+// Two more, off by default, for members that share a starved host:
+// Params.LateHealth (the live service sets it) counts the lateness of a
+// member's own timers as a symptom of its own ill health, and
+// Params.Stagger starts the members' periods in 8 slots of the period.
+//
 // A process that joins sends its alive{self} to its contact, which
 // answers with every membership fact it holds that differs from "alive,
 // incarnation 0" (memberlist's state sync on join) and tells gossipFanout
@@ -123,7 +128,8 @@ type swim struct {
 
 	seq    uint64
 	probe  probe
-	relays []relay // ping-reqs this member is serving
+	due    time.Duration // when the period's timer is due, on the local clock
+	relays []relay       // ping-reqs this member is serving
 
 	// viv, if set, is the member's Vivaldi coordinate: its acks carry
 	// it, and the acks to its own pings are its samples (Serf's way).
@@ -159,6 +165,7 @@ type suspected struct {
 // probe is the member's probe of the current period.
 type probe struct {
 	active, acked, indirect bool
+	late                    bool // its timeout went off late (Params.LateHealth)
 	seq                     uint64
 	target                  proc.ID
 	nacks, expect           int
@@ -481,7 +488,22 @@ func (s *swim) Start(env proc.Env) {
 			}
 		}
 	}
-	env.SetTimer(nextRound(env, s.period()), swimTick{})
+	s.nextPeriod(env)
+}
+
+// late reports, with Params.LateHealth, whether a timer due at due goes
+// off late — by more than a quarter of a probe's timeout: this member was
+// not running when it was due, nor, likely, when its probe's ack was; the
+// ack may wait in its own queue, and the fault is likely its own.
+func (s *swim) late(env proc.Env, due time.Duration) bool {
+	return s.p.LateHealth && env.Now()-due > s.scaled(s.p.ProbeTimeout)/4
+}
+
+// nextPeriod sets the timer of the next period.
+func (s *swim) nextPeriod(env proc.Env) {
+	d := s.p.next(env, s.period())
+	s.due = env.Now() + d
+	env.SetTimer(d, swimTick{})
 }
 
 // Join starts the member and announces it to its contact. In an open
@@ -532,11 +554,16 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 	}
 	switch t := tag.(type) {
 	case swimTick:
-		s.endProbe(env)
+		late := s.late(env, s.due)
+		if late {
+			s.health(1)
+		}
+		s.endProbe(env, late || s.probe.late)
 		s.startProbe(env)
-		env.SetTimer(nextRound(env, s.period()), swimTick{})
+		s.nextPeriod(env)
 	case probeTimeout:
 		if s.probe.active && s.probe.seq == t.Seq && !s.probe.acked {
+			s.probe.late = s.late(env, s.probe.sent+s.scaled(s.p.ProbeTimeout))
 			s.pingReq(env)
 		}
 	case relayTimeout:
@@ -556,8 +583,9 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 }
 
 // endProbe concludes the period's probe: an ack means the target is
-// alive; none, that it is suspected (step 4).
-func (s *swim) endProbe(env proc.Env) {
+// alive; none, that it is suspected (step 4) — unless this member itself
+// was late (Params.LateHealth).
+func (s *swim) endProbe(env proc.Env, late bool) {
 	pr := s.probe
 	s.probe.active = false
 	if !pr.active {
@@ -572,7 +600,7 @@ func (s *swim) endProbe(env proc.Env) {
 	} else {
 		s.health(1)
 	}
-	if s.gone(pr.target) {
+	if late || s.gone(pr.target) {
 		return
 	}
 	_, inc := s.lookup(pr.target)

@@ -36,6 +36,7 @@ func TestSwimDetectsCrashes(t *testing.T) {
 	}{
 		{"lifeguard", epidemic.Params{}},
 		{"nolifeguard", epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true}},
+		{"live", epidemic.Params{Stagger: true, LateHealth: true}}, // the live service's
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := algorithm(t, "swim", c.p)
@@ -62,6 +63,7 @@ func TestSwimSweep(t *testing.T) {
 	}{
 		{"lifeguard", epidemic.Params{}},
 		{"nolifeguard", epidemic.Params{NoLHM: true, NoDynamicSuspicion: true, NoBuddy: true}},
+		{"live", epidemic.Params{Stagger: true, LateHealth: true}}, // the live service's
 	} {
 		a := algorithm(t, "swim", c.p)
 		t.Run(c.name, func(t *testing.T) {
@@ -306,5 +308,68 @@ func TestSwimBuddySystem(t *testing.T) {
 	t.Logf("refuted %v after the pause with the buddy system, %v without", with, without)
 	if with > 60*time.Millisecond || without < 3*with {
 		t.Errorf("refuted %v after the pause with the buddy system, %v without: want within 60 ms with, and three times as long without", with, without)
+	}
+}
+
+// TestSwimStaggerSpreadsProbes: with Params.Stagger the members' pings
+// leave at their own phases of the period, not all in its first tenth,
+// as they do on the multiples of the period without it; completeness
+// and accuracy hold either way (TestSwimSweep).
+func TestSwimStaggerSpreadsProbes(t *testing.T) {
+	early := func(p epidemic.Params) float64 {
+		a := algorithm(t, "swim", p)
+		r := simtest.Run(t, "gossip", sim.Config{Nodes: 64, Seed: 1, New: a.New, Deadline: 200 * time.Millisecond})
+		period := int64(epidemic.DefaultPeriod)
+		pings, first := 0, 0
+		for _, e := range r.Trace.Events {
+			if e.Kind == trace.Send && e.Type == "ping" {
+				pings++
+				if e.Local%period < period/10 {
+					first++
+				}
+			}
+		}
+		if pings < 64*10 {
+			t.Fatalf("%d pings in 20 periods of 64 members", pings)
+		}
+		return float64(first) / float64(pings)
+	}
+	aligned, staggered := early(epidemic.Params{}), early(epidemic.Params{Stagger: true})
+	t.Logf("pings in the first tenth of a period: %.2f on the multiples, %.2f staggered", aligned, staggered)
+	if aligned < 0.9 {
+		t.Errorf("without Stagger %.2f of the pings leave in the first tenth of a period, want almost all", aligned)
+	}
+	if staggered > 0.2 {
+		t.Errorf("with Stagger %.2f of the pings leave in the first tenth of a period, want about a tenth", staggered)
+	}
+}
+
+// TestSwimLateHealth: every member slowed to 1.5 ms an event from
+// 100 ms to 1.1 s — one host starved of CPU, each member's answers and
+// its own timers late alike — and nobody has failed. With
+// Params.LateHealth a member that finds its period timer late by more
+// than a quarter of a probe's timeout blames itself, not the member it
+// probed: fewer suspicions, and at most half the deaths, than with
+// Lifeguard alone.
+func TestSwimLateHealth(t *testing.T) {
+	count := func(p epidemic.Params) (suspicions, deaths int) {
+		a := algorithm(t, "swim", p)
+		for seed := uint64(1); seed <= 4; seed++ {
+			n := 24
+			var faults []sim.Fault
+			for i := range n {
+				faults = append(faults, sim.Fault{Kind: sim.Slow, Node: proc.ID(i), At: 100 * time.Millisecond, Until: 1100 * time.Millisecond, Delay: 1500 * time.Microsecond})
+			}
+			r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Deadline: 1500 * time.Millisecond, Faults: faults})
+			suspicions += r.Count("suspect")
+			deaths += r.Count("dead")
+		}
+		return suspicions, deaths
+	}
+	ws, wd := count(epidemic.Params{})
+	ls, ld := count(epidemic.Params{LateHealth: true})
+	t.Logf("a starved host: %d suspicions, %d deaths with Lifeguard; %d and %d with its local health fed by lateness too", ws, wd, ls, ld)
+	if 4*ls > 3*ws || 2*ld > wd {
+		t.Errorf("%d suspicions and %d deaths with LateHealth, %d and %d without; want a quarter fewer suspicions, half the deaths", ls, ld, ws, wd)
 	}
 }

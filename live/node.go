@@ -296,7 +296,8 @@ func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID
 	s := &Service{
 		node: n, name: name, algo: a, codec: codec, n: size, wall: open, join: join, contact: contact,
 		inbox:  make(chan event, n.cfg.InboxLen),
-		timers: map[proc.TimerID]*time.Timer{},
+		timers: map[proc.TimerID]*timerEntry{},
+		clock:  stoppedTimer(),
 		rng:    rand.New(rand.NewPCG(n.cfg.Seed^nameSeed(name), uint64(n.cfg.Self)+1)),
 		done:   make(chan struct{}),
 		byKind: map[string]*atomic.Int64{},

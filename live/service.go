@@ -1,6 +1,7 @@
 package live
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,9 @@ type Service struct {
 	inbox chan event
 	done  chan struct{}
 	once  sync.Once
+	// clock is the service's one runtime timer, set to the soonest of its
+	// timers; the actor goroutine waits on it beside the inbox (see tick).
+	clock *time.Timer
 
 	// turn is held by whoever runs the algorithm: the actor goroutine, or
 	// a poster that found the service idle (see post). queued counts the
@@ -60,7 +64,10 @@ type Service struct {
 
 	// Owned by the holder of turn.
 	env       *env
-	timers    map[proc.TimerID]*time.Timer
+	timers    map[proc.TimerID]*timerEntry // set, not yet fired nor cancelled; nil: not on the clock (soon, SyncThen)
+	wheel     timerHeap                    // the timers on the clock, soonest first
+	armed     time.Time                    // when clock fires; zero: stopped
+	ticking   bool                         // an evClock waits in the inbox
 	nextTimer proc.TimerID
 	rng       *rand.Rand
 	self      []event              // messages to itself, handled after the current event
@@ -109,8 +116,9 @@ const (
 	evInput
 	evRetry // send again what the transport refused (see hold)
 	evStop
-	evWake // nothing: its handling is a moment to run the soon timers
-	evRead // a caller's look at the process (Read)
+	evWake  // nothing: its handling is a moment to run the soon timers
+	evRead  // a caller's look at the process (Read)
+	evClock // the clock fired: the timers due go off (the actor's own, never queued)
 )
 
 type event struct {
@@ -382,8 +390,13 @@ func (s *Service) run() {
 			return
 		}
 		s.turn.Lock()
-		s.handle(e)
+		if e.kind == evClock {
+			s.tick()
+		} else {
+			s.handle(e)
+		}
 		s.queued.Add(-1)
+		s.noticeClock()
 		s.handleSoon()
 		s.turn.Unlock()
 	}
@@ -398,6 +411,9 @@ func (s *Service) next() (event, bool) {
 	default:
 		select {
 		case e = <-s.inbox:
+		case <-s.clock.C:
+			e.kind = evClock
+			s.queued.Add(1)
 		case <-s.done:
 		}
 	}
@@ -414,11 +430,8 @@ func (s *Service) next() (event, bool) {
 func (s *Service) shutdown() {
 	s.turn.Lock() // waits for a poster handling an event
 	defer s.turn.Unlock()
-	for _, t := range s.timers {
-		if t != nil {
-			t.Stop()
-		}
-	}
+	s.clock.Stop()
+	s.wheel, s.armed = nil, time.Time{}
 	if s.wal != nil {
 		s.wal.Close()
 	}
@@ -925,17 +938,125 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 		s.soon = append(s.soon, event{kind: evTimer, timer: id, tag: tag})
 		return id
 	}
-	s.timers[id] = time.AfterFunc(d, func() {
-		_ = s.post(event{kind: evTimer, timer: id, tag: tag})
-	})
+	t := &timerEntry{at: time.Now().Add(d), id: id, tag: tag}
+	s.timers[id] = t
+	heap.Push(&s.wheel, t)
+	s.arm()
 	return id
 }
 
 func (e *env) CancelTimer(id proc.TimerID) {
-	if t, ok := e.s.timers[id]; ok {
+	s := e.s
+	if t, ok := s.timers[id]; ok {
 		if t != nil {
-			t.Stop()
+			heap.Remove(&s.wheel, t.i)
+			s.arm()
 		}
-		delete(e.s.timers, id)
+		delete(s.timers, id)
 	}
+}
+
+// The timers of a service share one runtime timer, its clock, set to the
+// soonest of them, which wakes the actor goroutine: a timer that goes off
+// costs no goroutine of its own (time.AfterFunc starts one for every
+// timer, and its handler, run on that fresh stack, grows the stack anew
+// each time), and the timers due together — a thousand members' probes
+// at once, in a process that could not keep up — go off in one wake-up.
+// A timer never goes off early; late, when the actor waits for the turn,
+// as a timer's event waited in the inbox before.
+
+// timerEntry is a timer on the clock: when it goes off, and its index in
+// the wheel.
+type timerEntry struct {
+	at  time.Time
+	id  proc.TimerID
+	tag any
+	i   int
+}
+
+// timerHeap is a service's timers on the clock, a binary heap
+// (container/heap) by time, then by the order they were set.
+type timerHeap []*timerEntry
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	return h[i].at.Before(h[j].at) || h[i].at.Equal(h[j].at) && h[i].id < h[j].id
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timerEntry)
+	t.i = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return t
+}
+
+// noticeClock queues the clock's firing behind the events that wait in
+// the inbox, if it fired while the actor handled one of them: timers go
+// off after the messages that arrived before they were due (an ack
+// that came before its probe's timeout is handled first, as when each
+// timer posted its event), and are never starved by a busy inbox. The
+// caller is the actor, holding turn.
+func (s *Service) noticeClock() {
+	if s.ticking || len(s.inbox) == 0 {
+		return // the actor waits on the clock when the inbox is empty
+	}
+	select {
+	case <-s.clock.C:
+	default:
+		return
+	}
+	s.queued.Add(1)
+	select {
+	case s.inbox <- event{kind: evClock}:
+		s.ticking = true
+	default: // a full inbox: the timers go off now
+		s.tick()
+		s.queued.Add(-1)
+	}
+}
+
+// stoppedTimer is a clock that is not set.
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// arm sets the clock to the soonest timer, or stops it if there is none.
+// The caller holds turn.
+func (s *Service) arm() {
+	if len(s.wheel) == 0 {
+		if !s.armed.IsZero() {
+			s.clock.Stop()
+			s.armed = time.Time{}
+		}
+		return
+	}
+	if at := s.wheel[0].at; !at.Equal(s.armed) {
+		s.clock.Reset(time.Until(at))
+		s.armed = at
+	}
+}
+
+// tick handles the timers that are due, soonest first, and sets the clock
+// to the next; the actor calls it when the clock fires. The caller holds
+// turn.
+func (s *Service) tick() {
+	s.armed, s.ticking = time.Time{}, false // it fired (or a reset made it fire no more)
+	now := time.Now()
+	for len(s.wheel) > 0 && !s.wheel[0].at.After(now) {
+		t := heap.Pop(&s.wheel).(*timerEntry)
+		s.timers[t.id] = nil // handled as a timer that is not on the clock
+		s.handle(event{kind: evTimer, timer: t.id, tag: t.tag})
+	}
+	s.arm()
 }

@@ -59,7 +59,9 @@ type Config struct {
 	Node *live.Node
 	// Params tunes SWIM and anti-entropy (Period, ReapAfter, IndirectK,
 	// ...); the zero value gives DefaultPeriod and the algorithm's
-	// defaults. Open and Founders are set from the node.
+	// defaults. Open and Founders are set from the node; LateHealth is
+	// set (a member starved of CPU blames itself); Stagger is left as
+	// given.
 	Params epidemic.Params
 	// Contact is the member a node that joins the running cluster joins
 	// through; proc.None for a founding member (IDs below the node's N).
@@ -113,6 +115,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	p.Open, p.Founders = true, cfg.Node.N()
 	p.Coordinates = true // resource discovery's finds rank by them (discovery.go)
+	p.LateHealth = true  // a member starved of CPU blames itself, not others
 	if int(cfg.Node.Self()) >= cfg.Node.N() {
 		p.Founders = 0 // it joined: it knows its contact, and learns the rest from it
 	}

@@ -1,0 +1,188 @@
+package live_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// fired is the output of timed: a timer that went off, and how long after
+// it was set.
+type fired struct {
+	Tag   string
+	After time.Duration
+	Want  time.Duration
+	Due   time.Duration // when it was due, on the service's clock
+}
+
+func (fired) Kind() string { return "fired" }
+
+// timed sets, on an input, 40 timers due at once (30 ms), one sooner
+// (10 ms) whose handler sets one more (1 ms), and one (20 ms) it cancels
+// at once; it outputs each timer that goes off.
+type timed struct{ set map[string][2]time.Duration }
+
+func (p *timed) Start(proc.Env)                          {}
+func (p *timed) Receive(proc.Env, proc.ID, proc.Message) {}
+func (p *timed) Input(env proc.Env, _ proc.Input) {
+	for i := range 40 {
+		p.after(env, fmt.Sprint(i), 30*time.Millisecond)
+	}
+	p.after(env, "soon", 10*time.Millisecond)
+	env.CancelTimer(p.after(env, "cancelled", 20*time.Millisecond))
+}
+func (p *timed) after(env proc.Env, tag string, d time.Duration) proc.TimerID {
+	p.set[tag] = [2]time.Duration{env.Now(), d}
+	return env.SetTimer(d, tag)
+}
+func (p *timed) Timeout(env proc.Env, tag any) {
+	s := p.set[tag.(string)]
+	env.Output(fired{Tag: tag.(string), After: env.Now() - s[0], Want: s[1], Due: s[0] + s[1]})
+	if tag == "soon" {
+		p.after(env, "chained", time.Millisecond)
+	}
+}
+
+// TestTimersShareOneClock: a service's timers, which share one runtime
+// timer, go off in the order they are due, never early, and a cancelled
+// one never. (On a loaded machine "soon" may go off after the 40 are
+// due; then "chained", set by its handler, comes after them.)
+func TestTimersShareOneClock(t *testing.T) {
+	nw, err := transport.NewInProc(1, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := nw.Endpoint(0)
+	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	s, err := node.Service("timed", proc.Algorithm{Family: "test", Name: "timed",
+		New: func(proc.ID, int) proc.Process { return &timed{set: map[string][2]time.Duration{}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, cancel := s.Subscribe(64)
+	defer cancel()
+	if err := s.Input(num{I: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"soon", "chained"}
+	for i := range 40 {
+		want = append(want, fmt.Sprint(i))
+	}
+	var got []string
+	var due []time.Duration
+	deadline := time.After(10 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case o := <-outs:
+			f := o.(fired)
+			if f.After < f.Want {
+				t.Errorf("timer %s went off %v after it was set, before its %v", f.Tag, f.After, f.Want)
+			}
+			got, due = append(got, f.Tag), append(due, f.Due)
+		case <-deadline:
+			t.Fatalf("after 10 s the timers that went off are %v, want %v", got, want)
+		}
+	}
+	if !slices.IsSorted(due) || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("the timers went off in the order %v, due at %v; want %v, in the order they are due", got, due, want)
+	}
+	// The cancelled one (due at 20 ms, long past) never goes off; a
+	// service that has fired or cancelled all its timers has none set.
+	if err := s.Read(func(proc.Process) {}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-outs:
+		t.Fatalf("%v went off after the others", o)
+	default:
+	}
+}
+
+// gated outputs its inputs and timers in the order it handles them; an
+// input with I < 0 sets a 1 ms timer and blocks its handler until gate is
+// closed.
+type gated struct {
+	set     chan time.Time
+	gate    chan struct{}
+	handled []int
+}
+
+func (g *gated) Start(proc.Env)                          {}
+func (g *gated) Receive(proc.Env, proc.ID, proc.Message) {}
+func (g *gated) Input(env proc.Env, in proc.Input) {
+	n := in.(num).I
+	env.Output(num{I: n})
+	if n < 0 {
+		env.SetTimer(time.Millisecond, "timer")
+		g.set <- time.Now()
+		<-g.gate
+	}
+}
+func (g *gated) Timeout(env proc.Env, _ any) { env.Output(num{I: 0}) }
+
+// TestTimerGoesOffBehindTheQueue: a timer that comes due while the
+// service is busy goes off after the events that were waiting in its
+// inbox, as a timer's event would have joined the inbox behind them.
+func TestTimerGoesOffBehindTheQueue(t *testing.T) {
+	nw, err := transport.NewInProc(1, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := nw.Endpoint(0)
+	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	g := &gated{set: make(chan time.Time, 1), gate: make(chan struct{})}
+	s, err := node.Service("gated", proc.Algorithm{Family: "test", Name: "gated",
+		New: func(proc.ID, int) proc.Process { return g }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, cancel := s.Subscribe(64)
+	defer cancel()
+	go s.Input(num{I: -1})
+	var set time.Time
+	select {
+	case set = <-g.set:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first input was never handled")
+	}
+	for i := 1; i <= 9; i++ { // queued behind the blocked handler
+		if err := s.Input(num{I: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for time.Since(set) < 5*time.Millisecond { // the timer is due
+		time.Sleep(time.Millisecond)
+	}
+	close(g.gate)
+	var got []int
+	for len(got) < 11 {
+		select {
+		case o := <-outs:
+			got = append(got, o.(num).I)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("handled %v", got)
+		}
+	}
+	if want := []int{-1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0}; !slices.Equal(got, want) {
+		t.Fatalf("handled %v, want %v (the timer, 0, after the inputs that waited)", got, want)
+	}
+}
