@@ -112,7 +112,7 @@ func endpoints() []string {
 func up(t *testing.T, extra string) (compose func(args ...string) string) {
 	root := repoRoot(t)
 	build := t.TempDir()
-	run(t, 3*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-C", root, "-o", filepath.Join(build, "cohort"), "./cmd/cohort")
+	run(t, 10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-C", root, "-o", filepath.Join(build, "cohort"), "./cmd/cohort") // a cold static build on a loaded machine took over 3 minutes
 	df, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
