@@ -103,7 +103,7 @@ func (p PHOLD) Config() (sim.Config, error) {
 	if err := sim.CheckMemory(p.Processes, func(proc.ID, int) proc.Process { return &lp{p: &params} }); err != nil {
 		return sim.Config{}, err
 	}
-	lps := make([]lp, p.Processes) // one allocation for all processes
+	lps := sim.MakeHuge[lp](p.Processes) // one allocation for all processes
 	return sim.Config{
 		Nodes: p.Processes, Seed: p.Seed,
 		New: func(id proc.ID, _ int) proc.Process {

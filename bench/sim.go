@@ -67,7 +67,7 @@ func Flood(nodes, perNode int, seed uint64) (SimResult, error) {
 	if err := sim.CheckMemory(nodes, func(proc.ID, int) proc.Process { return &flooder{} }); err != nil {
 		return SimResult{}, err
 	}
-	procs := make([]flooder, nodes) // one allocation for all processes
+	procs := sim.MakeHuge[flooder](nodes) // one allocation for all processes
 	cfg := sim.Config{
 		Nodes: nodes, Seed: seed,
 		New: func(id proc.ID, _ int) proc.Process {

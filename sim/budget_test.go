@@ -57,3 +57,18 @@ type vectorProc struct {
 	relay
 	v []uint64
 }
+
+// MakeHuge is make with a hint: n zero values, whatever the size.
+func TestMakeHugeIsMake(t *testing.T) {
+	for _, n := range []int{0, 1, 3 << 20} {
+		s := MakeHuge[int32](n)
+		if len(s) != n || cap(s) != n {
+			t.Fatalf("MakeHuge(%d): len %d, cap %d", n, len(s), cap(s))
+		}
+		for i, v := range s {
+			if v != 0 {
+				t.Fatalf("MakeHuge(%d)[%d] = %d, want 0", n, i, v)
+			}
+		}
+	}
+}

@@ -11,8 +11,10 @@ import "unsafe"
 // what those records point to (Mowry, Lam and Gupta 1992: software
 // prefetching a known distance ahead). Writes wait for memory too: each
 // event pushed goes into its bucket's next free line, so the calendar
-// asks for the line after it as it writes one (calendar.add). A prefetch
-// is a hint: it changes no result, only when memory arrives.
+// asks for the line after it as it writes one (calendar.place). Opening
+// a bucket reads its blocks, written long ago, from memory: the count
+// fetches each block two ahead (calendar.open). A prefetch is a hint: it
+// changes no result, only when memory arrives.
 
 // prefetchFrom is the smallest run that prefetches: below it, the
 // records stay in cache and the hints would only cost their calls.

@@ -5,3 +5,17 @@ TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
 	MOVD p+0(FP), R0
 	PRFM (R0), PLDL1KEEP
 	RET
+
+// func prefetchLines(p unsafe.Pointer, n int)
+TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD p+0(FP), R0
+	MOVD n+8(FP), R1
+	CMP $0, R1
+	BLE done
+loop:
+	PRFM (R0), PLDL1KEEP
+	ADD $64, R0
+	SUBS $1, R1
+	BNE loop
+done:
+	RET

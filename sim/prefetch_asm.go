@@ -9,3 +9,9 @@ import "unsafe"
 //
 //go:noescape
 func prefetch(p unsafe.Pointer)
+
+// prefetchLines prefetches n cache lines from p on, one call for a whole
+// block of events.
+//
+//go:noescape
+func prefetchLines(p unsafe.Pointer, n int)

@@ -6,3 +6,6 @@ import "unsafe"
 
 // prefetch is a no-op where Cohort has no prefetch instruction.
 func prefetch(p unsafe.Pointer) {}
+
+// prefetchLines is a no-op where Cohort has no prefetch instruction.
+func prefetchLines(p unsafe.Pointer, n int) {}

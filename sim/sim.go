@@ -30,8 +30,9 @@ type Sim struct {
 	now     int64
 	seq     uint64
 	nodes   []node
-	clocks  []HWClock   // nil: perfect clocks
-	busy    []busyState // nil: no pause or slow faults
+	rngs    [][]procRand // the processes' random sources, by chunk (see nodeRand)
+	clocks  []HWClock    // nil: perfect clocks
+	busy    []busyState  // nil: no pause or slow faults
 	netRand *rand.Rand
 	wlRand  *rand.Rand
 	env     env
@@ -690,16 +691,28 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), s.label(m)
 		})
 	}
-	it := item{kind: evDeliver, val: m, id: id, node: int32(to), from: f}
+	var lamport uint64
 	if s.lamports != nil {
-		it.lamport = s.lamports[f]
+		lamport = s.lamports[f]
 	}
 	if s.plainNet {
 		// What the general path below does when it has nothing to do
-		// but sample the latency.
-		s.push(s.now+int64(s.latency.Sample(s.netRand)), it)
+		// but sample the latency; the event is written where it will
+		// wait, if the calendar has a place for it.
+		at := s.now + int64(s.latency.Sample(s.netRand))
+		if s.cal != nil {
+			if e := s.cal.slot(at); e != nil {
+				s.seq++
+				e.at, e.seq = at, s.seq
+				e.val, e.id, e.lamport = m, id, lamport
+				e.node, e.from, e.kind, e.inc = int32(to), f, evDeliver, 0
+				return
+			}
+		}
+		s.push(at, item{kind: evDeliver, val: m, id: id, lamport: lamport, node: int32(to), from: f})
 		return
 	}
+	it := item{kind: evDeliver, val: m, id: id, lamport: lamport, node: int32(to), from: f}
 
 	lat, loss := s.latency, s.cfg.Network.Loss
 	fixed := time.Duration(-1) // the pair's latency, if Pairwise gives it
@@ -1062,9 +1075,41 @@ func (e *env) Now() time.Duration {
 func (e *env) Rand() *rand.Rand {
 	nd := &e.s.nodes[e.self]
 	if nd.rng == nil {
-		nd.rng = newProcRand(e.s.cfg.Seed, uint64(e.self)*0x9e3779b97f4a7c15+1)
+		nd.rng = e.s.nodeRand(e.self)
 	}
 	return nd.rng
+}
+
+// rngChunkBits: the processes' random sources are made in chunks of 2¹⁷
+// (4 MiB, two huge pages).
+const rngChunkBits = 17
+
+// nodeRand makes process id's random source. In a run on the calendar it
+// lives in a chunk of the sources of the processes around id, made when
+// the first of them asks: at ten million processes, ten million separate
+// 32-byte objects are as many for the garbage collector to scan, and,
+// spread over 4 KiB pages, nearly every delivery's read of one (and the
+// prefetch of it) misses the TLB; chunks ask for huge pages. A chunk costs
+// nothing to a run whose processes never ask (an idle process still costs
+// its 32-byte record). A run driven by a Queue may be saved and forked, so
+// there each source is its own object, as forkRand expects to copy it.
+func (s *Sim) nodeRand(id proc.ID) *rand.Rand {
+	seed2 := uint64(id)*0x9e3779b97f4a7c15 + 1
+	if s.cal == nil {
+		return newProcRand(s.cfg.Seed, seed2)
+	}
+	c := int(id) >> rngChunkBits
+	if c >= len(s.rngs) {
+		s.rngs = append(s.rngs, make([][]procRand, c+1-len(s.rngs))...)
+	}
+	if s.rngs[c] == nil {
+		s.rngs[c] = make([]procRand, min(1<<rngChunkBits, s.n-c<<rngChunkBits))
+		adviseHuge(s.rngs[c])
+	}
+	pr := &s.rngs[c][int(id)&(1<<rngChunkBits-1)]
+	pr.pcg = *rand.NewPCG(s.cfg.Seed, seed2)
+	pr.r = *rand.New(&pr.pcg)
+	return &pr.r
 }
 
 // procRand is a process's random source and its generator in one
