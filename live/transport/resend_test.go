@@ -190,7 +190,8 @@ func (v *verifier) delivered(from proc.ID) uint64 {
 
 // sendStream sends payloads from..n-1 of sizes sizeOf to member to,
 // retrying on backpressure; batch, if not nil, says how many to give one
-// SendBatch.
+// SendBatch; it fails once Send has refused for timeout without a
+// payload taken.
 func sendStream(tr *TCP, to proc.ID, n uint64, sizeOf func(uint64) int, batch func() int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for seq := uint64(0); seq < n; {
@@ -211,9 +212,10 @@ func sendStream(tr *TCP, to proc.ID, n uint64, sizeOf func(uint64) int, batch fu
 		switch {
 		case err == nil:
 			seq += k
+			deadline = time.Now().Add(timeout) // a slow stream is not a stalled one
 		case errors.Is(err, ErrBackpressure):
 			if time.Now().After(deadline) {
-				return fmt.Errorf("send to %v: still backpressured after %v at seq %d", to, timeout, seq)
+				return fmt.Errorf("send to %v: backpressured for %v without progress at seq %d", to, timeout, seq)
 			}
 			time.Sleep(20 * time.Microsecond) // pace retries; Send offers nothing to wait on
 		default:
