@@ -743,8 +743,9 @@
   // fmtVC renders a vector timestamp: "[2, 1, 0]", or, in a trace whose
   // processes join (header.ids), where a vector has an entry per process
   // it has heard of, its nonzero entries by process: "{p0:3, p7:1}".
-  function fmtVC(vc) {
-    if (!DATA.header.ids) return "[" + vc.join(", ") + "]";
+  // The tooltip writes an array as the CLI does, without spaces (sep ",").
+  function fmtVC(vc, sep = ", ") {
+    if (!DATA.header.ids) return "[" + vc.join(sep) + "]";
     const parts = [];
     vc.forEach((v, p) => { if (v) parts.push("p" + p + ":" + v); });
     return "{" + parts.join(", ") + "}";
@@ -952,10 +953,10 @@
   function arrowTip(a) {
     const s = arS[a], r = arR[a], e = E[s];
     const lines = [`${e.label || e.type || "message"}  ${laneName(e.node)} → ${laneName(e.peer)}  (msg ${e.msg})`];
-    lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=${fmtVC(e.vc)}` : ""));
+    lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=${fmtVC(e.vc, ",")}` : ""));
     if (r >= 0) {
       const f = E[r];
-      if (f.kind === "recv") lines.push(`received #${r} at ${fmtNS(evT[r])} (after ${fmtNS(evT[r] - evT[s])}), L=${f.lamport}` + (f.vc ? ` VC=${fmtVC(f.vc)}` : ""));
+      if (f.kind === "recv") lines.push(`received #${r} at ${fmtNS(evT[r])} (after ${fmtNS(evT[r] - evT[s])}), L=${f.lamport}` + (f.vc ? ` VC=${fmtVC(f.vc, ",")}` : ""));
       else lines.push(`lost #${r} at ${fmtNS(evT[r])}` + (f.reason ? ` (${f.reason})` : ""));
     } else lines.push("still in flight at the end of the run");
     if (e.data !== undefined) lines.push(clip(JSON.stringify(e.data), 600));
