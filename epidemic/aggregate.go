@@ -226,7 +226,16 @@ func (a *aggregates) onMass(env proc.Env, m *members, mass Mass) {
 	c := a.find(mass.Origin, mass.ID)
 	if c == nil {
 		if slices.Contains(a.done, doneQuery{mass.Origin, mass.ID}) {
-			return // late: this member's part is over, and the share is lost
+			// Late: this member's part is over (its rounds ran faster,
+			// or it counted fewer members). Dropping the share would
+			// bias the answer — push-sum is exact only while the mass
+			// is conserved (Kempe et al. 2003) — so it goes to the
+			// origin, which adds it if it is still asking; the origin
+			// drops its own late shares.
+			if mass.Origin != env.Self() {
+				env.Send(mass.Origin, mass)
+			}
+			return
 		}
 		if c = a.join(env, m, mass.Origin, mass.ID, mass.Name, mass.Agg); c == nil {
 			return

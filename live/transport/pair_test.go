@@ -35,6 +35,11 @@ func pairConns(trs []*TCP) error {
 			if la == nil || lb == nil {
 				return fmt.Errorf("p%d–p%d: no connection (%v, %v)", i, j, la != nil, lb != nil)
 			}
+			// Installed is not yet up: a connection that settles a race of
+			// dials is the pair's before both sides said where to resume.
+			if !a.peer(proc.ID(j)).connected.Load() || !b.peer(proc.ID(i)).connected.Load() {
+				return fmt.Errorf("p%d–p%d: the connection is not up yet", i, j)
+			}
 			if la.raw.LocalAddr().String() != lb.raw.RemoteAddr().String() || la.raw.RemoteAddr().String() != lb.raw.LocalAddr().String() {
 				return fmt.Errorf("p%d–p%d: the two ends are different connections (%v→%v, %v→%v)", i, j,
 					la.raw.LocalAddr(), la.raw.RemoteAddr(), lb.raw.LocalAddr(), lb.raw.RemoteAddr())
