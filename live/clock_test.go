@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -53,19 +52,7 @@ func (p *timed) Timeout(env proc.Env, tag any) {
 // one never. (On a loaded machine "soon" may go off after the 40 are
 // due; then "chained", set by its handler, comes after them.)
 func TestTimersShareOneClock(t *testing.T) {
-	nw, err := transport.NewInProc(1, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := nw.Endpoint(0)
-	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := oneNode(t, live.Config{})
 	s, err := node.Service("timed", proc.Algorithm{Family: "test", Name: "timed",
 		New: func(proc.ID, int) proc.Process { return &timed{set: map[string][2]time.Duration{}} }})
 	if err != nil {
@@ -136,19 +123,7 @@ func (g *gated) Timeout(env proc.Env, _ any) { env.Output(num{I: 0}) }
 // service is busy goes off after the events that were waiting in its
 // inbox, as a timer's event would have joined the inbox behind them.
 func TestTimerGoesOffBehindTheQueue(t *testing.T) {
-	nw, err := transport.NewInProc(1, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := nw.Endpoint(0)
-	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := oneNode(t, live.Config{})
 	g := &gated{set: make(chan time.Time, 1), gate: make(chan struct{})}
 	s, err := node.Service("gated", proc.Algorithm{Family: "test", Name: "gated",
 		New: func(proc.ID, int) proc.Process { return g }})

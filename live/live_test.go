@@ -21,6 +21,27 @@ import (
 
 // transports makes n connected transports: over TCP on loopback, or
 // in-process.
+// oneNode starts a one-node cluster on the in-process transport, with cfg
+// (its Self, N and Transport filled in); it is closed when the test ends.
+func oneNode(t *testing.T, cfg live.Config) *live.Node {
+	t.Helper()
+	nw, err := transport.NewInProc(1, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Self, cfg.N = 0, 1
+	cfg.Transport, _ = nw.Endpoint(0)
+	node, err := live.NewNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node
+}
+
 func transports(t *testing.T, n int, tcp bool) []transport.Transport {
 	t.Helper()
 	var out []transport.Transport

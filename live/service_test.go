@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/wire"
 )
@@ -69,20 +68,7 @@ func (e *echo) Input(env proc.Env, in proc.Input) {
 // echo service on it.
 func echoNode(t *testing.T, yield bool, pause time.Duration) (*live.Node, func(name string) (*live.Service, *echo)) {
 	t.Helper()
-	nw, err := transport.NewInProc(1, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := nw.Endpoint(0)
-	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep,
-		NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := oneNode(t, live.Config{NewCodec: func(m []proc.Message) (live.Codec, error) { return wire.NewCodec(m) }})
 	return node, func(name string) (*live.Service, *echo) {
 		e := &echo{inside: new(atomic.Int32), handled: new(atomic.Int64), overlap: new(atomic.Bool), yield: yield, pause: pause}
 		a := proc.Algorithm{Family: "test", Name: "echo", New: func(proc.ID, int) proc.Process { return e }}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -59,19 +58,7 @@ func (b *batcher) Timeout(env proc.Env, tag any) {
 // a handler ran join the batch it started — and a cancelled one never
 // fires.
 func TestZeroTimerWaitsForTheInbox(t *testing.T) {
-	nw, err := transport.NewInProc(1, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := nw.Endpoint(0)
-	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := oneNode(t, live.Config{})
 	b := &batcher{entered: make(chan struct{}), gate: make(chan struct{})}
 	s, err := node.Service("batcher", proc.Algorithm{Family: "test", Name: "batcher",
 		New: func(proc.ID, int) proc.Process { return b }})

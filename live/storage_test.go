@@ -37,19 +37,7 @@ func (ledger) Input(env proc.Env, in proc.Input) {
 // ledger service name on it; it returns the service and what it recovered.
 func ledgerNode(t *testing.T, dir, name string) (*live.Node, *live.Service, []string) {
 	t.Helper()
-	nw, err := transport.NewInProc(1, transport.InProcConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := nw.Endpoint(0)
-	node, err := live.NewNode(live.Config{Self: 0, N: 1, Transport: ep, DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := oneNode(t, live.Config{DataDir: dir})
 	got := make(chan []string, 1)
 	a := proc.Algorithm{Family: "test", Name: "ledger", New: func(proc.ID, int) proc.Process { return ledger{got} }}
 	s, err := node.Service(name, a)
