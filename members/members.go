@@ -72,6 +72,12 @@ type Config struct {
 	// a node that would forget a replicated log at a restart is never
 	// made one of its voters.
 	Durable bool
+	// Kinds, if not "", names what this node runs behind the services
+	// that must be the same on every node (node.Kinds: the lock, group
+	// and queue kinds, say). It is announced to the members
+	// (Member.Kinds), so that a node that joins with other kinds is
+	// refused, not half added.
+	Kinds string
 }
 
 // DefaultPeriod is SWIM's protocol period and the map's exchange round
@@ -145,6 +151,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Durable {
 		_ = s.svc.Input(epidemic.Put{Key: durablePrefix + strconv.Itoa(int(s.node.Self())), Value: "data_dir"})
 	}
+	if cfg.Kinds != "" {
+		_ = s.svc.Input(epidemic.Put{Key: kindsPrefix + strconv.Itoa(int(s.node.Self())), Value: cfg.Kinds})
+	}
 	return s, nil
 }
 
@@ -160,6 +169,9 @@ const addrPrefix = "cohort.addr."
 // durablePrefix+ID is written by a member that keeps its state on stable
 // storage (Config.Durable); the service's own key too.
 const durablePrefix = "cohort.durable."
+
+// kindsPrefix+ID holds a member's Config.Kinds; the service's own key too.
+const kindsPrefix = "cohort.kinds."
 
 // learnAddresses announces this member's address and hands the addresses
 // the map brings to the transport, from now on.
@@ -184,7 +196,7 @@ func (s *Server) learnAddresses() {
 // ownKey says whether key is one of the service's own: an address or an
 // advertisement, hidden from the map's readers.
 func ownKey(key string) bool {
-	return strings.HasPrefix(key, addrPrefix) || strings.HasPrefix(key, durablePrefix) || strings.HasPrefix(key, epidemic.ResourcePrefix)
+	return strings.HasPrefix(key, addrPrefix) || strings.HasPrefix(key, durablePrefix) || strings.HasPrefix(key, kindsPrefix) || strings.HasPrefix(key, epidemic.ResourcePrefix)
 }
 
 func (s *Server) addPeer(key, addr string) {
@@ -212,6 +224,7 @@ type Member struct {
 	Incarnation uint32 `json:"incarnation"`
 	Self        bool   `json:"self,omitempty"`
 	Durable     bool   `json:"durable,omitempty"` // it keeps its state on stable storage (Config.Durable), as far as the map has told
+	Kinds       string `json:"kinds,omitempty"`   // what it runs behind the services (Config.Kinds), as far as the map has told
 }
 
 var stateNames = map[uint8]string{epidemic.StateAlive: "alive", epidemic.StateSuspect: "suspect", epidemic.StateDead: "dead", epidemic.StateLeft: "left"}
@@ -220,13 +233,21 @@ var stateNames = map[uint8]string{epidemic.StateAlive: "alive", epidemic.StateSu
 // ID.
 func (s *Server) Members() ([]Member, error) {
 	var facts []epidemic.Fact
-	durable := map[int]bool{}
+	durable, kinds := map[int]bool{}, map[int]string{}
 	if err := s.svc.Read(func(p proc.Process) {
 		facts = p.(viewer).View()
 		for _, e := range p.(viewer).Entries() {
-			if rest, ok := strings.CutPrefix(e.Key, durablePrefix); ok && !e.Deleted {
+			if e.Deleted {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(e.Key, durablePrefix); ok {
 				if id, err := strconv.Atoi(rest); err == nil {
 					durable[id] = true
+				}
+			}
+			if rest, ok := strings.CutPrefix(e.Key, kindsPrefix); ok {
+				if id, err := strconv.Atoi(rest); err == nil {
+					kinds[id] = e.Value
 				}
 			}
 		}
@@ -237,7 +258,7 @@ func (s *Server) Members() ([]Member, error) {
 	out := make([]Member, 0, len(facts))
 	for _, f := range facts {
 		out = append(out, Member{ID: int(f.Member), Addr: addrs[f.Member], State: stateNames[f.State], Incarnation: f.Inc,
-			Self: f.Member == s.node.Self(), Durable: durable[int(f.Member)]})
+			Self: f.Member == s.node.Self(), Durable: durable[int(f.Member)], Kinds: kinds[int(f.Member)]})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return a.ID - b.ID })
 	return out, nil

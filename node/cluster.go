@@ -196,10 +196,11 @@ func (n *Node) ChangeVoters(ctx context.Context, id proc.ID, add bool) (Voters, 
 }
 
 // mayVote checks that node id may be added: a member of the cluster that
-// is alive and keeps its state on stable storage — a voter that forgot its
-// log at a restart could vote twice in a term or lose committed entries.
-// The members map tells which members keep a data_dir; news of a member
-// that has just joined is waited for, up to durableWait.
+// is alive, keeps its state on stable storage — a voter that forgot its
+// log at a restart could vote twice in a term or lose committed entries —
+// and runs the same kinds as this node (kinds.go). The members map tells
+// which members keep a data_dir and what they run; news of a member that
+// has just joined is waited for, up to durableWait.
 func (n *Node) mayVote(ctx context.Context, id proc.ID) error {
 	if n.members == nil {
 		if int(id) < n.cfg.N {
@@ -219,10 +220,19 @@ func (n *Node) mayVote(ctx context.Context, id proc.ID) error {
 			return fmt.Errorf("%w: node %d has not joined the cluster (cohort members lists those that have)", ErrNotMember, id)
 		case ms[i].State != "alive":
 			return fmt.Errorf("%w: node %d is %s (cohort members)", ErrNotAlive, id, ms[i].State)
-		case ms[i].Durable:
+		case ms[i].Kinds != "":
+			if err := differ(id, ParseKinds(ms[i].Kinds), fmt.Sprintf("node %d", n.cfg.ID), n.cfg.kinds()); err != nil {
+				return fmt.Errorf("%w: %w (as the members map tells): every voter must run the same, or it would be half added; change node %d's node.yaml and restart it", ErrRefused, err, id)
+			}
+		}
+		switch {
+		case ms[i].Durable && ms[i].Kinds != "":
 			return nil
-		case time.Now().After(deadline):
+		case !time.Now().After(deadline):
+		case !ms[i].Durable:
 			return fmt.Errorf("%w: node %d keeps no data_dir (as the members map tells): a voter must keep its log across restarts; give it data_dir in its node.yaml and restart it", ErrRefused, id)
+		default:
+			return fmt.Errorf("%w: node %d announces no kinds of lock, group and queues in the members map (an older release?): a voter must run the same as the others (%s)", ErrRefused, id, n.cfg.kinds())
 		}
 		select {
 		case <-ctx.Done():

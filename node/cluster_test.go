@@ -37,6 +37,11 @@ type joinCluster struct {
 	nodes    map[proc.ID]*Node
 	apis     map[proc.ID]*httptest.Server
 	traces   string // if set, each node's traces are in traces/node<i> (Config.TraceDir)
+	// tweak, if set for a node, changes its Config before it starts;
+	// contact, if set for a newcomer, is the member it joins through
+	// (else node 0).
+	tweak   map[proc.ID]func(*Config)
+	contact map[proc.ID]proc.ID
 }
 
 var joinSecret = []byte("join test secret, 32 bytes long.")
@@ -49,7 +54,8 @@ func newJoinCluster(t *testing.T, founders int) *joinCluster {
 // traces/node<i>, unless traces is "".
 func newTracedJoinCluster(t *testing.T, founders int, traces string) *joinCluster {
 	c := &joinCluster{t: t, founders: founders, token: "tok", addrs: map[proc.ID]string{}, dirs: map[proc.ID]string{}, volatile: map[proc.ID]bool{},
-		nodes: map[proc.ID]*Node{}, apis: map[proc.ID]*httptest.Server{}, traces: traces}
+		nodes: map[proc.ID]*Node{}, apis: map[proc.ID]*httptest.Server{}, traces: traces,
+		tweak: map[proc.ID]func(*Config){}, contact: map[proc.ID]proc.ID{}}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(founders) {
 		lns[i] = c.listen(i)
@@ -89,6 +95,37 @@ func (c *joinCluster) listen(id proc.ID) net.Listener {
 // its contact (node 0) only.
 func (c *joinCluster) start(id proc.ID, ln net.Listener) {
 	c.t.Helper()
+	if err := c.tryStart(id, ln); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryStart is start that returns New's error.
+func (c *joinCluster) tryStart(id proc.ID, ln net.Listener) error {
+	tr, contact := c.transport(id, ln)
+	cfg := Config{ID: id, N: c.founders, Transport: tr,
+		Lock: lock.ReplicatedAlgorithm(consensus.DefaultConfig), Group: group.ReplicatedAlgorithm(consensus.DefaultConfig),
+		Token: c.token, DataDir: c.dataDir(id), Members: true, Contact: contact,
+		MembersParams: epidemic.Params{Period: 20 * time.Millisecond},
+		TraceDir:      c.traceDir(id),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if f := c.tweak[id]; f != nil {
+		f(&cfg)
+	}
+	nd, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	c.nodes[id] = nd
+	c.apis[id] = httptest.NewServer(nd.Handler())
+	c.t.Cleanup(func() { c.stop(id) })
+	return nil
+}
+
+// transport is node id's transport on ln: a founder knows every founder,
+// a newcomer its contact only (returned).
+func (c *joinCluster) transport(id proc.ID, ln net.Listener) (*transport.TCP, proc.ID) {
+	c.t.Helper()
 	peers, contact := map[proc.ID]string{}, proc.None
 	if int(id) < c.founders {
 		for j := range proc.ID(c.founders) {
@@ -97,25 +134,14 @@ func (c *joinCluster) start(id proc.ID, ln net.Listener) {
 			}
 		}
 	} else {
-		contact = 0
-		peers[0] = c.addrs[0]
+		contact = c.contact[id] // node 0 unless set
+		peers[contact] = c.addrs[contact]
 	}
 	tr, err := transport.NewTCP(transport.Config{Self: id, Listener: ln, Peers: peers, Secret: joinSecret, Joins: true})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	nd, err := New(Config{ID: id, N: c.founders, Transport: tr,
-		Lock: lock.ReplicatedAlgorithm(consensus.DefaultConfig), Group: group.ReplicatedAlgorithm(consensus.DefaultConfig),
-		Token: c.token, DataDir: c.dataDir(id), Members: true, Contact: contact,
-		MembersParams: epidemic.Params{Period: 20 * time.Millisecond},
-		TraceDir:      c.traceDir(id),
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.nodes[id] = nd
-	c.apis[id] = httptest.NewServer(nd.Handler())
-	c.t.Cleanup(func() { c.stop(id) })
+	return tr, contact
 }
 
 // stop closes node id and its API, as a crash would (its storage is

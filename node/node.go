@@ -81,7 +81,8 @@ type Config struct {
 	// serves queues replicated on the cluster's log (queue.Replicated, the
 	// service "queues"): a put is acknowledged once a majority has it, and
 	// every node that votes in that log serves every queue (a node that
-	// joined, once added to the voters). Every node must choose alike.
+	// joined, once added to the voters). Every node must choose alike:
+	// a node that joins with the other choice is refused (kinds.go).
 	LocalQueues bool
 	// Queues configures the per-node message queues (package queue); its
 	// Dir and Logger come from DataDir and Logger. Its Visibility is the
@@ -365,8 +366,16 @@ func New(cfg Config) (*Node, error) {
 		if !joined {
 			contact = proc.None // a founder starts; it knows the others
 		}
-		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log, Durable: cfg.DataDir != ""}); err != nil {
+		if ms, err = members.NewServer(members.Config{Node: ln, Params: cfg.MembersParams, Contact: contact, Logger: log,
+			Durable: cfg.DataDir != "", Kinds: cfg.kinds().String()}); err != nil {
 			return nil, errors.Join(fmt.Errorf("members: %w", err), closeAll())
+		}
+		if joined {
+			// Refused before it runs a replicated log: a node that runs
+			// other kinds than the cluster's would be half added.
+			if err := checkJoin(context.Background(), ms, cfg.ID, contact, cfg.kinds(), log); err != nil {
+				return nil, errors.Join(err, closeAll())
+			}
 		}
 	}
 	var ds *dht.Server

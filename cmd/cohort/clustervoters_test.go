@@ -192,3 +192,37 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 	}
 	t.Log(h.Summary())
 }
+
+// TestJoinerOfOtherKindsExits2: a node that joins a `cluster up
+// --members` cluster (replicated queues, the default) with queues: local
+// in its node.yaml is refused as it starts — exit 2, naming both kinds —
+// rather than joined, to be half added by `cluster add` later; the
+// founders list it in none of their logs.
+func TestJoinerOfOtherKindsExits2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	dir := t.TempDir()
+	eps := startCluster(t, "--nodes", "3", "--members", "--dir", dir)
+	founder, ports := founderAndPorts(t, dir, 2)
+	path := filepath.Join(dir, "joiner3.yaml")
+	cfg := fmt.Sprintf("id: 3\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndata_dir: %s\nqueues: local\n",
+		ports[0], ports[1], founder.Secret, filepath.Join(dir, "joiner3"))
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, "node", "--config", path, "--join", "0@"+founder.Peers[0])
+	if code != 2 || !strings.Contains(errs, "queues: local at node 3, replicated at node 0") {
+		t.Fatalf("a joiner with queues: local: exit %d, %s; want 2 naming both kinds of queues", code, errs)
+	}
+	code, out, _ := cli(t, "cluster", "voters", "--endpoints", eps[0], "--json")
+	var vs node.Voters
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Logs) != 3 {
+		t.Fatalf("cluster voters: exit %d, %s", code, out)
+	}
+	for _, l := range vs.Logs {
+		if !slices.Equal(l.Voters, []int{0, 1, 2}) {
+			t.Errorf("%s: voters %v; want the founders", l.Service, l.Voters)
+		}
+	}
+}

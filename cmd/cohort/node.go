@@ -387,7 +387,10 @@ It runs the membership and key-value service (and the DHT and Scribe, with
 dht: true), and, with lock: raft, a copy of the replicated logs of the
 locks, groups and queues: it serves locks, elections, groups and queues
 once an operator adds it to their voters (cohort cluster add 7); until
-then it answers 503, saying so.`,
+then it answers 503, saying so. Its lock, group, queues and queue_limits
+must be the cluster's: a node that joins with others is refused as it
+starts (exit 2, naming both), and cohort cluster add refuses a member
+that announces others.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {

@@ -1,0 +1,129 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/members"
+)
+
+func TestKindsDiffer(t *testing.T) {
+	raft := Kinds{"lock": "raft-lock", "group": "raft-group", "queues": "replicated", "queue_limits": "messages:1"}
+	for _, c := range []struct {
+		name   string
+		theirs Kinds
+		says   []string // each in the error; none: they agree
+	}{
+		{"alike", Kinds{"lock": "raft-lock", "group": "raft-group", "queues": "replicated", "queue_limits": "messages:1"}, nil},
+		{"local queues", Kinds{"lock": "raft-lock", "group": "raft-group", "queues": "local"},
+			[]string{"queues: local at node 3, replicated at node 0"}},
+		{"other limits", Kinds{"lock": "raft-lock", "group": "raft-group", "queues": "replicated", "queue_limits": "messages:2"},
+			[]string{"queue_limits: messages:2 at node 3, messages:1 at node 0"}},
+		{"textbook group", Kinds{"lock": "raft-lock", "group": "total-sequencer", "queues": "replicated", "queue_limits": "messages:1"},
+			[]string{"group: total-sequencer at node 3, raft-group at node 0"}},
+		{"none announced", Kinds{}, []string{"lock: none at node 3, raft-lock at node 0", "queues: none at node 3"}},
+	} {
+		err := differ(3, c.theirs, "node 0", raft)
+		if c.says == nil {
+			if err != nil {
+				t.Errorf("%s: %v; want none", c.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrKinds) {
+			t.Errorf("%s: %v; want ErrKinds", c.name, err)
+			continue
+		}
+		for _, s := range c.says {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %v; want it to say %q", c.name, err, s)
+			}
+		}
+		if c.name == "local queues" && strings.Contains(err.Error(), "queue_limits") {
+			t.Errorf("%s: %v: names the limits of queues one side does not run", c.name, err)
+		}
+	}
+	if k := ParseKinds(raft.String()); fmt.Sprint(k) != fmt.Sprint(raft) {
+		t.Errorf("ParseKinds(%q) = %v", raft.String(), k)
+	}
+}
+
+// A node that joins with other kinds than the cluster's — queues: local
+// beside replicated queues, a textbook group beside the replicated one,
+// other limits of the replicated queues — is refused when it starts,
+// naming both values; and `cluster add` refuses a member that announces
+// other kinds (one that joined through a member of an older release,
+// which announces none, so it could not check). Nothing is half added:
+// the voters stay the founders in every log.
+func TestJoinerOfOtherKindsIsRefused(t *testing.T) {
+	c := newJoinCluster(t, 3)
+	c.votersAre(0, 1, 2)
+	seq, err := group.Algorithm("total-sequencer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct {
+		tweak func(*Config)
+		says  string
+	}{
+		{func(cfg *Config) { cfg.LocalQueues = true }, "queues: local at node 3, replicated at node 0"},
+		{func(cfg *Config) { cfg.QueueLimits.Messages = 7 }, "queue_limits: messages:7,"},
+		{func(cfg *Config) { cfg.Group = seq }, "group: total-sequencer at node 3, raft-group at node 0"},
+	} {
+		c.tweak[3] = b.tweak
+		err := c.tryStart(3, c.listen(3))
+		if !errors.Is(err, ErrKinds) || !strings.Contains(err.Error(), b.says) {
+			t.Fatalf("a joiner of other kinds started: %v; want ErrKinds naming %q", err, b.says)
+		}
+		t.Logf("refused: %v", err)
+	}
+
+	// Node 4 joins as a release that announces no kinds; node 3, with
+	// local queues, joins through it, and cannot check.
+	ln := c.listen(4)
+	tr, contact := c.transport(4, ln)
+	old, err := live.NewNode(live.Config{Self: 4, N: c.founders, Transport: tr, IDs: MaxIDs,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Close() })
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := members.NewServer(members.Config{Node: old, Contact: contact, Durable: true,
+		Params: epidemic.Params{Period: 20 * time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually("node 4 alive at node 1", func() error {
+		if err := c.nodes[1].mayVote(context.Background(), 4); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "announces no kinds") {
+			return fmt.Errorf("still: %v", err)
+		}
+		return nil
+	})
+	c.tweak[3] = func(cfg *Config) { cfg.LocalQueues = true }
+	c.contact[3] = 4
+	c.start(3, c.listen(3))
+	c.eventually("adding node 3 refused, naming both kinds of queues", func() error {
+		if code, msg := c.status(1, "PUT", "/v1/cluster/voters/3", c.token); code != http.StatusConflict || !strings.Contains(msg, "queues: local at node 3, replicated at node 1") {
+			return fmt.Errorf("%d %s; want 409 naming both kinds of queues", code, msg)
+		}
+		return nil
+	})
+	if code, msg := c.status(1, "PUT", "/v1/cluster/voters/4", c.token); code != http.StatusConflict || !strings.Contains(msg, "announces no kinds") {
+		t.Errorf("adding node 4, which announces no kinds: %d %s; want 409", code, msg)
+	}
+	c.votersAre(0, 1, 2)
+	// The founders still grant.
+	c.lockAt(2, "jobs")
+}
