@@ -37,7 +37,7 @@ func TestPairMergesTwoRuns(t *testing.T) {
 	// Vector clocks move with their processes: b's receipt, [2,1] in b,
 	// is [0,0,2,1]; a's send, [2,0], is [2,0,0,0]. Every recorded clock
 	// is the one the pair's happened-before implies.
-	if e := tr.Events[3]; !slices.Equal(e.VC, []uint64{0, 0, 2, 0}) {
+	if e := tr.Events[3]; !slices.Equal(e.VC.Dense(), []uint64{0, 0, 2, 0}) {
 		t.Errorf("b's send has VC %v, want [0 0 2 0]", e.VC)
 	}
 	hb, err := trace.NewHB(tr)
@@ -46,9 +46,9 @@ func TestPairMergesTwoRuns(t *testing.T) {
 	}
 	clocks := 0
 	for i, e := range tr.Events {
-		if len(e.VC) > 0 {
+		if !e.VC.IsZero() {
 			clocks++
-			if want := hb.VC(i); !slices.Equal(e.VC, want) {
+			if want := hb.VC(i); !slices.Equal(e.VC.Dense(), want) {
 				t.Errorf("%v: recorded VC %v, happened-before implies %v", e.String(), e.VC, want)
 			}
 		}

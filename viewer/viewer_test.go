@@ -22,8 +22,8 @@ func smallTrace() *trace.Trace {
 		Header: trace.Header{Format: trace.FormatName, Nodes: 2, Family: "clocks", Algo: "lamport", Seed: 1},
 		Events: []trace.Event{
 			{Index: 0, Time: 0, Node: 0, Kind: trace.Start, Lamport: 1, Peer: -1},
-			{Index: 1, Time: 10, Node: 0, Kind: trace.Send, Lamport: 2, Msg: 1, Peer: 1, Type: "m", Label: hostile, VC: []uint64{2, 0}},
-			{Index: 2, Time: 30, Node: 1, Kind: trace.Recv, Lamport: 3, Msg: 1, Peer: 0, Type: "m", Label: hostile, VC: []uint64{2, 1}},
+			{Index: 1, Time: 10, Node: 0, Kind: trace.Send, Lamport: 2, Msg: 1, Peer: 1, Type: "m", Label: hostile, VC: trace.DenseVC([]uint64{2, 0})},
+			{Index: 2, Time: 30, Node: 1, Kind: trace.Recv, Lamport: 3, Msg: 1, Peer: 0, Type: "m", Label: hostile, VC: trace.DenseVC([]uint64{2, 1})},
 			{Index: 3, Time: 40, Node: 1, Kind: trace.Output, Lamport: 4, Peer: -1, Type: "done", Data: json.RawMessage(`{"x":"</script>"}`)},
 		},
 	}

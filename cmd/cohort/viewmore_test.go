@@ -365,7 +365,7 @@ func TestViewerShowsTwoRunsSideBySide(t *testing.T) {
 	// Each run's clocks move with its processes: B's receipt counts no
 	// event of A's processes, its own entries three places on.
 	for run, k := range []int{ia, ib} {
-		vc := []trace.Event{ra, rb}[run].VC
+		vc := []trace.Event{ra, rb}[run].VC.Dense()
 		want := make([]uint64, 6)
 		copy(want[3*run:], vc)
 		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(k)+`)`)
