@@ -218,3 +218,31 @@ func TestMergedLiveTraceLocalClocksAreGivenFromTheFirstEvent(t *testing.T) {
 		}
 	}
 }
+
+// A live trace that a member joined with a high process ID embeds its
+// clocks keyed by process ID, as the file holds them, not as arrays of
+// 60,001 entries each.
+func TestPageKeepsSparseClocksSparse(t *testing.T) {
+	tr, err := trace.Read(strings.NewReader(`{"format":"cohort-trace/1","nodes":3,"ids":65536,"seed":0}
+{"i":0,"t":0,"node":60000,"kind":"start","local":0,"lamport":1,"vc":{"60000":1},"peer":-1}
+{"i":1,"t":1,"node":60000,"kind":"send","local":1,"lamport":2,"vc":{"60000":2},"msg":5,"peer":1}
+{"i":2,"t":2,"node":1,"kind":"recv","local":2,"lamport":4,"vc":{"1":1,"60000":2},"msg":5,"peer":60000}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := Render(&Page{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte(`"vc":{"1":1,"60000":2}`)) {
+		t.Errorf("the receipt's clock is not embedded keyed by process ID")
+	}
+	d := embedded(t, page)
+	if e := d.Events[2]; e.VC.At(60000) != 2 || e.VC.At(1) != 1 || !e.VC.Sparse() {
+		t.Errorf("embedded receipt's clock %v", e.VC)
+	}
+	if len(page) > 1<<20 {
+		t.Errorf("a page of three events takes %d bytes", len(page))
+	}
+}
