@@ -240,7 +240,7 @@ func TestPageKeepsSparseClocksSparse(t *testing.T) {
 	}
 	d := embedded(t, page)
 	if e := d.Events[2]; e.VC.At(60000) != 2 || e.VC.At(1) != 1 || !e.VC.Sparse() {
-		t.Errorf("embedded receipt's clock %v", e.VC)
+		t.Errorf("embedded receipt's clock: entries 1 and 60000 are %d and %d, sparse %v; want 1, 2, true", e.VC.At(1), e.VC.At(60000), e.VC.Sparse())
 	}
 	if len(page) > 1<<20 {
 		t.Errorf("a page of three events takes %d bytes", len(page))
