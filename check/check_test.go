@@ -138,7 +138,7 @@ func TestMalformedTraces(t *testing.T) {
 		"negative node": func(tr *trace.Trace) { tr.Events[3].Node = -2 },
 		"bad index":     func(tr *trace.Trace) { tr.Events[2].Index = 0 },
 		"no kind":       func(tr *trace.Trace) { tr.Events[2].Kind = 0 },
-		"short vector":  func(tr *trace.Trace) { tr.Events[3].VC = tr.Events[3].VC[:1] },
+		"short vector":  func(tr *trace.Trace) { tr.Events[3].VC = trace.DenseVC(tr.Events[3].VC.Dense()[:1]) },
 		"no data":       func(tr *trace.Trace) { tr.Events[4].Data = nil },
 	}
 	for name, edit := range broken {

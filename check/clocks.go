@@ -92,26 +92,30 @@ func vectorFindings(t *trace.Trace, h *trace.HB, preds [][]int) []finding {
 	var fs []finding
 	for b, ps := range preds {
 		vb := t.Events[b].VC
-		if len(vb) == 0 {
+		if vb.IsZero() {
 			continue
 		}
 		ordered := true
 		for _, a := range ps {
 			va := t.Events[a].VC
-			if len(va) > 0 && !logical.Vector(va).Before(vb) {
+			if !va.IsZero() && va.Compare(vb) != logical.Before {
 				ordered = false
 				fs = append(fs, finding{
-					pairDetail(t, a, b, "VC="+trace.FormatVC(va), "VC="+trace.FormatVC(vb)),
+					pairDetail(t, a, b, "VC="+va.String(), "VC="+vb.String()),
 					[]int{a, b},
 				})
 			}
 		}
 		// (A recorded vector may be shorter than the trace's processes: in
 		// a trace they join, an absent entry is 0.)
-		if want := h.VC(b); ordered && logical.Compare(vb, want) != logical.Equal {
+		if want := h.Clock(b); ordered && vb.Compare(want) != logical.Equal {
+			implied := want.String() // by process, if sparse
+			if !want.Sparse() {
+				implied = trace.FormatVC(h.VC(b)) // an entry per process
+			}
 			fs = append(fs, finding{
 				fmt.Sprintf("#%d (p%d %s): recorded VC=%s, happened-before implies VC=%s",
-					b, t.Events[b].Node, what(&t.Events[b]), trace.FormatVC(vb), trace.FormatVC(want)),
+					b, t.Events[b].Node, what(&t.Events[b]), vb, implied),
 				[]int{b},
 			})
 		}

@@ -126,7 +126,7 @@ func TestClockCondition(t *testing.T) {
 			b.Local(1, trace.Timer)
 			s := b.Send(0, 1, "req")
 			r := b.Recv(s)
-			b.Trace.Events[r].VC = []uint64{0, 2, 0}
+			b.Trace.Events[r].VC = trace.DenseVC([]uint64{0, 2, 0})
 			return &b.Trace, []int{s, r}
 		}},
 		{name: "vector timestamp claiming a predecessor it does not have", detail: "#2 (p2 timer): recorded VC=[1,0,1], happened-before implies VC=[0,0,1]", build: func() (*trace.Trace, []int) {
@@ -134,7 +134,7 @@ func TestClockCondition(t *testing.T) {
 			s := b.Send(0, 1, "req")
 			b.Recv(s)
 			tm := b.Local(2, trace.Timer)
-			b.Trace.Events[tm].VC = []uint64{1, 0, 1}
+			b.Trace.Events[tm].VC = trace.DenseVC([]uint64{1, 0, 1})
 			return &b.Trace, []int{tm}
 		}},
 	})

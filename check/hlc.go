@@ -105,11 +105,13 @@ func checkHLC(t *trace.Trace) Result {
 	}
 	for p := range n {
 		for _, b := range byNode[p] {
-			vc := h.VC(b.event)
 			// The clock condition, against the latest stamped predecessor
 			// of each process.
 			for q := range n {
-				seen := int(vc[q]) // events of q in b's past, b included
+				if len(byNode[q]) == 0 {
+					continue
+				}
+				seen := int(h.Entry(b.event, q)) // events of q in b's past, b included
 				if q == p {
 					seen = b.pos // strictly before b
 				}
@@ -127,11 +129,8 @@ func checkHLC(t *trace.Trace) Result {
 			}
 			// l within the physical clocks of the causal past.
 			top := -1
-			for q := range n {
-				if vc[q] == 0 {
-					continue
-				}
-				g := hist[q][vc[q]-1]
+			for q, c := range h.Clock(b.event).Entries() {
+				g := hist[q][c-1]
 				if top < 0 || t.Events[g].Local > t.Events[top].Local {
 					top = g
 				}

@@ -112,7 +112,7 @@ func TestJoinedMemberIsTraced(t *testing.T) {
 				t.Errorf("%s: %s: %v\n%s", kind, r.Name, r, r.Counterexample(back))
 			}
 		}
-		if !slices.ContainsFunc(back.Events, func(e trace.Event) bool { return len(e.VC) > int(joined) && e.Node < 3 }) {
+		if !slices.ContainsFunc(back.Events, func(e trace.Event) bool { return e.VC.Len() > int(joined) && e.Node < 3 }) {
 			t.Errorf("%s: no founder's clock counts the joined member's events", kind)
 		}
 	}

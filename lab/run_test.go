@@ -155,7 +155,7 @@ func TestSimVectorClocks(t *testing.T) {
 		}
 		has := false
 		for _, e := range tr.Events {
-			has = has || len(e.VC) > 0
+			has = has || !e.VC.IsZero()
 		}
 		if has != tc.want {
 			t.Errorf("VectorClocks %d: vector timestamps recorded %v, want %v", tc.toggle, has, tc.want)

@@ -188,8 +188,8 @@ func TestClocksLive(t *testing.T) {
 func TestResumeATornTrace(t *testing.T) {
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, trace.Header{Nodes: 2})
-	w.Record(&trace.Event{Index: 0, Time: 10, Node: 1, Kind: trace.Start, Peer: -1, VC: []uint64{0, 1}})
-	w.Record(&trace.Event{Index: 1, Time: 20, Node: 1, Kind: trace.Send, Msg: 1<<40 | 7, Peer: 0, VC: []uint64{0, 2}})
+	w.Record(&trace.Event{Index: 0, Time: 10, Node: 1, Kind: trace.Start, Peer: -1, VC: trace.DenseVC([]uint64{0, 1})})
+	w.Record(&trace.Event{Index: 1, Time: 20, Node: 1, Kind: trace.Send, Msg: 1<<40 | 7, Peer: 0, VC: trace.DenseVC([]uint64{0, 2})})
 	w.Flush()
 	whole := buf.Len()
 	buf.WriteString(`{"i":2,"t":30,"no`) // torn
@@ -345,7 +345,7 @@ func TestLiveTraceRecordsStates(t *testing.T) {
 	for p, tr := range ts {
 		var seen []string
 		for i, e := range tr.Events {
-			if e.Index != i || i > 0 && e.VC[p] <= tr.Events[i-1].VC[p] {
+			if e.Index != i || i > 0 && e.VC.At(p) <= tr.Events[i-1].VC.At(p) {
 				t.Fatalf("p%d: event %d (%s) out of order in its file", p, i, e.String())
 			}
 			if e.State == nil {

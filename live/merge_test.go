@@ -59,7 +59,7 @@ func TestMergeRefusesTracesOfDifferentRuns(t *testing.T) {
 // events, are cut; files that hold every send lose nothing.
 func TestConsistentCutOfFilesStillBeingWritten(t *testing.T) {
 	ev := func(node int32, i int, at int64, kind trace.Kind, peer int32, msg uint64, vc ...uint64) trace.Event {
-		return trace.Event{Index: i, Node: node, Kind: kind, Peer: peer, Msg: msg, VC: vc, Time: at}
+		return trace.Event{Index: i, Node: node, Kind: kind, Peer: peer, Msg: msg, VC: trace.DenseVC(vc), Time: at}
 	}
 	hdr := trace.Header{Format: trace.FormatName, Nodes: 2}
 	n0 := &trace.Trace{Header: hdr, Events: []trace.Event{

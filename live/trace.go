@@ -151,8 +151,8 @@ func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
 			return nil, 0, fmt.Errorf("event %d is node %d's, not node %d's", e.Index, e.Node, self)
 		}
 		r.Next, r.LastTime = e.Index+1, e.Time
-		if len(e.VC) > 0 {
-			r.VC = e.VC
+		if !e.VC.IsZero() {
+			r.VC = e.VC.Dense()
 		}
 		own := e.Kind == trace.Send || e.Kind == trace.Recv && e.Msg&unlinked != 0
 		if own && e.Msg&(1<<40-1) >= r.NextMsg {
@@ -213,17 +213,21 @@ func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event))
 	if e.Time == 0 {
 		e.Time = time.Now().UnixNano()
 	}
-	e.Local, e.Lamport, e.VC = e.Time, sum, slices.Clone(t.vc)
+	vc := slices.Clone(t.vc)
+	e.Local, e.Lamport, e.VC = e.Time, sum, trace.DenseVC(vc)
+	if t.open { // by process ID, if a member with a high ID joined
+		e.VC = trace.CompactVC(vc)
+	}
 	t.index++
 	if step != 0 || len(t.held) > 0 {
 		t.held = append(t.held, heldEvent{e, step})
-		return e.VC
+		return vc
 	}
 	t.w.Record(&e)
 	// Every event reaches the file at once: a node may be killed at any
 	// moment, and the trace must then hold all it did.
 	_ = t.w.Flush()
-	return e.VC
+	return vc
 }
 
 // beginStep opens a step of a service and returns its number, or 0 if
@@ -501,8 +505,8 @@ func ConsistentCut(ts []*trace.Trace) ([]*trace.Trace, int) {
 		out[i] = &c
 		if n := len(t.Events); n > 0 {
 			e := t.Events[n-1]
-			if int(e.Node) < len(e.VC) {
-				frontier[e.Node] = e.VC[e.Node]
+			if int(e.Node) < e.VC.Len() {
+				frontier[e.Node] = e.VC.At(int(e.Node))
 			}
 		}
 	}
@@ -517,8 +521,8 @@ func ConsistentCut(ts []*trace.Trace) ([]*trace.Trace, int) {
 				cut += len(t.Events) - k
 				t.Events = t.Events[:k]
 				frontier[e.Node] = 0
-				if k > 0 && int(e.Node) < len(t.Events[k-1].VC) {
-					frontier[e.Node] = t.Events[k-1].VC[e.Node]
+				if k > 0 && int(e.Node) < t.Events[k-1].VC.Len() {
+					frontier[e.Node] = t.Events[k-1].VC.At(int(e.Node))
 				}
 				changed = true
 				break
@@ -531,7 +535,7 @@ func ConsistentCut(ts []*trace.Trace) ([]*trace.Trace, int) {
 // beyond reports whether e knows of an event of another node past that
 // node's frontier.
 func beyond(e trace.Event, frontier map[int32]uint64) bool {
-	for q, v := range e.VC {
+	for q, v := range e.VC.Entries() {
 		if f, ok := frontier[int32(q)]; ok && int32(q) != e.Node && v > f {
 			return true
 		}

@@ -90,7 +90,7 @@ func TestTraceDirHasATracePerKind(t *testing.T) {
 			}
 			enters := 0
 			for k, e := range tr.Events {
-				if e.Index != k || int(e.VC[i]) != k+1 {
+				if e.Index != k || int(e.VC.At(i)) != k+1 {
 					t.Fatalf("node%d/%s.jsonl: event %d is #%d at %v: its clock counts another kind's events", i, kind, k, e.Index, e.VC)
 				}
 				if e.Service != "" && live.ServiceKind(e.Service) != kind {

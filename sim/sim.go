@@ -621,7 +621,7 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 	if kind.IsProcess() {
 		e.Lamport = s.lamports[id]
 		if s.vcs != nil {
-			e.VC = slices.Clone(s.vcs[id])
+			e.VC = trace.DenseVC(slices.Clone(s.vcs[id]))
 		}
 	}
 	if fill != nil {

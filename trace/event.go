@@ -85,7 +85,7 @@ type Event struct {
 	Kind    Kind            `json:"kind"`           // what happened
 	Local   int64           `json:"local"`          // Node's local clock reading (ns)
 	Lamport uint64          `json:"lamport"`        // Lamport timestamp (process events)
-	VC      []uint64        `json:"vc,omitempty"`   // vector timestamp, if recorded
+	VC      VC              `json:"vc,omitzero"`    // vector timestamp, if recorded
 	Msg     uint64          `json:"msg,omitempty"`  // message id (send, recv, drop, dup)
 	Peer    int32           `json:"peer"`           // other end of a message; -1 if none
 	Type    string          `json:"type,omitempty"` // message, input or output kind; timer tag
@@ -161,12 +161,12 @@ func (e *Event) appendJSON(b []byte, sparse bool) []byte {
 	b = append(b, `,"lamport":`...)
 	b = strconv.AppendUint(b, e.Lamport, 10)
 	switch {
-	case len(e.VC) == 0:
+	case e.VC.IsZero():
 	case sparse:
 		b = appendSparseVC(append(b, `,"vc":`...), e.VC)
 	default:
 		b = append(b, `,"vc":[`...)
-		for i, v := range e.VC {
+		for i, v := range e.VC.Dense() {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -233,21 +233,18 @@ func (e *Event) String() string {
 	if e.Kind.IsProcess() {
 		s += fmt.Sprintf(" L=%d", e.Lamport)
 	}
-	if len(e.VC) > 0 {
-		s += " VC=" + FormatVC(e.VC)
+	if !e.VC.IsZero() {
+		s += " VC=" + e.VC.String()
 	}
 	return s
 }
 
 // appendSparseVC appends vc as a JSON object of its nonzero entries keyed
 // by process ID, in ascending order: {"0":3,"7":1}.
-func appendSparseVC(b []byte, vc []uint64) []byte {
+func appendSparseVC(b []byte, vc VC) []byte {
 	b = append(b, '{')
 	first := true
-	for p, v := range vc {
-		if v == 0 {
-			continue
-		}
+	for p, v := range vc.Entries() {
 		if !first {
 			b = append(b, ',')
 		}

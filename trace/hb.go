@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cohort-go/cohort/logical"
 )
@@ -20,14 +21,18 @@ import (
 //
 //	a → b  ⇔  a ≠ b and VC(a)[node(a)] <= VC(b)[node(a)]
 //
-// a constant-time test. Memory is one word per event per process,
-// O(events × nodes): HB is meant for the traces of small runs.
+// a constant-time test. Memory is one word per event per process that has
+// events, O(events × active processes): HB is meant for the traces of
+// small runs. The processes without an event (in a trace whose processes
+// join, every ID below the highest one named) take no room in a vector.
 //
 // An HB never changes after NewHB and is safe for concurrent use.
 type HB struct {
 	n         int
 	node      []int32  // node of event i; -1 for network events
-	vc        []uint64 // vector of event i: vc[i*n : (i+1)*n]
+	col       []int32  // process p's entry in a row; -1 if p has no process event
+	cols      []int32  // the process of each entry of a row, ascending
+	vc        []uint64 // the entries of event i's vector: vc[i*w : (i+1)*w], w = len(cols)
 	send      []int    // for a matched receive, the index of its send; else -1
 	history   [][]int  // per process, its events' indexes in order
 	unmatched []int    // receives with no earlier send of their message id
@@ -49,11 +54,13 @@ func NewHB(t *Trace) (*HB, error) {
 	h := &HB{
 		n:       n,
 		node:    make([]int32, len(t.Events)),
-		vc:      make([]uint64, len(t.Events)*n),
+		col:     make([]int32, n),
 		send:    make([]int, len(t.Events)),
 		history: make([][]int, n),
 	}
-	sends := make(map[uint64]int) // message id → index of its first send
+	for p := range h.col {
+		h.col[p] = -1
+	}
 	for i := range t.Events {
 		e := &t.Events[i]
 		switch {
@@ -64,6 +71,20 @@ func NewHB(t *Trace) (*HB, error) {
 		case e.Node < 0 || int(e.Node) >= n:
 			return nil, fmt.Errorf("%w: event %d: node %d out of range 0..%d", ErrFormat, i, e.Node, n-1)
 		}
+		if e.Kind.IsProcess() {
+			h.col[e.Node] = 0 // has an entry; numbered below
+		}
+	}
+	for p, c := range h.col {
+		if c == 0 {
+			h.col[p] = int32(len(h.cols))
+			h.cols = append(h.cols, int32(p))
+		}
+	}
+	h.vc = make([]uint64, len(t.Events)*len(h.cols))
+	sends := make(map[uint64]int) // message id → index of its first send
+	for i := range t.Events {
+		e := &t.Events[i]
 		h.send[i] = -1
 		if !e.Kind.IsProcess() {
 			h.node[i] = -1
@@ -89,13 +110,16 @@ func NewHB(t *Trace) (*HB, error) {
 			h.send[i] = s
 			logical.MergeInto(v, h.row(s))
 		}
-		v[p]++
+		v[h.col[p]]++
 		h.history[p] = append(h.history[p], i)
 	}
 	return h, nil
 }
 
-func (h *HB) row(i int) []uint64 { return h.vc[i*h.n : (i+1)*h.n : (i+1)*h.n] }
+func (h *HB) row(i int) []uint64 {
+	w := len(h.cols)
+	return h.vc[i*w : (i+1)*w : (i+1)*w]
+}
 
 // process reports whether i is the index of a process event.
 func (h *HB) process(i int) bool { return i >= 0 && i < len(h.node) && h.node[i] >= 0 }
@@ -109,7 +133,7 @@ func (h *HB) Before(a, b int) bool {
 	if a == b || !h.process(a) || !h.process(b) {
 		return false
 	}
-	p := int(h.node[a])
+	p := h.col[h.node[a]]
 	return h.row(a)[p] <= h.row(b)[p]
 }
 
@@ -119,13 +143,37 @@ func (h *HB) Concurrent(a, b int) bool {
 	return a != b && h.process(a) && h.process(b) && !h.Before(a, b) && !h.Before(b, a)
 }
 
-// VC returns a copy of event i's vector timestamp as the trace's structure
-// implies it; nil if i is not a process event.
+// VC returns event i's vector timestamp as the trace's structure implies
+// it, as an array of Nodes entries indexed by process ID; nil if i is
+// not a process event. Clock gives the same vector in its compact form.
 func (h *HB) VC(i int) []uint64 {
 	if !h.process(i) {
 		return nil
 	}
-	return append([]uint64(nil), h.row(i)...)
+	v := make([]uint64, h.n)
+	for k, x := range h.row(i) {
+		v[h.cols[k]] = x
+	}
+	return v
+}
+
+// Clock returns event i's vector timestamp as the trace's structure
+// implies it: as VC gives it if every process has events, else without
+// the room of the processes that have none, in the form Read would hold
+// it in an open trace (CompactVC).
+// The zero VC if i is not a process event.
+func (h *HB) Clock(i int) VC {
+	if !h.process(i) {
+		return VC{}
+	}
+	if len(h.cols) == h.n { // every process has events: as VC gives it
+		return DenseVC(slices.Clone(h.row(i)))
+	}
+	keys, vals := make([]int, 0, len(h.cols)), make([]uint64, 0, len(h.cols))
+	for k, x := range h.row(i) {
+		keys, vals = append(keys, int(h.cols[k])), append(vals, x)
+	}
+	return sparseVC(keys, vals)
 }
 
 // Entry returns entry p of event i's vector timestamp, VC(i)[p]: the
@@ -134,10 +182,10 @@ func (h *HB) VC(i int) []uint64 {
 // read many of them (the lattice of consistent global states). It is 0 if
 // i is not a process event or p is not a process.
 func (h *HB) Entry(i, p int) uint64 {
-	if !h.process(i) || p < 0 || p >= h.n {
+	if !h.process(i) || p < 0 || p >= h.n || h.col[p] < 0 {
 		return 0
 	}
-	return h.vc[i*h.n+p]
+	return h.vc[i*len(h.cols)+int(h.col[p])]
 }
 
 // Send returns the index of the send that receive recv received; false if
@@ -195,7 +243,7 @@ func (h *HB) Consistent(c Cut) (ok bool, witness [2]int) {
 				continue
 			}
 			q := int(h.node[s])
-			inside := h.row(s)[q] <= uint64(h.prefix(c, q))
+			inside := h.Entry(s, q) <= uint64(h.prefix(c, q))
 			if !inside && (witness[1] < 0 || r < witness[1]) {
 				witness = [2]int{s, r}
 			}

@@ -33,7 +33,7 @@ func TestOpenTraceReadsAndWritesSparseClocks(t *testing.T) {
 	}
 	want := [][]uint64{{0, 1}, {0, 2, 0, 0, 1, 0, 0, 3}, {0, 3, 0, 0, 1, 0, 0, 3}}
 	for i, e := range tr.Events {
-		if !slices.Equal(e.VC, want[i]) {
+		if !slices.Equal(e.VC.Dense(), want[i]) {
 			t.Errorf("event %d: VC %v, want %v", i, e.VC, want[i])
 		}
 	}
@@ -56,7 +56,7 @@ func TestOpenTraceReadsAndWritesSparseClocks(t *testing.T) {
 	// An array in an open trace reads as the map does.
 	arrays := strings.Replace(openTrace, `"vc":{"1":1}`, `"vc":[0,1,0,0]`, 1)
 	back, err := Read(strings.NewReader(arrays))
-	if err != nil || !slices.Equal(back.Events[0].VC, []uint64{0, 1}) {
+	if err != nil || !slices.Equal(back.Events[0].VC.Dense(), []uint64{0, 1}) {
 		t.Errorf("an array in an open trace: %v, %v", err, back)
 	}
 
@@ -137,9 +137,9 @@ func TestOldTracesStillRead(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, e := range tr.Events {
-			if len(e.VC) > 0 {
+			if !e.VC.IsZero() {
 				vcs++
-				if len(e.VC) != tr.Header.Nodes {
+				if e.VC.Len() != tr.Header.Nodes {
 					t.Errorf("%s: event %d: VC %v of %d processes", f, e.Index, e.VC, tr.Header.Nodes)
 				}
 			}

@@ -179,21 +179,18 @@ func shivizRecorded(t *Trace, h *shivizHostSet) func(i int) []uint64 {
 		if !e.Kind.IsProcess() {
 			continue
 		}
-		if len(e.VC) == 0 {
+		if e.VC.IsZero() {
 			return nil
 		}
 		d := h.dense[e.Node]
 		seen[d]++
-		for id, v := range e.VC {
-			if v == 0 {
-				continue
-			}
+		for id, v := range e.VC.Entries() {
 			od, ok := h.dense[int32(id)]
 			if !ok || v > h.count[od] {
 				return nil // a host without events, or an event that does not exist
 			}
 		}
-		if int(e.Node) >= len(e.VC) || e.VC[e.Node] != seen[d] {
+		if e.VC.At(int(e.Node)) != seen[d] {
 			return nil
 		}
 	}
@@ -201,10 +198,7 @@ func shivizRecorded(t *Trace, h *shivizHostSet) func(i int) []uint64 {
 	return func(i int) []uint64 {
 		src := t.Events[i].VC
 		for d, id := range h.ids {
-			vc[d] = 0
-			if int(id) < len(src) {
-				vc[d] = src[id]
-			}
+			vc[d] = src.At(int(id))
 		}
 		return vc
 	}

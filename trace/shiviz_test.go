@@ -299,17 +299,18 @@ func TestShiVizRecorded(t *testing.T) {
 			}
 			c[e.Node]++
 		}
-		e.VC = append([]uint64(nil), c...)
+		e.VC = DenseVC(append([]uint64(nil), c...))
 	}
 	svCheck(t, sparse, svWrite(t, sparse))
 
 	// Recorded clocks naming events that do not exist are replaced too.
 	bogus := svSample()
 	for i := range bogus.Events {
-		bogus.Events[i].VC = []uint64{0, 0, 0}
+		vc := []uint64{0, 0, 0}
 		if e := &bogus.Events[i]; e.Kind.IsProcess() {
-			e.VC[e.Node] = 1
+			vc[e.Node] = 1
 		}
+		bogus.Events[i].VC = DenseVC(vc)
 	}
 	svCheck(t, bogus, svWrite(t, bogus))
 }

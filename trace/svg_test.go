@@ -61,7 +61,7 @@ func (s *svgRA) emit(e Event, merge []uint64) Event {
 		s.lamport[p]++
 		s.vc[p][p]++
 		e.Lamport = s.lamport[p]
-		e.VC = slices.Clone(s.vc[p])
+		e.VC = DenseVC(slices.Clone(s.vc[p]))
 	}
 	s.tr.Events = append(s.tr.Events, e)
 	return e
@@ -71,7 +71,7 @@ func (s *svgRA) send(p, q int32, typ, label string, reqTS uint64) {
 	s.nextMsg++
 	id := s.nextMsg
 	e := s.emit(Event{Node: p, Kind: Send, Msg: id, Peer: q, Type: typ, Label: label}, nil)
-	lam, vc := e.Lamport, e.VC
+	lam, vc := e.Lamport, e.VC.Dense()
 	deliver := func() {
 		if !s.up[q] {
 			s.emit(Event{Node: q, Kind: Drop, Msg: id, Peer: p, Type: typ, Reason: "receiver crashed"}, nil)

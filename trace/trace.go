@@ -161,10 +161,10 @@ const MaxLine = 16 << 20
 // A vector timestamp is an array of Nodes entries, or, in a trace whose
 // processes may join (Header.IDs), an array of at most IDs entries or an
 // object keyed by process ID ({"0":3,"7":1}; an absent entry is 0).
-// Either way, Event.VC holds it as an array indexed by process ID, and
-// in an open trace without its trailing zeros — the vector grows as
-// processes join, and an absent entry is 0, as logical.Vector reads it —
-// while Header.Nodes is raised to one more than the highest process ID
+// Either way, Event.VC holds it indexed by process ID — in an open
+// trace without its trailing zeros, and by process ID only (sparse) when
+// that is the smaller form (see VC): the vector grows as processes join,
+// and an absent entry is 0, as logical.Vector reads it — while Header.Nodes is raised to one more than the highest process ID
 // the trace names (so that every process has a lane).
 func Read(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
@@ -253,7 +253,7 @@ func (t *Trace) Processes() int {
 	n := 0
 	for i := range t.Events {
 		e := &t.Events[i]
-		n = max(n, int(e.Node)+1, int(e.Peer)+1, len(e.VC))
+		n = max(n, int(e.Node)+1, int(e.Peer)+1, e.VC.Len())
 	}
 	return n
 }
@@ -359,46 +359,31 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// parseVC lays out a vector timestamp as an array indexed by process ID.
-// An object is read only in an open trace; there, trailing zeros are cut
-// off, so that an array and an object read alike. null or absent: none.
-func (t *Trace) parseVC(r rawVC) ([]uint64, error) {
+// parseVC lays out a vector timestamp. An object is read only in an open
+// trace; there, trailing zeros are cut off, so that an array and an
+// object read alike, and the vector is held in the smaller form
+// (CompactVC). null or absent: none.
+func (t *Trace) parseVC(r rawVC) (VC, error) {
 	if !r.set {
-		return nil, nil
+		return VC{}, nil
 	}
 	open := t.Header.Open()
-	vc := r.vals
 	switch {
 	case !r.object && !open:
-		return vc, nil // its length is checked by validate
-	case !r.object && len(vc) > t.Header.IDs:
-		return nil, fmt.Errorf("%d entries, in an ID space of %d", len(vc), t.Header.IDs)
-	case r.object && !open:
-		return nil, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
-	case r.object:
-		high := -1
-		for k, p := range r.keys {
-			if p >= t.Header.IDs {
-				return nil, fmt.Errorf("process %d beyond the ID space 0..%d", p, t.Header.IDs-1)
-			}
-			if r.vals[k] != 0 {
-				high = max(high, p)
-			}
-		}
-		vc = make([]uint64, high+1)
-		for k, p := range r.keys {
-			if p <= high {
-				vc[p] = r.vals[k] // a key given twice: the last holds, as encoding/json's
-			}
+		return DenseVC(r.vals), nil // its length is checked by validate
+	case !r.object && len(r.vals) > t.Header.IDs:
+		return VC{}, fmt.Errorf("%d entries, in an ID space of %d", len(r.vals), t.Header.IDs)
+	case !r.object:
+		return CompactVC(r.vals), nil
+	case !open:
+		return VC{}, errors.New("a map keyed by process ID, in a trace whose header names no ID space (ids)")
+	}
+	for _, p := range r.keys {
+		if p >= t.Header.IDs {
+			return VC{}, fmt.Errorf("process %d beyond the ID space 0..%d", p, t.Header.IDs-1)
 		}
 	}
-	for len(vc) > 0 && vc[len(vc)-1] == 0 {
-		vc = vc[:len(vc)-1]
-	}
-	if len(vc) == 0 {
-		return nil, nil
-	}
-	return vc, nil
+	return sparseVC(r.keys, r.vals), nil
 }
 
 func strictUnmarshal(b []byte, v any) error {
@@ -423,8 +408,8 @@ func (t *Trace) validate(e *Event) error {
 	n := int32(t.Header.Nodes)
 	if t.Header.Open() {
 		n = int32(t.Header.IDs) // the vector's length is checked by parseVC
-	} else if len(e.VC) != 0 && len(e.VC) != int(n) {
-		return fmt.Errorf("vector timestamp has %d entries, want %d", len(e.VC), n)
+	} else if !e.VC.IsZero() && e.VC.Len() != int(n) {
+		return fmt.Errorf("vector timestamp has %d entries, want %d", e.VC.Len(), n)
 	}
 	if e.Node < 0 || e.Node >= n {
 		return fmt.Errorf("node %d out of range 0..%d", e.Node, n-1)

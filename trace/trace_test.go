@@ -90,7 +90,7 @@ func (g *txGen) process(e Event, from *txSent) {
 	g.vc[p][p]++
 	e.Lamport = g.lamport[p]
 	if g.recordVC {
-		e.VC = append([]uint64(nil), g.vc[p]...)
+		e.VC = DenseVC(append([]uint64(nil), g.vc[p]...))
 	}
 	g.emit(e)
 }
@@ -220,8 +220,8 @@ func txNormalize(tr *Trace) *Trace {
 	c.Header.Format = FormatName
 	for i := range c.Events {
 		e := &c.Events[i]
-		if len(e.VC) == 0 {
-			e.VC = nil
+		if e.VC.IsZero() {
+			e.VC = VC{}
 		}
 		if len(e.Data) == 0 {
 			e.Data = nil
@@ -296,7 +296,7 @@ func TestCanonicalEncoding(t *testing.T) {
 	}
 	for i, s := range txNasty {
 		events = append(events, Event{Index: i, Time: -5, Node: 1, Kind: Recv, Local: -7, Lamport: 1<<64 - 1,
-			VC: []uint64{0, 1<<64 - 1}, Msg: 1<<64 - 1, Peer: 0, Type: s, Label: s, Reason: s,
+			VC: DenseVC([]uint64{0, 1<<64 - 1}), Msg: 1<<64 - 1, Peer: 0, Type: s, Label: s, Reason: s,
 			Data: json.RawMessage(`[1,"two",{"three":null}]`)})
 	}
 	plain := regexp.MustCompile("^[^\x00-\x1f\x7f<>&\u2028\u2029]*$")
@@ -507,7 +507,7 @@ func TestKindNames(t *testing.T) {
 }
 
 func TestEventString(t *testing.T) {
-	e := Event{Index: 12, Time: 3e6, Node: 2, Kind: Recv, Lamport: 7, VC: []uint64{2, 3, 0}, Msg: 5, Peer: 1, Type: "REQ", Label: "REQ(ts=4,p1)"}
+	e := Event{Index: 12, Time: 3e6, Node: 2, Kind: Recv, Lamport: 7, VC: DenseVC([]uint64{2, 3, 0}), Msg: 5, Peer: 1, Type: "REQ", Label: "REQ(ts=4,p1)"}
 	if got, want := e.String(), "#12 t=3.000ms p2 recv REQ(ts=4,p1) from p1 msg=5 L=7 VC=[2,3,0]"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}

@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/cohort-go/cohort/trace"
@@ -32,6 +33,28 @@ func TestPairMergesTwoRuns(t *testing.T) {
 	// b's send (p0 → p1, msg 1) is now p2 → p3, msg 2.
 	if e := tr.Events[3]; e.Kind != trace.Send || e.Node != 2 || e.Peer != 3 || e.Msg != 2 {
 		t.Errorf("b's send merged as %v", e.String())
+	}
+	// Vector clocks move with their processes: b's receipt, [2,1] in b,
+	// is [0,0,2,1]; a's send, [2,0], is [2,0,0,0]. Every recorded clock
+	// is the one the pair's happened-before implies.
+	if e := tr.Events[3]; !slices.Equal(e.VC.Dense(), []uint64{0, 0, 2, 0}) {
+		t.Errorf("b's send has VC %v, want [0 0 2 0]", e.VC)
+	}
+	hb, err := trace.NewHB(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clocks := 0
+	for i, e := range tr.Events {
+		if !e.VC.IsZero() {
+			clocks++
+			if want := hb.VC(i); !slices.Equal(e.VC.Dense(), want) {
+				t.Errorf("%v: recorded VC %v, happened-before implies %v", e.String(), e.VC, want)
+			}
+		}
+	}
+	if clocks != 4 {
+		t.Errorf("%d events with clocks, want 4 (two of each run)", clocks)
 	}
 	if len(p.Runs) != 2 || p.Runs[1] != (Run{Title: "after", First: 2, Nodes: 2}) || p.Runs[0].Title != "lamport" {
 		t.Errorf("runs %+v", p.Runs)

@@ -22,8 +22,8 @@ func smallTrace() *trace.Trace {
 		Header: trace.Header{Format: trace.FormatName, Nodes: 2, Family: "clocks", Algo: "lamport", Seed: 1},
 		Events: []trace.Event{
 			{Index: 0, Time: 0, Node: 0, Kind: trace.Start, Lamport: 1, Peer: -1},
-			{Index: 1, Time: 10, Node: 0, Kind: trace.Send, Lamport: 2, Msg: 1, Peer: 1, Type: "m", Label: hostile, VC: []uint64{2, 0}},
-			{Index: 2, Time: 30, Node: 1, Kind: trace.Recv, Lamport: 3, Msg: 1, Peer: 0, Type: "m", Label: hostile, VC: []uint64{2, 1}},
+			{Index: 1, Time: 10, Node: 0, Kind: trace.Send, Lamport: 2, Msg: 1, Peer: 1, Type: "m", Label: hostile, VC: trace.DenseVC([]uint64{2, 0})},
+			{Index: 2, Time: 30, Node: 1, Kind: trace.Recv, Lamport: 3, Msg: 1, Peer: 0, Type: "m", Label: hostile, VC: trace.DenseVC([]uint64{2, 1})},
 			{Index: 3, Time: 40, Node: 1, Kind: trace.Output, Lamport: 4, Peer: -1, Type: "done", Data: json.RawMessage(`{"x":"</script>"}`)},
 		},
 	}
@@ -216,5 +216,33 @@ func TestMergedLiveTraceLocalClocksAreGivenFromTheFirstEvent(t *testing.T) {
 		if e.Time != tr.Events[i].Time || e.Local != tr.Events[i].Local-base {
 			t.Errorf("event %d at t=%d local=%d, want %d and %d", i, e.Time, e.Local, tr.Events[i].Time, tr.Events[i].Local-base)
 		}
+	}
+}
+
+// A live trace that a member joined with a high process ID embeds its
+// clocks keyed by process ID, as the file holds them, not as arrays of
+// 60,001 entries each.
+func TestPageKeepsSparseClocksSparse(t *testing.T) {
+	tr, err := trace.Read(strings.NewReader(`{"format":"cohort-trace/1","nodes":3,"ids":65536,"seed":0}
+{"i":0,"t":0,"node":60000,"kind":"start","local":0,"lamport":1,"vc":{"60000":1},"peer":-1}
+{"i":1,"t":1,"node":60000,"kind":"send","local":1,"lamport":2,"vc":{"60000":2},"msg":5,"peer":1}
+{"i":2,"t":2,"node":1,"kind":"recv","local":2,"lamport":4,"vc":{"1":1,"60000":2},"msg":5,"peer":60000}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := Render(&Page{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte(`"vc":{"1":1,"60000":2}`)) {
+		t.Errorf("the receipt's clock is not embedded keyed by process ID")
+	}
+	d := embedded(t, page)
+	if e := d.Events[2]; e.VC.At(60000) != 2 || e.VC.At(1) != 1 || !e.VC.Sparse() {
+		t.Errorf("embedded receipt's clock: entries 1 and 60000 are %d and %d, sparse %v; want 1, 2, true", e.VC.At(1), e.VC.At(60000), e.VC.Sparse())
+	}
+	if len(page) > 1<<20 {
+		t.Errorf("a page of three events takes %d bytes", len(page))
 	}
 }

@@ -69,14 +69,14 @@ func (b *Builder) Add(e trace.Event) int {
 			send := &b.Trace.Events[s]
 			b.lamport[p] = max(b.lamport[p], send.Lamport)
 			if b.vc != nil {
-				logical.MergeInto(b.vc[p], send.VC)
+				logical.MergeInto(b.vc[p], send.VC.Dense())
 			}
 		}
 		b.lamport[p]++
 		e.Lamport = b.lamport[p]
 		if b.vc != nil {
 			b.vc[p][p]++
-			e.VC = append([]uint64(nil), b.vc[p]...)
+			e.VC = trace.DenseVC(append([]uint64(nil), b.vc[p]...))
 		}
 	}
 	if _, sent := b.sends[e.Msg]; e.Kind == trace.Send && !sent {

@@ -110,7 +110,7 @@ func TestViewerOpensLiveTraceWithAJoinedNode(t *testing.T) {
 		}
 	}
 	eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(k)+`)`)
-	want := fmt.Sprintf("p%d:%d", joined, tr.Events[k].VC[joined])
+	want := fmt.Sprintf("p%d:%d", joined, tr.Events[k].VC.At(int(joined)))
 	if p := text(t, ctx, "#event"); !strings.Contains(p, "{p") || !strings.Contains(p, want) {
 		t.Errorf("the panel at #%d (a receipt at node %d) shows %q; want its clock by process, with %s", k, joined, p, want)
 	}

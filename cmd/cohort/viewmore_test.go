@@ -362,6 +362,17 @@ func TestViewerShowsTwoRunsSideBySide(t *testing.T) {
 			return d.events.findIndex((x) => x.t === %d && x.node === %d && x.kind === "recv"); })()`, e.Time, int(e.Node)+3*run))
 	}
 	ia, ib := idx(0, ra), idx(1, rb)
+	// Each run's clocks move with its processes: B's receipt counts no
+	// event of A's processes, its own entries three places on.
+	for run, k := range []int{ia, ib} {
+		vc := []trace.Event{ra, rb}[run].VC.Dense()
+		want := make([]uint64, 6)
+		copy(want[3*run:], vc)
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(k)+`)`)
+		if p, w := text(t, ctx, "#event"), "vector clock"+strings.ReplaceAll(trace.FormatVC(want), ",", ", "); len(vc) == 0 || !strings.Contains(p, w) {
+			t.Errorf("run %c's first receipt: panel %q; want %q", 'A'+run, p, w)
+		}
+	}
 	pa := eval[pt](t, ctx, `window.cohortViewer.where(`+itoa(ia)+`)`)
 	pb := eval[pt](t, ctx, `window.cohortViewer.where(`+itoa(ib)+`)`)
 	scale := (pb.X - pa.X) / float64(rb.Time-ra.Time)

@@ -741,13 +741,14 @@
   }
 
   // fmtVC renders a vector timestamp: "[2, 1, 0]", or, in a trace whose
-  // processes join (header.ids), where a vector has an entry per process
-  // it has heard of, its nonzero entries by process: "{p0:3, p7:1}".
-  // The tooltip writes an array as the CLI does, without spaces (sep ",").
+  // processes join (header.ids), where a vector is an object of the
+  // entries of the processes it has heard of, keyed by process ID, its
+  // nonzero entries by process: "{p0:3, p7:1}". The tooltip writes an
+  // array as the CLI does, without spaces (sep ",").
   function fmtVC(vc, sep = ", ") {
-    if (!DATA.header.ids) return "[" + vc.join(sep) + "]";
+    if (!DATA.header.ids && Array.isArray(vc)) return "[" + vc.join(sep) + "]";
     const parts = [];
-    vc.forEach((v, p) => { if (v) parts.push("p" + p + ":" + v); });
+    for (const [p, v] of Object.entries(vc)) if (v) parts.push("p" + p + ":" + v);
     return "{" + parts.join(", ") + "}";
   }
 
@@ -766,7 +767,7 @@
     if (e.reason) row("reason", esc(e.reason));
     if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
     row("local clock", esc(fmtNS(e.local - origin)));
-    if (e.vc && e.vc.length) row("vector clock", "<code>" + esc(fmtVC(e.vc)) + "</code>");
+    if (e.vc && Object.keys(e.vc).length) row("vector clock", "<code>" + esc(fmtVC(e.vc)) + "</code>");
     if (sendOf[i] >= 0) row("sent", `#${sendOf[i]} at ${esc(fmtNS(evT[sendOf[i]]))} (${esc(fmtNS(evT[i] - evT[sendOf[i]]))} before)`);
     if (fates.has(i)) row("received", fates.get(i).map((r) => `#${r} ${E[r].kind} at ${esc(fmtNS(evT[r]))}`).join("<br>"));
     let html = `<div class="what">${esc(eventLine(i))}</div>`;
