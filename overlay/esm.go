@@ -29,8 +29,9 @@ import (
 //     those the smallest delay from the source (the candidate's, plus
 //     half the round trip), to be its parent (ESMConfig.LatencyOnly: the
 //     smallest delay alone); the candidate accepts if it is still
-//     unsaturated and on the tree. Refused, or with no candidate fit, the
-//     node asks again.
+//     unsaturated and on the tree. Refused, the node asks the next fit
+//     candidate of the same round; with none fit, it asks the source
+//     again.
 //   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
 //     children, so a child receives the stream at the smaller of its
 //     parent's rate and the parent's upload over its children (the
@@ -94,15 +95,22 @@ import (
 //     source as it is, and may be rejoining too: two such taking each
 //     other's descendants would close a cycle). The candidate checks the
 //     same against its own path when asked; a node off the tree (it lost
-//     its parent) is no candidate.
+//     its parent) is no candidate. Those paths may be a few latencies
+//     old (an ancestor that has just switched into the orphan's subtree,
+//     the news not yet come down), so the candidate adopts an orphan, as
+//     a switching node, only once a climb from it has reached the source
+//     without meeting the orphan, the parent it lost or a node off the
+//     tree: the parents as they are now, not as a path reported them. (A
+//     node in a switch does not stop it: the orphan is off the tree until
+//     adopted, so no switch can move into its subtree meanwhile.)
 //
 // Every change of parent is output (ESMParent) so that a checker can
 // rebuild the parent graph. Cost: a join is one query, Sample probes and
 // one attach; the stream takes one message per tree edge per packet; a
 // node sends its children an alive message every ESMAlive; every
-// Improve a member sends one query and Sample probes, and a switch adds
-// a climb of one message per ancestor of the new parent. Assumes
-// reliable links; the source does not fail.
+// Improve a member sends one query and Sample probes, and a switch or a
+// rejoin adds a climb of one message per ancestor of the new parent.
+// Assumes reliable links; the source does not fail.
 type esm struct {
 	id, source proc.ID
 	cfg        ESMConfig
@@ -137,7 +145,7 @@ type esm struct {
 	// Leaving: forwarding until the grace period ends.
 	leaving, gone bool
 	members       []proc.ID // the source's view of the session's members
-	flaw          flaw
+	flaws         []flaw    // none, but in the tests' broken variants
 }
 
 // ESMConfig is an ESM node's parameters.
@@ -323,7 +331,7 @@ type Attach struct {
 	Lost     proc.ID
 	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
-	Switch   bool // the sender is on the tree, and switches to a better parent: climb first
+	Switch   bool // the sender is on the tree, and switches to a better parent: climb first (as for a rejoin: Lost set)
 }
 
 // Kind implements proc.Message.
@@ -345,8 +353,8 @@ func (Accept) Kind() string { return "accept" }
 func (m Accept) String() string { return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path)) }
 
 // Climb goes up from a candidate asked to adopt Child, who switches
-// parents (Attach.Switch), parent by parent to the source; Via is the
-// candidate, Attach the request.
+// parents (Attach.Switch) or rejoins (Attach.Lost), parent by parent to
+// the source; Via is the candidate, Attach the request.
 type Climb struct {
 	Child, Via proc.ID
 	Attach     Attach
@@ -591,7 +599,7 @@ func (n *esm) fit(a esmAnswer) bool {
 	if !a.OnTree || a.Saturated || a.from == n.lost || a.from == n.parent || slices.Contains(n.children, a.from) {
 		return false
 	}
-	if n.flaw == picksDescendant {
+	if n.has(picksDescendant) {
 		return true
 	}
 	if n.keepsOff() && a.Spare == 1 {
@@ -660,7 +668,7 @@ func (n *esm) fitBetter(a esmAnswer) bool {
 	if !a.OnTree || a.Saturated || a.from == n.parent || slices.Contains(n.children, a.from) {
 		return false
 	}
-	if n.flaw == picksDescendant {
+	if n.has(picksDescendant) {
 		return true
 	}
 	if !n.cfg.LatencyOnly && (a.Spare == 0 || a.Spare == 1 && n.fullRate() == 0) {
@@ -697,6 +705,9 @@ func (n *esm) better(a, b *esmAnswer) bool {
 	}
 	return a.from < b.from
 }
+
+// has reports whether the node has flaw f (a test's broken variant).
+func (n *esm) has(f flaw) bool { return slices.Contains(n.flaws, f) }
 
 // share is the rate each child receives from this node with k children.
 func (n *esm) share(k int) float64 { return Share(n.rate, n.cfg.Upload, k) }
@@ -742,7 +753,12 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 				n.improving = false // the parent kept; another round next period
 				return
 			}
-			env.SetTimer(ESMRetry, retry{n.round})
+			// The next fit candidate of the same round, if there is one
+			// (a climb refused: the first sat in a subtree cut off, and
+			// the others may not); else a new round after ESMRetry.
+			n.answers = slices.DeleteFunc(n.answers, func(a esmAnswer) bool { return a.from == from })
+			n.round++
+			n.choose(env)
 		}
 	case Climb:
 		n.onClimb(env, m)
@@ -757,8 +773,12 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			return
 		}
 		n.heard = env.Now()
-		if !slices.Equal(n.path[:len(n.path)-1], m.Path) || n.delay != m.Delay+n.link || n.rate != m.Rate {
-			n.path, n.delay, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, m.Rate
+		path := m.Path
+		if n.has(stalePaths) {
+			path = n.path[:len(n.path)-1]
+		}
+		if !slices.Equal(n.path[:len(n.path)-1], path) || n.delay != m.Delay+n.link || n.rate != m.Rate {
+			n.path, n.delay, n.rate = append(slices.Clone(path), from), m.Delay+n.link, m.Rate
 			n.alive(env)
 		}
 	case Packet:
@@ -810,15 +830,30 @@ func (n *esm) onQuery(env proc.Env, from proc.ID) {
 }
 
 // onAttach: a node asks this one to be its parent. A node that switches
-// is adopted only once a climb from here has reached the source.
+// or rejoins (it has a subtree that must not end up above it) is adopted
+// only once a climb from here has reached the source; a node joining for
+// the first time has no descendants, and is adopted at once.
 func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 	switch {
 	case !n.accepts(from, m):
 		env.Send(from, Refuse{})
-	case m.Switch && n.flaw != picksDescendant && n.flaw != switchesBlind:
+	case n.climbs(m):
 		n.onClimb(env, Climb{Child: from, Via: n.id, Attach: m})
 	default:
 		n.adopt(env, from)
+	}
+}
+
+// climbs reports whether an Attach waits for a climb to the source: a
+// switch, or the rejoin of an orphan (Lost set).
+func (n *esm) climbs(m Attach) bool {
+	switch {
+	case n.has(picksDescendant):
+		return false
+	case m.Switch:
+		return !n.has(switchesBlind)
+	default:
+		return m.Lost != proc.None && !n.has(rejoinsBlind)
 	}
 }
 
@@ -827,27 +862,31 @@ func (n *esm) accepts(from proc.ID, m Attach) bool {
 	ok := n.onTree() && !n.saturated() && from != n.parent &&
 		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
 		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
-	if n.flaw != picksDescendant {
+	if !n.has(picksDescendant) {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
 	}
 	return ok
 }
 
-// onClimb: a climb for a switching node passes here. It stops at the
-// node itself (this one is its descendant), at a node off the tree or in
-// a switch of its own; it ends well at the source.
+// onClimb: a climb for a switching or rejoining node passes here. It
+// stops at the node itself (this one is its descendant), at a node off
+// the tree, a switching node's climb at a node in a switch of its own,
+// and a rejoining node's before the parent it lost (this one is cut off
+// with it, and that parent may be dead); it ends well at the source.
 func (n *esm) onClimb(env proc.Env, m Climb) {
 	switch {
-	case m.Child == n.id || !n.onTree() || n.switching():
+	case m.Child == n.id || !n.onTree() || n.switching() && m.Attach.Switch:
 		env.Send(m.Via, Climbed{Child: m.Child, Attach: m.Attach})
 	case n.id == n.source:
 		env.Send(m.Via, Climbed{Child: m.Child, OK: true, Attach: m.Attach})
+	case m.Attach.Lost != proc.None && n.parent == m.Attach.Lost:
+		env.Send(m.Via, Climbed{Child: m.Child, Attach: m.Attach})
 	default:
 		env.Send(n.parent, m)
 	}
 }
 
-// onClimbed: the climb for a switching node is back; adopt it if it
+// onClimbed: the climb for a switching or rejoining node is back; adopt it if it
 // reached the source and this node still may.
 func (n *esm) onClimbed(env proc.Env, m Climbed) {
 	if m.OK && n.accepts(m.Child, m.Attach) {

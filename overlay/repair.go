@@ -133,6 +133,8 @@ const (
 	scribeNoHandover       // a Scribe root keeps its groups when a closer node joins
 	joinsBlind             // no leaf-set exchange on joining; a joining contact routes JOINs at once
 	switchesBlind          // an ESM candidate adopts a switching node without a climb to the source
+	rejoinsBlind           // an ESM candidate adopts an orphan without a climb, trusting the paths reported
+	stalePaths             // an ESM node keeps the path its parent gave it on accepting, never the news of alive messages
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
