@@ -29,9 +29,9 @@ import (
 //     those the smallest delay from the source (the candidate's, plus
 //     half the round trip), to be its parent (ESMConfig.LatencyOnly: the
 //     smallest delay alone); the candidate accepts if it is still
-//     unsaturated and on the tree. Refused, the node asks the next fit
-//     candidate of the same round; with none fit, it asks the source
-//     again.
+//     unsaturated and on the tree. Refused, or with no candidate fit, the
+//     node asks again (an orphan first asks the next fit candidate of the
+//     same round, if there is one).
 //   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
 //     children, so a child receives the stream at the smaller of its
 //     parent's rate and the parent's upload over its children (the
@@ -507,9 +507,12 @@ func (n *esm) tick(env proc.Env) {
 	}
 }
 
-// onTree reports whether the node has a path from the source.
+// onTree reports whether the node has a path from the source, as far as
+// it knows: a parent it has not lost, and a path that begins at the
+// source (a node below an orphan is told an empty path, see alive).
 func (n *esm) onTree() bool {
-	return n.id == n.source || (n.parent != proc.None && !n.leaving && n.lost == proc.None)
+	return n.id == n.source || (n.parent != proc.None && !n.leaving && n.lost == proc.None &&
+		len(n.path) > 0 && n.path[0] == n.source)
 }
 
 func (n *esm) saturated() bool { return len(n.children) >= n.cfg.Degree }
@@ -638,7 +641,13 @@ func (n *esm) choose(env proc.Env) {
 	}
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
-	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
+	wait := ESMProbe
+	if n.lost != proc.None && !n.has(rejoinsBlind) {
+		// A rejoin waits for a climb up the candidate's path and its
+		// answer from the source: about twice its delay from the source.
+		wait += 2 * best.Delay
+	}
+	env.SetTimer(wait, retry{n.round}) // unanswered: it failed
 }
 
 // improve asks the best candidate fit to adopt this node if it is
@@ -753,9 +762,14 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 				n.improving = false // the parent kept; another round next period
 				return
 			}
-			// The next fit candidate of the same round, if there is one
-			// (a climb refused: the first sat in a subtree cut off, and
-			// the others may not); else a new round after ESMRetry.
+			if n.lost == proc.None || n.has(rejoinsBlind) {
+				env.SetTimer(ESMRetry, retry{n.round})
+				return
+			}
+			// An orphan asks the next fit candidate of the same round,
+			// if there is one (its climb refused: the first sat in a
+			// subtree cut off, and the others may not); else a new round
+			// after ESMRetry.
 			n.answers = slices.DeleteFunc(n.answers, func(a esmAnswer) bool { return a.from == from })
 			n.round++
 			n.choose(env)
@@ -969,10 +983,17 @@ func (n *esm) onDepart(env proc.Env, from proc.ID) {
 }
 
 // alive sends the children this node's path and delay, and the rate
-// each gets.
+// each gets. A node off the tree sends an empty path: its subtree is cut
+// off with it, and its members learn so (a path that does not begin at
+// the source), answer probes as off the tree and stop climbs, until it
+// is adopted again and sends its new path.
 func (n *esm) alive(env proc.Env) {
+	path := n.path
+	if !n.onTree() && !n.has(rejoinsBlind) && !n.has(picksDescendant) {
+		path = nil
+	}
 	for _, c := range n.children {
-		env.Send(c, Alive{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
+		env.Send(c, Alive{Path: path, Delay: n.delay, Rate: n.share(len(n.children))})
 	}
 }
 
