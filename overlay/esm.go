@@ -102,7 +102,12 @@ import (
 //     without meeting the orphan, the parent it lost or a node off the
 //     tree: the parents as they are now, not as a path reported them. (A
 //     node in a switch does not stop it: the orphan is off the tree until
-//     adopted, so no switch can move into its subtree meanwhile.)
+//     adopted, so no switch can move into its subtree meanwhile.) The
+//     orphan sends its children an empty path, so its subtree knows
+//     itself cut off (answers probes as off the tree, stops climbs) until
+//     it is adopted; it waits for the climb about twice the candidate's
+//     delay from the source beyond ESMProbe, and refused, it asks the
+//     next fit candidate of its round.
 //
 // Every change of parent is output (ESMParent) so that a checker can
 // rebuild the parent graph. Cost: a join is one query, Sample probes and
