@@ -30,7 +30,8 @@ import (
 //     half the round trip), to be its parent (ESMConfig.LatencyOnly: the
 //     smallest delay alone); the candidate accepts if it is still
 //     unsaturated and on the tree. Refused, or with no candidate fit, the
-//     node asks again.
+//     node asks again (an orphan first asks the next fit candidate of the
+//     same round, if there is one).
 //   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
 //     children, so a child receives the stream at the smaller of its
 //     parent's rate and the parent's upload over its children (the
@@ -94,15 +95,27 @@ import (
 //     source as it is, and may be rejoining too: two such taking each
 //     other's descendants would close a cycle). The candidate checks the
 //     same against its own path when asked; a node off the tree (it lost
-//     its parent) is no candidate.
+//     its parent) is no candidate. Those paths may be a few latencies
+//     old (an ancestor that has just switched into the orphan's subtree,
+//     the news not yet come down), so the candidate adopts an orphan, as
+//     a switching node, only once a climb from it has reached the source
+//     without meeting the orphan, the parent it lost or a node off the
+//     tree: the parents as they are now, not as a path reported them. (A
+//     node in a switch does not stop it: the orphan is off the tree until
+//     adopted, so no switch can move into its subtree meanwhile.) The
+//     orphan sends its children an empty path, so its subtree knows
+//     itself cut off (answers probes as off the tree, stops climbs) until
+//     it is adopted; it waits for the climb about twice the candidate's
+//     delay from the source beyond ESMProbe, and refused, it asks the
+//     next fit candidate of its round.
 //
 // Every change of parent is output (ESMParent) so that a checker can
 // rebuild the parent graph. Cost: a join is one query, Sample probes and
 // one attach; the stream takes one message per tree edge per packet; a
 // node sends its children an alive message every ESMAlive; every
-// Improve a member sends one query and Sample probes, and a switch adds
-// a climb of one message per ancestor of the new parent. Assumes
-// reliable links; the source does not fail.
+// Improve a member sends one query and Sample probes, and a switch or a
+// rejoin adds a climb of one message per ancestor of the new parent.
+// Assumes reliable links; the source does not fail.
 type esm struct {
 	id, source proc.ID
 	cfg        ESMConfig
@@ -137,7 +150,7 @@ type esm struct {
 	// Leaving: forwarding until the grace period ends.
 	leaving, gone bool
 	members       []proc.ID // the source's view of the session's members
-	flaw          flaw
+	flaws         []flaw    // none, but in the tests' broken variants
 }
 
 // ESMConfig is an ESM node's parameters.
@@ -323,7 +336,7 @@ type Attach struct {
 	Lost     proc.ID
 	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
-	Switch   bool // the sender is on the tree, and switches to a better parent: climb first
+	Switch   bool // the sender is on the tree, and switches to a better parent: climb first (as for a rejoin: Lost set)
 }
 
 // Kind implements proc.Message.
@@ -345,8 +358,8 @@ func (Accept) Kind() string { return "accept" }
 func (m Accept) String() string { return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path)) }
 
 // Climb goes up from a candidate asked to adopt Child, who switches
-// parents (Attach.Switch), parent by parent to the source; Via is the
-// candidate, Attach the request.
+// parents (Attach.Switch) or rejoins (Attach.Lost), parent by parent to
+// the source; Via is the candidate, Attach the request.
 type Climb struct {
 	Child, Via proc.ID
 	Attach     Attach
@@ -499,9 +512,12 @@ func (n *esm) tick(env proc.Env) {
 	}
 }
 
-// onTree reports whether the node has a path from the source.
+// onTree reports whether the node has a path from the source, as far as
+// it knows: a parent it has not lost, and a path that begins at the
+// source (a node below an orphan is told an empty path, see alive).
 func (n *esm) onTree() bool {
-	return n.id == n.source || (n.parent != proc.None && !n.leaving && n.lost == proc.None)
+	return n.id == n.source || (n.parent != proc.None && !n.leaving && n.lost == proc.None &&
+		len(n.path) > 0 && n.path[0] == n.source)
 }
 
 func (n *esm) saturated() bool { return len(n.children) >= n.cfg.Degree }
@@ -591,7 +607,7 @@ func (n *esm) fit(a esmAnswer) bool {
 	if !a.OnTree || a.Saturated || a.from == n.lost || a.from == n.parent || slices.Contains(n.children, a.from) {
 		return false
 	}
-	if n.flaw == picksDescendant {
+	if n.has(picksDescendant) {
 		return true
 	}
 	if n.keepsOff() && a.Spare == 1 {
@@ -630,7 +646,13 @@ func (n *esm) choose(env proc.Env) {
 	}
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
-	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: it failed
+	wait := ESMProbe
+	if n.lost != proc.None && !n.has(rejoinsBlind) {
+		// A rejoin waits for a climb up the candidate's path and its
+		// answer from the source: about twice its delay from the source.
+		wait += 2 * best.Delay
+	}
+	env.SetTimer(wait, retry{n.round}) // unanswered: it failed
 }
 
 // improve asks the best candidate fit to adopt this node if it is
@@ -660,7 +682,7 @@ func (n *esm) fitBetter(a esmAnswer) bool {
 	if !a.OnTree || a.Saturated || a.from == n.parent || slices.Contains(n.children, a.from) {
 		return false
 	}
-	if n.flaw == picksDescendant {
+	if n.has(picksDescendant) {
 		return true
 	}
 	if !n.cfg.LatencyOnly && (a.Spare == 0 || a.Spare == 1 && n.fullRate() == 0) {
@@ -697,6 +719,9 @@ func (n *esm) better(a, b *esmAnswer) bool {
 	}
 	return a.from < b.from
 }
+
+// has reports whether the node has flaw f (a test's broken variant).
+func (n *esm) has(f flaw) bool { return slices.Contains(n.flaws, f) }
 
 // share is the rate each child receives from this node with k children.
 func (n *esm) share(k int) float64 { return Share(n.rate, n.cfg.Upload, k) }
@@ -742,7 +767,17 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 				n.improving = false // the parent kept; another round next period
 				return
 			}
-			env.SetTimer(ESMRetry, retry{n.round})
+			if n.lost == proc.None || n.has(rejoinsBlind) {
+				env.SetTimer(ESMRetry, retry{n.round})
+				return
+			}
+			// An orphan asks the next fit candidate of the same round,
+			// if there is one (its climb refused: the first sat in a
+			// subtree cut off, and the others may not); else a new round
+			// after ESMRetry.
+			n.answers = slices.DeleteFunc(n.answers, func(a esmAnswer) bool { return a.from == from })
+			n.round++
+			n.choose(env)
 		}
 	case Climb:
 		n.onClimb(env, m)
@@ -757,8 +792,12 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 			return
 		}
 		n.heard = env.Now()
-		if !slices.Equal(n.path[:len(n.path)-1], m.Path) || n.delay != m.Delay+n.link || n.rate != m.Rate {
-			n.path, n.delay, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, m.Rate
+		path := m.Path
+		if n.has(stalePaths) {
+			path = n.path[:len(n.path)-1]
+		}
+		if !slices.Equal(n.path[:len(n.path)-1], path) || n.delay != m.Delay+n.link || n.rate != m.Rate {
+			n.path, n.delay, n.rate = append(slices.Clone(path), from), m.Delay+n.link, m.Rate
 			n.alive(env)
 		}
 	case Packet:
@@ -810,15 +849,30 @@ func (n *esm) onQuery(env proc.Env, from proc.ID) {
 }
 
 // onAttach: a node asks this one to be its parent. A node that switches
-// is adopted only once a climb from here has reached the source.
+// or rejoins (it has a subtree that must not end up above it) is adopted
+// only once a climb from here has reached the source; a node joining for
+// the first time has no descendants, and is adopted at once.
 func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 	switch {
 	case !n.accepts(from, m):
 		env.Send(from, Refuse{})
-	case m.Switch && n.flaw != picksDescendant && n.flaw != switchesBlind:
+	case n.climbs(m):
 		n.onClimb(env, Climb{Child: from, Via: n.id, Attach: m})
 	default:
 		n.adopt(env, from)
+	}
+}
+
+// climbs reports whether an Attach waits for a climb to the source: a
+// switch, or the rejoin of an orphan (Lost set).
+func (n *esm) climbs(m Attach) bool {
+	switch {
+	case n.has(picksDescendant):
+		return false
+	case m.Switch:
+		return !n.has(switchesBlind)
+	default:
+		return m.Lost != proc.None && !n.has(rejoinsBlind)
 	}
 }
 
@@ -827,27 +881,31 @@ func (n *esm) accepts(from proc.ID, m Attach) bool {
 	ok := n.onTree() && !n.saturated() && from != n.parent &&
 		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
 		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
-	if n.flaw != picksDescendant {
+	if !n.has(picksDescendant) {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
 	}
 	return ok
 }
 
-// onClimb: a climb for a switching node passes here. It stops at the
-// node itself (this one is its descendant), at a node off the tree or in
-// a switch of its own; it ends well at the source.
+// onClimb: a climb for a switching or rejoining node passes here. It
+// stops at the node itself (this one is its descendant), at a node off
+// the tree, a switching node's climb at a node in a switch of its own,
+// and a rejoining node's before the parent it lost (this one is cut off
+// with it, and that parent may be dead); it ends well at the source.
 func (n *esm) onClimb(env proc.Env, m Climb) {
 	switch {
-	case m.Child == n.id || !n.onTree() || n.switching():
+	case m.Child == n.id || !n.onTree() || n.switching() && m.Attach.Switch:
 		env.Send(m.Via, Climbed{Child: m.Child, Attach: m.Attach})
 	case n.id == n.source:
 		env.Send(m.Via, Climbed{Child: m.Child, OK: true, Attach: m.Attach})
+	case m.Attach.Lost != proc.None && n.parent == m.Attach.Lost:
+		env.Send(m.Via, Climbed{Child: m.Child, Attach: m.Attach})
 	default:
 		env.Send(n.parent, m)
 	}
 }
 
-// onClimbed: the climb for a switching node is back; adopt it if it
+// onClimbed: the climb for a switching or rejoining node is back; adopt it if it
 // reached the source and this node still may.
 func (n *esm) onClimbed(env proc.Env, m Climbed) {
 	if m.OK && n.accepts(m.Child, m.Attach) {
@@ -930,10 +988,17 @@ func (n *esm) onDepart(env proc.Env, from proc.ID) {
 }
 
 // alive sends the children this node's path and delay, and the rate
-// each gets.
+// each gets. A node off the tree sends an empty path: its subtree is cut
+// off with it, and its members learn so (a path that does not begin at
+// the source), answer probes as off the tree and stop climbs, until it
+// is adopted again and sends its new path.
 func (n *esm) alive(env proc.Env) {
+	path := n.path
+	if !n.onTree() && !n.has(rejoinsBlind) && !n.has(picksDescendant) {
+		path = nil
+	}
 	for _, c := range n.children {
-		env.Send(c, Alive{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
+		env.Send(c, Alive{Path: path, Delay: n.delay, Rate: n.share(len(n.children))})
 	}
 }
 

@@ -45,7 +45,7 @@ func newSwitchNet(parent []proc.ID, f flaw) *switchNet {
 	net := &switchNet{nodes: map[proc.ID]*esm{}}
 	for i := range parent {
 		n := NewESM(proc.ID(i), ESMConfig{Degree: 4, Sample: 4, LatencyOnly: true}).(*esm)
-		n.member, n.parent, n.flaw = true, parent[i], f
+		n.member, n.parent, n.flaws = true, parent[i], []flaw{f}
 		net.nodes[proc.ID(i)] = n
 	}
 	for i, p := range parent {
@@ -142,6 +142,40 @@ func TestESMConcurrentSwitchesNeverCross(t *testing.T) {
 		}
 		if f == switchesBlind && c == nil {
 			t.Errorf("without the climbs: no cycle")
+		}
+	}
+}
+
+// TestESMRejoinClimbsToTheSource: an orphan's candidate adopts it only
+// once a climb up the candidate's ancestors reaches the source without
+// meeting it. Here the candidate's path is stale: its parent has just
+// switched under the orphan's subtree, and the news has not come down,
+// so the path it reports names neither the orphan nor the parent the
+// orphan lost. The climb follows the parents as they are now, meets the
+// orphan and refuses; trusting the path, the candidate adopts its own
+// ancestor and closes a cycle.
+func TestESMRejoinClimbsToTheSource(t *testing.T) {
+	for _, f := range []flaw{sound, rejoinsBlind} {
+		// 0 ← 5 ← 1 ← 2 and 0 ← 3 ← 4; 3 has just moved under 2, and 4
+		// still believes its path is 0, 3. Then 5 leaves: 1 is an orphan
+		// and asks 4.
+		net := newSwitchNet([]proc.ID{proc.None, 5, 1, 0, 3, 0}, f)
+		n3 := net.nodes[3]
+		n3.parent, n3.path = 2, []proc.ID{0, 5, 1, 2}
+		net.nodes[0].children = []proc.ID{5}
+		net.nodes[2].children = []proc.ID{3}
+		n1 := net.nodes[1]
+		n1.lost, n1.asking = 5, 4
+		switchEnv{net, 1}.Send(4, Attach{Lost: 5})
+		net.run()
+		c := net.cycle()
+		t.Logf("flaw %d: node 1's parent %v, cycle %v", f, n1.parent, c)
+		if f == sound && (c != nil || slices.Contains(net.nodes[4].children, 1)) {
+			t.Errorf("with the climb: node 1's parent %v, node 4's children %v, cycle %v; want 1 refused",
+				n1.parent, net.nodes[4].children, c)
+		}
+		if f == rejoinsBlind && c == nil {
+			t.Errorf("without the climb: no cycle; the test no longer shows what the climb is for")
 		}
 	}
 }

@@ -47,9 +47,26 @@ func flawed(f flaw) func(Config) func(proc.ID, int) proc.Process {
 
 // PicksDescendant is ESM that may take a descendant as its parent.
 func PicksDescendant(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return esmFlawed(cfg, picksDescendant)
+}
+
+// StalePaths is ESM whose nodes never refresh the path their parent gave
+// them on accepting: after an ancestor's switch, every path below it is
+// out of date, as a path is for a few latencies after any switch.
+func StalePaths(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return esmFlawed(cfg, stalePaths)
+}
+
+// StalePathsRejoinsBlind is StalePaths whose candidates adopt an orphan
+// on the paths they know, without a climb to the source.
+func StalePathsRejoinsBlind(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return esmFlawed(cfg, stalePaths, rejoinsBlind)
+}
+
+func esmFlawed(cfg ESMConfig, fs ...flaw) func(proc.ID, int) proc.Process {
 	return func(id proc.ID, _ int) proc.Process {
 		n := NewESM(id, cfg).(*esm)
-		n.flaw = picksDescendant
+		n.flaws = fs
 		return n
 	}
 }

@@ -129,10 +129,12 @@ const (
 	noReplicas             // a put is stored at its home alone
 	scribeTwice            // Scribe sends each multicast to the children twice
 	scribeNoRepair         // a Scribe child never rejoins when its parent fails
-	picksDescendant        // an ESM node may take a descendant as its parent
+	picksDescendant        // an ESM node may take a descendant as its parent (and an orphan's subtree is not told it is cut off)
 	scribeNoHandover       // a Scribe root keeps its groups when a closer node joins
 	joinsBlind             // no leaf-set exchange on joining; a joining contact routes JOINs at once
 	switchesBlind          // an ESM candidate adopts a switching node without a climb to the source
+	rejoinsBlind           // ESM's rejoin as it was: a candidate adopts an orphan on the paths reported, without a climb; an orphan's subtree is not told it is cut off
+	stalePaths             // an ESM node keeps the path its parent gave it on accepting, never the news of alive messages
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
