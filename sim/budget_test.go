@@ -2,6 +2,8 @@ package sim
 
 import (
 	"errors"
+	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -70,5 +72,32 @@ func TestMakeHugeIsMake(t *testing.T) {
 				t.Fatalf("MakeHuge(%d)[%d] = %d, want 0", n, i, v)
 			}
 		}
+	}
+}
+
+// TestNoGarbageChangesNoResult: a run told that its processes make no
+// garbage has the trace of the same run without, and leaves the
+// collector's setting as it found it.
+func TestNoGarbageChangesNoResult(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: NoGarbage does nothing")
+	}
+	run := func(noGarbage bool) string {
+		h := trace.NewHasher(trace.Header{Nodes: 50})
+		s, err := New(Config{Nodes: 50, Seed: 3, New: func(proc.ID, int) proc.Process { return relay{} },
+			Trace: h, MaxEvents: 5000, NoGarbage: noGarbage, MemoryBudget: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return h.Sum()
+	}
+	if a, b := run(false), run(true); a != b {
+		t.Errorf("trace with NoGarbage %s, without %s", b, a)
+	}
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("after a NoGarbage run the collector's setting is %d, want 100 as before", p)
 	}
 }

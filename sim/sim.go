@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -296,6 +297,13 @@ func (s *Sim) Run() (res Result, err error) {
 		// does not end a run that would fit.
 		debug.SetMemoryLimit(budget)
 		defer debug.SetMemoryLimit(math.MaxInt64)
+		if s.cfg.NoGarbage && os.Getenv("GOGC") == "" {
+			if prev := debug.SetGCPercent(-1); prev != 100 {
+				debug.SetGCPercent(prev) // the program's own setting
+			} else {
+				defer debug.SetGCPercent(prev)
+			}
+		}
 	}
 	// The heap is looked at every 65,536 events, and after every million
 	// messages (one event may send many: a broadcast to a million peers).
