@@ -54,11 +54,11 @@ const MaxRecord = 64 << 20
 
 // PreallocChunk is how much file space a log allocates ahead of its
 // records, in bytes: at creation, and again each time a write reaches the
-// end of the space. One sync in about PreallocChunk/record-size (1 in
-// 1,300 for a lock's 200-byte entries) then pays for a size change; Open
-// reads the unused rest of the chunk, and a larger one would slow every
-// restart for no measurable gain.
-const PreallocChunk = 256 << 10
+// end of the space. One sync in about PreallocChunk/record-size (1 in 300
+// for a lock's 200-byte entries) then pays for a size change. Open reads
+// the unused rest of the chunk: a larger one (etcd's 64 MB segments) would
+// slow every restart for a gain too small to measure.
+const PreallocChunk = 64 << 10
 
 const (
 	sector    = 512 // the unit a disk writes whole, or not at all
