@@ -25,9 +25,11 @@
 // crash during an unsynced write leaves; it is cut off and the space after
 // the last whole record zeroed again (those writes were never synced, so
 // nothing acknowledged is lost; and a later, shorter write cannot leave
-// pieces of them behind to be read back as records). A record that fails its
-// checksum with data after it is corruption of synced data: Open refuses
-// the log rather than start a process on state it no longer has.
+// pieces of them behind to be read back as records). So is damage where a
+// 512-byte sector of the last write reads as zeros: it never reached the
+// disk, though a later one did. Any other record that fails its checksum
+// with data after it is corruption of synced data: Open refuses the log
+// rather than start a process on state it no longer has.
 //
 // A log is locked (flock) while open: a second process opening the same
 // file, such as a node started twice with one data directory, gets an
