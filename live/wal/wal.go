@@ -7,17 +7,29 @@
 //	crc     uint32, little-endian: CRC-32C of length and data
 //	data    length bytes
 //
+// The rest of the file is zeros: space preallocated (fallocate) in chunks
+// of PreallocChunk bytes, when the file is created and whenever the log
+// grows into the end of it. A write into preallocated space leaves the
+// file's size alone, so its fdatasync need not also journal a new size,
+// as an append's does (etcd preallocates its WAL segments for the same
+// reason). An 8-byte record header of zeros is never a record (the CRC of
+// a zero length is not zero): where a record would begin, it ends the log.
+//
 // Appends are buffered in memory; Sync writes them with one write and
 // makes them durable with fdatasync. Replace (compaction) writes the new
 // log to a temporary file, syncs it, renames it over the old one and syncs
 // the directory, so that a crash leaves one log or the other, whole.
 //
 // Open recovers a log after a crash. A torn tail — a record cut short, or
-// one whose checksum fails and which nothing valid follows — is what a
-// crash during an unsynced write leaves; it is cut off (those writes were
-// never synced, so nothing acknowledged is lost). A record that fails its
-// checksum with data after it is corruption of synced data: Open refuses
-// the log rather than start a process on state it no longer has.
+// one whose checksum fails and which nothing but zeros follows — is what a
+// crash during an unsynced write leaves; it is cut off and the space after
+// the last whole record zeroed again (those writes were never synced, so
+// nothing acknowledged is lost; and a later, shorter write cannot leave
+// pieces of them behind to be read back as records). So is damage where a
+// 512-byte sector of the last write reads as zeros: it never reached the
+// disk, though a later one did. Any other record that fails its checksum
+// with data after it is corruption of synced data: Open refuses the log
+// rather than start a process on state it no longer has.
 //
 // A log is locked (flock) while open: a second process opening the same
 // file, such as a node started twice with one data directory, gets an
@@ -34,13 +46,24 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxRecord is the largest record a log holds, in bytes. A length above
 // it at recovery is damage, not a record to allocate memory for.
 const MaxRecord = 64 << 20
 
+// PreallocChunk is how much file space a log allocates ahead of its
+// records, in bytes: at creation, and again each time a write reaches the
+// end of the space. One sync in about PreallocChunk/record-size (1 in 300
+// for a lock's 200-byte entries) then pays for a size change. Open reads
+// the unused rest of the chunk: a larger one (etcd's 64 MB segments) would
+// slow every restart for a gain too small to measure.
+const PreallocChunk = 64 << 10
+
 const (
+	sector    = 512 // the unit a disk writes whole, or not at all
 	magic     = "cohortL1"
 	headerLen = len(magic)
 	recHeader = 8
@@ -56,7 +79,8 @@ var ErrCorrupt = errors.New("log corrupt")
 type Log struct {
 	path      string
 	f         *os.File
-	size      int64  // bytes in the file
+	size      int64  // bytes of the log: header and records written
+	alloc     int64  // bytes in the file: size and the zeros after it
 	buf       []byte // appended, not yet written
 	recovered [][]byte
 	torn      int64 // bytes cut off at recovery
@@ -89,28 +113,42 @@ func Open(path string) (*Log, error) {
 }
 
 func (l *Log) recover() error {
-	data, err := io.ReadAll(l.f)
+	fi, err := l.f.Stat()
 	if err != nil {
 		return err
 	}
-	if len(data) < headerLen {
-		// New, or torn while its header was written: start afresh.
-		if !bytes.Equal(data, []byte(magic)[:len(data)]) {
-			return fmt.Errorf("%s: not a Cohort log (header %q)", l.path, data)
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(l.f, data); err != nil {
+		return err
+	}
+	head := data[:min(len(data), headerLen)]
+	if string(head) != magic {
+		// New, or torn while its header was written (its space may be
+		// preallocated): start afresh.
+		i := bytes.IndexByte(head, 0)
+		if i < 0 {
+			i = len(head)
+		}
+		if !bytes.HasPrefix([]byte(magic), head[:i]) || !allZero(data[i:]) {
+			return fmt.Errorf("%s: not a Cohort log (header %q)", l.path, head)
 		}
 		return l.reset()
-	}
-	if string(data[:headerLen]) != magic {
-		return fmt.Errorf("%s: not a Cohort log (header %q)", l.path, data[:headerLen])
 	}
 	recs, good, err := Decode(data[headerLen:])
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.path, err)
 	}
-	l.recovered = recs
 	l.size = int64(headerLen + good)
-	if l.torn = int64(len(data)) - l.size; l.torn > 0 {
+	l.alloc = int64(len(data))
+	l.recovered = detach(recs, good)
+	if tail := data[l.size:]; !allZero(tail) {
+		// A torn write: cut it off, and preallocate zeros in its place.
+		l.torn = int64(len(tail) - countZeroSuffix(tail))
 		if err := l.f.Truncate(l.size); err != nil {
+			return err
+		}
+		l.alloc = spaceFor(l.size)
+		if err := preallocate(l.f, l.size, l.alloc); err != nil {
 			return err
 		}
 		if err := l.f.Sync(); err != nil {
@@ -121,12 +159,59 @@ func (l *Log) recover() error {
 	return err
 }
 
+// detach copies recs, which total n bytes, into a buffer of their own, so
+// that they do not keep the whole file read at recovery, preallocated
+// space included, in memory.
+func detach(recs [][]byte, n int) [][]byte {
+	buf := make([]byte, 0, n)
+	for i, r := range recs {
+		buf = append(buf, r...)
+		recs[i] = buf[len(buf)-len(r) : len(buf) : len(buf)]
+	}
+	return recs
+}
+
+func countZeroSuffix(b []byte) int {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == 0 {
+		n++
+	}
+	return n
+}
+
+// spaceFor is where a log's preallocated space ends once it holds n
+// bytes: at the multiple of PreallocChunk after n.
+func spaceFor(n int64) int64 { return (n/PreallocChunk + 1) * PreallocChunk }
+
+// preallocate allocates f's bytes from..to, zeros, setting its size to
+// to. On a file system without fallocate it does nothing: writes then
+// extend the file, as appends do.
+func preallocate(f *os.File, from, to int64) error {
+	if to <= from {
+		return nil
+	}
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, from, to-from)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EOPNOTSUPP:
+			return nil
+		}
+		return err
+	}
+}
+
 // reset makes the file an empty log, durably.
 func (l *Log) reset() error {
 	if err := l.f.Truncate(0); err != nil {
 		return err
 	}
 	if _, err := l.f.WriteAt([]byte(magic), 0); err != nil {
+		return err
+	}
+	l.alloc = spaceFor(int64(headerLen))
+	if err := preallocate(l.f, int64(headerLen), l.alloc); err != nil {
 		return err
 	}
 	if err := l.f.Sync(); err != nil {
@@ -145,11 +230,10 @@ func (l *Log) reset() error {
 // records are damaged; a torn tail is not an error, it is just not part
 // of the prefix.
 //
-// A record cut short ends the log: the last write, torn. Other damage is
-// a torn write, and ends the log too, when nothing follows it, when
-// everything after it is zeros, or when it covers a zeroed 512-byte sector
-// (a page of the last write that never reached the disk while a later one
-// did). Anything else is corruption of synced data.
+// A record cut short ends the log: the last write, torn. So does other
+// damage that looks like a torn write (see torn) — a header of zeros, the
+// start of unused space, among them. Anything else is corruption of
+// synced data.
 func Decode(body []byte) (recs [][]byte, good int, err error) {
 	off := 0
 	for off < len(body) {
@@ -158,19 +242,19 @@ func Decode(body []byte) (recs [][]byte, good int, err error) {
 		}
 		n := binary.LittleEndian.Uint32(body[off:])
 		sum := binary.LittleEndian.Uint32(body[off+4:])
-		end := off + recHeader + int(n)
 		if n > MaxRecord {
-			if torn(body, off, len(body)) {
+			if torn(body, off, off+recHeader) {
 				break
 			}
 			return nil, 0, fmt.Errorf("%w: record at byte %d has length %d", ErrCorrupt, headerLen+off, n)
 		}
+		end := off + recHeader + int(n)
 		if end > len(body) {
 			break // cut short by a crash
 		}
 		data := body[off+recHeader : end]
 		if crc(body[off:off+4], data) != sum {
-			if end == len(body) || torn(body, off, end) {
+			if torn(body, off, end) {
 				break
 			}
 			return nil, 0, fmt.Errorf("%w: record at byte %d fails its checksum", ErrCorrupt, headerLen+off)
@@ -181,17 +265,30 @@ func Decode(body []byte) (recs [][]byte, good int, err error) {
 	return recs, off, nil
 }
 
-// torn reports whether damage in body[off:end] looks like a torn write:
-// the rest of the body is zeros, or a 512-byte sector of the file inside
-// body[off:end] is.
+// torn reports whether a damaged record, body[off:end], looks like the
+// end of the log: unused space, or a write that a crash tore. A disk
+// writes a 512-byte sector whole or not at all, and a sector it did not
+// write holds what it held before — beyond the log's end, zeros (space
+// preallocated, or a hole). So the record is torn when
+//   - nothing but zeros follows it (the last write, partly written), or
+//   - its first sector is zeros from it on (that sector was not written:
+//     a header of zeros, where unused space begins, is the common case), or
+//   - a sector that begins inside it is zeros (a later sector of the write
+//     reached the disk, this one did not).
+//
+// No whole record has a header of zeros: the CRC of a zero length is not
+// zero.
 func torn(body []byte, off, end int) bool {
-	if allZero(body[off:]) {
+	if allZero(body[end:]) {
 		return true
 	}
-	const sector = 512
 	// Sector boundaries are in file offsets: the body starts at headerLen.
-	for s := (headerLen+off+sector-1)/sector*sector - headerLen; s+sector <= end; s += sector {
-		if allZero(body[s : s+sector]) {
+	next := (headerLen+off)/sector*sector + sector - headerLen
+	if allZero(body[off:min(next, len(body))]) {
+		return true
+	}
+	for s := next; s < end; s += sector {
+		if allZero(body[s:min(s+sector, len(body))]) {
 			return true
 		}
 	}
@@ -200,11 +297,15 @@ func torn(body []byte, off, end int) bool {
 	return len(body)-off < 2*recHeader
 }
 
+var zeros [4096]byte
+
 func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
 			return false
 		}
+		b = b[n:]
 	}
 	return true
 }
@@ -262,6 +363,11 @@ func (l *Log) SyncLater() (write func() error) {
 	b, f := l.buf, l.f
 	l.buf = nil
 	l.size += int64(len(b))
+	from, to := l.alloc, l.alloc
+	if l.size > l.alloc {
+		to = spaceFor(l.size)
+		l.alloc = to
+	}
 	done, errp := make(chan struct{}), new(error)
 	l.writing, l.writeErr = done, errp
 	return func() error {
@@ -269,7 +375,9 @@ func (l *Log) SyncLater() (write func() error) {
 		if len(b) == 0 {
 			return nil
 		}
-		if _, err := f.Write(b); err != nil {
+		if err := preallocate(f, from, to); err != nil {
+			*errp = err
+		} else if _, err := f.Write(b); err != nil {
 			*errp = err
 		} else if err := fdatasync(f); err != nil {
 			*errp = err
@@ -301,6 +409,12 @@ func (l *Log) Sync() error {
 	}
 	if len(l.buf) == 0 {
 		return nil
+	}
+	if need := l.size + int64(len(l.buf)); need > l.alloc {
+		if err := preallocate(l.f, l.alloc, spaceFor(need)); err != nil {
+			return l.fail(err)
+		}
+		l.alloc = spaceFor(need)
 	}
 	if _, err := l.f.Write(l.buf); err != nil {
 		return l.fail(err)
@@ -342,6 +456,11 @@ func (l *Log) Replace(recs [][]byte) error {
 		f.Close()
 		return l.fail(err)
 	}
+	alloc := spaceFor(int64(len(b)))
+	if err := preallocate(f, int64(len(b)), alloc); err != nil {
+		f.Close()
+		return l.fail(err)
+	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return l.fail(err)
@@ -355,7 +474,7 @@ func (l *Log) Replace(recs [][]byte) error {
 		return l.fail(err)
 	}
 	l.f.Close() // and its lock: f, holding one, is the log now
-	l.f, l.size, l.buf = f, int64(len(b)), l.buf[:0]
+	l.f, l.size, l.alloc, l.buf = f, int64(len(b)), alloc, l.buf[:0]
 	return nil
 }
 
