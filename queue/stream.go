@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 )
 
@@ -33,6 +36,19 @@ import (
 //	                                  {"ids":[...]}   the next len(ids) puts are durable
 //	                                  {"error":"...","code":C}   the last line: the puts
 //	                                                  not acknowledged were not applied
+//
+// Numbered streams: with the headers Cohort-Origin (a publisher's name
+// for itself, 1 to 256 bytes) and Cohort-Origin-Seq (the number of the
+// stream's first put; the next ones follow), the node applies each number
+// once, as at-most-once RPC filters a resent call by the client's
+// sequence number (Birrell and Nelson): a put numbered as one applied
+// before is acknowledged again with id 0 and not stored twice. A
+// publisher that loses its stream (the node gone, the connection cut)
+// opens another, through any node of replicated queues, and sends again
+// the puts not acknowledged, from the first, under the same numbers. A
+// node's own queues remember an origin's highest number (they are
+// relayed puts' table), so a numbered stream resumed there must go on in
+// order; the replicated queues keep the log's duplicate table.
 //
 // A stream whose first put cannot be applied (a bad frame, a full
 // queue) is answered with the error's status, as a single put is: 400
@@ -126,10 +142,32 @@ type putStream struct {
 	stopped bool  // the committer is gone
 }
 
+// streamNumber reads a stream's numbering from its headers: the origin
+// ("": not numbered) and its first put's number.
+func streamNumber(h http.Header) (string, uint64, error) {
+	origin, v := h.Get("Cohort-Origin"), h.Get("Cohort-Origin-Seq")
+	if origin == "" && v == "" {
+		return "", 0, nil
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || seq == 0 {
+		return "", 0, invalid("Cohort-Origin-Seq %q: want the first put's number, 1 or more", httpapi.Clip(v))
+	}
+	if err := checkOrigin(origin, seq); err != nil {
+		return "", 0, invalid("Cohort-Origin: %v", err)
+	}
+	return origin, seq, nil
+}
+
 // serveStream serves POST /v1/queues/{name}/stream.
 func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 	name, ok := queueName(w, r)
 	if !ok {
+		return
+	}
+	origin, seq, err := streamNumber(r.Header)
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -142,7 +180,7 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		s.readFrames(r.Body, rc)
 	}()
-	s.commitFrames(r.Context(), m, name, w, rc)
+	s.commitFrames(r.Context(), m, name, origin, seq, w, rc)
 	s.mu.Lock()
 	s.stopped = true
 	s.cond.Broadcast()
@@ -221,27 +259,36 @@ func (s *putStream) take(maxBodies int) ([][]byte, error) {
 const maxStreamCommits = 8
 
 // streamCommit is a commit of a stream's puts on its way: n puts, whose
-// ids are ids once wait returns nil; or, with n 0, the stream's end.
+// ids wait returns once durable — all of them, or a prefix and why the
+// next was not applied; or, with n 0, the stream's end (err).
 type streamCommit struct {
 	n    int
-	ids  []uint64
-	wait func() error
+	wait func() ([]uint64, error)
 	err  error
 }
 
 // commitFrames commits the frames read, in order, and replies: while one
-// commit is on its way to the disk the next is started (a node's own
-// queues; the replicated queues commit one at a time), so that the puts
-// of a stream share syncs with each other and with other requests.
-func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
+// commit is on its way to the disk (a node's own queues) or to a majority
+// (replicated ones) the next is started, so that the puts of a stream
+// share syncs and entries with each other and with other requests. A
+// replicated stream's commits are runs (consensus.QueuePutRun), each
+// applied only after the one before it: one that overtakes another (a
+// change of leader) is refused, and the stream ends there.
+func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin string, seq uint64, w http.ResponseWriter, rc *http.ResponseController) {
 	tm, ok := m.(transactor)
 	if !ok {
 		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
 		return
 	}
+	rm, replicated := m.(*Replicated)
 	maxBodies := MaxMessage
-	if _, ok := m.(*Replicated); ok {
+	var runOrigin, after uint64
+	if replicated {
 		maxBodies = MaxReplicatedMessage
+		runOrigin = hashOrigin(origin)
+		if origin == "" { // numbered all the same, under a number of its own
+			runOrigin, seq = rand.Uint64()|consensus.ClientOrigin, 1
+		}
 	}
 	commits := make(chan streamCommit, maxStreamCommits)
 	replied := make(chan struct{})
@@ -249,31 +296,49 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w 
 		defer close(replied)
 		s.reply(commits, w, rc)
 	}()
+	start := func(bodies [][]byte) streamCommit {
+		c := streamCommit{n: len(bodies)}
+		switch mm := m.(type) {
+		case *Manager:
+			ids, wait, err := mm.startPuts(name, origin, seq, bodies)
+			c.err = err
+			c.wait = func() ([]uint64, error) { return ids, wait() }
+		case *Replicated:
+			run := consensus.QueuePutRun{Queue: name, Origin: runOrigin, Seq: seq, After: after, Bodies: bodies}
+			ch, err := rm.startRun(ctx, run)
+			c.err = err
+			c.wait = func() ([]uint64, error) { r := <-ch; return r.ids, r.err }
+			after = seq + uint64(len(bodies)) - 1
+		default:
+			puts := make([]TxPut, len(bodies))
+			for i, b := range bodies {
+				puts[i] = TxPut{Queue: name, Body: b}
+			}
+			ids, err := tm.Transact(ctx, nil, puts)
+			c.err = err
+			c.wait = func() ([]uint64, error) { return ids, nil }
+		}
+		if seq != 0 {
+			seq += uint64(len(bodies))
+		}
+		return c
+	}
 	for {
 		batch, end := s.take(maxBodies)
 		if len(batch) == 0 {
 			commits <- streamCommit{err: end}
 			break
 		}
-		puts := make([]TxPut, len(batch))
-		for i, b := range batch {
-			puts[i] = TxPut{Queue: name, Body: b}
-		}
-		start := func(puts []TxPut) streamCommit {
-			c := streamCommit{n: len(puts)}
-			if mm, ok := m.(*Manager); ok {
-				c.ids, c.wait, c.err = mm.startTx(nil, puts)
-			} else {
-				c.ids, c.err = tm.Transact(ctx, nil, puts)
-			}
-			return c
-		}
-		c := start(puts)
-		if errors.Is(c.err, ErrFull) && len(puts) > 1 {
+		c := start(batch)
+		if _, ok := m.(*Manager); ok && errors.Is(c.err, ErrFull) && len(batch) > 1 {
 			// The puts of a stream are not a transaction: those that
-			// fit go in, one by one, up to the first that does not.
-			for i := range puts {
-				if c = start(puts[i : i+1]); c.err != nil || i == len(puts)-1 {
+			// fit go in, one by one, up to the first that does not (a
+			// replicated run does so itself).
+			if seq != 0 {
+				seq -= uint64(len(batch))
+			}
+			for i := range batch {
+				if c = start(batch[i : i+1]); c.err != nil || i == len(batch)-1 {
 					break
 				}
 				commits <- c
@@ -321,21 +386,27 @@ func (s *putStream) reply(commits <-chan streamCommit, w http.ResponseWriter, rc
 		case c.n == 0:
 			err = send(failed(c.err))
 		default:
-			if c.err == nil && c.wait != nil {
-				c.err = c.wait()
+			var ids []uint64
+			if c.err == nil {
+				ids, c.err = c.wait()
 			}
-			if c.err == nil && len(c.ids) != c.n {
-				c.err = fmt.Errorf("%d ids for %d puts", len(c.ids), c.n)
+			switch {
+			case c.err == nil && len(ids) != c.n:
+				c.err = fmt.Errorf("%d ids for %d puts", len(ids), c.n)
+			case c.err != nil && len(ids) > 0 && len(ids) < c.n:
+				// A replicated run applied a prefix of its puts.
+				if err = send(StreamAck{IDs: ids}); err == nil {
+					done, c.n = done+len(ids), c.n-len(ids)
+				}
 			}
 			if c.err != nil {
-				// A transaction's puts are applied together or not at
-				// all: those acknowledged before stay, none of these is
-				// applied, and no later one was started.
+				// None of these puts is applied (a refusal), or it is
+				// not known (503: a numbered stream sends them again).
 				send(failed(fmt.Errorf("puts %d to %d: %w", done+1, done+c.n, c.err)))
 				err = c.err
-			} else {
+			} else if err == nil {
 				done += c.n
-				err = send(StreamAck{IDs: c.ids})
+				err = send(StreamAck{IDs: ids})
 			}
 		}
 		if err != nil {
