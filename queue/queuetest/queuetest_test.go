@@ -98,8 +98,10 @@ func TestHistoryCatchesPutsStoredTwice(t *testing.T) {
 			sound.ServeHTTP(w, r)
 		}))
 		defer srv.Close()
-		h := queuetest.Start("jobs", "", srv.URL)
-		if !twice {
+		var h *queuetest.History
+		if twice {
+			h = queuetest.Start("jobs", "", srv.URL)
+		} else {
 			h = queuetest.StartStream("jobs", "", 16, srv.URL)
 		}
 		deadline := time.Now().Add(20 * time.Second)
