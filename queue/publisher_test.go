@@ -2,10 +2,14 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/queue"
 	"github.com/cohort-go/cohort/queue/queuetest"
 )
@@ -59,5 +63,46 @@ func TestPublisherSurvivesTheKillOfItsNode(t *testing.T) {
 	t.Logf("killed node %d, the leader, after %d puts acknowledged: %s", lead, at, h.Summary())
 	if n := h.Publishers(); n != 1 {
 		t.Fatalf("%d Publishers: one failed at the kill", n)
+	}
+}
+
+// A stream of puts to a replicated queue that fills: the puts that fit
+// are acknowledged, the rest fail as refused (507), none of them stored;
+// a put bigger than a replicated message is refused (413).
+func TestReplicatedStreamRefusals(t *testing.T) {
+	rs, stop := replicatedQueues(t, 3, t.TempDir(), queue.ReplicatedConfig{Limits: consensus.QueueLimits{Messages: 5}})
+	defer stop()
+	srv := httptest.NewServer(queue.Handler(rs[0]))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := &queue.Client{Endpoints: []string{srv.URL}}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acks []*queue.PutAck
+	for i := range 8 {
+		acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%d", i)))
+	}
+	for i, a := range acks {
+		id, err := a.Wait(ctx)
+		if i < 5 && (err != nil || id == 0) {
+			t.Fatalf("put %d: id %d, %v", i, id, err)
+		}
+		if i >= 5 && (err == nil || !strings.Contains(err.Error(), "HTTP 507")) {
+			t.Fatalf("put %d past the limit: %v, want HTTP 507", i, err)
+		}
+	}
+	p.Close(ctx)
+	if ms, err := rs[1].PollN("jobs", time.Minute, 10); err != nil || len(ms) != 5 {
+		t.Fatalf("the queue holds %d messages (%v), want 5", len(ms), err)
+	}
+	p, err = c.Publish(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Put(ctx, make([]byte, queue.MaxReplicatedMessage+1)); err == nil || !strings.Contains(err.Error(), "HTTP 413") {
+		t.Fatalf("a put of %d bytes: %v, want HTTP 413", queue.MaxReplicatedMessage+1, err)
 	}
 }

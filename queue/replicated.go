@@ -567,8 +567,10 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 // were, why. A run unanswered for the retry interval is proposed again,
 // under the same numbers.
 func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
-	if err := checkPut(run.Queue, nil); err != nil {
-		return nil, err
+	for _, b := range run.Bodies {
+		if err := checkPut(run.Queue, b); err != nil {
+			return nil, err
+		}
 	}
 	select {
 	case r.window <- struct{}{}:

@@ -38,6 +38,8 @@ import (
 //	                                  {"ids":[...]}   the next len(ids) puts are durable
 //	                                  {"error":"...","code":C}   the last line: the puts
 //	                                                  not acknowledged were not applied
+//	                                                  (C 503: not known — the node
+//	                                                  could not finish; resend them)
 //
 // Numbered streams: with the headers Cohort-Origin (a publisher's name
 // for itself, 1 to 256 bytes) and Cohort-Origin-Seq (the number of the
