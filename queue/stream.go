@@ -630,7 +630,12 @@ func (p *Publisher) run(base string) {
 		}
 		p.mu.Lock()
 		retry := cmp.Or(p.Retry, DefaultRetry)
+		idle := p.closing && len(p.pending) == 0
 		p.mu.Unlock()
+		if idle { // closed, with nothing left to send: no new stream
+			p.fail(ErrPublisherClosed)
+			return
+		}
 		for {
 			if time.Since(since) > retry {
 				p.fail(fmt.Errorf("no stream of puts for %v: %w", retry, lost.err))

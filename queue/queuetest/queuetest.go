@@ -54,6 +54,7 @@ type History struct {
 	again        []string                   // bodies delivered after their ack was answered
 	failed       int                        // requests that failed
 	publishers   int                        // opened by a stream producer
+	streams      int                        // opened by its Publishers, once they ended
 	seq          int
 
 	pause, stop context.CancelFunc // the producer's, and both's
@@ -149,6 +150,9 @@ func (h *History) publish(ctx context.Context, inFlight int) error {
 		case <-a.Done():
 			if _, err = a.Result(); err != nil {
 				answers.Wait()
+				h.mu.Lock()
+				h.streams += p.Streams()
+				h.mu.Unlock()
 				return err
 			}
 		default:
@@ -158,6 +162,9 @@ func (h *History) publish(ctx context.Context, inFlight int) error {
 	defer cancel()
 	err = p.Close(cctx)
 	answers.Wait()
+	h.mu.Lock()
+	h.streams += p.Streams()
+	h.mu.Unlock()
 	return err
 }
 
@@ -275,6 +282,15 @@ func (h *History) Publishers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.publishers
+}
+
+// Streams is how many streams the stream producer's Publishers opened,
+// counted once each ended (after Drain or Stop): more than Publishers
+// when one replaced a stream it lost.
+func (h *History) Streams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streams
 }
 
 // Acknowledged is how many puts were acknowledged so far.
