@@ -188,8 +188,8 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.stopped = true
 	s.cond.Broadcast()
+	rc.SetReadDeadline(time.Now()) // a reader blocked in Read returns (under mu: after any deadline it set)
 	s.mu.Unlock()
-	rc.SetReadDeadline(time.Now()) // a reader blocked in Read returns
 	<-readerDone
 }
 
@@ -197,7 +197,15 @@ func (s *putStream) readFrames(body io.Reader, rc *http.ResponseController) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		if br.Buffered() == 0 {
+			// Under mu, so that the end of the stream (stopped, and a
+			// deadline now) cannot come between the check and the set.
+			s.mu.Lock()
+			if s.stopped {
+				s.mu.Unlock()
+				return
+			}
 			rc.SetReadDeadline(time.Now().Add(StreamIdle))
+			s.mu.Unlock()
 		}
 		b, err := readFrame(br, MaxMessage)
 		s.mu.Lock()
