@@ -188,7 +188,13 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.stopped = true
 	s.cond.Broadcast()
-	rc.SetReadDeadline(time.Now()) // a reader blocked in Read returns (under mu: after any deadline it set)
+	if s.end == nil {
+		// A reader blocked in Read returns (under mu: after any deadline
+		// it set). Not once the body ended: the server then reads the
+		// connection in the background, and a timeout there would cancel
+		// the next request on it.
+		rc.SetReadDeadline(time.Now())
+	}
 	s.mu.Unlock()
 	<-readerDone
 }
