@@ -230,19 +230,35 @@ func CohortQueueStream(dir string, batch int) (QueueSystem, func(), error) {
 	if err != nil {
 		return s, closeIt, err
 	}
+	return overStream(s, closeIt, batch, "cohort", "fsync per put")
+}
+
+// CohortReplicatedQueueStream is CohortQueueStream on the replicated
+// queues of nodes in-process nodes (CohortReplicatedQueue), through node
+// 0: each put acknowledged once a majority has it on disk.
+func CohortReplicatedQueueStream(dir string, nodes, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortReplicatedQueue(dir, nodes, true)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return overStream(s, closeIt, batch, fmt.Sprintf("cohort R%d", nodes), "via node 0")
+}
+
+// overStream makes s, a Cohort system over HTTP, put on one stream.
+func overStream(s QueueSystem, closeIt func(), batch int, label, what string) (QueueSystem, func(), error) {
 	p, err := s.client.Publish(context.Background(), "bench")
 	if err != nil {
 		closeIt()
 		return QueueSystem{}, nil, err
 	}
 	s.client = nil
-	s.Name = "cohort (HTTP stream, fsync per put)"
+	s.Name = fmt.Sprintf("%s (HTTP stream, %s)", label, what)
 	s.Put = func(ctx context.Context, body []byte) error {
 		_, err := p.Put(ctx, body)
 		return err
 	}
 	if batch > 1 {
-		s.Name, s.Batch = fmt.Sprintf("cohort (HTTP stream, async %d)", batch), batch
+		s.Name, s.Batch = fmt.Sprintf("%s (HTTP stream, async %d)", label, batch), batch
 		s.Put = func(ctx context.Context, body []byte) error {
 			acks := make([]*queue.PutAck, batch)
 			for i := range acks {
@@ -329,7 +345,8 @@ func CohortReplicatedQueue(dir string, nodes int, overHTTP bool) (QueueSystem, f
 	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
 	c := &queue.Client{Endpoints: []string{srv.URL}, HTTP: &http.Client{Transport: tr}}
 	return QueueSystem{
-			Name: label + " (HTTP, via node 0)",
+			Name:   label + " (HTTP, via node 0)",
+			client: c,
 			Put: func(ctx context.Context, body []byte) error {
 				_, err := c.Put(ctx, name, body)
 				return err

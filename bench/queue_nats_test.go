@@ -215,7 +215,9 @@ func TestQueueBesideJetStream(t *testing.T) {
 	for _, overHTTP := range []bool{false, true} {
 		systems = append(systems, system{"", func() (QueueSystem, func(), error) { return CohortQueue(t.TempDir(), overHTTP) }})
 	}
-	systems = append(systems, system{"", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), 1) }})
+	systems = append(systems,
+		system{"", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), 1) }},
+		system{"", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, 1) }})
 	systems = append(systems,
 		system{"jetstream v2.15 (sync_interval: always)", func() (QueueSystem, func(), error) {
 			return jetStream("jetstream v2.15 (sync: always)", embeddedJetStream(t, true))
@@ -227,6 +229,7 @@ func TestQueueBesideJetStream(t *testing.T) {
 		systems = append(systems,
 			system{"", func() (QueueSystem, func(), error) { return CohortQueueBatches(t.TempDir(), b) }},
 			system{"", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), b) }},
+			system{"", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, b) }},
 			system{"", func() (QueueSystem, func(), error) {
 				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (defaults, async %d)", b), embeddedJetStream(t, false), b)
 			}},

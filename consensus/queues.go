@@ -23,6 +23,9 @@ import (
 //
 //	on Put(queue, origin, seq, body):   entry; unless origin's seq was applied:
 //	                                    full → refuse; else id = ++next, append to queue
+//	on Run(queue, origin, seq, after, bodies): entry; unless after ≠ 0 is not applied:
+//	                                    each body in turn as a Put numbered seq+i,
+//	                                    up to the first refused
 //	on Get(queue, origin, seq, vis):    entry; lease the ready head (lowest id) to
 //	                                    (origin, seq): token = the entry's index;
 //	                                    at the leader, deadline = now + vis
@@ -219,6 +222,24 @@ type QueuePutBatch struct {
 	Puts []QueuePut `json:"puts"`
 }
 
+// QueuePutRun is a run of a stream's puts to Queue in one entry,
+// numbered Seq, Seq+1, … under Origin, applied in order: a put refused
+// (the queue full) refuses those after it, so that what is applied is a
+// prefix of the run; a copy of a put applied before is answered again
+// (id 0) and the run goes on. With After ≠ 0 nothing of the run applies
+// unless Origin's After was applied: runs proposed one after another,
+// without waiting for each to commit, apply in the order of the stream
+// or not at all — a run that overtakes the one before it (lost, and
+// resent, by a change of leader) is refused. Its answer is one
+// QueuePutRunDone, numbered Origin and Seq.
+type QueuePutRun struct {
+	Queue  string   `json:"queue"`
+	Origin uint64   `json:"origin"`
+	Seq    uint64   `json:"seq"`
+	After  uint64   `json:"after,omitempty"`
+	Bodies [][]byte `json:"bodies"`
+}
+
 // QueueGet leases up to Count (at least 1) messages of Queue's head for
 // Visibility.
 type QueueGet struct {
@@ -261,6 +282,7 @@ type QueueTx struct {
 
 func (QueuePut) Kind() string      { return "queue-put" }
 func (QueuePutBatch) Kind() string { return "queue-put-batch" }
+func (QueuePutRun) Kind() string   { return "queue-put-run" }
 func (QueueGet) Kind() string      { return "queue-get" }
 func (QueueAck) Kind() string      { return "queue-ack" }
 func (QueueRelease) Kind() string  { return "queue-release" }
@@ -312,6 +334,17 @@ type QueueTxDone struct {
 	IDs    []uint64 `json:"ids,omitempty"`
 }
 
+// QueuePutRunDone answers a QueuePutRun: IDs, one per put applied from
+// the first (0: a copy of one applied before), and, if fewer than the
+// run's puts, Reason why the next was refused (Full: the queue is full).
+type QueuePutRunDone struct {
+	Origin uint64   `json:"origin"`
+	Seq    uint64   `json:"seq"`
+	IDs    []uint64 `json:"ids"`
+	Reason string   `json:"reason,omitempty"`
+	Full   bool     `json:"full,omitempty"`
+}
+
 // QueueExpired: a lease ran out on the leader's clock; the message is
 // ready again.
 type QueueExpired struct {
@@ -341,12 +374,13 @@ type QueueStat struct {
 	Bytes  int64  `json:"bytes"`
 }
 
-func (QueuePutDone) Kind() string { return "queue-put-done" }
-func (QueueGot) Kind() string     { return "queue-got" }
-func (QueueAcked) Kind() string   { return "queue-acked" }
-func (QueueTxDone) Kind() string  { return "queue-tx-done" }
-func (QueueExpired) Kind() string { return "queue-expired" }
-func (QueueRefused) Kind() string { return "queue-refused" }
+func (QueuePutDone) Kind() string    { return "queue-put-done" }
+func (QueueGot) Kind() string        { return "queue-got" }
+func (QueueAcked) Kind() string      { return "queue-acked" }
+func (QueueTxDone) Kind() string     { return "queue-tx-done" }
+func (QueuePutRunDone) Kind() string { return "queue-put-run-done" }
+func (QueueExpired) Kind() string    { return "queue-expired" }
+func (QueueRefused) Kind() string    { return "queue-refused" }
 
 // QueueOp is an operation as an entry's data (JSON).
 type QueueOp struct {
@@ -361,6 +395,8 @@ type QueueOp struct {
 	IDs    []uint64      `json:"ids,omitempty"`
 	Acks   []QueueRef    `json:"acks,omitempty"`
 	Token  uint64        `json:"token,omitempty"` // expire; ack, release: the lease
+	After  uint64        `json:"after,omitempty"` // run
+	Bodies [][]byte      `json:"bs,omitempty"`    // run
 }
 
 func (op QueueOp) encode() []byte {
@@ -381,6 +417,8 @@ func (q *Queues) Input(env proc.Env, in proc.Input) {
 		q.propose(env, QueueOp{Op: "put", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, Body: in.Body})
 	case QueuePutBatch:
 		q.propose(env, QueueOp{Op: "puts", Puts: in.Puts})
+	case QueuePutRun:
+		q.propose(env, QueueOp{Op: "run", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, After: in.After, Bodies: in.Bodies})
 	case QueueGet:
 		q.propose(env, QueueOp{Op: "get", Queue: in.Queue, Origin: in.Origin, Seq: in.Seq, Count: in.Count, Vis: in.Visibility})
 	case QueueAck:
@@ -463,6 +501,9 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 				}
 			}
 		}
+		return
+	case "run":
+		q.run(env, index, op)
 		return
 	}
 	if !q.fresh(env, op.Origin, op.Seq, op) {
@@ -593,6 +634,42 @@ func (q *Queues) put(env proc.Env, p QueuePut) bool {
 	id := q.add(p.Queue, p.Body)
 	env.Output(QueuePutDone{Queue: p.Queue, Origin: p.Origin, Seq: p.Seq, ID: id, Body: p.Body})
 	return true
+}
+
+// run applies a stream's run of puts (QueuePutRun): in order, up to the
+// first refused; none if the run before it was not applied.
+func (q *Queues) run(env proc.Env, index uint64, op QueueOp) {
+	done := QueuePutRunDone{Origin: op.Origin, Seq: op.Seq, IDs: []uint64{}}
+	if op.Seq == 0 || len(op.Bodies) == 0 {
+		done.Reason = "a run of puts without a sequence number or puts"
+		env.Output(done)
+		return
+	}
+	if op.After != 0 && !q.origins.applied(op.Origin, op.After) {
+		done.Reason = fmt.Sprintf("put %d of origin %d comes before put %d, which is not applied: resend from there", op.After, op.Origin, op.Seq)
+		env.Output(done)
+		return
+	}
+	for i, body := range op.Bodies {
+		seq := op.Seq + uint64(i)
+		if q.origins.applied(op.Origin, seq) {
+			done.IDs = append(done.IDs, 0)
+			continue
+		}
+		why := q.full(op.Queue, 1, int64(len(body)))
+		if why == "" {
+			why = q.stateFull(MessageCost(len(body)))
+		}
+		if why != "" {
+			done.Reason, done.Full = why, true // its number stays free, as a client's
+			break
+		}
+		id := q.add(op.Queue, body)
+		q.applied(index, op.Origin, seq)
+		done.IDs = append(done.IDs, id)
+		env.Output(QueuePutDone{Queue: op.Queue, Origin: op.Origin, Seq: seq, ID: id, Body: body})
+	}
+	env.Output(done)
 }
 
 // add appends a message to queue name, ready.

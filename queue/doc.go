@@ -32,7 +32,11 @@
 // many puts on one long-lived request (POST /v1/queues/{name}/stream, see
 // stream.go) without waiting for earlier ones, and each is acknowledged
 // once synced — the pipelining of JetStream's asynchronous publish,
-// without its acknowledgement before the disk has the message.
+// without its acknowledgement before the disk has the message. Its puts
+// are numbered, and the node applies each number once (at-most-once
+// RPC's duplicate table): a Publisher that loses its stream opens another
+// through any node and sends again the puts not acknowledged, so that a
+// node's death loses none and stores none twice.
 //
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within

@@ -617,14 +617,16 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	// Room for the puts, and duplicates from remote queues.
 	need := map[*queue]int64{}
 	var puts []op
-	for _, p := range tx.puts {
+	dup := make([]bool, len(tx.puts))
+	for i, p := range tx.puts {
 		q, err := m.q(p.queue)
 		if err != nil {
 			m.mu.Unlock()
 			return nil, nil, err
 		}
-		if p.origin != "" && p.seq <= m.origins[p.origin] {
-			continue // a duplicate
+		if p.origin != "" && (p.seq <= m.origins[p.origin] || i > 0 && p.origin == tx.puts[i-1].origin && p.seq <= tx.puts[i-1].seq) {
+			dup[i] = true // a duplicate: its id is 0
+			continue
 		}
 		need[q] += int64(len(p.body))
 		if q.bytes+need[q] > m.cfg.MaxQueueBytes {
@@ -634,18 +636,24 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 		puts = append(puts, p)
 	}
 	c := &commit{done: make(chan error, 1)}
-	ids = make([]uint64, 0, len(puts))
+	ids = make([]uint64, 0, len(tx.puts))
 	for _, p := range puts {
 		q := m.queues[p.queue]
 		q.bytes += int64(len(p.body))
 		p.id = m.nextID
 		m.nextID++
+		for dup[len(ids)] {
+			ids = append(ids, 0)
+		}
 		ids = append(ids, p.id)
 		if p.origin != "" {
 			m.origins[p.origin] = p.seq
 		}
 		c.ops = append(c.ops, p)
 		c.queues = append(c.queues, q)
+	}
+	for len(ids) < len(tx.puts) {
+		ids = append(ids, 0)
 	}
 	for _, g := range tx.gets {
 		g.q.unlease(g.e)

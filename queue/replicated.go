@@ -47,7 +47,7 @@ type Replicated struct {
 
 type waiter struct {
 	ch chan proc.Output
-	tx bool // a transaction's: its puts' acknowledgements are not its answer
+	tx bool // a transaction's or a run's: its puts' acknowledgements are not its answer
 }
 
 // ReplicatedConfig configures Replicated. Every node of the cluster must
@@ -194,6 +194,8 @@ func (r *Replicated) output(o proc.Output) {
 			wake = o.Queue
 		}
 	case consensus.QueueTxDone:
+		origin, seq = o.Origin, o.Seq
+	case consensus.QueuePutRunDone:
 		origin, seq = o.Origin, o.Seq
 	case consensus.QueueRefused:
 		origin, seq = o.Origin, o.Seq
@@ -553,6 +555,96 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 	r.stats.puts.Add(uint64(len(done.IDs)))
 	r.stats.acks.Add(uint64(len(done.Acked)))
 	return done, nil
+}
+
+// startRun proposes a run of a stream's puts (consensus.QueuePutRun:
+// numbered run.Seq onwards under run.Origin, applied in order, after
+// run.After) and returns without waiting for its commit: runs started one
+// after another reach the leader in that order, so a stream keeps many on
+// their way at once and each commits with the others' entries. The
+// answer comes on the returned channel: the ids of the puts applied (a
+// prefix of the run; 0 for a copy of one applied before) and, if not all
+// were, why. A run unanswered for the retry interval is proposed again,
+// under the same numbers.
+func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
+	for _, b := range run.Bodies {
+		if err := checkPut(run.Queue, b); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case r.window <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.svc.Done():
+		return nil, ErrClosed
+	}
+	key := [2]uint64{run.Origin, run.Seq}
+	w := &waiter{ch: make(chan proc.Output, 1), tx: true}
+	r.mu.Lock()
+	r.waits[key] = w // a stream resumed on this node takes over from an older one
+	r.mu.Unlock()
+	out := make(chan runResult, 1)
+	if err := r.svc.Input(run); err != nil {
+		r.endRun(key, w)
+		return nil, ErrClosed
+	}
+	go func() {
+		defer r.endRun(key, w)
+		out <- r.waitRun(ctx, run, w)
+	}()
+	return out, nil
+}
+
+// runResult is the outcome of a run of puts: ids, one per put applied
+// from the first, and why the next was not (nil: all were).
+type runResult struct {
+	ids []uint64
+	err error
+}
+
+func (r *Replicated) endRun(key [2]uint64, w *waiter) {
+	r.mu.Lock()
+	if r.waits[key] == w {
+		delete(r.waits, key)
+	}
+	r.mu.Unlock()
+	<-r.window
+}
+
+func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *waiter) runResult {
+	t := time.NewTimer(r.retry)
+	defer t.Stop()
+	for {
+		select {
+		case o := <-w.ch:
+			done, ok := o.(consensus.QueuePutRunDone)
+			// An answer to an older stream's run of the same first number
+			// (resumed on this node) counts if it answers as many puts.
+			if !ok || len(done.IDs) > len(run.Bodies) || (done.Reason == "") != (len(done.IDs) == len(run.Bodies)) {
+				continue
+			}
+			r.stats.puts.Add(uint64(len(done.IDs)))
+			res := runResult{ids: done.IDs}
+			switch {
+			case done.Full:
+				r.stats.refused.Add(1)
+				res.err = fmt.Errorf("%w: %s", ErrFull, done.Reason)
+			case done.Reason != "":
+				res.err = errors.New(done.Reason)
+			}
+			return res
+		case <-ctx.Done():
+			return runResult{err: ctx.Err()}
+		case <-r.svc.Done():
+			return runResult{err: ErrClosed}
+		case <-t.C:
+			if r.svc.Input(run) != nil {
+				return runResult{err: ErrClosed}
+			}
+			t.Reset(r.retry)
+		}
+	}
 }
 
 // Leading reports whether this node leads the queues' log (a ready

@@ -2,17 +2,22 @@ package queue
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 )
 
@@ -33,6 +38,21 @@ import (
 //	                                  {"ids":[...]}   the next len(ids) puts are durable
 //	                                  {"error":"...","code":C}   the last line: the puts
 //	                                                  not acknowledged were not applied
+//	                                                  (C 503: not known — the node
+//	                                                  could not finish; resend them)
+//
+// Numbered streams: with the headers Cohort-Origin (a publisher's name
+// for itself, 1 to 256 bytes) and Cohort-Origin-Seq (the number of the
+// stream's first put; the next ones follow), the node applies each number
+// once, as at-most-once RPC filters a resent call by the client's
+// sequence number (Birrell and Nelson): a put numbered as one applied
+// before is acknowledged again with id 0 and not stored twice. A
+// publisher that loses its stream (the node gone, the connection cut)
+// opens another, through any node of replicated queues, and sends again
+// the puts not acknowledged, from the first, under the same numbers. A
+// node's own queues remember an origin's highest number (they are
+// relayed puts' table), so a numbered stream resumed there must go on in
+// order; the replicated queues keep the log's duplicate table.
 //
 // A stream whose first put cannot be applied (a bad frame, a full
 // queue) is answered with the error's status, as a single put is: 400
@@ -126,10 +146,32 @@ type putStream struct {
 	stopped bool  // the committer is gone
 }
 
+// streamNumber reads a stream's numbering from its headers: the origin
+// ("": not numbered) and its first put's number.
+func streamNumber(h http.Header) (string, uint64, error) {
+	origin, v := h.Get("Cohort-Origin"), h.Get("Cohort-Origin-Seq")
+	if origin == "" && v == "" {
+		return "", 0, nil
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || seq == 0 {
+		return "", 0, invalid("Cohort-Origin-Seq %q: want the first put's number, 1 or more", httpapi.Clip(v))
+	}
+	if err := checkOrigin(origin, seq); err != nil {
+		return "", 0, invalid("Cohort-Origin: %v", err)
+	}
+	return origin, seq, nil
+}
+
 // serveStream serves POST /v1/queues/{name}/stream.
 func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 	name, ok := queueName(w, r)
 	if !ok {
+		return
+	}
+	origin, seq, err := streamNumber(r.Header)
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -142,12 +184,18 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		s.readFrames(r.Body, rc)
 	}()
-	s.commitFrames(r.Context(), m, name, w, rc)
+	s.commitFrames(r.Context(), m, name, origin, seq, w, rc)
 	s.mu.Lock()
 	s.stopped = true
 	s.cond.Broadcast()
+	if s.end == nil {
+		// A reader blocked in Read returns (under mu: after any deadline
+		// it set). Not once the body ended: the server then reads the
+		// connection in the background, and a timeout there would cancel
+		// the next request on it.
+		rc.SetReadDeadline(time.Now())
+	}
 	s.mu.Unlock()
-	rc.SetReadDeadline(time.Now()) // a reader blocked in Read returns
 	<-readerDone
 }
 
@@ -155,7 +203,15 @@ func (s *putStream) readFrames(body io.Reader, rc *http.ResponseController) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		if br.Buffered() == 0 {
+			// Under mu, so that the end of the stream (stopped, and a
+			// deadline now) cannot come between the check and the set.
+			s.mu.Lock()
+			if s.stopped {
+				s.mu.Unlock()
+				return
+			}
 			rc.SetReadDeadline(time.Now().Add(StreamIdle))
+			s.mu.Unlock()
 		}
 		b, err := readFrame(br, MaxMessage)
 		s.mu.Lock()
@@ -221,27 +277,36 @@ func (s *putStream) take(maxBodies int) ([][]byte, error) {
 const maxStreamCommits = 8
 
 // streamCommit is a commit of a stream's puts on its way: n puts, whose
-// ids are ids once wait returns nil; or, with n 0, the stream's end.
+// ids wait returns once durable — all of them, or a prefix and why the
+// next was not applied; or, with n 0, the stream's end (err).
 type streamCommit struct {
 	n    int
-	ids  []uint64
-	wait func() error
+	wait func() ([]uint64, error)
 	err  error
 }
 
 // commitFrames commits the frames read, in order, and replies: while one
-// commit is on its way to the disk the next is started (a node's own
-// queues; the replicated queues commit one at a time), so that the puts
-// of a stream share syncs with each other and with other requests.
-func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w http.ResponseWriter, rc *http.ResponseController) {
+// commit is on its way to the disk (a node's own queues) or to a majority
+// (replicated ones) the next is started, so that the puts of a stream
+// share syncs and entries with each other and with other requests. A
+// replicated stream's commits are runs (consensus.QueuePutRun), each
+// applied only after the one before it: one that overtakes another (a
+// change of leader) is refused, and the stream ends there.
+func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin string, seq uint64, w http.ResponseWriter, rc *http.ResponseController) {
 	tm, ok := m.(transactor)
 	if !ok {
 		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
 		return
 	}
+	rm, replicated := m.(*Replicated)
 	maxBodies := MaxMessage
-	if _, ok := m.(*Replicated); ok {
+	var runOrigin, after uint64
+	if replicated {
 		maxBodies = MaxReplicatedMessage
+		runOrigin = hashOrigin(origin)
+		if origin == "" { // numbered all the same, under a number of its own
+			runOrigin, seq = rand.Uint64()|consensus.ClientOrigin, 1
+		}
 	}
 	commits := make(chan streamCommit, maxStreamCommits)
 	replied := make(chan struct{})
@@ -249,31 +314,49 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name string, w 
 		defer close(replied)
 		s.reply(commits, w, rc)
 	}()
+	start := func(bodies [][]byte) streamCommit {
+		c := streamCommit{n: len(bodies)}
+		switch mm := m.(type) {
+		case *Manager:
+			ids, wait, err := mm.startPuts(name, origin, seq, bodies)
+			c.err = err
+			c.wait = func() ([]uint64, error) { return ids, wait() }
+		case *Replicated:
+			run := consensus.QueuePutRun{Queue: name, Origin: runOrigin, Seq: seq, After: after, Bodies: bodies}
+			ch, err := rm.startRun(ctx, run)
+			c.err = err
+			c.wait = func() ([]uint64, error) { r := <-ch; return r.ids, r.err }
+			after = seq + uint64(len(bodies)) - 1
+		default:
+			puts := make([]TxPut, len(bodies))
+			for i, b := range bodies {
+				puts[i] = TxPut{Queue: name, Body: b}
+			}
+			ids, err := tm.Transact(ctx, nil, puts)
+			c.err = err
+			c.wait = func() ([]uint64, error) { return ids, nil }
+		}
+		if seq != 0 {
+			seq += uint64(len(bodies))
+		}
+		return c
+	}
 	for {
 		batch, end := s.take(maxBodies)
 		if len(batch) == 0 {
 			commits <- streamCommit{err: end}
 			break
 		}
-		puts := make([]TxPut, len(batch))
-		for i, b := range batch {
-			puts[i] = TxPut{Queue: name, Body: b}
-		}
-		start := func(puts []TxPut) streamCommit {
-			c := streamCommit{n: len(puts)}
-			if mm, ok := m.(*Manager); ok {
-				c.ids, c.wait, c.err = mm.startTx(nil, puts)
-			} else {
-				c.ids, c.err = tm.Transact(ctx, nil, puts)
-			}
-			return c
-		}
-		c := start(puts)
-		if errors.Is(c.err, ErrFull) && len(puts) > 1 {
+		c := start(batch)
+		if _, ok := m.(*Manager); ok && errors.Is(c.err, ErrFull) && len(batch) > 1 {
 			// The puts of a stream are not a transaction: those that
-			// fit go in, one by one, up to the first that does not.
-			for i := range puts {
-				if c = start(puts[i : i+1]); c.err != nil || i == len(puts)-1 {
+			// fit go in, one by one, up to the first that does not (a
+			// replicated run does so itself).
+			if seq != 0 {
+				seq -= uint64(len(batch))
+			}
+			for i := range batch {
+				if c = start(batch[i : i+1]); c.err != nil || i == len(batch)-1 {
 					break
 				}
 				commits <- c
@@ -321,21 +404,27 @@ func (s *putStream) reply(commits <-chan streamCommit, w http.ResponseWriter, rc
 		case c.n == 0:
 			err = send(failed(c.err))
 		default:
-			if c.err == nil && c.wait != nil {
-				c.err = c.wait()
+			var ids []uint64
+			if c.err == nil {
+				ids, c.err = c.wait()
 			}
-			if c.err == nil && len(c.ids) != c.n {
-				c.err = fmt.Errorf("%d ids for %d puts", len(c.ids), c.n)
+			switch {
+			case c.err == nil && len(ids) != c.n:
+				c.err = fmt.Errorf("%d ids for %d puts", len(ids), c.n)
+			case c.err != nil && len(ids) > 0 && len(ids) < c.n:
+				// A replicated run applied a prefix of its puts.
+				if err = send(StreamAck{IDs: ids}); err == nil {
+					done, c.n = done+len(ids), c.n-len(ids)
+				}
 			}
 			if c.err != nil {
-				// A transaction's puts are applied together or not at
-				// all: those acknowledged before stay, none of these is
-				// applied, and no later one was started.
+				// None of these puts is applied (a refusal), or it is
+				// not known (503: a numbered stream sends them again).
 				send(failed(fmt.Errorf("puts %d to %d: %w", done+1, done+c.n, c.err)))
 				err = c.err
-			} else {
+			} else if err == nil {
 				done += c.n
-				err = send(StreamAck{IDs: c.ids})
+				err = send(StreamAck{IDs: ids})
 			}
 		}
 		if err != nil {
@@ -369,7 +458,10 @@ type PutAck struct {
 // Done closes when the put's outcome is known.
 func (a *PutAck) Done() <-chan struct{} { return a.done }
 
-// Result is the put's id, or why it failed; call it after Done.
+// Result is the put's id, or why it failed; call it after Done. Id 0
+// with no error: the put was applied by an earlier send whose
+// acknowledgement was lost (a stream lost, and the put sent again on the
+// next), and the node no longer knows its id.
 func (a *PutAck) Result() (uint64, error) { return a.id, a.err }
 
 // Wait waits for the put's outcome or the end of ctx.
@@ -387,65 +479,94 @@ func (a *PutAck) resolve(id uint64, err error) {
 	close(a.done)
 }
 
-// Publisher puts messages on one queue over one stream (POST
+// Publisher puts messages on one queue over a stream (POST
 // /v1/queues/{name}/stream): puts are sent as they come, without waiting
 // for earlier ones, and each is acknowledged once the node has it on
-// disk — the puts of many goroutines share the stream. A put whose
-// outcome is an error was not applied, except when the error is the
-// stream's loss (the node or the connection gone): then, as for any put
-// whose reply was lost, it may have been. A Publisher streams to one
-// node: the first of the client's endpoints that answers when it opens.
+// disk (a replicated queue: once committed) — the puts of many goroutines
+// share the stream. The puts are numbered (a numbered stream: the origin
+// a random name of the Publisher's, then 1, 2, …), so that when the
+// stream is lost — the node gone, the connection cut, the node unable to
+// serve (503) — the Publisher opens another, on the first of the client's
+// endpoints that answers, and sends again every put not acknowledged,
+// under its number: the node applies each number once, so none is lost
+// and none stored twice. Replicated queues are the same through every
+// node; a node's own queues are its own, and a put sent again to another
+// node may also be on the first (the origin's numbers are each node's).
+// A put whose outcome is an error was not applied, except when the
+// error is the loss of every stream for Retry: then, as for any put
+// whose reply was lost, it may have been.
 type Publisher struct {
-	MaxPending int // 0: DefaultMaxPending; set before the first put
+	MaxPending int           // 0: DefaultMaxPending; set before the first put
+	Retry      time.Duration // how long to try to open a new stream without progress; 0: DefaultRetry; set before the first put
 
+	c      *Client
+	name   string
+	origin string
+	ctx    context.Context
 	cancel context.CancelFunc
-	pw     *io.PipeWriter
 	kick   chan struct{}
-	stop   chan struct{} // closed with err set
-	ended  chan struct{} // the reply was read to its end
+	ended  chan struct{} // the last stream ended, and every put has its outcome
 
 	mu      sync.Mutex
 	room    *sync.Cond
-	buf     []byte    // frames not yet written
-	pending []*PutAck // written (or to be), not acknowledged, in order
-	err     error     // the stream's end
+	next    uint64      // the number of the next put
+	pending []*outgoing // not acknowledged, in order of number
+	sent    int         // of pending, handed to the current stream
+	err     error       // the end
 	closing bool
+	streams int // opened, the first included
 }
+
+// outgoing is a put sent and not acknowledged.
+type outgoing struct {
+	seq  uint64
+	body []byte
+	ack  *PutAck
+}
+
+// DefaultRetry is how long a Publisher tries to open a new stream after
+// losing one, without any put acknowledged, before it gives up.
+const DefaultRetry = 30 * time.Second
+
+// errRetry marks the loss of a stream: a new one may take over.
+type errRetry struct{ err error }
+
+func (e errRetry) Error() string { return e.err.Error() }
+func (e errRetry) Unwrap() error { return e.err }
 
 // Publish opens a stream of puts to the queue name, on the first of the
 // client's endpoints that answers; it lasts until Close or the end of
-// ctx.
+// ctx, on as many streams as it takes.
 func (c *Client) Publish(ctx context.Context, name string) (*Publisher, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
-	// The stream's reply starts with the first acknowledgement; ask
-	// first which node answers (and takes the token).
-	var base string
-	err := c.api().First(ctx, func(b string) (int, string, error) {
-		base = b
-		return c.api().Call(ctx, http.MethodGet, b+"/v1/queues", nil, nil)
-	})
+	base, err := c.answering(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/stream", pr)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.httpClient()
-	p := &Publisher{cancel: cancel, pw: pw, kick: make(chan struct{}, 1), stop: make(chan struct{}), ended: make(chan struct{})}
+	p := &Publisher{c: c, name: name, origin: fmt.Sprintf("publisher-%016x", rand.Uint64()), ctx: ctx, cancel: cancel,
+		kick: make(chan struct{}, 1), ended: make(chan struct{}), next: 1}
 	p.room = sync.NewCond(&p.mu)
-	go p.write()
-	go p.readReplies(hc, req)
+	go p.run(base)
 	return p, nil
+}
+
+// answering returns the base URL of the first endpoint that answers (and
+// takes the token), the one at base last: a stream's reply starts with
+// its first acknowledgement, so ask first.
+func (c *Client) answering(ctx context.Context, last string) (string, error) {
+	api := c.api()
+	if i := slices.IndexFunc(api.Endpoints, func(ep string) bool { b, _ := httpapi.BaseURL(ep); return b == last }); i >= 0 {
+		api.Endpoints = append(slices.Clone(api.Endpoints[i+1:]), api.Endpoints[:i+1]...)
+	}
+	var base string
+	err := api.First(ctx, func(b string) (int, string, error) {
+		base = b
+		return c.api().Call(ctx, http.MethodGet, b+"/v1/queues", nil, nil)
+	})
+	return base, err
 }
 
 // PutAsync sends body; the outcome comes on the returned PutAck. It waits
@@ -475,14 +596,18 @@ func (p *Publisher) PutAsync(body []byte) *PutAck {
 		a.resolve(0, ErrPublisherClosed)
 		return a
 	}
-	p.buf = appendFrame(p.buf, body)
-	p.pending = append(p.pending, a)
+	p.pending = append(p.pending, &outgoing{seq: p.next, body: body, ack: a})
+	p.next++
 	p.mu.Unlock()
+	p.wake()
+	return a
+}
+
+func (p *Publisher) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
-	return a
 }
 
 // Put sends body and waits for its acknowledgement: it returns once the
@@ -491,77 +616,142 @@ func (p *Publisher) Put(ctx context.Context, body []byte) (uint64, error) {
 	return p.PutAsync(body).Wait(ctx)
 }
 
-// write hands the frames put so far to the request's body, together: one
-// write (a chunk of the body) for all the puts that came while the last
-// one was written.
-func (p *Publisher) write() {
-	var spare []byte
+// Streams is how many streams the Publisher opened: 1, and one more for
+// each it lost and replaced.
+func (p *Publisher) Streams() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.streams
+}
+
+// run keeps a stream open until Close, or an error that is an answer (a
+// refusal), or Retry without progress: a lost stream is replaced by one
+// to the first endpoint that answers, which is sent every put not
+// acknowledged.
+func (p *Publisher) run(base string) {
+	defer close(p.ended)
+	since := time.Now() // the last progress
+	pause := 10 * time.Millisecond
 	for {
-		select {
-		case <-p.kick:
-		case <-p.stop:
+		progress, err := p.stream(base)
+		var lost errRetry
+		if err == nil || !errors.As(err, &lost) {
+			p.fail(cmp.Or(err, ErrPublisherClosed))
+			return
+		}
+		if progress {
+			since, pause = time.Now(), 10*time.Millisecond
+		}
+		p.mu.Lock()
+		retry := cmp.Or(p.Retry, DefaultRetry)
+		idle := p.closing && len(p.pending) == 0
+		p.mu.Unlock()
+		if idle { // closed, with nothing left to send: no new stream
+			p.fail(ErrPublisherClosed)
 			return
 		}
 		for {
-			p.mu.Lock()
-			b, closing := p.buf, p.closing
-			p.buf, spare = spare[:0], nil
-			p.mu.Unlock()
-			if len(b) == 0 {
-				spare = b
-				if closing {
-					p.pw.Close() // the body's end: the node commits what it has read, then ends the reply
-					return
-				}
-				break
-			}
-			if _, err := p.pw.Write(b); err != nil {
-				p.fail(err)
+			if time.Since(since) > retry {
+				p.fail(fmt.Errorf("no stream of puts for %v: %w", retry, lost.err))
 				return
 			}
-			spare = b
+			select {
+			case <-p.ctx.Done():
+				p.fail(p.ctx.Err())
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+			if next, err := p.c.answering(p.ctx, base); err == nil {
+				base = next
+				break
+			}
 		}
 	}
 }
 
-func (p *Publisher) readReplies(hc *http.Client, req *http.Request) {
-	defer close(p.ended)
-	resp, err := hc.Do(req)
+// stream sends the puts not acknowledged, and those that come, on one
+// stream to base, and reads their acknowledgements until the stream
+// ends: nil once Close was called and every put acknowledged; an
+// errRetry when the stream was lost; another error, a refusal, ends the
+// Publisher. progress: a put was acknowledged.
+func (p *Publisher) stream(base string) (progress bool, err error) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(p.name)+"/stream", pr)
 	if err != nil {
-		p.fail(err)
-		return
+		return false, err
+	}
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return false, p.err
+	}
+	first := p.next
+	if len(p.pending) > 0 {
+		first = p.pending[0].seq
+	}
+	p.sent = 0
+	p.streams++
+	p.mu.Unlock()
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Cohort-Origin", p.origin)
+	req.Header.Set("Cohort-Origin-Seq", strconv.FormatUint(first, 10))
+	if p.c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.c.Token)
+	}
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		p.write(ctx, pw)
+	}()
+	defer func() {
+		pw.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
+		cancel()
+		<-wrote
+	}()
+	resp, err := p.c.httpClient().Do(req)
+	if err != nil {
+		return false, errRetry{fmt.Errorf("stream of puts: %w", err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		p.fail(fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, resp.StatusCode, httpapi.ErrorMessage(resp.Body)))
-		return
+		err := fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, resp.StatusCode, httpapi.ErrorMessage(resp.Body))
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return false, errRetry{err}
+		}
+		return false, err
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		a, err := decodeStreamAck(sc.Bytes())
 		if err != nil {
-			p.fail(err)
-			return
+			return progress, err
 		}
 		if a.Error != "" {
-			p.fail(fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, a.Code, a.Error))
-			return
+			err := fmt.Errorf("%s: HTTP %d: %s", req.URL.Host, a.Code, a.Error)
+			if a.Code == http.StatusServiceUnavailable {
+				return progress, errRetry{err}
+			}
+			return progress, err
 		}
 		p.mu.Lock()
-		if len(a.IDs) > len(p.pending) {
-			n := len(p.pending)
+		if len(a.IDs) > p.sent {
+			n := p.sent
 			p.mu.Unlock()
-			p.fail(fmt.Errorf("stream reply: %d ids for %d puts sent", len(a.IDs), n))
-			return
+			return progress, fmt.Errorf("stream reply: %d ids for %d puts sent", len(a.IDs), n)
 		}
 		done := p.pending[:len(a.IDs)]
 		p.pending = p.pending[len(a.IDs):]
+		p.sent -= len(a.IDs)
 		p.room.Broadcast()
 		p.mu.Unlock()
 		for i, put := range done {
-			put.resolve(a.IDs[i], nil)
+			put.ack.resolve(a.IDs[i], nil)
 		}
+		progress = true
 	}
 	err = sc.Err()
 	p.mu.Lock()
@@ -569,45 +759,73 @@ func (p *Publisher) readReplies(hc *http.Client, req *http.Request) {
 	p.mu.Unlock()
 	switch {
 	case clean:
-		err = ErrPublisherClosed // every put acknowledged, and Close called
+		return progress, nil
 	case err == nil:
-		err = fmt.Errorf("stream of puts: %w", httpapi.ErrStreamEnded)
-	default:
-		err = fmt.Errorf("stream of puts: %w", err)
+		return progress, errRetry{fmt.Errorf("stream of puts: %w", httpapi.ErrStreamEnded)}
+	case ctx.Err() != nil && p.ctx.Err() != nil:
+		return progress, p.ctx.Err()
 	}
-	p.fail(err)
+	return progress, errRetry{fmt.Errorf("stream of puts: %w", err)}
 }
 
-// fail ends the stream: every put not acknowledged fails with err.
+// write hands the puts not yet sent on this stream to its body, together:
+// one write (a chunk of the body) for all the puts that came while the
+// last one was written; once Close was called and every put is sent, it
+// ends the body (the node commits what it read, then ends the reply).
+func (p *Publisher) write(ctx context.Context, pw *io.PipeWriter) {
+	var b []byte
+	for {
+		p.mu.Lock()
+		b = b[:0]
+		for _, o := range p.pending[p.sent:] {
+			b = appendFrame(b, o.body)
+		}
+		p.sent = len(p.pending)
+		closing := p.closing
+		p.mu.Unlock()
+		if len(b) > 0 {
+			if _, err := pw.Write(b); err != nil {
+				return // the stream's end: stream replaces it
+			}
+			continue
+		}
+		if closing {
+			pw.Close()
+			return
+		}
+		select {
+		case <-p.kick:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// fail ends the Publisher: every put not acknowledged fails with err.
 func (p *Publisher) fail(err error) {
 	p.mu.Lock()
 	if p.err == nil {
 		p.err = err
-		close(p.stop)
 	}
 	pending := p.pending
-	p.pending = nil
+	p.pending, p.sent = nil, 0
 	p.room.Broadcast()
 	p.mu.Unlock()
-	for _, a := range pending {
-		a.resolve(0, err)
+	for _, o := range pending {
+		o.ack.resolve(0, err)
 	}
-	p.pw.CloseWithError(err)
 	p.cancel()
 }
 
 // Close sends what was put, waits for its acknowledgements (or ctx's
-// end) and ends the stream. It returns the stream's error if a put
+// end) and ends the stream. It returns the Publisher's error if a put
 // failed for another reason than Close.
 func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing = true
 	p.room.Broadcast()
 	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.wake()
 	select {
 	case <-p.ended:
 	case <-ctx.Done():

@@ -107,6 +107,7 @@ func TestStreamAcksOnlyWhatIsSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Retry = 200 * time.Millisecond // the node's disk is gone for good
 	var (
 		mu    sync.Mutex
 		acked = map[uint64]string{}

@@ -160,6 +160,28 @@ func (m *Manager) startTx(acks []TxAck, puts []TxPut) ([]uint64, func() error, e
 	return tx.start()
 }
 
+// startPuts is startTx of a stream's puts to queue name, numbered seq,
+// seq+1, … under origin ("": not numbered): a put numbered no higher
+// than one origin put before is a copy of it, not applied again, and its
+// id is 0.
+func (m *Manager) startPuts(name, origin string, seq uint64, bodies [][]byte) ([]uint64, func() error, error) {
+	puts := make([]TxPut, len(bodies))
+	for i, b := range bodies {
+		puts[i] = TxPut{Queue: name, Body: b}
+	}
+	if origin == "" {
+		return m.startTx(nil, puts)
+	}
+	if err := checkTx(nil, puts, MaxMessage); err != nil {
+		return nil, nil, err
+	}
+	tx := &Tx{m: m}
+	for i, b := range bodies {
+		tx.put(name, b, origin, seq+uint64(i))
+	}
+	return tx.start()
+}
+
 // transactor is a backend that takes transactions; numbered is one that
 // also takes them numbered by their client.
 type (

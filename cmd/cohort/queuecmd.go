@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -80,9 +81,12 @@ func newQueuePutCmd() *cobra.Command {
 		Use:   "put NAME TEXT|-",
 		Short: "Append a message to a queue (-: one message per line of standard input)",
 		Long: `Appends TEXT to queue NAME, or with - each line of standard input as a
-message: the lines already read when a put goes are put together, as one
-batch (one request and one sync on the node, all of the batch or none),
-up to 1000 lines or 512 KiB; a line typed alone is put at once.`,
+message, over one stream of puts (POST /v1/queues/NAME/stream): each line
+goes as soon as it is read, without waiting for those before it, and the
+node syncs the lines that arrive together at once. With --json each line's
+id is printed, in order, once it is on disk (replicated queues: once a
+majority has it). If the node goes away, the lines not acknowledged go
+again through another endpoint, each put once.`,
 		Example: `  cohort queue put jobs "resize photo 17" --endpoints 127.0.0.1:7100
   seq 1 100 | cohort queue put jobs - --endpoints 127.0.0.1:7100`,
 		Args: cobra.ExactArgs(2),
@@ -109,97 +113,67 @@ up to 1000 lines or 512 KiB; a line typed alone is put at once.`,
 			if args[1] != "-" {
 				return put(args[1])
 			}
-			// Standard input: the lines that are there already go as one
-			// batch (PutBatch: one request, one sync), up to the bounds;
-			// a line typed alone goes alone, at once.
-			lines := make(chan string, queue.MaxTxOps)
-			var scanErr error
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(cmd.InOrStdin())
-				sc.Buffer(make([]byte, 64<<10), queue.MaxMessage+1)
-				for sc.Scan() {
-					select {
-					case lines <- sc.Text():
-					case <-ctx.Done():
-						return
-					}
-				}
-				scanErr = sc.Err() // read after lines is closed
-			}()
-			n := 0
-			for line := range lines {
-				batch := [][]byte{[]byte(line)}
-				size := len(line)
-			more:
-				for len(batch) < queue.MaxTxOps {
-					select {
-					case l, ok := <-lines:
-						if !ok {
-							break more
-						}
-						if size+len(l) > maxBatchBytes {
-							if err := putBatch(ctx, c, args[0], batch, n, f.json, out); err != nil {
-								return err
-							}
-							n += len(batch)
-							batch, size = nil, 0
-						}
-						batch = append(batch, []byte(l))
-						size += len(l)
-					default:
-						break more
-					}
-				}
-				if err := putBatch(ctx, c, args[0], batch, n, f.json, out); err != nil {
-					return err
-				}
-				n += len(batch)
-			}
-			if errors.Is(scanErr, bufio.ErrTooLong) {
-				return usageErr("line %d of standard input: longer than %d bytes (lines before it were put)", n+1, queue.MaxMessage)
-			}
-			if scanErr == nil && ctx.Err() != nil {
-				return failed(fmt.Errorf("line %d: %w (lines before it were put)", n+1, ctx.Err()))
-			}
-			return scanErr
+			return putLines(ctx, c, args[0], cmd.InOrStdin(), f.json, out)
 		},
 	}
 	f.add(cmd, 10*time.Second, "give up after this long (0: never)")
 	return cmd
 }
 
-// maxBatchBytes bounds the bodies of a batch of lines put at once (a
-// transaction's bodies come to at most queue.MaxMessage).
-const maxBatchBytes = queue.MaxMessage / 2
-
-// putBatch puts the lines of batch, which follow the first `before` lines
-// of standard input: one alone, several as one batch.
-func putBatch(ctx context.Context, c *queue.Client, name string, batch [][]byte, before int, asJSON bool, out io.Writer) error {
-	var ids []uint64
-	var err error
-	if len(batch) == 1 {
-		var id uint64
-		id, err = c.Put(ctx, name, batch[0])
-		ids = []uint64{id}
-	} else {
-		ids, err = c.PutBatch(ctx, name, batch)
-	}
-	if err != nil {
-		if len(batch) == 1 {
-			return failed(fmt.Errorf("line %d: %w (lines before it were put)", before+1, err))
+// putLines puts each line of in as a message, over one stream of puts
+// (queue.Publisher): a line goes as soon as it is read, without waiting
+// for those before it, and is acknowledged (its id printed, with asJSON)
+// once the node has it on disk, in the order of the lines. A lost
+// stream is replaced through another endpoint, and the lines not
+// acknowledged sent again, each put once.
+func putLines(ctx context.Context, c *queue.Client, name string, in io.Reader, asJSON bool, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), queue.MaxMessage+1)
+	acks := make(chan *queue.PutAck, queue.DefaultMaxPending)
+	var scanErr error
+	if sc.Scan() { // no stream for no line
+		p, err := c.Publish(ctx, name)
+		if err != nil {
+			return failed(fmt.Errorf("line 1: %w", err))
 		}
-		return failed(fmt.Errorf("lines %d to %d, put as one batch: %w (none of them was put; lines before them were)", before+1, before+len(batch), err))
+		defer p.Close(ctx)
+		go func() {
+			defer close(acks)
+			for ok := true; ok; ok = sc.Scan() {
+				a := p.PutAsync(slices.Clone(sc.Bytes()))
+				select {
+				case acks <- a:
+				case <-ctx.Done():
+					return
+				}
+			}
+			scanErr = sc.Err() // read after acks is closed
+		}()
+	} else {
+		close(acks)
+		scanErr = sc.Err()
 	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, id := range ids {
+	enc := json.NewEncoder(out)
+	n := 0
+	for a := range acks {
+		id, err := a.Wait(ctx)
+		if err != nil {
+			return failed(fmt.Errorf("line %d: %w (lines before it were put)", n+1, err))
+		}
+		n++
+		if asJSON {
 			if err := enc.Encode(queue.PutReply{Queue: name, ID: id}); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	if errors.Is(scanErr, bufio.ErrTooLong) {
+		return usageErr("line %d of standard input: longer than %d bytes (lines before it were put)", n+1, queue.MaxMessage)
+	}
+	if scanErr == nil && ctx.Err() != nil {
+		return failed(fmt.Errorf("line %d: %w (lines before it were put)", n+1, ctx.Err()))
+	}
+	return scanErr
 }
 
 func newQueueGetCmd(poll bool) *cobra.Command {

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +29,12 @@ import (
 // a token, and returns their API endpoints.
 func queueCluster(t *testing.T, n int, token string) []string {
 	t.Helper()
+	return queueClusterWith(t, n, token, func(h http.Handler) http.Handler { return h })
+}
+
+// queueClusterWith is queueCluster with each node's API wrapped by wrap.
+func queueClusterWith(t *testing.T, n int, token string, wrap func(http.Handler) http.Handler) []string {
+	t.Helper()
 	ra, _ := registry.Find("mutex", "ricart-agrawala")
 	seq, _ := group.Algorithm(group.DefaultAlgorithm)
 	net, err := transport.NewInProc(n, transport.InProcConfig{})
@@ -40,7 +49,7 @@ func queueCluster(t *testing.T, n int, token string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(nd.Handler())
+		srv := httptest.NewServer(wrap(nd.Handler()))
 		t.Cleanup(func() { srv.Close(); nd.Close() })
 		eps = append(eps, strings.TrimPrefix(srv.URL, "http://"))
 	}
@@ -255,10 +264,19 @@ func TestQueueTxCommand(t *testing.T) {
 	}
 }
 
-// put - sends the lines at hand as batches: 2,500 lines (more than a
-// batch holds) all arrive, in order, with an id each.
-func TestQueuePutStdinInBatches(t *testing.T) {
-	eps := queueCluster(t, 1, "tok")
+// put - sends its lines over one stream of puts: 2,500 lines (more than
+// a batch of puts holds) all arrive, in order, with an id each, through
+// one request (before, they went as several batches, a request each).
+func TestQueuePutStdinOverAStream(t *testing.T) {
+	var posts atomic.Int64
+	eps := queueClusterWith(t, 1, "tok", func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				posts.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	ep := "--endpoints=" + eps[0]
 	t.Setenv("COHORT_TOKEN", "tok")
 	const n = 2500
@@ -276,6 +294,9 @@ func TestQueuePutStdinInBatches(t *testing.T) {
 	if ids != n {
 		t.Fatalf("put - printed %d ids, want %d", ids, n)
 	}
+	if p := posts.Load(); p != 1 {
+		t.Fatalf("put - made %d POST requests, want 1 (one stream)", p)
+	}
 	qc := &queue.Client{Endpoints: eps, Token: "tok"}
 	got := 0
 	for got < n {
@@ -292,5 +313,44 @@ func TestQueuePutStdinInBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// put - acknowledges each line once it is on disk, while standard input
+// is still open: a line typed alone has its id printed before the next
+// is typed; the ids follow the lines.
+func TestQueuePutStdinAcksEachLine(t *testing.T) {
+	eps := queueCluster(t, 1, "")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	out := &syncBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- execute([]string{"queue", "put", "jobs", "-", "--json", "--endpoints", eps[0]}, out, io.Discard)
+	}()
+	var ids []uint64
+	for i := range 3 {
+		fmt.Fprintf(w, "line %d\n", i)
+		deadline := time.Now().Add(30 * time.Second)
+		for strings.Count(out.String(), "\n") <= i {
+			if time.Now().After(deadline) {
+				t.Fatalf("line %d typed: no id printed in 30 s (%q)", i, out.String())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		var reply queue.PutReply
+		if err := json.Unmarshal([]byte(strings.Split(out.String(), "\n")[i]), &reply); err != nil || reply.ID == 0 {
+			t.Fatalf("line %d: %q, %v", i, out.String(), err)
+		}
+		ids = append(ids, reply.ID)
+	}
+	w.Close()
+	if c := <-code; c != 0 || !slices.IsSorted(ids) {
+		t.Fatalf("exit %d, ids %v", c, ids)
 	}
 }

@@ -10,6 +10,12 @@
 //	if err := h.Drain(ctx); err != nil { t.Fatal(err) }
 //	if err := h.Check(); err != nil { t.Fatal(err) }
 //
+// A producer of puts over a stream (StartStream, queue.Publisher) sends
+// many at once and goes on through another node when one is lost; the
+// history then also checks that no put was stored twice (its body
+// delivered under two ids), which a resend of a put applied before would
+// do without the node's duplicate table.
+//
 // A request that fails is not an answer: a put whose reply was lost may
 // or may not be in the queue (it may be delivered, and need not be), a
 // message whose ack failed may come back (at-least-once), and the
@@ -42,10 +48,13 @@ type History struct {
 	// acked: bodies whose put was acknowledged; tried: those put with
 	// no answer.
 	acked, tried map[string]bool
-	got          map[string]int  // deliveries of each body
-	done         map[string]bool // bodies whose ack was answered
-	again        []string        // bodies delivered after their ack was answered
-	failed       int             // requests that failed
+	got          map[string]int             // deliveries of each body
+	ids          map[string]map[uint64]bool // the ids each body was delivered under
+	done         map[string]bool            // bodies whose ack was answered
+	again        []string                   // bodies delivered after their ack was answered
+	failed       int                        // requests that failed
+	publishers   int                        // opened by a stream producer
+	streams      int                        // opened by its Publishers, once they ended
 	seq          int
 
 	pause, stop context.CancelFunc // the producer's, and both's
@@ -60,7 +69,7 @@ func Start(name, token string, endpoints ...string) *History {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &History{queue: name, token: token, eps: slices.Clone(endpoints),
 		acked: map[string]bool{}, tried: map[string]bool{}, got: map[string]int{}, done: map[string]bool{},
-		stop: stop, paused: make(chan struct{})}
+		ids: map[string]map[uint64]bool{}, stop: stop, paused: make(chan struct{})}
 	pctx, pause := context.WithCancel(ctx)
 	h.wg.Add(2)
 	go func() {
@@ -72,6 +81,95 @@ func Start(name, token string, endpoints ...string) *History {
 			}
 		}
 	}()
+	h.consume(ctx)
+	h.pause = pause
+	return h
+}
+
+// StartStream is Start with a producer that puts over a stream of puts
+// (queue.Publisher, given every endpoint), up to inFlight puts at once:
+// when a node goes away the Publisher goes on through another.
+func StartStream(name, token string, inFlight int, endpoints ...string) *History {
+	ctx, stop := context.WithCancel(context.Background())
+	h := &History{queue: name, token: token, eps: slices.Clone(endpoints),
+		acked: map[string]bool{}, tried: map[string]bool{}, got: map[string]int{}, done: map[string]bool{},
+		ids: map[string]map[uint64]bool{}, stop: stop, paused: make(chan struct{})}
+	pctx, pause := context.WithCancel(ctx)
+	h.wg.Add(2)
+	go func() {
+		defer h.wg.Done()
+		defer close(h.paused)
+		for pctx.Err() == nil {
+			if h.publish(pctx, inFlight) != nil {
+				h.rest(pctx)
+			}
+		}
+	}()
+	h.consume(ctx)
+	h.pause = pause
+	return h
+}
+
+// publish puts fresh bodies over one Publisher until ctx ends or the
+// Publisher fails, and records each answer.
+func (h *History) publish(ctx context.Context, inFlight int) error {
+	h.mu.Lock()
+	c := &queue.Client{Endpoints: slices.Clone(h.eps), Token: h.token}
+	h.mu.Unlock()
+	p, err := c.Publish(ctx, h.queue)
+	if err != nil {
+		h.mu.Lock()
+		h.failed++
+		h.mu.Unlock()
+		return err
+	}
+	p.MaxPending = inFlight
+	h.mu.Lock()
+	h.publishers++
+	h.mu.Unlock()
+	var answers sync.WaitGroup
+	for ctx.Err() == nil {
+		h.mu.Lock()
+		h.seq++
+		body := fmt.Sprintf("m%06d", h.seq)
+		h.mu.Unlock()
+		a := p.PutAsync([]byte(body))
+		answers.Go(func() {
+			<-a.Done()
+			_, err := a.Result()
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if err != nil {
+				h.tried[body] = true
+				h.failed++
+				return
+			}
+			h.acked[body] = true
+		})
+		select {
+		case <-a.Done():
+			if _, err = a.Result(); err != nil {
+				answers.Wait()
+				h.mu.Lock()
+				h.streams += p.Streams()
+				h.mu.Unlock()
+				return err
+			}
+		default:
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = p.Close(cctx)
+	answers.Wait()
+	h.mu.Lock()
+	h.streams += p.Streams()
+	h.mu.Unlock()
+	return err
+}
+
+// consume starts the consumer.
+func (h *History) consume(ctx context.Context) {
 	go func() {
 		defer h.wg.Done()
 		for ctx.Err() == nil {
@@ -80,8 +178,6 @@ func Start(name, token string, endpoints ...string) *History {
 			}
 		}
 	}()
-	h.pause = pause
-	return h
 }
 
 // rest waits a little after a failure, or until ctx ends.
@@ -143,7 +239,7 @@ func (h *History) Get(ctx context.Context, ep string) (int, error) {
 		return 0, err
 	}
 	for _, m := range ms {
-		h.Delivered(string(m.Body))
+		h.delivered(string(m.Body), m.ID)
 		err := h.client(ep).AckLease(rctx, h.queue, m.Lease, m.ID)
 		h.Acked(string(m.Body), err)
 	}
@@ -151,10 +247,19 @@ func (h *History) Get(ctx context.Context, ep string) (int, error) {
 }
 
 // Delivered records a delivery of body.
-func (h *History) Delivered(body string) {
+func (h *History) Delivered(body string) { h.delivered(body, 0) }
+
+// delivered records a delivery of body as message id (0: not known).
+func (h *History) delivered(body string, id uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.got[body]++
+	if id != 0 {
+		if h.ids[body] == nil {
+			h.ids[body] = map[uint64]bool{}
+		}
+		h.ids[body][id] = true
+	}
 	if h.done[body] {
 		h.again = append(h.again, body)
 	}
@@ -169,6 +274,23 @@ func (h *History) Acked(body string, err error) {
 		return
 	}
 	h.done[body] = true
+}
+
+// Publishers is how many Publishers a stream producer opened: 1 if
+// the first lasted, through every stream it lost.
+func (h *History) Publishers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.publishers
+}
+
+// Streams is how many streams the stream producer's Publishers opened,
+// counted once each ended (after Drain or Stop): more than Publishers
+// when one replaced a stream it lost.
+func (h *History) Streams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streams
 }
 
 // Acknowledged is how many puts were acknowledged so far.
@@ -222,8 +344,9 @@ func (h *History) missing() int {
 	return n
 }
 
-// Check judges the history: every acknowledged put delivered, and none
-// delivered after an ack of it was answered. Call it after Drain.
+// Check judges the history: every acknowledged put delivered, none
+// delivered after an ack of it was answered, and none stored twice
+// (delivered under two ids). Call it after Drain.
 func (h *History) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -240,6 +363,16 @@ func (h *History) Check() error {
 	}
 	if len(h.again) > 0 {
 		errs = append(errs, fmt.Errorf("%d deliveries of messages whose ack had been answered: %v", len(h.again), head(h.again)))
+	}
+	var twice []string
+	for b, ids := range h.ids {
+		if len(ids) > 1 {
+			twice = append(twice, b)
+		}
+	}
+	slices.Sort(twice)
+	if len(twice) > 0 {
+		errs = append(errs, fmt.Errorf("%d puts stored twice (delivered under two ids): %v", len(twice), head(twice)))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@ package queuetest_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,5 +72,55 @@ func TestHistoryCatchesLostPutsAndRedeliveries(t *testing.T) {
 				t.Fatalf("check: %v; want it to say %q", err, c.wants)
 			}
 		})
+	}
+}
+
+// The history catches a put stored twice — what a resend of a put
+// applied before does without a duplicate table — planted in front of a
+// sound queue, and holds against a stream of puts to a sound queue.
+func TestHistoryCatchesPutsStoredTwice(t *testing.T) {
+	for _, twice := range []bool{false, true} {
+		m, err := queue.Open(queue.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		sound := queue.Handler(m)
+		var puts atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if twice && r.Method == http.MethodPost && r.URL.Path == "/v1/queues/jobs" && puts.Add(1)%5 == 0 {
+				body, _ := io.ReadAll(r.Body)
+				m.Put("jobs", body)
+				id, _ := m.Put("jobs", body)
+				fmt.Fprintf(w, `{"queue":"jobs","id":%d}`, id)
+				return
+			}
+			sound.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		var h *queuetest.History
+		if twice {
+			h = queuetest.Start("jobs", "", srv.URL)
+		} else {
+			h = queuetest.StartStream("jobs", "", 16, srv.URL)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for h.Acknowledged() < 50 || (twice && h.Check() == nil) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 20 s: %s; check: %v", h.Summary(), h.Check())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		drained := h.Drain(ctx)
+		cancel()
+		err = h.Check()
+		t.Logf("stored twice %v: %s; drain: %v; check: %v", twice, h.Summary(), drained, err)
+		switch {
+		case !twice && (drained != nil || err != nil):
+			t.Fatalf("a stream to a sound queue: drain %v, check %v", drained, err)
+		case twice && (err == nil || !strings.Contains(err.Error(), "stored twice")):
+			t.Fatalf("check: %v; want it to find puts stored twice", err)
+		}
 	}
 }
