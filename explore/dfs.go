@@ -26,7 +26,7 @@ func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act
 // labelAt is the label of act on the i-th pending event.
 func (r *run) labelAt(i int, act Act) label {
 	in := r.q.ev(i)
-	node := int32(in.p.Node)
+	node := int32(in.node)
 	if r.cfg.Timing == Sync && in.class == timerEvent {
 		node = -1
 	}

@@ -69,7 +69,7 @@ func (r *run) fair(ch choice) bool {
 	if ch.act != Fire {
 		return false
 	}
-	return !isCrash(r.q.ev(r.q.find(ch.seq)).p)
+	return r.q.ev(r.q.find(ch.seq)).class != crashEvent
 }
 
 // track updates the waiting set from the trace events since the last

@@ -139,7 +139,7 @@ func (r *run) choices(out []choice) []choice {
 		e := q.ev(i)
 		switch e.class {
 		case crashEvent:
-			if r.used[0] < c.Crashes && r.s.Up(e.p.Node) {
+			if r.used[0] < c.Crashes && r.s.Up(e.node) {
 				out = append(out, choice{k.Seq, Fire})
 			}
 		case timerEvent:
@@ -149,7 +149,7 @@ func (r *run) choices(out []choice) []choice {
 			out = append(out, choice{k.Seq, Fire})
 		case deliverEvent:
 			if c.FIFO && slices.ContainsFunc(q.info[:i], func(o pending) bool {
-				return o.class == deliverEvent && o.p.Node == e.p.Node && o.p.From == e.p.From
+				return o.class == deliverEvent && o.node == e.node && o.from == e.from
 			}) {
 				continue // an earlier message on the same channel goes first
 			}
@@ -175,13 +175,14 @@ func (r *run) apply(ch choice) error {
 		return fmt.Errorf("no pending event #%d", ch.seq)
 	}
 	k := r.q.keys[i]
-	p := r.q.ev(i).p
+	in := r.q.ev(i)
+	class, node := in.class, in.node
 	if ws := r.cfg.watchers; len(ws) > 0 {
 		from := r.rec.Len()
 		defer func() { r.w.observe(ws, r.rec.Since(from)) }()
 	}
-	if p.Node >= 0 && int(p.Node) < len(r.ph) {
-		r.ph[p.Node] = 0 // the one process the step may change
+	if node >= 0 && int(node) < len(r.ph) {
+		r.ph[node] = 0 // the one process the step may change
 	}
 	switch ch.act {
 	case Drop:
@@ -193,22 +194,22 @@ func (r *run) apply(ch choice) error {
 		r.q.copyOf(i, r.s.Duplicate(k))
 		r.used[2]++
 	default:
-		if r.cfg.SetNetwork && isDeliver(p) {
+		if r.cfg.SetNetwork && class == deliverEvent {
 			r.q.copyOf(i, r.s.Copy(k)) // a message of a set is never used up
 		}
 	}
-	if isCrash(p) {
+	if class == crashEvent {
 		r.used[0]++
 	}
 	at := k.At
 	switch {
-	case isCrash(p):
+	case class == crashEvent:
 		at = r.now
-	case r.cfg.Timing == Sync && !isTimer(p):
+	case r.cfg.Timing == Sync && class != timerEvent:
 		// Due within its bound: it may come early, but not after a
 		// timer due before it.
 		for j, o := range r.q.keys {
-			if isTimer(r.q.ev(j).p) {
+			if r.q.ev(j).class == timerEvent {
 				at = min(at, o.At)
 			}
 		}
@@ -216,8 +217,8 @@ func (r *run) apply(ch choice) error {
 	at = max(at, r.now)
 	r.now = at
 	r.q.next, r.q.at = r.q.find(ch.seq), at
-	if r.owned != nil && !isCrash(p) {
-		if err := r.own(r.cp, p.Node, r.q.keys[r.q.next].Slot); err != nil {
+	if r.owned != nil && class != crashEvent {
+		if err := r.own(r.cp, node, r.q.keys[r.q.next].Slot); err != nil {
 			return err
 		}
 	}
@@ -267,7 +268,7 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	var sum uint64
 	for i, k := range r.q.keys {
 		in := r.q.ev(i)
-		if isCrash(in.p) {
+		if in.class == crashEvent {
 			continue
 		}
 		sum += mix64(r.timed(in.h, k.At))
