@@ -117,7 +117,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 				return false, nil
 			}
 		}
-		e.storeSleep(labels, sleep, fp, slot)
+		e.storeSleep(lv, labels, sleep, fp, slot)
 	}
 	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
@@ -224,6 +224,7 @@ func (e *explorer) frame(d int) *saved {
 type level struct {
 	chs            []choice
 	labels, stored []label
+	ids            []uint64 // scratch for ranker
 	done           []label
 	sleep          []label // the sleep set of this depth's state
 }
@@ -242,17 +243,41 @@ func (e *explorer) level(d int) *level {
 // tell distinct ids apart and are below the number of labels, so up to
 // 15 labels the mask fits its slot's 16-bit tag; up to 32, the table of
 // wide masks (tag wideTag); beyond, the sleep set goes to a map (tag
-// overflowTag). An empty sleep set is tag 0 however many labels. Ranks
-// are counted, not sorted for: a sleep set is short.
+// overflowTag). An empty sleep set is tag 0 however many labels.
 const (
 	wideTag     = 0xFFFE
 	overflowTag = 0xFFFF
 )
 
-// rank returns id's rank among labels, and whether it is one of them.
-func rank(labels []label, id uint64) (int, bool) {
-	n, found := 0, false
+// ranker finds ranks among one state's labels: by counting, for a few
+// lookups, else by binary search in the ids sorted once.
+type ranker struct {
+	labels []label
+	sorted []uint64 // labels' ids sorted, once more than a few are looked up
+}
+
+// reset readies k for lookups ranks among labels, sorting in scratch's
+// storage if it is worth it; it returns the scratch storage.
+func (k *ranker) reset(labels []label, lookups int, scratch []uint64) []uint64 {
+	k.labels, k.sorted = labels, nil
+	if lookups <= 4 {
+		return scratch
+	}
+	k.sorted = scratch[:0]
 	for _, l := range labels {
+		k.sorted = append(k.sorted, l.id)
+	}
+	slices.Sort(k.sorted)
+	return k.sorted
+}
+
+// rank returns id's rank among the labels, and whether it is one of them.
+func (k *ranker) rank(id uint64) (int, bool) {
+	if k.sorted != nil {
+		return slices.BinarySearch(k.sorted, id)
+	}
+	n, found := 0, false
+	for _, l := range k.labels {
 		if l.id < id {
 			n++
 		} else if l.id == id {
@@ -262,18 +287,7 @@ func rank(labels []label, id uint64) (int, bool) {
 	return n, found
 }
 
-// mask returns the mask of the labels of sleep enabled among labels.
-func mask(labels, sleep []label) uint32 {
-	var m uint32
-	for _, s := range sleep {
-		if i, ok := rank(labels, s.id); ok {
-			m |= 1 << uint(i)
-		}
-	}
-	return m
-}
-
-func (e *explorer) storeSleep(labels, sleep []label, fp uint64, slot int) {
+func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot int) {
 	if len(sleep) == 0 {
 		e.seen.SetTag(slot, 0)
 		return
@@ -283,7 +297,14 @@ func (e *explorer) storeSleep(labels, sleep []label, fp uint64, slot int) {
 		e.sleeps[fp] = slices.Clone(sleep)
 		return
 	}
-	m := mask(labels, sleep)
+	var k ranker
+	lv.ids = k.reset(labels, len(sleep), lv.ids)
+	var m uint32
+	for _, s := range sleep {
+		if i, ok := k.rank(s.id); ok {
+			m |= 1 << uint(i)
+		}
+	}
 	if len(labels) > 15 {
 		e.seen.SetTag(slot, wideTag)
 		e.wide.Put(fp, m)
@@ -310,10 +331,12 @@ func (e *explorer) againSleep(lv *level, labels, sleep []label, fp uint64, slot 
 	default:
 		m = uint32(t)
 	}
+	var k ranker
+	lv.ids = k.reset(labels, len(sleep), lv.ids)
 	var in uint32 // the bits of sleep's enabled labels
 	out := lv.stored[:0]
 	for _, s := range sleep {
-		if i, ok := rank(labels, s.id); ok {
+		if i, ok := k.rank(s.id); ok {
 			in |= 1 << uint(i)
 			if m&(1<<uint(i)) != 0 {
 				out = append(out, s)
