@@ -51,7 +51,10 @@ type Sim struct {
 	// Stable storage (storage.go): nil until a process first uses it.
 	disks    map[proc.ID]*disk
 	diskRand *rand.Rand
-	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
+	// disksShared: a saved state shares the map of disks (Save): it is
+	// copied before it is changed (setDisk).
+	disksShared bool
+	armed       map[proc.ID]bool // a CrashInSync waits for the process's next Sync
 	// diskOwn, after a Save or Restore: the disks the run has copied
 	// since, its own; the others are shared with the saved state.
 	diskOwn map[proc.ID]bool
