@@ -53,6 +53,24 @@ func (x *hasher) planOf(t reflect.Type) *hashPlan {
 	return p
 }
 
+// dynPlan returns the plan of v's dynamic type (v not nil), looked up by
+// the interface's first word: the dynamic type itself, for an empty
+// interface, or the itab, which stands for the pair of the interface's
+// type and the dynamic type, for one with methods. A word is remembered
+// in a small table indexed by its address, so the plan of a type met
+// again costs no map lookup.
+func (x *hasher) dynPlan(v any) *hashPlan {
+	return x.dynPlanAt((*[2]unsafe.Pointer)(unsafe.Pointer(&v))[0], func() reflect.Type { return reflect.TypeOf(v) })
+}
+
+func (x *hasher) dynPlanAt(word unsafe.Pointer, typ func() reflect.Type) *hashPlan {
+	e := &x.dyn[(uintptr(word)>>4)%uintptr(len(x.dyn))]
+	if e.word != word {
+		e.word, e.plan = word, x.planOf(typ())
+	}
+	return e.plan
+}
+
 // dynamic hashes the dynamic value of v (not its type), of plan p. An
 // interface's data word points to its value, but for a pointer-shaped
 // type, whose value is the word itself: a pointer is followed from it,
@@ -206,12 +224,22 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 		if t.NumMethod() == 0 {
 			return func(x *hasher, p unsafe.Pointer) uint64 { return x.boxed(*(*any)(p)) }
 		}
+		// An interface with methods is two words, as an empty one: its
+		// itab (nil if the interface is) and its data word, which holds
+		// what an empty interface's would.
 		return func(x *hasher, p unsafe.Pointer) uint64 {
-			v := reflect.NewAt(t, p).Elem()
-			if v.IsNil() {
+			w := (*[2]unsafe.Pointer)(p)
+			if w[0] == nil {
 				return 17
 			}
-			return x.boxed(v.Interface())
+			dp := x.dynPlanAt(w[0], func() reflect.Type { return reflect.NewAt(t, p).Elem().Elem().Type() })
+			switch dp.shape {
+			case pointer:
+				return add(dp.typ, x.follow(dp.elem, w[1]))
+			case reflective:
+				return add(dp.typ, x.value(reflect.NewAt(t, p).Elem().Elem()))
+			}
+			return add(dp.typ, dp.fn(x, w[1]))
 		}
 	case reflect.Map:
 		kt, vt := t.Key(), t.Elem()
@@ -253,6 +281,6 @@ func (x *hasher) boxed(v any) uint64 {
 	if v == nil {
 		return 17
 	}
-	p := x.planOf(reflect.TypeOf(v))
+	p := x.dynPlan(v)
 	return add(p.typ, x.dynamic(v, p))
 }
