@@ -75,7 +75,7 @@ func (r *run) fair(ch choice) bool {
 // track updates the waiting set from the trace events since the last
 // call: an Acquire input makes its process wait, an Enter output ends it.
 func (r *run) track() {
-	for _, ev := range r.rec.Since(r.tracked) {
+	for _, ev := range r.rec.since(r.tracked) {
 		switch {
 		case ev.Kind == trace.Input && ev.Type == "acquire":
 			r.waiting |= 1 << uint(ev.Node)

@@ -43,6 +43,9 @@ type run struct {
 	owned []bool
 	// path, for a run breadth first holds: the steps that reached it.
 	path []choice
+	// watchData: a watcher reads the events' Data (the deadlock
+	// watchers); the others read their kinds and types.
+	watchData bool
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
@@ -85,6 +88,7 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 			r.w.dl[m], r.w.dlOn[m] = *check.NewDeadlockWatch(c.Nodes, m == 1), true
 		}
 	}
+	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))
 	}
@@ -179,7 +183,13 @@ func (r *run) apply(ch choice) error {
 	class, node := in.class, in.node
 	if ws := r.cfg.watchers; len(ws) > 0 {
 		from := r.rec.Len()
-		defer func() { r.w.observe(ws, r.rec.Since(from)) }()
+		defer func() {
+			if r.watchData {
+				r.w.observe(ws, r.rec.Since(from))
+			} else {
+				r.w.observe(ws, r.rec.since(from))
+			}
+		}()
 	}
 	if node >= 0 && int(node) < len(r.ph) {
 		r.ph[node] = 0 // the one process the step may change
@@ -397,20 +407,36 @@ var exactLateness = false
 // changed), its own since are its tail. Forking freezes the tail, so a
 // fork costs no copy of the trace; the whole trace is put together only
 // when it is read (to judge a property, or to show a counterexample).
+//
+// It is a sim.DeferringSink: an input's or output's Data is encoded only
+// when the event is read (Since, view, Trace), not as it is recorded.
 type recorder struct {
 	header trace.Header
 	base   *segment
 	tail   []trace.Event
+	vals   []deferred // the tail's events whose Data is not encoded yet
+}
+
+// deferred is the value of the i-th event's Data, to be encoded.
+type deferred struct {
+	i int
+	v any
 }
 
 // segment is a frozen run of events, after its parent's.
 type segment struct {
 	parent *segment
 	events []trace.Event
-	n      int // events up to and including these
+	vals   []deferred // their Data not encoded in events
+	n      int        // events up to and including these
 }
 
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
+
+func (r *recorder) RecordDeferred(e *trace.Event, v any) {
+	r.vals = append(r.vals, deferred{r.Len(), v})
+	r.tail = append(r.tail, *e)
+}
 
 // Len is the number of events so far.
 func (r *recorder) Len() int { return r.base.len() + len(r.tail) }
@@ -426,8 +452,8 @@ func (s *segment) len() int {
 // recorder for a fork.
 func (r *recorder) freeze() *recorder {
 	if len(r.tail) > 0 {
-		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), n: r.Len()}
-		r.tail = nil
+		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), vals: slices.Clip(r.vals), n: r.Len()}
+		r.tail, r.vals = nil, nil
 	}
 	return &recorder{header: r.header, base: r.base}
 }
@@ -438,6 +464,7 @@ func (r *recorder) freeze() *recorder {
 func (r *recorder) truncate(n int) {
 	if b := r.base.len(); n >= b {
 		r.tail = r.tail[:n-b]
+		r.vals = cut(r.vals, n)
 		return
 	}
 	s := r.base
@@ -446,17 +473,50 @@ func (r *recorder) truncate(n int) {
 	}
 	switch {
 	case s == nil:
-		r.base, r.tail = nil, r.tail[:0]
+		r.base, r.tail, r.vals = nil, r.tail[:0], r.vals[:0]
 	case s.n == n:
-		r.base, r.tail = s, r.tail[:0]
+		r.base, r.tail, r.vals = s, r.tail[:0], r.vals[:0]
 	default:
 		r.base = s.parent
 		r.tail = append(r.tail[:0], s.events[:n-(s.n-len(s.events))]...)
+		r.vals = append(r.vals[:0], cut(s.vals, n)...)
+	}
+}
+
+// cut returns the values of vals (in the order of their events) of the
+// events before the n-th.
+func cut(vals []deferred, n int) []deferred {
+	for len(vals) > 0 && vals[len(vals)-1].i >= n {
+		vals = vals[:len(vals)-1]
+	}
+	return vals
+}
+
+// encode encodes the Data of the tail's events from the i-th on.
+func (r *recorder) encode(i int) {
+	b := r.base.len()
+	for len(r.vals) > 0 {
+		d := r.vals[len(r.vals)-1]
+		if d.i < i {
+			return
+		}
+		r.tail[d.i-b].Data = sim.EncodeData(d.v)
+		r.vals = r.vals[:len(r.vals)-1]
 	}
 }
 
 // Since returns the events from index i on (shared: not to be changed).
 func (r *recorder) Since(i int) []trace.Event {
+	if b := r.base.len(); i >= b {
+		r.encode(i)
+		return r.tail[i-b:]
+	}
+	return r.Trace().Events[i:]
+}
+
+// since is Since without the events' Data (nil where it was deferred),
+// for readers of their kinds and types only.
+func (r *recorder) since(i int) []trace.Event {
 	if b := r.base.len(); i >= b {
 		return r.tail[i-b:]
 	}
@@ -467,6 +527,7 @@ func (r *recorder) Since(i int) []trace.Event {
 // the tail itself if it is the whole trace, else a copy.
 func (r *recorder) view() *trace.Trace {
 	if r.base == nil {
+		r.encode(0)
 		return &trace.Trace{Header: r.header, Events: r.tail}
 	}
 	return r.Trace()
@@ -476,8 +537,17 @@ func (r *recorder) view() *trace.Trace {
 func (r *recorder) Trace() *trace.Trace {
 	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}
 	copy(t.Events[r.base.len():], r.tail)
+	fill(t.Events, r.vals)
 	for s := r.base; s != nil; s = s.parent {
 		copy(t.Events[s.n-len(s.events):], s.events)
+		fill(t.Events, s.vals)
 	}
 	return t
+}
+
+// fill encodes the deferred Data of events, the whole trace.
+func fill(events []trace.Event, vals []deferred) {
+	for _, d := range vals {
+		events[d.i].Data = sim.EncodeData(d.v)
+	}
 }

@@ -1,0 +1,65 @@
+package sim
+
+import (
+	"encoding/json"
+	"reflect"
+	"sync"
+
+	"github.com/cohort-go/cohort/trace"
+)
+
+// A DeferringSink is a trace sink that takes an input's or an output's
+// value instead of its JSON (Event.Data), and encodes it (EncodeData)
+// only if the event is read: a model checker records far more events
+// than it reads. The simulator defers only values that cannot change
+// once recorded — of types with nothing behind a reference but strings —
+// and encodes the others itself; it hands RecordDeferred the event with
+// Data nil.
+type DeferringSink interface {
+	trace.Sink
+	RecordDeferred(e *trace.Event, v any)
+}
+
+// data is the Data of an event for the value v, or nil if the sink takes
+// v itself (then kept in s.deferred for record to hand over).
+func (s *Sim) data(v any) json.RawMessage {
+	if _, ok := s.sink.(DeferringSink); ok && !s.holding && v != nil && plain(reflect.TypeOf(v)) {
+		s.deferred = v
+		return nil
+	}
+	return marshal(v)
+}
+
+// plainTypes caches plain's answers.
+var plainTypes sync.Map // reflect.Type → bool
+
+// plain reports whether values of type t are immutable once copied into
+// an interface: booleans, numbers, strings, and arrays and structs of
+// them.
+func plain(t reflect.Type) bool {
+	if p, ok := plainTypes.Load(t); ok {
+		return p.(bool)
+	}
+	p := plainOf(t)
+	plainTypes.Store(t, p)
+	return p
+}
+
+func plainOf(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	case reflect.Array:
+		return plainOf(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !plainOf(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
