@@ -111,6 +111,10 @@ func (r *run) protect(f func()) (err error) {
 // crashed incarnation): they are no choice.
 func (r *run) dropStale() {
 	for i := 0; i < len(r.q.keys); {
+		if in := &r.q.info[i]; in.ok && in.class != timerEvent {
+			i++ // only a timer goes stale
+			continue
+		}
 		if k := r.q.keys[i]; r.s.Stale(k.Slot) {
 			r.q.remove(i)
 			r.s.Lose(k, "stale")
