@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/json"
 	"reflect"
-	"sync"
 
 	"github.com/cohort-go/cohort/trace"
 )
@@ -23,25 +22,26 @@ type DeferringSink interface {
 // data is the Data of an event for the value v, or nil if the sink takes
 // v itself (then kept in s.deferred for record to hand over).
 func (s *Sim) data(v any) json.RawMessage {
-	if _, ok := s.sink.(DeferringSink); ok && !s.holding && v != nil && plain(reflect.TypeOf(v)) {
+	if _, ok := s.sink.(DeferringSink); ok && !s.holding && v != nil && s.plain(reflect.TypeOf(v)) {
 		s.deferred = v
 		return nil
 	}
 	return marshal(v)
 }
 
-// plainTypes caches plain's answers.
-var plainTypes sync.Map // reflect.Type → bool
-
 // plain reports whether values of type t are immutable once copied into
 // an interface: booleans, numbers, strings, and arrays and structs of
-// them.
-func plain(t reflect.Type) bool {
-	if p, ok := plainTypes.Load(t); ok {
-		return p.(bool)
+// them. The answers are kept in the run's plainTypes (a fork starts its
+// own, so that forks can run apart).
+func (s *Sim) plain(t reflect.Type) bool {
+	p, ok := s.plainTypes[t]
+	if !ok {
+		if s.plainTypes == nil {
+			s.plainTypes = map[reflect.Type]bool{}
+		}
+		p = plainOf(t)
+		s.plainTypes[t] = p
 	}
-	p := plainOf(t)
-	plainTypes.Store(t, p)
 	return p
 }
 

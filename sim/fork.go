@@ -75,6 +75,7 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 	c.fifo = maps.Clone(s.fifo)
 	c.armed = maps.Clone(s.armed)
 	c.diskOwn, c.disksShared = nil, false // every disk copied
+	c.plainTypes = nil
 	if s.disks != nil {
 		c.disks = make(map[proc.ID]*disk, len(s.disks))
 		for id, d := range s.disks {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -77,8 +78,9 @@ type Sim struct {
 	ev      trace.Event
 	evIndex int
 	// deferred: the value of the event being recorded, for a
-	// DeferringSink (data).
-	deferred any
+	// DeferringSink (data); plainTypes: which types it may defer.
+	deferred   any
+	plainTypes map[reflect.Type]bool
 
 	// States (Config.States): while a step runs, its events wait in held,
 	// and the processes it called in called, until the step ends and each
