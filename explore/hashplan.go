@@ -3,6 +3,7 @@ package explore
 import (
 	"math"
 	"reflect"
+	"time"
 	"unsafe"
 
 	"github.com/cohort-go/cohort/proc"
@@ -244,6 +245,9 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 	case reflect.Map:
 		kt, vt := t.Key(), t.Elem()
 		kp, vp := x.planOf(kt), x.planOf(vt)
+		if fn := byProcess(t, kp, vp); fn != nil {
+			return fn
+		}
 		// Entries are copied out, in turn, to a key and a value of the
 		// plan's own (one pair per call in progress: a map may hold
 		// maps of its type).
@@ -273,6 +277,53 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 		}
 	default: // func, chan, unsafe pointer: not state
 		return func(*hasher, unsafe.Pointer) uint64 { return 19 }
+	}
+}
+
+// byProcess returns the plan of a map from process IDs to a boolean, a
+// number, a string or a process ID (the commonest maps in a process's
+// state), which ranges over the map itself instead of by reflection; nil
+// for other maps. Its hash is the reflective plan's.
+func byProcess(t reflect.Type, kp, vp *hashPlan) func(*hasher, unsafe.Pointer) uint64 {
+	if t.Key() != procID {
+		return nil
+	}
+	switch t.Elem() {
+	case reflect.TypeFor[bool]():
+		return mapByProcess[bool](kp, vp)
+	case reflect.TypeFor[int]():
+		return mapByProcess[int](kp, vp)
+	case reflect.TypeFor[uint64]():
+		return mapByProcess[uint64](kp, vp)
+	case reflect.TypeFor[string]():
+		return mapByProcess[string](kp, vp)
+	case reflect.TypeFor[time.Duration]():
+		return mapByProcess[time.Duration](kp, vp)
+	case procID:
+		return mapByProcess[proc.ID](kp, vp)
+	}
+	return nil
+}
+
+// mapByProcess hashes a map[proc.ID]V (or a named map of that type: the
+// same representation). An entry is copied to kv to be hashed in place;
+// a V holds no map, so no call in progress needs kv.
+func mapByProcess[V any](kp, vp *hashPlan) func(*hasher, unsafe.Pointer) uint64 {
+	kv := new(struct {
+		k proc.ID
+		v V
+	})
+	return func(x *hasher, p unsafe.Pointer) uint64 {
+		m := *(*map[proc.ID]V)(p)
+		if m == nil {
+			return 5
+		}
+		h := uint64(0)
+		for k, v := range m {
+			kv.k, kv.v = k, v
+			h += add(kp.fn(x, unsafe.Pointer(&kv.k)), vp.fn(x, unsafe.Pointer(&kv.v)))
+		}
+		return add(uint64(len(m)), h)
 	}
 }
 
