@@ -51,7 +51,7 @@ type run struct {
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &recorder{header: c.header()}
+	r.rec = &recorder{header: c.header(), cp: c.values}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -413,12 +413,15 @@ var exactLateness = false
 // when it is read (to judge a property, or to show a counterexample).
 //
 // It is a sim.DeferringSink: an input's or output's Data is encoded only
-// when the event is read (Since, view, Trace), not as it is recorded.
+// when the event is read (Since, view, Trace), not as it is recorded; a
+// value that may change after it is recorded is copied (by cp; encoded
+// at once if there is none, or it cannot be copied).
 type recorder struct {
 	header trace.Header
 	base   *segment
 	tail   []trace.Event
 	vals   []deferred // the tail's events whose Data is not encoded yet
+	cp     *copier
 }
 
 // deferred is the value of the i-th event's Data, to be encoded.
@@ -437,7 +440,22 @@ type segment struct {
 
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
 
-func (r *recorder) RecordDeferred(e *trace.Event, v any) {
+func (r *recorder) RecordDeferred(e *trace.Event, v any, plain bool) {
+	if !plain {
+		if r.cp == nil {
+			e.Data = sim.EncodeData(v)
+			r.Record(e)
+			return
+		}
+		r.cp.err = nil
+		if c := r.cp.value(v); r.cp.err == nil {
+			v = c
+		} else {
+			e.Data = sim.EncodeData(v)
+			r.Record(e)
+			return
+		}
+	}
 	r.vals = append(r.vals, deferred{r.Len(), v})
 	r.tail = append(r.tail, *e)
 }
@@ -459,7 +477,7 @@ func (r *recorder) freeze() *recorder {
 		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), vals: slices.Clip(r.vals), n: r.Len()}
 		r.tail, r.vals = nil, nil
 	}
-	return &recorder{header: r.header, base: r.base}
+	return &recorder{header: r.header, base: r.base, cp: r.cp}
 }
 
 // truncate cuts the trace back to its first n events. If some of those

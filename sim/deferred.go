@@ -8,22 +8,23 @@ import (
 )
 
 // A DeferringSink is a trace sink that takes an input's or an output's
-// value instead of its JSON (Event.Data), and encodes it (EncodeData)
-// only if the event is read: a model checker records far more events
-// than it reads. The simulator defers only values that cannot change
-// once recorded — of types with nothing behind a reference but strings —
-// and encodes the others itself; it hands RecordDeferred the event with
-// Data nil.
+// value instead of its JSON (Event.Data), to encode it (EncodeData) only
+// if the event is read: a model checker records far more events than it
+// reads. RecordDeferred is handed the event with Data nil, and whether
+// the value is plain: of a type with nothing behind a reference but
+// strings, so that it cannot change once recorded. A value that is not
+// plain may share memory with the process's state, which its next steps
+// change: the sink must copy it or encode it before it returns.
 type DeferringSink interface {
 	trace.Sink
-	RecordDeferred(e *trace.Event, v any)
+	RecordDeferred(e *trace.Event, v any, plain bool)
 }
 
 // data is the Data of an event for the value v, or nil if the sink takes
 // v itself (then kept in s.deferred for record to hand over).
 func (s *Sim) data(v any) json.RawMessage {
-	if _, ok := s.sink.(DeferringSink); ok && !s.holding && v != nil && s.plain(reflect.TypeOf(v)) {
-		s.deferred = v
+	if _, ok := s.sink.(DeferringSink); ok && !s.holding && v != nil {
+		s.deferred, s.deferredPlain = v, s.plain(reflect.TypeOf(v))
 		return nil
 	}
 	return marshal(v)

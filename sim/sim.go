@@ -78,9 +78,11 @@ type Sim struct {
 	ev      trace.Event
 	evIndex int
 	// deferred: the value of the event being recorded, for a
-	// DeferringSink (data); plainTypes: which types it may defer.
-	deferred   any
-	plainTypes map[reflect.Type]bool
+	// DeferringSink (data), and whether it is plain (plainTypes: which
+	// types are).
+	deferred      any
+	deferredPlain bool
+	plainTypes    map[reflect.Type]bool
 
 	// States (Config.States): while a step runs, its events wait in held,
 	// and the processes it called in called, until the step ends and each
@@ -641,7 +643,7 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 	}
 	if v := s.deferred; v != nil {
 		s.deferred = nil
-		s.sink.(DeferringSink).RecordDeferred(e, v)
+		s.sink.(DeferringSink).RecordDeferred(e, v, s.deferredPlain)
 		return
 	}
 	s.sink.Record(e)
