@@ -408,7 +408,8 @@ var exactLateness = false
 
 // recorder is the run's trace as a chain: the events up to the state it
 // was forked from are frozen segments shared with the other forks (never
-// changed), its own since are its tail. Forking freezes the tail, so a
+// changed, but for the Data they are given when first read: see
+// segment.encode), its own since are its tail. Forking freezes the tail, so a
 // fork costs no copy of the trace; the whole trace is put together only
 // when it is read (to judge a property, or to show a counterexample).
 //
@@ -558,18 +559,22 @@ func (r *recorder) view() *trace.Trace {
 // Trace returns the whole trace so far, a copy of its own.
 func (r *recorder) Trace() *trace.Trace {
 	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}
+	r.encode(r.base.len())
 	copy(t.Events[r.base.len():], r.tail)
-	fill(t.Events, r.vals)
 	for s := r.base; s != nil; s = s.parent {
+		s.encode()
 		copy(t.Events[s.n-len(s.events):], s.events)
-		fill(t.Events, s.vals)
 	}
 	return t
 }
 
-// fill encodes the deferred Data of events, the whole trace.
-func fill(events []trace.Event, vals []deferred) {
-	for _, d := range vals {
-		events[d.i].Data = sim.EncodeData(d.v)
+// encode encodes the Data of the segment's events whose Data was
+// deferred, once for all the forks that share it: a frozen segment's
+// events never change but to be given their Data when first read.
+func (s *segment) encode() {
+	first := s.n - len(s.events)
+	for _, d := range s.vals {
+		s.events[d.i-first].Data = sim.EncodeData(d.v)
 	}
+	s.vals = nil
 }
