@@ -51,7 +51,10 @@ type run struct {
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &recorder{header: c.header(), cp: c.values}
+	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
+	// A watcher that reads every event's Data reads it at once: then
+	// deferring it only costs more.
+	r.rec = &recorder{header: c.header(), cp: c.values, eager: r.watchData}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -88,7 +91,6 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 			r.w.dl[m], r.w.dlOn[m] = *check.NewDeadlockWatch(c.Nodes, m == 1), true
 		}
 	}
-	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
 	if len(c.watchers) > 0 {
 		r.w.observe(c.watchers, r.rec.Since(0))
 	}
@@ -423,6 +425,7 @@ type recorder struct {
 	tail   []trace.Event
 	vals   []deferred // the tail's events whose Data is not encoded yet
 	cp     *copier
+	eager  bool // encode every Data as it is recorded
 }
 
 // deferred is the value of the i-th event's Data, to be encoded.
@@ -442,6 +445,11 @@ type segment struct {
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
 
 func (r *recorder) RecordDeferred(e *trace.Event, v any, plain bool) {
+	if r.eager {
+		e.Data = sim.EncodeData(v)
+		r.Record(e)
+		return
+	}
 	if !plain {
 		if r.cp == nil {
 			e.Data = sim.EncodeData(v)
@@ -478,7 +486,7 @@ func (r *recorder) freeze() *recorder {
 		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), vals: slices.Clip(r.vals), n: r.Len()}
 		r.tail, r.vals = nil, nil
 	}
-	return &recorder{header: r.header, base: r.base, cp: r.cp}
+	return &recorder{header: r.header, base: r.base, cp: r.cp, eager: r.eager}
 }
 
 // truncate cuts the trace back to its first n events. If some of those
