@@ -211,7 +211,7 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 // forking where it used to replay the path from the start.
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
-	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone(), cp: r.cp}
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone(), cp: r.cp, watchData: r.watchData}
 	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
 	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}

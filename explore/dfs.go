@@ -26,7 +26,7 @@ func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act
 // labelAt is the label of act on the i-th pending event.
 func (r *run) labelAt(i int, act Act) label {
 	in := r.q.ev(i)
-	node := int32(in.p.Node)
+	node := int32(in.node)
 	if r.cfg.Timing == Sync && in.class == timerEvent {
 		node = -1
 	}
@@ -96,7 +96,7 @@ func (e *explorer) dfs() error {
 // It reports whether the search must stop.
 //
 // The sleep set a state was explored with is kept as a bit mask over the
-// labels enabled in it sorted by their ids (a function of the state), in
+// labels enabled in it ranked by their ids (a function of the state), in
 // its slot's 16-bit tag or, past 15 labels, in a table beside (see
 // storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
@@ -108,25 +108,16 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	if cfg.POR {
 		lv.labels = r.labels(chs, lv.labels[:0])
 		labels = lv.labels
-		// The labels in canonical order, for the sleep set's mask, are
-		// sorted only if there is a mask to read or write.
-		var canon []uint64
-		if again && e.seen.Tag(slot) != 0 {
-			lv.canon = canonical(lv.canon, labels)
-			canon = lv.canon
-			lv.stored = e.storedSleep(lv.stored[:0], canon, labels, fp, slot)
-			if subset(lv.stored, sleep) {
+		if again {
+			if e.seen.Tag(slot) == 0 {
+				return false, nil // explored with an empty sleep set, a subset of any
+			}
+			var pruned bool
+			if sleep, pruned = e.againSleep(lv, labels, sleep, fp, slot); pruned {
 				return false, nil
 			}
-			sleep = intersect(lv.stored, sleep)
-		} else if again {
-			return false, nil // explored with an empty sleep set, a subset of any
 		}
-		if canon == nil && len(sleep) > 0 {
-			lv.canon = canonical(lv.canon, labels)
-			canon = lv.canon
-		}
-		e.storeSleep(canon, sleep, fp, slot)
+		e.storeSleep(lv, labels, sleep, fp, slot)
 	}
 	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
@@ -233,7 +224,7 @@ func (e *explorer) frame(d int) *saved {
 type level struct {
 	chs            []choice
 	labels, stored []label
-	canon          []uint64
+	ids            []uint64 // scratch for ranker
 	done           []label
 	sleep          []label // the sleep set of this depth's state
 }
@@ -245,45 +236,76 @@ func (e *explorer) level(d int) *level {
 	return e.levels[d]
 }
 
-// canonical returns the ids of labels sorted, without repeats, in c's
-// storage. (Two labels with one id are one label: the id hashes the
-// event's contents, the process included.)
-func canonical(c []uint64, labels []label) []uint64 {
-	c = c[:0]
-	for _, l := range labels {
-		c = append(c, l.id)
-	}
-	slices.Sort(c)
-	return slices.Compact(c)
-}
-
-// A sleep set is kept as a bit mask over the labels enabled in the state,
-// sorted by id (canonical), which are a function of the state: up to 15
-// labels, in its slot's 16-bit tag; up to 32, in the table of wide masks
-// (tag wideTag); beyond, in a map (tag overflowTag). An empty sleep set is
-// tag 0 however many labels.
+// A sleep set is kept as a bit mask over the labels enabled in the state
+// (a function of the state), each label's bit its rank: how many of the
+// enabled labels have a smaller id, counted with repeats (two enabled
+// steps with one id are one label, whose rank is that of both). Ranks
+// tell distinct ids apart and are below the number of labels, so up to
+// 15 labels the mask fits its slot's 16-bit tag; up to 32, the table of
+// wide masks (tag wideTag); beyond, the sleep set goes to a map (tag
+// overflowTag). An empty sleep set is tag 0 however many labels.
 const (
 	wideTag     = 0xFFFE
 	overflowTag = 0xFFFF
 )
 
-func (e *explorer) storeSleep(canon []uint64, sleep []label, fp uint64, slot int) {
+// ranker finds ranks among one state's labels: by counting, for a few
+// lookups, else by binary search in the ids sorted once.
+type ranker struct {
+	labels []label
+	sorted []uint64 // labels' ids sorted, once more than a few are looked up
+}
+
+// reset readies k for lookups ranks among labels, sorting in scratch's
+// storage if it is worth it; it returns the scratch storage.
+func (k *ranker) reset(labels []label, lookups int, scratch []uint64) []uint64 {
+	k.labels, k.sorted = labels, nil
+	if lookups <= 4 {
+		return scratch
+	}
+	k.sorted = scratch[:0]
+	for _, l := range labels {
+		k.sorted = append(k.sorted, l.id)
+	}
+	slices.Sort(k.sorted)
+	return k.sorted
+}
+
+// rank returns id's rank among the labels, and whether it is one of them.
+func (k *ranker) rank(id uint64) (int, bool) {
+	if k.sorted != nil {
+		return slices.BinarySearch(k.sorted, id)
+	}
+	n, found := 0, false
+	for _, l := range k.labels {
+		if l.id < id {
+			n++
+		} else if l.id == id {
+			found = true
+		}
+	}
+	return n, found
+}
+
+func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot int) {
 	if len(sleep) == 0 {
 		e.seen.SetTag(slot, 0)
 		return
 	}
-	if len(canon) > 32 {
+	if len(labels) > 32 {
 		e.seen.SetTag(slot, overflowTag)
 		e.sleeps[fp] = slices.Clone(sleep)
 		return
 	}
+	var k ranker
+	lv.ids = k.reset(labels, len(sleep), lv.ids)
 	var m uint32
-	for _, l := range sleep {
-		if i, ok := slices.BinarySearch(canon, l.id); ok {
+	for _, s := range sleep {
+		if i, ok := k.rank(s.id); ok {
 			m |= 1 << uint(i)
 		}
 	}
-	if len(canon) > 15 {
+	if len(labels) > 15 {
 		e.seen.SetTag(slot, wideTag)
 		e.wide.Put(fp, m)
 		return
@@ -291,25 +313,38 @@ func (e *explorer) storeSleep(canon []uint64, sleep []label, fp uint64, slot int
 	e.seen.SetTag(slot, uint16(m))
 }
 
-// storedSleep appends to out the sleep set stored for the state, whose
-// enabled steps have labels (canon: their ids, canonical).
-func (e *explorer) storedSleep(out []label, canon []uint64, labels []label, fp uint64, slot int) []label {
+// againSleep compares the sleep set of a state met again with the one
+// stored for it (not empty): pruned if the stored one is a subset of
+// sleep (all the steps it would take were taken from there), else their
+// intersection, in lv's storage, to explore it with.
+func (e *explorer) againSleep(lv *level, labels, sleep []label, fp uint64, slot int) ([]label, bool) {
 	var m uint32
 	switch t := e.seen.Tag(slot); t {
 	case overflowTag:
-		return append(out, e.sleeps[fp]...)
+		stored := e.sleeps[fp]
+		if subset(stored, sleep) {
+			return nil, true
+		}
+		return intersect(stored, sleep), false
 	case wideTag:
 		m = e.wide.Get(fp)
 	default:
 		m = uint32(t)
 	}
-	for i, id := range canon {
-		if m&(1<<uint(i)) != 0 {
-			j := slices.IndexFunc(labels, func(l label) bool { return l.id == id })
-			out = append(out, labels[j])
+	var k ranker
+	lv.ids = k.reset(labels, len(sleep), lv.ids)
+	var in uint32 // the bits of sleep's enabled labels
+	out := lv.stored[:0]
+	for _, s := range sleep {
+		if i, ok := k.rank(s.id); ok {
+			in |= 1 << uint(i)
+			if m&(1<<uint(i)) != 0 {
+				out = append(out, s)
+			}
 		}
 	}
-	return out
+	lv.stored = out
+	return out, m&^in == 0
 }
 
 func subset(a, b []label) bool {

@@ -125,6 +125,9 @@ type Config struct {
 	// Safety, which were judged on every state as it was found (a
 	// terminal state among them), set by Explore.
 	atEnd []string
+	// values copies the inputs and outputs the runs record whose Data
+	// is encoded later (recorder); set by Explore, nil: encoded at once.
+	values *copier
 }
 
 // labelFree are the checkers known to read no event's Label (their

@@ -40,6 +40,14 @@ type hasher struct {
 	// anon, if set, hashes alike every process i with anon[i] (the
 	// signatures of symmetry reduction).
 	anon []bool
+	// dyn caches the plans of interfaces' dynamic types by the
+	// interface's first word (see dynPlan).
+	dyn [64]dynEntry
+}
+
+type dynEntry struct {
+	word unsafe.Pointer
+	plan *hashPlan
 }
 
 type seenPtr struct {
@@ -128,7 +136,7 @@ func (x *hasher) of(v any) uint64 {
 	if v == nil {
 		return 1
 	}
-	return x.dynamic(v, x.planOf(reflect.TypeOf(v)))
+	return x.dynamic(v, x.dynPlan(v))
 }
 
 // ofReflect is of by the reflective walk alone (for tests to compare).

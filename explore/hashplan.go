@@ -3,6 +3,7 @@ package explore
 import (
 	"math"
 	"reflect"
+	"time"
 	"unsafe"
 
 	"github.com/cohort-go/cohort/proc"
@@ -51,6 +52,24 @@ func (x *hasher) planOf(t reflect.Type) *hashPlan {
 	}
 	p.fn = x.compile(t)
 	return p
+}
+
+// dynPlan returns the plan of v's dynamic type (v not nil), looked up by
+// the interface's first word: the dynamic type itself, for an empty
+// interface, or the itab, which stands for the pair of the interface's
+// type and the dynamic type, for one with methods. A word is remembered
+// in a small table indexed by its address, so the plan of a type met
+// again costs no map lookup.
+func (x *hasher) dynPlan(v any) *hashPlan {
+	return x.dynPlanAt((*[2]unsafe.Pointer)(unsafe.Pointer(&v))[0], func() reflect.Type { return reflect.TypeOf(v) })
+}
+
+func (x *hasher) dynPlanAt(word unsafe.Pointer, typ func() reflect.Type) *hashPlan {
+	e := &x.dyn[(uintptr(word)>>4)%uintptr(len(x.dyn))]
+	if e.word != word {
+		e.word, e.plan = word, x.planOf(typ())
+	}
+	return e.plan
 }
 
 // dynamic hashes the dynamic value of v (not its type), of plan p. An
@@ -206,16 +225,29 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 		if t.NumMethod() == 0 {
 			return func(x *hasher, p unsafe.Pointer) uint64 { return x.boxed(*(*any)(p)) }
 		}
+		// An interface with methods is two words, as an empty one: its
+		// itab (nil if the interface is) and its data word, which holds
+		// what an empty interface's would.
 		return func(x *hasher, p unsafe.Pointer) uint64 {
-			v := reflect.NewAt(t, p).Elem()
-			if v.IsNil() {
+			w := (*[2]unsafe.Pointer)(p)
+			if w[0] == nil {
 				return 17
 			}
-			return x.boxed(v.Interface())
+			dp := x.dynPlanAt(w[0], func() reflect.Type { return reflect.NewAt(t, p).Elem().Elem().Type() })
+			switch dp.shape {
+			case pointer:
+				return add(dp.typ, x.follow(dp.elem, w[1]))
+			case reflective:
+				return add(dp.typ, x.value(reflect.NewAt(t, p).Elem().Elem()))
+			}
+			return add(dp.typ, dp.fn(x, w[1]))
 		}
 	case reflect.Map:
 		kt, vt := t.Key(), t.Elem()
 		kp, vp := x.planOf(kt), x.planOf(vt)
+		if fn := byProcess(t, kp, vp); fn != nil {
+			return fn
+		}
 		// Entries are copied out, in turn, to a key and a value of the
 		// plan's own (one pair per call in progress: a map may hold
 		// maps of its type).
@@ -248,11 +280,58 @@ func (x *hasher) compile(t reflect.Type) func(x *hasher, p unsafe.Pointer) uint6
 	}
 }
 
+// byProcess returns the plan of a map from process IDs to a boolean, a
+// number, a string or a process ID (the commonest maps in a process's
+// state), which ranges over the map itself instead of by reflection; nil
+// for other maps. Its hash is the reflective plan's.
+func byProcess(t reflect.Type, kp, vp *hashPlan) func(*hasher, unsafe.Pointer) uint64 {
+	if t.Key() != procID {
+		return nil
+	}
+	switch t.Elem() {
+	case reflect.TypeFor[bool]():
+		return mapByProcess[bool](kp, vp)
+	case reflect.TypeFor[int]():
+		return mapByProcess[int](kp, vp)
+	case reflect.TypeFor[uint64]():
+		return mapByProcess[uint64](kp, vp)
+	case reflect.TypeFor[string]():
+		return mapByProcess[string](kp, vp)
+	case reflect.TypeFor[time.Duration]():
+		return mapByProcess[time.Duration](kp, vp)
+	case procID:
+		return mapByProcess[proc.ID](kp, vp)
+	}
+	return nil
+}
+
+// mapByProcess hashes a map[proc.ID]V (or a named map of that type: the
+// same representation). An entry is copied to kv to be hashed in place;
+// a V holds no map, so no call in progress needs kv.
+func mapByProcess[V any](kp, vp *hashPlan) func(*hasher, unsafe.Pointer) uint64 {
+	kv := new(struct {
+		k proc.ID
+		v V
+	})
+	return func(x *hasher, p unsafe.Pointer) uint64 {
+		m := *(*map[proc.ID]V)(p)
+		if m == nil {
+			return 5
+		}
+		h := uint64(0)
+		for k, v := range m {
+			kv.k, kv.v = k, v
+			h += add(kp.fn(x, unsafe.Pointer(&kv.k)), vp.fn(x, unsafe.Pointer(&kv.v)))
+		}
+		return add(uint64(len(m)), h)
+	}
+}
+
 // boxed hashes an interface's content: its dynamic type and value.
 func (x *hasher) boxed(v any) uint64 {
 	if v == nil {
 		return 17
 	}
-	p := x.planOf(reflect.TypeOf(v))
+	p := x.dynPlan(v)
 	return add(p.typ, x.dynamic(v, p))
 }

@@ -56,6 +56,8 @@ type hashAll struct {
 	_     [0]int
 }
 
+type hashVotes map[proc.ID]bool
+
 // The compiled hash plans compute what the reflective walk computes: on
 // values of every kind, with cycles and shared pointers, with process
 // ids renamed and anonymised (symmetry), and on every process and
@@ -77,6 +79,9 @@ func TestCompiledHashIsReflective(t *testing.T) {
 			Boxed: []any{1, "x", shared, proc.ID(1), &n, []int{1}, hashName("y"), nil},
 		},
 		&hashAll{Ptr: shared, Any: shared},
+		// Maps by process (ranged over without reflection), named too.
+		map[proc.ID]bool{0: true, 2: false}, map[proc.ID]string{1: "a"}, map[proc.ID]int(nil),
+		map[proc.ID]proc.ID{0: 2, 2: 1}, hashVotes{1: true}, []hashVotes{{}, {2: true, 0: false}},
 	}
 	x := newHasher()
 	check := func(what string, v any) {

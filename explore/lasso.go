@@ -69,13 +69,13 @@ func (r *run) fair(ch choice) bool {
 	if ch.act != Fire {
 		return false
 	}
-	return !isCrash(r.q.ev(r.q.find(ch.seq)).p)
+	return r.q.ev(r.q.find(ch.seq)).class != crashEvent
 }
 
 // track updates the waiting set from the trace events since the last
 // call: an Acquire input makes its process wait, an Enter output ends it.
 func (r *run) track() {
-	for _, ev := range r.rec.Since(r.tracked) {
+	for _, ev := range r.rec.since(r.tracked) {
 		switch {
 		case ev.Kind == trace.Input && ev.Type == "acquire":
 			r.waiting |= 1 << uint(ev.Node)

@@ -71,7 +71,7 @@ func (q *queue) Push(k sim.Key) {
 			}
 			q.known[h] = true
 			q.added = append(q.added, h)
-			q.insert(k, pending{p: d, h: eventHash(d, ph, nil), class: classOf(d), ok: true})
+			q.insert(k, pending{node: d.Node, from: d.From, h: eventHash(d, ph, nil), class: classOf(d), ok: true})
 			return
 		}
 	}
@@ -88,15 +88,16 @@ func (q *queue) insert(k sim.Key, in pending) {
 	q.keys, q.info = slices.Insert(q.keys, i, k), slices.Insert(q.info, i, in)
 }
 
-// pending is what queue knows of a pending event: its description and
-// the hash of its contents (kind, processes, payload), filled in on first
-// use — a key pushed while the simulator is being built cannot be
-// described yet.
+// pending is what queue knows of a pending event: its class, the
+// processes at its ends and the hash of its contents (kind, processes,
+// payload), filled in on first use — a key pushed while the simulator is
+// being built cannot be described yet. It holds no pointer, so saving
+// and restoring the queue copies plain memory.
 type pending struct {
-	p     sim.Pending
-	h     uint64
-	class eventClass
-	ok    bool
+	h          uint64
+	node, from proc.ID
+	class      eventClass
+	ok         bool
 }
 
 // eventClass sorts pending events for choices.
@@ -127,9 +128,9 @@ func (q *queue) ev(i int) *pending {
 	in := &q.info[i]
 	if !in.ok {
 		k := q.keys[i]
-		in.p = q.s.Describe(k.Slot)
-		in.h = eventHash(in.p, q.h.of(q.s.Payload(k.Slot)), nil)
-		in.class = classOf(in.p)
+		p := q.s.Describe(k.Slot)
+		in.h = eventHash(p, q.h.of(q.s.Payload(k.Slot)), nil)
+		in.node, in.from, in.class = p.Node, p.From, classOf(p)
 		in.ok = true
 	}
 	return in
@@ -211,5 +212,3 @@ func describe(s *sim.Sim, k sim.Key, act Act) string {
 	}
 	return fmt.Sprintf("%s %s", p.Kind, p.Node)
 }
-
-var _ = proc.None

@@ -43,12 +43,18 @@ type run struct {
 	owned []bool
 	// path, for a run breadth first holds: the steps that reached it.
 	path []choice
+	// watchData: a watcher reads the events' Data (the deadlock
+	// watchers); the others read their kinds and types.
+	watchData bool
 }
 
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
 	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
-	r.rec = &recorder{header: c.header()}
+	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
+	// A watcher that reads every event's Data reads it at once: then
+	// deferring it only costs more.
+	r.rec = &recorder{header: c.header(), cp: c.values, eager: r.watchData}
 	r.wl = c.workload()
 	scfg := sim.Config{
 		Nodes:        c.Nodes,
@@ -107,6 +113,10 @@ func (r *run) protect(f func()) (err error) {
 // crashed incarnation): they are no choice.
 func (r *run) dropStale() {
 	for i := 0; i < len(r.q.keys); {
+		if in := &r.q.info[i]; in.ok && in.class != timerEvent {
+			i++ // only a timer goes stale
+			continue
+		}
 		if k := r.q.keys[i]; r.s.Stale(k.Slot) {
 			r.q.remove(i)
 			r.s.Lose(k, "stale")
@@ -139,7 +149,7 @@ func (r *run) choices(out []choice) []choice {
 		e := q.ev(i)
 		switch e.class {
 		case crashEvent:
-			if r.used[0] < c.Crashes && r.s.Up(e.p.Node) {
+			if r.used[0] < c.Crashes && r.s.Up(e.node) {
 				out = append(out, choice{k.Seq, Fire})
 			}
 		case timerEvent:
@@ -149,7 +159,7 @@ func (r *run) choices(out []choice) []choice {
 			out = append(out, choice{k.Seq, Fire})
 		case deliverEvent:
 			if c.FIFO && slices.ContainsFunc(q.info[:i], func(o pending) bool {
-				return o.class == deliverEvent && o.p.Node == e.p.Node && o.p.From == e.p.From
+				return o.class == deliverEvent && o.node == e.node && o.from == e.from
 			}) {
 				continue // an earlier message on the same channel goes first
 			}
@@ -175,13 +185,20 @@ func (r *run) apply(ch choice) error {
 		return fmt.Errorf("no pending event #%d", ch.seq)
 	}
 	k := r.q.keys[i]
-	p := r.q.ev(i).p
+	in := r.q.ev(i)
+	class, node := in.class, in.node
 	if ws := r.cfg.watchers; len(ws) > 0 {
 		from := r.rec.Len()
-		defer func() { r.w.observe(ws, r.rec.Since(from)) }()
+		defer func() {
+			if r.watchData {
+				r.w.observe(ws, r.rec.Since(from))
+			} else {
+				r.w.observe(ws, r.rec.since(from))
+			}
+		}()
 	}
-	if p.Node >= 0 && int(p.Node) < len(r.ph) {
-		r.ph[p.Node] = 0 // the one process the step may change
+	if node >= 0 && int(node) < len(r.ph) {
+		r.ph[node] = 0 // the one process the step may change
 	}
 	switch ch.act {
 	case Drop:
@@ -193,22 +210,22 @@ func (r *run) apply(ch choice) error {
 		r.q.copyOf(i, r.s.Duplicate(k))
 		r.used[2]++
 	default:
-		if r.cfg.SetNetwork && isDeliver(p) {
+		if r.cfg.SetNetwork && class == deliverEvent {
 			r.q.copyOf(i, r.s.Copy(k)) // a message of a set is never used up
 		}
 	}
-	if isCrash(p) {
+	if class == crashEvent {
 		r.used[0]++
 	}
 	at := k.At
 	switch {
-	case isCrash(p):
+	case class == crashEvent:
 		at = r.now
-	case r.cfg.Timing == Sync && !isTimer(p):
+	case r.cfg.Timing == Sync && class != timerEvent:
 		// Due within its bound: it may come early, but not after a
 		// timer due before it.
 		for j, o := range r.q.keys {
-			if isTimer(r.q.ev(j).p) {
+			if r.q.ev(j).class == timerEvent {
 				at = min(at, o.At)
 			}
 		}
@@ -216,8 +233,8 @@ func (r *run) apply(ch choice) error {
 	at = max(at, r.now)
 	r.now = at
 	r.q.next, r.q.at = r.q.find(ch.seq), at
-	if r.owned != nil && !isCrash(p) {
-		if err := r.own(r.cp, p.Node, r.q.keys[r.q.next].Slot); err != nil {
+	if r.owned != nil && class != crashEvent {
+		if err := r.own(r.cp, node, r.q.keys[r.q.next].Slot); err != nil {
 			return err
 		}
 	}
@@ -267,7 +284,7 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	var sum uint64
 	for i, k := range r.q.keys {
 		in := r.q.ev(i)
-		if isCrash(in.p) {
+		if in.class == crashEvent {
 			continue
 		}
 		sum += mix64(r.timed(in.h, k.At))
@@ -393,23 +410,64 @@ var exactLateness = false
 
 // recorder is the run's trace as a chain: the events up to the state it
 // was forked from are frozen segments shared with the other forks (never
-// changed), its own since are its tail. Forking freezes the tail, so a
+// changed, but for the Data they are given when first read: see
+// segment.encode), its own since are its tail. Forking freezes the tail, so a
 // fork costs no copy of the trace; the whole trace is put together only
 // when it is read (to judge a property, or to show a counterexample).
+//
+// It is a sim.DeferringSink: an input's or output's Data is encoded only
+// when the event is read (Since, view, Trace), not as it is recorded; a
+// value that may change after it is recorded is copied (by cp; encoded
+// at once if there is none, or it cannot be copied).
 type recorder struct {
 	header trace.Header
 	base   *segment
 	tail   []trace.Event
+	vals   []deferred // the tail's events whose Data is not encoded yet
+	cp     *copier
+	eager  bool // encode every Data as it is recorded
+}
+
+// deferred is the value of the i-th event's Data, to be encoded.
+type deferred struct {
+	i int
+	v any
 }
 
 // segment is a frozen run of events, after its parent's.
 type segment struct {
 	parent *segment
 	events []trace.Event
-	n      int // events up to and including these
+	vals   []deferred // their Data not encoded in events
+	n      int        // events up to and including these
 }
 
 func (r *recorder) Record(e *trace.Event) { r.tail = append(r.tail, *e) }
+
+func (r *recorder) RecordDeferred(e *trace.Event, v any, plain bool) {
+	if r.eager {
+		e.Data = sim.EncodeData(v)
+		r.Record(e)
+		return
+	}
+	if !plain {
+		if r.cp == nil {
+			e.Data = sim.EncodeData(v)
+			r.Record(e)
+			return
+		}
+		r.cp.err = nil
+		if c := r.cp.value(v); r.cp.err == nil {
+			v = c
+		} else {
+			e.Data = sim.EncodeData(v)
+			r.Record(e)
+			return
+		}
+	}
+	r.vals = append(r.vals, deferred{r.Len(), v})
+	r.tail = append(r.tail, *e)
+}
 
 // Len is the number of events so far.
 func (r *recorder) Len() int { return r.base.len() + len(r.tail) }
@@ -425,10 +483,10 @@ func (s *segment) len() int {
 // recorder for a fork.
 func (r *recorder) freeze() *recorder {
 	if len(r.tail) > 0 {
-		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), n: r.Len()}
-		r.tail = nil
+		r.base = &segment{parent: r.base, events: slices.Clip(r.tail), vals: slices.Clip(r.vals), n: r.Len()}
+		r.tail, r.vals = nil, nil
 	}
-	return &recorder{header: r.header, base: r.base}
+	return &recorder{header: r.header, base: r.base, cp: r.cp, eager: r.eager}
 }
 
 // truncate cuts the trace back to its first n events. If some of those
@@ -437,6 +495,7 @@ func (r *recorder) freeze() *recorder {
 func (r *recorder) truncate(n int) {
 	if b := r.base.len(); n >= b {
 		r.tail = r.tail[:n-b]
+		r.vals = cut(r.vals, n)
 		return
 	}
 	s := r.base
@@ -445,17 +504,50 @@ func (r *recorder) truncate(n int) {
 	}
 	switch {
 	case s == nil:
-		r.base, r.tail = nil, r.tail[:0]
+		r.base, r.tail, r.vals = nil, r.tail[:0], r.vals[:0]
 	case s.n == n:
-		r.base, r.tail = s, r.tail[:0]
+		r.base, r.tail, r.vals = s, r.tail[:0], r.vals[:0]
 	default:
 		r.base = s.parent
 		r.tail = append(r.tail[:0], s.events[:n-(s.n-len(s.events))]...)
+		r.vals = append(r.vals[:0], cut(s.vals, n)...)
+	}
+}
+
+// cut returns the values of vals (in the order of their events) of the
+// events before the n-th.
+func cut(vals []deferred, n int) []deferred {
+	for len(vals) > 0 && vals[len(vals)-1].i >= n {
+		vals = vals[:len(vals)-1]
+	}
+	return vals
+}
+
+// encode encodes the Data of the tail's events from the i-th on.
+func (r *recorder) encode(i int) {
+	b := r.base.len()
+	for len(r.vals) > 0 {
+		d := r.vals[len(r.vals)-1]
+		if d.i < i {
+			return
+		}
+		r.tail[d.i-b].Data = sim.EncodeData(d.v)
+		r.vals = r.vals[:len(r.vals)-1]
 	}
 }
 
 // Since returns the events from index i on (shared: not to be changed).
 func (r *recorder) Since(i int) []trace.Event {
+	if b := r.base.len(); i >= b {
+		r.encode(i)
+		return r.tail[i-b:]
+	}
+	return r.Trace().Events[i:]
+}
+
+// since is Since without the events' Data (nil where it was deferred),
+// for readers of their kinds and types only.
+func (r *recorder) since(i int) []trace.Event {
 	if b := r.base.len(); i >= b {
 		return r.tail[i-b:]
 	}
@@ -466,6 +558,7 @@ func (r *recorder) Since(i int) []trace.Event {
 // the tail itself if it is the whole trace, else a copy.
 func (r *recorder) view() *trace.Trace {
 	if r.base == nil {
+		r.encode(0)
 		return &trace.Trace{Header: r.header, Events: r.tail}
 	}
 	return r.Trace()
@@ -474,9 +567,22 @@ func (r *recorder) view() *trace.Trace {
 // Trace returns the whole trace so far, a copy of its own.
 func (r *recorder) Trace() *trace.Trace {
 	t := &trace.Trace{Header: r.header, Events: make([]trace.Event, r.Len())}
+	r.encode(r.base.len())
 	copy(t.Events[r.base.len():], r.tail)
 	for s := r.base; s != nil; s = s.parent {
+		s.encode()
 		copy(t.Events[s.n-len(s.events):], s.events)
 	}
 	return t
+}
+
+// encode encodes the Data of the segment's events whose Data was
+// deferred, once for all the forks that share it: a frozen segment's
+// events never change but to be given their Data when first read.
+func (s *segment) encode() {
+	first := s.n - len(s.events)
+	for _, d := range s.vals {
+		s.events[d.i-first].Data = sim.EncodeData(d.v)
+	}
+	s.vals = nil
 }

@@ -33,6 +33,7 @@ func Explore(cfg Config) (*Result, error) {
 		}
 	}
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
+	cfg.values = e.cp
 	if cfg.Replay {
 		e.res.Engine = "replay"
 	}

@@ -6,8 +6,10 @@ import "math/bits"
 // probing in one flat array of 8-byte slots (hash compaction, as TLC and
 // SPIN store states: the state itself is never kept). It grows by an
 // eighth when 7/8 full, so between 78% and 87.5% of its slots are used
-// and a state costs 9.1 to 10.3 bytes. Zero is the empty slot (a
-// fingerprint of 0 is stored as 1).
+// and a state costs 9.1 to 10.3 bytes. A fingerprint is stored mixed
+// (mix64, a bijection), so a growth moves the slots without hashing
+// them again. Zero is the empty slot (a fingerprint that mixes to 0 is
+// stored as 1).
 //
 // With tags (Config.POR), each slot also holds a 16-bit tag (the sleep
 // set the state was explored with, dfs.go): 10 bytes a slot, 11.4 to
@@ -44,18 +46,20 @@ func (s *fpSet) Bytes() int { return 8*len(s.slots) + 2*len(s.tags) }
 // 4 as they would with a quarter.)
 const growth = 8
 
-// home is x's first slot: x's mixed hash scaled to the table's size
-// (Lemire's multiply-shift; the size need not be a power of two).
-func (s *fpSet) home(x uint64) int {
-	hi, _ := bits.Mul64(mix64(x), uint64(len(s.slots)))
+// home is the first slot of m, a mixed fingerprint: m scaled to the
+// table's size (Lemire's multiply-shift; the size need not be a power of
+// two).
+func (s *fpSet) home(m uint64) int {
+	hi, _ := bits.Mul64(m, uint64(len(s.slots)))
 	return int(hi)
 }
 
 // Add adds x and reports whether it was new, and its slot (valid until
 // the next Add) for Tag and SetTag.
 func (s *fpSet) Add(x uint64) (bool, int) {
-	if x == 0 {
-		x = 1
+	m := mix64(x)
+	if m == 0 {
+		m = 1
 	}
 	if len(s.slots) == 0 {
 		*s = newFPSet(false)
@@ -63,6 +67,11 @@ func (s *fpSet) Add(x uint64) (bool, int) {
 	if s.n+1 > len(s.slots)/8*7 {
 		s.grow()
 	}
+	return s.insert(m)
+}
+
+// insert adds m, a mixed fingerprint.
+func (s *fpSet) insert(x uint64) (bool, int) {
 	for i := s.home(x); ; i++ {
 		if i == len(s.slots) {
 			i = 0
@@ -92,7 +101,7 @@ func (s *fpSet) grow() {
 	s.n = 0
 	for j, x := range old {
 		if x != 0 {
-			_, i := s.Add(x)
+			_, i := s.insert(x)
 			if oldTags != nil {
 				s.tags[i] = oldTags[j]
 			}

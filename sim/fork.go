@@ -74,7 +74,8 @@ func (s *Sim) Fork(f Fork) (*Sim, error) {
 	c.timers.old = maps.Clone(s.timers.old)
 	c.fifo = maps.Clone(s.fifo)
 	c.armed = maps.Clone(s.armed)
-	c.diskOwn = nil // every disk copied
+	c.diskOwn, c.disksShared = nil, false // every disk copied
+	c.plainTypes = nil
 	if s.disks != nil {
 		c.disks = make(map[proc.ID]*disk, len(s.disks))
 		for id, d := range s.disks {

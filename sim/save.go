@@ -82,8 +82,9 @@ func (s *Sim) Save(sv *Saved) error {
 	sv.armed = cloneInto(sv.armed, s.armed)
 	sv.kinds = len(s.kinds)
 	sv.sent = append(sv.sent[:0], s.sent...)
-	// Disks are copied on write, as processes are (ownDisk).
-	sv.disks = cloneInto(sv.disks, s.disks)
+	// Disks are copied on write, as processes are (ownDisk), and so is
+	// the map of them (setDisk).
+	sv.disks, s.disksShared = s.disks, true
 	sv.diskRand = rand.PCG{}
 	if s.diskRand != nil {
 		sv.diskRand = pcgOf(s.diskRand)
@@ -128,7 +129,7 @@ func (s *Sim) Restore(sv *Saved) {
 		s.kinds = s.kinds[:sv.kinds]
 	}
 	s.sent = append(s.sent[:0], sv.sent...)
-	s.disks = cloneInto(s.disks, sv.disks)
+	s.disks, s.disksShared = sv.disks, true
 	if s.diskRand != nil {
 		if sv.diskRand == (rand.PCG{}) {
 			s.diskRand = nil // first drawn from since the save
@@ -154,9 +155,20 @@ func (s *Sim) ownDisk(id proc.ID) {
 		return
 	}
 	if d := s.disks[id]; d != nil {
-		s.disks[id] = d.clone()
+		s.setDisk(id, d.clone())
 	}
 	s.diskOwn[id] = true
+}
+
+// setDisk makes d process id's disk, copying the map of disks first if a
+// saved state shares it.
+func (s *Sim) setDisk(id proc.ID, d *disk) {
+	if s.disksShared || s.disks == nil {
+		c := make(map[proc.ID]*disk, len(s.disks)+1)
+		maps.Copy(c, s.disks)
+		s.disks, s.disksShared = c, false
+	}
+	s.disks[id] = d
 }
 
 // SetProcess replaces process id's state machine (a copy of its own, for
@@ -175,6 +187,9 @@ func (s *Sim) SetPayload(slot uint32, v any) {
 func cloneInto[K comparable, V any](dst, src map[K]V) map[K]V {
 	if src == nil {
 		return nil
+	}
+	if len(src) == 0 && len(dst) == 0 && dst != nil {
+		return dst
 	}
 	if dst == nil {
 		return maps.Clone(src)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -52,7 +53,10 @@ type Sim struct {
 	// Stable storage (storage.go): nil until a process first uses it.
 	disks    map[proc.ID]*disk
 	diskRand *rand.Rand
-	armed    map[proc.ID]bool // a CrashInSync waits for the process's next Sync
+	// disksShared: a saved state shares the map of disks (Save): it is
+	// copied before it is changed (setDisk).
+	disksShared bool
+	armed       map[proc.ID]bool // a CrashInSync waits for the process's next Sync
 	// diskOwn, after a Save or Restore: the disks the run has copied
 	// since, its own; the others are shared with the saved state.
 	diskOwn map[proc.ID]bool
@@ -74,6 +78,12 @@ type Sim struct {
 	sink    trace.Sink
 	ev      trace.Event
 	evIndex int
+	// deferred: the value of the event being recorded, for a
+	// DeferringSink (data), and whether it is plain (plainTypes: which
+	// types are).
+	deferred      any
+	deferredPlain bool
+	plainTypes    map[reflect.Type]bool
 
 	// States (Config.States): while a step runs, its events wait in held,
 	// and the processes it called in called, until the step ends and each
@@ -503,7 +513,7 @@ func (s *Sim) input(x *item) {
 	if s.sink != nil {
 		s.record(trace.Input, x.node, func(e *trace.Event) {
 			e.Type, e.Label = x.val.(proc.Input).Kind(), s.label(x.val)
-			e.Data = marshal(x.val)
+			e.Data = s.data(x.val)
 		})
 	}
 	s.call(x.node, func(p proc.Process, env proc.Env) { p.Input(env, x.val.(proc.Input)) })
@@ -637,6 +647,11 @@ func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
 	}
 	if s.holding {
 		s.held = append(s.held, *e)
+		return
+	}
+	if v := s.deferred; v != nil {
+		s.deferred = nil
+		s.sink.(DeferringSink).RecordDeferred(e, v, s.deferredPlain)
 		return
 	}
 	s.sink.Record(e)
@@ -1051,6 +1066,10 @@ func tagName(tag any) string {
 	return fmt.Sprint(tag)
 }
 
+// EncodeData is an event's Data for the value v: its JSON, nil if that is
+// empty ({} or null).
+func EncodeData(v any) json.RawMessage { return marshal(v) }
+
 func marshal(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil || string(b) == "{}" || string(b) == "null" {
@@ -1162,7 +1181,7 @@ func (s *Sim) output(id proc.ID, o proc.Output) {
 	s.tick(int32(id))
 	if s.sink != nil {
 		s.record(trace.Output, int32(id), func(e *trace.Event) {
-			e.Type, e.Label, e.Data = o.Kind(), s.label(o), marshal(o)
+			e.Type, e.Label, e.Data = o.Kind(), s.label(o), s.data(o)
 		})
 	}
 	if s.cfg.Observe != nil {

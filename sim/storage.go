@@ -105,13 +105,10 @@ func apply(log [][]byte, ops []diskOp) [][]byte {
 // storageOf returns process id's storage, making its disk on first use.
 func (s *Sim) storageOf(id proc.ID) proc.Storage {
 	s.ownDisk(id)
-	if s.disks == nil {
-		s.disks = map[proc.ID]*disk{}
-	}
 	d := s.disks[id]
 	if d == nil {
 		d = &disk{}
-		s.disks[id] = d
+		s.setDisk(id, d)
 	}
 	return storage{s, id, d}
 }
