@@ -66,30 +66,23 @@ type History struct {
 // endpoints (token: the bearer token), each request through the next
 // endpoint in turn.
 func Start(name, token string, endpoints ...string) *History {
-	ctx, stop := context.WithCancel(context.Background())
-	h := &History{queue: name, token: token, eps: slices.Clone(endpoints),
-		acked: map[string]bool{}, tried: map[string]bool{}, got: map[string]int{}, done: map[string]bool{},
-		ids: map[string]map[uint64]bool{}, stop: stop, paused: make(chan struct{})}
-	pctx, pause := context.WithCancel(ctx)
-	h.wg.Add(2)
-	go func() {
-		defer h.wg.Done()
-		defer close(h.paused)
-		for pctx.Err() == nil {
-			if h.Put(pctx, h.endpoint()) != nil {
-				h.rest(pctx)
-			}
-		}
-	}()
-	h.consume(ctx)
-	h.pause = pause
-	return h
+	return start(name, token, endpoints, func(ctx context.Context, h *History) error {
+		return h.Put(ctx, h.endpoint())
+	})
 }
 
 // StartStream is Start with a producer that puts over a stream of puts
 // (queue.Publisher, given every endpoint), up to inFlight puts at once:
 // when a node goes away the Publisher goes on through another.
 func StartStream(name, token string, inFlight int, endpoints ...string) *History {
+	return start(name, token, endpoints, func(ctx context.Context, h *History) error {
+		return h.publish(ctx, inFlight)
+	})
+}
+
+// start starts a consumer, and a producer that calls produce until the
+// producer is paused or stopped, resting after each failure.
+func start(name, token string, endpoints []string, produce func(context.Context, *History) error) *History {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &History{queue: name, token: token, eps: slices.Clone(endpoints),
 		acked: map[string]bool{}, tried: map[string]bool{}, got: map[string]int{}, done: map[string]bool{},
@@ -100,7 +93,7 @@ func StartStream(name, token string, inFlight int, endpoints ...string) *History
 		defer h.wg.Done()
 		defer close(h.paused)
 		for pctx.Err() == nil {
-			if h.publish(pctx, inFlight) != nil {
+			if produce(pctx, h) != nil {
 				h.rest(pctx)
 			}
 		}
