@@ -174,8 +174,9 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		answer := m.swim.joining && from == m.swim.contact
 		m.swim.Receive(env, from, msg)
 		if answer && !m.swim.left {
-			m.swim.joining = false
+			m.swim.joining, m.swim.quietFrom = false, proc.None
 			for _, q := range m.swim.randomMembers(env, 1, from) {
+				m.swim.quietFrom = q
 				env.Send(q, ListChecksum{Sum: m.swim.checksum()})
 			}
 		}

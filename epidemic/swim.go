@@ -86,8 +86,9 @@ import (
 // memory. In an open group (Params.Open, a live cluster that members join)
 // a member knows only the founders and the members it has heard of, holds
 // each explicitly, and answers a join with a sample of at most maxGossip
-// facts (sample), not the whole list; a member it learns of from a list
-// is learnt quietly, not disseminated again (merge).
+// facts (sample), not the whole list; the members a newcomer learns from
+// that answer and from the list it pulls next are learnt quietly, not
+// disseminated again (merge).
 //
 // The shuffled list of step 1 is a random affine permutation x = (a·k + b)
 // mod p over the smallest prime p ≥ N, skipping IDs ≥ N, itself and
@@ -137,6 +138,10 @@ type swim struct {
 	// the answer (an open group's newcomer).
 	joining bool
 	contact proc.ID
+	// quietFrom is the member whose list this newcomer learns quietly
+	// (merge): its contact, then the member it pulls the rest from;
+	// None once it has.
+	quietFrom proc.ID
 
 	// viv, if set, is the member's Vivaldi coordinate: its acks carry
 	// it, and the acks to its own pings are its samples (Serf's way).
@@ -472,7 +477,7 @@ func FirstDetectionPeriods(n int) float64 {
 }
 
 func newSwim(p *Params, id proc.ID, n int) *swim {
-	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2)))}
+	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2))), quietFrom: proc.None}
 }
 
 func primeAtLeast(x uint64) uint64 {
@@ -526,6 +531,9 @@ func (s *swim) Join(env proc.Env, contact proc.ID) {
 	}
 	if contact != proc.None {
 		s.joining, s.contact = s.p.Open, contact
+		if s.p.Open {
+			s.quietFrom = contact
+		}
 		env.Send(contact, JoinReq{Updates: []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}})
 	}
 }
@@ -827,6 +835,9 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	case JoinReq:
 		known, _ := s.lookup(from)
 		s.merge(env, from, m.Updates)
+		if from == s.quietFrom && !s.joining {
+			s.quietFrom = proc.None // the list it pulled
+		}
 		if s.p.Open && len(m.Updates) <= 1 {
 			env.Send(from, JoinAck{Updates: s.sample(env, from)})
 		} else {
@@ -939,16 +950,19 @@ func (s *swim) sample(env proc.Env, newcomer proc.ID) []Fact {
 }
 
 // merge applies the facts of a state sync (a join's answer, an exchange
-// of member lists) from peer. A member this one had not heard of is
-// learnt quietly: that it is alive is no news to the group — peer held
-// it already, and so do the members it heard it from — and a newcomer
-// that put all it learnt from a list of n members into its buffer would
-// spend its piggybacking on n facts the others hold (n newcomers: n²).
-// Every other fact is applied as news: a member's own word about itself,
-// suspicions, obituaries and refutations still spread from here.
+// of member lists) from peer. A newcomer learns the members it had not
+// heard of from its contact's answer, and from the list it pulls next,
+// quietly: that they are alive is no news to the group — peer held them
+// already — and a newcomer that put a list of n members into its buffer
+// would spend its piggybacking on n facts the others hold (n newcomers:
+// n²). Every other fact is applied as news: a member's own word about
+// itself, suspicions, obituaries and refutations, and what a periodic
+// exchange of lists repairs (it is what piggybacking missed, likely at
+// others too), still spread from here.
 func (s *swim) merge(env proc.Env, peer proc.ID, us []Fact) {
+	quiet := s.p.Open && peer == s.quietFrom
 	for _, u := range us {
-		if st, _ := s.lookup(u.Member); st == stateUnknown && u.State == StateAlive &&
+		if st, _ := s.lookup(u.Member); quiet && st == stateUnknown && u.State == StateAlive &&
 			u.Member != peer && u.Member != s.self && u.Member >= 0 && int(u.Member) < s.n {
 			s.set(u.Member, StateAlive, u.Inc)
 			env.Output(Alive{Member: u.Member, Inc: u.Inc})
