@@ -211,8 +211,8 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if next = formedFrom(ms, next); next == len(ms) {
-			if next = formedFrom(ms, 0); next == len(ms) {
+		if next = formedFrom(ctx, ms, next); next == len(ms) {
+			if next = formedFrom(ctx, ms, 0); next == len(ms) {
 				break
 			}
 		}
@@ -279,9 +279,13 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 
 // formedFrom is the first member of ms from i on that does not list
 // every member alive (or suspected: on a loaded machine a member is
-// suspected now and then, and refutes it), or len(ms).
-func formedFrom(ms []*gossipMember, i int) int {
+// suspected now and then, and refutes it), or len(ms). It stops asking
+// once ctx ends: a starved member answers a list only behind its inbox.
+func formedFrom(ctx context.Context, ms []*gossipMember, i int) int {
 	for ; i < len(ms); i++ {
+		if ctx.Err() != nil {
+			return i
+		}
 		list, err := ms[i].srv.Members()
 		if err != nil || len(list) != len(ms) {
 			return i

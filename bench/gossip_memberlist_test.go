@@ -369,6 +369,7 @@ var (
 	gossipPeriod    = flag.Duration("gossip.period", time.Second, "SWIM's period in BenchmarkGossipLarge")
 	gossipJoinEvery = flag.Duration("gossip.joinevery", 0, "the time between two members' starts in BenchmarkGossipLarge")
 	gossipStagger   = flag.Bool("gossip.stagger", false, "BenchmarkGossipLarge's members probe in 8 slots of the period (epidemic.Params.Stagger)")
+	gossipTimeout   = flag.Duration("gossip.timeout", 15*time.Minute, "how long BenchmarkGossipLarge waits for its run before it fails")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
@@ -387,7 +388,7 @@ func BenchmarkGossipLarge(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod), func(b *testing.B) {
 		for range b.N {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), *gossipTimeout)
 			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle, InProc: true})
 			cancel()
 			if err != nil {

@@ -85,7 +85,10 @@ import (
 // stores only the facts that differ from that, so that 10⁵ members fit in
 // memory. In an open group (Params.Open, a live cluster that members join)
 // a member knows only the founders and the members it has heard of, holds
-// each explicitly, and answers a join with the whole list.
+// each explicitly, and answers a join with a sample of at most maxGossip
+// facts (sample), not the whole list; the members a newcomer learns from
+// that answer and from the list it pulls next are learnt quietly, not
+// disseminated again (merge).
 //
 // The shuffled list of step 1 is a random affine permutation x = (a·k + b)
 // mod p over the smallest prime p ≥ N, skipping IDs ≥ N, itself and
@@ -130,6 +133,15 @@ type swim struct {
 	probe  probe
 	due    time.Duration // when the period's timer is due, on the local clock
 	relays []relay       // ping-reqs this member is serving
+
+	// joining: this member has announced itself to contact and awaits
+	// the answer (an open group's newcomer).
+	joining bool
+	contact proc.ID
+	// quietFrom is the member whose list this newcomer learns quietly
+	// (merge): its contact, then the member it pulls the rest from;
+	// None once it has.
+	quietFrom proc.ID
 
 	// viv, if set, is the member's Vivaldi coordinate: its acks carry
 	// it, and the acks to its own pings are its samples (Serf's way).
@@ -465,7 +477,7 @@ func FirstDetectionPeriods(n int) float64 {
 }
 
 func newSwim(p *Params, id proc.ID, n int) *swim {
-	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2)))}
+	return &swim{p: p, self: id, n: n, prime: primeAtLeast(uint64(max(n, 2))), quietFrom: proc.None}
 }
 
 func primeAtLeast(x uint64) uint64 {
@@ -518,6 +530,10 @@ func (s *swim) Join(env proc.Env, contact proc.ID) {
 		}
 	}
 	if contact != proc.None {
+		s.joining, s.contact = s.p.Open, contact
+		if s.p.Open {
+			s.quietFrom = contact
+		}
 		env.Send(contact, JoinReq{Updates: []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}})
 	}
 }
@@ -818,8 +834,15 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		}
 	case JoinReq:
 		known, _ := s.lookup(from)
-		s.applyAll(env, m.Updates)
-		env.Send(from, JoinAck{Updates: s.facts()})
+		s.merge(env, from, m.Updates)
+		if from == s.quietFrom && !s.joining {
+			s.quietFrom = proc.None // the list it pulled
+		}
+		if s.p.Open && len(m.Updates) <= 1 {
+			env.Send(from, JoinAck{Updates: s.sample(env, from)})
+		} else {
+			env.Send(from, JoinAck{Updates: s.facts()})
+		}
 		if st, inc := s.lookup(from); known == stateUnknown && st == StateAlive {
 			// A newcomer that joined through this member: its contact
 			// tells a few at once, so that the join spreads in network
@@ -830,7 +853,7 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 			}
 		}
 	case JoinAck:
-		s.applyAll(env, m.Updates)
+		s.merge(env, from, m.Updates)
 	case Gossip:
 		s.applyAll(env, m.Updates)
 	case Goodbye:
@@ -892,6 +915,61 @@ func (s *swim) facts() []Fact {
 		}
 	}
 	return out
+}
+
+// sample is an open group's answer to a join: the contact itself, what
+// it holds against the newcomer (an obituary to refute), and a random
+// sample of the other members it holds, at most maxGossip facts in all —
+// not its whole list, which would cost the contact O(n) for each of n
+// joins. The newcomer learns the rest as any member learns news: from
+// the piggybacked updates, and from the exchange of member lists
+// (members.go), the first at once.
+func (s *swim) sample(env proc.Env, newcomer proc.ID) []Fact {
+	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
+	if v := s.verdict(newcomer); v != nil {
+		out = append(out, *v)
+	}
+	want := min(maxGossip, len(out)+len(s.view))
+	for range 4*maxGossip + 8 {
+		if len(out) >= want {
+			break
+		}
+		h := s.view[env.Rand().IntN(len(s.view))]
+		if h.id == newcomer || slices.ContainsFunc(out, func(f Fact) bool { return f.Member == h.id }) {
+			continue
+		}
+		f := Fact{State: h.state, Member: h.id, Inc: h.inc}
+		if h.state == StateSuspect {
+			if x := s.suspicionFact(h.id); x != nil {
+				f = *x
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// merge applies the facts of a state sync (a join's answer, an exchange
+// of member lists) from peer. A newcomer learns the members it had not
+// heard of from its contact's answer, and from the list it pulls next,
+// quietly: that they are alive is no news to the group — peer held them
+// already — and a newcomer that put a list of n members into its buffer
+// would spend its piggybacking on n facts the others hold (n newcomers:
+// n²). Every other fact is applied as news: a member's own word about
+// itself, suspicions, obituaries and refutations, and what a periodic
+// exchange of lists repairs (it is what piggybacking missed, likely at
+// others too), still spread from here.
+func (s *swim) merge(env proc.Env, peer proc.ID, us []Fact) {
+	quiet := s.p.Open && peer == s.quietFrom
+	for _, u := range us {
+		if st, _ := s.lookup(u.Member); quiet && st == stateUnknown && u.State == StateAlive &&
+			u.Member != peer && u.Member != s.self && u.Member >= 0 && int(u.Member) < s.n {
+			s.set(u.Member, StateAlive, u.Inc)
+			env.Output(Alive{Member: u.Member, Inc: u.Inc})
+			continue
+		}
+		s.apply(env, u)
+	}
 }
 
 func (s *swim) applyAll(env proc.Env, us []Fact) {

@@ -1,0 +1,156 @@
+package epidemic_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/epidemic"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
+	"github.com/cohort-go/cohort/trace"
+)
+
+// facts counts the membership facts a message's label carries:
+// "PING(7→p3){alive p2@0,suspect p5@1 by p4}" carries two.
+func facts(label string) int {
+	n := 0
+	for _, s := range []string{"alive p", "suspect p", "dead p", "left p"} {
+		n += strings.Count(label, s)
+	}
+	return n
+}
+
+// joinRun runs an open group founded by p0 alone, which the others join
+// at the times given, each through a member present then (the
+// simulator's choice).
+func joinRun(t *testing.T, at []time.Duration, loss float64, seed uint64) *simtest.Recorded {
+	t.Helper()
+	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: 1})
+	var faults []sim.Fault
+	for j, d := range at {
+		faults = append(faults, sim.Fault{Kind: sim.Join, Node: proc.ID(1 + j), At: d})
+	}
+	net := sim.Network{Latency: sim.Exponential{MeanD: time.Millisecond}, Loss: loss}
+	return simtest.Run(t, "gossip", sim.Config{Nodes: 1 + len(at), Seed: seed, New: a.New, Network: net,
+		Faults: faults, Deadline: time.Second})
+}
+
+// TestJoinAnswerIsBounded: 99 members join a group one after another;
+// each contact answers a join with at most 32 facts (a sample of its
+// list, not the whole of it: a thousand joins through one member would
+// cost it half a million facts), and yet every member ends up knowing
+// every other — a newcomer pulls the rest of the list from a member of
+// the sample at once. Over seeds, with loss. Before, the answer was the
+// whole list (up to 100 facts).
+func TestJoinAnswerIsBounded(t *testing.T) {
+	const n = 100
+	var at []time.Duration
+	for j := range n - 1 {
+		at = append(at, time.Duration(5+2*j)*time.Millisecond)
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		r := joinRun(t, at, 0.02, seed)
+		contact := map[int32]int32{} // newcomer → the member it announced itself to
+		answers := 0
+		for _, e := range r.Trace.Events {
+			if e.Kind != trace.Send {
+				continue
+			}
+			if _, ok := contact[e.Node]; !ok && e.Type == "join-req" && e.Node > 0 {
+				contact[e.Node] = e.Peer
+			}
+			if e.Type == "join-ack" && contact[e.Peer] == e.Node && e.Peer > 0 {
+				if k := facts(e.Label); k > 32 {
+					t.Errorf("seed %d: p%d answered p%d's join with %d facts, want at most 32", seed, e.Node, e.Peer, k)
+				}
+				answers++
+				contact[e.Peer] = -1 // its first answer only
+			}
+		}
+		if answers < n/2 {
+			t.Fatalf("seed %d: %d answers to %d joins", seed, answers, n-1)
+		}
+		knows := learnt(t, r)
+		for i := range proc.ID(n) {
+			for j := proc.ID(1); j < n; j++ {
+				if i != j && !knows[i][j] {
+					t.Errorf("seed %d: p%d never learnt of p%d", seed, i, j)
+				}
+			}
+		}
+	}
+}
+
+// TestListsAreLearntQuietly: a member learnt from a list (a join's answer,
+// an exchange of lists) is not disseminated again — that it is alive is
+// no news to the group. Forty members join in the first 45 ms, and eight
+// more from 400 ms, long after the news of the first forty has died out:
+// the eight learn the forty from their contacts' answers and the lists
+// they pull, and none of their messages should carry "alive pX@0" for one
+// of the forty. (Without loss: a newcomer whose pull is lost learns the
+// rest from a periodic exchange, which spreads what it repairs.) Before,
+// every newcomer put what
+// it learnt from its contact's list into its buffer and piggybacked each
+// fact Retransmit·⌈log₁₀(n+1)⌉ times: n newcomers, n² facts of no news.
+func TestListsAreLearntQuietly(t *testing.T) {
+	const first, later = 40, 8
+	var at []time.Duration
+	for j := range first {
+		at = append(at, time.Duration(5+j)*time.Millisecond)
+	}
+	for j := range later {
+		at = append(at, time.Duration(400+10*j)*time.Millisecond)
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		r := joinRun(t, at, 0, seed)
+		stale := 0
+		for _, e := range r.Trace.Events {
+			if e.Kind != trace.Send || e.Node <= first {
+				continue
+			}
+			switch e.Type {
+			case "ping", "ping-req", "ack", "gossip":
+			default:
+				continue
+			}
+			for x := 1; x <= first; x++ {
+				for _, end := range []string{",", "}"} {
+					stale += strings.Count(e.Label, fmt.Sprintf("alive p%d@0%s", x, end))
+				}
+			}
+		}
+		if stale > 0 {
+			t.Errorf("seed %d: the later members piggybacked or gossiped %d facts of one of the first members alive at incarnation 0", seed, stale)
+		}
+		knows := learnt(t, r)
+		for i := range proc.ID(1 + first + later) {
+			for j := proc.ID(1); j <= first+later; j++ {
+				if i != j && !knows[i][j] {
+					t.Errorf("seed %d: p%d never learnt of p%d", seed, i, j)
+				}
+			}
+		}
+	}
+}
+
+// learnt is, for each member, the members it came to hold alive (the
+// Alive outputs).
+func learnt(t *testing.T, r *simtest.Recorded) map[proc.ID]map[proc.ID]bool {
+	t.Helper()
+	out := map[proc.ID]map[proc.ID]bool{}
+	for id, evs := range r.Outputs("alive") {
+		out[id] = map[proc.ID]bool{}
+		for _, e := range evs {
+			var al epidemic.Alive
+			if err := json.Unmarshal(e.Data, &al); err != nil {
+				t.Fatal(err)
+			}
+			out[id][al.Member] = true
+		}
+	}
+	return out
+}
