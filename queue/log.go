@@ -237,6 +237,7 @@ func (l *segLog) replay() error {
 	for k, v := range l.durOrigins {
 		m.origins[k] = v
 	}
+	m.forgetOrigins() // a log written before the bound, or by a node with another
 	for _, q := range m.queues {
 		for _, e := range q.all {
 			q.ready = append(q.ready, e)

@@ -114,7 +114,9 @@ type Manager struct {
 	mu      sync.Mutex
 	queues  map[string]*queue
 	nextID  uint64
-	origins map[string]uint64 // remote queue → highest id taken (submitted)
+	origins map[string]uint64 // origin (a relay's remote queue, a publisher) → highest number taken (submitted)
+	used    map[string]uint64 // origin → when it last put, by the count of origin puts
+	puts    uint64            // origin puts taken
 	err     error             // sticky: the log failed, or Close
 
 	seg *segLog // nil: transient manager
@@ -157,7 +159,7 @@ func Open(cfg Config) (*Manager, error) {
 	if cfg.Visibility == 0 {
 		cfg.Visibility = DefaultVisibility
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, queues: map[string]*queue{}, nextID: 1, origins: map[string]uint64{}}
+	m := &Manager{cfg: cfg, log: cfg.Logger, queues: map[string]*queue{}, nextID: 1, origins: map[string]uint64{}, used: map[string]uint64{}}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -647,7 +649,7 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 		}
 		ids = append(ids, p.id)
 		if p.origin != "" {
-			m.origins[p.origin] = p.seq
+			m.takeOrigin(p.origin, p.seq)
 		}
 		c.ops = append(c.ops, p)
 		c.queues = append(c.queues, q)
@@ -709,7 +711,7 @@ func (m *Manager) apply(c *commit, seg uint64) {
 					close(s.ch)
 				}
 			}
-			if o.origin != "" && m.seg != nil {
+			if _, kept := m.origins[o.origin]; kept && m.seg != nil {
 				m.seg.durableOrigin(o.origin, o.seq)
 			}
 		case opAck:
@@ -722,6 +724,41 @@ func (m *Manager) apply(c *commit, seg uint64) {
 			if !q.transient {
 				m.seg.untrack(e)
 			}
+		}
+	}
+}
+
+// MaxOrigins bounds the origins a node's queues remember (what each
+// took last, to drop a resent copy): every publisher's stream and every
+// relay is one, and a client may name any. Past it the origin that put
+// longest ago is forgotten, here and in the next segment's start record:
+// a copy it resends after that is stored again (at-most-once's table
+// traded for bounded memory, as the replicated queues' MaxOrigins).
+const MaxOrigins = 4096
+
+// takeOrigin records that origin put number seq, and forgets the origins
+// past MaxOrigins that put longest ago. The caller holds mu.
+func (m *Manager) takeOrigin(origin string, seq uint64) {
+	m.origins[origin] = seq
+	m.puts++
+	m.used[origin] = m.puts
+	m.forgetOrigins()
+}
+
+// forgetOrigins forgets origins, the least recently used first, until
+// at most MaxOrigins are left. The caller holds mu (or opens the log).
+func (m *Manager) forgetOrigins() {
+	for len(m.origins) > MaxOrigins {
+		oldest, at := "", uint64(0)
+		for o := range m.origins {
+			if u := m.used[o]; oldest == "" || u < at || u == at && o < oldest {
+				oldest, at = o, u
+			}
+		}
+		delete(m.origins, oldest)
+		delete(m.used, oldest)
+		if m.seg != nil {
+			delete(m.seg.durOrigins, oldest)
 		}
 	}
 }

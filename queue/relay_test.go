@@ -454,3 +454,52 @@ func outboxOnThree(t *testing.T, n int) ([]*live.Node, []*Replicated) {
 	}
 	return nodes, rs
 }
+
+// TestOriginsAreBounded: every publisher's stream is an origin, and a
+// client may name any, so the origins a node remembers are bounded — in
+// memory and in every segment's start record, across a restart — and
+// the one that put longest ago goes first: a recent origin's copy is
+// still dropped.
+func TestOriginsAreBounded(t *testing.T) {
+	fs := newMemFS()
+	cfg := Config{Dir: "/q", FS: fs, SegmentBytes: 64 << 10}
+	m := open(t, cfg)
+	if _, err := m.PutFrom("in", []byte("a"), "relay", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxOrigins + 100 {
+		if _, err := m.PutFrom("in", []byte("p"), fmt.Sprintf("publisher-%d", i), 1); err != nil {
+			t.Fatal(err)
+		}
+		if i == MaxOrigins/2 { // the relay puts again: it is not the oldest now
+			if _, err := m.PutFrom("in", []byte("b"), "relay", 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m.mu.Lock()
+	n, durable := len(m.origins), len(m.seg.durOrigins)
+	m.mu.Unlock()
+	if n > MaxOrigins || durable > MaxOrigins {
+		t.Fatalf("%d origins remembered, %d durable: the most is %d", n, durable, MaxOrigins)
+	}
+	for _, o := range []string{"relay", fmt.Sprintf("publisher-%d", MaxOrigins+99)} {
+		if id, err := m.PutFrom("in", []byte("again"), o, 1); err != nil || id != 0 {
+			t.Fatalf("a copy from %s, which put recently: id %d, %v; want it dropped", o, id, err)
+		}
+	}
+	if id, _ := m.PutFrom("in", []byte("again"), "publisher-0", 1); id == 0 {
+		t.Fatal("publisher-0, the oldest, is still remembered")
+	}
+	m.Close()
+	m = open(t, cfg)
+	m.mu.Lock()
+	n = len(m.origins)
+	m.mu.Unlock()
+	if n > MaxOrigins {
+		t.Fatalf("%d origins after a restart: the most is %d", n, MaxOrigins)
+	}
+	if id, err := m.PutFrom("in", []byte("again"), "relay", 2); err != nil || id != 0 {
+		t.Fatalf("the relay's copy after a restart: id %d, %v; want it dropped", id, err)
+	}
+}
