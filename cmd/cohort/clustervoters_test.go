@@ -116,10 +116,10 @@ func TestClusterAddAndRemoveVoters(t *testing.T) {
 		code, out, _ := cli(t, "members", "--endpoints", eps[1], "--json")
 		return code == 0 && strings.Contains(out, `"id": 3`) && !strings.Contains(out, `"suspect"`)
 	})
-	// Its data_dir is known: it may be added.
-	waitUntil(t, "node 3 listed with its data_dir at node 1", func() bool {
+	// Its data_dir and kinds are known: it may be added.
+	waitUntil(t, "node 3 listed with its data_dir and kinds at node 1", func() bool {
 		code, out, _ := cli(t, "members", "--endpoints", eps[1])
-		return code == 0 && regexp.MustCompile(`(?m)^3\s+\S+\s+alive\s+\d+\s+yes`).MatchString(out)
+		return code == 0 && regexp.MustCompile(`(?m)^3\s+\S+\s+alive\s+\d+\s+yes\s+group=\S+ lock=raft-lock queues=replicated\s*$`).MatchString(out)
 	})
 	if code, _, errs := cli(t, "lock", "x", "--endpoints", ports[1], "--timeout", "3s", "--", "true"); code == 0 || !strings.Contains(errs, "cohort cluster add 3") {
 		t.Errorf("a lock through node 3 before it is added: exit %d, %s", code, errs)

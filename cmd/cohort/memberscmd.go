@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -60,7 +61,10 @@ func newMembersCmd() *cobra.Command {
 		Short: "List a cluster's members as a node holds them (members: true in node.yaml)",
 		Long: `List the members of a cluster that runs the membership service (members: true,
 or join:, in node.yaml), as the first node that answers holds them: id,
-transport address, state (alive, suspect, dead, left) and incarnation. The
+transport address, state (alive, suspect, dead, left), incarnation, whether
+it keeps a data_dir, and its kinds (the lock and group algorithms and the
+kind of queues it runs, which a node that joins must share; --json adds
+the queue limits). The
 list is SWIM's: a crashed member is suspected, then declared dead by every
 member; one that restarts comes back alive at a higher incarnation.`,
 		Example: `  cohort members --endpoints 127.0.0.1:7100
@@ -80,7 +84,7 @@ member; one that restarts comes back alive at a higher incarnation.`,
 				return printJSON(cmd.OutOrStdout(), ms)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tINCARNATION\tDATA_DIR")
+			fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tINCARNATION\tDATA_DIR\tKINDS")
 			for _, m := range ms {
 				self, durable := "", "no"
 				if m.Self {
@@ -89,7 +93,7 @@ member; one that restarts comes back alive at a higher incarnation.`,
 				if m.Durable {
 					durable = "yes" // it may be a voter of the replicated logs
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s%s\n", m.ID, m.Addr, m.State, m.Incarnation, durable, self)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s%s\n", m.ID, m.Addr, m.State, m.Incarnation, durable, shortKinds(m.Kinds), self)
 			}
 			return tw.Flush()
 		},
@@ -265,4 +269,20 @@ takes its mass with it.`,
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// shortKinds is a member's kinds without the queue limits (in --json):
+// "lock=raft-lock group=raft-group queues=replicated"; "-" if it
+// announced none.
+func shortKinds(kinds string) string {
+	var out []string
+	for _, f := range strings.Fields(kinds) {
+		if !strings.HasPrefix(f, "queue_limits=") {
+			out = append(out, f)
+		}
+	}
+	if out == nil {
+		return "-"
+	}
+	return strings.Join(out, " ")
 }
