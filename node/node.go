@@ -506,14 +506,26 @@ func (n *Node) Elections() *leader.Server { return n.leaders }
 // a scraper).
 func (n *Node) Handler() http.Handler {
 	api := http.NewServeMux()
+	// A service this node does not run says so, and how to run it,
+	// rather than a bare "404 page not found".
+	absent := func(paths []string, msg string) {
+		for _, p := range paths {
+			api.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { httpapi.Fail(w, http.StatusNotImplemented, msg) })
+		}
+	}
+	membersPaths := []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/", "/v1/resources/"}
 	if n.members != nil {
-		for _, p := range []string{"/v1/members", "/v1/watch", "/v1/kv", "/v1/kv/", "/v1/readings/", "/v1/aggregate/", "/v1/resources/"} {
+		for _, p := range membersPaths {
 			api.Handle(p, n.members.Handler())
 		}
+	} else {
+		absent(membersPaths, fmt.Sprintf("node %d runs no membership service (members: true in node.yaml, or cohort cluster up --members)", n.cfg.ID))
 	}
 	if n.dht != nil {
 		api.Handle("/v1/dht/", n.dht.Handler())
 		api.Handle("/v1/scribe/", n.dht.Handler())
+	} else {
+		absent([]string{"/v1/dht/", "/v1/scribe/"}, fmt.Sprintf("node %d runs no DHT (dht: true in node.yaml, or cohort cluster up --dht)", n.cfg.ID))
 	}
 	// Queues: replicated on the log — served, as the locks are, while
 	// this node votes in the queues' log — or every node's own (founder

@@ -17,6 +17,7 @@ import (
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/queue"
 	"github.com/cohort-go/cohort/registry"
@@ -66,6 +67,41 @@ func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 				t.Errorf("%s %s with token %q: %d", c.method, c.path, token, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// A service the node does not run answers 501 naming the setting that
+// runs it — not a bare 404, which a key-value client reads as "no such
+// key" — and only behind the token, as every route.
+func TestAbsentServicesSaySo(t *testing.T) {
+	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
+	defer srv.Close()
+	for _, c := range []struct{ path, says string }{
+		{"/v1/members", "members: true"}, {"/v1/kv/k", "members: true"}, {"/v1/aggregate/avg/x", "members: true"},
+		{"/v1/dht/k", "dht: true"}, {"/v1/scribe/g", "dht: true"},
+	} {
+		for _, token := range []string{"", "s3cret"} {
+			req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case token == "" && resp.StatusCode != http.StatusUnauthorized:
+				t.Errorf("GET %s without the token: %d", c.path, resp.StatusCode)
+			case token != "" && (resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), c.says)):
+				t.Errorf("GET %s: %d %s; want 501 naming %q", c.path, resp.StatusCode, body, c.says)
+			}
+		}
+	}
+	_, err := (&members.Client{Endpoints: []string{srv.URL}, Token: "s3cret"}).Members(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "runs no membership service") {
+		t.Errorf("members through a node without them: %v", err)
 	}
 }
 
