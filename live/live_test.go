@@ -197,7 +197,7 @@ func TestResumeATornTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end != whole || r.Next != 2 || r.LastTime != 20 || r.NextMsg != 7 || r.VC[1] != 2 {
+	if end != whole || r.Next != 2 || r.LastTime != 20 || r.NextMsg != 7 || r.VC.At(1) != 2 {
 		t.Fatalf("resume %+v, end %d (whole %d)", r, end, whole)
 	}
 	if _, _, err := live.ResumeFrom(buf.Bytes()[:whole], 0); err == nil {

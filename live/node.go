@@ -18,6 +18,7 @@ import (
 
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/trace"
 	"github.com/cohort-go/cohort/wire"
 )
 
@@ -345,7 +346,7 @@ const DefaultMaxServices = 512
 func (n *Node) deliver(from proc.ID, payload []byte) {
 	rawName, body, err := splitService(payload)
 	var id uint64
-	var vc []uint64
+	var vc trace.VC
 	if err == nil {
 		id, vc, body, err = readTrailer(body, max(n.cfg.N, n.cfg.IDs))
 	}

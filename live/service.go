@@ -132,7 +132,7 @@ type event struct {
 	// failed: the background sync this timer awaited failed (SyncThen).
 	failed error
 	id     uint64   // traced message: its id
-	vc     []uint64 // and the sender's vector clock
+	vc     trace.VC // and the sender's vector clock
 }
 
 // Name is the service's name.
@@ -619,7 +619,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		s.otherMu.Unlock()
 	}
 	var id uint64
-	var vc []uint64
+	var vc trace.VC
 	if s.tr != nil {
 		id, vc = s.tr.send(s.name, s.step, to, m)
 	}
@@ -633,7 +633,7 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		// A clock that counts only founders goes as an array, which
 		// nodes of every version read; one that counts a member that
 		// joined, keyed by process ID.
-		b = appendTrailer(b, id, vc, len(vc) > n.cfg.N)
+		b = appendTrailer(b, id, vc, vc.Len() > n.cfg.N)
 	} else {
 		b = append(b, 0)
 	}

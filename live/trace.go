@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -57,10 +56,14 @@ type tracer struct {
 	mu   sync.Mutex
 	w    *trace.Writer
 	self proc.ID
-	// vc is the node's vector clock: n entries, or, if open, as many as
-	// the highest process ID it has heard of needs (it grows as members
-	// join; an absent entry is 0).
+	// vc is the node's vector clock, one entry per slot. In a closed
+	// trace slot p is process p (n slots); in an open one a process gets
+	// a slot when the node first hears of it (ids[k] is slot k's process,
+	// slot its inverse), so a member that joined with a high ID costs one
+	// entry, not an array up to its ID. An absent entry is 0.
 	vc      []uint64
+	ids     []int
+	slot    map[int]int
 	open    bool
 	index   int
 	nextMsg uint64
@@ -86,7 +89,7 @@ func newTracer(w io.Writer, self proc.ID, n, ids int, family, algo string, resum
 	if ids > n {
 		h.IDs = ids
 	}
-	t := &tracer{self: self, open: h.Open(), states: states, steps: map[uint64]bool{}}
+	t := &tracer{self: self, open: h.Open(), states: states, steps: map[uint64]bool{}, slot: map[int]int{}}
 	if !t.open {
 		t.vc = make([]uint64, n)
 	}
@@ -112,12 +115,39 @@ func newTracer(w io.Writer, self proc.ID, n, ids int, family, algo string, resum
 
 // merge merges vc into the node's vector clock: a closed trace's keeps
 // its n entries (a longer vector from a peer is cut to them), an open
-// one's grows to vc's length. The caller holds mu, or owns t.
-func (t *tracer) merge(vc []uint64) {
-	if t.open && len(vc) > len(t.vc) {
-		t.vc = append(t.vc, make([]uint64, len(vc)-len(t.vc))...)
+// one's takes a slot for each process it hears of. The caller holds mu,
+// or owns t.
+func (t *tracer) merge(vc trace.VC) {
+	for p, x := range vc.Entries() {
+		if k, ok := t.slotOf(p); ok && x > t.vc[k] {
+			t.vc[k] = x
+		}
 	}
-	logical.MergeInto(t.vc, vc[:min(len(vc), len(t.vc))])
+}
+
+// slotOf is process p's slot in the clock, given one if the trace is
+// open and p has none; false: a closed trace has no place for p.
+func (t *tracer) slotOf(p int) (int, bool) {
+	if !t.open {
+		return p, p < len(t.vc)
+	}
+	k, ok := t.slot[p]
+	if !ok {
+		k = len(t.vc)
+		t.slot[p] = k
+		t.ids, t.vc = append(t.ids, p), append(t.vc, 0)
+	}
+	return k, true
+}
+
+// clock is the node's vector clock as a trace.VC: the n entries of a
+// closed trace, in an array of its own; an open one's in the form
+// trace.CompactVC chooses (by process ID once a high ID counts).
+func (t *tracer) clock() trace.VC {
+	if !t.open {
+		return trace.DenseVC(slices.Clone(t.vc))
+	}
+	return trace.SparseVC(t.ids, t.vc)
 }
 
 // TraceResume continues a node's trace file after a restart: the next event
@@ -126,7 +156,7 @@ func (t *tracer) merge(vc []uint64) {
 // file's header names (trace.Header.IDs: 0 for a cluster without joins).
 type TraceResume struct {
 	Next     int
-	VC       []uint64
+	VC       trace.VC
 	LastTime int64
 	NextMsg  uint64
 	IDs      int
@@ -152,7 +182,7 @@ func ResumeFrom(data []byte, self proc.ID) (*TraceResume, int, error) {
 		}
 		r.Next, r.LastTime = e.Index+1, e.Time
 		if !e.VC.IsZero() {
-			r.VC = e.VC.Dense()
+			r.VC = e.VC
 		}
 		own := e.Kind == trace.Send || e.Kind == trace.Recv && e.Msg&unlinked != 0
 		if own && e.Msg&(1<<40-1) >= r.NextMsg {
@@ -192,13 +222,14 @@ func OpenTrace(path string, self proc.ID) (f *os.File, resume *TraceResume, err 
 // record writes one event of this node, of step (0: of none), after fill
 // sets its particulars; the clocks tick first (a receipt merges the
 // sender's clocks first). It returns the event's vector timestamp.
-func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event)) []uint64 {
+func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event)) trace.VC {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if int(t.self) >= len(t.vc) { // an open trace's: this node joined
-		t.vc = append(t.vc, make([]uint64, int(t.self)+1-len(t.vc))...)
+	self, ok := t.slotOf(int(t.self))
+	if !ok { // a closed trace's node beyond its founders (not configured so)
+		t.vc = append(t.vc, make([]uint64, self+1-len(t.vc))...)
 	}
-	t.vc[t.self]++
+	t.vc[self]++
 	e := trace.Event{Index: t.index, Node: int32(t.self), Kind: kind, Peer: -1}
 	if fill != nil {
 		fill(&e)
@@ -213,11 +244,8 @@ func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event))
 	if e.Time == 0 {
 		e.Time = time.Now().UnixNano()
 	}
-	vc := slices.Clone(t.vc)
-	e.Local, e.Lamport, e.VC = e.Time, sum, trace.DenseVC(vc)
-	if t.open { // by process ID, if a member with a high ID joined
-		e.VC = trace.CompactVC(vc)
-	}
+	vc := t.clock()
+	e.Local, e.Lamport, e.VC = e.Time, sum, vc
 	t.index++
 	if step != 0 || len(t.held) > 0 {
 		t.held = append(t.held, heldEvent{e, step})
@@ -270,7 +298,7 @@ func (t *tracer) endStep(step uint64, state json.RawMessage) {
 
 // send records a send and returns the message's id and the vector clock
 // the message carries.
-func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (uint64, []uint64) {
+func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (uint64, trace.VC) {
 	t.mu.Lock()
 	t.nextMsg++
 	// Ids are unique in the cluster: the sender in the high bits.
@@ -284,7 +312,7 @@ func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (
 
 // recv records the receipt of message id, which carried vc; id 0: the
 // message came untraced (see unlinked).
-func (t *tracer) recv(service string, step uint64, from proc.ID, id uint64, vc []uint64, m proc.Message) {
+func (t *tracer) recv(service string, step uint64, from proc.ID, id uint64, vc trace.VC, m proc.Message) {
 	t.mu.Lock()
 	t.merge(vc)
 	if id == 0 {
@@ -320,59 +348,56 @@ func data(v any) json.RawMessage {
 
 // appendTrailer appends a traced payload's flag, id and clock: the clock's
 // entries in order, or if sparse its nonzero entries keyed by process ID.
-func appendTrailer(b []byte, id uint64, vc []uint64, sparse bool) []byte {
+func appendTrailer(b []byte, id uint64, vc trace.VC, sparse bool) []byte {
 	if !sparse {
 		b = append(b, flagTraced)
 		b = binary.AppendUvarint(b, id)
-		b = binary.AppendUvarint(b, uint64(len(vc)))
-		for _, v := range vc {
-			b = binary.AppendUvarint(b, v)
+		b = binary.AppendUvarint(b, uint64(vc.Len()))
+		for p := range vc.Len() {
+			b = binary.AppendUvarint(b, vc.At(p))
 		}
 		return b
 	}
 	b = append(b, flagTraced|flagSparse)
 	b = binary.AppendUvarint(b, id)
 	entries := 0
-	for _, v := range vc {
-		if v != 0 {
-			entries++
-		}
+	for range vc.Entries() {
+		entries++
 	}
 	b = binary.AppendUvarint(b, uint64(entries))
 	last := -1
-	for p, v := range vc {
-		if v != 0 {
-			b = binary.AppendUvarint(b, uint64(p-last))
-			b = binary.AppendUvarint(b, v)
-			last = p
-		}
+	for p, v := range vc.Entries() { // ascending by process, nonzero
+		b = binary.AppendUvarint(b, uint64(p-last))
+		b = binary.AppendUvarint(b, v)
+		last = p
 	}
 	return b
 }
 
 // readTrailer reads the flag byte and, if present, the id and clock; n is
 // the ID space (the cluster's size, or the IDs members may join with),
-// which bounds the clock's length. A sparse clock is returned as an array
-// indexed by process ID up to its last nonzero entry.
-func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err error) {
+// which bounds the clock's length. A sparse clock is returned in the form
+// trace.CompactVC chooses: an array up to its last nonzero entry while
+// that is short or dense enough, else by process ID.
+func readTrailer(b []byte, n int) (id uint64, vc trace.VC, rest []byte, err error) {
 	if len(b) == 0 {
-		return 0, nil, nil, errors.New("no flag byte")
+		return 0, vc, nil, errors.New("no flag byte")
 	}
 	flags, b := b[0], b[1:]
 	if flags&^(flagTraced|flagSparse) != 0 || flags == flagSparse {
-		return 0, nil, nil, fmt.Errorf("unknown flags %#x", flags)
+		return 0, vc, nil, fmt.Errorf("unknown flags %#x", flags)
 	}
 	if flags&flagTraced == 0 {
-		return 0, nil, b, nil
+		return 0, vc, b, nil
 	}
 	id, k := binary.Uvarint(b)
 	if k <= 0 {
-		return 0, nil, nil, errors.New("bad message id")
+		return 0, vc, nil, errors.New("bad message id")
 	}
 	b = b[k:]
 	l, k := binary.Uvarint(b)
 	if k <= 0 || l > uint64(n) {
-		return 0, nil, nil, fmt.Errorf("vector clock of %d entries in a cluster of %d", l, n)
+		return 0, vc, nil, fmt.Errorf("vector clock of %d entries in a cluster of %d", l, n)
 	}
 	b = b[k:]
 	next := func() (uint64, error) {
@@ -384,13 +409,13 @@ func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err erro
 		return v, nil
 	}
 	if flags&flagSparse == 0 {
-		vc = make([]uint64, l)
-		for i := range vc {
-			if vc[i], err = next(); err != nil {
-				return 0, nil, nil, err
+		c := make([]uint64, l)
+		for i := range c {
+			if c[i], err = next(); err != nil {
+				return 0, vc, nil, err
 			}
 		}
-		return id, vc, b, nil
+		return id, trace.DenseVC(c), b, nil
 	}
 	// Entry k's ID is the previous one's plus its delta (the first's, −1
 	// plus it): deltas of at least 1 keep the IDs rising.
@@ -399,24 +424,18 @@ func readTrailer(b []byte, n int) (id uint64, vc []uint64, rest []byte, err erro
 	for k := range ps {
 		d, err := next()
 		if err != nil {
-			return 0, nil, nil, err
+			return 0, vc, nil, err
 		}
 		if d == 0 || d >= uint64(n-last) {
-			return 0, nil, nil, fmt.Errorf("vector clock entry %d: ID %d+%d, beyond the ID space of %d", k, last, d, n)
+			return 0, vc, nil, fmt.Errorf("vector clock entry %d: ID %d+%d, beyond the ID space of %d", k, last, d, n)
 		}
 		last += int(d)
 		if vs[k], err = next(); err != nil {
-			return 0, nil, nil, err
+			return 0, vc, nil, err
 		}
 		ps[k] = last
 	}
-	if l > 0 {
-		vc = make([]uint64, last+1)
-		for k, p := range ps {
-			vc[p] = vs[k]
-		}
-	}
-	return id, vc, b, nil
+	return id, trace.SparseVC(ps, vs), b, nil
 }
 
 // Merge combines the traces of a cluster's nodes into one, ordered by the

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/cohort-go/cohort/trace"
 )
 
 // A traced payload's clock travels as its entries in order in a cluster
@@ -13,11 +15,11 @@ import (
 // cluster that members join; both read back as the array indexed by
 // process ID, the sparse one up to its last nonzero entry.
 func TestTrailerRoundTrip(t *testing.T) {
-	dense := appendTrailer(nil, 42, []uint64{1, 0, 3}, false)
+	dense := appendTrailer(nil, 42, trace.DenseVC([]uint64{1, 0, 3}), false)
 	if want := []byte{flagTraced, 42, 3, 1, 0, 3}; !bytes.Equal(dense, want) {
 		t.Errorf("dense trailer % x, want % x", dense, want)
 	}
-	sparse := appendTrailer(nil, 42, []uint64{0, 2, 0, 0, 0, 0, 0, 9, 0}, true)
+	sparse := appendTrailer(nil, 42, trace.DenseVC([]uint64{0, 2, 0, 0, 0, 0, 0, 9, 0}), true)
 	if want := []byte{flagTraced | flagSparse, 42, 2, 2, 2, 6, 9}; !bytes.Equal(sparse, want) {
 		t.Errorf("sparse trailer % x, want % x", sparse, want)
 	}
@@ -29,10 +31,10 @@ func TestTrailerRoundTrip(t *testing.T) {
 		{dense, 3, []uint64{1, 0, 3}},
 		{sparse, 8, []uint64{0, 2, 0, 0, 0, 0, 0, 9}},
 		{sparse, 1 << 16, []uint64{0, 2, 0, 0, 0, 0, 0, 9}},
-		{appendTrailer(nil, 7, nil, true), 4, nil},
+		{appendTrailer(nil, 7, trace.VC{}, true), 4, nil},
 	} {
 		id, vc, rest, err := readTrailer(append(c.b, 0xEE), c.n)
-		if err != nil || id == 0 || !slices.Equal(vc, c.want) || !bytes.Equal(rest, []byte{0xEE}) {
+		if err != nil || id == 0 || !slices.Equal(vc.Dense(), c.want) || !bytes.Equal(rest, []byte{0xEE}) {
 			t.Errorf("readTrailer(% x, %d) = %d %v % x %v; want %v", c.b, c.n, id, vc, rest, err, c.want)
 		}
 	}
@@ -59,8 +61,8 @@ func TestTrailerRoundTrip(t *testing.T) {
 //
 //	go test -run='^$' -fuzz=FuzzReadTrailer ./live
 func FuzzReadTrailer(f *testing.F) {
-	f.Add(appendTrailer(nil, 42, []uint64{1, 0, 3}, false), 3)
-	f.Add(appendTrailer(nil, 42, []uint64{0, 2, 0, 0, 0, 0, 0, 9}, true), 1<<16)
+	f.Add(appendTrailer(nil, 42, trace.DenseVC([]uint64{1, 0, 3}), false), 3)
+	f.Add(appendTrailer(nil, 42, trace.DenseVC([]uint64{0, 2, 0, 0, 0, 0, 0, 9}), true), 1<<16)
 	f.Add(binary.AppendUvarint([]byte{flagTraced | flagSparse, 1, 1}, 1<<16), 1<<16)
 	f.Fuzz(func(t *testing.T, b []byte, n int) {
 		if n < 1 || n > 1<<16 {
@@ -70,15 +72,18 @@ func FuzzReadTrailer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(vc) > n {
-			t.Fatalf("a clock of %d entries in an ID space of %d", len(vc), n)
+		if vc.Len() > n {
+			t.Fatalf("a clock of %d entries in an ID space of %d", vc.Len(), n)
+		}
+		if vc.Sparse() && vc.Len() <= 64 {
+			t.Fatalf("a short clock (%d entries) held sparse", vc.Len())
 		}
 		id2, vc2, rest, err := readTrailer(appendTrailer(nil, id, vc, true), n)
-		trimmed := vc
+		trimmed := vc.Dense()
 		for len(trimmed) > 0 && trimmed[len(trimmed)-1] == 0 {
 			trimmed = trimmed[:len(trimmed)-1]
 		}
-		if err != nil || id2 != id || len(rest) != 0 || !slices.Equal(vc2, trimmed) {
+		if err != nil || id2 != id || len(rest) != 0 || !slices.Equal(vc2.Dense(), trimmed) {
 			t.Fatalf("re-encoded %d %v: read %d %v % x %v", id, vc, id2, vc2, rest, err)
 		}
 	})

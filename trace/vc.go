@@ -68,6 +68,12 @@ func CompactVC(entries []uint64) VC {
 	return v
 }
 
+// SparseVC returns the vector of entries c[k] of processes ids[k] (in
+// any order; zeros allowed), in the form CompactVC would choose; it
+// keeps neither slice. A live node whose cluster members join keeps its
+// clock this way, one entry per process it has heard of.
+func SparseVC(ids []int, c []uint64) VC { return sparseVC(ids, c) }
+
 // sparseVC returns the vector of entries c[k] of processes ids[k] (in any
 // order; a process given twice: the last holds, as encoding/json reads a
 // repeated key), in the form CompactVC would choose. It keeps neither
