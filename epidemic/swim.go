@@ -118,9 +118,9 @@ type swim struct {
 	n     int
 	inc   uint32
 	left  bool
-	view  []held                 // the facts that differ from "alive at incarnation 0", by ID
-	live  int                    // the members of view held alive or suspected
-	susp  map[proc.ID]*suspected // the members suspected now, by member
+	view  []held                // the facts that differ from "alive at incarnation 0", by ID
+	live  int                   // the members of view held alive or suspected
+	susp  map[proc.ID]suspected // the members suspected now, by member
 	lhm   int
 	queue bqueue             // the dissemination buffer, a heap in piggyback order
 	about map[proc.ID]*bcast // the buffer's update about each member
@@ -662,8 +662,11 @@ func (s *swim) verdict(peer proc.ID) *Fact {
 // suspected.
 func (s *swim) suspicionFact(id proc.ID) *Fact {
 	st, inc := s.lookup(id)
-	x := s.suspicionOf(id)
-	if st != StateSuspect || x == nil {
+	if st != StateSuspect {
+		return nil
+	}
+	x, ok := s.susp[id]
+	if !ok {
 		return nil
 	}
 	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
@@ -1011,9 +1014,9 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		s.closeSuspicion(env, u.Member)
 		s.set(u.Member, StateSuspect, u.Inc)
 		if s.susp == nil {
-			s.susp = map[proc.ID]*suspected{}
+			s.susp = map[proc.ID]suspected{}
 		}
-		s.susp[u.Member] = &suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
+		s.susp[u.Member] = suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
 			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})}
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
@@ -1033,14 +1036,15 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // in the same incarnation: with the dynamic timeout, the timer is set
 // anew to the shorter timeout, from the first suspicion (Lifeguard).
 func (s *swim) confirm(env proc.Env, u Fact) {
-	x := s.suspicionOf(u.Member)
-	if x == nil || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+	x, ok := s.susp[u.Member]
+	if !ok || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
 		return
 	}
 	x.suspecters = append(x.suspecters, u.From)
 	env.CancelTimer(x.timer)
 	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
 	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
+	s.susp[u.Member] = x
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
 
@@ -1096,12 +1100,9 @@ func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 	}
 }
 
-// suspicionOf is the open suspicion of id, or nil.
-func (s *swim) suspicionOf(id proc.ID) *suspected { return s.susp[id] }
-
 // closeSuspicion ends the open suspicion of id, if any.
 func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
-	if x := s.suspicionOf(id); x != nil {
+	if x, ok := s.susp[id]; ok {
 		env.CancelTimer(x.timer)
 		delete(s.susp, id)
 	}
