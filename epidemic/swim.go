@@ -118,9 +118,9 @@ type swim struct {
 	n     int
 	inc   uint32
 	left  bool
-	view  []held      // the facts that differ from "alive at incarnation 0", by ID
-	live  int         // the members of view held alive or suspected
-	susp  []suspected // the members suspected now
+	view  []held                // the facts that differ from "alive at incarnation 0", by ID
+	live  int                   // the members of view held alive or suspected
+	susp  map[proc.ID]suspected // the members suspected now, by member
 	lhm   int
 	queue bqueue             // the dissemination buffer, a heap in piggyback order
 	about map[proc.ID]*bcast // the buffer's update about each member
@@ -662,8 +662,11 @@ func (s *swim) verdict(peer proc.ID) *Fact {
 // suspected.
 func (s *swim) suspicionFact(id proc.ID) *Fact {
 	st, inc := s.lookup(id)
-	x := s.suspicionOf(id)
-	if st != StateSuspect || x == nil {
+	if st != StateSuspect {
+		return nil
+	}
+	x, ok := s.susp[id]
+	if !ok {
 		return nil
 	}
 	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
@@ -1010,8 +1013,11 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		}
 		s.closeSuspicion(env, u.Member)
 		s.set(u.Member, StateSuspect, u.Inc)
-		s.susp = append(s.susp, suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
-			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})})
+		if s.susp == nil {
+			s.susp = map[proc.ID]suspected{}
+		}
+		s.susp[u.Member] = suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
+			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})}
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
 		if gone || u.Inc < inc {
@@ -1030,14 +1036,15 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // in the same incarnation: with the dynamic timeout, the timer is set
 // anew to the shorter timeout, from the first suspicion (Lifeguard).
 func (s *swim) confirm(env proc.Env, u Fact) {
-	x := s.suspicionOf(u.Member)
-	if x == nil || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+	x, ok := s.susp[u.Member]
+	if !ok || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
 		return
 	}
 	x.suspecters = append(x.suspecters, u.From)
 	env.CancelTimer(x.timer)
 	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
 	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
+	s.susp[u.Member] = x
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
 
@@ -1093,21 +1100,11 @@ func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 	}
 }
 
-// suspicionOf is the open suspicion of id, or nil.
-func (s *swim) suspicionOf(id proc.ID) *suspected {
-	for i := range s.susp {
-		if s.susp[i].id == id {
-			return &s.susp[i]
-		}
-	}
-	return nil
-}
-
 // closeSuspicion ends the open suspicion of id, if any.
 func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
-	if x := s.suspicionOf(id); x != nil {
+	if x, ok := s.susp[id]; ok {
 		env.CancelTimer(x.timer)
-		s.susp = slices.DeleteFunc(s.susp, func(x suspected) bool { return x.id == id })
+		delete(s.susp, id)
 	}
 }
 
@@ -1154,15 +1151,21 @@ func (s *swim) suspicionTimeout(c int) time.Duration {
 }
 
 // enqueue puts u in the dissemination buffer, replacing any older update
-// about the same member; a new update goes first.
+// about the same member; a new update goes first. A replaced update
+// becomes the new one in place: it is unsent and newest, and heap.Fix
+// moves it where it belongs — the order is total (no two updates have
+// the same id), so the buffer yields the same sequence as if the old one
+// had left and the new one come in.
 func (s *swim) enqueue(u Fact) {
-	if old, ok := s.about[u.Member]; ok {
-		heap.Remove(&s.queue, old.at)
+	s.made++
+	if b, ok := s.about[u.Member]; ok {
+		b.u, b.sent, b.id = u, 0, s.made
+		heap.Fix(&s.queue, b.at)
+		return
 	}
 	if s.about == nil {
 		s.about = map[proc.ID]*bcast{}
 	}
-	s.made++
 	b := &bcast{u: u, id: s.made}
 	heap.Push(&s.queue, b)
 	s.about[u.Member] = b
