@@ -30,23 +30,13 @@ func TestOpenGroupLearnsEveryMember(t *testing.T) {
 		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Network: net, Faults: faults,
 			Workload: writes(n), Deadline: 2 * time.Second})
 		r.Hold(t, "integrity", "gossip-convergence", "gossip-no-resurrection")
-		learnt := map[proc.ID]map[proc.ID]bool{}
-		for id, evs := range r.Outputs("alive") {
-			learnt[id] = map[proc.ID]bool{}
-			for _, e := range evs {
-				var al epidemic.Alive
-				if err := json.Unmarshal(e.Data, &al); err != nil {
-					t.Fatal(err)
-				}
-				learnt[id][al.Member] = true
-			}
-		}
+		known := learnt(t, r)
 		for i := range proc.ID(n) {
 			for j := range proc.ID(n) {
 				if i == j || j < founders {
 					continue // every member knows the founders from the start
 				}
-				if !learnt[i][j] {
+				if !known[i][j] {
 					t.Errorf("seed %d: p%d never learnt of p%d", seed, i, j)
 				}
 			}
