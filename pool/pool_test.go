@@ -50,7 +50,10 @@ func TestPoolCloseWaits(t *testing.T) {
 }
 
 // A self-sized pool under bursts of 16 concurrent tasks: when a new
-// worker is dear (CreateCost) and idle ones cheap, it grows from 0 to
+// worker is dear (CreateCost, 10 ms: far above the measured part of c₁,
+// a difference of two scheduling delays that a loaded machine, or the
+// race detector, swings by tenths of a millisecond either way) and idle
+// ones cheap, it grows from 0 to
 // about the burst; priced dear to keep (IdleCost), it stays at 0; and a
 // bare pool follows its own measurement — size 0 when a ready goroutine
 // saves nothing (c₁ ≤ 0, as it usually is in Go).
@@ -74,11 +77,11 @@ func TestPoolSizesItself(t *testing.T) {
 		}
 		return p.Stats()
 	}
-	cheap := run(Config{CreateCost: 1e5})
+	cheap := run(Config{CreateCost: 1e7})
 	if cheap.Resizes == 0 || cheap.Size < 8 || cheap.Size > 17 {
 		t.Fatalf("dear to create, cheap to keep: %+v; want a size near the burst of 16", cheap)
 	}
-	dear := run(Config{CreateCost: 1e5, IdleCost: 1e12}) // 1000 s of work per second
+	dear := run(Config{CreateCost: 1e7, IdleCost: 1e13}) // 10,000 s of work per second
 	if dear.Size != 0 {
 		t.Fatalf("dear idle workers: %+v; want size 0", dear)
 	}
