@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -112,17 +113,36 @@ var tooMany = func() string {
 	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }()
 
-// refuse answers a connection beyond the limit, then closes it, having
-// read what the client sent (a close with unread data would reset the
-// connection, and the client might never read the answer).
+// refuse answers a connection beyond the limit, then closes it. It reads
+// the request's head first (within a second), so the answer is the
+// answer to a request — an HTTP client that finds an answer on a
+// connection before it sent anything calls it unsolicited and drops it —
+// and it reads what else the client sent before closing (a close with
+// unread data would reset the connection, and the client might never
+// read the answer).
 func refuse(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
+	readHead(c)
 	_, _ = io.WriteString(c, tooMany)
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+}
+
+// readHead reads from c until the end of a request's head (an empty
+// line), 8 KiB, an error or c's deadline, whichever comes first.
+func readHead(c net.Conn) {
+	var buf [8 << 10]byte
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if bytes.Contains(buf[max(0, n-m-3):n], []byte("\r\n\r\n")) || err != nil {
+			return
+		}
+	}
 }
 
 // slotConn gives its slot back when it closes.

@@ -2,11 +2,16 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,6 +91,67 @@ func TestConnectionLimit(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRefusalAnswersTheRequest: a Go HTTP client over the limit gets the
+// 503 as the answer to its request — the server reads the request before
+// it answers, so the client neither calls the answer unsolicited (and
+// logs it) nor fails with a reset connection. Many clients at once, each
+// on a fresh connection.
+func TestRefusalAnswersTheRequest(t *testing.T) {
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	log.SetOutput(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logged.Write(p) }))
+	defer log.SetOutput(os.Stderr)
+	addr := serve(t, ok, Limits{MaxConns: 1})
+	hold, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	if code, _ := get(t, hold, bufio.NewReader(hold)); code != http.StatusOK {
+		t.Fatalf("the first connection: HTTP %d", code)
+	}
+	var wg sync.WaitGroup
+	codes := make(chan string, 40)
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A client slow to write its request after connecting, so an
+			// answer sent at once would be there before the request.
+			dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				time.Sleep(20 * time.Millisecond)
+				return c, err
+			}
+			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: dial}, Timeout: 10 * time.Second}
+			r, err := c.Get("http://" + addr + "/")
+			if err != nil {
+				codes <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			codes <- fmt.Sprintf("%d %s", r.StatusCode, b)
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if !strings.HasPrefix(c, "503 ") || !strings.Contains(c, "too many connections") {
+			t.Errorf("a client over the limit got %q, want the 503 naming the cause", c)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "Unsolicited") {
+		t.Errorf("the client logged: %s", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestIdleConnectionsAreClosed: a keep-alive connection that carries no
 // request for IdleTimeout is closed by the server.
