@@ -243,7 +243,10 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: replicated queues: %w", err)
 		}
 	}
-	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
+	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
+		func(service string) (proc.Algorithm, bool) {
+			return kindsAlgorithm(cfg.kinds()), service == kindsService
+		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
 			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName
@@ -266,7 +269,8 @@ func New(cfg Config) (*Node, error) {
 	// With services run at boot, the trace is theirs (a trace is one
 	// run); else, beside a trace per kind, the locks'; else it records
 	// everything.
-	var traced func(string) bool
+	// The founders' exchange of their kinds is no part of any run.
+	traced := func(service string) bool { return service != kindsService }
 	switch {
 	case len(cfg.Run) > 0:
 		traced = func(service string) bool { _, ok := cfg.Run[service]; return ok }
@@ -354,6 +358,12 @@ func New(cfg Config) (*Node, error) {
 	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
 	if err := ln.Start(); err != nil {
 		return nil, errors.Join(err, closeAll())
+	}
+	if !joined {
+		// Refused before it runs anything the founders must agree on.
+		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), log); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
 	}
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
