@@ -140,8 +140,8 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			return nil
 		case len(heard) == n-1 || time.Now().After(deadline):
 			id := others[0]
-			return fmt.Errorf("node %d may not start: %w (node %d runs %s; node %d runs %s): every founder must run the same, and %d of the %d founders, this one included, were heard to agree with it, not a majority; change its node.yaml or theirs",
-				self, differ(self, ours, fmt.Sprintf("node %d", id), ParseKinds(heard[id])), self, ours, id, orNone(heard[id]), agree, n)
+			return fmt.Errorf("node %d may not start: %w (node %d runs %s; node %d runs %s): the founders must all run the same, and of the %d only %d, this one included, were heard to run these, not a majority; change node.yaml here or on the others",
+				self, differ(self, ours, fmt.Sprintf("node %d", id), ParseKinds(heard[id])), self, ours, id, orNone(heard[id]), n, agree)
 		}
 		select {
 		case <-ctx.Done():
