@@ -161,6 +161,8 @@ func TestFoundersOfOtherKindsRefuse(t *testing.T) {
 			map[int]string{2: "lock: central at node 2, ricart-agrawala at node 0"}},
 		{"local queues", []proc.Algorithm{raft, raft, raft}, []bool{false, false, true}, 2,
 			map[int]string{2: "queues: local at node 2, replicated at node 0"}},
+		{"queue limits", []proc.Algorithm{raft, raft, raft}, nil, 3,
+			map[int]string{2: "queue_limits: messages:7,"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := len(c.lock)
@@ -178,6 +180,9 @@ func TestFoundersOfOtherKindsRefuse(t *testing.T) {
 							Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 						if c.local != nil {
 							cfg.LocalQueues = c.local[i]
+						}
+						if c.name == "queue limits" && i == 2 {
+							cfg.QueueLimits.Messages = 7
 						}
 						nd, err := New(cfg)
 						if errs[i] = err; err == nil {
@@ -201,6 +206,9 @@ func TestFoundersOfOtherKindsRefuse(t *testing.T) {
 					ours := Config{Lock: c.lock[i], Group: seq}
 					if c.local != nil {
 						ours.LocalQueues = c.local[i]
+					}
+					if c.name == "queue limits" {
+						ours.QueueLimits.Messages = 7
 					}
 					if !strings.Contains(err.Error(), "runs "+ours.kinds().String()) {
 						t.Errorf("node %d: %v; want it to name its kinds %q", i, err, ours.kinds())

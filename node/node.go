@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
@@ -243,25 +244,31 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: replicated queues: %w", err)
 		}
 	}
+	// A replicated log starts here only once the founders agree on their
+	// kinds (founders.go): until then a peer's message for one is dropped
+	// (the leader sends it again), so that a founder refused for other
+	// limits of the replicated queues, say, never applied an entry.
+	var agreed atomic.Bool
+	agreed.Store(joined)
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
 			return kindsAlgorithm(cfg.kinds()), service == kindsService
 		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName
+			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName && agreed.Load()
 		})
 	}
 	if replicatedGroups {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName
+			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName && agreed.Load()
 		})
 	} else {
 		resolvers = append(resolvers, group.Resolver(cfg.Group))
 	}
 	if replicated {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return lock.ReplicatedAlgorithm(cfg.Raft), service == lock.ServiceName
+			return lock.ReplicatedAlgorithm(cfg.Raft), service == lock.ServiceName && agreed.Load()
 		})
 	} else {
 		resolvers = append(resolvers, lock.Resolver(cfg.Lock))
@@ -364,6 +371,7 @@ func New(cfg Config) (*Node, error) {
 		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), log); err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
+		agreed.Store(true)
 	}
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
