@@ -32,8 +32,8 @@ import (
 // restarted with another config — are logged as errors by the founders
 // already running, and that founder refuses unless it has a majority.
 
-// founderWait bounds how long a founder waits, as it starts, to hear the
-// kinds of the other founders.
+// founderWait is how long a founder waits, as it starts, to hear the
+// kinds of the other founders, unless Config.FoundersWait says otherwise.
 const founderWait = time.Second
 
 // kindsService is the service through which the founders tell each other
@@ -102,7 +102,7 @@ func (p *kindsProc) Input(proc.Env, proc.Input) {}
 // the rule above: an error (ErrKinds) if this founder must not start. A
 // founder that starts keeps the service running, and logs every founder
 // heard from then on with other kinds.
-func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, log *slog.Logger) error {
+func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, log *slog.Logger) error {
 	if n < 2 {
 		return nil
 	}
@@ -112,7 +112,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 	}
 	majority := n/2 + 1
 	var heard map[proc.ID]string
-	deadline := time.Now().Add(founderWait)
+	deadline := time.Now().Add(wait)
 	for {
 		if err := svc.Read(func(p proc.Process) { heard = maps.Clone(p.(*kindsProc).heard) }); err != nil {
 			return err

@@ -129,6 +129,12 @@ type Config struct {
 	MembersParams epidemic.Params
 	Contact       proc.ID
 
+	// FoundersWait bounds how long a founder waits, as it starts, to hear
+	// the other founders' kinds (founders.go): 0, a second; negative, no
+	// check — for founders built from one configuration, such as the
+	// nodes of a cluster in one process.
+	FoundersWait time.Duration
+
 	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
 	// or joined (a joined node also needs Members, whose map spreads the
 	// members' addresses).
@@ -249,7 +255,7 @@ func New(cfg Config) (*Node, error) {
 	// (the leader sends it again), so that a founder refused for other
 	// limits of the replicated queues, say, never applied an entry.
 	var agreed atomic.Bool
-	agreed.Store(joined)
+	agreed.Store(joined || cfg.FoundersWait < 0)
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
 			return kindsAlgorithm(cfg.kinds()), service == kindsService
@@ -366,13 +372,13 @@ func New(cfg Config) (*Node, error) {
 	if err := ln.Start(); err != nil {
 		return nil, errors.Join(err, closeAll())
 	}
-	if !joined {
+	if !joined && cfg.FoundersWait >= 0 {
 		// Refused before it runs anything the founders must agree on.
-		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), log); err != nil {
+		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), log); err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
-		agreed.Store(true)
 	}
+	agreed.Store(true)
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), closeAll())
