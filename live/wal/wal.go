@@ -15,12 +15,8 @@
 // reason). An 8-byte record header of zeros is never a record (the CRC of
 // a zero length is not zero): where a record would begin, it ends the log.
 //
-// Appends are buffered in memory; Sync writes them and makes them durable
-// in one system call, pwritev2 with RWF_DSYNC: the write returns once its
-// data, and what it takes to read them back, are on the disk — the
-// per-write form of O_DSYNC, what write followed by fdatasync does in two
-// calls. Where the kernel or file system does not take that flag (ENOSYS,
-// EOPNOTSUPP), a write and fdatasync. Replace (compaction) writes the new
+// Appends are buffered in memory; Sync writes them with one write and
+// makes them durable with fdatasync. Replace (compaction) writes the new
 // log to a temporary file, syncs it, renames it over the old one and syncs
 // the directory, so that a crash leaves one log or the other, whole.
 //
@@ -49,7 +45,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -365,7 +360,7 @@ func (l *Log) SyncLater() (write func() error) {
 		err := l.err
 		return func() error { return err }
 	}
-	b, f, off := l.buf, l.f, l.size
+	b, f := l.buf, l.f
 	l.buf = nil
 	l.size += int64(len(b))
 	from, to := l.alloc, l.alloc
@@ -382,7 +377,9 @@ func (l *Log) SyncLater() (write func() error) {
 		}
 		if err := preallocate(f, from, to); err != nil {
 			*errp = err
-		} else if err := writeDurable(f, b, off); err != nil {
+		} else if _, err := f.Write(b); err != nil {
+			*errp = err
+		} else if err := fdatasync(f); err != nil {
 			*errp = err
 		}
 		return *errp
@@ -419,7 +416,10 @@ func (l *Log) Sync() error {
 		}
 		l.alloc = spaceFor(need)
 	}
-	if err := writeDurable(l.f, l.buf, l.size); err != nil {
+	if _, err := l.f.Write(l.buf); err != nil {
+		return l.fail(err)
+	}
+	if err := fdatasync(l.f); err != nil {
 		return l.fail(err)
 	}
 	l.size += int64(len(l.buf))
@@ -496,48 +496,6 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// noDSync is set once a write with RWF_DSYNC was refused as unsupported:
-// from then on every log writes and then calls fdatasync.
-var noDSync atomic.Bool
-
-// pwritev2 is the system call, a variable so that a test can refuse it.
-var pwritev2 = unix.Pwritev2
-
-// writeDurable writes b at offset off of f and returns once it is
-// durable. With RWF_DSYNC one call does both: O_DSYNC semantics for this
-// write alone (Linux 4.7 and later), the data written and the metadata
-// needed to read them back — an extent's allocation, the file's size —
-// made durable before it returns, as fdatasync after the write would.
-// A kernel without pwritev2 (ENOSYS) or one that does not take the flag
-// (EOPNOTSUPP) gets the two calls.
-func writeDurable(f *os.File, b []byte, off int64) error {
-	fd := int(f.Fd())
-	for len(b) > 0 && !noDSync.Load() {
-		n, err := pwritev2(fd, [][]byte{b}, off, unix.RWF_DSYNC)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.ENOSYS || err == unix.EOPNOTSUPP:
-			noDSync.Store(true)
-		case err != nil:
-			return err
-		case n == 0:
-			return io.ErrShortWrite
-		default:
-			// What was written is durable; the rest, if the write was
-			// short, follows.
-			b, off = b[n:], off+int64(n)
-		}
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := f.WriteAt(b, off); err != nil {
-		return err
-	}
-	return fdatasync(f)
 }
 
 func fdatasync(f *os.File) error {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
 
@@ -618,109 +617,4 @@ func TestPowerCut(t *testing.T) {
 		}
 		os.Remove(path)
 	})
-}
-
-// stubPwritev2 puts f in place of the system call for the rest of the
-// test, and lets the next log try RWF_DSYNC again.
-func stubPwritev2(t *testing.T, f func(fd int, iovs [][]byte, off int64, flags int) (int, error)) {
-	t.Cleanup(func() { pwritev2 = unix.Pwritev2; noDSync.Store(false) })
-	pwritev2 = f
-	noDSync.Store(false)
-}
-
-// TestSyncIsOneDSyncWrite: Sync writes what was appended in one
-// pwritev2 with RWF_DSYNC at the log's end — a short write is followed by
-// the rest — and the records are there after a reopen.
-func TestSyncIsOneDSyncWrite(t *testing.T) {
-	type call struct {
-		off   int64
-		n     int
-		flags int
-	}
-	var calls []call
-	total := 0
-	stubPwritev2(t, func(fd int, iovs [][]byte, off int64, flags int) (int, error) {
-		b := iovs[0]
-		if total++; total == 2 {
-			b = b[:len(b)/2] // the second sync's write is short
-		}
-		n, err := unix.Pwritev2(fd, [][]byte{b}, off, flags)
-		calls = append(calls, call{off, n, flags})
-		return n, err
-	})
-	path := filepath.Join(t.TempDir(), "x.log")
-	l := open(t, path)
-	for i, rs := range [][][]byte{recsOf("a", "bb"), recsOf("ccc")} {
-		from := l.Size()
-		mustAppend(t, l, rs...)
-		if err := l.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		var wrote int
-		for _, c := range calls {
-			if c.flags != unix.RWF_DSYNC || c.off != from+int64(wrote) {
-				t.Fatalf("sync %d: %+v; want RWF_DSYNC writes from offset %d on", i, calls, from)
-			}
-			wrote += c.n
-		}
-		if int64(wrote) != l.Size()-from {
-			t.Fatalf("sync %d wrote %d bytes in %+v; want %d", i, wrote, calls, l.Size()-from)
-		}
-		if want := []int{1, 2}[i]; len(calls) != want {
-			t.Fatalf("sync %d: %d writes; want %d", i, len(calls), want)
-		}
-		calls = nil
-	}
-	l.Close()
-	if got := open(t, path).Recovered(); !equal(got, recsOf("a", "bb", "ccc")) {
-		t.Fatalf("recovered %q", got)
-	}
-}
-
-// TestWithoutDSync: where pwritev2 or its RWF_DSYNC flag is not
-// supported, a log writes and calls fdatasync instead — from the first
-// refusal on, without asking again — and keeps what it synced, through
-// Sync and SyncLater alike.
-func TestWithoutDSync(t *testing.T) {
-	for _, refusal := range []error{unix.ENOSYS, unix.EOPNOTSUPP} {
-		t.Run(refusal.Error(), func(t *testing.T) {
-			asked := 0
-			stubPwritev2(t, func(int, [][]byte, int64, int) (int, error) { asked++; return 0, refusal })
-			path := filepath.Join(t.TempDir(), "x.log")
-			l := open(t, path)
-			mustAppend(t, l, recsOf("a", "bb")...)
-			if err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			mustAppend(t, l, recsOf("ccc")...)
-			if err := l.SyncLater()(); err != nil {
-				t.Fatal(err)
-			}
-			mustAppend(t, l, recsOf("dddd")...)
-			if err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			mustAppend(t, l, recsOf("unsynced")...)
-			l.Close()
-			if asked != 1 {
-				t.Errorf("pwritev2 asked %d times; want once, then never again", asked)
-			}
-			l = open(t, path)
-			defer l.Close()
-			if got := l.Recovered(); !equal(got, recsOf("a", "bb", "ccc", "dddd")) {
-				t.Fatalf("recovered %q", got)
-			}
-		})
-	}
-	// Another error is the write's failure, not a missing feature.
-	stubPwritev2(t, func(int, [][]byte, int64, int) (int, error) { return 0, unix.EIO })
-	l := open(t, filepath.Join(t.TempDir(), "y.log"))
-	defer l.Close()
-	mustAppend(t, l, recsOf("a")...)
-	if err := l.Sync(); !errors.Is(err, unix.EIO) {
-		t.Fatalf("Sync after EIO: %v; want it", err)
-	}
-	if err := l.Append([]byte("b")); err == nil {
-		t.Fatal("a log whose write failed took an append")
-	}
 }
