@@ -282,8 +282,7 @@ func New(cfg Config) (*Node, error) {
 	// With services run at boot, the trace is theirs (a trace is one
 	// run); else, beside a trace per kind, the locks'; else it records
 	// everything.
-	// The founders' exchange of their kinds is no part of any run.
-	traced := func(service string) bool { return service != kindsService }
+	var traced func(string) bool
 	switch {
 	case len(cfg.Run) > 0:
 		traced = func(service string) bool { _, ok := cfg.Run[service]; return ok }
@@ -310,10 +309,12 @@ func New(cfg Config) (*Node, error) {
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
 		TraceStates:  cfg.TraceStates,
 		TraceService: traced,
-		TraceDir:     cfg.TraceDir,
-		DataDir:      cfg.DataDir,
-		MaxServices:  cfg.MaxServices,
-		IDs:          ids,
+		// The founders' exchange of their kinds is no part of any run.
+		Untraced:    func(service string) bool { return service == kindsService },
+		TraceDir:    cfg.TraceDir,
+		DataDir:     cfg.DataDir,
+		MaxServices: cfg.MaxServices,
+		IDs:         ids,
 	})
 	if err != nil {
 		return nil, err
