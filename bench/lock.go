@@ -429,7 +429,8 @@ func startLockCluster(n int, a proc.Algorithm, log *slog.Logger) (_ *lockCluster
 		return nil, err
 	}
 	for i, tr := range trs {
-		nc := node.Config{ID: proc.ID(i), N: n, Transport: tr, Lock: a, Group: seq, Logger: log}
+		nc := node.Config{ID: proc.ID(i), N: n, Transport: tr, Lock: a, Group: seq, Logger: log,
+			FoundersWait: -1} // one configuration: nothing to check
 		if c.replicated {
 			nc.DataDir = filepath.Join(c.dir, fmt.Sprintf("node%d", i))
 		}

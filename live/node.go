@@ -72,6 +72,10 @@ type Config struct {
 	// TraceService, if set, says which services the trace records (every
 	// one, if nil).
 	TraceService func(service string) bool
+	// Untraced, if set, names services that no trace records, neither
+	// Trace nor TraceDir: the node's own housekeeping, no run of an
+	// algorithm anyone studies.
+	Untraced func(service string) bool
 	// TraceStates, with Trace, records each traced service's own
 	// description of its state (proc.Describer) after each step it takes
 	// (its start, and each message, timer and input it handles) in the
@@ -445,6 +449,9 @@ func (n *Node) Close() error {
 // TraceDir, opened with the first service of the kind. The caller holds
 // mu.
 func (n *Node) tracerOf(name string, a proc.Algorithm, open bool) (*tracer, error) {
+	if n.cfg.Untraced != nil && n.cfg.Untraced(name) {
+		return nil, nil
+	}
 	if n.tr != nil && !open && (n.cfg.TraceService == nil || n.cfg.TraceService(name)) {
 		return n.tr, nil
 	}

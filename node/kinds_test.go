@@ -8,13 +8,19 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/members"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/registry"
 )
 
 func TestKindsDiffer(t *testing.T) {
@@ -126,4 +132,90 @@ func TestJoinerOfOtherKindsIsRefused(t *testing.T) {
 	c.votersAre(0, 1, 2)
 	// The founders still grant.
 	c.lockAt(2, "jobs")
+}
+
+// Founders that disagree on their kinds are held to the majority's: of
+// three started at once with one lock algorithm twice and another once,
+// the odd one refuses (ErrKinds, naming both values and both sets) and
+// the others start; of two that differ, both refuse; a founder started
+// beside running founders of other kinds refuses, as does one whose
+// queues differ beside replicated ones. Founders that agree all start.
+func TestFoundersOfOtherKindsRefuse(t *testing.T) {
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	central, _ := registry.Find("mutex", "central")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	raft := lock.ReplicatedAlgorithm(consensus.DefaultConfig)
+	for _, c := range []struct {
+		name    string
+		lock    []proc.Algorithm
+		local   []bool // LocalQueues
+		late    int    // the founders from this one on start once the others run
+		refused map[int]string
+	}{
+		{"alike", []proc.Algorithm{ra, ra, ra}, nil, 3, nil},
+		{"one of three", []proc.Algorithm{ra, ra, central}, nil, 3,
+			map[int]string{2: "lock: central at node 2, ricart-agrawala at node 0"}},
+		{"one of two", []proc.Algorithm{ra, central}, nil, 2,
+			map[int]string{0: "lock: ricart-agrawala at node 0, central at node 1", 1: "lock: central at node 1, ricart-agrawala at node 0"}},
+		{"late", []proc.Algorithm{ra, ra, central}, nil, 2,
+			map[int]string{2: "lock: central at node 2, ricart-agrawala at node 0"}},
+		{"local queues", []proc.Algorithm{raft, raft, raft}, []bool{false, false, true}, 2,
+			map[int]string{2: "queues: local at node 2, replicated at node 0"}},
+		{"queue limits", []proc.Algorithm{raft, raft, raft}, nil, 3,
+			map[int]string{2: "queue_limits: messages:7,"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := len(c.lock)
+			net, err := transport.NewInProc(n, transport.InProcConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := make([]error, n)
+			startAll := func(from, to int) {
+				var wg sync.WaitGroup
+				for i := from; i < to; i++ {
+					wg.Go(func() {
+						ep, _ := net.Endpoint(proc.ID(i))
+						cfg := Config{ID: proc.ID(i), N: n, Transport: ep, Lock: c.lock[i], Group: seq,
+							Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+						if c.local != nil {
+							cfg.LocalQueues = c.local[i]
+						}
+						if c.name == "queue limits" && i == 2 {
+							cfg.QueueLimits.Messages = 7
+						}
+						nd, err := New(cfg)
+						if errs[i] = err; err == nil {
+							t.Cleanup(func() { nd.Close() })
+						}
+					})
+				}
+				wg.Wait()
+			}
+			startAll(0, min(c.late, n))
+			startAll(c.late, n)
+			for i, err := range errs {
+				says, refused := c.refused[i]
+				switch {
+				case !refused && err != nil:
+					t.Errorf("node %d: %v; want it started", i, err)
+				case refused && (!errors.Is(err, ErrKinds) || !strings.Contains(err.Error(), says)):
+					t.Errorf("node %d: %v; want ErrKinds naming %q", i, err, says)
+				case refused:
+					// Both sets, whole.
+					ours := Config{Lock: c.lock[i], Group: seq}
+					if c.local != nil {
+						ours.LocalQueues = c.local[i]
+					}
+					if c.name == "queue limits" {
+						ours.QueueLimits.Messages = 7
+					}
+					if !strings.Contains(err.Error(), "runs "+ours.kinds().String()) {
+						t.Errorf("node %d: %v; want it to name its kinds %q", i, err, ours.kinds())
+					}
+					t.Logf("node %d refused: %v", i, err)
+				}
+			}
+		})
+	}
 }

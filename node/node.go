@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
@@ -127,6 +128,12 @@ type Config struct {
 	Members       bool
 	MembersParams epidemic.Params
 	Contact       proc.ID
+
+	// FoundersWait bounds how long a founder waits, as it starts, to hear
+	// the other founders' kinds (founders.go): 0, a second; negative, no
+	// check — for founders built from one configuration, such as the
+	// nodes of a cluster in one process.
+	FoundersWait time.Duration
 
 	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
 	// or joined (a joined node also needs Members, whose map spreads the
@@ -243,22 +250,31 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: replicated queues: %w", err)
 		}
 	}
-	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election)}
+	// A replicated log starts here only once the founders agree on their
+	// kinds (founders.go): until then a peer's message for one is dropped
+	// (the leader sends it again), so that a founder refused for other
+	// limits of the replicated queues, say, never applied an entry.
+	var agreed atomic.Bool
+	agreed.Store(joined || cfg.FoundersWait < 0)
+	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
+		func(service string) (proc.Algorithm, bool) {
+			return kindsAlgorithm(cfg.kinds()), service == kindsService
+		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName
+			return queue.ReplicatedAlgorithm(rqc), service == queue.ServiceName && agreed.Load()
 		})
 	}
 	if replicatedGroups {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName
+			return group.ReplicatedAlgorithm(cfg.Raft), service == group.ServiceName && agreed.Load()
 		})
 	} else {
 		resolvers = append(resolvers, group.Resolver(cfg.Group))
 	}
 	if replicated {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
-			return lock.ReplicatedAlgorithm(cfg.Raft), service == lock.ServiceName
+			return lock.ReplicatedAlgorithm(cfg.Raft), service == lock.ServiceName && agreed.Load()
 		})
 	} else {
 		resolvers = append(resolvers, lock.Resolver(cfg.Lock))
@@ -293,10 +309,12 @@ func New(cfg Config) (*Node, error) {
 		Trace: cfg.Trace, TraceFamily: cfg.TraceFamily, TraceAlgo: cfg.TraceAlgo, TraceResume: cfg.TraceResume,
 		TraceStates:  cfg.TraceStates,
 		TraceService: traced,
-		TraceDir:     cfg.TraceDir,
-		DataDir:      cfg.DataDir,
-		MaxServices:  cfg.MaxServices,
-		IDs:          ids,
+		// The founders' exchange of their kinds is no part of any run.
+		Untraced:    func(service string) bool { return service == kindsService },
+		TraceDir:    cfg.TraceDir,
+		DataDir:     cfg.DataDir,
+		MaxServices: cfg.MaxServices,
+		IDs:         ids,
 	})
 	if err != nil {
 		return nil, err
@@ -355,6 +373,13 @@ func New(cfg Config) (*Node, error) {
 	if err := ln.Start(); err != nil {
 		return nil, errors.Join(err, closeAll())
 	}
+	if !joined && cfg.FoundersWait >= 0 {
+		// Refused before it runs anything the founders must agree on.
+		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), log); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+	}
+	agreed.Store(true)
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), closeAll())

@@ -129,6 +129,9 @@ func TestTraceDirGivesEachKindItsTrace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node0", "lock.jsonl")); err == nil {
 		t.Error("the locks have a trace in the directory too")
 	}
+	if _, err := os.Stat(filepath.Join(dir, "node0", kindsService+".jsonl")); err == nil {
+		t.Error("the founders' exchange of their kinds has a trace, as if a run")
+	}
 
 	// The groups: a multicast run of total-sequencer, every member
 	// delivering every message, which the algorithm's checkers pass.

@@ -145,7 +145,8 @@ func clusterInProc(ctx context.Context, out, errw io.Writer, n int, a proc.Algor
 		if err != nil {
 			return &exitError{1, err}
 		}
-		nd, err := node.New(node.Config{ID: proc.ID(i), N: n, Transport: ep, Lock: a, Group: galgo, Logger: log})
+		nd, err := node.New(node.Config{ID: proc.ID(i), N: n, Transport: ep, Lock: a, Group: galgo, Logger: log,
+			FoundersWait: -1}) // one configuration: nothing to check
 		if err != nil {
 			return &exitError{1, err}
 		}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,5 +364,41 @@ func TestClusterUpChecksTheGroupAlgorithm(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("cluster up %s: exit %d, %q; want exit 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
 		}
+	}
+}
+
+// Two founders started with other locks behind the service: neither has
+// a majority that agrees with it, so both refuse to start, exit 2, naming
+// both values.
+func TestFoundersOfOtherKindsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	var addrs [2]string
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = ln.Addr().String()
+		ln.Close()
+	}
+	algos := [2]string{"ricart-agrawala", "central"}
+	var wg sync.WaitGroup
+	codes, errs := [2]int{}, [2]string{}
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
+		yaml := fmt.Sprintf("id: %d\nlisten: %s\napi: 127.0.0.1:0\npeers: {0: %s, 1: %s}\nsecret: 0123456789abcdef\nlock: %s\ngroup: total-sequencer\n",
+			i, addrs[i], addrs[0], addrs[1], algos[i])
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { codes[i], _, errs[i] = binCLI(t, "node", "--config", p) })
+	}
+	wg.Wait()
+	for i := range 2 {
+		want := fmt.Sprintf("lock: %s at node %d, %s at node %d", algos[i], i, algos[1-i], 1-i)
+		if codes[i] != 2 || !strings.Contains(errs[i], want) {
+			t.Errorf("node %d: exit %d, %q; want 2 naming %q", i, codes[i], errs[i], want)
+		}
+		t.Logf("node %d: exit %d: %s", i, codes[i], errs[i])
 	}
 }
