@@ -25,17 +25,22 @@ func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act
 
 // labelAt is the label of act on the i-th pending event.
 func (r *run) labelAt(i int, act Act) label {
-	in := r.q.ev(i)
+	return labelOf(r.q.ev(i), act, r.cfg.Timing == Sync)
+}
+
+// labelOf is the label of act on the pending event in, in Sync if sync.
+func labelOf(in *pending, act Act, sync bool) label {
 	node := int32(in.node)
-	if r.cfg.Timing == Sync && in.class == timerEvent {
+	if sync && in.class == timerEvent {
 		node = -1
 	}
-	id := in.fire
 	if act != Fire {
-		id = add(in.h, uint64(act))
+		return label{id: actID(in.h, act), node: node}
 	}
-	return label{id: id, node: node}
+	return label{id: in.fire, node: node}
 }
+
+func actID(h uint64, act Act) uint64 { return add(h, uint64(act)) }
 
 func (e *explorer) dfs() error {
 	r, err := e.replay(nil)

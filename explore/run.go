@@ -152,10 +152,11 @@ func (r *run) enabled(chs []choice, labels []label, labelled bool) ([]choice, []
 			}
 		}
 	}
+	inSync := c.Timing == Sync
 	step := func(i int, seq uint64, act Act) {
 		chs = append(chs, choice{seq, act})
 		if labelled {
-			labels = append(labels, r.labelAt(i, act))
+			labels = append(labels, labelOf(&q.info[i], act, inSync)) // described: ev(i) came first
 		}
 	}
 	for i, k := range q.keys {
