@@ -25,26 +25,22 @@ func (r *run) label(ch choice) label { return r.labelAt(r.q.find(ch.seq), ch.act
 
 // labelAt is the label of act on the i-th pending event.
 func (r *run) labelAt(i int, act Act) label {
-	in := r.q.ev(i)
-	node := int32(in.node)
-	if r.cfg.Timing == Sync && in.class == timerEvent {
-		node = -1
-	}
-	return label{id: add(in.h, uint64(act)), node: node}
+	return labelOf(r.q.ev(i), act, r.cfg.Timing == Sync)
 }
 
-// labels appends the labels of chs, steps enabled now (in the order of
-// choices: by Seq, as the pending events are), to out.
-func (r *run) labels(chs []choice, out []label) []label {
-	i := 0
-	for _, ch := range chs {
-		for r.q.keys[i].Seq != ch.seq {
-			i++
-		}
-		out = append(out, r.labelAt(i, ch.act))
+// labelOf is the label of act on the pending event in, in Sync if sync.
+func labelOf(in *pending, act Act, sync bool) label {
+	node := int32(in.node)
+	if sync && in.class == timerEvent {
+		node = -1
 	}
-	return out
+	if act != Fire {
+		return label{id: actID(in.h, act), node: node}
+	}
+	return label{id: in.fire, node: node}
 }
+
+func actID(h uint64, act Act) uint64 { return add(h, uint64(act)) }
 
 func (e *explorer) dfs() error {
 	r, err := e.replay(nil)
@@ -101,17 +97,14 @@ func (e *explorer) dfs() error {
 // storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
+	if again && cfg.POR && e.seen.Tag(slot) == 0 {
+		return false, nil // explored with an empty sleep set, a subset of any
+	}
 	lv := e.level(len(path))
-	lv.chs = r.choices(lv.chs)
-	chs := lv.chs
-	var labels []label
+	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR)
+	chs, labels := lv.chs, lv.labels
 	if cfg.POR {
-		lv.labels = r.labels(chs, lv.labels[:0])
-		labels = lv.labels
 		if again {
-			if e.seen.Tag(slot) == 0 {
-				return false, nil // explored with an empty sleep set, a subset of any
-			}
 			var pruned bool
 			if sleep, pruned = e.againSleep(lv, labels, sleep, fp, slot); pruned {
 				return false, nil
@@ -224,7 +217,6 @@ func (e *explorer) frame(d int) *saved {
 type level struct {
 	chs            []choice
 	labels, stored []label
-	ids            []uint64 // scratch for ranker
 	done           []label
 	sleep          []label // the sleep set of this depth's state
 }
@@ -249,42 +241,24 @@ const (
 	overflowTag = 0xFFFF
 )
 
-// ranker finds ranks among one state's labels: by counting, for a few
-// lookups, else by binary search in the ids sorted once.
-type ranker struct {
-	labels []label
-	sorted []uint64 // labels' ids sorted, once more than a few are looked up
-}
-
-// reset readies k for lookups ranks among labels, sorting in scratch's
-// storage if it is worth it; it returns the scratch storage.
-func (k *ranker) reset(labels []label, lookups int, scratch []uint64) []uint64 {
-	k.labels, k.sorted = labels, nil
-	if lookups <= 4 {
-		return scratch
-	}
-	k.sorted = scratch[:0]
+// rank returns id's rank among labels (how many have a smaller id), and
+// whether it is one of them. Counting, without branches to mispredict,
+// costs less than sorting the ids for binary search: a state has at most
+// 32 labels here, and a sleep set rarely more than 20. (Kept out of line:
+// inlined in its callers' loops, its counters lived on the stack.)
+//
+//go:noinline
+func rank(labels []label, id uint64) (int, bool) {
+	n, found := 0, 0
 	for _, l := range labels {
-		k.sorted = append(k.sorted, l.id)
-	}
-	slices.Sort(k.sorted)
-	return k.sorted
-}
-
-// rank returns id's rank among the labels, and whether it is one of them.
-func (k *ranker) rank(id uint64) (int, bool) {
-	if k.sorted != nil {
-		return slices.BinarySearch(k.sorted, id)
-	}
-	n, found := 0, false
-	for _, l := range k.labels {
 		if l.id < id {
 			n++
-		} else if l.id == id {
-			found = true
+		}
+		if l.id == id {
+			found = 1
 		}
 	}
-	return n, found
+	return n, found != 0
 }
 
 func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot int) {
@@ -297,11 +271,9 @@ func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot 
 		e.sleeps[fp] = slices.Clone(sleep)
 		return
 	}
-	var k ranker
-	lv.ids = k.reset(labels, len(sleep), lv.ids)
 	var m uint32
 	for _, s := range sleep {
-		if i, ok := k.rank(s.id); ok {
+		if i, ok := rank(labels, s.id); ok {
 			m |= 1 << uint(i)
 		}
 	}
@@ -331,12 +303,13 @@ func (e *explorer) againSleep(lv *level, labels, sleep []label, fp uint64, slot 
 	default:
 		m = uint32(t)
 	}
-	var k ranker
-	lv.ids = k.reset(labels, len(sleep), lv.ids)
-	var in uint32 // the bits of sleep's enabled labels
+	var in uint32 // the bits of sleep's enabled labels, so far
 	out := lv.stored[:0]
 	for _, s := range sleep {
-		if i, ok := k.rank(s.id); ok {
+		if m&^in == 0 {
+			return nil, true // pruned: no need to rank the rest
+		}
+		if i, ok := rank(labels, s.id); ok {
 			in |= 1 << uint(i)
 			if m&(1<<uint(i)) != 0 {
 				out = append(out, s)

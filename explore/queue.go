@@ -71,7 +71,7 @@ func (q *queue) Push(k sim.Key) {
 			}
 			q.known[h] = true
 			q.added = append(q.added, h)
-			q.insert(k, pending{node: d.Node, from: d.From, h: eventHash(d, ph, nil), class: classOf(d), ok: true})
+			q.insert(k, described(d, eventHash(d, ph, nil)))
 			return
 		}
 	}
@@ -94,10 +94,20 @@ func (q *queue) insert(k sim.Key, in pending) {
 // being built cannot be described yet. It holds no pointer, so saving
 // and restoring the queue copies plain memory.
 type pending struct {
-	h          uint64
-	node, from proc.ID
-	class      eventClass
-	ok         bool
+	h uint64
+	// mixed is mix64(h), the event's term in a fingerprint's sum (but in
+	// Sync, where the term depends on the time too); fire is the label id
+	// of firing it (dfs.go). Both are computed once per event, not once
+	// per state the event is pending in.
+	mixed, fire uint64
+	node, from  proc.ID
+	class       eventClass
+	ok          bool
+}
+
+// described is what queue knows of the event p, whose contents hash to h.
+func described(p sim.Pending, h uint64) pending {
+	return pending{h: h, mixed: mix64(h), fire: add(h, uint64(Fire)), node: p.Node, from: p.From, class: classOf(p), ok: true}
 }
 
 // eventClass sorts pending events for choices.
@@ -127,13 +137,15 @@ func classOf(p sim.Pending) eventClass {
 func (q *queue) ev(i int) *pending {
 	in := &q.info[i]
 	if !in.ok {
-		k := q.keys[i]
-		p := q.s.Describe(k.Slot)
-		in.h = eventHash(p, q.h.of(q.s.Payload(k.Slot)), nil)
-		in.node, in.from, in.class = p.Node, p.From, classOf(p)
-		in.ok = true
+		q.describe(i)
 	}
 	return in
+}
+
+func (q *queue) describe(i int) {
+	k := q.keys[i]
+	p := q.s.Describe(k.Slot)
+	q.info[i] = described(p, eventHash(p, q.h.of(q.s.Payload(k.Slot)), nil))
 }
 
 // copyOf holds k2, a copy of the i-th event (a duplicate, or a message of

@@ -130,7 +130,14 @@ func (r *run) dropStale() {
 // the pending events' in Seq order (q.keys's), each event's acts in the
 // order fire, drop, duplicate.
 func (r *run) choices(out []choice) []choice {
-	out = out[:0]
+	out, _ = r.enabled(out, nil, false)
+	return out
+}
+
+// enabled appends the steps enabled now to chs (as choices orders them)
+// and, if labelled, their labels to labels (in the same order).
+func (r *run) enabled(chs []choice, labels []label, labelled bool) ([]choice, []label) {
+	chs = chs[:0]
 	c := r.cfg
 	q := r.q
 	minOther, minTimer := int64(1<<62), int64(1<<62)
@@ -145,36 +152,43 @@ func (r *run) choices(out []choice) []choice {
 			}
 		}
 	}
+	inSync := c.Timing == Sync
+	step := func(i int, seq uint64, act Act) {
+		chs = append(chs, choice{seq, act})
+		if labelled {
+			labels = append(labels, labelOf(&q.info[i], act, inSync)) // described: ev(i) came first
+		}
+	}
 	for i, k := range q.keys {
 		e := q.ev(i)
 		switch e.class {
 		case crashEvent:
 			if r.used[0] < c.Crashes && r.s.Up(e.node) {
-				out = append(out, choice{k.Seq, Fire})
+				step(i, k.Seq, Fire)
 			}
 		case timerEvent:
 			if c.Timing == Sync && (k.At > minOther || k.At > minTimer) {
 				continue // a timeout never fires before a message due earlier
 			}
-			out = append(out, choice{k.Seq, Fire})
+			step(i, k.Seq, Fire)
 		case deliverEvent:
 			if c.FIFO && slices.ContainsFunc(q.info[:i], func(o pending) bool {
 				return o.class == deliverEvent && o.node == e.node && o.from == e.from
 			}) {
 				continue // an earlier message on the same channel goes first
 			}
-			out = append(out, choice{k.Seq, Fire})
+			step(i, k.Seq, Fire)
 			if r.used[1] < c.Losses {
-				out = append(out, choice{k.Seq, Drop})
+				step(i, k.Seq, Drop)
 			}
 			if r.used[2] < c.Dups {
-				out = append(out, choice{k.Seq, Dup})
+				step(i, k.Seq, Dup)
 			}
 		default:
-			out = append(out, choice{k.Seq, Fire})
+			step(i, k.Seq, Fire)
 		}
 	}
-	return out
+	return chs, labels
 }
 
 // apply takes one step. It returns an error if the choice names no
@@ -282,12 +296,16 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	}
 	h = r.hashRest(h, r.wl.next, r.waiting)
 	var sum uint64
+	sync := r.cfg.Timing == Sync
 	for i, k := range r.q.keys {
 		in := r.q.ev(i)
-		if in.class == crashEvent {
-			continue
+		switch {
+		case in.class == crashEvent:
+		case sync:
+			sum += mix64(r.timed(in.h, k.At))
+		default:
+			sum += in.mixed
 		}
-		sum += mix64(r.timed(in.h, k.At))
 	}
 	return add(h, sum)
 }

@@ -1,0 +1,75 @@
+package explore
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// A label's rank is how many of the state's labels have a smaller id,
+// repeats counted: its position among the ids sorted, as a binary search
+// finds it. Labels with one id share a rank, and distinct ids get
+// distinct ranks, below the number of labels.
+func TestRankIsThePositionAmongSortedIDs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 1000; trial++ {
+		n := rng.IntN(33)
+		var labels []label
+		for i := 0; i < n; i++ {
+			id := rng.Uint64N(24) // small ids: repeats are common
+			if rng.IntN(4) == 0 {
+				id = rng.Uint64()
+			}
+			labels = append(labels, label{id: id, node: int32(rng.IntN(4))})
+		}
+		var ids []uint64
+		for _, l := range labels {
+			ids = append(ids, l.id)
+		}
+		slices.Sort(ids)
+		for k := 0; k < 40; k++ {
+			id := rng.Uint64N(26)
+			if k%10 == 0 && n > 0 {
+				id = labels[rng.IntN(n)].id
+			}
+			wantRank, wantFound := slices.BinarySearch(ids, id)
+			if got, found := rank(labels, id); got != wantRank || found != wantFound {
+				t.Fatalf("rank(%v, %d) = %d, %v; want %d, %v", labels, id, got, found, wantRank, wantFound)
+			}
+		}
+	}
+}
+
+// Depth first with sleep sets takes exactly the steps it took when a
+// sleep set's ranks were found by sorting and every state's labels were
+// listed after its steps: the same states and the same transitions, so
+// the same pruning. With symmetry a stored sleep set is read against
+// another member of the state's orbit, so the count of transitions there
+// depends on the labels' ids and their order too.
+func TestSleepSetsTakeTheSameSteps(t *testing.T) {
+	for _, c := range []struct {
+		family, algo  string
+		nodes         int
+		symmetry      bool
+		states, steps int64
+		slow          bool
+	}{
+		{"commit", "two-phase-commit", 4, false, 288, 894, false},
+		{"commit", "two-phase-commit", 6, false, 8832, 35122, false},
+		{"commit", "two-phase-commit", 5, true, 166, 1766, false},
+		{"commit", "two-phase-commit", 6, true, 314, 3064, false},
+		{"mutex", "maekawa", 3, false, 6044, 10313, false},
+		{"mutex", "ricart-agrawala", 3, false, 37617, 48835, true},
+	} {
+		if c.slow && (raceEnabled || testing.Short()) {
+			continue
+		}
+		cfg := setup(t, c.family, c.algo, c.nodes, nil)
+		cfg.Strategy, cfg.POR, cfg.Symmetry = DFS, true, c.symmetry
+		r := explore(t, cfg)
+		if r.States != c.states || r.Transitions != c.steps {
+			t.Errorf("%s %s, %d nodes, symmetry %v: %d states, %d transitions; want %d, %d",
+				c.family, c.algo, c.nodes, c.symmetry, r.States, r.Transitions, c.states, c.steps)
+		}
+	}
+}
