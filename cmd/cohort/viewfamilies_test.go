@@ -76,8 +76,10 @@ func TestViewerOpensEveryFamily(t *testing.T) {
 }
 
 // checkFamilyPage opens a family's page and checks what it draws against
-// the trace: lanes, events, arrows, message types, the checks listed, the
-// event panel and the state panel.
+// the trace: lanes (one per process the trace names, by its ID, and in a
+// trace of a fixed set of processes one per process its header counts),
+// events, arrows, message types, the checks listed, the event panel and
+// the state panel.
 func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *trace.Trace, checks int) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("canvas")))
@@ -88,11 +90,19 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 		viewerStats
 		Types, States int
 	}](t, ctx, `window.cohortViewer.stats()`)
-	lanes := tr.Header.Nodes
+	procs := map[int32]bool{}
+	if !tr.Header.Open() {
+		for p := range int32(tr.Header.Nodes) {
+			procs[p] = true
+		}
+	}
 	types := map[string]bool{}
 	states := 0
 	for _, e := range tr.Events {
-		lanes = max(lanes, int(e.Node)+1, int(e.Peer)+1)
+		procs[e.Node] = true
+		if e.Peer >= 0 {
+			procs[e.Peer] = true
+		}
 		if e.Kind == trace.Send || e.Kind == trace.Recv || e.Kind == trace.Drop {
 			types[e.Type] = true
 		}
@@ -102,6 +112,14 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 	}
 	if len(tr.Events) == 0 {
 		t.Fatalf("%s: an empty trace", name)
+	}
+	var names []string
+	for _, p := range slices.Sorted(maps.Keys(procs)) {
+		names = append(names, "p"+itoa(int(p)))
+	}
+	lanes := len(names)
+	if got := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(got, names) {
+		t.Errorf("%s: lanes %v, want %v", name, fewNames(got), fewNames(names))
 	}
 	if s.Events != len(tr.Events) || s.Lanes != lanes || s.ArrowsTotal != arrowCount(tr) || s.Types != len(types) || s.States != states {
 		t.Errorf("%s: drawn %d events, %d lanes, %d arrows, %d types, %d states; the trace has %d, %d, %d, %d, %d",
