@@ -468,7 +468,7 @@
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, laneNames, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
-      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
+      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, readyMs: stats.readyMs, phases: stats.phases,
     };
   }
 
@@ -1149,6 +1149,9 @@
   follow(location.hash);
   window.addEventListener("hashchange", () => follow(location.hash));
   stats.openMs = performance.now() - started;
+  // From the start of the navigation (the page's time origin): fetching
+  // and parsing the page, then all of the above.
+  stats.readyMs = performance.now();
   stats.phases = phases;
 
   // The test hook: what is drawn, and the actions of the keys and clicks.
