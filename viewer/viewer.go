@@ -38,6 +38,27 @@ type Page struct {
 	// other on one time scale (Pair): each run's processes, its lanes,
 	// are labelled with its letter and its title. nil: one run.
 	Runs []Run
+	// Figures are charts of the run, listed beside the diagram and shown
+	// over it when clicked: a clock synchronization run's clock offsets
+	// with its accuracy and precision marked (lab.OffsetPlot).
+	Figures []Figure
+}
+
+// Figure is a chart of a run: a standalone SVG document (as
+// trace.WriteLinePlot writes one), drawn inline in the page.
+type Figure struct {
+	Title string `json:"title"`
+	SVG   string `json:"svg"`
+}
+
+// inlineSVG is an SVG document as an element of the page: without its
+// XML declaration, and without the namespace, which HTML implies.
+func inlineSVG(doc string) string {
+	doc = strings.TrimSpace(doc)
+	if _, rest, ok := strings.Cut(doc, "?>"); ok && strings.HasPrefix(doc, "<?xml") {
+		doc = strings.TrimSpace(rest)
+	}
+	return strings.Replace(doc, ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
 }
 
 // Run is one of the runs of a page that shows several (Pair): processes
@@ -82,6 +103,8 @@ type data struct {
 	Shades []shade `json:"shades"`
 	Runs   []Run   `json:"runs,omitempty"`
 	Graphs []graph `json:"graphs,omitempty"`
+	// Figures are Page.Figures, their documents inline.
+	Figures []Figure `json:"figures,omitempty"`
 	// Epoch is the wall-clock time of the first event of a live trace,
 	// whose times (and local clock readings) are then given from it: a
 	// JavaScript number cannot hold nanoseconds since 1970 exactly. A
@@ -146,6 +169,9 @@ func Render(p *Page) ([]byte, error) {
 	}
 	for _, g := range p.Graphs {
 		d.Graphs = append(d.Graphs, graph{By: g.By, Edges: g.Edges})
+	}
+	for _, f := range p.Figures {
+		d.Figures = append(d.Figures, Figure{Title: f.Title, SVG: inlineSVG(f.SVG)})
 	}
 	// origin is subtracted from the times, localOrigin from the local
 	// clocks' wall-clock readings.

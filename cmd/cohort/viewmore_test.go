@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
@@ -528,6 +529,57 @@ func TestClockPlotMarksPrecisionAndAccuracy(t *testing.T) {
 		t.Errorf("mark lines at y=%v, zero at %v: want +α above and −α below, as far", ys, zero)
 	}
 	screenshot(t, ctx, "clock-plot.png")
+}
+
+// The viewer shows a clock synchronization run's clock plot beside its
+// diagram (Figures; over the diagram when clicked), accuracy α and
+// precision π marked as cohort sim --plot marks them, with the figures
+// the report measures; a run whose processes read no clocks has none.
+func TestViewerShowsClockPlot(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	jl, page := filepath.Join(dir, "ntp.jsonl"), filepath.Join(dir, "ntp.html")
+	code, out, errs := cli(t, "sim", "clocks", "--algo", "ntp", "--seed", "1", "--trace", jl, "--json")
+	if code != 0 {
+		t.Fatalf("sim clocks: exit %d: %s", code, errs)
+	}
+	var r struct{ Metrics map[string]float64 }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, "view", jl, "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	if figs := eval[[]string](t, ctx, `window.cohortViewer.figures()`); len(figs) != 1 || !strings.Contains(figs[0], "precision") {
+		t.Fatalf("figures %q, want the clock plot", figs)
+	}
+	if hidden := eval[bool](t, ctx, `document.getElementById("figure").hidden`); !hidden {
+		t.Error("a figure is shown before it is clicked")
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#figures li")))
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll("#figure svg text.mark-label")].map((e) => e.textContent)`)
+	want := []string{"+α accuracy " + trace.FormatNS(int64(r.Metrics["accuracy_ns"])), "−α", "π precision " + trace.FormatNS(int64(r.Metrics["precision_ns"]))}
+	if !slices.Equal(labels, want) {
+		t.Errorf("marks %q, want %q", labels, want)
+	}
+	if w := eval[float64](t, ctx, `document.querySelector("#figure svg").getBoundingClientRect().width`); w < 300 {
+		t.Errorf("the plot is %v pixels wide", w)
+	}
+	screenshot(t, ctx, "viewer-clock-plot.png")
+	do(t, ctx, chromedp.KeyEvent(kb.Escape))
+	if hidden := eval[bool](t, ctx, `document.getElementById("figure").hidden`); !hidden {
+		t.Error("Esc does not go back to the diagram")
+	}
+
+	lamport := filepath.Join(dir, "lamport.jsonl")
+	if code, _, errs := cli(t, "sim", "clocks", "--algo", "lamport", "--seed", "1", "--trace", lamport); code != 0 {
+		t.Fatalf("sim clocks lamport: exit %d: %s", code, errs)
+	}
+	openPage(t, ctx, "view", lamport)
+	if n := eval[int](t, ctx, `window.cohortViewer.figures().length`); n != 0 || !eval[bool](t, ctx, `document.getElementById("figures-section").hidden`) {
+		t.Errorf("Lamport's clocks: %d figures; want none, and no Figures section", n)
+	}
 }
 
 // The viewer draws a checker's wait-for cycle from the verdict's edges,

@@ -192,6 +192,9 @@
   // Violations: every failed check's events, marked. Promised properties
   // in red, the others softer.
   const checks = DATA.checks || [];
+  // Charts of the run (a clock synchronization run's clock offsets), shown
+  // over the diagram when picked.
+  const figures = DATA.figures || [];
   const markHard = new Uint8Array(N), markSoft = new Uint8Array(N);
   const violOf = new Map(); // event -> names of the violations it is in
   checks.forEach((c) => {
@@ -272,6 +275,7 @@
     hlCount: 0,
     viol: -1,             // the violation selected in the list
     picked: new Set(),    // lanes picked (by their names) to be collapsed
+    figure: -1,           // the figure shown over the diagram
   };
   // Collapsed groups: each one's processes share one lane; the messages
   // within a group are hidden, those to or from it end on its lane.
@@ -1038,7 +1042,7 @@
     if (ev.key === "ArrowRight") { step(1); ev.preventDefault(); }
     else if (ev.key === "ArrowLeft") { step(-1); ev.preventDefault(); }
     else if (ev.key === "Home") { fit(); draw(); }
-    else if (ev.key === "Escape") clear();
+    else if (ev.key === "Escape") { if (S.figure >= 0) showFigure(-1); else clear(); }
   });
   window.addEventListener("resize", () => { resize(); draw(); });
   document.getElementById("fit").onclick = () => { fit(); draw(); };
@@ -1088,6 +1092,16 @@
     });
     document.getElementById("cycles-section").hidden = cycles.length === 0;
 
+    const fl = document.getElementById("figures");
+    figures.forEach((f, k) => {
+      const li = document.createElement("li");
+      li.textContent = f.title;
+      li.dataset.k = k;
+      li.onclick = () => showFigure(S.figure === k ? -1 : k);
+      fl.appendChild(li);
+    });
+    document.getElementById("figures-section").hidden = figures.length === 0;
+
     const tl = document.getElementById("types");
     types.forEach((t, k) => {
       if (k > TYPE_COLORS.length) return;
@@ -1125,6 +1139,17 @@
   }
   function syncProcBoxes() {
     document.querySelectorAll("#procs input").forEach((b) => { b.checked = !!S.procOn[+b.dataset.proc]; });
+  }
+  // Show figure k over the diagram (-1: none). The figure is an SVG
+  // document the page carries (viewer.Figure), made by Cohort itself.
+  function showFigure(k) {
+    const box = document.getElementById("figure");
+    S.figure = k >= 0 && k < figures.length ? k : -1;
+    document.querySelectorAll("#figures li").forEach((li) => li.classList.toggle("active", +li.dataset.k === S.figure));
+    if (S.figure < 0) { box.hidden = true; box.innerHTML = ""; return; }
+    box.innerHTML = `<button class="close" title="Back to the diagram (Esc)">close</button>` + figures[S.figure].svg;
+    box.querySelector(".close").onclick = () => showFigure(-1);
+    box.hidden = false;
   }
   function markActiveCheck() {
     document.querySelectorAll("#checks li").forEach((li) => li.classList.toggle("active", +li.dataset.k === S.viol));
@@ -1176,6 +1201,9 @@
     lanes: () => lanes.map((ln) => ln.name),
     cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by, src: c.src })),
     showCycle: (k) => { if (cycles[k]) showCycle(cycles[k]); return stats; },
+    // Figures: their titles; show one (-1: back to the diagram).
+    figures: () => figures.map((f) => f.title),
+    showFigure: (k) => { showFigure(k); return S.figure; },
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
   };
