@@ -804,7 +804,8 @@
     const st = stateAt(i);
     if (st >= 0) {
       html += `<h2>State of ${laneName(evNode[i])}</h2><div id="state">` +
-        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : "") + stateTable(E[st].state) + "</div>";
+        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : st > i ? `<div class="as-of">as of #${st}, the end of its step</div>` : "") +
+        stateTable(E[st].state) + "</div>";
     }
     if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
     if (S.hl && S.viol < 0) {
@@ -815,11 +816,23 @@
     box.innerHTML = html;
   }
 
+  // A step of a process (one call of its handler) begins with the event
+  // that called it; its events follow on its lane until the next step.
+  const beginsStep = (k) => k === K.recv || k === K.timer || k === K.input || k === K.start || k === K.recover || k === K.join;
   // The event whose recorded state (proc.Describer, cohort sim --states)
-  // is its process's at event i: the last one on its lane at or before i
-  // that carries one; -1 if none does since the process (re)started.
+  // is its process's at event i. A state is recorded on the last event of
+  // each step, as it is once the step is over: at i, the one of i's step
+  // (a delivery shows the balance it left); failing that (a trace cut
+  // short in the middle of a step), the last one on its lane before i.
+  // -1 if none since the process (re)started.
   function stateAt(i) {
     if (!isProcessKind(evKind[i])) return -1;
+    for (let j = i; j >= 0; j = nextOn[j]) {
+      const k = evKind[j];
+      if (j !== i && (beginsStep(k) || k === K.crash || k === K.leave)) break;
+      if (E[j].state !== undefined) return j;
+      if (k === K.crash || k === K.leave) break;
+    }
     for (let j = i; j >= 0; j = prevOn[j]) {
       if (E[j].state !== undefined) return j;
       const k = evKind[j];
