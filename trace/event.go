@@ -112,7 +112,8 @@ type Header struct {
 	// whose processes may join (IDs > 0), it is at least one more than the
 	// highest process ID the trace names: a file that a live node begins
 	// says how many founders it knew of, and Read raises it to cover the
-	// processes that joined since.
+	// processes that joined since; there, only the processes the events
+	// name have a lane (Trace.Lanes), as IDs may be far apart.
 	Nodes int `json:"nodes"`
 	// IDs, if not 0, is the ID space of a run that processes join while
 	// it runs (a live cluster that takes members): the trace may name any

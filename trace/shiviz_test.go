@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -358,5 +359,48 @@ func TestShiVizEdgeCases(t *testing.T) {
 	}
 	if err := WriteShiViz(&txFailWriter{n: 1000}, txRandomTrace(1, 3, 500, false)); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("write error: %v", err)
+	}
+}
+
+// TestShiVizExecutions checks a log of several runs as ShiViz reads one
+// with its "multiple executions": the second line is ShiVizDelimiter, the
+// lines it matches split the log, each names its execution (the runs'
+// algorithms, made unique), and each execution is a valid log of its run
+// on its own — one entry per process event, ShiViz's clock rules, the
+// run's causality — which is what ShiViz's pairwise diff compares.
+func TestShiVizExecutions(t *testing.T) {
+	a, b, c := svSample(), svgRATrace(4, 1), svSample()
+	a.Header.Algo, b.Header.Algo, c.Header.Algo = "basic", "total-sequencer", "basic"
+	var buf bytes.Buffer
+	n, err := WriteShiVizExecutions(&buf, a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(buf.String(), "\n")
+	if strings.TrimSuffix(lines[0], "\n") != ShiVizRegexp || strings.TrimSuffix(lines[1], "\n") != ShiVizDelimiter {
+		t.Fatalf("first lines %q, want the regexp and the delimiter", lines[:2])
+	}
+	delim := regexp.MustCompile(strings.ReplaceAll(ShiVizDelimiter, "(?<", "(?P<"))
+	var names, bodies []string
+	for _, l := range lines[2:] {
+		if m := delim.FindStringSubmatch(strings.TrimSuffix(l, "\n")); m != nil {
+			names = append(names, m[delim.SubexpIndex("trace")])
+			bodies = append(bodies, "")
+			continue
+		}
+		if len(bodies) == 0 {
+			t.Fatalf("line %q before the first execution's name", l)
+		}
+		bodies[len(bodies)-1] += l
+	}
+	if want := []string{"basic", "total-sequencer", "run 3"}; !slices.Equal(names, want) {
+		t.Fatalf("executions %q, want %q", names, want)
+	}
+	entries := 0
+	for k, tr := range []*Trace{a, b, c} {
+		entries += len(svCheck(t, tr, ShiVizRegexp+"\n\n"+bodies[k]))
+	}
+	if entries != n {
+		t.Errorf("%d entries in the executions, WriteShiVizExecutions says %d", entries, n)
 	}
 }

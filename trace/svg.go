@@ -224,6 +224,10 @@ type svgDiagram struct {
 	// laneAt are where the process names are repeated along the lanes.
 	laneAt []svgLaneName
 
+	// procs are the processes drawn, one per row from the top (Lanes);
+	// rowOf is each one's row.
+	procs       []int32
+	rowOf       map[int32]int
 	rows        int
 	rowH        float64
 	width       float64
@@ -282,20 +286,29 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 		d.tEnd = t.Events[len(t.Events)-1].Time
 	}
 
-	// Rows: every process named by an event, and those the header promises.
-	maxID := int32(-1)
+	// Rows: every process named by an event drawn, and those the header
+	// promises (Lanes), in order of ID; not every ID up to the highest.
 	for i := range d.events {
-		e := &d.events[i]
-		if e.Node < 0 || e.Node >= svgMaxRows || e.Peer >= svgMaxRows {
-			return nil, fmt.Errorf("trace: event %d: process out of range for a diagram (node %d, peer %d)", i, e.Node, e.Peer)
+		if e := &d.events[i]; e.Node < 0 {
+			return nil, fmt.Errorf("trace: event %d: node %d out of range", i, e.Node)
 		}
-		maxID = max(maxID, e.Node, e.Peer)
 	}
-	d.rows = int(maxID) + 1
-	if n := t.Header.Nodes; n > d.rows && n <= svgMaxRows {
-		d.rows = n
+	h := t.Header
+	if h.Nodes > svgMaxRows {
+		h.IDs = h.Nodes // more than can be drawn: only those with events
 	}
-	d.rows = max(d.rows, 1)
+	d.procs = lanes(&h, d.events)
+	if len(d.procs) > svgMaxRows {
+		return nil, fmt.Errorf("trace: %d processes, more than a diagram draws (%d)", len(d.procs), svgMaxRows)
+	}
+	if len(d.procs) == 0 {
+		d.procs = []int32{0}
+	}
+	d.rows = len(d.procs)
+	d.rowOf = make(map[int32]int, d.rows)
+	for r, p := range d.procs {
+		d.rowOf[p] = r
+	}
 	switch {
 	case d.rows <= 6:
 		d.rowH = 64
@@ -324,7 +337,7 @@ func newSVGDiagram(t *Trace, opt SVGOptions) (*svgDiagram, error) {
 	for i := range d.events {
 		e := &d.events[i]
 		times[e.Time] = true
-		perRow[e.Node]++
+		perRow[d.rowOf[e.Node]]++
 		if e.Kind == Send || e.Kind == Recv || e.Kind == Drop {
 			if _, ok := d.typeIdx[e.Type]; !ok {
 				d.typeIdx[e.Type] = min(len(d.types), len(svgTypeColors))
@@ -442,7 +455,7 @@ func (d *svgDiagram) waitForCycles() {
 	what := "wait-for cycle"
 	add := func(at int, edges [][2]int32, by string) {
 		edges = slices.DeleteFunc(edges, func(e [2]int32) bool {
-			return e[0] < 0 || e[1] < 0 || e[0] >= int32(d.rows) || e[1] >= int32(d.rows) || e[0] == e[1]
+			return !d.has(e[0]) || !d.has(e[1]) || e[0] == e[1]
 		})
 		switch {
 		case len(edges) == 0 || at < 0 || at >= d.total:
@@ -570,8 +583,11 @@ func (d *svgDiagram) x(ns int64) float64 {
 	return d.x0 + (d.x1-d.x0)*(float64(ns)-float64(d.t0))/(float64(d.t1)-float64(d.t0))
 }
 
-// y is the height of process p's line.
-func (d *svgDiagram) y(p int32) float64 { return d.top + (float64(p)+0.5)*d.rowH }
+// y is the height of process p's line (p has one: has(p)).
+func (d *svgDiagram) y(p int32) float64 { return d.top + (float64(d.rowOf[p])+0.5)*d.rowH }
+
+// has reports whether process p has a line.
+func (d *svgDiagram) has(p int32) bool { _, ok := d.rowOf[p]; return ok }
 
 func (d *svgDiagram) draw() {
 	d.printf(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
@@ -638,14 +654,14 @@ func (d *svgDiagram) header() {
 
 // lanes draws each process's band and name.
 func (d *svgDiagram) lanes() {
-	for p := range int32(d.rows) {
+	for r, p := range d.procs {
 		y := d.y(p)
-		if p%2 == 1 {
+		if r%2 == 1 {
 			d.printf(`<rect class="band" x="0" y="%s" width="%s" height="%s" fill="#f6f8fa"/>`+"\n",
 				svgF(y-d.rowH/2), svgF(d.width), svgF(d.rowH))
 		}
 	}
-	for p := range int32(d.rows) {
+	for _, p := range d.procs {
 		y := d.y(p)
 		d.printf(`<text class="proc-name" x="46" y="%s" text-anchor="end" font-size="12" font-weight="bold" fill="%s">p%d</text>`+"\n", svgF(y+4), svgInk, p)
 		d.printf(`<line class="proc" data-p="%d" x1="52" y1="%s" x2="%s" y2="%s" stroke="#8a939c" stroke-width="1.2"/>`+"\n",
@@ -873,7 +889,7 @@ func (d *svgDiagram) messages() {
 		d.block(svgRect{l.x, d.y(l.p) - 13, l.x + 6 + svgTextWidth("p"+strconv.Itoa(int(l.p)), 10)*1.1, d.y(l.p)})
 	}
 	d.layoutOutputs()
-	for p := range int32(d.rows) {
+	for _, p := range d.procs {
 		d.block(svgRect{d.x0 - 20, d.y(p) - 3.5, d.edge, d.y(p) + 3.5})
 	}
 	for i := range d.events {
@@ -998,7 +1014,7 @@ func (d *svgDiagram) messages() {
 		if sendEv != nil && len(m.recvs)+len(m.drops) < 1+len(m.dups) {
 			x1, y1 := d.x(sendEv.Time), d.y(sendEv.Node)
 			x2, y2 := d.edge, d.y(m.to)
-			if m.to < 0 || m.to >= int32(d.rows) {
+			if !d.has(m.to) {
 				y2 = y1
 			}
 			if sendEv.Node == m.to {
@@ -1557,7 +1573,7 @@ func (d *svgDiagram) shades() {
 				svgF(x0), svgF(d.top), svgF(max(x1-x0, 2)), svgF(float64(d.rows)*d.rowH), shadeColor(s.Kind))
 		}
 		for _, p := range lanes {
-			if p < 0 || p >= int32(d.rows) {
+			if !d.has(p) {
 				continue
 			}
 			d.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.35"/>`,
@@ -1587,17 +1603,18 @@ func (d *svgDiagram) layoutLaneNames() {
 	at := make([][]float64, d.rows) // events' x on each lane, in order
 	for i := range d.events {
 		if e := &d.events[i]; e.Kind.IsProcess() {
-			at[e.Node] = append(at[e.Node], d.x(e.Time))
+			r := d.rowOf[e.Node]
+			at[r] = append(at[r], d.x(e.Time))
 		}
 	}
-	for p := range int32(d.rows) {
-		slices.Sort(at[p])
+	for r, p := range d.procs {
+		slices.Sort(at[r])
 		w := 8 + svgTextWidth("p"+strconv.Itoa(int(p)), 10)*1.1
 		for _, base := range xs {
 			x := base
 			for _, dx := range []float64{0, 40, -40, 80, -80, 120} {
-				k, _ := slices.BinarySearch(at[p], base+dx-6)
-				if k == len(at[p]) || at[p][k] > base+dx+w {
+				k, _ := slices.BinarySearch(at[r], base+dx-6)
+				if k == len(at[r]) || at[r][k] > base+dx+w {
 					x = base + dx
 					break
 				}

@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -246,6 +247,40 @@ const MaxIdleNodes = 1 << 16
 // MaxIDs bounds the ID space of a trace whose processes may join
 // (Header.IDs): that of a live cluster that takes members.
 const MaxIDs = 1 << 16
+
+// Lanes are the processes a picture of t gives a lane, in increasing
+// order of ID: every process an event names, as its node or its peer,
+// and, in a trace of a fixed set of processes (not Header.Open), every
+// process 0 .. Nodes−1 its header counts, even one without an event. A
+// trace that processes join names its members by ID, and the IDs may be
+// far apart (founders 0..2 and a member 60000 that joined): only the
+// processes it names have a lane, not every ID up to the highest.
+func (t *Trace) Lanes() []int32 { return lanes(&t.Header, t.Events) }
+
+// lanes are Trace.Lanes of a header and some of its events.
+func lanes(h *Header, events []Event) []int32 {
+	var out []int32
+	seen := map[int32]bool{}
+	if !h.Open() {
+		// Bounded by Read (MaxIdleNodes more than the events).
+		for p := range int32(max(h.Nodes, 0)) {
+			out = append(out, p)
+			seen[p] = true
+		}
+	}
+	add := func(p int32) {
+		if p >= 0 && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for i := range events {
+		add(events[i].Node)
+		add(events[i].Peer)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Processes is one more than the highest process ID t names, as an
 // event's node or peer or in a vector timestamp; 0 if none.

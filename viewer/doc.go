@@ -7,7 +7,10 @@
 // past and future, lists the checkers' results with each violation's
 // counterexample marked, and draws each deadlock's wait-for cycle: one a
 // process declared, or one a checker found (its verdict's Edges). A
-// live node records the states too (live.Config.TraceStates). Charts
+// live node records the states too (live.Config.TraceStates). A page
+// may carry figures of its run (Page.Figures: a clock synchronization
+// run's clock plot, accuracy and precision marked), shown over the
+// diagram when picked. Charts
 // draws figures rather than a run: cohort compare's, and the position
 // family's.
 //

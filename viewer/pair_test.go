@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -87,5 +88,50 @@ func TestPairMergesTwoRuns(t *testing.T) {
 	}
 	if _, err := Render(p); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A page names the processes of its trace, a lane each: in a live trace
+// whose founders 1 and 2 took in a member that joined as 60000, those
+// three, not 60,001. Two such runs side by side keep their clocks by
+// process ID and name six processes, b's moved past a's highest ID.
+func TestPageNamesOnlyTheProcessesOfTheTrace(t *testing.T) {
+	f, err := os.Open("../trace/testdata/joined.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := trace.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Render(&Page{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := embedded(t, b); !slices.Equal(d.Procs, []int32{1, 2, 60000}) {
+		t.Errorf("procs %v, want [1 2 60000]", d.Procs)
+	}
+	p, err := Pair(&Page{Trace: tr, Shades: []trace.Shade{{Kind: "partition", From: 1, To: 2}}}, &Page{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Trace.Header.Open() || p.Runs[1].First != 60001 {
+		t.Fatalf("pair: header %+v, runs %+v; want an open trace, b's processes from 60001", p.Trace.Header, p.Runs)
+	}
+	for _, e := range p.Trace.Events {
+		if !e.VC.IsZero() && !e.VC.Sparse() && e.VC.Len() > 64 {
+			t.Fatalf("%v: a vector of %d entries, want it kept by process ID", e.String(), e.VC.Len())
+		}
+	}
+	if s := p.Shades[0].Nodes; !slices.Equal(s, []int32{1, 2, 60000}) {
+		t.Errorf("a's whole-run shade over %v, want its processes 1, 2, 60000", s)
+	}
+	b, err = Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := embedded(t, b); !slices.Equal(d.Procs, []int32{1, 2, 60000, 60002, 60003, 120001}) {
+		t.Errorf("pair: procs %v, want [1 2 60000 60002 60003 120001]", d.Procs)
 	}
 }

@@ -38,6 +38,27 @@ type Page struct {
 	// other on one time scale (Pair): each run's processes, its lanes,
 	// are labelled with its letter and its title. nil: one run.
 	Runs []Run
+	// Figures are charts of the run, listed beside the diagram and shown
+	// over it when clicked: a clock synchronization run's clock offsets
+	// with its accuracy and precision marked (lab.OffsetPlot).
+	Figures []Figure
+}
+
+// Figure is a chart of a run: a standalone SVG document (as
+// trace.WriteLinePlot writes one), drawn inline in the page.
+type Figure struct {
+	Title string `json:"title"`
+	SVG   string `json:"svg"`
+}
+
+// inlineSVG is an SVG document as an element of the page: without its
+// XML declaration, and without the namespace, which HTML implies.
+func inlineSVG(doc string) string {
+	doc = strings.TrimSpace(doc)
+	if _, rest, ok := strings.Cut(doc, "?>"); ok && strings.HasPrefix(doc, "<?xml") {
+		doc = strings.TrimSpace(rest)
+	}
+	return strings.Replace(doc, ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
 }
 
 // Run is one of the runs of a page that shows several (Pair): processes
@@ -75,10 +96,15 @@ type Edge = trace.WaitFor
 type data struct {
 	Title  string       `json:"title"`
 	Header trace.Header `json:"header"`
-	Checks []Check      `json:"checks"`
-	Shades []shade      `json:"shades"`
-	Runs   []Run        `json:"runs,omitempty"`
-	Graphs []graph      `json:"graphs,omitempty"`
+	// Procs are the processes drawn, a lane each, by ID (trace.Lanes):
+	// not every ID up to the highest, in a trace that processes join.
+	Procs  []int32 `json:"procs"`
+	Checks []Check `json:"checks"`
+	Shades []shade `json:"shades"`
+	Runs   []Run   `json:"runs,omitempty"`
+	Graphs []graph `json:"graphs,omitempty"`
+	// Figures are Page.Figures, their documents inline.
+	Figures []Figure `json:"figures,omitempty"`
 	// Epoch is the wall-clock time of the first event of a live trace,
 	// whose times (and local clock readings) are then given from it: a
 	// JavaScript number cannot hold nanoseconds since 1970 exactly. A
@@ -137,12 +163,15 @@ func Render(p *Page) ([]byte, error) {
 	if n := len(p.Trace.Events); n > MaxEvents {
 		return nil, fmt.Errorf("%w: %d events, the viewer opens at most %d (cut the run short: cohort sim --deadline)", ErrTooLarge, n, MaxEvents)
 	}
-	d := data{Title: p.Title, Header: p.Trace.Header, Checks: p.Checks, Runs: p.Runs}
+	d := data{Title: p.Title, Header: p.Trace.Header, Procs: p.Trace.Lanes(), Checks: p.Checks, Runs: p.Runs}
 	if d.Checks == nil {
 		d.Checks = []Check{}
 	}
 	for _, g := range p.Graphs {
 		d.Graphs = append(d.Graphs, graph{By: g.By, Edges: g.Edges})
+	}
+	for _, f := range p.Figures {
+		d.Figures = append(d.Figures, Figure{Title: f.Title, SVG: inlineSVG(f.SVG)})
 	}
 	// origin is subtracted from the times, localOrigin from the local
 	// clocks' wall-clock readings.
@@ -229,18 +258,26 @@ func Render(p *Page) ([]byte, error) {
 // moved to its run's processes (b's entry p is entry a.Nodes+p of the
 // pair's; the other run's entries are 0, as no message crosses between
 // the runs). Zoom, pan and the time axis are shared; Lamport time is each
-// run's own.
+// run's own. If either run's processes join (trace.Header.Open), so do
+// the pair's: its vectors are kept by process ID, and only the processes
+// the runs name have a lane, however far apart their IDs.
 func Pair(a, b *Page) (*Page, error) {
 	if a.Trace == nil || b.Trace == nil {
 		return nil, errors.New("viewer: no trace")
 	}
 	ta, tb := a.Trace, b.Trace
-	na, nb := int32(ta.Header.Nodes), int32(tb.Header.Nodes)
+	// A run's processes are those its header counts and any other its
+	// events name (an open trace's header may count only its founders).
+	na, nb := int32(max(ta.Header.Nodes, ta.Processes())), int32(max(tb.Header.Nodes, tb.Processes()))
 	var msgs uint64
 	for i := range ta.Events {
 		msgs = max(msgs, ta.Events[i].Msg)
 	}
 	out := &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: int(na + nb), Family: ta.Header.Family, Seed: ta.Header.Seed}}
+	open := ta.Header.Open() || tb.Header.Open()
+	if open {
+		out.Header.IDs = int(na + nb)
+	}
 	if ta.Header.Algo != "" && tb.Header.Algo != "" {
 		out.Header.Algo = ta.Header.Algo + " | " + tb.Header.Algo
 	}
@@ -251,7 +288,7 @@ func Pair(a, b *Page) (*Page, error) {
 			e := ta.Events[i]
 			ia[i] = len(out.Events)
 			e.Index = len(out.Events)
-			e.VC = placeVC(e.VC, 0, na+nb)
+			e.VC = placeVC(e.VC, 0, na+nb, open)
 			out.Events = append(out.Events, e)
 			i++
 			continue
@@ -266,7 +303,7 @@ func Pair(a, b *Page) (*Page, error) {
 		if e.Msg != 0 {
 			e.Msg += msgs
 		}
-		e.VC = placeVC(e.VC, na, na+nb)
+		e.VC = placeVC(e.VC, na, na+nb, open)
 		out.Events = append(out.Events, e)
 		j++
 	}
@@ -317,7 +354,7 @@ func Pair(a, b *Page) (*Page, error) {
 				nodes = append(nodes, n+side.off)
 			}
 			if len(sh.Nodes) == 0 { // the whole run
-				for n := range int32(side.p.Trace.Header.Nodes) {
+				for _, n := range side.p.Trace.Lanes() {
 					nodes = append(nodes, n+side.off)
 				}
 			}
@@ -392,10 +429,19 @@ func ServePage(ctx context.Context, addr string, page []byte, ready func(url str
 
 // placeVC returns vector timestamp vc of a run whose processes begin at
 // process first of a pair of n processes: entry p of vc is entry first+p
-// of the result. None stays none.
-func placeVC(vc trace.VC, first, n int32) trace.VC {
+// of the result, which is by process ID if the pair is open. None stays
+// none.
+func placeVC(vc trace.VC, first, n int32, open bool) trace.VC {
 	if vc.IsZero() {
 		return trace.VC{}
+	}
+	if open {
+		var ids []int
+		var c []uint64
+		for p, x := range vc.Entries() {
+			ids, c = append(ids, int(first)+p), append(c, x)
+		}
+		return trace.SparseVC(ids, c)
 	}
 	out := make([]uint64, n)
 	for p, c := range vc.Entries() {

@@ -246,3 +246,22 @@ func TestPageKeepsSparseClocksSparse(t *testing.T) {
 		t.Errorf("a page of three events takes %d bytes", len(page))
 	}
 }
+
+// A figure is drawn inline: its SVG document without the XML
+// declaration and the namespace, so that the page names no address.
+func TestFiguresAreInline(t *testing.T) {
+	doc := `<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text class="mark-label">π</text></svg>
+`
+	page, err := Render(&Page{Trace: smallTrace(), Figures: []Figure{{Title: "plot", SVG: doc}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := embedded(t, page)
+	if len(d.Figures) != 1 || d.Figures[0].SVG != `<svg width="10" height="10"><text class="mark-label">π</text></svg>` {
+		t.Errorf("figures %+v", d.Figures)
+	}
+	if strings.Contains(string(page), "http://") {
+		t.Error("the page names an address")
+	}
+}

@@ -215,3 +215,25 @@ func TestSVGDrawsWaitForCycles(t *testing.T) {
 		t.Errorf("CMH's diagram draws the arcs %q, want the declared cycles' %q", got, want)
 	}
 }
+
+// The README says how to open a log in ShiViz with the parser and the
+// delimiter the logs carry, in the process order ShiViz needs, and from
+// what size Cohort warns: the same strings the writer uses.
+func TestReadmeSaysHowToOpenShiVizLogs(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := strings.Join(strings.Fields(string(b)), " ") // as wrapped anywhere
+	for _, want := range []string{
+		"`" + trace.ShiVizRegexp + "`",
+		"delimiter `" + trace.ShiVizDelimiter + "`",
+		`"appearance in log, ascending"`,
+		fmt.Sprintf("past about %d,%03d events", shivizWarnEvents/1000, shivizWarnEvents%1000),
+		"What ShiViz cannot draw",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("the README does not say %q", want)
+		}
+	}
+}

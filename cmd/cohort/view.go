@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cohort-go/cohort/check"
@@ -161,6 +162,9 @@ func showPage(cmd *cobra.Command, page *viewer.Page, htmlOut, listen string) err
 	if f, err := lab.Lookup(page.Trace.Header.Family); err == nil && page.Graphs == nil && page.Runs == nil {
 		page.Graphs = f.DiagramOf(page.Trace).Graphs
 	}
+	if page.Figures == nil && page.Runs == nil {
+		page.Figures = figuresOf(page.Trace)
+	}
 	out := cmd.OutOrStdout()
 	if htmlOut != "" {
 		if err := writeFile(htmlOut, func(w io.Writer) error { return viewer.WriteHTML(w, page) }); err != nil {
@@ -178,6 +182,24 @@ func showPage(cmd *cobra.Command, page *viewer.Page, htmlOut, listen string) err
 		return usageErr("--listen %s: %v", listen, err)
 	}
 	return nil
+}
+
+// figuresOf are the charts the viewer shows beside a run: the clock
+// offsets of a run whose processes read their clocks (a clock
+// synchronization run), with its accuracy and precision marked, as cohort
+// sim --plot draws them.
+func figuresOf(tr *trace.Trace) []viewer.Figure {
+	h := tr.Header
+	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", h.Family, h.Algo, len(tr.Lanes()), h.Seed)
+	p, ok := lab.OffsetPlot(tr, title, 0)
+	if !ok {
+		return nil
+	}
+	var b strings.Builder
+	if err := trace.WriteLinePlot(&b, p); err != nil {
+		return nil
+	}
+	return []viewer.Figure{{Title: "clock offsets, accuracy α and precision π", SVG: b.String()}}
 }
 
 // viewRun serves the viewer of a run just simulated (cohort sim --view).

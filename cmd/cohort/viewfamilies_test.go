@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/overlay"
 	"github.com/cohort-go/cohort/trace"
+	"github.com/cohort-go/cohort/viewer"
 )
 
 // viewFamilies is a run of each family for the viewer, with the states
@@ -76,8 +78,10 @@ func TestViewerOpensEveryFamily(t *testing.T) {
 }
 
 // checkFamilyPage opens a family's page and checks what it draws against
-// the trace: lanes, events, arrows, message types, the checks listed, the
-// event panel and the state panel.
+// the trace: lanes (one per process the trace names, by its ID, and in a
+// trace of a fixed set of processes one per process its header counts),
+// events, arrows, message types, the checks listed, the event panel and
+// the state panel.
 func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *trace.Trace, checks int) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("canvas")))
@@ -88,11 +92,19 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 		viewerStats
 		Types, States int
 	}](t, ctx, `window.cohortViewer.stats()`)
-	lanes := tr.Header.Nodes
+	procs := map[int32]bool{}
+	if !tr.Header.Open() {
+		for p := range int32(tr.Header.Nodes) {
+			procs[p] = true
+		}
+	}
 	types := map[string]bool{}
 	states := 0
 	for _, e := range tr.Events {
-		lanes = max(lanes, int(e.Node)+1, int(e.Peer)+1)
+		procs[e.Node] = true
+		if e.Peer >= 0 {
+			procs[e.Peer] = true
+		}
 		if e.Kind == trace.Send || e.Kind == trace.Recv || e.Kind == trace.Drop {
 			types[e.Type] = true
 		}
@@ -102,6 +114,14 @@ func checkFamilyPage(t *testing.T, ctx context.Context, name, url string, tr *tr
 	}
 	if len(tr.Events) == 0 {
 		t.Fatalf("%s: an empty trace", name)
+	}
+	var names []string
+	for _, p := range slices.Sorted(maps.Keys(procs)) {
+		names = append(names, "p"+itoa(int(p)))
+	}
+	lanes := len(names)
+	if got := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(got, names) {
+		t.Errorf("%s: lanes %v, want %v", name, fewNames(got), fewNames(names))
 	}
 	if s.Events != len(tr.Events) || s.Lanes != lanes || s.ArrowsTotal != arrowCount(tr) || s.Types != len(types) || s.States != states {
 		t.Errorf("%s: drawn %d events, %d lanes, %d arrows, %d types, %d states; the trace has %d, %d, %d, %d, %d",
@@ -762,4 +782,64 @@ func swappedOrderIsCaught(t *testing.T, ctx context.Context, tr *trace.Trace) {
 		t.Errorf("the page lists violations %q (%d, %d events marked); want total-order's, marked", listed, s.Violations, s.Marked)
 	}
 	screenshot(t, ctx, "viewer-live-multicast-swapped.png")
+}
+
+// Messages are drawn in their type's colour, the legend's: each type's
+// swatch has its own colour, and each arrow, sampled on the canvas a
+// quarter of the way from its send, is drawn in its type's.
+func TestViewerColoursMessagesByType(t *testing.T) {
+	ctx := browser(t)
+	ev := []trace.Event{
+		{Node: 0, Kind: trace.Send, Msg: 1, Peer: 1, Type: "ping", Time: 1e6},
+		{Node: 1, Kind: trace.Recv, Msg: 1, Peer: 0, Type: "ping", Time: 3e6},
+		{Node: 1, Kind: trace.Send, Msg: 2, Peer: 0, Type: "pong", Time: 4e6},
+		{Node: 0, Kind: trace.Recv, Msg: 2, Peer: 1, Type: "pong", Time: 6e6},
+		{Node: 0, Kind: trace.Send, Msg: 3, Peer: 1, Type: "ack", Time: 7e6},
+		{Node: 1, Kind: trace.Recv, Msg: 3, Peer: 0, Type: "ack", Time: 9e6},
+	}
+	tr := &trace.Trace{Header: trace.Header{Format: trace.FormatName, Nodes: 2}}
+	for i, e := range ev {
+		e.Index, e.Lamport = i, uint64(i+1)
+		tr.Events = append(tr.Events, e)
+	}
+	page := filepath.Join(t.TempDir(), "types.html")
+	if err := writeFile(page, func(w io.Writer) error { return viewer.WriteHTML(w, &viewer.Page{Trace: tr}) }); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	rgb := func(css string) [3]int {
+		var c [3]int
+		if _, err := fmt.Sscanf(css, "rgb(%d, %d, %d)", &c[0], &c[1], &c[2]); err != nil {
+			t.Fatalf("colour %q: %v", css, err)
+		}
+		return c
+	}
+	var swatches [][3]int
+	for _, css := range eval[[]string](t, ctx, `[...document.querySelectorAll("#types .swatch")].map((s) => getComputedStyle(s).backgroundColor)`) {
+		swatches = append(swatches, rgb(css))
+	}
+	if len(swatches) != 3 || swatches[0] == swatches[1] || swatches[1] == swatches[2] || swatches[0] == swatches[2] {
+		t.Fatalf("legend colours %v, want one of its own for each of 3 types", swatches)
+	}
+	for k, send := range []int{0, 2, 4} {
+		px := eval[[3]int](t, ctx, fmt.Sprintf(`((s, r) => {
+			const cv = document.getElementById("canvas"), b = cv.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
+			const x = s.x + (r.x - s.x) * 0.25 - b.left, y = s.y + (r.y - s.y) * 0.25 - b.top;
+			const d = cv.getContext("2d").getImageData(Math.round(x * dpr) - 2, Math.round(y * dpr) - 2, 5, 5).data;
+			let best = [255, 255, 255];
+			for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] < best[0] + best[1] + best[2]) best = [d[i], d[i + 1], d[i + 2]];
+			return best;
+		})(window.cohortViewer.where(%d), window.cohortViewer.where(%d))`, send, send+1))
+		nearest, dist := -1, 1<<30
+		for j, c := range swatches {
+			d := (px[0]-c[0])*(px[0]-c[0]) + (px[1]-c[1])*(px[1]-c[1]) + (px[2]-c[2])*(px[2]-c[2])
+			if d < dist {
+				nearest, dist = j, d
+			}
+		}
+		if nearest != k || dist > 60*60 {
+			t.Errorf("the %s arrow is drawn in rgb%v, nearest the legend's colour %d (distance² %d); want its type's, rgb%v", ev[send].Type, px, nearest, dist, swatches[k])
+		}
+	}
+	screenshot(t, ctx, "viewer-types.png")
 }

@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cohort-go/cohort/trace"
@@ -133,4 +135,87 @@ func founderAndPorts(t *testing.T, dir string, n int) (nodeConfig, []string) {
 		t.Fatal(err)
 	}
 	return founder, ports
+}
+
+// A live trace whose founders 1 and 2 took in a member that joined as
+// 60000 is drawn on three lanes, p1, p2 and p60000 from the top — not on
+// 60,001, one per ID up to the highest — each message between its own
+// processes' lanes, on a time axis from the run's first event; a process
+// is filtered and collapsed by its ID; and the run beside itself draws
+// six lanes.
+func TestViewerDrawsALiveTracesProcessesByID(t *testing.T) {
+	ctx := browser(t)
+	const file = "../../trace/testdata/joined.jsonl"
+	tr, err := readTrace(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Header.Nodes != 60001 {
+		t.Fatalf("the fixture names processes up to %d, want 60000", tr.Header.Nodes-1)
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "joined.html")
+	if code, _, errs := cli(t, "view", file, "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	s := stats(t, ctx)
+	if s.Lanes != 3 || s.Processes != 3 || s.Events != len(tr.Events) || s.ArrowsTotal != 3 || s.Arrows != 3 {
+		t.Errorf("drawn: %+v; want 3 lanes of 3 processes, %d events, 3 arrows", s, len(tr.Events))
+	}
+	want := []string{"p1", "p2", "p60000"}
+	if names := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(names, want) {
+		t.Errorf("lanes %v, want %v", fewNames(names), want)
+	}
+	// Every event on its process's lane, the lanes in ID order.
+	laneY := map[int32]float64{}
+	for i, e := range tr.Events {
+		y := eval[struct{ X, Y float64 }](t, ctx, `window.cohortViewer.where(`+itoa(i)+`)`).Y
+		if prev, ok := laneY[e.Node]; ok && prev != y {
+			t.Errorf("#%d of p%d drawn at y=%v, p%d's lane is at y=%v", i, e.Node, y, e.Node, prev)
+		}
+		laneY[e.Node] = y
+	}
+	if !(laneY[1] < laneY[2] && laneY[2] < laneY[60000]) {
+		t.Errorf("lanes at y %v; want p1 above p2 above p60000", laneY)
+	}
+	if info := text(t, ctx, "#info"); !strings.Contains(info, "3 processes") || !strings.Contains(info, "from 2025-11-26T02:46:56.001Z") {
+		t.Errorf("the header says %q; want 3 processes, from the first event's time", info)
+	}
+	eval[int](t, ctx, `window.cohortViewer.jump(5)`)
+	if p := text(t, ctx, "#event"); !strings.HasPrefix(p, "#5 p60000 send hello to p1") || !strings.Contains(p, "5ms after 2025-11-26T02:46:56.001Z") {
+		t.Errorf("the panel at #5 shows %q", p)
+	}
+	if n := eval[int](t, ctx, `window.cohortViewer.filterProcess(60000, false)`); n != 2 {
+		t.Errorf("without p60000: %d lanes, want 2", n)
+	}
+	eval[int](t, ctx, `window.cohortViewer.filterProcess(60000, true)`)
+	eval[viewerStats](t, ctx, `window.cohortViewer.collapse([2, 60000])`)
+	if names := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(names, []string{"p1", "{p2,p60000}"}) {
+		t.Errorf("p2 and p60000 collapsed: lanes %v", fewNames(names))
+	}
+	eval[viewerStats](t, ctx, `window.cohortViewer.expand()`)
+	screenshot(t, ctx, "viewer-joined-60000.png")
+
+	pair := filepath.Join(dir, "pair.html")
+	if code, _, errs := cli(t, "view", file, file, "--html", pair); code != 0 {
+		t.Fatalf("view (two runs): exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+pair), chromedp.WaitVisible(chromedp.ID("canvas")))
+	want = []string{"A:p1", "A:p2", "A:p60000", "B:p1", "B:p2", "B:p60000"}
+	if names := eval[[]string](t, ctx, `window.cohortViewer.lanes()`); !slices.Equal(names, want) {
+		t.Errorf("two runs: lanes %v, want %v", fewNames(names), want)
+	}
+	if s := stats(t, ctx); s.Lanes != 6 || s.ArrowsTotal != 6 {
+		t.Errorf("two runs: %+v; want 6 lanes, 6 arrows", s)
+	}
+}
+
+// fewNames is a list of lane names to print: the first ones and the
+// last, and how many there are.
+func fewNames(names []string) string {
+	if len(names) <= 8 {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v … %s (%d lanes)", names[:6], names[len(names)-1], len(names))
 }

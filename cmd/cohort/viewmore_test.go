@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
@@ -46,7 +47,7 @@ func TestViewerShowsDescribedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A WANTED state with replies awaited, and the event after it on the
-	// same lane that carries none.
+	// same lane that carries none: the first of its next step.
 	wanted, after, states := -1, -1, 0
 	for i, e := range tr.Events {
 		if e.State == nil {
@@ -83,16 +84,22 @@ func TestViewerShowsDescribedState(t *testing.T) {
 			t.Errorf("at #%d the state panel shows %q; want it to contain %q", wanted, got, want)
 		}
 	}
+	// An event without a state of its own shows the state its step left,
+	// recorded on the step's last event.
 	if after >= 0 {
+		end := stepEnd(tr, after)
+		if end < 0 {
+			t.Fatalf("#%d's step records no state", after)
+		}
 		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(after)+`)`)
-		if got := text(t, ctx, "#state"); !strings.Contains(got, "as of #"+itoa(wanted)) {
-			t.Errorf("at #%d (no state of its own) the panel shows %q; want the state as of #%d", after, got, wanted)
+		if got := text(t, ctx, "#state"); !strings.Contains(got, "as of #"+itoa(end)+", the end of its step") {
+			t.Errorf("at #%d (no state of its own) the panel shows %q; want the state as of #%d, the end of its step", after, got, end)
 		}
 	}
-	// Before any step of the process has been described, no state.
+	// Event 0, the first step: its state, if the step recorded one.
 	eval[int](t, ctx, `window.cohortViewer.jump(0)`)
-	if n := eval[int](t, ctx, `document.querySelectorAll("#state").length`); n != 0 && tr.Events[0].State == nil {
-		t.Errorf("event 0 has no state, but the panel shows one")
+	if n := eval[int](t, ctx, `document.querySelectorAll("#state").length`); (n != 0) != (stepEnd(tr, 0) >= 0) {
+		t.Errorf("event 0: %d state panels, its step's state at #%d", n, stepEnd(tr, 0))
 	}
 	screenshot(t, ctx, "viewer-state.png")
 }
@@ -122,6 +129,30 @@ func stateField(t *testing.T, e trace.Event, k string) string {
 	}
 	s, _ := m[k].(string)
 	return s
+}
+
+// stepEnd is the event that records the state event i's step left: the
+// first on its process's lane from i on that carries a state, before the
+// next step begins (a receipt, a timer, an input, a start, a recovery or
+// a join) or the process stops; -1 if none does.
+func stepEnd(tr *trace.Trace, i int) int {
+	p := tr.Events[i].Node
+	for j := i; j < len(tr.Events); j++ {
+		e := tr.Events[j]
+		if e.Node != p || !e.Kind.IsProcess() {
+			continue
+		}
+		if j > i && (e.Kind.Begins() || e.Kind == trace.Recv || e.Kind == trace.Timer || e.Kind == trace.Input || e.Kind.Stops()) {
+			return -1
+		}
+		if e.State != nil {
+			return j
+		}
+		if e.Kind.Stops() {
+			return -1
+		}
+	}
+	return -1
 }
 
 // cohort sim --view records the states it shows; a run without --states
@@ -405,11 +436,31 @@ func TestBankDemoView(t *testing.T) {
 	if s := eval[struct{ Runs, Lanes, States int }](t, ctx, `window.cohortViewer.stats()`); s.Runs != 2 || s.Lanes != 4 || s.States == 0 {
 		t.Errorf("bank --view: %+v; want two runs of two replicas, with states", s)
 	}
+	// Every delivery: the balance it left in the panel, the update it
+	// delivered applied (not the balance before it, recorded at the end
+	// of the replica's step before).
+	type delivery struct {
+		I, Node int
+		Body    string
+	}
+	all := eval[[]delivery](t, ctx, `(() => { const d = JSON.parse(document.getElementById("cohort-data").textContent);
+		return d.events.filter((e) => e.kind === "output" && e.type === "deliver").map((e) => ({i: e.i, node: e.node, body: e.data.body})); })()`)
+	if len(all) != 8 {
+		t.Fatalf("deliveries %v, want 2 at each of 4 replicas", all)
+	}
+	applied := map[int][]string{}
+	for _, d := range all {
+		applied[d.Node] = append(applied[d.Node], d.Body)
+		eval[int](t, ctx, `window.cohortViewer.jump(`+itoa(d.I)+`)`)
+		st := text(t, ctx, "#state")
+		if want := "applied" + strings.Join(applied[d.Node], ", "); !strings.Contains(st, "balance$") || !strings.Contains(st, want) {
+			t.Errorf("at delivery #%d (%s at replica %d) the state panel shows %q; want the balance after it, %q", d.I, d.Body, d.Node, st, want)
+		}
+	}
 	// Each replica's last delivery: its balance in the panel.
-	last := eval[[]int](t, ctx, `(() => { const d = JSON.parse(document.getElementById("cohort-data").textContent), last = [];
-		d.events.forEach((e) => { if (e.kind === "output" && e.type === "deliver") last[e.node] = e.i; }); return last; })()`)
-	if len(last) != 4 {
-		t.Fatalf("deliveries at %v, want one at each of 4 replicas", last)
+	last := make([]int, 4)
+	for _, d := range all {
+		last[d.Node] = d.I
 	}
 	var balances []string
 	for _, i := range last {
@@ -528,6 +579,57 @@ func TestClockPlotMarksPrecisionAndAccuracy(t *testing.T) {
 		t.Errorf("mark lines at y=%v, zero at %v: want +α above and −α below, as far", ys, zero)
 	}
 	screenshot(t, ctx, "clock-plot.png")
+}
+
+// The viewer shows a clock synchronization run's clock plot beside its
+// diagram (Figures; over the diagram when clicked), accuracy α and
+// precision π marked as cohort sim --plot marks them, with the figures
+// the report measures; a run whose processes read no clocks has none.
+func TestViewerShowsClockPlot(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	jl, page := filepath.Join(dir, "ntp.jsonl"), filepath.Join(dir, "ntp.html")
+	code, out, errs := cli(t, "sim", "clocks", "--algo", "ntp", "--seed", "1", "--trace", jl, "--json")
+	if code != 0 {
+		t.Fatalf("sim clocks: exit %d: %s", code, errs)
+	}
+	var r struct{ Metrics map[string]float64 }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, "view", jl, "--html", page); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, errs)
+	}
+	do(t, ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.ID("canvas")))
+	if figs := eval[[]string](t, ctx, `window.cohortViewer.figures()`); len(figs) != 1 || !strings.Contains(figs[0], "precision") {
+		t.Fatalf("figures %q, want the clock plot", figs)
+	}
+	if hidden := eval[bool](t, ctx, `document.getElementById("figure").hidden`); !hidden {
+		t.Error("a figure is shown before it is clicked")
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#figures li")))
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll("#figure svg text.mark-label")].map((e) => e.textContent)`)
+	want := []string{"+α accuracy " + trace.FormatNS(int64(r.Metrics["accuracy_ns"])), "−α", "π precision " + trace.FormatNS(int64(r.Metrics["precision_ns"]))}
+	if !slices.Equal(labels, want) {
+		t.Errorf("marks %q, want %q", labels, want)
+	}
+	if w := eval[float64](t, ctx, `document.querySelector("#figure svg").getBoundingClientRect().width`); w < 300 {
+		t.Errorf("the plot is %v pixels wide", w)
+	}
+	screenshot(t, ctx, "viewer-clock-plot.png")
+	do(t, ctx, chromedp.KeyEvent(kb.Escape))
+	if hidden := eval[bool](t, ctx, `document.getElementById("figure").hidden`); !hidden {
+		t.Error("Esc does not go back to the diagram")
+	}
+
+	lamport := filepath.Join(dir, "lamport.jsonl")
+	if code, _, errs := cli(t, "sim", "clocks", "--algo", "lamport", "--seed", "1", "--trace", lamport); code != 0 {
+		t.Fatalf("sim clocks lamport: exit %d: %s", code, errs)
+	}
+	openPage(t, ctx, "view", lamport)
+	if n := eval[int](t, ctx, `window.cohortViewer.figures().length`); n != 0 || !eval[bool](t, ctx, `document.getElementById("figures-section").hidden`) {
+		t.Errorf("Lamport's clocks: %d figures; want none, and no Figures section", n)
+	}
 }
 
 // The viewer draws a checker's wait-for cycle from the verdict's edges,

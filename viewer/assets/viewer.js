@@ -8,6 +8,11 @@
 // The checkers' results are listed on the left; clicking a violation
 // highlights every event of its counterexample.
 //
+// One lane per process of the trace (DATA.procs, trace.Lanes), in order
+// of ID, named by its ID: a live trace whose founders 0..2 took in a member
+// 60000 has four lanes, not 60001. Inside, a process is its index in
+// procs (evNode, laneOf, groups...); its ID is procs[p].
+//
 // The whole run is embedded in the page as JSON (#cohort-data), so the
 // page needs no server and no network. Nothing here depends on anything
 // but the browser: plain JavaScript and the canvas 2D API.
@@ -44,28 +49,45 @@
   KINDS.forEach((k, i) => { K[k] = i; });
   const isProcessKind = (k) => k !== K.drop && k !== K.dup && k !== 0;
 
-  // Per event: kind, process, true time (relative to origin), Lamport x.
+  // The processes, by ID: those the page names (trace.Lanes), and any
+  // other an event names (a page made without them).
+  const procs = [], procIdx = new Map(); // index -> ID, ID -> index
+  {
+    const ids = new Set((DATA.procs || []).filter((p) => Number.isInteger(p) && p >= 0));
+    for (const e of E) { ids.add(e.node); if (e.peer >= 0) ids.add(e.peer); }
+    if (!ids.size) ids.add(0);
+    procs.push(...[...ids].sort((a, b) => a - b));
+    procs.forEach((id, p) => procIdx.set(id, p));
+  }
+  const nProc = procs.length;
+  // The index of process ID id, or -1 if the trace has no such process.
+  const pidx = (id) => { const p = procIdx.get(id); return p === undefined ? -1 : p; };
+
+  // Per event: kind, process, its peer (-1: none), true time (relative
+  // to origin), Lamport x.
   const evKind = new Uint8Array(N);
   const evNode = new Int32Array(N);
+  const evPeer = new Int32Array(N);
   const evT = new Float64Array(N);
   const evLam = new Float64Array(N);
   const evType = new Int32Array(N).fill(-1); // message type index (send/recv/drop/dup)
 
-  let tmin = Infinity, tmax = -Infinity, nProc = Math.max(1, DATA.header.nodes || 1);
+  let tmin = Infinity, tmax = -Infinity;
   for (let i = 0; i < N; i++) {
     const e = E[i];
     evKind[i] = K[e.kind] || 0;
-    evNode[i] = e.node;
+    evNode[i] = procIdx.get(e.node);
+    evPeer[i] = e.peer >= 0 ? procIdx.get(e.peer) : -1;
     tmin = Math.min(tmin, e.t);
     tmax = Math.max(tmax, e.t);
-    nProc = Math.max(nProc, e.node + 1, (e.peer || -1) + 1);
   }
   if (N === 0) { tmin = 0; tmax = 1; }
   // Several runs one above the other (viewer.Pair): each process belongs
   // to one, and is named after it: "A:p0", "B:p0".
   const runs = (DATA.runs || []).map((r, k) => Object.assign({ letter: String.fromCharCode(65 + k) }, r));
-  const runOf = (p) => { for (let k = runs.length - 1; k >= 0; k--) if (p >= runs[k].first) return runs[k]; return null; };
-  const laneName = (p) => { const r = runOf(p); return r ? `${r.letter}:p${p - r.first}` : "p" + p; };
+  const runOf = (id) => { for (let k = runs.length - 1; k >= 0; k--) if (id >= runs[k].first) return runs[k]; return null; };
+  // A process's name (p its index): its ID, within its run if several.
+  const laneName = (p) => { const id = procs[p], r = runOf(id); return r ? `${r.letter}:p${id - r.first}` : "p" + id; };
   // A live trace is stamped with wall-clock times: its axis counts from its
   // first event. A simulated one counts from 0, when the run began.
   const origin = (tmin >= 1e15 || tmin > (tmax - tmin) / 4) ? tmin : 0;
@@ -170,6 +192,9 @@
   // Violations: every failed check's events, marked. Promised properties
   // in red, the others softer.
   const checks = DATA.checks || [];
+  // Charts of the run (a clock synchronization run's clock offsets), shown
+  // over the diagram when picked.
+  const figures = DATA.figures || [];
   const markHard = new Uint8Array(N), markSoft = new Uint8Array(N);
   const violOf = new Map(); // event -> names of the violations it is in
   checks.forEach((c) => {
@@ -191,22 +216,23 @@
   for (let i = 0; i < N; i++) {
     const e = E[i];
     if (evKind[i] !== K.output || e.type !== "deadlock" || !e.data || !Array.isArray(e.data.cycle) || e.data.cycle.length < 2) continue;
-    const c = e.data.cycle.filter((p) => Number.isInteger(p) && p >= 0 && p < nProc);
-    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(e.node)}`, src: "output" });
+    const c = e.data.cycle.map(pidx).filter((p) => p >= 0);
+    cycles.push({ at: i, nodes: c, edges: c.map((p, k) => [p, c[(k + 1) % c.length]]), by: `declared by ${laneName(evNode[i])}`, src: "output" });
   }
   // The OR model's wait-for graphs (DATA.graphs): a declaration there
   // names no cycle; the graph is what its declarer reached.
+  // An edge of a graph or a verdict ({from, to, at}, process IDs) that
+  // names processes of the trace and one of its events.
+  const edgeOK = (e) => pidx(e.from) >= 0 && pidx(e.to) >= 0 && Number.isInteger(e.at) && e.at >= 0 && e.at < N;
   (DATA.graphs || []).forEach((g) => {
-    const ok = (g.edges || []).filter((e) => Number.isInteger(e.from) && Number.isInteger(e.to) && e.from >= 0 && e.to >= 0 &&
-      e.from < nProc && e.to < nProc && Number.isInteger(e.at) && e.at >= 0 && e.at < N);
-    if (ok.length) cycles.push({ at: Math.max(...ok.map((e) => e.at)), nodes: null, edges: ok.map((e) => [e.from, e.to]), by: g.by, src: "graph" });
+    const ok = (g.edges || []).filter(edgeOK);
+    if (ok.length) cycles.push({ at: Math.max(...ok.map((e) => e.at)), nodes: null, edges: ok.map((e) => [pidx(e.from), pidx(e.to)]), by: g.by, src: "graph" });
   });
   checks.forEach((c) => {
     if (c.ok || !Array.isArray(c.edges) || !c.edges.length) return;
-    const ok = c.edges.filter((e) => Number.isInteger(e.from) && Number.isInteger(e.to) && e.from >= 0 && e.to >= 0 &&
-      e.from < nProc && e.to < nProc && Number.isInteger(e.at) && e.at >= 0 && e.at < N);
+    const ok = c.edges.filter(edgeOK);
     if (!ok.length) return;
-    const edges = ok.map((e) => [e.from, e.to]);
+    const edges = ok.map((e) => [pidx(e.from), pidx(e.to)]);
     // In cycle order (each edge starting where the last ended, the last
     // ending at the first's start), it reads as one path.
     const ring = edges.every(([, b], k) => b === edges[(k + 1) % edges.length][0]);
@@ -218,8 +244,8 @@
     // A run's verdict names its own processes.
     const run = runs.find((r) => c.name.startsWith(r.letter + ": ")), off = run ? run.first : 0;
     for (const m of c.detail.matchAll(/p(\d+)(?: waits for |→)p(\d+)/g)) {
-      const a = +m[1] + off, b = +m[2] + off;
-      if (a < nProc && b < nProc && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
+      const a = pidx(+m[1] + off), b = pidx(+m[2] + off);
+      if (a >= 0 && b >= 0 && !edges.some(([x, y]) => x === a && y === b)) edges.push([a, b]);
     }
     const at = Math.max(...c.events.filter((i) => i >= 0 && i < N));
     if (edges.length && at >= 0) cycles.push({ at, nodes: null, edges, by: c.name, src: "detail" });
@@ -249,6 +275,7 @@
     hlCount: 0,
     viol: -1,             // the violation selected in the list
     picked: new Set(),    // lanes picked (by their names) to be collapsed
+    figure: -1,           // the figure shown over the diagram
   };
   // Collapsed groups: each one's processes share one lane; the messages
   // within a group are hidden, those to or from it end on its lane.
@@ -270,9 +297,9 @@
       lanes[laneOf[p]].procs.push(p);
     }
   }
-  // "p0–p3" for a run of processes, else "{p0,p2,p5}".
+  // "p0–p3" for a run of processes (consecutive IDs), else "{p0,p2,p5}".
   function groupName(ps) {
-    const run = ps.every((p, k) => k === 0 || p === ps[k - 1] + 1);
+    const run = ps.every((p, k) => k === 0 || procs[p] === procs[ps[k - 1]] + 1);
     return run ? laneName(ps[0]) + "–" + laneName(ps[ps.length - 1]) : "{" + ps.map(laneName).join(",") + "}";
   }
   // Collapse processes ps (two or more) into one lane; processes already
@@ -366,7 +393,7 @@
     });
     // Runs: a rule above each one's first lane, and its title.
     runs.forEach((run) => {
-      const r = lanes.findIndex((ln) => ln.procs.some((p) => runOf(p) === run));
+      const r = lanes.findIndex((ln) => ln.procs.some((p) => runOf(procs[p]) === run));
       if (r < 0) return;
       const y = TOP + r * lh - S.scrollY;
       if (r > 0) { ctx.strokeStyle = "#555"; ctx.lineWidth = 2; ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke(); }
@@ -383,8 +410,8 @@
       const s = arS[a], r = arR[a];
       const ws = wx(s), wr = r >= 0 ? wx(r) : (S.layout === "time" ? tmax - origin : ws + 1);
       if (Math.max(ws, wr) < wa || Math.min(ws, wr) > wb) continue;
-      const to = r >= 0 ? evNode[r] : E[s].peer;
-      if (laneOf[evNode[s]] < 0 || to < 0 || to >= nProc || laneOf[to] < 0) continue;
+      const to = r >= 0 ? evNode[r] : evPeer[s];
+      if (laneOf[evNode[s]] < 0 || to < 0 || laneOf[to] < 0) continue;
       if (inGroup(evNode[s], to)) { withinGroups++; continue; }
       if (!S.typeOn[Math.min(evType[s], types.length)]) continue;
       candidates.push(a);
@@ -445,7 +472,7 @@
       arrows: arrowsDrawn, arrowsInView: candidates.length, arrowsTotal: nArrows,
       lod: lodArrows || lodEvents, shaded, labels: labelsDrawn, laneNames, highlighted: S.hlCount, marked: nMarked, markedSoft: nMarkedSoft, dropCauses, cur: S.cur,
       violations: checks.filter((c) => !c.ok && c.events && c.events.length).length,
-      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, phases: stats.phases,
+      layout: S.layout, types: types.length, states: nStates, drawMs: performance.now() - t0, openMs: stats.openMs, readyMs: stats.readyMs, phases: stats.phases,
     };
   }
 
@@ -474,7 +501,7 @@
         if (x1 >= LEFT && x0 <= W) n++;
         ctx.globalAlpha = 0.22; ctx.fillStyle = color;
         ctx.fillRect(x0, TOP, Math.max(x1 - x0, 2), H - TOP); ctx.globalAlpha = 1;
-      } else s.nodes.forEach((p) => { if (p >= 0 && p < nProc) band(p, x0, x1, color, 0.4); });
+      } else s.nodes.forEach((id) => { if (pidx(id) >= 0) band(pidx(id), x0, x1, color, 0.4); });
     });
     return n;
   }
@@ -509,7 +536,7 @@
     const x1 = X(wx(s)), y1 = laneY(evNode[s]);
     if (r >= 0) return [x1, y1, X(wx(r)), laneY(evNode[r])];
     // In flight at the end of the run: towards the receiver, off the last event.
-    const to = E[s].peer;
+    const to = evPeer[s];
     const xe = S.layout === "time" ? X(tmax - origin) + 24 : X(wx(s) + 1);
     return [x1, y1, xe, laneY(to)];
   }
@@ -733,10 +760,10 @@
   // What an event is, in one line: "#12 p2 recv REQ(ts=4,p1) from p1".
   function eventLine(i) {
     const e = E[i];
-    let s = `#${i} ${laneName(e.node)} ${e.kind}`;
+    let s = `#${i} ${laneName(evNode[i])} ${e.kind}`;
     if (e.label || e.type) s += " " + (e.label || e.type);
-    if (e.kind === "send" || e.kind === "dup") s += ` to ${laneName(e.peer)}`;
-    if (e.kind === "recv" || e.kind === "drop") s += ` from ${laneName(e.peer)}`;
+    if (e.kind === "send" || e.kind === "dup") s += ` to ${laneName(evPeer[i])}`;
+    if (e.kind === "recv" || e.kind === "drop") s += ` from ${laneName(evPeer[i])}`;
     return s;
   }
 
@@ -758,12 +785,12 @@
     const e = E[i], rows = [];
     const row = (k, v) => rows.push(`<tr><td>${esc(k)}</td><td>${v}</td></tr>`);
     row("time", esc(fmtNS(evT[i])) + (origin ? " after the first event" : "") + (DATA.epoch ? " after " + esc(DATA.epoch) : ""));
-    row("process", laneName(e.node) + (e.svc ? " · " + esc(e.svc) : ""));
+    row("process", laneName(evNode[i]) + (e.svc ? " · " + esc(e.svc) : ""));
     row("kind", esc(e.kind));
     if (e.type) row("type", esc(e.type));
     if (e.label) row("label", esc(e.label));
     if (e.msg) row("message", String(e.msg));
-    if (e.peer >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", laneName(e.peer));
+    if (evPeer[i] >= 0 && e.msg) row(e.kind === "send" || e.kind === "dup" ? "to" : "from", laneName(evPeer[i]));
     if (e.reason) row("reason", esc(e.reason));
     if (isProcessKind(evKind[i])) row("Lamport", String(e.lamport));
     row("local clock", esc(fmtNS(e.local - origin)));
@@ -776,8 +803,9 @@
     html += `<table>${rows.join("")}</table>`;
     const st = stateAt(i);
     if (st >= 0) {
-      html += `<h2>State of ${laneName(e.node)}</h2><div id="state">` +
-        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : "") + stateTable(E[st].state) + "</div>";
+      html += `<h2>State of ${laneName(evNode[i])}</h2><div id="state">` +
+        (st < i ? `<div class="as-of">as of #${st}, its step before</div>` : st > i ? `<div class="as-of">as of #${st}, the end of its step</div>` : "") +
+        stateTable(E[st].state) + "</div>";
     }
     if (e.data !== undefined) html += `<h2>Data</h2><pre>${esc(JSON.stringify(e.data, null, 2))}</pre>`;
     if (S.hl && S.viol < 0) {
@@ -788,11 +816,23 @@
     box.innerHTML = html;
   }
 
+  // A step of a process (one call of its handler) begins with the event
+  // that called it; its events follow on its lane until the next step.
+  const beginsStep = (k) => k === K.recv || k === K.timer || k === K.input || k === K.start || k === K.recover || k === K.join;
   // The event whose recorded state (proc.Describer, cohort sim --states)
-  // is its process's at event i: the last one on its lane at or before i
-  // that carries one; -1 if none does since the process (re)started.
+  // is its process's at event i. A state is recorded on the last event of
+  // each step, as it is once the step is over: at i, the one of i's step
+  // (a delivery shows the balance it left); failing that (a trace cut
+  // short in the middle of a step), the last one on its lane before i.
+  // -1 if none since the process (re)started.
   function stateAt(i) {
     if (!isProcessKind(evKind[i])) return -1;
+    for (let j = i; j >= 0; j = nextOn[j]) {
+      const k = evKind[j];
+      if (j !== i && (beginsStep(k) || k === K.crash || k === K.leave)) break;
+      if (E[j].state !== undefined) return j;
+      if (k === K.crash || k === K.leave) break;
+    }
     for (let j = i; j >= 0; j = prevOn[j]) {
       if (E[j].state !== undefined) return j;
       const k = evKind[j];
@@ -953,7 +993,7 @@
 
   function arrowTip(a) {
     const s = arS[a], r = arR[a], e = E[s];
-    const lines = [`${e.label || e.type || "message"}  ${laneName(e.node)} → ${laneName(e.peer)}  (msg ${e.msg})`];
+    const lines = [`${e.label || e.type || "message"}  ${laneName(evNode[s])} → ${laneName(evPeer[s])}  (msg ${e.msg})`];
     lines.push(`sent #${s} at ${fmtNS(evT[s])}, L=${e.lamport}` + (e.vc ? ` VC=${fmtVC(e.vc, ",")}` : ""));
     if (r >= 0) {
       const f = E[r];
@@ -1015,7 +1055,7 @@
     if (ev.key === "ArrowRight") { step(1); ev.preventDefault(); }
     else if (ev.key === "ArrowLeft") { step(-1); ev.preventDefault(); }
     else if (ev.key === "Home") { fit(); draw(); }
-    else if (ev.key === "Escape") clear();
+    else if (ev.key === "Escape") { if (S.figure >= 0) showFigure(-1); else clear(); }
   });
   window.addEventListener("resize", () => { resize(); draw(); });
   document.getElementById("fit").onclick = () => { fit(); draw(); };
@@ -1065,6 +1105,16 @@
     });
     document.getElementById("cycles-section").hidden = cycles.length === 0;
 
+    const fl = document.getElementById("figures");
+    figures.forEach((f, k) => {
+      const li = document.createElement("li");
+      li.textContent = f.title;
+      li.dataset.k = k;
+      li.onclick = () => showFigure(S.figure === k ? -1 : k);
+      fl.appendChild(li);
+    });
+    document.getElementById("figures-section").hidden = figures.length === 0;
+
     const tl = document.getElementById("types");
     types.forEach((t, k) => {
       if (k > TYPE_COLORS.length) return;
@@ -1103,6 +1153,17 @@
   function syncProcBoxes() {
     document.querySelectorAll("#procs input").forEach((b) => { b.checked = !!S.procOn[+b.dataset.proc]; });
   }
+  // Show figure k over the diagram (-1: none). The figure is an SVG
+  // document the page carries (viewer.Figure), made by Cohort itself.
+  function showFigure(k) {
+    const box = document.getElementById("figure");
+    S.figure = k >= 0 && k < figures.length ? k : -1;
+    document.querySelectorAll("#figures li").forEach((li) => li.classList.toggle("active", +li.dataset.k === S.figure));
+    if (S.figure < 0) { box.hidden = true; box.innerHTML = ""; return; }
+    box.innerHTML = `<button class="close" title="Back to the diagram (Esc)">close</button>` + figures[S.figure].svg;
+    box.querySelector(".close").onclick = () => showFigure(-1);
+    box.hidden = false;
+  }
   function markActiveCheck() {
     document.querySelectorAll("#checks li").forEach((li) => li.classList.toggle("active", +li.dataset.k === S.viol));
   }
@@ -1126,6 +1187,9 @@
   follow(location.hash);
   window.addEventListener("hashchange", () => follow(location.hash));
   stats.openMs = performance.now() - started;
+  // From the start of the navigation (the page's time origin): fetching
+  // and parsing the page, then all of the above.
+  stats.readyMs = performance.now();
   stats.phases = phases;
 
   // The test hook: what is drawn, and the actions of the keys and clicks.
@@ -1136,7 +1200,8 @@
     select: (i) => { select(i); return S.hlCount; },
     selectViolation: (k) => { selectViolation(k); return S.hlCount; },
     setLayout: (m) => { setLayout(m); return S.layout; },
-    filterProcess: (p, on) => { S.procOn[p] = on ? 1 : 0; layoutLanes(); syncProcBoxes(); draw(); return lanes.length; },
+    // Processes are named by ID, as in the trace.
+    filterProcess: (id, on) => { const p = pidx(id); if (p >= 0) S.procOn[p] = on ? 1 : 0; layoutLanes(); syncProcBoxes(); draw(); return lanes.length; },
     filterType: (t, on) => { S.typeOn[Math.min(t, types.length)] = on ? 1 : 0; draw(); return stats.arrows; },
     zoom: (factor) => { const w = S.x0 + (W - LEFT) / 2 / S.k; S.k *= factor; S.x0 = w - (W - LEFT) / 2 / S.k; draw(); return stats; },
     pan: (px) => { S.x0 += px / S.k; draw(); return stats; },
@@ -1144,11 +1209,14 @@
     clear: () => { clear(); return S.hlCount; },
     // Collapse processes into one lane (as picking their names and
     // "collapse" do); expand every group.
-    collapse: (ps) => { collapse(ps); syncCollapse(); return stats; },
+    collapse: (ids) => { collapse(ids.map(pidx)); syncCollapse(); return stats; },
     expand: () => { expand(); syncCollapse(); return stats; },
     lanes: () => lanes.map((ln) => ln.name),
     cycles: () => cycles.map((c) => ({ at: c.at, text: cycleText(c), by: c.by, src: c.src })),
     showCycle: (k) => { if (cycles[k]) showCycle(cycles[k]); return stats; },
+    // Figures: their titles; show one (-1: back to the diagram).
+    figures: () => figures.map((f) => f.title),
+    showFigure: (k) => { showFigure(k); return S.figure; },
     // Where event i is drawn, in the page's coordinates (for clicking it).
     where: (i) => { const r = cv.getBoundingClientRect(); return { x: r.left + X(wx(i)), y: r.top + laneY(evNode[i]) }; },
   };
