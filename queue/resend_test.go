@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/queue"
 )
@@ -274,4 +275,164 @@ func TestPublisherGivesUpOnPutsInDoubt(t *testing.T) {
 	}
 	_, err = ack.Result()
 	t.Logf("the put in doubt: %v", err)
+}
+
+// A Publisher to node k of three with replicated queues (the leader or a
+// follower, by seed): the node applies puts whose acknowledgements are
+// lost, and is killed; the Publisher resends them through another node,
+// where the log's duplicate table answers them as copies: every put is
+// stored once, in the order put.
+func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
+	seeds := 4
+	if testing.Short() || queue.RaceEnabled {
+		seeds = 2
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 23))
+			cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			waitUntil(ctx, t, "a leader", func() bool {
+				return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+			})
+			k := rng.IntN(3)
+			gate := newReplyGate(t, cl.srvs[k].Listener.Addr().String())
+			others := []string{cl.eps[(k+1)%3], cl.eps[(k+2)%3]}
+			c := &queue.Client{Endpoints: append([]string{gate.URL()}, others...), Token: token}
+			p, err := c.Publish(ctx, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var acks []*queue.PutAck
+			put := func(n int) {
+				for range n {
+					acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%04d", len(acks))))
+				}
+			}
+			before, doubt, after := 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
+			put(before)
+			if _, err := acks[before-1].Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gate.muted.Store(true)
+			put(doubt)
+			survivor := cl.rs[(k+1)%3]
+			waitUntil(ctx, t, "the puts in doubt committed", func() bool { return ready(survivor, "jobs") == before+doubt })
+			leading := cl.rs[k].Leading()
+			cl.nodes[k].Close()
+			cl.srvs[k].CloseClientConnections()
+			go cl.srvs[k].Close()
+			gate.muted.Store(false)
+			gate.cut()
+			put(after)
+			dups := 0
+			for i, ack := range acks {
+				id, err := ack.Wait(ctx)
+				if err != nil {
+					t.Fatalf("put %d: %v", i, err)
+				}
+				if id == 0 {
+					dups++
+				}
+			}
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := survivor.PollN("jobs", time.Hour, len(acks)+10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range ms {
+				if want := fmt.Sprintf("m%04d", i); string(m.Body) != want {
+					t.Fatalf("message %d of %d is %s, want %s: each put once, in order", i, len(ms), m.Body, want)
+				}
+			}
+			if len(ms) != len(acks) {
+				t.Fatalf("%d messages, want the %d puts", len(ms), len(acks))
+			}
+			if dups == 0 || p.Streams() < 2 {
+				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, p.Streams())
+			}
+			t.Logf("node %d killed (leading %v) after %d+%d puts, %d after: %d answered as copies, %d streams", k, leading, before, doubt, after, dups, p.Streams())
+		})
+	}
+}
+
+// A stream's run of puts lost on its way to the log (as at a change of
+// leader) while the next is proposed: the next one overtakes it and is
+// refused (it comes after a put not applied), the lost one is proposed
+// again and applied, and the Publisher resends from the refused run on a
+// new stream. Every put is stored once, in the order put. Seeded: which
+// run is lost. Without the refusal (runs applied whatever came before)
+// the overtaking run is stored ahead of the lost one.
+func TestStreamRunOvertakenByTheNext(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var lead int
+	waitUntil(ctx, t, "a leader", func() bool {
+		for i, r := range cl.rs {
+			if r.Leading() {
+				lead = i
+				return true
+			}
+		}
+		return false
+	})
+	seeds := 6
+	if testing.Short() || queue.RaceEnabled {
+		seeds = 3
+	}
+	body := make([]byte, 30<<10) // two puts to a run
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		name := fmt.Sprint("jobs", seed)
+		// Through the leader or a follower (which hands runs to the leader).
+		via := rng.IntN(3)
+		lost := 2 + rng.IntN(6) // the run lost: the 2nd to the 7th
+		var runs atomic.Int32
+		queue.LoseRuns(cl.rs[via], func(run consensus.QueuePutRun) bool {
+			if run.Queue != name {
+				return false
+			}
+			return runs.Add(1) == int32(lost)
+		})
+		c := &queue.Client{Endpoints: []string{cl.eps[via]}, Token: token}
+		p, err := c.Publish(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 40
+		var acks []*queue.PutAck
+		for i := range n {
+			b := append(fmt.Appendf(nil, "m%04d ", i), body...)
+			acks = append(acks, p.PutAsync(b))
+		}
+		for i, a := range acks {
+			if _, err := a.Wait(ctx); err != nil {
+				t.Fatalf("seed %d: put %d: %v", seed, i, err)
+			}
+		}
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		queue.LoseRuns(cl.rs[via], nil)
+		ms, err := cl.rs[lead].PollN(name, time.Hour, 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			if want := fmt.Sprintf("m%04d ", i); string(m.Body[:len(want)]) != want {
+				t.Fatalf("seed %d: message %d of %d is %.6s, want %s: each put once, in order", seed, i, len(ms), m.Body, want)
+			}
+		}
+		if len(ms) != n {
+			t.Fatalf("seed %d: %d messages, want %d", seed, len(ms), n)
+		}
+		if p.Streams() < 2 {
+			t.Fatalf("seed %d: %d streams: want the overtaking run refused and resent on a second", seed, p.Streams())
+		}
+		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d streams", seed, via, lead, lost, p.Streams())
+	}
 }
