@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -786,6 +787,7 @@ func (p *Publisher) stream(base string, replicated bool) (progress bool, err err
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Split(wholeLines)
 	for sc.Scan() {
 		a, err := decodeStreamAck(sc.Bytes())
 		if err != nil {
@@ -830,6 +832,19 @@ func (p *Publisher) stream(base string, replicated bool) (progress bool, err err
 		return progress, p.ctx.Err()
 	}
 	return progress, errRetry{fmt.Errorf("stream of puts: %w", err)}
+}
+
+// wholeLines splits a stream's reply into lines, as bufio.ScanLines,
+// but a last line without its newline is an error: the reply was cut
+// (the node gone) in the middle of an acknowledgement, not a bad one.
+func wholeLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return 0, nil, fmt.Errorf("the reply ends within a line: %w", io.ErrUnexpectedEOF)
+	}
+	return 0, nil, nil
 }
 
 // write hands the puts not yet sent on this stream to its body, together:
