@@ -61,13 +61,14 @@ import (
 //
 // A stream whose first put cannot be applied (a bad frame, a full
 // queue) is answered with the error's status, as a single put is: 400
-// names the bad value. Not a numbered stream: its reply starts at once
-// (200, before any acknowledgement; a refusal is an error line), so that
-// its publisher learns of a lost stream even while it has nothing more
-// to send — an HTTP client waiting for a reply's status learns that its
-// connection is gone only when it next writes the body. An ack never precedes the sync of its put. A
-// stream that carries no frame for StreamIdle ends (an error line). The
-// node checks the bearer token, as for every request.
+// names the bad value — except a numbered stream, whose reply starts at
+// once (200 before any acknowledgement; a refusal is an error line), so
+// that its publisher learns of a lost stream even while it has nothing
+// more to send: an HTTP client waiting for a reply's status learns that
+// its connection is gone only when it next writes the body. An ack never
+// precedes the sync of its put. A stream that carries no frame for
+// StreamIdle ends (an error line). The node checks the bearer token, as
+// for every request.
 
 // StreamIdle ends a stream that carries nothing for this long.
 const StreamIdle = 2 * time.Minute
