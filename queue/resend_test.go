@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,9 @@ import (
 type replyGate struct {
 	ln    net.Listener
 	muted atomic.Bool
+	// mutePosts holds back the replies on a connection once a POST went
+	// through it (a stream; not the Publisher's GET before it).
+	mutePosts atomic.Bool
 
 	mu    sync.Mutex
 	to    string
@@ -57,12 +61,30 @@ func newReplyGate(t *testing.T, to string) *replyGate {
 			g.mu.Lock()
 			g.conns = append(g.conns, c, s)
 			g.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
+			var posted atomic.Bool
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 && strings.Contains(string(buf[:n]), "POST ") {
+						posted.Store(true)
+					}
+					if n > 0 {
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				s.Close()
+			}()
 			go func() {
 				buf := make([]byte, 32<<10)
 				for {
 					n, err := s.Read(buf)
-					if n > 0 && !g.muted.Load() {
+					if n > 0 && !g.muted.Load() && !(posted.Load() && g.mutePosts.Load()) {
 						if _, werr := c.Write(buf[:n]); werr != nil {
 							break
 						}
@@ -434,5 +456,41 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 			t.Fatalf("seed %d: %d streams: want the overtaking run refused and resent on a second", seed, p.Streams())
 		}
 		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d streams", seed, via, lead, lost, p.Streams())
+	}
+}
+
+// A stream lost before its reply started, while the Publisher has
+// nothing more to send: an HTTP client then waits for the reply's status
+// until it next writes the body, which would be never. The Publisher
+// bounds that wait (streamStart), and resends the put in doubt to its
+// node, which answers it as a copy. Without the bound the put's outcome
+// never comes.
+func TestPublisherNoticesALostStreamWhileIdle(t *testing.T) {
+	defer queue.SetStreamStart(queue.SetStreamStart(300 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := startOwnNode(t, t.TempDir())
+	gate := newReplyGate(t, a.addr())
+	gate.mutePosts.Store(true) // the stream's reply never starts
+	c := &queue.Client{Endpoints: []string{gate.URL()}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := p.PutAsync([]byte("in doubt"))
+	waitUntil(ctx, t, "the put applied", func() bool { return ready(a.m, "jobs") == 1 })
+	gate.mutePosts.Store(false)
+	gate.cut()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	id, err := ack.Wait(wctx)
+	if err != nil || id != 0 {
+		t.Fatalf("the put in doubt: id %d, %v; want it answered as a copy (id 0) on a new stream", id, err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := ready(a.m, "jobs"); n != 1 || p.Streams() < 2 {
+		t.Fatalf("%d messages on %d streams, want 1 on 2 or more", n, p.Streams())
 	}
 }

@@ -560,10 +560,12 @@ const DefaultRetry = 30 * time.Second
 // (where they would be stored twice): their outcome is unknown.
 var ErrInDoubt = errors.New("queue: puts in doubt")
 
-// streamStart bounds the wait for the start of a stream's reply.
-const streamStart = 10 * time.Second
+// streamStart bounds the wait for the start of a stream's reply (a
+// variable for the tests).
+var streamStart = 10 * time.Second
 
-var errNoStart = fmt.Errorf("no reply within %v", streamStart)
+// errNoStart: a stream's reply did not start within streamStart.
+var errNoStart = errors.New("the reply did not start in time")
 
 // errRetry marks the loss of a stream: a new one may take over.
 type errRetry struct{ err error }
