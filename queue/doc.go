@@ -35,8 +35,12 @@
 // without its acknowledgement before the disk has the message. Its puts
 // are numbered, and the node applies each number once (at-most-once
 // RPC's duplicate table): a Publisher that loses its stream opens another
-// through any node and sends again the puts not acknowledged, so that a
-// node's death loses none and stores none twice.
+// and sends again the puts not acknowledged, so that a node's death loses
+// none and stores none twice — through any node on replicated queues,
+// whose numbers are the log's; through the same node, once it is back,
+// on a node's own queues, whose numbers are on its disk alone (the
+// Publisher does not send them to another node, and fails with
+// ErrInDoubt if that node stays away).
 //
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within

@@ -88,10 +88,26 @@ type Backend interface {
 	WriteMetrics(w io.Writer)
 }
 
+// KindHeader names, in the reply to GET /v1/queues, the queues a node
+// serves: "replicated" (Replicated: the same queues through every node of
+// the cluster) or "own" (the node's own, Manager). A Publisher asks
+// before each stream, for where it may send again the puts a lost stream
+// left unacknowledged.
+const KindHeader = "Cohort-Queues"
+
+// kind is m's KindHeader.
+func kind(m Backend) string {
+	if _, ok := m.(*Replicated); ok {
+		return "replicated"
+	}
+	return "own"
+}
+
 // Handler serves the API of m's queues.
 func Handler(m Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/queues", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(KindHeader, kind(m))
 		httpapi.Reply(w, http.StatusOK, m.Queues())
 	})
 	put := func(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,9 @@ type Replicated struct {
 	cfg    ReplicatedConfig
 	window chan struct{} // one token per operation under way
 	puts   chan consensus.QueuePut
+	// lose, if set, loses the first proposal of the runs it picks (as a
+	// change of leader may): a test's way to make a run overtake another.
+	lose func(consensus.QueuePutRun) bool
 
 	mu      sync.Mutex
 	waits   map[[2]uint64]*waiter    // by origin and seq
@@ -585,7 +588,10 @@ func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<
 	r.waits[key] = w // a stream resumed on this node takes over from an older one
 	r.mu.Unlock()
 	out := make(chan runResult, 1)
-	if err := r.svc.Input(run); err != nil {
+	if r.lose != nil && r.lose(run) {
+		// Lost on its way: waitRun proposes it again after the retry
+		// interval.
+	} else if err := r.svc.Input(run); err != nil {
 		r.endRun(key, w)
 		return nil, ErrClosed
 	}

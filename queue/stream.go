@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -49,16 +50,25 @@ import (
 // before is acknowledged again with id 0 and not stored twice. A
 // publisher that loses its stream (the node gone, the connection cut)
 // opens another, through any node of replicated queues, and sends again
-// the puts not acknowledged, from the first, under the same numbers. A
-// node's own queues remember an origin's highest number (they are
-// relayed puts' table), so a numbered stream resumed there must go on in
-// order; the replicated queues keep the log's duplicate table.
+// the puts not acknowledged, from the first, under the same numbers. The
+// replicated queues keep the numbers in the log's duplicate table, the
+// same on every node. A node's own queues remember an origin's highest
+// number (they are relayed puts' table), on that node's disk only: a
+// numbered stream resumed there must go on in order, and the puts a lost
+// stream left unacknowledged can be sent again to that node alone — to
+// another, whose queue of the same name is another queue, a put the
+// first applied would be stored twice.
 //
 // A stream whose first put cannot be applied (a bad frame, a full
 // queue) is answered with the error's status, as a single put is: 400
-// names the bad value. An ack never precedes the sync of its put. A
-// stream that carries no frame for StreamIdle ends (an error line). The
-// node checks the bearer token, as for every request.
+// names the bad value — except a numbered stream, whose reply starts at
+// once (200 before any acknowledgement; a refusal is an error line), so
+// that its publisher learns of a lost stream even while it has nothing
+// more to send: an HTTP client waiting for a reply's status learns that
+// its connection is gone only when it next writes the body. An ack never
+// precedes the sync of its put. A stream that carries no frame for
+// StreamIdle ends (an error line). The node checks the bearer token, as
+// for every request.
 
 // StreamIdle ends a stream that carries nothing for this long.
 const StreamIdle = 2 * time.Minute
@@ -144,6 +154,7 @@ type putStream struct {
 	read    int   // frames read
 	end     error // why reading ended: io.EOF, or the n-th frame's error
 	stopped bool  // the committer is gone
+	started bool  // the reply's status was written (a numbered stream's, at once)
 }
 
 // streamNumber reads a stream's numbering from its headers: the origin
@@ -174,6 +185,10 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if _, ok := m.(transactor); !ok {
+		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
+		return
+	}
 	rc := http.NewResponseController(w)
 	// HTTP/1: read the body while replying (HTTP/2 always may).
 	_ = rc.EnableFullDuplex()
@@ -184,6 +199,12 @@ func serveStream(m Backend, w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		s.readFrames(r.Body, rc)
 	}()
+	if origin != "" {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		rc.Flush()
+		s.started = true
+	}
 	s.commitFrames(r.Context(), m, name, origin, seq, w, rc)
 	s.mu.Lock()
 	s.stopped = true
@@ -293,11 +314,7 @@ type streamCommit struct {
 // applied only after the one before it: one that overtakes another (a
 // change of leader) is refused, and the stream ends there.
 func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin string, seq uint64, w http.ResponseWriter, rc *http.ResponseController) {
-	tm, ok := m.(transactor)
-	if !ok {
-		httpapi.Fail(w, http.StatusNotImplemented, "stream: these queues take no transactions of puts")
-		return
-	}
+	tm := m.(transactor)
 	rm, replicated := m.(*Replicated)
 	maxBodies := MaxMessage
 	var runOrigin, after uint64
@@ -374,7 +391,7 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin st
 // reply writes the outcome of each commit, in order, once it is durable;
 // after an error, or the client's departure, it stops the stream.
 func (s *putStream) reply(commits <-chan streamCommit, w http.ResponseWriter, rc *http.ResponseController) {
-	started := false
+	started := s.started
 	enc := json.NewEncoder(w)
 	send := func(a StreamAck) error {
 		if !started {
@@ -490,11 +507,16 @@ func (a *PutAck) resolve(id uint64, err error) {
 // endpoints that answers, and sends again every put not acknowledged,
 // under its number: the node applies each number once, so none is lost
 // and none stored twice. Replicated queues are the same through every
-// node; a node's own queues are its own, and a put sent again to another
-// node may also be on the first (the origin's numbers are each node's).
-// A put whose outcome is an error was not applied, except when the
-// error is the loss of every stream for Retry: then, as for any put
-// whose reply was lost, it may have been.
+// node (KindHeader), and their numbers are the log's: any node will do.
+// A node's own queues are its own, as are the numbers it applied: while
+// puts sent to such a node are unacknowledged the Publisher opens its
+// new streams to that node only, waiting for it to come back (on its
+// disk, which holds the numbers), since another node would store again
+// the puts the first applied. A put whose outcome is an error was not
+// applied, except when the error is the loss of every stream for Retry:
+// then, as for any put whose reply was lost, it may have been — and
+// when the node it waited for was one of its own queues, the error is
+// ErrInDoubt.
 type Publisher struct {
 	MaxPending int           // 0: DefaultMaxPending; set before the first put
 	Retry      time.Duration // how long to try to open a new stream without progress; 0: DefaultRetry; set before the first put
@@ -515,6 +537,10 @@ type Publisher struct {
 	err     error       // the end
 	closing bool
 	streams int // opened, the first included
+	// holder: the node of its own queues (base URL) that may hold puts
+	// of pending, sent on a stream to it and not acknowledged: a new
+	// stream goes to it only. "": none.
+	holder string
 }
 
 // outgoing is a put sent and not acknowledged.
@@ -527,6 +553,19 @@ type outgoing struct {
 // DefaultRetry is how long a Publisher tries to open a new stream after
 // losing one, without any put acknowledged, before it gives up.
 const DefaultRetry = 30 * time.Second
+
+// ErrInDoubt: a Publisher lost its stream to a node of its own queues
+// with puts unacknowledged, and found no stream to that node again for
+// Retry. The node may hold them, so they were not sent to another node
+// (where they would be stored twice): their outcome is unknown.
+var ErrInDoubt = errors.New("queue: puts in doubt")
+
+// streamStart bounds the wait for the start of a stream's reply (a
+// variable for the tests).
+var streamStart = 10 * time.Second
+
+// errNoStart: a stream's reply did not start within streamStart.
+var errNoStart = errors.New("the reply did not start in time")
 
 // errRetry marks the loss of a stream: a new one may take over.
 type errRetry struct{ err error }
@@ -541,7 +580,7 @@ func (c *Client) Publish(ctx context.Context, name string) (*Publisher, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
-	base, err := c.answering(ctx, "")
+	base, replicated, err := c.answering(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -549,24 +588,29 @@ func (c *Client) Publish(ctx context.Context, name string) (*Publisher, error) {
 	p := &Publisher{c: c, name: name, origin: fmt.Sprintf("publisher-%016x", rand.Uint64()), ctx: ctx, cancel: cancel,
 		kick: make(chan struct{}, 1), ended: make(chan struct{}), next: 1}
 	p.room = sync.NewCond(&p.mu)
-	go p.run(base)
+	go p.run(base, replicated)
 	return p, nil
 }
 
 // answering returns the base URL of the first endpoint that answers (and
-// takes the token), the one at base last: a stream's reply starts with
-// its first acknowledgement, so ask first.
-func (c *Client) answering(ctx context.Context, last string) (string, error) {
+// takes the token), the one at base last, and whether it serves
+// replicated queues (KindHeader): a stream's reply starts with its first
+// acknowledgement, so ask first.
+func (c *Client) answering(ctx context.Context, last string) (base string, replicated bool, err error) {
 	api := c.api()
 	if i := slices.IndexFunc(api.Endpoints, func(ep string) bool { b, _ := httpapi.BaseURL(ep); return b == last }); i >= 0 {
 		api.Endpoints = append(slices.Clone(api.Endpoints[i+1:]), api.Endpoints[:i+1]...)
 	}
-	var base string
-	err := api.First(ctx, func(b string) (int, string, error) {
+	err = api.First(ctx, func(b string) (int, string, error) {
 		base = b
-		return c.api().Call(ctx, http.MethodGet, b+"/v1/queues", nil, nil)
+		resp, code, msg, err := api.Open(ctx, http.MethodGet, b+"/v1/queues", nil)
+		if resp != nil {
+			replicated = resp.Header.Get(KindHeader) == "replicated"
+			resp.Body.Close()
+		}
+		return code, msg, err
 	})
-	return base, err
+	return base, replicated, err
 }
 
 // PutAsync sends body; the outcome comes on the returned PutAck. It waits
@@ -626,14 +670,14 @@ func (p *Publisher) Streams() int {
 
 // run keeps a stream open until Close, or an error that is an answer (a
 // refusal), or Retry without progress: a lost stream is replaced by one
-// to the first endpoint that answers, which is sent every put not
-// acknowledged.
-func (p *Publisher) run(base string) {
+// to the first endpoint that answers — the holder of puts in doubt, if
+// any — which is sent every put not acknowledged.
+func (p *Publisher) run(base string, replicated bool) {
 	defer close(p.ended)
 	since := time.Now() // the last progress
 	pause := 10 * time.Millisecond
 	for {
-		progress, err := p.stream(base)
+		progress, err := p.stream(base, replicated)
 		var lost errRetry
 		if err == nil || !errors.As(err, &lost) {
 			p.fail(cmp.Or(err, ErrPublisherClosed))
@@ -645,12 +689,22 @@ func (p *Publisher) run(base string) {
 		p.mu.Lock()
 		retry := cmp.Or(p.Retry, DefaultRetry)
 		idle := p.closing && len(p.pending) == 0
+		holder, doubt := p.holder, len(p.pending)
 		p.mu.Unlock()
+		c := p.c
+		if holder != "" { // the one node that may hold them
+			c = &Client{Endpoints: []string{holder}, Token: p.c.Token, HTTP: p.c.HTTP}
+		}
 		if idle { // closed, with nothing left to send: no new stream
 			p.fail(ErrPublisherClosed)
 			return
 		}
 		for {
+			if time.Since(since) > retry && holder != "" {
+				p.fail(fmt.Errorf("%w: no stream of puts for %v to %s, a node of its own queues, which may hold %d puts not acknowledged: not sent to another node, where they would be stored twice: %w",
+					ErrInDoubt, retry, holder, doubt, lost.err))
+				return
+			}
 			if time.Since(since) > retry {
 				p.fail(fmt.Errorf("no stream of puts for %v: %w", retry, lost.err))
 				return
@@ -662,8 +716,8 @@ func (p *Publisher) run(base string) {
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, time.Second)
-			if next, err := p.c.answering(p.ctx, base); err == nil {
-				base = next
+			if next, repl, err := c.answering(p.ctx, base); err == nil {
+				base, replicated = next, repl
 				break
 			}
 		}
@@ -674,8 +728,10 @@ func (p *Publisher) run(base string) {
 // stream to base, and reads their acknowledgements until the stream
 // ends: nil once Close was called and every put acknowledged; an
 // errRetry when the stream was lost; another error, a refusal, ends the
-// Publisher. progress: a put was acknowledged.
-func (p *Publisher) stream(base string) (progress bool, err error) {
+// Publisher. progress: a put was acknowledged. replicated: base serves
+// replicated queues (else the puts sent are in doubt there until
+// acknowledged).
+func (p *Publisher) stream(base string, replicated bool) (progress bool, err error) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -704,14 +760,23 @@ func (p *Publisher) stream(base string) (progress bool, err error) {
 	wrote := make(chan struct{})
 	go func() {
 		defer close(wrote)
-		p.write(ctx, pw)
+		p.write(ctx, pw, base, replicated)
 	}()
 	defer func() {
 		pw.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
 		cancel()
 		<-wrote
 	}()
+	// The reply of a numbered stream starts at once; an HTTP client
+	// whose connection is lost before it learns so only when it next
+	// writes the body, which may be never: without a start within
+	// streamStart, the body ends and the stream is lost.
+	late := time.AfterFunc(streamStart, func() { pr.CloseWithError(errNoStart) })
 	resp, err := p.c.httpClient().Do(req)
+	if !late.Stop() && err == nil {
+		resp.Body.Close()
+		err = errNoStart
+	}
 	if err != nil {
 		return false, errRetry{fmt.Errorf("stream of puts: %w", err)}
 	}
@@ -725,6 +790,7 @@ func (p *Publisher) stream(base string) (progress bool, err error) {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Split(wholeLines)
 	for sc.Scan() {
 		a, err := decodeStreamAck(sc.Bytes())
 		if err != nil {
@@ -746,6 +812,9 @@ func (p *Publisher) stream(base string) (progress bool, err error) {
 		done := p.pending[:len(a.IDs)]
 		p.pending = p.pending[len(a.IDs):]
 		p.sent -= len(a.IDs)
+		if len(p.pending) == 0 {
+			p.holder = "" // none in doubt
+		}
 		p.room.Broadcast()
 		p.mu.Unlock()
 		for i, put := range done {
@@ -768,11 +837,26 @@ func (p *Publisher) stream(base string) (progress bool, err error) {
 	return progress, errRetry{fmt.Errorf("stream of puts: %w", err)}
 }
 
+// wholeLines splits a stream's reply into lines, as bufio.ScanLines,
+// but a last line without its newline is an error: the reply was cut
+// (the node gone) in the middle of an acknowledgement, not a bad one.
+func wholeLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return 0, nil, fmt.Errorf("the reply ends within a line: %w", io.ErrUnexpectedEOF)
+	}
+	return 0, nil, nil
+}
+
 // write hands the puts not yet sent on this stream to its body, together:
 // one write (a chunk of the body) for all the puts that came while the
 // last one was written; once Close was called and every put is sent, it
 // ends the body (the node commits what it read, then ends the reply).
-func (p *Publisher) write(ctx context.Context, pw *io.PipeWriter) {
+// Puts handed to a node of its own queues are in doubt there (holder)
+// until acknowledged.
+func (p *Publisher) write(ctx context.Context, pw *io.PipeWriter, base string, replicated bool) {
 	var b []byte
 	for {
 		p.mu.Lock()
@@ -781,6 +865,9 @@ func (p *Publisher) write(ctx context.Context, pw *io.PipeWriter) {
 			b = appendFrame(b, o.body)
 		}
 		p.sent = len(p.pending)
+		if len(b) > 0 && !replicated {
+			p.holder = base
+		}
 		closing := p.closing
 		p.mu.Unlock()
 		if len(b) > 0 {

@@ -1,0 +1,496 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/queue"
+)
+
+// replyGate is a TCP proxy in front of a node that can hold back the
+// node's replies while its requests still reach it, and cut every
+// connection: a put the node applied whose acknowledgement is lost.
+// Retarget points it at another address (the node restarted).
+type replyGate struct {
+	ln    net.Listener
+	muted atomic.Bool
+	// mutePosts holds back the replies on a connection once a POST went
+	// through it (a stream; not the Publisher's GET before it).
+	mutePosts atomic.Bool
+
+	mu    sync.Mutex
+	to    string
+	conns []net.Conn
+}
+
+func newReplyGate(t *testing.T, to string) *replyGate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &replyGate{ln: ln, to: to}
+	t.Cleanup(func() { ln.Close(); g.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			to := g.to
+			g.mu.Unlock()
+			s, err := net.Dial("tcp", to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			g.mu.Lock()
+			g.conns = append(g.conns, c, s)
+			g.mu.Unlock()
+			var posted atomic.Bool
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 && strings.Contains(string(buf[:n]), "POST ") {
+						posted.Store(true)
+					}
+					if n > 0 {
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				s.Close()
+			}()
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 && !g.muted.Load() && !(posted.Load() && g.mutePosts.Load()) {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	return g
+}
+
+func (g *replyGate) URL() string { return "http://" + g.ln.Addr().String() }
+
+// cut closes every connection through the gate.
+func (g *replyGate) cut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+func (g *replyGate) retarget(to string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.to = to
+}
+
+// ownNode is a node serving its own queues (a Manager) on dir.
+type ownNode struct {
+	m   *queue.Manager
+	srv *httptest.Server
+}
+
+func startOwnNode(t *testing.T, dir string) *ownNode {
+	t.Helper()
+	m, err := queue.Open(queue.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &ownNode{m: m, srv: httptest.NewServer(httpapi.RequireToken(token, queue.Handler(m)))}
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *ownNode) addr() string { return n.srv.Listener.Addr().String() }
+
+// stop kills the node: its connections cut, its queues closed.
+func (n *ownNode) stop() {
+	n.srv.CloseClientConnections()
+	n.srv.Close()
+	n.m.Close()
+}
+
+// drain takes every message of queue name from b, and counts each body.
+func drain(t *testing.T, b queue.Backend, name string, seen map[string]int) {
+	t.Helper()
+	for {
+		m, ok, err := b.Poll(name, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		seen[string(m.Body)]++
+	}
+}
+
+// ready is how many messages of queue name b holds ready.
+func ready(b queue.Backend, name string) int {
+	for _, s := range b.Queues() {
+		if s.Name == name {
+			return s.Ready
+		}
+	}
+	return 0
+}
+
+// waitUntil waits for cond, or fails the test at ctx's end.
+func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: not within the deadline", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A Publisher to node A of its own queues, with B as the next endpoint:
+// A applies puts whose acknowledgements are lost (the replies held back,
+// then the connection cut; or A killed and restarted on its disk). The
+// Publisher sends them again to A alone — which answers them as copies —
+// never to B, whose queue of the same name is another queue: every put is
+// stored once, on A. Seeded: where the loss comes and what follows.
+// Without the rule (a resend to the next endpoint that answers) the puts
+// in doubt are on A and on B.
+func TestPublisherResendsOwnQueuesToTheSameNode(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 4
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dirA := t.TempDir()
+			a, b := startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
+			gate := newReplyGate(t, a.addr())
+			c := &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+			p, err := c.Publish(ctx, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var acks []*queue.PutAck
+			put := func(n int) {
+				for range n {
+					acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%04d", len(acks))))
+				}
+			}
+			// At least one put acknowledged first: the stream's reply has
+			// started when the replies are held back.
+			before, doubt, after := 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
+			put(before)
+			if _, err := acks[before-1].Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gate.muted.Store(true)
+			put(doubt)
+			waitUntil(ctx, t, "the puts in doubt applied", func() bool { return ready(a.m, "jobs") == before+doubt })
+			restart := rng.IntN(2) == 0
+			if restart { // killed, and back on its disk at another address
+				a.stop()
+				a = startOwnNode(t, dirA)
+				gate.retarget(a.addr())
+			}
+			gate.muted.Store(false)
+			gate.cut()
+			put(after)
+			dups := 0
+			for i, ack := range acks {
+				id, err := ack.Wait(ctx)
+				if err != nil {
+					t.Fatalf("put %d: %v", i, err)
+				}
+				if id == 0 {
+					dups++
+				}
+			}
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			drain(t, a.m, "jobs", seen)
+			onB := map[string]int{}
+			drain(t, b.m, "jobs", onB)
+			if len(onB) != 0 {
+				t.Errorf("B holds %d puts sent to A: a resend to another node of its own queues", len(onB))
+			}
+			for k, v := range onB {
+				seen[k] += v
+			}
+			for i := range acks {
+				if k := fmt.Sprintf("m%04d", i); seen[k] != 1 {
+					t.Errorf("%s stored %d times, want once", k, seen[k])
+				}
+			}
+			if dups == 0 || p.Streams() < 2 {
+				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, p.Streams())
+			}
+			t.Logf("%d+%d+%d puts, restart %v: %d answered as copies, %d streams", before, doubt, after, restart, dups, p.Streams())
+		})
+	}
+}
+
+// A node of its own queues that does not come back: the puts in doubt
+// there fail, after Retry, with ErrInDoubt, and are not sent to the other
+// node.
+func TestPublisherGivesUpOnPutsInDoubt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := startOwnNode(t, t.TempDir()), startOwnNode(t, t.TempDir())
+	gate := newReplyGate(t, a.addr())
+	c := &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Retry = 300 * time.Millisecond
+	if _, err := p.Put(ctx, []byte("acknowledged")); err != nil {
+		t.Fatal(err)
+	}
+	gate.muted.Store(true)
+	ack := p.PutAsync([]byte("in doubt"))
+	waitUntil(ctx, t, "the put applied", func() bool { return ready(a.m, "jobs") == 2 })
+	a.stop()
+	gate.cut()
+	if _, err := ack.Wait(ctx); !errors.Is(err, queue.ErrInDoubt) {
+		t.Fatalf("the put in doubt: %v, want ErrInDoubt", err)
+	}
+	if n := ready(b.m, "jobs"); n != 0 {
+		t.Fatalf("B holds %d messages, want none", n)
+	}
+	_, err = ack.Result()
+	t.Logf("the put in doubt: %v", err)
+}
+
+// A Publisher to node k of three with replicated queues (the leader or a
+// follower, by seed): the node applies puts whose acknowledgements are
+// lost, and is killed; the Publisher resends them through another node,
+// where the log's duplicate table answers them as copies: every put is
+// stored once, in the order put.
+func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
+	seeds := 4
+	if testing.Short() || queue.RaceEnabled {
+		seeds = 2
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 23))
+			cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			waitUntil(ctx, t, "a leader", func() bool {
+				return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+			})
+			k := rng.IntN(3)
+			gate := newReplyGate(t, cl.srvs[k].Listener.Addr().String())
+			others := []string{cl.eps[(k+1)%3], cl.eps[(k+2)%3]}
+			c := &queue.Client{Endpoints: append([]string{gate.URL()}, others...), Token: token}
+			p, err := c.Publish(ctx, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var acks []*queue.PutAck
+			put := func(n int) {
+				for range n {
+					acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%04d", len(acks))))
+				}
+			}
+			before, doubt, after := 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
+			put(before)
+			if _, err := acks[before-1].Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gate.muted.Store(true)
+			put(doubt)
+			survivor := cl.rs[(k+1)%3]
+			waitUntil(ctx, t, "the puts in doubt committed", func() bool { return ready(survivor, "jobs") == before+doubt })
+			leading := cl.rs[k].Leading()
+			cl.nodes[k].Close()
+			cl.srvs[k].CloseClientConnections()
+			go cl.srvs[k].Close()
+			gate.muted.Store(false)
+			gate.cut()
+			put(after)
+			dups := 0
+			for i, ack := range acks {
+				id, err := ack.Wait(ctx)
+				if err != nil {
+					t.Fatalf("put %d: %v", i, err)
+				}
+				if id == 0 {
+					dups++
+				}
+			}
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := survivor.PollN("jobs", time.Hour, len(acks)+10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range ms {
+				if want := fmt.Sprintf("m%04d", i); string(m.Body) != want {
+					t.Fatalf("message %d of %d is %s, want %s: each put once, in order", i, len(ms), m.Body, want)
+				}
+			}
+			if len(ms) != len(acks) {
+				t.Fatalf("%d messages, want the %d puts", len(ms), len(acks))
+			}
+			if dups == 0 || p.Streams() < 2 {
+				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, p.Streams())
+			}
+			t.Logf("node %d killed (leading %v) after %d+%d puts, %d after: %d answered as copies, %d streams", k, leading, before, doubt, after, dups, p.Streams())
+		})
+	}
+}
+
+// A stream's run of puts lost on its way to the log (as at a change of
+// leader) while the next is proposed: the next one overtakes it and is
+// refused (it comes after a put not applied), the lost one is proposed
+// again and applied, and the Publisher resends from the refused run on a
+// new stream. Every put is stored once, in the order put. Seeded: which
+// run is lost. Without the refusal (runs applied whatever came before)
+// the overtaking run is stored ahead of the lost one.
+func TestStreamRunOvertakenByTheNext(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var lead int
+	waitUntil(ctx, t, "a leader", func() bool {
+		for i, r := range cl.rs {
+			if r.Leading() {
+				lead = i
+				return true
+			}
+		}
+		return false
+	})
+	seeds := 6
+	if testing.Short() || queue.RaceEnabled {
+		seeds = 3
+	}
+	body := make([]byte, 30<<10) // two puts to a run
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		name := fmt.Sprint("jobs", seed)
+		// Through the leader or a follower (which hands runs to the leader).
+		via := rng.IntN(3)
+		lost := 2 + rng.IntN(6) // the run lost: the 2nd to the 7th
+		var runs atomic.Int32
+		queue.LoseRuns(cl.rs[via], func(run consensus.QueuePutRun) bool {
+			if run.Queue != name {
+				return false
+			}
+			return runs.Add(1) == int32(lost)
+		})
+		c := &queue.Client{Endpoints: []string{cl.eps[via]}, Token: token}
+		p, err := c.Publish(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 40
+		var acks []*queue.PutAck
+		for i := range n {
+			b := append(fmt.Appendf(nil, "m%04d ", i), body...)
+			acks = append(acks, p.PutAsync(b))
+		}
+		for i, a := range acks {
+			if _, err := a.Wait(ctx); err != nil {
+				t.Fatalf("seed %d: put %d: %v", seed, i, err)
+			}
+		}
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		queue.LoseRuns(cl.rs[via], nil)
+		ms, err := cl.rs[lead].PollN(name, time.Hour, 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			if want := fmt.Sprintf("m%04d ", i); string(m.Body[:len(want)]) != want {
+				t.Fatalf("seed %d: message %d of %d is %.6s, want %s: each put once, in order", seed, i, len(ms), m.Body, want)
+			}
+		}
+		if len(ms) != n {
+			t.Fatalf("seed %d: %d messages, want %d", seed, len(ms), n)
+		}
+		if p.Streams() < 2 {
+			t.Fatalf("seed %d: %d streams: want the overtaking run refused and resent on a second", seed, p.Streams())
+		}
+		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d streams", seed, via, lead, lost, p.Streams())
+	}
+}
+
+// A stream lost before its reply started, while the Publisher has
+// nothing more to send: an HTTP client then waits for the reply's status
+// until it next writes the body, which would be never. The Publisher
+// bounds that wait (streamStart), and resends the put in doubt to its
+// node, which answers it as a copy. Without the bound the put's outcome
+// never comes.
+func TestPublisherNoticesALostStreamWhileIdle(t *testing.T) {
+	defer queue.SetStreamStart(queue.SetStreamStart(300 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := startOwnNode(t, t.TempDir())
+	gate := newReplyGate(t, a.addr())
+	gate.mutePosts.Store(true) // the stream's reply never starts
+	c := &queue.Client{Endpoints: []string{gate.URL()}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := p.PutAsync([]byte("in doubt"))
+	waitUntil(ctx, t, "the put applied", func() bool { return ready(a.m, "jobs") == 1 })
+	gate.mutePosts.Store(false)
+	gate.cut()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	id, err := ack.Wait(wctx)
+	if err != nil || id != 0 {
+		t.Fatalf("the put in doubt: id %d, %v; want it answered as a copy (id 0) on a new stream", id, err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := ready(a.m, "jobs"); n != 1 || p.Streams() < 2 {
+		t.Fatalf("%d messages on %d streams, want 1 on 2 or more", n, p.Streams())
+	}
+}
