@@ -59,16 +59,16 @@ func TestSimRPC(t *testing.T) {
 // TestAtMostOnceGoal is the goal for at-most-once, the README's
 // command: no call executed twice under 30% loss, 10% duplication and a
 // server crash-restart every 50 ms on average, from 10 clients. By
-// default 10,000 calls, kept in a trace that the checkers judge too;
+// default 3,000 calls, kept in a trace that the checkers judge too;
 // COHORT_RPC_GOAL_CALLS=1000000 runs the goal's 10⁶ (minutes of CPU;
 // past 10⁵ calls the run counts executions as they happen, without a
 // trace).
 func TestAtMostOnceGoal(t *testing.T) {
-	calls := "10000"
+	calls := "3000"
 	if n := os.Getenv("COHORT_RPC_GOAL_CALLS"); n != "" {
 		calls = n
 	} else if testing.Short() {
-		t.Skip("10,000 simulated calls")
+		t.Skip("3,000 simulated calls")
 	}
 	r := simJSON(t, "rpc", "--algo", "plain", "--semantics", "at-most-once", "--calls", calls, "--nodes", "11",
 		"--loss", "0.3", "--dup", "0.1", "--server-crash-every", "50ms", "--no-throttle")
