@@ -41,20 +41,16 @@ const (
 // fire in but for the events pushed into it since it opened; see
 // calendar.upcoming.)
 func (s *Sim) prefetchAhead() {
+	var record, state, rng unsafe.Pointer // nil: nothing to ask for
 	if e := s.cal.upcoming(recordAhead); e != nil && e.item.kind <= evInput && uint(e.item.node) < uint(len(s.nodes)) {
-		prefetch(unsafe.Pointer(&s.nodes[e.item.node]))
+		record = unsafe.Pointer(&s.nodes[e.item.node])
 	}
-	e := s.cal.upcoming(stateAhead)
-	if e == nil || e.item.kind > evInput || uint(e.item.node) >= uint(len(s.nodes)) {
-		return
-	}
-	nd := &s.nodes[e.item.node]
-	if nd.p != nil {
+	if e := s.cal.upcoming(stateAhead); e != nil && e.item.kind <= evInput && uint(e.item.node) < uint(len(s.nodes)) {
+		nd := &s.nodes[e.item.node]
 		// An interface value is a type word and a data word; the data
 		// word points to the process (all of Cohort's are pointers).
-		prefetch((*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1])
+		state = (*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1]
+		rng = unsafe.Pointer(nd.rng)
 	}
-	if nd.rng != nil {
-		prefetch(unsafe.Pointer(nd.rng))
-	}
+	prefetch3(record, state, rng)
 }
