@@ -798,11 +798,12 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 	}
 }
 
+// badSend panics for a send to no process or of no message.
 func (s *Sim) badSend(to proc.ID, m proc.Message) {
-	if m == nil {
-		panic("send of a nil message")
+	if uint(to) >= uint(s.n) {
+		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
 	}
-	panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
+	panic("send of a nil message")
 }
 
 // sendPlain is send when it has nothing to do but count the message and
