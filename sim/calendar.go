@@ -33,7 +33,7 @@ func (e *event) before(o *event) bool { return e.at < o.at || (e.at == o.at && e
 // far events that now fall inside the window move into their buckets.
 //
 // Opening a bucket distributes its events by a counting sort into
-// sub-buckets of about eight (staged). When a sub-bucket's turn comes it
+// sub-buckets of about four (staged). When a sub-bucket's turn comes it
 // is sorted in place, once, and read front to back (run), so that popping
 // costs a few comparisons whether a thousand or a hundred million events
 // are pending, and an event is copied twice between its push and its pop
@@ -68,9 +68,12 @@ type calendar struct {
 	fill     []int32
 	subShift uint
 	sub      int
+	// The run, staged[pos:end]: the loaded sub-bucket, in order, popped
+	// from the front.
+	pos, end int
 	cur      eventHeap // events pushed into the open bucket
-	run      []event   // a loaded sub-bucket in order, popped from the front
 	far      eventHeap
+	n        int // pending events
 
 	// The only pending event, when there is one alone: a run with a single
 	// event in flight (a ping-pong) never touches the buckets.
@@ -82,16 +85,16 @@ type calendar struct {
 	fromRun *event
 	out     event
 
-	// ahead, if set, is told of the events of each sub-bucket as it comes
-	// next in line, to prefetch what they will touch (see prefetch.go).
-	ahead func([]event)
+	// prefetch: ask the processor for the memory that pushes and
+	// openings are about to touch (a large run's; see prefetch.go).
+	prefetch bool
 }
 
 // A bucket is a list of blocks: events are appended to the tail block,
 // and every block but the tail is full.
 type bucket struct {
-	head, tail int32 // block indexes; 0: empty (block 0 is never used)
-	n          int32 // events
+	head, tail int32  // block indexes; 0: empty (block 0 is never used)
+	n          uint32 // events
 }
 
 // newCalendar sizes buckets from the typical delay between an event and the
@@ -110,26 +113,17 @@ func newCalendarOf(typical int64, n int) *calendar {
 	}
 }
 
-func (c *calendar) Len() int {
-	staged := 0
-	if c.sub < len(c.bounds)-1 {
-		staged = int(c.bounds[len(c.bounds)-1] - c.bounds[c.sub])
-	}
-	n := c.cur.Len() + len(c.run) + staged + c.inWindow + c.far.Len()
-	if c.hasSingle {
-		n++
-	}
-	return n
-}
+func (c *calendar) Len() int { return c.n }
 
 // Push adds a copy of *e. (Events are passed by pointer, here and in Pop:
 // copying 64 bytes at every call on the way costs more than the queue's
 // own work.)
 func (c *calendar) Push(e *event) {
+	c.n++
 	if c.hasSingle {
 		c.hasSingle = false
 		c.push(&c.single)
-	} else if c.inWindow == 0 && c.cur.Len() == 0 && len(c.run) == 0 && c.far.Len() == 0 && c.sub >= len(c.bounds)-1 {
+	} else if c.n == 1 {
 		c.single, c.hasSingle = *e, true
 		return
 	}
@@ -161,9 +155,10 @@ func (c *calendar) slot(at int64) *event {
 		c.single = event{}
 	}
 	d := (at - c.base) >> c.shift
-	if d <= 0 || d >= int64(len(c.buckets)) || (c.inWindow == 0 && c.Len() == 0) {
+	if d <= 0 || d >= int64(len(c.buckets)) || c.n == 0 {
 		return nil
 	}
+	c.n++
 	return c.place((c.idx + int(d)) & (len(c.buckets) - 1))
 }
 
@@ -173,26 +168,26 @@ func (c *calendar) add(i int, e *event) { *c.place(i) = *e }
 // place takes the next free place in bucket i and returns it.
 func (c *calendar) place(i int) *event {
 	b := &c.buckets[i]
+	k := b.n % blockLen
 	if b.n == 0 {
 		b.head = c.blocks.get()
 		b.tail = b.head
 		c.occupied[i>>6] |= 1 << (i & 63)
-	} else if b.n%blockLen == 0 {
+	} else if k == 0 {
 		nb := c.blocks.get()
 		*c.blocks.next(b.tail) = nb
 		b.tail = nb
 	}
 	blk := c.blocks.at(b.tail)
-	e := &blk[b.n%blockLen]
 	b.n++
-	if c.ahead != nil && b.n%blockLen != 0 {
+	c.inWindow++
+	if c.prefetch && k != blockLen-1 {
 		// The next event for this bucket goes into the next line of its
 		// block, a line written long ago or never: ask for it now, so
 		// that writing it need not wait for memory.
-		prefetch(unsafe.Pointer(&blk[b.n%blockLen]))
+		prefetch(unsafe.Pointer(&blk[k+1]))
 	}
-	c.inWindow++
-	return e
+	return &blk[k]
 }
 
 // Pop removes the next event and returns it. It stays valid until the
@@ -203,6 +198,7 @@ func (c *calendar) Pop() *event {
 		c.fromRun.val = nil // let the message be collected
 		c.fromRun = nil
 	}
+	c.n--
 	if c.hasSingle {
 		// Nothing else is pending: move the window to the present, which
 		// costs nothing over empty buckets.
@@ -217,19 +213,26 @@ func (c *calendar) Pop() *event {
 		return e
 	}
 	for {
+		if c.pos < c.end {
+			// The run's events all come before the sub-buckets not yet
+			// loaded: only cur can hold an earlier one.
+			e := &c.staged[c.pos]
+			if c.cur.Len() == 0 || e.before(&c.cur.h[0]) {
+				c.pos++
+				c.fromRun = e
+				return e
+			}
+			c.out = c.cur.Pop()
+			return &c.out
+		}
 		if c.sub < len(c.bounds)-1 {
-			// Sub-buckets remain: load the next one unless cur's or the
-			// run's minimum comes before anything it could hold.
+			// Sub-buckets remain: load the next one unless cur's minimum
+			// comes before anything it could hold.
 			start := c.base + int64(c.sub)<<c.subShift
-			if (c.cur.Len() == 0 || c.cur.h[0].at >= start) && (len(c.run) == 0 || c.run[0].at >= start) {
+			if c.cur.Len() == 0 || c.cur.h[0].at >= start {
 				c.load()
 				continue
 			}
-		}
-		if len(c.run) > 0 && (c.cur.Len() == 0 || c.run[0].before(&c.cur.h[0])) {
-			c.fromRun = &c.run[0]
-			c.run = c.run[1:]
-			return c.fromRun
 		}
 		if c.cur.Len() > 0 {
 			c.out = c.cur.Pop()
@@ -239,39 +242,25 @@ func (c *calendar) Pop() *event {
 	}
 }
 
-// peek returns the event that is probably next (a sub-bucket not yet
-// loaded may hold an earlier one), or nil: a hint for prefetching.
-func (c *calendar) peek() *event {
-	switch {
-	case c.hasSingle:
-		return &c.single
-	case len(c.run) > 0 && (c.cur.Len() == 0 || c.run[0].before(&c.cur.h[0])):
-		return &c.run[0]
-	case c.cur.Len() > 0:
-		return &c.cur.h[0]
+// upcoming returns the event k places after the next one of the open
+// bucket in the order of its sub-buckets, or nil: a hint for prefetching
+// (in a sub-bucket not yet loaded, the events are not yet in order).
+func (c *calendar) upcoming(k int) *event {
+	if i := c.pos + k; i < len(c.staged) {
+		return &c.staged[i]
 	}
 	return nil
 }
 
 // load makes the next sub-bucket the run, sorted in place: a sub-bucket
-// holds about eight events, so sorting it once costs less than passing
-// each event through a heap. The run is empty then (its events came
-// before the sub-bucket's start); should it not be, the events go to cur.
+// holds a few events, so sorting it once costs less than passing each
+// event through a heap. The run is empty then (its events came before the
+// sub-bucket's start).
 func (c *calendar) load() {
-	evs := c.staged[c.bounds[c.sub]:c.bounds[c.sub+1]]
+	lo, hi := int(c.bounds[c.sub]), int(c.bounds[c.sub+1])
 	c.sub++
-	if c.ahead != nil {
-		c.ahead(evs)
-	}
-	if len(c.run) == 0 {
-		sortEvents(evs)
-		c.run = evs
-		return
-	}
-	for _, e := range evs {
-		c.cur.Push(e)
-	}
-	clear(evs) // let their messages be collected once handled
+	sortEvents(c.staged[lo:hi])
+	c.pos, c.end = lo, hi
 }
 
 // sortEvents sorts evs by (at, seq): by insertion when they are few or
@@ -339,20 +328,20 @@ func (c *calendar) open(i int) {
 	c.buckets[i] = bucket{}
 	c.occupied[i>>6] &^= 1 << (i & 63)
 	c.inWindow -= int(b.n)
+	c.sub, c.pos, c.end = 0, 0, 0
 	if b.n <= blockLen {
 		// One block: one sub-bucket, the whole bucket.
 		c.staged = append(c.staged[:0], c.blocks.at(b.head)[:b.n]...)
 		c.blocks.put(b.head, int(b.n))
-		c.bounds = append(c.bounds[:0], 0, b.n)
+		c.bounds = append(c.bounds[:0], 0, int32(b.n))
 		c.subShift = c.shift
-		c.sub = 0
 		return
 	}
-	// About eight events per sub-bucket, and no sub-bucket finer than 1 ns.
-	k := min(c.shift, uint(bits.Len32(uint32(b.n)/8)))
+	// About subEvents events per sub-bucket, and no sub-bucket finer than
+	// 1 ns.
+	k := min(c.shift, uint(bits.Len32(b.n/subEvents)))
 	m := 1 << k
 	c.subShift = c.shift - k
-	c.sub = 0
 	c.bounds = append(c.bounds[:0], make([]int32, m+1)...)
 	// The blocks were written long ago, and lie wherever the pool had
 	// one free: in a large run, each is read from memory. The count
@@ -360,13 +349,14 @@ func (c *calendar) open(i int) {
 	// waits for memory once a block, not once a line; the second pass
 	// finds them in cache.
 	var ahead int32
-	if c.ahead != nil {
+	if c.prefetch {
 		ahead = b.head
 		prefetchLines(unsafe.Pointer(c.blocks.at(ahead)), blockLen)
 		if ahead = *c.blocks.next(ahead); ahead != 0 {
 			prefetchLines(unsafe.Pointer(c.blocks.at(ahead)), blockLen)
 		}
 	}
+	base, sh, bounds := c.base, c.subShift, c.bounds[1:]
 	for blk, left := b.head, b.n; blk != 0; blk, left = *c.blocks.next(blk), left-blockLen {
 		if ahead != 0 {
 			if ahead = *c.blocks.next(ahead); ahead != 0 {
@@ -375,7 +365,7 @@ func (c *calendar) open(i int) {
 		}
 		x := c.blocks.at(blk)[:min(left, blockLen)]
 		for k := range x {
-			c.bounds[(x[k].at-c.base)>>c.subShift+1]++
+			bounds[uint64(x[k].at-base)>>sh]++
 		}
 	}
 	for j := 1; j <= m; j++ {
@@ -387,12 +377,12 @@ func (c *calendar) open(i int) {
 	}
 	c.staged = c.staged[:b.n]
 	c.fill = append(c.fill[:0], c.bounds[:m]...) // next free place in each sub-bucket
-	fill := c.fill
+	fill, staged := c.fill, c.staged
 	for blk, left := b.head, b.n; blk != 0; left -= blockLen {
 		x := c.blocks.at(blk)[:min(left, blockLen)]
 		for k := range x {
-			s := (x[k].at - c.base) >> c.subShift
-			c.staged[fill[s]] = x[k]
+			s := uint64(x[k].at-base) >> sh
+			staged[fill[s]] = x[k]
 			fill[s]++
 		}
 		next := *c.blocks.next(blk)
@@ -546,3 +536,9 @@ func (q *eventHeap) down(i int) {
 	}
 	q.h[i] = e
 }
+
+// subEvents is about the number of events in a sub-bucket of a bucket
+// opened: a sub-bucket is sorted by insertion, which moves whole events,
+// and each costs Pop a load; four costs fewer instructions a delivery
+// than two or eight (PHOLD at 10⁵ processes).
+const subEvents = 4

@@ -5,47 +5,52 @@ import "unsafe"
 // Prefetching. At 10⁵ processes and more, the records a delivery touches
 // — the destination's node record, its random source, its state — are
 // scattered over tens of megabytes, and each first read is a cache miss
-// that the processor waits for. The calendar knows the next events a
-// sub-bucket ahead (about eight), so when it loads them the simulator asks
-// the processor to fetch their records, and when an event is next in line,
-// what those records point to (Mowry, Lam and Gupta 1992: software
-// prefetching a known distance ahead). Writes wait for memory too: each
-// event pushed goes into its bucket's next free line, so the calendar
-// asks for the line after it as it writes one (calendar.place). Opening
-// a bucket reads its blocks, written long ago, from memory: the count
-// fetches each block two ahead (calendar.open). A prefetch is a hint: it
-// changes no result, only when memory arrives.
+// that the processor waits for. The open bucket of the calendar holds the
+// events to come in the order they fire (but for those pushed into it
+// since it opened), so as each event is popped the simulator asks the
+// processor for the node record of the event a few places further on, and
+// for what the record of a nearer one points to, a pipeline of two stages
+// (Mowry, Lam and Gupta 1992: software prefetching a known distance
+// ahead). Writes wait for memory too: each event pushed goes into its
+// bucket's next free line, so the calendar asks for the line after it as
+// it writes one (calendar.place). Opening a bucket reads its blocks,
+// written long ago, from memory: the count fetches each block two ahead
+// (calendar.open). A prefetch is a hint: it changes no result, only when
+// memory arrives.
 
 // prefetchFrom is the smallest run that prefetches: below it, the
 // records stay in cache and the hints would only cost their calls.
 // (A variable, so that a test can compare runs with and without.)
 var prefetchFrom = 1 << 14
 
-// prefetchEvents prefetches the node records of events that the calendar
-// has just brought ahead of the rest.
-func (s *Sim) prefetchEvents(evs []event) {
-	for i := range evs {
-		n := evs[i].item.node
-		if int(n) < len(s.nodes) && evs[i].item.kind <= evInput {
-			prefetch(unsafe.Pointer(&s.nodes[n]))
-		}
-	}
-}
+// How far ahead, in events, the simulator asks for the records of the
+// events to come: first a node record, then, once it has arrived, what
+// it points to. An event takes a few hundred nanoseconds to handle, about
+// as long as a read from memory, so a few events ahead is in time; much
+// further, and what was fetched may be evicted before it is used.
+const (
+	recordAhead = 8
+	stateAhead  = 3
+)
 
-// prefetchNext prefetches what the next event's node record points to:
-// its process's state and its random source.
-func (s *Sim) prefetchNext() {
-	e := s.cal.peek()
-	if e == nil || int(e.item.node) >= len(s.nodes) || e.item.kind > evInput {
-		return
+// prefetchAhead asks for the node record of the event recordAhead places
+// after the next one, and for the process state and random source of the
+// event stateAhead places after it, whose record was asked for
+// recordAhead-stateAhead events ago. (The events ahead are those of the
+// open bucket in the order of its sub-buckets, which is the order they
+// fire in but for the events pushed into it since it opened; see
+// calendar.upcoming.)
+func (s *Sim) prefetchAhead() {
+	var record, state, rng unsafe.Pointer // nil: nothing to ask for
+	if e := s.cal.upcoming(recordAhead); e != nil && e.item.kind <= evInput && uint(e.item.node) < uint(len(s.nodes)) {
+		record = unsafe.Pointer(&s.nodes[e.item.node])
 	}
-	nd := &s.nodes[e.item.node]
-	if nd.p != nil {
+	if e := s.cal.upcoming(stateAhead); e != nil && e.item.kind <= evInput && uint(e.item.node) < uint(len(s.nodes)) {
+		nd := &s.nodes[e.item.node]
 		// An interface value is a type word and a data word; the data
 		// word points to the process (all of Cohort's are pointers).
-		prefetch((*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1])
+		state = (*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1]
+		rng = unsafe.Pointer(nd.rng)
 	}
-	if nd.rng != nil {
-		prefetch(unsafe.Pointer(nd.rng))
-	}
+	prefetch3(record, state, rng)
 }

@@ -19,3 +19,13 @@ loop:
 	JNZ loop
 done:
 	RET
+
+// func prefetch3(a, b, c unsafe.Pointer)
+TEXT ·prefetch3(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	PREFETCHT0 (AX)
+	PREFETCHT0 (BX)
+	PREFETCHT0 (CX)
+	RET

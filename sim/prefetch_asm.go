@@ -15,3 +15,9 @@ func prefetch(p unsafe.Pointer)
 //
 //go:noescape
 func prefetchLines(p unsafe.Pointer, n int)
+
+// prefetch3 prefetches the lines at a, b and c in one call (any may be
+// nil: a prefetch never faults).
+//
+//go:noescape
+func prefetch3(a, b, c unsafe.Pointer)

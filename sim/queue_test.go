@@ -17,7 +17,7 @@ func TestCalendarMatchesHeapOrder(t *testing.T) {
 		spread := rapid.Int64Range(1, 1<<24).Draw(t, "spread")
 		cal, heap := newCalendarOf(typical, 64<<rapid.IntRange(0, 3).Draw(t, "size")), &timeQueue{}
 		if rapid.Bool().Draw(t, "prefetch") {
-			cal.ahead = func([]event) {} // the path of a large run (prefetch.go)
+			cal.prefetch = true // the path of a large run (prefetch.go)
 		}
 		var now int64
 		var seq uint64

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cohort-go/cohort/logical"
 	"github.com/cohort-go/cohort/proc"
@@ -68,9 +69,12 @@ type Sim struct {
 	latency  Dist
 	constLat bool // latency is Constant and no link overrides it: FIFO for free
 	plainNet bool // one latency for all, and no loss, duplication, reordering, FIFO or partition
-	links    map[uint64]*Link
-	fifo     map[uint64]int64 // last delivery time per directed link, when FIFO needs it
-	parts    []partition
+	// plainSend: plainNet, on the calendar, and no trace, Lamport or
+	// vector clocks: a send counts the message and schedules it.
+	plainSend bool
+	links     map[uint64]*Link
+	fifo      map[uint64]int64 // last delivery time per directed link, when FIFO needs it
+	parts     []partition
 
 	vcs   [][]uint64          // per node, when VectorClocks
 	msgVC map[uint64][]uint64 // per message in flight, when VectorClocks
@@ -217,9 +221,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if s.queue == nil {
 		s.cal = newCalendar(int64(max(s.latency.Mean(), time.Microsecond)))
-		if n >= prefetchFrom {
-			s.cal.ahead = s.prefetchEvents
-		}
+		s.cal.prefetch = n >= prefetchFrom
 	}
 	_, s.constLat = s.latency.(Constant)
 	if len(cfg.Network.Links) > 0 {
@@ -240,6 +242,7 @@ func New(cfg Config) (*Sim, error) {
 	nw := &cfg.Network
 	s.plainNet = nw.Pairwise == nil && s.links == nil && s.fifo == nil && len(nw.Partitions) == 0 &&
 		nw.Loss == 0 && nw.Duplicate == 0 && nw.Reorder == 0
+	s.plainSend = s.plainNet && s.cal != nil && s.sink == nil && s.lamports == nil && !cfg.VectorClocks
 	for _, p := range cfg.Network.Partitions {
 		ps := partition{from: int64(p.From), to: int64(p.To), group: make([]int32, n)}
 		for i := range ps.group {
@@ -381,8 +384,8 @@ func (s *Sim) Step() bool {
 		return false
 	}
 	e := s.pop()
-	if s.cal != nil && s.cal.ahead != nil {
-		s.prefetchNext()
+	if s.cal != nil && s.cal.prefetch {
+		s.prefetchAhead()
 	}
 	if s.cfg.Deadline > 0 && e.at > int64(s.cfg.Deadline) {
 		s.unpop(e)
@@ -406,6 +409,13 @@ func (s *Sim) Step() bool {
 
 func (s *Sim) handle(e *event) {
 	x := &e.item
+	if x.kind == evDeliver && s.busy == nil {
+		// The common case, the switch below taken straight.
+		s.now = max(s.now, e.at)
+		s.st.Events++
+		s.deliver(x)
+		return
+	}
 	if x.kind == evTimer {
 		if !s.timers.has(proc.TimerID(x.id)) {
 			return // cancelled
@@ -487,7 +497,15 @@ func (s *Sim) deliver(x *item) {
 			e.Type, e.Label = x.val.(proc.Message).Kind(), s.label(x.val)
 		})
 	}
-	s.call(x.node, func(p proc.Process, env proc.Env) { p.Receive(env, proc.ID(x.from), x.val.(proc.Message)) })
+	if s.armed == nil && !s.holding {
+		// call, written out: the closure costs a delivery a call.
+		prev := s.env.self
+		s.env.self = proc.ID(x.node)
+		to.p.Receive(&s.env, proc.ID(x.from), x.val.(proc.Message))
+		s.env.self = prev
+		return
+	}
+	s.callSlow(x.node, func(p proc.Process, env proc.Env) { p.Receive(env, proc.ID(x.from), x.val.(proc.Message)) })
 }
 
 func (s *Sim) fire(x *item) {
@@ -694,11 +712,12 @@ func (s *Sim) describe() {
 }
 
 func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
-	if to < 0 || int(to) >= s.n {
-		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
+	if uint(to) >= uint(s.n) || m == nil {
+		s.badSend(to, m)
 	}
-	if m == nil {
-		panic("send of a nil message")
+	if s.plainSend {
+		s.sendPlain(from, to, m)
+		return
 	}
 	f := int32(from)
 	s.tick(f)
@@ -719,20 +738,7 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 		lamport = s.lamports[f]
 	}
 	if s.plainNet {
-		// What the general path below does when it has nothing to do
-		// but sample the latency; the event is written where it will
-		// wait, if the calendar has a place for it.
-		at := s.now + int64(s.latency.Sample(s.netRand))
-		if s.cal != nil {
-			if e := s.cal.slot(at); e != nil {
-				s.seq++
-				e.at, e.seq = at, s.seq
-				e.val, e.id, e.lamport = m, id, lamport
-				e.node, e.from, e.kind, e.inc = int32(to), f, evDeliver, 0
-				return
-			}
-		}
-		s.push(at, item{kind: evDeliver, val: m, id: id, lamport: lamport, node: int32(to), from: f})
+		s.push(s.now+int64(s.latency.Sample(s.netRand)), item{kind: evDeliver, val: m, id: id, lamport: lamport, node: int32(to), from: f})
 		return
 	}
 	it := item{kind: evDeliver, val: m, id: id, lamport: lamport, node: int32(to), from: f}
@@ -790,6 +796,45 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 		}
 		s.push(at, it)
 	}
+}
+
+// badSend panics for a send to no process or of no message.
+func (s *Sim) badSend(to proc.ID, m proc.Message) {
+	if uint(to) >= uint(s.n) {
+		panic(fmt.Sprintf("send to p%d: no such process (n=%d)", to, s.n))
+	}
+	panic("send of a nil message")
+}
+
+// sendPlain is send when it has nothing to do but count the message and
+// sample its latency (Sim.plainSend): no trace, no clocks to tick, a plain
+// network and the calendar. The event is written where it will wait, if
+// the calendar has a place for it.
+func (s *Sim) sendPlain(from proc.ID, to proc.ID, m proc.Message) {
+	id := s.nextMsg
+	s.nextMsg++
+	s.st.Sent++
+	k := m.Kind()
+	if i := s.lastKind; i < len(s.kinds) && sameString(s.kinds[i], k) {
+		s.sent[i]++
+	} else {
+		s.countKind(k)
+	}
+	at := s.now + int64(s.latency.Sample(s.netRand))
+	if e := s.cal.slot(at); e != nil {
+		s.seq++
+		e.at, e.seq = at, s.seq
+		e.val, e.id, e.lamport = m, id, 0
+		e.node, e.from, e.kind, e.inc = int32(to), int32(from), evDeliver, 0
+		return
+	}
+	s.push(at, item{kind: evDeliver, val: m, id: id, node: int32(to), from: int32(from)})
+}
+
+// sameString is a == b, quick when both are the same bytes (a kind is
+// usually a constant, the same string each time).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func (s *Sim) lose(it *item, why string) {
@@ -1085,12 +1130,19 @@ type env struct {
 	self proc.ID
 }
 
-func (e *env) Self() ID                   { return e.self }
-func (e *env) N() int                     { return e.s.n }
-func (e *env) Neighbors() []ID            { return e.s.topo.Neighbors(e.self) }
-func (e *env) Send(to ID, m proc.Message) { e.s.send(e.self, to, m) }
-func (e *env) Output(o proc.Output)       { e.s.output(e.self, o) }
-func (e *env) Storage() proc.Storage      { return e.s.storageOf(e.self) }
+func (e *env) Self() ID              { return e.self }
+func (e *env) N() int                { return e.s.n }
+func (e *env) Neighbors() []ID       { return e.s.topo.Neighbors(e.self) }
+func (e *env) Output(o proc.Output)  { e.s.output(e.self, o) }
+func (e *env) Storage() proc.Storage { return e.s.storageOf(e.self) }
+
+func (e *env) Send(to ID, m proc.Message) {
+	if s := e.s; s.plainSend && uint(to) < uint(s.n) && m != nil {
+		s.sendPlain(e.self, to, m) // send's common case, one call shorter
+		return
+	}
+	e.s.send(e.self, to, m)
+}
 
 func (e *env) Now() time.Duration {
 	if e.s.clocks == nil {

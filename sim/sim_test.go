@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -534,5 +535,74 @@ func TestNoLabelsChangesOnlyLabels(t *testing.T) {
 	}
 	if labelled == 0 {
 		t.Fatal("no event had a label to leave out")
+	}
+}
+
+// TestPlainSendIsTheGeneralPath: a send that only counts and schedules
+// (no trace, no clocks, a plain network: Sim.sendPlain) has the result of
+// the general path that a traced run takes, prefetching or not.
+func TestPlainSendIsTheGeneralPath(t *testing.T) {
+	defer func(old int) { prefetchFrom = old }(prefetchFrom)
+	for _, from := range []int{1, 1 << 30} {
+		prefetchFrom = from
+		var results [2]Result
+		for i, traced := range []bool{false, true} {
+			cfg := Config{Nodes: 50, Seed: 7, New: func(proc.ID, int) proc.Process { return &gossiper{} },
+				Network: Network{Latency: Exponential{MeanD: time.Millisecond}}, Deadline: 30 * time.Millisecond}
+			if traced {
+				cfg.Trace = trace.NewHasher(trace.Header{Nodes: 50, Seed: 7})
+			}
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.plainSend == traced {
+				t.Fatalf("traced %v: plainSend %v", traced, s.plainSend)
+			}
+			if results[i], err = s.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if results[0].Delivered < 1000 || !reflect.DeepEqual(results[0], results[1]) {
+			t.Errorf("prefetch from %d: plain path %+v, general path %+v", from, results[0], results[1])
+		}
+	}
+}
+
+// badSender sends to a process that does not exist, or a nil message.
+type badSender struct{ nilMsg bool }
+
+func (b *badSender) Start(env proc.Env) {
+	if b.nilMsg {
+		env.Send(1, nil)
+	}
+	env.Send(7, num{1})
+}
+func (*badSender) Receive(proc.Env, proc.ID, proc.Message) {}
+func (*badSender) Timeout(proc.Env, any)                   {}
+func (*badSender) Input(proc.Env, proc.Input)              {}
+
+// TestBadSendEndsTheRunNamingIt: a send to no process, or of no message,
+// ends the run with an error that says which, on either send path.
+func TestBadSendEndsTheRunNamingIt(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		for _, nilMsg := range []bool{false, true} {
+			cfg := Config{Nodes: 2, Seed: 1, New: func(proc.ID, int) proc.Process { return &badSender{nilMsg: nilMsg} }}
+			if traced {
+				cfg.Trace = trace.NewHasher(trace.Header{Nodes: 2, Seed: 1})
+			}
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Run()
+			want := "send to p7: no such process (n=2)"
+			if nilMsg {
+				want = "send of a nil message"
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("traced %v, nil message %v: error %v, want one saying %q", traced, nilMsg, err, want)
+			}
+		}
 	}
 }
