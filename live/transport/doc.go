@@ -184,7 +184,12 @@
 // member, and each learns it — at the address it announced — when it
 // connects; nobody restarts. This is the "join through any seed" of SWIM
 // and memberlist, without their failure detection. TCP.AddPeer adds a
-// member by hand; TCP.Members reads the table.
+// member by hand; TCP.Members reads the table. With lazy links the
+// newcomer dials a member only when it first sends to it, so each learns
+// it then (or from the application, by AddPeer: Cohort's membership
+// service spreads the addresses in its replicated map); and a member
+// sends its table on the first connection from each process of another,
+// not on every connection.
 //
 // # Certificates
 //

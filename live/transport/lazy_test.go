@@ -204,3 +204,81 @@ func TestLazyLinksStayBounded(t *testing.T) {
 		boxes[i].check(t)
 	}
 }
+
+// TestLazyJoin: with lazy links, a newcomer that knows one member joins
+// through it when it first sends to it, learns the table from its answer,
+// and reaches every member, each of which learns it as it connects (when
+// the newcomer first sends to it); once
+// the connections have closed for idleness, the members talk again over
+// new ones that carry no member table (one per process is enough).
+func TestLazyJoin(t *testing.T) {
+	idle := 200 * time.Millisecond
+	trs := newTCPCluster(t, 3, func(c *Config) { c.Joins, c.LinkIdle = true, idle })
+	inbox := make([]chan string, 4)
+	for i := range inbox {
+		inbox[i] = make(chan string, 64)
+	}
+	for i, tr := range trs {
+		if err := tr.Start(func(_ proc.ID, p []byte) { inbox[i] <- string(p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fastConfig(3, listen(t), map[proc.ID]string{2: trs[2].Members()[2]}, testLogger(t)) // knows member 2 only
+	cfg.Joins, cfg.LinkIdle = true, idle
+	nc, err := NewTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if err := nc.Start(func(_ proc.ID, p []byte) { inbox[3] <- string(p) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Send(2, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-inbox[2]; m != "hello" {
+		t.Fatalf("member 2 got %q", m)
+	}
+	waitUntil(t, 10*time.Second, "the newcomer learns the table", func() bool { return len(nc.Members()) == 4 })
+	// The others learn it when it first talks to them (it does not dial
+	// them unasked), or from the application (AddPeer).
+	for _, id := range []proc.ID{0, 1} {
+		if err := nc.Send(id, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-inbox[id]; m != "hello" {
+			t.Fatalf("member %v got %q", id, m)
+		}
+	}
+	all := append(trs, nc)
+	for _, tr := range all {
+		if len(tr.Members()) != 4 {
+			t.Fatalf("member %v knows %v", tr.cfg.Self, tr.Members())
+		}
+	}
+	exchangeAll(t, all, inbox)
+	tables := func() (n uint64) {
+		for _, tr := range all {
+			n += tr.tables.Load()
+		}
+		return n
+	}
+	before := tables()
+	if before > 6 { // a table for each pair's first connection
+		t.Errorf("%d member tables sent for 6 pairs", before)
+	}
+	for range 2 {
+		waitUntil(t, 10*time.Second, "every connection to close once idle", func() bool {
+			for _, tr := range all {
+				if len(open(tr)) > 0 {
+					return false
+				}
+			}
+			return true
+		})
+		exchangeAll(t, all, inbox)
+	}
+	if after := tables(); after != before {
+		t.Errorf("reconnections sent %d member tables more", after-before)
+	}
+}

@@ -232,7 +232,8 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		<-old.done
 	}
 	t := p.t
-	if p.recvInc != l.inc {
+	fresh := p.recvInc != l.inc // the first connection from this process of the member
+	if fresh {
 		if p.recvInc != 0 {
 			l.log.Info("transport: the member restarted", "delivered_from_previous", p.rx.next.Load())
 		}
@@ -241,11 +242,14 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	}
 
 	// Each side tells the other the first of its frames it expects; the
-	// acceptor's comes with its member table (members.go).
+	// acceptor's comes with its member table (members.go) — with lazy
+	// links, which connect again and again, on the first connection from
+	// each process only (the table is O(members) bytes).
 	l.conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	var hello []byte
-	if l.dialer != t.cfg.Self {
+	if l.dialer != t.cfg.Self && (t.cfg.LinkIdle == 0 || fresh) {
 		hello = appendMembers(nil, t.table())
+		t.tables.Add(1)
 	}
 	hello = p.q.appendAck(hello, true)
 	if _, err := l.conn.Write(hello); err != nil {

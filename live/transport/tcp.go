@@ -41,6 +41,7 @@ type TCP struct {
 
 	rejected  atomic.Uint64
 	races     atomic.Uint64 // connections given up because both members dialed (tests)
+	tables    atomic.Uint64 // member tables sent to dialers (tests)
 	warns     warnLimit     // of rejected handshakes
 	closeOnce sync.Once
 	peerWG    sync.WaitGroup // one dialer per member
