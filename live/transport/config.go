@@ -107,13 +107,14 @@ type Config struct {
 	// talk to few of many members at a time (SWIM): a member is dialed
 	// only when there is something to send it (a Send, or frames it has
 	// not acknowledged), and a connection over which no data frame has
-	// passed, either way, for LinkIdle (checked every PingInterval/2) is
-	// closed by either side once everything on it is acknowledged both
-	// ways. A link loses and duplicates nothing for that (ack.go): the
-	// next Send dials again and the link resumes where it stopped. Set it
-	// on every member: one that keeps its connections up redials those
-	// the other closes. 0 means the default: every member is dialed at
-	// start and its connection kept up.
+	// passed, either way, for LinkIdle is closed by either side once
+	// everything on it is acknowledged both ways (checked twice every
+	// LinkIdle, or every PingInterval if that is shorter). A link loses
+	// and duplicates nothing for that (ack.go): the next Send dials again
+	// and the link resumes where it stopped. Set it on every member: one
+	// that keeps its connections up redials those the other closes. 0
+	// means the default: every member is dialed at start and its
+	// connection kept up.
 	LinkIdle time.Duration
 
 	// Joins lets nodes join the running cluster: an authenticated member

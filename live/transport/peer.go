@@ -515,7 +515,13 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 	q.attach(rawConnOf(conn))
 
 	interval := t.cfg.PingInterval
-	ping := time.NewTicker(interval / 2)
+	// The keepalive's tick; it also checks for a stalled member and,
+	// with lazy links, for an idle connection.
+	tick := interval / 2
+	if t.cfg.LinkIdle > 0 {
+		tick = min(tick, t.cfg.LinkIdle/2)
+	}
+	ping := time.NewTicker(tick)
 	defer ping.Stop()
 	delay := time.NewTimer(ackDelay)
 	delay.Stop()
