@@ -47,6 +47,11 @@ type GossipConfig struct {
 	// cannot hold (n members open up to n(n−1)/2 pairs, twice the file
 	// descriptors in one process). Joins still go through the first member.
 	InProc bool
+	// LinkIdle, on TCP transports, makes their links lazy: a member is
+	// dialed when there is something to send it, and a connection idle
+	// for LinkIdle is closed (transport.Config.LinkIdle). 0: every pair
+	// of members that learnt of each other holds a connection.
+	LinkIdle time.Duration
 }
 
 // GossipResult is what a membership benchmark measured.
@@ -84,6 +89,13 @@ type GossipResult struct {
 	Suspicions     int64 `json:"suspicions"`
 	FalseDead      int64 `json:"false_dead"`
 	IdleSuspicions int64 `json:"idle_suspicions"`
+	// FDs: the process's open file descriptors, the most seen while the
+	// cluster formed (sampled as it is polled) and at the end of the idle
+	// window; Links: the connections per member then (TCP; each is two
+	// descriptors in this process, one at each end). 0 where unknown.
+	PeakFDs int     `json:"peak_fds"`
+	IdleFDs int     `json:"idle_fds"`
+	Links   float64 `json:"links_per_member"`
 }
 
 // gossipSecret authenticates the benchmark's members to one another.
@@ -117,11 +129,15 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	res := GossipResult{Members: cfg.Members}
 	var ms []*gossipMember
 	defer func() {
+		// At once: each Close flushes for up to its CloseTimeout, and a
+		// thousand one after another would take minutes.
+		var wg sync.WaitGroup
 		for _, m := range ms {
 			if m.node != nil {
-				m.node.Close()
+				wg.Go(func() { m.node.Close() })
 			}
 		}
+		wg.Wait()
 	}()
 	var seed string
 	var inproc *transport.Network
@@ -178,7 +194,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			} else {
 				seed = ln.Addr().String()
 			}
-			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, Logger: log})
+			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, LinkIdle: cfg.LinkIdle, Logger: log})
 			if err != nil {
 				return res, err
 			}
@@ -209,8 +225,10 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	poll := 5 * time.Millisecond * time.Duration(max(1, cfg.Members/64))
 	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+			return res, fmt.Errorf("not formed: member %d does not list every other: %w", next, err)
 		}
+		res.PeakFDs = max(res.PeakFDs, openFDs())
 		if next = formedFrom(ctx, ms, next); next == len(ms) {
 			if next = formedFrom(ctx, ms, 0); next == len(ms) {
 				break
@@ -252,6 +270,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	case <-time.After(cfg.Idle):
 	}
 	after := sent(ms)
+	res.IdleFDs, res.Links = openFDs(), links(ms)
 	stopCounting()
 	res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
 	res.IdleSuspicions = res.Suspicions - idleSusp
@@ -336,6 +355,32 @@ func timeUntilAll(ctx context.Context, ms []*gossipMember, match func(members.Ev
 	case <-ctx.Done():
 		return 0, errors.New("not every member saw it within a minute")
 	}
+}
+
+// openFDs is the number of file descriptors this process has open (0
+// where /proc does not tell).
+func openFDs() int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(fds)
+}
+
+// links is the connections per member (each counted at both ends).
+func links(ms []*gossipMember) float64 {
+	n := 0
+	for _, m := range ms {
+		if m.node == nil {
+			continue
+		}
+		for _, p := range m.tr.Stats().Peers {
+			if p.Connected {
+				n++
+			}
+		}
+	}
+	return float64(n) / float64(len(ms))
 }
 
 // sent is the frames and bytes every member has sent so far.

@@ -370,10 +370,13 @@ var (
 	gossipJoinEvery = flag.Duration("gossip.joinevery", 0, "the time between two members' starts in BenchmarkGossipLarge")
 	gossipStagger   = flag.Bool("gossip.stagger", false, "BenchmarkGossipLarge's members probe in 8 slots of the period (epidemic.Params.Stagger)")
 	gossipTimeout   = flag.Duration("gossip.timeout", 15*time.Minute, "how long BenchmarkGossipLarge waits for its run before it fails")
+	gossipTCP       = flag.Bool("gossip.tcp", false, "BenchmarkGossipLarge's members each on a TCP transport on loopback, instead of one in-process network")
+	gossipLinkIdle  = flag.Duration("gossip.linkidle", 0, "with -gossip.tcp, lazy links closed after this idle time (transport.Config.LinkIdle); 0: a connection per pair, kept")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
-// members (1,000) on one in-process network, at SWIM's period
+// members (1,000) on one in-process network — or, with -gossip.tcp, each
+// on its own TCP transport (-gossip.linkidle: with lazy links) — at SWIM's period
 // -gossip.period (1 s, memberlist's probe interval): the time to form,
 // a 64-byte broadcast until every member has it (median of 5), the CPU
 // and bytes per member and second while idle (-gossip.idle, after 30
@@ -386,12 +389,18 @@ func BenchmarkGossipLarge(b *testing.B) {
 	if testing.Short() {
 		n = 16
 	}
-	b.Run(fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod), func(b *testing.B) {
+	name := fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod)
+	if *gossipTCP {
+		name = fmt.Sprintf("cohort-tcp/members=%d/period=%v/linkidle=%v", n, *gossipPeriod, *gossipLinkIdle)
+	}
+	b.Run(name, func(b *testing.B) {
 		for range b.N {
 			ctx, cancel := context.WithTimeout(context.Background(), *gossipTimeout)
-			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle, InProc: true})
+			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle,
+				InProc: !*gossipTCP, LinkIdle: *gossipLinkIdle})
 			cancel()
 			if err != nil {
+				b.Logf("so far: %+v", r)
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(r.Formed.Milliseconds()), "formed-ms")
@@ -404,6 +413,11 @@ func BenchmarkGossipLarge(b *testing.B) {
 			b.ReportMetric(float64(r.Suspicions), "false-suspicions")
 			b.ReportMetric(float64(r.IdleSuspicions), "idle-false-suspicions")
 			b.ReportMetric(float64(r.FalseDead), "false-dead")
+			if r.PeakFDs > 0 {
+				b.ReportMetric(float64(r.PeakFDs), "peak-fds")
+				b.ReportMetric(float64(r.IdleFDs), "idle-fds")
+				b.ReportMetric(r.Links, "idle-links/member")
+			}
 		}
 	})
 }

@@ -103,6 +103,20 @@ type Config struct {
 	// DefaultCloseTimeout.
 	CloseTimeout time.Duration
 
+	// LinkIdle, if positive, makes connections lazy, for members that
+	// talk to few of many members at a time (SWIM): a member is dialed
+	// only when there is something to send it (a Send, or frames it has
+	// not acknowledged), and a connection over which no data frame has
+	// passed, either way, for LinkIdle is closed by either side once
+	// everything on it is acknowledged both ways (checked twice every
+	// LinkIdle, or every PingInterval if that is shorter). A link loses
+	// and duplicates nothing for that (ack.go): the next Send dials again
+	// and the link resumes where it stopped. Set it on every member: one
+	// that keeps its connections up redials those the other closes. 0
+	// means the default: every member is dialed at start and its
+	// connection kept up.
+	LinkIdle time.Duration
+
 	// Joins lets nodes join the running cluster: an authenticated member
 	// whose ID is not in Peers is accepted, and learnt, at the address it
 	// announces. A node joins by listing one member in Peers: that member
@@ -181,6 +195,7 @@ func (c *Config) Validate() error {
 		{"DialBackoffMin", c.DialBackoffMin},
 		{"DialBackoffMax", c.DialBackoffMax},
 		{"CloseTimeout", c.CloseTimeout},
+		{"LinkIdle", c.LinkIdle},
 	} {
 		if d.v < 0 {
 			return configErr("%s = %v: must be >= 0", d.name, d.v)

@@ -86,6 +86,19 @@
 // starts only once the old one's reader and writer have stopped, so each
 // direction stays in order.
 //
+// Lazy links. A member of a large group that talks to a few random
+// members at a time (SWIM probes one a period) needs no connection to
+// most of the others most of the time. With Config.LinkIdle, a member is
+// dialed only when a Send has something for it (the first Send starts a
+// dialer, which stops once the pair has a connection or nothing is left
+// to send), and a connection over which no data frame has passed either
+// way for LinkIdle, with everything on it acknowledged both ways, is
+// closed by whichever side notices first (PeerStats.IdleClosed). A link
+// outlives its connections, so closing one is a reconnection like any
+// other: a payload sent while the connection closes stays unacknowledged,
+// dials again, and the resumption delivers it once. A member then holds
+// about as many connections as it has peers it talked to within LinkIdle.
+//
 // After the handshake (below), each side's first ack tells the other the
 // number of the first of its frames it expects (resumption, ack.go);
 // each then writes again what the other lacks, and nothing it has. The
@@ -171,7 +184,12 @@
 // member, and each learns it — at the address it announced — when it
 // connects; nobody restarts. This is the "join through any seed" of SWIM
 // and memberlist, without their failure detection. TCP.AddPeer adds a
-// member by hand; TCP.Members reads the table.
+// member by hand; TCP.Members reads the table. With lazy links the
+// newcomer dials a member only when it first sends to it, so each learns
+// it then (or from the application, by AddPeer: Cohort's membership
+// service spreads the addresses in its replicated map); and a member
+// sends its table on the first connection from each process of another,
+// not on every connection.
 //
 // # Certificates
 //

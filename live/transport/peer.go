@@ -48,7 +48,11 @@ type peer struct {
 	connected                     atomic.Bool
 	received                      atomic.Uint64
 	reconnects, rejected, dropped atomic.Uint64
-	stalls                        atomic.Uint64
+	stalls, idleClosed            atomic.Uint64
+
+	// running: the dialer (run) is running. With Config.LinkIdle it runs
+	// only while there is something to send and no connection (kick).
+	running atomic.Bool
 }
 
 // rx is the receiving side of a link: how many of the member's data frames
@@ -103,6 +107,7 @@ func (p *peer) stats() PeerStats {
 		Resent:         p.q.resent.Load(),
 		DroppedRestart: p.q.droppedRestart.Load(),
 		Stalled:        p.stalls.Load(),
+		IdleClosed:     p.idleClosed.Load(),
 	}
 }
 
@@ -187,8 +192,9 @@ func (p *peer) settlesRace(prev, l *link) bool {
 
 // Why a link ends, besides I/O errors.
 var (
-	errClosing = errors.New("transport closing")
-	errLost    = errors.New("both members dialed; the other connection is kept")
+	errClosing  = errors.New("transport closing")
+	errLost     = errors.New("both members dialed; the other connection is kept")
+	errLinkIdle = errors.New("no data either way for LinkIdle")
 )
 
 // runLink serves l, a connection to the member that has passed the
@@ -226,7 +232,8 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		<-old.done
 	}
 	t := p.t
-	if p.recvInc != l.inc {
+	fresh := p.recvInc != l.inc // the first connection from this process of the member
+	if fresh {
 		if p.recvInc != 0 {
 			l.log.Info("transport: the member restarted", "delivered_from_previous", p.rx.next.Load())
 		}
@@ -235,11 +242,14 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	}
 
 	// Each side tells the other the first of its frames it expects; the
-	// acceptor's comes with its member table (members.go).
+	// acceptor's comes with its member table (members.go) — with lazy
+	// links, which connect again and again, on the first connection from
+	// each process only (the table is O(members) bytes).
 	l.conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	var hello []byte
-	if l.dialer != t.cfg.Self {
+	if l.dialer != t.cfg.Self && (t.cfg.LinkIdle == 0 || fresh) {
 		hello = appendMembers(nil, t.table())
+		t.tables.Add(1)
 	}
 	hello = p.q.appendAck(hello, true)
 	if _, err := l.conn.Write(hello); err != nil {
@@ -290,6 +300,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	}
 	p.established, l.served, l.upAt = true, true, time.Now()
 	p.mu.Unlock()
+	p.q.lastData.Store(mono()) // a new connection is not idle yet
 	resent, dropped := p.q.reconnected(l.inc, next)
 	l.log.Info("transport: connected", "dialed_by", l.dialer.String(), "resent", resent)
 	if dropped > 0 {
@@ -302,17 +313,26 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 // and serves the connections it dials, until Close. Of two members that
 // lose their connection together the lower dials first (its backoff is
 // shorter), so that they seldom dial at once.
+//
+// With Config.LinkIdle, a member is dialed only when there is something to
+// send it: run is started by the first Send that finds no connection
+// (kick), dials at once, and returns when the pair has a connection it
+// did not dial (whoever accepted it serves it) or nothing to send.
 func (p *peer) run() {
 	ctx := p.t.ctx
+	lazy := p.t.cfg.LinkIdle > 0
 	retry := 1
 	if p.id < p.t.cfg.Self {
 		retry = 2
 	}
 	attempt := 0
-	if p.id < p.t.cfg.Self || p.learnt {
+	if !lazy && (p.id < p.t.cfg.Self || p.learnt) {
 		attempt = retry
 	}
 	for {
+		if lazy && p.rest() {
+			return
+		}
 		if l, _ := p.current(); l != nil {
 			select {
 			case <-l.done:
@@ -356,6 +376,49 @@ func (p *peer) run() {
 	}
 }
 
+// kick starts the dialer of a lazy link (Config.LinkIdle) unless it
+// runs, or the transport is not started or is closed.
+func (p *peer) kick() {
+	if p.running.Load() {
+		return
+	}
+	t := p.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started && !t.closed && p.running.CompareAndSwap(false, true) {
+		t.peerWG.Go(p.run)
+	}
+}
+
+// rest reports whether the dialer of a lazy link may stop: the pair has a
+// connection, or nothing is to be sent. A Send that queues frames while
+// no connection is attached kicks it after queueing them, so the second
+// look, after running is cleared, sees those frames or the kick sees
+// running cleared: either way one dialer runs.
+func (p *peer) rest() bool {
+	idle := func() bool {
+		l, _ := p.current()
+		return l != nil || !p.q.wants()
+	}
+	if !idle() {
+		return false
+	}
+	p.running.Store(false)
+	if !idle() && p.running.CompareAndSwap(false, true) {
+		return false // a Send came meanwhile
+	}
+	return true
+}
+
+// idle reports whether a lazy link's connection may be closed: no data
+// frame has passed either way for LinkIdle, and everything sent either
+// way is acknowledged (so that neither side has a reason to dial again).
+func (p *peer) idle() bool {
+	d := p.t.cfg.LinkIdle
+	return d > 0 && mono()-p.q.lastData.Load() >= int64(d) &&
+		p.rx.next.Load() == p.rx.ackedFrames.Load() && p.q.quiet()
+}
+
 // logEnd logs why a connection ended.
 func (p *peer) logEnd(l *link, err error) {
 	switch {
@@ -363,6 +426,8 @@ func (p *peer) logEnd(l *link, err error) {
 		l.log.Debug("transport: " + err.Error())
 	case err == io.EOF:
 		l.log.Debug("transport: peer closed its connection")
+	case err == errLinkIdle:
+		l.log.Debug("transport: closed an idle connection", "after", p.t.cfg.LinkIdle.String())
 	case l.cut.Load():
 		// Logged when cut.
 	case p.t.closing.Load() || err == errClosing || errors.Is(err, net.ErrClosed):
@@ -450,7 +515,13 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 	q.attach(rawConnOf(conn))
 
 	interval := t.cfg.PingInterval
-	ping := time.NewTicker(interval / 2)
+	// The keepalive's tick; it also checks for a stalled member and,
+	// with lazy links, for an idle connection.
+	tick := interval / 2
+	if t.cfg.LinkIdle > 0 {
+		tick = min(tick, t.cfg.LinkIdle/2)
+	}
+	ping := time.NewTicker(tick)
 	defer ping.Stop()
 	delay := time.NewTimer(ackDelay)
 	delay.Stop()
@@ -500,6 +571,10 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 		case <-ping.C:
 			if p.checkStalled(l) {
 				return fail(net.ErrClosed)
+			}
+			if p.idle() {
+				p.idleClosed.Add(1)
+				return fail(errLinkIdle)
 			}
 			// A keepalive: an ack, which tells the member this one
 			// lives and where its frames stand.

@@ -65,6 +65,7 @@ type sendQueue struct {
 	closed    bool
 
 	raw       syscall.RawConn // while set, Sends may write directly
+	up        bool            // a connection is attached
 	lastWrite time.Time       // when the last write to the connection ended
 	scratch   []byte          // a direct Send encodes its frame here
 	resume    []byte          // the frames a direct Send wrote only part of
@@ -83,6 +84,11 @@ type sendQueue struct {
 	// rx is the receiving side of the link, whose acks this queue's
 	// writers send (nil: none, as for Sends to Self).
 	rx *rx
+	// demand, if set (Config.LinkIdle), is called by a push that queues
+	// frames while no connection is attached: the member is dialed.
+	demand func()
+	// lastData: when a data frame last passed either way (mono).
+	lastData atomic.Int64
 	// fullSince: when a Send was first refused since the member last
 	// acknowledged progress (zero: none since). A member that reads
 	// nothing for long while its queue is full is cut off (stalled).
@@ -149,9 +155,13 @@ func (q *sendQueue) push(payloads ...[]byte) error {
 	q.nPending += k
 	wake := q.parked
 	q.parked = false
+	dial := q.demand != nil && !q.up
 	q.mu.Unlock()
 	if wake {
 		q.signal()
+	}
+	if dial {
+		q.demand()
 	}
 	return nil
 }
@@ -178,6 +188,7 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 	q.mu.Lock()
 	switch {
 	case w == len(buf):
+		q.lastData.Store(mono())
 		q.directWhole.Add(1)
 		q.release(frames, k)
 		q.sent.Add(uint64(k))
@@ -283,6 +294,9 @@ func (q *sendQueue) take(spare []byte) (batch []byte, n, from int) {
 // take gave it, or failed to (the connection broke); it gives the
 // connection back.
 func (q *sendQueue) written(batch []byte, n int) {
+	if n > 0 {
+		q.lastData.Store(mono())
+	}
 	q.sent.Add(uint64(n))
 	q.sentBytes.Add(uint64(len(batch)))
 	q.mu.Lock()
@@ -468,6 +482,27 @@ func (q *sendQueue) stalled(d time.Duration) (ok bool, frames, bytes int) {
 	return true, q.nUnacked + q.nPending, q.unackedBytes() + len(q.pending)
 }
 
+// wants reports whether the member has frames to get: queued, or written
+// and not acknowledged (a connection must carry them again).
+func (q *sendQueue) wants() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.nPending+q.nHeld+q.nUnacked > 0 || q.resume != nil
+}
+
+// quiet reports whether nothing is queued, being written, or awaiting
+// the member's acknowledgement.
+func (q *sendQueue) quiet() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.writing && q.nPending+q.nHeld+q.nUnacked == 0 && q.resume == nil
+}
+
+// mono is a monotonic clock in nanoseconds, for times kept in atomics.
+func mono() int64 { return int64(time.Since(monoEpoch)) }
+
+var monoEpoch = time.Now()
+
 // drained reports whether the queue is closed and everything in it written.
 func (q *sendQueue) drained() bool {
 	q.mu.Lock()
@@ -479,7 +514,7 @@ func (q *sendQueue) drained() bool {
 // writer calls it once the connection is up and it holds no frames.
 func (q *sendQueue) attach(raw syscall.RawConn) {
 	q.mu.Lock()
-	q.raw = raw
+	q.raw, q.up = raw, true
 	q.mu.Unlock()
 }
 
@@ -491,7 +526,7 @@ func (q *sendQueue) attach(raw syscall.RawConn) {
 func (q *sendQueue) detach() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.raw = nil
+	q.raw, q.up = nil, false
 	for q.writing {
 		q.idle.Wait()
 	}

@@ -41,6 +41,7 @@ type TCP struct {
 
 	rejected  atomic.Uint64
 	races     atomic.Uint64 // connections given up because both members dialed (tests)
+	tables    atomic.Uint64 // member tables sent to dialers (tests)
 	warns     warnLimit     // of rejected handshakes
 	closeOnce sync.Once
 	peerWG    sync.WaitGroup // one dialer per member
@@ -85,6 +86,9 @@ func (t *TCP) newPeer(id proc.ID, addr string) *peer {
 	p := &peer{t: t, id: id, addr: addr, q: newSendQueue(t.cfg.QueueLen, t.cfg.QueueBytes, true),
 		log: t.log.With("peer", id.String(), "addr", addr)}
 	p.q.rx = &p.rx
+	if t.cfg.LinkIdle > 0 {
+		p.q.demand = p.kick
+	}
 	return p
 }
 
@@ -125,7 +129,7 @@ func (t *TCP) addPeer(id proc.ID, addr string, learnt bool) error {
 	p.learnt = learnt
 	next[id] = p
 	t.peers.Store(&next)
-	if t.started {
+	if t.started && t.cfg.LinkIdle == 0 {
 		t.peerWG.Go(p.run)
 	}
 	t.log.Info("transport: member added", "peer", id.String(), "addr", addr)
@@ -158,7 +162,11 @@ func (t *TCP) Start(handler Handler) error {
 	t.wg.Go(t.acceptLoop)
 	t.wg.Go(t.deliverToSelf)
 	for _, p := range *t.peers.Load() {
-		t.peerWG.Go(p.run)
+		// Lazy links (LinkIdle) are dialed when there is something to
+		// send: here, what was sent before Start.
+		if t.cfg.LinkIdle == 0 || p.q.wants() && p.running.CompareAndSwap(false, true) {
+			t.peerWG.Go(p.run)
+		}
 	}
 	return nil
 }
@@ -355,6 +363,9 @@ func (t *TCP) serveInbound(raw net.Conn) {
 	}
 	l := p.newLink(conn, raw, from, inc, started)
 	p.logEnd(l, p.runLink(l, fr))
+	if t.cfg.LinkIdle > 0 && p.q.wants() {
+		p.kick() // a lazy link's dialer is not running: what is left needs a connection
+	}
 }
 
 // signal wakes the receiver of ch (capacity 1), if it is not already due

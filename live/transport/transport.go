@@ -126,6 +126,9 @@ type PeerStats struct {
 	// acknowledged nothing meanwhile. What it had not acknowledged is
 	// resent when it comes back. (TCP only.)
 	Stalled uint64
+	// IdleClosed: connections this member closed because no data had
+	// passed either way for Config.LinkIdle. (TCP only.)
+	IdleClosed uint64
 }
 
 // CertName is the name a member's certificate must carry, as a DNS subject
