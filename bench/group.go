@@ -45,13 +45,17 @@ import (
 // GroupNodes is the size of the benchmark's cluster.
 const GroupNodes = 5
 
+// stallAfter is how long past its Duration a run waits for a first
+// message to reach every member before it calls the group stalled.
+const stallAfter = 10 * time.Second
+
 // GroupConfig configures RunGroup.
 type GroupConfig struct {
 	Algorithms []proc.Algorithm
-	Windows    []int // messages in flight per sender, one configuration each
-	Duration   time.Duration
-	Size       int     // payload bytes; default 64
-	Rate       float64 // messages per second offered by all the senders together; 0: as many as the window allows
+	Windows    []int         // messages in flight per sender, one configuration each
+	Duration   time.Duration // the measuring window; longer if no message has reached every member by its end
+	Size       int           // payload bytes; default 64
+	Rate       float64       // messages per second offered by all the senders together; 0: as many as the window allows
 	Logger     *slog.Logger
 	Progress   io.Writer
 }
@@ -194,6 +198,10 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		shards[i].msgs = map[uint64]msg{}
 	}
 	var measuring atomic.Bool
+	// reached is closed when the first message reaches every member
+	// while measuring.
+	reached := make(chan struct{})
+	var reachedOnce sync.Once
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -220,6 +228,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 				} else {
 					if measuring.Load() {
 						sh.complete++
+						reachedOnce.Do(func() { close(reached) })
 						if !m.sent.IsZero() {
 							sh.latencies = append(sh.latencies, time.Since(m.sent))
 						}
@@ -344,6 +353,19 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	case err := <-errc:
 		return GroupPoint{}, err
 	}
+	// A window no message has crossed yet is held open until one does,
+	// for up to stallAfter: on a loaded machine a message's way to every
+	// member can outlast a short window (a p99 of 700 ms under -race), and
+	// a rate needs one. Only a group that delivers nothing everywhere for
+	// that long has stalled. The rate divides by the whole window.
+	select {
+	case <-reached:
+	case <-time.After(stallAfter):
+	case <-ctx.Done():
+		return GroupPoint{}, ctx.Err()
+	case err := <-errc:
+		return GroupPoint{}, err
+	}
 	measuring.Store(false)
 	nmissed := missed.Load() - missed0
 	cpu := processCPU() - cpu0
@@ -361,7 +383,7 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	cancel()
 	wg.Wait()
 	if n == 0 {
-		return GroupPoint{}, errors.New("no message reached every member")
+		return GroupPoint{}, fmt.Errorf("no message reached every member in %v", (cfg.Duration + stallAfter).Round(time.Millisecond))
 	}
 	slices.Sort(lat)
 	return GroupPoint{Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),

@@ -78,17 +78,21 @@ func mutexAlgorithm(t *testing.T, name string) proc.Algorithm {
 }
 
 // checkContention checks the mechanics of a run: the lock was taken, the
-// grants as recorded never overlap, and their fencing tokens rise.
+// grants as recorded never overlap, and their fencing tokens rise. The
+// figures count only the grants that returned within the run, and a
+// loaded machine may fit none in a short one (a replicated lock's grant
+// took longer than 300 ms): they are checked for consistency alone;
+// TestPointCountsGrantsWithinTheRun checks how they are counted.
 func checkContention(t *testing.T, r *contention, clients int, everyClient bool) {
 	t.Helper()
 	p := r.point(clients)
 	t.Logf("%d clients: %.0f acquisitions/s, handoff p50 %.3fms p99 %.3fms (%d grants)",
 		clients, p.AcquisitionsPerS, p.HandoffP50Ms, p.HandoffP99Ms, len(r.grants))
-	if p.AcquisitionsPerS <= 0 || len(r.grants) == 0 {
+	if len(r.grants) == 0 {
 		t.Fatalf("no acquisitions: %+v", p)
 	}
-	if p.HandoffP50Ms <= 0 || p.HandoffP99Ms < p.HandoffP50Ms {
-		t.Errorf("handoff p50 %vms, p99 %vms: want 0 < p50 <= p99", p.HandoffP50Ms, p.HandoffP99Ms)
+	if p.AcquisitionsPerS < 0 || p.HandoffP50Ms < 0 || p.HandoffP99Ms < p.HandoffP50Ms {
+		t.Errorf("%+v: want 0 <= p50 <= p99", p)
 	}
 	seen := map[int]bool{}
 	for i, g := range r.grants {

@@ -55,19 +55,24 @@ func campaign(t *testing.T, e *Election) <-chan error {
 }
 
 // The highest candidate leads and every node, observers included, agrees;
-// when the leader's node dies the next candidate takes over, and a
-// candidate that resigns hands over.
+// lower candidates wait under it; when the leader's node dies the next
+// candidate takes over, and a candidate that resigns hands over.
 func TestCampaignFailoverResign(t *testing.T) {
 	nodes := cluster(t, 5)
 	es := elections(t, nodes, "jobs")
-	c1, c2, c3 := campaign(t, es[1]), campaign(t, es[2]), campaign(t, es[3])
+	// p3 campaigns first: candidates that start together may each lead in
+	// turn, a lower one until the higher one's candidacy reaches it (a
+	// candidate stands against the candidates it has heard of).
+	c3 := campaign(t, es[3])
 	if err := <-c3; err != nil {
 		t.Fatal(err)
 	}
+	c1, c2 := campaign(t, es[1]), campaign(t, es[2])
 	agree(t, es, 3, 2*time.Second)
 	if id, ok := es[0].Leader(); !ok || id != 3 {
 		t.Fatalf("observer p0: Leader() = %s, %v", id, ok)
 	}
+	time.Sleep(5 * fast.Heartbeat) // p2's election under p3: it must not win
 	select {
 	case err := <-c2:
 		t.Fatalf("p2's campaign ended while p3 leads: %v", err)

@@ -356,7 +356,18 @@ func TestResendRandomCuts(t *testing.T) {
 				return 8 + int((seq*0x9e3779b97f4a7c15^sizeSeed)>>33)%maxSize
 			}
 			t.Logf("queue %d, %d payloads each way up to %d bytes, %d cuts", queueLen, n, maxSize, cuts)
-			a, b, toB, toA := proxiedPair(t, func(c *Config) { c.QueueLen = queueLen })
+			a, b, toB, toA := proxiedPair(t, func(c *Config) {
+				c.QueueLen = queueLen
+				// Every cut is a reset that both members see at once:
+				// there is no silent connection to detect. A window of
+				// up to 16 MB resent both ways at once takes a loaded
+				// machine (and the race detector) longer than
+				// fastConfig's 2 s, and an IdleTimeout that short cuts
+				// the connection mid-resend — for a frame not read in
+				// time, or a window acknowledged too late — again and
+				// again, each cut costing another whole resend.
+				c.IdleTimeout = time.Minute
+			})
 			va, vb := newVerifier(size), newVerifier(size)
 			a.Start(va.handle)
 			b.Start(vb.handle)
@@ -388,7 +399,7 @@ func TestResendRandomCuts(t *testing.T) {
 				if rng.IntN(4) > 0 {
 					target += uint64(rng.IntN(int(2 * n / uint64(cuts))))
 				}
-				if !waitProgress(10*time.Second, func() bool { return progress() >= min(target, 2*n) }) {
+				if !waitProgress(time.Minute, func() bool { return progress() >= min(target, 2*n) }) {
 					t.Fatalf("cut %d: stuck at %d of %d payloads; p0 %+v; p1 %+v", i, progress(), 2*n, a.Stats().Peers[1], b.Stats().Peers[0])
 				}
 				switch rng.IntN(3) {
