@@ -2,7 +2,11 @@ package explore
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/cohort-go/cohort/proc"
 )
 
 // reached explores cfg and returns the (mixed) fingerprints of the states
@@ -80,4 +84,132 @@ func TestSleepSetsKeepEveryOrbit(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A sleep set stored by one member of an orbit names the same steps to
+// another. Two runs of two-phase commit, the second taking each step of
+// the first with the RMs renamed, meet one representative at every step,
+// and their steps renamed to it are its steps (the same labels). A sleep
+// set the first stores, read back by the second with a random set of its
+// steps, prunes exactly when the stored steps, renamed, are among those
+// read, renamed, and otherwise leaves the steps read that were stored.
+// (Renamed to the representative, a step of either run may be another
+// one's image under a symmetry of the state itself — all RMs alike at
+// the start — which reaches the same orbits.) Ranked among each run's own
+// labels, the stored bits named other steps: read askew, this fails at
+// the first state whose RMs differ.
+func TestSleepSetNamesTheSameStepsAcrossAnOrbit(t *testing.T) {
+	cfg := setup(t, "commit", "two-phase-commit", 5, nil)
+	cfg.Symmetry, cfg.SetNetwork, cfg.Losses = true, false, 1
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked, pruned := 0, 0
+	for walk := 0; walk < 300; walk++ {
+		h := newHasher()
+		a, err := cfg.newRun(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cfg.newRun(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perm := []proc.ID{0, 1, 2, 3, 4}
+		rng.Shuffle(4, func(i, j int) { perm[i+1], perm[j+1] = perm[j+1], perm[i+1] })
+		for step := 0; step < 20; step++ {
+			fa, fb := a.fingerprint(), b.fingerprint()
+			if fa != fb {
+				t.Fatalf("walk %d step %d: renamed runs with two representatives", walk, step)
+			}
+			chsA, labA := a.enabled(nil, nil, true)
+			chsB, labB := b.enabled(nil, nil, true)
+			if len(chsA) == 0 {
+				break
+			}
+			// twin[i]: the step of b that is a's i-th renamed.
+			canonA := a.perm
+			a.perm = perm
+			renamed := a.canonical(chsA, labA, nil)
+			a.perm = canonA
+			twin := make([]int, len(chsA))
+			for i, l := range renamed {
+				twin[i] = slices.IndexFunc(labB, func(m label) bool { return m.id == l.id })
+				if twin[i] < 0 {
+					t.Fatalf("walk %d step %d: a step of one run has no twin in the renamed run", walk, step)
+				}
+			}
+			repA, repB := a.canonical(chsA, labA, nil), b.canonical(chsB, labB, nil)
+			if !sameLabels(repA, repB) {
+				t.Fatalf("walk %d step %d: the runs' steps renamed to their representative differ:\n%v\n%v", walk, step, repA, repB)
+			}
+			var stored, read []label
+			want := map[label]bool{} // the steps read that were stored
+			inRead := map[label]bool{}
+			for _, l := range labB {
+				if rng.IntN(2) == 0 {
+					read, inRead[repB[slices.Index(labB, l)]] = append(read, l), true
+				}
+			}
+			subset := true
+			for i, l := range labA {
+				if rng.IntN(3) == 0 {
+					stored = append(stored, l)
+					if !inRead[repA[i]] {
+						subset = false
+					}
+				}
+			}
+			for _, l := range read {
+				for _, s := range stored {
+					if repA[slices.Index(labA, s)] == repB[slices.Index(labB, l)] {
+						want[l] = true
+					}
+				}
+			}
+			if len(stored) == 0 {
+				continue
+			}
+			e := &explorer{seen: newFPSet(true), sleeps: map[uint64][]label{}}
+			_, slot := e.seen.Add(fa)
+			var lvA, lvB level
+			ranked, key, _ := lvA.inFrame(a, chsA, labA, stored, true)
+			e.storeSleep(&lvA, ranked, key, fa, slot)
+			ranked, key, from := lvB.inFrame(b, chsB, labB, read, true)
+			out, ok := e.againSleep(&lvB, ranked, key, from, fb, slot)
+			if ok != subset {
+				t.Fatalf("walk %d step %d: stored %v, read %v: pruned %v, want %v", walk, step, stored, read, ok, subset)
+			}
+			if !ok && (len(out) != len(want) || slices.ContainsFunc(out, func(l label) bool { return !want[l] })) {
+				t.Fatalf("walk %d step %d: explored again with %v, want %v", walk, step, out, want)
+			}
+			checked++
+			if ok {
+				pruned++
+			}
+			k := rng.IntN(len(chsA))
+			if err := a.apply(chsA[k]); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.apply(chsB[twin[k]]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d sleep sets read across an orbit, %d of them pruning", checked, pruned)
+}
+
+func sameLabels(a, b []label) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	less := func(x, y label) int {
+		switch {
+		case x.id != y.id:
+			if x.id < y.id {
+				return -1
+			}
+			return 1
+		}
+		return int(x.node - y.node)
+	}
+	slices.SortFunc(a, less)
+	slices.SortFunc(b, less)
+	return slices.Equal(a, b)
 }
