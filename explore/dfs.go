@@ -92,7 +92,8 @@ func (e *explorer) dfs() error {
 // It reports whether the search must stop.
 //
 // The sleep set a state was explored with is kept as a bit mask over the
-// labels enabled in it ranked by their ids (a function of the state), in
+// labels enabled in it ranked by their ids (a function of the state;
+// with symmetry, of its representative: the labels renamed, inFrame), in
 // its slot's 16-bit tag or, past 15 labels, in a table beside (see
 // storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
