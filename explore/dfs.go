@@ -92,7 +92,8 @@ func (e *explorer) dfs() error {
 // It reports whether the search must stop.
 //
 // The sleep set a state was explored with is kept as a bit mask over the
-// labels enabled in it ranked by their ids (a function of the state), in
+// labels enabled in it ranked by their ids (a function of the state;
+// with symmetry, of its representative: the labels renamed, inFrame), in
 // its slot's 16-bit tag or, past 15 labels, in a table beside (see
 // storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
@@ -104,13 +105,19 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR)
 	chs, labels := lv.chs, lv.labels
 	if cfg.POR {
+		// The bits rank labels, and sleep is read as key, in the frame
+		// of the state's representative: with symmetry, another member
+		// of its orbit may meet it again, whose labels are the same
+		// steps renamed (ranked alike only once renamed back).
+		ranked, key, from := lv.inFrame(r, chs, labels, sleep, true)
 		if again {
 			var pruned bool
-			if sleep, pruned = e.againSleep(lv, labels, sleep, fp, slot); pruned {
+			if sleep, pruned = e.againSleep(lv, ranked, key, from, fp, slot); pruned {
 				return false, nil
 			}
+			_, key, _ = lv.inFrame(r, chs, labels, sleep, false)
 		}
-		e.storeSleep(lv, labels, sleep, fp, slot)
+		e.storeSleep(lv, ranked, key, fp, slot)
 	}
 	e.res.MaxDepth = max(e.res.MaxDepth, len(path))
 	if len(chs) == 0 {
@@ -219,6 +226,33 @@ type level struct {
 	labels, stored []label
 	done           []label
 	sleep          []label // the sleep set of this depth's state
+	// With symmetry: the labels in the representative's frame, and the
+	// sleep set's enabled labels in it (key) and as they are (from).
+	canon, key, from []label
+}
+
+// inFrame returns the labels enabled in r's state (labels, of the steps
+// chs) as a sleep set's bits rank them, and the sleep set as key, the
+// labels of its steps in that frame, and from, the same steps as they are:
+// without symmetry, labels and sleep themselves; with it, in the frame of
+// the state's representative (run.canonical), sleep's labels not enabled
+// here left out (they have no bit). relabel: labels are new (else those
+// of the last call, kept in lv).
+func (lv *level) inFrame(r *run, chs []choice, labels, sleep []label, relabel bool) (ranked, key, from []label) {
+	if r.perm == nil {
+		return labels, sleep, sleep
+	}
+	if relabel {
+		lv.canon = r.canonical(chs, labels, lv.canon[:0])
+	}
+	key, from = lv.key[:0], lv.from[:0]
+	for _, s := range sleep {
+		if j := slices.Index(labels, s); j >= 0 {
+			key, from = append(key, lv.canon[j]), append(from, s)
+		}
+	}
+	lv.key, lv.from = key, from
+	return lv.canon, key, from
 }
 
 func (e *explorer) level(d int) *level {
@@ -288,16 +322,19 @@ func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot 
 // againSleep compares the sleep set of a state met again with the one
 // stored for it (not empty): pruned if the stored one is a subset of
 // sleep (all the steps it would take were taken from there), else their
-// intersection, in lv's storage, to explore it with.
-func (e *explorer) againSleep(lv *level, labels, sleep []label, fp uint64, slot int) ([]label, bool) {
+// intersection, in lv's storage, to explore it with. The stored set and
+// labels are in one frame, sleep in it is key, and from is sleep as it
+// is (key and from are sleep itself without symmetry): a label of key
+// kept returns as the label of from at its position.
+func (e *explorer) againSleep(lv *level, labels, key, from []label, fp uint64, slot int) ([]label, bool) {
 	var m uint32
 	switch t := e.seen.Tag(slot); t {
 	case overflowTag:
 		stored := e.sleeps[fp]
-		if subset(stored, sleep) {
+		if subset(stored, key) {
 			return nil, true
 		}
-		return intersect(stored, sleep), false
+		return intersect(stored, key, from), false
 	case wideTag:
 		m = e.wide.Get(fp)
 	default:
@@ -305,14 +342,14 @@ func (e *explorer) againSleep(lv *level, labels, sleep []label, fp uint64, slot 
 	}
 	var in uint32 // the bits of sleep's enabled labels, so far
 	out := lv.stored[:0]
-	for _, s := range sleep {
+	for k, s := range key {
 		if m&^in == 0 {
 			return nil, true // pruned: no need to rank the rest
 		}
 		if i, ok := rank(labels, s.id); ok {
 			in |= 1 << uint(i)
 			if m&(1<<uint(i)) != 0 {
-				out = append(out, s)
+				out = append(out, from[k])
 			}
 		}
 	}
@@ -329,11 +366,13 @@ func subset(a, b []label) bool {
 	return true
 }
 
-func intersect(a, b []label) []label {
+// intersect returns the labels of from whose positions in b hold a label
+// of a.
+func intersect(a, b, from []label) []label {
 	var out []label
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			out = append(out, x)
+	for k, x := range b {
+		if slices.Contains(a, x) {
+			out = append(out, from[k])
 		}
 	}
 	return out

@@ -125,7 +125,10 @@
 //     strategy: 314 for two-phase commit with 5 RMs. Stateright's 665 for
 //     the same model comes from a representative that sorts the RMs by
 //     their own states only, ties in index order, which is not canonical,
-//     so its count depends on the search order.
+//     so its count depends on the search order. With sleep sets, a
+//     state's sleep set is kept over its representative's steps (each
+//     enabled step renamed as the state was): any member of the orbit
+//     that meets it again reads it as the one that stored it meant it.
 //   - A set network (Config.SetNetwork): messages that, once sent, may be
 //     received any number of times, as in the TLA+ specifications; with it
 //     two-phase commit (package commit) has the 288 states of TwoPhase

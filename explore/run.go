@@ -35,6 +35,9 @@ type run struct {
 	// changes only the process it happens at, so a fingerprint rehashes
 	// that one process, not all of them.
 	ph []uint64
+	// perm, with symmetry, is the renaming that maps the state last
+	// fingerprinted to its representative (symmetricFingerprint).
+	perm []proc.ID
 	// w marks the safety checkers a step may have broken (watch.go).
 	w watch
 	// With backtracking (save and restore): cp copies a process before

@@ -16,6 +16,16 @@ import (
 // cfg.Checks in them. It returns an error for a bad cfg or a process that
 // panicked (a broken invariant is a bug, reported as such, not a verdict).
 func Explore(cfg Config) (*Result, error) {
+	e, err := search(cfg)
+	if e == nil {
+		return nil, err
+	}
+	return e.res, err
+}
+
+// search explores cfg and returns the explorer, its visited set with it
+// (nil if cfg is not valid).
+func search(cfg Config) (*explorer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -53,7 +63,7 @@ func Explore(cfg Config) (*Result, error) {
 	if e.res.Violation != nil {
 		e.res.Exhausted = false
 	}
-	return e.res, err
+	return e, err
 }
 
 type explorer struct {

@@ -87,6 +87,16 @@ func (s *fpSet) insert(x uint64) (bool, int) {
 	}
 }
 
+// each calls f with every fingerprint in the set, mixed (mix64), in no
+// particular order.
+func (s *fpSet) each(f func(m uint64)) {
+	for _, m := range s.slots {
+		if m != 0 {
+			f(m)
+		}
+	}
+}
+
 // Tag and SetTag read and write the tag of the slot Add returned.
 func (s *fpSet) Tag(i int) uint16       { return s.tags[i] }
 func (s *fpSet) SetTag(i int, t uint16) { s.tags[i] = t }

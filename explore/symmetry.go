@@ -45,7 +45,8 @@ const maxRenamings = 5040
 // they are renamed; only processes with equal signatures are permuted
 // among themselves. Two states get the same fingerprint exactly when a
 // renaming maps one to the other (up to hash collisions): the count is
-// the number of orbits, whatever the order of the search.
+// the number of orbits, whatever the order of the search. It leaves in
+// r.perm the renaming that maps the state to its representative.
 func (r *run) symmetricFingerprint() uint64 {
 	ids := r.cfg.Symmetric
 	n := r.cfg.Nodes
@@ -117,8 +118,11 @@ func (r *run) symmetricFingerprint() uint64 {
 		for k, id := range order {
 			perm[id] = ids[k]
 		}
-		best = min(best, r.fingerprintWith(perm))
+		if fp := r.fingerprintWith(perm); fp < best || r.perm == nil {
+			best, r.perm = fp, slices.Clone(perm)
+		}
 	}
+	r.perm = nil
 	if total > maxRenamings {
 		try()
 		return best
@@ -149,4 +153,39 @@ func (r *run) symmetricFingerprint() uint64 {
 		try()
 	}
 	return best
+}
+
+// canonical appends to out, for each of labels (those of the steps chs
+// enabled now, in their order), the label of the same step in the
+// state's representative: its event renamed by r.perm, the renaming the
+// last fingerprint chose. Two members of an orbit, renamed to their one
+// representative, enable the same canonical labels, so a sleep set kept
+// as bits over them (dfs.go) names the same steps whichever member stored
+// it and whichever reads it.
+func (r *run) canonical(chs []choice, labels []label, out []label) []label {
+	n := r.cfg.Nodes
+	perm := r.perm
+	rename := func(id proc.ID) proc.ID {
+		if id >= 0 && int(id) < n {
+			return perm[id]
+		}
+		return id
+	}
+	r.h.perm = perm
+	defer func() { r.h.perm = nil }()
+	renamed := make([]uint64, len(r.q.keys)) // the events' hashes renamed
+	done := make([]bool, len(r.q.keys))
+	for k, ch := range chs {
+		i := r.q.find(ch.seq)
+		if !done[i] {
+			p := r.s.Describe(r.q.keys[i].Slot)
+			renamed[i], done[i] = eventHash(p, r.h.of(r.s.Payload(r.q.keys[i].Slot)), rename), true
+		}
+		c := label{id: actID(renamed[i], ch.act), node: labels[k].node}
+		if c.node >= 0 {
+			c.node = int32(rename(proc.ID(c.node)))
+		}
+		out = append(out, c)
+	}
+	return out
 }
