@@ -166,7 +166,7 @@ func BenchmarkRepairAfterKill(b *testing.B) {
 		trees = append(trees, time.Since(start))
 		gets = append(gets, <-done)
 		b.StopTimer()
-		for id := range c.nodes {
+		for id := range c.Nodes {
 			c.kill(id)
 		}
 	}

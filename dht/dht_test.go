@@ -13,7 +13,7 @@ import (
 	"github.com/cohort-go/cohort/dht"
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -24,12 +24,9 @@ var secret = []byte("dht test secret, 32 bytes long..")
 // later: each runs the membership service (which spreads the members'
 // addresses) and the DHT.
 type cluster struct {
-	t        testing.TB
-	founders int
-	traces   string // if set, each node's traces are in traces/node<i> (live.Config.TraceDir)
-	addrs    map[proc.ID]string
-	nodes    map[proc.ID]*live.Node
-	servers  map[proc.ID]*dht.Server
+	*livetest.Cluster
+	t       testing.TB
+	servers map[proc.ID]*dht.Server
 }
 
 func newCluster(t testing.TB, founders int) *cluster {
@@ -39,71 +36,31 @@ func newCluster(t testing.TB, founders int) *cluster {
 // newTracedCluster is newCluster with each node's traces in
 // traces/node<i>, unless traces is "".
 func newTracedCluster(t testing.TB, founders int, traces string) *cluster {
-	c := &cluster{t: t, founders: founders, traces: traces, addrs: map[proc.ID]string{}, nodes: map[proc.ID]*live.Node{}, servers: map[proc.ID]*dht.Server{}}
-	lns := map[proc.ID]net.Listener{}
-	for i := range proc.ID(founders) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], c.addrs[i] = ln, ln.Addr().String()
-	}
-	for i := range proc.ID(founders) {
-		c.start(i, lns[i], proc.None)
-	}
-	return c
-}
-
-func (c *cluster) start(id proc.ID, ln net.Listener, contact proc.ID) {
-	c.t.Helper()
-	peers := map[proc.ID]string{}
-	n := c.founders
-	if contact == proc.None {
-		for j, a := range c.addrs {
-			if j != id && j < proc.ID(c.founders) {
-				peers[j] = a
+	c := &cluster{t: t, servers: map[proc.ID]*dht.Server{}}
+	c.Cluster = livetest.NewCluster(t, livetest.Cluster{Founders: founders, Secret: secret,
+		Config: func(id proc.ID, cfg *live.Config) {
+			if traces != "" {
+				cfg.TraceDir = filepath.Join(traces, fmt.Sprint("node", int(id)))
 			}
-		}
-	} else {
-		peers[contact] = c.addrs[contact]
-		n = 1
-	}
-	tr, err := transport.NewTCP(transport.Config{Self: id, Listener: ln, Peers: peers, Secret: secret, Joins: true})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cfg := live.Config{Self: id, N: n, IDs: 1 << 16, Transport: tr}
-	if c.traces != "" {
-		cfg.TraceDir = filepath.Join(c.traces, fmt.Sprint("node", int(id)))
-	}
-	node, err := live.NewNode(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	if _, err := members.NewServer(members.Config{Node: node, Params: epidemic.Params{Period: 50 * time.Millisecond}, Contact: contact}); err != nil {
-		c.t.Fatal(err)
-	}
-	s, err := dht.NewServer(dht.Config{Node: node, Contact: contact})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.nodes[id], c.servers[id] = node, s
-	c.t.Cleanup(func() { node.Close() })
+		},
+		Services: func(id proc.ID, node *live.Node, contact proc.ID) {
+			if _, err := members.NewServer(members.Config{Node: node, Params: epidemic.Params{Period: 50 * time.Millisecond}, Contact: contact}); err != nil {
+				t.Fatal(err)
+			}
+			s, err := dht.NewServer(dht.Config{Node: node, Contact: contact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.servers[id] = s
+		}})
+	return c
 }
 
 // join starts a newcomer id through contact, and waits until it is in
 // the overlay.
 func (c *cluster) join(id, contact proc.ID) {
 	c.t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.addrs[id] = ln.Addr().String()
-	c.start(id, ln, contact)
+	c.Join(id, contact)
 	select {
 	case <-c.servers[id].Ready():
 	case <-time.After(30 * time.Second):
@@ -113,8 +70,7 @@ func (c *cluster) join(id, contact proc.ID) {
 
 // kill stops node id at once, as a crash would.
 func (c *cluster) kill(id proc.ID) {
-	c.nodes[id].Close()
-	delete(c.nodes, id)
+	c.Kill(id)
 	delete(c.servers, id)
 }
 
@@ -220,7 +176,7 @@ func TestLiveDHTAndScribe(t *testing.T) {
 	a, _ := dht.Algorithm(dht.Live, 4, proc.None)
 	fetches := int64(0)
 	for _, id := range ids {
-		if svc, err := c.nodes[id].Service(dht.ServiceName, a); err == nil {
+		if svc, err := c.Nodes[id].Service(dht.ServiceName, a); err == nil {
 			fetches += svc.Stats().ByKind["fetch"]
 		}
 	}
@@ -363,11 +319,19 @@ func TestRestartedNodeComesBack(t *testing.T) {
 		}
 		return nil
 	})
-	ln, err := net.Listen("tcp", c.addrs[1])
-	if err != nil {
-		t.Skipf("the address cannot be taken again at once: %v", err)
+	var ln net.Listener
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the kernel may hold the address a moment after the close
+		var err error
+		if ln, err = net.Listen("tcp", c.Addrs[1]); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("taking p1's address again: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	c.start(1, ln, proc.None)
+	c.Start(1, ln, proc.None)
 	<-c.servers[1].Ready()
 	waitFor(t, "every key read through the restarted node, and its homes agreed on", time.Minute, func() error {
 		if r, err := c.servers[0].Lookup(ctx, homed); err != nil || r.Home != 1 {

@@ -49,7 +49,7 @@ func TestJoinedMemberIsTraced(t *testing.T) {
 		}
 	}
 	for _, id := range c.ids() {
-		if err := c.nodes[id].Close(); err != nil {
+		if err := c.Nodes[id].Close(); err != nil {
 			t.Fatal(err)
 		}
 	}

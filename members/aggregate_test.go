@@ -24,7 +24,7 @@ import (
 // the readings by push-sum over TCP, through the Go API and over HTTP.
 func TestAggregateOverALiveCluster(t *testing.T) {
 	c := newCluster(t, 4)
-	c.join(4, 2)
+	c.Join(4, 2)
 	c.eventually("every member knows every other", holds(map[int]string{0: "alive", 1: "alive", 2: "alive", 3: "alive", 4: "alive"}))
 	for id, s := range c.servers {
 		if err := s.SetReading("load", float64(id)*10); err != nil {

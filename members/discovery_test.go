@@ -53,7 +53,7 @@ func findsExactly(name string, want ...int) func(proc.ID, *members.Server) error
 // too, where bad input is refused naming the value.
 func TestDiscoveryOverALiveCluster(t *testing.T) {
 	c := newCluster(t, 4)
-	c.join(4, 1)
+	c.Join(4, 1)
 	c.eventually("every member knows every other", holds(map[int]string{0: "alive", 1: "alive", 2: "alive", 3: "alive", 4: "alive"}))
 	if err := c.servers[1].Advertise("db", map[string]string{"port": "5432"}); err != nil {
 		t.Fatal(err)

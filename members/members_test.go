@@ -9,6 +9,7 @@ import (
 
 	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/members"
 	"github.com/cohort-go/cohort/proc"
@@ -20,81 +21,29 @@ var secret = []byte("members test secret, 32 bytes ok")
 var fast = epidemic.Params{Period: 20 * time.Millisecond}
 
 // cluster is founders nodes on loopback that take joins, and the ones
-// that join them.
+// that join them, each running the membership service.
 type cluster struct {
-	t        *testing.T
-	founders int
-	addrs    map[proc.ID]string
-	nodes    map[proc.ID]*live.Node
-	servers  map[proc.ID]*members.Server
+	*livetest.Cluster
+	t       *testing.T
+	servers map[proc.ID]*members.Server
 }
 
 func newCluster(t *testing.T, founders int) *cluster {
-	c := &cluster{t: t, founders: founders, addrs: map[proc.ID]string{}, nodes: map[proc.ID]*live.Node{}, servers: map[proc.ID]*members.Server{}}
-	lns := map[proc.ID]net.Listener{}
-	for i := range proc.ID(founders) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], c.addrs[i] = ln, ln.Addr().String()
-	}
-	for i := range proc.ID(founders) {
-		c.start(i, lns[i], proc.None)
-	}
-	return c
-}
-
-// start starts member id on ln: a founder (contact None) knows every
-// founder; a newcomer knows its contact only.
-func (c *cluster) start(id proc.ID, ln net.Listener, contact proc.ID) {
-	c.t.Helper()
-	peers := map[proc.ID]string{}
-	n := c.founders
-	if contact == proc.None {
-		for j, a := range c.addrs {
-			if j != id && j < proc.ID(c.founders) {
-				peers[j] = a
+	c := &cluster{t: t, servers: map[proc.ID]*members.Server{}}
+	c.Cluster = livetest.NewCluster(t, livetest.Cluster{Founders: founders, Secret: secret,
+		Services: func(id proc.ID, node *live.Node, contact proc.ID) {
+			s, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: contact})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	} else {
-		peers[contact] = c.addrs[contact]
-		n = 1 // a newcomer does not know the founders' number
-	}
-	tr, err := transport.NewTCP(transport.Config{Self: id, Listener: ln, Peers: peers, Secret: secret, Joins: true})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	node, err := live.NewNode(live.Config{Self: id, N: n, IDs: 1 << 16, Transport: tr})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	s, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: contact})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.nodes[id], c.servers[id] = node, s
-	c.t.Cleanup(func() { node.Close() })
-}
-
-// join starts a newcomer id through contact.
-func (c *cluster) join(id, contact proc.ID) {
-	c.t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.addrs[id] = ln.Addr().String()
-	c.start(id, ln, contact)
+			c.servers[id] = s
+		}})
+	return c
 }
 
 // kill stops member id at once, as a crash would: its state is gone.
 func (c *cluster) kill(id proc.ID) {
-	c.nodes[id].Close()
-	delete(c.nodes, id)
+	c.Kill(id)
 	delete(c.servers, id)
 }
 
@@ -156,8 +105,8 @@ func holds(want map[int]string) func(proc.ID, *members.Server) error {
 // address rejoins alive under a higher incarnation and gets the map back.
 func TestJoinSpreadDetect(t *testing.T) {
 	c := newCluster(t, 3)
-	c.join(10, 0)
-	c.join(11, 2)
+	c.Join(10, 0)
+	c.Join(11, 2)
 	c.eventually("every member knows all five", holds(map[int]string{0: "alive", 1: "alive", 2: "alive", 10: "alive", 11: "alive"}))
 
 	if _, err := c.servers[11].Put("color", "blue"); err != nil {
@@ -193,7 +142,7 @@ func TestJoinSpreadDetect(t *testing.T) {
 	c.eventually("the killed member is declared dead", holds(map[int]string{10: "dead", 11: "alive"}))
 
 	// p1 restarts from nothing at its address: it refutes its obituary.
-	addr := c.addrs[1]
+	addr := c.Addrs[1]
 	c.kill(1)
 	c.eventually("p1 is declared dead", holds(map[int]string{1: "dead"}))
 	var ln net.Listener
@@ -208,7 +157,7 @@ func TestJoinSpreadDetect(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.start(1, ln, proc.None)
+	c.Start(1, ln, proc.None)
 	c.eventually("p1 is alive again, at a higher incarnation", func(_ proc.ID, s *members.Server) error {
 		ms, err := s.Members()
 		if err != nil {
@@ -230,7 +179,7 @@ func TestJoinSpreadDetect(t *testing.T) {
 // TestLeaveIsNotDeath: a member that leaves is held left, not dead.
 func TestLeaveIsNotDeath(t *testing.T) {
 	c := newCluster(t, 3)
-	c.join(5, 1)
+	c.Join(5, 1)
 	c.eventually("every member knows p5", holds(map[int]string{5: "alive"}))
 	if err := c.servers[5].Leave(); err != nil {
 		t.Fatal(err)
@@ -247,7 +196,7 @@ func TestStrangerCannotJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := transport.NewTCP(transport.Config{Self: 9, Listener: ln, Peers: map[proc.ID]string{0: c.addrs[0]}, Secret: []byte("not the cluster secret, 32 bytes"), Joins: true})
+	tr, err := transport.NewTCP(transport.Config{Self: 9, Listener: ln, Peers: map[proc.ID]string{0: c.Addrs[0]}, Secret: []byte("not the cluster secret, 32 bytes"), Joins: true})
 	if err != nil {
 		t.Fatal(err)
 	}
