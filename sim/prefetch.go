@@ -43,9 +43,32 @@ func (s *Sim) prefetchNext() {
 	if nd.p != nil {
 		// An interface value is a type word and a data word; the data
 		// word points to the process (all of Cohort's are pointers).
-		prefetch((*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1])
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))
+		if w[0] != s.spread.typ {
+			s.spread.typ, s.spread.lines = w[0], 1
+			if sp, ok := nd.p.(Spread); ok {
+				s.spread.lines = max(sp.CacheLines(), 1)
+			}
+		}
+		prefetchLines(w[1], s.spread.lines)
 	}
 	if nd.rng != nil {
 		prefetch(unsafe.Pointer(nd.rng))
 	}
+}
+
+// Spread is implemented by a process whose every delivery reads several
+// cache lines of its state (an overlay node reads its identifiers, its
+// leaf set's bounds, its table's header, then its leaf set): the
+// simulator prefetches that many lines from the process's address, not
+// only the first, when its event is next. CacheLines must not read the
+// process's state (it is called on a process not yet in cache); a
+// constant is the intent. Like every prefetch, it changes no result.
+type Spread interface{ CacheLines() int }
+
+// spread caches the last process type's answer to Spread: runs hold one
+// type of process, or a few, so the assertion is rarely made.
+type spread struct {
+	typ   unsafe.Pointer // the process's type word
+	lines int
 }
