@@ -31,7 +31,10 @@ import (
 //     smallest delay alone); the candidate accepts if it is still
 //     unsaturated and on the tree. Refused, or with no candidate fit, the
 //     node asks again (an orphan first asks the next fit candidate of the
-//     same round, if there is one).
+//     same round, if there is one). A first join needs no climb to the
+//     source: off the tree until adopted, the node has no descendants
+//     (it answers probes as off the tree, and no one can attach to it),
+//     so no parent it takes can close a cycle.
 //   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
 //     children, so a child receives the stream at the smaller of its
 //     parent's rate and the parent's upload over its children (the
@@ -89,6 +92,10 @@ import (
 //     node keeps its old parent for ESMOverlap, taking the stream from
 //     both and delivering each packet once, then drops it: the old
 //     parent forwards every packet the new one had before the switch.
+//     The node waits for the climb (ESMProbe plus twice the candidate's
+//     delay from the source, as an orphan does); refused or unanswered,
+//     it asks the next candidate of the round that is clearly better
+//     than its parent, at most Sample a round.
 //   - No cycles: a node that rejoins never takes a parent whose path from
 //     the source contains itself (one of its own descendants) or the
 //     parent it lost (a descendant of that parent is cut off from the
