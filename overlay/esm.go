@@ -31,7 +31,10 @@ import (
 //     smallest delay alone); the candidate accepts if it is still
 //     unsaturated and on the tree. Refused, or with no candidate fit, the
 //     node asks again (an orphan first asks the next fit candidate of the
-//     same round, if there is one).
+//     same round, if there is one). A first join needs no climb to the
+//     source: off the tree until adopted, the node has no descendants
+//     (it answers probes as off the tree, and no one can attach to it),
+//     so no parent it takes can close a cycle.
 //   - Bandwidth: a host's upload (ESMConfig.Upload) is shared by its
 //     children, so a child receives the stream at the smaller of its
 //     parent's rate and the parent's upload over its children (the
@@ -89,6 +92,10 @@ import (
 //     node keeps its old parent for ESMOverlap, taking the stream from
 //     both and delivering each packet once, then drops it: the old
 //     parent forwards every packet the new one had before the switch.
+//     The node waits for the climb (ESMProbe plus twice the candidate's
+//     delay from the source, as an orphan does); refused or unanswered,
+//     it asks the next candidate of the round that is clearly better
+//     than its parent, at most Sample a round.
 //   - No cycles: a node that rejoins never takes a parent whose path from
 //     the source contains itself (one of its own descendants) or the
 //     parent it lost (a descendant of that parent is cut off from the
@@ -656,7 +663,14 @@ func (n *esm) choose(env proc.Env) {
 }
 
 // improve asks the best candidate fit to adopt this node if it is
-// clearly better than the parent; else the round ends.
+// clearly better than the parent; else the round ends. The candidate
+// adopts it only once a climb up its ancestors has reached the source,
+// so the node waits, as an orphan does, ESMProbe plus twice the
+// candidate's delay from the source. Refused, or unanswered by then (the
+// candidate or an ancestor of it failed, or a climb met a switch), the
+// node asks the next candidate of the round that is clearly better, if
+// there is one: at most Sample asks a round, the next round a period
+// later.
 func (n *esm) improve(env proc.Env) {
 	var best *esmAnswer
 	for i := range n.answers {
@@ -670,7 +684,27 @@ func (n *esm) improve(env proc.Env) {
 	}
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: proc.None, KeepsOff: !n.cfg.LatencyOnly && n.fullRate() == 0, Switch: true})
-	env.SetTimer(ESMProbe, retry{n.round}) // unanswered: give up
+	wait := ESMProbe
+	if !n.has(switchGivesUp) {
+		wait += 2 * best.Delay
+	}
+	env.SetTimer(wait, retry{n.round}) // unanswered: the next candidate
+}
+
+// nextCandidate: the candidate asked, from, refused, or did not answer in
+// time; the node asks the next one of the round (improve), in a new
+// round number, so that the candidate's timer, and an Accept of its
+// that comes late, count for nothing (onAccept drops it). The orphan
+// does the same (choose, below Refuse).
+func (n *esm) nextCandidate(env proc.Env, from proc.ID) {
+	n.asking = proc.None
+	if n.has(switchGivesUp) {
+		n.improving = false // the parent kept; another round next period
+		return
+	}
+	n.answers = slices.DeleteFunc(n.answers, func(a esmAnswer) bool { return a.from == from })
+	n.round++
+	n.improve(env)
 }
 
 // fitBetter reports whether a candidate may be the new parent of a node
@@ -764,7 +798,7 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		if from == n.asking {
 			n.asking = proc.None
 			if n.improving {
-				n.improving = false // the parent kept; another round next period
+				n.nextCandidate(env, from)
 				return
 			}
 			if n.lost == proc.None || n.has(rejoinsBlind) {
@@ -1049,7 +1083,7 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 		switch {
 		case t.Round != n.round:
 		case n.improving:
-			n.improving, n.asking = false, proc.None // no answer: the parent kept
+			n.nextCandidate(env, n.asking) // no answer
 		case n.needsParent():
 			n.findParent(env)
 		}

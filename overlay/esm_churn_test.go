@@ -100,3 +100,47 @@ func TestESMChurnSweepRejoinsClimb(t *testing.T) {
 		}
 	}
 }
+
+// TestESMSwitchWaitsForTheClimb: on links of up to 400 ms, a switch's
+// climb up the candidate's ancestors and back often outlasts ESMProbe
+// (1 s). A switch that gave up then had the candidate adopt it anyway,
+// and dropped the late Accept (and the place it had taken); waiting for
+// the climb, and asking the next candidate when refused, more of the
+// Accepts sent end in a switch, and more switches are made.
+func TestESMSwitchWaitsForTheClimb(t *testing.T) {
+	seeds := uint64(simtest.Seeds(3, 2))
+	if raceEnabled {
+		seeds = 1
+	}
+	run := func(nw func(overlay.ESMConfig) func(proc.ID, int) proc.Process, seed uint64) (accepts, changes int) {
+		const n = 64
+		var sc sim.Script
+		for i := 1; i < n; i++ {
+			sc = append(sc, sim.TimedInput{At: time.Duration(i) * 20 * time.Millisecond, Node: proc.ID(i), Input: overlay.ESMJoin{}})
+		}
+		cfg := overlay.ESMConfig{Degree: 3, Sample: 8, LatencyOnly: true, Improve: time.Second}
+		r := simtest.Run(t, "overlay", sim.Config{Nodes: n, Seed: seed, New: nw(cfg), Workload: sc,
+			Network:  sim.Network{Latency: sim.Uniform{Min: 10 * time.Millisecond, Max: 400 * time.Millisecond}},
+			Deadline: 40 * time.Second})
+		for check, v := range r.Verdicts(t, "esm-no-cycle") {
+			if !v.OK() {
+				t.Fatalf("seed %d: %s: %s", seed, check, v.Counterexample(r.Trace))
+			}
+		}
+		return r.Trace.Count(trace.Send, "accept"), r.Count("esm-parent")
+	}
+	sound := func(c overlay.ESMConfig) func(proc.ID, int) proc.Process {
+		return func(id proc.ID, _ int) proc.Process { return overlay.NewESM(id, c) }
+	}
+	var wasted, wastedOld, made, madeOld int
+	for seed := uint64(1); seed <= seeds; seed++ {
+		a, c := run(sound, seed)
+		ao, co := run(overlay.SwitchGivesUp, seed)
+		t.Logf("seed %d: accepts %d, parent changes %d; giving up: %d, %d", seed, a, c, ao, co)
+		wasted, wastedOld, made, madeOld = wasted+a-c, wastedOld+ao-co, made+c, madeOld+co
+	}
+	if wasted >= wastedOld || made <= madeOld {
+		t.Errorf("Accepts not taken %d (giving up: %d), parent changes %d (giving up: %d): want fewer lost, more made",
+			wasted, wastedOld, made, madeOld)
+	}
+}

@@ -179,3 +179,39 @@ func TestESMRejoinClimbsToTheSource(t *testing.T) {
 		}
 	}
 }
+
+// TestESMRefusedSwitchAsksTheNextCandidate: a switching node whose
+// first choice refuses it (saturated since it answered the probe) asks
+// the next candidate of the same round that is clearly better than its
+// parent, and moves there; a switch that gave up at the first refusal
+// kept its parent until the next period.
+func TestESMRefusedSwitchAsksTheNextCandidate(t *testing.T) {
+	for _, f := range []flaw{sound, switchGivesUp} {
+		// 0 ← 1 ← 2 ← 3, and 0 ← 4, 0 ← 5: node 3 (delay 30) has probed
+		// 4 and 5, each 10 from the source; 4 has filled up since.
+		net := newSwitchNet([]proc.ID{proc.None, 0, 1, 2, 0, 0}, f)
+		for i, d := range []time.Duration{0, 10, 20, 30, 10, 10} {
+			net.nodes[proc.ID(i)].delay = d
+		}
+		net.nodes[4].children = []proc.ID{6, 7, 8, 9}
+		n3 := net.nodes[3]
+		n3.improving = true
+		for _, c := range []proc.ID{4, 5} {
+			n3.answers = append(n3.answers, esmAnswer{from: c, rtt: 2,
+				ProbeReply: ProbeReply{Path: []proc.ID{0}, Delay: 10, OnTree: true, Spare: 4}})
+		}
+		n3.improve(switchEnv{net, 3})
+		net.run()
+		t.Logf("flaw %d: node 3's parent %v", f, n3.parent)
+		if f == sound && (n3.parent != 5 || !slices.Contains(net.nodes[5].children, 3)) {
+			t.Errorf("node 3's parent %v, node 5's children %v: want 3 under 5 after 4 refused",
+				n3.parent, net.nodes[5].children)
+		}
+		if f == switchGivesUp && n3.parent != 2 {
+			t.Errorf("giving up at the first refusal: node 3's parent %v, want 2 kept", n3.parent)
+		}
+		if c := net.cycle(); c != nil {
+			t.Errorf("cycle %v", c)
+		}
+	}
+}

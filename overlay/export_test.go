@@ -70,3 +70,10 @@ func esmFlawed(cfg ESMConfig, fs ...flaw) func(proc.ID, int) proc.Process {
 		return n
 	}
 }
+
+// SwitchGivesUp is ESM whose switches wait ESMProbe for the candidate's
+// answer and, refused or unanswered, keep the parent until the next
+// period.
+func SwitchGivesUp(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return esmFlawed(cfg, switchGivesUp)
+}

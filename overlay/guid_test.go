@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -293,5 +294,14 @@ func TestLeafSetClosest(t *testing.T) {
 				t.Fatalf("trial %d (l=%d, %d offered): closest(%s) = %d, the scan says %d", trial, s.l, len(members), key, got, want)
 			}
 		}
+	}
+}
+
+// TestNodeLines: the lines a node tells the simulator to prefetch cover
+// its state, and no more than one line beyond it.
+func TestNodeLines(t *testing.T) {
+	size := int(unsafe.Sizeof(node{}))
+	if nodeLines*64 < size || (nodeLines-1)*64 >= size {
+		t.Errorf("a node is %d bytes: %d lines, not nodeLines = %d", size, (size+63)/64, nodeLines)
 	}
 }

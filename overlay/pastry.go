@@ -84,16 +84,7 @@ func (r *pastry) learn(n *node, id proc.ID, g GUID) bool {
 		return false
 	}
 	if len(r.rows) <= p {
-		// Grown to the rows needed and no more: append's doubling would
-		// leave room for 8 rows where an overlay of 10⁶ nodes fills 5 or 6.
-		rows := make([][Radix]proc.ID, p+1)
-		copy(rows, r.rows)
-		for i := len(r.rows); i <= p; i++ {
-			for d := range rows[i] {
-				rows[i][d] = proc.None
-			}
-		}
-		r.rows = rows
+		r.grow(p + 1)
 	}
 	d := g.Digit(p)
 	if x := r.rows[p][d]; x == id || x != proc.None && !n.nearer(id, x) {
@@ -102,6 +93,30 @@ func (r *pastry) learn(n *node, id proc.ID, g GUID) bool {
 	r.rows[p][d] = id
 	return true
 }
+
+// grow makes the table k rows long, the new rows empty. The first
+// allocation has room for tableRows rows, so that a joining node, which
+// learns rows 0, 1, 2, … one after another from the nodes on its JOIN's
+// route, does not copy its table at every row (a table of 10⁶ nodes
+// fills 5 or 6 rows; append's doubling would make room for 8).
+func (r *pastry) grow(k int) {
+	if k > cap(r.rows) {
+		rows := make([][Radix]proc.ID, len(r.rows), max(k, tableRows))
+		copy(rows, r.rows)
+		r.rows = rows
+	}
+	for len(r.rows) < k {
+		var row [Radix]proc.ID
+		for d := range row {
+			row[d] = proc.None
+		}
+		r.rows = append(r.rows, row)
+	}
+}
+
+// tableRows is the rows a table is first given room for: ⌈log₁₆ N⌉ + 1
+// for N up to 10⁶, the rows that overlay fills.
+const tableRows = 6
 
 // forget empties the entry that holds id, if one does.
 func (r *pastry) forget(n *node, id proc.ID) (p, d int, held bool) {

@@ -135,6 +135,7 @@ const (
 	switchesBlind          // an ESM candidate adopts a switching node without a climb to the source
 	rejoinsBlind           // ESM's rejoin as it was: a candidate adopts an orphan on the paths reported, without a climb; an orphan's subtree is not told it is cut off
 	stalePaths             // an ESM node keeps the path its parent gave it on accepting, never the news of alive messages
+	switchGivesUp          // ESM's switch as it was: refused, or unanswered within ESMProbe, the node keeps its parent until the next period
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.

@@ -49,8 +49,33 @@ func (s *Sim) prefetchAhead() {
 		nd := &s.nodes[e.item.node]
 		// An interface value is a type word and a data word; the data
 		// word points to the process (all of Cohort's are pointers).
-		state = (*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))[1]
-		rng = unsafe.Pointer(nd.rng)
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&nd.p))
+		state, rng = w[1], unsafe.Pointer(nd.rng)
+		if w[0] != s.spread.typ {
+			s.spread.typ, s.spread.lines = w[0], 1
+			if sp, ok := nd.p.(Spread); ok {
+				s.spread.lines = max(sp.CacheLines(), 1)
+			}
+		}
+		if s.spread.lines > 1 { // the state's lines after its first
+			prefetchLines(unsafe.Add(state, 64), s.spread.lines-1)
+		}
 	}
 	prefetch3(record, state, rng)
+}
+
+// Spread is implemented by a process whose every delivery reads several
+// cache lines of its state (an overlay node reads its identifiers, its
+// leaf set's bounds, its table's header, then its leaf set): the
+// simulator prefetches that many lines from the process's address, not
+// only the first, when its event is next. CacheLines must not read the
+// process's state (it is called on a process not yet in cache); a
+// constant is the intent. Like every prefetch, it changes no result.
+type Spread interface{ CacheLines() int }
+
+// spread caches the last process type's answer to Spread: runs hold one
+// type of process, or a few, so the assertion is rarely made.
+type spread struct {
+	typ   unsafe.Pointer // the process's type word
+	lines int
 }

@@ -25,6 +25,7 @@ type Sim struct {
 	n       int
 	topo    Topology
 	cal     *calendar // the pending events, by default
+	spread  spread    // how many lines of the next event's process to prefetch (prefetch.go)
 	queue   Queue     // or, when Config.Queue is set, their keys…
 	items   [][]item  // …and their contents, by slot, in fixed-size chunks
 	slots   uint32    // slots ever used
