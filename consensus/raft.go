@@ -1363,6 +1363,15 @@ func (r Refused) Pending(id proc.ID, add bool) bool {
 	return r.Reason == fmt.Sprintf("p%d %s", id, notMember)
 }
 
+// Made reports whether the refusal says that the change asked is made
+// already at the leader: server id a member there (add), or not one.
+func (r Refused) Made(id proc.ID, add bool) bool {
+	if add {
+		return r.Reason == fmt.Sprintf("p%d %s", id, memberAlready)
+	}
+	return r.Reason == fmt.Sprintf("p%d %s", id, notMember)
+}
+
 // tellRemoved answers a campaign of a server the committed configuration
 // does not hold — removed while it was down, it restarted believing it a
 // voter — by sending it the log until it holds its removal, as a server

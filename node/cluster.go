@@ -252,14 +252,22 @@ const changePoll = 10 * time.Millisecond
 // change adds or removes id in this log and waits until the change is
 // committed here. The leader answers a refusal; success shows in the log.
 func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
+	// What this node holds may be behind the leader: a change just
+	// committed through another node may not have reached it yet (a
+	// removal, say, that this node still shows undone). So what it holds
+	// is trusted to show the change made only where it leads, once a
+	// configuration other than the one it held when asked has reached it,
+	// or once the leader has answered that the change is made.
+	asked, began := l.latest(), time.Now()
+	made := false // the leader said so
 	done := func() (bool, error) {
 		v, err := l.read()
-		return err == nil && v.Committed && slices.Contains(v.Voters, int(id)) == add, err
+		fresh := made || v.Leader == int(l.self) || !slices.Equal(v.Voters, asked)
+		return err == nil && fresh && v.Committed && slices.Contains(v.Voters, int(id)) == add, err
 	}
 	if ok, err := done(); ok || err != nil {
 		return err
 	}
-	asked, began := l.latest(), time.Now()
 	term := l.term()
 	answers := make(chan proc.Output, 8)
 	stop := l.svc.OnOutput(func(o proc.Output) {
@@ -298,6 +306,7 @@ func (l *voterLog) change(ctx context.Context, id proc.ID, add bool) error {
 		case o := <-answers:
 			switch o := o.(type) {
 			case consensus.Refused:
+				made = made || o.Made(id, add)
 				if ok, _ := done(); ok {
 					return nil
 				}
