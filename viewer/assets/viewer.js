@@ -432,7 +432,7 @@
       if (lodArrows && !(important(s) || (r >= 0 && important(r)))) continue;
       drawnArrows.push(a);
     }
-    for (const a of drawnArrows) drawArrow(a, faded);
+    drawArrows(drawnArrows, faded);
     const arrowsDrawn = drawnArrows.length;
 
     // Events: each one, or their density per lane.
@@ -541,32 +541,55 @@
     return [x1, y1, xe, laneY(to)];
   }
 
-  function drawArrow(a, faded) {
-    const s = arS[a], r = arR[a], kind = arKind[a];
-    const [x1, y1, x2, y2] = arrowEnds(a);
-    const lit = S.hl && S.hl[s] && (r < 0 || S.hl[r]);
-    const marked = markHard[s] && (r < 0 || markHard[r]), soft = !marked && markSoft[s] && (r < 0 || markSoft[r]);
-    let color = typeColor(evType[s]);
-    if (kind === 1) color = dropColor(E[r].reason);
-    if (kind === 2) color = C.pending;
-    if (marked) color = C.mark; else if (soft) color = C.soft;
-    ctx.globalAlpha = faded && !lit ? fadeAlpha() : 1;
-    ctx.strokeStyle = color; ctx.fillStyle = color;
-    ctx.lineWidth = marked || soft || lit ? 2 : 1.3;
-    ctx.setLineDash(kind === 0 ? [] : kind === 1 ? [5, 3] : [2, 3]);
-    ctx.beginPath(); ctx.moveTo(x1, y1);
-    // A loss stops three quarters of the way, with a cross.
-    const ex = kind === 1 ? x1 + (x2 - x1) * 0.75 : x2, ey = kind === 1 ? y1 + (y2 - y1) * 0.75 : y2;
-    ctx.lineTo(ex, ey); ctx.stroke(); ctx.setLineDash([]);
-    if (kind === 1) {
-      ctx.lineWidth = 2; ctx.beginPath();
-      ctx.moveTo(ex - 4, ey - 4); ctx.lineTo(ex + 4, ey + 4); ctx.moveTo(ex - 4, ey + 4); ctx.lineTo(ex + 4, ey - 4); ctx.stroke();
-    } else {
-      const ang = Math.atan2(y2 - y1, x2 - x1), h = 7;
-      ctx.beginPath(); ctx.moveTo(x2, y2);
-      ctx.lineTo(x2 - h * Math.cos(ang - 0.4), y2 - h * Math.sin(ang - 0.4));
-      ctx.lineTo(x2 - h * Math.cos(ang + 0.4), y2 - h * Math.sin(ang + 0.4));
-      ctx.closePath(); ctx.fill();
+  // The dash of each kind of arrow: delivered, dropped, in flight.
+  const DASH = [[], [5, 3], [2, 3]];
+
+  // Draws the arrows in list order with as few canvas calls as it can: a
+  // run of opaque arrows of one style (colour, width, kind) is stroked as
+  // one path and its heads filled as another, rather than some ten calls
+  // an arrow. Translucent arrows (the rest, while something is
+  // highlighted) are drawn one by one, as two that cross darken where they
+  // overlap only when stroked apart.
+  function drawArrows(list, faded) {
+    const n = list.length, color = new Array(n), width = new Array(n), alpha = new Array(n);
+    for (let k = 0; k < n; k++) {
+      const a = list[k], s = arS[a], r = arR[a], kind = arKind[a];
+      const lit = S.hl && S.hl[s] && (r < 0 || S.hl[r]);
+      const marked = markHard[s] && (r < 0 || markHard[r]), soft = !marked && markSoft[s] && (r < 0 || markSoft[r]);
+      let c = typeColor(evType[s]);
+      if (kind === 1) c = dropColor(E[r].reason);
+      if (kind === 2) c = C.pending;
+      if (marked) c = C.mark; else if (soft) c = C.soft;
+      color[k] = c;
+      width[k] = marked || soft || lit ? 2 : 1.3;
+      alpha[k] = faded && !lit ? fadeAlpha() : 1;
+    }
+    for (let i = 0; i < n;) {
+      const kind = arKind[list[i]];
+      let j = i + 1;
+      if (alpha[i] === 1) {
+        while (j < n && alpha[j] === 1 && arKind[list[j]] === kind && color[j] === color[i] && width[j] === width[i]) j++;
+      }
+      const line = new Path2D(), end = new Path2D();
+      for (let k = i; k < j; k++) {
+        const [x1, y1, x2, y2] = arrowEnds(list[k]);
+        // A loss stops three quarters of the way, with a cross.
+        const ex = kind === 1 ? x1 + (x2 - x1) * 0.75 : x2, ey = kind === 1 ? y1 + (y2 - y1) * 0.75 : y2;
+        line.moveTo(x1, y1); line.lineTo(ex, ey);
+        if (kind === 1) {
+          end.moveTo(ex - 4, ey - 4); end.lineTo(ex + 4, ey + 4); end.moveTo(ex - 4, ey + 4); end.lineTo(ex + 4, ey - 4);
+        } else {
+          const ang = Math.atan2(y2 - y1, x2 - x1), h = 7;
+          end.moveTo(x2, y2);
+          end.lineTo(x2 - h * Math.cos(ang - 0.4), y2 - h * Math.sin(ang - 0.4));
+          end.lineTo(x2 - h * Math.cos(ang + 0.4), y2 - h * Math.sin(ang + 0.4));
+          end.closePath();
+        }
+      }
+      ctx.globalAlpha = alpha[i]; ctx.strokeStyle = color[i]; ctx.fillStyle = color[i]; ctx.lineWidth = width[i];
+      ctx.setLineDash(DASH[kind]); ctx.stroke(line); ctx.setLineDash([]);
+      if (kind === 1) { ctx.lineWidth = 2; ctx.stroke(end); } else ctx.fill(end);
+      i = j;
     }
     ctx.globalAlpha = 1;
   }
@@ -677,16 +700,25 @@
   // tooltip and the panel). Message labels first at their arrow's middle,
   // then the outputs' and inputs' above their event. Returns how many it drew.
   function drawLabels(events) {
-    const taken = new Map(), CELL = 64;
+    // The boxes taken, by 64-pixel cell (a number: column × 2²⁰ + row).
+    const taken = new Map(), CELL = 64, ROWS = 1 << 20;
     const take = (x0, y0, x1, y1) => {
-      const keys = [];
-      for (let cx = Math.floor(x0 / CELL); cx <= Math.floor(x1 / CELL); cx++)
-        for (let cy = Math.floor(y0 / CELL); cy <= Math.floor(y1 / CELL); cy++) keys.push(cx + "," + cy);
-      for (const key of keys) for (const b of taken.get(key) || []) if (x0 < b[2] && b[0] < x1 && y0 < b[3] && b[1] < y1) return false;
-      for (const key of keys) { if (!taken.has(key)) taken.set(key, []); taken.get(key).push([x0, y0, x1, y1]); }
+      const cx0 = Math.floor(x0 / CELL), cx1 = Math.floor(x1 / CELL), cy0 = Math.floor(y0 / CELL), cy1 = Math.floor(y1 / CELL);
+      for (let cx = cx0; cx <= cx1; cx++) for (let cy = cy0; cy <= cy1; cy++) {
+        const boxes = taken.get(cx * ROWS + cy);
+        if (boxes) for (const b of boxes) if (x0 < b[2] && b[0] < x1 && y0 < b[3] && b[1] < y1) return false;
+      }
+      const box = [x0, y0, x1, y1];
+      for (let cx = cx0; cx <= cx1; cx++) for (let cy = cy0; cy <= cy1; cy++) {
+        const key = cx * ROWS + cy, boxes = taken.get(key);
+        if (boxes) boxes.push(box); else taken.set(key, [box]);
+      }
       return true;
     };
-    ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+    // A label wholly outside the diagram still takes its box (so what is
+    // drawn does not depend on it), but is not painted.
+    const seen = (x0, y0, x1, y1) => x1 > LEFT && x0 < W && y1 > TOP && y0 < H;
+    ctx.font = LABEL_FONT;
     ctx.textBaseline = "middle";
     // Events' own places first, so no label covers an event.
     for (const i of events) { const x = X(wx(i)), y = laneY(evNode[i]); take(x - 4, y - 4, x + 4, y + 4); }
@@ -698,9 +730,11 @@
       const [x1, y1, x2, y2] = arrowEnds(a);
       if (Math.abs(x2 - x1) + Math.abs(y2 - y1) < 40) continue;
       const text = clip(E[s].label || E[s].type || "", 28);
-      const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
-      if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
+      if (!text) continue;
+      const w = labelWidth(text), mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+      if (!take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
       drawn++;
+      if (!seen(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
       ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
       ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
@@ -708,15 +742,27 @@
     for (const i of events) {
       const text = clip(E[i].label || E[i].type || "", 28);
       if (!text) continue;
-      const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
+      const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = labelWidth(text);
       if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
       drawn++;
+      if (!seen(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
       ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
       ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
     }
     ctx.globalAlpha = 1; ctx.textBaseline = "alphabetic";
     return drawn;
+  }
+
+  // The labels' font, and each label text's width in it, measured once:
+  // measuring is the dearest part of placing labels, and a pan places the
+  // same ones again every frame.
+  const LABEL_FONT = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+  const labelWidths = new Map();
+  function labelWidth(text) {
+    let w = labelWidths.get(text);
+    if (w === undefined) { w = ctx.measureText(text).width; labelWidths.set(text, w); }
+    return w;
   }
 
   // Process names in a gutter that stays put while the diagram pans;
