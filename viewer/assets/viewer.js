@@ -446,7 +446,6 @@
       eventsDrawn++;
       if (!lodArrows && !lodEvents && labels.length < LABEL_BUDGET && (evKind[i] === K.output || evKind[i] === K.input)) labels.push(i);
     }
-    flushDots();
     // Marks: counterexamples, the highlight, the current event.
     for (let j = lo; j < hi; j++) {
       const i = o[j];
@@ -630,31 +629,9 @@
     return { partition: C.dropPart, "receiver down": C.dropGone, loss: C.drop }[dropCause(reason)];
   }
 
-  // Opaque dots of one colour and size drawn one after another are filled
-  // as one path (flushDots paints it), rather than five canvas calls each.
-  let dots = null, dotsColor = "", dotsR = 0;
-  // The kinds of event drawn as a shape of their own; the rest are dots.
-  const SHAPED = new Set([K.input, K.timer, K.crash, K.leave, K.start, K.join, K.recover, K.drop]);
-  function flushDots() {
-    if (!dots) return;
-    ctx.globalAlpha = 1; ctx.fillStyle = dotsColor; ctx.fill(dots);
-    dots = null;
-  }
-
   function drawEvent(i, faded) {
     const x = X(wx(i)), y = laneY(evNode[i]), k = evKind[i];
-    const alpha = faded && !S.hl[i] ? fadeAlpha() : 1;
-    const r = k === K.output ? 4.2 : SHAPED.has(k) ? 0 : 2.4;
-    if (alpha === 1 && r > 0) {
-      const color = k === K.output ? C.output : typeColor(evType[i]);
-      if (dots && (color !== dotsColor || r !== dotsR)) flushDots();
-      if (!dots) { dots = new Path2D(); dotsColor = color; dotsR = r; }
-      dots.moveTo(x + r, y); dots.arc(x, y, r, 0, 2 * Math.PI);
-      if (S.hl && (S.hl[i] === 1 || S.hl[i] === 2)) { flushDots(); ring(i, S.hl[i] === 1 ? C.past : C.future, 6, 2); }
-      return;
-    }
-    flushDots();
-    ctx.globalAlpha = alpha;
+    ctx.globalAlpha = faded && !S.hl[i] ? fadeAlpha() : 1;
     switch (k) {
       case K.output: dot(x, y, 4.2, C.output); break;
       case K.input:
