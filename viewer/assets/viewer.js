@@ -432,7 +432,7 @@
       if (lodArrows && !(important(s) || (r >= 0 && important(r)))) continue;
       drawnArrows.push(a);
     }
-    drawArrows(drawnArrows, faded);
+    for (const a of drawnArrows) drawArrow(a, faded);
     const arrowsDrawn = drawnArrows.length;
 
     // Events: each one, or their density per lane.
@@ -541,55 +541,32 @@
     return [x1, y1, xe, laneY(to)];
   }
 
-  // The dash of each kind of arrow: delivered, dropped, in flight.
-  const DASH = [[], [5, 3], [2, 3]];
-
-  // Draws the arrows in list order with as few canvas calls as it can: a
-  // run of opaque arrows of one style (colour, width, kind) is stroked as
-  // one path and its heads filled as another, rather than some ten calls
-  // an arrow. Translucent arrows (the rest, while something is
-  // highlighted) are drawn one by one, as two that cross darken where they
-  // overlap only when stroked apart.
-  function drawArrows(list, faded) {
-    const n = list.length, color = new Array(n), width = new Array(n), alpha = new Array(n);
-    for (let k = 0; k < n; k++) {
-      const a = list[k], s = arS[a], r = arR[a], kind = arKind[a];
-      const lit = S.hl && S.hl[s] && (r < 0 || S.hl[r]);
-      const marked = markHard[s] && (r < 0 || markHard[r]), soft = !marked && markSoft[s] && (r < 0 || markSoft[r]);
-      let c = typeColor(evType[s]);
-      if (kind === 1) c = dropColor(E[r].reason);
-      if (kind === 2) c = C.pending;
-      if (marked) c = C.mark; else if (soft) c = C.soft;
-      color[k] = c;
-      width[k] = marked || soft || lit ? 2 : 1.3;
-      alpha[k] = faded && !lit ? fadeAlpha() : 1;
-    }
-    for (let i = 0; i < n;) {
-      const kind = arKind[list[i]];
-      let j = i + 1;
-      if (alpha[i] === 1) {
-        while (j < n && alpha[j] === 1 && arKind[list[j]] === kind && color[j] === color[i] && width[j] === width[i]) j++;
-      }
-      const line = new Path2D(), end = new Path2D();
-      for (let k = i; k < j; k++) {
-        const [x1, y1, x2, y2] = arrowEnds(list[k]);
-        // A loss stops three quarters of the way, with a cross.
-        const ex = kind === 1 ? x1 + (x2 - x1) * 0.75 : x2, ey = kind === 1 ? y1 + (y2 - y1) * 0.75 : y2;
-        line.moveTo(x1, y1); line.lineTo(ex, ey);
-        if (kind === 1) {
-          end.moveTo(ex - 4, ey - 4); end.lineTo(ex + 4, ey + 4); end.moveTo(ex - 4, ey + 4); end.lineTo(ex + 4, ey - 4);
-        } else {
-          const ang = Math.atan2(y2 - y1, x2 - x1), h = 7;
-          end.moveTo(x2, y2);
-          end.lineTo(x2 - h * Math.cos(ang - 0.4), y2 - h * Math.sin(ang - 0.4));
-          end.lineTo(x2 - h * Math.cos(ang + 0.4), y2 - h * Math.sin(ang + 0.4));
-          end.closePath();
-        }
-      }
-      ctx.globalAlpha = alpha[i]; ctx.strokeStyle = color[i]; ctx.fillStyle = color[i]; ctx.lineWidth = width[i];
-      ctx.setLineDash(DASH[kind]); ctx.stroke(line); ctx.setLineDash([]);
-      if (kind === 1) { ctx.lineWidth = 2; ctx.stroke(end); } else ctx.fill(end);
-      i = j;
+  function drawArrow(a, faded) {
+    const s = arS[a], r = arR[a], kind = arKind[a];
+    const [x1, y1, x2, y2] = arrowEnds(a);
+    const lit = S.hl && S.hl[s] && (r < 0 || S.hl[r]);
+    const marked = markHard[s] && (r < 0 || markHard[r]), soft = !marked && markSoft[s] && (r < 0 || markSoft[r]);
+    let color = typeColor(evType[s]);
+    if (kind === 1) color = dropColor(E[r].reason);
+    if (kind === 2) color = C.pending;
+    if (marked) color = C.mark; else if (soft) color = C.soft;
+    ctx.globalAlpha = faded && !lit ? fadeAlpha() : 1;
+    ctx.strokeStyle = color; ctx.fillStyle = color;
+    ctx.lineWidth = marked || soft || lit ? 2 : 1.3;
+    ctx.setLineDash(kind === 0 ? [] : kind === 1 ? [5, 3] : [2, 3]);
+    ctx.beginPath(); ctx.moveTo(x1, y1);
+    // A loss stops three quarters of the way, with a cross.
+    const ex = kind === 1 ? x1 + (x2 - x1) * 0.75 : x2, ey = kind === 1 ? y1 + (y2 - y1) * 0.75 : y2;
+    ctx.lineTo(ex, ey); ctx.stroke(); ctx.setLineDash([]);
+    if (kind === 1) {
+      ctx.lineWidth = 2; ctx.beginPath();
+      ctx.moveTo(ex - 4, ey - 4); ctx.lineTo(ex + 4, ey + 4); ctx.moveTo(ex - 4, ey + 4); ctx.lineTo(ex + 4, ey - 4); ctx.stroke();
+    } else {
+      const ang = Math.atan2(y2 - y1, x2 - x1), h = 7;
+      ctx.beginPath(); ctx.moveTo(x2, y2);
+      ctx.lineTo(x2 - h * Math.cos(ang - 0.4), y2 - h * Math.sin(ang - 0.4));
+      ctx.lineTo(x2 - h * Math.cos(ang + 0.4), y2 - h * Math.sin(ang + 0.4));
+      ctx.closePath(); ctx.fill();
     }
     ctx.globalAlpha = 1;
   }
@@ -754,9 +731,9 @@
     return drawn;
   }
 
-  // The labels' font, and each label text's width in it, measured once:
-  // measuring is the dearest part of placing labels, and a pan places the
-  // same ones again every frame.
+  // The labels' font, and each label text's width in it, measured once: a
+  // pan places the same labels again every frame (zoomed in on a large
+  // run, some 1,400 measurements a frame otherwise).
   const LABEL_FONT = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
   const labelWidths = new Map();
   function labelWidth(text) {
