@@ -677,16 +677,25 @@
   // tooltip and the panel). Message labels first at their arrow's middle,
   // then the outputs' and inputs' above their event. Returns how many it drew.
   function drawLabels(events) {
-    const taken = new Map(), CELL = 64;
+    // The boxes taken, by 64-pixel cell (a number: column × 2²⁰ + row).
+    const taken = new Map(), CELL = 64, ROWS = 1 << 20;
     const take = (x0, y0, x1, y1) => {
-      const keys = [];
-      for (let cx = Math.floor(x0 / CELL); cx <= Math.floor(x1 / CELL); cx++)
-        for (let cy = Math.floor(y0 / CELL); cy <= Math.floor(y1 / CELL); cy++) keys.push(cx + "," + cy);
-      for (const key of keys) for (const b of taken.get(key) || []) if (x0 < b[2] && b[0] < x1 && y0 < b[3] && b[1] < y1) return false;
-      for (const key of keys) { if (!taken.has(key)) taken.set(key, []); taken.get(key).push([x0, y0, x1, y1]); }
+      const cx0 = Math.floor(x0 / CELL), cx1 = Math.floor(x1 / CELL), cy0 = Math.floor(y0 / CELL), cy1 = Math.floor(y1 / CELL);
+      for (let cx = cx0; cx <= cx1; cx++) for (let cy = cy0; cy <= cy1; cy++) {
+        const boxes = taken.get(cx * ROWS + cy);
+        if (boxes) for (const b of boxes) if (x0 < b[2] && b[0] < x1 && y0 < b[3] && b[1] < y1) return false;
+      }
+      const box = [x0, y0, x1, y1];
+      for (let cx = cx0; cx <= cx1; cx++) for (let cy = cy0; cy <= cy1; cy++) {
+        const key = cx * ROWS + cy, boxes = taken.get(key);
+        if (boxes) boxes.push(box); else taken.set(key, [box]);
+      }
       return true;
     };
-    ctx.font = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+    // A label wholly outside the diagram still takes its box (so what is
+    // drawn does not depend on it), but is not painted.
+    const seen = (x0, y0, x1, y1) => x1 > LEFT && x0 < W && y1 > TOP && y0 < H;
+    ctx.font = LABEL_FONT;
     ctx.textBaseline = "middle";
     // Events' own places first, so no label covers an event.
     for (const i of events) { const x = X(wx(i)), y = laneY(evNode[i]); take(x - 4, y - 4, x + 4, y + 4); }
@@ -698,9 +707,11 @@
       const [x1, y1, x2, y2] = arrowEnds(a);
       if (Math.abs(x2 - x1) + Math.abs(y2 - y1) < 40) continue;
       const text = clip(E[s].label || E[s].type || "", 28);
-      const w = ctx.measureText(text).width, mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
-      if (!text || !take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
+      if (!text) continue;
+      const w = labelWidth(text), mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+      if (!take(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
       drawn++;
+      if (!seen(mx - w / 2 - 2, my - 7, mx + w / 2 + 2, my + 7)) continue;
       ctx.globalAlpha = S.hl && !(S.hl[s] && S.hl[r]) ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(mx - w / 2 - 2, my - 6, w + 4, 12);
       ctx.fillStyle = typeColor(evType[s]); ctx.fillText(text, mx - w / 2, my);
@@ -708,15 +719,27 @@
     for (const i of events) {
       const text = clip(E[i].label || E[i].type || "", 28);
       if (!text) continue;
-      const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = ctx.measureText(text).width;
+      const x = X(wx(i)), y = laneY(evNode[i]) - 11, w = labelWidth(text);
       if (!take(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
       drawn++;
+      if (!seen(x - w / 2 - 2, y - 6, x + w / 2 + 2, y + 6)) continue;
       ctx.globalAlpha = S.hl && !S.hl[i] ? fadeAlpha() + 0.1 : 1;
       ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(x - w / 2 - 2, y - 6, w + 4, 12);
       ctx.fillStyle = evKind[i] === K.output ? C.output : C.input; ctx.fillText(text, x - w / 2, y);
     }
     ctx.globalAlpha = 1; ctx.textBaseline = "alphabetic";
     return drawn;
+  }
+
+  // The labels' font, and each label text's width in it, measured once: a
+  // pan places the same labels again every frame (zoomed in on a large
+  // run, some 1,400 measurements a frame otherwise).
+  const LABEL_FONT = "10px DejaVu Sans, Helvetica, Arial, sans-serif";
+  const labelWidths = new Map();
+  function labelWidth(text) {
+    let w = labelWidths.get(text);
+    if (w === undefined) { w = ctx.measureText(text).width; labelWidths.set(text, w); }
+    return w;
   }
 
   // Process names in a gutter that stays put while the diagram pans;
