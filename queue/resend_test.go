@@ -202,25 +202,8 @@ func TestPublisherResendsOwnQueuesToTheSameNode(t *testing.T) {
 			a, b := startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
 			gate := newReplyGate(t, a.addr())
 			c := &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
-			p, err := c.Publish(ctx, "jobs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var acks []*queue.PutAck
-			put := func(n int) {
-				for range n {
-					acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%04d", len(acks))))
-				}
-			}
-			// At least one put acknowledged first: the stream's reply has
-			// started when the replies are held back.
-			before, doubt, after := 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
-			put(before)
-			if _, err := acks[before-1].Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			gate.muted.Store(true)
-			put(doubt)
+			ps := publish(ctx, t, c)
+			before, doubt, after := ps.inDoubt(ctx, t, rng, gate)
 			waitUntil(ctx, t, "the puts in doubt applied", func() bool { return ready(a.m, "jobs") == before+doubt })
 			restart := rng.IntN(2) == 0
 			if restart { // killed, and back on its disk at another address
@@ -230,20 +213,8 @@ func TestPublisherResendsOwnQueuesToTheSameNode(t *testing.T) {
 			}
 			gate.muted.Store(false)
 			gate.cut()
-			put(after)
-			dups := 0
-			for i, ack := range acks {
-				id, err := ack.Wait(ctx)
-				if err != nil {
-					t.Fatalf("put %d: %v", i, err)
-				}
-				if id == 0 {
-					dups++
-				}
-			}
-			if err := p.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
+			ps.put(after)
+			dups := ps.settle(ctx, t)
 			seen := map[string]int{}
 			drain(t, a.m, "jobs", seen)
 			onB := map[string]int{}
@@ -254,15 +225,15 @@ func TestPublisherResendsOwnQueuesToTheSameNode(t *testing.T) {
 			for k, v := range onB {
 				seen[k] += v
 			}
-			for i := range acks {
+			for i := range ps.acks {
 				if k := fmt.Sprintf("m%04d", i); seen[k] != 1 {
 					t.Errorf("%s stored %d times, want once", k, seen[k])
 				}
 			}
-			if dups == 0 || p.Streams() < 2 {
-				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, p.Streams())
+			if dups == 0 || ps.p.Streams() < 2 {
+				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, ps.p.Streams())
 			}
-			t.Logf("%d+%d+%d puts, restart %v: %d answered as copies, %d streams", before, doubt, after, restart, dups, p.Streams())
+			t.Logf("%d+%d+%d puts, restart %v: %d answered as copies, %d streams", before, doubt, after, restart, dups, ps.p.Streams())
 		})
 	}
 }
@@ -322,23 +293,8 @@ func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
 			gate := newReplyGate(t, cl.srvs[k].Listener.Addr().String())
 			others := []string{cl.eps[(k+1)%3], cl.eps[(k+2)%3]}
 			c := &queue.Client{Endpoints: append([]string{gate.URL()}, others...), Token: token}
-			p, err := c.Publish(ctx, "jobs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var acks []*queue.PutAck
-			put := func(n int) {
-				for range n {
-					acks = append(acks, p.PutAsync(fmt.Appendf(nil, "m%04d", len(acks))))
-				}
-			}
-			before, doubt, after := 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
-			put(before)
-			if _, err := acks[before-1].Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			gate.muted.Store(true)
-			put(doubt)
+			ps := publish(ctx, t, c)
+			before, doubt, after := ps.inDoubt(ctx, t, rng, gate)
 			survivor := cl.rs[(k+1)%3]
 			waitUntil(ctx, t, "the puts in doubt committed", func() bool { return ready(survivor, "jobs") == before+doubt })
 			leading := cl.rs[k].Leading()
@@ -347,21 +303,9 @@ func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
 			go cl.srvs[k].Close()
 			gate.muted.Store(false)
 			gate.cut()
-			put(after)
-			dups := 0
-			for i, ack := range acks {
-				id, err := ack.Wait(ctx)
-				if err != nil {
-					t.Fatalf("put %d: %v", i, err)
-				}
-				if id == 0 {
-					dups++
-				}
-			}
-			if err := p.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-			ms, err := survivor.PollN("jobs", time.Hour, len(acks)+10)
+			ps.put(after)
+			dups := ps.settle(ctx, t)
+			ms, err := survivor.PollN("jobs", time.Hour, len(ps.acks)+10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,13 +314,13 @@ func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
 					t.Fatalf("message %d of %d is %s, want %s: each put once, in order", i, len(ms), m.Body, want)
 				}
 			}
-			if len(ms) != len(acks) {
-				t.Fatalf("%d messages, want the %d puts", len(ms), len(acks))
+			if len(ms) != len(ps.acks) {
+				t.Fatalf("%d messages, want the %d puts", len(ms), len(ps.acks))
 			}
-			if dups == 0 || p.Streams() < 2 {
-				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, p.Streams())
+			if dups == 0 || ps.p.Streams() < 2 {
+				t.Errorf("%d puts answered as copies on %d streams: want the puts in doubt resent on a second stream", dups, ps.p.Streams())
 			}
-			t.Logf("node %d killed (leading %v) after %d+%d puts, %d after: %d answered as copies, %d streams", k, leading, before, doubt, after, dups, p.Streams())
+			t.Logf("node %d killed (leading %v) after %d+%d puts, %d after: %d answered as copies, %d streams", k, leading, before, doubt, after, dups, ps.p.Streams())
 		})
 	}
 }
@@ -493,4 +437,62 @@ func TestPublisherNoticesALostStreamWhileIdle(t *testing.T) {
 	if n := ready(a.m, "jobs"); n != 1 || p.Streams() < 2 {
 		t.Fatalf("%d messages on %d streams, want 1 on 2 or more", n, p.Streams())
 	}
+}
+
+// numbered is a Publisher's puts of m0000, m0001, …, and their
+// acknowledgements in order.
+type numbered struct {
+	p    *queue.Publisher
+	acks []*queue.PutAck
+}
+
+func publish(ctx context.Context, t *testing.T, c *queue.Client) *numbered {
+	t.Helper()
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &numbered{p: p}
+}
+
+// put publishes the next n.
+func (ps *numbered) put(n int) {
+	for range n {
+		ps.acks = append(ps.acks, ps.p.PutAsync(fmt.Appendf(nil, "m%04d", len(ps.acks))))
+	}
+}
+
+// inDoubt puts a few (before) and waits for the last one's ack, so the
+// stream's reply has started; then it mutes gate and puts more (doubt)
+// whose replies gate holds back. It draws the numbers, and how many to
+// put after (after), from rng.
+func (ps *numbered) inDoubt(ctx context.Context, t *testing.T, rng *rand.Rand, gate *replyGate) (before, doubt, after int) {
+	t.Helper()
+	before, doubt, after = 1+rng.IntN(50), 1+rng.IntN(200), rng.IntN(50)
+	ps.put(before)
+	if _, err := ps.acks[before-1].Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate.muted.Store(true)
+	ps.put(doubt)
+	return before, doubt, after
+}
+
+// settle waits for every put's ack, closes the Publisher, and returns
+// how many were answered as copies (id 0).
+func (ps *numbered) settle(ctx context.Context, t *testing.T) (dups int) {
+	t.Helper()
+	for i, ack := range ps.acks {
+		id, err := ack.Wait(ctx)
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+		if id == 0 {
+			dups++
+		}
+	}
+	if err := ps.p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return dups
 }
