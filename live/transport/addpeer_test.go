@@ -103,15 +103,7 @@ func TestAddPeerRefusesWhatWouldConfuseMembership(t *testing.T) {
 // refused and learnt by no one.
 func TestJoinThroughAnyMember(t *testing.T) {
 	trs := newTCPCluster(t, 3, func(c *Config) { c.Joins = true })
-	inbox := make([]chan string, 4)
-	for i := range inbox {
-		inbox[i] = make(chan string, 64)
-	}
-	for i, tr := range trs {
-		if err := tr.Start(func(_ proc.ID, p []byte) { inbox[i] <- string(p) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inbox := startInboxes(t, trs, 4)
 	ln := listen(t)
 	cfg := fastConfig(3, ln, map[proc.ID]string{2: trs[2].Members()[2]}, testLogger(t)) // knows member 2 only
 	cfg.Joins = true

@@ -185,3 +185,19 @@ func newTCPCluster(t testing.TB, n int, edit func(*Config)) []*TCP {
 	}
 	return trs
 }
+
+// startInboxes makes n inboxes (n at least len(trs): room for newcomers)
+// and starts each of trs delivering its payloads into its own.
+func startInboxes(t *testing.T, trs []*TCP, n int) []chan string {
+	t.Helper()
+	inbox := make([]chan string, n)
+	for i := range inbox {
+		inbox[i] = make(chan string, 64)
+	}
+	for i, tr := range trs {
+		if err := tr.Start(func(_ proc.ID, p []byte) { inbox[i] <- string(p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inbox
+}

@@ -214,15 +214,7 @@ func TestLazyLinksStayBounded(t *testing.T) {
 func TestLazyJoin(t *testing.T) {
 	idle := 200 * time.Millisecond
 	trs := newTCPCluster(t, 3, func(c *Config) { c.Joins, c.LinkIdle = true, idle })
-	inbox := make([]chan string, 4)
-	for i := range inbox {
-		inbox[i] = make(chan string, 64)
-	}
-	for i, tr := range trs {
-		if err := tr.Start(func(_ proc.ID, p []byte) { inbox[i] <- string(p) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inbox := startInboxes(t, trs, 4)
 	cfg := fastConfig(3, listen(t), map[proc.ID]string{2: trs[2].Members()[2]}, testLogger(t)) // knows member 2 only
 	cfg.Joins, cfg.LinkIdle = true, idle
 	nc, err := NewTCP(cfg)
