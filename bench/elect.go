@@ -173,11 +173,10 @@ func RunElect(ctx context.Context, cfg ElectConfig) (ElectResult, error) {
 	}
 	for r := 1; r <= cfg.Runs; r++ {
 		d, err := failover(ctx)
-		if errors.Is(err, errLapsed) && res.Lapsed < cfg.Runs {
+		for errors.Is(err, errLapsed) && res.Lapsed < cfg.Runs {
 			res.Lapsed++
 			cfg.say("run %d: %v: not counted, run again", r, err)
-			r--
-			continue
+			d, err = failover(ctx)
 		}
 		if err != nil {
 			return res, fmt.Errorf("cohort run %d: %w", r, err)
