@@ -73,9 +73,15 @@ var ErrSlowReader = errors.New("delivery stream ended: the reader fell too far b
 // streams end with it, and multicasts through it fail with it.
 var ErrOverflow = errors.New("this member's hold-back queue overflowed: it dropped a message and can no longer deliver the group's messages")
 
-// ID identifies a multicast: its origin node and that node's number for it.
+// ID identifies a multicast: its origin node and that node's number for
+// it. A node numbers its multicasts from 1 again after a restart; on the
+// replicated backend Inc, the sending incarnation (a random number drawn
+// each time the node starts, never 0), tells such messages apart, so
+// (Origin, Inc, Seq) names one message for ever — as its position does.
+// The textbook backends leave Inc 0: they do not survive a restart.
 type ID struct {
 	Origin proc.ID `json:"origin"`
+	Inc    uint64  `json:"inc,omitempty"`
 	Seq    uint64  `json:"seq"`
 }
 
@@ -143,13 +149,13 @@ func (g *Group) Name() string { return g.name }
 func (g *Group) output(o proc.Output) {
 	switch o := o.(type) {
 	case multicast.Sent:
-		g.taken(ID{o.Origin, o.Seq})
+		g.taken(ID{Origin: o.Origin, Seq: o.Seq})
 	case multicast.Refused:
 		g.resolve(result{err: fmt.Errorf("group %q: multicast refused: %s", g.name, o.Reason)})
 	case multicast.Overflow:
 		g.overflowed(o)
 	case multicast.Delivered:
-		d := Delivery{ID: ID{o.Origin, o.Seq}, Body: []byte(o.Body)}
+		d := Delivery{ID: ID{Origin: o.Origin, Seq: o.Seq}, Body: []byte(o.Body)}
 		g.pendMu.Lock()
 		if w := g.awaiting[d.ID]; w != nil {
 			delete(g.awaiting, d.ID)

@@ -27,7 +27,7 @@ import (
 type Replicated struct {
 	svc    *live.Service
 	self   proc.ID
-	origin uint64 // this incarnation's sender id; its low 16 bits are the node's
+	origin uint64 // this incarnation's sender id: its low 16 bits are the node's, the rest (never 0) the ID's Inc
 	retry  time.Duration
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
@@ -122,7 +122,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicated{svc: svc, self: n.Self(), origin: rand.Uint64()<<16 | uint64(n.Self())&0xffff,
+	r := &Replicated{svc: svc, self: n.Self(), origin: (rand.Uint64N(1<<46)+1)<<16 | uint64(n.Self())&0xffff,
 		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
 		acks: map[uint64]*unacked{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
@@ -220,7 +220,7 @@ func (r *Replicated) deliver(name string, ms []consensus.GroupMessage) {
 	}
 	ds := r.scratch[:0]
 	for _, m := range ms {
-		d := Delivery{ID: ID{Origin: proc.ID(m.Origin & 0xffff), Seq: m.Seq}, Pos: m.Pos, Body: m.Body}
+		d := Delivery{ID: ID{Origin: proc.ID(m.Origin & 0xffff), Inc: m.Origin >> 16, Seq: m.Seq}, Pos: m.Pos, Body: m.Body}
 		if n := len(g.recent); n > g.head {
 			last := g.recent[n-1].Pos
 			if d.Pos <= last {
@@ -335,7 +335,7 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	case a.ack.Refused != "":
 		return Delivery{}, fmt.Errorf("group %q: %w: %s", name, ErrTooManyGroups, a.ack.Refused)
 	}
-	return Delivery{ID: ID{Origin: r.self, Seq: seq}, Pos: a.ack.Pos, Body: body}, nil
+	return Delivery{ID: ID{Origin: r.self, Inc: r.origin >> 16, Seq: seq}, Pos: a.ack.Pos, Body: body}, nil
 }
 
 // Deliveries streams group name's messages as this node delivers them,

@@ -34,7 +34,9 @@ input. Each message's identity (origin node and its number, and its
 position) is printed. --listen prints every message the first answering
 node delivers from now on — or, with --from N, from position N on —:
 "p2#7 TEXT" (with the position, "@12 p2#7 TEXT"), or JSON with --json;
---count N stops after N.`,
+--count N stops after N. A node numbers its messages from 1 again after
+a restart: the position names a message for ever, and so does the origin
+with its number and, in --json, the sending incarnation ("inc").`,
 		Example: `  cohort multicast accounts --listen --endpoints 127.0.0.1:7100
   cohort multicast accounts --listen --from 1 --endpoints 127.0.0.1:7100
   cohort multicast accounts --send "deposit 100" --endpoints 127.0.0.1:7101
@@ -123,10 +125,11 @@ func listenGroup(ctx context.Context, out io.Writer, c *group.Client, name strin
 		if asJSON {
 			b, _ := json.Marshal(struct {
 				Origin int    `json:"origin"`
+				Inc    uint64 `json:"inc,omitempty"`
 				Seq    uint64 `json:"seq"`
 				Pos    uint64 `json:"pos,omitempty"`
 				Body   string `json:"body"`
-			}{int(d.Origin), d.Seq, d.Pos, string(d.Body)})
+			}{int(d.Origin), d.Inc, d.Seq, d.Pos, string(d.Body)})
 			fmt.Fprintln(out, string(b))
 		} else if d.Pos > 0 {
 			fmt.Fprintf(out, "@%d p%d#%d %s\n", d.Pos, d.Origin, d.Seq, d.Body)

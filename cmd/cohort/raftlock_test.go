@@ -607,10 +607,17 @@ func TestReplicatedGroupSurvivesKillAndRestart(t *testing.T) {
 		if len(got) != len(acked) {
 			t.Fatalf("node %d delivered %d of the %d acknowledged messages", i, len(got), len(acked))
 		}
+		ids := map[group.ID]uint64{}
 		for k, d := range got {
 			if d.Pos != uint64(k+1) || string(d.Body) != acked[d.Pos] {
 				t.Fatalf("node %d: delivery %d is %q at position %d, want %q at %d", i, k, d.Body, d.Pos, acked[uint64(k+1)], k+1)
 			}
+			// Node 0 numbered "before" and "after" from 1 in each of its
+			// incarnations: the incarnation keeps the identities apart.
+			if prev, ok := ids[d.ID]; ok {
+				t.Fatalf("node %d: positions %d and %d carry one identity %+v", i, prev, d.Pos, d.ID)
+			}
+			ids[d.ID] = d.Pos
 		}
 	}
 }
