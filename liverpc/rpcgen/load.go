@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // load parses and type-checks the package of the inputs: one directory,
@@ -77,13 +78,13 @@ func load(inputs []string, output string) (*types.Package, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("input %q: no Go files to read", strings.Join(inputs, " "))
 	}
-	exports, err := exportData(dir, files)
+	exported, err := exportData(dir, files)
 	if err != nil {
 		return nil, err
 	}
 	conf := types.Config{
 		Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-			file, ok := exports[path]
+			file, ok := exported[path]
 			if !ok || file == "" {
 				return nil, fmt.Errorf("no export data for %q", path)
 			}
@@ -93,6 +94,12 @@ func load(inputs []string, output string) (*types.Package, error) {
 	}
 	pkg, _ := conf.Check(files[0].Name.Name, fset, files, nil)
 	return pkg, nil
+}
+
+// exports caches exportData's answers, by directory and import paths.
+var exports struct {
+	sync.Mutex
+	m map[string]map[string]string
 }
 
 // exportData asks the go command for the compiled export data of the
@@ -109,11 +116,16 @@ func exportData(dir string, files []*ast.File) (map[string]string, error) {
 			}
 		}
 	}
-	exports := map[string]string{}
 	if len(paths) == 0 {
-		return exports, nil
+		return nil, nil
 	}
 	sort.Strings(paths)
+	key := dir + "\x00" + strings.Join(paths, "\x00")
+	exports.Lock()
+	defer exports.Unlock()
+	if m, ok := exports.m[key]; ok {
+		return m, nil
+	}
 	args := append([]string{"list", "-e", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, paths...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
@@ -123,11 +135,16 @@ func exportData(dir string, files []*ast.File) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list -export %s: %v: %s", strings.Join(paths, " "), err, strings.TrimSpace(stderr.String()))
 	}
+	m := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if path, file, ok := strings.Cut(sc.Text(), "\t"); ok {
-			exports[path] = file
+			m[path] = file
 		}
 	}
-	return exports, nil
+	if exports.m == nil {
+		exports.m = map[string]map[string]string{}
+	}
+	exports.m[key] = m
+	return m, nil
 }

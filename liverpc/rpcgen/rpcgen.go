@@ -82,8 +82,9 @@ func Generate(cfg Config) ([]byte, error) {
 			return nil, fmt.Errorf("-type %s: package %s already declares %s, the stub's name", cfg.Type, pkg.Name(), name)
 		}
 	}
-	for _, name := range []string{"context", "fmt", "liverpc", "proc", "wire"} {
-		g.used[name] = true
+	for _, path := range []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"} {
+		g.imports[path] = lastElem(path)
+		g.used[lastElem(path)] = true
 	}
 	var methods []*method
 	for i := range iface.NumMethods() { // sorted by name
@@ -224,6 +225,8 @@ func (g *gen) check(t types.Type, outer []*types.Named) string {
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
 		switch {
+		case u.Kind() == types.Invalid:
+			return "the type does not type-check (is it declared, and its package imported?)"
 		case u.Info()&(types.IsBoolean|types.IsInteger|types.IsFloat|types.IsString) != 0 && u.Kind() != types.Uintptr &&
 			u.Info()&types.IsUntyped == 0:
 			return ""
@@ -378,8 +381,7 @@ func (g *gen) file(methods []*method) []byte {
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "%s --type %s; DO NOT EDIT.\n\n", headerPrefix, g.name)
 	fmt.Fprintf(&head, "package %s\n\nimport (\n", g.pkg.Name())
-	std := []string{"context", "fmt"}
-	others := []string{"github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"}
+	var std, others []string
 	for p := range g.imports {
 		if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
 			others = append(others, p)
