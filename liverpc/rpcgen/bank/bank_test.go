@@ -26,7 +26,7 @@ type pair struct {
 	eps  [2]*liverpc.Endpoint
 }
 
-func newPair(t testing.TB, setup func(*liverpc.Endpoint)) *pair {
+func newPair(t testing.TB, setup func(*Memory, *liverpc.Endpoint)) *pair {
 	t.Helper()
 	cfg := liverpc.DefaultConfig()
 	cfg.RPC.Timeout = 300 * time.Millisecond
@@ -64,7 +64,7 @@ func newPair(t testing.TB, setup func(*liverpc.Endpoint)) *pair {
 				t.Fatal(err)
 			}
 			if setup != nil {
-				setup(ep)
+				setup(p.bank, ep)
 			}
 		}
 		if err := node.Start(); err != nil {
