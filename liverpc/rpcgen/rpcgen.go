@@ -76,12 +76,7 @@ func Generate(cfg Config) ([]byte, error) {
 	if iface.NumMethods() == 0 {
 		return nil, fmt.Errorf("-type %s: the interface has no methods", cfg.Type)
 	}
-	g := &gen{pkg: pkg, name: cfg.Type, imports: map[string]string{}, used: map[string]bool{}, helped: map[string]bool{}}
-	for _, name := range []string{g.client(), g.register()} {
-		if pkg.Scope().Lookup(name) != nil {
-			return nil, fmt.Errorf("-type %s: package %s already declares %s, the stub's name", cfg.Type, pkg.Name(), name)
-		}
-	}
+	g := &gen{pkg: pkg, name: cfg.Type, imports: map[string]string{}, used: map[string]bool{}, helped: map[string]*types.Named{}}
 	for _, path := range []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"} {
 		g.imports[path] = lastElem(path)
 		g.used[lastElem(path)] = true
@@ -95,6 +90,27 @@ func Generate(cfg Config) ([]byte, error) {
 		methods = append(methods, m)
 	}
 	src := g.file(methods)
+	// The stub's own declarations must not collide with the package's or
+	// with one another (a struct BankMoveArgs beside the method Move).
+	decls := []string{g.client(), g.register()}
+	for _, m := range methods {
+		for _, what := range []string{"Args", "Results"} {
+			decls = append(decls, g.fn("append", m, what), g.fn("decode", m, what))
+		}
+	}
+	for _, base := range sortedKeys(g.helped) {
+		decls = append(decls, "append"+base, "read"+base)
+	}
+	if g.clash != "" {
+		return nil, fmt.Errorf("-type %s: %s", cfg.Type, g.clash)
+	}
+	seen := map[string]bool{}
+	for _, name := range decls {
+		if pkg.Scope().Lookup(name) != nil || seen[name] {
+			return nil, fmt.Errorf("-type %s: the stub declares %s, a name already taken in package %s", cfg.Type, name, pkg.Name())
+		}
+		seen[name] = true
+	}
 	out, err := format.Source(src)
 	if err != nil {
 		return nil, fmt.Errorf("rpcgen: formatting the stub (a bug): %w\n%s", err, src)
@@ -105,11 +121,12 @@ func Generate(cfg Config) ([]byte, error) {
 // gen holds what the file being generated needs.
 type gen struct {
 	pkg     *types.Package
-	name    string            // the interface
-	imports map[string]string // path → name, beyond the fixed ones
-	used    map[string]bool   // package names taken
-	helpers bytes.Buffer      // the functions of named struct types
-	helped  map[string]bool
+	name    string                  // the interface
+	imports map[string]string       // path → name, beyond the fixed ones
+	used    map[string]bool         // package names taken
+	helpers bytes.Buffer            // the functions of named struct types
+	helped  map[string]*types.Named // by the base name of their helpers
+	clash   string                  // two types whose helpers would share a name
 	// pkgNames holds the names (and paths) of the packages the package
 	// imports, directly or not.
 	pkgNames map[string]bool
@@ -512,8 +529,11 @@ func (g *gen) helper(kind string, n *types.Named) string {
 		base = upper(g.qualifier(p)) + base
 	}
 	base = upper(base)
-	if !g.helped[base] {
-		g.helped[base] = true
+	if prev, ok := g.helped[base]; ok && prev != n && g.clash == "" {
+		g.clash = fmt.Sprintf("types %s and %s would both have the functions append%s and read%s", g.typ(prev), g.typ(n), base, base)
+	}
+	if _, ok := g.helped[base]; !ok {
+		g.helped[base] = n
 		var w bytes.Buffer
 		t := g.typ(n)
 		fmt.Fprintf(&w, "func append%s(dst []byte, v *%s) []byte {\n", base, t)
@@ -626,3 +646,12 @@ func (g *gen) register() string {
 }
 
 func lastElem(path string) string { return path[strings.LastIndex(path, "/")+1:] }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

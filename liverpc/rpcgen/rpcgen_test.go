@@ -130,7 +130,10 @@ func writePackage(t *testing.T, decl string) string {
 	dir := t.TempDir()
 	src := `package p
 
-import "context"
+import (
+	"context"
+	"image"
+)
 
 type hidden struct{ Shown, secret int }
 type withMap struct{ M map[string]int }
@@ -140,6 +143,10 @@ type box[T any] struct{ V T }
 type S struct{ A int }
 type G[T any] interface{ M(context.Context, T) error }
 type Empty interface{}
+type Taken interface{ M(context.Context, int) error }
+func appendTakenMArgs() {}
+type ImagePoint struct{ A int }
+type Twice interface{ M(context.Context, ImagePoint, image.Point) error }
 
 ` + decl
 	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
@@ -164,6 +171,8 @@ func TestBadInput(t *testing.T) {
 		{Config{Type: "S", Inputs: []string{filepath.Join(dir, "p.txt")}}, `p.txt": want a package directory or .go files`},
 		{Config{Type: "S", Inputs: []string{dir, dir}}, "a directory must be the only input"},
 		{Config{Type: "S"}, "no input"},
+		{Config{Type: "Taken", Inputs: []string{dir}}, "the stub declares appendTakenMArgs, a name already taken in package p"},
+		{Config{Type: "Twice", Inputs: []string{dir}}, "types ImagePoint and image.Point would both have the functions appendImagePoint"},
 	} {
 		if _, err := Generate(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err = %v; want it to say %q", c.cfg, err, c.want)
