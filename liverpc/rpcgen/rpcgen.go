@@ -122,7 +122,7 @@ func Generate(cfg Config) ([]byte, error) {
 type gen struct {
 	pkg     *types.Package
 	name    string                  // the interface
-	imports map[string]string       // path → name, beyond the fixed ones
+	imports map[string]string       // path → name, of every package the stub imports
 	used    map[string]bool         // package names taken
 	helpers bytes.Buffer            // the functions of named struct types
 	helped  map[string]*types.Named // by the base name of their helpers
