@@ -40,7 +40,7 @@ func TestRPCGen(t *testing.T) {
 		{[]string{"rpc", "gen", "--type", "KV", bad}, "method KV.Get, parameter keys: type map[string]bool: unsupported: maps"},
 		{[]string{"rpc", "gen", pkg}, "--type: want the interface's name"},
 		{[]string{"rpc", "gen", "--type", "Bank"}, "requires at least 1 arg"},
-		{[]string{"rpc", "gen", "--type", "Nope", pkg}, "-type Nope: no such type in package bank"},
+		{[]string{"rpc", "gen", "--type", "Nope", pkg}, "--type Nope: no such type in package bank"},
 		{[]string{"rpc", "gen", "--type", "Account", pkg}, "is not an interface"},
 		{[]string{"rpc", "gen", "--type", "Bank", filepath.Join(bad, "missing")}, "missing"},
 		{[]string{"rpc", "gen", "--type", "Bank", "-o", "stub.txt", pkg}, `-o "stub.txt": want a .go file`},

@@ -162,11 +162,11 @@ func TestBadInput(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Type: "Nope", Inputs: []string{dir}}, "-type Nope: no such type in package p"},
-		{Config{Type: "S", Inputs: []string{dir}}, "-type S: struct{A int} is not an interface"},
-		{Config{Type: "G", Inputs: []string{dir}}, "-type G: a generic interface has no stub"},
-		{Config{Type: "Empty", Inputs: []string{dir}}, "-type Empty: the interface has no methods"},
-		{Config{Type: "a-b", Inputs: []string{dir}}, `-type "a-b": want the name of an interface type`},
+		{Config{Type: "Nope", Inputs: []string{dir}}, "--type Nope: no such type in package p"},
+		{Config{Type: "S", Inputs: []string{dir}}, "--type S: struct{A int} is not an interface"},
+		{Config{Type: "G", Inputs: []string{dir}}, "--type G: a generic interface has no stub"},
+		{Config{Type: "Empty", Inputs: []string{dir}}, "--type Empty: the interface has no methods"},
+		{Config{Type: "a-b", Inputs: []string{dir}}, `--type "a-b": want the name of an interface type`},
 		{Config{Type: "S", Inputs: []string{filepath.Join(dir, "none")}}, "none"},
 		{Config{Type: "S", Inputs: []string{filepath.Join(dir, "p.txt")}}, `p.txt": want a package directory or .go files`},
 		{Config{Type: "S", Inputs: []string{dir, dir}}, "a directory must be the only input"},
