@@ -30,6 +30,13 @@
 // project's wire codec would be smaller, but it takes only message
 // structs, and the stubs treat the bytes as opaque either way.
 //
+// Stubs can also be generated from a Go interface (package
+// liverpc/rpcgen, `cohort rpc gen`): a client that implements the
+// interface and a dispatcher that registers its methods, which pack
+// arguments and results field by field in the wire encoding, without
+// reflection or JSON — smaller and cheaper than Register and Call, for
+// the types the generator supports.
+//
 // Deadlines and cancellation come from the context: when it ends the call
 // returns ctx.Err() and the client stub abandons it (rpc.Cancel), which
 // kills it at the server if it still runs there — the procedure's context

@@ -110,6 +110,7 @@ result came (504: a timeout, a crash, a kill — the procedure may have run);
 		},
 	}
 	api.add(cmd)
+	cmd.AddCommand(newRPCGenCmd())
 	cmd.Flags().StringVar(&requestID, "request-id", "", "the call's id: resent through the next endpoint if its answer is lost, run at most once (1 to 128 of A-Z a-z 0-9 . _ -)")
 	cmd.Flags().StringVar(&semantics, "semantics", "", "maybe, at-least-once or at-most-once (default: the node's, at-most-once)")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long (0: never)")
