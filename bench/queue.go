@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,7 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/live"
@@ -82,6 +85,7 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		lats  []time.Duration
 		first error
 		wg    sync.WaitGroup
+		full  atomic.Bool // a put was refused, the queue full: the puts end
 	)
 	start := time.Now()
 	end := start.Add(c.Duration)
@@ -90,9 +94,13 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		wg.Go(func() {
 			var mine []time.Duration
 			var err error
-			for time.Now().Before(end) && err == nil && ctx.Err() == nil {
+			for time.Now().Before(end) && err == nil && ctx.Err() == nil && !full.Load() {
 				t := time.Now()
-				err = s.Put(ctx, body)
+				if err = s.Put(ctx, body); isFull(err) {
+					full.Store(true)
+					err = nil
+					break
+				}
 				mine = append(mine, time.Since(t))
 			}
 			mu.Lock()
@@ -112,6 +120,9 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 	slices.Sort(lats)
 	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats) * batch,
 		PutsPerSec: float64(len(lats)*batch) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	if full.Load() {
+		r.System += " [full]"
+	}
 	start = time.Now()
 	got := 0
 	for got < r.Puts {
@@ -126,6 +137,15 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 	}
 	r.GetsPerSec = float64(got) / time.Since(start).Seconds()
 	return r, nil
+}
+
+// isFull reports whether err is a put refused because the queue is full
+// (the Go API's ErrFull, HTTP's 507): a replicated queue holds at most
+// consensus.DefaultQueueLimits.Messages, which a fast system passes
+// within a long run. The run then ends there, its rate measured until
+// then, and its row marked [full].
+func isFull(err error) bool {
+	return err != nil && (errors.Is(err, queue.ErrFull) || strings.Contains(err.Error(), "HTTP 507"))
 }
 
 // CohortQueue opens a persistent queue manager in a new directory under

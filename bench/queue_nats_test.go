@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,35 +178,18 @@ func debianJetStream(t *testing.T) (url, version string, ok bool) {
 }
 
 // TestQueueBesideJetStream runs the queue benchmark on Cohort and
-// JetStream and prints the table. COHORT_QUEUE_BENCH sets the duration of
-// each run (default 300ms, 100ms under the race detector),
-// COHORT_QUEUE_BENCH_PUBS the publishers (default 1,32) and
-// COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
+// JetStream and prints the table: each system's median over the runs,
+// the systems taking turns within each run (in reverse order every other
+// run, so that a drift of the machine's load weighs on both alike), and
+// each Cohort row's ratio to JetStream at its defaults, the median of the
+// runs' ratios. COHORT_QUEUE_BENCH sets the duration of each run (default
+// 300ms, 100ms under the race detector), COHORT_QUEUE_BENCH_PUBS the
+// publishers (default 1,32), COHORT_QUEUE_BENCH_RUNS the runs (default
+// 1) and COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
 // JetStream's async publish of as many (default 32; 0: no batches).
 func TestQueueBesideJetStream(t *testing.T) {
-	dur := 300 * time.Millisecond
-	pubs := []int{1, 32}
-	if raceEnabled {
-		dur, pubs = 100*time.Millisecond, []int{8}
-	}
-	if v := os.Getenv("COHORT_QUEUE_BENCH"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("COHORT_QUEUE_BENCH=%q: want a duration", v)
-		}
-		dur = d
-	}
-	if v := os.Getenv("COHORT_QUEUE_BENCH_PUBS"); v != "" {
-		pubs = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 || n > 4096 {
-				t.Fatalf("COHORT_QUEUE_BENCH_PUBS=%q: want publishers, 1 to 4096, separated by commas", v)
-			}
-			pubs = append(pubs, n)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	dur, pubs, runs := queueBenchEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*10*time.Minute)
 	defer cancel()
 	type system struct {
 		name string
@@ -244,29 +228,115 @@ func TestQueueBesideJetStream(t *testing.T) {
 			return jetStream("jetstream "+strings.TrimPrefix(version, "nats-server: ")+" debian (defaults)", url)
 		}})
 	}
-	var rows []string
+	var rows, ratios []string
 	for _, p := range pubs {
-		for _, s := range systems {
-			qs, closeIt, err := s.open()
-			if err != nil {
-				t.Fatal(err)
+		results := make([][]QueueResult, len(systems))
+		for run := range runs {
+			for k := range systems {
+				i := k
+				if run%2 == 1 {
+					i = len(systems) - 1 - k
+				}
+				qs, closeIt, err := systems[i].open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := RunQueue(ctx, qs, QueueConfig{Publishers: p, Duration: dur})
+				closeIt()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Puts == 0 || r.GetsPerSec == 0 {
+					t.Fatalf("%s: nothing measured: %+v", qs.Name, r)
+				}
+				results[i] = append(results[i], r)
 			}
-			r, err := RunQueue(ctx, qs, QueueConfig{Publishers: p, Duration: dur})
-			closeIt()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Puts == 0 || r.GetsPerSec == 0 {
-				t.Fatalf("%s: nothing measured: %+v", qs.Name, r)
-			}
-			rows = append(rows, r.String())
 		}
+		for _, rs := range results {
+			rows = append(rows, medianQueueResult(rs).String()+"  "+putsRange(rs))
+		}
+		ratios = append(ratios, queueRatios(results)...)
 	}
 	disk, err := DiskSync(t.TempDir(), 1, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%v per run, %d-byte messages; this disk's append+fdatasync: median %v\n%s\n%s", dur, 128, disk.Round(time.Microsecond), QueueHeader, strings.Join(rows, "\n"))
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%v per run, medians of %d run(s), %d-byte messages; load average %s; this disk's append+fdatasync: median %v\n%s  puts/s range\n%s\n\n"+
+		"Cohort / JetStream at its defaults, puts/s: the median of the runs' ratios [their range]\n%s",
+		dur, runs, 128, strings.TrimSpace(string(load)), disk.Round(time.Microsecond), QueueHeader, strings.Join(rows, "\n"), strings.Join(ratios, "\n"))
+}
+
+// queueBenchEnv reads the queue benchmarks' settings: COHORT_QUEUE_BENCH
+// (each run's duration; default 300ms, 100ms under the race detector),
+// COHORT_QUEUE_BENCH_PUBS (default 1,32; 8 under the race detector) and
+// COHORT_QUEUE_BENCH_RUNS (default 1).
+func queueBenchEnv(t *testing.T) (dur time.Duration, pubs []int, runs int) {
+	dur, pubs, runs = 300*time.Millisecond, []int{1, 32}, 1
+	if raceEnabled {
+		dur, pubs = 100*time.Millisecond, []int{8}
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("COHORT_QUEUE_BENCH=%q: want a duration", v)
+		}
+		dur = d
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH_PUBS"); v != "" {
+		pubs = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 4096 {
+				t.Fatalf("COHORT_QUEUE_BENCH_PUBS=%q: want publishers, 1 to 4096, separated by commas", v)
+			}
+			pubs = append(pubs, n)
+		}
+	}
+	if v := os.Getenv("COHORT_QUEUE_BENCH_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			t.Fatalf("COHORT_QUEUE_BENCH_RUNS=%q: want 1 to 100", v)
+		}
+		runs = n
+	}
+	return dur, pubs, runs
+}
+
+// putsRange is the lowest and highest puts/s of rs.
+func putsRange(rs []QueueResult) string {
+	lo, hi := rs[0].PutsPerSec, rs[0].PutsPerSec
+	for _, r := range rs {
+		lo, hi = min(lo, r.PutsPerSec), max(hi, r.PutsPerSec)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
+}
+
+// queueRatios compares each Cohort system of results (one slice of runs
+// per system, the runs in step) with each JetStream system at its
+// defaults that puts alike — one message a put, or as many in a batch:
+// the median of the runs' ratios of puts/s, and their range.
+func queueRatios(results [][]QueueResult) []string {
+	batched := func(name string) bool { return strings.Contains(name, "async") || strings.Contains(name, "batches") }
+	var out []string
+	for _, c := range results {
+		if !strings.HasPrefix(c[0].System, "cohort") {
+			continue
+		}
+		for _, j := range results {
+			if !strings.HasPrefix(j[0].System, "jetstream") || !strings.Contains(j[0].System, "defaults") || batched(j[0].System) != batched(c[0].System) {
+				continue
+			}
+			rs := make([]float64, len(c))
+			for i := range c {
+				rs[i] = c[i].PutsPerSec / j[i].PutsPerSec
+			}
+			slices.Sort(rs)
+			out = append(out, fmt.Sprintf("%4d pubs  %-42s / %-42s %5.2f  [%.2f–%.2f]",
+				c[0].Publishers, c[0].System, j[0].System, rs[len(rs)/2], rs[0], rs[len(rs)-1]))
+		}
+	}
+	return out
 }
 
 // batchSize is COHORT_QUEUE_BENCH_BATCH: the messages of a batch put

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,34 +20,7 @@ import (
 // publishers (default 1,32) and COHORT_QUEUE_BENCH_RUNS the runs (default
 // 1).
 func TestReplicatedQueueBesideLocal(t *testing.T) {
-	dur, pubs, runs := 300*time.Millisecond, []int{1, 32}, 1
-	if raceEnabled {
-		dur, pubs = 100*time.Millisecond, []int{8}
-	}
-	if v := os.Getenv("COHORT_QUEUE_BENCH"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("COHORT_QUEUE_BENCH=%q: want a duration", v)
-		}
-		dur = d
-	}
-	if v := os.Getenv("COHORT_QUEUE_BENCH_PUBS"); v != "" {
-		pubs = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 || n > 4096 {
-				t.Fatalf("COHORT_QUEUE_BENCH_PUBS=%q: want publishers, 1 to 4096, separated by commas", v)
-			}
-			pubs = append(pubs, n)
-		}
-	}
-	if v := os.Getenv("COHORT_QUEUE_BENCH_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			t.Fatalf("COHORT_QUEUE_BENCH_RUNS=%q: want 1 to 100", v)
-		}
-		runs = n
-	}
+	dur, pubs, runs := queueBenchEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	systems := []func() (QueueSystem, func(), error){

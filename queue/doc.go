@@ -40,7 +40,9 @@
 // whose numbers are the log's; through the same node, once it is back,
 // on a node's own queues, whose numbers are on its disk alone (the
 // Publisher does not send them to another node, and fails with
-// ErrInDoubt if that node stays away).
+// ErrInDoubt if that node stays away). A Client's single puts and
+// batches (Put, PutBatch) are numbered the same way and sent again by
+// the same rule after a lost reply (numbered.go).
 //
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -36,9 +36,13 @@ import (
 //	POST /v1/queues:tx                           acks and puts, applied together or not at all (tx.go)
 //
 // A message got and not acknowledged within its visibility is delivered
-// again. A put with the headers Cohort-Origin and Cohort-Origin-Seq is a
-// relay's (PutFrom): a duplicate is answered 200 {"duplicate":true}. PUT
-// is accepted for POST on a queue. The node checks the bearer token.
+// again. A put with the headers Cohort-Origin and Cohort-Origin-Seq (1 or
+// more) is numbered — a Client's (numbered.go) or a relay's (PutFrom):
+// the node applies each number once, and a copy of one applied is
+// answered 200 {"duplicate":true} (no id). A put without them is applied
+// as it comes, as before: a client that sends it again after a lost reply
+// may store it twice. Replies to puts and transactions carry KindHeader.
+// PUT is accepted for POST on a queue. The node checks the bearer token.
 
 // Bounds of the API.
 const (
@@ -136,9 +140,10 @@ func Handler(m Backend) http.Handler {
 		}
 		var id uint64
 		if origin := r.Header.Get("Cohort-Origin"); origin != "" {
-			seq, perr := strconv.ParseUint(r.Header.Get("Cohort-Origin-Seq"), 10, 64)
-			if perr != nil {
-				httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("Cohort-Origin-Seq %q: want an unsigned integer", r.Header.Get("Cohort-Origin-Seq")))
+			v := r.Header.Get("Cohort-Origin-Seq")
+			seq, perr := strconv.ParseUint(v, 10, 64)
+			if perr != nil || seq == 0 {
+				httpapi.Fail(w, http.StatusBadRequest, fmt.Sprintf("Cohort-Origin-Seq %q: want the put's number, 1 or more", httpapi.Clip(v)))
 				return
 			}
 			id, err = m.PutFrom(name, body, origin, seq)
@@ -149,6 +154,7 @@ func Handler(m Backend) http.Handler {
 			fail(w, err)
 			return
 		}
+		w.Header().Set(KindHeader, kind(m))
 		httpapi.Reply(w, http.StatusOK, PutReply{Queue: name, ID: id, Duplicate: id == 0})
 	}
 	mux.HandleFunc("POST /v1/queues/{name}", put)
@@ -379,11 +385,18 @@ func events(m Backend, w http.ResponseWriter, r *http.Request) {
 // the first endpoint that answers. Replicated queues are the same through
 // every node; per-node queues are each node's own, so with the same
 // endpoints, in the same order, producers and consumers meet at the same
-// node.
+// node. Put and PutBatch are numbered, and sent again after a lost reply
+// without being stored twice (numbered.go). A Client is safe for
+// concurrent use; do not copy one once used.
 type Client struct {
 	Endpoints []string
 	Token     string
 	HTTP      *http.Client // nil: one shared by the package's clients, keeping connections (defaultHTTP)
+	// Retry bounds how long a put whose reply was lost is sent again
+	// (0: DefaultRetry), as a Publisher's Retry.
+	Retry time.Duration
+
+	numbering // the numbers of Put and PutBatch
 }
 
 // defaultHTTP keeps up to 256 idle connections per node, where
@@ -409,17 +422,35 @@ func (c *Client) api() *httpapi.Client {
 	return &httpapi.Client{Endpoints: c.Endpoints, Token: c.Token, HTTP: c.httpClient()}
 }
 
-// Put appends body to the queue; it returns once the node has it on disk.
+// Put appends body to the queue; it returns once the node has it on
+// disk (replicated queues: once a majority has). The put is numbered: if
+// its reply is lost it is sent again, through any node of replicated
+// queues and to the same node of a node's own, and stored once; id 0
+// with no error means that an earlier copy was stored, whose id is not
+// known. A put in doubt on a node of its own queues that does not come
+// back within Retry fails with ErrInDoubt (see numbered.go).
 func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, error) {
-	r, err := c.put(ctx, name, body, nil)
-	return r.ID, err
+	if err := ValidName(name); err != nil {
+		return 0, err
+	}
+	if len(body) > MaxMessage {
+		return 0, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage)
+	}
+	var reply PutReply
+	err := c.sendNumbered(ctx, func(base, origin string, seq uint64) (int, string, http.Header, error) {
+		h := http.Header{"Cohort-Origin": {origin}, "Cohort-Origin-Seq": {strconv.FormatUint(seq, 10)}}
+		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name), body, h, &reply)
+	})
+	return reply.ID, err
 }
 
 // PutBatch appends bodies to the queue, in order, in one request: they
 // are one record of the node's log (a transaction of puts, POST
 // /v1/queues:tx), on disk after one sync, all or none — a full queue
 // refuses the whole batch. It returns their ids. A batch holds at most
-// MaxTxOps messages of MaxMessage bytes together.
+// MaxTxOps messages of MaxMessage bytes together. It is numbered as Put
+// is, and sent again as Put is: ids of 0 mean that an earlier copy of the
+// batch was stored.
 func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]uint64, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
@@ -428,8 +459,28 @@ func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]
 	for i, b := range bodies {
 		puts[i] = TxPut{Queue: name, Body: b}
 	}
-	r, err := c.Transact(ctx, TxRequest{Puts: puts})
-	return r.IDs, err
+	if err := checkTx(nil, puts, MaxMessage); err != nil {
+		return nil, err
+	}
+	list, err := json.Marshal(puts)
+	if err != nil {
+		return nil, err
+	}
+	if len(list)+maxOrigin+64 > maxTxBytes {
+		return nil, fmt.Errorf("%w: a batch of %d bytes in JSON, the most is %d", ErrTooBig, len(list), maxTxBytes-maxOrigin-64)
+	}
+	var reply TxReply
+	err = c.sendNumbered(ctx, func(base, origin string, seq uint64) (int, string, http.Header, error) {
+		b := fmt.Appendf(nil, `{"puts":%s,"origin":%q,"seq":%d}`, list, origin, seq) // origin: letters, digits, - and .
+		return c.call(ctx, http.MethodPost, base+"/v1/queues:tx", b, nil, &reply)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reply.Duplicate {
+		return make([]uint64, len(bodies)), nil
+	}
+	return reply.IDs, nil
 }
 
 func (c *Client) put(ctx context.Context, name string, body []byte, h http.Header) (PutReply, error) {
@@ -441,20 +492,19 @@ func (c *Client) put(ctx context.Context, name string, body []byte, h http.Heade
 	}
 	var reply PutReply
 	err := c.api().First(ctx, func(base string) (int, string, error) {
-		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name), body, h, &reply)
+		code, msg, _, err := c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name), body, h, &reply)
+		return code, msg, err
 	})
 	return reply, err
 }
 
-// call is httpapi.Client.Call with headers.
-func (c *Client) call(ctx context.Context, method, u string, body []byte, h http.Header, out any) (int, string, error) {
-	if h == nil {
-		return c.api().Call(ctx, method, u, body, out)
-	}
+// call is httpapi.Client.Call with headers, which also returns the
+// reply's headers.
+func (c *Client) call(ctx context.Context, method, u string, body []byte, h http.Header, out any) (int, string, http.Header, error) {
 	hc := c.httpClient()
-	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -464,20 +514,20 @@ func (c *Client) call(ctx context.Context, method, u string, body []byte, h http
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, httpapi.ErrorMessage(resp.Body), nil
+		return resp.StatusCode, httpapi.ErrorMessage(resp.Body), resp.Header, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return resp.StatusCode, "", fmt.Errorf("bad reply: %w", err)
+		return resp.StatusCode, "", nil, fmt.Errorf("bad reply: %w", err)
 	}
-	return resp.StatusCode, "", nil
+	return resp.StatusCode, "", resp.Header, nil
 }
 
 // GetOptions are a get's parameters; zero values are the node's

@@ -511,6 +511,11 @@ type Tx struct {
 	puts     []op
 	anyLease bool // Ack: the lease may have moved on; a Tx's may not
 	done     bool
+	// origin and seq number a client's transaction (TransactFrom): it is
+	// applied once, and a copy (dup) is answered without applying it.
+	origin string
+	seq    uint64
+	dup    bool
 }
 
 type got struct {
@@ -604,6 +609,12 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 		m.mu.Unlock()
 		return nil, nil, m.err
 	}
+	if tx.origin != "" && tx.seq <= m.origins[tx.origin] {
+		tx.dup = true
+		ids, wait = m.awaitCopy(len(tx.puts))
+		m.mu.Unlock()
+		return ids, wait, nil
+	}
 	for _, g := range tx.gets {
 		if g.e.state == acking || m.queues[g.q.name] != g.q || g.q.all[g.e.id] != g.e {
 			m.mu.Unlock()
@@ -648,7 +659,9 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 			ids = append(ids, 0)
 		}
 		ids = append(ids, p.id)
-		if p.origin != "" {
+		if tx.origin != "" { // every put carries the number, so that it is durable with any
+			p.origin, p.seq = tx.origin, tx.seq
+		} else if p.origin != "" {
 			m.takeOrigin(p.origin, p.seq)
 		}
 		c.ops = append(c.ops, p)
@@ -656,6 +669,9 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	}
 	for len(ids) < len(tx.puts) {
 		ids = append(ids, 0)
+	}
+	if tx.origin != "" {
+		m.takeOrigin(tx.origin, tx.seq)
 	}
 	for _, g := range tx.gets {
 		g.q.unlease(g.e)
@@ -679,6 +695,21 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	m.seg.submit(c)
 	m.mu.Unlock()
 	return ids, func() error { return <-c.done }, nil
+}
+
+// awaitCopy answers a copy of a numbered transaction applied before:
+// nothing is applied again and no id is known (0 for each of its n
+// puts), and the answer waits for the original to be durable — an empty
+// commit after it, since the original may still be on its way to the
+// disk. The caller holds mu.
+func (m *Manager) awaitCopy(n int) ([]uint64, func() error) {
+	ids := make([]uint64, n)
+	if m.seg == nil {
+		return ids, func() error { return nil }
+	}
+	c := &commit{done: make(chan error, 1)}
+	m.seg.submit(c)
+	return ids, func() error { return <-c.done }
 }
 
 // commit is a batch of ops that reach the log as one record.

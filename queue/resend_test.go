@@ -22,7 +22,10 @@ import (
 
 // replyGate is a TCP proxy in front of a node that can hold back the
 // node's replies while its requests still reach it, and cut every
-// connection: a put the node applied whose acknowledgement is lost.
+// connection: a put the node applied whose acknowledgement is lost. A
+// connection that carried a request or a reply while muted holds back
+// every later reply until cut (a reply the node writes just after muted
+// is cleared is not let through).
 // Retarget points it at another address (the node restarted).
 type replyGate struct {
 	ln    net.Listener
@@ -62,12 +65,18 @@ func newReplyGate(t *testing.T, to string) *replyGate {
 			g.conns = append(g.conns, c, s)
 			g.mu.Unlock()
 			var posted atomic.Bool
+			// held: a request went, or a reply came, while muted: the
+			// connection's replies are held back until cut.
+			var held atomic.Bool
 			go func() {
 				buf := make([]byte, 32<<10)
 				for {
 					n, err := c.Read(buf)
 					if n > 0 && strings.Contains(string(buf[:n]), "POST ") {
 						posted.Store(true)
+					}
+					if n > 0 && g.muted.Load() {
+						held.Store(true)
 					}
 					if n > 0 {
 						if _, werr := s.Write(buf[:n]); werr != nil {
@@ -84,7 +93,10 @@ func newReplyGate(t *testing.T, to string) *replyGate {
 				buf := make([]byte, 32<<10)
 				for {
 					n, err := s.Read(buf)
-					if n > 0 && !g.muted.Load() && !(posted.Load() && g.mutePosts.Load()) {
+					if n > 0 && g.muted.Load() {
+						held.Store(true)
+					}
+					if n > 0 && !held.Load() && !(posted.Load() && g.mutePosts.Load()) {
 						if _, werr := c.Write(buf[:n]); werr != nil {
 							break
 						}

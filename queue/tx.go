@@ -26,8 +26,10 @@ import (
 //
 // The path is not under /v1/queues/ because every name there is a
 // queue's. origin and seq, optional, number the transaction as a relay's
-// puts are numbered: a replicated queue applies it once, and a client
-// that resends it (through any node) gets {"duplicate":true}.
+// puts are numbered: it is applied once, and a client that resends it
+// gets {"duplicate":true} — through any node of replicated queues, the
+// same node of a node's own (whose numbers are on its disk). Without
+// them, each copy is applied.
 
 // TxAck is a message a transaction acks: Lease, if set (a replicated
 // queue's Message.Lease), makes the transaction apply only while the
@@ -120,23 +122,52 @@ func checkTx(acks []TxAck, puts []TxPut, maxBodies int) error {
 // checked (as Ack): a per-node queue's messages carry none. ctx is not
 // used: the record is on its way once Transact is called.
 func (m *Manager) Transact(_ context.Context, acks []TxAck, puts []TxPut) ([]uint64, error) {
-	ids, wait, err := m.startTx(acks, puts)
+	ids, _, err := m.transact("", 0, acks, puts)
+	return ids, err
+}
+
+// TransactFrom is Transact numbered by its client, as the puts of a
+// stream are: origin and seq (1 or more) make the node apply it once,
+// whatever copies of it come — a copy of one applied is answered with
+// duplicate true and ids 0, once the first is durable. An origin's
+// numbers may come out of order only if each is sent after the one
+// before was answered or refused (a Client's lane): a number no higher
+// than the highest taken is a copy. The numbers are this node's, on its
+// disk (carried by the transaction's puts; a transaction of acks alone
+// is remembered until a restart — a copy of it after one is refused, its
+// messages acknowledged already).
+func (m *Manager) TransactFrom(_ context.Context, origin string, seq uint64, acks []TxAck, puts []TxPut) ([]uint64, bool, error) {
+	if err := checkOrigin(origin, seq); err != nil {
+		return nil, false, err
+	}
+	return m.transact(origin, seq, acks, puts)
+}
+
+func (m *Manager) transact(origin string, seq uint64, acks []TxAck, puts []TxPut) ([]uint64, bool, error) {
+	tx := &Tx{m: m, anyLease: true, origin: origin, seq: seq}
+	ids, wait, err := m.startTx(tx, acks, puts)
 	if err == nil {
 		err = wait()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("transaction: %w", err)
+		return nil, false, fmt.Errorf("transaction: %w", err)
 	}
-	return ids, nil
+	return ids, tx.dup, nil
 }
 
-// startTx is Transact without the wait for the disk (Tx.start).
-func (m *Manager) startTx(acks []TxAck, puts []TxPut) ([]uint64, func() error, error) {
+// startTx is transact without the wait for the disk (Tx.start).
+func (m *Manager) startTx(tx *Tx, acks []TxAck, puts []TxPut) ([]uint64, func() error, error) {
 	if err := checkTx(acks, puts, MaxMessage); err != nil {
 		return nil, nil, err
 	}
-	tx := &Tx{m: m, anyLease: true}
 	m.mu.Lock()
+	if tx.origin != "" && tx.seq <= m.origins[tx.origin] {
+		// A copy of one applied: its acks' messages are gone.
+		tx.dup, tx.done = true, true
+		ids, wait := m.awaitCopy(len(puts))
+		m.mu.Unlock()
+		return ids, wait, nil
+	}
 	for _, a := range acks {
 		q := m.queues[a.Queue]
 		var e *entry
@@ -170,7 +201,7 @@ func (m *Manager) startPuts(name, origin string, seq uint64, bodies [][]byte) ([
 		puts[i] = TxPut{Queue: name, Body: b}
 	}
 	if origin == "" {
-		return m.startTx(nil, puts)
+		return m.startTx(&Tx{m: m, anyLease: true}, nil, puts)
 	}
 	if err := checkTx(nil, puts, MaxMessage); err != nil {
 		return nil, nil, err
@@ -241,12 +272,15 @@ func serveTx(m Backend, w http.ResponseWriter, r *http.Request) {
 	if ids == nil {
 		ids = []uint64{}
 	}
+	w.Header().Set(KindHeader, kind(m))
 	httpapi.Reply(w, http.StatusOK, TxReply{IDs: ids, Duplicate: dup})
 }
 
 // Transact sends a transaction to the first node that answers: its acks
 // and puts are applied together or not at all. Resending a numbered one
-// (Origin, Seq) after an error is safe on replicated queues.
+// (Origin, Seq) after an error is safe on replicated queues, and on a
+// node's own queues to the same node. (PutBatch numbers its transaction
+// and resends it itself.)
 func (c *Client) Transact(ctx context.Context, req TxRequest) (TxReply, error) {
 	if err := checkTx(req.Acks, req.Puts, MaxMessage); err != nil {
 		return TxReply{}, err

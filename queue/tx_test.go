@@ -182,10 +182,11 @@ func TestTxRefusesBadRequests(t *testing.T) {
 }
 
 // Transactions on a node's own queues (Manager): the same endpoint, acks
-// and puts in one record of the node's log; numbered ones are for the
-// replicated queues.
+// and puts in one record of the node's log; a numbered one is applied
+// once, its copies answered as duplicates, before and after a restart.
 func TestTxOnLocalQueues(t *testing.T) {
-	m, err := queue.Open(queue.Config{Dir: t.TempDir()})
+	dir := t.TempDir()
+	m, err := queue.Open(queue.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +211,32 @@ func TestTxOnLocalQueues(t *testing.T) {
 	if m.Len("out") != 1 || m.Len("in") != 0 {
 		t.Fatalf("after the transactions: in %d, out %d; want 0 and 1", m.Len("in"), m.Len("out"))
 	}
-	_, err = c.Transact(ctx, queue.TxRequest{Origin: "w", Seq: 1, Puts: []queue.TxPut{{Queue: "out"}}})
-	if err == nil || !strings.Contains(err.Error(), "501") {
-		t.Fatalf("a numbered transaction on local queues: %v, want 501", err)
+	id2, _ := m.Put("in", []byte("job 2"))
+	numbered := queue.TxRequest{Origin: "w", Seq: 1, Acks: []queue.TxAck{{Queue: "in", ID: id2}},
+		Puts: []queue.TxPut{{Queue: "out", Body: []byte("once")}, {Queue: "out", Body: []byte("once more")}}}
+	if r, err := c.Transact(ctx, numbered); err != nil || r.Duplicate || len(r.IDs) != 2 {
+		t.Fatalf("a numbered transaction: %+v %v", r, err)
+	}
+	if r, err := c.Transact(ctx, numbered); err != nil || !r.Duplicate {
+		t.Fatalf("its copy: %+v %v, want a duplicate", r, err)
+	}
+	m.Close()
+	if m, err = queue.Open(queue.Config{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	srv2 := httptest.NewServer(httpapi.RequireToken(token, queue.Handler(m)))
+	defer srv2.Close()
+	c.Endpoints = []string{srv2.URL}
+	if r, err := c.Transact(ctx, numbered); err != nil || !r.Duplicate {
+		t.Fatalf("its copy after a restart: %+v %v, want a duplicate", r, err)
+	}
+	numbered.Seq, numbered.Acks = 2, nil
+	if r, err := c.Transact(ctx, numbered); err != nil || r.Duplicate {
+		t.Fatalf("the next number: %+v %v, want it applied", r, err)
+	}
+	if m.Len("out") != 5 || m.Len("in") != 0 {
+		t.Fatalf("after the numbered transactions: in %d, out %d; want 0 and 5", m.Len("in"), m.Len("out"))
 	}
 }
 

@@ -86,7 +86,13 @@ goes as soon as it is read, without waiting for those before it, and the
 node syncs the lines that arrive together at once. With --json each line's
 id is printed, in order, once it is on disk (replicated queues: once a
 majority has it). If the node goes away, the lines not acknowledged go
-again through another endpoint, each put once.`,
+again through another endpoint, each put once.
+
+A put is numbered: if its reply is lost it goes again, under its number,
+and the node stores it once — through another endpoint on replicated
+queues, to the same node on a node's own (queues: local), since another
+node's queue of the same name is another queue; if that node stays away,
+the put fails as in doubt rather than be stored twice.`,
 		Example: `  cohort queue put jobs "resize photo 17" --endpoints 127.0.0.1:7100
   seq 1 100 | cohort queue put jobs - --endpoints 127.0.0.1:7100`,
 		Args: cobra.ExactArgs(2),

@@ -354,3 +354,45 @@ func TestQueuePutStdinAcksEachLine(t *testing.T) {
 		t.Fatalf("exit %d, ids %v", c, ids)
 	}
 }
+
+// dropReplies serves h, but the first n puts (POST /v1/queues/NAME) it
+// serves and then cuts the connection instead of answering: each put
+// applied, its reply lost.
+func dropReplies(h http.Handler, n int32) http.Handler {
+	var left atomic.Int32
+	left.Store(n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/queues/") || left.Add(-1) < 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+}
+
+// cohort queue put whose replies are lost twice on node 0 (its own
+// queues), node 1 next: the put is sent again to node 0 alone, under its
+// number, and stored once there, none on node 1. Before, each lost reply
+// sent it on to node 1 and it was stored on both.
+func TestQueuePutResendsAfterALostReply(t *testing.T) {
+	nodes := 0
+	eps := queueClusterWith(t, 2, "tok", func(h http.Handler) http.Handler {
+		if nodes++; nodes == 1 {
+			return dropReplies(h, 2)
+		}
+		return h
+	})
+	t.Setenv("COHORT_TOKEN", "tok")
+	if code, _, errs := cli(t, "queue", "put", "jobs", "once", "--endpoints", eps[0]+","+eps[1]); code != 0 {
+		t.Fatalf("put: %d %s", code, errs)
+	}
+	if code, out, errs := cli(t, "queue", "get", "jobs", "--count", "5", "--timeout", "300ms", "--endpoints", eps[0]); out != "once\n" {
+		t.Fatalf("node 0 holds %q (%d %s), want the put once", out, code, errs)
+	}
+	if code, out, _ := cli(t, "queue", "poll", "jobs", "--endpoints", eps[1]); code != 0 || out != "" {
+		t.Fatalf("node 1 holds %q: a put sent to node 0 stored on another node", out)
+	}
+}
