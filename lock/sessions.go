@@ -36,6 +36,11 @@ import (
 // longer than one wait). A numbered request asked again is answered again:
 // granted with the same token if its session holds the lock.
 //
+// Every answer carries Cohort-Node (the node answering) and, if it knows
+// one, Cohort-Leader (the log's leader, as it last read it): a client
+// given several nodes' endpoints sends its next requests to the leader's
+// (lock.Client does), where a grant is answered as it commits.
+//
 // The lease API of the textbook algorithms (POST /v1/locks/{name}?ttl=,
 // keepalive?lease=, DELETE ?lease=) works too: the node opens a session
 // for the lease, whose id is the lease's.
