@@ -27,9 +27,15 @@ type Client struct {
 
 	// Of the replicated service's answers (see follow).
 	mu    sync.Mutex
-	nodes map[int]int  // node ID -> the endpoint that last answered as that node
-	down  map[int]bool // endpoints whose last request failed
+	nodes map[int]int       // node ID -> the endpoint that last answered as that node
+	down  map[int]time.Time // endpoints whose last request failed, and when
 }
+
+// avoidFor is how long follow passes over an endpoint after a request to
+// it failed: a node that is down or paused costs a client one request's
+// bound at most this often, and a node back after a blip (no leader for
+// an election) is followed again after it.
+var avoidFor = 10 * time.Second
 
 // Held is a lock this client holds: its fencing token and its lease.
 type Held struct {
@@ -302,8 +308,8 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 // not forwarded. So: the leader's endpoint if an answer has shown which
 // it is; else, while the leader is another node, the next endpoint no
 // answer has named yet (the next answers will show which it is); else i.
-// An endpoint whose last request failed is not chosen (rotate passes over
-// it when it must). The hint is never needed for safety: every node
+// An endpoint whose last request failed within avoidFor is not chosen
+// (rotate passes over it when it must). The hint is never needed for safety: every node
 // serves every request.
 func (c *Client) follow(i int, h http.Header) int {
 	c.mu.Lock()
@@ -327,7 +333,7 @@ func (c *Client) follow(i int, h http.Header) int {
 		return i
 	}
 	if ep, ok := c.nodes[leader]; ok {
-		if c.down[ep] {
+		if c.avoided(ep) {
 			return i
 		}
 		return ep
@@ -337,11 +343,18 @@ func (c *Client) follow(i int, h http.Header) int {
 		named[ep] = true
 	}
 	for k := 1; k < len(c.Endpoints); k++ {
-		if j := (i + k) % len(c.Endpoints); !named[j] && !c.down[j] {
+		if j := (i + k) % len(c.Endpoints); !named[j] && !c.avoided(j) {
 			return j
 		}
 	}
 	return i
+}
+
+// avoided reports whether a request to endpoint i failed within
+// avoidFor. The caller holds mu.
+func (c *Client) avoided(i int) bool {
+	t, ok := c.down[i]
+	return ok && time.Since(t) < avoidFor
 }
 
 // failed notes that a request to endpoint i failed.
@@ -349,9 +362,9 @@ func (c *Client) failed(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down == nil {
-		c.down = map[int]bool{}
+		c.down = map[int]time.Time{}
 	}
-	c.down[i] = true
+	c.down[i] = time.Now()
 }
 
 // rest waits d, or until ctx ends.

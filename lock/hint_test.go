@@ -114,3 +114,61 @@ func TestClientDoesNotFollowIntoAFailingEndpoint(t *testing.T) {
 		t.Fatalf("the failing endpoint was asked %d more times", got)
 	}
 }
+
+// TestClientTriesAFailedEndpointAgainLater: an endpoint passed over
+// because a request to it failed is sought again once avoidFor has
+// passed (a node back after a blip can be the leader's), and passed over
+// again when it fails again.
+func TestClientTriesAFailedEndpointAgainLater(t *testing.T) {
+	const avoid = time.Second
+	defer lock.SetAvoidFor(avoid)()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var failed atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Add(1)
+		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(lock.NodeHeader, "1")
+		w.Header().Set(lock.LeaderHeader, "0")
+		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
+	}))
+	defer live.Close()
+	c := &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+	s, err := c.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	// Within avoidFor of the failure: not asked (its time is the
+	// failure's, which came before opened).
+	for time.Since(opened) < avoid/2 && failed.Load() == 1 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if time.Since(opened) < avoid/2 {
+		t.Fatalf("the failing endpoint was asked again %v after its failure", time.Since(opened))
+	}
+	// Past it: asked once more (the search for the leader's endpoint),
+	// then passed over again.
+	for failed.Load() == 1 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the failing endpoint was never asked again")
+		}
+	}
+	again := time.Now()
+	for time.Since(again) < avoid/2 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := failed.Load(); got != 2 {
+		t.Fatalf("the failing endpoint was asked %d times; want 2 (once more after avoidFor)", got)
+	}
+}
