@@ -509,17 +509,22 @@ func (c *lockCluster) close() {
 	}
 }
 
-// contenders returns k HTTP clients of lock name, client i talking to node
-// i mod n, each with its own keep-alive connection. On the replicated
-// service each first opens a session (as etcd's clients grant a lease).
+// contenders returns k HTTP clients of lock name, each with its own
+// keep-alive connections. A textbook client i talks to node i mod n. On
+// the replicated service each is given every node's endpoint, as a user
+// is (COHORT_ENDPOINTS), client i's list starting at node i mod n — where
+// it first opens a session (as etcd's clients grant a lease) — and goes
+// where lock.Client goes.
 func (c *lockCluster) contenders(ctx context.Context, k int, name string) ([]contender, error) {
 	cs := make([]contender, k)
+	n := len(c.endpoints)
 	for i := range cs {
-		lc := &lock.Client{Endpoints: []string{c.endpoints[i%len(c.endpoints)]}, HTTP: newHTTPClient()}
+		lc := &lock.Client{Endpoints: []string{c.endpoints[i%n]}, HTTP: newHTTPClient()}
 		if !c.replicated {
 			cs[i] = &cohortClient{c: lc, name: name}
 			continue
 		}
+		lc.Endpoints = append(slices.Clone(c.endpoints[i%n:]), c.endpoints[:i%n]...)
 		s, err := lc.OpenSession(ctx, lock.MaxTTL)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,18 @@ type Client struct {
 	// HTTP is the client to use; nil means one without a timeout (Acquire
 	// waits as long as its context allows).
 	HTTP *http.Client
+
+	// Of the replicated service's answers (see follow).
+	mu    sync.Mutex
+	nodes map[int]int       // node ID -> the endpoint that last answered as that node
+	down  map[int]time.Time // endpoints whose last request failed, and when
 }
+
+// avoidFor is how long follow passes over an endpoint after a request to
+// it failed: a node that is down or paused costs a client one request's
+// bound at most this often, and a node back after a blip (no leader for
+// an election) is followed again after it.
+var avoidFor = 10 * time.Second
 
 // Held is a lock this client holds: its fencing token and its lease.
 type Held struct {
@@ -99,7 +111,7 @@ type ClientSession struct {
 	mu    sync.Mutex
 	seq   uint64
 	until time.Time
-	good  int // the endpoint that last renewed the session
+	good  int // the endpoint to ask next (see Client.follow)
 }
 
 // ErrNoSessions: the nodes run a textbook algorithm, whose locks are
@@ -220,8 +232,8 @@ var (
 )
 
 // rotate sends a request (path: "/v1/...") to the endpoints in turn, from
-// start, and returns the index of the one that answered 200, with out
-// decoded. A node that does not answer within bound — paused, cut off —
+// start, and once one answers 200, with out decoded, returns the index of
+// the endpoint to ask next: that one, or the leader's (follow). A node that does not answer within bound — paused, cut off —
 // or cannot be reached, or answers 503, is passed over for the next; the
 // search gives up after rounds rounds without an answer, resting between
 // rounds. Any other answer ends it: 404 and 405 as errNotFound and
@@ -244,6 +256,8 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		path += sep + "wait=" + wait.String()
 	}
 	api := c.api()
+	var header http.Header
+	api.Header = func(h http.Header) { header = h }
 	errs := make([]error, n) // each node's last failure
 	misses := 0              // requests in a row that no node answered
 	for i := start % n; ; {
@@ -259,7 +273,7 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		case ctx.Err() != nil:
 			return 0, ctx.Err()
 		case err == nil && code == http.StatusOK:
-			return i, nil
+			return c.follow(i, header), nil
 		case err == nil && code == http.StatusAccepted && wait > 0:
 			misses = 0
 			continue // still waiting: ask the same node again
@@ -274,6 +288,7 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		default:
 			errs[i] = fmt.Errorf("%s: %w", ep, err)
 		}
+		c.failed(i)
 		misses++
 		if misses >= rounds*n {
 			return 0, fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
@@ -284,6 +299,72 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 			}
 		}
 	}
+}
+
+// follow is the endpoint to ask next after endpoint i answered with
+// header h. A node of the replicated service names itself and the leader
+// it knows (NodeHeader, LeaderHeader): a client that sends its requests
+// to the leader gets its grants where they commit, and its releases are
+// not forwarded. So: the leader's endpoint if an answer has shown which
+// it is; else, while the leader is another node, the next endpoint no
+// answer has named yet (the next answers will show which it is); else i.
+// An endpoint whose last request failed within avoidFor is not chosen
+// (rotate passes over it when it must). The hint is never needed for safety: every node
+// serves every request.
+func (c *Client) follow(i int, h http.Header) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.down, i)
+	self, err := strconv.Atoi(h.Get(NodeHeader))
+	if err != nil {
+		return i // not the replicated service, or an older node
+	}
+	if c.nodes == nil {
+		c.nodes = map[int]int{}
+	}
+	for id, ep := range c.nodes {
+		if ep == i && id != self { // the endpoint now answers as another node
+			delete(c.nodes, id)
+		}
+	}
+	c.nodes[self] = i
+	leader, err := strconv.Atoi(h.Get(LeaderHeader))
+	if err != nil || leader == self {
+		return i
+	}
+	if ep, ok := c.nodes[leader]; ok {
+		if c.avoided(ep) {
+			return i
+		}
+		return ep
+	}
+	named := map[int]bool{}
+	for _, ep := range c.nodes {
+		named[ep] = true
+	}
+	for k := 1; k < len(c.Endpoints); k++ {
+		if j := (i + k) % len(c.Endpoints); !named[j] && !c.avoided(j) {
+			return j
+		}
+	}
+	return i
+}
+
+// avoided reports whether a request to endpoint i failed within
+// avoidFor. The caller holds mu.
+func (c *Client) avoided(i int) bool {
+	t, ok := c.down[i]
+	return ok && time.Since(t) < avoidFor
+}
+
+// failed notes that a request to endpoint i failed.
+func (c *Client) failed(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down == nil {
+		c.down = map[int]time.Time{}
+	}
+	c.down[i] = time.Now()
 }
 
 // rest waits d, or until ctx ends.

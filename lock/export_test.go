@@ -1,8 +1,18 @@
 package lock
 
+import "time"
+
 // WaitingForGrant is how many calls on this node wait for a grant.
 func (r *Replicated) WaitingForGrant() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.grants)
+}
+
+// SetAvoidFor sets how long a client passes over a failed endpoint, and
+// returns a function that restores it.
+func SetAvoidFor(d time.Duration) (restore func()) {
+	old := avoidFor
+	avoidFor = d
+	return func() { avoidFor = old }
 }

@@ -27,8 +27,14 @@ import (
 // its locks to others. A client must stop using a lock before Until.
 type Replicated struct {
 	svc   *live.Service
+	self  proc.ID
 	cfg   consensus.Config
 	retry time.Duration
+
+	// The leader of the log as this node last read it (LeaderHint).
+	leader   atomic.Int64 // a proc.ID
+	leaderAt atomic.Int64 // when, in Unix nanoseconds
+	reading  atomic.Bool  // a read is under way
 
 	kaSeq atomic.Uint64
 
@@ -74,10 +80,11 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicated{svc: svc, cfg: cfg, retry: 2 * cfg.ElectionTimeout,
+	r := &Replicated{svc: svc, self: n.Self(), cfg: cfg, retry: 2 * cfg.ElectionTimeout,
 		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
 		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
+	r.leader.Store(int64(proc.None))
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
 	// starts it, and a restart replays its snapshot at once): ask it for
@@ -409,6 +416,30 @@ func (r *Replicated) OnHolder(f func(key string, g consensus.Granted, held bool)
 	defer r.mu.Unlock()
 	r.hooks = append(r.hooks, f)
 }
+
+// LeaderHint is the leader of the log as this node knows it (proc.None:
+// none known). It is read from the log's server at most once a heartbeat
+// period, off the caller's path — a call may get the value before the
+// last read — so a client told it may find another leader there: it is a
+// hint where to send requests (the leader grants without the hop of the
+// commit's news to a follower), never needed for safety: every node
+// serves every request.
+func (r *Replicated) LeaderHint() proc.ID {
+	if time.Now().UnixNano()-r.leaderAt.Load() >= int64(r.cfg.Heartbeat) && r.reading.CompareAndSwap(false, true) {
+		go func() {
+			defer r.reading.Store(false)
+			l := proc.None
+			if r.svc.Read(func(p proc.Process) { l, _ = p.(*consensus.Locks).Raft().Leader() }) == nil {
+				r.leader.Store(int64(l))
+				r.leaderAt.Store(time.Now().UnixNano())
+			}
+		}()
+	}
+	return proc.ID(r.leader.Load())
+}
+
+// Self is this node's ID.
+func (r *Replicated) Self() proc.ID { return r.self }
 
 // Service is the replicated log's live service.
 func (r *Replicated) Service() *live.Service { return r.svc }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/proc"
 )
 
 // The HTTP API of the replicated lock service (JSON bodies):
@@ -34,6 +35,11 @@ import (
 // one stops answering (a paused or cut-off node holds no client for
 // longer than one wait). A numbered request asked again is answered again:
 // granted with the same token if its session holds the lock.
+//
+// Every answer carries Cohort-Node (the node answering) and, if it knows
+// one, Cohort-Leader (the log's leader, as it last read it): a client
+// given several nodes' endpoints sends its next requests to the leader's
+// (lock.Client does), where a grant is answered as it commits.
 //
 // The lease API of the textbook algorithms (POST /v1/locks/{name}?ttl=,
 // keepalive?lease=, DELETE ?lease=) works too: the node opens a session
@@ -64,13 +70,35 @@ type replicatedAPI struct {
 const maxAttached = 1 << 16
 
 func (a *replicatedAPI) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/sessions", a.open)
-	mux.HandleFunc("POST /v1/sessions/{id}/keepalive", a.keepalive)
-	mux.HandleFunc("DELETE /v1/sessions/{id}", a.close)
-	mux.HandleFunc("POST /v1/locks/{name}", a.acquire)
-	mux.HandleFunc("POST /v1/locks/{name}/keepalive", a.leaseKeepalive)
-	mux.HandleFunc("DELETE /v1/locks/{name}", a.release)
-	mux.HandleFunc("GET /v1/locks/{name}", a.status)
+	mux.HandleFunc("POST /v1/sessions", a.hinted(a.open))
+	mux.HandleFunc("POST /v1/sessions/{id}/keepalive", a.hinted(a.keepalive))
+	mux.HandleFunc("DELETE /v1/sessions/{id}", a.hinted(a.close))
+	mux.HandleFunc("POST /v1/locks/{name}", a.hinted(a.acquire))
+	mux.HandleFunc("POST /v1/locks/{name}/keepalive", a.hinted(a.leaseKeepalive))
+	mux.HandleFunc("DELETE /v1/locks/{name}", a.hinted(a.release))
+	mux.HandleFunc("GET /v1/locks/{name}", a.hinted(a.status))
+}
+
+// Every answer names the node that gives it (NodeHeader) and the leader
+// of the log as that node knows it (LeaderHeader, absent if none), so
+// that a client given several nodes' endpoints can send its requests to
+// the leader (lock.Client does): a grant is then answered where it
+// commits, without the hop that brings the commit's news to a follower.
+const (
+	NodeHeader   = "Cohort-Node"
+	LeaderHeader = "Cohort-Leader"
+)
+
+// hinted sets the headers that name this node and the leader.
+func (a *replicatedAPI) hinted(h http.HandlerFunc) http.HandlerFunc {
+	self := strconv.Itoa(int(a.r.Self()))
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(NodeHeader, self)
+		if l := a.r.LeaderHint(); l != proc.None {
+			w.Header().Set(LeaderHeader, strconv.Itoa(int(l)))
+		}
+		h(w, r)
+	}
 }
 
 func (a *replicatedAPI) ttlParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {

@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -31,6 +34,12 @@ import (
 // evidence against its kinds. Later announcements that differ — a founder
 // restarted with another config — are logged as errors by the founders
 // already running, and that founder refuses unless it has a majority.
+//
+// A founder that heard agreement (a majority of the founders, or all of
+// them) writes its kinds in its data directory (agreedFile). Restarted
+// from it with the same kinds, it has its evidence already: it starts at
+// once, without waiting to hear the others (who may be down), and keeps
+// announcing its kinds and logging the others' as before.
 
 // founderWait is how long a founder waits, as it starts, to hear the
 // kinds of the other founders, unless Config.FoundersWait says otherwise.
@@ -98,17 +107,40 @@ func (p *kindsProc) Receive(env proc.Env, from proc.ID, m proc.Message) {
 func (p *kindsProc) Timeout(proc.Env, any)      {}
 func (p *kindsProc) Input(proc.Env, proc.Input) {}
 
+// agreedFile is the file in a founder's data directory that holds the
+// kinds the founders were heard to agree on (Kinds.String).
+const agreedFile = "founder-kinds"
+
 // checkFounders runs the kinds service on founder self of n and applies
 // the rule above: an error (ErrKinds) if this founder must not start. A
 // founder that starts keeps the service running, and logs every founder
-// heard from then on with other kinds.
-func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, log *slog.Logger) error {
+// heard from then on with other kinds. With a data directory dir, it
+// starts at once if dir records agreement on ours, and records it when
+// it hears it.
+func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, dir string, log *slog.Logger) error {
 	if n < 2 {
 		return nil
 	}
 	svc, err := ln.Service(kindsService, kindsAlgorithm(ours))
 	if err != nil {
 		return err
+	}
+	// started logs, from now on, every founder heard with other kinds,
+	// but those of others, already logged.
+	started := func(others []proc.ID) {
+		svc.OnOutput(func(o proc.Output) {
+			if h, ok := o.(heardKinds); ok && !slices.Contains(others, h.From) {
+				if err := differ(h.From, ParseKinds(h.Kinds), fmt.Sprintf("node %d", self), ours); err != nil {
+					log.Error("a founder runs other kinds", "founder", int(h.From), "err", err)
+				}
+			}
+		})
+	}
+	if dir != "" {
+		if b, err := os.ReadFile(filepath.Join(dir, agreedFile)); err == nil && string(b) == ours.String() {
+			started(nil)
+			return nil
+		}
 	}
 	majority := n/2 + 1
 	var heard map[proc.ID]string
@@ -130,13 +162,13 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			for _, id := range others {
 				log.Error("a founder runs other kinds than the majority of the founders: it refuses to start", "founder", int(id), "kinds", heard[id], "ours", ours.String())
 			}
-			svc.OnOutput(func(o proc.Output) {
-				if h, ok := o.(heardKinds); ok && !slices.Contains(others, h.From) {
-					if err := differ(h.From, ParseKinds(h.Kinds), fmt.Sprintf("node %d", self), ours); err != nil {
-						log.Error("a founder runs other kinds", "founder", int(h.From), "err", err)
-					}
+			if dir != "" && (agree >= majority || len(heard) == n-1) {
+				// Agreement heard, not only nobody against: on record.
+				if err := writeSynced(filepath.Join(dir, agreedFile), []byte(ours.String())); err != nil {
+					return fmt.Errorf("recording the founders' kinds: %w", err)
 				}
-			})
+			}
+			started(others)
 			return nil
 		case len(heard) == n-1 || time.Now().After(deadline):
 			id := others[0]
@@ -149,4 +181,36 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 		case <-time.After(changePoll):
 		}
 	}
+}
+
+// writeSynced replaces file path with data, durably: written to a
+// temporary file, synced, renamed over path, and the directory synced.
+func writeSynced(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
 }

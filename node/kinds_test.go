@@ -225,3 +225,79 @@ func TestFoundersOfOtherKindsRefuse(t *testing.T) {
 		})
 	}
 }
+
+// A founder restarted alone from a data directory in which the founders'
+// agreement on its kinds is recorded starts at once: it does not wait
+// FoundersWait to hear founders that are down. Restarted with other
+// kinds, it has no such record and waits to hear them as before.
+func TestRestartedFounderStartsAtOnce(t *testing.T) {
+	ra, _ := registry.Find("mutex", "ricart-agrawala")
+	central, _ := registry.Find("mutex", "central")
+	seq, _ := group.Algorithm(group.DefaultAlgorithm)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	config := func(net *transport.Network, i int, lk proc.Algorithm, wait time.Duration) Config {
+		ep, _ := net.Endpoint(proc.ID(i))
+		return Config{ID: proc.ID(i), N: 3, Transport: ep, Lock: lk, Group: seq, DataDir: dirs[i],
+			FoundersWait: wait, Logger: quiet}
+	}
+	// The founders start together and agree.
+	net, err := transport.NewInProc(3, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]*Node, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() { nodes[i], errs[i] = New(config(net, i, ra, time.Minute)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		nodes[i].Close()
+	}
+	// Node 0 alone, with the same kinds: at once, though it would wait
+	// an hour to hear the others.
+	startAlone := func(lk proc.Algorithm, wait time.Duration) (time.Duration, error) {
+		net, err := transport.NewInProc(3, transport.InProcConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			nd  *Node
+			err error
+		}
+		done := make(chan result, 1)
+		begin := time.Now()
+		go func() {
+			nd, err := New(config(net, 0, lk, wait))
+			done <- result{nd, err}
+		}()
+		select {
+		case r := <-done:
+			if r.err == nil {
+				r.nd.Close()
+			}
+			return time.Since(begin), r.err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a founder restarted alone with %s was not started after 30 s (FoundersWait %v)", lk.Name, wait)
+		}
+		return 0, nil
+	}
+	if _, err := startAlone(ra, time.Hour); err != nil {
+		t.Fatalf("restarted with the agreed kinds: %v", err)
+	}
+	// With other kinds there is no record of them: it waits out
+	// FoundersWait (it hears nobody against them) before it starts.
+	const wait = 300 * time.Millisecond
+	took, err := startAlone(central, wait)
+	if err != nil {
+		t.Fatalf("restarted with other kinds: %v", err)
+	}
+	if took < wait {
+		t.Errorf("restarted with other kinds than agreed, it started after %v, before FoundersWait (%v)", took, wait)
+	}
+}

@@ -375,7 +375,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	if !joined && cfg.FoundersWait >= 0 {
 		// Refused before it runs anything the founders must agree on.
-		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), log); err != nil {
+		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), cfg.DataDir, log); err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
 	}

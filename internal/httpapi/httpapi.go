@@ -103,6 +103,8 @@ type Client struct {
 	Endpoints []string
 	Token     string       // bearer token, if the nodes require one
 	HTTP      *http.Client // nil: http.DefaultClient
+	// Header, if set, is given the header of every reply (Open, Call).
+	Header func(http.Header)
 }
 
 // First runs call with the base URL of each endpoint in turn until one
@@ -156,6 +158,9 @@ func (c *Client) Open(ctx context.Context, method, u string, body []byte) (resp 
 	resp, err = hc.Do(req)
 	if err != nil {
 		return nil, 0, "", err
+	}
+	if c.Header != nil {
+		c.Header(resp.Header)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -1,0 +1,174 @@
+package lock_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/lock"
+	"github.com/cohort-go/cohort/proc"
+)
+
+// TestClientFollowsTheLeader: every answer of a node names it and the
+// leader it knows; a client given every node's endpoint, starting at a
+// follower's, sends its requests to the leader once an answer has shown
+// which endpoint that is — so that grants are answered where they commit.
+func TestClientFollowsTheLeader(t *testing.T) {
+	rs := replicated(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var leader proc.ID
+	waitFor(t, func() bool { leader = rs[0].LeaderHint(); return leader != proc.None })
+	for _, r := range rs { // every node knows it
+		waitFor(t, func() bool { return r.LeaderHint() == leader })
+	}
+	counts := make([]atomic.Int64, len(rs))
+	var urls []string
+	for i, r := range rs {
+		h := lock.NewServer(lock.ServerConfig{Replicated: r}).Handler()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			counts[i].Add(1)
+			h.ServeHTTP(w, req)
+			if got := w.Header().Get(lock.NodeHeader); got != strconv.Itoa(i) {
+				t.Errorf("node %d answered as %s %q", i, lock.NodeHeader, got)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	// Start at the first follower.
+	first := (int(leader) + 1) % len(rs)
+	c := &lock.Client{Endpoints: append(urls[first:], urls[:first]...)}
+	s, err := c.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * len(rs) { // the last rounds go to the leader alone
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := counts[leader].Load()
+	for range 5 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counts[leader].Load() - before; got != 10 {
+		for i := range counts {
+			t.Logf("node %d: %d requests", i, counts[i].Load())
+		}
+		t.Fatalf("the leader (node %d) took %d of the last 10 requests; want all", leader, got)
+	}
+}
+
+// TestClientDoesNotFollowIntoAFailingEndpoint: while the client seeks
+// the leader's endpoint among those no answer has named, it skips one
+// whose last request failed (here: 503, no leader there), and keeps
+// asking the node that answers.
+func TestClientDoesNotFollowIntoAFailingEndpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var failed, answered atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Add(1)
+		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	// Node 1 answers, naming node 0 as the leader: the failing endpoint
+	// may be node 0's.
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered.Add(1)
+		w.Header().Set(lock.NodeHeader, "1")
+		w.Header().Set(lock.LeaderHeader, "0")
+		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
+	}))
+	defer live.Close()
+	c := &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+	s, err := c.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Load() != 1 || answered.Load() != 1 {
+		t.Fatalf("open: %d requests failed, %d answered; want 1 and 1", failed.Load(), answered.Load())
+	}
+	for range 5 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := failed.Load() - 1; got != 0 {
+		t.Fatalf("the failing endpoint was asked %d more times", got)
+	}
+}
+
+// TestClientTriesAFailedEndpointAgainLater: an endpoint passed over
+// because a request to it failed is sought again once avoidFor has
+// passed (a node back after a blip can be the leader's), and passed over
+// again when it fails again.
+func TestClientTriesAFailedEndpointAgainLater(t *testing.T) {
+	const avoid = time.Second
+	defer lock.SetAvoidFor(avoid)()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var failed atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Add(1)
+		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(lock.NodeHeader, "1")
+		w.Header().Set(lock.LeaderHeader, "0")
+		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
+	}))
+	defer live.Close()
+	c := &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+	s, err := c.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	// Within avoidFor of the failure: not asked (its time is the
+	// failure's, which came before opened).
+	for time.Since(opened) < avoid/2 && failed.Load() == 1 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if time.Since(opened) < avoid/2 {
+		t.Fatalf("the failing endpoint was asked again %v after its failure", time.Since(opened))
+	}
+	// Past it: asked once more (the search for the leader's endpoint),
+	// then passed over again.
+	for failed.Load() == 1 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the failing endpoint was never asked again")
+		}
+	}
+	again := time.Now()
+	for time.Since(again) < avoid/2 {
+		if _, err := s.Lock(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := failed.Load(); got != 2 {
+		t.Fatalf("the failing endpoint was asked %d times; want 2 (once more after avoidFor)", got)
+	}
+}
