@@ -53,15 +53,15 @@
 //     itself (Cloner) instead of being copied reflectively.
 //   - The visited set (set.go): 64-bit fingerprints in one flat open
 //     addressing table grown by an eighth (9.1–10.3 bytes a state; with
-//     sleep sets, a 16-bit tag a slot holds each state's sleep set as a
-//     mask over its enabled steps, 11.4–12.9; a state with 16 to 32 steps
-//     enabled keeps its mask in a table beside, 12 bytes a slot, and only
-//     one with more in a map: two-phase commit with 7 RMs, 15% of whose
-//     states have more than 15, costs 14.5 bytes a state). Hash
-//     compaction may merge two states: the chance that any two of k
-//     collide is at most k²/2⁶⁵ (Result.Omission). Breadth first adds 5
-//     bytes a state for the path to it (the parent, and the step's
-//     position among the parent's choices).
+//     sleep sets, a tag a slot holds each state's sleep set as a mask
+//     over its enabled steps: 16 bits, 11.4–12.9 bytes a state, widened
+//     to 32 bits for every slot once a state has more than 16 steps
+//     enabled needs it, 13.7–15.4; only a state with more than 31 keeps
+//     its sleep set in a map). Hash compaction may merge two states: the
+//     chance that any two of k collide is at most k²/2⁶⁵
+//     (Result.Omission). Breadth first adds 5 bytes a state for the path
+//     to it (the parent, and the step's position among the parent's
+//     choices).
 //   - Safety, incrementally (watch.go). A state's trace is its parent's
 //     and one step's events, and the parent's was judged ok; a safety
 //     checker whose breaking events are known (an Enter for ME1 and ME3,

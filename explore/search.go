@@ -75,7 +75,6 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
-	wide   maskTable // with POR, the sleep sets of 16 to 32 bits
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier
