@@ -20,11 +20,12 @@ func Explore(cfg Config) (*Result, error) {
 	if e == nil {
 		return nil, err
 	}
+	e.seen.free()
 	return e.res, err
 }
 
 // search explores cfg and returns the explorer, its visited set with it
-// (nil if cfg is not valid).
+// (nil if cfg is not valid), to be freed (fpSet.free).
 func search(cfg Config) (*explorer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ import "math/bits"
 // probability that any two of them collide is at most k(k−1)/2⁶⁵
 // (Holzmann's analysis of hash compaction): 2.7·10⁻⁸ for a million
 // states, 2.7·10⁻⁴ for 10⁸ (Result.Omission).
+//
+// A large set's arrays are mapped off the Go heap (newTable), so a set
+// must be freed (free) once the search is done with it.
 type fpSet struct {
 	slots []uint64
 	tags  []uint16 // nil: no tags, or wide ones
@@ -113,10 +116,11 @@ func (s *fpSet) SetTag(i int, t uint32) {
 			s.tags[i] = uint16(t)
 			return
 		}
-		s.wide = make([]uint32, len(s.tags))
+		s.wide = newTable[uint32](len(s.tags))
 		for j, t := range s.tags {
 			s.wide[j] = uint32(t)
 		}
+		freeTable(s.tags)
 		s.tags = nil
 	}
 	s.wide[i] = t
@@ -125,12 +129,12 @@ func (s *fpSet) SetTag(i int, t uint32) {
 func (s *fpSet) grow() {
 	old, oldTags, oldWide := s.slots, s.tags, s.wide
 	size := len(old) + len(old)/growth
-	s.slots = make([]uint64, size)
+	s.slots = newTable[uint64](size)
 	if oldTags != nil {
-		s.tags = make([]uint16, size)
+		s.tags = newTable[uint16](size)
 	}
 	if oldWide != nil {
-		s.wide = make([]uint32, size)
+		s.wide = newTable[uint32](size)
 	}
 	s.n = 0
 	for j, x := range old {
@@ -144,7 +148,22 @@ func (s *fpSet) grow() {
 			}
 		}
 	}
+	freeTable(old)
+	freeTable(oldTags)
+	freeTable(oldWide)
 }
+
+// free gives the set's storage back; the set is then empty.
+func (s *fpSet) free() {
+	freeTable(s.slots)
+	freeTable(s.tags)
+	freeTable(s.wide)
+	*s = fpSet{}
+}
+
+// bigTable: a table of this many bytes or more is mapped off the Go heap
+// (newTable).
+const bigTable = 1 << 20
 
 // omission bounds the probability that two of k states share a
 // fingerprint: k(k−1)/2⁶⁵.

@@ -60,6 +60,7 @@ func TestFPSet(t *testing.T) {
 		if s.Len() != len(xs) {
 			t.Fatalf("%d, want %d", s.Len(), len(xs))
 		}
+		s.free()
 	}
 }
 
