@@ -22,7 +22,9 @@
 //     reference is one assignment, a struct is assigned whole and only its
 //     mutable fields copied deeply, funcs shared, a channel refused), and
 //     so is the payload handed to it and, if it writes, its disk; the
-//     saved state keeps the originals. Breadth first takes a state's
+//     saved state keeps the originals. A copy a restore drops is the
+//     storage of the process's next copy if it can copy itself into one
+//     (Recycler): a step then allocates nothing for it. Breadth first takes a state's
 //     steps the same way and forks (sim.Sim.Fork: everything copied) only
 //     the new states it holds, up to 65,536 not yet expanded, replaying
 //     the others. A model whose runs cannot be saved (hardware clocks,
@@ -37,8 +39,9 @@
 //     What remains per state is the simulator's step itself (each event
 //     recorded in the trace), the fingerprint of the process that
 //     stepped, the sleep sets' bookkeeping and the visited set: depth
-//     first, 1.2·10⁵ (two-phase commit, 7 RMs) to 3.8·10⁵ (Ricart–
-//     Agrawala, 3 processes) states per CPU second, not Stateright's 10⁶.
+//     first, 2.2·10⁵ (two-phase commit, 7 RMs) to 6.2·10⁵ (Ricart–
+//     Agrawala, 3 processes) states per CPU second on a loaded machine,
+//     not Stateright's 10⁶.
 //   - Fingerprints (hash.go, hashplan.go, run.go). A state is hashed by
 //     plans compiled once per type, as the copier plans its copies (a
 //     struct is hashed as its fields at their offsets, a slice as its
