@@ -20,6 +20,15 @@ type Cloner interface {
 	Clone() proc.Process
 }
 
+// Recycler is a Cloner that can also copy itself into the storage of an
+// earlier copy (dst, one of its own algorithm's that nobody holds any
+// more), rather than allocate: backtracking then makes one process
+// copy a step without garbage. It returns the copy (dst's storage reused
+// as it can be), or nil if dst will not do.
+type Recycler interface {
+	CloneInto(dst proc.Process) proc.Process
+}
+
 // errNoClone: a state holds something the copier will not copy (a
 // channel); the model is explored by replay instead.
 var errNoClone = errors.New("a process holds a channel: not cloned")
@@ -86,6 +95,17 @@ func (c *copier) process(p proc.Process) proc.Process {
 		}
 	}
 	return c.iface(p).(proc.Process)
+}
+
+// processInto copies a process's state, into dst's storage if the
+// process is a Recycler and dst is not nil.
+func (c *copier) processInto(p, dst proc.Process) proc.Process {
+	if rc, ok := p.(Recycler); ok && dst != nil {
+		if c := rc.CloneInto(dst); c != nil {
+			return c
+		}
+	}
+	return c.process(p)
 }
 
 // value copies a payload in flight, unless nothing in it is mutable.
@@ -266,8 +286,17 @@ func (r *run) save(sv *saved) error {
 	return nil
 }
 
-// restore brings r back to the state sv holds, saved from r itself.
+// restore brings r back to the state sv holds, saved from r itself. The
+// processes copied since the last save or restore are the run's alone:
+// dropped here, each is kept among its process's spares, the storage of
+// its next copies (copier.processInto). They are no more than the copies
+// that were ever held at once: one per process and saved depth.
 func (r *run) restore(sv *saved) {
+	for id, own := range r.owned {
+		if own {
+			r.spare[id] = append(r.spare[id], r.s.Process(proc.ID(id)))
+		}
+	}
 	r.s.Restore(&sv.sim)
 	r.q.keys = append(r.q.keys[:0], sv.keys...)
 	r.q.info = append(r.q.info[:0], sv.info...)
@@ -308,6 +337,7 @@ func (r *run) copyable(c *copier, sv *saved) error {
 func (r *run) shareAll() {
 	if r.owned == nil {
 		r.owned = make([]bool, r.cfg.Nodes)
+		r.spare = make([][]proc.Process, r.cfg.Nodes)
 	}
 	clear(r.owned)
 }
@@ -323,7 +353,13 @@ func (r *run) own(c *copier, node proc.ID, slot uint32) error {
 	}
 	if node >= 0 && int(node) < len(r.owned) && !r.owned[node] {
 		if p := r.s.Process(node); p != nil {
-			r.s.SetProcess(node, c.process(p))
+			var dst proc.Process
+			if n := len(r.spare[node]); n > 0 {
+				dst = r.spare[node][n-1]
+				r.spare[node][n-1] = nil
+				r.spare[node] = r.spare[node][:n-1]
+			}
+			r.s.SetProcess(node, c.processInto(p, dst))
 		}
 		r.owned[node] = true
 	}

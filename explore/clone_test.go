@@ -9,7 +9,8 @@ import (
 
 // An algorithm's Clone (Cloner) is a deep copy: the copy hashes as the
 // original does, and stays so while the original goes on — in every
-// state of random walks.
+// state of random walks. So is a Recycler's CloneInto, each into the
+// copy it made a step before.
 func TestClonersAreDeepCopies(t *testing.T) {
 	for _, m := range []struct {
 		family, algo string
@@ -32,7 +33,7 @@ func TestClonersAreDeepCopies(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(9, 9))
 		h := newHasher()
-		cloned := 0
+		cloned, recycled := 0, 0
 		for walk := 0; walk < 50; walk++ {
 			r, err := cfg.newRun(h)
 			if err != nil {
@@ -43,9 +44,10 @@ func TestClonersAreDeepCopies(t *testing.T) {
 				hash uint64
 			}
 			var copies []copyOf
+			spares := make([]copyOf, m.nodes) // the last CloneInto's, per process
 			for step := 0; step < 30; step++ {
-				for _, c := range copies {
-					if h.of(c.p) != c.hash {
+				for _, c := range append(copies, spares...) {
+					if c.p != nil && h.of(c.p) != c.hash {
 						t.Fatalf("%s: a clone changed as its original went on", m.algo)
 					}
 				}
@@ -64,6 +66,25 @@ func TestClonersAreDeepCopies(t *testing.T) {
 					}
 					copies = append(copies, copyOf{c, h.of(c)})
 					cloned++
+					rc, ok := p.(Recycler)
+					if !ok {
+						if m.algo == "two-phase-commit" || m.algo == "ricart-agrawala" {
+							t.Fatalf("%s: no CloneInto", m.algo)
+						}
+						continue
+					}
+					dst := spares[id].p
+					if dst == nil {
+						dst = cl.Clone()
+					}
+					if c = rc.CloneInto(dst); c == nil {
+						t.Fatalf("%s: CloneInto refused a copy of its own", m.algo)
+					}
+					if h.of(c) != h.of(p) {
+						t.Fatalf("%s walk %d step %d: p%d's copy into an old one differs from it", m.algo, walk, step, id)
+					}
+					spares[id] = copyOf{c, h.of(c)}
+					recycled++
 				}
 				chs := r.choices(nil)
 				if len(chs) == 0 {
@@ -74,6 +95,6 @@ func TestClonersAreDeepCopies(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: %d clones", m.algo, cloned)
+		t.Logf("%s: %d clones, %d into old ones", m.algo, cloned, recycled)
 	}
 }

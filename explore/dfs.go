@@ -75,7 +75,6 @@ func (e *explorer) dfs() error {
 	// One path buffer for the whole search: a step appends to its parent's
 	// path in place.
 	_, err = e.visit(r, make([]choice, 0, e.cfg.MaxDepth+1), nil, fp, slot, false)
-	e.extra += e.wide.Bytes()
 	for _, s := range e.sleeps {
 		e.extra += 24 + 16*cap(s)
 	}
@@ -94,8 +93,7 @@ func (e *explorer) dfs() error {
 // The sleep set a state was explored with is kept as a bit mask over the
 // labels enabled in it ranked by their ids (a function of the state;
 // with symmetry, of its representative: the labels renamed, inFrame), in
-// its slot's 16-bit tag or, past 15 labels, in a table beside (see
-// storeSleep).
+// its slot's tag or, past 31 labels, in a map beside (see storeSleep).
 func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot int, again bool) (bool, error) {
 	cfg := e.cfg
 	if again && cfg.POR && e.seen.Tag(slot) == 0 {
@@ -267,13 +265,11 @@ func (e *explorer) level(d int) *level {
 // enabled labels have a smaller id, counted with repeats (two enabled
 // steps with one id are one label, whose rank is that of both). Ranks
 // tell distinct ids apart and are below the number of labels, so up to
-// 15 labels the mask fits its slot's 16-bit tag; up to 32, the table of
-// wide masks (tag wideTag); beyond, the sleep set goes to a map (tag
-// overflowTag). An empty sleep set is tag 0 however many labels.
-const (
-	wideTag     = 0xFFFE
-	overflowTag = 0xFFFF
-)
+// 31 labels the mask is its slot's tag (the visited set widens its tags
+// to 32 bits when a mask first needs more than 16); beyond, the sleep set
+// goes to a map (tag overflowTag, no mask of 31 bits). An empty sleep set
+// is tag 0 however many labels.
+const overflowTag = 0xFFFF_FFFF
 
 // rank returns id's rank among labels (how many have a smaller id), and
 // whether it is one of them. Counting, without branches to mispredict,
@@ -300,7 +296,7 @@ func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot 
 		e.seen.SetTag(slot, 0)
 		return
 	}
-	if len(labels) > 32 {
+	if len(labels) > 31 {
 		e.seen.SetTag(slot, overflowTag)
 		e.sleeps[fp] = slices.Clone(sleep)
 		return
@@ -311,12 +307,7 @@ func (e *explorer) storeSleep(lv *level, labels, sleep []label, fp uint64, slot 
 			m |= 1 << uint(i)
 		}
 	}
-	if len(labels) > 15 {
-		e.seen.SetTag(slot, wideTag)
-		e.wide.Put(fp, m)
-		return
-	}
-	e.seen.SetTag(slot, uint16(m))
+	e.seen.SetTag(slot, m)
 }
 
 // againSleep compares the sleep set of a state met again with the one
@@ -335,10 +326,8 @@ func (e *explorer) againSleep(lv *level, labels, key, from []label, fp uint64, s
 			return nil, true
 		}
 		return intersect(stored, key, from), false
-	case wideTag:
-		m = e.wide.Get(fp)
 	default:
-		m = uint32(t)
+		m = t
 	}
 	var in uint32 // the bits of sleep's enabled labels, so far
 	out := lv.stored[:0]

@@ -22,7 +22,9 @@
 //     reference is one assignment, a struct is assigned whole and only its
 //     mutable fields copied deeply, funcs shared, a channel refused), and
 //     so is the payload handed to it and, if it writes, its disk; the
-//     saved state keeps the originals. Breadth first takes a state's
+//     saved state keeps the originals. A copy a restore drops is the
+//     storage of the process's next copy if it can copy itself into one
+//     (Recycler): a step then allocates nothing for it. Breadth first takes a state's
 //     steps the same way and forks (sim.Sim.Fork: everything copied) only
 //     the new states it holds, up to 65,536 not yet expanded, replaying
 //     the others. A model whose runs cannot be saved (hardware clocks,
@@ -37,8 +39,9 @@
 //     What remains per state is the simulator's step itself (each event
 //     recorded in the trace), the fingerprint of the process that
 //     stepped, the sleep sets' bookkeeping and the visited set: depth
-//     first, 1.2·10⁵ (two-phase commit, 7 RMs) to 3.8·10⁵ (Ricart–
-//     Agrawala, 3 processes) states per CPU second, not Stateright's 10⁶.
+//     first, 2.2·10⁵ (two-phase commit, 7 RMs) to 6.2·10⁵ (Ricart–
+//     Agrawala, 3 processes) states per CPU second on a loaded machine,
+//     not Stateright's 10⁶.
 //   - Fingerprints (hash.go, hashplan.go, run.go). A state is hashed by
 //     plans compiled once per type, as the copier plans its copies (a
 //     struct is hashed as its fields at their offsets, a slice as its
@@ -52,16 +55,17 @@
 //     timer ids and absolute times are not state. An algorithm may copy
 //     itself (Cloner) instead of being copied reflectively.
 //   - The visited set (set.go): 64-bit fingerprints in one flat open
-//     addressing table grown by an eighth (9.1–10.3 bytes a state; with
-//     sleep sets, a 16-bit tag a slot holds each state's sleep set as a
-//     mask over its enabled steps, 11.4–12.9; a state with 16 to 32 steps
-//     enabled keeps its mask in a table beside, 12 bytes a slot, and only
-//     one with more in a map: two-phase commit with 7 RMs, 15% of whose
-//     states have more than 15, costs 14.5 bytes a state). Hash
-//     compaction may merge two states: the chance that any two of k
-//     collide is at most k²/2⁶⁵ (Result.Omission). Breadth first adds 5
-//     bytes a state for the path to it (the parent, and the step's
-//     position among the parent's choices).
+//     addressing table grown by an eighth, mapped off the Go heap once
+//     past a MiB and unmapped when outgrown (9.1–10.3 bytes a state; with
+//     sleep sets, a tag a slot holds each state's sleep set as a mask
+//     over its enabled steps: 16 bits, 11.4–12.9 bytes a state, widened
+//     to 32 bits for every slot once a state has more than 16 steps
+//     enabled needs it, 13.7–15.4; only a state with more than 31 keeps
+//     its sleep set in a map). Hash compaction may merge two states: the
+//     chance that any two of k collide is at most k²/2⁶⁵
+//     (Result.Omission). Breadth first adds 5 bytes a state for the path
+//     to it (the parent, and the step's position among the parent's
+//     choices).
 //   - Safety, incrementally (watch.go). A state's trace is its parent's
 //     and one step's events, and the parent's was judged ok; a safety
 //     checker whose breaking events are known (an Enter for ME1 and ME3,

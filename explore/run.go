@@ -41,9 +41,12 @@ type run struct {
 	// w marks the safety checkers a step may have broken (watch.go).
 	w watch
 	// With backtracking (save and restore): cp copies a process before
-	// it steps, unless owned says it is the run's own already.
+	// it steps, unless owned says it is the run's own already; into
+	// the storage of a spare, a copy restore dropped, if it can
+	// (Recycler).
 	cp    *copier
 	owned []bool
+	spare [][]proc.Process
 	// path, for a run breadth first holds: the steps that reached it.
 	path []choice
 	// watchData: a watcher reads the events' Data (the deadlock

@@ -20,11 +20,12 @@ func Explore(cfg Config) (*Result, error) {
 	if e == nil {
 		return nil, err
 	}
+	e.seen.free()
 	return e.res, err
 }
 
 // search explores cfg and returns the explorer, its visited set with it
-// (nil if cfg is not valid).
+// (nil if cfg is not valid), to be freed (fpSet.free).
 func search(cfg Config) (*explorer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -75,7 +76,6 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
-	wide   maskTable // with POR, the sleep sets of 16 to 32 bits
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier

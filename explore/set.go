@@ -11,9 +11,10 @@ import "math/bits"
 // them again. Zero is the empty slot (a fingerprint that mixes to 0 is
 // stored as 1).
 //
-// With tags (Config.POR), each slot also holds a 16-bit tag (the sleep
-// set the state was explored with, dfs.go): 10 bytes a slot, 11.4 to
-// 12.9 bytes a state.
+// With tags (Config.POR), each slot also holds a tag (the sleep set the
+// state was explored with, dfs.go): 16 bits a slot, 11.4 to 12.9 bytes a
+// state, until a tag needs more; then every slot's tag is widened to 32
+// bits, 12 bytes a slot, 13.7 to 15.4 bytes a state.
 //
 // Two different states with one fingerprint are one state to the search,
 // which then misses the second and all it alone leads to. With k states
@@ -21,9 +22,13 @@ import "math/bits"
 // probability that any two of them collide is at most k(k−1)/2⁶⁵
 // (Holzmann's analysis of hash compaction): 2.7·10⁻⁸ for a million
 // states, 2.7·10⁻⁴ for 10⁸ (Result.Omission).
+//
+// A large set's arrays are mapped off the Go heap (newTable), so a set
+// must be freed (free) once the search is done with it.
 type fpSet struct {
 	slots []uint64
-	tags  []uint16 // nil: no tags
+	tags  []uint16 // nil: no tags, or wide ones
+	wide  []uint32 // the tags, once one needed more than 16 bits
 	n     int
 }
 
@@ -38,7 +43,7 @@ func newFPSet(tagged bool) fpSet {
 func (s *fpSet) Len() int { return s.n }
 
 // Bytes is the memory the set holds.
-func (s *fpSet) Bytes() int { return 8*len(s.slots) + 2*len(s.tags) }
+func (s *fpSet) Bytes() int { return 8*len(s.slots) + 2*len(s.tags) + 4*len(s.wide) }
 
 // growth: a full table grows by 1/growth of its size. At 7/8 full, it is
 // then 7/9 full: between 78% and 87.5% of the slots are used. (Each growth
@@ -98,91 +103,68 @@ func (s *fpSet) each(f func(m uint64)) {
 }
 
 // Tag and SetTag read and write the tag of the slot Add returned.
-func (s *fpSet) Tag(i int) uint16       { return s.tags[i] }
-func (s *fpSet) SetTag(i int, t uint16) { s.tags[i] = t }
+func (s *fpSet) Tag(i int) uint32 {
+	if s.wide != nil {
+		return s.wide[i]
+	}
+	return uint32(s.tags[i])
+}
+
+func (s *fpSet) SetTag(i int, t uint32) {
+	if s.wide == nil {
+		if t <= 0xFFFF {
+			s.tags[i] = uint16(t)
+			return
+		}
+		s.wide = newTable[uint32](len(s.tags))
+		for j, t := range s.tags {
+			s.wide[j] = uint32(t)
+		}
+		freeTable(s.tags)
+		s.tags = nil
+	}
+	s.wide[i] = t
+}
 
 func (s *fpSet) grow() {
-	old, oldTags := s.slots, s.tags
+	old, oldTags, oldWide := s.slots, s.tags, s.wide
 	size := len(old) + len(old)/growth
-	s.slots = make([]uint64, size)
+	s.slots = newTable[uint64](size)
 	if oldTags != nil {
-		s.tags = make([]uint16, size)
+		s.tags = newTable[uint16](size)
+	}
+	if oldWide != nil {
+		s.wide = newTable[uint32](size)
 	}
 	s.n = 0
 	for j, x := range old {
 		if x != 0 {
 			_, i := s.insert(x)
-			if oldTags != nil {
+			switch {
+			case oldTags != nil:
 				s.tags[i] = oldTags[j]
+			case oldWide != nil:
+				s.wide[i] = oldWide[j]
 			}
 		}
 	}
+	freeTable(old)
+	freeTable(oldTags)
+	freeTable(oldWide)
 }
+
+// free gives the set's storage back; the set is then empty.
+func (s *fpSet) free() {
+	freeTable(s.slots)
+	freeTable(s.tags)
+	freeTable(s.wide)
+	*s = fpSet{}
+}
+
+// bigTable: a table of this many bytes or more is mapped off the Go heap
+// (newTable).
+const bigTable = 1 << 20
 
 // omission bounds the probability that two of k states share a
 // fingerprint: k(k−1)/2⁶⁵.
 func omission(k int64) float64 { return float64(k) * float64(k-1) / (1 << 65) }
-
-// maskTable maps fingerprints to 32-bit masks: the sleep sets of the
-// states whose enabled steps are too many for a slot's 16-bit tag (dfs.go),
-// by open addressing with linear probing in two flat arrays, 12 bytes a
-// slot, grown as fpSet is. A state's entry is written over when its
-// sleep set changes.
-type maskTable struct {
-	keys  []uint64 // 0: empty; a fingerprint of 0 is stored as 1
-	masks []uint32
-	n     int
-}
-
-func (t *maskTable) Bytes() int { return 12 * len(t.keys) }
-
-func (t *maskTable) home(x uint64) int {
-	hi, _ := bits.Mul64(mix64(x), uint64(len(t.keys)))
-	return int(hi)
-}
-
-// slot returns x's slot, or the empty one where it would go.
-func (t *maskTable) slot(x uint64) int {
-	for i := t.home(x); ; i++ {
-		if i == len(t.keys) {
-			i = 0
-		}
-		if k := t.keys[i]; k == x || k == 0 {
-			return i
-		}
-	}
-}
-
-// Get returns x's mask (0 if none).
-func (t *maskTable) Get(x uint64) uint32 {
-	if len(t.keys) == 0 {
-		return 0
-	}
-	if x == 0 {
-		x = 1
-	}
-	return t.masks[t.slot(x)]
-}
-
-// Put sets x's mask.
-func (t *maskTable) Put(x uint64, m uint32) {
-	if x == 0 {
-		x = 1
-	}
-	if t.n+1 > len(t.keys)/8*7 {
-		old, oldMasks := t.keys, t.masks
-		size := max(64, len(old)+len(old)/growth)
-		t.keys, t.masks, t.n = make([]uint64, size), make([]uint32, size), 0
-		for j, k := range old {
-			if k != 0 {
-				t.Put(k, oldMasks[j])
-			}
-		}
-	}
-	i := t.slot(x)
-	if t.keys[i] == 0 {
-		t.keys[i] = x
-		t.n++
-	}
-	t.masks[i] = m
-}

@@ -20,6 +20,7 @@ func reached(t *testing.T, cfg Config) (map[uint64]bool, bool) {
 	}
 	set := map[uint64]bool{}
 	e.seen.each(func(m uint64) { set[m] = true })
+	e.seen.free()
 	return set, e.res.Violation != nil
 }
 
