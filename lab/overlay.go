@@ -284,6 +284,22 @@ func (w *OverlayLoad) churn(c sim.Control) {
 	c.After(2*time.Second+time.Duration(len(keys))*every+10*time.Second-c.Now(), func() { w.over = true })
 }
 
+// Phases are the run's stages, timed apart in its report: the build by
+// the workload's joins, then the lookups (with Fail, the lookups before
+// the failure; then the failure and the lookups right after it, and the
+// lookups after repair). A run without the workload's joins (a
+// scenario's or churn's membership) has none.
+func (w *OverlayLoad) Phases() []PhaseStart {
+	if !w.faulted || w.asked == 0 {
+		return nil
+	}
+	ps := []PhaseStart{{"build", 0}, {"lookups", w.settled(w.n)}}
+	if w.failAt > 0 {
+		ps = append(ps, PhaseStart{"failed", w.failAt}, PhaseStart{"repaired", w.repAt})
+	}
+	return ps
+}
+
 // phaseAt is the lookup phase a delivery at time t belongs to: before the
 // failure, right after it, after repair.
 func (w *OverlayLoad) phaseAt(t time.Duration) int {

@@ -960,6 +960,11 @@ func (s *Sim) release(slot uint32) {
 // Now is the current virtual (true) time.
 func (s *Sim) Now() time.Duration { return time.Duration(s.now) }
 
+// Events is how many events the run has handled so far (Result.Events),
+// without the copies Result makes: cheap enough for a predicate to read
+// after every step.
+func (s *Sim) Events() int64 { return s.st.Events }
+
 // Process returns the current state machine of process id (nil while it is
 // crashed), for predicates and tests to inspect.
 func (s *Sim) Process(id proc.ID) proc.Process { return s.nodes[id].p }
