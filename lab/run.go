@@ -300,6 +300,11 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 			cfg.Network.Pairwise = p
 		}
 	}
+	// A workload whose live state grows large while its processes make
+	// garbage (an overlay built by joins) sets the collector's target.
+	if gw, ok := used.(interface{ GCPercent(n int) int }); ok {
+		cfg.GCPercent = gw.GCPercent(cfg.Nodes)
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		e, err := scenario.ParseFault(src, cfg.Nodes)

@@ -311,8 +311,12 @@ func (s *Sim) Run() (res Result, err error) {
 		// does not end a run that would fit.
 		debug.SetMemoryLimit(budget)
 		defer debug.SetMemoryLimit(math.MaxInt64)
-		if s.cfg.NoGarbage && os.Getenv("GOGC") == "" {
-			if prev := debug.SetGCPercent(-1); prev != 100 {
+		if (s.cfg.NoGarbage || s.cfg.GCPercent > 0) && os.Getenv("GOGC") == "" {
+			target := s.cfg.GCPercent
+			if s.cfg.NoGarbage {
+				target = -1 // off: only the memory limit collects
+			}
+			if prev := debug.SetGCPercent(target); prev != 100 {
 				debug.SetGCPercent(prev) // the program's own setting
 			} else {
 				defer debug.SetGCPercent(prev)
