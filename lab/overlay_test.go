@@ -2,7 +2,9 @@ package lab
 
 import (
 	"math"
+	"slices"
 	"testing"
+	"time"
 )
 
 // overlayRun runs overlay algorithm name at n nodes with seed 2 and fails
@@ -262,5 +264,68 @@ func TestOverlayESMImproves(t *testing.T) {
 			t.Errorf("latency only %t: delay penalty %.3f before, %.3f after (sums over the seeds), %v climbs: want 2%% less",
 				latencyOnly, before, after, switches)
 		}
+	}
+}
+
+// TestOverlayPhases: a run of the overlay workload reports its build and
+// its lookups apart, and they add up: the lookups' events are exactly
+// the lookups asked and the hops their routes made (a failure-free run
+// sends nothing else once the joins have settled), the build's the
+// rest; the phases' wall-clock times add up to no more than the run's.
+// With Fail, the failure and the repaired lookups are phases too.
+func TestOverlayPhases(t *testing.T) {
+	f, err := Lookup("overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Algorithm("pastry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.Options(a)
+	seed := uint64(4)
+	o.Nodes, o.Seed, o.NoCheck = 3000, &seed, true
+	o.Workload.(*OverlayLoad).Lookups = 5000
+	start := time.Now()
+	r, _, err := Sim(o)
+	wall := time.Since(start).Seconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 2 || r.Phases[0].Name != "build" || r.Phases[1].Name != "lookups" {
+		t.Fatalf("phases %+v, want build then lookups", r.Phases)
+	}
+	build, lookups := r.Phases[0], r.Phases[1]
+	if want := 5000 + r.Messages.ByType["route"]; lookups.Events != want {
+		t.Errorf("lookups phase: %d events, want %d (5000 lookups, %d route hops)", lookups.Events, want, r.Messages.ByType["route"])
+	}
+	if build.Events+lookups.Events != r.Events {
+		t.Errorf("phases' events %d + %d, want the run's %d", build.Events, lookups.Events, r.Events)
+	}
+	if lookups.FromNS <= 0 || lookups.FromNS > r.VirtualNS {
+		t.Errorf("lookups from %d ns, run of %d ns", lookups.FromNS, r.VirtualNS)
+	}
+	if build.WallS <= 0 || lookups.WallS <= 0 || build.WallS+lookups.WallS > wall {
+		t.Errorf("phases' wall times %v + %v s, the run's %v s", build.WallS, lookups.WallS, wall)
+	}
+	if build.CPUS < 0 || lookups.CPUS < 0 || build.CPUS+lookups.CPUS == 0 {
+		t.Errorf("phases' CPU times %v, %v s", build.CPUS, lookups.CPUS)
+	}
+
+	o = f.Options(a)
+	o.Nodes, o.Seed, o.NoCheck = 100, &seed, true
+	w := o.Workload.(*OverlayLoad)
+	w.Fail, w.Lookups = 0.1, 50
+	if r, _, err = Sim(o); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var events int64
+	for _, p := range r.Phases {
+		names = append(names, p.Name)
+		events += p.Events
+	}
+	if !slices.Equal(names, []string{"build", "lookups", "failed", "repaired"}) || events != r.Events {
+		t.Errorf("with failures: phases %v of %d events in all, want build, lookups, failed, repaired of %d", names, events, r.Events)
 	}
 }

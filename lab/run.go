@@ -136,6 +136,13 @@ type Report struct {
 	// Periods are the faults of the run that last a while and that the
 	// trace does not record as events: partitions and pauses.
 	Periods []Period `json:"fault_periods,omitempty"`
+	// Phases are the stages of a run whose workload has some, timed
+	// apart (the overlay's build by joins, then its lookups): their
+	// events add up to Events, their wall-clock and CPU times to the
+	// simulation's, from its start to its end (the checkers and metrics
+	// after it aside). Unlike the rest of the report they are
+	// measurements of the machine, different from run to run.
+	Phases []Phase `json:"phases,omitempty"`
 }
 
 // Period is a fault that lasts a while.
@@ -293,6 +300,11 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 			cfg.Network.Pairwise = p
 		}
 	}
+	// A workload whose live state grows large while its processes make
+	// garbage (an overlay built by joins) sets the collector's target.
+	if gw, ok := used.(interface{ GCPercent(n int) int }); ok {
+		cfg.GCPercent = gw.GCPercent(cfg.Nodes)
+	}
 	applyNetwork(&cfg.Network, o.Network)
 	for _, src := range o.Faults {
 		e, err := scenario.ParseFault(src, cfg.Nodes)
@@ -336,12 +348,21 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		sinks = append(sinks, w)
 	}
 	cfg.Trace = trace.Tee(sinks...)
-	if o.Progress != nil || done != nil {
+	// A workload with stages (the overlay's build, then its lookups) has
+	// them timed apart.
+	var clock *phaseClock
+	if pw, ok := used.(phased); ok {
+		clock = &phaseClock{w: pw}
+	}
+	if o.Progress != nil || done != nil || clock != nil {
 		var count int64
 		var up func(proc.ID) bool // s.Up, made once: a method value allocates
 		cfg.Until = func(s *sim.Sim) bool {
 			if count++; o.Progress != nil && count&0xffff == 0 {
 				o.Progress(s.Now(), count)
+			}
+			if clock != nil {
+				clock.step(s)
 			}
 			if done == nil {
 				return false
@@ -358,6 +379,9 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if clock != nil {
+		clock.start()
 	}
 	res, err := s.Run()
 	if errors.Is(err, sim.ErrTooBig) { // too many processes or messages for this machine
@@ -389,6 +413,9 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 		r.TraceEvents = hasher.Events()
 	}
 	r.Periods = periods(&cfg)
+	if clock != nil {
+		r.Phases = clock.stop(res.Events)
+	}
 	for _, k := range res.ByKind {
 		r.Messages.ByType[k.Kind] = k.Count
 	}

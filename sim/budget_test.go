@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,47 @@ func TestNoGarbageChangesNoResult(t *testing.T) {
 	}
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Errorf("after a NoGarbage run the collector's setting is %d, want 100 as before", p)
+	}
+}
+
+// TestGCPercentDuringTheRun: a run given a collector's target runs with
+// it, has the trace of the same run without, and leaves the collector's
+// setting as it found it.
+func TestGCPercentDuringTheRun(t *testing.T) {
+	t.Setenv("GOGC", "") // the program's own setting, whatever the environment
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	run := func(percent int) (hash string, during int) {
+		h := trace.NewHasher(trace.Header{Nodes: 50})
+		s, err := New(Config{Nodes: 50, Seed: 3, New: func(proc.ID, int) proc.Process { return relay{} },
+			Trace: h, MaxEvents: 5000, GCPercent: percent, MemoryBudget: 1 << 30,
+			Until: func(*Sim) bool {
+				during = debug.SetGCPercent(-1)
+				debug.SetGCPercent(during)
+				return false
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return h.Sum(), during
+	}
+	a, during := run(0)
+	if during != 100 {
+		t.Errorf("without GCPercent the collector's setting during the run is %d, want the program's 100", during)
+	}
+	b, during := run(250)
+	if a != b {
+		t.Errorf("trace with GCPercent %s, without %s", b, a)
+	}
+	if during != 250 {
+		t.Errorf("with GCPercent 250 the collector's setting during the run is %d", during)
+	}
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("after the run the collector's setting is %d, want 100 as before", p)
+	}
+	if _, err := New(Config{Nodes: 2, GCPercent: -1}); err == nil || !strings.Contains(err.Error(), "GCPercent = -1") {
+		t.Errorf("GCPercent -1: error %v, want one naming it", err)
 	}
 }

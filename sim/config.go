@@ -86,6 +86,20 @@ type Config struct {
 	// GOMEMLIMIT set), when GOGC is set, or when the program has changed
 	// the collector's setting from its default.
 	NoGarbage bool
+	// GCPercent is the collector's target during Run (as GOGC: the heap
+	// may grow by GCPercent% of what the last collection left live
+	// before the next), for a run whose live state grows large while its
+	// processes make garbage too (an overlay built by joins: each join's
+	// messages are garbage once delivered, the tables they fill stay
+	// live). Each collection marks the whole live state, so the
+	// collector's work is about the garbage made over GCPercent/100
+	// times; a higher target does less of it for a heap up to
+	// 1 + GCPercent/100 times the live one, still under MemoryBudget
+	// (the runtime's memory limit collects harder as it nears it). 0
+	// keeps the program's (100 by default). Ignored, as NoGarbage is,
+	// when Run sets no memory limit, when GOGC is set, or when the
+	// program has changed the collector's setting from its default.
+	GCPercent int
 }
 
 // Network models every link. Links override it per directed pair.
@@ -217,6 +231,9 @@ func (c HWClock) Read(t time.Duration) time.Duration {
 func (c *Config) Validate() error {
 	if c.Nodes < 1 {
 		return fmt.Errorf("nodes = %d: need at least 1", c.Nodes)
+	}
+	if c.GCPercent < 0 {
+		return fmt.Errorf("GCPercent = %d: want a percentage, or 0 for the program's", c.GCPercent)
 	}
 	if c.Nodes > math.MaxInt32 {
 		return fmt.Errorf("nodes = %d: at most %d", c.Nodes, math.MaxInt32)

@@ -311,8 +311,12 @@ func (s *Sim) Run() (res Result, err error) {
 		// does not end a run that would fit.
 		debug.SetMemoryLimit(budget)
 		defer debug.SetMemoryLimit(math.MaxInt64)
-		if s.cfg.NoGarbage && os.Getenv("GOGC") == "" {
-			if prev := debug.SetGCPercent(-1); prev != 100 {
+		if (s.cfg.NoGarbage || s.cfg.GCPercent > 0) && os.Getenv("GOGC") == "" {
+			target := s.cfg.GCPercent
+			if s.cfg.NoGarbage {
+				target = -1 // off: only the memory limit collects
+			}
+			if prev := debug.SetGCPercent(target); prev != 100 {
 				debug.SetGCPercent(prev) // the program's own setting
 			} else {
 				defer debug.SetGCPercent(prev)
@@ -959,6 +963,11 @@ func (s *Sim) release(slot uint32) {
 
 // Now is the current virtual (true) time.
 func (s *Sim) Now() time.Duration { return time.Duration(s.now) }
+
+// Events is how many events the run has handled so far (Result.Events),
+// without the copies Result makes: cheap enough for a predicate to read
+// after every step.
+func (s *Sim) Events() int64 { return s.st.Events }
 
 // Process returns the current state machine of process id (nil while it is
 // crashed), for predicates and tests to inspect.
