@@ -643,6 +643,7 @@ func (p *peer) read(l *link, fr *frameReader) error {
 			rx.bytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
 			rx.next.Add(1)
+			q.heard()
 			delivered = true
 		case kindPing:
 			asked = true
