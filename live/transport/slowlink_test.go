@@ -2,6 +2,7 @@ package transport
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,4 +83,61 @@ func TestSlowLinkFullWindowsBothWays(t *testing.T) {
 	}
 	t.Logf("p0 %+v", sa)
 	t.Logf("p1 %+v", sb)
+}
+
+// TestStalledPeerDoesNotResume: a member whose handler blocks and whose
+// connection then fails cannot take a new one (a connection is served
+// only once the reader of the one it replaces has stopped, and that
+// reader waits in the handler), so its sender dials, passes the
+// handshake, and gets no resumption. The sender reports that as a stall,
+// as it does a member that stops reading on a connection that stays up,
+// rather than stay silently not connected; once the handler returns,
+// everything arrives once, in order.
+func TestStalledPeerDoesNotResume(t *testing.T) {
+	logs := newLogBuffer()
+	a, b, toB, toA := proxiedPair(t, func(c *Config) {
+		c.QueueBytes, c.MaxFrame = 64<<10, 1<<10
+		if c.Self == 0 {
+			c.Logger = logs.logger()
+		}
+	})
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	box := newInbox()
+	var handled atomic.Uint64
+	blocked := make(chan struct{})
+	a.Start(func(proc.ID, []byte) {})
+	b.Start(func(from proc.ID, p []byte) {
+		if handled.Add(1) == 100 {
+			close(blocked)
+			<-release
+		}
+		box.handle(from, p)
+	})
+	const n = 5000
+	done := box.expect(0, n)
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- sendAll(a, 1, 0, n, 200, 30*time.Second) }()
+	waitClosed(t, blocked, 10*time.Second, "the handler to block")
+	toB.cut()
+	toA.cut()
+	line, err := logs.waitLine(15*time.Second, "transport: the member stopped reading", "peer=p1")
+	if err != nil {
+		t.Fatalf("%v; p0 %+v; p1 handled %d, %+v", err, a.Stats().Peers[1], handled.Load(), b.Stats().Peers[0])
+	}
+	if s := a.Stats().Peers[1]; s.Stalled == 0 {
+		t.Errorf("stats %+v: want a stall counted", s)
+	}
+	t.Log(line)
+	unblock()
+	if err := <-sendErr; err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, done, 20*time.Second, "every payload after the member reads again")
+	box.check(t)
+	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 || b.Stats().Peers[0].Received != n {
+		t.Errorf("p0's stats %+v, p1 received %d; want nothing dropped, %d received", s, b.Stats().Peers[0].Received, n)
+	}
 }
