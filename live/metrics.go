@@ -97,7 +97,7 @@ func (n *Node) writeTransportMetrics(w io.Writer) {
 	gauge("cohort_peer_reconnects_total", "Connections to the peer established after the first.", func(p transportPeer) float64 { return float64(p.Reconnects) }, "counter")
 	gauge("cohort_peer_resent_total", "Frames written again on a new connection to the peer because it had not acknowledged them.", func(p transportPeer) float64 { return float64(p.Resent) }, "counter")
 	gauge("cohort_peer_dropped_restart_total", "Frames sent to the peer and dropped unacknowledged because it restarted.", func(p transportPeer) float64 { return float64(p.DroppedRestart) }, "counter")
-	gauge("cohort_peer_stalled_total", "Connections to the peer cut because it stopped reading (its queue full, nothing acknowledged, for the idle timeout).", func(p transportPeer) float64 { return float64(p.Stalled) }, "counter")
+	gauge("cohort_peer_stalled_total", "Connections to the peer cut because it stopped reading (its queue full, nothing acknowledged and no data from it, for the idle timeout), or given up because it did not resume a new one.", func(p transportPeer) float64 { return float64(p.Stalled) }, "counter")
 	fmt.Fprintf(w, "# HELP cohort_handshakes_rejected_total Inbound connections closed during the handshake.\n# TYPE cohort_handshakes_rejected_total counter\ncohort_handshakes_rejected_total %d\n", st.Rejected)
 }
 

@@ -189,9 +189,6 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		}
 	}
 	if c.DataDir != "" {
-		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-			return nil, bad("data_dir", "%v", err)
-		}
 		for _, p := range []*string{&c.Trace, &c.TraceDir, &c.TLSDir, &c.SecretFile, &c.TokenFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(c.DataDir, *p)
@@ -296,6 +293,12 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	}
 	if c.APIConns < 0 {
 		return nil, bad("api_max_conns", "%d: want a positive number of connections, or 0 for the default", c.APIConns)
+	}
+	// Made last, so that a configuration refused leaves nothing behind.
+	if c.DataDir != "" {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return nil, bad("data_dir", "%v", err)
+		}
 	}
 	return &c, nil
 }

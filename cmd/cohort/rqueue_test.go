@@ -135,10 +135,12 @@ func TestReplicatedQueueSurvivesKillAndRestart(t *testing.T) {
 	t.Logf("%d messages put and got in order through SIGKILLs of nodes 0 and 1 and of the whole cluster", len(put))
 }
 
-// queues: in node.yaml: bad values and combinations exit 2 naming them.
+// queues: in node.yaml: bad values and combinations exit 2 naming them,
+// and leave no data_dir behind.
 func TestNodeQueuesSettingBadInput(t *testing.T) {
 	dir := t.TempDir()
 	base := "id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\n"
+	data := filepath.Join(dir, "d")
 	for text, want := range map[string]string{
 		base + "data_dir: d\nqueues: r3\n":                                           `queues: "r3": want replicated`,
 		base + "lock: ricart-agrawala\ngroup: total-sequencer\nqueues: replicated\n": "queues: replicated: the queues are replicated on the log of lock: raft",
@@ -151,11 +153,16 @@ func TestNodeQueuesSettingBadInput(t *testing.T) {
 		base + "data_dir: d\nqueues: local\nqueue_limits: {messages: 5}\n":           "queue_limits.messages: 5: bounds replicated queues",
 		base + "data_dir: d\nqueue_limits: {sate: 5}\n":                              "sate",
 	} {
+		text = strings.ReplaceAll(text, "data_dir: d\n", "data_dir: "+data+"\n")
 		p := filepath.Join(dir, "node.yaml")
 		os.WriteFile(p, []byte(text), 0o644)
 		code, _, errs := cli(t, "node", "--config", p)
 		if code != 2 || !strings.Contains(errs, want) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", text, code, errs, want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%q: refused, yet data_dir %s was made (%v)", text, data, err)
+			os.Remove(data)
 		}
 	}
 }

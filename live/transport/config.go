@@ -91,8 +91,8 @@ type Config struct {
 	// IdleTimeout: a connection on which no complete frame (data, ack or
 	// ping) arrives within this long of the reader starting to wait for it
 	// is closed. So is one to a member that stops reading: Sends to it
-	// refused (its queue full) for this long, and nothing acknowledged
-	// meanwhile (PeerStats.Stalled). It must be at least twice
+	// refused (its queue full) for this long, and meanwhile nothing
+	// acknowledged and no data frame from it (PeerStats.Stalled). It must be at least twice
 	// PingInterval. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// DialBackoffMin and DialBackoffMax bound the delay between attempts to

@@ -115,10 +115,20 @@
 //
 // A member that stops reading (its handler is stuck, say) is not only
 // capped but cut off: when Sends to it have been refused for IdleTimeout
-// (its queue at the bound) and it has acknowledged nothing meanwhile, the
-// connection is closed, the WARN line says why, and PeerStats.Stalled
-// counts it. What it had not acknowledged is kept, within the bound, and
-// written again if it reads again.
+// (its queue at the bound) and meanwhile it has acknowledged nothing and
+// sent no data frame, the connection is closed, the WARN line says why,
+// and PeerStats.Stalled counts it. Its data frames count as progress,
+// since its acks leave behind them: on a slow link two members may each
+// write a window that takes longer than IdleTimeout to pass, reading the
+// other's all along, and neither has stopped reading. (The price: a
+// member that stops reading but keeps sending is not cut.)
+//
+// A stuck member whose connection fails cannot take a new one: the one
+// it replaces still has a reader, waiting in the handler. Its sender
+// passes the handshake and gets no resumption within HandshakeTimeout,
+// and reports that as a stall too (the WARN line says the member does
+// not resume). What the member had not acknowledged is kept, within the
+// bound, and written again if it reads again.
 //
 // A connection starts with a handshake (see handshake.go for the messages):
 // the dialer sends a hello naming the protocol version, the authentication

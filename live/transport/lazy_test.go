@@ -144,11 +144,18 @@ func TestLazyLinksStayBounded(t *testing.T) {
 	}
 	maxOpen := 0
 	// talk sends, every 20 ms for d, from every member to its
-	// neighbours at distance k on the ring, counting open links.
-	talk := func(k int, d time.Duration) {
+	// neighbours at distance k on the ring, counting open links; then on,
+	// until until holds (if not nil), failing if it does not within 10 s.
+	talk := func(k int, d time.Duration, until func() bool, what string) {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for end := time.Now().Add(d); time.Now().Before(end); <-tick.C {
+		start := time.Now()
+		for ; ; <-tick.C {
+			if elapsed := time.Since(start); elapsed >= d && (until == nil || until()) {
+				return
+			} else if elapsed > d+10*time.Second {
+				t.Fatalf("talking at distance %d for %v: not yet %s", k, elapsed, what)
+			}
 			for i, tr := range trs {
 				for _, j := range []int{(i + k) % n, (i - k + n) % n} {
 					to := proc.ID(j)
@@ -177,16 +184,18 @@ func TestLazyLinksStayBounded(t *testing.T) {
 			return true
 		}
 	}
-	talk(1, time.Second)
+	talk(1, time.Second, nil, "")
 	if maxOpen > 2 {
 		t.Errorf("talking to 2 neighbours, a member held %d connections", maxOpen)
 	}
 	maxOpen = 0
-	talk(3, 3*idle)
+	// The old connections close once idle, while the new ones carry the
+	// talk: the members go on talking until each holds just those (a
+	// wait after the talk would race the new ones' own idle close).
+	talk(3, 3*idle, neighbours(3), "every member holding just its new neighbours' connections")
 	if maxOpen > 4 {
 		t.Errorf("moving to 2 other neighbours, a member held %d connections", maxOpen)
 	}
-	waitUntil(t, 10*time.Second, "every member to hold just its new neighbours' connections", neighbours(3))
 	waitUntil(t, 10*time.Second, "every connection to close once idle", func() bool {
 		for _, tr := range trs {
 			if len(open(tr)) > 0 {

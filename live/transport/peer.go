@@ -267,6 +267,16 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 			l.conn.Close()
 			return err // the member dropped it: it lost a race of dials, say
 		}
+		if errors.Is(err, errIdle) {
+			// The member lives (it passed the handshake) but does not
+			// resume: it serves a connection only once the reader of
+			// the one it replaces has stopped, and that reader waits in
+			// a handler that does not return. It has stopped reading.
+			p.stalls.Add(1)
+			l.cut.Store(true)
+			queued, unacked := p.q.len()
+			l.log.Warn("transport: the member stopped reading: it does not resume the connection", "after", t.cfg.HandshakeTimeout.String(), "frames", queued+unacked)
+		}
 		if err != nil {
 			l.conn.Close()
 			return fmt.Errorf("no resumption after the handshake: %w", err)
@@ -643,6 +653,7 @@ func (p *peer) read(l *link, fr *frameReader) error {
 			rx.bytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
 			rx.next.Add(1)
+			q.heard()
 			delivered = true
 		case kindPing:
 			asked = true

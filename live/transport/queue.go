@@ -90,8 +90,9 @@ type sendQueue struct {
 	// lastData: when a data frame last passed either way (mono).
 	lastData atomic.Int64
 	// fullSince: when a Send was first refused since the member last
-	// acknowledged progress (zero: none since). A member that reads
-	// nothing for long while its queue is full is cut off (stalled).
+	// showed progress (zero: none since): acknowledged frames, or sent a
+	// data frame (heard). A member that reads nothing for long while its
+	// queue is full is cut off (stalled).
 	fullSince time.Time
 	full      atomic.Bool // fullSince is set (read without mu)
 
@@ -468,6 +469,23 @@ func (q *sendQueue) finishFlush() bool {
 	}
 	q.flushed = true
 	return true
+}
+
+// heard records that a data frame from the member has arrived. Its
+// acknowledgements leave behind the frames it writes, so while it writes
+// a long run of them (on a slow link, a window resent takes longer than
+// IdleTimeout to pass) they say nothing of whether it reads: its Sends
+// are progress enough, and the stall clock starts again. A member that
+// stops reading is then cut only once it also stops sending (or sends
+// acks that acknowledge nothing).
+func (q *sendQueue) heard() {
+	if !q.full.Load() {
+		return
+	}
+	q.mu.Lock()
+	q.fullSince = time.Time{}
+	q.full.Store(false)
+	q.mu.Unlock()
 }
 
 // stalled reports whether Sends have been refused for at least d without

@@ -21,6 +21,7 @@ import (
 type cutProxy struct {
 	ln     net.Listener
 	target string
+	rate   int // bytes per second each way; 0: as fast as loopback
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -31,7 +32,13 @@ type cutProxy struct {
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {
-	p := &cutProxy{ln: listen(t), target: target, conns: map[net.Conn]struct{}{}}
+	return newPacedProxy(t, target, 0)
+}
+
+// newPacedProxy returns a cutProxy that forwards at most rate bytes a
+// second each way (0: no limit), as a slow link does.
+func newPacedProxy(t *testing.T, target string, rate int) *cutProxy {
+	p := &cutProxy{ln: listen(t), target: target, rate: rate, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -73,13 +80,42 @@ func (p *cutProxy) accept() {
 
 // pipe copies from one end to the other until either fails.
 func (p *cutProxy) pipe(from, to net.Conn) {
-	io.Copy(to, from)
+	if p.rate == 0 {
+		io.Copy(to, from)
+	} else {
+		pace(to, from, p.rate)
+	}
 	reset(from)
 	reset(to)
 	p.mu.Lock()
 	delete(p.conns, from)
 	delete(p.conns, to)
 	p.mu.Unlock()
+}
+
+// pace copies from src to dst at rate bytes a second, in slices of at
+// most a hundredth of a second's worth, each held for as long as its
+// bytes take at that rate (after the one before it), until either fails.
+func pace(dst io.Writer, src io.Reader, rate int) {
+	buf := make([]byte, max(rate/100, 1))
+	next := time.Now()
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if now := time.Now(); next.Before(now) {
+				next = now
+			}
+			next = next.Add(time.Duration(n) * time.Second / time.Duration(rate))
+			// The link's pace, not a wait for a condition.
+			time.Sleep(time.Until(next))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // cut resets every connection through the proxy.
@@ -120,8 +156,14 @@ func reset(c net.Conn) {
 // proxiedPair creates members 0 and 1, each reaching the other through a
 // cutProxy (nil where direct is set), not started.
 func proxiedPair(t *testing.T, edit func(*Config)) (a, b *TCP, toB, toA *cutProxy) {
+	return pacedPair(t, 0, edit)
+}
+
+// pacedPair is proxiedPair over proxies that forward at most rate bytes
+// a second each way (0: no limit).
+func pacedPair(t *testing.T, rate int, edit func(*Config)) (a, b *TCP, toB, toA *cutProxy) {
 	lnA, lnB := listen(t), listen(t)
-	toB, toA = newCutProxy(t, lnB.Addr().String()), newCutProxy(t, lnA.Addr().String())
+	toB, toA = newPacedProxy(t, lnB.Addr().String(), rate), newPacedProxy(t, lnA.Addr().String(), rate)
 	logger := testLogger(t)
 	mk := func(self proc.ID, ln net.Listener, peer proc.ID, addr string) *TCP {
 		cfg := fastConfig(self, ln, map[proc.ID]string{peer: addr}, logger)

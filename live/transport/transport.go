@@ -122,9 +122,11 @@ type PeerStats struct {
 	// (TCP only.)
 	DroppedRestart uint64
 	// Stalled: connections cut because the member stopped reading: Sends
-	// to it were refused (its queue full) for IdleTimeout and it
-	// acknowledged nothing meanwhile. What it had not acknowledged is
-	// resent when it comes back. (TCP only.)
+	// to it were refused (its queue full) for IdleTimeout and meanwhile
+	// it acknowledged nothing and sent no data frame; or it passed the
+	// handshake of a new connection and did not resume it within
+	// HandshakeTimeout (its handler has not returned). What it had not
+	// acknowledged is resent when it comes back. (TCP only.)
 	Stalled uint64
 	// IdleClosed: connections this member closed because no data had
 	// passed either way for Config.LinkIdle. (TCP only.)
