@@ -48,7 +48,8 @@ type peer struct {
 	connected                     atomic.Bool
 	received                      atomic.Uint64
 	reconnects, rejected, dropped atomic.Uint64
-	stalls, idleClosed            atomic.Uint64
+	stalls, idleClosed, evicted   atomic.Uint64
+	lastRecv                      atomic.Int64 // when a data frame last came (mono)
 
 	// running: the dialer (run) is running. With Config.LinkIdle it runs
 	// only while there is something to send and no connection (kick).
@@ -82,6 +83,10 @@ type link struct {
 	follows *link         // the other side's connection it replaced, until it is up (p.mu)
 	served  bool          // it got past the resumption (p.mu)
 	upAt    time.Time     // when it did
+	// Config.MaxLinks: when it was counted (mono), and whether it was
+	// closed to make room for another (linkCap).
+	admitted int64
+	evicted  atomic.Bool
 }
 
 func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
@@ -108,6 +113,7 @@ func (p *peer) stats() PeerStats {
 		DroppedRestart: p.q.droppedRestart.Load(),
 		Stalled:        p.stalls.Load(),
 		IdleClosed:     p.idleClosed.Load(),
+		Evicted:        p.evicted.Load(),
 	}
 }
 
@@ -212,7 +218,9 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.t.races.Add(1)
 		return errLost
 	}
+	p.t.cap.admit(p, l, old)
 	defer func() {
+		p.t.cap.release(l)
 		p.mu.Lock()
 		if p.link == l {
 			p.setLink(nil)
@@ -428,6 +436,8 @@ func (p *peer) logEnd(l *link, err error) {
 		l.log.Debug("transport: peer closed its connection")
 	case err == errLinkIdle:
 		l.log.Debug("transport: closed an idle connection", "after", p.t.cfg.LinkIdle.String())
+	case l.evicted.Load():
+		l.log.Debug("transport: closed the least recently used connection", "max_links", p.t.cfg.MaxLinks)
 	case l.cut.Load():
 		// Logged when cut.
 	case p.t.closing.Load() || err == errClosing || errors.Is(err, net.ErrClosed):
@@ -640,6 +650,7 @@ func (p *peer) read(l *link, fr *frameReader) error {
 		switch kind {
 		case kindData:
 			p.received.Add(1)
+			p.lastRecv.Store(mono())
 			rx.bytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
 			rx.next.Add(1)

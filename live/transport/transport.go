@@ -75,6 +75,9 @@ type Stats struct {
 	// Rejected counts inbound connections closed during the handshake,
 	// whatever (if anything) they claimed to be.
 	Rejected uint64
+	// Links and PeakLinks: with Config.MaxLinks, the connections this
+	// member holds, and the most it held at once. 0 without. (TCP only.)
+	Links, PeakLinks int
 }
 
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
@@ -129,6 +132,9 @@ type PeerStats struct {
 	// IdleClosed: connections this member closed because no data had
 	// passed either way for Config.LinkIdle. (TCP only.)
 	IdleClosed uint64
+	// Evicted: connections this member closed to stay within
+	// Config.MaxLinks (the least recently used). (TCP only.)
+	Evicted uint64
 }
 
 // CertName is the name a member's certificate must carry, as a DNS subject
