@@ -120,12 +120,13 @@ type Config struct {
 	// once (those it dialed and those it accepted), for a process that
 	// holds many members or a member of a group too large for a
 	// connection per peer: a connection that comes up when MaxLinks are
-	// up closes the least recently used of the others — one with
-	// everything on it acknowledged both ways if there is one
-	// (PeerStats.Evicted). As with LinkIdle, the link loses and
-	// duplicates nothing for that: what is left to send dials again and
-	// resumes. It needs LinkIdle (a kept link would be redialed at once).
-	// 0 means no bound.
+	// up closes the least recently used of the others with everything on
+	// it acknowledged both ways (PeerStats.Evicted); if none is, the new
+	// one is refused (Stats.LinksRefused) and its dialer backs off. A
+	// member dials only when one would be admitted. As with LinkIdle, a
+	// link loses and duplicates nothing for that: what is left to send
+	// dials again and resumes. It needs LinkIdle (a kept link would be
+	// redialed at once). 0 means no bound.
 	MaxLinks int
 
 	// Joins lets nodes join the running cluster: an authenticated member

@@ -99,9 +99,10 @@
 // dials again, and the resumption delivers it once. A member then holds
 // about as many connections as it has peers it talked to within LinkIdle.
 // Config.MaxLinks bounds that number: a connection that comes up when
-// MaxLinks are up closes the least recently used of the others, one with
-// everything on it acknowledged both ways if any (PeerStats.Evicted) —
-// so that a process holding a thousand members stays within its file
+// MaxLinks are up closes the least recently used of the others with
+// everything on it acknowledged both ways (PeerStats.Evicted), or, if
+// none is, is itself refused and its dialer backs off (Stats.LinksRefused)
+// — so that a process holding a thousand members stays within its file
 // descriptors while they form (maxlinks.go).
 //
 // After the handshake (below), each side's first ack tells the other the

@@ -77,10 +77,11 @@ func TestMaxLinks(t *testing.T) {
 			for _, ch := range done {
 				waitClosed(t, ch, 20*time.Second, "every payload")
 			}
-			var evicted uint64
+			var evicted, refused uint64
 			for i, tr := range trs {
 				boxes[i].check(t)
 				s := tr.Stats()
+				refused += s.LinksRefused
 				if s.PeakLinks > tc.k {
 					t.Errorf("member %d held %d connections at once, more than MaxLinks = %d", i, s.PeakLinks, tc.k)
 				}
@@ -94,7 +95,7 @@ func TestMaxLinks(t *testing.T) {
 			if evicted == 0 {
 				t.Error("no connection was closed for the cap: the test did not exercise it")
 			}
-			t.Logf("%d connections closed for the cap", evicted)
+			t.Logf("%d connections closed for the cap, %d refused", evicted, refused)
 		})
 	}
 }

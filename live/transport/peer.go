@@ -87,6 +87,7 @@ type link struct {
 	// closed to make room for another (linkCap).
 	admitted int64
 	evicted  atomic.Bool
+	reserved bool // its dial holds a slot admit has not used yet (linkCap.mu)
 }
 
 func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
@@ -218,7 +219,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.t.races.Add(1)
 		return errLost
 	}
-	p.t.cap.admit(p, l, old)
+	admitted := p.t.cap.admit(p, l, old)
 	defer func() {
 		p.t.cap.release(l)
 		p.mu.Lock()
@@ -231,6 +232,10 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.mu.Unlock()
 		close(l.done)
 	}()
+	if !admitted { // (old is nil: a connection that replaces one is always admitted)
+		l.conn.Close()
+		return errLinkBusy
+	}
 	if old != nil {
 		// Frames from l reach the handler only after old's reader has
 		// stopped, and l's writer starts after old's: so each direction
@@ -353,16 +358,31 @@ func (p *peer) run() {
 		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
 			return
 		}
+		if !p.t.cap.reserve() {
+			// MaxLinks connections up or being dialed, each busy:
+			// dial once one is quiet, or ends (linkCap).
+			if !sleep(ctx, backoff(1, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
+				return
+			}
+			continue
+		}
 		// The dial starts when this member sees the pair without a
 		// connection: one the other member's dial brings up after this
 		// is a race of dials, even if a busy scheduler delays this dial.
 		decided := time.Now()
 		if l, _ := p.current(); l != nil {
+			p.t.cap.unreserve(nil)
 			continue
 		}
 		l, fr, err := p.dial(ctx, decided)
+		if l == nil {
+			p.t.cap.unreserve(nil)
+		} else if p.t.cap != nil {
+			l.reserved = true // (not shared yet)
+		}
 		if ctx.Err() != nil {
 			if l != nil {
+				p.t.cap.unreserve(l)
 				l.raw.Close()
 				p.t.untrack(l.raw)
 			}
@@ -373,12 +393,18 @@ func (p *peer) run() {
 			continue
 		}
 		err = p.runLink(l, fr)
+		p.t.cap.unreserve(l)
 		l.raw.Close()
 		p.t.untrack(l.raw)
 		p.logEnd(l, err)
-		if err == errLost {
+		switch {
+		case err == errLost:
 			attempt = 0 // the pair has a connection: wait on it
-		} else {
+		case !l.served:
+			// Refused (errLinkBusy, at either end) or failed before it
+			// was up: back off further, as from a failed dial.
+			attempt = max(attempt, retry) + 1
+		default:
 			attempt = retry
 		}
 	}
@@ -436,6 +462,8 @@ func (p *peer) logEnd(l *link, err error) {
 		l.log.Debug("transport: peer closed its connection")
 	case err == errLinkIdle:
 		l.log.Debug("transport: closed an idle connection", "after", p.t.cfg.LinkIdle.String())
+	case err == errLinkBusy:
+		l.log.Debug("transport: connection refused: "+err.Error(), "max_links", p.t.cfg.MaxLinks)
 	case l.evicted.Load():
 		l.log.Debug("transport: closed the least recently used connection", "max_links", p.t.cfg.MaxLinks)
 	case l.cut.Load():

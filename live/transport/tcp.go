@@ -215,7 +215,7 @@ func (t *TCP) Stats() Stats {
 	for id, p := range peers {
 		s.Peers[id] = p.stats()
 	}
-	s.Links, s.PeakLinks = t.cap.stats()
+	s.Links, s.PeakLinks, s.LinksRefused = t.cap.stats()
 	return s
 }
 

@@ -78,6 +78,10 @@ type Stats struct {
 	// Links and PeakLinks: with Config.MaxLinks, the connections this
 	// member holds, and the most it held at once. 0 without. (TCP only.)
 	Links, PeakLinks int
+	// LinksRefused: with Config.MaxLinks, connections refused as they
+	// came up because MaxLinks were up, none with everything on it
+	// acknowledged; their dialer backs off.
+	LinksRefused uint64
 }
 
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
