@@ -402,8 +402,10 @@ func (p *peer) run() {
 			attempt = 0 // the pair has a connection: wait on it
 		case !l.served:
 			// Refused (errLinkBusy, at either end) or failed before it
-			// was up: back off further, as from a failed dial.
-			attempt = max(attempt, retry) + 1
+			// was up: back off further, as from a failed dial, but by
+			// at most about half a second: a busy member is busy for
+			// milliseconds (until its frames are acknowledged).
+			attempt = min(max(attempt, retry)+1, 5)
 		default:
 			attempt = retry
 		}
