@@ -232,7 +232,12 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.mu.Unlock()
 		close(l.done)
 	}()
-	if !admitted { // (old is nil: a connection that replaces one is always admitted)
+	if !admitted {
+		// (A connection that replaces a counted one is always admitted:
+		// old, if any, was evicted and is ending.)
+		if old != nil {
+			old.conn.Close()
+		}
 		l.conn.Close()
 		return errLinkBusy
 	}
