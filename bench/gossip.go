@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cohort-go/cohort/epidemic"
@@ -52,6 +53,11 @@ type GossipConfig struct {
 	// for LinkIdle is closed (transport.Config.LinkIdle). 0: every pair
 	// of members that learnt of each other holds a connection.
 	LinkIdle time.Duration
+	// MaxLinks, with LinkIdle, bounds the connections each member holds
+	// at once (transport.Config.MaxLinks): a process of n members then
+	// holds at most n·MaxLinks descriptors for them, plus those in their
+	// handshake. 0: no bound.
+	MaxLinks int
 }
 
 // GossipResult is what a membership benchmark measured.
@@ -194,7 +200,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			} else {
 				seed = ln.Addr().String()
 			}
-			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, LinkIdle: cfg.LinkIdle, Logger: log})
+			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, LinkIdle: cfg.LinkIdle, MaxLinks: cfg.MaxLinks, Logger: log})
 			if err != nil {
 				return res, err
 			}
@@ -365,6 +371,14 @@ func openFDs() int {
 		return 0
 	}
 	return len(fds)
+}
+
+// fdLimits is the process's limit on open descriptors (RLIMIT_NOFILE),
+// soft and hard.
+func fdLimits() (soft, hard uint64, err error) {
+	var l syscall.Rlimit
+	err = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	return l.Cur, l.Max, err
 }
 
 // links is the connections per member (each counted at both ends).

@@ -372,6 +372,7 @@ var (
 	gossipTimeout   = flag.Duration("gossip.timeout", 15*time.Minute, "how long BenchmarkGossipLarge waits for its run before it fails")
 	gossipTCP       = flag.Bool("gossip.tcp", false, "BenchmarkGossipLarge's members each on a TCP transport on loopback, instead of one in-process network")
 	gossipLinkIdle  = flag.Duration("gossip.linkidle", 0, "with -gossip.tcp, lazy links closed after this idle time (transport.Config.LinkIdle); 0: a connection per pair, kept")
+	gossipMaxLinks  = flag.Int("gossip.maxlinks", 0, "with -gossip.linkidle, the most connections each member holds at once (transport.Config.MaxLinks); 0: no bound")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
@@ -391,13 +392,18 @@ func BenchmarkGossipLarge(b *testing.B) {
 	}
 	name := fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod)
 	if *gossipTCP {
-		name = fmt.Sprintf("cohort-tcp/members=%d/period=%v/linkidle=%v", n, *gossipPeriod, *gossipLinkIdle)
+		name = fmt.Sprintf("cohort-tcp/members=%d/period=%v/linkidle=%v/maxlinks=%d", n, *gossipPeriod, *gossipLinkIdle, *gossipMaxLinks)
+		// Go raises the soft limit on descriptors to the hard one at
+		// start (package syscall, since Go 1.19): say what they are.
+		if soft, hard, err := fdLimits(); err == nil {
+			b.Logf("RLIMIT_NOFILE: soft %d, hard %d", soft, hard)
+		}
 	}
 	b.Run(name, func(b *testing.B) {
 		for range b.N {
 			ctx, cancel := context.WithTimeout(context.Background(), *gossipTimeout)
 			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle,
-				InProc: !*gossipTCP, LinkIdle: *gossipLinkIdle})
+				InProc: !*gossipTCP, LinkIdle: *gossipLinkIdle, MaxLinks: *gossipMaxLinks})
 			cancel()
 			if err != nil {
 				b.Logf("so far: %+v", r)

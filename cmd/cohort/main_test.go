@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/trace"
@@ -294,6 +295,11 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nrelays: [{source: a/b, to: [x:1], queue: q}]\n":                                `relays: 0: source: bad queue name`,
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nrelays: [{source: a, queue: q}]\n":                                             "relays: 0: to: none given",
 		"id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\nlock_max_ttl: 1h\n":  "lock_max_ttl: 1h0m0s: want 100ms to 10m0s",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlink_idle: -1s\n":                                                              "link_idle: -1s: want at least 10ms",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlink_idle: 1ms\n":                                                              "link_idle: 1ms: want at least 10ms",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlink_idle: 1s\nmax_links: -3\n":                                                "max_links: -3: want a positive number",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nmax_links: 6\n":                                                                "max_links: 6 needs link_idle",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nmax_links: many\n":                                                             "max_links: cannot unmarshal !!str `many`",
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock_idle: soon\n":                                                             "line 6: lock_idle: cannot unmarshal !!str `soon` into time.Duration (want a duration such as",
 	}
 	for text, want := range cases {
@@ -309,6 +315,10 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 	c, err := loadNodeConfig(p, "")
 	if err != nil || c.Trace != filepath.Join(dir, "d", "t.jsonl") {
 		t.Errorf("data_dir: %v, trace %q", err, c.Trace)
+	}
+	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\nlink_idle: 2s\nmax_links: 6\n"), 0o644)
+	if c, err := loadNodeConfig(p, ""); err != nil || c.LinkIdle != 2*time.Second || c.MaxLinks != 6 {
+		t.Errorf("link_idle: 2s, max_links: 6: %v, got %v and %d", err, c.LinkIdle, c.MaxLinks)
 	}
 	for _, api := range []string{"127.0.0.1:7100", "localhost:7100", `"[::1]:7100"`} {
 		os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: "+api+"\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n"), 0o644)

@@ -67,6 +67,8 @@ type nodeConfig struct {
 	Queues     string         `yaml:"queues"`         // "replicated" (on the log, the default with lock: raft) or "local" (each node's own)
 	QueueLimit queueLimits    `yaml:"queue_limits"`   // bounds of the queues; 0: the default
 	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
+	LinkIdle   time.Duration  `yaml:"link_idle"`      // lazy connections: a peer is dialed when there is something to send it, and a connection idle this long is closed (default 0: one to every peer, kept)
+	MaxLinks   int            `yaml:"max_links"`      // with link_idle: the most connections held at once; the least recently used is closed for a new one (default 0: no bound)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -171,6 +173,14 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 		if _, ok := c.Peers[i]; !ok {
 			return nil, bad("peers", "ids must be 0..%d; %d is missing", n-1, i)
 		}
+	}
+	switch {
+	case c.LinkIdle < 0 || (c.LinkIdle > 0 && c.LinkIdle < 10*time.Millisecond):
+		return nil, bad("link_idle", "%v: want at least 10ms, or 0 to keep a connection to every peer", c.LinkIdle)
+	case c.MaxLinks < 0:
+		return nil, bad("max_links", "%d: want a positive number of connections, or 0 for no bound", c.MaxLinks)
+	case c.MaxLinks > 0 && c.LinkIdle == 0:
+		return nil, bad("max_links", "%d needs link_idle (lazy connections): a connection kept to every peer would be dialed again at once", c.MaxLinks)
 	}
 	for i, r := range c.Relays {
 		if err := queue.ValidName(r.Source); err != nil {
@@ -432,7 +442,7 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		peers[c.contact] = c.contactAddr
 		founders = c.ID // (it does not know how many there are: fewer than its id)
 	}
-	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log, Joins: c.Members}
+	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log, Joins: c.Members, LinkIdle: c.LinkIdle, MaxLinks: c.MaxLinks}
 	if c.Secret != "" {
 		tc.Secret = []byte(c.Secret)
 	} else {

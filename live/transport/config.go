@@ -116,6 +116,18 @@ type Config struct {
 	// means the default: every member is dialed at start and its
 	// connection kept up.
 	LinkIdle time.Duration
+	// MaxLinks, if positive, bounds the connections this member holds at
+	// once (those it dialed and those it accepted), for a process that
+	// holds many members or a member of a group too large for a
+	// connection per peer: a connection that comes up when MaxLinks are
+	// up closes the least recently used of the others with everything on
+	// it acknowledged both ways (PeerStats.Evicted); if none is, the new
+	// one is refused (Stats.LinksRefused) and its dialer backs off. A
+	// member dials only when one would be admitted. As with LinkIdle, a
+	// link loses and duplicates nothing for that: what is left to send
+	// dials again and resumes. It needs LinkIdle (a kept link would be
+	// redialed at once). 0 means no bound.
+	MaxLinks int
 
 	// Joins lets nodes join the running cluster: an authenticated member
 	// whose ID is not in Peers is accepted, and learnt, at the address it
@@ -181,6 +193,12 @@ func (c *Config) Validate() error {
 	}
 	if err := nonNegative("MaxFrame", c.MaxFrame); err != nil {
 		return err
+	}
+	if err := nonNegative("MaxLinks", c.MaxLinks); err != nil {
+		return err
+	}
+	if c.MaxLinks > 0 && c.LinkIdle <= 0 {
+		return configErr("MaxLinks = %d needs LinkIdle > 0 (lazy links), got %v", c.MaxLinks, c.LinkIdle)
 	}
 	if c.MaxFrame > MaxMaxFrame {
 		return configErr("MaxFrame = %d: at most %d", c.MaxFrame, MaxMaxFrame)

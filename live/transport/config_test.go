@@ -42,6 +42,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.QueueBytes = 100 }, "Config.QueueBytes = 100 is less than MaxFrame = 1048576"},
 		{func(c *Config) { c.IdleTimeout = -time.Second }, "Config.IdleTimeout = -1s"},
 		{func(c *Config) { c.PingInterval = 3 * time.Second }, "Config.IdleTimeout = 5s must be at least twice PingInterval = 3s"},
+		{func(c *Config) { c.MaxLinks = -2 }, "Config.MaxLinks = -2"},
+		{func(c *Config) { c.MaxLinks = 6 }, "Config.MaxLinks = 6 needs LinkIdle > 0"},
 		{func(c *Config) { c.DialBackoffMin = time.Minute }, "Config.DialBackoffMax = 5s is less than DialBackoffMin = 1m0s"},
 	} {
 		c := good()

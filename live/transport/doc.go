@@ -98,6 +98,12 @@
 // other: a payload sent while the connection closes stays unacknowledged,
 // dials again, and the resumption delivers it once. A member then holds
 // about as many connections as it has peers it talked to within LinkIdle.
+// Config.MaxLinks bounds that number: a connection that comes up when
+// MaxLinks are up closes the least recently used of the others with
+// everything on it acknowledged both ways (PeerStats.Evicted), or, if
+// none is, is itself refused and its dialer backs off (Stats.LinksRefused)
+// — so that a process holding a thousand members stays within its file
+// descriptors while they form (maxlinks.go).
 //
 // After the handshake (below), each side's first ack tells the other the
 // number of the first of its frames it expects (resumption, ack.go);

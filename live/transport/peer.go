@@ -48,7 +48,8 @@ type peer struct {
 	connected                     atomic.Bool
 	received                      atomic.Uint64
 	reconnects, rejected, dropped atomic.Uint64
-	stalls, idleClosed            atomic.Uint64
+	stalls, idleClosed, evicted   atomic.Uint64
+	lastRecv                      atomic.Int64 // when a data frame last came (mono)
 
 	// running: the dialer (run) is running. With Config.LinkIdle it runs
 	// only while there is something to send and no connection (kick).
@@ -82,6 +83,11 @@ type link struct {
 	follows *link         // the other side's connection it replaced, until it is up (p.mu)
 	served  bool          // it got past the resumption (p.mu)
 	upAt    time.Time     // when it did
+	// Config.MaxLinks: when it was counted (mono), and whether it was
+	// closed to make room for another (linkCap).
+	admitted int64
+	evicted  atomic.Bool
+	reserved bool // its dial holds a slot admit has not used yet (linkCap.mu)
 }
 
 func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
@@ -108,6 +114,7 @@ func (p *peer) stats() PeerStats {
 		DroppedRestart: p.q.droppedRestart.Load(),
 		Stalled:        p.stalls.Load(),
 		IdleClosed:     p.idleClosed.Load(),
+		Evicted:        p.evicted.Load(),
 	}
 }
 
@@ -212,7 +219,9 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.t.races.Add(1)
 		return errLost
 	}
+	admitted := p.t.cap.admit(p, l, old)
 	defer func() {
+		p.t.cap.release(l)
 		p.mu.Lock()
 		if p.link == l {
 			p.setLink(nil)
@@ -223,6 +232,15 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		p.mu.Unlock()
 		close(l.done)
 	}()
+	if !admitted {
+		// (A connection that replaces a counted one is always admitted:
+		// old, if any, was evicted and is ending.)
+		if old != nil {
+			old.conn.Close()
+		}
+		l.conn.Close()
+		return errLinkBusy
+	}
 	if old != nil {
 		// Frames from l reach the handler only after old's reader has
 		// stopped, and l's writer starts after old's: so each direction
@@ -355,16 +373,31 @@ func (p *peer) run() {
 		if attempt > 0 && !sleep(ctx, backoff(attempt, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
 			return
 		}
+		if !p.t.cap.reserve() {
+			// MaxLinks connections up or being dialed, each busy:
+			// dial once one is quiet, or ends (linkCap).
+			if !sleep(ctx, backoff(1, p.t.cfg.DialBackoffMin, p.t.cfg.DialBackoffMax)) {
+				return
+			}
+			continue
+		}
 		// The dial starts when this member sees the pair without a
 		// connection: one the other member's dial brings up after this
 		// is a race of dials, even if a busy scheduler delays this dial.
 		decided := time.Now()
 		if l, _ := p.current(); l != nil {
+			p.t.cap.unreserve(nil)
 			continue
 		}
 		l, fr, err := p.dial(ctx, decided)
+		if l == nil {
+			p.t.cap.unreserve(nil)
+		} else if p.t.cap != nil {
+			l.reserved = true // (not shared yet)
+		}
 		if ctx.Err() != nil {
 			if l != nil {
+				p.t.cap.unreserve(l)
 				l.raw.Close()
 				p.t.untrack(l.raw)
 			}
@@ -375,12 +408,20 @@ func (p *peer) run() {
 			continue
 		}
 		err = p.runLink(l, fr)
+		p.t.cap.unreserve(l)
 		l.raw.Close()
 		p.t.untrack(l.raw)
 		p.logEnd(l, err)
-		if err == errLost {
+		switch {
+		case err == errLost:
 			attempt = 0 // the pair has a connection: wait on it
-		} else {
+		case !l.served:
+			// Refused (errLinkBusy, at either end) or failed before it
+			// was up: back off further, as from a failed dial, but by
+			// at most about half a second: a busy member is busy for
+			// milliseconds (until its frames are acknowledged).
+			attempt = min(max(attempt, retry)+1, 5)
+		default:
 			attempt = retry
 		}
 	}
@@ -438,6 +479,10 @@ func (p *peer) logEnd(l *link, err error) {
 		l.log.Debug("transport: peer closed its connection")
 	case err == errLinkIdle:
 		l.log.Debug("transport: closed an idle connection", "after", p.t.cfg.LinkIdle.String())
+	case err == errLinkBusy:
+		l.log.Debug("transport: connection refused: "+err.Error(), "max_links", p.t.cfg.MaxLinks)
+	case l.evicted.Load():
+		l.log.Debug("transport: closed the least recently used connection", "max_links", p.t.cfg.MaxLinks)
 	case l.cut.Load():
 		// Logged when cut.
 	case p.t.closing.Load() || err == errClosing || errors.Is(err, net.ErrClosed):
@@ -650,6 +695,7 @@ func (p *peer) read(l *link, fr *frameReader) error {
 		switch kind {
 		case kindData:
 			p.received.Add(1)
+			p.lastRecv.Store(mono())
 			rx.bytes.Add(uint64(frameLen(len(payload))))
 			t.handler(p.id, payload)
 			rx.next.Add(1)

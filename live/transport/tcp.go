@@ -38,6 +38,7 @@ type TCP struct {
 	conns       map[net.Conn]struct{} // open connections, closed by Close
 	connsClosed bool
 	closing     atomic.Bool // Close has begun: no connection is installed any more
+	cap         *linkCap    // Config.MaxLinks; nil: no bound
 
 	rejected  atomic.Uint64
 	races     atomic.Uint64 // connections given up because both members dialed (tests)
@@ -71,6 +72,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		auth:  newAuth(&c),
 		self:  newSendQueue(c.QueueLen, c.QueueBytes, false),
 		conns: make(map[net.Conn]struct{}),
+		cap:   newLinkCap(c.MaxLinks),
 	}
 	t.auth.incarnation = newIncarnation()
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -213,6 +215,7 @@ func (t *TCP) Stats() Stats {
 	for id, p := range peers {
 		s.Peers[id] = p.stats()
 	}
+	s.Links, s.PeakLinks, s.LinksRefused = t.cap.stats()
 	return s
 }
 

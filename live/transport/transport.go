@@ -75,6 +75,13 @@ type Stats struct {
 	// Rejected counts inbound connections closed during the handshake,
 	// whatever (if anything) they claimed to be.
 	Rejected uint64
+	// Links and PeakLinks: with Config.MaxLinks, the connections this
+	// member holds, and the most it held at once. 0 without. (TCP only.)
+	Links, PeakLinks int
+	// LinksRefused: with Config.MaxLinks, connections refused as they
+	// came up because MaxLinks were up, none with everything on it
+	// acknowledged; their dialer backs off.
+	LinksRefused uint64
 }
 
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
@@ -131,6 +138,9 @@ type PeerStats struct {
 	// IdleClosed: connections this member closed because no data had
 	// passed either way for Config.LinkIdle. (TCP only.)
 	IdleClosed uint64
+	// Evicted: connections this member closed to stay within
+	// Config.MaxLinks (the least recently used). (TCP only.)
+	Evicted uint64
 }
 
 // CertName is the name a member's certificate must carry, as a DNS subject
