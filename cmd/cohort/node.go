@@ -370,6 +370,10 @@ node.yaml:
   members: true                 # optional: run the membership and key-value service (cohort members,
                                 # cohort kv); nodes may then join the running cluster
   gossip_period: 200ms          # optional: its protocol period
+  link_idle: 2s                 # optional: dial a peer only when there is something to send it, and
+                                # close a connection idle this long (default 0: one to every peer, kept)
+  max_links: 16                 # optional, with link_idle: the most connections held at once; the least
+                                # recently used quiet one is closed for a new one (default 0: no bound)
   queues: replicated            # optional: replicated (on the log; the default with lock: raft) or local
   queue_limits:                 # optional, each 0 for its default: messages and bytes per queue, queues,
     {messages: 100000, bytes: 67108864, queues: 1024, state: 58720256}   # and (replicated) the state:
