@@ -199,14 +199,7 @@ func TestClientPutResendsReplicatedThroughAnotherNode(t *testing.T) {
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 37))
-			cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			waitUntil(ctx, t, "a leader", func() bool {
-				return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
-			})
-			k := rng.IntN(3)
-			gate := newReplyGate(t, cl.srvs[k].Listener.Addr().String())
+			ctx, cl, k, gate := gatedReplicated(t, rng)
 			c := &queue.Client{Endpoints: []string{gate.URL(), cl.eps[(k+1)%3], cl.eps[(k+2)%3]}, Token: token}
 			p := &plan{rng: rng}
 			workers := 1 + rng.IntN(8)

@@ -39,6 +39,21 @@ type replyGate struct {
 	conns []net.Conn
 }
 
+// gatedReplicated starts three nodes with replicated queues, waits for
+// a leader, and puts a reply gate in front of node k, drawn by rng: the
+// start of every resend-through-another-node test.
+func gatedReplicated(t *testing.T, rng *rand.Rand) (ctx context.Context, cl *cluster, k int, gate *replyGate) {
+	t.Helper()
+	cl = startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	waitUntil(ctx, t, "a leader", func() bool {
+		return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+	})
+	k = rng.IntN(3)
+	return ctx, cl, k, newReplyGate(t, cl.srvs[k].Listener.Addr().String())
+}
+
 func newReplyGate(t *testing.T, to string) *replyGate {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -295,14 +310,7 @@ func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 23))
-			cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			waitUntil(ctx, t, "a leader", func() bool {
-				return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
-			})
-			k := rng.IntN(3)
-			gate := newReplyGate(t, cl.srvs[k].Listener.Addr().String())
+			ctx, cl, k, gate := gatedReplicated(t, rng)
 			others := []string{cl.eps[(k+1)%3], cl.eps[(k+2)%3]}
 			c := &queue.Client{Endpoints: append([]string{gate.URL()}, others...), Token: token}
 			ps := publish(ctx, t, c)
