@@ -233,8 +233,9 @@ var (
 
 // rotate sends a request (path: "/v1/...") to the endpoints in turn, from
 // start, and once one answers 200, with out decoded, returns the index of
-// the endpoint to ask next: that one, or the leader's (follow). A node that does not answer within bound — paused, cut off —
-// or cannot be reached, or answers 503, is passed over for the next; the
+// the endpoint to ask next: that one, or the leader's (follow). A node
+// that does not answer within bound — paused, cut off — or cannot be
+// reached, or answers 503, is passed over for the next; the
 // search gives up after rounds rounds without an answer, resting between
 // rounds. Any other answer ends it: 404 and 405 as errNotFound and
 // errNotAllowed, the rest as an error naming the node — the answer is
@@ -309,8 +310,8 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 // it is; else, while the leader is another node, the next endpoint no
 // answer has named yet (the next answers will show which it is); else i.
 // An endpoint whose last request failed within avoidFor is not chosen
-// (rotate passes over it when it must). The hint is never needed for safety: every node
-// serves every request.
+// (rotate passes over it when it must). The hint is never needed for
+// safety: every node serves every request.
 func (c *Client) follow(i int, h http.Header) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
