@@ -303,3 +303,40 @@ func TestClientPutsAtOnceAreEachStored(t *testing.T) {
 	drain(t, a.m, "jobs", seen)
 	checkOnce(t, seen, p.next)
 }
+
+// Two copies of one numbered put under way at once on one node — a
+// client's resend while the first copy still waits — are each answered,
+// and the put is stored once. Before, the later copy took the earlier
+// one's place among the waiters, and the earlier waited out its timeout.
+func TestCopiesUnderWayOnOneNodeAreEachAnswered(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{Timeout: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitUntil(ctx, t, "a leader", func() bool {
+		return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+	})
+	const puts = 20
+	for seq := uint64(1); seq <= puts; seq++ {
+		var wg sync.WaitGroup
+		var ids [2]uint64
+		var errs [2]error
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids[i], errs[i] = cl.rs[1].PutFrom("q", []byte(fmt.Sprint(seq)), "resender", seq)
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("put %d, two copies at once: %v, %v", seq, errs[0], errs[1])
+		}
+		if ids[0] == 0 && ids[1] == 0 || ids[0] != 0 && ids[1] != 0 && ids[0] != ids[1] {
+			t.Fatalf("put %d, two copies at once: ids %v, want one id (a copy answered 0)", seq, ids)
+		}
+	}
+	ms, err := cl.rs[0].PollN("q", time.Minute, 2*puts)
+	if err != nil || len(ms) != puts {
+		t.Fatalf("%d messages stored for %d puts, each sent twice (%v)", len(ms), puts, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,7 @@ type Replicated struct {
 	lose func(consensus.QueuePutRun) bool
 
 	mu      sync.Mutex
-	waits   map[[2]uint64]*waiter    // by origin and seq
+	waits   map[[2]uint64][]*waiter  // by origin and seq: every copy under way on this node
 	changed map[string]chan struct{} // closed when a message may have become ready
 	subs    map[string]map[*sub]struct{}
 
@@ -127,7 +128,7 @@ func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
 	}
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
-		waits: map[[2]uint64]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
+		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
 	svc.OnOutput(r.output)
 	go r.batch()
 	return r, nil
@@ -220,14 +221,29 @@ func (r *Replicated) output(o proc.Output) {
 			delete(r.changed, wake)
 		}
 	}
-	if w := r.waits[[2]uint64{origin, seq}]; w != nil {
+	for _, w := range r.waits[[2]uint64{origin, seq}] {
 		if _, put := o.(consensus.QueuePutDone); put && w.tx {
-			return
+			continue
 		}
 		select {
 		case w.ch <- o:
 		default:
 		}
+	}
+}
+
+// wait registers w for the answers numbered key, beside any other copy of
+// the same operation under way on this node (a client's resend while the
+// first is still waiting): each is answered. unwait removes w alone. The
+// caller holds mu.
+func (r *Replicated) wait(key [2]uint64, w *waiter) { r.waits[key] = append(r.waits[key], w) }
+
+func (r *Replicated) unwait(key [2]uint64, w *waiter) {
+	ws := slices.DeleteFunc(r.waits[key], func(x *waiter) bool { return x == w })
+	if len(ws) == 0 {
+		delete(r.waits, key)
+	} else {
+		r.waits[key] = ws
 	}
 }
 
@@ -257,11 +273,11 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	defer func() { <-r.window }()
 	w := &waiter{ch: make(chan proc.Output, 1), tx: tx}
 	r.mu.Lock()
-	r.waits[[2]uint64{origin, seq}] = w
+	r.wait([2]uint64{origin, seq}, w)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		delete(r.waits, [2]uint64{origin, seq})
+		r.unwait([2]uint64{origin, seq}, w)
 		r.mu.Unlock()
 	}()
 	t := time.NewTimer(0)
@@ -585,7 +601,7 @@ func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<
 	key := [2]uint64{run.Origin, run.Seq}
 	w := &waiter{ch: make(chan proc.Output, 1), tx: true}
 	r.mu.Lock()
-	r.waits[key] = w // a stream resumed on this node takes over from an older one
+	r.waits[key] = []*waiter{w} // a stream resumed on this node takes over from an older one
 	r.mu.Unlock()
 	out := make(chan runResult, 1)
 	if r.lose != nil && r.lose(run) {
@@ -611,9 +627,7 @@ type runResult struct {
 
 func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 	r.mu.Lock()
-	if r.waits[key] == w {
-		delete(r.waits, key)
-	}
+	r.unwait(key, w)
 	r.mu.Unlock()
 	<-r.window
 }
