@@ -200,6 +200,9 @@ func TestLockTableIsBounded(t *testing.T) {
 			t.Fatalf("acquire %d under the limits: %+v", i, o)
 		}
 	}
+	for _, s := range sessions { // every session renewed through the log too
+		apply(consensus.LockOp{Op: "renew", Session: s, Seq: 1})
+	}
 	last := sessions[len(sessions)-1]
 	o := apply(consensus.LockOp{Op: "acquire", Session: last, Seq: 1, Lock: "one-more"})
 	if r, ok := o.(consensus.LockRefused); !ok || !strings.Contains(r.Reason, fmt.Sprint(consensus.MaxLockRefs)) {

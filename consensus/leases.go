@@ -80,6 +80,7 @@ func (ls *leaderLeases[K]) renewAt(now time.Duration, k K, length time.Duration)
 		ls.deadline, ls.expiring = map[K]time.Duration{}, map[K]bool{}
 	}
 	ls.deadline[k] = now + length
+	delete(ls.expiring, k) // an expiry under way is ignored once a renewal applied (Locks.touch)
 }
 
 // drop forgets lease k: it ended.

@@ -31,8 +31,13 @@ import (
 //	on Release(session, lock):   entry; the next in the queue is granted in the
 //	                             same entry (a handoff is one commit)
 //	on KeepAlive(session):       at the leader, if it holds its lease (Raft.Lease):
-//	                             deadline = now + ttl, answer ok
-//	every heartbeat (leader):    entry Expire(s) for each session past its deadline
+//	                             deadline = now + ttl, answer ok; if its lease
+//	                             has lapsed: entry Renew(session), and when it
+//	                             applies, deadline = now + ttl (at the leader),
+//	                             answer ok
+//	every heartbeat (leader):    entry Expire(s, the renewal it saw) for each
+//	                             session past its deadline; ignored if applied
+//	                             after a later Renew
 //	on becoming leader (Ready):  deadline = now + ttl for every session
 //
 // Why a client may trust a grant until its deadline. A client that sent a
@@ -41,7 +46,11 @@ import (
 // drift bound (Config.MaxDrift): the leader that answered received it
 // after s and set its deadline a TTL of its own clock later; a leader that
 // follows it can only be elected once its lease is over, after that
-// answer, and extends every session by a TTL when it takes over. So no
+// answer, and extends every session by a TTL when it takes over. A
+// renewal through the log is answered only once committed, after s; the
+// leader applying it sets its deadline a TTL later, a later leader
+// extends every session when it takes over, and an expiry proposed before
+// the renewal applied is ignored. So no
 // expiry — the only way a lock changes hands without its holder's
 // release — commits before s + Valid, on any clock within the bound. The
 // checker "lock-leases" verifies it on the traces: no two clients hold
@@ -65,10 +74,11 @@ type Locks struct {
 }
 
 type session struct {
-	TTL   time.Duration `json:"ttl"`
-	Owner proc.ID       `json:"owner"` // the server it was opened through
-	Seq   uint64        `json:"seq"`   // the last operation applied
-	Locks []string      `json:"locks"` // held or waited for, in the order asked
+	TTL     time.Duration `json:"ttl"`
+	Owner   proc.ID       `json:"owner"`             // the server it was opened through
+	Seq     uint64        `json:"seq"`               // the last operation applied
+	Locks   []string      `json:"locks"`             // held or waited for, in the order asked
+	Renewed uint64        `json:"renewed,omitempty"` // the last renew entry applied (see touch)
 }
 
 type lockState struct {
@@ -97,7 +107,7 @@ const (
 // fields, and each reference to a lock: its name in its session's list
 // and as the lock's key, at most MaxLockName bytes as JSON writes it,
 // and the lock's fields or a waiter's.
-const LocksSnapshotBound = MaxSessions*128 + MaxLockRefs*(2*MaxLockName+128) + 4<<10
+const LocksSnapshotBound = MaxSessions*160 + MaxLockRefs*(2*MaxLockName+128) + 4<<10
 
 // NewLocks returns server id of an n-server lock service. Proposals are
 // forwarded to the leader whatever cfg.Forward says.
@@ -255,13 +265,14 @@ func (Touched) Kind() string { return "touched" }
 
 // LockOp is an operation as an entry's data (JSON).
 type LockOp struct {
-	Op      string        `json:"op"` // open, acquire, release, close, expire
+	Op      string        `json:"op"` // open, acquire, release, close, expire, renew
 	Tag     uint64        `json:"tag,omitempty"`
 	Owner   proc.ID       `json:"owner,omitempty"`
 	TTL     time.Duration `json:"ttl,omitempty"`
 	Session uint64        `json:"session,omitempty"`
 	Seq     uint64        `json:"seq,omitempty"`
 	Lock    string        `json:"lock,omitempty"`
+	Based   uint64        `json:"based,omitempty"` // an expire's: the session's Renewed when proposed
 }
 
 func (op LockOp) encode() []byte {
@@ -291,8 +302,9 @@ func (l *Locks) Input(env proc.Env, in proc.Input) {
 	case KeepAlive:
 		switch lead, _ := l.raft.Leader(); {
 		case l.leases.leading:
-			ok, gone := l.touch(env, in.Session)
-			l.keptAlive(env, Touched{Session: in.Session, Seq: in.Seq, OK: ok, Gone: gone})
+			if ok, gone, logged := l.touch(env, in.Session, in.Seq, l.raft.self); !logged {
+				l.keptAlive(env, Touched{Session: in.Session, Seq: in.Seq, OK: ok, Gone: gone})
+			}
 		case lead != proc.None && lead != l.raft.self:
 			env.Send(lead, Touch(in))
 		default:
@@ -311,8 +323,9 @@ func (l *Locks) propose(env proc.Env, op LockOp) {
 func (l *Locks) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	switch m := m.(type) {
 	case Touch:
-		ok, gone := l.touch(env, m.Session)
-		env.Send(from, Touched{Session: m.Session, Seq: m.Seq, OK: ok, Gone: gone})
+		if ok, gone, logged := l.touch(env, m.Session, m.Seq, from); !logged {
+			env.Send(from, Touched{Session: m.Session, Seq: m.Seq, OK: ok, Gone: gone})
+		}
 	case Touched:
 		l.keptAlive(env, m)
 	default:
@@ -346,18 +359,32 @@ func (l *Locks) lead(env proc.Env) {
 	})
 }
 
-// touch renews a session at the leader: only under the leader's lease,
-// so that no other leader can have expired it meanwhile.
-func (l *Locks) touch(env proc.Env, id uint64) (ok, gone bool) {
-	if !l.leases.leading || env.Now() >= l.raft.Lease() {
-		return false, false
+// touch renews a session at the leader, for the KeepAlive seq that
+// server asker was given. Under the leader's lease it renews at once: no
+// other leader can have expired the session meanwhile. Without it — its
+// followers' acknowledgements late, as on a slow or loaded network — it
+// renews through the log instead (logged: the answer comes when the
+// entry applies, from asker): refusing, as a lease-read does, would let
+// the sweep expire sessions whose clients were renewing all along, every
+// session at once once the lapse outlasts a TTL. A renew entry commits
+// only under a majority, as any entry; an expiry proposed before it
+// applied names the renewal it saw (Based) and is ignored when applied
+// after a later one, so a renewal answered OK is never undone by an
+// expiry already under way.
+func (l *Locks) touch(env proc.Env, id, seq uint64, asker proc.ID) (ok, gone, logged bool) {
+	if !l.leases.leading {
+		return false, false, false
 	}
 	s, known := l.sessions[id]
 	if !known || l.leases.expiring[id] {
-		return false, true
+		return false, true, false
+	}
+	if env.Now() >= l.raft.Lease() {
+		l.propose(env, LockOp{Op: "renew", Session: id, Seq: seq, Owner: asker})
+		return false, false, true
 	}
 	l.leases.renew(env, id, s.TTL)
-	return true, false
+	return true, false, false
 }
 
 func (l *Locks) keptAlive(env proc.Env, t Touched) {
@@ -372,10 +399,13 @@ func (l *Locks) keptAlive(env proc.Env, t Touched) {
 	env.Output(k)
 }
 
-// expire proposes the expiry of every session past its deadline.
+// expire proposes the expiry of every session past its deadline, naming
+// the renewal it is based on.
 func (l *Locks) expire(env proc.Env) {
 	for _, id := range l.leases.due(env.Now(), cmp.Compare[uint64]) {
-		l.propose(env, LockOp{Op: "expire", Session: id})
+		if s, ok := l.sessions[id]; ok {
+			l.propose(env, LockOp{Op: "expire", Session: id, Based: s.Renewed})
+		}
 	}
 }
 
@@ -404,11 +434,24 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		return
 	}
 	s, ok := l.sessions[op.Session]
+	if op.Op == "renew" { // touch's, without the lease: its own sequence of KeepAlives
+		if ok {
+			s.Renewed = index
+			l.leases.renew(env, op.Session, s.TTL)
+		}
+		if op.Owner == l.raft.self {
+			l.keptAlive(env, Touched{Session: op.Session, Seq: op.Seq, OK: ok, Gone: !ok})
+		}
+		return
+	}
 	if !ok {
 		if op.Op != "expire" {
 			refuse("session %d is not open", op.Session)
 		}
 		return
+	}
+	if op.Op == "expire" && op.Based != s.Renewed {
+		return // renewed through the log after this expiry was proposed
 	}
 	if op.Op != "expire" {
 		if op.Seq < s.Seq {

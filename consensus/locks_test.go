@@ -141,3 +141,30 @@ func TestLeaseCheckerCatchesBrokenLockServers(t *testing.T) {
 		})
 	}
 }
+
+// Sessions outlive a leader whose lease has lapsed for good: every link
+// takes 80 ms one way, so a round's acknowledgements come back after the
+// lease it would give has run out (twice 80 ms against about 147), and the
+// leader, hearing its followers all the while, stays leader. It renews
+// the sessions through the log instead of refusing (Locks.touch). Before,
+// it refused every KeepAlive while its sweep went on, and each of the
+// clients' sessions expired in turn, though every client kept renewing.
+func TestSessionsOutliveALapsedLease(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		w := lockClients(3 * time.Second)
+		w.TTL, w.Retry = time.Second, time.Second // one Open each: no spare session left to expire
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: newLocks,
+			Network:  sim.Network{Latency: sim.Constant(80 * time.Millisecond)},
+			Workload: w, Deadline: 3500 * time.Millisecond})
+		r.Hold(t, lockChecks...)
+		expired := 0
+		for _, e := range r.Trace.Events {
+			if e.Type == "closed" && contains(e.Data, `"expired":true`) {
+				expired++
+			}
+		}
+		if expired > 0 || r.Count("granted") == 0 {
+			t.Fatalf("seed %d: %d sessions expired, %d grants: clients renewing all along lost their sessions", seed, expired, r.Count("granted"))
+		}
+	}
+}

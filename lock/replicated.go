@@ -85,6 +85,12 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
 		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
 	r.leader.Store(int64(proc.None))
+	// KeepAlives are numbered from a random start in each incarnation: a
+	// renewal the log applies again after a restart (Locks renews through
+	// the log while its lease has lapsed, and the server that was asked
+	// answers when the entry applies) must not answer a new KeepAlive
+	// that happens to reuse its number.
+	r.kaSeq.Store(rand.Uint64N(1 << 62))
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
 	// starts it, and a restart replays its snapshot at once): ask it for
