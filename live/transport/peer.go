@@ -415,11 +415,12 @@ func (p *peer) run() {
 		switch {
 		case err == errLost:
 			attempt = 0 // the pair has a connection: wait on it
-		case !l.served:
+		case !l.served && p.t.cap != nil:
 			// Refused (errLinkBusy, at either end) or failed before it
-			// was up: back off further, as from a failed dial, but by
-			// at most about half a second: a busy member is busy for
-			// milliseconds (until its frames are acknowledged).
+			// was up, under MaxLinks: back off further, as from a failed
+			// dial, but by at most about half a second: a busy member is
+			// busy for milliseconds (until its frames are acknowledged).
+			// (Without MaxLinks nothing refuses: as before, at once.)
 			attempt = min(max(attempt, retry)+1, 5)
 		default:
 			attempt = retry
