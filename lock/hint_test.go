@@ -72,6 +72,27 @@ func TestClientFollowsTheLeader(t *testing.T) {
 	}
 }
 
+// failingThenLive is a client of two endpoints: the first always fails
+// (503, no leader there), counted in failed; the second, counted in
+// answered, answers as node 1 naming node 0 as the leader — so the
+// failing endpoint may be the leader's.
+func failingThenLive(t *testing.T, failed, answered *atomic.Int64) *lock.Client {
+	t.Helper()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Add(1)
+		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered.Add(1)
+		w.Header().Set(lock.NodeHeader, "1")
+		w.Header().Set(lock.LeaderHeader, "0")
+		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
+	}))
+	t.Cleanup(live.Close)
+	return &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+}
+
 // TestClientDoesNotFollowIntoAFailingEndpoint: while the client seeks
 // the leader's endpoint among those no answer has named, it skips one
 // whose last request failed (here: 503, no leader there), and keeps
@@ -80,21 +101,7 @@ func TestClientDoesNotFollowIntoAFailingEndpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var failed, answered atomic.Int64
-	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		failed.Add(1)
-		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
-	}))
-	defer failing.Close()
-	// Node 1 answers, naming node 0 as the leader: the failing endpoint
-	// may be node 0's.
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		answered.Add(1)
-		w.Header().Set(lock.NodeHeader, "1")
-		w.Header().Set(lock.LeaderHeader, "0")
-		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
-	}))
-	defer live.Close()
-	c := &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+	c := failingThenLive(t, &failed, &answered)
 	s, err := c.OpenSession(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -124,19 +131,8 @@ func TestClientTriesAFailedEndpointAgainLater(t *testing.T) {
 	defer lock.SetAvoidFor(avoid)()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var failed atomic.Int64
-	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		failed.Add(1)
-		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
-	}))
-	defer failing.Close()
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(lock.NodeHeader, "1")
-		w.Header().Set(lock.LeaderHeader, "0")
-		w.Write([]byte(`{"session":7,"valid_ms":5000,"token":9}`))
-	}))
-	defer live.Close()
-	c := &lock.Client{Endpoints: []string{failing.URL, live.URL}}
+	var failed, answered atomic.Int64
+	c := failingThenLive(t, &failed, &answered)
 	s, err := c.OpenSession(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

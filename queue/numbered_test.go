@@ -131,10 +131,7 @@ func TestClientPutResendsOwnQueuesToTheSameNode(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 31))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			dirA := t.TempDir()
-			a, b := startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
-			gate := newReplyGate(t, a.addr())
-			c := &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+			a, b, dirA, gate, c := gatedOwnPair(t)
 			p := &plan{rng: rng}
 			workers := 1 + rng.IntN(8)
 			if _, err := sendAll(ctx, c, p.draw(1+rng.IntN(20)), workers); err != nil {

@@ -39,6 +39,18 @@ type replyGate struct {
 	conns []net.Conn
 }
 
+// gatedOwnPair starts two nodes, A and B, each serving its own queues, and
+// a Client whose first endpoint reaches A through a reply gate, B's next:
+// the start of every resend-to-the-same-node test. dirA is A's data
+// directory, to restart it on.
+func gatedOwnPair(t *testing.T) (a, b *ownNode, dirA string, gate *replyGate, c *queue.Client) {
+	t.Helper()
+	dirA = t.TempDir()
+	a, b = startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
+	gate = newReplyGate(t, a.addr())
+	return a, b, dirA, gate, &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+}
+
 // gatedReplicated starts three nodes with replicated queues, waits for
 // a leader, and puts a reply gate in front of node k, drawn by rng: the
 // start of every resend-through-another-node test.
@@ -225,10 +237,7 @@ func TestPublisherResendsOwnQueuesToTheSameNode(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			dirA := t.TempDir()
-			a, b := startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
-			gate := newReplyGate(t, a.addr())
-			c := &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+			a, b, dirA, gate, c := gatedOwnPair(t)
 			ps := publish(ctx, t, c)
 			before, doubt, after := ps.inDoubt(ctx, t, rng, gate)
 			waitUntil(ctx, t, "the puts in doubt applied", func() bool { return ready(a.m, "jobs") == before+doubt })
