@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/wal"
 	"github.com/cohort-go/cohort/proc"
 )
 
@@ -136,11 +136,9 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			}
 		})
 	}
-	if dir != "" {
-		if b, err := os.ReadFile(filepath.Join(dir, agreedFile)); err == nil && string(b) == ours.String() {
-			started(nil)
-			return nil
-		}
+	if dir != "" && agreedOn(dir, ours.String()) {
+		started(nil)
+		return nil
 	}
 	majority := n/2 + 1
 	var heard map[proc.ID]string
@@ -164,7 +162,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			}
 			if dir != "" && (agree >= majority || len(heard) == n-1) {
 				// Agreement heard, not only nobody against: on record.
-				if err := writeSynced(filepath.Join(dir, agreedFile), []byte(ours.String())); err != nil {
+				if err := recordAgreed(dir, ours.String()); err != nil {
 					return fmt.Errorf("recording the founders' kinds: %w", err)
 				}
 			}
@@ -183,34 +181,26 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 	}
 }
 
-// writeSynced replaces file path with data, durably: written to a
-// temporary file, synced, renamed over path, and the directory synced.
-func writeSynced(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+// agreedOn reports whether dir records the founders' agreement on kinds
+// (a record of the storage log, CRC-checked: a torn or damaged file
+// records nothing, and the founder checks as if it had none).
+func agreedOn(dir, kinds string) bool {
+	l, err := wal.Open(filepath.Join(dir, agreedFile))
+	if err != nil {
+		return false
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	defer l.Close()
+	recs := l.Recovered()
+	return len(recs) > 0 && string(recs[len(recs)-1]) == kinds
+}
+
+// recordAgreed records in dir the founders' agreement on kinds, durably
+// (wal.Log.Replace: written aside, synced, renamed over the old record,
+// the directory synced).
+func recordAgreed(dir, kinds string) error {
+	l, err := wal.Open(filepath.Join(dir, agreedFile))
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	return errors.Join(l.Replace([][]byte{[]byte(kinds)}), l.Close())
 }
