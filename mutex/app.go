@@ -65,24 +65,6 @@ func (w withApp) Clone() proc.Process {
 	return nil
 }
 
-// CloneInto copies the wrapped process into dst's, if it can (see Clone).
-func (w withApp) CloneInto(dst proc.Process) proc.Process {
-	d, ok := dst.(withApp)
-	if !ok {
-		return nil
-	}
-	if c, ok := w.Process.(interface {
-		CloneInto(proc.Process) proc.Process
-	}); ok {
-		if p := c.CloneInto(d.Process); p == d.Process {
-			return dst // the same storage: dst's box, not a new one
-		} else if p != nil {
-			return withApp{p}
-		}
-	}
-	return nil
-}
-
 func (w withApp) Input(env proc.Env, in proc.Input) {
 	if t, ok := in.(Tell); ok {
 		var m App

@@ -112,43 +112,6 @@ func (r *ricartAgrawala) Clone() proc.Process {
 	return &c
 }
 
-// CloneInto copies the state into dst, an earlier copy no one holds any
-// more, reusing its storage (a model checker's backtracking makes a copy
-// a step without garbage).
-func (r *ricartAgrawala) CloneInto(dst proc.Process) proc.Process {
-	c, ok := dst.(*ricartAgrawala)
-	if !ok {
-		return nil
-	}
-	replied, queue, wants := c.replied, c.queue, c.wants
-	*c = *r
-	c.replied = nil
-	if r.replied != nil {
-		if replied == nil {
-			replied = make(map[proc.ID]bool, len(r.replied))
-		}
-		clear(replied)
-		maps.Copy(replied, r.replied)
-		c.replied = replied
-	}
-	c.queue = nil
-	if r.queue != nil { // nil stays nil, as slices.Clone keeps it
-		c.queue = append(queue[:0], r.queue...)
-		if c.queue == nil {
-			c.queue = []Stamp{}
-		}
-	}
-	c.wants = nil
-	if r.wants != nil {
-		if wants == nil {
-			wants = new(Acquire)
-		}
-		*wants = *r.wants
-		c.wants = wants
-	}
-	return c
-}
-
 // Describe implements proc.Describer: the pseudocode's state, the Lamport
 // clock, the pending request ⟨T, pᵢ⟩, the replies received for it and
 // the requests deferred until the exit.
