@@ -23,7 +23,8 @@ import (
 //	POST /v1/queues/{name}[?transient=1]         put the body; 200 {"queue","id"} once durable
 //	GET  /v1/queues/{name}?wait=30s&count=1&visibility=30s
 //	                                             get: wait (long poll) for a message, then take
-//	                                             up to count; 200 {"messages":[...]}, empty when
+//	                                             up to count, all under one lease (replicated
+//	                                             queues); 200 {"messages":[...]}, empty when
 //	                                             wait ran out
 //	GET  /v1/queues/{name}/poll?count=1&visibility=30s   the same without waiting
 //	POST /v1/queues/{name}/ack                   {"ids":[...]}: acknowledge, durably; 404 names
@@ -291,11 +292,11 @@ func get(m Backend, w http.ResponseWriter, r *http.Request, block bool) {
 	reply := GetReply{Messages: []Message{}}
 	if block && wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
-		msg, err := m.Get(ctx, name, vis)
+		msgs, err := getN(ctx, m, name, vis, count)
 		cancel()
 		switch {
 		case err == nil:
-			reply.Messages = append(reply.Messages, msg)
+			reply.Messages = append(reply.Messages, msgs...)
 		case errors.Is(err, context.DeadlineExceeded):
 			if r.Context().Err() != nil {
 				return
@@ -308,10 +309,9 @@ func get(m Backend, w http.ResponseWriter, r *http.Request, block bool) {
 			fail(w, err)
 			return
 		}
-	}
-	if n := count - len(reply.Messages); n > 0 {
-		more, err := pollN(m, name, vis, n)
-		if err != nil && len(reply.Messages)+len(more) == 0 {
+	} else {
+		more, err := pollN(m, name, vis, count)
+		if err != nil && len(more) == 0 {
 			fail(w, err)
 			return
 		}
@@ -325,6 +325,28 @@ func get(m Backend, w http.ResponseWriter, r *http.Request, block bool) {
 		return
 	}
 	httpapi.Reply(w, http.StatusOK, reply)
+}
+
+// getN waits for a ready message and takes up to n: in one operation
+// from a backend that can (Replicated: one entry of the log, so the
+// messages share one lease and the caller acknowledges them with one
+// AckLease), else the first by Get and the rest by pollN.
+func getN(ctx context.Context, m Backend, name string, vis time.Duration, n int) ([]Message, error) {
+	if b, ok := m.(interface {
+		GetN(ctx context.Context, name string, visibility time.Duration, n int) ([]Message, error)
+	}); ok {
+		return b.GetN(ctx, name, vis, n)
+	}
+	msg, err := m.Get(ctx, name, vis)
+	if err != nil {
+		return nil, err
+	}
+	out := []Message{msg}
+	if n > 1 {
+		more, _ := pollN(m, name, vis, n-1) // what could not be taken now is not waited for
+		out = append(out, more...)
+	}
+	return out, nil
 }
 
 // pollN takes up to n messages without waiting: in one operation from a
@@ -395,6 +417,11 @@ type Client struct {
 	// Retry bounds how long a put whose reply was lost is sent again
 	// (0: DefaultRetry), as a Publisher's Retry.
 	Retry time.Duration
+	// Attempt bounds how long a node of replicated queues may take to
+	// answer a put before it is sent again through the next endpoint
+	// (0: DefaultAttempt): a node cut off from the majority holds a put
+	// it cannot commit, and another node can.
+	Attempt time.Duration
 
 	numbering // the numbers of Put and PutBatch
 }
@@ -437,7 +464,7 @@ func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, err
 		return 0, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), MaxMessage)
 	}
 	var reply PutReply
-	err := c.sendNumbered(ctx, func(base, origin string, seq uint64) (int, string, http.Header, error) {
+	err := c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
 		h := http.Header{"Cohort-Origin": {origin}, "Cohort-Origin-Seq": {strconv.FormatUint(seq, 10)}}
 		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name), body, h, &reply)
 	})
@@ -470,7 +497,7 @@ func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]
 		return nil, fmt.Errorf("%w: a batch of %d bytes in JSON, the most is %d", ErrTooBig, len(list), maxTxBytes-maxOrigin-64)
 	}
 	var reply TxReply
-	err = c.sendNumbered(ctx, func(base, origin string, seq uint64) (int, string, http.Header, error) {
+	err = c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
 		b := fmt.Appendf(nil, `{"puts":%s,"origin":%q,"seq":%d}`, list, origin, seq) // origin: letters, digits, - and .
 		return c.call(ctx, http.MethodPost, base+"/v1/queues:tx", b, nil, &reply)
 	})

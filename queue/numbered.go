@@ -35,7 +35,8 @@ import (
 //     the lane back once it has its outcome. There are as many lanes as
 //     requests at once, and each is an origin of the tables;
 //   - a lost reply — the connection cut after the request went, a reply
-//     cut short, a 503 — leaves the request in doubt on that node. On
+//     cut short, a 503, no answer within Attempt from a node of
+//     replicated queues — leaves the request in doubt on that node. On
 //     replicated queues (KindHeader) it goes again, under its number,
 //     through the other endpoints and back to that one; on a node's own
 //     queues, to that node alone, since another node's queue of the same
@@ -53,10 +54,46 @@ import (
 // numbering is a Client's state for its numbered requests.
 type numbering struct {
 	mu    sync.Mutex
-	id    string            // the origins' common part, drawn at the first request
-	free  []*lane           // lanes no request uses
-	lanes int               // made so far
-	kinds map[string]string // base URL → the KindHeader it last sent
+	id    string               // the origins' common part, drawn at the first request
+	free  []*lane              // lanes no request uses
+	lanes int                  // made so far
+	kinds map[string]string    // base URL → the KindHeader it last sent
+	quiet map[string]time.Time // base URL → until when it goes last: it did not answer within Attempt
+}
+
+// quietFor is how long an endpoint that did not answer within Attempt
+// is tried after the others (as lock.Client skips a failed endpoint).
+const quietFor = 10 * time.Second
+
+// order returns bases with those gone quiet lately moved last.
+func (n *numbering) order(bases []string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	var first, last []string
+	for _, b := range bases {
+		if now.Before(n.quiet[b]) {
+			last = append(last, b)
+		} else {
+			first = append(first, b)
+		}
+	}
+	return append(first, last...)
+}
+
+// setQuiet records that base did not answer within Attempt (or, with
+// quiet false, that it answered).
+func (n *numbering) setQuiet(base string, quiet bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case quiet && n.quiet == nil:
+		n.quiet = map[string]time.Time{base: time.Now().Add(quietFor)}
+	case quiet:
+		n.quiet[base] = time.Now().Add(quietFor)
+	default:
+		delete(n.quiet, base)
+	}
 }
 
 // lane is a sequence of numbers used by one request at a time.
@@ -124,6 +161,11 @@ func (c *Client) kind(ctx context.Context, base string) (string, error) {
 	return k, nil
 }
 
+// DefaultAttempt is a Client's Attempt when it sets none: well above a
+// commit's time (milliseconds) and a leader election's (about a second),
+// well below a put's usual deadline.
+const DefaultAttempt = 3 * time.Second
+
 // unsent reports whether err means the request never reached the node:
 // it could not be connected to.
 func unsent(err error) bool {
@@ -136,7 +178,7 @@ func unsent(err error) bool {
 // first endpoint that answers; after a lost reply it sends it again,
 // under the same number, as the comment above says, until it has an
 // answer, Retry passes, or ctx ends.
-func (c *Client) sendNumbered(ctx context.Context, send func(base, origin string, seq uint64) (int, string, http.Header, error)) error {
+func (c *Client) sendNumbered(ctx context.Context, send func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error)) error {
 	if len(c.Endpoints) == 0 {
 		return errors.New("no endpoints")
 	}
@@ -148,9 +190,13 @@ func (c *Client) sendNumbered(ctx context.Context, send func(base, origin string
 		}
 		bases[i] = b
 	}
-	retry := c.Retry
+	bases = c.order(bases)
+	retry, attempt := c.Retry, c.Attempt
 	if retry <= 0 {
 		retry = DefaultRetry
+	}
+	if attempt <= 0 {
+		attempt = DefaultAttempt
 	}
 	l := c.takeLane()
 	defer c.giveLane(l)
@@ -177,18 +223,33 @@ func (c *Client) sendNumbered(ctx context.Context, send func(base, origin string
 			order = []string{doubt}
 		}
 		for i, base := range order {
-			k, err := c.kind(ctx, base)
+			kctx, cancel := context.WithTimeout(ctx, attempt) // nothing is sent yet: a quiet node is passed
+			k, err := c.kind(kctx, base)
+			cancel()
+			if err != nil && ctx.Err() == nil && kctx.Err() != nil {
+				c.setQuiet(base, true)
+			}
 			if err == nil {
 				var code int
 				var msg string
 				var h http.Header
-				code, msg, h, err = send(base, l.origin, seq)
+				actx, cancel := ctx, context.CancelFunc(func() {})
+				if k == "replicated" {
+					actx, cancel = context.WithTimeout(ctx, attempt)
+				}
+				code, msg, h, err = send(actx, base, l.origin, seq)
+				cancel()
+				if err != nil && ctx.Err() == nil && actx.Err() != nil {
+					err = fmt.Errorf("no answer within %v: %w", attempt, err)
+					c.setQuiet(base, true)
+				}
 				if !unsent(err) {
 					reached++
 				}
 				switch {
 				case err == nil && code == http.StatusOK:
 					c.setKind(base, h.Get(KindHeader))
+					c.setQuiet(base, false)
 					return answer(nil, false)
 				case err == nil && code != http.StatusServiceUnavailable:
 					return answer(fmt.Errorf("%s: HTTP %d: %s", base, code, msg), true)

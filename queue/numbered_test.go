@@ -244,6 +244,38 @@ func TestClientPutResendsReplicatedThroughAnotherNode(t *testing.T) {
 	}
 }
 
+// A node of replicated queues that takes puts and never answers (cut off
+// from the majority, or its replies lost): after Attempt each put goes
+// through the next endpoint and is stored once there. Without the bound
+// every put waited at that node until its deadline and failed.
+func TestClientPutMovesOnFromANodeThatDoesNotAnswer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 37))
+	ctx, cl, k, gate := gatedReplicated(t, rng)
+	gate.muted.Store(true)
+	c := &queue.Client{Endpoints: []string{gate.URL(), cl.eps[(k+1)%3], cl.eps[(k+2)%3]}, Token: token, Attempt: 200 * time.Millisecond}
+	p := &plan{rng: rng}
+	reqs := p.draw(10)
+	for _, r := range reqs {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := sendAll(pctx, c, [][]string{r}, 1)
+		cancel()
+		if err != nil {
+			t.Fatalf("a put with node %d silent: %v", k, err)
+		}
+	}
+	survivor := cl.rs[(k+1)%3]
+	waitUntil(ctx, t, "every put applied", func() bool { return ready(survivor, "jobs") >= p.next })
+	ms, err := survivor.PollN("jobs", time.Hour, p.next+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range ms {
+		seen[string(m.Body)]++
+	}
+	checkOnce(t, seen, p.next)
+}
+
 // A node of its own queues that does not come back: a put in doubt there
 // fails, after Retry, with ErrInDoubt, and is not sent to the other node.
 func TestClientPutGivesUpOnAPutInDoubt(t *testing.T) {

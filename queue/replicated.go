@@ -432,6 +432,17 @@ func (r *Replicated) take(ctx context.Context, name string, vis time.Duration, n
 // delivered again; the consumer may count on it for
 // consensus.ValidFor(visibility, MaxDrift) from the call.
 func (r *Replicated) Get(ctx context.Context, name string, visibility time.Duration) (Message, error) {
+	ms, err := r.GetN(ctx, name, visibility, 1)
+	if err != nil {
+		return Message{}, err
+	}
+	return ms[0], nil
+}
+
+// GetN is Get of up to n messages: it waits until the queue has a ready
+// message and leases up to n of its head in one entry, so that they share
+// one lease (Message.Lease) and one AckLease acknowledges them all.
+func (r *Replicated) GetN(ctx context.Context, name string, visibility time.Duration, n int) ([]Message, error) {
 	for {
 		r.mu.Lock()
 		ch := r.changed[name]
@@ -440,19 +451,19 @@ func (r *Replicated) Get(ctx context.Context, name string, visibility time.Durat
 			r.changed[name] = ch
 		}
 		r.mu.Unlock()
-		ms, err := r.take(ctx, name, visibility, 1)
+		ms, err := r.take(ctx, name, visibility, n)
 		if err != nil {
-			return Message{}, err
+			return nil, err
 		}
 		if len(ms) > 0 {
-			return ms[0], nil
+			return ms, nil
 		}
 		select {
 		case <-ch: // a put, a release or an expiry: ask again
 		case <-ctx.Done():
-			return Message{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-r.svc.Done():
-			return Message{}, ErrClosed
+			return nil, ErrClosed
 		}
 	}
 }

@@ -149,7 +149,7 @@ func TestReplicatedQueueFull(t *testing.T) {
 }
 
 // The HTTP API over the replicated queues: a put through one node's API,
-// a get with count through another's, acks, and the same messages after
+// a get with count through another's, under one lease, acks, and the same messages after
 // every node was closed and started again on its data directory —
 // acknowledged ones gone, the rest still there.
 func TestReplicatedOverHTTPSurvivesAFullRestart(t *testing.T) {
@@ -173,7 +173,15 @@ func TestReplicatedOverHTTPSurvivesAFullRestart(t *testing.T) {
 	if err != nil || len(ms) != 4 || string(ms[0].Body) != "m0" || string(ms[3].Body) != "m3" {
 		t.Fatalf("get 4: %+v, %v", ms, err)
 	}
-	if err := b.Ack(ctx, "jobs", ms[0].ID, ms[1].ID, ms[2].ID, ms[3].ID); err != nil {
+	// One get, one lease: the four are acknowledged under the first's
+	// (a get that waited for the first and polled the rest leased them
+	// in two entries, and this ack failed for three as "lease lost").
+	for _, m := range ms {
+		if m.Lease == 0 || m.Lease != ms[0].Lease {
+			t.Fatalf("the messages of one get under leases %d and %d", ms[0].Lease, m.Lease)
+		}
+	}
+	if err := b.AckLease(ctx, "jobs", ms[0].Lease, ms[0].ID, ms[1].ID, ms[2].ID, ms[3].ID); err != nil {
 		t.Fatal(err)
 	}
 	stop()

@@ -225,16 +225,24 @@ func newQueueGetCmd(poll bool) *cobra.Command {
 					}
 					return failed(err)
 				}
-				ids := make([]uint64, 0, len(msgs))
+				var leases []uint64 // in the order got
+				ids := map[uint64][]uint64{}
 				for _, m := range msgs {
 					if err := f.print(cmd.OutOrStdout(), m); err != nil {
 						return err
 					}
-					ids = append(ids, m.ID)
+					if ids[m.Lease] == nil {
+						leases = append(leases, m.Lease)
+					}
+					ids[m.Lease] = append(ids[m.Lease], m.ID)
 				}
-				if len(ids) > 0 && !noAck {
-					// One get, one lease (0 from a node's own queues).
-					if err := c.AckLease(ctx, args[0], msgs[0].Lease, ids...); err != nil {
+				// A get's messages share one lease (0 from a node's own
+				// queues); were there more, each is acknowledged on its own.
+				for _, lease := range leases {
+					if noAck {
+						break
+					}
+					if err := c.AckLease(ctx, args[0], lease, ids[lease]...); err != nil {
 						return fmt.Errorf("acknowledging (the messages will be delivered again): %w", err)
 					}
 				}
