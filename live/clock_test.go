@@ -2,9 +2,13 @@ package live_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/live/transport"
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
@@ -159,5 +163,58 @@ func TestTimerGoesOffBehindTheQueue(t *testing.T) {
 	}
 	if want := []int{-1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0}; !slices.Equal(got, want) {
 		t.Fatalf("handled %v, want %v (the timer, 0, after the inputs that waited)", got, want)
+	}
+}
+
+// rated sets one timer of d on an input and outputs, when it goes off,
+// how far the service's clock moved meanwhile.
+type rated struct {
+	d   time.Duration
+	set time.Duration
+}
+
+func (p *rated) Start(proc.Env)                          {}
+func (p *rated) Receive(proc.Env, proc.ID, proc.Message) {}
+func (p *rated) Input(env proc.Env, _ proc.Input)        { p.set = env.Now(); env.SetTimer(p.d, "t") }
+func (p *rated) Timeout(env proc.Env, _ any) {
+	env.Output(fired{Tag: "t", After: env.Now() - p.set, Want: p.d})
+}
+
+// TestClockRate: a node whose clock runs four times as fast (injected
+// drift) reads four seconds of it in about one of real time, and its
+// timers go off by its clock: one of 2 s of it after about 0.5 s. A rate
+// that is not a number, negative or absurd is refused, naming it.
+func TestClockRate(t *testing.T) {
+	node := oneNode(t, live.Config{ClockRate: 4})
+	s, err := node.Service("rated", proc.Algorithm{Family: "test", Name: "rated",
+		New: func(proc.ID, int) proc.Process { return &rated{d: 2 * time.Second} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, cancel := s.Subscribe(1)
+	defer cancel()
+	start := time.Now()
+	if err := s.Input(num{I: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-outs:
+		f, real := o.(fired), time.Since(start)
+		if f.After < f.Want {
+			t.Errorf("the timer of %v went off after %v of the node's clock", f.Want, f.After)
+		}
+		if real >= f.Want {
+			t.Errorf("the timer of %v of a clock four times as fast took %v of real time", f.Want, real)
+		}
+		t.Logf("a timer of %v on a clock at rate 4: %v of its clock, %v of real time", f.Want, f.After, real)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer never went off")
+	}
+	for _, bad := range []float64{-1, 1000, math.NaN()} {
+		nw, _ := transport.NewInProc(1, transport.InProcConfig{})
+		tr, _ := nw.Endpoint(0)
+		if _, err := live.NewNode(live.Config{N: 1, Transport: tr, ClockRate: bad}); err == nil || !strings.Contains(err.Error(), fmt.Sprint(bad)) {
+			t.Errorf("clock rate %v: %v, want an error naming it", bad, err)
+		}
 	}
 }

@@ -903,8 +903,11 @@ func splitService(payload []byte) (name, rest []byte, err error) {
 
 // now is the process's clock: Env.Now.
 func (s *Service) now() time.Duration {
-	if s.wall {
+	switch {
+	case s.wall && s.node.cfg.ClockRate == 1:
 		return time.Duration(time.Now().UnixNano())
+	case s.wall:
+		return time.Duration(s.node.start.UnixNano()) + s.node.now()
 	}
 	return s.node.now()
 }
@@ -938,7 +941,7 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 		s.soon = append(s.soon, event{kind: evTimer, timer: id, tag: tag})
 		return id
 	}
-	t := &timerEntry{at: time.Now().Add(d), id: id, tag: tag}
+	t := &timerEntry{at: time.Now().Add(s.node.real(d)), id: id, tag: tag}
 	s.timers[id] = t
 	heap.Push(&s.wheel, t)
 	s.arm()

@@ -15,7 +15,14 @@ import (
 
 func replicated(t *testing.T, n int) []*lock.Replicated {
 	t.Helper()
-	nodes := livetest.Start(t, n, live.Config{DataDir: t.TempDir()})
+	return replicatedAt(t, n, 0)
+}
+
+// replicatedAt is replicated with every node's clock running at rate
+// (live.Config.ClockRate).
+func replicatedAt(t *testing.T, n int, rate float64) []*lock.Replicated {
+	t.Helper()
+	nodes := livetest.Start(t, n, live.Config{DataDir: t.TempDir(), ClockRate: rate})
 	rs := make([]*lock.Replicated, n)
 	for i, nd := range nodes {
 		r, err := lock.NewReplicated(nd, consensus.DefaultConfig)
@@ -88,10 +95,43 @@ func TestReplicatedLockExcludes(t *testing.T) {
 // TTL, and its lock goes to the next in line; its keepalive then says the
 // session is gone.
 func TestReplicatedSessionExpires(t *testing.T) {
-	rs := replicated(t, 3)
+	if early := handOn(t, 0, 400*time.Millisecond); early > 0 {
+		t.Errorf("b was granted the lock before a's reckoning ran out (%v left)", early)
+	}
+}
+
+// Clock drift, injected: every node's clock gains or loses against real
+// time (live.Config.ClockRate), and so does the leader's, on which
+// sessions expire. Within the drift bound the sessions assume
+// (consensus.MaxDrift, 1%) the lock goes to the next holder only after
+// the last one's reckoning ran out; a clock twice as fast breaks that,
+// and the check catches it.
+func TestSessionsUnderClockDrift(t *testing.T) {
+	for _, rate := range []float64{1.009, 0.991} {
+		early := handOn(t, rate, time.Second)
+		if early > 0 {
+			t.Errorf("clocks at rate %v: b was granted the lock %v before a's reckoning ran out", rate, early)
+		}
+		t.Logf("clocks at rate %v: b's Lock returned %v after a's reckoning ran out", rate, -early)
+	}
+	early := handOn(t, 2, time.Second)
+	if early <= 0 {
+		t.Errorf("clocks twice as fast: b was granted the lock %v after a's reckoning ran out; the check cannot see drift beyond the bound", -early)
+	}
+	t.Logf("clocks twice as fast: b's Lock returned %v before a's reckoning ran out", early)
+}
+
+// handOn opens session a of ttl on a cluster of three whose clocks run at
+// rate, takes a lock under it and lets a lapse, while session b waits
+// for the lock; it returns how long before a's reckoning (Until) ran out
+// b's Lock returned (≤ 0: after). b's grant came before its return, so a
+// positive result is a real overlap.
+func handOn(t *testing.T, rate float64, ttl time.Duration) (early time.Duration) {
+	t.Helper()
+	rs := replicatedAt(t, 3, rate)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := rs[0].Open(ctx, 400*time.Millisecond)
+	a, err := rs[0].Open(ctx, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +153,12 @@ func TestReplicatedSessionExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Now().Before(a.Until()) {
-		t.Errorf("b was granted the lock before a's reckoning ran out (%v left)", time.Until(a.Until()))
-	}
+	early = time.Until(a.Until())
 	if tb <= ta {
 		t.Errorf("token %d after %d", tb, ta)
 	}
 	if _, err := a.KeepAlive(ctx); !errors.Is(err, lock.ErrSessionGone) {
 		t.Errorf("keepalive of the expired session: %v, want ErrSessionGone", err)
 	}
+	return early
 }
