@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/cohort-go/cohort/wire"
@@ -136,6 +137,44 @@ func TestDecodersRefuseNonCanonicalMapsAndPointers(t *testing.T) {
 	for _, in := range [][]byte{{0, 2, 1}, {0, 1}, {0, 1, 0x80}} {
 		if ids, floor, err := decodeBankBalancesArgs(in); !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("%x: decoded to %q, %v; want it refused", in, ids, floor)
+		}
+	}
+}
+
+// A map's length is paid for before the map is made, as a slice's: a map
+// claiming 2⁶² entries allocates nothing, and one whose accounts' tags
+// claim the bytes its entries already claimed is refused at the tags.
+func TestMapDecodersRefuseHostileLengths(t *testing.T) {
+	huge := wire.AppendUint(nil, 1<<62)
+	// 100 entries of 8 bytes at least (a key, a presence byte, an
+	// account's four fields and its tags' length) ...
+	nested := wire.AppendLen(nil, 100)
+	nested = append(nested, 0, 1, 0, 0, 0) // key "", present, ID, Owner, Balance
+	// ... whose first account's tags claim 700 more.
+	nested = append(nested, wire.AppendLen(nil, 700)...)
+	nested = append(nested, make([]byte, 700)...)
+	for _, c := range []struct {
+		name   string
+		in     []byte
+		decode func([]byte) error
+		bound  uint64 // bytes allocated per decode
+	}{
+		{"2⁶² balances", huge, func(b []byte) error { _, err := decodeBankBalancesResults(b); return err }, 0},
+		{"2⁶² credits", huge, func(b []byte) error { _, _, err := decodeBankCreditArgs(b); return err }, 0},
+		// The 100 entries' map, and an account: a few KB.
+		{"tags claiming the entries' bytes", nested, func(b []byte) error { _, err := decodeBankCreditResults(b); return err }, 8 * uint64(len(nested))},
+	} {
+		if err := c.decode(c.in); !errors.Is(err, wire.ErrMalformed) {
+			t.Fatalf("%s: err = %v; want it refused", c.name, err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 100 {
+			c.decode(c.in)
+		}
+		runtime.ReadMemStats(&after)
+		if perCall := (after.TotalAlloc - before.TotalAlloc) / 100; perCall > c.bound+512 {
+			t.Fatalf("%s: %d bytes allocated per refused decode of %d bytes; want at most %d", c.name, perCall, len(c.in), c.bound+512)
 		}
 	}
 }
