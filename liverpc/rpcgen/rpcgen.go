@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"go/types"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -85,17 +86,17 @@ func Generate(cfg Config) ([]byte, error) {
 	}
 	g := &gen{pkg: pkg, name: cfg.Type, imports: map[string]string{}, used: map[string]bool{}, helped: map[string]*types.Named{}}
 	var methods []*method
-	imports := []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"}
 	for i := range iface.NumMethods() { // sorted by name
 		f := iface.Method(i)
 		m := &method{name: f.Name(), sem: def.sem}
 		if d := declared[f.Name()]; d.sem != 0 {
 			m.sem = d.sem
 		}
-		if m.sem != 0 && len(imports) == 5 {
-			imports = append(imports, "github.com/cohort-go/cohort/rpc")
-		}
 		methods = append(methods, m)
+	}
+	imports := []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"}
+	if slices.ContainsFunc(methods, func(m *method) bool { return m.sem != 0 }) {
+		imports = append(imports, "github.com/cohort-go/cohort/rpc") // for the semantics' constants
 	}
 	for _, path := range imports {
 		g.imports[path] = lastElem(path)
@@ -521,11 +522,11 @@ func (g *gen) enc(w *bytes.Buffer, x string, t types.Type, depth int) {
 		fmt.Fprintf(w, "dst = wire.Append%s(dst, %s)\n", fn, g.convert(x, t, to))
 	case *types.Slice:
 		if isBytes(u) {
-			fmt.Fprintf(w, "dst = wire.AppendBytes(dst, %s)\n", x)
+			fmt.Fprintf(w, "dst = wire.AppendBytes(dst, %s)\n", bare(x))
 			return
 		}
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor %s := range %s {\n", x, i, x)
+		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor %s := range %s {\n", bare(x), i, bare(x))
 		g.enc(w, x+"["+i+"]", u.Elem(), depth+1)
 		fmt.Fprintf(w, "}\n")
 	case *types.Pointer:
@@ -536,7 +537,7 @@ func (g *gen) enc(w *bytes.Buffer, x string, t types.Type, depth int) {
 		// The entries in ascending order of their keys: one map, one
 		// encoding.
 		k, v := fmt.Sprintf("k%d", depth), fmt.Sprintf("m%d", depth)
-		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor _, %s := range wire.SortedKeys(%s) {\n%s := %s[%s]\n", x, k, x, v, x, k)
+		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor _, %s := range wire.SortedKeys(%s) {\n%s := %s[%s]\n", bare(x), k, bare(x), v, x, k)
 		g.enc(w, k, u.Key(), depth+1)
 		g.enc(w, v, u.Elem(), depth+1)
 		fmt.Fprintf(w, "}\n")
@@ -598,11 +599,11 @@ func (g *gen) dec(w *bytes.Buffer, x string, t types.Type, depth int) {
 		}
 	case *types.Slice:
 		if isBytes(u) {
-			fmt.Fprintf(w, "%s = r.Bytes()\n", x)
+			fmt.Fprintf(w, "%s = r.Bytes()\n", bare(x))
 			return
 		}
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nfor %s := range %s {\n", minSize(u.Elem()), x, g.typ(t), i, x)
+		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nfor %s := range %s {\n", minSize(u.Elem()), bare(x), g.typ(t), i, bare(x))
 		g.dec(w, x+"["+i+"]", u.Elem(), depth+1)
 		fmt.Fprintf(w, "}\n}\n")
 	case *types.Pointer:
@@ -615,7 +616,7 @@ func (g *gen) dec(w *bytes.Buffer, x string, t types.Type, depth int) {
 		// no entry out of order, none repeated.
 		i, k, v, prev := fmt.Sprintf("i%d", depth), fmt.Sprintf("k%d", depth), fmt.Sprintf("m%d", depth), fmt.Sprintf("p%d", depth)
 		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nvar %s %s\nfor %s := range n {\n",
-			minSize(u.Key())+minSize(u.Elem()), x, g.typ(t), prev, g.typ(u.Key()), i)
+			minSize(u.Key())+minSize(u.Elem()), bare(x), g.typ(t), prev, g.typ(u.Key()), i)
 		fmt.Fprintf(w, "var %s %s\n", k, g.typ(u.Key()))
 		g.dec(w, k, u.Key(), depth+1)
 		fmt.Fprintf(w, "var %s %s\n", v, g.typ(u.Elem()))
@@ -626,6 +627,15 @@ func (g *gen) dec(w *bytes.Buffer, x string, t types.Type, depth int) {
 			g.dec(w, x+"."+u.Field(i).Name(), u.Field(i).Type(), depth)
 		}
 	}
+}
+
+// bare is x without deref's parentheses, where an expression stands
+// alone: len(*p), not len((*p)).
+func bare(x string) string {
+	if strings.HasPrefix(x, "(*") && strings.HasSuffix(x, ")") && strings.Count(x, "(") == 1 {
+		return x[1 : len(x)-1]
+	}
+	return x
 }
 
 // addr is &x, or p for x of the form *p.
