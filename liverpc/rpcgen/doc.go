@@ -50,7 +50,10 @@
 // At-least-once retransmits until it gets a reply and the server runs
 // every retransmission it receives, so a call may run more than once: it
 // is only for idempotent methods (a read, or a write of an absolute
-// value), never for one like Credit. Maybe runs a call at most once and
+// value), never for one like Credit; the server stub of a method
+// declared maybe or at-most-once refuses an at-least-once call (made by
+// hand, or by a client generated from another declaration) before the
+// method runs. Maybe runs a call at most once and
 // does not retry; at-most-once retries and filters the duplicates at the
 // server (its duplicate table), at the cost of a synced write per call.
 //

@@ -423,10 +423,20 @@ func (g *gen) file(methods []*method) []byte {
 		}
 		w("%q", g.name+"."+m.name)
 	}
-	w(".\nfunc %s(e *liverpc.Endpoint, impl %s) error {\n", register, g.name)
+	w(".\n")
+	if slices.ContainsFunc(methods, func(m *method) bool { return m.sem == rpc.Maybe || m.sem == rpc.AtMostOnce }) {
+		w("// A method declared maybe or at-most-once refuses an at-least-once call.\n")
+	}
+	w("func %s(e *liverpc.Endpoint, impl %s) error {\n", register, g.name)
 	for _, m := range methods {
 		proc := g.name + "." + m.name
 		w("if err := e.Handle(%q, func(ctx context.Context, args []byte) ([]byte, error) {\n", proc)
+		if m.sem == rpc.Maybe || m.sem == rpc.AtMostOnce {
+			// The declaration binds the server too: a call made by hand,
+			// or by another client, at-least-once could run it twice.
+			w("if sem, _ := liverpc.CallSemantics(ctx); sem == rpc.AtLeastOnce {\n")
+			w("return nil, fmt.Errorf(\"%s is declared %s: refusing an at-least-once call, which could run it twice\")\n}\n", proc, m.sem)
+		}
 		if len(m.args) == 0 {
 			w("if err := %s(args); err != nil {\n", g.fn("decode", m, "Args"))
 		} else {

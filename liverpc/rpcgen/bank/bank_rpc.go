@@ -136,6 +136,7 @@ func (c *BankClient) Statement(ctx context.Context, id string, a2 int) (v0 []Tra
 
 // RegisterBank registers impl's methods on e, as the procedures
 // "Bank.Audit", "Bank.Balances", "Bank.Credit", "Bank.Deposit", "Bank.Hold", "Bank.Move", "Bank.Open", "Bank.Statement".
+// A method declared maybe or at-most-once refuses an at-least-once call.
 func RegisterBank(e *liverpc.Endpoint, impl Bank) error {
 	if err := e.Handle("Bank.Audit", func(ctx context.Context, args []byte) ([]byte, error) {
 		ids, a2, strict, err := decodeBankAuditArgs(args)
@@ -164,6 +165,9 @@ func RegisterBank(e *liverpc.Endpoint, impl Bank) error {
 		return err
 	}
 	if err := e.Handle("Bank.Credit", func(ctx context.Context, args []byte) ([]byte, error) {
+		if sem, _ := liverpc.CallSemantics(ctx); sem == rpc.AtLeastOnce {
+			return nil, fmt.Errorf("Bank.Credit is declared at-most-once: refusing an at-least-once call, which could run it twice")
+		}
 		credits, memo, err := decodeBankCreditArgs(args)
 		if err != nil {
 			return nil, fmt.Errorf("unpacking the arguments: %w", err)

@@ -254,3 +254,34 @@ func TestBankDeclaredSemanticsOverTCP(t *testing.T) {
 		}
 	}
 }
+
+// The server holds a method to its declaration too: Credit, declared
+// at-most-once, refuses a call made at-least-once (which could credit
+// twice) before it runs, and takes one made at-most-once or maybe.
+func TestBankRefusesUndeclaredAtLeastOnce(t *testing.T) {
+	p := newPair(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := p.client(rpc.AtMostOnce).Open(ctx, "ada", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := appendBankCreditArgs(nil, map[string]Cents{a.ID: 1}, nil)
+	_, err = p.eps[0].Invoke(ctx, 1, "Bank.Credit", args, liverpc.Options{Sem: rpc.AtLeastOnce, Attempt: 5 * time.Second})
+	var re *liverpc.RemoteError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "Bank.Credit is declared at-most-once: refusing an at-least-once call") {
+		t.Fatalf("Credit at-least-once by hand: err = %v; want it refused", err)
+	}
+	if n := p.bank.Calls("Credit"); n != 0 {
+		t.Fatalf("Credit ran %d times on an at-least-once call", n)
+	}
+	for _, sem := range []rpc.Semantics{rpc.AtMostOnce, rpc.Maybe} {
+		if _, err := p.eps[0].Invoke(ctx, 1, "Bank.Credit", args, liverpc.Options{Sem: sem, Attempt: 5 * time.Second}); err != nil {
+			t.Fatalf("Credit %s by hand: %v", sem, err)
+		}
+	}
+	// Balances, declared at-least-once, takes any call.
+	if _, err := p.eps[0].Invoke(ctx, 1, "Bank.Balances", appendBankBalancesArgs(nil, nil, nil), liverpc.Options{Sem: rpc.Maybe, Attempt: 5 * time.Second}); err != nil {
+		t.Fatalf("Balances maybe by hand: %v", err)
+	}
+}
