@@ -53,9 +53,9 @@
 // value), never for one like Credit; the server stub of a method
 // declared maybe or at-most-once refuses an at-least-once call (made by
 // hand, or by a client generated from another declaration) before the
-// method runs. Maybe runs a call at most once and
-// does not retry; at-most-once retries and filters the duplicates at the
-// server (its duplicate table), at the cost of a synced write per call.
+// method runs. Maybe runs a call at most once and does not retry;
+// at-most-once retries and filters the duplicates at the server (its
+// duplicate table), at the cost of a synced write per call.
 //
 // The client, IfaceClient, calls liverpc.Endpoint.Invoke with the
 // procedure "Iface.Method", the packed arguments and its Options (the
