@@ -35,7 +35,12 @@
 // interface and a dispatcher that registers its methods, which pack
 // arguments and results field by field in the wire encoding, without
 // reflection or JSON — smaller and cheaper than Register and Call, for
-// the types the generator supports.
+// the types the generator supports — and call each method with the
+// semantics its declaration names, if it names any.
+//
+// A procedure learns the semantics of the call it runs for from its
+// context (CallSemantics): one that is not idempotent may refuse an
+// at-least-once call, which can run it more than once.
 //
 // Deadlines and cancellation come from the context: when it ends the call
 // returns ctx.Err() and the client stub abandons it (rpc.Cancel), which

@@ -62,17 +62,23 @@ type Endpoint struct {
 	cfg  Config
 	algo proc.Algorithm // rpc's, with cfg.RPC; Server set per service
 
-	server   *live.Service
-	unhook   func()
-	pool     *pool.Pool
-	base     context.Context
-	stop     context.CancelFunc
-	executed atomic.Int64
+	server *live.Service
+	unhook func()
+	pool   *pool.Pool
+	base   context.Context
+	stop   context.CancelFunc
+	runs   atomic.Int64
 
 	mu      sync.Mutex
 	closed  bool
 	procs   map[string]Handler
 	running map[uint64]context.CancelFunc // executions in progress
+	// executed is the semantics of the call the server stub last said it
+	// executes (rpc.Executed, which comes just before its rpc.Execute).
+	executed struct {
+		id  rpc.CallID
+		sem rpc.Semantics
+	}
 	clients map[proc.ID]*client
 	nextRef uint64
 }
@@ -172,10 +178,18 @@ func Register[Req, Resp any](e *Endpoint, name string, fn func(context.Context, 
 // killed. It must not block.
 func (e *Endpoint) onServerOutput(o proc.Output) {
 	switch o := o.(type) {
+	case rpc.Executed:
+		e.mu.Lock()
+		e.executed.id, e.executed.sem = o.CallID, o.Sem
+		e.mu.Unlock()
 	case rpc.Execute:
 		e.mu.Lock()
 		h := e.procs[o.Proc]
-		ctx, cancel := context.WithCancel(e.base)
+		base := e.base
+		if e.executed.id == o.CallID {
+			base = context.WithValue(base, semKey{}, e.executed.sem)
+		}
+		ctx, cancel := context.WithCancel(base)
 		e.running[o.Exec] = cancel
 		e.mu.Unlock()
 		err := e.pool.Go(func() {
@@ -183,7 +197,7 @@ func (e *Endpoint) onServerOutput(o proc.Output) {
 			if h == nil {
 				fin.Fail = "unknown procedure " + strconv.Quote(o.Proc)
 			} else {
-				e.executed.Add(1)
+				e.runs.Add(1)
 				data, err := h(ctx, o.Args)
 				switch {
 				case err != nil:
@@ -210,6 +224,19 @@ func (e *Endpoint) onServerOutput(o proc.Output) {
 		}
 		e.mu.Unlock()
 	}
+}
+
+// semKey is the key of a procedure's context's value: its call's
+// semantics.
+type semKey struct{}
+
+// CallSemantics returns the semantics of the call a procedure runs for,
+// from the context it was given, and whether it has one (a procedure
+// called directly, not by the endpoint, has not). A procedure that is not
+// idempotent may refuse an at-least-once call, which can run it twice.
+func CallSemantics(ctx context.Context) (rpc.Semantics, bool) {
+	s, ok := ctx.Value(semKey{}).(rpc.Semantics)
+	return s, ok
 }
 
 // Options are a call's options.
@@ -372,7 +399,7 @@ type Stats struct {
 }
 
 // Stats returns the endpoint's counters.
-func (e *Endpoint) Stats() Stats { return Stats{Executed: e.executed.Load(), Pool: e.pool.Stats()} }
+func (e *Endpoint) Stats() Stats { return Stats{Executed: e.runs.Load(), Pool: e.pool.Stats()} }
 
 // Close cancels the procedures running here and waits for them, and
 // stops the endpoint's hooks; the node (its services, their storage) is

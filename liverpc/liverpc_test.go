@@ -427,3 +427,33 @@ func TestKeyedCallOutlivesItsFirstNodesRestart(t *testing.T) {
 		})
 	}
 }
+
+// A procedure's context carries its call's semantics: the one the call
+// named, or, for a call that names none, the configured default; a
+// context the endpoint did not make carries none.
+func TestCallSemanticsReachTheProcedure(t *testing.T) {
+	c := newCluster(t, 2, testConfig(), func(_ int, ep *Endpoint) {
+		Register(ep, "sem", func(ctx context.Context, _ int) (string, error) {
+			sem, ok := CallSemantics(ctx)
+			if !ok {
+				return "none", nil
+			}
+			return sem.String(), nil
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, sem := range []rpc.Semantics{rpc.Maybe, rpc.AtLeastOnce, rpc.AtMostOnce, 0} {
+		want := sem
+		if sem == 0 {
+			want = testConfig().RPC.Semantics
+		}
+		got, err := Call[int, string](ctx, c.eps[1], 0, "sem", 0, Options{Sem: sem})
+		if err != nil || got != want.String() {
+			t.Fatalf("a call with semantics %d: the procedure saw %q, %v; want %s", sem, got, err, want)
+		}
+	}
+	if _, ok := CallSemantics(ctx); ok {
+		t.Fatal("a context the endpoint did not make carries semantics")
+	}
+}

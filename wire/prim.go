@@ -1,10 +1,12 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // The primitives below write and read the encoding of the table in the
@@ -53,8 +55,31 @@ func AppendBytes(dst []byte, b []byte) []byte {
 }
 
 // AppendLen appends the length of a slice (other than []byte) whose
-// elements follow.
+// elements follow, or of a map whose entries follow.
 func AppendLen(dst []byte, n int) []byte { return appendUvarint(dst, uint64(n)) }
+
+// The primitives also carry two kinds the Codec does not take, for
+// generated code:
+//
+//	pointer  a presence byte: 0 for nil; 1, then the value it points to
+//	         (as the Codec encodes a pointer field)
+//	map      its length as a uvarint, then each entry, key then value,
+//	         in strictly ascending order of the keys — integers by value,
+//	         strings byte by byte — so that a map has one encoding
+//
+// A map's keys are integers or strings: floats have no such order (NaN
+// is not equal to itself, and -0 equals +0 but encodes differently).
+
+// SortedKeys returns m's keys in ascending order, the order in which its
+// entries are encoded.
+func SortedKeys[M ~map[K]V, K cmp.Ordered, V any](m M) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
 
 // Reader decodes values from an input one at a time. Its first error
 // sticks: every later read returns a zero value (and Len returns 0, so
@@ -206,8 +231,26 @@ func (r *Reader) Bytes() []byte {
 	return append([]byte(nil), b...)
 }
 
-// Len reads the length of a slice whose elements each encode to at least
-// min bytes (min ≥ 1), and checks it before the caller allocates: the
+// Present reads a pointer's presence byte: whether a value follows.
+func (r *Reader) Present() bool { return r.Bool() }
+
+// KeyOrder checks a map's key as the caller reads its entries: ascending
+// says it is the first key, or above the one before. A key that is not —
+// out of order, or repeated — stops the Reader, so that a map has a
+// single encoding and a key cannot be given twice.
+func (r *Reader) KeyOrder(ascending bool) {
+	if !ascending && r.err == nil {
+		r.fail(errKeyOrder)
+	}
+}
+
+// MaxDepth bounds the nesting of pointers, slices (and, in generated
+// code, maps) in a value: the Codec refuses anything deeper on both
+// sides, and package liverpc/rpcgen refuses types nested deeper.
+const MaxDepth = maxDepth
+
+// Len reads the length of a slice, or of a map, whose elements (entries)
+// each encode to at least min bytes (min ≥ 1), and checks it before the caller allocates: the
 // elements must fit in the remaining input, and all the slices' claims
 // together, length × min each, in the whole input — so that nested slices
 // cannot each claim the rest of the input anew (see decodeFields).

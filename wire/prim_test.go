@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cohort-go/cohort/proc"
@@ -220,6 +221,8 @@ func TestReaderErrors(t *testing.T) {
 		// Two nested slices may not both claim the last 8 bytes.
 		{"slices claiming the same bytes", append([]byte{1, 8}, make([]byte, 8)...), func(r *Reader) { r.Len(8); r.Len(1) }, errLength},
 		{"trailing bytes", []byte{1, 0}, func(r *Reader) { r.Bool() }, ErrMalformed},
+		{"presence byte of 2", []byte{2}, func(r *Reader) { r.Present() }, errBool},
+		{"map keys out of order", []byte{1}, func(r *Reader) { r.KeyOrder(true); r.KeyOrder(false) }, errKeyOrder},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := NewReader(c.in)
@@ -232,5 +235,20 @@ func TestReaderErrors(t *testing.T) {
 				t.Fatal("a read after the error returned a value")
 			}
 		})
+	}
+}
+
+// A map's entries are encoded in ascending order of their keys: integers
+// by value (not by their zigzag bytes), strings byte by byte.
+func TestSortedKeys(t *testing.T) {
+	type name string
+	if got := SortedKeys(map[name]bool{"b": true, "": false, "\xff": true, "ab": false}); !slices.Equal(got, []name{"", "ab", "b", "\xff"}) {
+		t.Fatalf("string keys: %q", got)
+	}
+	if got := SortedKeys(map[int8]int{1: 0, -1: 0, -128: 0, 127: 0, 0: 0}); !slices.Equal(got, []int8{-128, -1, 0, 1, 127}) {
+		t.Fatalf("int8 keys: %v", got)
+	}
+	if got := SortedKeys(map[uint64]int(nil)); len(got) != 0 {
+		t.Fatalf("nil map: %v", got)
 	}
 }

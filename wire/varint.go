@@ -16,6 +16,7 @@ var (
 	errBool      = fmt.Errorf("%w: bool or presence byte is neither 0 nor 1", ErrMalformed)
 	errLength    = fmt.Errorf("%w: length exceeds the remaining input", ErrMalformed)
 	errDepth     = fmt.Errorf("%w: nested deeper than %d levels", ErrMalformed, maxDepth)
+	errKeyOrder  = fmt.Errorf("%w: map key not above the previous key (out of order, or repeated)", ErrMalformed)
 )
 
 // uvarint reads a canonical unsigned varint from the front of b and

@@ -29,7 +29,8 @@ func TestRPCGen(t *testing.T) {
 	}
 
 	bad := t.TempDir()
-	src := "package p\n\nimport \"context\"\n\ntype KV interface {\n\tGet(ctx context.Context, keys map[string]bool) (string, error)\n}\n"
+	src := "package p\n\nimport \"context\"\n\ntype KV interface {\n\tGet(ctx context.Context, keys map[float64]bool) (string, error)\n}\n" +
+		"\ntype Once interface {\n\t//cohort:rpc semantics=exactly-once\n\tPut(ctx context.Context, key string, value *string) error\n}\n"
 	if err := os.WriteFile(filepath.Join(bad, "kv.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,8 @@ func TestRPCGen(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"rpc", "gen", "--type", "KV", bad}, "method KV.Get, parameter keys: type map[string]bool: unsupported: maps"},
+		{[]string{"rpc", "gen", "--type", "KV", bad}, "method KV.Get, parameter keys: type map[float64]bool: unsupported: map keys of floats"},
+		{[]string{"rpc", "gen", "--type", "Once", bad}, `method Once.Put: //cohort:rpc semantics=exactly-once: bad //cohort:rpc directive: unknown semantics "exactly-once"`},
 		{[]string{"rpc", "gen", pkg}, "--type: want the interface's name"},
 		{[]string{"rpc", "gen", "--type", "Bank"}, "requires at least 1 arg"},
 		{[]string{"rpc", "gen", "--type", "Nope", pkg}, "--type Nope: no such type in package bank"},

@@ -26,31 +26,34 @@ import (
 // cannot stop its own regeneration. Type errors elsewhere in the package
 // are tolerated (a file may use the stub being generated); an interface
 // that mentions a type the checker could not resolve is refused later.
-func load(inputs []string, output string) (*types.Package, error) {
+//
+// The files are returned too, with their comments, for the directives
+// (//cohort:rpc) on the interface and its methods.
+func load(inputs []string, output string) (*types.Package, []*ast.File, error) {
 	if len(inputs) == 0 {
-		return nil, errors.New("no input: want a package directory or .go files")
+		return nil, nil, errors.New("no input: want a package directory or .go files")
 	}
 	var dir string
 	var names []string
 	if st, err := os.Stat(inputs[0]); err == nil && st.IsDir() {
 		if len(inputs) > 1 {
-			return nil, fmt.Errorf("input %q: a directory must be the only input", inputs[0])
+			return nil, nil, fmt.Errorf("input %q: a directory must be the only input", inputs[0])
 		}
 		dir = inputs[0]
 		p, err := build.Default.ImportDir(dir, 0)
 		if err != nil {
-			return nil, fmt.Errorf("input %q: %w", dir, err)
+			return nil, nil, fmt.Errorf("input %q: %w", dir, err)
 		}
 		names = p.GoFiles
 	} else {
 		for _, in := range inputs {
 			if !strings.HasSuffix(in, ".go") {
-				return nil, fmt.Errorf("input %q: want a package directory or .go files", in)
+				return nil, nil, fmt.Errorf("input %q: want a package directory or .go files", in)
 			}
 			if d := filepath.Dir(in); dir == "" {
 				dir = d
 			} else if d != dir {
-				return nil, fmt.Errorf("input %q: not in %s, the directory of the first file", in, dir)
+				return nil, nil, fmt.Errorf("input %q: not in %s, the directory of the first file", in, dir)
 			}
 			names = append(names, filepath.Base(in))
 		}
@@ -64,23 +67,23 @@ func load(inputs []string, output string) (*types.Package, error) {
 		path := filepath.Join(dir, name)
 		src, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("input %q: %w", path, err)
+			return nil, nil, fmt.Errorf("input %q: %w", path, err)
 		}
 		if bytes.HasPrefix(src, []byte(headerPrefix)) {
 			continue
 		}
-		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
-			return nil, fmt.Errorf("input: %w", err)
+			return nil, nil, fmt.Errorf("input: %w", err)
 		}
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("input %q: no Go files to read", strings.Join(inputs, " "))
+		return nil, nil, fmt.Errorf("input %q: no Go files to read", strings.Join(inputs, " "))
 	}
 	exported, err := exportData(dir, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	conf := types.Config{
 		Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
@@ -93,7 +96,7 @@ func load(inputs []string, output string) (*types.Package, error) {
 		Error: func(error) {}, // tolerated; see above
 	}
 	pkg, _ := conf.Check(files[0].Name.Name, fset, files, nil)
-	return pkg, nil
+	return pkg, files, nil
 }
 
 // exports caches exportData's answers, by directory and import paths.

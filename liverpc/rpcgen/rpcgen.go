@@ -8,10 +8,14 @@ import (
 	"go/token"
 	"go/types"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cohort-go/cohort/rpc"
+	"github.com/cohort-go/cohort/wire"
 )
 
 // Config is what to generate.
@@ -57,7 +61,7 @@ func Generate(cfg Config) ([]byte, error) {
 	if !token.IsIdentifier(cfg.Type) {
 		return nil, fmt.Errorf("--type %q: want the name of an interface type", cfg.Type)
 	}
-	pkg, err := load(cfg.Inputs, cfg.Output)
+	pkg, files, err := load(cfg.Inputs, cfg.Output)
 	if err != nil {
 		return nil, err
 	}
@@ -76,18 +80,32 @@ func Generate(cfg Config) ([]byte, error) {
 	if iface.NumMethods() == 0 {
 		return nil, fmt.Errorf("--type %s: the interface has no methods", cfg.Type)
 	}
+	def, declared, err := directives(files, cfg.Type)
+	if err != nil {
+		return nil, err
+	}
 	g := &gen{pkg: pkg, name: cfg.Type, imports: map[string]string{}, used: map[string]bool{}, helped: map[string]*types.Named{}}
-	for _, path := range []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"} {
+	var methods []*method
+	for i := range iface.NumMethods() { // sorted by name
+		f := iface.Method(i)
+		m := &method{name: f.Name(), sem: def.sem}
+		if d := declared[f.Name()]; d.sem != 0 {
+			m.sem = d.sem
+		}
+		methods = append(methods, m)
+	}
+	imports := []string{"context", "fmt", "github.com/cohort-go/cohort/liverpc", "github.com/cohort-go/cohort/proc", "github.com/cohort-go/cohort/wire"}
+	if slices.ContainsFunc(methods, func(m *method) bool { return m.sem != 0 }) {
+		imports = append(imports, "github.com/cohort-go/cohort/rpc") // for the semantics' constants
+	}
+	for _, path := range imports {
 		g.imports[path] = lastElem(path)
 		g.used[lastElem(path)] = true
 	}
-	var methods []*method
-	for i := range iface.NumMethods() { // sorted by name
-		m, err := g.method(iface.Method(i))
-		if err != nil {
+	for i, m := range methods {
+		if err := g.method(iface.Method(i), m); err != nil {
 			return nil, err
 		}
-		methods = append(methods, m)
 	}
 	src := g.file(methods)
 	// The stub's own declarations must not collide with the package's or
@@ -140,12 +158,13 @@ type value struct {
 
 type method struct {
 	name          string
+	sem           rpc.Semantics // declared by //cohort:rpc, or 0
 	args, results []value
 }
 
 // reserved are the generated code's own identifiers, which a parameter's
 // name must not shadow.
-var reserved = regexp.MustCompile(`^(_|c|ctx|e|err|impl|args|data|b|r|dst|n|v|[airv][0-9]+|context|fmt|liverpc|proc|wire)$`)
+var reserved = regexp.MustCompile(`^(_|c|ctx|e|err|impl|args|data|b|r|dst|n|o|v|[aikmprv][0-9]+|context|fmt|liverpc|proc|rpc|wire)$`)
 
 // shadows reports whether a parameter named name would hide an identifier
 // the generated code uses: a predeclared one (int, string), one of the
@@ -171,23 +190,23 @@ func (g *gen) shadows(name string) bool {
 	return g.pkgNames[name]
 }
 
-func (g *gen) method(f *types.Func) (*method, error) {
+// method checks f's signature and fills in m's arguments and results.
+func (g *gen) method(f *types.Func, m *method) error {
 	full := g.name + "." + f.Name()
 	sig := f.Type().(*types.Signature)
 	bad := func(value string, t types.Type, why string) error {
 		return &UnsupportedError{Method: full, Value: value, Type: types.TypeString(t, g.qualifier), Why: why}
 	}
 	if sig.Variadic() {
-		return nil, bad("", sig, "variadic methods are not supported")
+		return bad("", sig, "variadic methods are not supported")
 	}
 	ps, rs := sig.Params(), sig.Results()
 	if ps.Len() == 0 || !isContext(ps.At(0).Type()) {
-		return nil, bad("", sig, "the first parameter must be a context.Context")
+		return bad("", sig, "the first parameter must be a context.Context")
 	}
 	if rs.Len() == 0 || !types.Identical(rs.At(rs.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
-		return nil, bad("", sig, "the last result must be an error")
+		return bad("", sig, "the last result must be an error")
 	}
-	m := &method{name: f.Name()}
 	taken := map[string]bool{}
 	for i := 1; i < ps.Len(); i++ {
 		p := ps.At(i)
@@ -195,8 +214,8 @@ func (g *gen) method(f *types.Func) (*method, error) {
 		if p.Name() != "" && p.Name() != "_" {
 			what = "parameter " + p.Name()
 		}
-		if why := g.check(p.Type(), nil); why != "" {
-			return nil, bad(what, p.Type(), why)
+		if why := g.check(p.Type(), nil, 0); why != "" {
+			return bad(what, p.Type(), why)
 		}
 		name := p.Name()
 		if name == "" || g.shadows(name) || taken[name] {
@@ -211,12 +230,12 @@ func (g *gen) method(f *types.Func) (*method, error) {
 		if r.Name() != "" && r.Name() != "_" {
 			what = "result " + r.Name()
 		}
-		if why := g.check(r.Type(), nil); why != "" {
-			return nil, bad(what, r.Type(), why)
+		if why := g.check(r.Type(), nil, 0); why != "" {
+			return bad(what, r.Type(), why)
 		}
 		m.results = append(m.results, value{name: fmt.Sprintf("v%d", i), typ: r.Type()})
 	}
-	return m, nil
+	return nil
 }
 
 func isContext(t types.Type) bool {
@@ -226,8 +245,10 @@ func isContext(t types.Type) bool {
 
 // check returns why values of t cannot be encoded, or "". outer holds the
 // named types t is nested in, to refuse recursive types (whose stubs
-// would need a depth bound).
-func (g *gen) check(t types.Type, outer []*types.Named) string {
+// would need a bound on the depth of the values, not of the type), and
+// depth counts the pointers, slices and maps t is nested in, which must
+// stay within wire.MaxDepth, the codec's bound.
+func (g *gen) check(t types.Type, outer []*types.Named, depth int) string {
 	if n, ok := t.(*types.Named); ok {
 		for _, o := range outer {
 			if o == n {
@@ -238,6 +259,12 @@ func (g *gen) check(t types.Type, outer []*types.Named) string {
 			return "instances of generic types are not supported"
 		}
 		outer = append(outer, n)
+	}
+	switch t.Underlying().(type) {
+	case *types.Slice, *types.Pointer, *types.Map:
+		if depth++; depth > wire.MaxDepth {
+			return fmt.Sprintf("pointers, slices and maps nested more than %d deep are not supported (the wire encoding's bound)", wire.MaxDepth)
+		}
 	}
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
@@ -258,11 +285,28 @@ func (g *gen) check(t types.Type, outer []*types.Named) string {
 			}
 			return ""
 		}
-		if why := g.check(u.Elem(), outer); why != "" {
+		if why := g.check(u.Elem(), outer, depth); why != "" {
 			return why
 		}
 		if minSize(u.Elem()) == 0 {
 			return "its elements encode to no bytes, so the input could not bound its length"
+		}
+		return ""
+	case *types.Pointer:
+		return g.check(u.Elem(), outer, depth)
+	case *types.Map:
+		k, _ := u.Key().Underlying().(*types.Basic)
+		switch {
+		case k != nil && k.Info()&types.IsFloat != 0:
+			return "map keys of floats are not supported (NaN is not equal to itself, and -0 equals +0 but encodes differently)"
+		case k == nil || k.Info()&(types.IsInteger|types.IsString) == 0 || k.Kind() == types.Uintptr:
+			return "map keys must be integers or strings (the encoding sorts the keys)"
+		}
+		if why := g.check(u.Key(), outer, depth); why != "" {
+			return "map key: " + why
+		}
+		if why := g.check(u.Elem(), outer, depth); why != "" {
+			return why
 		}
 		return ""
 	case *types.Struct:
@@ -271,17 +315,13 @@ func (g *gen) check(t types.Type, outer []*types.Named) string {
 			if !f.Exported() {
 				return "unexported field " + f.Name() + " (the wire encoding carries exported fields only)"
 			}
-			if why := g.check(f.Type(), outer); why != "" {
+			if why := g.check(f.Type(), outer, depth); why != "" {
 				return "field " + f.Name() + ": " + why
 			}
 		}
 		return ""
 	case *types.Array:
 		return "arrays are not supported (use a slice)"
-	case *types.Pointer:
-		return "pointers are not supported (a pointer cannot cross a process boundary; send the value)"
-	case *types.Map:
-		return "maps are not supported (their order would make the encoding nondeterministic; use a slice of pairs)"
 	case *types.Interface:
 		return "interfaces are not supported (the decoder could not know the concrete type)"
 	case *types.Chan:
@@ -295,8 +335,9 @@ func (g *gen) check(t types.Type, outer []*types.Named) string {
 }
 
 // minSize is the fewest bytes a value of t encodes to, as the wire
-// codec counts it (its minOf): a byte for a bool, an integer or a length,
-// 4 or 8 for a float, the sum of its fields for a struct.
+// codec counts it (its minOf): a byte for a bool, an integer, a length or
+// a pointer's presence byte, 4 or 8 for a float, the sum of its fields
+// for a struct.
 func minSize(t types.Type) int {
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
@@ -341,16 +382,29 @@ func (g *gen) file(methods []*method) []byte {
 	w := func(format string, args ...any) { fmt.Fprintf(&body, format, args...) }
 	client, register := g.client(), g.register()
 	w("// %s is a %s whose methods call a server's through package liverpc.\n", client, g.name)
-	w("// A call packs its arguments with package wire, runs with Options'\n")
-	w("// semantics (maybe, at-least-once or at-most-once), and returns when ctx\n")
-	w("// ends (its deadline or cancellation), abandoning the call at the server.\n")
+	w("// A call packs its arguments with package wire, runs with the semantics\n")
+	w("// its method declares (a //cohort:rpc semantics= line), or else Options'\n")
+	w("// (maybe, at-least-once or at-most-once), and returns when ctx ends (its\n")
+	w("// deadline or cancellation), abandoning the call at the server.\n")
 	w("type %s struct {\n\tEndpoint *liverpc.Endpoint\n\tServer proc.ID\n\tOptions liverpc.Options\n}\n\n", client)
 	w("var _ %s = (*%s)(nil)\n\n", g.name, client)
 	for _, m := range methods {
 		proc := g.name + "." + m.name
-		w("// %s calls %q at c.Server.\n", m.name, proc)
+		opts := "c.Options"
+		if m.sem == 0 {
+			w("// %s calls %q at c.Server.\n", m.name, proc)
+		} else {
+			w("// %s calls %q at c.Server, %s (declared), whatever c.Options.Sem.\n", m.name, proc, m.sem)
+			if m.sem == rpc.AtLeastOnce {
+				w("// At-least-once may run it more than once: it must be idempotent.\n")
+			}
+			opts = "o"
+		}
 		w("func (c *%s) %s(ctx context.Context%s) (%serr error) {\n", client, m.name, g.params(m.args, true), g.params(m.results, false))
-		w("data, err := c.Endpoint.Invoke(ctx, c.Server, %q, %s(nil%s), c.Options)\n", proc, g.fn("append", m, "Args"), names(m.args, true))
+		if m.sem != 0 {
+			w("o := c.Options\no.Sem = rpc.%s\n", semConst[m.sem])
+		}
+		w("data, err := c.Endpoint.Invoke(ctx, c.Server, %q, %s(nil%s), %s)\n", proc, g.fn("append", m, "Args"), names(m.args, true), opts)
 		w("if err != nil {\nreturn %serr\n}\n", names(m.results, false))
 		if len(m.results) == 0 {
 			w("if err := %s(data); err != nil {\n", g.fn("decode", m, "Results"))
@@ -369,10 +423,20 @@ func (g *gen) file(methods []*method) []byte {
 		}
 		w("%q", g.name+"."+m.name)
 	}
-	w(".\nfunc %s(e *liverpc.Endpoint, impl %s) error {\n", register, g.name)
+	w(".\n")
+	if slices.ContainsFunc(methods, func(m *method) bool { return m.sem == rpc.Maybe || m.sem == rpc.AtMostOnce }) {
+		w("// A method declared maybe or at-most-once refuses an at-least-once call.\n")
+	}
+	w("func %s(e *liverpc.Endpoint, impl %s) error {\n", register, g.name)
 	for _, m := range methods {
 		proc := g.name + "." + m.name
 		w("if err := e.Handle(%q, func(ctx context.Context, args []byte) ([]byte, error) {\n", proc)
+		if m.sem == rpc.Maybe || m.sem == rpc.AtMostOnce {
+			// The declaration binds the server too: a call made by hand,
+			// or by another client, at-least-once could run it twice.
+			w("if sem, _ := liverpc.CallSemantics(ctx); sem == rpc.AtLeastOnce {\n")
+			w("return nil, fmt.Errorf(\"%s is declared %s: refusing an at-least-once call, which could run it twice\")\n}\n", proc, m.sem)
+		}
 		if len(m.args) == 0 {
 			w("if err := %s(args); err != nil {\n", g.fn("decode", m, "Args"))
 		} else {
@@ -424,6 +488,9 @@ func (g *gen) file(methods []*method) []byte {
 	return head.Bytes()
 }
 
+// semConst names the semantics' constants in package rpc.
+var semConst = map[rpc.Semantics]string{rpc.Maybe: "Maybe", rpc.AtLeastOnce: "AtLeastOnce", rpc.AtMostOnce: "AtMostOnce"}
+
 // codec writes the append and decode functions of a method's arguments or
 // results.
 func (g *gen) codec(w *bytes.Buffer, m *method, what string, vs []value) {
@@ -455,7 +522,7 @@ func (g *gen) codec(w *bytes.Buffer, m *method, what string, vs []value) {
 func (g *gen) enc(w *bytes.Buffer, x string, t types.Type, depth int) {
 	if n, ok := t.(*types.Named); ok {
 		if _, ok := n.Underlying().(*types.Struct); ok {
-			fmt.Fprintf(w, "dst = %s(dst, &%s)\n", g.helper("append", n), x)
+			fmt.Fprintf(w, "dst = %s(dst, %s)\n", g.helper("append", n), addr(x))
 			return
 		}
 	}
@@ -465,12 +532,24 @@ func (g *gen) enc(w *bytes.Buffer, x string, t types.Type, depth int) {
 		fmt.Fprintf(w, "dst = wire.Append%s(dst, %s)\n", fn, g.convert(x, t, to))
 	case *types.Slice:
 		if isBytes(u) {
-			fmt.Fprintf(w, "dst = wire.AppendBytes(dst, %s)\n", x)
+			fmt.Fprintf(w, "dst = wire.AppendBytes(dst, %s)\n", bare(x))
 			return
 		}
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor %s := range %s {\n", x, i, x)
+		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor %s := range %s {\n", bare(x), i, bare(x))
 		g.enc(w, x+"["+i+"]", u.Elem(), depth+1)
+		fmt.Fprintf(w, "}\n")
+	case *types.Pointer:
+		fmt.Fprintf(w, "dst = wire.AppendBool(dst, %s != nil)\nif %s != nil {\n", x, x)
+		g.enc(w, deref(x, u.Elem()), u.Elem(), depth)
+		fmt.Fprintf(w, "}\n")
+	case *types.Map:
+		// The entries in ascending order of their keys: one map, one
+		// encoding.
+		k, v := fmt.Sprintf("k%d", depth), fmt.Sprintf("m%d", depth)
+		fmt.Fprintf(w, "dst = wire.AppendLen(dst, len(%s))\nfor _, %s := range wire.SortedKeys(%s) {\n%s := %s[%s]\n", bare(x), k, bare(x), v, x, k)
+		g.enc(w, k, u.Key(), depth+1)
+		g.enc(w, v, u.Elem(), depth+1)
 		fmt.Fprintf(w, "}\n")
 	case *types.Struct:
 		for i := range u.NumFields() {
@@ -479,12 +558,35 @@ func (g *gen) enc(w *bytes.Buffer, x string, t types.Type, depth int) {
 	}
 }
 
+// deref is what p points to, as an expression of type elem: *p, or (*p)
+// where it is indexed, and p itself for an unnamed struct, whose fields
+// p.F reach through the pointer (a named struct's helper is given
+// addr(*p), p again).
+func deref(p string, elem types.Type) string {
+	switch elem.(type) {
+	case *types.Struct:
+		if strings.HasPrefix(p, "*") {
+			return "(" + p + ")"
+		}
+		return p
+	case *types.Named:
+		if _, ok := elem.Underlying().(*types.Struct); ok {
+			return "*" + p
+		}
+	}
+	switch elem.Underlying().(type) {
+	case *types.Basic, *types.Pointer:
+		return "*" + p
+	}
+	return "(*" + p + ")"
+}
+
 // dec writes the code that reads the zero-valued, addressable x of type t
 // from the Reader r.
 func (g *gen) dec(w *bytes.Buffer, x string, t types.Type, depth int) {
 	if n, ok := t.(*types.Named); ok {
 		if _, ok := n.Underlying().(*types.Struct); ok {
-			fmt.Fprintf(w, "%s(r, &%s)\n", g.helper("read", n), x)
+			fmt.Fprintf(w, "%s(r, %s)\n", g.helper("read", n), addr(x))
 			return
 		}
 	}
@@ -507,18 +609,51 @@ func (g *gen) dec(w *bytes.Buffer, x string, t types.Type, depth int) {
 		}
 	case *types.Slice:
 		if isBytes(u) {
-			fmt.Fprintf(w, "%s = r.Bytes()\n", x)
+			fmt.Fprintf(w, "%s = r.Bytes()\n", bare(x))
 			return
 		}
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nfor %s := range %s {\n", minSize(u.Elem()), x, g.typ(t), i, x)
+		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nfor %s := range %s {\n", minSize(u.Elem()), bare(x), g.typ(t), i, bare(x))
 		g.dec(w, x+"["+i+"]", u.Elem(), depth+1)
 		fmt.Fprintf(w, "}\n}\n")
+	case *types.Pointer:
+		fmt.Fprintf(w, "if r.Present() {\n%s = new(%s)\n", x, g.typ(u.Elem()))
+		g.dec(w, deref(x, u.Elem()), u.Elem(), depth)
+		fmt.Fprintf(w, "}\n")
+	case *types.Map:
+		// The input pays for the entries before the map is made, and
+		// each key must be above the one before it (wire.Reader.KeyOrder):
+		// no entry out of order, none repeated.
+		i, k, v, prev := fmt.Sprintf("i%d", depth), fmt.Sprintf("k%d", depth), fmt.Sprintf("m%d", depth), fmt.Sprintf("p%d", depth)
+		fmt.Fprintf(w, "if n := r.Len(%d); n > 0 {\n%s = make(%s, n)\nvar %s %s\nfor %s := range n {\n",
+			minSize(u.Key())+minSize(u.Elem()), bare(x), g.typ(t), prev, g.typ(u.Key()), i)
+		fmt.Fprintf(w, "var %s %s\n", k, g.typ(u.Key()))
+		g.dec(w, k, u.Key(), depth+1)
+		fmt.Fprintf(w, "var %s %s\n", v, g.typ(u.Elem()))
+		g.dec(w, v, u.Elem(), depth+1)
+		fmt.Fprintf(w, "r.KeyOrder(%s == 0 || %s > %s)\n%s[%s], %s = %s, %s\n}\n}\n", i, k, prev, x, k, prev, v, k)
 	case *types.Struct:
 		for i := range u.NumFields() {
 			g.dec(w, x+"."+u.Field(i).Name(), u.Field(i).Type(), depth)
 		}
 	}
+}
+
+// bare is x without deref's parentheses, where an expression stands
+// alone: len(*p), not len((*p)).
+func bare(x string) string {
+	if strings.HasPrefix(x, "(*") && strings.HasSuffix(x, ")") && strings.Count(x, "(") == 1 {
+		return x[1 : len(x)-1]
+	}
+	return x
+}
+
+// addr is &x, or p for x of the form *p.
+func addr(x string) string {
+	if p, ok := strings.CutPrefix(x, "*"); ok {
+		return p
+	}
+	return "&" + x
 }
 
 // helper returns the name of the append or read function of the named
@@ -586,7 +721,7 @@ func (g *gen) zero(t types.Type) string {
 			return `""`
 		}
 		return "0"
-	case *types.Slice:
+	case *types.Slice, *types.Pointer, *types.Map:
 		return "nil"
 	}
 	return g.typ(t) + "{}"

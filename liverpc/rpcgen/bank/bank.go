@@ -6,8 +6,14 @@
 //	go generate ./liverpc/rpcgen/bank
 //
 // Memory is an implementation that keeps the accounts in memory, and
-// counts the executions of each call, so that a test can check what each
-// semantics promises.
+// counts the executions of each call and notes the semantics it came
+// with, so that a test can check what each semantics promises.
+//
+// Two of Bank's methods declare their semantics with a //cohort:rpc line,
+// which the generated client applies whatever its Options say: Balances,
+// a read, at-least-once — which may run a call more than once, so it is
+// only for idempotent methods — and Credit, which must not run twice,
+// at-most-once. The others run with the client's Options.Sem.
 package bank
 
 import (
@@ -17,6 +23,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/cohort-go/cohort/liverpc"
+	"github.com/cohort-go/cohort/rpc"
 )
 
 //go:generate go run github.com/cohort-go/cohort/cmd/cohort rpc gen --type Bank -o bank_rpc.go .
@@ -65,6 +74,19 @@ type Bank interface {
 	// Hold holds the call for d, or until ctx ends (then it returns
 	// ctx.Err()): a slow procedure, to try deadlines and cancellation on.
 	Hold(ctx context.Context, d time.Duration) error
+	// Balances returns the balance of each account of ids that holds at
+	// least *floor (every one of them if floor is nil); unknown ids are
+	// left out. It only reads, so running it twice does no harm: it may
+	// be at-least-once, which retries until it gets an answer.
+	//
+	//cohort:rpc semantics=at-least-once
+	Balances(ctx context.Context, ids []string, floor *Cents) (map[string]Cents, error)
+	// Credit adds credits[id] to each account id, all or none, and
+	// returns the accounts after it; memo, if not nil, goes into their
+	// statements. Running it twice would credit twice: at-most-once.
+	//
+	//cohort:rpc semantics=at-most-once
+	Credit(ctx context.Context, credits map[string]Cents, memo *string) (map[string]*Account, error)
 }
 
 // ErrNoAccount is returned for an account that does not exist.
@@ -76,15 +98,16 @@ type Memory struct {
 	accounts  map[string]*Account
 	log       map[string][]Transfer
 	next      int
-	calls     map[string]int // executions per method
-	holdStart chan struct{}  // a Hold began
-	holdEnd   chan error     // a Hold ended, with its error
+	calls     map[string]int           // executions per method
+	sems      map[string]rpc.Semantics // the semantics of each method's last call
+	holdStart chan struct{}            // a Hold began
+	holdEnd   chan error               // a Hold ended, with its error
 }
 
 // NewMemory returns an empty bank.
 func NewMemory() *Memory {
 	return &Memory{accounts: map[string]*Account{}, log: map[string][]Transfer{}, calls: map[string]int{},
-		holdStart: make(chan struct{}, 16), holdEnd: make(chan error, 16)}
+		sems: map[string]rpc.Semantics{}, holdStart: make(chan struct{}, 16), holdEnd: make(chan error, 16)}
 }
 
 var _ Bank = (*Memory)(nil)
@@ -100,14 +123,23 @@ func (m *Memory) Calls(method string) int {
 // error when it ends.
 func (m *Memory) Holds() (started <-chan struct{}, ended <-chan error) { return m.holdStart, m.holdEnd }
 
-func (m *Memory) ran(method string) {
+// Semantics returns the semantics method's last call came with.
+func (m *Memory) Semantics(method string) rpc.Semantics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sems[method]
+}
+
+func (m *Memory) ran(ctx context.Context, method string) {
+	sem, _ := liverpc.CallSemantics(ctx)
 	m.mu.Lock()
 	m.calls[method]++
+	m.sems[method] = sem
 	m.mu.Unlock()
 }
 
-func (m *Memory) Open(_ context.Context, owner string, initial Cents, tags []string) (Account, error) {
-	m.ran("Open")
+func (m *Memory) Open(ctx context.Context, owner string, initial Cents, tags []string) (Account, error) {
+	m.ran(ctx, "Open")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.next++
@@ -116,8 +148,8 @@ func (m *Memory) Open(_ context.Context, owner string, initial Cents, tags []str
 	return *a, nil
 }
 
-func (m *Memory) Deposit(_ context.Context, id string, amount Cents) (Cents, error) {
-	m.ran("Deposit")
+func (m *Memory) Deposit(ctx context.Context, id string, amount Cents) (Cents, error) {
+	m.ran(ctx, "Deposit")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.accounts[id]
@@ -128,8 +160,8 @@ func (m *Memory) Deposit(_ context.Context, id string, amount Cents) (Cents, err
 	return a.Balance, nil
 }
 
-func (m *Memory) Move(_ context.Context, t Transfer) (Account, Account, error) {
-	m.ran("Move")
+func (m *Memory) Move(ctx context.Context, t Transfer) (Account, Account, error) {
+	m.ran(ctx, "Move")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	from, to := m.accounts[t.From], m.accounts[t.To]
@@ -152,8 +184,8 @@ func (m *Memory) Move(_ context.Context, t Transfer) (Account, Account, error) {
 	return *from, *to, nil
 }
 
-func (m *Memory) Statement(_ context.Context, id string, n int) ([]Transfer, error) {
-	m.ran("Statement")
+func (m *Memory) Statement(ctx context.Context, id string, n int) ([]Transfer, error) {
+	m.ran(ctx, "Statement")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.accounts[id] == nil {
@@ -166,8 +198,8 @@ func (m *Memory) Statement(_ context.Context, id string, n int) ([]Transfer, err
 	return append([]Transfer(nil), l...), nil
 }
 
-func (m *Memory) Audit(_ context.Context, ids []string, min uint32, strict bool) (bool, []float64, error) {
-	m.ran("Audit")
+func (m *Memory) Audit(ctx context.Context, ids []string, min uint32, strict bool) (bool, []float64, error) {
+	m.ran(ctx, "Audit")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ids = append([]string(nil), ids...)
@@ -190,7 +222,7 @@ func (m *Memory) Audit(_ context.Context, ids []string, min uint32, strict bool)
 }
 
 func (m *Memory) Hold(ctx context.Context, d time.Duration) error {
-	m.ran("Hold")
+	m.ran(ctx, "Hold")
 	m.holdStart <- struct{}{}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -202,4 +234,48 @@ func (m *Memory) Hold(ctx context.Context, d time.Duration) error {
 	}
 	m.holdEnd <- err
 	return err
+}
+
+func (m *Memory) Balances(ctx context.Context, ids []string, floor *Cents) (map[string]Cents, error) {
+	m.ran(ctx, "Balances")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out map[string]Cents
+	for _, id := range ids {
+		if a := m.accounts[id]; a != nil && (floor == nil || a.Balance >= *floor) {
+			if out == nil {
+				out = map[string]Cents{}
+			}
+			out[id] = a.Balance
+		}
+	}
+	return out, nil
+}
+
+func (m *Memory) Credit(ctx context.Context, credits map[string]Cents, memo *string) (map[string]*Account, error) {
+	m.ran(ctx, "Credit")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range credits {
+		if m.accounts[id] == nil {
+			return nil, fmt.Errorf("%w: %q", ErrNoAccount, id)
+		}
+	}
+	var out map[string]*Account
+	for id, amount := range credits {
+		a := m.accounts[id]
+		a.Balance += amount
+		t := Transfer{To: id, Amount: amount, Rate: 1}
+		if memo != nil {
+			t.Memo = []byte(*memo)
+		}
+		m.log[id] = append(m.log[id], t)
+		if out == nil {
+			out = map[string]*Account{}
+		}
+		copied := *a
+		copied.Tags = append([]string(nil), a.Tags...)
+		out[id] = &copied
+	}
+	return out, nil
 }

@@ -9,13 +9,15 @@ import (
 
 	"github.com/cohort-go/cohort/liverpc"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/rpc"
 	"github.com/cohort-go/cohort/wire"
 )
 
 // BankClient is a Bank whose methods call a server's through package liverpc.
-// A call packs its arguments with package wire, runs with Options'
-// semantics (maybe, at-least-once or at-most-once), and returns when ctx
-// ends (its deadline or cancellation), abandoning the call at the server.
+// A call packs its arguments with package wire, runs with the semantics
+// its method declares (a //cohort:rpc semantics= line), or else Options'
+// (maybe, at-least-once or at-most-once), and returns when ctx ends (its
+// deadline or cancellation), abandoning the call at the server.
 type BankClient struct {
 	Endpoint *liverpc.Endpoint
 	Server   proc.ID
@@ -35,6 +37,37 @@ func (c *BankClient) Audit(ctx context.Context, ids []string, a2 uint32, strict 
 		return v0, v1, fmt.Errorf("Bank.Audit: unpacking the result: %w", err)
 	}
 	return r0, r1, nil
+}
+
+// Balances calls "Bank.Balances" at c.Server, at-least-once (declared), whatever c.Options.Sem.
+// At-least-once may run it more than once: it must be idempotent.
+func (c *BankClient) Balances(ctx context.Context, ids []string, floor *Cents) (v0 map[string]Cents, err error) {
+	o := c.Options
+	o.Sem = rpc.AtLeastOnce
+	data, err := c.Endpoint.Invoke(ctx, c.Server, "Bank.Balances", appendBankBalancesArgs(nil, ids, floor), o)
+	if err != nil {
+		return v0, err
+	}
+	r0, err := decodeBankBalancesResults(data)
+	if err != nil {
+		return v0, fmt.Errorf("Bank.Balances: unpacking the result: %w", err)
+	}
+	return r0, nil
+}
+
+// Credit calls "Bank.Credit" at c.Server, at-most-once (declared), whatever c.Options.Sem.
+func (c *BankClient) Credit(ctx context.Context, credits map[string]Cents, memo *string) (v0 map[string]*Account, err error) {
+	o := c.Options
+	o.Sem = rpc.AtMostOnce
+	data, err := c.Endpoint.Invoke(ctx, c.Server, "Bank.Credit", appendBankCreditArgs(nil, credits, memo), o)
+	if err != nil {
+		return v0, err
+	}
+	r0, err := decodeBankCreditResults(data)
+	if err != nil {
+		return v0, fmt.Errorf("Bank.Credit: unpacking the result: %w", err)
+	}
+	return r0, nil
 }
 
 // Deposit calls "Bank.Deposit" at c.Server.
@@ -102,7 +135,8 @@ func (c *BankClient) Statement(ctx context.Context, id string, a2 int) (v0 []Tra
 }
 
 // RegisterBank registers impl's methods on e, as the procedures
-// "Bank.Audit", "Bank.Deposit", "Bank.Hold", "Bank.Move", "Bank.Open", "Bank.Statement".
+// "Bank.Audit", "Bank.Balances", "Bank.Credit", "Bank.Deposit", "Bank.Hold", "Bank.Move", "Bank.Open", "Bank.Statement".
+// A method declared maybe or at-most-once refuses an at-least-once call.
 func RegisterBank(e *liverpc.Endpoint, impl Bank) error {
 	if err := e.Handle("Bank.Audit", func(ctx context.Context, args []byte) ([]byte, error) {
 		ids, a2, strict, err := decodeBankAuditArgs(args)
@@ -114,6 +148,35 @@ func RegisterBank(e *liverpc.Endpoint, impl Bank) error {
 			return nil, err
 		}
 		return appendBankAuditResults(nil, v0, v1), nil
+	}); err != nil {
+		return err
+	}
+	if err := e.Handle("Bank.Balances", func(ctx context.Context, args []byte) ([]byte, error) {
+		ids, floor, err := decodeBankBalancesArgs(args)
+		if err != nil {
+			return nil, fmt.Errorf("unpacking the arguments: %w", err)
+		}
+		v0, err := impl.Balances(ctx, ids, floor)
+		if err != nil {
+			return nil, err
+		}
+		return appendBankBalancesResults(nil, v0), nil
+	}); err != nil {
+		return err
+	}
+	if err := e.Handle("Bank.Credit", func(ctx context.Context, args []byte) ([]byte, error) {
+		if sem, _ := liverpc.CallSemantics(ctx); sem == rpc.AtLeastOnce {
+			return nil, fmt.Errorf("Bank.Credit is declared at-most-once: refusing an at-least-once call, which could run it twice")
+		}
+		credits, memo, err := decodeBankCreditArgs(args)
+		if err != nil {
+			return nil, fmt.Errorf("unpacking the arguments: %w", err)
+		}
+		v0, err := impl.Credit(ctx, credits, memo)
+		if err != nil {
+			return nil, err
+		}
+		return appendBankCreditResults(nil, v0), nil
 	}); err != nil {
 		return err
 	}
@@ -237,6 +300,146 @@ func decodeBankAuditResults(b []byte) (bool, []float64, error) {
 		return false, nil, err
 	}
 	return v0, v1, nil
+}
+
+func appendBankBalancesArgs(dst []byte, ids []string, floor *Cents) []byte {
+	dst = wire.AppendLen(dst, len(ids))
+	for i0 := range ids {
+		dst = wire.AppendString(dst, ids[i0])
+	}
+	dst = wire.AppendBool(dst, floor != nil)
+	if floor != nil {
+		dst = wire.AppendInt(dst, int64(*floor))
+	}
+	return dst
+}
+
+func decodeBankBalancesArgs(b []byte) ([]string, *Cents, error) {
+	r := wire.NewReader(b)
+	var ids []string
+	if n := r.Len(1); n > 0 {
+		ids = make([]string, n)
+		for i0 := range ids {
+			ids[i0] = r.String()
+		}
+	}
+	var floor *Cents
+	if r.Present() {
+		floor = new(Cents)
+		*floor = Cents(r.Int(64))
+	}
+	if err := r.Close(); err != nil {
+		return nil, nil, err
+	}
+	return ids, floor, nil
+}
+
+func appendBankBalancesResults(dst []byte, v0 map[string]Cents) []byte {
+	dst = wire.AppendLen(dst, len(v0))
+	for _, k0 := range wire.SortedKeys(v0) {
+		m0 := v0[k0]
+		dst = wire.AppendString(dst, k0)
+		dst = wire.AppendInt(dst, int64(m0))
+	}
+	return dst
+}
+
+func decodeBankBalancesResults(b []byte) (map[string]Cents, error) {
+	r := wire.NewReader(b)
+	var v0 map[string]Cents
+	if n := r.Len(2); n > 0 {
+		v0 = make(map[string]Cents, n)
+		var p0 string
+		for i0 := range n {
+			var k0 string
+			k0 = r.String()
+			var m0 Cents
+			m0 = Cents(r.Int(64))
+			r.KeyOrder(i0 == 0 || k0 > p0)
+			v0[k0], p0 = m0, k0
+		}
+	}
+	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	return v0, nil
+}
+
+func appendBankCreditArgs(dst []byte, credits map[string]Cents, memo *string) []byte {
+	dst = wire.AppendLen(dst, len(credits))
+	for _, k0 := range wire.SortedKeys(credits) {
+		m0 := credits[k0]
+		dst = wire.AppendString(dst, k0)
+		dst = wire.AppendInt(dst, int64(m0))
+	}
+	dst = wire.AppendBool(dst, memo != nil)
+	if memo != nil {
+		dst = wire.AppendString(dst, *memo)
+	}
+	return dst
+}
+
+func decodeBankCreditArgs(b []byte) (map[string]Cents, *string, error) {
+	r := wire.NewReader(b)
+	var credits map[string]Cents
+	if n := r.Len(2); n > 0 {
+		credits = make(map[string]Cents, n)
+		var p0 string
+		for i0 := range n {
+			var k0 string
+			k0 = r.String()
+			var m0 Cents
+			m0 = Cents(r.Int(64))
+			r.KeyOrder(i0 == 0 || k0 > p0)
+			credits[k0], p0 = m0, k0
+		}
+	}
+	var memo *string
+	if r.Present() {
+		memo = new(string)
+		*memo = r.String()
+	}
+	if err := r.Close(); err != nil {
+		return nil, nil, err
+	}
+	return credits, memo, nil
+}
+
+func appendBankCreditResults(dst []byte, v0 map[string]*Account) []byte {
+	dst = wire.AppendLen(dst, len(v0))
+	for _, k0 := range wire.SortedKeys(v0) {
+		m0 := v0[k0]
+		dst = wire.AppendString(dst, k0)
+		dst = wire.AppendBool(dst, m0 != nil)
+		if m0 != nil {
+			dst = appendAccount(dst, m0)
+		}
+	}
+	return dst
+}
+
+func decodeBankCreditResults(b []byte) (map[string]*Account, error) {
+	r := wire.NewReader(b)
+	var v0 map[string]*Account
+	if n := r.Len(2); n > 0 {
+		v0 = make(map[string]*Account, n)
+		var p0 string
+		for i0 := range n {
+			var k0 string
+			k0 = r.String()
+			var m0 *Account
+			if r.Present() {
+				m0 = new(Account)
+				readAccount(r, m0)
+			}
+			r.KeyOrder(i0 == 0 || k0 > p0)
+			v0[k0], p0 = m0, k0
+		}
+	}
+	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	return v0, nil
 }
 
 func appendBankDepositArgs(dst []byte, id string, amount Cents) []byte {
@@ -417,6 +620,29 @@ func decodeBankStatementResults(b []byte) ([]Transfer, error) {
 	return v0, nil
 }
 
+func appendAccount(dst []byte, v *Account) []byte {
+	dst = wire.AppendString(dst, v.ID)
+	dst = wire.AppendString(dst, v.Owner)
+	dst = wire.AppendInt(dst, int64(v.Balance))
+	dst = wire.AppendLen(dst, len(v.Tags))
+	for i0 := range v.Tags {
+		dst = wire.AppendString(dst, v.Tags[i0])
+	}
+	return dst
+}
+
+func readAccount(r *wire.Reader, v *Account) {
+	v.ID = r.String()
+	v.Owner = r.String()
+	v.Balance = Cents(r.Int(64))
+	if n := r.Len(1); n > 0 {
+		v.Tags = make([]string, n)
+		for i0 := range v.Tags {
+			v.Tags[i0] = r.String()
+		}
+	}
+}
+
 func appendFee(dst []byte, v *Fee) []byte {
 	dst = wire.AppendString(dst, v.Name)
 	dst = wire.AppendFloat32(dst, v.Percent)
@@ -453,29 +679,6 @@ func readTransfer(r *wire.Reader, v *Transfer) {
 		v.Fees = make([]Fee, n)
 		for i0 := range v.Fees {
 			readFee(r, &v.Fees[i0])
-		}
-	}
-}
-
-func appendAccount(dst []byte, v *Account) []byte {
-	dst = wire.AppendString(dst, v.ID)
-	dst = wire.AppendString(dst, v.Owner)
-	dst = wire.AppendInt(dst, int64(v.Balance))
-	dst = wire.AppendLen(dst, len(v.Tags))
-	for i0 := range v.Tags {
-		dst = wire.AppendString(dst, v.Tags[i0])
-	}
-	return dst
-}
-
-func readAccount(r *wire.Reader, v *Account) {
-	v.ID = r.String()
-	v.Owner = r.String()
-	v.Balance = Cents(r.Int(64))
-	if n := r.Len(1); n > 0 {
-		v.Tags = make([]string, n)
-		for i0 := range v.Tags {
-			v.Tags[i0] = r.String()
 		}
 	}
 }

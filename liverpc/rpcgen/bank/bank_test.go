@@ -201,3 +201,87 @@ func TestBankRefusesMalformedArguments(t *testing.T) {
 		t.Fatalf("Deposit ran %d times on malformed arguments", n)
 	}
 }
+
+// Over TCP, a method that declares its semantics is called with them
+// whatever the client's Options say, and one that declares none with the
+// Options': Balances (a read, at-least-once) and Credit (at-most-once)
+// from a client set to maybe, then to at-least-once. Their maps and
+// pointers arrive as sent, nil as nil.
+func TestBankDeclaredSemanticsOverTCP(t *testing.T) {
+	p := newPair(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, sem := range []rpc.Semantics{rpc.Maybe, rpc.AtLeastOnce} {
+		c := p.client(sem)
+		a, err := c.Open(ctx, "ada", 100, []string{"gold"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Open(ctx, "bob", 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo := "refund"
+		accts, err := c.Credit(ctx, map[string]Cents{a.ID: 10, b.ID: -2}, &memo)
+		if err != nil || len(accts) != 2 || accts[a.ID].Balance != 110 || accts[b.ID].Balance != 3 ||
+			!reflect.DeepEqual(accts[a.ID].Tags, []string{"gold"}) || accts[b.ID].Tags != nil {
+			t.Fatalf("%s: Credit = %+v, %v", sem, accts, err)
+		}
+		if st, err := c.Statement(ctx, b.ID, 1); err != nil || len(st) != 1 || string(st[0].Memo) != memo {
+			t.Fatalf("%s: Statement after a credit with a memo = %+v, %v", sem, st, err)
+		}
+		if _, err := c.Credit(ctx, map[string]Cents{a.ID: 1, "nobody": 1}, nil); err == nil {
+			t.Fatalf("%s: Credit to nobody succeeded", sem)
+		}
+		if _, err := c.Credit(ctx, nil, nil); err != nil {
+			t.Fatalf("%s: Credit of nothing: %v", sem, err)
+		}
+		all, err := c.Balances(ctx, []string{a.ID, b.ID, "nobody"}, nil)
+		if err != nil || !reflect.DeepEqual(all, map[string]Cents{a.ID: 110, b.ID: 3}) {
+			t.Fatalf("%s: Balances = %v, %v", sem, all, err)
+		}
+		floor := Cents(50)
+		if rich, err := c.Balances(ctx, []string{a.ID, b.ID}, &floor); err != nil || !reflect.DeepEqual(rich, map[string]Cents{a.ID: 110}) {
+			t.Fatalf("%s: Balances above %d = %v, %v", sem, floor, rich, err)
+		}
+		if _, err := c.Deposit(ctx, a.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		for method, want := range map[string]rpc.Semantics{"Balances": rpc.AtLeastOnce, "Credit": rpc.AtMostOnce, "Deposit": sem, "Open": sem} {
+			if got := p.bank.Semantics(method); got != want {
+				t.Errorf("client set to %s: %s ran under %s; want %s", sem, method, got, want)
+			}
+		}
+	}
+}
+
+// The server holds a method to its declaration too: Credit, declared
+// at-most-once, refuses a call made at-least-once (which could credit
+// twice) before it runs, and takes one made at-most-once or maybe.
+func TestBankRefusesUndeclaredAtLeastOnce(t *testing.T) {
+	p := newPair(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := p.client(rpc.AtMostOnce).Open(ctx, "ada", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := appendBankCreditArgs(nil, map[string]Cents{a.ID: 1}, nil)
+	_, err = p.eps[0].Invoke(ctx, 1, "Bank.Credit", args, liverpc.Options{Sem: rpc.AtLeastOnce, Attempt: 5 * time.Second})
+	var re *liverpc.RemoteError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "Bank.Credit is declared at-most-once: refusing an at-least-once call") {
+		t.Fatalf("Credit at-least-once by hand: err = %v; want it refused", err)
+	}
+	if n := p.bank.Calls("Credit"); n != 0 {
+		t.Fatalf("Credit ran %d times on an at-least-once call", n)
+	}
+	for _, sem := range []rpc.Semantics{rpc.AtMostOnce, rpc.Maybe} {
+		if _, err := p.eps[0].Invoke(ctx, 1, "Bank.Credit", args, liverpc.Options{Sem: sem, Attempt: 5 * time.Second}); err != nil {
+			t.Fatalf("Credit %s by hand: %v", sem, err)
+		}
+	}
+	// Balances, declared at-least-once, takes any call.
+	if _, err := p.eps[0].Invoke(ctx, 1, "Bank.Balances", appendBankBalancesArgs(nil, nil, nil), liverpc.Options{Sem: rpc.Maybe, Attempt: 5 * time.Second}); err != nil {
+		t.Fatalf("Balances maybe by hand: %v", err)
+	}
+}

@@ -93,11 +93,34 @@ var decoders = map[string]func([]byte) (out []byte, elems int, err error){
 		id, amount, err := decodeBankDepositArgs(b)
 		return appendBankDepositArgs(nil, id, amount), 0, err
 	},
+	"BalancesArgs": func(b []byte) ([]byte, int, error) {
+		ids, floor, err := decodeBankBalancesArgs(b)
+		return appendBankBalancesArgs(nil, ids, floor), len(ids), err
+	},
+	"BalancesResults": func(b []byte) ([]byte, int, error) {
+		bals, err := decodeBankBalancesResults(b)
+		return appendBankBalancesResults(nil, bals), len(bals), err
+	},
+	"CreditArgs": func(b []byte) ([]byte, int, error) {
+		credits, memo, err := decodeBankCreditArgs(b)
+		return appendBankCreditArgs(nil, credits, memo), len(credits), err
+	},
+	"CreditResults": func(b []byte) ([]byte, int, error) {
+		accts, err := decodeBankCreditResults(b)
+		n := len(accts)
+		for _, a := range accts {
+			if a != nil {
+				n += len(a.Tags)
+			}
+		}
+		return appendBankCreditResults(nil, accts), n, err
+	},
 }
 
 // Any input to any generated decoder: no panic; what decodes re-encodes
-// to the same bytes (the encoding is canonical); and its slices hold no
-// more elements than the input has bytes — a length cannot make the
+// to the same bytes (the encoding is canonical: a map decodes only from
+// its keys in ascending order, none repeated); and its slices and maps
+// hold no more elements than the input has bytes — a length cannot make the
 // decoder allocate beyond what the input pays for.
 func FuzzDecoders(f *testing.F) {
 	f.Add(appendBankOpenArgs(nil, "ada", 5, []string{"a", "b"}))
@@ -107,6 +130,11 @@ func FuzzDecoders(f *testing.F) {
 	f.Add(appendBankAuditArgs(nil, []string{"a"}, 7, true))
 	f.Add(appendBankAuditResults(nil, true, []float64{1, math.NaN()}))
 	f.Add(appendBankHoldArgs(nil, time.Second))
+	floor, memo := Cents(-3), "rent"
+	f.Add(appendBankBalancesArgs(nil, []string{"a", "b"}, &floor))
+	f.Add(appendBankBalancesResults(nil, map[string]Cents{"a": 1, "b": -1, "": 0}))
+	f.Add(appendBankCreditArgs(nil, map[string]Cents{"x": 5, "y": 6}, &memo))
+	f.Add(appendBankCreditResults(nil, map[string]*Account{"a": {ID: "a", Tags: []string{"t"}}, "b": nil}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for name, decode := range decoders {
