@@ -586,11 +586,51 @@ func (c *Client) Get(ctx context.Context, name string, o GetOptions) ([]Message,
 	if o.NoWait {
 		path += "/poll"
 	}
+	// A node that answers 503 (one of replicated queues cut off from the
+	// majority: ErrNoLeader) is passed for the next. A get it took and
+	// could not answer leases messages to no one, which are delivered
+	// again after their visibility.
 	var reply GetReply
-	err := c.api().First(ctx, func(base string) (int, string, error) {
+	err := c.inTurn(ctx, true, func(base string) (int, string, error) {
+		reply = GetReply{}
 		return c.api().Call(ctx, http.MethodGet, base+path+"?"+q.Encode(), nil, &reply)
 	})
 	return reply.Messages, err
+}
+
+// inTurn calls call on the endpoints in turn, those gone quiet lately
+// (numbering.order) last, until one answers: a node that cannot be
+// reached is passed for the next, and so, with past503, is one that
+// answers 503 (and is counted quiet). Any other answer is the outcome.
+func (c *Client) inTurn(ctx context.Context, past503 bool, call func(base string) (code int, msg string, err error)) error {
+	bases := make([]string, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		b, err := httpapi.BaseURL(ep)
+		if err != nil {
+			return err
+		}
+		bases[i] = b
+	}
+	if len(bases) == 0 {
+		return errors.New("no endpoints")
+	}
+	var errs []error
+	for _, base := range c.numbering.order(bases) {
+		code, msg, err := call(base)
+		switch {
+		case err == nil && code == http.StatusOK:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil && (code != http.StatusServiceUnavailable || !past503):
+			return fmt.Errorf("%s: HTTP %d: %s", base, code, msg)
+		case err == nil:
+			err = fmt.Errorf("HTTP %d: %s", code, msg)
+		}
+		c.setQuiet(base, true)
+		errs = append(errs, fmt.Errorf("%s: %w", base, err))
+	}
+	return fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
 }
 
 // Ack acknowledges messages: they are never delivered again.
@@ -606,7 +646,9 @@ func (c *Client) AckLease(ctx context.Context, name string, lease uint64, ids ..
 		return err
 	}
 	b, _ := json.Marshal(AckRequest{IDs: ids, Lease: lease})
-	return c.api().First(ctx, func(base string) (int, string, error) {
+	// Not past a 503: the ack may yet apply there, and a copy applied
+	// through another node would find its messages gone.
+	return c.inTurn(ctx, false, func(base string) (int, string, error) {
 		return c.api().Call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/ack", b, nil)
 	})
 }

@@ -39,8 +39,12 @@ var (
 	ErrNoMessage = errors.New("no such message")
 	ErrClosed    = errors.New("queue manager closed")
 	ErrLeaseLost = errors.New("lease lost: the message was delivered again")
-	ErrName      = errors.New("bad queue name")
-	ErrTooMany   = errors.New("too many queues")
+	// ErrNoLeader: a node of replicated queues that had a leader has known
+	// none for NoLeaderFor: it is likely cut off from the majority, and
+	// another node may serve the request (a Client's Get goes on to it).
+	ErrNoLeader = errors.New("no leader in reach (this node may be cut off from the majority)")
+	ErrName     = errors.New("bad queue name")
+	ErrTooMany  = errors.New("too many queues")
 )
 
 // Config configures a Manager. The zero value is a transient manager:

@@ -47,6 +47,26 @@ type Replicated struct {
 	subs    map[string]map[*sub]struct{}
 
 	stats struct{ puts, gets, acks, refused atomic.Uint64 }
+	led   atomic.Bool // an operation was answered from the log here once: it had a leader
+}
+
+// NoLeaderFor is how long an operation waits at a node of replicated
+// queues that has known a leader and knows none now before it fails with
+// ErrNoLeader: well above an election's time (a few election timeouts),
+// so that only a node cut off from the majority, or a cluster that lost
+// it, answers so.
+const NoLeaderFor = 2 * time.Second
+
+// leaderKnown reports whether this node knows a leader of the queues' log.
+func (r *Replicated) leaderKnown() bool {
+	known := false
+	r.svc.Read(func(p proc.Process) {
+		if q, ok := p.(*consensus.Queues); ok {
+			id, _ := q.Raft().Leader()
+			known = id != proc.None
+		}
+	})
+	return known
 }
 
 type waiter struct {
@@ -282,9 +302,11 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	}()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	seen, first := time.Now(), true // when a leader was last known; the first proposal is not a retry
 	for {
 		select {
 		case o := <-w.ch:
+			r.led.Store(true) // answered from the log: it had a leader
 			if ref, ok := o.(consensus.QueueRefused); ok {
 				r.stats.refused.Add(1)
 				switch {
@@ -303,6 +325,14 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 		case <-r.svc.Done():
 			return nil, ErrClosed
 		case <-t.C:
+			switch {
+			case first:
+				first = false
+			case r.leaderKnown():
+				seen = time.Now()
+			case r.led.Load() && time.Since(seen) > NoLeaderFor:
+				return nil, ErrNoLeader
+			}
 			var err error
 			if p, ok := in.(consensus.QueuePut); ok {
 				select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -242,5 +243,40 @@ func TestReplicatedStream(t *testing.T) {
 		if string(m.Body) != fmt.Sprint("m", i) {
 			t.Fatalf("message %d is %q", i, m.Body)
 		}
+	}
+}
+
+// A node of replicated queues left without a majority (the others
+// closed: as cut off) answers a get with 503 naming ErrNoLeader once it
+// has known no leader for NoLeaderFor, instead of holding it for its
+// whole wait; and a Client's Get goes on from an endpoint that answers
+// 503 to the next, which serves it.
+func TestGetPassesANodeWithoutALeader(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := &queue.Client{Endpoints: cl.eps, Token: token}
+	if _, err := c.Put(ctx, "jobs", []byte("m0")); err != nil {
+		t.Fatal(err)
+	}
+	// The Client: a first endpoint that answers 503, then a live node.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":"no leader in reach"}`, http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	ms, err := (&queue.Client{Endpoints: []string{down.URL, cl.eps[1]}, Token: token}).Get(ctx, "jobs",
+		queue.GetOptions{Count: 1, Wait: 10 * time.Second, Visibility: time.Minute})
+	if err != nil || len(ms) != 1 || string(ms[0].Body) != "m0" {
+		t.Fatalf("a get past an endpoint answering 503: %+v, %v", ms, err)
+	}
+	// Node 0 alone.
+	cl.nodes[1].Close()
+	cl.nodes[2].Close()
+	gctx, gcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer gcancel()
+	_, err = (&queue.Client{Endpoints: cl.eps[:1], Token: token}).Get(gctx, "jobs",
+		queue.GetOptions{Count: 1, Wait: 30 * time.Second, Visibility: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), queue.ErrNoLeader.Error()) {
+		t.Fatalf("a get at a node without a majority: %v, want a 503 naming ErrNoLeader", err)
 	}
 }
