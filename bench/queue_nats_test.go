@@ -185,10 +185,14 @@ func debianJetStream(t *testing.T) (url, version string, ok bool) {
 // runs' ratios. COHORT_QUEUE_BENCH sets the duration of each run (default
 // 300ms, 100ms under the race detector), COHORT_QUEUE_BENCH_PUBS the
 // publishers (default 1,32), COHORT_QUEUE_BENCH_RUNS the runs (default
-// 1) and COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
-// JetStream's async publish of as many (default 32; 0: no batches).
+// 1), COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
+// JetStream's async publish of as many (default 32; 0: no batches), and
+// COHORT_QUEUE_BENCH_SYSTEMS the systems to run (default all; e.g.
+// batches,js-async: see queueBenchSystems's call for the names).
 func TestQueueBesideJetStream(t *testing.T) {
 	dur, pubs, runs := queueBenchEnv(t)
+	chosen := queueBenchSystems(t, "go", "http", "stream", "r3-stream", "js-sync", "js",
+		"batches", "stream-async", "r3-stream-async", "js-async", "js-sync-async", "debian")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*10*time.Minute)
 	defer cancel()
 	type system struct {
@@ -196,38 +200,40 @@ func TestQueueBesideJetStream(t *testing.T) {
 		open func() (QueueSystem, func(), error)
 	}
 	var systems []system
-	for _, overHTTP := range []bool{false, true} {
-		systems = append(systems, system{"", func() (QueueSystem, func(), error) { return CohortQueue(t.TempDir(), overHTTP) }})
-	}
 	systems = append(systems,
-		system{"", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), 1) }},
-		system{"", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, 1) }})
+		system{"go", func() (QueueSystem, func(), error) { return CohortQueue(t.TempDir(), false) }},
+		system{"http", func() (QueueSystem, func(), error) { return CohortQueue(t.TempDir(), true) }},
+		system{"stream", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), 1) }},
+		system{"r3-stream", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, 1) }})
 	systems = append(systems,
-		system{"jetstream v2.15 (sync_interval: always)", func() (QueueSystem, func(), error) {
+		system{"js-sync", func() (QueueSystem, func(), error) {
 			return jetStream("jetstream v2.15 (sync: always)", embeddedJetStream(t, true))
 		}},
-		system{"jetstream v2.15 (defaults)", func() (QueueSystem, func(), error) {
+		system{"js", func() (QueueSystem, func(), error) {
 			return jetStream("jetstream v2.15 (defaults)", embeddedJetStream(t, false))
 		}})
 	if b := batchSize(t); b > 0 {
 		systems = append(systems,
-			system{"", func() (QueueSystem, func(), error) { return CohortQueueBatches(t.TempDir(), b) }},
-			system{"", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), b) }},
-			system{"", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, b) }},
-			system{"", func() (QueueSystem, func(), error) {
+			system{"batches", func() (QueueSystem, func(), error) { return CohortQueueBatches(t.TempDir(), b) }},
+			system{"stream-async", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), b) }},
+			system{"r3-stream-async", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, b) }},
+			system{"js-async", func() (QueueSystem, func(), error) {
 				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (defaults, async %d)", b), embeddedJetStream(t, false), b)
 			}},
-			system{"", func() (QueueSystem, func(), error) {
+			system{"js-sync-async", func() (QueueSystem, func(), error) {
 				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (sync: always, async %d)", b), embeddedJetStream(t, true), b)
 			}})
 	}
-	if _, version, ok := debianJetStream(t); ok {
+	if !chosen("debian") {
+		t.Logf("Debian's nats-server left out (COHORT_QUEUE_BENCH_SYSTEMS)")
+	} else if _, version, ok := debianJetStream(t); ok {
 		t.Logf("Debian's %s", version)
 		systems = append(systems, system{"debian", func() (QueueSystem, func(), error) {
 			url, _, _ := debianJetStream(t) // a new server each run
 			return jetStream("jetstream "+strings.TrimPrefix(version, "nats-server: ")+" debian (defaults)", url)
 		}})
 	}
+	systems = slices.DeleteFunc(systems, func(s system) bool { return !chosen(s.name) })
 	var rows, ratios []string
 	for _, p := range pubs {
 		results := make([][]QueueResult, len(systems))
@@ -301,6 +307,24 @@ func queueBenchEnv(t *testing.T) (dur time.Duration, pubs []int, runs int) {
 		runs = n
 	}
 	return dur, pubs, runs
+}
+
+// queueBenchSystems reads COHORT_QUEUE_BENCH_SYSTEMS, the systems to
+// run among names, separated by commas (default: all), and returns
+// whether a system is chosen.
+func queueBenchSystems(t *testing.T, names ...string) func(name string) bool {
+	v := os.Getenv("COHORT_QUEUE_BENCH_SYSTEMS")
+	if v == "" {
+		return func(string) bool { return true }
+	}
+	set := map[string]bool{}
+	for _, f := range strings.Split(v, ",") {
+		if !slices.Contains(names, f) {
+			t.Fatalf("COHORT_QUEUE_BENCH_SYSTEMS=%q: no system %q; want some of %s, separated by commas", v, f, strings.Join(names, ","))
+		}
+		set[f] = true
+	}
+	return func(name string) bool { return set[name] }
 }
 
 // putsRange is the lowest and highest puts/s of rs.

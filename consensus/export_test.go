@@ -58,8 +58,9 @@ func (l *Locks) Leading() bool { return l.leases.leading }
 func (g *Groups) ForgetOrigins() { g.origins = newOrigins() }
 
 var (
-	DecodeSends = decodeSends
-	EncodeSends = encodeSends
+	DecodeSends   = decodeSends
+	EncodeSends   = encodeSends
+	DecodeQueueOp = decodeQueueOp
 )
 
 // FlushTag is the tag of the flush timer.

@@ -382,7 +382,8 @@ func (QueuePutRunDone) Kind() string { return "queue-put-run-done" }
 func (QueueExpired) Kind() string    { return "queue-expired" }
 func (QueueRefused) Kind() string    { return "queue-refused" }
 
-// QueueOp is an operation as an entry's data (JSON).
+// QueueOp is an operation as an entry's data (encode, decodeQueueOp:
+// binary for the puts, JSON for the rest).
 type QueueOp struct {
 	Op     string        `json:"op"` // put, get, ack, release, tx, expire
 	Queue  string        `json:"q,omitempty"`
@@ -397,11 +398,6 @@ type QueueOp struct {
 	Token  uint64        `json:"token,omitempty"` // expire; ack, release: the lease
 	After  uint64        `json:"after,omitempty"` // run
 	Bodies [][]byte      `json:"bs,omitempty"`    // run
-}
-
-func (op QueueOp) encode() []byte {
-	b, _ := json.Marshal(op)
-	return b
 }
 
 // Process.
@@ -483,8 +479,8 @@ func (q *Queues) expire(env proc.Env) {
 
 func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 	q.log.applyDigest(env, index, data)
-	var op QueueOp
-	if data == nil || json.Unmarshal(data, &op) != nil {
+	op, err := decodeQueueOp(data)
+	if err != nil {
 		return
 	}
 	switch op.Op {

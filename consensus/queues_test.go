@@ -130,8 +130,7 @@ func TestQueueDeliveryCatchesBrokenQueueServers(t *testing.T) {
 		}
 	}
 	op := func(data []byte) consensus.QueueOp {
-		var o consensus.QueueOp
-		json.Unmarshal(data, &o)
+		o, _ := consensus.DecodeQueueOp(data)
 		return o
 	}
 	for name, mk := range map[string]func(id proc.ID, n int) proc.Process{
