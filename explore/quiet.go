@@ -1,0 +1,78 @@
+package explore
+
+// Quiet steps. In a set network (Config.SetNetwork) a message, once sent,
+// stays in flight, so a state offers again every delivery offered before
+// it, and most of them change nothing: two-phase commit's TM receives a
+// vote it has counted already, an RM a decision it has taken. About two
+// thirds of the steps of a search of two-phase commit with 5 or 7 RMs
+// lead back to the state they leave, and each cost a whole step (a copy
+// on write, the simulator's delivery and trace, a fingerprint, a lookup
+// in the visited set, a restore) to find that out.
+//
+// A step is quiet when the process it happens at calls nothing on its
+// environment (sim.EnvCalls: no send, timer, output, clock, randomness
+// or storage), its state hashes as before, and the state the step leads
+// to is the one it leaves. Such a step's effect is its process's and its
+// event's alone (a process is a deterministic state machine, and the
+// delivered message stays in flight): the same step at a process in the
+// same state is quiet in every state. The search remembers these pairs,
+// the process's hash and the step's label, and does not take such a step
+// again: it counts it, and does what taking it would have done, that is
+// nothing, as the state it leads to is the one being explored. With POR
+// that holds when every step of the sleep set is independent of it (the
+// state met again is then pruned, its sleep set a subset of the step's);
+// otherwise the step is taken as any other.
+//
+// Only asynchronous (in Sync a step may move time, and with it how soon
+// the other events are due), and not with symmetry (whose fingerprint is
+// the representative's: it keeps no process hashes).
+
+// maxQuiet bounds the pairs remembered: two-phase commit with 7 RMs has a
+// few thousand.
+const maxQuiet = 1 << 16
+
+// quietBytes is what a remembered pair costs in its map, about.
+const quietBytes = 16
+
+// skipQuiet: quiet steps are skipped (for tests that compare).
+var skipQuiet = true
+
+// learnsQuiet reports whether a search of cfg may skip quiet steps.
+func learnsQuiet(cfg *Config) bool {
+	return skipQuiet && cfg.SetNetwork && cfg.Timing == Async && !cfg.Symmetry
+}
+
+// quietKey is a step's pair: its process's hash before it, its label.
+func quietKey(ph uint64, l label) uint64 { return add(ph, l.id) }
+
+// isQuiet reports whether the step labelled l, at a state whose processes
+// hash to ph and explored with the sleep set sleep, is known to be quiet
+// and may be skipped.
+func (e *explorer) isQuiet(ph []uint64, l label, sleep []label) bool {
+	if l.node < 0 || int(l.node) >= len(ph) {
+		return false
+	}
+	if _, ok := e.quiet[quietKey(ph[l.node], l)]; !ok {
+		return false
+	}
+	for _, s := range sleep {
+		if !independent(s, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// learnQuiet remembers the step labelled l as quiet if it was: taken from
+// a state whose processes hashed to ph, it led to child, fingerprinted
+// (child.ph is up to date), with calls the environment calls before it,
+// back to the state it left.
+func (e *explorer) learnQuiet(ph []uint64, l label, child *run, calls uint64) {
+	if l.node < 0 || int(l.node) >= len(ph) || len(e.quiet) >= maxQuiet {
+		return
+	}
+	if child.s.EnvCalls() != calls || child.ph[l.node] != ph[l.node] {
+		return
+	}
+	e.quiet[quietKey(ph[l.node], l)] = struct{}{}
+}
