@@ -68,8 +68,8 @@ func (e *explorer) dfs() error {
 	if e.cfg.POR {
 		e.sleeps = map[uint64][]label{}
 	}
-	if learnsQuiet(e.cfg) {
-		e.quiet = map[uint64]struct{}{}
+	if e.learnsQuiet = learnsQuiet(e.cfg); e.learnsQuiet {
+		e.quiet = fpSet{slots: make([]uint64, 64)} // a few hundred pairs, or thousands
 	}
 	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
@@ -82,7 +82,8 @@ func (e *explorer) dfs() error {
 		e.extra += 24 + 16*cap(s)
 	}
 	e.extra += 40 * len(e.sleeps) // the map's own entries
-	e.extra += quietBytes * len(e.quiet)
+	e.extra += e.quiet.Bytes()
+	e.quiet.free()
 	return err
 }
 
@@ -104,7 +105,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		return false, nil // explored with an empty sleep set, a subset of any
 	}
 	lv := e.level(len(path))
-	quiet := e.quiet != nil
+	quiet := e.learnsQuiet
 	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR || quiet)
 	chs, labels := lv.chs, lv.labels
 	if cfg.POR {

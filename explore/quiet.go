@@ -27,12 +27,9 @@ package explore
 // the other events are due), and not with symmetry (whose fingerprint is
 // the representative's: it keeps no process hashes).
 
-// maxQuiet bounds the pairs remembered: two-phase commit with 7 RMs has a
-// few thousand.
+// maxQuiet bounds the pairs remembered (in a set of 8 bytes a slot, as
+// the visited states): two-phase commit with 7 RMs has a few thousand.
 const maxQuiet = 1 << 16
-
-// quietBytes is what a remembered pair costs in its map, about.
-const quietBytes = 16
 
 // skipQuiet: quiet steps are skipped (for tests that compare).
 var skipQuiet = true
@@ -52,7 +49,7 @@ func (e *explorer) isQuiet(ph []uint64, l label, sleep []label) bool {
 	if l.node < 0 || int(l.node) >= len(ph) {
 		return false
 	}
-	if _, ok := e.quiet[quietKey(ph[l.node], l)]; !ok {
+	if !e.quiet.Has(quietKey(ph[l.node], l)) {
 		return false
 	}
 	for _, s := range sleep {
@@ -68,11 +65,11 @@ func (e *explorer) isQuiet(ph []uint64, l label, sleep []label) bool {
 // (child.ph is up to date), with calls the environment calls before it,
 // back to the state it left.
 func (e *explorer) learnQuiet(ph []uint64, l label, child *run, calls uint64) {
-	if l.node < 0 || int(l.node) >= len(ph) || len(e.quiet) >= maxQuiet {
+	if l.node < 0 || int(l.node) >= len(ph) || e.quiet.Len() >= maxQuiet {
 		return
 	}
 	if child.s.EnvCalls() != calls || child.ph[l.node] != ph[l.node] {
 		return
 	}
-	e.quiet[quietKey(ph[l.node], l)] = struct{}{}
+	e.quiet.Add(quietKey(ph[l.node], l))
 }

@@ -77,8 +77,9 @@ type explorer struct {
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
 	// quiet holds the steps known to change nothing (quiet.go), by
-	// their processes' hashes and labels; nil: none are skipped.
-	quiet map[uint64]struct{}
+	// their processes' hashes and labels, if learnsQuiet.
+	quiet       fpSet
+	learnsQuiet bool
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier
