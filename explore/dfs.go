@@ -135,6 +135,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	}
 	if quiet {
 		lv.ph = append(lv.ph[:0], r.ph...) // as fingerprinted: up to date
+		lv.local = r.localStates(lv.local)
 	}
 	done := lv.done[:0]
 	// Each step is taken, or not: asleep (in the sleep set), or quiet
@@ -145,7 +146,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		switch {
 		case cfg.POR && slices.Contains(sleep, labels[i]):
 			how = append(how, asleep)
-		case quiet && e.isQuiet(lv.ph, labels[i], sleep):
+		case quiet && e.isQuiet(lv.local, labels[i], sleep):
 			how = append(how, quietStep)
 		default:
 			how = append(how, taken)
@@ -219,7 +220,7 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		}
 		cfp := child.fingerprint()
 		if quiet && cfp == fp {
-			e.learnQuiet(lv.ph, labels[i], child, calls)
+			e.learnQuiet(lv.ph, lv.local, labels[i], child, calls)
 		}
 		next := append(path, ch) // path's spare room: no one keeps next
 		isNew, cslot := e.seen.Add(cfp)
@@ -264,8 +265,9 @@ type level struct {
 	// With symmetry: the labels in the representative's frame, and the
 	// sleep set's enabled labels in it (key) and as they are (from).
 	canon, key, from []label
-	// ph are the state's process hashes, with quiet steps (quiet.go).
-	ph []uint64
+	// ph and local are the state's process hashes and local states,
+	// with quiet steps (quiet.go).
+	ph, local []uint64
 	// how tells, for each step enabled, whether it is taken from here.
 	how []stepHow
 }

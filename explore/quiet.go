@@ -15,10 +15,14 @@ package explore
 // to is the one it leaves. Such a step's effect is its process's and its
 // event's alone (a process is a deterministic state machine, and the
 // delivered message stays in flight): the same step at a process in the
-// same state is quiet in every state. The search remembers these pairs,
-// the process's hash and the step's label, and does not take such a step
-// again: it counts it, and does what taking it would have done, that is
-// nothing, as the state it leads to is the one being explored. With POR
+// same local state is quiet in every state. A process's local state is
+// its hash and its pending timers' (by contents, as a fingerprint has
+// them): a state hash leaves timer handles out, and a process may act on
+// whether the handle it holds is pending (a cancel then does something)
+// or not. The search remembers these pairs, the local state and the
+// step's label, and does not take such a step again: it counts it, and
+// does what taking it would have done, that is nothing, as the state it
+// leads to is the one being explored. With POR
 // that holds when every step of the sleep set is independent of it (the
 // state met again is then pruned, its sleep set a subset of the step's);
 // otherwise the step is taken as any other.
@@ -39,17 +43,30 @@ func learnsQuiet(cfg *Config) bool {
 	return skipQuiet && cfg.SetNetwork && cfg.Timing == Async && !cfg.Symmetry
 }
 
-// quietKey is a step's pair: its process's hash before it, its label.
-func quietKey(ph uint64, l label) uint64 { return add(ph, l.id) }
+// quietKey is a step's pair: its process's local state before it, its
+// label.
+func quietKey(local uint64, l label) uint64 { return add(local, l.id) }
 
-// isQuiet reports whether the step labelled l, at a state whose processes
-// hash to ph and explored with the sleep set sleep, is known to be quiet
-// and may be skipped.
-func (e *explorer) isQuiet(ph []uint64, l label, sleep []label) bool {
-	if l.node < 0 || int(l.node) >= len(ph) {
+// localStates sets local[i] to process i's local state: its hash (ph[i])
+// and its pending timers'.
+func (r *run) localStates(local []uint64) []uint64 {
+	local = append(local[:0], r.ph...)
+	for i := range r.q.keys {
+		if in := r.q.ev(i); in.class == timerEvent && in.node >= 0 && int(in.node) < len(local) {
+			local[in.node] = add(local[in.node], in.mixed)
+		}
+	}
+	return local
+}
+
+// isQuiet reports whether the step labelled l, at a state whose processes'
+// local states are local and explored with the sleep set sleep, is known
+// to be quiet and may be skipped.
+func (e *explorer) isQuiet(local []uint64, l label, sleep []label) bool {
+	if l.node < 0 || int(l.node) >= len(local) {
 		return false
 	}
-	if !e.quiet.Has(quietKey(ph[l.node], l)) {
+	if !e.quiet.Has(quietKey(local[l.node], l)) {
 		return false
 	}
 	for _, s := range sleep {
@@ -61,15 +78,15 @@ func (e *explorer) isQuiet(ph []uint64, l label, sleep []label) bool {
 }
 
 // learnQuiet remembers the step labelled l as quiet if it was: taken from
-// a state whose processes hashed to ph, it led to child, fingerprinted
-// (child.ph is up to date), with calls the environment calls before it,
-// back to the state it left.
-func (e *explorer) learnQuiet(ph []uint64, l label, child *run, calls uint64) {
+// a state whose processes hashed to ph (local states: local), it led to
+// child, fingerprinted (child.ph is up to date), with calls the
+// environment calls before it, back to the state it left.
+func (e *explorer) learnQuiet(ph, local []uint64, l label, child *run, calls uint64) {
 	if l.node < 0 || int(l.node) >= len(ph) || e.quiet.Len() >= maxQuiet {
 		return
 	}
 	if child.s.EnvCalls() != calls || child.ph[l.node] != ph[l.node] {
 		return
 	}
-	e.quiet.Add(quietKey(ph[l.node], l))
+	e.quiet.Add(quietKey(local[l.node], l))
 }
