@@ -22,17 +22,17 @@ package explore
 // or not. The search remembers these pairs, the local state and the
 // step's label, and does not take such a step again: it counts it, and
 // does what taking it would have done, that is nothing, as the state it
-// leads to is the one being explored. With POR
-// that holds when every step of the sleep set is independent of it (the
-// state met again is then pruned, its sleep set a subset of the step's);
-// otherwise the step is taken as any other.
+// leads to is the one being explored. With POR that holds when every
+// step of the sleep set is independent of it (the state met again is
+// then pruned, its sleep set a subset of the step's); otherwise the step
+// is taken as any other.
 //
 // Only asynchronous (in Sync a step may move time, and with it how soon
 // the other events are due), and not with symmetry (whose fingerprint is
 // the representative's: it keeps no process hashes).
 
-// maxQuiet bounds the pairs remembered (in a set of 8 bytes a slot, as
-// the visited states): two-phase commit with 7 RMs has a few thousand.
+// maxQuiet bounds the pairs remembered (8 bytes a slot, in a set as the
+// visited states are; its bytes are counted in Result.BytesPerState).
 const maxQuiet = 1 << 16
 
 // skipQuiet: quiet steps are skipped (for tests that compare).
