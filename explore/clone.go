@@ -48,6 +48,11 @@ type copier struct {
 	memo  map[unsafe.Pointer]unsafe.Pointer
 	plans map[reflect.Type]*plan // compiled once per type
 	err   error
+	// immutable remembers types with nothing mutable (value's common
+	// case, a message of plain fields, handed over on every step) by
+	// their type word, in a small table indexed by its address, as
+	// hasher.dynPlan does: value then costs them no map lookup.
+	immutable [16]unsafe.Pointer
 }
 
 type plan struct {
@@ -110,7 +115,13 @@ func (c *copier) processInto(p, dst proc.Process) proc.Process {
 
 // value copies a payload in flight, unless nothing in it is mutable.
 func (c *copier) value(v any) any {
+	word := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[0] // v's dynamic type
+	known := &c.immutable[(uintptr(word)>>4)%uintptr(len(c.immutable))]
+	if *known == word {
+		return v
+	}
 	if !c.planOf(reflect.TypeOf(v)).mutable {
+		*known = word
 		return v
 	}
 	return c.iface(v)

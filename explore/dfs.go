@@ -68,6 +68,9 @@ func (e *explorer) dfs() error {
 	if e.cfg.POR {
 		e.sleeps = map[uint64][]label{}
 	}
+	if e.learnsQuiet = learnsQuiet(e.cfg); e.learnsQuiet {
+		e.quiet = fpSet{slots: make([]uint64, 64)} // a few hundred pairs, or thousands
+	}
 	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
@@ -79,6 +82,8 @@ func (e *explorer) dfs() error {
 		e.extra += 24 + 16*cap(s)
 	}
 	e.extra += 40 * len(e.sleeps) // the map's own entries
+	e.extra += e.quiet.Bytes()
+	e.quiet.free()
 	return err
 }
 
@@ -100,7 +105,8 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		return false, nil // explored with an empty sleep set, a subset of any
 	}
 	lv := e.level(len(path))
-	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR)
+	quiet := e.learnsQuiet
+	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR || quiet)
 	chs, labels := lv.chs, lv.labels
 	if cfg.POR {
 		// The bits rank labels, and sleep is read as key, in the frame
@@ -127,22 +133,47 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		e.res.Exhausted = false
 		return false, nil
 	}
+	if quiet {
+		lv.ph = append(lv.ph[:0], r.ph...) // as fingerprinted: up to date
+		lv.local = r.localStates(lv.local)
+	}
 	done := lv.done[:0]
+	// Each step is taken, or not: asleep (in the sleep set), or quiet
+	// (known to lead back here, quiet.go). Told once per state.
+	how := lv.how[:0]
 	last := -1 // the last step taken from here
 	for i := range chs {
-		if !cfg.POR || !slices.Contains(sleep, labels[i]) {
+		switch {
+		case cfg.POR && slices.Contains(sleep, labels[i]):
+			how = append(how, asleep)
+		case quiet && e.isQuiet(lv.local, labels[i], sleep):
+			how = append(how, quietStep)
+		default:
+			how = append(how, taken)
 			last = i
 		}
 	}
+	lv.how = how
 	first := true
 	var sv *saved
 	for i, ch := range chs {
 		var l label
 		if cfg.POR {
 			l = labels[i]
-			if slices.Contains(sleep, l) {
-				continue
+		}
+		switch how[i] {
+		case asleep:
+			continue
+		case quietStep:
+			// As if taken: it leads back here, a state met again and
+			// pruned (quiet.go).
+			e.res.Transitions++
+			e.res.Quiet++
+			if cfg.POR {
+				done = append(done, l)
+				lv.done = done
 			}
+			continue
 		}
 		// The first step goes on in r. Backtracking, r is saved before it
 		// (if another step follows) and restored before each other step;
@@ -163,6 +194,10 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 			}
 		}
 		first = false
+		var calls uint64
+		if quiet {
+			calls = child.s.EnvCalls()
+		}
 		if err := child.apply(ch); err != nil {
 			return false, err
 		}
@@ -184,6 +219,9 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 			cl.sleep = childSleep
 		}
 		cfp := child.fingerprint()
+		if quiet && cfp == fp {
+			e.learnQuiet(lv.ph, lv.local, labels[i], child, calls)
+		}
 		next := append(path, ch) // path's spare room: no one keeps next
 		isNew, cslot := e.seen.Add(cfp)
 		if !isNew {
@@ -227,7 +265,21 @@ type level struct {
 	// With symmetry: the labels in the representative's frame, and the
 	// sleep set's enabled labels in it (key) and as they are (from).
 	canon, key, from []label
+	// ph and local are the state's process hashes and local states,
+	// with quiet steps (quiet.go).
+	ph, local []uint64
+	// how tells, for each step enabled, whether it is taken from here.
+	how []stepHow
 }
+
+// stepHow is whether a step enabled in a state is taken from it (visit).
+type stepHow uint8
+
+const (
+	taken stepHow = iota
+	asleep
+	quietStep
+)
 
 // inFrame returns the labels enabled in r's state (labels, of the steps
 // chs) as a sleep set's bits rank them, and the sleep set as key, the

@@ -202,9 +202,13 @@ func (c *Config) Validate() error {
 type Result struct {
 	States      int64 // unique states reached (fingerprints)
 	Transitions int64 // steps taken, each a replayed or a fresh one
-	Terminal    int64 // unique states where nothing was enabled
-	CutOff      int64 // states at the depth bound, not expanded
-	MaxDepth    int   // the longest path explored
+	// Quiet counts the steps among Transitions known to lead back to the
+	// state they leave, and so not taken (depth first, in a set network:
+	// see quiet.go).
+	Quiet    int64
+	Terminal int64 // unique states where nothing was enabled
+	CutOff   int64 // states at the depth bound, not expanded
+	MaxDepth int   // the longest path explored
 	// Exhausted: every reachable state within the fault bounds was
 	// explored (no bound on states or depth was hit).
 	Exhausted bool

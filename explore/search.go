@@ -76,6 +76,10 @@ type explorer struct {
 	buf   []choice
 	// sleeps holds, with POR, the sleep set each state was explored with.
 	sleeps map[uint64][]label
+	// quiet holds the steps known to change nothing (quiet.go), by
+	// their processes' hashes and labels, if learnsQuiet.
+	quiet       fpSet
+	learnsQuiet bool
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier

@@ -92,6 +92,28 @@ func (s *fpSet) insert(x uint64) (bool, int) {
 	}
 }
 
+// Has reports whether x is in the set.
+func (s *fpSet) Has(x uint64) bool {
+	if len(s.slots) == 0 {
+		return false
+	}
+	m := mix64(x)
+	if m == 0 {
+		m = 1
+	}
+	for i := s.home(m); ; i++ {
+		if i == len(s.slots) {
+			i = 0
+		}
+		switch s.slots[i] {
+		case m:
+			return true
+		case 0:
+			return false
+		}
+	}
+}
+
 // each calls f with every fingerprint in the set, mixed (mix64), in no
 // particular order.
 func (s *fpSet) each(f func(m uint64)) {

@@ -129,9 +129,10 @@ func (w *watch) copyTo(c *watch) {
 
 // observe takes a step's events.
 func (w *watch) observe(ws []watcher, evs []trace.Event) {
-	var mutex uint8
+	var mutex, msgs uint8
 	for j := range ws {
 		mutex |= ws[j].mutex
+		msgs |= ws[j].msgs
 	}
 	var dlBad [2]uint8 // by model: 1, a deadlock stood; 2, a declaration
 	for m := range w.dl {
@@ -181,6 +182,9 @@ func (w *watch) observe(ws []watcher, evs []trace.Event) {
 		var bad uint8 // 1: integrity, 2: no-duplicates
 		switch e.Kind {
 		case trace.Send, trace.Recv, trace.Drop, trace.Dup:
+			if msgs == 0 {
+				break // no one reads the table: it stays empty
+			}
 			if e.Msg >= maxWatchedMsgs {
 				bad = 3
 				break

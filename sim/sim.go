@@ -1138,15 +1138,27 @@ func marshal(v any) json.RawMessage {
 type env struct {
 	s    *Sim
 	self proc.ID
+	// calls counts the calls made on it but for Self, N and Neighbors
+	// (see EnvCalls).
+	calls uint64
 }
+
+// EnvCalls is the number of calls processes have made so far on their
+// environment but for Self, N and Neighbors, the three that only read
+// the configuration. A step across which it did not change is one in
+// which the process acted on nothing but its own state (a model checker
+// learns from it that the step does the same in every state where the
+// process's state is the same).
+func (s *Sim) EnvCalls() uint64 { return s.env.calls }
 
 func (e *env) Self() ID              { return e.self }
 func (e *env) N() int                { return e.s.n }
 func (e *env) Neighbors() []ID       { return e.s.topo.Neighbors(e.self) }
-func (e *env) Output(o proc.Output)  { e.s.output(e.self, o) }
-func (e *env) Storage() proc.Storage { return e.s.storageOf(e.self) }
+func (e *env) Output(o proc.Output)  { e.calls++; e.s.output(e.self, o) }
+func (e *env) Storage() proc.Storage { e.calls++; return e.s.storageOf(e.self) }
 
 func (e *env) Send(to ID, m proc.Message) {
+	e.calls++
 	if s := e.s; s.plainSend && uint(to) < uint(s.n) && m != nil {
 		s.sendPlain(e.self, to, m) // send's common case, one call shorter
 		return
@@ -1155,6 +1167,7 @@ func (e *env) Send(to ID, m proc.Message) {
 }
 
 func (e *env) Now() time.Duration {
+	e.calls++
 	if e.s.clocks == nil {
 		return time.Duration(e.s.now)
 	}
@@ -1162,6 +1175,7 @@ func (e *env) Now() time.Duration {
 }
 
 func (e *env) Rand() *rand.Rand {
+	e.calls++
 	nd := &e.s.nodes[e.self]
 	if nd.rng == nil {
 		nd.rng = e.s.nodeRand(e.self)
@@ -1215,6 +1229,7 @@ func newProcRand(seed1, seed2 uint64) *rand.Rand {
 }
 
 func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
+	e.calls++
 	s := e.s
 	if s.clocks != nil {
 		// d is measured on the local clock, which runs at 1+ρ. Rounded
@@ -1232,6 +1247,7 @@ func (e *env) SetTimer(d time.Duration, tag any) proc.TimerID {
 }
 
 func (e *env) CancelTimer(id proc.TimerID) {
+	e.calls++
 	e.s.timers.remove(id)
 }
 
