@@ -58,6 +58,9 @@ type GossipConfig struct {
 	// holds at most n·MaxLinks descriptors for them, plus those in their
 	// handshake. 0: no bound.
 	MaxLinks int
+	// Datagrams, on TCP transports, sends SWIM's probes as authenticated
+	// UDP datagrams (transport.Config.Datagrams) instead of on the links.
+	Datagrams bool
 }
 
 // GossipResult is what a membership benchmark measured.
@@ -190,7 +193,14 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			}
 			tr = ep
 		} else {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			var ln net.Listener
+			var pc net.PacketConn
+			var err error
+			if cfg.Datagrams {
+				ln, pc, err = transport.ListenBoth("127.0.0.1:0")
+			} else {
+				ln, err = net.Listen("tcp", "127.0.0.1:0")
+			}
 			if err != nil {
 				return res, err
 			}
@@ -200,7 +210,8 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			} else {
 				seed = ln.Addr().String()
 			}
-			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, LinkIdle: cfg.LinkIdle, MaxLinks: cfg.MaxLinks, Logger: log})
+			t, err := transport.NewTCP(transport.Config{Self: proc.ID(i), Listener: ln, Peers: peers, Secret: gossipSecret, Joins: true, LinkIdle: cfg.LinkIdle, MaxLinks: cfg.MaxLinks,
+				Datagrams: cfg.Datagrams, DatagramConn: pc, Logger: log})
 			if err != nil {
 				return res, err
 			}
@@ -397,17 +408,21 @@ func links(ms []*gossipMember) float64 {
 	return float64(n) / float64(len(ms))
 }
 
-// sent is the frames and bytes every member has sent so far.
+// sent is the frames and datagrams, and their bytes, every member has
+// sent so far.
 func sent(ms []*gossipMember) [2]uint64 {
 	var t [2]uint64
 	for _, m := range ms {
 		if m.node == nil {
 			continue
 		}
-		for _, p := range m.tr.Stats().Peers {
+		st := m.tr.Stats()
+		for _, p := range st.Peers {
 			t[0] += p.Sent
 			t[1] += p.SentBytes
 		}
+		t[0] += st.Datagrams.Sent
+		t[1] += st.Datagrams.SentBytes
 	}
 	return t
 }

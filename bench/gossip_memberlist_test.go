@@ -372,12 +372,14 @@ var (
 	gossipTimeout   = flag.Duration("gossip.timeout", 15*time.Minute, "how long BenchmarkGossipLarge waits for its run before it fails")
 	gossipTCP       = flag.Bool("gossip.tcp", false, "BenchmarkGossipLarge's members each on a TCP transport on loopback, instead of one in-process network")
 	gossipLinkIdle  = flag.Duration("gossip.linkidle", 0, "with -gossip.tcp, lazy links closed after this idle time (transport.Config.LinkIdle); 0: a connection per pair, kept")
+	gossipUDP       = flag.Bool("gossip.udp", false, "with -gossip.tcp, SWIM's probes as authenticated UDP datagrams (transport.Config.Datagrams)")
 	gossipMaxLinks  = flag.Int("gossip.maxlinks", 0, "with -gossip.linkidle, the most connections each member holds at once (transport.Config.MaxLinks); 0: no bound")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
 // members (1,000) on one in-process network — or, with -gossip.tcp, each
-// on its own TCP transport (-gossip.linkidle: with lazy links) — at SWIM's period
+// on its own TCP transport (-gossip.linkidle: with lazy links; -gossip.udp:
+// the probes as datagrams) — at SWIM's period
 // -gossip.period (1 s, memberlist's probe interval): the time to form,
 // a 64-byte broadcast until every member has it (median of 5), the CPU
 // and bytes per member and second while idle (-gossip.idle, after 30
@@ -392,7 +394,7 @@ func BenchmarkGossipLarge(b *testing.B) {
 	}
 	name := fmt.Sprintf("cohort-inproc/members=%d/period=%v", n, *gossipPeriod)
 	if *gossipTCP {
-		name = fmt.Sprintf("cohort-tcp/members=%d/period=%v/linkidle=%v/maxlinks=%d", n, *gossipPeriod, *gossipLinkIdle, *gossipMaxLinks)
+		name = fmt.Sprintf("cohort-tcp/members=%d/period=%v/linkidle=%v/maxlinks=%d/udp=%v", n, *gossipPeriod, *gossipLinkIdle, *gossipMaxLinks, *gossipUDP)
 		// Go raises the soft limit on descriptors to the hard one at
 		// start (package syscall, since Go 1.19): say what they are.
 		if soft, hard, err := fdLimits(); err == nil {
@@ -403,7 +405,7 @@ func BenchmarkGossipLarge(b *testing.B) {
 		for range b.N {
 			ctx, cancel := context.WithTimeout(context.Background(), *gossipTimeout)
 			r, err := Gossip(ctx, GossipConfig{Members: n, Period: *gossipPeriod, JoinEvery: *gossipJoinEvery, Stagger: *gossipStagger, Broadcasts: 5, Settle: 30 * *gossipPeriod, Idle: *gossipIdle,
-				InProc: !*gossipTCP, LinkIdle: *gossipLinkIdle, MaxLinks: *gossipMaxLinks})
+				InProc: !*gossipTCP, LinkIdle: *gossipLinkIdle, MaxLinks: *gossipMaxLinks, Datagrams: *gossipUDP})
 			cancel()
 			if err != nil {
 				b.Logf("so far: %+v", r)

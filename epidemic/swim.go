@@ -325,6 +325,17 @@ func (JoinAck) Kind() string { return "join-ack" }
 func (Goodbye) Kind() string { return "goodbye" }
 func (Gossip) Kind() string  { return "gossip" }
 
+// The probes, and the news that travels without one, may be lost
+// (proc.Lossy): SWIM assumes nothing of its channels, and a live host
+// sends them as datagrams, as memberlist sends its probes over UDP. Joins,
+// their answers and goodbyes carry more and are sent once: they take the
+// reliable channel.
+func (Ping) Lossy()    {}
+func (PingReq) Lossy() {}
+func (Ack) Lossy()     {}
+func (Nack) Lossy()    {}
+func (Gossip) Lossy()  {}
+
 func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
 func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
 func (m Ack) String() string {

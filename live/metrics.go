@@ -98,6 +98,17 @@ func (n *Node) writeTransportMetrics(w io.Writer) {
 	gauge("cohort_peer_resent_total", "Frames written again on a new connection to the peer because it had not acknowledged them.", func(p transportPeer) float64 { return float64(p.Resent) }, "counter")
 	gauge("cohort_peer_dropped_restart_total", "Frames sent to the peer and dropped unacknowledged because it restarted.", func(p transportPeer) float64 { return float64(p.DroppedRestart) }, "counter")
 	gauge("cohort_peer_stalled_total", "Connections to the peer cut because it stopped reading (its queue full, nothing acknowledged and no data from it, for the idle timeout), or given up because it did not resume a new one.", func(p transportPeer) float64 { return float64(p.Stalled) }, "counter")
+	if d := st.Datagrams; d.On {
+		fmt.Fprintf(w, "# HELP cohort_datagrams_total Authenticated datagrams (SWIM's probes), sent and received.\n# TYPE cohort_datagrams_total counter\n")
+		fmt.Fprintf(w, "cohort_datagrams_total{dir=\"sent\"} %d\ncohort_datagrams_total{dir=\"received\"} %d\n", d.Sent, d.Received)
+		fmt.Fprintf(w, "# HELP cohort_datagrams_dropped_total Datagrams dropped unread, by reason (forged: no valid MAC for this member; replayed: seen already or from a sender's previous process; stale: over two minutes from this node's clock).\n# TYPE cohort_datagrams_dropped_total counter\n")
+		for _, r := range []struct {
+			reason string
+			n      uint64
+		}{{"malformed", d.Malformed}, {"forged", d.Forged}, {"unknown", d.Unknown}, {"stale", d.Stale}, {"replayed", d.Replayed}} {
+			fmt.Fprintf(w, "cohort_datagrams_dropped_total{reason=%q} %d\n", r.reason, r.n)
+		}
+	}
 	fmt.Fprintf(w, "# HELP cohort_handshakes_rejected_total Inbound connections closed during the handshake.\n# TYPE cohort_handshakes_rejected_total counter\ncohort_handshakes_rejected_total %d\n", st.Rejected)
 }
 

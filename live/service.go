@@ -642,7 +642,8 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		panic(fmt.Sprintf("encoding %T: %v", m, err))
 	}
 	s.out.buf = b
-	s.out.msgs = append(s.out.msgs, outMsg{to: to, start: start, end: len(b), kind: m.Kind()})
+	_, lossy := m.(proc.Lossy)
+	s.out.msgs = append(s.out.msgs, outMsg{to: to, start: start, end: len(b), kind: m.Kind(), lossy: lossy})
 }
 
 // sendTo hands payloads for member to to the transport, all at once if it
@@ -749,12 +750,19 @@ type outMsg struct {
 	to         proc.ID
 	start, end int
 	kind       string
+	lossy      bool // proc.Lossy: a datagram will do
 }
 
 // batchSender is a transport that takes several payloads for one member at
 // once (transport.TCP).
 type batchSender interface {
 	SendBatch(to proc.ID, payloads [][]byte) error
+}
+
+// datagramSender is a transport that sends payloads which may be lost as
+// datagrams (transport.TCP with Config.Datagrams).
+type datagramSender interface {
+	SendDatagram(to proc.ID, payload []byte) error
 }
 
 // flush sends what the outbox holds, unless Inputs is handling a
@@ -771,6 +779,22 @@ func (s *Service) flushNow() {
 	o := &s.out
 	if len(o.msgs) == 0 {
 		return
+	}
+	if ds, ok := s.node.cfg.Transport.(datagramSender); ok {
+		// Messages the algorithm may lose (proc.Lossy) go as datagrams
+		// where they can, ahead of anything held: they need no order. The
+		// rest, and those that cannot (too large, no datagrams), take the
+		// stream.
+		kept := o.msgs[:0]
+		for _, m := range o.msgs {
+			if !m.lossy || ds.SendDatagram(m.to, o.buf[m.start:m.end]) != nil {
+				kept = append(kept, m)
+			}
+		}
+		if o.msgs = kept; len(o.msgs) == 0 {
+			o.buf = o.buf[:0]
+			return
+		}
 	}
 	for _, m := range o.msgs { // sized by the highest ID sent to, not the cluster's ID space
 		if int(m.to) >= len(o.sentTo) {

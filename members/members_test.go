@@ -28,9 +28,12 @@ type cluster struct {
 	servers map[proc.ID]*members.Server
 }
 
-func newCluster(t *testing.T, founders int) *cluster {
+func newCluster(t *testing.T, founders int) *cluster { return newClusterOver(t, founders, false) }
+
+// newClusterOver is newCluster, SWIM's probes sent as datagrams or not.
+func newClusterOver(t *testing.T, founders int, datagrams bool) *cluster {
 	c := &cluster{t: t, servers: map[proc.ID]*members.Server{}}
-	c.Cluster = livetest.NewCluster(t, livetest.Cluster{Founders: founders, Secret: secret,
+	c.Cluster = livetest.NewCluster(t, livetest.Cluster{Founders: founders, Secret: secret, Datagrams: datagrams,
 		Services: func(id proc.ID, node *live.Node, contact proc.ID) {
 			s, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: contact})
 			if err != nil {

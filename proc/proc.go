@@ -33,6 +33,18 @@ type Kinded interface {
 // Message is a value sent between processes.
 type Message = Kinded
 
+// Lossy is implemented by messages whose loss, duplication or reordering
+// the algorithm tolerates by its own means (SWIM's probes: a lost ping is
+// a failed probe, which indirect probes and suspicion absorb). A live host
+// may send them on an unreliable, unordered channel (authenticated UDP
+// datagrams) instead of the reliable FIFO one the other messages take;
+// the simulator treats them as any message. The marker says what the
+// algorithm assumes, not how to send.
+type Lossy interface {
+	Message
+	Lossy()
+}
+
 // Input is a request from the application or workload to a process.
 type Input = Kinded
 

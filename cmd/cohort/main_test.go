@@ -300,6 +300,8 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlink_idle: 1s\nmax_links: -3\n":                                                "max_links: -3: want a positive number",
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nmax_links: 6\n":                                                                "max_links: 6 needs link_idle",
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nmax_links: many\n":                                                             "max_links: cannot unmarshal !!str `many`",
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nprobes: carrier-pigeon\n":                                                      `probes: "carrier-pigeon": want tcp`,
+		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\ntls_dir: certs\nprobes: udp\n":                                                                           "probes: udp needs the cluster's secret",
 		"id: 0\nlisten: x:1\napi: x:2\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock_idle: soon\n":                                                             "line 6: lock_idle: cannot unmarshal !!str `soon` into time.Duration (want a duration such as",
 	}
 	for text, want := range cases {
@@ -319,6 +321,10 @@ func TestNodeConfigErrorsNameTheField(t *testing.T) {
 	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\nlink_idle: 2s\nmax_links: 6\n"), 0o644)
 	if c, err := loadNodeConfig(p, ""); err != nil || c.LinkIdle != 2*time.Second || c.MaxLinks != 6 {
 		t.Errorf("link_idle: 2s, max_links: 6: %v, got %v and %d", err, c.LinkIdle, c.MaxLinks)
+	}
+	os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: 127.0.0.1:7100\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\nprobes: udp\n"), 0o644)
+	if c, err := loadNodeConfig(p, ""); err != nil || c.Probes != "udp" {
+		t.Errorf("probes: udp: %v, got %q", err, c.Probes)
 	}
 	for _, api := range []string{"127.0.0.1:7100", "localhost:7100", `"[::1]:7100"`} {
 		os.WriteFile(p, []byte("id: 0\nlisten: x:1\napi: "+api+"\npeers: {0: a:1}\nsecret: 0123456789abcdef\nlock: ricart-agrawala\ngroup: total-sequencer\n"), 0o644)

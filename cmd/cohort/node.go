@@ -69,6 +69,7 @@ type nodeConfig struct {
 	DHT        bool           `yaml:"dht"`            // run Pastry's DHT and Scribe (cohort dht, cohort scribe)
 	LinkIdle   time.Duration  `yaml:"link_idle"`      // lazy connections: a peer is dialed when there is something to send it, and a connection idle this long is closed (default 0: one to every peer, kept)
 	MaxLinks   int            `yaml:"max_links"`      // with link_idle: the most connections held at once; the least recently used is closed for a new one (default 0: no bound)
+	Probes     string         `yaml:"probes"`         // how the membership service's probes travel: "tcp" (the default: on the connections) or "udp" (authenticated datagrams on the listen port; needs secret)
 
 	contact     proc.ID // parsed from Join
 	contactAddr string
@@ -230,6 +231,14 @@ func loadNodeConfig(path, join string) (*nodeConfig, error) {
 	if c.Secret != "" && len(c.Secret) < 16 {
 		return nil, bad("secret", "%d bytes is too short to authenticate a cluster: use at least 16", len(c.Secret))
 	}
+	switch c.Probes {
+	case "", "tcp", "udp":
+	default:
+		return nil, bad("probes", "%q: want tcp (on the connections, the default) or udp (datagrams on the listen port)", clipValue(c.Probes))
+	}
+	if c.Probes == "udp" && c.TLSDir != "" {
+		return nil, bad("probes", "udp needs the cluster's secret (secret or secret_file) to authenticate datagrams: no key common to the cluster can be derived from tls_dir's certificates; use probes: tcp")
+	}
 	if c.Lock == "" {
 		c.Lock = "raft"
 	}
@@ -374,6 +383,9 @@ node.yaml:
                                 # close a connection idle this long (default 0: one to every peer, kept)
   max_links: 16                 # optional, with link_idle: the most connections held at once; the least
                                 # recently used quiet one is closed for a new one (default 0: no bound)
+  probes: udp                   # optional: the membership service's probes as datagrams (UDP on the listen
+                                # address, each with a MAC under a key derived from the secret; needs
+                                # secret), as memberlist's; default tcp: on the connections
   queues: replicated            # optional: replicated (on the log; the default with lock: raft) or local
   queue_limits:                 # optional, each 0 for its default: messages and bytes per queue, queues,
     {messages: 100000, bytes: 67108864, queues: 1024, state: 58720256}   # and (replicated) the state:
@@ -446,7 +458,8 @@ func runNode(ctx context.Context, c *nodeConfig, log *slog.Logger, ready func(ap
 		peers[c.contact] = c.contactAddr
 		founders = c.ID // (it does not know how many there are: fewer than its id)
 	}
-	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log, Joins: c.Members, LinkIdle: c.LinkIdle, MaxLinks: c.MaxLinks}
+	tc := transport.Config{Self: proc.ID(c.ID), Listen: c.Listen, Peers: peers, Logger: log, Joins: c.Members, LinkIdle: c.LinkIdle, MaxLinks: c.MaxLinks,
+		Datagrams: c.Probes == "udp"}
 	if c.Secret != "" {
 		tc.Secret = []byte(c.Secret)
 	} else {

@@ -22,6 +22,10 @@ import (
 type Cluster struct {
 	Founders int
 	Secret   []byte // the cluster's secret (at least 16 bytes)
+	// Datagrams: every node's transport sends what may be lost (SWIM's
+	// probes) as datagrams, on a UDP socket at its listener's port
+	// (transport.Config.Datagrams).
+	Datagrams bool
 	// Config, if set, adjusts a node's configuration before it is made
 	// (a trace directory, say).
 	Config func(id proc.ID, cfg *live.Config)
@@ -32,13 +36,15 @@ type Cluster struct {
 	Addrs map[proc.ID]string     // every node's address, running or not
 	Nodes map[proc.ID]*live.Node // the running nodes
 
+	udp map[net.Listener]net.PacketConn // with Datagrams: each listener's UDP socket
+
 	t testing.TB
 }
 
 // NewCluster starts the founders of c.
 func NewCluster(t testing.TB, c Cluster) *Cluster {
 	t.Helper()
-	c.t, c.Addrs, c.Nodes = t, map[proc.ID]string{}, map[proc.ID]*live.Node{}
+	c.t, c.Addrs, c.Nodes, c.udp = t, map[proc.ID]string{}, map[proc.ID]*live.Node{}, map[net.Listener]net.PacketConn{}
 	lns := map[proc.ID]net.Listener{}
 	for i := range proc.ID(c.Founders) {
 		lns[i] = c.Listen(i, "127.0.0.1:0")
@@ -52,7 +58,15 @@ func NewCluster(t testing.TB, c Cluster) *Cluster {
 // Listen listens for node id on addr and records its address.
 func (c *Cluster) Listen(id proc.ID, addr string) net.Listener {
 	c.t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	var err error
+	if c.Datagrams {
+		var pc net.PacketConn
+		ln, pc, err = transport.ListenBoth(addr)
+		c.udp[ln] = pc
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -76,7 +90,10 @@ func (c *Cluster) Start(id proc.ID, ln net.Listener, contact proc.ID) *live.Node
 		peers[contact] = c.Addrs[contact]
 		n = 1
 	}
-	tr, err := transport.NewTCP(transport.Config{Self: id, Listener: ln, Peers: peers, Secret: c.Secret, Joins: true})
+	pc := c.udp[ln]
+	delete(c.udp, ln)
+	tr, err := transport.NewTCP(transport.Config{Self: id, Listener: ln, Peers: peers, Secret: c.Secret, Joins: true,
+		Datagrams: c.Datagrams, DatagramConn: pc})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -142,6 +142,22 @@ type Config struct {
 	// (set it when listening on 0.0.0.0 or behind NAT).
 	Advertise string
 
+	// Datagrams opens a UDP socket on the listener's address and port,
+	// for SendDatagram: small payloads that may be lost, authenticated
+	// each (SWIM's probes; datagram.go). It needs Secret: no key common
+	// to the cluster can be derived from certificates. false:
+	// SendDatagram returns ErrNoDatagram.
+	Datagrams bool
+	// DatagramConn, if not nil, is the UDP socket used with Datagrams
+	// instead of one opened on the listener's address; the transport
+	// owns it. Its port must be the listener's (the members send
+	// datagrams to the port they dial): see ListenBoth.
+	DatagramConn net.PacketConn
+	// MaxDatagram bounds a datagram, in bytes on the wire (header and MAC
+	// included, DatagramOverhead); a longer payload goes on the stream.
+	// 0 means DefaultMaxDatagram; MinMaxDatagram .. MaxMaxDatagram.
+	MaxDatagram int
+
 	// Logger receives connection events and the reason every rejected or
 	// dropped connection was closed. nil means slog.Default().
 	Logger *slog.Logger
@@ -200,6 +216,14 @@ func (c *Config) Validate() error {
 	if c.MaxLinks > 0 && c.LinkIdle <= 0 {
 		return configErr("MaxLinks = %d needs LinkIdle > 0 (lazy links), got %v", c.MaxLinks, c.LinkIdle)
 	}
+	switch {
+	case c.Datagrams && c.Secret == nil:
+		return configErr("Datagrams needs Secret: under TLS no datagram key common to the cluster can be derived from the certificates")
+	case !c.Datagrams && c.DatagramConn != nil:
+		return configErr("DatagramConn is set without Datagrams")
+	case c.MaxDatagram != 0 && (c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxMaxDatagram):
+		return configErr("MaxDatagram = %d: want %d to %d, or 0 for %d", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram, DefaultMaxDatagram)
+	}
 	if c.MaxFrame > MaxMaxFrame {
 		return configErr("MaxFrame = %d: at most %d", c.MaxFrame, MaxMaxFrame)
 	}
@@ -250,6 +274,7 @@ func (c *Config) withDefaults() Config {
 	setDefault(&d.DialBackoffMin, DefaultDialBackoffMin)
 	setDefault(&d.DialBackoffMax, DefaultDialBackoffMax)
 	setDefault(&d.CloseTimeout, DefaultCloseTimeout)
+	setDefault(&d.MaxDatagram, DefaultMaxDatagram)
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}

@@ -207,6 +207,22 @@
 // sends its table on the first connection from each process of another,
 // not on every connection.
 //
+// # Datagrams
+//
+// With Config.Datagrams, a TCP transport also has a UDP socket on its
+// listener's address and port, and SendDatagram sends a small payload
+// (MaxDatagram) as one datagram: no connection, no acknowledgement, no
+// resend, no order, and it may be lost. Each datagram carries an HMAC
+// under a key derived from the Secret (TLS has none to derive: Datagrams
+// needs Secret), and a receiver takes each at most once and only fresh;
+// what fails is dropped and counted (Stats.Datagrams), never handed on.
+// The handler is called for datagrams from one reader goroutine, which
+// may overlap with the calls for the same member's stream: FIFO holds for
+// the stream only. The live host sends SWIM's probes this way (messages
+// marked proc.Lossy), as memberlist does, and everything else on the
+// stream. datagram.go holds the whole of it: the format, the key, the
+// replay window and why.
+//
 // # Certificates
 //
 // GenerateCerts writes a development CA and a certificate per member;

@@ -24,6 +24,7 @@ type TCP struct {
 	log  *slog.Logger
 	ln   net.Listener
 	auth *auth
+	dg   *datagrams // Config.Datagrams; nil without
 	// peers is every other member, read without a lock on every Send and
 	// replaced, never changed, when AddPeer adds one (under mu).
 	peers  atomic.Pointer[map[proc.ID]*peer]
@@ -58,11 +59,22 @@ func NewTCP(cfg Config) (*TCP, error) {
 		return nil, err
 	}
 	c := cfg.withDefaults()
-	ln := c.Listener
+	ln, pc := c.Listener, c.DatagramConn
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", c.Listen); err != nil {
+		if c.Datagrams && pc == nil {
+			ln, pc, err = ListenBoth(c.Listen)
+		} else {
+			ln, err = net.Listen("tcp", c.Listen)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("transport: listen on %q: %w", c.Listen, err)
+		}
+	}
+	if c.Datagrams && pc == nil {
+		var err error
+		if pc, err = net.ListenPacket("udp", ln.Addr().String()); err != nil {
+			return nil, fmt.Errorf("transport: datagrams on %s: %w", ln.Addr(), err)
 		}
 	}
 	t := &TCP{
@@ -75,6 +87,9 @@ func NewTCP(cfg Config) (*TCP, error) {
 		cap:   newLinkCap(c.MaxLinks),
 	}
 	t.auth.incarnation = newIncarnation()
+	if c.Datagrams {
+		t.dg = newDatagrams(t, pc, c.Secret, c.MaxDatagram)
+	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	peers := make(map[proc.ID]*peer, len(c.Peers))
 	for id, addr := range c.Peers {
@@ -163,6 +178,9 @@ func (t *TCP) Start(handler Handler) error {
 	t.started, t.handler = true, handler
 	t.wg.Go(t.acceptLoop)
 	t.wg.Go(t.deliverToSelf)
+	if t.dg != nil {
+		t.wg.Go(t.dg.read)
+	}
 	for _, p := range *t.peers.Load() {
 		// Lazy links (LinkIdle) are dialed when there is something to
 		// send: here, what was sent before Start.
@@ -216,6 +234,7 @@ func (t *TCP) Stats() Stats {
 		s.Peers[id] = p.stats()
 	}
 	s.Links, s.PeakLinks, s.LinksRefused = t.cap.stats()
+	s.Datagrams = t.dg.stats()
 	return s
 }
 
@@ -231,6 +250,9 @@ func (t *TCP) Close() error {
 		t.mu.Unlock()
 		t.closing.Store(true)
 		t.ln.Close()
+		if t.dg != nil {
+			t.dg.conn.Close()
+		}
 		deadline := time.Now().Add(t.cfg.CloseTimeout)
 		peers := *t.peers.Load() // AddPeer adds none once closed is set
 		for _, p := range peers {

@@ -82,6 +82,9 @@ type Stats struct {
 	// came up because MaxLinks were up, none with everything on it
 	// acknowledged; their dialer backs off.
 	LinksRefused uint64
+	// Datagrams: what went, came and was dropped as datagrams
+	// (Config.Datagrams; TCP only).
+	Datagrams DatagramStats
 }
 
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
