@@ -166,9 +166,16 @@ func (s *stageRecorder) figures() []StagePoint {
 			continue
 		}
 		e := &s.entries[index]
+		// The entry's leader: the server that appended it. An index that
+		// more than one leader appended (an election meanwhile) mixes
+		// their entries' times, and is left out.
 		leader := -1
 		for p, at := range e[consensus.StageAppended] {
 			if at != 0 {
+				if leader >= 0 {
+					leader = -2
+					break
+				}
 				leader = p
 			}
 		}
