@@ -56,23 +56,25 @@ type GroupConfig struct {
 	Duration   time.Duration // the measuring window; longer if no message has reached every member by its end
 	Size       int           // payload bytes; default 64
 	Rate       float64       // messages per second offered by all the senders together; 0: as many as the window allows
+	Stages     bool          // the replicated group: follow each message through the log's stages (see StagePoint)
 	Logger     *slog.Logger
 	Progress   io.Writer
 }
 
 // GroupPoint is one algorithm's figures at one window.
 type GroupPoint struct {
-	Algorithm    string  `json:"algorithm"`
-	Window       int     `json:"window"`
-	Rate         float64 `json:"rate,omitempty"`   // offered, messages per second (0: closed loop)
-	Missed       int     `json:"missed,omitempty"` // sends due at Rate while the window was full, not made
-	Delivered    int     `json:"delivered"`        // messages delivered at every member
-	PerSecond    float64 `json:"per_second"`       // of those
-	LatencyP50Ms float64 `json:"latency_p50_ms"`   // multicast to the last member's delivery
-	LatencyP99Ms float64 `json:"latency_p99_ms"`
-	CPUPerMsgUs  float64 `json:"cpu_per_msg_us,omitempty"` // process CPU per message delivered at every member
-	AllocsPerMsg float64 `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
-	BytesPerMsg  float64 `json:"bytes_per_msg,omitempty"`  // bytes allocated in the process, per message
+	Algorithm    string       `json:"algorithm"`
+	Window       int          `json:"window"`
+	Rate         float64      `json:"rate,omitempty"`   // offered, messages per second (0: closed loop)
+	Missed       int          `json:"missed,omitempty"` // sends due at Rate while the window was full, not made
+	Delivered    int          `json:"delivered"`        // messages delivered at every member
+	PerSecond    float64      `json:"per_second"`       // of those
+	LatencyP50Ms float64      `json:"latency_p50_ms"`   // multicast to the last member's delivery
+	LatencyP99Ms float64      `json:"latency_p99_ms"`
+	CPUPerMsgUs  float64      `json:"cpu_per_msg_us,omitempty"` // process CPU per message delivered at every member
+	AllocsPerMsg float64      `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
+	BytesPerMsg  float64      `json:"bytes_per_msg,omitempty"`  // bytes allocated in the process, per message
+	Stages       []StagePoint `json:"stages,omitempty"`         // with GroupConfig.Stages: where the latency goes
 }
 
 // RunGroup runs every algorithm at every window, one after the other, each
@@ -138,6 +140,12 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		}
 	}
 	var groups []member
+	var stages *stageRecorder
+	rcfg := consensus.DefaultConfig
+	if replicated && cfg.Stages {
+		stages = newStageRecorder()
+		rcfg.Probe = stages.probe
+	}
 	for i, tr := range trs {
 		lc := live.Config{Self: proc.ID(i), N: GroupNodes, Transport: tr, Logger: log,
 			Resolve: group.Resolver(a), InboxLen: 1 << 16}
@@ -155,9 +163,12 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 			return GroupPoint{}, err
 		}
 		if replicated {
-			r, err := group.NewReplicated(node, consensus.DefaultConfig)
+			r, err := group.NewReplicated(node, rcfg)
 			if err != nil {
 				return GroupPoint{}, err
+			}
+			if stages != nil && i == 0 {
+				r.Service().OnOutput(stages.output)
 			}
 			groups = append(groups, logMember{r})
 			continue
@@ -230,7 +241,11 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 						sh.complete++
 						reachedOnce.Do(func() { close(reached) })
 						if !m.sent.IsZero() {
-							sh.latencies = append(sh.latencies, time.Since(m.sent))
+							now := time.Now()
+							sh.latencies = append(sh.latencies, now.Sub(m.sent))
+							if stages != nil {
+								stages.sample(d.Origin, d.Seq, m.sent, now)
+							}
 						}
 					}
 					delete(sh.msgs, d.Seq)
@@ -386,7 +401,11 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 		return GroupPoint{}, fmt.Errorf("no message reached every member in %v", (cfg.Duration + stallAfter).Round(time.Millisecond))
 	}
 	slices.Sort(lat)
-	return GroupPoint{Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
+	var sp []StagePoint
+	if stages != nil {
+		sp = stages.figures()
+	}
+	return GroupPoint{Stages: sp, Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
 		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99)),
 		CPUPerMsgUs:  float64(cpu.Nanoseconds()) / 1e3 / float64(n),
 		AllocsPerMsg: float64(mem1.Mallocs-mem0.Mallocs) / float64(n),

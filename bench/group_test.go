@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/group"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -53,5 +54,36 @@ func TestRunGroup(t *testing.T) {
 		if _, err := RunGroup(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.want)
 		}
+	}
+}
+
+// The replicated group's run with Stages follows its messages through the
+// log: every stage is reached by messages measured, and a message's
+// stages come in the log's order (appended before committed, committed
+// before every member applied, applied before every listener had it).
+func TestRunGroupStages(t *testing.T) {
+	a := group.ReplicatedAlgorithm(consensus.DefaultConfig)
+	ps, err := RunGroup(context.Background(), GroupConfig{Algorithms: []proc.Algorithm{a}, Windows: []int{16}, Duration: 500 * time.Millisecond, Rate: 500, Stages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	at := map[string]StagePoint{}
+	for _, s := range p.Stages {
+		at[s.Stage] = s
+	}
+	order := []string{"appended at the leader", "committed at the leader", "commit known to the last follower", "applied by the last member", "delivered to the last listener"}
+	for i, name := range order {
+		s, ok := at[name]
+		if !ok || s.Messages == 0 || s.Messages > p.Delivered || s.P99Ms < s.P50Ms {
+			t.Errorf("stage %q: %+v (of %d messages delivered)", name, s, p.Delivered)
+			continue
+		}
+		if i > 0 && (s.P50Ms < at[order[i-1]].P50Ms || s.P99Ms < at[order[i-1]].P99Ms) {
+			t.Errorf("stage %q (%+v) comes before %q (%+v)", name, s, order[i-1], at[order[i-1]])
+		}
+	}
+	if last := at["delivered to the last listener"]; last.P50Ms != p.LatencyP50Ms {
+		t.Errorf("the last stage's p50 %v is not the latency's %v", last.P50Ms, p.LatencyP50Ms)
 	}
 }

@@ -107,6 +107,12 @@ type Config struct {
 	// (a Forward message, which the network may lose: clients retry)
 	// instead of answering NotLeader.
 	Forward bool
+	// Probe, if not nil, is told as entries reach each stage of their way
+	// through the log at this server (see Stage): a benchmark's look at
+	// where the latency goes. It is called in the server's handlers, with
+	// no clock (the caller reads its own), and must be quick and must not
+	// call the server. nil in production.
+	Probe func(ProbePoint)
 }
 
 // DefaultConfig suits a LAN, or the simulator's default network.
@@ -730,6 +736,7 @@ func (r *Raft) appendLocal(env proc.Env, e Entry) {
 		r.configure()
 	}
 	r.persistEntries(env, r.lastIndex(), r.log[len(r.log)-1:])
+	r.probe(StageAppended, r.self, r.lastIndex())
 	r.flushSoon(env)
 }
 
@@ -866,6 +873,9 @@ func (r *Raft) sendAppend(env proc.Env, p proc.ID, from, k uint64) {
 		commit = min(r.commit, max(prev, r.match[p]))
 	}
 	r.sentCommit[p] = max(r.sentCommit[p], commit)
+	if k > 0 {
+		r.probe(StageSent, p, prev+k)
+	}
 	env.Send(p, AppendEntries{Term: r.term, Prev: prev, PrevTerm: r.termAt(prev), Entries: es, Commit: commit, Round: r.round})
 }
 
@@ -909,12 +919,16 @@ func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
 		reply.Hint = max(i, r.commit+1)
 	default:
 		last := r.accept(env, m.Prev, m.Entries)
+		if len(m.Entries) > 0 {
+			r.probe(StageAccepted, r.self, last)
+		}
 		// What a majority holds is applied now, before our own copy is
 		// synced: the sync makes our log count for the leader's next
 		// commits, but these are durable already (and our log matches
 		// the leader's up to last).
 		if c := min(m.Commit, last); c > r.commit {
 			r.commit = c
+			r.probe(StageCommitKnown, r.self, c)
 			r.apply(env)
 		}
 		reply.Success, reply.Match = true, last
@@ -1076,6 +1090,7 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 	}
 	if m.Success {
 		r.match[from] = max(r.match[from], m.Match)
+		r.probe(StageMatched, from, r.match[from])
 		r.next[from] = max(r.next[from], m.Match+1)
 		if r.next[from] == r.match[from]+1 {
 			// Nothing is outstanding: whatever the count says was lost.
@@ -1135,6 +1150,7 @@ func (r *Raft) maybeCommit(env proc.Env) {
 			env.Output(Configured{Index: r.confIndex, Members: r.members})
 		}
 		r.commit = n
+		r.probe(StageCommitted, r.self, n)
 		r.apply(env)
 		if !r.member[r.self] && r.commit >= r.confIndex {
 			// A configuration without us is committed: our work is
@@ -1160,6 +1176,7 @@ func (r *Raft) apply(env proc.Env) {
 		r.appliedBytes += len(data)
 		r.sm.Apply(env, r.applied, data)
 	}
+	r.probe(StageApplied, r.self, r.applied)
 	if r.compactDue(1) && r.mayCompact(env) {
 		r.compact(env)
 	}

@@ -118,6 +118,7 @@ func (r *Raft) truncate(env proc.Env, index uint64) {
 func (r *Raft) sync(env proc.Env) {
 	r.storage(env).Sync()
 	r.synced = r.lastIndex()
+	r.probe(StageSynced, r.self, r.synced)
 }
 
 // rewrite replaces the storage by the snapshot, the state and the log.

@@ -82,7 +82,24 @@ delivered at every member.`,
 			for _, p := range points {
 				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f ms\t%.3f ms\t%.1f µs\t%d\t\n", p.Algorithm, p.Window, p.PerSecond, p.LatencyP50Ms, p.LatencyP99Ms, p.CPUPerMsgUs, p.Missed)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, p := range points {
+				if len(p.Stages) == 0 {
+					continue
+				}
+				fmt.Fprintf(out, "\n%s, window %d: where the latency goes (from the Multicast call; step: from the row above)\n", p.Algorithm, p.Window)
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+				fmt.Fprintln(tw, "stage\tmessages\tp50\tp99\tstep p50\tstep p99\t")
+				for _, s := range p.Stages {
+					fmt.Fprintf(tw, "%s\t%d\t%.3f ms\t%.3f ms\t%.3f ms\t%.3f ms\t\n", s.Stage, s.Messages, s.P50Ms, s.P99Ms, s.StepP50Ms, s.StepP99Ms)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -91,6 +108,7 @@ delivered at every member.`,
 	fl.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long each configuration is measured (after a warm-up)")
 	fl.IntVar(&cfg.Size, "size", 64, "payload bytes")
 	fl.Float64Var(&cfg.Rate, "rate", 0, "messages per second offered by all the nodes together, each send within the window (0: a closed loop)")
+	fl.BoolVar(&cfg.Stages, "stages", false, "raft: follow each message through the log's stages (append, send, sync, acknowledge, commit, apply, deliver) and report where the latency goes")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
