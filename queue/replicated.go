@@ -33,13 +33,14 @@ type Replicated struct {
 	svc    *live.Service
 	origin uint64 // this incarnation's id for the log's duplicate suppression (below 2⁶³)
 	seq    atomic.Uint64
-	retry  time.Duration
+	retry  time.Duration // the first wait before an unanswered operation is proposed again (backoff)
 	cfg    ReplicatedConfig
 	window chan struct{} // one token per operation under way
 	puts   chan consensus.QueuePut
-	// lose, if set, loses the first proposal of the runs it picks (as a
-	// change of leader may): a test's way to make a run overtake another.
-	lose func(consensus.QueuePutRun) bool
+	// lose, if set, loses the proposals of stream runs it picks (as a
+	// change of leader may; n: 1 the first proposal, 2 the next, …): a
+	// test's way to make a run overtake another, or wait.
+	lose atomic.Pointer[func(run consensus.QueuePutRun, n int) bool]
 
 	mu      sync.Mutex
 	waits   map[[2]uint64][]*waiter  // by origin and seq: every copy under way on this node
@@ -283,7 +284,8 @@ func (r *Replicated) notify(m Message) {
 
 // do gives the service in, numbered seq, and waits for its answer; an
 // operation unanswered for the retry interval goes again with the same
-// number (the log applies it once).
+// number (the log applies it once), and again after twice as long, and so
+// on (backoff).
 func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
 	select {
 	case r.window <- struct{}{}:
@@ -303,6 +305,7 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	t := time.NewTimer(0)
 	defer t.Stop()
 	seen, first := time.Now(), true // when a leader was last known; the first proposal is not a retry
+	wait := r.retry
 	for {
 		select {
 		case o := <-w.ch:
@@ -348,9 +351,30 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			if err != nil {
 				return nil, ErrClosed
 			}
-			t.Reset(r.retry)
+			t.Reset(wait)
+			wait = r.backoff(wait)
 		}
 	}
+}
+
+// maxRetry bounds the wait between two proposals of an operation
+// (backoff), unless the retry interval itself is longer.
+const maxRetry = 5 * time.Second
+
+// backoff is the wait before the next proposal of an operation that went
+// unanswered for wait: twice as long, up to maxRetry. An operation
+// unanswered for the retry interval is not known to be lost — the log may
+// take longer than that to commit it, on a busy machine — and each copy
+// proposed again is one more entry for the log to replicate and apply. At
+// a fixed interval shorter than the commit's latency every operation is
+// proposed latency/interval times, which slows the log further, until it
+// carries mostly copies and nothing is answered (a retransmission storm).
+// Doubling the wait, as TCP backs off its retransmission timer (RFC 6298,
+// 5.5; Jacobson, "Congestion Avoidance and Control", 1988), keeps the
+// copies of an operation to the logarithm of its latency: a proposal lost
+// is proposed again within as long as it has waited already.
+func (r *Replicated) backoff(wait time.Duration) time.Duration {
+	return min(2*wait, max(maxRetry, r.retry))
 }
 
 func (r *Replicated) timeout() (context.Context, context.CancelFunc) {
@@ -625,7 +649,8 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 // answer comes on the returned channel: the ids of the puts applied (a
 // prefix of the run; 0 for a copy of one applied before) and, if not all
 // were, why. A run unanswered for the retry interval is proposed again,
-// under the same numbers.
+// under the same numbers, and again after twice as long, and so on
+// (backoff).
 func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
 	for _, b := range run.Bodies {
 		if err := checkPut(run.Queue, b); err != nil {
@@ -645,10 +670,7 @@ func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<
 	r.waits[key] = []*waiter{w} // a stream resumed on this node takes over from an older one
 	r.mu.Unlock()
 	out := make(chan runResult, 1)
-	if r.lose != nil && r.lose(run) {
-		// Lost on its way: waitRun proposes it again after the retry
-		// interval.
-	} else if err := r.svc.Input(run); err != nil {
+	if err := r.proposeRun(run, 1); err != nil {
 		r.endRun(key, w)
 		return nil, ErrClosed
 	}
@@ -666,6 +688,14 @@ type runResult struct {
 	err error
 }
 
+// proposeRun gives the service the n-th proposal of run (1: the first).
+func (r *Replicated) proposeRun(run consensus.QueuePutRun, n int) error {
+	if lose := r.lose.Load(); lose != nil && (*lose)(run, n) {
+		return nil // lost on its way: waitRun proposes it again
+	}
+	return r.svc.Input(run)
+}
+
 func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 	r.mu.Lock()
 	r.unwait(key, w)
@@ -673,10 +703,14 @@ func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 	<-r.window
 }
 
+// waitRun waits for run's answer, proposing it again, under the same
+// numbers, each time it goes unanswered for the retry interval, backing
+// off.
 func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *waiter) runResult {
-	t := time.NewTimer(r.retry)
+	wait := r.retry
+	t := time.NewTimer(wait)
 	defer t.Stop()
-	for {
+	for n := 1; ; {
 		select {
 		case o := <-w.ch:
 			done, ok := o.(consensus.QueuePutRunDone)
@@ -700,10 +734,12 @@ func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *
 		case <-r.svc.Done():
 			return runResult{err: ErrClosed}
 		case <-t.C:
-			if r.svc.Input(run) != nil {
+			n++
+			if r.proposeRun(run, n) != nil {
 				return runResult{err: ErrClosed}
 			}
-			t.Reset(r.retry)
+			wait = r.backoff(wait)
+			t.Reset(wait)
 		}
 	}
 }

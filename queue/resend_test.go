@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
@@ -430,6 +431,61 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 		}
 		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d streams", seed, via, lead, lost, p.Streams())
 	}
+}
+
+// A stream's run whose proposals are lost for a while (as while the
+// log has no leader to take them): the node proposes it again, under the
+// same numbers, after the retry interval and then after twice as long
+// each time, and the run commits once the loss ends. Its copies grow with
+// the logarithm of the wait, not with the wait: at a fixed interval, a
+// log slower to commit than the interval (a busy machine) is given a copy
+// of every run under way at each interval, which slows it further, until
+// it carries copies only and the stream's puts are not acknowledged.
+// Without the backoff the run is proposed 11 times here, not 5.
+func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitUntil(ctx, t, "a leader", func() bool {
+		return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+	})
+	r := cl.rs[0]
+	retry := queue.Retry(r)
+	lost := 10 * retry // proposals at 0, 1, 3 and 7 retries lost; the one at 15 commits
+	var mu sync.Mutex
+	var first time.Time
+	proposals := 0
+	queue.LoseProposals(r, func(run consensus.QueuePutRun, n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 1 {
+			first = time.Now()
+		}
+		proposals = n
+		return time.Since(first) < lost
+	})
+	c := &queue.Client{Endpoints: []string{cl.eps[0]}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := p.Put(ctx, []byte("late"))
+	if err != nil || id == 0 {
+		t.Fatalf("the put: id %d, %v; want it committed once the loss ends", id, err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n, took := proposals, time.Since(first)
+	mu.Unlock()
+	if want := 2 + int(math.Log2(float64(lost/retry))); n < 2 || n > want {
+		t.Fatalf("the run was proposed %d times in %v (retry %v, lost for %v): want 2 to %d, the interval doubling", n, took.Round(time.Millisecond), retry, lost, want)
+	}
+	if m := ready(r, "jobs"); m != 1 {
+		t.Fatalf("%d messages, want 1", m)
+	}
+	t.Logf("proposed %d times; committed after %v", n, took.Round(time.Millisecond))
 }
 
 // A stream lost before its reply started, while the Publisher has
