@@ -298,10 +298,18 @@ func TestLeafSetClosest(t *testing.T) {
 }
 
 // TestNodeLines: the lines a node tells the simulator to prefetch cover
-// its state, and no more than one line beyond it.
+// its state up to the end of the table's rows, and no more than one line
+// beyond; a Pastry node's first rows are those (no allocation of their
+// own).
 func TestNodeLines(t *testing.T) {
-	size := int(unsafe.Sizeof(node{}))
-	if nodeLines*64 < size || (nodeLines-1)*64 >= size {
-		t.Errorf("a node is %d bytes: %d lines, not nodeLines = %d", size, (size+63)/64, nodeLines)
+	var n node
+	end := int(unsafe.Offsetof(n.tbuf) + unsafe.Sizeof(n.tbuf))
+	if nodeLines*64 < end || (nodeLines-1)*64 >= end {
+		t.Errorf("a node's rows end at byte %d: %d lines, not nodeLines = %d", end, (end+63)/64, nodeLines)
+	}
+	p := newPastryNode(1, FailureFree)
+	p.table.grow(tableRows)
+	if &p.table.rows[0] != &p.tbuf[0] {
+		t.Errorf("a Pastry node's table is not its inline rows")
 	}
 }

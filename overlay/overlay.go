@@ -420,11 +420,15 @@ var FailureFree = Config{Leaves: DefaultLeaves, HopTimeout: 50 * time.Millisecon
 //
 // The fields are in the order of use: what nearly every message reads
 // (the identifiers, the configuration, the leaf set's bounds, the
-// routing table, the failed nodes, the Scribe groups) first, so that in
-// a large overlay, where a node's state is rarely still in cache when
-// its next message comes, one delivery waits for few lines of memory;
-// the leaf set's entries are held inline (lbuf) rather than in four
-// allocations of their own, each a further wait.
+// routing table's header, the failed nodes) first, so that in a large
+// overlay, where a node's state is rarely still in cache when its next
+// message comes, one delivery waits for few lines of memory. The leaf
+// set's entries (lbuf) and the routing table's first rows (tbuf) come
+// next, held inline rather than in allocations of their own: reading
+// them through a pointer was a second wait for memory once the node had
+// arrived (a JOIN's hop reads the rows of its prefix, an announcement
+// the row where the joiner belongs). What only some messages read — the
+// Scribe groups, the queued JOINs, proximity, the DHT — is last.
 type node struct {
 	id     proc.ID
 	joined bool
@@ -434,24 +438,27 @@ type node struct {
 	cfg    Config
 	leaves leafSet
 	rt     router
-	table  pastry // Pastry's routing table, rt's (held here: one allocation, and near the leaf set)
+	table  pastry // Pastry's routing table, rt's (held here: near the leaf set, its rows in tbuf)
 	failures
+	lbuf leafBuf
+	tbuf [tableRows][Radix]proc.ID // the table's first rows (Pastry's; unused by the circular baseline)
 	scribe
-	lbuf       leafBuf
 	queued     []Join // JOINs that came before this node had joined
 	*proximity        // (allocated by the first use: nil without Config.Proximity)
 	dht
 }
 
-// CacheLines is how many cache lines a node's state spans (752 bytes):
-// a delivery reads most of them — the identifiers and configuration, the
-// leaf set's bounds, the table's header, the clock, then the leaf set
-// itself — so the simulator prefetches them all when the node's event is
-// next (sim.Spread), not only the first. It reads nothing of the node.
+// CacheLines is how many cache lines of a node's state a delivery may
+// read (1,000 of its 1,136 bytes): the identifiers and configuration,
+// the leaf set's bounds, the table's header, the clock, the leaf set
+// and the table's rows — so the simulator prefetches them all when the
+// node's event is next (sim.Spread), not only the first. It reads
+// nothing of the node.
 func (*node) CacheLines() int { return nodeLines }
 
-// nodeLines is the size of node in 64-byte lines (TestNodeLines).
-const nodeLines = 12
+// nodeLines is the 64-byte lines from a node's start to the end of its
+// table's rows (TestNodeLines).
+const nodeLines = 16
 
 // leafBuf is the room for a leaf set of up to DefaultLeaves entries a
 // side: the nodes, then their distances.
@@ -474,7 +481,7 @@ func newNode(id proc.ID, cfg Config, rt router) *node {
 // newPastryNode is a node routing by Pastry's rule, with its table inline.
 func newPastryNode(id proc.ID, cfg Config) *node {
 	n := newNode(id, cfg, nil)
-	n.rt = &n.table
+	n.rt, n.table.rows = &n.table, n.tbuf[:0]
 	return n
 }
 
@@ -765,10 +772,10 @@ func (n *node) onAnnounce(env proc.Env, x proc.ID, m Announce) {
 	var missing []proc.ID
 	for _, side := range [2][]proc.ID{n.leaves.left, n.leaves.right} {
 		for _, id := range side {
-			if id == x || slices.Contains(theirs.Left, id) || slices.Contains(theirs.Right, id) || slices.Contains(missing, id) {
-				continue
+			if g := NodeID(id); id == x || Cmp(up(g), right) >= 0 && Cmp(down(g), left) >= 0 {
+				continue // (does not fit: no need to look for it in X's sides)
 			}
-			if g := NodeID(id); (Cmp(up(g), right) < 0 || Cmp(down(g), left) < 0) && !n.silentOrDead(env, id) {
+			if !slices.Contains(theirs.Left, id) && !slices.Contains(theirs.Right, id) && !slices.Contains(missing, id) && !n.silentOrDead(env, id) {
 				missing = append(missing, id)
 			}
 		}

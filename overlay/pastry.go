@@ -94,11 +94,13 @@ func (r *pastry) learn(n *node, id proc.ID, g GUID) bool {
 	return true
 }
 
-// grow makes the table k rows long, the new rows empty. The first
-// allocation has room for tableRows rows, so that a joining node, which
-// learns rows 0, 1, 2, … one after another from the nodes on its JOIN's
-// route, does not copy its table at every row (a table of 10⁶ nodes
-// fills 5 or 6 rows; append's doubling would make room for 8).
+// grow makes the table k rows long, the new rows empty. A node's table
+// begins in the tableRows rows held in the node itself (node.tbuf): a
+// table of 10⁶ nodes fills 5 or 6 rows, so a table rarely moves to an
+// allocation of its own; one without them (or that outgrows them) is
+// given room for at least tableRows rows at once, so that a joining
+// node, which learns rows 0, 1, 2, … one after another from the nodes
+// on its JOIN's route, does not copy its table at every row.
 func (r *pastry) grow(k int) {
 	if k > cap(r.rows) {
 		rows := make([][Radix]proc.ID, len(r.rows), max(k, tableRows))

@@ -276,6 +276,9 @@ func (n *node) keepAlive(env proc.Env) {
 // pinged again): a failed node comes back under its address, and the
 // stale tables that could bring it back have been purged by then.
 func (n *node) presumedDead(id proc.ID) bool {
+	if len(n.dead) == 0 {
+		return false // (most nodes, most of the time: no lookup)
+	}
 	at, ok := n.dead[id]
 	return ok && n.now-at < ForgetDead*n.cfg.KeepAlive
 }
