@@ -603,19 +603,12 @@ func (c *Client) Get(ctx context.Context, name string, o GetOptions) ([]Message,
 // reached is passed for the next, and so, with past503, is one that
 // answers 503 (and is counted quiet). Any other answer is the outcome.
 func (c *Client) inTurn(ctx context.Context, past503 bool, call func(base string) (code int, msg string, err error)) error {
-	bases := make([]string, len(c.Endpoints))
-	for i, ep := range c.Endpoints {
-		b, err := httpapi.BaseURL(ep)
-		if err != nil {
-			return err
-		}
-		bases[i] = b
-	}
-	if len(bases) == 0 {
-		return errors.New("no endpoints")
+	bases, err := c.bases()
+	if err != nil {
+		return err
 	}
 	var errs []error
-	for _, base := range c.numbering.order(bases) {
+	for _, base := range bases {
 		code, msg, err := call(base)
 		switch {
 		case err == nil && code == http.StatusOK:

@@ -65,6 +65,23 @@ type numbering struct {
 // is tried after the others (as lock.Client skips a failed endpoint).
 const quietFor = 10 * time.Second
 
+// bases returns the base URLs of the Client's endpoints, those gone
+// quiet lately last.
+func (c *Client) bases() ([]string, error) {
+	if len(c.Endpoints) == 0 {
+		return nil, errors.New("no endpoints")
+	}
+	bases := make([]string, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		b, err := httpapi.BaseURL(ep)
+		if err != nil {
+			return nil, err
+		}
+		bases[i] = b
+	}
+	return c.order(bases), nil
+}
+
 // order returns bases with those gone quiet lately moved last.
 func (n *numbering) order(bases []string) []string {
 	n.mu.Lock()
@@ -179,18 +196,10 @@ func unsent(err error) bool {
 // under the same number, as the comment above says, until it has an
 // answer, Retry passes, or ctx ends.
 func (c *Client) sendNumbered(ctx context.Context, send func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error)) error {
-	if len(c.Endpoints) == 0 {
-		return errors.New("no endpoints")
+	bases, err := c.bases()
+	if err != nil {
+		return err
 	}
-	bases := make([]string, len(c.Endpoints))
-	for i, ep := range c.Endpoints {
-		b, err := httpapi.BaseURL(ep)
-		if err != nil {
-			return err
-		}
-		bases[i] = b
-	}
-	bases = c.order(bases)
 	retry, attempt := c.Retry, c.Attempt
 	if retry <= 0 {
 		retry = DefaultRetry

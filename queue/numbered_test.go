@@ -100,6 +100,21 @@ func bodies(reqs [][]string) int {
 	return n
 }
 
+// checkStoredOnce takes every message of queue jobs at r and fails
+// unless it holds each of the first n bodies once.
+func checkStoredOnce(t *testing.T, r *queue.Replicated, n int) {
+	t.Helper()
+	ms, err := r.PollN("jobs", time.Hour, n+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range ms {
+		seen[string(m.Body)]++
+	}
+	checkOnce(t, seen, n)
+}
+
 // checkOnce fails unless seen holds each of the first n bodies once.
 func checkOnce(t *testing.T, seen map[string]int, n int) {
 	t.Helper()
@@ -230,15 +245,7 @@ func TestClientPutResendsReplicatedThroughAnotherNode(t *testing.T) {
 			if _, err := sendAll(ctx, c, p.draw(rng.IntN(20)), workers); err != nil {
 				t.Fatal(err)
 			}
-			ms, err := survivor.PollN("jobs", time.Hour, p.next+10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			for _, m := range ms {
-				seen[string(m.Body)]++
-			}
-			checkOnce(t, seen, p.next)
+			checkStoredOnce(t, survivor, p.next)
 			t.Logf("node %d killed (leading %v): %d puts, %d requests in doubt, %d at once", k, leading, p.next, len(doubt), workers)
 		})
 	}
@@ -265,15 +272,7 @@ func TestClientPutMovesOnFromANodeThatDoesNotAnswer(t *testing.T) {
 	}
 	survivor := cl.rs[(k+1)%3]
 	waitUntil(ctx, t, "every put applied", func() bool { return ready(survivor, "jobs") >= p.next })
-	ms, err := survivor.PollN("jobs", time.Hour, p.next+10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, m := range ms {
-		seen[string(m.Body)]++
-	}
-	checkOnce(t, seen, p.next)
+	checkStoredOnce(t, survivor, p.next)
 }
 
 // A node of its own queues that does not come back: a put in doubt there
