@@ -50,9 +50,15 @@ import (
 // own clock later; a leader that takes over gives every lease vis from
 // then; so no Expire — the only way a message leased goes to another
 // consumer without its holder's release — is proposed before s + Valid
-// on any clock within the drift bound. The checker "queue-delivery"
-// verifies it on the traces, with: every acknowledged put delivered in
-// the order of ids (none lost), no acked message leased again.
+// on any clock within the drift bound. Nothing of this reads the
+// leader's own lease (Raft.Lease), as Locks' KeepAlive does: a get, an
+// ack, a release and a transaction are each an entry, so a leader whose
+// followers answer late (its lease lapsed, on a slow or loaded network)
+// commits acks as it commits gets, refusing none, and proposes no expiry
+// sooner than it would otherwise (TestQueueLeasesOutliveALapsedLease).
+// The checker "queue-delivery" verifies it on the traces, with: every
+// acknowledged put delivered in the order of ids (none lost), no acked
+// message leased again.
 //
 // Retries: operations carry a per-origin sequence number and are applied
 // once (the origin table of Groups); a retried Get is answered with what

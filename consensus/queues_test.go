@@ -299,3 +299,115 @@ func TestQueuesUnderMembershipChanges(t *testing.T) {
 		t.Errorf("only %d configurations committed in %d runs: the changes were not exercised", changes, seeds)
 	}
 }
+
+// Leased messages stay with their consumers under a leader whose lease
+// has lapsed for good: every link takes 80 ms one way, so a heartbeat
+// round's acknowledgements come back after the lease it would give has
+// run out (twice 80 ms against about 147), and the leader, hearing its
+// followers all the while, stays leader — the condition under which the
+// lock service once refused every KeepAlive while its sweep went on
+// expiring sessions (TestSessionsOutliveALapsedLease). The queues hold
+// because nothing of theirs reads that lease: a get, an ack, a release
+// and a transaction are each an entry, and a lease's deadline is set
+// when its get applies at the leader, after the get went to the leader
+// and through the log; an ack, which only has to reach the leader, sent
+// while the lease is valid by its consumer's reckoning, enters the log
+// before the leader could propose the lease's expiry. The test checks
+// that no lease whose consumer acked, released or transacted it in time
+// expires under it (a leader that refused acks while its lease lapsed,
+// as the lock service refused KeepAlives, fails it at once), that no
+// message is held by two consumers at once, and that the queues drain
+// (the run goes on long after the puts stop: a transaction puts another
+// message, a release gives one back).
+func TestQueueLeasesOutliveALapsedLease(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		// A get is answered about 340 ms after it is sent (forwarded,
+		// replicated, committed, applied by the server asked); a consumer
+		// holds its message 400 ms more and acks it well within the 980
+		// ms it counts on.
+		w := &lab.QueueClients{Producers: 2, Consumers: 6, Queues: 2, Window: 4, ReleaseEvery: 10, TxEvery: 10,
+			Every: 400 * time.Millisecond, Hold: 400 * time.Millisecond, Vis: time.Second,
+			Think: 2 * time.Millisecond, Retry: time.Second, Stop: 3 * time.Second}
+		var lapsed, led int
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed,
+			New: func(id proc.ID, n int) proc.Process {
+				return lapseWatch{consensus.NewQueues(id, n, queuesConfig(), consensus.DefaultQueueLimits), &lapsed, &led}
+			},
+			Network:  sim.Network{Latency: sim.Constant(80 * time.Millisecond)},
+			Workload: w, Deadline: 10 * time.Second})
+		r.Hold(t, queueChecks...)
+		if err := drained(r.Trace.Events); err != nil {
+			t.Errorf("seed %d: liveness: %v", seed, err)
+		}
+		if err := keptInTime(r.Trace.Events); err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+		}
+		if lapsed*10 < led*9 {
+			t.Errorf("seed %d: the leader held its lease at %d of its %d events: the test no longer tests a lapsed lease", seed, led-lapsed, led)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		t.Logf("seed %d: %d acked, %d leases expired, the lease lapsed at %d of the leader's %d events", seed, r.Count("queue-acked"), r.Count("queue-expired"), lapsed, led)
+	}
+}
+
+// keptInTime checks that no lease expired whose consumer acked, released
+// or transacted its message under it: the workload does so only while
+// the lease is valid by its reckoning.
+func keptInTime(events []trace.Event) error {
+	type lease struct{ id, token uint64 }
+	kept := map[lease]bool{}
+	var x struct {
+		ID    uint64   `json:"id"`
+		IDs   []uint64 `json:"ids"`
+		Token uint64   `json:"token"`
+		Acks  []consensus.QueueRef
+	}
+	for _, e := range events {
+		x.ID, x.IDs, x.Token, x.Acks = 0, nil, 0, nil
+		switch {
+		case e.Kind == trace.Input && (e.Type == "queue-ack" || e.Type == "queue-release" || e.Type == "queue-tx"):
+			if json.Unmarshal(e.Data, &x) != nil {
+				return fmt.Errorf("%s %s: not an operation", e.Type, e.Data)
+			}
+			for _, id := range x.IDs {
+				kept[lease{id, x.Token}] = true
+			}
+			for _, a := range x.Acks {
+				kept[lease{a.ID, a.Token}] = true
+			}
+		case e.Kind == trace.Output && e.Type == "queue-expired":
+			if json.Unmarshal(e.Data, &x) != nil {
+				return fmt.Errorf("%s %s: not an expiry", e.Type, e.Data)
+			}
+			if kept[lease{x.ID, x.Token}] {
+				return fmt.Errorf("message %d expired under lease %d at %v, though its consumer had acked or released it in time", x.ID, x.Token, time.Duration(e.Time))
+			}
+		}
+	}
+	return nil
+}
+
+// lapseWatch counts the events after which its server is the ready
+// leader (led), and those at which its lease has lapsed (lapsed).
+type lapseWatch struct {
+	*consensus.Queues
+	lapsed, led *int
+}
+
+func (w lapseWatch) after(env proc.Env) {
+	if r := w.Raft(); r.Ready() {
+		*w.led++
+		if env.Now() >= r.Lease() {
+			*w.lapsed++
+		}
+	}
+}
+
+func (w lapseWatch) Input(env proc.Env, in proc.Input) { w.Queues.Input(env, in); w.after(env) }
+func (w lapseWatch) Timeout(env proc.Env, tag any)     { w.Queues.Timeout(env, tag); w.after(env) }
+func (w lapseWatch) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	w.Queues.Receive(env, from, m)
+	w.after(env)
+}
