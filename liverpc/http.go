@@ -206,16 +206,9 @@ func (e *StatusError) Error() string {
 // after an error that is neither, or a StatusError of 504, the
 // procedure may have run.
 func (c *Client) Call(ctx context.Context, server proc.ID, name, requestID string, args []byte) ([]byte, error) {
-	if len(c.Endpoints) == 0 {
-		return nil, errors.New("liverpc: no endpoints")
-	}
-	bases := make([]string, len(c.Endpoints))
-	for i, ep := range c.Endpoints {
-		b, err := httpapi.BaseURL(ep)
-		if err != nil {
-			return nil, err
-		}
-		bases[i] = b
+	bases, err := httpapi.BaseURLs(c.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("liverpc: %w", err)
 	}
 	if requestID != "" {
 		if err := httpapi.ValidName("Cohort-Request-Id", requestID); err != nil {

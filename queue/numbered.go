@@ -68,16 +68,9 @@ const quietFor = 10 * time.Second
 // bases returns the base URLs of the Client's endpoints, those gone
 // quiet lately last.
 func (c *Client) bases() ([]string, error) {
-	if len(c.Endpoints) == 0 {
-		return nil, errors.New("no endpoints")
-	}
-	bases := make([]string, len(c.Endpoints))
-	for i, ep := range c.Endpoints {
-		b, err := httpapi.BaseURL(ep)
-		if err != nil {
-			return nil, err
-		}
-		bases[i] = b
+	bases, err := httpapi.BaseURLs(c.Endpoints)
+	if err != nil {
+		return nil, err
 	}
 	return c.order(bases), nil
 }

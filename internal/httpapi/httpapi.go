@@ -85,6 +85,23 @@ func BaseURL(ep string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
+// BaseURLs is BaseURL of each endpoint, in order; no endpoint is an
+// error.
+func BaseURLs(endpoints []string) ([]string, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no endpoints")
+	}
+	bases := make([]string, len(endpoints))
+	for i, ep := range endpoints {
+		b, err := BaseURL(ep)
+		if err != nil {
+			return nil, err
+		}
+		bases[i] = b
+	}
+	return bases, nil
+}
+
 // ErrorMessage reads an error reply's message (or, failing that, its text)
 // from the first MiB of r.
 func ErrorMessage(r io.Reader) string {
