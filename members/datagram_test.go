@@ -53,22 +53,7 @@ func TestProbesAsDatagrams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := transport.NewTCP(transport.Config{Self: 9, Listener: ln, DatagramConn: pc, Datagrams: true, Peers: map[proc.ID]string{0: c.Addrs[0]},
-		Secret: []byte("not the cluster secret, 32 bytes"), Joins: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := live.NewNode(live.Config{Self: 9, N: 1, IDs: 1 << 16, Transport: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: 0}); err != nil {
-		t.Fatal(err)
-	}
+	_, node := startStranger(t, transport.Config{Listener: ln, DatagramConn: pc, Datagrams: true}, c.Addrs[0])
 	forged := `cohort_datagrams_dropped_total{reason="forged"}`
 	c.eventually("p0 drops the stranger's datagrams", func(id proc.ID, _ *members.Server) error {
 		if n := metric(c.Nodes[0], forged); n < 3 {

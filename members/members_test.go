@@ -191,15 +191,14 @@ func TestLeaveIsNotDeath(t *testing.T) {
 	c.eventually("p5 is held left", holds(map[int]string{5: "left"}))
 }
 
-// TestStrangerCannotJoin: a node without the cluster's secret is refused,
-// and no member ever lists it.
-func TestStrangerCannotJoin(t *testing.T) {
-	c := newCluster(t, 2)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := transport.NewTCP(transport.Config{Self: 9, Listener: ln, Peers: map[proc.ID]string{0: c.Addrs[0]}, Secret: []byte("not the cluster secret, 32 bytes"), Joins: true})
+// startStranger starts member 9 under another secret than the cluster's,
+// with the transport cfg (its listener, datagrams), joining through
+// member 0 at addr.
+func startStranger(t *testing.T, cfg transport.Config, addr string) (*members.Server, *live.Node) {
+	t.Helper()
+	cfg.Self, cfg.Peers, cfg.Joins = 9, map[proc.ID]string{0: addr}, true
+	cfg.Secret = []byte("not the cluster secret, 32 bytes")
+	tr, err := transport.NewTCP(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +210,22 @@ func TestStrangerCannotJoin(t *testing.T) {
 	if err := node.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: 0})
+	s, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, node
+}
+
+// TestStrangerCannotJoin: a node without the cluster's secret is refused,
+// and no member ever lists it.
+func TestStrangerCannotJoin(t *testing.T) {
+	c := newCluster(t, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := startStranger(t, transport.Config{Listener: ln}, c.Addrs[0])
 	if _, err := stranger.Put("owned", "yes"); err != nil {
 		t.Fatal(err)
 	}
