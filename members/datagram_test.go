@@ -3,12 +3,10 @@ package members_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
@@ -67,18 +65,5 @@ func TestProbesAsDatagrams(t *testing.T) {
 
 	c.kill(10)
 	c.eventually("the killed member is declared dead", holds(map[int]string{10: "dead", 11: "alive", 0: "alive", 1: "alive", 2: "alive"}))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*fast.Period)
-	defer cancel()
-	for ctx.Err() == nil {
-		for id, s := range c.servers {
-			st, err := states(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := st[9]; ok {
-				t.Fatalf("p%d lists the stranger: %v", id, st)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.neverListsTheStranger(10*fast.Period, nil)
 }

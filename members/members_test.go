@@ -231,19 +231,30 @@ func TestStrangerCannotJoin(t *testing.T) {
 	}
 	// Long enough for many join attempts and exchanges (the stranger
 	// tries every period), judged at the founders.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*fast.Period)
+	c.neverListsTheStranger(50*fast.Period, func(id proc.ID, s *members.Server) {
+		if _, ok, _ := s.Get("owned"); ok {
+			t.Fatalf("p%d holds the stranger's key", id)
+		}
+	})
+}
+
+// neverListsTheStranger fails the test if, for d, any member lists member
+// 9 (startStranger's), or fails also (if not nil).
+func (c *cluster) neverListsTheStranger(d time.Duration, also func(id proc.ID, s *members.Server)) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for ctx.Err() == nil {
 		for id, s := range c.servers {
 			st, err := states(s)
 			if err != nil {
-				t.Fatal(err)
+				c.t.Fatal(err)
 			}
 			if _, ok := st[9]; ok {
-				t.Fatalf("p%d lists the stranger: %v", id, st)
+				c.t.Fatalf("p%d lists the stranger: %v", id, st)
 			}
-			if _, ok, _ := s.Get("owned"); ok {
-				t.Fatalf("p%d holds the stranger's key", id)
+			if also != nil {
+				also(id, s)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
