@@ -23,7 +23,7 @@ import (
 //	        average:  s = x, w = 1              (s = w = 0 without a reading)
 //	        sum:      s = x, w = 1 at the origin, 0 elsewhere
 //	        count:    s = 1 with a reading, w = 1 at the origin, 0 elsewhere
-//	every aggregation round (a quarter of SWIM's period), for each q:
+//	every round of q (a quarter of the origin's SWIM period):
 //	    send (½s, ½w) to a random member held alive; keep the other half
 //	on Mass(q, ŝ, ŵ): s += ŝ, w += ŵ
 //	after AggregateRounds(n) rounds: drop q; the origin outputs s/w
@@ -41,6 +41,12 @@ import (
 // weight starts at the origin, comes out wrong — mostly high, when a
 // share lost early takes much of the weight. Members that join the cluster during a query, or whose rounds
 // ended before a late share arrived, miss part of it.
+//
+// A query runs at its origin's pace: its shares carry the length of a
+// round at the origin, and every member takes its rounds of that query at
+// that length. Were each member to use its own, an origin configured with
+// a shorter gossip period would end its rounds while the others had
+// taken a fraction of theirs, before the mass had mixed.
 //
 // Cost: one message of two numbers per member, query and round.
 
@@ -68,6 +74,9 @@ type Mass struct {
 	Agg    string  `json:"agg"`
 	S      float64 `json:"s"`
 	W      float64 `json:"w"`
+	// Every is the length of the query's rounds, chosen by its origin (0
+	// from a sender that does not say: the receiver's own).
+	Every time.Duration `json:"every,omitempty"`
 }
 
 // Estimate is the answer to a Query, output at its origin. None says
@@ -118,10 +127,15 @@ func ValidAgg(agg string) bool { return agg == "average" || agg == "sum" || agg 
 // query among n members.
 func AggregateRounds(n int) int { return 3*bits.Len(uint(n)) + 30 }
 
-// aggTick is the tag of the aggregation round timer.
-type aggTick struct{}
+// aggTick is the tag of a query's round timer.
+type aggTick struct {
+	origin proc.ID
+	id     uint32
+}
 
-func (aggTick) String() string { return "aggregate" }
+func (t aggTick) String() string {
+	return "aggregate p" + strconv.Itoa(int(t.origin)) + "#" + strconv.Itoa(int(t.id))
+}
 
 // computation is a member's part in one query.
 type computation struct {
@@ -130,8 +144,9 @@ type computation struct {
 	name   string
 	agg    string
 	s, w   float64
-	left   int // rounds still to take part in
-	rounds int // rounds taken part in
+	every  time.Duration // the length of a round, chosen by the origin
+	left   int           // rounds still to take part in
+	rounds int           // rounds taken part in
 }
 
 // aggregates is the members algorithm's query half.
@@ -139,7 +154,6 @@ type aggregates struct {
 	readings map[string]float64
 	running  []*computation // in the order joined
 	done     []doneQuery    // recently finished, so that late mass is not taken for a new query
-	ticking  bool
 }
 
 type doneQuery struct {
@@ -170,12 +184,17 @@ func (a *aggregates) setReading(r Reading) {
 }
 
 // join makes this member take part in a query with its own mass.
-func (a *aggregates) join(env proc.Env, m *members, origin proc.ID, id uint32, name, agg string) *computation {
+// Its rounds are every long (0: this member's own length).
+func (a *aggregates) join(env proc.Env, m *members, origin proc.ID, id uint32, name, agg string, every time.Duration) *computation {
 	if len(a.running) >= MaxQueries || !ValidAgg(agg) || len(name) == 0 || len(name) > MaxName {
 		return nil
 	}
+	if every <= 0 {
+		every = aggPeriod(m)
+	}
 	x, has := a.readings[name]
-	c := &computation{origin: origin, id: id, name: name, agg: agg, left: AggregateRounds(m.swim.size())}
+	c := &computation{origin: origin, id: id, name: name, agg: agg, every: min(max(every, time.Millisecond), time.Minute),
+		left: AggregateRounds(m.swim.size())}
 	switch agg {
 	case "average":
 		if has {
@@ -194,13 +213,12 @@ func (a *aggregates) join(env proc.Env, m *members, origin proc.ID, id uint32, n
 		c.w = 1
 	}
 	a.running = append(a.running, c)
-	if !a.ticking {
-		a.ticking = true
-		env.SetTimer(aggPeriod(m), aggTick{})
-	}
+	env.SetTimer(c.every, aggTick{origin, id})
 	return c
 }
 
+// aggPeriod is the length of the rounds of the queries this member
+// starts: a quarter of its protocol period.
 func aggPeriod(m *members) time.Duration { return max(m.swim.p.Period/4, time.Millisecond) }
 
 func (a *aggregates) find(origin proc.ID, id uint32) *computation {
@@ -216,7 +234,7 @@ func (a *aggregates) query(env proc.Env, m *members, q Query) {
 	if a.find(env.Self(), q.ID) != nil {
 		return // a repeated ID: the query is running
 	}
-	if a.join(env, m, env.Self(), q.ID, q.Name, q.Agg) == nil {
+	if a.join(env, m, env.Self(), q.ID, q.Name, q.Agg, 0) == nil {
 		env.Output(Estimate{ID: q.ID, Name: q.Name, Agg: q.Agg, None: true, Busy: len(a.running) >= MaxQueries})
 	}
 }
@@ -237,7 +255,7 @@ func (a *aggregates) onMass(env proc.Env, m *members, mass Mass) {
 			}
 			return
 		}
-		if c = a.join(env, m, mass.Origin, mass.ID, mass.Name, mass.Agg); c == nil {
+		if c = a.join(env, m, mass.Origin, mass.ID, mass.Name, mass.Agg, mass.Every); c == nil {
 			return
 		}
 	}
@@ -245,38 +263,33 @@ func (a *aggregates) onMass(env proc.Env, m *members, mass Mass) {
 	c.w += mass.W
 }
 
-// tick is an aggregation round: every running query sends half its mass
-// to a random live member; those whose rounds are over end.
-func (a *aggregates) tick(env proc.Env, m *members) {
-	kept := a.running[:0]
-	for _, c := range a.running {
-		if q := m.swim.randomMembers(env, 1, proc.None); len(q) > 0 {
-			c.s, c.w = c.s/2, c.w/2
-			env.Send(q[0], Mass{Origin: c.origin, ID: c.id, Name: c.name, Agg: c.agg, S: c.s, W: c.w})
-		}
-		c.left--
-		c.rounds++
-		if c.left > 0 {
-			kept = append(kept, c)
-			continue
-		}
-		if c.origin == env.Self() {
-			e := Estimate{ID: c.id, Name: c.name, Agg: c.agg, Rounds: c.rounds, None: c.w <= 0}
-			if !e.None {
-				e.Value = c.s / c.w
-			}
-			env.Output(e)
-		}
-		a.done = append(a.done, doneQuery{c.origin, c.id})
-		if len(a.done) > maxDone {
-			a.done = a.done[1:]
-		}
-	}
-	clear(a.running[len(kept):])
-	a.running = kept
-	if len(a.running) == 0 {
-		a.ticking = false
+// tick is a round of one query: it sends half its mass to a random live
+// member, and ends when its rounds are over.
+func (a *aggregates) tick(env proc.Env, m *members, t aggTick) {
+	c := a.find(t.origin, t.id)
+	if c == nil {
 		return
 	}
-	env.SetTimer(aggPeriod(m), aggTick{})
+	if q := m.swim.randomMembers(env, 1, proc.None); len(q) > 0 {
+		c.s, c.w = c.s/2, c.w/2
+		env.Send(q[0], Mass{Origin: c.origin, ID: c.id, Name: c.name, Agg: c.agg, S: c.s, W: c.w, Every: c.every})
+	}
+	c.left--
+	c.rounds++
+	if c.left > 0 {
+		env.SetTimer(c.every, t)
+		return
+	}
+	if c.origin == env.Self() {
+		e := Estimate{ID: c.id, Name: c.name, Agg: c.agg, Rounds: c.rounds, None: c.w <= 0}
+		if !e.None {
+			e.Value = c.s / c.w
+		}
+		env.Output(e)
+	}
+	a.running = slices.DeleteFunc(a.running, func(r *computation) bool { return r == c })
+	a.done = append(a.done, doneQuery{c.origin, c.id})
+	if len(a.done) > maxDone {
+		a.done = a.done[1:]
+	}
 }

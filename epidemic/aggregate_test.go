@@ -148,3 +148,49 @@ func TestAggregateKeepsLateShares(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateRunsAtTheOriginsPace: an origin configured with a round a
+// quarter as long as the other members' (an operator who set one node's
+// gossip period apart) would end its rounds while the others had taken a
+// quarter of theirs, before the mass had mixed. Every member runs a
+// query's rounds at the length its origin chose, so the answers stay
+// within 0.1%.
+func TestAggregateRunsAtTheOriginsPace(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(10, 3)); seed++ {
+		n := 4 + int(seed%5)
+		origin := proc.ID(seed % uint64(n))
+		fast := algorithm(t, "members", epidemic.Params{Period: 10 * time.Millisecond})
+		slow := algorithm(t, "members", epidemic.Params{Period: 40 * time.Millisecond})
+		build := func(id proc.ID, n int) proc.Process {
+			if id == origin {
+				return fast.New(id, n)
+			}
+			return slow.New(id, n)
+		}
+		var script sim.Script
+		for i := range proc.ID(n) {
+			script = append(script, sim.TimedInput{At: time.Millisecond, Node: i, Input: epidemic.Reading{Name: "load", X: float64(i)}})
+		}
+		for i, agg := range []string{"sum", "count"} {
+			script = append(script, sim.TimedInput{At: 500 * time.Millisecond, Node: origin, Input: epidemic.Query{ID: uint32(i + 1), Name: "load", Agg: agg}})
+		}
+		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: build,
+			Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 3 * time.Millisecond}},
+			Workload: script, Deadline: 3 * time.Second})
+		want := map[string]float64{"sum": float64(n * (n - 1) / 2), "count": float64(n)}
+		got := 0
+		for _, e := range r.Outputs("estimate")[origin] {
+			var est epidemic.Estimate
+			if err := json.Unmarshal(e.Data, &est); err != nil {
+				t.Fatal(err)
+			}
+			got++
+			if w := want[est.Agg]; est.None || math.Abs(est.Value-w) > 1e-3*w {
+				t.Errorf("seed %d, n %d: %s = %g, want %g ± 0.1%%", seed, n, est.Agg, est.Value, w)
+			}
+		}
+		if got != 2 {
+			t.Fatalf("seed %d: %d estimates, want 2", seed, got)
+		}
+	}
+}

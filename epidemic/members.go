@@ -200,11 +200,9 @@ func (m *members) Timeout(env proc.Env, tag any) {
 			m.kv.Timeout(env, tag)
 		}
 	case aggTick:
-		if m.swim.left {
-			m.agg.ticking = false
-			return
+		if !m.swim.left {
+			m.agg.tick(env, m, tag.(aggTick))
 		}
-		m.agg.tick(env, m)
 	case swimTick:
 		m.swim.Timeout(env, tag)
 		if !m.swim.left {

@@ -19,9 +19,9 @@ import (
 // Aggregates over the members (epidemic/aggregate.go): each node keeps
 // readings of its own, not replicated, and a query at any node computes
 // the average, sum or count of one reading over every member by
-// push-sum, in AggregateRounds(n) rounds of a quarter of the protocol
-// period each (2.4 s for 32 members at the default period), with no node
-// ever holding all the readings. Readings live in memory: a node that
+// push-sum, in AggregateRounds(n) rounds of a quarter of the asking
+// node's protocol period each (2.4 s for 32 members at the default
+// period), with no node ever holding all the readings. Readings live in memory: a node that
 // restarts has none until they are set again.
 
 // Estimate is a query's answer.
