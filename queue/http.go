@@ -634,9 +634,23 @@ func (c *Client) Ack(ctx context.Context, name string, ids ...uint64) error {
 // AckLease is Ack of messages got under lease (Message.Lease, set by
 // replicated queues; 0: none): only those still under it are
 // acknowledged, and the error says which were not.
+//
+// Under a lease the acknowledgement is numbered, as a put is: sent as a
+// transaction of acks under the Client's next number, and, when a node
+// answers 503 or not at all, sent again under the same number through
+// the next — a copy that reached the log is applied once. Should a
+// message no longer be under the lease, the transaction is refused whole
+// (nothing applied), and a plain ack then acknowledges the others and
+// names those.
 func (c *Client) AckLease(ctx context.Context, name string, lease uint64, ids ...uint64) error {
 	if err := ValidName(name); err != nil {
 		return err
+	}
+	if lease != 0 && len(ids) > 0 && len(ids) <= MaxCount {
+		refused, err := c.ackNumbered(ctx, name, lease, ids)
+		if !refused {
+			return err
+		}
 	}
 	b, _ := json.Marshal(AckRequest{IDs: ids, Lease: lease})
 	// Not past a 503: the ack may yet apply there, and a copy applied
@@ -644,6 +658,28 @@ func (c *Client) AckLease(ctx context.Context, name string, lease uint64, ids ..
 	return c.inTurn(ctx, false, func(base string) (int, string, error) {
 		return c.api().Call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/ack", b, nil)
 	})
+}
+
+// ackNumbered acknowledges ids under lease as one numbered transaction;
+// refused says a node refused it (a message not held under the lease),
+// so that nothing of it was applied.
+func (c *Client) ackNumbered(ctx context.Context, name string, lease uint64, ids []uint64) (refused bool, err error) {
+	acks := make([]TxAck, len(ids))
+	for i, id := range ids {
+		acks[i] = TxAck{Queue: name, ID: id, Lease: lease}
+	}
+	list, err := json.Marshal(acks)
+	if err != nil {
+		return false, err
+	}
+	err = c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
+		var reply TxReply
+		b := fmt.Appendf(nil, `{"acks":%s,"origin":%q,"seq":%d}`, list, origin, seq) // origin: letters, digits, - and .
+		code, msg, h, err := c.call(ctx, http.MethodPost, base+"/v1/queues:tx", b, nil, &reply)
+		refused = err == nil && code == http.StatusNotFound
+		return code, msg, h, err
+	})
+	return refused, err
 }
 
 // Queues lists the queues of the first node that answers.

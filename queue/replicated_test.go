@@ -280,3 +280,60 @@ func TestGetPassesANodeWithoutALeader(t *testing.T) {
 		t.Fatalf("a get at a node without a majority: %v, want a 503 naming ErrNoLeader", err)
 	}
 }
+
+// TestAckPassesANodeWithoutALeader: a Client's acknowledgement under a
+// lease is numbered, so it goes on from an endpoint that answers 503 to
+// the next (a plain ack may not: it could still apply where it was
+// sent); the message is gone for good. An ack under a lease the message
+// is no longer under is refused, names the message, and acknowledges the
+// others of the call.
+func TestAckPassesANodeWithoutALeader(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := &queue.Client{Endpoints: cl.eps[1:2], Token: token}
+	for _, b := range []string{"m0", "m1", "m2"} {
+		if _, err := c.Put(ctx, "jobs", []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(n int) []queue.Message {
+		ms, err := c.Get(ctx, "jobs", queue.GetOptions{Count: n, Wait: 10 * time.Second, Visibility: time.Minute})
+		if err != nil || len(ms) != n {
+			t.Fatalf("get %d: %+v, %v", n, ms, err)
+		}
+		return ms
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":"no leader in reach"}`, http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	past := &queue.Client{Endpoints: []string{down.URL, cl.eps[2]}, Token: token}
+	ms := get(1)
+	if err := past.AckLease(ctx, "jobs", ms[0].Lease, ms[0].ID); err != nil {
+		t.Fatalf("an ack past an endpoint answering 503: %v", err)
+	}
+	// The other two: one acked under a lease it is not under.
+	ms = get(2)
+	err := past.AckLease(ctx, "jobs", ms[0].Lease, ms[0].ID, ms[1].ID+1000)
+	if !errors.Is(err, queue.ErrLeaseLost) && (err == nil || !strings.Contains(err.Error(), fmt.Sprint(ms[1].ID+1000))) {
+		t.Fatalf("an ack of a message not under the lease: %v, want an error naming %d", err, ms[1].ID+1000)
+	}
+	if err := c.AckLease(ctx, "jobs", ms[1].Lease, ms[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := 0
+		for _, s := range cl.rs[0].Queues() {
+			if s.Name == "jobs" {
+				left += s.Ready + s.Leased
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages left after every ack", left)
+		}
+	}
+}
