@@ -20,9 +20,10 @@
 //
 // The price of a long wait is a slow recovery: an operation proposed just
 // before its node regains the leader would wait up to Max for its next
-// copy. So a client starts over (Reset, and proposes at once) when it
-// sees progress: the log applying entries at its node again after a quiet
-// spell (Progress).
+// copy. So the lock and group clients start over (Reset, and propose at
+// once) when they see progress: the log applying entries at their node
+// again after a quiet spell (Progress). (A replicated queue's operation
+// fails with its ErrNoLeader after 2 s without a leader instead.)
 package backoff
 
 import (
