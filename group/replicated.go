@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/backoff"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -27,10 +28,13 @@ import (
 type Replicated struct {
 	svc    *live.Service
 	self   proc.ID
-	origin uint64 // this incarnation's sender id: its low 16 bits are the node's, the rest (never 0) the ID's Inc
-	retry  time.Duration
+	origin uint64        // this incarnation's sender id: its low 16 bits are the node's, the rest (never 0) the ID's Inc
+	retry  time.Duration // the first wait before an unacknowledged multicast is proposed again (package backoff)
 	seq    atomic.Uint64
 	window chan struct{} // one token per unacknowledged multicast
+
+	proposals atomic.Uint64     // multicasts given to the log, copies included
+	progress  *backoff.Progress // wakes resend when the log moves after a quiet spell
 
 	ackMu   sync.Mutex // the multicasts' side: apart from mu, which deliveries hold for a whole entry
 	acks    map[uint64]*unacked
@@ -47,6 +51,7 @@ type unacked struct {
 	ch  chan answer // buffered, 1; sent to under ackMu only, while in acks
 	in  consensus.Send
 	due time.Time
+	b   backoff.Backoff // the waits between its proposals
 }
 
 // answer ends a multicast's wait: its acknowledgement, or why it gets none.
@@ -123,7 +128,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 		return nil, err
 	}
 	r := &Replicated{svc: svc, self: n.Self(), origin: (rand.Uint64N(1<<46)+1)<<16 | uint64(n.Self())&0xffff,
-		retry: 2 * cfg.ElectionTimeout, window: make(chan struct{}, consensus.Window/2),
+		retry: 2 * cfg.ElectionTimeout, progress: backoff.NewProgress(2 * cfg.ElectionTimeout), window: make(chan struct{}, consensus.Window/2),
 		acks: map[uint64]*unacked{}, groups: map[string]*logGroup{}}
 	svc.OnOutput(r.output)
 	// The service may have started before we subscribed (a peer's message
@@ -136,17 +141,25 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	return r, nil
 }
 
-// resend sends again, every retry, the multicasts not yet acknowledged:
-// one goroutine for all of them, rather than a timer each. Once the
-// service stops, it tells them so (they wait on their own channels only:
-// a channel every waiter watches would be a lock they all take).
+// resend proposes again the multicasts not yet acknowledged, each after
+// its wait (package backoff: doubling from the retry interval up to
+// backoff.Max, with jitter), and all at once, their waits started over,
+// when the log moves again at this node after a quiet spell (a partition
+// healed, a leader elected): one goroutine for all of them, rather than a
+// timer each. Once the service stops, it tells them so (they wait on
+// their own channels only: a channel every waiter watches would be a lock
+// they all take).
 func (r *Replicated) resend() {
 	tick := time.NewTicker(r.retry / 4)
 	defer tick.Stop()
 	var due []consensus.Send
+	resumed := r.progress.Resumed()
 	for {
+		moved := false
 		select {
 		case <-tick.C:
+		case <-resumed:
+			resumed, moved = r.progress.Resumed(), true
 		case <-r.svc.Done():
 			r.ackMu.Lock()
 			r.stopped = true
@@ -159,14 +172,18 @@ func (r *Replicated) resend() {
 		now := time.Now()
 		r.ackMu.Lock()
 		for _, u := range r.acks {
-			if !now.Before(u.due) {
+			if moved {
+				u.b.Reset()
+			}
+			if moved || !now.Before(u.due) {
 				due = append(due, u.in)
-				u.due = now.Add(r.retry)
+				u.due = now.Add(u.b.Next())
 			}
 		}
 		r.ackMu.Unlock()
 		slices.SortFunc(due, func(a, b consensus.Send) int { return cmp.Compare(a.Seq, b.Seq) })
 		for i, in := range due {
+			r.proposals.Add(1)
 			if r.svc.Input(in) != nil { // the same number: applied once
 				return // stopped; the senders see it
 			}
@@ -181,6 +198,8 @@ func (r *Replicated) resend() {
 // of the sends this node took (consensus.Acked).
 func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
+	case consensus.Applied, consensus.Restored:
+		r.progress.Moved()
 	case consensus.Acked:
 		r.ackMu.Lock()
 		for _, a := range o.Sent {
@@ -295,7 +314,8 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	seq := r.seq.Add(1)
 	in := consensus.Send{Group: name, Origin: r.origin, Seq: seq, Body: body}
 	u := waits.Get().(*unacked)
-	u.in, u.due = in, time.Now().Add(r.retry)
+	u.in, u.b = in, backoff.New(r.retry, r.origin, seq)
+	u.due = time.Now().Add(u.b.Next())
 	r.ackMu.Lock()
 	if r.stopped {
 		r.ackMu.Unlock()
@@ -318,8 +338,9 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	}()
 	// Sends that reach the service while it works share an entry
 	// (consensus.Groups gathers them): under load an entry carries many,
-	// and a message alone goes at once. resend sends it again every
-	// retry until it is acknowledged.
+	// and a message alone goes at once. resend proposes it again until it
+	// is acknowledged.
+	r.proposals.Add(1)
 	if err := r.svc.Input(in); err != nil {
 		return Delivery{}, err
 	}

@@ -16,3 +16,10 @@ func SetAvoidFor(d time.Duration) (restore func()) {
 	avoidFor = d
 	return func() { avoidFor = old }
 }
+
+// Proposals is how many operations r gave its log, copies included.
+func (r *Replicated) Proposals() uint64 { return r.proposals.Load() }
+
+// Retry is how long r first waits for an operation's answer before it
+// proposes it again.
+func Retry(r *Replicated) time.Duration { return r.retry }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/backoff"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -29,14 +30,19 @@ type Replicated struct {
 	svc   *live.Service
 	self  proc.ID
 	cfg   consensus.Config
-	retry time.Duration
+	retry time.Duration // the first wait before an unanswered operation is proposed again (package backoff)
+
+	seed     uint64            // the backoffs' jitter: this incarnation's seed, and an operation's number (ops)
+	ops      atomic.Uint64     // operations proposed, numbered for their jitter
+	progress *backoff.Progress // wakes the waiting operations when the log moves after a quiet spell
 
 	// The leader of the log as this node last read it (LeaderHint).
 	leader   atomic.Int64 // a proc.ID
 	leaderAt atomic.Int64 // when, in Unix nanoseconds
 	reading  atomic.Bool  // a read is under way
 
-	kaSeq atomic.Uint64
+	kaSeq     atomic.Uint64
+	proposals atomic.Uint64 // operations given to the log, copies included
 
 	mu      sync.Mutex
 	opens   map[uint64]chan consensus.Opened
@@ -80,7 +86,8 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicated{svc: svc, self: n.Self(), cfg: cfg, retry: 2 * cfg.ElectionTimeout,
+	retry := 2 * cfg.ElectionTimeout
+	r := &Replicated{svc: svc, self: n.Self(), cfg: cfg, retry: retry, seed: rand.Uint64(), progress: backoff.NewProgress(retry),
 		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
 		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
@@ -106,6 +113,8 @@ func (r *Replicated) output(o proc.Output) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch o := o.(type) {
+	case consensus.Applied, consensus.Restored:
+		r.progress.Moved()
 	case consensus.Opened:
 		notify(r.opens[o.Tag], o)
 	case consensus.Granted:
@@ -166,15 +175,22 @@ var (
 	ErrNoLeader = errors.New("no leader answered")
 )
 
-// await sends in, and again every retry (with the same number, which the
-// table applies once), until ch yields, the table refuses the operation
-// (refused: errRefused, with the reason), or ctx ends.
+// await proposes in, and again while it goes unanswered (with the same
+// number, which the table applies once), until ch yields, the table
+// refuses the operation (refused: errRefused, with the reason), or ctx
+// ends. The waits between proposals double from the retry interval up to
+// backoff.Max, with jitter; when the log moves again at this node after a
+// quiet spell (a partition healed, a leader elected) it is proposed at
+// once and the waits start over.
 func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, refused chan string) (T, error) {
 	var zero T
+	resumed := r.progress.Resumed()
+	r.proposals.Add(1)
 	if err := r.svc.Input(in); err != nil { // at once: a timer would cost a wake-up on the way
 		return zero, err
 	}
-	t := time.NewTimer(r.retry)
+	b := backoff.New(r.retry, r.seed, r.ops.Add(1))
+	t := time.NewTimer(b.Next())
 	defer t.Stop()
 	for {
 		select {
@@ -186,12 +202,16 @@ func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, 
 			return zero, ctx.Err()
 		case <-r.svc.Done():
 			return zero, live.ErrClosed
+		case <-resumed:
+			resumed = r.progress.Resumed()
+			b.Reset()
 		case <-t.C:
-			if err := r.svc.Input(in); err != nil {
-				return zero, err
-			}
-			t.Reset(r.retry)
 		}
+		r.proposals.Add(1)
+		if err := r.svc.Input(in); err != nil {
+			return zero, err
+		}
+		t.Reset(b.Next())
 	}
 }
 
@@ -201,7 +221,7 @@ type refusal string
 func (r refusal) Error() string { return string(r) }
 
 // op runs the operation in, numbered key, on the table: it waits for its
-// answer in waiters (or a refusal) while sending it again every retry.
+// answer in waiters (or a refusal) while proposing it again (await).
 func op[T any](ctx context.Context, r *Replicated, key opKey, waiters map[opKey]chan T, in proc.Input) (T, error) {
 	ch, refused := make(chan T, 1), make(chan string, 1)
 	r.mu.Lock()

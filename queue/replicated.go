@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/backoff"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/wal"
@@ -33,7 +34,7 @@ type Replicated struct {
 	svc    *live.Service
 	origin uint64 // this incarnation's id for the log's duplicate suppression (below 2⁶³)
 	seq    atomic.Uint64
-	retry  time.Duration // the first wait before an unanswered operation is proposed again (backoff)
+	retry  time.Duration // the first wait before an unanswered operation is proposed again (package backoff)
 	cfg    ReplicatedConfig
 	window chan struct{} // one token per operation under way
 	puts   chan consensus.QueuePut
@@ -285,7 +286,7 @@ func (r *Replicated) notify(m Message) {
 // do gives the service in, numbered seq, and waits for its answer; an
 // operation unanswered for the retry interval goes again with the same
 // number (the log applies it once), and again after twice as long, and so
-// on (backoff).
+// on (package backoff).
 func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
 	select {
 	case r.window <- struct{}{}:
@@ -305,7 +306,7 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	t := time.NewTimer(0)
 	defer t.Stop()
 	seen, first := time.Now(), true // when a leader was last known; the first proposal is not a retry
-	wait := r.retry
+	b := backoff.New(r.retry, origin, seq)
 	for {
 		select {
 		case o := <-w.ch:
@@ -351,30 +352,9 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			if err != nil {
 				return nil, ErrClosed
 			}
-			t.Reset(wait)
-			wait = r.backoff(wait)
+			t.Reset(b.Next())
 		}
 	}
-}
-
-// maxRetry bounds the wait between two proposals of an operation
-// (backoff), unless the retry interval itself is longer.
-const maxRetry = 5 * time.Second
-
-// backoff is the wait before the next proposal of an operation that went
-// unanswered for wait: twice as long, up to maxRetry. An operation
-// unanswered for the retry interval is not known to be lost — the log may
-// take longer than that to commit it, on a busy machine — and each copy
-// proposed again is one more entry for the log to replicate and apply. At
-// a fixed interval shorter than the commit's latency every operation is
-// proposed latency/interval times, which slows the log further, until it
-// carries mostly copies and nothing is answered (a retransmission storm).
-// Doubling the wait, as TCP backs off its retransmission timer (RFC 6298,
-// 5.5; Jacobson, "Congestion Avoidance and Control", 1988), keeps the
-// copies of an operation to the logarithm of its latency: a proposal lost
-// is proposed again within as long as it has waited already.
-func (r *Replicated) backoff(wait time.Duration) time.Duration {
-	return min(2*wait, max(maxRetry, r.retry))
 }
 
 func (r *Replicated) timeout() (context.Context, context.CancelFunc) {
@@ -650,7 +630,7 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 // prefix of the run; 0 for a copy of one applied before) and, if not all
 // were, why. A run unanswered for the retry interval is proposed again,
 // under the same numbers, and again after twice as long, and so on
-// (backoff).
+// (package backoff).
 func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
 	for _, b := range run.Bodies {
 		if err := checkPut(run.Queue, b); err != nil {
@@ -707,8 +687,8 @@ func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 // numbers, each time it goes unanswered for the retry interval, backing
 // off.
 func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *waiter) runResult {
-	wait := r.retry
-	t := time.NewTimer(wait)
+	b := backoff.New(r.retry, run.Origin, run.Seq)
+	t := time.NewTimer(b.Next())
 	defer t.Stop()
 	for n := 1; ; {
 		select {
@@ -738,8 +718,7 @@ func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *
 			if r.proposeRun(run, n) != nil {
 				return runResult{err: ErrClosed}
 			}
-			wait = r.backoff(wait)
-			t.Reset(wait)
+			t.Reset(b.Next())
 		}
 	}
 }

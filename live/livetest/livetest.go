@@ -27,6 +27,11 @@ func New(n int, cfg live.Config) ([]*live.Node, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return on(net, n, cfg)
+}
+
+// on starts n nodes on net's endpoints (see New).
+func on(net *transport.Network, n int, cfg live.Config) ([]*live.Node, func(), error) {
 	var nodes []*live.Node
 	stop := func() {
 		for _, node := range nodes {
@@ -67,4 +72,20 @@ func Start(t testing.TB, n int, cfg live.Config) []*live.Node {
 	}
 	t.Cleanup(stop)
 	return nodes
+}
+
+// StartNetwork is Start that also returns the nodes' network, for a test
+// that cuts nodes off (transport.Network.Isolate).
+func StartNetwork(t testing.TB, n int, cfg live.Config) ([]*live.Node, *transport.Network) {
+	t.Helper()
+	net, err := transport.NewInProc(n, transport.InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, stop, err := on(net, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return nodes, net
 }

@@ -35,8 +35,9 @@ type InProcConfig struct {
 // minus the wire: payloads are copied, not encoded, and nothing is lost
 // unless the destination is closed.
 type Network struct {
-	cfg InProcConfig
-	eps []*InProc
+	cfg      InProcConfig
+	eps      []*InProc
+	isolated []atomic.Bool // by endpoint: cut off from every other (Isolate)
 }
 
 // NewInProc creates a network of n endpoints.
@@ -53,7 +54,7 @@ func NewInProc(n int, cfg InProcConfig) (*Network, error) {
 	if cfg.QueueBytes < cfg.MaxFrame {
 		return nil, fmt.Errorf("%w: InProcConfig.QueueBytes = %d is less than MaxFrame = %d", ErrConfig, cfg.QueueBytes, cfg.MaxFrame)
 	}
-	nw := &Network{cfg: cfg, eps: make([]*InProc, n)}
+	nw := &Network{cfg: cfg, eps: make([]*InProc, n), isolated: make([]atomic.Bool, n)}
 	for i := range nw.eps {
 		nw.eps[i] = &InProc{
 			nw:            nw,
@@ -79,6 +80,19 @@ func (nw *Network) Endpoint(id proc.ID) (*InProc, error) {
 		return nil, fmt.Errorf("%w: %v (the network has %d endpoints)", ErrUnknownPeer, id, len(nw.eps))
 	}
 	return nw.eps[id], nil
+}
+
+// Isolate cuts endpoint id off from every other (cut true), as a network
+// partition would, or joins it again (false). While it is cut off, what it
+// sends and what is sent to it is lost: Send succeeds, as a write into a
+// dead TCP connection's buffer does, and the sender counts the payload as
+// Dropped. Payloads queued before the cut are still delivered.
+func (nw *Network) Isolate(id proc.ID, cut bool) error {
+	if id < 0 || int(id) >= len(nw.eps) {
+		return fmt.Errorf("%w: %v (the network has %d endpoints)", ErrUnknownPeer, id, len(nw.eps))
+	}
+	nw.isolated[id].Store(cut)
+	return nil
 }
 
 // Close closes every endpoint.
@@ -151,6 +165,10 @@ func (e *InProc) Send(to proc.ID, payload []byte) error {
 	}
 	if len(payload) > e.nw.cfg.MaxFrame {
 		return fmt.Errorf("%w: %d bytes, MaxFrame %d", ErrTooLarge, len(payload), e.nw.cfg.MaxFrame)
+	}
+	if e.nw.isolated[e.id].Load() || e.nw.isolated[to].Load() {
+		e.dropped[to].Add(1)
+		return nil
 	}
 	r := e.nw.eps[to]
 	var due time.Time

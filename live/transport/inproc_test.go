@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,5 +71,60 @@ func TestInProcClosedEndpoint(t *testing.T) {
 	}
 	if _, err := NewInProc(0, InProcConfig{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("NewInProc(0): %v", err)
+	}
+}
+
+// TestInProcIsolate: while an endpoint is cut off, what it sends and what
+// is sent to it is dropped and counted, Send succeeding; once it is joined
+// again, payloads flow both ways.
+func TestInProcIsolate(t *testing.T) {
+	nw, err := NewInProc(3, InProcConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	got := make(chan string, 10)
+	for i := range proc.ID(3) {
+		e, _ := nw.Endpoint(i)
+		e.Start(func(from proc.ID, p []byte) { got <- from.String() + ">" + i.String() + " " + string(p) })
+	}
+	a, _ := nw.Endpoint(0)
+	b, _ := nw.Endpoint(1)
+	if err := nw.Isolate(0, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, send := range []func() error{
+		func() error { return a.Send(1, []byte("lost")) },
+		func() error { return b.Send(0, []byte("lost")) },
+	} {
+		if err := send(); err != nil {
+			t.Fatalf("Send while cut off: %v; want it to succeed (and the payload lost)", err)
+		}
+	}
+	if err := b.Send(2, []byte("between the others")); err != nil {
+		t.Fatal(err)
+	}
+	nw.Isolate(0, false)
+	if err := a.Send(1, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	var delivered []string
+	for range 2 {
+		select {
+		case g := <-got:
+			delivered = append(delivered, g)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("delivered %q only; want the payloads between the others and after the cut", delivered)
+		}
+	}
+	slices.Sort(delivered)
+	if want := []string{"p0>p1 after", "p1>p2 between the others"}; !slices.Equal(delivered, want) {
+		t.Errorf("delivered %q, want %q (nothing sent while cut off)", delivered, want)
+	}
+	if da, db := a.Stats().Peers[1].Dropped, b.Stats().Peers[0].Dropped; da != 1 || db != 1 {
+		t.Errorf("dropped %d from 0 to 1 and %d from 1 to 0, want 1 each", da, db)
+	}
+	if err := nw.Isolate(3, true); !errors.Is(err, ErrUnknownPeer) {
+		t.Errorf("Isolate(3) of 3: %v", err)
 	}
 }
