@@ -92,55 +92,62 @@ func benchAppendSync(b *testing.B, recLen int, space string, writers int) {
 	reportSyncs(b, all)
 }
 
-// BenchmarkLogSync: a Log's Append and Sync of a 200-byte record per
-// operation, by one writer or by five at once (each its own log), as
-// bench.DiskSync measures the disk under a cluster's logs. p50-us,
-// p90-us and mean-us are those of one append+sync, over all writers.
+// BenchmarkLogSync: a Log's Append and Sync of a record per operation
+// (200 bytes or 4 KB, as in BenchmarkAppendSync), by one writer or by five
+// at once (each its own log), as bench.DiskSync measures the disk under a
+// cluster's logs. p50-us, p90-us and mean-us are those of one
+// append+sync, over all writers.
 func BenchmarkLogSync(b *testing.B) {
-	for _, writers := range []int{1, 5} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			dir := b.TempDir()
-			logs := make([]*Log, writers)
-			for w := range logs {
-				l, err := Open(filepath.Join(dir, fmt.Sprint(w)))
-				if err != nil {
-					b.Fatal(err)
+	for _, recLen := range []int{200, 4096} {
+		for _, writers := range []int{1, 5} {
+			b.Run(fmt.Sprintf("rec=%d/writers=%d", recLen, writers), func(b *testing.B) {
+				benchLogSync(b, recLen, writers)
+			})
+		}
+	}
+}
+
+func benchLogSync(b *testing.B, recLen, writers int) {
+	dir := b.TempDir()
+	logs := make([]*Log, writers)
+	for w := range logs {
+		l, err := Open(filepath.Join(dir, fmt.Sprint(w)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		logs[w] = l
+	}
+	rec := make([]byte, recLen)
+	var (
+		mu  sync.Mutex
+		all []time.Duration
+		wg  sync.WaitGroup
+	)
+	b.ResetTimer()
+	for _, l := range logs {
+		wg.Go(func() {
+			ds := make([]time.Duration, 0, b.N)
+			for range b.N {
+				start := time.Now()
+				if err := l.Append(rec); err != nil {
+					b.Error(err)
+					return
 				}
-				defer l.Close()
-				logs[w] = l
+				if err := l.Sync(); err != nil {
+					b.Error(err)
+					return
+				}
+				ds = append(ds, time.Since(start))
 			}
-			rec := make([]byte, 200)
-			var (
-				mu  sync.Mutex
-				all []time.Duration
-				wg  sync.WaitGroup
-			)
-			b.ResetTimer()
-			for _, l := range logs {
-				wg.Go(func() {
-					ds := make([]time.Duration, 0, b.N)
-					for range b.N {
-						start := time.Now()
-						if err := l.Append(rec); err != nil {
-							b.Error(err)
-							return
-						}
-						if err := l.Sync(); err != nil {
-							b.Error(err)
-							return
-						}
-						ds = append(ds, time.Since(start))
-					}
-					mu.Lock()
-					all = append(all, ds...)
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			reportSyncs(b, all)
+			mu.Lock()
+			all = append(all, ds...)
+			mu.Unlock()
 		})
 	}
+	wg.Wait()
+	b.StopTimer()
+	reportSyncs(b, all)
 }
 
 func reportSyncs(b *testing.B, all []time.Duration) {
