@@ -132,3 +132,37 @@ func FuzzDecodeStreamAck(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeBatch: no body panics a batch's decoder; what it accepts is
+// at most MaxTxOps puts of at most MaxMessage bytes, and encodes back to
+// a body that decodes to the same puts.
+func FuzzDecodeBatch(f *testing.F) {
+	f.Add(appendFrame(appendFrame(nil, []byte("one")), nil))
+	f.Add([]byte{0x80})
+	f.Add([]byte{3, 'a'})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		bodies, err := decodeBatch(in)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooBig) {
+				t.Fatalf("%x: error %v is not a bad value", in, err)
+			}
+			return
+		}
+		if len(bodies) > MaxTxOps {
+			t.Fatalf("%x: %d puts", in, len(bodies))
+		}
+		var again []byte
+		for _, b := range bodies {
+			again = appendFrame(again, b)
+		}
+		back, err := decodeBatch(again)
+		if err != nil || len(back) != len(bodies) {
+			t.Fatalf("%x encoded again: %d puts, %v; want %d", in, len(back), err, len(bodies))
+		}
+		for i := range back {
+			if !bytes.Equal(back[i], bodies[i]) {
+				t.Fatalf("put %d: %q became %q", i, bodies[i], back[i])
+			}
+		}
+	})
+}
