@@ -34,8 +34,8 @@ import (
 // them, each copy is applied.
 
 // A batch of puts to one queue, the transaction PutBatch sends, has a
-// binary body rather than JSON with base64 bodies, which took a node
-// about two thirds of its CPU for the request to decode:
+// binary body rather than JSON with base64 bodies, whose decoding was
+// about two thirds of the CPU a node spent on such a transaction:
 //
 //	POST /v1/queues/{name}/batch   body: frames as a stream's, each uvarint(n) ‖ n
 //	                               bytes, one a put; numbered, as a put is, by the
