@@ -12,8 +12,8 @@ import (
 type FS interface {
 	// ReadFile returns the whole file.
 	ReadFile(name string) ([]byte, error)
-	// Append opens name for appending, creating it if absent.
-	Append(name string) (File, error)
+	// Open opens name for writing, creating it if absent.
+	Open(name string) (File, error)
 	// Remove deletes a file; it is durable once SyncDir returns.
 	Remove(name string) error
 	// List returns the names (not paths) of the files in dir, sorted.
@@ -24,9 +24,14 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// File is a file open for appending.
+// File is a file open for writing.
 type File interface {
-	Write(b []byte) (int, error)
+	// WriteAt writes b at byte off.
+	WriteAt(b []byte, off int64) (int, error)
+	// Allocate extends the file with zeros to size bytes, if it is
+	// shorter (preallocation: a later write into that space leaves the
+	// size alone). Durable once synced.
+	Allocate(size int64) error
 	// Sync makes what was written durable (fdatasync).
 	Sync() error
 	// Truncate cuts the file to size bytes.
@@ -43,8 +48,8 @@ func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o700) }
 
-func (osFS) Append(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+func (osFS) Open(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -78,3 +83,5 @@ func (osFS) SyncDir(dir string) error {
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return fdatasync(f.File) }
+
+func (f osFile) Allocate(size int64) error { return allocate(f.File, size) }

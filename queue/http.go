@@ -34,6 +34,7 @@ import (
 //	POST /v1/queues/{name}/release?id=N[&lease=L]  give a got message back at once
 //	GET  /v1/queues/{name}/events                server-sent events: each message put (notify)
 //	POST /v1/queues/{name}/stream                many puts, each acknowledged once durable (stream.go)
+//	POST /v1/queues/{name}/batch                 many puts as frames, one transaction (tx.go)
 //	POST /v1/queues:tx                           acks and puts, applied together or not at all (tx.go)
 //
 // A message got and not acknowledged within its visibility is delivered
@@ -222,6 +223,7 @@ func Handler(m Backend) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/queues/{name}/events", func(w http.ResponseWriter, r *http.Request) { events(m, w, r) })
 	mux.HandleFunc("POST /v1/queues/{name}/stream", func(w http.ResponseWriter, r *http.Request) { serveStream(m, w, r) })
+	mux.HandleFunc("POST /v1/queues/{name}/batch", func(w http.ResponseWriter, r *http.Request) { serveBatch(m, w, r) })
 	mux.HandleFunc("POST /v1/queues:tx", func(w http.ResponseWriter, r *http.Request) { serveTx(m, w, r) })
 	return mux
 }
@@ -473,7 +475,7 @@ func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, err
 
 // PutBatch appends bodies to the queue, in order, in one request: they
 // are one record of the node's log (a transaction of puts, POST
-// /v1/queues:tx), on disk after one sync, all or none — a full queue
+// /v1/queues/{name}/batch), on disk after one sync, all or none — a full queue
 // refuses the whole batch. It returns their ids. A batch holds at most
 // MaxTxOps messages of MaxMessage bytes together. It is numbered as Put
 // is, and sent again as Put is: ids of 0 mean that an earlier copy of the
@@ -489,17 +491,15 @@ func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]
 	if err := checkTx(nil, puts, MaxMessage); err != nil {
 		return nil, err
 	}
-	list, err := json.Marshal(puts)
-	if err != nil {
-		return nil, err
-	}
-	if len(list)+maxOrigin+64 > maxTxBytes {
-		return nil, fmt.Errorf("%w: a batch of %d bytes in JSON, the most is %d", ErrTooBig, len(list), maxTxBytes-maxOrigin-64)
+	var frames []byte
+	for _, b := range bodies {
+		frames = appendFrame(frames, b)
 	}
 	var reply TxReply
-	err = c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
-		b := fmt.Appendf(nil, `{"puts":%s,"origin":%q,"seq":%d}`, list, origin, seq) // origin: letters, digits, - and .
-		return c.call(ctx, http.MethodPost, base+"/v1/queues:tx", b, nil, &reply)
+	err := c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
+		h := http.Header{"Cohort-Origin": {origin}, "Cohort-Origin-Seq": {strconv.FormatUint(seq, 10)},
+			"Content-Type": {"application/octet-stream"}}
+		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/batch", frames, h, &reply)
 	})
 	if err != nil {
 		return nil, err

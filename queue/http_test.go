@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -190,5 +192,68 @@ func TestClientKeepsConnections(t *testing.T) {
 	t.Logf("%d puts at once: %d connections, then %d more", at, first, again)
 	if first == 0 || again > at/4 {
 		t.Fatalf("a second round of %d puts at once opened %d new connections (the first %d): the client does not keep them", at, again, first)
+	}
+}
+
+// TestHTTPBatchIsFrames: a batch's body is frames, as a stream's — any
+// bytes, the empty message included — put in order as one transaction,
+// and a numbered copy is answered as a duplicate; a bad frame is refused
+// with a status and a message naming it, and nothing of it is put.
+func TestHTTPBatchIsFrames(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	c := serve(t, m)
+	base := c.Endpoints[0]
+	post := func(body []byte, h map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/v1/queues/q/batch", bytes.NewReader(body))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	bodies := [][]byte{[]byte("one"), {}, {0, 0xff, '"', '\n'}}
+	var frames []byte
+	for _, b := range bodies {
+		frames = appendFrame(frames, b)
+	}
+	numbered := map[string]string{"Cohort-Origin": "pub-1", "Cohort-Origin-Seq": "1"}
+	if code, reply := post(frames, numbered); code != 200 || !strings.Contains(reply, `"ids":[1,2,3]`) {
+		t.Fatalf("a batch: %d %s", code, reply)
+	}
+	if code, reply := post(frames, numbered); code != 200 || !strings.Contains(reply, `"duplicate":true`) {
+		t.Fatalf("its copy: %d %s", code, reply)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		h    map[string]string
+		code int
+		msg  string
+	}{
+		{"empty", nil, nil, 400, "transaction of 0"},
+		{"cut short", append(appendFrame(nil, []byte("ok")), 5, 'a'), nil, 400, "put 1: length 5: the body ends after 1 bytes"},
+		{"length cut", append(appendFrame(nil, []byte("ok")), 0x80), nil, 400, "put 1: the length ends"},
+		{"too big a put", binary.AppendUvarint(nil, MaxMessage+1), nil, 413, "put 0"},
+		{"too many puts", bytes.Repeat([]byte{0}, MaxTxOps+1), nil, 400, "more than 1000 puts"},
+		{"bad number", frames, map[string]string{"Cohort-Origin": "pub-1", "Cohort-Origin-Seq": "x"}, 400, "Cohort-Origin-Seq"},
+	} {
+		if code, reply := post(tc.body, tc.h); code != tc.code || !strings.Contains(reply, tc.msg) {
+			t.Errorf("%s: %d %s; want %d with %q", tc.name, code, reply, tc.code, tc.msg)
+		}
+	}
+	msgs, err := c.Get(context.Background(), "q", GetOptions{NoWait: true, Count: 10})
+	if err != nil || len(msgs) != len(bodies) {
+		t.Fatalf("got %d messages (%v), want the %d of the batch once", len(msgs), err, len(bodies))
+	}
+	for i, msg := range msgs {
+		if !bytes.Equal(msg.Body, bodies[i]) {
+			t.Errorf("message %d: %q, want %q", i, msg.Body, bodies[i])
+		}
 	}
 }

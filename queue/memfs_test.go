@@ -76,7 +76,7 @@ func (mt *mount) ReadFile(name string) (b []byte, err error) {
 	return b, err
 }
 
-func (mt *mount) Append(name string) (f File, err error) {
+func (mt *mount) Open(name string) (f File, err error) {
 	err = mt.do(func() error { f = mt.append(name); return nil })
 	return f, err
 }
@@ -119,7 +119,7 @@ func (m *memFS) readFile(name string) ([]byte, error) {
 	return append([]byte(nil), n.data...), nil
 }
 
-func (m *memFS) Append(name string) (File, error) {
+func (m *memFS) Open(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.append(name), nil
@@ -224,14 +224,32 @@ func (f *memFile) live() error {
 	return nil
 }
 
-func (f *memFile) Write(b []byte) (int, error) {
+func (f *memFile) WriteAt(b []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.live(); err != nil {
 		return 0, err
 	}
-	f.n.data = append(f.n.data, b...)
+	f.grow(off + int64(len(b)))
+	copy(f.n.data[off:], b)
 	return len(b), nil
+}
+
+func (f *memFile) Allocate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.live(); err != nil {
+		return err
+	}
+	f.grow(size)
+	return nil
+}
+
+// grow extends the file with zeros to size bytes, if it is shorter.
+func (f *memFile) grow(size int64) {
+	if n := size - int64(len(f.n.data)); n > 0 {
+		f.n.data = append(f.n.data, make([]byte, n)...)
+	}
 }
 
 func (f *memFile) Sync() error {

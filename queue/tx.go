@@ -1,8 +1,10 @@
 package queue
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,16 @@ import (
 // gets {"duplicate":true} — through any node of replicated queues, the
 // same node of a node's own (whose numbers are on its disk). Without
 // them, each copy is applied.
+
+// A batch of puts to one queue, the transaction PutBatch sends, has a
+// binary body rather than JSON with base64 bodies, whose decoding was
+// about two thirds of the CPU a node spent on such a transaction:
+//
+//	POST /v1/queues/{name}/batch   body: frames as a stream's, each uvarint(n) ‖ n
+//	                               bytes, one a put; numbered, as a put is, by the
+//	                               headers Cohort-Origin and Cohort-Origin-Seq
+//	                               200 {"ids":[...]} or {"duplicate":true}, as a
+//	                               transaction; 400 naming the bad frame, 413 (too big)
 
 // TxAck is a message a transaction acks: Lease, if set (a replicated
 // queue's Message.Lease), makes the transaction apply only while the
@@ -223,6 +235,90 @@ type (
 		TransactFrom(ctx context.Context, origin string, seq uint64, acks []TxAck, puts []TxPut) ([]uint64, bool, error)
 	}
 )
+
+// maxBatchBody bounds a batch's body: MaxMessage of bodies, and a
+// frame's length for each of MaxTxOps puts.
+const maxBatchBody = MaxMessage + MaxTxOps*binary.MaxVarintLen32
+
+// decodeBatch reads the puts of a batch's body, frames as a stream's; an
+// error names the bad frame.
+func decodeBatch(b []byte) ([][]byte, error) {
+	br := bufio.NewReader(bytes.NewReader(b))
+	var bodies [][]byte
+	for {
+		body, err := readFrame(br, MaxMessage)
+		if err == io.EOF {
+			return bodies, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("batch: put %d: %w", len(bodies), err)
+		}
+		if len(bodies) == MaxTxOps {
+			return nil, invalid("batch: more than %d puts", MaxTxOps)
+		}
+		bodies = append(bodies, body)
+	}
+}
+
+// serveBatch serves POST /v1/queues/{name}/batch.
+func serveBatch(m Backend, w http.ResponseWriter, r *http.Request) {
+	name, ok := queueName(w, r)
+	if !ok {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBatchBody+1))
+	if err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, "batch: "+err.Error())
+		return
+	}
+	if len(b) > maxBatchBody {
+		httpapi.Fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("batch: a request of more than %d bytes", maxBatchBody))
+		return
+	}
+	bodies, err := decodeBatch(b)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	origin, seq, err := streamNumber(r.Header)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	puts := make([]TxPut, len(bodies))
+	for i, body := range bodies {
+		puts[i] = TxPut{Queue: name, Body: body}
+	}
+	tm, ok := m.(transactor)
+	if !ok {
+		httpapi.Fail(w, http.StatusNotImplemented, "batch: these queues take no transactions")
+		return
+	}
+	var ids []uint64
+	var dup bool
+	if origin != "" {
+		nm, ok := m.(numbered)
+		if !ok {
+			httpapi.Fail(w, http.StatusNotImplemented, fmt.Sprintf("batch: origin %q: a node's own queues take no numbered transactions (replicated queues do)", httpapi.Clip(origin)))
+			return
+		}
+		ids, dup, err = nm.TransactFrom(r.Context(), origin, seq, nil, puts)
+	} else {
+		ids, err = tm.Transact(r.Context(), nil, puts)
+	}
+	if err != nil {
+		if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+			return // the client left
+		}
+		fail(w, err)
+		return
+	}
+	if ids == nil {
+		ids = []uint64{}
+	}
+	w.Header().Set(KindHeader, kind(m))
+	httpapi.Reply(w, http.StatusOK, TxReply{IDs: ids, Duplicate: dup})
+}
 
 // serveTx serves POST /v1/queues:tx.
 func serveTx(m Backend, w http.ResponseWriter, r *http.Request) {

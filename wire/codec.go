@@ -12,7 +12,8 @@ import (
 
 var (
 	// ErrUnsupported is wrapped by NewCodec's errors: a message type that
-	// cannot be encoded (an unexported field, a map, an interface ...).
+	// cannot be encoded (an unexported field, a map keyed by floats, an
+	// interface ...).
 	ErrUnsupported = errors.New("unsupported message type")
 	// ErrUnregistered is wrapped by Append's error for a message whose type
 	// is not in the codec's list.
@@ -65,9 +66,9 @@ func efaceOf(p *any) *eface { return (*eface)(unsafe.Pointer(p)) }
 // NewCodec builds a codec for the message types of msgs, whose positions
 // from 1 are their tags. Each must be a struct (or a pointer to one) whose
 // fields are all exported and of the supported kinds: bool, integers,
-// floats, strings, slices, arrays, structs and pointers, nested to any
-// depth. A type may appear once. The errors name the type and field at
-// fault and wrap ErrUnsupported.
+// floats, strings, slices, arrays, structs, pointers and maps keyed by
+// integers or strings, nested to any depth. A type may appear once. The
+// errors name the type and field at fault and wrap ErrUnsupported.
 func NewCodec(msgs []proc.Message) (*Codec, error) {
 	c := &Codec{types: make([]msgType, len(msgs)), byType: make(map[unsafe.Pointer]*msgType, len(msgs))}
 	b := &builder{shapes: map[reflect.Type]*shape{}}

@@ -32,6 +32,9 @@ func TestEncodingIsAsDocumented(t *testing.T) {
 		{boxed{}, "09" + "00"},
 		{boxed{P: &inner{Name: "a"}}, "09" + "01" + "0161" + "0000" + "00"},
 		{&pointed{X: -2, S: ""}, "0a" + "03" + "00"},
+		// Entries in ascending order of their keys, whatever the map's.
+		{mapped{Votes: map[proc.ID]uint64{2: 7, -1: 1}}, "0c" + "02" + "0101" + "0407" + "00" + "00" + "00"},
+		{mapped{ByName: map[string][]string{"b": nil, "a": {"x"}}}, "0c" + "00" + "02" + "0161" + "01" + "0178" + "0162" + "00" + "00" + "00"},
 	}
 	for _, tc := range cases {
 		got, err := c.Append(nil, tc.m)
@@ -100,7 +103,13 @@ func TestRoundTripOfEveryKind(t *testing.T) {
 		D:      -time.Hour,
 	}
 	n := node{V: 1, Next: &node{V: 2, Next: &node{V: 3}}, Kids: []node{{V: 4, Kids: []node{{V: 5}}}}}
-	for _, m := range []proc.Message{k, n, kitchen{}, node{}} {
+	mp := mapped{
+		Votes:  map[proc.ID]uint64{proc.None: 0, 0: math.MaxUint64, math.MaxInt32: 1},
+		ByName: map[string][]string{"": {""}, "\xff": nil, "a": {"b", "c"}},
+		Nested: map[int8]map[string]bool{-128: {"x": true}, 127: nil},
+		Ptrs:   map[uint16]*stamp{0: nil, 65535: {C: 1, P: 2}},
+	}
+	for _, m := range []proc.Message{k, n, mp, kitchen{}, node{}, mapped{}} {
 		b, err := c.Append(nil, m)
 		if err != nil {
 			t.Fatal(err)
@@ -125,6 +134,55 @@ func TestRoundTripOfEveryKind(t *testing.T) {
 		if !reflect.DeepEqual(back, m) {
 			t.Errorf("round trip of %T:\n got %#v\nwant %#v", m, back, m)
 		}
+	}
+}
+
+// A map's encoding is one, whatever order Go iterates it in; and an empty
+// map encodes as a nil one does, and decodes as nil.
+func TestMapEncodingIsDeterministic(t *testing.T) {
+	c := testCodec(t)
+	m := mapped{Votes: map[proc.ID]uint64{}, ByName: map[string][]string{}}
+	for i := range 100 {
+		m.Votes[proc.ID(i*7919%1000-500)] = uint64(i)
+		m.ByName[strings.Repeat("k", i%10)+string(rune('a'+i%26))] = []string{"v"}
+	}
+	want := mustAppend(t, c, m)
+	for range 50 {
+		if got := mustAppend(t, c, m); !bytes.Equal(got, want) {
+			t.Fatalf("the same maps encoded differently:\n%x\n%x", got, want)
+		}
+	}
+	if got, want := mustAppend(t, c, mapped{Votes: map[proc.ID]uint64{}}), mustAppend(t, c, mapped{}); !bytes.Equal(got, want) {
+		t.Errorf("an empty map encodes as %x, a nil one as %x", got, want)
+	}
+	back, err := c.Decode(mustAppend(t, c, mapped{Votes: map[proc.ID]uint64{}}))
+	if err != nil || back.(mapped).Votes != nil {
+		t.Errorf("an empty map came back as %#v, %v; want nil", back, err)
+	}
+}
+
+// The Codec writes a map as generated code does with the primitives: its
+// length, then key and value in the order of SortedKeys — so a Go API's
+// messages and an RPC's arguments agree on what a map is.
+func TestMapIsThePrimitivesEncoding(t *testing.T) {
+	c := testCodec(t)
+	votes := map[proc.ID]uint64{5: 1, -3: 2, 0: 3, 1 << 20: 4}
+	names := map[string][]string{"b": {"x"}, "": nil, "ab": {"y", "z"}}
+	want := AppendUint(nil, 12)
+	want = AppendLen(want, len(votes))
+	for _, k := range SortedKeys(votes) {
+		want = AppendUint(AppendInt(want, int64(k)), votes[k])
+	}
+	want = AppendLen(want, len(names))
+	for _, k := range SortedKeys(names) {
+		want = AppendLen(AppendString(want, k), len(names[k]))
+		for _, v := range names[k] {
+			want = AppendString(want, v)
+		}
+	}
+	want = AppendLen(AppendLen(want, 0), 0)
+	if got := mustAppend(t, c, mapped{Votes: votes, ByName: names}); !bytes.Equal(got, want) {
+		t.Errorf("the codec wrote %x, the primitives %x", got, want)
 	}
 }
 
@@ -159,8 +217,11 @@ func TestNewCodecRefusesWhatItCannotEncode(t *testing.T) {
 			A int
 			b int
 		}
-		withMap struct{ M map[string]int }
-		withAny struct {
+		withMap   struct{ M map[float64]int }
+		structKey struct{ M map[stamp]int }
+		boolKey   struct{ M map[bool]int }
+		badValue  struct{ M map[string]any }
+		withAny   struct {
 			Inner struct{ X any }
 		}
 		withChan   struct{ C chan int }
@@ -176,7 +237,10 @@ func TestNewCodecRefusesWhatItCannotEncode(t *testing.T) {
 		want []string
 	}{
 		{msg[hidden]{}, []string{"hidden", "field V.b", "unexported"}},
-		{msg[withMap]{}, []string{"withMap", "field V.M", "map"}},
+		{msg[withMap]{}, []string{"withMap", "field V.M", "keys are integers or strings", "float64"}},
+		{msg[structKey]{}, []string{"field V.M", "keys are integers or strings", "struct"}},
+		{msg[boolKey]{}, []string{"field V.M", "keys are integers or strings", "bool"}},
+		{msg[badValue]{}, []string{"field V.M[]", "interface"}},
 		{msg[withAny]{}, []string{"field V.Inner.X", "interface"}},
 		{msg[withChan]{}, []string{"field V.C", "chan"}},
 		{msg[withFunc]{}, []string{"field V.F", "func"}},
@@ -269,7 +333,7 @@ func TestDecodeRefusesMalformedInput(t *testing.T) {
 	}{
 		{"empty", "", ErrMalformed, "truncated"},
 		{"tag 0", "00", ErrUnknownTag, "tag 0"},
-		{"tag too big", "0c", ErrUnknownTag, "tag 12 (this codec knows 1 to 11)"},
+		{"tag too big", "0d", ErrUnknownTag, "tag 13 (this codec knows 1 to 12)"},
 		{"truncated field", "012a", ErrMalformed, "truncated"},
 		{"trailing bytes", "012a0600", ErrMalformed, "1 bytes after"},
 		{"overlong varint", "01aa0006", ErrMalformed, "shortest form"},
@@ -281,6 +345,11 @@ func TestDecodeRefusesMalformedInput(t *testing.T) {
 		{"string longer than input", "05ff0161", ErrMalformed, "exceeds the remaining"},
 		{"slice longer than input", "04050102", ErrMalformed, "exceeds the remaining"},
 		{"huge length", "04ffffffffffffffff7f", ErrMalformed, "exceeds the remaining"},
+		{"map keys out of order", "0c" + "02" + "0407" + "0101" + "000000", ErrMalformed, "out of order"},
+		{"map key repeated", "0c" + "02" + "0407" + "0408" + "000000", ErrMalformed, "repeated"},
+		{"string keys out of order", "0c" + "00" + "02" + "016200" + "016100" + "0000", ErrMalformed, "out of order"},
+		{"map longer than input", "0c" + "05" + "0407", ErrMalformed, "exceeds the remaining"},
+		{"huge map", "0c" + "ffffffffffffffff7f", ErrMalformed, "exceeds the remaining"},
 	}
 	for _, tc := range cases {
 		in, err := hex.DecodeString(tc.in)

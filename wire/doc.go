@@ -25,28 +25,36 @@
 //	other slices         length as a uvarint, then each element
 //	other arrays         each element
 //	pointer              0 for nil; 1, then the value it points to
+//	map                  length as a uvarint, then each entry, key then
+//	                     value, in strictly ascending order of the keys:
+//	                     integers by value, strings byte by byte
 //
 // So raRequest{T: Stamp{C: 42, P: 3}}, tag 1, is the three bytes 01 2a 06,
 // and a zero-field message is its tag alone.
 //
-// Every field must be exported, so that the decoder may set it; maps
-// (whose order would make the encoding nondeterministic), interfaces,
-// channels and functions are refused, with an error naming the type and
-// the field.
+// Every field must be exported, so that the decoder may set it. A map's
+// keys must be integers or strings, whose order makes one encoding of a
+// map whatever order Go iterates it in (floats have no such order: NaN is
+// not equal to itself; nor have bools or structs here). Interfaces,
+// channels, functions and maps of other keys are refused, with an error
+// naming the type and the field.
 //
 // The encoding is canonical: one value has one encoding, and Decode refuses
 // any other spelling (a varint that is not in its shortest form, a bool
-// byte of 2, an int8 field of 300), so that whatever decodes re-encodes to
-// the same bytes. An empty slice and a nil one encode alike and decode as
-// nil. Decode checks every length against the remaining input, and the
-// lengths of nested slices together against the whole input, before it
-// allocates: a ten-byte message cannot ask for a gigabyte, and nested
-// slices cannot each claim the rest of the input anew. Nesting deeper than
-// 100 levels is refused on both sides (a cyclic value fails to encode).
+// byte of 2, an int8 field of 300, map keys out of order or repeated), so
+// that whatever decodes re-encodes to the same bytes. An empty slice and a
+// nil one encode alike and decode as nil; so do an empty map and a nil
+// one. Decode checks every length against the remaining input, and the
+// lengths of nested slices and maps together against the whole input,
+// before it allocates: a ten-byte message cannot ask for a gigabyte, and
+// nested slices cannot each claim the rest of the input anew. Nesting
+// deeper than 100 levels is refused on both sides (a cyclic value fails to
+// encode).
 //
 // Decode returns the message as the Go type registered — a value if the
 // prototype was a value — so that the algorithm's type switch sees what
 // the simulator would have delivered. Encoding and decoding a small
 // message takes one allocation, the decoded value itself; the plan's
 // field offsets are used with package unsafe to get there (see codec.go).
+// Maps, rarer, go through package reflect and cost more.
 package wire

@@ -23,6 +23,8 @@ func FuzzDecode(f *testing.F) {
 		boxed{P: &inner{Name: "x", Tags: []string{"a\xff"}}},
 		&pointed{X: -7, S: "s"},
 		msg[outer]{V: outer{P: &around{O: outer{X: 2}, Y: 3}, X: 1}},
+		mapped{Votes: map[proc.ID]uint64{-1: 1, 2: 7}, ByName: map[string][]string{"a": {"x"}, "b": nil},
+			Nested: map[int8]map[string]bool{0: {"t": true}}, Ptrs: map[uint16]*stamp{1: nil, 2: {C: 3}}},
 	} {
 		b, err := fuzzCodec.Append(nil, m)
 		if err != nil {

@@ -58,11 +58,10 @@ func AppendBytes(dst []byte, b []byte) []byte {
 // elements follow, or of a map whose entries follow.
 func AppendLen(dst []byte, n int) []byte { return appendUvarint(dst, uint64(n)) }
 
-// The primitives also carry two kinds the Codec does not take, for
-// generated code:
+// For generated code, the primitives also carry the two kinds whose
+// encoding is more than a primitive's, as the Codec encodes them:
 //
 //	pointer  a presence byte: 0 for nil; 1, then the value it points to
-//	         (as the Codec encodes a pointer field)
 //	map      its length as a uvarint, then each entry, key then value,
 //	         in strictly ascending order of the keys — integers by value,
 //	         strings byte by byte — so that a map has one encoding
@@ -244,9 +243,9 @@ func (r *Reader) KeyOrder(ascending bool) {
 	}
 }
 
-// MaxDepth bounds the nesting of pointers, slices (and, in generated
-// code, maps) in a value: the Codec refuses anything deeper on both
-// sides, and package liverpc/rpcgen refuses types nested deeper.
+// MaxDepth bounds the nesting of pointers, slices and maps in a value:
+// the Codec refuses anything deeper on both sides, and package
+// liverpc/rpcgen refuses types nested deeper.
 const MaxDepth = maxDepth
 
 // Len reads the length of a slice, or of a map, whose elements (entries)

@@ -135,7 +135,48 @@ func genMessage() *rapid.Generator[proc.Message] {
 			return &pointed{X: rapid.Int64().Draw(t, "X"), S: oddString.Draw(t, "S")}
 		}),
 		rapid.Map(genOuter(3), func(o outer) proc.Message { return msg[outer]{V: o} }),
+		rapid.Map(genMapped(), func(m mapped) proc.Message { return m }),
 	)
+}
+
+// genMapped draws maps of up to a few entries, nil when empty (as an
+// empty map decodes).
+func genMapped() *rapid.Generator[mapped] {
+	return rapid.Custom(func(t *rapid.T) mapped {
+		var m mapped
+		for _, k := range sliceOf(rapid.Int32(), 6).Draw(t, "Votes") {
+			if m.Votes == nil {
+				m.Votes = map[proc.ID]uint64{}
+			}
+			m.Votes[proc.ID(k)] = rapid.Uint64().Draw(t, "vote")
+		}
+		for _, k := range sliceOf(oddString, 4).Draw(t, "ByName") {
+			if m.ByName == nil {
+				m.ByName = map[string][]string{}
+			}
+			m.ByName[k] = sliceOf(oddString, 3).Draw(t, "names")
+		}
+		for _, k := range sliceOf(rapid.Int8(), 3).Draw(t, "Nested") {
+			if m.Nested == nil {
+				m.Nested = map[int8]map[string]bool{}
+			}
+			var in map[string]bool
+			for _, s := range sliceOf(oddString, 3).Draw(t, "inner") {
+				if in == nil {
+					in = map[string]bool{}
+				}
+				in[s] = rapid.Bool().Draw(t, "b")
+			}
+			m.Nested[k] = in
+		}
+		for _, k := range sliceOf(rapid.Uint16(), 3).Draw(t, "Ptrs") {
+			if m.Ptrs == nil {
+				m.Ptrs = map[uint16]*stamp{}
+			}
+			m.Ptrs[k] = ptrTo(genStamp()).Draw(t, "stamp")
+		}
+		return m
+	})
 }
 
 // withoutNaN zeroes a kitchen's NaNs, which are not equal to themselves;

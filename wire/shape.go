@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"sort"
 	"unsafe"
 )
 
@@ -34,6 +35,7 @@ const (
 	opArray
 	opPtr
 	opStruct
+	opMap
 )
 
 // shape is the encoding plan of one Go type, built once by reflection.
@@ -47,7 +49,8 @@ type shape struct {
 	typ    reflect.Type
 	op     op
 	fields []field
-	elem   *shape // opSlice, opArray, opPtr
+	elem   *shape // opSlice, opArray, opPtr; opMap: the values'
+	key    *shape // opMap: the keys' (an integer or a string kind)
 	n      int    // opArray, opByteArray: the length
 	// min is the fewest bytes a value encodes to. A decoder bounds every
 	// length it reads by the remaining input divided by the element's min,
@@ -189,7 +192,22 @@ func (b *builder) shapeOf(t reflect.Type, path string) (*shape, error) {
 		s.done = true
 		return s, nil
 	case reflect.Map:
-		return nil, b.errorf(path, "map type %s: maps have no order, so their encoding would not be deterministic", t)
+		s.op = opMap
+		switch t.Key().Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
+		default:
+			return nil, b.errorf(path, "map type %s: keys are integers or strings, whose order makes the encoding one (not %s)", t, t.Key().Kind())
+		}
+		k, err := b.shapeOf(t.Key(), path+"[key]")
+		if err != nil {
+			return nil, err
+		}
+		e, err := b.shapeOf(t.Elem(), path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		s.key, s.elem = k, e
 	case reflect.Interface:
 		return nil, b.errorf(path, "interface type %s: the decoder could not know the concrete type", t)
 	case reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Uintptr:
@@ -314,6 +332,14 @@ func appendFields(dst []byte, fs []field, p unsafe.Pointer, depth int) ([]byte, 
 		case opStruct:
 			var err error
 			if dst, err = appendFields(dst, f.shape.fields, q, depth); err != nil {
+				return dst, err
+			}
+		case opMap:
+			if depth >= maxDepth {
+				return dst, errDepth
+			}
+			var err error
+			if dst, err = appendMap(dst, f.shape, q, depth); err != nil {
 				return dst, err
 			}
 		case opPtr:
@@ -502,6 +528,14 @@ func decodeFields(b []byte, fs []field, p unsafe.Pointer, depth int, budget *int
 			if b, err = decodeFields(b, f.shape.fields, q, depth, budget); err != nil {
 				return b, err
 			}
+		case opMap:
+			if depth >= maxDepth {
+				return b, errDepth
+			}
+			var err error
+			if b, err = decodeMap(b, f.shape, q, depth, budget); err != nil {
+				return b, err
+			}
 		case opPtr:
 			if len(b) == 0 {
 				return b, errTruncated
@@ -526,6 +560,91 @@ func decodeFields(b []byte, fs []field, p unsafe.Pointer, depth int, budget *int
 			*(*unsafe.Pointer)(q) = ptr
 		}
 	}
+	return b, nil
+}
+
+// Maps go through package reflect, entry by entry: they are rare in
+// messages, and a map's entries must be put in order anyway.
+
+// appendMap encodes the map at q, of shape s: its length, then each entry,
+// key then value, in ascending order of the keys.
+func appendMap(dst []byte, s *shape, q unsafe.Pointer, depth int) ([]byte, error) {
+	// A map value is one pointer. Reflect on a copy of it, so that q does
+	// not escape (the caller's message would move to the heap with it).
+	hdr := *(*unsafe.Pointer)(q)
+	m := reflect.NewAt(s.typ, unsafe.Pointer(&hdr)).Elem()
+	dst = appendUvarint(dst, uint64(m.Len()))
+	if m.Len() == 0 {
+		return dst, nil
+	}
+	keys := reflect.MakeSlice(reflect.SliceOf(s.key.typ), 0, m.Len())
+	for it := m.MapRange(); it.Next(); {
+		keys = reflect.Append(keys, it.Key())
+	}
+	sort.Slice(keys.Interface(), func(i, j int) bool { return keyLess(keys.Index(i), keys.Index(j)) })
+	v := reflect.New(s.elem.typ).Elem()
+	var err error
+	for i := range keys.Len() {
+		k := keys.Index(i)
+		if dst, err = appendFields(dst, s.key.fields, k.Addr().UnsafePointer(), depth+1); err != nil {
+			return dst, err
+		}
+		v.Set(m.MapIndex(k))
+		if dst, err = appendFields(dst, s.elem.fields, v.Addr().UnsafePointer(), depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// keyLess orders map keys: integers by value, strings byte by byte.
+func keyLess(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() < b.Int()
+	case reflect.String:
+		return a.String() < b.String()
+	}
+	return a.Uint() < b.Uint()
+}
+
+// decodeMap decodes a map of shape s into the zeroed map at q, refusing
+// keys that are not each above the one before (so that a map has one
+// encoding, and a key cannot come twice). Its length is checked as a
+// slice's is, an entry claiming the key's min and the value's.
+func decodeMap(b []byte, s *shape, q unsafe.Pointer, depth int, budget *int) ([]byte, error) {
+	l, n, err := uvarint(b)
+	if err != nil {
+		return b, err
+	}
+	min := s.key.min + s.elem.min
+	if l > uint64((len(b)-n)/min) || int(l)*min > *budget {
+		return b, errLength
+	}
+	*budget -= int(l) * min
+	b = b[n:]
+	if l == 0 {
+		return b, nil // nil, as an empty slice decodes
+	}
+	m := reflect.MakeMapWithSize(s.typ, int(l))
+	k, prev := reflect.New(s.key.typ).Elem(), reflect.New(s.key.typ).Elem()
+	v := reflect.New(s.elem.typ).Elem()
+	for i := range int(l) {
+		k.SetZero()
+		if b, err = decodeFields(b, s.key.fields, k.Addr().UnsafePointer(), depth+1, budget); err != nil {
+			return b, err
+		}
+		if i > 0 && !keyLess(prev, k) {
+			return b, errKeyOrder
+		}
+		prev.Set(k)
+		v.SetZero()
+		if b, err = decodeFields(b, s.elem.fields, v.Addr().UnsafePointer(), depth+1, budget); err != nil {
+			return b, err
+		}
+		m.SetMapIndex(k, v)
+	}
+	*(*unsafe.Pointer)(q) = m.UnsafePointer() // a map value is one pointer
 	return b, nil
 }
 

@@ -106,6 +106,15 @@ type pointed struct {
 	S string
 }
 
+// mapped holds maps: integer keys (of a named type), string keys, maps
+// in maps, and values that are slices and pointers.
+type mapped struct {
+	Votes  map[proc.ID]uint64
+	ByName map[string][]string
+	Nested map[int8]map[string]bool
+	Ptrs   map[uint16]*stamp
+}
+
 func (request) Kind() string  { return "request" }
 func (flat) Kind() string     { return "flat" }
 func (empty) Kind() string    { return "empty" }
@@ -116,11 +125,12 @@ func (kitchen) Kind() string  { return "kitchen" }
 func (node) Kind() string     { return "node" }
 func (boxed) Kind() string    { return "boxed" }
 func (*pointed) Kind() string { return "pointed" }
+func (mapped) Kind() string   { return "mapped" }
 
 // testMessages is the list the tests register, in tag order.
 var testMessages = []proc.Message{
 	request{}, flat{}, empty{}, token{}, vstamped{}, state{}, kitchen{}, node{}, boxed{}, (*pointed)(nil),
-	msg[outer]{},
+	msg[outer]{}, mapped{},
 }
 
 func testCodec(tb interface{ Fatal(...any) }) *Codec {
