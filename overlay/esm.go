@@ -50,9 +50,15 @@ import (
 //     their subtrees too, not itself alone), unless the child has found
 //     no full-rate place in 2·ESMPatience rounds and asks it to crowd
 //     in; a node waits ESMPatience rounds for a parent that gives it the
-//     whole stream before it takes less. And a host that cannot forward
-//     the whole stream to anyone (its upload below the stream's rate)
-//     leaves a parent's last full-rate place to one that can for
+//     whole stream before it takes less. An orphan with children waits
+//     for none of it (patient): its whole subtree is without the stream
+//     while it looks, so it takes the best place it finds, crowded or
+//     not, and the periodic search moves it to a full-rate place later
+//     (else, under churn, the subtrees of orphans stayed cut off for
+//     2·ESMPatience rounds, 1–10 s as the rounds' length goes). And a
+//     host that cannot forward the whole stream to anyone (its upload
+//     below the stream's rate) leaves a parent's last full-rate place to
+//     one that can for
 //     ESMPatience rounds: else the hosts nearest the source, whatever
 //     their upload, would take its places and seal the tree. With
 //     LatencyOnly every host takes Degree children, whatever its upload.
@@ -620,7 +626,7 @@ func (n *esm) fit(a esmAnswer) bool {
 	if n.keepsOff() && a.Spare == 1 {
 		return false // the last full-rate place, kept for a host that can forward the stream
 	}
-	if !n.cfg.LatencyOnly && a.Spare == 0 && n.tries < 2*ESMPatience {
+	if !n.cfg.LatencyOnly && a.Spare == 0 && n.tries < 2*ESMPatience && n.patient() {
 		return false // no full-rate place: taking one would slow down its children
 	}
 	return !slices.Contains(a.Path, n.id) && (n.lost == proc.None || !slices.Contains(a.Path, n.lost))
@@ -647,7 +653,7 @@ func (n *esm) choose(env proc.Env) {
 		}
 	}
 	reduced := !n.cfg.LatencyOnly && best != nil && best.Bandwidth < n.cfg.stream()
-	if best == nil || reduced && n.tries < ESMPatience { // wait for the whole stream
+	if best == nil || reduced && n.tries < ESMPatience && n.patient() { // wait for the whole stream
 		env.SetTimer(ESMRetry, retry{n.round})
 		return
 	}
@@ -740,8 +746,17 @@ func (n *esm) clearlyBetter(a *esmAnswer) bool {
 // stream to anyone, and leaves parents' last full-rate places to those
 // that can, for its first ESMPatience rounds.
 func (n *esm) keepsOff() bool {
-	return !n.cfg.LatencyOnly && n.fullRate() == 0 && n.tries < ESMPatience
+	return !n.cfg.LatencyOnly && n.fullRate() == 0 && n.tries < ESMPatience && n.patient()
 }
+
+// patient reports whether the node, choosing by bandwidth, may wait for
+// a full-rate place (ESMPatience rounds, 2·ESMPatience before it crowds
+// a parent): only if no subtree waits with it. An orphan's children get
+// nothing while it looks, so it takes the best place it finds at once,
+// even one that gives less than the whole stream, and the periodic
+// search for a better parent moves it to a full-rate place when one is
+// free.
+func (n *esm) patient() bool { return len(n.children) == 0 || n.has(orphansWait) }
 
 // better reports whether candidate a is to be preferred to b.
 func (n *esm) better(a, b *esmAnswer) bool {

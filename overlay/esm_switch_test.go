@@ -215,3 +215,52 @@ func TestESMRefusedSwitchAsksTheNextCandidate(t *testing.T) {
 		}
 	}
 }
+
+// TestESMOrphanTakesLessRatherThanNothing: choosing by bandwidth, node 2
+// has lost its parent 1 (0 ← 1 ← 2 ← 3), and the only candidate on the
+// tree, node 4 (0 ← 4 ← 5, an upload of 1 Mbit/s), has no full-rate
+// place left: one more child would halve its children's rate. An orphan
+// with a child takes that place at once (asks 4 to crowd it in): its
+// subtree gets half the stream rather than nothing, and the periodic
+// search moves it to a full-rate place later. A childless orphan waits
+// for a full-rate place as a newcomer does. An orphan that waited with
+// its subtree (orphansWait) stayed cut off for 2·ESMPatience rounds:
+// under churn, most of the members cut off when the stream ran.
+func TestESMOrphanTakesLessRatherThanNothing(t *testing.T) {
+	for _, c := range []struct {
+		f         flaw
+		children  []proc.ID
+		wantTaken bool
+	}{
+		{sound, []proc.ID{3}, true},
+		{sound, nil, false},
+		{orphansWait, []proc.ID{3}, false},
+	} {
+		net := newSwitchNet([]proc.ID{proc.None, 0, 1, 2, 0, 4}, c.f)
+		for id, n := range net.nodes {
+			n.cfg = ESMConfig{Degree: 4, Sample: 4, Upload: 10, Stream: 1}
+			n.rate = 1
+			if id == 4 {
+				n.cfg.Upload = 1
+			}
+		}
+		n2 := net.nodes[2]
+		n2.parent, n2.path, n2.lost, n2.tries, n2.children = proc.None, nil, 1, 1, c.children
+		n2.answers = []esmAnswer{{from: 4, rtt: 2, ProbeReply: ProbeReply{Path: []proc.ID{0}, Delay: 10,
+			OnTree: true, Bandwidth: net.nodes[4].share(2), Spare: 0}}}
+		n2.choose(switchEnv{net, 2})
+		net.run()
+		taken := n2.parent == 4 && slices.Contains(net.nodes[4].children, 2)
+		t.Logf("flaw %d, children %v: node 2's parent %v, rate %g", c.f, c.children, n2.parent, n2.rate)
+		if taken != c.wantTaken {
+			t.Errorf("flaw %d, children %v: node 2's parent %v, node 4's children %v; taken %t, want %t",
+				c.f, c.children, n2.parent, net.nodes[4].children, taken, c.wantTaken)
+		}
+		if taken && n2.rate != 0.5 {
+			t.Errorf("node 2's rate %g, want 0.5 (4's upload shared by two children)", n2.rate)
+		}
+		if c := net.cycle(); c != nil {
+			t.Errorf("cycle %v", c)
+		}
+	}
+}

@@ -136,6 +136,7 @@ const (
 	rejoinsBlind           // ESM's rejoin as it was: a candidate adopts an orphan on the paths reported, without a climb; an orphan's subtree is not told it is cut off
 	stalePaths             // an ESM node keeps the path its parent gave it on accepting, never the news of alive messages
 	switchGivesUp          // ESM's switch as it was: refused, or unanswered within ESMProbe, the node keeps its parent until the next period
+	orphansWait            // ESM's patience as it was: an orphan with children waits for a full-rate place as a newcomer does
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
