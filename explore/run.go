@@ -409,52 +409,41 @@ func (r *run) timed(h uint64, at int64) uint64 {
 
 // fingerprintFull fingerprints the state from scratch, with every
 // process i renamed perm[i] (nil: as it is, the sum fingerprintWith
-// keeps: plainFull).
+// keeps: plainFull). Renamed, the processes are hashed in their new
+// order, chained.
 func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 	if perm == nil {
 		return r.plainFull()
 	}
 	n := r.cfg.Nodes
-	if perm != nil {
-		r.h.perm = perm
-		defer func() { r.h.perm = nil }()
-	}
-	var rename func(proc.ID) proc.ID
-	if perm != nil {
-		rename = func(id proc.ID) proc.ID {
-			if id >= 0 && int(id) < n {
-				return perm[id]
-			}
-			return id
+	r.h.perm = perm
+	defer func() { r.h.perm = nil }()
+	rename := func(id proc.ID) proc.ID {
+		if id >= 0 && int(id) < n {
+			return perm[id]
 		}
+		return id
 	}
 	// Processes by their new names: old name of each.
 	order := make([]proc.ID, n)
 	for id := range order {
-		if rename != nil {
-			order[rename(proc.ID(id))] = proc.ID(id)
-		} else {
-			order[id] = proc.ID(id)
-		}
+		order[rename(proc.ID(id))] = proc.ID(id)
 	}
 	h := uint64(seed)
 	for _, id := range order {
 		h = add(h, r.procHash(id, perm)|1)
 	}
 	next := r.wl.next
-	if perm != nil && next != nil {
+	if next != nil {
 		next = make([]int, len(r.wl.next))
 		for id, x := range r.wl.next {
 			next[perm[id]] = x
 		}
 	}
-	w := r.waiting
-	if perm != nil {
-		w = 0
-		for id := 0; id < n; id++ {
-			if r.waiting&(1<<uint(id)) != 0 {
-				w |= 1 << uint(perm[id])
-			}
+	w := uint64(0)
+	for id := 0; id < n; id++ {
+		if r.waiting&(1<<uint(id)) != 0 {
+			w |= 1 << uint(perm[id])
 		}
 	}
 	h = r.hashRest(h, next, w)
