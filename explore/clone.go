@@ -242,8 +242,8 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 // forking where it used to replay the path from the start.
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
-	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), w: r.w.clone(), cp: r.cp, watchData: r.watchData}
-	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known)}
+	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), phSum: r.phSum, w: r.w.clone(), cp: r.cp, watchData: r.watchData}
+	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known), sum: r.q.sum, fresh: r.q.fresh}
 	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
 	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value})
@@ -268,14 +268,17 @@ type saved struct {
 	sim     sim.Saved
 	keys    []sim.Key
 	info    []pending
-	added   int // len(queue.added)
-	events  int // the trace's length
+	qsum    uint64 // queue.sum
+	fresh   int    // queue.fresh
+	added   int    // len(queue.added)
+	events  int    // the trace's length
 	next    []int
 	used    [3]int
 	now     int64
 	waiting uint64
 	tracked int
 	ph      []uint64
+	phSum   uint64
 	w       watch
 }
 
@@ -287,11 +290,12 @@ func (r *run) save(sv *saved) error {
 	}
 	sv.keys = append(sv.keys[:0], r.q.keys...)
 	sv.info = append(sv.info[:0], r.q.info...)
+	sv.qsum, sv.fresh = r.q.sum, r.q.fresh
 	sv.added = len(r.q.added)
 	sv.events = r.rec.Len()
 	sv.next = append(sv.next[:0], r.wl.next...)
 	sv.used, sv.now, sv.waiting, sv.tracked = r.used, r.now, r.waiting, r.tracked
-	sv.ph = append(sv.ph[:0], r.ph...)
+	sv.ph, sv.phSum = append(sv.ph[:0], r.ph...), r.phSum
 	r.w.copyTo(&sv.w)
 	r.shareAll()
 	return nil
@@ -311,6 +315,7 @@ func (r *run) restore(sv *saved) {
 	r.s.Restore(&sv.sim)
 	r.q.keys = append(r.q.keys[:0], sv.keys...)
 	r.q.info = append(r.q.info[:0], sv.info...)
+	r.q.sum, r.q.fresh = sv.qsum, sv.fresh
 	for _, h := range r.q.added[sv.added:] {
 		delete(r.q.known, h)
 	}
@@ -318,7 +323,7 @@ func (r *run) restore(sv *saved) {
 	r.rec.truncate(sv.events)
 	r.wl.next = append(r.wl.next[:0], sv.next...)
 	r.used, r.now, r.waiting, r.tracked = sv.used, sv.now, sv.waiting, sv.tracked
-	r.ph = append(r.ph[:0], sv.ph...)
+	r.ph, r.phSum = append(r.ph[:0], sv.ph...), sv.phSum
 	sv.w.copyTo(&r.w)
 	r.shareAll()
 }

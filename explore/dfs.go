@@ -69,7 +69,7 @@ func (e *explorer) dfs() error {
 		e.sleeps = map[uint64][]label{}
 	}
 	if e.learnsQuiet = learnsQuiet(e.cfg); e.learnsQuiet {
-		e.quiet = fpSet{slots: make([]uint64, 64)} // a few hundred pairs, or thousands
+		e.quiet = newFPSetOf(64, false) // a few hundred pairs, or thousands
 	}
 	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {

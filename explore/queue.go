@@ -55,6 +55,12 @@ type queue struct {
 	// added lists known's keys in the order they were added, so that a
 	// restored run (run.restore) can forget the ones added since.
 	added []uint64
+	// sum is the sum of the mixed hashes (pending.mixed) of the events
+	// described, crashes left out, and fresh counts the events not yet
+	// described: a fingerprint in Async adds sum, kept as events come
+	// and go, instead of summing the events again (run.fingerprintWith).
+	sum   uint64
+	fresh int
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -81,6 +87,7 @@ func (q *queue) Push(k sim.Key) {
 // insert adds k in Seq order (at the end, but for an event the simulator
 // puts back, which keeps its Seq).
 func (q *queue) insert(k sim.Key, in pending) {
+	q.count(&in, 1)
 	i := len(q.keys)
 	for i > 0 && q.keys[i-1].Seq > k.Seq {
 		i--
@@ -145,7 +152,27 @@ func (q *queue) ev(i int) *pending {
 func (q *queue) describe(i int) {
 	k := q.keys[i]
 	p := q.s.Describe(k.Slot)
+	q.count(&q.info[i], -1)
 	q.info[i] = described(p, eventHash(p, q.h.of(q.s.Payload(k.Slot)), nil))
+	q.count(&q.info[i], 1)
+}
+
+// count adds the event in to sum and fresh (sign 1) or takes it out
+// (sign -1).
+func (q *queue) count(in *pending, sign int) {
+	switch {
+	case !in.ok:
+		q.fresh += sign
+	case in.class != crashEvent:
+		q.sum += uint64(sign) * in.mixed
+	}
+}
+
+// describeAll describes every pending event not yet described.
+func (q *queue) describeAll() {
+	for i := 0; q.fresh > 0 && i < len(q.info); i++ {
+		q.ev(i)
+	}
 }
 
 // copyOf holds k2, a copy of the i-th event (a duplicate, or a message of
@@ -186,6 +213,7 @@ func (q *queue) Pop() sim.Key {
 func (q *queue) remove(i int) {
 	// In order: keys stay sorted by Seq (pushed and copied in Seq order),
 	// so the pending events need no sorting.
+	q.count(&q.info[i], -1)
 	q.keys, q.info = slices.Delete(q.keys, i, i+1), slices.Delete(q.info, i, i+1)
 }
 

@@ -33,8 +33,13 @@ type run struct {
 	tracked int
 	// ph caches each process's state hash; 0: to be computed. A step
 	// changes only the process it happens at, so a fingerprint rehashes
-	// that one process, not all of them.
-	ph []uint64
+	// that one process, not all of them. phSum is the sum of their terms
+	// in a fingerprint (procTerm), of those computed.
+	ph    []uint64
+	phSum uint64
+	// rest caches the term of the workload's progress, the faults used
+	// and the processes waiting (restTerm), with what it was computed of.
+	rest restCache
 	// perm, with symmetry, is the renaming that maps the state last
 	// fingerprinted to its representative (symmetricFingerprint).
 	perm []proc.ID
@@ -217,8 +222,10 @@ func (r *run) apply(ch choice) error {
 			}
 		}()
 	}
-	if node >= 0 && int(node) < len(r.ph) {
-		r.ph[node] = 0 // the one process the step may change
+	if node >= 0 && int(node) < len(r.ph) && r.ph[node] != 0 {
+		// The one process the step may change.
+		r.phSum -= procTerm(int(node), r.ph[node])
+		r.ph[node] = 0
 	}
 	switch ch.act {
 	case Drop:
@@ -284,36 +291,66 @@ func (r *run) fingerprint() uint64 {
 }
 
 // fingerprintWith fingerprints the state with every process i renamed
-// perm[i] (nil: as it is). Without a renaming it hashes only what changed
-// since the state it was forked from or last fingerprinted: the processes
-// that moved (their hashes are cached in ph) and, once each, the events
-// pushed since (cached in the queue); fingerprintFull computes the same
-// value from scratch.
+// perm[i] (nil: as it is). Without a renaming it is a sum of terms, one
+// per process, one for the workload's progress and the faults used, one
+// per pending event (a multiset hash: Clarke et al. 2003, "Incremental
+// multiset hash functions"), mixed: a step changes the term of the one
+// process it happens at and the events it adds and removes, so the sums
+// are kept as the run goes (ph and phSum, the queue's sum) and only what
+// changed is hashed: the processes that moved and, once each, the events
+// pushed since. fingerprintFull computes the same value from scratch.
+//
+// With a renaming (symmetry, where fingerprints are compared to find the
+// least) it hashes the processes in their new order, chained, as
+// fingerprintFull does.
 func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	if perm != nil {
 		return r.fingerprintFull(perm)
 	}
-	h := uint64(seed)
-	for id := range r.ph {
-		if r.ph[id] == 0 {
-			r.ph[id] = r.procHash(proc.ID(id), nil) | 1
-		}
-		h = add(h, r.ph[id])
-	}
-	h = r.hashRest(h, r.wl.next, r.waiting)
-	var sum uint64
-	sync := r.cfg.Timing == Sync
-	for i, k := range r.q.keys {
-		in := r.q.ev(i)
-		switch {
-		case in.class == crashEvent:
-		case sync:
-			sum += mix64(r.timed(in.h, k.At))
-		default:
-			sum += in.mixed
+	for id, h := range r.ph {
+		if h == 0 {
+			h = r.procHash(proc.ID(id), nil) | 1
+			r.ph[id] = h
+			r.phSum += procTerm(id, h)
 		}
 	}
-	return add(h, sum)
+	var events uint64
+	if r.cfg.Timing == Sync { // an event's term depends on the time
+		for i, k := range r.q.keys {
+			if in := r.q.ev(i); in.class != crashEvent {
+				events += mix64(r.timed(in.h, k.At))
+			}
+		}
+	} else {
+		r.q.describeAll()
+		events = r.q.sum
+	}
+	return add(seed, r.phSum+r.restTerm()+events)
+}
+
+// procTerm is process id's term in a fingerprint, its state hashing to h.
+func procTerm(id int, h uint64) uint64 { return add(h, uint64(id)) }
+
+// restCache is a term of the fingerprint and what it was computed of.
+type restCache struct {
+	next    []int
+	used    [3]int
+	waiting uint64
+	term    uint64
+	ok      bool
+}
+
+// restTerm is the fingerprint's term of the workload's progress, the
+// faults used and, with Config.Cycles, the processes waiting: computed
+// again only when they change, which most steps do not.
+func (r *run) restTerm() uint64 {
+	c := &r.rest
+	if !c.ok || c.used != r.used || c.waiting != r.waiting || !slices.Equal(c.next, r.wl.next) {
+		c.next = append(c.next[:0], r.wl.next...)
+		c.used, c.waiting = r.used, r.waiting
+		c.term, c.ok = r.hashRest(seed, r.wl.next, r.waiting), true
+	}
+	return c.term
 }
 
 // procHash hashes process id's state and whether it is up.
@@ -371,49 +408,42 @@ func (r *run) timed(h uint64, at int64) uint64 {
 }
 
 // fingerprintFull fingerprints the state from scratch, with every
-// process i renamed perm[i] (nil: as it is).
+// process i renamed perm[i] (nil: as it is, the sum fingerprintWith
+// keeps: plainFull). Renamed, the processes are hashed in their new
+// order, chained.
 func (r *run) fingerprintFull(perm []proc.ID) uint64 {
-	n := r.cfg.Nodes
-	if perm != nil {
-		r.h.perm = perm
-		defer func() { r.h.perm = nil }()
+	if perm == nil {
+		return r.plainFull()
 	}
-	var rename func(proc.ID) proc.ID
-	if perm != nil {
-		rename = func(id proc.ID) proc.ID {
-			if id >= 0 && int(id) < n {
-				return perm[id]
-			}
-			return id
+	n := r.cfg.Nodes
+	r.h.perm = perm
+	defer func() { r.h.perm = nil }()
+	rename := func(id proc.ID) proc.ID {
+		if id >= 0 && int(id) < n {
+			return perm[id]
 		}
+		return id
 	}
 	// Processes by their new names: old name of each.
 	order := make([]proc.ID, n)
 	for id := range order {
-		if rename != nil {
-			order[rename(proc.ID(id))] = proc.ID(id)
-		} else {
-			order[id] = proc.ID(id)
-		}
+		order[rename(proc.ID(id))] = proc.ID(id)
 	}
 	h := uint64(seed)
 	for _, id := range order {
 		h = add(h, r.procHash(id, perm)|1)
 	}
 	next := r.wl.next
-	if perm != nil && next != nil {
+	if next != nil {
 		next = make([]int, len(r.wl.next))
 		for id, x := range r.wl.next {
 			next[perm[id]] = x
 		}
 	}
-	w := r.waiting
-	if perm != nil {
-		w = 0
-		for id := 0; id < n; id++ {
-			if r.waiting&(1<<uint(id)) != 0 {
-				w |= 1 << uint(perm[id])
-			}
+	w := uint64(0)
+	for id := 0; id < n; id++ {
+		if r.waiting&(1<<uint(id)) != 0 {
+			w |= 1 << uint(perm[id])
 		}
 	}
 	h = r.hashRest(h, next, w)
@@ -426,6 +456,21 @@ func (r *run) fingerprintFull(perm []proc.ID) uint64 {
 		sum += mix64(r.timed(eventHash(p, r.h.of(r.s.Payload(k.Slot)), rename), k.At))
 	}
 	return add(h, sum)
+}
+
+// plainFull is the fingerprint fingerprintWith(nil) keeps, from scratch.
+func (r *run) plainFull() uint64 {
+	var sum uint64
+	for id := 0; id < r.cfg.Nodes; id++ {
+		sum += procTerm(id, r.procHash(proc.ID(id), nil)|1)
+	}
+	sum += r.hashRest(seed, r.wl.next, r.waiting)
+	for _, k := range r.q.keys {
+		if p := r.s.Describe(k.Slot); !isCrash(p) {
+			sum += mix64(r.timed(eventHash(p, r.h.of(r.s.Payload(k.Slot)), nil), k.At))
+		}
+	}
+	return add(seed, sum)
 }
 
 // exactLateness keeps how late each overdue event is in the fingerprint

@@ -11,6 +11,16 @@ import "math/bits"
 // them again. Zero is the empty slot (a fingerprint that mixes to 0 is
 // stored as 1).
 //
+// The table is ordered (Amble & Knuth 1974, "Ordered hash tables"): a
+// slot's home is its mixed fingerprint scaled to the table's size, which
+// grows with the fingerprint, and the fingerprints are kept in
+// increasing order along the array — an insertion shifts the rest of its
+// run of full slots one slot on. So a lookup stops at the first larger
+// fingerprint, and a growth is one pass that merges, not a rehash: each
+// fingerprint goes to its new home or, if that is taken, just after the
+// one before it. Instead of wrapping round, the array has spare slots
+// past the last home (pad), doubled if a run would overflow them.
+//
 // With tags (Config.POR), each slot also holds a tag (the sleep set the
 // state was explored with, dfs.go): 16 bits a slot, 11.4 to 12.9 bytes a
 // state, until a tag needs more; then every slot's tag is widened to 32
@@ -26,19 +36,27 @@ import "math/bits"
 // A large set's arrays are mapped off the Go heap (newTable), so a set
 // must be freed (free) once the search is done with it.
 type fpSet struct {
-	slots []uint64
+	slots []uint64 // homes 0 to homes-1, then the spare slots
 	tags  []uint16 // nil: no tags, or wide ones
 	wide  []uint32 // the tags, once one needed more than 16 bits
+	homes int
 	n     int
 }
 
-func newFPSet(tagged bool) fpSet {
-	s := fpSet{slots: make([]uint64, 1024)}
+func newFPSet(tagged bool) fpSet { return newFPSetOf(1024, tagged) }
+
+// newFPSetOf returns an empty set of homes slots (and their spares).
+func newFPSetOf(homes int, tagged bool) fpSet {
+	s := fpSet{slots: newTable[uint64](homes + pad(homes)), homes: homes}
 	if tagged {
-		s.tags = make([]uint16, 1024)
+		s.tags = newTable[uint16](len(s.slots))
 	}
 	return s
 }
+
+// pad is the number of spare slots past homes of them, at first: about
+// a thousandth. A run that overflows them doubles them (spare).
+func pad(homes int) int { return 16 + homes/1024 }
 
 func (s *fpSet) Len() int { return s.n }
 
@@ -47,71 +65,91 @@ func (s *fpSet) Bytes() int { return 8*len(s.slots) + 2*len(s.tags) + 4*len(s.wi
 
 // growth: a full table grows by 1/growth of its size. At 7/8 full, it is
 // then 7/9 full: between 78% and 87.5% of the slots are used. (Each growth
-// rehashes the table, so the states are rehashed 8 times on average, not
-// 4 as they would with a quarter.)
+// moves the whole table, so the states are moved 8 times on average, not
+// 4 as they would with a quarter: in one pass, in order.)
 const growth = 8
 
 // home is the first slot of m, a mixed fingerprint: m scaled to the
 // table's size (Lemire's multiply-shift; the size need not be a power of
-// two).
+// two). It never decreases as m increases.
 func (s *fpSet) home(m uint64) int {
-	hi, _ := bits.Mul64(m, uint64(len(s.slots)))
+	hi, _ := bits.Mul64(m, uint64(s.homes))
 	return int(hi)
 }
 
 // Add adds x and reports whether it was new, and its slot (valid until
 // the next Add) for Tag and SetTag.
-func (s *fpSet) Add(x uint64) (bool, int) {
-	m := mix64(x)
-	if m == 0 {
-		m = 1
+func (s *fpSet) Add(x uint64) (bool, int) { return s.addMixed(mixed(x)) }
+
+// mixed is x as the set stores it.
+func mixed(x uint64) uint64 {
+	if m := mix64(x); m != 0 {
+		return m
 	}
-	if len(s.slots) == 0 {
-		*s = newFPSet(false)
-	}
-	if s.n+1 > len(s.slots)/8*7 {
-		s.grow()
-	}
-	return s.insert(m)
+	return 1
 }
 
-// insert adds m, a mixed fingerprint.
-func (s *fpSet) insert(x uint64) (bool, int) {
-	for i := s.home(x); ; i++ {
-		if i == len(s.slots) {
-			i = 0
+func (s *fpSet) addMixed(m uint64) (bool, int) {
+	if s.homes == 0 {
+		*s = newFPSet(false)
+	}
+	if s.n+1 > s.homes/8*7 {
+		s.grow()
+	}
+	for {
+		if isNew, i, ok := s.insert(m); ok {
+			return isNew, i
 		}
-		switch s.slots[i] {
-		case x:
-			return false, i
-		case 0:
-			s.slots[i] = x
-			s.n++
-			return true, i
+		s.spare() // the run reached the end of the array
+	}
+}
+
+// insert adds m, a mixed fingerprint, in order: after the smaller ones
+// of its run, the larger ones shifted one slot on (their tags with
+// them). ok is false, and the set unchanged, if the run has no room
+// left before the end of the array.
+func (s *fpSet) insert(m uint64) (isNew bool, i int, ok bool) {
+	i = s.home(m)
+	for i < len(s.slots) && s.slots[i] != 0 && s.slots[i] < m {
+		i++
+	}
+	switch {
+	case i == len(s.slots):
+		return false, 0, false
+	case s.slots[i] == m:
+		return false, i, true
+	case s.slots[i] != 0:
+		end := i + 1 // the first empty slot after i
+		for end < len(s.slots) && s.slots[end] != 0 {
+			end++
+		}
+		if end == len(s.slots) {
+			return false, 0, false
+		}
+		copy(s.slots[i+1:end+1], s.slots[i:end])
+		switch {
+		case s.tags != nil:
+			copy(s.tags[i+1:end+1], s.tags[i:end])
+			s.tags[i] = 0
+		case s.wide != nil:
+			copy(s.wide[i+1:end+1], s.wide[i:end])
+			s.wide[i] = 0
 		}
 	}
+	s.slots[i] = m
+	s.n++
+	return true, i, true
 }
 
 // Has reports whether x is in the set.
-func (s *fpSet) Has(x uint64) bool {
-	if len(s.slots) == 0 {
-		return false
+func (s *fpSet) Has(x uint64) bool { return s.hasMixed(mixed(x)) }
+
+func (s *fpSet) hasMixed(m uint64) bool {
+	i := s.home(m)
+	for i < len(s.slots) && s.slots[i] != 0 && s.slots[i] < m {
+		i++
 	}
-	m := mix64(x)
-	if m == 0 {
-		m = 1
-	}
-	for i := s.home(m); ; i++ {
-		if i == len(s.slots) {
-			i = 0
-		}
-		switch s.slots[i] {
-		case m:
-			return true
-		case 0:
-			return false
-		}
-	}
+	return i < len(s.slots) && s.slots[i] == m
 }
 
 // each calls f with every fingerprint in the set, mixed (mix64), in no
@@ -148,31 +186,67 @@ func (s *fpSet) SetTag(i int, t uint32) {
 	s.wide[i] = t
 }
 
+// grow moves the set into a table with an eighth more homes.
 func (s *fpSet) grow() {
+	homes := s.homes + s.homes/growth
+	s.resize(homes, pad(homes))
+}
+
+// spare moves the set into a table with the same homes and twice the
+// spare slots.
+func (s *fpSet) spare() { s.resize(s.homes, 2*(len(s.slots)-s.homes)) }
+
+// resize moves the set into a table of homes slots and at least spare
+// more, merging: in order, each fingerprint to its home or, if the one
+// before took that, to the slot after that one's. (With the same homes,
+// every fingerprint stays where it was: the order decides the layout.)
+func (s *fpSet) resize(homes, spare int) {
 	old, oldTags, oldWide := s.slots, s.tags, s.wide
-	size := len(old) + len(old)/growth
-	s.slots = newTable[uint64](size)
-	if oldTags != nil {
-		s.tags = newTable[uint16](size)
-	}
-	if oldWide != nil {
-		s.wide = newTable[uint32](size)
-	}
-	s.n = 0
-	for j, x := range old {
-		if x != 0 {
-			_, i := s.insert(x)
-			switch {
-			case oldTags != nil:
-				s.tags[i] = oldTags[j]
-			case oldWide != nil:
-				s.wide[i] = oldWide[j]
-			}
+	for {
+		s.homes = homes
+		size := homes + spare
+		s.slots = newTable[uint64](size)
+		if oldTags != nil {
+			s.tags = newTable[uint16](size)
 		}
+		if oldWide != nil {
+			s.wide = newTable[uint32](size)
+		}
+		if s.merge(old, oldTags, oldWide) {
+			break
+		}
+		freeTable(s.slots)
+		freeTable(s.tags)
+		freeTable(s.wide)
+		spare *= 2
 	}
 	freeTable(old)
 	freeTable(oldTags)
 	freeTable(oldWide)
+}
+
+// merge fills the set's empty table with the fingerprints of old (in
+// order) and their tags, and reports whether they fitted.
+func (s *fpSet) merge(old []uint64, oldTags []uint16, oldWide []uint32) bool {
+	next := 0 // the first slot free after the last one filled
+	for j, m := range old {
+		if m == 0 {
+			continue
+		}
+		i := max(s.home(m), next)
+		if i == len(s.slots) {
+			return false
+		}
+		s.slots[i] = m
+		switch {
+		case oldTags != nil:
+			s.tags[i] = oldTags[j]
+		case oldWide != nil:
+			s.wide[i] = oldWide[j]
+		}
+		next = i + 1
+	}
+	return true
 }
 
 // free gives the set's storage back; the set is then empty.
