@@ -40,7 +40,7 @@ func TestGroupsUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 100
 	if testing.Short() || raceEnabled {
-		seeds = 6
+		seeds = 3
 	}
 	var delivered, acked int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

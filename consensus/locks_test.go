@@ -34,7 +34,7 @@ func TestLocksUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 200
 	if testing.Short() || raceEnabled {
-		seeds = 8
+		seeds = 4
 	}
 	var grants, expired, lost int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

@@ -45,7 +45,7 @@ func newQueues(id proc.ID, n int) proc.Process {
 // up, the consumers drain every acknowledged put and ack it.
 func TestQueuesUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
-	seeds := simtest.Seeds(100, 6)
+	seeds := simtest.Seeds(100, 3)
 	var puts, leases, txs, expired, lost int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 3 + 2*int(seed%2)
@@ -270,7 +270,7 @@ func (w watched) Receive(env proc.Env, from proc.ID, m proc.Message) {
 // change.
 func TestQueuesUnderMembershipChanges(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
-	seeds := simtest.Seeds(100, 6)
+	seeds := simtest.Seeds(100, 3)
 	var changes, puts, leases int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 5

@@ -90,7 +90,7 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 300
 	if testing.Short() || raceEnabled {
-		seeds = 10
+		seeds = 4 // the simulator is single-threaded: a few runs under the detector; CI runs all 300 without it
 	}
 	var leaders, applied, lost, held int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
@@ -443,7 +443,7 @@ func TestMembershipChangesUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := 200
 	if testing.Short() || raceEnabled {
-		seeds = 8
+		seeds = 4
 	}
 	var changes, leaders int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
@@ -589,7 +589,7 @@ func TestSnapshotsInChunks(t *testing.T) {
 	cfg := consensus.DefaultConfig
 	cfg.CompactEvery, cfg.SnapshotChunk = 32, 16
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
-	seeds := simtest.Seeds(40, 6)
+	seeds := simtest.Seeds(40, 3)
 	chunks := 0
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 3 + 2*int(seed%2)
