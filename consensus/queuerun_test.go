@@ -27,7 +27,9 @@ func TestQueuePutRuns(t *testing.T) {
 		env.out = env.out[:0]
 		q.Apply(env, index, op(consensus.QueueOp{Op: "run", Queue: "jobs", Origin: o, Seq: seq, After: after, Bodies: bodies}))
 		done, ok := env.out[len(env.out)-1].(consensus.QueuePutRunDone)
-		if !ok || done.Origin != o || done.Seq != seq {
+		// The answer names its run whole, first number, the put it
+		// follows and how many: another run may share its first number.
+		if !ok || done.Origin != o || done.Seq != seq || done.After != after || done.Puts != n {
 			t.Fatalf("run %d: the last output %+v, want its QueuePutRunDone", seq, env.out[len(env.out)-1])
 		}
 		return done

@@ -343,9 +343,16 @@ type QueueTxDone struct {
 // QueuePutRunDone answers a QueuePutRun: IDs, one per put applied from
 // the first (0: a copy of one applied before), and, if fewer than the
 // run's puts, Reason why the next was refused (Full: the queue is full).
+// After and Puts are the run's: two runs may share a first number — a
+// stream resumed from a put whose run was refused sends it again, first
+// in a run after nothing — and a copy of the older one, still on its way,
+// must not answer the newer (a refusal for an older run's order would
+// end the new stream).
 type QueuePutRunDone struct {
 	Origin uint64   `json:"origin"`
 	Seq    uint64   `json:"seq"`
+	After  uint64   `json:"after,omitempty"`
+	Puts   int      `json:"puts"`
 	IDs    []uint64 `json:"ids"`
 	Reason string   `json:"reason,omitempty"`
 	Full   bool     `json:"full,omitempty"`
@@ -641,7 +648,7 @@ func (q *Queues) put(env proc.Env, p QueuePut) bool {
 // run applies a stream's run of puts (QueuePutRun): in order, up to the
 // first refused; none if the run before it was not applied.
 func (q *Queues) run(env proc.Env, index uint64, op QueueOp) {
-	done := QueuePutRunDone{Origin: op.Origin, Seq: op.Seq, IDs: []uint64{}}
+	done := QueuePutRunDone{Origin: op.Origin, Seq: op.Seq, After: op.After, Puts: len(op.Bodies), IDs: []uint64{}}
 	if op.Seq == 0 || len(op.Bodies) == 0 {
 		done.Reason = "a run of puts without a sequence number or puts"
 		env.Output(done)

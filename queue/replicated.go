@@ -641,17 +641,70 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 	return done, nil
 }
 
-// startRun proposes a run of a stream's puts (consensus.QueuePutRun:
-// numbered run.Seq onwards under run.Origin, applied in order, after
-// run.After) and returns without waiting for its commit: runs started one
-// after another reach the leader in that order, so a stream keeps many on
-// their way at once and each commits with the others' entries. The
-// answer comes on the returned channel: the ids of the puts applied (a
-// prefix of the run; 0 for a copy of one applied before) and, if not all
-// were, why. A run unanswered for the retry interval is proposed again,
-// under the same numbers, and again after twice as long, and so on
-// (backoff).
-func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
+// runStream is a stream's runs of puts under way at this node
+// (consensus.QueuePutRun: numbered run.Seq onwards under run.Origin,
+// applied in order, after run.After), in the order of the stream. A run
+// is proposed without waiting for the commit of the one before it: runs
+// proposed one after another reach the leader in that order, so a stream
+// keeps many on their way at once and each commits with the others'
+// entries.
+//
+// Runs unanswered are proposed again together, in the order of the
+// stream, as Go-Back-N retransmits every segment from the oldest not
+// acknowledged (Tanenbaum, Computer Networks, §3.4.2): one timer, the
+// oldest run's, set to the retry interval after the last answer and
+// doubled at each expiry (backoff). A run given its own timer would be
+// proposed again out of order: an older run has waited, and backed off,
+// longer than a younger one, so after a change of leader lost both the
+// younger one's copy reached the log first, was refused as coming after a
+// put not applied, and ended the stream — at every change of leader, on a
+// machine busy enough to have many.
+type runStream struct {
+	r *Replicated
+
+	mu     sync.Mutex
+	runs   []*streamRun // proposed and not answered, in the order of the stream
+	wait   time.Duration
+	timer  *time.Timer // set while runs is not empty
+	closed bool
+}
+
+// streamRun is a run under way: its waiter and how many times it was
+// proposed.
+type streamRun struct {
+	run consensus.QueuePutRun
+	w   *waiter
+	n   int
+}
+
+// runResult is the outcome of a run of puts: ids, one per put applied
+// from the first, and why the next was not (nil: all were).
+type runResult struct {
+	ids []uint64
+	err error
+}
+
+func (r *Replicated) newRunStream() *runStream {
+	s := &runStream{r: r, wait: r.retry}
+	s.timer = time.AfterFunc(time.Hour, s.resend)
+	s.timer.Stop()
+	return s
+}
+
+// close stops proposing the stream's runs again.
+func (s *runStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.timer.Stop()
+}
+
+// start proposes run, after the stream's runs started before it, and
+// returns without waiting for its commit. The answer comes on the
+// returned channel: the ids of the puts applied (a prefix of the run; 0
+// for a copy of one applied before) and, if not all were, why.
+func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
+	r := s.r
 	for _, b := range run.Bodies {
 		if err := checkPut(run.Queue, b); err != nil {
 			return nil, err
@@ -664,36 +717,80 @@ func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<
 	case <-r.svc.Done():
 		return nil, ErrClosed
 	}
+	// Room for an older run's answers beside its own (they are skipped).
+	sr := &streamRun{run: run, w: &waiter{ch: make(chan proc.Output, 4), tx: true}}
 	key := [2]uint64{run.Origin, run.Seq}
-	w := &waiter{ch: make(chan proc.Output, 1), tx: true}
 	r.mu.Lock()
-	r.waits[key] = []*waiter{w} // a stream resumed on this node takes over from an older one
+	r.waits[key] = []*waiter{sr.w} // a stream resumed on this node takes over from an older one
 	r.mu.Unlock()
-	out := make(chan runResult, 1)
-	if err := r.proposeRun(run, 1); err != nil {
-		r.endRun(key, w)
+	s.mu.Lock()
+	err := s.propose(sr)
+	if err == nil {
+		s.runs = append(s.runs, sr)
+		if len(s.runs) == 1 && !s.closed {
+			s.timer.Reset(s.wait)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		r.endRun(key, sr.w)
 		return nil, ErrClosed
 	}
+	out := make(chan runResult, 1)
 	go func() {
-		defer r.endRun(key, w)
-		out <- r.waitRun(ctx, run, w)
+		defer r.endRun(key, sr.w)
+		res := s.waitRun(ctx, sr)
+		s.answered(sr)
+		out <- res
 	}()
 	return out, nil
 }
 
-// runResult is the outcome of a run of puts: ids, one per put applied
-// from the first, and why the next was not (nil: all were).
-type runResult struct {
-	ids []uint64
-	err error
+// propose gives the service the next proposal of sr. The caller holds
+// mu, so that the stream's proposals reach the service in its order.
+func (s *runStream) propose(sr *streamRun) error {
+	sr.n++
+	if lose := s.r.lose.Load(); lose != nil && (*lose)(sr.run, sr.n) {
+		return nil // lost on its way: proposed again with the others
+	}
+	return s.r.svc.Input(sr.run)
 }
 
-// proposeRun gives the service the n-th proposal of run (1: the first).
-func (r *Replicated) proposeRun(run consensus.QueuePutRun, n int) error {
-	if lose := r.lose.Load(); lose != nil && (*lose)(run, n) {
-		return nil // lost on its way: waitRun proposes it again
+// resend proposes again, in order, every run not answered for the
+// wait, and doubles the wait.
+func (s *runStream) resend() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.runs) == 0 {
+		return
 	}
-	return r.svc.Input(run)
+	for _, sr := range s.runs {
+		if s.propose(sr) != nil {
+			return // the service stopped: waitRun sees it
+		}
+	}
+	s.wait = s.r.backoff(s.wait)
+	s.timer.Reset(s.wait)
+}
+
+// answered removes sr from the runs under way. An answer to the oldest is
+// progress: the wait starts again from the retry interval, for the next.
+func (s *runStream) answered(sr *streamRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.runs, sr)
+	if i < 0 {
+		return
+	}
+	s.runs = slices.Delete(s.runs, i, i+1)
+	if i > 0 {
+		return
+	}
+	s.wait = s.r.retry
+	s.timer.Stop()
+	if len(s.runs) > 0 && !s.closed {
+		s.timer.Reset(s.wait)
+	}
 }
 
 func (r *Replicated) endRun(key [2]uint64, w *waiter) {
@@ -703,20 +800,15 @@ func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 	<-r.window
 }
 
-// waitRun waits for run's answer, proposing it again, under the same
-// numbers, each time it goes unanswered for the retry interval, backing
-// off.
-func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *waiter) runResult {
-	wait := r.retry
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for n := 1; ; {
+// waitRun waits for the answer to sr's run: its own, not that of another
+// run of the same first number (an older stream's, resumed on this node).
+func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
+	r, run := s.r, sr.run
+	for {
 		select {
-		case o := <-w.ch:
+		case o := <-sr.w.ch:
 			done, ok := o.(consensus.QueuePutRunDone)
-			// An answer to an older stream's run of the same first number
-			// (resumed on this node) counts if it answers as many puts.
-			if !ok || len(done.IDs) > len(run.Bodies) || (done.Reason == "") != (len(done.IDs) == len(run.Bodies)) {
+			if !ok || done.After != run.After || done.Puts != len(run.Bodies) {
 				continue
 			}
 			r.stats.puts.Add(uint64(len(done.IDs)))
@@ -733,13 +825,6 @@ func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *
 			return runResult{err: ctx.Err()}
 		case <-r.svc.Done():
 			return runResult{err: ErrClosed}
-		case <-t.C:
-			n++
-			if r.proposeRun(run, n) != nil {
-				return runResult{err: ErrClosed}
-			}
-			wait = r.backoff(wait)
-			t.Reset(wait)
 		}
 	}
 }

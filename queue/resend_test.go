@@ -433,6 +433,81 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 	}
 }
 
+// Two runs of a stream lost together, as in-flight proposals are at a
+// change of leader, the older one after it had already been proposed
+// again (and lost) once: the older has backed off further than the
+// younger. They are proposed again in the order of the stream, the
+// older first, and both commit on the one stream. Proposed again each on
+// its own timer, the younger went first (after one retry interval, the
+// older after two more), was refused for coming after a put not applied,
+// and the stream ended.
+func TestStreamRunsProposedAgainInOrder(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitUntil(ctx, t, "a leader", func() bool {
+		return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+	})
+	r := cl.rs[0]
+	c := &queue.Client{Endpoints: []string{cl.eps[0]}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := p.Put(ctx, fmt.Appendf(nil, "m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fifth put (number 5) is a run whose first two proposals are
+	// lost; the sixth is sent once the fifth was proposed twice, and its
+	// first proposal is lost too.
+	var mu sync.Mutex
+	var older, younger int // proposals seen
+	queue.LoseProposals(r, func(run consensus.QueuePutRun, n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch run.Seq {
+		case 5:
+			older = n
+			return n <= 2
+		case 6:
+			younger = n
+			return n == 1
+		}
+		return false
+	})
+	acks := []*queue.PutAck{p.PutAsync([]byte("m4"))}
+	waitUntil(ctx, t, "the older run proposed twice", func() bool { mu.Lock(); defer mu.Unlock(); return older >= 2 })
+	acks = append(acks, p.PutAsync([]byte("m5")))
+	for i, a := range acks {
+		if _, err := a.Wait(ctx); err != nil {
+			t.Fatalf("put %d: %v", 4+i, err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := r.PollN("jobs", time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		if want := fmt.Sprintf("m%d", i); string(m.Body) != want {
+			t.Fatalf("message %d of %d is %s, want %s: each put once, in order", i, len(ms), m.Body, want)
+		}
+	}
+	if len(ms) != 6 {
+		t.Fatalf("%d messages, want 6", len(ms))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p.Streams() != 1 {
+		t.Fatalf("%d streams (the runs proposed %d and %d times): want the lost runs proposed again in order on the one stream", p.Streams(), older, younger)
+	}
+	t.Logf("the runs proposed %d and %d times", older, younger)
+}
+
 // A stream's run whose proposals are lost for a while (as while the
 // log has no leader to take them): the node proposes it again, under the
 // same numbers, after the retry interval and then after twice as long

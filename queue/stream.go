@@ -318,12 +318,15 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin st
 	rm, replicated := m.(*Replicated)
 	maxBodies := MaxMessage
 	var runOrigin, after uint64
+	var runs *runStream
 	if replicated {
 		maxBodies = MaxReplicatedMessage
 		runOrigin = hashOrigin(origin)
 		if origin == "" { // numbered all the same, under a number of its own
 			runOrigin, seq = rand.Uint64()|consensus.ClientOrigin, 1
 		}
+		runs = rm.newRunStream()
+		defer runs.close()
 	}
 	commits := make(chan streamCommit, maxStreamCommits)
 	replied := make(chan struct{})
@@ -340,7 +343,7 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin st
 			c.wait = func() ([]uint64, error) { return ids, wait() }
 		case *Replicated:
 			run := consensus.QueuePutRun{Queue: name, Origin: runOrigin, Seq: seq, After: after, Bodies: bodies}
-			ch, err := rm.startRun(ctx, run)
+			ch, err := runs.start(ctx, run)
 			c.err = err
 			c.wait = func() ([]uint64, error) { r := <-ch; return r.ids, r.err }
 			after = seq + uint64(len(bodies)) - 1
