@@ -376,11 +376,11 @@ func (g *Groups) Timeout(env proc.Env, tag any) {
 	}
 }
 
-func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
+func (g *Groups) Apply(env proc.Env, index uint64, data []byte) error {
 	g.log.applyDigest(env, index, data)
 	via, ss, err := appendSends(g.decoded[:0], data)
 	if err != nil {
-		return
+		return nil
 	}
 	out := Delivered{Index: index, Messages: make([]GroupMessage, 0, len(ss))}
 	var acked *Acked
@@ -405,6 +405,7 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 		g.underWay = max(g.underWay-1, 0)
 		g.proposeSoon(env)
 	}
+	return nil
 }
 
 // deliver applies one message of entry index: it adds the delivery to

@@ -68,17 +68,17 @@ func (r KVResult) String() string {
 // NewKV returns an empty store.
 func NewKV() *KV { return &KV{data: map[string]string{}, sessions: map[uint64]KVResult{}} }
 
-func (kv *KV) Apply(env proc.Env, index uint64, data []byte) {
+func (kv *KV) Apply(env proc.Env, index uint64, data []byte) error {
 	kv.log.Apply(env, index, data)
 	var op KVOp
 	if data == nil || json.Unmarshal(data, &op) != nil || op.Client == 0 || op.Seq == 0 {
-		return // a leader's no-op, or not an operation
+		return nil // a leader's no-op, or not an operation
 	}
 	if last, ok := kv.sessions[op.Client]; ok && op.Seq <= last.Seq {
 		if op.Seq == last.Seq {
 			env.Output(last) // a duplicate: the first copy's result
 		}
-		return // (older than the last: the client has its answer)
+		return nil // (older than the last: the client has its answer)
 	}
 	old, found := kv.data[op.Key]
 	res := KVResult{Client: op.Client, Seq: op.Seq, Index: index, Value: old, Found: found, OK: true}
@@ -95,6 +95,7 @@ func (kv *KV) Apply(env proc.Env, index uint64, data []byte) {
 	}
 	kv.sessions[op.Client] = res
 	env.Output(res)
+	return nil
 }
 
 // Get reads key from this server's copy, without the log: what this

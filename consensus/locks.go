@@ -411,11 +411,11 @@ func (l *Locks) expire(env proc.Env) {
 
 // The replicated table: Apply, Snapshot, Restore.
 
-func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
+func (l *Locks) Apply(env proc.Env, index uint64, data []byte) error {
 	l.log.Apply(env, index, data)
 	var op LockOp
 	if data == nil || json.Unmarshal(data, &op) != nil {
-		return
+		return nil
 	}
 	refuse := func(why string, args ...any) {
 		env.Output(LockRefused{Tag: op.Tag, Session: op.Session, Seq: op.Seq, Reason: fmt.Sprintf(why, args...)})
@@ -431,7 +431,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 			l.leases.renew(env, index, op.TTL)
 			env.Output(Opened{Tag: op.Tag, Session: index, TTL: op.TTL, Valid: l.Valid(op.TTL)})
 		}
-		return
+		return nil
 	}
 	s, ok := l.sessions[op.Session]
 	if op.Op == "renew" { // touch's, without the lease: its own sequence of KeepAlives
@@ -442,24 +442,24 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		if op.Owner == l.raft.self {
 			l.keptAlive(env, Touched{Session: op.Session, Seq: op.Seq, OK: ok, Gone: !ok})
 		}
-		return
+		return nil
 	}
 	if !ok {
 		if op.Op != "expire" {
 			refuse("session %d is not open", op.Session)
 		}
-		return
+		return nil
 	}
 	if op.Op == "expire" && op.Based != s.Renewed {
-		return // renewed through the log after this expiry was proposed
+		return nil // renewed through the log after this expiry was proposed
 	}
 	if op.Op != "expire" {
 		if op.Seq < s.Seq {
-			return // a retry of an operation the session has moved past
+			return nil // a retry of an operation the session has moved past
 		}
 		if op.Seq == s.Seq {
 			l.reanswer(env, op, s)
-			return
+			return nil
 		}
 		s.Seq = op.Seq
 	}
@@ -469,7 +469,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 	case "release":
 		if !slices.Contains(s.Locks, op.Lock) {
 			refuse("session %d neither holds nor waits for %q", op.Session, op.Lock)
-			return
+			return nil
 		}
 		s.Locks = slices.DeleteFunc(s.Locks, func(x string) bool { return x == op.Lock })
 		l.refs--
@@ -485,6 +485,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 	default:
 		refuse("unknown operation %q", op.Op)
 	}
+	return nil
 }
 
 // reanswer answers again the session's latest operation, which reached the

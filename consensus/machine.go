@@ -31,9 +31,10 @@ func (Applied) Kind() string { return "applied" }
 
 func (a Applied) String() string { return fmt.Sprintf("applied %d %q", a.Index, a.Data) }
 
-func (l *Log) Apply(env proc.Env, index uint64, data []byte) {
+func (l *Log) Apply(env proc.Env, index uint64, data []byte) error {
 	l.step(index, data)
 	env.Output(Applied{Index: index, Digest: l.digest, Data: string(data)})
+	return nil
 }
 
 // applyDigest is Apply with an output that leaves the data out (for

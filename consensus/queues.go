@@ -356,6 +356,9 @@ type QueuePutRunDone struct {
 	IDs    []uint64 `json:"ids"`
 	Reason string   `json:"reason,omitempty"`
 	Full   bool     `json:"full,omitempty"`
+	// Early: none of the run was applied, for it came before the put it
+	// follows (After) was; a copy proposed again after that put may be.
+	Early bool `json:"early,omitempty"`
 }
 
 // QueueExpired: a lease ran out on the leader's clock; the message is
@@ -490,18 +493,29 @@ func (q *Queues) expire(env proc.Env) {
 
 // The replicated queues: Apply, Snapshot, Restore.
 
-func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
-	q.log.applyDigest(env, index, data)
-	op, err := decodeQueueOp(data)
-	if err != nil {
-		return
+// Apply applies an entry; one it cannot decode, or whose operation it
+// does not know (written by a newer version, or damaged), it refuses
+// whole, with an error, and the server halts (Halted): skipped here and
+// applied by the others, it would make this server's queues another's.
+func (q *Queues) Apply(env proc.Env, index uint64, data []byte) error {
+	if len(data) == 0 { // the no-op a new leader appends
+		q.log.applyDigest(env, index, data)
+		return nil
 	}
+	op, err := decodeQueueOp(data)
+	if err == nil && !slices.Contains(queueOps, op.Op) {
+		err = fmt.Errorf("unknown operation %q", op.Op)
+	}
+	if err != nil {
+		return fmt.Errorf("queues: entry %d (%d bytes): %w", index, len(data), err)
+	}
+	q.log.applyDigest(env, index, data)
 	switch op.Op {
 	case "expire":
 		if len(op.IDs) == 1 {
 			q.expired(env, op.Queue, op.IDs[0], op.Token)
 		}
-		return
+		return nil
 	case "puts":
 		for _, p := range op.Puts {
 			if q.fresh(env, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
@@ -510,13 +524,13 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 				}
 			}
 		}
-		return
+		return nil
 	case "run":
 		q.run(env, index, op)
-		return
+		return nil
 	}
 	if !q.fresh(env, op.Origin, op.Seq, op) {
-		return
+		return nil
 	}
 	done := true
 	switch op.Op {
@@ -528,14 +542,15 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 		q.ackOrRelease(env, index, op)
 	case "tx":
 		done = q.tx(env, index, op)
-	default:
-		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("unknown operation %q", op.Op)})
-		done = false
 	}
 	if done || op.Origin&ClientOrigin == 0 {
 		q.applied(index, op.Origin, op.Seq)
 	}
+	return nil
 }
+
+// queueOps are the operations an entry may hold.
+var queueOps = []string{"put", "puts", "run", "get", "ack", "release", "tx", "expire"}
 
 // ClientOrigin marks the origins of clients that resend a refused
 // operation under its number (a relay retrying a full queue, a client's
@@ -656,6 +671,7 @@ func (q *Queues) run(env proc.Env, index uint64, op QueueOp) {
 	}
 	if op.After != 0 && !q.origins.applied(op.Origin, op.After) {
 		done.Reason = fmt.Sprintf("put %d of origin %d comes before put %d, which is not applied: resend from there", op.After, op.Origin, op.Seq)
+		done.Early = true
 		env.Output(done)
 		return
 	}

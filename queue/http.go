@@ -223,6 +223,17 @@ func Handler(m Backend) http.Handler {
 	mux.HandleFunc("GET /v1/queues/{name}/events", func(w http.ResponseWriter, r *http.Request) { events(m, w, r) })
 	mux.HandleFunc("POST /v1/queues/{name}/stream", func(w http.ResponseWriter, r *http.Request) { serveStream(m, w, r) })
 	mux.HandleFunc("POST /v1/queues:tx", func(w http.ResponseWriter, r *http.Request) { serveTx(m, w, r) })
+	if rm, ok := m.(*Replicated); ok {
+		// A halted replica refuses every request, its list of queues
+		// included, so that clients go on to another node.
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := rm.Halted(); err != nil {
+				httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
 	return mux
 }
 

@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -47,8 +49,12 @@ type Replicated struct {
 	changed map[string]chan struct{} // closed when a message may have become ready
 	subs    map[string]map[*sub]struct{}
 
-	stats struct{ puts, gets, acks, refused atomic.Uint64 }
+	stats struct{ puts, gets, acks, refused, early atomic.Uint64 }
 	led   atomic.Bool // an operation was answered from the log here once: it had a leader
+
+	halted   chan struct{}                    // closed once the replica halted (consensus.Halted)
+	haltedAt atomic.Pointer[consensus.Halted] // set before halted closes
+	log      *slog.Logger
 }
 
 // NoLeaderFor is how long an operation waits at a node of replicated
@@ -62,7 +68,7 @@ const NoLeaderFor = 2 * time.Second
 func (r *Replicated) leaderKnown() bool {
 	known := false
 	r.svc.Read(func(p proc.Process) {
-		if q, ok := p.(*consensus.Queues); ok {
+		if q, ok := p.(queuesProcess); ok {
 			id, _ := q.Raft().Leader()
 			known = id != proc.None
 		}
@@ -89,6 +95,8 @@ type ReplicatedConfig struct {
 	// Timeout bounds the calls without a context (Put, Ack, Poll, …);
 	// 0: 30 s.
 	Timeout time.Duration
+	// Logger logs a halt of the replica (ErrHalted); nil: slog.Default.
+	Logger *slog.Logger
 }
 
 func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
@@ -137,19 +145,31 @@ func ReplicatedAlgorithm(c ReplicatedConfig) proc.Algorithm {
 	return consensus.QueueServiceAlgorithm(c.Raft, c.Limits)
 }
 
+// queuesProcess is what Replicated reads of the service's process (a
+// *consensus.Queues).
+type queuesProcess interface {
+	Raft() *consensus.Raft
+	Stats() []consensus.QueueStat
+}
+
 // NewReplicated starts (or joins) the replicated queues on node n.
 func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
+	return newReplicated(n, c, ReplicatedAlgorithm)
+}
+
+func newReplicated(n *live.Node, c ReplicatedConfig, algorithm func(ReplicatedConfig) proc.Algorithm) (*Replicated, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	c = c.withDefaults()
-	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(c))
+	svc, err := n.Service(ServiceName, algorithm(c))
 	if err != nil {
 		return nil, err
 	}
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
-		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
+		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
+		halted: make(chan struct{}), log: cmp.Or(c.Logger, slog.Default())}
 	svc.OnOutput(r.output)
 	go r.batch()
 	return r, nil
@@ -226,6 +246,9 @@ func (r *Replicated) output(o proc.Output) {
 		origin, seq = o.Origin, o.Seq
 	case consensus.QueueExpired:
 		wake = o.Queue
+	case consensus.Halted:
+		r.halt(o)
+		return
 	case consensus.Restored:
 		r.mu.Lock()
 		for name, ch := range r.changed {
@@ -251,6 +274,29 @@ func (r *Replicated) output(o proc.Output) {
 		default:
 		}
 	}
+}
+
+// halt stops serving: the replica applies nothing more, so every
+// operation under way or to come fails with ErrHalted, and the listeners
+// are cut off (they go on elsewhere). Logged once: the log outputs
+// Halted once.
+func (r *Replicated) halt(h consensus.Halted) {
+	if !r.haltedAt.CompareAndSwap(nil, &h) {
+		return
+	}
+	r.log.Error("replicated queues halted: a committed entry this node cannot apply; it serves the queues no more, the other nodes do; restart it once it can read the entry",
+		"entry", h.Index, "reason", h.Reason)
+	close(r.halted)
+	r.EndListeners()
+}
+
+// Halted is why this node's replica halted (wrapping ErrHalted), or nil.
+func (r *Replicated) Halted() error {
+	h := r.haltedAt.Load()
+	if h == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at entry %d of the log, which it cannot apply (%s): the other nodes serve the queues", ErrHalted, h.Index, h.Reason)
 }
 
 // wait registers w for the answers numbered key, beside any other copy of
@@ -287,10 +333,15 @@ func (r *Replicated) notify(m Message) {
 // number (the log applies it once), and again after twice as long, and so
 // on (backoff).
 func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
+	if err := r.Halted(); err != nil {
+		return nil, err
+	}
 	select {
 	case r.window <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-r.halted:
+		return nil, r.Halted()
 	}
 	defer func() { <-r.window }()
 	w := &waiter{ch: make(chan proc.Output, 1), tx: tx}
@@ -327,6 +378,8 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
+		case <-r.halted:
+			return nil, r.Halted()
 		case <-t.C:
 			switch {
 			case first:
@@ -518,6 +571,8 @@ func (r *Replicated) GetN(ctx context.Context, name string, visibility time.Dura
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
+		case <-r.halted:
+			return nil, r.Halted()
 		}
 	}
 }
@@ -649,16 +704,21 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 // keeps many on their way at once and each commits with the others'
 // entries.
 //
-// Runs unanswered are proposed again together, in the order of the
-// stream, as Go-Back-N retransmits every segment from the oldest not
-// acknowledged (Tanenbaum, Computer Networks, §3.4.2): one timer, the
-// oldest run's, set to the retry interval after the last answer and
-// doubled at each expiry (backoff). A run given its own timer would be
-// proposed again out of order: an older run has waited, and backed off,
-// longer than a younger one, so after a change of leader lost both the
-// younger one's copy reached the log first, was refused as coming after a
-// put not applied, and ended the stream — at every change of leader, on a
-// machine busy enough to have many.
+// A run lost on its way (as at a change of leader) is overtaken by the
+// next, which the log refuses as early: nothing of it applies. As in
+// Go-Back-N (Tanenbaum, Computer Networks, §3.4.2), where the receiver
+// discards what comes out of order and the sender retransmits every
+// frame from the oldest not acknowledged, an early run stays under way,
+// and the runs unanswered are proposed again together, in the order of
+// the stream: one timer, the oldest run's, set to the retry interval
+// after the last answer and doubled at each expiry (backoff). Before,
+// each run had its own timer, and an early run ended the stream (the
+// Publisher resent the rest on a new one): an older run had waited, and
+// backed off, longer than a younger one, so after a change of leader
+// lost both the younger one's copy went first and was refused; and a
+// resumed stream's run took the refusal of an older stream's copy of the
+// same numbers, still on its way, for its own — on a busy machine,
+// streams were opened again and again.
 type runStream struct {
 	r *Replicated
 
@@ -710,12 +770,17 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 			return nil, err
 		}
 	}
+	if err := r.Halted(); err != nil {
+		return nil, err
+	}
 	select {
 	case r.window <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-r.svc.Done():
 		return nil, ErrClosed
+	case <-r.halted:
+		return nil, r.Halted()
 	}
 	// Room for an older run's answers beside its own (they are skipped).
 	sr := &streamRun{run: run, w: &waiter{ch: make(chan proc.Output, 4), tx: true}}
@@ -811,6 +876,12 @@ func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
 			if !ok || done.After != run.After || done.Puts != len(run.Bodies) {
 				continue
 			}
+			if done.Early {
+				// This copy overtook the run before it, lost on its way:
+				// it is proposed again after that one.
+				r.stats.early.Add(1)
+				continue
+			}
 			r.stats.puts.Add(uint64(len(done.IDs)))
 			res := runResult{ids: done.IDs}
 			switch {
@@ -825,6 +896,8 @@ func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
 			return runResult{err: ctx.Err()}
 		case <-r.svc.Done():
 			return runResult{err: ErrClosed}
+		case <-r.halted:
+			return runResult{err: r.Halted()}
 		}
 	}
 }
@@ -834,7 +907,7 @@ func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
 func (r *Replicated) Leading() bool {
 	var ok bool
 	r.svc.Read(func(p proc.Process) {
-		if q, is := p.(*consensus.Queues); is {
+		if q, is := p.(queuesProcess); is {
 			ok = q.Raft().Ready()
 		}
 	})
@@ -890,7 +963,7 @@ func (r *Replicated) EndListeners() {
 func (r *Replicated) Queues() []Stats {
 	out := []Stats{}
 	r.svc.Read(func(p proc.Process) {
-		if q, ok := p.(*consensus.Queues); ok {
+		if q, ok := p.(queuesProcess); ok {
 			for _, s := range q.Stats() {
 				out = append(out, Stats{Name: s.Name, Replicated: true, Ready: s.Ready, Leased: s.Leased, Bytes: s.Bytes})
 			}
@@ -907,6 +980,13 @@ func (r *Replicated) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"get\"} %d\n", r.stats.gets.Load())
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"ack\"} %d\n", r.stats.acks.Load())
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"refused\"} %d\n", r.stats.refused.Load())
+	// 1 once the replica halted (Halted), with the entry it halted at.
+	var halted, at uint64
+	if h := r.haltedAt.Load(); h != nil {
+		halted, at = 1, h.Index
+	}
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_halted gauge\ncohort_rqueue_halted %d\n", halted)
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_halted_entry gauge\ncohort_rqueue_halted_entry %d\n", at)
 	fmt.Fprintf(w, "# TYPE cohort_rqueue_messages gauge\n")
 	for _, s := range r.Queues() {
 		fmt.Fprintf(w, "cohort_rqueue_messages{queue=%q,state=\"ready\"} %d\n", s.Name, s.Ready)

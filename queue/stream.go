@@ -311,8 +311,9 @@ type streamCommit struct {
 // (replicated ones) the next is started, so that the puts of a stream
 // share syncs and entries with each other and with other requests. A
 // replicated stream's commits are runs (consensus.QueuePutRun), each
-// applied only after the one before it: one that overtakes another (a
-// change of leader) is refused, and the stream ends there.
+// applied only after the one before it: one that overtakes another lost
+// on its way (a change of leader) is refused as early and proposed again
+// after it (runStream).
 func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin string, seq uint64, w http.ResponseWriter, rc *http.ResponseController) {
 	tm := m.(transactor)
 	rm, replicated := m.(*Replicated)
