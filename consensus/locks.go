@@ -412,11 +412,15 @@ func (l *Locks) expire(env proc.Env) {
 // The replicated table: Apply, Snapshot, Restore.
 
 func (l *Locks) Apply(env proc.Env, index uint64, data []byte) error {
-	l.log.Apply(env, index, data)
-	var op LockOp
-	if data == nil || json.Unmarshal(data, &op) != nil {
+	if len(data) == 0 { // the no-op a new leader appends
+		l.log.Apply(env, index, data)
 		return nil
 	}
+	var op LockOp
+	if err := json.Unmarshal(data, &op); err != nil {
+		return fmt.Errorf("locks: entry %d (%d bytes): %w", index, len(data), err) // the server halts
+	}
+	l.log.Apply(env, index, data)
 	refuse := func(why string, args ...any) {
 		env.Output(LockRefused{Tag: op.Tag, Session: op.Session, Seq: op.Seq, Reason: fmt.Sprintf(why, args...)})
 	}
@@ -584,15 +588,20 @@ func (l *Locks) Snapshot() []byte {
 	return b
 }
 
-func (l *Locks) Restore(env proc.Env, b []byte) {
+func (l *Locks) Restore(env proc.Env, b []byte) error {
 	l.log = Log{}
 	l.sessions = map[uint64]*session{}
 	l.locks = map[string]*lockState{}
 	var s locksSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	l.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("locks: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := l.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("locks: snapshot: %w", err)
+	}
 	maps.Copy(l.sessions, s.Sessions)
 	maps.Copy(l.locks, s.Locks)
 	l.refs = 0
@@ -602,6 +611,7 @@ func (l *Locks) Restore(env proc.Env, b []byte) {
 	// Who holds what, as the snapshot says: a server that starts from it
 	// tells its clients as if it had applied the grants.
 	l.replayHolders(env)
+	return nil
 }
 
 // replayHolders outputs a Granted for every lock held.

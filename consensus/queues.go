@@ -889,14 +889,19 @@ func (q *Queues) Snapshot() []byte {
 
 // Restore replaces the state by a snapshot's: the messages held (acked
 // ones are gone), their leases, and the origins.
-func (q *Queues) Restore(env proc.Env, b []byte) {
+func (q *Queues) Restore(env proc.Env, b []byte) error {
 	q.reset()
 	q.leases.forget() // deadlines are set again by lead
 	var s queuesSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	q.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("queues: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := q.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("queues: snapshot: %w", err)
+	}
 	q.next = s.Next
 	for name, ms := range s.Queues {
 		rq := q.queue(name)
@@ -910,6 +915,7 @@ func (q *Queues) Restore(env proc.Env, b []byte) {
 		}
 	}
 	q.origins.restore(s.Origins)
+	return nil
 }
 
 func (g QueueGot) String() string {

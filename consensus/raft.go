@@ -168,8 +168,10 @@ type StateMachine interface {
 	Snapshot() []byte
 	// Restore replaces the state by a snapshot's (nil: the initial
 	// state), at a restart or when the leader sends one; env is the
-	// server's, for outputs.
-	Restore(env proc.Env, data []byte)
+	// server's, for outputs. An error says that it cannot read the
+	// snapshot: the server halts (Halted) rather than go on from another
+	// state than the others'.
+	Restore(env proc.Env, data []byte) error
 }
 
 // Entry is one entry of the log: data for the state machine, a new
@@ -415,16 +417,16 @@ type Elected struct {
 }
 
 // Halted is output once by a server whose state machine could not apply
-// entry Index (Reason: its error). Every server applies every committed
-// entry, in order, so one that skipped an entry would hold another state
-// than the others from then on, and answer its clients from it (a
-// replicated state machine's safety rests on that: Schneider, 1990). It
-// halts instead: it applies nothing more, so it answers nothing more; it
-// compacts no further than the entry before, campaigns no more and, if
-// it leads, hands the lead over — but it still stores and acknowledges
-// entries and votes, so that the others go on without it. A restart
-// applies the entries again (after a repair, or on a version that reads
-// the entry).
+// entry Index, or restore a snapshot that ends at Index (Reason: its
+// error). Every server applies every committed entry, in order, so one
+// that skipped an entry would hold another state than the others from
+// then on, and answer its clients from it (a replicated state machine's
+// safety rests on that: Schneider, 1990). It halts instead: it applies
+// nothing more, so it answers nothing more; it compacts its log no more,
+// campaigns no more and, if it leads, hands the lead over — but it still
+// stores and acknowledges entries and votes, so that the others go on
+// without it. A restart applies the entries again (after a repair, or on
+// a version that reads the entry).
 type Halted struct {
 	Index  uint64 `json:"index"`
 	Reason string `json:"reason"`
@@ -1092,7 +1094,9 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 		}
 		r.first, r.snapTerm, r.snapshot, r.snapConf = m.Index+1, m.Last, m.Data, m.Members
 		r.commit, r.applied, r.appliedBytes = m.Index, m.Index, 0
-		r.sm.Restore(env, m.Data)
+		if err := r.sm.Restore(env, m.Data); err != nil && r.halted == nil {
+			r.halt(env, m.Index, err)
+		}
 		r.configure()
 		r.rewrite(env)
 	}
@@ -1208,23 +1212,25 @@ func (r *Raft) apply(env proc.Env) {
 		data := r.log[r.applied-r.first].Data
 		if err := r.sm.Apply(env, r.applied, data); err != nil {
 			r.applied--
-			r.halt(env, err)
+			r.halt(env, r.applied+1, err)
 			break
 		}
 		r.appliedBytes += len(data)
 	}
 	r.probe(StageApplied, r.self, r.applied)
-	if r.compactDue(1) && r.mayCompact(env) {
+	// A halted state machine is not snapshotted: it may not hold the
+	// state its log says (a snapshot it could not restore).
+	if r.halted == nil && r.compactDue(1) && r.mayCompact(env) {
 		r.compact(env)
 	}
 }
 
-// halt stops applying at entry applied+1, which the state machine could
-// not apply (Halted). A leader hands over to the member that holds most
-// of the log, as a removed leader does.
-func (r *Raft) halt(env proc.Env, err error) {
+// halt stops applying: the state machine could not apply entry index,
+// or restore the snapshot that ends there (Halted). A leader hands over
+// to the member that holds most of the log, as a removed leader does.
+func (r *Raft) halt(env proc.Env, index uint64, err error) {
 	r.halted = err
-	env.Output(Halted{Index: r.applied + 1, Reason: err.Error()})
+	env.Output(Halted{Index: index, Reason: err.Error()})
 	if r.role != leader {
 		return
 	}
