@@ -153,3 +153,25 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A Listen whose stream carries an event that is not a message ends with
+// an error naming it, and hands on no message after it; before, the event
+// was dropped without a word and the listener went on, one message short.
+func TestListenRefusesAnEventItCannotDecode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":1,\"body\":\"bTE=\"}\n\n")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":2,\"body\":\n\n")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":3,\"body\":\"bTM=\"}\n\n")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []uint64
+	c := &queue.Client{Endpoints: []string{srv.URL}}
+	err := c.Listen(ctx, "jobs", func(m queue.Message) { got = append(got, m.ID) })
+	if err == nil || !strings.Contains(err.Error(), `"id\":2`) || len(got) != 1 || got[0] != 1 {
+		t.Fatalf("Listen: %v, messages %v; want message 1, then an error naming the event of message 2", err, got)
+	}
+	t.Log(err)
+}

@@ -678,12 +678,24 @@ func (c *Client) Listen(ctx context.Context, name string, f func(Message)) error
 			return code, msg, err
 		}
 		defer resp.Body.Close()
+		// An event that is not a message ends the stream with an error
+		// naming it: dropped, the message would be missed without a word.
+		var bad error
 		err = httpapi.ReadEvents(resp.Body, 4*MaxMessage, func(data []byte) {
 			var m Message
-			if json.Unmarshal(data, &m) == nil {
-				f(m)
+			if bad != nil {
+				return
 			}
+			if err := json.Unmarshal(data, &m); err != nil {
+				bad = fmt.Errorf("listen: event %q is not a message: %w", httpapi.Clip(string(data)), err)
+				resp.Body.Close() // ends the reading
+				return
+			}
+			f(m)
 		})
+		if bad != nil {
+			return 0, "", bad
+		}
 		if ctx.Err() != nil {
 			return http.StatusOK, "", nil
 		}
