@@ -1189,6 +1189,9 @@ func (r *Raft) maybeCommit(env proc.Env) {
 		r.commit = n
 		r.probe(StageCommitted, r.self, n)
 		r.apply(env)
+		if r.role != leader {
+			return // it halted, and handed over
+		}
 		if !r.member[r.self] && r.commit >= r.confIndex {
 			// A configuration without us is committed: our work is
 			// done (thesis §4.2.2); we hand over.
