@@ -70,7 +70,7 @@ const FlushTag = tagFlush
 
 // NewQueuesApplying is NewQueues with its entries applied by apply(q, …)
 // instead of q.Apply.
-func NewQueuesApplying(id proc.ID, n int, cfg Config, limits QueueLimits, apply func(q *Queues, env proc.Env, index uint64, data []byte)) *Queues {
+func NewQueuesApplying(id proc.ID, n int, cfg Config, limits QueueLimits, apply func(q *Queues, env proc.Env, index uint64, data []byte) error) *Queues {
 	cfg.Forward = true
 	q := &Queues{cfg: cfg, limits: limits}
 	q.reset()
@@ -80,11 +80,11 @@ func NewQueuesApplying(id proc.ID, n int, cfg Config, limits QueueLimits, apply 
 
 type appliedBy struct {
 	*Queues
-	apply func(q *Queues, env proc.Env, index uint64, data []byte)
+	apply func(q *Queues, env proc.Env, index uint64, data []byte) error
 }
 
-func (a appliedBy) Apply(env proc.Env, index uint64, data []byte) {
-	a.apply(a.Queues, env, index, data)
+func (a appliedBy) Apply(env proc.Env, index uint64, data []byte) error {
+	return a.apply(a.Queues, env, index, data)
 }
 
 // ReverseReady puts every queue's ready messages newest first (a stack).

@@ -376,12 +376,16 @@ func (g *Groups) Timeout(env proc.Env, tag any) {
 	}
 }
 
-func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
-	g.log.applyDigest(env, index, data)
+func (g *Groups) Apply(env proc.Env, index uint64, data []byte) error {
+	if len(data) == 0 { // the no-op a new leader appends
+		g.log.applyDigest(env, index, data)
+		return nil
+	}
 	via, ss, err := appendSends(g.decoded[:0], data)
 	if err != nil {
-		return
+		return fmt.Errorf("groups: entry %d (%d bytes): %w", index, len(data), err) // the server halts
 	}
+	g.log.applyDigest(env, index, data)
 	out := Delivered{Index: index, Messages: make([]GroupMessage, 0, len(ss))}
 	var acked *Acked
 	if via == env.Self() || via == anyServer {
@@ -405,6 +409,7 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) {
 		g.underWay = max(g.underWay-1, 0)
 		g.proposeSoon(env)
 	}
+	return nil
 }
 
 // deliver applies one message of entry index: it adds the delivery to
@@ -510,13 +515,18 @@ func (g *Groups) Snapshot() []byte {
 // Restore replaces the state by a snapshot's, and delivers again the
 // messages it retains, in order, so that a server that starts from it can
 // serve them to its listeners.
-func (g *Groups) Restore(env proc.Env, b []byte) {
+func (g *Groups) Restore(env proc.Env, b []byte) error {
 	g.log, g.groups, g.retained, g.origins = Log{}, map[string]*groupState{}, 0, newOrigins()
 	var s groupsSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	g.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("groups: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := g.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("groups: snapshot: %w", err)
+	}
 	for name, gs := range s.Groups {
 		for _, m := range gs.Recent {
 			gs.cost += retainedCost(m)
@@ -526,6 +536,7 @@ func (g *Groups) Restore(env proc.Env, b []byte) {
 	}
 	g.origins.restore(s.Origins)
 	g.replay(env)
+	return nil
 }
 
 // replay outputs every group's retained messages, in order, a Delivered

@@ -68,17 +68,22 @@ func (r KVResult) String() string {
 // NewKV returns an empty store.
 func NewKV() *KV { return &KV{data: map[string]string{}, sessions: map[uint64]KVResult{}} }
 
-func (kv *KV) Apply(env proc.Env, index uint64, data []byte) {
-	kv.log.Apply(env, index, data)
+func (kv *KV) Apply(env proc.Env, index uint64, data []byte) error {
 	var op KVOp
-	if data == nil || json.Unmarshal(data, &op) != nil || op.Client == 0 || op.Seq == 0 {
-		return // a leader's no-op, or not an operation
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &op); err != nil {
+			return fmt.Errorf("kv: entry %d (%d bytes): %w", index, len(data), err) // the server halts
+		}
+	}
+	kv.log.Apply(env, index, data)
+	if op.Client == 0 || op.Seq == 0 {
+		return nil // a leader's no-op, or not an operation
 	}
 	if last, ok := kv.sessions[op.Client]; ok && op.Seq <= last.Seq {
 		if op.Seq == last.Seq {
 			env.Output(last) // a duplicate: the first copy's result
 		}
-		return // (older than the last: the client has its answer)
+		return nil // (older than the last: the client has its answer)
 	}
 	old, found := kv.data[op.Key]
 	res := KVResult{Client: op.Client, Seq: op.Seq, Index: index, Value: old, Found: found, OK: true}
@@ -95,6 +100,7 @@ func (kv *KV) Apply(env proc.Env, index uint64, data []byte) {
 	}
 	kv.sessions[op.Client] = res
 	env.Output(res)
+	return nil
 }
 
 // Get reads key from this server's copy, without the log: what this
@@ -116,13 +122,19 @@ func (kv *KV) Snapshot() []byte {
 	return b
 }
 
-func (kv *KV) Restore(env proc.Env, b []byte) {
+func (kv *KV) Restore(env proc.Env, b []byte) error {
 	*kv = *NewKV()
 	var s kvSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	kv.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("kv: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := kv.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("kv: snapshot: %w", err)
+	}
 	maps.Copy(kv.data, s.Data)
 	maps.Copy(kv.sessions, s.Sessions)
+	return nil
 }

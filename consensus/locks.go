@@ -411,12 +411,16 @@ func (l *Locks) expire(env proc.Env) {
 
 // The replicated table: Apply, Snapshot, Restore.
 
-func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
-	l.log.Apply(env, index, data)
-	var op LockOp
-	if data == nil || json.Unmarshal(data, &op) != nil {
-		return
+func (l *Locks) Apply(env proc.Env, index uint64, data []byte) error {
+	if len(data) == 0 { // the no-op a new leader appends
+		l.log.Apply(env, index, data)
+		return nil
 	}
+	var op LockOp
+	if err := json.Unmarshal(data, &op); err != nil {
+		return fmt.Errorf("locks: entry %d (%d bytes): %w", index, len(data), err) // the server halts
+	}
+	l.log.Apply(env, index, data)
 	refuse := func(why string, args ...any) {
 		env.Output(LockRefused{Tag: op.Tag, Session: op.Session, Seq: op.Seq, Reason: fmt.Sprintf(why, args...)})
 	}
@@ -431,7 +435,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 			l.leases.renew(env, index, op.TTL)
 			env.Output(Opened{Tag: op.Tag, Session: index, TTL: op.TTL, Valid: l.Valid(op.TTL)})
 		}
-		return
+		return nil
 	}
 	s, ok := l.sessions[op.Session]
 	if op.Op == "renew" { // touch's, without the lease: its own sequence of KeepAlives
@@ -442,24 +446,24 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 		if op.Owner == l.raft.self {
 			l.keptAlive(env, Touched{Session: op.Session, Seq: op.Seq, OK: ok, Gone: !ok})
 		}
-		return
+		return nil
 	}
 	if !ok {
 		if op.Op != "expire" {
 			refuse("session %d is not open", op.Session)
 		}
-		return
+		return nil
 	}
 	if op.Op == "expire" && op.Based != s.Renewed {
-		return // renewed through the log after this expiry was proposed
+		return nil // renewed through the log after this expiry was proposed
 	}
 	if op.Op != "expire" {
 		if op.Seq < s.Seq {
-			return // a retry of an operation the session has moved past
+			return nil // a retry of an operation the session has moved past
 		}
 		if op.Seq == s.Seq {
 			l.reanswer(env, op, s)
-			return
+			return nil
 		}
 		s.Seq = op.Seq
 	}
@@ -469,7 +473,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 	case "release":
 		if !slices.Contains(s.Locks, op.Lock) {
 			refuse("session %d neither holds nor waits for %q", op.Session, op.Lock)
-			return
+			return nil
 		}
 		s.Locks = slices.DeleteFunc(s.Locks, func(x string) bool { return x == op.Lock })
 		l.refs--
@@ -485,6 +489,7 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) {
 	default:
 		refuse("unknown operation %q", op.Op)
 	}
+	return nil
 }
 
 // reanswer answers again the session's latest operation, which reached the
@@ -583,15 +588,20 @@ func (l *Locks) Snapshot() []byte {
 	return b
 }
 
-func (l *Locks) Restore(env proc.Env, b []byte) {
+func (l *Locks) Restore(env proc.Env, b []byte) error {
 	l.log = Log{}
 	l.sessions = map[uint64]*session{}
 	l.locks = map[string]*lockState{}
 	var s locksSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	l.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("locks: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := l.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("locks: snapshot: %w", err)
+	}
 	maps.Copy(l.sessions, s.Sessions)
 	maps.Copy(l.locks, s.Locks)
 	l.refs = 0
@@ -601,6 +611,7 @@ func (l *Locks) Restore(env proc.Env, b []byte) {
 	// Who holds what, as the snapshot says: a server that starts from it
 	// tells its clients as if it had applied the grants.
 	l.replayHolders(env)
+	return nil
 }
 
 // replayHolders outputs a Granted for every lock held.

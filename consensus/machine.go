@@ -31,9 +31,10 @@ func (Applied) Kind() string { return "applied" }
 
 func (a Applied) String() string { return fmt.Sprintf("applied %d %q", a.Index, a.Data) }
 
-func (l *Log) Apply(env proc.Env, index uint64, data []byte) {
+func (l *Log) Apply(env proc.Env, index uint64, data []byte) error {
 	l.step(index, data)
 	env.Output(Applied{Index: index, Digest: l.digest, Data: string(data)})
+	return nil
 }
 
 // applyDigest is Apply with an output that leaves the data out (for
@@ -81,12 +82,17 @@ func (l *Log) Snapshot() []byte {
 	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, l.index), l.digest)
 }
 
-func (l *Log) Restore(env proc.Env, b []byte) {
+func (l *Log) Restore(env proc.Env, b []byte) error {
 	*l = Log{}
-	if len(b) == 16 {
+	switch len(b) {
+	case 0:
+		return nil
+	case 16:
 		l.index, l.digest = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 		env.Output(Restored{Index: l.index, Digest: l.digest})
+		return nil
 	}
+	return fmt.Errorf("the log's digest: %d bytes, want 16", len(b))
 }
 
 // Restored is output when a server's state machine is restored from a

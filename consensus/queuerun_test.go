@@ -27,7 +27,9 @@ func TestQueuePutRuns(t *testing.T) {
 		env.out = env.out[:0]
 		q.Apply(env, index, op(consensus.QueueOp{Op: "run", Queue: "jobs", Origin: o, Seq: seq, After: after, Bodies: bodies}))
 		done, ok := env.out[len(env.out)-1].(consensus.QueuePutRunDone)
-		if !ok || done.Origin != o || done.Seq != seq {
+		// The answer names its run whole, first number, the put it
+		// follows and how many: another run may share its first number.
+		if !ok || done.Origin != o || done.Seq != seq || done.After != after || done.Puts != n {
 			t.Fatalf("run %d: the last output %+v, want its QueuePutRunDone", seq, env.out[len(env.out)-1])
 		}
 		return done
@@ -35,7 +37,7 @@ func TestQueuePutRuns(t *testing.T) {
 	if d := run(1, 0, 3); !slices.Equal(d.IDs, []uint64{1, 2, 3}) || d.Reason != "" {
 		t.Fatalf("run 1-3: %+v", d)
 	}
-	if d := run(6, 5, 2); len(d.IDs) != 0 || d.Reason == "" {
+	if d := run(6, 5, 2); len(d.IDs) != 0 || d.Reason == "" || !d.Early {
 		t.Fatalf("run 6-7 after 5, not applied: %+v, want refused", d)
 	}
 	// Resent from 2, with 4 and 5 new: 2 and 3 are copies.
@@ -46,7 +48,7 @@ func TestQueuePutRuns(t *testing.T) {
 	if d := run(6, 5, 3); !slices.Equal(d.IDs, []uint64{6}) || !d.Full {
 		t.Fatalf("run 6-8 on a queue with room for one: %+v", d)
 	}
-	if d := run(9, 8, 1); len(d.IDs) != 0 || d.Full {
+	if d := run(9, 8, 1); len(d.IDs) != 0 || d.Full || !d.Early {
 		t.Fatalf("run 9 after the refused 8: %+v, want refused, not as full", d)
 	}
 	got := 0

@@ -343,12 +343,22 @@ type QueueTxDone struct {
 // QueuePutRunDone answers a QueuePutRun: IDs, one per put applied from
 // the first (0: a copy of one applied before), and, if fewer than the
 // run's puts, Reason why the next was refused (Full: the queue is full).
+// After and Puts are the run's: two runs may share a first number — a
+// stream resumed from a put whose run was refused sends it again, first
+// in a run after nothing — and a copy of the older one, still on its way,
+// must not answer the newer (a refusal for an older run's order would
+// end the new stream).
 type QueuePutRunDone struct {
 	Origin uint64   `json:"origin"`
 	Seq    uint64   `json:"seq"`
+	After  uint64   `json:"after,omitempty"`
+	Puts   int      `json:"puts"`
 	IDs    []uint64 `json:"ids"`
 	Reason string   `json:"reason,omitempty"`
 	Full   bool     `json:"full,omitempty"`
+	// Early: none of the run was applied, for it came before the put it
+	// follows (After) was; a copy proposed again after that put may be.
+	Early bool `json:"early,omitempty"`
 }
 
 // QueueExpired: a lease ran out on the leader's clock; the message is
@@ -483,18 +493,29 @@ func (q *Queues) expire(env proc.Env) {
 
 // The replicated queues: Apply, Snapshot, Restore.
 
-func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
-	q.log.applyDigest(env, index, data)
-	op, err := decodeQueueOp(data)
-	if err != nil {
-		return
+// Apply applies an entry; one it cannot decode, or whose operation it
+// does not know (written by a newer version, or damaged), it refuses
+// whole, with an error, and the server halts (Halted): skipped here and
+// applied by the others, it would make this server's queues another's.
+func (q *Queues) Apply(env proc.Env, index uint64, data []byte) error {
+	if len(data) == 0 { // the no-op a new leader appends
+		q.log.applyDigest(env, index, data)
+		return nil
 	}
+	op, err := decodeQueueOp(data)
+	if err == nil && !slices.Contains(queueOps, op.Op) {
+		err = fmt.Errorf("unknown operation %q", op.Op)
+	}
+	if err != nil {
+		return fmt.Errorf("queues: entry %d (%d bytes): %w", index, len(data), err)
+	}
+	q.log.applyDigest(env, index, data)
 	switch op.Op {
 	case "expire":
 		if len(op.IDs) == 1 {
 			q.expired(env, op.Queue, op.IDs[0], op.Token)
 		}
-		return
+		return nil
 	case "puts":
 		for _, p := range op.Puts {
 			if q.fresh(env, p.Origin, p.Seq, QueueOp{Op: "put", Queue: p.Queue}) {
@@ -503,13 +524,13 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 				}
 			}
 		}
-		return
+		return nil
 	case "run":
 		q.run(env, index, op)
-		return
+		return nil
 	}
 	if !q.fresh(env, op.Origin, op.Seq, op) {
-		return
+		return nil
 	}
 	done := true
 	switch op.Op {
@@ -521,14 +542,15 @@ func (q *Queues) Apply(env proc.Env, index uint64, data []byte) {
 		q.ackOrRelease(env, index, op)
 	case "tx":
 		done = q.tx(env, index, op)
-	default:
-		env.Output(QueueRefused{Origin: op.Origin, Seq: op.Seq, Reason: fmt.Sprintf("unknown operation %q", op.Op)})
-		done = false
 	}
 	if done || op.Origin&ClientOrigin == 0 {
 		q.applied(index, op.Origin, op.Seq)
 	}
+	return nil
 }
+
+// queueOps are the operations an entry may hold.
+var queueOps = []string{"put", "puts", "run", "get", "ack", "release", "tx", "expire"}
 
 // ClientOrigin marks the origins of clients that resend a refused
 // operation under its number (a relay retrying a full queue, a client's
@@ -641,7 +663,7 @@ func (q *Queues) put(env proc.Env, p QueuePut) bool {
 // run applies a stream's run of puts (QueuePutRun): in order, up to the
 // first refused; none if the run before it was not applied.
 func (q *Queues) run(env proc.Env, index uint64, op QueueOp) {
-	done := QueuePutRunDone{Origin: op.Origin, Seq: op.Seq, IDs: []uint64{}}
+	done := QueuePutRunDone{Origin: op.Origin, Seq: op.Seq, After: op.After, Puts: len(op.Bodies), IDs: []uint64{}}
 	if op.Seq == 0 || len(op.Bodies) == 0 {
 		done.Reason = "a run of puts without a sequence number or puts"
 		env.Output(done)
@@ -649,6 +671,7 @@ func (q *Queues) run(env proc.Env, index uint64, op QueueOp) {
 	}
 	if op.After != 0 && !q.origins.applied(op.Origin, op.After) {
 		done.Reason = fmt.Sprintf("put %d of origin %d comes before put %d, which is not applied: resend from there", op.After, op.Origin, op.Seq)
+		done.Early = true
 		env.Output(done)
 		return
 	}
@@ -866,14 +889,19 @@ func (q *Queues) Snapshot() []byte {
 
 // Restore replaces the state by a snapshot's: the messages held (acked
 // ones are gone), their leases, and the origins.
-func (q *Queues) Restore(env proc.Env, b []byte) {
+func (q *Queues) Restore(env proc.Env, b []byte) error {
 	q.reset()
 	q.leases.forget() // deadlines are set again by lead
 	var s queuesSnapshot
-	if len(b) == 0 || json.Unmarshal(b, &s) != nil {
-		return
+	if len(b) == 0 {
+		return nil
 	}
-	q.log.Restore(env, s.Log)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("queues: snapshot of %d bytes: %w", len(b), err) // the server halts
+	}
+	if err := q.log.Restore(env, s.Log); err != nil {
+		return fmt.Errorf("queues: snapshot: %w", err)
+	}
 	q.next = s.Next
 	for name, ms := range s.Queues {
 		rq := q.queue(name)
@@ -887,6 +915,7 @@ func (q *Queues) Restore(env proc.Env, b []byte) {
 		}
 	}
 	q.origins.restore(s.Origins)
+	return nil
 }
 
 func (g QueueGot) String() string {

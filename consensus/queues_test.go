@@ -122,10 +122,11 @@ func drained(events []trace.Event) error {
 func TestQueueDeliveryCatchesBrokenQueueServers(t *testing.T) {
 	apply := func(bug func(q *consensus.Queues, env proc.Env, index uint64, data []byte) bool) func(id proc.ID, n int) proc.Process {
 		return func(id proc.ID, n int) proc.Process {
-			return consensus.NewQueuesApplying(id, n, queuesConfig(), consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) {
+			return consensus.NewQueuesApplying(id, n, queuesConfig(), consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) error {
 				if !bug(q, env, index, data) {
-					q.Apply(env, index, data)
+					return q.Apply(env, index, data)
 				}
+				return nil
 			})
 		}
 	}
@@ -410,4 +411,68 @@ func (w lapseWatch) Timeout(env proc.Env, tag any)     { w.Queues.Timeout(env, t
 func (w lapseWatch) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	w.Queues.Receive(env, from, m)
 	w.after(env)
+}
+
+// A committed entry one server cannot apply (it cannot decode it: a
+// newer version wrote it, or it is damaged) halts that server, which
+// outputs Halted once and nothing of the queues after it — no entry
+// applied, no put, get or ack answered — and leads no more; the others
+// apply every entry and serve the clients, and every check holds on the
+// run. Before, the server skipped the entry and went on from a state
+// the others no longer had: here, the get it skipped left a message
+// ready there that was leased everywhere else.
+func TestQueuesHaltAtAnEntryTheyCannotApply(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		const odd = proc.ID(2) // the server that cannot apply one entry
+		var bad uint64         // that entry
+		mk := func(id proc.ID, n int) proc.Process {
+			return consensus.NewQueuesApplying(id, n, queuesConfig(), consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) error {
+				if id == odd && bad == 0 && index > 40 {
+					if op, _ := consensus.DecodeQueueOp(data); op.Op == "get" {
+						bad = index
+					}
+				}
+				if id == odd && index == bad {
+					return q.Apply(env, index, append([]byte{'?'}, data...))
+				}
+				return q.Apply(env, index, data)
+			})
+		}
+		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Workload: queueClients(800 * time.Millisecond), Deadline: 2 * time.Second})
+		r.Hold(t, queueChecks...)
+		if err := drained(r.Trace.Events); err != nil {
+			t.Errorf("seed %d: liveness: %v", seed, err)
+		}
+		halted, after, applied := 0, 0, map[int32]uint64{}
+		for _, e := range r.Trace.Events {
+			if e.Kind != trace.Output {
+				continue
+			}
+			switch {
+			case e.Type == "halted":
+				var h consensus.Halted
+				if json.Unmarshal(e.Data, &h) != nil || e.Node != int32(odd) || h.Index != bad || h.Reason == "" {
+					t.Fatalf("seed %d: %s at p%d, want p%d halted at entry %d, with its reason", seed, e.Data, e.Node, odd, bad)
+				}
+				halted++
+			case halted > 0 && e.Node == int32(odd) && (e.Type == "applied" || e.Type == "leader" || len(e.Type) > 6 && e.Type[:6] == "queue-"):
+				after++
+				t.Errorf("seed %d: p%d output %s %s after it halted", seed, odd, e.Type, e.Data)
+			case e.Type == "applied":
+				var a consensus.Applied
+				if json.Unmarshal(e.Data, &a) == nil {
+					applied[e.Node] = a.Index
+				}
+			}
+		}
+		if bad == 0 || halted != 1 {
+			t.Fatalf("seed %d: %d halted outputs (entry %d), want one", seed, halted, bad)
+		}
+		if applied[int32(odd)] != bad-1 || applied[0] <= bad || applied[1] <= bad {
+			t.Fatalf("seed %d: applied up to %v, want p%d at %d and the others beyond", seed, applied, odd, bad-1)
+		}
+		if t.Failed() {
+			return
+		}
+	}
 }

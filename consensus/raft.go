@@ -159,14 +159,19 @@ func (c Config) Validate() error {
 // its last snapshot and applies the entries after it again).
 type StateMachine interface {
 	// Apply applies entry index. data is nil for the no-op a new leader
-	// appends. env is the server's, for outputs.
-	Apply(env proc.Env, index uint64, data []byte)
+	// appends. env is the server's, for outputs. An error says that the
+	// machine cannot apply the entry (it cannot decode it: written by a
+	// newer version, or damaged) and changed nothing: the server then
+	// halts (Halted) rather than skip an entry the others apply.
+	Apply(env proc.Env, index uint64, data []byte) error
 	// Snapshot encodes the state after every entry applied so far.
 	Snapshot() []byte
 	// Restore replaces the state by a snapshot's (nil: the initial
 	// state), at a restart or when the leader sends one; env is the
-	// server's, for outputs.
-	Restore(env proc.Env, data []byte)
+	// server's, for outputs. An error says that it cannot read the
+	// snapshot: the server halts (Halted) rather than go on from another
+	// state than the others'.
+	Restore(env proc.Env, data []byte) error
 }
 
 // Entry is one entry of the log: data for the state machine, a new
@@ -219,6 +224,7 @@ type Raft struct {
 	commit       uint64
 	applied      uint64
 	appliedBytes int    // data of the entries applied since the last snapshot
+	halted       error  // the state machine could not apply entry applied+1 (Halted)
 	synced       uint64 // our log is durable up to here
 	deadline     time.Duration
 	timer        proc.TimerID  // the election timer; 0: none set
@@ -410,6 +416,26 @@ type Elected struct {
 	LastIndex uint64 `json:"last_index"`
 }
 
+// Halted is output once by a server whose state machine could not apply
+// entry Index, or restore a snapshot that ends at Index (Reason: its
+// error). Every server applies every committed entry, in order, so one
+// that skipped an entry would hold another state than the others from
+// then on, and answer its clients from it (a replicated state machine's
+// safety rests on that: Schneider, 1990). It halts instead: it applies
+// nothing more, so it answers nothing more; it compacts its log no more,
+// campaigns no more and, if it leads, hands the lead over — but it still
+// stores and acknowledges entries and votes, so that the others go on
+// without it. A restart applies the entries again (after a repair, or on
+// a version that reads the entry).
+type Halted struct {
+	Index  uint64 `json:"index"`
+	Reason string `json:"reason"`
+}
+
+func (Halted) Kind() string { return "halted" }
+
+func (h Halted) String() string { return fmt.Sprintf("halted at entry %d: %s", h.Index, h.Reason) }
+
 func (Elected) Kind() string     { return "leader" }
 func (e Elected) String() string { return fmt.Sprintf("leader t=%d last=%d", e.Term, e.LastIndex) }
 
@@ -503,6 +529,11 @@ func (r *Raft) Timeout(env proc.Env, tag any) {
 	case tagElection:
 		r.timer = 0
 		if r.role == leader {
+			return
+		}
+		if r.halted != nil { // it could not serve as leader
+			r.transfer = false
+			r.resetElection(env)
 			return
 		}
 		if r.transfer { // the leader that left chose us
@@ -618,6 +649,10 @@ func (r *Raft) askVotes(env proc.Env, term uint64) {
 // won moves on from a majority of votes: a pre-candidate campaigns, a
 // candidate leads.
 func (r *Raft) won(env proc.Env) {
+	if r.halted != nil { // halted during the campaign
+		r.stepDown(env, r.term, proc.None)
+		return
+	}
 	if r.role == precandidate {
 		r.campaign(env)
 	} else {
@@ -1059,7 +1094,9 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 		}
 		r.first, r.snapTerm, r.snapshot, r.snapConf = m.Index+1, m.Last, m.Data, m.Members
 		r.commit, r.applied, r.appliedBytes = m.Index, m.Index, 0
-		r.sm.Restore(env, m.Data)
+		if err := r.sm.Restore(env, m.Data); err != nil && r.halted == nil {
+			r.halt(env, m.Index, err)
+		}
 		r.configure()
 		r.rewrite(env)
 	}
@@ -1152,6 +1189,9 @@ func (r *Raft) maybeCommit(env proc.Env) {
 		r.commit = n
 		r.probe(StageCommitted, r.self, n)
 		r.apply(env)
+		if r.role != leader {
+			return // it halted, and handed over
+		}
 		if !r.member[r.self] && r.commit >= r.confIndex {
 			// A configuration without us is committed: our work is
 			// done (thesis §4.2.2); we hand over.
@@ -1170,17 +1210,49 @@ func (r *Raft) maybeCommit(env proc.Env) {
 // apply hands the committed entries not yet applied to the state machine,
 // then compacts if it is time.
 func (r *Raft) apply(env proc.Env) {
-	for r.applied < r.commit {
+	for r.applied < r.commit && r.halted == nil {
 		r.applied++
 		data := r.log[r.applied-r.first].Data
+		if err := r.sm.Apply(env, r.applied, data); err != nil {
+			r.applied--
+			r.halt(env, r.applied+1, err)
+			break
+		}
 		r.appliedBytes += len(data)
-		r.sm.Apply(env, r.applied, data)
 	}
 	r.probe(StageApplied, r.self, r.applied)
-	if r.compactDue(1) && r.mayCompact(env) {
+	// A halted state machine is not snapshotted: it may not hold the
+	// state its log says (a snapshot it could not restore).
+	if r.halted == nil && r.compactDue(1) && r.mayCompact(env) {
 		r.compact(env)
 	}
 }
+
+// halt stops applying: the state machine could not apply entry index,
+// or restore the snapshot that ends there (Halted). A leader hands over
+// to the member that holds most of the log, as a removed leader does.
+func (r *Raft) halt(env proc.Env, index uint64, err error) {
+	r.halted = err
+	env.Output(Halted{Index: index, Reason: err.Error()})
+	if r.role != leader {
+		return
+	}
+	to := proc.None
+	for _, p := range r.members {
+		if p != r.self && (to == proc.None || r.match[p] > r.match[to]) {
+			to = p
+		}
+	}
+	for _, p := range r.members {
+		if p != r.self {
+			env.Send(p, TimeoutNow{Term: r.term, To: to})
+		}
+	}
+	r.stepDown(env, r.term, proc.None)
+}
+
+// Halted is why the server halted (Halted), or nil.
+func (r *Raft) Halted() error { return r.halted }
 
 // compactDue reports whether the entries applied since the last snapshot
 // reach k times CompactEvery, or k times CompactBytes.

@@ -145,7 +145,9 @@ func (r *Raft) recover(env proc.Env) {
 	}
 	r.commit, r.applied, r.synced = r.first-1, r.first-1, r.lastIndex()
 	r.configure()
-	r.sm.Restore(env, r.snapshot)
+	if err := r.sm.Restore(env, r.snapshot); err != nil {
+		r.halt(env, r.first-1, err)
+	}
 }
 
 var errShort = errors.New("record cut short")

@@ -61,5 +61,10 @@
 // in what they hold in all (consensus.QueueLimits.State), so that a
 // snapshot of them always fits a record of the node's log: a put past
 // the bound is refused (ErrFull, 507 over HTTP) rather than accepted
-// into a state the node could no longer compact.
+// into a state the node could no longer compact. A node whose replica
+// meets a committed entry it cannot apply (written by a newer version,
+// or damaged) halts there rather than skip it and hold other queues than
+// the others: it refuses every request with ErrHalted (503 over HTTP,
+// so that clients go on to another node), logs it once and shows it in
+// its metrics (cohort_rqueue_halted), until it is restarted.
 package queue

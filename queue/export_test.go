@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"bytes"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/proc"
 )
 
 // RaceEnabled: the race detector is on (the heavy tests shrink).
@@ -22,8 +26,16 @@ func LoseRuns(r *Replicated, lose func(consensus.QueuePutRun) bool) {
 // LoseProposals makes r lose the proposals of stream runs lose picks: n
 // is 1 for a run's first proposal, 2 for the next, ….
 func LoseProposals(r *Replicated, lose func(run consensus.QueuePutRun, n int) bool) {
+	if lose == nil {
+		r.lose.Store(nil)
+		return
+	}
 	r.lose.Store(&lose)
 }
+
+// Early is how many answers to stream runs r took as early (a run that
+// overtook the one before it), to propose the run again.
+func Early(r *Replicated) uint64 { return r.stats.early.Load() }
 
 // Retry is how long r first waits for an operation's answer before it
 // proposes it again.
@@ -35,4 +47,38 @@ func SetStreamStart(d time.Duration) time.Duration {
 	old := streamStart
 	streamStart = d
 	return old
+}
+
+// NewReplicatedDamaging is NewReplicated on a replica that, once damage
+// is called with a mark, receives every entry holding the mark damaged
+// (a byte put before it), as a node of another version reads an entry it
+// does not know: it cannot apply it. The other nodes hold the entry
+// whole.
+func NewReplicatedDamaging(n *live.Node, c ReplicatedConfig) (r *Replicated, damage func(mark []byte), err error) {
+	var marked atomic.Pointer[[]byte]
+	r, err = newReplicated(n, c, func(c ReplicatedConfig) proc.Algorithm {
+		a := ReplicatedAlgorithm(c)
+		mk := a.New
+		a.New = func(id proc.ID, n int) proc.Process { return damaging{mk(id, n).(*consensus.Queues), &marked} }
+		return a
+	})
+	return r, func(mark []byte) { marked.Store(&mark) }, err
+}
+
+type damaging struct {
+	*consensus.Queues
+	mark *atomic.Pointer[[]byte]
+}
+
+func (d damaging) Receive(env proc.Env, from proc.ID, m proc.Message) {
+	ae, ok := m.(consensus.AppendEntries)
+	if mark := d.mark.Load(); ok && mark != nil {
+		for i, e := range ae.Entries {
+			if bytes.Contains(e.Data, *mark) {
+				ae.Entries[i].Data = append([]byte{'?'}, e.Data...)
+			}
+		}
+		m = ae
+	}
+	d.Queues.Receive(env, from, m)
 }

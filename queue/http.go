@@ -225,6 +225,17 @@ func Handler(m Backend) http.Handler {
 	mux.HandleFunc("POST /v1/queues/{name}/stream", func(w http.ResponseWriter, r *http.Request) { serveStream(m, w, r) })
 	mux.HandleFunc("POST /v1/queues/{name}/batch", func(w http.ResponseWriter, r *http.Request) { serveBatch(m, w, r) })
 	mux.HandleFunc("POST /v1/queues:tx", func(w http.ResponseWriter, r *http.Request) { serveTx(m, w, r) })
+	if rm, ok := m.(*Replicated); ok {
+		// A halted replica refuses every request, its list of queues
+		// included, so that clients go on to another node.
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := rm.Halted(); err != nil {
+				httpapi.Fail(w, http.StatusServiceUnavailable, err.Error())
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
 	return mux
 }
 
@@ -703,12 +714,24 @@ func (c *Client) Listen(ctx context.Context, name string, f func(Message)) error
 			return code, msg, err
 		}
 		defer resp.Body.Close()
+		// An event that is not a message ends the stream with an error
+		// naming it: dropped, the message would be missed without a word.
+		var bad error
 		err = httpapi.ReadEvents(resp.Body, 4*MaxMessage, func(data []byte) {
 			var m Message
-			if json.Unmarshal(data, &m) == nil {
-				f(m)
+			if bad != nil {
+				return
 			}
+			if err := json.Unmarshal(data, &m); err != nil {
+				bad = fmt.Errorf("listen: event %q is not a message: %w", httpapi.Clip(string(data)), err)
+				resp.Body.Close() // ends the reading
+				return
+			}
+			f(m)
 		})
+		if bad != nil {
+			return 0, "", bad
+		}
 		if ctx.Err() != nil {
 			return http.StatusOK, "", nil
 		}

@@ -43,8 +43,14 @@ var (
 	// none for NoLeaderFor: it is likely cut off from the majority, and
 	// another node may serve the request (a Client's Get goes on to it).
 	ErrNoLeader = errors.New("no leader in reach (this node may be cut off from the majority)")
-	ErrName     = errors.New("bad queue name")
-	ErrTooMany  = errors.New("too many queues")
+	// ErrHalted: this node's replica of the replicated queues met a
+	// committed entry it cannot apply (consensus.Halted) and stopped
+	// applying the log rather than go on from a state the other nodes no
+	// longer hold: it answers nothing until restarted, and the other
+	// nodes serve the queues (a Client goes on to them, as from a 503).
+	ErrHalted  = errors.New("this node's replica of the queues halted")
+	ErrName    = errors.New("bad queue name")
+	ErrTooMany = errors.New("too many queues")
 )
 
 // Config configures a Manager. The zero value is a transient manager:

@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -48,8 +50,12 @@ type Replicated struct {
 	changed map[string]chan struct{} // closed when a message may have become ready
 	subs    map[string]map[*sub]struct{}
 
-	stats struct{ puts, gets, acks, refused atomic.Uint64 }
+	stats struct{ puts, gets, acks, refused, early atomic.Uint64 }
 	led   atomic.Bool // an operation was answered from the log here once: it had a leader
+
+	halted   chan struct{}                    // closed once the replica halted (consensus.Halted)
+	haltedAt atomic.Pointer[consensus.Halted] // set before halted closes
+	log      *slog.Logger
 }
 
 // NoLeaderFor is how long an operation waits at a node of replicated
@@ -63,7 +69,7 @@ const NoLeaderFor = 2 * time.Second
 func (r *Replicated) leaderKnown() bool {
 	known := false
 	r.svc.Read(func(p proc.Process) {
-		if q, ok := p.(*consensus.Queues); ok {
+		if q, ok := p.(queuesProcess); ok {
 			id, _ := q.Raft().Leader()
 			known = id != proc.None
 		}
@@ -90,6 +96,8 @@ type ReplicatedConfig struct {
 	// Timeout bounds the calls without a context (Put, Ack, Poll, …);
 	// 0: 30 s.
 	Timeout time.Duration
+	// Logger logs a halt of the replica (ErrHalted); nil: slog.Default.
+	Logger *slog.Logger
 }
 
 func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
@@ -138,19 +146,31 @@ func ReplicatedAlgorithm(c ReplicatedConfig) proc.Algorithm {
 	return consensus.QueueServiceAlgorithm(c.Raft, c.Limits)
 }
 
+// queuesProcess is what Replicated reads of the service's process (a
+// *consensus.Queues).
+type queuesProcess interface {
+	Raft() *consensus.Raft
+	Stats() []consensus.QueueStat
+}
+
 // NewReplicated starts (or joins) the replicated queues on node n.
 func NewReplicated(n *live.Node, c ReplicatedConfig) (*Replicated, error) {
+	return newReplicated(n, c, ReplicatedAlgorithm)
+}
+
+func newReplicated(n *live.Node, c ReplicatedConfig, algorithm func(ReplicatedConfig) proc.Algorithm) (*Replicated, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	c = c.withDefaults()
-	svc, err := n.Service(ServiceName, ReplicatedAlgorithm(c))
+	svc, err := n.Service(ServiceName, algorithm(c))
 	if err != nil {
 		return nil, err
 	}
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
-		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{}}
+		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
+		halted: make(chan struct{}), log: cmp.Or(c.Logger, slog.Default())}
 	svc.OnOutput(r.output)
 	go r.batch()
 	return r, nil
@@ -227,6 +247,9 @@ func (r *Replicated) output(o proc.Output) {
 		origin, seq = o.Origin, o.Seq
 	case consensus.QueueExpired:
 		wake = o.Queue
+	case consensus.Halted:
+		r.halt(o)
+		return
 	case consensus.Restored:
 		r.mu.Lock()
 		for name, ch := range r.changed {
@@ -252,6 +275,29 @@ func (r *Replicated) output(o proc.Output) {
 		default:
 		}
 	}
+}
+
+// halt stops serving: the replica applies nothing more, so every
+// operation under way or to come fails with ErrHalted, and the listeners
+// are cut off (they go on elsewhere). Logged once: the log outputs
+// Halted once.
+func (r *Replicated) halt(h consensus.Halted) {
+	if !r.haltedAt.CompareAndSwap(nil, &h) {
+		return
+	}
+	r.log.Error("replicated queues halted: a committed entry this node cannot apply; it serves the queues no more, the other nodes do; restart it once it can read the entry",
+		"entry", h.Index, "reason", h.Reason)
+	close(r.halted)
+	r.EndListeners()
+}
+
+// Halted is why this node's replica halted (wrapping ErrHalted), or nil.
+func (r *Replicated) Halted() error {
+	h := r.haltedAt.Load()
+	if h == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at entry %d of the log, which it cannot apply (%s): the other nodes serve the queues", ErrHalted, h.Index, h.Reason)
 }
 
 // wait registers w for the answers numbered key, beside any other copy of
@@ -288,10 +334,15 @@ func (r *Replicated) notify(m Message) {
 // number (the log applies it once), and again after twice as long, and so
 // on (package backoff).
 func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
+	if err := r.Halted(); err != nil {
+		return nil, err
+	}
 	select {
 	case r.window <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-r.halted:
+		return nil, r.Halted()
 	}
 	defer func() { <-r.window }()
 	w := &waiter{ch: make(chan proc.Output, 1), tx: tx}
@@ -328,6 +379,8 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
+		case <-r.halted:
+			return nil, r.Halted()
 		case <-t.C:
 			switch {
 			case first:
@@ -498,6 +551,8 @@ func (r *Replicated) GetN(ctx context.Context, name string, visibility time.Dura
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
+		case <-r.halted:
+			return nil, r.Halted()
 		}
 	}
 }
@@ -621,44 +676,46 @@ func (r *Replicated) transact(ctx context.Context, origin, seq uint64, acks []Tx
 	return done, nil
 }
 
-// startRun proposes a run of a stream's puts (consensus.QueuePutRun:
-// numbered run.Seq onwards under run.Origin, applied in order, after
-// run.After) and returns without waiting for its commit: runs started one
-// after another reach the leader in that order, so a stream keeps many on
-// their way at once and each commits with the others' entries. The
-// answer comes on the returned channel: the ids of the puts applied (a
-// prefix of the run; 0 for a copy of one applied before) and, if not all
-// were, why. A run unanswered for the retry interval is proposed again,
-// under the same numbers, and again after twice as long, and so on
-// (package backoff).
-func (r *Replicated) startRun(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
-	for _, b := range run.Bodies {
-		if err := checkPut(run.Queue, b); err != nil {
-			return nil, err
-		}
-	}
-	select {
-	case r.window <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-r.svc.Done():
-		return nil, ErrClosed
-	}
-	key := [2]uint64{run.Origin, run.Seq}
-	w := &waiter{ch: make(chan proc.Output, 1), tx: true}
-	r.mu.Lock()
-	r.waits[key] = []*waiter{w} // a stream resumed on this node takes over from an older one
-	r.mu.Unlock()
-	out := make(chan runResult, 1)
-	if err := r.proposeRun(run, 1); err != nil {
-		r.endRun(key, w)
-		return nil, ErrClosed
-	}
-	go func() {
-		defer r.endRun(key, w)
-		out <- r.waitRun(ctx, run, w)
-	}()
-	return out, nil
+// runStream is a stream's runs of puts under way at this node
+// (consensus.QueuePutRun: numbered run.Seq onwards under run.Origin,
+// applied in order, after run.After), in the order of the stream. A run
+// is proposed without waiting for the commit of the one before it: runs
+// proposed one after another reach the leader in that order, so a stream
+// keeps many on their way at once and each commits with the others'
+// entries.
+//
+// A run lost on its way (as at a change of leader) is overtaken by the
+// next, which the log refuses as early: nothing of it applies. As in
+// Go-Back-N (Tanenbaum, Computer Networks, §3.4.2), where the receiver
+// discards what comes out of order and the sender retransmits every
+// frame from the oldest not acknowledged, an early run stays under way,
+// and the runs unanswered are proposed again together, in the order of
+// the stream: one timer, the oldest run's, set to the retry interval
+// after the last answer and doubled at each expiry (package backoff). Before,
+// each run had its own timer, and an early run ended the stream (the
+// Publisher resent the rest on a new one): an older run had waited, and
+// backed off, longer than a younger one, so after a change of leader
+// lost both the younger one's copy went first and was refused; and a
+// resumed stream's run took the refusal of an older stream's copy of the
+// same numbers, still on its way, for its own — on a busy machine,
+// streams were opened again and again.
+type runStream struct {
+	r *Replicated
+
+	mu     sync.Mutex
+	runs   []*streamRun    // proposed and not answered, in the order of the stream
+	waits  backoff.Backoff // the oldest run's waits
+	wait   time.Duration   // the oldest run's wait now
+	timer  *time.Timer     // set while runs is not empty
+	closed bool
+}
+
+// streamRun is a run under way: its waiter and how many times it was
+// proposed.
+type streamRun struct {
+	run consensus.QueuePutRun
+	w   *waiter
+	n   int
 }
 
 // runResult is the outcome of a run of puts: ids, one per put applied
@@ -668,12 +725,120 @@ type runResult struct {
 	err error
 }
 
-// proposeRun gives the service the n-th proposal of run (1: the first).
-func (r *Replicated) proposeRun(run consensus.QueuePutRun, n int) error {
-	if lose := r.lose.Load(); lose != nil && (*lose)(run, n) {
-		return nil // lost on its way: waitRun proposes it again
+func (r *Replicated) newRunStream() *runStream {
+	s := &runStream{r: r, waits: backoff.New(r.retry, r.origin, rand.Uint64())}
+	s.wait = s.waits.Next()
+	s.timer = time.AfterFunc(time.Hour, s.resend)
+	s.timer.Stop()
+	return s
+}
+
+// close stops proposing the stream's runs again.
+func (s *runStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.timer.Stop()
+}
+
+// start proposes run, after the stream's runs started before it, and
+// returns without waiting for its commit. The answer comes on the
+// returned channel: the ids of the puts applied (a prefix of the run; 0
+// for a copy of one applied before) and, if not all were, why.
+func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-chan runResult, error) {
+	r := s.r
+	for _, b := range run.Bodies {
+		if err := checkPut(run.Queue, b); err != nil {
+			return nil, err
+		}
 	}
-	return r.svc.Input(run)
+	if err := r.Halted(); err != nil {
+		return nil, err
+	}
+	select {
+	case r.window <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.svc.Done():
+		return nil, ErrClosed
+	case <-r.halted:
+		return nil, r.Halted()
+	}
+	// Room for an older run's answers beside its own (they are skipped).
+	sr := &streamRun{run: run, w: &waiter{ch: make(chan proc.Output, 4), tx: true}}
+	key := [2]uint64{run.Origin, run.Seq}
+	r.mu.Lock()
+	r.waits[key] = []*waiter{sr.w} // a stream resumed on this node takes over from an older one
+	r.mu.Unlock()
+	s.mu.Lock()
+	err := s.propose(sr)
+	if err == nil {
+		s.runs = append(s.runs, sr)
+		if len(s.runs) == 1 && !s.closed {
+			s.timer.Reset(s.wait)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		r.endRun(key, sr.w)
+		return nil, ErrClosed
+	}
+	out := make(chan runResult, 1)
+	go func() {
+		defer r.endRun(key, sr.w)
+		res := s.waitRun(ctx, sr)
+		s.answered(sr)
+		out <- res
+	}()
+	return out, nil
+}
+
+// propose gives the service the next proposal of sr. The caller holds
+// mu, so that the stream's proposals reach the service in its order.
+func (s *runStream) propose(sr *streamRun) error {
+	sr.n++
+	if lose := s.r.lose.Load(); lose != nil && (*lose)(sr.run, sr.n) {
+		return nil // lost on its way: proposed again with the others
+	}
+	return s.r.svc.Input(sr.run)
+}
+
+// resend proposes again, in order, every run not answered for the
+// wait, and doubles the wait.
+func (s *runStream) resend() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.runs) == 0 {
+		return
+	}
+	for _, sr := range s.runs {
+		if s.propose(sr) != nil {
+			return // the service stopped: waitRun sees it
+		}
+	}
+	s.wait = s.waits.Next()
+	s.timer.Reset(s.wait)
+}
+
+// answered removes sr from the runs under way. An answer to the oldest is
+// progress: the wait starts again from the retry interval, for the next.
+func (s *runStream) answered(sr *streamRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.runs, sr)
+	if i < 0 {
+		return
+	}
+	s.runs = slices.Delete(s.runs, i, i+1)
+	if i > 0 {
+		return
+	}
+	s.waits.Reset()
+	s.wait = s.waits.Next()
+	s.timer.Stop()
+	if len(s.runs) > 0 && !s.closed {
+		s.timer.Reset(s.wait)
+	}
 }
 
 func (r *Replicated) endRun(key [2]uint64, w *waiter) {
@@ -683,20 +848,21 @@ func (r *Replicated) endRun(key [2]uint64, w *waiter) {
 	<-r.window
 }
 
-// waitRun waits for run's answer, proposing it again, under the same
-// numbers, each time it goes unanswered for the retry interval, backing
-// off.
-func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *waiter) runResult {
-	b := backoff.New(r.retry, run.Origin, run.Seq)
-	t := time.NewTimer(b.Next())
-	defer t.Stop()
-	for n := 1; ; {
+// waitRun waits for the answer to sr's run: its own, not that of another
+// run of the same first number (an older stream's, resumed on this node).
+func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
+	r, run := s.r, sr.run
+	for {
 		select {
-		case o := <-w.ch:
+		case o := <-sr.w.ch:
 			done, ok := o.(consensus.QueuePutRunDone)
-			// An answer to an older stream's run of the same first number
-			// (resumed on this node) counts if it answers as many puts.
-			if !ok || len(done.IDs) > len(run.Bodies) || (done.Reason == "") != (len(done.IDs) == len(run.Bodies)) {
+			if !ok || done.After != run.After || done.Puts != len(run.Bodies) {
+				continue
+			}
+			if done.Early {
+				// This copy overtook the run before it, lost on its way:
+				// it is proposed again after that one.
+				r.stats.early.Add(1)
 				continue
 			}
 			r.stats.puts.Add(uint64(len(done.IDs)))
@@ -713,12 +879,8 @@ func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *
 			return runResult{err: ctx.Err()}
 		case <-r.svc.Done():
 			return runResult{err: ErrClosed}
-		case <-t.C:
-			n++
-			if r.proposeRun(run, n) != nil {
-				return runResult{err: ErrClosed}
-			}
-			t.Reset(b.Next())
+		case <-r.halted:
+			return runResult{err: r.Halted()}
 		}
 	}
 }
@@ -728,7 +890,7 @@ func (r *Replicated) waitRun(ctx context.Context, run consensus.QueuePutRun, w *
 func (r *Replicated) Leading() bool {
 	var ok bool
 	r.svc.Read(func(p proc.Process) {
-		if q, is := p.(*consensus.Queues); is {
+		if q, is := p.(queuesProcess); is {
 			ok = q.Raft().Ready()
 		}
 	})
@@ -784,7 +946,7 @@ func (r *Replicated) EndListeners() {
 func (r *Replicated) Queues() []Stats {
 	out := []Stats{}
 	r.svc.Read(func(p proc.Process) {
-		if q, ok := p.(*consensus.Queues); ok {
+		if q, ok := p.(queuesProcess); ok {
 			for _, s := range q.Stats() {
 				out = append(out, Stats{Name: s.Name, Replicated: true, Ready: s.Ready, Leased: s.Leased, Bytes: s.Bytes})
 			}
@@ -801,6 +963,13 @@ func (r *Replicated) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"get\"} %d\n", r.stats.gets.Load())
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"ack\"} %d\n", r.stats.acks.Load())
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"refused\"} %d\n", r.stats.refused.Load())
+	// 1 once the replica halted (Halted), with the entry it halted at.
+	var halted, at uint64
+	if h := r.haltedAt.Load(); h != nil {
+		halted, at = 1, h.Index
+	}
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_halted gauge\ncohort_rqueue_halted %d\n", halted)
+	fmt.Fprintf(w, "# TYPE cohort_rqueue_halted_entry gauge\ncohort_rqueue_halted_entry %d\n", at)
 	fmt.Fprintf(w, "# TYPE cohort_rqueue_messages gauge\n")
 	for _, s := range r.Queues() {
 		fmt.Fprintf(w, "cohort_rqueue_messages{queue=%q,state=\"ready\"} %d\n", s.Name, s.Ready)

@@ -356,12 +356,15 @@ func TestPublisherResendsReplicatedThroughAnotherNode(t *testing.T) {
 }
 
 // A stream's run of puts lost on its way to the log (as at a change of
-// leader) while the next is proposed: the next one overtakes it and is
-// refused (it comes after a put not applied), the lost one is proposed
-// again and applied, and the Publisher resends from the refused run on a
-// new stream. Every put is stored once, in the order put. Seeded: which
-// run is lost. Without the refusal (runs applied whatever came before)
-// the overtaking run is stored ahead of the lost one.
+// leader), and proposed again only once a run after it was refused as
+// early: the next one overtakes it and is refused, and both are proposed
+// again, in order, on the same stream. Every put is stored once, in the
+// order put. Seeded: which run is lost. Without the refusal (runs applied
+// whatever came before) the overtaking run is stored ahead of the lost
+// one; with the early run ending the stream (the Publisher resending the
+// rest on a new one), a resumed stream could take the refusal of an older
+// copy of its run for its own, and streams were opened again and again
+// on a busy machine.
 func TestStreamRunOvertakenByTheNext(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -387,12 +390,22 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 		// Through the leader or a follower (which hands runs to the leader).
 		via := rng.IntN(3)
 		lost := 2 + rng.IntN(6) // the run lost: the 2nd to the 7th
-		var runs atomic.Int32
-		queue.LoseRuns(cl.rs[via], func(run consensus.QueuePutRun) bool {
+		var mu sync.Mutex
+		runs, lostSeq := 0, uint64(0)
+		early := queue.Early(cl.rs[via])
+		// Its proposals are lost until a run after it was refused as early.
+		queue.LoseProposals(cl.rs[via], func(run consensus.QueuePutRun, n int) bool {
+			mu.Lock()
+			defer mu.Unlock()
 			if run.Queue != name {
 				return false
 			}
-			return runs.Add(1) == int32(lost)
+			if n == 1 {
+				if runs++; runs == lost {
+					lostSeq = run.Seq
+				}
+			}
+			return run.Seq == lostSeq && queue.Early(cl.rs[via]) == early
 		})
 		c := &queue.Client{Endpoints: []string{cl.eps[via]}, Token: token}
 		p, err := c.Publish(ctx, name)
@@ -413,7 +426,7 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 		if err := p.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		queue.LoseRuns(cl.rs[via], nil)
+		queue.LoseProposals(cl.rs[via], nil)
 		ms, err := cl.rs[lead].PollN(name, time.Hour, 2*n)
 		if err != nil {
 			t.Fatal(err)
@@ -426,11 +439,86 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 		if len(ms) != n {
 			t.Fatalf("seed %d: %d messages, want %d", seed, len(ms), n)
 		}
-		if p.Streams() < 2 {
-			t.Fatalf("seed %d: %d streams: want the overtaking run refused and resent on a second", seed, p.Streams())
+		if e := queue.Early(cl.rs[via]) - early; e == 0 || p.Streams() != 1 {
+			t.Fatalf("seed %d: %d runs refused as early, %d streams: want the overtaking run refused and proposed again on the one stream", seed, e, p.Streams())
 		}
-		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d streams", seed, via, lead, lost, p.Streams())
+		t.Logf("seed %d: via node %d (leader %d), run %d lost: %d refused as early", seed, via, lead, lost, queue.Early(cl.rs[via])-early)
 	}
+}
+
+// Two runs of a stream lost together, as in-flight proposals are at a
+// change of leader, the older one after it had already been proposed
+// again (and lost) once: the older has backed off further than the
+// younger. They are proposed again in the order of the stream, the
+// older first, and both commit on the one stream. Proposed again each on
+// its own timer, the younger went first (after one retry interval, the
+// older after two more), was refused for coming after a put not applied,
+// and the stream ended.
+func TestStreamRunsProposedAgainInOrder(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitUntil(ctx, t, "a leader", func() bool {
+		return cl.rs[0].Leading() || cl.rs[1].Leading() || cl.rs[2].Leading()
+	})
+	r := cl.rs[0]
+	c := &queue.Client{Endpoints: []string{cl.eps[0]}, Token: token}
+	p, err := c.Publish(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := p.Put(ctx, fmt.Appendf(nil, "m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fifth put (number 5) is a run whose first two proposals are
+	// lost; the sixth is sent once the fifth was proposed twice, and its
+	// first proposal is lost too.
+	var mu sync.Mutex
+	var older, younger int // proposals seen
+	queue.LoseProposals(r, func(run consensus.QueuePutRun, n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch run.Seq {
+		case 5:
+			older = n
+			return n <= 2
+		case 6:
+			younger = n
+			return n == 1
+		}
+		return false
+	})
+	acks := []*queue.PutAck{p.PutAsync([]byte("m4"))}
+	waitUntil(ctx, t, "the older run proposed twice", func() bool { mu.Lock(); defer mu.Unlock(); return older >= 2 })
+	acks = append(acks, p.PutAsync([]byte("m5")))
+	for i, a := range acks {
+		if _, err := a.Wait(ctx); err != nil {
+			t.Fatalf("put %d: %v", 4+i, err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := r.PollN("jobs", time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		if want := fmt.Sprintf("m%d", i); string(m.Body) != want {
+			t.Fatalf("message %d of %d is %s, want %s: each put once, in order", i, len(ms), m.Body, want)
+		}
+	}
+	if len(ms) != 6 {
+		t.Fatalf("%d messages, want 6", len(ms))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p.Streams() != 1 {
+		t.Fatalf("%d streams (the runs proposed %d and %d times): want the lost runs proposed again in order on the one stream", p.Streams(), older, younger)
+	}
+	t.Logf("the runs proposed %d and %d times", older, younger)
 }
 
 // A stream's run whose proposals are lost for a while (as while the

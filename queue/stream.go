@@ -311,19 +311,23 @@ type streamCommit struct {
 // (replicated ones) the next is started, so that the puts of a stream
 // share syncs and entries with each other and with other requests. A
 // replicated stream's commits are runs (consensus.QueuePutRun), each
-// applied only after the one before it: one that overtakes another (a
-// change of leader) is refused, and the stream ends there.
+// applied only after the one before it: one that overtakes another lost
+// on its way (a change of leader) is refused as early and proposed again
+// after it (runStream).
 func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin string, seq uint64, w http.ResponseWriter, rc *http.ResponseController) {
 	tm := m.(transactor)
 	rm, replicated := m.(*Replicated)
 	maxBodies := MaxMessage
 	var runOrigin, after uint64
+	var runs *runStream
 	if replicated {
 		maxBodies = MaxReplicatedMessage
 		runOrigin = hashOrigin(origin)
 		if origin == "" { // numbered all the same, under a number of its own
 			runOrigin, seq = rand.Uint64()|consensus.ClientOrigin, 1
 		}
+		runs = rm.newRunStream()
+		defer runs.close()
 	}
 	commits := make(chan streamCommit, maxStreamCommits)
 	replied := make(chan struct{})
@@ -340,7 +344,7 @@ func (s *putStream) commitFrames(ctx context.Context, m Backend, name, origin st
 			c.wait = func() ([]uint64, error) { return ids, wait() }
 		case *Replicated:
 			run := consensus.QueuePutRun{Queue: name, Origin: runOrigin, Seq: seq, After: after, Bodies: bodies}
-			ch, err := rm.startRun(ctx, run)
+			ch, err := runs.start(ctx, run)
 			c.err = err
 			c.wait = func() ([]uint64, error) { r := <-ch; return r.ids, r.err }
 			after = seq + uint64(len(bodies)) - 1

@@ -1,0 +1,177 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/internal/httpapi"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
+	"github.com/cohort-go/cohort/queue"
+)
+
+// A committed entry that one node's replica cannot apply (as a node of
+// another version cannot read an entry it does not know) halts that
+// replica: it applies nothing after it, so it acknowledges nothing more;
+// it refuses every request with ErrHalted (503 over HTTP, so a Client
+// goes on to another node), says so in its metrics, and logs it once.
+// The other nodes apply the entry and every one after, and serve the
+// queues. Before, the replica skipped the entry and went on applying the
+// later ones to a state the others no longer held.
+func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
+	nodes, stop, err := livetest.New(3, live.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	var logs syncBuffer
+	cl := &cluster{nodes: nodes}
+	var damage []func([]byte)
+	for _, nd := range nodes {
+		r, d, err := queue.NewReplicatedDamaging(nd, queue.ReplicatedConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(httpapi.RequireToken(token, queue.Handler(r)))
+		t.Cleanup(srv.Close)
+		cl.rs, cl.srvs, cl.eps, damage = append(cl.rs, r), append(cl.srvs, srv), append(cl.eps, srv.URL), append(damage, d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lead := -1
+	waitUntil(ctx, t, "a leader", func() bool {
+		for i, r := range cl.rs {
+			if r.Leading() {
+				lead = i
+				return true
+			}
+		}
+		return false
+	})
+	odd, third := (lead+1)%3, (lead+2)%3 // odd: a follower, which receives the entry from the leader
+	put := func(r *queue.Replicated, body string) {
+		t.Helper()
+		if _, err := r.PutContext(ctx, "jobs", []byte(body)); err != nil {
+			t.Fatalf("put %s: %v", body, err)
+		}
+	}
+	for i := range 5 {
+		put(cl.rs[lead], fmt.Sprint("m", i))
+	}
+	waitUntil(ctx, t, "the puts applied everywhere", func() bool { return ready(cl.rs[odd], "jobs") == 5 })
+	damage[odd]([]byte("poison"))
+	put(cl.rs[lead], "poison")
+	waitUntil(ctx, t, "the replica halted", func() bool { return cl.rs[odd].Halted() != nil })
+	if err := cl.rs[odd].Halted(); !errors.Is(err, queue.ErrHalted) || !strings.Contains(err.Error(), "entry") {
+		t.Fatalf("Halted: %v, want ErrHalted naming the entry", err)
+	}
+	if _, err := cl.rs[odd].PutContext(ctx, "jobs", []byte("refused")); !errors.Is(err, queue.ErrHalted) {
+		t.Fatalf("a put through the halted replica: %v, want ErrHalted", err)
+	}
+	// The others go on, through either of them and through a Client that
+	// names the halted node first.
+	for i := 6; i < 10; i++ {
+		put(cl.rs[[]int{lead, third}[i%2]], fmt.Sprint("m", i))
+	}
+	c := &queue.Client{Endpoints: []string{cl.eps[odd], cl.eps[third]}, Token: token}
+	if _, err := c.Put(ctx, "jobs", []byte("m10")); err != nil {
+		t.Fatalf("a Client's put, the halted node first: %v", err)
+	}
+	waitUntil(ctx, t, "every put applied by the others", func() bool {
+		return ready(cl.rs[lead], "jobs") == 11 && ready(cl.rs[third], "jobs") == 11
+	})
+	ms, err := cl.rs[third].PollN("jobs", time.Hour, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		if want := fmt.Sprint("m", i); i != 5 && string(m.Body) != want || i == 5 && string(m.Body) != "poison" {
+			t.Fatalf("message %d is %s", i, m.Body)
+		}
+	}
+	// Nothing applied at the halted replica after the entry before it.
+	if n := ready(cl.rs[odd], "jobs"); n != 5 {
+		t.Fatalf("the halted replica holds %d messages, want the 5 put before the entry it cannot apply", n)
+	}
+	status, msg := get(t, cl.eps[odd], "/v1/queues")
+	if status != http.StatusServiceUnavailable || !strings.Contains(msg, "halted") {
+		t.Fatalf("GET /v1/queues on the halted node: %d %s, want 503 saying it halted", status, msg)
+	}
+	var metrics bytes.Buffer
+	cl.rs[odd].WriteMetrics(&metrics)
+	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 1\n") {
+		t.Fatalf("metrics of the halted node:\n%s\nwant cohort_rqueue_halted 1", metrics.String())
+	}
+	metrics.Reset()
+	cl.rs[lead].WriteMetrics(&metrics)
+	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 0\n") {
+		t.Fatalf("metrics of the leader:\n%s\nwant cohort_rqueue_halted 0", metrics.String())
+	}
+	if n := strings.Count(logs.String(), "replicated queues halted"); n != 1 {
+		t.Fatalf("the halt logged %d times, want once:\n%s", n, logs.String())
+	}
+	t.Logf("%v", cl.rs[odd].Halted())
+}
+
+// get sends GET path to base with the token and returns the status and
+// the error message or reply.
+func get(t *testing.T, base, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, httpapi.ErrorMessage(resp.Body)
+}
+
+// syncBuffer is a bytes.Buffer that loggers on many goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A Listen whose stream carries an event that is not a message ends with
+// an error naming it, and hands on no message after it; before, the event
+// was dropped without a word and the listener went on, one message short.
+func TestListenRefusesAnEventItCannotDecode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":1,\"body\":\"bTE=\"}\n\n")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":2,\"body\":\n\n")
+		fmt.Fprint(w, "data: {\"queue\":\"jobs\",\"id\":3,\"body\":\"bTM=\"}\n\n")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []uint64
+	c := &queue.Client{Endpoints: []string{srv.URL}}
+	err := c.Listen(ctx, "jobs", func(m queue.Message) { got = append(got, m.ID) })
+	if err == nil || !strings.Contains(err.Error(), `"id\":2`) || len(got) != 1 || got[0] != 1 {
+		t.Fatalf("Listen: %v, messages %v; want message 1, then an error naming the event of message 2", err, got)
+	}
+	t.Log(err)
+}
