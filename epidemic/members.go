@@ -256,6 +256,10 @@ func (m *members) periodic(env proc.Env) {
 type ListChecksum struct{ Sum uint64 }
 
 func (ListChecksum) Kind() string { return "list-checksum" }
+
+// Lossy: a lost checksum is a skipped exchange of lists, which the next
+// one (SyncEvery periods on) makes up; a live host sends it as a datagram.
+func (ListChecksum) Lossy() {}
 func (c ListChecksum) String() string {
 	return "LISTCHECKSUM(" + strconv.FormatUint(c.Sum, 16) + ")"
 }
