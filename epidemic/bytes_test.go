@@ -167,3 +167,44 @@ func TestMembersIdleBytesByKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRumorsGoOutTogether: writes that reach a member together go on
+// together. Twenty writes at one member at one instant go to f = ⌈ln 32⌉
+// + 2 = 6 members in one Update each, not in twenty (120 Updates one by
+// one before); the writes still reach every member.
+func TestRumorsGoOutTogether(t *testing.T) {
+	const n, writes, period = 32, 20, time.Second
+	a := algorithm(t, "members", epidemic.Params{Period: period})
+	codec, err := wire.NewCodec(a.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 3*period + period/2 // between two periods: no other sends then
+	m := &kindMeter{codec: codec, from: at, to: at + time.Microsecond, bytes: map[string]int{}, msgs: map[string]int{}, stream: map[string]int{}}
+	var script sim.Script
+	for k := range writes {
+		script = append(script, sim.TimedInput{At: at, Node: 1, Input: epidemic.Put{Key: "k" + strconv.Itoa(k), Value: "v"}})
+	}
+	var procs []proc.Process
+	s, err := sim.New(sim.Config{Nodes: n, Seed: 1, Workload: script, Deadline: 30 * period,
+		New: func(id proc.ID, n int) proc.Process {
+			p := a.New(id, n)
+			procs = append(procs, p)
+			return metered{p, m}
+		},
+		Network: sim.Network{Latency: sim.Constant(100 * time.Microsecond)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.msgs["update"]; got != 6 {
+		t.Errorf("%d writes at once went out in %d Updates, want 6 (one to each of f members)", writes, got)
+	}
+	for i, p := range procs {
+		if got := len(p.(interface{ Entries() []epidemic.Entry }).Entries()); got != writes {
+			t.Errorf("member %d holds %d entries, want %d", i, got, writes)
+		}
+	}
+}
