@@ -62,15 +62,16 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 		}
 	}
 	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		all := true
+		least := n
 		for _, m := range ms {
-			all = all && m.list.NumMembers() == n
+			least = min(least, m.list.NumMembers())
 		}
-		if all {
+		if least == n {
 			break
+		}
+		if err := ctx.Err(); err != nil {
+			settle()
+			return res, fmt.Errorf("not formed: a member lists %d of %d: %w", least, n, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
