@@ -98,6 +98,11 @@ type GossipResult struct {
 	Suspicions     int64 `json:"suspicions"`
 	FalseDead      int64 `json:"false_dead"`
 	IdleSuspicions int64 `json:"idle_suspicions"`
+	// Suspected and Dead: the distinct members that had not failed and
+	// that some member suspected, or declared dead, in the same span —
+	// how many were wronged, however many times and by however many.
+	Suspected int `json:"suspected_members"`
+	Dead      int `json:"dead_members"`
 	// FDs: the process's open file descriptors, the most seen while the
 	// cluster formed (sampled as it is polled) and at the end of the idle
 	// window; Links: the connections per member then (TCP; each is two
@@ -157,12 +162,18 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		}
 	}
 	var suspicions, deaths atomic.Int64
+	var accused wronged
 	verdicts := func(e members.Event) {
 		switch e.Type {
 		case "suspect":
 			suspicions.Add(1)
 		case "dead":
 			deaths.Add(1)
+		default:
+			return
+		}
+		if e.Member != nil {
+			accused.add(e.Type == "dead", strconv.Itoa(*e.Member))
 		}
 	}
 	var cancels []func()
@@ -243,6 +254,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
 			res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+			res.Suspected, res.Dead = accused.counts()
 			return res, fmt.Errorf("not formed: member %d does not list every other: %w", next, err)
 		}
 		res.PeakFDs = max(res.PeakFDs, openFDs())
@@ -257,6 +269,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	res.FormCPU = (processCPU() - cpu0) / time.Duration(cfg.Members)
 	if cfg.FormOnly {
 		res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+		res.Suspected, res.Dead = accused.counts()
 		return res, nil
 	}
 
@@ -290,6 +303,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	res.IdleFDs, res.Links = openFDs(), links(ms)
 	stopCounting()
 	res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+	res.Suspected, res.Dead = accused.counts()
 	res.IdleSuspicions = res.Suspicions - idleSusp
 	secs := cfg.Idle.Seconds() * float64(len(ms))
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
@@ -311,6 +325,32 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	}
 	res.Detected = d
 	return res, nil
+}
+
+// wronged collects the distinct members suspected, and declared dead, by
+// anyone. Safe for concurrent use.
+type wronged struct {
+	mu              sync.Mutex
+	suspected, dead map[string]bool
+}
+
+func (w *wronged) add(dead bool, member string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.suspected == nil {
+		w.suspected, w.dead = map[string]bool{}, map[string]bool{}
+	}
+	if dead {
+		w.dead[member] = true
+	} else {
+		w.suspected[member] = true
+	}
+}
+
+func (w *wronged) counts() (suspected, dead int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.suspected), len(w.dead)
 }
 
 // formedFrom is the first member of ms from i on that does not list

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,9 +22,19 @@ import (
 // the first. A broadcast goes through memberlist's TransmitLimitedQueue
 // (as Serf's user events do); a crash is Shutdown without Leave. With
 // broadcasts < 0 it stops once the cluster has formed.
+//
+// Its verdicts are counted as Gossip's are, until the crash: a death at
+// every member that declares it (NotifyLeave), a suspicion only at the
+// member whose probe raised it (memberlist logs "Suspect X has failed";
+// it tells its user nothing of suspicions learnt from others), so its
+// Suspicions are fewer than Gossip's for the same wrongs — Suspected,
+// the distinct members suspected, compares alike.
 func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration) (GossipResult, error) {
 	res := GossipResult{Members: n}
 	ms := make([]*mlMember, n)
+	var counting atomic.Bool
+	counting.Store(true)
+	verdicts := &mlVerdicts{counting: &counting}
 	defer func() {
 		for _, m := range ms {
 			if m != nil && !m.down {
@@ -31,12 +42,18 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 			}
 		}
 	}()
-	start := time.Now()
+	settle := func() {
+		counting.Store(false)
+		res.Suspicions, res.FalseDead = verdicts.suspicions.Load(), verdicts.deaths.Load()
+		res.Suspected, res.Dead = verdicts.accused.counts()
+	}
+	start, cpu0 := time.Now(), processCPU()
 	for i := range n {
-		m, err := newMLMember(i, n)
+		m, err := newMLMemberWith(i, n, verdicts, false)
 		if err != nil {
 			return res, err
 		}
+		m.verdicts = verdicts
 		ms[i] = m
 		if i > 0 {
 			if _, err := m.list.Join([]string{ms[0].list.LocalNode().Address()}); err != nil {
@@ -45,20 +62,23 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 		}
 	}
 	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		all := true
+		least := n
 		for _, m := range ms {
-			all = all && m.list.NumMembers() == n
+			least = min(least, m.list.NumMembers())
 		}
-		if all {
+		if least == n {
 			break
+		}
+		if err := ctx.Err(); err != nil {
+			settle()
+			return res, fmt.Errorf("not formed: a member lists %d of %d: %w", least, n, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.Formed = time.Since(start)
+	res.FormCPU = (processCPU() - cpu0) / time.Duration(n)
 	if broadcasts < 0 {
+		settle()
 		return res, nil
 	}
 
@@ -82,11 +102,14 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 		before[0] += m.tr.msgs.Load()
 		before[1] += m.tr.bytes.Load()
 	}
+	cpu, idleSusp := processCPU(), verdicts.suspicions.Load()
 	select {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	case <-time.After(idle):
 	}
+	settle()
+	res.IdleSuspicions = res.Suspicions - idleSusp
 	for _, m := range ms {
 		after[0] += m.tr.msgs.Load()
 		after[1] += m.tr.bytes.Load()
@@ -94,6 +117,7 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 	secs := idle.Seconds() * float64(n)
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs
 	res.BytesPerSecond = float64(after[1]-before[1]) / secs
+	res.CPUPerSecond = time.Duration(float64(processCPU()-cpu) / secs)
 
 	victim := ms[n-1]
 	d, err := mlUntilAll(ctx, ms[:n-1], nil, func(m *mlMember) *sync.Map { return &m.left }, victim.name, func() {
@@ -116,6 +140,36 @@ type mlMember struct {
 	left  sync.Map // member name → time declared dead or left
 	down  bool
 	stall *stallTransport // nil: not stallable
+	// verdicts counts the deaths this member declares; nil: none.
+	verdicts *mlVerdicts
+}
+
+// mlVerdicts counts memberlist's verdicts while counting is set: deaths
+// as members declare them (NotifyLeave), suspicions from its log.
+type mlVerdicts struct {
+	counting           *atomic.Bool
+	suspicions, deaths atomic.Int64
+	accused            wronged
+}
+
+func (v *mlVerdicts) Write(b []byte) (int, error) {
+	if !v.counting.Load() {
+		return len(b), nil
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := serfLine.FindStringSubmatch(l); m != nil && m[1] == "memberlist: Suspect" {
+			v.suspicions.Add(1)
+			v.accused.add(false, m[2])
+		}
+	}
+	return len(b), nil
+}
+
+func (v *mlVerdicts) dead(name string) {
+	if v.counting.Load() {
+		v.deaths.Add(1)
+		v.accused.add(true, name)
+	}
 }
 
 func newMLMember(i, n int) (*mlMember, error) { return newMLMemberWith(i, n, io.Discard, false) }
@@ -227,6 +281,9 @@ func (e *mlEvents) NotifyUpdate(*memberlist.Node) {}
 // since it was last alive.
 func (e *mlEvents) NotifyLeave(n *memberlist.Node) {
 	e.left.LoadOrStore(n.Name, time.Now())
+	if e.verdicts != nil {
+		e.verdicts.dead(n.Name)
+	}
 }
 
 // countingTransport counts what a member sends: every UDP packet and
@@ -427,6 +484,7 @@ var (
 	gossipLinkIdle  = flag.Duration("gossip.linkidle", 0, "with -gossip.tcp, lazy links closed after this idle time (transport.Config.LinkIdle); 0: a connection per pair, kept")
 	gossipUDP       = flag.Bool("gossip.udp", false, "with -gossip.tcp, SWIM's probes as authenticated UDP datagrams (transport.Config.Datagrams)")
 	gossipMaxLinks  = flag.Int("gossip.maxlinks", 0, "with -gossip.linkidle, the most connections each member holds at once (transport.Config.MaxLinks); 0: no bound")
+	gossipML        = flag.Bool("gossip.memberlist", false, "BenchmarkGossipLarge also runs memberlist's LAN defaults at the same size, after Cohort's")
 )
 
 // BenchmarkGossipLarge: Cohort's membership service with -gossip.large
@@ -464,23 +522,46 @@ func BenchmarkGossipLarge(b *testing.B) {
 				b.Logf("so far: %+v", r)
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(r.Formed.Milliseconds()), "formed-ms")
-			b.ReportMetric(float64(r.Broadcast.Microseconds())/1000, "broadcast-ms")
-			b.ReportMetric(float64(r.Detected.Milliseconds()), "detected-ms")
-			b.ReportMetric(float64(r.CPUPerSecond.Microseconds()), "idle-cpu-us/member/s")
-			b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
-			b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
-			b.ReportMetric(float64(r.FormCPU.Microseconds())/1000, "form-cpu-ms/member")
-			b.ReportMetric(float64(r.Suspicions), "false-suspicions")
-			b.ReportMetric(float64(r.IdleSuspicions), "idle-false-suspicions")
-			b.ReportMetric(float64(r.FalseDead), "false-dead")
-			if r.PeakFDs > 0 {
-				b.ReportMetric(float64(r.PeakFDs), "peak-fds")
-				b.ReportMetric(float64(r.IdleFDs), "idle-fds")
-				b.ReportMetric(r.Links, "idle-links/member")
-			}
+			reportLarge(b, r)
 		}
 	})
+	if !*gossipML {
+		return
+	}
+	// memberlist's settle is its own: 30 of its 1 s probe intervals.
+	b.Run(fmt.Sprintf("memberlist/members=%d", n), func(b *testing.B) {
+		for range b.N {
+			ctx, cancel := context.WithTimeout(context.Background(), *gossipTimeout)
+			r, err := memberlistGossip(ctx, n, 5, *gossipIdle)
+			cancel()
+			if err != nil {
+				b.Logf("so far: %+v", r)
+				b.Fatal(err)
+			}
+			reportLarge(b, r)
+		}
+	})
+}
+
+// reportLarge reports what BenchmarkGossipLarge measured.
+func reportLarge(b *testing.B, r GossipResult) {
+	b.ReportMetric(float64(r.Formed.Milliseconds()), "formed-ms")
+	b.ReportMetric(float64(r.Broadcast.Microseconds())/1000, "broadcast-ms")
+	b.ReportMetric(float64(r.Detected.Milliseconds()), "detected-ms")
+	b.ReportMetric(float64(r.CPUPerSecond.Microseconds()), "idle-cpu-us/member/s")
+	b.ReportMetric(r.BytesPerSecond, "idle-bytes/member/s")
+	b.ReportMetric(r.MessagesPerSecond, "idle-msgs/member/s")
+	b.ReportMetric(float64(r.FormCPU.Microseconds())/1000, "form-cpu-ms/member")
+	b.ReportMetric(float64(r.Suspicions), "false-suspicions")
+	b.ReportMetric(float64(r.IdleSuspicions), "idle-false-suspicions")
+	b.ReportMetric(float64(r.FalseDead), "false-dead")
+	b.ReportMetric(float64(r.Suspected), "suspected-members")
+	b.ReportMetric(float64(r.Dead), "dead-members")
+	if r.PeakFDs > 0 {
+		b.ReportMetric(float64(r.PeakFDs), "peak-fds")
+		b.ReportMetric(float64(r.IdleFDs), "idle-fds")
+		b.ReportMetric(r.Links, "idle-links/member")
+	}
 }
 
 // BenchmarkGossipFormation: the time from the first member's start until

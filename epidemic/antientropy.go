@@ -97,6 +97,16 @@ func (Reply) Kind() string  { return "reply" }
 
 func (Checksum) Kind() string { return "checksum" }
 
+// A rumor's Update and an exchange's opening Checksum may be lost
+// (proc.Lossy): anti-entropy assumes nothing of its channels — a lost
+// rumor is the residue the next exchange repairs, a lost checksum a
+// skipped exchange — and both are small, so a live host sends them as
+// datagrams, as memberlist gossips its broadcasts over UDP, without a
+// connection to each random partner. The digests, and the answers that
+// carry a map's difference, may be long and take the reliable channel.
+func (Update) Lossy()   {}
+func (Checksum) Lossy() {}
+
 func (u Update) String() string { return label("UPDATE", u.Entries) }
 func (p Pull) String() string {
 	if len(p.Digest) == 0 {

@@ -21,6 +21,7 @@ type kindMeter struct {
 	from, to time.Duration
 	bytes    map[string]int
 	msgs     map[string]int
+	stream   map[string]int // messages not proc.Lossy: a live host sends them on a connection
 	buf      []byte
 }
 
@@ -34,6 +35,9 @@ func (e meteredEnv) Send(to proc.ID, msg proc.Message) {
 		e.m.buf, _ = e.m.codec.Append(e.m.buf[:0], msg)
 		e.m.bytes[msg.Kind()] += len(e.m.buf)
 		e.m.msgs[msg.Kind()]++
+		if _, lossy := msg.(proc.Lossy); !lossy {
+			e.m.stream[msg.Kind()]++
+		}
 	}
 	e.Env.Send(to, msg)
 }
@@ -59,12 +63,25 @@ func (p metered) Input(env proc.Env, in proc.Input) {
 // spread: the payloads the codec makes, without the transport's frame
 // header or the live host's service name.
 func membersIdleBytes(t testing.TB, n int, period time.Duration) (bytes, msgs map[string]float64) {
+	m := membersRun(t, n, period, 20*period, 120*period)
+	secs := (m.to - m.from).Seconds() * float64(n)
+	bytes, msgs = map[string]float64{}, map[string]float64{}
+	for k, b := range m.bytes {
+		bytes[k] = float64(b) / secs
+		msgs[k] = float64(m.msgs[k]) / secs
+	}
+	return bytes, msgs
+}
+
+// membersRun runs the members algorithm as membersIdleBytes describes,
+// until to, and meters what is sent from from on.
+func membersRun(t testing.TB, n int, period, from, to time.Duration) *kindMeter {
 	a := algorithm(t, "members", epidemic.Params{Period: period, Coordinates: true, ReapAfter: 10 * time.Minute})
 	codec, err := wire.NewCodec(a.Messages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &kindMeter{codec: codec, from: 20 * period, to: 120 * period, bytes: map[string]int{}, msgs: map[string]int{}}
+	m := &kindMeter{codec: codec, from: from, to: to, bytes: map[string]int{}, msgs: map[string]int{}, stream: map[string]int{}}
 	var script sim.Script
 	for i := range proc.ID(n) {
 		script = append(script, sim.TimedInput{At: period, Node: i, Input: epidemic.Put{Key: "cohort.addr." + strconv.Itoa(int(i)), Value: "127.0.0.1:" + strconv.Itoa(40000+int(i))}})
@@ -81,13 +98,33 @@ func membersIdleBytes(t testing.TB, n int, period time.Duration) (bytes, msgs ma
 	if _, err := s.Run(); err != nil {
 		t.Fatal(err)
 	}
-	secs := (m.to - m.from).Seconds() * float64(n)
-	bytes, msgs = map[string]float64{}, map[string]float64{}
-	for k, b := range m.bytes {
-		bytes[k] = float64(b) / secs
-		msgs[k] = float64(m.msgs[k]) / secs
+	return m
+}
+
+// TestMembersNewsNeedsNoConnection: a live host sends what is not
+// proc.Lossy on a connection, which a member with lazy links first dials
+// and authenticates. A write's rumors go to random members, so over
+// connections n writes (each joining member writes its address) cost n·f
+// dials: a thousand members in one process spent their CPU in handshakes.
+// The rumors, and the checksums that open the periodic exchanges, may be
+// lost (the next exchange repairs it): in a quiet cluster a member sends
+// nothing that needs a connection, and while the writes spread only the
+// exchanges' digests and differences do.
+func TestMembersNewsNeedsNoConnection(t *testing.T) {
+	const period = time.Second
+	all := membersRun(t, 32, period, 0, 120*period)
+	for k, c := range all.stream {
+		if k != "digest" && k != "reply" {
+			t.Errorf("%d %s messages need a connection: %v", c, k, all.stream)
+		}
 	}
-	return bytes, msgs
+	if all.msgs["update"] == 0 || all.msgs["checksum"] == 0 || all.msgs["list-checksum"] == 0 {
+		t.Fatalf("no rumors or checksums sent: %v", all.msgs)
+	}
+	quiet := membersRun(t, 32, period, 20*period, 120*period)
+	if len(quiet.stream) != 0 {
+		t.Errorf("a quiet cluster sends messages that need a connection: %v", quiet.stream)
+	}
 }
 
 // TestMembersIdleBytesByKind: where an idle member's bytes go. With
@@ -127,6 +164,47 @@ func TestMembersIdleBytesByKind(t *testing.T) {
 		}
 		if swim := bytes["ping"] + bytes["ack"]; swim < total/2 {
 			t.Errorf("period %v: pings and acks %.0f of %.0f bytes: the exchanges cost more", period, swim, total)
+		}
+	}
+}
+
+// TestRumorsGoOutTogether: writes that reach a member together go on
+// together. Twenty writes at one member at one instant go to f = ⌈ln 32⌉
+// + 2 = 6 members in one Update each, not in twenty (120 Updates one by
+// one before); the writes still reach every member.
+func TestRumorsGoOutTogether(t *testing.T) {
+	const n, writes, period = 32, 20, time.Second
+	a := algorithm(t, "members", epidemic.Params{Period: period})
+	codec, err := wire.NewCodec(a.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 3*period + period/2 // between two periods: no other sends then
+	m := &kindMeter{codec: codec, from: at, to: at + time.Microsecond, bytes: map[string]int{}, msgs: map[string]int{}, stream: map[string]int{}}
+	var script sim.Script
+	for k := range writes {
+		script = append(script, sim.TimedInput{At: at, Node: 1, Input: epidemic.Put{Key: "k" + strconv.Itoa(k), Value: "v"}})
+	}
+	var procs []proc.Process
+	s, err := sim.New(sim.Config{Nodes: n, Seed: 1, Workload: script, Deadline: 30 * period,
+		New: func(id proc.ID, n int) proc.Process {
+			p := a.New(id, n)
+			procs = append(procs, p)
+			return metered{p, m}
+		},
+		Network: sim.Network{Latency: sim.Constant(100 * time.Microsecond)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.msgs["update"]; got != 6 {
+		t.Errorf("%d writes at once went out in %d Updates, want 6 (one to each of f members)", writes, got)
+	}
+	for i, p := range procs {
+		if got := len(p.(interface{ Entries() []epidemic.Entry }).Entries()); got != writes {
+			t.Errorf("member %d holds %d entries, want %d", i, got, writes)
 		}
 	}
 }

@@ -56,7 +56,20 @@ type members struct {
 	agg   aggregates // the queries (aggregate.go)
 	disc  discovery  // resource discovery (discovery.go)
 	ticks uint64     // SWIM's periods so far
+	// rumors is the news not sent on yet (spread), from rumorsFrom
+	// (proc.None: from several, or this member's own); a rumorTick is
+	// set while it holds any.
+	rumors     []Entry
+	rumorsFrom proc.ID
 }
+
+// rumorTick sends the rumors on: a timer of no delay, which goes off
+// behind what already waits in the member's inbox.
+type rumorTick struct{}
+
+// maxRumorBytes bounds an Update of rumors, its entries' keys and values
+// with a margin for the rest: a live host sends it as one datagram.
+const maxRumorBytes = 1024
 
 func init() {
 	builders["members"] = func(p Params) func(proc.ID, int) proc.Process {
@@ -138,16 +151,50 @@ func (m *members) Input(env proc.Env, in proc.Input) {
 	}
 }
 
-// spread sends news to Spread live members other than from.
+// spread sends news on to f = ⌈ln n⌉ + 2 live members other than the one
+// it came from — not at once but behind what already waits in the inbox
+// (a timer of no delay): news that arrives together goes out together,
+// in one Update to each of f members instead of one per write. An idle
+// member forwards a write as soon as it has it; one that many writes
+// reach at once (n members joining, each writing its address, cost n²·f
+// messages one by one) forwards them in batches as large as its backlog.
+// Each entry still goes to f random members, once.
 func (m *members) spread(env proc.Env, news []Entry, from proc.ID) {
 	if len(news) == 0 {
 		return
 	}
+	if len(m.rumors) == 0 {
+		m.rumorsFrom = from
+		env.SetTimer(0, rumorTick{})
+	} else if m.rumorsFrom != from {
+		m.rumorsFrom = proc.None
+	}
+	m.rumors = append(m.rumors, news...)
+}
+
+// sendRumors sends the news spread gathered to f live members, in Updates
+// of at most maxRumorBytes.
+func (m *members) sendRumors(env proc.Env) {
+	news, from := m.rumors, m.rumorsFrom
+	m.rumors = nil
 	f := int(math.Ceil(math.Log(float64(m.swim.size())))) + 2
-	for _, q := range m.swim.randomMembers(env, f, from) {
-		env.Send(q, Update{Entries: news})
+	to := m.swim.randomMembers(env, f, from)
+	for len(news) > 0 {
+		k, size := 0, 0
+		for k < len(news) && (k == 0 || size+entrySize(news[k]) <= maxRumorBytes) {
+			size += entrySize(news[k])
+			k++
+		}
+		for _, q := range to {
+			env.Send(q, Update{Entries: news[:k:k]})
+		}
+		news = news[k:]
 	}
 }
+
+// entrySize is about what an entry takes on the wire: its key and value,
+// and 32 bytes for its version, birth and framing.
+func entrySize(e Entry) int { return len(e.Key) + len(e.Value) + 32 }
 
 func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	switch msg := msg.(type) {
@@ -199,6 +246,12 @@ func (m *members) Timeout(env proc.Env, tag any) {
 		if !m.swim.left {
 			m.kv.Timeout(env, tag)
 		}
+	case rumorTick:
+		if m.swim.left {
+			m.rumors = nil
+			return
+		}
+		m.sendRumors(env)
 	case aggTick:
 		if !m.swim.left {
 			m.agg.tick(env, m, tag.(aggTick))
@@ -256,6 +309,10 @@ func (m *members) periodic(env proc.Env) {
 type ListChecksum struct{ Sum uint64 }
 
 func (ListChecksum) Kind() string { return "list-checksum" }
+
+// Lossy: a lost checksum is a skipped exchange of lists, which the next
+// one (SyncEvery periods on) makes up; a live host sends it as a datagram.
+func (ListChecksum) Lossy() {}
 func (c ListChecksum) String() string {
 	return "LISTCHECKSUM(" + strconv.FormatUint(c.Sum, 16) + ")"
 }

@@ -211,6 +211,19 @@ func (n *Node) Members() map[proc.ID]string {
 	return nil
 }
 
+// MemberAddr returns member id's transport address, and whether the
+// transport knows it: one entry of Members, without copying the table (a
+// membership service asks once per address it learns, so a copy each time
+// would cost n² per member to learn n).
+func (n *Node) MemberAddr(id proc.ID) (string, bool) {
+	if t, ok := n.cfg.Transport.(interface {
+		MemberAddr(proc.ID) (string, bool)
+	}); ok {
+		return t.MemberAddr(id)
+	}
+	return "", false
+}
+
 // AddPeer tells the transport where member id listens, if the
 // transport takes new members (transport.TCP.AddPeer); services whose
 // members learn of one another (a membership service) call it.

@@ -208,7 +208,7 @@ func (s *Server) addPeer(key, addr string) {
 	if err != nil || id < 0 || proc.ID(id) == s.node.Self() {
 		return
 	}
-	if known, ok := s.node.Members()[proc.ID(id)]; ok && known == addr {
+	if known, ok := s.node.MemberAddr(proc.ID(id)); ok && known == addr {
 		return
 	}
 	if err := s.node.AddPeer(proc.ID(id), addr); err != nil {

@@ -204,3 +204,25 @@ func exchangeAll(t *testing.T, all []*TCP, inbox []chan string) {
 		}
 	}
 }
+
+// MemberAddr answers for one member what Members does for all: the
+// listener's address for itself, the address added for another, nothing
+// for a stranger — and an added member's address from then on.
+func TestMemberAddr(t *testing.T) {
+	trs := newTCPCluster(t, 2, nil)
+	tr := trs[0]
+	for id, want := range tr.Members() {
+		if got, ok := tr.MemberAddr(id); !ok || got != want {
+			t.Errorf("MemberAddr(%v) = %q, %v; Members says %q", id, got, ok, want)
+		}
+	}
+	if got, ok := tr.MemberAddr(7); ok {
+		t.Errorf("MemberAddr(7) = %q before it was added", got)
+	}
+	if err := tr.AddPeer(7, "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := tr.MemberAddr(7); !ok || got != "127.0.0.1:1" {
+		t.Errorf("MemberAddr(7) = %q, %v after AddPeer(7, 127.0.0.1:1)", got, ok)
+	}
+}

@@ -218,9 +218,10 @@
 // what fails is dropped and counted (Stats.Datagrams), never handed on.
 // The handler is called for datagrams from one reader goroutine, which
 // may overlap with the calls for the same member's stream: FIFO holds for
-// the stream only. The live host sends SWIM's probes this way (messages
-// marked proc.Lossy), as memberlist does, and everything else on the
-// stream. datagram.go holds the whole of it: the format, the key, the
+// the stream only. The live host sends messages marked proc.Lossy this
+// way — SWIM's probes, as memberlist does, and the membership map's
+// rumors and the checksums that open its exchanges — and everything else
+// on the stream. datagram.go holds the whole of it: the format, the key, the
 // replay window and why.
 //
 // # Certificates

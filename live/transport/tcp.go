@@ -162,6 +162,19 @@ func (t *TCP) Members() map[proc.ID]string {
 	return m
 }
 
+// MemberAddr returns the address member id listens at, this one's
+// included, and whether it is known: Members for one member, without a
+// copy of the whole table.
+func (t *TCP) MemberAddr(id proc.ID) (string, bool) {
+	if id == t.cfg.Self {
+		return t.ln.Addr().String(), true
+	}
+	if p := t.peer(id); p != nil {
+		return p.addr, true
+	}
+	return "", false
+}
+
 // Start implements Transport.
 func (t *TCP) Start(handler Handler) error {
 	if handler == nil {
