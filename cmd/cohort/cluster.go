@@ -179,7 +179,8 @@ func anyOf(rs ...func(string) (proc.Algorithm, bool)) func(string) (proc.Algorit
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-// freePorts reserves n loopback ports by listening and closing again.
+// freePorts reserves n distinct loopback ports by listening on each
+// until all are chosen, then closing them.
 func freePorts(n int) ([]string, error) {
 	var addrs []string
 	var lns []net.Listener
@@ -238,14 +239,14 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, as
 	if err != nil {
 		return &exitError{1, err}
 	}
-	peersAddr, err := freePorts(n)
+	// Every port in one call, all held until all are chosen: ports taken
+	// in two calls could repeat one (the first call's, released, given
+	// out again), and a node's API would find its port a peer's.
+	ports, err := freePorts(2 * n)
 	if err != nil {
 		return &exitError{1, err}
 	}
-	apis, err := freePorts(n)
-	if err != nil {
-		return &exitError{1, err}
-	}
+	peersAddr, apis := ports[:n], ports[n:]
 	var secret [24]byte
 	_, _ = rand.Read(secret[:])
 	peers := map[int]string{}
