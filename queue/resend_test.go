@@ -49,7 +49,11 @@ func gatedOwnPair(t *testing.T) (a, b *ownNode, dirA string, gate *replyGate, c 
 	dirA = t.TempDir()
 	a, b = startOwnNode(t, dirA), startOwnNode(t, t.TempDir())
 	gate = newReplyGate(t, a.addr())
-	return a, b, dirA, gate, &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token}
+	// Attempt far above a loaded machine's delays: a kind lookup through
+	// the gate unanswered within the default 3 s (seen under -race beside
+	// the whole suite) would count A quiet and send the puts to B, which
+	// these tests are not about.
+	return a, b, dirA, gate, &queue.Client{Endpoints: []string{gate.URL(), b.srv.URL}, Token: token, Attempt: time.Minute}
 }
 
 // gatedReplicated starts three nodes with replicated queues, waits for
