@@ -37,6 +37,10 @@ type Replicated struct {
 	origin uint64 // this incarnation's id for the log's duplicate suppression (below 2⁶³)
 	seq    atomic.Uint64
 	retry  time.Duration // the first wait before an unanswered operation is proposed again (package backoff)
+	// progress wakes the operations and streams waiting at this node when
+	// its log moves again after a quiet spell (a partition healed, a
+	// leader elected): they are proposed again at once.
+	progress *backoff.Progress
 	cfg    ReplicatedConfig
 	window chan struct{} // one token per operation under way
 	puts   chan consensus.QueuePut
@@ -170,7 +174,7 @@ func newReplicated(n *live.Node, c ReplicatedConfig, algorithm func(ReplicatedCo
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
 		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
-		halted: make(chan struct{}), log: cmp.Or(c.Logger, slog.Default())}
+		halted: make(chan struct{}), log: cmp.Or(c.Logger, slog.Default()), progress: backoff.NewProgress(2 * c.Raft.ElectionTimeout)}
 	svc.OnOutput(r.output)
 	go r.batch()
 	return r, nil
@@ -226,6 +230,8 @@ func (r *Replicated) output(o proc.Output) {
 	var origin, seq uint64
 	var wake string
 	switch o := o.(type) {
+	case consensus.Applied:
+		r.progress.Moved()
 	case consensus.QueuePutDone:
 		origin, seq = o.Origin, o.Seq
 		if o.ID > 0 {
@@ -251,6 +257,7 @@ func (r *Replicated) output(o proc.Output) {
 		r.halt(o)
 		return
 	case consensus.Restored:
+		r.progress.Moved()
 		r.mu.Lock()
 		for name, ch := range r.changed {
 			close(ch)
@@ -358,8 +365,13 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	defer t.Stop()
 	seen, first := time.Now(), true // when a leader was last known; the first proposal is not a retry
 	b := backoff.New(r.retry, origin, seq)
+	resumed := r.progress.Resumed()
 	for {
 		select {
+		case <-resumed: // the log moves again: propose at once, the waits started over
+			resumed = r.progress.Resumed()
+			b.Reset()
+			t.Reset(0)
 		case o := <-w.ch:
 			r.led.Store(true) // answered from the log: it had a leader
 			if ref, ok := o.(consensus.QueueRefused); ok {
@@ -707,6 +719,7 @@ type runStream struct {
 	waits  backoff.Backoff // the oldest run's waits
 	wait   time.Duration   // the oldest run's wait now
 	timer  *time.Timer     // set while runs is not empty
+	done   chan struct{}   // closed with the stream
 	closed bool
 }
 
@@ -726,10 +739,20 @@ type runResult struct {
 }
 
 func (r *Replicated) newRunStream() *runStream {
-	s := &runStream{r: r, waits: backoff.New(r.retry, r.origin, rand.Uint64())}
+	s := &runStream{r: r, waits: backoff.New(r.retry, r.origin, rand.Uint64()), done: make(chan struct{})}
 	s.wait = s.waits.Next()
-	s.timer = time.AfterFunc(time.Hour, s.resend)
+	s.timer = time.AfterFunc(time.Hour, func() { s.resend(false) })
 	s.timer.Stop()
+	go func() {
+		for {
+			select {
+			case <-r.progress.Resumed():
+				s.resend(true)
+			case <-s.done:
+				return
+			}
+		}
+	}()
 	return s
 }
 
@@ -737,6 +760,9 @@ func (r *Replicated) newRunStream() *runStream {
 func (s *runStream) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	s.timer.Stop()
 }
@@ -804,8 +830,9 @@ func (s *runStream) propose(sr *streamRun) error {
 }
 
 // resend proposes again, in order, every run not answered for the
-// wait, and doubles the wait.
-func (s *runStream) resend() {
+// wait, and doubles the wait; after progress (the log moving again after
+// a quiet spell) at once, and the waits start over.
+func (s *runStream) resend(progress bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || len(s.runs) == 0 {
@@ -815,6 +842,9 @@ func (s *runStream) resend() {
 		if s.propose(sr) != nil {
 			return // the service stopped: waitRun sees it
 		}
+	}
+	if progress {
+		s.waits.Reset()
 	}
 	s.wait = s.waits.Next()
 	s.timer.Reset(s.wait)

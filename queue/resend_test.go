@@ -533,7 +533,8 @@ func TestStreamRunsProposedAgainInOrder(t *testing.T) {
 // log slower to commit than the interval (a busy machine) is given a copy
 // of every run under way at each interval, which slows it further, until
 // it carries copies only and the stream's puts are not acknowledged.
-// Without the backoff the run is proposed 11 times here, not 5.
+// Without the backoff the run is proposed 11 times here, not 5 (6 with
+// a wake-up when the log moves again).
 func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -571,7 +572,9 @@ func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
 	mu.Lock()
 	n, took := proposals, time.Since(first)
 	mu.Unlock()
-	if want := 2 + int(math.Log2(float64(lost/retry))); n < 2 || n > want {
+	// One more when the log applies an entry after a quiet spell: the
+	// runs waiting are then proposed at once.
+	if want := 3 + int(math.Log2(float64(lost/retry))); n < 2 || n > want {
 		t.Fatalf("the run was proposed %d times in %v (retry %v, lost for %v): want 2 to %d, the interval doubling", n, took.Round(time.Millisecond), retry, lost, want)
 	}
 	if m := ready(r, "jobs"); m != 1 {
