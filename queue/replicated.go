@@ -41,9 +41,9 @@ type Replicated struct {
 	// its log moves again after a quiet spell (a partition healed, a
 	// leader elected): they are proposed again at once.
 	progress *backoff.Progress
-	cfg    ReplicatedConfig
-	window chan struct{} // one token per operation under way
-	puts   chan consensus.QueuePut
+	cfg      ReplicatedConfig
+	window   chan struct{} // one token per operation under way
+	puts     chan consensus.QueuePut
 	// lose, if set, loses the proposals of stream runs it picks (as a
 	// change of leader may; n: 1 the first proposal, 2 the next, …): a
 	// test's way to make a run overtake another, or wait.
