@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -35,6 +36,8 @@ type Replicated struct {
 
 	proposals atomic.Uint64     // multicasts given to the log, copies included
 	progress  *backoff.Progress // wakes resend when the log moves after a quiet spell
+
+	haltedAt atomic.Pointer[consensus.Halted] // set once this node's copy of the log's groups halted
 
 	ackMu   sync.Mutex // the multicasts' side: apart from mu, which deliveries hold for a whole entry
 	acks    map[uint64]*unacked
@@ -200,6 +203,8 @@ func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
 	case consensus.Applied, consensus.Restored:
 		r.progress.Moved()
+	case consensus.Halted:
+		r.halt(o)
 	case consensus.Acked:
 		r.ackMu.Lock()
 		for _, a := range o.Sent {
@@ -225,6 +230,45 @@ func (r *Replicated) output(o proc.Output) {
 		}
 	}
 }
+
+// halt ends this node's part once its copy of the groups halted
+// (consensus.Halted: a committed entry it cannot apply): the multicasts
+// waiting here and the listeners here get ErrHalted, and so does every
+// call after; the other nodes serve the groups.
+func (r *Replicated) halt(h consensus.Halted) {
+	if !r.haltedAt.CompareAndSwap(nil, &h) {
+		return
+	}
+	slog.Error("replicated groups halted: a committed entry this node cannot apply; it serves the groups no more, the other nodes do; restart it once it can read the entry",
+		"entry", h.Index, "reason", h.Reason)
+	err := r.Halted()
+	r.ackMu.Lock()
+	for _, u := range r.acks {
+		u.tell(answer{err: err})
+	}
+	r.ackMu.Unlock()
+	r.mu.Lock()
+	for _, g := range r.groups {
+		for s := range g.subs {
+			s.fail(err)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// Halted is why this node's copy of the groups halted (wrapping
+// ErrHalted), or nil.
+func (r *Replicated) Halted() error {
+	h := r.haltedAt.Load()
+	if h == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at entry %d of the log, which it cannot apply (%s): the other nodes serve the groups", ErrHalted, h.Index, h.Reason)
+}
+
+// ErrHalted: this node's copy of the groups met a committed entry it
+// cannot apply (written by a newer version, or damaged) and halted.
+var ErrHalted = errors.New("this node's replica of the groups halted")
 
 // deliver keeps messages of group name, consecutive in the log, and hands
 // them to the group's listeners. The caller holds mu.
@@ -317,10 +361,13 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	u.in, u.b = in, backoff.New(r.retry, r.origin, seq)
 	u.due = time.Now().Add(u.b.Next())
 	r.ackMu.Lock()
-	if r.stopped {
+	if r.stopped || r.haltedAt.Load() != nil {
 		r.ackMu.Unlock()
 		u.in = consensus.Send{}
 		waits.Put(u)
+		if err := r.Halted(); err != nil {
+			return Delivery{}, err
+		}
 		return Delivery{}, live.ErrClosed
 	}
 	r.acks[seq] = u
@@ -371,6 +418,10 @@ func (r *Replicated) Deliveries(ctx context.Context, name string, from uint64) (
 	}
 	s := &stream{wake: make(chan struct{}, 1)}
 	r.mu.Lock()
+	if err := r.Halted(); err != nil { // under mu: halt fails the listeners it finds
+		r.mu.Unlock()
+		return nil, nil, err
+	}
 	g := r.groups[name]
 	if g == nil {
 		if len(r.groups) >= MaxGroups {

@@ -1,6 +1,10 @@
 package lock
 
-import "time"
+import (
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+)
 
 // WaitingForGrant is how many calls on this node wait for a grant.
 func (r *Replicated) WaitingForGrant() int {
@@ -23,3 +27,7 @@ func (r *Replicated) Proposals() uint64 { return r.proposals.Load() }
 // Retry is how long r first waits for an operation's answer before it
 // proposes it again.
 func Retry(r *Replicated) time.Duration { return r.retry }
+
+// Halt hands r the output of a server that halted (consensus.Halted), as
+// its copy of the table would at an entry it cannot apply.
+func Halt(r *Replicated, h consensus.Halted) { r.output(h) }

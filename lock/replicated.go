@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,9 @@ type Replicated struct {
 
 	kaSeq     atomic.Uint64
 	proposals atomic.Uint64 // operations given to the log, copies included
+
+	halted   chan struct{}                    // closed once this node's copy of the table halted (consensus.Halted)
+	haltedAt atomic.Pointer[consensus.Halted] // set before halted closes
 
 	mu      sync.Mutex
 	opens   map[uint64]chan consensus.Opened
@@ -90,7 +94,8 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	r := &Replicated{svc: svc, self: n.Self(), cfg: cfg, retry: retry, seed: rand.Uint64(), progress: backoff.NewProgress(retry),
 		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
-		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
+		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{},
+		halted: make(chan struct{})}
 	r.leader.Store(int64(proc.None))
 	// KeepAlives are numbered from a random start in each incarnation: a
 	// renewal the log applies again after a restart (Locks renews through
@@ -115,6 +120,12 @@ func (r *Replicated) output(o proc.Output) {
 	switch o := o.(type) {
 	case consensus.Applied, consensus.Restored:
 		r.progress.Moved()
+	case consensus.Halted:
+		if r.haltedAt.CompareAndSwap(nil, &o) {
+			slog.Error("replicated locks halted: a committed entry this node cannot apply; it serves the locks no more, the other nodes do; restart it once it can read the entry",
+				"entry", o.Index, "reason", o.Reason)
+			close(r.halted)
+		}
 	case consensus.Opened:
 		notify(r.opens[o.Tag], o)
 	case consensus.Granted:
@@ -173,7 +184,21 @@ var (
 	// ErrNoLeader: no leader answered (a majority is down or cut off);
 	// the call can be tried again.
 	ErrNoLeader = errors.New("no leader answered")
+	// ErrHalted: this node's copy of the lock table met a committed entry
+	// it cannot apply (written by a newer version, or damaged) and
+	// halted; the other nodes serve the locks.
+	ErrHalted = errors.New("this node's replica of the locks halted")
 )
+
+// Halted is why this node's copy of the lock table halted (wrapping
+// ErrHalted), or nil.
+func (r *Replicated) Halted() error {
+	h := r.haltedAt.Load()
+	if h == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at entry %d of the log, which it cannot apply (%s): the other nodes serve the locks", ErrHalted, h.Index, h.Reason)
+}
 
 // await proposes in, and again while it goes unanswered (with the same
 // number, which the table applies once), until ch yields, the table
@@ -184,6 +209,9 @@ var (
 // once and the waits start over.
 func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, refused chan string) (T, error) {
 	var zero T
+	if err := r.Halted(); err != nil {
+		return zero, err
+	}
 	resumed := r.progress.Resumed()
 	r.proposals.Add(1)
 	if err := r.svc.Input(in); err != nil { // at once: a timer would cost a wake-up on the way
@@ -202,6 +230,8 @@ func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, 
 			return zero, ctx.Err()
 		case <-r.svc.Done():
 			return zero, live.ErrClosed
+		case <-r.halted:
+			return zero, r.Halted()
 		case <-resumed:
 			resumed = r.progress.Resumed()
 			b.Reset()
