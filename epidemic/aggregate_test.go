@@ -2,6 +2,7 @@ package epidemic_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -131,21 +132,7 @@ func TestAggregateKeepsLateShares(t *testing.T) {
 		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Clocks: clocks,
 			Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 3 * time.Millisecond}},
 			Workload: script, Deadline: 2 * time.Second})
-		want := map[string]float64{"sum": float64(n * (n - 1) / 2), "count": float64(n)}
-		got := 0
-		for _, e := range r.Outputs("estimate")[origin] {
-			var est epidemic.Estimate
-			if err := json.Unmarshal(e.Data, &est); err != nil {
-				t.Fatal(err)
-			}
-			got++
-			if w := want[est.Agg]; est.None || math.Abs(est.Value-w) > 1e-3*w {
-				t.Errorf("seed %d: %s = %g, want %g ± 0.1%%", seed, est.Agg, est.Value, w)
-			}
-		}
-		if got != 2 {
-			t.Fatalf("seed %d: %d estimates, want 2", seed, got)
-		}
+		checkSumAndCount(t, r, origin, n, fmt.Sprintf("seed %d", seed))
 	}
 }
 
@@ -177,20 +164,27 @@ func TestAggregateRunsAtTheOriginsPace(t *testing.T) {
 		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: build,
 			Network:  sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 3 * time.Millisecond}},
 			Workload: script, Deadline: 3 * time.Second})
-		want := map[string]float64{"sum": float64(n * (n - 1) / 2), "count": float64(n)}
-		got := 0
-		for _, e := range r.Outputs("estimate")[origin] {
-			var est epidemic.Estimate
-			if err := json.Unmarshal(e.Data, &est); err != nil {
-				t.Fatal(err)
-			}
-			got++
-			if w := want[est.Agg]; est.None || math.Abs(est.Value-w) > 1e-3*w {
-				t.Errorf("seed %d, n %d: %s = %g, want %g ± 0.1%%", seed, n, est.Agg, est.Value, w)
-			}
+		checkSumAndCount(t, r, origin, n, fmt.Sprintf("seed %d, n %d", seed, n))
+	}
+}
+
+// checkSumAndCount fails unless the origin answered the sum and the count
+// of n readings 0 … n−1, each within 0.1%; run names the run.
+func checkSumAndCount(t *testing.T, r *simtest.Recorded, origin proc.ID, n int, run string) {
+	t.Helper()
+	want := map[string]float64{"sum": float64(n * (n - 1) / 2), "count": float64(n)}
+	got := 0
+	for _, e := range r.Outputs("estimate")[origin] {
+		var est epidemic.Estimate
+		if err := json.Unmarshal(e.Data, &est); err != nil {
+			t.Fatal(err)
 		}
-		if got != 2 {
-			t.Fatalf("seed %d: %d estimates, want 2", seed, got)
+		got++
+		if w := want[est.Agg]; est.None || math.Abs(est.Value-w) > 1e-3*w {
+			t.Errorf("%s: %s = %g, want %g ± 0.1%%", run, est.Agg, est.Value, w)
 		}
+	}
+	if got != 2 {
+		t.Fatalf("%s: %d estimates, want 2", run, got)
 	}
 }

@@ -306,6 +306,11 @@ func serveBatch(m Backend, w http.ResponseWriter, r *http.Request) {
 	} else {
 		ids, err = tm.Transact(r.Context(), nil, puts)
 	}
+	replyTx(m, w, r, ids, dup, err)
+}
+
+// replyTx answers a transaction (or a batch): its ids, or its error.
+func replyTx(m Backend, w http.ResponseWriter, r *http.Request, ids []uint64, dup bool, err error) {
 	if err != nil {
 		if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 			return // the client left
@@ -358,18 +363,7 @@ func serveTx(m Backend, w http.ResponseWriter, r *http.Request) {
 	default:
 		ids, err = tm.Transact(r.Context(), req.Acks, req.Puts)
 	}
-	if err != nil {
-		if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
-			return // the client left
-		}
-		fail(w, err)
-		return
-	}
-	if ids == nil {
-		ids = []uint64{}
-	}
-	w.Header().Set(KindHeader, kind(m))
-	httpapi.Reply(w, http.StatusOK, TxReply{IDs: ids, Duplicate: dup})
+	replyTx(m, w, r, ids, dup, err)
 }
 
 // Transact sends a transaction to the first node that answers: its acks
