@@ -186,7 +186,7 @@ func (a *antiEntropy) Join(env proc.Env, contact proc.ID) {
 func (a *antiEntropy) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case Put:
-		a.db.write(env, in.Key, in.Value, false)
+		a.db.put(env, in)
 	case Delete:
 		a.db.write(env, in.Key, "", true)
 	}

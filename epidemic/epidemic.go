@@ -260,6 +260,14 @@ func Configure(a proc.Algorithm, p Params) (proc.Algorithm, error) {
 type Put struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+	// Floor, if above the version the write would take, is its version
+	// instead: for a key only its writer writes, written again after a
+	// restart that lost the map. A fresh map gives the write the first
+	// version, which the write before the restart had too; as versions
+	// tie, the others would keep the old value for ever (their digests
+	// agree). A live writer passes its wall clock in nanoseconds, which
+	// rises from one incarnation to the next.
+	Floor Version `json:"floor,omitempty"`
 }
 
 // Delete asks a node to delete Key (to write its tombstone).
@@ -454,6 +462,13 @@ func (s *store) apply(env proc.Env, e Entry) bool {
 	}
 	env.Output(Applied{Key: e.Key, Value: e.Value, Version: e.Version, Deleted: e.Deleted})
 	return true
+}
+
+// put is a local Put: a version above the node's, and at least p.Floor.
+func (s *store) put(env proc.Env, p Put) Entry {
+	e := Entry{Key: p.Key, Value: p.Value, Version: max(nextVersion(s.version(p.Key), env.Self()), p.Floor)}
+	s.apply(env, e)
+	return e
 }
 
 // write is a local Put or Delete: a version above the node's.

@@ -135,7 +135,7 @@ func (m *members) Input(env proc.Env, in proc.Input) {
 	case proc.Leave:
 		m.swim.Input(env, in)
 	case Put:
-		m.spread(env, []Entry{m.kv.db.write(env, in.Key, in.Value, false)}, proc.None)
+		m.spread(env, []Entry{m.kv.db.put(env, in)}, proc.None)
 	case Delete:
 		m.spread(env, []Entry{m.kv.db.write(env, in.Key, "", true)}, proc.None)
 	case Reading:

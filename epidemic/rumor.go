@@ -179,7 +179,7 @@ func (r *rumor) tick(env proc.Env) {
 func (r *rumor) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case Put:
-		r.infect(env, r.db.write(env, in.Key, in.Value, false))
+		r.infect(env, r.db.put(env, in))
 	case Delete:
 		r.infect(env, r.db.write(env, in.Key, "", true))
 	}

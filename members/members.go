@@ -149,10 +149,10 @@ func NewServer(cfg Config) (*Server, error) {
 	s := &Server{svc: svc, node: cfg.Node, log: log}
 	s.learnAddresses()
 	if cfg.Durable {
-		_ = s.svc.Input(epidemic.Put{Key: durablePrefix + strconv.Itoa(int(s.node.Self())), Value: "data_dir"})
+		_ = s.svc.Input(epidemic.Put{Key: durablePrefix + strconv.Itoa(int(s.node.Self())), Value: "data_dir", Floor: ownVersion()})
 	}
 	if cfg.Kinds != "" {
-		_ = s.svc.Input(epidemic.Put{Key: kindsPrefix + strconv.Itoa(int(s.node.Self())), Value: cfg.Kinds})
+		_ = s.svc.Input(epidemic.Put{Key: kindsPrefix + strconv.Itoa(int(s.node.Self())), Value: cfg.Kinds, Floor: ownVersion()})
 	}
 	return s, nil
 }
@@ -189,9 +189,15 @@ func (s *Server) learnAddresses() {
 		}
 	})
 	if addr, ok := s.node.Members()[s.node.Self()]; ok {
-		_ = s.svc.Input(epidemic.Put{Key: addrPrefix + strconv.Itoa(int(s.node.Self())), Value: addr})
+		_ = s.svc.Input(epidemic.Put{Key: addrPrefix + strconv.Itoa(int(s.node.Self())), Value: addr, Floor: ownVersion()})
 	}
 }
+
+// ownVersion is the least version of this incarnation's writes of its
+// own keys (epidemic.Put.Floor): the wall clock, which is past the
+// previous incarnation's (a clock stepped back across a restart could
+// leave the old values in place until the clock passes them again).
+func ownVersion() epidemic.Version { return epidemic.Version(time.Now().UnixNano()) }
 
 // ownKey says whether key is one of the service's own: an address or an
 // advertisement, hidden from the map's readers.

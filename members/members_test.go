@@ -283,3 +283,54 @@ func TestBadKeys(t *testing.T) {
 		t.Fatal("the map took 1000 values of MaxValue bytes")
 	}
 }
+
+// TestRestartedMemberAnnouncesAnew: a member killed and restarted from
+// nothing at its address, with other kinds than before, is listed with
+// its new kinds at every member. Its fresh map would give its own key
+// the version its first incarnation's write had: the versions tie, the
+// digests agree, and the others kept the old value for ever (p0 still
+// listed the old kinds after 20 s before a member's writes of its own
+// keys took the wall clock as their least version).
+func TestRestartedMemberAnnouncesAnew(t *testing.T) {
+	kinds := map[proc.ID]string{0: "lock=raft", 1: "lock=raft", 2: "lock=raft"}
+	c := &cluster{t: t, servers: map[proc.ID]*members.Server{}}
+	c.Cluster = livetest.NewCluster(t, livetest.Cluster{Founders: 3, Secret: secret,
+		Services: func(id proc.ID, node *live.Node, contact proc.ID) {
+			s, err := members.NewServer(members.Config{Node: node, Params: fast, Contact: contact, Kinds: kinds[id]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.servers[id] = s
+		}})
+	lists := func(want string) func(proc.ID, *members.Server) error {
+		return func(_ proc.ID, s *members.Server) error {
+			ms, err := s.Members()
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				if m.ID == 2 && (m.State != "alive" || m.Kinds != want) {
+					return fmt.Errorf("holds p2 %s with kinds %q, want alive with %q", m.State, m.Kinds, want)
+				}
+			}
+			return nil
+		}
+	}
+	c.eventually("p2's kinds everywhere", lists("lock=raft"))
+	addr := c.Addrs[2]
+	c.kill(2)
+	c.eventually("p2 is declared dead", holds(map[int]string{2: "dead"}))
+	kinds[2] = "lock=central"
+	var ln net.Listener
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	c.Start(2, ln, proc.None)
+	c.eventually("p2's new kinds everywhere", lists("lock=central"))
+}
