@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	var logs syncBuffer
+	var logs livetest.Buffer
 	cl := &cluster{nodes: nodes}
 	var damage []func([]byte)
 	for _, nd := range nodes {
@@ -134,24 +133,6 @@ func get(t *testing.T, base, path string) (int, string) {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode, httpapi.ErrorMessage(resp.Body)
-}
-
-// syncBuffer is a bytes.Buffer that loggers on many goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A Listen whose stream carries an event that is not a message ends with

@@ -1,32 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/live/livetest"
 )
-
-// syncBuffer is written by the server goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // cohort ntp serve --offset 250ms on a free loopback port, queried by
 // cohort ntp query: the query measures the offset, within the delay, in
@@ -34,7 +16,7 @@ func (s *syncBuffer) String() string {
 func TestNTPServeAndQuery(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out livetest.Buffer
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -148,7 +130,7 @@ func TestNTPQueryWithoutAServer(t *testing.T) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runNTPServe(ctx, ntpServeOptions{listen: "127.0.0.1:0", stratum: 10, refid: "LOCL"}, &syncBuffer{}, func(a string) { addrc <- a })
+		done <- runNTPServe(ctx, ntpServeOptions{listen: "127.0.0.1:0", stratum: 10, refid: "LOCL"}, &livetest.Buffer{}, func(a string) { addrc <- a })
 	}()
 	addr := <-addrc
 	cancel() // the port is closed again: nobody listens there

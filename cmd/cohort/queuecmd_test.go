@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/node"
 	"github.com/cohort-go/cohort/proc"
@@ -328,7 +329,7 @@ func TestQueuePutStdinAcksEachLine(t *testing.T) {
 	old := os.Stdin
 	os.Stdin = r
 	defer func() { os.Stdin = old; r.Close() }()
-	out := &syncBuffer{}
+	out := &livetest.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- execute([]string{"queue", "put", "jobs", "-", "--json", "--endpoints", eps[0]}, out, io.Discard)
