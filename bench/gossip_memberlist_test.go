@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/members"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -444,19 +445,35 @@ var gossipLarge = flag.Int("gossip.large", 1000, "the in-process membership Benc
 
 var gossipIdle = flag.Duration("gossip.idle", 3*time.Second, "the idle window whose traffic BenchmarkGossipBesideMemberlist counts")
 
+// gossipPeriods are the SWIM periods at which BenchmarkGossipBesideMemberlist
+// runs Cohort beside memberlist's defaults: its own default (named
+// "cohort") and memberlist's probe interval (named "cohort-1s") unless told
+// otherwise (-gossip.periods=200ms,400ms,1s).
+var gossipPeriods = flag.String("gossip.periods", "200ms,1s", "the SWIM periods BenchmarkGossipBesideMemberlist runs Cohort at, comma-separated")
+
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
+	var whos []string
+	periods := map[string]time.Duration{}
+	for _, f := range strings.Split(*gossipPeriods, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			b.Fatalf("-gossip.periods: %q is not a positive duration", f)
+		}
+		who := "cohort-" + d.String()
+		if d == members.DefaultPeriod {
+			who = "cohort"
+		}
+		whos, periods[who] = append(whos, who), d
+	}
 	for _, n := range gossipSizes() {
-		for _, who := range []string{"cohort", "cohort-1s", "memberlist"} {
+		for _, who := range append(whos, "memberlist") {
 			b.Run(fmt.Sprintf("%s/members=%d", who, n), func(b *testing.B) {
 				for range b.N {
 					var r GossipResult
 					var err error
-					switch who {
-					case "cohort":
-						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Idle: *gossipIdle})
-					case "cohort-1s":
-						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: time.Second, Idle: *gossipIdle})
-					default:
+					if d, ok := periods[who]; ok {
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: d, Idle: *gossipIdle})
+					} else {
 						r, err = memberlistGossip(context.Background(), n, 5, *gossipIdle)
 					}
 					if err != nil {
