@@ -112,16 +112,8 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	if status != http.StatusServiceUnavailable || !strings.Contains(msg, "halted") {
 		t.Fatalf("GET /v1/queues on the halted node: %d %s, want 503 saying it halted", status, msg)
 	}
-	var metrics bytes.Buffer
-	cl.rs[odd].WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 1\n") {
-		t.Fatalf("metrics of the halted node:\n%s\nwant cohort_rqueue_halted 1", metrics.String())
-	}
-	metrics.Reset()
-	cl.rs[lead].WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 0\n") {
-		t.Fatalf("metrics of the leader:\n%s\nwant cohort_rqueue_halted 0", metrics.String())
-	}
+	haltedMetric(t, "the halted node", cl.rs[odd], 1)
+	haltedMetric(t, "the leader", cl.rs[lead], 0)
 	if n := strings.Count(logs.String(), "replicated queues halted"); n != 1 {
 		t.Fatalf("the halt logged %d times, want once:\n%s", n, logs.String())
 	}
@@ -145,13 +137,19 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	if status, msg := get(t, cl.eps[odd], "/v1/queues"); status != http.StatusOK {
 		t.Fatalf("GET /v1/queues on the resumed node: %d %s, want 200", status, msg)
 	}
-	metrics.Reset()
-	cl.rs[odd].WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 0\n") {
-		t.Fatalf("metrics of the resumed node:\n%s\nwant cohort_rqueue_halted 0", metrics.String())
-	}
+	haltedMetric(t, "the resumed node", cl.rs[odd], 0)
 	if n := strings.Count(logs.String(), "replicated queues resumed"); n != 1 {
 		t.Fatalf("the resume logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// haltedMetric fails t unless r's metrics say cohort_rqueue_halted want.
+func haltedMetric(t *testing.T, who string, r *queue.Replicated, want int) {
+	t.Helper()
+	var metrics bytes.Buffer
+	r.WriteMetrics(&metrics)
+	if line := fmt.Sprintf("cohort_rqueue_halted %d\n", want); !strings.Contains(metrics.String(), line) {
+		t.Fatalf("metrics of %s:\n%s\nwant %s", who, metrics.String(), line)
 	}
 }
 
