@@ -433,7 +433,16 @@ type Elected struct {
 // stores and acknowledges entries and votes, so that the others go on
 // without it. A restart applies the entries again (after a repair, or on
 // a version that reads the entry); so does a snapshot from the leader
-// that covers Index (Resumed).
+// that covers Index (Resumed): a halted follower says where it halted in
+// its answers (AppendReply.Halted), and the leader sends it its snapshot
+// once that covers the entry. Only a snapshot restored without error
+// ends the halt: the state is then the leader's, which applied the
+// entry. One it cannot restore it keeps all the same (it is the
+// leader's state, for a restart on a version that reads it), dropping
+// the entries it covers, and it waits for a later one: so a halted
+// follower's log is as long as the leader's, not unbounded. (A cap on
+// the entries it accepts would not do: it would stop acknowledging, and
+// the others would lose a member of their majority.)
 type Halted struct {
 	Index  uint64 `json:"index"`
 	Reason string `json:"reason"`
