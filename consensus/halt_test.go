@@ -64,3 +64,81 @@ func TestFollowerHaltsOnASnapshotItCannotRestore(t *testing.T) {
 		t.Fatalf("halted %+v (%v), want once, at entry 5", halted, r.Halted())
 	}
 }
+
+// A follower halted at an entry it cannot apply tells the leader so in
+// its answers (AppendReply.Halted: the least snapshot that may end the
+// halt), and leaves the halt only by restoring, without error, a
+// snapshot that covers that entry: one that ends before it changes
+// nothing, one it cannot restore leaves it halted (with no second
+// Halted, and wanting a later snapshot), and a good one resumes it
+// (Resumed) and it applies the committed entries after it. Before, a
+// halted server took no snapshot of the entries it held, and stayed
+// halted until a restart.
+func TestHaltedFollowerResumesFromASnapshotThatCoversTheEntry(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	kv := consensus.NewKV()
+	r := consensus.New(1, 3, consensus.DefaultConfig, kv)
+	r.Start(env)
+	put := func(seq uint64, k string) []byte {
+		return consensus.KVOp{Client: 1, Seq: seq, Op: "put", Key: k, Value: "v"}.Encode()
+	}
+	entries := []consensus.Entry{{Term: 1, Data: put(1, "a")}, {Term: 1, Data: []byte("\x00not an entry")}, {Term: 1, Data: put(3, "c")}, {Term: 1, Data: put(4, "d")}}
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Entries: entries, Commit: 4, Round: 1})
+	r.Timeout(env, consensus.FlushTag)
+	if r.Halted() == nil {
+		t.Fatal("not halted at entry 2")
+	}
+	lastReply := func() consensus.AppendReply {
+		rs := env.replies()
+		return rs[len(rs)-1]
+	}
+	if h := lastReply().Halted; h != 2 {
+		t.Fatalf("the answer says Halted %d, want 2: the entry it could not apply", h)
+	}
+	// The leader's state after entry 4 (it applied entry 2 as a put).
+	leader := consensus.NewKV()
+	for i, d := range [][]byte{put(1, "a"), put(2, "b"), put(3, "c"), put(4, "d")} {
+		if err := leader.Apply(&outEnv{}, uint64(i+1), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := func(index uint64, data []byte, round uint64) {
+		r.Receive(env, 0, consensus.InstallSnapshot{Term: 1, Index: index, Last: 1, Members: []proc.ID{0, 1, 2}, Data: data, Done: true, Round: round})
+	}
+	snap(1, []byte(`{}`), 2) // ends before the entry
+	snap(3, []byte("{damaged"), 3)
+	if r.Halted() == nil {
+		t.Fatal("resumed from a snapshot that ends before the entry, or that it could not restore")
+	}
+	if h := lastReply().Halted; h != 4 {
+		t.Fatalf("after a snapshot at 3 it could not restore, Halted %d, want 4", h)
+	}
+	snap(4, leader.Snapshot(), 4)
+	if r.Halted() != nil {
+		t.Fatalf("still halted after a good snapshot past the entry: %v", r.Halted())
+	}
+	if _, ok := kv.Get("b"); !ok {
+		t.Fatal("the state after it resumed lacks the key the entry it could not apply put: not the snapshot's")
+	}
+	if h := lastReply().Halted; h != 0 {
+		t.Fatalf("the answer after it resumed says Halted %d, want 0", h)
+	}
+	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Prev: 4, PrevTerm: 1, Entries: []consensus.Entry{{Term: 1, Data: put(5, "e")}}, Commit: 5, Round: 5})
+	var halted, resumed, results int
+	for _, o := range env.outs {
+		switch o := o.(type) {
+		case consensus.Halted:
+			halted++
+		case consensus.Resumed:
+			resumed++
+			if o.Index != 4 {
+				t.Errorf("Resumed at %d, want 4: the snapshot's last entry", o.Index)
+			}
+		case consensus.KVResult:
+			results++
+		}
+	}
+	if halted != 1 || resumed != 1 || results != 2 {
+		t.Fatalf("%d Halted, %d Resumed, %d results; want 1, 1 and 2 (entry 1, then entry 5 after the snapshot)", halted, resumed, results)
+	}
+}

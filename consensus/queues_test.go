@@ -421,58 +421,91 @@ func (w lapseWatch) Receive(env proc.Env, from proc.ID, m proc.Message) {
 // run. Before, the server skipped the entry and went on from a state
 // the others no longer had: here, the get it skipped left a message
 // ready there that was leased everywhere else.
+//
+// Once the leader's snapshot covers the entry, the leader sends it to
+// the halted server, which restores it and resumes (Resumed, at the
+// snapshot's last entry, past the one it halted at) and applies every
+// entry after it with the same digests as the others (the checks);
+// before, it stayed halted until a restart. A leader that never
+// compacts has no such snapshot: the server stays halted.
 func TestQueuesHaltAtAnEntryTheyCannotApply(t *testing.T) {
-	for seed := uint64(1); seed <= 10; seed++ {
-		const odd = proc.ID(2) // the server that cannot apply one entry
-		var bad uint64         // that entry
-		mk := func(id proc.ID, n int) proc.Process {
-			return consensus.NewQueuesApplying(id, n, queuesConfig(), consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) error {
-				if id == odd && bad == 0 && index > 40 {
-					if op, _ := consensus.DecodeQueueOp(data); op.Op == "get" {
-						bad = index
-					}
-				}
-				if id == odd && index == bad {
-					return q.Apply(env, index, append([]byte{'?'}, data...))
-				}
-				return q.Apply(env, index, data)
-			})
-		}
-		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Workload: queueClients(800 * time.Millisecond), Deadline: 2 * time.Second})
-		r.Hold(t, queueChecks...)
-		if err := drained(r.Trace.Events); err != nil {
-			t.Errorf("seed %d: liveness: %v", seed, err)
-		}
-		halted, after, applied := 0, 0, map[int32]uint64{}
-		for _, e := range r.Trace.Events {
-			if e.Kind != trace.Output {
-				continue
-			}
-			switch {
-			case e.Type == "halted":
-				var h consensus.Halted
-				if json.Unmarshal(e.Data, &h) != nil || e.Node != int32(odd) || h.Index != bad || h.Reason == "" {
-					t.Fatalf("seed %d: %s at p%d, want p%d halted at entry %d, with its reason", seed, e.Data, e.Node, odd, bad)
-				}
-				halted++
-			case halted > 0 && e.Node == int32(odd) && (e.Type == "applied" || e.Type == "leader" || len(e.Type) > 6 && e.Type[:6] == "queue-"):
-				after++
-				t.Errorf("seed %d: p%d output %s %s after it halted", seed, odd, e.Type, e.Data)
-			case e.Type == "applied":
-				var a consensus.Applied
-				if json.Unmarshal(e.Data, &a) == nil {
-					applied[e.Node] = a.Index
-				}
+	for _, compact := range []int{0, 256} {
+		for seed := uint64(1); seed <= 10; seed++ {
+			haltAndResume(t, seed, compact)
+			if t.Failed() {
+				return
 			}
 		}
-		if bad == 0 || halted != 1 {
-			t.Fatalf("seed %d: %d halted outputs (entry %d), want one", seed, halted, bad)
+	}
+}
+
+func haltAndResume(t *testing.T, seed uint64, compact int) {
+	const odd = proc.ID(2) // the server that cannot apply one entry
+	var bad uint64         // that entry
+	cfg := queuesConfig()
+	cfg.CompactEvery = compact
+	mk := func(id proc.ID, n int) proc.Process {
+		return consensus.NewQueuesApplying(id, n, cfg, consensus.DefaultQueueLimits, func(q *consensus.Queues, env proc.Env, index uint64, data []byte) error {
+			if id == odd && bad == 0 && index > 40 {
+				if op, _ := consensus.DecodeQueueOp(data); op.Op == "get" {
+					bad = index
+				}
+			}
+			if id == odd && index == bad {
+				return q.Apply(env, index, append([]byte{'?'}, data...))
+			}
+			return q.Apply(env, index, data)
+		})
+	}
+	r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Workload: queueClients(800 * time.Millisecond), Deadline: 2 * time.Second})
+	r.Hold(t, queueChecks...)
+	if err := drained(r.Trace.Events); err != nil {
+		t.Errorf("seed %d: liveness: %v", seed, err)
+	}
+	var resumedAt uint64
+	halted, resumed, appliedAfter, applied := 0, 0, uint64(0), map[int32]uint64{}
+	for _, e := range r.Trace.Events {
+		if e.Kind != trace.Output {
+			continue
 		}
-		if applied[int32(odd)] != bad-1 || applied[0] <= bad || applied[1] <= bad {
-			t.Fatalf("seed %d: applied up to %v, want p%d at %d and the others beyond", seed, applied, odd, bad-1)
+		switch {
+		case e.Type == "halted":
+			var h consensus.Halted
+			if json.Unmarshal(e.Data, &h) != nil || e.Node != int32(odd) || h.Index != bad || h.Reason == "" {
+				t.Fatalf("seed %d: %s at p%d, want p%d halted at entry %d, with its reason", seed, e.Data, e.Node, odd, bad)
+			}
+			halted++
+		case e.Type == "resumed":
+			var m consensus.Resumed
+			if json.Unmarshal(e.Data, &m) != nil || e.Node != int32(odd) || halted != 1 || m.Index < bad {
+				t.Fatalf("seed %d: %s at p%d, want p%d resumed after its halt at entry %d, at it or past it", seed, e.Data, e.Node, odd, bad)
+			}
+			resumed++
+			resumedAt = m.Index
+		case halted > resumed && e.Node == int32(odd) && (e.Type == "applied" || e.Type == "leader" || len(e.Type) > 6 && e.Type[:6] == "queue-"):
+			t.Errorf("seed %d: p%d output %s %s while it halted", seed, odd, e.Type, e.Data)
+		case e.Type == "applied":
+			var a consensus.Applied
+			if json.Unmarshal(e.Data, &a) == nil {
+				applied[e.Node] = a.Index
+				if e.Node == int32(odd) && resumed > 0 && appliedAfter == 0 {
+					appliedAfter = a.Index
+				}
+			}
 		}
-		if t.Failed() {
-			return
-		}
+	}
+	if bad == 0 || halted != 1 {
+		t.Fatalf("seed %d: %d halted outputs (entry %d), want one", seed, halted, bad)
+	}
+	if applied[0] <= bad || applied[1] <= bad {
+		t.Fatalf("seed %d: applied up to %v, want the others beyond %d", seed, applied, bad)
+	}
+	switch {
+	case compact == 0 && (resumed != 0 || applied[int32(odd)] != bad-1):
+		t.Fatalf("seed %d, no snapshots: %d resumed, p%d applied up to %d, want it halted after %d", seed, resumed, odd, applied[int32(odd)], bad-1)
+	case compact > 0 && resumed != 1:
+		t.Fatalf("seed %d: p%d resumed %d times, want once: from the leader's snapshot", seed, odd, resumed)
+	case compact > 0 && (appliedAfter != 0 && appliedAfter != resumedAt+1 || applied[int32(odd)] <= resumedAt):
+		t.Fatalf("seed %d: p%d resumed at %d, then applied %d to %d; want on from %d", seed, odd, resumedAt, appliedAfter, applied[int32(odd)], resumedAt+1)
 	}
 }

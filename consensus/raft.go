@@ -225,6 +225,7 @@ type Raft struct {
 	applied      uint64
 	appliedBytes int    // data of the entries applied since the last snapshot
 	halted       error  // the state machine could not apply entry applied+1 (Halted)
+	haltNeed     uint64 // halted: a snapshot ending here or later may end the halt (Resumed)
 	synced       uint64 // our log is durable up to here
 	deadline     time.Duration
 	timer        proc.TimerID  // the election timer; 0: none set
@@ -249,6 +250,7 @@ type Raft struct {
 	inflight    []int
 	sentCommit  []uint64
 	snapOffset  []uint64        // per server: the next chunk of the snapshot it is sent
+	healAfter   []time.Duration // per halted server: when it may be sent the snapshot again
 	round       uint64          // heartbeat rounds sent
 	roundAt     []time.Duration // send time of recent rounds, by round % len
 	acked       []uint64        // per server: the latest round it answered
@@ -337,6 +339,10 @@ type AppendReply struct {
 	// SnapNext, and wants the chunk from there.
 	SnapIndex uint64 `json:"snap_index,omitempty"`
 	SnapNext  uint64 `json:"snap_next,omitempty"`
+	// Halted, from a halted follower (Halted), is the least last index
+	// of a snapshot that may end its halt: the leader sends its snapshot
+	// once it covers it.
+	Halted uint64 `json:"halted,omitempty"`
 }
 
 // InstallSnapshot sends a follower that is behind the leader's snapshot,
@@ -426,7 +432,17 @@ type Elected struct {
 // campaigns no more and, if it leads, hands the lead over — but it still
 // stores and acknowledges entries and votes, so that the others go on
 // without it. A restart applies the entries again (after a repair, or on
-// a version that reads the entry).
+// a version that reads the entry); so does a snapshot from the leader
+// that covers Index (Resumed): a halted follower says where it halted in
+// its answers (AppendReply.Halted), and the leader sends it its snapshot
+// once that covers the entry. Only a snapshot restored without error
+// ends the halt: the state is then the leader's, which applied the
+// entry. One it cannot restore it keeps all the same (it is the
+// leader's state, for a restart on a version that reads it), dropping
+// the entries it covers, and it waits for a later one: so a halted
+// follower's log is as long as the leader's, not unbounded. (A cap on
+// the entries it accepts would not do: it would stop acknowledging, and
+// the others would lose a member of their majority.)
 type Halted struct {
 	Index  uint64 `json:"index"`
 	Reason string `json:"reason"`
@@ -435,6 +451,18 @@ type Halted struct {
 func (Halted) Kind() string { return "halted" }
 
 func (h Halted) String() string { return fmt.Sprintf("halted at entry %d: %s", h.Index, h.Reason) }
+
+// Resumed is output by a halted server (Halted) that restored, without
+// error, a snapshot the leader sent, which ends at entry Index, at or
+// past the entry it halted at: its state is the leader's there, and it
+// applies the entries after it again. It left the entry it could not
+// apply to the snapshot, which holds its effect (the leader applied it).
+type Resumed struct {
+	Index uint64 `json:"index"`
+}
+
+func (Resumed) Kind() string     { return "resumed" }
+func (r Resumed) String() string { return fmt.Sprintf("resumed at entry %d", r.Index) }
 
 func (Elected) Kind() string     { return "leader" }
 func (e Elected) String() string { return fmt.Sprintf("leader t=%d last=%d", e.Term, e.LastIndex) }
@@ -743,6 +771,7 @@ func (r *Raft) becomeLeader(env proc.Env) {
 	r.inflight = make([]int, r.n)
 	r.sentCommit = make([]uint64, r.n)
 	r.snapOffset = make([]uint64, r.n)
+	r.healAfter = make([]time.Duration, r.n)
 	r.acked = make([]uint64, r.n)
 	r.lastAck = make([]time.Duration, r.n)
 	r.roundAt = make([]time.Duration, 64)
@@ -966,11 +995,12 @@ func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
 			r.probe(StageCommitKnown, r.self, c)
 			r.apply(env)
 		}
-		reply.Success, reply.Match = true, last
+		reply.Success, reply.Match, reply.Halted = true, last, r.haltNeed
 		r.acks = append(r.acks, ack{to: from, reply: reply})
 		r.flushSoon(env)
 		return
 	}
+	reply.Halted = r.haltNeed
 	env.Send(from, reply)
 }
 
@@ -1085,22 +1115,37 @@ func (r *Raft) onInstallSnapshot(env proc.Env, from proc.ID, m InstallSnapshot) 
 		}
 		m.Data, *in = in.Data, InstallSnapshot{}
 	}
-	if m.Index > r.commit {
+	// A halted server takes a snapshot that covers the entry it halted
+	// at even if it holds the entries: restored, it ends the halt.
+	heal := r.halted != nil && m.Index >= r.haltNeed
+	if m.Index > r.commit || heal {
 		r.acks = r.acks[:0] // the log they counted is replaced
 		if m.Index < r.lastIndex() && m.Index >= r.first && r.termAt(m.Index) == m.Last {
 			r.log = r.log[m.Index+1-r.first:] // we hold its entries: keep the rest
 		} else {
 			r.log = nil
 		}
+		// A halted server keeps the snapshot even if it cannot restore
+		// it: the leader's state, which its log then need not hold.
 		r.first, r.snapTerm, r.snapshot, r.snapConf = m.Index+1, m.Last, m.Data, m.Members
-		r.commit, r.applied, r.appliedBytes = m.Index, m.Index, 0
-		if err := r.sm.Restore(env, m.Data); err != nil && r.halted == nil {
+		r.commit, r.applied, r.appliedBytes = max(r.commit, m.Index), m.Index, 0
+		err := r.sm.Restore(env, m.Data)
+		switch {
+		case err != nil && r.halted == nil:
 			r.halt(env, m.Index, err)
+		case err != nil:
+			r.halted, r.haltNeed = err, m.Index+1 // a later snapshot may do
+		case r.halted != nil:
+			r.halted, r.haltNeed = nil, 0
+			env.Output(Resumed{Index: m.Index})
 		}
 		r.configure()
 		r.rewrite(env)
+		if heal && r.halted == nil {
+			r.apply(env) // the committed entries after the snapshot
+		}
 	}
-	env.Send(from, AppendReply{Term: r.term, Success: true, Match: max(m.Index, r.commit), Round: m.Round})
+	env.Send(from, AppendReply{Term: r.term, Success: true, Match: max(m.Index, r.commit), Round: m.Round, Halted: r.haltNeed})
 }
 
 func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
@@ -1146,6 +1191,14 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 	} else if m.Hint > 0 {
 		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
 		r.inflight[from] = 0 // what was in flight will be rejected too
+	}
+	if m.Halted > 0 && m.Halted < r.first && r.next[from] >= r.first && env.Now() >= r.healAfter[from] {
+		// A halted follower, and our snapshot covers the entry it could
+		// not apply: it restores it instead. Sent again after an election
+		// timeout if it is lost (or the follower's answers to what we
+		// sent before it arrive after it).
+		r.healAfter[from] = env.Now() + r.cfg.ElectionTimeout
+		r.next[from], r.snapOffset[from], r.inflight[from] = r.first-1, 0, 0
 	}
 	r.sendEntries(env, from)
 }
@@ -1232,7 +1285,10 @@ func (r *Raft) apply(env proc.Env) {
 // or restore the snapshot that ends there (Halted). A leader hands over
 // to the member that holds most of the log, as a removed leader does.
 func (r *Raft) halt(env proc.Env, index uint64, err error) {
-	r.halted = err
+	r.halted, r.haltNeed = err, index
+	if r.first > index {
+		r.haltNeed = r.first // the snapshot it could not restore: a later one
+	}
 	env.Output(Halted{Index: index, Reason: err.Error()})
 	if r.role != leader {
 		return

@@ -15,6 +15,8 @@ import (
 // (consensus.Halted: a committed entry it cannot apply) ends its
 // listeners with ErrHalted naming the entry, and refuses multicasts and
 // listeners after, instead of going silent; the other nodes go on.
+// Once it resumes (consensus.Resumed: it restored the leader's
+// snapshot), it serves again.
 func TestAHaltedReplicaRefuses(t *testing.T) {
 	rs := replicatedGroups(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -44,5 +46,12 @@ func TestAHaltedReplicaRefuses(t *testing.T) {
 	d, err := rs[1].Multicast(ctx, "g", []byte("m2"))
 	if err != nil || d.Pos != 2 {
 		t.Fatalf("a multicast at another node: %+v, %v; want position 2", d, err)
+	}
+	group.Resume(rs[0], consensus.Resumed{Index: 50})
+	if err := rs[0].Halted(); err != nil {
+		t.Fatalf("Halted after it resumed: %v", err)
+	}
+	if d, err := rs[0].Multicast(ctx, "g", []byte("m3")); err != nil || d.Pos != 3 {
+		t.Fatalf("a multicast at the resumed node: %+v, %v; want position 3", d, err)
 	}
 }

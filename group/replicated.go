@@ -14,6 +14,7 @@ import (
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/backoff"
+	"github.com/cohort-go/cohort/internal/halt"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -37,7 +38,7 @@ type Replicated struct {
 	proposals atomic.Uint64     // multicasts given to the log, copies included
 	progress  *backoff.Progress // wakes resend when the log moves after a quiet spell
 
-	haltedAt atomic.Pointer[consensus.Halted] // set once this node's copy of the log's groups halted
+	halted halt.State // this node's copy of the log's groups: consensus.Halted, until consensus.Resumed
 
 	ackMu   sync.Mutex // the multicasts' side: apart from mu, which deliveries hold for a whole entry
 	acks    map[uint64]*unacked
@@ -205,6 +206,10 @@ func (r *Replicated) output(o proc.Output) {
 		r.progress.Moved()
 	case consensus.Halted:
 		r.halt(o)
+	case consensus.Resumed:
+		if r.halted.Resume() {
+			slog.Info("replicated groups resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the groups again", "entry", o.Index)
+		}
 	case consensus.Acked:
 		r.ackMu.Lock()
 		for _, a := range o.Sent {
@@ -236,10 +241,10 @@ func (r *Replicated) output(o proc.Output) {
 // waiting here and the listeners here get ErrHalted, and so does every
 // call after; the other nodes serve the groups.
 func (r *Replicated) halt(h consensus.Halted) {
-	if !r.haltedAt.CompareAndSwap(nil, &h) {
+	if !r.halted.Halt(h) {
 		return
 	}
-	slog.Error("replicated groups halted: a committed entry this node cannot apply; it serves the groups no more, the other nodes do; restart it once it can read the entry",
+	slog.Error("replicated groups halted: a committed entry this node cannot apply; it serves the groups no more, the other nodes do, until the leader's snapshot covers the entry or it restarts able to read it",
 		"entry", h.Index, "reason", h.Reason)
 	err := r.Halted()
 	r.ackMu.Lock()
@@ -259,7 +264,7 @@ func (r *Replicated) halt(h consensus.Halted) {
 // Halted is why this node's copy of the groups halted (wrapping
 // ErrHalted), or nil.
 func (r *Replicated) Halted() error {
-	h := r.haltedAt.Load()
+	h := r.halted.At()
 	if h == nil {
 		return nil
 	}
@@ -361,7 +366,7 @@ func (r *Replicated) Multicast(ctx context.Context, name string, body []byte) (D
 	u.in, u.b = in, backoff.New(r.retry, r.origin, seq)
 	u.due = time.Now().Add(u.b.Next())
 	r.ackMu.Lock()
-	if r.stopped || r.haltedAt.Load() != nil {
+	if r.stopped || r.halted.At() != nil {
 		r.ackMu.Unlock()
 		u.in = consensus.Send{}
 		waits.Put(u)

@@ -2,13 +2,12 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
-	"github.com/cohort-go/cohort/internal/backoff"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/lock"
@@ -29,7 +28,6 @@ import (
 func TestProposalsBackOffWhileTheLeaderIsCutOff(t *testing.T) {
 	const clients, healBound = 4, time.Second
 	for seed := range uint64(3) {
-		rng := rand.New(rand.NewPCG(seed, 13))
 		cut := time.Duration(2+2*seed) * time.Second
 		nodes, nw := livetest.StartNetwork(t, 3, live.Config{DataDir: t.TempDir()})
 		rs := make([]*lock.Replicated, len(nodes))
@@ -53,46 +51,16 @@ func TestProposalsBackOffWhileTheLeaderIsCutOff(t *testing.T) {
 			sessions[i] = s
 		}
 
-		before, sent := r.Proposals(), r.Service().Stats().Sent
-		nw.Isolate(proc.ID(lead), true)
-		start := time.Now()
-		type served struct {
-			at    time.Time
-			token uint64
-			err   error
-		}
-		done := make(chan served, clients)
-		most, waited := 0, time.Duration(0) // waited: the operations' time under way in the partition, in all
-		for i, s := range sessions {
-			at := time.Duration(rng.Int64N(int64(cut / 2)))
-			waited += cut - at
-			most += backoff.Most(cut-at, lock.Retry(r)) + 1 // and once when the log moves again
-			time.AfterFunc(at, func() {
-				tok, err := s.Lock(ctx, fmt.Sprint("x", i))
-				done <- served{time.Now(), tok, err}
-			})
-		}
-		time.Sleep(cut) // the partition
-		proposed, messages := r.Proposals()-before, r.Service().Stats().Sent-sent
-		healed := time.Now()
-		nw.Isolate(proc.ID(lead), false)
-		slowest := time.Duration(0)
-		for range clients {
-			s := <-done
-			if s.err != nil || s.token == 0 {
-				t.Fatalf("seed %d: a lock asked for while cut off: token %d, %v; want it granted once the partition heals", seed, s.token, s.err)
-			}
-			slowest = max(slowest, s.at.Sub(healed))
-		}
-		t.Logf("seed %d: node %d cut off for %v: %d proposals of %d operations under way for %v in all, %d messages sent; all served %v after the heal",
-			seed, lead, healed.Sub(start).Round(time.Millisecond), proposed, clients, waited.Round(time.Millisecond), messages, slowest.Round(time.Millisecond))
-		if proposed > uint64(most) {
-			t.Errorf("seed %d: %d proposals of %d operations over a %v partition; want at most %d (the waits doubling from %v up to %v)",
-				seed, proposed, clients, cut, most, lock.Retry(r), backoff.Max)
-		}
-		if slowest > healBound {
-			t.Errorf("seed %d: the last operation was served %v after the partition healed; want within %v", seed, slowest.Round(time.Millisecond), healBound)
-		}
+		livetest.CutOff{Network: nw, Node: proc.ID(lead), Span: cut, Ops: clients, Seed: seed,
+			Op: func(i int) error {
+				tok, err := sessions[i].Lock(ctx, fmt.Sprint("x", i))
+				if err == nil && tok == 0 {
+					err = errors.New("granted with token 0")
+				}
+				return err
+			},
+			Proposals: r.Proposals, Sent: func() int64 { return r.Service().Stats().Sent },
+			Retry: lock.Retry(r), HealBound: healBound, What: "lock"}.Run(t)
 	}
 }
 

@@ -31,3 +31,7 @@ func Retry(r *Replicated) time.Duration { return r.retry }
 // Halt hands r the output of a server that halted (consensus.Halted), as
 // its copy of the table would at an entry it cannot apply.
 func Halt(r *Replicated, h consensus.Halted) { r.output(h) }
+
+// Resume hands r the output of a halted server that restored the
+// leader's snapshot (consensus.Resumed).
+func Resume(r *Replicated, m consensus.Resumed) { r.output(m) }

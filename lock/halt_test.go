@@ -17,7 +17,8 @@ import (
 // (consensus.Halted: a committed entry it cannot apply) answers at once
 // with ErrHalted naming the entry — a call already waiting there, and
 // every call after — instead of leaving its callers to time out; the
-// other nodes serve the locks.
+// other nodes serve the locks. Once it resumes (consensus.Resumed: it
+// restored the leader's snapshot), it serves them again.
 func TestAHaltedReplicaRefuses(t *testing.T) {
 	nodes, stop, err := livetest.New(3, live.Config{DataDir: t.TempDir()})
 	if err != nil {
@@ -68,5 +69,16 @@ func TestAHaltedReplicaRefuses(t *testing.T) {
 	}
 	if tok, err := other.Lock(ctx, "x"); err != nil || tok == 0 {
 		t.Fatalf("a lock at another node: token %d, %v", tok, err)
+	}
+	lock.Resume(rs[0], consensus.Resumed{Index: 50})
+	if err := rs[0].Halted(); err != nil {
+		t.Fatalf("Halted after it resumed: %v", err)
+	}
+	again, err := rs[0].Open(ctx, time.Minute)
+	if err != nil {
+		t.Fatalf("a session opened at the resumed node: %v", err)
+	}
+	if tok, err := again.Lock(ctx, "y"); err != nil || tok == 0 {
+		t.Fatalf("a lock at the resumed node: token %d, %v", tok, err)
 	}
 }

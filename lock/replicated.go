@@ -12,6 +12,7 @@ import (
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/backoff"
+	"github.com/cohort-go/cohort/internal/halt"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -45,8 +46,7 @@ type Replicated struct {
 	kaSeq     atomic.Uint64
 	proposals atomic.Uint64 // operations given to the log, copies included
 
-	halted   chan struct{}                    // closed once this node's copy of the table halted (consensus.Halted)
-	haltedAt atomic.Pointer[consensus.Halted] // set before halted closes
+	halted halt.State // consensus.Halted, until consensus.Resumed
 
 	mu      sync.Mutex
 	opens   map[uint64]chan consensus.Opened
@@ -94,8 +94,7 @@ func NewReplicated(n *live.Node, cfg consensus.Config) (*Replicated, error) {
 	r := &Replicated{svc: svc, self: n.Self(), cfg: cfg, retry: retry, seed: rand.Uint64(), progress: backoff.NewProgress(retry),
 		opens: map[uint64]chan consensus.Opened{}, grants: map[opKey]chan consensus.Granted{},
 		frees: map[opKey]chan consensus.Released{}, kas: map[kaKey]chan consensus.KeptAlive{},
-		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{},
-		halted: make(chan struct{})}
+		closes: map[opKey]chan struct{}{}, refused: map[opKey]chan string{}, holders: map[string]consensus.Granted{}}
 	r.leader.Store(int64(proc.None))
 	// KeepAlives are numbered from a random start in each incarnation: a
 	// renewal the log applies again after a restart (Locks renews through
@@ -121,10 +120,13 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Applied, consensus.Restored:
 		r.progress.Moved()
 	case consensus.Halted:
-		if r.haltedAt.CompareAndSwap(nil, &o) {
-			slog.Error("replicated locks halted: a committed entry this node cannot apply; it serves the locks no more, the other nodes do; restart it once it can read the entry",
+		if r.halted.Halt(o) {
+			slog.Error("replicated locks halted: a committed entry this node cannot apply; it serves the locks no more, the other nodes do, until the leader's snapshot covers the entry or it restarts able to read it",
 				"entry", o.Index, "reason", o.Reason)
-			close(r.halted)
+		}
+	case consensus.Resumed:
+		if r.halted.Resume() {
+			slog.Info("replicated locks resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the locks again", "entry", o.Index)
 		}
 	case consensus.Opened:
 		notify(r.opens[o.Tag], o)
@@ -193,7 +195,7 @@ var (
 // Halted is why this node's copy of the lock table halted (wrapping
 // ErrHalted), or nil.
 func (r *Replicated) Halted() error {
-	h := r.haltedAt.Load()
+	h := r.halted.At()
 	if h == nil {
 		return nil
 	}
@@ -230,7 +232,7 @@ func await[T any](ctx context.Context, r *Replicated, in proc.Input, ch chan T, 
 			return zero, ctx.Err()
 		case <-r.svc.Done():
 			return zero, live.ErrClosed
-		case <-r.halted:
+		case <-r.halted.Done():
 			return zero, r.Halted()
 		case <-resumed:
 			resumed = r.progress.Resumed()

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/cohort-go/cohort/internal/diskio"
 )
 
 // FS is the file system a persistent Manager writes through: the
@@ -82,6 +84,6 @@ func (osFS) SyncDir(dir string) error {
 
 type osFile struct{ *os.File }
 
-func (f osFile) Sync() error { return fdatasync(f.File) }
+func (f osFile) Sync() error { return diskio.Fdatasync(f.File) }
 
-func (f osFile) Allocate(size int64) error { return allocate(f.File, size) }
+func (f osFile) Allocate(size int64) error { return diskio.Allocate(f.File, 0, size) }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
@@ -26,6 +27,10 @@ import (
 // The other nodes apply the entry and every one after, and serve the
 // queues. Before, the replica skipped the entry and went on applying the
 // later ones to a state the others no longer held.
+//
+// Once the leader's snapshot covers the entry, the halted replica is
+// sent it, restores it and serves again, with every message the others
+// hold (before, only a restart ended the halt).
 func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	nodes, stop, err := livetest.New(3, live.Config{DataDir: t.TempDir()})
 	if err != nil {
@@ -36,7 +41,9 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	cl := &cluster{nodes: nodes}
 	var damage []func([]byte)
 	for _, nd := range nodes {
-		r, d, err := queue.NewReplicatedDamaging(nd, queue.ReplicatedConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		raft := consensus.DefaultConfig
+		raft.CompactEvery = compactEvery
+		r, d, err := queue.NewReplicatedDamaging(nd, queue.ReplicatedConfig{Raft: raft, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,21 +112,51 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	if status != http.StatusServiceUnavailable || !strings.Contains(msg, "halted") {
 		t.Fatalf("GET /v1/queues on the halted node: %d %s, want 503 saying it halted", status, msg)
 	}
-	var metrics bytes.Buffer
-	cl.rs[odd].WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 1\n") {
-		t.Fatalf("metrics of the halted node:\n%s\nwant cohort_rqueue_halted 1", metrics.String())
-	}
-	metrics.Reset()
-	cl.rs[lead].WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), "cohort_rqueue_halted 0\n") {
-		t.Fatalf("metrics of the leader:\n%s\nwant cohort_rqueue_halted 0", metrics.String())
-	}
+	haltedMetric(t, "the halted node", cl.rs[odd], 1)
+	haltedMetric(t, "the leader", cl.rs[lead], 0)
 	if n := strings.Count(logs.String(), "replicated queues halted"); n != 1 {
 		t.Fatalf("the halt logged %d times, want once:\n%s", n, logs.String())
 	}
 	t.Logf("%v", cl.rs[odd].Halted())
+
+	// More entries, until the leader's log is compacted past the entry
+	// (at an entry applied once every follower holds the ones before, or
+	// else after 4·CompactEvery): the halted replica restores the
+	// leader's snapshot and resumes.
+	for i := 11; cl.rs[odd].Halted() != nil; i++ {
+		if ctx.Err() != nil {
+			t.Fatalf("not resumed after %d more puts", i-11)
+		}
+		put(cl.rs[[]int{lead, third}[i%2]], fmt.Sprint("m", i))
+	}
+	put(cl.rs[odd], "after")
+	waitUntil(ctx, t, "the resumed replica holds what the others hold", func() bool {
+		n := ready(cl.rs[lead], "jobs")
+		return ready(cl.rs[odd], "jobs") == n && ready(cl.rs[third], "jobs") == n
+	})
+	if status, msg := get(t, cl.eps[odd], "/v1/queues"); status != http.StatusOK {
+		t.Fatalf("GET /v1/queues on the resumed node: %d %s, want 200", status, msg)
+	}
+	haltedMetric(t, "the resumed node", cl.rs[odd], 0)
+	if n := strings.Count(logs.String(), "replicated queues resumed"); n != 1 {
+		t.Fatalf("the resume logged %d times, want once:\n%s", n, logs.String())
+	}
 }
+
+// haltedMetric fails t unless r's metrics say cohort_rqueue_halted want.
+func haltedMetric(t *testing.T, who string, r *queue.Replicated, want int) {
+	t.Helper()
+	var metrics bytes.Buffer
+	r.WriteMetrics(&metrics)
+	if line := fmt.Sprintf("cohort_rqueue_halted %d\n", want); !strings.Contains(metrics.String(), line) {
+		t.Fatalf("metrics of %s:\n%s\nwant %s", who, metrics.String(), line)
+	}
+}
+
+// compactEvery is the Raft log's compaction interval in the halt test:
+// past the entries before its checks of the halt, so that the leader's
+// snapshot covers the entry only after them.
+const compactEvery = 32
 
 // get sends GET path to base with the token and returns the status and
 // the error message or reply.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/cohort-go/cohort/internal/backoff"
 )
 
 // Remote queues. A Relay is the queue manager's relay of the
@@ -60,7 +63,8 @@ type RelayConfig struct {
 	// (e.g. "node0/outbox").
 	Origin string
 	// Retry is the first wait after a failed put; it doubles up to
-	// MaxRetry. 0: 50ms and 5s.
+	// MaxRetry, each wait shortened by up to a quarter at random
+	// (package backoff). 0: 50ms and 5s.
 	Retry, MaxRetry time.Duration
 	// Visibility is the lease of the message under way: from a
 	// replicated queue, how long a relay that crashed holds the next
@@ -218,8 +222,9 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 		retry = 50 * time.Millisecond
 	}
 	if maxRetry < retry {
-		maxRetry = max(5*time.Second, retry)
+		maxRetry = max(backoff.Max, retry)
 	}
+	seed := rand.Uint64()
 	if c.Logger != nil {
 		log = c.Logger
 	}
@@ -228,7 +233,7 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 		if err != nil {
 			return err
 		}
-		wait := retry
+		b := backoff.NewUpTo(retry, maxRetry, seed, msg.ID)
 		for failures := 0; ; failures++ {
 			err := c.Destination.PutFrom(ctx, c.Queue, msg.Body, c.Origin, msg.ID)
 			if err == nil {
@@ -240,7 +245,7 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 			if failures == 0 {
 				log.Warn("relay: the destination is away; the messages wait in the source queue", "source", c.Source, "queue", c.Queue, "err", err)
 			}
-			t := time.NewTimer(wait)
+			t := time.NewTimer(b.Next())
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -248,7 +253,6 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 				return ctx.Err()
 			case <-t.C:
 			}
-			wait = min(2*wait, maxRetry)
 		}
 		// A lease that ran out meanwhile: the message is ready again, the
 		// head of the queue, and goes again (the destination drops the copy).

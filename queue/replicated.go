@@ -16,6 +16,7 @@ import (
 
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/internal/backoff"
+	"github.com/cohort-go/cohort/internal/halt"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/wal"
@@ -57,9 +58,8 @@ type Replicated struct {
 	stats struct{ puts, gets, acks, refused, early atomic.Uint64 }
 	led   atomic.Bool // an operation was answered from the log here once: it had a leader
 
-	halted   chan struct{}                    // closed once the replica halted (consensus.Halted)
-	haltedAt atomic.Pointer[consensus.Halted] // set before halted closes
-	log      *slog.Logger
+	halted halt.State // consensus.Halted, until consensus.Resumed
+	log    *slog.Logger
 }
 
 // NoLeaderFor is how long an operation waits at a node of replicated
@@ -174,7 +174,7 @@ func newReplicated(n *live.Node, c ReplicatedConfig, algorithm func(ReplicatedCo
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
 		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
-		halted: make(chan struct{}), log: cmp.Or(c.Logger, slog.Default()), progress: backoff.NewProgress(2 * c.Raft.ElectionTimeout)}
+		log: cmp.Or(c.Logger, slog.Default()), progress: backoff.NewProgress(2 * c.Raft.ElectionTimeout)}
 	svc.OnOutput(r.output)
 	go r.batch()
 	return r, nil
@@ -256,6 +256,11 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Halted:
 		r.halt(o)
 		return
+	case consensus.Resumed:
+		if r.halted.Resume() {
+			r.log.Info("replicated queues resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the queues again", "entry", o.Index)
+		}
+		return
 	case consensus.Restored:
 		r.progress.Moved()
 		r.mu.Lock()
@@ -289,18 +294,17 @@ func (r *Replicated) output(o proc.Output) {
 // are cut off (they go on elsewhere). Logged once: the log outputs
 // Halted once.
 func (r *Replicated) halt(h consensus.Halted) {
-	if !r.haltedAt.CompareAndSwap(nil, &h) {
+	if !r.halted.Halt(h) {
 		return
 	}
-	r.log.Error("replicated queues halted: a committed entry this node cannot apply; it serves the queues no more, the other nodes do; restart it once it can read the entry",
+	r.log.Error("replicated queues halted: a committed entry this node cannot apply; it serves the queues no more, the other nodes do, until the leader's snapshot covers the entry or it restarts able to read it",
 		"entry", h.Index, "reason", h.Reason)
-	close(r.halted)
 	r.EndListeners()
 }
 
 // Halted is why this node's replica halted (wrapping ErrHalted), or nil.
 func (r *Replicated) Halted() error {
-	h := r.haltedAt.Load()
+	h := r.halted.At()
 	if h == nil {
 		return nil
 	}
@@ -348,7 +352,7 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 	case r.window <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-r.halted:
+	case <-r.halted.Done():
 		return nil, r.Halted()
 	}
 	defer func() { <-r.window }()
@@ -391,7 +395,7 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
-		case <-r.halted:
+		case <-r.halted.Done():
 			return nil, r.Halted()
 		case <-t.C:
 			switch {
@@ -563,7 +567,7 @@ func (r *Replicated) GetN(ctx context.Context, name string, visibility time.Dura
 			return nil, ctx.Err()
 		case <-r.svc.Done():
 			return nil, ErrClosed
-		case <-r.halted:
+		case <-r.halted.Done():
 			return nil, r.Halted()
 		}
 	}
@@ -787,7 +791,7 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 		return nil, ctx.Err()
 	case <-r.svc.Done():
 		return nil, ErrClosed
-	case <-r.halted:
+	case <-r.halted.Done():
 		return nil, r.Halted()
 	}
 	// Room for an older run's answers beside its own (they are skipped).
@@ -909,7 +913,7 @@ func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
 			return runResult{err: ctx.Err()}
 		case <-r.svc.Done():
 			return runResult{err: ErrClosed}
-		case <-r.halted:
+		case <-r.halted.Done():
 			return runResult{err: r.Halted()}
 		}
 	}
@@ -995,7 +999,7 @@ func (r *Replicated) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "cohort_rqueue_operations_total{op=\"refused\"} %d\n", r.stats.refused.Load())
 	// 1 once the replica halted (Halted), with the entry it halted at.
 	var halted, at uint64
-	if h := r.haltedAt.Load(); h != nil {
+	if h := r.halted.At(); h != nil {
 		halted, at = 1, h.Index
 	}
 	fmt.Fprintf(w, "# TYPE cohort_rqueue_halted gauge\ncohort_rqueue_halted %d\n", halted)

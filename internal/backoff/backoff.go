@@ -24,6 +24,10 @@
 // once) when they see progress: the log applying entries at their node
 // again after a quiet spell (Progress). (A replicated queue's operation
 // fails with its ErrNoLeader after 2 s without a leader instead.)
+//
+// A queue's relay paces its puts to a destination that is away the same
+// way (NewUpTo: its bound is configured): relays cut off from one
+// destination together do not all try it again at the same instants.
 package backoff
 
 import (
@@ -45,7 +49,7 @@ const Max = 5 * time.Second
 //	b.Reset()                          // progress: the next wait is the first again
 type Backoff struct {
 	first time.Duration
-	limit time.Duration // max(Max, first)
+	limit time.Duration // max(Max, first), or NewUpTo's
 	next  time.Duration // the longest the next wait may be
 	rng   rand.PCG
 }
@@ -54,7 +58,13 @@ type Backoff struct {
 // jitter drawn from the stream (seed, op): a client seeds it once, and
 // numbers its operations, so that a run replays with the same waits.
 func New(first time.Duration, seed, op uint64) Backoff {
-	b := Backoff{first: first, limit: max(Max, first), next: first}
+	return NewUpTo(first, Max, seed, op)
+}
+
+// NewUpTo is New with waits bounded by limit instead of Max (by first,
+// if limit is shorter): for a client whose bound is configured.
+func NewUpTo(first, limit time.Duration, seed, op uint64) Backoff {
+	b := Backoff{first: first, limit: max(limit, first), next: first}
 	b.rng.Seed(seed, op)
 	return b
 }

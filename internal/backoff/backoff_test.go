@@ -39,6 +39,25 @@ func TestWaitsDoubleUpToMaxWithJitter(t *testing.T) {
 	}
 }
 
+// NewUpTo's waits double up to its limit rather than Max, and never
+// below the first wait.
+func TestNewUpToBoundsTheWaitsByItsLimit(t *testing.T) {
+	b := NewUpTo(10*time.Millisecond, 40*time.Millisecond, 3, 4)
+	var longest time.Duration
+	for range 10 {
+		longest = max(longest, b.Next())
+	}
+	if longest > 40*time.Millisecond || longest <= 30*time.Millisecond {
+		t.Fatalf("longest wait %v, want in (30ms, 40ms]: the limit, less the jitter", longest)
+	}
+	short := NewUpTo(time.Second, time.Millisecond, 3, 4)
+	for range 3 {
+		if w := short.Next(); w <= 750*time.Millisecond || w > time.Second {
+			t.Fatalf("a limit below the first wait: %v, want the first wait, less the jitter", w)
+		}
+	}
+}
+
 // Most bounds the proposals a Backoff makes over a span.
 func TestMostBoundsTheProposals(t *testing.T) {
 	const first = 300 * time.Millisecond

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/internal/diskio"
 )
 
 // BenchmarkAppendSync: what a sync costs by the state of the space an
@@ -76,7 +78,7 @@ func benchAppendSync(b *testing.B, recLen int, space string, writers int) {
 					b.Error(err)
 					return
 				}
-				if err := fdatasync(f); err != nil {
+				if err := diskio.Fdatasync(f); err != nil {
 					b.Error(err)
 					return
 				}

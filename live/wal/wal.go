@@ -47,7 +47,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/cohort-go/cohort/internal/diskio"
 )
 
 // MaxRecord is the largest record a log holds, in bytes. A length above
@@ -190,16 +190,7 @@ func preallocate(f *os.File, from, to int64) error {
 	if to <= from {
 		return nil
 	}
-	for {
-		err := unix.Fallocate(int(f.Fd()), 0, from, to-from)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.EOPNOTSUPP:
-			return nil
-		}
-		return err
-	}
+	return diskio.Allocate(f, from, to-from)
 }
 
 // reset makes the file an empty log, durably.
@@ -379,7 +370,7 @@ func (l *Log) SyncLater() (write func() error) {
 			*errp = err
 		} else if _, err := f.Write(b); err != nil {
 			*errp = err
-		} else if err := fdatasync(f); err != nil {
+		} else if err := diskio.Fdatasync(f); err != nil {
 			*errp = err
 		}
 		return *errp
@@ -419,7 +410,7 @@ func (l *Log) Sync() error {
 	if _, err := l.f.Write(l.buf); err != nil {
 		return l.fail(err)
 	}
-	if err := fdatasync(l.f); err != nil {
+	if err := diskio.Fdatasync(l.f); err != nil {
 		return l.fail(err)
 	}
 	l.size += int64(len(l.buf))
@@ -496,13 +487,4 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }

@@ -1,0 +1,62 @@
+// Package halt follows whether a node's replica of a replicated service
+// is halted (consensus.Halted: a committed entry it cannot apply) or
+// serves again (consensus.Resumed: it restored the leader's snapshot),
+// for the calls that wait on it.
+package halt
+
+import (
+	"sync"
+
+	"github.com/cohort-go/cohort/consensus"
+)
+
+// State is a replica's halt: the zero value serves.
+type State struct {
+	mu sync.Mutex
+	at *consensus.Halted
+	ch chan struct{} // closed once halted; nil: none made since
+}
+
+// Halt records h and wakes every call waiting on Done; it reports
+// whether the replica served until now (false: halted already).
+func (s *State) Halt(h consensus.Halted) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at != nil {
+		return false
+	}
+	s.at = &h
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	close(s.ch)
+	return true
+}
+
+// Resume ends the halt; it reports whether the replica was halted.
+func (s *State) Resume() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at == nil {
+		return false
+	}
+	s.at, s.ch = nil, nil
+	return true
+}
+
+// At is the halt, or nil while the replica serves.
+func (s *State) At() *consensus.Halted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at
+}
+
+// Done is closed once the replica halts (closed already if it is halted).
+func (s *State) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
