@@ -108,7 +108,37 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	quiet := e.learnsQuiet
 	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR || quiet)
 	chs, labels := lv.chs, lv.labels
-	if cfg.POR {
+	// asleep marks, when bits, the steps whose labels are in sleep, by
+	// their positions in chs.
+	var asleepAt uint64
+	bits := false
+	switch {
+	case cfg.POR && r.perm == nil && len(labels) <= 31:
+		// The common case, in one pass over sleep (sleepBits): the
+		// stored mask is over these labels (a function of the state,
+		// not more than 31 of them: no overflow to the map).
+		ranks, at := lv.sleepBits(labels, sleep)
+		if again {
+			m := e.seen.Tag(slot)
+			if m&^ranks == 0 {
+				return false, nil // pruned: all it would take was taken
+			}
+			// Explored again with the intersection.
+			out := lv.stored[:0]
+			for k, s := range sleep {
+				if rk := lv.ranks[k]; rk >= 0 && m&(1<<uint(rk)) != 0 {
+					out = append(out, s)
+				}
+			}
+			lv.stored, sleep = out, out
+			ranks, at = lv.sleepBits(labels, sleep)
+		}
+		if len(sleep) == 0 {
+			ranks = 0
+		}
+		e.seen.SetTag(slot, ranks)
+		asleepAt, bits = at, true
+	case cfg.POR:
 		// The bits rank labels, and sleep is read as key, in the frame
 		// of the state's representative: with symmetry, another member
 		// of its orbit may meet it again, whose labels are the same
@@ -142,11 +172,16 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	// (known to lead back here, quiet.go). Told once per state.
 	how := lv.how[:0]
 	last := -1 // the last step taken from here
+	var dep sleepDeps
+	if quiet {
+		dep = dependents(sleep)
+	}
 	for i := range chs {
 		switch {
-		case cfg.POR && slices.Contains(sleep, labels[i]):
+		case bits && asleepAt&(1<<uint(i)) != 0,
+			!bits && cfg.POR && slices.Contains(sleep, labels[i]):
 			how = append(how, asleep)
-		case quiet && e.isQuiet(lv.local, labels[i], sleep):
+		case quiet && e.isQuiet(lv.local, labels[i], dep):
 			how = append(how, quietStep)
 		default:
 			how = append(how, taken)
@@ -256,6 +291,45 @@ func (e *explorer) frame(d int) *saved {
 	return e.frames[d]
 }
 
+// sleepBits returns, for the labels enabled in a state (not more than
+// 31) and its sleep set, the sleep set's mask (storeSleep's: a bit for
+// each label of sleep enabled here, at its rank) and which steps are
+// asleep (a bit for each position of labels whose label is in sleep),
+// in one pass over sleep; lv.ranks[k] is the rank of sleep[k], -1 if it
+// is not enabled here. This is storeSleep's and againSleep's ranking
+// and visit's test of each step against the sleep set, at once.
+func (lv *level) sleepBits(labels, sleep []label) (ranks uint32, at uint64) {
+	lv.ranks = lv.ranks[:0]
+	for _, s := range sleep {
+		n, where := rankAt(labels, s.id)
+		if where == 0 {
+			lv.ranks = append(lv.ranks, -1)
+			continue
+		}
+		ranks |= 1 << uint(n)
+		at |= where
+		lv.ranks = append(lv.ranks, int8(n))
+	}
+	return ranks, at
+}
+
+// rankAt is rank, with the positions of labels that have the id (a bit
+// each): one id is one label (it hashes the event, the process it is at
+// among them, and the act).
+//
+//go:noinline
+func rankAt(labels []label, id uint64) (n int, at uint64) {
+	for j, l := range labels {
+		if l.id < id {
+			n++
+		}
+		if l.id == id {
+			at |= 1 << uint(j&63)
+		}
+	}
+	return n, at
+}
+
 // level is depth first's scratch for one depth, reused along the search.
 type level struct {
 	chs            []choice
@@ -270,6 +344,8 @@ type level struct {
 	ph, local []uint64
 	// how tells, for each step enabled, whether it is taken from here.
 	how []stepHow
+	// ranks are the ranks of the sleep set's labels (sleepBits).
+	ranks []int8
 }
 
 // stepHow is whether a step enabled in a state is taken from it (visit).
