@@ -77,6 +77,7 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 		Workload:     r.wl,
 		MemoryBudget: -1,
 		NoLabels:     c.noLabels,
+		TraceOnly:    c.traceOnly,
 	}
 	if c.Crashes > 0 {
 		// One crash per process, held pending: the explorer fires at most
