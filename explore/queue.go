@@ -45,16 +45,19 @@ type queue struct {
 	// info holds, for each key of keys, what the event is and the hash of
 	// its contents, computed once per event (not once per state it is
 	// pending in): a fingerprint sums them.
-	info  []pending
-	s     *sim.Sim
-	next  int   // index in keys of the key to pop; -1: the earliest
-	at    int64 // the time to hand back with it
-	set   bool  // a set network: a message sent twice is one message
-	h     *hasher
-	known map[uint64]bool // set network: the messages in flight, by content
-	// added lists known's keys in the order they were added, so that a
-	// restored run (run.restore) can forget the ones added since.
+	info []pending
+	s    *sim.Sim
+	next int   // index in keys of the key to pop; -1: the earliest
+	at   int64 // the time to hand back with it
+	set  bool  // a set network: a message sent twice is one message
+	h    *hasher
+	// added lists, in a set network, the messages in flight by content
+	// (a hash each), in the order they were sent, so that a restored run
+	// (run.restore) forgets the ones sent since by cutting it back. A run
+	// sends a few dozen: they are looked up in it, and past maxAdded in
+	// known as well.
 	added []uint64
+	known map[uint64]bool
 	// sum is the sum of the mixed hashes (pending.mixed) of the events
 	// described, crashes left out, and fresh counts the events not yet
 	// described: a fingerprint in Async adds sum, kept as events come
@@ -71,17 +74,38 @@ func (q *queue) Push(k sim.Key) {
 			d := q.s.Describe(k.Slot)
 			ph := q.h.of(v)
 			h := add(add(uint64(d.Node), uint64(d.From)), ph)
-			if q.known[h] {
+			if q.sent(h) {
 				q.s.Lose(k, "already sent")
 				return
 			}
-			q.known[h] = true
 			q.added = append(q.added, h)
+			switch {
+			case q.known != nil:
+				q.known[h] = true
+			case len(q.added) > maxAdded:
+				q.known = map[uint64]bool{}
+				for _, h := range q.added {
+					q.known[h] = true
+				}
+			}
 			q.insert(k, described(d, eventHash(d, ph, nil)))
 			return
 		}
 	}
 	q.insert(k, pending{})
+}
+
+// maxAdded is the most messages of a set network looked up in
+// queue.added, not in a map.
+const maxAdded = 64
+
+// sent reports whether a message that hashes to h is in flight in a set
+// network.
+func (q *queue) sent(h uint64) bool {
+	if q.known != nil {
+		return q.known[h]
+	}
+	return slices.Contains(q.added, h)
 }
 
 // insert adds k in Seq order (at the end, but for an event the simulator

@@ -61,7 +61,7 @@ type run struct {
 
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
-	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
+	r.q = &queue{next: -1, set: c.SetNetwork, h: h}
 	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
 	// A watcher that reads every event's Data reads it at once: then
 	// deferring it only costs more.
