@@ -64,6 +64,9 @@ type queue struct {
 	// and go, instead of summing the events again (run.fingerprintWith).
 	sum   uint64
 	fresh int
+	// timers counts the timers among the events described (run.dropStale
+	// looks at those and the ones not yet described).
+	timers int
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -189,6 +192,9 @@ func (q *queue) count(in *pending, sign int) {
 		q.fresh += sign
 	case in.class != crashEvent:
 		q.sum += uint64(sign) * in.mixed
+		if in.class == timerEvent {
+			q.timers += sign
+		}
 	}
 }
 

@@ -124,13 +124,16 @@ func (r *run) protect(f func()) (err error) {
 // dropStale discards the timers that would do nothing (cancelled, or of a
 // crashed incarnation): they are no choice.
 func (r *run) dropStale() {
-	for i := 0; i < len(r.q.keys); {
-		if in := &r.q.info[i]; in.ok && in.class != timerEvent {
+	q := r.q
+	left := q.timers + q.fresh // the events that may be timers, to look at
+	for i := 0; i < len(q.keys) && left > 0; {
+		if in := &q.info[i]; in.ok && in.class != timerEvent {
 			i++ // only a timer goes stale
 			continue
 		}
-		if k := r.q.keys[i]; r.s.Stale(k.Slot) {
-			r.q.remove(i)
+		left--
+		if k := q.keys[i]; r.s.Stale(k.Slot) {
+			q.remove(i)
 			r.s.Lose(k, "stale")
 			continue
 		}
