@@ -119,6 +119,10 @@ func (q *queue) insert(k sim.Key, in pending) {
 	for i > 0 && q.keys[i-1].Seq > k.Seq {
 		i--
 	}
+	if i == len(q.keys) { // the common case: a new event, the latest
+		q.keys, q.info = append(q.keys, k), append(q.info, in)
+		return
+	}
 	q.keys, q.info = slices.Insert(q.keys, i, k), slices.Insert(q.info, i, in)
 }
 
@@ -244,7 +248,12 @@ func (q *queue) remove(i int) {
 	// In order: keys stay sorted by Seq (pushed and copied in Seq order),
 	// so the pending events need no sorting.
 	q.count(&q.info[i], -1)
-	q.keys, q.info = slices.Delete(q.keys, i, i+1), slices.Delete(q.info, i, i+1)
+	// By hand: slices.Delete clears the vacated element, which holds
+	// no pointer here.
+	n := len(q.keys) - 1
+	copy(q.keys[i:], q.keys[i+1:])
+	copy(q.info[i:], q.info[i+1:])
+	q.keys, q.info = q.keys[:n], q.info[:n]
 }
 
 func (q *queue) find(seq uint64) int {
