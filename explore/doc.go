@@ -83,7 +83,12 @@
 //     outputs are not formatted); a counterexample is recorded again,
 //     with them, and judged again on that trace. The trace is a
 //     chain of frozen segments shared by forks; a checker reads it in
-//     place when it is one run's own.
+//     place when it is one run's own. Depth first, when every safety
+//     checker is watched and none is judged at terminal states, the runs
+//     record only the kinds of events the watchers read
+//     (sim.Config.TraceOnly: the decisions, for commit consistency), not
+//     every send, receipt and timer; a state the watchers mark is judged
+//     on its whole trace, recorded again by replaying its path.
 //   - Time. Async fires any pending event next, timers included: timeouts
 //     are unreliable. Sync (the default for algorithms that assume
 //     synchrony) lets a message arrive at any time within one latency, in
