@@ -36,12 +36,13 @@
 //     counterexamples (engine_test.go compares them model by model, and
 //     TestRestoreIsReplay a restored run with a replay of its path); a
 //     counterexample is still a Schedule that replays byte for byte.
-//     What remains per state is the simulator's step itself (each event
-//     recorded in the trace), the fingerprint of the process that
-//     stepped, the sleep sets' bookkeeping and the visited set: depth
-//     first, 2.2·10⁵ (two-phase commit, 7 RMs) to 6.2·10⁵ (Ricart–
-//     Agrawala, 3 processes) states per CPU second on a loaded machine,
-//     not Stateright's 10⁶.
+//     What remains per state is the simulator's step itself (and the
+//     events the checkers read, recorded in the trace), the fingerprint
+//     of the process that stepped, the sleep sets' bookkeeping and the
+//     visited set (at millions of states, its cache misses): depth
+//     first, 3.4·10⁵ (two-phase commit, 7 RMs) to 4.7·10⁵ (5 RMs)
+//     states per CPU second on a machine loaded about 20, not
+//     Stateright's 10⁶.
 //   - Fingerprints (hash.go, hashplan.go, run.go). A state is hashed by
 //     plans compiled once per type, as the copier plans its copies (a
 //     struct is hashed as its fields at their offsets, a slice as its
