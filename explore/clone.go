@@ -243,7 +243,7 @@ func (c *copier) fresh(t reflect.Type, v reflect.Value) reflect.Value {
 func (r *run) fork(c *copier) (*run, error) {
 	c.err = nil
 	f := &run{cfg: r.cfg, h: r.h, used: r.used, now: r.now, waiting: r.waiting, tracked: r.tracked, ph: slices.Clone(r.ph), phSum: r.phSum, w: r.w.clone(), cp: r.cp, watchData: r.watchData}
-	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, known: maps.Clone(r.q.known), sum: r.q.sum, fresh: r.q.fresh}
+	f.q = &queue{keys: slices.Clone(r.q.keys), info: slices.Clone(r.q.info), next: -1, set: r.q.set, h: r.h, added: slices.Clone(r.q.added), known: maps.Clone(r.q.known), sum: r.q.sum, fresh: r.q.fresh, timers: r.q.timers}
 	f.rec = r.rec.freeze()
 	f.wl = &Workload{Inputs: r.wl.Inputs, Gate: r.wl.Gate, Answer: r.wl.Answer, next: slices.Clone(r.wl.next)}
 	s, err := r.s.Fork(sim.Fork{Queue: f.q, Trace: f.rec, Workload: f.wl, Process: c.process, Value: c.value})
@@ -270,6 +270,7 @@ type saved struct {
 	info    []pending
 	qsum    uint64 // queue.sum
 	fresh   int    // queue.fresh
+	timers  int    // queue.timers
 	added   int    // len(queue.added)
 	events  int    // the trace's length
 	next    []int
@@ -290,7 +291,7 @@ func (r *run) save(sv *saved) error {
 	}
 	sv.keys = append(sv.keys[:0], r.q.keys...)
 	sv.info = append(sv.info[:0], r.q.info...)
-	sv.qsum, sv.fresh = r.q.sum, r.q.fresh
+	sv.qsum, sv.fresh, sv.timers = r.q.sum, r.q.fresh, r.q.timers
 	sv.added = len(r.q.added)
 	sv.events = r.rec.Len()
 	sv.next = append(sv.next[:0], r.wl.next...)
@@ -315,9 +316,11 @@ func (r *run) restore(sv *saved) {
 	r.s.Restore(&sv.sim)
 	r.q.keys = append(r.q.keys[:0], sv.keys...)
 	r.q.info = append(r.q.info[:0], sv.info...)
-	r.q.sum, r.q.fresh = sv.qsum, sv.fresh
-	for _, h := range r.q.added[sv.added:] {
-		delete(r.q.known, h)
+	r.q.sum, r.q.fresh, r.q.timers = sv.qsum, sv.fresh, sv.timers
+	if r.q.known != nil {
+		for _, h := range r.q.added[sv.added:] {
+			delete(r.q.known, h)
+		}
 	}
 	r.q.added = r.q.added[:sv.added]
 	r.rec.truncate(sv.events)

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"errors"
+	"math/bits"
 	"slices"
 
 	"github.com/cohort-go/cohort/sim"
@@ -108,7 +109,37 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	quiet := e.learnsQuiet
 	lv.chs, lv.labels = r.enabled(lv.chs, lv.labels[:0], cfg.POR || quiet)
 	chs, labels := lv.chs, lv.labels
-	if cfg.POR {
+	// asleepAt marks, when masked, the steps whose labels are in sleep, by
+	// their positions in chs.
+	var asleepAt uint64
+	masked := false
+	switch {
+	case cfg.POR && r.perm == nil && len(labels) <= 31:
+		// The common case, in one pass over sleep (sleepBits): the
+		// stored mask is over these labels (a function of the state,
+		// not more than 31 of them: no overflow to the map).
+		ranks, at := lv.sleepBits(labels, sleep)
+		if again {
+			m := e.seen.Tag(slot)
+			if m&^ranks == 0 {
+				return false, nil // pruned: all it would take was taken
+			}
+			// Explored again with the intersection.
+			out := lv.stored[:0]
+			for k, s := range sleep {
+				if rk := lv.ranks[k]; rk >= 0 && m&(1<<uint(rk)) != 0 {
+					out = append(out, s)
+				}
+			}
+			lv.stored, sleep = out, out
+			ranks, at = lv.sleepBits(labels, sleep)
+		}
+		if len(sleep) == 0 {
+			ranks = 0
+		}
+		e.seen.SetTag(slot, ranks)
+		asleepAt, masked = at, true
+	case cfg.POR:
 		// The bits rank labels, and sleep is read as key, in the frame
 		// of the state's representative: with symmetry, another member
 		// of its orbit may meet it again, whose labels are the same
@@ -139,32 +170,19 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	}
 	done := lv.done[:0]
 	// Each step is taken, or not: asleep (in the sleep set), or quiet
-	// (known to lead back here, quiet.go). Told once per state.
-	how := lv.how[:0]
-	last := -1 // the last step taken from here
-	for i := range chs {
-		switch {
-		case cfg.POR && slices.Contains(sleep, labels[i]):
-			how = append(how, asleep)
-		case quiet && e.isQuiet(lv.local, labels[i], sleep):
-			how = append(how, quietStep)
-		default:
-			how = append(how, taken)
-			last = i
-		}
-	}
-	lv.how = how
+	// (known to lead back here, quiet.go). Told once per state: todo
+	// lists the steps not asleep, in order, last the last one taken.
+	todo, last := e.classify(lv, labels, len(chs), sleep, masked, asleepAt, quiet)
 	first := true
 	var sv *saved
-	for i, ch := range chs {
+	for _, st := range todo {
+		i := int(st.i)
+		ch := chs[i]
 		var l label
 		if cfg.POR {
 			l = labels[i]
 		}
-		switch how[i] {
-		case asleep:
-			continue
-		case quietStep:
+		if st.quiet {
 			// As if taken: it leads back here, a state met again and
 			// pruned (quiet.go).
 			e.res.Transitions++
@@ -248,12 +266,99 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 	return false, nil
 }
 
+// classify tells which of a state's n steps (labelled labels with POR
+// or quiet steps) are taken from it, explored with the sleep set sleep:
+// it returns the steps not asleep, in order, each marked if quiet, and
+// the position of the last one taken (-1: none). asleepAt marks the
+// steps asleep if masked (sleepBits: n is then below 32), else they are
+// looked up in sleep.
+func (e *explorer) classify(lv *level, labels []label, n int, sleep []label, masked bool, asleepAt uint64, quiet bool) ([]stepAt, int) {
+	var dep sleepDeps
+	if quiet {
+		dep = dependents(sleep)
+	}
+	todo, last := lv.todo[:0], -1
+	if masked {
+		for awake := ^asleepAt & (1<<uint(n) - 1); awake != 0; awake &= awake - 1 {
+			i := bits.TrailingZeros64(awake)
+			if quiet && e.isQuiet(lv.local, labels[i], dep) {
+				todo = append(todo, stepAt{int32(i), true})
+				continue
+			}
+			todo = append(todo, stepAt{int32(i), false})
+			last = i
+		}
+		lv.todo = todo
+		return todo, last
+	}
+	por := e.cfg.POR
+	for i := 0; i < n; i++ {
+		switch {
+		case por && slices.Contains(sleep, labels[i]):
+			// asleep
+		case quiet && e.isQuiet(lv.local, labels[i], dep):
+			todo = append(todo, stepAt{int32(i), true})
+		default:
+			todo = append(todo, stepAt{int32(i), false})
+			last = i
+		}
+	}
+	lv.todo = todo
+	return todo, last
+}
+
+// stepAt is a step taken from a state, or skipped as quiet: the i-th
+// enabled.
+type stepAt struct {
+	i     int32
+	quiet bool
+}
+
 // frame returns the saved state of depth d, reused along the search.
 func (e *explorer) frame(d int) *saved {
 	for len(e.frames) <= d {
 		e.frames = append(e.frames, &saved{})
 	}
 	return e.frames[d]
+}
+
+// sleepBits returns, for the labels enabled in a state (not more than
+// 31) and its sleep set, the sleep set's mask (storeSleep's: a bit for
+// each label of sleep enabled here, at its rank) and which steps are
+// asleep (a bit for each position of labels whose label is in sleep),
+// in one pass over sleep; lv.ranks[k] is the rank of sleep[k], -1 if it
+// is not enabled here. This is storeSleep's and againSleep's ranking
+// and visit's test of each step against the sleep set, at once.
+func (lv *level) sleepBits(labels, sleep []label) (ranks uint32, at uint64) {
+	lv.ranks = lv.ranks[:0]
+	for _, s := range sleep {
+		n, where := rankAt(labels, s.id)
+		if where == 0 {
+			lv.ranks = append(lv.ranks, -1)
+			continue
+		}
+		ranks |= 1 << uint(n)
+		at |= where
+		lv.ranks = append(lv.ranks, int8(n))
+	}
+	return ranks, at
+}
+
+// rankAt is rank, with the positions of labels that have the id (a bit
+// each): one id is one label (it hashes the event, the process it is at
+// among them, and the act).
+//
+//go:noinline
+func rankAt(labels []label, id uint64) (n int, at uint64) {
+	for j, l := range labels {
+		if l.id < id {
+			n++
+		}
+		if l.id == id {
+			at |= 1 << uint(j&63)
+		}
+	}
+	return n, at
 }
 
 // level is depth first's scratch for one depth, reused along the search.
@@ -268,18 +373,12 @@ type level struct {
 	// ph and local are the state's process hashes and local states,
 	// with quiet steps (quiet.go).
 	ph, local []uint64
-	// how tells, for each step enabled, whether it is taken from here.
-	how []stepHow
+	// todo lists the steps taken from here or skipped as quiet
+	// (classify).
+	todo []stepAt
+	// ranks are the ranks of the sleep set's labels (sleepBits).
+	ranks []int8
 }
-
-// stepHow is whether a step enabled in a state is taken from it (visit).
-type stepHow uint8
-
-const (
-	taken stepHow = iota
-	asleep
-	quietStep
-)
 
 // inFrame returns the labels enabled in r's state (labels, of the steps
 // chs) as a sleep set's bits rank them, and the sleep set as key, the

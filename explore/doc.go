@@ -36,12 +36,13 @@
 //     counterexamples (engine_test.go compares them model by model, and
 //     TestRestoreIsReplay a restored run with a replay of its path); a
 //     counterexample is still a Schedule that replays byte for byte.
-//     What remains per state is the simulator's step itself (each event
-//     recorded in the trace), the fingerprint of the process that
-//     stepped, the sleep sets' bookkeeping and the visited set: depth
-//     first, 2.2·10⁵ (two-phase commit, 7 RMs) to 6.2·10⁵ (Ricart–
-//     Agrawala, 3 processes) states per CPU second on a loaded machine,
-//     not Stateright's 10⁶.
+//     What remains per state is the simulator's step itself (and the
+//     events the checkers read, recorded in the trace), the fingerprint
+//     of the process that stepped, the sleep sets' bookkeeping and the
+//     visited set (at millions of states, its cache misses): depth
+//     first, 3.4·10⁵ (two-phase commit, 7 RMs) to 4.7·10⁵ (5 RMs)
+//     states per CPU second on a machine loaded about 20, not
+//     Stateright's 10⁶.
 //   - Fingerprints (hash.go, hashplan.go, run.go). A state is hashed by
 //     plans compiled once per type, as the copier plans its copies (a
 //     struct is hashed as its fields at their offsets, a slice as its
@@ -83,7 +84,12 @@
 //     outputs are not formatted); a counterexample is recorded again,
 //     with them, and judged again on that trace. The trace is a
 //     chain of frozen segments shared by forks; a checker reads it in
-//     place when it is one run's own.
+//     place when it is one run's own. Depth first, when every safety
+//     checker is watched and none is judged at terminal states, the runs
+//     record only the kinds of events the watchers read
+//     (sim.Config.TraceOnly: the decisions, for commit consistency), not
+//     every send, receipt and timer; a state the watchers mark is judged
+//     on its whole trace, recorded again by replaying its path.
 //   - Time. Async fires any pending event next, timers included: timeouts
 //     are unreliable. Sync (the default for algorithms that assume
 //     synchrony) lets a message arrive at any time within one latency, in

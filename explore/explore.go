@@ -125,6 +125,12 @@ type Config struct {
 	// Safety, which were judged on every state as it was found (a
 	// terminal state among them), set by Explore.
 	atEnd []string
+	// traceOnly, if not zero, is the kinds of events the runs record
+	// (sim.Config.TraceOnly): those the watchers read, when every safety
+	// checker is watched and none is judged at the end (partialTrace).
+	// A trace judged is then recorded again, in full, by replaying the
+	// state's path. Set by Explore.
+	traceOnly uint64
 	// values copies the inputs and outputs the runs record whose Data
 	// is encoded later (recorder); set by Explore, nil: encoded at once.
 	values *copier

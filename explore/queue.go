@@ -45,22 +45,28 @@ type queue struct {
 	// info holds, for each key of keys, what the event is and the hash of
 	// its contents, computed once per event (not once per state it is
 	// pending in): a fingerprint sums them.
-	info  []pending
-	s     *sim.Sim
-	next  int   // index in keys of the key to pop; -1: the earliest
-	at    int64 // the time to hand back with it
-	set   bool  // a set network: a message sent twice is one message
-	h     *hasher
-	known map[uint64]bool // set network: the messages in flight, by content
-	// added lists known's keys in the order they were added, so that a
-	// restored run (run.restore) can forget the ones added since.
+	info []pending
+	s    *sim.Sim
+	next int   // index in keys of the key to pop; -1: the earliest
+	at   int64 // the time to hand back with it
+	set  bool  // a set network: a message sent twice is one message
+	h    *hasher
+	// added lists, in a set network, the messages in flight by content
+	// (a hash each), in the order they were sent, so that a restored run
+	// (run.restore) forgets the ones sent since by cutting it back. A run
+	// sends a few dozen: they are looked up in it, and past maxAdded in
+	// known as well.
 	added []uint64
+	known map[uint64]bool
 	// sum is the sum of the mixed hashes (pending.mixed) of the events
 	// described, crashes left out, and fresh counts the events not yet
 	// described: a fingerprint in Async adds sum, kept as events come
 	// and go, instead of summing the events again (run.fingerprintWith).
 	sum   uint64
 	fresh int
+	// timers counts the timers among the events described (run.dropStale
+	// looks at those and the ones not yet described).
+	timers int
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -71,17 +77,38 @@ func (q *queue) Push(k sim.Key) {
 			d := q.s.Describe(k.Slot)
 			ph := q.h.of(v)
 			h := add(add(uint64(d.Node), uint64(d.From)), ph)
-			if q.known[h] {
+			if q.sent(h) {
 				q.s.Lose(k, "already sent")
 				return
 			}
-			q.known[h] = true
 			q.added = append(q.added, h)
+			switch {
+			case q.known != nil:
+				q.known[h] = true
+			case len(q.added) > maxAdded:
+				q.known = map[uint64]bool{}
+				for _, h := range q.added {
+					q.known[h] = true
+				}
+			}
 			q.insert(k, described(d, eventHash(d, ph, nil)))
 			return
 		}
 	}
 	q.insert(k, pending{})
+}
+
+// maxAdded is the most messages of a set network looked up in
+// queue.added, not in a map.
+const maxAdded = 64
+
+// sent reports whether a message that hashes to h is in flight in a set
+// network.
+func (q *queue) sent(h uint64) bool {
+	if q.known != nil {
+		return q.known[h]
+	}
+	return slices.Contains(q.added, h)
 }
 
 // insert adds k in Seq order (at the end, but for an event the simulator
@@ -91,6 +118,10 @@ func (q *queue) insert(k sim.Key, in pending) {
 	i := len(q.keys)
 	for i > 0 && q.keys[i-1].Seq > k.Seq {
 		i--
+	}
+	if i == len(q.keys) { // the common case: a new event, the latest
+		q.keys, q.info = append(q.keys, k), append(q.info, in)
+		return
 	}
 	q.keys, q.info = slices.Insert(q.keys, i, k), slices.Insert(q.info, i, in)
 }
@@ -165,6 +196,9 @@ func (q *queue) count(in *pending, sign int) {
 		q.fresh += sign
 	case in.class != crashEvent:
 		q.sum += uint64(sign) * in.mixed
+		if in.class == timerEvent {
+			q.timers += sign
+		}
 	}
 }
 
@@ -214,7 +248,12 @@ func (q *queue) remove(i int) {
 	// In order: keys stay sorted by Seq (pushed and copied in Seq order),
 	// so the pending events need no sorting.
 	q.count(&q.info[i], -1)
-	q.keys, q.info = slices.Delete(q.keys, i, i+1), slices.Delete(q.info, i, i+1)
+	// By hand: slices.Delete clears the vacated element, which holds
+	// no pointer here.
+	n := len(q.keys) - 1
+	copy(q.keys[i:], q.keys[i+1:])
+	copy(q.info[i:], q.info[i+1:])
+	q.keys, q.info = q.keys[:n], q.info[:n]
 }
 
 func (q *queue) find(seq uint64) int {

@@ -59,22 +59,39 @@ func (r *run) localStates(local []uint64) []uint64 {
 	return local
 }
 
-// isQuiet reports whether the step labelled l, at a state whose processes'
-// local states are local and explored with the sleep set sleep, is known
-// to be quiet and may be skipped.
-func (e *explorer) isQuiet(local []uint64, l label, sleep []label) bool {
-	if l.node < 0 || int(l.node) >= len(local) {
-		return false
-	}
-	if !e.quiet.Has(quietKey(local[l.node], l)) {
-		return false
-	}
+// sleepDeps tells which steps a sleep set holds a step dependent on:
+// those at a process of nodes (a bit each, the first 64), all of them if
+// any.
+type sleepDeps struct {
+	nodes uint64
+	any   bool
+}
+
+// dependents returns what the sleep set sleep depends on.
+func dependents(sleep []label) sleepDeps {
+	var d sleepDeps
 	for _, s := range sleep {
-		if !independent(s, l) {
-			return false
+		if s.node < 0 || s.node >= 64 {
+			d.any = true // dependent on every step, or past the mask
+			continue
 		}
+		d.nodes |= 1 << uint(s.node)
 	}
-	return true
+	return d
+}
+
+// isQuiet reports whether the step labelled l, at a state whose processes'
+// local states are local and explored with a sleep set that depends on
+// dep, is known to be quiet and may be skipped.
+func (e *explorer) isQuiet(local []uint64, l label, dep sleepDeps) bool {
+	if l.node < 0 || int(l.node) >= len(local) || l.node >= 64 {
+		return false
+	}
+	// Every step of the sleep set independent of l.
+	if dep.any || dep.nodes&(1<<uint(l.node)) != 0 {
+		return false
+	}
+	return e.quiet.Has(quietKey(local[l.node], l))
 }
 
 // learnQuiet remembers the step labelled l as quiet if it was: taken from

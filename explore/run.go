@@ -61,7 +61,7 @@ type run struct {
 
 func (c *Config) newRun(h *hasher) (*run, error) {
 	r := &run{cfg: c, h: h, ph: make([]uint64, c.Nodes)}
-	r.q = &queue{next: -1, set: c.SetNetwork, h: h, known: map[uint64]bool{}}
+	r.q = &queue{next: -1, set: c.SetNetwork, h: h}
 	r.watchData = slices.ContainsFunc(c.watchers, func(w watcher) bool { return w.dl != 0 })
 	// A watcher that reads every event's Data reads it at once: then
 	// deferring it only costs more.
@@ -77,6 +77,7 @@ func (c *Config) newRun(h *hasher) (*run, error) {
 		Workload:     r.wl,
 		MemoryBudget: -1,
 		NoLabels:     c.noLabels,
+		TraceOnly:    c.traceOnly,
 	}
 	if c.Crashes > 0 {
 		// One crash per process, held pending: the explorer fires at most
@@ -123,13 +124,16 @@ func (r *run) protect(f func()) (err error) {
 // dropStale discards the timers that would do nothing (cancelled, or of a
 // crashed incarnation): they are no choice.
 func (r *run) dropStale() {
-	for i := 0; i < len(r.q.keys); {
-		if in := &r.q.info[i]; in.ok && in.class != timerEvent {
+	q := r.q
+	left := q.timers + q.fresh // the events that may be timers, to look at
+	for i := 0; i < len(q.keys) && left > 0; {
+		if in := &q.info[i]; in.ok && in.class != timerEvent {
 			i++ // only a timer goes stale
 			continue
 		}
-		if k := r.q.keys[i]; r.s.Stale(k.Slot) {
-			r.q.remove(i)
+		left--
+		if k := q.keys[i]; r.s.Stale(k.Slot) {
+			q.remove(i)
 			r.s.Lose(k, "stale")
 			continue
 		}
@@ -147,12 +151,17 @@ func (r *run) choices(out []choice) []choice {
 
 // enabled appends the steps enabled now to chs (as choices orders them)
 // and, if labelled, their labels to labels (in the same order).
+//
+// It runs once for every state depth first meets, so it is written as
+// one loop that appends in place (a closure over chs and labels kept
+// them in memory, not in registers).
 func (r *run) enabled(chs []choice, labels []label, labelled bool) ([]choice, []label) {
 	chs = chs[:0]
 	c := r.cfg
 	q := r.q
+	inSync := c.Timing == Sync
 	minOther, minTimer := int64(1<<62), int64(1<<62)
-	if c.Timing == Sync {
+	if inSync {
 		for i, k := range q.keys {
 			switch q.ev(i).class {
 			case timerEvent:
@@ -163,43 +172,102 @@ func (r *run) enabled(chs []choice, labels []label, labelled bool) ([]choice, []
 			}
 		}
 	}
-	inSync := c.Timing == Sync
-	step := func(i int, seq uint64, act Act) {
-		chs = append(chs, choice{seq, act})
-		if labelled {
-			labels = append(labels, labelOf(&q.info[i], act, inSync)) // described: ev(i) came first
-		}
+	crash := r.used[0] < c.Crashes
+	drop, dup := r.used[1] < c.Losses, r.used[2] < c.Dups
+	if !labelled {
+		labels = nil
+	} else if !drop && !dup && !c.FIFO {
+		return r.fired(chs, labels, crash, inSync, minOther, minTimer)
 	}
-	for i, k := range q.keys {
-		e := q.ev(i)
+	// Room for every step, so that the loop stores without growing.
+	room := len(q.keys)
+	if drop {
+		room += len(q.keys)
+	}
+	if dup {
+		room += len(q.keys)
+	}
+	chs = slices.Grow(chs[:0], room)
+	if labelled {
+		labels = slices.Grow(labels[:0], room)
+	}
+	q.describeAll()
+	keys, info := q.keys, q.info[:len(q.keys)]
+	for i := range keys {
+		e := &info[i]
 		switch e.class {
 		case crashEvent:
-			if r.used[0] < c.Crashes && r.s.Up(e.node) {
-				step(i, k.Seq, Fire)
+			if !crash || !r.s.Up(e.node) {
+				continue
 			}
 		case timerEvent:
-			if c.Timing == Sync && (k.At > minOther || k.At > minTimer) {
+			if inSync && (keys[i].At > minOther || keys[i].At > minTimer) {
 				continue // a timeout never fires before a message due earlier
 			}
-			step(i, k.Seq, Fire)
 		case deliverEvent:
-			if c.FIFO && slices.ContainsFunc(q.info[:i], func(o pending) bool {
+			if c.FIFO && slices.ContainsFunc(info[:i], func(o pending) bool {
 				return o.class == deliverEvent && o.node == e.node && o.from == e.from
 			}) {
 				continue // an earlier message on the same channel goes first
 			}
-			step(i, k.Seq, Fire)
-			if r.used[1] < c.Losses {
-				step(i, k.Seq, Drop)
+			if drop || dup {
+				chs = append(chs, choice{keys[i].Seq, Fire})
+				if labelled {
+					labels = append(labels, labelOf(e, Fire, inSync))
+				}
+				if drop {
+					chs = append(chs, choice{keys[i].Seq, Drop})
+					if labelled {
+						labels = append(labels, labelOf(e, Drop, inSync))
+					}
+				}
+				if dup {
+					chs = append(chs, choice{keys[i].Seq, Dup})
+					if labelled {
+						labels = append(labels, labelOf(e, Dup, inSync))
+					}
+				}
+				continue
 			}
-			if r.used[2] < c.Dups {
-				step(i, k.Seq, Dup)
-			}
-		default:
-			step(i, k.Seq, Fire)
+		}
+		chs = append(chs, choice{keys[i].Seq, Fire})
+		if labelled {
+			labels = append(labels, labelOf(e, Fire, inSync))
 		}
 	}
 	return chs, labels
+}
+
+// fired is enabled, labelled, where every step fires an event (no loss
+// or duplication to choose) and channels are not FIFO: the common case,
+// in a loop small enough for its variables to stay in registers.
+func (r *run) fired(chs []choice, labels []label, crash, inSync bool, minOther, minTimer int64) ([]choice, []label) {
+	q := r.q
+	q.describeAll()
+	keys, info := q.keys, q.info[:len(q.keys)]
+	chs, labels = slices.Grow(chs[:0], len(keys))[:len(keys)], slices.Grow(labels[:0], len(keys))[:len(keys)]
+	n := 0
+	for i := range keys {
+		e := &info[i]
+		node := int32(e.node)
+		switch e.class {
+		case crashEvent:
+			if !crash || !r.s.Up(e.node) {
+				continue
+			}
+		case timerEvent:
+			if inSync {
+				if keys[i].At > minOther || keys[i].At > minTimer {
+					continue // a timeout never fires before a message due earlier
+				}
+				node = -1
+			}
+		}
+		chs[n] = choice{keys[i].Seq, Fire}
+		labels[n] = label{id: e.fire, node: node}
+		n++
+	}
+	return chs[:n], labels[:n]
 }
 
 // apply takes one step. It returns an error if the choice names no

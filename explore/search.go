@@ -43,6 +43,7 @@ func search(cfg Config) (*explorer, error) {
 			cfg.atEnd = append(cfg.atEnd, name)
 		}
 	}
+	cfg.traceOnly = partialTrace(&cfg)
 	e := &explorer{cfg: &cfg, h: newHasher(), res: &Result{Exhausted: true, Engine: "fork"}, forking: !cfg.Replay, cp: newCopier()}
 	cfg.values = e.cp
 	if cfg.Replay {
@@ -215,6 +216,60 @@ func (e *explorer) replay(path []choice) (*run, error) {
 	return r, nil
 }
 
+// partialTrace returns the kinds of events (a bit 1<<Kind each) that a
+// depth-first search of cfg needs its runs to record, or 0 for all. A
+// watched checker (watch.go) reads the events of each step as it is
+// taken and asks for the whole trace only when a step may have broken
+// it, which for an algorithm that keeps its property is never: the runs
+// then record only what the watchers read (commit-consistency, the
+// decisions; integrity and no-duplicates, the messages' events), not
+// the sends, receipts and timers of every step, and judge rebuilds the
+// trace by replaying the state's path (fullTrace). Breadth first, cycles
+// and the checkers judged at terminal states, which read whole traces
+// often, record them whole.
+func partialTrace(cfg *Config) uint64 {
+	if cfg.Strategy != DFS || cfg.Cycles || len(cfg.atEnd) > 0 || fullChecks || wholeTraces {
+		return 0
+	}
+	kinds := uint64(1) // no event is of kind 0: a mask that records none
+	for _, w := range cfg.watchers {
+		switch {
+		case w.decides:
+			kinds |= 1 << trace.Output
+		case w.msgs != 0:
+			kinds |= 1<<trace.Send | 1<<trace.Recv | 1<<trace.Drop | 1<<trace.Dup
+		default:
+			return 0 // a watcher that reads more, or every state's trace
+		}
+	}
+	return kinds
+}
+
+// wholeTraces makes every run record its whole trace (for tests that
+// compare).
+var wholeTraces = false
+
+// fullTrace returns r's trace, reached by path, to be read at once and
+// not kept: recorded again by replaying path if r records a partial one
+// (Config.traceOnly), without counting transitions.
+func (e *explorer) fullTrace(r *run, path []choice) (*trace.Trace, error) {
+	if e.cfg.traceOnly == 0 {
+		return r.rec.view(), nil
+	}
+	cfg := *e.cfg
+	cfg.traceOnly = 0
+	full, err := cfg.newRun(e.h)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range path {
+		if err := full.apply(ch); err != nil {
+			return nil, err
+		}
+	}
+	return full.rec.view(), nil
+}
+
 // fullChecks runs every safety checker on every new state, as if none
 // were known to watch.go (for tests that compare the two).
 var fullChecks = false
@@ -236,7 +291,10 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 	if len(names) == 0 {
 		return false, nil
 	}
-	tr := r.rec.view()
+	tr, err := e.fullTrace(r, path)
+	if err != nil {
+		return false, err
+	}
 	results, err := check.Run(tr, names...)
 	if err != nil {
 		return false, err
@@ -271,7 +329,7 @@ func (e *explorer) judge(r *run, names []string, path []choice, terminal bool) (
 // steps, and returns the path's trace, with labels.
 func (e *explorer) schedule(path []choice) (*Schedule, *trace.Trace, error) {
 	cfg := *e.cfg
-	cfg.noLabels = false
+	cfg.noLabels, cfg.traceOnly = false, 0
 	r, err := cfg.newRun(e.h)
 	if err != nil {
 		return nil, nil, err

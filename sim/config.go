@@ -60,6 +60,13 @@ type Config struct {
 	// many runs and shows few (the explorer, whose checkers read no
 	// labels): it records again, with labels, the runs it shows.
 	NoLabels bool
+	// TraceOnly, if not zero, limits the trace to the events of the
+	// kinds it has (a bit 1<<Kind each): the others are neither built
+	// nor handed to Trace, and the events handed are indexed among
+	// themselves. For a caller that watches a few kinds of events as a
+	// run goes and records a run again, in full, when it needs its
+	// whole trace (the explorer). Zero: every event.
+	TraceOnly uint64
 	// Queue chooses which pending event fires next; nil orders by time,
 	// then by the order events were scheduled.
 	Queue Queue

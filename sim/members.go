@@ -238,7 +238,7 @@ func (s *Sim) join(id proc.ID) {
 		panic(fmt.Sprintf("constructor returned a nil process for p%d", id))
 	}
 	s.tick(int32(id))
-	if s.sink != nil {
+	if s.traced(trace.Join) {
 		s.record(trace.Join, int32(id), func(e *trace.Event) {
 			if contact != proc.None {
 				e.Peer = int32(contact)
@@ -262,7 +262,7 @@ func (s *Sim) leave(id proc.ID) {
 	nd = &s.nodes[id]
 	s.st.Leaves++
 	s.tick(int32(id))
-	if s.sink != nil {
+	if s.traced(trace.Leave) {
 		s.record(trace.Leave, int32(id), nil)
 	}
 	nd.up, nd.p, nd.state = false, nil, stLeft

@@ -63,9 +63,10 @@ type Sim struct {
 	// since, its own; the others are shared with the saved state.
 	diskOwn map[proc.ID]bool
 
-	timers    timerSet // live timers; a cancelled one fires no more
-	nextTimer proc.TimerID
-	nextMsg   uint64
+	tracedKinds uint64   // the kinds of events the sink is handed (traced)
+	timers      timerSet // live timers; a cancelled one fires no more
+	nextTimer   proc.TimerID
+	nextMsg     uint64
 
 	latency  Dist
 	constLat bool // latency is Constant and no link overrides it: FIFO for free
@@ -210,6 +211,12 @@ func New(cfg Config) (*Sim, error) {
 		latency: cfg.Network.Latency,
 	}
 	s.env.s = s
+	if s.sink != nil {
+		s.tracedKinds = ^uint64(0)
+		if cfg.TraceOnly != 0 {
+			s.tracedKinds = cfg.TraceOnly
+		}
+	}
 	adviseHuge(s.nodes)
 	if s.sink != nil || s.queue != nil {
 		s.lamports = make([]uint64, n)
@@ -478,7 +485,7 @@ func (s *Sim) deliver(x *item) {
 	to := &s.nodes[x.node]
 	if !to.up {
 		s.st.Dropped++
-		if s.sink != nil {
+		if s.traced(trace.Drop) {
 			s.record(trace.Drop, x.node, func(e *trace.Event) {
 				e.Msg, e.Peer, e.Reason = x.id, x.from, s.goneReason(x.node)
 				e.Type, e.Label = x.val.(proc.Message).Kind(), s.label(x.val)
@@ -496,7 +503,7 @@ func (s *Sim) deliver(x *item) {
 		vc[x.node]++
 	}
 	s.st.Delivered++
-	if s.sink != nil {
+	if s.traced(trace.Recv) {
 		s.record(trace.Recv, x.node, func(e *trace.Event) {
 			e.Msg, e.Peer = x.id, x.from
 			e.Type, e.Label = x.val.(proc.Message).Kind(), s.label(x.val)
@@ -520,7 +527,7 @@ func (s *Sim) fire(x *item) {
 		return
 	}
 	s.tick(x.node)
-	if s.sink != nil {
+	if s.traced(trace.Timer) {
 		s.record(trace.Timer, x.node, func(e *trace.Event) { e.Type = tagName(x.val) })
 	}
 	s.call(x.node, func(p proc.Process, env proc.Env) { p.Timeout(env, x.val) })
@@ -533,7 +540,7 @@ func (s *Sim) input(x *item) {
 	}
 	s.st.Inputs++
 	s.tick(x.node)
-	if s.sink != nil {
+	if s.traced(trace.Input) {
 		s.record(trace.Input, x.node, func(e *trace.Event) {
 			e.Type, e.Label = x.val.(proc.Input).Kind(), s.label(x.val)
 			e.Data = s.data(x.val)
@@ -557,7 +564,7 @@ func (s *Sim) fault(f *Fault) {
 			s.present.remove(int32(f.Node))
 		}
 		s.tick(int32(f.Node))
-		if s.sink != nil {
+		if s.traced(trace.Crash) {
 			s.record(trace.Crash, int32(f.Node), nil)
 		}
 	case Recover:
@@ -600,7 +607,7 @@ func (s *Sim) startNode(id proc.ID, kind trace.Kind) {
 		panic(fmt.Sprintf("constructor returned a nil process for p%d", id))
 	}
 	s.tick(int32(id))
-	if s.sink != nil {
+	if s.traced(kind) {
 		s.record(kind, int32(id), nil)
 	}
 	s.call(int32(id), func(p proc.Process, env proc.Env) { p.Start(env) })
@@ -649,6 +656,10 @@ func (s *Sim) tick(id int32) {
 		s.vcs[id][id]++
 	}
 }
+
+// traced reports whether events of kind k go to the sink (Config.Trace
+// and Config.TraceOnly).
+func (s *Sim) traced(k trace.Kind) bool { return s.tracedKinds&(1<<k) != 0 }
 
 // record builds a trace event for node id and hands it to the sink.
 func (s *Sim) record(kind trace.Kind, id int32, fill func(e *trace.Event)) {
@@ -733,7 +744,7 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 	if s.vcs != nil {
 		s.msgVC[id] = slices.Clone(s.vcs[f])
 	}
-	if s.sink != nil {
+	if s.traced(trace.Send) {
 		s.record(trace.Send, f, func(e *trace.Event) {
 			e.Msg, e.Peer, e.Type, e.Label = id, int32(to), m.Kind(), s.label(m)
 		})
@@ -775,7 +786,7 @@ func (s *Sim) send(from proc.ID, to proc.ID, m proc.Message) {
 	if d := s.cfg.Network.Duplicate; d > 0 && s.netRand.Float64() < d {
 		copies = 2
 		s.st.Duplicated++
-		if s.sink != nil {
+		if s.traced(trace.Dup) {
 			s.record(trace.Dup, f, func(e *trace.Event) { e.Msg, e.Peer, e.Type = id, int32(to), m.Kind() })
 		}
 	}
@@ -844,7 +855,7 @@ func sameString(a, b string) bool {
 
 func (s *Sim) lose(it *item, why string) {
 	s.st.Dropped++
-	if s.sink != nil {
+	if s.traced(trace.Drop) {
 		s.record(trace.Drop, it.node, func(e *trace.Event) {
 			e.Msg, e.Peer, e.Reason = it.id, it.from, why
 			e.Type, e.Label = it.val.(proc.Message).Kind(), s.label(it.val)
@@ -1046,7 +1057,7 @@ func (s *Sim) Duplicate(k Key) Key {
 	c := s.Copy(k)
 	if it.kind == evDeliver {
 		s.st.Duplicated++
-		if s.sink != nil {
+		if s.traced(trace.Dup) {
 			s.record(trace.Dup, it.from, func(e *trace.Event) {
 				e.Msg, e.Peer, e.Type = it.id, it.node, it.val.(proc.Message).Kind()
 			})
@@ -1257,7 +1268,7 @@ func (s *Sim) output(id proc.ID, o proc.Output) {
 	}
 	s.st.Outputs++
 	s.tick(int32(id))
-	if s.sink != nil {
+	if s.traced(trace.Output) {
 		s.record(trace.Output, int32(id), func(e *trace.Event) {
 			e.Type, e.Label, e.Data = o.Kind(), s.label(o), s.data(o)
 		})

@@ -538,6 +538,40 @@ func TestNoLabelsChangesOnlyLabels(t *testing.T) {
 	}
 }
 
+// TraceOnly hands the sink the events of its kinds, as the full trace has
+// them but for their indices, and changes nothing else in the run.
+func TestTraceOnlyRecordsItsKinds(t *testing.T) {
+	only := uint64(1<<trace.Recv | 1<<trace.Dup)
+	var traces [2]*trace.Recorder
+	var results [2]Result
+	for i, mask := range []uint64{0, only} {
+		traces[i] = &trace.Recorder{}
+		_, results[i] = run(t, Config{Nodes: 2, Seed: 3, New: counters(2, 5), TraceOnly: mask, Trace: traces[i],
+			Network: Network{Latency: Uniform{time.Millisecond, 3 * time.Millisecond}, Loss: 0.2, Duplicate: 0.2}})
+	}
+	var want []trace.Event
+	kinds := map[trace.Kind]bool{}
+	for _, e := range traces[0].Trace.Events {
+		kinds[e.Kind] = true
+		if only&(1<<e.Kind) != 0 {
+			e.Index = len(want)
+			want = append(want, e)
+		}
+	}
+	got := traces[1].Trace.Events
+	if len(kinds) < 3 || len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("%d events of %d kinds in full, %d of them of the kinds asked for; %d recorded", len(traces[0].Trace.Events), len(kinds), len(want), len(got))
+	}
+	for i := range got {
+		if a, b := got[i].AppendJSON(nil), want[i].AppendJSON(nil); string(a) != string(b) {
+			t.Fatalf("event %d:\n%s\nwant\n%s", i, a, b)
+		}
+	}
+	if a, b := fmt.Sprint(results[0]), fmt.Sprint(results[1]); a != b {
+		t.Fatalf("the run changed: %s, was %s", b, a)
+	}
+}
+
 // TestPlainSendIsTheGeneralPath: a send that only counts and schedules
 // (no trace, no clocks, a plain network: Sim.sendPlain) has the result of
 // the general path that a traced run takes, prefetching or not.
