@@ -1159,6 +1159,9 @@ func (e *env) Storage() proc.Storage { e.calls++; return e.s.storageOf(e.self) }
 
 func (e *env) Send(to ID, m proc.Message) {
 	e.calls++
+	if f := e.s.cfg.Sent; f != nil {
+		f(e.self, to, m)
+	}
 	if s := e.s; s.plainSend && uint(to) < uint(s.n) && m != nil {
 		s.sendPlain(e.self, to, m) // send's common case, one call shorter
 		return
