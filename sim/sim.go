@@ -826,7 +826,7 @@ func (s *Sim) sendPlain(from proc.ID, to proc.ID, m proc.Message) {
 		s.countKind(k)
 	}
 	at := s.now + int64(s.latency.Sample(s.netRand))
-	if e := s.cal.slot(at); e != nil {
+	if e := s.cal.slot(at, s.seq+1); e != nil {
 		s.seq++
 		e.at, e.seq = at, s.seq
 		e.val, e.id, e.lamport = m, id, 0
