@@ -197,11 +197,14 @@ func (a *antiEntropy) Timeout(env proc.Env, tag any) {
 		return
 	}
 	a.db.reap(env)
-	pick := a.pick
-	if pick == nil {
-		pick = peers
+	var qs []proc.ID
+	if a.pick != nil {
+		qs = a.pick(env, a.p.Fanout)
+	} else {
+		var buf [4]proc.ID
+		qs = peers(env, a.p.Fanout, buf[:])
 	}
-	for _, q := range pick(env, a.p.Fanout) {
+	for _, q := range qs {
 		a.exchange(env, q)
 	}
 	env.SetTimer(a.p.next(env, a.p.Period), round{})

@@ -584,7 +584,7 @@ func (n *discoveryNode) write(env proc.Env, key, value string, deleted bool) {
 	n.ae.db.write(env, key, value, deleted)
 }
 func (n *discoveryNode) peer(env proc.Env) proc.ID {
-	if q := peers(env, 1); len(q) > 0 {
+	if q := peers(env, 1, nil); len(q) > 0 {
 		return q[0]
 	}
 	return proc.None

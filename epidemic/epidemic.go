@@ -506,6 +506,9 @@ func (s *store) checksum() uint64 {
 }
 
 func (s *store) digest() []Sum {
+	if len(s.items) == 0 {
+		return nil // most digests of a dissemination: nil boxes without an allocation
+	}
 	d := make([]Sum, len(s.items))
 	for i, it := range s.items {
 		d[i] = Sum{it.Key, it.Version}
@@ -596,11 +599,12 @@ func (s *store) reap(env proc.Env) {
 }
 
 // peers draws f distinct peers other than self from 0 .. N−1 (fewer if
-// there are not so many).
-func peers(env proc.Env, f int) []proc.ID {
+// there are not so many), in buf's array if it has room: a caller that
+// passes an array of its stack draws them without an allocation.
+func peers(env proc.Env, f int, buf []proc.ID) []proc.ID {
 	n, self := env.N(), env.Self()
 	f = min(f, n-1)
-	out := make([]proc.ID, 0, f)
+	out := buf[:0]
 	for len(out) < f {
 		q := proc.ID(env.Rand().IntN(n - 1))
 		if q >= self {

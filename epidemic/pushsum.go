@@ -105,7 +105,7 @@ func (p *pushSum) Timeout(env proc.Env, tag any) {
 	if _, ok := tag.(round); !ok {
 		return
 	}
-	if q := peers(env, 1); len(q) > 0 {
+	if q := peers(env, 1, nil); len(q) > 0 {
 		p.s, p.w = p.s/2, p.w/2
 		env.Send(q[0], Share{p.s, p.w})
 		env.Output(State{p.s, p.w})

@@ -206,7 +206,7 @@ func (r *rumor) Timeout(env proc.Env, tag any) {
 	r.timer = false
 	r.rounds++
 	r.db.reap(env)
-	for _, q := range peers(env, r.p.Fanout) {
+	for _, q := range peers(env, r.p.Fanout, nil) {
 		switch {
 		case r.p.Pull:
 			env.Send(q, RumorPull{Digest: r.db.digest()})
@@ -218,7 +218,7 @@ func (r *rumor) Timeout(env proc.Env, tag any) {
 		}
 	}
 	if r.p.Backup && r.rounds%r.p.BackupEvery == 0 {
-		if q := peers(env, 1); len(q) > 0 {
+		if q := peers(env, 1, nil); len(q) > 0 {
 			env.Send(q[0], Digest{Digest: r.db.digest()})
 		}
 	}

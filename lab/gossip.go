@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/epidemic"
@@ -656,57 +657,57 @@ var gossipCases = func() []compareCase {
 
 // wireMeter counts the bytes a run's processes send, each message encoded
 // as the live runtime would put it on the wire (package wire): the
-// simulator counts messages, not bytes. One per run; the simulator calls
-// one process at a time, so one Env wrapper serves them all.
+// simulator counts messages, not bytes. One per run, kept by the run's
+// workload, which hands the simulator its sent (sim.Config.Sent, through
+// the workload's Sent).
 type wireMeter struct {
 	codec *wire.Codec
 	buf   []byte
 	bytes int64
-	env   meteredEnv
+	// The last message encoded, and its length: see sent.
+	last    proc.Message
+	lastLen int64
 }
 
-// meteredEnv is the host's Env with Send measured.
-type meteredEnv struct {
-	proc.Env
-	m *wireMeter
-}
-
-func (e *meteredEnv) Send(to proc.ID, msg proc.Message) {
-	if b, err := e.m.codec.Append(e.m.buf[:0], msg); err == nil {
-		e.m.buf = b
-		e.m.bytes += int64(len(b))
+// sent counts msg's bytes. A message is a value that nobody changes once
+// it is sent, and the meter holds on to the last one, whose memory is
+// then not reused: a message with the same type and data words is the
+// same value, of the same length, and is not encoded again. Most of a
+// dissemination's messages are one: the empty digest (a struct of one
+// nil slice is boxed without an allocation, always at the same address).
+func (m *wireMeter) sent(msg proc.Message) {
+	if words(msg) == words(m.last) && m.last != nil {
+		m.bytes += m.lastLen
+		return
 	}
-	e.Env.Send(to, msg)
-}
-
-// meteredProcess hands its process the meter's Env in every call.
-type meteredProcess struct {
-	p proc.Process
-	m *wireMeter
-}
-
-func (w meteredProcess) env(env proc.Env) proc.Env {
-	w.m.env.Env, w.m.env.m = env, w.m
-	return &w.m.env
-}
-func (w meteredProcess) Start(env proc.Env)            { w.p.Start(w.env(env)) }
-func (w meteredProcess) Timeout(env proc.Env, tag any) { w.p.Timeout(w.env(env), tag) }
-func (w meteredProcess) Input(env proc.Env, in proc.Input) {
-	w.p.Input(w.env(env), in)
-}
-func (w meteredProcess) Receive(env proc.Env, from proc.ID, m proc.Message) {
-	w.p.Receive(w.env(env), from, m)
-}
-func (w meteredProcess) Join(env proc.Env, contact proc.ID) {
-	if j, ok := w.p.(proc.Joiner); ok {
-		j.Join(w.env(env), contact)
-	} else {
-		w.p.Start(w.env(env))
+	if b, err := m.codec.Append(m.buf[:0], msg); err == nil {
+		m.buf = b
+		m.bytes += int64(len(b))
+		m.last, m.lastLen = msg, int64(len(b))
 	}
 }
 
-// meterGossip returns a with its processes' sends measured by the
-// workload's meter (a gossip workload has one; anything else: a as it is).
+// words are an interface value's type and data words.
+func words(m proc.Message) [2]unsafe.Pointer { return *(*[2]unsafe.Pointer)(unsafe.Pointer(&m)) }
+
+// Sent meters a message sent, if the workload has a meter.
+func (w *GossipLoad) Sent(_, _ proc.ID, m proc.Message) {
+	if w.meter != nil {
+		w.meter.sent(m)
+	}
+}
+
+// Sent meters a message sent, if the workload has a meter.
+func (l *PushSumLoad) Sent(_, _ proc.ID, m proc.Message) {
+	if l.meter != nil {
+		l.meter.sent(m)
+	}
+}
+
+// meterGossip gives the workload (a gossip workload; anything else is
+// left alone) a meter of the bytes a's processes send, and returns a as
+// it is: the workload sees every send (Sim passes the simulator its
+// Sent), so the processes need no wrapper.
 func meterGossip(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 	var m **wireMeter
 	switch w := w.(type) {
@@ -722,10 +723,6 @@ func meterGossip(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 		return a // a message list the codec refuses: the wire tests say so
 	}
 	*m = &wireMeter{codec: codec}
-	meter, newProc := *m, a.New
-	a.New = func(id proc.ID, n int) proc.Process {
-		return meteredProcess{p: newProc(id, n), m: meter}
-	}
 	return a
 }
 

@@ -300,6 +300,13 @@ func Sim(o Options) (*Report, *trace.Trace, error) {
 			cfg.Network.Pairwise = p
 		}
 	}
+	// A workload that meters the processes' sends (the gossip family's
+	// bytes on the wire) sees every message sent.
+	if mw, ok := used.(interface {
+		Sent(from, to proc.ID, m proc.Message)
+	}); ok {
+		cfg.Sent = mw.Sent
+	}
 	// A workload whose live state grows large while its processes make
 	// garbage (an overlay built by joins) sets the collector's target.
 	if gw, ok := used.(interface{ GCPercent(n int) int }); ok {

@@ -44,6 +44,11 @@ type Config struct {
 	Workload Workload
 	// Observe, if set, is called with every output as it happens.
 	Observe func(at time.Duration, node proc.ID, o proc.Output)
+	// Sent, if set, is called with every message a process sends, as it
+	// sends it (before the network may lose or duplicate it): a meter of
+	// the traffic that, unlike a wrapper around each process, leaves the
+	// processes' state where the simulator prefetches it.
+	Sent func(from, to proc.ID, m proc.Message)
 	// Trace receives every event; nil records nothing (the fast path).
 	Trace trace.Sink
 	// VectorClocks adds vector timestamps to trace events (N words per

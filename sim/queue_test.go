@@ -50,7 +50,7 @@ func TestCalendarMatchesHeapOrder(t *testing.T) {
 			if rapid.Bool().Draw(t, "in place") {
 				// As a send writes it (Sim.send): where the calendar
 				// says, or through Push if it has no place.
-				if p := cal.slot(at); p != nil {
+				if p := cal.slot(at, seq); p != nil {
 					*p = e
 				} else {
 					cal.Push(&e)
@@ -159,5 +159,41 @@ func TestCalendarReadsAnInstantInPlace(t *testing.T) {
 	}
 	if last != seq || biggest > added {
 		t.Errorf("last popped seq %d of %d; the heap held up to %d events", last, seq, biggest)
+	}
+}
+
+// A bucket whose events were added in the order they fire (each after the
+// one before it) is read where they lie, block after block, and never
+// copied into the staging area; one added out of order is staged and
+// sorted. Both fire in the heap's order (TestCalendarMatchesHeapOrder).
+func TestCalendarReadsAnOrderedBucketWithoutStaging(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ordered bool
+	}{{"in order", true}, {"out of order", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			cal := newCalendar(1e6)
+			const n = 1000
+			for i := range n {
+				seq := uint64(i + 1)
+				if !c.ordered && i == n/2 {
+					seq = n + 1 // one event late in schedule order, added early
+				} else if !c.ordered && i == n-1 {
+					seq = uint64(n/2 + 1)
+				}
+				cal.Push(&event{at: 5e6, seq: seq})
+			}
+			var last uint64
+			for i := 0; cal.Len() > 0; i++ {
+				e := cal.Pop()
+				if e.seq <= last {
+					t.Fatalf("pop %d: seq %d after %d", i, e.seq, last)
+				}
+				last = e.seq
+				if i == 0 && (len(cal.staged) == 0) != c.ordered {
+					t.Fatalf("%d events staged of %d", len(cal.staged), n)
+				}
+			}
+		})
 	}
 }

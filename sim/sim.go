@@ -837,7 +837,7 @@ func (s *Sim) sendPlain(from proc.ID, to proc.ID, m proc.Message) {
 		s.countKind(k)
 	}
 	at := s.now + int64(s.latency.Sample(s.netRand))
-	if e := s.cal.slot(at); e != nil {
+	if e := s.cal.slot(at, s.seq+1); e != nil {
 		s.seq++
 		e.at, e.seq = at, s.seq
 		e.val, e.id, e.lamport = m, id, 0
@@ -1170,6 +1170,9 @@ func (e *env) Storage() proc.Storage { e.calls++; return e.s.storageOf(e.self) }
 
 func (e *env) Send(to ID, m proc.Message) {
 	e.calls++
+	if f := e.s.cfg.Sent; f != nil {
+		f(e.self, to, m)
+	}
 	if s := e.s; s.plainSend && uint(to) < uint(s.n) && m != nil {
 		s.sendPlain(e.self, to, m) // send's common case, one call shorter
 		return

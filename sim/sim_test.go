@@ -640,3 +640,26 @@ func TestBadSendEndsTheRunNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// Config.Sent sees every message a process sends, lost ones too, with its
+// sender and destination, on the fast path (no trace) as on the slow one.
+func TestSentSeesEverySend(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		var seen int64
+		bad := 0
+		cfg := Config{Nodes: 2, Seed: 3, New: counters(2, 500), Network: Network{Loss: 0.2},
+			Sent: func(from, to proc.ID, m proc.Message) {
+				seen++
+				if from == to || m == nil {
+					bad++
+				}
+			}}
+		if traced {
+			cfg.Trace = trace.NewHasher(trace.Header{Nodes: 2, Seed: 3})
+		}
+		_, res := run(t, cfg)
+		if seen != res.Sent || res.Dropped == 0 || bad > 0 {
+			t.Errorf("traced %v: Sent saw %d messages (%d odd), the run sent %d and lost %d", traced, seen, bad, res.Sent, res.Dropped)
+		}
+	}
+}
