@@ -337,7 +337,8 @@ func (m Candidates) String() string { return fmt.Sprintf("CANDIDATES(%v)", m.Nod
 
 // Probe asks a candidate for its state; Round matches the answer;
 // Forwards is how many children the prober can send the whole stream
-// to (a candidate may give it the place of a child that forwards less).
+// to, if it has a full-rate place left (a candidate may give it the
+// place of a child that forwards less, and that child takes the place).
 type Probe struct {
 	Round    int
 	Forwards int
@@ -378,7 +379,7 @@ type Attach struct {
 	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
 	Switch   bool // the sender is on the tree, and switches to a better parent: climb first (as for a rejoin: Lost set)
-	Forwards int  // children the sender can send the whole stream to
+	Forwards int  // children the sender can send the whole stream to (its fullRate)
 	Displace bool // with no free place, the receiver may take the sender in the place of a child that forwards less
 }
 
@@ -593,6 +594,17 @@ func (n *esm) fullRate() int {
 	return min(n.cfg.Degree, int(n.cfg.Upload/n.cfg.stream()))
 }
 
+// forwards is how many children this node says it can send the whole
+// stream to, asking for a place: its fullRate, if it has a full-rate
+// place left for the child it would displace; else none (it displaces
+// no one: the child moved below it would slow down its other children).
+func (n *esm) forwards() int {
+	if len(n.children) >= n.fullRate() {
+		return 0
+	}
+	return n.fullRate()
+}
+
 // needsParent: a member with no parent, or whose parent is leaving.
 func (n *esm) needsParent() bool {
 	return n.member && !n.leaving && n.id != n.source && (n.parent == proc.None || n.lost != proc.None)
@@ -707,7 +719,7 @@ func (n *esm) choose(env proc.Env) {
 	}
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff(),
-		Forwards: n.fullRate(), Displace: best.Displace})
+		Forwards: n.fullRate(), Displace: best.Displace && n.forwards() > 0})
 	wait := ESMProbe
 	if n.lost != proc.None && !n.has(rejoinsBlind) {
 		// A rejoin waits for a climb up the candidate's path and its
@@ -739,7 +751,7 @@ func (n *esm) improve(env proc.Env) {
 	}
 	n.asking, n.askRTT = best.from, best.rtt
 	env.Send(best.from, Attach{Lost: proc.None, KeepsOff: !n.cfg.LatencyOnly && n.fullRate() == 0, Switch: true,
-		Forwards: n.fullRate(), Displace: best.Displace})
+		Forwards: n.fullRate(), Displace: best.Displace && n.forwards() > 0})
 	wait := ESMProbe
 	if !n.has(switchGivesUp) {
 		wait += 2 * best.Delay
@@ -840,7 +852,7 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		for _, c := range m.Nodes {
 			if c != n.id {
 				n.probes[c] = env.Now()
-				env.Send(c, Probe{Round: n.round, Forwards: n.fullRate()})
+				env.Send(c, Probe{Round: n.round, Forwards: n.forwards()})
 			}
 		}
 		env.SetTimer(ESMProbe, probeDone{n.round})
