@@ -194,7 +194,7 @@ func TestESMCapableHostsNearTheSource(t *testing.T) {
 	uploads := []float64{0.5, 1, 2, 10}
 	depth := map[bool]float64{}
 	for _, displace := range []bool{true, false} {
-		const n = 64
+		const n = 40
 		procs := make([]proc.Process, n)
 		s := sessionStory{n: n, seed: 1, new: func(id proc.ID, k int) proc.Process {
 			c := overlay.DefaultESM
