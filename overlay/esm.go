@@ -63,26 +63,26 @@ import (
 //     their upload, would take its places and seal the tree. With
 //     LatencyOnly every host takes Degree children, whatever its upload.
 //   - Displacement: the places near the source go to the hosts that
-//     can forward the stream (Overcast, Jannotti et al. 2000, §4.2: a
-//     node moves up the tree as long as its bandwidth does not suffer;
-//     Narada's mesh refinement keeps the links that carry the most).
-//     A probe carries how many children the prober could send the whole
-//     stream to (its forwarding capacity). A candidate with no free
-//     full-rate place (none left, or saturated), but with a child that
-//     forwards less than the prober, answers as having one place — the
-//     rate its children get now — and asked to adopt the prober into it
-//     (Attach.Displace), takes the prober in the place of its weakest
-//     child; that child is moved, subtree and all, one level down, below
-//     the prober. The prober tells it (Displaced) once it has its new
-//     parent, so that the moved child's new parent is always on the tree
-//     before it: if the prober was a descendant of the moved child, it has
+//     can forward the stream (the contribution-aware trees that followed
+//     ESM, Sung, Bishop & Rao 2006: a host that contributes more may
+//     take the place of one that contributes less). A probe carries the
+//     prober's forwarding capacity (how many children it can send the
+//     whole stream to), if it has a full-rate place left. A candidate
+//     with no free full-rate place, none crowded, and a child that
+//     forwards less than the prober answers as having one place (the
+//     rate its children get now); asked to adopt the prober into it
+//     (Attach.Displace), it takes the prober in the place of its weakest
+//     child, which moves one level down, subtree and all, below the
+//     prober. The prober tells the moved child (Displaced) once its own
+//     parent has changed, so that the moved child's new parent is on the
+//     tree before it: a prober that was the moved child's descendant has
 //     left that subtree by then, and no cycle forms even for a moment. A
-//     switching or rejoining prober is adopted, as into a free place,
-//     only after a climb. Each displacement puts a strictly stronger host
-//     into a place, so they end; without them, the first hosts to join
-//     held the source's places for good, whatever their upload, and most
-//     of the tree hung below one or two capable hosts, deep and cut off
-//     at once when one failed.
+//     switching or rejoining prober is adopted only after a climb, as
+//     into a free place. Each displacement puts a strictly stronger host
+//     into a place, so they end. Without them the first hosts to join
+//     kept the source's places for good, whatever their upload, and most
+//     of the tree hung below one capable host, deep, and cut off at once
+//     when it failed.
 //   - Alive: every ESMAlive a parent sends its children an alive message
 //     with its path from the source and each child's rate (a packet of
 //     the stream counts too); a child's path is its parent's and its
