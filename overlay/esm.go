@@ -76,8 +76,10 @@ import (
 //     prober. The prober tells the moved child (Displaced) once its own
 //     parent has changed, so that the moved child's new parent is on the
 //     tree before it: a prober that was the moved child's descendant has
-//     left that subtree by then, and no cycle forms even for a moment. A
-//     switching or rejoining prober is adopted only after a climb, as
+//     left that subtree by then, and no cycle forms even for a moment.
+//     The packets its parent now sends it instead of the moved child it
+//     passes on to that child even if it had them already (from its old
+//     parent, in a switch's overlap). A switching or rejoining prober is adopted only after a climb, as
 //     into a free place. Each displacement puts a strictly stronger host
 //     into a place, so they end. Without them the first hosts to join
 //     kept the source's places for good, whatever their upload, and most
@@ -180,8 +182,13 @@ type esm struct {
 	// none); the packets received lately, each delivered once.
 	improving, improveTicking bool
 	prev                      proc.ID
-	seen                      map[uint64]bool
-	recent                    []seenPacket
+	// The child displaced into this node's care when it last took a
+	// parent (proc.None: none): the new parent sends here the packets it
+	// sent that child before, and this node may have had them already
+	// from its old parent (a switch's overlap, a leaving parent's grace).
+	moved  proc.ID
+	seen   map[uint64]bool
+	recent []seenPacket
 	// Leaving: forwarding until the grace period ends.
 	leaving, gone bool
 	members       []proc.ID // the source's view of the session's members
@@ -553,7 +560,8 @@ const ESMSource proc.ID = 0
 
 // NewESM is an ESM node at address id.
 func NewESM(id proc.ID, cfg ESMConfig) proc.Process {
-	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None, prev: proc.None}
+	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None, prev: proc.None,
+		moved: proc.None}
 	if id == n.source {
 		n.rate = cfg.stream()
 	}
@@ -920,6 +928,10 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 		if n.fresh(env.Now(), m.ID) {
 			n.forward(env, m.ID, m.Depth)
+		} else if from == n.parent && n.moved != proc.None && slices.Contains(n.children, n.moved) {
+			// Sent here instead of to the child displaced: it may not
+			// have it (it drops a second copy).
+			env.Send(n.moved, Packet{ID: m.ID, Depth: m.Depth + 1})
 		}
 	case Depart:
 		n.onDepart(env, from)
@@ -1138,6 +1150,7 @@ func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
 	n.path, n.delay, n.heard, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, env.Now(), m.Rate
 	env.Output(ESMParent{Parent: from})
 	env.Send(n.source, Attached{})
+	n.moved = m.Moved
 	if m.Moved != proc.None {
 		// The child displaced: below this node now, told so after this
 		// node's own parent changed.
@@ -1257,7 +1270,7 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 		if n.prev != proc.None && n.prev != n.parent { // (a rejoin may have gone back to it)
 			env.Send(n.prev, Drop{})
 		}
-		n.prev = proc.None
+		n.prev, n.moved = proc.None, proc.None
 	case graceOver:
 		n.gone = true
 		env.Output(ESMParent{Parent: proc.None})

@@ -327,3 +327,36 @@ func TestESMStrongerHostDisplacesWeakerChild(t *testing.T) {
 		}
 	}
 }
+
+// TestESMDisplacedChildMissesNoPacket: node 5 (10 Mbit/s, below 0 ← 2 ←
+// 6) switches up into the place of the source's weakest child, node 1,
+// which goes below it. It had packet 14 from its old parent already,
+// before the switch; the source, having given 1's place to 5, sends 5
+// packet 14 instead of 1. Node 5 passes that second copy on to node 1,
+// which would otherwise never get it (a duplicate is forwarded to no
+// one); with the tree intact, esm-delivery demands every packet.
+func TestESMDisplacedChildMissesNoPacket(t *testing.T) {
+	upload := []float64{4, 0.5, 1, 0.5, 0.5, 10, 1}
+	net := newSwitchNet([]proc.ID{proc.None, 0, 0, 0, 0, 6, 2}, sound)
+	for id, n := range net.nodes {
+		n.cfg = ESMConfig{Degree: 4, Sample: 4, Upload: upload[id], Stream: 1}
+		n.childHeard, n.childFwd = map[proc.ID]time.Duration{}, map[proc.ID]int{}
+		for _, ch := range n.children {
+			n.childFwd[ch] = min(4, int(upload[ch]))
+		}
+		n.rate, n.delay = 1, time.Duration(10*len(n.path))
+	}
+	x := net.nodes[5]
+	x.Receive(switchEnv{net, 5}, 6, Packet{ID: 14, Depth: 3}) // from the old parent, before the switch
+	x.round, x.tries, x.probes, x.improving = 1, 1, map[proc.ID]time.Duration{ESMSource: 0}, true
+	switchEnv{net, 5}.Send(ESMSource, Probe{Round: 1, Forwards: x.fullRate()})
+	net.run()
+	if x.parent != ESMSource || net.nodes[1].parent != 5 {
+		t.Fatalf("node 5's parent %v, node 1's %v: want 0 ← 5 ← 1", x.parent, net.nodes[1].parent)
+	}
+	switchEnv{net, ESMSource}.Send(5, Packet{ID: 14, Depth: 1}) // the source's copy, sent to 5 instead of 1
+	net.run()
+	if !net.nodes[1].seen[14] {
+		t.Errorf("node 1, displaced below node 5, never received packet 14")
+	}
+}
