@@ -241,3 +241,42 @@ func TestESMCapableHostsNearTheSource(t *testing.T) {
 		t.Errorf("mean depth %.2f with displacement, %.2f without: want shallower", depth[true], depth[false])
 	}
 }
+
+// TestESMDisplacementSweep: choosing by bandwidth on the transit-stub
+// network, with the hosts' uploads of 0.5–10 Mbit/s, members switching
+// every 300 ms, failures and graceful leaves, capable hosts take weaker
+// hosts' places all through the run, and the tree never has a cycle and
+// delivers every packet while intact. (The network's latencies are its
+// shortest paths, so a packet sent to a child directly never arrives
+// after the news that it was displaced, which goes through its new
+// parent.)
+func TestESMDisplacementSweep(t *testing.T) {
+	seeds := simtest.Seeds(4, 2)
+	if raceEnabled {
+		seeds = 1
+	}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		n := []int{24, 48}[seed%2]
+		topo := sim.NewTransitStub(n, seed)
+		s := sessionStory{n: n, crash: n / 8, leave: n / 8, seed: seed, net: sim.Network{Pairwise: topo},
+			new: func(id proc.ID, _ int) proc.Process {
+				c := overlay.ESMConfig{Degree: 4, Sample: 6, Stream: 1, Upload: topo.Upload(id), Improve: 300 * time.Millisecond}
+				if id == overlay.ESMSource {
+					c.Upload = max(c.Upload, 4)
+				}
+				return overlay.NewESM(id, c)
+			}}
+		r := s.run(t)
+		for name, v := range r.Verdicts(t, "esm-delivery", "esm-no-cycle") {
+			if !v.OK() {
+				t.Fatalf("seed %d, %d nodes: %s: %s", seed, n, name, v.Counterexample(r.Trace))
+			}
+		}
+		moved := r.Trace.Count(trace.Send, "displaced")
+		t.Logf("seed %d, %d nodes: %d receipts, %d parent changes, %d displaced", seed, n,
+			r.Count("esm-received"), r.Count("esm-parent"), moved)
+		if moved == 0 {
+			t.Errorf("seed %d: no host displaced; the sweep no longer exercises displacement", seed)
+		}
+	}
+}
