@@ -62,6 +62,29 @@ import (
 //     ESMPatience rounds: else the hosts nearest the source, whatever
 //     their upload, would take its places and seal the tree. With
 //     LatencyOnly every host takes Degree children, whatever its upload.
+//   - Displacement: the places near the source go to the hosts that
+//     can forward the stream (the contribution-aware trees that followed
+//     ESM, Sung, Bishop & Rao 2006: a host that contributes more may
+//     take the place of one that contributes less). A probe carries the
+//     prober's forwarding capacity (how many children it can send the
+//     whole stream to), if it has a full-rate place left. A candidate
+//     with no free full-rate place, none crowded, and a child that
+//     forwards less than the prober answers as having one place (the
+//     rate its children get now); asked to adopt the prober into it
+//     (Attach.Displace), it takes the prober in the place of its weakest
+//     child, which moves one level down, subtree and all, below the
+//     prober. The prober tells the moved child (Displaced) once its own
+//     parent has changed, so that the moved child's new parent is on the
+//     tree before it: a prober that was the moved child's descendant has
+//     left that subtree by then, and no cycle forms even for a moment.
+//     The packets its parent now sends it instead of the moved child it
+//     passes on to that child even if it had them already (from its old
+//     parent, in a switch's overlap). A switching or rejoining prober is adopted only after a climb, as
+//     into a free place. Each displacement puts a strictly stronger host
+//     into a place, so they end. Without them the first hosts to join
+//     kept the source's places for good, whatever their upload, and most
+//     of the tree hung below one capable host, deep, and cut off at once
+//     when it failed.
 //   - Alive: every ESMAlive a parent sends its children an alive message
 //     with its path from the source and each child's rate (a packet of
 //     the stream counts too); a child's path is its parent's and its
@@ -136,6 +159,7 @@ type esm struct {
 	parent     proc.ID
 	children   []proc.ID
 	childHeard map[proc.ID]time.Duration // when each child was last heard from
+	childFwd   map[proc.ID]int           // each child's forwarding capacity (fullRate), as its Attach said
 	path       []proc.ID                 // the ancestors, from the source down to the parent
 	delay      time.Duration             // delay from the source along the tree
 	link       time.Duration             // delay from the parent: half the probe's round trip
@@ -158,8 +182,13 @@ type esm struct {
 	// none); the packets received lately, each delivered once.
 	improving, improveTicking bool
 	prev                      proc.ID
-	seen                      map[uint64]bool
-	recent                    []seenPacket
+	// The child displaced into this node's care when it last took a
+	// parent (proc.None: none): the new parent sends here the packets it
+	// sent that child before, and this node may have had them already
+	// from its old parent (a switch's overlap, a leaving parent's grace).
+	moved  proc.ID
+	seen   map[uint64]bool
+	recent []seenPacket
 	// Leaving: forwarding until the grace period ends.
 	leaving, gone bool
 	members       []proc.ID // the source's view of the session's members
@@ -313,8 +342,14 @@ func (Candidates) Kind() string { return "candidates" }
 
 func (m Candidates) String() string { return fmt.Sprintf("CANDIDATES(%v)", m.Nodes) }
 
-// Probe asks a candidate for its state; Round matches the answer.
-type Probe struct{ Round int }
+// Probe asks a candidate for its state; Round matches the answer;
+// Forwards is how many children the prober can send the whole stream
+// to, if it has a full-rate place left (a candidate may give it the
+// place of a child that forwards less, and that child takes the place).
+type Probe struct {
+	Round    int
+	Forwards int
+}
 
 // Kind implements proc.Message.
 func (Probe) Kind() string { return "probe" }
@@ -331,7 +366,8 @@ type ProbeReply struct {
 	Saturated bool
 	OnTree    bool
 	Bandwidth float64
-	Spare     int // children it could still send the whole stream to
+	Spare     int  // children it could still send the whole stream to
+	Displace  bool // the place offered is a weaker child's (see Attach.Displace)
 }
 
 // Kind implements proc.Message.
@@ -350,6 +386,8 @@ type Attach struct {
 	Crowd    bool
 	KeepsOff bool // the sender cannot forward the stream: not into the last full-rate place
 	Switch   bool // the sender is on the tree, and switches to a better parent: climb first (as for a rejoin: Lost set)
+	Forwards int  // children the sender can send the whole stream to (its fullRate)
+	Displace bool // with no free place, the receiver may take the sender in the place of a child that forwards less
 }
 
 // Kind implements proc.Message.
@@ -358,17 +396,35 @@ func (Attach) Kind() string { return "attach" }
 func (m Attach) String() string { return fmt.Sprintf("ATTACH(lost=%v)", m.Lost) }
 
 // Accept: the sender is the receiver's parent now; its path and delay,
-// and the rate the receiver gets from it.
+// and the rate the receiver gets from it. Moved is the child the
+// receiver displaced (proc.None: none), the receiver's child now, and
+// MovedForwards its forwarding capacity.
 type Accept struct {
-	Path  []proc.ID
-	Delay time.Duration
-	Rate  float64
+	Path          []proc.ID
+	Delay         time.Duration
+	Rate          float64
+	Moved         proc.ID
+	MovedForwards int
 }
 
 // Kind implements proc.Message.
 func (Accept) Kind() string { return "accept" }
 
-func (m Accept) String() string { return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path)) }
+func (m Accept) String() string {
+	if m.Moved != proc.None {
+		return fmt.Sprintf("ACCEPT(depth=%d,moved=p%d)", len(m.Path), m.Moved)
+	}
+	return fmt.Sprintf("ACCEPT(depth=%d)", len(m.Path))
+}
+
+// Displaced: the sender has taken the receiver's place below Parent,
+// and is the receiver's parent now.
+type Displaced struct{ Parent proc.ID }
+
+// Kind implements proc.Message.
+func (Displaced) Kind() string { return "displaced" }
+
+func (m Displaced) String() string { return fmt.Sprintf("DISPLACED(from=p%d)", m.Parent) }
 
 // Climb goes up from a candidate asked to adopt Child, who switches
 // parents (Attach.Switch) or rejoins (Attach.Lost), parent by parent to
@@ -495,7 +551,7 @@ func init() {
 		New:     func(id proc.ID, _ int) proc.Process { return NewESM(id, DefaultESM) },
 		Checks:  []string{"esm-delivery", "esm-no-cycle"},
 		Messages: []proc.Message{Query{}, Candidates{}, Probe{}, ProbeReply{}, Attach{}, Accept{},
-			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}, Climb{}, Climbed{}, ChildAlive{}},
+			Refuse{}, Alive{}, Packet{}, Depart{}, Drop{}, Attached{}, Climb{}, Climbed{}, ChildAlive{}, Displaced{}},
 	})
 }
 
@@ -504,7 +560,8 @@ const ESMSource proc.ID = 0
 
 // NewESM is an ESM node at address id.
 func NewESM(id proc.ID, cfg ESMConfig) proc.Process {
-	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None, prev: proc.None}
+	n := &esm{id: id, source: ESMSource, cfg: cfg, parent: proc.None, lost: proc.None, asking: proc.None, prev: proc.None,
+		moved: proc.None}
 	if id == n.source {
 		n.rate = cfg.stream()
 	}
@@ -543,6 +600,17 @@ func (n *esm) fullRate() int {
 		return n.cfg.Degree
 	}
 	return min(n.cfg.Degree, int(n.cfg.Upload/n.cfg.stream()))
+}
+
+// forwards is how many children this node says it can send the whole
+// stream to, asking for a place: its fullRate, if it has a full-rate
+// place left for the child it would displace; else none (it displaces
+// no one: the child moved below it would slow down its other children).
+func (n *esm) forwards() int {
+	if len(n.children) >= n.fullRate() {
+		return 0
+	}
+	return n.fullRate()
 }
 
 // needsParent: a member with no parent, or whose parent is leaving.
@@ -658,7 +726,8 @@ func (n *esm) choose(env proc.Env) {
 		return
 	}
 	n.asking, n.askRTT = best.from, best.rtt
-	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff()})
+	env.Send(best.from, Attach{Lost: n.lost, Crowd: !n.cfg.LatencyOnly && best.Spare == 0, KeepsOff: n.keepsOff(),
+		Forwards: n.fullRate(), Displace: best.Displace && n.forwards() > 0})
 	wait := ESMProbe
 	if n.lost != proc.None && !n.has(rejoinsBlind) {
 		// A rejoin waits for a climb up the candidate's path and its
@@ -689,7 +758,8 @@ func (n *esm) improve(env proc.Env) {
 		return
 	}
 	n.asking, n.askRTT = best.from, best.rtt
-	env.Send(best.from, Attach{Lost: proc.None, KeepsOff: !n.cfg.LatencyOnly && n.fullRate() == 0, Switch: true})
+	env.Send(best.from, Attach{Lost: proc.None, KeepsOff: !n.cfg.LatencyOnly && n.fullRate() == 0, Switch: true,
+		Forwards: n.fullRate(), Displace: best.Displace && n.forwards() > 0})
 	wait := ESMProbe
 	if !n.has(switchGivesUp) {
 		wait += 2 * best.Delay
@@ -790,13 +860,12 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		for _, c := range m.Nodes {
 			if c != n.id {
 				n.probes[c] = env.Now()
-				env.Send(c, Probe{Round: n.round})
+				env.Send(c, Probe{Round: n.round, Forwards: n.forwards()})
 			}
 		}
 		env.SetTimer(ESMProbe, probeDone{n.round})
 	case Probe:
-		env.Send(from, ProbeReply{Round: m.Round, Path: n.path, Delay: n.delay, Saturated: n.saturated(), OnTree: n.onTree(),
-			Bandwidth: n.share(len(n.children) + 1), Spare: max(0, n.fullRate()-len(n.children))})
+		env.Send(from, n.answer(m))
 	case ProbeReply:
 		if sent, ok := n.probes[from]; ok && m.Round == n.round {
 			delete(n.probes, from)
@@ -859,6 +928,10 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 		if n.fresh(env.Now(), m.ID) {
 			n.forward(env, m.ID, m.Depth)
+		} else if from == n.parent && n.moved != proc.None && slices.Contains(n.children, n.moved) {
+			// Sent here instead of to the child displaced: it may not
+			// have it (it drops a second copy).
+			env.Send(n.moved, Packet{ID: m.ID, Depth: m.Depth + 1})
 		}
 	case Depart:
 		n.onDepart(env, from)
@@ -868,6 +941,8 @@ func (n *esm) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	case Drop:
 		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == from })
+	case Displaced:
+		n.onDisplaced(env, from, m)
 	case ChildAlive:
 		if slices.Contains(n.children, from) {
 			n.childHeard[from] = env.Now()
@@ -908,7 +983,7 @@ func (n *esm) onAttach(env proc.Env, from proc.ID, m Attach) {
 	case n.climbs(m):
 		n.onClimb(env, Climb{Child: from, Via: n.id, Attach: m})
 	default:
-		n.adopt(env, from)
+		n.take(env, from, m)
 	}
 }
 
@@ -927,9 +1002,8 @@ func (n *esm) climbs(m Attach) bool {
 
 // accepts reports whether this node may adopt a node asking it.
 func (n *esm) accepts(from proc.ID, m Attach) bool {
-	ok := n.onTree() && !n.saturated() && from != n.parent &&
-		(m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
-		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
+	ok := n.onTree() && from != n.parent &&
+		(n.freePlace(m) || m.Displace && n.weaker(m.Forwards) != proc.None)
 	if !n.has(picksDescendant) {
 		ok = ok && !slices.Contains(n.path, from) && (m.Lost == proc.None || !slices.Contains(n.path, m.Lost))
 	}
@@ -958,24 +1032,102 @@ func (n *esm) onClimb(env proc.Env, m Climb) {
 // reached the source and this node still may.
 func (n *esm) onClimbed(env proc.Env, m Climbed) {
 	if m.OK && n.accepts(m.Child, m.Attach) {
-		n.adopt(env, m.Child)
+		n.take(env, m.Child, m.Attach)
 	} else {
 		env.Send(m.Child, Refuse{})
 	}
 }
 
-// adopt makes a node this one's child.
-func (n *esm) adopt(env proc.Env, from proc.ID) {
+// freePlace reports whether this node has a place for the node asking
+// by m: unsaturated, and choosing by bandwidth, a full-rate place (or
+// the asker agrees to crowd in), not the last one for a host that
+// cannot forward the stream.
+func (n *esm) freePlace(m Attach) bool {
+	return !n.saturated() && (m.Crowd || n.cfg.LatencyOnly || len(n.children) < n.fullRate()) &&
+		!(m.KeepsOff && len(n.children) == n.fullRate()-1)
+}
+
+// weaker is the child a host that forwards the stream to fwd children
+// may displace: choosing by bandwidth, with no full-rate place free but
+// none crowded either (each child gets what a full-rate place gives),
+// the child that forwards least, if that is less than fwd (the smaller
+// id of equals); proc.None if there is none.
+func (n *esm) weaker(fwd int) proc.ID {
+	if n.cfg.LatencyOnly || n.has(keepsPlaces) || len(n.children) < n.fullRate() && !n.saturated() ||
+		len(n.children) > n.fullRate() {
+		return proc.None
+	}
+	weakest := proc.None
+	for _, c := range n.children {
+		f, ok := n.childFwd[c]
+		if ok && f < fwd && (weakest == proc.None || f < n.childFwd[weakest]) {
+			weakest = c
+		}
+	}
+	return weakest
+}
+
+// answer is this node's answer to a probe: its place for the prober, a
+// free one, or, if it has none but a child that forwards less than the
+// prober, that child's (the rate its children get now).
+func (n *esm) answer(m Probe) ProbeReply {
+	r := ProbeReply{Round: m.Round, Path: n.path, Delay: n.delay, Saturated: n.saturated(), OnTree: n.onTree(),
+		Bandwidth: n.share(len(n.children) + 1), Spare: max(0, n.fullRate()-len(n.children))}
+	if r.OnTree && r.Spare == 0 && n.weaker(m.Forwards) != proc.None {
+		r.Saturated, r.Bandwidth, r.Spare, r.Displace = false, n.share(len(n.children)), 1, true
+	}
+	return r
+}
+
+// take adopts a node that asked by m: into a free place, or else into
+// the place of the weakest child, which goes down below it (the new
+// child tells it, once it has taken its place: onAccept).
+func (n *esm) take(env proc.Env, from proc.ID, m Attach) {
+	moved := proc.None
+	if !n.freePlace(m) {
+		moved = n.weaker(m.Forwards)
+	}
+	a := Accept{Moved: moved}
+	if moved != proc.None {
+		n.children = slices.DeleteFunc(n.children, func(x proc.ID) bool { return x == moved })
+		a.MovedForwards = n.childFwd[moved]
+		delete(n.childHeard, moved)
+		delete(n.childFwd, moved)
+	}
+	n.adopt(env, from, m.Forwards)
+	a.Path, a.Delay, a.Rate = n.path, n.delay, n.share(len(n.children))
+	env.Send(from, a)
+}
+
+// adopt makes a node, which forwards the stream to fwd children, this
+// one's child.
+func (n *esm) adopt(env proc.Env, from proc.ID, fwd int) {
 	if !slices.Contains(n.children, from) {
 		n.children = append(n.children, from)
 		slices.Sort(n.children)
 	}
 	if n.childHeard == nil {
-		n.childHeard = map[proc.ID]time.Duration{}
+		n.childHeard, n.childFwd = map[proc.ID]time.Duration{}, map[proc.ID]int{}
 	}
-	n.childHeard[from] = env.Now()
+	n.childHeard[from], n.childFwd[from] = env.Now(), fwd
 	n.tick(env)
-	env.Send(from, Accept{Path: n.path, Delay: n.delay, Rate: n.share(len(n.children))})
+}
+
+// onDisplaced: the sender took this node's place below its parent m.Parent
+// and is its parent now: the subtree moves one level down. If this node
+// has left that parent meanwhile (a switch), or is leaving, it is not
+// the sender's child. Its delay from the source is the new parent's plus
+// the link it had to the old one (no probe measured the new link), until
+// it switches.
+func (n *esm) onDisplaced(env proc.Env, from proc.ID, m Displaced) {
+	if n.parent != m.Parent || n.lost != proc.None || n.leaving {
+		env.Send(from, Drop{})
+		return
+	}
+	n.parent, n.heard = from, env.Now()
+	n.path = append(slices.Clone(n.path), from)
+	env.Output(ESMParent{Parent: from})
+	n.alive(env)
 }
 
 // onAccept: the candidate asked is the parent now; a leaving parent is
@@ -998,6 +1150,13 @@ func (n *esm) onAccept(env proc.Env, from proc.ID, m Accept) {
 	n.path, n.delay, n.heard, n.rate = append(slices.Clone(m.Path), from), m.Delay+n.link, env.Now(), m.Rate
 	env.Output(ESMParent{Parent: from})
 	env.Send(n.source, Attached{})
+	n.moved = m.Moved
+	if m.Moved != proc.None {
+		// The child displaced: below this node now, told so after this
+		// node's own parent changed.
+		env.Send(m.Moved, Displaced{Parent: from})
+		n.adopt(env, m.Moved, m.MovedForwards)
+	}
 	n.alive(env)
 	if n.cfg.Improve > 0 && !n.improveTicking {
 		n.improveTicking = true
@@ -1111,7 +1270,7 @@ func (n *esm) Timeout(env proc.Env, tag any) {
 		if n.prev != proc.None && n.prev != n.parent { // (a rejoin may have gone back to it)
 			env.Send(n.prev, Drop{})
 		}
-		n.prev = proc.None
+		n.prev, n.moved = proc.None, proc.None
 	case graceOver:
 		n.gone = true
 		env.Output(ESMParent{Parent: proc.None})

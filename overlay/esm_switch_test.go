@@ -264,3 +264,99 @@ func TestESMOrphanTakesLessRatherThanNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestESMStrongerHostDisplacesWeakerChild: choosing by bandwidth, the
+// source (an upload of 4 Mbit/s, a stream of 1) has no place left: its
+// four children are 0.5 Mbit/s hosts, that forward the stream to no one,
+// but one of 1 Mbit/s. A 10 Mbit/s host asking (a newcomer, or a member
+// below the weakest child switching up) takes the place of the weakest
+// child of the smallest id, node 1, which goes one level down below it,
+// subtree and all, without a cycle. Without displacement (keepsPlaces)
+// the source answers saturated, and the capable host stays where it is:
+// off the tree, or deep below the slow host.
+func TestESMStrongerHostDisplacesWeakerChild(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		f      flaw
+		parent []proc.ID // node 5 asks the source; the source's children are 1–4
+		upload []float64
+		asking proc.ID
+	}{
+		{"newcomer", sound, []proc.ID{proc.None, 0, 0, 0, 0, proc.None}, []float64{4, 0.5, 1, 0.5, 0.5, 10}, 5},
+		{"newcomer", keepsPlaces, []proc.ID{proc.None, 0, 0, 0, 0, proc.None}, []float64{4, 0.5, 1, 0.5, 0.5, 10}, 5},
+		// 0 ← 1 ← 6 ← 5: node 5 switches up, into the place of its own
+		// ancestor, which goes below it.
+		{"descendant switching", sound, []proc.ID{proc.None, 0, 0, 0, 0, 6, 1}, []float64{4, 0.5, 1, 0.5, 0.5, 10, 1}, 5},
+		{"descendant switching", keepsPlaces, []proc.ID{proc.None, 0, 0, 0, 0, 6, 1}, []float64{4, 0.5, 1, 0.5, 0.5, 10, 1}, 5},
+	} {
+		net := newSwitchNet(c.parent, c.f)
+		for id, n := range net.nodes {
+			n.cfg = ESMConfig{Degree: 4, Sample: 4, Upload: c.upload[id], Stream: 1}
+			n.childHeard, n.childFwd = map[proc.ID]time.Duration{}, map[proc.ID]int{}
+			for _, ch := range n.children {
+				n.childFwd[ch] = min(4, int(c.upload[ch]))
+			}
+			if n.parent != proc.None || id == ESMSource {
+				n.rate, n.delay = 1, time.Duration(10*len(n.path))
+			}
+		}
+		x := net.nodes[c.asking]
+		oldParent := x.parent
+		x.round, x.tries, x.probes = 1, 1, map[proc.ID]time.Duration{ESMSource: 0}
+		x.improving = oldParent != proc.None
+		switchEnv{net, c.asking}.Send(ESMSource, Probe{Round: 1, Forwards: x.fullRate()})
+		net.run()
+		n1 := net.nodes[1]
+		t.Logf("%s, flaw %d: node 5's parent %v, node 1's %v, the source's children %v", c.name, c.f, x.parent, n1.parent, net.nodes[0].children)
+		if cy := net.cycle(); cy != nil {
+			t.Errorf("%s, flaw %d: cycle %v", c.name, c.f, cy)
+		}
+		if c.f == keepsPlaces {
+			if x.parent != oldParent {
+				t.Errorf("%s, without displacement: node 5's parent %v, want %v kept", c.name, x.parent, oldParent)
+			}
+			continue
+		}
+		if x.parent != ESMSource || n1.parent != c.asking || !slices.Equal(net.nodes[0].children, []proc.ID{2, 3, 4, 5}) ||
+			!slices.Equal(x.children, []proc.ID{1}) || !slices.Equal(n1.path, []proc.ID{0, 5}) {
+			t.Errorf("%s: node 5's parent %v (children %v), node 1's %v (path %v), the source's children %v; want 0 ← 5 ← 1 and 1's place given to 5",
+				c.name, x.parent, x.children, n1.parent, n1.path, net.nodes[0].children)
+		}
+		if len(c.parent) > 6 && net.nodes[6].parent != 1 {
+			t.Errorf("%s: node 6's parent %v, want 1 (moved down with it)", c.name, net.nodes[6].parent)
+		}
+	}
+}
+
+// TestESMDisplacedChildMissesNoPacket: node 5 (10 Mbit/s, below 0 ← 2 ←
+// 6) switches up into the place of the source's weakest child, node 1,
+// which goes below it. It had packet 14 from its old parent already,
+// before the switch; the source, having given 1's place to 5, sends 5
+// packet 14 instead of 1. Node 5 passes that second copy on to node 1,
+// which would otherwise never get it (a duplicate is forwarded to no
+// one); with the tree intact, esm-delivery demands every packet.
+func TestESMDisplacedChildMissesNoPacket(t *testing.T) {
+	upload := []float64{4, 0.5, 1, 0.5, 0.5, 10, 1}
+	net := newSwitchNet([]proc.ID{proc.None, 0, 0, 0, 0, 6, 2}, sound)
+	for id, n := range net.nodes {
+		n.cfg = ESMConfig{Degree: 4, Sample: 4, Upload: upload[id], Stream: 1}
+		n.childHeard, n.childFwd = map[proc.ID]time.Duration{}, map[proc.ID]int{}
+		for _, ch := range n.children {
+			n.childFwd[ch] = min(4, int(upload[ch]))
+		}
+		n.rate, n.delay = 1, time.Duration(10*len(n.path))
+	}
+	x := net.nodes[5]
+	x.Receive(switchEnv{net, 5}, 6, Packet{ID: 14, Depth: 3}) // from the old parent, before the switch
+	x.round, x.tries, x.probes, x.improving = 1, 1, map[proc.ID]time.Duration{ESMSource: 0}, true
+	switchEnv{net, 5}.Send(ESMSource, Probe{Round: 1, Forwards: x.fullRate()})
+	net.run()
+	if x.parent != ESMSource || net.nodes[1].parent != 5 {
+		t.Fatalf("node 5's parent %v, node 1's %v: want 0 ← 5 ← 1", x.parent, net.nodes[1].parent)
+	}
+	switchEnv{net, ESMSource}.Send(5, Packet{ID: 14, Depth: 1}) // the source's copy, sent to 5 instead of 1
+	net.run()
+	if !net.nodes[1].seen[14] {
+		t.Errorf("node 1, displaced below node 5, never received packet 14")
+	}
+}

@@ -182,3 +182,101 @@ func TestESMBandwidthProbing(t *testing.T) {
 		}
 	}
 }
+
+// TestESMCapableHostsNearTheSource: hosts of 1, 2, 10 and 0.5 Mbit/s
+// join in turn, so the source's four places go first to hosts that
+// forward the whole stream to one child, two, four and none. With
+// displacement, the 10 Mbit/s hosts that join later take those places
+// (their holders moved one level down), and the tree is shallower; the
+// tree without it keeps the first four for good. Both deliver every
+// packet and have no cycle.
+func TestESMCapableHostsNearTheSource(t *testing.T) {
+	uploads := []float64{0.5, 1, 2, 10}
+	depth := map[bool]float64{}
+	for _, displace := range []bool{true, false} {
+		const n = 40
+		procs := make([]proc.Process, n)
+		s := sessionStory{n: n, seed: 1, new: func(id proc.ID, k int) proc.Process {
+			c := overlay.DefaultESM
+			c.Upload = uploads[int(id)%len(uploads)]
+			if id == overlay.ESMSource {
+				c.Upload = 4
+			}
+			if displace {
+				procs[id] = overlay.NewESM(id, c)
+			} else {
+				procs[id] = overlay.KeepsPlaces(c)(id, k)
+			}
+			return procs[id]
+		}}
+		s.run(t).Hold(t, "esm-delivery", "esm-no-cycle")
+		_, members, depths := overlay.ESMTree(procs)
+		if len(members) != n-1 {
+			t.Errorf("displacement %t: %d members on the tree, want %d", displace, len(members), n-1)
+		}
+		var top []proc.ID
+		sum := 0
+		for i, m := range members {
+			if depths[i] == 1 {
+				top = append(top, m)
+			}
+			sum += depths[i]
+		}
+		depth[displace] = float64(sum) / float64(len(members))
+		capable := 0
+		for _, m := range top {
+			if uploads[int(m)%len(uploads)] == 10 {
+				capable++
+			}
+		}
+		t.Logf("displacement %t: the source's children %v, %d of them 10 Mbit/s hosts; mean depth %.2f", displace, top, capable, depth[displace])
+		if displace && capable != len(top) {
+			t.Errorf("with displacement: the source's children %v, %d of them 10 Mbit/s hosts, want all", top, capable)
+		}
+		if !displace && capable == len(top) {
+			t.Errorf("without displacement: the source's children %v all 10 Mbit/s hosts; the test no longer shows displacement", top)
+		}
+	}
+	if depth[true] >= depth[false] {
+		t.Errorf("mean depth %.2f with displacement, %.2f without: want shallower", depth[true], depth[false])
+	}
+}
+
+// TestESMDisplacementSweep: choosing by bandwidth on the transit-stub
+// network, with the hosts' uploads of 0.5–10 Mbit/s, members switching
+// every 300 ms, failures and graceful leaves, capable hosts take weaker
+// hosts' places all through the run, and the tree never has a cycle and
+// delivers every packet while intact. (The network's latencies are its
+// shortest paths, so a packet sent to a child directly never arrives
+// after the news that it was displaced, which goes through its new
+// parent.)
+func TestESMDisplacementSweep(t *testing.T) {
+	seeds := simtest.Seeds(4, 2)
+	if raceEnabled {
+		seeds = 1
+	}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		n := []int{24, 48}[seed%2]
+		topo := sim.NewTransitStub(n, seed)
+		s := sessionStory{n: n, crash: n / 8, leave: n / 8, seed: seed, net: sim.Network{Pairwise: topo},
+			new: func(id proc.ID, _ int) proc.Process {
+				c := overlay.ESMConfig{Degree: 4, Sample: 6, Stream: 1, Upload: topo.Upload(id), Improve: 300 * time.Millisecond}
+				if id == overlay.ESMSource {
+					c.Upload = max(c.Upload, 4)
+				}
+				return overlay.NewESM(id, c)
+			}}
+		r := s.run(t)
+		for name, v := range r.Verdicts(t, "esm-delivery", "esm-no-cycle") {
+			if !v.OK() {
+				t.Fatalf("seed %d, %d nodes: %s: %s", seed, n, name, v.Counterexample(r.Trace))
+			}
+		}
+		moved := r.Trace.Count(trace.Send, "displaced")
+		t.Logf("seed %d, %d nodes: %d receipts, %d parent changes, %d displaced", seed, n,
+			r.Count("esm-received"), r.Count("esm-parent"), moved)
+		if moved == 0 {
+			t.Errorf("seed %d: no host displaced; the sweep no longer exercises displacement", seed)
+		}
+	}
+}

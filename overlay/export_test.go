@@ -77,3 +77,9 @@ func esmFlawed(cfg ESMConfig, fs ...flaw) func(proc.ID, int) proc.Process {
 func SwitchGivesUp(cfg ESMConfig) func(proc.ID, int) proc.Process {
 	return esmFlawed(cfg, switchGivesUp)
 }
+
+// KeepsPlaces is ESM without displacement: a host keeps its place below
+// its parent whatever a host asking for it could forward.
+func KeepsPlaces(cfg ESMConfig) func(proc.ID, int) proc.Process {
+	return esmFlawed(cfg, keepsPlaces)
+}

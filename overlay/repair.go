@@ -137,6 +137,7 @@ const (
 	stalePaths             // an ESM node keeps the path its parent gave it on accepting, never the news of alive messages
 	switchGivesUp          // ESM's switch as it was: refused, or unanswered within ESMProbe, the node keeps its parent until the next period
 	orphansWait            // ESM's patience as it was: an orphan with children waits for a full-rate place as a newcomer does
+	keepsPlaces            // ESM without displacement: a host keeps its place whatever a stronger one asking for it could forward
 )
 
 // pending is a hop sent and not yet acknowledged: to whom, and what.
