@@ -1,0 +1,302 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/cohort-go/cohort/consensus"
+)
+
+// A pipeline of puts through the Go API: one publisher keeps a window of
+// puts under way, as with JetStream's asynchronous publish, instead of
+// waiting for each put's sync before the next. The puts that came while
+// a commit was on its way to the disk (a node's own queues) or to a
+// majority (replicated ones) go together as the next commit, started
+// without waiting for the one before — the server side of a stream of
+// puts (stream.go) without HTTP. Each put is still acknowledged only once
+// it is durable: what one publisher gains is that its puts share syncs,
+// as many publishers' puts do (group commit).
+
+// DefaultWindow bounds the puts a Pipeline holds unacknowledged when
+// NewPipeline is given 0.
+const DefaultWindow = 1024
+
+// Pipeline puts messages on one queue of a Manager or a Replicated in
+// this process, without waiting for earlier puts: PutAsync returns at
+// once (while fewer than the window's puts are unacknowledged), and the
+// put's PutAck is resolved once the put is durable — synced to this
+// node's disk, or committed by a majority — or has failed. The puts are
+// applied in the order of the PutAsync calls, and acknowledged in that
+// order. The puts applied are always a prefix of those put (as a
+// stream's): once a put fails, every later one fails with the same error
+// and the Pipeline ends — except a put refused at once for its size,
+// which fails alone. A Pipeline may be used by many goroutines.
+type Pipeline struct {
+	window    int
+	maxBodies int
+	start     func(ctx context.Context, bodies [][]byte) (wait func() ([]uint64, error), err error)
+	full      bool // start's refusal of a full queue refuses the whole commit (a Manager's)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	commits   chan pipelineCommit
+	done      chan struct{} // every put has its outcome
+
+	mu      sync.Mutex
+	room    *sync.Cond // a put left the window, or one came, or the end
+	queued  []pipelinePut
+	held    int   // puts queued or under way, not resolved
+	err     error // the end: every later put fails with it
+	closing bool
+}
+
+type pipelinePut struct {
+	body []byte
+	ack  *PutAck
+}
+
+// pipelineCommit is a commit under way: its puts, and wait, which
+// returns the ids of those applied (a prefix) and why the next was not.
+type pipelineCommit struct {
+	puts []pipelinePut
+	wait func() ([]uint64, error)
+	err  error
+}
+
+// NewPipeline returns a Pipeline of puts to queue name of b, a *Manager
+// or a *Replicated, holding at most window puts unacknowledged (0:
+// DefaultWindow); a put beyond waits for room. Close it to end it.
+func NewPipeline(b Backend, name string, window int) (*Pipeline, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if window < 0 {
+		return nil, fmt.Errorf("window %d: want 0 (the default) or more", window)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pipeline{window: window, ctx: ctx, cancel: cancel,
+		commits: make(chan pipelineCommit, maxStreamCommits), done: make(chan struct{})}
+	if p.window == 0 {
+		p.window = DefaultWindow
+	}
+	p.room = sync.NewCond(&p.mu)
+	var stop func()
+	switch m := b.(type) {
+	case *Manager:
+		p.maxBodies, p.full = MaxMessage, true
+		p.start = func(_ context.Context, bodies [][]byte) (func() ([]uint64, error), error) {
+			ids, wait, err := m.startPuts(name, "", 0, bodies)
+			return func() ([]uint64, error) {
+				if err := wait(); err != nil {
+					return nil, err // none applied: the ids were reserved only
+				}
+				return ids, nil
+			}, err
+		}
+	case *Replicated:
+		// Runs numbered under an origin of the Pipeline's, each applied
+		// only after the one before it (runStream).
+		runs := m.newRunStream()
+		stop = runs.close
+		origin, seq, after := rand.Uint64()|consensus.ClientOrigin, uint64(1), uint64(0)
+		p.maxBodies = MaxReplicatedMessage
+		p.start = func(ctx context.Context, bodies [][]byte) (func() ([]uint64, error), error) {
+			ch, err := runs.start(ctx, consensus.QueuePutRun{Queue: name, Origin: origin, Seq: seq, After: after, Bodies: bodies})
+			after = seq + uint64(len(bodies)) - 1
+			seq += uint64(len(bodies))
+			return func() ([]uint64, error) { r := <-ch; return r.ids, r.err }, err
+		}
+	default:
+		cancel()
+		return nil, fmt.Errorf("queue: a pipeline of puts needs a *Manager or a *Replicated, not %T", b)
+	}
+	go p.send()
+	go func() {
+		defer close(p.done)
+		p.resolve()
+		if stop != nil {
+			stop()
+		}
+		cancel()
+	}()
+	return p, nil
+}
+
+// PutAsync puts body; the outcome comes on the returned PutAck. It waits
+// only while the window is full.
+func (p *Pipeline) PutAsync(body []byte) *PutAck {
+	a := &PutAck{done: make(chan struct{})}
+	if len(body) > p.maxBodies {
+		a.resolve(0, fmt.Errorf("%w: %d bytes, the most is %d", ErrTooBig, len(body), p.maxBodies))
+		return a
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	p.mu.Lock()
+	for p.held >= p.window && p.err == nil && !p.closing {
+		p.room.Wait()
+	}
+	switch {
+	case p.err != nil:
+		err := p.err
+		p.mu.Unlock()
+		a.resolve(0, err)
+		return a
+	case p.closing:
+		p.mu.Unlock()
+		a.resolve(0, ErrPublisherClosed)
+		return a
+	}
+	p.queued = append(p.queued, pipelinePut{body: body, ack: a})
+	p.held++
+	p.room.Broadcast()
+	p.mu.Unlock()
+	return a
+}
+
+// Put puts body and waits for its acknowledgement.
+func (p *Pipeline) Put(ctx context.Context, body []byte) (uint64, error) {
+	return p.PutAsync(body).Wait(ctx)
+}
+
+// take waits for puts and takes those one commit holds (at least one);
+// none once the Pipeline is closing with nothing queued, or has failed.
+func (p *Pipeline) take() []pipelinePut {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.queued) == 0 && !p.closing && p.err == nil {
+		p.room.Wait()
+	}
+	if len(p.queued) == 0 || p.err != nil {
+		return nil
+	}
+	n, size := 1, len(p.queued[0].body)
+	for n < len(p.queued) && n < MaxTxOps && size+len(p.queued[n].body) <= p.maxBodies {
+		size += len(p.queued[n].body)
+		n++
+	}
+	puts := p.queued[:n:n]
+	p.queued = p.queued[n:]
+	return puts
+}
+
+// send starts a commit of the puts queued while the last ones were
+// starting, without waiting for it to be durable: at most
+// maxStreamCommits are under way.
+func (p *Pipeline) send() {
+	defer close(p.commits)
+	bodies := func(puts []pipelinePut) [][]byte {
+		b := make([][]byte, len(puts))
+		for i, put := range puts {
+			b[i] = put.body
+		}
+		return b
+	}
+	for {
+		puts := p.take()
+		if len(puts) == 0 {
+			return
+		}
+		wait, err := p.start(p.ctx, bodies(puts))
+		if p.full && errors.Is(err, ErrFull) && len(puts) > 1 {
+			// Not a transaction: the puts that fit go in, one by one,
+			// up to the first that does not.
+			for i := range puts {
+				if wait, err = p.start(p.ctx, bodies(puts[i:i+1])); err != nil {
+					puts = puts[i:]
+					break
+				}
+				p.commits <- pipelineCommit{puts: puts[i : i+1], wait: wait}
+			}
+			if err == nil {
+				continue
+			}
+		}
+		p.commits <- pipelineCommit{puts: puts, wait: wait, err: err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// resolve waits for each commit in order and resolves its puts' acks;
+// after a failure it fails every put not resolved, and those to come.
+func (p *Pipeline) resolve() {
+	for c := range p.commits {
+		var ids []uint64
+		p.mu.Lock()
+		err := p.err
+		p.mu.Unlock()
+		if err == nil {
+			err = c.err
+		}
+		if err == nil { // else not applied: a replicated run waits for the one before
+			ids, err = c.wait()
+		}
+		if err == nil && len(ids) != len(c.puts) {
+			err = fmt.Errorf("%d ids for %d puts", len(ids), len(c.puts))
+			ids = nil
+		}
+		if err != nil {
+			p.fail(err)
+			p.cancel() // the runs under way end
+		}
+		for i, put := range c.puts {
+			if i < len(ids) {
+				put.ack.resolve(ids[i], nil)
+			} else {
+				put.ack.resolve(0, err)
+			}
+		}
+		p.mu.Lock()
+		p.held -= len(c.puts)
+		p.room.Broadcast()
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	queued := p.queued
+	p.queued, p.held = nil, 0
+	err := p.err
+	if err == nil {
+		err = ErrPublisherClosed
+	}
+	p.room.Broadcast()
+	p.mu.Unlock()
+	for _, put := range queued {
+		put.ack.resolve(0, err)
+	}
+}
+
+// fail ends the Pipeline with err (the first error stays).
+func (p *Pipeline) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.room.Broadcast()
+	p.mu.Unlock()
+}
+
+// Close waits for the outcome of every put and ends the Pipeline. At
+// ctx's end every put not acknowledged fails with ctx's error (those
+// under way may yet be applied). It returns the error that ended the
+// Pipeline early, if any.
+func (p *Pipeline) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing = true
+	p.room.Broadcast()
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.fail(ctx.Err())
+		p.cancel()
+		<-p.done
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
