@@ -62,8 +62,14 @@ type QueueSystem struct {
 	// acknowledged.
 	Put   func(ctx context.Context, body []byte) error
 	Batch int // messages a Put puts (0: 1); the latencies are a batch's
+	// Flush, if set, makes Put asynchronous: Put returns once the put is
+	// sent (waiting only while a window of puts is unacknowledged), and
+	// Flush, called by each publisher at the end, waits for every put's
+	// acknowledgement. No latency is measured then.
+	Flush func(ctx context.Context) error
 
-	client *queue.Client // Cohort over HTTP: its client
+	client  *queue.Client // Cohort over HTTP: its client
+	backend queue.Backend // Cohort through the Go API: its queues
 	// Get gets and acknowledges up to max messages; 0 when none is left.
 	Get func(ctx context.Context, max int) (int, error)
 }
@@ -103,6 +109,12 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 				}
 				mine = append(mine, time.Since(t))
 			}
+			if err == nil && s.Flush != nil {
+				if err = s.Flush(ctx); isFull(err) {
+					full.Store(true)
+					err = nil
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -120,6 +132,9 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 	slices.Sort(lats)
 	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats) * batch,
 		PutsPerSec: float64(len(lats)*batch) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	if s.Flush != nil {
+		r.P50, r.P99 = 0, 0
+	}
 	if full.Load() {
 		r.System += " [full]"
 	}
@@ -164,7 +179,8 @@ func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
 	const name = "bench"
 	if !overHTTP {
 		return QueueSystem{
-			Name: "cohort (Go API, fsync per put)",
+			Name:    "cohort (Go API, fsync per put)",
+			backend: m,
 			Put: func(_ context.Context, body []byte) error {
 				_, err := m.Put(name, body)
 				return err
@@ -300,6 +316,131 @@ func overStream(s QueueSystem, closeIt func(), batch int, label, what string) (Q
 	}, nil
 }
 
+// CohortQueueAsync is CohortQueue through the Go API with the
+// publishers' puts on one queue.Pipeline: a Put sends batch puts
+// asynchronously and waits for their acknowledgements together (each
+// once synced), as JetStream's async publish of as many does.
+func CohortQueueAsync(dir string, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return overPipeline(s, closeIt, batch, "cohort", "fsync per put")
+}
+
+// CohortReplicatedQueueAsync is CohortQueueAsync on the replicated
+// queues of nodes in-process nodes, through node 0's Go API: each put
+// acknowledged once a majority has it on disk.
+func CohortReplicatedQueueAsync(dir string, nodes, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortReplicatedQueue(dir, nodes, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return overPipeline(s, closeIt, batch, fmt.Sprintf("cohort R%d", nodes), "via node 0")
+}
+
+// CohortQueueWindow is CohortQueue through the Go API with the
+// publishers' puts on one queue.Pipeline of window puts: a Put waits only
+// while window puts are unacknowledged, as JetStream's async publish with
+// PublishAsyncMaxPending(window).
+func CohortQueueWindow(dir string, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return windowed(s, closeIt, window, "cohort", "fsync per put")
+}
+
+// CohortReplicatedQueueWindow is CohortQueueWindow on the replicated
+// queues of nodes in-process nodes, through node 0's Go API.
+func CohortReplicatedQueueWindow(dir string, nodes, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortReplicatedQueue(dir, nodes, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return windowed(s, closeIt, window, fmt.Sprintf("cohort R%d", nodes), "via node 0")
+}
+
+// windowed makes s, a Cohort system through the Go API, put on one
+// queue.Pipeline of window puts, without waiting for each.
+func windowed(s QueueSystem, closeIt func(), window int, label, what string) (QueueSystem, func(), error) {
+	p, err := queue.NewPipeline(s.backend, "bench", window)
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.backend = nil
+	s.Name = fmt.Sprintf("%s (Go API, window %d, %s)", label, window, what)
+	var mu sync.Mutex
+	var last *queue.PutAck // acknowledged in order: the last put's ack is every put's
+	s.Put = func(_ context.Context, body []byte) error {
+		a := p.PutAsync(body)
+		mu.Lock()
+		last = a
+		mu.Unlock()
+		if isDone(a) {
+			_, err := a.Result()
+			return err
+		}
+		return nil
+	}
+	s.Flush = func(ctx context.Context) error {
+		mu.Lock()
+		a := last
+		mu.Unlock()
+		if a == nil {
+			return nil
+		}
+		_, err := a.Wait(ctx)
+		return err
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
+func isDone(a *queue.PutAck) bool {
+	select {
+	case <-a.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// overPipeline makes s, a Cohort system through the Go API, put on one
+// queue.Pipeline, batch puts under way for each Put.
+func overPipeline(s QueueSystem, closeIt func(), batch int, label, what string) (QueueSystem, func(), error) {
+	p, err := queue.NewPipeline(s.backend, "bench", 1<<16) // as JetStream's async publish in the tests
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.backend = nil
+	s.Name, s.Batch = fmt.Sprintf("%s (Go API, async %d, %s)", label, batch, what), batch
+	s.Put = func(ctx context.Context, body []byte) error {
+		acks := make([]*queue.PutAck, batch)
+		for i := range acks {
+			acks[i] = p.PutAsync(body)
+		}
+		for _, a := range acks {
+			if _, err := a.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
 // CohortReplicatedQueue starts nodes in-process nodes (the in-process
 // transport, each node's storage in its own directory under dir) with the
 // replicated queues (queue.Replicated: R3 with three nodes), and returns
@@ -343,7 +484,8 @@ func CohortReplicatedQueue(dir string, nodes int, overHTTP bool) (QueueSystem, f
 	if !overHTTP {
 		r := rs[0]
 		return QueueSystem{
-			Name: label + " (Go API, via node 0)",
+			Name:    label + " (Go API, via node 0)",
+			backend: r,
 			Put: func(ctx context.Context, body []byte) error {
 				_, err := r.PutContext(ctx, name, body)
 				return err

@@ -391,6 +391,9 @@ func (l *segLog) run() {
 		m.mu.Unlock()
 		for _, c := range batch {
 			c.done <- l.werr
+			if c.then != nil {
+				c.then(l.werr)
+			}
 		}
 		if l.werr == nil {
 			if err := l.compact(); err != nil {
@@ -411,6 +414,9 @@ func (l *segLog) failPending(err error) {
 	l.pmu.Unlock()
 	for _, c := range batch {
 		c.done <- err
+		if c.then != nil {
+			c.then(err)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,17 +11,23 @@ import (
 
 // A pipeline of puts through the Go API: one publisher keeps a window of
 // puts under way, as with JetStream's asynchronous publish, instead of
-// waiting for each put's sync before the next. The puts that came while
-// a commit was on its way to the disk (a node's own queues) or to a
-// majority (replicated ones) go together as the next commit, started
-// without waiting for the one before — the server side of a stream of
-// puts (stream.go) without HTTP. Each put is still acknowledged only once
-// it is durable: what one publisher gains is that its puts share syncs,
-// as many publishers' puts do (group commit).
+// waiting for each put's sync before the next. Each put is still
+// acknowledged only once it is durable: what one publisher gains is that
+// its puts share syncs, as many publishers' puts do (group commit).
+//
+// A node's own queues: each put is its own commit, handed to the log at
+// once by PutAsync; the log's committer writes together every commit that
+// came while it synced the last, and resolves each put's ack itself once
+// that sync is done (Tx.then) — no goroutine between the publisher and
+// the disk, which on a loaded machine would add its scheduling delay to
+// every put. Replicated queues: the puts that came while a run was on its
+// way to a majority go together as the next run, started without waiting
+// for the one before (runStream), as a stream of puts does (stream.go).
 
 // DefaultWindow bounds the puts a Pipeline holds unacknowledged when
-// NewPipeline is given 0.
-const DefaultWindow = 1024
+// NewPipeline is given 0: as a Publisher's (JetStream's asynchronous
+// publish holds 4,000 by default).
+const DefaultWindow = DefaultMaxPending
 
 // Pipeline puts messages on one queue of a Manager or a Replicated in
 // this process, without waiting for earlier puts: PutAsync returns at
@@ -37,12 +42,15 @@ const DefaultWindow = 1024
 type Pipeline struct {
 	window    int
 	maxBodies int
+	name      string
+	m         *Manager // a node's own queues; else runs of a Replicated:
 	start     func(ctx context.Context, bodies [][]byte) (wait func() ([]uint64, error), err error)
-	full      bool // start's refusal of a full queue refuses the whole commit (a Manager's)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	commits   chan pipelineCommit
-	done      chan struct{} // every put has its outcome
+	done      chan struct{} // closing, and every put has its outcome
+	doneOnce  sync.Once
+	order     sync.Mutex // a Manager's puts: held while one is handed to the log
 
 	mu      sync.Mutex
 	room    *sync.Cond // a put left the window, or one came, or the end
@@ -75,29 +83,21 @@ func NewPipeline(b Backend, name string, window int) (*Pipeline, error) {
 	if window < 0 {
 		return nil, fmt.Errorf("window %d: want 0 (the default) or more", window)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pipeline{window: window, ctx: ctx, cancel: cancel,
-		commits: make(chan pipelineCommit, maxStreamCommits), done: make(chan struct{})}
+	p := &Pipeline{window: window, cancel: func() {}, done: make(chan struct{})}
 	if p.window == 0 {
 		p.window = DefaultWindow
 	}
 	p.room = sync.NewCond(&p.mu)
-	var stop func()
+	var stop func() // the runs' resends
 	switch m := b.(type) {
 	case *Manager:
-		p.maxBodies, p.full = MaxMessage, true
-		p.start = func(_ context.Context, bodies [][]byte) (func() ([]uint64, error), error) {
-			ids, wait, err := m.startPuts(name, "", 0, bodies)
-			return func() ([]uint64, error) {
-				if err := wait(); err != nil {
-					return nil, err // none applied: the ids were reserved only
-				}
-				return ids, nil
-			}, err
-		}
+		p.maxBodies, p.m, p.name = MaxMessage, m, name
+		return p, nil
 	case *Replicated:
 		// Runs numbered under an origin of the Pipeline's, each applied
 		// only after the one before it (runStream).
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.commits = make(chan pipelineCommit, maxStreamCommits)
 		runs := m.newRunStream()
 		stop = runs.close
 		origin, seq, after := rand.Uint64()|consensus.ClientOrigin, uint64(1), uint64(0)
@@ -109,17 +109,14 @@ func NewPipeline(b Backend, name string, window int) (*Pipeline, error) {
 			return func() ([]uint64, error) { r := <-ch; return r.ids, r.err }, err
 		}
 	default:
-		cancel()
 		return nil, fmt.Errorf("queue: a pipeline of puts needs a *Manager or a *Replicated, not %T", b)
 	}
 	go p.send()
 	go func() {
-		defer close(p.done)
+		defer p.doneOnce.Do(func() { close(p.done) })
 		p.resolve()
-		if stop != nil {
-			stop()
-		}
-		cancel()
+		stop()
+		p.cancel()
 	}()
 	return p, nil
 }
@@ -150,11 +147,55 @@ func (p *Pipeline) PutAsync(body []byte) *PutAck {
 		a.resolve(0, ErrPublisherClosed)
 		return a
 	}
-	p.queued = append(p.queued, pipelinePut{body: body, ack: a})
 	p.held++
-	p.room.Broadcast()
+	if p.m == nil {
+		p.queued = append(p.queued, pipelinePut{body: body, ack: a})
+		p.room.Broadcast()
+		p.mu.Unlock()
+		return a
+	}
 	p.mu.Unlock()
+	// Under order, so that the puts reach the log in the order of the
+	// calls and none after a refusal does; not under mu, which then takes
+	// (at once, for a transient queue).
+	tx := &Tx{m: p.m, anyLease: true}
+	tx.put(p.name, body, "", 0)
+	tx.then = func(ids []uint64, err error) {
+		if err != nil {
+			p.fail(err)
+			a.resolve(0, err)
+		} else {
+			a.resolve(ids[0], nil)
+		}
+		p.release(1)
+	}
+	p.order.Lock()
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	if err == nil {
+		_, _, err = tx.start()
+	}
+	if err != nil {
+		p.fail(err)
+	}
+	p.order.Unlock()
+	if err != nil {
+		a.resolve(0, err)
+		p.release(1)
+	}
 	return a
+}
+
+// release takes n resolved puts out of the window.
+func (p *Pipeline) release(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held -= n
+	p.room.Broadcast()
+	if p.m != nil && p.closing && p.held == 0 {
+		p.doneOnce.Do(func() { close(p.done) })
+	}
 }
 
 // Put puts body and waits for its acknowledgement.
@@ -201,20 +242,6 @@ func (p *Pipeline) send() {
 			return
 		}
 		wait, err := p.start(p.ctx, bodies(puts))
-		if p.full && errors.Is(err, ErrFull) && len(puts) > 1 {
-			// Not a transaction: the puts that fit go in, one by one,
-			// up to the first that does not.
-			for i := range puts {
-				if wait, err = p.start(p.ctx, bodies(puts[i:i+1])); err != nil {
-					puts = puts[i:]
-					break
-				}
-				p.commits <- pipelineCommit{puts: puts[i : i+1], wait: wait}
-			}
-			if err == nil {
-				continue
-			}
-		}
 		p.commits <- pipelineCommit{puts: puts, wait: wait, err: err}
 		if err != nil {
 			return
@@ -251,10 +278,7 @@ func (p *Pipeline) resolve() {
 				put.ack.resolve(0, err)
 			}
 		}
-		p.mu.Lock()
-		p.held -= len(c.puts)
-		p.room.Broadcast()
-		p.mu.Unlock()
+		p.release(len(c.puts))
 	}
 	p.mu.Lock()
 	queued := p.queued
@@ -288,12 +312,18 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing = true
 	p.room.Broadcast()
+	if p.m != nil && p.held == 0 {
+		p.doneOnce.Do(func() { close(p.done) })
+	}
 	p.mu.Unlock()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		p.fail(ctx.Err())
 		p.cancel()
+		if p.m != nil {
+			return ctx.Err() // the puts under way are resolved by the log
+		}
 		<-p.done
 	}
 	p.mu.Lock()

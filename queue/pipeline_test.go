@@ -183,3 +183,29 @@ func TestNewPipelineRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineTransient: a transient queue's puts are applied at once,
+// and so acknowledged.
+func TestPipelineTransient(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	if err := m.DeclareTransient("t"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPipeline(m, "t", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if id, err := p.PutAsync(fmt.Appendf(nil, "m%d", i)).Wait(ctx); err != nil || id == 0 {
+			t.Fatalf("put %d: id %d, %v", i, id, err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Len("t"); n != 10 {
+		t.Fatalf("the queue holds %d messages, want 10", n)
+	}
+}

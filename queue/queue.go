@@ -526,6 +526,12 @@ type Tx struct {
 	origin string
 	seq    uint64
 	dup    bool
+	// then, if set, is called with the puts' ids once the transaction is
+	// durable (or applied at once), or with why it failed — if start
+	// returned no error: the log's committer calls it, in the order of
+	// the commits, so that a caller need not wait for each (Pipeline).
+	// Unnumbered transactions only (no origin).
+	then func(ids []uint64, err error)
 }
 
 type got struct {
@@ -698,7 +704,13 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	if !durable && (len(tx.puts) == len(puts) || m.seg == nil) {
 		m.apply(c, 0)
 		m.mu.Unlock()
+		if tx.then != nil {
+			tx.then(ids, nil)
+		}
 		return ids, func() error { return nil }, nil
+	}
+	if then := tx.then; then != nil {
+		c.then = func(err error) { then(ids, err) }
 	}
 	// Persistent, or a duplicate (whose original may still be on its way
 	// to the disk: the empty commit waits for it).
@@ -727,6 +739,7 @@ type commit struct {
 	ops    []op
 	queues []*queue // of each op
 	done   chan error
+	then   func(error) // if set, called after done is sent (Tx.then)
 }
 
 // apply makes a durable commit's effects visible; seg is the segment
