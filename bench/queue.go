@@ -348,7 +348,7 @@ func CohortQueueWindow(dir string, window int) (QueueSystem, func(), error) {
 	if err != nil {
 		return s, closeIt, err
 	}
-	return windowed(s, closeIt, window, "cohort", "fsync per put")
+	return windowed(s, closeIt, window, "cohort", "")
 }
 
 // CohortReplicatedQueueWindow is CohortQueueWindow on the replicated
@@ -358,7 +358,7 @@ func CohortReplicatedQueueWindow(dir string, nodes, window int) (QueueSystem, fu
 	if err != nil {
 		return s, closeIt, err
 	}
-	return windowed(s, closeIt, window, fmt.Sprintf("cohort R%d", nodes), "via node 0")
+	return windowed(s, closeIt, window, fmt.Sprintf("cohort R%d", nodes), ", node 0")
 }
 
 // windowed makes s, a Cohort system through the Go API, put on one
@@ -370,7 +370,7 @@ func windowed(s QueueSystem, closeIt func(), window int, label, what string) (Qu
 		return QueueSystem{}, nil, err
 	}
 	s.backend = nil
-	s.Name = fmt.Sprintf("%s (Go API, window %d, %s)", label, window, what)
+	s.Name = fmt.Sprintf("%s (Go API, window %d%s)", label, window, what)
 	var mu sync.Mutex
 	var last *queue.PutAck // acknowledged in order: the last put's ack is every put's
 	s.Put = func(_ context.Context, body []byte) error {

@@ -15,11 +15,12 @@ import (
 // acknowledged only once it is durable: what one publisher gains is that
 // its puts share syncs, as many publishers' puts do (group commit).
 //
-// A node's own queues: each put is its own commit, handed to the log at
-// once by PutAsync; the log's committer writes together every commit that
-// came while it synced the last, and resolves each put's ack itself once
-// that sync is done (Tx.then) — no goroutine between the publisher and
-// the disk, which on a loaded machine would add its scheduling delay to
+// A node's own queues: PutAsync hands each put to the log at once,
+// joining the commit of the put before it while the log's committer has
+// not taken that yet (one record for the puts that came while the log
+// synced the last), and the committer resolves the puts' acks itself
+// once their sync is done — no goroutine between the publisher and the
+// disk, which on a loaded machine would add its scheduling delay to
 // every put. Replicated queues: the puts that came while a run was on its
 // way to a majority go together as the next run, started without waiting
 // for the one before (runStream), as a stream of puts does (stream.go).
@@ -51,6 +52,7 @@ type Pipeline struct {
 	done      chan struct{} // closing, and every put has its outcome
 	doneOnce  sync.Once
 	order     sync.Mutex // a Manager's puts: held while one is handed to the log
+	last      *commit    // under order: the Manager's commit of the last put
 
 	mu      sync.Mutex
 	room    *sync.Cond // a put left the window, or one came, or the end
@@ -156,25 +158,20 @@ func (p *Pipeline) PutAsync(body []byte) *PutAck {
 	}
 	p.mu.Unlock()
 	// Under order, so that the puts reach the log in the order of the
-	// calls and none after a refusal does; not under mu, which then takes
-	// (at once, for a transient queue).
-	tx := &Tx{m: p.m, anyLease: true}
-	tx.put(p.name, body, "", 0)
-	tx.then = func(ids []uint64, err error) {
-		if err != nil {
-			p.fail(err)
-			a.resolve(0, err)
-		} else {
-			a.resolve(ids[0], nil)
-		}
-		p.release(1)
-	}
+	// calls and none after a refusal does.
 	p.order.Lock()
 	p.mu.Lock()
 	err := p.err
 	p.mu.Unlock()
 	if err == nil {
-		_, _, err = tx.start()
+		var c *commit
+		c, err = p.m.pipelinePut(p.name, body, a, p.last, p.committed)
+		if c == nil && err == nil { // a transient queue's, acknowledged
+			p.release(1)
+		}
+		if c != nil {
+			p.last = c
+		}
 	}
 	if err != nil {
 		p.fail(err)
@@ -185,6 +182,17 @@ func (p *Pipeline) PutAsync(body []byte) *PutAck {
 		p.release(1)
 	}
 	return a
+}
+
+// committed returns the then of a Manager's commit c: once it is durable
+// (or failed: then every later put fails), its puts leave the window.
+func (p *Pipeline) committed(c *commit) func(error) {
+	return func(err error) {
+		if err != nil {
+			p.fail(err)
+		}
+		p.release(len(c.acks))
+	}
 }
 
 // release takes n resolved puts out of the window.

@@ -526,12 +526,6 @@ type Tx struct {
 	origin string
 	seq    uint64
 	dup    bool
-	// then, if set, is called with the puts' ids once the transaction is
-	// durable (or applied at once), or with why it failed — if start
-	// returned no error: the log's committer calls it, in the order of
-	// the commits, so that a caller need not wait for each (Pipeline).
-	// Unnumbered transactions only (no origin).
-	then func(ids []uint64, err error)
 }
 
 type got struct {
@@ -704,13 +698,7 @@ func (tx *Tx) start() (ids []uint64, wait func() error, err error) {
 	if !durable && (len(tx.puts) == len(puts) || m.seg == nil) {
 		m.apply(c, 0)
 		m.mu.Unlock()
-		if tx.then != nil {
-			tx.then(ids, nil)
-		}
 		return ids, func() error { return nil }, nil
-	}
-	if then := tx.then; then != nil {
-		c.then = func(err error) { then(ids, err) }
 	}
 	// Persistent, or a duplicate (whose original may still be on its way
 	// to the disk: the empty commit waits for it).
@@ -739,7 +727,73 @@ type commit struct {
 	ops    []op
 	queues []*queue // of each op
 	done   chan error
-	then   func(error) // if set, called after done is sent (Tx.then)
+	// A Pipeline's commit (pipelinePut): its puts' acks, resolved once it
+	// is durable, then then; and taken, set under the log's pmu once the
+	// committer took it, after which no put joins it.
+	acks  []*PutAck
+	then  func(error)
+	taken bool
+}
+
+// finish answers a commit the log wrote (err nil) or failed.
+func (c *commit) finish(err error) {
+	if c.done != nil {
+		c.done <- err
+	}
+	for i, a := range c.acks {
+		if err != nil {
+			a.resolve(0, err)
+		} else {
+			a.resolve(c.ops[i].id, nil)
+		}
+	}
+	if c.then != nil {
+		c.then(err)
+	}
+}
+
+// pipelinePut puts body on queue name for a Pipeline, whose ack a is
+// resolved once the put is durable: it joins prev, the commit the
+// Pipeline handed to the log last, if the committer has not taken it yet
+// — one record, one entry of the log's pending list, for the puts that
+// came while the log synced the last — else it starts a commit, whose
+// then is newThen(c). It returns the commit, or nil for a transient
+// queue's put, applied and acknowledged at once.
+func (m *Manager) pipelinePut(name string, body []byte, a *PutAck, prev *commit, newThen func(*commit) func(error)) (*commit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	q, err := m.q(name)
+	if err != nil {
+		return nil, err
+	}
+	if q.bytes+int64(len(body)) > m.cfg.MaxQueueBytes {
+		return nil, fmt.Errorf("%w: queue %s holds %d bytes, the most is %d", ErrFull, q.name, q.bytes, m.cfg.MaxQueueBytes)
+	}
+	q.bytes += int64(len(body))
+	o := op{kind: opPut, queue: name, id: m.nextID, body: body}
+	m.nextID++
+	if q.transient || m.seg == nil {
+		m.apply(&commit{ops: []op{o}, queues: []*queue{q}}, 0)
+		a.resolve(o.id, nil)
+		return nil, nil
+	}
+	l := m.seg
+	l.pmu.Lock()
+	if prev != nil && !prev.taken {
+		prev.ops = append(prev.ops, o)
+		prev.queues = append(prev.queues, q)
+		prev.acks = append(prev.acks, a)
+		l.pmu.Unlock()
+		return prev, nil
+	}
+	l.pmu.Unlock()
+	c := &commit{ops: []op{o}, queues: []*queue{q}, acks: []*PutAck{a}}
+	c.then = newThen(c)
+	l.submit(c)
+	return c, nil
 }
 
 // apply makes a durable commit's effects visible; seg is the segment
