@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,8 +66,9 @@ type QueueSystem struct {
 	// Flush, if set, makes Put asynchronous: Put returns once the put is
 	// sent (waiting only while a window of puts is unacknowledged), and
 	// Flush, called by each publisher at the end, waits for every put's
-	// acknowledgement. No latency is measured then.
-	Flush func(ctx context.Context) error
+	// outcome and returns how many failed (a full queue: not counted) or
+	// another error. No latency is measured then.
+	Flush func(ctx context.Context) (failed int, err error)
 
 	client  *queue.Client // Cohort over HTTP: its client
 	backend queue.Backend // Cohort through the Go API: its queues
@@ -90,6 +92,7 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		mu    sync.Mutex
 		lats  []time.Duration
 		first error
+		lost  int // asynchronous puts that failed, the queue full
 		wg    sync.WaitGroup
 		full  atomic.Bool // a put was refused, the queue full: the puts end
 	)
@@ -109,14 +112,16 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 				}
 				mine = append(mine, time.Since(t))
 			}
+			failed := 0
 			if err == nil && s.Flush != nil {
-				if err = s.Flush(ctx); isFull(err) {
+				if failed, err = s.Flush(ctx); isFull(err) {
 					full.Store(true)
 					err = nil
 				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			lost += failed
 			if err == nil {
 				lats = append(lats, mine...)
 			} else if first == nil {
@@ -130,8 +135,9 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		return QueueResult{}, fmt.Errorf("%s: put: %w", s.Name, first)
 	}
 	slices.Sort(lats)
-	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats) * batch,
-		PutsPerSec: float64(len(lats)*batch) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	puts := len(lats)*batch - lost
+	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: puts,
+		PutsPerSec: float64(puts) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
 	if s.Flush != nil {
 		r.P50, r.P99 = 0, 0
 	}
@@ -372,27 +378,31 @@ func windowed(s QueueSystem, closeIt func(), window int, label, what string) (Qu
 	s.backend = nil
 	s.Name = fmt.Sprintf("%s (Go API, window %d%s)", label, window, what)
 	var mu sync.Mutex
-	var last *queue.PutAck // acknowledged in order: the last put's ack is every put's
+	var acks []*queue.PutAck // not flushed yet
 	s.Put = func(_ context.Context, body []byte) error {
 		a := p.PutAsync(body)
-		mu.Lock()
-		last = a
-		mu.Unlock()
 		if isDone(a) {
-			_, err := a.Result()
-			return err
+			if _, err := a.Result(); err != nil {
+				return err // refused at once: not counted
+			}
 		}
+		mu.Lock()
+		acks = append(acks, a)
+		mu.Unlock()
 		return nil
 	}
-	s.Flush = func(ctx context.Context) error {
+	s.Flush = func(ctx context.Context) (failed int, first error) {
 		mu.Lock()
-		a := last
+		mine := acks // the other publishers' too: each is flushed once
+		acks = nil
 		mu.Unlock()
-		if a == nil {
-			return nil
+		for _, a := range mine {
+			if _, err := a.Wait(ctx); err != nil {
+				failed++
+				first = cmp.Or(first, err)
+			}
 		}
-		_, err := a.Wait(ctx)
-		return err
+		return failed, first
 	}
 	return s, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

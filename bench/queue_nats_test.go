@@ -133,12 +133,14 @@ func jetStreamWindow(name, url string, window int) (QueueSystem, func(), error) 
 		return QueueSystem{}, nil, err
 	}
 	var mu sync.Mutex
-	var failed error
+	var failed int
+	var first error
 	js, err := nc.JetStream(nats.PublishAsyncMaxPending(window), nats.PublishAsyncErrHandler(func(_ nats.JetStream, _ *nats.Msg, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if failed == nil {
-			failed = err
+		failed++
+		if first == nil {
+			first = err
 		}
 	}))
 	if err != nil {
@@ -150,15 +152,17 @@ func jetStreamWindow(name, url string, window int) (QueueSystem, func(), error) 
 		_, err := js.PublishAsync("bench.q", body, nats.StallWait(time.Minute)) // a full window waits, as a Pipeline's
 		return err
 	}
-	s.Flush = func(ctx context.Context) error {
+	s.Flush = func(ctx context.Context) (int, error) {
 		select {
 		case <-js.PublishAsyncComplete():
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return failed
+		n := failed
+		failed = 0
+		return n, first
 	}
 	return s, func() { nc.Close(); closeIt() }, nil
 }
