@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/live/wal"
 )
 
 // TestPipelineAcksOnlyWhatIsSynced cuts the power under a pipeline of
@@ -110,7 +112,7 @@ func TestPipelineSharesSyncs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const n = 2000
+	const n = 3000
 	acks := make([]*PutAck, n)
 	for i := range acks {
 		acks[i] = p.PutAsync(fmt.Appendf(nil, "m%d", i))
@@ -128,6 +130,28 @@ func TestPipelineSharesSyncs(t *testing.T) {
 	}
 	if s := syncs() - before; s > n/10 {
 		t.Errorf("%d puts took %d syncs: want them shared (at most %d)", n, s, n/10)
+	}
+	// The puts that came during a sync are one record, of at most a
+	// transaction's puts.
+	records, most := 0, 0
+	for _, name := range fs.segments() {
+		data, err := fs.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := wal.Decode(data[len(segMagic):])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, ops, isStart, err := decodeRecord(r); err == nil && !isStart {
+				records++
+				most = max(most, len(ops))
+			}
+		}
+	}
+	if records >= n/10 || most > MaxTxOps {
+		t.Errorf("%d puts in %d records, the largest of %d puts: want far fewer records, of at most %d", n, records, most, MaxTxOps)
 	}
 	for i, msg := range pollAll(t, m, "q") {
 		if string(msg.Body) != fmt.Sprint("m", i) {

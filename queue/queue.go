@@ -731,6 +731,7 @@ type commit struct {
 	// is durable, then then; and taken, set under the log's pmu once the
 	// committer took it, after which no put joins it.
 	acks  []*PutAck
+	size  int // the bodies' bytes of the puts
 	then  func(error)
 	taken bool
 }
@@ -755,9 +756,9 @@ func (c *commit) finish(err error) {
 // pipelinePut puts body on queue name for a Pipeline, whose ack a is
 // resolved once the put is durable: it joins prev, the commit the
 // Pipeline handed to the log last, if the committer has not taken it yet
-// — one record, one entry of the log's pending list, for the puts that
-// came while the log synced the last — else it starts a commit, whose
-// then is newThen(c). It returns the commit, or nil for a transient
+// and has room — one record, one entry of the log's pending list, for
+// the puts that came while the log synced the last — else it starts a
+// commit, whose then is newThen(c). It returns the commit, or nil for a transient
 // queue's put, applied and acknowledged at once.
 func (m *Manager) pipelinePut(name string, body []byte, a *PutAck, prev *commit, newThen func(*commit) func(error)) (*commit, error) {
 	m.mu.Lock()
@@ -782,15 +783,18 @@ func (m *Manager) pipelinePut(name string, body []byte, a *PutAck, prev *commit,
 	}
 	l := m.seg
 	l.pmu.Lock()
-	if prev != nil && !prev.taken {
+	// At most a transaction's puts and bytes in one record, as a stream's
+	// commit.
+	if prev != nil && !prev.taken && len(prev.ops) < MaxTxOps && prev.size+len(body) <= MaxMessage {
 		prev.ops = append(prev.ops, o)
 		prev.queues = append(prev.queues, q)
 		prev.acks = append(prev.acks, a)
+		prev.size += len(body)
 		l.pmu.Unlock()
 		return prev, nil
 	}
 	l.pmu.Unlock()
-	c := &commit{ops: []op{o}, queues: []*queue{q}, acks: []*PutAck{a}}
+	c := &commit{ops: []op{o}, queues: []*queue{q}, acks: []*PutAck{a}, size: len(body)}
 	c.then = newThen(c)
 	l.submit(c)
 	return c, nil
