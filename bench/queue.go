@@ -367,6 +367,30 @@ func CohortReplicatedQueueWindow(dir string, nodes, window int) (QueueSystem, fu
 	return windowed(s, closeIt, window, fmt.Sprintf("cohort R%d", nodes), ", node 0")
 }
 
+// CohortQueueStreamWindow is CohortQueueStream with the publishers'
+// puts sent without waiting for each, up to window unacknowledged
+// (queue.Publisher's MaxPending).
+func CohortQueueStreamWindow(dir string, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, true)
+	if err != nil {
+		return s, closeIt, err
+	}
+	p, err := s.client.Publish(context.Background(), "bench")
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	p.MaxPending = window
+	s.client = nil
+	s.Name = fmt.Sprintf("cohort (HTTP stream, window %d)", window)
+	return windowedBy(s, p.PutAsync), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
 // windowed makes s, a Cohort system through the Go API, put on one
 // queue.Pipeline of window puts, without waiting for each.
 func windowed(s QueueSystem, closeIt func(), window int, label, what string) (QueueSystem, func(), error) {
@@ -377,10 +401,21 @@ func windowed(s QueueSystem, closeIt func(), window int, label, what string) (Qu
 	}
 	s.backend = nil
 	s.Name = fmt.Sprintf("%s (Go API, window %d%s)", label, window, what)
+	return windowedBy(s, p.PutAsync), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
+// windowedBy makes s put with putAsync, without waiting for each put;
+// each publisher's Flush waits for the puts not flushed yet.
+func windowedBy(s QueueSystem, putAsync func([]byte) *queue.PutAck) QueueSystem {
 	var mu sync.Mutex
 	var acks []*queue.PutAck // not flushed yet
 	s.Put = func(_ context.Context, body []byte) error {
-		a := p.PutAsync(body)
+		a := putAsync(body)
 		if isDone(a) {
 			if _, err := a.Result(); err != nil {
 				return err // refused at once: not counted
@@ -404,12 +439,7 @@ func windowed(s QueueSystem, closeIt func(), window int, label, what string) (Qu
 		}
 		return failed, first
 	}
-	return s, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-		closeIt()
-	}, nil
+	return s
 }
 
 func isDone(a *queue.PutAck) bool {

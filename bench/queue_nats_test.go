@@ -246,7 +246,7 @@ func TestQueueBesideJetStream(t *testing.T) {
 	dur, pubs, runs := queueBenchEnv(t)
 	chosen := queueBenchSystems(t, "go", "http", "stream", "r3-stream", "js-sync", "js",
 		"batches", "go-async", "stream-async", "r3-go-async", "r3-stream-async", "js-async", "js-sync-async",
-		"go-window", "r3-go-window", "js-window", "js-sync-window", "debian")
+		"go-window", "r3-go-window", "stream-window", "js-window", "js-sync-window", "debian")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*10*time.Minute)
 	defer cancel()
 	type system struct {
@@ -284,6 +284,7 @@ func TestQueueBesideJetStream(t *testing.T) {
 		systems = append(systems,
 			system{"go-window", func() (QueueSystem, func(), error) { return CohortQueueWindow(t.TempDir(), w) }},
 			system{"r3-go-window", func() (QueueSystem, func(), error) { return CohortReplicatedQueueWindow(t.TempDir(), 3, w) }},
+			system{"stream-window", func() (QueueSystem, func(), error) { return CohortQueueStreamWindow(t.TempDir(), w) }},
 			system{"js-window", func() (QueueSystem, func(), error) {
 				return jetStreamWindow(fmt.Sprintf("jetstream v2.15 (defaults, window %d)", w), embeddedJetStream(t, false), w)
 			}},
