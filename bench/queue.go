@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +63,15 @@ type QueueSystem struct {
 	// acknowledged.
 	Put   func(ctx context.Context, body []byte) error
 	Batch int // messages a Put puts (0: 1); the latencies are a batch's
+	// Flush, if set, makes Put asynchronous: Put returns once the put is
+	// sent (waiting only while a window of puts is unacknowledged), and
+	// Flush, called by each publisher at the end, waits for every put's
+	// outcome and returns how many failed (a full queue: not counted) or
+	// another error. No latency is measured then.
+	Flush func(ctx context.Context) (failed int, err error)
 
-	client *queue.Client // Cohort over HTTP: its client
+	client  *queue.Client // Cohort over HTTP: its client
+	backend queue.Backend // Cohort through the Go API: its queues
 	// Get gets and acknowledges up to max messages; 0 when none is left.
 	Get func(ctx context.Context, max int) (int, error)
 }
@@ -84,6 +92,7 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		mu    sync.Mutex
 		lats  []time.Duration
 		first error
+		lost  int // asynchronous puts that failed, the queue full
 		wg    sync.WaitGroup
 		full  atomic.Bool // a put was refused, the queue full: the puts end
 	)
@@ -103,8 +112,16 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 				}
 				mine = append(mine, time.Since(t))
 			}
+			failed := 0
+			if err == nil && s.Flush != nil {
+				if failed, err = s.Flush(ctx); isFull(err) {
+					full.Store(true)
+					err = nil
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
+			lost += failed
 			if err == nil {
 				lats = append(lats, mine...)
 			} else if first == nil {
@@ -118,8 +135,12 @@ func RunQueue(ctx context.Context, s QueueSystem, c QueueConfig) (QueueResult, e
 		return QueueResult{}, fmt.Errorf("%s: put: %w", s.Name, first)
 	}
 	slices.Sort(lats)
-	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: len(lats) * batch,
-		PutsPerSec: float64(len(lats)*batch) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	puts := len(lats)*batch - lost
+	r := QueueResult{System: s.Name, Publishers: c.Publishers, Puts: puts,
+		PutsPerSec: float64(puts) / elapsed.Seconds(), P50: percentile(lats, 50), P99: percentile(lats, 99)}
+	if s.Flush != nil {
+		r.P50, r.P99 = 0, 0
+	}
 	if full.Load() {
 		r.System += " [full]"
 	}
@@ -164,7 +185,8 @@ func CohortQueue(dir string, overHTTP bool) (QueueSystem, func(), error) {
 	const name = "bench"
 	if !overHTTP {
 		return QueueSystem{
-			Name: "cohort (Go API, fsync per put)",
+			Name:    "cohort (Go API, fsync per put)",
+			backend: m,
 			Put: func(_ context.Context, body []byte) error {
 				_, err := m.Put(name, body)
 				return err
@@ -300,6 +322,165 @@ func overStream(s QueueSystem, closeIt func(), batch int, label, what string) (Q
 	}, nil
 }
 
+// CohortQueueAsync is CohortQueue through the Go API with the
+// publishers' puts on one queue.Pipeline: a Put sends batch puts
+// asynchronously and waits for their acknowledgements together (each
+// once synced), as JetStream's async publish of as many does.
+func CohortQueueAsync(dir string, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return overPipeline(s, closeIt, batch, "cohort", "fsync per put")
+}
+
+// CohortReplicatedQueueAsync is CohortQueueAsync on the replicated
+// queues of nodes in-process nodes, through node 0's Go API: each put
+// acknowledged once a majority has it on disk.
+func CohortReplicatedQueueAsync(dir string, nodes, batch int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortReplicatedQueue(dir, nodes, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return overPipeline(s, closeIt, batch, fmt.Sprintf("cohort R%d", nodes), "via node 0")
+}
+
+// CohortQueueWindow is CohortQueue through the Go API with the
+// publishers' puts on one queue.Pipeline of window puts: a Put waits only
+// while window puts are unacknowledged, as JetStream's async publish with
+// PublishAsyncMaxPending(window).
+func CohortQueueWindow(dir string, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return windowed(s, closeIt, window, "cohort", "")
+}
+
+// CohortReplicatedQueueWindow is CohortQueueWindow on the replicated
+// queues of nodes in-process nodes, through node 0's Go API.
+func CohortReplicatedQueueWindow(dir string, nodes, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortReplicatedQueue(dir, nodes, false)
+	if err != nil {
+		return s, closeIt, err
+	}
+	return windowed(s, closeIt, window, fmt.Sprintf("cohort R%d", nodes), ", node 0")
+}
+
+// CohortQueueStreamWindow is CohortQueueStream with the publishers'
+// puts sent without waiting for each, up to window unacknowledged
+// (queue.Publisher's MaxPending).
+func CohortQueueStreamWindow(dir string, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := CohortQueue(dir, true)
+	if err != nil {
+		return s, closeIt, err
+	}
+	p, err := s.client.Publish(context.Background(), "bench")
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	p.MaxPending = window
+	s.client = nil
+	s.Name = fmt.Sprintf("cohort (HTTP stream, window %d)", window)
+	return windowedBy(s, p.PutAsync), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
+// windowed makes s, a Cohort system through the Go API, put on one
+// queue.Pipeline of window puts, without waiting for each.
+func windowed(s QueueSystem, closeIt func(), window int, label, what string) (QueueSystem, func(), error) {
+	p, err := queue.NewPipeline(s.backend, "bench", window)
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.backend = nil
+	s.Name = fmt.Sprintf("%s (Go API, window %d%s)", label, window, what)
+	return windowedBy(s, p.PutAsync), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
+// windowedBy makes s put with putAsync, without waiting for each put;
+// each publisher's Flush waits for the puts not flushed yet.
+func windowedBy(s QueueSystem, putAsync func([]byte) *queue.PutAck) QueueSystem {
+	var mu sync.Mutex
+	var acks []*queue.PutAck // not flushed yet
+	s.Put = func(_ context.Context, body []byte) error {
+		a := putAsync(body)
+		if isDone(a) {
+			if _, err := a.Result(); err != nil {
+				return err // refused at once: not counted
+			}
+		}
+		mu.Lock()
+		acks = append(acks, a)
+		mu.Unlock()
+		return nil
+	}
+	s.Flush = func(ctx context.Context) (failed int, first error) {
+		mu.Lock()
+		mine := acks // the other publishers' too: each is flushed once
+		acks = nil
+		mu.Unlock()
+		for _, a := range mine {
+			if _, err := a.Wait(ctx); err != nil {
+				failed++
+				first = cmp.Or(first, err)
+			}
+		}
+		return failed, first
+	}
+	return s
+}
+
+func isDone(a *queue.PutAck) bool {
+	select {
+	case <-a.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// overPipeline makes s, a Cohort system through the Go API, put on one
+// queue.Pipeline, batch puts under way for each Put.
+func overPipeline(s QueueSystem, closeIt func(), batch int, label, what string) (QueueSystem, func(), error) {
+	p, err := queue.NewPipeline(s.backend, "bench", 1<<16) // as JetStream's async publish in the tests
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.backend = nil
+	s.Name, s.Batch = fmt.Sprintf("%s (Go API, async %d, %s)", label, batch, what), batch
+	s.Put = func(ctx context.Context, body []byte) error {
+		acks := make([]*queue.PutAck, batch)
+		for i := range acks {
+			acks[i] = p.PutAsync(body)
+		}
+		for _, a := range acks {
+			if _, err := a.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		closeIt()
+	}, nil
+}
+
 // CohortReplicatedQueue starts nodes in-process nodes (the in-process
 // transport, each node's storage in its own directory under dir) with the
 // replicated queues (queue.Replicated: R3 with three nodes), and returns
@@ -343,7 +524,8 @@ func CohortReplicatedQueue(dir string, nodes int, overHTTP bool) (QueueSystem, f
 	if !overHTTP {
 		r := rs[0]
 		return QueueSystem{
-			Name: label + " (Go API, via node 0)",
+			Name:    label + " (Go API, via node 0)",
+			backend: r,
 			Put: func(ctx context.Context, body []byte) error {
 				_, err := r.PutContext(ctx, name, body)
 				return err

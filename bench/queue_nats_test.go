@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,6 +118,55 @@ func jetStreamAsync(name, url string, batch int) (QueueSystem, func(), error) {
 	return s, func() { nc.Close(); closeIt() }, nil
 }
 
+// jetStreamWindow is jetStream with each Put one asynchronous publish
+// (PublishAsync) that waits only while window are unacknowledged
+// (PublishAsyncMaxPending), and Flush waiting for them all
+// (PublishAsyncComplete): the counterpart of a Pipeline's window.
+func jetStreamWindow(name, url string, window int) (QueueSystem, func(), error) {
+	s, closeIt, err := jetStream(name, url)
+	if err != nil {
+		return s, closeIt, err
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	var mu sync.Mutex
+	var failed int
+	var first error
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(window), nats.PublishAsyncErrHandler(func(_ nats.JetStream, _ *nats.Msg, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failed++
+		if first == nil {
+			first = err
+		}
+	}))
+	if err != nil {
+		nc.Close()
+		closeIt()
+		return QueueSystem{}, nil, err
+	}
+	s.Put = func(_ context.Context, body []byte) error {
+		_, err := js.PublishAsync("bench.q", body, nats.StallWait(time.Minute)) // a full window waits, as a Pipeline's
+		return err
+	}
+	s.Flush = func(ctx context.Context) (int, error) {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n := failed
+		failed = 0
+		return n, first
+	}
+	return s, func() { nc.Close(); closeIt() }, nil
+}
+
 // embeddedJetStream starts the module's nats-server in this process.
 func embeddedJetStream(t *testing.T, syncAlways bool) string {
 	t.Helper()
@@ -186,13 +236,17 @@ func debianJetStream(t *testing.T) (url, version string, ok bool) {
 // 300ms, 100ms under the race detector), COHORT_QUEUE_BENCH_PUBS the
 // publishers (default 1,32), COHORT_QUEUE_BENCH_RUNS the runs (default
 // 1), COHORT_QUEUE_BENCH_BATCH the messages of a batch put, beside
-// JetStream's async publish of as many (default 32; 0: no batches), and
-// COHORT_QUEUE_BENCH_SYSTEMS the systems to run (default all; e.g.
-// batches,js-async: see queueBenchSystems's call for the names).
+// JetStream's async publish of as many (default 32; 0: no batches),
+// COHORT_QUEUE_BENCH_WINDOW the puts an asynchronous publisher keeps
+// unacknowledged, beside JetStream's PublishAsyncMaxPending of as many
+// (default 0: none), and COHORT_QUEUE_BENCH_SYSTEMS the systems to run
+// (default all; e.g. batches,js-async: see queueBenchSystems's call for
+// the names).
 func TestQueueBesideJetStream(t *testing.T) {
 	dur, pubs, runs := queueBenchEnv(t)
 	chosen := queueBenchSystems(t, "go", "http", "stream", "r3-stream", "js-sync", "js",
-		"batches", "stream-async", "r3-stream-async", "js-async", "js-sync-async", "debian")
+		"batches", "go-async", "stream-async", "r3-go-async", "r3-stream-async", "js-async", "js-sync-async",
+		"go-window", "r3-go-window", "stream-window", "js-window", "js-sync-window", "debian")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*10*time.Minute)
 	defer cancel()
 	type system struct {
@@ -215,13 +269,27 @@ func TestQueueBesideJetStream(t *testing.T) {
 	if b := batchSize(t); b > 0 {
 		systems = append(systems,
 			system{"batches", func() (QueueSystem, func(), error) { return CohortQueueBatches(t.TempDir(), b) }},
+			system{"go-async", func() (QueueSystem, func(), error) { return CohortQueueAsync(t.TempDir(), b) }},
 			system{"stream-async", func() (QueueSystem, func(), error) { return CohortQueueStream(t.TempDir(), b) }},
+			system{"r3-go-async", func() (QueueSystem, func(), error) { return CohortReplicatedQueueAsync(t.TempDir(), 3, b) }},
 			system{"r3-stream-async", func() (QueueSystem, func(), error) { return CohortReplicatedQueueStream(t.TempDir(), 3, b) }},
 			system{"js-async", func() (QueueSystem, func(), error) {
 				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (defaults, async %d)", b), embeddedJetStream(t, false), b)
 			}},
 			system{"js-sync-async", func() (QueueSystem, func(), error) {
 				return jetStreamAsync(fmt.Sprintf("jetstream v2.15 (sync: always, async %d)", b), embeddedJetStream(t, true), b)
+			}})
+	}
+	if w := windowSize(t); w > 0 {
+		systems = append(systems,
+			system{"go-window", func() (QueueSystem, func(), error) { return CohortQueueWindow(t.TempDir(), w) }},
+			system{"r3-go-window", func() (QueueSystem, func(), error) { return CohortReplicatedQueueWindow(t.TempDir(), 3, w) }},
+			system{"stream-window", func() (QueueSystem, func(), error) { return CohortQueueStreamWindow(t.TempDir(), w) }},
+			system{"js-window", func() (QueueSystem, func(), error) {
+				return jetStreamWindow(fmt.Sprintf("jetstream v2.15 (defaults, window %d)", w), embeddedJetStream(t, false), w)
+			}},
+			system{"js-sync-window", func() (QueueSystem, func(), error) {
+				return jetStreamWindow(fmt.Sprintf("jetstream v2.15 (sync: always, window %d)", w), embeddedJetStream(t, true), w)
 			}})
 	}
 	if !chosen("debian") {
@@ -341,14 +409,22 @@ func putsRange(rs []QueueResult) string {
 // defaults that puts alike — one message a put, or as many in a batch:
 // the median of the runs' ratios of puts/s, and their range.
 func queueRatios(results [][]QueueResult) []string {
-	batched := func(name string) bool { return strings.Contains(name, "async") || strings.Contains(name, "batches") }
+	style := func(name string) string { // how it publishes
+		switch {
+		case strings.Contains(name, "window"):
+			return "window"
+		case strings.Contains(name, "async") || strings.Contains(name, "batches"):
+			return "batched"
+		}
+		return "single"
+	}
 	var out []string
 	for _, c := range results {
 		if !strings.HasPrefix(c[0].System, "cohort") {
 			continue
 		}
 		for _, j := range results {
-			if !strings.HasPrefix(j[0].System, "jetstream") || !strings.Contains(j[0].System, "defaults") || batched(j[0].System) != batched(c[0].System) {
+			if !strings.HasPrefix(j[0].System, "jetstream") || !strings.Contains(j[0].System, "defaults") || style(j[0].System) != style(c[0].System) {
 				continue
 			}
 			rs := make([]float64, len(c))
@@ -361,6 +437,21 @@ func queueRatios(results [][]QueueResult) []string {
 		}
 	}
 	return out
+}
+
+// windowSize is COHORT_QUEUE_BENCH_WINDOW: the puts an asynchronous
+// publisher holds unacknowledged, beside JetStream's
+// PublishAsyncMaxPending of as many (default 0: none).
+func windowSize(t *testing.T) int {
+	v := os.Getenv("COHORT_QUEUE_BENCH_WINDOW")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1<<16 {
+		t.Fatalf("COHORT_QUEUE_BENCH_WINDOW=%q: want 0 to 65536 puts", v)
+	}
+	return n
 }
 
 // batchSize is COHORT_QUEUE_BENCH_BATCH: the messages of a batch put

@@ -44,6 +44,12 @@
 // batches (Put, PutBatch) are numbered the same way and sent again by
 // the same rule after a lost reply (numbered.go).
 //
+// In the process that holds the queues, a Pipeline (NewPipeline, on a
+// Manager or a Replicated) is the same pipelining through the Go API: one
+// publisher keeps a window of puts under way, each acknowledged once
+// durable, in order, and its puts share syncs as many publishers' do
+// (pipeline.go).
+//
 // A get leases the head rather than remove it at once: the consumer
 // acknowledges it (Ack) when done, and a message not acknowledged within
 // its visibility timeout is delivered again — at-least-once delivery, as

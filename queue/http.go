@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cohort-go/cohort/internal/httpapi"
@@ -490,7 +491,9 @@ func (c *Client) Put(ctx context.Context, name string, body []byte) (uint64, err
 // refuses the whole batch. It returns their ids. A batch holds at most
 // MaxTxOps messages of MaxMessage bytes together. It is numbered as Put
 // is, and sent again as Put is: ids of 0 mean that an earlier copy of the
-// batch was stored.
+// batch was stored. A node of an earlier version, which answers the batch
+// route 404, is sent the batch as JSON to /v1/queues:tx (as such nodes'
+// clients did), under the same number.
 func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]uint64, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
@@ -508,9 +511,26 @@ func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]
 	}
 	var reply TxReply
 	err := c.sendNumbered(ctx, func(ctx context.Context, base, origin string, seq uint64) (int, string, http.Header, error) {
-		h := http.Header{"Cohort-Origin": {origin}, "Cohort-Origin-Seq": {strconv.FormatUint(seq, 10)},
-			"Content-Type": {"application/octet-stream"}}
-		return c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/batch", frames, h, &reply)
+		if !c.oldNode(base) {
+			h := http.Header{"Cohort-Origin": {origin}, "Cohort-Origin-Seq": {strconv.FormatUint(seq, 10)},
+				"Content-Type": {"application/octet-stream"}}
+			code, msg, rh, err := c.call(ctx, http.MethodPost, base+"/v1/queues/"+url.PathEscape(name)+"/batch", frames, h, &reply)
+			if err != nil || code != http.StatusNotFound || strings.HasPrefix(rh.Get("Content-Type"), "application/json") {
+				return code, msg, rh, err
+			}
+			// Not a reply of the queues (JSON), but a 404 of a node
+			// that has no such route, an earlier version's: it applied
+			// nothing, so the same number goes again, as JSON.
+			c.setOldNode(base)
+		}
+		b, err := json.Marshal(TxRequest{Puts: puts, Origin: origin, Seq: seq})
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if len(b) > maxTxBytes {
+			return 0, "", nil, fmt.Errorf("%w: a batch of %d bytes in JSON, the most an earlier node at %s takes is %d", ErrTooBig, len(b), base, maxTxBytes)
+		}
+		return c.call(ctx, http.MethodPost, base+"/v1/queues:tx", b, nil, &reply)
 	})
 	if err != nil {
 		return nil, err
@@ -519,6 +539,23 @@ func (c *Client) PutBatch(ctx context.Context, name string, bodies [][]byte) ([]
 		return make([]uint64, len(bodies)), nil
 	}
 	return reply.IDs, nil
+}
+
+// oldNode reports whether the node at base is of an earlier version,
+// without the batch route (it answered it 404).
+func (c *Client) oldNode(base string) bool {
+	c.numbering.mu.Lock()
+	defer c.numbering.mu.Unlock()
+	return c.old[base]
+}
+
+func (c *Client) setOldNode(base string) {
+	c.numbering.mu.Lock()
+	defer c.numbering.mu.Unlock()
+	if c.old == nil {
+		c.old = map[string]bool{}
+	}
+	c.old[base] = true
 }
 
 func (c *Client) put(ctx context.Context, name string, body []byte, h http.Header) (PutReply, error) {

@@ -257,3 +257,71 @@ func TestHTTPBatchIsFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestPutBatchToAnEarlierNode: a node of an earlier version answers the
+// batch route 404 (its mux knows no such route); PutBatch sends the
+// batch again as JSON to /v1/queues:tx, under the same number, and goes
+// there at once for the next batches. A 404 of the queues themselves
+// (JSON) is an answer, not sent again.
+func TestPutBatchToAnEarlierNode(t *testing.T) {
+	m := open(t, Config{Dir: t.TempDir()})
+	var mu sync.Mutex
+	hits := map[string]int{}
+	queues := Handler(m)
+	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/batch") {
+			http.NotFound(w, r)
+			return
+		}
+		queues.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(old)
+	defer srv.Close()
+	c := &Client{Endpoints: []string{srv.URL}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		ids, err := c.PutBatch(ctx, "q", [][]byte{fmt.Appendf(nil, "a%d", i), fmt.Appendf(nil, "b%d", i)})
+		if err != nil || len(ids) != 2 || ids[0] == 0 || ids[1] != ids[0]+1 {
+			t.Fatalf("batch %d: %v, %v", i, ids, err)
+		}
+	}
+	mu.Lock()
+	batch, tx := hits["/v1/queues/q/batch"], hits["/v1/queues:tx"]
+	mu.Unlock()
+	if batch != 1 || tx != 3 {
+		t.Errorf("the batch route was asked %d times, /v1/queues:tx %d: want 1 and 3", batch, tx)
+	}
+	var got []string
+	for _, msg := range pollAll(t, m, "q") {
+		got = append(got, string(msg.Body))
+	}
+	if want := "a0 b0 a1 b1 a2 b2"; strings.Join(got, " ") != want {
+		t.Errorf("the queue holds %q, want %s", got, want)
+	}
+
+	// The queues' own 404 is their answer.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits["refusing "+r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/v1/queues" {
+			queues.ServeHTTP(w, r)
+			return
+		}
+		fail(w, fmt.Errorf("%w: none", ErrNoMessage))
+	}))
+	defer refusing.Close()
+	c = &Client{Endpoints: []string{refusing.URL}}
+	if _, err := c.PutBatch(ctx, "q", [][]byte{[]byte("x")}); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("a batch the queues answer 404: %v, want that answer", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := hits["refusing /v1/queues:tx"]; n != 0 {
+		t.Errorf("a batch the queues answered 404 went to /v1/queues:tx %d times", n)
+	}
+}

@@ -369,6 +369,9 @@ func (l *segLog) run() {
 		l.pmu.Lock()
 		batch := l.pending
 		l.pending = nil
+		for _, c := range batch {
+			c.taken = true // no put joins it now (Manager.pipelinePut)
+		}
 		l.pmu.Unlock()
 		if len(batch) == 0 {
 			continue
@@ -390,7 +393,7 @@ func (l *segLog) run() {
 		}
 		m.mu.Unlock()
 		for _, c := range batch {
-			c.done <- l.werr
+			c.finish(l.werr)
 		}
 		if l.werr == nil {
 			if err := l.compact(); err != nil {
@@ -408,9 +411,12 @@ func (l *segLog) failPending(err error) {
 	l.pmu.Lock()
 	batch := l.pending
 	l.pending = nil
+	for _, c := range batch {
+		c.taken = true
+	}
 	l.pmu.Unlock()
 	for _, c := range batch {
-		c.done <- err
+		c.finish(err)
 	}
 }
 

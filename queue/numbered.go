@@ -59,6 +59,9 @@ type numbering struct {
 	lanes int                  // made so far
 	kinds map[string]string    // base URL → the KindHeader it last sent
 	quiet map[string]time.Time // base URL → until when it goes last: it did not answer within Attempt
+	// old: base URLs whose node answered the batch route 404, an
+	// earlier version's: PutBatch sends them JSON to /v1/queues:tx.
+	old map[string]bool
 }
 
 // quietFor is how long an endpoint that did not answer within Attempt

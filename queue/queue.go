@@ -727,6 +727,77 @@ type commit struct {
 	ops    []op
 	queues []*queue // of each op
 	done   chan error
+	// A Pipeline's commit (pipelinePut): its puts' acks, resolved once it
+	// is durable, then then; and taken, set under the log's pmu once the
+	// committer took it, after which no put joins it.
+	acks  []*PutAck
+	size  int // the bodies' bytes of the puts
+	then  func(error)
+	taken bool
+}
+
+// finish answers a commit the log wrote (err nil) or failed.
+func (c *commit) finish(err error) {
+	if c.done != nil {
+		c.done <- err
+	}
+	for i, a := range c.acks {
+		if err != nil {
+			a.resolve(0, err)
+		} else {
+			a.resolve(c.ops[i].id, nil)
+		}
+	}
+	if c.then != nil {
+		c.then(err)
+	}
+}
+
+// pipelinePut puts body on queue name for a Pipeline, whose ack a is
+// resolved once the put is durable: it joins prev, the commit the
+// Pipeline handed to the log last, if the committer has not taken it yet
+// and has room — one record, one entry of the log's pending list, for
+// the puts that came while the log synced the last — else it starts a
+// commit, whose then is newThen(c). It returns the commit, or nil for a transient
+// queue's put, applied and acknowledged at once.
+func (m *Manager) pipelinePut(name string, body []byte, a *PutAck, prev *commit, newThen func(*commit) func(error)) (*commit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	q, err := m.q(name)
+	if err != nil {
+		return nil, err
+	}
+	if q.bytes+int64(len(body)) > m.cfg.MaxQueueBytes {
+		return nil, fmt.Errorf("%w: queue %s holds %d bytes, the most is %d", ErrFull, q.name, q.bytes, m.cfg.MaxQueueBytes)
+	}
+	q.bytes += int64(len(body))
+	o := op{kind: opPut, queue: name, id: m.nextID, body: body}
+	m.nextID++
+	if q.transient || m.seg == nil {
+		m.apply(&commit{ops: []op{o}, queues: []*queue{q}}, 0)
+		a.resolve(o.id, nil)
+		return nil, nil
+	}
+	l := m.seg
+	l.pmu.Lock()
+	// At most a transaction's puts and bytes in one record, as a stream's
+	// commit.
+	if prev != nil && !prev.taken && len(prev.ops) < MaxTxOps && prev.size+len(body) <= MaxMessage {
+		prev.ops = append(prev.ops, o)
+		prev.queues = append(prev.queues, q)
+		prev.acks = append(prev.acks, a)
+		prev.size += len(body)
+		l.pmu.Unlock()
+		return prev, nil
+	}
+	l.pmu.Unlock()
+	c := &commit{ops: []op{o}, queues: []*queue{q}, acks: []*PutAck{a}, size: len(body)}
+	c.then = newThen(c)
+	l.submit(c)
+	return c, nil
 }
 
 // apply makes a durable commit's effects visible; seg is the segment
