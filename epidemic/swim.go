@@ -1,7 +1,6 @@
 package epidemic
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"strconv"
@@ -122,9 +121,8 @@ type swim struct {
 	live  int                   // the members of view held alive or suspected
 	susp  map[proc.ID]suspected // the members suspected now, by member
 	lhm   int
-	queue bqueue             // the dissemination buffer, a heap in piggyback order
-	about map[proc.ID]*bcast // the buffer's update about each member
-	made  uint64             // bcasts queued so far: their order
+	queue bqueue // the dissemination buffer, a heap in piggyback order
+	made  uint64 // bcasts queued so far: their order
 
 	// The shuffled probe order: x = (a·k + b) mod prime.
 	prime, a, b, k uint64
@@ -199,36 +197,127 @@ type relay struct {
 	sent              time.Duration
 }
 
+// bcast is an update in the dissemination buffer: sent so many times,
+// id its order of arrival.
 type bcast struct {
 	u    Fact
-	sent int
 	id   uint64
-	at   int // its index in the heap
+	sent int
 }
 
-// bqueue is the dissemination buffer as a binary heap (container/heap),
-// the least sent first and the newest first among equals: taking the
-// next update, or replacing one, costs O(log q) for a buffer of q, which
-// a cluster that a thousand members join at once fills.
-type bqueue []*bcast
+// bqueue is the dissemination buffer as a binary heap, the least sent
+// first and the newest first among equals: taking the next update, or
+// replacing one, costs O(log q) for a buffer of q, which a cluster that a
+// thousand members join at once fills. The updates are held by value, in
+// one array: a member's buffer, usually a few updates, is a few cache
+// lines. The update about a member is found by a scan of the array, or,
+// in a buffer of more than aboutAbove updates, in the index at, which
+// then follows every move.
+type bqueue struct {
+	q  []bcast
+	at map[proc.ID]int
+}
 
-func (q bqueue) Len() int           { return len(q) }
-func (q bqueue) Less(i, j int) bool { return q[i].before(q[j]) }
-func (q bqueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].at, q[j].at = i, j
+// aboutAbove is the buffer's size past which it keeps its index.
+const aboutAbove = 64
+
+// find is where the update about member is.
+func (h *bqueue) find(member proc.ID) (int, bool) {
+	if h.at != nil {
+		i, ok := h.at[member]
+		return i, ok
+	}
+	for i := range h.q {
+		if h.q[i].u.Member == member {
+			return i, true
+		}
+	}
+	return 0, false
 }
-func (q *bqueue) Push(x any) {
-	b := x.(*bcast)
-	b.at = len(*q)
-	*q = append(*q, b)
+
+// put places b at i.
+func (h *bqueue) put(i int, b bcast) {
+	h.q[i] = b
+	if h.at != nil {
+		h.at[b.u.Member] = i
+	}
 }
-func (q *bqueue) Pop() any {
-	old := *q
-	b := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
+
+// up moves the update at i towards the root to its place.
+func (h *bqueue) up(i int) {
+	b := h.q[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !b.before(&h.q[p]) {
+			break
+		}
+		h.put(i, h.q[p])
+		i = p
+	}
+	h.put(i, b)
+}
+
+// down moves the update at i towards the leaves to its place, and
+// reports whether it moved.
+func (h *bqueue) down(i int) bool {
+	b, n, i0 := h.q[i], len(h.q), i
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.q[r].before(&h.q[c]) {
+			c = r
+		}
+		if !h.q[c].before(&b) {
+			break
+		}
+		h.put(i, h.q[c])
+		i = c
+	}
+	h.put(i, b)
+	return i > i0
+}
+
+// fix restores the order after the update at i changed.
+func (h *bqueue) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *bqueue) push(b bcast) {
+	h.q = append(h.q, b)
+	if h.at == nil && len(h.q) > aboutAbove {
+		h.at = make(map[proc.ID]int, 2*len(h.q))
+		for i, x := range h.q {
+			h.at[x.u.Member] = i
+		}
+	}
+	h.up(len(h.q) - 1)
+}
+
+// pop takes the first update out.
+func (h *bqueue) pop() bcast {
+	b, n := h.q[0], len(h.q)-1
+	if h.at != nil {
+		delete(h.at, b.u.Member)
+	}
+	if n > 0 {
+		h.q[0] = h.q[n]
+		h.q = h.q[:n]
+		h.down(0)
+	} else {
+		h.q = h.q[:0]
+	}
+	if h.at != nil && n < aboutAbove/2 {
+		h.at = nil
+	}
 	return b
+}
+
+func (h *bqueue) reset() {
+	h.q, h.at = h.q[:0], nil
 }
 
 // The states of a member, as updates carry them; stateUnknown is an ID
@@ -1202,23 +1291,19 @@ func (s *swim) suspicionTimeout(c int) time.Duration {
 
 // enqueue puts u in the dissemination buffer, replacing any older update
 // about the same member; a new update goes first. A replaced update
-// becomes the new one in place: it is unsent and newest, and heap.Fix
-// moves it where it belongs — the order is total (no two updates have
-// the same id), so the buffer yields the same sequence as if the old one
-// had left and the new one come in.
+// becomes the new one in place: it is unsent and newest, and fix moves
+// it where it belongs — the order is total (no two updates have the same
+// id), so the buffer yields the same sequence as if the old one had left
+// and the new one come in.
 func (s *swim) enqueue(u Fact) {
 	s.made++
-	if b, ok := s.about[u.Member]; ok {
-		b.u, b.sent, b.id = u, 0, s.made
-		heap.Fix(&s.queue, b.at)
+	b := bcast{u: u, id: s.made}
+	if i, ok := s.queue.find(u.Member); ok {
+		s.queue.q[i] = b
+		s.queue.fix(i)
 		return
 	}
-	if s.about == nil {
-		s.about = map[proc.ID]*bcast{}
-	}
-	b := &bcast{u: u, id: s.made}
-	heap.Push(&s.queue, b)
-	s.about[u.Member] = b
+	s.queue.push(b)
 }
 
 // before is the buffer's order.
@@ -1235,11 +1320,10 @@ func (s *swim) retransmits() int {
 // updates sent retransmits() times already leave it (all of them, when
 // the least sent has been: the group shrank, and with it the limit).
 func (s *swim) hasNews() bool {
-	if len(s.queue) > 0 && s.queue[0].sent >= s.retransmits() {
-		s.queue = s.queue[:0]
-		clear(s.about)
+	if len(s.queue.q) > 0 && s.queue.q[0].sent >= s.retransmits() {
+		s.queue.reset()
 	}
-	return len(s.queue) > 0
+	return len(s.queue.q) > 0
 }
 
 // piggyback takes up to maxPiggyback updates from the buffer, the least
@@ -1250,38 +1334,36 @@ func (s *swim) piggyback(first *Fact) []Fact { return s.take(first, maxPiggyback
 
 // take is piggyback, up to most updates.
 func (s *swim) take(first *Fact, most int) []Fact {
-	if len(s.queue) == 0 && first == nil {
+	if len(s.queue.q) == 0 && first == nil {
 		return nil
 	}
-	out := make([]Fact, 0, min(len(s.queue)+1, most))
+	out := make([]Fact, 0, min(len(s.queue.q)+1, most))
 	if first != nil {
 		out = append(out, *first)
 	}
 	limit := s.retransmits()
-	var buf [maxGossip]*bcast
+	var buf [maxGossip]bcast
 	taken := buf[:0]
-	var skipped *bcast
-	for len(out) < most && len(s.queue) > 0 {
-		b := heap.Pop(&s.queue).(*bcast)
+	var skipped bcast
+	skip := false
+	for len(out) < most && len(s.queue.q) > 0 {
+		b := s.queue.pop()
 		switch {
 		case b.sent >= limit:
-			delete(s.about, b.u.Member)
 		case first != nil && b.u.Member == first.Member:
-			skipped = b
+			skipped, skip = b, true
 		default:
 			out = append(out, b.u)
 			b.sent++
 			taken = append(taken, b)
 		}
 	}
-	if skipped != nil {
-		heap.Push(&s.queue, skipped)
+	if skip {
+		s.queue.push(skipped)
 	}
 	for _, b := range taken {
-		if b.sent >= limit {
-			delete(s.about, b.u.Member)
-		} else {
-			heap.Push(&s.queue, b)
+		if b.sent < limit {
+			s.queue.push(b)
 		}
 	}
 	return out
