@@ -117,9 +117,10 @@ type swim struct {
 	n     int
 	inc   uint32
 	left  bool
-	view  []held                // the facts that differ from "alive at incarnation 0", by ID
-	live  int                   // the members of view held alive or suspected
-	susp  map[proc.ID]suspected // the members suspected now, by member
+	view  []held      // the facts that differ from "alive at incarnation 0", by ID
+	live  int         // the members of view held alive or suspected
+	susp  []suspected // the open suspicions, each at its view entry's slot
+	free  []int32     // the slots of susp not in use
 	lhm   int
 	queue bqueue // the dissemination buffer, a heap in piggyback order
 	made  uint64 // bcasts queued so far: their order
@@ -155,24 +156,25 @@ type vivaldi interface {
 	sample(env proc.Env, from proc.ID, c Coord, rtt time.Duration)
 }
 
-// held is what a member holds about another: 12 bytes, for a view of
-// 10⁵ members that holds hundreds dead must fit 10⁵ times. suspecters
-// is, while the member is suspected, how many distinct members'
-// suspicions of it this member has counted (at most 255): once that
-// exceeds Lifeguard's K, a suspicion heard again changes nothing, and
-// apply need not look the open suspicion up — at 10⁵ members most of the
-// facts a member hears are such repeats.
+// held is what a member holds about another: 16 bytes, for a view of
+// 10⁵ members that holds hundreds dead must fit 10⁵ times. While the
+// member is suspected, slot is where its open suspicion is (swim.susp),
+// and suspecters how many distinct members' suspicions of it this member
+// has counted (at most 255): once that exceeds Lifeguard's K, a
+// suspicion heard again changes nothing, and apply need not look at the
+// open suspicion at all — at 10⁵ members most of the facts a member
+// hears are such repeats.
 type held struct {
 	id         proc.ID
 	inc        uint32
 	state      uint8
 	suspecters uint8
+	slot       int32
 }
 
 // suspected is an open suspicion: since when, its timer, and who
 // suspected the member, the first first (Lifeguard's confirmations).
 type suspected struct {
-	id         proc.ID
 	since      time.Duration
 	timer      proc.TimerID
 	suspecters []proc.ID
@@ -767,15 +769,12 @@ func (s *swim) verdict(peer proc.ID) *Fact {
 // suspicionFact is the suspicion of id as it travels, or nil if id is not
 // suspected.
 func (s *swim) suspicionFact(id proc.ID) *Fact {
-	st, inc := s.lookup(id)
-	if st != StateSuspect {
+	i, ok := s.find(id)
+	if !ok || s.view[i].state != StateSuspect {
 		return nil
 	}
-	x, ok := s.susp[id]
-	if !ok {
-		return nil
-	}
-	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
+	h := s.view[i]
+	return &Fact{State: StateSuspect, Member: id, Inc: h.inc, From: s.susp[h.slot].suspecters[0]}
 }
 
 // pingReq asks k random members to probe the target (step 3).
@@ -1112,7 +1111,7 @@ func (s *swim) apply(env proc.Env, u Fact) {
 			env.Output(Alive{Member: u.Member, Inc: u.Inc})
 		}
 		if state == StateSuspect {
-			s.closeSuspicion(env, u.Member)
+			s.closeSuspicion(env, i)
 		}
 		s.set(u.Member, StateAlive, u.Inc)
 	case StateSuspect:
@@ -1126,24 +1125,21 @@ func (s *swim) apply(env proc.Env, u Fact) {
 			return
 		}
 		if state == StateSuspect {
-			s.closeSuspicion(env, u.Member)
+			s.closeSuspicion(env, i)
 		}
 		s.set(u.Member, StateSuspect, u.Inc)
-		if j, ok := s.find(u.Member); ok {
-			s.view[j].suspecters = 1
-		}
-		if s.susp == nil {
-			s.susp = map[proc.ID]suspected{}
-		}
-		s.susp[u.Member] = suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
-			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})}
+		j, _ := s.find(u.Member)
+		s.view[j].slot, s.view[j].suspecters = s.openSuspicion(), 1
+		x := &s.susp[s.view[j].slot]
+		x.since, x.suspecters = env.Now(), append(x.suspecters, u.From)
+		x.timer = env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
 		if gone || u.Inc < inc {
 			return
 		}
 		if state == StateSuspect {
-			s.closeSuspicion(env, u.Member)
+			s.closeSuspicion(env, i)
 		}
 		s.set(u.Member, u.State, u.Inc)
 		env.Output(Dead{Member: u.Member, Inc: u.Inc, Left: u.State == StateLeft})
@@ -1158,8 +1154,8 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // is set anew to the shorter timeout, from the first suspicion
 // (Lifeguard).
 func (s *swim) confirm(env proc.Env, i int, u Fact) {
-	x, ok := s.susp[u.Member]
-	if !ok || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+	x := &s.susp[s.view[i].slot]
+	if s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
 		return
 	}
 	x.suspecters = append(x.suspecters, u.From)
@@ -1167,7 +1163,6 @@ func (s *swim) confirm(env proc.Env, i int, u Fact) {
 	env.CancelTimer(x.timer)
 	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
 	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
-	s.susp[u.Member] = x
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
 
@@ -1239,12 +1234,25 @@ func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 	}
 }
 
-// closeSuspicion ends the open suspicion of id, if any.
-func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
-	if x, ok := s.susp[id]; ok {
-		env.CancelTimer(x.timer)
-		delete(s.susp, id)
+// openSuspicion is a free slot for an open suspicion, its list of
+// suspecters empty.
+func (s *swim) openSuspicion() int32 {
+	if n := len(s.free); n > 0 {
+		k := s.free[n-1]
+		s.free = s.free[:n-1]
+		return k
 	}
+	s.susp = append(s.susp, suspected{})
+	return int32(len(s.susp) - 1)
+}
+
+// closeSuspicion ends the open suspicion of s.view[i], a member held
+// suspected.
+func (s *swim) closeSuspicion(env proc.Env, i int) {
+	k := s.view[i].slot
+	env.CancelTimer(s.susp[k].timer)
+	s.susp[k] = suspected{suspecters: s.susp[k].suspecters[:0]}
+	s.free = append(s.free, k)
 }
 
 // aboutSelf refutes a suspicion or obituary of this member's current
