@@ -1350,6 +1350,9 @@ func (s *swim) take(first *Fact, most int) []Fact {
 		out = append(out, *first)
 	}
 	limit := s.retransmits()
+	if first == nil && s.queue.at == nil && len(s.queue.q) <= most {
+		return s.takeAll(out, limit)
+	}
 	var buf [maxGossip]bcast
 	taken := buf[:0]
 	var skipped bcast
@@ -1374,5 +1377,32 @@ func (s *swim) take(first *Fact, most int) []Fact {
 			s.queue.push(b)
 		}
 	}
+	return out
+}
+
+// takeAll is take of a whole buffer that fits in a message, no update put
+// first: the buffer sorted (the order in which take would pop it, and a
+// heap still), each update sent once more, those sent limit times
+// dropped — from the end, where the most sent are — with no heap
+// operation.
+func (s *swim) takeAll(out []Fact, limit int) []Fact {
+	q := s.queue.q
+	for i := 1; i < len(q); i++ { // insertion sort: a few updates
+		b := q[i]
+		j := i
+		for ; j > 0 && b.before(&q[j-1]); j-- {
+			q[j] = q[j-1]
+		}
+		q[j] = b
+	}
+	n := 0
+	for ; n < len(q) && q[n].sent < limit; n++ {
+		out = append(out, q[n].u)
+		q[n].sent++
+	}
+	for n > 0 && q[n-1].sent >= limit {
+		n--
+	}
+	s.queue.q = q[:n]
 	return out
 }
