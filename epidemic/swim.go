@@ -173,11 +173,35 @@ type held struct {
 }
 
 // suspected is an open suspicion: since when, its timer, and who
-// suspected the member, the first first (Lifeguard's confirmations).
+// suspected the member, the first first (Lifeguard's confirmations): n
+// of them, the first four in the record itself (64 bytes: one cache
+// line, which a suspicion heard again reads), the others in more.
 type suspected struct {
-	since      time.Duration
-	timer      proc.TimerID
-	suspecters []proc.ID
+	since time.Duration
+	timer proc.TimerID
+	n     int
+	first [4]proc.ID
+	more  []proc.ID
+}
+
+// counted reports whether p is one of the suspecters.
+func (x *suspected) counted(p proc.ID) bool {
+	for _, q := range x.first[:min(x.n, len(x.first))] {
+		if q == p {
+			return true
+		}
+	}
+	return slices.Contains(x.more, p)
+}
+
+// add counts suspecter p.
+func (x *suspected) add(p proc.ID) {
+	if x.n < len(x.first) {
+		x.first[x.n] = p
+	} else {
+		x.more = append(x.more, p)
+	}
+	x.n++
 }
 
 // probe is the member's probe of the current period.
@@ -774,7 +798,7 @@ func (s *swim) suspicionFact(id proc.ID) *Fact {
 		return nil
 	}
 	h := s.view[i]
-	return &Fact{State: StateSuspect, Member: id, Inc: h.inc, From: s.susp[h.slot].suspecters[0]}
+	return &Fact{State: StateSuspect, Member: id, Inc: h.inc, From: s.susp[h.slot].first[0]}
 }
 
 // pingReq asks k random members to probe the target (step 3).
@@ -1131,7 +1155,8 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		j, _ := s.find(u.Member)
 		s.view[j].slot, s.view[j].suspecters = s.openSuspicion(), 1
 		x := &s.susp[s.view[j].slot]
-		x.since, x.suspecters = env.Now(), append(x.suspecters, u.From)
+		x.since = env.Now()
+		x.add(u.From)
 		x.timer = env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
@@ -1155,13 +1180,13 @@ func (s *swim) apply(env proc.Env, u Fact) {
 // (Lifeguard).
 func (s *swim) confirm(env proc.Env, i int, u Fact) {
 	x := &s.susp[s.view[i].slot]
-	if s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+	if s.p.NoDynamicSuspicion || x.n > s.expectedConfirmations() || x.counted(u.From) {
 		return
 	}
-	x.suspecters = append(x.suspecters, u.From)
-	s.view[i].suspecters = uint8(min(len(x.suspecters), math.MaxUint8))
+	x.add(u.From)
+	s.view[i].suspecters = uint8(min(x.n, math.MaxUint8))
 	env.CancelTimer(x.timer)
-	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
+	left := x.since + s.suspicionTimeout(x.n-1) - env.Now()
 	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
@@ -1251,7 +1276,7 @@ func (s *swim) openSuspicion() int32 {
 func (s *swim) closeSuspicion(env proc.Env, i int) {
 	k := s.view[i].slot
 	env.CancelTimer(s.susp[k].timer)
-	s.susp[k] = suspected{suspecters: s.susp[k].suspecters[:0]}
+	s.susp[k] = suspected{more: s.susp[k].more[:0]}
 	s.free = append(s.free, k)
 }
 

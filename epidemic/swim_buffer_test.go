@@ -87,3 +87,42 @@ func TestSwimBufferOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSwimConfirmationsBeyondFour: with SuspicionMult 9 Lifeguard counts
+// up to K = 7 confirmations of a suspicion, more than the four suspecters
+// a suspicion record holds in itself; each new suspecter, and only a new
+// one, sets the suspicion's timer anew and is disseminated, however often
+// the suspicions are heard again, and the first suspecter is the one a
+// suspicion travels with.
+func TestSwimConfirmationsBeyondFour(t *testing.T) {
+	p := Params{SuspicionMult: 9}.withDefaults()
+	s := newSwim(&p, 0, 1000)
+	env := &stormEnv{rng: rand.New(rand.NewPCG(1, 2))}
+	const target = proc.ID(500)
+	suspect := func(from proc.ID) {
+		s.apply(env, Fact{State: StateSuspect, Member: target, Inc: 0, From: from})
+	}
+	// Six suspecters, heard thrice each before any seventh: the first
+	// suspicion and 5 confirmations, 6 timers.
+	for range 3 {
+		for from := proc.ID(1); from <= 6; from++ {
+			suspect(from)
+		}
+	}
+	if env.timers != 6 {
+		t.Fatalf("%d suspicion timers set by 6 suspecters, want 6", env.timers)
+	}
+	// Four more: K = 7 confirmations in all, 8 timers.
+	for from := proc.ID(1); from <= 10; from++ {
+		suspect(from)
+	}
+	if env.timers != 8 {
+		t.Fatalf("%d suspicion timers set by 10 suspecters, want 8", env.timers)
+	}
+	if f := s.suspicionFact(target); f == nil || f.From != 1 {
+		t.Fatalf("the suspicion travels as %v, want it suspected by p1", f)
+	}
+	if got := s.made; got != 8 {
+		t.Errorf("%d updates queued, want 8 (the suspicion and its 7 confirmations)", got)
+	}
+}
