@@ -312,6 +312,7 @@ func (h *bqueue) fix(i int) {
 	}
 }
 
+// push adds b, and the index once the buffer outgrows the scan.
 func (h *bqueue) push(b bcast) {
 	h.q = append(h.q, b)
 	if h.at == nil && len(h.q) > aboutAbove {
@@ -342,6 +343,7 @@ func (h *bqueue) pop() bcast {
 	return b
 }
 
+// reset empties the buffer.
 func (h *bqueue) reset() {
 	h.q, h.at = h.q[:0], nil
 }
