@@ -1,7 +1,6 @@
 package epidemic
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"strconv"
@@ -118,13 +117,13 @@ type swim struct {
 	n     int
 	inc   uint32
 	left  bool
-	view  []held                // the facts that differ from "alive at incarnation 0", by ID
-	live  int                   // the members of view held alive or suspected
-	susp  map[proc.ID]suspected // the members suspected now, by member
+	view  []held      // the facts that differ from "alive at incarnation 0", by ID
+	live  int         // the members of view held alive or suspected
+	susp  []suspected // the open suspicions, each at its view entry's slot
+	free  []int32     // the slots of susp not in use
 	lhm   int
-	queue bqueue             // the dissemination buffer, a heap in piggyback order
-	about map[proc.ID]*bcast // the buffer's update about each member
-	made  uint64             // bcasts queued so far: their order
+	queue bqueue // the dissemination buffer, a heap in piggyback order
+	made  uint64 // bcasts queued so far: their order
 
 	// The shuffled probe order: x = (a·k + b) mod prime.
 	prime, a, b, k uint64
@@ -157,21 +156,52 @@ type vivaldi interface {
 	sample(env proc.Env, from proc.ID, c Coord, rtt time.Duration)
 }
 
-// held is what a member holds about another: 12 bytes, for a view of
-// 10⁵ members that holds hundreds dead must fit 10⁵ times.
+// held is what a member holds about another: 16 bytes, for a view of
+// 10⁵ members that holds hundreds dead must fit 10⁵ times. While the
+// member is suspected, slot is where its open suspicion is (swim.susp),
+// and suspecters how many distinct members' suspicions of it this member
+// has counted (at most 255): once that exceeds Lifeguard's K, a
+// suspicion heard again changes nothing, and apply need not look at the
+// open suspicion at all — at 10⁵ members most of the facts a member
+// hears are such repeats.
 type held struct {
-	id    proc.ID
-	inc   uint32
-	state uint8
+	id         proc.ID
+	inc        uint32
+	state      uint8
+	suspecters uint8
+	slot       int32
 }
 
 // suspected is an open suspicion: since when, its timer, and who
-// suspected the member, the first first (Lifeguard's confirmations).
+// suspected the member, the first first (Lifeguard's confirmations): n
+// of them, the first four in the record itself (64 bytes: one cache
+// line, which a suspicion heard again reads), the others in more.
 type suspected struct {
-	id         proc.ID
-	since      time.Duration
-	timer      proc.TimerID
-	suspecters []proc.ID
+	since time.Duration
+	timer proc.TimerID
+	n     int
+	first [4]proc.ID
+	more  []proc.ID
+}
+
+// counted reports whether p is one of the suspecters.
+func (x *suspected) counted(p proc.ID) bool {
+	for _, q := range x.first[:min(x.n, len(x.first))] {
+		if q == p {
+			return true
+		}
+	}
+	return slices.Contains(x.more, p)
+}
+
+// add counts suspecter p.
+func (x *suspected) add(p proc.ID) {
+	if x.n < len(x.first) {
+		x.first[x.n] = p
+	} else {
+		x.more = append(x.more, p)
+	}
+	x.n++
 }
 
 // probe is the member's probe of the current period.
@@ -193,36 +223,129 @@ type relay struct {
 	sent              time.Duration
 }
 
+// bcast is an update in the dissemination buffer: sent so many times,
+// id its order of arrival.
 type bcast struct {
 	u    Fact
-	sent int
 	id   uint64
-	at   int // its index in the heap
+	sent int
 }
 
-// bqueue is the dissemination buffer as a binary heap (container/heap),
-// the least sent first and the newest first among equals: taking the
-// next update, or replacing one, costs O(log q) for a buffer of q, which
-// a cluster that a thousand members join at once fills.
-type bqueue []*bcast
+// bqueue is the dissemination buffer as a binary heap, the least sent
+// first and the newest first among equals: taking the next update, or
+// replacing one, costs O(log q) for a buffer of q, which a cluster that a
+// thousand members join at once fills. The updates are held by value, in
+// one array: a member's buffer, usually a few updates, is a few cache
+// lines. The update about a member is found by a scan of the array, or,
+// in a buffer of more than aboutAbove updates, in the index at, which
+// then follows every move.
+type bqueue struct {
+	q  []bcast
+	at map[proc.ID]int
+}
 
-func (q bqueue) Len() int           { return len(q) }
-func (q bqueue) Less(i, j int) bool { return q[i].before(q[j]) }
-func (q bqueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].at, q[j].at = i, j
+// aboutAbove is the buffer's size past which it keeps its index.
+const aboutAbove = 64
+
+// find is where the update about member is.
+func (h *bqueue) find(member proc.ID) (int, bool) {
+	if h.at != nil {
+		i, ok := h.at[member]
+		return i, ok
+	}
+	for i := range h.q {
+		if h.q[i].u.Member == member {
+			return i, true
+		}
+	}
+	return 0, false
 }
-func (q *bqueue) Push(x any) {
-	b := x.(*bcast)
-	b.at = len(*q)
-	*q = append(*q, b)
+
+// put places b at i.
+func (h *bqueue) put(i int, b bcast) {
+	h.q[i] = b
+	if h.at != nil {
+		h.at[b.u.Member] = i
+	}
 }
-func (q *bqueue) Pop() any {
-	old := *q
-	b := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
+
+// up moves the update at i towards the root to its place.
+func (h *bqueue) up(i int) {
+	b := h.q[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !b.before(&h.q[p]) {
+			break
+		}
+		h.put(i, h.q[p])
+		i = p
+	}
+	h.put(i, b)
+}
+
+// down moves the update at i towards the leaves to its place, and
+// reports whether it moved.
+func (h *bqueue) down(i int) bool {
+	b, n, i0 := h.q[i], len(h.q), i
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.q[r].before(&h.q[c]) {
+			c = r
+		}
+		if !h.q[c].before(&b) {
+			break
+		}
+		h.put(i, h.q[c])
+		i = c
+	}
+	h.put(i, b)
+	return i > i0
+}
+
+// fix restores the order after the update at i changed.
+func (h *bqueue) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+// push adds b, and the index once the buffer outgrows the scan.
+func (h *bqueue) push(b bcast) {
+	h.q = append(h.q, b)
+	if h.at == nil && len(h.q) > aboutAbove {
+		h.at = make(map[proc.ID]int, 2*len(h.q))
+		for i, x := range h.q {
+			h.at[x.u.Member] = i
+		}
+	}
+	h.up(len(h.q) - 1)
+}
+
+// pop takes the first update out.
+func (h *bqueue) pop() bcast {
+	b, n := h.q[0], len(h.q)-1
+	if h.at != nil {
+		delete(h.at, b.u.Member)
+	}
+	if n > 0 {
+		h.q[0] = h.q[n]
+		h.q = h.q[:n]
+		h.down(0)
+	} else {
+		h.q = h.q[:0]
+	}
+	if h.at != nil && n < aboutAbove/2 {
+		h.at = nil
+	}
 	return b
+}
+
+// reset empties the buffer.
+func (h *bqueue) reset() {
+	h.q, h.at = h.q[:0], nil
 }
 
 // The states of a member, as updates carry them; stateUnknown is an ID
@@ -672,15 +795,12 @@ func (s *swim) verdict(peer proc.ID) *Fact {
 // suspicionFact is the suspicion of id as it travels, or nil if id is not
 // suspected.
 func (s *swim) suspicionFact(id proc.ID) *Fact {
-	st, inc := s.lookup(id)
-	if st != StateSuspect {
+	i, ok := s.find(id)
+	if !ok || s.view[i].state != StateSuspect {
 		return nil
 	}
-	x, ok := s.susp[id]
-	if !ok {
-		return nil
-	}
-	return &Fact{State: StateSuspect, Member: id, Inc: inc, From: x.suspecters[0]}
+	h := s.view[i]
+	return &Fact{State: StateSuspect, Member: id, Inc: h.inc, From: s.susp[h.slot].first[0]}
 }
 
 // pingReq asks k random members to probe the target (step 3).
@@ -1002,7 +1122,11 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		s.aboutSelf(env, u)
 		return
 	}
-	state, inc := s.lookup(u.Member)
+	i, found := s.find(u.Member)
+	state, inc := s.absent()
+	if found {
+		state, inc = s.view[i].state, s.view[i].inc
+	}
 	gone := state == StateDead || state == StateLeft
 	switch u.State {
 	case StateAlive:
@@ -1012,29 +1136,38 @@ func (s *swim) apply(env proc.Env, u Fact) {
 		if state != StateAlive {
 			env.Output(Alive{Member: u.Member, Inc: u.Inc})
 		}
-		s.closeSuspicion(env, u.Member)
+		if state == StateSuspect {
+			s.closeSuspicion(env, i)
+		}
 		s.set(u.Member, StateAlive, u.Inc)
 	case StateSuspect:
 		if gone || u.Inc < inc {
 			return
 		}
 		if state == StateSuspect && u.Inc == inc {
-			s.confirm(env, u)
+			if !s.p.NoDynamicSuspicion && int(s.view[i].suspecters) <= s.expectedConfirmations() {
+				s.confirm(env, i, u)
+			}
 			return
 		}
-		s.closeSuspicion(env, u.Member)
-		s.set(u.Member, StateSuspect, u.Inc)
-		if s.susp == nil {
-			s.susp = map[proc.ID]suspected{}
+		if state == StateSuspect {
+			s.closeSuspicion(env, i)
 		}
-		s.susp[u.Member] = suspected{id: u.Member, since: env.Now(), suspecters: []proc.ID{u.From},
-			timer: env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})}
+		s.set(u.Member, StateSuspect, u.Inc)
+		j, _ := s.find(u.Member)
+		s.view[j].slot, s.view[j].suspecters = s.openSuspicion(), 1
+		x := &s.susp[s.view[j].slot]
+		x.since = env.Now()
+		x.add(u.From)
+		x.timer = env.SetTimer(s.suspicionTimeout(0), suspicion{Member: u.Member, Inc: u.Inc})
 		env.Output(Suspect{Member: u.Member, Inc: u.Inc, From: u.From})
 	case StateDead, StateLeft:
 		if gone || u.Inc < inc {
 			return
 		}
-		s.closeSuspicion(env, u.Member)
+		if state == StateSuspect {
+			s.closeSuspicion(env, i)
+		}
 		s.set(u.Member, u.State, u.Inc)
 		env.Output(Dead{Member: u.Member, Inc: u.Inc, Left: u.State == StateLeft})
 	default:
@@ -1044,18 +1177,19 @@ func (s *swim) apply(env proc.Env, u Fact) {
 }
 
 // confirm counts an independent suspicion of a member already suspected
-// in the same incarnation: with the dynamic timeout, the timer is set
-// anew to the shorter timeout, from the first suspicion (Lifeguard).
-func (s *swim) confirm(env proc.Env, u Fact) {
-	x, ok := s.susp[u.Member]
-	if !ok || s.p.NoDynamicSuspicion || len(x.suspecters) > s.expectedConfirmations() || slices.Contains(x.suspecters, u.From) {
+// in the same incarnation, s.view[i]: with the dynamic timeout, the timer
+// is set anew to the shorter timeout, from the first suspicion
+// (Lifeguard).
+func (s *swim) confirm(env proc.Env, i int, u Fact) {
+	x := &s.susp[s.view[i].slot]
+	if s.p.NoDynamicSuspicion || x.n > s.expectedConfirmations() || x.counted(u.From) {
 		return
 	}
-	x.suspecters = append(x.suspecters, u.From)
+	x.add(u.From)
+	s.view[i].suspecters = uint8(min(x.n, math.MaxUint8))
 	env.CancelTimer(x.timer)
-	left := x.since + s.suspicionTimeout(len(x.suspecters)-1) - env.Now()
+	left := x.since + s.suspicionTimeout(x.n-1) - env.Now()
 	x.timer = env.SetTimer(left, suspicion{Member: u.Member, Inc: u.Inc})
-	s.susp[u.Member] = x
 	s.enqueue(u) // memberlist re-broadcasts a new confirmation
 }
 
@@ -1064,6 +1198,12 @@ func (s *swim) lookup(id proc.ID) (state uint8, inc uint32) {
 	if i, ok := s.find(id); ok {
 		return s.view[i].state, s.view[i].inc
 	}
+	return s.absent()
+}
+
+// absent is what the member holds about a member its view does not
+// hold: alive at incarnation 0, or in an open group nothing.
+func (s *swim) absent() (state uint8, inc uint32) {
 	if s.p.Open {
 		return stateUnknown, 0
 	}
@@ -1079,8 +1219,18 @@ func (s *swim) size() int {
 	return 1 + s.live
 }
 
+// find is where id is, or would be, in the view (sorted by ID).
 func (s *swim) find(id proc.ID) (int, bool) {
-	return slices.BinarySearchFunc(s.view, id, func(h held, id proc.ID) int { return int(h.id) - int(id) })
+	lo, hi := 0, len(s.view)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.view[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(s.view) && s.view[lo].id == id
 }
 
 // gone reports whether id is held dead or left.
@@ -1105,18 +1255,31 @@ func (s *swim) set(id proc.ID, state uint8, inc uint32) {
 			s.view = slices.Delete(s.view, i, i+1)
 		}
 	case ok:
-		s.view[i] = held{id, inc, state}
+		s.view[i] = held{id: id, inc: inc, state: state}
 	default:
-		s.view = slices.Insert(s.view, i, held{id, inc, state})
+		s.view = slices.Insert(s.view, i, held{id: id, inc: inc, state: state})
 	}
 }
 
-// closeSuspicion ends the open suspicion of id, if any.
-func (s *swim) closeSuspicion(env proc.Env, id proc.ID) {
-	if x, ok := s.susp[id]; ok {
-		env.CancelTimer(x.timer)
-		delete(s.susp, id)
+// openSuspicion is a free slot for an open suspicion, its list of
+// suspecters empty.
+func (s *swim) openSuspicion() int32 {
+	if n := len(s.free); n > 0 {
+		k := s.free[n-1]
+		s.free = s.free[:n-1]
+		return k
 	}
+	s.susp = append(s.susp, suspected{})
+	return int32(len(s.susp) - 1)
+}
+
+// closeSuspicion ends the open suspicion of s.view[i], a member held
+// suspected.
+func (s *swim) closeSuspicion(env proc.Env, i int) {
+	k := s.view[i].slot
+	env.CancelTimer(s.susp[k].timer)
+	s.susp[k] = suspected{more: s.susp[k].more[:0]}
+	s.free = append(s.free, k)
 }
 
 // aboutSelf refutes a suspicion or obituary of this member's current
@@ -1163,23 +1326,19 @@ func (s *swim) suspicionTimeout(c int) time.Duration {
 
 // enqueue puts u in the dissemination buffer, replacing any older update
 // about the same member; a new update goes first. A replaced update
-// becomes the new one in place: it is unsent and newest, and heap.Fix
-// moves it where it belongs — the order is total (no two updates have
-// the same id), so the buffer yields the same sequence as if the old one
-// had left and the new one come in.
+// becomes the new one in place: it is unsent and newest, and fix moves
+// it where it belongs — the order is total (no two updates have the same
+// id), so the buffer yields the same sequence as if the old one had left
+// and the new one come in.
 func (s *swim) enqueue(u Fact) {
 	s.made++
-	if b, ok := s.about[u.Member]; ok {
-		b.u, b.sent, b.id = u, 0, s.made
-		heap.Fix(&s.queue, b.at)
+	b := bcast{u: u, id: s.made}
+	if i, ok := s.queue.find(u.Member); ok {
+		s.queue.q[i] = b
+		s.queue.fix(i)
 		return
 	}
-	if s.about == nil {
-		s.about = map[proc.ID]*bcast{}
-	}
-	b := &bcast{u: u, id: s.made}
-	heap.Push(&s.queue, b)
-	s.about[u.Member] = b
+	s.queue.push(b)
 }
 
 // before is the buffer's order.
@@ -1196,11 +1355,10 @@ func (s *swim) retransmits() int {
 // updates sent retransmits() times already leave it (all of them, when
 // the least sent has been: the group shrank, and with it the limit).
 func (s *swim) hasNews() bool {
-	if len(s.queue) > 0 && s.queue[0].sent >= s.retransmits() {
-		s.queue = s.queue[:0]
-		clear(s.about)
+	if len(s.queue.q) > 0 && s.queue.q[0].sent >= s.retransmits() {
+		s.queue.reset()
 	}
-	return len(s.queue) > 0
+	return len(s.queue.q) > 0
 }
 
 // piggyback takes up to maxPiggyback updates from the buffer, the least
@@ -1211,39 +1369,67 @@ func (s *swim) piggyback(first *Fact) []Fact { return s.take(first, maxPiggyback
 
 // take is piggyback, up to most updates.
 func (s *swim) take(first *Fact, most int) []Fact {
-	if len(s.queue) == 0 && first == nil {
+	if len(s.queue.q) == 0 && first == nil {
 		return nil
 	}
-	out := make([]Fact, 0, min(len(s.queue)+1, most))
+	out := make([]Fact, 0, min(len(s.queue.q)+1, most))
 	if first != nil {
 		out = append(out, *first)
 	}
 	limit := s.retransmits()
-	var buf [maxGossip]*bcast
+	if first == nil && s.queue.at == nil && len(s.queue.q) <= most {
+		return s.takeAll(out, limit)
+	}
+	var buf [maxGossip]bcast
 	taken := buf[:0]
-	var skipped *bcast
-	for len(out) < most && len(s.queue) > 0 {
-		b := heap.Pop(&s.queue).(*bcast)
+	var skipped bcast
+	skip := false
+	for len(out) < most && len(s.queue.q) > 0 {
+		b := s.queue.pop()
 		switch {
 		case b.sent >= limit:
-			delete(s.about, b.u.Member)
 		case first != nil && b.u.Member == first.Member:
-			skipped = b
+			skipped, skip = b, true
 		default:
 			out = append(out, b.u)
 			b.sent++
 			taken = append(taken, b)
 		}
 	}
-	if skipped != nil {
-		heap.Push(&s.queue, skipped)
+	if skip {
+		s.queue.push(skipped)
 	}
 	for _, b := range taken {
-		if b.sent >= limit {
-			delete(s.about, b.u.Member)
-		} else {
-			heap.Push(&s.queue, b)
+		if b.sent < limit {
+			s.queue.push(b)
 		}
 	}
+	return out
+}
+
+// takeAll is take of a whole buffer that fits in a message, no update put
+// first: the buffer sorted (the order in which take would pop it, and a
+// heap still), each update sent once more, those sent limit times
+// dropped — from the end, where the most sent are — with no heap
+// operation.
+func (s *swim) takeAll(out []Fact, limit int) []Fact {
+	q := s.queue.q
+	for i := 1; i < len(q); i++ { // insertion sort: a few updates
+		b := q[i]
+		j := i
+		for ; j > 0 && b.before(&q[j-1]); j-- {
+			q[j] = q[j-1]
+		}
+		q[j] = b
+	}
+	n := 0
+	for ; n < len(q) && q[n].sent < limit; n++ {
+		out = append(out, q[n].u)
+		q[n].sent++
+	}
+	for n > 0 && q[n-1].sent >= limit {
+		n--
+	}
+	s.queue.q = q[:n]
 	return out
 }

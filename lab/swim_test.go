@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"testing"
@@ -77,10 +78,14 @@ func TestSwimMessageLoadIsConstant(t *testing.T) {
 	}
 }
 
-// BenchmarkSwim runs SWIM on 10^5 members for 100 protocol periods, with
-// the default workload's crashes and pause, unchecked: through lab.Sim,
-// as `cohort sim` runs it (no trace kept, none hashed), and on the
-// simulator alone with no trace sink.
+// swimBenchN is BenchmarkSwim's group size: 10^5 by default, fewer for
+// quick comparisons.
+var swimBenchN = flag.Int("swim.n", 100_000, "BenchmarkSwim: the number of members")
+
+// BenchmarkSwim runs SWIM on 10^5 members (-swim.n) for 100 protocol
+// periods, with the default workload's crashes and pause, unchecked:
+// through lab.Sim, as `cohort sim` runs it (no trace kept, none hashed),
+// and on the simulator alone with no trace sink.
 func BenchmarkSwim(b *testing.B) {
 	f, err := Lookup("gossip")
 	if err != nil {
@@ -90,7 +95,7 @@ func BenchmarkSwim(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := 100_000
+	n := *swimBenchN
 	report := func(b *testing.B, m map[string]float64, events int64) {
 		for _, k := range []string{"first_detection_periods", "messages_per_member_per_period", "false_positives", "detected"} {
 			b.ReportMetric(m[k], k)
