@@ -106,6 +106,9 @@ type ServiceStats struct {
 	Outputs                 int64
 	Handled                 int64         // events handled
 	HandlerTime             time.Duration // total time in the algorithm's handlers
+	// Queued: the events waiting in the inbox now, with the one being
+	// handled (a backlog that each event waits behind).
+	Queued int64
 }
 
 type eventKind uint8
@@ -345,7 +348,7 @@ func (s *Service) Stats() ServiceStats {
 	st := ServiceStats{
 		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
 		Outputs: s.outputs.Load(), Handled: s.handled.Load(), HandlerTime: time.Duration(s.handlerNanos.Load()),
-		ByKind: map[string]int64{},
+		Queued: s.queued.Load(), ByKind: map[string]int64{},
 	}
 	for k, n := range s.byKind {
 		if v := n.Load(); v > 0 {
