@@ -103,6 +103,20 @@ type GossipResult struct {
 	// how many were wronged, however many times and by however many.
 	Suspected int `json:"suspected_members"`
 	Dead      int `json:"dead_members"`
+	// Why, in the same span: the suspicions by a member whose transport
+	// did not know the suspect's address (its pings could not leave), by
+	// one the suspect did not know (the answers could not come back,
+	// beyond what a datagram's source tells), and the rest (both known:
+	// pings or acks late or lost).
+	Unaddressed int64 `json:"suspicions_unaddressed"`
+	Unknown     int64 `json:"suspicions_unknown_back"`
+	Addressed   int64 `json:"suspicions_addressed"`
+	// PeakQueued: the longest inbox of a member seen while the cluster
+	// formed (sampled as it is polled); Dropped: the messages the members
+	// could not send (no address, a full queue), from the start to the
+	// crash.
+	PeakQueued int64 `json:"peak_queued"`
+	Dropped    int64 `json:"dropped"`
 	// FDs: the process's open file descriptors, the most seen while the
 	// cluster formed (sampled as it is polled) and at the end of the idle
 	// window; Links: the connections per member then (TCP; each is two
@@ -161,12 +175,31 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			return res, err
 		}
 	}
+	var msMu sync.Mutex // ms grows while the first members already judge
+	memberAt := func(i int) *gossipMember {
+		msMu.Lock()
+		defer msMu.Unlock()
+		if i < 0 || i >= len(ms) {
+			return nil
+		}
+		return ms[i]
+	}
 	var suspicions, deaths atomic.Int64
+	var unaddressed, unknown atomic.Int64
 	var accused wronged
-	verdicts := func(e members.Event) {
+	verdicts := func(by *gossipMember, e members.Event) {
 		switch e.Type {
 		case "suspect":
 			suspicions.Add(1)
+			if e.Member != nil {
+				if _, ok := by.node.MemberAddr(proc.ID(*e.Member)); !ok {
+					unaddressed.Add(1)
+				} else if t := memberAt(*e.Member); t != nil {
+					if _, ok := t.node.MemberAddr(by.id); !ok {
+						unknown.Add(1)
+					}
+				}
+			}
 		case "dead":
 			deaths.Add(1)
 		default:
@@ -174,6 +207,18 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 		}
 		if e.Member != nil {
 			accused.add(e.Type == "dead", strconv.Itoa(*e.Member))
+		}
+	}
+	tally := func() {
+		res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
+		res.Suspected, res.Dead = accused.counts()
+		res.Unaddressed, res.Unknown = unaddressed.Load(), unknown.Load()
+		res.Addressed = res.Suspicions - res.Unaddressed - res.Unknown
+		msMu.Lock()
+		defer msMu.Unlock()
+		res.Dropped = 0
+		for _, m := range ms {
+			res.Dropped += m.srv.Stats().Dropped
 		}
 	}
 	var cancels []func()
@@ -241,8 +286,11 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 			node.Close()
 			return res, err
 		}
-		ms = append(ms, &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr})
-		cancels = append(cancels, srv.Subscribe(verdicts))
+		m := &gossipMember{id: proc.ID(i), node: node, srv: srv, tr: tr}
+		msMu.Lock()
+		ms = append(ms, m)
+		msMu.Unlock()
+		cancels = append(cancels, srv.Subscribe(func(e members.Event) { verdicts(m, e) }))
 	}
 	res.Started = time.Since(start)
 	// Formed: every member lists every other. The members found complete
@@ -251,13 +299,19 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	// members for its list of 1,000 every few milliseconds would cost more
 	// than the members do.
 	poll := 5 * time.Millisecond * time.Duration(max(1, cfg.Members/64))
+	var sampled time.Time
 	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
-			res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
-			res.Suspected, res.Dead = accused.counts()
+			tally()
 			return res, fmt.Errorf("not formed: member %d does not list every other: %w", next, err)
 		}
 		res.PeakFDs = max(res.PeakFDs, openFDs())
+		if time.Since(sampled) >= time.Second {
+			sampled = time.Now()
+			for _, m := range ms {
+				res.PeakQueued = max(res.PeakQueued, m.srv.Stats().Queued)
+			}
+		}
 		if next = formedFrom(ctx, ms, next); next == len(ms) {
 			if next = formedFrom(ctx, ms, 0); next == len(ms) {
 				break
@@ -268,8 +322,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	res.Formed = time.Since(start)
 	res.FormCPU = (processCPU() - cpu0) / time.Duration(cfg.Members)
 	if cfg.FormOnly {
-		res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
-		res.Suspected, res.Dead = accused.counts()
+		tally()
 		return res, nil
 	}
 
@@ -302,8 +355,7 @@ func Gossip(ctx context.Context, cfg GossipConfig) (GossipResult, error) {
 	after := sent(ms)
 	res.IdleFDs, res.Links = openFDs(), links(ms)
 	stopCounting()
-	res.Suspicions, res.FalseDead = suspicions.Load(), deaths.Load()
-	res.Suspected, res.Dead = accused.counts()
+	tally()
 	res.IdleSuspicions = res.Suspicions - idleSusp
 	secs := cfg.Idle.Seconds() * float64(len(ms))
 	res.MessagesPerSecond = float64(after[0]-before[0]) / secs

@@ -574,6 +574,10 @@ func reportLarge(b *testing.B, r GossipResult) {
 	b.ReportMetric(float64(r.FalseDead), "false-dead")
 	b.ReportMetric(float64(r.Suspected), "suspected-members")
 	b.ReportMetric(float64(r.Dead), "dead-members")
+	b.ReportMetric(float64(r.Unaddressed), "suspicions-unaddressed")
+	b.ReportMetric(float64(r.Unknown), "suspicions-unknown-back")
+	b.ReportMetric(float64(r.PeakQueued), "peak-inbox")
+	b.ReportMetric(float64(r.Dropped), "dropped")
 	if r.PeakFDs > 0 {
 		b.ReportMetric(float64(r.PeakFDs), "peak-fds")
 		b.ReportMetric(float64(r.IdleFDs), "idle-fds")

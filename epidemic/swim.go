@@ -459,6 +459,17 @@ func (Ack) Lossy()     {}
 func (Nack) Lossy()    {}
 func (Gossip) Lossy()  {}
 
+// A probe's messages are urgent (proc.Urgent): a live host handles them
+// ahead of the news waiting for the member — a thousand members joining
+// at once each wait behind a thousand rumors of the map, and a ping
+// answered, or an ack read, after the probe's timeout is a failed probe
+// and a false suspicion (Lifeguard's concern: a slow member's lateness
+// must not count against the others).
+func (Ping) Urgent()    {}
+func (PingReq) Urgent() {}
+func (Ack) Urgent()     {}
+func (Nack) Urgent()    {}
+
 func (m Ping) String() string    { return probeLabel("PING(", m.Seq, m.Target, m.Updates) }
 func (m PingReq) String() string { return probeLabel("PINGREQ(", m.Seq, m.Target, m.Updates) }
 func (m Ack) String() string {

@@ -9,7 +9,8 @@
 // An event that finds the service idle is handled at once by the goroutine
 // that brings it (the transport's reader, the application calling Input);
 // otherwise it waits in the service's inbox for the service's own actor
-// goroutine, in order. Env.Now is the monotonic clock since the node
+// goroutine, in order — except urgent messages (proc.Urgent: SWIM's
+// probes), which go ahead of those waiting. Env.Now is the monotonic clock since the node
 // started; timers are real.
 //
 // Outputs go to whoever waits for them — Lock returns when the service

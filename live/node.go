@@ -327,6 +327,7 @@ func (n *Node) service(name string, a proc.Algorithm, join bool, contact proc.ID
 	s := &Service{
 		node: n, name: name, algo: a, codec: codec, n: size, wall: open, join: join, contact: contact,
 		inbox:  make(chan event, n.cfg.InboxLen),
+		urgent: urgentLane(a),
 		timers: map[proc.TimerID]*timerEntry{},
 		clock:  stoppedTimer(),
 		rng:    rand.New(rand.NewPCG(n.cfg.Seed^nameSeed(name), uint64(n.cfg.Self)+1)),
@@ -369,6 +370,20 @@ var ErrTooManyServices = errors.New("too many services on this node")
 
 // DefaultMaxServices is Config.MaxServices's default.
 const DefaultMaxServices = 512
+
+// urgentLen bounds a service's lane of urgent messages (proc.Urgent),
+// which only algorithms that send them have (nil otherwise: a select
+// never takes from it, nor puts in it).
+const urgentLen = 256
+
+func urgentLane(a proc.Algorithm) chan event {
+	for _, m := range a.Messages {
+		if _, ok := m.(proc.Urgent); ok {
+			return make(chan event, urgentLen)
+		}
+	}
+	return nil
+}
 
 // deliver is the transport's handler: it routes a payload to its service's
 // inbox. Garbage from an authenticated peer is dropped and logged, never a

@@ -42,8 +42,12 @@ type Service struct {
 	contact proc.ID
 
 	inbox chan event
-	done  chan struct{}
-	once  sync.Once
+	// urgent holds the messages that go ahead of the inbox (proc.Urgent):
+	// a probe's ping or ack that waited behind a backlog of news would
+	// come too late to count. When it is full they join the inbox.
+	urgent chan event
+	done   chan struct{}
+	once   sync.Once
 	// clock is the service's one runtime timer, set to the soonest of its
 	// timers; the actor goroutine waits on it beside the inbox (see tick).
 	clock *time.Timer
@@ -106,6 +110,9 @@ type ServiceStats struct {
 	Outputs                 int64
 	Handled                 int64         // events handled
 	HandlerTime             time.Duration // total time in the algorithm's handlers
+	// Queued: the events waiting in the inbox now, with the one being
+	// handled (a backlog that each event waits behind).
+	Queued int64
 }
 
 type eventKind uint8
@@ -234,6 +241,13 @@ func (s *Service) post(es ...event) error {
 	}
 	for _, e := range es {
 		s.queued.Add(1)
+		if _, ok := e.msg.(proc.Urgent); ok && e.kind == evMessage {
+			select {
+			case s.urgent <- e:
+				continue
+			default: // full: behind the others
+			}
+		}
 		select {
 		case s.inbox <- e: // room, the usual case: no need to watch done (a cheaper send)
 			continue
@@ -345,7 +359,7 @@ func (s *Service) Stats() ServiceStats {
 	st := ServiceStats{
 		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
 		Outputs: s.outputs.Load(), Handled: s.handled.Load(), HandlerTime: time.Duration(s.handlerNanos.Load()),
-		ByKind: map[string]int64{},
+		Queued: s.queued.Load(), ByKind: map[string]int64{},
 	}
 	for k, n := range s.byKind {
 		if v := n.Load(); v > 0 {
@@ -402,19 +416,25 @@ func (s *Service) run() {
 	}
 }
 
-// next waits for the next event of the inbox; false once the service has
-// stopped (an event taken meanwhile is not handled).
+// next waits for the next event, an urgent message first, then the
+// inbox's; false once the service has stopped (an event taken meanwhile
+// is not handled).
 func (s *Service) next() (event, bool) {
 	var e event
 	select {
-	case e = <-s.inbox: // the usual case under load: no need to watch done (a cheaper receive)
+	case e = <-s.urgent:
 	default:
 		select {
-		case e = <-s.inbox:
-		case <-s.clock.C:
-			e.kind = evClock
-			s.queued.Add(1)
-		case <-s.done:
+		case e = <-s.inbox: // the usual case under load: no need to watch done (a cheaper receive)
+		default:
+			select {
+			case e = <-s.urgent:
+			case e = <-s.inbox:
+			case <-s.clock.C:
+				e.kind = evClock
+				s.queued.Add(1)
+			case <-s.done:
+			}
 		}
 	}
 	select {
@@ -1033,7 +1053,7 @@ func (h *timerHeap) Pop() any {
 // timer posted its event), and are never starved by a busy inbox. The
 // caller is the actor, holding turn.
 func (s *Service) noticeClock() {
-	if s.ticking || len(s.inbox) == 0 {
+	if s.ticking || len(s.inbox)+len(s.urgent) == 0 {
 		return // the actor waits on the clock when the inbox is empty
 	}
 	select {

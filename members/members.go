@@ -478,6 +478,10 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	}
 }
 
+// Stats is the service's counters (live.Service.Stats): messages sent,
+// received and dropped, events handled, the inbox's backlog.
+func (s *Server) Stats() live.ServiceStats { return s.svc.Stats() }
+
 // Leave says goodbye to the cluster: the others hold this node left, not
 // dead. The service answers no more afterwards.
 func (s *Server) Leave() error { return s.svc.Input(proc.Leave{}) }

@@ -45,6 +45,17 @@ type Lossy interface {
 	Lossy()
 }
 
+// Urgent is implemented by messages whose worth decays with their wait
+// (SWIM's pings and acks: an ack handled after its probe's timeout is a
+// failed probe, however soon it arrived). A live host handles them ahead
+// of the events already waiting for the process, so they must tolerate
+// reordering (Lossy); the simulator, which makes no process wait behind
+// others, treats them as any message.
+type Urgent interface {
+	Lossy
+	Urgent()
+}
+
 // Input is a request from the application or workload to a process.
 type Input = Kinded
 

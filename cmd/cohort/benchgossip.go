@@ -26,8 +26,11 @@ members inside this process, each on its own TCP transport on 127.0.0.1,
 every one joining through the first. Reported: the time until every member
 lists every other alive; the time a 64-byte write at one member takes to
 reach every member (median of --broadcasts); messages and bytes each member
-sends per second while idle; and the time from a member's crash (its node
-closed without a word) until every other holds it dead.
+sends per second while idle; the time from a member's crash (its node
+closed without a word) until every other holds it dead; and, until the
+crash, the false verdicts: the times a member came to suspect, or declared
+dead, a member that had not failed (counted at every member that did),
+and how many distinct members were so wronged.
 
 hashicorp/memberlist, measured the same way in the same run:
 go test -run TestGossipBesideMemberlist -v ./bench
@@ -65,10 +68,10 @@ go test -run '^$' -bench GossipBesideSerf -benchtime 1x ./bench`,
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(results)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "members\tformed\tbroadcast to all (median)\tcrash to dead everywhere\tmsgs/member/s idle\tbytes/member/s idle")
+			fmt.Fprintln(tw, "members\tformed\tbroadcast to all (median)\tcrash to dead everywhere\tmsgs/member/s idle\tbytes/member/s idle\tfalse suspicions (members)\tfalse deaths (members)")
 			for _, r := range results {
-				fmt.Fprintf(tw, "%d\t%v\t%v\t%v\t%.1f\t%.0f\n", r.Members, r.Formed.Round(time.Millisecond), r.Broadcast.Round(100*time.Microsecond),
-					r.Detected.Round(time.Millisecond), r.MessagesPerSecond, r.BytesPerSecond)
+				fmt.Fprintf(tw, "%d\t%v\t%v\t%v\t%.1f\t%.0f\t%d (%d)\t%d (%d)\n", r.Members, r.Formed.Round(time.Millisecond), r.Broadcast.Round(100*time.Microsecond),
+					r.Detected.Round(time.Millisecond), r.MessagesPerSecond, r.BytesPerSecond, r.Suspicions, r.Suspected, r.FalseDead, r.Dead)
 			}
 			return tw.Flush()
 		},

@@ -165,10 +165,18 @@ func deadAPI(t *testing.T) string {
 	return addr
 }
 
-// TestBenchGossip runs the membership benchmark small, and refuses bad
-// sizes with exit 2.
+// TestBenchGossip runs the membership benchmark small — its table
+// counts the false verdicts and the distinct members they wronged — and
+// refuses bad sizes with exit 2.
 func TestBenchGossip(t *testing.T) {
-	code, out, errs := cli(t, "bench", "gossip", "--members", "4", "--broadcasts", "2", "--json")
+	code, out, errs := cli(t, "bench", "gossip", "--members", "3", "--broadcasts", "1")
+	if code != 0 || !strings.Contains(out, "false suspicions (members)") || !strings.Contains(out, "false deaths (members)") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	if row := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1]); len(row) != 10 || row[7][0] != '(' || row[9][0] != '(' {
+		t.Fatalf("want a count and (distinct members) for each verdict: %q", row)
+	}
+	code, out, errs = cli(t, "bench", "gossip", "--members", "4", "--broadcasts", "2", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
