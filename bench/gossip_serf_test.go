@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -528,6 +529,10 @@ func cohortBinary() (string, error) {
 // (node 0 founds the cluster, the others join through it), stops node 1
 // for stall, resumes it, and watches for after more, through every
 // node's watch stream (GET /v1/watch).
+// gossipStallPeriod is the gossip_period of the nodes cohortStall starts;
+// 0: the default.
+var gossipStallPeriod = flag.Duration("gossip.stallperiod", 0, "the SWIM period (gossip_period) of the cohort nodes BenchmarkGossipBesideSerf stalls one of; 0: the default")
+
 func cohortStall(ctx context.Context, n int, settle, stall, after time.Duration) (StallResult, error) {
 	res := StallResult{Members: n, Declared: map[string]int{}}
 	bin, err := cohortBinary()
@@ -554,6 +559,9 @@ func cohortStall(ctx context.Context, n int, settle, stall, after time.Duration)
 	}()
 	for i := range n {
 		conf := fmt.Sprintf("id: %d\nlisten: %s\napi: %s\nsecret: %s\n", i, addrs[i], addrs[n+i], secret)
+		if *gossipStallPeriod > 0 {
+			conf += fmt.Sprintf("gossip_period: %v\n", *gossipStallPeriod)
+		}
 		var args []string
 		if i == 0 {
 			conf += fmt.Sprintf("peers: {0: %s}\nmembers: true\nlock: ricart-agrawala\ngroup: total-sequencer\n", addrs[0])
