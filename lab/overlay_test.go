@@ -329,3 +329,21 @@ func TestOverlayPhases(t *testing.T) {
 		t.Errorf("with failures: phases %v of %d events in all, want build, lookups, failed, repaired of %d", names, events, r.Events)
 	}
 }
+
+// TestCompareOverlayBuildsCircularOnlyWhereItEnds: the comparison builds
+// the circular baseline only up to overlayCircularUpTo (a build there takes
+// about N²/4l events: hours at 10⁶), and says so; Pastry at every size.
+func TestCompareOverlayBuildsCircularOnlyWhereItEnds(t *testing.T) {
+	for _, c := range overlayCases {
+		if c.name != "joins then lookups" {
+			continue
+		}
+		for _, n := range []int{1000, overlayCircularUpTo, overlayCircularUpTo + 1, 1_000_000} {
+			skipped := c.skip != nil && c.skip(n) != ""
+			want := slices.Contains(c.algos, "circular") && n > overlayCircularUpTo
+			if skipped != want {
+				t.Errorf("%v at %d nodes: skipped %v, want %v", c.algos, n, skipped, want)
+			}
+		}
+	}
+}
