@@ -30,7 +30,7 @@ func writeOverlayPlot(r *lab.Report, path string, runs int) error {
 			}
 			return usageErr("--plot: %s/%s routes no lookups (the hop histogram is drawn for pastry and circular, with --lookups N)", r.Family, r.Algo)
 		}
-		p.Note = "no lookups delivered"
+		p.Note = "no lookups delivered (the hop histogram is drawn for pastry and circular)"
 	}
 	if err := writeFile(path, func(w io.Writer) error { return trace.WriteLinePlot(w, p) }); err != nil {
 		return usageErr("--plot: %v", err)

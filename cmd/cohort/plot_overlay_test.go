@@ -56,4 +56,17 @@ func TestSimOverlayPlotsHops(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "--plot") || !strings.Contains(errs, "no lookups") {
 		t.Errorf("scribe --plot: exit %d, stderr %q; want 2 naming --plot", code, errs)
 	}
+
+	// The whole family: a histogram for each router, an empty chart that
+	// says so for the trees.
+	plot := filepath.Join(dir, "o.svg")
+	if code, _, errs := cli(t, "sim", "overlay", "--nodes", "64", "--plot", plot); code != 0 {
+		t.Fatalf("whole family --plot: exit %d: %s", code, errs)
+	}
+	for algo, lines := range map[string]int{"pastry": 1, "circular": 1, "scribe": 0, "esm": 0} {
+		texts, paths := svgSummary(t, perAlgo(plot, algo, 2))
+		if paths != lines || (lines == 0) != (len(texts["note"]) == 1) {
+			t.Errorf("%s: %d lines, notes %q; want %d", algo, paths, texts["note"], lines)
+		}
+	}
 }
