@@ -443,7 +443,8 @@ func keepOverlay(a proc.Algorithm, w sim.Workload) proc.Algorithm {
 // overlayMetrics measures an overlay run:
 //
 //   - hops_mean, hops_p99: the hops of the delivered lookups (Pastry's
-//     theory: log₁₆ N; the circular baseline's N/4l);
+//     theory: log₁₆ N; the circular baseline's N/4l), and their
+//     histogram, the series "hops";
 //   - delivered_fraction: the lookups delivered, over those asked;
 //   - state_entries_per_node: the distinct nodes in a node's leaf set and
 //     routing table, the mean over the nodes (Pastry's theory:
@@ -487,6 +488,7 @@ func overlayMetrics(f Finished) (map[string]float64, map[string]*float64) {
 		slices.Sort(h)
 		m["hops_mean"] = meanHops(h)
 		m["hops_p99"] = float64(h[int(math.Ceil(0.99*float64(len(h))))-1])
+		f.Series["hops"] = HopHistogram(h)
 	}
 	var entries, nodes float64
 	for i, p := range w.processes {

@@ -13,6 +13,9 @@ import (
 // processes output no clock readings is an error when it is the only run,
 // and an empty chart that says so when the whole family runs.
 func writePlot(tr *trace.Trace, r *lab.Report, path string, runs int) error {
+	if r.Family == "overlay" {
+		return writeOverlayPlot(r, path, runs) // plot_overlay.go
+	}
 	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
 	p, ok := lab.OffsetPlot(tr, title, 0)
 	if !ok && runs == 1 {
