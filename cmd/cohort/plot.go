@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/trace"
 )
@@ -12,7 +13,10 @@ import (
 // offset from true time, C(t) − t, against true time. A run whose
 // processes output no clock readings is an error when it is the only run,
 // and an empty chart that says so when the whole family runs.
-func writePlot(tr *trace.Trace, r *lab.Report, path string, runs int) error {
+func writePlot(tr *trace.Trace, r *lab.Report, path string, runs int, gossip *epidemic.Params) error {
+	if r.Family == "gossip" {
+		return writeGossipPlot(r, path, runs, gossip) // plot_gossip.go
+	}
 	title := fmt.Sprintf("%s/%s — clock offsets, %d nodes, seed %d", r.Family, r.Algo, r.Nodes, r.Seed)
 	p, ok := lab.OffsetPlot(tr, title, 0)
 	if !ok && runs == 1 {
