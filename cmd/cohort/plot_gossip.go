@@ -26,7 +26,7 @@ func writeGossipPlot(r *lab.Report, path string, runs int, params *epidemic.Para
 	title := fmt.Sprintf("%s/%s — %s, %d nodes, seed %d", r.Family, r.Algo, what, r.Nodes, r.Seed)
 	pl, ok := lab.GossipPlot(r, p, title)
 	if !ok && runs == 1 {
-		return usageErr("--plot: %s/%s has no per-round series (push, pull, push-pull, rumor and push-sum do)", r.Family, r.Algo)
+		return usageErr("--plot: %s/%s has no per-round series (push, pull, push-pull, rumor, push-sum and members do)", r.Family, r.Algo)
 	}
 	if err := writeFile(path, func(w io.Writer) error { return trace.WriteLinePlot(w, pl) }); err != nil {
 		return usageErr("--plot: %v", err)

@@ -139,7 +139,7 @@ func TestSimGossipPlotsSusceptibleOverTheory(t *testing.T) {
 // names the flag and those that have one.
 func TestSimGossipPlotWithoutSeries(t *testing.T) {
 	code, _, errs := cli(t, "sim", "gossip", "--algo", "swim", "--plot", filepath.Join(t.TempDir(), "s.svg"))
-	if code != 2 || !strings.Contains(errs, "--plot") || !strings.Contains(errs, "push, pull, push-pull, rumor and push-sum") {
+	if code != 2 || !strings.Contains(errs, "--plot") || !strings.Contains(errs, "push, pull, push-pull, rumor, push-sum and members") {
 		t.Errorf("swim --plot: exit %d, stderr %q; want 2 naming --plot and the algorithms with a series", code, errs)
 	}
 }
