@@ -27,7 +27,7 @@ func familyNames() []string {
 // a few, their names joined by commas).
 var familyOnlyFlags = map[string]string{
 	"order": "multicast", "demo": "multicast",
-	"plot":        "clocks",
+	"plot":        "clocks,gossip,overlay",
 	"clock-error": positionFamily,
 }
 

@@ -8,8 +8,6 @@ import (
 	"github.com/cohort-go/cohort/trace"
 )
 
-func init() { familyOnlyFlags["plot"] += ",overlay" }
-
 // writeOverlayPlot writes the chart of `cohort sim overlay --plot`: the
 // hop histogram of the delivered lookups (the fraction of them per hop
 // count, Rowstron & Druschel 2001, figure 5), with their mean hops and

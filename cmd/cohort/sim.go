@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cohort-go/cohort/epidemic"
 	"github.com/cohort-go/cohort/lab"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/scenario"
@@ -28,6 +29,7 @@ type simFlags struct {
 	loss, dup, reorder          float64
 	deadline                    time.Duration
 	traceOut, svgOut, shivizOut string
+	gossip                      *epidemic.Params // the gossip flags, if any were given
 	plotOut                     string
 	json, noCheck, hash         bool
 	states                      bool   // record each process's described state (proc.Describer)
@@ -87,7 +89,7 @@ its SHA-256 is in the report.`,
 	fl.StringVar(&f.traceOut, "trace", "", "write the trace as JSON Lines to this file")
 	fl.StringVar(&f.svgOut, "svg", "", "write a space-time diagram (SVG) to this file")
 	fl.StringVar(&f.shivizOut, "shiviz", "", "write a ShiViz log to this file")
-	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) of every clock's offset from true time to this file (clock synchronization runs)")
+	fl.StringVar(&f.plotOut, "plot", "", "write a chart (SVG) to this file: every clock's offset from true time (clock synchronization runs), the susceptible fraction per round over the theory's (gossip runs), or the hop histogram (overlay runs)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per run")
 	fl.BoolVar(&f.states, "states", false, "record in the trace each process's own description of its state after every step (the viewer shows it; --view turns it on); the trace and its hash change")
 	fl.BoolVar(&f.view, "view", false, "serve the run in the interactive viewer (as cohort view does; for position, charts and maps of the run) until Ctrl-C")
@@ -123,6 +125,7 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	if err != nil {
 		return err
 	}
+	f.gossip = params
 	overlay, err := overlayFlags(cmd, family, f.algo) // simoverlay.go
 	if err != nil {
 		return err
@@ -375,7 +378,7 @@ func writeRenderings(tr *trace.Trace, r *lab.Report, f *simFlags, algo string, r
 		}
 	}
 	if f.plotOut != "" {
-		if err := writePlot(tr, r, perAlgo(f.plotOut, algo, runs), runs); err != nil { // plot.go
+		if err := writePlot(tr, r, perAlgo(f.plotOut, algo, runs), runs, f.gossip); err != nil { // plot.go
 			return err
 		}
 	}
