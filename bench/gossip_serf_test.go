@@ -378,9 +378,11 @@ func serfGossip(ctx context.Context, n, broadcasts int, idle time.Duration, dete
 		if err != nil {
 			return res, fmt.Errorf("event %s: %w", name, err)
 		}
-		sent, ok := sender.seen(func(a *serfAgent) map[string]time.Time { return a.sent }, name)
-		if !ok {
-			return res, fmt.Errorf("agent %s did not log sending %s", sender.name, name)
+		// The sender's log is read by its own goroutine, which a loaded
+		// machine may run after the others': wait for its line as well.
+		sent, err := untilAll(ctx, []*serfAgent{sender}, func(a *serfAgent) map[string]time.Time { return a.sent }, func(*serfAgent) []string { return []string{name} })
+		if err != nil {
+			return res, fmt.Errorf("agent %s did not log sending %s: %w", sender.name, name, err)
 		}
 		res.All = append(res.All, last.Sub(sent))
 	}
