@@ -155,8 +155,12 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 				others = append(others, id)
 			}
 		}
+		// One reading of the clock for both cases: read twice, the deadline
+		// could pass between them, and the second case be taken with no
+		// founder against.
+		done := len(heard) == n-1 || time.Now().After(deadline)
 		switch {
-		case agree >= majority || len(others) == 0 && (len(heard) == n-1 || time.Now().After(deadline)):
+		case agree >= majority || len(others) == 0 && done:
 			for _, id := range others {
 				log.Error("a founder runs other kinds than the majority of the founders: it refuses to start", "founder", int(id), "kinds", heard[id], "ours", ours.String())
 			}
@@ -168,7 +172,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			}
 			started(others)
 			return nil
-		case len(heard) == n-1 || time.Now().After(deadline):
+		case done:
 			id := others[0]
 			return fmt.Errorf("node %d may not start: %w (node %d runs %s; node %d runs %s): the founders must all run the same, and of the %d only %d, this one included, were heard to run these, not a majority; change node.yaml here or on the others",
 				self, differ(self, ours, fmt.Sprintf("node %d", id), ParseKinds(heard[id])), self, ours, id, orNone(heard[id]), n, agree)
