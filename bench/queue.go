@@ -301,25 +301,9 @@ func overStream(s QueueSystem, closeIt func(), batch int, label, what string) (Q
 	}
 	if batch > 1 {
 		s.Name, s.Batch = fmt.Sprintf("%s (HTTP stream, async %d)", label, batch), batch
-		s.Put = func(ctx context.Context, body []byte) error {
-			acks := make([]*queue.PutAck, batch)
-			for i := range acks {
-				acks[i] = p.PutAsync(body)
-			}
-			for _, a := range acks {
-				if _, err := a.Wait(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		s.Put = inBursts(p.PutAsync, batch)
 	}
-	return s, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-		closeIt()
-	}, nil
+	return s, closeBoth(p.Close, closeIt), nil
 }
 
 // CohortQueueAsync is CohortQueue through the Go API with the
@@ -383,12 +367,7 @@ func CohortQueueStreamWindow(dir string, window int) (QueueSystem, func(), error
 	p.MaxPending = window
 	s.client = nil
 	s.Name = fmt.Sprintf("cohort (HTTP stream, window %d)", window)
-	return windowedBy(s, p.PutAsync), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-		closeIt()
-	}, nil
+	return windowedBy(s, p.PutAsync), closeBoth(p.Close, closeIt), nil
 }
 
 // windowed makes s, a Cohort system through the Go API, put on one
@@ -401,12 +380,7 @@ func windowed(s QueueSystem, closeIt func(), window int, label, what string) (Qu
 	}
 	s.backend = nil
 	s.Name = fmt.Sprintf("%s (Go API, window %d%s)", label, window, what)
-	return windowedBy(s, p.PutAsync), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-		closeIt()
-	}, nil
+	return windowedBy(s, p.PutAsync), closeBoth(p.Close, closeIt), nil
 }
 
 // windowedBy makes s put with putAsync, without waiting for each put;
@@ -461,24 +435,8 @@ func overPipeline(s QueueSystem, closeIt func(), batch int, label, what string) 
 	}
 	s.backend = nil
 	s.Name, s.Batch = fmt.Sprintf("%s (Go API, async %d, %s)", label, batch, what), batch
-	s.Put = func(ctx context.Context, body []byte) error {
-		acks := make([]*queue.PutAck, batch)
-		for i := range acks {
-			acks[i] = p.PutAsync(body)
-		}
-		for _, a := range acks {
-			if _, err := a.Wait(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return s, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-		closeIt()
-	}, nil
+	s.Put = inBursts(p.PutAsync, batch)
+	return s, closeBoth(p.Close, closeIt), nil
 }
 
 // CohortReplicatedQueue starts nodes in-process nodes (the in-process
@@ -569,4 +527,33 @@ func CohortReplicatedQueue(dir string, nodes int, overHTTP bool) (QueueSystem, f
 			srv.Close()
 			closeAll()
 		}, nil
+}
+
+// closeBoth is a publisher's close, then its system's: the publisher
+// given 10 s to have its puts acknowledged.
+func closeBoth(closePub func(context.Context) error, closeIt func()) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		closePub(ctx)
+		closeIt()
+	}
+}
+
+// inBursts is a Put that sends batch copies of its body with putAsync and
+// waits for all their acknowledgements, as JetStream's async publish of as
+// many does.
+func inBursts(putAsync func([]byte) *queue.PutAck, batch int) func(context.Context, []byte) error {
+	return func(ctx context.Context, body []byte) error {
+		acks := make([]*queue.PutAck, batch)
+		for i := range acks {
+			acks[i] = putAsync(body)
+		}
+		for _, a := range acks {
+			if _, err := a.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

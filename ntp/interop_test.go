@@ -21,10 +21,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cohort-go/cohort/live/livetest"
 )
 
 // chronydPath returns the chronyd binary or fails the test saying how to
@@ -66,24 +67,6 @@ func freeUDPPort(t *testing.T) int {
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
-// lockedBuffer collects a daemon's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // writeConfig writes a chrony.conf of lines, "$DIR" standing for its
 // directory, in a fresh temporary directory.
 func writeConfig(t *testing.T, lines ...string) (dir, path string) {
@@ -116,7 +99,7 @@ func startChronydServer(t *testing.T) string {
 		"bindcmdaddress /",
 		"pidfile $DIR/chronyd.pid",
 	)
-	var out lockedBuffer
+	var out livetest.Buffer // the daemon's output, read while it runs
 	cmd := exec.Command(bin, append([]string{"-d", "-x", "-L", "0", "-f", conf}, userArgs()...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
