@@ -281,6 +281,7 @@ type saved struct {
 	ph      []uint64
 	phSum   uint64
 	w       watch
+	copies  int // len(run.copies)
 }
 
 // save records r's state in sv. A run that cannot be forked cannot be
@@ -298,21 +299,25 @@ func (r *run) save(sv *saved) error {
 	sv.used, sv.now, sv.waiting, sv.tracked = r.used, r.now, r.waiting, r.tracked
 	sv.ph, sv.phSum = append(sv.ph[:0], r.ph...), r.phSum
 	r.w.copyTo(&sv.w)
+	sv.copies = len(r.copies)
 	r.shareAll()
 	return nil
 }
 
 // restore brings r back to the state sv holds, saved from r itself. The
-// processes copied since the last save or restore are the run's alone:
-// dropped here, each is kept among its process's spares, the storage of
+// processes copied since sv was saved are dropped here: the run held
+// them, and the states saved since, which are done with (a search
+// restores a state only after all it saved below it: saves and restores
+// nest as the search's depths do); neither sv nor a state saved before
+// it holds them. Each is kept among its process's spares, the storage of
 // its next copies (copier.processInto). They are no more than the copies
 // that were ever held at once: one per process and saved depth.
 func (r *run) restore(sv *saved) {
-	for id, own := range r.owned {
-		if own {
-			r.spare[id] = append(r.spare[id], r.s.Process(proc.ID(id)))
-		}
+	for _, c := range r.copies[sv.copies:] {
+		r.spare[c.node] = append(r.spare[c.node], c.p)
 	}
+	clear(r.copies[sv.copies:])
+	r.copies = r.copies[:sv.copies]
 	r.s.Restore(&sv.sim)
 	r.q.keys = append(r.q.keys[:0], sv.keys...)
 	r.q.info = append(r.q.info[:0], sv.info...)
@@ -378,9 +383,17 @@ func (r *run) own(c *copier, node proc.ID, slot uint32) error {
 				r.spare[node][n-1] = nil
 				r.spare[node] = r.spare[node][:n-1]
 			}
-			r.s.SetProcess(node, c.processInto(p, dst))
+			cp := c.processInto(p, dst)
+			r.s.SetProcess(node, cp)
+			r.copies = append(r.copies, copied{node, cp})
 		}
 		r.owned[node] = true
 	}
 	return c.err
+}
+
+// copied is a process's copy that own made, and the process it is of.
+type copied struct {
+	node proc.ID
+	p    proc.Process
 }

@@ -98,3 +98,48 @@ func TestClonersAreDeepCopies(t *testing.T) {
 		t.Logf("%s: %d clones, %d into old ones", m.algo, cloned, recycled)
 	}
 }
+
+// copyCounted wraps a process that is a Recycler and counts the copies
+// made afresh (Clone), not into the storage of an earlier one.
+type copyCounted struct{ proc.Process }
+
+// freshCopies counts copyCounted's Clone calls.
+var freshCopies int
+
+func (c *copyCounted) Clone() proc.Process {
+	freshCopies++
+	return &copyCounted{c.Process.(Cloner).Clone()}
+}
+
+func (c *copyCounted) CloneInto(dst proc.Process) proc.Process {
+	d, ok := dst.(*copyCounted)
+	if !ok {
+		return nil
+	}
+	if d.Process = c.Process.(Recycler).CloneInto(d.Process); d.Process == nil {
+		return nil
+	}
+	return d
+}
+
+// Backtracking copies a process before it steps, into the storage of a
+// copy a restore dropped: a copy is made afresh only when more are held
+// at once than ever before, not once per step. Every copy made below a
+// saved state is dropped when the search restores it, those a deeper
+// saved state held too.
+func TestBacktrackingReusesEveryDroppedCopy(t *testing.T) {
+	cfg := setup(t, "commit", "two-phase-commit", 5, nil)
+	cfg.Strategy, cfg.POR = DFS, true
+	newProcess := cfg.Algo.New
+	cfg.Algo.New = func(id proc.ID, n int) proc.Process { return &copyCounted{newProcess(id, n)} }
+	freshCopies = 0
+	r := explore(t, cfg)
+	if r.Engine != "undo" || r.States != 1568 {
+		t.Fatalf("engine %q, %d states; want undo, 1568", r.Engine, r.States)
+	}
+	// At most one copy per process and saved depth is held at once
+	// (and the copier's own, once per process, to check it can copy).
+	if most := cfg.Nodes * (r.MaxDepth + 2); freshCopies > most {
+		t.Errorf("%d copies made afresh for %d steps; want at most %d", freshCopies, r.Transitions-r.Quiet, most)
+	}
+}

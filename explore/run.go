@@ -48,10 +48,12 @@ type run struct {
 	// With backtracking (save and restore): cp copies a process before
 	// it steps, unless owned says it is the run's own already; into
 	// the storage of a spare, a copy restore dropped, if it can
-	// (Recycler).
-	cp    *copier
-	owned []bool
-	spare [][]proc.Process
+	// (Recycler). copies lists the copies made, in order, for restore
+	// to tell which a restored state no longer holds.
+	cp     *copier
+	owned  []bool
+	spare  [][]proc.Process
+	copies []copied
 	// path, for a run breadth first holds: the steps that reached it.
 	path []choice
 	// watchData: a watcher reads the events' Data (the deadlock
