@@ -242,7 +242,8 @@ var (
 // about the request, and another node would give the same.
 //
 // With wait > 0 the request is a long poll: it carries wait=, may take
-// wait+bound, and a 202 (still waiting) sends it again to the same node.
+// wait+bound, and a 202 (still waiting) sends it again, to the same node
+// or, if that one knows no leader, to another (waitAgain).
 // Only numbered or idempotent requests may be sent again.
 func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rounds int, method, path string, wait time.Duration, out any) (int, error) {
 	n := len(c.Endpoints)
@@ -277,7 +278,8 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 			return c.follow(i, header), nil
 		case err == nil && code == http.StatusAccepted && wait > 0:
 			misses = 0
-			continue // still waiting: ask the same node again
+			i = c.waitAgain(i, header) // still waiting: ask again
+			continue
 		case err == nil && code == http.StatusNotFound:
 			return 0, fmt.Errorf("%w: %s", errNotFound, msg)
 		case err == nil && code == http.StatusMethodNotAllowed:
@@ -347,6 +349,20 @@ func (c *Client) follow(i int, h http.Header) int {
 		if j := (i + k) % len(c.Endpoints); !named[j] && !c.avoided(j) {
 			return j
 		}
+	}
+	return i
+}
+
+// waitAgain is the endpoint to send a long poll to again after endpoint
+// i answered 202 (still waiting) with header h: the same node, unless it
+// knows no leader — cut off from a majority, it has stopped leading or
+// following (CheckQuorum; an election it cannot win), and the request
+// waits there for nothing while the others may grant it — then the next
+// endpoint. In a cluster with no leader anywhere the request goes round
+// the nodes, one wait at each, until one has a leader.
+func (c *Client) waitAgain(i int, h http.Header) int {
+	if h.Get(NodeHeader) != "" && h.Get(LeaderHeader) == "" {
+		return (i + 1) % len(c.Endpoints)
 	}
 	return i
 }

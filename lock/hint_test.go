@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -166,5 +169,57 @@ func TestClientTriesAFailedEndpointAgainLater(t *testing.T) {
 	}
 	if got := failed.Load(); got != 2 {
 		t.Fatalf("the failing endpoint was asked %d times; want 2 (once more after avoidFor)", got)
+	}
+}
+
+// TestClientLeavesALeaderCutOff: a client waits for a lock at the leader,
+// whose endpoint it follows; the leader is then cut off from the other
+// nodes, not from the client. The others elect a leader and may grant
+// the lock; the old one, deposed by CheckQuorum, keeps answering the
+// client's long poll 202 (still waiting), and names no leader. The client
+// must take its request to another node rather than wait there until the
+// partition heals.
+func TestClientLeavesALeaderCutOff(t *testing.T) {
+	nodes, nw := livetest.StartNetwork(t, 3, live.Config{DataDir: t.TempDir()})
+	rs := make([]*lock.Replicated, len(nodes))
+	for i, nd := range nodes {
+		r, err := lock.NewReplicated(nd, consensus.DefaultConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var leader proc.ID
+	waitFor(t, func() bool { leader = rs[0].LeaderHint(); return leader != proc.None })
+	for _, r := range rs {
+		waitFor(t, func() bool { return r.LeaderHint() == leader })
+	}
+	urls := serve(t, rs)
+	c := &lock.Client{Endpoints: append(urls[leader:], urls[:leader]...)} // the leader's first
+	s, err := c.OpenSession(ctx, 4*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Held elsewhere, so that the client's request waits at the leader.
+	other, _ := holding(ctx, t, rs[(leader+1)%3], "x")
+	got := make(chan error, 1)
+	go func() { _, err := s.Lock(ctx, "x"); got <- err }()
+	waitFor(t, func() bool { return rs[leader].WaitingForGrant() == 1 })
+
+	nw.Isolate(leader, true)
+	defer nw.Isolate(leader, false)
+	if err := other.Close(ctx); err != nil { // through a node of the majority
+		t.Fatal(err)
+	}
+	const within = 10 * time.Second // CheckQuorum's election timeout, a few waits of 1 s
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the lock, with the leader cut off: %v", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("no lock %v after the old leader (node %d) was cut off and the holder let go: the client waits at the old leader", within, leader)
 	}
 }

@@ -45,6 +45,10 @@ import (
 // kinds of the other founders, unless Config.FoundersWait says otherwise.
 const founderWait = time.Second
 
+// foundersClock is the founders' check's clock: time.Now, but for a
+// test that steps it.
+var foundersClock = time.Now
+
 // kindsService is the service through which the founders tell each other
 // their kinds.
 const kindsService = "kinds"
@@ -142,7 +146,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 	}
 	majority := n/2 + 1
 	var heard map[proc.ID]string
-	deadline := time.Now().Add(wait)
+	deadline := foundersClock().Add(wait)
 	for {
 		if err := svc.Read(func(p proc.Process) { heard = maps.Clone(p.(*kindsProc).heard) }); err != nil {
 			return err
@@ -158,7 +162,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 		// One reading of the clock for both cases: read twice, the deadline
 		// could pass between them, and the second case be taken with no
 		// founder against.
-		done := len(heard) == n-1 || time.Now().After(deadline)
+		done := len(heard) == n-1 || foundersClock().After(deadline)
 		switch {
 		case agree >= majority || len(others) == 0 && done:
 			for _, id := range others {

@@ -79,6 +79,21 @@ type RelayConfig struct {
 	// call when the relay is done with it (a lock held under a session,
 	// say). nil: the leader of the queues' log relays.
 	Turn func(ctx context.Context) (context.Context, context.CancelFunc, error)
+	// sleep waits d, or until ctx ends (its error then): between failed
+	// puts. nil: a timer; a test's sees the waits without waiting them.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // DefaultRelayVisibility is the lease of a relay's message from a
@@ -225,6 +240,9 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 		maxRetry = max(backoff.Max, retry)
 	}
 	seed := rand.Uint64()
+	if c.sleep == nil {
+		c.sleep = sleep
+	}
 	if c.Logger != nil {
 		log = c.Logger
 	}
@@ -245,13 +263,9 @@ func relay(ctx context.Context, src relaySource, log *slog.Logger, c RelayConfig
 			if failures == 0 {
 				log.Warn("relay: the destination is away; the messages wait in the source queue", "source", c.Source, "queue", c.Queue, "err", err)
 			}
-			t := time.NewTimer(b.Next())
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if err := c.sleep(ctx, b.Next()); err != nil {
 				src.Release(c.Source, msg.ID)
-				return ctx.Err()
-			case <-t.C:
+				return err
 			}
 		}
 		// A lease that ran out meanwhile: the message is ready again, the

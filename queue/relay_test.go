@@ -522,3 +522,75 @@ func TestOriginsAreBounded(t *testing.T) {
 		t.Fatalf("the relay's copy after a restart: id %d, %v; want it dropped", id, err)
 	}
 }
+
+// awayFor is a destination that is away for its first puts.
+type awayFor struct {
+	mu    sync.Mutex
+	away  int // the puts still to fail
+	taken int
+}
+
+func (d *awayFor) PutFrom(context.Context, string, []byte, string, uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.away > 0 {
+		d.away--
+		return errors.New("away")
+	}
+	d.taken++
+	return nil
+}
+
+// A relay's waits for a destination that is away double from Retry up to
+// MaxRetry, each shortened by less than a quarter at random; so two
+// relays cut off from it together (two nodes' relays, say) do not try
+// it again at the same instants (Floyd and Jacobson, "The
+// Synchronization of Periodic Routing Messages", 1994).
+func TestRelayWaitsForAnAwayDestinationWithJitter(t *testing.T) {
+	const retry, maxRetry, away = 100 * time.Millisecond, time.Second, 8
+	m := open(t, Config{Dir: t.TempDir()})
+	var mu sync.Mutex
+	waits := map[string][]time.Duration{}
+	for _, src := range []string{"a", "b"} {
+		mustPut(t, m, src, "hello")
+		dst := &awayFor{away: away}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() {
+			done <- m.Relay(ctx, RelayConfig{Source: src, Destination: dst, Queue: "dst", Origin: "here/" + src,
+				Retry: retry, MaxRetry: maxRetry, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				sleep: func(ctx context.Context, d time.Duration) error {
+					mu.Lock()
+					waits[src] = append(waits[src], d)
+					mu.Unlock()
+					return ctx.Err()
+				}})
+		}()
+		waitFor(t, "the message relayed from "+src, func() bool {
+			dst.mu.Lock()
+			defer dst.mu.Unlock()
+			return dst.taken == 1
+		})
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("relay from %s ended with %v", src, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for src, ws := range waits {
+		if len(ws) != away {
+			t.Fatalf("relay from %s waited %d times for %d failed puts", src, len(ws), away)
+		}
+		ceiling := retry
+		for i, w := range ws {
+			if w <= ceiling-ceiling/4 || w > ceiling {
+				t.Errorf("relay from %s, wait %d: %v, want in (%v, %v]", src, i, w, ceiling-ceiling/4, ceiling)
+			}
+			ceiling = min(2*ceiling, maxRetry)
+		}
+	}
+	if slices.Equal(waits["a"], waits["b"]) {
+		t.Errorf("two relays cut off together waited alike: %v", waits["a"])
+	}
+}
