@@ -37,10 +37,12 @@ import (
 // leaves about e^{−2} ≈ 0.14 members of n expected to miss it, whatever n.
 //
 // The group is open (Params.Open): a member knows the founders and the
-// members it has heard of; a newcomer joins through any member, which
-// answers with a sample of its list (swim.sample), pulls the map from it
-// and the rest of the list from a member of the sample at once. A member
-// that restarts has lost both halves' state: it joins again (through a
+// members it has heard of; a newcomer joins through any member and
+// exchanges state with it at once, as memberlist and Serf do at a join:
+// the contact answers with its whole member list (swim.go) and, to the
+// newcomer's pull of the map, with every entry newer than the newcomer's
+// digest (antientropy.go); the other members learn of the newcomer by
+// rumor. A member that restarts has lost both halves' state: it joins again (through a
 // founder, or its contact), refutes its obituary with a higher incarnation
 // (SWIM's §4.2) and pulls the map back.
 //
@@ -212,20 +214,6 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 	case ListChecksum:
 		if !m.swim.left && msg.Sum != m.swim.checksum() {
 			env.Send(from, JoinReq{Updates: m.swim.facts()})
-		}
-	case JoinAck:
-		// The answer to this newcomer's join is a sample of the list
-		// (swim.sample): it asks a member of the sample other than its
-		// contact for the rest at once, by the exchange of lists below,
-		// rather than wait up to SyncEvery periods for it.
-		answer := m.swim.joining && from == m.swim.contact
-		m.swim.Receive(env, from, msg)
-		if answer && !m.swim.left {
-			m.swim.joining, m.swim.quietFrom = false, proc.None
-			for _, q := range m.swim.randomMembers(env, 1, from) {
-				m.swim.quietFrom = q
-				env.Send(q, ListChecksum{Sum: m.swim.checksum()})
-			}
 		}
 	case Pull, Digest, Reply, Checksum:
 		if !m.swim.left {
