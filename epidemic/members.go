@@ -256,6 +256,25 @@ func (m *members) Timeout(env proc.Env, tag any) {
 	}
 }
 
+// syncFirst is the periods between a member's exchanges of lists in its
+// first SyncEvery periods (from its start or join); then they come
+// SyncEvery periods apart. Members that join together learn one another
+// by rumor — a contact that answered one before it had heard of another
+// could not tell it — and a rumor misses a member now and then, or finds
+// it unknown to those who hold the rumor; a newcomer's own lists are
+// still filling in. The first exchanges repair what the rumors missed
+// within a few periods of the joins, not SyncEvery periods on.
+const syncFirst = 2
+
+// syncDue says whether this period is one of an exchange of lists.
+func (m *members) syncDue() bool {
+	every := uint64(m.swim.p.SyncEvery)
+	if m.ticks < every {
+		return m.ticks%syncFirst == 0
+	}
+	return m.ticks%every == 0
+}
+
 // periodic is what a live cluster's member does each SWIM period besides
 // its probe, which a closed group of Das et al. does not need:
 //
@@ -270,7 +289,7 @@ func (m *members) Timeout(env proc.Env, tag any) {
 //     piggybacking missed still spreads; and its whole list to one member
 //     held dead (Serf's reconnect), so that members that declared each
 //     other dead across a partition, or a restart, find each other
-//     again.
+//     again (in its first SyncEvery periods, every syncFirst).
 func (m *members) periodic(env proc.Env) {
 	s := m.swim
 	if s.hasNews() {
@@ -280,7 +299,7 @@ func (m *members) periodic(env proc.Env) {
 			}
 		}
 	}
-	if m.ticks%uint64(s.p.SyncEvery) != 0 {
+	if !m.syncDue() {
 		return
 	}
 	for _, q := range s.randomMembers(env, 1, proc.None) {
