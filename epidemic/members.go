@@ -63,6 +63,10 @@ type members struct {
 	// set while it holds any.
 	rumors     []Entry
 	rumorsFrom proc.ID
+	// joined: this member joined through a contact (not a founder that
+	// started with the group); its first lists are exchanged sooner
+	// (syncFirst).
+	joined bool
 }
 
 // rumorTick sends the rumors on: a timer of no delay, which goes off
@@ -128,6 +132,7 @@ func (m *members) Start(env proc.Env) {
 // Join starts both halves through the contact: SWIM announces the
 // newcomer, the map pulls from it.
 func (m *members) Join(env proc.Env, contact proc.ID) {
+	m.joined = contact != proc.None
 	m.swim.Join(env, contact)
 	m.kv.Join(env, contact)
 }
@@ -256,9 +261,9 @@ func (m *members) Timeout(env proc.Env, tag any) {
 	}
 }
 
-// syncFirst is the periods between a member's exchanges of lists in its
-// first SyncEvery periods (from its start or join); then they come
-// SyncEvery periods apart. Members that join together learn one another
+// syncFirst is the periods between a joined member's exchanges of lists
+// in its first SyncEvery periods; then they come SyncEvery periods apart,
+// as a founder's do from the start. Members that join together learn one another
 // by rumor — a contact that answered one before it had heard of another
 // could not tell it — and a rumor misses a member now and then, or finds
 // it unknown to those who hold the rumor; a newcomer's own lists are
@@ -269,7 +274,7 @@ const syncFirst = 2
 // syncDue says whether this period is one of an exchange of lists.
 func (m *members) syncDue() bool {
 	every := uint64(m.swim.p.SyncEvery)
-	if m.ticks < every {
+	if m.joined && m.ticks < every {
 		return m.ticks%syncFirst == 0
 	}
 	return m.ticks%every == 0
@@ -289,7 +294,8 @@ func (m *members) syncDue() bool {
 //     piggybacking missed still spreads; and its whole list to one member
 //     held dead (Serf's reconnect), so that members that declared each
 //     other dead across a partition, or a restart, find each other
-//     again (in its first SyncEvery periods, every syncFirst).
+//     again (in a joined member's first SyncEvery periods, every
+//     syncFirst).
 func (m *members) periodic(env proc.Env) {
 	s := m.swim
 	if s.hasNews() {
