@@ -421,7 +421,7 @@ func TestGossipInProcess(t *testing.T) {
 }
 
 // BenchmarkGossipBesideMemberlist: 32 and 64 members, Cohort (with its
-// default 400 ms period, and with memberlist's 1 s probe interval) and
+// 200 ms period, and with memberlist's 1 s probe interval) and
 // memberlist alternated in one run; the figures are reported as metrics
 // (ms and bytes).
 //
@@ -449,7 +449,7 @@ var gossipIdle = flag.Duration("gossip.idle", 3*time.Second, "the idle window wh
 // runs Cohort beside memberlist's defaults: its own default (named
 // "cohort") and memberlist's probe interval (named "cohort-1s") unless told
 // otherwise (-gossip.periods=200ms,400ms,1s).
-var gossipPeriods = flag.String("gossip.periods", "400ms,1s", "the SWIM periods BenchmarkGossipBesideMemberlist runs Cohort at, comma-separated")
+var gossipPeriods = flag.String("gossip.periods", "200ms,1s", "the SWIM periods BenchmarkGossipBesideMemberlist runs Cohort at, comma-separated")
 
 func BenchmarkGossipBesideMemberlist(b *testing.B) {
 	var whos []string

@@ -82,12 +82,8 @@ type Config struct {
 
 // DefaultPeriod is SWIM's protocol period and the map's exchange round
 // on a live cluster (memberlist's LAN probe interval is 1 s, its gossip
-// interval 200 ms). At 400 ms a crash is declared by every member more
-// than twice as soon as memberlist's defaults declare it, and an idle
-// member sends fewer bytes than memberlist's (the README's side-by-side
-// table); at 200 ms detection is about twice as fast again, for about
-// twice the bytes.
-const DefaultPeriod = 400 * time.Millisecond
+// interval 200 ms).
+const DefaultPeriod = 200 * time.Millisecond
 
 // DefaultReapAfter is how long a deletion's tombstone is kept: a member
 // cut off for longer, holding the old value, brings it back when it
