@@ -37,10 +37,12 @@ import (
 // leaves about e^{−2} ≈ 0.14 members of n expected to miss it, whatever n.
 //
 // The group is open (Params.Open): a member knows the founders and the
-// members it has heard of; a newcomer joins through any member, which
-// answers with a sample of its list (swim.sample), pulls the map from it
-// and the rest of the list from a member of the sample at once. A member
-// that restarts has lost both halves' state: it joins again (through a
+// members it has heard of; a newcomer joins through any member and
+// exchanges state with it at once, as memberlist and Serf do at a join:
+// the contact answers with its whole member list (swim.go) and, to the
+// newcomer's pull of the map, with every entry newer than the newcomer's
+// digest (antientropy.go); the other members learn of the newcomer by
+// rumor. A member that restarts has lost both halves' state: it joins again (through a
 // founder, or its contact), refutes its obituary with a higher incarnation
 // (SWIM's §4.2) and pulls the map back.
 //
@@ -61,6 +63,10 @@ type members struct {
 	// set while it holds any.
 	rumors     []Entry
 	rumorsFrom proc.ID
+	// joined: this member joined through a contact (not a founder that
+	// started with the group); its first lists are exchanged sooner
+	// (syncFirst).
+	joined bool
 }
 
 // rumorTick sends the rumors on: a timer of no delay, which goes off
@@ -126,6 +132,7 @@ func (m *members) Start(env proc.Env) {
 // Join starts both halves through the contact: SWIM announces the
 // newcomer, the map pulls from it.
 func (m *members) Join(env proc.Env, contact proc.ID) {
+	m.joined = contact != proc.None
 	m.swim.Join(env, contact)
 	m.kv.Join(env, contact)
 }
@@ -213,20 +220,6 @@ func (m *members) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		if !m.swim.left && msg.Sum != m.swim.checksum() {
 			env.Send(from, JoinReq{Updates: m.swim.facts()})
 		}
-	case JoinAck:
-		// The answer to this newcomer's join is a sample of the list
-		// (swim.sample): it asks a member of the sample other than its
-		// contact for the rest at once, by the exchange of lists below,
-		// rather than wait up to SyncEvery periods for it.
-		answer := m.swim.joining && from == m.swim.contact
-		m.swim.Receive(env, from, msg)
-		if answer && !m.swim.left {
-			m.swim.joining, m.swim.quietFrom = false, proc.None
-			for _, q := range m.swim.randomMembers(env, 1, from) {
-				m.swim.quietFrom = q
-				env.Send(q, ListChecksum{Sum: m.swim.checksum()})
-			}
-		}
 	case Pull, Digest, Reply, Checksum:
 		if !m.swim.left {
 			m.kv.Receive(env, from, msg)
@@ -268,6 +261,25 @@ func (m *members) Timeout(env proc.Env, tag any) {
 	}
 }
 
+// syncFirst is the periods between a joined member's exchanges of lists
+// in its first SyncEvery periods; then they come SyncEvery periods apart,
+// as a founder's do from the start. Members that join together learn one another
+// by rumor — a contact that answered one before it had heard of another
+// could not tell it — and a rumor misses a member now and then, or finds
+// it unknown to those who hold the rumor; a newcomer's own lists are
+// still filling in. The first exchanges repair what the rumors missed
+// within a few periods of the joins, not SyncEvery periods on.
+const syncFirst = 2
+
+// syncDue says whether this period is one of an exchange of lists.
+func (m *members) syncDue() bool {
+	every := uint64(m.swim.p.SyncEvery)
+	if m.joined && m.ticks < every {
+		return m.ticks%syncFirst == 0
+	}
+	return m.ticks%every == 0
+}
+
 // periodic is what a live cluster's member does each SWIM period besides
 // its probe, which a closed group of Das et al. does not need:
 //
@@ -282,7 +294,8 @@ func (m *members) Timeout(env proc.Env, tag any) {
 //     piggybacking missed still spreads; and its whole list to one member
 //     held dead (Serf's reconnect), so that members that declared each
 //     other dead across a partition, or a restart, find each other
-//     again.
+//     again (in a joined member's first SyncEvery periods, every
+//     syncFirst).
 func (m *members) periodic(env proc.Env) {
 	s := m.swim
 	if s.hasNews() {
@@ -292,7 +305,7 @@ func (m *members) periodic(env proc.Env) {
 			}
 		}
 	}
-	if m.ticks%uint64(s.p.SyncEvery) != 0 {
+	if !m.syncDue() {
 		return
 	}
 	for _, q := range s.randomMembers(env, 1, proc.None) {

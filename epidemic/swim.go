@@ -72,22 +72,24 @@ import (
 // Params.Stagger starts the members' periods in 8 slots of the period.
 //
 // A process that joins sends its alive{self} to its contact, which
-// answers with every membership fact it holds that differs from "alive,
-// incarnation 0" (memberlist's state sync on join) and tells gossipFanout
-// members of the newcomer at once; from them the news travels
-// piggybacked like any other, so a join costs the other members no
-// message of their own. A process that leaves sends left{self} to k
-// members, which disseminate it.
+// answers with every membership fact it holds — its whole list, the
+// push-pull state sync that memberlist and Serf do at a join — and tells
+// gossipFanout members of the newcomer at once; from them the news
+// travels piggybacked like any other, so a join costs the other members
+// no message of their own, and the newcomer knows every member its
+// contact knew as soon as the answer arrives. A process that leaves
+// sends left{self} to k members, which disseminate it.
 //
 // Each member knows the run's ID space 0 .. N−1 (as the family's contract
 // says) and starts holding every other member alive at incarnation 0; it
 // stores only the facts that differ from that, so that 10⁵ members fit in
 // memory. In an open group (Params.Open, a live cluster that members join)
-// a member knows only the founders and the members it has heard of, holds
-// each explicitly, and answers a join with a sample of at most maxGossip
-// facts (sample), not the whole list; the members a newcomer learns from
-// that answer and from the list it pulls next are learnt quietly, not
-// disseminated again (merge).
+// a member knows only the founders and the members it has heard of, and
+// holds each explicitly; the members a newcomer learns from its contact's
+// answer are learnt quietly, not disseminated again (merge). The answer
+// costs the contact O(n) — a list of n members, 5 to 16 bytes each, well
+// within a transport frame at the 2¹⁶ IDs a live cluster has — as
+// memberlist's push-pull at a join does.
 //
 // The shuffled list of step 1 is a random affine permutation x = (a·k + b)
 // mod p over the smallest prime p ≥ N, skipping IDs ≥ N, itself and
@@ -138,8 +140,7 @@ type swim struct {
 	joining bool
 	contact proc.ID
 	// quietFrom is the member whose list this newcomer learns quietly
-	// (merge): its contact, then the member it pulls the rest from;
-	// None once it has.
+	// (merge): its contact until its answer has come, then None.
 	quietFrom proc.ID
 
 	// viv, if set, is the member's Vivaldi coordinate: its acks carry
@@ -853,16 +854,11 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 			s.probe.nacks++
 		}
 	case JoinReq:
+		// A join, or an exchange of lists (members.go): the sender's
+		// facts are merged and the whole list goes back (push-pull).
 		known, _ := s.lookup(from)
 		s.merge(env, from, m.Updates)
-		if from == s.quietFrom && !s.joining {
-			s.quietFrom = proc.None // the list it pulled
-		}
-		if s.p.Open && len(m.Updates) <= 1 {
-			env.Send(from, JoinAck{Updates: s.sample(env, from)})
-		} else {
-			env.Send(from, JoinAck{Updates: s.facts()})
-		}
+		env.Send(from, JoinAck{Updates: s.facts()})
 		if st, inc := s.lookup(from); known == stateUnknown && st == StateAlive {
 			// A newcomer that joined through this member: its contact
 			// tells a few at once, so that the join spreads in network
@@ -874,6 +870,9 @@ func (s *swim) Receive(env proc.Env, from proc.ID, msg proc.Message) {
 		}
 	case JoinAck:
 		s.merge(env, from, m.Updates)
+		if s.joining && from == s.contact {
+			s.joining, s.quietFrom = false, proc.None // joined: what comes next is news
+		}
 	case Gossip:
 		s.applyAll(env, m.Updates)
 	case Goodbye:
@@ -937,42 +936,9 @@ func (s *swim) facts() []Fact {
 	return out
 }
 
-// sample is an open group's answer to a join: the contact itself, what
-// it holds against the newcomer (an obituary to refute), and a random
-// sample of the other members it holds, at most maxGossip facts in all —
-// not its whole list, which would cost the contact O(n) for each of n
-// joins. The newcomer learns the rest as any member learns news: from
-// the piggybacked updates, and from the exchange of member lists
-// (members.go), the first at once.
-func (s *swim) sample(env proc.Env, newcomer proc.ID) []Fact {
-	out := []Fact{{State: StateAlive, Member: s.self, Inc: s.inc}}
-	if v := s.verdict(newcomer); v != nil {
-		out = append(out, *v)
-	}
-	want := min(maxGossip, len(out)+len(s.view))
-	for range 4*maxGossip + 8 {
-		if len(out) >= want {
-			break
-		}
-		h := s.view[env.Rand().IntN(len(s.view))]
-		if h.id == newcomer || slices.ContainsFunc(out, func(f Fact) bool { return f.Member == h.id }) {
-			continue
-		}
-		f := Fact{State: h.state, Member: h.id, Inc: h.inc}
-		if h.state == StateSuspect {
-			if x := s.suspicionFact(h.id); x != nil {
-				f = *x
-			}
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
 // merge applies the facts of a state sync (a join's answer, an exchange
 // of member lists) from peer. A newcomer learns the members it had not
-// heard of from its contact's answer, and from the list it pulls next,
-// quietly: that they are alive is no news to the group — peer held them
+// heard of from its contact's answer quietly: that they are alive is no news to the group — peer held them
 // already — and a newcomer that put a list of n members into its buffer
 // would spend its piggybacking on n facts the others hold (n newcomers:
 // n²). Every other fact is applied as news: a member's own word about
