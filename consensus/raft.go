@@ -240,6 +240,7 @@ type Raft struct {
 	acks         []ack         // a follower's answers that wait for its next sync
 	forwards     [][]byte      // a follower's proposals that wait for the flush
 	forwardBytes int
+	rec          []byte // scratch for the records persistEntries writes
 	// A follower's snapshot being received in chunks: that at
 	// incoming.Index, its bytes so far.
 	incoming InstallSnapshot

@@ -41,8 +41,9 @@ func (r *Raft) stateRecord() []byte {
 	return binary.AppendUvarint(b, uint64(r.vote+1))
 }
 
-func entriesRecord(index uint64, es []Entry) []byte {
-	b := binary.AppendUvarint([]byte{recEntries}, index)
+// appendEntriesRecord appends the record of entries es from index on to b.
+func appendEntriesRecord(b []byte, index uint64, es []Entry) []byte {
+	b = binary.AppendUvarint(append(b, recEntries), index)
 	b = binary.AppendUvarint(b, uint64(len(es)))
 	for _, e := range es {
 		b = binary.AppendUvarint(b, e.Term)
@@ -103,8 +104,16 @@ func (r *Raft) persistState(env proc.Env) {
 // persistEntries writes entries from index on; they are durable after the
 // next sync.
 func (r *Raft) persistEntries(env proc.Env, index uint64, es []Entry) {
-	r.storage(env).Append(entriesRecord(index, es))
+	r.rec = appendEntriesRecord(r.rec[:0], index, es)
+	r.storage(env).Append(r.rec) // the host keeps its own copy
+	if cap(r.rec) > maxRecScratch {
+		r.rec = nil
+	}
 }
+
+// maxRecScratch bounds the record buffer a server keeps between appends:
+// a leader's entry, or a follower's batch of them, fits.
+const maxRecScratch = 1 << 20
 
 // truncate drops the entries from index on.
 func (r *Raft) truncate(env proc.Env, index uint64) {
@@ -126,7 +135,7 @@ func (r *Raft) rewrite(env proc.Env) {
 	st := r.storage(env)
 	recs := [][]byte{r.snapshotRecord(), r.stateRecord()}
 	if len(r.log) > 0 {
-		recs = append(recs, entriesRecord(r.first, r.log))
+		recs = append(recs, appendEntriesRecord(nil, r.first, r.log))
 	}
 	st.Replace(recs)
 	st.Sync()

@@ -63,6 +63,7 @@ delivered at every member.`,
 			if newProgress(cmd.ErrOrStderr()).on {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
+			tuneGC() // as each of its nodes would
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			points, err := bench.RunGroup(ctx, cfg)

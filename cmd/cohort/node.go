@@ -429,6 +429,7 @@ that announces others.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			tuneGC()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
