@@ -205,3 +205,29 @@ func TestRunLockWithoutEtcd(t *testing.T) {
 		t.Error("0 clients accepted")
 	}
 }
+
+// On the replicated backend the run measures the disk under the logs, with
+// the nodes' five writers at once and with one alone, so that its figures
+// can be read against the disk's own.
+func TestRunLockMeasuresTheDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds")
+	}
+	r, err := RunLock(context.Background(), LockConfig{Clients: []int{2}, Duration: 200 * time.Millisecond,
+		Algorithm: lock.ReplicatedAlgorithm(consensus.DefaultConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DiskSyncP50us <= 0 || r.DiskSyncOneP50us <= 0 {
+		t.Errorf("disk figures missing: five writers %v µs, one %v µs", r.DiskSyncP50us, r.DiskSyncOneP50us)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"disk_sync_p50_us":`, `"disk_sync_one_p50_us":`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+}

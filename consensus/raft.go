@@ -1075,7 +1075,13 @@ func (r *Raft) accept(env proc.Env, prev uint64, es []Entry) uint64 {
 		}
 		r.log = append(r.log, es[i:]...)
 		r.persistEntries(env, idx, es[i:])
-		r.configure()
+		// The configuration is the last one in the log (thesis §4.1): it
+		// changes only if one was dropped or appended here. (Looking for
+		// it on every append would read the whole log back to the last
+		// configuration or snapshot: thousands of entries.)
+		if r.confIndex >= idx || slices.ContainsFunc(es[i:], func(e Entry) bool { return e.Members != nil }) {
+			r.configure()
+		}
 		break
 	}
 	return last
