@@ -187,11 +187,21 @@ func TestClientKeepsConnections(t *testing.T) {
 		defer mu.Unlock()
 		return opened
 	}
+	// A round's last answers may still be on their way back to the
+	// client's pool when the next round starts (the transport returns a
+	// connection after its body is read, on another goroutine): on a
+	// loaded machine a round can dial a few connections anyway. So of
+	// three more rounds the quietest must reuse what the first opened; a
+	// client that drops its connections dials most of them every round.
 	first := round()
-	again := round() - first
-	t.Logf("%d puts at once: %d connections, then %d more", at, first, again)
-	if first == 0 || again > at/4 {
-		t.Fatalf("a second round of %d puts at once opened %d new connections (the first %d): the client does not keep them", at, again, first)
+	fewest, last := at, first
+	for range 3 {
+		now := round()
+		fewest, last = min(fewest, now-last), now
+	}
+	t.Logf("%d puts at once: %d connections, then at least %d more a round", at, first, fewest)
+	if first == 0 || fewest > at/4 {
+		t.Fatalf("every further round of %d puts at once opened at least %d new connections (the first %d): the client does not keep them", at, fewest, first)
 	}
 }
 
