@@ -1,7 +1,6 @@
 package consensus_test
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -117,25 +116,6 @@ func (f oblivious) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	f.after(env)
 }
 func (f oblivious) Timeout(env proc.Env, tag any) { f.Locks.Timeout(env, tag); f.after(env) }
-
-// pauses pauses each of the n servers in turn, in an order and for times
-// (300 to 450 ms, more than a session's TTL) drawn from seed: whichever
-// leads is paused once, the others elect a new leader and expire the
-// sessions the paused one was renewing, and the paused leader wakes up
-// believing it still leads — the process pause that leases must survive
-// (Gray and Cheriton's leases; Raft thesis §6.4). Only the links' latency
-// besides: no loss, crash or drift to dilute the schedule.
-func pauses(n int, seed uint64) (sim.Network, []sim.Fault) {
-	rng := rand.New(rand.NewPCG(seed, 0x7061757365))
-	var faults []sim.Fault
-	at := 150*time.Millisecond + time.Duration(rng.Int64N(int64(100*time.Millisecond)))
-	for _, p := range rng.Perm(n) {
-		until := at + 300*time.Millisecond + time.Duration(rng.Int64N(int64(150*time.Millisecond)))
-		faults = append(faults, sim.Fault{Kind: sim.Pause, Node: proc.ID(p), At: at, Until: until})
-		at = until + 20*time.Millisecond
-	}
-	return sim.Network{Latency: sim.Uniform{Min: 200 * time.Microsecond, Max: 3 * time.Millisecond}}, faults
-}
 
 // TestLeaseCheckerCatchesBrokenLockServers: servers paused in turn, with
 // either bug, make two clients hold a lock at once, and lock-leases says
