@@ -670,7 +670,7 @@ func TestChangesForwardedToTheLeader(t *testing.T) {
 	cfg.Members, cfg.Forward = []proc.ID{0, 1, 2}, true
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
 	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		w := &changer{steps: []changeStep{
 			{At: time.Second, To: []proc.ID{0, 1, 2}, In: consensus.AddServer{ID: 3}},
 			{At: 2 * time.Second, To: []proc.ID{3}, In: consensus.RemoveServer{ID: 0}},
@@ -748,7 +748,7 @@ func TestRemovedLeaderHandsOver(t *testing.T) {
 	cfg := consensus.DefaultConfig
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
 	net := sim.Network{Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}, FIFO: true}
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		w := &resigner{At: time.Second}
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: 3, Seed: seed, New: mk, Network: net,
 			Workload: sim.Combine{clients(2 * time.Second), w}, Deadline: 2 * time.Second})
@@ -775,7 +775,7 @@ func TestServerRemovedWhileDownIsToldWhenItReturns(t *testing.T) {
 	// (1.5 s); it returns at 5 s.
 	down := sim.Fault{Kind: sim.Crash, Node: 0, At: time.Second}
 	up := sim.Fault{Kind: sim.Recover, Node: 0, At: 5 * time.Second}
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		w := &changer{steps: []changeStep{{At: 2 * time.Second, To: []proc.ID{1, 2, 3}, In: consensus.RemoveServer{ID: 0}}}}
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: 4, Seed: seed, New: mk, Network: net,
 			Faults:   []sim.Fault{down, up},
