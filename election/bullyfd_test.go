@@ -10,6 +10,7 @@ import (
 
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/sim/simtest"
 	"github.com/cohort-go/cohort/trace"
 )
 
@@ -65,7 +66,7 @@ func ids(from, to int) []proc.ID {
 func TestBullyFDFailoverAndComeback(t *testing.T) {
 	cfg := SimLeader
 	crash, back := 300*time.Millisecond, 700*time.Millisecond
-	for seed := uint64(1); seed <= 30; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(30, 3)); seed++ {
 		r := electionRun{Nodes: 8, Seed: seed, New: NewBullyFD(cfg), FIFO: true,
 			Latency: sim.Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond},
 			Faults: []sim.Fault{
@@ -104,7 +105,7 @@ func TestBullyFDFailoverAndComeback(t *testing.T) {
 // E1, E2 and agreement hold at the end of runs with random crashes and
 // recoveries of any process, once the faults are over.
 func TestBullyFDSweepUnderCrashes(t *testing.T) {
-	for seed := uint64(1); seed <= 100; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(100, 10)); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		n := 2 + rng.IntN(9)
 		var faults []sim.Fault
@@ -129,7 +130,8 @@ func TestBullyFDSweepUnderCrashes(t *testing.T) {
 // process agreeing on the largest present id once membership settles.
 func TestBullyFDSweepUnderChurn(t *testing.T) {
 	var joins, leaves, crashes int64
-	for seed := uint64(1); seed <= 40; seed++ {
+	seeds := simtest.Seeds(40, 8)
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 8))
 		n := 4 + rng.IntN(12)
 		r := electionRun{Nodes: n, Seed: seed, New: NewBullyFD(SimLeader), FIFO: true,
@@ -147,8 +149,9 @@ func TestBullyFDSweepUnderChurn(t *testing.T) {
 			}
 		}
 	}
-	if joins < 100 || leaves < 40 || crashes < 20 {
-		t.Errorf("churn too thin to mean anything: %d joins, %d leaves, %d crashes over 40 runs", joins, leaves, crashes)
+	// At least 2.5 joins, 1 leave and 0.5 crashes a run on average.
+	if joins < int64(5*seeds/2) || leaves < int64(seeds) || crashes < int64(seeds/2) {
+		t.Errorf("churn too thin to mean anything: %d joins, %d leaves, %d crashes over %d runs", joins, leaves, crashes, seeds)
 	}
 }
 
@@ -159,7 +162,7 @@ func TestBullyFDNoFalseSuspicions(t *testing.T) {
 	for _, phi := range []float64{0, 8} {
 		cfg := SimLeader
 		cfg.Phi = phi
-		for seed := uint64(1); seed <= 5; seed++ {
+		for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 1)); seed++ {
 			r := electionRun{Nodes: 5, Seed: seed, New: NewBullyFD(cfg), FIFO: true,
 				Latency: sim.Uniform{Min: 500 * time.Microsecond, Max: 8 * time.Millisecond},
 				Clocks:  sim.Skew(time.Millisecond, 1e-4, seed), Deadline: 20 * time.Second}
@@ -481,7 +484,7 @@ func TestBullyFDTermsRise(t *testing.T) {
 	for _, quorum := range []bool{false, true} {
 		cfg := SimLeader
 		cfg.Quorum = quorum
-		for seed := uint64(1); seed <= 40; seed++ {
+		for seed := uint64(1); seed <= uint64(simtest.Seeds(40, 4)); seed++ {
 			rng := rand.New(rand.NewPCG(seed, 9))
 			n := 3 + rng.IntN(5)
 			var faults []sim.Fault
