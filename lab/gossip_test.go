@@ -185,13 +185,20 @@ func TestGossipCompare(t *testing.T) {
 		}
 	}
 	theory := map[string]bool{}
+	pushSumCases := map[string]bool{}
 	for _, r := range rows {
+		if r.Algo == "push-sum" && r.Metric == "rounds_to_1e-6" && r.Measured != nil {
+			pushSumCases[r.Case] = true
+		}
 		if r.Measured == nil && r.Metric != "pull_ratio" && r.Metric != "push_tail_ratio" {
 			t.Errorf("%s %s %s: not measured", r.Algo, r.Case, r.Metric)
 		}
 		if r.Theory != nil {
 			theory[r.Algo+" "+r.Metric] = true
 		}
+	}
+	if len(pushSumCases) != 2 {
+		t.Errorf("push-sum reaches 10⁻⁶ in cases %v, want both inputs'", pushSumCases)
 	}
 	for _, want := range []string{"push rounds_to_all", "pull pull_ratio", "rumor residue", "rumor updates_per_node", "push-sum messages_per_node_round"} {
 		if !theory[want] {

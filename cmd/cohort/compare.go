@@ -120,6 +120,12 @@ var metricNames = map[string]string{
 	"residue":                 "residue",
 	"updates_per_node":        "updates per node",
 	"max_error":               "largest relative error",
+	"rounds_to_1e-2":          "rounds to largest error 10⁻²",
+	"rounds_to_1e-4":          "rounds to largest error 10⁻⁴",
+	"rounds_to_1e-6":          "rounds to largest error 10⁻⁶",
+	"rounds_to_1e-2_mean":     "rounds to mean error 10⁻²",
+	"rounds_to_1e-4_mean":     "rounds to mean error 10⁻⁴",
+	"rounds_to_1e-6_mean":     "rounds to mean error 10⁻⁶",
 	"messages_per_node_round": "messages per node and round",
 
 	"first_detection_periods":        "first detection (periods)",
