@@ -407,12 +407,6 @@ var PushSumReference = map[string][]float64{
 	"one":     {47, 64, 74},
 }
 
-// PushSumInputs are the inputs of PushSumInput, with what each gives.
-var PushSumInputs = []struct{ Name, Doc string }{
-	{"uniform", "node i holds i+1: the average is (n+1)/2"},
-	{"one", "node 0 holds n, every other 0: all the mass on one node, the average is 1"},
-}
-
 // PushSumInput is the value of node i of n under the named input:
 //
 //   - "uniform": i+1, so the values spread evenly from 1 to n, as
@@ -455,7 +449,7 @@ func (l *PushSumLoad) Init(c sim.Control) {
 	if l.X == nil {
 		x, err := PushSumInput(l.Input, n)
 		if err != nil {
-			panic(err) // SetInput checked it
+			panic(err) // an Input set without SetInput, to no input there is
 		}
 		l.X = x
 	}
