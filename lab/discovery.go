@@ -204,8 +204,9 @@ func discoveryMetrics(f Finished) (map[string]float64, map[string]*float64) {
 // discoveryCompareMaxNodes is the largest run of discovery's cases in
 // `cohort compare gossip` (the issue asks no discovery figure of it):
 // their 300 rounds of Vivaldi warm-up make the plane's case of 10⁵ nodes
-// cost more than three minutes of CPU, more than push-sum's two cases at
-// 10⁶, and 10⁶ ten times that.
+// cost more than 170 s of CPU (a run stopped there unfinished), more
+// than push-sum's two cases at 10⁶ (about 135 s), and 10⁶ ten times
+// that.
 const discoveryCompareMaxNodes = 10_000
 
 func discoveryCase(name string, plane bool) compareCase {
