@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -201,6 +202,11 @@ func printCompare(w io.Writer, rows []lab.CompareRow, runs []lab.CompareRun, nod
 	var algos []string
 	for _, r := range rows {
 		if len(algos) == 0 || algos[len(algos)-1] != r.Algo {
+			algos = append(algos, r.Algo)
+		}
+	}
+	for _, r := range runs { // an algorithm whose every run was skipped says why
+		if r.Skip != "" && !slices.Contains(algos, r.Algo) {
 			algos = append(algos, r.Algo)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/cohort-go/cohort/lab"
 )
 
 func TestSimGossipFlags(t *testing.T) {
@@ -153,4 +155,21 @@ func simJSON(t *testing.T, family string, args ...string) map[string]any {
 func metricOf(r map[string]any, name string) float64 {
 	v, _ := r["metrics"].(map[string]any)[name].(float64)
 	return v
+}
+
+// A case skipped at some size says why, once, even where it is the
+// algorithm's only case at that size (SWIM's at 10⁶).
+func TestCompareSaysWhyARunWasSkipped(t *testing.T) {
+	one := 1.0
+	rows := []lab.CompareRow{{Algo: "push", Nodes: 10, Case: "one update", Metric: "rounds_to_all", Measured: &one}}
+	runs := []lab.CompareRun{
+		{Algo: "push", Nodes: 10, Case: "one update"},
+		{Algo: "swim", Nodes: 10, Case: "a", Skip: "too large"},
+		{Algo: "swim", Nodes: 10, Case: "b", Skip: "too large"},
+	}
+	var out strings.Builder
+	printCompare(&out, rows, runs, []int{10})
+	if got := strings.Count(out.String(), "skipped N=10: too large"); got != 1 || !strings.Contains(out.String(), "\nswim\n") {
+		t.Errorf("the skip printed %d times:\n%s", got, out.String())
+	}
 }
