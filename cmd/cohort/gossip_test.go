@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/cohort-go/cohort/lab"
 )
 
 func TestSimGossipFlags(t *testing.T) {
@@ -30,13 +32,32 @@ func TestSimGossipFlags(t *testing.T) {
 	if c := run("--algo", "push-sum", "--nodes", "50", "--variant", "count"); metric(c, "max_error") > 1e-3 {
 		t.Errorf("push-sum count: error %v", metric(c, "max_error"))
 	}
-	for _, bad := range [][]string{
-		{"sim", "mutex", "--fanout", "2"},
-		{"sim", "gossip", "--variant", "loud"},
-		{"sim", "gossip", "--k", "0"},
+	// All the mass on one node: no estimate is near the average before
+	// every node has a share, so each error takes more rounds than with
+	// the values 1 .. n.
+	uniform := run("--algo", "push-sum", "--nodes", "300")
+	single := run("--algo", "push-sum", "--nodes", "300", "--input", "one")
+	for _, m := range []string{"rounds_to_1e-2", "rounds_to_1e-4", "rounds_to_1e-6"} {
+		if !(metric(single, m) > metric(uniform, m) && metric(uniform, m) > 0) {
+			t.Errorf("%s: --input one %v, uniform %v", m, metric(single, m), metric(uniform, m))
+		}
+	}
+	if s, ok := single["series"].(map[string]any)["mean_error"].([]any); !ok || len(s) < int(metric(single, "rounds_to_1e-6")) {
+		t.Errorf("--input one: mean_error series %v", single["series"])
+	}
+	for _, bad := range []struct {
+		args []string
+		says string // the message names the bad value
+	}{
+		{[]string{"sim", "mutex", "--fanout", "2"}, "--fanout"},
+		{[]string{"sim", "gossip", "--variant", "loud"}, `"loud"`},
+		{[]string{"sim", "gossip", "--k", "0"}, "--k 0"},
+		{[]string{"sim", "gossip", "--algo", "push-sum", "--input", "two"}, `--input "two"`},
+		{[]string{"sim", "gossip", "--algo", "push", "--input", "one"}, "--input is a flag of the push-sum algorithm"},
+		{[]string{"sim", "mutex", "--input", "one"}, "--input"},
 	} {
-		if code, _, errs := cli(t, bad...); code != 2 || errs == "" {
-			t.Errorf("%v: exit %d (%s), want 2 and a message", bad, code, errs)
+		if code, _, errs := cli(t, bad.args...); code != 2 || !strings.Contains(errs, bad.says) {
+			t.Errorf("%v: exit %d (%s), want 2 and a message with %s", bad.args, code, errs, bad.says)
 		}
 	}
 	if code, out, _ := cli(t, "sim", "gossip", "--help"); code != 0 || !strings.Contains(out, "--fanout") || !strings.Contains(out, "push-sum") {
@@ -59,6 +80,14 @@ func TestCompareGossip(t *testing.T) {
 	}
 	if !strings.Contains(out, "first detection (periods), crashes and a pause") {
 		t.Errorf("compare gossip lacks SWIM's case")
+	}
+	// Push-sum's rounds to each error, for both inputs, largest and mean.
+	for _, c := range []string{"average of 1..n", "average, all mass on one node"} {
+		for _, m := range []string{"largest error 10⁻²", "largest error 10⁻⁶", "mean error 10⁻⁴"} {
+			if row := "rounds to " + m + ", " + c; !strings.Contains(out, row) {
+				t.Errorf("compare gossip lacks %q", row)
+			}
+		}
 	}
 	if code, _, _ := cli(t, "compare", "mutex", "--nodes", "10000"); code != 2 {
 		t.Errorf("compare mutex --nodes 10000: exit %d, want 2", code)
@@ -126,4 +155,21 @@ func simJSON(t *testing.T, family string, args ...string) map[string]any {
 func metricOf(r map[string]any, name string) float64 {
 	v, _ := r["metrics"].(map[string]any)[name].(float64)
 	return v
+}
+
+// A case skipped at some size says why, once, even where it is the
+// algorithm's only case at that size (SWIM's at 10⁶).
+func TestCompareSaysWhyARunWasSkipped(t *testing.T) {
+	one := 1.0
+	rows := []lab.CompareRow{{Algo: "push", Nodes: 10, Case: "one update", Metric: "rounds_to_all", Measured: &one}}
+	runs := []lab.CompareRun{
+		{Algo: "push", Nodes: 10, Case: "one update"},
+		{Algo: "swim", Nodes: 10, Case: "a", Skip: "too large"},
+		{Algo: "swim", Nodes: 10, Case: "b", Skip: "too large"},
+	}
+	var out strings.Builder
+	printCompare(&out, rows, runs, []int{10})
+	if got := strings.Count(out.String(), "skipped N=10: too large"); got != 1 || !strings.Contains(out.String(), "\nswim\n") {
+		t.Errorf("the skip printed %d times:\n%s", got, out.String())
+	}
 }

@@ -11,11 +11,14 @@ import (
 
 // The gossip family's flags of `cohort sim`: the algorithms' parameters
 // (epidemic.Params), which build the processes and the workload anew.
-var gossipOnlyFlags = []string{"fanout", "k", "variant", "plane"}
+var gossipOnlyFlags = []string{"fanout", "k", "variant", "plane", "input"}
 
 // gossipPlane is --plane: the discovery workload's network is a plane of
 // cities (sim.Plane) instead of a transit-stub one.
 var gossipPlane bool
+
+// gossipInput is --input: the push-sum workload's values (lab.PushSumInput).
+var gossipInput string
 
 func addGossipFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -23,6 +26,7 @@ func addGossipFlags(cmd *cobra.Command) {
 	fl.Int("k", 1, "gossip rumor: a monger loses interest with probability 1/k (or after k contacts, with --variant counter)")
 	fl.String("variant", "", `gossip: comma-separated variants — rumor: "blind" (no feedback), "counter" (instead of the coin), "pull" (instead of push), "cycles" (feedback as of the round's start), "backup" (anti-entropy beside); push-sum: "sum" or "count" (instead of the average); swim: "nolifeguard" (Das et al.'s SWIM), or one of Lifeguard's refinements off: "nolhm", "nodynamic", "nobuddy"`)
 	fl.BoolVar(&gossipPlane, "plane", false, "gossip discovery: hosts in cities on a plane (Vivaldi's own model) instead of a transit-stub network (the default up to 1024 nodes)")
+	fl.StringVar(&gossipInput, "input", "uniform", `gossip push-sum: the nodes' values — "uniform" (node i holds i+1) or "one" (node 0 holds n, the others 0: all the mass on one node, average 1)`)
 	for _, name := range gossipOnlyFlags {
 		familyOnlyFlags[name] = "gossip"
 	}
@@ -52,6 +56,9 @@ func gossipParams(cmd *cobra.Command, family string) (*epidemic.Params, error) {
 	}
 	if p.K < 1 {
 		return nil, usageErr("--k %d: need at least 1", p.K)
+	}
+	if _, err := lab.PushSumInput(gossipInput, 1); err != nil {
+		return nil, usageErr("--input %q: want uniform or one", gossipInput)
 	}
 	variants, _ := fl.GetString("variant")
 	for _, v := range strings.Split(variants, ",") {
@@ -99,6 +106,13 @@ func configureGossip(fam lab.Family, a proc.Algorithm, p *epidemic.Params, o *la
 		w.Plane = gossipPlane
 	} else if gossipPlane {
 		return usageErr("--plane is a flag of the discovery algorithm, not of %s", a.Name)
+	}
+	if w, ok := o.Workload.(*lab.PushSumLoad); ok {
+		if err := w.SetInput(gossipInput); err != nil {
+			return usageErr("--input %q: want uniform or one", gossipInput)
+		}
+	} else if gossipInput != "uniform" {
+		return usageErr("--input is a flag of the push-sum algorithm, not of %s", a.Name)
 	}
 	return nil
 }
