@@ -89,12 +89,15 @@ func TestWipedFollowerIsCaughtUp(t *testing.T) {
 			t.Logf("p%d at %v: %s", e.Node, time.Duration(e.Time), e.Label)
 		}
 	}
+	most, total := 0, 0
 	for w := range int64((end - up) / window) {
+		most, total = max(most, toWiped[w]), total+toWiped[w]
 		if toWiped[w] > toOther[w]+10 {
 			t.Errorf("%v–%v after the restart: the leader sent the wiped p%d %d AppendEntries, the healthy p%d %d",
 				time.Duration(w)*window, time.Duration(w+1)*window, victim, toWiped[w], other, toOther[w])
 		}
 	}
+	t.Logf("%d events; the leader sent the wiped p%d %d AppendEntries in %v after its restart, at most %d in 100 ms", r.Sim.Events(), victim, total, end-up, most)
 	if !reported {
 		t.Errorf("the leader did not report that p%d lost its log (no lost-state output naming it)", victim)
 	}
