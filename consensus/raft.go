@@ -249,6 +249,13 @@ type Raft struct {
 	termStart   uint64 // the index of this term's no-op
 	next, match []uint64
 	inflight    []int
+	// probing: a follower that rejected an AppendEntries, whose log we
+	// are looking for the end of our common prefix in (the "probe"
+	// state of etcd's raft): it gets one AppendEntries at a time, the
+	// next at once only if its rejection moved the search, else at the
+	// next heartbeat. Its first success ends the search.
+	probing     []bool
+	matchRound  []uint64 // per server: the round in which its match was last raised
 	sentCommit  []uint64
 	snapOffset  []uint64        // per server: the next chunk of the snapshot it is sent
 	healAfter   []time.Duration // per halted server: when it may be sent the snapshot again
@@ -464,6 +471,30 @@ type Resumed struct {
 
 func (Resumed) Kind() string     { return "resumed" }
 func (r Resumed) String() string { return fmt.Sprintf("resumed at entry %d", r.Index) }
+
+// LostState is output by a leader whose follower Server rejects an
+// AppendEntries for lack of entry Hint or an earlier one, after it
+// acknowledged every entry up to Acked (Hint ≤ Acked), in an earlier
+// round: it lost what it had made durable. Raft assumes stable storage
+// that keeps it (§5.2, Figure 2): such a server may have voted twice in
+// a term, and the entries it acknowledged may have counted towards a
+// commit that now rests on fewer copies than a majority. The leader
+// cannot repair that; it reports it, and sends the server the log again
+// from Hint (or its snapshot), as to a server that never had it. A host
+// logs it as an error. Only a rejection of what the leader sent after the
+// acknowledgement arrived counts (a rejection that a reordering network
+// delays past a later acknowledgement is not one): it comes within two
+// heartbeats of the follower's restart.
+type LostState struct {
+	Server proc.ID `json:"server"`
+	Acked  uint64  `json:"acked"`
+	Hint   uint64  `json:"hint"`
+}
+
+func (LostState) Kind() string { return "lost-state" }
+func (l LostState) String() string {
+	return fmt.Sprintf("p%d lost its log: it acknowledged entries up to %d, and now lacks entry %d", l.Server, l.Acked, l.Hint)
+}
 
 func (Elected) Kind() string     { return "leader" }
 func (e Elected) String() string { return fmt.Sprintf("leader t=%d last=%d", e.Term, e.LastIndex) }
@@ -770,6 +801,8 @@ func (r *Raft) becomeLeader(env proc.Env) {
 	r.next = make([]uint64, r.n)
 	r.match = make([]uint64, r.n)
 	r.inflight = make([]int, r.n)
+	r.probing = make([]bool, r.n)
+	r.matchRound = make([]uint64, r.n)
 	r.sentCommit = make([]uint64, r.n)
 	r.snapOffset = make([]uint64, r.n)
 	r.healAfter = make([]time.Duration, r.n)
@@ -885,18 +918,25 @@ func (r *Raft) heartbeat(env proc.Env) {
 func (r *Raft) sendEntries(env proc.Env, p proc.ID) bool {
 	sent := false
 	last := r.lastIndex()
-	for r.inflight[p] < r.cfg.MaxInflight && r.next[p] <= last {
+	window := r.cfg.MaxInflight
+	if r.probing[p] {
+		window = 1
+	}
+	for r.inflight[p] < window && r.next[p] <= last {
 		if r.next[p] < r.first {
 			r.sendSnapshot(env, p)
 			return true
 		}
 		k := r.batchFrom(r.next[p], min(uint64(r.cfg.MaxBatch), last-r.next[p]+1))
 		r.sendAppend(env, p, r.next[p], k)
-		r.next[p] += k
 		r.inflight[p]++
 		sent = true
+		if r.probing[p] {
+			break // next stays where the probe is: its answer moves it
+		}
+		r.next[p] += k
 	}
-	if !sent && r.sentCommit[p] < r.commit && r.inflight[p] < r.cfg.MaxInflight {
+	if !sent && r.sentCommit[p] < r.commit && r.inflight[p] < window {
 		r.sendAppend(env, p, r.next[p], 0) // the news of a commit
 		sent = true
 	}
@@ -1177,10 +1217,15 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 		r.sendEntries(env, from)
 		return
 	}
+	resend := true
 	if m.Success {
+		if m.Match > r.match[from] {
+			r.matchRound[from] = r.round
+		}
 		r.match[from] = max(r.match[from], m.Match)
 		r.probe(StageMatched, from, r.match[from])
 		r.next[from] = max(r.next[from], m.Match+1)
+		r.probing[from] = false
 		if r.next[from] == r.match[from]+1 {
 			// Nothing is outstanding: whatever the count says was lost.
 			r.inflight[from] = 0
@@ -1196,7 +1241,26 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 			r.leaving = proc.None // it knows
 		}
 	} else if m.Hint > 0 {
-		r.next[from] = max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
+		if m.Hint <= r.match[from] && m.Round > r.matchRound[from] {
+			// It lacks an entry it had acknowledged when we sent what it
+			// rejects (sent in a later round than the one in which its
+			// acknowledgement arrived, so even a network that reorders
+			// cannot have carried the rejection ahead of it): it lost
+			// its log (a disk wiped or replaced, a restart from an old
+			// copy). Nothing in the protocol
+			// can make up for that (it may have voted twice too); we
+			// say so, and send it the log again rather than the entry
+			// after the match it no longer holds, for ever.
+			env.Output(LostState{Server: from, Acked: r.match[from], Hint: m.Hint})
+			r.match[from] = m.Hint - 1
+		}
+		next := max(r.match[from]+1, min(m.Hint, r.lastIndex()+1))
+		// Probe: one AppendEntries at a time. Another at once only if
+		// this answer moved the search (a stale rejection, or one that
+		// repeats the last, waits for the heartbeat): a follower that
+		// keeps rejecting is sent one a round, not one a round trip.
+		resend = !r.probing[from] || next < r.next[from]
+		r.next[from], r.probing[from] = next, true
 		r.inflight[from] = 0 // what was in flight will be rejected too
 	}
 	if m.Halted > 0 && m.Halted < r.first && r.next[from] >= r.first && env.Now() >= r.healAfter[from] {
@@ -1206,8 +1270,11 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 		// sent before it arrive after it).
 		r.healAfter[from] = env.Now() + r.cfg.ElectionTimeout
 		r.next[from], r.snapOffset[from], r.inflight[from] = r.first-1, 0, 0
+		resend = true
 	}
-	r.sendEntries(env, from)
+	if resend {
+		r.sendEntries(env, from)
+	}
 }
 
 // caughtUp ends a learner's round once it holds the round's last entry:
@@ -1474,7 +1541,7 @@ func (r *Raft) change(env proc.Env, from, id proc.ID, add bool) {
 	case add:
 		// A newcomer is sent what it lacks from the end of the log back,
 		// as a learner, until it has caught up.
-		r.next[id], r.match[id], r.inflight[id] = r.lastIndex()+1, 0, 0
+		r.next[id], r.match[id], r.inflight[id], r.probing[id], r.matchRound[id] = r.lastIndex()+1, 0, 0, false, 0
 		r.lastAck[id], r.acked[id] = env.Now(), 0
 		r.catching = catchUp{id: id, from: from, round: 1, end: r.lastIndex(), start: env.Now()}
 		r.sendAppend(env, id, r.next[id], 0)
@@ -1535,6 +1602,7 @@ func (r *Raft) tellRemoved(env proc.Env, from proc.ID) {
 	}
 	r.leaving, r.leavingSince = from, env.Now()
 	r.next[from], r.match[from], r.inflight[from], r.sentCommit[from] = r.lastIndex()+1, 0, 0, 0
+	r.probing[from], r.matchRound[from] = false, 0
 	r.sendAppend(env, from, r.next[from], 0)
 }
 

@@ -124,6 +124,9 @@ func (r *Replicated) output(o proc.Output) {
 			slog.Error("replicated locks halted: a committed entry this node cannot apply; it serves the locks no more, the other nodes do, until the leader's snapshot covers the entry or it restarts able to read it",
 				"entry", o.Index, "reason", o.Reason)
 		}
+	case consensus.LostState:
+		slog.Error("replicated locks: a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
+			"node", o.Server, "acknowledged", o.Acked, "lacks", o.Hint)
 	case consensus.Resumed:
 		if r.halted.Resume() {
 			slog.Info("replicated locks resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the locks again", "entry", o.Index)

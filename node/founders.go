@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cohort-go/cohort/live"
@@ -40,6 +43,38 @@ import (
 // from it with the same kinds, it has its evidence already: it starts at
 // once, without waiting to hear the others (who may be down), and keeps
 // announcing its kinds and logging the others' as before.
+//
+// The same exchange keeps a founder that lost its data directory from
+// rejoining as itself. Raft assumes that a server keeps what it made
+// durable: one restarted empty under the same ID may vote a second time
+// in a term, and the entries it acknowledged may count towards commits
+// that now rest on fewer copies than a majority. So each founder says in
+// its announcements whether it holds state (its directory records that
+// it ran: it may have voted and acknowledged entries), and says so again
+// once it starts (recorded first); every
+// founder records, in its own data directory (stateFile, synced), the
+// founders it heard with state and when. A founder whose directory holds
+// none announces so; a founder that recorded it with state tells it, and
+//
+//	a founder without state, told by a founder that heard it with
+//	state: refuse to start (ErrLostState, naming its directory, that
+//	founder and when) — the directory must be restored, or the member
+//	removed and a new one joined.
+//
+// A founder without state that hears a founder with state (the cluster
+// ran before) waits to hear every founder (or the wait), not only a
+// majority, so that one who knew is heard. On the very first start
+// nobody has state, and nobody has heard anybody with state: every
+// founder starts as before, and so does a founder that first starts
+// late, once the others run.
+// What it does not catch: a founder whose directory was wiped while
+// every founder that recorded it is down (it hears nobody within the
+// wait, starts, and from then on holds state again); a founder run
+// without a data directory (it keeps nothing, so it announces no state);
+// and a node that joined (no founder records it). Those the leader of
+// each replicated log reports, as an error naming the node
+// (consensus.LostState), once the node rejects entries it had
+// acknowledged to that leader.
 
 // founderWait is how long a founder waits, as it starts, to hear the
 // kinds of the other founders, unless Config.FoundersWait says otherwise.
@@ -54,10 +89,14 @@ var foundersClock = time.Now
 const kindsService = "kinds"
 
 // kindsAnnounce tells a founder the sender's kinds (Kinds.String); Reply
-// is set on the answer to one.
+// is set on the answer to one. State: the sender holds state
+// (holdsState). YouHadState, if not "":
+// the sender recorded the recipient with state at this time (RFC 3339).
 type kindsAnnounce struct {
-	Kinds string
-	Reply bool
+	Kinds       string
+	Reply       bool
+	State       bool   `json:",omitempty"`
+	YouHadState string `json:",omitempty"`
 }
 
 // Kind implements proc.Message.
@@ -65,33 +104,82 @@ func (kindsAnnounce) Kind() string { return "kinds" }
 
 func (m kindsAnnounce) String() string { return fmt.Sprintf("KINDS(%s)", m.Kinds) }
 
-// heardKinds is the output of a founder's announcement: From runs Kinds.
+// heardKinds is the output of a founder's announcement: From runs Kinds,
+// holds state or not, and recorded us with state at YouHadState (if not "").
 type heardKinds struct {
-	From  proc.ID
-	Kinds string
+	From        proc.ID
+	Kinds       string
+	State       bool
+	YouHadState string
 }
 
 // Kind implements proc.Output.
 func (heardKinds) Kind() string { return "heard-kinds" }
 
-// kindsProc announces its node's kinds to every founder at start, and
-// answers each announcement with them.
+// kindsProc announces its node's kinds, and whether it holds state, to
+// every founder at start, and answers each announcement with them.
 type kindsProc struct {
 	kinds string
+	state bool               // this node holds state
 	heard map[proc.ID]string // the founders' kinds, as they announced them
+	rich  map[proc.ID]bool   // the founders that announced state
+	knew  map[proc.ID]string // the founders recorded here with state, and when
+	told  map[proc.ID]string // without state: the founders that recorded us with it, and when
 }
 
-func kindsAlgorithm(k Kinds) proc.Algorithm {
+// hasState is the input that says this node holds state now: it
+// announces so to every founder.
+type hasState struct{}
+
+// Kind implements proc.Input.
+func (hasState) Kind() string { return "has-state" }
+
+// recordedState is the input that says founder ID is recorded in this
+// node's data directory as heard with state at At: it tells ID so, from
+// now on, if ID announces that it holds none.
+type recordedState struct {
+	ID proc.ID
+	At string
+}
+
+// Kind implements proc.Input.
+func (recordedState) Kind() string { return "recorded-state" }
+
+// founderState is what a founder's data directory says, as it starts:
+// whether it holds state, and the founders it recorded with state.
+type founderState struct {
+	state bool
+	knew  map[proc.ID]string
+}
+
+// readFounderState reads it from dir ("": none).
+func readFounderState(dir string) (founderState, error) {
+	if dir == "" {
+		return founderState{}, nil
+	}
+	knew, err := readStateRecord(dir)
+	return founderState{state: holdsState(dir), knew: knew}, err
+}
+
+func kindsAlgorithm(k Kinds, st founderState) proc.Algorithm {
+	state, knew := st.state, st.knew
 	return proc.Algorithm{Family: "node", Name: "founder-kinds",
-		Summary:  "the founders of a cluster tell each other what they run behind the services",
-		New:      func(proc.ID, int) proc.Process { return &kindsProc{kinds: k.String(), heard: map[proc.ID]string{}} },
+		Summary: "the founders of a cluster tell each other what they run behind the services, and whether they hold state",
+		New: func(proc.ID, int) proc.Process {
+			return &kindsProc{kinds: k.String(), state: state, heard: map[proc.ID]string{}, rich: map[proc.ID]bool{},
+				knew: maps.Clone(knew), told: map[proc.ID]string{}}
+		},
 		Messages: []proc.Message{kindsAnnounce{}}}
+}
+
+func (p *kindsProc) announce(env proc.Env, to proc.ID, reply bool) {
+	env.Send(to, kindsAnnounce{Kinds: p.kinds, Reply: reply, State: p.state, YouHadState: p.knew[to]})
 }
 
 func (p *kindsProc) Start(env proc.Env) {
 	for q := range proc.ID(env.N()) {
 		if q != env.Self() {
-			env.Send(q, kindsAnnounce{Kinds: p.kinds})
+			p.announce(env, q, false)
 		}
 	}
 }
@@ -102,14 +190,33 @@ func (p *kindsProc) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		return
 	}
 	p.heard[from] = a.Kinds
-	env.Output(heardKinds{From: from, Kinds: a.Kinds})
+	if a.State {
+		p.rich[from] = true
+	}
+	if a.YouHadState != "" && !p.state {
+		p.told[from] = a.YouHadState
+	}
+	env.Output(heardKinds{From: from, Kinds: a.Kinds, State: a.State, YouHadState: a.YouHadState})
 	if !a.Reply {
-		env.Send(from, kindsAnnounce{Kinds: p.kinds, Reply: true})
+		p.announce(env, from, true)
 	}
 }
 
-func (p *kindsProc) Timeout(proc.Env, any)      {}
-func (p *kindsProc) Input(proc.Env, proc.Input) {}
+func (p *kindsProc) Timeout(proc.Env, any) {}
+
+func (p *kindsProc) Input(env proc.Env, in proc.Input) {
+	switch in := in.(type) {
+	case hasState:
+		p.state = true
+		for q := range proc.ID(env.N()) {
+			if q != env.Self() {
+				p.announce(env, q, true) // news: no answer wanted
+			}
+		}
+	case recordedState:
+		p.knew[in.ID] = in.At
+	}
+}
 
 // agreedFile is the file in a founder's data directory that holds the
 // kinds the founders were heard to agree on (Kinds.String).
@@ -121,35 +228,62 @@ const agreedFile = "founder-kinds"
 // heard from then on with other kinds. With a data directory dir, it
 // starts at once if dir records agreement on ours, and records it when
 // it hears it.
-func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, dir string, log *slog.Logger) error {
+func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, dir string, st founderState, recording *sync.WaitGroup, log *slog.Logger) error {
 	if n < 2 {
 		return nil
 	}
-	svc, err := ln.Service(kindsService, kindsAlgorithm(ours))
+	state := st.state
+	svc, err := ln.Service(kindsService, kindsAlgorithm(ours, st))
 	if err != nil {
 		return err
 	}
+	if dir != "" {
+		if err := recordStates(svc, dir, st.knew, recording, log); err != nil {
+			return err
+		}
+	}
 	// started logs, from now on, every founder heard with other kinds,
-	// but those of others, already logged.
+	// but those of others, already logged, and every founder that says
+	// it heard us with state if we started without.
 	started := func(others []proc.ID) {
 		svc.OnOutput(func(o proc.Output) {
-			if h, ok := o.(heardKinds); ok && !slices.Contains(others, h.From) {
+			h, ok := o.(heardKinds)
+			if !ok {
+				return
+			}
+			if !slices.Contains(others, h.From) {
 				if err := differ(h.From, ParseKinds(h.Kinds), fmt.Sprintf("node %d", self), ours); err != nil {
 					log.Error("a founder runs other kinds", "founder", int(h.From), "err", err)
 				}
 			}
+			if h.YouHadState != "" && !state {
+				log.Error("this node started without state, but a founder heard it with state: "+mustNotRejoin, "founder", int(h.From), "at", h.YouHadState, "data_dir", dir)
+			}
 		})
 	}
-	if dir != "" && agreedOn(dir, ours.String()) {
+	if state && agreedOn(dir, ours.String()) {
 		started(nil)
 		return nil
 	}
 	majority := n/2 + 1
-	var heard map[proc.ID]string
+	var heard, told map[proc.ID]string
+	ran := false // a founder heard holds state: the cluster ran before
 	deadline := foundersClock().Add(wait)
 	for {
-		if err := svc.Read(func(p proc.Process) { heard = maps.Clone(p.(*kindsProc).heard) }); err != nil {
+		if err := svc.Read(func(p proc.Process) {
+			k := p.(*kindsProc)
+			heard, told, ran = maps.Clone(k.heard), maps.Clone(k.told), len(k.rich) > 0
+		}); err != nil {
 			return err
+		}
+		if len(told) > 0 {
+			id := slices.Min(slices.Collect(maps.Keys(told)))
+			where := "none is set: it keeps no state"
+			if dir != "" {
+				where = dir + " holds none"
+			}
+			return fmt.Errorf("node %d may not start: %w: its data directory %s, but node %d heard it with state at %s: %s",
+				self, ErrLostState, where, id, told[id], mustNotRejoin)
 		}
 		agree, others := 1, []proc.ID(nil)
 		for _, id := range slices.Sorted(maps.Keys(heard)) {
@@ -163,8 +297,12 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 		// could pass between them, and the second case be taken with no
 		// founder against.
 		done := len(heard) == n-1 || foundersClock().After(deadline)
+		// A founder without state in a cluster that ran before waits
+		// for every founder (or the wait): the one that heard it with
+		// state may answer last.
+		enough := agree >= majority && (state || !ran || done)
 		switch {
-		case agree >= majority || len(others) == 0 && done:
+		case enough || len(others) == 0 && done:
 			for _, id := range others {
 				log.Error("a founder runs other kinds than the majority of the founders: it refuses to start", "founder", int(id), "kinds", heard[id], "ours", ours.String())
 			}
@@ -172,6 +310,17 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 				// Agreement heard, not only nobody against: on record.
 				if err := recordAgreed(dir, ours.String()); err != nil {
 					return fmt.Errorf("recording the founders' kinds: %w", err)
+				}
+			}
+			if dir != "" && !state {
+				// It starts: from now on it holds state (on record
+				// before anyone hears so), and the others hear so.
+				if err := recordRan(dir); err != nil {
+					return fmt.Errorf("data_dir: %w", err)
+				}
+				state = true // what others say of us from now on is of this run
+				if err := svc.Input(hasState{}); err != nil {
+					return err
 				}
 			}
 			started(others)
@@ -211,4 +360,127 @@ func recordAgreed(dir, kinds string) error {
 		return err
 	}
 	return errors.Join(l.Replace([][]byte{[]byte(kinds)}), l.Close())
+}
+
+// ErrLostState: a founder's data directory holds no state, but another
+// founder heard it with state: it lost its data.
+var ErrLostState = errors.New("it lost its state")
+
+const mustNotRejoin = "a node that lost its data must not rejoin as itself (it may vote twice in a term, and what it acknowledged may be held by fewer than a majority); restore the directory, or remove the member and join anew"
+
+// stateFile is the file in a founder's data directory that records the
+// founders heard with state, and when: a record "ID time" for each.
+const stateFile = "founders-with-state"
+
+// ranFile is the file in a founder's data directory that says it ran
+// (a record, synced before the others hear so).
+const ranFile = "founder-ran"
+
+// recordRan writes ranFile in dir, durably.
+func recordRan(dir string) error {
+	l, err := wal.Open(filepath.Join(dir, ranFile))
+	if err != nil {
+		return err
+	}
+	return errors.Join(l.Replace([][]byte{[]byte("ran")}), l.Close())
+}
+
+// holdsState reports whether dir holds this founder's state: it records
+// that the founder ran (ranFile), or, written by an earlier release, the
+// founders' agreement (agreedFile).
+func holdsState(dir string) bool {
+	for _, name := range []string{ranFile, agreedFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			continue
+		}
+		l, err := wal.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		recs := l.Recovered()
+		l.Close()
+		if len(recs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readStateRecord reads stateFile in dir ("" or none: nothing recorded).
+func readStateRecord(dir string) (map[proc.ID]string, error) {
+	knew := map[proc.ID]string{}
+	if dir == "" {
+		return knew, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); errors.Is(err, fs.ErrNotExist) {
+		return knew, nil
+	}
+	l, err := wal.Open(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	for _, rec := range l.Recovered() {
+		var id proc.ID
+		var at string
+		if _, err := fmt.Sscan(string(rec), &id, &at); err == nil {
+			knew[id] = at
+		}
+	}
+	return knew, nil
+}
+
+// recordStates records in dir (in a goroutine counted in recording,
+// which ends once svc stops), as svc hears them, the founders that
+// announce state, durably (wal.Log.Replace), and then tells svc
+// (recordedState): it answers only from what is on record.
+func recordStates(svc *live.Service, dir string, knew map[proc.ID]string, recording *sync.WaitGroup, log *slog.Logger) error {
+	heard := make(chan proc.ID, 64)
+	svc.OnOutput(func(o proc.Output) {
+		if h, ok := o.(heardKinds); ok && h.State {
+			select {
+			case heard <- h.From:
+			default: // announcements are rare: one per founder's start
+			}
+		}
+	})
+	// Those heard before (a founder's announcement starts the service).
+	var rich []proc.ID
+	if err := svc.Read(func(p proc.Process) { rich = slices.Sorted(maps.Keys(p.(*kindsProc).rich)) }); err != nil {
+		return err
+	}
+	for _, id := range rich {
+		select {
+		case heard <- id:
+		default:
+		}
+	}
+	knew = maps.Clone(knew)
+	recording.Go(func() {
+		for {
+			var id proc.ID
+			select {
+			case id = <-heard:
+			case <-svc.Done():
+				return
+			}
+			knew[id] = time.Now().UTC().Format(time.RFC3339)
+			var recs [][]byte
+			for _, q := range slices.Sorted(maps.Keys(knew)) {
+				recs = append(recs, fmt.Appendf(nil, "%d %s", q, knew[q]))
+			}
+			l, err := wal.Open(filepath.Join(dir, stateFile))
+			if err == nil {
+				err = errors.Join(l.Replace(recs), l.Close())
+			}
+			if err != nil {
+				log.Error("recording a founder heard with state", "founder", int(id), "err", err)
+				continue
+			}
+			if svc.Input(recordedState{ID: id, At: knew[id]}) != nil {
+				return
+			}
+		}
+	})
+	return nil
 }

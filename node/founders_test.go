@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,7 +48,9 @@ func TestFounderHearingNobodyStartsWhenTheWaitIsOver(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := checkFounders(ctx, ln, 0, 3, Kinds{"lock": "raft-lock"}, wait, "", quiet); err != nil {
+	var recording sync.WaitGroup
+	defer recording.Wait()
+	if err := checkFounders(ctx, ln, 0, 3, Kinds{"lock": "raft-lock"}, wait, "", founderState{}, &recording, quiet); err != nil {
 		t.Fatalf("founder 0, hearing nobody against it: %v; want it to start", err)
 	}
 	if n := readings.Load(); n < 3 {

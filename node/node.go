@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -187,6 +188,7 @@ type Node struct {
 	// with textbook locks.
 	logs       []*voterLog
 	stopVoters context.CancelFunc
+	recording  *sync.WaitGroup // see New
 }
 
 // joined reports whether this node joined the running cluster (an ID
@@ -256,9 +258,15 @@ func New(cfg Config) (*Node, error) {
 	// limits of the replicated queues, say, never applied an entry.
 	var agreed atomic.Bool
 	agreed.Store(joined || cfg.FoundersWait < 0)
+	// What the data directory says of this founder's state, read before
+	// anything is written there (founders.go).
+	founders, err := readFounderState(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
-			return kindsAlgorithm(cfg.kinds()), service == kindsService
+			return kindsAlgorithm(cfg.kinds(), founders), service == kindsService
 		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -369,13 +377,20 @@ func New(cfg Config) (*Node, error) {
 	if !replicatedQueues {
 		startRelays(queues, fmt.Sprintf("node%d/", cfg.ID), nil)
 	}
-	closeAll = func() error { stopRelays(); return errors.Join(queues.Close(), ln.Close()) }
+	// recording: the founders' record of state being written (founders.go),
+	// which ends once the node's services stop.
+	recording := new(sync.WaitGroup)
+	closeAll = func() error {
+		stopRelays()
+		defer recording.Wait()
+		return errors.Join(queues.Close(), ln.Close())
+	}
 	if err := ln.Start(); err != nil {
 		return nil, errors.Join(err, closeAll())
 	}
 	if !joined && cfg.FoundersWait >= 0 {
 		// Refused before it runs anything the founders must agree on.
-		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), cfg.DataDir, log); err != nil {
+		if err := checkFounders(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), cfg.DataDir, founders, recording, log); err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
 	}
@@ -414,7 +429,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if joined && !replicated {
-		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays, stopVoters: func() {}}, nil
+		return &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays, stopVoters: func() {}, recording: recording}, nil
 	}
 	if !replicated {
 		// A textbook lock that ran here before restarts at once, so that
@@ -440,7 +455,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		gc.Replicated = rg
 	}
-	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays,
+	nd := &Node{cfg: cfg, live: ln, log: log, members: ms, dht: ds, queues: queues, stopRelays: stopRelays, recording: recording,
 		leaders: leader.NewServer(leader.ServerConfig{Node: ln, Election: cfg.Election, Logger: log}),
 		groups:  group.NewServer(gc),
 	}
@@ -695,6 +710,7 @@ func (n *Node) Close() error {
 	if n.rpc != nil {
 		defer n.rpc.Close() // after the node: a crash, not answers to the calls under way
 	}
+	defer n.recording.Wait() // the node's services stopped: it ends
 	return errors.Join(n.queues.Close(), n.live.Close())
 }
 

@@ -256,6 +256,10 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Halted:
 		r.halt(o)
 		return
+	case consensus.LostState:
+		r.log.Error("replicated queues: a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
+			"node", o.Server, "acknowledged", o.Acked, "lacks", o.Hint)
+		return
 	case consensus.Resumed:
 		if r.halted.Resume() {
 			r.log.Info("replicated queues resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the queues again", "entry", o.Index)
