@@ -31,6 +31,12 @@ import (
 // Suspicions are fewer than Gossip's for the same wrongs — Suspected,
 // the distinct members suspected, compares alike.
 func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration) (GossipResult, error) {
+	return memberlistGossipSettled(ctx, n, broadcasts, 0, idle)
+}
+
+// memberlistGossipSettled is memberlistGossip with a wait after
+// the broadcasts, before the idle window (as GossipConfig.Settle).
+func memberlistGossipSettled(ctx context.Context, n, broadcasts int, wait, idle time.Duration) (GossipResult, error) {
 	res := GossipResult{Members: n}
 	ms := make([]*mlMember, n)
 	var counting atomic.Bool
@@ -98,6 +104,11 @@ func memberlistGossip(ctx context.Context, n, broadcasts int, idle time.Duration
 	}
 	res.Broadcast = median(res.All)
 
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(wait):
+	}
 	var before, after [2]uint64
 	for _, m := range ms {
 		before[0] += m.tr.msgs.Load()
@@ -445,6 +456,13 @@ var gossipLarge = flag.Int("gossip.large", 1000, "the in-process membership Benc
 
 var gossipIdle = flag.Duration("gossip.idle", 3*time.Second, "the idle window whose traffic BenchmarkGossipBesideMemberlist counts")
 
+// gossipSettle is a wait after the broadcasts, before the idle window of
+// BenchmarkGossipBesideMemberlist, for both systems: a cluster just formed
+// still spreads the news of its joins for a while (each a few times per
+// member), and a cluster that forms sooner has more of it left when the
+// window opens (-gossip.settle=20s).
+var gossipSettle = flag.Duration("gossip.settle", 0, "a wait after the broadcasts, before BenchmarkGossipBesideMemberlist's idle window")
+
 // gossipPeriods are the SWIM periods at which BenchmarkGossipBesideMemberlist
 // runs Cohort beside memberlist's defaults: its own default (named
 // "cohort") and memberlist's probe interval (named "cohort-1s") unless told
@@ -472,9 +490,9 @@ func BenchmarkGossipBesideMemberlist(b *testing.B) {
 					var r GossipResult
 					var err error
 					if d, ok := periods[who]; ok {
-						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: d, Idle: *gossipIdle})
+						r, err = Gossip(context.Background(), GossipConfig{Members: n, Broadcasts: 5, Period: d, Settle: *gossipSettle, Idle: *gossipIdle})
 					} else {
-						r, err = memberlistGossip(context.Background(), n, 5, *gossipIdle)
+						r, err = memberlistGossipSettled(context.Background(), n, 5, *gossipSettle, *gossipIdle)
 					}
 					if err != nil {
 						b.Fatal(err)
