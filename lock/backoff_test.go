@@ -10,6 +10,7 @@ import (
 	"github.com/cohort-go/cohort/consensus"
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/livetest"
+	"github.com/cohort-go/cohort/live/transport"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -29,15 +30,7 @@ func TestProposalsBackOffWhileTheLeaderIsCutOff(t *testing.T) {
 	const clients, healBound = 4, time.Second
 	for seed := range uint64(3) {
 		cut := time.Duration(2+2*seed) * time.Second
-		nodes, nw := livetest.StartNetwork(t, 3, live.Config{DataDir: t.TempDir()})
-		rs := make([]*lock.Replicated, len(nodes))
-		for i, nd := range nodes {
-			r, err := lock.NewReplicated(nd, consensus.DefaultConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rs[i] = r
-		}
+		rs, nw := startReplicatedLocks(t, 3)
 		ctx, cancel := context.WithTimeout(context.Background(), cut+30*time.Second)
 		defer cancel()
 		lead := leading(ctx, t, rs)
@@ -82,4 +75,21 @@ func leading(ctx context.Context, t *testing.T, rs []*lock.Replicated) int {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// startReplicatedLocks starts n replicated lock services on a network of
+// n nodes that a test can cut apart, each with its log in a directory of
+// its own.
+func startReplicatedLocks(t *testing.T, n int) ([]*lock.Replicated, *transport.Network) {
+	t.Helper()
+	nodes, nw := livetest.StartNetwork(t, n, live.Config{DataDir: t.TempDir()})
+	rs := make([]*lock.Replicated, len(nodes))
+	for i, nd := range nodes {
+		r, err := lock.NewReplicated(nd, consensus.DefaultConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	return rs, nw
 }

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-go/cohort/consensus"
-	"github.com/cohort-go/cohort/live"
-	"github.com/cohort-go/cohort/live/livetest"
 	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
 )
@@ -180,15 +177,7 @@ func TestClientTriesAFailedEndpointAgainLater(t *testing.T) {
 // must take its request to another node rather than wait there until the
 // partition heals.
 func TestClientLeavesALeaderCutOff(t *testing.T) {
-	nodes, nw := livetest.StartNetwork(t, 3, live.Config{DataDir: t.TempDir()})
-	rs := make([]*lock.Replicated, len(nodes))
-	for i, nd := range nodes {
-		r, err := lock.NewReplicated(nd, consensus.DefaultConfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs[i] = r
-	}
+	rs, nw := startReplicatedLocks(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var leader proc.ID
