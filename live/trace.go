@@ -225,6 +225,11 @@ func OpenTrace(path string, self proc.ID) (f *os.File, resume *TraceResume, err 
 func (t *tracer) record(step uint64, kind trace.Kind, fill func(e *trace.Event)) trace.VC {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.recordLocked(step, kind, fill)
+}
+
+// recordLocked is record for a caller that holds mu.
+func (t *tracer) recordLocked(step uint64, kind trace.Kind, fill func(e *trace.Event)) trace.VC {
 	self, ok := t.slotOf(int(t.self))
 	if !ok { // a closed trace's node beyond its founders (not configured so)
 		t.vc = append(t.vc, make([]uint64, self+1-len(t.vc))...)
@@ -300,27 +305,31 @@ func (t *tracer) endStep(step uint64, state json.RawMessage) {
 // the message carries.
 func (t *tracer) send(service string, step uint64, to proc.ID, m proc.Message) (uint64, trace.VC) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.nextMsg++
 	// Ids are unique in the cluster: the sender in the high bits.
 	id := uint64(t.self)<<40 | t.nextMsg
-	t.mu.Unlock()
-	vc := t.record(step, trace.Send, func(e *trace.Event) {
+	vc := t.recordLocked(step, trace.Send, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(to), m.Kind(), label(m), service
 	})
 	return id, vc
 }
 
 // recv records the receipt of message id, which carried vc; id 0: the
-// message came untraced (see unlinked).
+// message came untraced (see unlinked). The merge and the event are one
+// step under mu: an event of another service recorded between them would
+// carry the sender's clock ahead of the receipt that brought it, and
+// break the clock condition in the file (a container test's whole-cluster
+// restart, where every service greets every node at once, showed it).
 func (t *tracer) recv(service string, step uint64, from proc.ID, id uint64, vc trace.VC, m proc.Message) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.merge(vc)
 	if id == 0 {
 		t.nextMsg++
 		id = unlinked | uint64(t.self)<<40 | t.nextMsg
 	}
-	t.mu.Unlock()
-	t.record(step, trace.Recv, func(e *trace.Event) {
+	t.recordLocked(step, trace.Recv, func(e *trace.Event) {
 		e.Msg, e.Peer, e.Type, e.Label, e.Service = id, int32(from), m.Kind(), label(m), service
 	})
 }
