@@ -1247,10 +1247,10 @@ func (r *Raft) onAppendReply(env proc.Env, from proc.ID, m AppendReply) {
 			// acknowledgement arrived, so even a network that reorders
 			// cannot have carried the rejection ahead of it): it lost
 			// its log (a disk wiped or replaced, a restart from an old
-			// copy). Nothing in the protocol
-			// can make up for that (it may have voted twice too); we
-			// say so, and send it the log again rather than the entry
-			// after the match it no longer holds, for ever.
+			// copy). Nothing in the protocol can make up for that (it
+			// may have voted twice too); we say so, and send it the log
+			// again rather than the entry after the match it no longer
+			// holds, for ever.
 			env.Output(LostState{Server: from, Acked: r.match[from], Hint: m.Hint})
 			r.match[from] = m.Hint - 1
 		}

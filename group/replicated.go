@@ -207,8 +207,7 @@ func (r *Replicated) output(o proc.Output) {
 	case consensus.Halted:
 		r.halt(o)
 	case consensus.LostState:
-		slog.Error("replicated groups: a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
-			"node", o.Server, "acknowledged", o.Acked, "lacks", o.Hint)
+		halt.LostState(slog.Default(), "replicated groups", o)
 	case consensus.Resumed:
 		if r.halted.Resume() {
 			slog.Info("replicated groups resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the groups again", "entry", o.Index)

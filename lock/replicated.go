@@ -125,8 +125,7 @@ func (r *Replicated) output(o proc.Output) {
 				"entry", o.Index, "reason", o.Reason)
 		}
 	case consensus.LostState:
-		slog.Error("replicated locks: a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
-			"node", o.Server, "acknowledged", o.Acked, "lacks", o.Hint)
+		halt.LostState(slog.Default(), "replicated locks", o)
 	case consensus.Resumed:
 		if r.halted.Resume() {
 			slog.Info("replicated locks resumed: this node restored the leader's snapshot, past the entry it could not apply; it serves the locks again", "entry", o.Index)

@@ -342,25 +342,38 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 // (a record of the storage log, CRC-checked: a torn or damaged file
 // records nothing, and the founder checks as if it had none).
 func agreedOn(dir, kinds string) bool {
-	l, err := wal.Open(filepath.Join(dir, agreedFile))
-	if err != nil {
-		return false
-	}
-	defer l.Close()
-	recs := l.Recovered()
+	recs, _ := readRecords(dir, agreedFile)
 	return len(recs) > 0 && string(recs[len(recs)-1]) == kinds
 }
 
-// recordAgreed records in dir the founders' agreement on kinds, durably
-// (wal.Log.Replace: written aside, synced, renamed over the old record,
+// readRecords reads the records of the file name in dir, a storage log
+// (wal.Log; none if the file does not exist).
+func readRecords(dir, name string) ([][]byte, error) {
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	l, err := wal.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Recovered(), nil
+}
+
+// writeRecords makes recs the records of the file name in dir, durably
+// (wal.Log.Replace: written aside, synced, renamed over the old records,
 // the directory synced).
-func recordAgreed(dir, kinds string) error {
-	l, err := wal.Open(filepath.Join(dir, agreedFile))
+func writeRecords(dir, name string, recs ...[]byte) error {
+	l, err := wal.Open(filepath.Join(dir, name))
 	if err != nil {
 		return err
 	}
-	return errors.Join(l.Replace([][]byte{[]byte(kinds)}), l.Close())
+	return errors.Join(l.Replace(recs), l.Close())
 }
+
+// recordAgreed records in dir the founders' agreement on kinds, durably.
+func recordAgreed(dir, kinds string) error { return writeRecords(dir, agreedFile, []byte(kinds)) }
 
 // ErrLostState: a founder's data directory holds no state, but another
 // founder heard it with state: it lost its data.
@@ -377,29 +390,14 @@ const stateFile = "founders-with-state"
 const ranFile = "founder-ran"
 
 // recordRan writes ranFile in dir, durably.
-func recordRan(dir string) error {
-	l, err := wal.Open(filepath.Join(dir, ranFile))
-	if err != nil {
-		return err
-	}
-	return errors.Join(l.Replace([][]byte{[]byte("ran")}), l.Close())
-}
+func recordRan(dir string) error { return writeRecords(dir, ranFile, []byte("ran")) }
 
 // holdsState reports whether dir holds this founder's state: it records
 // that the founder ran (ranFile), or, written by an earlier release, the
 // founders' agreement (agreedFile).
 func holdsState(dir string) bool {
 	for _, name := range []string{ranFile, agreedFile} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			continue
-		}
-		l, err := wal.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		recs := l.Recovered()
-		l.Close()
-		if len(recs) > 0 {
+		if recs, _ := readRecords(dir, name); len(recs) > 0 {
 			return true
 		}
 	}
@@ -412,15 +410,11 @@ func readStateRecord(dir string) (map[proc.ID]string, error) {
 	if dir == "" {
 		return knew, nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, stateFile)); errors.Is(err, fs.ErrNotExist) {
-		return knew, nil
-	}
-	l, err := wal.Open(filepath.Join(dir, stateFile))
+	recs, err := readRecords(dir, stateFile)
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
-	for _, rec := range l.Recovered() {
+	for _, rec := range recs {
 		var id proc.ID
 		var at string
 		if _, err := fmt.Sscan(string(rec), &id, &at); err == nil {
@@ -469,11 +463,7 @@ func recordStates(svc *live.Service, dir string, knew map[proc.ID]string, record
 			for _, q := range slices.Sorted(maps.Keys(knew)) {
 				recs = append(recs, fmt.Appendf(nil, "%d %s", q, knew[q]))
 			}
-			l, err := wal.Open(filepath.Join(dir, stateFile))
-			if err == nil {
-				err = errors.Join(l.Replace(recs), l.Close())
-			}
-			if err != nil {
+			if err := writeRecords(dir, stateFile, recs...); err != nil {
 				log.Error("recording a founder heard with state", "founder", int(id), "err", err)
 				continue
 			}

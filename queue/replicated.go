@@ -257,8 +257,7 @@ func (r *Replicated) output(o proc.Output) {
 		r.halt(o)
 		return
 	case consensus.LostState:
-		r.log.Error("replicated queues: a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
-			"node", o.Server, "acknowledged", o.Acked, "lacks", o.Hint)
+		halt.LostState(r.log, "replicated queues", o)
 		return
 	case consensus.Resumed:
 		if r.halted.Resume() {

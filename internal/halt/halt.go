@@ -1,10 +1,12 @@
 // Package halt follows whether a node's replica of a replicated service
 // is halted (consensus.Halted: a committed entry it cannot apply) or
 // serves again (consensus.Resumed: it restored the leader's snapshot),
-// for the calls that wait on it.
+// for the calls that wait on it; and says when a leader finds that a
+// node lost the log it had acknowledged (consensus.LostState).
 package halt
 
 import (
+	"log/slog"
 	"sync"
 
 	"github.com/cohort-go/cohort/consensus"
@@ -59,4 +61,12 @@ func (s *State) Done() <-chan struct{} {
 		s.ch = make(chan struct{})
 	}
 	return s.ch
+}
+
+// LostState logs l, the leader's finding that a node lost the log it had
+// acknowledged, as an error of the replicated service named by service
+// ("replicated locks"), with what an operator should do about it.
+func LostState(log *slog.Logger, service string, l consensus.LostState) {
+	log.Error(service+": a node lost the log it had acknowledged (its data directory wiped or replaced?); the leader sends it the log again, but a node that lost its data must not rejoin as itself (it may have voted twice in a term): restore its directory, or remove the member and join anew",
+		"node", l.Server, "acknowledged", l.Acked, "lacks", l.Hint)
 }
