@@ -102,8 +102,11 @@ func TestTimersShareOneClock(t *testing.T) {
 }
 
 // gated outputs its inputs and timers in the order it handles them; an
-// input with I < 0 sets a 1 ms timer and blocks its handler until gate is
-// closed.
+// input with I < 0 blocks its handler until gate is closed, then sets a
+// 1 ms timer and keeps the handler busy until the timer is well past due.
+// The timer is set only once the test has queued its inputs, so that it
+// cannot come due before they wait (under load the test's goroutine may
+// lag by more than a millisecond).
 type gated struct {
 	set     chan time.Time
 	gate    chan struct{}
@@ -116,9 +119,13 @@ func (g *gated) Input(env proc.Env, in proc.Input) {
 	n := in.(num).I
 	env.Output(num{I: n})
 	if n < 0 {
-		env.SetTimer(time.Millisecond, "timer")
 		g.set <- time.Now()
 		<-g.gate
+		set := time.Now()
+		env.SetTimer(time.Millisecond, "timer")
+		for time.Since(set) < 5*time.Millisecond { // the timer is due
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 func (g *gated) Timeout(env proc.Env, _ any) { env.Output(num{I: 0}) }
@@ -137,9 +144,8 @@ func TestTimerGoesOffBehindTheQueue(t *testing.T) {
 	outs, cancel := s.Subscribe(64)
 	defer cancel()
 	go s.Input(num{I: -1})
-	var set time.Time
 	select {
-	case set = <-g.set:
+	case <-g.set:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first input was never handled")
 	}
@@ -148,10 +154,7 @@ func TestTimerGoesOffBehindTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for time.Since(set) < 5*time.Millisecond { // the timer is due
-		time.Sleep(time.Millisecond)
-	}
-	close(g.gate)
+	close(g.gate) // the handler sets its timer and stays busy until it is due
 	var got []int
 	for len(got) < 11 {
 		select {
