@@ -81,7 +81,10 @@ type GossipResult struct {
 	// every other holds it dead.
 	Detected time.Duration `json:"detected_ns"`
 	// Per member and second, in the idle window: messages and bytes sent
-	// (wire bytes, frame headers included).
+	// — every byte written to the connections and datagram sockets: data
+	// frames with their headers, the transport's acks, pings and
+	// keepalives, handshakes — and the writes that carried them (data
+	// frames, and writes that carried no data).
 	MessagesPerSecond float64 `json:"messages_per_member_per_s"`
 	BytesPerSecond    float64 `json:"bytes_per_member_per_s"`
 	// CPUPerSecond: the process's CPU time (user and system) in the idle
@@ -510,9 +513,10 @@ func sent(ms []*gossipMember) [2]uint64 {
 		}
 		st := m.tr.Stats()
 		for _, p := range st.Peers {
-			t[0] += p.Sent
-			t[1] += p.SentBytes
+			t[0] += p.Sent + p.ControlWrites
+			t[1] += p.SentBytes + p.ControlBytes
 		}
+		t[1] += st.HandshakeBytes
 		t[0] += st.Datagrams.Sent
 		t[1] += st.Datagrams.SentBytes
 	}

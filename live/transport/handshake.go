@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -96,8 +97,16 @@ func parseHello(b []byte) hello {
 type auth struct {
 	incarnation uint64 // this process's, sent in hello and welcome
 	secret      []byte
-	clientTLS   *tls.Config // for dialing; ServerName is set per member
-	serverTLS   *tls.Config // for accepting; requires and verifies client certificates
+	clientTLS   *tls.Config   // for dialing; ServerName is set per member
+	serverTLS   *tls.Config   // for accepting; requires and verifies client certificates
+	wrote       atomic.Uint64 // bytes of handshakes written (Stats.HandshakeBytes)
+}
+
+// write writes b, a handshake message, to conn, and counts it.
+func (a *auth) write(conn net.Conn, b []byte) error {
+	n, err := conn.Write(b)
+	a.wrote.Add(uint64(n))
+	return err
 }
 
 func newAuth(c *Config) *auth {
@@ -179,7 +188,7 @@ func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, uint64, error) {
 	h := hello{version: protocolVersion, mode: a.mode(), from: self, to: to, incarnation: a.incarnation}
 	rand.Read(h.nonce[:])
 	hb := h.marshal()
-	if _, err := conn.Write(hb); err != nil {
+	if err := a.write(conn, hb); err != nil {
 		return nil, 0, handshakeIOErr(err)
 	}
 	if a.secret != nil {
@@ -190,7 +199,7 @@ func (a *auth) dial(raw net.Conn, self, to proc.ID) (net.Conn, uint64, error) {
 		if !hmac.Equal(ch[nonceLen:], a.mac(labelAcceptor, hb, ch[:nonceLen])) {
 			return nil, 0, errors.New("peer failed authentication (wrong secret)")
 		}
-		if _, err := conn.Write(a.mac(labelDialer, hb, ch[:nonceLen])); err != nil {
+		if err := a.write(conn, a.mac(labelDialer, hb, ch[:nonceLen])); err != nil {
 			return nil, 0, handshakeIOErr(err)
 		}
 	}
@@ -273,7 +282,7 @@ func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (co
 		var ch [nonceLen + macLen]byte
 		rand.Read(ch[:nonceLen])
 		copy(ch[nonceLen:], a.mac(labelAcceptor, hb[:], ch[:nonceLen]))
-		if _, err := conn.Write(ch[:]); err != nil {
+		if err := a.write(conn, ch[:]); err != nil {
 			return nil, claimed, 0, handshakeIOErr(err)
 		}
 		var proof [macLen]byte
@@ -291,7 +300,7 @@ func (a *auth) accept(raw net.Conn, self proc.ID, member func(proc.ID) bool) (co
 // to turn the connection down in favour of the one this member dialed.
 func (a *auth) welcome(conn net.Conn, code byte) error {
 	w := binary.BigEndian.AppendUint64([]byte{code}, a.incarnation)
-	if _, err := conn.Write(w); err != nil {
+	if err := a.write(conn, w); err != nil {
 		return handshakeIOErr(err)
 	}
 	return nil

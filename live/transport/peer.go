@@ -104,6 +104,8 @@ func (p *peer) stats() PeerStats {
 		Unacked:        unacked,
 		Sent:           p.q.sent.Load(),
 		SentBytes:      p.q.sentBytes.Load(),
+		ControlWrites:  p.q.controlWrites.Load(),
+		ControlBytes:   p.q.controlBytes.Load(),
 		Received:       p.received.Load(),
 		ReceivedBytes:  p.rx.bytes.Load(),
 		Backpressured:  p.q.backpressured.Load(),
@@ -270,7 +272,9 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		t.tables.Add(1)
 	}
 	hello = p.q.appendAck(hello, true)
-	if _, err := l.conn.Write(hello); err != nil {
+	_, err := l.conn.Write(hello)
+	p.q.wroteControl(len(hello), err)
+	if err != nil {
 		l.conn.Close()
 		return err
 	}
@@ -531,7 +535,10 @@ func (p *peer) dial(ctx context.Context, started time.Time) (*link, *frameReader
 		return nil, nil, err
 	}
 	// The first frame announces this member and the address to dial it at.
-	if _, err := conn.Write(appendMembers(nil, []member{{cfg.Self, p.t.advertised()}})); err != nil {
+	announce := appendMembers(nil, []member{{cfg.Self, p.t.advertised()}})
+	_, err = conn.Write(announce)
+	p.q.wroteControl(len(announce), err)
+	if err != nil {
 		raw.Close()
 		p.t.untrack(raw)
 		return nil, nil, err
@@ -595,7 +602,9 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 		}
 		if q.acquireAck() {
 			q.ackWrites.Add(1)
-			_, err := conn.Write(q.appendAck(ackBuf[:0], true))
+			b := q.appendAck(ackBuf[:0], true)
+			_, err := conn.Write(b)
+			q.wroteControl(len(b), err)
 			q.pinged()
 			if err != nil {
 				return fail(err)
@@ -604,6 +613,7 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 		}
 		if q.acquireAsk() {
 			_, err := conn.Write(pingFrame)
+			q.wroteControl(len(pingFrame), err)
 			q.pinged()
 			if err != nil {
 				return fail(err)
@@ -636,7 +646,9 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 			// lives and where its frames stand.
 			if q.acquireIdle(interval) {
 				q.ackWrites.Add(1)
-				_, err := conn.Write(q.appendAck(ackBuf[:0], true))
+				b := q.appendAck(ackBuf[:0], true)
+				_, err := conn.Write(b)
+				q.wroteControl(len(b), err)
 				q.pinged()
 				if err != nil {
 					return fail(err)
@@ -669,6 +681,9 @@ func (p *peer) write(conn net.Conn, ack, batch []byte, n, from int) error {
 		p.joined = recycle(p.joined)
 	}
 	p.q.nWrites.Add(1)
+	if err == nil {
+		p.q.controlBytes.Add(uint64(len(ack)))
+	}
 	p.q.written(batch, n)
 	p.spare = recycle(batch)
 	return err

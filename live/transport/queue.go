@@ -101,6 +101,9 @@ type sendQueue struct {
 	resent, droppedRestart   atomic.Uint64
 	acks                     atomic.Uint64 // ack frames received
 	ackWrites                atomic.Uint64 // writes that carried only an ack (none piggybacked)
+	// What else than data frames was written (PeerStats.ControlBytes)
+	// and the writes that carried nothing else (ControlWrites).
+	controlBytes, controlWrites atomic.Uint64
 	// Direct writes that the socket took whole, in part, or not at all.
 	directWhole, directPart, directNone atomic.Uint64
 }
@@ -185,6 +188,9 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 
 	w := writeNow(raw, buf)
 	q.nWrites.Add(1)
+	if w > 0 {
+		q.controlBytes.Add(uint64(a))
+	}
 
 	q.mu.Lock()
 	switch {
@@ -409,6 +415,15 @@ func (q *sendQueue) appendAck(dst []byte, force bool) []byte {
 	return appendAck(dst, next)
 }
 
+// wroteControl counts a write of n bytes that carried no data frame, if
+// it succeeded.
+func (q *sendQueue) wroteControl(n int, err error) {
+	if err == nil {
+		q.controlWrites.Add(1)
+		q.controlBytes.Add(uint64(n))
+	}
+}
+
 // acquireAck gives the writer the connection to write an ack that is due
 // (rx.now).
 func (q *sendQueue) acquireAck() bool {
@@ -438,6 +453,9 @@ func (q *sendQueue) ackDirect() bool {
 	b := q.appendAck(a[:0], true)
 	w := writeNow(raw, b)
 	q.ackWrites.Add(1)
+	if w > 0 {
+		q.wroteControl(w, nil)
+	}
 	q.mu.Lock()
 	switch {
 	case w == 0:

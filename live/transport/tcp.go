@@ -248,6 +248,7 @@ func (t *TCP) Stats() Stats {
 	}
 	s.Links, s.PeakLinks, s.LinksRefused = t.cap.stats()
 	s.Datagrams = t.dg.stats()
+	s.HandshakeBytes = t.auth.wrote.Load()
 	return s
 }
 

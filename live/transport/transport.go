@@ -85,6 +85,10 @@ type Stats struct {
 	// Datagrams: what went, came and was dropped as datagrams
 	// (Config.Datagrams; TCP only).
 	Datagrams DatagramStats
+	// HandshakeBytes: bytes this member wrote in connection handshakes
+	// (hello, proofs, welcome), whichever member they were with; TLS's
+	// own handshake and record overhead are not counted. (TCP only.)
+	HandshakeBytes uint64
 }
 
 // PeerStats are the counters for one member. Bytes are wire bytes, frame
@@ -104,6 +108,15 @@ type PeerStats struct {
 	// Sent and SentBytes: frames handed to the connection (to the kernel),
 	// frames written again after a reconnection included.
 	Sent, SentBytes uint64
+	// ControlWrites and ControlBytes: what else this member wrote to the
+	// member's connections — acks (alone, or ahead of data frames), pings,
+	// keepalives, and the member tables and acks that open a connection.
+	// ControlWrites counts the writes that carried no data frame. So
+	// SentBytes+ControlBytes is every byte written to the member
+	// (besides Stats.HandshakeBytes and TLS's overhead), and
+	// Sent+ControlWrites bounds the segments that carried them. (TCP
+	// only.)
+	ControlWrites, ControlBytes uint64
 	// Received and ReceivedBytes: frames from the member delivered to the
 	// handler.
 	Received, ReceivedBytes uint64
