@@ -389,10 +389,10 @@ func urgentLane(a proc.Algorithm) chan event {
 // inbox. Garbage from an authenticated peer is dropped and logged, never a
 // crash.
 func (n *Node) deliver(from proc.ID, payload []byte) {
-	rawName, body, err := splitService(payload)
+	rawName, body, flagged, err := splitService(payload)
 	var id uint64
 	var vc trace.VC
-	if err == nil {
+	if err == nil && flagged {
 		id, vc, body, err = readTrailer(body, max(n.cfg.N, n.cfg.IDs))
 	}
 	if err != nil {

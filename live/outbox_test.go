@@ -77,8 +77,8 @@ func fanService(t *testing.T, tr Transport, decode *func([]byte) int, n int) *Se
 		t.Fatal(err)
 	}
 	*decode = func(p []byte) int {
-		_, body, err := splitService(p)
-		if err == nil {
+		_, body, flagged, err := splitService(p)
+		if err == nil && flagged {
 			_, _, body, err = readTrailer(body, n)
 		}
 		var m proc.Message

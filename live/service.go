@@ -648,14 +648,15 @@ func (s *Service) send(to proc.ID, m proc.Message) {
 		return
 	}
 	start := len(s.out.buf)
-	b := appendService(s.out.buf, s.name)
+	var b []byte
 	if s.tr != nil {
 		// A clock that counts only founders goes as an array, which
 		// nodes of every version read; one that counts a member that
 		// joined, keyed by process ID.
+		b = appendService(s.out.buf, s.name)
 		b = appendTrailer(b, id, vc, vc.Len() > n.cfg.N)
 	} else {
-		b = append(b, 0)
+		b = appendUntraced(s.out.buf, s.name)
 	}
 	b, err := s.codec.Append(b, m)
 	if err != nil {
@@ -905,10 +906,30 @@ func (s *Service) quiescent(quiet time.Duration) bool {
 
 // serviceNumbers are the services whose payloads begin with a number
 // instead of their name: a zero length (no name has one), then the
-// number, one byte. The membership service sends a few small messages a
-// member and period on every link, and its name was a third of an idle
-// one. Append-only: a number, once given, names that service on the wire.
+// number, one byte; or, for a message that carries no trace (its flag
+// byte would be 0), one byte alone, untracedNumber plus the number — a
+// byte no name's length begins with, since names are at most
+// MaxServiceName (200) bytes, whose uvarint's first byte is at most
+// 0xC8. The membership service sends a few small messages a member and
+// period on every link, and its name was a third of an idle one; of what
+// is left, the service and the flag byte took three bytes of the seven
+// in front of an ack. Append-only: a number, once given, names that
+// service on the wire. At most 31.
 var serviceNumbers = [...]string{1: "members"}
+
+// untracedNumber, plus a service's number, is the one byte in front of
+// an untraced message of a numbered service.
+const untracedNumber = 0xE0
+
+// serviceNumber is the number of service name, 0 if it has none.
+func serviceNumber(name string) int {
+	for i, x := range serviceNumbers {
+		if i > 0 && x == name {
+			return i
+		}
+	}
+	return 0
+}
 
 // serviceNumberNames are serviceNumbers as bytes, for splitService.
 var serviceNumberNames = func() (b [len(serviceNumbers)][]byte) {
@@ -919,30 +940,48 @@ var serviceNumberNames = func() (b [len(serviceNumbers)][]byte) {
 }()
 
 // appendService appends the service name in front of a payload: its
-// number, if it has one, else its length and the name.
+// number, if it has one, else its length and the name. The trace's flag
+// byte follows (appendTrailer).
 func appendService(b []byte, name string) []byte {
-	for i, x := range serviceNumbers {
-		if i > 0 && x == name {
-			return append(b, 0, byte(i))
-		}
+	if i := serviceNumber(name); i > 0 {
+		return append(b, 0, byte(i))
 	}
 	b = binary.AppendUvarint(b, uint64(len(name)))
 	return append(b, name...)
 }
 
-// splitService reads the service name in front of a payload.
-func splitService(payload []byte) (name, rest []byte, err error) {
+// appendUntraced appends what goes in front of a message that carries no
+// trace: for a numbered service one byte, untracedNumber plus its
+// number; for another, its name and a zero flag byte.
+func appendUntraced(b []byte, name string) []byte {
+	if i := serviceNumber(name); i > 0 {
+		return append(b, untracedNumber+byte(i))
+	}
+	return append(appendService(b, name), 0)
+}
+
+// splitService reads the service name in front of a payload; flagged
+// reports whether the trace's flag byte follows (readTrailer), which it
+// does unless the payload began with untracedNumber plus a number.
+func splitService(payload []byte) (name, rest []byte, flagged bool, err error) {
+	if len(payload) > 0 && payload[0] >= untracedNumber { // a numbered service, untraced
+		i := int(payload[0] - untracedNumber)
+		if i == 0 || i >= len(serviceNumbers) {
+			return nil, nil, false, errors.New("bad service number")
+		}
+		return serviceNumberNames[i], payload[1:], false, nil
+	}
 	if len(payload) > 0 && payload[0] == 0 { // a service number
 		if len(payload) < 2 || payload[1] == 0 || int(payload[1]) >= len(serviceNumbers) {
-			return nil, nil, errors.New("bad service number")
+			return nil, nil, false, errors.New("bad service number")
 		}
-		return serviceNumberNames[payload[1]], payload[2:], nil
+		return serviceNumberNames[payload[1]], payload[2:], true, nil
 	}
 	n, k := binary.Uvarint(payload)
 	if k <= 0 || n == 0 || n > MaxServiceName || uint64(len(payload)-k) < n {
-		return nil, nil, errors.New("bad service name")
+		return nil, nil, false, errors.New("bad service name")
 	}
-	return payload[k : k+int(n)], payload[k+int(n):], nil
+	return payload[k : k+int(n)], payload[k+int(n):], true, nil
 }
 
 // now is the process's clock: Env.Now.
