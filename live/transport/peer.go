@@ -310,6 +310,17 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 			break
 		}
 	}
+	// The member's resumption is stale if it has given this connection up
+	// since it wrote it (a dial that lost a race of dials, taken up late
+	// here): then nothing changes, and the connection is closed.
+	resent, dropped, err := p.q.reconnected(l.inc, next)
+	if err != nil {
+		l.conn.Close()
+		if err == errStale && !l.race {
+			t.races.Add(1)
+		}
+		return err
+	}
 	l.conn.SetDeadline(time.Time{})
 	fr.idle = t.cfg.IdleTimeout
 	p.mu.Lock()
@@ -329,7 +340,6 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	p.established, l.served, l.upAt = true, true, time.Now()
 	p.mu.Unlock()
 	p.q.lastData.Store(mono()) // a new connection is not idle yet
-	resent, dropped := p.q.reconnected(l.inc, next)
 	l.log.Info("transport: connected", "dialed_by", l.dialer.String(), "resent", resent)
 	if dropped > 0 {
 		l.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
@@ -474,7 +484,7 @@ func (p *peer) idle() bool {
 // logEnd logs why a connection ended.
 func (p *peer) logEnd(l *link, err error) {
 	switch {
-	case err == errLost:
+	case err == errLost || err == errStale:
 		l.log.Debug("transport: " + err.Error())
 	case err == io.EOF:
 		l.log.Debug("transport: peer closed its connection")

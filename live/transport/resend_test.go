@@ -614,3 +614,105 @@ func TestAcksAreDelayed(t *testing.T) {
 		return a.Stats().Peers[1].Unacked == 0 && b.Stats().Peers[0].Unacked == 0
 	})
 }
+
+// TestStaleResumptionIsNotARestart: a dial that lost a race of dials can
+// reach the acceptor's resumption long after its dialer gave it up. Here
+// member 1 dials, and member 0 takes the connection only after its own
+// dial has replaced it at member 1, carried frames both ways, and been cut
+// with one of member 0's frames unacknowledged. The resumption member 1
+// wrote on its dial says it expects frame 0, though it has acknowledged
+// frame 0 since: member 0 must not take the member for restarted and drop
+// the unacknowledged frame (nor number its frames from there), but give
+// the connection up. Every payload arrives once, in order, and nothing is
+// counted as dropped.
+func TestStaleResumptionIsNotARestart(t *testing.T) {
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		c.HandshakeTimeout = time.Minute // the connection held must not time out
+		if c.Self == 0 {
+			// Once cut, member 0 does not redial within the test:
+			// member 1's next dial joins the pair again.
+			c.DialBackoffMin, c.DialBackoffMax = time.Minute, time.Minute
+		}
+	})
+	a, b := trs[0], trs[1]
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	a.acceptedHook = func(from proc.ID) {
+		holdOnce.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	gotSecond, unblock := make(chan struct{}), make(chan struct{})
+	var unblockOnce sync.Once
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		unblockOnce.Do(func() { close(unblock) })
+	})
+	boxA, boxB := newInbox(), newInbox()
+	a.Start(boxA.handle)
+	b.Start(func(from proc.ID, p []byte) {
+		if binary.BigEndian.Uint64(p) == 1 { // member 0's second payload
+			close(gotSecond)
+			<-unblock
+		}
+		boxB.handle(from, p)
+	})
+	send := func(tr *TCP, to proc.ID, seq uint64) {
+		t.Helper()
+		if err := tr.Send(to, seqPayload(seq, 16)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(tr *TCP, id proc.ID) func() bool {
+		return func() bool { s := tr.Stats().Peers[id]; return s.Queued == 0 && s.Unacked == 0 }
+	}
+
+	// Member 1 dials; member 0 welcomes the connection and holds it.
+	send(b, 0, 0)
+	waitClosed(t, held, 10*time.Second, "member 0 to hold member 1's dial")
+	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
+		l, _ := b.peer(0).current()
+		return l != nil && l.dialer == 1
+	})
+	// Member 0 dials too; its dial wins at member 1 (the lower ID's) and
+	// carries a payload each way, acknowledged.
+	send(a, 1, 0)
+	waitClosed(t, boxA.expect(1, 1), 10*time.Second, "member 1's first payload")
+	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's first payload")
+	waitUntil(t, 10*time.Second, "both payloads acknowledged", func() bool { return settled(a, 1)() && settled(b, 0)() })
+	// A second payload from member 0 stays unacknowledged (member 1's
+	// handler holds it), and member 0's connection is cut.
+	send(a, 1, 1)
+	waitClosed(t, gotSecond, 10*time.Second, "member 0's second payload to reach the handler")
+	l, _ := a.peer(1).current()
+	l.conn.Close()
+	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
+
+	// Only now does member 0 take up member 1's first dial, and its stale
+	// resumption.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.conns) == 0
+	})
+	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
+		t.Errorf("member 0 dropped %d frames as if member 1 had restarted", s.DroppedRestart)
+	}
+
+	// The pair joins again (member 1 dials): everything arrives once.
+	unblockOnce.Do(func() { close(unblock) })
+	send(b, 0, 1)
+	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
+	waitClosed(t, boxB.expect(0, 2), 10*time.Second, "member 0's second payload")
+	waitUntil(t, 10*time.Second, "everything acknowledged", func() bool { return settled(a, 1)() && settled(b, 0)() })
+	boxA.check(t)
+	boxB.check(t)
+	for _, s := range []PeerStats{a.Stats().Peers[1], b.Stats().Peers[0]} {
+		if s.DroppedRestart != 0 || s.Dropped != 0 {
+			t.Errorf("stats %+v: nothing should be dropped", s)
+		}
+	}
+}
