@@ -71,7 +71,14 @@ import (
 // cannot be told apart, and needs none: the frames the member had after
 // all are still counted as sent (the queue's rewrite) and dropped by the
 // next resumption, and what is written meanwhile to the connection given
-// up is not read. Only a new incarnation (below) is a restart.
+// up is not read. Only a new incarnation (below) is a restart. A
+// connection of a process that is gone can be taken up late as well,
+// after its successor's; so each side keeps the counts of a member's last
+// few incarnations (incCounts), and a stale connection of the successor
+// is still known for stale once the one of the process gone has come and
+// gone: had the counts started again from 0, the next resumption would
+// say less than was acknowledged, every time, and the pair would never
+// join again.
 //
 // Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
@@ -185,27 +192,35 @@ var errStale = errors.New("stale resumption: the member gave this connection up 
 //
 // If inc is not the incarnation the frames were sent to, that process is
 // gone: its frames are dropped and counted (PeerStats.DroppedRestart), and
-// the numbering starts again from next. Within one incarnation, a next
-// below what the member has acknowledged is stale (see "Stale
-// resumptions" above): nothing changes, and the caller closes the
-// connection (errStale). Frames put back by a resumption and not written
-// since still count as sent (rewrite), so that the next resumption drops
-// those the member had. A next beyond the frames sent is an error: the
-// member claims frames never sent. Nothing may be writing.
+// the numbering starts again from next. A next below what the process has
+// acknowledged is stale (see "Stale resumptions" above): nothing changes,
+// and the caller closes the connection (errStale). That holds for the
+// process the frames were sent to, and for the few before it (earlier):
+// the connection of a process gone can be taken up late too, after its
+// successor's, and the successor's stale connections must still be known
+// for stale when it comes back. Frames put back by a resumption and not
+// written since still count as sent (rewrite), so that the next
+// resumption drops those the member had. A next beyond the frames sent
+// cannot come from the same process; it is taken as a new start, as for
+// a new process. Nothing may be writing.
 func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.unrewrite()
 	switch {
-	case inc != q.peerInc:
+	case inc == q.peerInc && next < q.base:
+		return 0, 0, errStale
+	case inc != q.peerInc && next < q.earlier.get(inc):
+		return 0, 0, errStale
+	case inc != q.peerInc || next-q.base > uint64(q.nUnacked):
 		dropped = q.nUnacked
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
+		if inc != q.peerInc {
+			q.earlier.put(q.peerInc, q.base)
+			q.earlier.del(inc)
+		}
 		q.peerInc, q.base = inc, next
 		q.droppedRestart.Add(uint64(dropped))
-	case next < q.base:
-		return 0, 0, errStale
-	case next-q.base > uint64(q.nUnacked):
-		return 0, 0, fmt.Errorf("resumption at frame %d, but %d to %d are those sent and not acknowledged", next, q.base, q.base+uint64(q.nUnacked))
 	default:
 		q.dropUnacked(int(next - q.base))
 	}
@@ -222,6 +237,50 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err erro
 		q.resent.Add(uint64(resent))
 	}
 	return resent, dropped, nil
+}
+
+// incCounts holds a count per incarnation of a member for its few last
+// incarnations but the current one, newest last: the frames of each
+// acknowledged (sendQueue.earlier), or delivered (peer.earlier). An
+// incarnation not held counts 0.
+type incCounts []incCount
+
+type incCount struct{ inc, n uint64 }
+
+// maxEarlier bounds the incarnations of a member whose counts are kept:
+// a connection of each would have to be taken up late, after its
+// successor's.
+const maxEarlier = 8
+
+func (c incCounts) get(inc uint64) uint64 {
+	for _, e := range c {
+		if e.inc == inc {
+			return e.n
+		}
+	}
+	return 0
+}
+
+// put records n for inc (none for 0, no incarnation yet), forgetting the
+// oldest beyond maxEarlier.
+func (c *incCounts) put(inc, n uint64) {
+	if inc == 0 {
+		return
+	}
+	c.del(inc)
+	*c = append(*c, incCount{inc, n})
+	if len(*c) > maxEarlier {
+		*c = append((*c)[:0], (*c)[1:]...)
+	}
+}
+
+func (c *incCounts) del(inc uint64) {
+	for i, e := range *c {
+		if e.inc == inc {
+			*c = append((*c)[:i], (*c)[i+1:]...)
+			return
+		}
+	}
 }
 
 // unrewrite takes the frames a resumption put back at the head of the

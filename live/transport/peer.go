@@ -41,9 +41,11 @@ type peer struct {
 	spare  []byte // owned by the writer of the current link
 	joined []byte // the writer's: an ack and a batch, for TLS
 
-	// recvInc is the member's incarnation whose frames rx counts; used by
-	// one link at a time.
+	// recvInc is the member's incarnation whose frames rx counts, and
+	// earlier what rx counted for the member's previous incarnations (the
+	// last few, newest last; countFor). Used by one link at a time.
 	recvInc uint64
+	earlier incCounts
 
 	connected                     atomic.Bool
 	received                      atomic.Uint64
@@ -255,8 +257,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		if p.recvInc != 0 {
 			l.log.Info("transport: the member restarted", "delivered_from_previous", p.rx.next.Load())
 		}
-		p.recvInc = l.inc
-		p.rx.next.Store(0)
+		p.countFor(l.inc)
 	}
 
 	// Each side tells the other the first of its frames it expects; the
@@ -345,6 +346,21 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		l.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
 	}
 	return p.serve(l, fr)
+}
+
+// countFor makes rx count the data frames of the member's incarnation inc:
+// from 0 for a process not seen before, or from where its count stood.
+// A connection of a process that is gone can be taken up after its
+// successor's (a dial that lost a race, taken up late: ack.go, "Stale
+// resumptions"). Had it reset the count, this member's next resumption
+// with the successor would say less than it had acknowledged, and the
+// successor would take every one for stale and close it: the pair would
+// never join again.
+func (p *peer) countFor(inc uint64) {
+	p.earlier.put(p.recvInc, p.rx.next.Load())
+	p.rx.next.Store(p.earlier.get(inc))
+	p.earlier.del(inc)
+	p.recvInc = inc
 }
 
 // run dials the member whenever the pair has no connection, with backoff,

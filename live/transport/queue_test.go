@@ -131,16 +131,21 @@ func TestQueueReconnected(t *testing.T) {
 	if got := frames(batch); len(got) != 1 || got[0] != "f" || q.base != 0 {
 		t.Fatalf("take after the restart: %q, base %d", got, q.base)
 	}
-	// An acknowledgement outside what was sent is refused, and so is a
-	// resumption of the same incarnation beyond it; nothing is dropped.
+	// An acknowledgement outside what was sent is refused; a first ack
+	// beyond it is taken as a new start.
 	if err := q.ack(5); err == nil {
 		t.Error("ack(5) of 1 frame sent: accepted")
 	}
-	if resent, dropped, err := q.reconnected(8, 9); err == nil || errors.Is(err, errStale) || resent != 0 || dropped != 0 || q.base != 0 || q.nUnacked != 1 {
-		t.Errorf("resuming at 9 with frame 0 unacknowledged: %d resent, %d dropped, %v; base %d, %d unacknowledged", resent, dropped, err, q.base, q.nUnacked)
+	if resent, dropped, err := q.reconnected(8, 9); resent != 0 || dropped != 1 || err != nil || q.base != 9 {
+		t.Errorf("resuming at 9 with frame 0 unacknowledged: %d resent, %d dropped, %v; base %d", resent, dropped, err, q.base)
 	}
-	if q.resent.Load() != 2 || q.droppedRestart.Load() != 3 {
-		t.Errorf("counters: resent %d, dropped %d; want 2, 3", q.resent.Load(), q.droppedRestart.Load())
+	if q.resent.Load() != 2 || q.droppedRestart.Load() != 4 {
+		t.Errorf("counters: resent %d, dropped %d; want 2, 4", q.resent.Load(), q.droppedRestart.Load())
+	}
+	// Incarnation 7, gone, had acknowledged 2: a resumption of it below
+	// that is stale too, and changes nothing.
+	if _, dropped, err := q.reconnected(7, 1); !errors.Is(err, errStale) || dropped != 0 || q.peerInc != 8 || q.base != 9 {
+		t.Errorf("a stale resumption of incarnation 7: %d dropped, %v; incarnation %d, base %d", dropped, err, q.peerInc, q.base)
 	}
 }
 

@@ -716,3 +716,107 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleResumptionOfAProcessGone: the stale dial member 0 takes up late
+// may come from a process of member 1 that is gone, after member 0 has
+// talked with its successor. Taking it up must not make member 0 forget
+// how many of the successor's frames it has delivered: its next
+// resumption would then say less than it has acknowledged, which the
+// successor rightly takes for stale, again and again, and the pair would
+// never join again. Member 0 keeps each incarnation's count.
+func TestStaleResumptionOfAProcessGone(t *testing.T) {
+	lns := [2]net.Listener{listen(t), listen(t)}
+	addr1 := lns[1].Addr().String()
+	logger := testLogger(t)
+	start := func(self proc.ID, ln net.Listener, peer string, edit func(*Config)) *TCP {
+		cfg := fastConfig(self, ln, map[proc.ID]string{1 - self: peer}, logger)
+		cfg.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		cfg.HandshakeTimeout = time.Minute // the connection held must not time out
+		if ln == nil {
+			cfg.Listen = addr1
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		tr, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	a := start(0, lns[0], addr1, nil)
+	old := start(1, lns[1], lns[0].Addr().String(), func(c *Config) { c.CloseTimeout = time.Millisecond })
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	a.acceptedHook = func(proc.ID) {
+		holdOnce.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	boxA, boxNew := newGenInbox(), newInbox()
+	a.Start(boxA.handle)
+	old.Start(func(proc.ID, []byte) {})
+	settled := func(tr *TCP, id proc.ID) bool {
+		s := tr.Stats().Peers[id]
+		return s.Queued == 0 && s.Unacked == 0
+	}
+
+	// The old process dials; member 0 holds the connection; the process
+	// is gone.
+	if err := old.Send(0, tagged(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, held, 10*time.Second, "member 0 to hold the old process's dial")
+	waitUntil(t, 10*time.Second, "the old process to take its dial for the pair's connection", func() bool {
+		l, _ := old.peer(0).current()
+		return l != nil
+	})
+	old.Close()
+
+	// Its successor, at the same address, talks with member 0 both ways.
+	nw := start(1, nil, lns[0].Addr().String(), nil)
+	nw.Start(boxNew.handle)
+	if err := nw.Send(0, tagged(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxNew.expect(0, 1), 10*time.Second, "member 0's first payload")
+	waitUntil(t, 10*time.Second, "the successor's first payload, both acknowledged", func() bool {
+		return boxA.lastSeq(2) == 0 && settled(a, 1) && settled(nw, 0)
+	})
+	l, _ := a.peer(1).current()
+	l.conn.Close()
+	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
+
+	// Member 0 takes up the old process's dial at last.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.conns) == 0
+	})
+
+	// The successor and member 0 join again, and go on where they were.
+	if err := nw.Send(0, tagged(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(1, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxNew.expect(0, 2), 10*time.Second, "member 0's second payload")
+	waitUntil(t, 10*time.Second, "the successor's second payload", func() bool { return boxA.lastSeq(2) == 1 })
+	boxNew.check(t)
+	boxA.mu.Lock()
+	for _, e := range boxA.errors {
+		t.Error(e)
+	}
+	boxA.mu.Unlock()
+	if s := nw.Stats().Peers[0]; s.DroppedRestart != 0 {
+		t.Errorf("the successor dropped %d frames as if member 0 had restarted", s.DroppedRestart)
+	}
+}
