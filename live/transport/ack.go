@@ -52,6 +52,34 @@ import (
 // leaves to raft; here the transport does it, for algorithms that assume
 // reliable channels.
 //
+// Stale resumptions. The two sides need not take up a pair's connections
+// in the same order. Member 1 dials; member 0 welcomes the dial, and its
+// goroutine is slow to go on. Meanwhile member 0's own dial reaches member
+// 1, wins there (doc.go, "Connections"), carries frames both ways and
+// ends. Member 1 gave its dial up when that one replaced it, but the
+// resumption it wrote on it, before the frames that came since, is still
+// in the socket, and member 0, taking the dial up at last, reads it. A
+// resumption is sent once the reader of the connection it replaces has
+// stopped, and nothing is delivered on a connection until both sides have
+// resumed it; so a member's count of frames delivered changes only on the
+// connection it has taken up last, and never goes back (within one
+// incarnation). A resumption that says less than the member has already
+// acknowledged is therefore stale: the member has given that connection
+// up and reads nothing more from it. The sender drops nothing, closes the
+// connection, and resumes on the next one from where the member really
+// is. A stale resumption that says no less than the member acknowledged
+// cannot be told apart, and needs none: the frames the member had after
+// all are still counted as sent (the queue's rewrite) and dropped by the
+// next resumption, and what is written meanwhile to the connection given
+// up is not read. Only a new incarnation (below) is a restart. A
+// connection of a process that is gone can be taken up late as well,
+// after its successor's; so each side keeps the counts of a member's last
+// few incarnations (incCounts), and a stale connection of the successor
+// is still known for stale once the one of the process gone has come and
+// gone: had the counts started again from 0, the next resumption would
+// say less than was acknowledged, every time, and the pair would never
+// join again.
+//
 // Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
 // (PeerStats.DroppedRestart), and the link starts again from what the new
@@ -152,34 +180,119 @@ func (q *sendQueue) dropUnacked(k int) {
 	}
 }
 
+// errStale: a resumption older than what the member has acknowledged
+// since (reconnected).
+var errStale = errors.New("stale resumption: the member gave this connection up (it lost a race of dials)")
+
 // reconnected prepares the queue for a new connection to the member's
 // incarnation inc, which expects the frame numbered next: the frames it
 // has are dropped, and those it lacks go back to the head of the queue to
-// be written again. If inc is not the incarnation the frames were sent to,
-// or next is not among them, they are dropped and counted instead. It
-// returns how many frames are resent and how many dropped. Nothing may be
-// writing.
-func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int) {
+// be written again. It returns how many frames are resent and how many
+// dropped.
+//
+// If inc is not the incarnation the frames were sent to, that process is
+// gone: its frames are dropped and counted (PeerStats.DroppedRestart), and
+// the numbering starts again from next. A next below what the process has
+// acknowledged is stale (see "Stale resumptions" above): nothing changes,
+// and the caller closes the connection (errStale). That holds for the
+// process the frames were sent to, and for the few before it (earlier):
+// the connection of a process gone can be taken up late too, after its
+// successor's, and the successor's stale connections must still be known
+// for stale when it comes back. Frames put back by a resumption and not
+// written since still count as sent (rewrite), so that the next
+// resumption drops those the member had. A next beyond the frames sent
+// cannot come from the same process; it is taken as a new start, as for
+// a new process. Nothing may be writing.
+func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.unrewrite()
+	switch {
+	case inc == q.peerInc && next < q.base:
+		return 0, 0, errStale
+	case inc != q.peerInc && next < q.earlier.get(inc):
+		return 0, 0, errStale
+	case inc != q.peerInc || next-q.base > uint64(q.nUnacked):
+		dropped = q.nUnacked
+		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
+		if inc != q.peerInc {
+			q.earlier.put(q.peerInc, q.base)
+			q.earlier.del(inc)
+		}
+		q.peerInc, q.base = inc, next
+		q.droppedRestart.Add(uint64(dropped))
+	default:
+		q.dropUnacked(int(next - q.base))
+	}
 	q.asked = false
 	q.fullSince = time.Time{}
 	q.full.Store(false)
-	if inc != q.peerInc || next < q.base || next-q.base > uint64(q.nUnacked) {
-		dropped = q.nUnacked
-		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
-		q.peerInc, q.base = inc, next
-		q.droppedRestart.Add(uint64(dropped))
-	} else {
-		q.dropUnacked(int(next - q.base))
-	}
 	resent = q.nUnacked
 	if resent > 0 {
+		q.rewrite, q.nRewrite = q.unackedBytes(), resent
 		p := make([]byte, 0, q.unackedBytes()+len(q.pending))
 		q.pending = append(append(p, q.unacked[q.acked:]...), q.pending...)
 		q.nPending += resent
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
 		q.resent.Add(uint64(resent))
 	}
-	return resent, dropped
+	return resent, dropped, nil
+}
+
+// incCounts holds a count per incarnation of a member for its few last
+// incarnations but the current one, newest last: the frames of each
+// acknowledged (sendQueue.earlier), or delivered (peer.earlier). An
+// incarnation not held counts 0.
+type incCounts []incCount
+
+type incCount struct{ inc, n uint64 }
+
+// maxEarlier bounds the incarnations of a member whose counts are kept:
+// a connection of each would have to be taken up late, after its
+// successor's.
+const maxEarlier = 8
+
+func (c incCounts) get(inc uint64) uint64 {
+	for _, e := range c {
+		if e.inc == inc {
+			return e.n
+		}
+	}
+	return 0
+}
+
+// put records n for inc (none for 0, no incarnation yet), forgetting the
+// oldest beyond maxEarlier.
+func (c *incCounts) put(inc, n uint64) {
+	if inc == 0 {
+		return
+	}
+	c.del(inc)
+	*c = append(*c, incCount{inc, n})
+	if len(*c) > maxEarlier {
+		*c = append((*c)[:0], (*c)[1:]...)
+	}
+}
+
+func (c *incCounts) del(inc uint64) {
+	for i, e := range *c {
+		if e.inc == inc {
+			*c = append((*c)[:i], (*c)[i+1:]...)
+			return
+		}
+	}
+}
+
+// unrewrite takes the frames a resumption put back at the head of the
+// queue, if no connection has taken them since, back to unacked: they were
+// written before, and the member may have them. mu is held.
+func (q *sendQueue) unrewrite() {
+	if q.nRewrite == 0 {
+		return
+	}
+	u := make([]byte, 0, q.rewrite+q.unackedBytes())
+	u = append(append(u, q.pending[:q.rewrite]...), q.unacked[q.acked:]...)
+	q.unacked, q.acked, q.nUnacked = u, 0, q.nUnacked+q.nRewrite
+	q.pending, q.nPending = q.pending[q.rewrite:], q.nPending-q.nRewrite
+	q.rewrite, q.nRewrite = 0, 0
 }

@@ -84,7 +84,10 @@
 // the shorter), so that races are the exception. A connection replaced
 // while its own reader still delivers frames is closed, and the new one
 // starts only once the old one's reader and writer have stopped, so each
-// direction stays in order.
+// direction stays in order. A dial that lost the race may still be taken
+// up by the acceptor after the winner came and went, if its goroutine was
+// slow: the resumption the dialer wrote on it is stale, and costs no frame
+// and duplicates none (ack.go, "Stale resumptions").
 //
 // Lazy links. A member of a large group that talks to a few random
 // members at a time (SWIM probes one a period) needs no connection to

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -122,6 +123,66 @@ func TestLazyLinkRacesIdleClose(t *testing.T) {
 	}
 	t.Logf("member 0: %+v", s0)
 	t.Logf("member 1: %+v", s1)
+}
+
+// TestLazyLinksRaceIdleClosesInPairs: four pairs at once (so that the
+// machine is busy and goroutines are slow to go on), LinkIdle 1 ms, each
+// member sending bursts of one or two payloads after pauses of up to three
+// times LinkIdle: hundreds of idle closes per pair, dials crossing, and
+// dials taken up late by the acceptor, after the other member's dial came
+// and went (ack.go, "Stale resumptions"). Every payload arrives once, in
+// order, and nothing is dropped as if a member had restarted.
+func TestLazyLinksRaceIdleClosesInPairs(t *testing.T) {
+	const pairs, rounds = 4, 500
+	for pair := range pairs {
+		t.Run(fmt.Sprint(pair), func(t *testing.T) {
+			t.Parallel()
+			idle := time.Millisecond
+			trs := newTCPCluster(t, 2, func(c *Config) {
+				c.PingInterval = idle
+				c.LinkIdle = idle
+			})
+			boxes := []*inbox{newInbox(), newInbox()}
+			for i, tr := range trs {
+				tr.Start(boxes[i].handle)
+			}
+			var sent [2]uint64
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for i, tr := range trs {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(pair), uint64(i)))
+					for range rounds {
+						time.Sleep(time.Duration(rng.IntN(int(3 * idle))))
+						k := uint64(1 + rng.IntN(2))
+						if err := sendAll(tr, proc.ID(1-i), sent[i], sent[i]+k, 16, 10*time.Second); err != nil {
+							errs <- err
+							return
+						}
+						sent[i] += k
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			waitClosed(t, boxes[0].expect(1, sent[1]), 10*time.Second, "every payload 1→0")
+			waitClosed(t, boxes[1].expect(0, sent[0]), 10*time.Second, "every payload 0→1")
+			boxes[0].check(t)
+			boxes[1].check(t)
+			s0, s1 := trs[0].Stats().Peers[1], trs[1].Stats().Peers[0]
+			if s0.DroppedRestart != 0 || s1.DroppedRestart != 0 {
+				t.Errorf("dropped %d and %d frames as if a member had restarted", s0.DroppedRestart, s1.DroppedRestart)
+			}
+			if s0.IdleClosed+s1.IdleClosed < 10 {
+				t.Errorf("only %d idle closes: the test did not race them with sends", s0.IdleClosed+s1.IdleClosed)
+			}
+			t.Logf("member 0: %+v", s0)
+			t.Logf("member 1: %+v", s1)
+		})
+	}
 }
 
 // TestLazyLinksStayBounded: in a cluster where each member talks to two

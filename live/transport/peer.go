@@ -41,9 +41,11 @@ type peer struct {
 	spare  []byte // owned by the writer of the current link
 	joined []byte // the writer's: an ack and a batch, for TLS
 
-	// recvInc is the member's incarnation whose frames rx counts; used by
-	// one link at a time.
+	// recvInc is the member's incarnation whose frames rx counts, and
+	// earlier what rx counted for the member's previous incarnations (the
+	// last few, newest last; countFor). Used by one link at a time.
 	recvInc uint64
+	earlier incCounts
 
 	connected                     atomic.Bool
 	received                      atomic.Uint64
@@ -257,8 +259,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		if p.recvInc != 0 {
 			l.log.Info("transport: the member restarted", "delivered_from_previous", p.rx.next.Load())
 		}
-		p.recvInc = l.inc
-		p.rx.next.Store(0)
+		p.countFor(l.inc)
 	}
 
 	// Each side tells the other the first of its frames it expects; the
@@ -314,6 +315,17 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 			break
 		}
 	}
+	// The member's resumption is stale if it has given this connection up
+	// since it wrote it (a dial that lost a race of dials, taken up late
+	// here): then nothing changes, and the connection is closed.
+	resent, dropped, err := p.q.reconnected(l.inc, next)
+	if err != nil {
+		l.conn.Close()
+		if err == errStale && !l.race {
+			t.races.Add(1)
+		}
+		return err
+	}
 	l.conn.SetDeadline(time.Time{})
 	fr.idle = t.cfg.IdleTimeout
 	p.mu.Lock()
@@ -333,12 +345,26 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	p.established, l.served, l.upAt = true, true, time.Now()
 	p.mu.Unlock()
 	p.q.lastData.Store(mono()) // a new connection is not idle yet
-	resent, dropped := p.q.reconnected(l.inc, next)
 	l.log.Info("transport: connected", "dialed_by", l.dialer.String(), "resent", resent)
 	if dropped > 0 {
 		l.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
 	}
 	return p.serve(l, fr)
+}
+
+// countFor makes rx count the data frames of the member's incarnation inc:
+// from 0 for a process not seen before, or from where its count stood.
+// A connection of a process that is gone can be taken up after its
+// successor's (a dial that lost a race, taken up late: ack.go, "Stale
+// resumptions"). Had it reset the count, this member's next resumption
+// with the successor would say less than it had acknowledged, and the
+// successor would take every one for stale and close it: the pair would
+// never join again.
+func (p *peer) countFor(inc uint64) {
+	p.earlier.put(p.recvInc, p.rx.next.Load())
+	p.rx.next.Store(p.earlier.get(inc))
+	p.earlier.del(inc)
+	p.recvInc = inc
 }
 
 // run dials the member whenever the pair has no connection, with backoff,
@@ -478,7 +504,7 @@ func (p *peer) idle() bool {
 // logEnd logs why a connection ended.
 func (p *peer) logEnd(l *link, err error) {
 	switch {
-	case err == errLost:
+	case err == errLost || err == errStale:
 		l.log.Debug("transport: " + err.Error())
 	case err == io.EOF:
 		l.log.Debug("transport: peer closed its connection")

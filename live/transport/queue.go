@@ -81,6 +81,14 @@ type sendQueue struct {
 	asked    bool   // an acknowledgement was asked for since the last one came
 	flushed  bool   // closed, written and acknowledged: Close's flush is done
 
+	// earlier: how many frames the member's previous incarnations
+	// acknowledged (reconnected).
+	earlier incCounts
+	// rewrite: the bytes, nRewrite frames, at the head of pending that a
+	// resumption put back (reconnected), written before and not
+	// acknowledged, until a connection takes them.
+	rewrite, nRewrite int
+
 	// rx is the receiving side of the link, whose acks this queue's
 	// writers send (nil: none, as for Sends to Self).
 	rx *rx
@@ -292,6 +300,7 @@ func (q *sendQueue) take(spare []byte) (batch []byte, n, from int) {
 	}
 	batch, n = q.pending, q.nPending
 	q.pending, q.nPending = spare[:0], 0
+	q.rewrite, q.nRewrite = 0, 0
 	q.hold(batch, n)
 	q.writing = true
 	return batch, n, 0
@@ -596,6 +605,7 @@ func (q *sendQueue) discard() int {
 	defer q.mu.Unlock()
 	n := q.nPending + q.nHeld + q.nUnacked
 	q.pending, q.nPending, q.nHeld, q.heldBytes, q.resume = nil, 0, 0, 0, nil
+	q.rewrite, q.nRewrite = 0, 0
 	q.unacked, q.acked, q.nUnacked = nil, 0, 0
 	return n
 }

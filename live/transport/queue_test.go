@@ -79,8 +79,8 @@ func TestQueueDetachRequeuesPartialFrame(t *testing.T) {
 	q.resume, q.resumeAt, q.resumeN = whole, 3, 1
 	q.pending, q.nPending = appendFrame(nil, []byte("queued after")), 1
 	q.detach()
-	if resent, dropped := q.reconnected(7, 0); resent != 1 || dropped != 0 {
-		t.Fatalf("reconnected: %d resent, %d dropped; want 1, 0", resent, dropped)
+	if resent, dropped, err := q.reconnected(7, 0); resent != 1 || dropped != 0 || err != nil {
+		t.Fatalf("reconnected: %d resent, %d dropped, %v; want 1, 0", resent, dropped, err)
 	}
 	batch, n, from := q.take(nil)
 	if got := frames(batch); n != 2 || from != 0 || len(got) != 2 || got[0] != "partly written" || got[1] != "queued after" {
@@ -109,8 +109,8 @@ func TestQueueReconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The connection fails; the member had delivered a and b.
-	if resent, dropped := q.reconnected(7, 2); resent != 2 || dropped != 0 {
-		t.Fatalf("same incarnation: %d resent, %d dropped; want 2, 0", resent, dropped)
+	if resent, dropped, err := q.reconnected(7, 2); resent != 2 || dropped != 0 || err != nil {
+		t.Fatalf("same incarnation: %d resent, %d dropped, %v; want 2, 0", resent, dropped, err)
 	}
 	if err := q.push([]byte("e")); err != nil {
 		t.Fatal(err)
@@ -124,23 +124,76 @@ func TestQueueReconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The member restarts: c, d, e are dropped; f, never sent, goes to it.
-	if resent, dropped := q.reconnected(8, 0); resent != 0 || dropped != 3 {
-		t.Fatalf("new incarnation: %d resent, %d dropped; want 0, 3", resent, dropped)
+	if resent, dropped, err := q.reconnected(8, 0); resent != 0 || dropped != 3 || err != nil {
+		t.Fatalf("new incarnation: %d resent, %d dropped, %v; want 0, 3", resent, dropped, err)
 	}
 	batch, _, _ = q.take(nil)
 	if got := frames(batch); len(got) != 1 || got[0] != "f" || q.base != 0 {
 		t.Fatalf("take after the restart: %q, base %d", got, q.base)
 	}
 	// An acknowledgement outside what was sent is refused; a first ack
-	// outside it is taken as a new start.
+	// beyond it is taken as a new start.
 	if err := q.ack(5); err == nil {
 		t.Error("ack(5) of 1 frame sent: accepted")
 	}
-	if resent, dropped := q.reconnected(8, 9); resent != 0 || dropped != 1 || q.base != 9 {
-		t.Errorf("resuming at 9 with frame 0 unacknowledged: %d resent, %d dropped, base %d", resent, dropped, q.base)
+	if resent, dropped, err := q.reconnected(8, 9); resent != 0 || dropped != 1 || err != nil || q.base != 9 {
+		t.Errorf("resuming at 9 with frame 0 unacknowledged: %d resent, %d dropped, %v; base %d", resent, dropped, err, q.base)
 	}
 	if q.resent.Load() != 2 || q.droppedRestart.Load() != 4 {
 		t.Errorf("counters: resent %d, dropped %d; want 2, 4", q.resent.Load(), q.droppedRestart.Load())
+	}
+	// Incarnation 7, gone, had acknowledged 2: a resumption of it below
+	// that is stale too, and changes nothing.
+	if _, dropped, err := q.reconnected(7, 1); !errors.Is(err, errStale) || dropped != 0 || q.peerInc != 8 || q.base != 9 {
+		t.Errorf("a stale resumption of incarnation 7: %d dropped, %v; incarnation %d, base %d", dropped, err, q.peerInc, q.base)
+	}
+}
+
+// A resumption below what the member has acknowledged is stale (the
+// member wrote it on a connection it has given up since): nothing is
+// dropped or resent, and the numbering stays where it was. A stale
+// resumption not below it puts frames back in the queue; if its
+// connection fails before they are written again, the next resumption
+// still counts them as sent, and drops those the member had after all.
+func TestQueueStaleResumption(t *testing.T) {
+	q := newSendQueue(10, 1<<20, true)
+	q.reconnected(7, 0)
+	for _, p := range []string{"a", "b", "c", "d"} {
+		if err := q.push([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, n, _ := q.take(nil)
+	q.written(batch, n)
+	if err := q.ack(2); err != nil {
+		t.Fatal(err)
+	}
+	// The member delivered a and b, acknowledged them, and then c: a
+	// resumption it wrote before it had b is stale.
+	if resent, dropped, err := q.reconnected(7, 1); !errors.Is(err, errStale) || resent != 0 || dropped != 0 {
+		t.Errorf("resuming at 1 after an ack of 2: %d resent, %d dropped, %v; want errStale", resent, dropped, err)
+	}
+	if q.base != 2 || q.nUnacked != 2 || q.droppedRestart.Load() != 0 {
+		t.Fatalf("after a stale resumption: base %d, %d unacknowledged, %d dropped; want 2, 2, 0", q.base, q.nUnacked, q.droppedRestart.Load())
+	}
+	// One it wrote when it had b (not below the ack): c and d go back to
+	// the queue, and the connection fails before they are written.
+	if resent, dropped, err := q.reconnected(7, 2); resent != 2 || dropped != 0 || err != nil {
+		t.Fatalf("resuming at 2: %d resent, %d dropped, %v; want 2, 0", resent, dropped, err)
+	}
+	if err := q.push([]byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	// The member really had c: d and e are what it lacks.
+	if resent, dropped, err := q.reconnected(7, 3); resent != 1 || dropped != 0 || err != nil {
+		t.Fatalf("resuming at 3 with c and d put back: %d resent, %d dropped, %v; want 1, 0", resent, dropped, err)
+	}
+	batch, n, _ = q.take(nil)
+	if got := frames(batch); n != 2 || len(got) != 2 || got[0] != "d" || got[1] != "e" || q.base != 3 {
+		t.Fatalf("take: %q, base %d; want d, e from 3", got, q.base)
+	}
+	if q.droppedRestart.Load() != 0 {
+		t.Errorf("%d frames counted as dropped for a restart", q.droppedRestart.Load())
 	}
 }
 

@@ -41,7 +41,7 @@ func TestQueueBatchWrittenInPart(t *testing.T) {
 			q.directPart.Load(), q.resumeN, q.resumeAt, len(q.resume))
 	}
 	q.detach()
-	if resent, _ := q.reconnected(1, 0); resent != 3 {
+	if resent, _, _ := q.reconnected(1, 0); resent != 3 {
 		t.Fatalf("reconnecting: %d frames resent, want 3", resent)
 	}
 	batch, n, from := q.take(nil)

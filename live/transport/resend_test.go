@@ -684,3 +684,209 @@ func TestStatsCountEveryByteWritten(t *testing.T) {
 	}
 	t.Logf("member 0 wrote %d bytes, %d of them control in %d writes; member 1 %d, %d in %d", wa, ca, na, wb, cb, nb)
 }
+
+// TestStaleResumptionIsNotARestart: a dial that lost a race of dials can
+// reach the acceptor's resumption long after its dialer gave it up. Here
+// member 1 dials, and member 0 takes the connection only after its own
+// dial has replaced it at member 1, carried frames both ways, and been cut
+// with one of member 0's frames unacknowledged. The resumption member 1
+// wrote on its dial says it expects frame 0, though it has acknowledged
+// frame 0 since: member 0 must not take the member for restarted and drop
+// the unacknowledged frame (nor number its frames from there), but give
+// the connection up. Every payload arrives once, in order, and nothing is
+// counted as dropped.
+func TestStaleResumptionIsNotARestart(t *testing.T) {
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		c.HandshakeTimeout = time.Minute // the connection held must not time out
+		if c.Self == 0 {
+			// Once cut, member 0 does not redial within the test:
+			// member 1's next dial joins the pair again.
+			c.DialBackoffMin, c.DialBackoffMax = time.Minute, time.Minute
+		}
+	})
+	a, b := trs[0], trs[1]
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	a.acceptedHook = func(from proc.ID) {
+		holdOnce.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	gotSecond, unblock := make(chan struct{}), make(chan struct{})
+	var unblockOnce sync.Once
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		unblockOnce.Do(func() { close(unblock) })
+	})
+	boxA, boxB := newInbox(), newInbox()
+	a.Start(boxA.handle)
+	b.Start(func(from proc.ID, p []byte) {
+		if binary.BigEndian.Uint64(p) == 1 { // member 0's second payload
+			close(gotSecond)
+			<-unblock
+		}
+		boxB.handle(from, p)
+	})
+	send := func(tr *TCP, to proc.ID, seq uint64) {
+		t.Helper()
+		if err := tr.Send(to, seqPayload(seq, 16)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(tr *TCP, id proc.ID) func() bool {
+		return func() bool { s := tr.Stats().Peers[id]; return s.Queued == 0 && s.Unacked == 0 }
+	}
+
+	// Member 1 dials; member 0 welcomes the connection and holds it.
+	send(b, 0, 0)
+	waitClosed(t, held, 10*time.Second, "member 0 to hold member 1's dial")
+	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
+		l, _ := b.peer(0).current()
+		return l != nil && l.dialer == 1
+	})
+	// Member 0 dials too; its dial wins at member 1 (the lower ID's) and
+	// carries a payload each way, acknowledged.
+	send(a, 1, 0)
+	waitClosed(t, boxA.expect(1, 1), 10*time.Second, "member 1's first payload")
+	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's first payload")
+	waitUntil(t, 10*time.Second, "both payloads acknowledged", func() bool { return settled(a, 1)() && settled(b, 0)() })
+	// A second payload from member 0 stays unacknowledged (member 1's
+	// handler holds it), and member 0's connection is cut.
+	send(a, 1, 1)
+	waitClosed(t, gotSecond, 10*time.Second, "member 0's second payload to reach the handler")
+	l, _ := a.peer(1).current()
+	l.conn.Close()
+	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
+
+	// Only now does member 0 take up member 1's first dial, and its stale
+	// resumption.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.conns) == 0
+	})
+	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
+		t.Errorf("member 0 dropped %d frames as if member 1 had restarted", s.DroppedRestart)
+	}
+
+	// The pair joins again (member 1 dials): everything arrives once.
+	unblockOnce.Do(func() { close(unblock) })
+	send(b, 0, 1)
+	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
+	waitClosed(t, boxB.expect(0, 2), 10*time.Second, "member 0's second payload")
+	waitUntil(t, 10*time.Second, "everything acknowledged", func() bool { return settled(a, 1)() && settled(b, 0)() })
+	boxA.check(t)
+	boxB.check(t)
+	for _, s := range []PeerStats{a.Stats().Peers[1], b.Stats().Peers[0]} {
+		if s.DroppedRestart != 0 || s.Dropped != 0 {
+			t.Errorf("stats %+v: nothing should be dropped", s)
+		}
+	}
+}
+
+// TestStaleResumptionOfAProcessGone: the stale dial member 0 takes up late
+// may come from a process of member 1 that is gone, after member 0 has
+// talked with its successor. Taking it up must not make member 0 forget
+// how many of the successor's frames it has delivered: its next
+// resumption would then say less than it has acknowledged, which the
+// successor rightly takes for stale, again and again, and the pair would
+// never join again. Member 0 keeps each incarnation's count.
+func TestStaleResumptionOfAProcessGone(t *testing.T) {
+	lns := [2]net.Listener{listen(t), listen(t)}
+	addr1 := lns[1].Addr().String()
+	logger := testLogger(t)
+	start := func(self proc.ID, ln net.Listener, peer string, edit func(*Config)) *TCP {
+		cfg := fastConfig(self, ln, map[proc.ID]string{1 - self: peer}, logger)
+		cfg.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		cfg.HandshakeTimeout = time.Minute // the connection held must not time out
+		if ln == nil {
+			cfg.Listen = addr1
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		tr, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	a := start(0, lns[0], addr1, nil)
+	old := start(1, lns[1], lns[0].Addr().String(), func(c *Config) { c.CloseTimeout = time.Millisecond })
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	a.acceptedHook = func(proc.ID) {
+		holdOnce.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	boxA, boxNew := newGenInbox(), newInbox()
+	a.Start(boxA.handle)
+	old.Start(func(proc.ID, []byte) {})
+	settled := func(tr *TCP, id proc.ID) bool {
+		s := tr.Stats().Peers[id]
+		return s.Queued == 0 && s.Unacked == 0
+	}
+
+	// The old process dials; member 0 holds the connection; the process
+	// is gone.
+	if err := old.Send(0, tagged(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, held, 10*time.Second, "member 0 to hold the old process's dial")
+	waitUntil(t, 10*time.Second, "the old process to take its dial for the pair's connection", func() bool {
+		l, _ := old.peer(0).current()
+		return l != nil
+	})
+	old.Close()
+
+	// Its successor, at the same address, talks with member 0 both ways.
+	nw := start(1, nil, lns[0].Addr().String(), nil)
+	nw.Start(boxNew.handle)
+	if err := nw.Send(0, tagged(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxNew.expect(0, 1), 10*time.Second, "member 0's first payload")
+	waitUntil(t, 10*time.Second, "the successor's first payload, both acknowledged", func() bool {
+		return boxA.lastSeq(2) == 0 && settled(a, 1) && settled(nw, 0)
+	})
+	l, _ := a.peer(1).current()
+	l.conn.Close()
+	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
+
+	// Member 0 takes up the old process's dial at last.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.conns) == 0
+	})
+
+	// The successor and member 0 join again, and go on where they were.
+	if err := nw.Send(0, tagged(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(1, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxNew.expect(0, 2), 10*time.Second, "member 0's second payload")
+	waitUntil(t, 10*time.Second, "the successor's second payload", func() bool { return boxA.lastSeq(2) == 1 })
+	boxNew.check(t)
+	boxA.mu.Lock()
+	for _, e := range boxA.errors {
+		t.Error(e)
+	}
+	boxA.mu.Unlock()
+	if s := nw.Stats().Peers[0]; s.DroppedRestart != 0 {
+		t.Errorf("the successor dropped %d frames as if member 0 had restarted", s.DroppedRestart)
+	}
+}

@@ -48,6 +48,11 @@ type TCP struct {
 	closeOnce sync.Once
 	peerWG    sync.WaitGroup // one dialer per member
 	wg        sync.WaitGroup // accept loop, accepted connections, self delivery
+
+	// acceptedHook, if set (tests), is called by the goroutine of an
+	// accepted connection once it has welcomed the dialer, before it reads
+	// the dialer's first frame: a test can hold the connection there.
+	acceptedHook func(from proc.ID)
 }
 
 var _ Transport = (*TCP)(nil)
@@ -383,6 +388,9 @@ func (t *TCP) serveInbound(raw net.Conn) {
 			t.log.Warn("transport: handshake rejected", attrs...)
 		}
 		return
+	}
+	if h := t.acceptedHook; h != nil {
+		h(from)
 	}
 	// The dialer's first frame announces it: a member not known yet (a
 	// node joining, Config.Joins) is learnt at the address it gives.
