@@ -34,7 +34,8 @@ import (
 // the batch when many frames or bytes have come since the last (as TCP
 // acknowledges every second full segment), or when the sender asks with a
 // ping; within a batch when eight times as many have (a stream the reader
-// never catches up with has no end of batch); and with every keepalive.
+// never catches up with has no end of batch); and with every keepalive
+// (keepalive.go).
 // The sender asks when half its QueueBytes is taken by frames not
 // acknowledged, so that the window never closes while acknowledgements are
 // delayed. Acks leave in order: only the party holding the connection

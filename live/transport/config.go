@@ -84,16 +84,27 @@ type Config struct {
 	// HandshakeTimeout bounds connection set-up (TCP connect, TLS,
 	// authentication). 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// PingInterval: a connection on which nothing has been written for
-	// about this long (between 1 and 1.5 times it) gets a keepalive (an
-	// ack), from each side. 0 means DefaultPingInterval.
+	// PingInterval: while the member may await something of this side
+	// (the handler holds one of its frames, or frames delivered are not
+	// acknowledged yet), a connection on which this side has written
+	// nothing for about this long (between 1 and 1.5 times it) gets a
+	// keepalive (an ack) from it. A connection on which nothing is
+	// outstanding either way gets one from each side only every third of
+	// the quiet timeout (see IdleTimeout). 0 means DefaultPingInterval.
 	PingInterval time.Duration
-	// IdleTimeout: a connection on which no complete frame (data, ack or
-	// ping) arrives within this long of the reader starting to wait for it
-	// is closed. So is one to a member that stops reading: Sends to it
-	// refused (its queue full) for this long, and meanwhile nothing
-	// acknowledged and no data frame from it (PeerStats.Stalled). It must be at least twice
-	// PingInterval. 0 means DefaultIdleTimeout.
+	// IdleTimeout: while this side awaits something of the member (frames
+	// it wrote and the member has not acknowledged), a connection on which
+	// no complete frame (data, ack or ping) arrives within this long of the
+	// reader starting to wait for it is closed: a dead connection is
+	// noticed within about IdleTimeout of the first Send on it. While
+	// nothing is awaited, the reader waits for the first byte of a frame
+	// up to the quiet timeout, ten times IdleTimeout and at least a
+	// minute (a backstop for connections to machines that vanished), and
+	// the rest of the frame must follow within IdleTimeout. A connection
+	// to a member that stops reading is closed too: Sends to it refused
+	// (its queue full) for this long, and meanwhile nothing acknowledged
+	// and no data frame from it (PeerStats.Stalled). It must be at least
+	// twice PingInterval. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// DialBackoffMin and DialBackoffMax bound the delay between attempts to
 	// connect to a member: it doubles from Min up to Max, and each delay

@@ -31,8 +31,8 @@
 // Nothing, while both processes live: a link (a pair of processes, each in
 // one incarnation) loses and duplicates no payload in either direction,
 // however often its connections fail, as TCP loses and duplicates nothing
-// within one connection. When a connection fails (the network broke,
-// keepalives stopped, a partition outlasted IdleTimeout), the members
+// within one connection. When a connection fails (the network broke, a
+// frame awaited did not come within IdleTimeout), the members
 // redial with exponential backoff and jitter; meanwhile Sends queue up to
 // the bound, then fail with ErrBackpressure. The sender keeps every frame it has written until
 // the receiver acknowledges it, and on the new connection each direction
@@ -117,10 +117,19 @@
 // otherwise alone, delayed a little (ackDelay, as TCP's delayed ACK), so
 // that request–response traffic costs no acknowledgement segments; at
 // once when many frames have come or the other side asks (a ping, sent
-// when half its QueueBytes awaits acknowledgement). A side that has
-// written nothing for about PingInterval writes an ack as a keepalive,
-// so a quiet but healthy connection stays up and a dead one is noticed
-// from either end.
+// when half its QueueBytes awaits acknowledgement).
+//
+// Keepalives go only where something is outstanding (keepalive.go). A
+// side that awaits an acknowledgement closes the connection if nothing
+// comes within IdleTimeout, so a dead connection is noticed within about
+// IdleTimeout of the first Send on it; the member acknowledges within
+// ackDelay, and while its handler holds a frame it writes an ack as a
+// keepalive every PingInterval. A connection on which nothing is
+// outstanding either way carries nothing: its reader waits up to the
+// quiet timeout (ten IdleTimeouts, at least a minute), a backstop that
+// closes connections to machines that vanished, and each side writes a
+// keepalive every third of it. In a full mesh that SWIM uses a pair at a
+// time, the connections idle at any moment cost (almost) nothing.
 //
 // A member that stops reading (its handler is stuck, say) is not only
 // capped but cut off: when Sends to it have been refused for IdleTimeout
@@ -167,9 +176,11 @@
 // frame announcing more than MaxFrame bytes closes the connection before
 // its body is read; so does a frame cut short by the end of the
 // connection, a malformed ping or ack, an ack of frames never sent, or
-// data before the resumption. Every frame must arrive whole within
-// IdleTimeout of the reader starting to wait for it, so a silent peer, or
-// one that trickles bytes, is disconnected.
+// data before the resumption. While this side awaits something of the
+// member, every frame must arrive whole within IdleTimeout of the reader
+// starting to wait for it, so a silent peer is disconnected; and any
+// frame must arrive whole within IdleTimeout of its first byte, so one
+// that trickles bytes is disconnected.
 //
 // # Writing
 //

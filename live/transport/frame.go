@@ -19,7 +19,7 @@ import (
 //	kind 2  members: (id, address) entries (members.go)
 //	kind 3  ack: a uvarint, the number of the other side's data frames of
 //	        the link this side has delivered (ack.go); either way, and
-//	        the keepalive of an idle connection
+//	        the keepalive (keepalive.go)
 //
 // A 32-byte payload costs 34 bytes on the wire; a ping, one byte; an ack,
 // two to twelve.
@@ -67,14 +67,18 @@ var (
 // frameReader reads frames from a connection. Every frame must arrive
 // completely within idle of the moment the reader starts waiting for it, so
 // a peer that goes silent, or trickles a frame in a byte at a time, is
-// disconnected. The deadline is renewed only when the reader may block (the
-// buffer does not hold the whole frame), which keeps it off the fast path.
+// disconnected; except that with a watch, while this side awaits nothing
+// of the member, the first byte of a frame may take up to the quiet
+// timeout, and the rest must follow within idle (keepalive.go). The
+// deadline is renewed only when the reader may block (the buffer does not
+// hold the whole frame), which keeps it off the fast path.
 type frameReader struct {
-	conn net.Conn
-	br   *bufio.Reader
-	idle time.Duration
-	max  int
-	slab []byte
+	conn  net.Conn
+	br    *bufio.Reader
+	idle  time.Duration
+	max   int
+	slab  []byte
+	watch *readWatch // nil: every wait is bounded by idle (the handshake, the resumption)
 }
 
 // Payloads up to slabMax bytes are carved from shared slabs of slabSize
@@ -107,10 +111,29 @@ func (r *frameReader) next() (kind byte, payload []byte, err error) {
 		// would otherwise wait out that system call, or be taken over
 		// by another thread.
 		runtime.Gosched()
-		if err := r.arm(); err != nil {
+		long, err := r.armWait()
+		if err != nil {
 			return 0, nil, err
 		}
 		armed = true
+		if long {
+			// Nothing awaited: the first byte may be long in coming;
+			// the rest of the frame must follow within idle.
+			if _, err := r.br.Peek(1); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() && r.watch.expired() {
+					return 0, nil, fmt.Errorf("%w: nothing from the member for %v, with nothing outstanding", errIdle, r.watch.quiet)
+				}
+				return 0, nil, r.readErr(err, false)
+			}
+			armed = false
+			if b, _ := r.br.Peek(r.br.Buffered()); !wholeHeader(b) {
+				if err := r.arm(); err != nil {
+					return 0, nil, err
+				}
+				armed = true
+			}
+		}
 	}
 	x, err := binary.ReadUvarint(r.br)
 	if err != nil {
@@ -146,6 +169,21 @@ func (r *frameReader) next() (kind byte, payload []byte, err error) {
 
 func (r *frameReader) arm() error {
 	return r.conn.SetReadDeadline(time.Now().Add(r.idle))
+}
+
+// armWait sets the deadline of a wait for the next frame, and reports
+// whether it is the quiet one (keepalive.go).
+func (r *frameReader) armWait() (long bool, err error) {
+	if r.watch == nil {
+		return false, r.arm()
+	}
+	return r.watch.arm()
+}
+
+// wholeHeader reports whether b starts with a whole frame header.
+func wholeHeader(b []byte) bool {
+	_, k := binary.Uvarint(b)
+	return k != 0
 }
 
 // readErr names a read error. inFrame reports whether part of a frame had

@@ -66,6 +66,7 @@ type rx struct {
 	ackedFrames, ackedBytes atomic.Uint64
 	now                     atomic.Bool // an ack is due at once
 	armed                   atomic.Bool // an ack is due within ackDelay
+	busy                    atomic.Bool // the handler holds one of the member's frames
 }
 
 // link is a connection of the pair, dialed by dialer, to the member's
@@ -584,6 +585,11 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 		p.connected.Store(false)
 	}()
 
+	// The reader waits long while this side awaits nothing of the
+	// member, and writes of data frames shorten its wait (keepalive.go).
+	w := &readWatch{q: q, conn: conn, idle: t.cfg.IdleTimeout, quiet: t.quiet}
+	fr.watch = w
+	q.watch(w)
 	readErr := make(chan error, 1)
 	t.wg.Go(func() {
 		err := p.read(l, fr)
@@ -603,10 +609,9 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 	// (reconnected), so Sends queue behind it rather than write directly.
 	q.attach(rawConnOf(conn))
 
-	interval := t.cfg.PingInterval
 	// The keepalive's tick; it also checks for a stalled member and,
 	// with lazy links, for an idle connection.
-	tick := interval / 2
+	tick := t.cfg.PingInterval / 2
 	if t.cfg.LinkIdle > 0 {
 		tick = min(tick, t.cfg.LinkIdle/2)
 	}
@@ -669,8 +674,9 @@ func (p *peer) serve(l *link, fr *frameReader) error {
 				return fail(errLinkIdle)
 			}
 			// A keepalive: an ack, which tells the member this one
-			// lives and where its frames stand.
-			if q.acquireIdle(interval) {
+			// lives and where its frames stand; often only while the
+			// member may await something of this one (keepalive.go).
+			if q.acquireIdle(p.keepaliveEvery()) {
 				q.ackWrites.Add(1)
 				b := q.appendAck(ackBuf[:0], true)
 				_, err := conn.Write(b)
@@ -739,8 +745,10 @@ func (p *peer) read(l *link, fr *frameReader) error {
 			p.received.Add(1)
 			p.lastRecv.Store(mono())
 			rx.bytes.Add(uint64(frameLen(len(payload))))
+			rx.busy.Store(true)
 			t.handler(p.id, payload)
 			rx.next.Add(1)
+			rx.busy.Store(false)
 			q.heard()
 			delivered = true
 		case kindPing:

@@ -92,6 +92,9 @@ type sendQueue struct {
 	// rx is the receiving side of the link, whose acks this queue's
 	// writers send (nil: none, as for Sends to Self).
 	rx *rx
+	// rd is the reader of the connection attached, whose quiet deadline
+	// the writers shorten when they write data frames (keepalive.go).
+	rd *readWatch
 	// demand, if set (Config.LinkIdle), is called by a push that queues
 	// frames while no connection is attached: the member is dialed.
 	demand func()
@@ -243,6 +246,9 @@ func (q *sendQueue) writeDirect(payloads [][]byte) {
 // queue moves them to unacked at once (the member may acknowledge them
 // before the write returns); another counts them as held. mu is held.
 func (q *sendQueue) hold(frames []byte, k int) {
+	if q.rd != nil {
+		q.rd.shorten()
+	}
 	if q.keep {
 		q.unacked = append(q.unacked, frames...)
 		q.nUnacked += k
@@ -571,7 +577,7 @@ func (q *sendQueue) attach(raw syscall.RawConn) {
 func (q *sendQueue) detach() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.raw, q.up = nil, false
+	q.raw, q.up, q.rd = nil, false, nil
 	for q.writing {
 		q.idle.Wait()
 	}

@@ -647,9 +647,9 @@ func TestStatsCountEveryByteWritten(t *testing.T) {
 	const n = 40
 	doneA, doneB := boxA.expect(1, n), boxB.expect(0, n)
 	for seq := range uint64(n) {
-		// A request and a reply, then a pause of a few keepalive
-		// intervals now and then, so that acks go alone and
-		// keepalives flow.
+		// A request and a reply, then a pause of a few ack delays now
+		// and then, so that acks go alone (keepalives go on a quiet
+		// connection only every third of the quiet timeout).
 		if err := sendAll(a, 1, seq, seq+1, 24, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,9 @@ type TCP struct {
 	connsClosed bool
 	closing     atomic.Bool // Close has begun: no connection is installed any more
 	cap         *linkCap    // Config.MaxLinks; nil: no bound
+	// quiet: how long a reader waits for a frame when this side awaits
+	// nothing of the member (quietFor; tests shorten it before Start).
+	quiet time.Duration
 
 	rejected  atomic.Uint64
 	races     atomic.Uint64 // connections given up because both members dialed (tests)
@@ -90,6 +93,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		self:  newSendQueue(c.QueueLen, c.QueueBytes, false),
 		conns: make(map[net.Conn]struct{}),
 		cap:   newLinkCap(c.MaxLinks),
+		quiet: quietFor(c.IdleTimeout),
 	}
 	t.auth.incarnation = newIncarnation()
 	if c.Datagrams {
