@@ -256,8 +256,12 @@ func New(cfg Config) (*Node, error) {
 	// kinds (founders.go): until then a peer's message for one is dropped
 	// (the leader sends it again), so that a founder refused for other
 	// limits of the replicated queues, say, never applied an entry.
+	// A node that joined with a data directory likewise runs none until
+	// it is known not to have lost its state (checkJoined): an empty one,
+	// recorded with state by a founder, must not vote or acknowledge.
 	var agreed atomic.Bool
-	agreed.Store(joined || cfg.FoundersWait < 0)
+	lostStateCheck := joined && replicated && cfg.DataDir != "" && cfg.FoundersWait >= 0
+	agreed.Store(cfg.FoundersWait < 0 || joined && !lostStateCheck)
 	// What the data directory says of this founder's state, read before
 	// anything is written there (founders.go).
 	founders, err := readFounderState(cfg.DataDir)
@@ -266,7 +270,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
-			return kindsAlgorithm(cfg.kinds(), founders), service == kindsService
+			return kindsAlgorithm(cfg.kinds(), founders, cfg.N), service == kindsService
 		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -394,7 +398,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(err, closeAll())
 		}
 	}
-	agreed.Store(true)
+	if !joined {
+		agreed.Store(true)
+	}
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), closeAll())
@@ -418,6 +424,14 @@ func New(cfg Config) (*Node, error) {
 			}
 		}
 	}
+	if lostStateCheck {
+		// Refused before it runs a replicated log, once the members map
+		// has told it where the founders are.
+		if err := checkJoined(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), cfg.DataDir, founders); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+	}
+	agreed.Store(true)
 	var ds *dht.Server
 	if cfg.DHT {
 		contact := cfg.Contact

@@ -1,14 +1,17 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cohort-go/cohort/proc"
 )
@@ -100,4 +103,71 @@ func TestLateFounderStartsOnFirstBoot(t *testing.T) {
 		t.Fatalf("a founder starting late on the first boot: %v", err)
 	}
 	c.lockAt(2, "late")
+}
+
+// TestWipedJoinerRefusesToStart: node 3 joins three founders with an
+// empty data directory (a first join: it starts), is added to the voters
+// and serves; restarted from its directory, it rejoins and serves. Then,
+// restarted with its directory emptied, it refuses to start, naming the
+// directory, a founder that heard it with state and the remedy; the
+// others serve on. Restarted from its directory restored, it serves
+// again. Before, only the founders told each other whether they held
+// state: the wiped joiner rejoined as itself, silently, a voter with no
+// log, no term and no vote.
+func TestWipedJoinerRefusesToStart(t *testing.T) {
+	c := newJoinCluster(t, 3)
+	c.start(3, c.listen(3))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c.eventually("node 3 added to the voters", func() error {
+		if _, err := c.client(0).Add(ctx, 3); err != nil && !strings.Contains(err.Error(), "a voter already") {
+			return err
+		}
+		return nil
+	})
+	c.votersAre(0, 1, 2, 3)
+	c.lockAt(3, "before")
+	c.recorded(3, 0, 1, 2)
+
+	// Restarted with its data, it rejoins.
+	c.restart(3)
+	c.lockAt(3, "restarted")
+
+	c.stop(3)
+	backup := filepath.Join(t.TempDir(), "backup")
+	if err := os.CopyFS(backup, os.DirFS(c.dirs[3])); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(c.dirs[3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(c.dirs[3], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := c.tryStart(3, c.listen(3))
+	if err == nil {
+		t.Fatal("node 3, which joined, started with its data directory emptied")
+	}
+	t.Logf("refused: %v", err)
+	for _, says := range []string{c.dirs[3], "heard it with state at", "must not rejoin as itself",
+		"restore the directory, or remove the member and join anew under a new id", "cohort cluster remove 3"} {
+		if !errors.Is(err, ErrLostState) || !strings.Contains(err.Error(), says) {
+			t.Errorf("node 3: %v; want ErrLostState saying %q", err, says)
+		}
+	}
+	if !regexp.MustCompile(`node [012] heard it`).MatchString(err.Error()) {
+		t.Errorf("node 3: %v; want it to name a founder", err)
+	}
+	// Three of the four voters serve on.
+	c.lockAt(0, "after")
+	c.lockAt(1, "after")
+	// The remedy it names: the directory restored, it serves again.
+	if err := os.RemoveAll(c.dirs[3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(backup, c.dirs[3]); err != nil {
+		t.Fatal(err)
+	}
+	c.start(3, c.listen(3))
+	c.lockAt(3, "restored")
 }
