@@ -171,3 +171,21 @@ func TestWipedJoinerRefusesToStart(t *testing.T) {
 	c.start(3, c.listen(3))
 	c.lockAt(3, "restored")
 }
+
+// TestFounderDownAtAJoinRecordsTheJoinerOnceBack: founder 2 is down when
+// node 3 first joins; node 3 starts once its wait is over (nobody had
+// recorded it), and founders 0 and 1 record it with state. Founder 2,
+// back, records it too (it gets the announcements the transport kept
+// for it, or node 3's next one: a node that joined announces itself again
+// to the founders it has not heard, TestJoinerAnnouncesAgainToFoundersUnheard),
+// so a founder that was down can still tell it, should it come back
+// empty, that it lost its state.
+func TestFounderDownAtAJoinRecordsTheJoinerOnceBack(t *testing.T) {
+	c := newJoinCluster(t, 3)
+	c.lockAt(0, "before")
+	c.stop(2)
+	c.start(3, c.listen(3))
+	c.recorded(3, 0, 1)
+	c.start(2, c.listen(2))
+	c.recorded(3, 2)
+}
