@@ -252,22 +252,23 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: replicated queues: %w", err)
 		}
 	}
-	// A replicated log starts here only once the founders agree on their
-	// kinds (founders.go): until then a peer's message for one is dropped
-	// (the leader sends it again), so that a founder refused for other
-	// limits of the replicated queues, say, never applied an entry.
-	// A node that joined with a data directory likewise runs none until
-	// it is known not to have lost its state (checkJoined): an empty one,
-	// recorded with state by a founder, must not vote or acknowledge.
-	var agreed atomic.Bool
-	lostStateCheck := joined && replicated && cfg.DataDir != "" && cfg.FoundersWait >= 0
-	agreed.Store(cfg.FoundersWait < 0 || joined && !lostStateCheck)
-	// What the data directory says of this founder's state, read before
+	// What the data directory says of this node's state, read before
 	// anything is written there (founders.go).
 	founders, err := readFounderState(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
+	// A replicated log starts here only once the founders agree on their
+	// kinds (founders.go): until then a peer's message for one is dropped
+	// (the leader sends it again), so that a founder refused for other
+	// limits of the replicated queues, say, never applied an entry. A
+	// node that joined with an empty data directory likewise runs none
+	// until it is known not to have lost its state (checkJoined): if a
+	// founder recorded it with state, it must not grant a vote or
+	// acknowledge an entry before it is refused.
+	var agreed atomic.Bool
+	lostStateCheck := joined && replicated && cfg.DataDir != "" && cfg.FoundersWait >= 0
+	agreed.Store(cfg.FoundersWait < 0 || joined && (!lostStateCheck || founders.state))
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
 			return kindsAlgorithm(cfg.kinds(), founders, cfg.N), service == kindsService

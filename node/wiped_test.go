@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -13,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live"
+	"github.com/cohort-go/cohort/lock"
 	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
 )
 
 // recorded waits until each of the founders in by has recorded founder
@@ -157,6 +162,13 @@ func TestWipedJoinerRefusesToStart(t *testing.T) {
 	}
 	if !regexp.MustCompile(`node [012] heard it`).MatchString(err.Error()) {
 		t.Errorf("node 3: %v; want it to name a founder", err)
+	}
+	// Refused before it ran a replicated log: the leaders' messages to it
+	// started none, so it granted no vote and acknowledged no entry.
+	for _, svc := range []string{lock.ServiceName, group.ServiceName, queue.ServiceName} {
+		if _, err := os.Stat(live.StoragePath(c.dirs[3], svc)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("node 3, refused, ran the replicated log of %s (its storage: %v)", svc, err)
+		}
 	}
 	// Three of the four voters serve on.
 	c.lockAt(0, "after")
