@@ -131,9 +131,11 @@ type Config struct {
 	Contact       proc.ID
 
 	// FoundersWait bounds how long a founder waits, as it starts, to hear
-	// the other founders' kinds (founders.go): 0, a second; negative, no
-	// check — for founders built from one configuration, such as the
-	// nodes of a cluster in one process.
+	// the other founders' kinds (founders.go), and how long a node that
+	// joined with an empty data directory waits to hear whether a founder
+	// recorded it with state: 0, a second; negative, no check — for
+	// founders built from one configuration, such as the nodes of a
+	// cluster in one process.
 	FoundersWait time.Duration
 
 	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
