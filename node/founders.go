@@ -196,10 +196,10 @@ func readFounderState(dir string) (founderState, error) {
 	return founderState{state: holdsState(dir), knew: knew}, err
 }
 
-// kindsAlgorithm is the service of a cluster of founders founding
-// members, at a node that runs kinds k and whose data directory says st.
-// Members that joined take part (Assumes.Joins): they announce to the
-// founders, who answer them.
+// kindsAlgorithm is the kinds service of a cluster whose founding
+// members are 0 .. founders−1, at a node that runs kinds k and whose data
+// directory says st. Members that joined take part (Assumes.Joins): they
+// announce to the founders, who answer them.
 func kindsAlgorithm(k Kinds, st founderState, founders int) proc.Algorithm {
 	state, knew := st.state, st.knew
 	return proc.Algorithm{Family: "node", Name: "founder-kinds",
@@ -541,9 +541,10 @@ func readStateRecord(dir string) (map[proc.ID]string, error) {
 }
 
 // recordStates records in dir (in a goroutine counted in recording,
-// which ends once svc stops), as svc hears them, the nodes that
-// announce state (founders, and nodes that joined), durably (wal.Log.Replace), and then tells svc
-// (recordedState): it answers only from what is on record.
+// which ends once svc stops), as svc hears them, the nodes that announce
+// state (founders, and nodes that joined), durably (wal.Log.Replace),
+// and then tells svc (recordedState): it answers only from what is on
+// record.
 func recordStates(svc *live.Service, dir string, knew map[proc.ID]string, recording *sync.WaitGroup, log *slog.Logger) error {
 	heard := make(chan proc.ID, 64)
 	svc.OnOutput(func(o proc.Output) {
