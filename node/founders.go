@@ -67,14 +67,35 @@ import (
 // nobody has state, and nobody has heard anybody with state: every
 // founder starts as before, and so does a founder that first starts
 // late, once the others run.
-// What it does not catch: a founder whose directory was wiped while
-// every founder that recorded it is down (it hears nobody within the
-// wait, starts, and from then on holds state again); a founder run
-// without a data directory (it keeps nothing, so it announces no state);
-// and a node that joined (no founder records it). Those the leader of
-// each replicated log reports, as an error naming the node
-// (consensus.LostState), once the node rejects entries it had
-// acknowledged to that leader.
+//
+// A node that joined a cluster of replicated logs, with a data
+// directory, is held to the same rule by the same exchange: once its
+// contact's members map has told it where the founders are, it
+// announces its kinds and whether it holds state to every founder (again
+// and again to those it has not heard, so that a founder down at the
+// time hears it once back); the founders record it as they record one
+// another, and answer. So
+//
+//	a joined node without state, told by a founder that heard it with
+//	state: refuse to start (ErrLostState, naming its directory, that
+//	founder and when) — the directory must be restored, or the member
+//	removed and a new one joined under another ID.
+//
+// A joined node without state waits to hear every founder (or the
+// wait), then records that it ran and says so; one with state starts at
+// once. It runs no replicated log until then: an empty node under an
+// old ID that a leader reached first could grant a vote or acknowledge
+// entries before it is refused. Nodes that joined record nobody: only
+// the founders' records count.
+//
+// What it does not catch: a node whose directory was wiped while every
+// founder that recorded it is down (it hears nobody within the wait,
+// starts, and from then on holds state again); a node run without a
+// data directory (it keeps nothing, so it announces no state; `cluster
+// add` refuses it as a voter); and a node that joined and was wiped
+// before any founder recorded it. Those the leader of each replicated
+// log reports, as an error naming the node (consensus.LostState), once
+// the node rejects entries it had acknowledged to that leader.
 
 // founderWait is how long a founder waits, as it starts, to hear the
 // kinds of the other founders, unless Config.FoundersWait says otherwise.
@@ -117,15 +138,29 @@ type heardKinds struct {
 func (heardKinds) Kind() string { return "heard-kinds" }
 
 // kindsProc announces its node's kinds, and whether it holds state, to
-// every founder at start, and answers each announcement with them.
+// every founder at start, and answers each announcement with them. A
+// node that joined announces them to the founders too, again and again
+// (after joinedRetry, doubling up to joinedRetryMax) to those it has not
+// heard yet: it may not know their addresses at first, and a founder
+// that is down records it once it is back.
 type kindsProc struct {
-	kinds string
-	state bool               // this node holds state
-	heard map[proc.ID]string // the founders' kinds, as they announced them
-	rich  map[proc.ID]bool   // the founders that announced state
-	knew  map[proc.ID]string // the founders recorded here with state, and when
-	told  map[proc.ID]string // without state: the founders that recorded us with it, and when
+	founders int // the founding members, 0 .. founders−1
+	kinds    string
+	state    bool               // this node holds state
+	heard    map[proc.ID]string // the kinds of the nodes heard (founders; at a founder, joiners too)
+	rich     map[proc.ID]bool   // the nodes that announced state
+	knew     map[proc.ID]string // the nodes recorded here with state, and when
+	told     map[proc.ID]string // without state: the founders that recorded us with it, and when
+	retry    time.Duration      // a joiner's next wait before it announces again to the founders unheard
 }
+
+// A node that joined announces its kinds again to the founders it has not
+// heard after joinedRetry, then after twice as long each time, up to
+// joinedRetryMax.
+const (
+	joinedRetry    = 100 * time.Millisecond
+	joinedRetryMax = 10 * time.Second
+)
 
 // hasState is the input that says this node holds state now: it
 // announces so to every founder.
@@ -161,13 +196,18 @@ func readFounderState(dir string) (founderState, error) {
 	return founderState{state: holdsState(dir), knew: knew}, err
 }
 
-func kindsAlgorithm(k Kinds, st founderState) proc.Algorithm {
+// kindsAlgorithm is the kinds service of a cluster whose founding
+// members are 0 .. founders−1, at a node that runs kinds k and whose data
+// directory says st. Members that joined take part (Assumes.Joins): they
+// announce to the founders, who answer them.
+func kindsAlgorithm(k Kinds, st founderState, founders int) proc.Algorithm {
 	state, knew := st.state, st.knew
 	return proc.Algorithm{Family: "node", Name: "founder-kinds",
-		Summary: "the founders of a cluster tell each other what they run behind the services, and whether they hold state",
+		Summary: "the founders of a cluster tell each other what they run behind the services, and whether they hold state; members that joined tell the founders",
+		Assumes: proc.Assumptions{Joins: true},
 		New: func(proc.ID, int) proc.Process {
-			return &kindsProc{kinds: k.String(), state: state, heard: map[proc.ID]string{}, rich: map[proc.ID]bool{},
-				knew: maps.Clone(knew), told: map[proc.ID]string{}}
+			return &kindsProc{founders: founders, kinds: k.String(), state: state, heard: map[proc.ID]string{}, rich: map[proc.ID]bool{},
+				knew: maps.Clone(knew), told: map[proc.ID]string{}, retry: joinedRetry}
 		},
 		Messages: []proc.Message{kindsAnnounce{}}}
 }
@@ -176,11 +216,17 @@ func (p *kindsProc) announce(env proc.Env, to proc.ID, reply bool) {
 	env.Send(to, kindsAnnounce{Kinds: p.kinds, Reply: reply, State: p.state, YouHadState: p.knew[to]})
 }
 
+// joined reports whether this node joined the running cluster.
+func (p *kindsProc) joined(env proc.Env) bool { return int(env.Self()) >= p.founders }
+
 func (p *kindsProc) Start(env proc.Env) {
-	for q := range proc.ID(env.N()) {
+	for q := range proc.ID(p.founders) {
 		if q != env.Self() {
 			p.announce(env, q, false)
 		}
+	}
+	if p.joined(env) {
+		env.SetTimer(p.retry, nil)
 	}
 }
 
@@ -202,13 +248,27 @@ func (p *kindsProc) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	}
 }
 
-func (p *kindsProc) Timeout(proc.Env, any) {}
+// Timeout announces a joiner's kinds again to the founders it has not
+// heard, until it has heard every one.
+func (p *kindsProc) Timeout(env proc.Env, _ any) {
+	unheard := false
+	for q := range proc.ID(p.founders) {
+		if _, ok := p.heard[q]; !ok {
+			p.announce(env, q, false)
+			unheard = true
+		}
+	}
+	if unheard {
+		p.retry = min(2*p.retry, joinedRetryMax)
+		env.SetTimer(p.retry, nil)
+	}
+}
 
 func (p *kindsProc) Input(env proc.Env, in proc.Input) {
 	switch in := in.(type) {
 	case hasState:
 		p.state = true
-		for q := range proc.ID(env.N()) {
+		for q := range proc.ID(p.founders) {
 			if q != env.Self() {
 				p.announce(env, q, true) // news: no answer wanted
 			}
@@ -233,7 +293,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 		return nil
 	}
 	state := st.state
-	svc, err := ln.Service(kindsService, kindsAlgorithm(ours, st))
+	svc, err := ln.Service(kindsService, kindsAlgorithm(ours, st, n))
 	if err != nil {
 		return err
 	}
@@ -251,7 +311,9 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 			if !ok {
 				return
 			}
-			if !slices.Contains(others, h.From) {
+			if int(h.From) < n && !slices.Contains(others, h.From) {
+				// (A node that joined is held to its contact's kinds:
+				// checkJoin.)
 				if err := differ(h.From, ParseKinds(h.Kinds), fmt.Sprintf("node %d", self), ours); err != nil {
 					log.Error("a founder runs other kinds", "founder", int(h.From), "err", err)
 				}
@@ -272,7 +334,7 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 	for {
 		if err := svc.Read(func(p proc.Process) {
 			k := p.(*kindsProc)
-			heard, told, ran = maps.Clone(k.heard), maps.Clone(k.told), len(k.rich) > 0
+			heard, told, ran = founderKeys(k.heard, n), maps.Clone(k.told), len(founderKeys(k.rich, n)) > 0
 		}); err != nil {
 			return err
 		}
@@ -338,6 +400,58 @@ func checkFounders(ctx context.Context, ln *live.Node, self proc.ID, n int, ours
 	}
 }
 
+// checkJoined runs the kinds service on node self, which joined a
+// cluster of n founders and keeps its state in dir, and applies the rule
+// for a member that joined (see above): it fails (ErrLostState) if dir
+// holds no state and a founder recorded it with state. Without state, it
+// waits to hear every founder, or wait; it then records that it ran
+// (synced before the founders hear so) and tells them. With state it
+// returns at once: the service goes on telling the founders so.
+func checkJoined(ctx context.Context, ln *live.Node, self proc.ID, n int, ours Kinds, wait time.Duration, dir string, st founderState) error {
+	svc, err := ln.Service(kindsService, kindsAlgorithm(ours, st, n))
+	if err != nil || st.state {
+		return err
+	}
+	deadline := foundersClock().Add(wait)
+	for {
+		var heard int
+		var told map[proc.ID]string
+		if err := svc.Read(func(p proc.Process) {
+			k := p.(*kindsProc)
+			heard, told = len(founderKeys(k.heard, n)), maps.Clone(k.told)
+		}); err != nil {
+			return err
+		}
+		if len(told) > 0 {
+			id := slices.Min(slices.Collect(maps.Keys(told)))
+			return fmt.Errorf("node %d may not join: %w: its data directory %s holds none, but node %d heard it with state at %s: %s under a new id (cohort cluster remove %d, then start it with another id and an empty directory)",
+				self, ErrLostState, dir, id, told[id], mustNotRejoin, self)
+		}
+		if heard == n || foundersClock().After(deadline) {
+			if err := recordRan(dir); err != nil {
+				return fmt.Errorf("data_dir: %w", err)
+			}
+			return svc.Input(hasState{})
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(changePoll):
+		}
+	}
+}
+
+// founderKeys is m without the nodes that joined (IDs n and beyond).
+func founderKeys[V any](m map[proc.ID]V, n int) map[proc.ID]V {
+	out := map[proc.ID]V{}
+	for id, v := range m {
+		if int(id) < n {
+			out[id] = v
+		}
+	}
+	return out
+}
+
 // agreedOn reports whether dir records the founders' agreement on kinds
 // (a record of the storage log, CRC-checked: a torn or damaged file
 // records nothing, and the founder checks as if it had none).
@@ -382,19 +496,21 @@ var ErrLostState = errors.New("it lost its state")
 const mustNotRejoin = "a node that lost its data must not rejoin as itself (it may vote twice in a term, and what it acknowledged may be held by fewer than a majority); restore the directory, or remove the member and join anew"
 
 // stateFile is the file in a founder's data directory that records the
-// founders heard with state, and when: a record "ID time" for each.
+// nodes heard with state, founders and joined ones, and when: a record
+// "ID time" for each.
 const stateFile = "founders-with-state"
 
-// ranFile is the file in a founder's data directory that says it ran
-// (a record, synced before the others hear so).
+// ranFile is the file in a node's data directory that says it ran, a
+// founder or a node that joined (a record, synced before the founders
+// hear so).
 const ranFile = "founder-ran"
 
 // recordRan writes ranFile in dir, durably.
 func recordRan(dir string) error { return writeRecords(dir, ranFile, []byte("ran")) }
 
-// holdsState reports whether dir holds this founder's state: it records
-// that the founder ran (ranFile), or, written by an earlier release, the
-// founders' agreement (agreedFile).
+// holdsState reports whether dir holds this node's state: it records
+// that the node ran (ranFile), or, written by an earlier release at a
+// founder, the founders' agreement (agreedFile).
 func holdsState(dir string) bool {
 	for _, name := range []string{ranFile, agreedFile} {
 		if recs, _ := readRecords(dir, name); len(recs) > 0 {
@@ -425,16 +541,17 @@ func readStateRecord(dir string) (map[proc.ID]string, error) {
 }
 
 // recordStates records in dir (in a goroutine counted in recording,
-// which ends once svc stops), as svc hears them, the founders that
-// announce state, durably (wal.Log.Replace), and then tells svc
-// (recordedState): it answers only from what is on record.
+// which ends once svc stops), as svc hears them, the nodes that announce
+// state (founders, and nodes that joined), durably (wal.Log.Replace),
+// and then tells svc (recordedState): it answers only from what is on
+// record.
 func recordStates(svc *live.Service, dir string, knew map[proc.ID]string, recording *sync.WaitGroup, log *slog.Logger) error {
 	heard := make(chan proc.ID, 64)
 	svc.OnOutput(func(o proc.Output) {
 		if h, ok := o.(heardKinds); ok && h.State {
 			select {
 			case heard <- h.From:
-			default: // announcements are rare: one per founder's start
+			default: // announcements are rare: one per node's start
 			}
 		}
 	})

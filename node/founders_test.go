@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/cohort-go/cohort/live"
 	"github.com/cohort-go/cohort/live/transport"
+	"github.com/cohort-go/cohort/proc"
 )
 
 // A founder that hears nobody starts once its wait is over, however the
@@ -55,5 +58,66 @@ func TestFounderHearingNobodyStartsWhenTheWaitIsOver(t *testing.T) {
 	}
 	if n := readings.Load(); n < 3 {
 		t.Fatalf("the clock was read %d times: the wait cannot have run out", n)
+	}
+}
+
+// sendEnv records what a process sends and the timers it sets.
+type sendEnv struct {
+	self   proc.ID
+	sent   []proc.ID
+	timers []time.Duration
+}
+
+func (e *sendEnv) Self() proc.ID                   { return e.self }
+func (e *sendEnv) N() int                          { return MaxIDs }
+func (e *sendEnv) Neighbors() []proc.ID            { return nil }
+func (e *sendEnv) Now() time.Duration              { return 0 }
+func (e *sendEnv) Send(to proc.ID, _ proc.Message) { e.sent = append(e.sent, to) }
+func (e *sendEnv) SetTimer(d time.Duration, _ any) proc.TimerID {
+	e.timers = append(e.timers, d)
+	return proc.TimerID(len(e.timers))
+}
+func (e *sendEnv) CancelTimer(proc.TimerID) {}
+func (e *sendEnv) Storage() proc.Storage    { return nil }
+func (e *sendEnv) Rand() *rand.Rand         { return rand.New(rand.NewPCG(1, 2)) }
+func (e *sendEnv) Output(proc.Output)       {}
+
+// A node that joined announces itself to every founder, and again, at
+// growing intervals, to each founder it has not heard — one whose address
+// it did not know yet, or that was down — until it has heard them all. A
+// founder announces once, to the other founders only.
+func TestJoinerAnnouncesAgainToFoundersUnheard(t *testing.T) {
+	a := kindsAlgorithm(Kinds{"lock": raftLock}, founderState{}, 3)
+	env := &sendEnv{self: 5}
+	p := a.New(5, MaxIDs)
+	p.Start(env)
+	if !slices.Equal(env.sent, []proc.ID{0, 1, 2}) || !slices.Equal(env.timers, []time.Duration{joinedRetry}) {
+		t.Fatalf("at start: sent to %v, timers %v; want every founder, and a retry after %v", env.sent, env.timers, joinedRetry)
+	}
+	p.Receive(env, 1, kindsAnnounce{Kinds: "lock=raft-lock", Reply: true})
+	env.sent, env.timers = nil, nil
+	p.Timeout(env, nil)
+	if !slices.Equal(env.sent, []proc.ID{0, 2}) || !slices.Equal(env.timers, []time.Duration{2 * joinedRetry}) {
+		t.Fatalf("founder 1 heard: sent to %v, timers %v; want founders 0 and 2 again, and a retry after %v", env.sent, env.timers, 2*joinedRetry)
+	}
+	for range 20 {
+		env.timers = nil
+		p.Timeout(env, nil)
+	}
+	if !slices.Equal(env.timers, []time.Duration{joinedRetryMax}) {
+		t.Fatalf("after many rounds: timers %v; want %v", env.timers, joinedRetryMax)
+	}
+	p.Receive(env, 0, kindsAnnounce{Kinds: "lock=raft-lock", Reply: true})
+	p.Receive(env, 2, kindsAnnounce{Kinds: "lock=raft-lock", Reply: true})
+	env.sent, env.timers = nil, nil
+	p.Timeout(env, nil)
+	if len(env.sent) > 0 || len(env.timers) > 0 {
+		t.Fatalf("every founder heard: sent to %v, timers %v; want nothing more", env.sent, env.timers)
+	}
+
+	founder := &sendEnv{self: 1}
+	a.New(1, MaxIDs).Start(founder)
+	if !slices.Equal(founder.sent, []proc.ID{0, 2}) || len(founder.timers) > 0 {
+		t.Fatalf("a founder at start: sent to %v, timers %v; want the other founders, no retry", founder.sent, founder.timers)
 	}
 }

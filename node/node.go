@@ -131,9 +131,11 @@ type Config struct {
 	Contact       proc.ID
 
 	// FoundersWait bounds how long a founder waits, as it starts, to hear
-	// the other founders' kinds (founders.go): 0, a second; negative, no
-	// check — for founders built from one configuration, such as the
-	// nodes of a cluster in one process.
+	// the other founders' kinds (founders.go), and how long a node that
+	// joined with an empty data directory waits to hear whether a founder
+	// recorded it with state: 0, a second; negative, no check — for
+	// founders built from one configuration, such as the nodes of a
+	// cluster in one process.
 	FoundersWait time.Duration
 
 	// DHT runs Pastry's DHT and Scribe (package dht) on this node, founder
@@ -252,21 +254,26 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: replicated queues: %w", err)
 		}
 	}
-	// A replicated log starts here only once the founders agree on their
-	// kinds (founders.go): until then a peer's message for one is dropped
-	// (the leader sends it again), so that a founder refused for other
-	// limits of the replicated queues, say, never applied an entry.
-	var agreed atomic.Bool
-	agreed.Store(joined || cfg.FoundersWait < 0)
-	// What the data directory says of this founder's state, read before
+	// What the data directory says of this node's state, read before
 	// anything is written there (founders.go).
 	founders, err := readFounderState(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
+	// A replicated log starts here only once the founders agree on their
+	// kinds (founders.go): until then a peer's message for one is dropped
+	// (the leader sends it again), so that a founder refused for other
+	// limits of the replicated queues, say, never applied an entry. A
+	// node that joined with an empty data directory likewise runs none
+	// until it is known not to have lost its state (checkJoined): if a
+	// founder recorded it with state, it must not grant a vote or
+	// acknowledge an entry before it is refused.
+	var agreed atomic.Bool
+	lostStateCheck := joined && replicated && cfg.DataDir != "" && cfg.FoundersWait >= 0
+	agreed.Store(cfg.FoundersWait < 0 || joined && (!lostStateCheck || founders.state))
 	resolvers := []func(string) (proc.Algorithm, bool){leader.Resolver(cfg.Election),
 		func(service string) (proc.Algorithm, bool) {
-			return kindsAlgorithm(cfg.kinds(), founders), service == kindsService
+			return kindsAlgorithm(cfg.kinds(), founders, cfg.N), service == kindsService
 		}}
 	if replicatedQueues {
 		resolvers = append(resolvers, func(service string) (proc.Algorithm, bool) {
@@ -394,7 +401,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(err, closeAll())
 		}
 	}
-	agreed.Store(true)
+	if !joined {
+		agreed.Store(true)
+	}
 	for name, a := range cfg.Run {
 		if _, err := ln.Service(name, a); err != nil {
 			return nil, errors.Join(fmt.Errorf("run: %w", err), closeAll())
@@ -418,6 +427,14 @@ func New(cfg Config) (*Node, error) {
 			}
 		}
 	}
+	if lostStateCheck {
+		// Refused before it runs a replicated log, once the members map
+		// has told it where the founders are.
+		if err := checkJoined(context.Background(), ln, cfg.ID, cfg.N, cfg.kinds(), or(cfg.FoundersWait, founderWait), cfg.DataDir, founders); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+	}
+	agreed.Store(true)
 	var ds *dht.Server
 	if cfg.DHT {
 		contact := cfg.Contact

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -225,4 +226,116 @@ func TestJoinerOfOtherKindsExits2(t *testing.T) {
 			t.Errorf("%s: voters %v; want the founders", l.Service, l.Voters)
 		}
 	}
+}
+
+// TestWipedJoinerExits2: a node that joined a `cluster up --members`
+// cluster, was added to the voters and granted a lock, and comes back
+// with its data_dir emptied is refused as it starts — exit 2, naming its
+// directory and the remedy — rather than rejoining as a voter that has
+// forgotten its vote and its log. Restarted from its directory restored,
+// it grants again.
+func TestWipedJoinerExits2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	bin := cohortBinary(t)
+	dir := t.TempDir()
+	eps := startCluster(t, "--nodes", "3", "--members", "--dir", dir)
+	founder, ports := founderAndPorts(t, dir, 2)
+	data := filepath.Join(dir, "joiner3")
+	path := filepath.Join(dir, "joiner3.yaml")
+	cfg := fmt.Sprintf("id: 3\nlisten: %s\napi: %s\nsecret: %s\ngossip_period: 50ms\ndata_dir: %s\n",
+		ports[0], ports[1], founder.Secret, data)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	join := func() *exec.Cmd {
+		t.Helper()
+		c := exec.CommandContext(ctx, bin, "node", "--config", path, "--join", "0@"+founder.Peers[0])
+		var errb strings.Builder
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Process.Kill()
+			c.Wait()
+		})
+		return c
+	}
+	lockAt := func(ep string) {
+		t.Helper()
+		h, err := (&lock.Client{Endpoints: []string{ep}}).Acquire(ctx, "jobs", 5*time.Second)
+		if err != nil {
+			t.Fatalf("lock through %s: %v", ep, err)
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joiner := join()
+	waitAPI(t, ports[1])
+	waitUntil(t, "node 3 listed with its data_dir at node 1", func() bool {
+		code, out, _ := cli(t, "members", "--endpoints", eps[1])
+		return code == 0 && regexp.MustCompile(`(?m)^3\s+\S+\s+alive\s+\d+\s+yes\s`).MatchString(out)
+	})
+	if code, out, errs := cli(t, "cluster", "add", "3", "--endpoints", eps[1]); code != 0 {
+		t.Fatalf("cluster add 3: exit %d, %s %s", code, out, errs)
+	}
+	lockAt(ports[1])
+	// Each founder records, in its data_dir/storage, the nodes it heard
+	// with state: a record "ID time" (framed by length and checksum, the
+	// text as it is).
+	waitUntil(t, "node 3 recorded with state by every founder", func() bool {
+		for i := range 3 {
+			b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint("node", i), "storage", "founders-with-state"))
+			if !regexp.MustCompile(`3 \d{4}-\d\d-\d\dT`).Match(b) {
+				return false
+			}
+		}
+		return true
+	})
+
+	if err := joiner.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	joiner.Wait()
+	backup := filepath.Join(t.TempDir(), "backup")
+	if err := os.Rename(data, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wiped := join()
+	done := make(chan error, 1)
+	go func() { done <- wiped.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		errs := wiped.Stderr.(*strings.Builder).String()
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("the wiped joiner: %v, %s; want exit 2", err, errs)
+		}
+		for _, says := range []string{"node 3 may not join", "lost its state", filepath.Join(data, "storage") + " holds none", "restore the directory", "cohort cluster remove 3"} {
+			if !strings.Contains(errs, says) {
+				t.Errorf("the wiped joiner says %q; want it to say %q", errs, says)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node 3, which joined, runs with its data_dir emptied")
+	}
+	lockAt(eps[0]) // three of the four voters
+
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(backup, data); err != nil {
+		t.Fatal(err)
+	}
+	join()
+	waitAPI(t, ports[1])
+	lockAt(ports[1])
 }

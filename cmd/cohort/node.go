@@ -419,7 +419,15 @@ once an operator adds it to their voters (cohort cluster add 7); until
 then it answers 503, saying so. Its lock, group, queues and queue_limits
 must be the cluster's: a node that joins with others is refused as it
 starts (exit 2, naming both), and cohort cluster add refuses a member
-that announces others.`,
+that announces others.
+
+A node restarted under its old id with its data_dir emptied — a founder,
+or, with lock: raft, a node that joined — is refused as it starts (exit
+2, naming the directory and a founder that heard it with state): the
+founders record, in their data_dir, the nodes they heard with state. It
+would otherwise rejoin as a voter that forgot its vote and its log.
+Restore the directory, or remove the member (cohort cluster remove 7) and
+join under a new id.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
