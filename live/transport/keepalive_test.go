@@ -157,14 +157,13 @@ func TestHandlerHoldingAFrameKeepsTheConnection(t *testing.T) {
 	}
 	waitClosed(t, held, 5*time.Second, "the handler to take the frame")
 	before := a.Stats().Peers[1]
-	first, _ := a.peer(1).current()
 	time.Sleep(4 * idle) // the handler's hold: what is tested, not a wait for a condition
 	close(release)
 	waitUntil(t, 5*time.Second, "the frame acknowledged", func() bool {
 		return a.Stats().Peers[1].Unacked == 0
 	})
 	after := a.Stats().Peers[1]
-	if l, _ := a.peer(1).current(); l != first || after.Resent != before.Resent {
+	if after.Reconnects != before.Reconnects || after.Resent != before.Resent { // a race of dials at start is not counted
 		t.Errorf("the connection was cut while the member's handler held a frame: %+v", after)
 	}
 	if after.Stalled != 0 {
