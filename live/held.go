@@ -141,16 +141,17 @@ func (s *Service) retryHeld() {
 		sent, n := 0, heldBatch
 		var err error
 		for sent < len(ps) {
+			b := min(n, len(ps)-sent)
 			k := 0
-			k, err = s.sendTo(to, ps[sent:sent+min(n, len(ps)-sent)])
+			k, err = s.sendTo(to, ps[sent:sent+b])
 			sent += k
 			if err == nil {
 				continue
 			}
-			if k > 0 || n == 1 || !errors.Is(err, transport.ErrBackpressure) {
+			if k > 0 || b == 1 || !errors.Is(err, transport.ErrBackpressure) {
 				break
 			}
-			n = min(n, len(ps)-sent) / 2 // a whole batch refused: a smaller one may fit
+			n = b / 2 // a whole batch refused: a smaller one may fit
 		}
 		for _, p := range ps[:sent] {
 			s.releaseHeld(to, p)

@@ -164,29 +164,65 @@ func TestHeldMessagesBeyondTheQueuesBoundGoOut(t *testing.T) {
 // A retry that the transport refuses copies nothing: what waits for a
 // dead member costs no work in proportion to its size each time it is
 // offered again (it was copied whole at every retry, a thousand times a
-// second).
+// second), and retries come less often while none gets through. A retry
+// returns, whatever is held (one message, or a batch and one more).
 func TestRetryingHeldMessagesCopiesNothing(t *testing.T) {
-	tr := &refusing{}
-	s := fanService(t, tr, &tr.decode, 2)
-	tr.set(transport.ErrBackpressure)
-	to := make([]proc.ID, 2000)
-	for i := range to {
-		to[i] = 1
+	for _, c := range []struct{ held, takes int }{{1, 0}, {2000, 0}, {heldBatch + 1, heldBatch}} {
+		// A retry that spins holds turn: the node could not close and the
+		// test would hang, so the run ends instead.
+		watchdog := time.AfterFunc(20*time.Second, func() {
+			panic(fmt.Sprintf("%d held, the transport taking %d: retries have not returned after 20 s", c.held, c.takes))
+		})
+		tr := &taking{n: c.takes}
+		s := fanService(t, tr, &tr.decode, 2)
+		tr.set(transport.ErrBackpressure)
+		to := make([]proc.ID, c.held)
+		for i := range to {
+			to[i] = 1
+		}
+		if err := s.Input(fan{To: to}); err != nil {
+			t.Fatal(err)
+		}
+		tr.set(nil)
+		s.turn.Lock() // the caller of retryHeld holds turn
+		s.retryHeld()
+		left := c.held - c.takes
+		if len(s.held[1]) != left {
+			t.Errorf("%d held, the transport taking %d: %d left, want %d", c.held, c.takes, len(s.held[1]), left)
+		}
+		held := s.heldBytes
+		allocs := testing.AllocsPerRun(20, s.retryHeld)
+		if allocs > 30 {
+			t.Errorf("a refused retry of %d held messages allocates %.0f times, want a few (no copies)", left, allocs)
+		}
+		if s.heldBytes != held || len(s.held[1]) != left {
+			t.Errorf("after refused retries: %d bytes, %d messages held; want %d, %d", s.heldBytes, len(s.held[1]), held, left)
+		}
+		if s.retryWait != heldRetryMax {
+			t.Errorf("after 20 refused retries the next waits %v, want heldRetryMax = %v", s.retryWait, heldRetryMax)
+		}
+		s.turn.Unlock()
+		watchdog.Stop()
 	}
-	if err := s.Input(fan{To: to}); err != nil {
-		t.Fatal(err)
+}
+
+// taking is refusing that, once refuse is unset, takes n payloads and
+// then refuses every Send with ErrBackpressure.
+type taking struct {
+	refusing
+	n int
+}
+
+func (r *taking) Send(to proc.ID, p []byte) error { return r.SendBatch(to, [][]byte{p}) }
+func (r *taking) SendBatch(to proc.ID, ps [][]byte) error {
+	r.mu.Lock()
+	refused := r.refuse != nil || len(ps) > r.n
+	if !refused {
+		r.n -= len(ps)
 	}
-	s.turn.Lock() // the caller of retryHeld holds turn
-	defer s.turn.Unlock()
-	held := s.heldBytes
-	allocs := testing.AllocsPerRun(20, s.retryHeld)
-	if allocs > 30 {
-		t.Errorf("a refused retry of 2000 held messages allocates %.0f times, want a few (no copies)", allocs)
+	r.mu.Unlock()
+	if refused {
+		return transport.ErrBackpressure
 	}
-	if s.heldBytes != held || len(s.held[1]) != len(to) {
-		t.Errorf("after refused retries: %d bytes, %d messages held; want %d, %d", s.heldBytes, len(s.held[1]), held, len(to))
-	}
-	if s.retryWait != heldRetryMax {
-		t.Errorf("after 20 refused retries the next waits %v, want heldRetryMax = %v", s.retryWait, heldRetryMax)
-	}
+	return r.refusing.SendBatch(to, ps)
 }
