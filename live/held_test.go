@@ -96,7 +96,7 @@ func TestHeldForAMemberIsBoundedInBytes(t *testing.T) {
 	if held > maxMemberHeld {
 		t.Errorf("the services hold %d bytes for member 1, more than maxMemberHeld = %d", held, maxMemberHeld)
 	}
-	if slack := int64(8 << 20); grown > maxMemberHeld+slack {
+	if slack := int64(16 << 20); grown > maxMemberHeld+slack {
 		t.Errorf("the heap grew by %d MiB while the services held messages for member 1: more than maxMemberHeld (%d MiB) and %d MiB of slack", grown>>20, maxMemberHeld>>20, slack>>20)
 	}
 	if fits := int64(maxMemberHeld / (size + 64)); dropped < 2*k-fits {
@@ -156,8 +156,11 @@ func TestHeldMessagesBeyondTheQueuesBoundGoOut(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent again %d messages %q; want the %d held, in order", len(got), got, k)
 	}
-	if h := s.node.held.bytes(-1); h != 0 {
-		t.Errorf("the node counts %d bytes held once all were sent, want 0", h)
+	for deadline := time.Now().Add(10 * time.Second); s.node.held.bytes(-1) != 0; { // counted off just after the send
+		if time.Now().After(deadline) {
+			t.Fatalf("the node counts %d bytes held 10 s after all were sent, want 0", s.node.held.bytes(-1))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -183,8 +186,20 @@ func TestRetryingHeldMessagesCopiesNothing(t *testing.T) {
 		if err := s.Input(fan{To: to}); err != nil {
 			t.Fatal(err)
 		}
+		// Once the input is handled (every message held), take turn, as
+		// the caller of retryHeld does, and keep it.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			s.turn.Lock()
+			if len(s.held[1]) == c.held {
+				break
+			}
+			s.turn.Unlock()
+			if time.Now().After(deadline) {
+				t.Fatalf("%d messages sent to a member that takes nothing: not all held after 10 s", c.held)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		tr.set(nil)
-		s.turn.Lock() // the caller of retryHeld holds turn
 		s.retryHeld()
 		left := c.held - c.takes
 		if len(s.held[1]) != left {
