@@ -139,9 +139,9 @@ type Node struct {
 	// a data directory, for their next start (see Reap).
 	kept   map[string][][]byte
 	reaped atomic.Int64
-	// held: bytes the services hold for members whose queues are full
-	// (see Service.hold).
-	held atomic.Int64
+	// held: what the services hold for members whose queues are full
+	// (see held.go).
+	held heldLedger
 
 	// A copy of services, replaced at every change, for finding the
 	// service of every arriving message without a lock.

@@ -186,7 +186,7 @@ func TestRefusedMessagesAreSentAgainInOrder(t *testing.T) {
 	if d := s.Stats().Dropped; d != 0 {
 		t.Errorf("%d messages dropped", d)
 	}
-	if h := s.node.held.Load(); h != 0 {
+	if h := s.node.held.bytes(-1); h != 0 {
 		t.Errorf("the node counts %d bytes held once all were sent, want 0", h)
 	}
 

@@ -78,8 +78,9 @@ type Service struct {
 	soon      []event              // timers set to fire at once: handled when the inbox is empty
 	out       outbox               // messages to others, sent when the event is handled
 	held      map[proc.ID][][]byte // refused by a full queue, in order, per member (see hold)
-	heldBytes int
-	retrying  bool // an evRetry is on its way
+	heldBytes int                  // what held costs, in bytes (heldCost)
+	retrying  bool                 // an evRetry is on its way
+	retryWait time.Duration        // until the next evRetry (0: none scheduled yet)
 	store     proc.Storage
 	wal       *wal.Log // store's file, when the node has a data directory
 
@@ -455,8 +456,7 @@ func (s *Service) shutdown() {
 	if s.wal != nil {
 		s.wal.Close()
 	}
-	s.node.held.Add(-int64(s.heldBytes)) // what it held is dropped with it
-	s.held, s.heldBytes = nil, 0
+	s.dropHeld() // what it held is dropped with it
 	s.subMu.Lock()
 	for _, k := range s.sinks {
 		if k.ch != nil {
@@ -683,72 +683,6 @@ func (s *Service) sendTo(to proc.ID, payloads [][]byte) (int, error) {
 		}
 	}
 	return len(payloads), nil
-}
-
-// maxHeld bounds, in bytes, what a service holds for members whose
-// queues are full, and maxNodeHeld what all the services of a node hold
-// (a member that stops reading would otherwise cost maxHeld for each
-// of hundreds of services); heldRetry is how soon a service tries again.
-const (
-	maxHeld     = 64 << 20
-	maxNodeHeld = 256 << 20
-	heldRetry   = time.Millisecond
-)
-
-// hold keeps payloads for member to that the transport refused because
-// its queue to the member was full, to send them again, in order, once it
-// takes them: the algorithms assume reliable channels, and a message lost
-// to a burst would stall them (a total order waits for ever for the one it
-// lost). Past maxHeld, or if the node is closing (err is not
-// ErrBackpressure), they are dropped, as on a network that drops them, and
-// counted. The caller holds turn; payloads are copied.
-func (s *Service) hold(to proc.ID, payloads [][]byte, err error) {
-	size := 0
-	for _, p := range payloads {
-		size += len(p)
-	}
-	if !errors.Is(err, transport.ErrBackpressure) || s.heldBytes+size > maxHeld || s.node.held.Load()+int64(size) > maxNodeHeld {
-		s.dropped.Add(int64(len(payloads)))
-		s.node.log.Warn("messages not sent", "service", s.name, "to", int(to), "count", len(payloads), "err", err)
-		return
-	}
-	if s.held == nil {
-		s.held = map[proc.ID][][]byte{}
-	}
-	for _, p := range payloads {
-		s.held[to] = append(s.held[to], append([]byte(nil), p...))
-	}
-	s.heldBytes += size
-	s.node.held.Add(int64(size))
-	if !s.retrying {
-		s.retrying = true
-		time.AfterFunc(heldRetry, func() { _ = s.post(event{kind: evRetry}) })
-	}
-}
-
-// retryHeld sends again what hold keeps, member by member, in order.
-func (s *Service) retryHeld() {
-	members := make([]proc.ID, 0, len(s.held))
-	for to := range s.held {
-		members = append(members, to)
-	}
-	slices.Sort(members)
-	for _, to := range members {
-		ps := s.held[to]
-		k, err := s.sendTo(to, ps)
-		for _, p := range ps[:k] {
-			s.heldBytes -= len(p)
-			s.node.held.Add(-int64(len(p)))
-		}
-		delete(s.held, to)
-		if rest := ps[k:]; len(rest) > 0 {
-			for _, p := range rest {
-				s.heldBytes -= len(p)
-				s.node.held.Add(-int64(len(p)))
-			}
-			s.hold(to, rest, err)
-		}
-	}
 }
 
 // outbox holds the messages an event sends to others, encoded back to back

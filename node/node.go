@@ -659,7 +659,8 @@ func errJoined(cfg Config) error {
 	return fmt.Errorf("node %d joined the running cluster: the cluster's textbook locks (%s), elections and groups (%s) run on the founding members only (those listed in peers:); with replicated ones (lock: raft-lock), a joined node serves them once added (cohort cluster add %d)", cfg.ID, cfg.Lock.Name, cfg.Group.Name, cfg.ID)
 }
 
-// handler puts the token check in front of api, beside the metrics.
+// handler puts the token check in front of api, beside the metrics and
+// the profiles.
 func (n *Node) handler(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpapi.RequireToken(n.cfg.Token, api))
@@ -676,8 +677,14 @@ func (n *Node) handler(api http.Handler) http.Handler {
 			n.groups.WriteMetrics(w)
 		}
 	})))
+	// The Go runtime's profiles (what the process's memory and CPU go
+	// to), to whoever holds the token; refused on a node without one.
+	mux.Handle(pprofPrefix, httpapi.Profiles(pprofPrefix, n.cfg.Token))
 	return mux
 }
+
+// pprofPrefix is where the node's API serves its profiles.
+const pprofPrefix = "/debug/pprof/"
 
 // Health is the answer of GET /v1/health: the node, and the algorithms
 // behind its services (clients warn when they are textbook ones, which

@@ -46,12 +46,12 @@ func start(t *testing.T, n int, token string) []*Node {
 }
 
 // A node's API checks the bearer token once, for every service and the
-// health probe and the metrics (which name the locks) alike.
+// health probe, the metrics (which name the locks) and the profiles alike.
 func TestHandlerChecksTheTokenForEveryService(t *testing.T) {
 	srv := httptest.NewServer(start(t, 1, "s3cret")[0].Handler())
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"POST", "/v1/rpc/0/add"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"},
+		{"GET", "/v1/health"}, {"GET", "/v1/locks/jobs"}, {"GET", "/v1/queues/jobs/poll"}, {"POST", "/v1/queues:tx"}, {"POST", "/v1/rpc/0/add"}, {"GET", "/v1/elections/sched"}, {"POST", "/v1/groups/g/messages"}, {"GET", "/metrics"}, {"GET", "/debug/pprof/heap"},
 	} {
 		for _, token := range []string{"", "wrong", "s3cret"} {
 			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("hello"))
