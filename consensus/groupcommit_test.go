@@ -315,10 +315,10 @@ func TestGroupEntriesUnderWayAreBounded(t *testing.T) {
 }
 
 // A server lets a third entry go once the oldest of its two under way is
-// late — past its smoothed round plus four deviations, TCP's
-// retransmission timeout — one more for each timeout it waits, up to a
-// bound; and no sooner: sends that wait behind a stalled entry reach the
-// leader as soon as it works again.
+// late — past its smoothed round plus four deviations (TCP's
+// retransmission timeout), and at least twice its round — one more for
+// each timeout it waits, up to a bound; and no sooner: sends that wait
+// behind a stalled entry reach the leader as soon as it works again.
 func TestGroupWindowOpensWhileTheOldestEntryIsLate(t *testing.T) {
 	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
 	g := consensus.NewGroups(1, 3, consensus.DefaultConfig, 16)
@@ -352,7 +352,7 @@ func TestGroupWindowOpensWhileTheOldestEntryIsLate(t *testing.T) {
 		}
 		env.sent = nil
 	}
-	// Eight rounds of 10 ms each: an entry is late after about 13 ms.
+	// Eight rounds of 10 ms each: an entry is late after 20 ms.
 	for i := range 8 {
 		send()
 		if len(entries) != i+1 {
@@ -372,13 +372,18 @@ func TestGroupWindowOpensWhileTheOldestEntryIsLate(t *testing.T) {
 	if len(entries) != 10 {
 		t.Fatalf("the oldest entry under way waited its usual round, and a third went (%d entries, want 10)", len(entries))
 	}
-	env.now += 10 * time.Millisecond // twice the usual round: late
+	env.now += 5 * time.Millisecond // 15 ms: later than the mean, not stalled
+	send()
+	if len(entries) != 10 {
+		t.Fatalf("the oldest entry under way waited 1.5 times its round, and a third went (%d entries, want 10)", len(entries))
+	}
+	env.now += 15 * time.Millisecond // three times the usual round: late
 	send()
 	if len(entries) != 11 {
-		t.Fatalf("the oldest of two entries under way waited twice its usual round of 10 ms, and no third entry went (%d forwarded, want 11)", len(entries))
+		t.Fatalf("the oldest of two entries under way waited three times its usual round of 10 ms, and no third entry went (%d forwarded, want 11)", len(entries))
 	}
-	if _, ss, _ := consensus.DecodeSends(entries[10]); len(ss) != 3 {
-		t.Fatalf("the third entry carries %d sends, want the 3 that waited", len(ss))
+	if _, ss, _ := consensus.DecodeSends(entries[10]); len(ss) != 4 {
+		t.Fatalf("the third entry carries %d sends, want the 4 that waited", len(ss))
 	}
 	env.now += time.Second // long stalled: the window opens to its bound
 	for range 20 {

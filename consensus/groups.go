@@ -368,8 +368,11 @@ func (g *Groups) window(now time.Duration) int {
 }
 
 // rto is the retransmission timeout of an entry under way (0: no round
-// measured yet).
-func (g *Groups) rto() time.Duration { return g.srtt + 4*g.rttvar }
+// measured yet): srtt + 4·rttvar, and at least twice srtt — where rounds
+// barely vary (a simulated network, an idle machine) the deviation
+// shrinks to nothing, and an entry merely later than the mean is not
+// stalled (TCP bounds its timeout from below for the same reason).
+func (g *Groups) rto() time.Duration { return g.srtt + max(4*g.rttvar, g.srtt) }
 
 // measure takes the round of the oldest entry under way, applied at now,
 // into the smoothed round and its deviation (RFC 6298, §2).
