@@ -133,3 +133,6 @@ func DigestStep(prev, index uint64, data []byte) uint64 {
 // First is the index of the first entry the log holds (1 + the
 // snapshot's).
 func (r *Raft) First() uint64 { return r.first }
+
+// ElectionTag is the tag of the election timer.
+const ElectionTag = tagElection

@@ -3,6 +3,7 @@ package consensus_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ type recorder struct {
 	timer []any
 	store *proc.MemStorage
 	self  proc.ID
+	now   time.Duration // Now is a second past it
 }
 
 type sentMsg struct {
@@ -37,7 +39,7 @@ func (c countingStorage) Sync() { c.r.syncs++ }
 func (e *recorder) Self() proc.ID            { return e.self }
 func (e *recorder) N() int                   { return 3 }
 func (e *recorder) Neighbors() []proc.ID     { return nil }
-func (e *recorder) Now() time.Duration       { return time.Second }
+func (e *recorder) Now() time.Duration       { return time.Second + e.now }
 func (e *recorder) Rand() *rand.Rand         { return rand.New(rand.NewPCG(1, 2)) }
 func (e *recorder) Output(o proc.Output)     { e.outs = append(e.outs, o) }
 func (e *recorder) CancelTimer(proc.TimerID) {}
@@ -309,5 +311,151 @@ func TestGroupEntriesUnderWayAreBounded(t *testing.T) {
 	fire(consensus.StallTag) // no progress since: given up
 	if !fire(consensus.GatherTag) || len(entries) != 4 || fmt.Sprint(seqsOf(entries[3])) != "[5]" {
 		t.Fatalf("after a stall: %d entries, want 4, the last with [5]", len(entries))
+	}
+}
+
+// A server lets a third entry go once the oldest of its two under way is
+// late — past its smoothed round plus four deviations (TCP's
+// retransmission timeout), and at least twice its round — one more for
+// each timeout it waits, up to a bound; and no sooner: sends that wait
+// behind a stalled entry reach the leader as soon as it works again.
+func TestGroupWindowOpensWhileTheOldestEntryIsLate(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	g := consensus.NewGroups(1, 3, consensus.DefaultConfig, 16)
+	g.Start(env)
+	g.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0
+	var entries [][]byte                                          // forwarded to the leader, in order
+	seq := uint64(0)
+	send := func() {
+		seq++
+		g.Input(env, consensus.Send{Group: "g", Origin: 7, Seq: seq, Body: []byte{byte(seq)}})
+		// The group's timers and the log's flush fire, due or not (one
+		// that fires early finds the window as it was), but not the stall
+		// timer, which gives up on the entries after an election timeout,
+		// nor the log's election and heartbeat timers.
+		for range 10 {
+			timers := env.timer
+			env.timer = nil
+			for _, tag := range timers {
+				if s := fmt.Sprint(tag); tag != consensus.StallTag && s != "election" && s != "heartbeat" {
+					g.Timeout(env, tag)
+				}
+			}
+			if len(env.timer) == 0 || slices.Equal(env.timer, timers) {
+				break
+			}
+		}
+		for _, s := range env.sent {
+			if f, ok := s.m.(consensus.Forward); ok {
+				entries = append(entries, f.Data...)
+			}
+		}
+		env.sent = nil
+	}
+	// Eight rounds of 10 ms each: an entry is late after 20 ms.
+	for i := range 8 {
+		send()
+		if len(entries) != i+1 {
+			t.Fatalf("round %d: %d entries forwarded, want %d", i+1, len(entries), i+1)
+		}
+		env.now += 10 * time.Millisecond
+		g.Apply(env, uint64(i+1), entries[i])
+	}
+	send()
+	send()
+	send() // two under way: waits
+	if len(entries) != 10 {
+		t.Fatalf("%d entries forwarded, want 10: two under way", len(entries))
+	}
+	env.now += 10 * time.Millisecond // the usual round: not late
+	send()
+	if len(entries) != 10 {
+		t.Fatalf("the oldest entry under way waited its usual round, and a third went (%d entries, want 10)", len(entries))
+	}
+	env.now += 5 * time.Millisecond // 15 ms: later than the mean, not stalled
+	send()
+	if len(entries) != 10 {
+		t.Fatalf("the oldest entry under way waited 1.5 times its round, and a third went (%d entries, want 10)", len(entries))
+	}
+	env.now += 15 * time.Millisecond // three times the usual round: late
+	send()
+	if len(entries) != 11 {
+		t.Fatalf("the oldest of two entries under way waited three times its usual round of 10 ms, and no third entry went (%d forwarded, want 11)", len(entries))
+	}
+	if _, ss, _ := consensus.DecodeSends(entries[10]); len(ss) != 4 {
+		t.Fatalf("the third entry carries %d sends, want the 4 that waited", len(ss))
+	}
+	env.now += time.Second // long stalled: the window opens to its bound
+	for range 20 {
+		send()
+	}
+	if len(entries) != 8+8 {
+		t.Fatalf("after a stall of a second, %d entries under way, want the bound of 8", len(entries)-8)
+	}
+	for i := 8; i < len(entries); i++ { // all applied at last: one entry takes what waits
+		g.Apply(env, uint64(i+1), entries[i])
+	}
+	send()
+	if len(entries) != 17 {
+		t.Fatalf("%d entries forwarded once the stalled ones were applied, want 17", len(entries))
+	}
+	if _, ss, _ := consensus.DecodeSends(entries[16]); len(ss) != 20-(8-3)+1 {
+		t.Fatalf("the entry after the stall carries %d sends, want %d", len(ss), 20-(8-3)+1)
+	}
+}
+
+// nopMachine applies anything and keeps nothing.
+type nopMachine struct{}
+
+func (nopMachine) Apply(proc.Env, uint64, []byte) error { return nil }
+func (nopMachine) Snapshot() []byte                     { return nil }
+func (nopMachine) Restore(proc.Env, []byte) error       { return nil }
+
+// A leader compacts every CompactEvery entries while its followers are
+// live and have been sent all it applied, even if the slowest has not
+// acknowledged the last of them yet — under a steady load one always
+// lags so, and before the leader kept four times CompactEvery entries
+// (and their bytes) through every run.
+func TestLeaderCompactsBehindEntriesInFlight(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 0}
+	cfg := consensus.DefaultConfig
+	cfg.CompactEvery = 8
+	r := consensus.New(0, 3, cfg, nopMachine{})
+	r.Start(env)
+	env.now = time.Minute // past any election deadline
+	r.Timeout(env, consensus.ElectionTag)
+	r.Receive(env, 1, consensus.Vote{Term: 1, Granted: true, Pre: true})
+	r.Receive(env, 1, consensus.Vote{Term: 1, Granted: true})
+	if !r.IsLeader() {
+		t.Fatal("not elected")
+	}
+	// Follower 1 acknowledges everything at once; follower 2 one
+	// AppendEntries late, so it always lacks the last entries sent.
+	var late *consensus.AppendEntries
+	for i := range 20 {
+		r.Input(env, consensus.Propose{Data: []byte{byte(i)}})
+		r.Timeout(env, consensus.FlushTag)
+		sent := env.sent
+		env.sent = nil
+		env.now += time.Millisecond
+		for _, s := range sent {
+			ae, ok := s.m.(consensus.AppendEntries)
+			if !ok {
+				continue
+			}
+			switch s.to {
+			case 1:
+				r.Receive(env, 1, consensus.AppendReply{Term: 1, Success: true, Match: ae.Prev + uint64(len(ae.Entries)), Round: ae.Round})
+			case 2:
+				if late != nil {
+					r.Receive(env, 2, consensus.AppendReply{Term: 1, Success: true, Match: late.Prev + uint64(len(late.Entries)), Round: late.Round})
+				}
+				late = &ae
+			}
+		}
+	}
+	// 21 entries (the no-op and 20) are applied: compacted at 8 and 16.
+	if r.First() < 17 {
+		t.Fatalf("after 21 entries applied with every follower live and sent all of them, the log starts at %d: not compacted at 16 (CompactEvery 8)", r.First())
 	}
 }

@@ -56,12 +56,15 @@ type Groups struct {
 	pendingBytes int
 	gathering    bool // a gather timer is set
 
-	// Flow control of the server's own entries (see queue).
-	underWay   int           // proposed here and not yet applied
-	ownApplied uint64        // entries taken here and applied, ever
-	watching   bool          // a stall timer is set ...
-	watched    uint64        // ... when ownApplied was this
-	stallAfter time.Duration // the log's election timeout
+	// Flow control of the server's own entries (see queue and window).
+	underWay   []time.Duration // when each entry under way (proposed here, not yet applied) was proposed, oldest first
+	srtt       time.Duration   // the smoothed time from proposing an entry to applying it (0: none measured) ...
+	rttvar     time.Duration   // ... and its mean deviation
+	widening   bool            // a widen timer is set
+	ownApplied uint64          // entries taken here and applied, ever
+	watching   bool            // a stall timer is set ...
+	watched    uint64          // ... when ownApplied was this
+	stallAfter time.Duration   // the log's election timeout
 
 	decoded []Send // scratch for Apply
 }
@@ -77,9 +80,19 @@ type stallTimer struct{}
 
 func (stallTimer) String() string { return "stall" }
 
-// maxUnderWay bounds the entries a server has under way: past it, sends
-// wait for one to be applied and go in the next entry together.
-const maxUnderWay = 2
+// widenTimer is the tag of the timer that lets one more entry go when
+// the oldest under way has waited past its retransmission timeout.
+type widenTimer struct{}
+
+func (widenTimer) String() string { return "widen" }
+
+// minUnderWay entries may always be under way, and up to maxUnderWay
+// while the oldest is late (see window): past it, sends wait for one to
+// be applied and go in the next entry together.
+const (
+	minUnderWay = 2
+	maxUnderWay = 8
+)
 
 // maxEntryBytes bounds the messages' bytes in one entry: an entry fits an
 // AppendEntries (Config.MaxBatchBytes) and the live transport's frames.
@@ -290,12 +303,12 @@ func (g *Groups) Input(env proc.Env, in proc.Input) {
 	}
 }
 
-// queue gathers a send into the next entry. While fewer than maxUnderWay
+// queue gathers a send into the next entry. While fewer than a window
 // of the server's entries are under way (proposed, not yet applied), the
 // entry is proposed by a timer set to fire at once, which a host fires
 // once the events already waiting have been handled: a send to an idle
 // server goes at once, alone, and the sends that queued while the server
-// worked (while it synced its log, say) go together. Past maxUnderWay,
+// worked (while it synced its log, say) go together. Past the window,
 // the sends wait for one of them to be applied: the busier the server,
 // the more an entry carries, with one append, one sync and one apply for
 // them all — group commit at the level of the messages, where the log
@@ -315,13 +328,66 @@ func (g *Groups) queue(env proc.Env, s Send) {
 	g.proposeSoon(env)
 }
 
-// proposeSoon sets the gather timer if sends wait and fewer than
-// maxUnderWay entries are under way.
+// proposeSoon sets the gather timer if sends wait and fewer than a
+// window of entries are under way, or else the widen timer for when the
+// window will have grown.
 func (g *Groups) proposeSoon(env proc.Env) {
-	if len(g.pending) > 0 && !g.gathering && g.underWay < maxUnderWay {
+	if len(g.pending) == 0 || g.gathering {
+		return
+	}
+	now := env.Now()
+	if len(g.underWay) < g.window(now) {
 		g.gathering = true
 		env.SetTimer(0, gatherTimer{})
+		return
 	}
+	if rto := g.rto(); rto > 0 && !g.widening && len(g.underWay) < maxUnderWay {
+		g.widening = true
+		at := g.underWay[0] + time.Duration(len(g.underWay)-minUnderWay+1)*rto
+		env.SetTimer(max(at-now, 0), widenTimer{})
+	}
+}
+
+// window is how many of the server's entries may be under way at now:
+// minUnderWay, and one more for each retransmission timeout the oldest
+// has waited, up to maxUnderWay. Most of the time an entry is applied
+// within its timeout and two suffice to keep the log busy; but when one
+// stalls — its leader paused by a collection, a sync or the scheduler —
+// the sends behind it would wait for the stall and then for a whole
+// round through the log, and the slowest messages are those. A window
+// that opens while the oldest is late lets them reach the leader as soon
+// as it works again, as TCP's retransmission timer (Jacobson 1988; RFC
+// 6298: srtt + 4·rttvar) tells a late segment from the usual.
+func (g *Groups) window(now time.Duration) int {
+	rto := g.rto()
+	if len(g.underWay) == 0 || rto <= 0 {
+		return minUnderWay
+	}
+	late := (now - g.underWay[0]) / rto
+	return int(min(minUnderWay+late, maxUnderWay))
+}
+
+// rto is the retransmission timeout of an entry under way (0: no round
+// measured yet): srtt + 4·rttvar, and at least twice srtt — where rounds
+// barely vary (a simulated network, an idle machine) the deviation
+// shrinks to nothing, and an entry merely later than the mean is not
+// stalled (TCP bounds its timeout from below for the same reason).
+func (g *Groups) rto() time.Duration { return g.srtt + max(4*g.rttvar, g.srtt) }
+
+// measure takes the round of the oldest entry under way, applied at now,
+// into the smoothed round and its deviation (RFC 6298, §2).
+func (g *Groups) measure(now time.Duration) {
+	r := now - g.underWay[0]
+	if g.srtt == 0 {
+		g.srtt, g.rttvar = r, r/2
+		return
+	}
+	d := g.srtt - r
+	if d < 0 {
+		d = -d
+	}
+	g.rttvar = (3*g.rttvar + d) / 4
+	g.srtt = (7*g.srtt + r) / 8
 }
 
 // propose hands the gathered sends to the log as one entry.
@@ -332,7 +398,7 @@ func (g *Groups) propose(env proc.Env) {
 	g.raft.Input(env, Propose{Data: encodeSends(env.Self(), g.pending)})
 	clear(g.pending) // the bodies belong to the callers
 	g.pending, g.pendingBytes = g.pending[:0], 0
-	g.underWay++
+	g.underWay = append(g.underWay, env.Now())
 	g.watch(env)
 }
 
@@ -348,11 +414,11 @@ func (g *Groups) watch(env proc.Env) {
 // set, so they are taken for lost.
 func (g *Groups) onStall(env proc.Env) {
 	g.watching = false
-	if g.underWay == 0 {
+	if len(g.underWay) == 0 {
 		return
 	}
 	if g.ownApplied == g.watched {
-		g.underWay = 0
+		g.underWay = g.underWay[:0]
 		g.proposeSoon(env)
 		return
 	}
@@ -371,6 +437,9 @@ func (g *Groups) Timeout(env proc.Env, tag any) {
 		g.raft.flushNow(env)
 	case stallTimer:
 		g.onStall(env)
+	case widenTimer:
+		g.widening = false
+		g.proposeSoon(env)
 	default:
 		g.raft.Timeout(env, tag)
 	}
@@ -406,7 +475,10 @@ func (g *Groups) Apply(env proc.Env, index uint64, data []byte) error {
 	}
 	if via == env.Self() { // one of ours (or of an earlier incarnation's)
 		g.ownApplied++
-		g.underWay = max(g.underWay-1, 0)
+		if len(g.underWay) > 0 { // not one an earlier incarnation proposed, or one given up
+			g.measure(env.Now())
+			g.underWay = g.underWay[:copy(g.underWay, g.underWay[1:])]
+		}
 		g.proposeSoon(env)
 	}
 	return nil

@@ -1393,17 +1393,22 @@ func (r *Raft) compactDue(k int) bool {
 	return r.applied+1-r.first >= uint64(k*r.cfg.CompactEvery) || r.cfg.CompactBytes > 0 && r.appliedBytes >= k*r.cfg.CompactBytes
 }
 
-// mayCompact: a leader keeps the entries a live follower still lacks
-// (one that answered within an election timeout), up to four times
-// CompactEvery, rather than send it a whole snapshot — a slow follower
-// catches up from the log, entry by entry.
+// mayCompact: a leader keeps the entries it has still to send a live
+// follower (one that answered within an election timeout), up to four
+// times CompactEvery, rather than send it a whole snapshot — a slow
+// follower catches up from the log, entry by entry. Entries sent and not
+// yet acknowledged are not kept for it: under a steady load the slowest
+// follower's acknowledgement always trails the commit, and waiting for
+// it kept four times CompactEvery entries through every run; if they
+// are lost, the follower's refusal sets its next back, to be kept again
+// or sent a snapshot.
 func (r *Raft) mayCompact(env proc.Env) bool {
 	if r.role != leader || r.compactDue(4) {
 		return true
 	}
 	now := env.Now()
 	for _, p := range r.members {
-		if p != r.self && now-r.lastAck[p] < r.cfg.ElectionTimeout && r.match[p] < r.applied {
+		if p != r.self && now-r.lastAck[p] < r.cfg.ElectionTimeout && r.next[p] <= r.applied {
 			return false
 		}
 	}
