@@ -132,9 +132,9 @@ func TestMembersNewsNeedsNoConnection(t *testing.T) {
 // the maps and the member lists agree, the periodic exchanges are a
 // checksum each, with no digest or list behind it — so SWIM's pings and
 // acks are most of what a quiet member sends. With -v it prints the
-// breakdown at the live service's 200 ms period and at memberlist's 1 s.
+// breakdown at the live service's 400 ms period and at memberlist's 1 s.
 func TestMembersIdleBytesByKind(t *testing.T) {
-	for _, period := range []time.Duration{200 * time.Millisecond, time.Second} {
+	for _, period := range []time.Duration{400 * time.Millisecond, time.Second} {
 		bytes, msgs := membersIdleBytes(t, 32, period)
 		kinds := make([]string, 0, len(bytes))
 		total := 0.0

@@ -213,3 +213,48 @@ func TestJoinersTogetherKnowOneAnotherSoon(t *testing.T) {
 		}
 	}
 }
+
+// TestDeathReachesEveryMemberAtOnce: in an open group (the live
+// service's), the member that declares a crashed member dead tells every
+// member it holds alive at once, so the last member holds it dead within
+// a few network delays of the first — not periods of piggybacking later.
+// 64 founders, p7 crashed, over seeds with loss; and the group holds p7
+// dead everywhere in the end.
+func TestDeathReachesEveryMemberAtOnce(t *testing.T) {
+	const n, crashed = 64, 7
+	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: n})
+	period := epidemic.DefaultPeriod
+	for seed := uint64(1); seed <= 5; seed++ {
+		net := sim.Network{Latency: sim.Exponential{MeanD: 100 * time.Microsecond}, Loss: 0.01}
+		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Network: net,
+			Faults: []sim.Fault{{Kind: sim.Crash, Node: crashed, At: 200 * time.Millisecond}}, Deadline: 2 * time.Second})
+		first, last := time.Duration(-1), time.Duration(0)
+		holds := map[int32]bool{}
+		for _, e := range r.Trace.Events {
+			if e.Kind != trace.Output || e.Type != "dead" {
+				continue
+			}
+			var f struct {
+				Member int32 `json:"member"`
+			}
+			if err := json.Unmarshal(e.Data, &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.Member != crashed || holds[e.Node] {
+				continue
+			}
+			holds[e.Node] = true
+			at := time.Duration(e.Time)
+			if first < 0 {
+				first = at
+			}
+			last = at
+		}
+		if len(holds) != n-1 {
+			t.Fatalf("seed %d: %d of the %d others hold p%d dead", seed, len(holds), n-1, crashed)
+		}
+		if spread := last - first; spread > period/2 {
+			t.Errorf("seed %d: the last member held p%d dead %v after the first (period %v)", seed, crashed, spread, period)
+		}
+	}
+}

@@ -311,8 +311,8 @@ type Goodbye struct{ Inc uint32 }
 // Gossip carries membership updates without a probe (open groups).
 type Gossip struct{ Updates []Fact }
 
-// gossipFanout is how many members an open group's member gossips news to
-// each period (memberlist's GossipNodes).
+// gossipFanout is how many members an open group's member tells of a
+// newcomer that joined through it (memberlist's GossipNodes).
 const gossipFanout = 3
 
 func (Ping) Kind() string    { return "ping" }
@@ -614,7 +614,33 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 		s.relays = slices.Delete(s.relays, i, i+1)
 	case suspicion:
 		if st, inc := s.lookup(t.Member); st == StateSuspect && inc == t.Inc {
-			s.apply(env, Fact{State: StateDead, Member: t.Member, Inc: t.Inc})
+			dead := Fact{State: StateDead, Member: t.Member, Inc: t.Inc}
+			s.apply(env, dead)
+			s.announce(env, dead)
+		}
+	}
+}
+
+// announce tells every member held alive or suspected, at once, of a
+// death this member declared (step 5), in an open group — the live
+// service's. Piggybacked, the verdict reached the last member about two
+// periods after the first declared it (on a 64-member cluster at 400 ms,
+// a fifth of the time from a crash to every member holding it dead),
+// while the members that hold the suspicion wait out timeouts that
+// differ; a rumor forwarded to a few at once would leave about e^−f of
+// the members unreached (Demers et al. 1987) for the piggybacking to
+// find. A death is rare, and one declaration usually ends it (the
+// others' timers are stopped by the news), so this costs O(n) small
+// messages once per failure, as a join's answer costs O(n) once per
+// join. The verdict still goes into the piggyback buffer (apply), for a
+// member the announcement misses.
+func (s *swim) announce(env proc.Env, f Fact) {
+	if !s.p.Open {
+		return
+	}
+	for _, h := range s.view {
+		if h.state <= StateSuspect && h.id != f.Member && h.id != s.self {
+			env.Send(h.id, Gossip{Updates: []Fact{f}})
 		}
 	}
 }

@@ -77,7 +77,7 @@ go test -run '^$' -bench GossipBesideSerf -benchtime 1x ./bench`,
 		},
 	}
 	cmd.Flags().IntSliceVar(&sizes, "members", []int{32}, "cluster sizes, comma-separated")
-	cmd.Flags().DurationVar(&cfg.Period, "period", 0, "SWIM's protocol period (default 200ms)")
+	cmd.Flags().DurationVar(&cfg.Period, "period", 0, "SWIM's protocol period (default 400ms)")
 	cmd.Flags().IntVar(&cfg.Broadcasts, "broadcasts", 5, "broadcasts timed per size")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -60,7 +60,7 @@ type nodeConfig struct {
 	Services   int            `yaml:"max_services"`   // services the node runs at once (default 512: with a textbook lock, election or group algorithm, each name is one)
 	Members    bool           `yaml:"members"`        // run the membership and key-value service (SWIM and anti-entropy); nodes may then join
 	Join       string         `yaml:"join"`           // join a running cluster through one member: ID@HOST:PORT (implies members)
-	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 200ms)
+	Gossip     time.Duration  `yaml:"gossip_period"`  // the membership service's protocol period (default 400ms)
 	LockIdle   time.Duration  `yaml:"lock_idle"`      // a textbook lock unused here this long is stopped, restarted from data_dir when next used (default 1m; -1s: never)
 	LockMaxTTL time.Duration  `yaml:"lock_max_ttl"`   // the longest lease a client may ask for (default and most 10m); central-failover's new coordinators wait this long for a silent node
 	Relays     []relayConfig  `yaml:"relays"`         // remote queues: forward a queue (local, or replicated with queues: replicated) to a queue on other nodes (store and forward)
@@ -378,7 +378,7 @@ node.yaml:
                                 # election or group name is one; the next is refused with 503)
   members: true                 # optional: run the membership and key-value service (cohort members,
                                 # cohort kv); nodes may then join the running cluster
-  gossip_period: 200ms          # optional: its protocol period
+  gossip_period: 400ms          # optional: its protocol period
   link_idle: 2s                 # optional: dial a peer only when there is something to send it, and
                                 # close a connection idle this long (default 0: one to every peer, kept)
   max_links: 16                 # optional, with link_idle: the most connections held at once; the least

@@ -98,8 +98,8 @@ type Config struct {
 	// reader starting to wait for it is closed: a dead connection is
 	// noticed within about IdleTimeout of the first Send on it. While
 	// nothing is awaited, the reader waits for the first byte of a frame
-	// up to the quiet timeout, ten times IdleTimeout and at least a
-	// minute (a backstop for connections to machines that vanished), and
+	// up to the quiet timeout, ten times IdleTimeout and at least five
+	// minutes (a backstop for connections to machines that vanished), and
 	// the rest of the frame must follow within IdleTimeout. A connection
 	// to a member that stops reading is closed too: Sends to it refused
 	// (its queue full) for this long, and meanwhile nothing acknowledged

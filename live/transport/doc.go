@@ -126,7 +126,7 @@
 // ackDelay, and while its handler holds a frame it writes an ack as a
 // keepalive every PingInterval. A connection on which nothing is
 // outstanding either way carries nothing: its reader waits up to the
-// quiet timeout (ten IdleTimeouts, at least a minute), a backstop that
+// quiet timeout (ten IdleTimeouts, at least five minutes), a backstop that
 // closes connections to machines that vanished, and each side writes a
 // keepalive every third of it. In a full mesh that SWIM uses a pair at a
 // time, the connections idle at any moment cost (almost) nothing.
