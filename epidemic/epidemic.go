@@ -108,6 +108,11 @@ type Params struct {
 	// probes and suspects, at the pace it can keep. The live membership
 	// service sets it.
 	LateHealth bool
+	// AnnounceDeaths, in an open group, makes the member whose suspicion
+	// timer declares a member dead tell every member it holds alive at
+	// once (swim.announce), instead of leaving the verdict to the
+	// piggybacking alone. The live membership service sets it.
+	AnnounceDeaths bool
 	// Open makes SWIM's group open, as a live cluster's is: a member knows
 	// only the members it has heard of — the first Founders IDs from the
 	// start, others once a fact about them reaches it (a newcomer's join,

@@ -222,7 +222,7 @@ func TestJoinersTogetherKnowOneAnotherSoon(t *testing.T) {
 // dead everywhere in the end.
 func TestDeathReachesEveryMemberAtOnce(t *testing.T) {
 	const n, crashed = 64, 7
-	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: n})
+	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: n, AnnounceDeaths: true})
 	period := epidemic.DefaultPeriod
 	for seed := uint64(1); seed <= 5; seed++ {
 		net := sim.Network{Latency: sim.Exponential{MeanD: 100 * time.Microsecond}, Loss: 0.01}

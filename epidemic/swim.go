@@ -622,8 +622,8 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 }
 
 // announce tells every member held alive or suspected, at once, of a
-// death this member declared (step 5), in an open group — the live
-// service's. Piggybacked, the verdict reached the last member about two
+// death this member declared (step 5), in an open group with
+// Params.AnnounceDeaths — the live service's. Piggybacked, the verdict reached the last member about two
 // periods after the first declared it (on a 64-member cluster at 400 ms,
 // a fifth of the time from a crash to every member holding it dead),
 // while the members that hold the suspicion wait out timeouts that
@@ -635,7 +635,7 @@ func (s *swim) Timeout(env proc.Env, tag any) {
 // join. The verdict still goes into the piggyback buffer (apply), for a
 // member the announcement misses.
 func (s *swim) announce(env proc.Env, f Fact) {
-	if !s.p.Open {
+	if !s.p.Open || !s.p.AnnounceDeaths {
 		return
 	}
 	for _, h := range s.view {

@@ -126,8 +126,9 @@ func NewServer(cfg Config) (*Server, error) {
 		p.ReapAfter = DefaultReapAfter
 	}
 	p.Open, p.Founders = true, cfg.Node.N()
-	p.Coordinates = true // resource discovery's finds rank by them (discovery.go)
-	p.LateHealth = true  // a member starved of CPU blames itself, not others
+	p.Coordinates = true    // resource discovery's finds rank by them (discovery.go)
+	p.LateHealth = true     // a member starved of CPU blames itself, not others
+	p.AnnounceDeaths = true // the last member holds a death a few network delays after the first
 	if int(cfg.Node.Self()) >= cfg.Node.N() {
 		p.Founders = 0 // it joined: it knows its contact, and learns the rest from it
 	}
