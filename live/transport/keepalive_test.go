@@ -295,18 +295,6 @@ func (h holeWriter) Write(b []byte) (int, error) {
 func holedPair(t *testing.T, edit func(*Config)) (a, b *TCP, toB, toA *holeProxy) {
 	lnA, lnB := listen(t), listen(t)
 	toB, toA = newHoleProxy(t, lnB.Addr().String()), newHoleProxy(t, lnA.Addr().String())
-	logger := testLogger(t)
-	mk := func(self proc.ID, ln net.Listener, peer proc.ID, addr string) *TCP {
-		cfg := fastConfig(self, ln, map[proc.ID]string{peer: addr}, logger)
-		if edit != nil {
-			edit(&cfg)
-		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}
-	return mk(0, lnA, 1, toB.addr()), mk(1, lnB, 0, toA.addr()), toB, toA
+	a, b = pairVia(t, lnA, lnB, toB.addr(), toA.addr(), edit)
+	return a, b, toB, toA
 }

@@ -182,6 +182,14 @@ func proxiedPair(t *testing.T, edit func(*Config)) (a, b *TCP, toB, toA *cutProx
 func pacedPair(t *testing.T, rate int, edit func(*Config)) (a, b *TCP, toB, toA *cutProxy) {
 	lnA, lnB := listen(t), listen(t)
 	toB, toA = newPacedProxy(t, lnB.Addr().String(), rate), newPacedProxy(t, lnA.Addr().String(), rate)
+	a, b = pairVia(t, lnA, lnB, toB.addr(), toA.addr(), edit)
+	return a, b, toB, toA
+}
+
+// pairVia creates members 0 and 1 on lnA and lnB, member 0 reaching
+// member 1 at addrB and member 1 reaching member 0 at addrA (proxies'
+// addresses), not started, closed when the test ends.
+func pairVia(t *testing.T, lnA, lnB net.Listener, addrB, addrA string, edit func(*Config)) (a, b *TCP) {
 	logger := testLogger(t)
 	mk := func(self proc.ID, ln net.Listener, peer proc.ID, addr string) *TCP {
 		cfg := fastConfig(self, ln, map[proc.ID]string{peer: addr}, logger)
@@ -195,7 +203,7 @@ func pacedPair(t *testing.T, rate int, edit func(*Config)) (a, b *TCP, toB, toA 
 		t.Cleanup(func() { tr.Close() })
 		return tr
 	}
-	return mk(0, lnA, 1, toB.addr()), mk(1, lnB, 0, toA.addr()), toB, toA
+	return mk(0, lnA, 1, addrB), mk(1, lnB, 0, addrA)
 }
 
 // checkedPayload is the seq-th payload of a stream whose sizes sizeOf
