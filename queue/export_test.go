@@ -19,7 +19,7 @@ func LoseRuns(r *Replicated, lose func(consensus.QueuePutRun) bool) {
 		r.lose.Store(nil)
 		return
 	}
-	f := func(run consensus.QueuePutRun, n int) bool { return n == 1 && lose(run) }
+	f := func(run consensus.QueuePutRun, n int, _ bool) bool { return n == 1 && lose(run) }
 	r.lose.Store(&f)
 }
 
@@ -30,6 +30,14 @@ func LoseProposals(r *Replicated, lose func(run consensus.QueuePutRun, n int) bo
 		r.lose.Store(nil)
 		return
 	}
+	f := func(run consensus.QueuePutRun, n int, _ bool) bool { return lose(run, n) }
+	r.lose.Store(&f)
+}
+
+// LoseProposalsWoken is LoseProposals, told also whether a proposal is
+// made at once because the log moved after a quiet spell (woken) rather
+// than at the end of a wait.
+func LoseProposalsWoken(r *Replicated, lose func(run consensus.QueuePutRun, n int, woken bool) bool) {
 	r.lose.Store(&lose)
 }
 

@@ -48,7 +48,7 @@ type Replicated struct {
 	// lose, if set, loses the proposals of stream runs it picks (as a
 	// change of leader may; n: 1 the first proposal, 2 the next, …): a
 	// test's way to make a run overtake another, or wait.
-	lose atomic.Pointer[func(run consensus.QueuePutRun, n int) bool]
+	lose atomic.Pointer[func(run consensus.QueuePutRun, n int, woken bool) bool]
 
 	mu      sync.Mutex
 	waits   map[[2]uint64][]*waiter  // by origin and seq: every copy under way on this node
@@ -726,6 +726,8 @@ type runStream struct {
 	waits  backoff.Backoff // the oldest run's waits
 	wait   time.Duration   // the oldest run's wait now
 	timer  *time.Timer     // set while runs is not empty
+	due    time.Time       // when the timer is set to fire
+	woken  bool            // proposing again after progress (resend)
 	done   chan struct{}   // closed with the stream
 	closed bool
 }
@@ -808,7 +810,7 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 	if err == nil {
 		s.runs = append(s.runs, sr)
 		if len(s.runs) == 1 && !s.closed {
-			s.timer.Reset(s.wait)
+			s.arm()
 		}
 	}
 	s.mu.Unlock()
@@ -830,7 +832,7 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 // mu, so that the stream's proposals reach the service in its order.
 func (s *runStream) propose(sr *streamRun) error {
 	sr.n++
-	if lose := s.r.lose.Load(); lose != nil && (*lose)(sr.run, sr.n) {
+	if lose := s.r.lose.Load(); lose != nil && (*lose)(sr.run, sr.n, s.woken) {
 		return nil // lost on its way: proposed again with the others
 	}
 	return s.r.svc.Input(sr.run)
@@ -845,6 +847,11 @@ func (s *runStream) resend(progress bool) {
 	if s.closed || len(s.runs) == 0 {
 		return
 	}
+	if !progress && time.Now().Before(s.due) {
+		return // a timer that fired as progress set it again: not due
+	}
+	s.woken = progress
+	defer func() { s.woken = false }()
 	for _, sr := range s.runs {
 		if s.propose(sr) != nil {
 			return // the service stopped: waitRun sees it
@@ -854,6 +861,12 @@ func (s *runStream) resend(progress bool) {
 		s.waits.Reset()
 	}
 	s.wait = s.waits.Next()
+	s.arm()
+}
+
+// arm sets the timer to fire after the wait. The caller holds mu.
+func (s *runStream) arm() {
+	s.due = time.Now().Add(s.wait)
 	s.timer.Reset(s.wait)
 }
 
@@ -874,7 +887,7 @@ func (s *runStream) answered(sr *streamRun) {
 	s.wait = s.waits.Next()
 	s.timer.Stop()
 	if len(s.runs) > 0 && !s.closed {
-		s.timer.Reset(s.wait)
+		s.arm()
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/internal/backoff"
 	"github.com/cohort-go/cohort/internal/httpapi"
 	"github.com/cohort-go/cohort/queue"
 )
@@ -533,8 +533,13 @@ func TestStreamRunsProposedAgainInOrder(t *testing.T) {
 // log slower to commit than the interval (a busy machine) is given a copy
 // of every run under way at each interval, which slows it further, until
 // it carries copies only and the stream's puts are not acknowledged.
-// Without the backoff the run is proposed 11 times here, not 5 (6 with
-// a wake-up when the log moves again).
+// When the log moves again after a quiet spell (as the loss ends, or
+// where a busy machine delays heartbeats and the log elects a leader),
+// the run is proposed at once and the waits start over: so the test
+// judges the waits between proposals, which only a loaded machine's
+// delays lengthen, rather than their count. Without the backoff the
+// second wait is the first again, and the run is proposed 11 times here,
+// not 5.
 func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -545,17 +550,17 @@ func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
 	r := cl.rs[0]
 	retry := queue.Retry(r)
 	lost := 10 * retry // proposals at 0, 1, 3 and 7 retries lost; the one at 15 commits
+	type proposal struct {
+		at    time.Time
+		woken bool
+	}
 	var mu sync.Mutex
-	var first time.Time
-	proposals := 0
-	queue.LoseProposals(r, func(run consensus.QueuePutRun, n int) bool {
+	var ps []proposal
+	queue.LoseProposalsWoken(r, func(run consensus.QueuePutRun, n int, woken bool) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if n == 1 {
-			first = time.Now()
-		}
-		proposals = n
-		return time.Since(first) < lost
+		ps = append(ps, proposal{time.Now(), woken})
+		return time.Since(ps[0].at) < lost
 	})
 	c := &queue.Client{Endpoints: []string{cl.eps[0]}, Token: token}
 	p, err := c.Publish(ctx, "jobs")
@@ -570,17 +575,32 @@ func TestStreamRunProposedAgainWithBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	n, took := proposals, time.Since(first)
-	mu.Unlock()
-	// One more when the log applies an entry after a quiet spell: the
-	// runs waiting are then proposed at once.
-	if want := 3 + int(math.Log2(float64(lost/retry))); n < 2 || n > want {
-		t.Fatalf("the run was proposed %d times in %v (retry %v, lost for %v): want 2 to %d, the interval doubling", n, took.Round(time.Millisecond), retry, lost, want)
+	defer mu.Unlock()
+	if len(ps) < 2 {
+		t.Fatalf("the run was proposed %d times: want it proposed again while its proposals were lost", len(ps))
+	}
+	// The k-th wait since the first proposal or the last one woken is at
+	// least ¾ of the retry interval doubled k times (the jitter shortens a
+	// wait by at most a quarter), up to backoff's bound.
+	k, woken := 0, 0
+	for i := 1; i < len(ps); i++ {
+		if ps[i].woken {
+			k, woken = 0, woken+1
+			continue
+		}
+		w := max(backoff.Max, retry)
+		if k < 20 {
+			w = min(retry<<k, w)
+		}
+		if gap := ps[i].at.Sub(ps[i-1].at); gap < w-w/4 {
+			t.Fatalf("proposal %d came %v after the one before, the wait %d since a start: want at least %v, the interval doubling", i+1, gap.Round(time.Millisecond), k+1, (w - w/4).Round(time.Millisecond))
+		}
+		k++
 	}
 	if m := ready(r, "jobs"); m != 1 {
 		t.Fatalf("%d messages, want 1", m)
 	}
-	t.Logf("proposed %d times; committed after %v", n, took.Round(time.Millisecond))
+	t.Logf("proposed %d times, %d of them at once as the log moved again; committed after %v", len(ps), woken, ps[len(ps)-1].at.Sub(ps[0].at).Round(time.Millisecond))
 }
 
 // A stream lost before its reply started, while the Publisher has
