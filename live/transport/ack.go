@@ -69,17 +69,20 @@ import (
 // up and reads nothing more from it. The sender drops nothing, closes the
 // connection, and resumes on the next one from where the member really
 // is. A stale resumption that says no less than the member acknowledged
-// cannot be told apart, and needs none: the frames the member had after
-// all are still counted as sent (the queue's rewrite) and dropped by the
-// next resumption, and what is written meanwhile to the connection given
-// up is not read. Only a new incarnation (below) is a restart. A
+// cannot be told apart by its count (the order in which the member's
+// connections were opened tells most of them: peer.admissible), and
+// needs none: the frames the member had after all are still counted as
+// sent (the queue's rewrite) and dropped by the next resumption, and what
+// is written meanwhile to the connection given up is not read. Only a new incarnation (below) is a restart. A
 // connection of a process that is gone can be taken up late as well,
 // after its successor's; so each side keeps the counts of a member's last
 // few incarnations (incCounts), and a stale connection of the successor
 // is still known for stale once the one of the process gone has come and
 // gone: had the counts started again from 0, the next resumption would
 // say less than was acknowledged, every time, and the pair would never
-// join again.
+// join again. (A connection of a process gone is refused before it is
+// taken up, since its successor's were all opened after it:
+// peer.admissible. The counts are kept as a second line.)
 //
 // Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted

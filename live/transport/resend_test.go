@@ -898,3 +898,222 @@ func TestStaleResumptionOfAProcessGone(t *testing.T) {
 		t.Errorf("the successor dropped %d frames as if member 0 had restarted", s.DroppedRestart)
 	}
 }
+
+// TestStaleDialNeverReplacesTheLiveConnection: a connection its dialer
+// has given up can still be waiting in the acceptor, welcomed and not yet
+// taken up. Here member 1 dials, member 0 holds the connection, member 1
+// gives it up (it fails at member 1's end) and dials again, and the new
+// connection comes up and carries a payload. When member 0 takes up the
+// first dial at last, that dial must not replace the live connection: it
+// is refused before it is installed, the pair keeps the connection it
+// has, and neither member counts a reconnection.
+func TestStaleDialNeverReplacesTheLiveConnection(t *testing.T) {
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		c.HandshakeTimeout = time.Minute // the connection held must not time out
+	})
+	a, b := trs[0], trs[1]
+	held, release := make(chan struct{}), make(chan struct{})
+	var holding atomic.Bool
+	var releaseOnce sync.Once
+	a.acceptedHook = func(proc.ID) {
+		// (Only the first: the connections after it go on meanwhile.)
+		if holding.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	}
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	boxA, boxB := newInbox(), newInbox()
+	a.Start(boxA.handle)
+	b.Start(boxB.handle)
+
+	// Member 1 dials; member 0 welcomes the connection and holds it.
+	if err := b.Send(0, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, held, 10*time.Second, "member 0 to hold member 1's dial")
+	heldConn := onlyConn(t, a)
+	var first *link
+	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
+		first, _ = b.peer(0).current()
+		return first != nil
+	})
+	// It fails at member 1's end, and member 1 dials again.
+	first.conn.Close()
+	waitClosed(t, boxA.expect(1, 1), 10*time.Second, "member 1's payload over its second dial")
+	live, _ := a.peer(1).current()
+	if live == nil || live.dialer != 1 {
+		t.Fatalf("member 0's connection %+v: want member 1's second dial", live)
+	}
+	reconnects := b.Stats().Peers[0].Reconnects
+
+	// Member 0 takes up the first dial at last.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, open := a.conns[heldConn]
+		return !open
+	})
+	if l, _ := a.peer(1).current(); l != live {
+		t.Fatalf("member 0's connection was replaced by %+v", l)
+	}
+	// The live connection carries on, both ways.
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(0, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's payload")
+	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
+	boxA.check(t)
+	boxB.check(t)
+	if l, _ := a.peer(1).current(); l != live {
+		t.Errorf("member 0's connection was replaced by %+v", l)
+	}
+	if n := b.Stats().Peers[0].Reconnects; n != reconnects {
+		t.Errorf("member 1 counted %d reconnections after the stale dial was taken up, want none", n-reconnects)
+	}
+}
+
+// TestConnectionOfAProcessGoneLeavesItsSuccessorAlone: a connection of a
+// process of member 1 that is gone, taken up by member 0 after its
+// successor's, must not touch the successor's link: not replace its
+// connection, and not drop what member 0 has sent the successor and not
+// seen acknowledged (the successor's handler holds it here) as if member 1
+// had restarted again. It is refused, and the payload arrives once the
+// handler lets it.
+func TestConnectionOfAProcessGoneLeavesItsSuccessorAlone(t *testing.T) {
+	lns := [2]net.Listener{listen(t), listen(t)}
+	addr1 := lns[1].Addr().String()
+	logger := testLogger(t)
+	start := func(ln net.Listener, edit func(*Config)) *TCP {
+		self, peer := proc.ID(0), addr1
+		if ln != lns[0] {
+			self, peer = 1, lns[0].Addr().String()
+		}
+		cfg := fastConfig(self, ln, map[proc.ID]string{1 - self: peer}, logger)
+		cfg.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		cfg.HandshakeTimeout = time.Minute // the connection held must not time out
+		if ln == nil {
+			cfg.Listen = addr1
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		tr, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	a := start(lns[0], nil)
+	old := start(lns[1], func(c *Config) { c.CloseTimeout = time.Millisecond })
+	held, release := make(chan struct{}), make(chan struct{})
+	var holding atomic.Bool
+	var releaseOnce sync.Once
+	a.acceptedHook = func(proc.ID) {
+		// (Only the first: the connections after it go on meanwhile.)
+		if holding.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	}
+	gotFirst, unblock := make(chan struct{}), make(chan struct{})
+	var unblockOnce sync.Once
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		unblockOnce.Do(func() { close(unblock) })
+	})
+	boxA, boxNew := newGenInbox(), newInbox()
+	a.Start(boxA.handle)
+	old.Start(func(proc.ID, []byte) {})
+
+	// The old process dials; member 0 holds the connection; the process
+	// is gone.
+	if err := old.Send(0, tagged(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, held, 10*time.Second, "member 0 to hold the old process's dial")
+	heldConn := onlyConn(t, a)
+	waitUntil(t, 10*time.Second, "the old process to take its dial for the pair's connection", func() bool {
+		l, _ := old.peer(0).current()
+		return l != nil
+	})
+	old.Close()
+
+	// Its successor, at the same address, dials member 0; member 0's
+	// first payload to it stays in its handler, unacknowledged.
+	nw := start(nil, nil)
+	t.Cleanup(func() { unblockOnce.Do(func() { close(unblock) }) }) // before nw closes
+	nw.Start(func(from proc.ID, p []byte) {
+		if binary.BigEndian.Uint64(p) == 0 {
+			close(gotFirst)
+			<-unblock
+		}
+		boxNew.handle(from, p)
+	})
+	if err := nw.Send(0, tagged(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the successor's first payload", func() bool { return boxA.lastSeq(2) == 0 })
+	live, _ := a.peer(1).current()
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, gotFirst, 10*time.Second, "member 0's payload to reach the successor's handler")
+
+	// Member 0 takes up the old process's dial at last.
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, open := a.conns[heldConn]
+		return !open
+	})
+	if l, _ := a.peer(1).current(); l != live {
+		t.Errorf("the successor's connection was replaced by %+v", l)
+	}
+	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
+		t.Errorf("member 0 dropped %d frames sent to the successor", s.DroppedRestart)
+	}
+
+	// The successor's handler lets the payload go; the pair goes on.
+	unblockOnce.Do(func() { close(unblock) })
+	if err := a.Send(1, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.Send(0, tagged(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxNew.expect(0, 2), 10*time.Second, "member 0's two payloads")
+	waitUntil(t, 10*time.Second, "the successor's second payload", func() bool { return boxA.lastSeq(2) == 1 })
+	boxNew.check(t)
+	boxA.mu.Lock()
+	for _, e := range boxA.errors {
+		t.Error(e)
+	}
+	boxA.mu.Unlock()
+	for _, s := range []PeerStats{a.Stats().Peers[1], nw.Stats().Peers[0]} {
+		if s.DroppedRestart != 0 || s.Dropped != 0 {
+			t.Errorf("stats %+v: nothing should be dropped", s)
+		}
+	}
+}
+
+// onlyConn is the one connection tr has open.
+func onlyConn(t *testing.T, tr *TCP) net.Conn {
+	t.Helper()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.conns) != 1 {
+		t.Fatalf("%d connections open, want 1", len(tr.conns))
+	}
+	for c := range tr.conns {
+		return c
+	}
+	return nil
+}
