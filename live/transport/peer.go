@@ -282,8 +282,27 @@ var (
 // the one it replaces to stop, exchanges with the member where each
 // direction resumes (ack.go), then writes the queue and reads the member's
 // frames. The dialer has sent its announcement; the acceptor has read it.
+//
+// The dialer resumes first; the acceptor reads and judges the dialer's
+// resumption before it makes l the pair's connection, so that a stale one
+// (ack.go, "Stale resumptions") never replaces a live connection.
 func (p *peer) runLink(l *link, fr *frameReader) error {
 	t := p.t
+	accepted := l.dialer != t.cfg.Self
+	var next uint64
+	if accepted {
+		var err error
+		next, err = p.resumption(l, fr, time.Until(l.takeBy))
+		if err == nil && p.q.stale(l.inc, next) {
+			t.races.Add(1)
+			err = errStale
+		}
+		if err != nil {
+			close(l.done)
+			l.conn.Close()
+			return err
+		}
+	}
 	old, err := p.install(l)
 	if err != nil {
 		close(l.done)
@@ -336,7 +355,7 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	// each process only (the table is O(members) bytes).
 	l.conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	var hello []byte
-	if l.dialer != t.cfg.Self && (t.cfg.LinkIdle == 0 || fresh) {
+	if accepted && (t.cfg.LinkIdle == 0 || fresh) {
 		hello = appendMembers(nil, t.table())
 		t.tables.Add(1)
 	}
@@ -347,10 +366,11 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		l.conn.Close()
 		return err
 	}
-	next, err := p.resumption(l, fr, t.cfg.HandshakeTimeout)
-	if err != nil {
-		l.conn.Close()
-		return err
+	if !accepted {
+		if next, err = p.resumption(l, fr, t.cfg.HandshakeTimeout); err != nil {
+			l.conn.Close()
+			return err
+		}
 	}
 	// The member's resumption is stale if it has given this connection up
 	// since it wrote it (a dial that lost a race of dials, taken up late
