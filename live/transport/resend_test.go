@@ -702,25 +702,30 @@ func TestStatsCountEveryByteWritten(t *testing.T) {
 // frame 0 since: member 0 must not take the member for restarted and drop
 // the unacknowledged frame (nor number its frames from there), but give
 // the connection up. Every payload arrives once, in order, and nothing is
-// counted as dropped.
+// counted as dropped. Member 0 judges the stale resumption before it takes
+// the connection up: so with MaxLinks 1, its quiet connection to member 2
+// is not closed to make room for it.
 func TestStaleResumptionIsNotARestart(t *testing.T) {
-	trs := newTCPCluster(t, 2, func(c *Config) {
+	trs := newTCPCluster(t, 3, func(c *Config) {
 		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
 		c.HandshakeTimeout = time.Minute // the connection held must not time out
 		if c.Self == 0 {
 			// Once cut, member 0 does not redial within the test:
 			// member 1's next dial joins the pair again.
 			c.DialBackoffMin, c.DialBackoffMax = time.Minute, time.Minute
+			c.MaxLinks = 1
 		}
 	})
-	a, b := trs[0], trs[1]
+	a, b, c := trs[0], trs[1], trs[2]
 	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	a.acceptedHook = func(from proc.ID) {
-		holdOnce.Do(func() {
+	var holding atomic.Bool
+	var releaseOnce sync.Once
+	a.acceptedHook = func(proc.ID) {
+		// (Only the first: the connections after it go on meanwhile.)
+		if holding.CompareAndSwap(false, true) {
 			close(held)
 			<-release
-		})
+		}
 	}
 	gotSecond, unblock := make(chan struct{}), make(chan struct{})
 	var unblockOnce sync.Once
@@ -730,6 +735,7 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 	})
 	boxA, boxB := newInbox(), newInbox()
 	a.Start(boxA.handle)
+	c.Start(func(proc.ID, []byte) {})
 	b.Start(func(from proc.ID, p []byte) {
 		if binary.BigEndian.Uint64(p) == 1 { // member 0's second payload
 			close(gotSecond)
@@ -750,6 +756,7 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 	// Member 1 dials; member 0 welcomes the connection and holds it.
 	send(b, 0, 0)
 	waitClosed(t, held, 10*time.Second, "member 0 to hold member 1's dial")
+	heldConn := onlyConn(t, a)
 	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
 		l, _ := b.peer(0).current()
 		return l != nil && l.dialer == 1
@@ -768,16 +775,27 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 	l.conn.Close()
 	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
 
+	// Member 2 dials member 0, and their connection goes quiet.
+	if err := c.Send(0, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxA.expect(2, 1), 10*time.Second, "member 2's payload")
+	waitUntil(t, 10*time.Second, "member 2's payload acknowledged", settled(c, 0))
+
 	// Only now does member 0 take up member 1's first dial, and its stale
 	// resumption.
 	releaseOnce.Do(func() { close(release) })
 	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return len(a.conns) == 0
+		_, open := a.conns[heldConn]
+		return !open
 	})
 	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
 		t.Errorf("member 0 dropped %d frames as if member 1 had restarted", s.DroppedRestart)
+	}
+	if s := a.Stats().Peers[2]; s.Evicted != 0 || !s.Connected {
+		t.Errorf("member 0's connection to member 2: %+v; want it up, none evicted", s)
 	}
 
 	// The pair joins again (member 1 dials): everything arrives once.
