@@ -228,11 +228,7 @@ func testRestartMidStream(t *testing.T, restarted proc.ID) {
 		if ln == nil {
 			cfg.Listen = addrs[self]
 		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
+		tr := newTCP(t, cfg)
 		tr.Start(h)
 		return tr
 	}
