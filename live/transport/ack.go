@@ -45,13 +45,18 @@ import (
 // until it is acknowledged (sendQueue.unacked, within QueueBytes). A new
 // connection starts, after the handshake, with an ack from each side: each
 // sends it only once the reader of the connection it replaces has stopped,
-// so it says exactly which frames were delivered, and reads the other's
-// only once its own writer on the old connection has stopped. Each drops
-// what the other has and writes the rest again, first, on the new
-// connection, numbered from there: nothing is delivered twice, and nothing
-// is skipped, in either direction. This is the resumption etcd's rafthttp
-// leaves to raft; here the transport does it, for algorithms that assume
-// reliable channels.
+// so it says exactly which frames were delivered, and acts on the other's
+// only once its own writer on the old connection has stopped. The dialer
+// sends its ack first; the acceptor reads it before it takes the
+// connection up (replacing the one it has), judges it (below), and only
+// then sends its own. (This interoperates with members that each write
+// first and read second: such an acceptor is answered by a dialer that
+// writes first too, and such a dialer by an acceptor that reads first.)
+// Each drops what the other has and writes the rest again, first, on the
+// new connection, numbered from there: nothing is delivered twice, and
+// nothing is skipped, in either direction. This is the resumption etcd's
+// rafthttp leaves to raft; here the transport does it, for algorithms
+// that assume reliable channels.
 //
 // Stale resumptions. The two sides need not take up a pair's connections
 // in the same order. Member 1 dials; member 0 welcomes the dial, and its
@@ -68,18 +73,25 @@ import (
 // acknowledged is therefore stale: the member has given that connection
 // up and reads nothing more from it. The sender drops nothing, closes the
 // connection, and resumes on the next one from where the member really
-// is. A stale resumption that says no less than the member acknowledged
-// cannot be told apart, and needs none: the frames the member had after
-// all are still counted as sent (the queue's rewrite) and dropped by the
-// next resumption, and what is written meanwhile to the connection given
-// up is not read. Only a new incarnation (below) is a restart. A
+// is. The acceptor judges the dialer's resumption before it takes the
+// connection up, so a stale one never replaces the pair's live
+// connection; and a dial cannot bring its dialer a stale resumption of
+// the acceptor, who writes its own only once it has taken the connection
+// up. A stale resumption that says no less than the member acknowledged
+// cannot be told apart by its count (the order in which the member's
+// connections were opened tells most of them: peer.admissible), and
+// needs none: the frames the member had after all are still counted as
+// sent (the queue's rewrite) and dropped by the next resumption, and what
+// is written meanwhile to the connection given up is not read. Only a new incarnation (below) is a restart. A
 // connection of a process that is gone can be taken up late as well,
 // after its successor's; so each side keeps the counts of a member's last
 // few incarnations (incCounts), and a stale connection of the successor
 // is still known for stale once the one of the process gone has come and
 // gone: had the counts started again from 0, the next resumption would
 // say less than was acknowledged, every time, and the pair would never
-// join again.
+// join again. (A connection of a process gone is refused before it is
+// taken up, since its successor's were all opened after it:
+// peer.admissible. The counts are kept as a second line.)
 //
 // Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
@@ -209,9 +221,7 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err erro
 	defer q.mu.Unlock()
 	q.unrewrite()
 	switch {
-	case inc == q.peerInc && next < q.base:
-		return 0, 0, errStale
-	case inc != q.peerInc && next < q.earlier.get(inc):
+	case q.staleLocked(inc, next):
 		return 0, 0, errStale
 	case inc != q.peerInc || next-q.base > uint64(q.nUnacked):
 		dropped = q.nUnacked
@@ -238,6 +248,24 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err erro
 		q.resent.Add(uint64(resent))
 	}
 	return resent, dropped, nil
+}
+
+// stale reports whether a resumption of the member's incarnation inc that
+// expects the frame numbered next is stale (reconnected), without
+// changing anything: the acceptor judges the dialer's before it takes the
+// connection up (peer.runLink).
+func (q *sendQueue) stale(inc, next uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.staleLocked(inc, next)
+}
+
+// staleLocked is stale. mu is held.
+func (q *sendQueue) staleLocked(inc, next uint64) bool {
+	if inc == q.peerInc {
+		return next < q.base
+	}
+	return next < q.earlier.get(inc)
 }
 
 // incCounts holds a count per incarnation of a member for its few last

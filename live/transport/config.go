@@ -82,7 +82,9 @@ type Config struct {
 	MaxFrame int
 
 	// HandshakeTimeout bounds connection set-up (TCP connect, TLS,
-	// authentication). 0 means DefaultHandshakeTimeout.
+	// authentication, and for the acceptor the dialer's resumption): a
+	// connection not taken up within it of being opened is closed. 0
+	// means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// PingInterval: while the member may await something of this side
 	// (the handler holds one of its frames, or frames delivered are not

@@ -84,10 +84,14 @@
 // the shorter), so that races are the exception. A connection replaced
 // while its own reader still delivers frames is closed, and the new one
 // starts only once the old one's reader and writer have stopped, so each
-// direction stays in order. A dial that lost the race may still be taken
-// up by the acceptor after the winner came and went, if its goroutine was
-// slow: the resumption the dialer wrote on it is stale, and costs no frame
-// and duplicates none (ack.go, "Stale resumptions").
+// direction stays in order. A connection the member has given up may
+// still wait, welcomed, in a goroutine of this side that is slow to take
+// it up: a dial that lost a race of dials, one that failed at the other
+// end, one of a process that is gone. It never replaces the pair's
+// connection: the member's later dials, its successor's connections, and
+// the time by which a connection must be taken up tell it (peer.go,
+// "Connections the member has given up"), and so does its resumption,
+// read before the connection is taken up (ack.go, "Stale resumptions").
 //
 // Lazy links. A member of a large group that talks to a few random
 // members at a time (SWIM probes one a period) needs no connection to
@@ -109,15 +113,17 @@
 // descriptors while they form (maxlinks.go).
 //
 // After the handshake (below), each side's first ack tells the other the
-// number of the first of its frames it expects (resumption, ack.go);
-// each then writes again what the other lacks, and nothing it has. The
-// acceptor's first frame is also its member table. From then on each side
-// writes its queue and acknowledges the other's frames: cumulatively,
-// piggybacked in front of the data it writes when it has some, and
-// otherwise alone, delayed a little (ackDelay, as TCP's delayed ACK), so
-// that request–response traffic costs no acknowledgement segments; at
-// once when many frames have come or the other side asks (a ping, sent
-// when half its QueueBytes awaits acknowledgement).
+// number of the first of its frames it expects (resumption, ack.go): the
+// dialer's first, and the acceptor's once it has judged the dialer's and
+// taken the connection up; each then writes again what the other lacks,
+// and nothing it has. The acceptor's first frame is also its member
+// table. From then on each side writes its queue and acknowledges the
+// other's frames: cumulatively, piggybacked in front of the data it
+// writes when it has some, and otherwise alone, delayed a little
+// (ackDelay, as TCP's delayed ACK), so that request–response traffic
+// costs no acknowledgement segments; at once when many frames have come
+// or the other side asks (a ping, sent when half its QueueBytes awaits
+// acknowledgement).
 //
 // Keepalives go only where something is outstanding (keepalive.go). A
 // side that awaits an acknowledgement closes the connection if nothing
@@ -162,13 +168,15 @@
 // certificates from the cluster CA; a member's certificate names it as
 // CertName(id) ("node-3"), the dialer checks the acceptor's against the
 // member it dialed, and the acceptor checks the dialer's against the ID its
-// hello claims. The handshake must finish within HandshakeTimeout. A
-// connection that fails it — wrong secret, certificate from another CA,
-// an ID it cannot prove, an ID not in Peers, the acceptor's own ID, another
-// version (version 2, a connection per direction, included) or mode, bytes
-// that are not a hello, or too slow — is closed, the reason is logged
-// with the remote address, Stats counts it, and nothing it sent reaches
-// the handler.
+// hello claims. The handshake must finish within HandshakeTimeout (the
+// dialer's counted from before it connects), and each side must take the
+// connection up within it too (the acceptor once it has the dialer's
+// resumption: see "Connections"). A connection that fails it — wrong
+// secret, certificate from another CA, an ID it cannot prove, an ID not
+// in Peers, the acceptor's own ID, another version (version 2, a
+// connection per direction, included) or mode, bytes that are not a
+// hello, or too slow — is closed, the reason is logged with the remote
+// address, Stats counts it, and nothing it sent reaches the handler.
 //
 // After the handshake a connection carries frames: a varint header
 // (length<<2 | kind) and the payload. A 32-byte payload costs 34 bytes:

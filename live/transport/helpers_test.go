@@ -150,6 +150,18 @@ func fastConfig(self proc.ID, ln net.Listener, peers map[proc.ID]string, logger 
 	}
 }
 
+// newTCP creates a member from cfg, not started, and closes it when the
+// test ends.
+func newTCP(t testing.TB, cfg Config) *TCP {
+	t.Helper()
+	tr, err := NewTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 // newTCPCluster creates n members 0 .. n-1 over loopback, not started, and
 // closes them when the test ends. edit, if not nil, adjusts each Config.
 func newTCPCluster(t testing.TB, n int, edit func(*Config)) []*TCP {
@@ -176,12 +188,7 @@ func newTCPCluster(t testing.TB, n int, edit func(*Config)) []*TCP {
 		if edit != nil {
 			edit(&cfg)
 		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-		t.Cleanup(func() { tr.Close() })
+		trs[i] = newTCP(t, cfg)
 	}
 	return trs
 }

@@ -228,11 +228,7 @@ func testRestartMidStream(t *testing.T, restarted proc.ID) {
 		if ln == nil {
 			cfg.Listen = addrs[self]
 		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
+		tr := newTCP(t, cfg)
 		tr.Start(h)
 		return tr
 	}
@@ -362,4 +358,37 @@ func TestStalledPeerIsCut(t *testing.T) {
 		t.Errorf("p0's stats %+v, p1 received %d; want nothing dropped, %d received", s, b.Stats().Peers[0].Received, n)
 	}
 	t.Logf("p0's stats %+v", s)
+}
+
+// TestAdmissible: the rules by which a member's connection is known for
+// given up before it is taken up, each from the order in which this
+// process opened connections (peer.admissible).
+func TestAdmissible(t *testing.T) {
+	const member, self = proc.ID(1), proc.ID(0)
+	later := time.Now().Add(time.Hour)
+	// The pair has installed connections of incarnation 7 opened 10th
+	// (the first) and after; the member's newest dial of them was 12th.
+	p := &peer{id: member, newestInc: 7, newestFirst: 10, newestDial: 12}
+	for _, c := range []struct {
+		name   string
+		l      *link
+		reason error
+	}{
+		{"the member's later dial", &link{inc: 7, dialer: member, opened: 13, takeBy: later}, nil},
+		{"the member's earlier dial", &link{inc: 7, dialer: member, opened: 11, takeBy: later}, errSuperseded},
+		{"this side's dial, opened before the member's newest", &link{inc: 7, dialer: self, opened: 11, takeBy: later}, nil},
+		{"a new process's", &link{inc: 8, dialer: member, opened: 14, takeBy: later}, nil},
+		{"a new process's, to which this side dialed", &link{inc: 8, dialer: self, opened: 14, takeBy: later}, nil},
+		{"a process's before the newest", &link{inc: 6, dialer: member, opened: 9, takeBy: later}, errGone},
+		{"this side's dial to a process before the newest", &link{inc: 6, dialer: self, opened: 9, takeBy: later}, errGone},
+		{"taken up too late", &link{inc: 7, dialer: member, opened: 13, takeBy: time.Now().Add(-time.Millisecond)}, errLate},
+	} {
+		if err := p.admissible(c.l); err != c.reason {
+			t.Errorf("%s: %v, want %v", c.name, err, c.reason)
+		}
+	}
+	// The first connection from a member is taken up, whatever its place.
+	if err := (&peer{id: member}).admissible(&link{inc: 6, dialer: member, opened: 1, takeBy: later}); err != nil {
+		t.Errorf("the first connection: %v", err)
+	}
 }

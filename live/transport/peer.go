@@ -38,6 +38,13 @@ type peer struct {
 	deadline    time.Time     // set by Close: flush by then
 	changed     chan struct{} // closed and replaced whenever link changes
 
+	// What the connections installed so far say of the member's
+	// processes (admissible): the newest incarnation one was installed
+	// for, the first such connection (its link.opened), and the newest
+	// of those the member dialed.
+	newestInc               uint64
+	newestFirst, newestDial uint64
+
 	spare  []byte // owned by the writer of the current link
 	joined []byte // the writer's: an ack and a batch, for TLS
 
@@ -82,6 +89,8 @@ type link struct {
 	ackSoon chan struct{} // the reader asks the writer for a delayed ack
 	cut     atomic.Bool   // closed because the member stopped reading
 	started time.Time     // when it was dialed, or accepted
+	opened  uint64        // its place in the order this process opened connections (TCP.opened)
+	takeBy  time.Time     // installed by then, or not at all (admissible)
 	race    bool          // it settles a race of dials (not a reconnection)
 	follows *link         // the other side's connection it replaced, until it is up (p.mu)
 	served  bool          // it got past the resumption (p.mu)
@@ -93,8 +102,8 @@ type link struct {
 	reserved bool // its dial holds a slot admit has not used yet (linkCap.mu)
 }
 
-func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time) *link {
-	return &link{conn: conn, raw: raw, dialer: dialer, inc: inc, started: started,
+func (p *peer) newLink(conn, raw net.Conn, dialer proc.ID, inc uint64, started time.Time, opened uint64, takeBy time.Time) *link {
+	return &link{conn: conn, raw: raw, dialer: dialer, inc: inc, started: started, opened: opened, takeBy: takeBy,
 		log:  p.log.With("remote", raw.RemoteAddr().String()),
 		done: make(chan struct{}), flushed: make(chan struct{}), ackSoon: make(chan struct{}, 1)}
 }
@@ -148,14 +157,26 @@ func (p *peer) keeps(cur *link, dialer proc.ID, inc uint64) bool {
 	return cur != nil && cur.inc == inc && cur.dialer != dialer && cur.dialer < dialer
 }
 
-// install makes l the pair's connection, unless the one the pair has wins
-// (keeps) or the transport is closing; it returns the connection l
-// replaces.
-func (p *peer) install(l *link) (old *link, ok bool) {
+// install makes l the pair's connection and returns the one it replaces,
+// unless the transport is closing (errClosing), l is one the member has
+// given up (admissible), or the one the pair has wins (keeps: errLost).
+func (p *peer) install(l *link) (old *link, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.t.closing.Load() || p.keeps(p.link, l.dialer, l.inc) {
-		return nil, false
+	if p.t.closing.Load() {
+		return nil, errClosing
+	}
+	if err := p.admissible(l); err != nil {
+		return nil, err
+	}
+	if p.keeps(p.link, l.dialer, l.inc) {
+		return nil, errLost
+	}
+	if l.inc != p.newestInc {
+		p.newestInc, p.newestFirst, p.newestDial = l.inc, l.opened, 0
+	}
+	if l.dialer == p.id {
+		p.newestDial = max(p.newestDial, l.opened)
 	}
 	old = p.link
 	// A connection that follows one dialed by the other side to the same
@@ -178,7 +199,50 @@ func (p *peer) install(l *link) (old *link, ok bool) {
 	if !p.deadline.IsZero() {
 		l.conn.SetWriteDeadline(p.deadline)
 	}
-	return old, true
+	return old, nil
+}
+
+// Connections the member has given up. The other side of a connection may
+// give it up before this side takes it up (installs it), if this side's
+// goroutine is slow; and a connection, once installed, closes the one it
+// replaces. So a connection the member has given up must not be installed
+// (a live one would be closed for nothing, and frames written into it
+// written again), nor one of a process of the member that is gone (what
+// its successor was sent would be dropped as if the member had restarted
+// again). Three rules tell them, each from what this process saw itself:
+//
+//   - A connection of an incarnation other than the newest installed,
+//     opened here before the first connection of the newest was: a
+//     connection of a process that is gone (errGone). A connection is
+//     taken up only once the member has finished its handshake (read the
+//     welcome, or the hello and its answer), which it did after this
+//     side opened the connection (accepted it, or connected), and before
+//     it died; its successor opened its connections after that. So of
+//     two processes of a member, the connections of the older one were
+//     all opened here before any of the newer one's, whichever side
+//     dialed; incarnations themselves are random and say nothing of
+//     their order.
+//   - A connection the member dialed, opened here before another it
+//     dialed from the same process that was installed (errSuperseded):
+//     the member dials one connection at a time, and dials again only
+//     once it has given the last one up.
+//   - A connection not installed within HandshakeTimeout of being opened
+//     here (errLate): the member gives a connection up when the
+//     resumption of this side has not come within HandshakeTimeout
+//     (runLink), counted from a moment after this side opened it.
+//
+// Two dials of the two members, to and from the same processes, are left
+// to keeps. mu is held.
+func (p *peer) admissible(l *link) error {
+	switch {
+	case l.inc != p.newestInc && p.newestInc != 0 && l.opened < p.newestFirst:
+		return errGone
+	case l.inc == p.newestInc && l.dialer == p.id && l.opened < p.newestDial:
+		return errSuperseded
+	case time.Now().After(l.takeBy):
+		return errLate
+	}
+	return nil
 }
 
 // settlesRace reports whether l, following prev (a connection dialed by
@@ -207,6 +271,10 @@ var (
 	errClosing  = errors.New("transport closing")
 	errLost     = errors.New("both members dialed; the other connection is kept")
 	errLinkIdle = errors.New("no data either way for LinkIdle")
+
+	errGone       = errors.New("a connection of a process of the member that is gone: its successor's came after it")
+	errSuperseded = errors.New("a connection the member gave up: it has dialed again since")
+	errLate       = errors.New("not taken up within HandshakeTimeout of being opened: the member may have given it up")
 )
 
 // runLink serves l, a connection to the member that has passed the
@@ -214,15 +282,34 @@ var (
 // the one it replaces to stop, exchanges with the member where each
 // direction resumes (ack.go), then writes the queue and reads the member's
 // frames. The dialer has sent its announcement; the acceptor has read it.
+//
+// The dialer resumes first; the acceptor reads and judges the dialer's
+// resumption before it makes l the pair's connection, so that a stale one
+// (ack.go, "Stale resumptions") never replaces a live connection.
 func (p *peer) runLink(l *link, fr *frameReader) error {
-	old, ok := p.install(l)
-	if !ok {
-		close(l.done)
-		if p.t.closing.Load() {
-			return errClosing
+	t := p.t
+	accepted := l.dialer != t.cfg.Self
+	var next uint64
+	if accepted {
+		var err error
+		next, err = p.resumption(l, fr, time.Until(l.takeBy))
+		if err == nil && p.q.stale(l.inc, next) {
+			t.races.Add(1)
+			err = errStale
 		}
-		p.t.races.Add(1)
-		return errLost
+		if err != nil {
+			close(l.done)
+			l.conn.Close()
+			return err
+		}
+	}
+	old, err := p.install(l)
+	if err != nil {
+		close(l.done)
+		if err == errLost {
+			t.races.Add(1)
+		}
+		return err
 	}
 	admitted := p.t.cap.admit(p, l, old)
 	defer func() {
@@ -254,7 +341,6 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		old.conn.Close()
 		<-old.done
 	}
-	t := p.t
 	fresh := p.recvInc != l.inc // the first connection from this process of the member
 	if fresh {
 		if p.recvInc != 0 {
@@ -269,51 +355,21 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 	// each process only (the table is O(members) bytes).
 	l.conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	var hello []byte
-	if l.dialer != t.cfg.Self && (t.cfg.LinkIdle == 0 || fresh) {
+	if accepted && (t.cfg.LinkIdle == 0 || fresh) {
 		hello = appendMembers(nil, t.table())
 		t.tables.Add(1)
 	}
 	hello = p.q.appendAck(hello, true)
-	_, err := l.conn.Write(hello)
+	_, err = l.conn.Write(hello)
 	p.q.wroteControl(len(hello), err)
 	if err != nil {
 		l.conn.Close()
 		return err
 	}
-	fr.idle = t.cfg.HandshakeTimeout
-	var next uint64
-	for {
-		kind, payload, err := fr.next()
-		if err == nil && kind == kindData {
-			err = errors.New("data frame before the member said where to resume")
-		}
-		if err == io.EOF {
+	if !accepted {
+		if next, err = p.resumption(l, fr, t.cfg.HandshakeTimeout); err != nil {
 			l.conn.Close()
-			return err // the member dropped it: it lost a race of dials, say
-		}
-		if errors.Is(err, errIdle) {
-			// The member lives (it passed the handshake) but does not
-			// resume: it serves a connection only once the reader of
-			// the one it replaces has stopped, and that reader waits in
-			// a handler that does not return. It has stopped reading.
-			p.stalls.Add(1)
-			l.cut.Store(true)
-			queued, unacked := p.q.len()
-			l.log.Warn("transport: the member stopped reading: it does not resume the connection", "after", t.cfg.HandshakeTimeout.String(), "frames", queued+unacked)
-		}
-		if err != nil {
-			l.conn.Close()
-			return fmt.Errorf("no resumption after the handshake: %w", err)
-		}
-		if kind == kindMembers {
-			t.learn(p.id, payload)
-		}
-		if kind == kindAck {
-			if next, err = parseAck(payload); err != nil {
-				l.conn.Close()
-				return err
-			}
-			break
+			return err
 		}
 	}
 	// The member's resumption is stale if it has given this connection up
@@ -351,6 +407,45 @@ func (p *peer) runLink(l *link, fr *frameReader) error {
 		l.log.Warn("transport: the member restarted: frames it had not acknowledged are dropped", "frames", dropped)
 	}
 	return p.serve(l, fr)
+}
+
+// resumption reads the member's resumption on l (ack.go), the first ack
+// it writes there, waiting up to wait for it, and learns the member table
+// that may come before it. A member that passed the handshake and does not
+// resume in time is reported as stalled.
+func (p *peer) resumption(l *link, fr *frameReader, wait time.Duration) (next uint64, err error) {
+	if wait <= 0 {
+		return 0, errLate
+	}
+	fr.idle = wait
+	for {
+		kind, payload, err := fr.next()
+		if err == nil && kind == kindData {
+			err = errors.New("data frame before the member said where to resume")
+		}
+		if err == io.EOF {
+			return 0, err // the member dropped it: it lost a race of dials, say
+		}
+		if errors.Is(err, errIdle) {
+			// The member lives (it passed the handshake) but does not
+			// resume: it serves a connection only once the reader of
+			// the one it replaces has stopped, and that reader waits in
+			// a handler that does not return. It has stopped reading.
+			p.stalls.Add(1)
+			l.cut.Store(true)
+			queued, unacked := p.q.len()
+			l.log.Warn("transport: the member stopped reading: it does not resume the connection", "after", wait.Round(time.Millisecond).String(), "frames", queued+unacked)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("no resumption after the handshake: %w", err)
+		}
+		switch kind {
+		case kindMembers:
+			p.t.learn(p.id, payload)
+		case kindAck:
+			return parseAck(payload)
+		}
+	}
 }
 
 // countFor makes rx count the data frames of the member's incarnation inc:
@@ -505,7 +600,7 @@ func (p *peer) idle() bool {
 // logEnd logs why a connection ended.
 func (p *peer) logEnd(l *link, err error) {
 	switch {
-	case err == errLost || err == errStale:
+	case err == errLost || err == errStale || err == errGone || err == errSuperseded || err == errLate:
 		l.log.Debug("transport: " + err.Error())
 	case err == io.EOF:
 		l.log.Debug("transport: peer closed its connection")
@@ -531,12 +626,16 @@ func (p *peer) logEnd(l *link, err error) {
 // routine while a cluster starts.
 func (p *peer) dial(ctx context.Context, started time.Time) (*link, *frameReader, error) {
 	cfg := &p.t.cfg
-	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
+	// Connect, handshake and announcement within HandshakeTimeout of the
+	// start, and the connection installed by then too (admissible).
+	takeBy := started.Add(cfg.HandshakeTimeout)
+	d := net.Dialer{Deadline: takeBy}
 	raw, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		p.log.Debug("transport: dial failed", "err", err)
 		return nil, nil, err
 	}
+	opened := p.t.opened.Add(1)
 	if !p.t.track(raw) {
 		raw.Close()
 		return nil, nil, errClosing
@@ -544,7 +643,7 @@ func (p *peer) dial(ctx context.Context, started time.Time) (*link, *frameReader
 	setNoDelay(raw)
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
-	raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	raw.SetDeadline(takeBy)
 	conn, inc, err := p.t.auth.dial(raw, cfg.Self, p.id)
 	if err == errKept {
 		raw.Close()
@@ -570,7 +669,7 @@ func (p *peer) dial(ctx context.Context, started time.Time) (*link, *frameReader
 		p.t.untrack(raw)
 		return nil, nil, err
 	}
-	l := p.newLink(conn, raw, cfg.Self, inc, started)
+	l := p.newLink(conn, raw, cfg.Self, inc, started, opened, takeBy)
 	return l, newFrameReader(conn, dataReadBuf, cfg.HandshakeTimeout, cfg.MaxFrame), nil
 }
 

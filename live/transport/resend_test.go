@@ -196,12 +196,7 @@ func pairVia(t *testing.T, lnA, lnB net.Listener, addrB, addrA string, edit func
 		if edit != nil {
 			edit(&cfg)
 		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
+		return newTCP(t, cfg)
 	}
 	return mk(0, lnA, 1, addrB), mk(1, lnB, 0, addrA)
 }
@@ -702,34 +697,31 @@ func TestStatsCountEveryByteWritten(t *testing.T) {
 // frame 0 since: member 0 must not take the member for restarted and drop
 // the unacknowledged frame (nor number its frames from there), but give
 // the connection up. Every payload arrives once, in order, and nothing is
-// counted as dropped.
+// counted as dropped. Member 0 judges the stale resumption before it takes
+// the connection up: so with MaxLinks 1, its quiet connection to member 2
+// is not closed to make room for it.
 func TestStaleResumptionIsNotARestart(t *testing.T) {
-	trs := newTCPCluster(t, 2, func(c *Config) {
+	trs := newTCPCluster(t, 3, func(c *Config) {
 		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
 		c.HandshakeTimeout = time.Minute // the connection held must not time out
 		if c.Self == 0 {
 			// Once cut, member 0 does not redial within the test:
 			// member 1's next dial joins the pair again.
 			c.DialBackoffMin, c.DialBackoffMax = time.Minute, time.Minute
+			c.MaxLinks = 1
 		}
 	})
-	a, b := trs[0], trs[1]
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	a.acceptedHook = func(from proc.ID) {
-		holdOnce.Do(func() {
-			close(held)
-			<-release
-		})
-	}
+	a, b, c := trs[0], trs[1], trs[2]
+	hold := holdFirstAccepted(t, a)
 	gotSecond, unblock := make(chan struct{}), make(chan struct{})
 	var unblockOnce sync.Once
 	t.Cleanup(func() {
-		releaseOnce.Do(func() { close(release) })
+		hold.release()
 		unblockOnce.Do(func() { close(unblock) })
 	})
 	boxA, boxB := newInbox(), newInbox()
 	a.Start(boxA.handle)
+	c.Start(func(proc.ID, []byte) {})
 	b.Start(func(from proc.ID, p []byte) {
 		if binary.BigEndian.Uint64(p) == 1 { // member 0's second payload
 			close(gotSecond)
@@ -749,7 +741,7 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 
 	// Member 1 dials; member 0 welcomes the connection and holds it.
 	send(b, 0, 0)
-	waitClosed(t, held, 10*time.Second, "member 0 to hold member 1's dial")
+	hold.wait(t, "member 1's dial")
 	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
 		l, _ := b.peer(0).current()
 		return l != nil && l.dialer == 1
@@ -768,16 +760,21 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 	l.conn.Close()
 	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
 
+	// Member 2 dials member 0, and their connection goes quiet.
+	if err := c.Send(0, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxA.expect(2, 1), 10*time.Second, "member 2's payload")
+	waitUntil(t, 10*time.Second, "member 2's payload acknowledged", settled(c, 0))
+
 	// Only now does member 0 take up member 1's first dial, and its stale
 	// resumption.
-	releaseOnce.Do(func() { close(release) })
-	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return len(a.conns) == 0
-	})
+	hold.releaseAndWait(t)
 	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
 		t.Errorf("member 0 dropped %d frames as if member 1 had restarted", s.DroppedRestart)
+	}
+	if s := a.Stats().Peers[2]; s.Evicted != 0 || !s.Connected {
+		t.Errorf("member 0's connection to member 2: %+v; want it up, none evicted", s)
 	}
 
 	// The pair joins again (member 1 dials): everything arrives once.
@@ -803,37 +800,8 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 // successor rightly takes for stale, again and again, and the pair would
 // never join again. Member 0 keeps each incarnation's count.
 func TestStaleResumptionOfAProcessGone(t *testing.T) {
-	lns := [2]net.Listener{listen(t), listen(t)}
-	addr1 := lns[1].Addr().String()
-	logger := testLogger(t)
-	start := func(self proc.ID, ln net.Listener, peer string, edit func(*Config)) *TCP {
-		cfg := fastConfig(self, ln, map[proc.ID]string{1 - self: peer}, logger)
-		cfg.LinkIdle = time.Minute         // dial on demand, and no idle closes here
-		cfg.HandshakeTimeout = time.Minute // the connection held must not time out
-		if ln == nil {
-			cfg.Listen = addr1
-		}
-		if edit != nil {
-			edit(&cfg)
-		}
-		tr, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}
-	a := start(0, lns[0], addr1, nil)
-	old := start(1, lns[1], lns[0].Addr().String(), func(c *Config) { c.CloseTimeout = time.Millisecond })
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	a.acceptedHook = func(proc.ID) {
-		holdOnce.Do(func() {
-			close(held)
-			<-release
-		})
-	}
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	a, old, successor := pairWithSuccessor(t)
+	hold := holdFirstAccepted(t, a)
 	boxA, boxNew := newGenInbox(), newInbox()
 	a.Start(boxA.handle)
 	old.Start(func(proc.ID, []byte) {})
@@ -844,18 +812,10 @@ func TestStaleResumptionOfAProcessGone(t *testing.T) {
 
 	// The old process dials; member 0 holds the connection; the process
 	// is gone.
-	if err := old.Send(0, tagged(0, 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, held, 10*time.Second, "member 0 to hold the old process's dial")
-	waitUntil(t, 10*time.Second, "the old process to take its dial for the pair's connection", func() bool {
-		l, _ := old.peer(0).current()
-		return l != nil
-	})
-	old.Close()
+	goneWithItsDialHeld(t, old, hold)
 
 	// Its successor, at the same address, talks with member 0 both ways.
-	nw := start(1, nil, lns[0].Addr().String(), nil)
+	nw := successor()
 	nw.Start(boxNew.handle)
 	if err := nw.Send(0, tagged(0, 2)); err != nil {
 		t.Fatal(err)
@@ -872,29 +832,249 @@ func TestStaleResumptionOfAProcessGone(t *testing.T) {
 	waitUntil(t, 10*time.Second, "member 0 without a connection", func() bool { l, _ := a.peer(1).current(); return l == nil })
 
 	// Member 0 takes up the old process's dial at last.
-	releaseOnce.Do(func() { close(release) })
-	waitUntil(t, 10*time.Second, "member 0 to be done with the held connection", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return len(a.conns) == 0
-	})
+	hold.releaseAndWait(t)
 
 	// The successor and member 0 join again, and go on where they were.
-	if err := nw.Send(0, tagged(1, 2)); err != nil {
+	secondPayloads(t, a, nw, boxA, boxNew)
+	if s := nw.Stats().Peers[0]; s.DroppedRestart != 0 {
+		t.Errorf("the successor dropped %d frames as if member 0 had restarted", s.DroppedRestart)
+	}
+}
+
+// TestStaleDialNeverReplacesTheLiveConnection: a connection its dialer
+// has given up can still be waiting in the acceptor, welcomed and not yet
+// taken up. Here member 1 dials, member 0 holds the connection, member 1
+// gives it up (it fails at member 1's end) and dials again, and the new
+// connection comes up and carries a payload. When member 0 takes up the
+// first dial at last, that dial must not replace the live connection: it
+// is refused before it is installed, the pair keeps the connection it
+// has, and neither member counts a reconnection.
+func TestStaleDialNeverReplacesTheLiveConnection(t *testing.T) {
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		c.HandshakeTimeout = time.Minute // the connection held must not time out
+	})
+	a, b := trs[0], trs[1]
+	hold := holdFirstAccepted(t, a)
+	boxA, boxB := newInbox(), newInbox()
+	a.Start(boxA.handle)
+	b.Start(boxB.handle)
+
+	// Member 1 dials; member 0 welcomes the connection and holds it.
+	if err := b.Send(0, seqPayload(0, 16)); err != nil {
 		t.Fatal(err)
 	}
+	hold.wait(t, "member 1's dial")
+	var first *link
+	waitUntil(t, 10*time.Second, "member 1 to take its dial for the pair's connection", func() bool {
+		first, _ = b.peer(0).current()
+		return first != nil
+	})
+	// It fails at member 1's end, and member 1 dials again.
+	first.conn.Close()
+	waitClosed(t, boxA.expect(1, 1), 10*time.Second, "member 1's payload over its second dial")
+	live, _ := a.peer(1).current()
+	if live == nil || live.dialer != 1 {
+		t.Fatalf("member 0's connection %+v: want member 1's second dial", live)
+	}
+	reconnects := b.Stats().Peers[0].Reconnects
+
+	// Member 0 takes up the first dial at last.
+	hold.releaseAndWait(t)
+	if l, _ := a.peer(1).current(); l != live {
+		t.Fatalf("member 0's connection was replaced by %+v", l)
+	}
+	// The live connection carries on, both ways.
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(0, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's payload")
+	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
+	boxA.check(t)
+	boxB.check(t)
+	if l, _ := a.peer(1).current(); l != live {
+		t.Errorf("member 0's connection was replaced by %+v", l)
+	}
+	if n := b.Stats().Peers[0].Reconnects; n != reconnects {
+		t.Errorf("member 1 counted %d reconnections after the stale dial was taken up, want none", n-reconnects)
+	}
+}
+
+// TestConnectionOfAProcessGoneLeavesItsSuccessorAlone: a connection of a
+// process of member 1 that is gone, taken up by member 0 after its
+// successor's, must not touch the successor's link: not replace its
+// connection, and not drop what member 0 has sent the successor and not
+// seen acknowledged (the successor's handler holds it here) as if member 1
+// had restarted again. It is refused, and the payload arrives once the
+// handler lets it.
+func TestConnectionOfAProcessGoneLeavesItsSuccessorAlone(t *testing.T) {
+	a, old, successor := pairWithSuccessor(t)
+	hold := holdFirstAccepted(t, a)
+	gotFirst, unblock := make(chan struct{}), make(chan struct{})
+	var unblockOnce sync.Once
+	t.Cleanup(func() { unblockOnce.Do(func() { close(unblock) }) })
+	boxA, boxNew := newGenInbox(), newInbox()
+	a.Start(boxA.handle)
+	old.Start(func(proc.ID, []byte) {})
+
+	// The old process dials; member 0 holds the connection; the process
+	// is gone.
+	goneWithItsDialHeld(t, old, hold)
+
+	// Its successor, at the same address, dials member 0; member 0's
+	// first payload to it stays in its handler, unacknowledged.
+	nw := successor()
+	t.Cleanup(func() { unblockOnce.Do(func() { close(unblock) }) }) // before nw closes
+	nw.Start(func(from proc.ID, p []byte) {
+		if binary.BigEndian.Uint64(p) == 0 {
+			close(gotFirst)
+			<-unblock
+		}
+		boxNew.handle(from, p)
+	})
+	if err := nw.Send(0, tagged(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the successor's first payload", func() bool { return boxA.lastSeq(2) == 0 })
+	live, _ := a.peer(1).current()
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, gotFirst, 10*time.Second, "member 0's payload to reach the successor's handler")
+
+	// Member 0 takes up the old process's dial at last.
+	hold.releaseAndWait(t)
+	if l, _ := a.peer(1).current(); l != live {
+		t.Errorf("the successor's connection was replaced by %+v", l)
+	}
+	if s := a.Stats().Peers[1]; s.DroppedRestart != 0 {
+		t.Errorf("member 0 dropped %d frames sent to the successor", s.DroppedRestart)
+	}
+
+	// The successor's handler lets the payload go; the pair goes on.
+	unblockOnce.Do(func() { close(unblock) })
+	secondPayloads(t, a, nw, boxA, boxNew)
+	for _, s := range []PeerStats{a.Stats().Peers[1], nw.Stats().Peers[0]} {
+		if s.DroppedRestart != 0 || s.Dropped != 0 {
+			t.Errorf("stats %+v: nothing should be dropped", s)
+		}
+	}
+}
+
+// secondPayloads sends member 0's second payload to member 1's
+// successor, and the successor's second (tagged 2) to member 0, and checks
+// that each stream arrived whole, in order.
+func secondPayloads(t *testing.T, a, nw *TCP, boxA *genInbox, boxNew *inbox) {
+	t.Helper()
 	if err := a.Send(1, seqPayload(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.Send(0, tagged(1, 2)); err != nil {
 		t.Fatal(err)
 	}
 	waitClosed(t, boxNew.expect(0, 2), 10*time.Second, "member 0's second payload")
 	waitUntil(t, 10*time.Second, "the successor's second payload", func() bool { return boxA.lastSeq(2) == 1 })
 	boxNew.check(t)
 	boxA.mu.Lock()
+	defer boxA.mu.Unlock()
 	for _, e := range boxA.errors {
 		t.Error(e)
 	}
-	boxA.mu.Unlock()
-	if s := nw.Stats().Peers[0]; s.DroppedRestart != 0 {
-		t.Errorf("the successor dropped %d frames as if member 0 had restarted", s.DroppedRestart)
+}
+
+// goneWithItsDialHeld has old, a process of member 1, dial member 0 (a
+// payload tagged 1), which holds the connection (hold), and closes old
+// once it has taken the connection up.
+func goneWithItsDialHeld(t *testing.T, old *TCP, hold *held) {
+	t.Helper()
+	if err := old.Send(0, tagged(0, 1)); err != nil {
+		t.Fatal(err)
 	}
+	hold.wait(t, "the old process's dial")
+	waitUntil(t, 10*time.Second, "the old process to take its dial for the pair's connection", func() bool {
+		l, _ := old.peer(0).current()
+		return l != nil
+	})
+	old.Close()
+}
+
+// held is the first connection a member accepts, held once welcomed
+// (TCP.acceptedHook) until released: the goroutine that should take it up
+// is slow. The connections accepted after it go on meanwhile.
+type held struct {
+	tr      *TCP
+	conn    net.Conn // once it is held
+	in      chan struct{}
+	release func()
+}
+
+func holdFirstAccepted(t *testing.T, tr *TCP) *held {
+	h := &held{tr: tr, in: make(chan struct{})}
+	out := make(chan struct{})
+	var holding atomic.Bool
+	tr.acceptedHook = func(proc.ID) {
+		if holding.CompareAndSwap(false, true) {
+			close(h.in)
+			<-out
+		}
+	}
+	h.release = sync.OnceFunc(func() { close(out) })
+	t.Cleanup(h.release)
+	return h
+}
+
+// wait waits until the member holds a connection, the one it has open.
+func (h *held) wait(t *testing.T, what string) {
+	t.Helper()
+	waitClosed(t, h.in, 10*time.Second, "member "+h.tr.cfg.Self.String()+" to hold "+what)
+	h.tr.mu.Lock()
+	defer h.tr.mu.Unlock()
+	if len(h.tr.conns) != 1 {
+		t.Fatalf("%d connections open, want the one held", len(h.tr.conns))
+	}
+	for c := range h.tr.conns {
+		h.conn = c
+	}
+}
+
+// releaseAndWait lets the member take the connection up, and waits until
+// it is done with it.
+func (h *held) releaseAndWait(t *testing.T) {
+	t.Helper()
+	h.release()
+	waitUntil(t, 10*time.Second, "the held connection to be done with", func() bool {
+		h.tr.mu.Lock()
+		defer h.tr.mu.Unlock()
+		_, open := h.tr.conns[h.conn]
+		return !open
+	})
+}
+
+// pairWithSuccessor makes member 0 and a process of member 1 (old, which
+// gives up what it has not flushed within a millisecond once closed),
+// with lazy links and a HandshakeTimeout no test outlasts; successor
+// starts another process of member 1 at the same address, once old has
+// closed.
+func pairWithSuccessor(t *testing.T) (a, old *TCP, successor func() *TCP) {
+	lns := [2]net.Listener{listen(t), listen(t)}
+	addr1 := lns[1].Addr().String()
+	logger := testLogger(t)
+	start := func(self proc.ID, ln net.Listener, peer string, edit func(*Config)) *TCP {
+		cfg := fastConfig(self, ln, map[proc.ID]string{1 - self: peer}, logger)
+		cfg.LinkIdle = time.Minute         // dial on demand, and no idle closes here
+		cfg.HandshakeTimeout = time.Minute // the connection held must not time out
+		if ln == nil {
+			cfg.Listen = addr1
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		return newTCP(t, cfg)
+	}
+	a = start(0, lns[0], addr1, nil)
+	old = start(1, lns[1], lns[0].Addr().String(), func(c *Config) { c.CloseTimeout = time.Millisecond })
+	return a, old, func() *TCP { return start(1, nil, lns[0].Addr().String(), nil) }
 }

@@ -44,8 +44,11 @@ type TCP struct {
 	// nothing of the member (quietFor; tests shorten it before Start).
 	quiet time.Duration
 
-	rejected  atomic.Uint64
-	races     atomic.Uint64 // connections given up because both members dialed (tests)
+	rejected atomic.Uint64
+	races    atomic.Uint64 // connections given up because both members dialed (tests)
+	// opened numbers the connections in the order they are opened here
+	// (accepted, or connected): link.opened, peer.admissible.
+	opened    atomic.Uint64
 	tables    atomic.Uint64 // member tables sent to dialers (tests)
 	warns     warnLimit     // of rejected handshakes
 	closeOnce sync.Once
@@ -354,14 +357,15 @@ func (t *TCP) acceptLoop() {
 // serveInbound authenticates an accepted connection and, unless the pair
 // keeps the connection this member dialed, serves it (peer.runLink).
 func (t *TCP) serveInbound(raw net.Conn) {
-	started := time.Now()
+	started, opened := time.Now(), t.opened.Add(1)
+	takeBy := started.Add(t.cfg.HandshakeTimeout)
 	defer func() {
 		raw.Close()
 		t.untrack(raw)
 	}()
 	setNoDelay(raw)
 	remote := raw.RemoteAddr().String()
-	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	raw.SetDeadline(takeBy)
 	conn, from, inc, err := t.auth.accept(raw, t.cfg.Self, func(id proc.ID) bool { return t.isMember(id) || t.cfg.Joins })
 	if err == nil {
 		// Both members dialed: the connection dialed by the lower ID
@@ -412,7 +416,7 @@ func (t *TCP) serveInbound(raw net.Conn) {
 		t.log.Warn("transport: an unknown member did not announce an address", "remote", remote, "peer", from.String())
 		return
 	}
-	l := p.newLink(conn, raw, from, inc, started)
+	l := p.newLink(conn, raw, from, inc, started, opened, takeBy)
 	p.logEnd(l, p.runLink(l, fr))
 	if t.cfg.LinkIdle > 0 && p.q.wants() {
 		p.kick() // a lazy link's dialer is not running: what is left needs a connection
