@@ -207,14 +207,20 @@ func (s *fpSet) spare() { s.resize(s.homes, 2*(len(s.slots)-s.homes)) }
 // to the slot after that one's. (With the same homes, every fingerprint
 // stays where it was: the order decides the layout.)
 //
-// It is done in place: the table is extended (growTable: on Linux its
-// mapping grows, and only the new pages are the operating system's to
-// fill) and the fingerprints moved on, from the last back (spread). No
+// A table mapped off the heap (newTable) is resized in place: it is
+// extended (growTable: on Linux its mapping grows, and only the new pages
+// are the operating system's to fill) and the fingerprints moved on,
+// from the last back (spread); one on the heap is merged into a new one
+// (remake). No
 // fingerprint moves back: with homes no smaller, each home is no
 // earlier, and by induction along the order neither is each slot. A
 // first pass, that only reads, finds where the last fingerprint goes and
 // marks where every spreadRun-th one is and goes.
 func (s *fpSet) resize(homes, spare int) {
+	if 8*len(s.slots) < bigTable {
+		s.remake(homes, spare) // on the heap: a new table costs no more
+		return
+	}
 	var marks []move // a sixteenth of a byte a fingerprint, for this resize only
 	next, j := 0, 0  // the first slot free after the last placed; fingerprints seen
 	for at, m := range s.slots {
@@ -245,6 +251,59 @@ func (s *fpSet) resize(homes, spare int) {
 		s.wide = growTable(s.wide, size)
 	}
 	s.spread(old, marks)
+}
+
+// remake moves the set into a new table of homes slots and at least
+// spare more (doubled until the fingerprints fit), merging: in order,
+// each fingerprint to its home or, if the one before took that, to the
+// slot after that one's.
+func (s *fpSet) remake(homes, spare int) {
+	old, oldTags, oldWide := s.slots, s.tags, s.wide
+	for {
+		s.homes = homes
+		size := homes + spare
+		s.slots = newTable[uint64](size)
+		if oldTags != nil {
+			s.tags = newTable[uint16](size)
+		}
+		if oldWide != nil {
+			s.wide = newTable[uint32](size)
+		}
+		if s.merge(old, oldTags, oldWide) {
+			break
+		}
+		freeTable(s.slots)
+		freeTable(s.tags)
+		freeTable(s.wide)
+		spare *= 2
+	}
+	freeTable(old)
+	freeTable(oldTags)
+	freeTable(oldWide)
+}
+
+// merge fills the set's empty table with the fingerprints of old (in
+// order) and their tags, and reports whether they fitted.
+func (s *fpSet) merge(old []uint64, oldTags []uint16, oldWide []uint32) bool {
+	next := 0 // the first slot free after the last one filled
+	for j, m := range old {
+		if m == 0 {
+			continue
+		}
+		i := max(s.home(m), next)
+		if i == len(s.slots) {
+			return false
+		}
+		s.slots[i] = m
+		switch {
+		case oldTags != nil:
+			s.tags[i] = oldTags[j]
+		case oldWide != nil:
+			s.wide[i] = oldWide[j]
+		}
+		next = i + 1
+	}
+	return true
 }
 
 // spreadRun: resize marks the first of every spreadRun fingerprints, in
