@@ -18,8 +18,8 @@ import "math/bits"
 // run of full slots one slot on. So a lookup stops at the first larger
 // fingerprint, and a growth is not a rehash: each fingerprint goes to its
 // new home or, if that is taken, just after the one before it, which is
-// never before its old slot, so the array is grown where it is and the
-// fingerprints moved on within it (resize). Instead of wrapping round,
+// never before its old slot, so a large array is grown where it is and
+// the fingerprints moved on within it (resize). Instead of wrapping round,
 // the array has spare slots past the last home (pad), doubled if a run
 // would overflow them.
 //
