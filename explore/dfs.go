@@ -331,17 +331,49 @@ func (e *explorer) frame(d int) *saved {
 // and visit's test of each step against the sleep set, at once.
 func (lv *level) sleepBits(labels, sleep []label) (ranks uint32, at uint64) {
 	lv.ranks = lv.ranks[:0]
-	for _, s := range sleep {
-		n, where := rankAt(labels, s.id)
+	note := func(n int, where uint64) {
 		if where == 0 {
 			lv.ranks = append(lv.ranks, -1)
-			continue
+			return
 		}
 		ranks |= 1 << uint(n)
 		at |= where
 		lv.ranks = append(lv.ranks, int8(n))
 	}
+	// Two labels of sleep at a time, in one pass over labels.
+	k := 0
+	for ; k+2 <= len(sleep); k += 2 {
+		na, wa, nb, wb := rank2(labels, sleep[k].id, sleep[k+1].id)
+		note(na, wa)
+		note(nb, wb)
+	}
+	if k < len(sleep) {
+		note(rankAt(labels, sleep[k].id))
+	}
 	return ranks, at
+}
+
+// rank2 is rankAt for two ids at once: one pass over labels, whose loads
+// and loop the two counts share.
+//
+//go:noinline
+func rank2(labels []label, a, b uint64) (na int, wa uint64, nb int, wb uint64) {
+	for j, l := range labels {
+		x := l.id
+		if x < a {
+			na++
+		}
+		if x < b {
+			nb++
+		}
+		if x == a {
+			wa |= 1 << uint(j&63)
+		}
+		if x == b {
+			wb |= 1 << uint(j&63)
+		}
+	}
+	return na, wa, nb, wb
 }
 
 // rankAt is rank, with the positions of labels that have the id (a bit

@@ -9,7 +9,8 @@ import (
 // A label's rank is how many of the state's labels have a smaller id,
 // repeats counted: its position among the ids sorted, as a binary search
 // finds it. Labels with one id share a rank, and distinct ids get
-// distinct ranks, below the number of labels.
+// distinct ranks, below the number of labels. Ranking two ids in one pass
+// (rank2) gives each the rank and places that ranking it alone does.
 func TestRankIsThePositionAmongSortedIDs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 1000; trial++ {
@@ -35,6 +36,22 @@ func TestRankIsThePositionAmongSortedIDs(t *testing.T) {
 			wantRank, wantFound := slices.BinarySearch(ids, id)
 			if got, found := rank(labels, id); got != wantRank || found != wantFound {
 				t.Fatalf("rank(%v, %d) = %d, %v; want %d, %v", labels, id, got, found, wantRank, wantFound)
+			}
+			// rankAt, and rank2 for this id and another, agree: the
+			// rank, and the places of the labels with the id.
+			var wantAt uint64
+			for j, l := range labels {
+				if l.id == id {
+					wantAt |= 1 << j
+				}
+			}
+			if got, at := rankAt(labels, id); got != wantRank || at != wantAt {
+				t.Fatalf("rankAt(%v, %d) = %d, %b; want %d, %b", labels, id, got, at, wantRank, wantAt)
+			}
+			other := rng.Uint64N(26)
+			otherRank, otherAt := rankAt(labels, other)
+			if na, wa, nb, wb := rank2(labels, id, other); na != wantRank || wa != wantAt || nb != otherRank || wb != otherAt {
+				t.Fatalf("rank2(%v, %d, %d) = %d, %b, %d, %b; want %d, %b, %d, %b", labels, id, other, na, wa, nb, wb, wantRank, wantAt, otherRank, otherAt)
 			}
 		}
 	}

@@ -57,7 +57,9 @@
 //     itself (Cloner) instead of being copied reflectively.
 //   - The visited set (set.go): 64-bit fingerprints in one flat open
 //     addressing table grown by an eighth, mapped off the Go heap once
-//     past a MiB and unmapped when outgrown (9.1–10.3 bytes a state; with
+//     past a MiB and then grown in place (on Linux its mapping is
+//     extended, so only the new pages are filled in; elsewhere it is
+//     copied) (9.1–10.3 bytes a state; with
 //     sleep sets, a tag a slot holds each state's sleep set as a mask
 //     over its enabled steps: 16 bits, 11.4–12.9 bytes a state, widened
 //     to 32 bits for every slot once a state has more than 16 steps

@@ -16,10 +16,12 @@ import "math/bits"
 // grows with the fingerprint, and the fingerprints are kept in
 // increasing order along the array — an insertion shifts the rest of its
 // run of full slots one slot on. So a lookup stops at the first larger
-// fingerprint, and a growth is one pass that merges, not a rehash: each
-// fingerprint goes to its new home or, if that is taken, just after the
-// one before it. Instead of wrapping round, the array has spare slots
-// past the last home (pad), doubled if a run would overflow them.
+// fingerprint, and a growth is not a rehash: each fingerprint goes to its
+// new home or, if that is taken, just after the one before it, which is
+// never before its old slot, so a large array is grown where it is and
+// the fingerprints moved on within it (resize). Instead of wrapping round,
+// the array has spare slots past the last home (pad), doubled if a run
+// would overflow them.
 //
 // With tags (Config.POR), each slot also holds a tag (the sleep set the
 // state was explored with, dfs.go): 16 bits a slot, 11.4 to 12.9 bytes a
@@ -72,8 +74,11 @@ const growth = 8
 // home is the first slot of m, a mixed fingerprint: m scaled to the
 // table's size (Lemire's multiply-shift; the size need not be a power of
 // two). It never decreases as m increases.
-func (s *fpSet) home(m uint64) int {
-	hi, _ := bits.Mul64(m, uint64(s.homes))
+func (s *fpSet) home(m uint64) int { return homeIn(m, s.homes) }
+
+// homeIn is m's home in a table of homes homes.
+func homeIn(m uint64, homes int) int {
+	hi, _ := bits.Mul64(m, uint64(homes))
 	return int(hi)
 }
 
@@ -196,11 +201,63 @@ func (s *fpSet) grow() {
 // spare slots.
 func (s *fpSet) spare() { s.resize(s.homes, 2*(len(s.slots)-s.homes)) }
 
-// resize moves the set into a table of homes slots and at least spare
-// more, merging: in order, each fingerprint to its home or, if the one
-// before took that, to the slot after that one's. (With the same homes,
-// every fingerprint stays where it was: the order decides the layout.)
+// resize moves the set into a table of homes slots (no fewer than it has)
+// and at least spare more, doubled until the last fingerprint fits: in
+// order, each fingerprint to its home or, if the one before took that,
+// to the slot after that one's. (With the same homes, every fingerprint
+// stays where it was: the order decides the layout.)
+//
+// A table mapped off the heap (newTable) is resized in place: it is
+// extended (growTable: on Linux its mapping grows, and only the new pages
+// are the operating system's to fill) and the fingerprints moved on,
+// from the last back (spread); one on the heap is merged into a new one
+// (remake). No
+// fingerprint moves back: with homes no smaller, each home is no
+// earlier, and by induction along the order neither is each slot. A
+// first pass, that only reads, finds where the last fingerprint goes and
+// marks where every spreadRun-th one is and goes.
 func (s *fpSet) resize(homes, spare int) {
+	if 8*len(s.slots) < bigTable {
+		s.remake(homes, spare) // on the heap: a new table costs no more
+		return
+	}
+	var marks []move // a sixteenth of a byte a fingerprint, for this resize only
+	next, j := 0, 0  // the first slot free after the last placed; fingerprints seen
+	for at, m := range s.slots {
+		if m == 0 {
+			continue
+		}
+		i := max(homeIn(m, homes), next)
+		if i < at {
+			panic("explore: the visited set's fingerprints are out of order")
+		}
+		if j%spreadRun == 0 {
+			marks = append(marks, move{at, i})
+		}
+		next = i + 1
+		j++
+	}
+	for homes+spare < next {
+		spare *= 2
+	}
+	old := len(s.slots)
+	s.homes = homes
+	size := homes + spare
+	s.slots = growTable(s.slots, size)
+	switch {
+	case s.tags != nil:
+		s.tags = growTable(s.tags, size)
+	case s.wide != nil:
+		s.wide = growTable(s.wide, size)
+	}
+	s.spread(old, marks)
+}
+
+// remake moves the set into a new table of homes slots and at least
+// spare more (doubled until the fingerprints fit), merging: in order,
+// each fingerprint to its home or, if the one before took that, to the
+// slot after that one's.
+func (s *fpSet) remake(homes, spare int) {
 	old, oldTags, oldWide := s.slots, s.tags, s.wide
 	for {
 		s.homes = homes
@@ -247,6 +304,57 @@ func (s *fpSet) merge(old []uint64, oldTags []uint16, oldWide []uint32) bool {
 		next = i + 1
 	}
 	return true
+}
+
+// spreadRun: resize marks the first of every spreadRun fingerprints, in
+// order, for spread.
+const spreadRun = 256
+
+// move is a fingerprint's slot before a resize and after.
+type move struct{ from, to int }
+
+// spread moves the fingerprints of the table's first old slots and
+// their tags to their slots under the present homes, as resize found
+// them (marks): run by run of spreadRun fingerprints from the last, each
+// run's slots found again from its mark, and moved from its last
+// fingerprint back. A fingerprint moves on, never back, and those after it have
+// moved already to slots past its new one: its move overwrites none
+// still to be moved. The slot it leaves is emptied (a fingerprint before
+// it may move there later).
+func (s *fpSet) spread(old int, marks []move) {
+	var runs [spreadRun]move
+	end := old
+	for r := len(marks) - 1; r >= 0; r-- {
+		mk := marks[r]
+		n, next := 0, 0
+		for at := mk.from; at < end; at++ {
+			m := s.slots[at]
+			if m == 0 {
+				continue
+			}
+			i := mk.to
+			if n > 0 {
+				i = max(s.home(m), next)
+			}
+			runs[n] = move{at, i}
+			next = i + 1
+			n++
+		}
+		for k := n - 1; k >= 0; k-- {
+			f, t := runs[k].from, runs[k].to
+			if f == t {
+				continue
+			}
+			s.slots[t], s.slots[f] = s.slots[f], 0
+			switch {
+			case s.tags != nil:
+				s.tags[t], s.tags[f] = s.tags[f], 0
+			case s.wide != nil:
+				s.wide[t], s.wide[f] = s.wide[f], 0
+			}
+		}
+		end = mk.from
+	}
 }
 
 // free gives the set's storage back; the set is then empty.

@@ -4,8 +4,9 @@ package explore
 
 import (
 	"fmt"
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // newTable returns a zeroed table of n entries for the visited set. One of
@@ -21,20 +22,38 @@ func newTable[T uint16 | uint32 | uint64](n int) []T {
 	if size < bigTable {
 		return make([]T, n)
 	}
-	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		panic(fmt.Sprintf("explore: mapping %d bytes for the visited set: %v", size, err))
 	}
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	return unsafe.Slice((*T)(p), n)
 }
 
-// freeTable returns a table newTable made, not to be used again.
+// freeTable returns a table newTable or growTable made, not to be used
+// again.
 func freeTable[T uint16 | uint32 | uint64](t []T) {
 	size := len(t) * int(unsafe.Sizeof(T(0)))
 	if size < bigTable {
 		return // the garbage collector's
 	}
-	if err := syscall.Munmap(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(t))), size)); err != nil {
+	if err := unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(t)), uintptr(size)); err != nil {
 		panic(fmt.Sprintf("explore: unmapping the visited set's table: %v", err))
 	}
+}
+
+// growTable returns t (from newTable or growTable) grown to n entries, its
+// own kept and the others zero; t is not to be used again. A mapped
+// table is extended where the system can (remap: its pages stay, only
+// the new ones are filled in), else copied into a new table.
+func growTable[T uint16 | uint32 | uint64](t []T, n int) []T {
+	size, old := n*int(unsafe.Sizeof(T(0))), len(t)*int(unsafe.Sizeof(T(0)))
+	if old >= bigTable {
+		if p, ok := remap(unsafe.Pointer(unsafe.SliceData(t)), old, size); ok {
+			return unsafe.Slice((*T)(p), n)
+		}
+	}
+	g := newTable[T](n)
+	copy(g, t)
+	freeTable(t)
+	return g
 }
