@@ -44,7 +44,7 @@ func TestGroupsUnderFaults(t *testing.T) {
 	}
 	type figures struct{ delivered, acked int }
 	bySeed := make([]figures, seeds+1)
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: newGroups,
@@ -62,6 +62,9 @@ func TestGroupsUnderFaults(t *testing.T) {
 		d, a := groupOutputs(r.Trace.Events)
 		bySeed[seed] = figures{d, a}
 	})
+	if !all {
+		return
+	}
 	var delivered, acked int
 	for _, f := range bySeed[1:] {
 		delivered, acked = delivered+f.delivered, acked+f.acked

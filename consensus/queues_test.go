@@ -48,7 +48,7 @@ func TestQueuesUnderFaults(t *testing.T) {
 	seeds := simtest.Seeds(100, 3)
 	type figures struct{ puts, leases, txs, expired, lost int }
 	bySeed := make([]figures, seeds+1)
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		w := queueClients(2800 * time.Millisecond)
@@ -70,7 +70,7 @@ func TestQueuesUnderFaults(t *testing.T) {
 		}
 		bySeed[seed] = figures{r.Count("queue-put-done"), r.Count("queue-got"), r.Count("queue-tx-done"), r.Count("queue-expired"), int(r.Result.WritesLost)}
 	})
-	if t.Failed() {
+	if !all || t.Failed() {
 		return
 	}
 	var puts, leases, txs, expired, lost int
@@ -278,7 +278,7 @@ func TestQueuesUnderMembershipChanges(t *testing.T) {
 	seeds := simtest.Seeds(100, 3)
 	type figures struct{ changes, puts, leases int }
 	bySeed := make([]figures, seeds+1)
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 5
 		initial := []proc.ID{0, 1, 2}
 		cfg := queuesConfig()
@@ -298,7 +298,7 @@ func TestQueuesUnderMembershipChanges(t *testing.T) {
 		}
 		bySeed[seed] = figures{re.changes, r.Count("queue-put-done"), r.Count("queue-got")}
 	})
-	if t.Failed() {
+	if !all || t.Failed() {
 		return
 	}
 	var changes, puts, leases int

@@ -115,8 +115,8 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 		return figures{r.Count("leader"), r.Count("applied"), int(r.Result.WritesLost), leases.held}
 	}
 	bySeed := make([]figures, seeds+1)
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) { bySeed[seed] = run(t, seed) })
-	if t.Failed() {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) { bySeed[seed] = run(t, seed) })
+	if !all || t.Failed() {
 		return
 	}
 	var runs, leaders, applied, lost, held int
@@ -467,7 +467,7 @@ func TestMembershipChangesUnderFaults(t *testing.T) {
 	}
 	type figures struct{ changes, leaders int }
 	bySeed := make([]figures, seeds+1)
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 5
 		initial := []proc.ID{0, 1, 2}
 		cfg := consensus.DefaultConfig
@@ -490,7 +490,7 @@ func TestMembershipChangesUnderFaults(t *testing.T) {
 		}
 		bySeed[seed] = figures{re.changes, r.Count("leader")}
 	})
-	if t.Failed() {
+	if !all || t.Failed() {
 		return
 	}
 	var changes, leaders int
@@ -618,7 +618,7 @@ func TestSnapshotsInChunks(t *testing.T) {
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
 	seeds := simtest.Seeds(40, 3)
 	bySeed := make([]int, seeds+1) // chunks sent past a snapshot's first
-	simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		// One server is away from the start until after many compactions.
@@ -640,7 +640,7 @@ func TestSnapshotsInChunks(t *testing.T) {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
 	})
-	if t.Failed() {
+	if !all || t.Failed() {
 		return
 	}
 	chunks := 0

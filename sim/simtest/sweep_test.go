@@ -9,7 +9,7 @@ import (
 
 // Sweep runs every seed once, each in a subtest named by its seed, two or
 // more at once when -parallel allows (the first two seeds wait for each
-// other), and returns only when every one has ended.
+// other), and returns only when every one has ended, saying that all ran.
 func TestSweepRunsEverySeedInParallel(t *testing.T) {
 	parallel, err := strconv.Atoi(flag.Lookup("test.parallel").Value.String())
 	if err != nil {
@@ -20,7 +20,7 @@ func TestSweepRunsEverySeedInParallel(t *testing.T) {
 	names := make([]string, last+1)
 	met := make(chan struct{})
 	waited := make([]bool, last+1)
-	Sweep(t, first, last, func(t *testing.T, seed uint64) {
+	all := Sweep(t, first, last, func(t *testing.T, seed uint64) {
 		ran[seed]++
 		names[seed] = t.Name()
 		if parallel >= 2 && seed <= first+1 {
@@ -35,6 +35,9 @@ func TestSweepRunsEverySeedInParallel(t *testing.T) {
 			waited[seed] = true
 		}
 	})
+	if !all {
+		t.Error("Sweep returned that not every seed ran")
+	}
 	for seed := range uint64(last + 1) {
 		want := 0
 		if seed >= first {
