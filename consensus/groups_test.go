@@ -42,8 +42,9 @@ func TestGroupsUnderFaults(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 3
 	}
-	var delivered, acked int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	type figures struct{ delivered, acked int }
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: newGroups,
@@ -59,8 +60,14 @@ func TestGroupsUnderFaults(t *testing.T) {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
 		d, a := groupOutputs(r.Trace.Events)
-		delivered += d
-		acked += a
+		bySeed[seed] = figures{d, a}
+	})
+	if !all {
+		return
+	}
+	var delivered, acked int
+	for _, f := range bySeed[1:] {
+		delivered, acked = delivered+f.delivered, acked+f.acked
 	}
 	t.Logf("%d runs: %d deliveries, %d acknowledgements output", seeds, delivered, acked)
 }

@@ -36,8 +36,9 @@ func TestLocksUnderFaults(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 4
 	}
-	var grants, expired, lost int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	type figures struct{ grants, expired, lost int }
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		r := simtest.Run(t, "consensus", sim.Config{Nodes: n, Seed: seed, New: newLocks,
@@ -56,13 +57,20 @@ func TestLocksUnderFaults(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
-		grants += r.Count("granted")
-		lost += int(r.Result.WritesLost)
+		f := figures{grants: r.Count("granted"), lost: int(r.Result.WritesLost)}
 		for _, e := range r.Trace.Events {
 			if e.Type == "closed" && string(e.Data) != "" && contains(e.Data, `"expired":true`) {
-				expired++
+				f.expired++
 			}
 		}
+		bySeed[seed] = f
+	})
+	if !all || t.Failed() {
+		return
+	}
+	var grants, expired, lost int
+	for _, f := range bySeed[1:] {
+		grants, expired, lost = grants+f.grants, expired+f.expired, lost+f.lost
 	}
 	t.Logf("%d runs: %d grants output, %d session expiries output, %d unsynced writes lost at crashes", seeds, grants, expired, lost)
 	if expired == 0 {

@@ -46,8 +46,9 @@ func newQueues(id proc.ID, n int) proc.Process {
 func TestQueuesUnderFaults(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := simtest.Seeds(100, 3)
-	var puts, leases, txs, expired, lost int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	type figures struct{ puts, leases, txs, expired, lost int }
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		w := queueClients(2800 * time.Millisecond)
@@ -67,11 +68,14 @@ func TestQueuesUnderFaults(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
-		puts += r.Count("queue-put-done")
-		leases += r.Count("queue-got")
-		expired += r.Count("queue-expired")
-		txs += r.Count("queue-tx-done")
-		lost += int(r.Result.WritesLost)
+		bySeed[seed] = figures{r.Count("queue-put-done"), r.Count("queue-got"), r.Count("queue-tx-done"), r.Count("queue-expired"), int(r.Result.WritesLost)}
+	})
+	if !all || t.Failed() {
+		return
+	}
+	var puts, leases, txs, expired, lost int
+	for _, f := range bySeed[1:] {
+		puts, leases, txs, expired, lost = puts+f.puts, leases+f.leases, txs+f.txs, expired+f.expired, lost+f.lost
 	}
 	t.Logf("%d runs: %d put acknowledgements, %d get answers, %d transactions, %d lease expiries output, %d unsynced writes lost at crashes", seeds, puts, leases, txs, expired, lost)
 	if expired == 0 && seeds > 10 {
@@ -272,8 +276,9 @@ func (w watched) Receive(env proc.Env, from proc.ID, m proc.Message) {
 func TestQueuesUnderMembershipChanges(t *testing.T) {
 	t.Parallel() // a long sweep of independent simulated runs: beside the others
 	seeds := simtest.Seeds(100, 3)
-	var changes, puts, leases int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	type figures struct{ changes, puts, leases int }
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 5
 		initial := []proc.ID{0, 1, 2}
 		cfg := queuesConfig()
@@ -291,9 +296,14 @@ func TestQueuesUnderMembershipChanges(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
-		changes += re.changes
-		puts += r.Count("queue-put-done")
-		leases += r.Count("queue-got")
+		bySeed[seed] = figures{re.changes, r.Count("queue-put-done"), r.Count("queue-got")}
+	})
+	if !all || t.Failed() {
+		return
+	}
+	var changes, puts, leases int
+	for _, f := range bySeed[1:] {
+		changes, puts, leases = changes+f.changes, puts+f.puts, leases+f.leases
 	}
 	t.Logf("%d runs: %d configurations committed, %d put acknowledgements, %d get answers", seeds, changes, puts, leases)
 	if changes < 3*seeds {

@@ -92,11 +92,8 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 4 // the simulator is single-threaded: a few runs under the detector; CI runs all 300 without it
 	}
-	var runs, leaders, applied, lost, held int
-	// A few runs may lose no unsynced write: then a few more, until one
-	// does (the storage faults must be exercised).
-	for seed := uint64(1); seed <= uint64(seeds) || lost == 0 && seed <= uint64(4*seeds); seed++ {
-		runs++
+	type figures struct{ leaders, applied, lost, held int }
+	run := func(t *testing.T, seed uint64) figures {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		var leases leaseCheck
@@ -108,7 +105,6 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 		if leases.err != nil {
 			t.Errorf("seed %d: %v", seed, leases.err)
 		}
-		held += leases.held
 		if err := converged(r.Sim, n); err != nil {
 			t.Errorf("seed %d: liveness: %v", seed, err)
 			consensus.DumpRaft(t, r.Sim, n)
@@ -116,9 +112,25 @@ func TestRaftSafetyUnderFaults(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
-		leaders += r.Count("leader")
-		applied += r.Count("applied")
-		lost += int(r.Result.WritesLost)
+		return figures{r.Count("leader"), r.Count("applied"), int(r.Result.WritesLost), leases.held}
+	}
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) { bySeed[seed] = run(t, seed) })
+	if !all || t.Failed() {
+		return
+	}
+	var runs, leaders, applied, lost, held int
+	add := func(f figures) {
+		runs++
+		leaders, applied, lost, held = leaders+f.leaders, applied+f.applied, lost+f.lost, held+f.held
+	}
+	for _, f := range bySeed[1:] {
+		add(f)
+	}
+	// A few runs may lose no unsynced write: then a few more, until one
+	// does (the storage faults must be exercised).
+	for seed := uint64(seeds) + 1; lost == 0 && seed <= uint64(4*seeds); seed++ {
+		add(run(t, seed))
 	}
 	t.Logf("%d runs: %d leaderships, %d entries applied, %d unsynced writes lost at crashes, a lease held after %d events",
 		runs, leaders, applied, lost, held)
@@ -453,8 +465,9 @@ func TestMembershipChangesUnderFaults(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 4
 	}
-	var changes, leaders int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	type figures struct{ changes, leaders int }
+	bySeed := make([]figures, seeds+1)
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 5
 		initial := []proc.ID{0, 1, 2}
 		cfg := consensus.DefaultConfig
@@ -475,8 +488,14 @@ func TestMembershipChangesUnderFaults(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
-		changes += re.changes
-		leaders += r.Count("leader")
+		bySeed[seed] = figures{re.changes, r.Count("leader")}
+	})
+	if !all || t.Failed() {
+		return
+	}
+	var changes, leaders int
+	for _, f := range bySeed[1:] {
+		changes, leaders = changes+f.changes, leaders+f.leaders
 	}
 	t.Logf("%d runs: %d configurations committed, %d leaderships", seeds, changes, leaders)
 	if changes < 3*seeds {
@@ -598,8 +617,8 @@ func TestSnapshotsInChunks(t *testing.T) {
 	cfg.CompactEvery, cfg.SnapshotChunk = 32, 16
 	mk := func(id proc.ID, n int) proc.Process { return consensus.New(id, n, cfg, consensus.NewKV()) }
 	seeds := simtest.Seeds(40, 3)
-	chunks := 0
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	bySeed := make([]int, seeds+1) // chunks sent past a snapshot's first
+	all := simtest.Sweep(t, 1, uint64(seeds), func(t *testing.T, seed uint64) {
 		n := 3 + 2*int(seed%2)
 		net, faults, clocks := nemesis(n, seed, 2*time.Second, 0.01)
 		// One server is away from the start until after many compactions.
@@ -614,12 +633,19 @@ func TestSnapshotsInChunks(t *testing.T) {
 		}
 		for _, e := range r.Trace.Events {
 			if e.Kind == trace.Send && e.Type == "snapshot" && strings.Contains(e.Label, "bytes=") && !strings.Contains(e.Label, "bytes=0+") {
-				chunks++
+				bySeed[seed]++
 			}
 		}
 		if t.Failed() {
 			t.Fatalf("seed %d: %s", seed, simtest.Describe(net, faults))
 		}
+	})
+	if !all || t.Failed() {
+		return
+	}
+	chunks := 0
+	for _, c := range bySeed {
+		chunks += c
 	}
 	if chunks == 0 {
 		t.Error("no chunk past a snapshot's first was sent: the chunking was not exercised")

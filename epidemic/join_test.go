@@ -57,7 +57,7 @@ func TestJoinAnswerIsTheWholeList(t *testing.T) {
 		at = append(at, time.Duration(400+5*j)*time.Millisecond)
 	}
 	const n = 1 + first + later
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		r := joinRun(t, at, 0.02, seed)
 		contact := map[int32]int32{} // newcomer → the member it announced itself to
 		answers := 0
@@ -109,7 +109,7 @@ func TestListsAreLearntQuietly(t *testing.T) {
 	for j := range later {
 		at = append(at, time.Duration(400+10*j)*time.Millisecond)
 	}
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		r := joinRun(t, at, 0, seed)
 		stale := 0
 		for _, e := range r.Trace.Events {
@@ -175,7 +175,7 @@ func TestJoinersTogetherKnowOneAnotherSoon(t *testing.T) {
 		at = append(at, 5*time.Millisecond+time.Duration(j)*50*time.Microsecond)
 	}
 	last := at[len(at)-1]
-	for seed := uint64(1); seed <= 10; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(10, 2)); seed++ {
 		r := joinRun(t, at, 0.05, seed)
 		type pair struct{ of, about proc.ID }
 		when := map[pair]time.Duration{}
@@ -224,7 +224,7 @@ func TestDeathReachesEveryMemberAtOnce(t *testing.T) {
 	const n, crashed = 64, 7
 	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: n, AnnounceDeaths: true})
 	period := epidemic.DefaultPeriod
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(5, 2)); seed++ {
 		net := sim.Network{Latency: sim.Exponential{MeanD: 100 * time.Microsecond}, Loss: 0.01}
 		r := simtest.Run(t, "gossip", sim.Config{Nodes: n, Seed: seed, New: a.New, Network: net,
 			Faults: []sim.Fault{{Kind: sim.Crash, Node: crashed, At: 200 * time.Millisecond}}, Deadline: 2 * time.Second})

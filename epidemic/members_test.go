@@ -21,7 +21,7 @@ import (
 func TestOpenGroupLearnsEveryMember(t *testing.T) {
 	const n, founders = 8, 3
 	a := algorithm(t, "members", epidemic.Params{Open: true, Founders: founders})
-	for seed := uint64(1); seed <= 20; seed++ {
+	for seed := uint64(1); seed <= uint64(simtest.Seeds(20, 4)); seed++ {
 		var faults []sim.Fault
 		for j := founders; j < n; j++ {
 			faults = append(faults, sim.Fault{Kind: sim.Join, Node: proc.ID(j), At: time.Duration(j*int(seed%7+1)) * 7 * time.Millisecond})

@@ -7,6 +7,7 @@ import (
 	"github.com/cohort-go/cohort/check"
 	"github.com/cohort-go/cohort/proc"
 	"github.com/cohort-go/cohort/sim"
+	"github.com/cohort-go/cohort/trace"
 )
 
 type ping struct{}
@@ -101,6 +102,34 @@ func TestWithinStaysInsideTheAssumptions(t *testing.T) {
 		}
 		if (as.Failures != "") != sawCrash || !as.Reliable != sawLoss {
 			t.Errorf("%v: over 200 seeds, crashes %v, loss %v: Within does not use what the assumptions allow", as, sawCrash, sawLoss)
+		}
+	}
+}
+
+// A run's trace keeps every event, in order, and grows its array by
+// doubling: 10⁵ events in 7 arrays, 1024, 3072, … 130,048 (append,
+// growing arrays this large by a quarter, made 29 and copied the events
+// four times over).
+func TestRecorderDoubles(t *testing.T) {
+	const n = 100_000
+	r := &recorder{}
+	arrays := 0
+	for i := range n {
+		c := cap(r.Events)
+		r.Record(&trace.Event{Index: i})
+		if cap(r.Events) != c {
+			arrays++
+		}
+	}
+	if arrays > 7 {
+		t.Errorf("recording %d events made %d arrays, want at most 7", n, arrays)
+	}
+	if len(r.Events) != n {
+		t.Fatalf("%d events recorded, want %d", len(r.Events), n)
+	}
+	for i, e := range r.Events {
+		if e.Index != i {
+			t.Fatalf("event %d has index %d", i, e.Index)
 		}
 	}
 }
