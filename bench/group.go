@@ -75,6 +75,10 @@ type GroupPoint struct {
 	AllocsPerMsg float64      `json:"allocs_per_msg,omitempty"` // heap allocations in the process, per message
 	BytesPerMsg  float64      `json:"bytes_per_msg,omitempty"`  // bytes allocated in the process, per message
 	Stages       []StagePoint `json:"stages,omitempty"`         // with GroupConfig.Stages: where the latency goes
+	// StagesLeftOut counts the measured messages in no stage: each one's
+	// log index was appended by more than one leader (an election
+	// meanwhile), whose times cannot be told apart.
+	StagesLeftOut int `json:"stages_left_out,omitempty"`
 }
 
 // RunGroup runs every algorithm at every window, one after the other, each
@@ -402,10 +406,11 @@ func runGroupOnce(ctx context.Context, cfg GroupConfig, a proc.Algorithm, window
 	}
 	slices.Sort(lat)
 	var sp []StagePoint
+	var leftOut int
 	if stages != nil {
-		sp = stages.figures()
+		sp, leftOut = stages.figures()
 	}
-	return GroupPoint{Stages: sp, Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
+	return GroupPoint{Stages: sp, StagesLeftOut: leftOut, Algorithm: a.Name, Window: window, Rate: cfg.Rate, Missed: int(nmissed), Delivered: n, PerSecond: float64(n) / elapsed.Seconds(),
 		LatencyP50Ms: millis(percentile(lat, 50)), LatencyP99Ms: millis(percentile(lat, 99)),
 		CPUPerMsgUs:  float64(cpu.Nanoseconds()) / 1e3 / float64(n),
 		AllocsPerMsg: float64(mem1.Mallocs-mem0.Mallocs) / float64(n),

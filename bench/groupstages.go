@@ -103,6 +103,12 @@ func (s *stageRecorder) probe(p consensus.ProbePoint) {
 		s.entries = slices.Grow(s.entries, need-len(s.entries))[:need]
 	}
 	for i := *u + 1; i <= p.Upto; i++ {
+		// A leader's first append after its election covers its whole
+		// log: the entries it accepted as a follower are another
+		// leader's appends, not its own.
+		if p.Stage == consensus.StageAppended && s.entries[i][consensus.StageAccepted][p.Server] != 0 {
+			continue
+		}
 		if t := &s.entries[i][p.Stage][slot]; *t == 0 {
 			*t = now
 		}
@@ -117,8 +123,10 @@ func (s *stageRecorder) sample(origin proc.ID, seq uint64, sent, done time.Time)
 	s.mu.Unlock()
 }
 
-// figures sums up the samples, stage by stage.
-func (s *stageRecorder) figures() []StagePoint {
+// figures sums up the samples, stage by stage, and counts those left
+// out: their entry's index was appended by more than one leader (see
+// GroupPoint.StagesLeftOut).
+func (s *stageRecorder) figures() (out []StagePoint, leftOut int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	type stage struct {
@@ -179,6 +187,9 @@ func (s *stageRecorder) figures() []StagePoint {
 				leader = p
 			}
 		}
+		if leader == -2 {
+			leftOut++
+		}
 		if leader < 0 {
 			continue
 		}
@@ -206,7 +217,6 @@ func (s *stageRecorder) figures() []StagePoint {
 		return StagePoint{Stage: name, Messages: len(c), P50Ms: millis(percentile(c, 50)), P99Ms: millis(percentile(c, 99)),
 			StepP50Ms: millis(percentile(d, 50)), StepP99Ms: millis(percentile(d, 99))}
 	}
-	var out []StagePoint
 	for i, st := range stages {
 		out = append(out, point(st.name, cum[i], step[i]))
 		if i == 0 {
@@ -214,5 +224,5 @@ func (s *stageRecorder) figures() []StagePoint {
 				point("  (sent through a follower)", viaFollower, slices.Clone(viaFollower)))
 		}
 	}
-	return out
+	return out, leftOut
 }
