@@ -41,6 +41,10 @@ func LoseProposalsWoken(r *Replicated, lose func(run consensus.QueuePutRun, n in
 	r.lose.Store(&lose)
 }
 
+// OnGot makes r call f with each lease it asked for as the answer comes,
+// before the caller waiting for it sees it.
+func OnGot(r *Replicated, f func(consensus.QueueGot)) { r.gotHook.Store(&f) }
+
 // Early is how many answers to stream runs r took as early (a run that
 // overtook the one before it), to propose the run again.
 func Early(r *Replicated) uint64 { return r.stats.early.Load() }

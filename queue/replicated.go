@@ -49,9 +49,14 @@ type Replicated struct {
 	// change of leader may; n: 1 the first proposal, 2 the next, …): a
 	// test's way to make a run overtake another, or wait.
 	lose atomic.Pointer[func(run consensus.QueuePutRun, n int, woken bool) bool]
+	// gotHook, if set, sees each lease this node asked for as its answer
+	// comes, before anyone waiting does: a test's way to give up a Get
+	// while its lease is being granted.
+	gotHook atomic.Pointer[func(consensus.QueueGot)]
 
 	mu      sync.Mutex
 	waits   map[[2]uint64][]*waiter  // by origin and seq: every copy under way on this node
+	gets    map[[2]uint64]*getting   // by origin and seq: the leases asked for here and not yet taken or given back
 	changed map[string]chan struct{} // closed when a message may have become ready
 	subs    map[string]map[*sub]struct{}
 
@@ -173,7 +178,7 @@ func newReplicated(n *live.Node, c ReplicatedConfig, algorithm func(ReplicatedCo
 	}
 	r := &Replicated{svc: svc, origin: rand.Uint64()>>1 | 1, retry: 2 * c.Raft.ElectionTimeout, cfg: c,
 		window: make(chan struct{}, consensus.Window/2), puts: make(chan consensus.QueuePut, 1024),
-		waits: map[[2]uint64][]*waiter{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
+		waits: map[[2]uint64][]*waiter{}, gets: map[[2]uint64]*getting{}, changed: map[string]chan struct{}{}, subs: map[string]map[*sub]struct{}{},
 		log: cmp.Or(c.Logger, slog.Default()), progress: backoff.NewProgress(2 * c.Raft.ElectionTimeout)}
 	svc.OnOutput(r.output)
 	go r.batch()
@@ -240,6 +245,12 @@ func (r *Replicated) output(o proc.Output) {
 		}
 	case consensus.QueueGot:
 		origin, seq = o.Origin, o.Seq
+		if h := r.gotHook.Load(); h != nil {
+			(*h)(o)
+		}
+		r.mu.Lock()
+		r.granted(o)
+		r.mu.Unlock()
 	case consensus.QueueAcked:
 		origin, seq = o.Origin, o.Seq
 		if o.Released {
@@ -519,7 +530,14 @@ func (r *Replicated) take(ctx context.Context, name string, vis time.Duration, n
 		vis = r.cfg.Visibility
 	}
 	seq := r.seq.Add(1)
+	key := [2]uint64{r.origin, seq}
+	r.mu.Lock()
+	r.asking(key, name)
+	r.mu.Unlock()
 	o, err := r.do(ctx, r.origin, seq, consensus.QueueGet{Queue: name, Origin: r.origin, Seq: seq, Count: n, Visibility: vis}, false)
+	r.mu.Lock()
+	r.gaveUp(key, err != nil && (ctx.Err() != nil || errors.Is(err, ErrNoLeader)))
+	r.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: %w", name, err)
 	}
@@ -530,6 +548,91 @@ func (r *Replicated) take(ctx context.Context, name string, vis time.Duration, n
 	}
 	r.stats.gets.Add(uint64(len(out)))
 	return out, nil
+}
+
+// A lease asked for, from its proposal until the caller has it. A caller
+// that gives up (its context ended, the node stopped waiting) may still
+// be granted the lease, by an entry committed meanwhile or later: nobody
+// would hold those messages, and they would wait out the whole lease
+// before another consumer could have them — a relay whose turn ended
+// while it asked left its successor waiting up to 30 s. So the lease is
+// given back as soon as it is known: at once, if it came before the
+// caller gave up, or when it comes.
+type getting struct {
+	queue     string
+	at        time.Time           // when asked
+	got       *consensus.QueueGot // the answer, once it came
+	abandoned bool                // the caller gave up
+}
+
+// maxAbandoned bounds the leases given up and still unanswered that a
+// node remembers (an answer may never come: the proposal was lost); the
+// oldest are forgotten first, and their leases then run out as any
+// consumer's would.
+const maxAbandoned = 4096
+
+// asking records that this node asks for a lease under key. The caller
+// holds mu.
+func (r *Replicated) asking(key [2]uint64, queue string) {
+	if len(r.gets) >= maxAbandoned {
+		var oldest [2]uint64
+		var at time.Time
+		for k, g := range r.gets {
+			if g.abandoned && (at.IsZero() || g.at.Before(at)) {
+				oldest, at = k, g.at
+			}
+		}
+		delete(r.gets, oldest)
+	}
+	r.gets[key] = &getting{queue: queue, at: time.Now()}
+}
+
+// granted takes the answer to a lease asked for here: kept for its caller,
+// or given back if the caller gave up. The caller holds mu.
+func (r *Replicated) granted(o consensus.QueueGot) {
+	key := [2]uint64{o.Origin, o.Seq}
+	g := r.gets[key]
+	switch {
+	case g == nil:
+	case g.abandoned:
+		delete(r.gets, key)
+		r.giveBack(g.queue, o)
+	default:
+		g.got = &o
+	}
+}
+
+// gaveUp ends the wait for the lease under key: its caller has it (or a
+// refusal), or gave up while the answer may still come. The caller holds
+// mu.
+func (r *Replicated) gaveUp(key [2]uint64, abandoned bool) {
+	g := r.gets[key]
+	switch {
+	case g == nil:
+	case !abandoned:
+		delete(r.gets, key)
+	case g.got != nil:
+		delete(r.gets, key)
+		r.giveBack(g.queue, *g.got)
+	default:
+		g.abandoned = true
+	}
+}
+
+// giveBack releases the messages of a lease nobody took.
+func (r *Replicated) giveBack(queue string, o consensus.QueueGot) {
+	if len(o.Messages) == 0 {
+		return
+	}
+	ids := make([]uint64, len(o.Messages))
+	for i, m := range o.Messages {
+		ids[i] = m.ID
+	}
+	go func() {
+		if err := r.ackOrRelease(queue, ids, o.Token, true); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrClosed) {
+			r.log.Warn("giving back a lease nobody took", "queue", queue, "ids", ids, "err", err)
+		}
+	}()
 }
 
 // Get leases the head of the queue for visibility (0: the configured

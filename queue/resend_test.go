@@ -696,3 +696,47 @@ func (ps *numbered) settle(ctx context.Context, t *testing.T) (dups int) {
 	}
 	return dups
 }
+
+// A Get given up while its lease is being granted (its context ends as
+// the entry commits: a relay whose turn ended, a client that hung up):
+// nobody holds the messages, so the node gives the lease back at once
+// rather than leave them to wait out their visibility. Without that the
+// message here stays leased for an hour.
+func TestGetGivenUpGivesItsLeaseBack(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := cl.rs[0]
+	if _, err := r.Put("jobs", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	gctx, giveUp := context.WithCancel(ctx)
+	returned, gaveUp := make(chan error, 1), make(chan error, 1)
+	var once sync.Once
+	queue.OnGot(r, func(consensus.QueueGot) {
+		// The lease is granted; its caller gives up before it hears so.
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return
+		}
+		giveUp()
+		select {
+		case err := <-returned:
+			gaveUp <- err
+		case <-ctx.Done():
+		}
+	})
+	go func() {
+		_, err := r.Get(gctx, "jobs", time.Hour)
+		returned <- err
+	}()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the Get given up returned %v, want its context's end", err)
+	}
+	waitUntil(ctx, t, "the message ready again", func() bool { return ready(r, "jobs") == 1 })
+	m, err := r.Get(ctx, "jobs", time.Hour)
+	if err != nil || string(m.Body) != "m" {
+		t.Fatalf("the next Get: %q %v, want the message given back", m.Body, err)
+	}
+}
