@@ -459,3 +459,39 @@ func TestLeaderCompactsBehindEntriesInFlight(t *testing.T) {
 		t.Fatalf("after 21 entries applied with every follower live and sent all of them, the log starts at %d: not compacted at 16 (CompactEvery 8)", r.First())
 	}
 }
+
+// TestFollowerAnswersARoundOnce: the news of a commit (an AppendEntries
+// without entries) in a heartbeat round the follower has answered gets
+// no answer; a new round's does, and so do entries and rejections, in
+// any round. The commit is applied all the same.
+func TestFollowerAnswersARoundOnce(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	r := consensus.New(1, 3, consensus.DefaultConfig, consensus.NewKV())
+	r.Start(env)
+	e := consensus.Entry{Term: 1, Data: []byte("x")}
+	step := func(m consensus.AppendEntries) []consensus.AppendReply {
+		env.sent = nil
+		r.Receive(env, 0, m)
+		r.Timeout(env, consensus.FlushTag)
+		return env.replies()
+	}
+	if rs := step(consensus.AppendEntries{Term: 1, Entries: []consensus.Entry{e}, Round: 1}); len(rs) != 1 || !rs[0].Success {
+		t.Fatalf("entries in round 1: replies %+v, want one success", rs)
+	}
+	if rs := step(consensus.AppendEntries{Term: 1, Prev: 1, PrevTerm: 1, Commit: 1, Round: 1}); len(rs) != 0 || r.Commit() != 1 {
+		t.Fatalf("the news of a commit in round 1, answered already: replies %+v, commit %d; want none, and commit 1", rs, r.Commit())
+	}
+	if rs := step(consensus.AppendEntries{Term: 1, Prev: 1, PrevTerm: 1, Entries: []consensus.Entry{e}, Commit: 1, Round: 1}); len(rs) != 1 || rs[0].Match != 2 {
+		t.Fatalf("entries in round 1 again: replies %+v, want one matching 2", rs)
+	}
+	if rs := step(consensus.AppendEntries{Term: 1, Prev: 2, PrevTerm: 1, Commit: 2, Round: 2}); len(rs) != 1 || rs[0].Round != 2 {
+		t.Fatalf("the heartbeat of round 2: replies %+v, want one, of round 2", rs)
+	}
+	if rs := step(consensus.AppendEntries{Term: 1, Prev: 9, PrevTerm: 1, Commit: 2, Round: 2}); len(rs) != 1 || rs[0].Success {
+		t.Fatalf("an AppendEntries past our log in round 2: replies %+v, want one rejection", rs)
+	}
+	// A new leader's rounds count from its own start.
+	if rs := step(consensus.AppendEntries{Term: 2, Prev: 2, PrevTerm: 1, Commit: 2, Round: 1}); len(rs) != 1 || rs[0].Term != 2 {
+		t.Fatalf("the first heartbeat of the leader of term 2: replies %+v, want one", rs)
+	}
+}

@@ -31,7 +31,8 @@ import (
 //	                             else drop a conflicting suffix, append es,
 //	                             persist, then acknowledge (soon: the
 //	                             AppendEntries that wait meanwhile share
-//	                             one sync)
+//	                             one sync) — once per heartbeat round for
+//	                             those that carry only the commit index
 //	on a majority's match ≥ i:   if entry i is of the current term, commit up to i
 //	                             and apply in order
 //	every heartbeat (leader):    AppendEntries to all; step down if a majority
@@ -244,6 +245,9 @@ type Raft struct {
 	// A follower's snapshot being received in chunks: that at
 	// incoming.Index, its bytes so far.
 	incoming InstallSnapshot
+	// A follower's latest answered heartbeat round (Round) of the leader
+	// of term roundTerm: see onAppendEntries.
+	roundTerm, roundAnswered uint64
 
 	// Leader only.
 	termStart   uint64 // the index of this term's no-op
@@ -1037,6 +1041,20 @@ func (r *Raft) onAppendEntries(env proc.Env, from proc.ID, m AppendEntries) {
 			r.apply(env)
 		}
 		reply.Success, reply.Match, reply.Halted = true, last, r.haltNeed
+		if len(m.Entries) == 0 && m.Term == r.roundTerm && m.Round <= r.roundAnswered {
+			// The news of a commit, in a round we have answered: another
+			// answer would tell the leader nothing it needs (the round
+			// counts once for its lease and CheckQuorum, and what we
+			// hold it learns from our answers to the entries, or to the
+			// next round's heartbeat), so none is sent — on a busy log,
+			// a message each way fewer per commit and follower. Entries
+			// and rejections are always answered.
+			return
+		}
+		if m.Term != r.roundTerm {
+			r.roundTerm, r.roundAnswered = m.Term, 0
+		}
+		r.roundAnswered = max(r.roundAnswered, m.Round)
 		r.acks = append(r.acks, ack{to: from, reply: reply})
 		r.flushSoon(env)
 		return
