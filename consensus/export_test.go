@@ -63,8 +63,12 @@ var (
 	DecodeQueueOp = decodeQueueOp
 )
 
-// FlushTag is the tag of the flush timer.
-const FlushTag = tagFlush
+// FlushTag is the tag of the flush timer; HeartbeatTag, of the
+// heartbeat timer.
+const (
+	FlushTag     = tagFlush
+	HeartbeatTag = tagHeartbeat
+)
 
 // Planted bugs for the queue checker's hunts.
 

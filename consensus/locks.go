@@ -27,7 +27,11 @@ import (
 //	on Open(ttl):                entry; session = its index; at the leader,
 //	                             deadline = now + ttl
 //	on Acquire(session, lock):   entry; free → granted, token = the entry's index;
-//	                             held → queued (FIFO)
+//	                             held → queued (FIFO). At the leader, an Acquire
+//	                             of a lock held by another that it cannot grant
+//	                             before its queue's turn waits to be appended
+//	                             with the next entry, or at the next heartbeat
+//	                             (see deferAcquire)
 //	on Release(session, lock):   entry; the next in the queue is granted in the
 //	                             same entry (a handoff is one commit)
 //	on KeepAlive(session):       at the leader, if it holds its lease (Raft.Lease):
@@ -71,6 +75,9 @@ type Locks struct {
 
 	// Leader only, volatile: each session's deadline on our clock.
 	leases leaderLeases[uint64]
+	// Leader only, volatile: Acquires deferred (deferAcquire), in the
+	// order they came.
+	later []LockOp
 }
 
 type session struct {
@@ -292,7 +299,10 @@ func (l *Locks) Input(env proc.Env, in proc.Input) {
 	case OpenSession:
 		l.propose(env, LockOp{Op: "open", Tag: in.Tag, TTL: in.TTL, Owner: l.raft.self})
 	case Acquire:
-		l.propose(env, LockOp{Op: "acquire", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
+		op := LockOp{Op: "acquire", Session: in.Session, Seq: in.Seq, Lock: in.Lock}
+		if !l.deferAcquire(op) {
+			l.propose(env, op)
+		}
 	case Release:
 		l.propose(env, LockOp{Op: "release", Session: in.Session, Seq: in.Seq, Lock: in.Lock})
 	case CloseSession:
@@ -311,13 +321,68 @@ func (l *Locks) Input(env proc.Env, in proc.Input) {
 			env.Output(KeptAlive{Session: in.Session, Seq: in.Seq})
 		}
 	default:
+		l.appendDeferred(env)
 		l.raft.Input(env, in) // Propose, AddServer, RemoveServer
 	}
 	l.lead(env)
 }
 
+// propose proposes op, after the Acquires deferred.
 func (l *Locks) propose(env proc.Env, op LockOp) {
+	l.appendDeferred(env)
 	l.raft.Input(env, Propose{Data: op.encode()})
+}
+
+// maxDeferred bounds the Acquires a leader defers; past it, they are
+// proposed at once.
+const maxDeferred = 1024
+
+// deferAcquire keeps op, an Acquire given to the leader, out of the log
+// for now, if it cannot be granted before the lock's queue has had its
+// turn: the lock is held by another session, and others wait for it (or
+// nothing is under way in the log, so no entry can free it meanwhile).
+// It then goes to the log just before the next entry proposed here — a
+// Release, most often, which it shares a round of replication with,
+// instead of taking one of its own beside the handoff's — or at the next
+// heartbeat (appendDeferred). An Acquire waits for the entry that grants
+// it anyway, which comes only after the one that queues it; so deferring
+// it delays no grant, except where the queue empties meanwhile (its
+// waiters leave), by a heartbeat at most. Deferred Acquires keep their
+// order, and go before any later operation: a session's operations
+// reach the log in the order of their numbers, as the table requires.
+// A leader that steps down proposes them again, to the new leader; and
+// its clients propose again any that are lost.
+func (l *Locks) deferAcquire(op LockOp) bool {
+	r := l.raft
+	if r.role != leader || len(l.later) >= maxDeferred {
+		return false
+	}
+	lk, s := l.locks[op.Lock], l.sessions[op.Session]
+	switch {
+	case lk == nil || lk.Holder == op.Session || s == nil || op.Seq <= s.Seq || slices.Contains(s.Locks, op.Lock):
+		return false // free, held or waited for by the session, a retry, or refused
+	case len(lk.Queue) == 0 && r.lastIndex() > r.commit:
+		return false // an entry under way may free it
+	}
+	for _, d := range l.later {
+		if d.Session == op.Session && d.Seq == op.Seq {
+			return true // a retry of one deferred
+		}
+	}
+	l.later = append(l.later, op)
+	return true
+}
+
+// appendDeferred proposes the Acquires deferred, in order.
+func (l *Locks) appendDeferred(env proc.Env) {
+	if len(l.later) == 0 {
+		return
+	}
+	later := l.later
+	l.later = nil
+	for _, op := range later {
+		l.raft.Input(env, Propose{Data: op.encode()})
+	}
 }
 
 func (l *Locks) Receive(env proc.Env, from proc.ID, m proc.Message) {
@@ -328,6 +393,9 @@ func (l *Locks) Receive(env proc.Env, from proc.ID, m proc.Message) {
 		}
 	case Touched:
 		l.keptAlive(env, m)
+	case Forward, Reconfigure: // entries to append: after the Acquires deferred
+		l.appendDeferred(env)
+		l.raft.Receive(env, from, m)
 	default:
 		l.raft.Receive(env, from, m)
 	}
@@ -343,6 +411,9 @@ func (l *Locks) Timeout(env proc.Env, tag any) {
 		l.leases.swept(env, l.cfg.Heartbeat, locksTag{}, func() { l.expire(env) })
 		return
 	}
+	if tag == tagHeartbeat {
+		l.appendDeferred(env) // the Acquires deferred that no entry took along
+	}
 	l.raft.Timeout(env, tag)
 	l.lead(env)
 }
@@ -352,6 +423,9 @@ func (l *Locks) Timeout(env proc.Env, tag any) {
 // gives every session a full TTL from now; one that stops leading forgets
 // the deadlines.
 func (l *Locks) lead(env proc.Env) {
+	if l.raft.role != leader {
+		l.appendDeferred(env) // to the new leader (Forward), if known
+	}
 	l.leases.follow(env, l.raft, l.cfg.Heartbeat, locksTag{}, func(set func(uint64, time.Duration)) {
 		for id, s := range l.sessions {
 			set(id, s.TTL)
