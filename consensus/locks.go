@@ -282,11 +282,6 @@ type LockOp struct {
 	Based   uint64        `json:"based,omitempty"` // an expire's: the session's Renewed when proposed
 }
 
-func (op LockOp) encode() []byte {
-	b, _ := json.Marshal(op)
-	return b
-}
-
 // Process.
 
 func (l *Locks) Start(env proc.Env) {
@@ -490,8 +485,8 @@ func (l *Locks) Apply(env proc.Env, index uint64, data []byte) error {
 		l.log.Apply(env, index, data)
 		return nil
 	}
-	var op LockOp
-	if err := json.Unmarshal(data, &op); err != nil {
+	op, err := decodeLockOp(data)
+	if err != nil {
 		return fmt.Errorf("locks: entry %d (%d bytes): %w", index, len(data), err) // the server halts
 	}
 	l.log.Apply(env, index, data)
