@@ -330,27 +330,35 @@ func (e *explorer) frame(d int) *saved {
 // is not enabled here. This is storeSleep's and againSleep's ranking
 // and visit's test of each step against the sleep set, at once.
 func (lv *level) sleepBits(labels, sleep []label) (ranks uint32, at uint64) {
-	lv.ranks = lv.ranks[:0]
-	note := func(n int, where uint64) {
-		if where == 0 {
-			lv.ranks = append(lv.ranks, -1)
-			return
-		}
-		ranks |= 1 << uint(n)
-		at |= where
-		lv.ranks = append(lv.ranks, int8(n))
-	}
+	rk := slices.Grow(lv.ranks[:0], len(sleep))[:len(sleep)]
+	lv.ranks = rk
 	// Two labels of sleep at a time, in one pass over labels.
 	k := 0
 	for ; k+2 <= len(sleep); k += 2 {
-		na, wa, nb, wb := rank2(labels, sleep[k].id, sleep[k+1].id)
-		note(na, wa)
-		note(nb, wb)
+		n0, w0, n1, w1 := rank2(labels, sleep[k].id, sleep[k+1].id)
+		b0, r0 := noted(n0, w0)
+		b1, r1 := noted(n1, w1)
+		ranks |= b0 | b1
+		at |= w0 | w1
+		rk[k], rk[k+1] = r0, r1
 	}
 	if k < len(sleep) {
-		note(rankAt(labels, sleep[k].id))
+		n0, w0 := rankAt(labels, sleep[k].id)
+		b0, r0 := noted(n0, w0)
+		ranks |= b0
+		at |= w0
+		rk[k] = r0
 	}
 	return ranks, at
+}
+
+// noted is the bit in a sleep set's mask and the rank (-1: none) of a
+// label of sleep of rank n enabled at the positions where (none if 0).
+func noted(n int, where uint64) (uint32, int8) {
+	if where == 0 {
+		return 0, -1
+	}
+	return 1 << uint(n), int8(n)
 }
 
 // rank2 is rankAt for two ids at once: one pass over labels, whose loads
