@@ -1,0 +1,89 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cohort-go/cohort/consensus"
+	"github.com/cohort-go/cohort/proc"
+	"github.com/cohort-go/cohort/queue"
+)
+
+// A node removed from the voters of the queues' log is sent no more of
+// it, so nothing waiting at it is ever answered. Told so (Left, as the
+// node does when it sees itself out of the configuration), it fails what
+// waits — a put and a long-polling get under way — with ErrRemoved, and
+// what comes after, listeners included, at once. Before, a put under way
+// at the queues' leader as it was removed held its producer for the
+// client's whole timeout. Rejoined, a node serves again.
+func TestRemovedNodeFailsWhatWaitsAtIt(t *testing.T) {
+	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lead := -1
+	waitUntil(ctx, t, "a leader", func() bool {
+		for i, r := range cl.rs {
+			if r.Leading() {
+				lead = i
+				return true
+			}
+		}
+		return false
+	})
+	gone, stays := (lead+1)%3, (lead+2)%3
+	if _, err := cl.rs[gone].PutContext(ctx, "jobs", []byte("m0")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The leader removes node gone from the log.
+	if err := cl.rs[lead].Service().Input(consensus.RemoveServer{ID: proc.ID(gone)}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(ctx, t, "the removal committed", func() bool {
+		var ms []proc.ID
+		var committed bool
+		cl.rs[lead].Service().Read(func(p proc.Process) {
+			ms, committed = p.(interface{ Raft() *consensus.Raft }).Raft().Configuration()
+		})
+		return committed && len(ms) == 2 && !slices.Contains(ms, proc.ID(gone))
+	})
+
+	// A put and a get under way at it.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	errs := make(chan error, 2)
+	go func() {
+		_, err := cl.rs[gone].PutContext(wctx, "jobs", []byte("m1"))
+		errs <- err
+	}()
+	go func() {
+		_, err := cl.rs[gone].GetN(wctx, "idle", time.Minute, 1)
+		errs <- err
+	}()
+	waitUntil(ctx, t, "the put and the get under way at the removed node", func() bool { return queue.Waiting(cl.rs[gone]) >= 2 })
+	cl.rs[gone].Left()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, queue.ErrRemoved) {
+			t.Errorf("an operation under way at the removed node: %v; want ErrRemoved", err)
+		}
+	}
+	if _, err := cl.rs[gone].PutContext(ctx, "jobs", []byte("m2")); !errors.Is(err, queue.ErrRemoved) {
+		t.Errorf("a put at the removed node: %v; want ErrRemoved", err)
+	}
+	if _, _, err := cl.rs[gone].Subscribe("jobs", 8); !errors.Is(err, queue.ErrRemoved) {
+		t.Errorf("a listener at the removed node: %v; want ErrRemoved", err)
+	}
+
+	// A node told it left, and then that it is back, serves again.
+	cl.rs[stays].Left()
+	if _, err := cl.rs[stays].PutContext(ctx, "jobs", []byte("m3")); !errors.Is(err, queue.ErrRemoved) {
+		t.Errorf("a put at a node told it left: %v; want ErrRemoved", err)
+	}
+	cl.rs[stays].Rejoined()
+	if _, err := cl.rs[stays].PutContext(ctx, "jobs", []byte("m4")); err != nil {
+		t.Errorf("a put at a node back in the log: %v", err)
+	}
+}
