@@ -23,16 +23,7 @@ func TestRemovedNodeFailsWhatWaitsAtIt(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lead := -1
-	waitUntil(ctx, t, "a leader", func() bool {
-		for i, r := range cl.rs {
-			if r.Leading() {
-				lead = i
-				return true
-			}
-		}
-		return false
-	})
+	lead := waitLeader(ctx, t, cl.rs)
 	gone, stays := (lead+1)%3, (lead+2)%3
 	if _, err := cl.rs[gone].PutContext(ctx, "jobs", []byte("m0")); err != nil {
 		t.Fatal(err)

@@ -886,17 +886,7 @@ func TestStaleDialNeverReplacesTheLiveConnection(t *testing.T) {
 	if l, _ := a.peer(1).current(); l != live {
 		t.Fatalf("member 0's connection was replaced by %+v", l)
 	}
-	// The live connection carries on, both ways.
-	if err := a.Send(1, seqPayload(0, 16)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(0, seqPayload(1, 16)); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's payload")
-	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
-	boxA.check(t)
-	boxB.check(t)
+	carriesOn(t, a, b, boxA, boxB, 0, 1)
 	if l, _ := a.peer(1).current(); l != live {
 		t.Errorf("member 0's connection was replaced by %+v", l)
 	}
@@ -966,6 +956,23 @@ func TestConnectionOfAProcessGoneLeavesItsSuccessorAlone(t *testing.T) {
 	}
 }
 
+// carriesOn sends member 0's payload numbered fromA to member 1 and
+// member 1's numbered fromB to member 0, and checks that each stream
+// arrived whole, in order.
+func carriesOn(t *testing.T, a, b *TCP, boxA, boxB *inbox, fromA, fromB uint64) {
+	t.Helper()
+	if err := a.Send(1, seqPayload(fromA, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(0, seqPayload(fromB, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxB.expect(0, fromA+1), 10*time.Second, "member 0's payload")
+	waitClosed(t, boxA.expect(1, fromB+1), 10*time.Second, "member 1's payload")
+	boxA.check(t)
+	boxB.check(t)
+}
+
 // secondPayloads sends member 0's second payload to member 1's
 // successor, and the successor's second (tagged 2) to member 0, and checks
 // that each stream arrived whole, in order.
@@ -1013,11 +1020,20 @@ type held struct {
 	release func()
 }
 
-func holdFirstAccepted(t *testing.T, tr *TCP) *held {
+func holdFirstAccepted(t *testing.T, tr *TCP) *held { return holdFirst(t, tr, &tr.acceptedHook) }
+
+// holdFirstDialed holds the first connection tr dials once it has passed
+// the handshake (TCP.dialedHook), until released: the dialer is slow to
+// take it up.
+func holdFirstDialed(t *testing.T, tr *TCP) *held { return holdFirst(t, tr, &tr.dialedHook) }
+
+// holdFirst sets hook, one of tr's, to hold the first connection that
+// calls it until released.
+func holdFirst(t *testing.T, tr *TCP, hook *func(proc.ID)) *held {
 	h := &held{tr: tr, in: make(chan struct{})}
 	out := make(chan struct{})
 	var holding atomic.Bool
-	tr.acceptedHook = func(proc.ID) {
+	*hook = func(proc.ID) {
 		if holding.CompareAndSwap(false, true) {
 			close(h.in)
 			<-out
@@ -1133,35 +1149,8 @@ func TestLateDialIsRefused(t *testing.T) {
 	if l, _ := a.peer(1).current(); l != live {
 		t.Fatalf("member 0's live connection was replaced by its late dial %+v", l)
 	}
-	if err := a.Send(1, seqPayload(1, 16)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(0, seqPayload(1, 16)); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, boxB.expect(0, 2), 10*time.Second, "member 0's second payload")
-	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
-	boxA.check(t)
-	boxB.check(t)
+	carriesOn(t, a, b, boxA, boxB, 1, 1)
 	if n := a.Stats().Peers[1].Reconnects + b.Stats().Peers[0].Reconnects; n != reconnects {
 		t.Errorf("%d reconnections after the late dial was taken up, want none", n-reconnects)
 	}
-}
-
-// holdFirstDialed holds the first connection tr dials once it has passed
-// the handshake (TCP.dialedHook), until released: the dialer is slow to
-// take it up.
-func holdFirstDialed(t *testing.T, tr *TCP) *held {
-	h := &held{tr: tr, in: make(chan struct{})}
-	out := make(chan struct{})
-	var holding atomic.Bool
-	tr.dialedHook = func(proc.ID) {
-		if holding.CompareAndSwap(false, true) {
-			close(h.in)
-			<-out
-		}
-	}
-	h.release = sync.OnceFunc(func() { close(out) })
-	t.Cleanup(h.release)
-	return h
 }
