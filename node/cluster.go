@@ -433,6 +433,7 @@ func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
 			return
 		}
 		how := "was removed from it"
+		w.Header().Set(queue.NotVoterHeader, "1")
 		if n.joined() {
 			how = "joined the running cluster and was not added to it, or was removed"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // waits — a put and a long-polling get under way — with ErrRemoved, and
 // what comes after, listeners included, at once. Before, a put under way
 // at the queues' leader as it was removed held its producer for the
-// client's whole timeout. Rejoined, a node serves again.
+// client's whole timeout; and a Client then asked the node again until
+// then (a 503 is no answer). Rejoined, a node serves again.
 func TestRemovedNodeFailsWhatWaitsAtIt(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -66,6 +68,18 @@ func TestRemovedNodeFailsWhatWaitsAtIt(t *testing.T) {
 	}
 	if _, _, err := cl.rs[gone].Subscribe("jobs", 8); !errors.Is(err, queue.ErrRemoved) {
 		t.Errorf("a listener at the removed node: %v; want ErrRemoved", err)
+	}
+
+	// A Client passes it for the rest of a put (NotVoterHeader): with it
+	// alone, the put fails at once rather than asking it again until the
+	// put's deadline; with another node, it goes there.
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer pcancel()
+	if _, err := (&queue.Client{Endpoints: cl.eps[gone : gone+1], Token: token}).Put(pctx, "jobs", []byte("m5")); err == nil || !strings.Contains(err.Error(), "no endpoint votes") {
+		t.Errorf("a Client's put to the removed node alone: %v; want it to say no endpoint votes in the log", err)
+	}
+	if _, err := (&queue.Client{Endpoints: []string{cl.eps[gone], cl.eps[lead]}, Token: token}).Put(ctx, "jobs", []byte("m6")); err != nil {
+		t.Errorf("a Client's put to the removed node, then the leader: %v", err)
 	}
 
 	// A node told it left, and then that it is back, serves again.
