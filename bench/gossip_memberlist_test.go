@@ -240,7 +240,10 @@ func mlUntilAll(ctx context.Context, ms []*mlMember, skip *mlMember, field func(
 		if all {
 			return max(last.Sub(start), 0), nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("not every member saw %s: %w", key, err)
+		}
+		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("not every member saw %s within a minute", key)
 		}
 		time.Sleep(time.Millisecond)
@@ -345,25 +348,80 @@ func (c *countingConn) Write(b []byte) (int, error) {
 // do: form, carry every broadcast to every member, declare a crashed
 // member dead everywhere. With -v it prints the figures; for the
 // README's, run BenchmarkGossipBesideMemberlist.
+//
+// Cohort's are asserted whatever the machine's load. memberlist's are
+// judged only where this process was scheduled in time throughout its
+// run: its failure detector takes a probe unanswered within ProbeTimeout
+// (500 ms) for a failure, and an answer needs two goroutines to run (the
+// member probed reads the ping and acks, the prober reads the ack). Under
+// CPU starvation (load 10–26 on two cores, with the race detector) its
+// members declared one another dead as they formed and never all listed
+// each other, or did not declare the crashed member within a minute.
+// Where a goroutine of this process waited longer than half of
+// ProbeTimeout to run, memberlist ran outside what it assumes: its
+// result is reported as a figure (not formed within the bound, 2
+// minutes; not every member saw the crash within a minute), with the
+// worst wait, not failed.
 func TestGossipBesideMemberlist(t *testing.T) {
 	ctx := context.Background()
 	c, err := Gossip(ctx, GossipConfig{Members: 16, Broadcasts: 3, Idle: time.Second})
 	if err != nil {
 		t.Fatalf("cohort: %v", err)
 	}
-	m, err := memberlistGossip(ctx, 16, 3, time.Second)
-	if err != nil {
-		t.Fatalf("memberlist: %v", err)
-	}
-	for _, r := range []struct {
+	rs := []struct {
 		name string
 		GossipResult
-	}{{"cohort", c}, {"memberlist", m}} {
+	}{{"cohort", c}}
+	late := watchScheduling(10 * time.Millisecond)
+	mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	m, err := memberlistGossip(mctx, 16, 3, time.Second)
+	cancel()
+	worst, probe := late(), memberlist.DefaultLANConfig().ProbeTimeout
+	t.Logf("memberlist ran with goroutines waiting up to %v to run", worst.Round(time.Millisecond))
+	switch {
+	case err == nil:
+		rs = append(rs, struct {
+			name string
+			GossipResult
+		}{"memberlist", m})
+	case 2*worst <= probe:
+		t.Fatalf("memberlist: %v (no goroutine waited longer than %v to run, within half its probe timeout %v)", err, worst.Round(time.Millisecond), probe)
+	default:
+		t.Logf("memberlist not judged: %v, with goroutines waiting up to %v to run, beyond half its probe timeout %v", err, worst.Round(time.Millisecond), probe)
+	}
+	for _, r := range rs {
 		t.Logf("%-10s formed %v, broadcast %v %v, crash to dead everywhere %v, idle %.1f msgs %.0f bytes per member and second",
 			r.name, r.Formed.Round(time.Millisecond), r.Broadcast.Round(100*time.Microsecond), r.All, r.Detected.Round(time.Millisecond), r.MessagesPerSecond, r.BytesPerSecond)
 		if r.Detected <= 0 || r.Broadcast <= 0 || r.BytesPerSecond <= 0 {
 			t.Errorf("%s: %+v", r.name, r.GossipResult)
 		}
+	}
+}
+
+// watchScheduling ticks every period until the returned function is
+// called, which returns the most any tick came late: how long a
+// goroutine of this process waited to run, at worst.
+func watchScheduling(period time.Duration) func() time.Duration {
+	done, worst := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		var most time.Duration
+		last := time.Now()
+		for {
+			select {
+			case <-t.C:
+				now := time.Now()
+				most, last = max(most, now.Sub(last)-period), now
+			case <-done:
+				worst <- most
+				return
+			}
+		}
+	}()
+	return func() time.Duration {
+		close(done)
+		return <-worst
 	}
 }
 

@@ -39,8 +39,9 @@ type voterLog struct {
 	self  proc.ID
 	svc   *live.Service
 	voter atomic.Bool
-	// left, if set, is called when this node stops voting in the log.
-	left func()
+	// left and back, if set, are called when this node stops voting in
+	// the log, and when it votes in it again.
+	left, back func()
 }
 
 // raftHolder is a state machine on Raft (consensus.Locks, Groups).
@@ -124,8 +125,11 @@ func (l *voterLog) read() (VoterLog, error) {
 func (l *voterLog) refresh() {
 	if v, err := l.read(); err == nil {
 		now := slices.Contains(v.Voters, int(l.self))
-		if was := l.voter.Swap(now); was && !now && l.left != nil {
+		switch was := l.voter.Swap(now); {
+		case was && !now && l.left != nil:
 			l.left()
+		case !was && now && l.back != nil:
+			l.back()
 		}
 	}
 }
@@ -429,6 +433,7 @@ func (n *Node) votersOnly(l *voterLog, h http.Handler) http.Handler {
 			return
 		}
 		how := "was removed from it"
+		w.Header().Set(queue.NotVoterHeader, "1")
 		if n.joined() {
 			how = "joined the running cluster and was not added to it, or was removed"
 		}

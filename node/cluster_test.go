@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,7 +109,7 @@ func (c *joinCluster) tryStart(id proc.ID, ln net.Listener) error {
 		Token: c.token, DataDir: c.dataDir(id), Members: true, Contact: contact,
 		MembersParams: epidemic.Params{Period: 20 * time.Millisecond},
 		TraceDir:      c.traceDir(id),
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger:        c.logger(id)}
 	if f := c.tweak[id]; f != nil {
 		f(&cfg)
 	}
@@ -120,6 +121,23 @@ func (c *joinCluster) tryStart(id proc.ID, ln net.Listener) error {
 	c.apis[id] = httptest.NewServer(nd.Handler())
 	c.t.Cleanup(func() { c.stop(id) })
 	return nil
+}
+
+// logger is node id's logger: none, unless COHORT_NODE_LOGS names a
+// directory, where each node of each test appends to
+// <test>-node<id>.log, to read after a failure.
+func (c *joinCluster) logger(id proc.ID) *slog.Logger {
+	dir := os.Getenv("COHORT_NODE_LOGS")
+	if dir == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	name := strings.ReplaceAll(c.t.Name(), "/", "_") + fmt.Sprintf("-node%d.log", int(id))
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { f.Close() })
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // transport is node id's transport on ln: a founder knows every founder,

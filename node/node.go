@@ -499,8 +499,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("queues: %w", err), closeAll())
 		}
 		// A node removed from the queues' voters is sent no more
-		// entries: its listeners are cut off, to go elsewhere.
-		l := &voterLog{name: queue.ServiceName, self: cfg.ID, svc: nd.rqueues.Service(), left: nd.rqueues.EndListeners}
+		// entries: what waits at it fails, and its listeners are cut
+		// off, to go elsewhere.
+		l := &voterLog{name: queue.ServiceName, self: cfg.ID, svc: nd.rqueues.Service(), left: nd.rqueues.Left, back: nd.rqueues.Rejoined}
 		l.refresh()
 		nd.logs = append(nd.logs, l)
 		startRelays(nd.rqueues, "cluster/", lc.Replicated)

@@ -43,13 +43,14 @@ func (c *joinCluster) leaderOf(service string, via proc.ID) proc.ID {
 // progress waits until h has 10 more puts acknowledged.
 func (c *joinCluster) progress(h *queuetest.History, what string) {
 	c.t.Helper()
-	want := h.Acknowledged() + 10
+	want, begin := h.Acknowledged()+10, time.Now()
 	c.eventually("puts acknowledged "+what, func() error {
 		if n := h.Acknowledged(); n < want {
 			return fmt.Errorf("%d of %d (%s)", n, want, h.Summary())
 		}
 		return nil
 	})
+	c.t.Logf("10 puts acknowledged %s in %v", what, time.Since(begin).Round(time.Millisecond))
 }
 
 // The replicated queues follow the voters, as the locks do: a producer

@@ -72,5 +72,9 @@
 // or damaged) halts there rather than skip it and hold other queues than
 // the others: it refuses every request with ErrHalted (503 over HTTP,
 // so that clients go on to another node), logs it once and shows it in
-// its metrics (cohort_rqueue_halted), until it is restarted.
+// its metrics (cohort_rqueue_halted), until it is restarted. A node
+// removed from the voters of the queues' log is sent no more of it: told
+// so (Replicated.Left), it fails every operation under way or to come
+// with ErrRemoved (503 over HTTP), rather than leave each to wait out
+// its caller's timeout, until it is added back (Rejoined).
 package queue

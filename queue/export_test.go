@@ -94,3 +94,14 @@ func (d damaging) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	}
 	d.Queues.Receive(env, from, m)
 }
+
+// Waiting is how many operations wait for their answer at r.
+func Waiting(r *Replicated) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ws := range r.waits {
+		n += len(ws)
+	}
+	return n
+}

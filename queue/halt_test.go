@@ -53,16 +53,7 @@ func TestReplicaHaltsAtAnEntryItCannotApply(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lead := -1
-	waitUntil(ctx, t, "a leader", func() bool {
-		for i, r := range cl.rs {
-			if r.Leading() {
-				lead = i
-				return true
-			}
-		}
-		return false
-	})
+	lead := waitLeader(ctx, t, cl.rs)
 	odd, third := (lead+1)%3, (lead+2)%3 // odd: a follower, which receives the entry from the leader
 	put := func(r *queue.Replicated, body string) {
 		t.Helper()

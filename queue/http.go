@@ -249,7 +249,18 @@ func queueName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return name, true
 }
 
-func fail(w http.ResponseWriter, err error) { httpapi.Fail(w, status(err), err.Error()) }
+func fail(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrRemoved) {
+		w.Header().Set(NotVoterHeader, "1")
+	}
+	httpapi.Fail(w, status(err), err.Error())
+}
+
+// NotVoterHeader is set ("1") on a 503 from a node that does not vote in
+// the queues' log (removed from its voters, or joined and not added): it
+// serves no request however often asked until it is added, so a Client
+// passes it for the rest of a call.
+const NotVoterHeader = "Cohort-Not-Voter"
 
 // status is the HTTP status of an error of the queues.
 func status(err error) int {

@@ -271,6 +271,12 @@ func (c *Client) sendNumbered(ctx context.Context, send func(ctx context.Context
 						bases = append(slices.Clone(order[i+1:]), order[:i+1]...)
 					}
 				}
+				if err != nil && h != nil && h.Get(NotVoterHeader) != "" {
+					// It serves nothing until it is added: not asked
+					// again in this call (a copy it took before it was
+					// removed leaves the put in doubt, as above).
+					bases = slices.DeleteFunc(slices.Clone(bases), func(b string) bool { return b == base })
+				}
 			}
 			last = fmt.Errorf("%s: %w", base, err)
 			if ctx.Err() != nil || doubt != "" {
@@ -278,6 +284,10 @@ func (c *Client) sendNumbered(ctx context.Context, send func(ctx context.Context
 			}
 		}
 		switch {
+		case len(bases) == 0 && lost.IsZero():
+			return answer(fmt.Errorf("no endpoint votes in the queues' log: %w", last), false)
+		case len(bases) == 0:
+			return answer(fmt.Errorf("no endpoint votes in the queues' log: the put may or may not be stored: %w", last), false)
 		case ctx.Err() != nil && doubt != "":
 			return answer(fmt.Errorf("%w: no answer from %s, a node of its own queues, which may hold the put: %w", ErrInDoubt, doubt, ctx.Err()), false)
 		case ctx.Err() != nil:

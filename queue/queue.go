@@ -48,7 +48,11 @@ var (
 	// applying the log rather than go on from a state the other nodes no
 	// longer hold: it answers nothing until restarted, and the other
 	// nodes serve the queues (a Client goes on to them, as from a 503).
-	ErrHalted  = errors.New("this node's replica of the queues halted")
+	ErrHalted = errors.New("this node's replica of the queues halted")
+	// ErrRemoved: this node was removed from the voters of the queues'
+	// log (Replicated.Left): it is sent no more of it, and the other
+	// nodes serve the queues (a Client goes on to them, as from a 503).
+	ErrRemoved = errors.New("this node no longer follows the queues' log: it was removed from its voters; the other nodes serve the queues")
 	ErrName    = errors.New("bad queue name")
 	ErrTooMany = errors.New("too many queues")
 )

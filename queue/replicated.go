@@ -63,8 +63,9 @@ type Replicated struct {
 	stats struct{ puts, gets, acks, refused, early atomic.Uint64 }
 	led   atomic.Bool // an operation was answered from the log here once: it had a leader
 
-	halted halt.State // consensus.Halted, until consensus.Resumed
-	log    *slog.Logger
+	halted  halt.State // consensus.Halted, until consensus.Resumed
+	removed outOfLog   // removed from the log's voters (Left), until Rejoined
+	log     *slog.Logger
 }
 
 // NoLeaderFor is how long an operation waits at a node of replicated
@@ -359,7 +360,7 @@ func (r *Replicated) notify(m Message) {
 // number (the log applies it once), and again after twice as long, and so
 // on (package backoff).
 func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, tx bool) (proc.Output, error) {
-	if err := r.Halted(); err != nil {
+	if err := r.serving(); err != nil {
 		return nil, err
 	}
 	select {
@@ -368,6 +369,8 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 		return nil, ctx.Err()
 	case <-r.halted.Done():
 		return nil, r.Halted()
+	case <-r.removed.Done():
+		return nil, ErrRemoved
 	}
 	defer func() { <-r.window }()
 	w := &waiter{ch: make(chan proc.Output, 1), tx: tx}
@@ -411,6 +414,8 @@ func (r *Replicated) do(ctx context.Context, origin, seq uint64, in proc.Input, 
 			return nil, ErrClosed
 		case <-r.halted.Done():
 			return nil, r.Halted()
+		case <-r.removed.Done():
+			return nil, ErrRemoved
 		case <-t.C:
 			switch {
 			case first:
@@ -536,7 +541,7 @@ func (r *Replicated) take(ctx context.Context, name string, vis time.Duration, n
 	r.mu.Unlock()
 	o, err := r.do(ctx, r.origin, seq, consensus.QueueGet{Queue: name, Origin: r.origin, Seq: seq, Count: n, Visibility: vis}, false)
 	r.mu.Lock()
-	r.gaveUp(key, err != nil && (ctx.Err() != nil || errors.Is(err, ErrNoLeader)))
+	r.gaveUp(key, err != nil && (ctx.Err() != nil || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrRemoved)))
 	r.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: %w", name, err)
@@ -675,6 +680,8 @@ func (r *Replicated) GetN(ctx context.Context, name string, visibility time.Dura
 			return nil, ErrClosed
 		case <-r.halted.Done():
 			return nil, r.Halted()
+		case <-r.removed.Done():
+			return nil, ErrRemoved
 		}
 	}
 }
@@ -890,7 +897,7 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 			return nil, err
 		}
 	}
-	if err := r.Halted(); err != nil {
+	if err := r.serving(); err != nil {
 		return nil, err
 	}
 	select {
@@ -901,6 +908,8 @@ func (s *runStream) start(ctx context.Context, run consensus.QueuePutRun) (<-cha
 		return nil, ErrClosed
 	case <-r.halted.Done():
 		return nil, r.Halted()
+	case <-r.removed.Done():
+		return nil, ErrRemoved
 	}
 	// Room for an older run's answers beside its own (they are skipped).
 	sr := &streamRun{run: run, w: &waiter{ch: make(chan proc.Output, 4), tx: true}}
@@ -1034,6 +1043,8 @@ func (s *runStream) waitRun(ctx context.Context, sr *streamRun) runResult {
 			return runResult{err: ErrClosed}
 		case <-r.halted.Done():
 			return runResult{err: r.Halted()}
+		case <-r.removed.Done():
+			return runResult{err: ErrRemoved}
 		}
 	}
 }
@@ -1061,6 +1072,9 @@ func (r *Replicated) DeclareTransient(name string) error {
 func (r *Replicated) Subscribe(name string, buf int) (<-chan Message, func(), error) {
 	if err := ValidName(name); err != nil {
 		return nil, nil, err
+	}
+	if r.removed.out() {
+		return nil, nil, ErrRemoved
 	}
 	s := &sub{ch: make(chan Message, max(buf, 1))}
 	r.mu.Lock()
@@ -1092,6 +1106,80 @@ func (r *Replicated) EndListeners() {
 		}
 		delete(r.subs, name)
 	}
+}
+
+// Left tells the queues that this node no longer votes in their log
+// (removed from its voters): it is sent no more entries, so nothing
+// waiting at it would ever be answered. Every operation under way or to
+// come fails with ErrRemoved (503 over HTTP, so a Client goes on to
+// another node) and the listeners are cut off, until Rejoined. Before, an
+// operation under way as its node was removed waited out its caller's
+// timeout: under load, a put sent to the queues' leader as it was
+// removed held a producer for its whole 10 s.
+func (r *Replicated) Left() {
+	r.removed.leave()
+	r.EndListeners()
+}
+
+// Rejoined tells the queues that this node votes in their log again
+// (added back): they serve again.
+func (r *Replicated) Rejoined() { r.removed.rejoin() }
+
+// serving is why this node's replica serves no operation now (halted,
+// or removed from the voters), or nil.
+func (r *Replicated) serving() error {
+	if err := r.Halted(); err != nil {
+		return err
+	}
+	if r.removed.out() {
+		return ErrRemoved
+	}
+	return nil
+}
+
+// outOfLog follows whether a node was removed from a log's voters, for
+// the calls that wait on it: the zero value is in the log.
+type outOfLog struct {
+	mu      sync.Mutex
+	removed bool
+	ch      chan struct{} // closed once removed; nil: none made since
+}
+
+func (o *outOfLog) leave() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.removed {
+		return
+	}
+	o.removed = true
+	if o.ch == nil {
+		o.ch = make(chan struct{})
+	}
+	close(o.ch)
+}
+
+func (o *outOfLog) rejoin() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.removed {
+		o.removed, o.ch = false, nil
+	}
+}
+
+func (o *outOfLog) out() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.removed
+}
+
+// Done is closed once the node is removed (closed already if it is).
+func (o *outOfLog) Done() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ch == nil {
+		o.ch = make(chan struct{})
+	}
+	return o.ch
 }
 
 // Queues lists the queues as this node has applied them (a follower may

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +214,18 @@ func ready(b queue.Backend, name string) int {
 	return 0
 }
 
+// waitLeader waits until one of rs leads the queues' log, and returns
+// its index.
+func waitLeader(ctx context.Context, t *testing.T, rs []*queue.Replicated) int {
+	t.Helper()
+	lead := -1
+	waitUntil(ctx, t, "a leader", func() bool {
+		lead = slices.IndexFunc(rs, (*queue.Replicated).Leading)
+		return lead >= 0
+	})
+	return lead
+}
+
 // waitUntil waits for cond, or fails the test at ctx's end.
 func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -373,16 +386,7 @@ func TestStreamRunOvertakenByTheNext(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir(), queue.ReplicatedConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var lead int
-	waitUntil(ctx, t, "a leader", func() bool {
-		for i, r := range cl.rs {
-			if r.Leading() {
-				lead = i
-				return true
-			}
-		}
-		return false
-	})
+	lead := waitLeader(ctx, t, cl.rs)
 	seeds := 6
 	if testing.Short() || queue.RaceEnabled {
 		seeds = 3

@@ -82,16 +82,12 @@ import (
 // connections were opened tells most of them: peer.admissible), and
 // needs none: the frames the member had after all are still counted as
 // sent (the queue's rewrite) and dropped by the next resumption, and what
-// is written meanwhile to the connection given up is not read. Only a new incarnation (below) is a restart. A
-// connection of a process that is gone can be taken up late as well,
-// after its successor's; so each side keeps the counts of a member's last
-// few incarnations (incCounts), and a stale connection of the successor
-// is still known for stale once the one of the process gone has come and
-// gone: had the counts started again from 0, the next resumption would
-// say less than was acknowledged, every time, and the pair would never
-// join again. (A connection of a process gone is refused before it is
-// taken up, since its successor's were all opened after it:
-// peer.admissible. The counts are kept as a second line.)
+// is written meanwhile to the connection given up is not read. Only a new
+// incarnation (below) is a restart. A connection of a process that is
+// gone can be taken up late as well, after its successor's; it is refused
+// before it is taken up, since its successor's were all opened after it
+// (peer.admissible), so the counts of a member's earlier incarnations are
+// never needed: each side keeps those of the current one only.
 //
 // Restarts. If the receiver's incarnation has changed, the process the
 // unacknowledged frames were sent to is gone; they are dropped and counted
@@ -207,11 +203,9 @@ var errStale = errors.New("stale resumption: the member gave this connection up 
 // gone: its frames are dropped and counted (PeerStats.DroppedRestart), and
 // the numbering starts again from next. A next below what the process has
 // acknowledged is stale (see "Stale resumptions" above): nothing changes,
-// and the caller closes the connection (errStale). That holds for the
-// process the frames were sent to, and for the few before it (earlier):
-// the connection of a process gone can be taken up late too, after its
-// successor's, and the successor's stale connections must still be known
-// for stale when it comes back. Frames put back by a resumption and not
+// and the caller closes the connection (errStale). (A connection of a
+// process before the one the frames were sent to is refused before it
+// gets here: peer.admissible.) Frames put back by a resumption and not
 // written since still count as sent (rewrite), so that the next
 // resumption drops those the member had. A next beyond the frames sent
 // cannot come from the same process; it is taken as a new start, as for
@@ -226,10 +220,6 @@ func (q *sendQueue) reconnected(inc, next uint64) (resent, dropped int, err erro
 	case inc != q.peerInc || next-q.base > uint64(q.nUnacked):
 		dropped = q.nUnacked
 		q.unacked, q.acked, q.nUnacked = q.unacked[:0], 0, 0
-		if inc != q.peerInc {
-			q.earlier.put(q.peerInc, q.base)
-			q.earlier.del(inc)
-		}
 		q.peerInc, q.base = inc, next
 		q.droppedRestart.Add(uint64(dropped))
 	default:
@@ -260,56 +250,11 @@ func (q *sendQueue) stale(inc, next uint64) bool {
 	return q.staleLocked(inc, next)
 }
 
-// staleLocked is stale. mu is held.
+// staleLocked is stale: a resumption of another process than the one
+// the frames were sent to is a restart (or of a process gone, which
+// peer.admissible refuses), never stale. mu is held.
 func (q *sendQueue) staleLocked(inc, next uint64) bool {
-	if inc == q.peerInc {
-		return next < q.base
-	}
-	return next < q.earlier.get(inc)
-}
-
-// incCounts holds a count per incarnation of a member for its few last
-// incarnations but the current one, newest last: the frames of each
-// acknowledged (sendQueue.earlier), or delivered (peer.earlier). An
-// incarnation not held counts 0.
-type incCounts []incCount
-
-type incCount struct{ inc, n uint64 }
-
-// maxEarlier bounds the incarnations of a member whose counts are kept:
-// a connection of each would have to be taken up late, after its
-// successor's.
-const maxEarlier = 8
-
-func (c incCounts) get(inc uint64) uint64 {
-	for _, e := range c {
-		if e.inc == inc {
-			return e.n
-		}
-	}
-	return 0
-}
-
-// put records n for inc (none for 0, no incarnation yet), forgetting the
-// oldest beyond maxEarlier.
-func (c *incCounts) put(inc, n uint64) {
-	if inc == 0 {
-		return
-	}
-	c.del(inc)
-	*c = append(*c, incCount{inc, n})
-	if len(*c) > maxEarlier {
-		*c = append((*c)[:0], (*c)[1:]...)
-	}
-}
-
-func (c *incCounts) del(inc uint64) {
-	for i, e := range *c {
-		if e.inc == inc {
-			*c = append((*c)[:i], (*c)[i+1:]...)
-			return
-		}
-	}
+	return inc == q.peerInc && next < q.base
 }
 
 // unrewrite takes the frames a resumption put back at the head of the

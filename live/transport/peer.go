@@ -48,11 +48,9 @@ type peer struct {
 	spare  []byte // owned by the writer of the current link
 	joined []byte // the writer's: an ack and a batch, for TLS
 
-	// recvInc is the member's incarnation whose frames rx counts, and
-	// earlier what rx counted for the member's previous incarnations (the
-	// last few, newest last; countFor). Used by one link at a time.
+	// recvInc is the member's incarnation whose frames rx counts. Used
+	// by one link at a time.
 	recvInc uint64
-	earlier incCounts
 
 	connected                     atomic.Bool
 	received                      atomic.Uint64
@@ -448,18 +446,12 @@ func (p *peer) resumption(l *link, fr *frameReader, wait time.Duration) (next ui
 	}
 }
 
-// countFor makes rx count the data frames of the member's incarnation inc:
-// from 0 for a process not seen before, or from where its count stood.
-// A connection of a process that is gone can be taken up after its
-// successor's (a dial that lost a race, taken up late: ack.go, "Stale
-// resumptions"). Had it reset the count, this member's next resumption
-// with the successor would say less than it had acknowledged, and the
-// successor would take every one for stale and close it: the pair would
-// never join again.
+// countFor makes rx count the data frames of the member's incarnation inc,
+// a process not seen before, from 0. (A connection of a process before it
+// is refused before it is taken up, peer.admissible: rx never counts for
+// one again.)
 func (p *peer) countFor(inc uint64) {
-	p.earlier.put(p.recvInc, p.rx.next.Load())
-	p.rx.next.Store(p.earlier.get(inc))
-	p.earlier.del(inc)
+	p.rx.next.Store(0)
 	p.recvInc = inc
 }
 
@@ -532,6 +524,9 @@ func (p *peer) run() {
 		if err != nil {
 			attempt++
 			continue
+		}
+		if h := p.t.dialedHook; h != nil {
+			h(p.id)
 		}
 		err = p.runLink(l, fr)
 		p.t.cap.unreserve(l)

@@ -81,9 +81,6 @@ type sendQueue struct {
 	asked    bool   // an acknowledgement was asked for since the last one came
 	flushed  bool   // closed, written and acknowledged: Close's flush is done
 
-	// earlier: how many frames the member's previous incarnations
-	// acknowledged (reconnected).
-	earlier incCounts
 	// rewrite: the bytes, nRewrite frames, at the head of pending that a
 	// resumption put back (reconnected), written before and not
 	// acknowledged, until a connection takes them.

@@ -142,11 +142,6 @@ func TestQueueReconnected(t *testing.T) {
 	if q.resent.Load() != 2 || q.droppedRestart.Load() != 4 {
 		t.Errorf("counters: resent %d, dropped %d; want 2, 4", q.resent.Load(), q.droppedRestart.Load())
 	}
-	// Incarnation 7, gone, had acknowledged 2: a resumption of it below
-	// that is stale too, and changes nothing.
-	if _, dropped, err := q.reconnected(7, 1); !errors.Is(err, errStale) || dropped != 0 || q.peerInc != 8 || q.base != 9 {
-		t.Errorf("a stale resumption of incarnation 7: %d dropped, %v; incarnation %d, base %d", dropped, err, q.peerInc, q.base)
-	}
 }
 
 // A resumption below what the member has acknowledged is stale (the

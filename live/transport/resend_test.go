@@ -794,11 +794,13 @@ func TestStaleResumptionIsNotARestart(t *testing.T) {
 
 // TestStaleResumptionOfAProcessGone: the stale dial member 0 takes up late
 // may come from a process of member 1 that is gone, after member 0 has
-// talked with its successor. Taking it up must not make member 0 forget
-// how many of the successor's frames it has delivered: its next
-// resumption would then say less than it has acknowledged, which the
-// successor rightly takes for stale, again and again, and the pair would
-// never join again. Member 0 keeps each incarnation's count.
+// talked with its successor, and when the pair has no connection. Taken
+// up, it would make member 0 count that process's frames instead of the
+// successor's: its next resumption would say less than it has
+// acknowledged, which the successor rightly takes for stale, again and
+// again, and the pair would never join again. It is refused before it is
+// taken up (peer.admissible: errGone), so member 0 keeps counting the
+// successor's frames, the only ones it counts.
 func TestStaleResumptionOfAProcessGone(t *testing.T) {
 	a, old, successor := pairWithSuccessor(t)
 	hold := holdFirstAccepted(t, a)
@@ -884,17 +886,7 @@ func TestStaleDialNeverReplacesTheLiveConnection(t *testing.T) {
 	if l, _ := a.peer(1).current(); l != live {
 		t.Fatalf("member 0's connection was replaced by %+v", l)
 	}
-	// The live connection carries on, both ways.
-	if err := a.Send(1, seqPayload(0, 16)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(0, seqPayload(1, 16)); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's payload")
-	waitClosed(t, boxA.expect(1, 2), 10*time.Second, "member 1's second payload")
-	boxA.check(t)
-	boxB.check(t)
+	carriesOn(t, a, b, boxA, boxB, 0, 1)
 	if l, _ := a.peer(1).current(); l != live {
 		t.Errorf("member 0's connection was replaced by %+v", l)
 	}
@@ -964,6 +956,23 @@ func TestConnectionOfAProcessGoneLeavesItsSuccessorAlone(t *testing.T) {
 	}
 }
 
+// carriesOn sends member 0's payload numbered fromA to member 1 and
+// member 1's numbered fromB to member 0, and checks that each stream
+// arrived whole, in order.
+func carriesOn(t *testing.T, a, b *TCP, boxA, boxB *inbox, fromA, fromB uint64) {
+	t.Helper()
+	if err := a.Send(1, seqPayload(fromA, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(0, seqPayload(fromB, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxB.expect(0, fromA+1), 10*time.Second, "member 0's payload")
+	waitClosed(t, boxA.expect(1, fromB+1), 10*time.Second, "member 1's payload")
+	boxA.check(t)
+	boxB.check(t)
+}
+
 // secondPayloads sends member 0's second payload to member 1's
 // successor, and the successor's second (tagged 2) to member 0, and checks
 // that each stream arrived whole, in order.
@@ -1011,11 +1020,20 @@ type held struct {
 	release func()
 }
 
-func holdFirstAccepted(t *testing.T, tr *TCP) *held {
+func holdFirstAccepted(t *testing.T, tr *TCP) *held { return holdFirst(t, tr, &tr.acceptedHook) }
+
+// holdFirstDialed holds the first connection tr dials once it has passed
+// the handshake (TCP.dialedHook), until released: the dialer is slow to
+// take it up.
+func holdFirstDialed(t *testing.T, tr *TCP) *held { return holdFirst(t, tr, &tr.dialedHook) }
+
+// holdFirst sets hook, one of tr's, to hold the first connection that
+// calls it until released.
+func holdFirst(t *testing.T, tr *TCP, hook *func(proc.ID)) *held {
 	h := &held{tr: tr, in: make(chan struct{})}
 	out := make(chan struct{})
 	var holding atomic.Bool
-	tr.acceptedHook = func(proc.ID) {
+	*hook = func(proc.ID) {
 		if holding.CompareAndSwap(false, true) {
 			close(h.in)
 			<-out
@@ -1077,4 +1095,62 @@ func pairWithSuccessor(t *testing.T) (a, old *TCP, successor func() *TCP) {
 	a = start(0, lns[0], addr1, nil)
 	old = start(1, lns[1], lns[0].Addr().String(), func(c *Config) { c.CloseTimeout = time.Millisecond })
 	return a, old, func() *TCP { return start(1, nil, lns[0].Addr().String(), nil) }
+}
+
+// TestLateDialIsRefused: a dial whose dialer is slow to take it up, past
+// HandshakeTimeout, has been given up by the acceptor (it waited that
+// long for the dialer's resumption), which may have taken up another
+// connection of the pair since. Here member 0 dials and holds its dial
+// once through the handshake; member 1 gives it up, then dials member 0
+// itself, and the pair's connection comes up and carries a payload each
+// way. When member 0 takes its dial up at last, it must refuse it
+// (errLate) rather than let it replace the live connection: it is not
+// superseded (member 0 dialed it) nor of a process gone, and member 1's
+// connection does not win a race of dials over member 0's (the lower ID
+// wins).
+func TestLateDialIsRefused(t *testing.T) {
+	const handshake = 2 * time.Second
+	trs := newTCPCluster(t, 2, func(c *Config) {
+		c.LinkIdle = time.Minute // dial on demand, and no idle closes here
+		c.HandshakeTimeout = handshake
+	})
+	a, b := trs[0], trs[1]
+	hold := holdFirstDialed(t, a)
+	boxA, boxB := newInbox(), newInbox()
+	a.Start(boxA.handle)
+	b.Start(boxB.handle)
+
+	// Member 0 dials member 1, and holds its dial once through the
+	// handshake; member 1 gives it up after HandshakeTimeout.
+	if err := a.Send(1, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	hold.wait(t, "member 0's dial")
+	waitUntil(t, 5*handshake, "member 1 to give up member 0's dial", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.conns) == 0
+	})
+
+	// Member 1 dials; the pair's connection comes up, both ways.
+	if err := b.Send(0, seqPayload(0, 16)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, boxA.expect(1, 1), 10*time.Second, "member 1's payload")
+	waitClosed(t, boxB.expect(0, 1), 10*time.Second, "member 0's payload")
+	live, _ := a.peer(1).current()
+	if live == nil || live.dialer != 1 {
+		t.Fatalf("member 0's connection %+v: want member 1's dial", live)
+	}
+	reconnects := a.Stats().Peers[1].Reconnects + b.Stats().Peers[0].Reconnects
+
+	// Member 0 takes up its dial at last, past HandshakeTimeout.
+	hold.releaseAndWait(t)
+	if l, _ := a.peer(1).current(); l != live {
+		t.Fatalf("member 0's live connection was replaced by its late dial %+v", l)
+	}
+	carriesOn(t, a, b, boxA, boxB, 1, 1)
+	if n := a.Stats().Peers[1].Reconnects + b.Stats().Peers[0].Reconnects; n != reconnects {
+		t.Errorf("%d reconnections after the late dial was taken up, want none", n-reconnects)
+	}
 }

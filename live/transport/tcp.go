@@ -59,6 +59,10 @@ type TCP struct {
 	// accepted connection once it has welcomed the dialer, before it reads
 	// the dialer's first frame: a test can hold the connection there.
 	acceptedHook func(from proc.ID)
+	// dialedHook, if set (tests), is called by a member's dialer once its
+	// dial has passed the handshake and announced this member, before
+	// the connection is taken up: a test can hold the dial there.
+	dialedHook func(to proc.ID)
 }
 
 var _ Transport = (*TCP)(nil)
