@@ -140,6 +140,43 @@ func TestFollowerForwardsInBatches(t *testing.T) {
 	}
 }
 
+// TestForwardToAFormerLeaderIsPassedOn: proposals forwarded to a server
+// that has since followed a newer leader go on to that leader, not back to
+// the sender, and are dropped by a server that knows no leader.
+func TestForwardToAFormerLeaderIsPassedOn(t *testing.T) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	cfg := consensus.DefaultConfig
+	cfg.Forward = true
+	r := consensus.New(1, 3, cfg, consensus.NewKV())
+	r.Start(env)
+	fw := consensus.Forward{Data: [][]byte{[]byte("a"), []byte("b")}}
+	forwards := func() (to []proc.ID) {
+		for _, s := range env.sent {
+			if f, ok := s.m.(consensus.Forward); ok {
+				if len(f.Data) != 2 || string(f.Data[1]) != "b" {
+					t.Fatalf("passed on %+v, want a and b", f)
+				}
+				to = append(to, s.to)
+			}
+		}
+		env.sent = nil
+		return to
+	}
+	r.Receive(env, 0, fw) // no leader known yet
+	if to := forwards(); len(to) != 0 {
+		t.Fatalf("knowing no leader, passed proposals on to %v", to)
+	}
+	r.Receive(env, 2, consensus.AppendEntries{Term: 2, Round: 1}) // leader 2
+	r.Receive(env, 0, fw)
+	if to := forwards(); len(to) != 1 || to[0] != 2 {
+		t.Fatalf("proposals forwarded to a follower of 2 went to %v, want [2]", to)
+	}
+	r.Receive(env, 2, fw) // the leader itself took us for the leader
+	if to := forwards(); len(to) != 0 {
+		t.Fatalf("passed the leader's own forward back to %v", to)
+	}
+}
+
 // TestFollowerAppliesBeforeItsSync: what the leader says is committed, a
 // follower applies when the news arrives, before its own sync (a majority
 // holds it already); its acknowledgement still waits for the sync.

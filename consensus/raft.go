@@ -550,11 +550,22 @@ func (r *Raft) Receive(env proc.Env, from proc.ID, m proc.Message) {
 	case InstallSnapshot:
 		r.onInstallSnapshot(env, from, m)
 	case Forward:
-		if r.role == leader { // else dropped: the client retries
+		switch {
+		case r.role == leader:
 			for _, d := range m.Data {
 				r.appendLocal(env, Entry{Term: r.term, Data: d})
 			}
+		case r.cfg.Forward && r.leader != proc.None && r.leader != from && r.leader != r.self:
+			// The sender took us for the leader, and we know a newer
+			// one: pass its proposals on, as a network that delayed them
+			// might have, rather than leave its clients to wait out a
+			// retry. Not back to the sender (it would be passing them
+			// to us), and no further than a leader we heard of in our
+			// term, so the proposals cannot circle: each hop goes to a
+			// server that led in a later term than the one before.
+			env.Send(r.leader, m)
 		}
+		// Otherwise dropped: the client retries.
 	case Reconfigure:
 		if r.role == leader { // else dropped: the requester times out
 			r.change(env, from, m.ID, m.Add)
