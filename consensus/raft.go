@@ -27,6 +27,9 @@ import (
 //	                             live leader within the election timeout
 //	on a majority of votes:      become leader; append a no-op of the new term
 //	on Propose (leader):         append to the log, persist, AppendEntries to all
+//	on Propose (follower):       with Config.Forward, forward it to the leader we
+//	                             know; a Forward that finds us no longer leading
+//	                             goes on to the leader we follow (else dropped)
 //	on AppendEntries(prev, es):  reject unless our log has prev with its term;
 //	                             else drop a conflicting suffix, append es,
 //	                             persist, then acknowledge (soon: the

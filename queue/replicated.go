@@ -63,8 +63,8 @@ type Replicated struct {
 	stats struct{ puts, gets, acks, refused, early atomic.Uint64 }
 	led   atomic.Bool // an operation was answered from the log here once: it had a leader
 
-	halted  halt.State // consensus.Halted, until consensus.Resumed
-	removed outOfLog   // removed from the log's voters (Left), until Rejoined
+	halted  halt.State           // consensus.Halted, until consensus.Resumed
+	removed halt.Latch[struct{}] // set once removed from the log's voters (Left), until Rejoined
 	log     *slog.Logger
 }
 
@@ -1073,7 +1073,7 @@ func (r *Replicated) Subscribe(name string, buf int) (<-chan Message, func(), er
 	if err := ValidName(name); err != nil {
 		return nil, nil, err
 	}
-	if r.removed.out() {
+	if r.removed.Get() != nil {
 		return nil, nil, ErrRemoved
 	}
 	s := &sub{ch: make(chan Message, max(buf, 1))}
@@ -1117,13 +1117,13 @@ func (r *Replicated) EndListeners() {
 // timeout: under load, a put sent to the queues' leader as it was
 // removed held a producer for its whole 10 s.
 func (r *Replicated) Left() {
-	r.removed.leave()
+	r.removed.Set(struct{}{})
 	r.EndListeners()
 }
 
 // Rejoined tells the queues that this node votes in their log again
 // (added back): they serve again.
-func (r *Replicated) Rejoined() { r.removed.rejoin() }
+func (r *Replicated) Rejoined() { r.removed.Clear() }
 
 // serving is why this node's replica serves no operation now (halted,
 // or removed from the voters), or nil.
@@ -1131,55 +1131,10 @@ func (r *Replicated) serving() error {
 	if err := r.Halted(); err != nil {
 		return err
 	}
-	if r.removed.out() {
+	if r.removed.Get() != nil {
 		return ErrRemoved
 	}
 	return nil
-}
-
-// outOfLog follows whether a node was removed from a log's voters, for
-// the calls that wait on it: the zero value is in the log.
-type outOfLog struct {
-	mu      sync.Mutex
-	removed bool
-	ch      chan struct{} // closed once removed; nil: none made since
-}
-
-func (o *outOfLog) leave() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.removed {
-		return
-	}
-	o.removed = true
-	if o.ch == nil {
-		o.ch = make(chan struct{})
-	}
-	close(o.ch)
-}
-
-func (o *outOfLog) rejoin() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.removed {
-		o.removed, o.ch = false, nil
-	}
-}
-
-func (o *outOfLog) out() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.removed
-}
-
-// Done is closed once the node is removed (closed already if it is).
-func (o *outOfLog) Done() <-chan struct{} {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.ch == nil {
-		o.ch = make(chan struct{})
-	}
-	return o.ch
 }
 
 // Queues lists the queues as this node has applied them (a follower may
