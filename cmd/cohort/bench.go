@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/cohort-go/cohort/bench"
 	"github.com/spf13/cobra"
@@ -13,6 +15,34 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure Cohort's performance",
+	}
+	// --cpuprofile writes the CPU profile of the whole benchmark (every
+	// node of an in-process cluster, and the benchmark's own work) for
+	// `go tool pprof`: where a message's or a handoff's CPU goes.
+	var profile string
+	var profiling *os.File
+	cmd.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (for go tool pprof)")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if profile == "" {
+			return nil
+		}
+		f, err := os.Create(profile)
+		if err != nil {
+			return usageErr("--cpuprofile %q: %v", profile, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		profiling = f
+		return nil
+	}
+	cmd.PersistentPostRunE = func(*cobra.Command, []string) error {
+		if profiling == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		return profiling.Close()
 	}
 	cmd.AddCommand(newBenchSimCmd(), newBenchLockCmd(), newBenchElectCmd(), newBenchMulticastCmd(), newBenchNemesisCmd(), newBenchRestartCmd(), newBenchGossipCmd(), newBenchRPCCmd())
 	return cmd

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +101,7 @@ func TestBadInputExitsTwoNamingTheValue(t *testing.T) {
 		{[]string{"sim", "clocks", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"trace", "check", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
 		{[]string{"bench", "sim", "--workload", "zoom"}, `--workload "zoom"`},
+		{[]string{"bench", "sim", "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "cpu.prof")}, "cpu.prof"},
 	}
 	for _, c := range cases {
 		code, _, errs := cli(t, c.args...)
@@ -187,6 +190,27 @@ func TestBenchSimSmall(t *testing.T) {
 	}
 	if r["deliveries"].(float64) != 5000 {
 		t.Errorf("deliveries %v, want 5000", r["deliveries"])
+	}
+}
+
+// --cpuprofile writes a profile `go tool pprof` reads: gzipped protocol
+// buffers, here checked as far as the gzip stream.
+func TestBenchCPUProfile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cpu.prof")
+	code, _, errs := cli(t, "bench", "sim", "--nodes", "1000", "--messages", "5", "--json", "--cpuprofile", f)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the profile (%d bytes) is not gzipped: %v", len(b), err)
+	}
+	if n, err := io.Copy(io.Discard, z); err != nil || n == 0 {
+		t.Fatalf("the profile's stream: %d bytes, %v", n, err)
 	}
 }
 
