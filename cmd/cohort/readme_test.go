@@ -26,6 +26,8 @@ func TestReadmeExamplesRun(t *testing.T) {
 			why: "the scale run takes 10 s and 1.3 GB; the same code path at 20,000 processes"},
 		"cohort bench multicast": {args: []string{"bench", "multicast", "--duration", "200ms", "--window", "1"},
 			why: "3 s per configuration by default"},
+		"cohort bench multicast --algo raft --window 1024 --rate 50000 --cpuprofile cpu.prof": {args: []string{"bench", "multicast", "--algo", "raft", "--duration", "200ms", "--window", "16", "--rate", "1000", "--cpuprofile", "cpu.prof"},
+			why: "3 s at 50,000 messages a second; the same path, smaller"},
 		"cohort compare gossip --nodes 1000,100000,1000000": {test: "TestCompareGossip", why: "about 10 minutes of CPU at three sizes; the test runs the same comparison at a small size"},
 		"cohort compare rpc --nodes 4 --plot rpc.svg":       {test: "TestCompareRPC", why: "35 runs of 1,000 calls (half a minute under the race detector); the test runs the same comparison with 3 nodes"},
 		"cohort bench elect":                                {test: "TestBenchElect", why: "kills real processes, several runs; the test runs it with 3 nodes and 2 runs"},
