@@ -373,6 +373,8 @@ func TestRunsThatCannotFitAreRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "sim", "--nodes", "2000000000"},
 		{"theory", "mutex-decentralized", "--simulate", "2000000000"},
+		{"sim", "mutex", "--nodes", "2000000000"}, // the whole family: it fits none
+		{"sim", "mutex", "--algo", "ricart-agrawala", "--nodes", "2000000000"},
 	} {
 		code, _, errs := cli(t, args...)
 		if code != 2 || !strings.Contains(errs, "2000000000") {

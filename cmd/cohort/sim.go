@@ -181,8 +181,10 @@ func runSim(cmd *cobra.Command, family string, f *simFlags) error {
 	}
 	fl := cmd.Flags()
 	if fl.Changed("nodes") {
-		if f.nodes < 1 {
-			return usageErr("--nodes %d: need at least 1", f.nodes)
+		if f.nodes < 1 || f.nodes > scenario.MaxNodes {
+			// Past MaxNodes no algorithm fits: a whole-family run would
+			// otherwise note that for each and run them at their own sizes.
+			return usageErr("--nodes %d: want 1..%d", f.nodes, scenario.MaxNodes)
 		}
 		base.Nodes = f.nodes
 	}
