@@ -72,6 +72,7 @@ func (e *explorer) dfs() error {
 	if e.learnsQuiet = learnsQuiet(e.cfg); e.learnsQuiet {
 		e.quiet = newFPSetOf(64, false) // a few hundred pairs, or thousands
 	}
+	e.foresees = foresees(e.cfg)
 	r.w.dirty = 0
 	if stop, err := e.judge(r, e.cfg.Safety, nil, false); stop || err != nil {
 		return err
@@ -83,7 +84,7 @@ func (e *explorer) dfs() error {
 		e.extra += 24 + 16*cap(s)
 	}
 	e.extra += 40 * len(e.sleeps) // the map's own entries
-	e.extra += e.quiet.Bytes()
+	e.extra += e.quiet.Bytes() + e.effectBytes
 	e.quiet.free()
 	return err
 }
@@ -168,10 +169,16 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		lv.ph = append(lv.ph[:0], r.ph...) // as fingerprinted: up to date
 		lv.local = r.localStates(lv.local)
 	}
+	foresee := e.foresees && masked && e.forking // replaying, a step skipped is a path not replayed
+	if foresee {
+		lv.sum = r.stateSum()
+	}
 	done := lv.done[:0]
 	// Each step is taken, or not: asleep (in the sleep set), or quiet
 	// (known to lead back here, quiet.go). Told once per state: todo
-	// lists the steps not asleep, in order, last the last one taken.
+	// lists the steps not asleep, in order, last the last one taken. A
+	// step of todo may still be foreseen, and not taken either: known to
+	// lead to a state met again and pruned (foresee.go).
 	todo, last := e.classify(lv, labels, len(chs), sleep, masked, asleepAt, quiet)
 	first := true
 	var sv *saved
@@ -192,6 +199,38 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 				lv.done = done
 			}
 			continue
+		}
+		// The step's sleep set, before the step: a step foreseen is judged
+		// with it.
+		var childSleep []label
+		var cl *level
+		if cfg.POR {
+			cl = e.level(len(path) + 1)
+			childSleep = cl.sleep[:0]
+			for _, s := range sleep {
+				if independent(s, l) {
+					childSleep = append(childSleep, s)
+				}
+			}
+			for _, s := range done {
+				if independent(s, l) {
+					childSleep = append(childSleep, s)
+				}
+			}
+			cl.sleep = childSleep
+		}
+		known := false // the step's effect (foresee.go)
+		if foresee {
+			var pruned bool
+			if pruned, known = e.foresee(lv, cl, i, fp, childSleep); pruned {
+				// As if taken: it leads to a state met again and
+				// pruned.
+				e.res.Transitions++
+				e.res.Foreseen++
+				done = append(done, l)
+				lv.done = done
+				continue
+			}
 		}
 		// The first step goes on in r. Backtracking, r is saved before it
 		// (if another step follows) and restored before each other step;
@@ -216,32 +255,24 @@ func (e *explorer) visit(r *run, path []choice, sleep []label, fp uint64, slot i
 		if quiet {
 			calls = child.s.EnvCalls()
 		}
+		learns := foresee && !known && e.beforeStep(lv, child)
 		if err := child.apply(ch); err != nil {
 			return false, err
 		}
 		e.res.Transitions++
-		var childSleep []label
-		if cfg.POR {
-			cl := e.level(len(path) + 1)
-			childSleep = cl.sleep[:0]
-			for _, s := range sleep {
-				if independent(s, l) {
-					childSleep = append(childSleep, s)
-				}
-			}
-			for _, s := range done {
-				if independent(s, l) {
-					childSleep = append(childSleep, s)
-				}
-			}
-			cl.sleep = childSleep
-		}
 		cfp := child.fingerprint()
 		if quiet && cfp == fp {
 			e.learnQuiet(lv.ph, lv.local, labels[i], child, calls)
 		}
+		if learns {
+			e.learnEffect(lv, child, i)
+		}
 		next := append(path, ch) // path's spare room: no one keeps next
 		isNew, cslot := e.seen.Add(cfp)
+		if foresee && checkForeseen != nil && cl.checked {
+			cl.checked = false
+			checkForeseen(cl.foreseen, cfp, cl.pruned, !isNew && cl.prunes(e, child, cslot, childSleep))
+		}
 		if !isNew {
 			if !cfg.POR {
 				continue
@@ -418,6 +449,17 @@ type level struct {
 	todo []stepAt
 	// ranks are the ranks of the sleep set's labels (sleepBits).
 	ranks []int8
+	// With foreseen steps (foresee.go): the sum of the state's
+	// fingerprint's terms; before a step learned, its pending events and
+	// reads; the labels of a state foreseen, and scratch; and, checking,
+	// what was foreseen of the step to this depth.
+	sum           uint64
+	before        []pending
+	reads         uint64
+	next, scratch []label
+	foreseen      uint64
+	pruned        bool
+	checked       bool
 }
 
 // inFrame returns the labels enabled in r's state (labels, of the steps

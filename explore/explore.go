@@ -211,7 +211,11 @@ type Result struct {
 	// Quiet counts the steps among Transitions known to lead back to the
 	// state they leave, and so not taken (depth first, in a set network:
 	// see quiet.go).
-	Quiet    int64
+	Quiet int64
+	// Foreseen counts the steps among Transitions known to lead to a
+	// state visited already that would be pruned, and so not taken
+	// (depth first with sleep sets: see foresee.go).
+	Foreseen int64
 	Terminal int64 // unique states where nothing was enabled
 	CutOff   int64 // states at the depth bound, not expanded
 	MaxDepth int   // the longest path explored

@@ -67,6 +67,10 @@ type queue struct {
 	// timers counts the timers among the events described (run.dropStale
 	// looks at those and the ones not yet described).
 	timers int
+	// sends lists, while logging, the messages of a set network pushed,
+	// those already in flight too (foresee.go learns a step's effect).
+	sends   []pending
+	logging bool
 }
 
 func (q *queue) Len() int { return len(q.keys) }
@@ -77,6 +81,9 @@ func (q *queue) Push(k sim.Key) {
 			d := q.s.Describe(k.Slot)
 			ph := q.h.of(v)
 			h := add(add(uint64(d.Node), uint64(d.From)), ph)
+			if q.logging {
+				q.sends = append(q.sends, described(d, eventHash(d, ph, nil)))
+			}
 			if q.sent(h) {
 				q.s.Lose(k, "already sent")
 				return

@@ -21,17 +21,9 @@ func TestQuietStepsChangeNothing(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		models = models[:2]
 	}
-	defer func() { skipQuiet = true }()
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
-			var rs [2]*Result
-			for i, skip := range []bool{false, true} {
-				skipQuiet = skip
-				cfg := setup(t, m.family, m.algo, m.nodes, m.inputs)
-				m.tweak(&cfg)
-				rs[i] = explore(t, cfg)
-			}
-			taken, skipped := rs[0], rs[1]
+			taken, skipped := takenAndSkipped(t, m, &skipQuiet)
 			if a, b := summary(taken), summary(skipped); a != b {
 				t.Fatalf("taking quiet steps:  %s\nskipping them: %s", a, b)
 			}

@@ -398,6 +398,11 @@ func (r *run) fingerprintWith(perm []proc.ID) uint64 {
 	return add(seed, r.phSum+r.restTerm()+events)
 }
 
+// stateSum is the sum of the terms of the fingerprint of a state in
+// Async (fingerprintWith, whose value is add(seed, stateSum)), once it
+// has been fingerprinted.
+func (r *run) stateSum() uint64 { return r.phSum + r.restTerm() + r.q.sum }
+
 // procTerm is process id's term in a fingerprint, its state hashing to h.
 func procTerm(id int, h uint64) uint64 { return add(h, uint64(id)) }
 

@@ -81,6 +81,13 @@ type explorer struct {
 	// their processes' hashes and labels, if learnsQuiet.
 	quiet       fpSet
 	learnsQuiet bool
+	// effects holds the effects of steps (foresee.go), by their
+	// processes' local states and labels, if foresees: their events in
+	// events, effectBytes their memory.
+	effects     map[uint64]effect
+	events      []term
+	effectBytes int
+	foresees    bool
 	// forking: states are forked, not replayed (until a run cannot be).
 	forking bool
 	cp      *copier

@@ -157,6 +157,20 @@ func (s *fpSet) hasMixed(m uint64) bool {
 	return i < len(s.slots) && s.slots[i] == m
 }
 
+// Find reports whether x is in the set, and its slot (valid until the
+// next Add) for Tag.
+func (s *fpSet) Find(x uint64) (int, bool) {
+	if s.homes == 0 {
+		return 0, false
+	}
+	m := mixed(x)
+	i := s.home(m)
+	for i < len(s.slots) && s.slots[i] != 0 && s.slots[i] < m {
+		i++
+	}
+	return i, i < len(s.slots) && s.slots[i] == m
+}
+
 // each calls f with every fingerprint in the set, mixed (mix64), in no
 // particular order.
 func (s *fpSet) each(f func(m uint64)) {

@@ -73,3 +73,25 @@ func TestEnvCallsCountsWhatAStepDoes(t *testing.T) {
 		}
 	}
 }
+
+// EnvReads counts the calls whose answer is not the process's own: Now,
+// Rand and Storage — not Send, SetTimer, CancelTimer or Output, whose
+// effects follow from the process's state.
+func TestEnvReadsCountsTheCallsThatLookOutside(t *testing.T) {
+	s, err := New(Config{Nodes: 2, Seed: 1, New: func(proc.ID, int) proc.Process { return &envUser{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Begin()
+	if got := s.EnvReads(); got != 0 {
+		t.Fatalf("after the starts: %d reads, want 0 (a timer set)", got)
+	}
+	for i, want := range []uint64{2, 3, 3} { // the timer (Rand, Storage), the poke (Now), the hush
+		if !s.Step() {
+			t.Fatalf("step %d: nothing to do", i)
+		}
+		if got := s.EnvReads(); got != want {
+			t.Fatalf("after step %d: %d reads, want %d", i, got, want)
+		}
+	}
+}

@@ -1150,8 +1150,9 @@ type env struct {
 	s    *Sim
 	self proc.ID
 	// calls counts the calls made on it but for Self, N and Neighbors
-	// (see EnvCalls).
-	calls uint64
+	// (see EnvCalls), reads those of them whose answer is not the
+	// process's own (see EnvReads).
+	calls, reads uint64
 }
 
 // EnvCalls is the number of calls processes have made so far on their
@@ -1162,11 +1163,21 @@ type env struct {
 // process's state is the same).
 func (s *Sim) EnvCalls() uint64 { return s.env.calls }
 
+// EnvReads is the number of calls processes have made so far on Now,
+// Rand and Storage, the calls whose answer depends on more than the
+// process's own state and the event it handles (the time, a random
+// source, a disk). A step across which it did not change is one whose
+// effects — its process's new state, what it sends, outputs, and which
+// timers it sets and cancels — follow from its process's state and its
+// event alone: a model checker learns from it what the step does in
+// every state where they are the same.
+func (s *Sim) EnvReads() uint64 { return s.env.reads }
+
 func (e *env) Self() ID              { return e.self }
 func (e *env) N() int                { return e.s.n }
 func (e *env) Neighbors() []ID       { return e.s.topo.Neighbors(e.self) }
 func (e *env) Output(o proc.Output)  { e.calls++; e.s.output(e.self, o) }
-func (e *env) Storage() proc.Storage { e.calls++; return e.s.storageOf(e.self) }
+func (e *env) Storage() proc.Storage { e.calls++; e.reads++; return e.s.storageOf(e.self) }
 
 func (e *env) Send(to ID, m proc.Message) {
 	e.calls++
@@ -1182,6 +1193,7 @@ func (e *env) Send(to ID, m proc.Message) {
 
 func (e *env) Now() time.Duration {
 	e.calls++
+	e.reads++
 	if e.s.clocks == nil {
 		return time.Duration(e.s.now)
 	}
@@ -1190,6 +1202,7 @@ func (e *env) Now() time.Duration {
 
 func (e *env) Rand() *rand.Rand {
 	e.calls++
+	e.reads++
 	nd := &e.s.nodes[e.self]
 	if nd.rng == nil {
 		nd.rng = e.s.nodeRand(e.self)
