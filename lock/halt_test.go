@@ -45,8 +45,17 @@ func TestAHaltedReplicaRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The request reaches the log before the node halts (had it halted
+	// first, nothing would be proposed): a grant of it must not keep the
+	// lock from the others once the caller is refused.
+	proposed := rs[0].Proposals()
 	waiting := make(chan error, 1)
 	go func() { _, err := s.Lock(ctx, "x"); waiting <- err }() // waits: holder has it
+	for deadline := time.Now().Add(10 * time.Second); rs[0].Proposals() == proposed; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock's request was not proposed")
+		}
+	}
 	lock.Halt(rs[0], consensus.Halted{Index: 42, Reason: "an entry of a newer version"})
 	select {
 	case err := <-waiting:
@@ -67,8 +76,10 @@ func TestAHaltedReplicaRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := other.Lock(ctx, "x"); err != nil || tok == 0 {
-		t.Fatalf("a lock at another node: token %d, %v", tok, err)
+	octx, ocancel := context.WithTimeout(ctx, 20*time.Second) // s's session lasts a minute
+	defer ocancel()
+	if tok, err := other.Lock(octx, "x"); err != nil || tok == 0 {
+		t.Fatalf("a lock at another node: token %d, %v (the halted node's refused request still queued?)", tok, err)
 	}
 	lock.Resume(rs[0], consensus.Resumed{Index: 50})
 	if err := rs[0].Halted(); err != nil {

@@ -415,13 +415,29 @@ func (s *Session) LockKey(ctx context.Context, name string) (uint64, error) {
 	case err != nil && s.numbered:
 		return 0, err
 	case err != nil:
-		// Withdraw the request (or give back a grant that came too late).
-		wctx, cancel := context.WithTimeout(context.Background(), 4*s.r.retry)
-		defer cancel()
-		_ = s.Unlock(wctx, name)
+		s.withdraw(name)
 		return 0, err
 	}
 	return g.Token, nil
+}
+
+// withdraw takes back the session's request for key, or gives back a
+// grant that came too late for a caller who has gone. A node whose copy
+// of the table halted refuses every call, a withdrawal's too, yet the
+// request it proposed before may still be granted, and the lock would
+// stay with a caller told ErrHalted until the session ended. Its log's
+// server still forwards proposals to the leader, so there the release is
+// proposed once, unanswered (its answer would need the halted copy);
+// the session's end remains the backstop if it is lost.
+func (s *Session) withdraw(key string) {
+	if s.r.Halted() != nil {
+		s.r.proposals.Add(1)
+		_ = s.r.svc.Input(consensus.Release{Session: s.ID, Seq: s.seq.Add(1), Lock: key})
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 4*s.r.retry)
+	defer cancel()
+	_ = s.UnlockKey(wctx, key)
 }
 
 // sessionEnded is the refusal of an operation whose session ended.
