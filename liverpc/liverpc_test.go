@@ -64,8 +64,13 @@ func registerAdd(l *ledger) func(int, *Endpoint) {
 
 func TestEachSemantics(t *testing.T) {
 	var l ledger
-	c := newCluster(t, 2, testConfig(), registerAdd(&l))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A loss-free network: every call is answered, once. Maybe makes one
+	// attempt, so its timeout must outlast a loaded machine's round trip
+	// (300 ms did not, with two race-detected test suites on 2 cores).
+	cfg := testConfig()
+	cfg.RPC.Timeout = 10 * time.Second
+	c := newCluster(t, 2, cfg, registerAdd(&l))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i, sem := range []rpc.Semantics{rpc.Maybe, rpc.AtLeastOnce, rpc.AtMostOnce} {
 		for k := range 20 {

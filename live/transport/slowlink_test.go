@@ -27,7 +27,10 @@ func TestSlowLinkFullWindowsBothWays(t *testing.T) {
 	)
 	a, b, toB, toA := pacedPair(t, rate, func(c *Config) {
 		c.QueueBytes, c.MaxFrame = window, 64<<10
-		c.PingInterval, c.IdleTimeout = 100*time.Millisecond, time.Second
+		// IdleTimeout well below the window's four seconds on the link,
+		// and above a loaded machine's pauses of the paced proxy (a
+		// second was not, beside two race-detected test suites).
+		c.PingInterval, c.IdleTimeout = 200*time.Millisecond, 2*time.Second
 	})
 	sizeOf := func(uint64) int { return size }
 	va, vb := newVerifier(sizeOf), newVerifier(sizeOf)
