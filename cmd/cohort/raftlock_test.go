@@ -181,12 +181,26 @@ func TestReplicatedLockSurvivesAPausedNode(t *testing.T) {
 	// The holder talks to node 0 first; its command outlasts two TTLs.
 	holder := exec.Command(bin, "lock", "x", "--endpoints", strings.Join(endpoints, ","), "--ttl", "1s", "--",
 		"sh", "-c", `touch "$1"; sleep 2.5; echo "holder $COHORT_FENCING_TOKEN done" >> "$2"`, "sh", started, log)
-	out := &strings.Builder{}
+	out := &lockedBuffer{}
 	holder.Stdout, holder.Stderr = out, out
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the holder's command", func() bool { _, err := os.Stat(started); return err == nil })
+	exited := make(chan error, 1)
+	go func() { exited <- holder.Wait() }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the holder exited before its command ran: %v\n%s", err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for the holder's command; the holder printed:\n%s", out)
+		}
+	}
 	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +210,7 @@ func TestReplicatedLockSurvivesAPausedNode(t *testing.T) {
 	if b, err := other.CombinedOutput(); err != nil {
 		t.Fatalf("the other client: %v\n%s", err, b)
 	}
-	if err := holder.Wait(); err != nil {
+	if err := <-exited; err != nil {
 		t.Fatalf("the holder: %v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(log)
@@ -707,4 +721,22 @@ func TestTextbookLockKillsAStubbornCommand(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("cohort lock still waits for a command that ignores SIGTERM, 60 s after its node died\n%s", p.out)
 	}
+}
+
+// lockedBuffer is an io.Writer a test may read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
