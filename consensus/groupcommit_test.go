@@ -62,6 +62,26 @@ func (e *recorder) replies() []consensus.AppendReply {
 	return rs
 }
 
+// forwarded returns the Forwards sent so far, with their destinations.
+func (e *recorder) forwarded() (fws []consensus.Forward, to []proc.ID) {
+	for _, s := range e.sent {
+		if f, ok := s.m.(consensus.Forward); ok {
+			fws, to = append(fws, f), append(to, s.to)
+		}
+	}
+	return fws, to
+}
+
+// forwardingFollower is server 1 of 3 with Config.Forward, started.
+func forwardingFollower() (*recorder, *consensus.Raft) {
+	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
+	cfg := consensus.DefaultConfig
+	cfg.Forward = true
+	r := consensus.New(1, 3, cfg, consensus.NewKV())
+	r.Start(env)
+	return env, r
+}
+
 // TestFollowerGroupCommit: AppendEntries that arrive before the follower's
 // flush share one sync, and none is acknowledged before it; an answer
 // counting entries a new leader's AppendEntries then replaced is never
@@ -111,23 +131,17 @@ func TestFollowerGroupCommit(t *testing.T) {
 // TestFollowerForwardsInBatches: proposals a follower's clients make
 // before its flush reach the leader in one Forward.
 func TestFollowerForwardsInBatches(t *testing.T) {
-	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
-	cfg := consensus.DefaultConfig
-	cfg.Forward = true
-	r := consensus.New(1, 3, cfg, consensus.NewKV())
-	r.Start(env)
+	env, r := forwardingFollower()
 	r.Receive(env, 0, consensus.AppendEntries{Term: 1, Round: 1}) // leader 0
 	r.Input(env, consensus.Propose{Data: []byte("a")})
 	r.Input(env, consensus.Propose{Data: []byte("b")})
 	var fws []consensus.Forward
 	collect := func() {
-		fws = nil
-		for _, s := range env.sent {
-			if f, ok := s.m.(consensus.Forward); ok {
-				if s.to != 0 {
-					t.Fatalf("forwarded to %d, not the leader", s.to)
-				}
-				fws = append(fws, f)
+		var to []proc.ID
+		fws, to = env.forwarded()
+		for _, p := range to {
+			if p != 0 {
+				t.Fatalf("forwarded to %d, not the leader", p)
 			}
 		}
 	}
@@ -144,19 +158,13 @@ func TestFollowerForwardsInBatches(t *testing.T) {
 // that has since followed a newer leader go on to that leader, not back to
 // the sender, and are dropped by a server that knows no leader.
 func TestForwardToAFormerLeaderIsPassedOn(t *testing.T) {
-	env := &recorder{store: proc.NewMemStorage(nil), self: 1}
-	cfg := consensus.DefaultConfig
-	cfg.Forward = true
-	r := consensus.New(1, 3, cfg, consensus.NewKV())
-	r.Start(env)
+	env, r := forwardingFollower()
 	fw := consensus.Forward{Data: [][]byte{[]byte("a"), []byte("b")}}
-	forwards := func() (to []proc.ID) {
-		for _, s := range env.sent {
-			if f, ok := s.m.(consensus.Forward); ok {
-				if len(f.Data) != 2 || string(f.Data[1]) != "b" {
-					t.Fatalf("passed on %+v, want a and b", f)
-				}
-				to = append(to, s.to)
+	forwards := func() []proc.ID {
+		fws, to := env.forwarded()
+		for _, f := range fws {
+			if len(f.Data) != 2 || string(f.Data[1]) != "b" {
+				t.Fatalf("passed on %+v, want a and b", f)
 			}
 		}
 		env.sent = nil

@@ -150,20 +150,17 @@ func (s *fpSet) insert(m uint64) (isNew bool, i int, ok bool) {
 func (s *fpSet) Has(x uint64) bool { return s.hasMixed(mixed(x)) }
 
 func (s *fpSet) hasMixed(m uint64) bool {
-	i := s.home(m)
-	for i < len(s.slots) && s.slots[i] != 0 && s.slots[i] < m {
-		i++
-	}
-	return i < len(s.slots) && s.slots[i] == m
+	_, ok := s.findMixed(m)
+	return ok
 }
 
 // Find reports whether x is in the set, and its slot (valid until the
 // next Add) for Tag.
-func (s *fpSet) Find(x uint64) (int, bool) {
-	if s.homes == 0 {
-		return 0, false
-	}
-	m := mixed(x)
+func (s *fpSet) Find(x uint64) (int, bool) { return s.findMixed(mixed(x)) }
+
+// findMixed looks m up from its home: the fingerprints ascend along the
+// array, so the search stops at the first larger one or an empty slot.
+func (s *fpSet) findMixed(m uint64) (int, bool) {
 	i := s.home(m)
 	for i < len(s.slots) && s.slots[i] != 0 && s.slots[i] < m {
 		i++

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cohort-go/cohort/group"
+	"github.com/cohort-go/cohort/live/livetest"
 )
 
 // lockedRuns runs workers × rounds "cohort lock counter" processes that
@@ -181,7 +182,7 @@ func TestReplicatedLockSurvivesAPausedNode(t *testing.T) {
 	// The holder talks to node 0 first; its command outlasts two TTLs.
 	holder := exec.Command(bin, "lock", "x", "--endpoints", strings.Join(endpoints, ","), "--ttl", "1s", "--",
 		"sh", "-c", `touch "$1"; sleep 2.5; echo "holder $COHORT_FENCING_TOKEN done" >> "$2"`, "sh", started, log)
-	out := &lockedBuffer{}
+	out := &livetest.Buffer{}
 	holder.Stdout, holder.Stderr = out, out
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -721,22 +722,4 @@ func TestTextbookLockKillsAStubbornCommand(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("cohort lock still waits for a command that ignores SIGTERM, 60 s after its node died\n%s", p.out)
 	}
-}
-
-// lockedBuffer is an io.Writer a test may read while a process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
