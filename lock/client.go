@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -122,13 +123,19 @@ var ErrNoSessions = errors.New("the cluster's locks have no sessions (a textbook
 // call. A node that does not answer within the bound of one request (see
 // ClientSession) is passed over for the next; if it had opened a session
 // all the same, that session holds nothing and expires after ttl.
+//
+// It keeps asking until ctx ends while any node can be reached: a
+// cluster just started, or one electing a new leader, answers 503 or
+// not at all for a while, and opens the session once its log has a
+// leader. It gives up at once when a whole round reaches no node (every
+// connection refused: nothing listens at the endpoints).
 func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (*ClientSession, error) {
 	sent := time.Now()
 	var out struct {
 		Session uint64 `json:"session"`
 		Validms int64  `json:"valid_ms"`
 	}
-	good, err := c.rotate(ctx, 0, attemptBound(ttl), 2, http.MethodPost, "/v1/sessions?ttl="+ttl.String(), 0, &out)
+	good, err := c.rotate(ctx, 0, attemptBound(ttl), whileReached, http.MethodPost, "/v1/sessions?ttl="+ttl.String(), 0, &out)
 	switch {
 	case errors.Is(err, errNotFound) || errors.Is(err, errNotAllowed):
 		return nil, ErrNoSessions
@@ -237,7 +244,9 @@ var (
 // that does not answer within bound — paused, cut off — or cannot be
 // reached, or answers 503, is passed over for the next; the
 // search gives up after rounds rounds without an answer, resting between
-// rounds. Any other answer ends it: 404 and 405 as errNotFound and
+// rounds — or, with rounds whileReached, only after a round in which no
+// connection could even be made (see reached), or when ctx ends. Any
+// other answer ends it: 404 and 405 as errNotFound and
 // errNotAllowed, the rest as an error naming the node — the answer is
 // about the request, and another node would give the same.
 //
@@ -262,6 +271,7 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 	api.Header = func(h http.Header) { header = h }
 	errs := make([]error, n) // each node's last failure
 	misses := 0              // requests in a row that no node answered
+	reachedInRound := false  // whether one of the last misses' round reached its node
 	for i := start % n; ; {
 		ep := c.Endpoints[i]
 		base, err := httpapi.BaseURL(ep)
@@ -293,15 +303,34 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		}
 		c.failed(i)
 		misses++
-		if misses >= rounds*n {
+		reachedInRound = reachedInRound || reached(errs[i])
+		endOfRound := misses%n == 0
+		switch {
+		case rounds != whileReached && misses >= rounds*n:
 			return 0, fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+		case rounds == whileReached && endOfRound && !reachedInRound:
+			return 0, fmt.Errorf("no endpoint could be reached: %w", errors.Join(errs...))
 		}
-		if i = (i + 1) % n; misses%n == 0 {
+		if i = (i + 1) % n; endOfRound {
+			reachedInRound = false
 			if err := rest(ctx, min(time.Duration(misses/n)*100*time.Millisecond, bound)); err != nil {
 				return 0, err
 			}
 		}
 	}
+}
+
+// whileReached, as rotate's rounds, keeps asking until ctx ends while
+// any node can be reached.
+const whileReached = 0
+
+// reached says whether a failed request got as far as a node: it was
+// answered 503, or it was sent and not answered in time (a node paused,
+// or too busy). A refused or failed connection is not: nothing may be
+// listening there.
+func reached(err error) bool {
+	var op *net.OpError
+	return !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // follow is the endpoint to ask next after endpoint i answered with

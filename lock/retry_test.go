@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -313,4 +316,86 @@ func TestBadWait(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 400 naming %q", q, resp.StatusCode, body, wait)
 		}
 	}
+}
+
+// TestOpenSessionWaitsForALeader: a client started with its cluster (found
+// by a test of cohort lock: it exited "no endpoint answered" when the
+// nodes' log had no leader yet) keeps asking while the nodes are up —
+// one answers 503, one does not answer at all, one refuses connections —
+// and opens its session once they serve. Before, it gave up after two
+// rounds (about 1.6 s at this TTL). But a client none of whose endpoints
+// can be reached gives up at once, not at its deadline.
+func TestOpenSessionWaitsForALeader(t *testing.T) {
+	rs := replicated(t, 2)
+	base := serve(t, rs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t.Run("nodes up, no leader yet", func(t *testing.T) {
+		ready := make(chan struct{})
+		unavailable := httptest.NewServer(gate(ready, base[0], func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(unavailable.Close)
+		silent := httptest.NewServer(gate(ready, base[1], func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		t.Cleanup(silent.Close)
+		c := &lock.Client{Endpoints: []string{closedAddr(t), unavailable.URL, silent.URL}}
+		time.AfterFunc(3*time.Second, func() { close(ready) })
+		start := time.Now()
+		s, err := c.OpenSession(ctx, time.Second)
+		if err != nil {
+			t.Fatalf("open after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		}
+		if waited := time.Since(start); waited < 3*time.Second {
+			t.Errorf("opened after %v, before the nodes served", waited)
+		}
+		if _, err := s.Lock(ctx, "a"); err != nil {
+			t.Fatalf("lock: %v", err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("no endpoint reachable", func(t *testing.T) {
+		c := &lock.Client{Endpoints: []string{closedAddr(t), closedAddr(t)}}
+		start := time.Now()
+		_, err := c.OpenSession(ctx, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "no endpoint could be reached") {
+			t.Fatalf("open: %v, want no endpoint could be reached", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("gave up only at the deadline (%v)", time.Since(start))
+		}
+	})
+}
+
+// gate serves r with before until ready is closed, then passes requests
+// on to target.
+func gate(ready chan struct{}, target string, before http.HandlerFunc) http.Handler {
+	u, err := url.Parse(target)
+	if err != nil {
+		panic(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ready:
+			proxy.ServeHTTP(w, r)
+		default:
+			before(w, r)
+		}
+	})
+}
+
+// closedAddr is a loopback address nothing listens on: connections to it
+// are refused.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
 }

@@ -155,7 +155,7 @@ func runLeading(cmd *cobra.Command, client *leader.Client, name string, argv []s
 	}
 	// On a replicated cluster the candidacy is a session this command
 	// renews itself (see runInSession); else a lease the node keeps.
-	ls, err := (&lock.Client{Endpoints: client.Endpoints, Token: client.Token, HTTP: client.HTTP}).OpenSession(cctx, f.ttl)
+	ls, err := openSession(cctx, cmd.ErrOrStderr(), &lock.Client{Endpoints: client.Endpoints, Token: client.Token, HTTP: client.HTTP}, f.ttl, fmt.Sprintf("election %q", name))
 	switch {
 	case err == nil:
 		margin := f.margin

@@ -86,7 +86,7 @@ func runLocked(cmd *cobra.Command, client *lock.Client, name string, argv []stri
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	s, err := client.OpenSession(actx, ttl)
+	s, err := openSession(actx, cmd.ErrOrStderr(), client, ttl, fmt.Sprintf("lock %q", name))
 	switch {
 	case err == nil:
 		acquire := func(ctx context.Context) ([]string, error) {
@@ -328,4 +328,34 @@ var textbookFaults = map[string]string{
 	"central-failover": "the coordinator's crash and restarts are survived, but a partition can make two coordinators, each granting the lock",
 	"bully-fd":         "a stalled leader's command can run beside the next leader's, and after a restart two leaderships can carry one term",
 	"total-sequencer":  "a dead sequencer stops every delivery (sends get 504), and a restarted member holds messages back for ever",
+}
+
+// slowOpen is how long openSession waits in silence.
+const slowOpen = 2 * time.Second
+
+// openSession opens the client's session (lock.Client.OpenSession: it
+// waits while the nodes are up without a leader — a cluster just
+// started — until ctx ends) and says on w, once, if that takes longer
+// than slowOpen, so that a command waiting on a cluster that lost its
+// majority does not wait in silence. what names the hold (`lock "x"`).
+func openSession(ctx context.Context, w io.Writer, client *lock.Client, ttl time.Duration, what string) (*lock.ClientSession, error) {
+	type opened struct {
+		s   *lock.ClientSession
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := client.OpenSession(ctx, ttl)
+		done <- opened{s, err}
+	}()
+	slow := time.NewTimer(slowOpen)
+	defer slow.Stop()
+	for {
+		select {
+		case o := <-done:
+			return o.s, o.err
+		case <-slow.C:
+			fmt.Fprintf(w, "%s: waiting for the cluster to open a session: its nodes can be reached, but none has opened it yet (a new cluster elects a leader first; a majority must be up and connected)\n", what)
+		}
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -721,5 +723,47 @@ func TestTextbookLockKillsAStubbornCommand(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("cohort lock still waits for a command that ignores SIGTERM, 60 s after its node died\n%s", p.out)
+	}
+}
+
+// TestLockWaitsForALeaderAndSaysSo: cohort lock and cohort elect on
+// nodes that can be reached but open no session (no leader: a cluster
+// just started, or one that lost its majority) wait, say so once, and
+// give up at --timeout, exit 1; on endpoints where nothing listens they
+// give up at once.
+func TestLockWaitsForALeaderAndSaysSo(t *testing.T) {
+	noLeader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+	}))
+	defer noLeader.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := l.Addr().String()
+	l.Close()
+	for _, args := range [][]string{
+		{"lock", "x"},
+		{"elect", "e", "--campaign"},
+	} {
+		t.Run(args[0]+" with no leader", func(t *testing.T) {
+			start := time.Now()
+			code, _, stderr := cli(t, append(args, "--endpoints", noLeader.URL, "--ttl", "1s", "--timeout", "3s", "--", "true")...)
+			if code != 1 || !strings.Contains(stderr, "context deadline exceeded") {
+				t.Fatalf("exit %d, stderr %q: want 1 and the deadline", code, stderr)
+			}
+			if n := strings.Count(stderr, "waiting for the cluster to open a session"); n != 1 {
+				t.Errorf("said it waits %d times, want once: %q", n, stderr)
+			}
+			if took := time.Since(start); took < 3*time.Second {
+				t.Errorf("gave up after %v, before --timeout", took)
+			}
+		})
+		t.Run(args[0]+" with nothing listening", func(t *testing.T) {
+			code, _, stderr := cli(t, append(args, "--endpoints", nobody, "--ttl", "1s", "--timeout", "1m", "--", "true")...)
+			if code != 1 || !strings.Contains(stderr, "no endpoint could be reached") || strings.Contains(stderr, "waiting for") {
+				t.Fatalf("exit %d, stderr %q: want 1, at once, no endpoint could be reached", code, stderr)
+			}
+		})
 	}
 }
