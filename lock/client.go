@@ -119,8 +119,8 @@ type ClientSession struct {
 // leases of their own (Acquire), not sessions.
 var ErrNoSessions = errors.New("the cluster's locks have no sessions (a textbook algorithm: use Acquire)")
 
-// OpenSession opens a session of ttl; it counts from the moment of the
-// call. A node that does not answer within the bound of one request (see
+// OpenSession opens a session of ttl; it counts from the sending of the
+// request that opened it. A node that does not answer within the bound of one request (see
 // ClientSession) is passed over for the next; if it had opened a session
 // all the same, that session holds nothing and expires after ttl.
 //
@@ -130,12 +130,11 @@ var ErrNoSessions = errors.New("the cluster's locks have no sessions (a textbook
 // leader. It gives up at once when a whole round reaches no node (every
 // connection refused: nothing listens at the endpoints).
 func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (*ClientSession, error) {
-	sent := time.Now()
 	var out struct {
 		Session uint64 `json:"session"`
 		Validms int64  `json:"valid_ms"`
 	}
-	good, err := c.rotate(ctx, 0, attemptBound(ttl), whileReached, http.MethodPost, "/v1/sessions?ttl="+ttl.String(), 0, &out)
+	good, sent, err := c.rotate(ctx, 0, attemptBound(ttl), whileReached, http.MethodPost, "/v1/sessions?ttl="+ttl.String(), 0, &out)
 	switch {
 	case errors.Is(err, errNotFound) || errors.Is(err, errNotAllowed):
 		return nil, ErrNoSessions
@@ -185,7 +184,7 @@ func (s *ClientSession) call(ctx context.Context, method, path string, wait time
 	s.mu.Lock()
 	start := s.good
 	s.mu.Unlock()
-	good, err := s.c.rotate(ctx, start, attemptBound(s.TTL), 2, method, path, wait, out)
+	good, _, err := s.c.rotate(ctx, start, attemptBound(s.TTL), 2, method, path, wait, out)
 	if errors.Is(err, errNotFound) {
 		return ErrLeaseLost
 	}
@@ -202,14 +201,13 @@ func (s *ClientSession) call(ctx context.Context, method, path string, wait time
 // an eighth of the TTL (paused, or cut off) is passed over for the next;
 // each node is asked once.
 func (s *ClientSession) KeepAlive(ctx context.Context) (time.Time, error) {
-	sent := time.Now()
 	var out struct {
 		Validms int64 `json:"valid_ms"`
 	}
 	s.mu.Lock()
 	start := s.good
 	s.mu.Unlock()
-	good, err := s.c.rotate(ctx, start, s.TTL/8, 1, http.MethodPost, fmt.Sprintf("/v1/sessions/%d/keepalive", s.ID), 0, &out)
+	good, sent, err := s.c.rotate(ctx, start, s.TTL/8, 1, http.MethodPost, fmt.Sprintf("/v1/sessions/%d/keepalive", s.ID), 0, &out)
 	switch {
 	case errors.Is(err, errNotFound):
 		return s.Until(), ErrLeaseLost
@@ -240,7 +238,9 @@ var (
 
 // rotate sends a request (path: "/v1/...") to the endpoints in turn, from
 // start, and once one answers 200, with out decoded, returns the index of
-// the endpoint to ask next: that one, or the leader's (follow). A node
+// the endpoint to ask next: that one, or the leader's (follow), and when
+// the request it answered was sent (a lease it grants or renews counts
+// from then, not from an earlier attempt's sending). A node
 // that does not answer within bound — paused, cut off — or cannot be
 // reached, or answers 503, is passed over for the next; the
 // search gives up after rounds rounds without an answer, resting between
@@ -254,10 +254,10 @@ var (
 // wait+bound, and a 202 (still waiting) sends it again, to the same node
 // or, if that one knows no leader, to another (waitAgain).
 // Only numbered or idempotent requests may be sent again.
-func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rounds int, method, path string, wait time.Duration, out any) (int, error) {
+func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rounds int, method, path string, wait time.Duration, out any) (int, time.Time, error) {
 	n := len(c.Endpoints)
 	if n == 0 {
-		return 0, errors.New("no endpoints")
+		return 0, time.Time{}, errors.New("no endpoints")
 	}
 	if wait > 0 {
 		sep := "?"
@@ -276,26 +276,27 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		ep := c.Endpoints[i]
 		base, err := httpapi.BaseURL(ep)
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		actx, cancel := context.WithTimeout(ctx, wait+bound)
+		sent := time.Now()
 		code, msg, err := api.Call(actx, method, base+path, nil, out)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return 0, ctx.Err()
+			return 0, time.Time{}, ctx.Err()
 		case err == nil && code == http.StatusOK:
-			return c.follow(i, header), nil
+			return c.follow(i, header), sent, nil
 		case err == nil && code == http.StatusAccepted && wait > 0:
 			misses = 0
 			i = c.waitAgain(i, header) // still waiting: ask again
 			continue
 		case err == nil && code == http.StatusNotFound:
-			return 0, fmt.Errorf("%w: %s", errNotFound, msg)
+			return 0, time.Time{}, fmt.Errorf("%w: %s", errNotFound, msg)
 		case err == nil && code == http.StatusMethodNotAllowed:
-			return 0, fmt.Errorf("%w: %s", errNotAllowed, msg)
+			return 0, time.Time{}, fmt.Errorf("%w: %s", errNotAllowed, msg)
 		case err == nil && code != http.StatusServiceUnavailable:
-			return 0, fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+			return 0, time.Time{}, fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
 		case err == nil:
 			errs[i] = fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
 		default:
@@ -307,14 +308,14 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		endOfRound := misses%n == 0
 		switch {
 		case rounds != whileReached && misses >= rounds*n:
-			return 0, fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
+			return 0, time.Time{}, fmt.Errorf("no endpoint answered: %w", errors.Join(errs...))
 		case rounds == whileReached && endOfRound && !reachedInRound:
-			return 0, fmt.Errorf("no endpoint could be reached: %w", errors.Join(errs...))
+			return 0, time.Time{}, fmt.Errorf("no endpoint could be reached: %w", errors.Join(errs...))
 		}
 		if i = (i + 1) % n; endOfRound {
 			reachedInRound = false
 			if err := rest(ctx, min(time.Duration(misses/n)*100*time.Millisecond, bound)); err != nil {
-				return 0, err
+				return 0, time.Time{}, err
 			}
 		}
 	}

@@ -324,7 +324,11 @@ func TestBadWait(t *testing.T) {
 // one answers 503, one does not answer at all, one refuses connections —
 // and opens its session once they serve. Before, it gave up after two
 // rounds (about 1.6 s at this TTL). But a client none of whose endpoints
-// can be reached gives up at once, not at its deadline.
+// can be reached gives up at once, not at its deadline. The session's
+// reckoning counts from the request that opened it, not from the first
+// attempt (found by hand: cohort lock, started on a cluster whose
+// majority was paused for 6 s, was granted its lock and gave it up at
+// once, its session's reckoning long over).
 func TestOpenSessionWaitsForALeader(t *testing.T) {
 	rs := replicated(t, 2)
 	base := serve(t, rs)
@@ -348,6 +352,9 @@ func TestOpenSessionWaitsForALeader(t *testing.T) {
 		}
 		if waited := time.Since(start); waited < 3*time.Second {
 			t.Errorf("opened after %v, before the nodes served", waited)
+		}
+		if left := time.Until(s.Until()); left <= 0 {
+			t.Errorf("the session's reckoning ended %v ago: it counts from the first attempt, not the answered one", -left)
 		}
 		if _, err := s.Lock(ctx, "a"); err != nil {
 			t.Fatalf("lock: %v", err)
