@@ -78,11 +78,18 @@ SIGINT or SIGTERM, then stop every node cleanly.`,
 					return usageErr("--group: processes only")
 				}
 			}
-			if inproc {
-				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
-			}
 			if withMembers && inproc {
 				return usageErr("--members: processes only (nodes join a cluster of processes)")
+			}
+			if inproc {
+				// Flags the in-process cluster would ignore: its nodes
+				// keep nothing on disk and run only the locks.
+				for _, f := range []string{"dir", "trace-dir", "run"} {
+					if cmd.Flags().Changed(f) {
+						return usageErr("--%s: processes only (not with --inproc)", f)
+					}
+				}
+				return clusterInProc(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), nodes, a, asJSON)
 			}
 			return clusterProcs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), clusterSpec{nodes: nodes, lock: name, group: groupAlgo, dir: dir, traceDir: traceDir,
 				runs: runs, members: withMembers, dht: withDHT}, asJSON)
@@ -224,6 +231,15 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, as
 		dir = d
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return usageErr("--dir: %v", err)
+	} else {
+		// Another cluster up on dir would rewrite its nodes' configuration
+		// under them (new ports, a new secret) and then fail to start
+		// nodes whose data is in use: refuse before touching it.
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return usageErr("--dir %s: %v", dir, err)
+		}
+		defer unlock()
 	}
 	// The nodes take relative paths from their data directories.
 	var err error
@@ -254,14 +270,16 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, as
 		peers[i] = a
 	}
 	var children []*exec.Cmd
+	var gone []chan struct{}       // closed as each child exits
+	exited := make(chan string, n) // why each child exited
 	stopAll := func() {
 		for _, c := range children {
 			_ = c.Process.Signal(syscall.SIGTERM)
 		}
 		done := make(chan struct{})
 		go func() {
-			for _, c := range children {
-				_ = c.Wait()
+			for _, g := range gone {
+				<-g
 			}
 			close(done)
 		}()
@@ -301,15 +319,47 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, as
 		if err := c.Start(); err != nil {
 			return &exitError{1, err}
 		}
-		children = append(children, c)
+		g := make(chan struct{})
+		go func() {
+			err := c.Wait()
+			exited <- fmt.Sprintf("node %d exited (%v)", i, err)
+			close(g)
+		}()
+		children, gone = append(children, c), append(gone, g)
 		pids = append(pids, c.Process.Pid)
 	}
-	if err := waitHealthy(ctx, apis, 15*time.Second); err != nil {
-		return &exitError{1, err}
+	// A node that exits while the others come up (its data in use, a
+	// port taken meanwhile) ends the wait at once, naming it; its own
+	// error is on errw.
+	hctx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	healthy := make(chan error, 1)
+	go func() { healthy <- waitHealthy(hctx, apis, 15*time.Second) }()
+	select {
+	case err := <-healthy:
+		if err != nil {
+			return &exitError{1, err}
+		}
+	case why := <-exited:
+		return &exitError{1, fmt.Errorf("%s before the cluster was up", why)}
 	}
 	announce(out, apis, pids, asJSON)
 	<-ctx.Done()
 	return nil
+}
+
+// lockDir takes dir for this process (an exclusive lock on its
+// cluster.lock, released when the process ends); unlock gives it back.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, "cluster.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("in use by another cohort cluster up (%v)", err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // waitHealthy polls every node's /v1/health until all answer.

@@ -359,11 +359,55 @@ func TestClusterUpChecksTheGroupAlgorithm(t *testing.T) {
 	}{
 		{[]string{"--group", "nope"}, `--group: `},
 		{[]string{"--group", "raft", "--inproc"}, `--group: processes only`},
+		{[]string{"--inproc", "--dir", "d"}, `--dir: processes only`},
+		{[]string{"--inproc", "--trace-dir", "d"}, `--trace-dir: processes only`},
+		{[]string{"--inproc", "--run", "clocks/lamport"}, `--run: processes only`},
+		{[]string{"--inproc", "--members"}, `--members: processes only`},
 	} {
 		code, _, errs := cli(t, append([]string{"cluster", "up"}, c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("cluster up %s: exit %d, %q; want exit 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
 		}
+	}
+}
+
+// TestClusterUpRefusesADirInUse (found by hand): a second cluster up on
+// the directory of a running one rewrote the running nodes' configuration
+// (new ports, a new secret) and then waited 15 s for nodes that could not
+// start. It exits 2 at once, naming the directory, and leaves the
+// configuration alone; the running cluster still serves.
+func TestClusterUpRefusesADirInUse(t *testing.T) {
+	dir := t.TempDir()
+	endpoints := startCluster(t, "--nodes", "3", "--dir", dir)
+	before, err := os.ReadFile(filepath.Join(dir, "node0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := binCLI(t, "cluster", "up", "--nodes", "3", "--dir", dir)
+	if code != 2 || !strings.Contains(stderr, "--dir "+dir) || !strings.Contains(stderr, "in use") {
+		t.Fatalf("second cluster up: exit %d, %q; want 2 naming %s in use", code, stderr, dir)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "node0.yaml")); string(after) != string(before) {
+		t.Errorf("the running node's configuration was rewritten:\n%s\nnow\n%s", before, after)
+	}
+	code, out, stderr := binCLI(t, "lock", "x", "--endpoints", strings.Join(endpoints, ","), "--", "echo", "ran")
+	if code != 0 || !strings.Contains(out, "ran") {
+		t.Errorf("lock on the running cluster: exit %d, %q %q", code, out, stderr)
+	}
+}
+
+// TestClusterUpEndsWhenANodeCannotStart: a node that exits while the
+// cluster comes up (here its data directory is a file) ends cluster up at
+// once with exit 1, naming the node, rather than after the wait for the
+// nodes' health (15 s) with no word of why.
+func TestClusterUpEndsWhenANodeCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "node1"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := binCLI(t, "cluster", "up", "--nodes", "3", "--dir", dir)
+	if code != 1 || !strings.Contains(stderr, "node 1 exited") || strings.Contains(stderr, "did not come up") {
+		t.Fatalf("exit %d, %q; want 1 and node 1 exited", code, stderr)
 	}
 }
 
