@@ -316,6 +316,7 @@ func clusterProcs(ctx context.Context, out, errw io.Writer, spec clusterSpec, as
 		}
 		c := exec.Command(self, "node", "--config", path)
 		c.Stdout, c.Stderr = errw, errw
+		stopWithParent(c)
 		if err := c.Start(); err != nil {
 			return &exitError{1, err}
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -394,6 +395,58 @@ func TestClusterUpRefusesADirInUse(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ran") {
 		t.Errorf("lock on the running cluster: exit %d, %q %q", code, out, stderr)
 	}
+}
+
+// TestClusterUpKilledStopsItsNodes (found by hand): cluster up killed
+// with SIGKILL left its nodes running, orphaned, holding their ports and
+// data directories. They now stop with it.
+func TestClusterUpKilledStopsItsNodes(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel signals a child at its parent's death on Linux only")
+	}
+	cmd := exec.Command(cohortBinary(t), "cluster", "up", "--json", "--nodes", "3", "--dir", t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var up struct{ Pids []int }
+	if err := json.NewDecoder(stdout).Decode(&up); err != nil || len(up.Pids) != 3 {
+		cmd.Process.Kill()
+		t.Fatalf("cluster up printed no pids: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range up.Pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range up.Pids {
+		for running(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still runs 30 s after its cluster up was killed", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// running says whether process pid exists and has not exited (a zombie,
+// exited and not yet reaped, has not).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // TestClusterUpEndsWhenANodeCannotStart: a node that exits while the
