@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,8 +246,11 @@ var (
 // reached, or answers 503, is passed over for the next; the
 // search gives up after rounds rounds without an answer, resting between
 // rounds — or, with rounds whileReached, only after a round in which no
-// connection could even be made (see reached), or when ctx ends. Any
-// other answer ends it: 404 and 405 as errNotFound and
+// connection could even be made (see reached), or when ctx ends (its
+// error then carries the nodes' last answers). A node that answers 503
+// with NotVoterHeader (it does not vote in the log: removed, or joined
+// and not added) is passed over for the rest of the call, and the call
+// ends when every node is. Any other answer ends it: 404 and 405 as errNotFound and
 // errNotAllowed, the rest as an error naming the node — the answer is
 // about the request, and another node would give the same.
 //
@@ -269,10 +273,15 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 	api := c.api()
 	var header http.Header
 	api.Header = func(h http.Header) { header = h }
-	errs := make([]error, n) // each node's last failure
-	misses := 0              // requests in a row that no node answered
-	reachedInRound := false  // whether one of the last misses' round reached its node
+	errs := make([]error, n)  // each node's last failure
+	passed := make([]bool, n) // nodes that do not vote in the log: passed over for the rest of the call
+	misses := 0               // requests in a row that no node answered
+	reachedInRound := false   // whether one of the last misses' round reached its node
 	for i := start % n; ; {
+		if passed[i] {
+			i = (i + 1) % n // another one is not passed: see below
+			continue
+		}
 		ep := c.Endpoints[i]
 		base, err := httpapi.BaseURL(ep)
 		if err != nil {
@@ -280,9 +289,13 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		}
 		actx, cancel := context.WithTimeout(ctx, wait+bound)
 		sent := time.Now()
+		header = nil
 		code, msg, err := api.Call(actx, method, base+path, nil, out)
 		cancel()
 		switch {
+		case ctx.Err() != nil && errors.Join(errs...) != nil:
+			// Say what the nodes answered while the caller waited.
+			return 0, time.Time{}, fmt.Errorf("%w (the nodes' last answers: %w)", ctx.Err(), errors.Join(errs...))
 		case ctx.Err() != nil:
 			return 0, time.Time{}, ctx.Err()
 		case err == nil && code == http.StatusOK:
@@ -299,6 +312,12 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 			return 0, time.Time{}, fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
 		case err == nil:
 			errs[i] = fmt.Errorf("%s: HTTP %d: %s", ep, code, msg)
+			if header.Get(httpapi.NotVoterHeader) != "" {
+				// It serves nothing until an operator adds it.
+				if passed[i] = true; !slices.Contains(passed, false) {
+					return 0, time.Time{}, fmt.Errorf("no endpoint votes in the log: %w", errors.Join(errs...))
+				}
+			}
 		default:
 			errs[i] = fmt.Errorf("%s: %w", ep, err)
 		}

@@ -260,7 +260,7 @@ func fail(w http.ResponseWriter, err error) {
 // the queues' log (removed from its voters, or joined and not added): it
 // serves no request however often asked until it is added, so a Client
 // passes it for the rest of a call.
-const NotVoterHeader = "Cohort-Not-Voter"
+const NotVoterHeader = httpapi.NotVoterHeader
 
 // status is the HTTP status of an error of the queues.
 func status(err error) int {

@@ -233,3 +233,9 @@ func validNameChars(name string) bool {
 	}
 	return true
 }
+
+// NotVoterHeader is set ("1") on a 503 from a node that does not vote in
+// the replicated log behind the request (removed from its voters, or
+// joined and not yet added): asked again, it gives the same answer until
+// an operator adds it, so a client passes over it for the rest of a call.
+const NotVoterHeader = "Cohort-Not-Voter"
