@@ -293,11 +293,8 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		code, msg, err := api.Call(actx, method, base+path, nil, out)
 		cancel()
 		switch {
-		case ctx.Err() != nil && errors.Join(errs...) != nil:
-			// Say what the nodes answered while the caller waited.
-			return 0, time.Time{}, fmt.Errorf("%w (the nodes' last answers: %w)", ctx.Err(), errors.Join(errs...))
 		case ctx.Err() != nil:
-			return 0, time.Time{}, ctx.Err()
+			return 0, time.Time{}, ended(ctx, errs)
 		case err == nil && code == http.StatusOK:
 			return c.follow(i, header), sent, nil
 		case err == nil && code == http.StatusAccepted && wait > 0:
@@ -333,11 +330,21 @@ func (c *Client) rotate(ctx context.Context, start int, bound time.Duration, rou
 		}
 		if i = (i + 1) % n; endOfRound {
 			reachedInRound = false
-			if err := rest(ctx, min(time.Duration(misses/n)*100*time.Millisecond, bound)); err != nil {
-				return 0, time.Time{}, err
+			if rest(ctx, min(time.Duration(misses/n)*100*time.Millisecond, bound)) != nil {
+				return 0, time.Time{}, ended(ctx, errs)
 			}
 		}
 	}
+}
+
+// ended is the error of a call whose context ended while the nodes
+// answered errs (nil for a node not asked): the context's, saying what
+// the nodes answered while the caller waited.
+func ended(ctx context.Context, errs []error) error {
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (the nodes' last answers: %w)", ctx.Err(), err)
+	}
+	return ctx.Err()
 }
 
 // whileReached, as rotate's rounds, keeps asking until ctx ends while

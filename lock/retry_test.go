@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,4 +407,66 @@ func closedAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
+}
+
+// TestClientPassesOverANonVoter: a node that does not vote in the log (it
+// answers 503 with Cohort-Not-Voter: removed, or joined and not added)
+// serves nothing however often asked, so a client asks it once per call
+// and goes on to the others; with no voter among its endpoints it gives
+// up at once, saying why, rather than wait for its deadline (found by the
+// cluster tests once the open of a session waited while nodes answered).
+// A call whose context ends says what the nodes last answered.
+func TestClientPassesOverANonVoter(t *testing.T) {
+	rs := replicated(t, 1)
+	base := serve(t, rs)
+	var asked sync.Map // URL → *atomic.Int64
+	nonVoter := func() string {
+		var n atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.Header().Set("Cohort-Not-Voter", "1")
+			http.Error(w, `{"error":"node 3 does not vote in the cluster's replicated log of locks (cohort cluster add 3)"}`, http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(srv.Close)
+		asked.Store(srv.URL, &n)
+		return srv.URL
+	}
+	count := func(u string) int64 { v, _ := asked.Load(u); return v.(*atomic.Int64).Load() }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t.Run("a voter among the endpoints", func(t *testing.T) {
+		nv := nonVoter()
+		c := &lock.Client{Endpoints: []string{nv, base[0]}}
+		s, err := c.OpenSession(ctx, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(nv); n != 1 {
+			t.Errorf("the non-voter was asked %d times, want once", n)
+		}
+	})
+	t.Run("no voter among them", func(t *testing.T) {
+		c := &lock.Client{Endpoints: []string{nonVoter(), nonVoter()}}
+		_, err := c.OpenSession(ctx, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "no endpoint votes") || !strings.Contains(err.Error(), "cohort cluster add 3") || ctx.Err() != nil {
+			t.Fatalf("open: %v; want at once no endpoint votes, and why", err)
+		}
+	})
+	t.Run("the context ends", func(t *testing.T) {
+		noLeader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":"no leader yet"}`, http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(noLeader.Close)
+		c := &lock.Client{Endpoints: []string{noLeader.URL}}
+		octx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := c.OpenSession(octx, time.Second)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no leader yet") {
+			t.Fatalf("open: %v; want the deadline and what the node answered", err)
+		}
+	})
 }
