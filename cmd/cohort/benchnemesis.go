@@ -68,13 +68,19 @@ delivered at every node, once, at its acknowledged position. Prints the counts; 
 				fmt.Fprintf(out, "lock:  %d operations, linearizable: %s\n", r.LockOps, r.Linearizable)
 				fmt.Fprintf(out, "group: %d messages acknowledged; %d deliveries followed on every node through the faults (%d positions compacted while a node was down), %d compared at the end\n",
 					r.Sent, r.Listened, r.Skipped, r.Checked)
+				if r.Interrupted {
+					fmt.Fprintf(out, "interrupted after %.0f s: the histories so far were checked, the group's deliveries not compared at the end\n", r.Seconds)
+				}
 				fmt.Fprintf(out, "anomalies: %d\n", len(r.Anomalies))
 				for _, a := range r.Anomalies {
 					fmt.Fprintf(out, "  %s\n", a)
 				}
 			}
-			if len(r.Anomalies) > 0 {
+			switch {
+			case len(r.Anomalies) > 0:
 				return &exitError{1, errSilent}
+			case r.Interrupted:
+				return &exitError{1, fmt.Errorf("bench nemesis: interrupted after %.0f s, before the end of its run", r.Seconds)}
 			}
 			return nil
 		},
