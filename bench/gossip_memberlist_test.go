@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,7 @@ func memberlistGossipSettled(ctx context.Context, n, broadcasts int, wait, idle 
 			sender.queue.QueueBroadcast(mlBroadcast(msg))
 		})
 		if err != nil {
+			settle() // what memberlist suspected meanwhile says why
 			return res, err
 		}
 		res.All = append(res.All, d)
@@ -184,6 +186,12 @@ func (v *mlVerdicts) dead(name string) {
 	}
 }
 
+// mlLabel marks this test process's memberlist packets: members of
+// another process on the machine (a second test run), which may be given
+// a port one of these members just gave up, and have the same names,
+// drop them rather than merge the two clusters.
+var mlLabel = fmt.Sprintf("cohort-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
+
 func newMLMember(i, n int) (*mlMember, error) { return newMLMemberWith(i, n, io.Discard, false) }
 
 // newMLMemberWith is newMLMember with memberlist's log written to logw,
@@ -198,6 +206,7 @@ func newMLMemberWith(i, n int, logw io.Writer, stallable bool) (*mlMember, error
 	m.tr = &countingTransport{NetTransport: nt}
 	conf := memberlist.DefaultLANConfig()
 	conf.Name, conf.Transport, conf.Logger = m.name, m.tr, log.New(logw, "", 0)
+	conf.Label = mlLabel
 	if stallable {
 		m.stall = newStallTransport(m.tr)
 		conf.Transport = m.stall
@@ -384,10 +393,14 @@ func TestGossipBesideMemberlist(t *testing.T) {
 			name string
 			GossipResult
 		}{"memberlist", m})
-	case 2*worst <= probe:
-		t.Fatalf("memberlist: %v (no goroutine waited longer than %v to run, within half its probe timeout %v)", err, worst.Round(time.Millisecond), probe)
+	case 2*worst <= probe && m.Suspicions == 0:
+		t.Fatalf("memberlist: %v (no goroutine waited longer than %v to run, within half its probe timeout %v, and it suspected no member)", err, worst.Round(time.Millisecond), probe)
 	default:
-		t.Logf("memberlist not judged: %v, with goroutines waiting up to %v to run, beyond half its probe timeout %v", err, worst.Round(time.Millisecond), probe)
+		// The machine, not the harness: this process waited too long to
+		// run, or memberlist's own failure detector suspected a live
+		// member (a loaded machine delays its UDP probes and their acks;
+		// a member others believe dead is sent no gossip).
+		t.Logf("memberlist not judged: %v, with goroutines waiting up to %v to run (half its probe timeout: %v) and %d suspicions of live members", err, worst.Round(time.Millisecond), probe, m.Suspicions)
 	}
 	for _, r := range rs {
 		t.Logf("%-10s formed %v, broadcast %v %v, crash to dead everywhere %v, idle %.1f msgs %.0f bytes per member and second",
