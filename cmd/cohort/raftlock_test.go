@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -805,12 +804,7 @@ func TestLockWaitsForALeaderAndSaysSo(t *testing.T) {
 		http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
 	}))
 	defer noLeader.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nobody := l.Addr().String()
-	l.Close()
+	nobody := deadAPI(t)
 	for _, args := range [][]string{
 		{"lock", "x"},
 		{"elect", "e", "--campaign"},
